@@ -1,0 +1,64 @@
+"""`dump commitlog|consumequeue|index|checkpoint` and `locate`."""
+from __future__ import annotations
+
+import click
+
+from ..ops import inspect
+from .base import cli, dump, echo_err, render, store_options
+
+COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
+                     "bornHost", "msgId", "uniqKey", "bodyLength"]
+
+
+@dump.command("commitlog")
+@store_options
+@click.option("--from", "start", type=int, help="First physical offset (inclusive).")
+@click.option("--to", "end", type=int, help="Last physical offset (exclusive).")
+@click.option("--topic", help="Only messages of this topic.")
+@click.option("--queue-id", type=int, help="Only messages of this queue id.")
+@click.option("--limit", type=int, help="Stop after N messages.")
+@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
+              help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
+@click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
+@click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
+def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress):
+    """Decode every message record of the commitlog, in offset order."""
+    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
+                                  warn=lambda msg: echo_err(f"rmqctl: warning: {msg}"))
+    render(rows, ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
+
+
+@dump.command("consumequeue")
+@store_options
+@click.argument("topic")
+@click.argument("queue_id", type=int)
+@click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
+def dump_consumequeue(ctx, topic, queue_id, resolve):
+    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID)."""
+    render(inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve), ctx.format)
+
+
+@dump.command("index")
+@store_options
+@click.argument("file", required=False)
+@click.option("--headers-only", is_flag=True, help="Only the IndexHeader of each file.")
+def dump_index(ctx, file, headers_only):
+    """Decode index files (all, or FILE): header, then every entry with its slot and chain link."""
+    render(inspect.dump_index(ctx.store, file, entries=not headers_only), ctx.format)
+
+
+@dump.command("checkpoint")
+@store_options
+def dump_checkpoint(ctx):
+    """Decode the checkpoint file (3 fields in 4.9, 5 in 5.x)."""
+    render([inspect.dump_checkpoint(ctx.store)], ctx.format)
+
+
+@cli.command("locate")
+@store_options
+@click.argument("offset", type=int)
+@click.option("--topic", help="Locate a consumequeue offset of this topic instead of a commitlog offset.")
+@click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id, with --topic.")
+def locate(ctx, offset, topic, queue_id):
+    """Find the file and position of a commitlog OFFSET (or a queue offset with --topic)."""
+    render([inspect.locate(ctx.store, offset, topic, queue_id)], ctx.format)

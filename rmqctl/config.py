@@ -1,0 +1,109 @@
+"""Broker configuration: the broker.conf keys rmqctl uses, with RocketMQ's defaults (MessageStoreConfig)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from .errors import UsageError
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+TIME_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclasses.dataclass
+class BrokerConfig:
+    storePathRootDir: str | None = None
+    storePathCommitLog: str | None = None
+    mappedFileSizeCommitLog: int | None = None  # None: infer from the files, else 1 GiB
+    mappedFileSizeConsumeQueue: int | None = None  # None: infer, else 300000 * 20
+    maxHashSlotNum: int | None = None  # None: infer from the index files, else 5,000,000
+    maxIndexNum: int | None = None  # None: infer, else 20,000,000
+    deleteWhen: str = "04"
+    fileReservedTime: int = 72
+    diskMaxUsedSpaceRatio: int = 75
+    diskSpaceCleanForciblyRatio: int = 85
+    diskSpaceWarningLevelRatio: int = 90
+    cleanFileForciblyEnable: bool = True
+    deleteFileBatchMax: int = 10
+    enabledAppendPropCRC: bool = False
+    forceVerifyPropCRC: bool = False
+    autoMessageVersionOnTopicLen: bool = True
+    messageDelayLevel: str = DEFAULT_DELAY_LEVELS
+    maxMessageSize: int = 4 * 1024 * 1024
+    brokerIP1: str | None = None
+    listenPort: int = 10911
+    enableLmq: bool = False
+    enableMultiDispatch: bool = False
+    messageIndexEnable: bool = True
+    messageIndexSafe: bool = False
+    checkCRCOnRecover: bool = True
+    maxMsgsNumBatch: int = 64
+    # Which broker generation wrote (or will read) the store: decides the property separator style,
+    # the checkpoint width and the cleaner's thresholds. None: detect from the data.
+    rocketmqVersion: int | None = None
+    source: str | None = None  # the broker.conf this came from
+
+    def delay_level_table(self) -> dict[int, int]:
+        """ScheduleMessageService.parseDelayLevel: level (1-based) -> delay in ms."""
+        table = {}
+        for level, tok in enumerate(self.messageDelayLevel.split(" "), start=1):
+            unit = TIME_UNITS_MS.get(tok[-1:])
+            if unit is None or not tok[:-1].isdigit():
+                raise UsageError(f"messageDelayLevel: cannot parse {tok!r}")
+            table[level] = int(tok[:-1]) * unit
+        return table
+
+    @property
+    def store_host(self) -> str | None:
+        return f"{self.brokerIP1}:{self.listenPort}" if self.brokerIP1 else None
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+
+
+def _coerce(name: str, raw: str):
+    kind = _FIELDS[name].type
+    raw = raw.strip()
+    if "bool" in kind:
+        return raw.lower() == "true"  # Boolean.parseBoolean
+    if "int" in kind:
+        try:
+            return int(raw)
+        except ValueError:
+            raise UsageError(f"broker config: {name}={raw!r} is not an integer") from None
+    return raw
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """java.util.Properties-style key=value lines with # and ! comments (no line continuations needed
+    for the keys rmqctl reads)."""
+    out = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read broker config: {e.strerror}") from None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        for sep in ("=", ":"):
+            if sep in line:
+                k, v = line.split(sep, 1)
+                out[k.strip()] = v.strip()
+                break
+    return out
+
+
+def load_config(path: str | os.PathLike | None = None, **overrides) -> BrokerConfig:
+    cfg = BrokerConfig()
+    if path is not None:
+        props = read_properties(Path(path))
+        for k, v in props.items():
+            if k in _FIELDS and k != "source":
+                setattr(cfg, k, _coerce(k, v))
+        cfg.source = str(path)
+    for k, v in overrides.items():
+        if v is not None:
+            setattr(cfg, k, v)
+    return cfg

@@ -1,0 +1,67 @@
+"""The few Java behaviours the store's bytes depend on: String.hashCode, UtilAll.crc32, the property CRC
+digits, and MessageDecoder's property string codec."""
+from __future__ import annotations
+
+import zlib
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+CRC32_PROPERTY = "__CRC32#"
+
+
+def java_string_hash(s: str) -> int:
+    """Java String.hashCode: h = 31*h + c over UTF-16 code units, as a signed int32."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def crc31(data) -> int:
+    """UtilAll.crc32: CRC32 & 0x7FFFFFFF (31 bits); crc32 of nothing is 0."""
+    return zlib.crc32(data) & 0x7FFFFFFF
+
+
+def crc_digits(crc: int) -> str:
+    """MessageDecoder.createCrc32: the decimal written least-significant digit first, right-padded with 0."""
+    out = []
+    for _ in range(10):
+        out.append(chr(ord("0") + crc % 10) if crc > 0 else "0")
+        crc //= 10
+    return "".join(out)
+
+
+def crc_from_digits(text: str) -> int:
+    """The reading side (checkMessageAndReturnSize): iterate the digits from last to first."""
+    v = 0
+    for ch in reversed(text):
+        v = v * 10 + (ord(ch) - ord("0"))
+    return v
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """MessageDecoder.string2messageProperties: split on 0x02, skip segments shorter than 3 chars, split at
+    the first 0x01 which must be strictly inside the segment; later duplicates win."""
+    out: dict[str, str] = {}
+    for seg in text.split(PROPERTY_SEPARATOR):
+        if len(seg) < 3:
+            continue
+        i = seg.find(NAME_VALUE_SEPARATOR)
+        if 0 < i < len(seg) - 1:
+            out[seg[:i]] = seg[i + 1 :]
+    return out
+
+
+def encode_properties(props, trailing_separator: bool) -> str:
+    """MessageDecoder.messageProperties2String: name 0x01 value 0x02 per pair. 4.9.x puts separators only
+    between pairs; 5.x ends every pair with one. Pairs with a null value are skipped."""
+    pairs = [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props if v is not None]
+    if trailing_separator:
+        return "".join(p + PROPERTY_SEPARATOR for p in pairs)
+    return PROPERTY_SEPARATOR.join(pairs)
+
+
+def decode_utf8(data: bytes) -> str:
+    """Java's new String(bytes, UTF_8) replaces malformed input rather than failing."""
+    return data.decode("utf-8", "replace")

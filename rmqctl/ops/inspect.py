@@ -1,0 +1,180 @@
+"""Read-only views of a store: dump (commitlog, consumequeue, index, checkpoint), locate, info.
+Each function returns plain dicts (the JSON shapes of the CLI contract) so notebooks and the CLI share them."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Iterator
+
+from .. import schema as S
+from ..errors import StoreError
+from ..record import Blank, Message, RecordError, message_dict, read_record
+from ..store import ConsumeQueue, Store, index_slot, offset_to_name
+
+
+def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
+                   queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
+                   raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[dict]:
+    """Every message record in commitlog order, as `dump commitlog` prints it. Damage ends the walk of that
+    file (as it ends the broker's) and is passed to `warn` as one line naming file and offset."""
+    scan = store.scan()
+    n = 0
+    reported = 0
+    topic_bytes = topic.encode("utf-8") if topic is not None else None
+    for f, m in scan.records(start, end):
+        if reported < len(scan.errors) and warn:
+            for ef, pos, e in scan.errors[reported:]:
+                warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
+            reported = len(scan.errors)
+        if topic_bytes is not None and m.topicBytes != topic_bytes:
+            continue
+        if queue_id is not None and m.queueId != queue_id:
+            continue
+        yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
+        n += 1
+        if limit is not None and n >= limit:
+            return
+    if warn:
+        for ef, pos, e in scan.errors[reported:]:
+            warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
+
+
+def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
+    cq = store.consume_queue(topic, queue_id)
+    if not cq.directory.is_dir():
+        raise StoreError("no such consumequeue", cq.directory)
+    for qoff, f, pos, off, size, tags in cq.entries():
+        row = {"queueOffset": qoff, "file": f.name, "position": pos, "commitLogOffset": off, "size": size, "tagsCode": tags}
+        if size == S.PRE_BLANK_SIZE and off == 0:
+            row["preBlank"] = True
+        elif resolve:
+            row.update(resolve_entry(store, cq, qoff, off, size))
+        yield row
+
+
+def resolve_entry(store: Store, cq: ConsumeQueue, qoff: int, off: int, size: int) -> dict:
+    """What the entry points at, and whether it agrees (topic, queueId, queueOffset, size)."""
+    try:
+        _, m = store.read_message(off)
+    except StoreError as e:
+        return {"resolved": None, "ok": False, "problem": str(e)}
+    problems = []
+    if m.storeSize != size:
+        problems.append(f"size {size} != record storeSize {m.storeSize}")
+    if m.topic != cq.topic and cq.topic not in lmq_queues(m):
+        problems.append(f"record topic {m.topic!r}")
+    if m.queueId != cq.queue_id and not cq.topic.startswith("%LMQ%"):
+        problems.append(f"record queueId {m.queueId}")
+    if m.queueOffset != qoff and cq.topic == m.topic:
+        problems.append(f"record queueOffset {m.queueOffset}")
+    return {"resolved": {"topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset},
+            "ok": not problems, "problem": "; ".join(problems) or None}
+
+
+def lmq_queues(m: Message) -> list[str]:
+    v = m.properties.get("INNER_MULTI_DISPATCH")
+    return v.split(",") if v else []
+
+
+def index_header_dict(ix) -> dict:
+    h = dict(ix.header)
+    h["file"] = ix.name
+    h["entries"] = ix.entry_count
+    h["fileSize"] = ix.length
+    return h
+
+
+def dump_index(store: Store, name: str | None = None, entries: bool = True) -> Iterator[dict]:
+    """Index headers, then (with entries) every used entry with its slot and chain link."""
+    files = store.index_files()
+    if name is not None:
+        files = [ix for ix in files if ix.name == name or str(ix.path) == name]
+        if not files:
+            raise StoreError("no such index file", store.index_dir / name)
+    for ix in files:
+        yield {"kind": "header", **index_header_dict(ix)}
+        if not entries:
+            continue
+        arr = ix.entries()
+        for n in range(1, min(ix.index_count, len(arr))):
+            e = arr[n]
+            yield {"kind": "entry", "file": ix.name, "index": n, "keyHash": int(e["keyHash"]),
+                   "slot": index_slot(int(e["keyHash"])) % ix.slot_num, "phyOffset": int(e["phyOffset"]),
+                   "timeDiff": int(e["timeDiff"]), "prevIndex": int(e["prevIndex"])}
+
+
+def dump_checkpoint(store: Store) -> dict:
+    cp = store.checkpoint()
+    if cp is None:
+        raise StoreError("no checkpoint file", store.checkpoint_path)
+    out = dict(cp)
+    for k in ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp"):
+        out[k + "Text"] = ms_text(cp[k])
+    return out
+
+
+def ms_text(ms: int) -> str | None:
+    if ms <= 0:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
+    """Where a commitlog offset (or, with topic/queueId, a consumequeue offset) lives, and whether a record
+    starts there."""
+    if topic is not None:
+        cq = store.consume_queue(topic, queue_id or 0)
+        size = cq.files.file_size
+        byte = offset * S.CQ_UNIT_SIZE
+        f = cq.files.find(byte)
+        out = {"topic": topic, "queueId": queue_id or 0, "queueOffset": offset,
+               "file": f.name if f else offset_to_name(byte - byte % size), "fileFromOffset": byte - byte % size,
+               "position": byte % size, "exists": f is not None}
+        if f is not None:
+            buf = f.buf
+            if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
+                off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
+                out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
+        return out
+    q = store.commitlog
+    size = q.file_size
+    f = q.find(offset)
+    out = {"offset": offset, "file": f.name if f else offset_to_name(offset - offset % size),
+           "fileFromOffset": f.start if f else offset - offset % size, "position": offset % size if not f else offset - f.start,
+           "exists": f is not None, "recordStart": False}
+    if f is not None:
+        try:
+            rec = read_record(f.buf, out["position"], min(len(f.buf), size))
+        except RecordError as e:
+            out["detail"] = e.detail
+        else:
+            if isinstance(rec, Blank):
+                out.update(recordStart=True, kind="BLANK", storeSize=rec.storeSize)
+            else:
+                out.update(recordStart=True, kind=rec.version, storeSize=rec.storeSize, topic=rec.topic,
+                           queueId=rec.queueId, queueOffset=rec.queueOffset, msgId=rec.msg_id,
+                           physicalOffsetMatches=rec.physicalOffset == offset)
+        if not out["recordStart"]:
+            prev = _record_containing(store, f, out["position"])
+            if prev is not None:
+                out["insideRecordAt"] = f.start + prev
+    return out
+
+
+def _record_containing(store: Store, f, pos: int) -> int | None:
+    """Walk the file from its start to find the record that covers `pos`."""
+    p = 0
+    limit = min(len(f.buf), store.commitlog.file_size)
+    while p <= pos:
+        try:
+            rec = read_record(f.buf, p, limit)
+        except RecordError:
+            return None
+        if isinstance(rec, Blank):
+            return p if pos < p + rec.storeSize else None
+        if pos < p + rec.storeSize:
+            return p
+        p += rec.storeSize
+    return None

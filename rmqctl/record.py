@@ -1,0 +1,275 @@
+"""Commitlog records: the fast decoder and encoder, both compiled from `schema.CommitLogRecord`."""
+from __future__ import annotations
+
+import base64
+import ipaddress
+import zlib
+
+from . import schema as S
+from .javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
+
+INT32 = S.INT32
+
+
+class RecordError(ValueError):
+    """A record that the broker's checkMessageAndReturnSize would refuse. `kind` names the finding."""
+
+    def __init__(self, kind: str, detail: str, size: int | None = None):
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.size = size  # the TOTALSIZE field, when it could be read
+
+
+class Blank:
+    """The 8-byte end-of-file filler; `storeSize` is the number of bytes it claims (rest of the file)."""
+
+    __slots__ = ("position", "storeSize")
+
+    def __init__(self, position: int, store_size: int):
+        self.position = position
+        self.storeSize = store_size
+
+
+class Message:
+    """One decoded record. Byte fields stay bytes; text fields are decoded the way Java decodes them."""
+
+    __slots__ = (
+        "storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
+        "bornTimestamp", "bornIp", "bornPort", "storeTimestamp", "storeIp", "storePort", "reconsumeTimes",
+        "preparedTransactionOffset", "bodyLength", "body", "topicBytes", "propertiesBytes",
+        "position", "_props",
+    )  # fmt: skip
+
+    def __init__(self):
+        self._props = None
+
+    # -- derived views ---------------------------------------------------------------------------------
+    @property
+    def topic(self) -> str:
+        return decode_utf8(self.topicBytes)
+
+    @property
+    def properties_string(self) -> str:
+        return decode_utf8(self.propertiesBytes)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        if self._props is None:
+            self._props = parse_properties(self.properties_string) if self.propertiesBytes else {}
+        return self._props
+
+    @property
+    def version(self) -> str:
+        return "V2" if self.magicCode == S.MAGIC_V2 else "V1"
+
+    @property
+    def transaction_type(self) -> int:
+        return self.sysFlag & S.TRANSACTION_MASK
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get("TAGS")
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get("KEYS")
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get("UNIQ_KEY")
+
+    @property
+    def born_host(self) -> str:
+        return format_host(self.bornIp, self.bornPort)
+
+    @property
+    def store_host(self) -> str:
+        return format_host(self.storeIp, self.storePort)
+
+    @property
+    def msg_id(self) -> str:
+        """MessageDecoder.createMessageId: store ip + port + PHYSICALOFFSET, uppercase hex."""
+        return (self.storeIp + self.storePort.to_bytes(4, "big", signed=True)
+                + self.physicalOffset.to_bytes(8, "big", signed=True)).hex().upper()
+
+    def body_crc_ok(self) -> bool:
+        """checkMessageAndReturnSize: only checked when bodyLen > 0."""
+        return self.bodyLength <= 0 or crc31(self.body) == self.bodyCRC
+
+    def decompressed_body(self) -> bytes | None:
+        """The body as the client sees it (MessageDecoder decompress; type bits 8..10, 0 = legacy zlib)."""
+        if not self.sysFlag & S.COMPRESSED_FLAG:
+            return None
+        kind = (self.sysFlag & S.COMPRESSION_TYPE_MASK) >> 8
+        if kind in (0, 3):
+            return zlib.decompress(self.body)
+        if kind == 1:
+            import lz4.frame
+
+            return lz4.frame.decompress(self.body)
+        if kind == 2:
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(self.body)
+        raise ValueError(f"unknown compression type {kind}")
+
+
+def format_host(ip: bytes, port: int) -> str:
+    addr = ipaddress.ip_address(ip)
+    return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
+
+
+def parse_host(text: str) -> tuple[bytes, int]:
+    """'a.b.c.d:port' or '[v6]:port' (any textual IPv6 form) -> (raw ip bytes, port)."""
+    h, _, port = text.rpartition(":")
+    if not h:
+        raise ValueError(f"host {text!r} is not ip:port")
+    return ipaddress.ip_address(h.strip("[]").split("%")[0]).packed, int(port)
+
+
+def read_record(buf, pos: int, end: int, allow_v2: bool = True) -> Message | Blank:
+    """Decode the record at `pos` of `buf` (which must not be read past `end`), as checkMessageAndReturnSize
+    parses it, without the CRC checks. Raises RecordError for anything the broker would refuse."""
+    if end - pos < 8:
+        raise RecordError("truncated-record", f"{end - pos} bytes left, too few for a record header")
+    size, magic = S.BLANK.unpack_from(buf, pos)
+    if magic == S.MAGIC_BLANK:
+        return Blank(pos, size)
+    if magic != S.MAGIC_V1 and not (magic == S.MAGIC_V2 and allow_v2):
+        if size == 0 and magic == 0:
+            raise RecordError("zeros", "zero bytes where a record should start", size)
+        raise RecordError("illegal-magic", f"illegal magic code 0x{magic & 0xFFFFFFFF:08x}", size)
+    if size <= 0 or pos + size > end:
+        raise RecordError("truncated-record", f"storeSize {size} runs past the end of the data ({end - pos} bytes left)", size)
+    limit = pos + size
+    sysflag = INT32.unpack_from(buf, pos + 36)[0]
+    head, _ = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))]
+    if pos + head.size > limit:
+        raise RecordError("bad-length", f"storeSize {size} is shorter than the record header", size)
+    m = Message()
+    (m.storeSize, m.magicCode, m.bodyCRC, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag,
+     m.bornTimestamp, m.bornIp, m.bornPort, m.storeTimestamp, m.storeIp, m.storePort, m.reconsumeTimes,
+     m.preparedTransactionOffset, m.bodyLength) = head.unpack_from(buf, pos)  # fmt: skip
+    p = pos + head.size
+    body_len = m.bodyLength
+    if body_len > 0:
+        if p + body_len > limit:
+            raise RecordError("bad-length", f"bodyLength {body_len} runs past storeSize {size}", size)
+        m.body = bytes(buf[p : p + body_len])
+        p += body_len
+    else:
+        m.body = b""
+    tl = S.TOPIC_LEN_V2 if magic == S.MAGIC_V2 else S.TOPIC_LEN_V1
+    if p + tl.size > limit:
+        raise RecordError("bad-length", f"storeSize {size} ends inside the topic length", size)
+    topic_len = tl.unpack_from(buf, p)[0]
+    p += tl.size
+    if topic_len < 0 or p + topic_len + 2 > limit:
+        raise RecordError("bad-length", f"topic length {topic_len} does not fit storeSize {size}", size)
+    m.topicBytes = bytes(buf[p : p + topic_len])
+    p += topic_len
+    props_len = S.PROPS_LEN.unpack_from(buf, p)[0]
+    p += 2
+    if props_len > 0:
+        if p + props_len > limit:
+            raise RecordError("bad-length", f"properties length {props_len} runs past storeSize {size}", size)
+        m.propertiesBytes = bytes(buf[p : p + props_len])
+        p += props_len
+    else:
+        m.propertiesBytes = b""
+    expected = S.record_length(sysflag, body_len, topic_len, props_len, magic == S.MAGIC_V2)
+    if expected != size:
+        raise RecordError("bad-length", f"storeSize {size} but the fields add up to {expected}", size)
+    m.position = pos
+    return m
+
+
+def property_crc_state(buf, pos: int, m: Message) -> tuple[int, int] | None:
+    """(stored, computed) for a record carrying `__CRC32#`, else None. The CRC covers storeSize-20 bytes."""
+    stored = m.properties.get(CRC32_PROPERTY)
+    if stored is None:
+        return None
+    return crc_from_digits(stored), crc31(buf[pos : pos + m.storeSize - S.CRC32_RESERVED_LEN])
+
+
+def encode_body(body: bytes, how: str) -> tuple[str | None, str]:
+    """The dump contract's body rendering: (text, encoding actually used)."""
+    if how == "none":
+        return None, "none"
+    if how == "utf8":
+        try:
+            return body.decode("utf-8"), "utf8"
+        except UnicodeDecodeError:
+            how = "base64"
+    if how == "hex":
+        return body.hex(), "hex"
+    return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def decode_body(text: str | None, encoding: str | None) -> bytes:
+    if text is None or encoding == "none":
+        return b""
+    if encoding in (None, "utf8"):
+        return text.encode("utf-8")
+    if encoding == "base64":
+        return base64.b64decode(text, validate=True)
+    if encoding == "hex":
+        return bytes.fromhex(text)
+    raise ValueError(f"unknown bodyEncoding {encoding!r}")
+
+
+def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_properties: bool = False,
+                 decompress: bool = False) -> dict:
+    """The `dump commitlog` object: where the record is, every stored field under RocketMQ's name, and the
+    derived msgId / uniqKey."""
+    text, enc = encode_body(m.body, body)
+    d = {
+        "file": file,
+        "position": m.position,
+        "commitLogOffset": file_from + m.position,
+        "storeSize": m.storeSize,
+        "magicCode": m.magicCode,
+        "bodyCRC": m.bodyCRC,
+        "queueId": m.queueId,
+        "flag": m.flag,
+        "queueOffset": m.queueOffset,
+        "physicalOffset": m.physicalOffset,
+        "sysFlag": m.sysFlag,
+        "bornTimestamp": m.bornTimestamp,
+        "bornHost": m.born_host,
+        "storeTimestamp": m.storeTimestamp,
+        "storeHost": m.store_host,
+        "reconsumeTimes": m.reconsumeTimes,
+        "preparedTransactionOffset": m.preparedTransactionOffset,
+        "bodyLength": m.bodyLength,
+        "body": text,
+        "bodyEncoding": enc,
+        "topic": m.topic,
+        "properties": m.properties,
+        "msgId": m.msg_id,
+        "uniqKey": m.uniq_key,
+    }
+    if raw_properties:
+        d["propertiesString"] = m.properties_string
+    if decompress and m.sysFlag & S.COMPRESSED_FLAG:
+        try:
+            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(m.decompressed_body(), body)
+        except Exception as e:  # a corrupt compressed body is data, not a crash
+            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"error: {e}"
+    return d
+
+
+def encode_record(m: Message) -> bytes:
+    """Build a record's bytes from a Message with every field set (the inverse of read_record)."""
+    v2 = m.magicCode == S.MAGIC_V2
+    head, _ = S.RECORD_HEADS[(bool(m.sysFlag & S.BORNHOST_V6_FLAG), bool(m.sysFlag & S.STOREHOSTADDRESS_V6_FLAG))]
+    body, topic, props = m.body, m.topicBytes, m.propertiesBytes
+    size = S.record_length(m.sysFlag, len(body), len(topic), len(props), v2)
+    tl = S.TOPIC_LEN_V2 if v2 else S.TOPIC_LEN_V1
+    return b"".join((
+        head.pack(size, m.magicCode, m.bodyCRC, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag,
+                  m.bornTimestamp, m.bornIp, m.bornPort, m.storeTimestamp, m.storeIp, m.storePort,
+                  m.reconsumeTimes, m.preparedTransactionOffset, len(body)),
+        body, tl.pack(len(topic)), topic, S.PROPS_LEN.pack(len(props)), props,
+    ))  # fmt: skip

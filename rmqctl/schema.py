@@ -1,0 +1,244 @@
+"""Every on-disk layout of a RocketMQ store, declared once with construct.
+
+These declarations are the single source of truth: they parse and build (tests round-trip every fixture
+record through them), the `formats/` pages are checked against them, and the hot paths below are *derived*
+from them (struct format strings and numpy dtypes), never written a second time by hand.
+
+All integers are big-endian (Java ByteBuffer default). Sources: CommitLog.java / MessageExtEncoder.java,
+ConsumeQueue.java, IndexHeader.java / IndexFile.java, StoreCheckpoint.java (apache/rocketmq store module).
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from construct import (
+    Bytes,
+    Const,
+    FormatField,
+    IfThenElse,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int64sb,
+    Padding,
+    Struct,
+    Switch,
+    this,
+)
+
+MAGIC_V1 = -626843481  # 0xDAA320A7 MESSAGE_MAGIC_CODE
+MAGIC_V2 = -626843477  # 0xDAA320AB MESSAGE_MAGIC_CODE_V2 (5.1.0+: 2-byte topic length)
+MAGIC_BLANK = -875286124  # 0xCBD43194 BLANK_MAGIC_CODE
+MAGIC_NAMES = {MAGIC_V1: "V1", MAGIC_V2: "V2", MAGIC_BLANK: "BLANK"}
+
+# MessageSysFlag
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+TRANSACTION_MASK = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+NEED_UNWRAP_FLAG = 0x40
+INNER_BATCH_FLAG = 0x80
+COMPRESSION_TYPE_MASK = 0x700
+KNOWN_SYSFLAG_BITS = 0x7FF
+
+END_FILE_MIN_BLANK_LENGTH = 8
+CQ_UNIT_SIZE = 20
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_ENTRY_SIZE = 20
+CHECKPOINT_FILE_SIZE = 4096
+CRC32_RESERVED_LEN = 20  # "__CRC32#" + 0x01 + 10 digits + 0x02
+PRE_BLANK_SIZE = 0x7FFFFFFF  # ConsumeQueue.fillPreBlank unit: (0, Integer.MAX_VALUE, 0)
+
+
+def host(v6_flag: int):
+    """MessageExt.socketAddress2ByteBuffer: raw address (4 or 16 bytes) then the port as int32."""
+    return IfThenElse(
+        lambda ctx: ctx.sysFlag & v6_flag,
+        Struct("ip" / Bytes(16), "port" / Int32sb),
+        Struct("ip" / Bytes(4), "port" / Int32sb),
+    )
+
+
+# The commitlog message record (MessageExtEncoder.encode / CommitLog.checkMessageAndReturnSize).
+CommitLogRecord = Struct(
+    "storeSize" / Int32sb,
+    "magicCode" / Int32sb,
+    "bodyCRC" / Int32sb,
+    "queueId" / Int32sb,
+    "flag" / Int32sb,
+    "queueOffset" / Int64sb,
+    "physicalOffset" / Int64sb,
+    "sysFlag" / Int32sb,
+    "bornTimestamp" / Int64sb,
+    "bornHost" / host(BORNHOST_V6_FLAG),
+    "storeTimestamp" / Int64sb,
+    "storeHost" / host(STOREHOSTADDRESS_V6_FLAG),
+    "reconsumeTimes" / Int32sb,
+    "preparedTransactionOffset" / Int64sb,
+    "bodyLength" / Int32sb,
+    # the body is only consumed when bodyLen > 0 (MessageDecoder / checkMessageAndReturnSize)
+    "body" / Bytes(lambda ctx: max(ctx.bodyLength, 0)),
+    # V1: signed byte (a 128+ byte topic decodes negative and is rejected); V2: signed int16
+    "topicLength" / Switch(this.magicCode, {MAGIC_V2: Int16sb}, default=Int8sb),
+    "topic" / Bytes(lambda ctx: max(ctx.topicLength, 0)),
+    "propertiesLength" / Int16sb,
+    "properties" / Bytes(lambda ctx: max(ctx.propertiesLength, 0)),
+)
+
+# The end-of-file filler: only these 8 bytes are written; the rest of the file stays zero.
+BlankRecord = Struct(
+    "storeSize" / Int32sb,
+    "magicCode" / Const(MAGIC_BLANK, Int32sb),
+)
+
+# ConsumeQueue unit (CQ_STORE_UNIT_SIZE = 20).
+ConsumeQueueUnit = Struct(
+    "commitLogOffset" / Int64sb,
+    "size" / Int32sb,
+    "tagsCode" / Int64sb,
+)
+
+IndexHeader = Struct(
+    "beginTimestamp" / Int64sb,
+    "endTimestamp" / Int64sb,
+    "beginPhyOffset" / Int64sb,
+    "endPhyOffset" / Int64sb,
+    "hashSlotCount" / Int32sb,
+    "indexCount" / Int32sb,
+)
+
+# The newest entry number of the slot's chain; 0 = empty.
+HashSlot = Struct("indexNumber" / Int32sb)
+
+IndexEntry = Struct(
+    "keyHash" / Int32sb,
+    "phyOffset" / Int64sb,
+    "timeDiff" / Int32sb,
+    "prevIndex" / Int32sb,
+)
+
+# StoreCheckpoint: a 4096-byte mmap; 4.9 uses the first 3 fields, 5.0 adds masterFlushedOffset and
+# 5.1.1 confirmPhyOffset. The rest is zero.
+Checkpoint = Struct(
+    "physicMsgTimestamp" / Int64sb,
+    "logicsMsgTimestamp" / Int64sb,
+    "indexMsgTimestamp" / Int64sb,
+    "masterFlushedOffset" / Int64sb,
+    "confirmPhyOffset" / Int64sb,
+    Padding(CHECKPOINT_FILE_SIZE - 40),
+)
+CHECKPOINT_FIELDS_49 = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp")
+
+SCHEMAS = {
+    "commitlog-record": CommitLogRecord,
+    "blank-record": BlankRecord,
+    "consumequeue-unit": ConsumeQueueUnit,
+    "index-header": IndexHeader,
+    "hash-slot": HashSlot,
+    "index-entry": IndexEntry,
+    "checkpoint": Checkpoint,
+}
+
+
+# ---- derivation: the hot paths are compiled from the declarations above --------------------------------
+
+
+def _leaf_format(subcon) -> str | None:
+    """The struct code of a fixed-width integer field, or None for anything variable."""
+    while hasattr(subcon, "subcon") and not isinstance(subcon, FormatField):
+        subcon = subcon.subcon
+    if isinstance(subcon, FormatField):
+        return subcon.fmtstr
+    return None
+
+
+def fixed_fields(schema: Struct) -> list[tuple[str, str]]:
+    """(name, struct code) of every field of a struct made only of fixed-width integers."""
+    out = []
+    for sc in schema.subcons:
+        fmt = _leaf_format(sc)
+        if sc.name is None:  # padding
+            continue
+        if fmt is None:
+            raise TypeError(f"{sc.name} is not a fixed-width field")
+        out.append((sc.name, fmt))
+    return out
+
+
+def compile_struct(schema: Struct) -> struct.Struct:
+    """One struct.Struct for a fixed layout (dpkt style), in declaration order."""
+    return struct.Struct(">" + "".join(f[1:] for _, f in fixed_fields(schema)))
+
+
+def compile_dtype(schema: Struct) -> np.dtype:
+    """A numpy record dtype with the same fields, for vectorised reads of CQ units and index entries."""
+    kinds = {"q": "i8", "l": "i4", "L": "u4", "i": "i4", "h": "i2", "b": "i1", "Q": "u8", "I": "u4", "H": "u2", "B": "u1"}
+    return np.dtype([(name, ">" + kinds[fmt[-1]]) for name, fmt in fixed_fields(schema)])
+
+
+def record_head_layout(born_v6: bool, store_v6: bool) -> tuple[struct.Struct, tuple[str, ...]]:
+    """The fixed head of a commitlog record, from TOTALSIZE up to and including BODY length, for one host
+    combination, as a single struct format with the field names it yields (ip fields as bytes)."""
+    flags = (BORNHOST_V6_FLAG if born_v6 else 0) | (STOREHOSTADDRESS_V6_FLAG if store_v6 else 0)
+    fmt, names = ">", []
+    for sc in CommitLogRecord.subcons:
+        if isinstance(sc.subcon, IfThenElse):
+            chosen = sc.subcon.thensubcon if (flags & (BORNHOST_V6_FLAG if sc.name == "bornHost" else STOREHOSTADDRESS_V6_FLAG)) else sc.subcon.elsesubcon
+            for part in chosen.subcons:
+                code = _leaf_format(part)
+                fmt += code[1:] if code else f"{part.subcon.length}s"
+                names.append(f"{sc.name}.{part.name}")
+            continue
+        code = _leaf_format(sc)
+        if code is None:
+            raise AssertionError(f"unexpected variable field {sc.name} before bodyLength")
+        fmt += code[1:]
+        names.append(sc.name)
+        if sc.name == "bodyLength":
+            break
+    return struct.Struct(fmt), tuple(names)
+
+
+CQ_UNIT = compile_struct(ConsumeQueueUnit)
+CQ_DTYPE = compile_dtype(ConsumeQueueUnit)
+INDEX_HEADER = compile_struct(IndexHeader)
+HASH_SLOT = compile_struct(HashSlot)
+INDEX_ENTRY = compile_struct(IndexEntry)
+INDEX_ENTRY_DTYPE = compile_dtype(IndexEntry)
+BLANK = compile_struct(BlankRecord)
+CHECKPOINT_HEAD = struct.Struct(">" + "q" * 5)
+# Record heads keyed by (born_v6, store_v6).
+RECORD_HEADS = {(b, s): record_head_layout(b, s) for b in (False, True) for s in (False, True)}
+TOPIC_LEN_V1 = struct.Struct(">b")
+TOPIC_LEN_V2 = struct.Struct(">h")
+PROPS_LEN = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+
+assert CQ_UNIT.size == CQ_UNIT_SIZE and INDEX_HEADER.size == INDEX_HEADER_SIZE
+assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE and HASH_SLOT.size == HASH_SLOT_SIZE
+assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE
+
+
+def host_length(sysflag: int, v6_flag: int) -> int:
+    return 20 if sysflag & v6_flag else 8
+
+
+def record_length(sysflag: int, body_len: int, topic_len: int, props_len: int, v2: bool = False) -> int:
+    """MessageExtEncoder.calMsgLength: 74 + B + S + T + body + topic + properties."""
+    return (
+        74
+        + host_length(sysflag, BORNHOST_V6_FLAG)
+        + host_length(sysflag, STOREHOSTADDRESS_V6_FLAG)
+        + (2 if v2 else 1)
+        + max(body_len, 0)
+        + topic_len
+        + max(props_len, 0)
+    )
