@@ -1,0 +1,52 @@
+"""Shared test helpers: the real RocketMQ fixture stores (read-only, copied before any change) and a CLI
+runner that goes through click exactly as the console script does."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rmqctl.cli.main import cli
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+CLEAN_FIXTURES = ["a-basic", "b-mixed", "c-v5-features"]
+ALL_FIXTURES = CLEAN_FIXTURES + ["d-crashed"]
+
+
+def fixture_dir(name: str) -> Path:
+    return FIXTURES / name
+
+
+def broker_conf(name: str) -> Path:
+    return FIXTURES / name / "broker.conf"
+
+
+def truth(name: str, file: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name / file).read_text().splitlines() if line.strip()]
+
+
+def copy_store(name: str, dest: Path) -> Path:
+    """A writable copy of a fixture store (the originals are read-only)."""
+    target = dest / "store"
+    shutil.copytree(FIXTURES / name / "store", target)
+    for p in [target, *target.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return target
+
+
+def run(*args, input=None):
+    """Invoke the CLI in-process; returns the click Result (exit_code, stdout, stderr)."""
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def store_copy(tmp_path):
+    """Factory: store_copy("a-basic") -> a writable copy under tmp_path."""
+    return lambda name: copy_store(name, tmp_path)
