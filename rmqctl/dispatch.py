@@ -1,0 +1,88 @@
+"""What the broker derives from a record when it dispatches it: the consumequeue tagsCode, which queues get
+an entry (CommitLogDispatcherBuildConsumeQueue + LMQ multi-dispatch), and which index keys are put
+(CommitLogDispatcherBuildIndex / IndexService.buildIndex). Shared by append, rebuild and verify."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import schema as S
+from .config import BrokerConfig
+from .javacompat import java_string_hash
+from .record import Message
+from .store import index_slot
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+LMQ_PREFIX = "%LMQ%"
+KEY_SEPARATOR = " "
+MULTI_DISPATCH_SEPARATOR = ","
+
+
+@lru_cache(maxsize=16)
+def _delay_table(spec: str) -> tuple[dict[int, int], int]:
+    table = BrokerConfig(messageDelayLevel=spec).delay_level_table()
+    return table, max(table) if table else 0
+
+
+def tags_code(m: Message, config: BrokerConfig) -> int:
+    """checkMessageAndReturnSize: String.hashCode of TAGS (0 without tags); for SCHEDULE_TOPIC_XXXX with a
+    DELAY property, the delivery time storeTimestamp + delay of the (clamped) level."""
+    props = m.properties
+    tags = props.get("TAGS")
+    code = java_string_hash(tags) if tags else 0
+    delay = props.get("DELAY")
+    if delay is not None and m.topicBytes == b"SCHEDULE_TOPIC_XXXX":
+        table, max_level = _delay_table(config.messageDelayLevel)
+        try:
+            level = int(delay)
+        except ValueError:
+            return code  # Integer.parseInt throws: the broker's dispatch of this record fails
+        level = min(level, max_level)
+        if level > 0:
+            code = m.storeTimestamp + table.get(level, 1000)
+    return code
+
+
+def is_dispatched(m: Message) -> bool:
+    """Only NOT and COMMIT transaction types get consumequeue entries."""
+    return m.sysFlag & S.TRANSACTION_MASK in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
+
+
+def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:
+    """(topic, queueId, queueOffset) of every consumequeue entry the broker writes for this record: its own
+    queue, then each INNER_MULTI_DISPATCH queue at the aligned INNER_MULTI_QUEUE_OFFSET (LMQ queues use
+    queueId 0). Empty for PREPARED/ROLLBACK."""
+    if not is_dispatched(m):
+        return []
+    out = [(m.topic, m.queueId, m.queueOffset)]
+    if config.enableMultiDispatch:
+        props = m.properties
+        queues, offsets = props.get("INNER_MULTI_DISPATCH", ""), props.get("INNER_MULTI_QUEUE_OFFSET", "")
+        if queues.strip() and offsets.strip():
+            names, offs = queues.split(MULTI_DISPATCH_SEPARATOR), offsets.split(MULTI_DISPATCH_SEPARATOR)
+            if len(names) == len(offs):  # else the broker logs "[bug]" and dispatches only the main queue
+                for name, off in zip(names, offs):
+                    qid = 0 if config.enableLmq and name.startswith(LMQ_PREFIX) else m.queueId
+                    out.append((name, qid, int(off)))
+    return out
+
+
+def index_keys(m: Message) -> list[str]:
+    """IndexService.buildIndex: nothing for ROLLBACK; UNIQ_KEY first, then every non-empty KEYS word, each
+    as `topic#key`, duplicates kept."""
+    if m.sysFlag & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE:
+        return []
+    topic = m.topic
+    props = m.properties
+    out = []
+    uniq = props.get("UNIQ_KEY")
+    if uniq is not None:
+        out.append(f"{topic}#{uniq}")
+    keys = props.get("KEYS")
+    if keys:
+        out.extend(f"{topic}#{k}" for k in keys.split(KEY_SEPARATOR) if k)
+    return out
+
+
+def index_key_hash(key: str) -> int:
+    """IndexFile.indexKeyHashMethod: abs(String.hashCode), 0 for Integer.MIN_VALUE."""
+    return index_slot(java_string_hash(key))

@@ -1,0 +1,315 @@
+"""Writers for the files the broker derives from the commitlog: consumequeue files (ConsumeQueue
+.putMessagePositionInfo) and index files (IndexService.buildIndex / IndexFile.putKey), byte-for-byte as the
+broker writes them. They work on real files through writable mmaps in any directory, so `append` writes into
+the store and `rebuild` into a temporary directory that is swapped in afterwards. Nothing is durable until
+flush() (msync + fsync of files and directories)."""
+from __future__ import annotations
+
+import datetime as dt
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import schema as S
+from .config import BrokerConfig
+from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from .record import Message
+from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
+
+
+def fsync_dir(path: Path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class WritableFile:
+    """A fixed-size file mapped read-write; created sparse (all zero) at full size like the broker's."""
+
+    def __init__(self, path: Path, size: int, create: bool):
+        self.path = path
+        self.created = create
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+        if create:
+            os.ftruncate(self.fd, size)
+        self.map = mmap.mmap(self.fd, size)
+        self.dirty = create
+
+    def flush(self):
+        """msync the mapping, then fsync the file (its size and metadata too)."""
+        if self.dirty:
+            self.map.flush()
+            os.fsync(self.fd)
+            self.dirty = False
+
+    def close(self):
+        self.flush()
+        self.map.close()
+        os.close(self.fd)
+
+
+class ConsumeQueueWriter:
+    """One consumequeue: consumequeue/{topic}/{queueId}/ of `file_size`-byte files of 20-byte units."""
+
+    def __init__(self, directory: Path, file_size: int):
+        self.directory = directory
+        self.file_size = file_size
+        self.files: list[tuple[int, WritableFile]] = []
+        names = sorted(p.name for p in directory.iterdir() if FILE_NAME.match(p.name)) if directory.is_dir() else []
+        for name in names:
+            self.files.append((int(name), WritableFile(directory / name, file_size, create=False)))
+        self.wrote = 0  # write position in the last file
+        self.max_physic_offset = -1
+        self._recover()
+
+    def _recover(self):
+        """ConsumeQueue.recover: units are valid while offset >= 0 and size > 0; the last one sets
+        maxPhysicOffset and the write position."""
+        if not self.files:
+            return
+        _, last = self.files[-1]
+        units = np.frombuffer(last.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
+        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
+        n = int(bad[0]) if len(bad) else len(units)
+        self.wrote = n * S.CQ_UNIT_SIZE
+        for start, f in reversed(self.files):
+            arr = np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
+            valid = np.flatnonzero((arr["commitLogOffset"] >= 0) & (arr["size"] > 0))
+            if len(valid):
+                u = arr[valid[-1]]
+                self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
+                break
+
+    @property
+    def max_queue_offset(self) -> int:
+        """maxOffsetInQueue: the next queue offset."""
+        if not self.files:
+            return 0
+        return (self.files[-1][0] + self.wrote) // S.CQ_UNIT_SIZE
+
+    def _last_file(self, expect: int) -> tuple[int, WritableFile, bool]:
+        """MappedFileQueue.getLastMappedFile(expect): the last file unless full; the first file at
+        expect - expect % size; `first_in_queue` when this call created the queue's first file."""
+        if self.files and self.wrote < self.file_size:
+            start, f = self.files[-1]
+            return start, f, False
+        first = not self.files
+        start = expect - expect % self.file_size if first else self.files[-1][0] + self.file_size
+        f = WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)
+        self.files.append((start, f))
+        self.wrote = 0
+        return start, f, first
+
+    def put(self, offset: int, size: int, tags: int, cq_offset: int) -> str:
+        """putMessagePositionInfo. Returns what happened: 'written', 'already-built' or 'duplicate'; a
+        written entry may also be 'out-of-order' (the broker's "[BUG]logic queue order maybe wrong")."""
+        if offset + size <= self.max_physic_offset:
+            return "already-built"
+        expect = cq_offset * S.CQ_UNIT_SIZE
+        start, f, first_in_queue = self._last_file(expect)
+        if first_in_queue and cq_offset != 0 and self.wrote == 0:
+            # fillPreBlank: (0, Integer.MAX_VALUE, 0) units from the file start up to the expected slot
+            blank = S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0)
+            upto = expect % self.file_size
+            f.map[0:upto] = blank * (upto // S.CQ_UNIT_SIZE)
+            self.wrote = upto
+        status = "written"
+        if cq_offset != 0:
+            current = start + self.wrote
+            if expect < current:
+                return "duplicate"
+            if expect != current:
+                status = "out-of-order"
+        self.max_physic_offset = offset + size
+        f.map[self.wrote : self.wrote + S.CQ_UNIT_SIZE] = S.CQ_UNIT.pack(offset, size, tags)
+        f.dirty = True
+        self.wrote += S.CQ_UNIT_SIZE
+        return status
+
+    def close(self):
+        for _, f in self.files:
+            f.close()
+
+
+class IndexFileWriter:
+    """One index file (IndexFile.java): header fields are written through as they change, like the
+    broker's IndexHeader setters do."""
+
+    def __init__(self, path: Path, slot_num: int, index_num: int, create: bool, end_phy: int = 0, end_ts: int = 0):
+        self.path = path
+        self.slot_num = slot_num
+        self.index_num = index_num
+        size = S.INDEX_HEADER_SIZE + slot_num * S.HASH_SLOT_SIZE + index_num * S.INDEX_ENTRY_SIZE
+        self.file = WritableFile(path, size, create)
+        h = S.INDEX_HEADER.unpack_from(self.file.map, 0)
+        self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.hash_slot_count, count = h
+        self.index_count = max(count, 1)  # in memory it starts at 1; load() forces <= 0 to 1
+        if create:
+            # the constructor presets begin/end from the previous file's end values
+            if end_phy > 0:
+                self.begin_phy = self.end_phy = end_phy
+            if end_ts > 0:
+                self.begin_ts = self.end_ts = end_ts
+            self._write_header(count=0)
+
+    def _write_header(self, count: int | None = None):
+        S.INDEX_HEADER.pack_into(self.file.map, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+                                 self.hash_slot_count, self.index_count if count is None else count)
+        self.file.dirty = True
+
+    @property
+    def full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key_hash: int, phy_offset: int, store_ts: int) -> bool:
+        """IndexFile.putKey; False when the file is full."""
+        if self.full:
+            return False
+        m = self.file.map
+        slot_pos = S.INDEX_HEADER_SIZE + (key_hash % self.slot_num) * S.HASH_SLOT_SIZE
+        slot_value = S.INT32.unpack_from(m, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        diff = store_ts - self.begin_ts
+        if self.begin_ts <= 0 or diff < 0:
+            diff = 0
+        else:
+            diff = min(diff // 1000, 0x7FFFFFFF)
+        entry_pos = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE + self.index_count * S.INDEX_ENTRY_SIZE
+        S.INDEX_ENTRY.pack_into(m, entry_pos, key_hash, phy_offset, diff, slot_value)
+        S.INT32.pack_into(m, slot_pos, self.index_count)
+        if self.index_count <= 1:
+            self.begin_phy = phy_offset
+            self.begin_ts = store_ts
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy = phy_offset
+        self.end_ts = store_ts
+        self._write_header()
+        return True
+
+
+def index_file_name(millis: int) -> str:
+    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS in local time."""
+    t = dt.datetime.fromtimestamp(millis / 1000)
+    return t.strftime("%Y%m%d%H%M%S") + f"{millis % 1000:03d}"
+
+
+class IndexWriter:
+    """IndexService: the list of index files in a directory, putting keys into the last one and rolling
+    over to a new file (named by the current time) when it is full."""
+
+    def __init__(self, directory: Path, slot_num: int, index_num: int, clock=None):
+        import time
+
+        self.directory = directory
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
+        self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
+        self.completed_end_ts = 0  # endTimestamp of the newest full file: the checkpoint's indexMsgTimestamp
+
+    def _last(self) -> IndexFileWriter:
+        if self.files and not self.files[-1].full:
+            return self.files[-1]
+        prev = self.files[-1] if self.files else None
+        name = index_file_name(self.clock())
+        if prev is not None and name <= prev.path.name:
+            # two files in one millisecond: keep names unique and in creation order
+            name = index_file_name(int(dt.datetime.strptime(prev.path.name[:14], "%Y%m%d%H%M%S").timestamp() * 1000)
+                                   + int(prev.path.name[14:]) + 1)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        f = IndexFileWriter(self.directory / name, self.slot_num, self.index_num, create=True,
+                            end_phy=prev.end_phy if prev else 0, end_ts=prev.end_ts if prev else 0)
+        if prev is not None:
+            self.completed_end_ts = prev.end_ts
+        self.files.append(f)
+        return f
+
+    def build(self, m: Message, phy_offset: int):
+        """IndexService.buildIndex for one record."""
+        f = self._last()
+        if phy_offset < f.end_phy:
+            return  # already indexed
+        for key in index_keys(m):
+            h = index_key_hash(key)
+            while not f.put_key(h, phy_offset, m.storeTimestamp):
+                f = self._last()
+
+    def flush(self):
+        for f in self.files:
+            f.file.flush()
+
+    def close(self):
+        for f in self.files:
+            f.file.close()
+
+
+class Dispatcher:
+    """The broker's dispatch of one record into consumequeues and index, writing under `root` (the store,
+    or a build directory laid out like one)."""
+
+    def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
+                 build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None):
+        self.root = root
+        self.config = config
+        self.cq_file_size = cq_file_size
+        self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
+        self.build_cq = build_cq
+        self.queue_filter = queue_filter
+        self.index = IndexWriter(root / "index", slot_num, index_num, index_clock) if build_index and config.messageIndexEnable else None
+        self.logics_ts = 0
+        self.events: list[tuple[str, str, int, int]] = []  # (status, queue, cq offset, commitlog offset) oddities
+
+    def queue(self, topic: str, qid: int) -> ConsumeQueueWriter:
+        w = self.queues.get((topic, qid))
+        if w is None:
+            w = ConsumeQueueWriter(self.root / "consumequeue" / topic / str(qid), self.cq_file_size)
+            self.queues[(topic, qid)] = w
+        return w
+
+    def dispatch(self, m: Message, phy_offset: int):
+        if self.build_cq:
+            targets = cq_targets(m, self.config)
+            if targets:
+                code = tags_code(m, self.config)
+                for topic, qid, qoff in targets:
+                    if self.queue_filter and not self.queue_filter(topic, qid):
+                        continue
+                    status = self.queue(topic, qid).put(phy_offset, m.storeSize, code, qoff)
+                    if status != "written":
+                        self.events.append((status, f"{topic}/{qid}", qoff, phy_offset))
+                    if status in ("written", "out-of-order"):
+                        self.logics_ts = m.storeTimestamp
+        if self.index is not None:
+            self.index.build(m, phy_offset)
+
+    def flush(self):
+        """msync every written file, then fsync the directories that gained files."""
+        dirs = set()
+        for w in self.queues.values():
+            for _, f in w.files:
+                f.flush()
+                if f.created:
+                    dirs.update((f.path.parent, f.path.parent.parent, f.path.parent.parent.parent))
+        if self.index is not None:
+            self.index.flush()
+            dirs.add(self.index.directory)
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+            if d.is_dir():
+                fsync_dir(d)
+
+    def close(self):
+        self.flush()
+        for w in self.queues.values():
+            w.close()
+        if self.index is not None:
+            self.index.close()
