@@ -178,3 +178,57 @@ def _record_containing(store: Store, f, pos: int) -> int | None:
             return p
         p += rec.storeSize
     return None
+
+
+def info(store: Store) -> dict:
+    """One screen about a store: files and offset ranges per component, queues with min/max offsets,
+    checkpoint, abort and lock state, index files, and anything odd."""
+    odd: list[str] = []
+    cl = store.commitlog
+    files = cl.files
+    data_files = [f for f in files if not f.is_all_zero()]
+    odd += [f"stray file in commitlog: {p.name}" for p in cl.strays]
+    odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
+    odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
+    max_offset = None
+    messages = 0
+    if data_files:
+        last = data_files[-1]
+        scan = store.scan()
+        for _, m in scan.records(start=last.start):
+            max_offset = last.start + m.position + m.storeSize
+        for ef, pos, e in scan.errors:
+            odd.append(f"{ef.name} at offset {ef.start + pos}: {e.detail}")
+    preallocated = len(files) - len(data_files)
+    queues = []
+    for cq in store.consume_queues():
+        lo, hi = cq.offset_range()
+        messages += hi - lo
+        queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
+                       "minOffset": lo, "maxOffset": hi})
+    index = []
+    for ix in store.index_files():
+        h = ix.header
+        index.append({"file": ix.name, "entries": ix.entry_count, "beginTimestamp": h["beginTimestamp"],
+                      "endTimestamp": h["endTimestamp"], "beginPhyOffset": h["beginPhyOffset"],
+                      "endPhyOffset": h["endPhyOffset"]})
+        if ix.length != ix.expected_length:
+            odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
+    holder = store.lock_holder()
+    abort = store.abort_exists()
+    if abort:
+        odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
+    return {
+        "store": str(store.root),
+        "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
+                      "preallocatedEmptyFiles": preallocated,
+                      "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),
+                      "firstFile": files[0].name if files else None, "lastFile": files[-1].name if files else None},
+        "consumequeue": {"fileSize": store.consumequeue_file_size, "queues": queues,
+                         "topics": len({q["topic"] for q in queues}), "entries": messages},
+        "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
+        "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
+        "abort": abort,
+        "lockHeldBy": holder,
+        "odd": odd,
+    }

@@ -1,0 +1,131 @@
+"""Message ids: the offset msgId (MessageDecoder.createMessageId / decodeMessageId) and the client's
+UNIQ_KEY (MessageClientIDSetter). Both are 32 hex chars (IPv4) or 56 (IPv6), so only the store can say
+which one an id is."""
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import time
+
+from ..errors import StoreError
+from ..record import Message
+from ..store import Store
+from .query import carries_key, query_offsets
+
+
+def _bytes(msg_id: str) -> bytes | None:
+    if len(msg_id) not in (32, 56):
+        return None
+    try:
+        return bytes.fromhex(msg_id)
+    except ValueError:
+        return None
+
+
+def decode_offset_id(msg_id: str) -> dict | None:
+    """decodeMessageId: store ip (4 bytes for 32 hex chars, else 16), int32 port, int64 offset."""
+    raw = _bytes(msg_id)
+    if raw is None:
+        return None
+    n = 4 if len(raw) == 16 else 16
+    ip = ipaddress.ip_address(raw[:n])
+    return {"host": str(ip), "port": int.from_bytes(raw[n : n + 4], "big", signed=True),
+            "offset": int.from_bytes(raw[n + 4 : n + 12], "big", signed=True)}
+
+
+def month_start(ms: int) -> dt.datetime:
+    # naive local time: .timestamp() then goes through mktime, so DST is applied like Calendar does
+    local = dt.datetime.fromtimestamp(ms / 1000)
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def nearly_time(span_ms: int, now_ms: int) -> int:
+    """MessageClientIDSetter.getNearlyTimeFromID: start of the current local month + span, or of the
+    previous month when that would not be in the past."""
+    start = month_start(now_ms)
+    start_ms = int(start.timestamp() * 1000)
+    if start_ms + span_ms >= now_ms:
+        prev = (start - dt.timedelta(days=1)).replace(day=1)
+        start_ms = int(prev.timestamp() * 1000)
+    return start_ms + span_ms
+
+
+def decode_unique_id(msg_id: str, now_ms: int | None = None) -> dict | None:
+    """UNIQ_KEY: ip (4/16) + int16 pid + int32 classLoader hash + uint32 ms since month start + uint16 counter."""
+    raw = _bytes(msg_id)
+    if raw is None:
+        return None
+    n = 16 if len(raw) == 28 else 4
+    span = int.from_bytes(raw[n + 6 : n + 10], "big")
+    return {
+        "ip": str(ipaddress.ip_address(raw[:n])),
+        "pid": int.from_bytes(raw[len(raw) - 12 : len(raw) - 10], "big"),
+        "classLoaderHash": int.from_bytes(raw[n + 2 : n + 6], "big", signed=True),
+        "timestamp": nearly_time(span, now_ms if now_ms is not None else int(time.time() * 1000)),
+        "counter": int.from_bytes(raw[n + 10 : n + 12], "big"),
+    }
+
+
+def find_by_offset_id(store: Store, msg_id: str) -> tuple[str, int, Message] | None:
+    """The record at the id's offset, if its own offset msgId is this id (same store host and offset)."""
+    decoded = decode_offset_id(msg_id)
+    if decoded is None or decoded["offset"] < 0:
+        return None
+    try:
+        f, m = store.read_message(decoded["offset"])
+    except StoreError:
+        return None
+    return (f.name, f.start, m) if m.msg_id == msg_id.upper() else None
+
+
+def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None) -> list[tuple[str, int, Message]]:
+    """Records whose UNIQ_KEY is this id: through the index under every known topic (index keys are
+    topic#key), else by walking the commitlog."""
+    key = msg_id.upper()
+    found: dict[int, tuple[str, int, Message]] = {}
+    if store.index_paths():
+        for topic in topics or known_topics(store):
+            for off in query_offsets(store, topic, key):
+                try:
+                    f, m = store.read_message(off)
+                except StoreError:
+                    continue
+                if carries_key(m, topic, key) and m.uniq_key == key:
+                    found[off] = (f.name, f.start, m)
+        if found:
+            return [found[o] for o in sorted(found)]
+    for f, m in store.scan().records():
+        if m.uniq_key == key and (not topics or m.topic in topics):
+            found[f.start + m.position] = (f.name, f.start, m)
+    return [found[o] for o in sorted(found)]
+
+
+def known_topics(store: Store) -> list[str]:
+    """Topics named by consumequeue directories and config/topics.json (system topics included)."""
+    topics = {cq.topic for cq in store.consume_queues()}
+    cfg = store.read_config_json("topics.json") or {}
+    topics.update((cfg.get("topicConfigTable") or {}).keys())
+    return sorted(topics)
+
+
+def decode_ids(ids: list[str], store: Store | None = None, now_ms: int | None = None) -> list[dict]:
+    out = []
+    for raw_id in ids:
+        msg_id = raw_id.strip()
+        row = {"id": msg_id, "offset": decode_offset_id(msg_id), "unique": decode_unique_id(msg_id, now_ms),
+               "confirmedAs": None}
+        if store is not None and (row["offset"] or row["unique"]):
+            if find_by_offset_id(store, msg_id):
+                row["confirmedAs"] = "offset"
+            elif find_by_unique_id(store, msg_id):
+                row["confirmedAs"] = "unique"
+        out.append(row)
+    return out
+
+
+def lookup(store: Store, msg_id: str) -> list[tuple[str, int, Message]]:
+    """msgid lookup: the record for an offset msgId, else every record carrying it as UNIQ_KEY."""
+    hit = find_by_offset_id(store, msg_id)
+    if hit:
+        return [hit]
+    return find_by_unique_id(store, msg_id)

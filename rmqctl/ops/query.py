@@ -1,0 +1,81 @@
+"""Key lookups through the index files (IndexService.queryOffset), resolved to messages with a key check
+that drops the hash collisions the broker leaves to its clients."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..dispatch import KEY_SEPARATOR, index_key_hash
+from ..errors import StoreError
+from ..record import Message, message_dict
+from ..store import Store
+
+MAX_MSGS_NUM_BATCH = 64
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclasses.dataclass
+class KeyQueryResult:
+    topic: str
+    key: str
+    phy_offsets: list[int]  # IndexService.queryOffset's raw answer: newest file first, newest entry first
+    messages: list[tuple[str, int, Message]]  # (file name, file start, message), ascending, collisions dropped
+    collisions: list[int]  # offsets whose record does not carry the key
+    unreadable: list[tuple[int, str]]  # offsets that do not lead to a record
+
+
+def query_offsets(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                  end: int = LONG_MAX) -> list[int]:
+    """IndexService.queryOffset: maxNum capped at maxMsgsNumBatch; files newest to oldest, each searched if
+    its time range overlaps [begin, end]; stop at a file that begins before `begin` or when full."""
+    max_num = min(max_num, store.config.maxMsgsNumBatch or MAX_MSGS_NUM_BATCH)
+    key_hash = index_key_hash(f"{topic}#{key}")
+    out: list[int] = []
+    for ix in reversed(store.index_files()):
+        h = ix.header
+        if is_time_matched(h["beginTimestamp"], h["endTimestamp"], begin, end):
+            ix.select_phy_offsets(key_hash, max_num, begin, end, out)
+        if h["beginTimestamp"] < begin or len(out) >= max_num:
+            break
+    return out
+
+
+def is_time_matched(file_begin: int, file_end: int, begin: int, end: int) -> bool:
+    """IndexFile.isTimeMatched."""
+    return (
+        (begin < file_begin and end > file_end)
+        or (file_begin <= begin <= file_end)
+        or (file_begin <= end <= file_end)
+    )
+
+
+def carries_key(m: Message, topic: str, key: str) -> bool:
+    if m.topic != topic:
+        return False
+    keys = m.keys
+    return key == m.uniq_key or (keys is not None and key in keys.split(KEY_SEPARATOR))
+
+
+def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+              end: int = LONG_MAX) -> KeyQueryResult:
+    offsets = query_offsets(store, topic, key, max_num, begin, end)
+    found, collisions, unreadable = {}, [], []
+    for off in offsets:
+        if off in found:
+            continue  # a key listed twice in one message is indexed twice
+        try:
+            f, m = store.read_message(off)
+        except StoreError as e:
+            unreadable.append((off, str(e)))
+            continue
+        if carries_key(m, topic, key):
+            found[off] = (f.name, f.start, m)
+        else:
+            collisions.append(off)
+    messages = [found[o] for o in sorted(found)]
+    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable)
+
+
+def query_key_rows(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                   end: int = LONG_MAX, body: str = "utf8") -> tuple[list[dict], KeyQueryResult]:
+    r = query_key(store, topic, key, max_num, begin, end)
+    return [message_dict(m, name, start, body) for name, start, m in r.messages], r
