@@ -137,19 +137,23 @@ class MappedFileQueue:
 
 
 def infer_file_size(files: list[MappedFile], what: str, default: int) -> int:
-    """The geometry when not configured: every file of the queue has the same length (preallocated,
-    full-size files), or, with one odd file, the spacing of the names says it. Otherwise refuse."""
-    lengths = [f.length for f in files]
-    if not lengths:
+    """The geometry when not configured: unambiguous only when every file has the same length (files are
+    preallocated at full size). Files of different sizes are reported, never guessed around."""
+    counts = Counter(f.length for f in files)
+    if not counts:
         return default
-    counts = Counter(lengths)
-    if len(counts) == 1 and lengths[0] > 0:
-        return lengths[0]
-    gaps = {b.start - a.start for a, b in zip(files, files[1:])}
-    if len(gaps) == 1 and next(iter(gaps)) > 0:
-        return gaps.pop()
+    if len(counts) == 1 and files[0].length > 0:
+        return files[0].length
     sizes = ", ".join(f"{n} file(s) of {size} bytes" for size, n in sorted(counts.items()))
     raise StoreError(f"inconsistent {what} file sizes ({sizes}); pass the size with --broker-config", files[0].path.parent)
+
+
+def check_configured_size(files: list[MappedFile], size: int, key: str):
+    """A configured geometry that no file has is a wrong configuration, not damage: refuse it. (Single
+    short or odd files are damage, for verify to report.)"""
+    if files and not any(f.length == size for f in files):
+        f = files[0]
+        raise StoreError(f"file is {f.length} bytes but {key}={size}; wrong broker config for this store?", f.path)
 
 
 class CommitLogScan:
@@ -181,7 +185,7 @@ class CommitLogScan:
                 try:
                     rec = read_record(buf, pos, limit, self.allow_v2)
                 except RecordError as e:
-                    if e.kind != "zeros":
+                    if e.kind != "zeros" or self._data_follows(f):
                         self.errors.append((f, pos, e))
                     break
                 if isinstance(rec, Blank):
@@ -193,6 +197,12 @@ class CommitLogScan:
                 if start is None or off >= start:
                     yield f, rec
                 pos += rec.storeSize
+
+
+    def _data_follows(self, f: MappedFile) -> bool:
+        """Zeros are the logical end only in the last file with data; before a later record they are a hole."""
+        later = self.queue.files[self.queue.files.index(f) + 1 :]
+        return any(len(g.buf) >= 8 and g.buf[:8] != bytes(8) for g in later)
 
 
 class ConsumeQueue:
@@ -357,7 +367,11 @@ class Store:
     @cached_property
     def commitlog(self) -> MappedFileQueue:
         probe = MappedFileQueue(self.commitlog_dirs, 0)
-        size = self.config.mappedFileSizeCommitLog or infer_file_size(probe.files, "commitlog", DEFAULT_COMMITLOG_SIZE)
+        size = self.config.mappedFileSizeCommitLog
+        if size:
+            check_configured_size(probe.files, size, "mappedFileSizeCommitLog")
+        else:
+            size = infer_file_size(probe.files, "commitlog", DEFAULT_COMMITLOG_SIZE)
         probe.file_size = size
         return probe
 
@@ -381,14 +395,16 @@ class Store:
     # -- consumequeues -----------------------------------------------------------------------------------
     @cached_property
     def consumequeue_file_size(self) -> int:
-        if self.config.mappedFileSizeConsumeQueue:
-            # the getter rounds a configured size up to whole units
-            return -(-self.config.mappedFileSizeConsumeQueue // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
         files = []
         for topic_dir in self._dirs(self.consumequeue_dir):
             for qdir in self._dirs(topic_dir):
                 files.extend(MappedFileQueue([qdir], 0).files)
         files.sort(key=lambda f: (f.path.parent, f.name))
+        if self.config.mappedFileSizeConsumeQueue:
+            # the getter rounds a configured size up to whole units
+            size = -(-self.config.mappedFileSizeConsumeQueue // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
+            check_configured_size(files, size, "mappedFileSizeConsumeQueue")
+            return size
         lengths = Counter(f.length for f in files)
         if len(lengths) > 1:
             infer_file_size(files, "consumequeue", DEFAULT_CQ_SIZE)  # raises with the detail
@@ -423,6 +439,8 @@ class Store:
         header's endPhyOffset."""
         slots, num = self.config.maxHashSlotNum, self.config.maxIndexNum
         if slots and num:
+            size = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + num * S.INDEX_ENTRY_SIZE
+            check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
             return slots, num
         paths = self.index_paths()
         default_len = S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * 4 + DEFAULT_INDEX_NUM * 20

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import EXIT_REFUSED
 from ..ops import inspect
 from .base import cli, dump, echo_err, render, store_options
 
@@ -23,9 +24,17 @@ COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueO
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
 def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress):
     """Decode every message record of the commitlog, in offset order."""
-    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
-                                  warn=lambda msg: echo_err(f"rmqctl: warning: {msg}"))
+    damage = []
+
+    def warn(msg):
+        damage.append(msg)
+        echo_err(f"rmqctl: {msg}")
+
+    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
     render(rows, ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
+    if damage:
+        # everything readable was printed; the exit code still tells scripts the store is damaged
+        raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 @dump.command("consumequeue")

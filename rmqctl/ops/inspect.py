@@ -21,10 +21,8 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
     reported = 0
     topic_bytes = topic.encode("utf-8") if topic is not None else None
     for f, m in scan.records(start, end):
-        if reported < len(scan.errors) and warn:
-            for ef, pos, e in scan.errors[reported:]:
-                warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
-            reported = len(scan.errors)
+        if reported < len(scan.errors):
+            reported = _report_damage(scan.errors, reported, warn)
         if topic_bytes is not None and m.topicBytes != topic_bytes:
             continue
         if queue_id is not None and m.queueId != queue_id:
@@ -33,9 +31,14 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
         n += 1
         if limit is not None and n >= limit:
             return
+    _report_damage(scan.errors, reported, warn)
+
+
+def _report_damage(errors, reported: int, warn) -> int:
     if warn:
-        for ef, pos, e in scan.errors[reported:]:
+        for ef, pos, e in errors[reported:]:
             warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
+    return len(errors)
 
 
 def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:

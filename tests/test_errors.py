@@ -1,0 +1,90 @@
+"""Bad input and bad stores: a one-line message naming the file (and offset), exit 2, never a traceback."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import FIXTURES, broker_conf, run
+
+
+def assert_one_line_error(res, *needles):
+    assert res.exit_code == 2, res.stdout + res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in res.stderr
+    assert any(all(n in line for n in needles) for line in lines), res.stderr
+    return lines
+
+
+def test_missing_store(tmp_path):
+    res = run("dump", "commitlog", "--store", tmp_path / "nope")
+    lines = assert_one_line_error(res, str(tmp_path / "nope"), "does not exist")
+    assert len(lines) == 1
+
+
+def test_wrong_geometry_is_refused_not_guessed():
+    res = run("dump", "commitlog", "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("c-v5-features"))
+    assert_one_line_error(res, "00000000000000000000", "mappedFileSizeCommitLog=131072")
+
+
+def test_inconsistent_file_sizes_without_config(store_copy):
+    store = store_copy("a-basic")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    os.truncate(last, 1000)
+    res = run("dump", "commitlog", "--store", store)
+    assert_one_line_error(res, "inconsistent commitlog file sizes", "--broker-config")
+
+
+def test_truncated_last_file_names_file_and_offset(store_copy):
+    store = store_copy("a-basic")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    os.truncate(last, 5000)
+    res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
+    assert_one_line_error(res, last.name, "at offset")
+    assert res.stdout.count("\n") > 1900  # everything readable was still printed
+
+
+def test_garbage_mid_file(store_copy):
+    store = store_copy("a-basic")
+    f = sorted((store / "commitlog").iterdir())[3]
+    with open(f, "r+b") as fh:
+        fh.seek(0)  # a record start: the header itself is garbage
+        fh.write(b"\x13\x37" * 32)
+    res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
+    assert_one_line_error(res, f.name, "at offset")
+
+
+def test_zeroed_region_mid_commitlog_is_damage_not_the_end(store_copy):
+    store = store_copy("a-basic")
+    f = sorted((store / "commitlog").iterdir())[2]
+    with open(f, "r+b") as fh:
+        fh.seek(0)
+        fh.write(bytes(65536))
+    res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
+    assert_one_line_error(res, f.name, "at offset 131072")
+
+
+def test_short_index_file(store_copy):
+    store = store_copy("a-basic")
+    ix = sorted((store / "index").iterdir())[0]
+    os.truncate(ix, 20)
+    res = run("dump", "index", "--store", store, "--broker-config", broker_conf("a-basic"))
+    assert_one_line_error(res, ix.name)
+
+
+def test_bad_broker_config_value(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("mappedFileSizeCommitLog=lots\n")
+    res = run("dump", "commitlog", "--store", FIXTURES / "a-basic" / "store", "--broker-config", conf)
+    assert_one_line_error(res, "mappedFileSizeCommitLog", "not an integer")
+
+
+def test_missing_consumequeue():
+    res = run("dump", "consumequeue", "NoSuchTopic", "0", "--store", FIXTURES / "a-basic" / "store")
+    assert_one_line_error(res, "NoSuchTopic", "no such consumequeue")
+
+
+@pytest.mark.parametrize("args", [["locate", "99999999999"], ["msgid", "lookup", "C0A8000A00002A9F7FFFFFFFFFFFFFFF"]])
+def test_offsets_outside_the_store_do_not_crash(args):
+    res = run(*args, "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code in (0, 1) and "Traceback" not in res.stderr
