@@ -29,7 +29,8 @@ def msgid_decode(ctx, ids, reference_time):
 @msgid.command("lookup")
 @store_options
 @click.argument("id")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True)
+@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
+              help="How to render bodies (as in dump commitlog).")
 def msgid_lookup(ctx, id, body):
     """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY."""
     hits = msgid_ops.lookup(ctx.store, id)
@@ -47,7 +48,8 @@ def msgid_lookup(ctx, id, body):
 @click.option("--end", type=int, default=LONG_MAX, metavar="MS", help="Latest store time (epoch ms).")
 @click.option("--max", "max_num", type=int, default=MAX_MSGS_NUM_BATCH, show_default=True,
               help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True)
+@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
+              help="How to render bodies (as in dump commitlog).")
 def query_key(ctx, topic, key, begin, end, max_num, body):
     """Messages of TOPIC with KEY (a KEYS word or UNIQ_KEY), found through the index files like the broker's
     queryMessage, with hash collisions dropped."""
