@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import zlib
+from functools import lru_cache
 
 from . import schema as S
 from .javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
@@ -115,6 +116,7 @@ class Message:
         raise ValueError(f"unknown compression type {kind}")
 
 
+@lru_cache(maxsize=4096)
 def format_host(ip: bytes, port: int) -> str:
     addr = ipaddress.ip_address(ip)
     return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
