@@ -10,6 +10,7 @@ from . import schema as S
 from .javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 
 INT32 = S.INT32
+SMALLEST_HEAD = S.RECORD_HEADS[(False, False)][0].size  # IPv4 hosts: storeSize .. bodyLength
 
 
 class RecordError(ValueError):
@@ -145,6 +146,8 @@ def read_record(buf, pos: int, end: int, allow_v2: bool = True) -> Message | Bla
     if size <= 0 or pos + size > end:
         raise RecordError("truncated-record", f"storeSize {size} runs past the end of the data ({end - pos} bytes left)", size)
     limit = pos + size
+    if size < SMALLEST_HEAD:  # sysFlag must lie inside the record before it chooses the host widths
+        raise RecordError("bad-length", f"storeSize {size} is shorter than the record header", size)
     sysflag = INT32.unpack_from(buf, pos + 36)[0]
     head, _ = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))]
     if pos + head.size > limit:
