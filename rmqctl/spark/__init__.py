@@ -1,0 +1,63 @@
+"""rmqctl on Apache Spark (the optional extra `pip install 'rmqctl[spark]'`): RocketMQ stores as DataFrames.
+
+    from rmqctl.spark import session
+    spark = session()                       # local[*] unless a master is given or spark-submit set one
+    df = spark.read.format("rocketmq").option("brokerConfig", "broker.conf").load(["/data/a/store", "/data/b/store"])
+
+Importing this package does not import pyspark; `session()` and `register()` do, and say how to install it
+when it is missing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+from ..errors import UsageError
+
+INSTALL_HINT = "pip install 'rmqctl[spark]'"
+MASTER_ENV = "RMQCTL_SPARK_MASTER"
+
+
+def require():
+    """Fail with the install line (a UsageError: one line, exit 2) when PySpark or PyArrow is missing."""
+    missing = [name for name in ("pyspark", "pyarrow") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"this needs {' and '.join(missing)}, which is not installed: {INSTALL_HINT}")
+
+
+def register(spark):
+    """Register the `rocketmq`, `rocketmq-consumequeue` and `rocketmq-index` data sources on a session and let
+    them take pushed-down filters (Spark refuses a reader with pushFilters while that is switched off)."""
+    require()
+    from .sources import PUSHDOWN, SOURCES
+
+    if PUSHDOWN:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    for source in SOURCES:
+        spark.dataSource.register(source)
+    return spark
+
+
+def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str, str] | None = None):
+    """The active SparkSession (or a new one) with the data sources registered.
+
+    Master: the one given, else $RMQCTL_SPARK_MASTER, else the one spark-submit configured, else local[*].
+    A local master binds to 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (hosts without DNS), and runs its
+    Python workers with this interpreter, so they import this rmqctl."""
+    require()
+    from pyspark.sql import SparkSession
+
+    master = master or os.environ.get(MASTER_ENV)
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM with its own master
+    if master is None and not under_submit:
+        master = "local[*]"
+    if master is not None and master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return register(builder.getOrCreate())
