@@ -1,0 +1,129 @@
+"""`clean`: the broker's deleteWhen / fileReservedTime / disk-ratio cleanup, planned and (with --apply) carried out."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import click
+
+from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
+from ..ops.clean import CleanResult, CleanSettings, Clock, FileDecision, run_clean
+from .base import cli, dumps, echo_err, render, store_options
+
+COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
+
+
+@cli.command("clean")
+@store_options
+@click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
+              help="Whose rules: 5 (5.x, default) or 4 (4.9: fixed 10-file batch, thresholds without clamps).")
+@click.option("--now", "manual", is_flag=True,
+              help="Manual delete, like mqadmin deleteExpiredCommitLog: the next 20 passes act at any hour.")
+@click.option("--passes", type=click.IntRange(min=1),
+              help="Run N passes (the broker runs one every 10 s); default 1.")
+@click.option("--until-ok", is_flag=True, help="Repeat passes until one deletes nothing.")
+@click.option("--apply", is_flag=True, help="Delete the planned files (takes the broker's lock; needs --store).")
+@click.option("--dry-run", is_flag=True, help="Only print the plan (the default without --apply).")
+@click.option("--check", is_flag=True, help="Exit 1 if a cleanup rule would fire now (for monitoring); deletes nothing.")
+@click.option("--protect-unconsumed", is_flag=True,
+              help="Keep commitlog files holding messages a consumer group (consumerOffset.json) has not consumed.")
+@click.option("--delete-when", help="deleteWhen: hours separated by ';' (e.g. 04;05), parsed like the broker.")
+@click.option("--file-reserved-time", type=int, help="fileReservedTime in hours (default 72).")
+@click.option("--disk-max-used-space-ratio", type=int, help="diskMaxUsedSpaceRatio in percent (default 75, clamped 10..95).")
+@click.option("--disk-space-clean-forcibly-ratio", type=int,
+              help="diskSpaceCleanForciblyRatio in percent (default 85; 5.x clamps to 30..85).")
+@click.option("--disk-space-warning-level-ratio", type=int,
+              help="diskSpaceWarningLevelRatio in percent (default 90; 5.x clamps to 35..90).")
+@click.option("--clean-file-forcibly-enable", type=click.BOOL,
+              help="cleanFileForciblyEnable (default true): above the forcibly ratio, delete regardless of age.")
+@click.option("--delete-file-batch-max", type=int, help="deleteFileBatchMax, files per pass (5.x; default 10).")
+@click.option("--at", "at", help="Evaluate at this ISO time instead of now (its offset is the local zone of the hour).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False),
+              help="Append one line per deleted file to this log (opened per line: logrotate-friendly).")
+def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
+          file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
+          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, log_path):
+    """Plan the broker's cleanup (deleteWhen, fileReservedTime, disk ratios) and, with --apply, do it.
+
+    Commitlog files go oldest first (never the last, stopping at the first kept, at most deleteFileBatchMax per
+    pass), then consumequeue files and index files wholly below the new minimum offset. Prints each file
+    with its action and reason, then (on stderr) why nothing else goes and the resulting minimum offsets.
+    """
+    if apply and (dry_run or check):
+        raise UsageError("--apply cannot be combined with --dry-run or --check")
+    settings = CleanSettings.from_config(
+        ctx.config, int(rocketmq_version) if rocketmq_version else None, deleteWhen=delete_when,
+        fileReservedTime=file_reserved_time, diskMaxUsedSpaceRatio=disk_max_used_space_ratio,
+        diskSpaceCleanForciblyRatio=disk_space_clean_forcibly_ratio,
+        diskSpaceWarningLevelRatio=disk_space_warning_level_ratio,
+        cleanFileForciblyEnable=clean_file_forcibly_enable, deleteFileBatchMax=delete_file_batch_max)
+    clock = Clock.parse(at)
+    store = ctx.writable_store() if apply else ctx.store
+    on_delete = _logger(log_path, store.root) if log_path else None
+    result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete)
+    if ctx.format == "json":
+        click.echo(dumps(result.as_dict()))
+    else:
+        render((d.row() for d in result.decisions), ctx.format, COLUMNS if ctx.format == "table" else None,
+               title="clean plan" if not apply else "clean (applied)")
+    for line in summary(result):
+        echo_err(line)
+    if result.configError:
+        echo_err(f"rmqctl: broker config: {result.configError}")
+        raise click.exceptions.Exit(EXIT_REFUSED)
+    if check and result.rule_fires:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _logger(path: str, root):
+    """One line per deletion, appended with the file opened and closed each time, so logrotate may move or
+    truncate the log between lines."""
+
+    def log(d: FileDecision):
+        stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        line = f"{stamp} rmqctl clean store={root} pass={d.passNo} deleted {d.file} why={d.why} ({d.detail})\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    return log
+
+
+def summary(r: CleanResult) -> list[str]:
+    """The human part on stderr: each pass's measurements and triggers, the resulting minimum offsets, the
+    unconsumed messages that go, and why nothing else goes."""
+    s = r.settings
+    out = [f"clean ({'applied' if r.applied else 'plan only'}), RocketMQ {s.version}.x rules: deleteWhen={s.deleteWhen!r} "
+           f"fileReservedTime={s.fileReservedTime}h diskMaxUsedSpaceRatio={s.max_used_ratio:.2f} "
+           f"forcibly={s.forcibly_ratio:.2f} warning={s.warning_ratio:.2f} "
+           f"cleanFileForciblyEnable={str(s.cleanFileForciblyEnable).lower()} batch={s.batch_max}"]
+    for p in r.passes:
+        sp = p.space
+        disk = (f"commitlog disk {sp.commitLogRatio:.2f}" + (f", consumequeue {sp.logicsRatio:.2f}" if sp.logicsRatio is not None else "")
+                if sp else "disk not measured")
+        fired = ", ".join(p.triggers()) or "no rule fires"
+        counts = ", ".join(f"{len(p.deleted(k))} {k}" for k in ("commitlog", "consumequeue", "index"))
+        out.append(f"pass {p.passNo} at {p.at} (hour {p.hour}): {disk}; {fired}; deletes {counts}; "
+                   f"min offset {p.minPhyOffsetAfter}")
+        if sp:
+            out += [f"  {reason}" for reason in sp.reasons]
+        if p.brokerException:
+            out.append(f"  the broker's consumequeue cleaner throws: {p.brokerException}")
+    out.append(f"min commitlog offset: {r.minPhyOffsetBefore} -> {r.minPhyOffsetAfter}; freed {r.freed_bytes} bytes")
+    moved = [f"{k} {r.cqMinOffsetsBefore.get(k)}->{v}" for k, v in r.cqMinOffsetsAfter.items()
+             if r.cqMinOffsetsBefore.get(k) != v]
+    if moved:
+        out.append("consumequeue min offsets: " + ", ".join(moved))
+    out.append(f"index files left: {len(r.indexFilesAfter)}" + (f" (first {r.indexFilesAfter[0]})" if r.indexFilesAfter else ""))
+    for u in r.unconsumed:
+        if u.deleted:
+            out.append(f"unconsumed messages deleted: group {u.group} {u.topic}/{u.queueId}: {u.deleted} of {u.unconsumed} "
+                       f"(consumer offset {u.consumerOffset}, first lost queue offset {u.firstDeletedQueueOffset})")
+    if r.unconsumed and not any(u.deleted for u in r.unconsumed):
+        out.append(f"unconsumed messages deleted: none ({len(r.unconsumed)} group/queue offsets checked)")
+    out.append("nothing else goes:")
+    out += [f"  {line}" for line in r.remaining]
+    out += [f"note: {n}" for n in r.notes + r.settings.notes]
+    return out
