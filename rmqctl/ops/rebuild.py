@@ -1,0 +1,479 @@
+"""`rebuild consumequeue` and `rebuild index`: the files the broker's dispatch (CommitLogDispatcherBuildConsumeQueue,
+CommitLogDispatcherBuildIndex) would have written, rebuilt offline from the commitlog, checked, and swapped in
+atomically (ops/txn.py).
+
+Every record of the commitlog is dispatched, in commitlog order, through the same Dispatcher `append` uses,
+into a staging directory inside the store; the consumequeue entries carry the record's own PHYSICALOFFSET
+field, as the broker's DispatchRequest does. Topic names read from the records are checked before they
+become directory names. The result is read back with the store model (not the writers) and checked against
+the commitlog before anything is swapped: on a failed check nothing changes. With `dry_run` the same build
+goes to a temporary directory outside the store and only the differences are reported.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import struct
+import tempfile
+import time
+from array import array
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .. import schema as S
+from ..dispatch import cq_targets, index_keys
+from ..errors import StoreError, UsageError
+from ..lock import store_lock
+from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
+from ..writers import Dispatcher
+from .txn import Transaction, complete_pending, pending
+
+
+@dataclasses.dataclass
+class QueueDiff:
+    """How one queue changes: units (pre-blank units included) by queue offset."""
+
+    topic: str
+    queueId: int
+    before: int
+    after: int
+    added: int
+    removed: int
+    changed: int
+
+
+@dataclasses.dataclass
+class IndexFileDiff:
+    """How the n-th index file changes (files are paired by position: their names are creation times)."""
+
+    position: int
+    before: str | None
+    after: str | None
+    entriesBefore: int
+    entriesAfter: int
+    added: int
+    removed: int
+    changed: int
+    headerChanged: list[str]
+
+
+@dataclasses.dataclass
+class RebuildResult:
+    kind: str  # "consumequeue" or "index"
+    store: str
+    dryRun: bool
+    records: int  # commitlog records dispatched
+    entries: int  # consumequeue units / index entries written
+    queues: list[QueueDiff] = dataclasses.field(default_factory=list)  # queues that change
+    unchangedQueues: int = 0
+    indexFiles: list[IndexFileDiff] = dataclasses.field(default_factory=list)
+    checkpoint: dict = dataclasses.field(default_factory=dict)  # field -> [before, after]
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    interrupted: dict | None = None  # what an earlier killed run left, and what was done about it
+    backup: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.queues or any(self._file_changes()) or self.checkpoint)
+
+    def _file_changes(self):
+        for d in self.indexFiles:
+            yield bool(d.added or d.removed or d.changed or d.headerChanged or d.before is None or d.after is None)
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["changed"] = self.changed
+        return d
+
+
+# ---- shared by rebuild and repair --------------------------------------------------------------------------
+
+
+def allow_v2(store: Store) -> bool:
+    """4.9 readers take V2 magic for an illegal one; any other (or unknown) version reads it."""
+    return store.config.rocketmqVersion != 4
+
+
+@contextlib.contextmanager
+def writing(store: Store, dry_run: bool, extra_dirs=()):
+    """Hold the broker's lock for the whole run and apply the recovery rule first; yields what an earlier
+    killed run left and what was done about it. A dry run takes the lock only if the lock file exists
+    (creating it would be a write) and only reports leftovers."""
+    if dry_run:
+        if store.lock_path.exists():
+            with store_lock(store.root, finish_interrupted=False):
+                yield pending(store.root, extra_dirs)
+        else:
+            yield pending(store.root, extra_dirs)
+        return
+    with store_lock(store.root, finish_interrupted=False):
+        yield complete_pending(store.root, extra_dirs)
+
+
+CHECKPOINT_OFFSETS = {name: i * 8 for i, (name, _) in enumerate(S.fixed_fields(S.Checkpoint))}
+
+
+def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict, **values) -> None:
+    """Write a copy of the checkpoint with some fields changed into the staging area and plan its swap.
+    Records [before, after] of every field that changes in `result_fields`. No checkpoint file: nothing
+    (the broker creates it at start)."""
+    cp = store.checkpoint()
+    if cp is None:
+        return
+    changes = {k: v for k, v in values.items() if cp[k] != v}
+    if not changes:
+        return
+    result_fields.update({k: [cp[k], v] for k, v in changes.items()})
+    if txn is None:
+        return
+    data = bytearray(store.checkpoint_path.read_bytes())
+    data.extend(bytes(max(0, S.CHECKPOINT_FILE_SIZE - len(data))))
+    for k, v in changes.items():
+        struct.pack_into(">q", data, CHECKPOINT_OFFSETS[k], v)
+    staged = txn.area(store.root) / "checkpoint"
+    staged.write_bytes(bytes(data))
+    txn.replace(store.checkpoint_path, staged)
+
+
+class RecordSet:
+    """Start offsets and sizes of the commitlog records seen, for checking what entries point at."""
+
+    def __init__(self):
+        self._offsets, self._sizes = array("q"), array("q")
+
+    def add(self, offset: int, size: int):
+        self._offsets.append(offset)
+        self._sizes.append(size)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        off = np.frombuffer(self._offsets, dtype=np.int64)
+        size = np.frombuffer(self._sizes, dtype=np.int64)
+        order = np.argsort(off, kind="stable")
+        return off[order], size[order]
+
+    def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
+        """The record size at each offset, or -1 where no record starts."""
+        off, size = self.arrays()
+        i = np.searchsorted(off, offsets)
+        i = np.clip(i, 0, max(len(off) - 1, 0))
+        hit = (off[i] == offsets) if len(off) else np.zeros(len(offsets), bool)
+        return np.where(hit, size[i] if len(off) else -1, -1)
+
+
+@dataclasses.dataclass
+class Build:
+    """What one dispatch run produced and what it was asked to produce (for the read-back check)."""
+
+    dispatcher: Dispatcher
+    records: int
+    records_seen: RecordSet
+    targets: dict  # (topic, qid) -> array of queue offsets, in dispatch order
+    keys: int  # index keys put
+    warnings: list[str]
+
+
+def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
+                     start: int | None = None, end: int | None = None, progress=None, dispatcher=None,
+                     index_clock=None) -> Build:
+    """Dispatch the commitlog's records [start, end) into `build_root` (laid out like a store) as the
+    broker's reput does. Refuses (StoreError naming the record) a topic that cannot be a directory name."""
+    cfg = store.config
+    if dispatcher is None:
+        slots, num = store.index_geometry if build_index else (1, 1)
+        dispatcher = Dispatcher(build_root, cfg, store.consumequeue_file_size, slots, num, build_cq=build_cq,
+                                build_index=build_index, index_clock=index_clock, queue_filter=queue_filter)
+    seen = RecordSet()
+    targets: dict = defaultdict(lambda: array("q"))
+    keys = 0
+    records = 0
+    mismatched = 0
+    scan = store.scan(allow_v2(store))
+    current, reported = None, 0  # progress: bytes of the current file already reported
+    try:
+        for f, m in scan.records(start, end):
+            if progress and f is not current:
+                if current is not None:
+                    progress(store.commitlog.file_size - reported)
+                current, reported = f, 0
+            phy = m.physicalOffset
+            if phy != f.start + m.position:
+                mismatched += 1
+            seen.add(phy, m.storeSize)
+            if build_cq:
+                for topic, qid, qoff in cq_targets(m, cfg):
+                    if queue_filter is not None and not queue_filter(topic, qid):
+                        continue
+                    if not valid_topic_dir_name(topic):
+                        raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; "
+                                         "refusing to write consumequeue files for it", f.path, m.position)
+                    targets[(topic, qid)].append(qoff)
+            if build_index and dispatcher.index is not None:
+                keys += len(index_keys(m))
+            dispatcher.dispatch(m, phy)
+            records += 1
+            if progress and m.position - reported >= 1 << 22:
+                progress(m.position - reported)
+                reported = m.position
+        if progress and current is not None:
+            progress(store.commitlog.file_size - reported)
+    finally:
+        dispatcher.close()
+    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
+                "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in scan.errors]
+    if mismatched:
+        warnings.append(f"{mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
+                        "their entries carry the field, as the broker's would")
+    for status, queue, qoff, off in dispatcher.events:
+        warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
+    return Build(dispatcher, records, seen, dict(targets), keys, warnings)
+
+
+# ---- reading back ------------------------------------------------------------------------------------------
+
+
+def queue_units(directory: Path, file_size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Queue offsets and units of every written unit of a consumequeue directory, and file-level problems
+    (names, sizes, gaps)."""
+    cq = ConsumeQueue("", 0, directory, file_size)
+    qoffs, units, problems = [], [], []
+    expected_start = None
+    for first, f, written, arr in cq.units():
+        if f.length != file_size:
+            problems.append(f"{f.path}: {f.length} bytes, not {file_size}")
+        if expected_start is not None and f.start != expected_start:
+            problems.append(f"{f.path}: expected the next file at {expected_start}")
+        expected_start = f.start + file_size
+        qoffs.append(np.arange(first, first + written, dtype=np.int64))
+        units.append(np.array(arr[:written]))
+    problems += [f"{p}: not a consumequeue file name" for p in cq.files.strays]
+    if not qoffs:
+        return np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), problems
+    return np.concatenate(qoffs), np.concatenate(units), problems
+
+
+def check_consumequeues(build: Build, build_root: Path, file_size: int) -> list[str]:
+    """Read the built queues back and check them against the commitlog: every queue asked for exists,
+    pre-blank units only at its head, then one unit per dispatched message at its queue offset, each
+    pointing at a record start of that size, in commitlog order."""
+    problems = []
+    skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
+    for (topic, qid), wanted in build.targets.items():
+        directory = build_root / "consumequeue" / topic / str(qid)
+        name = f"{topic}/{qid}"
+        qoffs, units, file_problems = queue_units(directory, file_size)
+        problems += file_problems
+        real = units["size"] != S.PRE_BLANK_SIZE
+        blanks = np.flatnonzero(~real)
+        if len(blanks) and blanks[-1] != len(blanks) - 1:
+            problems.append(f"{name}: pre-blank units after real ones")
+        if len(blanks) and np.any(units["commitLogOffset"][blanks] != 0) | np.any(units["tagsCode"][blanks] != 0):
+            problems.append(f"{name}: pre-blank units that are not (0, {S.PRE_BLANK_SIZE}, 0)")
+        entries = units[real]
+        wanted = np.frombuffer(wanted, dtype=np.int64)
+        if len(entries) != len(wanted) - skipped[name]:
+            problems.append(f"{name}: {len(entries)} units written for {len(wanted)} dispatched messages")
+            continue
+        if len(entries) and qoffs[real][0] != wanted[0]:
+            problems.append(f"{name}: first message at queue offset {qoffs[real][0]}, its record says {wanted[0]}")
+        if not skipped[name] and len(entries) and not np.array_equal(qoffs[real], wanted):
+            problems.append(f"{name}: units are not at their records' queue offsets")
+        phys = entries["commitLogOffset"].astype(np.int64)
+        if np.any(np.diff(phys) <= 0):
+            problems.append(f"{name}: units not in commitlog order")
+        bad = np.flatnonzero(build.records_seen.sizes_at(phys) != entries["size"])
+        if len(bad):
+            problems.append(f"{name}: {len(bad)} unit(s) not pointing at a record of their size, e.g. {int(phys[bad[0]])}")
+    return problems
+
+
+def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
+    """Read the built index files back: headers agree with their entries, every chain runs strictly
+    backwards and reaches each entry exactly once, every entry points at a record start, and all keys
+    dispatched are there."""
+    problems = []
+    total = 0
+    paths = sorted(index_dir.iterdir()) if index_dir.is_dir() else []
+    for p in paths:
+        ix = IndexFile(p, slots, num)
+        h = ix.header
+        count = ix.index_count
+        if ix.length != ix.expected_length:
+            problems.append(f"{p}: {ix.length} bytes, not {ix.expected_length}")
+            continue
+        entries = ix.entries()[1:count]
+        total += len(entries)
+        slot_values = ix.slots()
+        if h["hashSlotCount"] != int(np.count_nonzero(slot_values)):
+            problems.append(f"{p}: hashSlotCount {h['hashSlotCount']} but {np.count_nonzero(slot_values)} slots used")
+        if np.any((slot_values < 0) | (slot_values >= count)):
+            problems.append(f"{p}: slot values out of range")
+            continue
+        prev = entries["prevIndex"].astype(np.int64)
+        numbers = np.arange(1, count, dtype=np.int64)
+        if np.any((prev < 0) | (prev >= numbers)):
+            problems.append(f"{p}: a chain link that does not point backwards")
+            continue
+        # each entry is the head of its slot or the prevIndex of exactly one later entry
+        heads = slot_values[slot_values > 0].astype(np.int64)
+        linked = prev[prev > 0]
+        reach = np.bincount(np.concatenate([heads, linked]), minlength=count)[1:]
+        if np.any(reach != 1):
+            problems.append(f"{p}: {int(np.count_nonzero(reach != 1))} entries not reached exactly once by the chains")
+        hashes = entries["keyHash"].astype(np.int64)
+        own_slot = np.where(hashes == -(1 << 31), 0, np.abs(hashes)) % slots
+        used = np.flatnonzero(slot_values)
+        if np.any(own_slot[slot_values[used].astype(np.int64) - 1] != used):
+            problems.append(f"{p}: a slot heads a chain of another slot's entries")
+        link_slots = own_slot[prev[prev > 0] - 1]
+        if np.any(link_slots != own_slot[prev > 0]):
+            problems.append(f"{p}: a chain joins entries of different slots")
+        phys = entries["phyOffset"].astype(np.int64)
+        if len(entries):
+            if h["endPhyOffset"] != phys[-1] or h["beginPhyOffset"] != phys[0]:
+                problems.append(f"{p}: header phy offsets do not match its first/last entries")
+            if np.any(np.diff(phys) < 0):
+                problems.append(f"{p}: entries not in commitlog order")
+            if np.any(entries["timeDiff"] < 0):
+                problems.append(f"{p}: negative timeDiff")
+        missing = np.count_nonzero(build.records_seen.sizes_at(phys) < 0)
+        if missing:
+            problems.append(f"{p}: {missing} entries not pointing at a record start")
+    if total != build.keys:
+        problems.append(f"{total} index entries written for {build.keys} keys dispatched")
+    return problems
+
+
+# ---- diffs -------------------------------------------------------------------------------------------------
+
+
+def diff_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int) -> QueueDiff:
+    empty = (np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), [])
+    oq, ou, _ = queue_units(old_dir, file_size) if old_dir is not None and old_dir.is_dir() else empty
+    nq, nu, _ = queue_units(new_dir, file_size) if new_dir is not None and new_dir.is_dir() else empty
+    common, io, inew = np.intersect1d(oq, nq, assume_unique=True, return_indices=True)
+    changed = int(np.count_nonzero(ou[io] != nu[inew])) if len(common) else 0
+    return QueueDiff(topic, qid, len(oq), len(nq), len(nq) - len(common), len(oq) - len(common), changed)
+
+
+def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff]:
+    """Pair old and new files by position and compare headers, slots and entries (not names: they are
+    creation times)."""
+    out = []
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else None
+        b = new[i] if i < len(new) else None
+        ea = a.entries()[1 : a.index_count] if a else np.empty(0, S.INDEX_ENTRY_DTYPE)
+        eb = b.entries()[1 : b.index_count] if b else np.empty(0, S.INDEX_ENTRY_DTYPE)
+        n = min(len(ea), len(eb))
+        header = []
+        if a and b:
+            header = [k for k in a.header if a.header[k] != b.header[k]]
+            if len(a.slots()) != len(b.slots()) or np.any(a.slots() != b.slots()):
+                header.append("hashSlots")
+        out.append(IndexFileDiff(i, a.name if a else None, b.name if b else None, len(ea), len(eb),
+                                 max(0, len(eb) - len(ea)), max(0, len(ea) - len(eb)),
+                                 int(np.count_nonzero(ea[:n] != eb[:n])), header))
+    return out
+
+
+# ---- the two rebuilds --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _build_area(store: Store, dry_run: bool, kind: str, keep_backup: bool):
+    """Where to build: a transaction's staging directory in the store, or (dry run) a temporary directory
+    outside it."""
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix=f"rmqctl-{kind}-dry-") as d:
+            yield None, Path(d)
+        return
+    txn = Transaction(store.root, "rebuild", f"rebuild {kind}", keep_backup)
+    with txn:
+        yield txn, txn.staging
+
+
+def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int | None = None,
+                         dry_run: bool = False, keep_backup: bool = True, progress=None) -> RebuildResult:
+    """Rebuild every consumequeue (or those of `topic` and/or `queue_id`) from the commitlog and swap
+    them in; queues of the selection that no record feeds any more are removed."""
+    t0 = time.monotonic()
+    subset = topic is not None or queue_id is not None
+    if topic is not None and not valid_topic_dir_name(topic):
+        raise UsageError(f"--topic {topic!r} cannot be a consumequeue directory name")
+
+    def selected(t: str, q: int) -> bool:
+        return (topic is None or t == topic) and (queue_id is None or q == queue_id)
+
+    file_size = store.consumequeue_file_size
+    with writing(store, dry_run) as interrupted, _build_area(store, dry_run, "consumequeue", keep_backup) as (txn, root):
+        build = dispatch_records(store, root, build_cq=True, build_index=False,
+                                 queue_filter=selected if subset else None, progress=progress)
+        problems = check_consumequeues(build, root, file_size)
+        if problems:
+            raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
+                             store.consumequeue_dir)
+        built = {(t, q) for t, q in build.targets}
+        live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
+        result = RebuildResult("consumequeue", str(store.root), dry_run, build.records,
+                               sum(len(v) for v in build.targets.values()), warnings=build.warnings,
+                               interrupted=interrupted)
+        for t, q in sorted(built | set(live)):
+            new_dir = root / "consumequeue" / t / str(q) if (t, q) in built else None
+            d = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
+            if d.added or d.removed or d.changed:
+                result.queues.append(d)
+            else:
+                result.unchangedQueues += 1
+            if (t, q) in live and (t, q) not in built:
+                result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
+                                       "it is removed (its queue offsets restart when it is next written)")
+        if not subset and build.dispatcher.logics_ts:
+            stage_checkpoint(store, txn, result.checkpoint, logicsMsgTimestamp=build.dispatcher.logics_ts)
+        if txn is not None and result.queues:
+            if subset:
+                for t, q in sorted(built | set(live)):
+                    target = store.consumequeue_dir / t / str(q)
+                    if (t, q) in built:
+                        txn.replace(target, root / "consumequeue" / t / str(q))
+                    else:
+                        txn.remove(target)
+            else:
+                (root / "consumequeue").mkdir(exist_ok=True)
+                txn.replace(store.consumequeue_dir, root / "consumequeue")
+        if txn is not None and result.changed:
+            result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
+                  clock=None) -> RebuildResult:
+    """Rebuild every index file from the commitlog (IndexService.buildIndex, file names from the creation
+    time) and swap them in; the checkpoint's indexMsgTimestamp becomes the endTimestamp of the last full
+    file, as the broker sets it when it rolls over."""
+    t0 = time.monotonic()
+    if not store.config.messageIndexEnable:
+        raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
+    slots, num = store.index_geometry
+    with writing(store, dry_run) as interrupted, _build_area(store, dry_run, "index", keep_backup) as (txn, root):
+        build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock)
+        index_dir = root / "index"
+        index_dir.mkdir(exist_ok=True)
+        problems = check_index(build, index_dir, slots, num)
+        if problems:
+            raise StoreError("the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]),
+                             store.index_dir)
+        new_files = [IndexFile(p, slots, num) for p in sorted(index_dir.iterdir())]
+        result = RebuildResult("index", str(store.root), dry_run, build.records, build.keys, warnings=build.warnings,
+                               interrupted=interrupted)
+        result.indexFiles = diff_index(store.index_files(), new_files)
+        stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=build.dispatcher.index.completed_end_ts)
+        if txn is not None and any(result._file_changes()):
+            txn.replace(store.index_dir, index_dir)
+        if txn is not None and result.changed:
+            result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result
