@@ -1,0 +1,158 @@
+"""`rebuild consumequeue`, `rebuild index` and `repair`: options in, library call, rows out (stdout) and a
+summary (stderr)."""
+from __future__ import annotations
+
+import click
+
+from ..ops.rebuild import rebuild_consumequeue, rebuild_index
+from ..ops.repair import repair
+from .base import cli, echo_err, progress, rebuild, render, store_options
+
+DRY_RUN_HELP = "Print what would change and write nothing."
+NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."
+
+
+def _interrupted(info: dict | None):
+    if not info:
+        return
+    if info.get("action") == "completed":
+        echo_err(f"rmqctl: finished an interrupted `{info['command']}` run first ({info['steps']} steps)")
+    elif info.get("action") == "rolled back":
+        echo_err(f"rmqctl: removed what an interrupted run left before its commit point: {', '.join(info['paths'])}")
+    else:
+        echo_err(f"rmqctl: warning: an interrupted rmqctl run is pending ({info['state']}); it {info['action']}")
+
+
+def _commitlog_bar(ctx, desc: str):
+    cl = ctx.store.commitlog
+    return progress(len(cl.files) * cl.file_size, desc)
+
+
+def _finish(result, what: str):
+    for w in result.warnings:
+        echo_err(f"rmqctl: warning: {w}")
+    for field, (before, after) in result.checkpoint.items():
+        echo_err(f"rmqctl: checkpoint {field}: {before} -> {after}")
+    verb = "would change" if result.dryRun else "changed"
+    if not result.changed:
+        echo_err(f"rmqctl: {what} rebuilt from {result.records} records: identical to the store's, nothing to change")
+        return
+    where = f"; replaced files kept in {result.backup}" if result.backup else ""
+    echo_err(f"rmqctl: {what} rebuilt from {result.records} records ({result.entries} entries): {verb}"
+             f"{' (dry run: nothing written)' if result.dryRun else ''}{where}")
+
+
+@rebuild.command("consumequeue")
+@store_options
+@click.option("--topic", help="Rebuild only this topic's queues (and remove those no record feeds).")
+@click.option("--queue-id", type=int, help="Rebuild only this queue id (of --topic, or of every topic).")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
+def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
+    """Rebuild consumequeue files from the commitlog, byte-identical to what the broker's dispatch writes
+    (tagsCode, schedule-topic delivery times, LMQ queues, pre-blank fill after cleanup), check them, and
+    swap them in atomically. Prints one row per queue that changes: units before/after, added, removed,
+    changed. Takes the broker's lock."""
+    store = ctx.store if dry_run else ctx.writable_store()
+    with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
+        result = rebuild_consumequeue(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
+                                      progress=bar.update)
+    _interrupted(result.interrupted)
+    render(({"topic": q.topic, "queueId": q.queueId, "unitsBefore": q.before, "unitsAfter": q.after,
+             "added": q.added, "removed": q.removed, "changed": q.changed} for q in result.queues), ctx.format,
+           columns=["topic", "queueId", "unitsBefore", "unitsAfter", "added", "removed", "changed"])
+    _finish(result, f"{len(result.queues) + result.unchangedQueues} queue(s)")
+
+
+@rebuild.command("index")
+@store_options
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
+def rebuild_index_cmd(ctx, dry_run, no_backup):
+    """Rebuild the index files from the commitlog as IndexService does (UNIQ_KEY then each KEYS word, rollover
+    when full, names from the creation time), set the checkpoint's indexMsgTimestamp as the broker does,
+    check them, and swap them in atomically. Prints one row per index file (paired by position with the
+    old ones): entries before/after, added, removed, changed. Takes the broker's lock."""
+    store = ctx.store if dry_run else ctx.writable_store()
+    with _commitlog_bar(ctx, "rebuild index") as bar:
+        result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update)
+    _interrupted(result.interrupted)
+    render(({"position": d.position, "fileBefore": d.before, "fileAfter": d.after, "entriesBefore": d.entriesBefore,
+             "entriesAfter": d.entriesAfter, "added": d.added, "removed": d.removed, "changed": d.changed,
+             "headerChanged": ",".join(d.headerChanged)} for d in result.indexFiles), ctx.format,
+           columns=["position", "fileBefore", "fileAfter", "entriesBefore", "entriesAfter", "added", "removed",
+                    "changed", "headerChanged"])
+    _finish(result, f"{len(result.indexFiles)} index file(s)")
+
+
+def repair_rows(r) -> list[dict]:
+    """The plan as one row per action."""
+    rows = []
+    if r.stoppedAt is not None:
+        s = r.stoppedAt
+        rows.append({"action": "cut", "target": f"commitlog/{s.file}", "commitLogOffset": r.cutOffset, "count": r.recordsCut,
+                     "detail": f"{s.kind}: {s.detail}; {r.bytesCut} bytes and {r.recordsCut} record(s) past it"})
+    for bad in r.notCut:
+        rows.append({"action": "not-cut", "target": f"commitlog/{bad.file}", "commitLogOffset": bad.commitLogOffset,
+                     "count": 1, "detail": f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not "
+                                           "re-check it; --scan-all would cut here)"})
+    cl = r.commitlog
+    if cl["fileZeroed"]:
+        rows.append({"action": "zero-tail", "target": f"commitlog/{cl['fileZeroed']}", "commitLogOffset": r.cutOffset,
+                     "count": cl["bytesZeroed"], "detail": "bytes past the last valid record zeroed"})
+    for name in cl["filesRemoved"]:
+        rows.append({"action": "remove", "target": f"commitlog/{name}", "commitLogOffset": int(name), "count": 1,
+                     "detail": "starts past the cut"})
+    for q in r.consumequeue:
+        rows.append({"action": "truncate", "target": f"consumequeue/{q['topic']}/{q['queueId']}",
+                     "commitLogOffset": r.cutOffset, "count": q["entriesDropped"],
+                     "detail": f"queue offsets {q['fromQueueOffset']}..{q['toQueueOffset'] - 1} dropped"
+                               + (f"; files removed: {', '.join(q['filesRemoved'])}" if q["filesRemoved"] else "")})
+    for ix in r.index:
+        rows.append({"action": "remove" if ix["removed"] else "truncate", "target": f"index/{ix['file']}",
+                     "commitLogOffset": r.cutOffset, "count": ix["entriesDropped"], "detail": "index entries dropped"})
+    for field, (before, after) in r.checkpoint.items():
+        rows.append({"action": "set", "target": "checkpoint", "commitLogOffset": None, "count": None,
+                     "detail": f"{field} {before} -> {after}"})
+    if r.abortRemoved:
+        rows.append({"action": "remove", "target": "abort", "commitLogOffset": None, "count": None,
+                     "detail": "the broker starts normally (no abnormal recovery)"})
+    return rows
+
+
+@cli.command("repair")
+@store_options
+@click.option("--scan-all", is_flag=True,
+              help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
+def repair_cmd(ctx, scan_all, dry_run, no_backup):
+    """Do the broker's crash recovery as an explicit step: find the last valid record with its abnormal-recovery
+    checks (start file from the checkpoint, CRC on), report what will be cut (bytes, records, their queues),
+    then truncate the commitlog (zeroing past the last valid record, removing later files), the consumequeues
+    and index entries that point past it, set the checkpoint and remove `abort`, atomically. Prints one row
+    per action. Takes the broker's lock."""
+    store = ctx.store if dry_run else ctx.writable_store()
+    r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup)
+    _interrupted(r.interrupted)
+    render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
+    alt = r.alternative
+    if r.stoppedAt is None and not r.bytesCut:
+        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})")
+    else:
+        queues = ", ".join(f"{q} ({n})" for q, n in sorted(r.recordsCutByQueue.items())) or "none"
+        echo_err(f"rmqctl: cut at commitlog offset {r.cutOffset}: {r.bytesCut} bytes, {r.recordsCut} record(s); queues: {queues}")
+    if not alt["sameCut"]:
+        if scan_all:
+            echo_err(f"rmqctl: --scan-all cuts at {r.cutOffset}; the broker's own recovery would cut at {alt['cutOffset']}: "
+                     f"this loses {alt['scanAllLosesMoreRecords']} more record(s), {alt['scanAllLosesMoreBytes']} more bytes")
+        else:
+            echo_err(f"rmqctl: bad record(s) before the recovery start are reported, not cut; --scan-all would cut at "
+                     f"{alt['cutOffset']}, losing {alt['scanAllLosesMoreRecords']} more record(s), "
+                     f"{alt['scanAllLosesMoreBytes']} more bytes")
+    if dry_run:
+        echo_err("rmqctl: dry run: nothing written")
+    elif r.changed:
+        echo_err("rmqctl: repaired" + (f"; replaced files kept in {r.backup}" if r.backup else ""))
+    else:
+        echo_err("rmqctl: nothing to repair")
