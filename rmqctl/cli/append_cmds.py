@@ -1,0 +1,217 @@
+"""`append`: one message from options, or many as JSON Lines in the `dump commitlog` shape."""
+from __future__ import annotations
+
+import json
+import os
+import select
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from ..ops.append import Appender, NewMessage, apply_delay_level
+from ..record import decode_body
+from .base import cli, dumps, echo_err, parse_int, store_options
+
+# acknowledgements wait for a durable batch; a batch ends when input pauses or at these sizes
+BATCH_MESSAGES = 1000
+BATCH_BYTES = 8 << 20
+READ_CHUNK = 1 << 20
+MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "body_file", "flag", "sys_flag", "born_host",
+                   "store_host", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
+                   "delay_level")
+
+
+@cli.command("append")
+@store_options
+@click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.")
+@click.option("--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append.")
+@click.option("--topic", help="Topic of the one message to append.")
+@click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id.")
+@click.option("--tags", help="TAGS property.")
+@click.option("--keys", help="KEYS property (space-separated keys, each indexed).")
+@click.option("--property", "properties", multiple=True, metavar="NAME=VALUE", help="A property; repeatable.")
+@click.option("--body", help="Body text (stored as UTF-8).")
+@click.option("--body-file", type=click.Path(dir_okay=False, allow_dash=True), help="Body bytes from this file ('-' = stdin).")
+@click.option("--flag", type=int, default=0, show_default=True, help="The producer's FLAG field.")
+@click.option("--sys-flag", default="0", show_default=True, help="SYSFLAG (e.g. 0x4 PREPARED, 0x8 COMMIT, 0xC ROLLBACK).")
+@click.option("--born-host", help="Producer address ip:port ([v6]:port); default: the store host.")
+@click.option("--store-host", help="Broker address ip:port; default brokerIP1:listenPort, else the store's last record's.")
+@click.option("--born-timestamp", type=int, help="Producer time (epoch ms); default now.")
+@click.option("--store-timestamp", type=int, help="Store time (epoch ms); default now, the time of append.")
+@click.option("--reconsume-times", type=int, default=0, show_default=True)
+@click.option("--prepared-transaction-offset", type=int, default=0, show_default=True)
+@click.option("--delay-level", type=int, help="Apply the store's delay rewrite: SCHEDULE_TOPIC_XXXX, queue level-1, REAL_TOPIC/REAL_QID.")
+@click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
+              help="Record style of the broker that owns the store (default: from the config, else the store's records, else 4).")
+@click.option("--dry-run", is_flag=True, help="Print where each message would go; write nothing.")
+def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
+    """Append messages exactly as the broker's CommitLog would, then dispatch them to the consumequeue and
+    index and update the checkpoint. Takes the broker's lock; a line is printed per message
+    (commitLogOffset, queueOffset, msgId, file, position) only once it is durable (after fsync).
+
+    One message from options (--topic ...), or many with --jsonl: `rmqctl dump commitlog --format jsonl
+    --body base64 --raw-properties | rmqctl append --jsonl - --keep-timestamps` copies a store's messages.
+    Lines are copies: their topics are held to what the store accepts, while --topic meets TopicValidator."""
+    given = [name for name in MESSAGE_OPTIONS if opts.get(name) not in (None, (), 0, "0")]
+    if jsonl_path is not None and given:
+        raise UsageError(f"--jsonl takes every field from its lines; drop --{given[0].replace('_', '-')}")
+    if jsonl_path is None and not opts["topic"]:
+        raise UsageError("give --topic (one message) or --jsonl FILE (many)")
+    if opts["body"] is not None and opts["body_file"] is not None:
+        raise UsageError("give --body or --body-file, not both")
+    if ctx.explicit_store and not dry_run:
+        Path(ctx.store_dir).expanduser().mkdir(parents=True, exist_ok=True)
+    ctx.writable_store()
+    appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
+                        keep_index_time=keep_timestamps)
+    out = click.get_text_stream("stdout")
+    appender.open()
+    try:
+        if jsonl_path is None:
+            msg = message_from_options(opts, appender)
+            appender.append(msg, producer_topic_rules=True)
+            _emit(out, appender)
+        else:
+            _append_lines(appender, jsonl_path, keep_timestamps, out)
+    finally:
+        appender.close()
+    if dry_run:
+        echo_err("rmqctl: dry run: nothing was written")
+
+
+def message_from_options(opts: dict, appender: Appender) -> NewMessage:
+    properties = []
+    if opts["tags"]:
+        properties.append(("TAGS", opts["tags"]))
+    if opts["keys"]:
+        properties.append(("KEYS", opts["keys"]))
+    for item in opts["properties"]:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--property {item!r}: expected NAME=VALUE")
+        properties.append((name, value))
+    if opts["body_file"] is not None:
+        body = click.get_binary_stream("stdin").read() if opts["body_file"] == "-" else Path(opts["body_file"]).read_bytes()
+    else:
+        body = (opts["body"] or "").encode("utf-8")
+    msg = NewMessage(topic=opts["topic"], body=body, queue_id=opts["queue_id"], flag=opts["flag"],
+                     sys_flag=parse_int(opts["sys_flag"], "--sys-flag"), born_timestamp=opts["born_timestamp"],
+                     born_host=opts["born_host"], store_host=opts["store_host"], store_timestamp=opts["store_timestamp"],
+                     reconsume_times=opts["reconsume_times"], prepared_transaction_offset=opts["prepared_transaction_offset"],
+                     properties=properties, broker_order=True)
+    if opts["delay_level"] is not None:
+        msg = apply_delay_level(msg, opts["delay_level"], appender.config)
+    return msg
+
+
+def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
+    """A `dump commitlog` line as a message: the stored fields a copy keeps (computed ones are ignored)."""
+    if not isinstance(obj, dict):
+        raise UsageError("a line must be a JSON object")
+
+    def field(name, kinds, default=None):
+        value = obj.get(name, default)
+        if value is None:
+            return default
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise UsageError(f"{name} must be {'a string' if kinds is str else 'an integer'}, not {value!r}")
+        return value
+
+    topic = field("topic", str)
+    if topic is None:
+        raise UsageError("no topic")
+    encoding = obj.get("bodyEncoding")
+    if encoding == "none":
+        raise UsageError("the body was dumped with --body none; dump with --body base64 to copy messages")
+    try:
+        body = decode_body(field("body", str), encoding)
+    except ValueError as e:
+        raise UsageError(f"body: {e}") from None
+    length = field("bodyLength", int)
+    if length is not None and length != len(body):
+        raise UsageError(f"bodyLength is {length} but the body decodes to {len(body)} bytes")
+    props_string = field("propertiesString", str)
+    props = obj.get("properties")
+    if props is not None and not isinstance(props, dict):
+        raise UsageError("properties must be a JSON object of strings")
+    return NewMessage(
+        topic=topic, body=body, queue_id=field("queueId", int, 0), flag=field("flag", int, 0),
+        sys_flag=field("sysFlag", int, 0), born_timestamp=field("bornTimestamp", int),
+        born_host=field("bornHost", str), store_host=field("storeHost", str),
+        store_timestamp=field("storeTimestamp", int) if keep_timestamps else None,
+        reconsume_times=field("reconsumeTimes", int, 0),
+        prepared_transaction_offset=field("preparedTransactionOffset", int, 0),
+        properties=list((props or {}).items()), properties_string=props_string,
+    )
+
+
+def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
+    from_stdin = path == "-"
+    name = "<stdin>" if from_stdin else path
+    stream = click.get_binary_stream("stdin") if from_stdin else open(path, "rb")
+    staged_bytes = 0
+    try:
+        for lineno, line, more_ready in _lines(stream):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                msg = message_from_json(obj, keep_timestamps)
+                appender.append(msg, producer_topic_rules=False)
+            except (UsageError, ValueError) as e:
+                detail = f"not valid JSON: {e}" if isinstance(e, ValueError) and not isinstance(e, UsageError) else str(e)
+                _emit(out, appender)  # everything before the bad line is durable and reported
+                raise UsageError(f"line {lineno}: {detail}; nothing after it was appended", name) from None
+            staged_bytes += len(line)
+            if not more_ready or appender.staged >= BATCH_MESSAGES or staged_bytes >= BATCH_BYTES:
+                _emit(out, appender)
+                staged_bytes = 0
+        _emit(out, appender)
+    finally:
+        if not from_stdin:
+            stream.close()
+
+
+def _emit(out, appender: Appender):
+    """Commit (fsync) what is staged, then acknowledge each message with one JSON line."""
+    for a in appender.commit():
+        out.write(dumps(a.as_dict()) + "\n")
+    out.flush()
+    for w in appender.warnings:
+        echo_err(f"rmqctl: warning: {w}")
+    appender.warnings.clear()
+
+
+def _lines(stream):
+    """(line number, bytes, more input ready now) for each line. Reading the descriptor directly lets a
+    pipe's pause be seen (select), so a producer waiting for acknowledgements gets them at once."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = None
+    if fd is None:
+        lines = stream.read().splitlines()
+        for i, line in enumerate(lines, 1):
+            yield i, line, i < len(lines)
+        return
+    buf = b""
+    pos = 0
+    lineno = 0
+    eof = False
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if eof:
+                if pos < len(buf):
+                    yield lineno + 1, buf[pos:], False
+                return
+            chunk = os.read(fd, READ_CHUNK)
+            buf, pos = buf[pos:] + chunk, 0
+            eof = not chunk
+            continue
+        line, pos = buf[pos:nl], nl + 1
+        lineno += 1
+        more = buf.find(b"\n", pos) >= 0 or (not eof and bool(select.select([fd], [], [], 0)[0]))
+        yield lineno, line, more

@@ -1,0 +1,757 @@
+"""`append`: write messages into a store the way the broker's CommitLog does.
+
+The record is encoded like MessageExtEncoder.encode and placed like DefaultAppendMessageCallback.doAppend
+(PHYSICALOFFSET = position, QUEUEOFFSET continuing each queue, 0 for PREPARED/ROLLBACK, STORETIMESTAMP,
+31-bit body CRC, V1/V2 magic, the `__CRC32#` trailer, the 8-byte BLANK and a roll to the next file when the
+record does not fit). Then, in the broker's order: fsync the commitlog, dispatch to consumequeue and index
+(writers.Dispatcher), flush them, update the checkpoint. A kill at any point leaves at most a torn last
+record; nothing is reported appended before it is durable.
+
+Before the first write the true end of the commitlog is found with the broker's recovery scan
+(CommitLog.recoverNormally: from the third-last file, records checked with checkCRCOnRecover). Anything but
+zeros after that end is a torn or garbage tail and is refused (`rmqctl repair` cuts it off). Records past
+the consumequeue dispatch point are dispatched first, as the broker's reput does on start, so queue offsets
+continue from the commitlog, which is the truth.
+
+Sources: CommitLog.asyncPutMessage/DefaultAppendMessageCallback (4.9.7, 5.3.3), MessageExtEncoder,
+MultiDispatch / LmqDispatch, HookUtils.transformDelayLevelMessage, TopicValidator, MessageUtils.deleteProperty,
+StoreCheckpoint.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .. import schema as S
+from ..config import BrokerConfig, read_properties
+from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_targets
+from ..errors import LockHeldError, StoreError, UsageError
+from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
+                          encode_properties, java_string_hash, parse_properties)
+from ..lock import store_lock
+from ..record import Blank, Message, RecordError, encode_record, parse_host, property_crc_state, read_record
+from ..store import TOPIC_NAME, MappedFile, Store, offset_to_name, valid_topic_dir_name
+from ..writers import Dispatcher, WritableFile, fsync_dir
+
+TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
+RETRY_TOPIC_PREFIX = "%RETRY%"
+DLQ_TOPIC_PREFIX = "%DLQ%"
+TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH; also the V1 1-byte length
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+SHORT_MAX = 32767  # propertiesLength is a signed int16
+ENCODER_HEADROOM = 64 * 1024  # MessageExtEncoder: whole record <= maxMessageSize (body) + 64 KiB
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+PROPERTY_WAIT = "WAIT"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QID = "REAL_QID"
+PROPERTY_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+PROPERTY_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * 10 + PROPERTY_SEPARATOR).encode("ascii")
+# MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
+FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
+                         "timerWheelEnable", "timerPrecisionMs")
+RECOVERY_FILES = 3  # recoverNormally starts at the third-last commitlog file
+ZERO_CHUNK = bytes(1 << 20)
+
+
+@dataclasses.dataclass
+class NewMessage:
+    """A message to append, as a producer (or a dump line) gives it. Offsets, CRCs, size and magic are
+    always computed. `properties` are (name, value) pairs in stored order; `properties_string` (the exact
+    stored text) wins when given. `broker_order` stores the properties in the iteration order of the
+    broker's HashMap, as a broker writes a message a client sent."""
+
+    topic: str
+    body: bytes = b""
+    queue_id: int = 0
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int | None = None  # None: now
+    born_host: str | None = None  # None: the store host
+    store_host: str | None = None  # None: brokerIP1:listenPort, else the store's last record's
+    store_timestamp: int | None = None  # None: now (the broker's time of append)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    properties_string: str | None = None
+    broker_order: bool = False
+
+
+@dataclasses.dataclass
+class Appended:
+    """Where a message went (the `append` output line)."""
+
+    commitLogOffset: int
+    queueOffset: int
+    msgId: str
+    file: str
+    position: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# -- Java behaviours the stored bytes depend on ---------------------------------------------------------
+
+
+def java_length(s: str) -> int:
+    """String.length(): UTF-16 code units."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def java_utf8(s: str) -> bytes:
+    """String.getBytes(UTF_8): unpaired surrogates become '?'."""
+    return s.encode("utf-8", "replace")
+
+
+def _spread(key: str) -> int:
+    h = java_string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hashmap_order(keys: Iterable[str], capacity: int = 16) -> list[str]:
+    """Iteration order of a java.util.HashMap after putting `keys` in this order into `new HashMap<>(capacity)`:
+    by bucket (spread hash & (table size - 1)), then insertion order within a bucket. The table doubles when
+    size exceeds 3/4 of it, and when a bucket reaches 8 entries in a table smaller than 64 (treeifyBin).
+    Re-putting a key keeps its place. (Tree bins of 8+ colliding keys in a large table are not modelled.)"""
+    order: list[str] = []
+    seen: set[str] = set()
+    table = capacity
+    for k in keys:
+        if k in seen:
+            continue
+        bucket = _spread(k) & (table - 1)
+        chain = sum(1 for o in order if _spread(o) & (table - 1) == bucket)
+        seen.add(k)
+        order.append(k)
+        if chain >= 8 and table < 64:
+            table *= 2
+        if len(order) > table * 3 // 4:
+            table *= 2
+    rank = {k: i for i, k in enumerate(order)}
+    return sorted(order, key=lambda k: (_spread(k) & (table - 1), rank[k]))
+
+
+def broker_map_capacity(version: int) -> int:
+    """MessageDecoder.string2messageProperties: new HashMap<>() in 4.x, new HashMap<>(128) in 5.x."""
+    return 16 if version < 5 else 128
+
+
+def map_properties_string(pairs: Iterable[tuple[str, str]], version: int, from_client: bool = False) -> str:
+    """messageProperties2String over the broker's map holding `pairs` (later duplicates win, in place).
+    `from_client`: the pairs were first put in the client's Message map, whose string the broker parsed."""
+    values: dict[str, str] = {}
+    for k, v in pairs:
+        values[k] = v
+    keys = list(values)
+    if from_client:
+        keys = java_hashmap_order(keys, 16)
+    keys = java_hashmap_order(keys, broker_map_capacity(version))
+    return encode_properties([(k, values[k]) for k in keys], trailing_separator=version >= 5)
+
+
+def delete_property(text: str, name: str) -> str:
+    """MessageUtils.deleteProperty: drop every `name\\x01value` pair (with its separator) from the string."""
+    if name not in text:
+        return text
+    out = []
+    idx0 = 0
+    while True:
+        start = idx0
+        while True:
+            idx1 = text.find(name, start)
+            if idx1 == -1:
+                break
+            start = idx1 + len(name)
+            at_pair_start = idx1 == 0 or text[idx1 - 1] == PROPERTY_SEPARATOR
+            if at_pair_start and len(text) > start and text[start] == NAME_VALUE_SEPARATOR:
+                break
+        if idx1 == -1:
+            out.append(text[idx0:])
+            break
+        out.append(text[idx0:idx1])
+        idx2 = text.find(PROPERTY_SEPARATOR, idx1 + len(name) + 1)
+        if idx2 == -1:
+            break
+        idx0 = idx2 + 1
+    return "".join(out)
+
+
+# -- validation -------------------------------------------------------------------------------------------
+
+
+def validate_producer_topic(topic: str):
+    """TopicValidator.validateTopic as a producer's send meets it (retry/DLQ topics may be 255 long)."""
+    if not topic or not topic.strip():
+        raise UsageError("the topic is blank")
+    if not TOPIC_NAME.fullmatch(topic):
+        raise UsageError(f"topic {topic!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    limit = RETRY_OR_DLQ_TOPIC_MAX_LENGTH if topic.startswith((RETRY_TOPIC_PREFIX, DLQ_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
+    if len(topic) > limit:
+        raise UsageError(f"topic is {len(topic)} characters, longer than the {limit} allowed")
+
+
+def record_version_for_topic(topic: str, version: int, config: BrokerConfig) -> bool:
+    """What the store accepts and can represent; True when the record needs the V2 magic (2-byte topic
+    length: 5.1+, autoMessageVersionOnTopicLen and more than 127 UTF-16 chars)."""
+    if not topic:
+        raise UsageError("the topic is empty")
+    if not valid_topic_dir_name(topic):
+        raise UsageError(f"topic {topic!r} cannot name a consumequeue directory")
+    chars = java_length(topic)
+    if version < 5 and chars > TOPIC_MAX_LENGTH:
+        raise UsageError(f"topic is {chars} characters: a RocketMQ 4.x store takes at most {TOPIC_MAX_LENGTH} "
+                         "(longer topics need the V2 record of RocketMQ 5.1+, which 4.x cannot read)")
+    v2 = version >= 5 and config.autoMessageVersionOnTopicLen and chars > TOPIC_MAX_LENGTH
+    if not v2 and len(java_utf8(topic)) > TOPIC_MAX_LENGTH:
+        raise UsageError(f"topic is {len(java_utf8(topic))} UTF-8 bytes: the 1-byte topic length of a V1 record "
+                         f"holds at most {TOPIC_MAX_LENGTH}")
+    return v2
+
+
+def _check_range(name: str, value, bounds: tuple[int, int]):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be an integer, not {value!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise UsageError(f"{name} {value} does not fit its {'int32' if bounds == INT32_RANGE else 'int64'} field")
+
+
+def _check_property_text(name: str, value: str):
+    for sep in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
+        if sep in name or sep in value:
+            raise UsageError(f"property {name!r} contains a \\x01 or \\x02 separator character")
+
+
+# -- broker-side rewrites a caller can ask for -------------------------------------------------------------
+
+
+def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewMessage:
+    """CommitLog.asyncPutMessage (4.9) / HookUtils.transformDelayLevelMessage (5.x) for a new message: the
+    level (clamped to the table) goes into DELAY, the topic becomes SCHEDULE_TOPIC_XXXX with queueId =
+    level-1, REAL_TOPIC/REAL_QID keep the original, and the properties are rebuilt from the broker's map.
+    Only NOT and COMMIT transaction types are delayed."""
+    if msg.properties_string is not None:
+        raise UsageError("--delay-level rewrites properties; it cannot be combined with a verbatim propertiesString")
+    if msg.sys_flag & S.TRANSACTION_MASK not in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE) or level <= 0:
+        return msg
+    level = min(level, max(config.delay_level_table()))
+    pairs = [(k, v) for k, v in msg.properties if k != PROPERTY_DELAY] if not msg.broker_order else list(msg.properties)
+    pairs += [(PROPERTY_DELAY, str(level)), (PROPERTY_REAL_TOPIC, msg.topic), (PROPERTY_REAL_QID, str(msg.queue_id))]
+    return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
+
+
+# -- the appender -----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Recovered:
+    end: int  # the append point (commitlog offset)
+    reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
+    catch_up: list[tuple[MappedFile, int]]  # records in [reput_from, end) to dispatch before appending
+    next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from those records
+    last_store_host: str | None
+    style_votes: dict[int, int]  # version -> records whose property style / magic says so
+
+
+class Appender:
+    """Appends messages to the store at `store_root` (created if missing), holding the broker's lock from
+    open() to close(). Use as a context manager:
+
+        with Appender("/data/store", load_config("broker.conf")) as app:
+            app.append(NewMessage(topic="TopicTest", body=b"hi", properties=[("TAGS", "A")]))
+            print(app.commit())   # durable from here on
+
+    `rocketmq_version` (4 or 5) chooses the record style; by default it comes from the config
+    (rocketmqVersion, or a 5.x-only key such as enabledAppendPropCRC), else from the store's records,
+    else 4 (the choice every broker can read). `keep_index_time` names new index files by the store time
+    of the message that opens them instead of the clock (copies stay reproducible). `dry_run` computes
+    everything and writes nothing."""
+
+    def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
+                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None):
+        self.root = Path(store_root).expanduser()
+        self.config = config or BrokerConfig()
+        self.requested_version = rocketmq_version
+        self.dry_run = dry_run
+        self.keep_index_time = keep_index_time
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.version = 4
+        self.version_source = "default"
+        self.warnings: list[str] = []
+        self._lock = None
+        self._dispatcher: Dispatcher | None = None
+        self._staged: list[tuple[int, Message, Appended]] = []
+        self._files: dict[int, WritableFile] = {}
+        self._new_dirs: set[Path] = set()
+        self._next: dict[tuple[str, int], int] = {}
+        self._read_queues: set[tuple[str, int]] = set()  # queues whose consumequeue max offset is merged in
+        self._dispatch_ts = 0
+        self._opened = False
+
+    # -- open: lock, geometry, recovery, catch-up ---------------------------------------------------------
+    def __enter__(self) -> "Appender":
+        self.open()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        self.close()
+
+    def open(self):
+        if self.dry_run:
+            store = Store(self.root, self.config)
+            holder = store.lock_holder()
+            if holder is not None:
+                raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._lock = store_lock(self.root)
+            self._lock.__enter__()
+        try:
+            self._open_store()
+        except BaseException:
+            self.close()
+            raise
+        self._opened = True
+
+    def _open_store(self):
+        store = self.store = Store(self.root, self.config)
+        queue = store.commitlog
+        self.file_size = queue.file_size
+        self.cq_file_size = store.consumequeue_file_size
+        self.slot_num, self.index_num = store.index_geometry
+        self._existing = {f.start: f for f in queue.files}
+        self._dirs = sorted(store.commitlog_dirs)
+        self.version, self.version_source = self._config_version()
+        rec = self._recover(store)
+        if self.version_source == "default":
+            self._version_from_store(rec.style_votes)
+        self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
+        self.default_store_host = self.config.store_host or rec.last_store_host
+        self.end = rec.end
+        self._next = rec.next_offsets
+        # the append point: file start and write position; the file is opened by the first append
+        self._cur_start = None
+        self._first_start = rec.end - rec.end % self.file_size
+        self._wrote = rec.end % self.file_size
+        if self.dry_run:
+            return
+        clock = (lambda: self._dispatch_ts) if self.keep_index_time else self.clock
+        self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num, index_clock=clock)
+        self._catch_up(rec)
+
+    def _config_version(self) -> tuple[int, str]:
+        if self.requested_version is not None:
+            return self._checked_version(self.requested_version, "requested"), "requested"
+        if self.config.rocketmqVersion is not None:
+            return self._checked_version(self.config.rocketmqVersion, "rocketmqVersion"), "rocketmqVersion"
+        keys = set(read_properties(Path(self.config.source))) if self.config.source else set()
+        named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys]
+        if named or self.config.enabledAppendPropCRC or self.config.forceVerifyPropCRC:
+            return 5, f"5.x-only config key {(named or ['enabledAppendPropCRC'])[0]}"
+        return 4, "default"
+
+    def _checked_version(self, v: int, where: str) -> int:
+        if v not in (4, 5):
+            raise UsageError(f"{where}: RocketMQ major version must be 4 or 5, not {v}")
+        if v < 5 and (self.config.enabledAppendPropCRC or self.config.forceVerifyPropCRC):
+            raise UsageError(f"{where} says RocketMQ 4, but the config enables the 5.x property CRC")
+        return v
+
+    def _version_from_store(self, votes: dict[int, int]):
+        if votes.get(5, 0) or votes.get(4, 0):
+            self.version = 5 if votes.get(5, 0) > votes.get(4, 0) else 4
+            self.version_source = "the store's records"
+        elif (self.root / "abort.bak").exists() or (self.root / "compaction").is_dir():
+            self.version, self.version_source = 5, "5.x files in the store root"
+
+    def _recover(self, store: Store) -> _Recovered:
+        """recoverNormally's walk, from the third-last file (or the dispatch point, if earlier) to the first
+        record that fails checkMessageAndReturnSize; then everything after that point must be zeros."""
+        files = store.commitlog.files
+        size = self.file_size
+        for f in files:
+            if f.length != size:
+                raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it", f.path)
+        for a, b in zip(files, files[1:]):
+            if b.start != a.start + size:
+                raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
+        cq_end = index_end = -1
+        for cq in store.consume_queues():
+            for _, _, written, arr in cq.units():
+                if written:
+                    u = arr[written - 1]
+                    cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
+        if self.config.messageIndexEnable:
+            ix = store.index_files()
+            if ix and ix[-1].index_count > 1:
+                index_end = ix[-1].header["endPhyOffset"]
+        min_offset = files[0].start if files else 0
+        reput_from = max(cq_end, min_offset)
+        recover_idx = max(0, len(files) - RECOVERY_FILES)
+        start_idx = recover_idx
+        for i, f in enumerate(files):
+            if f.start <= reput_from < f.start + size:
+                start_idx = min(start_idx, i)
+        allow_v2 = not (self.version_source != "default" and self.version < 5)
+        catch_up: list[tuple[MappedFile, int]] = []
+        next_offsets: dict[tuple[str, int], int] = {}
+        votes = {4: 0, 5: 0}
+        last_host = None
+        end = files[-1].start + size if files else 0
+        stop = None
+        for i in range(start_idx, len(files)):
+            f = files[i]
+            buf = f.buf
+            check_crc = i >= recover_idx and self.config.checkCRCOnRecover
+            pos = 0
+            while pos < size:
+                try:
+                    rec = read_record(buf, pos, size, allow_v2)
+                except RecordError as e:
+                    stop = (f, pos, e.kind, e.detail)
+                    break
+                if isinstance(rec, Blank):
+                    pos = size
+                    break
+                problem = self._crc_problem(buf, pos, rec) if check_crc else None
+                if problem:
+                    stop = (f, pos, "crc", problem)
+                    break
+                off = f.start + pos
+                if off >= reput_from:
+                    catch_up.append((f, pos))
+                    for t, q, qoff in cq_targets(rec, self.config):
+                        next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
+                if i >= recover_idx:
+                    if rec.magicCode == S.MAGIC_V2:
+                        votes[5] += 1
+                    elif rec.propertiesBytes:
+                        votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
+                    last_host = rec.store_host
+                pos += rec.storeSize
+            if stop:
+                end = f.start + pos
+                break
+        if stop:
+            self._refuse_unclean_tail(files, stop, end)
+        if cq_end > end:
+            raise StoreError(f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; "
+                             "run `rmqctl repair` first", store.consumequeue_dir)
+        if index_end >= end:
+            raise StoreError(f"the index holds commitlog offset {index_end}, past the commitlog end {end}; "
+                             "run `rmqctl repair` first", store.index_dir)
+        self._index_end = index_end
+        return _Recovered(end, reput_from, catch_up, next_offsets, last_host, votes)
+
+    def _crc_problem(self, buf, pos: int, m: Message) -> str | None:
+        """checkMessageAndReturnSize(checkCRC=true): the property CRC when forceVerifyPropCRC (5.2+), else
+        the body CRC of a non-empty body."""
+        if self.config.forceVerifyPropCRC:
+            state = property_crc_state(buf, pos, m)
+            if state is None:
+                return "no __CRC32# property (forceVerifyPropCRC)"
+            if state[0] != state[1]:
+                return f"property CRC {state[0]} != computed {state[1]}"
+            return None
+        if not m.body_crc_ok():
+            return f"body CRC {m.bodyCRC} != computed {crc31(m.body)}"
+        return None
+
+    def _refuse_unclean_tail(self, files: list[MappedFile], stop, end: int):
+        f, pos, kind, detail = stop
+        idx = files.index(f)
+        clean = _all_zero(f.buf, pos, self.file_size) and all(g.is_all_zero() for g in files[idx + 1 :])
+        if clean:
+            return
+        raise StoreError(f"the commitlog does not end cleanly: {detail}, and non-zero bytes follow (a torn or "
+                         "garbage tail); run `rmqctl repair` before appending", f.path, end)
+
+    def _catch_up(self, rec: _Recovered):
+        """The broker's reput on start: dispatch records from the dispatch point to the end. A record the
+        index already holds (offset <= its endPhyOffset) is not indexed again."""
+        d = self._dispatcher
+        index = d.index
+        for f, pos in rec.catch_up:
+            m = read_record(f.buf, pos, self.file_size)
+            off = f.start + pos
+            self._dispatch_ts = m.storeTimestamp
+            if index is not None and off <= self._index_end:
+                d.index = None
+                try:
+                    d.dispatch(m, off)
+                finally:
+                    d.index = index
+            else:
+                d.dispatch(m, off)
+        if rec.catch_up:
+            d.flush()
+            self._note_dispatch_events()
+
+    # -- append ---------------------------------------------------------------------------------------------
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        """The queue offset the next message of this queue gets: the consumequeue's max offset, or past the
+        commitlog's records for it, whichever is higher."""
+        key = (topic, queue_id)
+        if key not in self._read_queues:
+            hi = self.store.consume_queue(topic, queue_id).offset_range()[1] if valid_topic_dir_name(topic) else 0
+            self._next[key] = max(self._next.get(key, 0), hi)
+            self._read_queues.add(key)
+        return self._next[key]
+
+    def append(self, msg: NewMessage, producer_topic_rules: bool = True) -> Appended:
+        """Encode and write one message (not yet durable: commit() makes it so and dispatches it).
+        `producer_topic_rules` applies TopicValidator as a producer's send meets it; copies of stored
+        records (dump lines) are held only to what the store itself accepts."""
+        if not self._opened:
+            raise UsageError("Appender.open() first")
+        config = self.config
+        for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
+                                    ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
+                                    ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
+            _check_range(name, value, bounds)
+        for name, value in (("bornTimestamp", msg.born_timestamp), ("storeTimestamp", msg.store_timestamp)):
+            if value is not None:
+                _check_range(name, value, INT64_RANGE)
+        if msg.sys_flag & S.INNER_BATCH_FLAG:
+            raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
+        if producer_topic_rules:
+            validate_producer_topic(msg.topic)
+        v2 = record_version_for_topic(msg.topic, self.version, config)
+        store_host = msg.store_host or self.default_store_host
+        if not store_host:
+            raise UsageError("no store host: give --store-host (storeHost) or set brokerIP1 in the broker config")
+        born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
+        store_ip, store_port = _host(store_host, "storeHost")
+        # the broker sets the IPv6 bits from the address types; a stale bit would misplace every later field
+        sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
+        sys_flag |= (S.BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0)
+        body = bytes(msg.body)
+        if len(body) > config.maxMessageSize:
+            raise UsageError(f"body is {len(body)} bytes, over maxMessageSize={config.maxMessageSize}")
+        topic_bytes = java_utf8(msg.topic)
+        props = java_utf8(self._properties_text(msg))
+        if self.crc_trailer:
+            if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
+                props += PROPERTY_SEPARATOR.encode()
+            props += CRC_TRAILER_PLACEHOLDER
+        if len(props) > SHORT_MAX:
+            raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
+        size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
+        if size > config.maxMessageSize + ENCODER_HEADROOM:
+            raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
+        if size + S.END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
+                             f"{self.file_size}-byte commitlog file")
+
+        tran = sys_flag & S.TRANSACTION_MASK
+        dispatched = tran in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
+        queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
+        start, pos = self._place(size)
+        m = Message()
+        m.magicCode = S.MAGIC_V2 if v2 else S.MAGIC_V1
+        m.bodyCRC = crc31(body)
+        m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag = msg.queue_id, msg.flag, queue_offset, start + pos, sys_flag
+        m.bornTimestamp = self.clock() if msg.born_timestamp is None else msg.born_timestamp
+        m.bornIp, m.bornPort = born_ip, born_port
+        m.storeTimestamp = self.clock() if msg.store_timestamp is None else msg.store_timestamp
+        m.storeIp, m.storePort = store_ip, store_port
+        m.reconsumeTimes, m.preparedTransactionOffset = msg.reconsume_times, msg.prepared_transaction_offset
+        m.body, m.topicBytes, m.propertiesBytes = body, topic_bytes, props
+        record = bytearray(encode_record(m))
+        if self.crc_trailer:
+            # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
+            crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
+            record[size - 11 : size - 1] = crc_digits(crc).encode("ascii")
+        stored = read_record(record, 0, size)  # what the broker's reader sees: the record dispatch uses
+        if not self.dry_run:
+            f = self._files[start]
+            f.map[pos : pos + size] = record
+            f.dirty = True
+        self._wrote = pos + size
+        for t, q, qoff in cq_targets(stored, config) if dispatched else ():
+            self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
+        result = Appended(start + pos, queue_offset, stored.msg_id, offset_to_name(start), pos)
+        self._staged.append((start + pos, stored, result))
+        return result
+
+    def _properties_text(self, msg: NewMessage) -> str:
+        """The properties string as the broker would store it (before the CRC trailer)."""
+        if msg.properties_string is not None:
+            text = msg.properties_string
+            if self.crc_trailer:
+                text = delete_property(text, CRC32_PROPERTY)
+            pairs = None
+        else:
+            pairs = []
+            for k, v in msg.properties:
+                if not isinstance(k, str) or not isinstance(v, str):
+                    raise UsageError(f"property {k!r}: names and values must be strings")
+                _check_property_text(k, v)
+                if k.startswith(TRANSIENT_PREFIX) or (self.crc_trailer and k == CRC32_PROPERTY):
+                    continue
+                pairs.append((k, v))
+            if msg.broker_order:
+                text = map_properties_string(pairs, self.version, from_client=True)
+            else:
+                text = encode_properties(pairs, trailing_separator=self.version >= 5)
+        return self._with_multi_queue_offsets(msg, text, pairs)
+
+    def _with_multi_queue_offsets(self, msg: NewMessage, text: str, pairs) -> str:
+        """MultiDispatch.wrapMultiDispatch (4.x) / LmqDispatch.wrapLmqDispatch (5.x), when the message names
+        INNER_MULTI_DISPATCH queues but carries no INNER_MULTI_QUEUE_OFFSET: put each queue's next offset,
+        drop WAIT, and rebuild the string from the broker's map."""
+        config = self.config
+        props = dict(pairs) if pairs is not None else parse_properties(text)
+        queues = props.get(PROPERTY_MULTI_DISPATCH, "")
+        if not queues.strip() or PROPERTY_MULTI_QUEUE_OFFSET in props:
+            return text
+        names = queues.split(MULTI_DISPATCH_SEPARATOR)
+        if self.version < 5:
+            if not config.enableMultiDispatch:
+                return text
+            keys = [(n, 0 if config.enableLmq and n.startswith(LMQ_PREFIX) else msg.queue_id) for n in names]
+        else:
+            if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, "rmq_sys_")) or msg.topic == SCHEDULE_TOPIC:
+                return text
+            if not all(n.startswith(LMQ_PREFIX) for n in names):
+                raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
+            keys = [(n, 0) for n in names]
+        offsets = MULTI_DISPATCH_SEPARATOR.join(str(self.next_queue_offset(t, q)) for t, q in keys)
+        base = list(pairs) if pairs is not None else list(props.items())
+        base = [(k, v) for k, v in base if k != PROPERTY_WAIT] + [(PROPERTY_MULTI_QUEUE_OFFSET, offsets)]
+        return map_properties_string(base, self.version)
+
+    def _place(self, size: int) -> tuple[int, int]:
+        """doAppend's space check: a record fits only with 8 bytes to spare; otherwise the 8-byte BLANK
+        (TOTALSIZE = the rest of the file) ends this file and the record goes to offset 0 of the next."""
+        if self._cur_start is None:
+            self._cur_start = self._first_start
+            self._open_file(self._cur_start)
+        remaining = self.file_size - self._wrote
+        if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
+            if not self.dry_run:
+                f = self._files[self._cur_start]
+                S.BLANK.pack_into(f.map, self._wrote, remaining, S.MAGIC_BLANK)
+                f.dirty = True
+            # MappedFileQueue.getLastMappedFile: the next file starts one file size on
+            self._cur_start += self.file_size
+            self._wrote = 0
+            self._open_file(self._cur_start)
+        return self._cur_start, self._wrote
+
+    def _open_file(self, start: int):
+        """An existing (preallocated, all-zero) file is reused; otherwise it is created at full size."""
+        if self.dry_run or start in self._files:
+            return
+        existing = self._existing.get(start)
+        if existing is not None:
+            self._files[start] = WritableFile(existing.path, self.file_size, create=False)
+            return
+        directory = self._dirs[(start // self.file_size) % len(self._dirs)]
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            self._new_dirs.add(directory.parent)
+        self._files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True)
+        self._new_dirs.add(directory)
+
+    # -- commit -----------------------------------------------------------------------------------------------
+    @property
+    def staged(self) -> int:
+        return len(self._staged)
+
+    def commit(self) -> list[Appended]:
+        """Make the written messages durable in the broker's order: commitlog (msync + fsync, new files'
+        directories), then consumequeue and index entries, then the checkpoint. Returns them."""
+        staged, self._staged = self._staged, []
+        if self.dry_run or not staged:
+            return [a for _, _, a in staged]
+        for start in sorted(self._files):
+            self._files[start].flush()
+        for d in sorted(self._new_dirs, key=lambda p: len(p.parts), reverse=True):
+            fsync_dir(d)
+        self._new_dirs.clear()
+        d = self._dispatcher
+        for off, m, _ in staged:
+            self._dispatch_ts = m.storeTimestamp
+            d.dispatch(m, off)
+        d.flush()
+        self._note_dispatch_events()
+        self._write_checkpoint(staged[-1][1].storeTimestamp)
+        for start in [s for s in self._files if s != self._cur_start]:
+            self._files.pop(start).close()  # full files: nothing more to write there
+        return [a for _, _, a in staged]
+
+    def _note_dispatch_events(self):
+        d = self._dispatcher
+        for status, queue, qoff, off in d.events:
+            if status != "already-built":
+                self.warnings.append(f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}")
+        d.events.clear()
+
+    def _write_checkpoint(self, physic_ts: int):
+        """StoreCheckpoint: physicMsgTimestamp = the last flushed message's store time, logicsMsgTimestamp =
+        the last consumequeue write's, indexMsgTimestamp = the end time of the newest completed index file.
+        A missing checkpoint is created at its 4096 bytes; the other fields are left as they are."""
+        path = self.root / "checkpoint"
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < S.CHECKPOINT_FILE_SIZE:
+                os.ftruncate(fd, S.CHECKPOINT_FILE_SIZE)
+            names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
+            values = dict(zip(names, S.CHECKPOINT_HEAD.unpack(os.pread(fd, S.CHECKPOINT_HEAD.size, 0))))
+            index = self._dispatcher.index
+            updates = {"physicMsgTimestamp": physic_ts, "logicsMsgTimestamp": self._dispatcher.logics_ts,
+                       "indexMsgTimestamp": index.completed_end_ts if index is not None else 0}
+            values.update({k: v for k, v in updates.items() if v > 0})
+            os.pwrite(fd, S.CHECKPOINT_HEAD.pack(*(values[n] for n in names)), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(self.root)
+
+    def append_all(self, messages: Iterable[NewMessage], producer_topic_rules: bool = True) -> list[Appended]:
+        out = [self.append(m, producer_topic_rules) for m in messages]
+        return self.commit() if out else []
+
+    def close(self):
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+            self._dispatcher = None
+        if hasattr(self, "store"):
+            self.store.close()
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.__exit__(None, None, None)
+        self._opened = False
+
+
+def _host(text: str, what: str) -> tuple[bytes, int]:
+    try:
+        ip, port = parse_host(text)
+    except (ValueError, TypeError):
+        raise UsageError(f"{what} {text!r} is not ip:port") from None
+    if not 0 <= port <= 0xFFFF:
+        raise UsageError(f"{what} {text!r}: port out of range")
+    return ip, port
+
+
+def _all_zero(buf, start: int, end: int) -> bool:
+    step = len(ZERO_CHUNK)
+    for i in range(start, end, step):
+        chunk = buf[i : min(end, i + step)]
+        if chunk != ZERO_CHUNK[: len(chunk)]:
+            return False
+    return True
+
