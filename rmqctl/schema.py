@@ -20,6 +20,8 @@ from construct import (
     Int8sb,
     Int16sb,
     Int32sb,
+    Int16ub,
+    Int32ub,
     Int64sb,
     Padding,
     Struct,
@@ -135,6 +137,15 @@ Checkpoint = Struct(
     Padding(CHECKPOINT_FILE_SIZE - 40),
 )
 CHECKPOINT_FIELDS_49 = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp")
+
+# Message ids are the uppercase hex of these bytes. The ip is 4 bytes in a 32-char id and 16 in a 56-char
+# one, so parse and build with ipLength=4 or 16.
+_id_ip = "ip" / Bytes(lambda ctx: ctx._params.ipLength)
+# MessageDecoder.createMessageId: the record's storeHost then its PHYSICALOFFSET.
+OffsetMsgId = Struct("storeHost" / Struct(_id_ip, "port" / Int32sb), "physicalOffset" / Int64sb)
+# MessageClientIDSetter (the UNIQ_KEY property): client ip, pid as a short, classloader hashCode, ms since
+# the start of the client's month, then a counter, both truncated to their widths.
+UniqKey = Struct(_id_ip, "pid" / Int16ub, "classLoaderHash" / Int32sb, "spanMS" / Int32ub, "counter" / Int16ub)
 
 SCHEMAS = {
     "commitlog-record": CommitLogRecord,
