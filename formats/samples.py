@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The annotated hex samples of the formats/ pages, printed by rmqctl from the real fixture stores.
+
+    python formats/samples.py              # print every sample
+    python formats/samples.py NAME...      # print some
+    python formats/samples.py --write      # refresh the sample blocks in the pages
+    python formats/samples.py --check      # exit 1 when a page's block differs from a fresh print
+
+A page holds each sample between `<!-- sample NAME -->` and `<!-- /sample -->`. A block starts with a line
+`# FIXTURE store/PATH +POSITION: what` (or `# FIXTURE msgId|UNIQ_KEY ID: what`); the annotated lines under
+it give offsets from that position. tests/test_formats.py checks the pages against a fresh print and every
+hex byte against the fixture file.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.javacompat import java_string_hash
+from rmqctl.ops.annotate import annotate
+from rmqctl.record import Blank
+from rmqctl.store import Store, index_slot
+
+PAGES = Path(__file__).resolve().parent
+FIXTURES = PAGES.parents[1] / "shared" / "fixtures"
+BLOCK = re.compile(r"(<!-- sample (\S+) -->\n)(.*?)(<!-- /sample -->)", re.S)
+
+
+@lru_cache(maxsize=None)
+def store(fixture: str) -> Store:
+    return Store(FIXTURES / fixture / "store", load_config(FIXTURES / fixture / "broker.conf"))
+
+
+def where(fixture: str, path: Path, position: int, what: str) -> str:
+    return f"# {fixture} store/{path.relative_to(store(fixture).root).as_posix()} +{position}: {what}"
+
+
+def record(fixture: str, offset: int, what: str) -> list[str]:
+    f, m = store(fixture).read_message(offset)
+    data = bytes(f.buf[m.position : m.position + m.storeSize])
+    return [where(fixture, f.path, m.position, what), *annotate(S.CommitLogRecord, data)]
+
+
+def blank(fixture: str, file_index: int) -> list[str]:
+    st = store(fixture)
+    f = st.commitlog.files[file_index]
+    rec = next(r for g, r in st.scan().entries(f.start, f.start + st.commitlog.file_size) if isinstance(r, Blank))
+    data = bytes(f.buf[rec.position : rec.position + S.END_FILE_MIN_BLANK_LENGTH])
+    rest = f.buf[rec.position + S.END_FILE_MIN_BLANK_LENGTH : st.commitlog.file_size]
+    return [where(fixture, f.path, rec.position, "BLANK record, the end of this commitlog file"),
+            *annotate(S.BlankRecord, data),
+            f"# then {len(rest)} bytes to the end of the file, {'all zero' if not any(rest) else 'NOT all zero'}:"
+            f" {rec.position} + storeSize {rec.storeSize} = file size {st.commitlog.file_size}"]
+
+
+def cq_unit(fixture: str, topic: str, queue_id: int, queue_offset: int) -> list[str]:
+    st = store(fixture)
+    cq = st.consume_queue(topic, queue_id)
+    byte = queue_offset * S.CQ_UNIT_SIZE
+    f = cq.files.find(byte)
+    pos = byte - f.start
+    data = bytes(f.buf[pos : pos + S.CQ_UNIT_SIZE])
+    off, size, tags_code = S.CQ_UNIT.unpack(data)
+    _, m = st.read_message(off)
+    return [where(fixture, f.path, pos, f"unit of queueOffset {queue_offset} ({queue_offset} x 20 = byte {byte})"),
+            *annotate(S.ConsumeQueueUnit, data),
+            f"# -> the record at {off}: topic {m.topic}, queueId {m.queueId}, queueOffset {m.queueOffset},"
+            f" storeSize {m.storeSize}; TAGS {m.tags!r}.hashCode() = {java_string_hash(m.tags or '')}"]
+
+
+def index_header(fixture: str, file_index: int) -> list[str]:
+    ix = store(fixture).index_files()[file_index]
+    data = bytes(ix.mf.buf[: S.INDEX_HEADER_SIZE])
+    return [where(fixture, ix.path, 0, f"IndexHeader ({ix.entry_count} entries: indexCount - 1)"),
+            *annotate(S.IndexHeader, data)]
+
+
+def index_chain(fixture: str, file_index: int, topic: str, key: str, steps: int) -> list[str]:
+    """A lookup by hand: the key's hash, its slot, then the chain newest first through prevIndex."""
+    st = store(fixture)
+    ix = st.index_files()[file_index]
+    full = f"{topic}#{key}"
+    key_hash = index_slot(java_string_hash(full))
+    slot = key_hash % ix.slot_num
+    slot_pos = S.INDEX_HEADER_SIZE + slot * S.HASH_SLOT_SIZE
+    data = bytes(ix.mf.buf[slot_pos : slot_pos + S.HASH_SLOT_SIZE])
+    out = [f'# key "{full}": String.hashCode() = {java_string_hash(full)}, abs = {key_hash},'
+           f" slot = {key_hash} % {ix.slot_num} = {slot}",
+           where(fixture, ix.path, slot_pos, f"hash slot {slot} (40 + {slot} x 4)"), *annotate(S.HashSlot, data)]
+    n = S.HASH_SLOT.unpack(data)[0]
+    base = S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE
+    for _ in range(steps):
+        pos = base + n * S.INDEX_ENTRY_SIZE
+        data = bytes(ix.mf.buf[pos : pos + S.INDEX_ENTRY_SIZE])
+        h, phy, diff, prev = S.INDEX_ENTRY.unpack(data)
+        _, m = st.read_message(phy)
+        keys = ([m.uniq_key] if m.uniq_key else []) + [k for k in (m.keys or "").split(" ") if k]
+        holds = f"{m.topic}, index keys {keys}"
+        verdict = "same hash, and the record carries the key" if h == key_hash and m.topic == topic and key in keys \
+            else ("same hash, another key: a collision" if h == key_hash else "another hash sharing the slot")
+        out += [where(fixture, ix.path, pos, f"entry {n} (40 + {ix.slot_num} x 4 + {n} x 20)"),
+                *annotate(S.IndexEntry, data),
+                f"# -> {phy}: {holds}; {verdict}; time = beginTimestamp + {diff} x 1000"]
+        if prev <= 0:
+            out.append("# prevIndex 0: end of the chain")
+            break
+        n = prev
+    return out
+
+
+def checkpoint(fixture: str, what: str) -> list[str]:
+    path = store(fixture).checkpoint_path
+    return [where(fixture, path, 0, what), *annotate(S.Checkpoint, path.read_bytes(), keep=1)]
+
+
+def msg_ids(fixture: str, offset: int) -> list[str]:
+    _, m = store(fixture).read_message(offset)
+    out = []
+    for kind, value, schema, fixed in (("msgId", m.msg_id, S.OffsetMsgId, 12), ("UNIQ_KEY", m.uniq_key, S.UniqKey, 12)):
+        raw = bytes.fromhex(value)
+        source = "storeHost + physicalOffset" if kind == "msgId" else "the UNIQ_KEY property"
+        out += [f"# {fixture} {kind} {value}: {len(value)} hex chars, {source} of the record at {offset}",
+                *annotate(schema, raw, ipLength=len(raw) - fixed)]
+    return out
+
+
+SAMPLES = {
+    "commitlog-v1-ipv4": ("commitlog-record.md", lambda: record(
+        "a-basic", 1548700, "RocketMQ 4.9.7, V1, IPv4 hosts, 4.x properties (no trailing separator)")),
+    "commitlog-ipv6": ("commitlog-record.md", lambda: record(
+        "b-mixed", 42916, "RocketMQ 4.9.7, sysFlag 0x30: both hosts IPv6, 16 + 4 bytes each")),
+    "commitlog-v5-crc": ("commitlog-record.md", lambda: record(
+        "c-v5-features", 22080, "RocketMQ 5.3.3, IPv6 born host, 5.x properties ending in the __CRC32# pair")),
+    "commitlog-v5-crc-only": ("commitlog-record.md", lambda: record(
+        "c-v5-features", 396849, "RocketMQ 5.3.3, empty body and empty property map: only the CRC pair")),
+    "commitlog-v2": ("commitlog-record.md", lambda: record(
+        "c-v5-features", 400993, "RocketMQ 5.3.3, V2 magic: a 128-character topic, 2-byte topicLength")),
+    "blank": ("blank-record.md", lambda: blank("a-basic", 0)),
+    "consumequeue-units": ("consumequeue.md", lambda: cq_unit("a-basic", "TopicTest", 2, 0)
+                           + cq_unit("a-basic", "TopicTest", 2, 64)),
+    "index-header": ("index.md", lambda: index_header("a-basic", 0) + index_header("a-basic", 1)),
+    "index-chain": ("index.md", lambda: index_chain("a-basic", 0, "TopicTest", "USER-35", 8)),
+    "checkpoint-49": ("checkpoint.md", lambda: checkpoint("a-basic", "RocketMQ 4.9.7 checkpoint: three longs")),
+    "checkpoint-5x": ("checkpoint.md", lambda: checkpoint("c-v5-features", "RocketMQ 5.3.3 checkpoint: five longs")),
+    "msgid-ipv4": ("msgid.md", lambda: msg_ids("a-basic", 1548700)),
+    "msgid-ipv6": ("msgid.md", lambda: msg_ids("b-mixed", 42916)),
+}
+
+
+def render(name: str) -> str:
+    """A sample's block as it appears in its page: the command, then what it prints."""
+    return "```text\n" + f"$ python formats/samples.py {name}\n" + "\n".join(SAMPLES[name][1]()) + "\n```\n"
+
+
+def page_blocks(text: str) -> dict[str, str]:
+    return {m.group(2): m.group(3) for m in BLOCK.finditer(text)}
+
+
+def refresh(text: str) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + render(m.group(2)) + m.group(4), text)
+
+
+def main(argv: list[str]) -> int:
+    names = [a for a in argv if not a.startswith("--")]
+    unknown = [n for n in names if n not in SAMPLES]
+    if unknown:
+        print(f"unknown sample(s) {', '.join(unknown)}; known: {', '.join(SAMPLES)}", file=sys.stderr)
+        return 2
+    if "--write" in argv or "--check" in argv:
+        stale = []
+        for page in sorted({p for p, _ in SAMPLES.values()}):
+            path = PAGES / page
+            text = path.read_text()
+            fresh = refresh(text)
+            if fresh != text:
+                stale.append(page)
+                if "--write" in argv:
+                    path.write_text(fresh)
+        if stale:
+            print(f"{'rewrote' if '--write' in argv else 'stale'}: {', '.join(stale)}", file=sys.stderr)
+        return 1 if stale and "--check" in argv else 0
+    for name in names or SAMPLES:
+        print(render(name).removeprefix("```text\n").removesuffix("```\n"), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
