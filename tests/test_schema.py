@@ -3,6 +3,7 @@ slot and entry, and checkpoint of every fixture parses and builds back to the sa
 fast paths derived from the declarations (struct formats, numpy dtypes, read_record / encode_record)."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import struct
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
+from rmqctl.ops.msgid import decode_offset_id, decode_unique_id
 from rmqctl.record import Blank, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -262,3 +264,33 @@ def test_truncated_records_raise_record_error_not_struct_error():
             for variant in (data[:cut], struct.pack(">i", cut)[: min(cut, 4)] + data[4:cut]):
                 with pytest.raises(RecordError):
                     read_record(variant, 0, len(variant))
+
+
+# ---- message ids -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_message_ids_round_trip_and_agree_with_msgid_decoders(name):
+    """Every record's offset msgId and UNIQ_KEY through OffsetMsgId / UniqKey, against the record and
+    against rmqctl.ops.msgid's decoders and RocketMQ's own reading (uniqKeyInfo)."""
+    info = {w["commitLogOffset"]: w.get("uniqKeyInfo") for w in truth(name, "truth-messages.jsonl")}
+    for f, m in open_store(name).scan().records():
+        raw = bytes.fromhex(m.msg_id)
+        parsed = S.OffsetMsgId.parse(raw, ipLength=len(m.storeIp))
+        assert S.OffsetMsgId.build(parsed, ipLength=len(m.storeIp)) == raw
+        assert (parsed.storeHost.ip, parsed.storeHost.port, parsed.physicalOffset) == (m.storeIp, m.storePort, m.physicalOffset)
+        decoded = decode_offset_id(m.msg_id)
+        assert (ipaddress.ip_address(decoded["host"]).packed, decoded["port"], decoded["offset"]) == (
+            parsed.storeHost.ip, parsed.storeHost.port, parsed.physicalOffset)
+        if not m.uniq_key:
+            continue
+        raw = bytes.fromhex(m.uniq_key)
+        ip_len = 16 if len(raw) == 28 else 4
+        key = S.UniqKey.parse(raw, ipLength=ip_len)
+        assert S.UniqKey.build(key, ipLength=ip_len) == raw
+        unique = decode_unique_id(m.uniq_key, now_ms=m.storeTimestamp)
+        assert (ipaddress.ip_address(unique["ip"]).packed, unique["pid"], unique["classLoaderHash"], unique["counter"]) == (
+            key.ip, key.pid, key.classLoaderHash, key.counter)
+        truth_info = info[f.start + m.position]
+        assert key.pid == truth_info["pid"]
+        assert ipaddress.ip_address(key.ip) == ipaddress.ip_address(truth_info["ip"].split("%")[0])
