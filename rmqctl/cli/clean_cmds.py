@@ -38,11 +38,14 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
               help="cleanFileForciblyEnable (default true): above the forcibly ratio, delete regardless of age.")
 @click.option("--delete-file-batch-max", type=int, help="deleteFileBatchMax, files per pass (5.x; default 10).")
 @click.option("--at", "at", help="Evaluate at this ISO time instead of now (its offset is the local zone of the hour).")
+@click.option("--delete-interval", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Pause (ms) before each deletion with --apply, as the broker's deleteCommitLogFilesInterval (100).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False),
               help="Append one line per deleted file to this log (opened per line: logrotate-friendly).")
 def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
           file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
-          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, log_path):
+          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, delete_interval,
+          log_path):
     """Plan the broker's cleanup (deleteWhen, fileReservedTime, disk ratios) and, with --apply, do it.
 
     Commitlog files go oldest first (never the last, stopping at the first kept, at most deleteFileBatchMax per
@@ -60,7 +63,8 @@ def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check
     clock = Clock.parse(at)
     store = ctx.writable_store() if apply else ctx.store
     on_delete = _logger(log_path, store.root) if log_path else None
-    result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete)
+    result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete,
+                       delete_interval)
     if ctx.format == "json":
         click.echo(dumps(result.as_dict()))
     else:

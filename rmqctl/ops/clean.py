@@ -26,6 +26,7 @@ import dataclasses
 import datetime as dt
 import os
 import stat
+import time
 import unicodedata
 from pathlib import Path
 from typing import Callable
@@ -71,7 +72,9 @@ def java_parse_int(text: str) -> int:
 
 
 def java_split_semicolon(text: str) -> list[str]:
-    """String.split(";"): trailing empty strings are dropped."""
+    """String.split(";"): trailing empty strings are dropped when there was a split ("" stays [""])."""
+    if ";" not in text:
+        return [text]
     parts = text.split(";")
     while parts and parts[-1] == "":
         parts.pop()
@@ -545,9 +548,9 @@ class Cleaner:
         return roots
 
     def _file(self, path: Path, start: int) -> _File:
-        st = os.lstat(path)
+        st = os.stat(path)  # File.lastModified() follows links; deciding to delete does not
         unsafe = None
-        if stat.S_ISLNK(st.st_mode):
+        if os.path.islink(path):
             unsafe = "a symlink (never followed)"
         elif not stat.S_ISREG(st.st_mode):
             unsafe = "not a regular file"
@@ -904,10 +907,11 @@ def unlink_durably(path: Path):
 
 def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None, passes: int | None = None,
               until_ok: bool = False, manual: bool = False, protect_unconsumed: bool = False, apply: bool = False,
-              on_delete: Callable[[FileDecision], None] | None = None) -> CleanResult:
+              on_delete: Callable[[FileDecision], None] | None = None, interval_ms: int = 0) -> CleanResult:
     """Plan (and with apply=True, carry out) `passes` cleaner passes, or with until_ok as many as it takes
     until one deletes nothing. Plan-only runs simulate the space each planned deletion frees; applied runs
-    delete for real (under the broker's lock) and re-measure the disk before every pass."""
+    delete for real (under the broker's lock) and re-measure the disk before every pass. `interval_ms`
+    paces the deletions as the broker's deleteCommitLogFilesInterval (100 ms) does, to spare a busy disk."""
     clock = clock or Clock.parse(None)
     config_error = None
     try:
@@ -921,11 +925,13 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
         raise UsageError("--passes must be at least 1")
     if apply:
         with store_lock(store.root):
-            return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, True, on_delete, None)
-    return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error)
+            return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, True, on_delete, None,
+                        interval_ms)
+    return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error, 0)
 
 
-def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_delete, config_error) -> CleanResult:
+def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_delete, config_error,
+         interval_ms) -> CleanResult:
     cleaner = Cleaner(store, settings, clock, DiskMeter(simulate=not apply), manual, protect)
     notes = list(cleaner.notes)
     holder = store.lock_holder() if not apply else None
@@ -938,6 +944,8 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
         if apply:
             for d in p.decisions:
                 if d.action == "delete":
+                    if interval_ms:
+                        time.sleep(interval_ms / 1000)
                     try:
                         unlink_durably(d.path)
                     except OSError as e:
