@@ -40,8 +40,9 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 @click.option("--store-host", help="Broker address ip:port; default brokerIP1:listenPort, else the store's last record's.")
 @click.option("--born-timestamp", type=int, help="Producer time (epoch ms); default now.")
 @click.option("--store-timestamp", type=int, help="Store time (epoch ms); default now, the time of append.")
-@click.option("--reconsume-times", type=int, default=0, show_default=True)
-@click.option("--prepared-transaction-offset", type=int, default=0, show_default=True)
+@click.option("--reconsume-times", type=int, default=0, show_default=True, help="RECONSUMETIMES field.")
+@click.option("--prepared-transaction-offset", type=int, default=0, show_default=True,
+              help="Commitlog offset of the half message a COMMIT/ROLLBACK record ends.")
 @click.option("--delay-level", type=int, help="Apply the store's delay rewrite: SCHEDULE_TOPIC_XXXX, queue level-1, REAL_TOPIC/REAL_QID.")
 @click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
               help="Record style of the broker that owns the store (default: from the config, else the store's records, else 4).")

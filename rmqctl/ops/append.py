@@ -32,9 +32,11 @@ from ..errors import LockHeldError, StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
 from ..lock import store_lock
-from ..record import Blank, Message, RecordError, encode_record, parse_host, property_crc_state, read_record
+from ..record import Blank, Message, encode_record, parse_host, read_record
 from ..store import TOPIC_NAME, MappedFile, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
+from .repair import RecoveryChecker
+from .repair import _zero_from as zero_from
 
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
@@ -56,7 +58,6 @@ CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * 10 + PR
 FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
                          "timerWheelEnable", "timerPrecisionMs")
 RECOVERY_FILES = 3  # recoverNormally starts at the third-last commitlog file
-ZERO_CHUNK = bytes(1 << 20)
 
 
 @dataclasses.dataclass
@@ -385,7 +386,7 @@ class Appender:
         cq_end = index_end = -1
         for cq in store.consume_queues():
             for _, _, written, arr in cq.units():
-                if written:
+                if written and arr[written - 1]["size"] != S.PRE_BLANK_SIZE:
                     u = arr[written - 1]
                     cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
         if self.config.messageIndexEnable:
@@ -399,30 +400,25 @@ class Appender:
         for i, f in enumerate(files):
             if f.start <= reput_from < f.start + size:
                 start_idx = min(start_idx, i)
-        allow_v2 = not (self.version_source != "default" and self.version < 5)
+        # checkMessageAndReturnSize: with checkCRCOnRecover from the recovery start file, as the reput
+        # reads (no CRC) before it; a 4.x store reads V2 magic as illegal
+        strict, lenient = RecoveryChecker(store), RecoveryChecker(store)
+        lenient.crc = False
+        strict.v2 = lenient.v2 = not (self.version_source != "default" and self.version < 5)
+        strict.prop_crc = strict.prop_crc and strict.v2
         catch_up: list[tuple[MappedFile, int]] = []
         next_offsets: dict[tuple[str, int], int] = {}
         votes = {4: 0, 5: 0}
         last_host = None
         end = files[-1].start + size if files else 0
-        stop = None
         for i in range(start_idx, len(files)):
             f = files[i]
-            buf = f.buf
-            check_crc = i >= recover_idx and self.config.checkCRCOnRecover
+            checker = strict if i >= recover_idx else lenient
             pos = 0
+            bad = None
             while pos < size:
-                try:
-                    rec = read_record(buf, pos, size, allow_v2)
-                except RecordError as e:
-                    stop = (f, pos, e.kind, e.detail)
-                    break
-                if isinstance(rec, Blank):
-                    pos = size
-                    break
-                problem = self._crc_problem(buf, pos, rec) if check_crc else None
-                if problem:
-                    stop = (f, pos, "crc", problem)
+                rec, bad = checker.check(f, pos)
+                if bad is not None or isinstance(rec, Blank):
                     break
                 off = f.start + pos
                 if off >= reput_from:
@@ -436,11 +432,12 @@ class Appender:
                         votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
                     last_host = rec.store_host
                 pos += rec.storeSize
-            if stop:
+            if bad is not None:
                 end = f.start + pos
+                if not zero_from(store, i, pos):
+                    raise StoreError(f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
+                                     "(a torn or garbage tail); run `rmqctl repair` before appending", f.path, end)
                 break
-        if stop:
-            self._refuse_unclean_tail(files, stop, end)
         if cq_end > end:
             raise StoreError(f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; "
                              "run `rmqctl repair` first", store.consumequeue_dir)
@@ -449,29 +446,6 @@ class Appender:
                              "run `rmqctl repair` first", store.index_dir)
         self._index_end = index_end
         return _Recovered(end, reput_from, catch_up, next_offsets, last_host, votes)
-
-    def _crc_problem(self, buf, pos: int, m: Message) -> str | None:
-        """checkMessageAndReturnSize(checkCRC=true): the property CRC when forceVerifyPropCRC (5.2+), else
-        the body CRC of a non-empty body."""
-        if self.config.forceVerifyPropCRC:
-            state = property_crc_state(buf, pos, m)
-            if state is None:
-                return "no __CRC32# property (forceVerifyPropCRC)"
-            if state[0] != state[1]:
-                return f"property CRC {state[0]} != computed {state[1]}"
-            return None
-        if not m.body_crc_ok():
-            return f"body CRC {m.bodyCRC} != computed {crc31(m.body)}"
-        return None
-
-    def _refuse_unclean_tail(self, files: list[MappedFile], stop, end: int):
-        f, pos, kind, detail = stop
-        idx = files.index(f)
-        clean = _all_zero(f.buf, pos, self.file_size) and all(g.is_all_zero() for g in files[idx + 1 :])
-        if clean:
-            return
-        raise StoreError(f"the commitlog does not end cleanly: {detail}, and non-zero bytes follow (a torn or "
-                         "garbage tail); run `rmqctl repair` before appending", f.path, end)
 
     def _catch_up(self, rec: _Recovered):
         """The broker's reput on start: dispatch records from the dispatch point to the end. A record the
@@ -745,13 +719,4 @@ def _host(text: str, what: str) -> tuple[bytes, int]:
     if not 0 <= port <= 0xFFFF:
         raise UsageError(f"{what} {text!r}: port out of range")
     return ip, port
-
-
-def _all_zero(buf, start: int, end: int) -> bool:
-    step = len(ZERO_CHUNK)
-    for i in range(start, end, step):
-        chunk = buf[i : min(end, i + step)]
-        if chunk != ZERO_CHUNK[: len(chunk)]:
-            return False
-    return True
 
