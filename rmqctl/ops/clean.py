@@ -37,7 +37,7 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import RmqError, StoreError, UsageError
 from ..lock import store_lock
-from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, Store
+from ..store import INDEX_FILE_NAME, IndexFile, Store
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
 DELETE_FILES_BATCH_MAX_49 = 10  # MappedFileQueue.DELETE_FILES_BATCH_MAX, hard-coded in 4.x
@@ -257,10 +257,16 @@ class DiskMeter:
         return self._account[dev]
 
     def measure(self, path: str | os.PathLike) -> DiskUsage:
+        """A missing commitlog or consumequeue directory is measured where the broker would create it
+        (DefaultMessageStore's constructor makes both), i.e. on its nearest existing parent."""
         path = str(path)
-        if not path or not os.path.exists(path):
-            return DiskUsage(path, -1.0)  # the broker logs an error and reads -1
-        total, free, usable = self._numbers(path)
+        where = Path(path)
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        try:
+            total, free, usable = self._numbers(str(where))
+        except OSError:
+            return DiskUsage(path, -1.0)  # the broker logs the exception and reads -1
         return DiskUsage(path, java_disk_ratio(total, free, usable), total, total - free, usable)
 
     def release(self, path: Path, blocks: int):
@@ -482,7 +488,7 @@ class _Segment:
     """A consumequeue file: its commitLogOffset column and the broker's read position after load."""
 
     file: _File
-    offsets: np.ndarray  # commitLogOffset of every 20-byte slot the file holds (up to the file size)
+    offsets: np.ndarray  # commitLogOffset of every 20-byte slot (a view on the map: read only where looked at)
     read_pos: int  # bytes: the file size for all but the last file, the written units for the last
 
 
@@ -500,6 +506,18 @@ class _Queue:
     @property
     def min_offset(self) -> int:
         return self.min_logic // S.CQ_UNIT_SIZE
+
+    @property
+    def max_offset(self) -> int:
+        last = self.segments[-1] if self.segments else None
+        return (last.file.start + last.read_pos) // S.CQ_UNIT_SIZE if last else 0
+
+
+def recovered_units(units: np.ndarray) -> int:
+    """How many units of a consumequeue file ConsumeQueue.recover accepts: up to the first with a negative
+    offset or a size <= 0 (the rule store.ConsumeQueue.units applies; here for the last file only)."""
+    bad = np.flatnonzero((units["size"] <= 0) | (units["commitLogOffset"] < 0))
+    return int(bad[0]) if len(bad) else len(units)
 
 
 class _CorrectMinOffsetFailed(Exception):
@@ -561,17 +579,18 @@ class Cleaner:
         return _File(path, path.name, start, st.st_blocks, st.st_mtime_ns // 1_000_000, unsafe)
 
     def _load_queues(self) -> list[_Queue]:
+        """Every queue's files as views on their maps: the cleaner reads only the last slot of each file, the
+        first file(s) for correctMinOffset and the tail a consumer has not read, never a whole big store."""
         size = self.store.consumequeue_file_size
-        slots = size // S.CQ_UNIT_SIZE
         queues = []
         for cq in self.store.consume_queues():
-            units = list(cq.units())
+            files = cq.files.files
             segments = []
-            for i, (_, mf, written, arr) in enumerate(units):
-                last = i == len(units) - 1
-                offsets = arr["commitLogOffset"]
-                read_pos = written * S.CQ_UNIT_SIZE if last else (size if len(arr) == slots else len(arr) * S.CQ_UNIT_SIZE)
-                segments.append(_Segment(self._file(mf.path, mf.start), offsets, read_pos))
+            for i, mf in enumerate(files):
+                n = min(mf.length, size) // S.CQ_UNIT_SIZE
+                units = np.frombuffer(mf.buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+                read_pos = recovered_units(units) * S.CQ_UNIT_SIZE if i == len(files) - 1 else n * S.CQ_UNIT_SIZE
+                segments.append(_Segment(self._file(mf.path, mf.start), units["commitLogOffset"], read_pos))
             queues.append(_Queue(cq.topic, cq.queue_id, segments))
         queues.sort(key=lambda q: (q.topic, q.queue_id))
         return queues
@@ -599,27 +618,33 @@ class Cleaner:
                 self.notes.append(f"consumerOffset.json: entry {topic_at_group!r} is not topic@group; skipped")
                 continue
             topic, group = parts
-            for qid_text, next_offset in sorted(per_queue.items(), key=lambda kv: int(kv[0])):
-                q = by_key.get((topic, int(qid_text)))
+            for qid_text, next_offset in per_queue.items():
+                try:
+                    qid, next_offset = int(qid_text), int(next_offset)
+                except (TypeError, ValueError):
+                    self.notes.append(f"consumerOffset.json: {topic_at_group} {qid_text!r}: {next_offset!r} is not "
+                                      "queueId: offset; skipped")
+                    continue
+                q = by_key.get((topic, qid))
                 if q is None:
                     continue
-                qoffs, poffs = self._queue_units(q)
-                alive = (qoffs >= max(int(next_offset), q.min_offset)) & (poffs >= self.min_before)
-                out.append(Unconsumed(group, topic, q.queue_id, int(next_offset), int(qoffs[-1]) + 1 if len(qoffs) else 0,
-                                      int(alive.sum())))
+                qoffs, poffs = self._queue_units(q, max(next_offset, q.min_offset))
+                alive = poffs >= self.min_before
+                out.append(Unconsumed(group, topic, qid, next_offset, q.max_offset, int(alive.sum())))
                 offsets.append(np.stack([qoffs[alive], poffs[alive]]))
         return out, offsets
 
     @staticmethod
-    def _queue_units(q: _Queue) -> tuple[np.ndarray, np.ndarray]:
-        """(queue offsets, commitlog offsets) of every unit up to each file's read position."""
-        qs, ps = [], []
+    def _queue_units(q: _Queue, from_offset: int) -> tuple[np.ndarray, np.ndarray]:
+        """(queue offsets, commitlog offsets) of the units at or after queue offset `from_offset`; files
+        wholly before it are not read."""
+        qs, ps = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
         for seg in q.segments:
-            n = seg.read_pos // S.CQ_UNIT_SIZE
-            qs.append(np.arange(n, dtype=np.int64) + seg.file.start // S.CQ_UNIT_SIZE)
-            ps.append(np.asarray(seg.offsets[:n], dtype=np.int64))
-        if not qs:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
+            first, n = seg.file.start // S.CQ_UNIT_SIZE, seg.read_pos // S.CQ_UNIT_SIZE
+            skip = min(max(from_offset - first, 0), n)
+            if skip < n:
+                qs.append(np.arange(first + skip, first + n, dtype=np.int64))
+                ps.append(np.asarray(seg.offsets[skip:n], dtype=np.int64))
         return np.concatenate(qs), np.concatenate(ps)
 
     def _unconsumed_per_file(self) -> dict[int, int]:
@@ -689,8 +714,8 @@ class Cleaner:
         stop at the first kept file, at most batch_max deletions."""
         s = self.settings
         out: list[FileDecision] = []
-        candidates = self.commitlog[:-1]
-        for f in candidates:
+        deleted = 0
+        for f in self.commitlog[:-1]:
             age_h = (now_ms - f.mtime_ms) / 3_600_000
             extra = {"fromOffset": f.start, "ageHours": round(age_h, 3), "mtime": f.mtime_ms,
                      "unconsumed": self.protected.get(f.start, 0)}
@@ -717,7 +742,8 @@ class Cleaner:
                            f"{space.commitLogRatio:.2f} forces it (cleanFileForciblyEnable, clean immediately)")
             out.append(d)
             self._remove(self.commitlog, f, d)
-            if len([x for x in out if x.action == "delete"]) >= s.batch_max:
+            deleted += 1
+            if deleted >= s.batch_max:
                 nxt = self.commitlog[0] if len(self.commitlog) > 1 else None
                 if nxt is not None:
                     out.append(FileDecision(pass_no, "commitlog", self.rel(nxt.path), nxt.path, "keep", "batch-limit",
