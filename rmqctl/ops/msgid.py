@@ -7,6 +7,7 @@ import datetime as dt
 import ipaddress
 import time
 
+from .. import schema as S
 from ..errors import StoreError
 from ..record import Message
 from ..store import Store
@@ -27,10 +28,9 @@ def decode_offset_id(msg_id: str) -> dict | None:
     raw = _bytes(msg_id)
     if raw is None:
         return None
-    n = 4 if len(raw) == 16 else 16
-    ip = ipaddress.ip_address(raw[:n])
-    return {"host": str(ip), "port": int.from_bytes(raw[n : n + 4], "big", signed=True),
-            "offset": int.from_bytes(raw[n + 4 : n + 12], "big", signed=True)}
+    parsed = S.OffsetMsgId.parse(raw, ipLength=4 if len(raw) == 16 else 16)
+    return {"host": str(ipaddress.ip_address(parsed.storeHost.ip)), "port": parsed.storeHost.port,
+            "offset": parsed.physicalOffset}
 
 
 def month_start(ms: int) -> dt.datetime:
@@ -55,14 +55,13 @@ def decode_unique_id(msg_id: str, now_ms: int | None = None) -> dict | None:
     raw = _bytes(msg_id)
     if raw is None:
         return None
-    n = 16 if len(raw) == 28 else 4
-    span = int.from_bytes(raw[n + 6 : n + 10], "big")
+    key = S.UniqKey.parse(raw, ipLength=16 if len(raw) == 28 else 4)
     return {
-        "ip": str(ipaddress.ip_address(raw[:n])),
-        "pid": int.from_bytes(raw[len(raw) - 12 : len(raw) - 10], "big"),
-        "classLoaderHash": int.from_bytes(raw[n + 2 : n + 6], "big", signed=True),
-        "timestamp": nearly_time(span, now_ms if now_ms is not None else int(time.time() * 1000)),
-        "counter": int.from_bytes(raw[n + 10 : n + 12], "big"),
+        "ip": str(ipaddress.ip_address(key.ip)),
+        "pid": key.pid,
+        "classLoaderHash": key.classLoaderHash,
+        "timestamp": nearly_time(key.spanMS, now_ms if now_ms is not None else int(time.time() * 1000)),
+        "counter": key.counter,
     }
 
 
