@@ -25,6 +25,28 @@ class StoreInput:
         return Store(self.root, self.config)
 
 
+@dataclasses.dataclass
+class StoreSelection:
+    """The stores a job reads, as the command line or a notebook names them, and how to say that to the data
+    sources: absolute paths, since executors do not share the driver's working directory."""
+
+    paths: list[str]
+    broker_configs: list[str] = dataclasses.field(default_factory=list)
+    overrides: dict[str, int | None] = dataclasses.field(default_factory=dict)
+
+    def resolve(self) -> list[StoreInput]:
+        return resolve_inputs(self.paths, self.broker_configs, self.overrides)
+
+    def load_paths(self) -> list[str]:
+        return [str(Path(p).expanduser().resolve()) for p in self.paths]
+
+    def options(self) -> dict[str, str]:
+        opts = {k: str(v) for k, v in self.overrides.items() if v is not None}
+        if self.broker_configs:
+            opts["brokerConfig"] = json.dumps([str(Path(c).expanduser().resolve()) for c in self.broker_configs])
+        return opts
+
+
 def resolve_inputs(paths: list[str], broker_configs: list[str] | None = None,
                    overrides: dict[str, int | None] | None = None) -> list[StoreInput]:
     """One StoreInput per path. `broker_configs` holds one file for every store, or one per path (paired in

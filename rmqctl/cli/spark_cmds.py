@@ -1,0 +1,107 @@
+"""`rmqctl spark export|stats|query|verify`: the pipeline on Apache Spark over one store or a fleet of them
+(the optional extra rmqctl[spark]). Every command takes --store several times; --broker-config once for all
+stores or once per store, in the same order."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable
+
+import click
+
+from ..errors import UsageError
+from ..spark import MASTER_ENV
+from ..spark.inputs import StoreSelection
+from .base import FORMATS, cli, render
+
+
+@cli.group("spark")
+def spark_group():
+    """Run over many stores on Apache Spark (pip install 'rmqctl[spark]').
+
+    Embedded by default (--master local[*], or $RMQCTL_SPARK_MASTER); under spark-submit the submitted
+    master is used. Every executor must see the store paths. Progress is Spark's own (console bar, UI)."""
+
+
+def spark_options(fn: Callable) -> Callable:
+    """--store (repeatable), --broker-config (once, or once per store), --master."""
+
+    @click.option("--store", "stores", multiple=True, envvar="ROCKETMQ_STORE", type=click.Path(file_okay=False),
+                  help="Store root or commitlog directory; repeat for several stores. Env ROCKETMQ_STORE; "
+                       "default ~/store.")
+    @click.option("--broker-config", "broker_configs", multiple=True, type=click.Path(dir_okay=False),
+                  help="broker.conf: once for every store, or once per --store in the same order.")
+    @click.option("--master", envvar=MASTER_ENV, help="Spark master URL (default local[*], or spark-submit's).")
+    @functools.wraps(fn)
+    def wrapper(stores, broker_configs, master, **kwargs):
+        selection = StoreSelection(list(stores) or [str(click.Path().convert("~/store", None, None))],
+                                   list(broker_configs))
+        selection.resolve()  # bad paths and configs fail here, in one line, before a JVM starts
+        return fn(selection, master, **kwargs)
+
+    return wrapper
+
+
+def print_format(fn: Callable) -> Callable:
+    return click.option("--format", "fmt", type=click.Choice(FORMATS),
+                        help="Output format: table on a terminal, jsonl otherwise.")(fn)
+
+
+def auto_format(fmt: str | None) -> str:
+    return fmt or ("table" if sys.stdout.isatty() else "jsonl")
+
+
+def run_job(master: str | None, job: Callable):
+    """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
+    from ..spark import require, session
+
+    require()
+    from ..spark.jobs import spark_errors
+
+    spark = session(master)
+    with spark_errors():
+        return job(spark)
+
+
+@spark_group.command("export")
+@spark_options
+@click.option("--out", required=True, help="Output directory (or URL every executor can write to).")
+@click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet",
+              show_default=True, help="File format of the export.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
+def spark_export(selection, master, out, file_format, overwrite):
+    """Export every message (body as bytes, properties as a map) partitioned by topic; prints the messages
+    written per store and topic."""
+    from ..spark import jobs
+
+    rows = run_job(master, lambda spark: jobs.export(spark, selection, out, file_format, overwrite))
+    render(rows, auto_format(None))
+
+
+@spark_group.command("stats")
+@spark_options
+@click.option("--by", type=click.Choice(["queue", "hour"]), default="queue", show_default=True,
+              help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
+@print_format
+def spark_stats(selection, master, by, fmt):
+    """Messages, bytes, first/last store time and distinct keys per topic and queue."""
+    from ..spark import jobs
+
+    render(run_job(master, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
+
+
+@spark_group.command("query")
+@spark_options
+@click.option("--key", required=True, help="A KEYS word or a UNIQ_KEY.")
+@click.option("--topic", help="Only this topic (pushed down to the reader).")
+@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
+              help="How to render bodies (as in dump commitlog).")
+@print_format
+def spark_query(selection, master, key, topic, body, fmt):
+    """Messages carrying KEY in every store, by scanning the commitlog (no index files needed); printed in the
+    dump commitlog shape with `store` first."""
+    from ..spark import jobs
+
+    if not key:
+        raise UsageError("--key must not be empty")
+    render(run_job(master, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))

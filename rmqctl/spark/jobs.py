@@ -1,0 +1,117 @@
+"""The Spark jobs behind `rmqctl spark ...`, usable from a notebook: export, stats, key query (and verify, in
+verify.py). Each takes a SparkSession with the data sources registered (rmqctl.spark.session()) and a
+StoreSelection, and returns plain dicts (the shapes the CLI prints)."""
+from __future__ import annotations
+
+import contextlib
+import re
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from py4j.protocol import Py4JJavaError
+
+from ..errors import RmqError, StoreError
+from ..ops.inspect import ms_text
+from ..record import encode_body
+from .columns import DUMP_SCALARS
+from .inputs import StoreSelection
+
+HOUR_MS = 3_600_000
+EXPORT_FORMATS = ("parquet", "orc")
+# the `dump commitlog` object, key for key, in its order (message_dict), with `store` first
+DUMP_ORDER = [name for name, _ in DUMP_SCALARS if name not in ("topic", "msgId", "uniqKey")] + [
+    "body", "bodyEncoding", "topic", "properties", "msgId", "uniqKey"]
+
+
+def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = False) -> DataFrame:
+    reader = spark.read.format("rocketmq").options(**selection.options())
+    if verify_crc:
+        reader = reader.option("verifyCrc", "true")
+    return reader.load(selection.load_paths())
+
+
+def export(spark: SparkSession, selection: StoreSelection, out: str, fmt: str = "parquet",
+           overwrite: bool = False) -> list[dict]:
+    """Every message to `out` as Parquet (or ORC), one directory per topic (topic=...); returns what was
+    written per store and topic, read back from the files' own metadata."""
+    df = messages(spark, selection)
+    df.write.mode("overwrite" if overwrite else "errorifexists").partitionBy("topic").format(fmt).save(out)
+    written = spark.read.format(fmt).load(out).groupBy("store", "topic").count()
+    return sorted(({"store": r["store"], "topic": r["topic"], "messages": r["count"]} for r in written.collect()),
+                  key=lambda r: (r["store"], r["topic"]))
+
+
+def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False) -> list[dict]:
+    """Per store, topic and queue (and hour of storeTimestamp, UTC, with by_hour): messages, bytes (storeSize),
+    body bytes, first and last storeTimestamp, distinct KEYS words. One pass: keys are exploded and only the
+    first row of each message counts towards messages and bytes."""
+    df = messages(spark, selection)
+    group = ["store", "topic", "queueId"]
+    if by_hour:
+        df = df.withColumn("hour", F.col("storeTimestamp") - F.pmod("storeTimestamp", F.lit(HOUR_MS)))
+        group.append("hour")
+    rows = df.select(*group, "storeSize", "bodyLength", "storeTimestamp", F.posexplode_outer("keys").alias("pos", "key"))
+    first = F.col("pos").isNull() | (F.col("pos") == 0)
+    agg = rows.groupBy(*group).agg(
+        F.count(F.when(first, 1)).alias("messages"),
+        F.sum(F.when(first, F.col("storeSize"))).alias("bytes"),
+        F.sum(F.when(first, F.col("bodyLength"))).alias("bodyBytes"),
+        F.min("storeTimestamp").alias("firstStoreTimestamp"),
+        F.max("storeTimestamp").alias("lastStoreTimestamp"),
+        F.count_distinct("key").alias("distinctKeys"),
+    )
+    out = sorted((r.asDict() for r in agg.collect()), key=lambda row: tuple(row[g] for g in group))
+    if by_hour:
+        for row in out:
+            row["hour"] = ms_text(row["hour"]) or row["hour"]
+    return out
+
+
+def query_key(spark: SparkSession, selection: StoreSelection, key: str, topic: str | None = None,
+              body: str = "utf8") -> list[dict]:
+    """Messages carrying `key` as a KEYS word or as UNIQ_KEY, in every store, found by scanning the commitlog
+    (no index files needed); the topic filter is pushed down to the reader. Rows in the `dump commitlog`
+    shape with `store` first, ordered by store and offset."""
+    df = messages(spark, selection)
+    if topic is not None:
+        df = df.filter(F.col("topic") == topic)
+    hits = df.filter(F.array_contains("keys", key) | (F.col("uniqKey") == key))
+    rows = sorted((r.asDict() for r in hits.collect()), key=lambda r: (r["store"], r["commitLogOffset"]))
+    return [dump_row(r, body) for r in rows]
+
+
+def dump_row(row: dict, body: str = "utf8") -> dict:
+    """A DataFrame row as `dump commitlog` prints the message, with `store` first."""
+    out = {"store": row["store"]}
+    text, encoding = encode_body(bytes(row["body"]), body)
+    values = {**row, "body": text, "bodyEncoding": encoding, "properties": dict(row["properties"] or {})}
+    out.update((name, values[name]) for name in DUMP_ORDER)
+    return out
+
+
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+@contextlib.contextmanager
+def spark_errors():
+    """A failed job as one line (the error the Python worker raised, not the JVM's stack): a store an executor
+    cannot read is still `path at offset N: what`."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as e:
+        raise StoreError(first_cause(str(e))) from None
+
+
+def first_cause(text: str) -> str:
+    ours = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
+    for m in ours:
+        if m.group(1) in {cls.__name__ for cls in (RmqError, *all_subclasses(RmqError))}:
+            return m.group(2).strip()
+    if ours:
+        return f"{ours[-1].group(1)}: {ours[-1].group(2).strip()}"
+    return text.strip().splitlines()[0] if text.strip() else "Spark job failed"
+
+
+def all_subclasses(cls) -> list[type]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *all_subclasses(direct))]

@@ -1,0 +1,194 @@
+"""The Spark pipeline on a real local SparkSession (one for the whole test session: it takes seconds to start):
+the data sources against `dump` and RocketMQ's truth files, and the `rmqctl spark` commands."""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections import Counter, defaultdict
+
+import pytest
+
+from conftest import ALL_FIXTURES, FIXTURES, broker_conf, fixture_dir, jsonl, run, truth
+
+pytest.importorskip("pyspark")
+pa_dataset = pytest.importorskip("pyarrow.dataset")
+
+pytestmark = pytest.mark.spark
+
+DUMP_ONLY = {"body", "bodyEncoding"}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from rmqctl.spark import session
+
+    s = session("local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+def store_root(name: str) -> str:
+    return str((fixture_dir(name) / "store").resolve())
+
+
+def dump_rows(name: str) -> list[dict]:
+    """`rmqctl dump commitlog --format jsonl --body base64`: what the CLI prints (d-crashed exits 2 after
+    printing every readable message)."""
+    r = run("dump", "commitlog", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
+            "--format", "jsonl", "--body", "base64")
+    assert r.exit_code == (2 if name == "d-crashed" else 0), r.stderr
+    return jsonl(r.stdout)
+
+
+def assert_same_message(row: dict, dumped: dict, store: str):
+    """A DataFrame (or Parquet) row against the dump object: every dump field, the stored body bytes, and the
+    derived tags/keys columns."""
+    assert row["store"] == store
+    for k, v in dumped.items():
+        if k not in DUMP_ONLY:
+            assert row[k] == v, (k, dumped["commitLogOffset"])
+    assert base64.b64encode(bytes(row["body"])).decode() == dumped["body"]
+    props = dumped["properties"]
+    assert row["tags"] == props.get("TAGS")
+    keys = props.get("KEYS")
+    assert row["keys"] == (None if keys is None else [k for k in keys.split(" ") if k])
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_dataframe_rows_equal_dump(spark, name):
+    df = (spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).option("verifyCrc", "true")
+          .load(str(fixture_dir(name) / "store")))
+    rows = sorted((r.asDict() for r in df.collect()), key=lambda r: r["commitLogOffset"])
+    dumped = dump_rows(name)
+    assert len(rows) == len(dumped) > 0
+    for row, d in zip(rows, dumped):
+        row["properties"] = dict(row["properties"])
+        assert_same_message(row, d, store_root(name))
+    bad_crc = [r["commitLogOffset"] for r in rows if not r["crcOk"]]
+    corruption = FIXTURES / name / "corruption.json"
+    flipped = [json.loads(corruption.read_text())["flippedBodyByte"]["messageCommitLogOffset"]] if corruption.exists() else []
+    assert bad_crc == flipped
+
+
+def test_commitlog_directory_and_pushdown(spark):
+    """A commitlog directory reads as its store; a topic and offset filter reads only the files in range and
+    gives what filtering the dump gives."""
+    name = "a-basic"
+    commitlog = fixture_dir(name) / "store" / "commitlog"
+    df = spark.read.format("rocketmq").load(str(commitlog))
+    lo, hi = 100_000, 300_000
+    picked = df.filter("topic = 'OrderTopic' AND commitLogOffset >= 100000 AND commitLogOffset < 300000")
+    assert picked.rdd.getNumPartitions() == len(range(lo // 65536, (hi - 1) // 65536 + 1))
+    rows = picked.collect()
+    assert {r.store for r in rows} == {store_root(name)}
+    got = sorted(r.commitLogOffset for r in rows)
+    want = [d["commitLogOffset"] for d in dump_rows(name) if d["topic"] == "OrderTopic" and lo <= d["commitLogOffset"] < hi]
+    assert got == want and got
+
+
+def test_consumequeue_and_index_sources(spark):
+    name = "b-mixed"
+    cq = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(
+        str(fixture_dir(name) / "store"))
+    fields = ["topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode"]
+    got = sorted(tuple(r[f] for f in fields) for r in cq.collect())
+    assert got == sorted(tuple(t[f] for f in fields) for t in truth(name, "truth-consumequeue.jsonl"))
+
+    ix = spark.read.format("rocketmq-index").option("brokerConfig", str(broker_conf(name))).load(
+        str(fixture_dir(name) / "store"))
+    r = run("dump", "index", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
+            "--format", "jsonl")
+    entries = [{k: v for k, v in e.items() if k != "kind"} for e in jsonl(r.stdout) if e["kind"] == "entry"]
+    got = sorted(({k: v for k, v in row.asDict().items() if k != "store"} for row in ix.collect()),
+                 key=lambda e: (e["file"], e["index"]))
+    assert got == entries and got
+
+
+def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
+    """`spark export` of two stores (each with its broker.conf), read back with pyarrow: every message of both
+    stores, each under its own `store`, equal to what dump prints."""
+    names = ["b-mixed", "c-v5-features"]
+    out = tmp_path / "export"
+    args = ["spark", "export", "--out", out]
+    for name in names:
+        args += ["--store", fixture_dir(name) / "store"]
+    for name in names:
+        args += ["--broker-config", broker_conf(name)]
+    r = run(*args)
+    assert r.exit_code == 0, r.stderr
+    summary = jsonl(r.stdout)
+    table = pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table()
+    by_offset = {(row["store"], row["commitLogOffset"]): row for row in table.to_pylist()}
+    assert len(by_offset) == table.num_rows
+    for name in names:
+        dumped = dump_rows(name)
+        store = store_root(name)
+        assert sum(s["messages"] for s in summary if s["store"] == store) == len(dumped)
+        assert sum(1 for s, _ in by_offset if s == store) == len(dumped)
+        for d in dumped:
+            row = dict(by_offset[(store, d["commitLogOffset"])])
+            row["properties"] = dict(row["properties"])
+            assert_same_message(row, d, store)
+
+
+def test_stats_totals_equal_truth(spark):
+    """One stats run over all four stores: per store, topic and queue, the counts, bytes, store times and
+    distinct keys RocketMQ's truth gives (for d-crashed: what RocketMQ recovers)."""
+    args = ["spark", "stats", "--format", "jsonl"]
+    for name in ALL_FIXTURES:
+        args += ["--store", fixture_dir(name) / "store"]
+    r = run(*args)
+    assert r.exit_code == 0, r.stderr
+    got = {(s["store"], s["topic"], s["queueId"]): s for s in jsonl(r.stdout)}
+    want = {}
+    for name in ALL_FIXTURES:
+        records = truth(name, "truth-recovered-messages.jsonl" if name == "d-crashed" else "truth-messages.jsonl")
+        groups = defaultdict(list)
+        for t in records:
+            groups[(store_root(name), t["topic"], t["queueId"])].append(t)
+        for key, ts in groups.items():
+            want[key] = {
+                "store": key[0], "topic": key[1], "queueId": key[2], "messages": len(ts),
+                "bytes": sum(t["storeSize"] for t in ts), "bodyBytes": sum(t["bodyLength"] for t in ts),
+                "firstStoreTimestamp": min(t["storeTimestamp"] for t in ts),
+                "lastStoreTimestamp": max(t["storeTimestamp"] for t in ts),
+                "distinctKeys": len({k for t in ts for k in (t.get("keys") or "").split(" ") if k}),
+            }
+    assert got == want
+
+    r = run("spark", "stats", "--by", "hour", "--format", "jsonl", "--store", fixture_dir("a-basic") / "store")
+    hourly = Counter()
+    for s in jsonl(r.stdout):
+        assert s["hour"].endswith(":00:00.000+00:00")
+        hourly[s["topic"], s["queueId"]] += s["messages"]
+    assert hourly == Counter({k[1:]: v["messages"] for k, v in want.items() if k[0] == store_root("a-basic")})
+
+
+def test_query_key_equals_index_lookup(spark):
+    """A key found by scanning every store gives the messages `query key` finds through the index files."""
+    uniq = next(t for t in truth("c-v5-features", "truth-messages.jsonl") if t["uniqKey"])
+    cases = [(["a-basic", "b-mixed"], "TopicTest", "USER-09"), (["b-mixed"], "主题-トピック-🚀", "键一"),
+             (["c-v5-features"], uniq["topic"], uniq["uniqKey"])]
+    for stores, topic, key in cases:
+        args = ["spark", "query", "--key", key, "--topic", topic, "--body", "base64", "--format", "jsonl"]
+        for name in stores:
+            args += ["--store", fixture_dir(name) / "store"]
+        r = run(*args)
+        assert r.exit_code == 0, r.stderr
+        got = jsonl(r.stdout)
+        want = []
+        for name in stores:
+            q = run("query", "key", topic, key, "--store", fixture_dir(name) / "store", "--broker-config",
+                    broker_conf(name), "--body", "base64", "--format", "jsonl")
+            want += [{"store": store_root(name), **m} for m in jsonl(q.stdout)]
+        assert got == want and got, (topic, key)
+
+
+def test_missing_pyspark_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
+    r = run("spark", "stats", "--store", fixture_dir("a-basic") / "store")
+    assert r.exit_code == 2
+    assert "pip install 'rmqctl[spark]'" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
