@@ -99,18 +99,23 @@ def allow_v2(store: Store) -> bool:
 
 @contextlib.contextmanager
 def writing(store: Store, dry_run: bool, extra_dirs=()):
-    """Hold the broker's lock for the whole run and apply the recovery rule first; yields what an earlier
-    killed run left and what was done about it. A dry run takes the lock only if the lock file exists
+    """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
+    killed run left (and what was done about it) and the store to work on: reopened when the recovery
+    changed files, so nothing read before it is used. A dry run takes the lock only if the lock file exists
     (creating it would be a write) and only reports leftovers."""
     if dry_run:
         if store.lock_path.exists():
             with store_lock(store.root, finish_interrupted=False):
-                yield pending(store.root, extra_dirs)
+                yield pending(store.root, extra_dirs), store
         else:
-            yield pending(store.root, extra_dirs)
+            yield pending(store.root, extra_dirs), store
         return
     with store_lock(store.root, finish_interrupted=False):
-        yield complete_pending(store.root, extra_dirs)
+        done = complete_pending(store.root, extra_dirs)
+        if done:
+            store.close()
+            store = Store(store.root, store.config)
+        yield done, store
 
 
 CHECKPOINT_OFFSETS = {name: i * 8 for i, (name, _) in enumerate(S.fixed_fields(S.Checkpoint))}
@@ -346,6 +351,13 @@ def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str
     return problems
 
 
+def last_full_end(files: list[IndexFile]) -> int:
+    """The checkpoint's indexMsgTimestamp: the endTimestamp of the last full index file (the broker sets it
+    when it flushes a full file at rollover; every file here is durable, so a full last file counts too)."""
+    full = [ix for ix in files if ix.index_count >= ix.index_num]
+    return full[-1].header["endTimestamp"] if full else 0
+
+
 # ---- diffs -------------------------------------------------------------------------------------------------
 
 
@@ -407,8 +419,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
     def selected(t: str, q: int) -> bool:
         return (topic is None or t == topic) and (queue_id is None or q == queue_id)
 
-    file_size = store.consumequeue_file_size
-    with writing(store, dry_run) as interrupted, _build_area(store, dry_run, "consumequeue", keep_backup) as (txn, root):
+    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "consumequeue", keep_backup) as (txn, root):
+        file_size = store.consumequeue_file_size
         build = dispatch_records(store, root, build_cq=True, build_index=False,
                                  queue_filter=selected if subset else None, progress=progress)
         problems = check_consumequeues(build, root, file_size)
@@ -453,12 +465,12 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
                   clock=None) -> RebuildResult:
     """Rebuild every index file from the commitlog (IndexService.buildIndex, file names from the creation
     time) and swap them in; the checkpoint's indexMsgTimestamp becomes the endTimestamp of the last full
-    file, as the broker sets it when it rolls over."""
+    file, as the broker sets it when it flushes a full file."""
     t0 = time.monotonic()
     if not store.config.messageIndexEnable:
         raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
-    slots, num = store.index_geometry
-    with writing(store, dry_run) as interrupted, _build_area(store, dry_run, "index", keep_backup) as (txn, root):
+    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "index", keep_backup) as (txn, root):
+        slots, num = store.index_geometry
         build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock)
         index_dir = root / "index"
         index_dir.mkdir(exist_ok=True)
@@ -470,7 +482,7 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
         result = RebuildResult("index", str(store.root), dry_run, build.records, build.keys, warnings=build.warnings,
                                interrupted=interrupted)
         result.indexFiles = diff_index(store.index_files(), new_files)
-        stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=build.dispatcher.index.completed_end_ts)
+        stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=last_full_end(new_files))
         if txn is not None and any(result._file_changes()):
             txn.replace(store.index_dir, index_dir)
         if txn is not None and result.changed:

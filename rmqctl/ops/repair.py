@@ -475,7 +475,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
     `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it."""
     t0 = time.monotonic()
     extra = [d for d in store.commitlog_dirs if d.resolve().parent != store.root.resolve()]
-    with writing(store, dry_run, extra) as interrupted:
+    with writing(store, dry_run, extra) as (interrupted, store):
         checker = RecoveryChecker(store)
         files = store.commitlog.files
         start = recovery_start(store)
