@@ -1,0 +1,470 @@
+"""rebuild consumequeue / rebuild index: byte-identical to what RocketMQ wrote, answers the fixture's key
+queries like IndexService did, reports before it writes, refuses unsafe data, and survives SIGKILL at any
+moment (the old or the new state, never a mix)."""
+from __future__ import annotations
+
+import copy
+import fcntl
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.lock import store_lock
+from rmqctl.ops import txn
+from rmqctl.ops.query import query_offsets
+from rmqctl.ops.rebuild import rebuild_consumequeue, rebuild_index
+from rmqctl.record import encode_record
+from rmqctl.store import Store
+
+
+# -- helpers shared with test_repair ------------------------------------------------------------------------
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def index_contents(root: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted((root / "index").iterdir())] if (root / "index").is_dir() else []
+
+
+def state(root: Path) -> dict:
+    """Everything a broker would read, with index files keyed by position (their names are creation times);
+    the lock and backup directories left out, staging leftovers and the intent file kept in."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if rel == "lock" or rel.startswith(txn.BACKUP_PREFIX):
+            continue
+        if p.is_dir():
+            out[rel + "/"] = None
+        elif rel.startswith("index/"):
+            out[f"index#{sorted(x.name for x in p.parent.iterdir()).index(p.name)}"] = p.read_bytes()
+        else:
+            out[rel] = p.read_bytes()
+    return out
+
+
+def recover(root: Path):
+    """What any later writing rmqctl command does first: take the lock, finish or undo an interrupted run."""
+    with store_lock(root):
+        pass
+
+
+MUTATIONS = [(os, "rename"), (os, "unlink"), (os, "rmdir"), (os, "fsync"), (os, "pwrite"), (os, "ftruncate"),
+             (os, "mkdir"), (shutil, "rmtree"), (txn, "exchange")]
+
+
+def run_killed_at(n: int, fn) -> bool:
+    """Run fn in a forked child that SIGKILLs itself just before its n-th filesystem mutation. True if it
+    was killed, False if it finished first."""
+    pid = os.fork()
+    if pid == 0:
+        calls = [0]
+
+        def wrap(orig):
+            def mutation(*a, **k):
+                calls[0] += 1
+                if calls[0] == n:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return orig(*a, **k)
+            return mutation
+
+        for mod, name in MUTATIONS:
+            setattr(mod, name, wrap(getattr(mod, name)))
+        try:
+            fn()
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status):
+        assert os.WEXITSTATUS(status) == 0, "the operation failed in the child"
+    return os.WIFSIGNALED(status)
+
+
+def commit_point(fn) -> int:
+    """The number of the filesystem mutation that publishes the intent file (the commit point)."""
+    calls = [0, None]
+    saved = [(m, n, getattr(m, n)) for m, n in MUTATIONS]
+
+    def wrap(name, orig):
+        def mutation(*a, **k):
+            calls[0] += 1
+            if name == "rename" and str(a[1]).endswith(txn.INTENT_NAME) and calls[1] is None:
+                calls[1] = calls[0]
+            return orig(*a, **k)
+        return mutation
+
+    for m, n, o in saved:
+        setattr(m, n, wrap(n, o))
+    try:
+        fn()
+    finally:
+        for m, n, o in saved:
+            setattr(m, n, o)
+    assert calls[1] is not None
+    return calls[1]
+
+
+def sweep_kills(prepare, operation, old: dict, new: dict, every: int = 7) -> dict:
+    """Kill `operation` before each of its filesystem mutations in turn (every one from just before the
+    commit point on, every `every`-th before it), recover, and require the old or the new state."""
+    probe = prepare()
+    commit = commit_point(lambda: operation(probe))
+    outcomes = {"old": 0, "new": 0, "points": 0}
+    n = 1
+    while True:
+        if n < commit - 2 and n % every:
+            n += 1
+            continue
+        root = prepare()
+        killed = run_killed_at(n, lambda: operation(root))
+        pending_intent = (root / txn.INTENT_NAME).exists()
+        recover(root)
+        got = state(root)
+        assert got in (old, new), f"mixed state after a kill before mutation {n}"
+        assert not pending_intent or got == new, "a committed intent must roll forward"
+        outcomes["old" if got == old else "new"] += 1
+        outcomes["points"] += 1
+        shutil.rmtree(root.parent)
+        if not killed:
+            return outcomes
+        n += 1
+
+
+def random_kills(tmp_path: Path, prepare, argv, old: dict, new: dict, runs: int, seed: int) -> dict:
+    """SIGKILL the real CLI process at random moments of its run, recover, require old or new."""
+    rng = random.Random(seed)
+    probe = prepare()
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rmqctl", *argv(probe)], check=True, capture_output=True)
+    duration = time.monotonic() - t0
+    outcomes = {"old": 0, "new": 0}
+    for _ in range(runs):
+        root = prepare()
+        proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *argv(root)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3 * duration, 1.05 * duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        recover(root)
+        got = state(root)
+        assert got in (old, new), "mixed state after a SIGKILL"
+        outcomes["old" if got == old else "new"] += 1
+        shutil.rmtree(root.parent)
+    return outcomes
+
+
+def fresh(name: str, base: Path, mutate=None):
+    """A factory of store copies under `base`, each in its own directory."""
+    counter = [0]
+
+    def prepare() -> Path:
+        counter[0] += 1
+        d = base / f"c{counter[0]}"
+        d.mkdir(parents=True)
+        root = copy_store(name, d)
+        if mutate:
+            mutate(root)
+        return root
+
+    return prepare
+
+
+def open_store(root: Path, name: str) -> Store:
+    return Store(root, load_config(broker_conf(name)))
+
+
+def is_consistent(root: Path, name: str) -> bool:
+    """The consumequeues and index are exactly what dispatching this commitlog gives (and nothing is
+    pending): what `verify`'s consumequeue/index checks require, judged by the broker's own rules."""
+    cq = rebuild_consumequeue(open_store(root, name), dry_run=True)
+    ix = rebuild_index(open_store(root, name), dry_run=True)
+    return not cq.changed and not ix.changed and txn.pending(root) is None
+
+
+# -- byte-identical rebuilds -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_rebuild_from_nothing_is_byte_identical(name, tmp_path):
+    root = copy_store(name, tmp_path)
+    shutil.rmtree(root / "consumequeue")
+    shutil.rmtree(root / "index")
+    cp = bytearray((root / "checkpoint").read_bytes())
+    cp[16:24] = bytes(8)  # indexMsgTimestamp: must be set again from the rebuilt files
+    (root / "checkpoint").write_bytes(bytes(cp))
+    conf = broker_conf(name)
+
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    rows = jsonl(res.stdout)
+    assert rows and all(r["unitsBefore"] == 0 and r["added"] == r["unitsAfter"] for r in rows)
+    res = run("rebuild", "index", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+
+    fixture = FIXTURES / name / "store"
+    assert tree(root / "consumequeue") == tree(fixture / "consumequeue")
+    assert index_contents(root) == index_contents(fixture)
+    names = sorted(p.name for p in (root / "index").iterdir())
+    assert all(len(n) == 17 and n.isdigit() for n in names) and len(set(names)) == len(names)
+    store = open_store(root, name)
+    assert store.checkpoint()["indexMsgTimestamp"] == Store(fixture).checkpoint()["indexMsgTimestamp"] > 0
+    kept = [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+    assert len(kept) == 1 and list(tree(kept[0])) == ["checkpoint"]  # only the old checkpoint was replaced
+
+    for q in truth(name, "truth-index.jsonl"):
+        got = query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
+        assert got == q["indexServiceQueryOffset"]["phyOffsets"], (q["topic"], q["key"])
+    q = truth(name, "truth-index.jsonl")[0]
+    res = run("query", "key", q["topic"], q["key"], "--store", root, "--broker-config", conf, "--format", "jsonl",
+              "--max", q["maxNum"])
+    assert sorted(r["commitLogOffset"] for r in jsonl(res.stdout)) == q["queryMessage"]["phyOffsets"]
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_rebuild_of_a_sound_store_changes_nothing(name, tmp_path):
+    root = copy_store(name, tmp_path)
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.rglob("*") if p.name != "lock"}
+    for what in ("consumequeue", "index"):
+        res = run("rebuild", what, "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl")
+        assert res.exit_code == 0, res.stderr
+        assert "identical" in res.stderr
+    after = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.rglob("*") if p.name != "lock"}
+    assert after == before
+
+
+# -- dry run, diffs, subsets, backups ----------------------------------------------------------------------
+
+def damage_queues(root: Path):
+    """Three kinds of damage: a changed tagsCode, a lost file (units to add), a stray unit (one to remove)."""
+    f = root / "consumequeue" / "TopicTest" / "1" / "00000000000000000000"
+    data = bytearray(f.read_bytes())
+    S.CQ_UNIT.pack_into(data, 5 * 20, *S.CQ_UNIT.unpack_from(data, 5 * 20)[:2], 12345)
+    f.write_bytes(bytes(data))
+    (root / "consumequeue" / "OrderTopic" / "2" / "00000000000000002560").unlink()
+    last = sorted((root / "consumequeue" / "BenchTopic-7" / "0").iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    units = [S.CQ_UNIT.unpack_from(data, i) for i in range(0, len(data), 20)]
+    n = next(i for i, u in enumerate(units) if u[1] <= 0)
+    S.CQ_UNIT.pack_into(data, n * 20, units[n - 1][0] + 10, units[n - 1][1], 0)
+    last.write_bytes(bytes(data))
+
+
+def test_dry_run_reports_the_diff_and_writes_nothing(tmp_path):
+    root = copy_store("a-basic", tmp_path)
+    damage_queues(root)
+    snapshot = tree(tmp_path)
+    stats = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"), "--dry-run",
+              "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert tree(tmp_path) == snapshot and {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == stats
+    rows = {(r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
+    assert set(rows) == {("TopicTest", 1), ("OrderTopic", 2), ("BenchTopic-7", 0)}
+    assert (rows[("TopicTest", 1)]["changed"], rows[("TopicTest", 1)]["added"], rows[("TopicTest", 1)]["removed"]) == (1, 0, 0)
+    assert rows[("OrderTopic", 2)]["added"] > 0 and rows[("OrderTopic", 2)]["removed"] == 0
+    assert (rows[("BenchTopic-7", 0)]["removed"], rows[("BenchTopic-7", 0)]["added"]) == (1, 0)
+    assert "dry run" in res.stderr
+
+
+def test_rebuild_keeps_the_replaced_files_unless_told_not_to(tmp_path):
+    root = copy_store("a-basic", tmp_path / "a")
+    damage_queues(root)
+    damaged = tree(root / "consumequeue")
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 0, res.stderr
+    assert tree(root / "consumequeue") == tree(FIXTURES / "a-basic" / "store" / "consumequeue")
+    backups = [p for p in root.iterdir() if p.name.startswith(txn.BACKUP_PREFIX)]
+    assert len(backups) == 1 and tree(backups[0] / "consumequeue") == damaged
+    assert str(backups[0]) in res.stderr
+
+    root = copy_store("a-basic", tmp_path / "b")
+    damage_queues(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"), "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert tree(root / "consumequeue") == tree(FIXTURES / "a-basic" / "store" / "consumequeue")
+    assert not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+
+
+def test_subset_rebuild_touches_only_the_selected_queues(tmp_path):
+    root = copy_store("a-basic", tmp_path)
+    damage_queues(root)
+    stray = root / "consumequeue" / "TopicTest" / "7"
+    stray.mkdir()
+    shutil.copy(root / "consumequeue" / "TopicTest" / "0" / "00000000000000000000", stray)
+    untouched = {p: p.stat().st_ino for p in (root / "consumequeue").rglob("*")
+                 if "TopicTest" not in p.parts and p.is_file()}
+    conf = broker_conf("a-basic")
+    fixture = FIXTURES / "a-basic" / "store" / "consumequeue"
+
+    res = run("rebuild", "consumequeue", "--topic", "TopicTest", "--queue-id", "1", "--store", root,
+              "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert [(r["topic"], r["queueId"]) for r in jsonl(res.stdout)] == [("TopicTest", 1)]
+    assert tree(root / "consumequeue" / "TopicTest" / "1") == tree(fixture / "TopicTest" / "1")
+    assert stray.is_dir()
+
+    res = run("rebuild", "consumequeue", "--topic", "TopicTest", "--store", root, "--broker-config", conf,
+              "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert [(r["topic"], r["queueId"], r["removed"]) for r in jsonl(res.stdout)] == [("TopicTest", 7, 64)]
+    assert "TopicTest/7" in res.stderr and not stray.exists()
+    assert tree(root / "consumequeue" / "TopicTest") == tree(fixture / "TopicTest")
+    # the other topics' damage and files were left exactly as they were
+    assert {p: p.stat().st_ino for p in untouched} == untouched
+    assert tree(root / "consumequeue" / "OrderTopic") != tree(fixture / "OrderTopic")
+
+
+def test_rebuild_after_cleanup_fills_the_queue_heads_with_pre_blank_units(tmp_path):
+    """The broker's cleaner deleted the oldest commitlog files: each queue's first surviving message has a
+    queueOffset > 0, so its first consumequeue file starts at that file boundary with (0, MAX, 0) units."""
+    root = copy_store("a-basic", tmp_path)
+    size = 65536
+    cut = 25 * size
+    for f in sorted((root / "commitlog").iterdir())[:25]:
+        f.unlink()
+    shutil.rmtree(root / "consumequeue")
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 0, res.stderr
+
+    cq_size = 1280
+    first = {}
+    for w in truth("a-basic", "truth-consumequeue.jsonl"):
+        if w["commitLogOffset"] >= cut:
+            key = (w["topic"], w["queueId"])
+            first[key] = min(first.get(key, 1 << 62), w["queueOffset"])
+    assert len(first) == 12 and min(first.values()) > 0 and max(first.values()) * 20 >= cq_size
+    blank = S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0)
+    for (topic, qid), q0 in first.items():
+        orig = FIXTURES / "a-basic" / "store" / "consumequeue" / topic / str(qid)
+        start = q0 * 20 - q0 * 20 % cq_size
+        want = {}
+        for f in sorted(orig.iterdir()):
+            if int(f.name) >= start:
+                data = bytearray(f.read_bytes())
+                if int(f.name) == start:
+                    data[: q0 * 20 - start] = blank * (q0 - start // 20)
+                want[f.name] = bytes(data)
+        got = {f.name: f.read_bytes() for f in sorted((root / "consumequeue" / topic / str(qid)).iterdir())}
+        assert got == want, (topic, qid)
+    rows = jsonl(run("dump", "consumequeue", "TopicTest", 0, "--store", root, "--broker-config",
+                     broker_conf("a-basic"), "--format", "jsonl").stdout)
+    assert rows[0]["preBlank"] and not any(r.get("preBlank") for r in rows if r["queueOffset"] >= first[("TopicTest", 0)])
+
+
+# -- refusals ----------------------------------------------------------------------------------------------
+
+def append_record_with_topic(root: Path, topic: bytes) -> int:
+    """Append a copy of the last message under another topic, as a broker would have written it."""
+    store = open_store(root, "a-basic")
+    f, last = None, None
+    for f, last in store.scan().records():
+        pass
+    m = copy.copy(last)
+    pos = last.position + last.storeSize
+    m.topicBytes, m.queueId, m.queueOffset, m.physicalOffset = topic, 0, 0, f.start + pos
+    data = encode_record(m)
+    assert pos + len(data) + 8 <= store.commitlog.file_size
+    path = f.path
+    store.close()
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(data)
+    return f.start + pos
+
+
+@pytest.mark.parametrize("bad_topic", [b"../../x", b".."])
+def test_a_topic_that_is_not_a_directory_name_is_refused(tmp_path, bad_topic):
+    root = copy_store("a-basic", tmp_path / "a" / "b")
+    offset = append_record_with_topic(root, bad_topic)
+    outside = sorted(p for p in tmp_path.rglob("*") if root not in p.parents and p != root)
+    before = tree(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 2
+    assert bad_topic.decode() in res.stderr and "commitlog" in res.stderr and f"offset {offset % 65536}" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+    assert sorted(p for p in tmp_path.rglob("*") if root not in p.parents and p != root) == outside
+    # the index holds no directory names: rebuilding it is fine, and the record's keys are indexed
+    res = run("rebuild", "index", "--store", root, "--broker-config", broker_conf("a-basic"), "--dry-run")
+    assert res.exit_code == 0, res.stderr
+
+
+def test_rebuild_refuses_while_the_lock_is_held(tmp_path):
+    root = copy_store("b-mixed", tmp_path)
+    shutil.rmtree(root / "consumequeue")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys,time\n"
+                               f"fd=os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
+                               "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('held', flush=True)\ntime.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("b-mixed"))
+        assert res.exit_code == 2 and "locked" in res.stderr
+        assert not (root / "consumequeue").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert fcntl  # the holder used the same fcntl record lock the broker takes
+
+
+def test_writing_needs_an_explicit_store(tmp_path, monkeypatch):
+    monkeypatch.delenv("ROCKETMQ_STORE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for argv in (["rebuild", "consumequeue"], ["rebuild", "index"], ["repair"]):
+        res = run(*argv, "--broker-config", broker_conf("a-basic"))
+        assert res.exit_code == 2 and "--store" in res.stderr
+
+
+# -- crash safety ----------------------------------------------------------------------------------------
+
+def _without(*names):
+    def mutate(root: Path):
+        for n in names:
+            shutil.rmtree(root / n)
+    return mutate
+
+
+def _expected_new(tmp_path: Path, name: str, mutate, operation) -> tuple[dict, dict]:
+    prepare = fresh(name, tmp_path / "expected", mutate)
+    old_root, new_root = prepare(), prepare()
+    operation(new_root)
+    assert is_consistent(new_root, name)
+    return state(old_root), state(new_root)
+
+
+@pytest.mark.parametrize("what", ["consumequeue", "index"])
+def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(tmp_path, what):
+    name = "b-mixed"
+
+    damage = _without(what)
+    ops = {"consumequeue": lambda r: rebuild_consumequeue(open_store(r, name), keep_backup=False),
+           "index": lambda r: rebuild_index(open_store(r, name), keep_backup=False)}
+    old, new = _expected_new(tmp_path, name, damage, ops[what])
+    outcomes = sweep_kills(fresh(name, tmp_path / "sweep", damage), ops[what], old, new)
+    assert outcomes["old"] and outcomes["new"]
+
+
+def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(tmp_path):
+    name = "c-v5-features"
+    conf = broker_conf(name)
+    old, new = _expected_new(tmp_path, name, _without("consumequeue"),
+                             lambda r: rebuild_consumequeue(open_store(r, name)))
+    prepare = fresh(name, tmp_path / "runs-cq", _without("consumequeue"))
+    outcomes = random_kills(tmp_path, prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r),
+                                                         "--broker-config", str(conf)], old, new, runs=10, seed=4)
+    old_i, new_i = _expected_new(tmp_path / "i", name, _without("index"), lambda r: rebuild_index(open_store(r, name)))
+    prepare = fresh(name, tmp_path / "runs-index", _without("index"))
+    more = random_kills(tmp_path, prepare, lambda r: ["rebuild", "index", "--store", str(r),
+                                                     "--broker-config", str(conf)], old_i, new_i, runs=10, seed=5)
+    assert sum(outcomes.values()) + sum(more.values()) == 20

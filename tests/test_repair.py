@@ -1,0 +1,278 @@
+"""repair: RocketMQ 4.9.7's abnormal recovery of d-crashed reproduced as a plan and applied (the torn record
+cut, the flipped byte in the first file reported but kept), --scan-all, consumequeues and index truncated
+exactly to what the broker would have written for the records kept, and SIGKILL at any moment."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from rmqctl import schema as S
+from rmqctl.ops import txn
+from rmqctl.ops.query import query_offsets
+from rmqctl.ops.repair import repair
+from rmqctl.store import IndexFile
+from test_rebuild import (commit_point, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
+                          state, sweep_kills, tree)
+
+CRASHED = "d-crashed"
+TORN = 782999  # corruption.json: the record whose second half was zeroed
+FLIPPED = 32655  # corruption.json: the record with a flipped body byte, in the first file
+CL_SIZE = 65536
+
+
+def kept_offsets(root: Path, name: str) -> list[int]:
+    res = run("dump", "commitlog", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl",
+              "--body", "none")
+    return [r["commitLogOffset"] for r in jsonl(res.stdout)]
+
+
+def cq_entries(root: Path, name: str) -> list[tuple]:
+    out = []
+    for cq in open_store(root, name).consume_queues():
+        out += [(cq.topic, cq.queue_id, q, off, size, tags) for q, _, _, off, size, tags in cq.entries()]
+    return sorted(out)
+
+
+def test_repair_cuts_exactly_the_torn_record(tmp_path):
+    root = copy_store(CRASHED, tmp_path)
+    conf = broker_conf(CRASHED)
+    original = FIXTURES / CRASHED / "store"
+
+    before = tree(tmp_path)
+    res = run("repair", "--store", root, "--broker-config", conf, "--dry-run", "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert tree(tmp_path) == before
+    plan = jsonl(res.stdout)
+    assert [(r["action"], r["commitLogOffset"]) for r in plan if r["action"] in ("cut", "not-cut")] == \
+        [("cut", TORN), ("not-cut", FLIPPED)]
+    assert "body-crc" in next(r["detail"] for r in plan if r["action"] == "not-cut")
+    assert "--scan-all would cut at 32655" in res.stderr and "OrderTopic/2 (1)" in res.stderr
+
+    res = run("repair", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert jsonl(res.stdout) == plan
+
+    # the commitlog: the torn record's bytes zeroed, the preallocated file gone, everything else as it was
+    assert kept_offsets(root, CRASHED) == [m["commitLogOffset"] for m in truth(CRASHED, "truth-recovered-messages.jsonl")]
+    names = sorted(p.name for p in (root / "commitlog").iterdir())
+    assert names == sorted(p.name for p in (original / "commitlog").iterdir())[:-1]
+    last = (root / "commitlog" / "00000000000000720896").read_bytes()
+    orig_last = (original / "commitlog" / "00000000000000720896").read_bytes()
+    cut = TORN - 720896
+    assert len(last) == CL_SIZE and last[:cut] == orig_last[:cut] and not last[cut:].strip(b"\0")
+    for n in names[:-1]:
+        assert (root / "commitlog" / n).read_bytes() == (original / "commitlog" / n).read_bytes()
+    assert not (root / "abort").exists()
+    assert (root / "checkpoint").read_bytes() == (original / "checkpoint").read_bytes()
+
+    # consumequeues: what RocketMQ's own recovery kept
+    want = sorted((w["topic"], w["queueId"], w["queueOffset"], w["commitLogOffset"], w["size"], w["tagsCode"])
+                  for w in truth(CRASHED, "truth-recovered-consumequeue.jsonl"))
+    assert cq_entries(root, CRASHED) == want
+
+    # index: the full files untouched, the last one without the torn record's three keys
+    files = sorted((root / "index").iterdir())
+    assert [p.name for p in files] == sorted(p.name for p in (original / "index").iterdir())
+    for p in files[:-1]:
+        assert p.read_bytes() == (original / "index" / p.name).read_bytes()
+    ix, ox = IndexFile(files[-1], 100, 512), IndexFile(original / "index" / files[-1].name, 100, 512)
+    assert ix.entry_count == ox.entry_count - 3
+    assert np.array_equal(ix.entries()[1 : ix.index_count], ox.entries()[1 : ix.index_count])
+    assert ix.header["endPhyOffset"] == 781880 and not np.any(ix.entries()["phyOffset"] >= TORN)
+    store = open_store(root, CRASHED)
+    messages = {m["commitLogOffset"]: m for m in truth(CRASHED, "truth-messages.jsonl")}
+
+    def carries(off, topic, key):
+        m = messages.get(off)
+        return off != TORN and m is not None and m["topic"] == topic and (
+            key == m.get("uniqKey") or key in (m.get("keys") or "").split(" "))
+
+    for q in truth(CRASHED, "truth-recovered-index.jsonl"):
+        got = query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
+        want = q["indexServiceQueryOffset"]["phyOffsets"]
+        assert {o for o in got if carries(o, q["topic"], q["key"])} == {o for o in want if carries(o, q["topic"], q["key"])}
+
+    # the result is what dispatching the repaired commitlog gives, and a second repair has nothing to cut
+    assert is_consistent(root, CRASHED)
+    res = run("repair", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0 and "nothing to repair" in res.stderr
+    assert [r["action"] for r in jsonl(res.stdout)] == ["not-cut"]
+
+
+def test_repaired_store_verifies_but_for_the_flipped_byte(tmp_path):
+    from rmqctl.cli.main import cli
+
+    if "verify" not in cli.commands:
+        pytest.skip("verify has not landed yet")
+    root = copy_store(CRASHED, tmp_path)
+    assert run("repair", "--store", root, "--broker-config", broker_conf(CRASHED)).exit_code == 0
+    res = run("verify", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl")
+    errors = [f for f in jsonl(res.stdout) if f.get("severity", "error") == "error"]
+    assert res.exit_code == 1 and errors
+    assert all(FLIPPED <= (f.get("commitLogOffset") or -1) < FLIPPED + 2045 for f in errors), errors
+
+
+def test_scan_all_cuts_at_the_first_bad_record_anywhere(tmp_path):
+    root = copy_store(CRASHED, tmp_path)
+    res = run("repair", "--scan-all", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    rows = jsonl(res.stdout)
+    assert rows[0]["action"] == "cut" and rows[0]["commitLogOffset"] == FLIPPED and "body-crc" in rows[0]["detail"]
+    assert "would cut at 782999" in res.stderr and "574 more record(s)" in res.stderr
+    assert kept_offsets(root, CRASHED) == [m["commitLogOffset"] for m in truth(CRASHED, "truth-messages.jsonl")
+                                           if m["commitLogOffset"] < FLIPPED]
+    assert sorted(p.name for p in (root / "commitlog").iterdir()) == ["00000000000000000000"]
+    assert is_consistent(root, CRASHED)
+    assert open_store(root, CRASHED).checkpoint()["indexMsgTimestamp"] == 0  # no full index file any more
+
+
+def test_repair_of_a_sound_store(tmp_path):
+    root = copy_store("a-basic", tmp_path / "a")
+    before = tree(root)
+    res = run("repair", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 0 and jsonl(res.stdout) == [] and "nothing to repair" in res.stderr
+    assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+
+    root = copy_store("a-basic", tmp_path / "b")
+    (root / "abort").touch()
+    res = run("repair", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl", "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert [(r["action"], r["target"]) for r in jsonl(res.stdout)] == [("remove", "abort")]
+    assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+
+
+def test_a_torn_last_record_is_cut_from_the_checkpoint_start(tmp_path):
+    root = copy_store("a-basic", tmp_path)
+    offsets = kept_offsets(root, "a-basic")
+    last = offsets[-1]
+    path = root / "commitlog" / f"{last - last % CL_SIZE:020d}"
+    data = bytearray(path.read_bytes())
+    size = S.INT32.unpack_from(data, last % CL_SIZE)[0]
+    data[last % CL_SIZE + size // 2 : last % CL_SIZE + size] = bytes(size - size // 2)
+    path.write_bytes(bytes(data))
+    (root / "abort").touch()
+    r = repair(open_store(root, "a-basic"))
+    assert r.cutOffset == last and r.stoppedAt.commitLogOffset == last and r.recordsCut == 1 and not r.notCut
+    assert kept_offsets(root, "a-basic") == offsets[:-1]
+    assert is_consistent(root, "a-basic")
+
+
+def cut_points() -> list[int]:
+    """Records where the index rolls over (the first record of each later index file, whose keys may be split
+    across two files, and the one after it), the first record of the commitlog, and one mid-file."""
+    store = open_store(FIXTURES / "a-basic" / "store", "a-basic")
+    offsets = [f.start + m.position for f, m in store.scan().records()]
+    points = {0, offsets[len(offsets) // 2]}
+    for ix in store.index_files()[1:4]:
+        begin = ix.header["beginPhyOffset"]
+        points |= {begin, offsets[offsets.index(begin) + 1]}
+    return sorted(points)
+
+
+@pytest.mark.parametrize("cut", cut_points())
+def test_any_cut_leaves_consumequeues_and_index_as_the_broker_would_write_them(tmp_path, cut):
+    """Undoing index entries (slot back to prevIndex, counts, end offset and time; a file emptied or removed
+    as the broker would have created it or not) gives byte for byte what dispatching the kept records gives."""
+    root = copy_store("a-basic", tmp_path)
+    path = root / "commitlog" / f"{cut - cut % CL_SIZE:020d}"
+    data = bytearray(path.read_bytes())
+    data[cut % CL_SIZE + 100] ^= 0xFF  # inside the body: a CRC failure
+    path.write_bytes(bytes(data))
+    r = repair(open_store(root, "a-basic"), scan_all=True)
+    assert r.cutOffset == cut and r.stoppedAt.kind == "body-crc"
+    assert kept_offsets(root, "a-basic") == [o for o in kept_offsets(FIXTURES / "a-basic" / "store", "a-basic") if o < cut]
+    assert is_consistent(root, "a-basic")
+
+
+def test_repair_refuses_while_the_lock_is_held(tmp_path):
+    root = copy_store(CRASHED, tmp_path)
+    before = tree(root)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,time\n"
+                               f"fd=os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
+                               "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('held', flush=True)\ntime.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = run("repair", "--store", root, "--broker-config", broker_conf(CRASHED))
+        assert res.exit_code == 2 and "locked" in res.stderr and "Traceback" not in res.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert tree(root) == before
+
+
+# -- crash safety ----------------------------------------------------------------------------------------
+
+def _old_new(tmp_path: Path) -> tuple[dict, dict]:
+    prepare = fresh(CRASHED, tmp_path / "expected")
+    old_root, new_root = prepare(), prepare()
+    repair(open_store(new_root, CRASHED), keep_backup=False)
+    assert is_consistent(new_root, CRASHED)
+    return state(old_root), state(new_root)
+
+
+def test_repair_killed_before_any_filesystem_step_leaves_old_or_new(tmp_path):
+    old, new = _old_new(tmp_path)
+    operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
+    outcomes = sweep_kills(fresh(CRASHED, tmp_path / "sweep"), operation, old, new, every=5)
+    assert outcomes["old"] and outcomes["new"] and outcomes["points"] > 30
+
+
+def test_the_recovery_itself_can_be_killed_and_resumed(tmp_path):
+    """Killed right after its commit point, then the recovery killed before each of its own steps: every
+    later recovery still ends in the new state."""
+    old, new = _old_new(tmp_path)
+    prepare = fresh(CRASHED, tmp_path / "runs")
+    operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
+    probe = prepare()
+    commit = commit_point(lambda: operation(probe))
+    m = 1
+    while True:
+        root = prepare()
+        assert run_killed_at(commit + 1, lambda: operation(root))
+        assert txn.pending(root)["state"] == "committed"
+        killed = run_killed_at(m, lambda: recover(root))
+        recover(root)
+        assert state(root) == new, f"recovery killed before its step {m}"
+        shutil.rmtree(root.parent)
+        if not killed:
+            break
+        m += 1
+    assert m > 10
+
+
+def test_repair_cli_killed_at_random_moments_leaves_old_or_new(tmp_path):
+    old, new = _old_new(tmp_path)
+    conf = broker_conf(CRASHED)
+    outcomes = random_kills(tmp_path, fresh(CRASHED, tmp_path / "runs"),
+                            lambda r: ["repair", "--store", str(r), "--broker-config", str(conf)], old, new,
+                            runs=12, seed=7)
+    assert sum(outcomes.values()) == 12
+
+
+def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command(tmp_path):
+    old, new = _old_new(tmp_path)
+    prepare = fresh(CRASHED, tmp_path / "runs")
+    operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
+    probe = prepare()
+    commit = commit_point(lambda: operation(probe))
+    root = prepare()
+    assert run_killed_at(commit + 2, lambda: operation(root))
+    res = run("repair", "--store", root, "--broker-config", broker_conf(CRASHED), "--dry-run")
+    assert res.exit_code == 0 and "interrupted rmqctl run is pending (committed)" in res.stderr
+    res = run("rebuild", "index", "--store", root, "--broker-config", broker_conf(CRASHED))
+    assert res.exit_code == 0 and "finished an interrupted `repair` run first" in res.stderr, res.stderr
+    assert state(root) == new
+
+    root = prepare()
+    assert run_killed_at(commit - 1, lambda: operation(root))
+    assert txn.pending(root)["state"] == "uncommitted"
+    res = run("rebuild", "consumequeue", "--topic", "NoSuchTopic", "--store", root, "--broker-config", broker_conf(CRASHED))
+    assert res.exit_code == 0 and "removed what an interrupted run left" in res.stderr
+    assert state(root) == old
