@@ -6,6 +6,7 @@ flush() (msync + fsync of files and directories)."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import mmap
 import os
 from pathlib import Path
@@ -27,6 +28,32 @@ def fsync_dir(path: Path):
         os.close(fd)
 
 
+def create_full_size(path: Path, size: int) -> int:
+    """Create `path` sparse (all zero) at `size` bytes so that it appears whole or not at all: an unnamed
+    O_TMPFILE in the directory is sized, then linked in under its name. A kill in between leaves nothing;
+    a short file would make the broker (and our own writers) refuse the store. Returns an O_RDWR fd."""
+    try:
+        fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)  # a filesystem without O_TMPFILE
+        os.ftruncate(fd, size)
+        return fd
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.ftruncate(fd, size)
+        # a directory fd makes Python call linkat(..., AT_SYMLINK_FOLLOW), which links the file the /proc
+        # entry names; EEXIST if the name is taken, like O_EXCL
+        os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(dir_fd)
+    return fd
+
+
 class WritableFile:
     """A fixed-size file mapped read-write; created sparse (all zero) at full size like the broker's."""
 
@@ -35,9 +62,9 @@ class WritableFile:
         self.created = create
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
-        if create:
-            os.ftruncate(self.fd, size)
+            self.fd = create_full_size(path, size)
+        else:
+            self.fd = os.open(path, os.O_RDWR)
         self.map = mmap.mmap(self.fd, size)
         self.dirty = create
 
