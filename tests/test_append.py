@@ -1,0 +1,549 @@
+"""append: byte-identical copies of real RocketMQ stores, the broker's append rules one by one, refusals, the
+lock, and durability under SIGKILL."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from rmqctl import schema as S
+from rmqctl.cli.main import cli
+from rmqctl.config import load_config
+from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
+from rmqctl.ops.append import Appender, NewMessage, delete_property, java_hashmap_order
+from rmqctl.record import Blank, property_crc_state, read_record
+from rmqctl.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_conf(path: Path, base: str | None = None, **settings) -> Path:
+    """A broker.conf: a fixture's, with some settings changed or added."""
+    lines = (FIXTURES / base / "broker.conf").read_text().splitlines() if base else ["brokerIP1=192.168.0.10"]
+    lines = [l for l in lines if l.split("=", 1)[0] not in settings]
+    lines += [f"{k}={v}" for k, v in settings.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def append_ok(store: Path, conf: Path, *args, input=None) -> list[dict]:
+    res = run("append", "--store", store, "--broker-config", conf, *args, input=input)
+    assert res.exit_code == 0, res.stderr
+    return jsonl(res.stdout)
+
+
+def dump(store: Path, conf: Path, *args) -> list[dict]:
+    res = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
+              "--raw-properties", *args)
+    assert res.exit_code == 0, res.stderr
+    return jsonl(res.stdout)
+
+
+def cq(store: Path, conf: Path, topic: str, qid: int) -> list[dict]:
+    res = run("dump", "consumequeue", topic, qid, "--store", store, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    return jsonl(res.stdout)
+
+
+def one_line_error(res, *needles):
+    assert res.exit_code == 2, (res.stdout, res.stderr)
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert all(n in lines[0] for n in needles), lines[0]
+    return lines[0]
+
+
+def nonzero_files(root: Path, sub: str) -> dict[str, bytes]:
+    return {p.relative_to(root / sub).as_posix(): p.read_bytes() for p in sorted((root / sub).rglob("*"))
+            if p.is_file() and p.read_bytes().strip(b"\0")}
+
+
+def index_contents(root: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted((root / "index").iterdir())]
+
+
+# -- the round trip: dump | append reproduces the broker's own files -------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_round_trip_is_byte_identical(tmp_path, name):
+    src = FIXTURES / name / "store"
+    conf = broker_conf(name)
+    lines = run("dump", "commitlog", "--store", src, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
+                "--raw-properties").stdout
+    new = tmp_path / "store"
+    acks = append_ok(new, conf, "--jsonl", "-", "--keep-timestamps", input=lines)
+    want = truth(name, "truth-messages.jsonl")
+    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == \
+        [(w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want]
+    for sub in ("commitlog", "consumequeue"):
+        assert nonzero_files(new, sub) == nonzero_files(src, sub), sub
+    assert index_contents(new) == index_contents(src)
+
+
+def test_round_trip_rebuilds_properties_in_store_style(tmp_path):
+    """Without --raw-properties the stored bytes follow the `properties` order in the store's style: 4.x
+    separators between pairs, reproducing a 4.9.7 store whose records hold no duplicate keys."""
+    src = FIXTURES / "a-basic" / "store"
+    conf = broker_conf("a-basic")
+    lines = run("dump", "commitlog", "--store", src, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
+                "--limit", "300").stdout
+    new = tmp_path / "store"
+    append_ok(new, conf, "--jsonl", "-", "--keep-timestamps", "--rocketmq-version", "4", input=lines)
+    got = {m["commitLogOffset"]: m["propertiesString"] for m in dump(new, conf)}
+    want = {w["commitLogOffset"]: w["propertiesString"] for w in truth("a-basic", "truth-messages.jsonl")[:300]}
+    assert got == want
+
+
+# -- single messages -----------------------------------------------------------------------------------------
+
+
+def test_single_message_then_dump(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    store = tmp_path / "store"
+    [ack] = append_ok(store, conf, "--topic", "TopicTest", "--queue-id", "2", "--tags", "TagA", "--keys", "K1 K2",
+                      "--property", "color=red", "--body", "héllo", "--born-host", "10.0.0.7:5555",
+                      "--born-timestamp", "1700000000000", "--store-timestamp", "1700000000123", "--flag", "7")
+    assert ack == {"commitLogOffset": 0, "queueOffset": 0, "msgId": "C0A8000A00002A9F0000000000000000",
+                   "file": "00000000000000000000", "position": 0}
+    [m] = dump(store, conf)
+    assert m["topic"] == "TopicTest" and m["queueId"] == 2 and m["flag"] == 7
+    assert m["bornHost"] == "10.0.0.7:5555" and m["storeHost"] == "192.168.0.10:10911"
+    assert (m["bornTimestamp"], m["storeTimestamp"]) == (1700000000000, 1700000000123)
+    assert base64.b64decode(m["body"]) == "héllo".encode()
+    assert m["bodyCRC"] == crc31("héllo".encode())
+    assert m["magicCode"] == S.MAGIC_V1 and m["physicalOffset"] == 0
+    assert m["properties"] == {"TAGS": "TagA", "KEYS": "K1 K2", "color": "red"}
+    # a broker builds the string from its HashMap; 4.x puts separators only between pairs
+    assert m["propertiesString"] == "color\x01red\x02KEYS\x01K1 K2\x02TAGS\x01TagA"
+    [unit] = cq(store, conf, "TopicTest", 2)
+    assert (unit["commitLogOffset"], unit["size"], unit["tagsCode"]) == (0, m["storeSize"], java_string_hash("TagA"))
+    hits = jsonl(run("query", "key", "TopicTest", "K2", "--store", store, "--broker-config", conf, "--format", "jsonl").stdout)
+    assert [h["commitLogOffset"] for h in hits] == [0]
+    cp = Store(store, load_config(conf)).checkpoint()
+    assert cp["fileSize"] == S.CHECKPOINT_FILE_SIZE and cp["physicMsgTimestamp"] == cp["logicsMsgTimestamp"] == 1700000000123
+
+
+def test_transient_properties_are_never_stored(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    append_ok(tmp_path / "s", conf, "--topic", "T", "--property", "__RMQ.TRANSIENT.x=1", "--property", "k=v")
+    assert dump(tmp_path / "s", conf)[0]["properties"] == {"k": "v"}
+
+
+def test_options_reproduce_a_broker_written_lmq_record(tmp_path):
+    """b-mixed's first LMQ message: the 4.9.7 store added INNER_MULTI_QUEUE_OFFSET, dropped WAIT and rebuilt
+    the string from its HashMap. The same message through `append` gives the same bytes."""
+    [want] = [w for w in truth("b-mixed", "truth-messages.jsonl") if w.get("label", "").startswith("lmq")][:1]
+    conf = broker_conf("b-mixed")
+    props = [a for k, v in want["properties"].items() if k != "INNER_MULTI_QUEUE_OFFSET"
+             for a in ("--property", f"{k}={v}")] + ["--property", "WAIT=true"]
+    store = tmp_path / "store"
+    append_ok(store, conf, "--topic", want["topic"], "--queue-id", want["queueId"], "--born-host", want["bornHost"],
+              "--store-host", want["storeHost"], "--born-timestamp", want["bornTimestamp"], "--store-timestamp",
+              want["storeTimestamp"], "--body-file", "-", *props, input=base64.b64decode(want["body"]))
+    [m] = dump(store, conf)
+    assert m["propertiesString"] == want["propertiesString"]
+    raw = (store / "commitlog" / "00000000000000000000").read_bytes()[: m["storeSize"]]
+    orig = (FIXTURES / "b-mixed" / "store" / "commitlog" / want["file"]).read_bytes()
+    orig = orig[want["filePosition"] : want["filePosition"] + want["storeSize"]]
+    assert raw[:20] == orig[:20] and raw[36:] == orig[36:]  # all but QUEUEOFFSET/PHYSICALOFFSET (new store)
+    assert {(u["topic"], u["queueId"], u["queueOffset"]) for u in want["cqEntries"]} == {
+        (t, 0, 0) for t in ("%LMQ%alpha", "%LMQ%beta", "LmqParentTopic")}
+    for t in ("%LMQ%alpha", "%LMQ%beta", "LmqParentTopic"):
+        assert [u["commitLogOffset"] for u in cq(store, conf, t, 0)] == [0]
+
+
+# -- the BLANK and the roll ------------------------------------------------------------------------------------
+
+
+def test_roll_over_writes_blank_and_creates_next_file_at_full_size(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=200,
+                      maxHashSlotNum=8, maxIndexNum=16)
+    store = tmp_path / "store"
+    lines = "".join(json.dumps({"topic": "RollTopic", "queueId": 0, "body": "x" * 900, "properties": {"KEYS": f"k{i}"},
+                                "storeTimestamp": 1700000000000 + i}) + "\n" for i in range(9))
+    acks = append_ok(store, conf, "--jsonl", "-", "--keep-timestamps", input=lines)
+    size = 91 + 900 + len("RollTopic") + len("KEYS\x01k0")
+    assert [a["queueOffset"] for a in acks] == list(range(9))
+    per_file = (4096 - 8) // size  # a record needs 8 bytes to spare
+    first = acks[per_file]
+    assert (first["file"], first["position"], first["commitLogOffset"]) == ("00000000000000004096", 0, 4096)
+    f0 = (store / "commitlog" / "00000000000000000000").read_bytes()
+    assert len(f0) == 4096
+    end = per_file * size
+    assert S.BLANK.unpack_from(f0, end) == (4096 - end, S.MAGIC_BLANK)
+    assert f0[end + 8 :] == bytes(4096 - end - 8)  # only the 8 bytes are written
+    for p in (store / "commitlog").iterdir():
+        assert p.stat().st_size == 4096
+    m = read_record((store / "commitlog" / "00000000000000004096").read_bytes(), 0, 4096)
+    assert m.physicalOffset == 4096 and m.queueOffset == per_file
+    assert [u["commitLogOffset"] for u in cq(store, conf, "RollTopic", 0)] == [a["commitLogOffset"] for a in acks]
+    assert len(list((store / "consumequeue" / "RollTopic" / "0").iterdir())) == 1  # 9 units of 10 per CQ file
+    assert len(list((store / "index").iterdir())) == 1  # 9 keys, no UNIQ_KEY: 9 of the file's 15 entries
+    # appending again continues after the last record of the second file
+    [ack] = append_ok(store, conf, "--topic", "RollTopic", "--body", "y")
+    assert ack["queueOffset"] == 9 and ack["commitLogOffset"] == acks[-1]["commitLogOffset"] + size
+
+
+# -- 5.x records: V2 magic and the property CRC -------------------------------------------------------------------
+
+
+def test_v2_topic_on_5x_store_and_refused_on_4x(tmp_path):
+    retry = "%RETRY%" + "g" * 130
+    conf5 = broker_conf("c-v5-features")
+    [ack] = append_ok(tmp_path / "s5", conf5, "--topic", retry, "--body", "b")
+    [m] = dump(tmp_path / "s5", conf5)
+    assert m["magicCode"] == S.MAGIC_V2 and m["topic"] == retry
+    raw = (tmp_path / "s5" / "commitlog" / "00000000000000000000").read_bytes()
+    head = S.RECORD_HEADS[(False, False)][0].size
+    assert S.TOPIC_LEN_V2.unpack_from(raw, head + 1)[0] == len(retry)
+    # a 127-character topic keeps V1 (the boundary); so does every topic in a 4.x store
+    append_ok(tmp_path / "s5", conf5, "--topic", "T" * 127, "--body", "b")
+    assert dump(tmp_path / "s5", conf5)[1]["magicCode"] == S.MAGIC_V1
+    conf4 = broker_conf("a-basic")
+    one_line_error(run("append", "--store", tmp_path / "s4", "--broker-config", conf4, "--topic", retry, "--body", "b"),
+                   "4.x store", "127")
+
+
+def test_jsonl_copies_take_v2_topics_that_a_producer_could_not_send(tmp_path):
+    conf5 = broker_conf("c-v5-features")
+    line = json.dumps({"topic": "V2-" + "z" * 200, "body": "b"}) + "\n"
+    append_ok(tmp_path / "s", conf5, "--jsonl", "-", input=line)
+    assert dump(tmp_path / "s", conf5)[0]["magicCode"] == S.MAGIC_V2
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf5, "--topic", "V2-" + "z" * 200),
+                   "longer than the 127")
+
+
+def test_property_crc_replaces_a_supplied_one(tmp_path):
+    conf = broker_conf("c-v5-features")
+    store = tmp_path / "store"
+    append_ok(store, conf, "--topic", "TopicV5", "--property", "__CRC32#=1234567890", "--property", "a=b", "--body", "x")
+    append_ok(store, conf, "--topic", "TopicV5", "--body", "empty properties")
+    buf = (store / "commitlog" / "00000000000000000000").read_bytes()
+    first = read_record(buf, 0, len(buf))
+    second = read_record(buf, first.storeSize, len(buf))
+    for rec in (first, second):
+        stored, computed = property_crc_state(buf, rec.position, rec)
+        assert stored == computed
+        trailer = buf[rec.position + rec.storeSize - 20 : rec.position + rec.storeSize]
+        crc = crc31(buf[rec.position : rec.position + rec.storeSize - 20])
+        assert trailer == b"__CRC32#\x01" + crc_digits(crc).encode() + b"\x02"
+    assert first.properties_string == "a\x01b\x02__CRC32#\x01" + crc_digits(property_crc_state(buf, 0, first)[1]) + "\x02"
+    assert len(second.propertiesBytes) == 20  # empty property map: only the CRC pair
+    # verbatim strings: a stale CRC pair anywhere is deleted (MessageUtils.deleteProperty) and replaced
+    line = json.dumps({"topic": "TopicV5", "body": "y", "propertiesString": "__CRC32#\x010000000001\x02k\x01v"}) + "\n"
+    append_ok(store, conf, "--jsonl", "-", input=line)
+    third = read_record(buf := (store / "commitlog" / "00000000000000000000").read_bytes(), first.storeSize + second.storeSize, len(buf))
+    assert third.properties_string.startswith("k\x01v\x02__CRC32#\x01")
+    assert property_crc_state(buf, third.position, third)[0] == property_crc_state(buf, third.position, third)[1]
+
+
+# -- transactions, delay --------------------------------------------------------------------------------------------
+
+
+def test_prepared_and_rollback_take_queue_offset_zero_and_no_consumequeue_entry(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    store = tmp_path / "store"
+    seq = [("0", "N1"), ("4", "P1"), ("0", "N2"), ("12", "R1"), ("8", "C1"), ("4", "P2")]
+    acks = [append_ok(store, conf, "--topic", "Tx", "--sys-flag", flag, "--keys", key, "--body", key)[0] for flag, key in seq]
+    assert [a["queueOffset"] for a in acks] == [0, 0, 1, 0, 2, 0]
+    assert [u["commitLogOffset"] for u in cq(store, conf, "Tx", 0)] == [acks[i]["commitLogOffset"] for i in (0, 2, 4)]
+
+    def found(key):
+        return [h["commitLogOffset"] for h in jsonl(run("query", "key", "Tx", key, "--store", store, "--broker-config",
+                                                        conf, "--format", "jsonl").stdout)]
+
+    assert found("P1") == [acks[1]["commitLogOffset"]]  # PREPARED is indexed
+    assert found("R1") == []  # ROLLBACK is not
+
+
+def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
+    """b-mixed's delay-level messages were rewritten by RocketMQ 4.9.7 itself; the same producer message with
+    --delay-level gives the same record (topic, queue, properties) and the same delivery-time tagsCode."""
+    conf = broker_conf("b-mixed")
+    msgs = [w for w in truth("b-mixed", "truth-messages.jsonl") if w.get("label", "").startswith("delay-level")]
+    store = tmp_path / "store"
+    for w in msgs:
+        level = int(w["label"].split("-")[-1])
+        props = [a for k, v in w["properties"].items() if k not in ("DELAY", "REAL_TOPIC", "REAL_QID")
+                 for a in ("--property", f"{k}={v}")]
+        [ack] = append_ok(store, conf, "--topic", w["properties"]["REAL_TOPIC"], "--queue-id", w["properties"]["REAL_QID"],
+                          "--delay-level", level, "--born-host", w["bornHost"], "--born-timestamp", w["bornTimestamp"],
+                          "--store-timestamp", w["storeTimestamp"], "--body-file", "-", *props,
+                          input=base64.b64decode(w["body"]))
+        [m] = [d for d in dump(store, conf) if d["commitLogOffset"] == ack["commitLogOffset"]]
+        assert (m["topic"], m["queueId"], m["propertiesString"]) == (w["topic"], w["queueId"], w["propertiesString"])
+        assert ack["queueOffset"] == w["queueOffset"]
+        [unit] = [u for u in cq(store, conf, m["topic"], m["queueId"]) if u["commitLogOffset"] == ack["commitLogOffset"]]
+        assert unit["tagsCode"] == w["cqEntries"][0]["tagsCode"]
+
+
+# -- refusals -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--topic", "bad topic"], ["illegal characters"]),
+    (["--topic", "T" * 128], ["longer than the 127"]),
+    (["--topic", "%DLQ%" + "g" * 251], ["longer than the 255"]),
+    (["--topic", "T", "--body", "x" * 2000], ["over maxMessageSize=1000"]),
+    (["--topic", "T", "--property", "k=" + "v" * 33000], ["properties are", "32767"]),
+    (["--topic", "T", "--born-host", "nowhere"], ["bornHost", "ip:port"]),
+    (["--topic", "T", "--sys-flag", "0x80"], ["inner-batch"]),
+    (["--topic", "T", "--property", "novalue"], ["NAME=VALUE"]),
+    (["--topic", "T", "--queue-id", str(1 << 31)], ["queueId", "int32"]),
+    ([], ["--topic", "--jsonl"]),
+])
+def test_invalid_input_is_one_line_exit_2(tmp_path, args, needles):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic", maxMessageSize=1000)
+    res = run("append", "--store", tmp_path / "store", "--broker-config", conf, *args)
+    one_line_error(res, *needles)
+    assert not (tmp_path / "store" / "commitlog").exists()
+
+
+def test_a_record_larger_than_a_commitlog_file_is_refused(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096)
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--topic", "T", "--body", "x" * 4000),
+                   "cannot fit a 4096-byte commitlog file")
+
+
+def test_writing_needs_an_explicit_store(tmp_path, monkeypatch):
+    monkeypatch.delenv("ROCKETMQ_STORE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    one_line_error(run("append", "--topic", "T"), "--store")
+    assert not (tmp_path / "store").exists()
+
+
+def test_bad_jsonl_line_names_the_line_and_keeps_what_came_before(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    good = [json.dumps({"topic": "J", "body": f"m{i}"}) for i in range(3)]
+    text = "\n".join(good[:2] + ["{not json", good[2]]) + "\n"
+    res = run("append", "--store", tmp_path / "s", "--broker-config", conf, "--jsonl", "-", input=text)
+    one_line_error(res, "line 3", "not valid JSON")
+    assert len(jsonl(res.stdout)) == 2
+    assert [m["body"] for m in dump(tmp_path / "s", conf)] == ["bTA=", "bTE="]  # m0, m1; nothing after line 3
+    text = good[0] + "\n" + json.dumps({"topic": "J", "body": "x", "bodyEncoding": "none"}) + "\n"
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--jsonl", "-", input=text),
+                   "line 2", "--body none")
+    assert len(dump(tmp_path / "s", conf)) == 3
+
+
+def test_torn_tail_is_refused_pointing_to_repair(store_copy):
+    store = store_copy("d-crashed")
+    before = {p: p.read_bytes() for p in (store / "commitlog").iterdir()}
+    res = run("append", "--store", store, "--broker-config", broker_conf("d-crashed"), "--topic", "TopicTest", "--body", "x")
+    one_line_error(res, "00000000000000720896", "at offset 782999", "rmqctl repair")
+    assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before
+
+
+def test_garbage_after_the_end_is_refused(store_copy):
+    store = store_copy("c-v5-features")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    with open(last, "r+b") as f:
+        f.seek(100_000)
+        f.write(b"\x42" * 16)
+    res = run("append", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--topic", "TopicV5")
+    one_line_error(res, last.name, "at offset 452578", "torn or garbage tail")
+
+
+def test_lock_held_by_another_process(tmp_path):
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    store = tmp_path / "store"
+    store.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(store / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('locked', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        one_line_error(run("append", "--store", store, "--broker-config", conf, "--topic", "T"), "locked")
+        assert not (store / "commitlog").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    append_ok(store, conf, "--topic", "T")
+
+
+def test_dry_run_writes_nothing(store_copy):
+    store = store_copy("a-basic")
+    before = {p: p.stat().st_mtime_ns for p in store.rglob("*")}
+    res = run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest", "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    assert jsonl(res.stdout)[0]["commitLogOffset"] == 2580536
+    assert {p: p.stat().st_mtime_ns for p in store.rglob("*")} == before
+
+
+# -- an existing store: offsets continue, the commitlog is the truth ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_append_onto_a_fixture_continues_every_queue(store_copy, name):
+    store = store_copy(name)
+    conf = broker_conf(name)
+    summary = json.loads((FIXTURES / name / "truth-after-shutdown.json").read_text())["reloadCheck"]
+    queues = [k.rsplit("/", 1) for k, v in summary["cqMaxOffsets"].items() if v and not k.startswith("SCHEDULE")]
+    lines = "".join(json.dumps({"topic": t, "queueId": int(q), "body": "after", "properties": {"KEYS": "APPENDED"}}) + "\n"
+                    for t, q in queues)
+    acks = append_ok(store, conf, "--jsonl", "-", input=lines)
+    assert [a["queueOffset"] for a in acks] == [summary["cqMaxOffsets"][f"{t}/{q}"] for t, q in queues]
+    assert acks[0]["commitLogOffset"] == summary["maxPhyOffset"]
+    for (t, q), a in zip(queues, acks):
+        assert cq(store, conf, t, int(q))[-1]["commitLogOffset"] == a["commitLogOffset"]
+    if "verify" in cli.commands:
+        res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
+        assert res.exit_code == 0, res.stdout[-2000:]
+
+
+def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
+    """A kill between the commitlog fsync and the dispatch leaves records the consumequeues lack: the next
+    append dispatches them first (the broker's reput) and continues their queue offsets."""
+    store = store_copy("a-basic")
+    conf = broker_conf("a-basic")
+    last = truth("a-basic", "truth-messages.jsonl")[-1]
+    qdir = store / "consumequeue" / last["topic"] / str(last["queueId"])
+    newest = sorted(qdir.iterdir())[-1]
+    data = bytearray(newest.read_bytes())
+    pos = (last["queueOffset"] * 20) % len(data)
+    data[pos : pos + 20] = bytes(20)  # the last record's unit was never written
+    newest.write_bytes(bytes(data))
+    [ack] = append_ok(store, conf, "--topic", last["topic"], "--queue-id", last["queueId"], "--body", "x")
+    assert ack["queueOffset"] == last["queueOffset"] + 1
+    units = cq(store, conf, last["topic"], last["queueId"])
+    assert [u["commitLogOffset"] for u in units[-2:]] == [last["commitLogOffset"], ack["commitLogOffset"]]
+    assert nonzero_files(store, "index") != {}  # and the index was not given a second entry for old records
+    hits = jsonl(run("query", "key", last["topic"], last["uniqKey"], "--store", store, "--broker-config", conf,
+                     "--format", "jsonl").stdout)
+    assert [h["commitLogOffset"] for h in hits] == [last["commitLogOffset"]]
+
+
+def test_consumequeue_past_the_commitlog_end_is_refused(store_copy):
+    store = store_copy("a-basic")
+    last = truth("a-basic", "truth-messages.jsonl")[-1]
+    with open(store / "commitlog" / last["file"], "r+b") as f:  # the consumequeue now points past the end
+        f.seek(last["filePosition"])
+        f.write(bytes(last["storeSize"]))
+    one_line_error(run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest"),
+                   "past its end", "rmqctl repair")
+
+
+# -- the Java behaviours the bytes depend on --------------------------------------------------------------------
+
+
+def test_hashmap_order_model_matches_every_fixture_record():
+    """Every property string in the fixtures came from a HashMap: re-putting its keys in stored order into
+    the same map must give the stored order back (the model of buckets, resizes and chains)."""
+    n = 0
+    for name in CLEAN_FIXTURES:
+        for w in truth(name, "truth-messages.jsonl"):
+            keys = [seg.split("\x01", 1)[0] for seg in w["propertiesString"].split("\x02") if "\x01" in seg]
+            keys = [k for k in keys if k != "__CRC32#"]
+            if len(keys) == len(set(keys)):
+                assert java_hashmap_order(keys, 16) == keys, w["propertiesString"]
+                n += 1
+    assert n > 2800
+    # 13 keys: the 16-slot table grows to 32 and the order follows the 32 buckets
+    keys = [f"key{i}" for i in range(13)]
+
+    def bucket(k):
+        h = java_string_hash(k) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 31
+
+    assert java_hashmap_order(keys, 16) == sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
+
+
+def test_delete_property_like_message_utils():
+    assert delete_property("a\x011\x02__CRC32#\x01x\x02b\x012", "__CRC32#") == "a\x011\x02b\x012"
+    assert delete_property("__CRC32#\x01x", "__CRC32#") == ""
+    assert delete_property("a\x01__CRC32#\x02b\x012", "__CRC32#") == "a\x01__CRC32#\x02b\x012"  # a value, kept
+    assert delete_property("x__CRC32#\x01v\x02", "__CRC32#") == "x__CRC32#\x01v\x02"
+
+
+def test_library_appender(tmp_path):
+    conf = load_config(write_conf(tmp_path / "broker.conf", "c-v5-features"))
+    with Appender(tmp_path / "s", conf, clock=lambda: 1700000000000) as app:
+        assert (app.version, app.version_source) == (5, "5.x-only config key enabledAppendPropCRC")
+        a = app.append(NewMessage(topic="Lib", body=b"1", properties=[("TAGS", "t")]))
+        b = app.append(NewMessage(topic="Lib", body=b"2"))
+        done = app.commit()
+    assert done == [a, b] and (a.queueOffset, b.queueOffset) == (0, 1)
+    recs = list(Store(tmp_path / "s", conf).scan().records())
+    assert [m.storeTimestamp for _, m in recs] == [1700000000000] * 2
+    assert parse_properties(recs[0][1].properties_string)["TAGS"] == "t"
+
+
+def test_version_is_detected_from_the_records(tmp_path):
+    """With nothing in the config, the property style of the store's last records decides."""
+    for name, version in (("a-basic", 4), ("c-v5-features", 5)):
+        store = copy_store(name, tmp_path / name)
+        full = load_config(broker_conf(name))
+        geometry = {k: getattr(full, k) for k in ("mappedFileSizeCommitLog", "maxHashSlotNum", "maxIndexNum")}
+        with Appender(store, load_config(None, **geometry), dry_run=True) as app:
+            assert (app.version, app.version_source) == (version, "the store's records")
+
+
+# -- durability: SIGKILL at random moments --------------------------------------------------------------------------
+
+
+def test_sigkill_keeps_every_acknowledged_message(tmp_path):
+    """Kill `append --jsonl -` at random moments while it writes (with rolls every few messages): every
+    message it acknowledged is in the store afterwards, whole and with its CRC."""
+    rng = random.Random(20240601)
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=16384, mappedFileSizeConsumeQueue=400,
+                      maxHashSlotNum=16, maxIndexNum=64)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for round_no in range(6):
+        store = tmp_path / f"store{round_no}"
+        proc = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--broker-config",
+                                 str(conf), "--jsonl", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env)
+        acks: list[bytes] = []
+        started = threading.Event()
+
+        def read():
+            for line in proc.stdout:
+                acks.append(line)
+                started.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+
+        def feed():
+            try:
+                for i in range(100000):
+                    proc.stdin.write((json.dumps({"topic": f"K{i % 3}", "queueId": i % 2, "body": f"message {i} " * 40,
+                                                  "properties": {"KEYS": f"seq-{i}"}}) + "\n").encode())
+                    if i % 7 == 0:
+                        proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        assert started.wait(60), "append never acknowledged a message"
+        time.sleep(rng.random() * 1.5)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        reader.join(5)
+        done = [json.loads(a) for a in acks if a.endswith(b"\n")]
+        files = {p.name: p.read_bytes() for p in (store / "commitlog").iterdir()}
+        for a in done:
+            buf = files[a["file"]]
+            m = read_record(buf, a["position"], len(buf))
+            assert not isinstance(m, Blank) and m.body_crc_ok() and m.physicalOffset == a["commitLogOffset"]
+            i = int(m.properties["KEYS"].split("-")[1])
+            assert m.body == f"message {i} ".encode() * 40 and m.topic == f"K{i % 3}" and m.queueOffset == a["queueOffset"]
+        # the store goes on: either cleanly (the kill fell between records) or after cutting a torn record
+        res = run("append", "--store", store, "--broker-config", conf, "--topic", "K0", "--body", "after")
+        if res.exit_code != 0:
+            assert "torn or garbage tail" in res.stderr and "rmqctl repair" in res.stderr
