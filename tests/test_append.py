@@ -294,6 +294,7 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
 
 @pytest.mark.parametrize("args,needles", [
     (["--topic", "bad topic"], ["illegal characters"]),
+    (["--topic", "bad topic", "--delay-level", "1"], ["illegal characters"]),  # checked before the rewrite
     (["--topic", "T" * 128], ["longer than the 127"]),
     (["--topic", "%DLQ%" + "g" * 251], ["longer than the 255"]),
     (["--topic", "T", "--body", "x" * 2000], ["over maxMessageSize=1000"]),

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from ..ops.append import Appender, NewMessage, apply_delay_level
+from ..ops.append import Appender, NewMessage, apply_delay_level, validate_producer_topic
 from ..record import decode_body
 from .base import cli, dumps, echo_err, parse_int, store_options
 
@@ -103,6 +103,7 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
                      reconsume_times=opts["reconsume_times"], prepared_transaction_offset=opts["prepared_transaction_offset"],
                      properties=properties, broker_order=True)
     if opts["delay_level"] is not None:
+        validate_producer_topic(msg.topic)  # the broker checks the topic the producer sent, before the rewrite
         msg = apply_delay_level(msg, opts["delay_level"], appender.config)
     return msg
 

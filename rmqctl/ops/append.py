@@ -53,7 +53,8 @@ PROPERTY_REAL_TOPIC = "REAL_TOPIC"
 PROPERTY_REAL_QID = "REAL_QID"
 PROPERTY_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 PROPERTY_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
-CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * 10 + PROPERTY_SEPARATOR).encode("ascii")
+CRC_DIGITS = 10
+CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * CRC_DIGITS + PROPERTY_SEPARATOR).encode("ascii")
 # MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
 FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
                          "timerWheelEnable", "timerPrecisionMs")
@@ -241,8 +242,9 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
     if msg.sys_flag & S.TRANSACTION_MASK not in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE) or level <= 0:
         return msg
     level = min(level, max(config.delay_level_table()))
-    pairs = [(k, v) for k, v in msg.properties if k != PROPERTY_DELAY] if not msg.broker_order else list(msg.properties)
-    pairs += [(PROPERTY_DELAY, str(level)), (PROPERTY_REAL_TOPIC, msg.topic), (PROPERTY_REAL_QID, str(msg.queue_id))]
+    # a DELAY already there keeps its place in the map and takes the new value
+    pairs = list(msg.properties) + [(PROPERTY_DELAY, str(level)), (PROPERTY_REAL_TOPIC, msg.topic),
+                                    (PROPERTY_REAL_QID, str(msg.queue_id))]
     return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
 
 
@@ -353,9 +355,10 @@ class Appender:
         if self.config.rocketmqVersion is not None:
             return self._checked_version(self.config.rocketmqVersion, "rocketmqVersion"), "rocketmqVersion"
         keys = set(read_properties(Path(self.config.source))) if self.config.source else set()
-        named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys]
-        if named or self.config.enabledAppendPropCRC or self.config.forceVerifyPropCRC:
-            return 5, f"5.x-only config key {(named or ['enabledAppendPropCRC'])[0]}"
+        named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys or (k in ("enabledAppendPropCRC", "forceVerifyPropCRC")
+                                                                   and getattr(self.config, k))]
+        if named:
+            return 5, f"5.x-only config key {named[0]}"
         return 4, "default"
 
     def _checked_version(self, v: int, where: str) -> int:
@@ -542,7 +545,7 @@ class Appender:
         if self.crc_trailer:
             # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
             crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
-            record[size - 11 : size - 1] = crc_digits(crc).encode("ascii")
+            record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
         stored = read_record(record, 0, size)  # what the broker's reader sees: the record dispatch uses
         if not self.dry_run:
             f = self._files[start]
