@@ -548,3 +548,19 @@ def test_sigkill_keeps_every_acknowledged_message(tmp_path):
         res = run("append", "--store", store, "--broker-config", conf, "--topic", "K0", "--body", "after")
         if res.exit_code != 0:
             assert "torn or garbage tail" in res.stderr and "rmqctl repair" in res.stderr
+
+
+# -- the example store ------------------------------------------------------------------------------------------
+
+
+def test_example_store_is_what_regenerate_builds(tmp_path):
+    """examples/store is exactly what `rmqctl append` makes of examples/messages.jsonl (rebuilt, compared)."""
+    examples = REPO / "examples"
+    subprocess.run(["bash", str(examples / "regenerate.sh"), str(tmp_path / "store")], check=True, capture_output=True)
+    checked_in = {p.relative_to(examples / "store"): p.read_bytes() for p in (examples / "store").rglob("*") if p.is_file()}
+    rebuilt = {p.relative_to(tmp_path / "store"): p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    assert rebuilt.keys() == checked_in.keys() and rebuilt == checked_in
+    conf = examples / "broker.conf"
+    msgs = dump(examples / "store", conf)
+    assert len(msgs) == len((examples / "messages.jsonl").read_text().splitlines())
+    assert len(list((examples / "store" / "commitlog").iterdir())) == 2  # it rolls over once
