@@ -1,0 +1,139 @@
+"""Throughput and peak memory of reading a commitlog: `rmqctl dump commitlog --format jsonl --body none` (to
+/dev/null), the library scan behind it (Store.scan().records(): every record decoded), and a header walk
+(TOTALSIZE and magic only), next to a plain zlib.crc32 pass over the same file, all in the same run.
+
+The commitlog is generated first (benchmarks/bench_rebuild.generate: records built with
+rmqctl.record.encode_record, ~1 KiB messages with TAGS/KEYS/UNIQ_KEY, one file of --size bytes ending in a
+BLANK), on tmpfs (/dev/shm) when there is one, so the figures are CPU figures, not disk figures. Each mode
+runs in its own process, so its peak RSS (wait4's ru_maxrss) is its own; a mode that maps the file counts
+the file pages it touches (they are page cache, shared and reclaimable). MB = 10^6 bytes.
+
+    python benchmarks/bench_dump.py [--size 1G] [--runs 1] [--dir /dev/shm]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+from bench_rebuild import generate, header_walk  # the same generator and walk as the rebuild benchmark
+
+from rmqctl.config import BrokerConfig
+from rmqctl.store import Store, offset_to_name
+
+READ_CHUNK = 8 << 20
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def crc_pass(path: Path) -> int:
+    """The floor: read every byte once and CRC it (buffered reads, no mapping)."""
+    crc = 0
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(READ_CHUNK)
+        view = memoryview(buf)
+        while n := f.readinto(buf):
+            crc = zlib.crc32(view[:n], crc)
+    return crc
+
+
+def library_scan(root: Path, file_size: int) -> int:
+    store = Store(root, BrokerConfig(mappedFileSizeCommitLog=file_size))
+    n = sum(1 for _ in store.scan().records())
+    store.close()
+    return n
+
+
+def measure(mode: str, root: Path, file_size: int) -> dict:
+    """Runs in the child: one mode, timed without the interpreter's start-up."""
+    path = root / "commitlog" / offset_to_name(0)
+    t = time.perf_counter()
+    if mode == "crc32":
+        crc_pass(path)
+        n = None
+    elif mode == "walk":
+        n = header_walk(path)
+    else:
+        n = library_scan(root, file_size)
+    return {"seconds": time.perf_counter() - t, "messages": n}
+
+
+def run_child(args: list[str], stdout=subprocess.PIPE) -> tuple[float, str, int]:
+    """(wall seconds, stdout, peak RSS in bytes) of a child process, reaped with wait4 for its own rusage."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE)
+    out = proc.stdout.read() if proc.stdout else b""
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {err.decode(errors='replace')[-500:]}")
+    return wall, out.decode(), usage.ru_maxrss * 1024
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B").rstrip("I")
+    unit = UNITS.get(text[-1:], 1)
+    return int(float(text.rstrip("KMG")) * unit)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1G", help="commitlog size: 1G (default), 256M, ...")
+    ap.add_argument("--runs", type=int, default=1, help="runs per mode; the median is printed")
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    size = parse_size(args.size)
+    if args.measure:
+        print(json.dumps(measure(args.measure, Path(args.root), size)))
+        return
+
+    base = Path(tempfile.mkdtemp(prefix="rmqctl-bench-dump-", dir=args.dir))
+    try:
+        root = base / "store"
+        t = time.perf_counter()
+        messages, _ = generate(root, size)
+        conf = base / "broker.conf"
+        conf.write_text(f"mappedFileSizeCommitLog={size}\nbrokerIP1=192.168.0.10\n")
+        print(f"generated {messages} messages of {size / messages:.0f} bytes on average, {size / 1e6:.0f} MB, "
+              f"in {time.perf_counter() - t:.1f} s under {base}")
+        crc_pass(root / "commitlog" / offset_to_name(0))  # warm the page cache for every mode alike
+        me = [sys.executable, str(Path(__file__).resolve()), "--size", str(size), "--root", str(root), "--measure"]
+        modes = [
+            ("zlib.crc32 pass", lambda: run_child(me + ["crc32"])),
+            ("header walk", lambda: run_child(me + ["walk"])),
+            ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
+            ("rmqctl dump --body none", lambda: run_child(
+                [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
+                 str(conf), "--format", "jsonl", "--body", "none"], stdout=subprocess.DEVNULL)),
+        ]
+        print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s}")
+        for name, fn in modes:
+            runs = []
+            for _ in range(args.runs):
+                wall, out, rss = fn()
+                result = json.loads(out) if out.strip() else {"seconds": wall, "messages": messages}
+                if result["messages"] not in (None, messages):
+                    raise SystemExit(f"{name}: {result['messages']} messages, generated {messages}")
+                runs.append((result["seconds"], rss, result["messages"]))
+            secs = statistics.median(r[0] for r in runs)
+            rss = max(r[1] for r in runs)
+            rate = f"{messages / secs / 1e6:9.2f} M" if runs[0][2] else f"{'-':>11s}"
+            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB")
+        print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone)")
+    finally:
+        shutil.rmtree(base)
+
+
+if __name__ == "__main__":
+    main()
