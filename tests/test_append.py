@@ -428,6 +428,22 @@ def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
     assert [h["commitLogOffset"] for h in hits] == [last["commitLogOffset"]]
 
 
+def test_a_lost_consumequeue_directory_is_rebuilt_as_the_broker_wrote_it(store_copy):
+    """With no consumequeue at all the dispatch point is the commitlog's start: every record is dispatched
+    again (LMQ, transactions, delay tagsCodes included) and the files come out as RocketMQ wrote them."""
+    store = store_copy("b-mixed")
+    conf = broker_conf("b-mixed")
+    shutil.rmtree(store / "consumequeue")
+    [ack] = append_ok(store, conf, "--topic", "TxRawTopic", "--body", "x")
+    fixture = nonzero_files(FIXTURES / "b-mixed" / "store", "consumequeue")
+    rebuilt = nonzero_files(store, "consumequeue")
+    changed = "TxRawTopic/0/00000000000000000000"
+    assert {k: v for k, v in rebuilt.items() if k != changed} == {k: v for k, v in fixture.items() if k != changed}
+    unit = S.CQ_UNIT.pack(ack["commitLogOffset"], dump(store, conf, "--from", ack["commitLogOffset"])[0]["storeSize"], 0)
+    n = ack["queueOffset"] * S.CQ_UNIT_SIZE
+    assert rebuilt[changed][:n] == fixture[changed][:n] and rebuilt[changed][n : n + 20] == unit
+
+
 def test_consumequeue_past_the_commitlog_end_is_refused(store_copy):
     store = store_copy("a-basic")
     last = truth("a-basic", "truth-messages.jsonl")[-1]

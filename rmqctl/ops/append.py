@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from array import array
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -33,7 +34,7 @@ from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARAT
                           encode_properties, java_string_hash, parse_properties)
 from ..lock import store_lock
 from ..record import Blank, Message, encode_record, parse_host, read_record
-from ..store import TOPIC_NAME, MappedFile, Store, offset_to_name, valid_topic_dir_name
+from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
 from .repair import RecoveryChecker
 from .repair import _zero_from as zero_from
@@ -255,7 +256,7 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
 class _Recovered:
     end: int  # the append point (commitlog offset)
     reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
-    catch_up: list[tuple[MappedFile, int]]  # records in [reput_from, end) to dispatch before appending
+    catch_up: array  # offsets of the records in [reput_from, end), to dispatch before appending
     next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from those records
     last_store_host: str | None
     style_votes: dict[int, int]  # version -> records whose property style / magic says so
@@ -409,7 +410,7 @@ class Appender:
         lenient.crc = False
         strict.v2 = lenient.v2 = not (self.version_source != "default" and self.version < 5)
         strict.prop_crc = strict.prop_crc and strict.v2
-        catch_up: list[tuple[MappedFile, int]] = []
+        catch_up = array("q")
         next_offsets: dict[tuple[str, int], int] = {}
         votes = {4: 0, 5: 0}
         last_host = None
@@ -425,7 +426,7 @@ class Appender:
                     break
                 off = f.start + pos
                 if off >= reput_from:
-                    catch_up.append((f, pos))
+                    catch_up.append(off)
                     for t, q, qoff in cq_targets(rec, self.config):
                         next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
                 if i >= recover_idx:
@@ -455,9 +456,9 @@ class Appender:
         index already holds (offset <= its endPhyOffset) is not indexed again."""
         d = self._dispatcher
         index = d.index
-        for f, pos in rec.catch_up:
-            m = read_record(f.buf, pos, self.file_size)
-            off = f.start + pos
+        for off in rec.catch_up:
+            f = self.store.commitlog.find(off)
+            m = read_record(f.buf, off - f.start, self.file_size)
             self._dispatch_ts = m.storeTimestamp
             if index is not None and off <= self._index_end:
                 d.index = None
