@@ -1,0 +1,647 @@
+"""`verify`: every problem the broker's load and recovery would trip on (and the ones it silently misses),
+named precisely, and silence on a sound store.
+
+    result = verify(Store("/data/store", load_config("broker.conf")))
+    result.exit_code, [f.to_dict() for f in result.findings]
+
+The commitlog is checked chunk by chunk in a process pool (ops/verify_scan.py); the consumequeues, index
+files, checkpoint and abort file are then checked against what the commitlog holds (ops/verify_links.py for
+the first two). Everything is read-only. Each finding has a kind, a severity (`error`: damage or an
+inconsistency the broker trips on or serves wrong data from; `warning`: something the broker tolerates or
+repairs itself but that loses or hides data; `info`: facts an operator needs, such as where a crashed
+broker's recovery will start), where it is, and a detail that says what follows from it. Findings that are
+consequences of another say so in their detail.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import schema as S
+from ..config import BrokerConfig
+from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
+from ..store import MappedFileQueue, Store, offset_to_name
+from . import verify_links
+from .verify_scan import Region, Task, scan_chunk
+
+CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
+ONLY = ("commitlog", "consumequeue", "index")
+SEVERITIES = ("error", "warning", "info")
+REGION_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic", "bad-length": "bad-length",
+                "truncated-record": "truncated-record"}
+RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
+
+
+@dataclasses.dataclass
+class Finding:
+    kind: str
+    severity: str
+    file: str | None  # relative to the store root
+    position: int | None  # inside `file`
+    commitLogOffset: int | None  # the commitlog offset the finding is about, when there is one
+    detail: str
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class VerifyResult:
+    findings: list[Finding]
+    truncated: bool  # stopped at max_findings
+    stats: dict
+    lock_holder: int | None  # pid of a broker holding the store lock: the tail may be moving
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity != "info"]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if self.problems or self.truncated else EXIT_OK
+
+
+class Damage:
+    """Commitlog ranges that are damaged or missing, so later findings can name their cause."""
+
+    def __init__(self):
+        self.ranges: list[tuple[int, int, str, int]] = []  # (start, end, kind, reported at)
+
+    def add(self, start: int, end: int, kind: str, at: int):
+        self.ranges.append((start, max(end, start + 1), kind, at))
+
+    def cause(self, offset: int, end: int | None = None) -> str | None:
+        """'the <kind> at <offset>' when [offset, end) touches a damaged range."""
+        end = offset + 1 if end is None else end
+        for lo, hi, kind, at in self.ranges:
+            if offset < hi and lo < end:
+                return f"the {kind} at {at}"
+        return None
+
+    def between(self, a: int, b: int) -> str | None:
+        return self.cause(a, b)
+
+
+class Collector:
+    def __init__(self, store: Store):
+        self.root = store.root
+        self.items: list[tuple[int, Finding]] = []
+
+    def add(self, order: int, kind: str, severity: str, path: Path | str | None, position: int | None,
+            offset: int | None, detail: str) -> Finding:
+        if isinstance(path, Path):
+            try:
+                path = path.relative_to(self.root).as_posix()
+            except ValueError:
+                path = str(path)
+        f = Finding(kind, severity, path, position, offset, detail)
+        self.items.append((order, f))
+        return f
+
+
+# finding groups, in output order
+FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT = range(6)
+
+
+def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
+           deep: bool = False, jobs: int | None = None, max_findings: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> VerifyResult:
+    """Check `store`; `only` limits the findings to one part (the commitlog is read in any case, since
+    the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
+    `deep` also checks that every key of every message is in the index; `jobs` processes (default: all
+    cores); `progress(done, total)` is called with commitlog bytes."""
+    if only not in (None, *ONLY):
+        raise ValueError(f"only must be one of {ONLY}")
+    began = time.monotonic()
+    store = with_geometry(store)
+    out = Collector(store)
+    parts = {p for p in ONLY if only in (None, p)}
+    run = _Run(store, out, parts, start, end, deep, jobs or default_jobs(), progress)
+    run.commitlog()
+    if "commitlog" in parts:
+        run.queue_offsets()
+    if "consumequeue" in parts:
+        verify_links.check_consumequeues(run)
+    if "index" in parts:
+        verify_links.check_index(run)
+    if "commitlog" in parts:
+        run.checkpoint_and_recovery()
+    findings = [f for _, f in sorted(out.items, key=lambda x: (x[0], x[1].commitLogOffset if x[1].commitLogOffset is not None else -1,
+                                                               x[1].file or "", x[1].position or 0))]
+    truncated = max_findings is not None and len(findings) > max_findings
+    if truncated:
+        findings = findings[:max_findings]
+    stats = {"seconds": round(time.monotonic() - began, 3), "bytes": run.bytes_scanned, "records": len(run.rec.off),
+             "files": len(store.commitlog.files), "jobs": run.jobs}
+    return VerifyResult(findings, truncated, stats, store.lock_holder())
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def with_geometry(store: Store) -> Store:
+    """The store with its commitlog and consumequeue file sizes settled. When not configured and the files
+    disagree (a short file is exactly what verify must report), the spacing of the file names decides,
+    if all names agree on it."""
+    cfg = store.config
+    changes = {}
+    if not cfg.mappedFileSizeCommitLog:
+        files = MappedFileQueue(store.commitlog_dirs, 0).files
+        if len({f.length for f in files}) > 1:
+            changes["mappedFileSizeCommitLog"] = _spacing([f.start for f in files], store.commitlog_dirs[0])
+    if not cfg.mappedFileSizeConsumeQueue:
+        starts_by_queue = []
+        lengths = set()
+        for topic_dir in Store._dirs(store.consumequeue_dir):
+            for qdir in Store._dirs(topic_dir):
+                files = MappedFileQueue([qdir], 0).files
+                lengths |= {f.length for f in files}
+                starts_by_queue.append([f.start for f in files])
+        if len(lengths) > 1:
+            gaps = {b - a for starts in starts_by_queue for a, b in zip(starts, starts[1:])}
+            if len(gaps) != 1:
+                raise StoreError("consumequeue files have different sizes and their names do not tell the file "
+                                 "size; pass mappedFileSizeConsumeQueue with --broker-config", store.consumequeue_dir)
+            changes["mappedFileSizeConsumeQueue"] = gaps.pop()
+    if not changes:
+        return store
+    return Store(store.root, dataclasses.replace(cfg, **changes))
+
+
+def _spacing(starts: list[int], where: Path) -> int:
+    gaps = {b - a for a, b in zip(starts, starts[1:])}
+    if len(gaps) == 1 and gaps.pop() > 0:
+        return starts[1] - starts[0]
+    raise StoreError("commitlog files have different sizes and their names do not tell the file size; pass "
+                     "mappedFileSizeCommitLog with --broker-config", where)
+
+
+@dataclasses.dataclass
+class Records:
+    """Every well-formed commitlog record checked, in offset order, with what the broker derives from it."""
+
+    off: np.ndarray
+    size: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    store_ts: np.ndarray
+    topic: np.ndarray
+    tags: np.ndarray
+    topics: list[str]
+    key_record: np.ndarray
+    key_hash: np.ndarray
+    lmq: list[tuple[int, str, int, int]]
+    inner_num: dict[int, int]
+
+    def find(self, offsets: np.ndarray) -> np.ndarray:
+        """Index of the record starting at each offset, -1 where none does."""
+        idx = np.searchsorted(self.off, offsets)
+        idx = np.minimum(idx, max(len(self.off) - 1, 0))
+        hit = (self.off[idx] == offsets) if len(self.off) else np.zeros(len(offsets), bool)
+        return np.where(hit, idx, -1)
+
+    def containing(self, offset: int) -> int:
+        """Index of the record whose bytes cover `offset`, -1 if none."""
+        i = int(np.searchsorted(self.off, offset, side="right")) - 1
+        if i >= 0 and offset < self.off[i] + self.size[i]:
+            return i
+        return -1
+
+    @property
+    def dispatched(self) -> np.ndarray:
+        t = self.sysflag & S.TRANSACTION_MASK
+        return (t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)
+
+    def describe(self, i: int) -> str:
+        return (f"{self.topics[self.topic[i]]}/{int(self.queue_id[i])}@{int(self.queue_offset[i])} at "
+                f"{int(self.off[i])}")
+
+
+class _Run:
+    """State shared by the checks of one verify run."""
+
+    def __init__(self, store: Store, out: Collector, parts: set, start, end, deep: bool, jobs: int, progress):
+        self.store = store
+        self.config: BrokerConfig = store.config
+        self.out = out
+        self.parts = parts
+        self.start = start
+        self.end = end
+        self.deep = deep
+        self.jobs = jobs
+        self.progress = progress
+        self.damage = Damage()
+        self.bytes_scanned = 0
+        self.file_size = store.commitlog.file_size
+        self.files = store.commitlog.files
+        self.logical_end = self.files[0].start if self.files else 0
+        self.min_offset = self.files[0].start if self.files else 0
+        self.rec: Records | None = None
+        self.is5 = self.config.rocketmqVersion == 5
+        self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
+
+    def in_range(self, offsets: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(offsets), dtype=bool)
+        if self.start is not None:
+            ok &= offsets >= self.start
+        if self.end is not None:
+            ok &= offsets < self.end
+        return ok
+
+    @property
+    def full_range(self) -> bool:
+        return self.start is None and self.end is None
+
+    def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
+        f = self.out.add(group, kind, severity, path, position, offset, detail)
+        if group in (FILES, RECORDS) and offset is not None:
+            self.commitlog_findings.append(f)
+        return f
+
+    # -- commitlog ---------------------------------------------------------------------------------------
+    def commitlog(self):
+        files_part = "commitlog" in self.parts
+        if files_part:
+            self.file_checks()
+        results = self.scan()
+        self.merge(results, files_part)
+
+    def file_checks(self):
+        """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule)."""
+        q = self.store.commitlog
+        size = self.file_size
+        for p in q.strays:
+            self.report(FILES, "stray-file", "error", p, None, None,
+                        "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
+        for d in q.dirs:
+            for p in sorted(d.iterdir()) if d.is_dir() else []:
+                if p.is_dir():
+                    self.report(FILES, "stray-file", "warning", p, None, None,
+                                "a directory inside the commitlog directory: 4.9 brokers fail to load it (5.x skips it)")
+        files = self.files
+        for i, f in enumerate(files):
+            if f.length != size:
+                last = i == len(files) - 1
+                if f.length == 0 and last:
+                    note = ("the broker's load refuses it (4.9); 5.1.3+ deletes a zero-length last file" if not self.is5
+                            else "5.1.3+ brokers delete a zero-length last file at load; older ones refuse to start")
+                else:
+                    note = "the broker's load refuses any file whose length is not mappedFileSizeCommitLog"
+                self.report(FILES, "file-size", "error", f.path, None, f.start,
+                            f"file is {f.length} bytes, not {size}: {note}")
+            if f.start % size:
+                self.report(FILES, "file-misaligned", "error", f.path, None, f.start,
+                            f"starts at {f.start}, not a multiple of the file size {size}")
+        for a, b in zip(files, files[1:]):
+            if b.start > a.start + size:
+                missing = (b.start - a.start - size) // size
+                self.damage.add(a.start + size, b.start, "file-gap", a.start + size)
+                self.report(FILES, "file-gap", "error", b.path, None, a.start + size,
+                            f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} bytes "
+                            f"missing between {a.name} and {b.name}); every record there is lost")
+            elif b.start < a.start + size:
+                self.report(FILES, "file-overlap", "error", b.path, None, b.start,
+                            f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
+        for f in files:
+            if f.length < size:
+                self.damage.add(f.start + f.length, f.start + size, "file-size", f.start)
+
+    def tasks(self) -> list[list[Task]]:
+        """Per file, its chunks. Records before `start` are walked (to find where records start) but not
+        checked; files wholly outside [start, end) are skipped."""
+        out = []
+        size = self.file_size
+        want = dict(check_crc="commitlog" in self.parts, want_tags="consumequeue" in self.parts,
+                    want_keys="index" in self.parts)
+        for f in self.files:
+            limit = min(f.length, size)
+            if (self.start is not None and f.start + size <= self.start) or (self.end is not None and f.start >= self.end):
+                out.append([])
+                continue
+            claim_from = max(0, (self.start or 0) - f.start)
+            stop = min(limit, self.end - f.start) if self.end is not None else limit
+            cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
+            bounds = cuts[1:] + [stop]
+            chunks = []
+            for k, (lo, hi) in enumerate(zip(cuts, bounds)):
+                chunks.append(Task(str(f.path), f.name, f.start, size, lo, k == 0, max(lo, claim_from), hi,
+                                   self.config, **want))
+            out.append(chunks)
+        return out
+
+    def scan(self) -> list[list]:
+        plan = self.tasks()
+        flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
+        total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
+        results: dict[tuple[int, int], object] = {}
+        done = 0
+        if self.jobs > 1 and len(flat) > 1:
+            with concurrent.futures.ProcessPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
+                futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
+                for fut in concurrent.futures.as_completed(futures):
+                    r = fut.result()
+                    results[futures[fut]] = r
+                    done += r.bytes
+                    if self.progress:
+                        self.progress(done, total)
+        else:
+            for i, k, t in flat:
+                r = scan_chunk(t)
+                results[(i, k)] = r
+                done += r.bytes
+                if self.progress:
+                    self.progress(done, total)
+        out = []
+        for i, chunks in enumerate(plan):
+            rs = [results[(i, k)] for k in range(len(chunks))]
+            for k in range(1, len(rs)):
+                expected = rs[k - 1].handoff
+                if rs[k].first != expected and not (rs[k].first is None and expected >= rs[k].task.stop):
+                    # the chunk found a different first record than the walk before it reached: walk on
+                    rs[k] = scan_chunk(dataclasses.replace(rs[k].task, begin=expected, forced=True)) \
+                        if expected < rs[k].task.stop else dataclasses.replace(rs[k], pos=rs[k].pos[:0], handoff=expected)
+            out.append(rs)
+        self.bytes_scanned = done
+        return out
+
+    def merge(self, results: list[list], report: bool):
+        """Record findings and damaged regions, then one table of every record."""
+        files = self.files
+        has_data = [any(len(r.pos) or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
+                                                       for g in r.regions) for r in rs) for rs in results]
+        last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
+        topics: list[str] = []
+        index_of: dict[str, int] = {}
+        cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
+                                "key_record", "key_hash")}
+        lmq, inner = [], {}
+        base = 0
+        trailing = with_props = 0
+        for i, rs in enumerate(results):
+            f = files[i]
+            for r in rs:
+                for kind, severity, pos, detail in r.findings:
+                    if report:
+                        self.report(RECORDS, kind, severity, f.path, pos, f.start + pos, detail)
+                for g in r.regions:
+                    self.region(i, g, last_data, report)
+                if r.blank is not None:
+                    self.logical_end = max(self.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
+                remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int32)
+                for t in r.topics:
+                    if t not in topics:
+                        topics.append(t)
+                n = len(r.pos)
+                cols["off"].append(r.pos + f.start)
+                cols["size"].append(r.size)
+                cols["queue_id"].append(r.queue_id)
+                cols["queue_offset"].append(r.queue_offset)
+                cols["sysflag"].append(r.sysflag)
+                cols["store_ts"].append(r.store_ts)
+                cols["topic"].append(remap[r.topic] if n else r.topic)
+                cols["tags"].append(r.tags)
+                cols["key_record"].append(r.key_record.astype(np.int64) + base)
+                cols["key_hash"].append(r.key_hash)
+                lmq += [(k + base, *rest) for k, *rest in r.lmq]
+                inner.update({k + base: v for k, v in r.inner_num.items()})
+                trailing += r.trailing_separator
+                with_props += n
+                base += n
+        cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
+        order = np.argsort(cat["key_record"], kind="stable")
+        self.rec = Records(cat["off"].astype(np.int64), cat["size"].astype(np.int64), cat["queue_id"],
+                           cat["queue_offset"], cat["sysflag"].astype(np.int64), cat["store_ts"],
+                           cat["topic"].astype(np.int64), cat["tags"], sorted(index_of, key=index_of.get),
+                           cat["key_record"][order], cat["key_hash"][order], lmq, inner)
+        if len(self.rec.off):
+            self.logical_end = max(self.logical_end, int((self.rec.off + self.rec.size).max()))
+        if not self.is5 and self.config.rocketmqVersion is None:
+            # 5.x ends every property pair with 0x02, 4.x only separates them
+            self.is5 = trailing * 2 > with_props and with_props > 0
+
+    def region(self, i: int, g: Region, last_data: int, report: bool):
+        """Classify bytes that are not records (Region) into a finding."""
+        f = self.files[i]
+        x = f.start + g.start
+        limit = min(f.length, self.file_size)
+        if g.resync is not None:
+            n = g.resync - g.start
+            kind = REGION_KINDS.get(g.cause, g.cause)
+            self.damage.add(x, f.start + g.resync, kind, x)
+            if report:
+                self.report(RECORDS, kind, "error", f.path, g.start, x,
+                            f"{n} invalid bytes at offset {x} ({g.detail}); the next record starts at {f.start + g.resync}")
+            return
+        if i >= last_data:
+            if g.last_nonzero < g.start:
+                return  # zeros after the last record: the logical end of the commitlog
+            n = g.last_nonzero + 1 - g.start
+            self.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
+            if report:
+                self.report(RECORDS, "torn-tail", "error", f.path, g.start, x,
+                            f"{n} invalid bytes at offset {x} ({g.detail}) and nothing valid after them: a torn or "
+                            f"garbage tail after the last record")
+            return
+        n = limit - g.start
+        if g.zero_head and g.last_nonzero < g.start:
+            kind = "zeroed-region" if g.start == 0 else "missing-blank"
+            what = (f"the whole file is zero bytes although later files hold records" if g.start == 0 else
+                    f"{n} zero bytes from offset {x} to the end of the file where the BLANK record should be"
+                    if n else "the last record ends exactly at the end of the file, leaving no room for the BLANK record")
+        else:
+            kind = REGION_KINDS.get(g.cause, g.cause)
+            what = f"{n} invalid bytes at offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
+        self.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
+        if report:
+            self.report(RECORDS, kind, "error", f.path, g.start, x,
+                        f"{what}; the broker's readers stop at this file and never reach the next one by walking")
+
+    # -- queue offsets -----------------------------------------------------------------------------------
+    def queue_offsets(self):
+        """Per topic/queue, dispatched records' QUEUEOFFSET goes up by exactly one (INNER_NUM for inner
+        batches); PREPARED/ROLLBACK records carry 0."""
+        rec = self.rec
+        if not len(rec.off):
+            return
+        dispatched = rec.dispatched
+        undispatched_nonzero = np.flatnonzero(~dispatched & (rec.queue_offset != 0))
+        for i in undispatched_nonzero.tolist():
+            kind = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+            self.report(QUEUES, "queue-offset", "warning", self._path(int(rec.off[i])), None, int(rec.off[i]),
+                        f"{kind} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker writes 0 "
+                        f"for records it never dispatches")
+        targets = self.targets()
+        topic, qid, qoff, ri = targets
+        if not len(ri):
+            return
+        order = np.lexsort((rec.off[ri], qid, topic))
+        topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
+        step = np.ones(len(ri), dtype=np.int64)
+        for k, v in rec.inner_num.items():
+            step[ri == k] = v
+        same = (topic[1:] == topic[:-1]) & (qid[1:] == qid[:-1])
+        expected = qoff[:-1] + step[:-1]
+        bad = np.flatnonzero(same & (qoff[1:] != expected)) + 1
+        skip = set()
+        names = self.all_topics
+        for k in bad.tolist():
+            if k in skip:
+                continue
+            prev, cur = int(ri[k - 1]), int(ri[k])
+            want = int(qoff[k - 1] + step[k - 1])
+            got = int(qoff[k])
+            queue = f"{names[topic[k]]}/{int(qid[k])}"
+            a, b = int(rec.off[prev]), int(rec.off[cur])
+            single = k + 1 < len(ri) and bool(same[k]) and int(qoff[k + 1]) == want + int(step[k])
+            if single:
+                skip.add(k + 1)
+                detail = (f"record at {b} in {queue} has queue offset {got}, but the records around it make it {want} "
+                          f"({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header field "
+                          f"was changed after the broker wrote it")
+                self.report(QUEUES, "queue-offset", "error", self._path(b), b - self._file_start(b), b, detail)
+                continue
+            cause = self.damage.between(a, b)
+            if got > want:
+                detail = f"queue {queue} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): {got - want} missing"
+            else:
+                detail = (f"queue {queue} goes back from offset {want - 1} (record at {a}) to {got} (record at {b}): "
+                          f"duplicate queue offsets")
+            if cause:
+                detail += f"; a direct consequence of {cause}"
+            self.report(QUEUES, "queue-offset", "error" if not cause or got < want else "warning", self._path(b),
+                        b - self._file_start(b), b, detail)
+
+    @property
+    def all_topics(self) -> list[str]:
+        self.targets()
+        return self._all_topics
+
+    def targets(self):
+        """(topic id, queueId, queue offset, record) of every consumequeue entry the broker's dispatch
+        writes: the record's own queue for NOT/COMMIT records, plus LMQ queues. Topic ids index
+        `all_topics` (the records' topics, then LMQ queue names)."""
+        if getattr(self, "_targets", None) is not None:
+            return self._targets
+        rec = self.rec
+        names = list(rec.topics)
+        ids = {t: i for i, t in enumerate(names)}
+        main = np.flatnonzero(rec.dispatched & self.in_range(rec.off))
+        lmq = [(r, name, q, o) for r, name, q, o in rec.lmq if rec.dispatched[r] and self.in_range(rec.off[r:r + 1])[0]]
+        for _, name, _, _ in lmq:
+            if name not in ids:
+                ids[name] = len(names)
+                names.append(name)
+        topic = np.concatenate([rec.topic[main], np.array([ids[n] for _, n, _, _ in lmq], dtype=np.int64)])
+        qid = np.concatenate([rec.queue_id[main].astype(np.int64), np.array([q for _, _, q, _ in lmq], dtype=np.int64)])
+        qoff = np.concatenate([rec.queue_offset[main], np.array([o for _, _, _, o in lmq], dtype=np.int64)])
+        ri = np.concatenate([main, np.array([r for r, _, _, _ in lmq], dtype=np.int64)]).astype(np.int64)
+        self._all_topics = names
+        self._targets = (topic.astype(np.int64), qid, qoff.astype(np.int64), ri)
+        return self._targets
+
+    def _file_start(self, offset: int) -> int:
+        return offset - offset % self.file_size
+
+    def _path(self, offset: int) -> Path:
+        f = self.store.commitlog.find(offset)
+        return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self._file_start(offset))
+
+    # -- checkpoint, abort, recovery ---------------------------------------------------------------------
+    def checkpoint_and_recovery(self):
+        store, rec = self.store, self.rec
+        cp = store.checkpoint()
+        has_data = bool(len(rec.off))
+        if cp is None:
+            if has_data:
+                self.report(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
+                            "no checkpoint file: the broker starts with all its timestamps at 0")
+            cp = {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0, "fileSize": 0}
+        elif cp["fileSize"] != S.CHECKPOINT_FILE_SIZE:
+            self.report(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
+                        f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
+        if has_data and self.full_range:
+            newest = int(rec.store_ts.max())
+            tail = next((r for r in self.damage.ranges if r[2] == "torn-tail"), None)
+            for name, what in (("physicMsgTimestamp", "flushed"), ("logicsMsgTimestamp", "dispatched to a consumequeue"),
+                               ("indexMsgTimestamp", "indexed in a full index file")):
+                if cp[name] > newest:
+                    detail = (f"{name} {cp[name]} is later than the newest record's storeTimestamp {newest}: the "
+                              f"checkpoint says messages were {what} that the commitlog no longer holds")
+                    if tail:
+                        detail += f"; a direct consequence of the torn-tail at {tail[3]}"
+                    self.report(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
+        self.recovery_notes(cp)
+
+    def recovery_notes(self, cp: dict):
+        """Which file the broker's next recovery starts from, which damage it will see (and cut the
+        commitlog at) and which it will not."""
+        from .repair import recovery_start
+
+        files = self.files
+        if not files:
+            return
+        abort = self.store.abort_exists()
+        cfg = self.config
+        if abort:
+            first = recovery_start(self.store)
+            why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
+                   f"min(physic, logics) - 3s{' (and indexMsgTimestamp)' if cfg.messageIndexEnable and cfg.messageIndexSafe else ''}")
+            mode = "abnormal recovery"
+        elif self.is5:
+            cq_end = verify_links.consumequeue_max_phy(self)
+            first = next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= cq_end), 0)
+            why = "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+            mode = "normal recovery"
+        else:
+            first = max(0, len(files) - 3)
+            why = "the third file from the last (4.9 normal recovery)"
+            mode = "normal recovery"
+        begin = files[first].start
+        seen = [f for f in self.commitlog_findings if self.recovery_sees(f)]
+        cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
+        if cut is not None:
+            lost = self.rec.off > cut.commitLogOffset
+            cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
+                        f"truncates the commitlog at {cut.commitLogOffset}, dropping {int(lost.sum())} later record(s) "
+                        f"({int(self.rec.size[lost].sum())} bytes) and the consumequeue entries past it")
+            cut.detail += f"; {cut_note}"
+        for f in seen:
+            if f is cut:
+                continue
+            if f.commitLogOffset < begin:
+                f.detail += (f"; the broker's {mode} starts at {files[first].name} and does not re-check this file: it "
+                             f"keeps serving this record as it is")
+            elif cut is not None and f.commitLogOffset > cut.commitLogOffset:
+                f.detail += f"; the {mode} cuts it off with everything after {cut.commitLogOffset}"
+        if abort:
+            outcome = (f"it stops at the {cut.kind} at {cut.commitLogOffset}" if cut is not None else
+                       "it finds nothing to cut")
+            before = sorted({f.commitLogOffset for f in seen if f.commitLogOffset < begin})
+            detail = (f"abort file present: the last exit was not clean. Abnormal recovery starts at {files[first].name} "
+                      f"({why}), re-checks every record from {begin} on with checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, "
+                      f"and truncates at the first failure: {outcome}.")
+            if before:
+                detail += f" Damage before {begin} is not re-checked: {', '.join(map(str, before[:5]))}."
+            self.report(CHECKPOINT, "abnormal-recovery", "info", self.store.abort_path, None, begin, detail)
+            verify_links.index_loss_on_recovery(self, cp, begin)
+
+    def recovery_sees(self, f: Finding) -> bool:
+        """Would checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on this?"""
+        cfg = self.config
+        if f.kind in RECOVERY_SEES:
+            return True
+        if not cfg.checkCRCOnRecover:
+            return False
+        prop = cfg.forceVerifyPropCRC and self.is5
+        return f.kind == ("property-crc" if prop else "body-crc")

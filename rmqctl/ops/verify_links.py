@@ -1,0 +1,484 @@
+"""The consumequeue and index halves of `verify`: every unit and index entry checked against the commitlog
+records the scan found, vectorised with numpy (units and entries are fixed-size, so a file is one array).
+
+Consumequeue (ConsumeQueue.putMessagePositionInfo / recover / truncateDirtyLogicFiles): units are valid
+while offset >= 0 and size > 0; pre-blank units (0, 0x7FFFFFFF, 0) may only lead a queue; every other unit
+must point at a record start whose size, topic, queueId, queue offset (the unit's index) and tagsCode (as
+the dispatcher computes it) match, and which is dispatched at all (not PREPARED/ROLLBACK); every dispatched
+record must have its unit. Index (IndexFile.putKey / selectPhyOffset): header counts and begin/end values
+agree with the entries, slots hold the newest entry of their hash, chains link each entry to the previous
+one of the same slot (so they are acyclic and strictly backwards), every entry points at a record one of
+whose keys hashes to it, and with `deep` every key of every record is there.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import schema as S
+from ..errors import StoreError
+from ..store import INDEX_FILE_NAME, ConsumeQueue, MappedFileQueue
+
+if TYPE_CHECKING:
+    from .verify import _Run
+
+EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
+MAX_LISTED = 5
+
+
+def _cq_groups(run: "_Run"):
+    """Targets per (topic name, queueId): queue offsets sorted, with their record."""
+    topic, qid, qoff, ri = run.targets()
+    inner = np.isin(ri, np.fromiter(run.rec.inner_num, dtype=np.int64, count=len(run.rec.inner_num)))
+    topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
+    order = np.lexsort((qoff, qid, topic))
+    topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
+    groups = {}
+    if len(ri):
+        cut = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
+        for a, b in zip(np.concatenate([[0], cut]), np.concatenate([cut, [len(ri)]])):
+            groups[(run.all_topics[topic[a]], int(qid[a]))] = (qoff[a:b], ri[a:b])
+    return groups
+
+
+def _units(cq: ConsumeQueue, size: int):
+    """All units of a queue: (logical index, commitLogOffset, size, tagsCode, file index)."""
+    parts = []
+    for k, f in enumerate(cq.files.files):
+        n = min(f.length, size) // S.CQ_UNIT_SIZE
+        if not n:
+            continue
+        arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)
+        parts.append((f.start // S.CQ_UNIT_SIZE + np.arange(n, dtype=np.int64), arr["commitLogOffset"].astype(np.int64),
+                      arr["size"].astype(np.int64), arr["tagsCode"].astype(np.int64), np.full(n, k, np.int64)))
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, z
+    return tuple(np.concatenate(c) for c in zip(*parts))
+
+
+def _queue_file_checks(run: "_Run", q: MappedFileQueue, size: int, what: str):
+    from .verify import CONSUMEQUEUE
+
+    for p in q.strays:
+        run.report(CONSUMEQUEUE, "stray-file", "error", p, None, None,
+                   f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
+    for f in q.files:
+        if f.length != size:
+            run.report(CONSUMEQUEUE, "file-size", "error", f.path, None, None,
+                       f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it")
+        if f.start % size:
+            run.report(CONSUMEQUEUE, "file-misaligned", "error", f.path, None, None,
+                       f"starts at byte {f.start}, not a multiple of the file size {size}")
+    for a, b in zip(q.files, q.files[1:]):
+        if b.start > a.start + size:
+            run.report(CONSUMEQUEUE, "file-gap", "error", b.path, None, None,
+                       f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
+                       f"between {a.name} and {b.name}")
+        elif b.start < a.start + size:
+            run.report(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
+
+
+def consumequeue_max_phy(run: "_Run") -> int:
+    """max(offset + size) over the last unit of every queue: where the broker's reput resumes."""
+    if getattr(run, "cq_max_phy", None) is not None:
+        return run.cq_max_phy
+    best = 0
+    try:
+        size = run.store.consumequeue_file_size
+    except StoreError:
+        return 0
+    for cq in run.store.consume_queues():
+        idx, off, sz, _, _ = _units(cq, size)
+        valid = np.flatnonzero((off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE))
+        if len(valid):
+            best = max(best, int(off[valid[-1]] + sz[valid[-1]]))
+    run.cq_max_phy = best
+    return best
+
+
+def _redispatch_from(run: "_Run") -> int:
+    """Records at or after this offset are dispatched again by the broker at its next start (reput from
+    the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
+    start = consumequeue_max_phy(run)
+    if run.store.abort_exists() and run.files:
+        from .repair import recovery_start
+
+        start = min(start, run.files[recovery_start(run.store)].start)
+    return start
+
+
+def check_consumequeues(run: "_Run"):
+    from .verify import CONSUMEQUEUE
+
+    store, rec = run.store, run.rec
+    try:
+        size = store.consumequeue_file_size
+    except StoreError as e:
+        run.report(CONSUMEQUEUE, "file-size", "error", e.path, None, None, str(e))
+        return
+    groups = _cq_groups(run)
+    missing_reports = []
+    seen = set()
+    max_phy = 0
+    for cq in store.consume_queues():
+        key = (cq.topic, cq.queue_id)
+        seen.add(key)
+        _queue_file_checks(run, cq.files, size, "consumequeue")
+        idx, off, sz, tags, fidx = _units(cq, size)
+        valid = (off >= 0) & (sz > 0)
+        pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
+        live = np.flatnonzero(valid)
+        if not len(live):
+            lead = 0
+            end_at = 0
+        else:
+            end_at = int(live[-1]) + 1  # units past the last valid one are unwritten space
+            lead = int(np.argmin(pre)) if not pre.all() else len(pre)
+        path = lambda i: cq.files.files[int(fidx[i])].path
+        pos = lambda i: int((idx[i] * S.CQ_UNIT_SIZE) % size)
+        queue = f"{cq.topic}/{cq.queue_id}"
+        # holes and misplaced pre-blank units among the written ones
+        holes = np.flatnonzero((~valid[:end_at]) | (pre[:end_at] & (np.arange(end_at) >= lead)))
+        if len(holes):
+            i = int(holes[0])
+            run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", path(i), pos(i), None,
+                       f"{queue}: {len(holes)} unit(s) among the written ones are not entries (first at queue offset "
+                       f"{int(idx[i])}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages")
+        stale = np.flatnonzero((off[end_at:] != 0) | (sz[end_at:] != 0) | (tags[end_at:] != 0)) + end_at
+        if len(stale):
+            i = int(stale[0])
+            run.report(CONSUMEQUEUE, "cq-stale-units", "warning", path(i), pos(i), None,
+                       f"{queue}: {len(stale)} unit(s) after the last entry hold data (first at queue offset {int(idx[i])}); "
+                       f"the broker's recovery would read them as entries if they looked valid")
+        real = np.flatnonzero(valid[:end_at] & ~pre[:end_at])
+        if len(real):
+            max_phy = max(max_phy, int(off[real[-1]] + sz[real[-1]]))
+        real = real[(off[real] >= run.min_offset) & run.in_range(off[real])]
+        j = rec.find(off[real])
+        past = off[real] >= run.logical_end
+        for i in real[past].tolist():
+            o = int(off[i])
+            cause = run.damage.cause(o, o + int(sz[i])) or _tail_cause(run, o)
+            detail = f"{queue} entry {int(idx[i])} points at {o}, past the end of the commitlog ({run.logical_end})"
+            if cause:
+                detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
+            run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path(i), pos(i), o, detail)
+        nohit = real[(j < 0) & ~past]
+        for i in nohit.tolist():
+            o = int(off[i])
+            cause = run.damage.cause(o, o + int(sz[i]))
+            inside = rec.containing(o)
+            detail = f"{queue} entry {int(idx[i])} points at {o}, where no record starts"
+            if cause:
+                detail += f"; a direct consequence of {cause}"
+            elif inside >= 0:
+                detail += f" (inside the record at {int(rec.off[inside])})"
+            run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path(i), pos(i), o, detail)
+        hit = real[j >= 0]
+        jh = j[j >= 0]
+        qoffs, recs = groups.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        if len(qoffs):
+            k = np.minimum(np.searchsorted(qoffs, idx[hit]), len(qoffs) - 1)
+            expect = np.where(qoffs[k] == idx[hit], recs[k], -1)
+        else:
+            expect = np.full(len(hit), -1, dtype=np.int64)
+        inner = np.isin(jh, np.fromiter(rec.inner_num, dtype=np.int64, count=len(rec.inner_num)))
+        tags_ok = (tags[hit] == rec.tags[jh]) | (tags[hit] <= EXT_ADDRESS_MAX)
+        bad = ~inner & ((expect != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
+        for i, r, e in zip(hit[bad].tolist(), jh[bad].tolist(), expect[bad].tolist()):
+            _report_mismatch(run, queue, path(i), pos(i), int(idx[i]), int(off[i]), int(sz[i]), int(tags[i]), r, e)
+        # dispatched records whose unit is not there at all
+        if len(qoffs):
+            have = np.isin(qoffs, idx[np.flatnonzero(valid[:end_at] & ~pre[:end_at])])
+            lost = np.flatnonzero(~have)
+            if len(lost):
+                missing_reports.append((queue, cq.directory, qoffs[lost], recs[lost], int(idx[end_at - 1]) + 1 if end_at else 0))
+    for key, (qoffs, recs) in groups.items():
+        if key not in seen:
+            missing_reports.append((f"{key[0]}/{key[1]}", store.consumequeue_dir / key[0] / str(key[1]), qoffs, recs, None))
+    run.cq_max_phy = max_phy
+    redispatch = _redispatch_from(run)
+    for queue, directory, qoffs, recs, end in missing_reports:
+        offs = rec.off[recs]
+        for later in (False, True):
+            sel = (offs >= redispatch) if later else (offs < redispatch)
+            if not sel.any():
+                continue
+            q, o = qoffs[sel], offs[sel]
+            where = ("no consumequeue directory" if end is None else
+                     f"the queue ends at {end}" if (q >= end).all() else "the queue has no unit there")
+            detail = (f"{queue}: {int(sel.sum())} dispatched message(s) have no consumequeue entry (queue offsets "
+                      f"{int(q.min())}..{int(q.max())}, commitlog offsets {int(o.min())}..{int(o.max())}; {where})")
+            detail += ("; the broker dispatches them again at its next start (they are past where its reput resumes)"
+                       if later else "; the broker will not dispatch them again: consumers never see them")
+            run.report(CONSUMEQUEUE, "cq-missing-entries", "warning" if later else "error", directory, None,
+                       int(o.min()), detail)
+
+
+def _tail_cause(run: "_Run", offset: int) -> str | None:
+    for lo, hi, kind, at in run.damage.ranges:
+        if kind == "torn-tail" and lo <= offset:
+            return f"the torn-tail at {at}"
+    return None
+
+
+def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r, expected):
+    from .verify import CONSUMEQUEUE
+
+    rec = run.rec
+    problems = []
+    if not rec.dispatched[r]:
+        kind = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+        problems.append(f"the record is {kind}, which the broker never dispatches")
+    elif expected != r:
+        problems.append(f"it points at {rec.describe(r)}")
+        if expected >= 0:
+            problems.append(f"the record with that queue offset is at {int(rec.off[expected])}")
+    if size != rec.size[r]:
+        problems.append(f"size {size} but the record is {int(rec.size[r])} bytes")
+    if tags != rec.tags[r] and tags > EXT_ADDRESS_MAX and expected == r:
+        problems.append(f"tagsCode {tags} but the dispatcher computes {int(rec.tags[r])}")
+    cause = None
+    if expected >= 0 and expected != r:
+        cause = _field_cause(run, expected) or _field_cause(run, r)
+    detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
+    if cause:
+        detail += f"; {cause}"
+    run.report(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off, detail)
+
+
+def _field_cause(run, r: int) -> str | None:
+    """A queue-offset finding about record r explains a unit that disagrees with it."""
+    o = int(run.rec.off[r])
+    for _, f in run.out.items:
+        if f.kind == "queue-offset" and f.commitLogOffset == o:
+            return f"a direct consequence of the queue-offset finding at {o}"
+    return None
+
+
+# -- index ------------------------------------------------------------------------------------------------
+
+
+def _index_hash(key_hash: np.ndarray) -> np.ndarray:
+    return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
+
+
+def check_index(run: "_Run"):
+    from .verify import INDEX
+
+    store, rec, cfg = run.store, run.rec, run.config
+    paths = store.index_paths()
+    for p in paths:
+        if not INDEX_FILE_NAME.match(p.name):
+            run.report(INDEX, "stray-file", "warning", p, None, None,
+                       "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
+    try:
+        slots, num = store.index_geometry
+        files = store.index_files()
+    except StoreError as e:
+        run.report(INDEX, "file-size", "error", e.path, None, None, str(e))
+        return
+    rec_keys = rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64)
+    found_keys = []
+    prev = None
+    prev_phy = None
+    for ix in files:
+        found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
+        prev = ix
+        ent = ix.entries()
+        count = min(ix.index_count, len(ent))
+        if count > 1:
+            prev_phy = int(ent["phyOffset"][count - 1])
+    if run.deep and cfg.messageIndexEnable:
+        _deep_keys(run, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
+
+
+def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
+    from .verify import INDEX
+
+    rec = run.rec
+    h = ix.header
+    name = ix.name
+    found = np.zeros(0, np.int64)
+    if ix.length != ix.expected_length:
+        run.report(INDEX, "file-size", "error", ix.path, None, None,
+                   f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+    entries = ix.entries()
+    count = ix.index_count
+    if count > num:
+        run.report(INDEX, "index-header", "error", ix.path, 36, None,
+                   f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+    count = min(count, num, len(entries))
+    ent = entries[1:count]
+    n = np.arange(1, count, dtype=np.int64)
+    key_hash = ent["keyHash"].astype(np.int64)
+    phy = ent["phyOffset"].astype(np.int64)
+    diff = ent["timeDiff"].astype(np.int64)
+    prev_idx = ent["prevIndex"].astype(np.int64)
+    entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
+    # entries past indexCount must be untouched space
+    tail = entries[count:]
+    used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
+    if len(used):
+        run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
+                   f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+    slot_values = ix.slots().astype(np.int64)
+    if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
+        run.report(INDEX, "index-header", "error", ix.path, 32, None,
+                   f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+    negative = np.flatnonzero(key_hash < 0)
+    slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
+    # slots: in range and holding the newest entry of their hash
+    out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= max(count, 1)))
+    for s in out_of_range[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                   f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
+    newest = np.zeros(slots, dtype=np.int64)
+    if len(n):
+        np.maximum.at(newest, slot_of, n)
+    wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < max(count, 1)))
+    for s in wrong[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                   f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
+                   f"keys in this slot miss entries")
+    # chains: each entry links to the previous entry of the same slot (0 at the start of a chain)
+    order = np.lexsort((n, slot_of))
+    expected = np.zeros(len(n), dtype=np.int64)
+    if len(n):
+        same = np.concatenate([[False], slot_of[order][1:] == slot_of[order][:-1]])
+        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
+    broken = np.flatnonzero(prev_idx != expected)
+    for k in broken[:MAX_LISTED].tolist():
+        p = int(prev_idx[k])
+        what = ("a loop: it links to itself or to a later entry" if p >= n[k] else
+                "out of range" if p < 0 else
+                f"it should link to entry {int(expected[k])}, the previous one in slot {int(slot_of[k])}")
+        run.report(INDEX, "index-chain", "error", ix.path, entry_pos(n[k]), None,
+                   f"entry {int(n[k])} has prevIndex {p}: {what}")
+    if len(broken) > MAX_LISTED:
+        run.report(INDEX, "index-chain", "error", ix.path, None, None,
+                   f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {name}")
+    for k in negative[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
+    # entries against the records
+    order_bad = np.flatnonzero(np.diff(phy) < 0) + 1
+    if len(order_bad):
+        k = int(order_bad[0])
+        run.report(INDEX, "index-order", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} points at {int(phy[k])}, before entry {int(n[k]) - 1} ({int(phy[k - 1])}): the broker "
+                   f"indexes in commitlog order ({len(order_bad)} such entries)")
+    live = np.flatnonzero((phy >= run.min_offset) & run.in_range(phy))
+    j = rec.find(phy[live])
+    past = phy[live] >= run.logical_end
+    reported_targets = 0
+    for k in live[past].tolist():
+        o = int(phy[k])
+        cause = run.damage.cause(o) or _tail_cause(run, o)
+        detail = f"entry {int(n[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
+        if cause:
+            detail += f"; a direct consequence of {cause}"
+        run.report(INDEX, "index-entry-past-end", "error", ix.path, entry_pos(n[k]), o, detail)
+    for k in live[(j < 0) & ~past].tolist():
+        o = int(phy[k])
+        cause = run.damage.cause(o)
+        inside = rec.containing(o)
+        detail = f"entry {int(n[k])} points at {o}, where no record starts"
+        detail += f"; a direct consequence of {cause}" if cause else (
+            f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
+        if reported_targets < 100:
+            run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
+        reported_targets += 1
+    hit = live[j >= 0]
+    jh = j[j >= 0]
+    if len(hit):
+        pairs = jh.astype(np.int64) * (1 << 32) + key_hash[hit]
+        found = pairs
+        wrong_key = np.flatnonzero(~np.isin(pairs, rec_keys) & (key_hash[hit] >= 0))
+        for w in wrong_key[:MAX_LISTED].tolist():
+            k, r = int(hit[w]), int(jh[w])
+            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
+                       f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
+                       f"({rec.describe(r)}) hashes to it")
+        if len(wrong_key) > MAX_LISTED:
+            run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                       f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
+        # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
+        # which the constructor presets)
+        ts = rec.store_ts[jh]
+        base = np.full(len(hit), h["beginTimestamp"], dtype=np.int64)
+        first = n[hit] == 1
+        if first.any():
+            base[first] = prev.header["endTimestamp"] if prev is not None else -1
+        checkable = base != -1
+        want = np.where(base <= 0, 0, np.clip((ts - base) // 1000, 0, 0x7FFFFFFF))
+        off_time = np.flatnonzero(checkable & (diff[hit] != want))
+        for w in off_time[:MAX_LISTED].tolist():
+            k = int(hit[w])
+            run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
+                       f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {int(want[w])}: "
+                       f"time-bounded lookups misjudge it")
+    # header against the entries and their records
+    if count > 1:
+        checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
+        for field, at in (("beginTimestamp", 0), ("endTimestamp", len(phy) - 1)):
+            r = rec.find(phy[at : at + 1])[0]
+            if r >= 0:
+                checks.append((field, int(rec.store_ts[r])))
+        for field, value in checks:
+            if h[field] != value:
+                run.report(INDEX, "index-header", "error", ix.path, None, None,
+                           f"{field} {h[field]} but the entries say {value}")
+    return found
+
+
+def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
+    """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
+    sides, since a key given twice is indexed twice."""
+    from .verify import INDEX
+
+    rec = run.rec
+    rec_of = rec_keys >> 32
+    keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
+    want, want_n = np.unique(rec_keys[keep], return_counts=True)
+    have, have_n = np.unique(found, return_counts=True)
+    k = np.searchsorted(have, want)
+    k = np.minimum(k, max(len(have) - 1, 0))
+    got = np.where((have[k] == want) if len(have) else np.zeros(len(want), bool), have_n[k] if len(have) else 0, 0)
+    short = np.flatnonzero(got < want_n)
+    if not len(short):
+        return
+    recs = np.unique(want[short] >> 32)
+    offs = rec.off[recs]
+    examples = ", ".join(rec.describe(int(r)) for r in recs[:3])
+    run.report(INDEX, "index-missing-key", "warning", run.store.index_dir, None, int(offs.min()),
+               f"{int((want_n[short] - got[short]).sum())} key(s) of {len(recs)} message(s) are not in the index (commitlog "
+               f"offsets {int(offs.min())}..{int(offs.max())}, e.g. {examples}): lookups by key do not find them")
+
+
+def index_loss_on_recovery(run: "_Run", cp: dict, begin: int):
+    """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
+    indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
+    lost from the index (unless messageIndexSafe made the recovery start early enough)."""
+    from .verify import CHECKPOINT
+
+    cfg = run.config
+    if not cfg.messageIndexEnable:
+        return
+    try:
+        files = run.store.index_files()
+    except StoreError:
+        return
+    for ix in files:
+        if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
+            continue
+        ent = ix.entries()[1 : min(ix.index_count, len(ix.entries()))]
+        lost = ent["phyOffset"] < begin
+        if lost.any():
+            offs = ent["phyOffset"][lost]
+            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, int(offs.min()),
+                       f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
+                       f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
+                       f"{int(lost.sum())} key(s) of messages at {int(offs.min())}..{int(offs.max())} will not be found by key")
