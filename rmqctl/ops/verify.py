@@ -79,10 +79,11 @@ class Damage:
     def cause(self, offset: int, end: int | None = None) -> str | None:
         """'the <kind> at <offset>' when [offset, end) touches a damaged range."""
         end = offset + 1 if end is None else end
-        for lo, hi, kind, at in self.ranges:
-            if offset < hi and lo < end:
-                return f"the {kind} at {at}"
-        return None
+        hits = [(not lo <= offset < hi, at, kind) for lo, hi, kind, at in self.ranges if offset < hi and lo < end]
+        if not hits:
+            return None
+        _, at, kind = min(hits)  # the range holding the offset itself first
+        return f"the {kind} at {at}"
 
     def between(self, a: int, b: int) -> str | None:
         return self.cause(a, b)

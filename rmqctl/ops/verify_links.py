@@ -240,9 +240,7 @@ def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r, expected):
         problems.append(f"size {size} but the record is {int(rec.size[r])} bytes")
     if tags != rec.tags[r] and tags > EXT_ADDRESS_MAX and expected == r:
         problems.append(f"tagsCode {tags} but the dispatcher computes {int(rec.tags[r])}")
-    cause = None
-    if expected >= 0 and expected != r:
-        cause = _field_cause(run, expected) or _field_cause(run, r)
+    cause = _field_cause(run, r) or (_field_cause(run, expected) if expected >= 0 else None)
     detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
     if cause:
         detail += f"; {cause}"

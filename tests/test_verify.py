@@ -1,0 +1,413 @@
+"""verify: clean fixtures are sound, d-crashed shows exactly its two corruptions (and their consequences),
+and every kind of damage injected into a copy of a fixture is found as the right finding."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.dispatch import index_key_hash, index_keys, tags_code
+from rmqctl.ops import verify as verify_mod
+from rmqctl.ops.verify import verify
+from rmqctl.ops.verify_scan import Task, scan_chunk
+from rmqctl.store import Store
+
+
+def open_store(name: str, root: Path | None = None) -> Store:
+    return Store(root or FIXTURES / name / "store", load_config(broker_conf(name)))
+
+
+def findings(name: str, root: Path, *args) -> tuple[int, list[dict]]:
+    r = run("verify", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl", "--jobs", "1", *args)
+    return r.exit_code, jsonl(r.stdout)
+
+
+def kinds(found: list[dict]) -> set[str]:
+    return {f["kind"] for f in found}
+
+
+def messages(store: Store):
+    """(file, message, commitlog offset) of every record, read with the reference decoder."""
+    return [(f, m, f.start + m.position) for f, m in store.scan().records()]
+
+
+def patch(path: Path, pos: int, data: bytes):
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(data)
+
+
+def flip(path: Path, pos: int):
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        b = fh.read(1)
+        fh.seek(pos)
+        fh.write(bytes([b[0] ^ 0xFF]))
+
+
+# -- the fixtures as they are ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+@pytest.mark.parametrize("extra", [(), ("--deep",), ("--jobs", "2")])
+def test_clean_fixture_is_sound(name, extra):
+    r = run("verify", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name), "--format", "jsonl", *extra)
+    assert r.exit_code == 0, r.stdout
+    assert jsonl(r.stdout) == []
+    assert "sound" in r.stderr
+
+
+def test_d_crashed_reports_both_corruptions_and_only_their_consequences():
+    corruption = json.loads((FIXTURES / "d-crashed" / "corruption.json").read_text())
+    torn, flipped = corruption["tornTail"], corruption["flippedBodyByte"]
+    code, found = findings("d-crashed", FIXTURES / "d-crashed" / "store")
+    assert code == 1
+    by_kind = {f["kind"]: f for f in found}
+    assert by_kind["body-crc"]["commitLogOffset"] == flipped["messageCommitLogOffset"]
+    assert by_kind["body-crc"]["file"] == flipped["file"]
+    # RocketMQ's abnormal recovery starts after the first file: the damage there stays
+    assert "does not re-check this file" in by_kind["body-crc"]["detail"]
+    tail = by_kind["torn-tail"]
+    assert tail["commitLogOffset"] == torn["messageCommitLogOffset"] and tail["file"] == torn["file"]
+    assert tail["detail"].startswith(f"{torn['zeroedFromCommitLogOffset'] - torn['messageCommitLogOffset']} invalid bytes "
+                                     f"at offset {torn['messageCommitLogOffset']}")
+    assert "truncates the commitlog at 782999" in tail["detail"]
+    info = by_kind["abnormal-recovery"]
+    assert info["severity"] == "info" and "00000000000000655360" in info["detail"]
+    for f in found:
+        if f["kind"] in ("body-crc", "torn-tail", "abnormal-recovery"):
+            continue
+        # everything else points at the torn record and says it is a consequence of it
+        assert f["commitLogOffset"] == torn["messageCommitLogOffset"], f
+        assert "a direct consequence of the torn-tail at 782999" in f["detail"], f
+    assert kinds(found) == {"body-crc", "torn-tail", "abnormal-recovery", "cq-entry-past-end", "index-entry-past-end"}
+
+
+def test_library_result_and_jsonl_shape():
+    result = verify(open_store("d-crashed"), jobs=1)
+    assert result.exit_code == 1 and not result.truncated
+    assert result.stats["records"] == 599
+    code, found = findings("d-crashed", FIXTURES / "d-crashed" / "store")
+    assert [f.to_dict() for f in result.findings] == found
+    for f in found:
+        assert set(f) == {"kind", "severity", "file", "position", "commitLogOffset", "detail"}
+        assert f["severity"] in ("error", "warning", "info")
+
+
+# -- the fast path against the reference rules -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES + ["d-crashed"])
+def test_scanner_dispatch_data_equals_reference_rules(name):
+    """topic, tagsCode and index key hashes of every record, vectorised, equal rmqctl.dispatch's answer."""
+    store = open_store(name)
+    cfg = store.config
+    want = {off: (m.topic, tags_code(m, cfg), sorted(index_key_hash(k) for k in index_keys(m)))
+            for f, m, off in messages(store)}
+    got = {}
+    size = store.commitlog.file_size
+    for f in store.commitlog.files:
+        r = scan_chunk(Task(str(f.path), f.name, f.start, size, 0, True, 0, size, cfg))
+        keys = {}
+        for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
+            keys.setdefault(i, []).append(h)
+        for i, p in enumerate(r.pos.tolist()):
+            got[f.start + p] = (r.topics[r.topic[i]], int(r.tags[i]), sorted(keys.get(i, [])))
+    assert got == want
+
+
+@pytest.mark.parametrize("name", ["a-basic", "d-crashed"])
+def test_small_chunks_find_the_same(name, monkeypatch):
+    """Chunks that start mid-file find the record starts themselves; the result does not change."""
+    whole = verify(open_store(name), jobs=1)
+    monkeypatch.setattr(verify_mod, "CHUNK", 4096)
+    for jobs in (1, 2):
+        split = verify(open_store(name), jobs=jobs)
+        assert [f.to_dict() for f in split.findings] == [f.to_dict() for f in whole.findings]
+        assert split.stats["records"] == whole.stats["records"]
+
+
+# -- injected damage --------------------------------------------------------------------------------------------
+
+
+def test_flipped_body_byte(store_copy):
+    root = store_copy("a-basic")
+    f, m, off = messages(open_store("a-basic", root))[700]
+    body_at = m.position + S.RECORD_HEADS[(False, False)][0].size
+    flip(f.path, body_at + 5)
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("body-crc", off)]
+    assert found[0]["position"] == m.position
+
+
+def test_flipped_physical_offset_byte_the_body_crc_cannot_see(store_copy):
+    root = store_copy("a-basic")
+    f, m, off = messages(open_store("a-basic", root))[321]
+    flip(f.path, m.position + 28 + 6)  # PHYSICALOFFSET
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("physical-offset", off)]
+
+
+def test_duplicated_queue_offset(store_copy):
+    root = store_copy("a-basic")
+    recs = messages(open_store("a-basic", root))
+    first = recs[100]
+    same_queue = [r for r in recs[101:] if (r[1].topic, r[1].queueId) == (first[1].topic, first[1].queueId)]
+    f, m, off = same_queue[0]
+    patch(f.path, m.position + 20, S.INT64.pack(first[1].queueOffset))
+    code, found = findings("a-basic", root)
+    assert code == 1
+    qo = [x for x in found if x["kind"] == "queue-offset"]
+    assert len(qo) == 1 and qo[0]["commitLogOffset"] == off and "duplicate" in qo[0]["detail"]
+    # the consumequeue entry that still points at the record now disagrees with it, and says why
+    assert {x["kind"] for x in found} == {"queue-offset", "cq-entry-mismatch"}
+    assert all("queue-offset finding" in x["detail"] for x in found if x["kind"] == "cq-entry-mismatch")
+
+
+def test_property_crc_mismatch_on_v5_store(store_copy):
+    root = store_copy("c-v5-features")
+    f, m, off = messages(open_store("c-v5-features", root))[40]
+    flip(f.path, m.position + 16)  # FLAG: covered by the property CRC, not by the body CRC
+    code, found = findings("c-v5-features", root)
+    assert code == 1
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("property-crc", off)]
+
+
+def test_truncated_last_file(store_copy):
+    root = store_copy("a-basic")
+    store = open_store("a-basic", root)
+    f, m, off = messages(store)[-1]
+    cut = m.position + m.storeSize // 2
+    os.truncate(f.path, cut)
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert kinds(found) == {"file-size", "torn-tail", "cq-entry-past-end", "index-entry-past-end"}
+    tail = next(x for x in found if x["kind"] == "torn-tail")
+    assert tail["commitLogOffset"] == off and tail["detail"].startswith(f"{cut - m.position} invalid bytes at offset {off}")
+    for x in found:
+        if x["kind"].endswith("past-end"):
+            assert x["commitLogOffset"] == off and f"consequence of the torn-tail at {off}" in x["detail"]
+
+
+def test_zeroed_region_mid_file(store_copy):
+    root = store_copy("a-basic")
+    recs = messages(open_store("a-basic", root))
+    in_file = [r for r in recs if r[0].name == recs[300][0].name]
+    a, b = in_file[3], in_file[6]  # zero from the start of record a to the start of record b
+    patch(a[0].path, a[1].position, bytes(b[1].position - a[1].position))
+    code, found = findings("a-basic", root)
+    assert code == 1
+    zeroed = [x for x in found if x["kind"] == "zeroed-region"]
+    assert len(zeroed) == 1 and zeroed[0]["commitLogOffset"] == a[2]
+    assert zeroed[0]["detail"].startswith(f"{b[2] - a[2]} invalid bytes at offset {a[2]}")
+    assert f"the next record starts at {b[2]}" in zeroed[0]["detail"]
+    # the lost records' queue offsets and their consumequeue/index entries are consequences
+    for x in found:
+        if x is not zeroed[0]:
+            assert f"the zeroed-region at {a[2]}" in x["detail"], x
+
+
+def test_deleted_middle_file(store_copy):
+    root = store_copy("a-basic")
+    gone = root / "commitlog" / "00000000000000655360"
+    gone.unlink()
+    code, found = findings("a-basic", root)
+    assert code == 1
+    gap = [x for x in found if x["kind"] == "file-gap"]
+    assert len(gap) == 1 and gap[0]["commitLogOffset"] == 655360
+    for x in found:
+        if x is not gap[0]:
+            assert "the file-gap at 655360" in x["detail"], x
+    assert {"queue-offset", "cq-entry-bad-target", "index-entry-bad-target"} <= kinds(found)
+
+
+def test_short_middle_file(store_copy):
+    root = store_copy("a-basic")
+    short = root / "commitlog" / "00000000000000131072"
+    os.truncate(short, 1000)
+    code, found = findings("a-basic", root)
+    assert code == 1
+    size = [x for x in found if x["kind"] == "file-size"]
+    assert len(size) == 1 and size[0]["file"] == "commitlog/00000000000000131072"
+    assert "is 1000 bytes, not 65536" in size[0]["detail"]
+
+
+def test_short_file_without_config_uses_the_name_spacing(store_copy):
+    root = store_copy("a-basic")
+    os.truncate(root / "commitlog" / "00000000000000131072", 1000)
+    r = run("verify", "--store", root, "--format", "jsonl", "--only", "commitlog")
+    assert r.exit_code == 1
+    assert "file-size" in kinds(jsonl(r.stdout))
+
+
+def test_stray_file(store_copy):
+    root = store_copy("a-basic")
+    (root / "commitlog" / "00000000000000065536.bak").write_bytes(b"x" * 10)
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert [(x["kind"], x["file"]) for x in found] == [("stray-file", "commitlog/00000000000000065536.bak")]
+
+
+def test_swapped_consumequeue_entries(store_copy):
+    root = store_copy("a-basic")
+    path = root / "consumequeue" / "TopicTest" / "1" / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    data[20:40], data[40:60] = data[40:60], data[20:40]
+    path.write_bytes(bytes(data))
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert sorted((x["kind"], x["position"]) for x in found) == [("cq-entry-mismatch", 20), ("cq-entry-mismatch", 40)]
+    assert all("TopicTest/1 entry" in x["detail"] for x in found)
+
+
+def _drop_last_entries(root: Path, topic: str, queue_id: int, count: int):
+    last = sorted((root / "consumequeue" / topic / str(queue_id)).iterdir())[-1]
+    data = bytearray(last.read_bytes())
+    used = max(i for i in range(0, len(data), 20) if any(data[i : i + 20]))
+    data[used + 20 - 20 * count : used + 20] = bytes(20 * count)
+    last.write_bytes(bytes(data))
+
+
+def test_consumequeue_behind_the_commitlog(store_copy):
+    root = store_copy("a-basic")
+    _, m, _ = messages(open_store("a-basic", root))[-1]
+    _drop_last_entries(root, m.topic, m.queueId, 1)  # the newest message: the broker's reput redoes it
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert [(x["kind"], x["severity"]) for x in found] == [("cq-missing-entries", "warning")]
+    assert "1 dispatched message(s)" in found[0]["detail"] and "dispatches them again" in found[0]["detail"]
+
+
+def test_consumequeue_missing_entries_the_broker_never_redoes(store_copy):
+    root = store_copy("a-basic")
+    recs = messages(open_store("a-basic", root))
+    newest = (recs[-1][1].topic, recs[-1][1].queueId)
+    topic, qid = next((m.topic, m.queueId) for _, m, _ in reversed(recs) if (m.topic, m.queueId) != newest)
+    _drop_last_entries(root, topic, qid, 1)
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["severity"]) for x in found] == [("cq-missing-entries", "error")]
+    assert "will not dispatch them again" in found[0]["detail"]
+
+
+def test_index_chain_turned_into_a_loop(store_copy):
+    root = store_copy("a-basic")
+    store = open_store("a-basic", root)
+    ix = store.index_files()[2]
+    slots, _ = store.index_geometry
+    n = 200
+    pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE + 16
+    patch(ix.path, pos, S.INT32.pack(n))  # prevIndex pointing at itself
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert [(x["kind"], x["file"]) for x in found] == [("index-chain", f"index/{ix.name}")]
+    assert "a loop" in found[0]["detail"]
+
+
+def test_index_entry_with_a_foreign_key_and_deep_missing_key(store_copy):
+    root = store_copy("a-basic")
+    store = open_store("a-basic", root)
+    ix = store.index_files()[0]
+    slots, _ = store.index_geometry
+    pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + 10 * S.INDEX_ENTRY_SIZE
+    old = S.INT32.unpack_from(ix.path.read_bytes(), pos)[0]
+    patch(ix.path, pos, S.INT32.pack(old + slots))  # same slot, different key hash
+    code, found = findings("a-basic", root)
+    assert code == 1 and kinds(found) == {"index-entry-mismatch"}
+    code, found = findings("a-basic", root, "--deep")
+    assert kinds(found) == {"index-entry-mismatch", "index-missing-key"}
+
+
+# -- options, interface -----------------------------------------------------------------------------------------
+
+
+def test_quiet_max_findings_only_and_range():
+    d = FIXTURES / "d-crashed" / "store"
+    r = run("verify", "--store", d, "--quiet")
+    assert r.exit_code == 1 and r.stdout == "" and r.stderr == ""
+    code, found = findings("d-crashed", d, "--max-findings", "2")
+    assert code == 1 and len(found) == 2
+    code, found = findings("d-crashed", d, "--only", "index")
+    assert code == 1 and kinds(found) == {"index-entry-past-end"}
+    code, found = findings("d-crashed", d, "--only", "consumequeue")
+    assert kinds(found) == {"cq-entry-past-end"}
+    code, found = findings("d-crashed", d, "--only", "commitlog", "--from", "65536", "--to", "700000")
+    assert code == 0 and [f["kind"] for f in found] == ["abnormal-recovery"]
+    code, found = findings("d-crashed", d, "--only", "commitlog", "--to", "65536")
+    assert kinds(found) == {"body-crc", "abnormal-recovery"}
+
+
+def test_cannot_run_exits_2(tmp_path):
+    r = run("verify", "--store", tmp_path / "missing")
+    assert r.exit_code == 2 and "does not exist" in r.stderr
+    r = run("verify", "--store", FIXTURES / "a-basic" / "store", "--jobs", "0")
+    assert r.exit_code == 2
+
+
+def test_says_when_a_broker_holds_the_lock(store_copy):
+    root = store_copy("b-mixed")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(30)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = run("verify", "--store", root, "--broker-config", broker_conf("b-mixed"), "--format", "jsonl")
+        assert r.exit_code == 0
+        assert f"pid {holder.pid}" in r.stderr and "tail may be moving" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- fuzz ------------------------------------------------------------------------------------------------------
+
+FUZZ_FIXTURES = ["b-mixed", "c-v5-features"]
+_pristine: dict[str, Path] = {}
+
+
+def _pristine_copy(name: str) -> Path:
+    if name not in _pristine:
+        _pristine[name] = copy_store(name, Path(tempfile.mkdtemp(prefix="verify-fuzz-")))
+    return _pristine[name]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(FUZZ_FIXTURES), pick=st.integers(0, 10**6),
+       flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
+       truncate=st.one_of(st.none(), st.floats(0, 1)))
+def test_fuzz_never_crashes(name, pick, flips, truncate):
+    """Random byte flips and truncations of any file: verify reports, never raises, never exits 2."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "store"
+        shutil.copytree(_pristine_copy(name), root)
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "lock")
+        target = files[pick % len(files)]
+        data = bytearray(target.read_bytes())
+        for at, mask in flips:
+            if data:
+                data[at % len(data)] ^= mask
+        if truncate is not None:
+            data = data[: int(len(data) * truncate)]
+        target.write_bytes(bytes(data))
+        r = run("verify", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl", "--jobs", "1")
+        assert r.exit_code in (0, 1), (target, r.stderr)
+        if r.exit_code == 1:
+            assert jsonl(r.stdout)
