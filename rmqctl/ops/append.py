@@ -44,6 +44,7 @@ RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
 TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH; also the V1 1-byte length
 RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"  # TopicValidator: no LMQ dispatch from system topics (MixAll.topicAllowsLMQ)
 SHORT_MAX = 32767  # propertiesLength is a signed int16
 ENCODER_HEADROOM = 64 * 1024  # MessageExtEncoder: whole record <= maxMessageSize (body) + 64 KiB
 INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
@@ -596,7 +597,7 @@ class Appender:
                 return text
             keys = [(n, 0 if config.enableLmq and n.startswith(LMQ_PREFIX) else msg.queue_id) for n in names]
         else:
-            if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, "rmq_sys_")) or msg.topic == SCHEDULE_TOPIC:
+            if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
                 return text
             if not all(n.startswith(LMQ_PREFIX) for n in names):
                 raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
