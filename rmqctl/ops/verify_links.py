@@ -30,7 +30,7 @@ MAX_LISTED = 5
 def _cq_groups(run: "_Run"):
     """Targets per (topic name, queueId): queue offsets sorted, with their record."""
     topic, qid, qoff, ri = run.targets()
-    inner = np.isin(ri, np.fromiter(run.rec.inner_num, dtype=np.int64, count=len(run.rec.inner_num)))
+    inner = _members(ri, run.rec.inner_num)
     topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
     order = np.lexsort((qoff, qid, topic))
     topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
@@ -40,6 +40,21 @@ def _cq_groups(run: "_Run"):
         for a, b in zip(np.concatenate([[0], cut]), np.concatenate([cut, [len(ri)]])):
             groups[(run.all_topics[topic[a]], int(qid[a]))] = (qoff[a:b], ri[a:b])
     return groups
+
+
+def _members(values: np.ndarray, keys) -> np.ndarray:
+    """values in the (usually empty) collection `keys`."""
+    if not len(keys):
+        return np.zeros(len(values), dtype=bool)
+    return np.isin(values, np.fromiter(keys, dtype=np.int64, count=len(keys)))
+
+
+def _sorted_member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """values in `sorted_keys` (ascending), by binary search."""
+    if not len(sorted_keys):
+        return np.zeros(len(values), dtype=bool)
+    k = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return sorted_keys[k] == values
 
 
 def _units(cq: ConsumeQueue, size: int):
@@ -184,14 +199,14 @@ def check_consumequeues(run: "_Run"):
             expect = np.where(qoffs[k] == idx[hit], recs[k], -1)
         else:
             expect = np.full(len(hit), -1, dtype=np.int64)
-        inner = np.isin(jh, np.fromiter(rec.inner_num, dtype=np.int64, count=len(rec.inner_num)))
+        inner = _members(jh, rec.inner_num)
         tags_ok = (tags[hit] == rec.tags[jh]) | (tags[hit] <= EXT_ADDRESS_MAX)
         bad = ~inner & ((expect != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
         for i, r, e in zip(hit[bad].tolist(), jh[bad].tolist(), expect[bad].tolist()):
             _report_mismatch(run, queue, path(i), pos(i), int(idx[i]), int(off[i]), int(sz[i]), int(tags[i]), r, e)
         # dispatched records whose unit is not there at all
         if len(qoffs):
-            have = np.isin(qoffs, idx[np.flatnonzero(valid[:end_at] & ~pre[:end_at])])
+            have = _sorted_member(qoffs, idx[np.flatnonzero(valid[:end_at] & ~pre[:end_at])])
             lost = np.flatnonzero(~have)
             if len(lost):
                 missing_reports.append((queue, cq.directory, qoffs[lost], recs[lost], int(idx[end_at - 1]) + 1 if end_at else 0))
@@ -259,6 +274,20 @@ def _field_cause(run, r: int) -> str | None:
 # -- index ------------------------------------------------------------------------------------------------
 
 
+def _slots(ix) -> np.ndarray:
+    """The hash slots that the file holds (a short file holds fewer)."""
+    n = max(0, min(ix.slot_num, (ix.length - S.INDEX_HEADER_SIZE) // S.HASH_SLOT_SIZE))
+    return np.frombuffer(ix.mf.buf, dtype=">i4", count=n, offset=S.INDEX_HEADER_SIZE) if n else np.zeros(0, ">i4")
+
+
+def _entries(ix) -> np.ndarray:
+    """The entry slots that the file holds (a short file holds fewer)."""
+    base = S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE
+    n = max(0, min(ix.index_num, (ix.length - base) // S.INDEX_ENTRY_SIZE))
+    return np.frombuffer(ix.mf.buf, dtype=S.INDEX_ENTRY_DTYPE, count=n, offset=base) if n else \
+        np.zeros(0, S.INDEX_ENTRY_DTYPE)
+
+
 def _index_hash(key_hash: np.ndarray) -> np.ndarray:
     return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
 
@@ -278,14 +307,14 @@ def check_index(run: "_Run"):
     except StoreError as e:
         run.report(INDEX, "file-size", "error", e.path, None, None, str(e))
         return
-    rec_keys = rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64)
+    rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
     found_keys = []
     prev = None
     prev_phy = None
     for ix in files:
         found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
         prev = ix
-        ent = ix.entries()
+        ent = _entries(ix)
         count = min(ix.index_count, len(ent))
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
@@ -303,7 +332,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if ix.length != ix.expected_length:
         run.report(INDEX, "file-size", "error", ix.path, None, None,
                    f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
-    entries = ix.entries()
+    entries = _entries(ix)
     count = ix.index_count
     if count > num:
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
@@ -316,13 +345,15 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     diff = ent["timeDiff"].astype(np.int64)
     prev_idx = ent["prevIndex"].astype(np.int64)
     entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
-    # entries past indexCount must be untouched space
-    tail = entries[count:]
+    # entries past indexCount must be untouched space (a header that lags shows right after the count)
+    tail = entries[count : count + 4096]
     used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
     if len(used):
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-    slot_values = ix.slots().astype(np.int64)
+    slot_values = np.zeros(slots, dtype=np.int64)
+    held = _slots(ix)
+    slot_values[: len(held)] = held
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
@@ -333,20 +364,22 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     for s in out_of_range[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
                    f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
+    # entries in (slot, index) order: the last of each slot is its newest, each links to the one before
+    order = np.argsort(slot_of, kind="stable")
+    sorted_slots = slot_of[order]
     newest = np.zeros(slots, dtype=np.int64)
+    expected = np.zeros(len(n), dtype=np.int64)
     if len(n):
-        np.maximum.at(newest, slot_of, n)
+        last = np.append(sorted_slots[1:] != sorted_slots[:-1], True)
+        newest[sorted_slots[last]] = n[order][last]
+        same = np.concatenate([[False], sorted_slots[1:] == sorted_slots[:-1]])
+        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
     wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < max(count, 1)))
     for s in wrong[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
                    f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
                    f"keys in this slot miss entries")
     # chains: each entry links to the previous entry of the same slot (0 at the start of a chain)
-    order = np.lexsort((n, slot_of))
-    expected = np.zeros(len(n), dtype=np.int64)
-    if len(n):
-        same = np.concatenate([[False], slot_of[order][1:] == slot_of[order][:-1]])
-        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
     broken = np.flatnonzero(prev_idx != expected)
     for k in broken[:MAX_LISTED].tolist():
         p = int(prev_idx[k])
@@ -394,7 +427,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if len(hit):
         pairs = jh.astype(np.int64) * (1 << 32) + key_hash[hit]
         found = pairs
-        wrong_key = np.flatnonzero(~np.isin(pairs, rec_keys) & (key_hash[hit] >= 0))
+        wrong_key = np.flatnonzero(~_sorted_member(pairs, rec_keys) & (key_hash[hit] >= 0))
         for w in wrong_key[:MAX_LISTED].tolist():
             k, r = int(hit[w]), int(jh[w])
             run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
@@ -472,7 +505,8 @@ def index_loss_on_recovery(run: "_Run", cp: dict, begin: int):
     for ix in files:
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
-        ent = ix.entries()[1 : min(ix.index_count, len(ix.entries()))]
+        entries = _entries(ix)
+        ent = entries[1 : min(ix.index_count, len(entries))]
         lost = ent["phyOffset"] < begin
         if lost.any():
             offs = ent["phyOffset"][lost]

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""verify throughput on a 1 GiB commitlog of ~1 KiB messages (with its consumequeues and index), next to
+a plain whole-file zlib.crc32 pass over the same commitlog measured in the same run.
+
+    python benchmarks/bench_verify.py [--size-mib 1024] [--dir /tmp/rmqctl-bench-verify] [--repeat 3]
+
+The store is generated once (RocketMQ 4.9 layout: 3 topics x 4 queues, TAGS, 2 KEYS and a UNIQ_KEY per
+message, bodies of 900..1100 random bytes) with rmqctl's own record encoder and dispatch writers, and
+reused by later runs. Each figure is the best of --repeat runs (the page cache is warm for all of them,
+the CRC pass included). Targets from the verify issue: --jobs 1 at least 40% of the CRC pass, --jobs 2
+at least 1.7x --jobs 1.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import time
+import zlib
+from pathlib import Path
+
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.javacompat import crc31, encode_properties
+from rmqctl.ops.verify import verify
+from rmqctl.record import Message, encode_record
+from rmqctl.store import Store
+from rmqctl.writers import Dispatcher
+
+TOPICS = ["TopicTest", "OrderTopic", "BenchTopic-7"]
+
+
+def build_store(root: Path, file_size: int) -> Path:
+    """One full commitlog file (ending in its BLANK), dispatched into consumequeues and an index."""
+    conf = root / "broker.conf"
+    marker = root / "complete"
+    if marker.exists() and marker.read_text() == str(file_size):
+        return conf
+    store = root / "store"
+    if root.exists():
+        import shutil
+
+        shutil.rmtree(root)
+    (store / "commitlog").mkdir(parents=True)
+    conf.write_text(f"mappedFileSizeCommitLog={file_size}\nbrokerIP1=192.168.0.10\nlistenPort=10911\n")
+    config = load_config(conf)
+    rnd = random.Random(20240601)
+    queue_offsets: dict[tuple[str, int], int] = {}
+    dispatcher = Dispatcher(store, config, 300_000 * S.CQ_UNIT_SIZE, 5_000_000, 20_000_000,
+                            index_clock=lambda: 1_700_000_000_000)
+    pos = n = 0
+    began = time.monotonic()
+    with open(store / "commitlog" / f"{0:020d}", "wb") as out:
+        out.truncate(file_size)
+        while True:
+            topic, qid = TOPICS[n % 3], n % 4
+            body = rnd.randbytes(rnd.randint(900, 1100))
+            props = encode_properties([
+                ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"), ("TAGS", "Tag" + "ABCDE"[n % 5]),
+                ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)), ("WAIT", "true"), ("CLUSTER", "DefaultCluster"),
+            ], trailing_separator=False)
+            m = Message()
+            m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
+            m.queueOffset, m.physicalOffset, m.sysFlag = queue_offsets.get((topic, qid), 0), pos, 0
+            m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000 + n
+            m.bornIp, m.bornPort, m.storeIp, m.storePort = bytes([10, 0, 0, 1]), 40000, bytes([192, 168, 0, 10]), 10911
+            m.reconsumeTimes = m.preparedTransactionOffset = 0
+            m.body, m.topicBytes, m.propertiesBytes = body, topic.encode(), props.encode()
+            record = encode_record(m)
+            m.storeSize, m.bodyLength, m.position = len(record), len(body), pos
+            if pos + len(record) + S.END_FILE_MIN_BLANK_LENGTH > file_size:
+                out.seek(pos)
+                out.write(S.BLANK.pack(file_size - pos, S.MAGIC_BLANK))
+                break
+            out.seek(pos)
+            out.write(record)
+            dispatcher.dispatch(m, pos)
+            queue_offsets[(topic, qid)] = m.queueOffset + 1
+            pos += len(record)
+            n += 1
+    dispatcher.close()
+    last_ts = 1_700_000_000_000 + n - 1
+    (store / "checkpoint").write_bytes(S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0"))
+    marker.write_text(str(file_size))
+    print(f"generated {n} messages in {time.monotonic() - began:.0f} s under {root}")
+    return conf
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--dir", default="/tmp/rmqctl-bench-verify")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    root = Path(args.dir)
+    conf = build_store(root, args.size_mib << 20)
+    store_dir = root / "store"
+    config = load_config(conf)
+    files = sorted((store_dir / "commitlog").iterdir())
+    total = sum(p.stat().st_size for p in files)
+
+    def crc_pass():
+        for p in files:
+            with open(p, "rb") as fh:
+                crc = 0
+                while chunk := fh.read(1 << 24):
+                    crc = zlib.crc32(chunk, crc)
+
+    def run(jobs: int, only: str | None):
+        result = verify(Store(store_dir, config), only=only, jobs=jobs)
+        assert result.exit_code == 0, [f.to_dict() for f in result.findings[:3]]
+        return result
+
+    records = run(1, "commitlog").stats["records"]
+    crc_s = best(crc_pass, args.repeat)
+    rows = [("zlib.crc32 whole-file pass", crc_s)]
+    for only, label in (("commitlog", "verify --only commitlog"), (None, "verify (all checks)")):
+        for jobs in (1, 2):
+            rows.append((f"{label} --jobs {jobs}", best(lambda: run(jobs, only), args.repeat)))
+    print(f"commitlog: {total / 2**20:.0f} MiB, {records} messages ({total / records:.0f} B each); best of {args.repeat}; "
+          f"{os.cpu_count()} CPUs")
+    for label, secs in rows:
+        print(f"{label:38s} {secs:7.3f} s {total / secs / 1e6:8.0f} MB/s {records / secs / 1e6:6.2f} M msgs/s "
+              f"{crc_s / secs:6.0%} of crc32")
+    for label in ("verify --only commitlog", "verify (all checks)"):
+        one = next(s for l, s in rows if l == f"{label} --jobs 1")
+        two = next(s for l, s in rows if l == f"{label} --jobs 2")
+        print(f"{label}: --jobs 2 is {one / two:.2f}x --jobs 1")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (this process)")
+
+
+if __name__ == "__main__":
+    main()
