@@ -3,6 +3,7 @@ an entry (CommitLogDispatcherBuildConsumeQueue + LMQ multi-dispatch), and which 
 (CommitLogDispatcherBuildIndex / IndexService.buildIndex). Shared by append, rebuild and verify."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from . import schema as S
@@ -58,12 +59,37 @@ def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:
         props = m.properties
         queues, offsets = props.get("INNER_MULTI_DISPATCH", ""), props.get("INNER_MULTI_QUEUE_OFFSET", "")
         if queues.strip() and offsets.strip():
-            names, offs = queues.split(MULTI_DISPATCH_SEPARATOR), offsets.split(MULTI_DISPATCH_SEPARATOR)
+            names, offs = java_split(queues), java_split(offsets)
             if len(names) == len(offs):  # else the broker logs "[bug]" and dispatches only the main queue
                 for name, off in zip(names, offs):
+                    offset = parse_long(off)
+                    if offset is None:
+                        break  # Long.parseLong throws: the queues from here on get no entry
                     qid = 0 if config.enableLmq and name.startswith(LMQ_PREFIX) else m.queueId
-                    out.append((name, qid, int(off)))
+                    out.append((name, qid, offset))
     return out
+
+
+def java_split(text: str) -> list[str]:
+    """String.split(",") (limit 0): the text itself when there is no separator, else the parts without the
+    trailing empty ones (so "," gives none)."""
+    if MULTI_DISPATCH_SEPARATOR not in text:
+        return [text]
+    parts = text.split(MULTI_DISPATCH_SEPARATOR)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_long(text: str) -> int | None:
+    """Long.parseLong: an optional sign and decimal digits within 64 bits (no spaces, no underscores)."""
+    if not _LONG.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 def index_keys(m: Message) -> list[str]:
