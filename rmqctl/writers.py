@@ -159,6 +159,33 @@ class ConsumeQueueWriter:
         self.wrote += S.CQ_UNIT_SIZE
         return status
 
+    def put_run(self, offsets: np.ndarray, sizes: np.ndarray, tags: np.ndarray, first_cq_offset: int) -> bool:
+        """put() for units at consecutive queue offsets from `first_cq_offset`, in bulk: only when put() would
+        write every one of them as a plain append (the first may still create the queue's first file with
+        its pre-blank fill), i.e. their commitlog ends increase, the first is not already built and the
+        queue continues at `first_cq_offset`. Otherwise writes nothing and returns False."""
+        if not len(offsets):
+            return True
+        ends = offsets.astype(np.int64) + sizes
+        if np.any(ends[1:] <= ends[:-1]) or int(ends[0]) <= self.max_physic_offset:
+            return False
+        if self.files and self.max_queue_offset != first_cq_offset:
+            return False
+        self.put(int(offsets[0]), int(sizes[0]), int(tags[0]), first_cq_offset)  # "written", after the checks above
+        units = np.empty(len(offsets) - 1, S.CQ_DTYPE)
+        units["commitLogOffset"], units["size"], units["tagsCode"] = offsets[1:], sizes[1:], tags[1:]
+        data = units.tobytes()
+        done = 0
+        while done < len(data):
+            _, f, _ = self._last_file(0)  # the queue's first file exists: this is the next one when full
+            chunk = data[done : done + self.file_size - self.wrote]
+            f.map[self.wrote : self.wrote + len(chunk)] = chunk
+            f.dirty = True
+            self.wrote += len(chunk)
+            done += len(chunk)
+        self.max_physic_offset = int(ends[-1])
+        return True
+
     def close(self):
         for _, f in self.files:
             f.close()
@@ -223,6 +250,52 @@ class IndexFileWriter:
         return True
 
 
+    def put_keys(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray) -> int:
+        """put_key for as many of the entries as fit, in bulk; returns how many were put. Each entry's
+        prevIndex is the previous entry of its slot (or the slot's value before), its timeDiff is taken
+        against beginTimestamp as it stands when that entry is put (the first entry of a file against the
+        preset value, the quirk build() reproduces too)."""
+        first = self.index_count
+        k = min(len(key_hashes), self.index_num - first)
+        if k <= 0:
+            return 0
+        hashes, ts = key_hashes[:k].astype(np.int64), timestamps[:k].astype(np.int64)
+        numbers = np.arange(first, first + k, dtype=np.int64)
+        slot_of = hashes % self.slot_num
+        slots = np.frombuffer(self.file.map, dtype=">i4", count=self.slot_num, offset=S.INDEX_HEADER_SIZE)
+        order = np.argsort(slot_of, kind="stable")
+        by_slot, numbered = slot_of[order], numbers[order]
+        opens = np.ones(k, bool)
+        opens[1:] = by_slot[1:] != by_slot[:-1]
+        closes = np.ones(k, bool)
+        closes[:-1] = opens[1:]
+        prev_sorted = np.empty(k, np.int64)
+        prev_sorted[1:] = numbered[:-1]
+        before = slots[by_slot[opens]].astype(np.int64)
+        before[(before <= 0) | (before > first)] = 0
+        prev_sorted[opens] = before
+        prev = np.empty(k, np.int64)
+        prev[order] = prev_sorted
+        begin = np.full(k, self.begin_ts, np.int64)
+        if first <= 1:
+            begin[1:] = ts[0]
+        diff = ts - begin
+        diff = np.where((begin <= 0) | (diff < 0), 0, np.minimum(diff // 1000, 0x7FFFFFFF))
+        entries = np.empty(k, S.INDEX_ENTRY_DTYPE)
+        entries["keyHash"], entries["phyOffset"], entries["timeDiff"], entries["prevIndex"] = hashes, phys[:k], diff, prev
+        base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
+        self.file.map[base + first * S.INDEX_ENTRY_SIZE : base + (first + k) * S.INDEX_ENTRY_SIZE] = entries.tobytes()
+        slots[by_slot[closes]] = numbered[closes]
+        del slots
+        if first <= 1:
+            self.begin_phy, self.begin_ts = int(phys[0]), int(ts[0])
+        self.hash_slot_count += int(np.count_nonzero(prev == 0))
+        self.index_count += k
+        self.end_phy, self.end_ts = int(phys[k - 1]), int(ts[k - 1])
+        self._write_header()
+        return k
+
+
 def index_file_name(millis: int) -> str:
     """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS in local time."""
     t = dt.datetime.fromtimestamp(millis / 1000)
@@ -270,6 +343,17 @@ class IndexWriter:
             h = index_key_hash(key)
             while not f.put_key(h, phy_offset, m.storeTimestamp):
                 f = self._last()
+
+    def build_many(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray, last_message: int | None):
+        """build() for many messages at once when none of them is already indexed (their commitlog offsets
+        increase past the last file's endPhyOffset): their keys in order, rolling over as build() does, then
+        the file the broker creates when a message (with keys or not; `last_message` is the newest one's
+        offset) comes after a full one."""
+        done = 0
+        while done < len(key_hashes):
+            done += self._last().put_keys(key_hashes[done:], phys[done:], timestamps[done:])
+        if last_message is not None and (not self.files or (self.files[-1].full and last_message > self.files[-1].end_phy)):
+            self._last()
 
     def flush(self):
         for f in self.files:

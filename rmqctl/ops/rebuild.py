@@ -26,6 +26,8 @@ from .. import schema as S
 from ..dispatch import cq_targets, index_keys
 from ..errors import StoreError, UsageError
 from ..lock import store_lock
+from ..batchdispatch import dispatch_file
+from ..record import Blank, RecordError, read_record
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
@@ -148,24 +150,33 @@ class RecordSet:
 
     def __init__(self):
         self._offsets, self._sizes = array("q"), array("q")
+        self._sorted = None
 
     def add(self, offset: int, size: int):
         self._offsets.append(offset)
         self._sizes.append(size)
+        self._sorted = None
+
+    def add_many(self, offsets: np.ndarray, sizes: np.ndarray):
+        self._offsets.frombytes(offsets.astype(np.int64).tobytes())
+        self._sizes.frombytes(sizes.astype(np.int64).tobytes())
+        self._sorted = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        off = np.frombuffer(self._offsets, dtype=np.int64)
-        size = np.frombuffer(self._sizes, dtype=np.int64)
-        order = np.argsort(off, kind="stable")
-        return off[order], size[order]
+        if self._sorted is None:
+            off = np.frombuffer(self._offsets, dtype=np.int64)
+            size = np.frombuffer(self._sizes, dtype=np.int64)
+            order = np.argsort(off, kind="stable")
+            self._sorted = off[order], size[order]
+        return self._sorted
 
     def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
         """The record size at each offset, or -1 where no record starts."""
         off, size = self.arrays()
-        i = np.searchsorted(off, offsets)
-        i = np.clip(i, 0, max(len(off) - 1, 0))
-        hit = (off[i] == offsets) if len(off) else np.zeros(len(offsets), bool)
-        return np.where(hit, size[i] if len(off) else -1, -1)
+        if not len(off):
+            return np.full(len(offsets), -1, np.int64)
+        i = np.clip(np.searchsorted(off, offsets), 0, len(off) - 1)
+        return np.where(off[i] == offsets, size[i], -1)
 
 
 @dataclasses.dataclass
@@ -180,60 +191,135 @@ class Build:
     warnings: list[str]
 
 
-def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
-                     start: int | None = None, end: int | None = None, progress=None, dispatcher=None,
-                     index_clock=None) -> Build:
-    """Dispatch the commitlog's records [start, end) into `build_root` (laid out like a store) as the
-    broker's reput does. Refuses (StoreError naming the record) a topic that cannot be a directory name."""
-    cfg = store.config
-    if dispatcher is None:
-        slots, num = store.index_geometry if build_index else (1, 1)
-        dispatcher = Dispatcher(build_root, cfg, store.consumequeue_file_size, slots, num, build_cq=build_cq,
-                                build_index=build_index, index_clock=index_clock, queue_filter=queue_filter)
-    seen = RecordSet()
-    targets: dict = defaultdict(lambda: array("q"))
-    keys = 0
-    records = 0
-    mismatched = 0
-    scan = store.scan(allow_v2(store))
-    current, reported = None, 0  # progress: bytes of the current file already reported
-    try:
-        for f, m in scan.records(start, end):
-            if progress and f is not current:
-                if current is not None:
-                    progress(store.commitlog.file_size - reported)
-                current, reported = f, 0
-            phy = m.physicalOffset
-            if phy != f.start + m.position:
-                mismatched += 1
-            seen.add(phy, m.storeSize)
-            if build_cq:
-                for topic, qid, qoff in cq_targets(m, cfg):
-                    if queue_filter is not None and not queue_filter(topic, qid):
-                        continue
+class _Run:
+    """One dispatch of the commitlog: whole files through the vectorised path (batchdispatch), records it
+    leaves through the Dispatcher one by one, with the accounting the read-back check needs."""
+
+    def __init__(self, store: Store, dispatcher: Dispatcher, build_cq: bool, build_index: bool, queue_filter):
+        self.store, self.dispatcher, self.queue_filter = store, dispatcher, queue_filter
+        self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
+        self.v2 = allow_v2(store)
+        self.scan = store.scan(self.v2)
+        self.seen = RecordSet()
+        self.targets: dict = defaultdict(lambda: array("q"))
+        self.keys = self.records = self.mismatched = 0
+
+    def _selected(self, topic: str, qid: int) -> bool:
+        return self.queue_filter is None or self.queue_filter(topic, qid)
+
+    @staticmethod
+    def _refuse(topic: str, f, position: int):
+        raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
+                         "consumequeue files for it", f.path, position)
+
+    def file(self, f):
+        buf = f.buf
+        limit = min(len(buf), self.store.commitlog.file_size)
+        batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index)
+        self._batch(f, batch)
+        pos = batch.stop
+        while pos < limit:  # what the vectorised walk stopped at: a BLANK, the end, damage, or a record for read_record
+            try:
+                rec = read_record(buf, pos, limit, self.v2)
+            except RecordError as e:
+                if e.kind != "zeros" or self.scan._data_follows(f):
+                    self.scan.errors.append((f, pos, e))
+                return
+            if isinstance(rec, Blank):
+                return
+            self.one(f, rec)
+            pos += rec.storeSize
+
+    def one(self, f, m):
+        """The reference path for one record."""
+        phy = m.physicalOffset
+        self.mismatched += phy != f.start + m.position
+        self.seen.add(phy, m.storeSize)
+        if self.build_cq:
+            for topic, qid, qoff in cq_targets(m, self.store.config):
+                if self._selected(topic, qid):
                     if not valid_topic_dir_name(topic):
-                        raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; "
-                                         "refusing to write consumequeue files for it", f.path, m.position)
-                    targets[(topic, qid)].append(qoff)
-            if build_index and dispatcher.index is not None:
-                keys += len(index_keys(m))
-            dispatcher.dispatch(m, phy)
-            records += 1
-            if progress and m.position - reported >= 1 << 22:
-                progress(m.position - reported)
-                reported = m.position
-        if progress and current is not None:
-            progress(store.commitlog.file_size - reported)
+                        self._refuse(topic, f, m.position)
+                    self.targets[(topic, qid)].append(qoff)
+        if self.build_index:
+            self.keys += len(index_keys(m))
+        self.dispatcher.dispatch(m, phy)
+        self.records += 1
+
+    def _batch(self, f, b):
+        n = len(b.position)
+        if not n:
+            return
+        self.records += n
+        self.seen.add_many(b.phy, b.size)
+        self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
+        if self.build_cq:
+            self._batch_queues(f, b)
+        if self.build_index:
+            index = self.dispatcher.index
+            fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
+            if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
+                self.keys += len(b.key_hash)
+                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]))
+            else:
+                for pos in b.position.tolist():
+                    m = read_record(f.buf, pos, len(f.buf), self.v2)
+                    self.keys += len(index_keys(m))
+                    index.build(m, m.physicalOffset)
+
+    def _batch_queues(self, f, b):
+        d = self.dispatcher
+        order = np.lexsort((b.cq_record, b.cq_qid, b.cq_topic))
+        topic, qid = b.cq_topic[order], b.cq_qid[order]
+        cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
+        groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
+        groups = [g for g in groups if self._selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
+        bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
+        if bad:
+            first = min(bad, key=lambda g: b.cq_record[g[0]])
+            self._refuse(b.topics[b.cq_topic[first[0]]], f, int(b.position[b.cq_record[first[0]]]))
+        last_written = -1
+        for g in groups:
+            name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
+            rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]
+            self.targets[(name, q)].extend(qoffs.tolist())
+            w = d.queue(name, q)
+            if np.all(np.diff(qoffs) == 1) and w.put_run(b.phy[rec], b.size[rec], tags, int(qoffs[0])):
+                last_written = max(last_written, int(rec[-1]))
+                continue
+            for r, o, t in zip(rec.tolist(), qoffs.tolist(), tags.tolist()):
+                status = w.put(int(b.phy[r]), int(b.size[r]), t, o)
+                if status != "written":
+                    d.events.append((status, f"{name}/{q}", o, int(b.phy[r])))
+                if status in ("written", "out-of-order"):
+                    last_written = max(last_written, r)
+        if last_written >= 0:
+            d.logics_ts = int(b.store_ts[last_written])
+
+
+def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
+                     progress=None, index_clock=None) -> Build:
+    """Dispatch every commitlog record into `build_root` (laid out like a store) as the broker's reput does.
+    Refuses (StoreError naming the record) a topic that cannot be a directory name."""
+    slots, num = store.index_geometry if build_index else (1, 1)
+    dispatcher = Dispatcher(build_root, store.config, store.consumequeue_file_size, slots, num, build_cq=build_cq,
+                            build_index=build_index, index_clock=index_clock, queue_filter=queue_filter)
+    run = _Run(store, dispatcher, build_cq, build_index, queue_filter)
+    try:
+        for f in store.commitlog.files:
+            run.file(f)
+            if progress:
+                progress(store.commitlog.file_size)
     finally:
         dispatcher.close()
     warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
-                "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in scan.errors]
-    if mismatched:
-        warnings.append(f"{mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
+                "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
+    if run.mismatched:
+        warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher, records, seen, dict(targets), keys, warnings)
+    return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings)
 
 
 # ---- reading back ------------------------------------------------------------------------------------------
@@ -259,16 +345,18 @@ def queue_units(directory: Path, file_size: int) -> tuple[np.ndarray, np.ndarray
     return np.concatenate(qoffs), np.concatenate(units), problems
 
 
-def check_consumequeues(build: Build, build_root: Path, file_size: int) -> list[str]:
+def check_consumequeues(build: Build, build_root: Path, file_size: int) -> tuple[list[str], dict]:
     """Read the built queues back and check them against the commitlog: every queue asked for exists,
     pre-blank units only at its head, then one unit per dispatched message at its queue offset, each
-    pointing at a record start of that size, in commitlog order."""
-    problems = []
+    pointing at a record start of that size, in commitlog order. Returns the problems and what was read
+    (queue -> (queue offsets, units))."""
+    problems, read = [], {}
     skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
     for (topic, qid), wanted in build.targets.items():
         directory = build_root / "consumequeue" / topic / str(qid)
         name = f"{topic}/{qid}"
         qoffs, units, file_problems = queue_units(directory, file_size)
+        read[(topic, qid)] = qoffs, units
         problems += file_problems
         real = units["size"] != S.PRE_BLANK_SIZE
         blanks = np.flatnonzero(~real)
@@ -291,7 +379,7 @@ def check_consumequeues(build: Build, build_root: Path, file_size: int) -> list[
         bad = np.flatnonzero(build.records_seen.sizes_at(phys) != entries["size"])
         if len(bad):
             problems.append(f"{name}: {len(bad)} unit(s) not pointing at a record of their size, e.g. {int(phys[bad[0]])}")
-    return problems
+    return problems, read
 
 
 def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
@@ -361,10 +449,13 @@ def last_full_end(files: list[IndexFile]) -> int:
 # ---- diffs -------------------------------------------------------------------------------------------------
 
 
-def diff_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int) -> QueueDiff:
-    empty = (np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), [])
-    oq, ou, _ = queue_units(old_dir, file_size) if old_dir is not None and old_dir.is_dir() else empty
-    nq, nu, _ = queue_units(new_dir, file_size) if new_dir is not None and new_dir.is_dir() else empty
+EMPTY_QUEUE = (np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE))
+
+
+def diff_queue(topic: str, qid: int, old_dir: Path | None, new: tuple, file_size: int) -> QueueDiff:
+    """Compare the live queue's units with the new ones (queue offsets, units), by queue offset."""
+    oq, ou = queue_units(old_dir, file_size)[:2] if old_dir is not None and old_dir.is_dir() else EMPTY_QUEUE
+    nq, nu = new
     common, io, inew = np.intersect1d(oq, nq, assume_unique=True, return_indices=True)
     changed = int(np.count_nonzero(ou[io] != nu[inew])) if len(common) else 0
     return QueueDiff(topic, qid, len(oq), len(nq), len(nq) - len(common), len(oq) - len(common), changed)
@@ -423,7 +514,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
         file_size = store.consumequeue_file_size
         build = dispatch_records(store, root, build_cq=True, build_index=False,
                                  queue_filter=selected if subset else None, progress=progress)
-        problems = check_consumequeues(build, root, file_size)
+        problems, built_units = check_consumequeues(build, root, file_size)
         if problems:
             raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
                              store.consumequeue_dir)
@@ -433,8 +524,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                                sum(len(v) for v in build.targets.values()), warnings=build.warnings,
                                interrupted=interrupted)
         for t, q in sorted(built | set(live)):
-            new_dir = root / "consumequeue" / t / str(q) if (t, q) in built else None
-            d = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
+            d = diff_queue(t, q, live.get((t, q)), built_units.get((t, q), EMPTY_QUEUE), file_size)
             if d.added or d.removed or d.changed:
                 result.queues.append(d)
             else:
