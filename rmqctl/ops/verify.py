@@ -382,7 +382,6 @@ class _Run:
         has_data = [any(len(r.pos) or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
                                                        for g in r.regions) for r in rs) for rs in results]
         last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
-        topics: list[str] = []
         index_of: dict[str, int] = {}
         cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
                                 "key_record", "key_hash")}
@@ -400,9 +399,6 @@ class _Run:
                 if r.blank is not None:
                     self.logical_end = max(self.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
                 remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int32)
-                for t in r.topics:
-                    if t not in topics:
-                        topics.append(t)
                 n = len(r.pos)
                 cols["off"].append(r.pos + f.start)
                 cols["size"].append(r.size)

@@ -281,7 +281,7 @@ class _Scanner:
             # read_record accepts what the vectorised check refused: trust the reference decoder
             if isinstance(rec, Blank):
                 return self.resync(x + 8)
-            self.check_one(x, rec.storeSize)
+            self.check_one(x)
             return x + rec.storeSize
         nxt = self.resync(x + 1)
         if x >= t.claim_from:
@@ -342,7 +342,7 @@ class _Scanner:
         return -1
 
     # -- checks on well-formed records ---------------------------------------------------------------------
-    def check_one(self, pos: int, size: int):
+    def check_one(self, pos: int):
         good, cut = self.decode(np.array([pos], dtype=np.int64))
         if good is not None:
             self.check(good)
@@ -495,6 +495,15 @@ class _Scanner:
             a = int(r["topic_at"][i])
             out[i] = _topic_index(topics, decode_utf8(bytes(self.buf[a : a + int(r["topic_len"][i])])))
         for k, name in enumerate(topics):
+            if "\ufffd" in name:
+                i = int(np.flatnonzero(out == k)[0])
+                a = int(r["topic_at"][i])
+                raw = bytes(self.buf[a : a + int(r["topic_len"][i])])
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    self.findings.append(("topic-invalid", "warning", int(r["pos"][i]),
+                                          f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}"))
             if name and not valid_topic_dir_name(name):
                 bad = np.flatnonzero(out == k)
                 self.findings.append(("topic-invalid", "error", int(r["pos"][bad[0]]),
