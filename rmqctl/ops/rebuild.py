@@ -6,13 +6,15 @@ Every record of the commitlog is dispatched, in commitlog order, through the sam
 into a staging directory inside the store; the consumequeue entries carry the record's own PHYSICALOFFSET
 field, as the broker's DispatchRequest does. Topic names read from the records are checked before they
 become directory names. The result is read back with the store model (not the writers) and checked against
-the commitlog before anything is swapped: on a failed check nothing changes. With `dry_run` the same build
+the commitlog, then `verify` (ops/verify.py) checks the store as the swap will leave it; on a failed check
+nothing changes. With `dry_run` the same build
 goes to a temporary directory outside the store and only the differences are reported.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shutil
 import struct
 import tempfile
 import time
@@ -31,6 +33,7 @@ from ..record import Blank, RecordError, read_record
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
+from .verify import verify
 
 
 @dataclasses.dataclass
@@ -322,6 +325,65 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
     return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings)
 
 
+# ---- verifying what a transaction will leave ---------------------------------------------------------------
+
+
+def post_commit_view(store: Store, txn: Transaction) -> Path:
+    """The store as the transaction will leave it, as symlinks in the transaction's staging directory (so
+    a killed run's view goes with its staging): the live files, the staged ones in place of those replaced,
+    the removed ones left out (commitlog files of every commitlog directory together in view/commitlog)."""
+    view = Path(tempfile.mkdtemp(prefix="view-", dir=txn.staging))
+
+    def link(src: Path, dst: Path):
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+            for child in src.iterdir():
+                link(child, dst / child.name)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.symlink_to(src.resolve())
+
+    def place(target: Path) -> Path:
+        target = target.resolve()
+        if target.parent in {d.resolve() for d in store.commitlog_dirs}:
+            return view / "commitlog" / target.name
+        return view / target.relative_to(store.root.resolve())
+
+    (view / "commitlog").mkdir()
+    for d in store.commitlog_dirs:
+        for f in (d.iterdir() if d.is_dir() else ()):
+            if f.is_file():
+                link(f, view / "commitlog" / f.name)
+    for name in ("consumequeue", "index", "checkpoint", "abort"):
+        if (store.root / name).exists():
+            link(store.root / name, view / name)
+    for op in txn.ops:
+        at = place(Path(op["target"]))
+        if at.is_dir() and not at.is_symlink():
+            shutil.rmtree(at)
+        elif at.is_symlink() or at.exists():
+            at.unlink()
+        if op["op"] == "replace":
+            link(Path(op["staged"]), at)
+    return view
+
+
+def verify_staged(store: Store, txn: Transaction, only: str | None, within: tuple[str, ...] = (),
+                  accepted=lambda finding: False) -> list[str]:
+    """verify (ops/verify.py) on the state the transaction will leave: its errors, except those verify
+    calls consequences of commitlog damage (no rebuild or repair of these files can change them), those
+    outside `within` (path prefixes relative to the store) when given, and those `accepted`."""
+    view = post_commit_view(store, txn)
+    try:
+        config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
+        findings = verify(Store(view, config), only=only).findings
+    finally:
+        shutil.rmtree(view)
+    return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
+            if f.severity == "error" and "a direct consequence of" not in f.detail and not accepted(f)
+            and (not within or (f.file or "").startswith(within))]
+
+
 # ---- reading back ------------------------------------------------------------------------------------------
 
 
@@ -546,6 +608,11 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                 (root / "consumequeue").mkdir(exist_ok=True)
                 txn.replace(store.consumequeue_dir, root / "consumequeue")
         if txn is not None and result.changed:
+            within = tuple(f"consumequeue/{t}/{q}/" for t, q in built | set(live)) if subset else ()
+            problems = verify_staged(store, txn, "consumequeue", within)
+            if problems:
+                raise StoreError("verify finds the rebuilt consumequeue wrong, nothing was changed: "
+                                 + "; ".join(problems[:5]), store.consumequeue_dir)
             result.backup = txn.commit().get("backup")
     result.seconds = time.monotonic() - t0
     return result
@@ -576,6 +643,10 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
         if txn is not None and any(result._file_changes()):
             txn.replace(store.index_dir, index_dir)
         if txn is not None and result.changed:
+            problems = verify_staged(store, txn, "index")
+            if problems:
+                raise StoreError("verify finds the rebuilt index wrong, nothing was changed: " + "; ".join(problems[:5]),
+                                 store.index_dir)
             result.backup = txn.commit().get("backup")
     result.seconds = time.monotonic() - t0
     return result

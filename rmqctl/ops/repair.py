@@ -23,7 +23,9 @@ What the cut means on disk, all swapped in together:
   indexMsgTimestamp = endTimestamp of the last full index file, a 5.x confirmPhyOffset no later than the
   last valid message (as recoverAbnormally sets it); then `abort` is removed so the broker starts normally.
 Records the broker had not dispatched yet (a consumequeue behind the commitlog) are left to its normal start,
-whose reput dispatches everything past the consumequeues' end.
+whose reput dispatches everything past the consumequeues' end. Before the swap the staged files are read
+back, and `verify` checks the store as the swap will leave it (errors allowed only for the bad records kept
+before the recovery start, and their consequences).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from ..errors import StoreError
 from ..javacompat import crc31
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
-from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, writing
+from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
 from .txn import Transaction
 
 CHUNK = 1 << 20
@@ -521,7 +523,9 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 len(past), dict(by_queue), [_describe(off, r, queues_of) for off, r in past[:20]], commitlog, consumequeue, index, checkpoint, abort,
                 [] if scan_all else earlier, alternative, interrupted)
             if txn is not None:
-                problems = _check_staged(store, txn, cut, zero_from)
+                kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
+                problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
+                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad))
                 if problems:
                     raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
                                      store.root)
