@@ -325,6 +325,7 @@ class _Run:
         size = self.file_size
         want = dict(check_crc="commitlog" in self.parts, want_tags="consumequeue" in self.parts,
                     want_keys="index" in self.parts)
+        hints = verify_links.consumequeue_record_starts(self)
         for f in self.files:
             limit = min(f.length, size)
             if (self.start is not None and f.start + size <= self.start) or (self.end is not None and f.start >= self.end):
@@ -336,8 +337,9 @@ class _Run:
             bounds = cuts[1:] + [stop]
             chunks = []
             for k, (lo, hi) in enumerate(zip(cuts, bounds)):
+                near = hints[np.searchsorted(hints, f.start + lo) : np.searchsorted(hints, f.start + hi)] - f.start
                 chunks.append(Task(str(f.path), f.name, f.start, size, lo, k == 0, max(lo, claim_from), hi,
-                                   self.config, **want))
+                                   self.config, hints=near, **want))
             out.append(chunks)
         return out
 

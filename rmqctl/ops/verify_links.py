@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import os
+
 import numpy as np
 
 from .. import schema as S
@@ -58,10 +60,12 @@ def _sorted_member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
 
 
 def _units(cq: ConsumeQueue, size: int):
-    """All units of a queue: (logical index, commitLogOffset, size, tagsCode, file index)."""
+    """All units of a queue up to the last one holding any data: (logical index, commitLogOffset, size,
+    tagsCode, file index)."""
     parts = []
     for k, f in enumerate(cq.files.files):
-        n = min(f.length, size) // S.CQ_UNIT_SIZE
+        n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
+        n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
         if not n:
             continue
         arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)
@@ -71,6 +75,37 @@ def _units(cq: ConsumeQueue, size: int):
         z = np.zeros(0, np.int64)
         return z, z, z, z, z
     return tuple(np.concatenate(c) for c in zip(*parts))
+
+
+def _data_end(path, buf, length: int) -> int:
+    """One past the last non-zero byte of the first `length` bytes. Files are preallocated sparse, so the
+    first hole (SEEK_HOLE) bounds the search when the filesystem reports one."""
+    end = length
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            end = min(end, os.lseek(fd, 0, os.SEEK_HOLE))
+        finally:
+            os.close(fd)
+    except (OSError, AttributeError):
+        pass
+    data = np.frombuffer(buf, dtype=np.uint8, count=length) if length else np.zeros(0, np.uint8)
+    step = 1 << 20
+    while end > 0:
+        lo = max(0, end - step)
+        nz = np.flatnonzero(data[lo:end])
+        if len(nz):
+            return lo + int(nz[-1]) + 1
+        end = lo
+    return 0
+
+
+def queue_units(run: "_Run"):
+    """(queue, units) of every consumequeue, read once per run."""
+    if getattr(run, "_queue_units", None) is None:
+        size = run.store.consumequeue_file_size
+        run._queue_units = [(cq, _units(cq, size)) for cq in run.store.consume_queues()]
+    return run._queue_units
 
 
 def _queue_file_checks(run: "_Run", q: MappedFileQueue, size: int, what: str):
@@ -101,16 +136,26 @@ def consumequeue_max_phy(run: "_Run") -> int:
         return run.cq_max_phy
     best = 0
     try:
-        size = run.store.consumequeue_file_size
+        units = queue_units(run)
     except StoreError:
         return 0
-    for cq in run.store.consume_queues():
-        idx, off, sz, _, _ = _units(cq, size)
+    for cq, (idx, off, sz, _, _) in units:
         valid = np.flatnonzero((off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE))
         if len(valid):
             best = max(best, int(off[valid[-1]] + sz[valid[-1]]))
     run.cq_max_phy = best
     return best
+
+
+def consumequeue_record_starts(run: "_Run") -> np.ndarray:
+    """Every commitlog offset a consumequeue unit names, sorted: hints for the commitlog walk (which still
+    checks that each hinted record ends where the next begins)."""
+    try:
+        units = queue_units(run)
+    except StoreError:
+        return np.zeros(0, np.int64)
+    parts = [off[(off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE)] for _, (_, off, sz, _, _) in units]
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
 def _redispatch_from(run: "_Run") -> int:
@@ -137,11 +182,10 @@ def check_consumequeues(run: "_Run"):
     missing_reports = []
     seen = set()
     max_phy = 0
-    for cq in store.consume_queues():
+    for cq, (idx, off, sz, tags, fidx) in queue_units(run):
         key = (cq.topic, cq.queue_id)
         seen.add(key)
         _queue_file_checks(run, cq.files, size, "consumequeue")
-        idx, off, sz, tags, fidx = _units(cq, size)
         valid = (off >= 0) & (sz > 0)
         pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
         live = np.flatnonzero(valid)

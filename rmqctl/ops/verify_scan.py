@@ -87,6 +87,7 @@ class Task:
     check_crc: bool = True
     want_tags: bool = True
     want_keys: bool = True
+    hints: np.ndarray | None = None  # likely record starts in [begin, stop), ascending (from the consumequeues)
 
 
 @dataclasses.dataclass
@@ -205,18 +206,51 @@ class _Scanner:
         return self.result(first, pos if pos is not None else self.limit)
 
     def chain(self, pos: int) -> tuple[np.ndarray, int]:
-        """Record starts from `pos` by TOTALSIZE alone, until a size that cannot be right or `stop`."""
-        starts = []
-        add = starts.append
-        unpack = SIZE.unpack_from
+        """Record starts from `pos` by TOTALSIZE alone, until a size that cannot be right or `stop`. Where
+        the hints (the record starts the consumequeues name) follow each other exactly by the sizes the
+        commitlog holds, the walk takes them in one vectorised step; elsewhere it reads size by size."""
+        parts = []
         buf, limit, stop = self.buf, self.limit, self.t.stop
+        hints = self.t.hints if self.t.hints is not None else np.zeros(0, np.int64)
+        unpack = SIZE.unpack_from
         while pos < stop and pos + 8 <= limit:
-            size = unpack(buf, pos)[0]
-            if size < 8 or pos + size > limit:
+            k = int(np.searchsorted(hints, pos))
+            if k < len(hints) and hints[k] == pos:
+                run, pos, broken = self._hinted(hints, k)
+                parts.append(run)
+                if broken:
+                    break
+                continue
+            bound = min(stop, int(hints[k])) if k < len(hints) else stop
+            starts = []
+            add = starts.append
+            broken = False
+            while pos < bound and pos + 8 <= limit:
+                size = unpack(buf, pos)[0]
+                if size < 8 or pos + size > limit:
+                    broken = True
+                    break
+                add(pos)
+                pos += size
+            parts.append(np.array(starts, dtype=np.int64))
+            if broken:
                 break
-            add(pos)
-            pos += size
-        return np.array(starts, dtype=np.int64), pos
+        return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
+
+    def _hinted(self, hints: np.ndarray, k: int) -> tuple[np.ndarray, int, bool]:
+        """The longest run of hints from hints[k] in which each record ends where the next one starts.
+        Returns the run, where the walk goes on, and whether a size there cannot be right."""
+        limit, stop = self.limit, self.t.stop
+        h = hints[k : int(np.searchsorted(hints, stop))]
+        h = h[h + 8 <= limit]
+        size = _at(self.v.i4, h)
+        fits = (size >= 8) & (h + size <= limit)
+        links = fits[:-1] & (h[:-1] + size[:-1] == h[1:])
+        breaks = np.flatnonzero(~links)
+        m = int(breaks[0]) if len(breaks) else len(h) - 1
+        if not fits[m]:
+            return h[:m], int(h[m]), True
+        return h[: m + 1], int(h[m] + size[m]), False
 
     def decode(self, starts: np.ndarray):
         """The length formula and field bounds for every record at once (read_record's checks). Returns the
