@@ -84,8 +84,20 @@ def _inode(p: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+def _make_parents(path: Path):
+    """Create the missing directories above `path`, each made durable in its parent."""
+    missing = []
+    for parent in path.parents:
+        if parent.is_dir():
+            break
+        missing.append(parent)
+    for d in reversed(missing):
+        d.mkdir()
+        fsync_dir(d.parent)
+
+
 def _rename(src: Path, dst: Path):
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    _make_parents(dst)
     os.rename(src, dst)
     fsync_dir(src.parent)
     fsync_dir(dst.parent)
@@ -137,7 +149,7 @@ class Transaction:
         self.ops.append({"op": "remove", "target": str(target.resolve()), "backup": str(self._backup_path(target))})
 
     # -- commit -------------------------------------------------------------------------------------------
-    def commit(self, progress=None) -> dict:
+    def commit(self) -> dict:
         """Make the staged state durable, write the intent (the commit point), apply it, clean up."""
         for area in self._areas.values():
             fsync_tree(area)
@@ -157,7 +169,7 @@ class Transaction:
         os.rename(tmp, self.root / INTENT_NAME)
         fsync_dir(self.root)
         self.committed = True
-        return apply_intent(self.root, intent, progress)
+        return apply_intent(self.root, intent)
 
     def discard(self):
         """Give up before the commit point: the store was never touched."""
@@ -204,12 +216,10 @@ def _apply_op(op: dict):
         _rename(staged, target)
 
 
-def apply_intent(root: Path, intent: dict, progress=None) -> dict:
+def apply_intent(root: Path, intent: dict) -> dict:
     """Roll a committed intent forward (idempotent), then remove staging, backup (unless kept) and intent."""
     for op in intent["ops"]:
         _apply_op(op)
-        if progress:
-            progress(1)
     for area in intent["staging"]:
         if os.path.isdir(area):
             shutil.rmtree(area)
