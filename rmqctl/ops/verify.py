@@ -484,7 +484,8 @@ class _Run:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        order = np.lexsort((rec.off[ri], qid, topic))
+        # records are in commitlog order already: a stable sort by queue keeps that order inside each queue
+        order = np.argsort(topic * (1 << 32) + qid, kind="stable")
         topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
         step = np.ones(len(ri), dtype=np.int64)
         for k, v in rec.inner_num.items():

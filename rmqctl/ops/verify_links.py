@@ -155,7 +155,13 @@ def consumequeue_record_starts(run: "_Run") -> np.ndarray:
     except StoreError:
         return np.zeros(0, np.int64)
     parts = [off[(off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE)] for _, (_, off, sz, _, _) in units]
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    return _distinct(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique's hashing path is slow on large integer arrays)."""
+    values = np.sort(values)
+    return values[np.append(True, values[1:] != values[:-1])] if len(values) else values
 
 
 def _redispatch_from(run: "_Run") -> int:
@@ -509,6 +515,15 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     return found
 
 
+def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and how often each occurs."""
+    values = np.sort(values)
+    if not len(values):
+        return values, np.zeros(0, np.int64)
+    first = np.flatnonzero(np.append(True, values[1:] != values[:-1]))
+    return values[first], np.diff(np.append(first, len(values)))
+
+
 def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
     """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
     sides, since a key given twice is indexed twice."""
@@ -517,15 +532,15 @@ def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
     rec = run.rec
     rec_of = rec_keys >> 32
     keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
-    want, want_n = np.unique(rec_keys[keep], return_counts=True)
-    have, have_n = np.unique(found, return_counts=True)
+    want, want_n = _counted(rec_keys[keep])
+    have, have_n = _counted(found)
     k = np.searchsorted(have, want)
     k = np.minimum(k, max(len(have) - 1, 0))
     got = np.where((have[k] == want) if len(have) else np.zeros(len(want), bool), have_n[k] if len(have) else 0, 0)
     short = np.flatnonzero(got < want_n)
     if not len(short):
         return
-    recs = np.unique(want[short] >> 32)
+    recs = _distinct(want[short] >> 32)
     offs = rec.off[recs]
     examples = ", ".join(rec.describe(int(r)) for r in recs[:3])
     run.report(INDEX, "index-missing-key", "warning", run.store.index_dir, None, int(offs.min()),

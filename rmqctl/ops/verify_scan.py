@@ -268,7 +268,9 @@ class _Scanner:
         body_len = _at(v.i4, starts + BODY_LEN_AT[combo])
         width = is_v2 + 1
         topic_len_at = starts + head_len + np.maximum(body_len, 0)
-        topic_len = np.where(is_v2, _at(v.i2, topic_len_at), _at(v.i1, topic_len_at))
+        topic_len = _at(v.i1, topic_len_at)
+        if is_v2.any():
+            topic_len = np.where(is_v2, _at(v.i2, topic_len_at), topic_len)
         topic_at = topic_len_at + width
         props_len = _at(v.i2, topic_at + topic_len)
         expected = (74 + HOSTS_LEN[combo] + width) + np.maximum(body_len, 0) + topic_len + np.maximum(props_len, 0)
