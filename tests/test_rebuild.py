@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -167,6 +168,19 @@ def random_kills(tmp_path: Path, prepare, argv, old: dict, new: dict, runs: int,
         outcomes["old" if got == old else "new"] += 1
         shutil.rmtree(root.parent)
     return outcomes
+
+
+@pytest.fixture
+def crash_dir(tmp_path):
+    """Where the kill tests copy stores: tmpfs when there is one (each copy is fsynced many times over; a
+    SIGKILL does not lose the page cache, so what is tested does not depend on the disk)."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    d = Path(tempfile.mkdtemp(prefix="rmqctl-test-", dir=shm))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def fresh(name: str, base: Path, mutate=None):
@@ -529,27 +543,27 @@ def _expected_new(tmp_path: Path, name: str, mutate, operation) -> tuple[dict, d
 
 
 @pytest.mark.parametrize("what", ["consumequeue", "index"])
-def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(tmp_path, what):
+def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(crash_dir, what):
     name = "b-mixed"
 
     damage = _without(what)
     ops = {"consumequeue": lambda r: rebuild_consumequeue(open_store(r, name), keep_backup=False),
            "index": lambda r: rebuild_index(open_store(r, name), keep_backup=False)}
-    old, new = _expected_new(tmp_path, name, damage, ops[what])
-    outcomes = sweep_kills(fresh(name, tmp_path / "sweep", damage), ops[what], old, new)
+    old, new = _expected_new(crash_dir, name, damage, ops[what])
+    outcomes = sweep_kills(fresh(name, crash_dir / "sweep", damage), ops[what], old, new)
     assert outcomes["old"] and outcomes["new"]
 
 
-def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(tmp_path):
+def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
     name = "c-v5-features"
     conf = broker_conf(name)
-    old, new = _expected_new(tmp_path, name, _without("consumequeue"),
+    old, new = _expected_new(crash_dir, name, _without("consumequeue"),
                              lambda r: rebuild_consumequeue(open_store(r, name)))
-    prepare = fresh(name, tmp_path / "runs-cq", _without("consumequeue"))
-    outcomes = random_kills(tmp_path, prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r),
+    prepare = fresh(name, crash_dir / "runs-cq", _without("consumequeue"))
+    outcomes = random_kills(crash_dir, prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r),
                                                          "--broker-config", str(conf)], old, new, runs=10, seed=4)
-    old_i, new_i = _expected_new(tmp_path / "i", name, _without("index"), lambda r: rebuild_index(open_store(r, name)))
-    prepare = fresh(name, tmp_path / "runs-index", _without("index"))
-    more = random_kills(tmp_path, prepare, lambda r: ["rebuild", "index", "--store", str(r),
+    old_i, new_i = _expected_new(crash_dir / "i", name, _without("index"), lambda r: rebuild_index(open_store(r, name)))
+    prepare = fresh(name, crash_dir / "runs-index", _without("index"))
+    more = random_kills(crash_dir, prepare, lambda r: ["rebuild", "index", "--store", str(r),
                                                      "--broker-config", str(conf)], old_i, new_i, runs=10, seed=5)
     assert sum(outcomes.values()) + sum(more.values()) == 20

@@ -17,7 +17,7 @@ from rmqctl.ops import txn
 from rmqctl.ops.query import query_offsets
 from rmqctl.ops.repair import repair
 from rmqctl.store import IndexFile
-from test_rebuild import (commit_point, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
+from test_rebuild import (commit_point, crash_dir, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
                           state, sweep_kills, tree)
 
 CRASHED = "d-crashed"
@@ -217,18 +217,18 @@ def _old_new(tmp_path: Path) -> tuple[dict, dict]:
     return state(old_root), state(new_root)
 
 
-def test_repair_killed_before_any_filesystem_step_leaves_old_or_new(tmp_path):
-    old, new = _old_new(tmp_path)
+def test_repair_killed_before_any_filesystem_step_leaves_old_or_new(crash_dir):
+    old, new = _old_new(crash_dir)
     operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
-    outcomes = sweep_kills(fresh(CRASHED, tmp_path / "sweep"), operation, old, new, every=5)
+    outcomes = sweep_kills(fresh(CRASHED, crash_dir / "sweep"), operation, old, new, every=5)
     assert outcomes["old"] and outcomes["new"] and outcomes["points"] > 30
 
 
-def test_the_recovery_itself_can_be_killed_and_resumed(tmp_path):
+def test_the_recovery_itself_can_be_killed_and_resumed(crash_dir):
     """Killed right after its commit point, then the recovery killed before each of its own steps: every
     later recovery still ends in the new state."""
-    old, new = _old_new(tmp_path)
-    prepare = fresh(CRASHED, tmp_path / "runs")
+    old, new = _old_new(crash_dir)
+    prepare = fresh(CRASHED, crash_dir / "runs")
     operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
     probe = prepare()
     commit = commit_point(lambda: operation(probe))
@@ -247,18 +247,18 @@ def test_the_recovery_itself_can_be_killed_and_resumed(tmp_path):
     assert m > 10
 
 
-def test_repair_cli_killed_at_random_moments_leaves_old_or_new(tmp_path):
-    old, new = _old_new(tmp_path)
+def test_repair_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
+    old, new = _old_new(crash_dir)
     conf = broker_conf(CRASHED)
-    outcomes = random_kills(tmp_path, fresh(CRASHED, tmp_path / "runs"),
+    outcomes = random_kills(crash_dir, fresh(CRASHED, crash_dir / "runs"),
                             lambda r: ["repair", "--store", str(r), "--broker-config", str(conf)], old, new,
                             runs=12, seed=7)
     assert sum(outcomes.values()) == 12
 
 
-def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command(tmp_path):
-    old, new = _old_new(tmp_path)
-    prepare = fresh(CRASHED, tmp_path / "runs")
+def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command(crash_dir):
+    old, new = _old_new(crash_dir)
+    prepare = fresh(CRASHED, crash_dir / "runs")
     operation = lambda r: repair(open_store(r, CRASHED), keep_backup=False)  # noqa: E731
     probe = prepare()
     commit = commit_point(lambda: operation(probe))
