@@ -408,3 +408,82 @@ def test_fuzz_never_crashes(name, pick, flips, truncate):
         assert r.exit_code in (0, 1), (target, r.stderr)
         if r.exit_code == 1:
             assert jsonl(r.stdout)
+
+
+def test_blank_with_the_wrong_size(store_copy):
+    root = store_copy("a-basic")
+    path = root / "commitlog" / "00000000000000131072"
+    data = path.read_bytes()
+    store = open_store("a-basic", root)
+    blank_at = max(m.position + m.storeSize for f, m, _ in messages(store) if f.name == path.name)
+    assert S.BLANK.unpack_from(data, blank_at) == (65536 - blank_at, S.MAGIC_BLANK)
+    patch(path, blank_at, S.INT32.pack(65536 - blank_at - 4))
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("blank-size", 131072 + blank_at)]
+
+
+def test_missing_blank_in_a_full_file(store_copy):
+    root = store_copy("a-basic")
+    path = root / "commitlog" / "00000000000000131072"
+    store = open_store("a-basic", root)
+    blank_at = max(m.position + m.storeSize for f, m, _ in messages(store) if f.name == path.name)
+    patch(path, blank_at, bytes(8))
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("missing-blank", 131072 + blank_at)]
+    assert f"{65536 - blank_at} zero bytes" in found[0]["detail"]
+
+
+def test_garbage_after_the_last_record(store_copy):
+    root = store_copy("a-basic")
+    f, m, off = messages(open_store("a-basic", root))[-1]
+    end = m.position + m.storeSize
+    patch(f.path, end + 100, b"\x13\x37" * 50)
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("torn-tail", off + m.storeSize)]
+    assert found[0]["detail"].startswith(f"200 invalid bytes at offset {off + m.storeSize}")
+
+
+def test_tags_code_and_prepared_record_in_the_consumequeue(store_copy):
+    root = store_copy("b-mixed")
+    recs = messages(open_store("b-mixed", root))
+    scheduled = next((f, m, o) for f, m, o in recs if m.topic == "SCHEDULE_TOPIC_XXXX")
+    qdir = root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / str(scheduled[1].queueId)
+    unit = next(qdir.iterdir())
+    at = scheduled[1].queueOffset * 20 % 640
+    patch(unit, at + 12, S.INT64.pack(S.INT64.unpack_from(unit.read_bytes(), at + 12)[0] + 1000))
+    prepared = next((f, m, o) for f, m, o in recs if m.sysFlag & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE)
+    other = next((f, m, o) for f, m, o in recs if m.topic == "TxRawTopic" and not m.sysFlag & S.TRANSACTION_MASK)
+    tx = root / "consumequeue" / "TxRawTopic" / str(other[1].queueId) / "00000000000000000000"
+    at = other[1].queueOffset * 20
+    patch(tx, at, S.INT64.pack(prepared[2]) + S.INT32.pack(prepared[1].storeSize))
+    code, found = findings("b-mixed", root)
+    assert code == 1
+    mismatch = {x["commitLogOffset"]: x["detail"] for x in found if x["kind"] == "cq-entry-mismatch"}
+    assert "but the dispatcher computes" in mismatch[scheduled[2]]
+    assert "the record is PREPARED, which the broker never dispatches" in mismatch[prepared[2]]
+    # the normal record whose unit now names the PREPARED one is not reported twice
+    assert kinds(found) == {"cq-entry-mismatch"} and len(found) == 2
+
+
+def test_index_header_hash_slot_count(store_copy):
+    root = store_copy("a-basic")
+    ix = open_store("a-basic", root).index_files()[1]
+    patch(ix.path, 32, S.INT32.pack(ix.header["hashSlotCount"] - 1))
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["position"]) for x in found] == [("index-header", 32)]
+
+
+def test_checkpoint_ahead_and_index_lost_on_abnormal_recovery(store_copy):
+    root = store_copy("a-basic")
+    newest = max(m.storeTimestamp for _, m, _ in messages(open_store("a-basic", root)))
+    cp = bytearray((root / "checkpoint").read_bytes())
+    cp[0:16] = S.INT64.pack(newest + 10_000) * 2
+    (root / "checkpoint").write_bytes(bytes(cp))
+    (root / "abort").write_bytes(b"")
+    code, found = findings("a-basic", root)
+    assert code == 1
+    assert kinds(found) == {"checkpoint-ahead", "abnormal-recovery", "index-lost-on-recovery"}
+    lost = next(x for x in found if x["kind"] == "index-lost-on-recovery")
+    assert lost["file"] == "index/20261122022334543" and "will not be found by key" in lost["detail"]
+    info = next(x for x in found if x["kind"] == "abnormal-recovery")
+    assert info["commitLogOffset"] == 2555904 and "it finds nothing to cut" in info["detail"]
