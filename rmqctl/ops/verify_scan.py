@@ -5,7 +5,7 @@ call per body run in Python; every other per-record step is a numpy operation ov
 fields are gathered at the record starts through stride-1 views of the mapped file, the length formula,
 PHYSICALOFFSET and sysFlag are checked for all records at once, and the property strings of the chunk are
 parsed together (segments found from the positions of the 0x01/0x02 separators, TAGS/KEYS/UNIQ_KEY picked
-by comparing key bytes as words, Java String.hashCode of ASCII values as an exact float64 dot product).
+by comparing key bytes as words, Java String.hashCode of ASCII values as an exact int64 dot product with powers of 31).
 Records that need more than that (non-ASCII text, SCHEDULE_TOPIC_XXXX delay, LMQ multi-dispatch, inner
 batches, very long keys) go through `record.read_record` and the broker rules of `rmqctl.dispatch`, which
 the tests also use as the reference for the fast path.
@@ -67,7 +67,7 @@ FIXED_HEAD = np.dtype([(name, ">" + {"l": "i4", "q": "i8"}[code])
                        for name, code in zip(S.RECORD_HEADS[(False, False)][1][:8], S.RECORD_HEADS[(False, False)][0].format[1:9])])
 assert FIXED_HEAD.itemsize == OFFSETS["bornTimestamp"][0] and FIXED_HEAD.names[-1] == "sysFlag"
 POW31 = np.array([pow(31, k, 1 << 32) for k in range(FAST_TEXT + 2)], dtype=np.uint64)
-POW31_FLOAT = {w: POW31[:w][::-1].astype(np.float64) for w in (8, 16, 32, 64)}  # right-aligned windows
+POW31_WINDOW = {w: POW31[:w][::-1].astype(np.int64) for w in (8, 16, 32, 64)}  # right-aligned windows
 
 
 @dataclasses.dataclass
@@ -659,8 +659,8 @@ class _PropertyRows:
 
 def java_hash_ascii(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Java String.hashCode (as uint32) of ASCII substrings data[start:start+length], length <= FAST_TEXT:
-    each row right-aligned in a fixed window and dotted with 31^k. Every product is below 2^40 and every
-    sum below 2^47, so float64 arithmetic is exact; the result is taken mod 2^32."""
+    each row right-aligned in a fixed window and dotted with 31^k mod 2^32. Every product is below 2^40 and
+    every sum below 2^47, so int64 arithmetic is exact; the result is taken mod 2^32."""
     out = np.zeros(len(starts), dtype=np.uint64)
     for width in (8, 16, 32, 64):
         sel = np.flatnonzero((lengths <= width) & (lengths > width // 2 if width > 8 else lengths >= 0))
@@ -669,7 +669,8 @@ def java_hash_ascii(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
         ends = starts[sel] + lengths[sel]
         rows = _rows(data, len(data), ends - width, width)
         rows *= np.arange(width, dtype=np.int32)[None, :] >= (width - lengths[sel])[:, None].astype(np.int32)
-        out[sel] = (rows.astype(np.float64) @ POW31_FLOAT[width]).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+        dot = np.einsum("ij,j->i", rows, POW31_WINDOW[width], dtype=np.int64, casting="unsafe")
+        out[sel] = dot.astype(np.uint64) & np.uint64(0xFFFFFFFF)
     return out
 
 
