@@ -1,14 +1,15 @@
 """The commitlog half of `verify`: one chunk of one commitlog file checked record by record, fast.
 
-Only the walk from record to record (each TOTALSIZE says where the next record starts) and one zlib.crc32
-call per body run in Python; every other per-record step is a numpy operation over the whole chunk:
-fields are gathered at the record starts through stride-1 views of the mapped file, the length formula,
-PHYSICALOFFSET and sysFlag are checked for all records at once, and the property strings of the chunk are
-parsed together (segments found from the positions of the 0x01/0x02 separators, TAGS/KEYS/UNIQ_KEY picked
-by comparing key bytes as words, Java String.hashCode of ASCII values as an exact int64 dot product with powers of 31).
-Records that need more than that (non-ASCII text, SCHEDULE_TOPIC_XXXX delay, LMQ multi-dispatch, inner
-batches, very long keys) go through `record.read_record` and the broker rules of `rmqctl.dispatch`, which
-the tests also use as the reference for the fast path.
+Only one zlib.crc32 call per body and, where the consumequeues do not name the record starts, the walk from
+record to record (each TOTALSIZE says where the next one starts) run in Python; every other per-record step
+is a numpy operation over the whole chunk: fields are gathered at the record starts through stride-1 views
+of the mapped file; the length formula, PHYSICALOFFSET and sysFlag are checked for all records at once; the
+property strings of the chunk are parsed together (segments found from the positions of the 0x01/0x02
+separators, TAGS/KEYS/UNIQ_KEY picked by comparing key bytes as words, Java String.hashCode of ASCII values
+as an exact int64 dot product with powers of 31). Records that need more than that (non-ASCII text,
+SCHEDULE_TOPIC_XXXX delay, LMQ multi-dispatch, inner batches, very long keys) go through
+`record.read_record` and the broker rules of `rmqctl.dispatch`, which the tests also use as the reference
+for the fast path.
 
 A chunk can start anywhere in a file: it then finds the first record start itself (magic, PHYSICALOFFSET
 equal to the position, a length that adds up), and the caller checks that the previous chunk's walk ended
