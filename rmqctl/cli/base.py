@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Iterable
 
 import click
+import orjson
 
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_REFUSED, RmqError, UsageError
@@ -128,7 +129,8 @@ def _json_default(o):
 
 
 def dumps(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    """Compact JSON, UTF-8 text as is. orjson: JSON encoding was most of dump's time per record."""
+    return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, title: str | None = None,
