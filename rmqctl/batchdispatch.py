@@ -352,9 +352,12 @@ def _assemble(parts: list[_Chunk], buf, limit: int, config: BrokerConfig, allow_
     topic_index = np.empty(len(position), np.int64)
     for p, b in zip(parts, base):
         gathered, lo, length = p.topic_span
-        uniq, first, inverse = np.unique(p.topic_key, return_index=True, return_inverse=True)
-        for u, f in enumerate(first):
-            members = np.flatnonzero(inverse == u)
+        _, first, inverse = np.unique(p.topic_key, return_index=True, return_inverse=True)
+        grouped = np.argsort(inverse, kind="stable")
+        counts = np.bincount(inverse, minlength=len(first))
+        ends = np.cumsum(counts)
+        for f, lo_g, hi_g in zip(first, ends - counts, ends):
+            members = grouped[lo_g:hi_g]
             raw = gathered[lo[f] : lo[f] + length[f]].tobytes()
             width = int(length[f])
             same = (gathered[lo[members][:, None] + np.arange(width)] == np.frombuffer(raw, np.uint8)).all(axis=1) \
@@ -385,9 +388,11 @@ def _assemble(parts: list[_Chunk], buf, limit: int, config: BrokerConfig, allow_
         keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
                      np.array(hashes, dtype=np.int64)))
     cq_cols = [np.concatenate([c[i] for c in cq]).astype(np.int64) for i in range(5)]
-    order = np.argsort(cq_cols[0], kind="stable")
     k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]).astype(np.int64) for i in range(3))
-    k_order = np.lexsort((k_rank, k_rec))
-    return FileDispatch(position, size, phy, store_ts, *(c[order] for c in cq_cols), topics,
-                        k_rec[k_order], k_hash[k_order], stop, len(ref))
+    if len(ref):  # merge the reference records' entries and keys in, in record order
+        order = np.argsort(cq_cols[0], kind="stable")
+        cq_cols = [c[order] for c in cq_cols]
+        k_order = np.lexsort((k_rank, k_rec))
+        k_rec, k_hash = k_rec[k_order], k_hash[k_order]
+    return FileDispatch(position, size, phy, store_ts, *cq_cols, topics, k_rec, k_hash, stop, len(ref))
 
