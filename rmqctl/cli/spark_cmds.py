@@ -9,10 +9,10 @@ from typing import Callable
 
 import click
 
-from ..errors import UsageError
+from ..errors import EXIT_REFUSED, UsageError
 from ..spark import MASTER_ENV
 from ..spark.inputs import StoreSelection
-from .base import FORMATS, cli, render
+from .base import FORMATS, cli, echo_err, render
 
 
 @cli.group("spark")
@@ -66,16 +66,22 @@ def run_job(master: str | None, job: Callable):
 @spark_group.command("export")
 @spark_options
 @click.option("--out", required=True, help="Output directory (or URL every executor can write to).")
-@click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet",
-              show_default=True, help="File format of the export.")
+@click.option("--format", "file_format", type=click.Choice(["parquet"]), default="parquet", show_default=True,
+              help="File format of the export.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def spark_export(selection, master, out, file_format, overwrite):
-    """Export every message (body as bytes, properties as a map) partitioned by topic; prints the messages
-    written per store and topic."""
-    from ..spark import jobs
+    """Export every message (the data source's columns: body as bytes, properties as a map) to Parquet under
+    OUT/topic=<topic>/, one task per commitlog file; prints messages and files written per store and topic.
 
-    rows = run_job(master, lambda spark: jobs.export(spark, selection, out, file_format, overwrite))
-    render(rows, auto_format(None))
+    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
+    from ..spark.export import export
+
+    result = run_job(master, lambda spark: export(spark, selection, out, overwrite))
+    render(result.rows, auto_format(None))
+    for line in result.damage:
+        echo_err(f"rmqctl: {line}")
+    if result.damage:
+        raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 @spark_group.command("stats")
@@ -105,3 +111,33 @@ def spark_query(selection, master, key, topic, body, fmt):
     if not key:
         raise UsageError("--key must not be empty")
     render(run_job(master, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))
+
+
+VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
+
+
+@spark_group.command("verify")
+@spark_options
+@click.option("--only", type=click.Choice(["commitlog", "consumequeue", "index"]),
+              help="Report only this part (the commitlog is read in any case).")
+@click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
+@click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
+@print_format
+def spark_verify(selection, master, only, deep, max_findings, fmt):
+    """verify every store, its commitlog files checked in parallel as Spark tasks; the same findings as
+    `rmqctl verify`, with `store` first. Exit 0 when every store is sound, 1 with findings."""
+    from ..spark.verify import verify_stores
+
+    if max_findings is not None and max_findings < 0:
+        raise UsageError("--max-findings must not be negative")
+    stores = [inp.store() for inp in selection.resolve()]
+    results = run_job(master, lambda spark: verify_stores(spark, stores, only, deep, max_findings))
+    rows = [{"store": str(store.root), **f.to_dict()} for store, result in results for f in result.findings]
+    if rows or fmt in ("json", "csv"):
+        render(rows, auto_format(fmt), VERIFY_COLUMNS)
+    for store, result in results:
+        s = result.stats
+        state = f"{len(result.problems)} problem(s), {len(result.findings)} finding(s)" if result.findings else "sound"
+        echo_err(f"spark verify: {store.root}: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in "
+                 f"{s['jobs']} task(s): {state}")
+    raise click.exceptions.Exit(max((result.exit_code for _, result in results), default=0))

@@ -9,7 +9,7 @@ when it is missing.
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import sys
 
@@ -21,7 +21,12 @@ MASTER_ENV = "RMQCTL_SPARK_MASTER"
 
 def require():
     """Fail with the install line (a UsageError: one line, exit 2) when PySpark or PyArrow is missing."""
-    missing = [name for name in ("pyspark", "pyarrow") if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in ("pyspark", "pyarrow"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise UsageError(f"this needs {' and '.join(missing)}, which is not installed: {INSTALL_HINT}")
 

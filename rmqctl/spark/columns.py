@@ -1,50 +1,72 @@
 """Store rows as Arrow record batches, built column by column from what the library decodes: commitlog
 messages through `read_record` + `message_dict` (the `dump commitlog` fields), consumequeue units and index
 entries through the store's numpy views. Column names and Spark types are declared once here; the Arrow
-schema is derived from them by Spark itself (see sources.py), so a batch always matches what the JVM expects.
+schema is derived from them by Spark's own conversion, so a batch always matches what the JVM expects.
 """
 from __future__ import annotations
 
+import operator
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from .. import schema as S
 from ..dispatch import KEY_SEPARATOR
 from ..record import Message, message_dict, property_crc_state
 from ..store import CommitLogScan, ConsumeQueue, IndexFile, MappedFile
 
-# (name, Spark SQL type). The dump contract's fields keep their names; body is the stored bytes.
-DUMP_SCALARS = [
-    ("file", "string"), ("position", "int"), ("commitLogOffset", "bigint"), ("storeSize", "int"),
-    ("magicCode", "int"), ("bodyCRC", "int"), ("queueId", "int"), ("flag", "int"), ("queueOffset", "bigint"),
-    ("physicalOffset", "bigint"), ("sysFlag", "int"), ("bornTimestamp", "bigint"), ("bornHost", "string"),
-    ("storeTimestamp", "bigint"), ("storeHost", "string"), ("reconsumeTimes", "int"),
-    ("preparedTransactionOffset", "bigint"), ("bodyLength", "int"), ("topic", "string"), ("msgId", "string"),
-    ("uniqKey", "string"),
+STRING, INT, LONG = StringType(), IntegerType(), LongType()
+
+# The dump contract's fields keep their names and order; body is the stored bytes.
+DUMP_SCALARS: list[tuple[str, DataType]] = [
+    ("file", STRING), ("position", INT), ("commitLogOffset", LONG), ("storeSize", INT), ("magicCode", INT),
+    ("bodyCRC", INT), ("queueId", INT), ("flag", INT), ("queueOffset", LONG), ("physicalOffset", LONG),
+    ("sysFlag", INT), ("bornTimestamp", LONG), ("bornHost", STRING), ("storeTimestamp", LONG), ("storeHost", STRING),
+    ("reconsumeTimes", INT), ("preparedTransactionOffset", LONG), ("bodyLength", INT), ("topic", STRING),
+    ("msgId", STRING), ("uniqKey", STRING),
 ]  # fmt: skip
 COMMITLOG_COLUMNS = (
-    [("store", "string")] + DUMP_SCALARS
-    + [("body", "binary"), ("properties", "map<string,string>"), ("tags", "string"), ("keys", "array<string>")]
+    [("store", STRING)] + DUMP_SCALARS
+    + [("body", BinaryType()), ("properties", MapType(STRING, STRING)), ("tags", STRING),
+       ("keys", ArrayType(STRING))]
 )  # fmt: skip
-CRC_COLUMN = ("crcOk", "boolean")
+CRC_COLUMN = ("crcOk", BooleanType())
+PICK_SCALARS = operator.itemgetter(*(name for name, _ in DUMP_SCALARS))
 
 CONSUMEQUEUE_COLUMNS = [
-    ("store", "string"), ("topic", "string"), ("queueId", "int"), ("queueOffset", "bigint"), ("file", "string"),
-    ("position", "int"), ("commitLogOffset", "bigint"), ("size", "int"), ("tagsCode", "bigint"),
+    ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
+    ("position", INT), ("commitLogOffset", LONG), ("size", INT), ("tagsCode", LONG),
 ]  # fmt: skip
 
 INDEX_COLUMNS = [
-    ("store", "string"), ("file", "string"), ("index", "int"), ("keyHash", "int"), ("slot", "int"),
-    ("phyOffset", "bigint"), ("timeDiff", "int"), ("prevIndex", "int"),
+    ("store", STRING), ("file", STRING), ("index", INT), ("keyHash", INT), ("slot", INT), ("phyOffset", LONG),
+    ("timeDiff", INT), ("prevIndex", INT),
 ]  # fmt: skip
 
 BATCH_ROWS = 4096
 
 
-def ddl(columns: list[tuple[str, str]]) -> str:
-    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
+def struct(columns: list[tuple[str, DataType]]) -> StructType:
+    return StructType([StructField(name, kind) for name, kind in columns])
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects for `schema` (it checks batches against exactly this)."""
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def message_keys(m: Message) -> list[str] | None:
@@ -71,7 +93,7 @@ class MessageBatcher:
         self._reset()
 
     def _reset(self):
-        self.scalars = {name: [] for name, _ in DUMP_SCALARS}
+        self.scalar_rows: list[tuple] = []
         self.bodies: list[bytes] = []
         self.prop_offsets = [0]
         self.prop_keys: list[str] = []
@@ -87,8 +109,7 @@ class MessageBatcher:
 
     def add(self, f: MappedFile, m: Message):
         row = message_dict(m, f.name, f.start, body="none")
-        for name, column in self.scalars.items():
-            column.append(row[name])
+        self.scalar_rows.append(PICK_SCALARS(row))
         self.bodies.append(m.body)
         props = row["properties"]
         self.prop_keys.extend(props)
@@ -107,7 +128,7 @@ class MessageBatcher:
         fields = {f.name: f.type for f in self.schema}
         n = len(self.bodies)
         arrays = {"store": pa.array([self.store] * n, pa.string())}
-        for name, values in self.scalars.items():
+        for (name, _), values in zip(DUMP_SCALARS, zip(*self.scalar_rows)):
             arrays[name] = pa.array(values, fields[name])
         arrays["body"] = pa.array(self.bodies, pa.binary())
         arrays["properties"] = pa.MapArray.from_arrays(

@@ -1,5 +1,5 @@
-"""The Spark jobs behind `rmqctl spark ...`, usable from a notebook: export, stats, key query (and verify, in
-verify.py). Each takes a SparkSession with the data sources registered (rmqctl.spark.session()) and a
+"""The Spark jobs behind `rmqctl spark ...`, usable from a notebook: stats and key query over the `rocketmq`
+data source (export and verify have their own modules). Each takes a SparkSession with the data sources registered (rmqctl.spark.session()) and a
 StoreSelection, and returns plain dicts (the shapes the CLI prints)."""
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from .columns import DUMP_SCALARS
 from .inputs import StoreSelection
 
 HOUR_MS = 3_600_000
-EXPORT_FORMATS = ("parquet", "orc")
 # the `dump commitlog` object, key for key, in its order (message_dict), with `store` first
 DUMP_ORDER = [name for name, _ in DUMP_SCALARS if name not in ("topic", "msgId", "uniqKey")] + [
     "body", "bodyEncoding", "topic", "properties", "msgId", "uniqKey"]
@@ -29,17 +28,6 @@ def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = 
     if verify_crc:
         reader = reader.option("verifyCrc", "true")
     return reader.load(selection.load_paths())
-
-
-def export(spark: SparkSession, selection: StoreSelection, out: str, fmt: str = "parquet",
-           overwrite: bool = False) -> list[dict]:
-    """Every message to `out` as Parquet (or ORC), one directory per topic (topic=...); returns what was
-    written per store and topic, read back from the files' own metadata."""
-    df = messages(spark, selection)
-    df.write.mode("overwrite" if overwrite else "errorifexists").partitionBy("topic").format(fmt).save(out)
-    written = spark.read.format(fmt).load(out).groupBy("store", "topic").count()
-    return sorted(({"store": r["store"], "topic": r["topic"], "messages": r["count"]} for r in written.collect()),
-                  key=lambda r: (r["store"], r["topic"]))
 
 
 def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False) -> list[dict]:

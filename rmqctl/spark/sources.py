@@ -16,7 +16,6 @@ import logging
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import StoreError
 from ..store import ConsumeQueue, IndexFile
@@ -25,10 +24,11 @@ from .columns import (
     CONSUMEQUEUE_COLUMNS,
     CRC_COLUMN,
     INDEX_COLUMNS,
+    arrow_schema,
     consumequeue_batches,
-    ddl,
     index_batches,
     message_batches,
+    struct,
 )
 from .inputs import StoreInput, inputs_from_options, option_bool, settle_commitlog_geometry
 
@@ -42,16 +42,26 @@ log = logging.getLogger("rmqctl.spark")
 CQ_PARTITION_BYTES = 64 << 20  # whole queues are grouped until their files reach this size
 
 
-def arrow_schema(schema):
-    return to_arrow_schema(schema, timezone="UTC")
-
-
 class CommitLogFile(InputPartition):
     def __init__(self, source: StoreInput, start: int, end: int):
         super().__init__((source.root, start))
         self.source = source
         self.start = start
         self.end = end
+
+
+def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int | None = None) -> list[CommitLogFile]:
+    """One partition per commitlog file (of every store) that overlaps [start, end)."""
+    parts = []
+    for inp in inputs:
+        settled, store = settle_commitlog_geometry(inp)
+        size = store.commitlog.file_size
+        for f in store.commitlog.files:
+            lo = f.start if start is None else max(f.start, start)
+            hi = f.start + size if end is None else min(f.start + size, end)
+            if lo < hi:
+                parts.append(CommitLogFile(settled, lo, hi))
+    return parts
 
 
 class CommitLogReader(DataSourceReader):
@@ -93,19 +103,7 @@ class CommitLogReader(DataSourceReader):
         return True
 
     def partitions(self):
-        parts = []
-        for inp in self.inputs:
-            settled, store = settle_commitlog_geometry(inp)
-            size = store.commitlog.file_size
-            for f in store.commitlog.files:
-                lo, hi = f.start, f.start + size
-                if self.start is not None:
-                    lo = max(lo, self.start)
-                if self.end is not None:
-                    hi = min(hi, self.end)
-                if lo < hi:
-                    parts.append(CommitLogFile(settled, lo, hi))
-        return parts
+        return plan_commitlog(self.inputs, self.start, self.end)
 
     def read(self, partition: CommitLogFile):
         source = partition.source
@@ -127,7 +125,7 @@ class RocketMQDataSource(DataSource):
 
     def schema(self):
         extra = [CRC_COLUMN] if option_bool(self.options, "verifyCrc") else []
-        return ddl(COMMITLOG_COLUMNS + extra)
+        return struct(COMMITLOG_COLUMNS + extra)
 
     def reader(self, schema):
         return CommitLogReader(self.options, schema)
@@ -176,7 +174,7 @@ class ConsumeQueueDataSource(DataSource):
         return "rocketmq-consumequeue"
 
     def schema(self):
-        return ddl(CONSUMEQUEUE_COLUMNS)
+        return struct(CONSUMEQUEUE_COLUMNS)
 
     def reader(self, schema):
         return ConsumeQueueReader(self.options, schema)
@@ -217,7 +215,7 @@ class IndexDataSource(DataSource):
         return "rocketmq-index"
 
     def schema(self):
-        return ddl(INDEX_COLUMNS)
+        return struct(INDEX_COLUMNS)
 
     def reader(self, schema):
         return IndexReader(self.options, schema)
