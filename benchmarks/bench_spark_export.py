@@ -1,0 +1,146 @@
+"""Export throughput of `rmqctl spark export` (Parquet, partitioned by topic) on local[1] and local[2], next to
+single-process `rmqctl dump commitlog --format jsonl` over the same files, measured in the same run.
+
+The store is generated first: several full commitlog files in the broker's layout (records built with
+rmqctl.record.encode_record, files ending in a BLANK record, the last one pre-allocated to full size), on
+tmpfs when there is one so the page cache is not what is measured. Bodies are half text, half random bytes,
+of about 1.27 KiB on average (RocketMQ's own decode baseline in the fixtures README uses that size).
+
+    python benchmarks/bench_spark_export.py [--files 8] [--file-mb 32] [--repeat 3]
+
+Each figure is the fastest of --repeat runs (after one warm-up run for Spark), since other load on the machine
+only ever makes a run slower.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rmqctl import schema as S
+from rmqctl.javacompat import crc31, encode_properties
+from rmqctl.record import Message, encode_record
+from rmqctl.store import offset_to_name
+
+TOPICS = ["OrderTopic", "PaymentTopic", "AuditTopic", "BenchTopic-7"]
+QUEUES = 4
+PRODUCERS = 64
+
+
+def make_message(rng: random.Random, i: int, offset: int, queue_offsets: dict) -> Message:
+    topic = TOPICS[i % len(TOPICS)]
+    qid = rng.randrange(QUEUES)
+    size = rng.randint(200, 1950)
+    body = (b"order %d " % i * (size // 10 + 1))[:size] if i % 2 else rng.randbytes(size)
+    props = [("WAIT", "true"), ("CLUSTER", "BenchCluster"), ("TAGS", f"Tag{'ABCDE'[i % 5]}"),
+             ("KEYS", f"ORDER-{i:08d} USER-{i % 97:02d}"), ("UNIQ_KEY", f"{0xC0000202:08X}{os.getpid():04X}{i:020X}")]
+    m = Message()
+    m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
+    m.queueOffset = queue_offsets[topic, qid]
+    queue_offsets[topic, qid] += 1
+    m.physicalOffset, m.sysFlag, m.bornTimestamp = offset, 0, 1_700_000_000_000 + i
+    producer = rng.randrange(PRODUCERS)  # a producer sends many messages over one connection
+    m.bornIp, m.bornPort = bytes([10, 0, producer // 8, producer]), 40000 + producer
+    m.storeTimestamp, m.storeIp, m.storePort = 1_700_000_000_100 + i, bytes([192, 168, 0, 10]), 10911
+    m.reconsumeTimes, m.preparedTransactionOffset = 0, 0
+    m.body, m.bodyLength = body, len(body)
+    m.topicBytes = topic.encode()
+    m.propertiesBytes = encode_properties(props, trailing_separator=False).encode()
+    return m
+
+
+def generate_store(root: Path, files: int, file_size: int) -> tuple[int, int]:
+    """`files` full commitlog files; returns (messages, message bytes)."""
+    commitlog = root / "commitlog"
+    commitlog.mkdir(parents=True)
+    rng = random.Random(20240601)
+    queue_offsets = {(t, q): 0 for t in TOPICS for q in range(QUEUES)}
+    count = total = i = 0
+    for n in range(files):
+        start = n * file_size
+        chunks, pos = [], 0
+        while True:
+            record = encode_record(make_message(rng, i, start + pos, queue_offsets))
+            if pos + len(record) + S.END_FILE_MIN_BLANK_LENGTH > file_size:
+                break  # CommitLog: a message never starts unless it leaves room for the BLANK record
+            chunks.append(record)
+            pos += len(record)
+            count, total, i = count + 1, total + len(record), i + 1
+        chunks.append(S.BLANK.pack(file_size - pos, S.MAGIC_BLANK))
+        data = b"".join(chunks)
+        (commitlog / offset_to_name(start)).write_bytes(data + bytes(file_size - len(data)))
+    return count, total
+
+
+def best_of(repeat: int, run) -> float:
+    """The fastest of `repeat` runs: other work on the machine only ever adds time."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def time_dump(store: Path, repeat: int) -> float:
+    def run():
+        with open(os.devnull, "wb") as sink:
+            subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store), "--format",
+                            "jsonl"], stdout=sink, check=True)
+
+    return best_of(repeat, run)
+
+
+def time_spark(store: Path, out: Path, master: str, repeat: int) -> float:
+    """A fresh session on `master`, one warm-up export (Python workers and JIT), then the timed ones."""
+    from pyspark.sql import SparkSession
+
+    from rmqctl.spark import session
+    from rmqctl.spark.export import export
+    from rmqctl.spark.inputs import StoreSelection
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    spark = session(master, app_name=f"bench-{master}", conf={"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    selection = StoreSelection([str(store)])
+    export(spark, selection, str(out), overwrite=True)
+    return best_of(repeat, lambda: export(spark, selection, str(out), overwrite=True))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=8, help="commitlog files to generate")
+    ap.add_argument("--file-mb", type=int, default=32, help="size of each commitlog file, MiB")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of each; the fastest counts")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="rmq-bench-spark-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    try:
+        store = base / "store"
+        t = time.perf_counter()
+        count, total = generate_store(store, args.files, args.file_mb << 20)
+        print(f"store: {args.files} commitlog files x {args.file_mb} MiB, {count} messages, {total / 1e6:.1f} MB of "
+              f"records, avg {total / count:.0f} B; generated in {time.perf_counter() - t:.1f} s ({base})")
+        results = {"dump --format jsonl (1 process)": time_dump(store, args.repeat)}
+        for master in ("local[1]", "local[2]"):
+            results[f"spark export parquet {master}"] = time_spark(store, base / f"out-{master[6]}", master, args.repeat)
+        print(f"{'run':36} {'seconds':>8} {'rows/s':>10} {'MB/s':>8}")
+        for name, seconds in results.items():
+            print(f"{name:36} {seconds:8.2f} {count / seconds:10.0f} {total / 1e6 / seconds:8.1f}")
+        dump, one, two = results.values()
+        print(f"local[2] / local[1] speed-up: {one / two:.2f}x (target >= 1.6x)")
+        print(f"per core: local[1] at {dump / one:.2f}x and local[2] at {dump / (2 * two):.2f}x the rows/s of the "
+              f"single-process dump (target >= 0.5x)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
