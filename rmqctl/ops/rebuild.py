@@ -123,7 +123,16 @@ def writing(store: Store, dry_run: bool, extra_dirs=()):
         yield done, store
 
 
-CHECKPOINT_OFFSETS = {name: i * 8 for i, (name, _) in enumerate(S.fixed_fields(S.Checkpoint))}
+def _checkpoint_offsets() -> dict[str, int]:
+    """Byte offset of each checkpoint field, from schema.Checkpoint."""
+    out, pos = {}, 0
+    for name, code in S.fixed_fields(S.Checkpoint):
+        out[name] = pos
+        pos += struct.calcsize(code)
+    return out
+
+
+CHECKPOINT_OFFSETS = _checkpoint_offsets()
 
 
 def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict, **values) -> None:
@@ -142,7 +151,7 @@ def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict,
     data = bytearray(store.checkpoint_path.read_bytes())
     data.extend(bytes(max(0, S.CHECKPOINT_FILE_SIZE - len(data))))
     for k, v in changes.items():
-        struct.pack_into(">q", data, CHECKPOINT_OFFSETS[k], v)
+        S.INT64.pack_into(data, CHECKPOINT_OFFSETS[k], v)
     staged = txn.area(store.root) / "checkpoint"
     staged.write_bytes(bytes(data))
     txn.replace(store.checkpoint_path, staged)

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import schema as S
+from ..batchdispatch import HEAD_DTYPE, HOST_LAYOUTS
 from ..errors import StoreError
 from ..javacompat import crc31
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
@@ -48,6 +49,7 @@ from .txn import Transaction
 
 CHUNK = 1 << 20
 CRC_KINDS = ("body-crc", "property-crc", "property-crc-missing")
+MAGIC_AT, SYSFLAG_AT = HEAD_DTYPE.fields["magicCode"][1], HEAD_DTYPE.fields["sysFlag"][1]
 
 
 @dataclasses.dataclass
@@ -169,15 +171,13 @@ def recovery_start(store: Store) -> int:
     files = store.commitlog.files
     for i in range(len(files) - 1, -1, -1):
         buf = files[i].buf
-        if len(buf) < 64:
+        if len(buf) < HEAD_DTYPE.itemsize or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
             continue
-        if S.INT32.unpack_from(buf, 4)[0] not in magics:
+        sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
+        ts_at = HOST_LAYOUTS[(bool(sysflag & S.BORNHOST_V6_FLAG), False)][0]  # the store host comes after it
+        if ts_at + S.INT64.size > len(buf):
             continue
-        sysflag = S.INT32.unpack_from(buf, 36)[0]
-        ts_pos = 48 + S.host_length(sysflag, S.BORNHOST_V6_FLAG)
-        if ts_pos + 8 > len(buf):
-            continue
-        ts = S.INT64.unpack_from(buf, ts_pos)[0]
+        ts = S.INT64.unpack_from(buf, ts_at)[0]
         if ts != 0 and ts <= minimum:
             return i
     return 0
