@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -487,3 +488,18 @@ def test_checkpoint_ahead_and_index_lost_on_abnormal_recovery(store_copy):
     assert lost["file"] == "index/20261122022334543" and "will not be found by key" in lost["detail"]
     info = next(x for x in found if x["kind"] == "abnormal-recovery")
     assert info["commitLogOffset"] == 2555904 and "it finds nothing to cut" in info["detail"]
+
+
+def test_index_slot_holding_an_older_entry(store_copy):
+    root = store_copy("a-basic")
+    store = open_store("a-basic", root)
+    ix = store.index_files()[3]
+    slots, _ = store.index_geometry
+    slot_values = np.frombuffer(ix.path.read_bytes(), dtype=">i4", count=slots, offset=S.INDEX_HEADER_SIZE)
+    s = int(np.flatnonzero(slot_values > 1)[0])
+    prev = S.INT32.unpack_from(ix.path.read_bytes(), S.INDEX_HEADER_SIZE + slots * 4 + int(slot_values[s]) * 20 + 16)[0]
+    assert prev > 0
+    patch(ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, S.INT32.pack(prev))  # the entry before the newest
+    code, found = findings("a-basic", root)
+    assert [(x["kind"], x["position"]) for x in found] == [("index-slot", S.INDEX_HEADER_SIZE + s * 4)]
+    assert "newest entry" in found[0]["detail"]

@@ -409,38 +409,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
     slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
-    # slots: in range and holding the newest entry of their hash
-    out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= max(count, 1)))
-    for s in out_of_range[:MAX_LISTED].tolist():
-        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                   f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
-    # entries in (slot, index) order: the last of each slot is its newest, each links to the one before
-    order = np.argsort(slot_of, kind="stable")
-    sorted_slots = slot_of[order]
-    newest = np.zeros(slots, dtype=np.int64)
-    expected = np.zeros(len(n), dtype=np.int64)
-    if len(n):
-        last = np.append(sorted_slots[1:] != sorted_slots[:-1], True)
-        newest[sorted_slots[last]] = n[order][last]
-        same = np.concatenate([[False], sorted_slots[1:] == sorted_slots[:-1]])
-        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
-    wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < max(count, 1)))
-    for s in wrong[:MAX_LISTED].tolist():
-        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                   f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
-                   f"keys in this slot miss entries")
-    # chains: each entry links to the previous entry of the same slot (0 at the start of a chain)
-    broken = np.flatnonzero(prev_idx != expected)
-    for k in broken[:MAX_LISTED].tolist():
-        p = int(prev_idx[k])
-        what = ("a loop: it links to itself or to a later entry" if p >= n[k] else
-                "out of range" if p < 0 else
-                f"it should link to entry {int(expected[k])}, the previous one in slot {int(slot_of[k])}")
-        run.report(INDEX, "index-chain", "error", ix.path, entry_pos(n[k]), None,
-                   f"entry {int(n[k])} has prevIndex {p}: {what}")
-    if len(broken) > MAX_LISTED:
-        run.report(INDEX, "index-chain", "error", ix.path, None, None,
-                   f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {name}")
+    _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values)
     for k in negative[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
@@ -522,6 +491,61 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return values, np.zeros(0, np.int64)
     first = np.flatnonzero(np.append(True, values[1:] != values[:-1]))
     return values[first], np.diff(np.append(first, len(values)))
+
+
+def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot_of: np.ndarray,
+                            prev_idx: np.ndarray, slot_values: np.ndarray):
+    """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
+    at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
+    same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
+    links to); only when that fails, the exact expected links from sorting the entries by slot."""
+    from .verify import INDEX
+
+    total = max(count, 1)
+    entry_slot = np.zeros(total, dtype=np.int64)
+    entry_slot[n] = slot_of
+    in_range = (prev_idx >= 0) & (prev_idx < n)
+    linked = prev_idx[in_range & (prev_idx > 0)]
+    used = np.bincount(slot_of, minlength=slots) if len(n) else np.zeros(slots, np.int64)
+    valid_slot = (slot_values > 0) & (slot_values < total)
+    links_to = np.bincount(linked, minlength=total) if len(linked) else np.zeros(total, np.int64)
+    sound = (in_range.all() and (entry_slot[np.where(prev_idx > 0, prev_idx, n)] == slot_of).all()
+             and (links_to <= 1).all() and int(np.count_nonzero(prev_idx == 0)) == int(np.count_nonzero(used))
+             and np.array_equal(valid_slot, used > 0)
+             and (entry_slot[slot_values[valid_slot]] == np.flatnonzero(valid_slot)).all()
+             and not links_to[slot_values[valid_slot]].any())
+    out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
+    for s in out_of_range[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                   f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
+    if sound:
+        return
+    order = np.argsort(slot_of, kind="stable")
+    sorted_slots = slot_of[order]
+    newest = np.zeros(slots, dtype=np.int64)
+    expected = np.zeros(len(n), dtype=np.int64)
+    if len(n):
+        last = np.append(sorted_slots[1:] != sorted_slots[:-1], True)
+        newest[sorted_slots[last]] = n[order][last]
+        same = np.concatenate([[False], sorted_slots[1:] == sorted_slots[:-1]])
+        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
+    wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < total))
+    for s in wrong[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                   f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
+                   f"keys in this slot miss entries")
+    broken = np.flatnonzero(prev_idx != expected)
+    entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
+    for k in broken[:MAX_LISTED].tolist():
+        p = int(prev_idx[k])
+        what = ("a loop: it links to itself or to a later entry" if p >= n[k] else
+                "out of range" if p < 0 else
+                f"it should link to entry {int(expected[k])}, the previous one in slot {int(slot_of[k])}")
+        run.report(INDEX, "index-chain", "error", ix.path, entry_pos + int(n[k]) * S.INDEX_ENTRY_SIZE, None,
+                   f"entry {int(n[k])} has prevIndex {p}: {what}")
+    if len(broken) > MAX_LISTED:
+        run.report(INDEX, "index-chain", "error", ix.path, None, None,
+                   f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
 
 
 def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
