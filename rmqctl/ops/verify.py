@@ -32,7 +32,6 @@ from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
 ONLY = ("commitlog", "consumequeue", "index")
-SEVERITIES = ("error", "warning", "info")
 REGION_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic", "bad-length": "bad-length",
                 "truncated-record": "truncated-record"}
 RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
@@ -85,9 +84,6 @@ class Damage:
         _, at, kind = min(hits)  # the range holding the offset itself first
         return f"the {kind} at {at}"
 
-    def between(self, a: int, b: int) -> str | None:
-        return self.cause(a, b)
-
 
 class Collector:
     def __init__(self, store: Store):
@@ -133,14 +129,18 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
         verify_links.check_index(run)
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
-    findings = [f for _, f in sorted(out.items, key=lambda x: (x[0], x[1].commitLogOffset if x[1].commitLogOffset is not None else -1,
-                                                               x[1].file or "", x[1].position or 0))]
+    findings = [f for _, f in sorted(out.items, key=_order)]
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": run.bytes_scanned, "records": len(run.rec.off),
              "files": len(store.commitlog.files), "jobs": run.jobs}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
+
+
+def _order(item: tuple[int, Finding]):
+    group, f = item
+    return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
 
 
 def default_jobs() -> int:
@@ -288,8 +288,8 @@ class _Run:
         for d in q.dirs:
             for p in sorted(d.iterdir()) if d.is_dir() else []:
                 if p.is_dir():
-                    self.report(FILES, "stray-file", "warning", p, None, None,
-                                "a directory inside the commitlog directory: 4.9 brokers fail to load it (5.x skips it)")
+                    self.report(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
+                                "directory: 4.9 brokers fail to load it (5.x skips it)")
         files = self.files
         for i, f in enumerate(files):
             if f.length != size:
@@ -309,8 +309,8 @@ class _Run:
                 missing = (b.start - a.start - size) // size
                 self.damage.add(a.start + size, b.start, "file-gap", a.start + size)
                 self.report(FILES, "file-gap", "error", b.path, None, a.start + size,
-                            f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} bytes "
-                            f"missing between {a.name} and {b.name}); every record there is lost")
+                            f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
+                            f"bytes missing between {a.name} and {b.name}); every record there is lost")
             elif b.start < a.start + size:
                 self.report(FILES, "file-overlap", "error", b.path, None, b.start,
                             f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
@@ -328,7 +328,8 @@ class _Run:
         hints = verify_links.consumequeue_record_starts(self)
         for f in self.files:
             limit = min(f.length, size)
-            if (self.start is not None and f.start + size <= self.start) or (self.end is not None and f.start >= self.end):
+            before = self.start is not None and f.start + size <= self.start
+            if before or (self.end is not None and f.start >= self.end):
                 out.append([])
                 continue
             claim_from = max(0, (self.start or 0) - f.start)
@@ -349,7 +350,7 @@ class _Run:
         total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
         results: dict[tuple[int, int], object] = {}
         done = 0
-        if self.jobs > 1 and len(flat) > 1:
+        if self.jobs > 1 and len(flat) > 1 and total >= 2 * CHUNK:  # a pool costs more than small stores take
             with concurrent.futures.ProcessPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
                 futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
                 for fut in concurrent.futures.as_completed(futures):
@@ -370,10 +371,13 @@ class _Run:
             rs = [results[(i, k)] for k in range(len(chunks))]
             for k in range(1, len(rs)):
                 expected = rs[k - 1].handoff
-                if rs[k].first != expected and not (rs[k].first is None and expected >= rs[k].task.stop):
-                    # the chunk found a different first record than the walk before it reached: walk on
-                    rs[k] = scan_chunk(dataclasses.replace(rs[k].task, begin=expected, forced=True)) \
-                        if expected < rs[k].task.stop else dataclasses.replace(rs[k], pos=rs[k].pos[:0], handoff=expected)
+                if rs[k].first == expected or (rs[k].first is None and expected >= rs[k].task.stop):
+                    continue
+                # the chunk found another first record than the walk before it reached: walk on from there
+                if expected < rs[k].task.stop:
+                    rs[k] = scan_chunk(dataclasses.replace(rs[k].task, begin=expected, forced=True))
+                else:
+                    rs[k] = dataclasses.replace(rs[k], pos=rs[k].pos[:0], handoff=expected)
             out.append(rs)
         self.bytes_scanned = done
         return out
@@ -440,7 +444,8 @@ class _Run:
             self.damage.add(x, f.start + g.resync, kind, x)
             if report:
                 self.report(RECORDS, kind, "error", f.path, g.start, x,
-                            f"{n} invalid bytes at offset {x} ({g.detail}); the next record starts at {f.start + g.resync}")
+                            f"{n} invalid bytes at offset {x} ({g.detail}); the next record starts at "
+                            f"{f.start + g.resync}")
             return
         if i >= last_data:
             if g.last_nonzero < g.start:
@@ -455,9 +460,12 @@ class _Run:
         n = limit - g.start
         if g.zero_head and g.last_nonzero < g.start:
             kind = "zeroed-region" if g.start == 0 else "missing-blank"
-            what = (f"the whole file is zero bytes although later files hold records" if g.start == 0 else
-                    f"{n} zero bytes from offset {x} to the end of the file where the BLANK record should be"
-                    if n else "the last record ends exactly at the end of the file, leaving no room for the BLANK record")
+            if g.start == 0:
+                what = "the whole file is zero bytes although later files hold records"
+            elif n:
+                what = f"{n} zero bytes from offset {x} to the end of the file where the BLANK record should be"
+            else:
+                what = "the last record ends exactly at the end of the file, leaving no room for the BLANK record"
         else:
             kind = REGION_KINDS.get(g.cause, g.cause)
             what = f"{n} invalid bytes at offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
@@ -478,8 +486,8 @@ class _Run:
         for i in undispatched_nonzero.tolist():
             kind = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
             self.report(QUEUES, "queue-offset", "warning", self._path(int(rec.off[i])), None, int(rec.off[i]),
-                        f"{kind} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker writes 0 "
-                        f"for records it never dispatches")
+                        f"{kind} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
+                        f"writes 0 for records it never dispatches")
         targets = self.targets()
         topic, qid, qoff, ri = targets
         if not len(ri):
@@ -511,9 +519,10 @@ class _Run:
                           f"was changed after the broker wrote it")
                 self.report(QUEUES, "queue-offset", "error", self._path(b), b - self._file_start(b), b, detail)
                 continue
-            cause = self.damage.between(a, b)
+            cause = self.damage.cause(a, b)
             if got > want:
-                detail = f"queue {queue} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): {got - want} missing"
+                detail = (f"queue {queue} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
+                          f"{got - want} missing")
             else:
                 detail = (f"queue {queue} goes back from offset {want - 1} (record at {a}) to {got} (record at {b}): "
                           f"duplicate queue offsets")
@@ -573,7 +582,8 @@ class _Run:
         if has_data and self.full_range:
             newest = int(rec.store_ts.max())
             tail = next((r for r in self.damage.ranges if r[2] == "torn-tail"), None)
-            for name, what in (("physicMsgTimestamp", "flushed"), ("logicsMsgTimestamp", "dispatched to a consumequeue"),
+            for name, what in (("physicMsgTimestamp", "flushed"),
+                               ("logicsMsgTimestamp", "dispatched to a consumequeue"),
                                ("indexMsgTimestamp", "indexed in a full index file")):
                 if cp[name] > newest:
                     detail = (f"{name} {cp[name]} is later than the newest record's storeTimestamp {newest}: the "
@@ -595,8 +605,9 @@ class _Run:
         cfg = self.config
         if abort:
             first = recovery_start(self.store)
+            safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
             why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
-                   f"min(physic, logics) - 3s{' (and indexMsgTimestamp)' if cfg.messageIndexEnable and cfg.messageIndexSafe else ''}")
+                   f"min(physic, logics) - 3s{safe}")
             mode = "abnormal recovery"
         elif self.is5:
             cq_end = verify_links.consumequeue_max_phy(self)
@@ -628,9 +639,10 @@ class _Run:
             outcome = (f"it stops at the {cut.kind} at {cut.commitLogOffset}" if cut is not None else
                        "it finds nothing to cut")
             before = sorted({f.commitLogOffset for f in seen if f.commitLogOffset < begin})
-            detail = (f"abort file present: the last exit was not clean. Abnormal recovery starts at {files[first].name} "
-                      f"({why}), re-checks every record from {begin} on with checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, "
-                      f"and truncates at the first failure: {outcome}.")
+            detail = (f"abort file present: the last exit was not clean. Abnormal recovery starts at "
+                      f"{files[first].name} ({why}), re-checks every record from {begin} on with "
+                      f"checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, and truncates at the first failure: "
+                      f"{outcome}.")
             if before:
                 detail += f" Damage before {begin} is not re-checked: {', '.join(map(str, before[:5]))}."
             self.report(CHECKPOINT, "abnormal-recovery", "info", self.store.abort_path, None, begin, detail)
