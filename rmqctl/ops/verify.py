@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import schema as S
 from ..config import BrokerConfig
+from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import verify_links
@@ -119,6 +120,10 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     store = with_geometry(store)
     out = Collector(store)
     parts = {p for p in ONLY if only in (None, p)}
+    # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
+    geometry = [store.commitlog.file_size, store.consumequeue_file_size]
+    if "index" in parts:
+        geometry.append(store.index_geometry)
     run = _Run(store, out, parts, start, end, deep, jobs or default_jobs(), progress)
     run.commitlog()
     if "commitlog" in parts:
@@ -153,7 +158,8 @@ def default_jobs() -> int:
 def with_geometry(store: Store) -> Store:
     """The store with its commitlog and consumequeue file sizes settled. When not configured and the files
     disagree (a short file is exactly what verify must report), the spacing of the file names decides,
-    if all names agree on it."""
+    if all names agree on it. Without a broker config, LMQ queue directories show that the broker
+    dispatched to LMQ queues (enableMultiDispatch)."""
     cfg = store.config
     changes = {}
     if not cfg.mappedFileSizeCommitLog:
@@ -174,6 +180,10 @@ def with_geometry(store: Store) -> Store:
                 raise StoreError("consumequeue files have different sizes and their names do not tell the file "
                                  "size; pass mappedFileSizeConsumeQueue with --broker-config", store.consumequeue_dir)
             changes["mappedFileSizeConsumeQueue"] = gaps.pop()
+    if cfg.source is None and not cfg.enableMultiDispatch and any(
+            d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir)):
+        # no broker config given, but the broker that wrote this store dispatched to LMQ queues
+        changes.update(enableMultiDispatch=True, enableLmq=True)
     if not changes:
         return store
     return Store(store.root, dataclasses.replace(cfg, **changes))
@@ -492,8 +502,8 @@ class _Run:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        # records are in commitlog order already: a stable sort by queue keeps that order inside each queue
-        order = np.argsort(topic * (1 << 32) + qid, kind="stable")
+        # per queue, in commitlog order (a queue can get both its own records and LMQ dispatches)
+        order = np.lexsort((ri, topic * (1 << 32) + qid))
         topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
         step = np.ones(len(ri), dtype=np.int64)
         for k, v in rec.inner_num.items():

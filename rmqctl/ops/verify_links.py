@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
-from ..store import INDEX_FILE_NAME, ConsumeQueue, MappedFileQueue
+from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
     from .verify import _Run
@@ -179,11 +179,7 @@ def check_consumequeues(run: "_Run"):
     from .verify import CONSUMEQUEUE
 
     store, rec = run.store, run.rec
-    try:
-        size = store.consumequeue_file_size
-    except StoreError as e:
-        run.report(CONSUMEQUEUE, "file-size", "error", e.path, None, None, str(e))
-        return
+    size = store.consumequeue_file_size  # settled before the scan
     groups = _cq_groups(run)
     missing_reports = []
     seen = set()
@@ -342,6 +338,23 @@ def _index_hash(key_hash: np.ndarray) -> np.ndarray:
     return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
 
 
+def index_files(run: "_Run", report: bool = True) -> list[IndexFile]:
+    """The index files in load order; one too short to hold its header is a finding, not a stop."""
+    from .verify import INDEX
+
+    slots, num = run.store.index_geometry
+    out = []
+    for p in run.store.index_paths():
+        if not INDEX_FILE_NAME.match(p.name):
+            continue
+        try:
+            out.append(IndexFile(p, slots, num))
+        except StoreError as e:
+            if report:
+                run.report(INDEX, "file-size", "error", p, None, None, str(e).split(": ", 1)[-1])
+    return out
+
+
 def check_index(run: "_Run"):
     from .verify import INDEX
 
@@ -351,12 +364,8 @@ def check_index(run: "_Run"):
         if not INDEX_FILE_NAME.match(p.name):
             run.report(INDEX, "stray-file", "warning", p, None, None,
                        "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
-    try:
-        slots, num = store.index_geometry
-        files = store.index_files()
-    except StoreError as e:
-        run.report(INDEX, "file-size", "error", e.path, None, None, str(e))
-        return
+    slots, num = store.index_geometry  # settled before the scan (verify refuses to guess it)
+    files = index_files(run)
     rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
     found_keys = []
     prev = None
@@ -581,11 +590,7 @@ def index_loss_on_recovery(run: "_Run", cp: dict, begin: int):
     cfg = run.config
     if not cfg.messageIndexEnable:
         return
-    try:
-        files = run.store.index_files()
-    except StoreError:
-        return
-    for ix in files:
+    for ix in index_files(run, report=False):
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
         entries = _entries(ix)
