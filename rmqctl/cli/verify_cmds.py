@@ -1,6 +1,7 @@
 """`verify`: check a store; exit 0 when sound, 1 with findings, 2 when it cannot run."""
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import click
@@ -39,17 +40,19 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
     if holder and not quiet:
         echo_err(f"rmqctl: a broker (pid {holder}) holds the store lock: the commitlog tail may be moving while "
                  f"verify reads it; findings about the end of the last file may be transient")
-    bar = None if quiet else progress(0, "verify")
-    try:
-        def advance(done: int, total: int):
-            bar.total = total
-            bar.n = done
-            bar.refresh()
+    bars = []  # created at the first report, when the total is known
 
+    def advance(done: int, total: int):
+        if not bars:
+            bars.append(progress(total, "verify"))
+        bars[0].n = done
+        bars[0].refresh()
+
+    try:
         result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, max_findings=max_findings,
-                        progress=advance if bar is not None and not bar.disable else None)
+                        progress=None if quiet or not sys.stderr.isatty() else advance)
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
     if not quiet:
         rows = [f.to_dict() for f in result.findings]

@@ -360,6 +360,8 @@ class _Run:
         total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
         results: dict[tuple[int, int], object] = {}
         done = 0
+        if self.progress:
+            self.progress(0, total)
         if self.jobs > 1 and len(flat) > 1 and total >= 2 * CHUNK:  # a pool costs more than small stores take
             with concurrent.futures.ProcessPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
                 futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
