@@ -121,9 +121,10 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     out = Collector(store)
     parts = {p for p in ONLY if only in (None, p)}
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
-    geometry = [store.commitlog.file_size, store.consumequeue_file_size]
+    geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
+                "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
     if "index" in parts:
-        geometry.append(store.index_geometry)
+        geometry["maxHashSlotNum"], geometry["maxIndexNum"] = store.index_geometry
     run = _Run(store, out, parts, start, end, deep, jobs or default_jobs(), progress)
     run.commitlog()
     if "commitlog" in parts:
@@ -139,7 +140,7 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": run.bytes_scanned, "records": len(run.rec.off),
-             "files": len(store.commitlog.files), "jobs": run.jobs}
+             "files": len(store.commitlog.files), "jobs": run.jobs, "geometry": geometry}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
 
