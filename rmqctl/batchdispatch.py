@@ -30,7 +30,7 @@ from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .record import Message, read_record
 
-CHUNK = 16384  # records decoded together: bounds the gathered bytes (~chunk x properties length)
+CHUNK = 8192  # records decoded together: small enough for the gathered bytes to stay in cache
 MASK32 = (1 << 32) - 1
 INV31 = pow(31, -1, 1 << 32)
 HASH_SEPARATOR = 35  # '#', between topic and key in IndexService.buildKey
