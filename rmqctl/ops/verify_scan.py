@@ -704,12 +704,9 @@ class _Properties:
         sound = ((nxt_kind == 1) & (nxt_at > self.seg_start)) | ((nxt_kind == 2) & (nxt_at == self.seg_start))
         self.unsound = self.seg_start[~sound & (data[self.seg_start] != 0)]
         self._found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._bytes = None
 
     def contains(self, text: bytes) -> bool:
-        if self._bytes is None:
-            self._bytes = self.data.tobytes()
-        return text in self._bytes
+        return re.search(re.escape(text), self.data) is not None  # searches the array in place, no copy
 
     def malformed_records(self) -> np.ndarray:
         recs = self.rows.owner(self.unsound)
