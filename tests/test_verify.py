@@ -378,24 +378,23 @@ def test_says_when_a_broker_holds_the_lock(store_copy):
 # -- fuzz ------------------------------------------------------------------------------------------------------
 
 FUZZ_FIXTURES = ["b-mixed", "c-v5-features"]
-_pristine: dict[str, Path] = {}
 
 
-def _pristine_copy(name: str) -> Path:
-    if name not in _pristine:
-        _pristine[name] = copy_store(name, Path(tempfile.mkdtemp(prefix="verify-fuzz-")))
-    return _pristine[name]
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """One writable copy of each fuzzed fixture, copied again for every example."""
+    return {name: copy_store(name, tmp_path_factory.mktemp(name)) for name in FUZZ_FIXTURES}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(FUZZ_FIXTURES), pick=st.integers(0, 10**6),
        flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
        truncate=st.one_of(st.none(), st.floats(0, 1)))
-def test_fuzz_never_crashes(name, pick, flips, truncate):
+def test_fuzz_never_crashes(pristine, name, pick, flips, truncate):
     """Random byte flips and truncations of any file: verify reports, never raises, never exits 2."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "store"
-        shutil.copytree(_pristine_copy(name), root)
+        shutil.copytree(pristine[name], root)
         files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != "lock")
         target = files[pick % len(files)]
         data = bytearray(target.read_bytes())
