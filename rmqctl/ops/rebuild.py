@@ -337,9 +337,6 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
 # ---- verifying what a transaction will leave ---------------------------------------------------------------
 
 
-SMALL_FOR_ONE_PROCESS = 256 << 20  # below this much commitlog, verify's process pool costs more than it saves
-
-
 def post_commit_view(store: Store, txn: Transaction) -> Path:
     """The store as the transaction will leave it, as symlinks in the transaction's staging directory (so
     a killed run's view goes with its staging): the live files, the staged ones in place of those replaced,
@@ -388,8 +385,7 @@ def verify_staged(store: Store, txn: Transaction, only: str | None, within: tupl
     view = post_commit_view(store, txn)
     try:
         config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
-        small = len(store.commitlog.files) * store.commitlog.file_size < SMALL_FOR_ONE_PROCESS
-        findings = verify(Store(view, config), only=only, jobs=1 if small else None).findings
+        findings = verify(Store(view, config), only=only).findings
     finally:
         shutil.rmtree(view)
     return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
