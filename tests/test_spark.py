@@ -210,6 +210,34 @@ def test_spark_verify_reports_what_verify_reports(spark):
     assert {f["kind"] for f in got[store_root("d-crashed")]} >= {"body-crc", "torn-tail"}
 
 
+def test_spark_commands_take_the_contract_options():
+    """--store (repeatable here), --broker-config and --format after every spark command's name."""
+    from rmqctl.cli.spark_cmds import spark_group
+
+    for name, cmd in spark_group.commands.items():
+        params = {o: p for p in cmd.params for o in getattr(p, "opts", [])}
+        assert {"--store", "--broker-config", "--format", "--master"} <= set(params), name
+        assert params["--store"].multiple and params["--broker-config"].multiple, name
+
+
+def test_errors_are_one_line(spark):
+    r = run("spark", "stats", "--store", "/nonexistent/store")
+    assert r.exit_code == 2 and r.stderr.strip() == "rmqctl: /nonexistent/store: store directory does not exist"
+    r = run("spark", "stats", "--store", fixture_dir("a-basic") / "store", "--store", fixture_dir("b-mixed") / "store",
+            "--broker-config", broker_conf("a-basic"), "--broker-config", broker_conf("b-mixed"),
+            "--broker-config", broker_conf("c-v5-features"))
+    assert r.exit_code == 2 and "3 broker configs for 2 stores" in r.stderr
+    # a failure inside an executor comes back as the one line the library raised there
+    from rmqctl.errors import StoreError
+    from rmqctl.spark.jobs import spark_errors
+
+    torn = json.loads((FIXTURES / "d-crashed" / "corruption.json").read_text())["tornTail"]
+    df = spark.read.format("rocketmq").option("failOnDamage", "true").load(store_root("d-crashed"))
+    with pytest.raises(StoreError) as e, spark_errors():
+        df.collect()
+    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at offset {torn['messageCommitLogOffset']}: ")
+
+
 def test_missing_pyspark_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
     r = run("spark", "stats", "--store", fixture_dir("a-basic") / "store")

@@ -4,8 +4,9 @@ stores or once per store, in the same order."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import click
 
@@ -13,6 +14,8 @@ from ..errors import EXIT_REFUSED, UsageError
 from ..spark import MASTER_ENV
 from ..spark.inputs import StoreSelection
 from .base import FORMATS, cli, echo_err, render
+
+LOG_LEVELS = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"]
 
 
 @cli.group("spark")
@@ -24,7 +27,7 @@ def spark_group():
 
 
 def spark_options(fn: Callable) -> Callable:
-    """--store (repeatable), --broker-config (once, or once per store), --master."""
+    """--store (repeatable), --broker-config (once, or once per store), --master, --log-level."""
 
     @click.option("--store", "stores", multiple=True, envvar="ROCKETMQ_STORE", type=click.Path(file_okay=False),
                   help="Store root or commitlog directory; repeat for several stores. Env ROCKETMQ_STORE; "
@@ -32,12 +35,15 @@ def spark_options(fn: Callable) -> Callable:
     @click.option("--broker-config", "broker_configs", multiple=True, type=click.Path(dir_okay=False),
                   help="broker.conf: once for every store, or once per --store in the same order.")
     @click.option("--master", envvar=MASTER_ENV, help="Spark master URL (default local[*], or spark-submit's).")
+    @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="OFF",
+                  show_default=True, envvar="RMQCTL_SPARK_LOG_LEVEL",
+                  help="Spark's own log level on stderr (its task failure logs carry Python tracebacks).")
     @functools.wraps(fn)
-    def wrapper(stores, broker_configs, master, **kwargs):
-        selection = StoreSelection(list(stores) or [str(click.Path().convert("~/store", None, None))],
+    def wrapper(stores, broker_configs, master, log_level, **kwargs):
+        selection = StoreSelection([os.path.expanduser(p) for p in stores] or [os.path.expanduser("~/store")],
                                    list(broker_configs))
         selection.resolve()  # bad paths and configs fail here, in one line, before a JVM starts
-        return fn(selection, master, **kwargs)
+        return fn(selection, SparkOptions(master, log_level.upper()), **kwargs)
 
     return wrapper
 
@@ -51,32 +57,38 @@ def auto_format(fmt: str | None) -> str:
     return fmt or ("table" if sys.stdout.isatty() else "jsonl")
 
 
-def run_job(master: str | None, job: Callable):
+class SparkOptions(NamedTuple):
+    master: str | None
+    log_level: str
+
+
+def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
     from ..spark import require, session
 
     require()
     from ..spark.jobs import spark_errors
 
-    spark = session(master)
+    spark = session(options.master)
+    spark.sparkContext.setLogLevel(options.log_level)
     with spark_errors():
         return job(spark)
 
 
 @spark_group.command("export")
 @spark_options
-@click.option("--out", required=True, help="Output directory (or URL every executor can write to).")
+@click.option("--out", required=True, help="Output directory, on a filesystem the driver and every executor share.")
 @click.option("--format", "file_format", type=click.Choice(["parquet"]), default="parquet", show_default=True,
               help="File format of the export.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
-def spark_export(selection, master, out, file_format, overwrite):
+def spark_export(selection, spark_options, out, file_format, overwrite):
     """Export every message (the data source's columns: body as bytes, properties as a map) to Parquet under
     OUT/topic=<topic>/, one task per commitlog file; prints messages and files written per store and topic.
 
     Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
     from ..spark.export import export
 
-    result = run_job(master, lambda spark: export(spark, selection, out, overwrite))
+    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite))
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")
@@ -89,11 +101,11 @@ def spark_export(selection, master, out, file_format, overwrite):
 @click.option("--by", type=click.Choice(["queue", "hour"]), default="queue", show_default=True,
               help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
 @print_format
-def spark_stats(selection, master, by, fmt):
+def spark_stats(selection, spark_options, by, fmt):
     """Messages, bytes, first/last store time and distinct keys per topic and queue."""
     from ..spark import jobs
 
-    render(run_job(master, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
+    render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
 
 
 @spark_group.command("query")
@@ -103,14 +115,14 @@ def spark_stats(selection, master, by, fmt):
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
 @print_format
-def spark_query(selection, master, key, topic, body, fmt):
+def spark_query(selection, spark_options, key, topic, body, fmt):
     """Messages carrying KEY in every store, by scanning the commitlog (no index files needed); printed in the
     dump commitlog shape with `store` first."""
     from ..spark import jobs
 
     if not key:
         raise UsageError("--key must not be empty")
-    render(run_job(master, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))
+    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))
 
 
 VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
@@ -123,15 +135,15 @@ VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOff
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
 @print_format
-def spark_verify(selection, master, only, deep, max_findings, fmt):
-    """verify every store, its commitlog files checked in parallel as Spark tasks; the same findings as
+def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
+    """Verify every store, its commitlog files checked in parallel as Spark tasks: the same findings as
     `rmqctl verify`, with `store` first. Exit 0 when every store is sound, 1 with findings."""
     from ..spark.verify import verify_stores
 
     if max_findings is not None and max_findings < 0:
         raise UsageError("--max-findings must not be negative")
     stores = [inp.store() for inp in selection.resolve()]
-    results = run_job(master, lambda spark: verify_stores(spark, stores, only, deep, max_findings))
+    results = run_job(spark_options, lambda spark: verify_stores(spark, stores, only, deep, max_findings))
     rows = [{"store": str(store.root), **f.to_dict()} for store, result in results for f in result.findings]
     if rows or fmt in ("json", "csv"):
         render(rows, auto_format(fmt), VERIFY_COLUMNS)

@@ -115,10 +115,14 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False) 
     sc = spark.sparkContext
     sc.setJobDescription(f"rmqctl spark export: {len(parts)} commitlog file(s) to {target}")
     results = []
-    if parts:
-        tasks = sc.parallelize(list(enumerate(parts)), len(parts))
-        results = tasks.map(functools.partial(export_file, staging=str(staging))).collect()
-    rows = commit(spark, target, staging, results)
+    try:
+        if parts:
+            tasks = sc.parallelize(list(enumerate(parts)), len(parts))
+            results = tasks.map(functools.partial(export_file, staging=str(staging))).collect()
+        rows = commit(spark, target, staging, results)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return ExportResult(str(target), rows, [line for r in results for line in r["damage"]])
 
 
