@@ -37,7 +37,7 @@ from ..record import Blank, Message, encode_record, parse_host, read_record
 from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
 from .repair import RecoveryChecker
-from .repair import _zero_from as zero_from
+from .repair import zero_from
 
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"

@@ -193,7 +193,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
         f = files[i]
         rec, bad = checker.check(f, pos)
         if bad is not None:
-            if bad.kind == "zeros" and _zero_from(store, i, pos):
+            if bad.kind == "zeros" and zero_from(store, i, pos):
                 bad = None  # the clean end of the data
             return Walk(f.start + pos, f.start + pos, bad, last_message)
         if isinstance(rec, Blank):
@@ -225,7 +225,7 @@ def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen:
     return found
 
 
-def _zero_from(store: Store, index: int, pos: int) -> bool:
+def zero_from(store: Store, index: int, pos: int) -> bool:
     """True when everything from file `index` position `pos` on is zero (preallocated space)."""
     files = store.commitlog.files
     return _last_nonzero(files[index].buf, pos) < 0 and all(_last_nonzero(f.buf, 0) < 0 for f in files[index + 1 :])
