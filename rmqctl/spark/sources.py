@@ -106,6 +106,8 @@ class CommitLogReader(DataSourceReader):
         return plan_commitlog(self.inputs, self.start, self.end)
 
     def read(self, partition: CommitLogFile):
+        if not isinstance(partition, CommitLogFile):
+            return  # no files: Spark still reads one default partition
         source = partition.source
         scan = source.store().scan()
         yield from message_batches(scan, partition.start, partition.end, self.schema, source.root,
@@ -161,6 +163,8 @@ class ConsumeQueueReader(DataSourceReader):
         return parts
 
     def read(self, partition: QueueGroup):
+        if not isinstance(partition, QueueGroup):
+            return  # no queues: Spark still reads one default partition
         for topic, queue_id, directory in partition.queues:
             cq = ConsumeQueue(topic, queue_id, Path(directory), partition.file_size)
             yield from consumequeue_batches(cq, self.schema, partition.root)
@@ -203,6 +207,8 @@ class IndexReader(DataSourceReader):
         return parts
 
     def read(self, partition: IndexFilePartition):
+        if not isinstance(partition, IndexFilePartition):
+            return  # no index files: Spark still reads one default partition
         ix = IndexFile(Path(partition.path), partition.slots, partition.entries)
         yield from index_batches(ix, self.schema, partition.root)
 
