@@ -607,17 +607,23 @@ def _text_words(buf, limit: int, starts: np.ndarray, lengths: np.ndarray) -> np.
     return np.concatenate([words, lengths.astype(np.uint64)[:, None]], axis=1)
 
 
-def _rows(buf, limit: int, starts: np.ndarray, width: int) -> np.ndarray:
-    """`width` bytes from each start (zero past the end of the buffer), as an (n, width) uint8 array."""
+def _rows(buf, limit: int, starts: np.ndarray, width: int, out: np.ndarray | None = None) -> np.ndarray:
+    """`width` bytes from each start (zero outside the buffer), as an (n, width) uint8 array (written into
+    `out`, a contiguous (n, width) uint8 array, when given)."""
     n = len(starts)
-    if not n:
-        return np.zeros((0, width), np.uint8)
     room = limit - width + 1
-    if room > 0 and (starts < room).all() and (starts >= 0).all():
+    if n and room > 0 and (starts < room).all() and (starts >= 0).all():
         rows = np.ndarray(shape=(room,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
-        return rows[starts].view(np.uint8).reshape(n, width)
+        if out is None:
+            return rows[starts].view(np.uint8).reshape(n, width)
+        out.reshape(-1).view(np.dtype((np.void, width)))[:] = rows[starts]
+        return out
+    if out is None:
+        out = np.empty((n, width), dtype=np.uint8)
+    if not n:
+        return out
     idx = starts[:, None] + np.arange(width)[None, :]
-    out = np.frombuffer(buf, dtype=np.uint8, count=limit)[np.clip(idx, 0, limit - 1)]
+    out[:] = np.frombuffer(buf, dtype=np.uint8, count=limit)[np.clip(idx, 0, limit - 1)]
     out[(idx >= limit) | (idx < 0)] = 0
     return out
 
@@ -629,25 +635,27 @@ class _PropertyRows:
 
     def __init__(self, buf, limit: int, ends: np.ndarray, lengths: np.ndarray):
         self.begin = np.zeros(len(ends), dtype=np.int64)  # where record k's string starts in `data`
-        pieces = [np.zeros(PAD, np.uint8)]
-        at = PAD
         width_of = np.maximum(32, (lengths + 1 + 31) // 32 * 32)
+        widths = np.unique(width_of).tolist()
+        counts = [int(np.count_nonzero(width_of == w)) for w in widths]
+        self.data = np.zeros(PAD + sum(w * c for w, c in zip(widths, counts)) + 1 + PAD, dtype=np.uint8)
+        self.data[-PAD - 1] = 2
         self.classes = []  # (first byte, width, records in row order)
-        for width in np.unique(width_of).tolist():
+        at = PAD
+        for width, count in zip(widths, counts):
             sel = np.flatnonzero(width_of == width)
-            rows = _rows(buf, limit, ends[sel] - width, width)
+            flat = self.data[at : at + count * width]
+            _rows(buf, limit, ends[sel] - width, width, out=flat.reshape(count, width))
+            # zero what precedes each string (the tail of its topic and the length field), then a 0x02
             start_col = width - lengths[sel]
-            rows *= np.arange(width, dtype=np.int32)[None, :] >= start_col[:, None].astype(np.int32)
-            flat = rows.reshape(-1)
-            first = np.arange(len(sel)) * width + start_col
-            flat[first - 1] = 2
-            self.begin[sel] = at + first
+            prefix = start_col - 1
+            first = np.arange(count, dtype=np.int64) * width
+            run_start = np.repeat(np.cumsum(prefix) - prefix, prefix)
+            flat[np.repeat(first, prefix) + np.arange(int(prefix.sum())) - run_start] = 0
+            flat[first + prefix] = 2
+            self.begin[sel] = at + first + start_col
             self.classes.append((at, width, sel))
-            pieces.append(flat)
-            at += len(sel) * width
-        pieces.append(np.full(1, 2, np.uint8))
-        pieces.append(np.zeros(PAD, np.uint8))
-        self.data = np.concatenate(pieces)
+            at += count * width
 
     def owner(self, positions: np.ndarray) -> np.ndarray:
         """The record whose row holds each position (positions inside the rows)."""
