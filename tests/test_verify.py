@@ -502,3 +502,15 @@ def test_index_slot_holding_an_older_entry(store_copy):
     code, found = findings("a-basic", root)
     assert [(x["kind"], x["position"]) for x in found] == [("index-slot", S.INDEX_HEADER_SIZE + s * 4)]
     assert "newest entry" in found[0]["detail"]
+
+
+def test_json_csv_and_table_formats():
+    d = FIXTURES / "d-crashed" / "store"
+    r = run("verify", "--store", d, "--format", "json")
+    assert r.exit_code == 1 and [f["kind"] for f in json.loads(r.stdout)][:2] == ["body-crc", "torn-tail"]
+    r = run("verify", "--store", d, "--format", "csv")
+    assert r.stdout.splitlines()[0] == "severity,kind,file,position,commitLogOffset,detail"
+    r = run("verify", "--store", d, "--format", "table")
+    assert "torn-tail" in r.stdout and "commitlog offset 782999" in r.stdout
+    r = run("verify", "--store", FIXTURES / "a-basic" / "store", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == []
