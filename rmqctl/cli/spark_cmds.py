@@ -82,8 +82,11 @@ def run_job(options: SparkOptions, job: Callable):
               help="File format of the export.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def spark_export(selection, spark_options, out, file_format, overwrite):
-    """Export every message (the data source's columns: body as bytes, properties as a map) to Parquet under
-    OUT/topic=<topic>/, one task per commitlog file; prints messages and files written per store and topic.
+    """Export every message to Parquet, one directory per topic.
+
+    Files go under OUT/topic=<topic>/ (Spark's partition layout), one task per commitlog file, with the
+    columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
+    Prints the messages and files written per store and topic.
 
     Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
     from ..spark.export import export
@@ -102,7 +105,10 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
               help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
 @print_format
 def spark_stats(selection, spark_options, by, fmt):
-    """Messages, bytes, first/last store time and distinct keys per topic and queue."""
+    """Messages, bytes, first/last store time and distinct keys per topic and queue.
+
+    One row per store, topic and queue (and hour of storeTimestamp, UTC, with --by hour): messages, bytes
+    (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words)."""
     from ..spark import jobs
 
     render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
@@ -116,8 +122,10 @@ def spark_stats(selection, spark_options, by, fmt):
               help="How to render bodies (as in dump commitlog).")
 @print_format
 def spark_query(selection, spark_options, key, topic, body, fmt):
-    """Messages carrying KEY in every store, by scanning the commitlog (no index files needed); printed in the
-    dump commitlog shape with `store` first."""
+    """Find messages by key in every store, without index files.
+
+    Scans the commitlogs for KEY as a KEYS word or as UNIQ_KEY; prints the messages in the dump commitlog
+    shape with `store` first."""
     from ..spark import jobs
 
     if not key:
@@ -136,8 +144,10 @@ VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOff
 @click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
 @print_format
 def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
-    """Verify every store, its commitlog files checked in parallel as Spark tasks: the same findings as
-    `rmqctl verify`, with `store` first. Exit 0 when every store is sound, 1 with findings."""
+    """Verify every store, one Spark task per commitlog file.
+
+    The same findings as `rmqctl verify`, with `store` first; a summary per store goes to stderr.
+    Exit 0 when every store is sound, 1 with findings."""
     from ..spark.verify import verify_stores
 
     if max_findings is not None and max_findings < 0:
