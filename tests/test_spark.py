@@ -73,11 +73,11 @@ def test_dataframe_rows_equal_dump(spark, name):
 
 
 def test_commitlog_directory_and_pushdown(spark):
-    """A commitlog directory reads as its store; a topic and offset filter reads only the files in range and
-    gives what filtering the dump gives."""
+    """A commitlog directory (with the geometry as an option) reads as its store; a topic and offset filter
+    reads only the files in range and gives what filtering the dump gives."""
     name = "a-basic"
     commitlog = fixture_dir(name) / "store" / "commitlog"
-    df = spark.read.format("rocketmq").load(str(commitlog))
+    df = spark.read.format("rocketmq").option("mappedFileSizeCommitLog", "65536").load(str(commitlog))
     lo, hi = 100_000, 300_000
     picked = df.filter("topic = 'OrderTopic' AND commitLogOffset >= 100000 AND commitLogOffset < 300000")
     assert picked.rdd.getNumPartitions() == len(range(lo // 65536, (hi - 1) // 65536 + 1))
