@@ -150,8 +150,9 @@ def main():
 
     records = run(1, "commitlog").stats["records"]
     crc_read_s = best(crc_read, args.repeat)
-    crc_s = best(crc_mmap, args.repeat)  # the faster of the two is the yardstick
-    rows = [("zlib.crc32 whole-file pass (mmap)", crc_s), ("zlib.crc32 pass (16 MiB reads)", crc_read_s)]
+    crc_mmap_s = best(crc_mmap, args.repeat)
+    crc_s = min(crc_read_s, crc_mmap_s)  # the faster of the two is the yardstick
+    rows = [("zlib.crc32 whole-file pass (mmap)", crc_mmap_s), ("zlib.crc32 pass (16 MiB reads)", crc_read_s)]
     for only, label in (("commitlog", "verify --only commitlog"), (None, "verify (all checks)")):
         for jobs in (1, 2):
             rows.append((f"{label} --jobs {jobs}", best(lambda: run(jobs, only), args.repeat)))
