@@ -149,6 +149,17 @@ def _order(item: tuple[int, Finding]):
     return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
 
 
+def _queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray, lmq: bool) -> np.ndarray:
+    """Targets grouped per queue, in commitlog order inside each. Own targets come in commitlog order, so
+    a stable sort by queue keeps it (a radix sort when the queues fit 16 bits); LMQ targets, appended after
+    them, need the record as a second key."""
+    if len(qid) and not lmq:
+        span = int(qid.max() - qid.min()) + 1
+        if span * (int(topic.max()) + 1) < 1 << 16:
+            return np.argsort((topic * span + (qid - qid.min())).astype(np.uint16), kind="stable")
+    return np.lexsort((ri, topic * (1 << 32) + qid))
+
+
 def default_jobs() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -435,7 +446,9 @@ class _Run:
                 with_props += n
                 base += n
         cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
-        order = np.argsort(cat["key_record"], kind="stable")
+        keys = cat["key_record"]
+        # each chunk lists its keys by record, except the few of records decoded the slow way
+        order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
         self.rec = Records(cat["off"].astype(np.int64), cat["size"].astype(np.int64), cat["queue_id"],
                            cat["queue_offset"], cat["sysflag"].astype(np.int64), cat["store_ts"],
                            cat["topic"].astype(np.int64), cat["tags"], sorted(index_of, key=index_of.get),
@@ -505,12 +518,11 @@ class _Run:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        # per queue, in commitlog order (a queue can get both its own records and LMQ dispatches)
-        order = np.lexsort((ri, topic * (1 << 32) + qid))
-        topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
-        step = np.ones(len(ri), dtype=np.int64)
-        for k, v in rec.inner_num.items():
-            step[ri == k] = v
+        topic, qid, qoff, ri = (a[_queue_order(topic, qid, ri, bool(rec.lmq))] for a in (topic, qid, qoff, ri))
+        step_of = np.ones(len(rec.off), dtype=np.int64)
+        if rec.inner_num:
+            step_of[list(rec.inner_num)] = list(rec.inner_num.values())
+        step = step_of[ri]
         same = (topic[1:] == topic[:-1]) & (qid[1:] == qid[:-1])
         expected = qoff[:-1] + step[:-1]
         bad = np.flatnonzero(same & (qoff[1:] != expected)) + 1

@@ -159,8 +159,9 @@ def consumequeue_record_starts(run: "_Run") -> np.ndarray:
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (np.unique's hashing path is slow on large integer arrays)."""
-    values = np.sort(values)
+    """Sorted distinct values (np.unique's hashing path is slow on large integer arrays; a stable sort is
+    a merge of the already sorted runs here)."""
+    values = np.sort(values, kind="stable")
     return values[np.append(True, values[1:] != values[:-1])] if len(values) else values
 
 
