@@ -6,9 +6,11 @@ a plain whole-file zlib.crc32 pass over the same commitlog measured in the same 
 
 The store is generated once (RocketMQ 4.9 layout: 3 topics x 4 queues, TAGS, 2 KEYS and a UNIQ_KEY per
 message, bodies of 900..1100 random bytes) with rmqctl's own record encoder and dispatch writers, and
-reused by later runs. Each figure is the best of --repeat runs (the page cache is warm for all of them,
-the CRC pass included). Targets from the verify issue: --jobs 1 at least 40% of the CRC pass, --jobs 2
-at least 1.7x --jobs 1.
+reused by later runs. Each figure is the best of --repeat runs, each verify in a fresh interpreter (the
+page cache is warm for all of them, the CRC passes included; the faster CRC pass is the yardstick).
+Targets from the verify issue: --jobs 1 at least 40% of the CRC pass, --jobs 2 at least 1.7x --jobs 1;
+the --jobs 2 figure means something only when the machine really has a second core free, which the
+first line reports.
 """
 from __future__ import annotations
 
