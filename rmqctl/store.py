@@ -280,19 +280,17 @@ class IndexFile:
         return self.index_count - 1
 
     def slots(self) -> np.ndarray:
-        return np.frombuffer(self.mf.buf, dtype=">i4", count=self.slot_num, offset=S.INDEX_HEADER_SIZE)
+        """The hash slots that fit in the file (a short file yields fewer)."""
+        n = max(0, min(self.slot_num, (self.length - S.INDEX_HEADER_SIZE) // S.HASH_SLOT_SIZE))
+        return np.frombuffer(self.mf.buf, dtype=">i4", count=n, offset=S.INDEX_HEADER_SIZE) if n else np.empty(0, ">i4")
 
     def entries(self) -> np.ndarray:
         """All entry slots 0..indexNum-1 that fit in the file (entry 0 is never used)."""
         base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
         n = max(0, min(self.index_num, (self.length - base) // S.INDEX_ENTRY_SIZE))
+        if not n:
+            return np.empty(0, S.INDEX_ENTRY_DTYPE)
         return np.frombuffer(self.mf.buf, dtype=S.INDEX_ENTRY_DTYPE, count=n, offset=base)
-
-    def is_time_matched(self, begin: int, end: int) -> bool:
-        h = self.header
-        return (h["beginTimestamp"] <= begin <= h["endTimestamp"]) or (h["beginTimestamp"] <= end <= h["endTimestamp"]) or (
-            begin <= h["beginTimestamp"] and h["endTimestamp"] <= end
-        )
 
     def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]):
         """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match."""
@@ -508,32 +506,49 @@ class Store:
 
 
 def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tuple[int, int] | None:
-    """Solve 40 + 4*slots + 20*num == size with the data's own evidence: entry indexCount-1 must hold the
-    header's endPhyOffset. Vectorised over every candidate slot count."""
+    """Solve 40 + 4*slots + 20*num == size with the data's own evidence, vectorised over every candidate
+    slot count: the newest entry (indexCount-1) holds the header's endPhyOffset, its key's slot points at
+    it, and entry 0 is never used (all zero). Neighbouring candidates read neighbouring entries, which often
+    share the phyOffset (one message, several keys): the slot test tells them apart."""
     size = path.stat().st_size
-    with open(path, "rb") as f:
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     if size < S.INDEX_HEADER_SIZE:
         return None
+    with open(path, "rb") as f:
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     _, _, _, end_phy, _, count = S.INDEX_HEADER.unpack_from(buf, 0)
     body = size - S.INDEX_HEADER_SIZE
-    cand = np.array([slots], dtype=np.int64) if slots else np.arange(1, body // 4 + 1, dtype=np.int64)
+    # 4*slots must leave a whole number of 20-byte entries: one residue of slots modulo 5
+    first = next((r for r in range(1, 6) if (body - 4 * r) % S.INDEX_ENTRY_SIZE == 0), None)
+    if first is None:
+        return None
+    cand = np.array([slots], dtype=np.int64) if slots else np.arange(first, body // 4 + 1, 5, dtype=np.int64)
     rest = body - cand * 4
     ok = (rest >= 0) & (rest % S.INDEX_ENTRY_SIZE == 0)
     if num:
         ok &= rest // S.INDEX_ENTRY_SIZE == num
     cand = cand[ok]
     if count <= 1:
-        return (int(cand[0]), (body - int(cand[0]) * 4) // 20) if len(cand) == 1 else None
-    pos = S.INDEX_HEADER_SIZE + cand * 4 + (count - 1) * S.INDEX_ENTRY_SIZE + 4
-    cand, pos = cand[pos + 8 <= size], pos[pos + 8 <= size]
+        return (int(cand[0]), (body - int(cand[0]) * 4) // S.INDEX_ENTRY_SIZE) if len(cand) == 1 else None
     arr = np.frombuffer(buf, dtype=np.uint8)
-    got = np.zeros(len(pos), dtype=np.int64)
-    for i in range(8):
-        got = (got << 8) | arr[pos + i].astype(np.int64)
-    hit = cand[got == end_phy]
-    if len(hit) == 1:
-        s = int(hit[0])
+
+    def read(pos, width):
+        v = np.zeros(len(pos), dtype=np.int64)
+        for i in range(width):
+            v = (v << 8) | arr[pos + i].astype(np.int64)
+        return v - ((v >> (8 * width - 1)) & 1) * (1 << (8 * width)) if width < 8 else v
+
+    entries = S.INDEX_HEADER_SIZE + cand * 4
+    last = entries + (count - 1) * S.INDEX_ENTRY_SIZE
+    fits = last + S.INDEX_ENTRY_SIZE <= size
+    cand, entries, last = cand[fits], entries[fits], last[fits]
+    hit = read(last + 4, 8) == end_phy
+    key_hash = read(last, 4)
+    slot_pos = S.INDEX_HEADER_SIZE + (np.abs(key_hash) % cand) * 4
+    hit &= read(slot_pos, 4) == count - 1
+    hit &= (read(entries, 8) == 0) & (read(entries + 8, 8) == 0) & (read(entries + 16, 4) == 0)
+    found = cand[hit]
+    if len(found) == 1:
+        s = int(found[0])
         return s, (body - s * 4) // S.INDEX_ENTRY_SIZE
     return None
 

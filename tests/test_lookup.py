@@ -114,3 +114,13 @@ def test_info_summarises_the_crashed_store():
     assert d["abort"] is True and d["commitlog"]["preallocatedEmptyFiles"] == 1
     assert d["consumequeue"]["entries"] == 600
     assert any("782999" in line for line in d["odd"])
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_index_geometry_inferred_without_broker_config(name):
+    """Without maxHashSlotNum/maxIndexNum the geometry comes from the data, and queries still agree."""
+    conf = load_config(broker_conf(name))
+    store = Store(FIXTURES / name / "store")
+    assert store.index_geometry == (conf.maxHashSlotNum, conf.maxIndexNum)
+    q = truth(name, "truth-index.jsonl")[0]
+    assert query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"]) == q["indexServiceQueryOffset"]["phyOffsets"]
