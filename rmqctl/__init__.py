@@ -15,11 +15,12 @@ from .lock import store_lock
 from .ops.inspect import dump_checkpoint, dump_commitlog, dump_consumequeue, dump_index, info, locate
 from .ops.msgid import decode_ids, lookup
 from .ops.query import query_key
+from .ops.verify import Finding, VerifyResult, verify
 from .record import Blank, Message, RecordError, read_record
 from .store import Store
 
 __all__ = [
-    "Blank", "BrokerConfig", "LockHeldError", "Message", "RecordError", "RmqError", "Store", "StoreError",
+    "Blank", "BrokerConfig", "Finding", "VerifyResult", "verify", "LockHeldError", "Message", "RecordError", "RmqError", "Store", "StoreError",
     "UsageError", "decode_ids", "dump_checkpoint", "dump_commitlog", "dump_consumequeue", "dump_index", "info",
     "load_config", "locate", "lookup", "query_key", "read_record", "store_lock",
 ]

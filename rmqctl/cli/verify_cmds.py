@@ -60,7 +60,8 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, COLUMNS)
-        echo_err(_summary(result))
+        if result.findings or sys.stderr.isatty():  # quiet success in cron: exit 0 and no output at all
+            echo_err(_summary(result))
     raise click.exceptions.Exit(result.exit_code)
 
 

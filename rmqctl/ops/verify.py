@@ -114,18 +114,33 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
     `deep` also checks that every key of every message is in the index; `jobs` processes (default: all
     cores); `progress(done, total)` is called with commitlog bytes."""
+    began = time.monotonic()
+    run = start_run(store, only, start, end, deep, jobs or default_jobs(), progress)
+    return complete(run, began, max_findings)
+
+
+def start_run(store: Store, only: str | None, start: int | None, end: int | None, deep: bool, jobs: int,
+              progress, run_class: type["VerifyRun"] | None = None) -> "VerifyRun":
+    """A run with its geometry settled, before any scanning. `run_class` lets another engine (Spark) scan
+    the commitlog chunks; everything after the scan is `complete`."""
     if only not in (None, *ONLY):
         raise ValueError(f"only must be one of {ONLY}")
-    began = time.monotonic()
     store = with_geometry(store)
-    out = Collector(store)
     parts = {p for p in ONLY if only in (None, p)}
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
     geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
                 "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
     if "index" in parts:
         geometry["maxHashSlotNum"], geometry["maxIndexNum"] = store.index_geometry
-    run = _Run(store, out, parts, start, end, deep, jobs or default_jobs(), progress)
+    run = (run_class or VerifyRun)(store, Collector(store), parts, start, end, deep, jobs, progress)
+    run.geometry = geometry
+    return run
+
+
+def complete(run: "VerifyRun", began: float, max_findings: int | None) -> VerifyResult:
+    """Scan (through the run's own scan()), then the whole-store checks, in their order."""
+    store, parts = run.store, run.parts
+    run.interrupted_write()
     run.commitlog()
     if "commitlog" in parts:
         run.queue_offsets()
@@ -135,12 +150,12 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
         verify_links.check_index(run)
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
-    findings = [f for _, f in sorted(out.items, key=_order)]
+    findings = [f for _, f in sorted(run.out.items, key=_order)]
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": run.bytes_scanned, "records": len(run.rec.off),
-             "files": len(store.commitlog.files), "jobs": run.jobs, "geometry": geometry}
+             "files": len(store.commitlog.files), "jobs": run.jobs, "geometry": run.geometry}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
 
@@ -251,7 +266,7 @@ class Records:
                 f"{int(self.off[i])}")
 
 
-class _Run:
+class VerifyRun:
     """State shared by the checks of one verify run."""
 
     def __init__(self, store: Store, out: Collector, parts: set, start, end, deep: bool, jobs: int, progress):
@@ -590,6 +605,20 @@ class _Run:
     def _path(self, offset: int) -> Path:
         f = self.store.commitlog.find(offset)
         return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self._file_start(offset))
+
+    def interrupted_write(self):
+        """A rebuild/repair/clean killed mid-way (ops.txn's intent or staging left behind)."""
+        from .txn import pending
+
+        left = pending(self.store.root)
+        if left is None:
+            return
+        committed = left["state"] == "committed"
+        what = (f"an interrupted `{left['command']}` ({left['steps']} step(s)) is committed but not finished"
+                if committed else f"staging left by an interrupted rmqctl run: {', '.join(left['paths'])}")
+        self.report(FILES, "interrupted-write", "error" if committed else "warning", self.store.root, None, None,
+                    f"{what}; it {left['action']}. Do not start the broker before that."
+                    if committed else f"{what}; it {left['action']}")
 
     # -- checkpoint, abort, recovery ---------------------------------------------------------------------
     def checkpoint_and_recovery(self):

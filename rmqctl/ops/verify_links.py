@@ -23,13 +23,13 @@ from ..errors import StoreError
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
-    from .verify import _Run
+    from .verify import VerifyRun
 
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
 
 
-def _cq_groups(run: "_Run"):
+def _cq_groups(run: "VerifyRun"):
     """Targets per (topic name, queueId): queue offsets sorted, with their record."""
     topic, qid, qoff, ri = run.targets()
     inner = _members(ri, run.rec.inner_num)
@@ -100,7 +100,7 @@ def _data_end(path, buf, length: int) -> int:
     return 0
 
 
-def queue_units(run: "_Run"):
+def queue_units(run: "VerifyRun"):
     """(queue, units) of every consumequeue, read once per run."""
     if getattr(run, "_queue_units", None) is None:
         size = run.store.consumequeue_file_size
@@ -108,7 +108,7 @@ def queue_units(run: "_Run"):
     return run._queue_units
 
 
-def _queue_file_checks(run: "_Run", q: MappedFileQueue, size: int, what: str):
+def _queue_file_checks(run: "VerifyRun", q: MappedFileQueue, size: int, what: str):
     from .verify import CONSUMEQUEUE
 
     for p in q.strays:
@@ -130,7 +130,7 @@ def _queue_file_checks(run: "_Run", q: MappedFileQueue, size: int, what: str):
             run.report(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
 
 
-def consumequeue_max_phy(run: "_Run") -> int:
+def consumequeue_max_phy(run: "VerifyRun") -> int:
     """max(offset + size) over the last unit of every queue: where the broker's reput resumes."""
     if getattr(run, "cq_max_phy", None) is not None:
         return run.cq_max_phy
@@ -147,7 +147,7 @@ def consumequeue_max_phy(run: "_Run") -> int:
     return best
 
 
-def consumequeue_record_starts(run: "_Run") -> np.ndarray:
+def consumequeue_record_starts(run: "VerifyRun") -> np.ndarray:
     """Every commitlog offset a consumequeue unit names, sorted: hints for the commitlog walk (which still
     checks that each hinted record ends where the next begins)."""
     try:
@@ -165,7 +165,7 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[np.append(True, values[1:] != values[:-1])] if len(values) else values
 
 
-def _redispatch_from(run: "_Run") -> int:
+def _redispatch_from(run: "VerifyRun") -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)
@@ -176,7 +176,7 @@ def _redispatch_from(run: "_Run") -> int:
     return start
 
 
-def check_consumequeues(run: "_Run"):
+def check_consumequeues(run: "VerifyRun"):
     from .verify import CONSUMEQUEUE
 
     store, rec = run.store, run.rec
@@ -279,7 +279,7 @@ def check_consumequeues(run: "_Run"):
                        int(o.min()), detail)
 
 
-def _tail_cause(run: "_Run", offset: int) -> str | None:
+def _tail_cause(run: "VerifyRun", offset: int) -> str | None:
     for lo, hi, kind, at in run.damage.ranges:
         if kind == "torn-tail" and lo <= offset:
             return f"the torn-tail at {at}"
@@ -339,7 +339,7 @@ def _index_hash(key_hash: np.ndarray) -> np.ndarray:
     return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
 
 
-def index_files(run: "_Run", report: bool = True) -> list[IndexFile]:
+def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
     from .verify import INDEX
 
@@ -356,7 +356,7 @@ def index_files(run: "_Run", report: bool = True) -> list[IndexFile]:
     return out
 
 
-def check_index(run: "_Run"):
+def check_index(run: "VerifyRun"):
     from .verify import INDEX
 
     store, rec, cfg = run.store, run.rec, run.config
@@ -558,7 +558,7 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
                    f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
 
 
-def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
+def _deep_keys(run: "VerifyRun", rec_keys: np.ndarray, found: np.ndarray):
     """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
     sides, since a key given twice is indexed twice."""
     from .verify import INDEX
@@ -582,7 +582,7 @@ def _deep_keys(run: "_Run", rec_keys: np.ndarray, found: np.ndarray):
                f"offsets {int(offs.min())}..{int(offs.max())}, e.g. {examples}): lookups by key do not find them")
 
 
-def index_loss_on_recovery(run: "_Run", cp: dict, begin: int):
+def index_loss_on_recovery(run: "VerifyRun", cp: dict, begin: int):
     """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
     indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
     lost from the index (unless messageIndexSafe made the recovery start early enough)."""
