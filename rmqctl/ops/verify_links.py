@@ -321,20 +321,6 @@ def _field_cause(run, r: int) -> str | None:
 # -- index ------------------------------------------------------------------------------------------------
 
 
-def _slots(ix) -> np.ndarray:
-    """The hash slots that the file holds (a short file holds fewer)."""
-    n = max(0, min(ix.slot_num, (ix.length - S.INDEX_HEADER_SIZE) // S.HASH_SLOT_SIZE))
-    return np.frombuffer(ix.mf.buf, dtype=">i4", count=n, offset=S.INDEX_HEADER_SIZE) if n else np.zeros(0, ">i4")
-
-
-def _entries(ix) -> np.ndarray:
-    """The entry slots that the file holds (a short file holds fewer)."""
-    base = S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE
-    n = max(0, min(ix.index_num, (ix.length - base) // S.INDEX_ENTRY_SIZE))
-    return np.frombuffer(ix.mf.buf, dtype=S.INDEX_ENTRY_DTYPE, count=n, offset=base) if n else \
-        np.zeros(0, S.INDEX_ENTRY_DTYPE)
-
-
 def _index_hash(key_hash: np.ndarray) -> np.ndarray:
     return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
 
@@ -374,7 +360,7 @@ def check_index(run: "VerifyRun"):
     for ix in files:
         found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
         prev = ix
-        ent = _entries(ix)
+        ent = ix.entries()
         count = min(ix.index_count, len(ent))
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
@@ -392,7 +378,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if ix.length != ix.expected_length:
         run.report(INDEX, "file-size", "error", ix.path, None, None,
                    f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
-    entries = _entries(ix)
+    entries = ix.entries()
     count = ix.index_count
     if count > num:
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
@@ -412,7 +398,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
     slot_values = np.zeros(slots, dtype=np.int64)
-    held = _slots(ix)
+    held = ix.slots()
     slot_values[: len(held)] = held
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
@@ -594,7 +580,7 @@ def index_loss_on_recovery(run: "VerifyRun", cp: dict, begin: int):
     for ix in index_files(run, report=False):
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
-        entries = _entries(ix)
+        entries = ix.entries()
         ent = entries[1 : min(ix.index_count, len(entries))]
         lost = ent["phyOffset"] < begin
         if lost.any():
