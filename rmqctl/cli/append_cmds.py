@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import sys
 from pathlib import Path
 
 import click
@@ -68,7 +69,7 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
     ctx.writable_store()
     appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
                         keep_index_time=keep_timestamps)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     appender.open()
     try:
         if jsonl_path is None:
@@ -95,7 +96,7 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
             raise UsageError(f"--property {item!r}: expected NAME=VALUE")
         properties.append((name, value))
     if opts["body_file"] is not None:
-        body = click.get_binary_stream("stdin").read() if opts["body_file"] == "-" else Path(opts["body_file"]).read_bytes()
+        body = sys.stdin.buffer.read() if opts["body_file"] == "-" else Path(opts["body_file"]).read_bytes()
     else:
         body = (opts["body"] or "").encode("utf-8")
     msg = NewMessage(topic=opts["topic"], body=body, queue_id=opts["queue_id"], flag=opts["flag"],
@@ -153,7 +154,7 @@ def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
 def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     from_stdin = path == "-"
     name = "<stdin>" if from_stdin else path
-    stream = click.get_binary_stream("stdin") if from_stdin else open(path, "rb")
+    stream = sys.stdin.buffer if from_stdin else open(path, "rb")
     staged_bytes = 0
     try:
         for lineno, line, more_ready in _lines(stream):

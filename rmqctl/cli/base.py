@@ -137,7 +137,7 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
            out=None) -> int:
     """Write records to stdout in the chosen format; returns how many. jsonl streams, so a pipe sees each
     record as soon as it is decoded; table and json collect first."""
-    out = out or click.get_text_stream("stdout")
+    out = out or sys.stdout
     n = 0
     if fmt == "jsonl":
         for r in rows:
