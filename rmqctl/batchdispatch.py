@@ -31,7 +31,6 @@ from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .record import Message, read_record
 
 CHUNK = 8192  # records decoded together: small enough for the gathered bytes to stay in cache
-MASK32 = (1 << 32) - 1
 INV31 = pow(31, -1, 1 << 32)
 HASH_SEPARATOR = 35  # '#', between topic and key in IndexService.buildKey
 PROPERTY_NAMES = {name: name.encode() for name in ("TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH")}

@@ -81,7 +81,6 @@ class StoreContext:
     """What the shared options resolve to: the store, its config, and the chosen output format."""
 
     def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool):
-        self.broker_config_path = broker_config
         self.config: BrokerConfig = load_config(broker_config)
         root = store_dir or self.config.storePathRootDir or os.path.expanduser("~/store")
         self.store_dir = root
