@@ -122,16 +122,17 @@ def java_disk_ratio(total: int, free: int, usable: int) -> float:
 
 @dataclasses.dataclass
 class CleanSettings:
-    """The settings the cleaner reads, with RocketMQ's defaults. Ratios are percents as in broker.conf."""
+    """The settings the cleaner reads, with RocketMQ's defaults (BrokerConfig's). Ratios are percents as in
+    broker.conf."""
 
     version: int = 5
-    deleteWhen: str = "04"
-    fileReservedTime: int = 72
-    diskMaxUsedSpaceRatio: int = 75
-    diskSpaceCleanForciblyRatio: int = 85
-    diskSpaceWarningLevelRatio: int = 90
-    cleanFileForciblyEnable: bool = True
-    deleteFileBatchMax: int = 10
+    deleteWhen: str = _DEFAULTS.deleteWhen
+    fileReservedTime: int = _DEFAULTS.fileReservedTime
+    diskMaxUsedSpaceRatio: int = _DEFAULTS.diskMaxUsedSpaceRatio
+    diskSpaceCleanForciblyRatio: int = _DEFAULTS.diskSpaceCleanForciblyRatio
+    diskSpaceWarningLevelRatio: int = _DEFAULTS.diskSpaceWarningLevelRatio
+    cleanFileForciblyEnable: bool = _DEFAULTS.cleanFileForciblyEnable
+    deleteFileBatchMax: int = _DEFAULTS.deleteFileBatchMax
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
