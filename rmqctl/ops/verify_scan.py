@@ -59,14 +59,23 @@ OFFSETS = _field_offsets()
 # fields before the born host sit at the same place in every layout
 for _name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"):
     assert len(set(OFFSETS[_name])) == 1
-STORE_TS_AT = np.array(OFFSETS["storeTimestamp"], dtype=np.int64)
-BODY_LEN_AT = np.array(OFFSETS["bodyLength"], dtype=np.int64)
 HEAD_SIZE = np.array(OFFSETS["headSize"], dtype=np.int64)
 HOSTS_LEN = HEAD_SIZE - 72  # B + S of each layout: the length formula is 74 + B + S + T + ...
-# TOTALSIZE..SYSFLAG: the same bytes in every layout, read with one gather per record
-FIXED_HEAD = np.dtype([(name, ">" + {"l": "i4", "q": "i8"}[code])
-                       for name, code in zip(S.RECORD_HEADS[(False, False)][1][:8], S.RECORD_HEADS[(False, False)][0].format[1:9])])
-assert FIXED_HEAD.itemsize == OFFSETS["bornTimestamp"][0] and FIXED_HEAD.names[-1] == "sysFlag"
+HEAD_ROW = int(HEAD_SIZE.max())  # one gather per record reads the whole head, whatever its layout
+
+
+def _head_dtype(combo: int) -> np.dtype:
+    """The head of one host combination as a numpy record of HEAD_ROW bytes (schema.RECORD_HEADS' struct)."""
+    head, names = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
+    codes = re.findall(r"(\d*)([a-zA-Z])", head.format[1:])
+    formats = [f"S{count}" if code == "s" else f">{'i' if code.islower() else 'u'}{S.struct.calcsize('>' + code)}"
+               for count, code in codes]
+    return np.dtype({"names": list(names), "formats": formats, "itemsize": HEAD_ROW,
+                     "offsets": [OFFSETS[name][combo] for name in names]})
+
+
+HEAD_DTYPES = [_head_dtype(combo) for combo in range(4)]
+TAIL_ROW = 32  # bytes read from the topic length on: topics up to 29 bytes come with the properties length
 POW31 = np.array([pow(31, k, 1 << 32) for k in range(FAST_TEXT + 2)], dtype=np.uint64)
 POW31_WINDOW = {w: POW31[:w][::-1].astype(np.int64) for w in (8, 16, 32, 64)}  # right-aligned windows
 
@@ -260,20 +269,37 @@ class _Scanner:
         if not len(starts):
             return None, None
         v = self.v
-        head = _rows(self.buf, self.limit, starts, FIXED_HEAD.itemsize).view(FIXED_HEAD).ravel()
+        rows = _rows(self.buf, self.limit, starts, HEAD_ROW)
+        head = rows.view(HEAD_DTYPES[0]).ravel()  # fields up to sysFlag sit at the same place in every layout
         size = head["storeSize"].astype(np.int64)
         magic = head["magicCode"]
         is_v2 = magic == S.MAGIC_V2
         combo = (head["sysFlag"] >> 4) & 3
         head_len = HEAD_SIZE[combo]
-        body_len = _at(v.i4, starts + BODY_LEN_AT[combo])
+        body_len = head["bodyLength"].astype(np.int64)
+        store_ts = head["storeTimestamp"].astype(np.int64)
+        if combo.any():
+            for c in (1, 2, 3):
+                sel = np.flatnonzero(combo == c)
+                if len(sel):
+                    other = rows[sel].view(HEAD_DTYPES[c]).ravel()
+                    body_len[sel], store_ts[sel] = other["bodyLength"], other["storeTimestamp"]
         width = is_v2 + 1
         topic_len_at = starts + head_len + np.maximum(body_len, 0)
-        topic_len = _at(v.i1, topic_len_at)
+        # the topic length, the topic and (for short topics) the properties length, with one gather
+        tail = _rows(self.buf, self.limit, topic_len_at, TAIL_ROW)
+        topic_len = tail[:, 0].view(np.int8).astype(np.int64)
         if is_v2.any():
-            topic_len = np.where(is_v2, _at(v.i2, topic_len_at), topic_len)
+            topic_len = np.where(is_v2, tail[:, 0].view(np.int8).astype(np.int64) << 8 | tail[:, 1], topic_len)
         topic_at = topic_len_at + width
-        props_len = _at(v.i2, topic_at + topic_len)
+        props_len_col = width + topic_len
+        near = (topic_len >= 0) & (props_len_col + 2 <= TAIL_ROW)
+        flat_at = np.arange(len(starts), dtype=np.int64) * TAIL_ROW + np.where(near, props_len_col, 0)
+        tail_bytes = tail.reshape(-1)
+        props_len = tail_bytes[flat_at].view(np.int8).astype(np.int64) << 8 | tail_bytes[flat_at + 1]
+        if not near.all():
+            far = np.flatnonzero(~near)
+            props_len[far] = _at(v.i2, topic_at[far] + topic_len[far])
         expected = (74 + HOSTS_LEN[combo] + width) + np.maximum(body_len, 0) + topic_len + np.maximum(props_len, 0)
         # every gather above stays inside the record when the formula adds up and no length is negative
         ok = ((magic == S.MAGIC_V1) | (is_v2 & self.allow_v2)) & (size >= head_len + 3) & (topic_len >= 0)
@@ -286,7 +312,7 @@ class _Scanner:
         sl = slice(0, n)
         good = {
             "pos": starts[sl], "size": size[sl], "head": head[sl], "sysflag": head["sysFlag"][sl].astype(np.int64),
-            "combo": combo[sl], "body_len": body_len[sl], "body_at": starts[sl] + head_len[sl],
+            "combo": combo[sl], "body_len": body_len[sl], "store_ts": store_ts[sl], "body_at": starts[sl] + head_len[sl],
             "topic_at": topic_at[sl], "topic_len": topic_len[sl], "props_len": np.maximum(props_len[sl], 0),
         }
         good["end"] = good["pos"] + good["size"]
@@ -397,7 +423,6 @@ class _Scanner:
         head = r["head"]
         r["queue_id"] = head["queueId"].astype(np.int32)
         r["queue_offset"] = head["queueOffset"].astype(np.int64)
-        r["store_ts"] = _at(v.i8, pos + STORE_TS_AT[r["combo"]])
         phys = head["physicalOffset"]
         body_crc = head["bodyCRC"].astype(np.int64)
         self.field_checks(r, phys)
@@ -612,19 +637,28 @@ def _rows(buf, limit: int, starts: np.ndarray, width: int, out: np.ndarray | Non
     `out`, a contiguous (n, width) uint8 array, when given)."""
     n = len(starts)
     room = limit - width + 1
-    if n and room > 0 and (starts < room).all() and (starts >= 0).all():
-        rows = np.ndarray(shape=(room,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
+    inside = (starts < room) & (starts >= 0) if n and room > 0 else np.zeros(n, dtype=bool)
+    whole = np.ndarray(shape=(max(room, 0),), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,)) \
+        if room > 0 else None
+    if n and inside.all():
         if out is None:
-            return rows[starts].view(np.uint8).reshape(n, width)
-        out.reshape(-1).view(np.dtype((np.void, width)))[:] = rows[starts]
+            return whole[starts].view(np.uint8).reshape(n, width)
+        out.reshape(-1).view(np.dtype((np.void, width)))[:] = whole[starts]
         return out
     if out is None:
         out = np.empty((n, width), dtype=np.uint8)
     if not n:
         return out
-    idx = starts[:, None] + np.arange(width)[None, :]
-    out[:] = np.frombuffer(buf, dtype=np.uint8, count=limit)[np.clip(idx, 0, limit - 1)]
-    out[(idx >= limit) | (idx < 0)] = 0
+    # rows reaching past either end of the buffer byte by byte, the others whole
+    edge = np.flatnonzero(~inside)
+    if len(edge) < n:
+        keep = np.flatnonzero(inside)
+        out[keep] = whole[starts[keep]].view(np.uint8).reshape(len(keep), width)
+    idx = starts[edge][:, None] + np.arange(width)[None, :]
+    part = np.frombuffer(buf, dtype=np.uint8, count=limit)[np.clip(idx, 0, limit - 1)] if limit else \
+        np.zeros(idx.shape, np.uint8)
+    part[(idx >= limit) | (idx < 0)] = 0
+    out[edge] = part
     return out
 
 
@@ -636,8 +670,9 @@ class _PropertyRows:
     def __init__(self, buf, limit: int, ends: np.ndarray, lengths: np.ndarray):
         self.begin = np.zeros(len(ends), dtype=np.int64)  # where record k's string starts in `data`
         width_of = np.maximum(32, (lengths + 1 + 31) // 32 * 32)
-        widths = np.unique(width_of).tolist()
-        counts = [int(np.count_nonzero(width_of == w)) for w in widths]
+        per_class = np.bincount(width_of // 32)
+        widths = (np.flatnonzero(per_class) * 32).tolist()
+        counts = per_class[per_class > 0].tolist()
         self.data = np.zeros(PAD + sum(w * c for w, c in zip(widths, counts)) + 1 + PAD, dtype=np.uint8)
         self.data[-PAD - 1] = 2
         self.classes = []  # (first byte, width, records in row order)
@@ -645,13 +680,12 @@ class _PropertyRows:
         for width, count in zip(widths, counts):
             sel = np.flatnonzero(width_of == width)
             flat = self.data[at : at + count * width]
-            _rows(buf, limit, ends[sel] - width, width, out=flat.reshape(count, width))
+            rows = _rows(buf, limit, ends[sel] - width, width, out=flat.reshape(count, width))
             # zero what precedes each string (the tail of its topic and the length field), then a 0x02
             start_col = width - lengths[sel]
             prefix = start_col - 1
+            rows *= np.arange(width, dtype=np.uint16)[None, :] >= start_col.astype(np.uint16)[:, None]  # widths < 2^16
             first = np.arange(count, dtype=np.int64) * width
-            run_start = np.repeat(np.cumsum(prefix) - prefix, prefix)
-            flat[np.repeat(first, prefix) + np.arange(int(prefix.sum())) - run_start] = 0
             flat[first + prefix] = 2
             self.begin[sel] = at + first + start_col
             self.classes.append((at, width, sel))
@@ -701,7 +735,8 @@ class _Properties:
         has_props = r["props_len"] > 0
         self.trailing_separator = int(np.count_nonzero(data[self.end[has_props] - 1] == 2))
         # every 0x02 starts a segment, which ends at the next 0x02 (or the end of the record's string)
-        seps = np.flatnonzero((data - np.uint8(1)) < 2)
+        is_sep = data - np.uint8(1)
+        seps = np.flatnonzero(np.less(is_sep, 2, out=is_sep.view(bool)))  # 0x01 or 0x02, in place: one buffer
         kinds = data[seps]
         twos = np.flatnonzero(kinds == 2)
         self.seg_start = seps[twos] + 1
