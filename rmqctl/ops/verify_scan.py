@@ -33,6 +33,7 @@ from ..record import Blank, RecordError, read_record
 from ..store import valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
+BATCH = 8192  # records whose properties and bodies are checked together
 KEYWORDS = ("TAGS", "KEYS", "UNIQ_KEY", "DELAY", CRC32_PROPERTY, "INNER_MULTI_DISPATCH", "INNER_NUM")
 FAST_TEXT = 64  # topics and keys up to this many bytes are hashed vectorised; longer ones go the slow way
 PAD = FAST_TEXT + 8  # zero bytes around the property blob so fixed-width gathers never leave it
@@ -75,7 +76,7 @@ def _head_dtype(combo: int) -> np.dtype:
 
 
 HEAD_DTYPES = [_head_dtype(combo) for combo in range(4)]
-TAIL_ROW = 32  # bytes read from the topic length on: topics up to 29 bytes come with the properties length
+TAIL_ROW = 40  # bytes read from the topic length on: topics up to 37 bytes come with the properties length
 POW31 = np.array([pow(31, k, 1 << 32) for k in range(FAST_TEXT + 2)], dtype=np.uint64)
 POW31_WINDOW = {w: POW31[:w][::-1].astype(np.int64) for w in (8, 16, 32, 64)}  # right-aligned windows
 
@@ -200,8 +201,8 @@ class _Scanner:
         pos = t.begin if t.forced else self.resync(t.begin)
         first = pos
         while pos is not None and pos < t.stop:
-            starts, end = self.chain(pos)
-            good, cut = self.decode(starts)
+            starts, heads, end = self.chain(pos)
+            good, cut = self.decode(starts, heads)
             if good is not None:
                 self.check(good)
             if cut is None:
@@ -215,19 +216,20 @@ class _Scanner:
         self.bytes = max(0, min(t.stop, self.limit) - t.claim_from)
         return self.result(first, pos if pos is not None else self.limit)
 
-    def chain(self, pos: int) -> tuple[np.ndarray, int]:
-        """Record starts from `pos` by TOTALSIZE alone, until a size that cannot be right or `stop`. Where
-        the hints (the record starts the consumequeues name) follow each other exactly by the sizes the
-        commitlog holds, the walk takes them in one vectorised step; elsewhere it reads size by size."""
-        parts = []
+    def chain(self, pos: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Record starts from `pos` by TOTALSIZE alone, until a size that cannot be right or `stop`, with
+        their heads (HEAD_ROW bytes each). Where the hints (the record starts the consumequeues name) follow
+        each other exactly by the sizes the commitlog holds, the walk takes them in one vectorised step;
+        elsewhere it reads size by size."""
+        parts = []  # (starts, their heads or None)
         buf, limit, stop = self.buf, self.limit, self.t.stop
         hints = self.t.hints if self.t.hints is not None else np.zeros(0, np.int64)
         unpack = SIZE.unpack_from
         while pos < stop and pos + 8 <= limit:
             k = int(np.searchsorted(hints, pos))
             if k < len(hints) and hints[k] == pos:
-                run, pos, broken = self._hinted(hints, k)
-                parts.append(run)
+                run, heads, pos, broken = self._hinted(hints, k)
+                parts.append((run, heads))
                 if broken:
                     break
                 continue
@@ -242,34 +244,37 @@ class _Scanner:
                     break
                 add(pos)
                 pos += size
-            parts.append(np.array(starts, dtype=np.int64))
+            parts.append((np.array(starts, dtype=np.int64), None))
             if broken:
                 break
-        return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos
+        if len(parts) == 1 and parts[0][1] is not None:
+            return parts[0][0], parts[0][1], pos
+        starts = np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int64)
+        return starts, _rows(buf, limit, starts, HEAD_ROW), pos
 
-    def _hinted(self, hints: np.ndarray, k: int) -> tuple[np.ndarray, int, bool]:
+    def _hinted(self, hints: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """The longest run of hints from hints[k] in which each record ends where the next one starts.
-        Returns the run, where the walk goes on, and whether a size there cannot be right."""
+        Returns the run, its heads, where the walk goes on, and whether a size there cannot be right."""
         limit, stop = self.limit, self.t.stop
         h = hints[k : int(np.searchsorted(hints, stop))]
         h = h[h + 8 <= limit]
-        size = _at(self.v.i4, h)
+        heads = _rows(self.buf, limit, h, HEAD_ROW)
+        size = heads.view(HEAD_DTYPES[0])["storeSize"].ravel().astype(np.int64)
         fits = (size >= 8) & (h + size <= limit)
         links = fits[:-1] & (h[:-1] + size[:-1] == h[1:])
         breaks = np.flatnonzero(~links)
         m = int(breaks[0]) if len(breaks) else len(h) - 1
         if not fits[m]:
-            return h[:m], int(h[m]), True
-        return h[: m + 1], int(h[m] + size[m]), False
+            return h[:m], heads[:m], int(h[m]), True
+        return h[: m + 1], heads[: m + 1], int(h[m] + size[m]), False
 
-    def decode(self, starts: np.ndarray):
-        """The length formula and field bounds for every record at once (read_record's checks). Returns the
-        well-formed prefix of the chain (fields as arrays) and the position where it breaks (None: it does
-        not)."""
+    def decode(self, starts: np.ndarray, rows: np.ndarray):
+        """The length formula and field bounds for every record at once (read_record's checks), from the
+        records' starts and heads. Returns the well-formed prefix of the chain (fields as arrays) and the
+        position where it breaks (None: it does not)."""
         if not len(starts):
             return None, None
         v = self.v
-        rows = _rows(self.buf, self.limit, starts, HEAD_ROW)
         head = rows.view(HEAD_DTYPES[0]).ravel()  # fields up to sysFlag sit at the same place in every layout
         size = head["storeSize"].astype(np.int64)
         magic = head["magicCode"]
@@ -314,6 +319,7 @@ class _Scanner:
             "pos": starts[sl], "size": size[sl], "head": head[sl], "sysflag": head["sysFlag"][sl].astype(np.int64),
             "combo": combo[sl], "body_len": body_len[sl], "store_ts": store_ts[sl], "body_at": starts[sl] + head_len[sl],
             "topic_at": topic_at[sl], "topic_len": topic_len[sl], "props_len": np.maximum(props_len[sl], 0),
+            "tail": tail[sl], "v2": is_v2[sl],
         }
         good["end"] = good["pos"] + good["size"]
         return good, cut
@@ -406,7 +412,8 @@ class _Scanner:
 
     # -- checks on well-formed records ---------------------------------------------------------------------
     def check_one(self, pos: int):
-        good, cut = self.decode(np.array([pos], dtype=np.int64))
+        starts = np.array([pos], dtype=np.int64)
+        good, cut = self.decode(starts, _rows(self.buf, self.limit, starts, HEAD_ROW))
         if good is not None:
             self.check(good)
 
@@ -418,24 +425,33 @@ class _Scanner:
         n = len(r["pos"])
         if not n:
             return
-        v = self.v
         pos = r["pos"]
         head = r["head"]
         r["queue_id"] = head["queueId"].astype(np.int32)
         r["queue_offset"] = head["queueOffset"].astype(np.int64)
-        phys = head["physicalOffset"]
-        body_crc = head["bodyCRC"].astype(np.int64)
-        self.field_checks(r, phys)
-        props = _Properties(self.buf, self.limit, r)
-        self.property_checks(r, props)
-        slow = (r["topic_len"] > FAST_TEXT) | props.needs_slow(t.config, t.want_tags, t.want_keys)
-        prop_crc_ok = self.property_crc(r, props)
-        if t.check_crc:
-            self.body_crc(r, body_crc, prop_crc_ok)
-        topic_id, topics = self.topics(r, slow)
-        tags = props.tags_codes() if t.want_tags else np.zeros(n, dtype=np.int64)
-        key_record, key_hash = props.index_keys(r, topic_id, topics, ~slow) if t.want_keys else (
-            np.zeros(0, np.int32), np.zeros(0, np.int32))
+        self.field_checks(r, head["physicalOffset"])
+        slow = r["topic_len"] > FAST_TEXT
+        tags = np.zeros(n, dtype=np.int64)
+        trailing = 0
+        batches = []
+        # properties and bodies batch by batch: their copies and temporaries stay small and in cache
+        for lo in range(0, n, BATCH):
+            b = {k: a[lo : lo + BATCH] for k, a in r.items()}
+            props = _Properties(self.buf, self.limit, b)
+            self.property_checks(b, props)
+            slow[lo : lo + BATCH] |= props.needs_slow(t.config, t.want_tags, t.want_keys)
+            prop_crc_ok = self.property_crc(b, props)
+            if t.check_crc:
+                self.body_crc(b, b["head"]["bodyCRC"].astype(np.int64), prop_crc_ok)
+            if t.want_tags:
+                tags[lo : lo + BATCH] = props.tags_codes()
+            trailing += props.trailing_separator
+            if t.want_keys:
+                batches.append((lo, b, props))
+        topic_id, topics = self.topics(r, slow)  # whole chain: one finding per bad topic
+        keys = [props.index_keys(b, topic_id[lo : lo + BATCH], topics, ~slow[lo : lo + BATCH]) for lo, b, props in batches]
+        key_record = np.concatenate([rec + lo for (lo, _, _), (rec, _) in zip(batches, keys)] or [np.zeros(0, np.int32)])
+        key_hash = np.concatenate([h for _, h in keys] or [np.zeros(0, np.int32)])
         lmq, inner = [], {}
         for i in np.flatnonzero(slow | ((r["sysflag"] & S.INNER_BATCH_FLAG) != 0)).tolist():
             m = read_record(self.buf, int(pos[i]), self.limit, self.allow_v2)
@@ -455,7 +471,7 @@ class _Scanner:
             "sysflag": r["sysflag"].astype(np.int32), "store_ts": r["store_ts"], "topic": topic_id, "topics": topics,
             "tags": tags, "key_record": key_record + base, "key_hash": key_hash,
             "lmq": [(i + base, *rest) for i, *rest in lmq], "inner": {i + base: k for i, k in inner.items()},
-            "trailing": props.trailing_separator,
+            "trailing": trailing,
         })
 
     def field_checks(self, r: dict, phys: np.ndarray):
@@ -540,7 +556,13 @@ class _Scanner:
         topics: list[str] = []
         fast = np.flatnonzero(~slow)
         if len(fast):
-            words = _text_words(self.buf, self.limit, r["topic_at"][fast], r["topic_len"][fast])
+            lengths = r["topic_len"][fast]
+            width = max(1, int((lengths.max() + 7) // 8)) * 8
+            if 1 + width <= TAIL_ROW and not r["v2"][fast].any():  # the topics are in decode's rows already
+                raw = np.ascontiguousarray((r["tail"] if len(fast) == n else r["tail"][fast])[:, 1 : 1 + width])
+            else:
+                raw = _rows(self.buf, self.limit, r["topic_at"][fast], width)
+            words = _text_words(raw, lengths)
             mixed = words[:, 0].copy()
             for k in range(1, words.shape[1]):
                 mixed = mixed * np.uint64(0x9E3779B97F4A7C15) + words[:, k]
@@ -622,13 +644,12 @@ def _lmq_targets(m, config: BrokerConfig) -> list[tuple[str, int, int]]:
         return []
 
 
-def _text_words(buf, limit: int, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Texts of up to FAST_TEXT bytes as rows of little-endian 64-bit words, bytes past each text's length
-    zeroed, plus the length as a last column: equal rows <=> equal texts."""
-    width = max(1, int((lengths.max() + 7) // 8)) if len(lengths) else 1
-    raw = _rows(buf, limit, starts, width * 8)
-    raw *= np.arange(width * 8, dtype=np.int32)[None, :] < lengths[:, None].astype(np.int32)
-    words = raw.view("<u8").reshape(len(starts), width)
+def _text_words(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Texts of up to FAST_TEXT bytes (`raw`: an (n, 8k) uint8 array holding one text from each row's
+    start, overwritten) as rows of little-endian 64-bit words, bytes past each text's length zeroed, plus
+    the length as a last column: equal rows <=> equal texts."""
+    raw *= np.arange(raw.shape[1], dtype=np.int32)[None, :] < lengths[:, None].astype(np.int32)
+    words = raw.view("<u8").reshape(len(raw), raw.shape[1] // 8)
     return np.concatenate([words, lengths.astype(np.uint64)[:, None]], axis=1)
 
 
