@@ -767,10 +767,8 @@ class _Properties:
         # empty; one that begins with zero filler is the space between two records' strings
         sound = ((nxt_kind == 1) & (nxt_at > self.seg_start)) | ((nxt_kind == 2) & (nxt_at == self.seg_start))
         self.unsound = self.seg_start[~sound & (data[self.seg_start] != 0)]
+        self.key_len = np.where(nxt_kind == 1, nxt_at - self.seg_start, -1)  # bytes before the first 0x01
         self._found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def contains(self, text: bytes) -> bool:
-        return re.search(re.escape(text), self.data) is not None  # searches the array in place, no copy
 
     def malformed_records(self) -> np.ndarray:
         recs = self.rows.owner(self.unsound)
@@ -780,13 +778,9 @@ class _Properties:
         """(records, value starts, value ends) for `key`, the last non-empty occurrence per record."""
         if key in self._found:
             return self._found[key]
-        want = key.encode() + b"\x01"
-        if not self.contains(want):
-            empty = np.zeros(0, np.int64)
-            self._found[key] = (empty, empty, empty)
-            return self._found[key]
+        want = key.encode()
         starts = self.seg_start
-        cand = np.arange(len(starts))
+        cand = np.flatnonzero(self.key_len == len(want))  # segments whose key has the length of this one
         data = self.data
         for j in range(0, len(want), 8):
             chunk = want[j : j + 8]
@@ -794,7 +788,7 @@ class _Properties:
             mask = np.uint64((1 << (8 * len(chunk))) - 1)
             cand = cand[(rows & mask) == np.uint64(int.from_bytes(chunk, "little"))]
         recs = self.rows.owner(starts[cand])
-        value_start = starts[cand] + len(want)
+        value_start = starts[cand] + len(want) + 1  # after the 0x01
         nxt = np.minimum(cand + 1, len(starts) - 1)
         value_end = np.minimum(np.where(cand + 1 < len(starts), starts[nxt] - 1, len(data)), self.end[recs])
         keep = value_end > value_start
