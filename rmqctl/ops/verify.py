@@ -533,7 +533,8 @@ class VerifyRun:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        topic, qid, qoff, ri = (a[_queue_order(topic, qid, ri, bool(rec.lmq))] for a in (topic, qid, qoff, ri))
+        order = _queue_order(topic, qid, ri, bool(rec.lmq))
+        topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
         step_of = np.ones(len(rec.off), dtype=np.int64)
         if rec.inner_num:
             step_of[list(rec.inner_num)] = list(rec.inner_num.values())
