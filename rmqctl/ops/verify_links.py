@@ -93,9 +93,9 @@ def _data_end(path, buf, length: int) -> int:
     step = 1 << 20
     while end > 0:
         lo = max(0, end - step)
-        nz = np.flatnonzero(data[lo:end])
-        if len(nz):
-            return lo + int(nz[-1]) + 1
+        filled = data[lo:end] != 0
+        if filled.any():  # the last non-zero byte: the first True from the back (argmax stops there)
+            return end - int(np.argmax(filled[::-1]))
         end = lo
     return 0
 
