@@ -2,8 +2,11 @@
 runner that goes through click exactly as the console script does."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,24 @@ def copy_store(name: str, dest: Path) -> Path:
     for p in [target, *target.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     return target
+
+
+@contextlib.contextmanager
+def held_lock(store: Path):
+    """Another process holds the broker's lock (fcntl on byte 0 of {store}/lock) while the block runs;
+    yields that process (its pid is what rmqctl should name)."""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, time\n"
+        f"fd = os.open({str(Path(store) / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def run(*args, input=None):

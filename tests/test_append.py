@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
@@ -360,18 +360,9 @@ def test_lock_held_by_another_process(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", "a-basic")
     store = tmp_path / "store"
     store.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(store / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('locked', flush=True)\ntime.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with held_lock(store):
         one_line_error(run("append", "--store", store, "--broker-config", conf, "--topic", "T"), "locked")
         assert not (store / "commitlog").exists()
-    finally:
-        holder.kill()
-        holder.wait()
     append_ok(store, conf, "--topic", "T")
 
 

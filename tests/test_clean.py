@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, jsonl, run, truth
+from conftest import FIXTURES, broker_conf, held_lock, jsonl, run, truth
 from rmqctl.ops.clean import (CleanSettings, DiskUsage, DeleteWhenError, is_time_to_do, java_disk_ratio, java_parse_int,
                               space_check)
 
@@ -430,23 +430,13 @@ def test_refuses_while_the_broker_holds_the_lock(tmpfs):
     """Another process holds the broker's fcntl lock on byte 0 of {store}/lock: --apply exits 2 and deletes
     nothing; the plan still prints, naming the holder."""
     store = make_store(tmpfs, [OLD] * 40)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(store / 'lock')!r}, os.O_RDWR)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
-        "print('locked', flush=True)\n"
-        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with held_lock(store) as holder:
         res = clean(store, "--delete-when", "03", "--apply")
         assert res.exit_code == 2 and "locked" in res.stderr and "Traceback" not in res.stderr
         assert listing(store) == ORIGINAL
         res = clean(store, "--delete-when", "03", "--format", "jsonl")
         assert res.exit_code == 0 and f"held by pid {holder.pid}" in res.stderr
         assert len([r for r in jsonl(res.stdout) if r["action"] == "delete"]) == 12
-    finally:
-        holder.kill()
-        holder.wait()
     assert clean(store, "--delete-when", "03", "--apply").exit_code == 0
 
 

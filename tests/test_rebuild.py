@@ -4,7 +4,6 @@ moment (the old or the new state, never a mix)."""
 from __future__ import annotations
 
 import copy
-import fcntl
 import os
 import random
 import shutil
@@ -19,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
 from rmqctl import schema as S
 from rmqctl.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
@@ -502,19 +501,10 @@ def test_a_topic_that_is_not_a_directory_name_is_refused(tmp_path, bad_topic):
 def test_rebuild_refuses_while_the_lock_is_held(tmp_path):
     root = copy_store("b-mixed", tmp_path)
     shutil.rmtree(root / "consumequeue")
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys,time\n"
-                               f"fd=os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
-                               "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('held', flush=True)\ntime.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_lock(root):
         res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("b-mixed"))
         assert res.exit_code == 2 and "locked" in res.stderr
         assert not (root / "consumequeue").exists()
-    finally:
-        holder.kill()
-        holder.wait()
-    assert fcntl  # the holder used the same fcntl record lock the broker takes
 
 
 def test_writing_needs_an_explicit_store(tmp_path, monkeypatch):

@@ -4,14 +4,12 @@ exactly to what the broker would have written for the records kept, and SIGKILL 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from conftest import FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
 from rmqctl import schema as S
 from rmqctl.ops import txn
 from rmqctl.ops.query import query_offsets
@@ -189,17 +187,9 @@ def test_any_cut_leaves_consumequeues_and_index_as_the_broker_would_write_them(t
 def test_repair_refuses_while_the_lock_is_held(tmp_path):
     root = copy_store(CRASHED, tmp_path)
     before = tree(root)
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,os,time\n"
-                               f"fd=os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
-                               "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 0)\nprint('held', flush=True)\ntime.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_lock(root):
         res = run("repair", "--store", root, "--broker-config", broker_conf(CRASHED))
         assert res.exit_code == 2 and "locked" in res.stderr and "Traceback" not in res.stderr
-    finally:
-        holder.kill()
-        holder.wait()
     assert tree(root) == before
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
@@ -359,20 +357,10 @@ def test_cannot_run_exits_2(tmp_path):
 
 def test_says_when_a_broker_holds_the_lock(store_copy):
     root = store_copy("b-mixed")
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
-        "print('locked', flush=True)\n"
-        "time.sleep(30)\n")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with held_lock(root) as holder:
         r = run("verify", "--store", root, "--broker-config", broker_conf("b-mixed"), "--format", "jsonl")
         assert r.exit_code == 0
         assert f"pid {holder.pid}" in r.stderr and "tail may be moving" in r.stderr
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 # -- fuzz ------------------------------------------------------------------------------------------------------
