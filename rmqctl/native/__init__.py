@@ -1,0 +1,139 @@
+"""Compiled loops (numba) for the paths that touch every record of a commitlog: one pass over the bytes in
+machine code instead of a Python step or a dozen numpy passes per record. Kernels run without the GIL
+(threads scale on them) and are cached on disk after their first compilation.
+
+The layouts the kernels read come from rmqctl.schema (offsets are computed from its declarations at import
+and become compile-time constants); the broker rules they apply are those of rmqctl.dispatch, which stays
+the reference the tests compare the kernels with. Kernels read untrusted bytes: every read is checked
+against the caller's limit explicitly (numba does not bounds-check).
+
+The shared pieces are here: zlib's crc32 callable from a kernel, Java's String.hashCode over the UTF-16
+code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2messageProperties).
+"""
+from __future__ import annotations
+
+import ctypes.util
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+from numba import types
+
+
+def kernel(fn):
+    """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division."""
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+
+
+def _zlib_crc32():
+    # the zlib that CPython's own zlib module uses (libz.so.1), linked by symbol name (a ctypes pointer
+    # would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
+    # like a pointer
+    llvm.load_library_permanently(ctypes.util.find_library("z") or "libz.so.1")
+    return types.ExternalFunction("crc32", types.uint64(types.uint64, types.uintp, types.uint32))
+
+
+zlib_crc32 = _zlib_crc32()
+MASK32 = 0xFFFFFFFF
+
+
+@kernel
+def crc32(u8, lo, hi):
+    """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
+    if hi <= lo:
+        return 0
+    return zlib_crc32(0, u8[lo:].ctypes.data, hi - lo)
+
+
+@kernel
+def java_hash(u8, lo, hi, h):
+    """Continue Java's String.hashCode `h` over the string that UTF-8 bytes u8[lo:hi] decode to, as UTF-16
+    code units (a supplementary character is a surrogate pair). Returns (hash in [0, 2^32), well_formed): for
+    malformed UTF-8 (which Java replaces with U+FFFD in ways a kernel does not reproduce) the hash is not
+    meaningful and the caller takes the reference path."""
+    h &= MASK32
+    i = lo
+    while i < hi:
+        b = u8[i]
+        if b < 0x80:
+            h = (h * 31 + b) & MASK32
+            i += 1
+            continue
+        if 0xC2 <= b <= 0xDF:
+            n, cp, low, high = 1, b & 0x1F, 0x80, 0xBF
+        elif 0xE0 <= b <= 0xEF:
+            n, cp = 2, b & 0x0F
+            low = 0xA0 if b == 0xE0 else 0x80
+            high = 0x9F if b == 0xED else 0xBF  # no UTF-8-encoded surrogates
+        elif 0xF0 <= b <= 0xF4:
+            n, cp = 3, b & 0x07
+            low = 0x90 if b == 0xF0 else 0x80
+            high = 0x8F if b == 0xF4 else 0xBF
+        else:
+            return h, False
+        if i + n >= hi:  # the sequence runs past the end
+            return h, False
+        c = u8[i + 1]
+        if c < low or c > high:
+            return h, False
+        cp = (cp << 6) | (c & 0x3F)
+        for k in range(2, n + 1):
+            c = u8[i + k]
+            if c < 0x80 or c > 0xBF:
+                return h, False
+            cp = (cp << 6) | (c & 0x3F)
+        if cp >= 0x10000:
+            cp -= 0x10000
+            h = (h * 31 + 0xD800 + (cp >> 10)) & MASK32
+            h = (h * 31 + 0xDC00 + (cp & 0x3FF)) & MASK32
+        else:
+            h = (h * 31 + cp) & MASK32
+        i += n + 1
+    return h, True
+
+
+def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
+    """The names a kernel looks up, as a zero-padded byte matrix and their lengths."""
+    raw = [n.encode() for n in names]
+    table = np.zeros((len(raw), max(len(r) for r in raw)), np.uint8)
+    for i, r in enumerate(raw):
+        table[i, : len(r)] = np.frombuffer(r, np.uint8)
+    return table, np.array([len(r) for r in raw], np.int64)
+
+
+@kernel
+def find_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
+    """MessageDecoder.string2messageProperties over the property bytes u8[lo:hi]: segments end at 0x02; a
+    segment of 3+ bytes is a pair when its first 0x01 (searched from the segment start, possibly past it)
+    lies after a non-empty name and before a non-empty value; later pairs overwrite earlier ones. Writes
+    the value span of each wanted name (-1, -1 when absent) and returns the number of pairs."""
+    for k in range(len(name_lens)):
+        value_lo[k] = -1
+        value_hi[k] = -1
+    pairs = 0
+    i = lo
+    sep1 = lo - 1  # the first 0x01 at or after i, found lazily
+    while i < hi:
+        j = i
+        while j < hi and u8[j] != 2:
+            j += 1
+        if j - i >= 3:
+            if sep1 < i:
+                sep1 = i
+                while sep1 < hi and u8[sep1] != 1:
+                    sep1 += 1
+            if i < sep1 < j - 1:
+                pairs += 1
+                for k in range(len(name_lens)):
+                    n = name_lens[k]
+                    if sep1 - i == n:
+                        same = True
+                        for c in range(n):
+                            if u8[i + c] != names[k, c]:
+                                same = False
+                                break
+                        if same:
+                            value_lo[k] = sep1 + 1
+                            value_hi[k] = j
+        i = j + 1
+    return pairs

@@ -1,0 +1,58 @@
+"""The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+import zlib
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from rmqctl.javacompat import java_string_hash, parse_properties
+from rmqctl.native import crc32, find_properties, java_hash, property_names
+
+
+def as_u8(data: bytes) -> np.ndarray:
+    return np.frombuffer(data + b"\0", np.uint8)  # never empty; the kernels get explicit bounds
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_java_hash_of_utf8_is_string_hashcode(text):
+    raw = text.encode("utf-8", "surrogatepass")
+    h, ok = java_hash(as_u8(raw), 0, len(raw), 0)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        assert not ok  # lone surrogates encoded as UTF-8 are malformed for Java's decoder
+    else:
+        assert ok and h == java_string_hash(text) & 0xFFFFFFFF
+
+
+def test_java_hash_continues_a_hash():
+    topic, key = "TopicTest", "订单-1😀"
+    raw = key.encode()
+    start = (java_string_hash(topic) * 31 + ord("#")) & 0xFFFFFFFF
+    h, ok = java_hash(as_u8(raw), 0, len(raw), start)
+    assert ok and h == java_string_hash(f"{topic}#{key}") & 0xFFFFFFFF
+
+
+def test_java_hash_refuses_malformed_utf8():
+    for bad in (b"\xc3", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"a\xe4\xb8", b"\x80"):
+        assert not java_hash(as_u8(bad), 0, len(bad), 0)[1], bad
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "K", "", "a b", "\x01", "\x02", "é", "x"]), max_size=12))
+def test_find_properties_is_string2messageProperties(parts):
+    raw = "".join(parts).encode()
+    names, lens = property_names("TAGS", "KEYS", "UNIQ_KEY")
+    lo, hi = np.empty(3, np.int64), np.empty(3, np.int64)
+    u8 = as_u8(b"\x01\x02" + raw)  # bytes before lo must not count
+    pairs = find_properties(u8, 2, 2 + len(raw), names, lens, lo, hi)
+    expected = parse_properties(raw.decode())
+    got = {n: u8[a:b].tobytes().decode() for n, a, b in zip(("TAGS", "KEYS", "UNIQ_KEY"), lo, hi) if a >= 0}
+    assert got == {n: v for n, v in expected.items() if n in ("TAGS", "KEYS", "UNIQ_KEY")}
+    segments = [s for s in raw.decode().split("\x02") if len(s) >= 3 and 0 < s.find("\x01") < len(s) - 1]
+    assert pairs == len(segments)
+
+
+def test_crc32_is_zlibs():
+    data = bytes(range(256)) * 40
+    u8 = as_u8(data)
+    for lo, hi in ((0, 0), (0, 1), (3, 1000), (17, len(data))):
+        assert crc32(u8, lo, hi) == zlib.crc32(data[lo:hi])
