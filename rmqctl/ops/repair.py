@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import schema as S
-from ..batchdispatch import HEAD_DTYPE, HOST_LAYOUTS
 from ..errors import StoreError
 from ..javacompat import crc31
+from ..native.dispatch import MAGIC_AT, STORE_TS_AT, SYSFLAG_AT
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
 from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
@@ -49,7 +49,6 @@ from .txn import Transaction
 
 CHUNK = 1 << 20
 CRC_KINDS = ("body-crc", "property-crc", "property-crc-missing")
-MAGIC_AT, SYSFLAG_AT = HEAD_DTYPE.fields["magicCode"][1], HEAD_DTYPE.fields["sysFlag"][1]
 
 
 @dataclasses.dataclass
@@ -171,10 +170,10 @@ def recovery_start(store: Store) -> int:
     files = store.commitlog.files
     for i in range(len(files) - 1, -1, -1):
         buf = files[i].buf
-        if len(buf) < HEAD_DTYPE.itemsize or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
+        if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
             continue
         sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
-        ts_at = HOST_LAYOUTS[(bool(sysflag & S.BORNHOST_V6_FLAG), False)][0]  # the store host comes after it
+        ts_at = STORE_TS_AT[2 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
         if ts_at + S.INT64.size > len(buf):
             continue
         ts = S.INT64.unpack_from(buf, ts_at)[0]

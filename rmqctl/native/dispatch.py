@@ -1,0 +1,289 @@
+"""The broker's dispatch of a whole commitlog file in one compiled pass: for every record, what
+CommitLogDispatcherBuildConsumeQueue and CommitLogDispatcherBuildIndex take from it (queue, queue offset,
+tagsCode, the IndexService hash of every `topic#key`), and the bulk IndexFile.putKey.
+
+rmqctl.dispatch is the reference. A record the kernel does not decide itself is flagged for it: one with a
+DELAY property (the schedule topic's tagsCode), with INNER_MULTI_DISPATCH when multi-dispatch is on (LMQ
+queues), or whose topic, TAGS, KEYS or UNIQ_KEY is not well-formed UTF-8 (Java replaces malformed bytes;
+well-formed text is hashed here over its UTF-16 code units exactly as String.hashCode does).
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+import numpy as np
+
+from .. import schema as S
+from . import find_properties, java_hash, kernel, property_names
+
+
+def _head_offsets() -> tuple[dict[str, int], tuple, tuple, tuple]:
+    """From schema.RECORD_HEADS: offsets of the fields that sit at one place in every host layout, and per
+    layout (index: born_v6 * 2 + store_v6) where STORETIMESTAMP and BODYLENGTH are and the head's size."""
+    layouts = {}
+    for (born_v6, store_v6), (head, names) in S.RECORD_HEADS.items():
+        pos, offsets = 0, {}
+        for name, (count, code) in zip(names, re.findall(r"(\d*)([a-zA-Z])", head.format[1:])):
+            offsets[name] = pos
+            pos += struct.calcsize(">" + count + code)
+        layouts[born_v6 * 2 + store_v6] = offsets, pos
+    fixed = {name: layouts[0][0][name] for name in ("storeSize", "magicCode", "queueId", "queueOffset",
+                                                     "physicalOffset", "sysFlag")}
+    assert all(o[name] == at for o, _ in layouts.values() for name, at in fixed.items())
+    order = sorted(layouts)
+    return (fixed, tuple(layouts[c][0]["storeTimestamp"] for c in order),
+            tuple(layouts[c][0]["bodyLength"] for c in order), tuple(layouts[c][1] for c in order))
+
+
+_FIXED, STORE_TS_AT, BODY_LEN_AT, HEAD_SIZE = _head_offsets()
+MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT = _FIXED["magicCode"], _FIXED["queueId"], _FIXED["queueOffset"]
+PHY_AT, SYSFLAG_AT = _FIXED["physicalOffset"], _FIXED["sysFlag"]
+assert _FIXED["storeSize"] == 0 and MAGIC_AT == 4
+TOPIC_LEN_V1, TOPIC_LEN_V2, PROPS_LEN = S.TOPIC_LEN_V1.size, S.TOPIC_LEN_V2.size, S.PROPS_LEN.size
+BORN_V6, STORE_V6 = S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG
+MAGIC_V1, MAGIC_V2 = S.MAGIC_V1, S.MAGIC_V2
+TRANSACTION_MASK, ROLLBACK = S.TRANSACTION_MASK, S.TRANSACTION_ROLLBACK_TYPE
+NOT_TYPE, COMMIT_TYPE = S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE
+# property lookups: indexes into WANTED
+TAGS, KEYS, UNIQ_KEY, DELAY, MULTI_DISPATCH = range(5)
+WANTED, WANTED_LENS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH")
+HASH_SEPARATOR = ord("#")  # IndexService.buildKey: topic + "#" + key
+SPACE = ord(" ")  # MessageConst.KEY_SEPARATOR
+INDEX_HEADER_SIZE, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE = S.INDEX_HEADER_SIZE, S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
+KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (S.INDEX_ENTRY_DTYPE.fields[name][1] for name in
+                                                          ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
+
+
+@kernel
+def be32(u8, at):
+    v = (np.int64(u8[at]) << 24) | (np.int64(u8[at + 1]) << 16) | (np.int64(u8[at + 2]) << 8) | np.int64(u8[at + 3])
+    return v - (v >> 31 << 32)  # signed
+
+
+@kernel
+def be64(u8, at):
+    v = np.uint64(0)
+    for k in range(8):
+        v = (v << np.uint64(8)) | np.uint64(u8[at + k])
+    return np.int64(v)
+
+
+@kernel
+def be16(u8, at):
+    v = (np.int64(u8[at]) << 8) | np.int64(u8[at + 1])
+    return v - (v >> 15 << 16)
+
+
+@kernel
+def put_be32(u8, at, v):
+    for k in range(4):
+        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
+
+
+@kernel
+def put_be64(u8, at, v):
+    for k in range(8):
+        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
+
+
+@kernel
+def _grown(a, n):
+    """`a` with room for at least n + 1 items."""
+    if n < len(a):
+        return a
+    bigger = np.empty(2 * len(a), a.dtype)
+    bigger[: len(a)] = a
+    return bigger
+
+
+@kernel
+def _topic_id(u8, lo, length, h, table, reps):
+    """The id of topic bytes u8[lo:lo+length] (hash h) in an open-addressing table of ids; reps[id] =
+    (start, length, hash) of its first occurrence, row 0 holding the count. Returns (id, table, reps):
+    both grow as topics are added."""
+    count = reps[0, 0]
+    mask = len(table) - 1
+    slot = (h ^ (length * 0x9E3779B1)) & mask
+    while True:
+        t = table[slot]
+        if t < 0:
+            break
+        if reps[t + 1, 1] == length and reps[t + 1, 2] == h:
+            r = reps[t + 1, 0]
+            same = True
+            for k in range(length):
+                if u8[r + k] != u8[lo + k]:
+                    same = False
+                    break
+            if same:
+                return t, table, reps
+        slot = (slot + 1) & mask
+    t = count
+    if t + 2 > len(reps):
+        grown = np.empty((2 * len(reps), 3), np.int64)
+        grown[: len(reps)] = reps
+        reps = grown
+    reps[t + 1, 0], reps[t + 1, 1], reps[t + 1, 2] = lo, length, h
+    reps[0, 0] = count + 1
+    table[slot] = t
+    if 2 * (count + 1) > len(table):  # keep the table at most half full
+        bigger = np.full(2 * len(table), -1, np.int64)
+        bmask = len(bigger) - 1
+        for i in range(count + 1):
+            s = (reps[i + 1, 2] ^ (reps[i + 1, 1] * 0x9E3779B1)) & bmask
+            while bigger[s] >= 0:
+                s = (s + 1) & bmask
+            bigger[s] = i
+        table = bigger
+    return t, table, reps
+
+
+@kernel
+def dispatch(u8, limit, allow_v2, multi_dispatch, with_keys):
+    """Walk the records of u8[:limit] from its start (the header walk: each TOTALSIZE says where the next
+    record starts) up to a BLANK, the end, bytes that cannot start a record, or a record whose lengths do
+    not add up (left to read_record), and decode each. Returns per record: position, size,
+    PHYSICALOFFSET, STORETIMESTAMP, queueId, queueOffset, sysFlag, topic id, tagsCode, reference flag;
+    the topics ((start, length) of each id's first occurrence); the index keys (record, IndexService
+    hash), UNIQ_KEY first then each KEYS word, none for ROLLBACK or reference records; and where the walk
+    stopped."""
+    guess = max(16, limit // 1024)
+    position = np.empty(guess, np.int64)
+    size = np.empty(guess, np.int64)
+    phy = np.empty(guess, np.int64)
+    store_ts = np.empty(guess, np.int64)
+    queue_id = np.empty(guess, np.int64)
+    queue_offset = np.empty(guess, np.int64)
+    sysflag = np.empty(guess, np.int64)
+    topic = np.empty(guess, np.int64)
+    tags = np.empty(guess, np.int64)
+    reference = np.empty(guess, np.bool_)
+    key_record = np.empty(3 * guess, np.int64)
+    key_hash = np.empty(3 * guess, np.int64)
+    keys = 0
+    table = np.full(64, -1, np.int64)
+    reps = np.zeros((33, 3), np.int64)  # row 0 holds the count
+    value_lo = np.empty(len(WANTED_LENS), np.int64)
+    value_hi = np.empty(len(WANTED_LENS), np.int64)
+    i = 0
+    pos = 0
+    while pos + 8 <= limit:
+        rec_size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
+        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or rec_size <= 0 or pos + rec_size > limit:
+            break
+        end = pos + rec_size
+        flags = be32(u8, pos + SYSFLAG_AT)
+        layout = (2 if flags & BORN_V6 else 0) + (1 if flags & STORE_V6 else 0)
+        head = HEAD_SIZE[layout]
+        if head > rec_size:
+            break
+        body_len = be32(u8, pos + BODY_LEN_AT[layout])
+        v2 = magic == MAGIC_V2
+        width = TOPIC_LEN_V2 if v2 else TOPIC_LEN_V1
+        at = pos + head + body_len
+        if body_len < 0 or at + width > end:
+            break
+        topic_len = be16(u8, at) if v2 else np.int64(np.int8(u8[at]))
+        topic_lo = at + width
+        props_at = topic_lo + topic_len
+        if topic_len < 0 or props_at + PROPS_LEN > end:
+            break
+        props_len = be16(u8, props_at)
+        props_lo = props_at + PROPS_LEN
+        if props_lo + max(props_len, 0) != end:  # MessageExtEncoder.calMsgLength
+            break
+        if i == len(position):
+            position, size, phy, store_ts = _grown(position, i), _grown(size, i), _grown(phy, i), _grown(store_ts, i)
+            queue_id, queue_offset, sysflag = _grown(queue_id, i), _grown(queue_offset, i), _grown(sysflag, i)
+            topic, tags, reference = _grown(topic, i), _grown(tags, i), _grown(reference, i)
+        position[i] = pos
+        tags[i] = 0
+        reference[i] = False
+        size[i], phy[i] = rec_size, be64(u8, pos + PHY_AT)
+        store_ts[i] = be64(u8, pos + STORE_TS_AT[layout])
+        queue_id[i], queue_offset[i], sysflag[i] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT), flags
+        topic_hash, ok = java_hash(u8, topic_lo, props_at, 0)
+        topic[i], table, reps = _topic_id(u8, topic_lo, topic_len, topic_hash, table, reps)
+        i += 1
+        pos = end
+        r = i - 1
+        find_properties(u8, props_lo, end, WANTED, WANTED_LENS, value_lo, value_hi)
+        if not ok or value_lo[DELAY] >= 0 or (multi_dispatch and value_lo[MULTI_DISPATCH] >= 0):
+            reference[r] = True
+            continue
+        if value_lo[TAGS] >= 0:
+            h, ok = java_hash(u8, value_lo[TAGS], value_hi[TAGS], 0)
+            if not ok:
+                reference[r] = True
+                continue
+            tags[r] = h - (h >> 31 << 32)
+        if not with_keys or flags & TRANSACTION_MASK == ROLLBACK:
+            continue
+        prefix = (topic_hash * 31 + HASH_SEPARATOR) & 0xFFFFFFFF
+        first_key = keys
+        for which in (UNIQ_KEY, KEYS):
+            lo, hi = value_lo[which], value_hi[which]
+            while lo < hi:
+                if which == KEYS:  # every non-empty word between spaces
+                    while lo < hi and u8[lo] == SPACE:
+                        lo += 1
+                    word_end = lo
+                    while word_end < hi and u8[word_end] != SPACE:
+                        word_end += 1
+                else:
+                    word_end = hi
+                if word_end == lo:
+                    break
+                h, ok = java_hash(u8, lo, word_end, prefix)
+                if not ok:
+                    reference[r] = True
+                    break
+                key_record, key_hash = _grown(key_record, keys), _grown(key_hash, keys)
+                signed = h - (h >> 31 << 32)
+                key_record[keys] = r
+                key_hash[keys] = 0 if signed == -(1 << 31) else abs(signed)  # IndexFile.indexKeyHashMethod
+                keys += 1
+                lo = word_end
+            if reference[r]:
+                keys = first_key  # the reference path indexes this record
+                break
+    return (position[:i], size[:i], phy[:i], store_ts[:i], queue_id[:i], queue_offset[:i], sysflag[:i],
+            topic[:i], tags[:i], reference[:i], reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys],
+            key_hash[:keys], pos)
+
+
+@kernel
+def put_keys(m, slot_num, index_num, count, begin_ts, key_hash, phys, timestamps):
+    """IndexFile.putKey for keys in order into an index file mapped as bytes `m`, starting at entry
+    `count` (1 for a new file), until the file is full. The first entry of a file takes its timeDiff
+    against the preset beginTimestamp, later ones against the first entry's timestamp, as putKey's order of
+    updates does. Returns (keys put, hash slots newly used)."""
+    k = min(len(key_hash), index_num - count)
+    if k <= 0:
+        return 0, 0
+    entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE
+    used = 0
+    for j in range(k):
+        h = key_hash[j]
+        slot_pos = INDEX_HEADER_SIZE + (h % slot_num) * HASH_SLOT_SIZE
+        prev = be32(m, slot_pos)
+        if prev <= 0 or prev > count:
+            prev = 0
+            used += 1
+        diff = timestamps[j] - begin_ts
+        if begin_ts <= 0 or diff < 0:
+            diff = 0
+        else:
+            diff = min(diff // 1000, 0x7FFFFFFF)
+        e = entries_at + count * INDEX_ENTRY_SIZE
+        put_be32(m, e + KEY_HASH_AT, h)
+        put_be64(m, e + PHY_OFFSET_AT, phys[j])
+        put_be32(m, e + TIME_DIFF_AT, diff)
+        put_be32(m, e + PREV_INDEX_AT, prev)
+        put_be32(m, slot_pos, count)
+        if count <= 1:
+            begin_ts = timestamps[j]
+        count += 1
+    return k, used
+
