@@ -11,7 +11,9 @@ scan of that file.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import os
 
 import numpy as np
 
@@ -20,6 +22,16 @@ from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .native import dispatch as kernels
 from .record import Message, read_record
+
+
+MIN_PART = 4096  # records: fewer are not worth a thread
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 @dataclasses.dataclass
@@ -44,18 +56,35 @@ class FileDispatch:
     reference_records: int  # records that went through dispatch.py
 
 
-def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True) -> FileDispatch:
+def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
+                  jobs: int | None = None) -> FileDispatch:
+    """Dispatch the records of one file: the header walk, then the records decoded in `jobs` threads
+    (default: all cores; the kernels run without the GIL)."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
-    (position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, reps, key_record, key_hash,
-     stop) = kernels.dispatch(u8, limit, allow_v2, config.enableMultiDispatch, with_keys)
-
-    # topic names; ids of byte strings that decode to one name (malformed UTF-8) become one id
+    starts, stop = kernels.walk(u8, limit, allow_v2)
+    parts = np.array_split(starts, max(1, min(jobs or available_cores(), len(starts) // MIN_PART)))
+    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+        decoded = list(pool.map(lambda p: kernels.decode(u8, p, config.enableMultiDispatch, with_keys), parts))
+    columns, keys_rec, keys_hash = [], [], []
     topics: list[str] = []
     topic_ids: dict[str, int] = {}
-    renumber = np.array([topic_ids.setdefault(u8[lo : lo + n].tobytes().decode("utf-8", "replace"), len(topic_ids))
-                         for lo, n in reps.tolist()], dtype=np.int64)
+    base = 0
+    for part, (*cols, reps, key_record, key_hash, done) in zip(parts, decoded):
+        # topic ids per part, and byte strings that decode to one name (malformed UTF-8), become one id
+        renumber = np.array([topic_ids.setdefault(u8[lo : lo + n].tobytes().decode("utf-8", "replace"), len(topic_ids))
+                             for lo, n in reps.tolist()], dtype=np.int64)
+        cols[6] = renumber[cols[6]] if len(renumber) else cols[6]
+        columns.append(cols)
+        keys_rec.append(key_record + base)
+        keys_hash.append(key_hash)
+        base += done
+        if done < len(part):  # read_record will say what it is; nothing after it is dispatched
+            stop = int(part[done])
+            break
     topics.extend(topic_ids)
-    topic = renumber[topic] if len(renumber) else topic
+    size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = (np.concatenate(c) for c in zip(*columns))
+    position = starts[:base]
+    key_record, key_hash = np.concatenate(keys_rec), np.concatenate(keys_hash)
 
     t = sysflag & S.TRANSACTION_MASK
     vec = ((t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)) & ~reference

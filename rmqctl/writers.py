@@ -16,6 +16,7 @@ import numpy as np
 from . import schema as S
 from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from .native.dispatch import put_keys as put_index_keys
 from .record import Message
 from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
 
@@ -251,47 +252,19 @@ class IndexFileWriter:
 
 
     def put_keys(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray) -> int:
-        """put_key for as many of the entries as fit, in bulk; returns how many were put. Each entry's
-        prevIndex is the previous entry of its slot (or the slot's value before), its timeDiff is taken
-        against beginTimestamp as it stands when that entry is put (the first entry of a file against the
-        preset value, the quirk build() reproduces too)."""
+        """put_key for as many of the keys as fit, in one compiled loop (native.dispatch.put_keys);
+        returns how many were put."""
         first = self.index_count
-        k = min(len(key_hashes), self.index_num - first)
+        k, used = put_index_keys(np.frombuffer(self.file.map, np.uint8), self.slot_num, self.index_num, first,
+                                 self.begin_ts, key_hashes, phys, timestamps)
         if k <= 0:
             return 0
-        hashes, ts = key_hashes[:k].astype(np.int64), timestamps[:k].astype(np.int64)
-        numbers = np.arange(first, first + k, dtype=np.int64)
-        slot_of = hashes % self.slot_num
-        slots = np.frombuffer(self.file.map, dtype=">i4", count=self.slot_num, offset=S.INDEX_HEADER_SIZE)
-        order = np.argsort(slot_of, kind="stable")
-        by_slot, numbered = slot_of[order], numbers[order]
-        opens = np.ones(k, bool)
-        opens[1:] = by_slot[1:] != by_slot[:-1]
-        closes = np.ones(k, bool)
-        closes[:-1] = opens[1:]
-        prev_sorted = np.empty(k, np.int64)
-        prev_sorted[1:] = numbered[:-1]
-        before = slots[by_slot[opens]].astype(np.int64)
-        before[(before <= 0) | (before > first)] = 0
-        prev_sorted[opens] = before
-        prev = np.empty(k, np.int64)
-        prev[order] = prev_sorted
-        begin = np.full(k, self.begin_ts, np.int64)
         if first <= 1:
-            begin[1:] = ts[0]
-        diff = ts - begin
-        diff = np.where((begin <= 0) | (diff < 0), 0, np.minimum(diff // 1000, 0x7FFFFFFF))
-        entries = np.empty(k, S.INDEX_ENTRY_DTYPE)
-        entries["keyHash"], entries["phyOffset"], entries["timeDiff"], entries["prevIndex"] = hashes, phys[:k], diff, prev
-        base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
-        self.file.map[base + first * S.INDEX_ENTRY_SIZE : base + (first + k) * S.INDEX_ENTRY_SIZE] = entries.tobytes()
-        slots[by_slot[closes]] = numbered[closes]
-        del slots
-        if first <= 1:
-            self.begin_phy, self.begin_ts = int(phys[0]), int(ts[0])
-        self.hash_slot_count += int(np.count_nonzero(prev == 0))
+            self.begin_phy, self.begin_ts = int(phys[0]), int(timestamps[0])
+        self.hash_slot_count += used
         self.index_count += k
-        self.end_phy, self.end_ts = int(phys[k - 1]), int(ts[k - 1])
+        self.end_phy, self.end_ts = int(phys[k - 1]), int(timestamps[k - 1])
+        self.file.dirty = True
         self._write_header()
         return k
 

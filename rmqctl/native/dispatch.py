@@ -140,38 +140,51 @@ def _topic_id(u8, lo, length, h, table, reps):
 
 
 @kernel
-def dispatch(u8, limit, allow_v2, multi_dispatch, with_keys):
-    """Walk the records of u8[:limit] from its start (the header walk: each TOTALSIZE says where the next
-    record starts) up to a BLANK, the end, bytes that cannot start a record, or a record whose lengths do
-    not add up (left to read_record), and decode each. Returns per record: position, size,
-    PHYSICALOFFSET, STORETIMESTAMP, queueId, queueOffset, sysFlag, topic id, tagsCode, reference flag;
-    the topics ((start, length) of each id's first occurrence); the index keys (record, IndexService
-    hash), UNIQ_KEY first then each KEYS word, none for ROLLBACK or reference records; and where the walk
-    stopped."""
-    guess = max(16, limit // 1024)
-    position = np.empty(guess, np.int64)
-    size = np.empty(guess, np.int64)
-    phy = np.empty(guess, np.int64)
-    store_ts = np.empty(guess, np.int64)
-    queue_id = np.empty(guess, np.int64)
-    queue_offset = np.empty(guess, np.int64)
-    sysflag = np.empty(guess, np.int64)
-    topic = np.empty(guess, np.int64)
-    tags = np.empty(guess, np.int64)
-    reference = np.empty(guess, np.bool_)
-    key_record = np.empty(3 * guess, np.int64)
-    key_hash = np.empty(3 * guess, np.int64)
+def walk(u8, limit, allow_v2):
+    """The header walk over u8[:limit] from its start (each TOTALSIZE says where the next record starts)
+    up to a BLANK, the end, or bytes that cannot start a record. Returns (record starts, where it
+    stopped)."""
+    starts = np.empty(max(16, limit // 1024), np.int64)
+    n, pos = 0, 0
+    while pos + 8 <= limit:
+        size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
+        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size <= 0 or pos + size > limit:
+            break
+        starts = _grown(starts, n)
+        starts[n] = pos
+        n += 1
+        pos += size
+    return starts[:n], pos
+
+
+@kernel
+def decode(u8, starts, multi_dispatch, with_keys):
+    """Decode the records at `starts` (from walk) up to the first whose lengths do not add up (left to
+    read_record). Returns per record: size, PHYSICALOFFSET, STORETIMESTAMP, queueId, queueOffset, sysFlag,
+    topic id, tagsCode, reference flag; the topics ((start, length) of each id's first occurrence); the
+    index keys (record, IndexService hash), UNIQ_KEY first then each KEYS word, none for ROLLBACK or
+    reference records; and how many records were decoded."""
+    n = len(starts)
+    size = np.empty(n, np.int64)
+    phy = np.empty(n, np.int64)
+    store_ts = np.empty(n, np.int64)
+    queue_id = np.empty(n, np.int64)
+    queue_offset = np.empty(n, np.int64)
+    sysflag = np.empty(n, np.int64)
+    topic = np.empty(n, np.int64)
+    tags = np.zeros(n, np.int64)
+    reference = np.zeros(n, np.bool_)
+    key_record = np.empty(max(16, 3 * n), np.int64)
+    key_hash = np.empty(max(16, 3 * n), np.int64)
     keys = 0
     table = np.full(64, -1, np.int64)
     reps = np.zeros((33, 3), np.int64)  # row 0 holds the count
     value_lo = np.empty(len(WANTED_LENS), np.int64)
     value_hi = np.empty(len(WANTED_LENS), np.int64)
     i = 0
-    pos = 0
-    while pos + 8 <= limit:
+    while i < n:
+        pos = starts[i]
         rec_size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
-        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or rec_size <= 0 or pos + rec_size > limit:
-            break
         end = pos + rec_size
         flags = be32(u8, pos + SYSFLAG_AT)
         layout = (2 if flags & BORN_V6 else 0) + (1 if flags & STORE_V6 else 0)
@@ -193,21 +206,13 @@ def dispatch(u8, limit, allow_v2, multi_dispatch, with_keys):
         props_lo = props_at + PROPS_LEN
         if props_lo + max(props_len, 0) != end:  # MessageExtEncoder.calMsgLength
             break
-        if i == len(position):
-            position, size, phy, store_ts = _grown(position, i), _grown(size, i), _grown(phy, i), _grown(store_ts, i)
-            queue_id, queue_offset, sysflag = _grown(queue_id, i), _grown(queue_offset, i), _grown(sysflag, i)
-            topic, tags, reference = _grown(topic, i), _grown(tags, i), _grown(reference, i)
-        position[i] = pos
-        tags[i] = 0
-        reference[i] = False
         size[i], phy[i] = rec_size, be64(u8, pos + PHY_AT)
         store_ts[i] = be64(u8, pos + STORE_TS_AT[layout])
         queue_id[i], queue_offset[i], sysflag[i] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT), flags
         topic_hash, ok = java_hash(u8, topic_lo, props_at, 0)
         topic[i], table, reps = _topic_id(u8, topic_lo, topic_len, topic_hash, table, reps)
+        r = i
         i += 1
-        pos = end
-        r = i - 1
         find_properties(u8, props_lo, end, WANTED, WANTED_LENS, value_lo, value_hi)
         if not ok or value_lo[DELAY] >= 0 or (multi_dispatch and value_lo[MULTI_DISPATCH] >= 0):
             reference[r] = True
@@ -248,9 +253,8 @@ def dispatch(u8, limit, allow_v2, multi_dispatch, with_keys):
             if reference[r]:
                 keys = first_key  # the reference path indexes this record
                 break
-    return (position[:i], size[:i], phy[:i], store_ts[:i], queue_id[:i], queue_offset[:i], sysflag[:i],
-            topic[:i], tags[:i], reference[:i], reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys],
-            key_hash[:keys], pos)
+    return (size[:i], phy[:i], store_ts[:i], queue_id[:i], queue_offset[:i], sysflag[:i], topic[:i], tags[:i],
+            reference[:i], reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys], key_hash[:keys], i)
 
 
 @kernel
