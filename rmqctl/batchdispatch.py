@@ -42,6 +42,12 @@ class FileDispatch:
     size: np.ndarray
     phy: np.ndarray  # PHYSICALOFFSET field: what DispatchRequest carries
     store_ts: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    topic: np.ndarray  # index into `topics`
+    tags: np.ndarray  # tagsCode (not meaningful for reference records)
+    reference: np.ndarray  # records that went through dispatch.py
     # consumequeue entries: record index, topic (index into `topics`), queueId, queueOffset, tagsCode
     cq_record: np.ndarray
     cq_topic: np.ndarray
@@ -53,7 +59,10 @@ class FileDispatch:
     key_record: np.ndarray
     key_hash: np.ndarray
     stop: int  # where the records ended (BLANK, end of data, or a record read_record refuses)
-    reference_records: int  # records that went through dispatch.py
+
+    @property
+    def reference_records(self) -> int:
+        return int(np.count_nonzero(self.reference))
 
 
 def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
@@ -102,11 +111,12 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         hashes = [index_key_hash(k) for k in index_keys(m)] if with_keys else []
         keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
                      np.array(hashes, dtype=np.int64)))
-    cq_cols = [np.concatenate([c[i] for c in cq]).astype(np.int64) for i in range(5)]
-    k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]).astype(np.int64) for i in range(3))
+    cq_cols = [np.concatenate([c[i] for c in cq]) for i in range(5)]
+    k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]) for i in range(3))
     if len(ref):  # merge the reference records' entries and keys in, in record order
         order = np.argsort(cq_cols[0], kind="stable")
         cq_cols = [c[order] for c in cq_cols]
         k_order = np.lexsort((k_rank, k_rec))
         k_rec, k_hash = k_rec[k_order], k_hash[k_order]
-    return FileDispatch(position, size, phy, store_ts, *cq_cols, topics, k_rec, k_hash, stop, len(ref))
+    return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, *cq_cols, topics,
+                        k_rec, k_hash, stop)

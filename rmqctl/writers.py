@@ -114,6 +114,16 @@ class ConsumeQueueWriter:
                 self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
                 break
 
+    def written(self) -> tuple[np.ndarray, np.ndarray]:
+        """(queue offsets, units) of every unit in the queue's files up to the write position, as mapped."""
+        parts = []
+        for k, (start, f) in enumerate(self.files):
+            n = (self.wrote if k == len(self.files) - 1 else self.file_size) // S.CQ_UNIT_SIZE
+            parts.append(np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=n).copy())
+        units = np.concatenate(parts) if parts else np.empty(0, S.CQ_DTYPE)
+        first = self.files[0][0] // S.CQ_UNIT_SIZE if self.files else 0
+        return np.arange(first, first + len(units), dtype=np.int64), units
+
     @property
     def max_queue_offset(self) -> int:
         """maxOffsetInQueue: the next queue offset."""

@@ -33,7 +33,7 @@ from ..record import Blank, RecordError, read_record
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
-from .verify import verify
+from .verify import Records, check_links, verify
 
 
 @dataclasses.dataclass
@@ -201,6 +201,8 @@ class Build:
     targets: dict  # (topic, qid) -> array of queue offsets, in dispatch order
     keys: int  # index keys put
     warnings: list[str]
+    commitlog: "Records | None"  # verify's record table from this dispatch, when it found the commitlog sound
+    units: dict  # (topic, qid) -> (queue offsets, units) as written
 
 
 class _Run:
@@ -214,7 +216,26 @@ class _Run:
         self.scan = store.scan(self.v2)
         self.seen = RecordSet()
         self.targets: dict = defaultdict(lambda: array("q"))
-        self.keys = self.records = self.mismatched = 0
+        self.keys = self.records = self.mismatched = self.one_by_one = 0
+        self.columns: list[tuple] = []  # per file, the record columns of verify's Records
+        self.topics: dict[str, int] = {}
+
+    def record_table(self) -> Records | None:
+        """verify's Records of every record dispatched, when every one went through the compiled pass and
+        nothing was damaged, misplaced or beyond what that pass decides (inner batches): then the check of
+        the result needs no second decode of the commitlog."""
+        cols = self.columns
+        if self.scan.errors or self.one_by_one or self.mismatched or any(c[-1] for c in cols):
+            return None
+        off, size, qid, qoff, sysflag, store_ts, topic, tags = (
+            np.concatenate([c[k] for c in cols]) if cols else np.zeros(0, np.int64) for k in range(8))
+        if np.any(sysflag & S.INNER_BATCH_FLAG):
+            return None
+        base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]]) if cols else []
+        key_record = np.concatenate([c[8] + b for c, b in zip(cols, base)]) if cols else np.zeros(0, np.int64)
+        key_hash = np.concatenate([c[9] for c in cols]) if cols else np.zeros(0, np.int64)
+        return Records(off, size, qid, qoff, sysflag, store_ts, topic, tags, list(self.topics), key_record, key_hash,
+                       [], {})
 
     def _selected(self, topic: str, qid: int) -> bool:
         return self.queue_filter is None or self.queue_filter(topic, qid)
@@ -245,6 +266,7 @@ class _Run:
     def one(self, f, m):
         """The reference path for one record."""
         phy = m.physicalOffset
+        self.one_by_one += 1
         self.mismatched += phy != f.start + m.position
         self.seen.add(phy, m.storeSize)
         if self.build_cq:
@@ -264,6 +286,10 @@ class _Run:
             return
         self.records += n
         self.seen.add_many(b.phy, b.size)
+        ids = np.array([self.topics.setdefault(t, len(self.topics)) for t in b.topics], np.int64)
+        self.columns.append((f.start + b.position, b.size, b.queue_id, b.queue_offset, b.sysflag, b.store_ts,
+                             ids[b.topic] if len(ids) else b.topic, b.tags, b.key_record, b.key_hash,
+                             b.reference_records))
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
         if self.build_cq:
             self._batch_queues(f, b)
@@ -322,6 +348,7 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
             run.file(f)
             if progress:
                 progress(store.commitlog.file_size)
+        units = {key: w.written() for key, w in dispatcher.queues.items()}
     finally:
         dispatcher.close()
     warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
@@ -331,7 +358,7 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings)
+    return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings, run.record_table(), units)
 
 
 # ---- verifying what a transaction will leave ---------------------------------------------------------------
@@ -378,14 +405,16 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
 
 
 def verify_staged(store: Store, txn: Transaction, only: str | None, within: tuple[str, ...] = (),
-                  accepted=lambda finding: False) -> list[str]:
+                  accepted=lambda finding: False, records: Records | None = None) -> list[str]:
     """verify (ops/verify.py) on the state the transaction will leave: its errors, except those verify
     calls consequences of commitlog damage (no rebuild or repair of these files can change them), those
-    outside `within` (path prefixes relative to the store) when given, and those `accepted`."""
+    outside `within` (path prefixes relative to the store) when given, and those `accepted`. With the
+    commitlog's `records` (from a build that found it sound), only the checks of `only` run, against them."""
     view = post_commit_view(store, txn)
     try:
         config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
-        findings = verify(Store(view, config), only=only).findings
+        staged = Store(view, config)
+        findings = check_links(staged, records, only) if records is not None else verify(staged, only=only).findings
     finally:
         shutil.rmtree(view)
     return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
@@ -585,7 +614,10 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
         file_size = store.consumequeue_file_size
         build = dispatch_records(store, root, build_cq=True, build_index=False,
                                  queue_filter=selected if subset else None, progress=progress)
-        problems, built_units = check_consumequeues(build, root, file_size)
+        if build.commitlog is not None and not dry_run:  # verify's checks of the staged queues follow
+            problems, built_units = [], build.units
+        else:
+            problems, built_units = check_consumequeues(build, root, file_size)
         if problems:
             raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
                              store.consumequeue_dir)
@@ -618,7 +650,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                 txn.replace(store.consumequeue_dir, root / "consumequeue")
         if txn is not None and result.changed:
             within = tuple(f"consumequeue/{t}/{q}/" for t, q in built | set(live)) if subset else ()
-            problems = verify_staged(store, txn, "consumequeue", within)
+            problems = verify_staged(store, txn, "consumequeue", within, records=build.commitlog)
             if problems:
                 raise StoreError("verify finds the rebuilt consumequeue wrong, nothing was changed: "
                                  + "; ".join(problems[:5]), store.consumequeue_dir)
@@ -652,7 +684,7 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
         if txn is not None and any(result._file_changes()):
             txn.replace(store.index_dir, index_dir)
         if txn is not None and result.changed:
-            problems = verify_staged(store, txn, "index")
+            problems = verify_staged(store, txn, "index", records=build.commitlog)
             if problems:
                 raise StoreError("verify finds the rebuilt index wrong, nothing was changed: " + "; ".join(problems[:5]),
                                  store.index_dir)

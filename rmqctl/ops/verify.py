@@ -159,6 +159,20 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
 
+def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
+    """The consumequeue or index checks alone, against a record table of the whole commitlog that the
+    caller decoded already and found sound (no damage, so no finding here has a commitlog cause)."""
+    run = start_run(store, only, None, None, False, 1, None)
+    run.rec = rec
+    if len(rec.off):
+        run.logical_end = int((rec.off + rec.size).max())
+    if only == "consumequeue":
+        verify_links.check_consumequeues(run)
+    else:
+        verify_links.check_index(run)
+    return [f for _, f in sorted(run.out.items, key=_order)]
+
+
 def _order(item: tuple[int, Finding]):
     group, f = item
     return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
