@@ -15,11 +15,13 @@ from hypothesis import strategies as st
 
 from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run
 from rmqctl import schema as S
-from rmqctl.config import load_config
+from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
 from rmqctl.ops import verify as verify_mod
 from rmqctl.ops.verify import verify
+from rmqctl.javacompat import crc31, crc_digits
 from rmqctl.ops.verify_scan import Task, scan_chunk
+from rmqctl.record import Message, encode_record, read_record
 from rmqctl.store import Store
 
 
@@ -520,3 +522,91 @@ def test_interrupted_write_is_reported(store_copy):
 def test_sound_store_is_silent_for_cron():
     res = run("verify", "--store", FIXTURES / "b-mixed" / "store", "--broker-config", broker_conf("b-mixed"))
     assert res.exit_code == 0 and res.stdout == "" and res.stderr == ""
+
+
+# -- the commitlog kernel on crafted records ---------------------------------------------------------------------
+
+
+def _crafted_record(pos: int, topic: bytes, props: bytes, body: bytes = b"payload", *, sysflag: int = 0,
+                    magic: int = S.MAGIC_V1, physical: int | None = None, body_crc: int | None = None,
+                    property_crc: bool = False) -> bytes:
+    """One record at `pos`, its CRCs right unless given; `property_crc` appends a correct 5.x __CRC32#."""
+    m = Message()
+    m.magicCode, m.bodyCRC, m.queueId, m.flag = magic, crc31(body) if body_crc is None else body_crc, 1, 0
+    m.queueOffset, m.physicalOffset, m.sysFlag = 7, pos if physical is None else physical, sysflag
+    m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000
+    v6 = lambda flag: bytes(16) if sysflag & flag else bytes(4)  # noqa: E731
+    m.bornIp, m.bornPort, m.storeIp, m.storePort = v6(S.BORNHOST_V6_FLAG), 1, v6(S.STOREHOSTADDRESS_V6_FLAG), 2
+    m.reconsumeTimes = m.preparedTransactionOffset = 0
+    m.body, m.topicBytes = body, topic
+    m.propertiesBytes = props + (b"__CRC32#\x01" + b"0" * 10 + b"\x02" if property_crc else b"")
+    data = bytearray(encode_record(m))
+    if property_crc:
+        digits = crc_digits(crc31(bytes(data[: -S.CRC32_RESERVED_LEN]))).encode()
+        data[-11:-1] = digits
+    return bytes(data)
+
+
+def _props(*pairs: tuple[bytes, bytes]) -> bytes:
+    return b"\x02".join(k + b"\x01" + v for k, v in pairs)
+
+
+def test_kernel_against_the_reference_on_crafted_records(tmp_path):
+    """Every path of the kernel (non-ASCII and malformed text, v6 hosts, V2 topics, the property CRC in its
+    forms, the schedule topic, inner batches, rollback, damage to each checked field) gives the findings
+    and the dispatch data rmqctl.dispatch and read_record give."""
+    rollback = S.TRANSACTION_ROLLBACK_TYPE
+    specs = [  # (expected finding kinds, record arguments)
+        ((), dict(topic=b"TopicTest", props=_props((b"TAGS", b"TagA"), (b"KEYS", b"k1  k2 "), (b"UNIQ_KEY", b"U1")))),
+        ((), dict(topic="主题".encode(), props=_props((b"TAGS", "标签".encode()), (b"KEYS", "键 😀".encode())))),
+        (("properties",), dict(topic=b"T", props=_props((b"KEYS", b"bad\xffkey"), (b"TAGS", b"\xc3")))),
+        (("topic-invalid",), dict(topic=b"T\xc3", props=_props((b"KEYS", b"k")))),
+        ((), dict(topic=b"SCHEDULE_TOPIC_XXXX", props=_props((b"DELAY", b"3"), (b"TAGS", b"t")))),
+        ((), dict(topic=b"T", props=_props((b"DELAY", b"x")))),
+        ((), dict(topic=b"T", props=_props((b"TAGS", b"t")), property_crc=True)),
+        (("property-crc",), dict(topic=b"T", props=_props((b"__CRC32#", b"123"), (b"KEYS", b"k")))),
+        (("property-crc",), dict(topic=b"T", props=_props((b"__CRC32#", "١٢".encode())))),
+        (("property-crc",), dict(topic=b"T", props=_props((b"__CRC32#", b"9" * 40)))),
+        (("properties",), dict(topic=b"T", props=b"abc\x02\x01xy\x02" + _props((b"TAGS", b"t")))),
+        (("properties",), dict(topic=b"T", props=b"\x00no-separator")),
+        (("properties",), dict(topic=b"T", props=_props((b"TAGS", b"\xe2\x82")))),
+        ((), dict(topic=b"T6", props=_props((b"KEYS", b"v6")), sysflag=S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)),
+        ((), dict(topic=b"T2", props=_props((b"KEYS", b"v2")), magic=S.MAGIC_V2)),
+        ((), dict(topic=b"T", props=_props((b"KEYS", b"rolled back"), (b"UNIQ_KEY", b"U")), sysflag=rollback)),
+        ((), dict(topic=b"T", props=_props((b"INNER_NUM", b"3")), sysflag=S.INNER_BATCH_FLAG)),
+        (("topic-invalid",), dict(topic=b"", props=_props((b"TAGS", b"t")))),
+        (("topic-invalid",), dict(topic=b"a/b", props=b"")),
+        (("sysflag",), dict(topic=b"T", props=b"", sysflag=0x1000)),
+        (("sysflag",), dict(topic=b"T", props=b"", sysflag=S.COMPRESSED_FLAG | 0x400)),
+        (("physical-offset",), dict(topic=b"T", props=b"", physical=5)),
+        (("body-crc",), dict(topic=b"T", props=b"", body_crc=1)),
+        ((), dict(topic=b"T", props=b"", body=b"")),
+    ]
+    data = bytearray()
+    expected = {}
+    for kinds_at, spec in specs:
+        expected[len(data)] = sorted(kinds_at)
+        data += _crafted_record(len(data), **spec)
+    file_size = len(data) + 64
+    data += S.BLANK.pack(file_size - len(data), S.MAGIC_BLANK)
+    path = tmp_path / f"{0:020d}"
+    path.write_bytes(bytes(data).ljust(file_size, b"\0"))
+    cfg = BrokerConfig(mappedFileSizeCommitLog=file_size, forceVerifyPropCRC=False)
+    r = scan_chunk(Task(str(path), path.name, 0, file_size, 0, True, 0, file_size, cfg))
+    assert r.pos.tolist() == list(expected) and not r.regions and r.blank == (len(data) - 8, 64)
+    found = {}
+    for kind, _, pos, _ in r.findings:
+        found.setdefault(pos, []).append(kind)
+    assert {p: sorted(found.get(p, [])) for p in expected} == expected
+    keys = {}
+    for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
+        keys.setdefault(i, []).append(h)
+    buf = bytes(data)
+    for i, pos in enumerate(r.pos.tolist()):
+        m = read_record(buf, pos, len(buf))
+        assert r.topics[r.topic[i]] == m.topic
+        assert int(r.tags[i]) == tags_code(m, cfg), m.properties
+        assert sorted(keys.get(i, [])) == sorted(index_key_hash(k) for k in index_keys(m)), m.properties
+        assert (int(r.queue_id[i]), int(r.queue_offset[i]), int(r.store_ts[i])) == (m.queueId, m.queueOffset,
+                                                                                   m.storeTimestamp)
+    assert r.inner_num == {specs.index(next(s for s in specs if s[1].get("sysflag") == S.INNER_BATCH_FLAG)): 3}

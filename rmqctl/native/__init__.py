@@ -42,7 +42,7 @@ def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
     if hi <= lo:
         return 0
-    return zlib_crc32(0, u8[lo:].ctypes.data, hi - lo)
+    return np.int64(zlib_crc32(0, u8[lo:].ctypes.data, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
 
 
 @kernel

@@ -4,9 +4,9 @@ named precisely, and silence on a sound store.
     result = verify(Store("/data/store", load_config("broker.conf")))
     result.exit_code, [f.to_dict() for f in result.findings]
 
-The commitlog is checked chunk by chunk in a process pool (ops/verify_scan.py); the consumequeues, index
-files, checkpoint and abort file are then checked against what the commitlog holds (ops/verify_links.py for
-the first two). Everything is read-only. Each finding has a kind, a severity (`error`: damage or an
+The commitlog is checked chunk by chunk in a thread pool (ops/verify_scan.py: a compiled kernel, which
+releases the GIL); the consumequeues, index files, checkpoint and abort file are then checked against what
+the commitlog holds (ops/verify_links.py for the first two). Everything is read-only. Each finding has a kind, a severity (`error`: damage or an
 inconsistency the broker trips on or serves wrong data from; `warning`: something the broker tolerates or
 repairs itself but that loses or hides data; `info`: facts an operator needs, such as where a crashed
 broker's recovery will start), where it is, and a detail that says what follows from it. Findings that are
@@ -112,7 +112,7 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
            progress: Callable[[int, int], None] | None = None) -> VerifyResult:
     """Check `store`; `only` limits the findings to one part (the commitlog is read in any case, since
     the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
-    `deep` also checks that every key of every message is in the index; `jobs` processes (default: all
+    `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
     cores); `progress(done, total)` is called with commitlog bytes."""
     began = time.monotonic()
     run = start_run(store, only, start, end, deep, jobs or default_jobs(), progress)
@@ -376,7 +376,6 @@ class VerifyRun:
         size = self.file_size
         want = dict(check_crc="commitlog" in self.parts, want_tags="consumequeue" in self.parts,
                     want_keys="index" in self.parts)
-        hints = verify_links.consumequeue_record_starts(self)
         for f in self.files:
             limit = min(f.length, size)
             before = self.start is not None and f.start + size <= self.start
@@ -389,9 +388,8 @@ class VerifyRun:
             bounds = cuts[1:] + [stop]
             chunks = []
             for k, (lo, hi) in enumerate(zip(cuts, bounds)):
-                near = hints[np.searchsorted(hints, f.start + lo) : np.searchsorted(hints, f.start + hi)] - f.start
                 chunks.append(Task(str(f.path), f.name, f.start, size, lo, k == 0, max(lo, claim_from), hi,
-                                   self.config, hints=near, **want))
+                                   self.config, **want))
             out.append(chunks)
         return out
 
@@ -403,8 +401,8 @@ class VerifyRun:
         done = 0
         if self.progress:
             self.progress(0, total)
-        if self.jobs > 1 and len(flat) > 1 and total >= 2 * CHUNK:  # a pool costs more than small stores take
-            with concurrent.futures.ProcessPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
+        if self.jobs > 1 and len(flat) > 1:  # threads: the kernel releases the GIL
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
                 futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
                 for fut in concurrent.futures.as_completed(futures):
                     r = fut.result()

@@ -147,17 +147,6 @@ def consumequeue_max_phy(run: "VerifyRun") -> int:
     return best
 
 
-def consumequeue_record_starts(run: "VerifyRun") -> np.ndarray:
-    """Every commitlog offset a consumequeue unit names, sorted: hints for the commitlog walk (which still
-    checks that each hinted record ends where the next begins)."""
-    try:
-        units = queue_units(run)
-    except StoreError:
-        return np.zeros(0, np.int64)
-    parts = [off[(off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE)] for _, (_, off, sz, _, _) in units]
-    return _distinct(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-
-
 def _distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values (np.unique's hashing path is slow on large integer arrays; a stable sort is
     a merge of the already sorted runs here)."""

@@ -1,0 +1,367 @@
+"""verify's commitlog kernel: one pass over a chunk of a commitlog file, record by record, in machine code.
+
+`walk` follows TOTALSIZE from record to record and decodes each head as record.read_record does (the same
+checks in the same order: magic, storeSize, host widths from sysFlag, body, topic and properties lengths,
+the length formula); where that decoder would refuse the record it stops, and the caller (ops.verify_scan)
+classifies the bytes there with read_record itself. For every well-formed record it claims, it checks what
+CommitLog.checkMessageAndReturnSize and the dispatchers check or derive: PHYSICALOFFSET, sysFlag bits,
+the property string (segments the broker drops, UTF-8), the `__CRC32#` property CRC and the body CRC (zlib
+by symbol), the topic (interned by its bytes), the tagsCode and the index key hashes (Java's
+String.hashCode over UTF-16 units of the UTF-8 text). The outcome of each check is a bit in the record's
+`flags`; the caller builds findings from the few flagged records. Records whose dispatch needs rules the
+kernel does not carry (the schedule topic's DELAY, LMQ multi-dispatch, malformed UTF-8 in a hashed text,
+inner batches) are flagged for the reference path (record.read_record + rmqctl.dispatch).
+
+Head offsets come from schema.RECORD_HEADS (computed below at import, constants for the compiler). The
+kernel reads untrusted bytes: every read is inside a record whose bounds were checked against `limit`.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .. import schema as S
+from ..javacompat import CRC32_PROPERTY
+from . import MASK32, crc32, find_properties, java_hash, kernel, property_names
+
+
+def _field_offsets() -> dict[str, tuple[int, ...]]:
+    """Offset of each head field per host combination (index: born v6 + 2 * store v6), from the struct
+    formats schema.RECORD_HEADS derives from the construct declaration; "headSize" is the head's length."""
+    out: dict[str, list[int]] = {}
+    for combo in range(4):
+        head, names = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
+        pos = 0
+        for name, (count, code) in zip(names, re.findall(r"(\d*)([a-zA-Z])", head.format[1:])):
+            out.setdefault(name, []).append(pos)
+            pos += S.struct.calcsize(">" + count + code)
+        assert pos == head.size
+        out.setdefault("headSize", []).append(pos)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+OFFSETS = _field_offsets()
+# fields up to sysFlag sit at the same place in every layout
+MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT = (
+    OFFSETS[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+assert OFFSETS["storeSize"] == (0,) * 4
+assert all(len(set(OFFSETS[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+HEAD_SIZE = OFFSETS["headSize"]
+STORE_TIMESTAMP_AT = OFFSETS["storeTimestamp"]
+BODY_LENGTH_AT = OFFSETS["bodyLength"]
+SMALLEST_HEAD = min(HEAD_SIZE)
+# record_length's fixed part per layout: 74 + bornHost + storeHost
+FIXED_LENGTH = tuple(S.record_length((S.BORNHOST_V6_FLAG if c & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if c & 2 else 0),
+                                     0, 0, 0) - 1 for c in range(4))
+BORN_V6, STORE_V6 = S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG
+MAGIC_V1, MAGIC_V2 = S.MAGIC_V1, S.MAGIC_V2
+UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
+COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
+INNER_BATCH, TRANSACTION_MASK, ROLLBACK = S.INNER_BATCH_FLAG, S.TRANSACTION_MASK, S.TRANSACTION_ROLLBACK_TYPE
+PROPERTY_CRC_COVERS = -S.CRC32_RESERVED_LEN  # the property CRC covers all but the reserved tail
+CRC_MASK = 0x7FFFFFFF
+
+# the properties the kernel looks up, by index
+NAME_BYTES, NAME_LENGTHS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", CRC32_PROPERTY, "INNER_MULTI_DISPATCH")
+TAGS, KEYS, UNIQ_KEY, DELAY, CRC32, MULTI_DISPATCH = range(6)
+
+# options
+CHECK_CRC, WANT_TAGS, WANT_KEYS, LMQ, FORCE_PROPERTY_CRC, ALLOW_V2 = (1 << k for k in range(6))
+
+# flags of a record
+F_PHYSICAL_OFFSET = 1  # PHYSICALOFFSET is not the record's offset
+F_SYSFLAG = 2  # unknown sysFlag bits or compression type
+F_EMPTY_TOPIC = 4
+F_DROPPED_SEGMENTS = 8  # ASCII properties with a segment the broker's parser drops
+F_PROPERTIES_UTF8 = 16  # properties that are not valid UTF-8
+F_PROPERTY_CRC = 32  # __CRC32# does not match
+F_PROPERTY_CRC_TEXT = 64  # a __CRC32# value the kernel does not evaluate (non-ASCII): the caller compares
+F_NO_PROPERTY_CRC = 128  # forceVerifyPropCRC and no __CRC32#
+F_BODY_CRC = 256  # the body CRC does not match (computed unless the property CRC verified the record)
+F_REFERENCE = 512  # tagsCode / index keys / LMQ targets come from the reference path
+F_INNER_BATCH = 1024  # an inner batch: its queue offset advances by INNER_NUM
+
+MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and the words of a 32767-byte string
+
+# record columns (rows of `records`)
+POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = range(9)
+RECORD_COLUMNS = 9
+# topic columns (rows of `topics`): first record, topic bytes start and length, Java hash, well-formed, records
+T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)
+TOPIC_COLUMNS = 6
+# state slots: walk position, records, keys, topics, properties ending in 0x02
+S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING = range(5)
+STATE_SLOTS = 5
+# walk outcome
+ENDED, BROKEN, FULL = range(3)
+
+
+@kernel
+def be16(u8, p):
+    v = (np.int64(u8[p]) << 8) | np.int64(u8[p + 1])
+    return v - ((v >> 15) << 16)
+
+
+@kernel
+def be32(u8, p):
+    v = (np.int64(u8[p]) << 24) | (np.int64(u8[p + 1]) << 16) | (np.int64(u8[p + 2]) << 8) | np.int64(u8[p + 3])
+    return v - ((v >> 31) << 32)
+
+
+@kernel
+def be64(u8, p):
+    v = np.int64(0)
+    for k in range(8):
+        v = (v << 8) | np.int64(u8[p + k])
+    return v
+
+
+@kernel
+def signed32(h):
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+@kernel
+def decode(u8, pos, limit, allow_v2):
+    """record.read_record's checks on the record at `pos` (pos + 8 <= limit). Returns (size, combo,
+    body length, topic start, topic length, properties length), size 0 when the decoder refuses it."""
+    size = be32(u8, pos)
+    magic = be32(u8, pos + MAGIC_AT)
+    v2 = magic == MAGIC_V2
+    if magic != MAGIC_V1 and not (v2 and allow_v2):
+        return 0, 0, 0, 0, 0, 0
+    if size <= 0 or pos + size > limit or size < SMALLEST_HEAD:
+        return 0, 0, 0, 0, 0, 0
+    sysflag = be32(u8, pos + SYSFLAG_AT)
+    combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
+    end = pos + size
+    p = pos + HEAD_SIZE[combo]
+    if p > end:
+        return 0, 0, 0, 0, 0, 0
+    body_len = be32(u8, pos + BODY_LENGTH_AT[combo])
+    if body_len > 0:
+        if p + body_len > end:
+            return 0, 0, 0, 0, 0, 0
+        p += body_len
+    width = 2 if v2 else 1
+    if p + width > end:
+        return 0, 0, 0, 0, 0, 0
+    topic_len = be16(u8, p) if v2 else np.int64(np.int8(u8[p]))
+    p += width
+    if topic_len < 0 or p + topic_len + 2 > end:
+        return 0, 0, 0, 0, 0, 0
+    topic_at = p
+    props_len = be16(u8, p + topic_len)
+    if props_len > 0 and p + topic_len + 2 + props_len > end:
+        return 0, 0, 0, 0, 0, 0
+    expected = FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0)
+    if expected != size:
+        return 0, 0, 0, 0, 0, 0
+    return size, combo, body_len, topic_at, topic_len, props_len
+
+
+@kernel
+def property_text(u8, lo, hi):
+    """(any byte >= 0x80, a non-empty 0x02-separated segment whose first 0x01 is missing or first)."""
+    non_ascii = False
+    dropped = False
+    i = lo
+    while i < hi:
+        j = i
+        first = -1
+        while j < hi and u8[j] != 2:
+            b = u8[j]
+            if b >= 0x80:
+                non_ascii = True
+            elif b == 1 and first < 0:
+                first = j
+            j += 1
+        if j > i and first <= i:
+            dropped = True
+        i = j + 1
+    return non_ascii, dropped
+
+
+@kernel
+def crc_digits(u8, lo, hi):
+    """javacompat.crc_from_digits of ASCII u8[lo:hi], or -1 when it lies outside [0, 2^31) (once past
+    2^40 in size the value only grows, so no exact arithmetic is needed for the comparison)."""
+    v = np.int64(0)
+    for k in range(hi - 1, lo - 1, -1):
+        v = v * 10 + (np.int64(u8[k]) - 48)
+        if v > (1 << 40) or v < -(1 << 40):
+            return -1
+    return v if 0 <= v <= CRC_MASK else -1
+
+
+@kernel
+def is_ascii(u8, lo, hi):
+    for k in range(lo, hi):
+        if u8[k] >= 0x80:
+            return False
+    return True
+
+
+@kernel
+def first_slot(h, table):
+    return ((h * 0x9E3779B1) >> 7) & (len(table) - 1)
+
+
+@kernel
+def rehash(topics, n, table):
+    """Enter topics 0..n-1 into an empty `table` (when it grows)."""
+    for t in range(n):
+        slot = first_slot(topics[T_HASH, t], table)
+        while table[slot]:
+            slot = (slot + 1) & (len(table) - 1)
+        table[slot] = t + 1
+
+
+@kernel
+def topic_id(u8, at, length, pos, table, topics, state):
+    """The id of the topic u8[at:at+length] (its bytes), added with `pos` as its first record when new."""
+    h, well_formed = java_hash(u8, at, at + length, 0)
+    mask = len(table) - 1
+    slot = first_slot(h, table)
+    while True:
+        t = table[slot] - 1
+        if t < 0:
+            break
+        if topics[T_HASH, t] == h and topics[T_LEN, t] == length:
+            other = topics[T_AT, t]
+            same = True
+            for k in range(length):
+                if u8[other + k] != u8[at + k]:
+                    same = False
+                    break
+            if same:
+                topics[T_COUNT, t] += 1
+                return t
+        slot = (slot + 1) & mask
+    t = state[S_TOPICS]
+    state[S_TOPICS] = t + 1
+    table[slot] = t + 1
+    topics[T_FIRST, t], topics[T_AT, t], topics[T_LEN, t] = pos, at, length
+    topics[T_HASH, t], topics[T_WELL_FORMED, t], topics[T_COUNT, t] = h, 1 if well_formed else 0, 1
+    return t
+
+
+@kernel
+def index_hash(u8, lo, hi, topic_hash):
+    """IndexService's hash of `topic#key` for the key u8[lo:hi] (well-formed UTF-8), as indexKeyHashMethod."""
+    h, _ = java_hash(u8, lo, hi, (topic_hash * 31 + 35) & MASK32)  # 35: '#'
+    h = signed32(h)
+    return 0 if h == -(1 << 31) else abs(h)
+
+
+@kernel
+def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics, table, state):
+    """Walk from state[S_POS] while records start before `stop`, checking those at or after `claim_from`
+    into `records` (columns by row), their index keys into `keys` (record, hash) and their topics into
+    `topics` / `table` (open addressing on the topic's Java hash). Returns ENDED (state[S_POS] is where
+    the walk ended: at or past `stop`, or too close to `limit` for a record head), BROKEN (the record at
+    state[S_POS] is one read_record refuses) or FULL (an output must grow before the walk goes on)."""
+    allow_v2 = (options & ALLOW_V2) != 0
+    check_crc = (options & CHECK_CRC) != 0
+    want_tags = (options & WANT_TAGS) != 0
+    want_keys = (options & WANT_KEYS) != 0
+    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
+    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    pos = state[S_POS]
+    n = state[S_RECORDS]
+    while pos < stop and pos + 8 <= limit:
+        size, combo, body_len, topic_at, topic_len, props_len = decode(u8, pos, limit, allow_v2)
+        if size == 0:
+            state[S_POS], state[S_RECORDS] = pos, n
+            return BROKEN
+        if pos < claim_from:
+            pos += size
+            continue
+        props_len = max(props_len, 0)
+        if (n == records.shape[1] or state[S_TOPICS] * 2 >= len(table)
+                or (want_keys and state[S_KEYS] + MOST_KEYS > keys.shape[1])):
+            state[S_POS], state[S_RECORDS] = pos, n
+            return FULL
+        end = pos + size
+        sysflag = be32(u8, pos + SYSFLAG_AT)
+        flags = 0
+        if be64(u8, pos + PHYSICAL_OFFSET_AT) != file_start + pos:
+            flags |= F_PHYSICAL_OFFSET
+        if (sysflag & UNKNOWN_SYSFLAG_BITS) != 0 or ((sysflag & COMPRESSED) != 0 and (sysflag & COMPRESSION_MASK) >> 8 > 3):
+            flags |= F_SYSFLAG
+        if topic_len == 0:
+            flags |= F_EMPTY_TOPIC
+        if sysflag & INNER_BATCH:
+            flags |= F_INNER_BATCH
+        t = topic_id(u8, topic_at, topic_len, pos, table, topics, state)
+        lo = end - props_len
+        if props_len > 0 and u8[end - 1] == 2:
+            state[S_TRAILING] += 1
+        non_ascii, dropped = property_text(u8, lo, end)
+        if non_ascii:
+            if not java_hash(u8, lo, end, 0)[1]:
+                flags |= F_PROPERTIES_UTF8
+        elif dropped:
+            flags |= F_DROPPED_SEGMENTS
+        find_properties(u8, lo, end, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
+        if check_crc:
+            verified = False
+            if value_lo[CRC32] >= 0:
+                if is_ascii(u8, value_lo[CRC32], value_hi[CRC32]):
+                    stored = crc_digits(u8, value_lo[CRC32], value_hi[CRC32])
+                    if stored == crc32(u8, pos, end + PROPERTY_CRC_COVERS) & CRC_MASK:
+                        verified = True
+                    else:
+                        flags |= F_PROPERTY_CRC
+                else:
+                    flags |= F_PROPERTY_CRC_TEXT
+            elif options & FORCE_PROPERTY_CRC:
+                flags |= F_NO_PROPERTY_CRC
+            if not verified and body_len > 0:
+                body_at = pos + HEAD_SIZE[combo]
+                if crc32(u8, body_at, body_at + body_len) & CRC_MASK != be32(u8, pos + BODY_CRC_AT):
+                    flags |= F_BODY_CRC
+        if (options & LMQ) and value_lo[MULTI_DISPATCH] >= 0:
+            flags |= F_REFERENCE
+        tags = 0
+        if want_tags:
+            if value_lo[DELAY] >= 0:
+                flags |= F_REFERENCE  # only the schedule topic uses it: the reference path checks the topic
+            elif value_lo[TAGS] >= 0:
+                h, well_formed = java_hash(u8, value_lo[TAGS], value_hi[TAGS], 0)
+                if well_formed:
+                    tags = signed32(h)
+                else:
+                    flags |= F_REFERENCE
+        if want_keys and not flags & F_REFERENCE and (sysflag & TRANSACTION_MASK) != ROLLBACK:
+            if not topics[T_WELL_FORMED, t] or (
+                    value_lo[UNIQ_KEY] >= 0 and not java_hash(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY], 0)[1]) or (
+                    value_lo[KEYS] >= 0 and not java_hash(u8, value_lo[KEYS], value_hi[KEYS], 0)[1]):
+                flags |= F_REFERENCE
+            else:
+                k = state[S_KEYS]
+                topic_hash = topics[T_HASH, t]
+                if value_lo[UNIQ_KEY] >= 0:
+                    keys[0, k], keys[1, k] = n, index_hash(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY], topic_hash)
+                    k += 1
+                if value_lo[KEYS] >= 0:
+                    a = value_lo[KEYS]
+                    b = value_hi[KEYS]
+                    while a <= b:  # String.split(" "): every non-empty word
+                        e = a
+                        while e < b and u8[e] != 0x20:
+                            e += 1
+                        if e > a:
+                            keys[0, k], keys[1, k] = n, index_hash(u8, a, e, topic_hash)
+                            k += 1
+                        a = e + 1
+                state[S_KEYS] = k
+        records[POS, n], records[SIZE, n] = pos, size
+        records[QUEUE_ID, n], records[QUEUE_OFFSET, n] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT)
+        records[SYSFLAG, n], records[STORE_TS, n] = sysflag, be64(u8, pos + STORE_TIMESTAMP_AT[combo])
+        records[TOPIC, n], records[TAGS_CODE, n], records[FLAGS, n] = t, tags, flags
+        n += 1
+        pos = end
+    state[S_POS], state[S_RECORDS] = pos, n
+    return ENDED
