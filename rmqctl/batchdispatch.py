@@ -71,34 +71,47 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     (default: all cores; the kernels run without the GIL)."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
     starts, stop = kernels.walk(u8, limit, allow_v2)
-    parts = np.array_split(starts, max(1, min(jobs or available_cores(), len(starts) // MIN_PART)))
-    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
-        decoded = list(pool.map(lambda p: kernels.decode(u8, p, config.enableMultiDispatch, with_keys), parts))
-    columns, keys_rec, keys_hash = [], [], []
+    n = len(starts)
+    size, phy, store_ts, qid, qoff, sysflag, topic, tags = (np.empty(n, np.int64) for _ in range(8))
+    reference = np.empty(n, np.bool_)
+    bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
+
+    def decode(lo: int, hi: int):
+        return kernels.decode(u8, starts[lo:hi], config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
+                              store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
+                              reference[lo:hi])
+
+    with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1) as pool:
+        decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
     topics: list[str] = []
     topic_ids: dict[str, int] = {}
-    base = 0
-    for part, (*cols, reps, key_record, key_hash, done) in zip(parts, decoded):
-        # topic ids per part, and byte strings that decode to one name (malformed UTF-8), become one id
-        renumber = np.array([topic_ids.setdefault(u8[lo : lo + n].tobytes().decode("utf-8", "replace"), len(topic_ids))
-                             for lo, n in reps.tolist()], dtype=np.int64)
-        cols[6] = renumber[cols[6]] if len(renumber) else cols[6]
-        columns.append(cols)
-        keys_rec.append(key_record + base)
+    keys_rec, keys_hash = [], []
+    done = 0
+    for lo, hi, (reps, key_record, key_hash, decoded_here) in zip(bounds[:-1], bounds[1:], decoded):
+        # topic ids are per part; byte strings that decode to one name (malformed UTF-8) become one id
+        renumber = np.array([topic_ids.setdefault(u8[a : a + k].tobytes().decode("utf-8", "replace"), len(topic_ids))
+                             for a, k in reps.tolist()], dtype=np.int64)
+        if len(renumber) and np.any(renumber != np.arange(len(renumber))):
+            topic[lo : lo + decoded_here] = renumber[topic[lo : lo + decoded_here]]
+        keys_rec.append(key_record + lo if lo else key_record)
         keys_hash.append(key_hash)
-        base += done
-        if done < len(part):  # read_record will say what it is; nothing after it is dispatched
-            stop = int(part[done])
+        done = lo + decoded_here
+        if decoded_here < hi - lo:  # read_record will say what it is; nothing after it is dispatched
+            stop = int(starts[done])
             break
     topics.extend(topic_ids)
-    size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = (np.concatenate(c) for c in zip(*columns))
-    position = starts[:base]
-    key_record, key_hash = np.concatenate(keys_rec), np.concatenate(keys_hash)
+    position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = (
+        a[:done] for a in (starts, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference))
+    key_record, key_hash = (keys_rec[0], keys_hash[0]) if len(keys_rec) == 1 else (
+        np.concatenate(keys_rec), np.concatenate(keys_hash))
 
     t = sysflag & S.TRANSACTION_MASK
     vec = ((t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)) & ~reference
-    cq = [(np.flatnonzero(vec), topic[vec], qid[vec], qoff[vec], tags[vec])]
-    keys = [(key_record, np.zeros(len(key_record), np.int64), key_hash)]
+    if vec.all():  # every record: the columns themselves
+        cq = [(np.arange(done, dtype=np.int64), topic, qid, qoff, tags)]
+    else:
+        cq = [(np.flatnonzero(vec), topic[vec], qid[vec], qoff[vec], tags[vec])]
+    keys = [(key_record, None, key_hash)]
     ref = np.flatnonzero(reference)
     for r in ref.tolist():
         m: Message = read_record(buf, int(position[r]), limit, allow_v2)
@@ -111,12 +124,16 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         hashes = [index_key_hash(k) for k in index_keys(m)] if with_keys else []
         keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
                      np.array(hashes, dtype=np.int64)))
+    if not len(ref):
+        return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, *cq[0], topics,
+                            key_record, key_hash, stop)
+    # merge the reference records' entries and keys in, in record order
     cq_cols = [np.concatenate([c[i] for c in cq]) for i in range(5)]
+    order = np.argsort(cq_cols[0], kind="stable")
+    cq_cols = [c[order] for c in cq_cols]
+    keys[0] = (key_record, np.zeros(len(key_record), np.int64), key_hash)  # the kernel's keys come first per record
     k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]) for i in range(3))
-    if len(ref):  # merge the reference records' entries and keys in, in record order
-        order = np.argsort(cq_cols[0], kind="stable")
-        cq_cols = [c[order] for c in cq_cols]
-        k_order = np.lexsort((k_rank, k_rec))
-        k_rec, k_hash = k_rec[k_order], k_hash[k_order]
+    k_order = np.lexsort((k_rank, k_rec))
+    k_rec, k_hash = k_rec[k_order], k_hash[k_order]
     return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, *cq_cols, topics,
                         k_rec, k_hash, stop)

@@ -37,6 +37,7 @@ def _head_offsets() -> tuple[dict[str, int], tuple, tuple, tuple]:
 
 
 _FIXED, STORE_TS_AT, BODY_LEN_AT, HEAD_SIZE = _head_offsets()
+MIN_RECORD_SIZE = min(HEAD_SIZE) + S.TOPIC_LEN_V1.size + S.PROPS_LEN.size  # empty body, topic and properties
 MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT = _FIXED["magicCode"], _FIXED["queueId"], _FIXED["queueOffset"]
 PHY_AT, SYSFLAG_AT = _FIXED["physicalOffset"], _FIXED["sysFlag"]
 assert _FIXED["storeSize"] == 0 and MAGIC_AT == 4
@@ -144,13 +145,12 @@ def walk(u8, limit, allow_v2):
     """The header walk over u8[:limit] from its start (each TOTALSIZE says where the next record starts)
     up to a BLANK, the end, or bytes that cannot start a record. Returns (record starts, where it
     stopped)."""
-    starts = np.empty(max(16, limit // 1024), np.int64)
+    starts = np.empty(limit // MIN_RECORD_SIZE + 1, np.int64)  # untouched pages cost nothing
     n, pos = 0, 0
     while pos + 8 <= limit:
         size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
-        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size <= 0 or pos + size > limit:
+        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size < MIN_RECORD_SIZE or pos + size > limit:
             break
-        starts = _grown(starts, n)
         starts[n] = pos
         n += 1
         pos += size
@@ -158,22 +158,14 @@ def walk(u8, limit, allow_v2):
 
 
 @kernel
-def decode(u8, starts, multi_dispatch, with_keys):
+def decode(u8, starts, multi_dispatch, with_keys, size, phy, store_ts, queue_id, queue_offset, sysflag, topic, tags,
+           reference):
     """Decode the records at `starts` (from walk) up to the first whose lengths do not add up (left to
-    read_record). Returns per record: size, PHYSICALOFFSET, STORETIMESTAMP, queueId, queueOffset, sysFlag,
-    topic id, tagsCode, reference flag; the topics ((start, length) of each id's first occurrence); the
-    index keys (record, IndexService hash), UNIQ_KEY first then each KEYS word, none for ROLLBACK or
-    reference records; and how many records were decoded."""
+    read_record), filling per record (arrays as long as `starts`): size, PHYSICALOFFSET, STORETIMESTAMP,
+    queueId, queueOffset, sysFlag, topic id, tagsCode, reference flag. Returns the topics ((start, length)
+    of each id's first occurrence), the index keys (record, IndexService hash), UNIQ_KEY first then each
+    KEYS word, none for ROLLBACK or reference records, and how many records were decoded."""
     n = len(starts)
-    size = np.empty(n, np.int64)
-    phy = np.empty(n, np.int64)
-    store_ts = np.empty(n, np.int64)
-    queue_id = np.empty(n, np.int64)
-    queue_offset = np.empty(n, np.int64)
-    sysflag = np.empty(n, np.int64)
-    topic = np.empty(n, np.int64)
-    tags = np.zeros(n, np.int64)
-    reference = np.zeros(n, np.bool_)
     key_record = np.empty(max(16, 3 * n), np.int64)
     key_hash = np.empty(max(16, 3 * n), np.int64)
     keys = 0
@@ -206,7 +198,7 @@ def decode(u8, starts, multi_dispatch, with_keys):
         props_lo = props_at + PROPS_LEN
         if props_lo + max(props_len, 0) != end:  # MessageExtEncoder.calMsgLength
             break
-        size[i], phy[i] = rec_size, be64(u8, pos + PHY_AT)
+        size[i], phy[i], tags[i], reference[i] = rec_size, be64(u8, pos + PHY_AT), 0, False
         store_ts[i] = be64(u8, pos + STORE_TS_AT[layout])
         queue_id[i], queue_offset[i], sysflag[i] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT), flags
         topic_hash, ok = java_hash(u8, topic_lo, props_at, 0)
@@ -253,8 +245,7 @@ def decode(u8, starts, multi_dispatch, with_keys):
             if reference[r]:
                 keys = first_key  # the reference path indexes this record
                 break
-    return (size[:i], phy[:i], store_ts[:i], queue_id[:i], queue_offset[:i], sysflag[:i], topic[:i], tags[:i],
-            reference[:i], reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys], key_hash[:keys], i)
+    return reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys], key_hash[:keys], i
 
 
 @kernel

@@ -178,7 +178,7 @@ def _order(item: tuple[int, Finding]):
     return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
 
 
-def _queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray, lmq: bool) -> np.ndarray:
+def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray, lmq: bool) -> np.ndarray:
     """Targets grouped per queue, in commitlog order inside each. Own targets come in commitlog order, so
     a stable sort by queue keeps it (a radix sort when the queues fit 16 bits); LMQ targets, appended after
     them, need the record as a second key."""
@@ -545,7 +545,7 @@ class VerifyRun:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        order = _queue_order(topic, qid, ri, bool(rec.lmq))
+        order = queue_order(topic, qid, ri, bool(rec.lmq))
         topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
         step_of = np.ones(len(rec.off), dtype=np.int64)
         if rec.inner_num:

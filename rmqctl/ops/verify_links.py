@@ -34,7 +34,12 @@ def _cq_groups(run: "VerifyRun"):
     topic, qid, qoff, ri = run.targets()
     inner = _members(ri, run.rec.inner_num)
     topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
-    order = np.lexsort((qoff, qid, topic))
+    from .verify import queue_order
+
+    order = queue_order(topic, qid, ri, bool(run.rec.lmq))
+    q_topic, q_qid, q_qoff = topic[order], qid[order], qoff[order]
+    if np.any((q_qoff[1:] < q_qoff[:-1]) & (q_topic[1:] == q_topic[:-1]) & (q_qid[1:] == q_qid[:-1])):
+        order = np.lexsort((qoff, qid, topic))  # queue offsets out of commitlog order: sort by them too
     topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
     groups = {}
     if len(ri):
