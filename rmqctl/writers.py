@@ -16,7 +16,7 @@ import numpy as np
 from . import schema as S
 from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
-from .native.dispatch import put_keys as put_index_keys
+from .native.index import put_keys as put_index_keys
 from .record import Message
 from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
 
@@ -262,7 +262,7 @@ class IndexFileWriter:
 
 
     def put_keys(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray) -> int:
-        """put_key for as many of the keys as fit, in one compiled loop (native.dispatch.put_keys);
+        """put_key for as many of the keys as fit, in one compiled loop (native.index.put_keys);
         returns how many were put."""
         first = self.index_count
         k, used = put_index_keys(np.frombuffer(self.file.map, np.uint8), self.slot_num, self.index_num, first,

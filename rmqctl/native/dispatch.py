@@ -1,6 +1,6 @@
 """The broker's dispatch of a whole commitlog file in one compiled pass: for every record, what
 CommitLogDispatcherBuildConsumeQueue and CommitLogDispatcherBuildIndex take from it (queue, queue offset,
-tagsCode, the IndexService hash of every `topic#key`), and the bulk IndexFile.putKey.
+tagsCode, the IndexService hash of every `topic#key`).
 
 rmqctl.dispatch is the reference. A record the kernel does not decide itself is flagged for it: one with a
 DELAY property (the schedule topic's tagsCode), with INNER_MULTI_DISPATCH when multi-dispatch is on (LMQ
@@ -51,9 +51,6 @@ TAGS, KEYS, UNIQ_KEY, DELAY, MULTI_DISPATCH = range(5)
 WANTED, WANTED_LENS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH")
 HASH_SEPARATOR = ord("#")  # IndexService.buildKey: topic + "#" + key
 SPACE = ord(" ")  # MessageConst.KEY_SEPARATOR
-INDEX_HEADER_SIZE, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE = S.INDEX_HEADER_SIZE, S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
-KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (S.INDEX_ENTRY_DTYPE.fields[name][1] for name in
-                                                          ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
 
 
 @kernel
@@ -74,18 +71,6 @@ def be64(u8, at):
 def be16(u8, at):
     v = (np.int64(u8[at]) << 8) | np.int64(u8[at + 1])
     return v - (v >> 15 << 16)
-
-
-@kernel
-def put_be32(u8, at, v):
-    for k in range(4):
-        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
-
-
-@kernel
-def put_be64(u8, at, v):
-    for k in range(8):
-        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
 
 
 @kernel
@@ -246,39 +231,3 @@ def decode(u8, starts, multi_dispatch, with_keys, size, phy, store_ts, queue_id,
                 keys = first_key  # the reference path indexes this record
                 break
     return reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys], key_hash[:keys], i
-
-
-@kernel
-def put_keys(m, slot_num, index_num, count, begin_ts, key_hash, phys, timestamps):
-    """IndexFile.putKey for keys in order into an index file mapped as bytes `m`, starting at entry
-    `count` (1 for a new file), until the file is full. The first entry of a file takes its timeDiff
-    against the preset beginTimestamp, later ones against the first entry's timestamp, as putKey's order of
-    updates does. Returns (keys put, hash slots newly used)."""
-    k = min(len(key_hash), index_num - count)
-    if k <= 0:
-        return 0, 0
-    entries_at = INDEX_HEADER_SIZE + slot_num * HASH_SLOT_SIZE
-    used = 0
-    for j in range(k):
-        h = key_hash[j]
-        slot_pos = INDEX_HEADER_SIZE + (h % slot_num) * HASH_SLOT_SIZE
-        prev = be32(m, slot_pos)
-        if prev <= 0 or prev > count:
-            prev = 0
-            used += 1
-        diff = timestamps[j] - begin_ts
-        if begin_ts <= 0 or diff < 0:
-            diff = 0
-        else:
-            diff = min(diff // 1000, 0x7FFFFFFF)
-        e = entries_at + count * INDEX_ENTRY_SIZE
-        put_be32(m, e + KEY_HASH_AT, h)
-        put_be64(m, e + PHY_OFFSET_AT, phys[j])
-        put_be32(m, e + TIME_DIFF_AT, diff)
-        put_be32(m, e + PREV_INDEX_AT, prev)
-        put_be32(m, slot_pos, count)
-        if count <= 1:
-            begin_ts = timestamps[j]
-        count += 1
-    return k, used
-

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
+from ..native import index as index_kernels
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
@@ -347,22 +348,22 @@ def check_index(run: "VerifyRun"):
                        "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
     slots, num = store.index_geometry  # settled before the scan (verify refuses to guess it)
     files = index_files(run)
-    rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
     found_keys = []
     prev = None
     prev_phy = None
     for ix in files:
-        found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
+        found_keys.append(_check_index_file(run, ix, slots, num, prev, prev_phy))
         prev = ix
         ent = ix.entries()
         count = min(ix.index_count, len(ent))
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
     if run.deep and cfg.messageIndexEnable:
+        rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
         _deep_keys(run, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
 
 
-def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
+def _check_index_file(run, ix, slots: int, num: int, prev, prev_phy):
     from .verify import INDEX
 
     rec = run.rec
@@ -398,8 +399,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
-    slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
-    _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values)
+    _check_slots_and_chains(run, ix, slots, count, n, key_hash, prev_idx, slot_values)
     for k in negative[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
@@ -410,8 +410,11 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-order", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} points at {int(phy[k])}, before entry {int(n[k]) - 1} ({int(phy[k - 1])}): the broker "
                    f"indexes in commitlog order ({len(order_bad)} such entries)")
+    first_base = -1 if prev is None else prev.header["endTimestamp"]  # the constructor presets entry 1's base
+    record, key_ok, want = index_kernels.match_entries(phy, key_hash, rec.off, rec.key_record, rec.key_hash,
+                                                       rec.store_ts, h["beginTimestamp"], first_base)
     live = np.flatnonzero((phy >= run.min_offset) & run.in_range(phy))
-    j = rec.find(phy[live])
+    j = record[live]
     past = phy[live] >= run.logical_end
     reported_targets = 0
     for k in live[past].tolist():
@@ -434,9 +437,10 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     hit = live[j >= 0]
     jh = j[j >= 0]
     if len(hit):
-        pairs = jh.astype(np.int64) * (1 << 32) + key_hash[hit]
-        found = pairs
-        wrong_key = np.flatnonzero(~_sorted_member(pairs, rec_keys) & (key_hash[hit] >= 0))
+        if run.deep:
+            found = jh * (1 << 32) + key_hash[hit]
+        wrong = ~key_ok & (key_hash >= 0)
+        wrong_key = np.flatnonzero(wrong[hit]) if wrong.any() else hit[:0]
         for w in wrong_key[:MAX_LISTED].tolist():
             k, r = int(hit[w]), int(jh[w])
             run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
@@ -447,18 +451,12 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
                        f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
         # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
         # which the constructor presets)
-        ts = rec.store_ts[jh]
-        base = np.full(len(hit), h["beginTimestamp"], dtype=np.int64)
-        first = n[hit] == 1
-        if first.any():
-            base[first] = prev.header["endTimestamp"] if prev is not None else -1
-        checkable = base != -1
-        want = np.where(base <= 0, 0, np.clip((ts - base) // 1000, 0, 0x7FFFFFFF))
-        off_time = np.flatnonzero(checkable & (diff[hit] != want))
+        late = (want >= 0) & (diff != want)
+        off_time = np.flatnonzero(late[hit]) if late.any() else hit[:0]
         for w in off_time[:MAX_LISTED].tolist():
             k = int(hit[w])
             run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {int(want[w])}: "
+                       f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {int(want[k])}: "
                        f"time-bounded lookups misjudge it")
     # header against the entries and their records
     if count > 1:
@@ -483,33 +481,23 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[first], np.diff(np.append(first, len(values)))
 
 
-def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot_of: np.ndarray,
+def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, key_hash: np.ndarray,
                             prev_idx: np.ndarray, slot_values: np.ndarray):
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
-    at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
-    same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
-    links to); only when that fails, the exact expected links from sorting the entries by slot."""
+    at a chain's start), so chains are acyclic and strictly backwards. First in one compiled pass
+    (native.index.chains_sound); only when that fails, the exact expected links from sorting the entries
+    by slot, to say which are wrong."""
     from .verify import INDEX
 
     total = max(count, 1)
-    entry_slot = np.zeros(total, dtype=np.int64)
-    entry_slot[n] = slot_of
-    in_range = (prev_idx >= 0) & (prev_idx < n)
-    linked = prev_idx[in_range & (prev_idx > 0)]
-    used = np.bincount(slot_of, minlength=slots) if len(n) else np.zeros(slots, np.int64)
-    valid_slot = (slot_values > 0) & (slot_values < total)
-    links_to = np.bincount(linked, minlength=total) if len(linked) else np.zeros(total, np.int64)
-    sound = (in_range.all() and (entry_slot[np.where(prev_idx > 0, prev_idx, n)] == slot_of).all()
-             and (links_to <= 1).all() and int(np.count_nonzero(prev_idx == 0)) == int(np.count_nonzero(used))
-             and np.array_equal(valid_slot, used > 0)
-             and (entry_slot[slot_values[valid_slot]] == np.flatnonzero(valid_slot)).all()
-             and not links_to[slot_values[valid_slot]].any())
+    sound = index_kernels.chains_sound(key_hash, prev_idx, slot_values, slots)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
                    f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
     if sound:
         return
+    slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
     order = np.argsort(slot_of, kind="stable")
     sorted_slots = slot_of[order]
     newest = np.zeros(slots, dtype=np.int64)
