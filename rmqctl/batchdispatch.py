@@ -46,8 +46,9 @@ class FileDispatch:
     queue_offset: np.ndarray
     sysflag: np.ndarray
     topic: np.ndarray  # index into `topics`
-    tags: np.ndarray  # tagsCode (not meaningful for reference records)
+    tags: np.ndarray  # tagsCode
     reference: np.ndarray  # records that went through dispatch.py
+    lmq: list  # (record, queue name, queueId, queue offset) of each LMQ entry (INNER_MULTI_DISPATCH)
     # consumequeue entries: record index, topic (index into `topics`), queueId, queueOffset, tagsCode
     cq_record: np.ndarray
     cq_topic: np.ndarray
@@ -113,10 +114,13 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         cq = [(np.flatnonzero(vec), topic[vec], qid[vec], qoff[vec], tags[vec])]
     keys = [(key_record, None, key_hash)]
     ref = np.flatnonzero(reference)
+    lmq = []
     for r in ref.tolist():
         m: Message = read_record(buf, int(position[r]), limit, allow_v2)
-        code = tags_code(m, config)
-        for name, q, o in cq_targets(m, config):
+        code = tags[r] = tags_code(m, config)
+        targets = cq_targets(m, config)
+        lmq += [(r, *t) for t in targets[1:]]
+        for name, q, o in targets:
             t = topic_ids.setdefault(name, len(topics))
             if t == len(topics):
                 topics.append(name)
@@ -125,8 +129,8 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
                      np.array(hashes, dtype=np.int64)))
     if not len(ref):
-        return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, *cq[0], topics,
-                            key_record, key_hash, stop)
+        return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, lmq, *cq[0],
+                            topics, key_record, key_hash, stop)
     # merge the reference records' entries and keys in, in record order
     cq_cols = [np.concatenate([c[i] for c in cq]) for i in range(5)]
     order = np.argsort(cq_cols[0], kind="stable")
@@ -135,5 +139,5 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]) for i in range(3))
     k_order = np.lexsort((k_rank, k_rec))
     k_rec, k_hash = k_rec[k_order], k_hash[k_order]
-    return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, *cq_cols, topics,
-                        k_rec, k_hash, stop)
+    return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, lmq, *cq_cols,
+                        topics, k_rec, k_hash, stop)

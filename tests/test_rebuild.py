@@ -26,7 +26,8 @@ from rmqctl.dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from rmqctl.lock import store_lock
 from rmqctl.ops import txn
 from rmqctl.ops.query import query_offsets
-from rmqctl.ops.rebuild import rebuild_consumequeue, rebuild_index
+from rmqctl.ops.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
+from rmqctl.ops.verify import check_links, verify
 from rmqctl.record import Blank, Message, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -557,3 +558,75 @@ def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
     more = random_kills(crash_dir, prepare, lambda r: ["rebuild", "index", "--store", str(r),
                                                      "--broker-config", str(conf)], old_i, new_i, runs=10, seed=5)
     assert sum(outcomes.values()) + sum(more.values()) == 20
+
+
+# -- the check of a staged result against the build's own decode ----------------------------------------------
+
+
+def _patch(path: Path, pos: int, data: bytes):
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(data)
+
+
+def _entry_at(store: Store, ix, n: int) -> int:
+    slots, _ = store.index_geometry
+    return S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE
+
+
+def _swap_units(store: Store):
+    path = store.consumequeue_dir / "TopicTest" / "1" / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    data[20:40], data[40:60] = data[40:60], data[20:40]
+    path.write_bytes(bytes(data))
+
+
+def _chain_loop(store: Store):
+    ix = store.index_files()[2]
+    _patch(ix.path, _entry_at(store, ix, 200) + 16, S.INT32.pack(200))
+
+
+def _foreign_key(store: Store):
+    ix = store.index_files()[0]
+    at = _entry_at(store, ix, 10)
+    old = S.INT32.unpack_from(ix.path.read_bytes(), at)[0]
+    _patch(ix.path, at, S.INT32.pack(old + store.index_geometry[0]))  # same slot, another key
+
+
+def _entries_out_of_order(store: Store):
+    ix = store.index_files()[1]
+    data = ix.path.read_bytes()
+    a, b = _entry_at(store, ix, 30), _entry_at(store, ix, 31)
+    _patch(ix.path, a + 4, data[b + 4 : b + 12])  # entry 30 points where entry 31 does, 31 where 30 did
+    _patch(ix.path, b + 4, data[a + 4 : a + 12])
+
+
+def _time_diff(store: Store):
+    ix = store.index_files()[0]
+    _patch(ix.path, _entry_at(store, ix, 5) + 12, S.INT32.pack(999_999))
+
+
+DAMAGE = {"none": lambda store: None, "swapped units": _swap_units, "chain loop": _chain_loop,
+          "foreign key": _foreign_key, "entries out of order": _entries_out_of_order, "timeDiff": _time_diff}
+
+
+@pytest.mark.parametrize("name, damage", [("a-basic", d) for d in DAMAGE] + [(n, "none") for n in CLEAN_FIXTURES])
+def test_checks_against_the_builds_own_decode_equal_verify(store_copy, tmp_path, name, damage):
+    """rebuild checks what it staged with verify's consumequeue and index checks against its own decode of
+    a sound commitlog: they must find exactly what a full verify finds."""
+    root = store_copy(name)
+    store = open_store(root, name)
+    DAMAGE[damage](store)
+    build = dispatch_records(store, tmp_path / "build", build_cq=True, build_index=True)
+    assert build.commitlog is not None
+    for only in ("consumequeue", "index"):
+        fast = [f.to_dict() for f in check_links(store, build.commitlog, only)]
+        assert fast == [f.to_dict() for f in verify(store, only=only, jobs=1).findings]
+        assert bool(fast) == (damage != "none" and (only == "consumequeue") == (damage == "swapped units"))
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_builds_decode_is_reused_only_for_a_sound_commitlog(tmp_path, name):
+    store = open_store(FIXTURES / name / "store", name)
+    build = dispatch_records(store, tmp_path / "build", build_cq=True, build_index=True)
+    assert (build.commitlog is None) == (name == "d-crashed")

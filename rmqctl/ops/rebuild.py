@@ -225,17 +225,19 @@ class _Run:
         nothing was damaged, misplaced or beyond what that pass decides (inner batches): then the check of
         the result needs no second decode of the commitlog."""
         cols = self.columns
-        if self.scan.errors or self.one_by_one or self.mismatched or any(c[-1] for c in cols):
+        if self.scan.errors or self.one_by_one or self.mismatched:
             return None
+        empty = np.zeros(0, np.int64)
         off, size, qid, qoff, sysflag, store_ts, topic, tags = (
-            np.concatenate([c[k] for c in cols]) if cols else np.zeros(0, np.int64) for k in range(8))
+            np.concatenate([c[k] for c in cols]) if cols else empty for k in range(8))
         if np.any(sysflag & S.INNER_BATCH_FLAG):
             return None
         base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]]) if cols else []
-        key_record = np.concatenate([c[8] + b for c, b in zip(cols, base)]) if cols else np.zeros(0, np.int64)
-        key_hash = np.concatenate([c[9] for c in cols]) if cols else np.zeros(0, np.int64)
+        key_record = np.concatenate([c[8] + b for c, b in zip(cols, base)]) if cols else empty
+        key_hash = np.concatenate([c[9] for c in cols]) if cols else empty
+        lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c[10]]
         return Records(off, size, qid, qoff, sysflag, store_ts, topic, tags, list(self.topics), key_record, key_hash,
-                       [], {})
+                       lmq, {})
 
     def _selected(self, topic: str, qid: int) -> bool:
         return self.queue_filter is None or self.queue_filter(topic, qid)
@@ -288,8 +290,7 @@ class _Run:
         self.seen.add_many(b.phy, b.size)
         ids = np.array([self.topics.setdefault(t, len(self.topics)) for t in b.topics], np.int64)
         self.columns.append((f.start + b.position, b.size, b.queue_id, b.queue_offset, b.sysflag, b.store_ts,
-                             ids[b.topic] if len(ids) else b.topic, b.tags, b.key_record, b.key_hash,
-                             b.reference_records))
+                             ids[b.topic] if len(ids) else b.topic, b.tags, b.key_record, b.key_hash, b.lmq))
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
         if self.build_cq:
             self._batch_queues(f, b)
