@@ -5,9 +5,11 @@ commitlog, measured in the same run.
 The store is generated first: one commitlog of `--file-mb` MiB in the broker's layout (records built with
 rmqctl.record.encode_record, ending in a BLANK record), ~1 KiB messages with TAGS, UNIQ_KEY and 1-2 KEYS
 words (2-3 index keys per message), on tmpfs (/dev/shm) when there is one. The header walk reads only each
-record's TOTALSIZE and magic to step to the next one: the floor any rebuild has to pay. The vectorised
+record's TOTALSIZE and magic to step to the next one: the floor any rebuild has to pay. The compiled
 dispatch alone (entries and key hashes computed, nothing written) is timed too; each rebuild adds writing
-the files, reading them back and checking them, `verify`'s checks of the result, and the swap.
+the files, `verify`'s checks of the staged result, and the swap. Each figure is the best of --runs runs,
+so the compilation of the kernels (or their loading from numba's cache) in the first run is not counted.
+Peak RSS includes the mapped commitlog (page cache).
 
     python benchmarks/bench_rebuild.py [--file-mb 1024] [--dir /dev/shm]
 """
@@ -17,6 +19,7 @@ import argparse
 import mmap
 import os
 import random
+import resource
 import shutil
 import struct
 import tempfile
@@ -124,7 +127,7 @@ def main():
                 mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             secs, out = best_of(args.runs, lambda: dispatch_file(buf, len(buf), config, True))
             del out
-        print(f"  vectorised dispatch {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
+        print(f"  compiled dispatch   {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
               f"  {secs / walk_s:5.1f}x the header walk  (entries and key hashes, nothing written)")
         for what, fn in (("consumequeue", rebuild_consumequeue), ("index", rebuild_index)):
             def from_nothing():
@@ -135,6 +138,7 @@ def main():
             assert result.records == messages
             print(f"rebuild {what:13s} {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
                   f"  {secs / walk_s:5.1f}x the header walk  ({result.entries} entries)")
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     finally:
         shutil.rmtree(base)
 

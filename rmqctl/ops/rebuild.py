@@ -2,13 +2,15 @@
 CommitLogDispatcherBuildIndex) would have written, rebuilt offline from the commitlog, checked, and swapped in
 atomically (ops/txn.py).
 
-Every record of the commitlog is dispatched, in commitlog order, through the same Dispatcher `append` uses,
-into a staging directory inside the store; the consumequeue entries carry the record's own PHYSICALOFFSET
-field, as the broker's DispatchRequest does. Topic names read from the records are checked before they
-become directory names. The result is read back with the store model (not the writers) and checked against
-the commitlog, then `verify` (ops/verify.py) checks the store as the swap will leave it; on a failed check
-nothing changes. With `dry_run` the same build
-goes to a temporary directory outside the store and only the differences are reported.
+Every record of the commitlog is dispatched, in commitlog order, through the same Dispatcher `append` uses
+(whole files at once through the compiled pass of batchdispatch), into a staging directory inside the store;
+the consumequeue entries carry the record's own PHYSICALOFFSET field, as the broker's DispatchRequest does.
+Topic names read from the records are checked before they become directory names. Then `verify`'s checks
+(ops/verify.py) run on the store as the swap will leave it; on a failed check nothing changes. When the
+dispatch found the commitlog sound, those checks run against its own decode of the records (verify's
+consumequeue or index checks alone); otherwise a full `verify` decodes the commitlog again, so that findings
+caused by its damage are told apart. With `dry_run` the same build goes to a temporary directory outside the
+store, is read back and checked with the store model, and only the differences are reported.
 """
 from __future__ import annotations
 
