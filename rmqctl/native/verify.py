@@ -366,3 +366,26 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
         pos = end
     state[S_POS], state[S_RECORDS] = pos, n
     return ENDED
+
+
+@kernel
+def queue_offset_breaks(topic, qid, qoff, ri, order, inner_records, inner_steps):
+    """Positions k of `order` (targets grouped per queue, in commitlog order inside each) where target
+    order[k] does not continue the queue offset of order[k-1]: that offset plus one, or plus INNER_NUM
+    (`inner_steps`, by record in the sorted `inner_records`) after an inner batch."""
+    out = np.empty(len(order), np.int64)
+    m = 0
+    for k in range(1, len(order)):
+        a = order[k - 1]
+        b = order[k]
+        if topic[a] != topic[b] or qid[a] != qid[b]:
+            continue
+        step = 1
+        if len(inner_records):
+            j = np.searchsorted(inner_records, ri[a])
+            if j < len(inner_records) and inner_records[j] == ri[a]:
+                step = inner_steps[j]
+        if qoff[b] != qoff[a] + step:
+            out[m] = k
+            m += 1
+    return out[:m]

@@ -342,7 +342,7 @@ def check_index(run: "VerifyRun"):
                        "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
     slots, num = store.index_geometry  # settled before the scan (verify refuses to guess it)
     files = index_files(run)
-    rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
+    rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
     found_keys = []
     prev = None
     prev_phy = None
