@@ -102,38 +102,55 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 @kernel
+def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
+    """find_properties, and what a verifier reports about the string, in one pass over its bytes. Returns
+    (number of pairs, any byte >= 0x80, a non-empty segment whose first 0x01 is missing or first: a segment
+    the broker's parser drops that is more than a short or valueless pair)."""
+    for k in range(len(name_lens)):
+        value_lo[k] = -1
+        value_hi[k] = -1
+    pairs = 0
+    non_ascii = False
+    dropped = False
+    i = lo
+    while i < hi:
+        # the segment [i, j) and its first 0x01 (the first 0x01 from i on, as the broker's indexOf finds it,
+        # makes a pair only when it lies inside the segment)
+        j = i
+        sep1 = -1
+        while j < hi:
+            b = u8[j]
+            if b < 3 or b >= 0x80:
+                if b == 2:
+                    break
+                if b >= 0x80:
+                    non_ascii = True
+                elif b == 1 and sep1 < 0:
+                    sep1 = j
+            j += 1
+        if j > i and sep1 <= i:
+            dropped = True
+        if j - i >= 3 and i < sep1 < j - 1:
+            pairs += 1
+            for k in range(len(name_lens)):
+                n = name_lens[k]
+                if sep1 - i == n:
+                    same = True
+                    for c in range(n):
+                        if u8[i + c] != names[k, c]:
+                            same = False
+                            break
+                    if same:
+                        value_lo[k] = sep1 + 1
+                        value_hi[k] = j
+        i = j + 1
+    return pairs, non_ascii, dropped
+
+
+@kernel
 def find_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     """MessageDecoder.string2messageProperties over the property bytes u8[lo:hi]: segments end at 0x02; a
     segment of 3+ bytes is a pair when its first 0x01 (searched from the segment start, possibly past it)
     lies after a non-empty name and before a non-empty value; later pairs overwrite earlier ones. Writes
     the value span of each wanted name (-1, -1 when absent) and returns the number of pairs."""
-    for k in range(len(name_lens)):
-        value_lo[k] = -1
-        value_hi[k] = -1
-    pairs = 0
-    i = lo
-    sep1 = lo - 1  # the first 0x01 at or after i, found lazily
-    while i < hi:
-        j = i
-        while j < hi and u8[j] != 2:
-            j += 1
-        if j - i >= 3:
-            if sep1 < i:
-                sep1 = i
-                while sep1 < hi and u8[sep1] != 1:
-                    sep1 += 1
-            if i < sep1 < j - 1:
-                pairs += 1
-                for k in range(len(name_lens)):
-                    n = name_lens[k]
-                    if sep1 - i == n:
-                        same = True
-                        for c in range(n):
-                            if u8[i + c] != names[k, c]:
-                                same = False
-                                break
-                        if same:
-                            value_lo[k] = sep1 + 1
-                            value_hi[k] = j
-        i = j + 1
-    return pairs
+    return read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi)[0]

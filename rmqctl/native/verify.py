@@ -1,6 +1,6 @@
 """verify's commitlog kernel: one pass over a chunk of a commitlog file, record by record, in machine code.
 
-`walk` follows TOTALSIZE from record to record and decodes each head as record.read_record does (the same
+`walk` follows TOTALSIZE from record to record and decodes each record as record.read_record does (the same
 checks in the same order: magic, storeSize, host widths from sysFlag, body, topic and properties lengths,
 the length formula); where that decoder would refuse the record it stops, and the caller (ops.verify_scan)
 classifies the bytes there with read_record itself. For every well-formed record it claims, it checks what
@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import MASK32, crc32, find_properties, java_hash, kernel, property_names
+from . import MASK32, crc32, java_hash, kernel, property_names, read_properties
 
 
 def _field_offsets() -> dict[str, tuple[int, ...]]:
@@ -40,6 +41,10 @@ def _field_offsets() -> dict[str, tuple[int, ...]]:
         out.setdefault("headSize", []).append(pos)
     return {k: tuple(v) for k, v in out.items()}
 
+
+# numba loads its typing and lowering registries (mostly imports, ~0.3 s) at the first call of any kernel in
+# the process; loading them with this module's imports keeps them out of the first scan's time
+cpu_target.target_context.refresh()
 
 OFFSETS = _field_offsets()
 # fields up to sysFlag sit at the same place in every layout
@@ -123,64 +128,46 @@ def signed32(h):
 
 
 @kernel
-def decode(u8, pos, limit, allow_v2):
-    """record.read_record's checks on the record at `pos` (pos + 8 <= limit). Returns (size, combo,
-    body length, topic start, topic length, properties length), size 0 when the decoder refuses it."""
+def decode_head(u8, pos, limit, allow_v2):
+    """record.read_record's checks up to the body, on the record at `pos` (pos + 8 <= limit). Returns
+    (size, combo, body length, V2), size 0 when the decoder refuses the record."""
     size = be32(u8, pos)
     magic = be32(u8, pos + MAGIC_AT)
     v2 = magic == MAGIC_V2
     if magic != MAGIC_V1 and not (v2 and allow_v2):
-        return 0, 0, 0, 0, 0, 0
+        return 0, 0, 0, v2
     if size <= 0 or pos + size > limit or size < SMALLEST_HEAD:
-        return 0, 0, 0, 0, 0, 0
+        return 0, 0, 0, v2
     sysflag = be32(u8, pos + SYSFLAG_AT)
     combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
-    end = pos + size
-    p = pos + HEAD_SIZE[combo]
-    if p > end:
-        return 0, 0, 0, 0, 0, 0
+    if HEAD_SIZE[combo] > size:
+        return 0, 0, 0, v2
     body_len = be32(u8, pos + BODY_LENGTH_AT[combo])
-    if body_len > 0:
-        if p + body_len > end:
-            return 0, 0, 0, 0, 0, 0
-        p += body_len
-    width = 2 if v2 else 1
-    if p + width > end:
-        return 0, 0, 0, 0, 0, 0
-    topic_len = be16(u8, p) if v2 else np.int64(np.int8(u8[p]))
-    p += width
-    if topic_len < 0 or p + topic_len + 2 > end:
-        return 0, 0, 0, 0, 0, 0
-    topic_at = p
-    props_len = be16(u8, p + topic_len)
-    if props_len > 0 and p + topic_len + 2 + props_len > end:
-        return 0, 0, 0, 0, 0, 0
-    expected = FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0)
-    if expected != size:
-        return 0, 0, 0, 0, 0, 0
-    return size, combo, body_len, topic_at, topic_len, props_len
+    if body_len > 0 and HEAD_SIZE[combo] + body_len > size:
+        return 0, 0, 0, v2
+    return size, combo, body_len, v2
 
 
 @kernel
-def property_text(u8, lo, hi):
-    """(any byte >= 0x80, a non-empty 0x02-separated segment whose first 0x01 is missing or first)."""
-    non_ascii = False
-    dropped = False
-    i = lo
-    while i < hi:
-        j = i
-        first = -1
-        while j < hi and u8[j] != 2:
-            b = u8[j]
-            if b >= 0x80:
-                non_ascii = True
-            elif b == 1 and first < 0:
-                first = j
-            j += 1
-        if j > i and first <= i:
-            dropped = True
-        i = j + 1
-    return non_ascii, dropped
+def decode_tail(u8, pos, size, combo, body_len, v2):
+    """The rest of read_record's checks (after decode_head accepted the record): topic and properties
+    lengths and the length formula. Returns (topic start, topic length, properties length), topic start
+    -1 when the decoder refuses the record."""
+    end = pos + size
+    p = pos + HEAD_SIZE[combo] + max(body_len, 0)
+    width = 2 if v2 else 1
+    if p + width > end:
+        return -1, 0, 0
+    topic_len = be16(u8, p) if v2 else np.int64(np.int8(u8[p]))
+    p += width
+    if topic_len < 0 or p + topic_len + 2 > end:
+        return -1, 0, 0
+    props_len = be16(u8, p + topic_len)
+    if props_len > 0 and p + topic_len + 2 + props_len > end:
+        return -1, 0, 0
+    if FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0) != size:
+        return -1, 0, 0
+    return p, topic_len, props_len
 
 
 @kernel
@@ -270,19 +257,31 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
     value_hi = np.empty(len(NAME_LENGTHS), np.int64)
     pos = state[S_POS]
     n = state[S_RECORDS]
+    property_crc_seen = False  # the previous record had __CRC32#: this one likely has too
     while pos < stop and pos + 8 <= limit:
-        size, combo, body_len, topic_at, topic_len, props_len = decode(u8, pos, limit, allow_v2)
+        size, combo, body_len, v2 = decode_head(u8, pos, limit, allow_v2)
         if size == 0:
             state[S_POS], state[S_RECORDS] = pos, n
             return BROKEN
-        if pos < claim_from:
+        claimed = pos >= claim_from
+        if claimed and (n == records.shape[1] or state[S_TOPICS] * 2 >= len(table)
+                        or (want_keys and state[S_KEYS] + MOST_KEYS > keys.shape[1])):
+            state[S_POS], state[S_RECORDS] = pos, n
+            return FULL
+        # the body's CRC first: reading it streams the memory on to the topic, properties and next record
+        body_crc_ok = True
+        body_crc_done = claimed and check_crc and body_len > 0 and not property_crc_seen
+        if body_crc_done:
+            body_at = pos + HEAD_SIZE[combo]
+            body_crc_ok = crc32(u8, body_at, body_at + body_len) & CRC_MASK == be32(u8, pos + BODY_CRC_AT)
+        topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+        if topic_at < 0:
+            state[S_POS], state[S_RECORDS] = pos, n
+            return BROKEN
+        if not claimed:
             pos += size
             continue
         props_len = max(props_len, 0)
-        if (n == records.shape[1] or state[S_TOPICS] * 2 >= len(table)
-                or (want_keys and state[S_KEYS] + MOST_KEYS > keys.shape[1])):
-            state[S_POS], state[S_RECORDS] = pos, n
-            return FULL
         end = pos + size
         sysflag = be32(u8, pos + SYSFLAG_AT)
         flags = 0
@@ -298,15 +297,15 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
         lo = end - props_len
         if props_len > 0 and u8[end - 1] == 2:
             state[S_TRAILING] += 1
-        non_ascii, dropped = property_text(u8, lo, end)
+        _, non_ascii, dropped = read_properties(u8, lo, end, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
         if non_ascii:
             if not java_hash(u8, lo, end, 0)[1]:
                 flags |= F_PROPERTIES_UTF8
         elif dropped:
             flags |= F_DROPPED_SEGMENTS
-        find_properties(u8, lo, end, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
         if check_crc:
             verified = False
+            property_crc_seen = value_lo[CRC32] >= 0
             if value_lo[CRC32] >= 0:
                 if is_ascii(u8, value_lo[CRC32], value_hi[CRC32]):
                     stored = crc_digits(u8, value_lo[CRC32], value_hi[CRC32])
@@ -319,8 +318,10 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             elif options & FORCE_PROPERTY_CRC:
                 flags |= F_NO_PROPERTY_CRC
             if not verified and body_len > 0:
-                body_at = pos + HEAD_SIZE[combo]
-                if crc32(u8, body_at, body_at + body_len) & CRC_MASK != be32(u8, pos + BODY_CRC_AT):
+                if not body_crc_done:
+                    body_at = pos + HEAD_SIZE[combo]
+                    body_crc_ok = crc32(u8, body_at, body_at + body_len) & CRC_MASK == be32(u8, pos + BODY_CRC_AT)
+                if not body_crc_ok:
                     flags |= F_BODY_CRC
         if (options & LMQ) and value_lo[MULTI_DISPATCH] >= 0:
             flags |= F_REFERENCE
@@ -365,3 +366,26 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
         pos = end
     state[S_POS], state[S_RECORDS] = pos, n
     return ENDED
+
+
+@kernel
+def queue_offset_breaks(topic, qid, qoff, ri, order, inner_records, inner_steps):
+    """Positions k of `order` (targets grouped per queue, in commitlog order inside each) where target
+    order[k] does not continue the queue offset of order[k-1]: that offset plus one, or plus INNER_NUM
+    (`inner_steps`, by record in the sorted `inner_records`) after an inner batch."""
+    out = np.empty(len(order), np.int64)
+    m = 0
+    for k in range(1, len(order)):
+        a = order[k - 1]
+        b = order[k]
+        if topic[a] != topic[b] or qid[a] != qid[b]:
+            continue
+        step = 1
+        if len(inner_records):
+            j = np.searchsorted(inner_records, ri[a])
+            if j < len(inner_records) and inner_records[j] == ri[a]:
+                step = inner_steps[j]
+        if qoff[b] != qoff[a] + step:
+            out[m] = k
+            m += 1
+    return out[:m]

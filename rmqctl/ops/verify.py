@@ -29,6 +29,7 @@ from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import verify_links
+from ..native.verify import queue_offset_breaks
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
@@ -455,7 +456,7 @@ class VerifyRun:
                     self.region(i, g, last_data, report)
                 if r.blank is not None:
                     self.logical_end = max(self.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
-                remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int32)
+                remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int64)
                 n = len(r.pos)
                 cols["off"].append(r.pos + f.start)
                 cols["size"].append(r.size)
@@ -465,7 +466,7 @@ class VerifyRun:
                 cols["store_ts"].append(r.store_ts)
                 cols["topic"].append(remap[r.topic] if n else r.topic)
                 cols["tags"].append(r.tags)
-                cols["key_record"].append(r.key_record.astype(np.int64) + base)
+                cols["key_record"].append(r.key_record + base)
                 cols["key_hash"].append(r.key_hash)
                 lmq += [(k + base, *rest) for k, *rest in r.lmq]
                 inner.update({k + base: v for k, v in r.inner_num.items()})
@@ -476,9 +477,8 @@ class VerifyRun:
         keys = cat["key_record"]
         # each chunk lists its keys by record, except the few of records decoded the slow way
         order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-        self.rec = Records(cat["off"].astype(np.int64), cat["size"].astype(np.int64), cat["queue_id"],
-                           cat["queue_offset"], cat["sysflag"].astype(np.int64), cat["store_ts"],
-                           cat["topic"].astype(np.int64), cat["tags"], sorted(index_of, key=index_of.get),
+        self.rec = Records(cat["off"], cat["size"], cat["queue_id"], cat["queue_offset"], cat["sysflag"],
+                           cat["store_ts"], cat["topic"], cat["tags"], sorted(index_of, key=index_of.get),
                            cat["key_record"][order], cat["key_hash"][order], lmq, inner)
         if len(self.rec.off):
             self.logical_end = max(self.logical_end, int((self.rec.off + self.rec.size).max()))
@@ -546,25 +546,26 @@ class VerifyRun:
         if not len(ri):
             return
         order = queue_order(topic, qid, ri, bool(rec.lmq))
-        topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
-        step_of = np.ones(len(rec.off), dtype=np.int64)
-        if rec.inner_num:
-            step_of[list(rec.inner_num)] = list(rec.inner_num.values())
-        step = step_of[ri]
-        same = (topic[1:] == topic[:-1]) & (qid[1:] == qid[:-1])
-        expected = qoff[:-1] + step[:-1]
-        bad = np.flatnonzero(same & (qoff[1:] != expected)) + 1
+        inner = np.array(sorted(rec.inner_num.items()), dtype=np.int64).reshape(-1, 2)
+        bad = queue_offset_breaks(topic, qid, qoff, ri, order, inner[:, 0].copy(), inner[:, 1].copy())
+
+        def step(j: int) -> int:  # how far target j's record moves its queue's offset
+            return rec.inner_num.get(int(ri[j]), 1)
+
         skip = set()
         names = self.all_topics
         for k in bad.tolist():
             if k in skip:
                 continue
-            prev, cur = int(ri[k - 1]), int(ri[k])
-            want = int(qoff[k - 1] + step[k - 1])
-            got = int(qoff[k])
-            queue = f"{names[topic[k]]}/{int(qid[k])}"
+            before, at = int(order[k - 1]), int(order[k])
+            after = int(order[k + 1]) if k + 1 < len(order) else -1
+            prev, cur = int(ri[before]), int(ri[at])
+            want = int(qoff[before]) + step(before)
+            got = int(qoff[at])
+            queue = f"{names[topic[at]]}/{int(qid[at])}"
             a, b = int(rec.off[prev]), int(rec.off[cur])
-            single = k + 1 < len(ri) and bool(same[k]) and int(qoff[k + 1]) == want + int(step[k])
+            single = (after >= 0 and topic[after] == topic[at] and qid[after] == qid[at]
+                      and int(qoff[after]) == want + step(at))
             if single:
                 skip.add(k + 1)
                 detail = (f"record at {b} in {queue} has queue offset {got}, but the records around it make it {want} "
@@ -604,12 +605,15 @@ class VerifyRun:
             if name not in ids:
                 ids[name] = len(names)
                 names.append(name)
-        topic = np.concatenate([rec.topic[main], np.array([ids[n] for _, n, _, _ in lmq], dtype=np.int64)])
-        qid = np.concatenate([rec.queue_id[main].astype(np.int64), np.array([q for _, _, q, _ in lmq], dtype=np.int64)])
-        qoff = np.concatenate([rec.queue_offset[main], np.array([o for _, _, _, o in lmq], dtype=np.int64)])
-        ri = np.concatenate([main, np.array([r for r, _, _, _ in lmq], dtype=np.int64)]).astype(np.int64)
         self._all_topics = names
-        self._targets = (topic.astype(np.int64), qid, qoff.astype(np.int64), ri)
+        if len(main) == len(rec.off) and not lmq:  # every record has exactly its own entry: no copies
+            self._targets = (rec.topic, rec.queue_id, rec.queue_offset, main)
+            return self._targets
+        topic = np.concatenate([rec.topic[main], np.array([ids[n] for _, n, _, _ in lmq], dtype=np.int64)])
+        qid = np.concatenate([rec.queue_id[main], np.array([q for _, _, q, _ in lmq], dtype=np.int64)])
+        qoff = np.concatenate([rec.queue_offset[main], np.array([o for _, _, _, o in lmq], dtype=np.int64)])
+        ri = np.concatenate([main, np.array([r for r, _, _, _ in lmq], dtype=np.int64)])
+        self._targets = (topic, qid, qoff, ri)
         return self._targets
 
     def _file_start(self, offset: int) -> int:

@@ -359,7 +359,7 @@ def check_index(run: "VerifyRun"):
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
     if run.deep and cfg.messageIndexEnable:
-        rec_keys = np.sort(rec.key_record.astype(np.int64) * (1 << 32) + rec.key_hash.astype(np.int64))
+        rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
         _deep_keys(run, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
 
 

@@ -73,7 +73,8 @@ class ChunkResult:
     task: Task
     first: int | None  # first record start found (None: none)
     handoff: int  # where the walk stopped: the next chunk must start exactly here
-    pos: np.ndarray  # in-file positions of the checked (claimed, well-formed) records
+    # per checked (claimed, well-formed) record, int64 arrays:
+    pos: np.ndarray  # in-file position
     size: np.ndarray
     queue_id: np.ndarray
     queue_offset: np.ndarray
@@ -81,7 +82,7 @@ class ChunkResult:
     store_ts: np.ndarray
     topic: np.ndarray  # index into `topics`
     tags: np.ndarray  # the tagsCode the broker's dispatch computes (0 when not asked for)
-    topics: list[str]
+    topics: list[str]  # a name per distinct topic bytes (two can decode to one name)
     key_record: np.ndarray  # index keys: record (index into the arrays above) and IndexService hash
     key_hash: np.ndarray
     lmq: list[tuple[int, str, int, int]]  # extra consumequeue targets: (record, topic, queueId, queueOffset)
@@ -259,14 +260,11 @@ class _Scanner:
         n, n_keys, n_topics = (int(state[k]) for k in (K.S_RECORDS, K.S_KEYS, K.S_TOPICS))
         rec = self.records[:, :n]
         topics = self.topics[:, :n_topics]
-        # one name per topic: different bytes can decode to the same name (replacement characters)
-        ids: dict[str, int] = {}
-        name_ids = [ids.setdefault(decode_utf8(bytes(self.buf[at : at + length])), len(ids))
-                    for at, length in zip(topics[K.T_AT].tolist(), topics[K.T_LEN].tolist())]
-        names = list(ids)
-        topic = np.array(name_ids, dtype=np.int32)[rec[K.TOPIC]] if n else np.zeros(0, np.int32)
-        tags = rec[K.TAGS_CODE].copy()
-        key_record, key_hash = [self.keys[0, :n_keys].astype(np.int32)], [self.keys[1, :n_keys].astype(np.int32)]
+        # the name of each topic (different bytes can decode to the same name: the caller merges by name)
+        names = [decode_utf8(bytes(self.buf[at : at + length]))
+                 for at, length in zip(topics[K.T_AT].tolist(), topics[K.T_LEN].tolist())]
+        tags = rec[K.TAGS_CODE]
+        key_record, key_hash = [self.keys[0, :n_keys]], [self.keys[1, :n_keys]]
         lmq, inner = [], {}
         flags = rec[K.FLAGS]
         for i in np.flatnonzero(flags).tolist():
@@ -277,17 +275,16 @@ class _Scanner:
                 tags[i] = _tags_code(m, t.config)
                 if t.want_keys:
                     hashes = [index_key_hash(k) for k in index_keys(m)]
-                    key_record.append(np.full(len(hashes), i, np.int32))
-                    key_hash.append(np.array(hashes, dtype=np.int32))
+                    key_record.append(np.full(len(hashes), i, np.int64))
+                    key_hash.append(np.array(hashes, dtype=np.int64))
                 lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
             if f & K.F_INNER_BATCH:
                 inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
-        self.topic_findings(topics, names, name_ids)
+        self.topic_findings(topics, names)
         return ChunkResult(
-            task=t, first=first, handoff=handoff, pos=rec[K.POS].copy(), size=rec[K.SIZE].astype(np.int32),
-            queue_id=rec[K.QUEUE_ID].astype(np.int32), queue_offset=rec[K.QUEUE_OFFSET].copy(),
-            sysflag=rec[K.SYSFLAG].astype(np.int32), store_ts=rec[K.STORE_TS].copy(), topic=topic, tags=tags,
-            topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
+            task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
+            queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],
+            tags=tags, topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
             inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
             trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
         )
@@ -333,10 +330,9 @@ class _Scanner:
             add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
                                            f"{head.bodyLength}-byte body: the body changed after it was written"))
 
-    def topic_findings(self, topics: np.ndarray, names: list[str], name_ids: list[int]):
+    def topic_findings(self, topics: np.ndarray, names: list[str]):
         """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""
-        for k in range(topics.shape[1]):
-            name = names[name_ids[k]]
+        for k, name in enumerate(names):
             pos = int(topics[K.T_FIRST, k])
             if not topics[K.T_WELL_FORMED, k]:
                 at = int(topics[K.T_AT, k])
