@@ -13,11 +13,39 @@ code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2m
 from __future__ import annotations
 
 import ctypes.util
+import hashlib
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import numba
 import numpy as np
 from numba import types
+
+
+def _drop_stale_caches():
+    """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
+    other modules and the schema constants it reads: after a change to those it would go on running the
+    old code. One stamp over this package's sources and the schema empties the cache when any changes."""
+    here = Path(__file__).parent
+    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py"]
+    stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    cache = here / "__pycache__"
+    marker = cache / "rmqctl-native.stamp"
+    try:
+        if marker.read_text() == stamp:
+            return
+    except OSError:
+        pass
+    try:
+        for p in cache.glob("*.nb[ic]"):
+            p.unlink()
+        cache.mkdir(exist_ok=True)
+        marker.write_text(stamp)
+    except OSError:
+        pass  # a read-only installation: numba caches in its user-wide directory, which a reinstall renews
+
+
+_drop_stale_caches()
 
 
 def kernel(fn):
