@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
+from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
@@ -310,10 +311,6 @@ def _field_cause(run, r: int) -> str | None:
 # -- index ------------------------------------------------------------------------------------------------
 
 
-def _index_hash(key_hash: np.ndarray) -> np.ndarray:
-    return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
-
-
 def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
     from .verify import INDEX
@@ -373,12 +370,9 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
     count = min(count, num, len(entries))
-    ent = entries[1:count]
-    n = np.arange(1, count, dtype=np.int64)
-    key_hash = ent["keyHash"].astype(np.int64)
-    phy = ent["phyOffset"].astype(np.int64)
-    diff = ent["timeDiff"].astype(np.int64)
-    prev_idx = ent["prevIndex"].astype(np.int64)
+    u8 = np.frombuffer(ix.mf.buf, np.uint8)
+    key_hash, phy, diff, prev_idx, slot_of = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
+    n = np.arange(1, max(count, 1), dtype=np.int64)
     entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
     # entries past indexCount must be untouched space (a header that lags shows right after the count)
     tail = entries[count : count + 4096]
@@ -386,14 +380,11 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if len(used):
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-    slot_values = np.zeros(slots, dtype=np.int64)
-    held = ix.slots()
-    slot_values[: len(held)] = held
+    slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
-    slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
     _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values)
     for k in negative[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
@@ -405,56 +396,44 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-order", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} points at {int(phy[k])}, before entry {int(n[k]) - 1} ({int(phy[k - 1])}): the broker "
                    f"indexes in commitlog order ({len(order_bad)} such entries)")
-    live = np.flatnonzero((phy >= run.min_offset) & run.in_range(phy))
-    j = rec.find(phy[live])
-    past = phy[live] >= run.logical_end
-    reported_targets = 0
-    for k in live[past].tolist():
+    lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
+    hi = run.end if run.end is not None else np.iinfo(np.int64).max
+    first_base = (prev.header["endTimestamp"] if prev is not None else -1)
+    outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys, rec.store_ts,
+                                    h["beginTimestamp"], first_base)
+    for k in np.flatnonzero(outcome & E_PAST_END).tolist():
         o = int(phy[k])
         cause = run.damage.cause(o) or _tail_cause(run, o)
         detail = f"entry {int(n[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
         if cause:
             detail += f"; a direct consequence of {cause}"
         run.report(INDEX, "index-entry-past-end", "error", ix.path, entry_pos(n[k]), o, detail)
-    for k in live[(j < 0) & ~past].tolist():
+    for reported, k in enumerate(np.flatnonzero(outcome & E_NO_RECORD)[:100].tolist()):
         o = int(phy[k])
         cause = run.damage.cause(o)
         inside = rec.containing(o)
         detail = f"entry {int(n[k])} points at {o}, where no record starts"
         detail += f"; a direct consequence of {cause}" if cause else (
             f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
-        if reported_targets < 100:
-            run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
-        reported_targets += 1
-    hit = live[j >= 0]
-    jh = j[j >= 0]
-    if len(hit):
-        pairs = jh.astype(np.int64) * (1 << 32) + key_hash[hit]
-        found = pairs
-        wrong_key = np.flatnonzero(~_sorted_member(pairs, rec_keys) & (key_hash[hit] >= 0))
-        for w in wrong_key[:MAX_LISTED].tolist():
-            k, r = int(hit[w]), int(jh[w])
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
-                       f"({rec.describe(r)}) hashes to it")
-        if len(wrong_key) > MAX_LISTED:
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                       f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
-        # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
-        # which the constructor presets)
-        ts = rec.store_ts[jh]
-        base = np.full(len(hit), h["beginTimestamp"], dtype=np.int64)
-        first = n[hit] == 1
-        if first.any():
-            base[first] = prev.header["endTimestamp"] if prev is not None else -1
-        checkable = base != -1
-        want = np.where(base <= 0, 0, np.clip((ts - base) // 1000, 0, 0x7FFFFFFF))
-        off_time = np.flatnonzero(checkable & (diff[hit] != want))
-        for w in off_time[:MAX_LISTED].tolist():
-            k = int(hit[w])
-            run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {int(want[w])}: "
-                       f"time-bounded lookups misjudge it")
+        run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
+    hit = np.flatnonzero(record >= 0)
+    found = record[hit] * (1 << 32) + key_hash[hit]
+    wrong_key = np.flatnonzero(outcome & E_WRONG_KEY)
+    for k in wrong_key[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
+                   f"({rec.describe(int(record[k]))}) hashes to it")
+    if len(wrong_key) > MAX_LISTED:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                   f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
+    # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
+    # which the constructor presets)
+    for k in np.flatnonzero(outcome & E_TIME)[:MAX_LISTED].tolist():
+        base = first_base if k == 0 else h["beginTimestamp"]
+        want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
+        run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
+                   f"time-bounded lookups misjudge it")
     # header against the entries and their records
     if count > 1:
         checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
@@ -487,18 +466,7 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
     from .verify import INDEX
 
     total = max(count, 1)
-    entry_slot = np.zeros(total, dtype=np.int64)
-    entry_slot[n] = slot_of
-    in_range = (prev_idx >= 0) & (prev_idx < n)
-    linked = prev_idx[in_range & (prev_idx > 0)]
-    used = np.bincount(slot_of, minlength=slots) if len(n) else np.zeros(slots, np.int64)
-    valid_slot = (slot_values > 0) & (slot_values < total)
-    links_to = np.bincount(linked, minlength=total) if len(linked) else np.zeros(total, np.int64)
-    sound = (in_range.all() and (entry_slot[np.where(prev_idx > 0, prev_idx, n)] == slot_of).all()
-             and (links_to <= 1).all() and int(np.count_nonzero(prev_idx == 0)) == int(np.count_nonzero(used))
-             and np.array_equal(valid_slot, used > 0)
-             and (entry_slot[slot_values[valid_slot]] == np.flatnonzero(valid_slot)).all()
-             and not links_to[slot_values[valid_slot]].any())
+    sound = chains_sound(slot_of, prev_idx, slot_values, total)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
