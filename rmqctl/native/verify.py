@@ -369,26 +369,38 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
 
 
 @kernel
-def queue_offset_breaks(topic, qid, qoff, ri, order, inner_records, inner_steps):
-    """Positions k of `order` (targets grouped per queue, in commitlog order inside each) where target
-    order[k] does not continue the queue offset of order[k-1]: that offset plus one, or plus INNER_NUM
-    (`inner_steps`, by record in the sorted `inner_records`) after an inner batch."""
-    out = np.empty(len(order), np.int64)
+def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
+    """Where a queue's offsets do not go up by one (by INNER_NUM after an inner batch: `inner_steps` of the
+    records in the sorted `inner_records`). Targets are taken in `order` (empty: as they come), which
+    must be commitlog order within each queue; `queue` numbers them below `queues`. Returns the targets
+    (before, at, after) around each break: `at` does not continue `before`, `after` is the next target of
+    the queue (-1: none)."""
+    last = np.full(queues, -1, np.int64)
+    waiting = np.full(queues, -1, np.int64)  # the break whose `after` is its queue's next target
+    before = np.empty(len(queue), np.int64)
+    at = np.empty(len(queue), np.int64)
+    after = np.empty(len(queue), np.int64)
     m = 0
-    for k in range(1, len(order)):
-        a = order[k - 1]
-        b = order[k]
-        if topic[a] != topic[b] or qid[a] != qid[b]:
+    for t in range(len(queue)):
+        i = order[t] if len(order) else t
+        q = queue[i]
+        if waiting[q] >= 0:
+            after[waiting[q]] = i
+            waiting[q] = -1
+        p = last[q]
+        last[q] = i
+        if p < 0:
             continue
         step = 1
         if len(inner_records):
-            j = np.searchsorted(inner_records, ri[a])
-            if j < len(inner_records) and inner_records[j] == ri[a]:
+            j = np.searchsorted(inner_records, ri[p])
+            if j < len(inner_records) and inner_records[j] == ri[p]:
                 step = inner_steps[j]
-        if qoff[b] != qoff[a] + step:
-            out[m] = k
+        if qoff[i] != qoff[p] + step:
+            before[m], at[m], after[m] = p, i, -1
+            waiting[q] = m
             m += 1
-    return out[:m]
+    return before[:m], at[:m], after[:m]
 
 
 # -- index files ------------------------------------------------------------------------------------------------
