@@ -529,11 +529,12 @@ def test_sound_store_is_silent_for_cron():
 
 def _crafted_record(pos: int, topic: bytes, props: bytes, body: bytes = b"payload", *, sysflag: int = 0,
                     magic: int = S.MAGIC_V1, physical: int | None = None, body_crc: int | None = None,
-                    property_crc: bool = False) -> bytes:
-    """One record at `pos`, its CRCs right unless given; `property_crc` appends a correct 5.x __CRC32#."""
+                    property_crc: bool = False, queue: tuple[int, int] = (1, 7)) -> bytes:
+    """One record at `pos` in `queue` (queueId, queueOffset), its CRCs right unless given; `property_crc`
+    appends a correct 5.x __CRC32#."""
     m = Message()
-    m.magicCode, m.bodyCRC, m.queueId, m.flag = magic, crc31(body) if body_crc is None else body_crc, 1, 0
-    m.queueOffset, m.physicalOffset, m.sysFlag = 7, pos if physical is None else physical, sysflag
+    m.magicCode, m.bodyCRC, m.queueId, m.flag = magic, crc31(body) if body_crc is None else body_crc, queue[0], 0
+    m.queueOffset, m.physicalOffset, m.sysFlag = queue[1], pos if physical is None else physical, sysflag
     m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000
     v6 = lambda flag: bytes(16) if sysflag & flag else bytes(4)  # noqa: E731
     m.bornIp, m.bornPort, m.storeIp, m.storePort = v6(S.BORNHOST_V6_FLAG), 1, v6(S.STOREHOSTADDRESS_V6_FLAG), 2
@@ -610,3 +611,38 @@ def test_kernel_against_the_reference_on_crafted_records(tmp_path):
         assert (int(r.queue_id[i]), int(r.queue_offset[i]), int(r.store_ts[i])) == (m.queueId, m.queueOffset,
                                                                                    m.storeTimestamp)
     assert r.inner_num == {specs.index(next(s for s in specs if s[1].get("sysflag") == S.INNER_BATCH_FLAG)): 3}
+
+
+def test_queue_offsets_with_inner_batches_and_lmq_queues(tmp_path):
+    """Queue offsets go up by one, by INNER_NUM after an inner batch, and LMQ queues count on their own:
+    one wrong field is told from a gap or a duplicate, in own and LMQ queues alike."""
+    lmq = lambda queues, offsets: _props((b"INNER_MULTI_DISPATCH", queues), (b"INNER_MULTI_QUEUE_OFFSET", offsets))  # noqa: E731
+    specs = [
+        dict(topic=b"TA", props=b"", queue=(0, 0)),
+        dict(topic=b"TA", props=lmq(b"%LMQ%x,%LMQ%y", b"0,5"), queue=(0, 1)),
+        dict(topic=b"TA", props=lmq(b"%LMQ%x,%LMQ%y", b"1,6"), queue=(0, 2)),
+        dict(topic=b"TA", props=_props((b"INNER_NUM", b"3")), queue=(0, 3), sysflag=S.INNER_BATCH_FLAG),
+        dict(topic=b"TA", props=b"", queue=(0, 6)),
+        dict(topic=b"TA", props=b"", queue=(0, 9)),  # one field off: 7 expected, 8 follows
+        dict(topic=b"TA", props=lmq(b"%LMQ%x", b"5"), queue=(0, 8)),  # the LMQ queue jumps from 1 to 5
+        dict(topic=b"TB", props=b"", queue=(1, 0)),
+        dict(topic=b"TB", props=b"", queue=(1, 0)),  # a duplicate at the end of its queue
+    ]
+    data = bytearray()
+    starts = []
+    for spec in specs:
+        starts.append(len(data))
+        data += _crafted_record(len(data), **spec)
+    file_size = len(data) + 64
+    data += S.BLANK.pack(file_size - len(data), S.MAGIC_BLANK)
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / f"{0:020d}").write_bytes(bytes(data).ljust(file_size, b"\0"))
+    cfg = BrokerConfig(mappedFileSizeCommitLog=file_size, enableMultiDispatch=True, enableLmq=True)
+    found = [f for f in verify(Store(tmp_path, cfg), only="commitlog", jobs=1).findings if f.kind == "queue-offset"]
+    assert [(f.commitLogOffset, f.detail.split(";")[0]) for f in found] == [
+        (starts[5], f"record at {starts[5]} in TA/0 has queue offset 9, but the records around it make it 7 (a jump "
+                    f"ahead)"),
+        (starts[6], f"queue %LMQ%x/0 jumps from offset 1 (record at {starts[2]}) to 5 (record at {starts[6]}): 3 missing"),
+        (starts[8], f"queue TB/1 goes back from offset 0 (record at {starts[7]}) to 0 (record at {starts[8]}): "
+                    f"duplicate queue offsets"),
+    ]

@@ -369,23 +369,172 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
 
 
 @kernel
-def queue_offset_breaks(topic, qid, qoff, ri, order, inner_records, inner_steps):
-    """Positions k of `order` (targets grouped per queue, in commitlog order inside each) where target
-    order[k] does not continue the queue offset of order[k-1]: that offset plus one, or plus INNER_NUM
-    (`inner_steps`, by record in the sorted `inner_records`) after an inner batch."""
-    out = np.empty(len(order), np.int64)
+def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
+    """Where a queue's offsets do not go up by one (by INNER_NUM after an inner batch: `inner_steps` of the
+    records in the sorted `inner_records`). Targets are taken in `order` (empty: as they come), which
+    must be commitlog order within each queue; `queue` numbers them below `queues`. Returns the targets
+    (before, at, after) around each break: `at` does not continue `before`, `after` is the next target of
+    the queue (-1: none)."""
+    last = np.full(queues, -1, np.int64)
+    waiting = np.full(queues, -1, np.int64)  # the break whose `after` is its queue's next target
+    before = np.empty(len(queue), np.int64)
+    at = np.empty(len(queue), np.int64)
+    after = np.empty(len(queue), np.int64)
     m = 0
-    for k in range(1, len(order)):
-        a = order[k - 1]
-        b = order[k]
-        if topic[a] != topic[b] or qid[a] != qid[b]:
+    for t in range(len(queue)):
+        i = order[t] if len(order) else t
+        q = queue[i]
+        if waiting[q] >= 0:
+            after[waiting[q]] = i
+            waiting[q] = -1
+        p = last[q]
+        last[q] = i
+        if p < 0:
             continue
         step = 1
         if len(inner_records):
-            j = np.searchsorted(inner_records, ri[a])
-            if j < len(inner_records) and inner_records[j] == ri[a]:
+            j = np.searchsorted(inner_records, ri[p])
+            if j < len(inner_records) and inner_records[j] == ri[p]:
                 step = inner_steps[j]
-        if qoff[b] != qoff[a] + step:
-            out[m] = k
+        if qoff[i] != qoff[p] + step:
+            before[m], at[m], after[m] = p, i, -1
+            waiting[q] = m
             m += 1
-    return out[:m]
+    return before[:m], at[:m], after[:m]
+
+
+# -- index files ------------------------------------------------------------------------------------------------
+ENTRY_SIZE = S.INDEX_ENTRY_DTYPE.itemsize
+KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (
+    S.INDEX_ENTRY_DTYPE.fields[name][1] for name in ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
+assert S.INDEX_ENTRY_DTYPE.itemsize == S.INDEX_ENTRY_SIZE and S.HASH_SLOT_SIZE == 4
+
+
+@kernel
+def index_entries(u8, base, count, slots):
+    """Entries 1..count-1 of an index file whose entry 0 starts at u8[base] (the caller has checked that
+    they lie inside u8): keyHash, phyOffset, timeDiff, prevIndex, and the slot of each keyHash
+    (indexKeyHashMethod's abs, modulo the slot count)."""
+    n = max(count - 1, 0)
+    key_hash = np.empty(n, np.int64)
+    phy = np.empty(n, np.int64)
+    diff = np.empty(n, np.int64)
+    prev = np.empty(n, np.int64)
+    slot = np.empty(n, np.int64)
+    for k in range(n):
+        p = base + (k + 1) * ENTRY_SIZE
+        h = be32(u8, p + KEY_HASH_AT)
+        key_hash[k], phy[k] = h, be64(u8, p + PHY_OFFSET_AT)
+        diff[k], prev[k] = be32(u8, p + TIME_DIFF_AT), be32(u8, p + PREV_INDEX_AT)
+        slot[k] = (0 if h == -(1 << 31) else abs(h)) % slots
+    return key_hash, phy, diff, prev, slot
+
+
+@kernel
+def hash_slots(u8, base, held, slots):
+    """The `held` slot values at u8[base] (big-endian int32), as `slots` int64 values (0 past the file)."""
+    out = np.zeros(slots, np.int64)
+    for s in range(held):
+        out[s] = be32(u8, base + 4 * s)
+    return out
+
+
+@kernel
+def chains_sound(slot_of, prev, slot_values, total):
+    """True when every slot holds the newest entry of its hash and every entry links to the previous entry
+    of its slot (0 at a chain's start), told without sorting: every prevIndex in range and backwards, to an
+    entry of the same slot, no entry linked twice, one chain start and one slot value per slot in use, and
+    no entry a slot holds linked to by a later one. Entry k + 1 is described at index k."""
+    entry_slot = np.zeros(total, np.int64)
+    for k in range(len(slot_of)):
+        entry_slot[k + 1] = slot_of[k]
+    linked = np.zeros(total, np.bool_)
+    used = np.zeros(len(slot_values), np.bool_)
+    starts = 0
+    in_use = 0
+    for k in range(len(prev)):
+        p = prev[k]
+        if p < 0 or p >= k + 1:
+            return False
+        if p == 0:
+            starts += 1
+        else:
+            if entry_slot[p] != slot_of[k] or linked[p]:
+                return False
+            linked[p] = True
+        if not used[slot_of[k]]:
+            used[slot_of[k]] = True
+            in_use += 1
+    if starts != in_use:
+        return False
+    for s in range(len(slot_values)):
+        v = slot_values[s]
+        held = 0 < v < total
+        if held != used[s]:
+            return False
+        if held and (entry_slot[v] != s or linked[v]):
+            return False
+    return True
+
+
+# entry outcomes (bits) of index_targets
+E_LIVE = 1  # inside the checked commitlog range
+E_PAST_END = 2  # at or past the commitlog's end
+E_NO_RECORD = 4  # no record starts there
+E_WRONG_KEY = 8  # no key of its record hashes to the entry's keyHash
+E_TIME = 16  # timeDiff disagrees with the record's storeTimestamp
+
+
+@kernel
+def lower_bound(values, x, at, last):
+    """The first index i where values[i] >= x (values ascending), knowing that the answer for `last` was
+    `at`: a search that moves forward looks from `at` on, one that moves back searches the whole array."""
+    if x < last:
+        return np.searchsorted(values, x)
+    for _ in range(64):  # a short step forward (the usual case) without a search
+        if at == len(values) or values[at] >= x:
+            return at
+        at += 1
+    return at + np.searchsorted(values[at:], x)
+
+
+@kernel
+def index_targets(phy, key_hash, diff, lo, hi, logical_end, rec_off, rec_keys, store_ts, begin, first_base):
+    """Each index entry against the records: E_* bits and the index of the record it points at (-1: none).
+    [lo, hi) is the commitlog range checked; rec_keys (record << 32 | key hash, sorted) are the keys the
+    records give; timeDiff is counted from `begin` (for entry 1 from `first_base`; -1: not checkable)."""
+    outcome = np.zeros(len(phy), np.int64)
+    record = np.full(len(phy), -1, np.int64)
+    at = 0
+    last = np.int64(-(1 << 62))
+    key_at = 0
+    last_key = np.int64(-(1 << 62))
+    for k in range(len(phy)):
+        o = phy[k]
+        if o < lo or o >= hi:
+            continue
+        outcome[k] = E_LIVE
+        at = lower_bound(rec_off, o, at, last)
+        last = o
+        if at == len(rec_off) or rec_off[at] != o:
+            outcome[k] |= E_PAST_END if o >= logical_end else E_NO_RECORD
+            continue
+        if o >= logical_end:
+            outcome[k] |= E_PAST_END
+        record[k] = at
+        h = key_hash[k]
+        if h >= 0:
+            first_key = np.int64(at) << 32
+            key_at = lower_bound(rec_keys, first_key, key_at, last_key)
+            last_key = first_key
+            q = key_at
+            while q < len(rec_keys) and rec_keys[q] >> 32 == at and rec_keys[q] & MASK32 != h:
+                q += 1
+            if q == len(rec_keys) or rec_keys[q] != first_key + h:
+                outcome[k] |= E_WRONG_KEY
+        base = first_base if k == 0 else begin
+        if base != -1:
+            want = 0 if base <= 0 else min(max((store_ts[at] - base) // 1000, 0), 0x7FFFFFFF)
+            if diff[k] != want:
+                outcome[k] |= E_TIME
+    return outcome, record

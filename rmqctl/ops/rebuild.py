@@ -35,7 +35,8 @@ from ..record import Blank, RecordError, read_record
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
-from .verify import Records, check_links, queue_order, verify
+from .verify import Records, check_links, verify
+from .verify_links import queue_order
 
 
 @dataclasses.dataclass
@@ -310,7 +311,7 @@ class _Run:
 
     def _batch_queues(self, f, b):
         d = self.dispatcher
-        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record, False)  # entries come in record order
+        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
         topic, qid = b.cq_topic[order], b.cq_qid[order]
         cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
         groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]

@@ -29,7 +29,7 @@ from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import verify_links
-from ..native.verify import queue_offset_breaks
+from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
@@ -145,10 +145,12 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
     run.commitlog()
     if "commitlog" in parts:
         run.queue_offsets()
-    if "consumequeue" in parts:
-        verify_links.check_consumequeues(run)
-    if "index" in parts:
-        verify_links.check_index(run)
+    links = [check for part, check in (("consumequeue", verify_links.check_consumequeues),
+                                       ("index", verify_links.check_index)) if part in parts]
+    # the two share nothing but the records and the findings list: with jobs to spare, side by side
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(run.jobs, len(links)))) as pool:
+        for done in [pool.submit(check, run) for check in links]:
+            done.result()
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
     findings = [f for _, f in sorted(run.out.items, key=_order)]
@@ -177,17 +179,6 @@ def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
 def _order(item: tuple[int, Finding]):
     group, f = item
     return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
-
-
-def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray, lmq: bool) -> np.ndarray:
-    """Targets grouped per queue, in commitlog order inside each. Own targets come in commitlog order, so
-    a stable sort by queue keeps it (a radix sort when the queues fit 16 bits); LMQ targets, appended after
-    them, need the record as a second key."""
-    if len(qid) and not lmq:
-        span = int(qid.max() - qid.min()) + 1
-        if span * (int(topic.max()) + 1) < 1 << 16:
-            return np.argsort((topic * span + (qid - qid.min())).astype(np.uint16), kind="stable")
-    return np.lexsort((ri, topic * (1 << 32) + qid))
 
 
 def default_jobs() -> int:
@@ -545,41 +536,47 @@ class VerifyRun:
         topic, qid, qoff, ri = targets
         if not len(ri):
             return
-        order = queue_order(topic, qid, ri, bool(rec.lmq))
+        # targets in commitlog order within each queue: own targets come so; LMQ ones are appended after them
+        order = np.argsort(ri, kind="stable") if rec.lmq else np.zeros(0, np.int64)
+        low = int(qid.min())
+        span = int(qid.max()) - low + 1
+        queues = span * (int(topic.max()) + 1)
+        if queues < 1 << 20:
+            queue = topic * span + (qid - low)
+        else:
+            queues, queue = len(ri), np.unique(topic * (1 << 32) + qid, return_inverse=True)[1].ravel()
         inner = np.array(sorted(rec.inner_num.items()), dtype=np.int64).reshape(-1, 2)
-        bad = queue_offset_breaks(topic, qid, qoff, ri, order, inner[:, 0].copy(), inner[:, 1].copy())
+        before, at, after = queue_breaks(queue, qoff, ri, order, queues, inner[:, 0].copy(), inner[:, 1].copy())
+        # per queue, in commitlog order
+        by_queue = np.lexsort((at, ri[at], topic[at] * (1 << 32) + qid[at]))
 
         def step(j: int) -> int:  # how far target j's record moves its queue's offset
             return rec.inner_num.get(int(ri[j]), 1)
 
         skip = set()
         names = self.all_topics
-        for k in bad.tolist():
-            if k in skip:
+        for before_t, at_t, after_t in zip(before[by_queue].tolist(), at[by_queue].tolist(), after[by_queue].tolist()):
+            if at_t in skip:
                 continue
-            before, at = int(order[k - 1]), int(order[k])
-            after = int(order[k + 1]) if k + 1 < len(order) else -1
-            prev, cur = int(ri[before]), int(ri[at])
-            want = int(qoff[before]) + step(before)
-            got = int(qoff[at])
-            queue = f"{names[topic[at]]}/{int(qid[at])}"
+            prev, cur = int(ri[before_t]), int(ri[at_t])
+            want = int(qoff[before_t]) + step(before_t)
+            got = int(qoff[at_t])
+            queue_name = f"{names[topic[at_t]]}/{int(qid[at_t])}"
             a, b = int(rec.off[prev]), int(rec.off[cur])
-            single = (after >= 0 and topic[after] == topic[at] and qid[after] == qid[at]
-                      and int(qoff[after]) == want + step(at))
-            if single:
-                skip.add(k + 1)
-                detail = (f"record at {b} in {queue} has queue offset {got}, but the records around it make it {want} "
-                          f"({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header field "
-                          f"was changed after the broker wrote it")
+            if after_t >= 0 and int(qoff[after_t]) == want + step(at_t):  # one record's field is off
+                skip.add(after_t)
+                detail = (f"record at {b} in {queue_name} has queue offset {got}, but the records around it make it "
+                          f"{want} ({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header "
+                          f"field was changed after the broker wrote it")
                 self.report(QUEUES, "queue-offset", "error", self._path(b), b - self._file_start(b), b, detail)
                 continue
             cause = self.damage.cause(a, b)
             if got > want:
-                detail = (f"queue {queue} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
+                detail = (f"queue {queue_name} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
                           f"{got - want} missing")
             else:
-                detail = (f"queue {queue} goes back from offset {want - 1} (record at {a}) to {got} (record at {b}): "
-                          f"duplicate queue offsets")
+                detail = (f"queue {queue_name} goes back from offset {want - 1} (record at {a}) to {got} (record at "
+                          f"{b}): duplicate queue offsets")
             if cause:
                 detail += f"; a direct consequence of {cause}"
             self.report(QUEUES, "queue-offset", "error" if not cause or got < want else "warning", self._path(b),
@@ -667,14 +664,14 @@ class VerifyRun:
     def recovery_notes(self, cp: dict):
         """Which file the broker's next recovery starts from, which damage it will see (and cut the
         commitlog at) and which it will not."""
-        from .repair import recovery_start
-
         files = self.files
         if not files:
             return
         abort = self.store.abort_exists()
         cfg = self.config
         if abort:
+            from .repair import recovery_start  # repair imports this module (through rebuild)
+
             first = recovery_start(self.store)
             safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
             why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "

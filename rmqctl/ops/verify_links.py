@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
-from ..native import index as index_kernels
+from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
@@ -30,18 +30,27 @@ EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is 
 MAX_LISTED = 5
 
 
+def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray) -> np.ndarray:
+    """Consumequeue targets grouped per queue, in record order inside each (`ri` ascending): a stable sort
+    by queue alone (a radix sort when the queues fit 16 bits)."""
+    if len(qid):
+        span = int(qid.max() - qid.min()) + 1
+        if span * (int(topic.max()) + 1) < 1 << 16:
+            return np.argsort((topic * span + (qid - qid.min())).astype(np.uint16), kind="stable")
+    return np.lexsort((ri, topic * (1 << 32) + qid))
+
+
 def _cq_groups(run: "VerifyRun"):
     """Targets per (topic name, queueId): queue offsets sorted, with their record."""
     topic, qid, qoff, ri = run.targets()
     inner = _members(ri, run.rec.inner_num)
-    topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
-    from .verify import queue_order
-
-    order = queue_order(topic, qid, ri, bool(run.rec.lmq))
-    q_topic, q_qid, q_qoff = topic[order], qid[order], qoff[order]
-    if np.any((q_qoff[1:] < q_qoff[:-1]) & (q_topic[1:] == q_topic[:-1]) & (q_qid[1:] == q_qid[:-1])):
-        order = np.lexsort((qoff, qid, topic))  # queue offsets out of commitlog order: sort by them too
+    if inner.any():
+        topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
+    order = queue_order(topic, qid, ri) if not len(ri) or np.all(ri[1:] >= ri[:-1]) else np.lexsort((ri, qid, topic))
     topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
+    if np.any((qoff[1:] < qoff[:-1]) & (topic[1:] == topic[:-1]) & (qid[1:] == qid[:-1])):
+        order = np.lexsort((qoff, qid, topic))  # queue offsets out of commitlog order (damage): sort by them
+        topic, qid, qoff, ri = topic[order], qid[order], qoff[order], ri[order]
     groups = {}
     if len(ri):
         cut = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
@@ -316,10 +325,6 @@ def _field_cause(run, r: int) -> str | None:
 # -- index ------------------------------------------------------------------------------------------------
 
 
-def _index_hash(key_hash: np.ndarray) -> np.ndarray:
-    return np.where(key_hash == -(1 << 31), 0, np.abs(key_hash))
-
-
 def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
     from .verify import INDEX
@@ -348,22 +353,22 @@ def check_index(run: "VerifyRun"):
                        "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
     slots, num = store.index_geometry  # settled before the scan (verify refuses to guess it)
     files = index_files(run)
+    rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
     found_keys = []
     prev = None
     prev_phy = None
     for ix in files:
-        found_keys.append(_check_index_file(run, ix, slots, num, prev, prev_phy))
+        found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
         prev = ix
         ent = ix.entries()
         count = min(ix.index_count, len(ent))
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
     if run.deep and cfg.messageIndexEnable:
-        rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
         _deep_keys(run, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
 
 
-def _check_index_file(run, ix, slots: int, num: int, prev, prev_phy):
+def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
     from .verify import INDEX
 
     rec = run.rec
@@ -379,12 +384,9 @@ def _check_index_file(run, ix, slots: int, num: int, prev, prev_phy):
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
     count = min(count, num, len(entries))
-    ent = entries[1:count]
-    n = np.arange(1, count, dtype=np.int64)
-    key_hash = ent["keyHash"].astype(np.int64)
-    phy = ent["phyOffset"].astype(np.int64)
-    diff = ent["timeDiff"].astype(np.int64)
-    prev_idx = ent["prevIndex"].astype(np.int64)
+    u8 = np.frombuffer(ix.mf.buf, np.uint8)
+    key_hash, phy, diff, prev_idx, slot_of = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
+    n = np.arange(1, max(count, 1), dtype=np.int64)
     entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
     # entries past indexCount must be untouched space (a header that lags shows right after the count)
     tail = entries[count : count + 4096]
@@ -392,14 +394,12 @@ def _check_index_file(run, ix, slots: int, num: int, prev, prev_phy):
     if len(used):
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-    slot_values = np.zeros(slots, dtype=np.int64)
-    held = ix.slots()
-    slot_values[: len(held)] = held
+    slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
-    _check_slots_and_chains(run, ix, slots, count, n, key_hash, prev_idx, slot_values)
+    _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values)
     for k in negative[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
@@ -410,54 +410,44 @@ def _check_index_file(run, ix, slots: int, num: int, prev, prev_phy):
         run.report(INDEX, "index-order", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} points at {int(phy[k])}, before entry {int(n[k]) - 1} ({int(phy[k - 1])}): the broker "
                    f"indexes in commitlog order ({len(order_bad)} such entries)")
-    first_base = -1 if prev is None else prev.header["endTimestamp"]  # the constructor presets entry 1's base
-    record, key_ok, want = index_kernels.match_entries(phy, key_hash, rec.off, rec.key_record, rec.key_hash,
-                                                       rec.store_ts, h["beginTimestamp"], first_base)
-    live = np.flatnonzero((phy >= run.min_offset) & run.in_range(phy))
-    j = record[live]
-    past = phy[live] >= run.logical_end
-    reported_targets = 0
-    for k in live[past].tolist():
+    lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
+    hi = run.end if run.end is not None else np.iinfo(np.int64).max
+    first_base = (prev.header["endTimestamp"] if prev is not None else -1)
+    outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys, rec.store_ts,
+                                    h["beginTimestamp"], first_base)
+    for k in np.flatnonzero(outcome & E_PAST_END).tolist():
         o = int(phy[k])
         cause = run.damage.cause(o) or _tail_cause(run, o)
         detail = f"entry {int(n[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
         if cause:
             detail += f"; a direct consequence of {cause}"
         run.report(INDEX, "index-entry-past-end", "error", ix.path, entry_pos(n[k]), o, detail)
-    for k in live[(j < 0) & ~past].tolist():
+    for reported, k in enumerate(np.flatnonzero(outcome & E_NO_RECORD)[:100].tolist()):
         o = int(phy[k])
         cause = run.damage.cause(o)
         inside = rec.containing(o)
         detail = f"entry {int(n[k])} points at {o}, where no record starts"
         detail += f"; a direct consequence of {cause}" if cause else (
             f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
-        if reported_targets < 100:
-            run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
-        reported_targets += 1
-    hit = live[j >= 0]
-    jh = j[j >= 0]
-    if len(hit):
-        if run.deep:
-            found = jh * (1 << 32) + key_hash[hit]
-        wrong = ~key_ok & (key_hash >= 0)
-        wrong_key = np.flatnonzero(wrong[hit]) if wrong.any() else hit[:0]
-        for w in wrong_key[:MAX_LISTED].tolist():
-            k, r = int(hit[w]), int(jh[w])
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
-                       f"({rec.describe(r)}) hashes to it")
-        if len(wrong_key) > MAX_LISTED:
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                       f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
-        # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
-        # which the constructor presets)
-        late = (want >= 0) & (diff != want)
-        off_time = np.flatnonzero(late[hit]) if late.any() else hit[:0]
-        for w in off_time[:MAX_LISTED].tolist():
-            k = int(hit[w])
-            run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {int(want[k])}: "
-                       f"time-bounded lookups misjudge it")
+        run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
+    hit = np.flatnonzero(record >= 0)
+    found = record[hit] * (1 << 32) + key_hash[hit]
+    wrong_key = np.flatnonzero(outcome & E_WRONG_KEY)
+    for k in wrong_key[:MAX_LISTED].tolist():
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
+                   f"({rec.describe(int(record[k]))}) hashes to it")
+    if len(wrong_key) > MAX_LISTED:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                   f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
+    # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
+    # which the constructor presets)
+    for k in np.flatnonzero(outcome & E_TIME)[:MAX_LISTED].tolist():
+        base = first_base if k == 0 else h["beginTimestamp"]
+        want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
+        run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
+                   f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
+                   f"time-bounded lookups misjudge it")
     # header against the entries and their records
     if count > 1:
         checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
@@ -481,23 +471,22 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[first], np.diff(np.append(first, len(values)))
 
 
-def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, key_hash: np.ndarray,
+def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot_of: np.ndarray,
                             prev_idx: np.ndarray, slot_values: np.ndarray):
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
-    at a chain's start), so chains are acyclic and strictly backwards. First in one compiled pass
-    (native.index.chains_sound); only when that fails, the exact expected links from sorting the entries
-    by slot, to say which are wrong."""
+    at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
+    same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
+    links to); only when that fails, the exact expected links from sorting the entries by slot."""
     from .verify import INDEX
 
     total = max(count, 1)
-    sound = index_kernels.chains_sound(key_hash, prev_idx, slot_values, slots)
+    sound = chains_sound(slot_of, prev_idx, slot_values, total)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
                    f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
     if sound:
         return
-    slot_of = (_index_hash(key_hash) % slots).astype(np.int64)
     order = np.argsort(slot_of, kind="stable")
     sorted_slots = slot_of[order]
     newest = np.zeros(slots, dtype=np.int64)
