@@ -416,11 +416,11 @@ def index_entries(u8, base, count, slots):
     they lie inside u8): keyHash, phyOffset, timeDiff, prevIndex, and the slot of each keyHash
     (indexKeyHashMethod's abs, modulo the slot count)."""
     n = max(count - 1, 0)
-    key_hash = np.empty(n, np.int64)
+    key_hash = np.empty(n, np.int32)
     phy = np.empty(n, np.int64)
-    diff = np.empty(n, np.int64)
-    prev = np.empty(n, np.int64)
-    slot = np.empty(n, np.int64)
+    diff = np.empty(n, np.int32)
+    prev = np.empty(n, np.int32)
+    slot = np.empty(n, np.int32)
     for k in range(n):
         p = base + (k + 1) * ENTRY_SIZE
         h = be32(u8, p + KEY_HASH_AT)
@@ -432,8 +432,8 @@ def index_entries(u8, base, count, slots):
 
 @kernel
 def hash_slots(u8, base, held, slots):
-    """The `held` slot values at u8[base] (big-endian int32), as `slots` int64 values (0 past the file)."""
-    out = np.zeros(slots, np.int64)
+    """The `held` slot values at u8[base] (big-endian int32), as `slots` values (0 past the file)."""
+    out = np.zeros(slots, np.int32)
     for s in range(held):
         out[s] = be32(u8, base + 4 * s)
     return out
@@ -445,7 +445,7 @@ def chains_sound(slot_of, prev, slot_values, total):
     of its slot (0 at a chain's start), told without sorting: every prevIndex in range and backwards, to an
     entry of the same slot, no entry linked twice, one chain start and one slot value per slot in use, and
     no entry a slot holds linked to by a later one. Entry k + 1 is described at index k."""
-    entry_slot = np.zeros(total, np.int64)
+    entry_slot = np.zeros(total, np.int32)
     for k in range(len(slot_of)):
         entry_slot[k + 1] = slot_of[k]
     linked = np.zeros(total, np.bool_)
@@ -503,7 +503,7 @@ def index_targets(phy, key_hash, diff, lo, hi, logical_end, rec_off, rec_keys, s
     """Each index entry against the records: E_* bits and the index of the record it points at (-1: none).
     [lo, hi) is the commitlog range checked; rec_keys (record << 32 | key hash, sorted) are the keys the
     records give; timeDiff is counted from `begin` (for entry 1 from `first_base`; -1: not checkable)."""
-    outcome = np.zeros(len(phy), np.int64)
+    outcome = np.zeros(len(phy), np.uint8)
     record = np.full(len(phy), -1, np.int64)
     at = 0
     last = np.int64(-(1 << 62))
