@@ -1,4 +1,5 @@
-"""verify's commitlog kernel: one pass over a chunk of a commitlog file, record by record, in machine code.
+"""verify's kernels: the commitlog walk (one pass over a chunk of a file, record by record), the queue-offset
+continuity of every queue, and the index file checks (entries, slots and chains, entries against records).
 
 `walk` follows TOTALSIZE from record to record and decodes each record as record.read_record does (the same
 checks in the same order: magic, storeSize, host widths from sysFlag, body, topic and properties lengths,
@@ -12,8 +13,14 @@ String.hashCode over UTF-16 units of the UTF-8 text). The outcome of each check 
 kernel does not carry (the schedule topic's DELAY, LMQ multi-dispatch, malformed UTF-8 in a hashed text,
 inner batches) are flagged for the reference path (record.read_record + rmqctl.dispatch).
 
-Head offsets come from schema.RECORD_HEADS (computed below at import, constants for the compiler). The
-kernel reads untrusted bytes: every read is inside a record whose bounds were checked against `limit`.
+`queue_breaks` finds where a queue's offsets do not go up by one (INNER_NUM after an inner batch) in one
+pass per target; `index_entries`, `hash_slots`, `chains_sound` and `index_targets` do in one pass each what
+ops.verify_links needs of an index file; the findings themselves are built in ops.verify / verify_links.
+
+Layouts come from rmqctl.schema (record heads from RECORD_HEADS, index entries from INDEX_ENTRY_DTYPE,
+computed below at import, constants for the compiler). The kernels read untrusted bytes: every commitlog
+read is inside a record whose bounds were checked against `limit`; index reads stay within the entries
+and slots the file holds (the callers bound the counts).
 """
 from __future__ import annotations
 
