@@ -335,15 +335,17 @@ def index_structure(run: "VerifyRun") -> dict:
     threads to spare reads it alongside the commitlog."""
     if getattr(run, "_index_structure", None) is None:
         slots, num = run.store.index_geometry
-        out = {}
-        for ix in index_files(run, report=False):
-            count = min(ix.index_count, num, len(ix.entries()))
-            u8 = np.frombuffer(ix.mf.buf, np.uint8)
-            fields = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
-            slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
-            out[ix.path] = (count, fields, slot_values, chains_sound(fields[4], fields[3], slot_values, max(count, 1)))
-        run._index_structure = out
+        run._index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
     return run._index_structure
+
+
+def _structure(ix: IndexFile, slots: int, num: int):
+    """(entries counted, their fields, slot values, chains sound) of one index file."""
+    count = min(ix.index_count, num, len(ix.entries()))
+    u8 = np.frombuffer(ix.mf.buf, np.uint8)
+    fields = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
+    slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
+    return count, fields, slot_values, chains_sound(fields[4], fields[3], slot_values, max(count, 1))
 
 
 def check_index(run: "VerifyRun"):
@@ -387,7 +389,9 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if count > num:
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
-    count, (key_hash, phy, diff, prev_idx, slot_of), slot_values, sound = index_structure(run)[ix.path]
+    # read alongside the scan when it could be (a file a live broker has added since is read now)
+    structure = index_structure(run).get(ix.path) or _structure(ix, slots, num)
+    count, (key_hash, phy, diff, prev_idx, slot_of), slot_values, sound = structure
     n = np.arange(1, max(count, 1), dtype=np.int64)
     entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
     # entries past indexCount must be untouched space (a header that lags shows right after the count)
