@@ -646,3 +646,27 @@ def test_queue_offsets_with_inner_batches_and_lmq_queues(tmp_path):
         (starts[8], f"queue TB/1 goes back from offset 0 (record at {starts[7]}) to 0 (record at {starts[8]}): "
                     f"duplicate queue offsets"),
     ]
+
+
+def test_kernel_outputs_grow(tmp_path):
+    """More topics, records and index keys than the kernel's first arrays hold: the walk stops, its
+    outputs grow and it goes on, with the reference's answer for every record."""
+    many_words = _props((b"KEYS", b" ".join(b"k%d" % i for i in range(5000))), (b"UNIQ_KEY", b"U"))
+    data = bytearray()
+    for i in range(1200):
+        data += _crafted_record(len(data), b"T%d" % i, many_words if i % 200 == 0 else _props((b"TAGS", b"t%d" % i)))
+    file_size = len(data) + 8
+    data += S.BLANK.pack(8, S.MAGIC_BLANK)
+    path = tmp_path / f"{0:020d}"
+    path.write_bytes(bytes(data))
+    cfg = BrokerConfig(mappedFileSizeCommitLog=file_size)
+    r = scan_chunk(Task(str(path), path.name, 0, file_size, 0, True, 0, file_size, cfg))
+    assert len(r.pos) == 1200 and len(r.key_hash) > 30000 and not r.findings and not r.regions
+    keys = {}
+    for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
+        keys.setdefault(i, []).append(h)
+    buf = bytes(data)
+    for i, pos in enumerate(r.pos.tolist()):
+        m = read_record(buf, pos, len(buf))
+        assert (r.topics[r.topic[i]], int(r.tags[i])) == (m.topic, tags_code(m, cfg))
+        assert keys.get(i, []) == [index_key_hash(k) for k in index_keys(m)]

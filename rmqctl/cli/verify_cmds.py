@@ -19,7 +19,7 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @click.option("--from", "start", type=int, help="First commitlog offset to check (inclusive).")
 @click.option("--to", "end", type=int, help="Commitlog offset to stop at (exclusive).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
-@click.option("--jobs", "-j", type=int, help="Processes checking commitlog chunks in parallel (default: all cores).")
+@click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
 def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):

@@ -1,4 +1,5 @@
-"""verify's commitlog kernel: one pass over a chunk of a commitlog file, record by record, in machine code.
+"""verify's kernels: the commitlog walk (one pass over a chunk of a file, record by record), the queue-offset
+continuity of every queue, and the index file checks (entries, slots and chains, entries against records).
 
 `walk` follows TOTALSIZE from record to record and decodes each record as record.read_record does (the same
 checks in the same order: magic, storeSize, host widths from sysFlag, body, topic and properties lengths,
@@ -12,8 +13,14 @@ String.hashCode over UTF-16 units of the UTF-8 text). The outcome of each check 
 kernel does not carry (the schedule topic's DELAY, LMQ multi-dispatch, malformed UTF-8 in a hashed text,
 inner batches) are flagged for the reference path (record.read_record + rmqctl.dispatch).
 
-Head offsets come from schema.RECORD_HEADS (computed below at import, constants for the compiler). The
-kernel reads untrusted bytes: every read is inside a record whose bounds were checked against `limit`.
+`queue_breaks` finds where a queue's offsets do not go up by one (INNER_NUM after an inner batch) in one
+pass per target; `index_entries`, `hash_slots`, `chains_sound` and `index_targets` do in one pass each what
+ops.verify_links needs of an index file; the findings themselves are built in ops.verify / verify_links.
+
+Layouts come from rmqctl.schema (record heads from RECORD_HEADS, index entries from INDEX_ENTRY_DTYPE,
+computed below at import, constants for the compiler). The kernels read untrusted bytes: every commitlog
+read is inside a record whose bounds were checked against `limit`; index reads stay within the entries
+and slots the file holds (the callers bound the counts).
 """
 from __future__ import annotations
 
@@ -416,11 +423,11 @@ def index_entries(u8, base, count, slots):
     they lie inside u8): keyHash, phyOffset, timeDiff, prevIndex, and the slot of each keyHash
     (indexKeyHashMethod's abs, modulo the slot count)."""
     n = max(count - 1, 0)
-    key_hash = np.empty(n, np.int64)
+    key_hash = np.empty(n, np.int32)
     phy = np.empty(n, np.int64)
-    diff = np.empty(n, np.int64)
-    prev = np.empty(n, np.int64)
-    slot = np.empty(n, np.int64)
+    diff = np.empty(n, np.int32)
+    prev = np.empty(n, np.int32)
+    slot = np.empty(n, np.int32)
     for k in range(n):
         p = base + (k + 1) * ENTRY_SIZE
         h = be32(u8, p + KEY_HASH_AT)
@@ -432,8 +439,8 @@ def index_entries(u8, base, count, slots):
 
 @kernel
 def hash_slots(u8, base, held, slots):
-    """The `held` slot values at u8[base] (big-endian int32), as `slots` int64 values (0 past the file)."""
-    out = np.zeros(slots, np.int64)
+    """The `held` slot values at u8[base] (big-endian int32), as `slots` values (0 past the file)."""
+    out = np.zeros(slots, np.int32)
     for s in range(held):
         out[s] = be32(u8, base + 4 * s)
     return out
@@ -445,7 +452,7 @@ def chains_sound(slot_of, prev, slot_values, total):
     of its slot (0 at a chain's start), told without sorting: every prevIndex in range and backwards, to an
     entry of the same slot, no entry linked twice, one chain start and one slot value per slot in use, and
     no entry a slot holds linked to by a later one. Entry k + 1 is described at index k."""
-    entry_slot = np.zeros(total, np.int64)
+    entry_slot = np.zeros(total, np.int32)
     for k in range(len(slot_of)):
         entry_slot[k + 1] = slot_of[k]
     linked = np.zeros(total, np.bool_)
@@ -503,7 +510,7 @@ def index_targets(phy, key_hash, diff, lo, hi, logical_end, rec_off, rec_keys, s
     """Each index entry against the records: E_* bits and the index of the record it points at (-1: none).
     [lo, hi) is the commitlog range checked; rec_keys (record << 32 | key hash, sorted) are the keys the
     records give; timeDiff is counted from `begin` (for entry 1 from `first_base`; -1: not checkable)."""
-    outcome = np.zeros(len(phy), np.int64)
+    outcome = np.zeros(len(phy), np.uint8)
     record = np.full(len(phy), -1, np.int64)
     at = 0
     last = np.int64(-(1 << 62))

@@ -395,6 +395,8 @@ class VerifyRun:
             self.progress(0, total)
         if self.jobs > 1 and len(flat) > 1:  # threads: the kernel releases the GIL
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
+                if "index" in self.parts:  # index structure does not need the records: read it meanwhile
+                    pool.submit(verify_links.index_structure, self)
                 futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
                 for fut in concurrent.futures.as_completed(futures):
                     r = fut.result()

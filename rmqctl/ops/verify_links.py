@@ -342,6 +342,26 @@ def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     return out
 
 
+def index_structure(run: "VerifyRun") -> dict:
+    """Per index file (by path): the entries it counts, their fields (keyHash, phyOffset, timeDiff,
+    prevIndex, slot), its slot values and whether its slots and chains are sound (native.verify's
+    chains_sound): what the index check needs that does not depend on the commitlog, so a scan with
+    threads to spare reads it alongside the commitlog."""
+    if getattr(run, "_index_structure", None) is None:
+        slots, num = run.store.index_geometry
+        run._index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
+    return run._index_structure
+
+
+def _structure(ix: IndexFile, slots: int, num: int):
+    """(entries counted, their fields, slot values, chains sound) of one index file."""
+    count = min(ix.index_count, num, len(ix.entries()))
+    u8 = np.frombuffer(ix.mf.buf, np.uint8)
+    fields = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
+    slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
+    return count, fields, slot_values, chains_sound(fields[4], fields[3], slot_values, max(count, 1))
+
+
 def check_index(run: "VerifyRun"):
     from .verify import INDEX
 
@@ -383,9 +403,9 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if count > num:
         run.report(INDEX, "index-header", "error", ix.path, 36, None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
-    count = min(count, num, len(entries))
-    u8 = np.frombuffer(ix.mf.buf, np.uint8)
-    key_hash, phy, diff, prev_idx, slot_of = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
+    # read alongside the scan when it could be (a file a live broker has added since is read now)
+    structure = index_structure(run).get(ix.path) or _structure(ix, slots, num)
+    count, (key_hash, phy, diff, prev_idx, slot_of), slot_values, sound = structure
     n = np.arange(1, max(count, 1), dtype=np.int64)
     entry_pos = lambda k: S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
     # entries past indexCount must be untouched space (a header that lags shows right after the count)
@@ -394,12 +414,11 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if len(used):
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-    slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
         run.report(INDEX, "index-header", "error", ix.path, 32, None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
-    _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values)
+    _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, sound)
     for k in negative[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
@@ -472,7 +491,7 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot_of: np.ndarray,
-                            prev_idx: np.ndarray, slot_values: np.ndarray):
+                            prev_idx: np.ndarray, slot_values: np.ndarray, sound: bool):
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
     at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
     same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
@@ -480,7 +499,6 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
     from .verify import INDEX
 
     total = max(count, 1)
-    sound = chains_sound(slot_of, prev_idx, slot_values, total)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,

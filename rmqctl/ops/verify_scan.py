@@ -1,7 +1,7 @@
 """The commitlog half of `verify`: one chunk of one commitlog file checked record by record.
 
 The records themselves are walked and checked by a compiled kernel (rmqctl.native.verify.walk), which
-releases the GIL, so chunks run in threads over the same read-only mapping. This module runs the walk,
+releases the GIL, so chunks run in threads, each over its own read-only mapping. This module runs the walk,
 classifies what the kernel stops at (a BLANK, or bytes that `record.read_record` refuses, up to the next
 record start) and turns the kernel's per-record flags into findings. Records whose dispatch data needs the
 rules the kernel does not carry (SCHEDULE_TOPIC_XXXX delay, LMQ multi-dispatch, inner batches, malformed
