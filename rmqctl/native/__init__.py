@@ -7,7 +7,7 @@ and become compile-time constants); the broker rules they apply are those of rmq
 the reference the tests compare the kernels with. Kernels read untrusted bytes: every read is checked
 against the caller's limit explicitly (numba does not bounds-check).
 
-The shared pieces are here: zlib's crc32 callable from a kernel, Java's String.hashCode over the UTF-16
+The shared pieces are here: big-endian (Java) integers read and written, zlib's crc32 callable from a kernel, Java's String.hashCode over the UTF-16
 code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2messageProperties).
 """
 from __future__ import annotations
@@ -63,6 +63,41 @@ def _zlib_crc32():
 
 zlib_crc32 = _zlib_crc32()
 MASK32 = 0xFFFFFFFF
+
+
+@kernel
+def be16(u8, at):
+    """The big-endian (Java) short at u8[at], signed."""
+    v = (np.int64(u8[at]) << 8) | np.int64(u8[at + 1])
+    return v - ((v >> 15) << 16)
+
+
+@kernel
+def be32(u8, at):
+    """The big-endian int at u8[at], signed."""
+    v = (np.int64(u8[at]) << 24) | (np.int64(u8[at + 1]) << 16) | (np.int64(u8[at + 2]) << 8) | np.int64(u8[at + 3])
+    return v - ((v >> 31) << 32)
+
+
+@kernel
+def be64(u8, at):
+    """The big-endian long at u8[at]."""
+    v = np.int64(0)
+    for k in range(8):
+        v = (v << 8) | np.int64(u8[at + k])
+    return v
+
+
+@kernel
+def put_be32(u8, at, v):
+    for k in range(4):
+        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
+
+
+@kernel
+def put_be64(u8, at, v):
+    for k in range(8):
+        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
 
 
 @kernel

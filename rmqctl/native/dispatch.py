@@ -15,7 +15,7 @@ import struct
 import numpy as np
 
 from .. import schema as S
-from . import find_properties, java_hash, kernel, property_names
+from . import be16, be32, be64, find_properties, java_hash, kernel, property_names
 
 
 def _head_offsets() -> tuple[dict[str, int], tuple, tuple, tuple]:
@@ -51,26 +51,6 @@ TAGS, KEYS, UNIQ_KEY, DELAY, MULTI_DISPATCH = range(5)
 WANTED, WANTED_LENS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH")
 HASH_SEPARATOR = ord("#")  # IndexService.buildKey: topic + "#" + key
 SPACE = ord(" ")  # MessageConst.KEY_SEPARATOR
-
-
-@kernel
-def be32(u8, at):
-    v = (np.int64(u8[at]) << 24) | (np.int64(u8[at + 1]) << 16) | (np.int64(u8[at + 2]) << 8) | np.int64(u8[at + 3])
-    return v - (v >> 31 << 32)  # signed
-
-
-@kernel
-def be64(u8, at):
-    v = np.uint64(0)
-    for k in range(8):
-        v = (v << np.uint64(8)) | np.uint64(u8[at + k])
-    return np.int64(v)
-
-
-@kernel
-def be16(u8, at):
-    v = (np.int64(u8[at]) << 8) | np.int64(u8[at + 1])
-    return v - (v >> 15 << 16)
 
 
 @kernel

@@ -5,25 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from . import kernel
-from .dispatch import be32
+from . import be32, kernel, put_be32, put_be64
 
 INDEX_HEADER_SIZE, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE = S.INDEX_HEADER_SIZE, S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
 KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (S.INDEX_ENTRY_DTYPE.fields[name][1] for name in
                                                           ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
 MAX_TIME_DIFF = 0x7FFFFFFF
-
-
-@kernel
-def put_be32(u8, at, v):
-    for k in range(4):
-        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
-
-
-@kernel
-def put_be64(u8, at, v):
-    for k in range(8):
-        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
 
 
 @kernel

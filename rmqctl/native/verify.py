@@ -31,7 +31,7 @@ from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import MASK32, crc32, java_hash, kernel, property_names, read_properties
+from . import MASK32, be16, be32, be64, crc32, java_hash, kernel, property_names, read_properties
 
 
 def _field_offsets() -> dict[str, tuple[int, ...]]:
@@ -107,26 +107,6 @@ S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING = range(5)
 STATE_SLOTS = 5
 # walk outcome
 ENDED, BROKEN, FULL = range(3)
-
-
-@kernel
-def be16(u8, p):
-    v = (np.int64(u8[p]) << 8) | np.int64(u8[p + 1])
-    return v - ((v >> 15) << 16)
-
-
-@kernel
-def be32(u8, p):
-    v = (np.int64(u8[p]) << 24) | (np.int64(u8[p + 1]) << 16) | (np.int64(u8[p + 2]) << 8) | np.int64(u8[p + 3])
-    return v - ((v >> 31) << 32)
-
-
-@kernel
-def be64(u8, p):
-    v = np.int64(0)
-    for k in range(8):
-        v = (v << 8) | np.int64(u8[p + k])
-    return v
 
 
 @kernel
