@@ -552,6 +552,20 @@ def _props(*pairs: tuple[bytes, bytes]) -> bytes:
     return b"\x02".join(k + b"\x01" + v for k, v in pairs)
 
 
+def assert_chunk_is_the_reference(r, buf: bytes, cfg: BrokerConfig):
+    """Every record of a chunk result decoded as read_record and the rules of rmqctl.dispatch decode it:
+    topic, queue, store time, tagsCode and its index keys in order."""
+    keys = {}
+    for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
+        keys.setdefault(i, []).append(h)
+    for i, pos in enumerate(r.pos.tolist()):
+        m = read_record(buf, pos, len(buf))
+        assert (r.topics[r.topic[i]], int(r.queue_id[i]), int(r.queue_offset[i]), int(r.store_ts[i])) == (
+            m.topic, m.queueId, m.queueOffset, m.storeTimestamp)
+        assert int(r.tags[i]) == tags_code(m, cfg), m.properties
+        assert keys.get(i, []) == [index_key_hash(k) for k in index_keys(m)], m.properties
+
+
 def test_kernel_against_the_reference_on_crafted_records(tmp_path):
     """Every path of the kernel (non-ASCII and malformed text, v6 hosts, V2 topics, the property CRC in its
     forms, the schedule topic, inner batches, rollback, damage to each checked field) gives the findings
@@ -599,17 +613,7 @@ def test_kernel_against_the_reference_on_crafted_records(tmp_path):
     for kind, _, pos, _ in r.findings:
         found.setdefault(pos, []).append(kind)
     assert {p: sorted(found.get(p, [])) for p in expected} == expected
-    keys = {}
-    for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
-        keys.setdefault(i, []).append(h)
-    buf = bytes(data)
-    for i, pos in enumerate(r.pos.tolist()):
-        m = read_record(buf, pos, len(buf))
-        assert r.topics[r.topic[i]] == m.topic
-        assert int(r.tags[i]) == tags_code(m, cfg), m.properties
-        assert sorted(keys.get(i, [])) == sorted(index_key_hash(k) for k in index_keys(m)), m.properties
-        assert (int(r.queue_id[i]), int(r.queue_offset[i]), int(r.store_ts[i])) == (m.queueId, m.queueOffset,
-                                                                                   m.storeTimestamp)
+    assert_chunk_is_the_reference(r, bytes(data), cfg)
     assert r.inner_num == {specs.index(next(s for s in specs if s[1].get("sysflag") == S.INNER_BATCH_FLAG)): 3}
 
 
@@ -662,11 +666,4 @@ def test_kernel_outputs_grow(tmp_path):
     cfg = BrokerConfig(mappedFileSizeCommitLog=file_size)
     r = scan_chunk(Task(str(path), path.name, 0, file_size, 0, True, 0, file_size, cfg))
     assert len(r.pos) == 1200 and len(r.key_hash) > 30000 and not r.findings and not r.regions
-    keys = {}
-    for i, h in zip(r.key_record.tolist(), r.key_hash.tolist()):
-        keys.setdefault(i, []).append(h)
-    buf = bytes(data)
-    for i, pos in enumerate(r.pos.tolist()):
-        m = read_record(buf, pos, len(buf))
-        assert (r.topics[r.topic[i]], int(r.tags[i])) == (m.topic, tags_code(m, cfg))
-        assert keys.get(i, []) == [index_key_hash(k) for k in index_keys(m)]
+    assert_chunk_is_the_reference(r, bytes(data), cfg)

@@ -155,6 +155,56 @@ def java_hash(u8, lo, hi, h):
     return h, True
 
 
+# Topics interned by their bytes: `table` (a power of two long, at most half full) holds topic number + 1
+# (0: free) by the topic's Java hash; column t of `topics` says where topic t was first seen and what it is.
+T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)  # first record, bytes at, length, hash, UTF-8 ok, records
+TOPIC_COLUMNS = 6
+
+
+@kernel
+def first_slot(h, table):
+    return ((h * 0x9E3779B1) >> 7) & (len(table) - 1)
+
+
+@kernel
+def rehash(topics, n, table):
+    """Enter topics 0..n-1 into an empty `table` (when it grows)."""
+    for t in range(n):
+        slot = first_slot(topics[T_HASH, t], table)
+        while table[slot]:
+            slot = (slot + 1) & (len(table) - 1)
+        table[slot] = t + 1
+
+
+@kernel
+def topic_id(u8, at, length, pos, table, topics, count):
+    """The id of the topic u8[at:at+length] (its bytes), added with `pos` as its first record when new, and
+    the topic count after it. The caller keeps `table` at most half full and `topics` wide enough."""
+    h, well_formed = java_hash(u8, at, at + length, 0)
+    mask = len(table) - 1
+    slot = first_slot(h, table)
+    while True:
+        t = table[slot] - 1
+        if t < 0:
+            break
+        if topics[T_HASH, t] == h and topics[T_LEN, t] == length:
+            other = topics[T_AT, t]
+            same = True
+            for k in range(length):
+                if u8[other + k] != u8[at + k]:
+                    same = False
+                    break
+            if same:
+                topics[T_COUNT, t] += 1
+                return t, count
+        slot = (slot + 1) & mask
+    t = count
+    table[slot] = t + 1
+    topics[T_FIRST, t], topics[T_AT, t], topics[T_LEN, t] = pos, at, length
+    topics[T_HASH, t], topics[T_WELL_FORMED, t], topics[T_COUNT, t] = h, 1 if well_formed else 0, 1
+    return t, count + 1
+
+
 def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
     """The names a kernel looks up, as a zero-padded byte matrix and their lengths."""
     raw = [n.encode() for n in names]

@@ -15,7 +15,8 @@ import struct
 import numpy as np
 
 from .. import schema as S
-from . import be16, be32, be64, find_properties, java_hash, kernel, property_names
+from . import (T_AT, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be16, be32, be64, find_properties, java_hash, kernel,
+               property_names, rehash, topic_id)
 
 
 def _head_offsets() -> tuple[dict[str, int], tuple, tuple, tuple]:
@@ -64,48 +65,6 @@ def _grown(a, n):
 
 
 @kernel
-def _topic_id(u8, lo, length, h, table, reps):
-    """The id of topic bytes u8[lo:lo+length] (hash h) in an open-addressing table of ids; reps[id] =
-    (start, length, hash) of its first occurrence, row 0 holding the count. Returns (id, table, reps):
-    both grow as topics are added."""
-    count = reps[0, 0]
-    mask = len(table) - 1
-    slot = (h ^ (length * 0x9E3779B1)) & mask
-    while True:
-        t = table[slot]
-        if t < 0:
-            break
-        if reps[t + 1, 1] == length and reps[t + 1, 2] == h:
-            r = reps[t + 1, 0]
-            same = True
-            for k in range(length):
-                if u8[r + k] != u8[lo + k]:
-                    same = False
-                    break
-            if same:
-                return t, table, reps
-        slot = (slot + 1) & mask
-    t = count
-    if t + 2 > len(reps):
-        grown = np.empty((2 * len(reps), 3), np.int64)
-        grown[: len(reps)] = reps
-        reps = grown
-    reps[t + 1, 0], reps[t + 1, 1], reps[t + 1, 2] = lo, length, h
-    reps[0, 0] = count + 1
-    table[slot] = t
-    if 2 * (count + 1) > len(table):  # keep the table at most half full
-        bigger = np.full(2 * len(table), -1, np.int64)
-        bmask = len(bigger) - 1
-        for i in range(count + 1):
-            s = (reps[i + 1, 2] ^ (reps[i + 1, 1] * 0x9E3779B1)) & bmask
-            while bigger[s] >= 0:
-                s = (s + 1) & bmask
-            bigger[s] = i
-        table = bigger
-    return t, table, reps
-
-
-@kernel
 def walk(u8, limit, allow_v2):
     """The header walk over u8[:limit] from its start (each TOTALSIZE says where the next record starts)
     up to a BLANK, the end, or bytes that cannot start a record. Returns (record starts, where it
@@ -134,8 +93,9 @@ def decode(u8, starts, multi_dispatch, with_keys, size, phy, store_ts, queue_id,
     key_record = np.empty(max(16, 3 * n), np.int64)
     key_hash = np.empty(max(16, 3 * n), np.int64)
     keys = 0
-    table = np.full(64, -1, np.int64)
-    reps = np.zeros((33, 3), np.int64)  # row 0 holds the count
+    table = np.zeros(128, np.int64)
+    topics = np.empty((TOPIC_COLUMNS, len(table) // 2), np.int64)
+    n_topics = 0
     value_lo = np.empty(len(WANTED_LENS), np.int64)
     value_hi = np.empty(len(WANTED_LENS), np.int64)
     i = 0
@@ -166,8 +126,14 @@ def decode(u8, starts, multi_dispatch, with_keys, size, phy, store_ts, queue_id,
         size[i], phy[i], tags[i], reference[i] = rec_size, be64(u8, pos + PHY_AT), 0, False
         store_ts[i] = be64(u8, pos + STORE_TS_AT[layout])
         queue_id[i], queue_offset[i], sysflag[i] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT), flags
-        topic_hash, ok = java_hash(u8, topic_lo, props_at, 0)
-        topic[i], table, reps = _topic_id(u8, topic_lo, topic_len, topic_hash, table, reps)
+        if 2 * (n_topics + 1) > len(table):  # keep the table at most half full
+            wider = np.empty((TOPIC_COLUMNS, len(table)), np.int64)
+            wider[:, :n_topics] = topics[:, :n_topics]
+            topics, table = wider, np.zeros(2 * len(table), np.int64)
+            rehash(topics, n_topics, table)
+        t, n_topics = topic_id(u8, topic_lo, topic_len, pos, table, topics, n_topics)
+        topic[i] = t
+        topic_hash, ok = topics[T_HASH, t], topics[T_WELL_FORMED, t] == 1
         r = i
         i += 1
         find_properties(u8, props_lo, end, WANTED, WANTED_LENS, value_lo, value_hi)
@@ -210,4 +176,4 @@ def decode(u8, starts, multi_dispatch, with_keys, size, phy, store_ts, queue_id,
             if reference[r]:
                 keys = first_key  # the reference path indexes this record
                 break
-    return reps[1 : reps[0, 0] + 1, :2].copy(), key_record[:keys], key_hash[:keys], i
+    return topics[T_AT : T_LEN + 1, :n_topics].T.copy(), key_record[:keys], key_hash[:keys], i

@@ -31,7 +31,8 @@ from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import MASK32, be16, be32, be64, crc32, java_hash, kernel, property_names, read_properties
+from . import (MASK32, T_AT, T_COUNT, T_FIRST, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be16, be32, be64, crc32,
+               java_hash, kernel, property_names, read_properties, rehash, topic_id)
 
 
 def _field_offsets() -> dict[str, tuple[int, ...]]:
@@ -99,9 +100,6 @@ MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and t
 # record columns (rows of `records`)
 POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = range(9)
 RECORD_COLUMNS = 9
-# topic columns (rows of `topics`): first record, topic bytes start and length, Java hash, well-formed, records
-T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)
-TOPIC_COLUMNS = 6
 # state slots: walk position, records, keys, topics, properties ending in 0x02
 S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING = range(5)
 STATE_SLOTS = 5
@@ -178,50 +176,6 @@ def is_ascii(u8, lo, hi):
 
 
 @kernel
-def first_slot(h, table):
-    return ((h * 0x9E3779B1) >> 7) & (len(table) - 1)
-
-
-@kernel
-def rehash(topics, n, table):
-    """Enter topics 0..n-1 into an empty `table` (when it grows)."""
-    for t in range(n):
-        slot = first_slot(topics[T_HASH, t], table)
-        while table[slot]:
-            slot = (slot + 1) & (len(table) - 1)
-        table[slot] = t + 1
-
-
-@kernel
-def topic_id(u8, at, length, pos, table, topics, state):
-    """The id of the topic u8[at:at+length] (its bytes), added with `pos` as its first record when new."""
-    h, well_formed = java_hash(u8, at, at + length, 0)
-    mask = len(table) - 1
-    slot = first_slot(h, table)
-    while True:
-        t = table[slot] - 1
-        if t < 0:
-            break
-        if topics[T_HASH, t] == h and topics[T_LEN, t] == length:
-            other = topics[T_AT, t]
-            same = True
-            for k in range(length):
-                if u8[other + k] != u8[at + k]:
-                    same = False
-                    break
-            if same:
-                topics[T_COUNT, t] += 1
-                return t
-        slot = (slot + 1) & mask
-    t = state[S_TOPICS]
-    state[S_TOPICS] = t + 1
-    table[slot] = t + 1
-    topics[T_FIRST, t], topics[T_AT, t], topics[T_LEN, t] = pos, at, length
-    topics[T_HASH, t], topics[T_WELL_FORMED, t], topics[T_COUNT, t] = h, 1 if well_formed else 0, 1
-    return t
-
-
-@kernel
 def index_hash(u8, lo, hi, topic_hash):
     """IndexService's hash of `topic#key` for the key u8[lo:hi] (well-formed UTF-8), as indexKeyHashMethod."""
     h, _ = java_hash(u8, lo, hi, (topic_hash * 31 + 35) & MASK32)  # 35: '#'
@@ -280,7 +234,7 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             flags |= F_EMPTY_TOPIC
         if sysflag & INNER_BATCH:
             flags |= F_INNER_BATCH
-        t = topic_id(u8, topic_at, topic_len, pos, table, topics, state)
+        t, state[S_TOPICS] = topic_id(u8, topic_at, topic_len, pos, table, topics, state[S_TOPICS])
         lo = end - props_len
         if props_len > 0 and u8[end - 1] == 2:
             state[S_TRAILING] += 1
