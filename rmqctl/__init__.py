@@ -15,9 +15,19 @@ from .lock import store_lock
 from .ops.inspect import dump_checkpoint, dump_commitlog, dump_consumequeue, dump_index, info, locate
 from .ops.msgid import decode_ids, lookup
 from .ops.query import query_key
-from .ops.verify import Finding, VerifyResult, verify
 from .record import Blank, Message, RecordError, read_record
 from .store import Store
+
+
+
+def __getattr__(name: str):
+    # verify loads the compiled kernels (numba); commands and notebooks that never verify do not pay for them
+    if name in ("Finding", "VerifyResult", "verify"):
+        from .ops import verify
+
+        return getattr(verify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Blank", "BrokerConfig", "Finding", "VerifyResult", "verify", "LockHeldError", "Message", "RecordError", "RmqError", "Store", "StoreError",

@@ -9,10 +9,14 @@ from pathlib import Path
 
 import click
 
+from typing import TYPE_CHECKING
+
 from ..errors import UsageError
-from ..ops.append import Appender, NewMessage, apply_delay_level, validate_producer_topic
 from ..record import decode_body
 from .base import cli, dumps, echo_err, parse_int, store_options
+
+if TYPE_CHECKING:
+    from ..ops.append import Appender, NewMessage
 
 # acknowledgements wait for a durable batch; a batch ends when input pauses or at these sizes
 BATCH_MESSAGES = 1000
@@ -67,6 +71,8 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
     if ctx.explicit_store and not dry_run:
         Path(ctx.store_dir).expanduser().mkdir(parents=True, exist_ok=True)
     ctx.writable_store()
+    from ..ops.append import Appender  # loads the compiled kernels: only for this command
+
     appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
                         keep_index_time=keep_timestamps)
     out = sys.stdout
@@ -85,6 +91,8 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
 
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
+    from ..ops.append import NewMessage, apply_delay_level, validate_producer_topic
+
     properties = []
     if opts["tags"]:
         properties.append(("TAGS", opts["tags"]))
@@ -112,6 +120,8 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
 
 def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
     """A `dump commitlog` line as a message: the stored fields a copy keeps (computed ones are ignored)."""
+    from ..ops.append import NewMessage
+
     if not isinstance(obj, dict):
         raise UsageError("a line must be a JSON object")
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..ops.rebuild import rebuild_consumequeue, rebuild_index
-from ..ops.repair import repair
 from .base import cli, echo_err, progress, rebuild, render, store_options
 
 DRY_RUN_HELP = "Print what would change and write nothing."
@@ -55,6 +53,8 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
     changed. Takes the broker's lock."""
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
+        from ..ops.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
+
         result = rebuild_consumequeue(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
                                       progress=bar.update)
     _interrupted(result.interrupted)
@@ -75,6 +75,8 @@ def rebuild_index_cmd(ctx, dry_run, no_backup):
     old ones): entries before/after, added, removed, changed. Takes the broker's lock."""
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild index") as bar:
+        from ..ops.rebuild import rebuild_index
+
         result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update)
     _interrupted(result.interrupted)
     render(({"position": d.position, "fileBefore": d.before, "fileAfter": d.after, "entriesBefore": d.entriesBefore,
@@ -133,6 +135,8 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     and index entries that point past it, set the checkpoint and remove `abort`, atomically. Prints one row
     per action. Takes the broker's lock."""
     store = ctx.store if dry_run else ctx.writable_store()
+    from ..ops.repair import repair
+
     r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup)
     _interrupted(r.interrupted)
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])

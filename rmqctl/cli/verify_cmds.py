@@ -7,7 +7,7 @@ from collections import Counter
 import click
 
 from ..errors import UsageError
-from ..ops.verify import ONLY, verify
+from ..ops import VERIFY_PARTS
 from .base import cli, echo_err, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
@@ -15,7 +15,7 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
 @cli.command("verify")
 @store_options
-@click.option("--only", type=click.Choice(ONLY), help="Report only this part (the commitlog is read in any case).")
+@click.option("--only", type=click.Choice(VERIFY_PARTS), help="Report only this part (the commitlog is read in any case).")
 @click.option("--from", "start", type=int, help="First commitlog offset to check (inclusive).")
 @click.option("--to", "end", type=int, help="Commitlog offset to stop at (exclusive).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
@@ -49,6 +49,8 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
         bars[0].refresh()
 
     try:
+        from ..ops.verify import verify  # loads the compiled kernels: only for this command
+
         result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, max_findings=max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)
     finally:

@@ -28,12 +28,11 @@ from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
-from . import verify_links
+from . import VERIFY_PARTS, verify_links
 from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
-ONLY = ("commitlog", "consumequeue", "index")
 REGION_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic", "bad-length": "bad-length",
                 "truncated-record": "truncated-record"}
 RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
@@ -124,10 +123,10 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
               progress, run_class: type["VerifyRun"] | None = None) -> "VerifyRun":
     """A run with its geometry settled, before any scanning. `run_class` lets another engine (Spark) scan
     the commitlog chunks; everything after the scan is `complete`."""
-    if only not in (None, *ONLY):
-        raise ValueError(f"only must be one of {ONLY}")
+    if only not in (None, *VERIFY_PARTS):
+        raise ValueError(f"only must be one of {VERIFY_PARTS}")
     store = with_geometry(store)
-    parts = {p for p in ONLY if only in (None, p)}
+    parts = {p for p in VERIFY_PARTS if only in (None, p)}
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
     geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
                 "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
