@@ -78,7 +78,7 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
 
     def decode(lo: int, hi: int):
-        return kernels.decode(u8, starts[lo:hi], config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
+        return kernels.decode(u8, starts[lo:hi], allow_v2, config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
                               store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
                               reference[lo:hi])
 

@@ -2,7 +2,6 @@
 file (verify's index checks are in native/verify.py)."""
 from __future__ import annotations
 
-import numpy as np
 
 from .. import schema as S
 from . import be32, kernel, put_be32, put_be64

@@ -17,58 +17,27 @@ inner batches) are flagged for the reference path (record.read_record + rmqctl.d
 pass per target; `index_entries`, `hash_slots`, `chains_sound` and `index_targets` do in one pass each what
 ops.verify_links needs of an index file; the findings themselves are built in ops.verify / verify_links.
 
-Layouts come from rmqctl.schema (record heads from RECORD_HEADS, index entries from INDEX_ENTRY_DTYPE,
-computed below at import, constants for the compiler). The kernels read untrusted bytes: every commitlog
+Layouts come from rmqctl.schema (record heads through native/record.py, index entries from
+INDEX_ENTRY_DTYPE, computed at import, constants for the compiler). The kernels read untrusted bytes: every commitlog
 read is inside a record whose bounds were checked against `limit`; index reads stay within the entries
 and slots the file holds (the callers bound the counts).
 """
 from __future__ import annotations
-
-import re
 
 import numpy as np
 from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import (MASK32, T_AT, T_COUNT, T_FIRST, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be16, be32, be64, crc32,
-               java_hash, kernel, property_names, read_properties, rehash, topic_id)
-
-
-def _field_offsets() -> dict[str, tuple[int, ...]]:
-    """Offset of each head field per host combination (index: born v6 + 2 * store v6), from the struct
-    formats schema.RECORD_HEADS derives from the construct declaration; "headSize" is the head's length."""
-    out: dict[str, list[int]] = {}
-    for combo in range(4):
-        head, names = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
-        pos = 0
-        for name, (count, code) in zip(names, re.findall(r"(\d*)([a-zA-Z])", head.format[1:])):
-            out.setdefault(name, []).append(pos)
-            pos += S.struct.calcsize(">" + count + code)
-        assert pos == head.size
-        out.setdefault("headSize", []).append(pos)
-    return {k: tuple(v) for k, v in out.items()}
+from . import MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties, topic_id
+from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
+                     SYSFLAG_AT, decode_head, decode_tail, index_hash, signed32)
 
 
 # numba loads its typing and lowering registries (mostly imports, ~0.3 s) at the first call of any kernel in
 # the process; loading them with this module's imports keeps them out of the first scan's time
 cpu_target.target_context.refresh()
 
-OFFSETS = _field_offsets()
-# fields up to sysFlag sit at the same place in every layout
-MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT = (
-    OFFSETS[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
-assert OFFSETS["storeSize"] == (0,) * 4
-assert all(len(set(OFFSETS[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
-HEAD_SIZE = OFFSETS["headSize"]
-STORE_TIMESTAMP_AT = OFFSETS["storeTimestamp"]
-BODY_LENGTH_AT = OFFSETS["bodyLength"]
-SMALLEST_HEAD = min(HEAD_SIZE)
-# record_length's fixed part per layout: 74 + bornHost + storeHost
-FIXED_LENGTH = tuple(S.record_length((S.BORNHOST_V6_FLAG if c & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if c & 2 else 0),
-                                     0, 0, 0) - 1 for c in range(4))
-BORN_V6, STORE_V6 = S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG
-MAGIC_V1, MAGIC_V2 = S.MAGIC_V1, S.MAGIC_V2
 UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
 COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
 INNER_BATCH, TRANSACTION_MASK, ROLLBACK = S.INNER_BATCH_FLAG, S.TRANSACTION_MASK, S.TRANSACTION_ROLLBACK_TYPE
@@ -108,54 +77,6 @@ ENDED, BROKEN, FULL = range(3)
 
 
 @kernel
-def signed32(h):
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@kernel
-def decode_head(u8, pos, limit, allow_v2):
-    """record.read_record's checks up to the body, on the record at `pos` (pos + 8 <= limit). Returns
-    (size, combo, body length, V2), size 0 when the decoder refuses the record."""
-    size = be32(u8, pos)
-    magic = be32(u8, pos + MAGIC_AT)
-    v2 = magic == MAGIC_V2
-    if magic != MAGIC_V1 and not (v2 and allow_v2):
-        return 0, 0, 0, v2
-    if size <= 0 or pos + size > limit or size < SMALLEST_HEAD:
-        return 0, 0, 0, v2
-    sysflag = be32(u8, pos + SYSFLAG_AT)
-    combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
-    if HEAD_SIZE[combo] > size:
-        return 0, 0, 0, v2
-    body_len = be32(u8, pos + BODY_LENGTH_AT[combo])
-    if body_len > 0 and HEAD_SIZE[combo] + body_len > size:
-        return 0, 0, 0, v2
-    return size, combo, body_len, v2
-
-
-@kernel
-def decode_tail(u8, pos, size, combo, body_len, v2):
-    """The rest of read_record's checks (after decode_head accepted the record): topic and properties
-    lengths and the length formula. Returns (topic start, topic length, properties length), topic start
-    -1 when the decoder refuses the record."""
-    end = pos + size
-    p = pos + HEAD_SIZE[combo] + max(body_len, 0)
-    width = 2 if v2 else 1
-    if p + width > end:
-        return -1, 0, 0
-    topic_len = be16(u8, p) if v2 else np.int64(np.int8(u8[p]))
-    p += width
-    if topic_len < 0 or p + topic_len + 2 > end:
-        return -1, 0, 0
-    props_len = be16(u8, p + topic_len)
-    if props_len > 0 and p + topic_len + 2 + props_len > end:
-        return -1, 0, 0
-    if FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0) != size:
-        return -1, 0, 0
-    return p, topic_len, props_len
-
-
-@kernel
 def crc_digits(u8, lo, hi):
     """javacompat.crc_from_digits of ASCII u8[lo:hi], or -1 when it lies outside [0, 2^31) (once past
     2^40 in size the value only grows, so no exact arithmetic is needed for the comparison)."""
@@ -173,14 +94,6 @@ def is_ascii(u8, lo, hi):
         if u8[k] >= 0x80:
             return False
     return True
-
-
-@kernel
-def index_hash(u8, lo, hi, topic_hash):
-    """IndexService's hash of `topic#key` for the key u8[lo:hi] (well-formed UTF-8), as indexKeyHashMethod."""
-    h, _ = java_hash(u8, lo, hi, (topic_hash * 31 + 35) & MASK32)  # 35: '#'
-    h = signed32(h)
-    return 0 if h == -(1 << 31) else abs(h)
 
 
 @kernel

@@ -41,7 +41,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import StoreError
 from ..javacompat import crc31
-from ..native.dispatch import MAGIC_AT, STORE_TS_AT, SYSFLAG_AT
+from ..native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
 from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
@@ -173,7 +173,7 @@ def recovery_start(store: Store) -> int:
         if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
             continue
         sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
-        ts_at = STORE_TS_AT[2 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
+        ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
         if ts_at + S.INT64.size > len(buf):
             continue
         ts = S.INT64.unpack_from(buf, ts_at)[0]

@@ -25,6 +25,7 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
+from ..native import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..native import verify as K
 from ..record import Blank, Message, RecordError, read_record
 from ..store import valid_topic_dir_name
@@ -131,7 +132,7 @@ class _Scanner:
         guess = max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
         self.records = np.empty((K.RECORD_COLUMNS, guess), np.int64)
         self.keys = np.empty((2, max(3 * guess, 2 * K.MOST_KEYS) if task.want_keys else 0), np.int64)
-        self.topics = np.empty((K.TOPIC_COLUMNS, 64), np.int64)
+        self.topics = np.empty((TOPIC_COLUMNS, 64), np.int64)
         self.table = np.zeros(128, np.int64)
         self.state = np.zeros(K.STATE_SLOTS, np.int64)
         self.findings: list[tuple[str, str, int, str]] = []
@@ -170,7 +171,7 @@ class _Scanner:
             if 2 * n_topics >= len(self.table):
                 self.topics = _grown(self.topics, n_topics)
                 self.table = np.zeros(2 * len(self.table), np.int64)
-                K.rehash(self.topics, n_topics, self.table)
+                rehash(self.topics, n_topics, self.table)
 
     def after_stop(self, x: int) -> int | None:
         """The walk stopped at `x`: a BLANK ends the file; anything else is damage, reported from `x` up to
@@ -262,7 +263,7 @@ class _Scanner:
         topics = self.topics[:, :n_topics]
         # the name of each topic (different bytes can decode to the same name: the caller merges by name)
         names = [decode_utf8(bytes(self.buf[at : at + length]))
-                 for at, length in zip(topics[K.T_AT].tolist(), topics[K.T_LEN].tolist())]
+                 for at, length in zip(topics[T_AT].tolist(), topics[T_LEN].tolist())]
         tags = rec[K.TAGS_CODE]
         key_record, key_hash = [self.keys[0, :n_keys]], [self.keys[1, :n_keys]]
         lmq, inner = [], {}
@@ -333,15 +334,15 @@ class _Scanner:
     def topic_findings(self, topics: np.ndarray, names: list[str]):
         """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""
         for k, name in enumerate(names):
-            pos = int(topics[K.T_FIRST, k])
-            if not topics[K.T_WELL_FORMED, k]:
-                at = int(topics[K.T_AT, k])
-                raw = bytes(self.buf[at : at + int(topics[K.T_LEN, k])])
+            pos = int(topics[T_FIRST, k])
+            if not topics[T_WELL_FORMED, k]:
+                at = int(topics[T_AT, k])
+                raw = bytes(self.buf[at : at + int(topics[T_LEN, k])])
                 self.findings.append(("topic-invalid", "warning", pos,
                                       f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}"))
             if name and not valid_topic_dir_name(name):
                 self.findings.append(("topic-invalid", "error", pos, f"topic {name!r} cannot be a consumequeue directory "
-                                                                    f"name ({int(topics[K.T_COUNT, k])} record(s))"))
+                                                                    f"name ({int(topics[T_COUNT, k])} record(s))"))
 
 
 def _int_or(text, default: int) -> int:
