@@ -230,14 +230,14 @@ class _Run:
         cols = self.columns
         if self.scan.errors or self.one_by_one or self.mismatched:
             return None
-        empty = np.zeros(0, np.int64)
-        off, size, qid, qoff, sysflag, store_ts, topic, tags = (
-            np.concatenate([c[k] for c in cols]) if cols else empty for k in range(8))
+        base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]])
+        # key records numbered across files; one file's columns are used as they are
+        cols = [c[:8] + (c[8] + b if b else c[8],) + c[9:] for c, b in zip(cols, base)]
+        off, size, qid, qoff, sysflag, store_ts, topic, tags, key_record, key_hash = (
+            (cols[0][k] if len(cols) == 1 else np.concatenate([c[k] for c in cols])) if cols else np.zeros(0, np.int64)
+            for k in range(10))
         if np.any(sysflag & S.INNER_BATCH_FLAG):
             return None
-        base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]]) if cols else []
-        key_record = np.concatenate([c[8] + b for c, b in zip(cols, base)]) if cols else empty
-        key_hash = np.concatenate([c[9] for c in cols]) if cols else empty
         lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c[10]]
         return Records(off, size, qid, qoff, sysflag, store_ts, topic, tags, list(self.topics), key_record, key_hash,
                        lmq, {})
@@ -324,7 +324,7 @@ class _Run:
         for g in groups:
             name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
             rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]
-            self.targets[(name, q)].extend(qoffs.tolist())
+            self.targets[(name, q)].frombytes(qoffs.astype(np.int64).tobytes())
             w = d.queue(name, q)
             if np.all(np.diff(qoffs) == 1) and w.put_run(b.phy[rec], b.size[rec], tags, int(qoffs[0])):
                 last_written = max(last_written, int(rec[-1]))
