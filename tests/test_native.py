@@ -1,5 +1,6 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
 import zlib
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -56,3 +57,30 @@ def test_crc32_is_zlibs():
     u8 = as_u8(data)
     for lo, hi in ((0, 0), (0, 1), (3, 1000), (17, len(data))):
         assert crc32(u8, lo, hi) == zlib.crc32(data[lo:hi])
+
+
+def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
+    """numba would keep a caller's compiled code after a callee or the schema changed; the package's own
+    stamp over its sources drops every cached kernel then, and only then."""
+    from rmqctl import native
+
+    here = tmp_path / "rmqctl" / "native"
+    here.mkdir(parents=True)
+    package = Path(native.__file__).parent
+    for p in package.glob("*.py"):
+        (here / p.name).write_bytes(p.read_bytes())
+    (here.parent / "schema.py").write_bytes((package.parent / "schema.py").read_bytes())
+    cache = here / "__pycache__"
+    cache.mkdir()
+    compiled = [cache / "dispatch.decode-85.py311.nbi", cache / "dispatch.decode-85.py311.1.nbc"]
+    for p in compiled:
+        p.write_bytes(b"x")
+    native._drop_stale_caches(here)  # no stamp yet: whatever is cached may be stale
+    assert not any(p.exists() for p in compiled)
+    for p in compiled:
+        p.write_bytes(b"x")
+    native._drop_stale_caches(here)  # sources unchanged: the cache stays
+    assert all(p.exists() for p in compiled)
+    (here.parent / "schema.py").write_text((here.parent / "schema.py").read_text() + "\n# changed\n")
+    native._drop_stale_caches(here)
+    assert not any(p.exists() for p in compiled)

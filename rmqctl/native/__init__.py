@@ -22,11 +22,10 @@ import numpy as np
 from numba import types
 
 
-def _drop_stale_caches():
+def _drop_stale_caches(here: Path = Path(__file__).parent):
     """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes."""
-    here = Path(__file__).parent
     sources = sorted(here.glob("*.py")) + [here.parent / "schema.py"]
     stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     cache = here / "__pycache__"
