@@ -13,25 +13,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 
 import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from .native import available_cores
 from .native import dispatch as kernels
 from .record import Message, read_record
 
 
 MIN_PART = 4096  # records: fewer are not worth a thread
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 @dataclasses.dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes.util
 import hashlib
+import os
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -45,6 +46,14 @@ def _drop_stale_caches(here: Path = Path(__file__).parent):
 
 
 _drop_stale_caches()
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on: how many threads the kernels get by default."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def kernel(fn):

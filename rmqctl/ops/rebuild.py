@@ -209,7 +209,7 @@ class Build:
 
 
 class _Run:
-    """One dispatch of the commitlog: whole files through the vectorised path (batchdispatch), records it
+    """One dispatch of the commitlog: whole files through the compiled pass (batchdispatch), records it
     leaves through the Dispatcher one by one, with the accounting the read-back check needs."""
 
     def __init__(self, store: Store, dispatcher: Dispatcher, build_cq: bool, build_index: bool, queue_filter):
@@ -256,7 +256,7 @@ class _Run:
         batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index)
         self._batch(f, batch)
         pos = batch.stop
-        while pos < limit:  # what the vectorised walk stopped at: a BLANK, the end, damage, or a record for read_record
+        while pos < limit:  # what the compiled walk stopped at: a BLANK, the end, damage, or a record for read_record
             try:
                 rec = read_record(buf, pos, limit, self.v2)
             except RecordError as e:

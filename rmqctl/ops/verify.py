@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -29,6 +28,7 @@ from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import VERIFY_PARTS, verify_links
+from ..native import available_cores
 from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
 
@@ -115,7 +115,7 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
     cores); `progress(done, total)` is called with commitlog bytes."""
     began = time.monotonic()
-    run = start_run(store, only, start, end, deep, jobs or default_jobs(), progress)
+    run = start_run(store, only, start, end, deep, jobs or available_cores(), progress)
     return complete(run, began, max_findings)
 
 
@@ -178,13 +178,6 @@ def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
 def _order(item: tuple[int, Finding]):
     group, f = item
     return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
-
-
-def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def with_geometry(store: Store) -> Store:
