@@ -434,14 +434,15 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     first_base = (prev.header["endTimestamp"] if prev is not None else -1)
     outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys, rec.store_ts,
                                     h["beginTimestamp"], first_base)
-    for k in np.flatnonzero(outcome & E_PAST_END).tolist():
+    flagged = outcome.any()  # a sound file has no entry to report: no pass per kind of finding
+    for k in (np.flatnonzero(outcome & E_PAST_END) if flagged else n[:0]).tolist():
         o = int(phy[k])
         cause = run.damage.cause(o) or _tail_cause(run, o)
         detail = f"entry {int(n[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
         if cause:
             detail += f"; a direct consequence of {cause}"
         run.report(INDEX, "index-entry-past-end", "error", ix.path, entry_pos(n[k]), o, detail)
-    for reported, k in enumerate(np.flatnonzero(outcome & E_NO_RECORD)[:100].tolist()):
+    for k in (np.flatnonzero(outcome & E_NO_RECORD)[:100] if flagged else n[:0]).tolist():
         o = int(phy[k])
         cause = run.damage.cause(o)
         inside = rec.containing(o)
@@ -449,9 +450,10 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         detail += f"; a direct consequence of {cause}" if cause else (
             f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
         run.report(INDEX, "index-entry-bad-target", "error", ix.path, entry_pos(n[k]), o, detail)
-    hit = np.flatnonzero(record >= 0)
-    found = record[hit] * (1 << 32) + key_hash[hit]
-    wrong_key = np.flatnonzero(outcome & E_WRONG_KEY)
+    if run.deep:  # (record, key hash) of every entry, for the keys every record should have
+        hit = np.flatnonzero(record >= 0)
+        found = record[hit] * (1 << 32) + key_hash[hit]
+    wrong_key = np.flatnonzero(outcome & E_WRONG_KEY) if flagged else n[:0]
     for k in wrong_key[:MAX_LISTED].tolist():
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has key hash {int(key_hash[k])}, but no key of the record it points at "
@@ -461,7 +463,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
                    f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
     # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
     # which the constructor presets)
-    for k in np.flatnonzero(outcome & E_TIME)[:MAX_LISTED].tolist():
+    for k in (np.flatnonzero(outcome & E_TIME)[:MAX_LISTED] if flagged else n[:0]).tolist():
         base = first_base if k == 0 else h["beginTimestamp"]
         want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
         run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
