@@ -88,3 +88,23 @@ def test_missing_consumequeue():
 def test_offsets_outside_the_store_do_not_crash(args):
     res = run(*args, "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
     assert res.exit_code in (0, 1) and "Traceback" not in res.stderr
+
+
+def test_an_internal_error_is_one_line_and_exit_2_not_a_finding(monkeypatch):
+    """A bug of rmqctl's own (here: info's library call failing) must not exit 1, which verify uses for
+    findings, nor print a traceback; RMQCTL_DEBUG=1 lets it through for a bug report."""
+    from rmqctl.ops import inspect
+
+    def broken(store):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(inspect, "info", broken)
+    store = FIXTURES / "a-basic" / "store"
+    r = run("info", "--store", store)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["rmqctl: internal error (ZeroDivisionError: division by zero): a bug in rmqctl, "
+                                     "not a finding about the store; please report it with the command line "
+                                     "(RMQCTL_DEBUG=1 shows where)"]
+    monkeypatch.setenv("RMQCTL_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        run("info", "--store", store)

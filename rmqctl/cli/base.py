@@ -24,7 +24,9 @@ FORMATS = ("table", "jsonl", "json", "csv")
 
 
 class RmqGroup(click.Group):
-    """A group whose commands turn library errors into `rmqctl: <file> at offset N: <what>` + exit 2."""
+    """A group whose commands turn library errors into `rmqctl: <file> at offset N: <what>` + exit 2, and
+    an error of rmqctl's own into one line and exit 2 too: a crash must not read as exit 1 (findings) in
+    cron. RMQCTL_DEBUG=1 shows its traceback instead."""
 
     def invoke(self, ctx):
         try:
@@ -39,6 +41,14 @@ class RmqGroup(click.Group):
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             click.echo(f"rmqctl: {where}{e.strerror or e}", err=True)
+            ctx.exit(EXIT_REFUSED)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:
+            if os.environ.get("RMQCTL_DEBUG"):
+                raise
+            click.echo(f"rmqctl: internal error ({type(e).__name__}: {e}): a bug in rmqctl, not a finding about the "
+                       "store; please report it with the command line (RMQCTL_DEBUG=1 shows where)", err=True)
             ctx.exit(EXIT_REFUSED)
 
     def group(self, *args, **kwargs):
