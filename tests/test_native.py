@@ -1,8 +1,13 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+import os
+import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
@@ -84,3 +89,24 @@ def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
     (here.parent / "schema.py").write_text((here.parent / "schema.py").read_text() + "\n# changed\n")
     native._drop_stale_caches(here)
     assert not any(p.exists() for p in compiled)
+
+
+@pytest.mark.tmpfs
+def test_a_read_only_installation_without_a_cache_directory_still_runs(tmp_path):
+    """numba refuses to cache where no directory is writable; the kernels are then compiled afresh per
+    process, and the command runs as usual, quietly. Read-only for root too: a read-only bind mount."""
+    repo = Path(__file__).resolve().parents[1]
+    copy, ro = tmp_path / "copy", tmp_path / "ro"
+    shutil.copytree(repo / "rmqctl", copy / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
+    ro.mkdir()
+    subprocess.run(["mount", "--bind", str(copy), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        env = dict(os.environ, PYTHONPATH=str(ro), HOME="/proc/no-home", XDG_CACHE_HOME="/proc/no-cache")
+        env.pop("NUMBA_CACHE_DIR", None)
+        r = subprocess.run([sys.executable, "-m", "rmqctl", "verify", "--store", repo / "examples" / "store",
+                            "--broker-config", repo / "examples" / "broker.conf"], env=env, capture_output=True,
+                           text=True, cwd=tmp_path)
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")

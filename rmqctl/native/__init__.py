@@ -57,8 +57,14 @@ def available_cores() -> int:
 
 
 def kernel(fn):
-    """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)
+    """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division.
+    Where no cache directory is writable (a read-only installation without a writable home or
+    NUMBA_CACHE_DIR) it is compiled afresh in every process instead."""
+    options = dict(nogil=True, error_model="numpy")
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(**options)(fn)
 
 
 def _zlib_crc32():
