@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from rmqctl import schema as S
 from rmqctl.cli.main import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
@@ -71,3 +72,17 @@ def jsonl(text: str) -> list[dict]:
 def store_copy(tmp_path):
     """Factory: store_copy("a-basic") -> a writable copy under tmp_path."""
     return lambda name: copy_store(name, tmp_path)
+
+
+def patch(path: Path, pos: int, data: bytes):
+    """Overwrite bytes of a (copied) store file in place."""
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(data)
+
+
+def index_entry_at(store, n: int) -> int:
+    """Where entry n of an index file of `store` starts."""
+    slots, _ = store.index_geometry
+    return S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE
+

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
+from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, index_entry_at, jsonl,
+                      patch, run, truth)
 from rmqctl import schema as S
 from rmqctl.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
@@ -563,17 +564,6 @@ def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
 # -- the check of a staged result against the build's own decode ----------------------------------------------
 
 
-def _patch(path: Path, pos: int, data: bytes):
-    with open(path, "r+b") as fh:
-        fh.seek(pos)
-        fh.write(data)
-
-
-def _entry_at(store: Store, ix, n: int) -> int:
-    slots, _ = store.index_geometry
-    return S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE
-
-
 def _swap_units(store: Store):
     path = store.consumequeue_dir / "TopicTest" / "1" / "00000000000000000000"
     data = bytearray(path.read_bytes())
@@ -583,27 +573,27 @@ def _swap_units(store: Store):
 
 def _chain_loop(store: Store):
     ix = store.index_files()[2]
-    _patch(ix.path, _entry_at(store, ix, 200) + 16, S.INT32.pack(200))
+    patch(ix.path, index_entry_at(store, 200) + 16, S.INT32.pack(200))
 
 
 def _foreign_key(store: Store):
     ix = store.index_files()[0]
-    at = _entry_at(store, ix, 10)
+    at = index_entry_at(store, 10)
     old = S.INT32.unpack_from(ix.path.read_bytes(), at)[0]
-    _patch(ix.path, at, S.INT32.pack(old + store.index_geometry[0]))  # same slot, another key
+    patch(ix.path, at, S.INT32.pack(old + store.index_geometry[0]))  # same slot, another key
 
 
 def _entries_out_of_order(store: Store):
     ix = store.index_files()[1]
     data = ix.path.read_bytes()
-    a, b = _entry_at(store, ix, 30), _entry_at(store, ix, 31)
-    _patch(ix.path, a + 4, data[b + 4 : b + 12])  # entry 30 points where entry 31 does, 31 where 30 did
-    _patch(ix.path, b + 4, data[a + 4 : a + 12])
+    a, b = index_entry_at(store, 30), index_entry_at(store, 31)
+    patch(ix.path, a + 4, data[b + 4 : b + 12])  # entry 30 points where entry 31 does, 31 where 30 did
+    patch(ix.path, b + 4, data[a + 4 : a + 12])
 
 
 def _time_diff(store: Store):
     ix = store.index_files()[0]
-    _patch(ix.path, _entry_at(store, ix, 5) + 12, S.INT32.pack(999_999))
+    patch(ix.path, index_entry_at(store, 5) + 12, S.INT32.pack(999_999))
 
 
 DAMAGE = {"none": lambda store: None, "swapped units": _swap_units, "chain loop": _chain_loop,

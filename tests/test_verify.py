@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run
+from conftest import (CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, index_entry_at, jsonl, patch,
+                      run)
 from rmqctl import schema as S
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
@@ -41,12 +42,6 @@ def kinds(found: list[dict]) -> set[str]:
 def messages(store: Store):
     """(file, message, commitlog offset) of every record, read with the reference decoder."""
     return [(f, m, f.start + m.position) for f, m in store.scan().records()]
-
-
-def patch(path: Path, pos: int, data: bytes):
-    with open(path, "r+b") as fh:
-        fh.seek(pos)
-        fh.write(data)
 
 
 def flip(path: Path, pos: int):
@@ -307,10 +302,8 @@ def test_index_chain_turned_into_a_loop(store_copy):
     root = store_copy("a-basic")
     store = open_store("a-basic", root)
     ix = store.index_files()[2]
-    slots, _ = store.index_geometry
     n = 200
-    pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE + 16
-    patch(ix.path, pos, S.INT32.pack(n))  # prevIndex pointing at itself
+    patch(ix.path, index_entry_at(store, n) + 16, S.INT32.pack(n))  # prevIndex pointing at itself
     code, found = findings("a-basic", root)
     assert code == 1
     assert [(x["kind"], x["file"]) for x in found] == [("index-chain", f"index/{ix.name}")]
@@ -322,7 +315,7 @@ def test_index_entry_with_a_foreign_key_and_deep_missing_key(store_copy):
     store = open_store("a-basic", root)
     ix = store.index_files()[0]
     slots, _ = store.index_geometry
-    pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + 10 * S.INDEX_ENTRY_SIZE
+    pos = index_entry_at(store, 10)
     old = S.INT32.unpack_from(ix.path.read_bytes(), pos)[0]
     patch(ix.path, pos, S.INT32.pack(old + slots))  # same slot, different key hash
     code, found = findings("a-basic", root)
