@@ -137,6 +137,17 @@ def assert_loads_as_rmqctl_reads(reading: Reading, store_dir: Path, conf: Path, 
             assert g == w, f"{where}, {unit_key(w)}: (RocketMQ, rmqctl) differ in {differences(g, w)}"
 
 
+def assert_same_units(got: list[dict], want: list[dict], what: str):
+    """Two messages-read readings unit for unit; the first difference, briefly."""
+    if got == want:
+        return
+    g, w = {unit_key(l): l for l in got}, {unit_key(l): l for l in want}
+    missing, extra = sorted(w.keys() - g.keys()), sorted(g.keys() - w.keys())
+    changed = [(k, differences(g[k], w[k])) for k in sorted(g.keys() & w.keys()) if g[k] != w[k]]
+    raise AssertionError(f"{what}: {len(got)} units read, {len(want)} expected; missing {missing[:3]} "
+                         f"({len(missing)}), extra {extra[:3]} ({len(extra)}), changed {changed[:2]} ({len(changed)})")
+
+
 def accept_known_damage(found: dict, summary: dict, lines: list[dict], offsets: set[int]) -> dict:
     """Drop the findings that are exactly the known damaged records (one CRC failure each, as a body CRC
     problem line, a walk check failure and CRC log lines naming nothing else)."""
