@@ -49,6 +49,7 @@ class Reading:
     lines: list[dict]
     own_summary: dict
     own_lines: list[dict]
+    store_log: str  # the store's own log of the first reading
 
 
 def read(oracle: Path, version: int, store: Path, conf: Path, out: Path) -> Reading:
@@ -71,7 +72,7 @@ def read(oracle: Path, version: int, store: Path, conf: Path, out: Path) -> Read
         lines = [json.loads(l) for l in lines_path.read_text().splitlines()] if lines_path.is_file() else []
         results += [summary, lines]
     shutil.rmtree(own)
-    return Reading(*results)
+    return Reading(*results, (out / f"read{version}-0" / "store.log").read_text(errors="replace"))
 
 
 def rmqctl_view(store_dir: Path, conf: Path) -> dict:

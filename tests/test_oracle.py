@@ -1,6 +1,6 @@
 """Every store rmqctl writes, loaded by RocketMQ's own store code (tests/oracle.py): append onto a 4.9.7 and a
 5.3.3 store, rebuild of consumequeues and index from nothing and from damaged ones, repair of a crash, a torn
-record and short last files, and clean --apply. RocketMQ must recover the result cleanly and read back
+record and short last files, clean --apply, and config restore. RocketMQ must recover the result cleanly and read back
 every consumequeue unit as rmqctl reads it, and every message rmqctl wrote as it was sent."""
 from __future__ import annotations
 
@@ -276,3 +276,19 @@ def test_clean_apply_of_expired_files(java_oracle, tmp_path, name):
     assert sorted((store / "commitlog").iterdir()) == files[len(files) // 2 :]
     reading = judge(java_oracle, tmp_path, name, store)
     assert reading.summary["minPhyOffset"] == int(files[len(files) // 2].name)
+
+
+# -- config restore ---------------------------------------------------------------------------------------------
+
+
+def test_config_restore_of_a_cut_delay_offset_file(java_oracle, tmp_path):
+    """RocketMQ 4.9.7's load() reads config/delayOffset.json (ScheduleMessageService): after the restore it
+    loads the file itself, without falling back to the .bak."""
+    store = copy_store("b-mixed", tmp_path)
+    config = store / "config" / "delayOffset.json"
+    shutil.copyfile(config, config.with_name("delayOffset.json.bak"))
+    config.write_bytes(config.read_bytes()[: config.stat().st_size // 2])
+    ok("config", "restore", "delayOffset.json", "--store", store, "--broker-config", broker_conf("b-mixed"), "--apply")
+    reading = judge(java_oracle, tmp_path, "b-mixed", store)
+    loads = [l for l in reading.store_log.splitlines() if "delayOffset.json" in l]
+    assert len(loads) == 1 and loads[0].endswith("/config/delayOffset.json OK"), loads
