@@ -137,7 +137,9 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     store = ctx.store if dry_run else ctx.writable_store()
     from ..ops.repair import repair
 
-    r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup)
+    with _commitlog_bar(ctx, "repair") as bar:
+        r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup,
+                   progress=lambda done: bar.update(done - bar.n))
     _interrupted(r.interrupted)
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
     alt = r.alternative

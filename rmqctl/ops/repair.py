@@ -35,6 +35,7 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -182,7 +183,25 @@ def recovery_start(store: Store) -> int:
     return 0
 
 
-def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) -> Walk:
+REPORT_EVERY = 1 << 16  # records between progress reports: a report costs far more than a record check
+
+
+class ProgressReporter:
+    """Tells `progress` how many commitlog bytes are checked, counted from the first file's start: at each file
+    and every REPORT_EVERY records."""
+
+    def __init__(self, progress: Callable[[int], None] | None, files):
+        self.progress, self.base, self.records = progress, files[0].start if files else 0, 0
+
+    def at(self, f, pos: int):
+        if self.progress is None:
+            return
+        self.records += 1
+        if pos == 0 or self.records % REPORT_EVERY == 0:
+            self.progress(f.start + pos - self.base)
+
+
+def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet, reporter: ProgressReporter) -> Walk:
     """CommitLog.recoverAbnormally's loop from file `first`."""
     files = store.commitlog.files
     if not files:
@@ -190,6 +209,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
     i, pos, last_message = first, 0, -1
     while True:
         f = files[i]
+        reporter.at(f, pos)
         rec, bad = checker.check(f, pos)
         if bad is not None:
             if bad.kind == "zeros" and zero_from(store, i, pos):
@@ -205,13 +225,15 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
         pos += rec.storeSize
 
 
-def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet) -> list[BadRecord]:
+def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet,
+                        reporter: ProgressReporter) -> list[BadRecord]:
     """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
     structure is sound) and at the next file after anything else."""
     found = []
     for f in store.commitlog.files[:upto]:
         pos = 0
         while True:
+            reporter.at(f, pos)
             rec, bad = checker.check(f, pos)
             if bad is not None:
                 found.append(bad)
@@ -471,9 +493,11 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
 # ---- the operation -----------------------------------------------------------------------------------------
 
 
-def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_backup: bool = True) -> RepairResult:
+def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_backup: bool = True,
+           progress: Callable[[int], None] | None = None) -> RepairResult:
     """Find the cut as the broker's abnormal recovery would (or at the first bad record anywhere with
-    `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it."""
+    `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it. `progress`
+    is told the commitlog bytes checked so far."""
     t0 = time.monotonic()
     extra = [d for d in store.commitlog_dirs if d.resolve().parent != store.root.resolve()]
     with writing(store, dry_run, extra) as (interrupted, store):
@@ -481,8 +505,9 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
         files = store.commitlog.files
         start = recovery_start(store)
         seen = RecordSet()
-        earlier = check_earlier_files(store, checker, start, seen)
-        broker = walk(store, checker, start, seen)
+        reporter = ProgressReporter(progress, files)
+        earlier = check_earlier_files(store, checker, start, seen, reporter)
+        broker = walk(store, checker, start, seen, reporter)
         first_bad = earlier[0] if earlier else None
         if scan_all and first_bad is not None:
             cut, zero_from, stop = first_bad.commitLogOffset, first_bad.commitLogOffset, first_bad
