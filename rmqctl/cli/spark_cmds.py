@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
-from ..spark import MASTER_ENV
+from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
 from .base import FORMATS, cli, echo_err, render
 
@@ -43,6 +43,7 @@ def spark_options(fn: Callable) -> Callable:
         selection = StoreSelection([os.path.expanduser(p) for p in stores] or [os.path.expanduser("~/store")],
                                    list(broker_configs))
         selection.resolve()  # bad paths and configs fail here, in one line, before a JVM starts
+        require()  # before a command imports the modules that need pyspark
         return fn(selection, SparkOptions(master, log_level.upper()), **kwargs)
 
     return wrapper
@@ -64,12 +65,10 @@ class SparkOptions(NamedTuple):
 
 def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
-    from ..spark import require, session
-
-    require()
+    from ..spark import console_conf, session
     from ..spark.jobs import spark_errors
 
-    spark = session(options.master)
+    spark = session(options.master, conf=console_conf(options.log_level))
     spark.sparkContext.setLogLevel(options.log_level)
     with spark_errors():
         return job(spark)
