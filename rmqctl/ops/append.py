@@ -34,10 +34,9 @@ from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARAT
                           encode_properties, java_string_hash, parse_properties)
 from ..lock import store_lock
 from ..record import Blank, Message, encode_record, parse_host, read_record
+from ..recovery import RecoveryChecker, zero_from
 from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
-from .repair import RecoveryChecker
-from .repair import zero_from
 
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"

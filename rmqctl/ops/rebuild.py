@@ -32,6 +32,7 @@ from ..errors import StoreError, UsageError
 from ..lock import store_lock
 from ..batchdispatch import dispatch_file
 from ..record import Blank, RecordError, read_record
+from ..recovery import RecordSet, allow_v2
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
@@ -100,11 +101,6 @@ class RebuildResult:
 # ---- shared by rebuild and repair --------------------------------------------------------------------------
 
 
-def allow_v2(store: Store) -> bool:
-    """4.9 readers take V2 magic for an illegal one; any other (or unknown) version reads it."""
-    return store.config.rocketmqVersion != 4
-
-
 @contextlib.contextmanager
 def writing(store: Store, dry_run: bool, extra_dirs=()):
     """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
@@ -158,40 +154,6 @@ def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict,
     staged = txn.area(store.root) / "checkpoint"
     staged.write_bytes(bytes(data))
     txn.replace(store.checkpoint_path, staged)
-
-
-class RecordSet:
-    """Start offsets and sizes of the commitlog records seen, for checking what entries point at."""
-
-    def __init__(self):
-        self._offsets, self._sizes = array("q"), array("q")
-        self._sorted = None
-
-    def add(self, offset: int, size: int):
-        self._offsets.append(offset)
-        self._sizes.append(size)
-        self._sorted = None
-
-    def add_many(self, offsets: np.ndarray, sizes: np.ndarray):
-        self._offsets.frombytes(offsets.astype(np.int64).tobytes())
-        self._sizes.frombytes(sizes.astype(np.int64).tobytes())
-        self._sorted = None
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._sorted is None:
-            off = np.frombuffer(self._offsets, dtype=np.int64)
-            size = np.frombuffer(self._sizes, dtype=np.int64)
-            order = np.argsort(off, kind="stable")
-            self._sorted = off[order], size[order]
-        return self._sorted
-
-    def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
-        """The record size at each offset, or -1 where no record starts."""
-        off, size = self.arrays()
-        if not len(off):
-            return np.full(len(offsets), -1, np.int64)
-        i = np.clip(np.searchsorted(off, offsets), 0, len(off) - 1)
-        return np.where(off[i] == offsets, size[i], -1)
 
 
 @dataclasses.dataclass

@@ -26,6 +26,7 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
+from ..recovery import recovery_start
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import VERIFY_PARTS, verify_links
 from ..native import available_cores
@@ -664,8 +665,6 @@ class VerifyRun:
         abort = self.store.abort_exists()
         cfg = self.config
         if abort:
-            from .repair import recovery_start  # repair imports this module (through rebuild)
-
             first = recovery_start(self.store)
             safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
             why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "

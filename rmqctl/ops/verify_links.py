@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
+from ..recovery import recovery_start
 from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
@@ -174,8 +175,6 @@ def _redispatch_from(run: "VerifyRun") -> int:
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)
     if run.store.abort_exists() and run.files:
-        from .repair import recovery_start
-
         start = min(start, run.files[recovery_start(run.store)].start)
     return start
 
