@@ -11,13 +11,16 @@ from array import array
 import numpy as np
 
 from . import schema as S
+from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
 from .native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .store import MappedFile, Store
 
 CHUNK = 1 << 20
-CRC_KINDS = ("body-crc", "property-crc", "property-crc-missing")
+CRC_KINDS = ("body-crc", "property-crc")
+# what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
+RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
 
 
 def allow_v2(store: Store) -> bool:
@@ -104,7 +107,7 @@ class RecoveryChecker:
         try:
             rec = read_record(buf, pos, min(len(buf), self.size), self.v2)
         except RecordError as e:
-            bad = BadRecord(f.start + pos, f.name, pos, e.kind, e.detail, e.size)
+            bad = BadRecord(f.start + pos, f.name, pos, RECORD_ERROR_KINDS[e.kind], e.detail, e.size)
             self._describe_torn(bad, buf, pos)
             return None, bad
         if isinstance(rec, Blank) or not self.crc:
@@ -113,7 +116,7 @@ class RecoveryChecker:
         if self.prop_crc:
             state = property_crc_state(buf, pos, rec)
             if state is None:
-                kind, detail = "property-crc-missing", "no __CRC32# property (forceVerifyPropCRC)"
+                kind, detail = "property-crc", "no __CRC32# property (forceVerifyPropCRC)"
             elif state[0] != state[1]:
                 kind, detail = "property-crc", f"property CRC {state[0]} stored, {state[1]} computed"
         elif not rec.body_crc_ok():
@@ -132,6 +135,16 @@ class RecoveryChecker:
         if magic in (S.MAGIC_V1, S.MAGIC_V2):
             bad.queueId = S.INT32.unpack_from(buf, pos + 12)[0]
             bad.queueOffset = S.INT64.unpack_from(buf, pos + 20)[0]
+
+
+def recovery_fails_on(kind: str, config, v5: bool) -> bool:
+    """Would checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on a finding of this kind?"""
+    if kind in RECOVERY_SEES:
+        return True
+    if not config.checkCRCOnRecover:
+        return False
+    prop = config.forceVerifyPropCRC and v5
+    return kind == ("property-crc" if prop else "body-crc")
 
 
 def recovery_start(store: Store) -> int:
@@ -168,7 +181,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
         f = files[i]
         rec, bad = checker.check(f, pos)
         if bad is not None:
-            if bad.kind == "zeros" and zero_from(store, i, pos):
+            if bad.kind == "zeroed-region" and zero_from(store, i, pos):
                 bad = None  # the clean end of the data
             return Walk(f.start + pos, f.start + pos, bad, last_message)
         if isinstance(rec, Blank):
@@ -231,7 +244,7 @@ def records_past(store: Store, checker: RecoveryChecker, cut: int) -> list[tuple
         pos = max(0, cut - f.start)
         while pos < min(len(f.buf), size):
             rec, bad = checker.check(f, pos)
-            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeros"):
+            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeroed-region"):
                 break
             out.append((f.start + pos, rec if rec is not None else bad))
             if rec is None:

@@ -26,7 +26,8 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
-from ..recovery import recovery_start
+from ..findings import CHECKPOINT, FILES, QUEUES, RECORD_ERROR_KINDS, RECORDS, Collector, Damage, Finding
+from ..recovery import recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import VERIFY_PARTS, verify_links
 from ..native import available_cores
@@ -34,22 +35,6 @@ from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
-REGION_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic", "bad-length": "bad-length",
-                "truncated-record": "truncated-record"}
-RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
-
-
-@dataclasses.dataclass
-class Finding:
-    kind: str
-    severity: str
-    file: str | None  # relative to the store root
-    position: int | None  # inside `file`
-    commitLogOffset: int | None  # the commitlog offset the finding is about, when there is one
-    detail: str
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -66,46 +51,6 @@ class VerifyResult:
     @property
     def exit_code(self) -> int:
         return EXIT_FINDINGS if self.problems or self.truncated else EXIT_OK
-
-
-class Damage:
-    """Commitlog ranges that are damaged or missing, so later findings can name their cause."""
-
-    def __init__(self):
-        self.ranges: list[tuple[int, int, str, int]] = []  # (start, end, kind, reported at)
-
-    def add(self, start: int, end: int, kind: str, at: int):
-        self.ranges.append((start, max(end, start + 1), kind, at))
-
-    def cause(self, offset: int, end: int | None = None) -> str | None:
-        """'the <kind> at <offset>' when [offset, end) touches a damaged range."""
-        end = offset + 1 if end is None else end
-        hits = [(not lo <= offset < hi, at, kind) for lo, hi, kind, at in self.ranges if offset < hi and lo < end]
-        if not hits:
-            return None
-        _, at, kind = min(hits)  # the range holding the offset itself first
-        return f"the {kind} at {at}"
-
-
-class Collector:
-    def __init__(self, store: Store):
-        self.root = store.root
-        self.items: list[tuple[int, Finding]] = []
-
-    def add(self, order: int, kind: str, severity: str, path: Path | str | None, position: int | None,
-            offset: int | None, detail: str) -> Finding:
-        if isinstance(path, Path):
-            try:
-                path = path.relative_to(self.root).as_posix()
-            except ValueError:
-                path = str(path)
-        f = Finding(kind, severity, path, position, offset, detail)
-        self.items.append((order, f))
-        return f
-
-
-# finding groups, in output order
-FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT = range(6)
 
 
 def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
@@ -133,7 +78,7 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
                 "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
     if "index" in parts:
         geometry["maxHashSlotNum"], geometry["maxIndexNum"] = store.index_geometry
-    run = (run_class or VerifyRun)(store, Collector(store), parts, start, end, deep, jobs, progress)
+    run = (run_class or VerifyRun)(store, Collector(store.root), parts, start, end, deep, jobs, progress)
     run.geometry = geometry
     return run
 
@@ -153,7 +98,7 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
             done.result()
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
-    findings = [f for _, f in sorted(run.out.items, key=_order)]
+    findings = run.out.sorted()
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
@@ -173,12 +118,7 @@ def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
         verify_links.check_consumequeues(run)
     else:
         verify_links.check_index(run)
-    return [f for _, f in sorted(run.out.items, key=_order)]
-
-
-def _order(item: tuple[int, Finding]):
-    group, f = item
-    return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
+    return run.out.sorted()
 
 
 def with_geometry(store: Store) -> Store:
@@ -479,7 +419,7 @@ class VerifyRun:
         limit = min(f.length, self.file_size)
         if g.resync is not None:
             n = g.resync - g.start
-            kind = REGION_KINDS.get(g.cause, g.cause)
+            kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
             self.damage.add(x, f.start + g.resync, kind, x)
             if report:
                 self.report(RECORDS, kind, "error", f.path, g.start, x,
@@ -506,7 +446,7 @@ class VerifyRun:
             else:
                 what = "the last record ends exactly at the end of the file, leaving no room for the BLANK record"
         else:
-            kind = REGION_KINDS.get(g.cause, g.cause)
+            kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
             what = f"{n} invalid bytes at offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
         self.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
         if report:
@@ -523,9 +463,9 @@ class VerifyRun:
         dispatched = rec.dispatched
         undispatched_nonzero = np.flatnonzero(~dispatched & (rec.queue_offset != 0))
         for i in undispatched_nonzero.tolist():
-            kind = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+            tx = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
             self.report(QUEUES, "queue-offset", "warning", self._path(int(rec.off[i])), None, int(rec.off[i]),
-                        f"{kind} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
+                        f"{tx} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
                         f"writes 0 for records it never dispatches")
         targets = self.targets()
         topic, qid, qoff, ri = targets
@@ -711,10 +651,4 @@ class VerifyRun:
 
     def recovery_sees(self, f: Finding) -> bool:
         """Would checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on this?"""
-        cfg = self.config
-        if f.kind in RECOVERY_SEES:
-            return True
-        if not cfg.checkCRCOnRecover:
-            return False
-        prop = cfg.forceVerifyPropCRC and self.is5
-        return f.kind == ("property-crc" if prop else "body-crc")
+        return recovery_fails_on(f.kind, self.config, self.is5)

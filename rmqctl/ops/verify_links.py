@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
+from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
 from ..recovery import recovery_start
 from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
@@ -125,8 +126,6 @@ def queue_units(run: "VerifyRun"):
 
 
 def _queue_file_checks(run: "VerifyRun", q: MappedFileQueue, size: int, what: str):
-    from .verify import CONSUMEQUEUE
-
     for p in q.strays:
         run.report(CONSUMEQUEUE, "stray-file", "error", p, None, None,
                    f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
@@ -180,8 +179,6 @@ def _redispatch_from(run: "VerifyRun") -> int:
 
 
 def check_consumequeues(run: "VerifyRun"):
-    from .verify import CONSUMEQUEUE
-
     store, rec = run.store, run.rec
     size = store.consumequeue_file_size  # settled before the scan
     groups = _cq_groups(run)
@@ -290,13 +287,11 @@ def _tail_cause(run: "VerifyRun", offset: int) -> str | None:
 
 
 def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r, expected):
-    from .verify import CONSUMEQUEUE
-
     rec = run.rec
     problems = []
     if not rec.dispatched[r]:
-        kind = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
-        problems.append(f"the record is {kind}, which the broker never dispatches")
+        tx = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+        problems.append(f"the record is {tx}, which the broker never dispatches")
     elif expected != r:
         problems.append(f"it points at {rec.describe(r)}")
         if expected >= 0:
@@ -326,8 +321,6 @@ def _field_cause(run, r: int) -> str | None:
 
 def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
-    from .verify import INDEX
-
     slots, num = run.store.index_geometry
     out = []
     for p in run.store.index_paths():
@@ -362,8 +355,6 @@ def _structure(ix: IndexFile, slots: int, num: int):
 
 
 def check_index(run: "VerifyRun"):
-    from .verify import INDEX
-
     store, rec, cfg = run.store, run.rec, run.config
     paths = store.index_paths()
     for p in paths:
@@ -388,8 +379,6 @@ def check_index(run: "VerifyRun"):
 
 
 def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
-    from .verify import INDEX
-
     rec = run.rec
     h = ix.header
     name = ix.name
@@ -497,8 +486,6 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
     at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
     same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
     links to); only when that fails, the exact expected links from sorting the entries by slot."""
-    from .verify import INDEX
-
     total = max(count, 1)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
@@ -537,8 +524,6 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
 def _deep_keys(run: "VerifyRun", rec_keys: np.ndarray, found: np.ndarray):
     """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
     sides, since a key given twice is indexed twice."""
-    from .verify import INDEX
-
     rec = run.rec
     rec_of = rec_keys >> 32
     keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
@@ -562,8 +547,6 @@ def index_loss_on_recovery(run: "VerifyRun", cp: dict, begin: int):
     """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
     indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
     lost from the index (unless messageIndexSafe made the recovery start early enough)."""
-    from .verify import CHECKPOINT
-
     cfg = run.config
     if not cfg.messageIndexEnable:
         return
