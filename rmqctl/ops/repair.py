@@ -44,7 +44,7 @@ from ..record import Blank, Message
 from ..recovery import (CHUNK, BadRecord, RecordSet, RecoveryChecker, Walk, check_earlier_files, last_nonzero,
                         records_past, recovery_start, walk)
 from ..store import IndexFile, MappedFile, Store, index_slot
-from .rebuild import queue_units, stage_checkpoint, verify_staged, writing
+from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from .txn import Transaction
 
 
