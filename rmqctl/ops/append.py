@@ -32,11 +32,11 @@ from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_
 from ..errors import LockHeldError, StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
-from ..lock import store_lock
 from ..record import Blank, Message, encode_record, parse_host, read_record
 from ..recovery import RecoveryChecker, zero_from
 from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
+from .txn import locked_for_writing
 
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
@@ -315,7 +315,7 @@ class Appender:
                 raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
         else:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = store_lock(self.root)
+            self._lock = locked_for_writing(self.root)
             self._lock.__enter__()
         try:
             self._open_store()

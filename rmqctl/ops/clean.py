@@ -36,8 +36,8 @@ import numpy as np
 from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import RmqError, StoreError, UsageError
-from ..lock import store_lock
 from ..store import INDEX_FILE_NAME, IndexFile, Store
+from .txn import locked_for_writing
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
 DELETE_FILES_BATCH_MAX_49 = 10  # MappedFileQueue.DELETE_FILES_BATCH_MAX, hard-coded in 4.x
@@ -951,7 +951,7 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
     if limit < 1:
         raise UsageError("--passes must be at least 1")
     if apply:
-        with store_lock(store.root):
+        with locked_for_writing(store.root):
             return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, True, on_delete, None,
                         interval_ms)
     return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error, 0)

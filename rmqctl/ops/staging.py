@@ -20,7 +20,7 @@ from ..lock import store_lock
 from ..recovery import RecordSet
 from ..store import ConsumeQueue, IndexFile, Store
 from ..writers import Dispatcher
-from .txn import Transaction, complete_pending, pending
+from .txn import Transaction, locked_for_writing, pending
 from .verify import Records, check_links, verify
 
 
@@ -32,13 +32,12 @@ def writing(store: Store, dry_run: bool, extra_dirs=()):
     (creating it would be a write) and only reports leftovers."""
     if dry_run:
         if store.lock_path.exists():
-            with store_lock(store.root, finish_interrupted=False):
+            with store_lock(store.root):
                 yield pending(store.root, extra_dirs), store
         else:
             yield pending(store.root, extra_dirs), store
         return
-    with store_lock(store.root, finish_interrupted=False):
-        done = complete_pending(store.root, extra_dirs)
+    with locked_for_writing(store.root, extra_dirs) as done:
         if done:
             store.close()
             store = Store(store.root, store.config)
