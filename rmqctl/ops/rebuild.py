@@ -35,7 +35,7 @@ from ..writers import Dispatcher
 from .staging import (Build, check_consumequeues, check_index, index_count_check, last_full_end, queue_units,
                       stage_checkpoint, verify_staged, writing)
 from .txn import Transaction
-from .verify import Records
+from .verify_context import Records
 from .verify_links import queue_order
 
 

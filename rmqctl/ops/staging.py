@@ -21,7 +21,8 @@ from ..recovery import RecordSet
 from ..store import ConsumeQueue, IndexFile, Store
 from ..writers import Dispatcher
 from .txn import Transaction, locked_for_writing, pending
-from .verify import Records, check_links, verify
+from .verify import check_links, verify
+from .verify_context import Records
 
 
 @contextlib.contextmanager
