@@ -165,6 +165,7 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
         for r in rows:
             w.writerow([_cell(r.get(c)) for c in cols])
         return len(rows)
+    # rich costs start-up time: loaded only when a table is drawn
     from rich.console import Console
     from rich.table import Table
 
@@ -203,7 +204,7 @@ def echo_err(msg: str):
 
 def progress(total: int, desc: str):
     """A tqdm bar on stderr only when stderr is a terminal."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # start-up time: loaded only when a bar is drawn
 
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(),
                 leave=False)

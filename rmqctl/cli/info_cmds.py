@@ -22,6 +22,7 @@ def info(ctx):
 
 
 def _print_table(d: dict):
+    # rich costs start-up time: loaded only when a table is drawn
     from rich.console import Console
     from rich.table import Table
 
