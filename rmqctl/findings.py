@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 # finding groups, in output order
-FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT = range(6)
+FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG = range(7)
 
 KINDS: dict[str, str] = {
     # files of a MappedFileQueue (commitlog, consumequeue, index)
@@ -57,6 +57,13 @@ KINDS: dict[str, str] = {
     "checkpoint-size": "a checkpoint file of another size than the broker maps",
     "checkpoint-ahead": "a checkpoint timestamp later than the newest record",
     "abnormal-recovery": "where a crashed broker's recovery starts and what it cuts (info)",
+    # the broker's config/ files (consumer offsets, topics, subscriptions)
+    "config-load-fails": "a config file (and its .bak) the broker cannot load: it refuses to start",
+    "config-damaged": "a config file that does not parse; the broker falls back to its .bak",
+    "config-bak-damaged": "a .bak config file that does not parse",
+    "config-bak-differs": "a .bak config file that differs from the file it backs (info)",
+    "config-offset-entry": "a consumer offset entry the broker's decode drops",
+    "config-offset-unknown-topic": "a consumer offset for a topic the store does not hold",
 }
 
 # read_record's reasons for refusing bytes, as the finding kinds above

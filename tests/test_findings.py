@@ -21,8 +21,8 @@ def _strings(node) -> list[str]:
 
 
 def named_kinds() -> dict[str, set[str]]:
-    """kind -> files naming it: the kind argument of report()/add() with a group, tuples (kind, severity,
-    ...), and constants assigned to a variable called `kind`."""
+    """kind -> files naming it: the kind argument of report()/add() with a group, calls and tuples
+    (kind, severity, ...), and constants assigned to a variable called `kind`."""
     out: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE.parent).as_posix()
@@ -31,6 +31,9 @@ def named_kinds() -> dict[str, set[str]]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("report", "add") \
                     and len(node.args) >= 3 and _strings(node.args[2]) and set(_strings(node.args[2])) <= SEVERITIES:
                 found = _strings(node.args[1])
+            elif isinstance(node, ast.Call) and len(node.args) >= 2 and _strings(node.args[1]) \
+                    and set(_strings(node.args[1])) <= SEVERITIES:  # Finding("kind", "error", ...) and its kin
+                found = [s for s in _strings(node.args[0]) if s not in SEVERITIES]
             elif isinstance(node, ast.Tuple) and len(node.elts) >= 2 and _strings(node.elts[1]) \
                     and set(_strings(node.elts[1])) <= SEVERITIES:
                 found = [s for s in _strings(node.elts[0]) if s not in SEVERITIES]

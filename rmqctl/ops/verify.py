@@ -28,12 +28,13 @@ import numpy as np
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
-from ..findings import CHECKPOINT, FILES, QUEUES, Finding
+from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, Finding
 from ..native import available_cores
 from ..native.verify import queue_breaks
 from ..recovery import recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import VERIFY_PARTS, verify_commitlog, verify_links
+from .config_check import config_problems
 from .txn import pending
 from .verify_context import Context, Records
 
@@ -98,6 +99,9 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
             done.result()
     if "commitlog" in parts:
         check_checkpoint(ctx, rec)
+    if len(parts) == len(VERIFY_PARTS):
+        for p in config_problems(store):
+            ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
     findings = ctx.out.sorted()
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
