@@ -78,11 +78,11 @@ def run_job(options: SparkOptions, job: Callable):
 @spark_group.command("export")
 @spark_options
 @click.option("--out", required=True, help="Output directory, on a filesystem the driver and every executor share.")
-@click.option("--format", "file_format", type=click.Choice(["parquet"]), default="parquet", show_default=True,
-              help="File format of the export.")
+@click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet", show_default=True,
+              help="File format of the export (both snappy-compressed).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def spark_export(selection, spark_options, out, file_format, overwrite):
-    """Export every message to Parquet, one directory per topic.
+    """Export every message to Parquet (or ORC), one directory per topic.
 
     Files go under OUT/topic=<topic>/ (Spark's partition layout), one task per commitlog file, with the
     columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
@@ -91,7 +91,7 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
     Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
     from ..spark.export import export  # optional extra (pyspark)
 
-    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite))
+    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format))
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")

@@ -696,10 +696,6 @@ class Appender:
         if created:
             fsync_dir(self.root)
 
-    def append_all(self, messages: Iterable[NewMessage], producer_topic_rules: bool = True) -> list[Appended]:
-        out = [self.append(m, producer_topic_rules) for m in messages]
-        return self.commit() if out else []
-
     def close(self):
         for f in self._files.values():
             f.close()
