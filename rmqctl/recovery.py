@@ -13,7 +13,7 @@ import numpy as np
 from . import schema as S
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
-from .native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .native.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .store import MappedFile, Store
 
@@ -129,12 +129,12 @@ class RecoveryChecker:
     def _describe_torn(self, bad: BadRecord, buf, pos: int):
         """What a record that does not parse still tells: its queue from the fixed head, when the magic is
         a message's."""
-        if pos + 36 > len(buf):
+        if pos + QUEUE_OFFSET_AT + S.INT64.size > len(buf):
             return
-        magic = S.INT32.unpack_from(buf, pos + 4)[0]
+        magic = S.INT32.unpack_from(buf, pos + MAGIC_AT)[0]
         if magic in (S.MAGIC_V1, S.MAGIC_V2):
-            bad.queueId = S.INT32.unpack_from(buf, pos + 12)[0]
-            bad.queueOffset = S.INT64.unpack_from(buf, pos + 20)[0]
+            bad.queueId = S.INT32.unpack_from(buf, pos + QUEUE_ID_AT)[0]
+            bad.queueOffset = S.INT64.unpack_from(buf, pos + QUEUE_OFFSET_AT)[0]
 
 
 def recovery_fails_on(kind: str, config, v5: bool) -> bool:

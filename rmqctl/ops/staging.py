@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shutil
-import struct
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -45,18 +44,6 @@ def writing(store: Store, dry_run: bool, extra_dirs=()):
         yield done, store
 
 
-def _checkpoint_offsets() -> dict[str, int]:
-    """Byte offset of each checkpoint field, from schema.Checkpoint."""
-    out, pos = {}, 0
-    for name, code in S.fixed_fields(S.Checkpoint):
-        out[name] = pos
-        pos += struct.calcsize(code)
-    return out
-
-
-CHECKPOINT_OFFSETS = _checkpoint_offsets()
-
-
 def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict, **values) -> None:
     """Write a copy of the checkpoint with some fields changed into the staging area and plan its swap.
     Records [before, after] of every field that changes in `result_fields`. No checkpoint file: nothing
@@ -73,7 +60,7 @@ def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict,
     data = bytearray(store.checkpoint_path.read_bytes())
     data.extend(bytes(max(0, S.CHECKPOINT_FILE_SIZE - len(data))))
     for k, v in changes.items():
-        S.INT64.pack_into(data, CHECKPOINT_OFFSETS[k], v)
+        S.INT64.pack_into(data, S.CHECKPOINT_AT[k], v)
     staged = txn.area(store.root) / "checkpoint"
     staged.write_bytes(bytes(data))
     txn.replace(store.checkpoint_path, staged)

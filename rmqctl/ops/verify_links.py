@@ -383,7 +383,7 @@ def _check_index_file(run, rec, ix, slots: int, num: int, rec_keys: np.ndarray, 
     entries = ix.entries()
     count = ix.index_count
     if count > num:
-        run.report(INDEX, "index-header", "error", ix.path, 36, None,
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
     # read alongside the scan when it could be (a file a live broker has added since is read now)
     structure = index_structure(run).get(ix.path) or _structure(ix, slots, num)
@@ -397,7 +397,7 @@ def _check_index_file(run, rec, ix, slots: int, num: int, rec_keys: np.ndarray, 
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-        run.report(INDEX, "index-header", "error", ix.path, 32, None,
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
     _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, sound)

@@ -27,11 +27,16 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..native import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..native import verify as K
+from ..native.record import MAGIC_AT, PHYSICAL_OFFSET_AT
 from ..record import Blank, Message, RecordError, read_record
 from ..store import valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
-SEARCH_PREFIX = b"\xda\xa3\x20"  # common first three bytes of MAGIC_V1 and MAGIC_V2 (big-endian)
+# a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
+_MAGICS = (S.INT32.pack(S.MAGIC_V1), S.INT32.pack(S.MAGIC_V2))
+SEARCH_PREFIX = _MAGICS[0][:3]
+MAGIC_LAST_BYTES = {m[3] for m in _MAGICS}
+assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
 BLANK_BYTES = S.INT32.pack(S.MAGIC_BLANK)
 SIZE = S.INT32
 AVERAGE_RECORD = 512  # first guess of the bytes per record, for the kernel's output arrays (they grow)
@@ -214,16 +219,16 @@ class _Scanner:
         position and a length that adds up, or a BLANK whose size reaches the end of the file."""
         buf, limit, start = self.buf, self.limit, self.t.file_start
         best = None
-        p = pos + 4
+        p = pos + MAGIC_AT
         while True:
             at = buf.find(SEARCH_PREFIX, p, limit)
             if at < 0:
                 break
-            cand = at - 4
+            cand = at - MAGIC_AT
             p = at + 1
-            if cand < pos or cand + 36 > limit or buf[at + 3] not in (0xA7, 0xAB):
+            if cand < pos or cand + PHYSICAL_OFFSET_AT + S.INT64.size > limit or buf[at + len(SEARCH_PREFIX)] not in MAGIC_LAST_BYTES:
                 continue
-            if S.INT64.unpack_from(buf, cand + 28)[0] != start + cand:
+            if S.INT64.unpack_from(buf, cand + PHYSICAL_OFFSET_AT)[0] != start + cand:
                 continue
             try:
                 if not isinstance(read_record(buf, cand, limit, self.allow_v2), Blank):
@@ -231,12 +236,12 @@ class _Scanner:
                     break
             except RecordError:
                 continue
-        p = pos + 4
+        p = pos + MAGIC_AT
         while True:
-            at = buf.find(BLANK_BYTES, p, best + 4 if best is not None else limit)
+            at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else limit)
             if at < 0:
                 break
-            cand = at - 4
+            cand = at - MAGIC_AT
             p = at + 1
             if cand >= pos and SIZE.unpack_from(buf, cand)[0] == self.t.file_size - cand:
                 return cand
