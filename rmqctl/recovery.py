@@ -107,7 +107,8 @@ class RecoveryChecker:
         try:
             rec = read_record(buf, pos, min(len(buf), self.size), self.v2)
         except RecordError as e:
-            bad = BadRecord(f.start + pos, f.name, pos, RECORD_ERROR_KINDS[e.kind], e.detail, e.size)
+            bad = BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=RECORD_ERROR_KINDS[e.kind],
+                            detail=e.detail, storeSize=e.size)
             self._describe_torn(bad, buf, pos)
             return None, bad
         if isinstance(rec, Blank) or not self.crc:
@@ -123,8 +124,8 @@ class RecoveryChecker:
             kind, detail = "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
         if kind is None:
             return rec, None
-        return rec, BadRecord(f.start + pos, f.name, pos, kind, detail, rec.storeSize, rec.topic, rec.queueId,
-                              rec.queueOffset)
+        return rec, BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=kind, detail=detail,
+                              storeSize=rec.storeSize, topic=rec.topic, queueId=rec.queueId, queueOffset=rec.queueOffset)
 
     def _describe_torn(self, bad: BadRecord, buf, pos: int):
         """What a record that does not parse still tells: its queue from the fixed head, when the magic is
@@ -175,7 +176,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
     """CommitLog.recoverAbnormally's loop from file `first`."""
     files = store.commitlog.files
     if not files:
-        return Walk(0, 0, None, -1)
+        return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
     i, pos, last_message = first, 0, -1
     while True:
         f = files[i]
@@ -183,12 +184,13 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
         if bad is not None:
             if bad.kind == "zeroed-region" and zero_from(store, i, pos):
                 bad = None  # the clean end of the data
-            return Walk(f.start + pos, f.start + pos, bad, last_message)
+            return Walk(cut=f.start + pos, zero_from=f.start + pos, stop=bad, last_message=last_message)
         if isinstance(rec, Blank):
             if i + 1 < len(files):
                 i, pos = i + 1, 0
                 continue
-            return Walk(f.start + pos, f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, None, last_message)
+            return Walk(cut=f.start + pos, zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, stop=None,
+                        last_message=last_message)
         seen.add(f.start + pos, rec.storeSize)
         last_message = f.start + pos
         pos += rec.storeSize

@@ -703,8 +703,9 @@ class Cleaner:
                 decisions += self._delete_index(pass_no, min_off)
             except _CorrectMinOffsetFailed as e:
                 exception = str(e)
-        return PassResult(pass_no, at, hour, time_up, space, manual, clean_at_once, decisions, self.min_phy_offset,
-                          ran, self.cq_min_offsets(), exception)
+        return PassResult(passNo=pass_no, at=at, hour=hour, timeUp=time_up, space=space, manual=manual,
+                          cleanAtOnce=clean_at_once, decisions=decisions, minPhyOffsetAfter=self.min_phy_offset,
+                          consumeQueueRan=ran, cqMinOffsetsAfter=self.cq_min_offsets(), brokerException=exception)
 
     def _remove(self, files: list, item, decision: FileDecision):
         files[:] = [x for x in files if x is not item]
@@ -982,6 +983,8 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
         if until_ok and not p.deleted():
             break
     cleaner.finish_unconsumed()
-    return CleanResult(str(store.root), settings, results, cleaner.min_before, cleaner.min_phy_offset,
-                       cleaner.cq_min_before, cleaner.cq_min_offsets(), [f.name for f, _ in cleaner.index],
-                       cleaner.unconsumed, cleaner.remaining(results[-1]), notes, apply, config_error)
+    return CleanResult(store=str(store.root), settings=settings, passes=results, minPhyOffsetBefore=cleaner.min_before,
+                       minPhyOffsetAfter=cleaner.min_phy_offset, cqMinOffsetsBefore=cleaner.cq_min_before,
+                       cqMinOffsetsAfter=cleaner.cq_min_offsets(), indexFilesAfter=[f.name for f, _ in cleaner.index],
+                       unconsumed=cleaner.unconsumed, remaining=cleaner.remaining(results[-1]), notes=notes,
+                       applied=apply, configError=config_error)

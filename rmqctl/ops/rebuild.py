@@ -21,6 +21,7 @@ import time
 from array import array
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -97,6 +98,22 @@ class RebuildResult:
         return d
 
 
+class FileColumns(NamedTuple):
+    """One file's record columns, named as verify's Records names them (topic ids are the run's)."""
+
+    off: np.ndarray
+    size: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    store_ts: np.ndarray
+    topic: np.ndarray
+    tags: np.ndarray
+    key_record: np.ndarray
+    key_hash: np.ndarray
+    lmq: list
+
+
 class _Run:
     """One dispatch of the commitlog: whole files through the compiled pass (batchdispatch), records it
     leaves through the Dispatcher one by one, with the accounting the read-back check needs."""
@@ -109,7 +126,7 @@ class _Run:
         self.seen = RecordSet()
         self.targets: dict = defaultdict(lambda: array("q"))
         self.keys = self.records = self.mismatched = self.one_by_one = 0
-        self.columns: list[tuple] = []  # per file, the record columns of verify's Records
+        self.columns: list[FileColumns] = []  # per file, the record columns of verify's Records
         self.topics: dict[str, int] = {}
 
     def record_table(self) -> Records | None:
@@ -119,17 +136,23 @@ class _Run:
         cols = self.columns
         if self.scan.errors or self.one_by_one or self.mismatched:
             return None
-        base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]])
+        base = np.cumsum([0] + [len(c.off) for c in cols[:-1]])
         # key records numbered across files; one file's columns are used as they are
-        cols = [c[:8] + (c[8] + b if b else c[8],) + c[9:] for c, b in zip(cols, base)]
-        off, size, qid, qoff, sysflag, store_ts, topic, tags, key_record, key_hash = (
-            (cols[0][k] if len(cols) == 1 else np.concatenate([c[k] for c in cols])) if cols else np.zeros(0, np.int64)
-            for k in range(10))
+        cols = [c._replace(key_record=c.key_record + b) if b else c for c, b in zip(cols, base)]
+
+        def joined(name: str) -> np.ndarray:
+            if not cols:
+                return np.zeros(0, np.int64)
+            return getattr(cols[0], name) if len(cols) == 1 else np.concatenate([getattr(c, name) for c in cols])
+
+        sysflag = joined("sysflag")
         if np.any(sysflag & S.INNER_BATCH_FLAG):
             return None
-        lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c[10]]
-        return Records(off, size, qid, qoff, sysflag, store_ts, topic, tags, list(self.topics), key_record, key_hash,
-                       lmq, {})
+        lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c.lmq]
+        return Records(off=joined("off"), size=joined("size"), queue_id=joined("queue_id"),
+                       queue_offset=joined("queue_offset"), sysflag=sysflag, store_ts=joined("store_ts"),
+                       topic=joined("topic"), tags=joined("tags"), topics=list(self.topics),
+                       key_record=joined("key_record"), key_hash=joined("key_hash"), lmq=lmq, inner_num={})
 
     def _selected(self, topic: str, qid: int) -> bool:
         return self.queue_filter is None or self.queue_filter(topic, qid)
@@ -181,8 +204,10 @@ class _Run:
         self.records += n
         self.seen.add_many(b.phy, b.size)
         ids = np.array([self.topics.setdefault(t, len(self.topics)) for t in b.topics], np.int64)
-        self.columns.append((f.start + b.position, b.size, b.queue_id, b.queue_offset, b.sysflag, b.store_ts,
-                             ids[b.topic] if len(ids) else b.topic, b.tags, b.key_record, b.key_hash, b.lmq))
+        self.columns.append(FileColumns(
+            off=f.start + b.position, size=b.size, queue_id=b.queue_id, queue_offset=b.queue_offset,
+            sysflag=b.sysflag, store_ts=b.store_ts, topic=ids[b.topic] if len(ids) else b.topic, tags=b.tags,
+            key_record=b.key_record, key_hash=b.key_hash, lmq=b.lmq))
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
         if self.build_cq:
             self._batch_queues(f, b)
@@ -251,7 +276,8 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings, run.record_table(), units)
+    return Build(dispatcher=dispatcher, records=run.records, records_seen=run.seen, targets=dict(run.targets),
+                 keys=run.keys, warnings=warnings, commitlog=run.record_table(), units=units)
 
 
 # ---- diffs -------------------------------------------------------------------------------------------------
@@ -266,7 +292,8 @@ def diff_queue(topic: str, qid: int, old_dir: Path | None, new: tuple, file_size
     nq, nu = new
     common, io, inew = np.intersect1d(oq, nq, assume_unique=True, return_indices=True)
     changed = int(np.count_nonzero(ou[io] != nu[inew])) if len(common) else 0
-    return QueueDiff(topic, qid, len(oq), len(nq), len(nq) - len(common), len(oq) - len(common), changed)
+    return QueueDiff(topic=topic, queueId=qid, before=len(oq), after=len(nq), added=len(nq) - len(common),
+                     removed=len(oq) - len(common), changed=changed)
 
 
 def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff]:
@@ -284,9 +311,10 @@ def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff
             header = [k for k in a.header if a.header[k] != b.header[k]]
             if len(a.slots()) != len(b.slots()) or np.any(a.slots() != b.slots()):
                 header.append("hashSlots")
-        out.append(IndexFileDiff(i, a.name if a else None, b.name if b else None, len(ea), len(eb),
-                                 max(0, len(eb) - len(ea)), max(0, len(ea) - len(eb)),
-                                 int(np.count_nonzero(ea[:n] != eb[:n])), header))
+        out.append(IndexFileDiff(position=i, before=a.name if a else None, after=b.name if b else None,
+                                 entriesBefore=len(ea), entriesAfter=len(eb), added=max(0, len(eb) - len(ea)),
+                                 removed=max(0, len(ea) - len(eb)), changed=int(np.count_nonzero(ea[:n] != eb[:n])),
+                                 headerChanged=header))
     return out
 
 
@@ -331,8 +359,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                              store.consumequeue_dir)
         built = {(t, q) for t, q in build.targets}
         live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
-        result = RebuildResult("consumequeue", str(store.root), dry_run, build.records,
-                               sum(len(v) for v in build.targets.values()), warnings=build.warnings,
+        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=sum(len(v) for v in build.targets.values()), warnings=build.warnings,
                                interrupted=interrupted)
         for t, q in sorted(built | set(live)):
             d = diff_queue(t, q, live.get((t, q)), built_units.get((t, q), EMPTY_QUEUE), file_size)
@@ -388,7 +416,8 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
             raise StoreError("the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]),
                              store.index_dir)
         new_files = [IndexFile(p, slots, num) for p in sorted(index_dir.iterdir())]
-        result = RebuildResult("index", str(store.root), dry_run, build.records, build.keys, warnings=build.warnings,
+        result = RebuildResult(kind="index", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=build.keys, warnings=build.warnings,
                                interrupted=interrupted)
         result.indexFiles = diff_index(store.index_files(), new_files)
         stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=last_full_end(new_files))

@@ -336,10 +336,12 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             if txn is not None and abort:
                 txn.remove(store.abort_path)
             result = RepairResult(
-                str(store.root), dry_run, "scan-all" if scan_all else "checkpoint",
-                files[start].name if files else None, cut, stop, bytes_past(store, cut),
-                len(past), dict(by_queue), [_describe(off, r, queues_of) for off, r in past[:20]], commitlog, consumequeue, index, checkpoint, abort,
-                [] if scan_all else earlier, alternative, interrupted)
+                store=str(store.root), dryRun=dry_run, mode="scan-all" if scan_all else "checkpoint",
+                startFile=files[start].name if files else None, cutOffset=cut, stoppedAt=stop,
+                bytesCut=bytes_past(store, cut), recordsCut=len(past), recordsCutByQueue=dict(by_queue),
+                cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]], commitlog=commitlog,
+                consumequeue=consumequeue, index=index, checkpoint=checkpoint, abortRemoved=abort,
+                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
                 problems = _check_staged(store, txn, cut, zero_from) or verify_staged(

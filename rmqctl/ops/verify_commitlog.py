@@ -78,8 +78,8 @@ def plan(ctx: Context) -> list[list[Task]]:
         bounds = cuts[1:] + [stop]
         chunks = []
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
-            chunks.append(Task(str(f.path), f.name, f.start, size, lo, k == 0, max(lo, claim_from), hi,
-                               ctx.config, **want))
+            chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
+                               forced=k == 0, claim_from=max(lo, claim_from), stop=hi, config=ctx.config, **want))
         out.append(chunks)
     return out
 
@@ -168,9 +168,10 @@ def merge(ctx: Context, results: list[list], report: bool) -> Records:
     keys = cat["key_record"]
     # each chunk lists its keys by record, except the few of records decoded the slow way
     order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-    rec = Records(cat["off"], cat["size"], cat["queue_id"], cat["queue_offset"], cat["sysflag"],
-                       cat["store_ts"], cat["topic"], cat["tags"], sorted(index_of, key=index_of.get),
-                       cat["key_record"][order], cat["key_hash"][order], lmq, inner)
+    rec = Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
+                  sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
+                  topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
+                  key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
     if len(rec.off):
         ctx.logical_end = max(ctx.logical_end, int((rec.off + rec.size).max()))
     if not ctx.is5 and ctx.config.rocketmqVersion is None:
