@@ -215,16 +215,17 @@ class ConsumeQueue:
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
 
-    def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
-        """(first queue offset, file, units written, unit array) per file. Units are read until the first
-        one with size <= 0 or a negative offset (ConsumeQueue.recover's validity rule)."""
+    def unit_arrays(self) -> Iterator[tuple[MappedFile, np.ndarray]]:
+        """(file, unit array) per file: a view on the map, nothing read until looked at."""
         for f in self.files.files:
             buf = f.buf
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
-            arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-            bad = np.flatnonzero((arr["size"] <= 0) | (arr["commitLogOffset"] < 0))
-            written = int(bad[0]) if len(bad) else n
-            yield f.start // S.CQ_UNIT_SIZE, f, written, arr
+            yield f, np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+
+    def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
+        """(first queue offset, file, units written, unit array) per file (`written_units` of each)."""
+        for f, arr in self.unit_arrays():
+            yield f.start // S.CQ_UNIT_SIZE, f, written_units(arr), arr
 
     def entries(self) -> Iterator[tuple[int, MappedFile, int, int, int, int]]:
         """(queueOffset, file, position, commitLogOffset, size, tagsCode) for every written unit."""
@@ -247,6 +248,13 @@ class ConsumeQueue:
             if written < len(arr):
                 break
         return (lo or 0, hi or 0)
+
+
+def written_units(units: np.ndarray) -> int:
+    """How many units of a consumequeue file ConsumeQueue.recover accepts: up to the first one with size <= 0
+    or a negative offset."""
+    bad = np.flatnonzero((units["size"] <= 0) | (units["commitLogOffset"] < 0))
+    return int(bad[0]) if len(bad) else len(units)
 
 
 class IndexFile:
