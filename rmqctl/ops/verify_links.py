@@ -215,25 +215,7 @@ def check_consumequeues(run: Context, rec: Records):
             max_phy = max(max_phy, int(off[real[-1]] + sz[real[-1]]))
         real = real[(off[real] >= run.min_offset) & run.in_range(off[real])]
         j = rec.find(off[real])
-        past = off[real] >= run.logical_end
-        for i in real[past].tolist():
-            o = int(off[i])
-            cause = run.damage.cause(o, o + int(sz[i])) or _tail_cause(run, o)
-            detail = f"{queue} entry {int(idx[i])} points at {o}, past the end of the commitlog ({run.logical_end})"
-            if cause:
-                detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
-            run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path(i), pos(i), o, detail)
-        nohit = real[(j < 0) & ~past]
-        for i in nohit.tolist():
-            o = int(off[i])
-            cause = run.damage.cause(o, o + int(sz[i]))
-            inside = rec.containing(o)
-            detail = f"{queue} entry {int(idx[i])} points at {o}, where no record starts"
-            if cause:
-                detail += f"; a direct consequence of {cause}"
-            elif inside >= 0:
-                detail += f" (inside the record at {int(rec.off[inside])})"
-            run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path(i), pos(i), o, detail)
+        _report_bad_targets(run, rec, queue, real, j, idx, off, sz, path, pos)
         hit = real[j >= 0]
         jh = j[j >= 0]
         qoffs, recs = groups.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -257,6 +239,35 @@ def check_consumequeues(run: Context, rec: Records):
         if key not in seen:
             missing_reports.append((f"{key[0]}/{key[1]}", store.consumequeue_dir / key[0] / str(key[1]), qoffs, recs, None))
     run.cq_max_phy = max_phy
+    _report_missing(run, rec, missing_reports)
+
+
+def _report_bad_targets(run: Context, rec: Records, queue: str, real, j, idx, off, sz, path, pos):
+    """Entries `real` whose record `j` is not there: past the commitlog's end, or where no record starts."""
+    past = off[real] >= run.logical_end
+    for i in real[past].tolist():
+        o = int(off[i])
+        cause = run.damage.cause(o, o + int(sz[i])) or _tail_cause(run, o)
+        detail = f"{queue} entry {int(idx[i])} points at {o}, past the end of the commitlog ({run.logical_end})"
+        if cause:
+            detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
+        run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path(i), pos(i), o, detail)
+    nohit = real[(j < 0) & ~past]
+    for i in nohit.tolist():
+        o = int(off[i])
+        cause = run.damage.cause(o, o + int(sz[i]))
+        inside = rec.containing(o)
+        detail = f"{queue} entry {int(idx[i])} points at {o}, where no record starts"
+        if cause:
+            detail += f"; a direct consequence of {cause}"
+        elif inside >= 0:
+            detail += f" (inside the record at {int(rec.off[inside])})"
+        run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path(i), pos(i), o, detail)
+
+
+def _report_missing(run: Context, rec: Records, missing_reports: list):
+    """Dispatched records whose unit is not there, per queue: (queue, directory, queue offsets, records,
+    where the queue ends or None without a directory)."""
     redispatch = _redispatch_from(run)
     for queue, directory, qoffs, recs, end in missing_reports:
         offs = rec.off[recs]
@@ -451,18 +462,23 @@ def _check_index_file(run, rec, ix, slots: int, num: int, rec_keys: np.ndarray, 
         run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
                    f"time-bounded lookups misjudge it")
-    # header against the entries and their records
     if count > 1:
-        checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
-        for field, at in (("beginTimestamp", 0), ("endTimestamp", len(phy) - 1)):
-            r = rec.find(phy[at : at + 1])[0]
-            if r >= 0:
-                checks.append((field, int(rec.store_ts[r])))
-        for field, value in checks:
-            if h[field] != value:
-                run.report(INDEX, "index-header", "error", ix.path, None, None,
-                           f"{field} {h[field]} but the entries say {value}")
+        _check_header(run, rec, ix, phy)
     return found
+
+
+def _check_header(run: Context, rec: Records, ix: IndexFile, phy: np.ndarray):
+    """The header's begin/end values against its first and last entries and their records."""
+    h = ix.header
+    checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
+    for field, at in (("beginTimestamp", 0), ("endTimestamp", len(phy) - 1)):
+        r = rec.find(phy[at : at + 1])[0]
+        if r >= 0:
+            checks.append((field, int(rec.store_ts[r])))
+    for field, value in checks:
+        if h[field] != value:
+            run.report(INDEX, "index-header", "error", ix.path, None, None,
+                       f"{field} {h[field]} but the entries say {value}")
 
 
 def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
