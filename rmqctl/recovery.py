@@ -19,6 +19,7 @@ from .store import MappedFile, Store
 
 CHUNK = 1 << 20
 CRC_KINDS = ("body-crc", "property-crc")
+NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
 # what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
 RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
 
@@ -146,6 +147,12 @@ def recovery_fails_on(kind: str, config, v5: bool) -> bool:
         return False
     prop = config.forceVerifyPropCRC and v5
     return kind == ("property-crc" if prop else "body-crc")
+
+
+def normal_recovery_start(files: int) -> int:
+    """4.9's recoverNormally: the index of the file it starts from, the third from the last (5.x starts at
+    the newest file at or before the consumequeues' end, which verify finds with the queues at hand)."""
+    return max(0, files - NORMAL_RECOVERY_FILES)
 
 
 def recovery_start(store: Store) -> int:

@@ -31,7 +31,7 @@ from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, Finding
 from ..native import available_cores
 from ..native.verify import queue_breaks
-from ..recovery import recovery_fails_on, recovery_start
+from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import VERIFY_PARTS, verify_commitlog, verify_links
 from .config_check import config_problems
@@ -288,7 +288,7 @@ def _recovery_notes(ctx: Context, rec: Records, cp: dict):
         why = "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
         mode = "normal recovery"
     else:
-        first = max(0, len(files) - 3)
+        first = normal_recovery_start(len(files))
         why = "the third file from the last (4.9 normal recovery)"
         mode = "normal recovery"
     begin = files[first].start
