@@ -126,7 +126,8 @@ class RecoveryChecker:
         if kind is None:
             return rec, None
         return rec, BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=kind, detail=detail,
-                              storeSize=rec.storeSize, topic=rec.topic, queueId=rec.queueId, queueOffset=rec.queueOffset)
+                              storeSize=rec.storeSize, topic=rec.topic, queueId=rec.queueId,
+                              queueOffset=rec.queueOffset)
 
     def _describe_torn(self, bad: BadRecord, buf, pos: int):
         """What a record that does not parse still tells: its queue from the fixed head, when the magic is

@@ -450,7 +450,8 @@ class Store:
             check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
             return slots, num
         paths = self.index_paths()
-        default_len = S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * S.HASH_SLOT_SIZE + DEFAULT_INDEX_NUM * S.INDEX_ENTRY_SIZE
+        default_len = (S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * S.HASH_SLOT_SIZE
+                       + DEFAULT_INDEX_NUM * S.INDEX_ENTRY_SIZE)
         if not paths or all(p.stat().st_size == default_len for p in paths):
             return slots or DEFAULT_HASH_SLOTS, num or DEFAULT_INDEX_NUM
         for p in paths:

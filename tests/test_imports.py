@@ -157,6 +157,23 @@ def test_an_import_inside_a_function_says_why():
     assert silent == [], "say why each of these imports is inside a function, or move it to the top"
 
 
+def test_classes_and_functions_stay_small():
+    """A class a reader can hold is about 200 lines, a function about 80; a compiled kernel is exempt: it is
+    one loop the compiler needs whole."""
+    big = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, ast.ClassDef) and size > CLASS_LINES:
+                big.append(f"class {module}.{node.name}: {size} lines")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > FUNCTION_LINES:
+                decorators = {ast.unparse(d).split("(")[0].rpartition(".")[2] for d in node.decorator_list}
+                if not decorators & COMPILED:
+                    big.append(f"def {module}.{node.name}: {size} lines")
+    assert big == []
+
+
+
 def test_every_command_module_is_registered():
     """cli/main.py names its command modules; one left out would silently lose its commands."""
     main = (PACKAGE / "cli" / "main.py").read_text()

@@ -37,9 +37,9 @@ import numpy as np
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
 from ..store import INDEX_FILE_NAME, IndexFile, Store, written_units
-from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision, PassResult,
-                          QueueSegment, QueueState, StoreState, Unconsumed, check_delete_when, correct_min_offset,
-                          java_disk_ratio, remaining)
+from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision,
+                          PassResult, QueueSegment, QueueState, StoreState, Unconsumed, check_delete_when,
+                          correct_min_offset, java_disk_ratio, remaining)
 from .txn import locked_for_writing
 
 UNTIL_OK_LIMIT = 100_000  # a guard, far beyond any real store (10 files per pass)
@@ -150,10 +150,10 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
                      "its cleaner runs")
     index = [(_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])
              for p in store.index_paths() if INDEX_FILE_NAME.match(p.name)]  # IndexService.load order
-    return StoreState(root=store.root, commitlog_dirs=list(store.commitlog_dirs), consumequeue_dir=store.consumequeue_dir,
-                      file_size=store.commitlog.file_size, cq_file_size=store.consumequeue_file_size,
-                      commitlog=commitlog, queues=queues, index=index, unconsumed=unconsumed,
-                      unconsumed_offsets=offsets, notes=notes)
+    return StoreState(root=store.root, commitlog_dirs=list(store.commitlog_dirs),
+                      consumequeue_dir=store.consumequeue_dir, file_size=store.commitlog.file_size,
+                      cq_file_size=store.consumequeue_file_size, commitlog=commitlog, queues=queues, index=index,
+                      unconsumed=unconsumed, unconsumed_offsets=offsets, notes=notes)
 
 
 def _allowed_roots(store: Store) -> list[str]:

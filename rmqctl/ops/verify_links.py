@@ -454,17 +454,24 @@ def _check_index_file(run, rec, ix, slots: int, num: int, rec_keys: np.ndarray, 
     if len(wrong_key) > MAX_LISTED:
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
                    f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
-    # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
-    # which the constructor presets)
-    for k in (np.flatnonzero(outcome & E_TIME)[:MAX_LISTED] if flagged else n[:0]).tolist():
-        base = first_base if k == 0 else h["beginTimestamp"]
+    if flagged:
+        _report_time_diffs(run, rec, ix, np.flatnonzero(outcome & E_TIME)[:MAX_LISTED], n, phy, diff, record,
+                           first_base, entry_pos)
+    if count > 1:
+        _check_header(run, rec, ix, phy)
+    return found
+
+
+def _report_time_diffs(run: Context, rec: Records, ix: IndexFile, ks, n, phy, diff, record, first_base: int,
+                       entry_pos):
+    """timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end, which
+    the constructor presets)."""
+    for k in ks.tolist():
+        base = first_base if k == 0 else ix.header["beginTimestamp"]
         want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
         run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
                    f"time-bounded lookups misjudge it")
-    if count > 1:
-        _check_header(run, rec, ix, phy)
-    return found
 
 
 def _check_header(run: Context, rec: Records, ix: IndexFile, phy: np.ndarray):
