@@ -21,7 +21,6 @@ import time
 from array import array
 from collections import defaultdict
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -98,22 +97,6 @@ class RebuildResult:
         return d
 
 
-class FileColumns(NamedTuple):
-    """One file's record columns, named as verify's Records names them (topic ids are the run's)."""
-
-    off: np.ndarray
-    size: np.ndarray
-    queue_id: np.ndarray
-    queue_offset: np.ndarray
-    sysflag: np.ndarray
-    store_ts: np.ndarray
-    topic: np.ndarray
-    tags: np.ndarray
-    key_record: np.ndarray
-    key_hash: np.ndarray
-    lmq: list
-
-
 class _Run:
     """One dispatch of the commitlog: whole files through the compiled pass (batchdispatch), records it
     leaves through the Dispatcher one by one, with the accounting the read-back check needs."""
@@ -126,7 +109,7 @@ class _Run:
         self.seen = RecordSet()
         self.targets: dict = defaultdict(lambda: array("q"))
         self.keys = self.records = self.mismatched = self.one_by_one = 0
-        self.columns: list[FileColumns] = []  # per file, the record columns of verify's Records
+        self.columns: list[Records] = []  # per file, its record columns (topic ids are the run's)
         self.topics: dict[str, int] = {}
 
     def record_table(self) -> Records | None:
@@ -138,7 +121,7 @@ class _Run:
             return None
         base = np.cumsum([0] + [len(c.off) for c in cols[:-1]])
         # key records numbered across files; one file's columns are used as they are
-        cols = [c._replace(key_record=c.key_record + b) if b else c for c, b in zip(cols, base)]
+        cols = [dataclasses.replace(c, key_record=c.key_record + b) if b else c for c, b in zip(cols, base)]
 
         def joined(name: str) -> np.ndarray:
             if not cols:
@@ -204,10 +187,10 @@ class _Run:
         self.records += n
         self.seen.add_many(b.phy, b.size)
         ids = np.array([self.topics.setdefault(t, len(self.topics)) for t in b.topics], np.int64)
-        self.columns.append(FileColumns(
+        self.columns.append(Records(
             off=f.start + b.position, size=b.size, queue_id=b.queue_id, queue_offset=b.queue_offset,
             sysflag=b.sysflag, store_ts=b.store_ts, topic=ids[b.topic] if len(ids) else b.topic, tags=b.tags,
-            key_record=b.key_record, key_hash=b.key_hash, lmq=b.lmq))
+            topics=[], key_record=b.key_record, key_hash=b.key_hash, lmq=b.lmq, inner_num={}))
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
         if self.build_cq:
             self._batch_queues(f, b)
