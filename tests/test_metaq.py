@@ -465,3 +465,71 @@ def test_segment_scan_is_the_recovery_walk():
     seg = FIXTURE / "store" / "meta-test-0" / "00000000000000000000.meta"
     scan = SegmentScan(seg.read_bytes(), seg.stat().st_size).run()
     assert scan.stop is None and scan.valid_up_to == seg.stat().st_size and scan.count == 61
+
+
+def partition_state(store: Path, part: str) -> dict:
+    """What the broker would load of a partition: its .meta files and their bytes."""
+    return {p.name: p.read_bytes() for p in sorted((store / part).glob("*.meta"))}
+
+
+def torn_copy(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(FIXTURE / "store", target)
+    for p in [target, *target.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    seg = last_segment(target, "meta-test-1")
+    os.truncate(seg, seg.stat().st_size - 4)
+    return target
+
+
+def repair_partition(root: Path):
+    from rmqctl.metaq.repair import repair
+
+    repair(MetaqStore(root), "meta-test", 1)
+
+
+def test_repair_killed_at_every_step_leaves_old_or_new(tmp_path):
+    """SIGKILL before each filesystem mutation of a repair, then the next writer's recovery: the partition is
+    always wholly the torn one or wholly the repaired one."""
+    from rmqctl.metaq.lock import partition_lock
+    from test_rebuild import commit_point, run_killed_at
+
+    old = partition_state(torn_copy(tmp_path, "old"), "meta-test-1")
+    done = torn_copy(tmp_path, "new")
+    commit = commit_point(lambda: repair_partition(done))
+    new = partition_state(done, "meta-test-1")
+    assert old != new
+    seen = set()
+    for n in range(1, commit + 12):
+        root = torn_copy(tmp_path, f"kill{n}")
+        killed = run_killed_at(n, lambda: repair_partition(root))
+        with partition_lock(root / "meta-test-1"):
+            pass
+        got = partition_state(root, "meta-test-1")
+        assert got in (old, new), n
+        seen.add("new" if got == new else "old")
+        shutil.rmtree(root)
+        if not killed:
+            break
+    assert seen == {"old", "new"}
+
+
+def test_an_interrupted_repair_is_reported_then_rolled_forward(tmp_path):
+    """Killed just after its commit point (the intent file), a repair leaves the swap pending: verify names
+    it, and the next writing command finishes it before doing its own work."""
+    from test_rebuild import commit_point, run_killed_at
+
+    commit = commit_point(lambda: repair_partition(torn_copy(tmp_path, "probe")))
+    data_path = torn_copy(tmp_path, "store")
+    seg = last_segment(data_path, "meta-test-1")
+    torn = seg.stat().st_size
+    assert run_killed_at(commit + 1, lambda: repair_partition(data_path))
+    assert (data_path / "meta-test-1" / ".rmqctl" / ".rmqctl-intent").exists()
+    code, rows = verify_rows(data_path)
+    assert "pending-intent" in kinds(rows)
+    r = metaq("append", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--payload", "after")
+    assert r.exit_code == 0, r.stderr
+    want = broker_recovery_length("meta-test-1", torn)
+    rows = jsonl(metaq("dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--format", "jsonl").stdout)
+    assert rows[-1]["payload"] == "after" and rows[-1]["segmentPosition"] == want
+    assert verify_rows(data_path) == (0, [])

@@ -10,7 +10,7 @@ from ..record import encode_body
 from .store import DecodeError, MetaqStore, Partition, Record, SegmentScan, attribute_text, decode_data
 
 
-def record_dict(store: MetaqStore, part: Partition, seg_start: int, seg_rel: str, rec: Record, body: str) -> dict:
+def record_dict(part: Partition, seg_start: int, seg_rel: str, rec: Record, body: str) -> dict:
     """The `metaq dump` object of one record. `attribute` is the text decodeMessage gives (None without the
     flag bit); `attributeBytes` (base64) is added only when that text does not give back the stored bytes."""
     attr_raw, payload = decode_data(rec.msgLen, rec.flag, rec.data)
@@ -58,7 +58,7 @@ def dump(store: MetaqStore, topic: str | None = None, partition: int | None = No
                 if limit is not None and n >= limit:
                     return
                 try:
-                    yield record_dict(store, part, seg.start, rel, rec, body)
+                    yield record_dict(part, seg.start, rel, rec, body)
                 except DecodeError as e:
                     warn(f"{seg.path} at offset {off}: {e}")
                     continue

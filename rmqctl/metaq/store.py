@@ -126,10 +126,6 @@ class Record:
     def size(self) -> int:
         return M.HEADER_LEN + self.msgLen
 
-    @property
-    def is_zero(self) -> bool:
-        return is_zero_header((self.msgLen, self.checksum, self.id, self.flag))
-
 
 class SegmentScan:
     """The records of one segment in order, as the broker's recovery walks them. Iterating yields Records

@@ -12,8 +12,6 @@ from ..ops.verify import Finding, VerifyResult
 from .lock import segment_holders
 from .store import RMQCTL_DIR, DecodeError, MetaqStore, Partition, check_record, decode_data, is_zero_header
 
-KINDS = ("bad-partition-dir", "bad-segment-name", "segment-name", "gap", "overlap", "torn-tail", "negative-length",
-         "checksum-mismatch", "undecodable", "zero-records", "empty-partition", "pending-intent")
 ODDITY_SEVERITY = {"bad-partition-dir": "error", "bad-segment-name": "error", "segment-name": "warning"}
 
 
