@@ -533,3 +533,38 @@ def test_an_interrupted_repair_is_reported_then_rolled_forward(tmp_path):
     rows = jsonl(metaq("dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--format", "jsonl").stdout)
     assert rows[-1]["payload"] == "after" and rows[-1]["segmentPosition"] == want
     assert verify_rows(data_path) == (0, [])
+
+
+def test_delete_when_is_quartz_cron():
+    import datetime as dt
+
+    from rmqctl.metaq.cron import next_fire
+
+    at = dt.datetime(2026, 11, 24, 23, 30)  # a Tuesday
+    assert next_fire("0 0 6,18 * * ?", at) == dt.datetime(2026, 11, 25, 6, 0)
+    assert next_fire("0 */15 * * * ?", at) == dt.datetime(2026, 11, 24, 23, 45)
+    assert next_fire("30 0 3 ? * SAT", at) == dt.datetime(2026, 11, 28, 3, 0, 30)
+    assert next_fire("0 0 12 1 JUL ? 2027", at) == dt.datetime(2027, 7, 1, 12, 0)
+    assert next_fire("0 0 0 L * ?", at) is None  # valid Quartz, not evaluated
+    for bad in ("0 0 6 * *", "0 0 25 * * ?", "0 0 6 * * MON", "0 0 6 ? * ?"):
+        with pytest.raises(UsageError):
+            next_fire(bad, at)
+
+
+def test_clean_at_the_next_delete_job(tmp_path, data_path):
+    import datetime as dt
+
+    ini = tmp_path / "server.ini"
+    ini.write_text("[system]\ndeletePolicy=delete,1h\ndeleteWhen=0 0 4 * * ?\n")
+    for p in data_path.rglob("*.meta"):
+        age(p, 0.5)
+    now = dt.datetime.now()
+    rows = jsonl(metaq("clean", "--store", data_path, "--server-config", ini, "--at", "next", "--format", "jsonl").stdout)
+    fire = dt.datetime.fromisoformat(rows[0]["evaluatedAt"]).astimezone().replace(tzinfo=None)
+    assert fire > now and (fire.hour, fire.minute) == (4, 0)
+    last = {(r["topic"], r["partition"]): r["segment"] for r in rows}  # rows come in segment order
+    older = {r["action"] for r in rows if r["segment"] != last[(r["topic"], r["partition"])]}
+    assert older == ({"delete"} if (fire - now).total_seconds() > 1800 else {"keep"})  # 0.5 h old now
+    ini.write_text("[system]\ndeleteWhen=0 0 4 * *\n")
+    r = metaq("clean", "--store", data_path, "--server-config", ini)
+    assert r.exit_code == 2 and "6 or 7 fields" in r.stderr

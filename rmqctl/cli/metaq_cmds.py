@@ -174,7 +174,7 @@ def repair_cmd(ctx, topic, partition, dry_run, no_backup):
         raise click.exceptions.Exit(EXIT_REFUSED)
 
 
-CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy", "action", "reason"]
+CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy", "action", "reason", "evaluatedAt"]
 
 
 @metaq.command("clean")
@@ -183,7 +183,8 @@ CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy"
 @click.option("--apply", "do_apply", is_flag=True, help="Act on the plan (default: print it and change nothing).")
 @click.option("--check", is_flag=True, help="Exit 1 when the policy would remove or archive a segment.")
 @click.option("--delete-policy", help="Override deletePolicy (delete,<age> | archive,<age>[,true]; age in h, or m/s/h suffix).")
-@click.option("--at", "at", help="Evaluate the policy at this ISO time instead of now.")
+@click.option("--at", "at", help="Evaluate the policy at this ISO time instead of now; 'next': at the next time "
+              "each topic's deleteWhen fires.")
 def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     """The broker's deletePolicy as its DeleteJob applies it: every segment but the last whose mtime is older
     than the reserved time is deleted, renamed to .arc, or zipped (archive,<age>,true). A plan unless --apply."""
@@ -191,10 +192,12 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
 
     from ..metaq import clean
     from ..metaq.config import parse_delete_policy
+    from ..metaq.cron import next_fire
 
     if delete_policy:
         parse_delete_policy(delete_policy)
-    if at:
+    at_next_run = at == "next"
+    if at and not at_next_run:
         try:
             when = dt.datetime.fromisoformat(at)
         except ValueError:
@@ -204,12 +207,15 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
         now_ms = int(dt.datetime.now().timestamp() * 1000)
     if do_apply and check:
         raise UsageError("--check only reports: drop --apply")
-    rows = (clean.apply if do_apply else clean.plan)(ctx.store, now_ms, topic, partition, delete_policy)
+    rows = (clean.apply if do_apply else clean.plan)(ctx.store, now_ms, topic, partition, delete_policy, at_next_run)
     render([r.to_dict() for r in rows], ctx.format, CLEAN_COLUMNS)
     acting = [r for r in rows if r.action != "keep"]
-    when_text = ", ".join(sorted({ctx.config.topic(t).deleteWhen for t in {r.topic for r in rows}})) or ctx.config.deleteWhen
     echo_err(f"metaq clean: {len(acting)} of {len(rows)} segment(s) {'were' if do_apply else 'would be'} removed or "
-             f"archived; the broker runs this at deleteWhen {when_text!r}")
+             f"archived at {rows[0].evaluatedAt if rows else 'now'}")
+    for when in sorted({ctx.config.topic(t).deleteWhen for t in {r.topic for r in rows}}):
+        fire = next_fire(when, dt.datetime.now())
+        echo_err(f"metaq clean: the broker runs its delete job at deleteWhen {when!r}; next: "
+                 + (fire.isoformat(sep=" ") + " local time" if fire else "not computed (L, W or #)"))
     if check and acting:
         raise click.exceptions.Exit(1)
 

@@ -22,8 +22,10 @@ import os
 import shutil
 import zipfile
 
+from ..errors import UsageError
 from ..ops.txn import Transaction
 from .config import DeletePolicy, parse_delete_policy
+from .cron import next_fire
 from .lock import partition_lock
 from .store import MetaqStore, Partition, Segment
 
@@ -40,6 +42,7 @@ class CleanRow:
     policy: str
     action: str  # keep | delete | archive | zip
     reason: str
+    evaluatedAt: str  # the `now` the policy was applied at (the delete job's start)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -48,6 +51,22 @@ class CleanRow:
 def _mtime_ms(seg: Segment) -> int:
     """File.lastModified(): milliseconds."""
     return os.stat(seg.path).st_mtime_ns // 1_000_000
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def evaluation_time(store: MetaqStore, topic: str, now_ms: int, at_next_run: bool) -> int:
+    """`now`, or the next time the topic's deleteWhen fires after it (local time, as the broker's scheduler)."""
+    if not at_next_run:
+        return now_ms
+    when = store.config.topic(topic).deleteWhen
+    fire = next_fire(when, dt.datetime.fromtimestamp(now_ms / 1000))
+    if fire is None:
+        raise UsageError(f"deleteWhen {when!r} of topic {topic}: its next run is not evaluated here (L, W or #); "
+                         "give --at TIME")
+    return int(fire.timestamp() * 1000)
 
 
 def plan_partition(store: MetaqStore, part: Partition, now_ms: int, policy: DeletePolicy) -> list[CleanRow]:
@@ -62,9 +81,8 @@ def plan_partition(store: MetaqStore, part: Partition, now_ms: int, policy: Dele
             action, reason = policy.action, f"older than {policy.max_reserved_ms / 3_600_000:g} h"
         else:
             action, reason = "keep", f"not older than {policy.max_reserved_ms / 3_600_000:g} h"
-        rows.append(CleanRow(part.topic, part.partition, store.relative(seg.path), seg.start, seg.size,
-                             dt.datetime.fromtimestamp(mtime / 1000, dt.timezone.utc).isoformat(timespec="seconds"),
-                             round(age_h, 3), policy.text, action, reason))
+        rows.append(CleanRow(part.topic, part.partition, store.relative(seg.path), seg.start, seg.size, _iso(mtime),
+                             round(age_h, 3), policy.text, action, reason, _iso(now_ms)))
     kept_before = False
     for r in rows:
         if r.action == "keep":
@@ -76,11 +94,13 @@ def plan_partition(store: MetaqStore, part: Partition, now_ms: int, policy: Dele
 
 
 def plan(store: MetaqStore, now_ms: int, topic: str | None = None, partition: int | None = None,
-         policy_text: str | None = None) -> list[CleanRow]:
+         policy_text: str | None = None, at_next_run: bool = False) -> list[CleanRow]:
+    """What the delete job would do at `now_ms` (or, with `at_next_run`, when each topic's deleteWhen next
+    fires after it). Changes nothing."""
     rows = []
     for part in store.select(topic, partition):
         policy = parse_delete_policy(policy_text) if policy_text else store.config.delete_policy(part.topic)
-        rows += plan_partition(store, part, now_ms, policy)
+        rows += plan_partition(store, part, evaluation_time(store, part.topic, now_ms, at_next_run), policy)
     return rows
 
 
@@ -102,14 +122,14 @@ def _stage(txn: Transaction, seg: Segment, action: str):
 
 
 def apply(store: MetaqStore, now_ms: int, topic: str | None = None, partition: int | None = None,
-          policy_text: str | None = None) -> list[CleanRow]:
+          policy_text: str | None = None, at_next_run: bool = False) -> list[CleanRow]:
     """Act on the plan, partition by partition, each as one atomic change; returns what was done."""
     done = []
     for part in store.select(topic, partition):
         with partition_lock(part.path) as own:
             part = MetaqStore(store.root, store.config).partition(part.topic, part.partition)  # as of the lock
             policy = parse_delete_policy(policy_text) if policy_text else store.config.delete_policy(part.topic)
-            rows = plan_partition(store, part, now_ms, policy)
+            rows = plan_partition(store, part, evaluation_time(store, part.topic, now_ms, at_next_run), policy)
             go = [(seg, r) for seg, r in zip(part.segments, rows) if r.action != "keep"]
             if go:
                 with Transaction(own, "clean", "metaq clean", keep_backup=False, base=part.path) as txn:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
+from . import cron
 
 DEFAULT_MAX_SEGMENT_SIZE = 1 * 1024 * 1024 * 1024  # MetaConfig.maxSegmentSize
 DEFAULT_DELETE_POLICY = "delete,168"  # MetaConfig.deletePolicy
@@ -170,8 +171,12 @@ def load_server_config(path: str | os.PathLike | None) -> MetaqConfig:
         if name.startswith("topic="):
             cfg.topics[name[len("topic="):]] = TopicSettings(section.get("deletePolicy") or cfg.deletePolicy,
                                                              section.get("deleteWhen") or cfg.deleteWhen)
-    for topic in [None, *cfg.topics]:  # the broker builds every policy at start and refuses a bad one
-        parse_delete_policy(cfg.topic(topic).deletePolicy if topic else cfg.deletePolicy)
+    for settings in [TopicSettings(cfg.deletePolicy, cfg.deleteWhen), *cfg.topics.values()]:  # the broker refuses a bad one at start
+        parse_delete_policy(settings.deletePolicy)
+        try:
+            cron.parse(settings.deleteWhen)
+        except cron.Unsupported:
+            pass  # valid Quartz (L, W, #); only its next run is not computed here
     if cfg.maxSegmentSize <= 0:
         raise UsageError(f"{p}: maxSegmentSize {cfg.maxSegmentSize} must be positive")
     return cfg
