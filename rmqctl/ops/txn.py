@@ -17,7 +17,7 @@ How a writing operation changes a store (`rebuild`, `repair`):
 Recovery rule (`complete_pending`, run under the broker lock by every writing command through
 `store_lock`, reported by `pending`):
 
-* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*`, `.rmqctl-clean-*` or `.rmqctl-intent.tmp` is an
+* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*`, `.rmqctl-config-*`, `.rmqctl-clean-*` or `.rmqctl-intent.tmp` is an
   uncommitted build: deleted (rolled back; the store never saw it).
 * an intent file: the run committed; its steps are re-applied (rolled forward). Every step is idempotent:
   a replacement that already happened is recognised by the staged item's inode number, recorded in the
@@ -42,7 +42,7 @@ from ..writers import fsync_dir
 
 INTENT_NAME = ".rmqctl-intent"
 INTENT_TMP = INTENT_NAME + ".tmp"
-STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-clean-")
+STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-", ".rmqctl-clean-")
 BACKUP_PREFIX = ".rmqctl-backup-"
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
