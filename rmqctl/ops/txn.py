@@ -17,8 +17,8 @@ How a writing operation changes a store (`rebuild`, `repair`):
 Recovery rule (`complete_pending`, run under the broker lock by every writing command through
 `store_lock`, reported by `pending`):
 
-* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*`, `.rmqctl-config-*`, `.rmqctl-clean-*` or `.rmqctl-intent.tmp` is an
-  uncommitted build: deleted (rolled back; the store never saw it).
+* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*`, `.rmqctl-config-*`,
+  `.rmqctl-clean-*` or `.rmqctl-intent.tmp` is an uncommitted build: deleted (rolled back; the store never saw it).
 * an intent file: the run committed; its steps are re-applied (rolled forward). Every step is idempotent:
   a replacement that already happened is recognised by the staged item's inode number, recorded in the
   intent, now being the live one.
