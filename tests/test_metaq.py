@@ -568,3 +568,38 @@ def test_clean_at_the_next_delete_job(tmp_path, data_path):
     ini.write_text("[system]\ndeleteWhen=0 0 4 * *\n")
     r = metaq("clean", "--store", data_path, "--server-config", ini)
     assert r.exit_code == 2 and "6 or 7 fields" in r.stderr
+
+
+# ---- bad input: one line, exit 2 -------------------------------------------------------------------------------
+
+
+def test_dump_reports_damage_with_file_and_offset_and_dumps_the_rest(data_path):
+    seg = last_segment(data_path, "meta-test-0")
+    w = last_record("meta-test-0")
+    os.truncate(seg, seg.stat().st_size - 2)
+    r = metaq("dump", "--store", data_path, "--format", "jsonl", "--body", "none")
+    assert r.exit_code == 2 and len(jsonl(r.stdout)) == len(TRUTH) - 1
+    assert f"{seg} at offset {w['offset']}: torn-tail" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
+    cases = [
+        (("info", "--store", tmp_path / "missing"), "no such data path"),
+        (("append", "--store", data_path, "--jsonl", "-"), "--jsonl line 1"),
+        (("append", "--store", data_path, "--topic", "../x", "--partition", "0", "--payload", "p"), "cannot be a partition"),
+        (("clean", "--store", data_path, "--at", "yesterday"), "not an ISO time"),
+        (("clean", "--store", data_path, "--delete-policy", "delete,1x"), "not an int"),
+        (("locate", "5", "--topic", "nope", "--partition", "0", "--store", data_path), "no partition directory nope-0"),
+    ]
+    for args, said in cases:
+        r = metaq(*args, input='{"topic": "t"}\n')
+        assert r.exit_code == 2, (args, r.stdout)
+        assert said in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    r = metaq("append", "--store", data_path, "--jsonl", "-",
+              input='{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 1}\n')
+    assert r.exit_code == 2 and "attribute bit" in r.stderr
+
+
+def test_verify_on_a_directory_without_partitions(tmp_path):
+    code, rows = verify_rows(tmp_path)
+    assert code == 1 and kinds(rows) == ["no-partitions"]

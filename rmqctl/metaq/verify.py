@@ -108,6 +108,10 @@ def verify(store: MetaqStore, topic: str | None = None, partition: int | None = 
     parts = store.select(topic, partition)
     for o in store.oddities:
         out.add(o.kind, ODDITY_SEVERITY[o.kind], store.relative(o.path), None, None, o.detail)
+    if not parts:
+        out.add("no-partitions", "warning", None, None, None,
+                "no {topic}-{partition} directories" + (" match the selection" if topic or partition is not None else
+                "") + ": an empty data path, or not a MetaQ data path (a RocketMQ store root holds commitlog/)")
     holder = None
     for part in parts:
         stats["partitions"] += 1
