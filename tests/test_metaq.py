@@ -603,3 +603,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
 def test_verify_on_a_directory_without_partitions(tmp_path):
     code, rows = verify_rows(tmp_path)
     assert code == 1 and kinds(rows) == ["no-partitions"]
+
+
+def test_writers_need_an_explicit_data_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copytree(FIXTURE / "store", tmp_path / "meta")
+    assert metaq("verify", "--quiet").exit_code == 0  # MetaConfig's default dataPath, ~/meta
+    for args in (("repair",), ("clean", "--apply"), ("append", "--topic", "t", "--partition", "0", "--payload", "x")):
+        r = metaq(*args)
+        assert r.exit_code == 2 and "name the data path" in r.stderr, args

@@ -3,6 +3,7 @@ data path, with the RocketMQ commands' output formats and exit codes."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections import Counter
 from typing import Callable
@@ -23,7 +24,9 @@ class MetaqContext:
         from ..metaq.config import load_server_config
 
         self.config = load_server_config(server_config)
-        self.data_path = data_path or self.config.dataPath
+        self.explicit = data_path is not None or self.config.dataPath is not None
+        # MetaConfig's default dataPath is ~/meta
+        self.data_path = data_path or self.config.dataPath or os.path.expanduser("~/meta")
         self.format = fmt or ("table" if sys.stdout.isatty() else "jsonl")
         self._store = None
 
@@ -31,18 +34,23 @@ class MetaqContext:
     def store(self):
         from ..metaq.store import MetaqStore
 
-        if self.data_path is None:
-            raise UsageError("name the data path with --store (or dataPath in --server-config)")
         if self._store is None:
             self._store = MetaqStore(self.data_path, self.config)
         return self._store
+
+    def writable_store(self):
+        """Writing commands refuse to guess: --store or dataPath in --server-config only."""
+        if not self.explicit:
+            raise UsageError("this command writes: name the data path with --store (or dataPath in --server-config)")
+        return self.store
 
 
 def metaq_options(fn: Callable) -> Callable:
     """--store, --server-config and --format, after every metaq command's name."""
 
     @click.option("--store", "data_path", type=click.Path(file_okay=False),
-                  help="The broker's dataPath (holds the {topic}-{partition}/ directories).")
+                  help="The broker's dataPath (holds the {topic}-{partition}/ directories); default: dataPath in "
+                       "--server-config, else ~/meta as MetaConfig.")
     @click.option("--server-config", "--broker-config", "server_config", type=click.Path(dir_okay=False),
                   help="The broker's server.ini (maxSegmentSize, deletePolicy, deleteWhen, [topic=...] sections).")
     @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Output format: table on a terminal, jsonl otherwise.")
@@ -166,7 +174,8 @@ def repair_cmd(ctx, topic, partition, dry_run, no_backup):
     Exit 2 when a partition cannot be loaded by the broker at all (left untouched)."""
     from ..metaq.repair import repair
 
-    result = repair(ctx.store, topic, partition, dry_run=dry_run, keep_backup=not no_backup)
+    result = repair(ctx.store if dry_run else ctx.writable_store(), topic, partition, dry_run=dry_run,
+                    keep_backup=not no_backup)
     render([r.to_dict() for r in result.rows], ctx.format, REPAIR_COLUMNS)
     for b in result.backups:
         echo_err(f"rmqctl: replaced segments kept in {b}")
@@ -207,7 +216,8 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
         now_ms = int(dt.datetime.now().timestamp() * 1000)
     if do_apply and check:
         raise UsageError("--check only reports: drop --apply")
-    rows = (clean.apply if do_apply else clean.plan)(ctx.store, now_ms, topic, partition, delete_policy, at_next_run)
+    store = ctx.writable_store() if do_apply else ctx.store
+    rows = (clean.apply if do_apply else clean.plan)(store, now_ms, topic, partition, delete_policy, at_next_run)
     render([r.to_dict() for r in rows], ctx.format, CLEAN_COLUMNS)
     acting = [r for r in rows if r.action != "keep"]
     echo_err(f"metaq clean: {len(acting)} of {len(rows)} segment(s) {'were' if do_apply else 'would be'} removed or "
@@ -237,7 +247,7 @@ def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, 
     metaq append --jsonl -` into an empty data path reproduces every segment byte for byte."""
     from ..metaq.append import Appender, NewMessage
 
-    if ctx.data_path is None:
+    if not ctx.explicit:
         raise UsageError("this command writes: name the data path with --store (or dataPath in --server-config)")
     if jsonl_file is not None:
         if any(v is not None for v in (topic, partition, payload, payload_file, attribute, msg_id)):
