@@ -612,3 +612,16 @@ def test_writers_need_an_explicit_data_path(tmp_path, monkeypatch):
     for args in (("repair",), ("clean", "--apply"), ("append", "--topic", "t", "--partition", "0", "--payload", "x")):
         r = metaq(*args)
         assert r.exit_code == 2 and "name the data path" in r.stderr, args
+
+
+def test_verify_lists_the_cut_first_and_counts_what_it_drops(data_path):
+    part = truth_of("trade-events-1")
+    seg = data_path / part[-1]["segment"]
+    bad = [w for w in part if w["segment"] == part[-1]["segment"]][-6:-1:2]  # three records, one intact between
+    for w in bad:
+        flip(seg, w["segmentPosition"] + M.HEADER_LEN)
+    code, rows = verify_rows(data_path)
+    assert kinds(rows) == ["checksum-mismatch"] * 3
+    assert [r["commitLogOffset"] for r in rows] == [w["offset"] for w in bad]
+    assert "truncates" in rows[0]["detail"] and "3 intact record(s)" in rows[0]["detail"]
+    assert all("never reads it" in r["detail"] for r in rows[1:])

@@ -48,23 +48,24 @@ def _check_partition(store: MetaqStore, part: Partition, out: _Findings, stats: 
         last = i == len(part.segments) - 1
         rel = store.relative(seg.path)
         buf = seg.read()
-        pos, cut, zeros, intact_after = 0, None, [], 0
+        pos, cut, zeros, intact_after, later = 0, None, [], 0, []
         while pos < seg.size:
             chk = check_record(buf, pos, seg.size)
             if chk.next is None:
                 if cut is None:
                     cut = chk
                 else:
-                    _damage(out, part, seg, rel, chk, last, later=True)
+                    later.append(chk)
                 if chk.problem != "checksum-mismatch":
                     break  # the length cannot be trusted: nothing further can be walked
                 pos += M.HEADER_LEN + chk.header[0]  # only the data is bad: its length still leads to the next header
                 continue
-            msg_len, _, ident, flag = chk.header
-            if cut is not None:
+            if cut is not None:  # past the first bad record: only counted, the broker never gets here
                 intact_after += 1
-            else:
-                stats["records"] += 1
+                pos = chk.next
+                continue
+            stats["records"] += 1
+            msg_len, _, _, flag = chk.header
             if is_zero_header(chk.header):
                 zeros.append(pos)
             try:
@@ -80,23 +81,26 @@ def _check_partition(store: MetaqStore, part: Partition, out: _Findings, stats: 
                     "0 pass the broker's check, so it keeps and serves them as empty messages with id 0 (a zero-filled "
                     "tail reads this way)")
         if cut is not None:
-            _damage(out, part, seg, rel, cut, last, later=False, intact_after=intact_after)
+            _damage(out, seg, rel, cut, last, later=False, intact_after=intact_after)
+        for chk in later:
+            _damage(out, seg, rel, chk, last, later=True)
 
 
-def _damage(out: _Findings, part: Partition, seg, rel: str, chk, last: bool, later: bool, intact_after: int = 0):
+def _damage(out: _Findings, seg, rel: str, chk, last: bool, later: bool, intact_after: int = 0):
     offset = seg.start + chk.position
-    if last and not later:
-        lost = seg.size - chk.position
+    if later:
+        what = (f"{chk.detail}; after the first bad record of this segment, "
+                + ("which the broker's recovery cuts at, so the broker never reads it" if last
+                   else "so no reader gets here"))
+    elif last:
         what = (f"{chk.detail}. The broker's recovery of the last segment stops here and truncates {rel} to "
-                f"{chk.position} bytes, dropping {lost} bytes")
+                f"{chk.position} bytes, dropping {seg.size - chk.position} bytes")
         what += f", {intact_after} intact record(s) after it among them" if intact_after else ""
         what += " (rmqctl metaq repair does the same cut now)"
-    elif last:
-        what = f"{chk.detail}; after the recovery's cut above, so the broker never reads it"
     else:
-        what = (f"{chk.detail}. The broker recovers only the last segment, so it loads this one as is: a consumer "
-                f"fetching offset {offset} gets an invalid message and cannot get past it; "
-                f"{seg.size - chk.position} bytes to the end of the segment are unreachable")
+        what = (f"{chk.detail}. The broker recovers only the last segment, so it loads this one as is and serves "
+                f"it: consumers reading offset {offset} fail on it (decodeMessage checks the checksum) and cannot get "
+                f"past it; {seg.size - chk.position} bytes to the end of the segment are unreachable")
     out.add(chk.problem, "error", rel, chk.position, offset, what)
 
 
