@@ -625,3 +625,23 @@ def test_verify_lists_the_cut_first_and_counts_what_it_drops(data_path):
     assert [r["commitLogOffset"] for r in rows] == [w["offset"] for w in bad]
     assert "truncates" in rows[0]["detail"] and "3 intact record(s)" in rows[0]["detail"]
     assert all("never reads it" in r["detail"] for r in rows[1:])
+
+
+def test_locate_hex_annotates_the_record_over_its_stored_bytes():
+    w = next(w for w in TRUTH if w["attribute"] and w["payloadLength"])
+    args = ["--topic", w["topic"], "--partition", w["partition"], "--store", FIXTURE / "store", "--hex"]
+    r = metaq("locate", hex(w["offset"]), *args)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"offset {w['offset']}: position {w['segmentPosition']} in {w['segment']}"
+    stored = (FIXTURE / "store" / w["segment"]).read_bytes()[w["segmentPosition"]:]
+    checked = 0
+    for line in lines[1:]:
+        if line[:6].strip().isdigit() and line[8:56].strip():
+            at, shown = int(line[:6]), bytes.fromhex(line[8:56])
+            assert stored[at : at + len(shown)] == shown, line
+            checked += len(shown)
+    assert checked > M.HEADER_LEN
+    assert any("attribute.text" in line for line in lines)
+    r = metaq("locate", w["offset"] + 1, *args)
+    assert r.exit_code == 2 and f"inside the record at offset {w['offset']}" in r.stderr

@@ -11,7 +11,7 @@ from typing import Callable
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
-from .base import FORMATS, cli, echo_err, render
+from .base import FORMATS, cli, echo_err, parse_int, render
 
 
 @cli.group()
@@ -89,9 +89,6 @@ def info_cmd(ctx, topic, partition):
         render([result], "json")
 
 
-DUMP_TABLE = ["topic", "partition", "offset", "msgLen", "id", "flag", "attribute", "payloadLength"]
-
-
 @metaq.command("dump")
 @metaq_options
 @select_options
@@ -111,21 +108,31 @@ def dump_cmd(ctx, topic, partition, start, end, limit, body):
         echo_err(f"rmqctl: {msg}")
 
     rows = inspect.dump(ctx.store, topic, partition, start, end, limit, body, warn)
-    render(rows, ctx.format, DUMP_TABLE if ctx.format == "table" else None)
+    render(rows, ctx.format, blocks=True)
     if damage:
         raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 @metaq.command("locate")
 @metaq_options
-@click.argument("offset", type=int)
+@click.argument("offset")
 @click.option("--topic", required=True, help="The partition's topic.")
 @click.option("--partition", type=int, required=True, help="The partition number.")
-def locate_cmd(ctx, offset, topic, partition):
-    """Which segment holds message OFFSET, at which position, and whether a record starts there."""
+@click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
+def locate_cmd(ctx, offset, topic, partition, hex_view):
+    """Which segment holds message OFFSET (decimal or 0x hex), at which position, and whether a record starts
+    there.
+
+    \b
+    rmqctl metaq locate 93266 --topic meta-test --partition 0 --store /data/meta --hex
+    """
     from ..metaq import inspect
 
-    render([inspect.locate(ctx.store, offset, topic, partition)], ctx.format)
+    offset = parse_int(offset, "OFFSET")
+    if hex_view:
+        click.echo("\n".join(inspect.record_hex(ctx.store, offset, topic, partition)))
+        return
+    render([inspect.locate(ctx.store, offset, topic, partition)], ctx.format, blocks=True)
 
 
 FINDING_COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]

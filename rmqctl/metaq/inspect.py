@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Callable, Iterator
 
-from ..errors import UsageError
+from .. import schema_metaq as M
+from ..errors import StoreError, UsageError
+from ..ops.annotate import annotate
 from ..record import encode_body
 from .store import DecodeError, MetaqStore, Partition, Record, SegmentScan, attribute_text, decode_data
 
@@ -135,3 +137,17 @@ def locate(store: MetaqStore, offset: int, topic: str, partition: int) -> dict:
     stop = scan.stop
     out["detail"] = f"past the segment's valid records: {stop.problem} at offset {seg.start + stop.position}"
     return out
+
+
+def record_hex(store: MetaqStore, offset: int, topic: str, partition: int) -> list[str]:
+    """The record starting at message `offset`, annotated field by field over its bytes; an offset where no
+    record starts is refused in one line, with what `locate` says about it."""
+    where = locate(store, offset, topic, partition)
+    if not where["recordStart"]:
+        raise StoreError(f"no record starts at offset {offset}: {where['detail']}",
+                         store.root / (where["segment"] or f"{topic}-{partition}"))
+    seg = store.partition(topic, partition).find(offset)
+    pos = where["segmentPosition"]
+    buf = seg.read()
+    data = bytes(buf[pos : pos + M.HEADER_LEN + where["msgLen"]])
+    return [f"offset {offset}: position {pos} in {where['segment']}", *annotate(M.MetaqRecord, data)]
