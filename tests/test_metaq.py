@@ -645,3 +645,104 @@ def test_locate_hex_annotates_the_record_over_its_stored_bytes():
     assert any("attribute.text" in line for line in lines)
     r = metaq("locate", w["offset"] + 1, *args)
     assert r.exit_code == 2 and f"inside the record at offset {w['offset']}" in r.stderr
+
+
+# ---- against Metamorphosis's own code on a real JVM --------------------------------------------------------------
+
+METAQ_SOURCE = Path(os.environ.get("METAQ_SOURCE", "/work/.mirror/killme2008+Metamorphosis/repo"))
+METAQ_TAG = "metamorphosis-all-1.4.6.2"
+# the real classes that read and write segment bytes (and what they need); tests/metaq_oracle/ holds stand-ins
+# for the network classes FileMessageSet names but never calls here, and the driver MetaqOracle.java
+METAQ_CLASSES = [
+    "metamorphosis-commons/src/main/java/com/taobao/metamorphosis/" + p for p in (
+        "utils/CheckSum.java", "utils/MessageUtils.java", "utils/MessageFlagUtils.java", "Message.java",
+        "MessageAccessor.java", "cluster/Partition.java", "exception/InvalidMessageException.java",
+        "exception/InvalidCheckSumException.java", "exception/MetaClientException.java", "network/ByteUtils.java",
+        "network/MetaEncodeCommand.java")
+] + ["metamorphosis-server/src/main/java/com/taobao/metamorphosis/server/store/" + p
+     for p in ("FileMessageSet.java", "MessageSet.java")]
+
+
+@pytest.fixture(scope="session")
+def metaq_java(tmp_path_factory):
+    """A function running MetaqOracle (Metamorphosis 1.4.6.2's FileMessageSet / MessageUtils) on a real JVM."""
+    jars = sorted(Path.home().glob(".m2/repository/commons-logging/commons-logging/*/commons-logging-*.jar"))
+    if not (shutil.which("javac") and (METAQ_SOURCE / "HEAD").exists() and jars):
+        pytest.skip("needs javac, the Metamorphosis git repository (METAQ_SOURCE) and a commons-logging jar")
+    work = tmp_path_factory.mktemp("metaq-java")
+    for path in METAQ_CLASSES:
+        target = work / "src" / path.split("/java/", 1)[1]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(subprocess.run(["git", "-C", METAQ_SOURCE, "show", f"{METAQ_TAG}:{path}"], check=True,
+                                          capture_output=True).stdout)
+    oracle = Path(__file__).resolve().parent / "metaq_oracle"
+    sources = [str(p) for p in [*(work / "src").rglob("*.java"), *oracle.rglob("*.java")]]
+    classpath = f"{work / 'out'}:{jars[-1]}"
+    subprocess.run(["javac", "-nowarn", "-encoding", "GBK", "-d", work / "out", "-cp", jars[-1], *sources], check=True,
+                   capture_output=True)
+
+    def java(*args) -> str:
+        return subprocess.run(["java", "-cp", classpath, "MetaqOracle", *map(str, args)], check=True,
+                              capture_output=True, text=True).stdout
+
+    return java
+
+
+def damaged_last_segments(store: Path) -> list[tuple[str, Path]]:
+    """One damage of each kind in the last segment of each partition (a copy per case)."""
+    cases = []
+    for i, (part, how) in enumerate([("meta-test-0", "torn"), ("meta-test-1", "header"), ("trade-events-0", "flip"),
+                                      ("trade-events-1", "negative"), ("meta-test-0", "zeros"), ("meta-test-1", "huge")]):
+        root = store.parent / f"case{i}"
+        shutil.copytree(store, root)
+        seg = last_segment(root, part)
+        w = truth_of(part)[-3]
+        if how == "torn":
+            os.truncate(seg, seg.stat().st_size - 17)
+        elif how == "header":
+            os.truncate(seg, w["segmentPosition"] + 11)
+        elif how == "flip":
+            flip(seg, w["segmentPosition"] + M.HEADER_LEN + 1)
+        elif how == "negative":
+            patch(seg, w["segmentPosition"], (-1).to_bytes(4, "big", signed=True))
+        elif how == "zeros":
+            with open(seg, "ab") as f:
+                f.write(bytes(57))
+        else:
+            patch(seg, w["segmentPosition"], (1 << 30).to_bytes(4, "big"))
+        cases.append((how, root))
+    return cases
+
+
+def test_repair_is_the_brokers_own_recovery(data_path, metaq_java):
+    """Each damage in a last segment: FileMessageSet(channel, mutable) on a copy truncates it, and rmqctl metaq
+    repair on another copy must leave exactly the same bytes."""
+    for how, root in damaged_last_segments(data_path):
+        java_copy = root.parent / (root.name + "-java")
+        shutil.copytree(root, java_copy)
+        r = metaq("repair", "--store", root, "--no-backup", "--format", "jsonl")
+        assert r.exit_code == 0, (how, r.stderr)
+        for seg in java_copy.rglob("*.meta"):
+            if seg == last_segment(java_copy, seg.parent.name):
+                size = int(metaq_java("recover", seg).split()[0])
+                assert seg.stat().st_size == size
+            assert (root / seg.relative_to(java_copy)).read_bytes() == seg.read_bytes(), (how, seg.name)
+
+
+def test_appended_records_are_what_message_utils_builds_and_decodes(tmp_path, metaq_java):
+    from rmqctl.metaq.append import Appender, NewMessage, encode_records
+
+    batch = [NewMessage("t", 0, b"abc", id=7), NewMessage("t", 0, "ü".encode(), "k=v ключ".encode(), id=-8),
+             NewMessage("t", 0, b"", b"", id=9), NewMessage("t", 0, bytes(range(256)), id=1 << 62)]
+    args = []
+    for m in batch:
+        args += [m.id, "-" if m.attribute is None else base64.b64encode(m.attribute).decode(),
+                 base64.b64encode(m.payload).decode()]
+    java_bytes = base64.b64decode(metaq_java("encode", *args).strip())
+    assert encode_records(batch, [m.id for m in batch]) == java_bytes
+    with Appender(tmp_path) as app:
+        app.append(batch)
+    decoded = [line.split(" ") for line in metaq_java("decode", tmp_path / "t-0" / "00000000000000000000.meta").splitlines()]
+    assert [(int(i), int(f), a, base64.b64decode(p)) for _, i, f, a, p in decoded] == \
+        [(m.id, m.stored_flag(), "-" if m.attribute is None else base64.b64encode(m.attribute).decode(), m.payload)
+         for m in batch]
