@@ -746,3 +746,15 @@ def test_appended_records_are_what_message_utils_builds_and_decodes(tmp_path, me
     assert [(int(i), int(f), a, base64.b64decode(p)) for _, i, f, a, p in decoded] == \
         [(m.id, m.stored_flag(), "-" if m.attribute is None else base64.b64encode(m.attribute).decode(), m.payload)
          for m in batch]
+
+
+def test_append_warns_where_the_broker_would_refuse_the_put(data_path):
+    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "2",
+              "--payload", "x")
+    assert r.exit_code == 0 and "numPartitions 2" in r.stderr
+    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "other", "--partition", "0",
+              "--payload", "x")
+    assert r.exit_code == 0 and "matches no [topic=...] section" in r.stderr
+    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
+              "--payload", "x")
+    assert r.exit_code == 0 and "warning" not in r.stderr

@@ -269,7 +269,11 @@ def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, 
         rows = [(NewMessage(topic, partition, data, None if attribute is None else attribute.encode("utf-8"), msg_id),
                  None, None)]
     with Appender(ctx.data_path, ctx.config) as app:
-        render((a.to_dict() for a in app.append_rows(rows)), "jsonl" if ctx.format == "table" else ctx.format)
+        try:
+            render((a.to_dict() for a in app.append_rows(rows)), "jsonl" if ctx.format == "table" else ctx.format)
+        finally:
+            for w in app.warnings:
+                echo_err(f"rmqctl: warning: {w}")
 
 
 def _jsonl_messages(fh, NewMessage):

@@ -152,6 +152,7 @@ class Appender:
         self.ids = IdWorker(self.config.brokerId)
         self._stack = ExitStack()
         self._open: dict[tuple[str, int], _OpenPartition] = {}
+        self.warnings: list[str] = []
 
     def __enter__(self):
         self.root.mkdir(parents=True, exist_ok=True)
@@ -170,6 +171,9 @@ class Appender:
             valid_topic(topic)
             if number < 0:
                 raise UsageError(f"partition {number} must not be negative")
+            refusal = self.config.put_refusal(topic, number)
+            if refusal:  # written anyway (a copy or a restore may need it); the broker loads it but takes no puts
+                self.warnings.append(f"{topic}-{number}: the broker would refuse puts here: {refusal}")
             path = self.root / f"{topic}-{number}"
             if not path.is_dir():
                 path.mkdir()

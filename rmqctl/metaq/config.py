@@ -125,6 +125,7 @@ def read_ini(path: Path) -> dict[str, dict[str, str]]:
 class TopicSettings:
     deletePolicy: str
     deleteWhen: str
+    numPartitions: int = 1
 
 
 @dataclasses.dataclass
@@ -134,6 +135,7 @@ class MetaqConfig:
     brokerId: int = 0
     dataPath: str | None = None
     maxSegmentSize: int = DEFAULT_MAX_SEGMENT_SIZE
+    numPartitions: int = 1
     deletePolicy: str = DEFAULT_DELETE_POLICY
     deleteWhen: str = DEFAULT_DELETE_WHEN
     topics: dict[str, TopicSettings] = dataclasses.field(default_factory=dict)
@@ -141,7 +143,20 @@ class MetaqConfig:
 
     def topic(self, topic: str) -> TopicSettings:
         """A topic's settings: its [topic=...] section, else the [system] ones (TopicConfig's defaults)."""
-        return self.topics.get(topic) or TopicSettings(self.deletePolicy, self.deleteWhen)
+        return self.topics.get(topic) or TopicSettings(self.deletePolicy, self.deleteWhen, self.numPartitions)
+
+    def put_refusal(self, topic: str, partition: int) -> str | None:
+        """Why the broker would refuse a put to this partition (MessageStoreManager.getOrCreateMessageStore:
+        the topic must match a [topic=...] section, `*` as a wildcard; the partition must be below
+        numPartitions), or None. Only meaningful with a server.ini."""
+        if self.source is None:
+            return None
+        if not any(re.fullmatch(t.replace("*", ".*"), topic) for t in self.topics):
+            return f"topic {topic!r} matches no [topic=...] section of {self.source} (IllegalTopicException)"
+        n = self.topic(topic).numPartitions
+        if not 0 <= partition < n:
+            return f"partition {partition} is not below numPartitions {n} (WrongPartitionException)"
+        return None
 
     def delete_policy(self, topic: str) -> DeletePolicy:
         return parse_delete_policy(self.topic(topic).deletePolicy)
@@ -164,13 +179,17 @@ def load_server_config(path: str | os.PathLike | None) -> MetaqConfig:
         cfg.dataPath = system["dataPath"]
     if system.get("maxSegmentSize"):
         cfg.maxSegmentSize = _aviator_int(system["maxSegmentSize"], f"{p}: maxSegmentSize")
+    if system.get("numPartitions"):
+        cfg.numPartitions = _aviator_int(system["numPartitions"], f"{p}: numPartitions")
     for key in ("deletePolicy", "deleteWhen"):
         if system.get(key):
             setattr(cfg, key, system[key])
     for name, section in sections.items():
         if name.startswith("topic="):
-            cfg.topics[name[len("topic="):]] = TopicSettings(section.get("deletePolicy") or cfg.deletePolicy,
-                                                             section.get("deleteWhen") or cfg.deleteWhen)
+            n = section.get("numPartitions")
+            cfg.topics[name[len("topic="):]] = TopicSettings(
+                section.get("deletePolicy") or cfg.deletePolicy, section.get("deleteWhen") or cfg.deleteWhen,
+                _aviator_int(n, f"{p}: [{name}] numPartitions") if n else cfg.numPartitions)
     for settings in [TopicSettings(cfg.deletePolicy, cfg.deleteWhen), *cfg.topics.values()]:  # the broker refuses a bad one at start
         parse_delete_policy(settings.deletePolicy)
         try:
