@@ -758,3 +758,13 @@ def test_append_warns_where_the_broker_would_refuse_the_put(data_path):
     r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
               "--payload", "x")
     assert r.exit_code == 0 and "warning" not in r.stderr
+
+
+def test_append_refuses_what_no_broker_could_store(data_path):
+    for row, said in (('{"topic": "meta-test", "partition": 0, "payload": "x", "id": 9223372036854775808}', "Java long"),
+                      ('{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 4294967296}', "Java int")):
+        r = metaq("append", "--store", data_path, "--jsonl", "-", input=row + "\n")
+        assert r.exit_code == 2 and said in r.stderr, r.stderr
+    (data_path / "meta-test-1" / "x.meta").write_bytes(b"")
+    r = metaq("append", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--payload", "x")
+    assert r.exit_code == 2 and "NumberFormatException" in r.stderr

@@ -101,6 +101,10 @@ def encode_records(messages: list[NewMessage], ids: list[int]) -> bytes:
     """MessageUtils.makeMessageBuffer (one or a list)."""
     out = bytearray()
     for m, ident in zip(messages, ids):
+        if not -(1 << 63) <= ident < 1 << 63:
+            raise UsageError(f"id {ident} is not a Java long")
+        if m.flag is not None and not -(1 << 31) <= m.flag < 1 << 31:
+            raise UsageError(f"flag {m.flag} is not a Java int")
         data = m.data()
         out += M.HEADER.pack(len(data), crc31(data), ident, m.stored_flag()) + data
     return bytes(out)
@@ -114,6 +118,9 @@ def valid_topic(topic: str):
 class _OpenPartition:
     def __init__(self, store: MetaqStore, part: Partition):
         self.part = part
+        bad = [o for o in part.oddities if o.kind == "bad-segment-name"]
+        if bad:
+            raise StoreError(f"{bad[0].detail}; refusing to append", bad[0].path)
         if part.contiguity():
             a, b = part.contiguity()[0]
             raise StoreError(f"starts at {b.start}, not at {a.end}: the broker does not load this partition; "
