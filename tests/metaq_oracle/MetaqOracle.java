@@ -15,8 +15,8 @@ import com.taobao.metamorphosis.utils.MessageUtils;
 
 /**
  * Metamorphosis 1.4.6.2's own segment code, driven from the command line for rmqctl's tests:
- *   recover SEGMENT             FileMessageSet opened mutable, as loadSegments opens the last segment: its
- *                               recover() truncates the file; prints "size count"
+ *   recover SEGMENT...          FileMessageSet opened mutable, as loadSegments opens the last segment: its
+ *                               recover() truncates the file; prints "size count" per segment
  *   decode SEGMENT              every record through MessageUtils.decodeMessage: "offset id flag attr|- payloadB64"
  *   encode ID ATTR_B64|- PAYLOAD_B64 ...
  *                               one batch as SimpleMessageProducer and MessageStore build it: data =
@@ -27,10 +27,12 @@ public class MetaqOracle {
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
         case "recover": {
-            FileChannel ch = new RandomAccessFile(new File(args[1]), "rw").getChannel();
-            FileMessageSet set = new FileMessageSet(ch, 0, ch.size(), true);
-            System.out.println(set.getSizeInBytes() + " " + set.getMessageCount());
-            set.close();
+            for (int i = 1; i < args.length; i++) {
+                FileChannel ch = new RandomAccessFile(new File(args[i]), "rw").getChannel();
+                FileMessageSet set = new FileMessageSet(ch, 0, ch.size(), true);
+                System.out.println(set.getSizeInBytes() + " " + set.getMessageCount());
+                set.close();
+            }
             break;
         }
         case "decode": {
