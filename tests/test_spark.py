@@ -260,3 +260,29 @@ def test_missing_pyspark_says_how_to_install(monkeypatch):
     assert r.exit_code == 2
     assert "pip install 'rmqctl[spark]'" in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
+    """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
+    task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""
+    import shutil
+
+    fixture = fixture_dir("g-metaq") / "store"
+    copy = tmp_path / "meta"
+    shutil.copytree(fixture, copy)
+    last = sorted((copy / "meta-test-1").glob("*.meta"))[-1]
+    last.chmod(0o644)
+    with open(last, "r+b") as f:
+        f.truncate(last.stat().st_size - 10)
+    df = spark.read.format("metaq").load([str(fixture), str(copy)])
+    assert df.rdd.getNumPartitions() == 2 * 16
+    rows = df.collect()
+    for root in (fixture, copy):
+        dumped = jsonl(run("metaq", "dump", "--store", root, "--body", "base64", "--format", "jsonl").stdout)
+        got = sorted((r.asDict() for r in rows if r.store == str(root.resolve())), key=lambda r: (r["topic"], r["partition"], r["offset"]))
+        assert len(got) == len(dumped) == (1000 if root == fixture else 999)
+        for row, d in zip(got, dumped):
+            assert bytes(row.pop("payload")) == base64.b64decode(d["payload"])
+            assert all(row[k] == d[k] for k in row if k != "store"), d["offset"]
+    with pytest.raises(Exception, match="torn-tail"):
+        spark.read.format("metaq").option("failOnDamage", "true").load(str(copy)).collect()
