@@ -57,6 +57,10 @@ def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check
     pass), then consumequeue files and index files wholly below the new minimum offset. Prints each file
     with its action and reason, then (on stderr) why nothing else goes and the resulting minimum offsets.
     With --apply and nothing to delete it prints nothing (cron mails nothing) unless --verbose.
+
+    \b
+    rmqctl clean --store /data/store --broker-config broker.conf --until-ok
+    rmqctl clean --check --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
     """
     if apply and (dry_run or check):
         raise UsageError("--apply cannot be combined with --dry-run or --check")

@@ -11,7 +11,7 @@ from typing import Callable
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
-from .base import FORMATS, cli, echo_err, parse_int, render
+from .base import FORMATS, OFFSET, cli, echo_err, parse_int, render
 
 
 @cli.group()
@@ -92,8 +92,8 @@ def info_cmd(ctx, topic, partition):
 @metaq.command("dump")
 @metaq_options
 @select_options
-@click.option("--from", "start", type=int, help="First message offset (inclusive).")
-@click.option("--to", "end", type=int, help="Message offset to stop at (exclusive).")
+@click.option("--from", "start", type=OFFSET, help="First message offset (inclusive; decimal or 0x hex).")
+@click.option("--to", "end", type=OFFSET, help="Message offset to stop at (exclusive; decimal or 0x hex).")
 @click.option("--limit", type=int, help="Stop after N messages.")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).")

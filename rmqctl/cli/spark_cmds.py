@@ -87,7 +87,11 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
     columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
     Prints the messages and files written per store and topic.
 
-    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
+    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2.
+
+    \b
+    rmqctl spark export --store /data/a/store --store /data/b/store --out /data/export
+    """
     from ..spark.export import export  # optional extra (pyspark)
 
     result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format))
@@ -107,7 +111,11 @@ def spark_stats(selection, spark_options, by, fmt):
     """Messages, bytes, first/last store time and distinct keys per topic and queue.
 
     One row per store, topic and queue (and hour of storeTimestamp, UTC, with --by hour): messages, bytes
-    (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words)."""
+    (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words).
+
+    \b
+    rmqctl spark stats --store /data/a/store --store /data/b/store --by hour
+    """
     from ..spark import jobs  # optional extra (pyspark)
 
     render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
@@ -124,7 +132,11 @@ def spark_query(selection, spark_options, key, topic, body, fmt):
     """Find messages by key in every store, without index files.
 
     Scans the commitlogs for KEY as a KEYS word or as UNIQ_KEY; prints the messages in the dump commitlog
-    shape with `store` first."""
+    shape with `store` first.
+
+    \b
+    rmqctl spark query --store /data/a/store --store /data/b/store --key ORDER-00042 --topic TopicTest
+    """
     from ..spark import jobs  # optional extra (pyspark)
 
     if not key:
@@ -146,7 +158,11 @@ def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
     """Verify every store, one Spark task per commitlog file.
 
     The same findings as `rmqctl verify`, with `store` first; a summary per store goes to stderr.
-    Exit 0 when every store is sound, 1 with findings."""
+    Exit 0 when every store is sound, 1 with findings.
+
+    \b
+    rmqctl spark verify --store /data/a/store --store /data/b/store
+    """
     from ..spark.verify import verify_stores  # optional extra (pyspark)
 
     if max_findings is not None and max_findings < 0:
