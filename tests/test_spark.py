@@ -191,6 +191,28 @@ def test_stats_totals_equal_truth(spark):
     assert hourly == Counter({k[1:]: v["messages"] for k, v in want.items() if k[0] == store_root("a-basic")})
 
 
+def test_stats_and_query_take_a_time_range(spark):
+    """--since/--until (ISO or epoch ms, inclusive) keep the messages the truth file has in that range."""
+    import datetime as dt
+
+    name = "b-mixed"
+    msgs = truth(name, "truth-messages.jsonl")
+    stamps = sorted({t["storeTimestamp"] for t in msgs})
+    lo, hi = stamps[len(stamps) // 3], stamps[2 * len(stamps) // 3]
+    iso = dt.datetime.fromtimestamp(lo / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    r = run("spark", "stats", "--format", "jsonl", "--store", fixture_dir(name) / "store", "--since", iso, "--until", hi)
+    assert r.exit_code == 0, r.stderr
+    assert sum(s["messages"] for s in jsonl(r.stdout)) == sum(lo <= t["storeTimestamp"] <= hi for t in msgs)
+    keyed = next(t for t in msgs if t["storeTimestamp"] == hi and t.get("keys"))
+    key = keyed["keys"].split(" ")[0]
+    found = [m["commitLogOffset"] for m in jsonl(run("spark", "query", "--key", key, "--format", "jsonl", "--store",
+                                                     fixture_dir(name) / "store", "--until", hi).stdout)]
+    assert keyed["commitLogOffset"] in found
+    later = [m["commitLogOffset"] for m in jsonl(run("spark", "query", "--key", key, "--format", "jsonl", "--store",
+                                                     fixture_dir(name) / "store", "--since", hi + 1).stdout)]
+    assert keyed["commitLogOffset"] not in later
+
+
 def test_query_key_equals_index_lookup(spark):
     """A key found by scanning every store gives the messages `query key` finds through the index files."""
     uniq = next(t for t in truth("c-v5-features", "truth-messages.jsonl") if t["uniqKey"])

@@ -13,7 +13,7 @@ import click
 from ..errors import EXIT_REFUSED, UsageError
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
-from .base import FORMATS, cli, echo_err, render
+from .base import FORMATS, TIME, cli, echo_err, render
 
 LOG_LEVELS = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"]
 
@@ -47,6 +47,13 @@ def spark_options(fn: Callable) -> Callable:
         return fn(selection, SparkOptions(master, log_level.upper()), **kwargs)
 
     return wrapper
+
+
+def time_range(fn: Callable) -> Callable:
+    """--since/--until on storeTimestamp, in the time forms of `dump commitlog --since`."""
+    fn = click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")(fn)
+    return click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time "
+                        "without a zone, or epoch ms); every record is still read.")(fn)
 
 
 def print_format(fn: Callable) -> Callable:
@@ -106,8 +113,9 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
 @spark_options
 @click.option("--by", type=click.Choice(["queue", "hour"]), default="queue", show_default=True,
               help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
+@time_range
 @print_format
-def spark_stats(selection, spark_options, by, fmt):
+def spark_stats(selection, spark_options, by, since, until, fmt):
     """Messages, bytes, first/last store time and distinct keys per topic and queue.
 
     One row per store, topic and queue (and hour of storeTimestamp, UTC, with --by hour): messages, bytes
@@ -115,10 +123,12 @@ def spark_stats(selection, spark_options, by, fmt):
 
     \b
     rmqctl spark stats --store /data/a/store --store /data/b/store --by hour
+    rmqctl spark stats --store /data/a/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
     from ..spark import jobs  # optional extra (pyspark)
 
-    render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
+    rows = run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until))
+    render(rows, auto_format(fmt))
 
 
 @spark_group.command("query")
@@ -127,8 +137,9 @@ def spark_stats(selection, spark_options, by, fmt):
 @click.option("--topic", help="Only this topic (pushed down to the reader).")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
+@time_range
 @print_format
-def spark_query(selection, spark_options, key, topic, body, fmt):
+def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
     """Find messages by key in every store, without index files.
 
     Scans the commitlogs for KEY as a KEYS word or as UNIQ_KEY; prints the messages in the dump commitlog
@@ -141,7 +152,7 @@ def spark_query(selection, spark_options, key, topic, body, fmt):
 
     if not key:
         raise UsageError("--key must not be empty")
-    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))
+    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)), auto_format(fmt))
 
 
 VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
