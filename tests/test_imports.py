@@ -18,7 +18,8 @@ PACKAGE = ROOT / "rmqctl"
 LAYERS = [
     ("foundation", ("rmqctl.errors", "rmqctl.javacompat", "rmqctl.schema", "rmqctl.config")),
     ("model", ("rmqctl.*",)),  # store, record, native kernels, dispatch, writers, lock, findings, recovery, ...
-    ("operations", ("rmqctl.ops", "rmqctl.ops.*")),
+    # MetaQ's store model sits with its operations: one package per store kind, above RocketMQ's model it reuses
+    ("operations", ("rmqctl.ops", "rmqctl.ops.*", "rmqctl.metaq", "rmqctl.metaq.*")),
     ("spark", ("rmqctl.spark", "rmqctl.spark.*")),
     ("cli", ("rmqctl.cli", "rmqctl.cli.*", "rmqctl.__main__", "rmqctl")),
 ]

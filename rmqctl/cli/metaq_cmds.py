@@ -2,7 +2,10 @@
 data path, with the RocketMQ commands' output formats and exit codes."""
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import functools
+import json
 import os
 import sys
 from collections import Counter
@@ -11,6 +14,12 @@ from typing import Callable
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
+from ..metaq import clean, inspect
+from ..metaq.append import Appender, NewMessage
+from ..metaq.config import load_server_config, parse_delete_policy
+from ..metaq.cron import next_fire
+from ..metaq.store import MetaqStore
+from ..record import decode_body
 from .base import FORMATS, OFFSET, cli, echo_err, parse_int, render
 
 
@@ -21,7 +30,6 @@ def metaq():
 
 class MetaqContext:
     def __init__(self, data_path: str | None, server_config: str | None, fmt: str | None):
-        from ..metaq.config import load_server_config
 
         self.config = load_server_config(server_config)
         self.explicit = data_path is not None or self.config.dataPath is not None
@@ -32,7 +40,6 @@ class MetaqContext:
 
     @property
     def store(self):
-        from ..metaq.store import MetaqStore
 
         if self._store is None:
             self._store = MetaqStore(self.data_path, self.config)
@@ -71,7 +78,6 @@ def select_options(fn: Callable) -> Callable:
 @select_options
 def info_cmd(ctx, topic, partition):
     """Partitions, their segments with offset ranges and message counts, and anything odd."""
-    from ..metaq import inspect
 
     result = inspect.info(ctx.store, topic, partition)
     if ctx.format == "table":
@@ -99,7 +105,6 @@ def info_cmd(ctx, topic, partition):
               help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).")
 def dump_cmd(ctx, topic, partition, start, end, limit, body):
     """Every record, in partition and offset order, under Metamorphosis's field names."""
-    from ..metaq import inspect
 
     damage = []
 
@@ -126,7 +131,6 @@ def locate_cmd(ctx, offset, topic, partition, hex_view):
     \b
     rmqctl metaq locate 93266 --topic meta-test --partition 0 --store /data/meta --hex
     """
-    from ..metaq import inspect
 
     offset = parse_int(offset, "OFFSET")
     if hex_view:
@@ -146,7 +150,7 @@ FINDING_COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "d
 def verify_cmd(ctx, topic, partition, max_findings, quiet):
     """Check names, contiguity, every length and checksum, and what the broker's recovery will cut; exit 0
     sound, 1 findings, 2 cannot run. commitLogOffset in a finding is the MetaQ message offset."""
-    from ..metaq.verify import verify
+    from ..metaq.verify import verify  # start-up time: its kernels load only for the command that runs them
 
     if max_findings is not None and max_findings < 0:
         raise UsageError("--max-findings must not be negative")
@@ -179,7 +183,7 @@ def repair_cmd(ctx, topic, partition, dry_run, no_backup):
     """The broker's last-segment recovery as an explicit step: truncate each partition's last segment at its
     first invalid record (staged, intent file, atomic swap; the old file kept in {partition}/.rmqctl/).
     Exit 2 when a partition cannot be loaded by the broker at all (left untouched)."""
-    from ..metaq.repair import repair
+    from ..metaq.repair import repair  # start-up time: its kernels load only for the command that runs them
 
     result = repair(ctx.store if dry_run else ctx.writable_store(), topic, partition, dry_run=dry_run,
                     keep_backup=not no_backup)
@@ -204,11 +208,7 @@ CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy"
 def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     """The broker's deletePolicy as its DeleteJob applies it: every segment but the last whose mtime is older
     than the reserved time is deleted, renamed to .arc, or zipped (archive,<age>,true). A plan unless --apply."""
-    import datetime as dt
 
-    from ..metaq import clean
-    from ..metaq.config import parse_delete_policy
-    from ..metaq.cron import next_fire
 
     if delete_policy:
         parse_delete_policy(delete_policy)
@@ -252,7 +252,6 @@ def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, 
     """Append messages as the broker writes them (one record, or a batch in one write), rolling segments at
     maxSegmentSize. Each message is acknowledged with one JSON line once durable. `metaq dump --body base64 |
     metaq append --jsonl -` into an empty data path reproduces every segment byte for byte."""
-    from ..metaq.append import Appender, NewMessage
 
     if not ctx.explicit:
         raise UsageError("this command writes: name the data path with --store (or dataPath in --server-config)")
@@ -279,10 +278,7 @@ def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, 
 def _jsonl_messages(fh, NewMessage):
     """`metaq dump` rows (topic, partition, payload + payloadEncoding, attribute / attributeBytes, id, flag,
     segment) and an optional `batch` key -> (message, batch, segment)."""
-    import base64
-    import json
 
-    from ..record import decode_body
 
     for n, line in enumerate(fh, 1):
         if not line.strip():

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import schema_metaq as M
 from ..errors import LockHeldError
-from ..lock import store_lock
+from ..ops.txn import locked_for_writing
 from ..writers import fsync_dir
 from .store import RMQCTL_DIR
 
@@ -64,5 +64,5 @@ def partition_lock(partition_dir: Path):
     if not own.is_dir():
         own.mkdir()
         fsync_dir(Path(partition_dir))
-    with store_lock(own):
+    with locked_for_writing(own):
         yield own
