@@ -64,6 +64,19 @@ KINDS: dict[str, str] = {
     "config-bak-differs": "a .bak config file that differs from the file it backs (info)",
     "config-offset-entry": "a consumer offset entry the broker's decode drops",
     "config-offset-unknown-topic": "a consumer offset for a topic the store does not hold",
+    # MetaQ (Metamorphosis) segment stores, `rmqctl metaq verify`
+    "bad-partition-dir": "a data-path directory that is not {topic}-{partition}",
+    "bad-segment-name": "a segment file whose name is not a long offset: loadSegments fails",
+    "segment-name": "a segment name that parses but is not the broker's 20-digit form",
+    "pending-intent": "an interrupted rmqctl run left in a partition (as interrupted-write in a RocketMQ store)",
+    "empty-partition": "a partition directory without segment files (info)",
+    "no-partitions": "no {topic}-{partition} directories in the data path",
+    "gap": "bytes between two segments that no segment covers: validateSegments throws",
+    "overlap": "a segment that starts inside the previous one: validateSegments throws",
+    "negative-length": "a record header whose msgLen is negative",
+    "checksum-mismatch": "a record whose checksum does not match its data",
+    "undecodable": "a record whose checksum is right but whose data does not decode",
+    "zero-records": "all-zero records the broker's check passes and serves as empty messages",
 }
 
 # read_record's reasons for refusing bytes, as the finding kinds above
