@@ -6,6 +6,9 @@
     python formats/samples.py --write      # refresh the sample blocks in the pages
     python formats/samples.py --check      # exit 1 when a page's block differs from a fresh print
 
+It reads the fixture stores in ../shared/fixtures (beside the repository) and says so in one line, exit 2,
+when they are not there.
+
 A page holds each sample between `<!-- sample NAME -->` and `<!-- /sample -->`. A block starts with a line
 `# FIXTURE store/PATH +POSITION: what` (or `# FIXTURE msgId|UNIQ_KEY ID: what`); the annotated lines under
 it give offsets from that position. tests/test_formats.py checks the pages against a fresh print and every
@@ -182,6 +185,10 @@ def refresh(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if not FIXTURES.is_dir():
+        print(f"formats/samples.py needs the fixture stores at {FIXTURES} (../shared/fixtures beside the repository)",
+              file=sys.stderr)
+        return 2
     names = [a for a in argv if not a.startswith("--")]
     unknown = [n for n in names if n not in SAMPLES]
     if unknown:

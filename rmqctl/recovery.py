@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
+from typing import Callable
 
 import numpy as np
 
@@ -180,7 +181,26 @@ def recovery_start(store: Store) -> int:
     return 0
 
 
-def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) -> Walk:
+REPORT_EVERY = 1 << 16  # records between progress reports: a report costs far more than a record check
+
+
+class ProgressReporter:
+    """Tells `progress` how many commitlog bytes are checked, counted from the first file's start: at each file
+    and every REPORT_EVERY records."""
+
+    def __init__(self, progress: Callable[[int], None] | None, files):
+        self.progress, self.base, self.records = progress, files[0].start if files else 0, 0
+
+    def at(self, f, pos: int):
+        if self.progress is None:
+            return
+        self.records += 1
+        if pos == 0 or self.records % REPORT_EVERY == 0:
+            self.progress(f.start + pos - self.base)
+
+
+def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet,
+         reporter: ProgressReporter | None = None) -> Walk:
     """CommitLog.recoverAbnormally's loop from file `first`."""
     files = store.commitlog.files
     if not files:
@@ -188,6 +208,8 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
     i, pos, last_message = first, 0, -1
     while True:
         f = files[i]
+        if reporter is not None:
+            reporter.at(f, pos)
         rec, bad = checker.check(f, pos)
         if bad is not None:
             if bad.kind == "zeroed-region" and zero_from(store, i, pos):
@@ -204,13 +226,16 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) ->
         pos += rec.storeSize
 
 
-def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet) -> list[BadRecord]:
+def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet,
+                        reporter: ProgressReporter | None = None) -> list[BadRecord]:
     """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
     structure is sound) and at the next file after anything else."""
     found = []
     for f in store.commitlog.files[:upto]:
         pos = 0
         while True:
+            if reporter is not None:
+                reporter.at(f, pos)
             rec, bad = checker.check(f, pos)
             if bad is not None:
                 found.append(bad)

@@ -569,3 +569,18 @@ def test_example_store_is_what_regenerate_builds(tmp_path):
     msgs = dump(examples / "store", conf)
     assert len(msgs) == len((examples / "messages.jsonl").read_text().splitlines())
     assert len(list((examples / "store" / "commitlog").iterdir())) == 2  # it rolls over once
+
+
+def test_regenerate_uses_the_venvs_python_not_the_first_python3(tmp_path):
+    """With a venv active and a python3 first on PATH that lacks rmqctl's dependencies (a bare venv's),
+    regenerate.sh runs the active venv's interpreter."""
+    venv, bare = tmp_path / "venv", tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    assert subprocess.run([str(bare / "bin" / "python3"), "-c", "import click"], capture_output=True).returncode != 0
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    env.update(PATH=f"{bare / 'bin'}:{os.environ['PATH']}", VIRTUAL_ENV=str(venv))
+    res = subprocess.run(["bash", str(REPO / "examples" / "regenerate.sh"), str(tmp_path / "store")], env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "store" / "commitlog").is_dir()

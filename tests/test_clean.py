@@ -267,7 +267,7 @@ def test_rules(tmpfs, rid, version, target, old, opts, triggers, whys, disk_full
     assert deleted == [f"commitlog/{i * CL_SIZE:020d}" for i in range(len(deleted))]  # oldest first, no holes
     assert p["diskFull"] == disk_full
     check = clean(store, *base, *opts, "--check", version=version)
-    assert check.exit_code == (1 if triggers else 0), check.stderr
+    assert check.exit_code == (1 if any(r["action"] == "delete" for r in got["files"]) else 0), check.stderr
     if disk_full:
         assert "rejects writes" in check.stderr
 
@@ -485,6 +485,33 @@ def test_log_has_one_line_per_deletion(tmpfs, tmp_path):
     deleted = [r for r in got["files"] if r["action"] == "delete"]
     assert lines[0] == "earlier line" and len(lines) == 1 + len(deleted)
     assert all(f" deleted {d['file']} why={d['why']} " in line for d, line in zip(deleted, lines[1:]))
+
+
+def test_cron_cases(tmpfs, tmp_path, monkeypatch):
+    """What cron sees: --check exits 1 only when a pass would delete something (not for the whole deleteWhen
+    hour), 0 when nothing goes and 2 on a config error; --apply with nothing to do prints nothing unless
+    --verbose; --quiet prints nothing; --log names the store by its absolute path even when given relative."""
+    store = make_store(tmpfs, [YOUNG] * 40)
+    in_the_hour = ["--delete-when", "03", "--format", "jsonl"]  # REF is hour 3: the time rule fires
+    nothing = clean(store, *in_the_hour, "--check")
+    assert nothing.exit_code == 0 and "; time; deletes 0 commitlog," in nothing.stderr  # fires, nothing goes
+    assert clean(store, "--delete-when", "04; 05", "--check").exit_code == 2
+    quiet_apply = clean(store, *in_the_hour, "--apply")
+    assert (quiet_apply.exit_code, quiet_apply.stdout, quiet_apply.stderr) == (0, "", "")
+    verbose = clean(store, *in_the_hour, "--apply", "--verbose")
+    assert verbose.exit_code == 0 and "nothing else goes" in verbose.stderr
+    make_store(tmpfs, [OLD] * 3 + [YOUNG] * 37)
+    fires = clean(store, *in_the_hour, "--check")
+    assert fires.exit_code == 1 and fires.stdout
+    quiet = clean(store, *in_the_hour, "--check", "--quiet")
+    assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (1, "", "")
+    monkeypatch.chdir(tmpfs)
+    log = tmp_path / "clean.log"
+    applied = run("clean", "--store", "store", "--broker-config", CONF, "--at", REF.isoformat(), *in_the_hour,
+                  "--apply", "--quiet", "--log", log)
+    assert (applied.exit_code, applied.stdout, applied.stderr) == (0, "", "")
+    lines = log.read_text().splitlines()
+    assert len(lines) == 3 and all(f" store={store} " in line for line in lines)
 
 
 def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):

@@ -215,3 +215,63 @@ def test_body_renderings_and_utf8_fallback():
     assert {r["bodyEncoding"] for r in rows} == {"utf8", "base64"}
     hexed = _dump("a-basic", "--limit", 3, "--body", "hex")
     assert [bytes.fromhex(r["body"]) for r in hexed] == [base64.b64decode(m["body"]) for m in msgs[:3]]
+
+
+def test_dump_filters_match_the_truth_file():
+    """--since/--until (ISO with a zone, local ISO, epoch ms), --tag, --key, --property, --msgid, --sys-flag
+    and hex --from: each keeps exactly the truth file's messages with that field, in offset order."""
+    import datetime as dt
+
+    name = "b-mixed"
+    msgs = sorted(truth(name, "truth-messages.jsonl"), key=lambda m: m["commitLogOffset"])
+    stamps = sorted({m["storeTimestamp"] for m in msgs})
+    lo, hi = stamps[len(stamps) // 3], stamps[2 * len(stamps) // 3]
+
+    def offsets(*opts):
+        r = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
+                "--format", "jsonl", "--body", "none", *opts)
+        assert r.exit_code == 0, r.stderr
+        return [m["commitLogOffset"] for m in jsonl(r.stdout)]
+
+    def want(pred):
+        return [m["commitLogOffset"] for m in msgs if pred(m)]
+
+    in_range = want(lambda m: lo <= m["storeTimestamp"] <= hi)
+    assert 0 < len(in_range) < len(msgs)
+    utc = dt.datetime.fromtimestamp(lo / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    local = dt.datetime.fromtimestamp(hi / 1000).isoformat(timespec="milliseconds")  # no zone: local time
+    assert offsets("--since", lo, "--until", hi) == offsets("--since", utc, "--until", local) == in_range
+    assert offsets("--tag", "TX") == want(lambda m: m["properties"].get("TAGS") == "TX") != []
+    assert offsets("--key", "FILLALL") == want(lambda m: "FILLALL" in m["properties"].get("KEYS", "").split(" ")) != []
+    assert offsets("--property", "TAGS=TagF", "--property", "WAIT=true") == want(
+        lambda m: m["properties"].get("TAGS") == "TagF" and m["properties"].get("WAIT") == "true") != []
+    one = msgs[7]
+    assert offsets("--msgid", one["msgId"]) == [one["commitLogOffset"]]
+    assert offsets("--msgid", one["uniqKey"].lower()) == want(lambda m: m["uniqKey"] == one["uniqKey"])
+    assert offsets("--sys-flag", "transaction=prepared") == want(lambda m: m["sysFlagInfo"]["transaction"] == "PREPARED")
+    assert len(offsets("--sys-flag", "transaction=prepared")) == 2
+    assert offsets("--from", hex(one["commitLogOffset"]), "--limit", "1") == [one["commitLogOffset"]]
+    bad = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--since", "yesterday")
+    assert bad.exit_code == 2 and "neither epoch milliseconds nor an ISO date-time" in bad.stderr
+    bad = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--sys-flag", "transaction=maybe")
+    assert bad.exit_code == 2 and "transaction=not|prepared|commit|rollback" in bad.stderr
+
+
+def test_query_key_takes_the_same_time_forms():
+    name = "a-basic"
+    m = next(m for m in truth(name, "truth-messages.jsonl") if m["properties"].get("KEYS"))
+    key, ts = m["properties"]["KEYS"].split(" ")[0], m["storeTimestamp"]
+    iso = dt_iso(ts)
+    for begin, end in ((ts, ts), (iso, iso)):
+        r = run("query", "key", m["topic"], key, "--store", FIXTURES / name / "store", "--broker-config",
+                broker_conf(name), "--format", "jsonl", "--begin", begin, "--end", end)
+        assert r.exit_code == 0 and m["commitLogOffset"] in [x["commitLogOffset"] for x in jsonl(r.stdout)]
+    r = run("query", "key", m["topic"], key, "--store", FIXTURES / name / "store", "--broker-config",
+            broker_conf(name), "--format", "jsonl", "--since", dt_iso(ts + 1))
+    assert m["commitLogOffset"] not in [x["commitLogOffset"] for x in jsonl(r.stdout)]
+
+
+def dt_iso(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")

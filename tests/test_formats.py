@@ -360,6 +360,20 @@ def test_checkpoint_invariants(name):
         assert not any(data[24:40])
 
 
+def test_samples_say_what_they_need_without_shared(tmp_path):
+    """formats/samples.py away from ../shared: one line naming the fixtures it reads, exit 2, no traceback."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(FORMATS, tmp_path / "repo" / "formats")
+    res = subprocess.run([sys.executable, str(tmp_path / "repo" / "formats" / "samples.py")], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(FORMATS.parent), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == (f"formats/samples.py needs the fixture stores at {tmp_path / 'shared' / 'fixtures'} "
+                          "(../shared/fixtures beside the repository)\n")
+
+
 # ---- MetaQ (formats/metaq.md, rmqctl/schema_metaq.py) ------------------------------------------------------------
 
 

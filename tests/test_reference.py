@@ -4,6 +4,7 @@ test fails when it is stale, as sqlite-utils checks its cog-generated docs. Rege
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,26 @@ def test_shell_completion_completes_a_command_name():
 if __name__ == "__main__":
     PAGE.write_text(render_reference())
     print(f"wrote {PAGE}")
+
+
+def test_every_help_ends_with_examples_that_parse():
+    """Every command's --help ends with one or two example lines, and each example names that command with
+    options and arguments it accepts (parsed by click, not run)."""
+    import shlex
+
+    from rmqctl.cli.main import cli
+
+    for path, cmd in _commands(cli):
+        if isinstance(cmd, click.Group):
+            continue
+        lines = (cmd.help or "").rstrip().splitlines()
+        examples = []
+        while lines and lines[-1].strip().startswith("rmqctl "):
+            examples.insert(0, lines.pop().strip())
+        name = "rmqctl " + " ".join(path)
+        assert 1 <= len(examples) <= 3 and lines[-1].strip() == "\b", f"{name}: --help ends without examples"
+        for example in examples:  # the command may be any stage of a pipeline
+            stages = [shlex.split(stage) for stage in re.split(r" \|\|? ", example)]
+            words = next((w for w in stages if w[:len(path) + 1] == ["rmqctl", *path]), None)
+            assert words is not None, f"{name}: example does not run it: {example}"
+            cmd.make_context(name, words[len(path) + 1:], **cli.context_settings)

@@ -154,3 +154,13 @@ def test_hex_view_of_v1_v2_ipv6_property_crc_and_blank():
     bad = run("locate", end + 3, "--hex", "--store", store("a-basic"))
     assert bad.exit_code == 2 and "no record starts here" in bad.stderr
 
+
+
+def test_repair_shows_a_bar_only_on_a_terminal():
+    """repair --scan-all checks every commitlog file: a tqdm bar on a terminal's stderr, nothing of it when
+    stderr is a file (cron, logs)."""
+    args = ["repair", "--scan-all", "--dry-run", "--store", store("d-crashed"), "--broker-config", broker_conf("d-crashed")]
+    screen = on_terminal(args, 80)
+    assert re.search(r"repair:\s+\d+%\|", screen), screen
+    piped = subprocess.run([*RMQCTL, *map(str, args)], capture_output=True, text=True)
+    assert piped.returncode == 0 and "dry run" in piped.stderr and "%|" not in piped.stderr

@@ -60,7 +60,12 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
     One message from options (--topic ...), or many with --jsonl: `rmqctl dump commitlog --format jsonl
     --body base64 --raw-properties | rmqctl append --jsonl - --keep-timestamps` copies a store's messages.
     Lines are copies: their topics are held to what the store accepts, while --topic meets TopicValidator.
-    The acknowledgements are JSON lines whatever --format says: they stream as messages become durable."""
+    The acknowledgements are JSON lines whatever --format says: they stream as messages become durable.
+
+    \b
+    rmqctl append --store /data/store --broker-config broker.conf --topic TopicTest --body 'hello' --keys ORDER-1
+    rmqctl append --store /data/store --broker-config broker.conf --jsonl messages.jsonl
+    """
     given = [name for name in MESSAGE_OPTIONS if opts.get(name) not in (None, (), 0, "0")]
     if jsonl_path is not None and given:
         raise UsageError(f"--jsonl takes every field from its lines; drop --{given[0].replace('_', '-')}")

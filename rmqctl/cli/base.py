@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import datetime as dt
 import functools
 import json
 import os
@@ -329,3 +330,44 @@ def parse_int(value: str, what: str) -> int:
         return int(value, 0)
     except ValueError:
         raise UsageError(f"{what}: {value!r} is not an integer") from None
+
+
+def parse_time_ms(text: str, what: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 date-time (local time without a zone)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        raise UsageError(f"{what} {text!r} is neither epoch milliseconds nor an ISO date-time "
+                         "(e.g. 2026-11-22T03:13:00+00:00)") from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return round(when.timestamp() * 1000)
+
+
+class TimeType(click.ParamType):
+    """A time option: ISO 8601 with or without a zone (local time without), or epoch milliseconds."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        return value if isinstance(value, int) else parse_time_ms(value, f"--{param.name}" if param else "TIME")
+
+
+class OffsetType(click.ParamType):
+    """An offset option: decimal or 0x hex, as `locate` takes it."""
+
+    name = "OFFSET"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value, 0)
+        except ValueError:
+            self.fail(f"{value!r} is neither a decimal nor a 0x hex offset", param, ctx)
+
+
+TIME = TimeType()
+OFFSET = OffsetType()

@@ -25,7 +25,8 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 @click.option("--until-ok", is_flag=True, help="Repeat passes until one deletes nothing.")
 @click.option("--apply", is_flag=True, help="Delete the planned files (takes the broker's lock; needs --store).")
 @click.option("--dry-run", is_flag=True, help="Only print the plan (the default without --apply).")
-@click.option("--check", is_flag=True, help="Exit 1 if a cleanup rule would fire now (for monitoring); deletes nothing.")
+@click.option("--check", is_flag=True,
+              help="Exit 1 only if a pass would delete a file now (for monitoring; 2 is an error); deletes nothing.")
 @click.option("--protect-unconsumed", is_flag=True,
               help="Keep commitlog files holding messages a consumer group (consumerOffset.json) has not consumed.")
 @click.option("--delete-when", help="deleteWhen: hours separated by ';' (e.g. 04;05), parsed like the broker.")
@@ -42,16 +43,24 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 @click.option("--delete-interval", type=click.IntRange(min=0), default=0, show_default=True,
               help="Pause (ms) before each deletion with --apply, as the broker's deleteCommitLogFilesInterval (100).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False),
-              help="Append one line per deleted file to this log (opened per line: logrotate-friendly).")
+              help="Append one line per deleted file to this log, with the absolute store path (opened per line: "
+                   "logrotate-friendly).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code is the answer.")
+@click.option("--verbose", "-v", is_flag=True, help="With --apply, print the plan and summary even when nothing goes.")
 def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
           file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
           disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, delete_interval,
-          log_path):
+          log_path, quiet, verbose):
     """Plan the broker's cleanup (deleteWhen, fileReservedTime, disk ratios) and, with --apply, do it.
 
     Commitlog files go oldest first (never the last, stopping at the first kept, at most deleteFileBatchMax per
     pass), then consumequeue files and index files wholly below the new minimum offset. Prints each file
     with its action and reason, then (on stderr) why nothing else goes and the resulting minimum offsets.
+    With --apply and nothing to delete it prints nothing (cron mails nothing) unless --verbose.
+
+    \b
+    rmqctl clean --store /data/store --broker-config broker.conf --until-ok
+    rmqctl clean --check --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
     """
     if apply and (dry_run or check):
         raise UsageError("--apply cannot be combined with --dry-run or --check")
@@ -63,20 +72,22 @@ def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check
         cleanFileForciblyEnable=clean_file_forcibly_enable, deleteFileBatchMax=delete_file_batch_max)
     clock = Clock.parse(at)
     store = ctx.writable_store() if apply else ctx.store
-    on_delete = _logger(log_path, store.root) if log_path else None
+    on_delete = _logger(log_path, os.path.abspath(store.root)) if log_path else None
     result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete,
                        delete_interval)
-    if ctx.format == "json":
-        click.echo(dumps(result.as_dict()))
-    else:
-        render((d.row() for d in result.decisions), ctx.format, COLUMNS if ctx.format == "table" else None,
-               title="clean plan" if not apply else "clean (applied)")
-    for line in summary(result):
-        echo_err(line)
+    silent = quiet or (apply and not result.deleted() and not verbose)
+    if not silent:
+        if ctx.format == "json":
+            click.echo(dumps(result.as_dict()))
+        else:
+            render((d.row() for d in result.decisions), ctx.format, COLUMNS if ctx.format == "table" else None,
+                   title="clean plan" if not apply else "clean (applied)")
+        for line in summary(result):
+            echo_err(line)
     if result.configError:
         echo_err(f"rmqctl: broker config: {result.configError}")
         raise click.exceptions.Exit(EXIT_REFUSED)
-    if check and result.rule_fires:
+    if check and result.deleted():
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 

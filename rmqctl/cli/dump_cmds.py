@@ -6,29 +6,49 @@ import click
 from ..errors import EXIT_REFUSED
 from ..ops import inspect
 from ..ops.annotate import record_hex
-from .base import cli, dump, echo_err, parse_int, render, store_options
+from ..ops.filters import MessageFilter
+from .base import OFFSET, TIME, cli, dump, echo_err, parse_int, render, store_options
 
 
 @dump.command("commitlog")
 @store_options
-@click.option("--from", "start", type=int, help="First physical offset (inclusive).")
-@click.option("--to", "end", type=int, help="Last physical offset (exclusive).")
+@click.option("--from", "start", type=OFFSET, help="First physical offset (inclusive; decimal or 0x hex).")
+@click.option("--to", "end", type=OFFSET, help="Last physical offset (exclusive; decimal or 0x hex).")
 @click.option("--topic", help="Only messages of this topic.")
 @click.option("--queue-id", type=int, help="Only messages of this queue id.")
+@click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time without a "
+                                         "zone, or epoch ms); found by scanning, the commitlog is not in time order.")
+@click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")
+@click.option("--tag", help="Only messages whose TAGS property is this.")
+@click.option("--key", help="Only messages with this word among their KEYS.")
+@click.option("--property", "properties", multiple=True, metavar="NAME=VALUE",
+              help="Only messages whose property NAME is VALUE; repeatable (all must match).")
+@click.option("--msgid", "msg_id", help="Only the message with this offset msgId or UNIQ_KEY.")
+@click.option("--sys-flag", "sys_flags", multiple=True, metavar="transaction=STATE",
+              help="Only messages in this transaction state: transaction=not|prepared|commit|rollback.")
 @click.option("--limit", type=int, help="Stop after N messages.")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
 @click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
-def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress):
-    """Decode every message record of the commitlog, in offset order."""
+def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, properties, msg_id, sys_flags, limit, body,
+                   raw_properties, decompress):
+    """Decode every message record of the commitlog, in offset order.
+
+    \b
+    rmqctl dump commitlog --store /data/store --broker-config broker.conf --limit 3
+    rmqctl dump commitlog --store /data/store --topic TopicTest --from 0x5e2 --format jsonl | jq .msgId
+    rmqctl dump commitlog --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00 --tag TagA
+    """
     damage = []
 
     def warn(msg):
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
-    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
+    where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
+    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
+                                  where if where != MessageFilter() else None)
     render(rows, ctx.format, blocks=True)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
@@ -41,7 +61,11 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
 @click.argument("queue_id", type=int)
 @click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
 def dump_consumequeue(ctx, topic, queue_id, resolve):
-    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID)."""
+    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID).
+
+    \b
+    rmqctl dump consumequeue TopicTest 0 --store /data/store --broker-config broker.conf
+    """
     render(inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve), ctx.format)
 
 
@@ -50,14 +74,23 @@ def dump_consumequeue(ctx, topic, queue_id, resolve):
 @click.argument("file", required=False)
 @click.option("--headers-only", is_flag=True, help="Only the IndexHeader of each file.")
 def dump_index(ctx, file, headers_only):
-    """Decode index files (all, or FILE): header, then every entry with its slot and chain link."""
+    """Decode index files (all, or FILE): header, then every entry with its slot and chain link.
+
+    \b
+    rmqctl dump index --store /data/store --broker-config broker.conf
+    rmqctl dump index 20261122031300123 --store /data/store --format jsonl
+    """
     render(inspect.dump_index(ctx.store, file, entries=not headers_only), ctx.format)
 
 
 @dump.command("checkpoint")
 @store_options
 def dump_checkpoint(ctx):
-    """Decode the checkpoint file (3 fields in 4.9, 5 in 5.x)."""
+    """Decode the checkpoint file (3 fields in 4.9, 5 in 5.x).
+
+    \b
+    rmqctl dump checkpoint --store /data/store
+    """
     render([inspect.dump_checkpoint(ctx.store)], ctx.format, blocks=True)
 
 

@@ -11,7 +11,12 @@ from .base import cli, dumps, echo_lines, render, store_options
 @cli.command("info")
 @store_options
 def info(ctx):
-    """Files and offset ranges per component, queues, checkpoint, abort/lock state, index files, oddities."""
+    """Files and offset ranges per component, queues, checkpoint, abort/lock state, index files, oddities.
+
+    \b
+    rmqctl info --store /data/store --broker-config broker.conf
+    rmqctl info --store /data/store --format table | less
+    """
     data = inspect.info(ctx.store)
     startup = estimate_startup(ctx.store)
     data["startup"] = startup.to_dict()

@@ -9,7 +9,7 @@ from ..ops import msgid as msgid_ops
 from ..ops.annotate import record_hex
 from ..ops.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
 from ..record import message_dict
-from .base import echo_err, msgid, query, render, store_options
+from .base import TIME, echo_err, msgid, query, render, store_options
 
 
 @msgid.command("decode")
@@ -20,7 +20,11 @@ from .base import echo_err, msgid, query, render, store_options
 def msgid_decode(ctx, ids, reference_time):
     """Decode IDS (or - for stdin) both as an offset msgId and as a UNIQ_KEY.
 
-    With --store (or ROCKETMQ_STORE), says which interpretation the store confirms."""
+    With --store (or ROCKETMQ_STORE), says which interpretation the store confirms.
+
+    \b
+    rmqctl msgid decode 7F00000100002A9F00000000000005E2
+    """
     if ids == ("-",):
         ids = tuple(line.strip() for line in sys.stdin if line.strip())
     store = ctx.store if ctx.explicit_store else None
@@ -34,7 +38,12 @@ def msgid_decode(ctx, ids, reference_time):
               help="How to render bodies (as in dump commitlog).")
 @click.option("--hex", "hex_view", is_flag=True, help="Show each record as annotated hex: every field's bytes and name.")
 def msgid_lookup(ctx, id, body, hex_view):
-    """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY."""
+    """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY.
+
+    \b
+    rmqctl msgid lookup 7F00000100002A9F00000000000005E2 --store /data/store --broker-config broker.conf
+    rmqctl msgid lookup 7F00000100002A9F00000000000005E2 --hex --store /data/store
+    """
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
         echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}")
@@ -49,15 +58,21 @@ def msgid_lookup(ctx, id, body, hex_view):
 @store_options
 @click.argument("topic")
 @click.argument("key")
-@click.option("--begin", type=int, default=0, metavar="MS", help="Earliest store time (epoch ms).")
-@click.option("--end", type=int, default=LONG_MAX, metavar="MS", help="Latest store time (epoch ms).")
+@click.option("--begin", "--since", "begin", type=TIME, default=0,
+              help="Earliest store time, inclusive (ISO 8601, local time without a zone, or epoch ms); the index "
+                   "files' own time ranges and entries find it, as the broker's queryMessage does.")
+@click.option("--end", "--until", "end", type=TIME, default=LONG_MAX, help="Latest store time, inclusive (as --begin).")
 @click.option("--max", "max_num", type=int, default=MAX_MSGS_NUM_BATCH, show_default=True,
               help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
 def query_key(ctx, topic, key, begin, end, max_num, body):
     """Messages of TOPIC with KEY (a KEYS word or UNIQ_KEY), found through the index files like the broker's
-    queryMessage, with hash collisions dropped."""
+    queryMessage, with hash collisions dropped.
+
+    \b
+    rmqctl query key TopicTest ORDER-00042 --store /data/store --broker-config broker.conf
+    """
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
         echo_err(f"rmqctl: warning: index entry points at offset {off}: {why}")

@@ -20,7 +20,7 @@ from ..metaq.config import load_server_config, parse_delete_policy
 from ..metaq.cron import next_fire
 from ..metaq.store import MetaqStore
 from ..record import decode_body
-from .base import FORMATS, cli, echo_err, parse_int, render
+from .base import FORMATS, OFFSET, cli, echo_err, parse_int, render
 
 
 @cli.group()
@@ -77,7 +77,11 @@ def select_options(fn: Callable) -> Callable:
 @metaq_options
 @select_options
 def info_cmd(ctx, topic, partition):
-    """Partitions, their segments with offset ranges and message counts, and anything odd."""
+    """Partitions, their segments with offset ranges and message counts, and anything odd.
+
+    \b
+    rmqctl metaq info --store /data/meta --server-config server.ini
+    """
 
     result = inspect.info(ctx.store, topic, partition)
     if ctx.format == "table":
@@ -98,13 +102,17 @@ def info_cmd(ctx, topic, partition):
 @metaq.command("dump")
 @metaq_options
 @select_options
-@click.option("--from", "start", type=int, help="First message offset (inclusive).")
-@click.option("--to", "end", type=int, help="Message offset to stop at (exclusive).")
+@click.option("--from", "start", type=OFFSET, help="First message offset (inclusive; decimal or 0x hex).")
+@click.option("--to", "end", type=OFFSET, help="Message offset to stop at (exclusive; decimal or 0x hex).")
 @click.option("--limit", type=int, help="Stop after N messages.")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).")
 def dump_cmd(ctx, topic, partition, start, end, limit, body):
-    """Every record, in partition and offset order, under Metamorphosis's field names."""
+    """Every record, in partition and offset order, under Metamorphosis's field names.
+
+    \b
+    rmqctl metaq dump --store /data/meta --topic trade-events --partition 0 --limit 3
+    """
 
     damage = []
 
@@ -149,7 +157,11 @@ FINDING_COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "d
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
 def verify_cmd(ctx, topic, partition, max_findings, quiet):
     """Check names, contiguity, every length and checksum, and what the broker's recovery will cut; exit 0
-    sound, 1 findings, 2 cannot run. commitLogOffset in a finding is the MetaQ message offset."""
+    sound, 1 findings, 2 cannot run. commitLogOffset in a finding is the MetaQ message offset.
+
+    \b
+    rmqctl metaq verify --store /data/meta --server-config server.ini
+    """
     from ..metaq.verify import verify  # start-up time: its kernels load only for the command that runs them
 
     if max_findings is not None and max_findings < 0:
@@ -182,7 +194,11 @@ REPAIR_COLUMNS = ["topic", "partition", "segment", "action", "sizeBefore", "size
 def repair_cmd(ctx, topic, partition, dry_run, no_backup):
     """The broker's last-segment recovery as an explicit step: truncate each partition's last segment at its
     first invalid record (staged, intent file, atomic swap; the old file kept in {partition}/.rmqctl/).
-    Exit 2 when a partition cannot be loaded by the broker at all (left untouched)."""
+    Exit 2 when a partition cannot be loaded by the broker at all (left untouched).
+
+    \b
+    rmqctl metaq repair --store /data/meta --server-config server.ini --dry-run
+    """
     from ..metaq.repair import repair  # start-up time: its kernels load only for the command that runs them
 
     result = repair(ctx.store if dry_run else ctx.writable_store(), topic, partition, dry_run=dry_run,
@@ -207,7 +223,12 @@ CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy"
               "each topic's deleteWhen fires.")
 def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     """The broker's deletePolicy as its DeleteJob applies it: every segment but the last whose mtime is older
-    than the reserved time is deleted, renamed to .arc, or zipped (archive,<age>,true). A plan unless --apply."""
+    than the reserved time is deleted, renamed to .arc, or zipped (archive,<age>,true). A plan unless --apply.
+
+    \b
+    rmqctl metaq clean --store /data/meta --server-config server.ini
+    rmqctl metaq clean --check --store /data/meta --server-config server.ini || echo "exit $?"
+    """
 
 
     if delete_policy:
@@ -251,7 +272,12 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
 def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, jsonl_file):
     """Append messages as the broker writes them (one record, or a batch in one write), rolling segments at
     maxSegmentSize. Each message is acknowledged with one JSON line once durable. `metaq dump --body base64 |
-    metaq append --jsonl -` into an empty data path reproduces every segment byte for byte."""
+    metaq append --jsonl -` into an empty data path reproduces every segment byte for byte.
+
+    \b
+    rmqctl metaq append --store /data/meta --server-config server.ini --topic trade-events --partition 0 --payload 'hello'
+    rmqctl metaq dump --store /data/meta --body base64 --format jsonl | rmqctl metaq append --jsonl - --store /data/copy
+    """
 
     if not ctx.explicit:
         raise UsageError("this command writes: name the data path with --store (or dataPath in --server-config)")

@@ -2,7 +2,6 @@
 messages, the config files a crash corrupts, and where two copies of a store diverge."""
 from __future__ import annotations
 
-import datetime as dt
 import time
 
 import click
@@ -11,23 +10,9 @@ from ..errors import EXIT_FINDINGS, UsageError
 from ..ops import config_check, offsets
 from ..ops.diff import diff_stores
 from ..store import Store
-from .base import cli, dumps, echo_err, render, store_options
+from .base import cli, dumps, echo_err, parse_time_ms, render, store_options
 
 BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."
-
-
-def parse_time_ms(text: str, what: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 date-time (local time without a zone)."""
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
-        raise UsageError(f"{what} {text!r} is neither epoch milliseconds nor an ISO date-time "
-                         "(e.g. 2026-11-22T03:13:00+00:00)") from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return round(when.timestamp() * 1000)
 
 
 @cli.command("consumers")

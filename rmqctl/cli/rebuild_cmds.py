@@ -50,7 +50,12 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
     """Rebuild consumequeue files from the commitlog, byte-identical to what the broker's dispatch writes
     (tagsCode, schedule-topic delivery times, LMQ queues, pre-blank fill after cleanup), check them, and
     swap them in atomically. Prints one row per queue that changes: units before/after, added, removed,
-    changed. Takes the broker's lock."""
+    changed. Takes the broker's lock.
+
+    \b
+    rmqctl rebuild consumequeue --store /data/store --broker-config broker.conf --dry-run
+    rmqctl rebuild consumequeue --store /data/store --broker-config broker.conf --topic TopicTest
+    """
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
         from ..ops.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
@@ -72,7 +77,11 @@ def rebuild_index_cmd(ctx, dry_run, no_backup):
     """Rebuild the index files from the commitlog as IndexService does (UNIQ_KEY then each KEYS word, rollover
     when full, names from the creation time), set the checkpoint's indexMsgTimestamp as the broker does,
     check them, and swap them in atomically. Prints one row per index file (paired by position with the
-    old ones): entries before/after, added, removed, changed. Takes the broker's lock."""
+    old ones): entries before/after, added, removed, changed. Takes the broker's lock.
+
+    \b
+    rmqctl rebuild index --store /data/store --broker-config broker.conf --dry-run
+    """
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild index") as bar:
         from ..ops.rebuild import rebuild_index  # loads the compiled kernels: only for this command
@@ -133,11 +142,18 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     checks (start file from the checkpoint, CRC on), report what will be cut (bytes, records, their queues),
     then truncate the commitlog (zeroing past the last valid record, removing later files), the consumequeues
     and index entries that point past it, set the checkpoint and remove `abort`, atomically. Prints one row
-    per action. Takes the broker's lock."""
+    per action. Takes the broker's lock.
+
+    \b
+    rmqctl repair --store /data/store --broker-config broker.conf --dry-run
+    rmqctl repair --store /data/store --broker-config broker.conf
+    """
     store = ctx.store if dry_run else ctx.writable_store()
     from ..ops.repair import repair  # loads the compiled kernels: only for this command
 
-    r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup)
+    with _commitlog_bar(ctx, "repair") as bar:
+        r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup,
+                   progress=lambda done: bar.update(done - bar.n))
     _interrupted(r.interrupted)
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
     alt = r.alternative

@@ -11,9 +11,9 @@ from typing import Callable, NamedTuple
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
-from ..spark import MASTER_ENV
+from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
-from .base import FORMATS, cli, echo_err, render
+from .base import FORMATS, TIME, cli, echo_err, render
 
 LOG_LEVELS = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"]
 
@@ -43,9 +43,17 @@ def spark_options(fn: Callable) -> Callable:
         selection = StoreSelection([os.path.expanduser(p) for p in stores] or [os.path.expanduser("~/store")],
                                    list(broker_configs))
         selection.resolve()  # bad paths and configs fail here, in one line, before a JVM starts
+        require()  # before a command imports the modules that need pyspark
         return fn(selection, SparkOptions(master, log_level.upper()), **kwargs)
 
     return wrapper
+
+
+def time_range(fn: Callable) -> Callable:
+    """--since/--until on storeTimestamp, in the time forms of `dump commitlog --since`."""
+    fn = click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")(fn)
+    return click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time "
+                        "without a zone, or epoch ms); every record is still read.")(fn)
 
 
 def print_format(fn: Callable) -> Callable:
@@ -64,12 +72,10 @@ class SparkOptions(NamedTuple):
 
 def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
-    from ..spark import require, session  # spark's modules need the optional extra (pyspark)
+    from ..spark import console_conf, session  # spark's modules need the optional extra (pyspark)
+    from ..spark.jobs import spark_errors
 
-    require()
-    from ..spark.jobs import spark_errors  # optional extra (pyspark)
-
-    spark = session(options.master)
+    spark = session(options.master, conf=console_conf(options.log_level))
     spark.sparkContext.setLogLevel(options.log_level)
     with spark_errors():
         return job(spark)
@@ -88,7 +94,11 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
     columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
     Prints the messages and files written per store and topic.
 
-    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
+    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2.
+
+    \b
+    rmqctl spark export --store /data/a/store --store /data/b/store --out /data/export
+    """
     from ..spark.export import export  # optional extra (pyspark)
 
     result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format))
@@ -103,15 +113,22 @@ def spark_export(selection, spark_options, out, file_format, overwrite):
 @spark_options
 @click.option("--by", type=click.Choice(["queue", "hour"]), default="queue", show_default=True,
               help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
+@time_range
 @print_format
-def spark_stats(selection, spark_options, by, fmt):
+def spark_stats(selection, spark_options, by, since, until, fmt):
     """Messages, bytes, first/last store time and distinct keys per topic and queue.
 
     One row per store, topic and queue (and hour of storeTimestamp, UTC, with --by hour): messages, bytes
-    (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words)."""
+    (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words).
+
+    \b
+    rmqctl spark stats --store /data/a/store --store /data/b/store --by hour
+    rmqctl spark stats --store /data/a/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
+    """
     from ..spark import jobs  # optional extra (pyspark)
 
-    render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
+    rows = run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until))
+    render(rows, auto_format(fmt))
 
 
 @spark_group.command("query")
@@ -120,17 +137,22 @@ def spark_stats(selection, spark_options, by, fmt):
 @click.option("--topic", help="Only this topic (pushed down to the reader).")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
+@time_range
 @print_format
-def spark_query(selection, spark_options, key, topic, body, fmt):
+def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
     """Find messages by key in every store, without index files.
 
     Scans the commitlogs for KEY as a KEYS word or as UNIQ_KEY; prints the messages in the dump commitlog
-    shape with `store` first."""
+    shape with `store` first.
+
+    \b
+    rmqctl spark query --store /data/a/store --store /data/b/store --key ORDER-00042 --topic TopicTest
+    """
     from ..spark import jobs  # optional extra (pyspark)
 
     if not key:
         raise UsageError("--key must not be empty")
-    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body)), auto_format(fmt))
+    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)), auto_format(fmt))
 
 
 VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
@@ -147,7 +169,11 @@ def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
     """Verify every store, one Spark task per commitlog file.
 
     The same findings as `rmqctl verify`, with `store` first; a summary per store goes to stderr.
-    Exit 0 when every store is sound, 1 with findings."""
+    Exit 0 when every store is sound, 1 with findings.
+
+    \b
+    rmqctl spark verify --store /data/a/store --store /data/b/store
+    """
     from ..spark.verify import verify_stores  # optional extra (pyspark)
 
     if max_findings is not None and max_findings < 0:

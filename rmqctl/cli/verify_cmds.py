@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError
 from ..ops import VERIFY_PARTS
-from .base import cli, echo_err, progress, render, store_options
+from .base import OFFSET, cli, echo_err, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -16,8 +16,8 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @cli.command("verify")
 @store_options
 @click.option("--only", type=click.Choice(VERIFY_PARTS), help="Report only this part (the commitlog is read in any case).")
-@click.option("--from", "start", type=int, help="First commitlog offset to check (inclusive).")
-@click.option("--to", "end", type=int, help="Commitlog offset to stop at (exclusive).")
+@click.option("--from", "start", type=OFFSET, help="First commitlog offset to check (inclusive).")
+@click.option("--to", "end", type=OFFSET, help="Commitlog offset to stop at (exclusive).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
@@ -28,6 +28,10 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
     Findings (kind, severity, file, position, commitLogOffset, detail) go to stdout, one JSON object per
     line with --format jsonl; a summary goes to stderr. Read-only: it also runs beside a live broker,
     whose tail may then be moving.
+
+    \b
+    rmqctl verify --store /data/store --broker-config broker.conf
+    rmqctl verify --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
     """
     if jobs is not None and jobs < 1:
         raise UsageError("--jobs must be at least 1")

@@ -112,11 +112,6 @@ class CleanResult:
         return [d for p in self.passes for d in p.deleted(kind)]
 
     @property
-    def rule_fires(self) -> bool:
-        """Whether the broker's cleaner would act on its next tick (what `--check` reports)."""
-        return bool(self.passes and self.passes[0].fired)
-
-    @property
     def freed_bytes(self) -> int:
         return sum(d.blocks * 512 for d in self.deleted())
 

@@ -9,13 +9,16 @@ from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
 from ..store import ConsumeQueue, Store, index_slot, offset_to_name
+from .filters import MessageFilter
 
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                   raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[dict]:
-    """Every message record in commitlog order, as `dump commitlog` prints it. Damage ends the walk of that
-    file (as it ends the broker's) and is passed to `warn` as one line naming file and offset."""
+                   raw_properties: bool = False, decompress: bool = False, warn=None,
+                   where: MessageFilter | None = None) -> Iterator[dict]:
+    """Every message record in commitlog order (those `where` matches), as `dump commitlog` prints it. Damage
+    ends the walk of that file (as it ends the broker's) and is passed to `warn` as one line naming file and
+    offset."""
     scan = store.scan()
     n = 0
     reported = 0
@@ -26,6 +29,8 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
         if topic_bytes is not None and m.topicBytes != topic_bytes:
             continue
         if queue_id is not None and m.queueId != queue_id:
+            continue
+        if where is not None and not where.matches(m):
             continue
         yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
         n += 1

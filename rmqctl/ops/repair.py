@@ -35,14 +35,15 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message
-from ..recovery import (CHUNK, BadRecord, RecordSet, RecoveryChecker, Walk, check_earlier_files, last_nonzero,
-                        records_past, recovery_start, walk)
+from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryChecker, Walk, check_earlier_files,
+                        last_nonzero, records_past, recovery_start, walk)
 from ..store import IndexFile, MappedFile, Store, index_slot
 from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from .txn import Transaction
@@ -290,9 +291,11 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
 # ---- the operation -----------------------------------------------------------------------------------------
 
 
-def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_backup: bool = True) -> RepairResult:
+def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_backup: bool = True,
+           progress: Callable[[int], None] | None = None) -> RepairResult:
     """Find the cut as the broker's abnormal recovery would (or at the first bad record anywhere with
-    `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it."""
+    `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it. `progress`
+    is told the commitlog bytes checked so far."""
     t0 = time.monotonic()
     extra = [d for d in store.commitlog_dirs if d.resolve().parent != store.root.resolve()]
     with writing(store, dry_run, extra) as (interrupted, store):
@@ -300,8 +303,9 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
         files = store.commitlog.files
         start = recovery_start(store)
         seen = RecordSet()
-        earlier = check_earlier_files(store, checker, start, seen)
-        broker = walk(store, checker, start, seen)
+        reporter = ProgressReporter(progress, files)
+        earlier = check_earlier_files(store, checker, start, seen, reporter)
+        broker = walk(store, checker, start, seen, reporter)
         first_bad = earlier[0] if earlier else None
         if scan_all and first_bad is not None:
             cut, zero_from, stop = first_bad.commitLogOffset, first_bad.commitLogOffset, first_bad

@@ -17,6 +17,16 @@ from ..errors import UsageError
 
 INSTALL_HINT = "pip install 'rmqctl[spark]'"
 MASTER_ENV = "RMQCTL_SPARK_MASTER"
+LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def console_conf(log_level: str) -> dict[str, str]:
+    """Settings for a driver started from a command line: Spark's log at `log_level` from the first line on
+    (this package's log4j2 config instead of Spark's default WARN profile and its start-up banner), and stage
+    bars only when stderr is a terminal."""
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG} "
+                                             f"-Drmqctl.spark.logLevel={log_level.lower()}",
+            "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false"}
 
 
 def require():

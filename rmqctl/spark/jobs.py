@@ -23,18 +23,27 @@ DUMP_ORDER = [name for name, _ in DUMP_SCALARS if name not in ("topic", "msgId",
     "body", "bodyEncoding", "topic", "properties", "msgId", "uniqKey"]
 
 
-def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = False) -> DataFrame:
+def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = False, since: int | None = None,
+             until: int | None = None) -> DataFrame:
+    """The messages of every store; with `since`/`until` (epoch ms, inclusive) only those stored in that range,
+    kept by a filter on storeTimestamp: every record is still read, the commitlog is not in time order."""
     reader = spark.read.format("rocketmq").options(**selection.options())
     if verify_crc:
         reader = reader.option("verifyCrc", "true")
-    return reader.load(selection.load_paths())
+    df = reader.load(selection.load_paths())
+    if since is not None:
+        df = df.filter(F.col("storeTimestamp") >= since)
+    if until is not None:
+        df = df.filter(F.col("storeTimestamp") <= until)
+    return df
 
 
-def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False) -> list[dict]:
+def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False, since: int | None = None,
+          until: int | None = None) -> list[dict]:
     """Per store, topic and queue (and hour of storeTimestamp, UTC, with by_hour): messages, bytes (storeSize),
     body bytes, first and last storeTimestamp, distinct KEYS words. One pass: keys are exploded and only the
     first row of each message counts towards messages and bytes."""
-    df = messages(spark, selection)
+    df = messages(spark, selection, since=since, until=until)
     group = ["store", "topic", "queueId"]
     if by_hour:
         df = df.withColumn("hour", F.col("storeTimestamp") - F.pmod("storeTimestamp", F.lit(HOUR_MS)))
@@ -57,11 +66,11 @@ def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False)
 
 
 def query_key(spark: SparkSession, selection: StoreSelection, key: str, topic: str | None = None,
-              body: str = "utf8") -> list[dict]:
+              body: str = "utf8", since: int | None = None, until: int | None = None) -> list[dict]:
     """Messages carrying `key` as a KEYS word or as UNIQ_KEY, in every store, found by scanning the commitlog
     (no index files needed); the topic filter is pushed down to the reader. Rows in the `dump commitlog`
     shape with `store` first, ordered by store and offset."""
-    df = messages(spark, selection)
+    df = messages(spark, selection, since=since, until=until)
     if topic is not None:
         df = df.filter(F.col("topic") == topic)
     hits = df.filter(F.array_contains("keys", key) | (F.col("uniqKey") == key))
