@@ -73,7 +73,7 @@ class SparkOptions(NamedTuple):
 def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
     from ..spark import console_conf, session  # spark's modules need the optional extra (pyspark)
-    from ..spark.jobs import spark_errors
+    from ..spark.jobs import spark_errors  # optional extra (pyspark)
 
     spark = session(options.master, conf=console_conf(options.log_level))
     spark.sparkContext.setLogLevel(options.log_level)
