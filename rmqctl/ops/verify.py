@@ -104,7 +104,7 @@ class Collector:
 
 
 # finding groups, in output order
-FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT = range(6)
+FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT, TIMER = range(7)
 
 
 def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
@@ -152,6 +152,10 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
             done.result()
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
+    if "timer" in parts:
+        from .timer import check_timer
+
+        check_timer(run, lambda *finding: run.report(TIMER, *finding))
     findings = [f for _, f in sorted(run.out.items, key=_order)]
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
@@ -286,6 +290,7 @@ class VerifyRun:
         self.rec: Records | None = None
         self.is5 = self.config.rocketmqVersion == 5
         self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
+        self.recovery_cut: int | None = None  # where the broker's next recovery truncates the commitlog
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)
@@ -683,6 +688,7 @@ class VerifyRun:
         begin = files[first].start
         seen = [f for f in self.commitlog_findings if self.recovery_sees(f)]
         cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
+        self.recovery_cut = cut.commitLogOffset if cut is not None else None
         if cut is not None:
             lost = self.rec.off > cut.commitLogOffset
             cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
