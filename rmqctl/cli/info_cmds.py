@@ -48,5 +48,15 @@ def _print_table(d: dict):
     for row in d["index"]["files"]:
         ix.add_row(*(str(row[c]) for c in ("file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset")))
     con.print(ix)
+    t = d.get("timer")
+    if t:
+        con.print(f"timer      {t['pending']} pending of {t['units']} timerlog unit(s) in {t['timerlogFiles']} file(s), "
+                  f"oldest {t['oldest']}, newest {t['newest']}; {t['notYetInWheel']} not in the wheel yet")
+        hours = Table(title="pending timer messages by delivery hour (UTC)")
+        for c in ("hour", "count", "oldest", "newest"):
+            hours.add_column(c)
+        for row in t["byHour"]:
+            hours.add_row(*(str(row[c]) for c in ("hour", "count", "oldest", "newest")))
+        con.print(hours)
     for line in d["odd"]:
         con.print(f"[yellow]odd:[/yellow] {line}")

@@ -38,6 +38,7 @@ from ..config import BrokerConfig
 from ..errors import RmqError, StoreError, UsageError
 from ..lock import store_lock
 from ..store import INDEX_FILE_NAME, IndexFile, Store
+from .timer import dangling_after, dangling_rows
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
 DELETE_FILES_BATCH_MAX_49 = 10  # MappedFileQueue.DELETE_FILES_BATCH_MAX, hard-coded in 4.x
@@ -444,6 +445,7 @@ class CleanResult:
     notes: list[str]
     applied: bool
     configError: str | None = None
+    timerUnitsLost: list = dataclasses.field(default_factory=list)  # pending 5.x timer units below the new minimum
 
     @property
     def decisions(self) -> list[FileDecision]:
@@ -469,7 +471,8 @@ class CleanResult:
                 "cqMinOffsetsBefore": self.cqMinOffsetsBefore, "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
                 "indexFilesAfter": self.indexFilesAfter, "freedBytes": self.freed_bytes,
                 "unconsumed": [dataclasses.asdict(u) for u in self.unconsumed],
-                "remaining": self.remaining, "notes": self.notes + self.settings.notes}
+                "remaining": self.remaining, "notes": self.notes + self.settings.notes,
+                "timerUnitsLost": self.timerUnitsLost}
 
 
 # -- the store as the cleaner sees it -----------------------------------------------------------------------
@@ -982,6 +985,10 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
         if until_ok and not p.deleted():
             break
     cleaner.finish_unconsumed()
+    timer_lost = []
+    if cleaner.min_phy_offset > cleaner.min_before:
+        timer_lost = dangling_rows(dangling_after(store, cleaner.min_phy_offset, None),
+                                   f"below the new minimum offset {cleaner.min_phy_offset}")
     return CleanResult(str(store.root), settings, results, cleaner.min_before, cleaner.min_phy_offset,
                        cleaner.cq_min_before, cleaner.cq_min_offsets(), [f.name for f, _ in cleaner.index],
-                       cleaner.unconsumed, cleaner.remaining(results[-1]), notes, apply, config_error)
+                       cleaner.unconsumed, cleaner.remaining(results[-1]), notes, apply, config_error, timer_lost)

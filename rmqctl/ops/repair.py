@@ -45,6 +45,7 @@ from ..native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
 from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
+from .timer import dangling_after, dangling_rows, stage_timercheck
 from .txn import Transaction
 
 CHUNK = 1 << 20
@@ -96,11 +97,12 @@ class RepairResult:
     interrupted: dict | None = None
     backup: str | None = None
     seconds: float = 0.0
+    timer: dict = dataclasses.field(default_factory=dict)  # danglingUnits, timercheck: the 5.x timer files
 
     @property
     def changed(self) -> bool:
         return bool(self.commitlog["fileZeroed"] or self.commitlog["filesRemoved"] or self.consumequeue
-                    or self.index or self.checkpoint or self.abortRemoved)
+                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck"))
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -513,6 +515,11 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 if cp["confirmPhyOffset"] > max(last_kept, 0):
                     values["confirmPhyOffset"] = max(last_kept, 0)
                 stage_checkpoint(store, txn, checkpoint, **values)
+            timer_queue_end = next((q["fromQueueOffset"] for q in consumequeue
+                                    if (q["topic"], q["queueId"]) == (S.TIMER_TOPIC, 0)), None)
+            dangling = dangling_after(store, None, cut, timer_queue_end)
+            if dangling is not None:
+                stage_timercheck(store, txn, dangling.timercheck)
             abort = store.abort_exists()
             if txn is not None and abort:
                 txn.remove(store.abort_path)
@@ -521,6 +528,9 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 files[start].name if files else None, cut, stop, bytes_past(store, cut),
                 len(past), dict(by_queue), [_describe(off, r, queues_of) for off, r in past[:20]], commitlog, consumequeue, index, checkpoint, abort,
                 [] if scan_all else earlier, alternative, interrupted)
+            if dangling is not None:
+                result.timer = {"danglingUnits": dangling_rows(dangling, f"past the cut at {cut}"),
+                                "timercheck": {k: list(v) for k, v in dangling.timercheck.items()}}
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
                 problems = _check_staged(store, txn, cut, zero_from) or verify_staged(

@@ -21,7 +21,7 @@ from .. import schema as S
 from ..errors import StoreError
 from ..javacompat import java_string_hash
 from ..store import Store
-from ..timerstore import UNIT_FIELDS, TimerFiles, delta, slot_index
+from ..timerstore import UNIT_FIELDS, TimerFiles, delta, field_offset, slot_index
 
 MAGIC_NAMES = ((S.TIMER_MAGIC_DEFAULT, "default"), (S.TIMER_MAGIC_ROLL, "roll"), (S.TIMER_MAGIC_DELETE, "delete"))
 HOUR_MS = 3_600_000
@@ -398,15 +398,15 @@ class Dangling:
     """Timer units a commitlog change leaves pointing at nothing, and the timercheck change the broker's own
     recovery would make."""
 
-    units: list[dict]  # pending units whose record is gone: pos, offsetPy, slotIndex, delayedTimeMs
+    units: list[dict]  # pending units whose record is gone: pos, file, offsetPy, slotIndex, delayedTimeMs
     slots: list[int]  # wheel slots holding them
     timercheck: dict  # field -> (before, after)
 
 
-def dangling_after(store: Store, lo: int, hi: int | None, queue_max: int | None = None) -> Dangling | None:
+def dangling_after(store: Store, lo: int | None, hi: int | None, queue_max: int | None = None) -> Dangling | None:
     """Pending units whose offsetPy falls outside [lo, hi) once the commitlog keeps only that range (a cut
     at `hi`, or a cleanup raising the minimum to `lo`), and, with the timer queue's new end `queue_max`,
-    TimerMessageStore.recover's clamp of the enqueued queue offset. None without timer files."""
+    TimerMessageStore.recover's clamp of the enqueued queue offsets. None without timer files."""
     timer = TimerFiles(store)
     if not timer.present:
         return None
@@ -415,13 +415,44 @@ def dangling_after(store: Store, lo: int, hi: int | None, queue_max: int | None 
     pos, units = timer.positions()
     off = units["offsetPy"].astype(np.int64)
     due = timer.delayed_ms(units)
-    gone = (off < lo) | ((off >= hi) if hi is not None else False)
+    gone = np.zeros(len(off), dtype=bool)
+    if lo is not None:
+        gone |= off < lo
+    if hi is not None:
+        gone |= off >= hi
     lost = np.flatnonzero(gone & (due >= read_ms))
-    rows = [{"pos": int(pos[i]), "offsetPy": int(off[i]), "slotIndex": int(slot_index(int(due[i]), timer.precision)),
-             "delayedTimeMs": int(due[i])} for i in lost.tolist()]
+    size = timer.timerlog.file_size if timer.timerlog is not None else 1
+    rows = [{"pos": int(pos[i]), "file": f"{int(pos[i]) - int(pos[i]) % size:020d}", "offsetPy": int(off[i]),
+             "slotIndex": int(slot_index(int(due[i]), timer.precision)), "delayedTimeMs": int(due[i])}
+            for i in lost.tolist()]
     changes = {}
     if check is not None and queue_max is not None:
         for name in ("lastTimerQueueOffset", "masterTimerQueueOffset"):
             if check[name] > queue_max:
                 changes[name] = (check[name], queue_max)
     return Dangling(rows, sorted({r["slotIndex"] for r in rows}), changes)
+
+
+def stage_timercheck(store: Store, txn, changes: dict) -> None:
+    """A copy of config/timercheck with `changes` (field -> (before, after)) planned into `txn`'s swap."""
+    if not changes or txn is None:
+        return
+    path = TimerFiles(store).timercheck_path
+    data = bytearray(path.read_bytes())
+    data.extend(bytes(max(0, S.TIMERCHECK_FILE_SIZE - len(data))))
+    for name, (_, after) in changes.items():
+        S.INT64.pack_into(data, field_offset(S.TimerCheckpoint, name), after)
+    staged = txn.area(store.root) / "timercheck"
+    staged.write_bytes(bytes(data))
+    txn.replace(path, staged)
+
+
+def dangling_rows(d: Dangling | None, why: str) -> list[dict]:
+    """One report row per dangling unit, for repair's and clean's listings."""
+    if d is None:
+        return []
+    return [{"pos": u["pos"], "file": u["file"], "offsetPy": u["offsetPy"], "slotIndex": u["slotIndex"],
+             "due": _iso(u["delayedTimeMs"]),
+             "detail": f"pending timer unit at timerlog offset {u['pos']} (slot {u['slotIndex']}, due "
+                       f"{_iso(u['delayedTimeMs'])}) points at {u['offsetPy']}, {why}; left as the broker leaves "
+                       f"it: its dequeue drops the message"} for u in d.units]
