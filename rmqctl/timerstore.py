@@ -178,7 +178,9 @@ class TimerFiles:
     def __init__(self, store: Store):
         self.store = store
         self.root = store.root
-        self.precision = precision_ms(store.config.timerPrecisionMs)
+        configured = precision_ms(store.config.timerPrecisionMs)
+        # without a broker.conf the data tells: the precision that files a slot's units under its time
+        self.precision = configured if store.config.source else (self.infer_precision() or configured)
 
     @property
     def timerlog_dir(self) -> Path:
@@ -205,6 +207,21 @@ class TimerFiles:
     @cached_property
     def wheel(self) -> TimerWheel | None:
         return TimerWheel(self.wheel_path) if self.wheel_path.is_file() else None
+
+    def infer_precision(self) -> int | None:
+        """The one precision under which the newest unit of a used slot is filed at that slot's time."""
+        if self.wheel is None or self.timerlog is None:
+            return None
+        pos, units = self.timerlog.positions()
+        slots = self.wheel.slots
+        for i in self.wheel.used()[:100].tolist():
+            j = int(np.searchsorted(pos, slots[i]["lastPos"]))
+            if j < len(pos) and pos[j] == slots[i]["lastPos"]:
+                due = int(self.delayed_ms(units[j : j + 1])[0])
+                fits = [p for p in PRECISION_CANDIDATES if due // p == int(slots[i]["timeDivPrecision"])]
+                if len(fits) == 1:
+                    return fits[0]
+        return None
 
     def timercheck(self) -> dict | None:
         """The 7 longs (zeros past a short file, as the broker's 4096-byte map reads them) and fileSize."""

@@ -280,3 +280,10 @@ def test_clean_reports_pending_units_below_the_new_minimum(timer_store):
     want = sorted(u["pos"] for u in units() if u["offsetPy"] < new_min and u["delayedTimeMs"] >= READ_MS)
     assert want and sorted(u["pos"] for u in plan["timerUnitsLost"]) == want
     assert f"{len(want)} pending timer message(s)" in r.stderr
+
+
+def test_without_broker_config_the_files_give_the_geometry(timer_store):
+    """mappedFileSizeTimerLog from the file sizes, timerPrecisionMs from what the slots' units are filed under."""
+    r = run("dump", "timerlog", "--store", timer_store, "--format", "jsonl")
+    assert r.exit_code == 0 and jsonl(r.stdout) == units()
+    assert run("verify", "--quiet", "--store", timer_store).exit_code == 0

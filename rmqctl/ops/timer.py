@@ -97,21 +97,32 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
                  f"rest of the file skipped")
 
 
-def chain(timer: TimerFiles, last_pos: int, units_at: dict[int, np.void], limit: int) -> tuple[list[int], str | None]:
+class Units:
+    """Every unit of the timerlog by position (positions ascend: the recovery walk's order)."""
+
+    def __init__(self, timer: TimerFiles):
+        self.pos, self.units = timer.positions()
+
+    def at(self, pos: int) -> np.void | None:
+        i = int(np.searchsorted(self.pos, pos))
+        return self.units[i] if i < len(self.pos) and self.pos[i] == pos else None
+
+
+def chain(timer: TimerFiles, last_pos: int, units: Units) -> tuple[list[int], str | None]:
     """The unit positions of a slot's chain from lastPos through prevPos, and why it ended early (None: at
-    -1). Stops at a position that holds no unit or a prevPos that does not go strictly backwards."""
+    -1). Stops at a position that holds no unit or a prevPos that does not go strictly backwards (so it
+    always ends)."""
     out: list[int] = []
     pos = last_pos
     while pos != -1:
-        if pos not in units_at:
+        unit = units.at(pos)
+        if unit is None:
             where = "lastPos" if not out else f"prevPos of the unit at {out[-1]}"
             return out, f"{where} is {pos}, where no timerlog unit is ({_why_no_unit(timer, pos)})"
         out.append(pos)
-        prev = int(units_at[pos]["prevPos"])
+        prev = int(unit["prevPos"])
         if prev != -1 and prev >= pos:
             return out, f"prevPos of the unit at {pos} is {prev}: not strictly backwards (a chain must end at -1)"
-        if len(out) > limit:
-            return out, "longer than the timerlog holds units: a cycle"
         pos = prev
     return out, None
 
@@ -124,7 +135,7 @@ def _why_no_unit(timer: TimerFiles, pos: int) -> str:
         return f"below the timerlog's first file {log.files[0].name}: deleted by the timer cleanup"
     if pos >= log.data_end:
         return f"past the end of the timerlog data at {log.data_end}"
-    if (pos - pos % log.file_size) % log.file_size or (pos % log.file_size) % S.TIMERLOG_UNIT_SIZE:
+    if pos % log.file_size % S.TIMERLOG_UNIT_SIZE:
         return "not on a 52-byte unit boundary"
     return "no unit there (a BLANK, a gap or damage)"
 
@@ -150,11 +161,10 @@ def dump_timerwheel(store: Store, slot: int | None = None, begin: int | None = N
     if slot is not None:
         used = used[used == slot]
     used = used[_time_filter(slots["timeDivPrecision"][used].astype(np.int64) * timer.precision, begin, end)]
-    pos, units = timer.positions()
-    units_at = dict(zip(pos.tolist(), units))
+    units = Units(timer)
     for i in used.tolist():
         row = slot_dict(i, slots[i], timer.precision)
-        row["chain"], row["chainProblem"] = chain(timer, row["lastPos"], units_at, len(pos))
+        row["chain"], row["chainProblem"] = chain(timer, row["lastPos"], units)
         yield row
 
 
@@ -185,12 +195,17 @@ def pending_summary(store: Store) -> dict | None:
         for h in np.unique(starts).tolist():
             sel = times[starts == h]
             hours.append({"hour": _iso(h), "count": len(sel), "oldest": _iso(int(sel[0])), "newest": _iso(int(sel[-1]))})
-    cq = store.consume_queue(S.TIMER_TOPIC, 0)
-    queue_max = cq.offset_range()[1] if cq.directory.is_dir() else 0
+    queue_max = timer_queue_end(store)
     return {"timerlogFiles": len(timer.timerlog.files) if timer.timerlog else 0, "units": len(pos),
             "lastReadTimeMs": read_ms, "pending": int(pending.sum()),
             "oldest": _iso(int(times[0])) if len(times) else None, "newest": _iso(int(times[-1])) if len(times) else None,
             "notYetInWheel": max(0, queue_max - check.get("lastTimerQueueOffset", 0)), "byHour": hours}
+
+
+def timer_queue_end(store: Store) -> int:
+    """One past the last queue offset of rmq_sys_wheel_timer/0, where timer messages wait to be filed."""
+    cq = store.consume_queue(S.TIMER_TOPIC, 0)
+    return cq.offset_range()[1] if cq.directory.is_dir() else 0
 
 
 def _iso(ms: int) -> str:
@@ -208,12 +223,12 @@ def check_timer(run, report: Callable) -> None:
     timer = TimerFiles(store)
     if not timer.present:
         return
-    _check_files(timer, report)
     check = timer.timercheck()
+    _check_files(timer, check, report)
     read_ms = check["lastReadTimeMs"] if check else 0
-    pos, units = timer.positions()
-    _check_units(run, timer, pos, units, read_ms, report)
-    _check_slots(timer, pos, units, read_ms, report)
+    units = Units(timer)
+    _check_units(run, timer, units.pos, units.units, read_ms, report)
+    _check_slots(timer, units, read_ms, report)
     if check is not None:
         _check_timercheck(store, timer, check, report)
 
@@ -223,7 +238,7 @@ def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
     return f"timerlog/{pos - pos % size:020d}", pos % size
 
 
-def _check_files(timer: TimerFiles, report):
+def _check_files(timer: TimerFiles, check: dict | None, report):
     wheel = timer.wheel
     if wheel is None:
         report("timer-file", "warning", timer.wheel_path, None, None,
@@ -233,7 +248,6 @@ def _check_files(timer: TimerFiles, report):
         report("timer-file", "error", timer.wheel_path, None, None,
                f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
                f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)")
-    check = timer.timercheck()
     if check is not None and check["fileSize"] != S.TIMERCHECK_FILE_SIZE:
         report("timer-file", "warning", timer.timercheck_path, None, None,
                f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}")
@@ -254,7 +268,6 @@ def _check_files(timer: TimerFiles, report):
                    f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
     walk = log.walk
     # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
-    check = timer.timercheck()
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
     for i, w in enumerate(walk):
         if w.stop is None or (w.stop_zero and not any(len(x.units) or x.blank is not None for x in walk[i + 1:])):
@@ -322,15 +335,14 @@ def _check_units(run, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, rea
         report("timer-reference", "warning" if pending else "info", file, at, o, detail)
 
 
-def _check_slots(timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int, report):
+def _check_slots(timer: TimerFiles, units: Units, read_ms: int, report):
     """Each used slot: in its own place, its chain well formed (units of this slot, prevPos strictly
     backwards to -1, within the timerlog), firstPos its oldest unit, num the chain's count. Slots whose
-    time has passed are only read by nobody: their findings are info."""
+    time has passed are never read again: their findings are info."""
     wheel = timer.wheel
     if wheel is None:
         return
     slots = wheel.slots
-    units_at = dict(zip(pos.tolist(), units))
     precision = timer.precision
     wheel_path = "timerwheel"
     for i in wheel.used().tolist():
@@ -344,15 +356,15 @@ def _check_slots(timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms:
                    f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
                    f"finds it")
             continue
-        positions, problem = chain(timer, int(s["lastPos"]), units_at, len(pos))
+        positions, problem = chain(timer, int(s["lastPos"]), units)
         if problem:
-            holder = positions[-1] if positions and "lastPos is" not in problem else None
-            file, at = _rel(timer, holder) if holder is not None else (wheel_path, i * S.WHEEL_SLOT_SIZE)
+            # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
+            file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
             report("timer-chain", severity, file, at, None,
                    f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
                    if pending else f"{when}: {problem}")
             continue
-        chain_units = np.array([units_at[p] for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
+        chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
         foreign = [p for p, u in zip(positions, chain_units)
                    if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
         if foreign:
@@ -376,15 +388,14 @@ def _check_timercheck(store: Store, timer: TimerFiles, check: dict, report):
     end = timer.timerlog.data_end if timer.timerlog is not None else 0
     flushed = check["lastTimerLogFlushPos"]
     if flushed > end:
-        report("timercheck-ahead", "error", path, 8, None,
+        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), None,
                f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
                f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
                f"enqueued)")
-    cq = store.consume_queue(S.TIMER_TOPIC, 0)
-    queue_max = cq.offset_range()[1] if cq.directory.is_dir() else 0
+    queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]
     if enqueued > queue_max:
-        report("timercheck-ahead", "error", path, 16, None,
+        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
                f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
                f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
                f"{queue_max})")
