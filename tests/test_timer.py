@@ -224,6 +224,9 @@ def test_garbage_inside_the_timerlog(timer_store):
     bad = [f for f in rows if f["kind"] == "timerlog-unit"]
     assert code == 1 and [(f["file"], f["position"]) for f in bad] == [(f"timerlog/{0:020d}", 156)]
     assert "truncates the timerlog at 156" in bad[0]["detail"]
+    dumped = run("dump", "timerlog", "--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
+    assert dumped.exit_code == 2 and f"{0:020d} at offset 156: not a timerlog unit" in dumped.stderr
+    assert [u["pos"] for u in jsonl(dumped.stdout)] == [0, 52, 104] + [u["pos"] for u in units() if u["pos"] >= 8192]
 
 
 def test_wheel_of_the_wrong_length(timer_store):

@@ -7,7 +7,7 @@ from ..errors import EXIT_REFUSED
 from ..ops import timer
 from .base import dump, echo_err, render, store_options
 
-UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "message", "problem"]
+UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "realTopic", "realQueueId", "problem"]
 SLOT_COLUMNS = ["slotIndex", "timeMs", "firstPos", "lastPos", "num", "chain", "chainProblem"]
 
 
@@ -30,6 +30,8 @@ def dump_timerlog(ctx, slot, begin, end, no_resolve):
         echo_err(f"rmqctl: {msg}")
 
     rows = timer.dump_timerlog(ctx.store, slot, begin, end, resolve=not no_resolve, warn=warn)
+    if ctx.format == "table":  # the record's real queue instead of the whole record
+        rows = ({**r, **{k: (r.get("message") or {}).get(k) for k in ("realTopic", "realQueueId")}} for r in rows)
     render(rows, ctx.format, UNIT_COLUMNS if ctx.format == "table" else None)
     if damage:
         raise click.exceptions.Exit(EXIT_REFUSED)
