@@ -64,6 +64,11 @@ def slot_index(time_ms, precision: int):
     return time_ms // precision % S.TIMER_WHEEL_SLOTS
 
 
+def delayed_ms(units: np.ndarray) -> np.ndarray:
+    """The time units are filed under: currWriteTimeMs + delayedTimeOffsetMs (the roll time for ROLL units)."""
+    return units["currWriteTimeMs"].astype(np.int64) + units["delayedTimeOffsetMs"].astype(np.int64)
+
+
 def delta(magic):
     """How a unit moves its slot's num: a DELETE unit counts -1 (TimerMessageStore.doEnqueue)."""
     return np.where(np.asarray(magic) & S.TIMER_MAGIC_DELETE, -1, 1)
@@ -105,9 +110,10 @@ class TimerLog:
 
     @cached_property
     def walk(self) -> list[TimerLogFile]:
-        return [self._read(f) for f in self.files]
+        return [self.read_file(f) for f in self.files]
 
-    def _read(self, f: MappedFile) -> TimerLogFile:
+    def read_file(self, f: MappedFile) -> TimerLogFile:
+        """One file's units, up to its BLANK or the first bytes that are not a unit."""
         buf = f.buf
         limit = min(len(buf), self.file_size)
         n = limit // S.TIMERLOG_UNIT_SIZE
@@ -217,7 +223,7 @@ class TimerFiles:
         for i in self.wheel.used()[:100].tolist():
             j = int(np.searchsorted(pos, slots[i]["lastPos"]))
             if j < len(pos) and pos[j] == slots[i]["lastPos"]:
-                due = int(self.delayed_ms(units[j : j + 1])[0])
+                due = int(delayed_ms(units[j : j + 1])[0])
                 fits = [p for p in PRECISION_CANDIDATES if due // p == int(slots[i]["timeDivPrecision"])]
                 if len(fits) == 1:
                     return fits[0]
@@ -235,7 +241,3 @@ class TimerFiles:
         if self.timerlog is None:
             return np.empty(0, np.int64), np.empty(0, S.TIMERLOG_UNIT_DTYPE)
         return self.timerlog.positions()
-
-    def delayed_ms(self, units: np.ndarray) -> np.ndarray:
-        """The time a unit is filed under: currWriteTimeMs + delayedTimeOffsetMs (the roll time for ROLL units)."""
-        return units["currWriteTimeMs"].astype(np.int64) + units["delayedTimeOffsetMs"].astype(np.int64)

@@ -244,3 +244,20 @@ def test_missing_pyspark_says_how_to_install(monkeypatch):
     assert r.exit_code == 2
     assert "pip install 'rmqctl[spark]'" in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_timerlog_source_equals_timerlog_reading(spark):
+    """Every unit of f-timer5's timerlog as TimerLog reads it, and joined on offsetPy with the `rocketmq`
+    source, each unit's real topic."""
+    root = store_root("f-timer5")
+    conf = str(broker_conf("f-timer5"))
+    units = spark.read.format("rocketmq-timerlog").option("brokerConfig", conf).load(root)
+    fields = ("pos", "prevPos", "magic", "currWriteTimeMs", "delayedTimeMs", "offsetPy", "sizePy", "realTopicHash")
+    want = truth("f-timer5", "truth-timerlog.jsonl")
+    assert sorted(tuple(r[f] for f in fields) for r in units.collect()) == sorted(tuple(u[f] for f in fields) for u in want)
+    messages = spark.read.format("rocketmq").option("brokerConfig", conf).load(root)
+    joined = units.join(messages, units.offsetPy == messages.commitLogOffset).select(
+        "pos", "slotIndex", messages.properties["REAL_TOPIC"].alias("realTopic"))
+    assert sorted((r["pos"], r["realTopic"]) for r in joined.collect()) == sorted(
+        (u["pos"], u["message"]["realTopic"]) for u in want)
+    assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}

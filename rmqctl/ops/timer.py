@@ -21,7 +21,7 @@ from .. import schema as S
 from ..errors import StoreError
 from ..javacompat import java_string_hash
 from ..store import Store
-from ..timerstore import UNIT_FIELDS, TimerFiles, delta, field_offset, slot_index
+from ..timerstore import UNIT_FIELDS, TimerFiles, delayed_ms, delta, field_offset, slot_index
 
 MAGIC_NAMES = ((S.TIMER_MAGIC_DEFAULT, "default"), (S.TIMER_MAGIC_ROLL, "roll"), (S.TIMER_MAGIC_DELETE, "delete"))
 HOUR_MS = 3_600_000
@@ -81,7 +81,7 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
         return
     for w in log.walk:
         units = w.units
-        times = timer.delayed_ms(units)
+        times = delayed_ms(units)
         keep = _time_filter(times, begin, end)
         if slot is not None:
             keep &= slot_index(times, timer.precision) == slot
@@ -181,7 +181,7 @@ def pending_summary(store: Store) -> dict | None:
     check = timer.timercheck() or {}
     read_ms = check.get("lastReadTimeMs", 0)
     pos, units = timer.positions()
-    due = timer.delayed_ms(units)
+    due = delayed_ms(units)
     pending = (due >= read_ms) & ~(units["magic"] & S.TIMER_MAGIC_DELETE).astype(bool)
     due = due.copy()
     for i in np.flatnonzero(pending & (units["magic"] & S.TIMER_MAGIC_ROLL).astype(bool)).tolist():
@@ -292,7 +292,7 @@ def _check_units(run, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, rea
     rec = run.rec
     off = units["offsetPy"].astype(np.int64)
     size = units["sizePy"].astype(np.int64)
-    due = timer.delayed_ms(units)
+    due = delayed_ms(units)
     idx = rec.find(off) if len(rec.off) else np.full(len(off), -1)
     timer_topic = rec.topics.index(S.TIMER_TOPIC) if S.TIMER_TOPIC in rec.topics else -2
     found = idx >= 0
@@ -425,7 +425,7 @@ def dangling_after(store: Store, lo: int | None, hi: int | None, queue_max: int 
     read_ms = check["lastReadTimeMs"] if check else 0
     pos, units = timer.positions()
     off = units["offsetPy"].astype(np.int64)
-    due = timer.delayed_ms(units)
+    due = delayed_ms(units)
     gone = np.zeros(len(off), dtype=bool)
     if lo is not None:
         gone |= off < lo

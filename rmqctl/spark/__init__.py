@@ -32,8 +32,9 @@ def require():
 
 
 def register(spark):
-    """Register the `rocketmq`, `rocketmq-consumequeue` and `rocketmq-index` data sources on a session and let
-    them take pushed-down filters (Spark refuses a reader with pushFilters while that is switched off)."""
+    """Register the `rocketmq`, `rocketmq-consumequeue`, `rocketmq-index` and `rocketmq-timerlog` data sources on
+    a session and let them take pushed-down filters (Spark refuses a reader with pushFilters while that is
+    switched off)."""
     require()
     from .sources import PUSHDOWN, SOURCES
 
