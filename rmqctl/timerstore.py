@@ -139,6 +139,16 @@ class TimerLog:
         stop_zero = stop is not None and not any(buf[stop:limit])
         return TimerLogFile(f, arr[:count], blank, stop, stop_zero)
 
+    def damaged(self) -> list[TimerLogFile]:
+        """Files whose units stop at bytes that are not the end of the data: not a unit, or zeros that later
+        units follow."""
+        out = []
+        for i, w in enumerate(self.walk):
+            later = any(len(x.units) or x.blank is not None for x in self.walk[i + 1 :])
+            if w.stop is not None and (not w.stop_zero or later):
+                out.append(w)
+        return out
+
     def positions(self) -> tuple[np.ndarray, np.ndarray]:
         """(timerlog offset, unit) of every unit in order, to the end of each file's data."""
         if not self.walk:

@@ -79,6 +79,7 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
     log = timer.timerlog
     if log is None:
         return
+    damaged = log.damaged()
     for w in log.walk:
         units = w.units
         times = delayed_ms(units)
@@ -92,7 +93,7 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
                 if problem:
                     row["problem"] = problem
             yield row
-        if warn and w.stop is not None and not (w.stop_zero and w is log.walk[-1]):
+        if warn and w in damaged:
             warn(f"{w.file.path} at offset {w.file.start + w.stop}: not a timerlog unit (size or magic); "
                  f"rest of the file skipped")
 
@@ -266,15 +267,12 @@ def _check_files(timer: TimerFiles, check: dict | None, report):
         if b.start != a.start + size:
             report("timer-file", "error", b.path, None, None,
                    f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
-    walk = log.walk
     # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
-    for i, w in enumerate(walk):
-        if w.stop is None or (w.stop_zero and not any(len(x.units) or x.blank is not None for x in walk[i + 1:])):
-            continue
+    for w in log.damaged():
         at = w.file.start + w.stop
         checked = w.file.start + size > begin
-        later = sum(len(x.units) for x in walk[i + 1:])
+        later = sum(len(x.units) for x in log.walk[log.walk.index(w) + 1 :])
         what = "zero bytes" if w.stop_zero else "bytes that are not a timerlog unit (size 52, magic 0..15)"
         note = (f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {later} later "
                 f"unit(s) and their timer messages" if checked else

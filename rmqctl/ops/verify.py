@@ -31,6 +31,7 @@ from . import VERIFY_PARTS, verify_links
 from .config_check import config_problems
 from ..native import available_cores
 from ..native.verify import queue_breaks
+from .timer import check_timer
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
@@ -157,8 +158,6 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
         for p in config_problems(store):
             run.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
     if "timer" in parts:
-        from .timer import check_timer
-
         check_timer(run, lambda *finding: run.report(TIMER, *finding))
     findings = [f for _, f in sorted(run.out.items, key=_order)]
     truncated = max_findings is not None and len(findings) > max_findings
