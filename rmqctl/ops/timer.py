@@ -196,17 +196,18 @@ def pending_summary(store: Store) -> dict | None:
         for h in np.unique(starts).tolist():
             sel = times[starts == h]
             hours.append({"hour": _iso(h), "count": len(sel), "oldest": _iso(int(sel[0])), "newest": _iso(int(sel[-1]))})
-    queue_max = timer_queue_end(store)
+    queue_max = timer_queue_end(store) or 0
     return {"timerlogFiles": len(timer.timerlog.files) if timer.timerlog else 0, "units": len(pos),
             "lastReadTimeMs": read_ms, "pending": int(pending.sum()),
             "oldest": _iso(int(times[0])) if len(times) else None, "newest": _iso(int(times[-1])) if len(times) else None,
             "notYetInWheel": max(0, queue_max - check.get("lastTimerQueueOffset", 0)), "byHour": hours}
 
 
-def timer_queue_end(store: Store) -> int:
-    """One past the last queue offset of rmq_sys_wheel_timer/0, where timer messages wait to be filed."""
+def timer_queue_end(store: Store) -> int | None:
+    """One past the last queue offset of rmq_sys_wheel_timer/0, where timer messages wait to be filed; None
+    without that consumequeue (the broker's recovery then has nothing to hold timercheck against either)."""
     cq = store.consume_queue(S.TIMER_TOPIC, 0)
-    return cq.offset_range()[1] if cq.directory.is_dir() else 0
+    return cq.offset_range()[1] if cq.directory.is_dir() else None
 
 
 def _iso(ms: int) -> str:
@@ -392,7 +393,7 @@ def _check_timercheck(store: Store, timer: TimerFiles, check: dict, report):
                f"enqueued)")
     queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]
-    if enqueued > queue_max:
+    if queue_max is not None and enqueued > queue_max:
         report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
                f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
                f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
