@@ -13,6 +13,7 @@ import pytest
 from conftest import FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
+from rmqctl.recovery import recovery_start
 from rmqctl.store import Store
 from rmqctl.timerstore import field_offset, precision_ms
 
@@ -53,8 +54,6 @@ def unit_field(root, pos: int, name: str, value: int):
 def damage_timer_record(root):
     """Break the body CRC of the first pending timer record in the file the broker's abnormal recovery
     starts from, and leave an abort file: the recovery cuts the commitlog at that record."""
-    from rmqctl.ops.repair import recovery_start
-
     st = Store(root, load_config(CONF))
     start = st.commitlog.files[recovery_start(st)]
     victim = min((u for u in units() if u["offsetPy"] >= start.start and u["delayedTimeMs"] >= READ_MS),

@@ -22,6 +22,7 @@ from ..errors import StoreError
 from ..javacompat import java_string_hash
 from ..store import Store
 from ..timerstore import UNIT_FIELDS, TimerFiles, delayed_ms, delta, field_offset, slot_index
+from .verify_context import Context, Records
 
 MAGIC_NAMES = ((S.TIMER_MAGIC_DEFAULT, "default"), (S.TIMER_MAGIC_ROLL, "roll"), (S.TIMER_MAGIC_DELETE, "delete"))
 HOUR_MS = 3_600_000
@@ -217,11 +218,11 @@ def _iso(ms: int) -> str:
 # ---- verify ----------------------------------------------------------------------------------------------------
 
 
-def check_timer(run, report: Callable) -> None:
-    """verify's timer checks on a run whose commitlog table is built (`run.rec`). `report(kind, severity,
+def check_timer(ctx: Context, rec: Records, report: Callable) -> None:
+    """verify's timer checks on a run's context and its commitlog record columns. `report(kind, severity,
     path, position, commitLogOffset, detail)` files a finding. A store without timer files, or with the
     empty wheel and timercheck of a 5.x broker never sent a timer message, has nothing to report."""
-    store = run.store
+    store = ctx.store
     timer = TimerFiles(store)
     if not timer.present:
         return
@@ -229,7 +230,7 @@ def check_timer(run, report: Callable) -> None:
     _check_files(timer, check, report)
     read_ms = check["lastReadTimeMs"] if check else 0
     units = Units(timer)
-    _check_units(run, timer, units.pos, units.units, read_ms, report)
+    _check_units(ctx, rec, timer, units.pos, units.units, read_ms, report)
     _check_slots(timer, units, read_ms, report)
     if check is not None:
         _check_timercheck(store, timer, check, report)
@@ -283,12 +284,12 @@ def _check_files(timer: TimerFiles, check: dict | None, report):
                f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}")
 
 
-def _check_units(run, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int, report):
+def _check_units(ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int,
+                 report):
     """Each unit's commitlog reference against the record table: a record starts there, of sizePy bytes,
     in the timer topic; and whether the broker's recovery cut would take it."""
     if not len(pos):
         return
-    rec = run.rec
     off = units["offsetPy"].astype(np.int64)
     size = units["sizePy"].astype(np.int64)
     due = delayed_ms(units)
@@ -298,22 +299,22 @@ def _check_units(run, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, rea
     safe = np.where(found, idx, 0)
     wrong = ~found | (rec.size[safe] != size if len(rec.off) else True) | (
         rec.topic[safe] != timer_topic if len(rec.off) else True)
-    cut = run.recovery_cut
+    cut = ctx.recovery_cut
     doomed = found & (off >= cut) if cut is not None else np.zeros(len(off), bool)
-    for i in np.flatnonzero((wrong | doomed) & run.in_range(off)).tolist():
+    for i in np.flatnonzero((wrong | doomed) & ctx.in_range(off)).tolist():
         o, p, pending = int(off[i]), int(pos[i]), bool(due[i] >= read_ms)
         file, at = _rel(timer, p)
         state = ("pending: the broker's dequeue reads it at " + _iso(int(due[i])) if pending else
                  "its slot is done (before lastReadTimeMs): the broker never reads it again")
         if not found[i]:
-            if o < run.min_offset:
+            if o < ctx.min_offset:
                 if not pending:
                     continue  # cleaned up after delivery: normal
-                what = f"below the commitlog's first offset {run.min_offset} (its file was cleaned up)"
-            elif o >= run.logical_end:
-                what = f"past the end of the commitlog data at {run.logical_end}"
+                what = f"below the commitlog's first offset {ctx.min_offset} (its file was cleaned up)"
+            elif o >= ctx.logical_end:
+                what = f"past the end of the commitlog data at {ctx.logical_end}"
             else:
-                cause = run.damage.cause(o)
+                cause = ctx.damage.cause(o)
                 j = rec.containing(o)
                 what = ("not the start of a record" + (f" (inside the record at {int(rec.off[j])})" if j >= 0 else "")
                         + (f"; a direct consequence of {cause}" if cause else ""))
