@@ -316,6 +316,23 @@ def test_spark_log_stays_out_of_a_redirected_stderr(tmp_path):
     assert lines == []
 
 
+def test_timerlog_source_equals_timerlog_reading(spark):
+    """Every unit of f-timer5's timerlog as TimerLog reads it, and joined on offsetPy with the `rocketmq`
+    source, each unit's real topic."""
+    root = store_root("f-timer5")
+    conf = str(broker_conf("f-timer5"))
+    units = spark.read.format("rocketmq-timerlog").option("brokerConfig", conf).load(root)
+    fields = ("pos", "prevPos", "magic", "currWriteTimeMs", "delayedTimeMs", "offsetPy", "sizePy", "realTopicHash")
+    want = truth("f-timer5", "truth-timerlog.jsonl")
+    assert sorted(tuple(r[f] for f in fields) for r in units.collect()) == sorted(tuple(u[f] for f in fields) for u in want)
+    messages = spark.read.format("rocketmq").option("brokerConfig", conf).load(root)
+    joined = units.join(messages, units.offsetPy == messages.commitLogOffset).select(
+        "pos", "slotIndex", messages.properties["REAL_TOPIC"].alias("realTopic"))
+    assert sorted((r["pos"], r["realTopic"]) for r in joined.collect()) == sorted(
+        (u["pos"], u["message"]["realTopic"]) for u in want)
+    assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}
+
+
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
     task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""

@@ -10,6 +10,7 @@ from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
 from ..store import ConsumeQueue, Store, index_slot, offset_to_name
 from .filters import MessageFilter
+from .timer import pending_summary
 
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
@@ -248,5 +249,6 @@ def info(store: Store) -> dict:
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         "abort": abort,
         "lockHeldBy": holder,
+        "timer": pending_summary(store),
         "odd": odd,
     }
