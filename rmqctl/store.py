@@ -185,8 +185,7 @@ class CommitLogScan:
                 try:
                     rec = read_record(buf, pos, limit, self.allow_v2)
                 except RecordError as e:
-                    if e.kind != "zeros" or self._data_follows(f):
-                        self.errors.append((f, pos, e))
+                    self._refused(f, pos, e)
                     break
                 if isinstance(rec, Blank):
                     yield f, rec
@@ -198,6 +197,27 @@ class CommitLogScan:
                     yield f, rec
                 pos += rec.storeSize
 
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
+        (rmqctl.engine.walk.Chunk); damage goes to `errors` as entries() reports it."""
+        from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
+
+        return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
+                          check_crc)
+
+    def _refused_at(self, f: MappedFile, pos: int, limit: int):
+        """The engine stopped at bytes that are not a record: the reference names what is wrong there."""
+        try:
+            read_record(f.buf, pos, limit, self.allow_v2)
+        except RecordError as e:
+            # without its traceback: its frames would keep the walk's view of a mapping (which then cannot close)
+            self._refused(f, pos, e.with_traceback(None))
+        else:
+            raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
+
+    def _refused(self, f: MappedFile, pos: int, e: RecordError):
+        if e.kind != "zeros" or self._data_follows(f):
+            self.errors.append((f, pos, e))
 
     def _data_follows(self, f: MappedFile) -> bool:
         """Zeros are the logical end only in the last file with data; before a later record they are a hole."""

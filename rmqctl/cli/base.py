@@ -177,6 +177,14 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
     return len(rows)
 
 
+def write_blocks(blocks: Iterable[bytes], out=None):
+    """Write ready-made JSON Lines (bytes) to stdout as they come."""
+    out = out or sys.stdout.buffer
+    for block in blocks:
+        out.write(block)
+    out.flush()
+
+
 def _columns(rows: list[dict]) -> list[str]:
     cols: list[str] = []
     for r in rows:

@@ -5,7 +5,7 @@ import click
 
 from ..errors import EXIT_REFUSED
 from ..ops import inspect
-from .base import cli, dump, echo_err, render, store_options
+from .base import cli, dump, echo_err, render, store_options, write_blocks
 
 COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
                      "bornHost", "msgId", "uniqKey", "bodyLength"]
@@ -30,8 +30,11 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
-    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
-    render(rows, ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
+    if ctx.format == "jsonl":
+        write_blocks(inspect.dump_commitlog_lines(*args))
+    else:
+        render(inspect.dump_commitlog(*args), ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
         raise click.exceptions.Exit(EXIT_REFUSED)

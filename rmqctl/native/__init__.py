@@ -229,6 +229,29 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 @kernel
+def property_segment(u8, i, hi):
+    """MessageDecoder.string2messageProperties' view of the segment starting at u8[i] (segments end at 0x02):
+    (its end, where its name/value separator is or -1 when it is no pair, its first 0x01 or -1, any byte
+    >= 0x80). A segment is a pair when its first 0x01 (the broker's indexOf from the segment start, which
+    makes a pair only inside the segment) lies after a non-empty name and before a non-empty value."""
+    j = i
+    sep1 = -1
+    non_ascii = False
+    while j < hi:
+        b = u8[j]
+        if b < 3 or b >= 0x80:
+            if b == 2:
+                break
+            if b >= 0x80:
+                non_ascii = True
+            elif b == 1 and sep1 < 0:
+                sep1 = j
+        j += 1
+    pair = sep1 if j - i >= 3 and i < sep1 < j - 1 else -1
+    return j, pair, sep1, non_ascii
+
+
+@kernel
 def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     """find_properties, and what a verifier reports about the string, in one pass over its bytes. Returns
     (number of pairs, any byte >= 0x80, a non-empty segment whose first 0x01 is missing or first: a segment
@@ -241,34 +264,22 @@ def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     dropped = False
     i = lo
     while i < hi:
-        # the segment [i, j) and its first 0x01 (the first 0x01 from i on, as the broker's indexOf finds it,
-        # makes a pair only when it lies inside the segment)
-        j = i
-        sep1 = -1
-        while j < hi:
-            b = u8[j]
-            if b < 3 or b >= 0x80:
-                if b == 2:
-                    break
-                if b >= 0x80:
-                    non_ascii = True
-                elif b == 1 and sep1 < 0:
-                    sep1 = j
-            j += 1
+        j, sep, sep1, seg_non_ascii = property_segment(u8, i, hi)
+        non_ascii |= seg_non_ascii
         if j > i and sep1 <= i:
             dropped = True
-        if j - i >= 3 and i < sep1 < j - 1:
+        if sep >= 0:
             pairs += 1
             for k in range(len(name_lens)):
                 n = name_lens[k]
-                if sep1 - i == n:
+                if sep - i == n:
                     same = True
                     for c in range(n):
                         if u8[i + c] != names[k, c]:
                             same = False
                             break
                     if same:
-                        value_lo[k] = sep1 + 1
+                        value_lo[k] = sep + 1
                         value_hi[k] = j
         i = j + 1
     return pairs, non_ascii, dropped

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterator
 
+import numpy as np
+import orjson
+
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
@@ -14,24 +17,51 @@ from ..store import ConsumeQueue, Store, index_slot, offset_to_name
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
                    raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[dict]:
-    """Every message record in commitlog order, as `dump commitlog` prints it. Damage ends the walk of that
-    file (as it ends the broker's) and is passed to `warn` as one line naming file and offset."""
+    """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
+    dump_commitlog_lines (one writer of the contract). Damage is passed to `warn` as there."""
+    for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
+                                      warn):
+        for line in block.splitlines():
+            yield orjson.loads(line)
+
+
+def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
+                         queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
+                         raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[bytes]:
+    """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
+    the engine's columns. Damage ends the walk of that file (as it ends the broker's) and is passed to `warn`
+    as one line naming file and offset."""
+    from ..engine.jsonl import chunk_lines
+
     scan = store.scan()
-    n = 0
+    left = limit
     reported = 0
-    topic_bytes = topic.encode("utf-8") if topic is not None else None
-    for f, m in scan.records(start, end):
+    for chunk in scan.chunks(start, end):
         if reported < len(scan.errors):
             reported = _report_damage(scan.errors, reported, warn)
-        if topic_bytes is not None and m.topicBytes != topic_bytes:
-            continue
-        if queue_id is not None and m.queueId != queue_id:
-            continue
-        yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
-        n += 1
-        if limit is not None and n >= limit:
+        rows = select_records(chunk, topic, queue_id)
+        if left is not None:
+            rows = rows[:left]
+            left -= len(rows)
+        yield from chunk_lines(chunk, rows, body, raw_properties, decompress)
+        if left == 0:
             return
     _report_damage(scan.errors, reported, warn)
+
+
+def select_records(chunk, topic: str | None, queue_id: int | None) -> np.ndarray:
+    """The rows of `chunk` whose topic is `topic` (its UTF-8 bytes) and whose queue id is `queue_id`."""
+    keep = np.ones(len(chunk), bool)
+    if queue_id is not None:
+        keep &= chunk.column("queueId") == queue_id
+    if topic is not None:
+        want = np.frombuffer(topic.encode("utf-8"), np.uint8)
+        keep &= chunk.column("topicLength") == len(want)
+        at = chunk.column("topicAt")[keep]
+        if len(want) and len(at):
+            same = (chunk.u8[at[:, None] + np.arange(len(want))] == want).all(axis=1)
+            keep[np.flatnonzero(keep)[~same]] = False
+    return np.flatnonzero(keep)
 
 
 def _report_damage(errors, reported: int, warn) -> int:
