@@ -205,6 +205,21 @@ class CommitLogScan:
         return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
                           check_crc)
 
+    def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.RECORD_SCHEMA)."""
+        from .engine.columns import record_batch
+
+        for chunk in self.chunks(start, end, check_crc):
+            yield record_batch(chunk)
+
+    def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The records of [start, end) as one pyarrow Table."""
+        import pyarrow as pa
+
+        from .engine.columns import RECORD_SCHEMA
+
+        return pa.Table.from_batches(list(self.batches(start, end, check_crc)), RECORD_SCHEMA)
+
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there."""
         try:

@@ -17,8 +17,10 @@ from rmqctl import schema as S
 from rmqctl.cli.base import render
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.engine.jsonl import chunk_lines
+from rmqctl.engine.walk import walk_files
 from rmqctl.ops import inspect
-from rmqctl.record import Message, encode_record, message_dict
+from rmqctl.engine.columns import RECORD_SCHEMA, SCALARS
+from rmqctl.record import Message, encode_record, message_dict, property_crc_state
 from rmqctl.store import Store, offset_to_name
 
 FILE_SIZE = 1 << 20
@@ -47,6 +49,32 @@ def engine_dump(store: Store, **options) -> tuple[bytes, list[str]]:
     return out, warnings
 
 
+def reference_rows(store: Store) -> list[dict]:
+    """The Arrow rows the reference decoder implies for every record."""
+    rows = []
+    for f, m in store.scan().records():
+        d = message_dict(m, f.name, f.start, "none")
+        props = m.properties
+        crc = property_crc_state(f.buf, m.position, m)
+        row = {name: d[name] for name, _ in SCALARS}
+        row.update(body=m.body, propertiesBytes=m.propertiesBytes, properties=list(props.items()),
+                   tags=props.get("TAGS"), tranMsg=props.get("TRAN_MSG"), producerGroup=props.get("PGROUP"),
+                   keys=None if m.keys is None else [w for w in m.keys.split(" ") if w],
+                   multiDispatch=props.get("INNER_MULTI_DISPATCH"),
+                   multiQueueOffset=props.get("INNER_MULTI_QUEUE_OFFSET"),
+                   crcOk=m.body_crc_ok() and (crc is None or crc[0] == crc[1]))
+        rows.append(row)
+    return rows
+
+
+def assert_batches_are_the_references(store: Store):
+    table = store.scan().table(check_crc=True)
+    assert table.schema == RECORD_SCHEMA
+    assert table.to_pylist() == reference_rows(store)
+    assert table.column("crcOk").null_count == 0
+    assert store.scan().table().column("crcOk").null_count == len(table)
+
+
 def fixture_store(name: str, root=None) -> Store:
     return Store(root or FIXTURES / name / "store", load_config(str(broker_conf(name))))
 
@@ -59,6 +87,22 @@ def test_dump_is_the_references_on_every_fixture(name, body):
         want = reference_dump(store, body, **options)
         assert want[0]
         assert engine_dump(store, body=body, **options) == want
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES + ["f-timer5"])
+def test_arrow_batches_are_the_references(name):
+    assert_batches_are_the_references(fixture_store(name))
+
+
+def test_batches_are_bounded():
+    store = fixture_store("b-mixed")
+    scan = store.scan()
+    chunks = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at, rows=7))
+    assert max(len(c) for c in chunks) == 7
+    assert sum(len(c) for c in chunks) == sum(1 for _ in store.scan().records())
+    small = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at,
+                            max_bytes=4096))
+    assert all((c.column("position")[-1] - c.column("position")[0]) < 4096 for c in small)
 
 
 def test_dump_filters_are_the_references():
@@ -143,6 +187,7 @@ def test_generated_records_dump_as_the_reference(tmp_path_factory, records):
     store = Store(root, BrokerConfig(mappedFileSizeCommitLog=FILE_SIZE))
     for body in ("utf8", "base64", "hex", "none"):
         assert engine_dump(store, body=body, raw_properties=True) == reference_dump(store, body, raw_properties=True)
+    assert_batches_are_the_references(store)
 
 
 def test_a_line_longer_than_a_block(tmp_path):

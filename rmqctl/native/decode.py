@@ -118,18 +118,3 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
         n += 1
         pos += size
 
-
-@kernel
-def gather(u8, at, length, out, offsets):
-    """Copy the spans u8[at[i]:at[i]+length[i]] (negative length: empty) one after another into `out`,
-    writing the Arrow offsets (len(at) + 1 of them). Returns the bytes written."""
-    o = 0
-    offsets[0] = 0
-    for i in range(len(at)):
-        n = max(length[i], 0)
-        a = at[i]
-        for k in range(n):
-            out[o + k] = u8[a + k]
-        o += n
-        offsets[i + 1] = o
-    return o
