@@ -1,4 +1,5 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -57,6 +58,15 @@ def test_find_properties_is_string2messageProperties(parts):
     assert pairs == len(segments)
 
 
+def test_the_crc32_library_falls_back_to_zlib():
+    """libdeflate where the machine has it; a machine without it links zlib's crc32, which computes the same."""
+    from rmqctl import native
+
+    missing = ("no-such-crc", "libno-such-crc.so.0", "no_such_crc32", native.CRC32_LIBRARIES[0][3])
+    assert native._crc32_function((missing,) + native.CRC32_LIBRARIES[1:])[0] == "z"
+    assert native.CRC32_LIBRARY == ("deflate" if ctypes.util.find_library("deflate") else "z")
+
+
 def test_crc32_is_zlibs():
     data = bytes(range(256)) * 40
     u8 = as_u8(data)
@@ -80,14 +90,18 @@ def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
     compiled = [cache / "dispatch.decode-85.py311.nbi", cache / "dispatch.decode-85.py311.1.nbc"]
     for p in compiled:
         p.write_bytes(b"x")
-    native._drop_stale_caches(here)  # no stamp yet: whatever is cached may be stale
+    native._drop_stale_caches("deflate", here)  # no stamp yet: whatever is cached may be stale
     assert not any(p.exists() for p in compiled)
     for p in compiled:
         p.write_bytes(b"x")
-    native._drop_stale_caches(here)  # sources unchanged: the cache stays
+    native._drop_stale_caches("deflate", here)  # sources unchanged: the cache stays
     assert all(p.exists() for p in compiled)
+    native._drop_stale_caches("z", here)  # another CRC library is linked into the kernels
+    assert not any(p.exists() for p in compiled)
+    for p in compiled:
+        p.write_bytes(b"x")
     (here.parent / "schema.py").write_text((here.parent / "schema.py").read_text() + "\n# changed\n")
-    native._drop_stale_caches(here)
+    native._drop_stale_caches("z", here)
     assert not any(p.exists() for p in compiled)
 
 
