@@ -27,16 +27,16 @@ class Chunk:
 
     file: object  # the store's MappedFile
     u8: np.ndarray  # the file's mapping as bytes
-    cols: np.ndarray  # (NCOLUMNS, records) int64
+    cols: np.ndarray  # (records, NCOLUMNS) int64: a record's fields side by side, as the kernels read them
 
     def __len__(self):
-        return self.cols.shape[1]
+        return len(self.cols)
 
     def column(self, name: str) -> np.ndarray:
-        return self.cols[COLUMN[name]]
+        return self.cols[:, COLUMN[name]]
 
     def select(self, rows) -> "Chunk":
-        return Chunk(self.file, self.u8, self.cols[:, rows])
+        return Chunk(self.file, self.u8, self.cols[rows])
 
 
 def file_bytes(buf) -> np.ndarray:
@@ -57,19 +57,19 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
         limit = min(len(u8), file_size)
         pos = 0
         while pos < limit:
-            cols = np.empty((NCOLUMNS, rows), np.int64)
+            cols = np.empty((rows, NCOLUMNS), np.int64)
             n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
-            cols = cols[:, :n]
+            cols = cols[:n]
             if n:
-                offsets = cols[COLUMN["position"]] + f.start
+                offsets = cols[:, COLUMN["position"]] + f.start
                 if end is not None and offsets[-1] >= end:
-                    cols = cols[:, : np.searchsorted(offsets, end)]
-                    if cols.shape[1]:
+                    cols = cols[: np.searchsorted(offsets, end)]
+                    if len(cols):
                         yield Chunk(f, u8, cols)
                     return
                 if start is not None and offsets[0] < start:
-                    cols = cols[:, np.searchsorted(offsets, start):]
-                if cols.shape[1]:
+                    cols = cols[np.searchsorted(offsets, start):]
+                if len(cols):
                     yield Chunk(f, u8, cols)
             if outcome == OK:
                 continue

@@ -1,5 +1,6 @@
 """The engine's decode: one pass over a chunk of a commitlog file, record by record, into columns. Every
-record read_record accepts becomes a column of `cols` (one row per field below): the head fields as
+record read_record accepts becomes a row of `cols` (one column per field below, a record's fields side by
+side): the head fields as
 numbers, where the variable parts lie (topic, properties, body and both host addresses, as offsets into the
 file's buffer) and the spans of the property values the broker reads (MessageDecoder's parsing, later
 pairs winning). Bytes are not copied here: readers take what they need from the buffer with these spans.
@@ -71,7 +72,7 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
     value_hi = np.empty(len(NAME_LENGTHS), np.int64)
     n = 0
     first = pos
-    cap = cols.shape[1]
+    cap = len(cols)
     while True:
         if n == cap or pos - first >= max_bytes:
             return n, pos, OK
@@ -85,36 +86,36 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
         for f in range(NHEAD):
             at = pos + HEAD_FIELD_AT[f, combo]
             if HEAD_FIELD_IS_ADDRESS[f]:
-                cols[f, n] = at
+                cols[n, f] = at
             elif HEAD_FIELD_WIDTH[f] == 8:
-                cols[f, n] = be64(u8, at)
+                cols[n, f] = be64(u8, at)
             else:
-                cols[f, n] = be32(u8, at)
+                cols[n, f] = be32(u8, at)
         props_at = pos + size - props_len
-        cols[POSITION, n] = pos
-        cols[COMBO, n] = combo
-        cols[V2, n] = 1 if v2 else 0
-        cols[TOPIC_AT, n] = topic_at
-        cols[TOPIC_LEN, n] = topic_len
-        cols[PROPS_AT, n] = props_at
-        cols[PROPS_LEN, n] = props_len
+        cols[n, POSITION] = pos
+        cols[n, COMBO] = combo
+        cols[n, V2] = 1 if v2 else 0
+        cols[n, TOPIC_AT] = topic_at
+        cols[n, TOPIC_LEN] = topic_len
+        cols[n, PROPS_AT] = props_at
+        cols[n, PROPS_LEN] = props_len
         body_at = pos + HEAD_SIZE[combo]
-        cols[BODY_AT, n] = body_at
+        cols[n, BODY_AT] = body_at
         _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
         text = 0
         if non_ascii and not java_hash(u8, props_at, pos + size, 0)[1]:
             text |= PROPERTIES_NOT_UTF8
         if not java_hash(u8, topic_at, topic_at + topic_len, 0)[1]:
             text |= TOPIC_NOT_UTF8
-        cols[TEXT_FLAGS, n] = text
+        cols[n, TEXT_FLAGS] = text
         for k in range(len(NAME_LENGTHS)):
-            cols[VALUE_SPANS + 2 * k, n] = value_lo[k]
-            cols[VALUE_SPANS + 2 * k + 1, n] = value_hi[k]
+            cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
+            cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
         if check_crc:
-            cols[CRC_OK, n] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
+            cols[n, CRC_OK] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
                                             value_hi[CRC_PROPERTY_INDEX])
         else:
-            cols[CRC_OK, n] = CRC_UNCHECKED
+            cols[n, CRC_OK] = CRC_UNCHECKED
         n += 1
         pos += size
 

@@ -74,8 +74,13 @@ def put_literal(out, o, k):
     return o + hi - lo
 
 
+DIGIT_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), np.uint8).copy()
+POWERS_OF_TEN = np.array([10 ** k for k in range(1, 20)], np.uint64)
+
+
 @kernel
 def put_int(out, o, v):
+    """The decimal text of the int64 v."""
     if v < 0:
         out[o] = 45  # '-'
         o += 1
@@ -83,21 +88,24 @@ def put_int(out, o, v):
     else:
         mag = np.uint64(v)
     digits = 1
-    t = mag
-    while t >= 10:
-        t //= np.uint64(10)
+    while digits < 20 and mag >= POWERS_OF_TEN[digits - 1]:
         digits += 1
-    for i in range(digits - 1, -1, -1):
-        out[o + i] = 48 + np.uint8(mag % np.uint64(10))
-        mag //= np.uint64(10)
-    return o + digits
-
-
-@kernel
-def put_bytes(out, o, u8, lo, hi):
-    for i in range(hi - lo):
-        out[o + i] = u8[lo + i]
-    return o + hi - lo
+    end = o + digits
+    i = end
+    while mag >= 100:
+        q = mag // np.uint64(100)
+        pair = np.int64(mag - q * np.uint64(100)) * 2
+        out[i - 1] = DIGIT_PAIRS[pair + 1]
+        out[i - 2] = DIGIT_PAIRS[pair]
+        i -= 2
+        mag = q
+    if mag >= 10:
+        pair = np.int64(mag) * 2
+        out[i - 1] = DIGIT_PAIRS[pair + 1]
+        out[i - 2] = DIGIT_PAIRS[pair]
+    else:
+        out[i - 1] = 48 + np.uint8(mag)
+    return end
 
 
 @kernel
@@ -198,13 +206,13 @@ def property_pairs(u8, lo, hi, name_lo, sep_at, value_hi):
 @kernel
 def line_bound(cols, r, name_len):
     """The most bytes record r's line can take (every text byte escaped to 6)."""
-    body = max(cols[BODY_LENGTH, r], 0)
-    return 900 + name_len + 6 * cols[TOPIC_LEN, r] + 14 * cols[PROPS_LEN, r] + 6 * body
+    body = max(cols[r, BODY_LENGTH], 0)
+    return 900 + name_len + 6 * cols[r, TOPIC_LEN] + 14 * cols[r, PROPS_LEN] + 6 * body
 
 
 @kernel
 def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out):
-    """Write the lines of cols[:, rows[first:]] into `out` until the next one may not fit or needs the
+    """Write the lines of cols[rows[first:]] into `out` until the next one may not fit or needs the
     reference. Returns (rows written, bytes written, that next row needs the reference)."""
     name_lo = np.empty(MOST_PAIRS, np.int64)
     sep_at = np.empty(MOST_PAIRS, np.int64)
@@ -214,14 +222,14 @@ def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_pro
         r = rows[i]
         if line_bound(cols, r, len(file_name)) > len(out) - o:
             return i - first, o, False
-        props_lo = cols[PROPS_AT, r]
-        props_hi = props_lo + cols[PROPS_LEN, r]
-        if cols[COMBO, r] != 0 or cols[TEXT_FLAGS, r] != 0 or (decompress and cols[SYSFLAG, r] & COMPRESSED):
+        props_lo = cols[r, PROPS_AT]
+        props_hi = props_lo + cols[r, PROPS_LEN]
+        if cols[r, COMBO] != 0 or cols[r, TEXT_FLAGS] != 0 or (decompress and cols[r, SYSFLAG] & COMPRESSED):
             return i - first, o, True
         pairs = property_pairs(u8, props_lo, props_hi, name_lo, sep_at, value_hi)
         if pairs < 0:
             return i - first, o, True
-        pos = cols[POSITION, r]
+        pos = cols[r, POSITION]
         o = put_literal(out, o, L_FILE)
         for k in range(len(file_name)):
             out[o + k] = file_name[k]
@@ -232,20 +240,20 @@ def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_pro
         o = put_int(out, o, file_start + pos)
         for k in range(len(FIRST_COLUMNS)):
             o = put_literal(out, o, L_FIRST + k)
-            o = put_int(out, o, cols[FIRST_COLUMNS[k], r])
+            o = put_int(out, o, cols[r, FIRST_COLUMNS[k]])
         o = put_literal(out, o, L_BORN)
-        o = put_ipv4(out, o, u8, cols[BORN_IP, r], cols[BORN_PORT, r])
+        o = put_ipv4(out, o, u8, cols[r, BORN_IP], cols[r, BORN_PORT])
         o = put_literal(out, o, L_STORE_TS)
-        o = put_int(out, o, cols[STORE_TS, r])
+        o = put_int(out, o, cols[r, STORE_TS])
         o = put_literal(out, o, L_STORE_HOST)
-        o = put_ipv4(out, o, u8, cols[STORE_IP, r], cols[STORE_PORT, r])
+        o = put_ipv4(out, o, u8, cols[r, STORE_IP], cols[r, STORE_PORT])
         o = put_literal(out, o, L_QUOTE)
         for k in range(len(LATER_COLUMNS)):
             o = put_literal(out, o, L_LATER + k)
-            o = put_int(out, o, cols[LATER_COLUMNS[k], r])
+            o = put_int(out, o, cols[r, LATER_COLUMNS[k]])
         o = put_literal(out, o, L_BODY)
-        body_lo = cols[BODY_AT, r]
-        body_hi = body_lo + max(cols[BODY_LENGTH, r], 0)
+        body_lo = cols[r, BODY_AT]
+        body_hi = body_lo + max(cols[r, BODY_LENGTH], 0)
         mode = body_mode
         if mode == BODY_UTF8 and not java_hash(u8, body_lo, body_hi, 0)[1]:
             mode = BODY_BASE64  # not UTF-8: the contract falls back to base64
@@ -264,8 +272,8 @@ def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_pro
             o += 1
         o = put_literal(out, o, L_ENCODING + mode)
         o = put_literal(out, o, L_TOPIC)
-        topic_lo = cols[TOPIC_AT, r]
-        o = put_escaped(out, o, u8, topic_lo, topic_lo + cols[TOPIC_LEN, r])
+        topic_lo = cols[r, TOPIC_AT]
+        o = put_escaped(out, o, u8, topic_lo, topic_lo + cols[r, TOPIC_LEN])
         o = put_literal(out, o, L_PROPERTIES)
         for p in range(pairs):
             if p:
@@ -278,16 +286,16 @@ def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_pro
             out[o] = 34
             o += 1
         o = put_literal(out, o, L_MSGID)
-        store_ip = cols[STORE_IP, r]
+        store_ip = cols[r, STORE_IP]
         o = put_hex(out, o, u8, store_ip, store_ip + 8, HEX_UPPER)  # the IPv4 address and the port
         o = put_hex(out, o, u8, pos + PHYSICAL_OFFSET_AT, pos + PHYSICAL_OFFSET_AT + 8, HEX_UPPER)
         o = put_literal(out, o, L_UNIQ)
-        uniq_lo = cols[UNIQ_KEY_LO, r]
+        uniq_lo = cols[r, UNIQ_KEY_LO]
         if uniq_lo < 0:
             o = put_literal(out, o, L_NULL)
         else:
             out[o] = 34
-            o = put_escaped(out, o + 1, u8, uniq_lo, cols[UNIQ_KEY_LO + 1, r])
+            o = put_escaped(out, o + 1, u8, uniq_lo, cols[r, UNIQ_KEY_LO + 1])
             out[o] = 34
             o += 1
         if raw_properties:
