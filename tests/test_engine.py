@@ -130,7 +130,7 @@ def test_cli_json_and_csv_are_the_references(tmp_path):
         assert run(*args, "--format", fmt).stdout == want.getvalue().replace("\r\n", "\n")  # as click's Result reads
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 200_000), st.binary(min_size=1, max_size=6)), min_size=1, max_size=4))
 def test_damaged_copies_dump_as_the_reference(tmp_path_factory, patches):
     """Random bytes written over a copy: the same lines and the same damage reports."""
@@ -168,7 +168,7 @@ def as_bytes(value) -> bytes:
     return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(
     TEXT, st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "é", ""]), TEXT), max_size=5),
     st.booleans(), TEXT, st.sampled_from([0, S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG, 0x30, S.COMPRESSED_FLAG]),

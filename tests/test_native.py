@@ -124,3 +124,29 @@ def test_a_read_only_installation_without_a_cache_directory_still_runs(tmp_path)
     finally:
         subprocess.run(["umount", "-l", str(ro)], check=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
+    """The first dump of an installation compiles the decoder: one line on a terminal says so, instead of a
+    silent pause; the next run finds the kernels cached and says nothing."""
+    repo = Path(__file__).resolve().parents[1]
+    shutil.copytree(repo / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+
+    def dump_on_a_terminal() -> str:
+        master, slave = os.openpty()
+        try:
+            subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", repo / "examples" / "store",
+                            "--broker-config", repo / "examples" / "broker.conf", "--body", "none"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=slave, check=True, cwd=tmp_path)
+            os.set_blocking(master, False)
+            try:
+                return os.read(master, 4096).decode()
+            except BlockingIOError:
+                return ""
+        finally:
+            os.close(slave)
+            os.close(master)
+
+    assert dump_on_a_terminal().splitlines() == ["rmqctl: compiling the decoder once (a few seconds)"]
+    assert dump_on_a_terminal() == ""

@@ -209,6 +209,14 @@ def echo_err(msg: str):
     click.echo(msg, err=True)
 
 
+def note_compiling(*kernels):
+    """A first run compiles the kernels it calls (seconds): on a terminal, say so rather than pause silently."""
+    from ..native import compiled
+
+    if sys.stderr.isatty() and not compiled(*kernels):
+        echo_err("rmqctl: compiling the decoder once (a few seconds)")
+
+
 def progress(total: int, desc: str):
     """A tqdm bar on stderr only when stderr is a terminal."""
     from tqdm import tqdm

@@ -5,7 +5,7 @@ import click
 
 from ..errors import EXIT_REFUSED
 from ..ops import inspect
-from .base import cli, dump, echo_err, render, store_options, write_blocks
+from .base import cli, dump, echo_err, note_compiling, render, store_options, write_blocks
 
 COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
                      "bornHost", "msgId", "uniqKey", "bodyLength"]
@@ -30,6 +30,9 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
+    from ..engine.jsonl import KERNELS
+
+    note_compiling(*KERNELS)
     args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
     if ctx.format == "jsonl":
         write_blocks(inspect.dump_commitlog_lines(*args))

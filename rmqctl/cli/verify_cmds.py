@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError
 from ..ops import VERIFY_PARTS
-from .base import cli, echo_err, progress, render, store_options
+from .base import cli, echo_err, note_compiling, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -49,7 +49,10 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
         bars[0].refresh()
 
     try:
+        from ..native.verify import walk
         from ..ops.verify import verify  # loads the compiled kernels: only for this command
+
+        note_compiling(walk)
 
         result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, max_findings=max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)

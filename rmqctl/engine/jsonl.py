@@ -7,11 +7,13 @@ from typing import Iterator
 import numpy as np
 import orjson
 
+from ..native.decode import decode
 from ..native.jsonl import BODY_MODES, line_bound, write_lines
 from ..record import message_dict, read_record
 from .walk import Chunk
 
 BLOCK = 4 << 20  # bytes of lines handed on at a time
+KERNELS = (decode, write_lines)  # what a dump compiles on its first run
 
 
 def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: bool) -> bytes:

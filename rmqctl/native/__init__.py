@@ -66,6 +66,15 @@ def kernel(fn):
         return numba.njit(**options)(fn)
 
 
+def compiled(*kernels) -> bool:
+    """Whether numba's disk cache holds these kernels; if not, their first call compiles them (seconds)."""
+    for k in kernels:
+        index = getattr(getattr(getattr(k, "_cache", None), "_cache_file", None), "_index_path", None)
+        if index is None or not os.path.exists(index):  # no cache (compiled in every run) or not yet cached
+            return False
+    return True
+
+
 # CRC-32 implementations a kernel can call, fastest first: libdeflate's (carry-less multiply where the CPU has
 # it, ~3x zlib's) and zlib's own (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
 # pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
