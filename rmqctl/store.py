@@ -23,6 +23,7 @@ from .config import BrokerConfig
 from .configfiles import parse_fastjson
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
+from .rules import index_slot, written_units
 
 DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
 DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
@@ -256,8 +257,7 @@ class ConsumeQueue:
             buf = f.buf
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
             arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-            bad = np.flatnonzero((arr["size"] <= 0) | (arr["commitLogOffset"] < 0))
-            written = int(bad[0]) if len(bad) else n
+            written = written_units(arr)
             yield f.start // S.CQ_UNIT_SIZE, f, written, arr
 
     def entries(self) -> Iterator[tuple[int, MappedFile, int, int, int, int]]:
@@ -329,7 +329,7 @@ class IndexFile:
 
     def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]):
         """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match."""
-        slot_value_pos = S.INDEX_HEADER_SIZE + (index_slot(key_hash) % self.slot_num) * S.HASH_SLOT_SIZE
+        slot_value_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         buf = self.mf.buf
         if slot_value_pos + 4 > len(buf):
             return
@@ -353,11 +353,6 @@ class IndexFile:
             if prev <= 0 or prev > count or prev == next_index or time_read < begin:
                 return
             next_index = prev
-
-
-def index_slot(key_hash: int) -> int:
-    """IndexService.indexKeyHashMethod: abs(hashCode), 0 for Integer.MIN_VALUE."""
-    return 0 if key_hash == -(1 << 31) else abs(key_hash)
 
 
 class Store:
@@ -578,7 +573,8 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
     cand, entries, last = cand[fits], entries[fits], last[fits]
     hit = read(last + 4, 8) == end_phy
     key_hash = read(last, 4)
-    slot_pos = S.INDEX_HEADER_SIZE + (np.abs(key_hash) % cand) * 4
+    slot_pos = S.INDEX_HEADER_SIZE + np.array([index_slot(int(h), int(c)) for h, c in zip(key_hash, cand)],
+                                              np.int64) * S.HASH_SLOT_SIZE
     hit &= read(slot_pos, 4) == count - 1
     hit &= (read(entries, 8) == 0) & (read(entries + 8, 8) == 0) & (read(entries + 16, 4) == 0)
     found = cand[hit]

@@ -18,9 +18,8 @@ from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, pa
 from ..native import columns as K
 from ..native.decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
 from ..record import format_host
+from ..rules import key_words
 from .walk import Chunk
-
-KEY_SEPARATOR = b" "[0]  # dispatch.KEY_SEPARATOR
 
 SCALARS = [
     ("file", pa.string()), ("position", pa.int32()), ("commitLogOffset", pa.int64()), ("storeSize", pa.int32()),
@@ -102,13 +101,12 @@ def properties_column(chunk: Chunk, props_lo, props_len, bad: np.ndarray) -> pa.
 def keys_column(chunk: Chunk, lo, hi, bad: np.ndarray) -> pa.Array:
     kind = RECORD_SCHEMA.field("keys").type
     if bad.any():
-        sep = chr(KEY_SEPARATOR)
-        return pa.array([None if a < 0 else [w for w in decode_utf8(chunk.u8[a:b].tobytes()).split(sep) if w]
+        return pa.array([None if a < 0 else [decode_utf8(w) for w in key_words(chunk.u8[a:b].tobytes())]
                          for a, b in zip(lo, hi)], kind)
     room = int(np.maximum(hi - lo, 0).sum()) // 2 + 1
     word_lo, word_hi = np.empty(room, np.int64), np.empty(room, np.int64)
     offsets = np.empty(len(lo) + 1, np.int32)
-    n = K.split_words(chunk.u8, lo, hi, KEY_SEPARATOR, word_lo, word_hi, offsets)
+    n = K.key_words(chunk.u8, lo, hi, word_lo, word_hi, offsets)
     words = span_column(chunk.u8, word_lo[:n], word_hi[:n], pa.string())
     return pa.ListArray.from_arrays(pa.array(offsets), words, type=kind, mask=pa.array(lo < 0))
 

@@ -38,6 +38,15 @@ class Chunk:
     def select(self, rows) -> "Chunk":
         return Chunk(self.file, self.u8, self.cols[rows])
 
+    def spans_equal(self, lo: np.ndarray, hi: np.ndarray, want: bytes) -> np.ndarray:
+        """Which records' bytes u8[lo:hi] (lo < 0: none) are `want`."""
+        target = np.frombuffer(want, np.uint8)
+        same = (lo >= 0) & (hi - lo == len(target))
+        at = lo[same]
+        if len(target) and len(at):
+            same[np.flatnonzero(same)] = (self.u8[at[:, None] + np.arange(len(target))] == target).all(axis=1)
+        return same
+
 
 def file_bytes(buf) -> np.ndarray:
     return np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes.util
 import hashlib
 import os
+import types as pytypes
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -29,7 +30,7 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes, and
     so does a change of the CRC library `linked` into them (a machine that gains or loses libdeflate)."""
-    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py"]
+    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py", here.parent / "rules.py"]
     stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + linked.encode()).hexdigest()
     cache = here / "__pycache__"
     marker = cache / "rmqctl-native.stamp"
@@ -73,6 +74,14 @@ def compiled(*kernels) -> bool:
         if index is None or not os.path.exists(index):  # no cache (compiled in every run) or not yet cached
             return False
     return True
+
+
+def compile_rule(rule, **callees):
+    """A broker rule of rmqctl.rules compiled from its one definition; the rules it calls are given as their
+    compiled kernels (numba calls only compiled functions)."""
+    bound = pytypes.FunctionType(rule.__code__, {**rule.__globals__, **callees}, rule.__name__, rule.__defaults__)
+    bound.__qualname__, bound.__module__, bound.__doc__ = rule.__qualname__, rule.__module__, rule.__doc__
+    return kernel(bound)
 
 
 # CRC-32 implementations a kernel can call, fastest first: libdeflate's (carry-less multiply where the CPU has
@@ -269,6 +278,21 @@ def property_segment(u8, i, hi):
         j += 1
     pair = sep1 if j - i >= 3 and i < sep1 < j - 1 else -1
     return j, pair, sep1, non_ascii
+
+
+@kernel
+def find_name(u8, name_lo, name_hi, first, count, lo, hi):
+    """Which of the names u8[name_lo[e]:name_hi[e]], e in [first, count), is u8[lo:hi]; -1 when none."""
+    for e in range(first, count):
+        if name_hi[e] - name_lo[e] == hi - lo:
+            same = True
+            for c in range(hi - lo):
+                if u8[name_lo[e] + c] != u8[lo + c]:
+                    same = False
+                    break
+            if same:
+                return e
+    return -1
 
 
 @kernel

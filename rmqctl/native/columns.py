@@ -1,14 +1,14 @@
 """The engine's Arrow columns, built in machine code from the decode's spans: text and bytes gathered into
 one buffer with Arrow's offsets, hosts and msgIds written as text, the properties as map entries (a name
 given twice keeps its first place and its last value, as the reference's dict does) and the KEYS words
-(IndexService.buildIndex: split on the separator, empty words skipped)."""
+(rules.next_key_word)."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import kernel, property_segment
+from . import find_name, kernel, property_segment
 from .jsonl import HEX_UPPER, put_int, put_ipv4
-from .record import PHYSICAL_OFFSET_AT
+from .record import PHYSICAL_OFFSET_AT, next_key_word
 
 
 @kernel
@@ -72,17 +72,7 @@ def property_entries(u8, props_at, props_len, name_lo, name_hi, value_lo, value_
         while i < hi:
             j, sep, _, _ = property_segment(u8, i, hi)
             if sep >= 0:
-                seen = -1
-                for e in range(first, n):
-                    if name_hi[e] - name_lo[e] == sep - i:
-                        same = True
-                        for c in range(sep - i):
-                            if u8[name_lo[e] + c] != u8[i + c]:
-                                same = False
-                                break
-                        if same:
-                            seen = e
-                            break
+                seen = find_name(u8, name_lo, name_hi, first, n, i, sep)
                 if seen >= 0:
                     value_lo[seen], value_hi[seen] = sep + 1, j
                 else:
@@ -94,20 +84,18 @@ def property_entries(u8, props_at, props_len, name_lo, name_hi, value_lo, value_
 
 
 @kernel
-def split_words(u8, lo, hi, separator, word_lo, word_hi, offsets):
-    """The non-empty words of each span u8[lo[r]:hi[r]] split on `separator` (no span: no words).
-    Returns the words written."""
+def key_words(u8, lo, hi, word_lo, word_hi, offsets):
+    """The words the broker indexes (rules.next_key_word) of each KEYS value u8[lo[r]:hi[r]] (lo < 0: no
+    KEYS). Returns the words written."""
     n = 0
     offsets[0] = 0
     for r in range(len(lo)):
         if lo[r] >= 0:
-            start = lo[r]
-            for i in range(lo[r], hi[r] + 1):
-                if i == hi[r] or u8[i] == separator:
-                    if i > start:
-                        word_lo[n], word_hi[n] = start, i
-                        n += 1
-                    start = i + 1
+            a, b = next_key_word(u8, lo[r], hi[r])
+            while a < b:
+                word_lo[n], word_hi[n] = a, b
+                n += 1
+                a, b = next_key_word(u8, b, hi[r])
         offsets[r + 1] = n
     return n
 

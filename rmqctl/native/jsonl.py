@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from . import java_hash, kernel, property_segment
+from . import find_name, java_hash, kernel, property_segment
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
 from .record import PHYSICAL_OFFSET_AT
@@ -188,15 +188,8 @@ def property_pairs(u8, lo, hi, name_lo, sep_at, value_hi):
         if sep >= 0:
             if n == len(name_lo):
                 return -1
-            for p in range(n):
-                if sep_at[p] - name_lo[p] == sep - i:
-                    same = True
-                    for c in range(sep - i):
-                        if u8[name_lo[p] + c] != u8[i + c]:
-                            same = False
-                            break
-                    if same:
-                        return -1
+            if find_name(u8, name_lo, sep_at, 0, n, i, sep) >= 0:
+                return -1
             name_lo[n], sep_at[n], value_hi[n] = i, sep, j
             n += 1
         i = j + 1

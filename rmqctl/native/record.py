@@ -11,8 +11,9 @@ import re
 
 import numpy as np
 
+from .. import rules
 from .. import schema as S
-from . import MASK32, be16, be32, java_hash, kernel
+from . import MASK32, be16, be32, compile_rule, java_hash, kernel
 
 
 def _field_offsets() -> dict[str, tuple[int, ...]]:
@@ -118,11 +119,26 @@ def decode_tail(u8, pos, size, combo, body_len, v2):
     return p, topic_len, props_len
 
 
+# the broker's rules, compiled from their one definition
+index_key_hash = compile_rule(rules.index_key_hash)
+index_slot = compile_rule(rules.index_slot, index_key_hash=index_key_hash)
+next_key_word = compile_rule(rules.next_key_word)
+index_time_diff = compile_rule(rules.index_time_diff)
+
+
 @kernel
 def key_hash_of(h):
-    """IndexFile.indexKeyHashMethod of a String.hashCode (as [0, 2^32)): abs, Integer.MIN_VALUE as 0."""
-    h = signed32(h)
-    return 0 if h == -(1 << 31) else abs(h)
+    """rules.index_key_hash of a String.hashCode given as [0, 2^32)."""
+    return index_key_hash(signed32(h))
+
+
+@kernel
+def index_slots(key_hashes, slot_num):
+    """rules.index_slot of every key hash."""
+    out = np.empty(len(key_hashes), np.int64)
+    for k in range(len(key_hashes)):
+        out[k] = index_slot(np.int64(key_hashes[k]), slot_num)
+    return out
 
 
 @kernel

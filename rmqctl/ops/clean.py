@@ -37,6 +37,7 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import RmqError, StoreError, UsageError
 from ..lock import store_lock
+from ..rules import written_units
 from ..store import INDEX_FILE_NAME, IndexFile, Store
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
@@ -514,13 +515,6 @@ class _Queue:
         return (last.file.start + last.read_pos) // S.CQ_UNIT_SIZE if last else 0
 
 
-def recovered_units(units: np.ndarray) -> int:
-    """How many units of a consumequeue file ConsumeQueue.recover accepts: up to the first with a negative
-    offset or a size <= 0 (the rule store.ConsumeQueue.units applies; here for the last file only)."""
-    bad = np.flatnonzero((units["size"] <= 0) | (units["commitLogOffset"] < 0))
-    return int(bad[0]) if len(bad) else len(units)
-
-
 class _CorrectMinOffsetFailed(Exception):
     """5.x correctMinOffset on an empty last file: ByteBuffer.position(-20) throws, the CQ task's run() catches
     it and that pass skips the remaining queues and the index files."""
@@ -590,7 +584,7 @@ class Cleaner:
             for i, mf in enumerate(files):
                 n = min(mf.length, size) // S.CQ_UNIT_SIZE
                 units = np.frombuffer(mf.buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-                read_pos = recovered_units(units) * S.CQ_UNIT_SIZE if i == len(files) - 1 else n * S.CQ_UNIT_SIZE
+                read_pos = written_units(units) * S.CQ_UNIT_SIZE if i == len(files) - 1 else n * S.CQ_UNIT_SIZE
                 segments.append(_Segment(self._file(mf.path, mf.start), units["commitLogOffset"], read_pos))
             queues.append(_Queue(cq.topic, cq.queue_id, segments))
         queues.sort(key=lambda q: (q.topic, q.queue_id))

@@ -11,7 +11,8 @@ import orjson
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
-from ..store import ConsumeQueue, Store, index_slot, offset_to_name
+from ..rules import index_slot
+from ..store import ConsumeQueue, Store, offset_to_name
 
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
@@ -55,12 +56,8 @@ def select_records(chunk, topic: str | None, queue_id: int | None) -> np.ndarray
     if queue_id is not None:
         keep &= chunk.column("queueId") == queue_id
     if topic is not None:
-        want = np.frombuffer(topic.encode("utf-8"), np.uint8)
-        keep &= chunk.column("topicLength") == len(want)
-        at = chunk.column("topicAt")[keep]
-        if len(want) and len(at):
-            same = (chunk.u8[at[:, None] + np.arange(len(want))] == want).all(axis=1)
-            keep[np.flatnonzero(keep)[~same]] = False
+        at = chunk.column("topicAt")
+        keep &= chunk.spans_equal(at, at + chunk.column("topicLength"), topic.encode("utf-8"))
     return np.flatnonzero(keep)
 
 
@@ -131,7 +128,7 @@ def dump_index(store: Store, name: str | None = None, entries: bool = True) -> I
         for n in range(1, min(ix.index_count, len(arr))):
             e = arr[n]
             yield {"kind": "entry", "file": ix.name, "index": n, "keyHash": int(e["keyHash"]),
-                   "slot": index_slot(int(e["keyHash"])) % ix.slot_num, "phyOffset": int(e["phyOffset"]),
+                   "slot": index_slot(int(e["keyHash"]), ix.slot_num), "phyOffset": int(e["phyOffset"]),
                    "timeDiff": int(e["timeDiff"]), "prevIndex": int(e["prevIndex"])}
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import StoreError
 from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
+from ..rules import cq_unit_valid
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def consumequeue_max_phy(run: "VerifyRun") -> int:
     except StoreError:
         return 0
     for cq, (idx, off, sz, _, _) in units:
-        valid = np.flatnonzero((off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE))
+        valid = np.flatnonzero(cq_unit_valid(off, sz) & (sz != S.PRE_BLANK_SIZE))
         if len(valid):
             best = max(best, int(off[valid[-1]] + sz[valid[-1]]))
     run.cq_max_phy = best
@@ -193,7 +194,7 @@ def check_consumequeues(run: "VerifyRun"):
         key = (cq.topic, cq.queue_id)
         seen.add(key)
         _queue_file_checks(run, cq.files, size, "consumequeue")
-        valid = (off >= 0) & (sz > 0)
+        valid = cq_unit_valid(off, sz)
         pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
         live = np.flatnonzero(valid)
         if not len(live):

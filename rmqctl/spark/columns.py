@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 
 from .. import schema as S
 from ..engine.columns import SCALARS, record_batch
+from ..native.record import index_slots
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
 STRING, INT, LONG = StringType(), IntegerType(), LongType()
@@ -108,8 +109,7 @@ def index_batches(ix: IndexFile, schema: pa.Schema, store: str) -> Iterator[pa.R
     if not n:
         return
     key_hash = used["keyHash"].astype(np.int64)
-    # store.index_slot, vectorised: abs(hash), 0 for Integer.MIN_VALUE; then the slot is hash % slots
-    slot = np.where(key_hash == -(1 << 31), 0, np.abs(key_hash)) % ix.slot_num
+    slot = index_slots(key_hash, ix.slot_num)
     columns = {
         "store": pa.array([store] * n, pa.string()),
         "file": pa.array([ix.name] * n, pa.string()),
