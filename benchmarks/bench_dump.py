@@ -25,6 +25,7 @@ import time
 import zlib
 from pathlib import Path
 
+import javabench
 from bench_rebuild import generate, header_walk  # the same generator and walk as the rebuild benchmark
 
 from rmqctl.config import BrokerConfig
@@ -130,6 +131,8 @@ def main():
                 [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
                  str(conf), "--format", "jsonl", "--body", body], stdout=subprocess.DEVNULL))
              for body in ("none", "base64")]
+        java = javabench.rocketmq_check(root / "commitlog", size, messages)
+        print(javabench.describe(java))
         print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s} {'of crc32':>9s} "
               f"{'CPU s':>7s} {'msgs/CPU s':>11s}")
         crc_secs = None
@@ -146,8 +149,9 @@ def main():
             rate = f"{messages / secs / 1e6:9.2f} M" if runs[0][2] else f"{'-':>11s}"
             crc_secs = crc_secs or secs  # the first mode, the zlib.crc32 pass, is the yardstick
             cpu = statistics.median(r[3] for r in runs)
+            versus = javabench.ratio(java, size / secs / 1e6, messages / secs) if runs[0][2] else ""
             print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB {crc_secs / secs:8.0%} "
-                  f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M")
+                  f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M{versus}")
         print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone. CPU s: the "
               "whole child process, start-up included, for every mode)")
     finally:

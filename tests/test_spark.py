@@ -137,6 +137,22 @@ def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
             assert_same_message(row, d, store)
 
 
+
+def test_export_as_orc_holds_the_same_messages(spark, tmp_path):
+    """--format orc: the same messages under the same topic directories, read back by Spark's ORC reader."""
+    name = "b-mixed"
+    out = tmp_path / "export"
+    r = run("spark", "export", "--out", out, "--format", "orc", "--store", fixture_dir(name) / "store",
+            "--broker-config", broker_conf(name))
+    assert r.exit_code == 0, r.stderr
+    files = sorted(p.name for p in out.rglob("part-*"))
+    assert files and all(f.endswith(".snappy.orc") for f in files)
+    df = spark.read.orc(str(out))
+    got = sorted((row["topic"], row["commitLogOffset"]) for row in df.select("topic", "commitLogOffset").collect())
+    assert got == sorted((d["topic"], d["commitLogOffset"]) for d in dump_rows(name))
+    assert {s["topic"]: s["messages"] for s in jsonl(r.stdout)} == {
+        row["topic"]: row["count"] for row in df.groupBy("topic").count().collect()}
+
 def test_stats_totals_equal_truth(spark):
     """One stats run over all four stores: per store, topic and queue, the counts, bytes, store times and
     distinct keys RocketMQ's truth gives (for d-crashed: what RocketMQ recovers)."""

@@ -49,8 +49,9 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
         bars[0].refresh()
 
     try:
+        # the compiled kernels load only for this command
         from ..native.verify import walk
-        from ..ops.verify import verify  # loads the compiled kernels: only for this command
+        from ..ops.verify import verify
 
         note_compiling(walk)
 
@@ -75,6 +76,7 @@ STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _print_findings(rows: list[dict]):
     """One block per finding: what and where on one line, the detail wrapped under it."""
+    # rich costs start-up time: loaded only when findings are drawn
     from rich.console import Console
     from rich.text import Text
 

@@ -32,7 +32,7 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
     the engine's columns. Damage ends the walk of that file (as it ends the broker's) and is passed to `warn`
     as one line naming file and offset."""
-    from ..engine.jsonl import chunk_lines
+    from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
 
     scan = store.scan()
     left = limit
@@ -245,6 +245,7 @@ def info(store: Store) -> dict:
         messages += hi - lo
         queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
                        "minOffset": lo, "maxOffset": hi})
+    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     index = []
     for ix in store.index_files():
         h = ix.header

@@ -15,7 +15,7 @@ How a writing operation changes a store (`rebuild`, `repair`):
    staging directory, then the intent file, and fsyncs the store directory.
 
 Recovery rule (`complete_pending`, run under the broker lock by every writing command through
-`store_lock`, reported by `pending`):
+`locked_for_writing`, reported by `pending`):
 
 * no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*` or `.rmqctl-intent.tmp` is an
   uncommitted build: deleted (rolled back; the store never saw it).
@@ -28,6 +28,7 @@ be part old, part new); the next rmqctl writing command, or `rmqctl repair --dry
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime as dt
 import errno
@@ -38,6 +39,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import StoreError
+from ..lock import store_lock
 from ..writers import fsync_dir
 
 INTENT_NAME = ".rmqctl-intent"
@@ -288,3 +290,12 @@ def complete_pending(root: Path, extra_dirs=()) -> dict | None:
     if left:
         return {"state": "uncommitted", "action": "rolled back", "paths": [str(p) for p in left]}
     return None
+
+
+@contextlib.contextmanager
+def locked_for_writing(root: Path, extra_dirs=()):
+    """What every writing command does first, in this one place: take the broker's lock for the whole run,
+    then finish or undo a write an earlier rmqctl run was killed in (`complete_pending`), so it starts
+    from a store wholly in its old or its new state. Yields what was done about that (or None)."""
+    with store_lock(root):
+        yield complete_pending(root, extra_dirs)
