@@ -28,7 +28,8 @@ from rmqctl.config import load_config
 from rmqctl.javacompat import java_string_hash
 from rmqctl.ops.annotate import annotate
 from rmqctl.record import Blank
-from rmqctl.store import Store, index_slot
+from rmqctl.rules import index_key_hash, index_slot
+from rmqctl.store import Store
 from rmqctl.timerstore import TimerFiles, slot_index
 
 PAGES = Path(__file__).resolve().parent
@@ -90,8 +91,8 @@ def index_chain(fixture: str, file_index: int, topic: str, key: str, steps: int)
     st = store(fixture)
     ix = st.index_files()[file_index]
     full = f"{topic}#{key}"
-    key_hash = index_slot(java_string_hash(full))
-    slot = key_hash % ix.slot_num
+    key_hash = index_key_hash(java_string_hash(full))
+    slot = index_slot(key_hash, ix.slot_num)
     slot_pos = S.INDEX_HEADER_SIZE + slot * S.HASH_SLOT_SIZE
     data = bytes(ix.mf.buf[slot_pos : slot_pos + S.HASH_SLOT_SIZE])
     out = [f'# key "{full}": String.hashCode() = {java_string_hash(full)}, abs = {key_hash},'

@@ -36,7 +36,8 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
-from ..store import INDEX_FILE_NAME, IndexFile, Store, written_units
+from ..rules import written_units
+from ..store import INDEX_FILE_NAME, IndexFile, Store
 from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision,
                           PassResult, QueueSegment, QueueState, StoreState, Unconsumed, check_delete_when,
                           correct_min_offset, java_disk_ratio, remaining)

@@ -44,7 +44,8 @@ from ..errors import StoreError
 from ..record import Blank, Message
 from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryChecker, Walk, check_earlier_files,
                         last_nonzero, records_past, recovery_start, walk)
-from ..store import IndexFile, MappedFile, Store, index_slot
+from ..rules import cq_unit_valid, index_slot
+from ..store import IndexFile, MappedFile, Store
 from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from .timer import dangling_after, dangling_rows, stage_timercheck
 from .txn import Transaction
@@ -146,7 +147,7 @@ def undo_entries(m, slots: int, header: list, keep: int):
     for n in range(header[5] - 1, keep - 1, -1):
         pos = base + n * S.INDEX_ENTRY_SIZE
         key_hash, _, _, prev = S.INDEX_ENTRY.unpack_from(m, pos)
-        slot_pos = S.INDEX_HEADER_SIZE + (index_slot(key_hash) % slots) * S.HASH_SLOT_SIZE
+        slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, slots) * S.HASH_SLOT_SIZE
         if S.INT32.unpack_from(m, slot_pos)[0] != n:
             raise StoreError(f"index entry {n} is not the head of its hash slot's chain; the file is damaged "
                              "beyond undoing: rebuild the index (`rmqctl rebuild index`) after the repair")
@@ -266,7 +267,7 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
         staged, target = Path(op["staged"]), Path(op["target"])
         if target.parent.parent.parent == store.consumequeue_dir.resolve():
             arr = np.fromfile(staged, dtype=S.CQ_DTYPE)
-            written = arr[(arr["size"] > 0) & (arr["commitLogOffset"] >= 0)]
+            written = arr[cq_unit_valid(arr["commitLogOffset"], arr["size"])]
             if np.any(written["commitLogOffset"] >= cut) or np.any(arr["size"][len(written):] != 0):
                 problems.append(f"{target}: units past the cut remain")
         elif target.parent == store.index_dir.resolve():
