@@ -1,6 +1,7 @@
-"""Throughput and peak memory of reading a commitlog: `rmqctl dump commitlog --format jsonl --body none` (to
-/dev/null), the library scan behind it (Store.scan().records(): every record decoded), and a header walk
-(TOTALSIZE and magic only), next to a plain zlib.crc32 pass over the same file, all in the same run.
+"""Throughput and peak memory of reading a commitlog: `rmqctl dump commitlog --format jsonl --body none` and
+`--body base64` (to /dev/null), the library's reference scan (Store.scan().records(): a Message per record),
+the engine's Arrow batches (Store.scan().batches()) and a header walk (TOTALSIZE and magic only), next to a
+plain zlib.crc32 pass over the same file (the yardstick, "of crc32"), all in the same run.
 
 The commitlog is generated first (benchmarks/bench_rebuild.generate: records built with
 rmqctl.record.encode_record, ~1 KiB messages with TAGS/KEYS/UNIQ_KEY, one file of --size bytes ending in a
@@ -52,6 +53,14 @@ def library_scan(root: Path, file_size: int) -> int:
     return n
 
 
+def engine_batches(root: Path, file_size: int) -> int:
+    """The library's Arrow path: every record as columns (Store.scan().batches())."""
+    store = Store(root, BrokerConfig(mappedFileSizeCommitLog=file_size))
+    n = sum(batch.num_rows for batch in store.scan().batches())
+    store.close()
+    return n
+
+
 def measure(mode: str, root: Path, file_size: int) -> dict:
     """Runs in the child: one mode, timed without the interpreter's start-up."""
     path = root / "commitlog" / offset_to_name(0)
@@ -61,13 +70,16 @@ def measure(mode: str, root: Path, file_size: int) -> dict:
         n = None
     elif mode == "walk":
         n = header_walk(path)
+    elif mode == "batches":
+        n = engine_batches(root, file_size)
     else:
         n = library_scan(root, file_size)
     return {"seconds": time.perf_counter() - t, "messages": n}
 
 
-def run_child(args: list[str], stdout=subprocess.PIPE) -> tuple[float, str, int]:
-    """(wall seconds, stdout, peak RSS in bytes) of a child process, reaped with wait4 for its own rusage."""
+def run_child(args: list[str], stdout=subprocess.PIPE) -> tuple[float, str, int, float]:
+    """(wall seconds, stdout, peak RSS in bytes, CPU seconds) of a child process, reaped with wait4 for its own
+    rusage (on a machine other jobs load, CPU seconds say what the work costs where wall time cannot)."""
     t = time.perf_counter()
     proc = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE)
     out = proc.stdout.read() if proc.stdout else b""
@@ -77,7 +89,7 @@ def run_child(args: list[str], stdout=subprocess.PIPE) -> tuple[float, str, int]
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed: {err.decode(errors='replace')[-500:]}")
-    return wall, out.decode(), usage.ru_maxrss * 1024
+    return wall, out.decode(), usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def parse_size(text: str) -> int:
@@ -114,27 +126,34 @@ def main():
             ("zlib.crc32 pass", lambda: run_child(me + ["crc32"])),
             ("header walk", lambda: run_child(me + ["walk"])),
             ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
-            ("rmqctl dump --body none", lambda: run_child(
+            ("engine batches (Arrow)", lambda: run_child(me + ["batches"])),
+        ] + [(f"rmqctl dump --body {body}", lambda body=body: run_child(
                 [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
-                 str(conf), "--format", "jsonl", "--body", "none"], stdout=subprocess.DEVNULL)),
-        ]
+                 str(conf), "--format", "jsonl", "--body", body], stdout=subprocess.DEVNULL))
+             for body in ("none", "base64")]
         java = javabench.rocketmq_check(root / "commitlog", size, messages)
         print(javabench.describe(java))
-        print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s}")
+        print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s} {'of crc32':>9s} "
+              f"{'CPU s':>7s} {'msgs/CPU s':>11s}")
+        crc_secs = None
         for name, fn in modes:
             runs = []
             for _ in range(args.runs):
-                wall, out, rss = fn()
+                wall, out, rss, cpu = fn()
                 result = json.loads(out) if out.strip() else {"seconds": wall, "messages": messages}
                 if result["messages"] not in (None, messages):
                     raise SystemExit(f"{name}: {result['messages']} messages, generated {messages}")
-                runs.append((result["seconds"], rss, result["messages"]))
+                runs.append((result["seconds"], rss, result["messages"], cpu))
             secs = statistics.median(r[0] for r in runs)
             rss = max(r[1] for r in runs)
             rate = f"{messages / secs / 1e6:9.2f} M" if runs[0][2] else f"{'-':>11s}"
+            crc_secs = crc_secs or secs  # the first mode, the zlib.crc32 pass, is the yardstick
+            cpu = statistics.median(r[3] for r in runs)
             versus = javabench.ratio(java, size / secs / 1e6, messages / secs) if runs[0][2] else ""
-            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB{versus}")
-        print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone)")
+            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB {crc_secs / secs:8.0%} "
+                  f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M{versus}")
+        print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone. CPU s: the "
+              "whole child process, start-up included, for every mode)")
     finally:
         shutil.rmtree(base)
 

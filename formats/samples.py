@@ -16,6 +16,7 @@ hex byte against the fixture file.
 """
 from __future__ import annotations
 
+import gzip
 import re
 import sys
 from functools import lru_cache
@@ -27,7 +28,9 @@ from rmqctl.config import load_config
 from rmqctl.javacompat import java_string_hash
 from rmqctl.ops.annotate import annotate
 from rmqctl.record import Blank
-from rmqctl.store import Store, index_slot
+from rmqctl.rules import index_key_hash, index_slot
+from rmqctl.store import Store
+from rmqctl.timerstore import TimerFiles, slot_index
 
 PAGES = Path(__file__).resolve().parent
 FIXTURES = PAGES.parents[1] / "shared" / "fixtures"
@@ -88,8 +91,8 @@ def index_chain(fixture: str, file_index: int, topic: str, key: str, steps: int)
     st = store(fixture)
     ix = st.index_files()[file_index]
     full = f"{topic}#{key}"
-    key_hash = index_slot(java_string_hash(full))
-    slot = key_hash % ix.slot_num
+    key_hash = index_key_hash(java_string_hash(full))
+    slot = index_slot(key_hash, ix.slot_num)
     slot_pos = S.INDEX_HEADER_SIZE + slot * S.HASH_SLOT_SIZE
     data = bytes(ix.mf.buf[slot_pos : slot_pos + S.HASH_SLOT_SIZE])
     out = [f'# key "{full}": String.hashCode() = {java_string_hash(full)}, abs = {key_hash},'
@@ -132,6 +135,45 @@ def msg_ids(fixture: str, offset: int) -> list[str]:
     return out
 
 
+def timer_unit(fixture: str, pos: int, what: str) -> list[str]:
+    st = store(fixture)
+    log = TimerFiles(st).timerlog
+    f = log.queue.find(pos)
+    data = bytes(f.buf[pos - f.start : pos - f.start + S.TIMERLOG_UNIT_SIZE])
+    _, _, _, written, offset, offset_py, size_py, _, _ = S.TIMERLOG_UNIT.unpack(data)
+    _, m = st.read_message(offset_py)
+    real = m.properties["REAL_TOPIC"]
+    return [where(fixture, f.path, pos - f.start, what), *annotate(S.TimerLogUnit, data),
+            f"# filed at {written} + {offset} = {written + offset}: slot {written + offset} / 1000 % "
+            f"{S.TIMER_WHEEL_SLOTS} = {slot_index(written + offset, 1000)}",
+            f"# -> the record at {offset_py}: topic {m.topic}, storeSize {m.storeSize}, REAL_TOPIC {real} "
+            f"(hashCode {java_string_hash(real)}), REAL_QID {m.properties['REAL_QID']}, TIMER_OUT_MS "
+            f"{m.properties['TIMER_OUT_MS']}"]
+
+
+def timer_blank(fixture: str, file_index: int) -> list[str]:
+    log = TimerFiles(store(fixture)).timerlog
+    w = log.walk[file_index]
+    data = bytes(w.file.buf[w.blank : w.blank + S.TIMERLOG_MIN_BLANK])
+    rest = w.file.buf[w.blank + S.TIMERLOG_MIN_BLANK : log.file_size]
+    return [where(fixture, w.file.path, w.blank, f"timerlog BLANK after {len(w.units)} units ({len(w.units)} x 52)"),
+            *annotate(S.TimerLogBlank, data),
+            f"# then {len(rest)} bytes to the end of the file, {'all zero' if not any(rest) else 'NOT all zero'}"]
+
+
+def wheel_slot(fixture: str, index: int) -> list[str]:
+    """From store/timerwheel.gz: the fixture keeps the 38 MB wheel gzipped; the bytes are RocketMQ's."""
+    data = gzip.decompress((FIXTURES / fixture / "store" / "timerwheel.gz").read_bytes())
+    at = index * S.WHEEL_SLOT_SIZE
+    return [f"# {fixture} store/timerwheel.gz +{at}: slot {index} ({index} x 32), read gunzipped",
+            *annotate(S.WheelSlot, data[at : at + S.WHEEL_SLOT_SIZE])]
+
+
+def timercheck(fixture: str) -> list[str]:
+    path = TimerFiles(store(fixture)).timercheck_path
+    return [where(fixture, path, 0, "config/timercheck: seven longs"), *annotate(S.TimerCheckpoint, path.read_bytes(), keep=1)]
+
+
 def metaq_record(fixture: str, rel: str, position: int, what: str) -> list[str]:
     """A MetaQ record: its 20-byte header says how long the rest is."""
     raw = (FIXTURES / fixture / "store" / rel).read_bytes()
@@ -159,6 +201,11 @@ SAMPLES = {
     "checkpoint-5x": ("checkpoint.md", lambda: checkpoint("c-v5-features", "RocketMQ 5.3.3 checkpoint: five longs")),
     "msgid-ipv4": ("msgid.md", lambda: msg_ids("a-basic", 1548700)),
     "msgid-ipv6": ("msgid.md", lambda: msg_ids("b-mixed", 42916)),
+    "timerlog-unit": ("timer.md", lambda: timer_unit("f-timer5", 0, "the first timerlog unit: DEFAULT, first of its slot")),
+    "timerlog-roll": ("timer.md", lambda: timer_unit("f-timer5", 7384, "a ROLL unit, chained to the one at 2184")),
+    "timerlog-blank": ("timer.md", lambda: timer_blank("f-timer5", 0)),
+    "wheel-slot": ("timer.md", lambda: wheel_slot("f-timer5", 518306)),
+    "timercheck": ("timer.md", lambda: timercheck("f-timer5")),
     "metaq-plain": ("metaq.md", lambda: metaq_record(
         "g-metaq", "meta-test-0/00000000000000000000.meta", 0, "offset 0: flag 0, the data is the payload")),
     "metaq-attribute": ("metaq.md", lambda: metaq_record(

@@ -39,6 +39,8 @@ class BrokerConfig:
     messageIndexSafe: bool = False
     checkCRCOnRecover: bool = True
     maxMsgsNumBatch: int = 64
+    mappedFileSizeTimerLog: int | None = None  # None: infer from the timerlog files, else 100 MiB
+    timerPrecisionMs: int = 1000  # read through the setter's rounding (rmqctl.timerstore.precision_ms)
     # Which broker generation wrote (or will read) the store: decides the property separator style,
     # the checkpoint width and the cleaner's thresholds. None: detect from the data.
     rocketmqVersion: int | None = None

@@ -6,15 +6,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from . import rules
 from . import schema as S
 from .config import BrokerConfig
 from .javacompat import java_string_hash
 from .record import Message
-from .store import index_slot
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 LMQ_PREFIX = "%LMQ%"
-KEY_SEPARATOR = " "
 MULTI_DISPATCH_SEPARATOR = ","
 
 
@@ -105,10 +104,10 @@ def index_keys(m: Message) -> list[str]:
         out.append(f"{topic}#{uniq}")
     keys = props.get("KEYS")
     if keys:
-        out.extend(f"{topic}#{k}" for k in keys.split(KEY_SEPARATOR) if k)
+        out.extend(f"{topic}#{k.decode()}" for k in rules.key_words(keys.encode()))
     return out
 
 
 def index_key_hash(key: str) -> int:
-    """IndexFile.indexKeyHashMethod: abs(String.hashCode), 0 for Integer.MIN_VALUE."""
-    return index_slot(java_string_hash(key))
+    """IndexFile.indexKeyHashMethod of the key `topic#key`."""
+    return rules.index_key_hash(java_string_hash(key))

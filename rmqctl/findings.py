@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 # finding groups, in output order
-FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG = range(7)
+FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG, TIMER = range(8)
 
 KINDS: dict[str, str] = {
     # files of a MappedFileQueue (commitlog, consumequeue, index)
@@ -64,6 +64,26 @@ KINDS: dict[str, str] = {
     "config-bak-differs": "a .bak config file that differs from the file it backs (info)",
     "config-offset-entry": "a consumer offset entry the broker's decode drops",
     "config-offset-unknown-topic": "a consumer offset for a topic the store does not hold",
+    # the 5.x timer store (timerlog/, timerwheel, config/timercheck)
+    "timer-file": "a timer file the broker refuses, maps at another size or is missing",
+    "timerlog-unit": "bytes that are not a timerlog unit before the end of the timerlog data",
+    "timer-reference": "a timerlog unit whose offsetPy/sizePy is not its timer record, or that recovery cuts off",
+    "timer-chain": "a wheel slot whose unit chain is broken, misplaced or holds units of another time",
+    "timer-slot-count": "a pending wheel slot whose num disagrees with its chain",
+    "timercheck-ahead": "a timercheck position past the timerlog data or the timer queue's end",
+    # MetaQ (Metamorphosis) segment stores, `rmqctl metaq verify`
+    "bad-partition-dir": "a data-path directory that is not {topic}-{partition}",
+    "bad-segment-name": "a segment file whose name is not a long offset: loadSegments fails",
+    "segment-name": "a segment name that parses but is not the broker's 20-digit form",
+    "pending-intent": "an interrupted rmqctl run left in a partition (as interrupted-write in a RocketMQ store)",
+    "empty-partition": "a partition directory without segment files (info)",
+    "no-partitions": "no {topic}-{partition} directories in the data path",
+    "gap": "bytes between two segments that no segment covers: validateSegments throws",
+    "overlap": "a segment that starts inside the previous one: validateSegments throws",
+    "negative-length": "a record header whose msgLen is negative",
+    "checksum-mismatch": "a record whose checksum does not match its data",
+    "undecodable": "a record whose checksum is right but whose data does not decode",
+    "zero-records": "all-zero records the broker's check passes and serves as empty messages",
 }
 
 # read_record's reasons for refusing bytes, as the finding kinds above

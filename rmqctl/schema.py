@@ -5,7 +5,7 @@ record through them), the `formats/` pages are checked against them, and the hot
 from them (struct format strings and numpy dtypes), never written a second time by hand.
 
 All integers are big-endian (Java ByteBuffer default). Sources: CommitLog.java / MessageExtEncoder.java,
-ConsumeQueue.java, IndexHeader.java / IndexFile.java, StoreCheckpoint.java (apache/rocketmq store module).
+ConsumeQueue.java, IndexHeader.java / IndexFile.java, StoreCheckpoint.java, timer/*.java (apache/rocketmq store module).
 """
 from __future__ import annotations
 
@@ -138,6 +138,57 @@ _CHECKPOINT_FIELDS = (
 Checkpoint = Struct(*_CHECKPOINT_FIELDS, Padding(CHECKPOINT_FILE_SIZE - Struct(*_CHECKPOINT_FIELDS).sizeof()))
 CHECKPOINT_FIELDS_49 = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp")
 
+# ---- 5.x timer wheel (store/timer/: TimerLog.java, Slot.java, TimerWheel.java, TimerCheckpoint.java) ----------
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC: where timer messages wait in the commitlog
+TIMER_MAGIC_DEFAULT, TIMER_MAGIC_ROLL, TIMER_MAGIC_DELETE = 1, 2, 4  # unit magic bits (MAGIC_*)
+TIMERLOG_UNIT_SIZE = 52  # TimerLog.UNIT_SIZE
+TIMERLOG_MIN_BLANK = 16  # TimerLog.MIN_BLANK_LEN: a file keeps room for this BLANK after its last unit
+TIMER_WHEEL_SLOTS = 7 * 86400 * 2  # TIMER_WHEEL_TTL_DAY * DAY_SECS slots, twice: whatever the precision
+WHEEL_SLOT_SIZE = 32  # Slot.SIZE
+TIMERCHECK_FILE_SIZE = 4096  # TimerCheckpoint maps OS_PAGE_SIZE
+
+# One message waiting in the wheel, appended by TimerMessageStore.doEnqueue; units of one slot chain
+# newest first through prevPos (-1 ends the chain).
+TimerLogUnit = Struct(
+    "size" / Int32sb,
+    "prevPos" / Int64sb,
+    "magic" / Int32sb,
+    "currWriteTimeMs" / Int64sb,
+    "delayedTimeOffsetMs" / Int32sb,  # delivery (or roll) time - currWriteTimeMs
+    "offsetPy" / Int64sb,
+    "sizePy" / Int32sb,
+    "realTopicHash" / Int32sb,  # REAL_TOPIC's String.hashCode, for the metrics
+    "reserved" / Int64sb,
+)
+
+# TimerLog.append's end-of-file filler: the bytes left, a zero long, then the magic where a unit's magic sits.
+TimerLogBlank = Struct(
+    "size" / Int32sb,
+    "prevPos" / Int64sb,
+    "magic" / Const(MAGIC_BLANK, Int32sb),
+)
+
+# One slot of the timerwheel file, at (timeMs / precisionMs) % TIMER_WHEEL_SLOTS * 32.
+WheelSlot = Struct(
+    "timeDivPrecision" / Int64sb,  # the slot's time / precisionMs; 0 = never used
+    "firstPos" / Int64sb,
+    "lastPos" / Int64sb,  # the newest unit, where the chain starts
+    "num" / Int32sb,  # units in the chain, DELETE units counting -1
+    "magic" / Int32sb,
+)
+
+# config/timercheck: TimerCheckpoint.flush writes 7 longs into its 4096-byte map.
+TimerCheckpoint = Struct(
+    "lastReadTimeMs" / Int64sb,
+    "lastTimerLogFlushPos" / Int64sb,
+    "lastTimerQueueOffset" / Int64sb,
+    "masterTimerQueueOffset" / Int64sb,
+    "dataVersionStateVersion" / Int64sb,
+    "dataVersionTimestamp" / Int64sb,
+    "dataVersionCounter" / Int64sb,
+    Padding(TIMERCHECK_FILE_SIZE - 56),
+)
+
 # Message ids are the uppercase hex of these bytes. The ip is 4 bytes in a 32-char id and 16 in a 56-char
 # one, so parse and build with ipLength=4 or 16.
 _id_ip = "ip" / Bytes(lambda ctx: ctx._params.ipLength)
@@ -155,6 +206,10 @@ SCHEMAS = {
     "hash-slot": HashSlot,
     "index-entry": IndexEntry,
     "checkpoint": Checkpoint,
+    "timerlog-unit": TimerLogUnit,
+    "timerlog-blank": TimerLogBlank,
+    "wheel-slot": WheelSlot,
+    "timercheck": TimerCheckpoint,
 }
 
 
@@ -244,12 +299,20 @@ RECORD_HEADS = {(b, s): record_head_layout(b, s) for b in (False, True) for s in
 TOPIC_LEN_V1 = struct.Struct(">b")
 TOPIC_LEN_V2 = struct.Struct(">h")
 PROPS_LEN = struct.Struct(">h")
+TIMERLOG_UNIT = compile_struct(TimerLogUnit)
+TIMERLOG_UNIT_DTYPE = compile_dtype(TimerLogUnit)
+TIMERLOG_BLANK = compile_struct(TimerLogBlank)
+WHEEL_SLOT_DTYPE = compile_dtype(WheelSlot)
+TIMERCHECK_HEAD = compile_struct(TimerCheckpoint)
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
 assert CQ_UNIT.size == CQ_UNIT_SIZE and INDEX_HEADER.size == INDEX_HEADER_SIZE
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE and HASH_SLOT.size == HASH_SLOT_SIZE
 assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE
+assert TIMERLOG_UNIT.size == TIMERLOG_UNIT_DTYPE.itemsize == TIMERLOG_UNIT_SIZE
+assert TIMERLOG_BLANK.size == TIMERLOG_MIN_BLANK and WHEEL_SLOT_DTYPE.itemsize == WHEEL_SLOT_SIZE
+assert TimerCheckpoint.sizeof() == TIMERCHECK_FILE_SIZE
 
 
 def host_length(sysflag: int, v6_flag: int) -> int:

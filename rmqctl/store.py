@@ -24,6 +24,7 @@ from .config import BrokerConfig
 from .configfiles import parse_fastjson
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
+from .rules import index_slot, written_units
 
 DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
 DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
@@ -186,8 +187,7 @@ class CommitLogScan:
                 try:
                     rec = read_record(buf, pos, limit, self.allow_v2)
                 except RecordError as e:
-                    if e.kind != "zeros" or self._data_follows(f):
-                        self.errors.append((f, pos, e))
+                    self._refused(f, pos, e)
                     break
                 if isinstance(rec, Blank):
                     yield f, rec
@@ -199,6 +199,42 @@ class CommitLogScan:
                     yield f, rec
                 pos += rec.storeSize
 
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
+        (rmqctl.engine.walk.Chunk); damage goes to `errors` as entries() reports it."""
+        from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
+
+        return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
+                          check_crc)
+
+    def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.RECORD_SCHEMA)."""
+        from .engine.columns import record_batch  # pyarrow and the kernels load only for the walks that use them
+
+        for chunk in self.chunks(start, end, check_crc):
+            yield record_batch(chunk)
+
+    def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+        """The records of [start, end) as one pyarrow Table."""
+        import pyarrow as pa  # pyarrow loads only for the walks that use it
+
+        from .engine.columns import RECORD_SCHEMA  # the kernels too
+
+        return pa.Table.from_batches(list(self.batches(start, end, check_crc)), RECORD_SCHEMA)
+
+    def _refused_at(self, f: MappedFile, pos: int, limit: int):
+        """The engine stopped at bytes that are not a record: the reference names what is wrong there."""
+        try:
+            read_record(f.buf, pos, limit, self.allow_v2)
+        except RecordError as e:
+            # without its traceback: its frames would keep the walk's view of a mapping (which then cannot close)
+            self._refused(f, pos, e.with_traceback(None))
+        else:
+            raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
+
+    def _refused(self, f: MappedFile, pos: int, e: RecordError):
+        if e.kind != "zeros" or self._data_follows(f):
+            self.errors.append((f, pos, e))
 
     def _data_follows(self, f: MappedFile) -> bool:
         """Zeros are the logical end only in the last file with data; before a later record they are a hole."""
@@ -250,13 +286,6 @@ class ConsumeQueue:
         return (lo or 0, hi or 0)
 
 
-def written_units(units: np.ndarray) -> int:
-    """How many units of a consumequeue file ConsumeQueue.recover accepts: up to the first one with size <= 0
-    or a negative offset."""
-    bad = np.flatnonzero((units["size"] <= 0) | (units["commitLogOffset"] < 0))
-    return int(bad[0]) if len(bad) else len(units)
-
-
 class IndexFile:
     """index/{yyyyMMddHHmmssSSS}: IndexHeader, hash slots, entries (IndexFile.java)."""
 
@@ -303,7 +332,7 @@ class IndexFile:
 
     def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]):
         """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match."""
-        slot_value_pos = S.INDEX_HEADER_SIZE + (index_slot(key_hash) % self.slot_num) * S.HASH_SLOT_SIZE
+        slot_value_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         buf = self.mf.buf
         if slot_value_pos + 4 > len(buf):
             return
@@ -327,11 +356,6 @@ class IndexFile:
             if prev <= 0 or prev > count or prev == next_index or time_read < begin:
                 return
             next_index = prev
-
-
-def index_slot(key_hash: int) -> int:
-    """IndexService.indexKeyHashMethod: abs(hashCode), 0 for Integer.MIN_VALUE."""
-    return 0 if key_hash == -(1 << 31) else abs(key_hash)
 
 
 class Store:
@@ -556,7 +580,8 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
     cand, entries, last = cand[fits], entries[fits], last[fits]
     hit = read(last + at["phyOffset"], S.INT64.size) == end_phy
     key_hash = read(last + at["keyHash"], S.INT32.size)
-    slot_pos = S.INDEX_HEADER_SIZE + (np.abs(key_hash) % cand) * slot
+    slot_pos = S.INDEX_HEADER_SIZE + np.array([index_slot(int(h), int(c)) for h, c in zip(key_hash, cand)],
+                                              np.int64) * slot
     hit &= read(slot_pos, slot) == count - 1
     hit &= ~arr[entries[:, None] + np.arange(entry)].any(axis=1)  # entry 0: all zero
     found = cand[hit]

@@ -19,6 +19,7 @@ from .config import BrokerConfig
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .native.index import put_keys as put_index_keys
 from .record import Message
+from .rules import cq_unit_valid, index_slot, index_time_diff, written_units
 from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
 
 
@@ -104,12 +105,10 @@ class ConsumeQueueWriter:
             return
         _, last = self.files[-1]
         units = np.frombuffer(last.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
-        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
-        n = int(bad[0]) if len(bad) else len(units)
-        self.wrote = n * S.CQ_UNIT_SIZE
+        self.wrote = written_units(units) * S.CQ_UNIT_SIZE
         for start, f in reversed(self.files):
             arr = np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
-            valid = np.flatnonzero((arr["commitLogOffset"] >= 0) & (arr["size"] > 0))
+            valid = np.flatnonzero(cq_unit_valid(arr["commitLogOffset"], arr["size"]))
             if len(valid):
                 u = arr[valid[-1]]
                 self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
@@ -238,15 +237,11 @@ class IndexFileWriter:
         if self.full:
             return False
         m = self.file.map
-        slot_pos = S.INDEX_HEADER_SIZE + (key_hash % self.slot_num) * S.HASH_SLOT_SIZE
+        slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         slot_value = S.INT32.unpack_from(m, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
-        diff = store_ts - self.begin_ts
-        if self.begin_ts <= 0 or diff < 0:
-            diff = 0
-        else:
-            diff = min(diff // 1000, 0x7FFFFFFF)
+        diff = index_time_diff(store_ts, self.begin_ts)
         entry_pos = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE + self.index_count * S.INDEX_ENTRY_SIZE
         S.INDEX_ENTRY.pack_into(m, entry_pos, key_hash, phy_offset, diff, slot_value)
         S.INT32.pack_into(m, slot_pos, self.index_count)

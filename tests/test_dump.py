@@ -12,7 +12,8 @@ from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_s
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.record import encode_record
-from rmqctl.store import Store, index_slot
+from rmqctl.rules import index_slot
+from rmqctl.store import Store
 
 SAME_NAME_FIELDS = ["file", "storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "sysFlag",
                     "bornTimestamp", "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "bodyLength",
@@ -119,7 +120,7 @@ def test_dump_index_entries_are_the_file_bytes(name):
         base = S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + r["index"] * S.INDEX_ENTRY_SIZE
         entry = S.IndexEntry.parse(ix.mf.buf[base : base + S.INDEX_ENTRY_SIZE])
         assert {k: r[k] for k in entry if not k.startswith("_")} == {k: v for k, v in entry.items() if not k.startswith("_")}
-        assert r["slot"] == index_slot(r["keyHash"]) % ix.slot_num
+        assert r["slot"] == index_slot(r["keyHash"], ix.slot_num)
         assert 0 <= r["prevIndex"] < r["index"]
         heads[(r["file"], r["slot"])] = r["index"]  # the newest entry of a slot is the chain head
     for (file, slot), newest in heads.items():

@@ -57,9 +57,13 @@ def test_every_kind_named_in_the_source_is_registered():
 
 
 def test_every_registered_kind_is_named_somewhere():
-    named = named_kinds()
+    """No dead entry: each kind is a string somewhere in the package (some are built by other records, such
+    as MetaQ's segment oddities and record checks)."""
+    strings = {node.value for path in PACKAGE.rglob("*.py") if path.name != "findings.py"
+               for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     mapped = set(RECORD_ERROR_KINDS.values())
-    assert not [k for k in KINDS if k not in named and k not in mapped]
+    assert not [k for k in KINDS if k not in strings and k not in mapped]
 
 
 def test_read_records_refusals_map_to_registered_kinds():

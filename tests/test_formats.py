@@ -4,6 +4,7 @@ every hex sample against a fresh print and against the fixture bytes, and the pa
 every fixture."""
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import re
@@ -30,6 +31,10 @@ FIXED_TABLES = {
     "hash-slot": (S.HashSlot, {}, None),
     "index-entry": (S.IndexEntry, {}, None),
     "checkpoint": (S.Checkpoint, {}, None),
+    "timerlog-unit": (S.TimerLogUnit, {}, None),
+    "timerlog-blank": (S.TimerLogBlank, {}, None),
+    "wheel-slot": (S.WheelSlot, {}, None),
+    "timercheck": (S.TimerCheckpoint, {}, None),
     "offset-msgid": (S.OffsetMsgId, {"ipLength": 4}, {"ipLength": 16}),
     "uniq-key": (S.UniqKey, {"ipLength": 4}, {"ipLength": 16}),
 }
@@ -106,7 +111,9 @@ def test_fixed_layout_table_matches_declaration(name):
     schema, params, wide = FIXED_TABLES[name]
     rows = TABLES[name]
     size = schema.sizeof(**params)
-    data = S.BLANK.pack(size, S.MAGIC_BLANK) if schema is S.BlankRecord else bytes(size)
+    blanks = {S.BlankRecord: lambda: S.BLANK.pack(size, S.MAGIC_BLANK),
+              S.TimerLogBlank: lambda: S.TIMERLOG_BLANK.pack(size, 0, S.MAGIC_BLANK)}
+    data = blanks[schema]() if schema in blanks else bytes(size)
     layout = spans(schema, data, **params)
     assert [cell_name(r["field"]) for r in rows] == [sp.name for sp in layout]
     for r, sp in zip(rows, layout):
@@ -258,7 +265,8 @@ def test_sample_bytes_are_the_fixture_bytes(page, name, block):
     checked = 0
     for line in block.splitlines():
         if m := HEADER.match(line):
-            source = (FIXTURES / m.group(1) / "store" / m.group(2)).read_bytes()
+            path = FIXTURES / m.group(1) / "store" / m.group(2)
+            source = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
             base = int(m.group(3))
             continue
         if m := ID_HEADER.match(line):

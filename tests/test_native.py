@@ -1,4 +1,5 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -57,6 +58,15 @@ def test_find_properties_is_string2messageProperties(parts):
     assert pairs == len(segments)
 
 
+def test_the_crc32_library_falls_back_to_zlib():
+    """libdeflate where the machine has it; a machine without it links zlib's crc32, which computes the same."""
+    from rmqctl import native
+
+    missing = ("no-such-crc", "libno-such-crc.so.0", "no_such_crc32", native.CRC32_LIBRARIES[0][3])
+    assert native._crc32_function((missing,) + native.CRC32_LIBRARIES[1:])[0] == "z"
+    assert native.CRC32_LIBRARY == ("deflate" if ctypes.util.find_library("deflate") else "z")
+
+
 def test_crc32_is_zlibs():
     data = bytes(range(256)) * 40
     u8 = as_u8(data)
@@ -74,20 +84,30 @@ def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
     package = Path(native.__file__).parent
     for p in package.glob("*.py"):
         (here / p.name).write_bytes(p.read_bytes())
-    (here.parent / "schema.py").write_bytes((package.parent / "schema.py").read_bytes())
+    for shared in ("schema.py", "rules.py"):
+        (here.parent / shared).write_bytes((package.parent / shared).read_bytes())
     cache = here / "__pycache__"
     cache.mkdir()
     compiled = [cache / "dispatch.decode-85.py311.nbi", cache / "dispatch.decode-85.py311.1.nbc"]
     for p in compiled:
         p.write_bytes(b"x")
-    native._drop_stale_caches(here)  # no stamp yet: whatever is cached may be stale
+    native._drop_stale_caches("deflate", here)  # no stamp yet: whatever is cached may be stale
     assert not any(p.exists() for p in compiled)
     for p in compiled:
         p.write_bytes(b"x")
-    native._drop_stale_caches(here)  # sources unchanged: the cache stays
+    native._drop_stale_caches("deflate", here)  # sources unchanged: the cache stays
     assert all(p.exists() for p in compiled)
+    native._drop_stale_caches("z", here)  # another CRC library is linked into the kernels
+    assert not any(p.exists() for p in compiled)
+    for p in compiled:
+        p.write_bytes(b"x")
     (here.parent / "schema.py").write_text((here.parent / "schema.py").read_text() + "\n# changed\n")
-    native._drop_stale_caches(here)
+    native._drop_stale_caches("z", here)
+    assert not any(p.exists() for p in compiled)
+    for p in compiled:
+        p.write_bytes(b"x")
+    (here.parent / "rules.py").write_text((here.parent / "rules.py").read_text() + "\n# changed\n")
+    native._drop_stale_caches("z", here)  # a broker rule the kernels compile changed
     assert not any(p.exists() for p in compiled)
 
 
@@ -110,3 +130,29 @@ def test_a_read_only_installation_without_a_cache_directory_still_runs(tmp_path)
     finally:
         subprocess.run(["umount", "-l", str(ro)], check=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
+    """The first dump of an installation compiles the decoder: one line on a terminal says so, instead of a
+    silent pause; the next run finds the kernels cached and says nothing."""
+    repo = Path(__file__).resolve().parents[1]
+    shutil.copytree(repo / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+
+    def dump_on_a_terminal() -> str:
+        master, slave = os.openpty()
+        try:
+            subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", repo / "examples" / "store",
+                            "--broker-config", repo / "examples" / "broker.conf", "--body", "none"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=slave, check=True, cwd=tmp_path)
+            os.set_blocking(master, False)
+            try:
+                return os.read(master, 4096).decode()
+            except BlockingIOError:
+                return ""
+        finally:
+            os.close(slave)
+            os.close(master)
+
+    assert dump_on_a_terminal().splitlines() == ["rmqctl: compiling the decoder once (a few seconds)"]
+    assert dump_on_a_terminal() == ""

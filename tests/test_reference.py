@@ -33,11 +33,15 @@ def render_reference() -> str:
     from rmqctl.cli.main import cli
 
     parts = [HEADER]
+    root_settings = {"terminal_width": 110, "max_content_width": 110, **cli.context_settings}
     for path, cmd in _commands(cli):
-        name = "rmqctl " + " ".join(path)
-        # the root's context settings (-h as well as --help), as every real invocation has them
-        ctx = click.Context(cmd, info_name=name, terminal_width=110, **cli.context_settings)
-        parts.append(f"\n## {name}\n\n```\n{cmd.get_help(ctx).rstrip()}\n```\n")
+        # each command under its groups' contexts, as when it runs: the root's -h reaches it (click caches a
+        # command's help option, so a context without that parent would make the page depend on test order)
+        ctx, group = click.Context(cli, info_name="rmqctl", **root_settings), cli
+        for part in path:
+            group = group.commands[part]
+            ctx = click.Context(group, info_name=part, parent=ctx, terminal_width=110, max_content_width=110)
+        parts.append(f"\n## rmqctl {' '.join(path)}\n\n```\n{cmd.get_help(ctx).rstrip()}\n```\n")
     return "".join(parts)
 
 

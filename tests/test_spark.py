@@ -316,6 +316,23 @@ def test_spark_log_stays_out_of_a_redirected_stderr(tmp_path):
     assert lines == []
 
 
+def test_timerlog_source_equals_timerlog_reading(spark):
+    """Every unit of f-timer5's timerlog as TimerLog reads it, and joined on offsetPy with the `rocketmq`
+    source, each unit's real topic."""
+    root = store_root("f-timer5")
+    conf = str(broker_conf("f-timer5"))
+    units = spark.read.format("rocketmq-timerlog").option("brokerConfig", conf).load(root)
+    fields = ("pos", "prevPos", "magic", "currWriteTimeMs", "delayedTimeMs", "offsetPy", "sizePy", "realTopicHash")
+    want = truth("f-timer5", "truth-timerlog.jsonl")
+    assert sorted(tuple(r[f] for f in fields) for r in units.collect()) == sorted(tuple(u[f] for f in fields) for u in want)
+    messages = spark.read.format("rocketmq").option("brokerConfig", conf).load(root)
+    joined = units.join(messages, units.offsetPy == messages.commitLogOffset).select(
+        "pos", "slotIndex", messages.properties["REAL_TOPIC"].alias("realTopic"))
+    assert sorted((r["pos"], r["realTopic"]) for r in joined.collect()) == sorted(
+        (u["pos"], u["message"]["realTopic"]) for u in want)
+    assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}
+
+
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
     task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""
@@ -340,3 +357,51 @@ def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
             assert all(row[k] == d[k] for k in row if k != "store"), d["offset"]
     with pytest.raises(Exception, match="torn-tail"):
         spark.read.format("metaq").option("failOnDamage", "true").load(str(copy)).collect()
+
+
+def word_hashing_to_integer_min_value(topic: str) -> str:
+    """A KEYS word whose index key `topic#word` has String.hashCode Integer.MIN_VALUE, whose Math.abs the
+    broker cannot take: eight letters (seeded), then a character and a digit or letter solved for the hash."""
+    import random
+    import string
+
+    from rmqctl.javacompat import java_string_hash
+
+    rnd = random.Random(0)
+    while True:
+        head = "".join(rnd.choices(string.ascii_lowercase, k=8))
+        h = java_string_hash(f"{topic}#{head}") & 0xFFFFFFFF
+        rest = ((1 << 31) - h * 31 * 31) % (1 << 32)  # = 31 * second-last + last
+        for last in range(0x30, 0x7B):
+            second, r = divmod(rest - last, 31)
+            if r == 0 and 0x80 <= second <= 0xFFFF and not 0xD800 <= second <= 0xDFFF:
+                return f"{head}{chr(second)}{chr(last)}"
+
+
+def test_the_integer_min_value_key_hash_is_one_rule_everywhere(spark, tmp_path):
+    """rules.index_key_hash (Math.abs(Integer.MIN_VALUE) becomes 0) seen by every engine: the writer that
+    appends and indexes, the lookup, verify's index kernels, rebuild's kernels (the same bytes again) and the
+    Spark index source's slots."""
+    from conftest import copy_store
+    from rmqctl.javacompat import java_string_hash
+
+    name, topic = "a-basic", "TopicTest"
+    word = word_hashing_to_integer_min_value(topic)
+    assert java_string_hash(f"{topic}#{word}") == -(1 << 31)
+    root = copy_store(name, tmp_path)
+    args = ["--store", root, "--broker-config", broker_conf(name), "--format", "jsonl"]
+    appended = run("append", *args, "--topic", topic, "--keys", f"other {word}", "--body", "min value")
+    assert appended.exit_code == 0, appended.stderr
+    offset = jsonl(appended.stdout)[0]["commitLogOffset"]
+    entries = [e for e in jsonl(run("dump", "index", *args).stdout) if e.get("phyOffset") == offset]
+    assert [(e["keyHash"], e["slot"]) for e in entries][-1] == (0, 0)  # KEYS words in order: ours is last
+    found = jsonl(run("query", "key", *args, topic, word).stdout)
+    assert [m["commitLogOffset"] for m in found] == [offset]
+    assert run("verify", *args).exit_code == 0
+    index_files = sorted((root / "index").iterdir())
+    before = [p.read_bytes() for p in index_files]
+    rebuilt = run("rebuild", "index", *args, "--no-backup")
+    assert rebuilt.exit_code == 0, rebuilt.stderr
+    assert [p.read_bytes() for p in sorted((root / "index").iterdir())] == before
+    rows = spark.read.format("rocketmq-index").option("brokerConfig", str(broker_conf(name))).load(str(root)).collect()
+    assert [(r["keyHash"], r["slot"]) for r in rows if r["phyOffset"] == offset][-1] == (0, 0)

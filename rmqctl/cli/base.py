@@ -293,6 +293,14 @@ PREVIEW = 64  # bytes of a binary body shown in a message block
 MESSAGE_FIRST = ("msgId", "uniqKey", "topic", "queueId", "queueOffset", "commitLogOffset", "file", "position")
 
 
+def write_blocks(blocks: Iterable[bytes], out=None):
+    """Write ready-made JSON Lines (bytes) to stdout as they come."""
+    out = out or sys.stdout.buffer
+    for block in blocks:
+        out.write(block)
+    out.flush()
+
+
 def _columns(rows: list[dict]) -> list[str]:
     cols: list[str] = []
     for r in rows:
@@ -315,6 +323,14 @@ def _cell(v) -> str:
 
 def echo_err(msg: str):
     click.echo(msg, err=True)
+
+
+def note_compiling(*kernels):
+    """A first run compiles the kernels it calls (seconds): on a terminal, say so rather than pause silently."""
+    from ..native import compiled  # numba loads only in the commands that run kernels
+
+    if sys.stderr.isatty() and not compiled(*kernels):
+        echo_err("rmqctl: compiling the decoder once (a few seconds)")
 
 
 def progress(total: int, desc: str):

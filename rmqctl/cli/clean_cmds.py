@@ -139,6 +139,11 @@ def summary(r: CleanResult) -> list[str]:
                        f"(consumer offset {u.consumerOffset}, first lost queue offset {u.firstDeletedQueueOffset})")
     if r.unconsumed and not any(u.deleted for u in r.unconsumed):
         out.append(f"unconsumed messages deleted: none ({len(r.unconsumed)} group/queue offsets checked)")
+    if r.timerUnitsLost:
+        slots = sorted({u["slotIndex"] for u in r.timerUnitsLost})
+        out.append(f"{len(r.timerUnitsLost)} pending timer message(s) lose their commitlog record (timerlog units at "
+                   f"{', '.join(str(u['pos']) for u in r.timerUnitsLost[:10])}{' ...' if len(r.timerUnitsLost) > 10 else ''}"
+                   f"; {len(slots)} wheel slot(s)); the broker's dequeue drops them")
     out.append("nothing else goes:")
     out += [f"  {line}" for line in r.remaining]
     out += [f"note: {n}" for n in r.notes + r.settings.notes]

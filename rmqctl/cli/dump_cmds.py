@@ -7,7 +7,7 @@ from ..errors import EXIT_REFUSED
 from ..ops import inspect
 from ..ops.annotate import record_hex
 from ..ops.filters import MessageFilter
-from .base import OFFSET, TIME, cli, dump, echo_err, parse_int, render, store_options
+from .base import OFFSET, TIME, cli, dump, echo_err, note_compiling, parse_int, render, store_options, write_blocks
 
 
 @dump.command("commitlog")
@@ -47,9 +47,17 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
         echo_err(f"rmqctl: {msg}")
 
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
-    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
-                                  where if where != MessageFilter() else None)
-    render(rows, ctx.format, blocks=True)
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
+    if where != MessageFilter():  # content filters: the reference decoder matches record by record
+        render(inspect.dump_commitlog(*args, where), ctx.format, blocks=True)
+    else:
+        from ..engine.jsonl import KERNELS  # the compiled kernels load only for this command
+
+        note_compiling(*KERNELS)
+        if ctx.format == "jsonl":
+            write_blocks(inspect.dump_commitlog_lines(*args))
+        else:
+            render(inspect.dump_commitlog(*args), ctx.format, blocks=True)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
         raise click.exceptions.Exit(EXIT_REFUSED)

@@ -49,5 +49,11 @@ def _print_table(d: dict, startup: str):
     geometry = d["index"]["geometry"]
     render(d["index"]["files"], "table", ["file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset"],
            title=f"index files ({geometry['maxHashSlotNum']} slots / {geometry['maxIndexNum']} entries)")
+    t = d.get("timer")
+    if t:
+        echo_lines([f"timer      {t['pending']} pending of {t['units']} timerlog unit(s) in {t['timerlogFiles']} file(s), "
+                    f"oldest {t['oldest']}, newest {t['newest']}; {t['notYetInWheel']} not in the wheel yet"], indent=11)
+        render(t["byHour"], "table", ["hour", "count", "oldest", "newest"],
+               title="pending timer messages by delivery hour (UTC)")
     for line in d["odd"]:
         echo_lines([f"odd: {line}"], indent=5)

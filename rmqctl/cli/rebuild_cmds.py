@@ -125,6 +125,12 @@ def repair_rows(r) -> list[dict]:
     for field, (before, after) in r.checkpoint.items():
         rows.append({"action": "set", "target": "checkpoint", "commitLogOffset": None, "count": None,
                      "detail": f"{field} {before} -> {after}"})
+    for u in r.timer.get("danglingUnits", []):
+        rows.append({"action": "timer-dangling", "target": f"timerlog/{u['file']}",
+                     "commitLogOffset": u["offsetPy"], "count": 1, "detail": u["detail"]})
+    for field, (before, after) in r.timer.get("timercheck", {}).items():
+        rows.append({"action": "set", "target": "config/timercheck", "commitLogOffset": None, "count": None,
+                     "detail": f"{field} {before} -> {after} (as TimerMessageStore.recover lowers it)"})
     if r.abortRemoved:
         rows.append({"action": "remove", "target": "abort", "commitLogOffset": None, "count": None,
                      "detail": "the broker starts normally (no abnormal recovery)"})

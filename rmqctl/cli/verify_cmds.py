@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError
 from ..ops import VERIFY_PARTS
-from .base import OFFSET, cli, echo_err, progress, render, store_options
+from .base import OFFSET, cli, echo_err, note_compiling, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -53,7 +53,11 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
         bars[0].refresh()
 
     try:
-        from ..ops.verify import verify  # loads the compiled kernels: only for this command
+        # the compiled kernels load only for this command
+        from ..native.verify import walk
+        from ..ops.verify import verify
+
+        note_compiling(walk)
 
         result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, max_findings=max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)

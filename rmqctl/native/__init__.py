@@ -7,7 +7,8 @@ and become compile-time constants); the broker rules they apply are those of rmq
 the reference the tests compare the kernels with. Kernels read untrusted bytes: every read is checked
 against the caller's limit explicitly (numba does not bounds-check).
 
-The shared pieces are here: big-endian (Java) integers read and written, zlib's crc32 callable from a kernel, Java's String.hashCode over the UTF-16
+The shared pieces are here: big-endian (Java) integers read and written, a hardware-accelerated CRC-32 callable
+from a kernel (libdeflate's, else zlib's), Java's String.hashCode over the UTF-16
 code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2messageProperties).
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import ctypes.util
 import hashlib
 import os
+import types as pytypes
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -23,13 +25,14 @@ import numpy as np
 from numba import types
 
 
-def _drop_stale_caches(here: Path = Path(__file__).parent):
+def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
     other modules and the schema constants it reads: after a change to those it would go on running the
-    old code. One stamp over this package's sources and the schema empties the cache when any changes."""
-    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py"]
+    old code. One stamp over this package's sources and the schema empties the cache when any changes, and
+    so does a change of the CRC library `linked` into them (a machine that gains or loses libdeflate)."""
+    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py", here.parent / "rules.py"]
     try:
-        stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+        stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + linked.encode()).hexdigest()
     except OSError:  # imported from a zip (spark-submit --py-files): nothing on disk to cache next to
         return
     cache = here / "__pycache__"
@@ -46,9 +49,6 @@ def _drop_stale_caches(here: Path = Path(__file__).parent):
         marker.write_text(stamp)
     except OSError:
         pass  # a read-only installation: numba caches in its user-wide directory, which a reinstall renews
-
-
-_drop_stale_caches()
 
 
 def available_cores() -> int:
@@ -70,15 +70,44 @@ def kernel(fn):
         return numba.njit(**options)(fn)
 
 
-def _zlib_crc32():
-    # the zlib that CPython's own zlib module uses (libz.so.1), linked by symbol name (a ctypes pointer
-    # would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
-    # like a pointer
-    llvm.load_library_permanently(ctypes.util.find_library("z") or "libz.so.1")
-    return types.ExternalFunction("crc32", types.uint64(types.uint64, types.uintp, types.uint32))
+def compiled(*kernels) -> bool:
+    """Whether numba's disk cache holds these kernels; if not, their first call compiles them (seconds)."""
+    for k in kernels:
+        index = getattr(getattr(getattr(k, "_cache", None), "_cache_file", None), "_index_path", None)
+        if index is None or not os.path.exists(index):  # no cache (compiled in every run) or not yet cached
+            return False
+    return True
 
 
-zlib_crc32 = _zlib_crc32()
+def compile_rule(rule, **callees):
+    """A broker rule of rmqctl.rules compiled from its one definition; the rules it calls are given as their
+    compiled kernels (numba calls only compiled functions)."""
+    bound = pytypes.FunctionType(rule.__code__, {**rule.__globals__, **callees}, rule.__name__, rule.__defaults__)
+    bound.__qualname__, bound.__module__, bound.__doc__ = rule.__qualname__, rule.__module__, rule.__doc__
+    return kernel(bound)
+
+
+# CRC-32 implementations a kernel can call, fastest first: libdeflate's (carry-less multiply where the CPU has
+# it, ~3x zlib's) and zlib's own (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
+# pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
+# like a pointer. Both compute the same CRC (zlib.crc32's).
+CRC32_LIBRARIES = (("deflate", "libdeflate.so.0", "libdeflate_crc32", types.uint32(types.uint32, types.uintp, types.uintp)),
+                   ("z", "libz.so.1", "crc32", types.uint64(types.uint64, types.uintp, types.uint32)))
+
+
+def _crc32_function(libraries=CRC32_LIBRARIES):
+    """(the library's name, the external function) of the first CRC-32 this machine can load."""
+    for name, fallback, symbol, signature in libraries:
+        try:
+            llvm.load_library_permanently(ctypes.util.find_library(name) or fallback)
+        except RuntimeError:  # not installed
+            continue
+        return name, types.ExternalFunction(symbol, signature)
+    raise ImportError("neither libdeflate nor zlib (libz.so.1) can be loaded")
+
+
+CRC32_LIBRARY, native_crc32 = _crc32_function()
+_drop_stale_caches(CRC32_LIBRARY)
 MASK32 = 0xFFFFFFFF
 
 
@@ -122,7 +151,7 @@ def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
     if hi <= lo:
         return 0
-    return np.int64(zlib_crc32(0, u8[lo:].ctypes.data, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
+    return np.int64(native_crc32(0, u8[lo:].ctypes.data, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
 
 
 @kernel
@@ -232,6 +261,44 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 @kernel
+def property_segment(u8, i, hi):
+    """MessageDecoder.string2messageProperties' view of the segment starting at u8[i] (segments end at 0x02):
+    (its end, where its name/value separator is or -1 when it is no pair, its first 0x01 or -1, any byte
+    >= 0x80). A segment is a pair when its first 0x01 (the broker's indexOf from the segment start, which
+    makes a pair only inside the segment) lies after a non-empty name and before a non-empty value."""
+    j = i
+    sep1 = -1
+    non_ascii = False
+    while j < hi:
+        b = u8[j]
+        if b < 3 or b >= 0x80:
+            if b == 2:
+                break
+            if b >= 0x80:
+                non_ascii = True
+            elif b == 1 and sep1 < 0:
+                sep1 = j
+        j += 1
+    pair = sep1 if j - i >= 3 and i < sep1 < j - 1 else -1
+    return j, pair, sep1, non_ascii
+
+
+@kernel
+def find_name(u8, name_lo, name_hi, first, count, lo, hi):
+    """Which of the names u8[name_lo[e]:name_hi[e]], e in [first, count), is u8[lo:hi]; -1 when none."""
+    for e in range(first, count):
+        if name_hi[e] - name_lo[e] == hi - lo:
+            same = True
+            for c in range(hi - lo):
+                if u8[name_lo[e] + c] != u8[lo + c]:
+                    same = False
+                    break
+            if same:
+                return e
+    return -1
+
+
+@kernel
 def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     """find_properties, and what a verifier reports about the string, in one pass over its bytes. Returns
     (number of pairs, any byte >= 0x80, a non-empty segment whose first 0x01 is missing or first: a segment
@@ -244,34 +311,22 @@ def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     dropped = False
     i = lo
     while i < hi:
-        # the segment [i, j) and its first 0x01 (the first 0x01 from i on, as the broker's indexOf finds it,
-        # makes a pair only when it lies inside the segment)
-        j = i
-        sep1 = -1
-        while j < hi:
-            b = u8[j]
-            if b < 3 or b >= 0x80:
-                if b == 2:
-                    break
-                if b >= 0x80:
-                    non_ascii = True
-                elif b == 1 and sep1 < 0:
-                    sep1 = j
-            j += 1
+        j, sep, sep1, seg_non_ascii = property_segment(u8, i, hi)
+        non_ascii |= seg_non_ascii
         if j > i and sep1 <= i:
             dropped = True
-        if j - i >= 3 and i < sep1 < j - 1:
+        if sep >= 0:
             pairs += 1
             for k in range(len(name_lens)):
                 n = name_lens[k]
-                if sep1 - i == n:
+                if sep - i == n:
                     same = True
                     for c in range(n):
                         if u8[i + c] != names[k, c]:
                             same = False
                             break
                     if same:
-                        value_lo[k] = sep1 + 1
+                        value_lo[k] = sep + 1
                         value_hi[k] = j
         i = j + 1
     return pairs, non_ascii, dropped

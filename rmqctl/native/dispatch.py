@@ -16,7 +16,7 @@ from .. import schema as S
 from . import (T_AT, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be32, be64, find_properties, java_hash, kernel,
                property_names, rehash, topic_id)
 from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, signed32)
+                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32)
 
 
 PROPS_LEN = S.PROPS_LEN.size
@@ -26,7 +26,6 @@ TRANSACTION_MASK, ROLLBACK = S.TRANSACTION_MASK, S.TRANSACTION_ROLLBACK_TYPE
 TAGS, KEYS, UNIQ_KEY, DELAY, MULTI_DISPATCH = range(5)
 WANTED, WANTED_LENS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH")
 HASH_SEPARATOR = ord("#")  # IndexService.buildKey: topic + "#" + key
-SPACE = ord(" ")  # MessageConst.KEY_SEPARATOR
 
 
 @kernel
@@ -115,12 +114,8 @@ def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts,
         for which in (UNIQ_KEY, KEYS):
             lo, hi = value_lo[which], value_hi[which]
             while lo < hi:
-                if which == KEYS:  # every non-empty word between spaces
-                    while lo < hi and u8[lo] == SPACE:
-                        lo += 1
-                    word_end = lo
-                    while word_end < hi and u8[word_end] != SPACE:
-                        word_end += 1
+                if which == KEYS:  # every non-empty word
+                    lo, word_end = next_key_word(u8, lo, hi)
                 else:
                     word_end = hi
                 if word_end == lo:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from .. import schema as S
 from . import be32, kernel, put_be32, put_be64
+from .record import index_slot, index_time_diff
 
 INDEX_HEADER_SIZE, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE = S.INDEX_HEADER_SIZE, S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
 KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (S.INDEX_ENTRY_DTYPE.fields[name][1] for name in
                                                           ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
-MAX_TIME_DIFF = 0x7FFFFFFF
 
 
 @kernel
@@ -25,16 +25,12 @@ def put_keys(m, slot_num, index_num, count, begin_ts, key_hash, phys, timestamps
     used = 0
     for j in range(k):
         h = key_hash[j]
-        slot_pos = INDEX_HEADER_SIZE + (h % slot_num) * HASH_SLOT_SIZE
+        slot_pos = INDEX_HEADER_SIZE + index_slot(h, slot_num) * HASH_SLOT_SIZE
         prev = be32(m, slot_pos)
         if prev <= 0 or prev > count:
             prev = 0
             used += 1
-        diff = timestamps[j] - begin_ts
-        if begin_ts <= 0 or diff < 0:
-            diff = 0
-        else:
-            diff = min(diff // 1000, MAX_TIME_DIFF)
+        diff = index_time_diff(timestamps[j], begin_ts)
         e = entries_at + count * INDEX_ENTRY_SIZE
         put_be32(m, e + KEY_HASH_AT, h)
         put_be64(m, e + PHY_OFFSET_AT, phys[j])

@@ -11,8 +11,9 @@ import re
 
 import numpy as np
 
+from .. import rules
 from .. import schema as S
-from . import MASK32, be16, be32, java_hash, kernel
+from . import MASK32, be16, be32, compile_rule, java_hash, kernel
 
 
 def _field_offsets() -> dict[str, tuple[int, ...]]:
@@ -52,23 +53,46 @@ def signed32(h):
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+# what read_record makes of the bytes at a position: a record, the BLANK filler, or the kind of its refusal
+# (RecordError.kind, in read_record's order of checks)
+OK, BLANK, ZEROS, ILLEGAL_MAGIC, TRUNCATED, BAD_LENGTH = range(6)
+OUTCOME_KINDS = ("ok", "blank", "zeros", "illegal-magic", "truncated-record", "bad-length")
+MAGIC_BLANK = S.MAGIC_BLANK
+
+
 @kernel
-def decode_head(u8, pos, limit, allow_v2):
-    """record.read_record's checks up to the body, on the record at `pos` (pos + 8 <= limit). Returns
-    (size, combo, body length, V2), size 0 when the decoder refuses the record."""
+def head_outcome(u8, pos, limit, allow_v2):
+    """record.read_record's checks up to the body, on the record at `pos` (pos <= limit). Returns (outcome,
+    size, combo, body length, V2): OK when the head is sound, else BLANK or the refusal's kind."""
+    if limit - pos < 8:
+        return TRUNCATED, 0, 0, 0, False
     size = be32(u8, pos)
     magic = be32(u8, pos + MAGIC_AT)
     v2 = magic == MAGIC_V2
+    if magic == MAGIC_BLANK:
+        return BLANK, size, 0, 0, False
     if magic != MAGIC_V1 and not (v2 and allow_v2):
-        return 0, 0, 0, v2
-    if size <= 0 or pos + size > limit or size < SMALLEST_HEAD:
-        return 0, 0, 0, v2
+        return (ZEROS if size == 0 and magic == 0 else ILLEGAL_MAGIC), size, 0, 0, v2
+    if size <= 0 or pos + size > limit:
+        return TRUNCATED, size, 0, 0, v2
+    if size < SMALLEST_HEAD:
+        return BAD_LENGTH, size, 0, 0, v2
     sysflag = be32(u8, pos + SYSFLAG_AT)
     combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
     if HEAD_SIZE[combo] > size:
-        return 0, 0, 0, v2
+        return BAD_LENGTH, size, 0, 0, v2
     body_len = be32(u8, pos + BODY_LENGTH_AT[combo])
     if body_len > 0 and HEAD_SIZE[combo] + body_len > size:
+        return BAD_LENGTH, size, 0, 0, v2
+    return OK, size, combo, body_len, v2
+
+
+@kernel
+def decode_head(u8, pos, limit, allow_v2):
+    """head_outcome for walks that stop at anything but a record (pos + 8 <= limit). Returns (size, combo,
+    body length, V2), size 0 when the decoder refuses the record (or it is the BLANK)."""
+    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
+    if outcome != OK:
         return 0, 0, 0, v2
     return size, combo, body_len, v2
 
@@ -95,11 +119,26 @@ def decode_tail(u8, pos, size, combo, body_len, v2):
     return p, topic_len, props_len
 
 
+# the broker's rules, compiled from their one definition
+index_key_hash = compile_rule(rules.index_key_hash)
+index_slot = compile_rule(rules.index_slot, index_key_hash=index_key_hash)
+next_key_word = compile_rule(rules.next_key_word)
+index_time_diff = compile_rule(rules.index_time_diff)
+
+
 @kernel
 def key_hash_of(h):
-    """IndexFile.indexKeyHashMethod of a String.hashCode (as [0, 2^32)): abs, Integer.MIN_VALUE as 0."""
-    h = signed32(h)
-    return 0 if h == -(1 << 31) else abs(h)
+    """rules.index_key_hash of a String.hashCode given as [0, 2^32)."""
+    return index_key_hash(signed32(h))
+
+
+@kernel
+def index_slots(key_hashes, slot_num):
+    """rules.index_slot of every key hash."""
+    out = np.empty(len(key_hashes), np.int64)
+    for k in range(len(key_hashes)):
+        out[k] = index_slot(np.int64(key_hashes[k]), slot_num)
+    return out
 
 
 @kernel

@@ -31,7 +31,8 @@ from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
 from . import MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties, topic_id
 from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, index_hash, signed32)
+                     SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff,
+                     next_key_word, signed32)
 
 
 # numba loads its typing and lowering registries (mostly imports, ~0.3 s) at the first call of any kernel in
@@ -203,14 +204,11 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
                 if value_lo[KEYS] >= 0:
                     a = value_lo[KEYS]
                     b = value_hi[KEYS]
-                    while a <= b:  # String.split(" "): every non-empty word
-                        e = a
-                        while e < b and u8[e] != 0x20:
-                            e += 1
-                        if e > a:
-                            keys[0, k], keys[1, k] = n, index_hash(u8, a, e, topic_hash)
-                            k += 1
-                        a = e + 1
+                    a, e = next_key_word(u8, a, b)
+                    while a < e:
+                        keys[0, k], keys[1, k] = n, index_hash(u8, a, e, topic_hash)
+                        k += 1
+                        a, e = next_key_word(u8, e, b)
                 state[S_KEYS] = k
         records[POS, n], records[SIZE, n] = pos, size
         records[QUEUE_ID, n], records[QUEUE_OFFSET, n] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT)
@@ -280,7 +278,7 @@ def index_entries(u8, base, count, slots):
         h = be32(u8, p + KEY_HASH_AT)
         key_hash[k], phy[k] = h, be64(u8, p + PHY_OFFSET_AT)
         diff[k], prev[k] = be32(u8, p + TIME_DIFF_AT), be32(u8, p + PREV_INDEX_AT)
-        slot[k] = (0 if h == -(1 << 31) else abs(h)) % slots
+        slot[k] = index_slot(h, slots)
     return key_hash, phy, diff, prev, slot
 
 
@@ -388,7 +386,7 @@ def index_targets(phy, key_hash, diff, lo, hi, logical_end, rec_off, rec_keys, s
                 outcome[k] |= E_WRONG_KEY
         base = first_base if k == 0 else begin
         if base != -1:
-            want = 0 if base <= 0 else min(max((store_ts[at] - base) // 1000, 0), 0x7FFFFFFF)
+            want = index_time_diff(store_ts[at], base)
             if diff[k] != want:
                 outcome[k] |= E_TIME
     return outcome, record

@@ -24,7 +24,8 @@ TRANSACTION_NAMES = {S.TRANSACTION_NOT_TYPE: None, S.TRANSACTION_PREPARED_TYPE: 
 COMPRESSION_NAMES = {1: "LZ4", 2: "ZSTD", 3: "ZLIB"}
 # fields holding epoch milliseconds, shown as UTC time as well
 TIMESTAMP_FIELDS = {"bornTimestamp", "storeTimestamp", "beginTimestamp", "endTimestamp", "physicMsgTimestamp",
-                    "logicsMsgTimestamp", "indexMsgTimestamp"}
+                    "logicsMsgTimestamp", "indexMsgTimestamp", "currWriteTimeMs", "lastReadTimeMs", "dataVersionTimestamp"}
+TIMER_MAGIC_BITS = [(S.TIMER_MAGIC_DEFAULT, "DEFAULT"), (S.TIMER_MAGIC_ROLL, "ROLL"), (S.TIMER_MAGIC_DELETE, "DELETE")]
 PADDING = "(padding)"
 FORMAT_TYPES = {"b": "int8", "h": "int16", "i": "int32", "l": "int32", "q": "int64",
                 "B": "uint8", "H": "uint16", "I": "uint32", "L": "uint32", "Q": "uint64"}
@@ -106,6 +107,10 @@ def describe(name: str, value, raw: bytes) -> str:
         return f"0x{value & 0xFFFFFFFF:08x} {S.MAGIC_NAMES.get(value, 'unknown magic')}"
     if leaf == "sysFlag":
         return sysflag_text(value)
+    if leaf == "magic":  # timerlog unit or BLANK, wheel slot
+        if value == S.MAGIC_BLANK:
+            return f"0x{value & 0xFFFFFFFF:08x} BLANK"
+        return "|".join(n for bit, n in TIMER_MAGIC_BITS if value & bit) or str(value)
     if leaf in TIMESTAMP_FIELDS and value > 0:
         return f"{value} = {_utc(value)}"
     return str(value)

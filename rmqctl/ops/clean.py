@@ -36,10 +36,12 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
-from ..store import INDEX_FILE_NAME, IndexFile, Store, written_units
+from ..rules import written_units
+from ..store import INDEX_FILE_NAME, IndexFile, Store
 from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision,
                           PassResult, QueueSegment, QueueState, StoreState, Unconsumed, check_delete_when,
                           correct_min_offset, java_disk_ratio, remaining)
+from .timer import dangling_after, dangling_rows
 from .txn import locked_for_writing
 
 UNTIL_OK_LIMIT = 100_000  # a guard, far beyond any real store (10 files per pass)
@@ -103,6 +105,7 @@ class CleanResult:
     notes: list[str]
     applied: bool
     configError: str | None = None
+    timerUnitsLost: list = dataclasses.field(default_factory=list)  # pending 5.x timer units below the new minimum
 
     @property
     def decisions(self) -> list[FileDecision]:
@@ -123,7 +126,8 @@ class CleanResult:
                 "cqMinOffsetsBefore": self.cqMinOffsetsBefore, "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
                 "indexFilesAfter": self.indexFilesAfter, "freedBytes": self.freed_bytes,
                 "unconsumed": [dataclasses.asdict(u) for u in self.unconsumed],
-                "remaining": self.remaining, "notes": self.notes + self.settings.notes}
+                "remaining": self.remaining, "notes": self.notes + self.settings.notes,
+                "timerUnitsLost": self.timerUnitsLost}
 
 
 # -- the store as the cleaner sees it --------------------------------------------------------------------
@@ -300,8 +304,12 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
         if until_ok and not p.deleted():
             break
     cleaner.finish_unconsumed()
+    timer_lost = []
+    if cleaner.min_phy_offset > cleaner.min_before:
+        timer_lost = dangling_rows(dangling_after(store, cleaner.min_phy_offset, None),
+                                   f"below the new minimum offset {cleaner.min_phy_offset}")
     return CleanResult(store=str(store.root), settings=settings, passes=results, minPhyOffsetBefore=cleaner.min_before,
                        minPhyOffsetAfter=cleaner.min_phy_offset, cqMinOffsetsBefore=cleaner.cq_min_before,
                        cqMinOffsetsAfter=cleaner.cq_min_offsets(), indexFilesAfter=[f.name for f, _ in cleaner.index],
                        unconsumed=cleaner.unconsumed, remaining=remaining(cleaner, results[-1]), notes=notes,
-                       applied=apply, configError=config_error)
+                       applied=apply, configError=config_error, timerUnitsLost=timer_lost)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import schema as S
-from ..dispatch import KEY_SEPARATOR
+from ..rules import key_words
 from ..errors import UsageError
 from ..record import Message
 
@@ -53,7 +53,7 @@ class MessageFilter:
             return False
         if self.tag is not None and m.tags != self.tag:
             return False
-        if self.key is not None and self.key not in (m.keys or "").split(KEY_SEPARATOR):
+        if self.key is not None and self.key.encode("utf-8") not in key_words((m.keys or "").encode("utf-8")):
             return False
         if any(m.properties.get(name) != value for name, value in self.properties.items()):
             return False

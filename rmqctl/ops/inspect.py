@@ -5,20 +5,36 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterator
 
+import numpy as np
+import orjson
+
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
-from ..store import ConsumeQueue, Store, index_slot, offset_to_name
+from ..rules import index_slot
+from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
+from .timer import pending_summary
 
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
                    raw_properties: bool = False, decompress: bool = False, warn=None,
                    where: MessageFilter | None = None) -> Iterator[dict]:
-    """Every message record in commitlog order (those `where` matches), as `dump commitlog` prints it. Damage
-    ends the walk of that file (as it ends the broker's) and is passed to `warn` as one line naming file and
-    offset."""
+    """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
+    dump_commitlog_lines (one writer of the contract). With `where` (time, tags, keys, properties, ids), each
+    record is decoded and matched by the reference decoder instead. Damage is passed to `warn` as there."""
+    if where is not None:
+        yield from _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where)
+        return
+    for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
+                                      warn):
+        for line in block.splitlines():
+            yield orjson.loads(line)
+
+
+def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
+              where: MessageFilter) -> Iterator[dict]:
     scan = store.scan()
     n = 0
     reported = 0
@@ -30,13 +46,48 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
             continue
         if queue_id is not None and m.queueId != queue_id:
             continue
-        if where is not None and not where.matches(m):
+        if not where.matches(m):
             continue
         yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
         n += 1
         if limit is not None and n >= limit:
             return
     _report_damage(scan.errors, reported, warn)
+
+
+def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
+                         queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
+                         raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[bytes]:
+    """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
+    the engine's columns. Damage ends the walk of that file (as it ends the broker's) and is passed to `warn`
+    as one line naming file and offset."""
+    from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
+
+    scan = store.scan()
+    left = limit
+    reported = 0
+    for chunk in scan.chunks(start, end):
+        if reported < len(scan.errors):
+            reported = _report_damage(scan.errors, reported, warn)
+        rows = select_records(chunk, topic, queue_id)
+        if left is not None:
+            rows = rows[:left]
+            left -= len(rows)
+        yield from chunk_lines(chunk, rows, body, raw_properties, decompress)
+        if left == 0:
+            return
+    _report_damage(scan.errors, reported, warn)
+
+
+def select_records(chunk, topic: str | None, queue_id: int | None) -> np.ndarray:
+    """The rows of `chunk` whose topic is `topic` (its UTF-8 bytes) and whose queue id is `queue_id`."""
+    keep = np.ones(len(chunk), bool)
+    if queue_id is not None:
+        keep &= chunk.column("queueId") == queue_id
+    if topic is not None:
+        at = chunk.column("topicAt")
+        keep &= chunk.spans_equal(at, at + chunk.column("topicLength"), topic.encode("utf-8"))
+    return np.flatnonzero(keep)
 
 
 def _report_damage(errors, reported: int, warn) -> int:
@@ -106,7 +157,7 @@ def dump_index(store: Store, name: str | None = None, entries: bool = True) -> I
         for n in range(1, min(ix.index_count, len(arr))):
             e = arr[n]
             yield {"kind": "entry", "file": ix.name, "index": n, "keyHash": int(e["keyHash"]),
-                   "slot": index_slot(int(e["keyHash"])) % ix.slot_num, "phyOffset": int(e["phyOffset"]),
+                   "slot": index_slot(int(e["keyHash"]), ix.slot_num), "phyOffset": int(e["phyOffset"]),
                    "timeDiff": int(e["timeDiff"]), "prevIndex": int(e["prevIndex"])}
 
 
@@ -248,5 +299,6 @@ def info(store: Store) -> dict:
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         "abort": abort,
         "lockHeldBy": holder,
+        "timer": pending_summary(store),
         "odd": odd,
     }

@@ -9,7 +9,7 @@ import time
 
 from .. import schema as S
 from ..errors import StoreError
-from ..record import Message
+from ..record import Message, read_record
 from ..store import Store
 from .query import carries_key, query_offsets
 
@@ -93,9 +93,12 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
                     found[off] = (f.name, f.start, m)
         if found:
             return [found[o] for o in sorted(found)]
-    for f, m in store.scan().records():
-        if m.uniq_key == key and (not topics or m.topic in topics):
-            found[f.start + m.position] = (f.name, f.start, m)
+    for chunk in store.scan().chunks():  # the engine finds the few records; the reference decodes them
+        hits = chunk.spans_equal(chunk.column("lo:UNIQ_KEY"), chunk.column("hi:UNIQ_KEY"), key.encode())
+        for pos in chunk.column("position")[hits]:
+            m = read_record(chunk.file.buf, int(pos), len(chunk.u8))
+            if not topics or m.topic in topics:
+                found[chunk.file.start + m.position] = (chunk.file.name, chunk.file.start, m)
     return [found[o] for o in sorted(found)]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..dispatch import KEY_SEPARATOR, index_key_hash
+from ..dispatch import index_key_hash
+from ..rules import key_words
 from ..errors import StoreError
 from ..record import Message, message_dict
 from ..store import Store
@@ -52,7 +53,7 @@ def carries_key(m: Message, topic: str, key: str) -> bool:
     if m.topic != topic:
         return False
     keys = m.keys
-    return key == m.uniq_key or (keys is not None and key in keys.split(KEY_SEPARATOR))
+    return key == m.uniq_key or (keys is not None and key.encode() in key_words(keys.encode()))
 
 
 def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,

@@ -44,8 +44,10 @@ from ..errors import StoreError
 from ..record import Blank, Message
 from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryChecker, Walk, check_earlier_files,
                         last_nonzero, records_past, recovery_start, walk)
-from ..store import IndexFile, MappedFile, Store, index_slot
+from ..rules import cq_unit_valid, index_slot
+from ..store import IndexFile, MappedFile, Store
 from .staging import queue_units, stage_checkpoint, verify_staged, writing
+from .timer import dangling_after, dangling_rows, stage_timercheck
 from .txn import Transaction
 
 
@@ -71,11 +73,12 @@ class RepairResult:
     interrupted: dict | None = None
     backup: str | None = None
     seconds: float = 0.0
+    timer: dict = dataclasses.field(default_factory=dict)  # danglingUnits, timercheck: the 5.x timer files
 
     @property
     def changed(self) -> bool:
         return bool(self.commitlog["fileZeroed"] or self.commitlog["filesRemoved"] or self.consumequeue
-                    or self.index or self.checkpoint or self.abortRemoved)
+                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck"))
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -144,7 +147,7 @@ def undo_entries(m, slots: int, header: list, keep: int):
     for n in range(header[5] - 1, keep - 1, -1):
         pos = base + n * S.INDEX_ENTRY_SIZE
         key_hash, _, _, prev = S.INDEX_ENTRY.unpack_from(m, pos)
-        slot_pos = S.INDEX_HEADER_SIZE + (index_slot(key_hash) % slots) * S.HASH_SLOT_SIZE
+        slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, slots) * S.HASH_SLOT_SIZE
         if S.INT32.unpack_from(m, slot_pos)[0] != n:
             raise StoreError(f"index entry {n} is not the head of its hash slot's chain; the file is damaged "
                              "beyond undoing: rebuild the index (`rmqctl rebuild index`) after the repair")
@@ -264,7 +267,7 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
         staged, target = Path(op["staged"]), Path(op["target"])
         if target.parent.parent.parent == store.consumequeue_dir.resolve():
             arr = np.fromfile(staged, dtype=S.CQ_DTYPE)
-            written = arr[(arr["size"] > 0) & (arr["commitLogOffset"] >= 0)]
+            written = arr[cq_unit_valid(arr["commitLogOffset"], arr["size"])]
             if np.any(written["commitLogOffset"] >= cut) or np.any(arr["size"][len(written):] != 0):
                 problems.append(f"{target}: units past the cut remain")
         elif target.parent == store.index_dir.resolve():
@@ -286,6 +289,20 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
             if last_nonzero(f.buf, zero_from - f.start) >= 0:
                 problems.append(f"{target}: data remains past {zero_from}")
     return problems
+
+
+def plan_timer(store: Store, cut: int, consumequeue: list, txn: Transaction | None) -> dict:
+    """The pending timer units the cut leaves pointing at nothing (left as the broker leaves them), and
+    timercheck's enqueued queue offsets lowered to the timer queue's new end, as TimerMessageStore.recover
+    does; empty without timer files."""
+    queue_end = next((q["fromQueueOffset"] for q in consumequeue
+                      if (q["topic"], q["queueId"]) == (S.TIMER_TOPIC, 0)), None)
+    dangling = dangling_after(store, None, cut, queue_end)
+    if dangling is None:
+        return {}
+    stage_timercheck(store, txn, dangling.timercheck)
+    return {"danglingUnits": dangling_rows(dangling, f"past the cut at {cut}"),
+            "timercheck": {k: list(v) for k, v in dangling.timercheck.items()}}
 
 
 # ---- the operation -----------------------------------------------------------------------------------------
@@ -336,6 +353,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 if cp["confirmPhyOffset"] > max(last_kept, 0):
                     values["confirmPhyOffset"] = max(last_kept, 0)
                 stage_checkpoint(store, txn, checkpoint, **values)
+            timer = plan_timer(store, cut, consumequeue, txn)
             abort = store.abort_exists()
             if txn is not None and abort:
                 txn.remove(store.abort_path)
@@ -345,7 +363,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 bytesCut=bytes_past(store, cut), recordsCut=len(past), recordsCutByQueue=dict(by_queue),
                 cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]], commitlog=commitlog,
                 consumequeue=consumequeue, index=index, checkpoint=checkpoint, abortRemoved=abort,
-                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted)
+                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
                 problems = _check_staged(store, txn, cut, zero_from) or verify_staged(

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import schema as S
 from ..lock import store_lock
+from ..native.record import index_slots
 from ..recovery import RecordSet
 from ..store import ConsumeQueue, IndexFile, Store
 from ..writers import Dispatcher
@@ -106,7 +107,7 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in (d.iterdir() if d.is_dir() else ()):
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    for name in ("consumequeue", "index", "checkpoint", "abort"):
+    for name in ("consumequeue", "index", "checkpoint", "abort", "timerlog", "timerwheel", "config"):
         if (store.root / name).exists():
             link(store.root / name, view / name)
     for op in txn.ops:
@@ -227,7 +228,7 @@ def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str
         if np.any(reach != 1):
             problems.append(f"{p}: {int(np.count_nonzero(reach != 1))} entries not reached exactly once by the chains")
         hashes = entries["keyHash"].astype(np.int64)
-        own_slot = np.where(hashes == -(1 << 31), 0, np.abs(hashes)) % slots
+        own_slot = index_slots(hashes, slots)
         used = np.flatnonzero(slot_values)
         if np.any(own_slot[slot_values[used].astype(np.int64) - 1] != used):
             problems.append(f"{p}: a slot heads a chain of another slot's entries")

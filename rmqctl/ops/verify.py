@@ -28,13 +28,14 @@ import numpy as np
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
-from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, Finding
+from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, TIMER, Finding
 from ..native import available_cores
 from ..native.verify import queue_breaks
 from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import VERIFY_PARTS, verify_commitlog, verify_links
 from .config_check import config_problems
+from .timer import check_timer
 from .txn import pending
 from .verify_context import Context, Records
 
@@ -102,6 +103,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
+    if "timer" in parts:
+        check_timer(ctx, rec, lambda *finding: ctx.report(TIMER, *finding))
     findings = ctx.out.sorted()
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
@@ -294,6 +297,7 @@ def _recovery_notes(ctx: Context, rec: Records, cp: dict):
     begin = files[first].start
     seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.is5)]
     cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
+    ctx.recovery_cut = cut.commitLogOffset if cut is not None else None
     if cut is not None:
         lost = rec.off > cut.commitLogOffset
         cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "

@@ -21,6 +21,7 @@ from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
 from ..recovery import recovery_start
 from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
+from ..rules import cq_unit_valid, index_time_diff
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 from .verify_context import Context, Records
 
@@ -151,7 +152,7 @@ def consumequeue_max_phy(run: Context) -> int:
     except StoreError:
         return 0
     for cq, (idx, off, sz, _, _) in units:
-        valid = np.flatnonzero((off >= 0) & (sz > 0) & (sz != S.PRE_BLANK_SIZE))
+        valid = np.flatnonzero(cq_unit_valid(off, sz) & (sz != S.PRE_BLANK_SIZE))
         if len(valid):
             best = max(best, int(off[valid[-1]] + sz[valid[-1]]))
     run.cq_max_phy = best
@@ -185,7 +186,7 @@ def check_consumequeues(run: Context, rec: Records):
         key = (cq.topic, cq.queue_id)
         seen.add(key)
         _queue_file_checks(run, cq.files, size, "consumequeue")
-        valid = (off >= 0) & (sz > 0)
+        valid = cq_unit_valid(off, sz)
         pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
         live = np.flatnonzero(valid)
         if not len(live):
@@ -468,7 +469,7 @@ def _report_time_diffs(run: Context, rec: Records, ix: IndexFile, ks, n, phy, di
     the constructor presets)."""
     for k in ks.tolist():
         base = first_base if k == 0 else ix.header["beginTimestamp"]
-        want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
+        want = index_time_diff(int(rec.store_ts[record[k]]), base)
         run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
                    f"time-bounded lookups misjudge it")

@@ -32,6 +32,7 @@ from .columns import (
 )
 from .inputs import StoreInput, inputs_from_options, option_bool, settle_commitlog_geometry
 from .metaq import MetaqDataSource
+from .timer_source import TimerLogDataSource
 
 try:  # filter pushdown arrived in Spark 4.1
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
@@ -228,5 +229,5 @@ class IndexDataSource(DataSource):
         return IndexReader(self.options, schema)
 
 
-SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, IndexDataSource, MetaqDataSource)
+SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, IndexDataSource, TimerLogDataSource, MetaqDataSource)
 PUSHDOWN = EqualTo is not None

@@ -1,0 +1,46 @@
+"""`dump timerlog` and `dump timerwheel`: the 5.x timer files."""
+from __future__ import annotations
+
+import click
+
+from ..errors import EXIT_REFUSED
+from ..ops import timer
+from .base import dump, echo_err, render, store_options
+
+UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "realTopic", "realQueueId", "problem"]
+SLOT_COLUMNS = ["slotIndex", "timeMs", "firstPos", "lastPos", "num", "chain", "chainProblem"]
+
+
+def filters(fn):
+    fn = click.option("--end", type=int, metavar="MS", help="Latest delivery (slot) time, epoch ms inclusive.")(fn)
+    fn = click.option("--begin", type=int, metavar="MS", help="Earliest delivery (slot) time, epoch ms inclusive.")(fn)
+    return click.option("--slot", type=int, help="Only wheel slot N ((timeMs / timerPrecisionMs) % 1209600).")(fn)
+
+
+@dump.command("timerlog")
+@store_options
+@filters
+@click.option("--no-resolve", is_flag=True, help="Do not read each unit's commitlog record.")
+def dump_timerlog(ctx, slot, begin, end, no_resolve):
+    """Decode the 52-byte units of timerlog/ (5.x timer messages), each with the record it points at."""
+    damage = []
+
+    def warn(msg):
+        damage.append(msg)
+        echo_err(f"rmqctl: {msg}")
+
+    rows = timer.dump_timerlog(ctx.store, slot, begin, end, resolve=not no_resolve, warn=warn)
+    if ctx.format == "table":  # the record's real queue instead of the whole record
+        rows = ({**r, **{k: (r.get("message") or {}).get(k) for k in ("realTopic", "realQueueId")}} for r in rows)
+    render(rows, ctx.format, UNIT_COLUMNS if ctx.format == "table" else None)
+    if damage:
+        raise click.exceptions.Exit(EXIT_REFUSED)
+
+
+@dump.command("timerwheel")
+@store_options
+@filters
+def dump_timerwheel(ctx, slot, begin, end):
+    """Decode the used slots of timerwheel, each with the unit chain followed from lastPos through prevPos."""
+    render(timer.dump_timerwheel(ctx.store, slot, begin, end), ctx.format,
+           SLOT_COLUMNS if ctx.format == "table" else None)

@@ -1,0 +1,46 @@
+"""`dump commitlog` lines from the engine's batches: the compiled writer (native/jsonl.py) for nearly every
+record, record.message_dict + orjson (the reference, and the contract's definition) for the few it leaves."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import orjson
+
+from ..native.decode import decode
+from ..native.jsonl import BODY_MODES, line_bound, write_lines
+from ..record import message_dict, read_record
+from .walk import Chunk
+
+BLOCK = 4 << 20  # bytes of lines handed on at a time
+KERNELS = (decode, write_lines)  # what a dump compiles on its first run
+
+
+def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: bool) -> bytes:
+    f = chunk.file
+    m = read_record(f.buf, int(chunk.column("position")[row]), len(chunk.u8))
+    return orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress),
+                        option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: bool,
+                block: int = BLOCK) -> Iterator[bytes]:
+    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes."""
+    name = np.frombuffer(chunk.file.name.encode(), np.uint8)
+    mode = BODY_MODES[body]
+    rows = np.ascontiguousarray(rows, np.int64)
+    out = np.empty(block, np.uint8)
+    i = 0
+    while i < len(rows):
+        done, used, needs_reference = write_lines(chunk.u8, chunk.cols, rows, i, name, chunk.file.start, mode,
+                                                  raw_properties, decompress, out)
+        if used:
+            yield out[:used].tobytes()
+        i += done
+        if i == len(rows):
+            break
+        if needs_reference:
+            yield reference_line(chunk, rows[i], body, raw_properties, decompress)
+            i += 1
+        elif not done:  # one line longer than the block
+            out = np.empty(line_bound(chunk.cols, rows[i], len(name)), np.uint8)

@@ -1,0 +1,105 @@
+"""The engine's Arrow columns, built in machine code from the decode's spans: text and bytes gathered into
+one buffer with Arrow's offsets, hosts and msgIds written as text, the properties as map entries (a name
+given twice keeps its first place and its last value, as the reference's dict does) and the KEYS words
+(rules.next_key_word)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import find_name, kernel, property_segment
+from .jsonl import HEX_UPPER, put_int, put_ipv4
+from .record import PHYSICAL_OFFSET_AT, next_key_word
+
+
+@kernel
+def gather(u8, lo, hi, out, offsets):
+    """Copy the spans u8[lo[i]:hi[i]] (lo < 0 or hi <= lo: empty) one after another into `out`, writing
+    len(lo) + 1 Arrow offsets. Returns the bytes written."""
+    o = 0
+    offsets[0] = 0
+    for i in range(len(lo)):
+        a, b = lo[i], hi[i]
+        if a >= 0 and b > a:
+            out[o:o + b - a] = u8[a:b]
+            o += b - a
+        offsets[i + 1] = o
+    return o
+
+
+@kernel
+def host_texts(u8, ip_at, port, out, offsets):
+    """"a.b.c.d:port" of each IPv4 host (the caller writes IPv6 hosts itself)."""
+    o = 0
+    offsets[0] = 0
+    for i in range(len(ip_at)):
+        o = put_ipv4(out, o, u8, ip_at[i], port[i])
+        offsets[i + 1] = o
+    return o
+
+
+@kernel
+def msgid_texts(u8, position, store_ip_at, store_ip_len, out, offsets):
+    """MessageDecoder.createMessageId: store address, port and PHYSICALOFFSET as upper-case hex."""
+    o = 0
+    offsets[0] = 0
+    for i in range(len(position)):
+        a = store_ip_at[i]
+        for k in range(store_ip_len[i] + 4):
+            b = u8[a + k]
+            out[o] = HEX_UPPER[b >> 4]
+            out[o + 1] = HEX_UPPER[b & 15]
+            o += 2
+        p = position[i] + PHYSICAL_OFFSET_AT
+        for k in range(8):
+            b = u8[p + k]
+            out[o] = HEX_UPPER[b >> 4]
+            out[o + 1] = HEX_UPPER[b & 15]
+            o += 2
+        offsets[i + 1] = o
+    return o
+
+
+@kernel
+def property_entries(u8, props_at, props_len, name_lo, name_hi, value_lo, value_hi, offsets):
+    """The pairs of each record's property string as map entries (spans), in order, a repeated name keeping
+    its first place and taking the later value. Returns the entries written."""
+    n = 0
+    offsets[0] = 0
+    for r in range(len(props_at)):
+        first = n
+        i = props_at[r]
+        hi = i + props_len[r]
+        while i < hi:
+            j, sep, _, _ = property_segment(u8, i, hi)
+            if sep >= 0:
+                seen = find_name(u8, name_lo, name_hi, first, n, i, sep)
+                if seen >= 0:
+                    value_lo[seen], value_hi[seen] = sep + 1, j
+                else:
+                    name_lo[n], name_hi[n], value_lo[n], value_hi[n] = i, sep, sep + 1, j
+                    n += 1
+            i = j + 1
+        offsets[r + 1] = n
+    return n
+
+
+@kernel
+def key_words(u8, lo, hi, word_lo, word_hi, offsets):
+    """The words the broker indexes (rules.next_key_word) of each KEYS value u8[lo[r]:hi[r]] (lo < 0: no
+    KEYS). Returns the words written."""
+    n = 0
+    offsets[0] = 0
+    for r in range(len(lo)):
+        if lo[r] >= 0:
+            a, b = next_key_word(u8, lo[r], hi[r])
+            while a < b:
+                word_lo[n], word_hi[n] = a, b
+                n += 1
+                a, b = next_key_word(u8, b, hi[r])
+        offsets[r + 1] = n
+    return n
+
+
+def most_entries(props_len: np.ndarray) -> int:
+    """Room for every pair: a pair takes 3 bytes and a separator."""
+    return int(props_len.sum()) // 3 + len(props_len) + 1

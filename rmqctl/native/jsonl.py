@@ -1,0 +1,300 @@
+"""`dump commitlog`'s JSON Lines, written from the engine's columns in machine code: the same bytes that
+orjson makes of record.message_dict (keys in its order, compact, UTF-8 text as is, `"` `\\` and control
+characters escaped as orjson escapes them). Records whose line needs what the kernel does not carry (IPv6
+hosts, text that is not well-formed UTF-8 and that Java decodes with replacement, a property name given
+twice, more than MOST_PAIRS pairs, a compressed body with --decompress) stop the kernel at that record; the
+caller writes its line with the reference (message_dict) and goes on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema as S
+from . import find_name, java_hash, kernel, property_segment
+from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
+                     TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
+from .record import PHYSICAL_OFFSET_AT
+
+BODY_NONE, BODY_UTF8, BODY_BASE64, BODY_HEX = range(4)
+BODY_MODES = {"none": BODY_NONE, "utf8": BODY_UTF8, "base64": BODY_BASE64, "hex": BODY_HEX}
+MOST_PAIRS = 64
+UNIQ_KEY_LO = VALUE_SPANS + 2 * PROPERTY_NAMES.index("UNIQ_KEY")
+
+# the numbers written as they are, in message_dict's order, around the hosts
+FIRST_NUMBERS = ("storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
+                 "bornTimestamp")
+LATER_NUMBERS = ("reconsumeTimes", "preparedTransactionOffset", "bodyLength")
+
+
+def _literals():
+    """The constant text between the values, one piece after another in a byte array, and where each begins."""
+    pieces = ['{"file":"', '","position":', ',"commitLogOffset":']
+    pieces += [f',"{name}":' for name in FIRST_NUMBERS]
+    pieces += [',"bornHost":"', '","storeTimestamp":', ',"storeHost":"', '"']
+    pieces += [f',"{name}":' for name in LATER_NUMBERS]
+    pieces += [',"body":', ',"bodyEncoding":"none"', ',"bodyEncoding":"utf8"', ',"bodyEncoding":"base64"',
+               ',"bodyEncoding":"hex"', ',"topic":"', '","properties":{', '},"msgId":"', '","uniqKey":', 'null',
+               ',"propertiesString":"', '}\n']
+    data = np.frombuffer("".join(pieces).encode(), np.uint8).copy()
+    starts = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
+    return pieces, data, starts
+
+
+PIECES, LITERAL_BYTES, LITERAL_STARTS = _literals()
+(L_FILE, L_POSITION, L_OFFSET) = range(3)
+L_FIRST = 3
+L_BORN = L_FIRST + len(FIRST_NUMBERS)
+L_STORE_TS, L_STORE_HOST, L_QUOTE = L_BORN + 1, L_BORN + 2, L_BORN + 3
+L_LATER = L_BORN + 4
+L_BODY = L_LATER + len(LATER_NUMBERS)
+L_ENCODING = L_BODY + 1  # + body mode
+L_TOPIC, L_PROPERTIES, L_MSGID, L_UNIQ, L_NULL, L_RAW, L_END = range(L_ENCODING + 4, L_ENCODING + 11)
+FIRST_COLUMNS = np.array([COLUMN[n] for n in FIRST_NUMBERS], np.int64)
+LATER_COLUMNS = np.array([COLUMN[n] for n in LATER_NUMBERS], np.int64)
+STORE_TS, BORN_IP, BORN_PORT, STORE_IP, STORE_PORT = (HEAD_NAMES.index(n) for n in (
+    "storeTimestamp", "bornHost.ip", "bornHost.port", "storeHost.ip", "storeHost.port"))
+BODY_LENGTH = HEAD_NAMES.index("bodyLength")
+SYSFLAG = HEAD_NAMES.index("sysFlag")
+COMPRESSED = S.COMPRESSED_FLAG
+
+HEX_DIGITS = np.frombuffer(b"0123456789abcdef", np.uint8).copy()
+HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", np.uint8).copy()
+BASE64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8).copy()
+# orjson's short escapes: \b \t \n \f \r; every other byte < 0x20 is \u00XX
+SHORT_ESCAPE = np.zeros(32, np.uint8)
+for _code, _letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
+    SHORT_ESCAPE[_code] = ord(_letter)
+
+
+@kernel
+def put_literal(out, o, k):
+    lo, hi = LITERAL_STARTS[k], LITERAL_STARTS[k + 1]
+    for i in range(hi - lo):
+        out[o + i] = LITERAL_BYTES[lo + i]
+    return o + hi - lo
+
+
+DIGIT_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), np.uint8).copy()
+POWERS_OF_TEN = np.array([10 ** k for k in range(1, 20)], np.uint64)
+
+
+@kernel
+def put_int(out, o, v):
+    """The decimal text of the int64 v."""
+    if v < 0:
+        out[o] = 45  # '-'
+        o += 1
+        mag = np.uint64(-(v + 1)) + np.uint64(1)
+    else:
+        mag = np.uint64(v)
+    digits = 1
+    while digits < 20 and mag >= POWERS_OF_TEN[digits - 1]:
+        digits += 1
+    end = o + digits
+    i = end
+    while mag >= 100:
+        q = mag // np.uint64(100)
+        pair = np.int64(mag - q * np.uint64(100)) * 2
+        out[i - 1] = DIGIT_PAIRS[pair + 1]
+        out[i - 2] = DIGIT_PAIRS[pair]
+        i -= 2
+        mag = q
+    if mag >= 10:
+        pair = np.int64(mag) * 2
+        out[i - 1] = DIGIT_PAIRS[pair + 1]
+        out[i - 2] = DIGIT_PAIRS[pair]
+    else:
+        out[i - 1] = 48 + np.uint8(mag)
+    return end
+
+
+@kernel
+def put_escaped(out, o, u8, lo, hi):
+    """Well-formed UTF-8 text as the inside of a JSON string, escaped as orjson escapes it."""
+    for i in range(lo, hi):
+        b = u8[i]
+        if b >= 0x20 and b != 34 and b != 92:
+            out[o] = b
+            o += 1
+        elif b == 34 or b == 92:
+            out[o] = 92
+            out[o + 1] = b
+            o += 2
+        elif SHORT_ESCAPE[b]:
+            out[o] = 92
+            out[o + 1] = SHORT_ESCAPE[b]
+            o += 2
+        else:
+            out[o], out[o + 1], out[o + 2], out[o + 3] = 92, 117, 48, 48  # \u00
+            out[o + 4] = HEX_DIGITS[b >> 4]
+            out[o + 5] = HEX_DIGITS[b & 15]
+            o += 6
+    return o
+
+
+@kernel
+def put_hex(out, o, u8, lo, hi, digits):
+    for i in range(lo, hi):
+        out[o] = digits[u8[i] >> 4]
+        out[o + 1] = digits[u8[i] & 15]
+        o += 2
+    return o
+
+
+@kernel
+def put_base64(out, o, u8, lo, hi):
+    i = lo
+    while i + 3 <= hi:
+        v = (np.int64(u8[i]) << 16) | (np.int64(u8[i + 1]) << 8) | np.int64(u8[i + 2])
+        out[o] = BASE64[v >> 18]
+        out[o + 1] = BASE64[(v >> 12) & 63]
+        out[o + 2] = BASE64[(v >> 6) & 63]
+        out[o + 3] = BASE64[v & 63]
+        o += 4
+        i += 3
+    rest = hi - i
+    if rest:
+        v = np.int64(u8[i]) << 16
+        if rest == 2:
+            v |= np.int64(u8[i + 1]) << 8
+        out[o] = BASE64[v >> 18]
+        out[o + 1] = BASE64[(v >> 12) & 63]
+        out[o + 2] = BASE64[(v >> 6) & 63] if rest == 2 else 61  # '='
+        out[o + 3] = 61
+        o += 4
+    return o
+
+
+@kernel
+def put_ipv4(out, o, u8, at, port):
+    for k in range(4):
+        if k:
+            out[o] = 46  # '.'
+            o += 1
+        o = put_int(out, o, np.int64(u8[at + k]))
+    out[o] = 58  # ':'
+    return put_int(out, o + 1, port)
+
+
+@kernel
+def property_pairs(u8, lo, hi, name_lo, sep_at, value_hi):
+    """The pairs of the property string u8[lo:hi] in order (name start, separator, value end), or -1 when
+    there are more than the arrays hold or a name comes twice (message_dict's dict keeps the first place
+    and the last value: the reference writes those)."""
+    n = 0
+    i = lo
+    while i < hi:
+        j, sep, _, _ = property_segment(u8, i, hi)
+        if sep >= 0:
+            if n == len(name_lo):
+                return -1
+            if find_name(u8, name_lo, sep_at, 0, n, i, sep) >= 0:
+                return -1
+            name_lo[n], sep_at[n], value_hi[n] = i, sep, j
+            n += 1
+        i = j + 1
+    return n
+
+
+@kernel
+def line_bound(cols, r, name_len):
+    """The most bytes record r's line can take (every text byte escaped to 6)."""
+    body = max(cols[r, BODY_LENGTH], 0)
+    return 900 + name_len + 6 * cols[r, TOPIC_LEN] + 14 * cols[r, PROPS_LEN] + 6 * body
+
+
+@kernel
+def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out):
+    """Write the lines of cols[rows[first:]] into `out` until the next one may not fit or needs the
+    reference. Returns (rows written, bytes written, that next row needs the reference)."""
+    name_lo = np.empty(MOST_PAIRS, np.int64)
+    sep_at = np.empty(MOST_PAIRS, np.int64)
+    value_hi = np.empty(MOST_PAIRS, np.int64)
+    o = 0
+    for i in range(first, len(rows)):
+        r = rows[i]
+        if line_bound(cols, r, len(file_name)) > len(out) - o:
+            return i - first, o, False
+        props_lo = cols[r, PROPS_AT]
+        props_hi = props_lo + cols[r, PROPS_LEN]
+        if cols[r, COMBO] != 0 or cols[r, TEXT_FLAGS] != 0 or (decompress and cols[r, SYSFLAG] & COMPRESSED):
+            return i - first, o, True
+        pairs = property_pairs(u8, props_lo, props_hi, name_lo, sep_at, value_hi)
+        if pairs < 0:
+            return i - first, o, True
+        pos = cols[r, POSITION]
+        o = put_literal(out, o, L_FILE)
+        for k in range(len(file_name)):
+            out[o + k] = file_name[k]
+        o += len(file_name)
+        o = put_literal(out, o, L_POSITION)
+        o = put_int(out, o, pos)
+        o = put_literal(out, o, L_OFFSET)
+        o = put_int(out, o, file_start + pos)
+        for k in range(len(FIRST_COLUMNS)):
+            o = put_literal(out, o, L_FIRST + k)
+            o = put_int(out, o, cols[r, FIRST_COLUMNS[k]])
+        o = put_literal(out, o, L_BORN)
+        o = put_ipv4(out, o, u8, cols[r, BORN_IP], cols[r, BORN_PORT])
+        o = put_literal(out, o, L_STORE_TS)
+        o = put_int(out, o, cols[r, STORE_TS])
+        o = put_literal(out, o, L_STORE_HOST)
+        o = put_ipv4(out, o, u8, cols[r, STORE_IP], cols[r, STORE_PORT])
+        o = put_literal(out, o, L_QUOTE)
+        for k in range(len(LATER_COLUMNS)):
+            o = put_literal(out, o, L_LATER + k)
+            o = put_int(out, o, cols[r, LATER_COLUMNS[k]])
+        o = put_literal(out, o, L_BODY)
+        body_lo = cols[r, BODY_AT]
+        body_hi = body_lo + max(cols[r, BODY_LENGTH], 0)
+        mode = body_mode
+        if mode == BODY_UTF8 and not java_hash(u8, body_lo, body_hi, 0)[1]:
+            mode = BODY_BASE64  # not UTF-8: the contract falls back to base64
+        if mode == BODY_NONE:
+            o = put_literal(out, o, L_NULL)
+        else:
+            out[o] = 34
+            o += 1
+            if mode == BODY_UTF8:
+                o = put_escaped(out, o, u8, body_lo, body_hi)
+            elif mode == BODY_BASE64:
+                o = put_base64(out, o, u8, body_lo, body_hi)
+            else:
+                o = put_hex(out, o, u8, body_lo, body_hi, HEX_DIGITS)
+            out[o] = 34
+            o += 1
+        o = put_literal(out, o, L_ENCODING + mode)
+        o = put_literal(out, o, L_TOPIC)
+        topic_lo = cols[r, TOPIC_AT]
+        o = put_escaped(out, o, u8, topic_lo, topic_lo + cols[r, TOPIC_LEN])
+        o = put_literal(out, o, L_PROPERTIES)
+        for p in range(pairs):
+            if p:
+                out[o] = 44  # ','
+                o += 1
+            out[o] = 34
+            o = put_escaped(out, o + 1, u8, name_lo[p], sep_at[p])
+            out[o], out[o + 1], out[o + 2] = 34, 58, 34  # ":"
+            o = put_escaped(out, o + 3, u8, sep_at[p] + 1, value_hi[p])
+            out[o] = 34
+            o += 1
+        o = put_literal(out, o, L_MSGID)
+        store_ip = cols[r, STORE_IP]
+        o = put_hex(out, o, u8, store_ip, store_ip + 8, HEX_UPPER)  # the IPv4 address and the port
+        o = put_hex(out, o, u8, pos + PHYSICAL_OFFSET_AT, pos + PHYSICAL_OFFSET_AT + 8, HEX_UPPER)
+        o = put_literal(out, o, L_UNIQ)
+        uniq_lo = cols[r, UNIQ_KEY_LO]
+        if uniq_lo < 0:
+            o = put_literal(out, o, L_NULL)
+        else:
+            out[o] = 34
+            o = put_escaped(out, o + 1, u8, uniq_lo, cols[r, UNIQ_KEY_LO + 1])
+            out[o] = 34
+            o += 1
+        if raw_properties:
+            o = put_literal(out, o, L_RAW)
+            o = put_escaped(out, o, u8, props_lo, props_hi)
+            out[o] = 34
+            o += 1
+        o = put_literal(out, o, L_END)
+    return len(rows) - first, o, False

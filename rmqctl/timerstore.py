@@ -1,0 +1,253 @@
+"""The 5.x timer files of a store, read-only: `timerlog/` (a MappedFileQueue of 52-byte units), `timerwheel`
+(one 32-byte slot per precision step, 14 days round) and `config/timercheck`.
+
+Units are read the way TimerMessageStore.recoverAndRevise reads them: from the start of each file in 52-byte
+steps, a BLANK magic ends the file, and a unit whose size is not 52 or whose magic has bits above 0xF ends
+the data (the broker truncates the timerlog there when its recovery reaches it).
+
+Sources (rocketmq-all-5.3.3, store/src/main/java/org/apache/rocketmq/store/): timer/TimerLog.java,
+timer/TimerWheel.java, timer/Slot.java, timer/TimerCheckpoint.java, timer/TimerMessageStore.java,
+config/MessageStoreConfig.java (setTimerPrecisionMs).
+"""
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import struct
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from . import schema as S
+from .store import MappedFile, MappedFileQueue, Store, check_configured_size, infer_file_size
+
+DEFAULT_TIMERLOG_SIZE = 100 * 1024 * 1024
+WHEEL_FILE_SIZE = S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE
+PRECISION_CANDIDATES = (100, 200, 500, 1000)
+UNIT_FIELDS = tuple(n for n, _ in S.fixed_fields(S.TimerLogUnit))
+TIMERCHECK_FIELDS = tuple(n for n, _ in S.fixed_fields(S.TimerCheckpoint))
+
+
+def field_offset(schema, name: str) -> int:
+    """Where a field of a fixed layout starts, from the declaration."""
+    pos = 0
+    for field, code in S.fixed_fields(schema):
+        if field == name:
+            return pos
+        pos += struct.calcsize(">" + code[-1])
+    raise KeyError(name)
+
+
+# recovery tells a BLANK from a unit by the int at the same place in both layouts
+MAGIC_AT = field_offset(S.TimerLogBlank, "magic")
+assert MAGIC_AT == field_offset(S.TimerLogUnit, "magic")
+
+
+def precision_ms(configured: int) -> int:
+    """MessageStoreConfig.setTimerPrecisionMs: the largest of 100/200/500/1000 not above the setting."""
+    chosen = PRECISION_CANDIDATES[0]
+    for c in PRECISION_CANDIDATES[1:]:
+        if configured < c:
+            return chosen
+        chosen = c
+    return chosen
+
+
+def magic_ok(magic):
+    """TimerMessageStore.isMagicOK: only the four flag bits may be set (works on arrays too)."""
+    return (magic | 0xF) == 0xF
+
+
+def slot_index(time_ms, precision: int):
+    """TimerWheel.getSlotIndex (works on arrays too)."""
+    return time_ms // precision % S.TIMER_WHEEL_SLOTS
+
+
+def delayed_ms(units: np.ndarray) -> np.ndarray:
+    """The time units are filed under: currWriteTimeMs + delayedTimeOffsetMs (the roll time for ROLL units)."""
+    return units["currWriteTimeMs"].astype(np.int64) + units["delayedTimeOffsetMs"].astype(np.int64)
+
+
+def delta(magic):
+    """How a unit moves its slot's num: a DELETE unit counts -1 (TimerMessageStore.doEnqueue)."""
+    return np.where(np.asarray(magic) & S.TIMER_MAGIC_DELETE, -1, 1)
+
+
+@dataclasses.dataclass
+class TimerLogFile:
+    """One timerlog file as the recovery walk reads it."""
+
+    file: MappedFile
+    units: np.ndarray  # TIMERLOG_UNIT_DTYPE, every unit before the end of this file's data
+    blank: int | None  # position of the BLANK ending the file
+    stop: int | None  # position of the first bytes that are neither a unit nor the BLANK (None: BLANK or file end)
+    stop_zero: bool  # those bytes are zeros (the end of the data in the last file)
+
+    @property
+    def end(self) -> int:
+        """Position after the last unit."""
+        return len(self.units) * S.TIMERLOG_UNIT_SIZE
+
+
+class TimerLog:
+    """timerlog/: files named by their start offset, all mappedFileSizeTimerLog long."""
+
+    def __init__(self, directory: Path, file_size: int | None):
+        probe = MappedFileQueue([directory], 0)
+        if file_size:
+            check_configured_size(probe.files, file_size, "mappedFileSizeTimerLog")
+        else:
+            file_size = infer_file_size(probe.files, "timerlog", DEFAULT_TIMERLOG_SIZE)
+        probe.file_size = file_size
+        self.directory = directory
+        self.queue = probe
+        self.file_size = file_size
+
+    @property
+    def files(self) -> list[MappedFile]:
+        return self.queue.files
+
+    @cached_property
+    def walk(self) -> list[TimerLogFile]:
+        return [self.read_file(f) for f in self.files]
+
+    def read_file(self, f: MappedFile) -> TimerLogFile:
+        """One file's units, up to its BLANK or the first bytes that are not a unit."""
+        buf = f.buf
+        limit = min(len(buf), self.file_size)
+        n = limit // S.TIMERLOG_UNIT_SIZE
+        arr = np.frombuffer(buf, dtype=S.TIMERLOG_UNIT_DTYPE, count=n) if n else np.empty(0, S.TIMERLOG_UNIT_DTYPE)
+        blank_at = np.flatnonzero(arr["magic"] == S.MAGIC_BLANK)
+        bad = np.flatnonzero((arr["size"] != S.TIMERLOG_UNIT_SIZE) | ~magic_ok(arr["magic"]))
+        first_blank = int(blank_at[0]) if len(blank_at) else n
+        first_bad = int(bad[0]) if len(bad) else n
+        blank = stop = None
+        if first_blank <= first_bad and first_blank < n:
+            count, blank = first_blank, first_blank * S.TIMERLOG_UNIT_SIZE
+        elif first_bad < n:
+            count, stop = first_bad, first_bad * S.TIMERLOG_UNIT_SIZE
+        else:
+            count = n
+            tail = n * S.TIMERLOG_UNIT_SIZE
+            # fewer than 52 bytes left: a BLANK, or the broker's read runs off the buffer there and stops
+            if tail < limit:
+                if tail + S.TIMERLOG_MIN_BLANK <= limit and S.INT32.unpack_from(buf, tail + MAGIC_AT)[0] == S.MAGIC_BLANK:
+                    blank = tail
+                else:
+                    stop = tail
+        stop_zero = stop is not None and not any(buf[stop:limit])
+        return TimerLogFile(f, arr[:count], blank, stop, stop_zero)
+
+    def damaged(self) -> list[TimerLogFile]:
+        """Files whose units stop at bytes that are not the end of the data: not a unit, or zeros that later
+        units follow."""
+        out = []
+        for i, w in enumerate(self.walk):
+            later = any(len(x.units) or x.blank is not None for x in self.walk[i + 1 :])
+            if w.stop is not None and (not w.stop_zero or later):
+                out.append(w)
+        return out
+
+    def positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """(timerlog offset, unit) of every unit in order, to the end of each file's data."""
+        if not self.walk:
+            return np.empty(0, np.int64), np.empty(0, S.TIMERLOG_UNIT_DTYPE)
+        pos = [w.file.start + np.arange(len(w.units), dtype=np.int64) * S.TIMERLOG_UNIT_SIZE for w in self.walk]
+        return np.concatenate(pos), np.concatenate([w.units for w in self.walk])
+
+    @cached_property
+    def data_end(self) -> int:
+        """The timerlog offset after the last unit: where the broker's recovery puts the flushed position."""
+        for w in reversed(self.walk):
+            if len(w.units) or w.blank is not None:
+                return w.file.start + (w.end if w.blank is None else self.file_size)
+        return self.files[0].start if self.files else 0
+
+
+class TimerWheel:
+    """timerwheel: TIMER_WHEEL_SLOTS slots of 32 bytes. Mapped read-only."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.length = path.stat().st_size
+        self._map = None
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Every slot that fits in the file (a short file yields fewer)."""
+        if self._map is None:
+            with open(self.path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.length else b""
+        n = min(self.length, WHEEL_FILE_SIZE) // S.WHEEL_SLOT_SIZE
+        return np.frombuffer(self._map, dtype=S.WHEEL_SLOT_DTYPE, count=n) if n else np.empty(0, S.WHEEL_SLOT_DTYPE)
+
+    def used(self) -> np.ndarray:
+        """Indexes of the slots ever written (a slot keeps its values after its time has passed)."""
+        s = self.slots
+        return np.flatnonzero((s["timeDivPrecision"] != 0) | (s["lastPos"] != 0) | (s["num"] != 0))
+
+
+class TimerFiles:
+    """The timer files of one store; each part is None when its file does not exist."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.root = store.root
+        configured = precision_ms(store.config.timerPrecisionMs)
+        # without a broker.conf the data tells: the precision that files a slot's units under its time
+        self.precision = configured if store.config.source else (self.infer_precision() or configured)
+
+    @property
+    def timerlog_dir(self) -> Path:
+        return self.root / "timerlog"
+
+    @property
+    def wheel_path(self) -> Path:
+        return self.root / "timerwheel"
+
+    @property
+    def timercheck_path(self) -> Path:
+        return self.root / "config" / "timercheck"
+
+    @property
+    def present(self) -> bool:
+        return self.timerlog_dir.is_dir() or self.wheel_path.exists() or self.timercheck_path.exists()
+
+    @cached_property
+    def timerlog(self) -> TimerLog | None:
+        if not self.timerlog_dir.is_dir():
+            return None
+        return TimerLog(self.timerlog_dir, self.store.config.mappedFileSizeTimerLog)
+
+    @cached_property
+    def wheel(self) -> TimerWheel | None:
+        return TimerWheel(self.wheel_path) if self.wheel_path.is_file() else None
+
+    def infer_precision(self) -> int | None:
+        """The one precision under which the newest unit of a used slot is filed at that slot's time."""
+        if self.wheel is None or self.timerlog is None:
+            return None
+        pos, units = self.timerlog.positions()
+        slots = self.wheel.slots
+        for i in self.wheel.used()[:100].tolist():
+            j = int(np.searchsorted(pos, slots[i]["lastPos"]))
+            if j < len(pos) and pos[j] == slots[i]["lastPos"]:
+                due = int(delayed_ms(units[j : j + 1])[0])
+                fits = [p for p in PRECISION_CANDIDATES if due // p == int(slots[i]["timeDivPrecision"])]
+                if len(fits) == 1:
+                    return fits[0]
+        return None
+
+    def timercheck(self) -> dict | None:
+        """The 7 longs (zeros past a short file, as the broker's 4096-byte map reads them) and fileSize."""
+        if not self.timercheck_path.is_file():
+            return None
+        data = self.timercheck_path.read_bytes()
+        head = data[: S.TIMERCHECK_HEAD.size].ljust(S.TIMERCHECK_HEAD.size, b"\0")
+        return {**dict(zip(TIMERCHECK_FIELDS, S.TIMERCHECK_HEAD.unpack(head))), "fileSize": len(data)}
+
+    def positions(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.timerlog is None:
+            return np.empty(0, np.int64), np.empty(0, S.TIMERLOG_UNIT_DTYPE)
+        return self.timerlog.positions()

@@ -1,0 +1,291 @@
+"""5.x timer files on copies of f-timer5 (written by RocketMQ 5.3.3's TimerMessageStore): the dumps against
+TimerLog/TimerWheel's own readings, verify silent on the sound store and exact on injected damage, info's
+pending summary, and what repair and clean say about units their commitlog change leaves dangling."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.recovery import recovery_start
+from rmqctl.store import Store
+from rmqctl.timerstore import field_offset, precision_ms
+
+NAME = "f-timer5"
+CONF = broker_conf(NAME)
+READ_MS = json.loads((FIXTURES / NAME / "truth-summary.json").read_text())["timer"]["timercheck"]["lastReadTimeMs"]
+
+
+@pytest.fixture
+def timer_store(tmp_path):
+    """A writable copy of f-timer5 with its wheel gunzipped, as the broker left it."""
+    root = copy_store(NAME, tmp_path)
+    with gzip.open(root / "timerwheel.gz") as src, open(root / "timerwheel", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (root / "timerwheel.gz").unlink()
+    return root
+
+
+def verify_rows(root, *extra):
+    r = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl", *extra)
+    return r.exit_code, jsonl(r.stdout)
+
+
+def units():
+    return truth(NAME, "truth-timerlog.jsonl")
+
+
+def pending_unit(pred=lambda u: True):
+    return next(u for u in units() if u["delayedTimeMs"] >= READ_MS and u["magic"] == 1 and pred(u))
+
+
+def unit_field(root, pos: int, name: str, value: int):
+    fmt = dict(S.fixed_fields(S.TimerLogUnit))[name]
+    data = (S.INT64 if fmt.endswith("q") else S.INT32).pack(value)
+    patch(root / "timerlog" / f"{pos - pos % 8192:020d}", pos % 8192 + field_offset(S.TimerLogUnit, name), data)
+
+
+def damage_timer_record(root):
+    """Break the body CRC of the first pending timer record in the file the broker's abnormal recovery
+    starts from, and leave an abort file: the recovery cuts the commitlog at that record."""
+    st = Store(root, load_config(CONF))
+    start = st.commitlog.files[recovery_start(st)]
+    victim = min((u for u in units() if u["offsetPy"] >= start.start and u["delayedTimeMs"] >= READ_MS),
+                 key=lambda u: u["offsetPy"])
+    f = st.commitlog.find(victim["offsetPy"])
+    record = next(m for m in truth(NAME, "truth-messages.jsonl") if m["commitLogOffset"] == victim["offsetPy"])
+    body_at = victim["offsetPy"] - f.start + record["layout"]["body"]
+    patch(f.path, body_at, bytes([f.buf[body_at] ^ 0xFF]))
+    (root / "abort").touch()
+    return victim, f.path
+
+
+# ---- dumps ------------------------------------------------------------------------------------------------------
+
+
+def test_dump_timerlog_equals_timerlog_reading(timer_store):
+    r = run("dump", "timerlog", "--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
+    assert r.exit_code == 0
+    assert jsonl(r.stdout) == units()  # every field, and each unit's record
+
+
+def test_dump_timerwheel_equals_timerwheel_reading(timer_store):
+    r = run("dump", "timerwheel", "--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
+    got, want = jsonl(r.stdout), truth(NAME, "truth-timerwheel.jsonl")
+    assert r.exit_code == 0 and len(got) == len(want) == 256
+    for g, w in zip(got, want):
+        assert (g["slotIndex"], g["fileOffset"], g["timeDivPrecision"], g["timeMs"]) == \
+               (w["slotIndex"], w["fileOffset"], w["timeField"], w["timeMs"])
+        assert {k: g[k] for k in w["getSlot"]} == w["getSlot"]
+        assert g["chain"] == w["chainFromLastPos"] and g["chainProblem"] is None
+
+
+def test_dump_filters_by_slot_and_time(timer_store):
+    roll = [u for u in units() if u["magic"] & S.TIMER_MAGIC_ROLL]
+    slot = roll[0]["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS
+    args = ("--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
+    by_slot = jsonl(run("dump", "timerlog", "--slot", slot, *args).stdout)
+    assert [u["pos"] for u in by_slot] == [u["pos"] for u in units() if u["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS == slot]
+    assert [s["slotIndex"] for s in jsonl(run("dump", "timerwheel", "--slot", slot, *args).stdout)] == [slot]
+    t = units()[10]["delayedTimeMs"]
+    window = jsonl(run("dump", "timerlog", "--begin", t, "--end", t + 60_000, "--no-resolve", *args).stdout)
+    assert window and all(t <= u["delayedTimeMs"] <= t + 60_000 and "message" not in u for u in window)
+    assert len(window) == sum(t <= u["delayedTimeMs"] <= t + 60_000 for u in units())
+
+
+def test_dump_without_timer_files_is_refused():
+    r = run("dump", "timerlog", "--store", FIXTURES / "c-v5-features" / "store")
+    assert r.exit_code == 2 and "no timer files" in r.stderr
+
+
+def test_precision_rounds_as_the_setter():
+    assert [precision_ms(v) for v in (50, 100, 150, 499, 500, 999, 1000, 5000)] == [100, 100, 100, 200, 500, 500, 1000, 1000]
+
+
+# ---- info -------------------------------------------------------------------------------------------------------
+
+
+def test_info_counts_pending_timer_messages_by_hour(timer_store):
+    r = run("info", "--store", timer_store, "--broker-config", CONF, "--format", "json")
+    t = json.loads(r.stdout)["timer"]
+    delivered = sum(1 for m in truth(NAME, "truth-messages.jsonl") if m["timerRole"].startswith("delivered"))
+    assert t["units"] == 300 and t["pending"] == 300 - delivered and t["notYetInWheel"] == 0
+    assert sum(h["count"] for h in t["byHour"]) == t["pending"]
+    for h in t["byHour"]:
+        assert h["hour"][:13] == h["oldest"][:13] == h["newest"][:13] and h["oldest"] <= h["newest"]
+
+
+# ---- verify -----------------------------------------------------------------------------------------------------
+
+
+def test_sound_timer_store_verifies_clean(timer_store):
+    assert verify_rows(timer_store) == (0, [])
+    assert verify_rows(timer_store, "--only", "timer") == (0, [])
+
+
+def test_store_with_an_empty_wheel_verifies_clean(tmp_path):
+    """What a 5.x broker never sent a timer message leaves: an all-zero wheel and a timercheck with only its
+    read time and data version."""
+    root = copy_store("c-v5-features", tmp_path)
+    with open(root / "timerwheel", "wb") as f:
+        f.truncate(S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE)
+    (root / "config").mkdir(exist_ok=True)
+    check = bytearray(S.TIMERCHECK_FILE_SIZE)
+    S.TIMERCHECK_HEAD.pack_into(check, 0, 1795000000000, 0, 0, 0, 0, 1795000000123, 1)
+    (root / "config" / "timercheck").write_bytes(bytes(check))
+    r = run("verify", "--store", root, "--broker-config", broker_conf("c-v5-features"), "--format", "jsonl")
+    assert r.exit_code == 0, r.stdout
+
+
+def test_unit_past_the_commitlog_end(timer_store):
+    u = pending_unit()
+    unit_field(timer_store, u["pos"], "offsetPy", 10**9)
+    code, rows = verify_rows(timer_store)
+    assert code == 1
+    assert [(f["kind"], f["severity"], f["file"], f["position"], f["commitLogOffset"]) for f in rows] == \
+           [("timer-reference", "warning", f"timerlog/{u['file']}", u["filePosition"], 10**9)]
+    assert "past the end of the commitlog" in rows[0]["detail"]
+
+
+def test_unit_with_a_wrong_size_or_topic(timer_store):
+    u = pending_unit()
+    delivered = next(m for m in truth(NAME, "truth-messages.jsonl") if m["topic"] != S.TIMER_TOPIC)
+    v = pending_unit(lambda x: x["pos"] != u["pos"])
+    unit_field(timer_store, u["pos"], "sizePy", u["sizePy"] + 1)
+    unit_field(timer_store, v["pos"], "offsetPy", delivered["commitLogOffset"])
+    unit_field(timer_store, v["pos"], "sizePy", delivered["storeSize"])
+    _, rows = verify_rows(timer_store)
+    found = {(f["file"], f["position"]): f["detail"] for f in rows if f["kind"] == "timer-reference"}
+    assert set(found) == {(f"timerlog/{u['file']}", u["filePosition"]), (f"timerlog/{v['file']}", v["filePosition"])}
+    assert "bytes" in found[(f"timerlog/{u['file']}", u["filePosition"])]
+    assert delivered["topic"] in found[(f"timerlog/{v['file']}", v["filePosition"])]
+
+
+def test_broken_chain(timer_store):
+    slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] >= READ_MS and s["num"] >= 3)
+    middle = slot["chainFromLastPos"][1]
+    unit_field(timer_store, middle, "prevPos", slot["lastPos"] + 52)  # forwards: a cycle for the dequeue
+    code, rows = verify_rows(timer_store)
+    chain = [f for f in rows if f["kind"] == "timer-chain"]
+    assert code == 1 and len(chain) == 1
+    assert (chain[0]["severity"], chain[0]["file"], chain[0]["position"]) == \
+           ("error", f"timerlog/{middle - middle % 8192:020d}", middle % 8192)
+    assert f"slot {slot['slotIndex']}" in chain[0]["detail"] and "not strictly backwards" in chain[0]["detail"]
+
+
+def test_chain_into_nothing(timer_store):
+    slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] >= READ_MS and s["num"] >= 2)
+    oldest = slot["chainFromLastPos"][-1]
+    unit_field(timer_store, oldest, "prevPos", 5)  # backwards, but not on a unit
+    _, rows = verify_rows(timer_store)
+    assert [(f["kind"], f["file"], f["position"]) for f in rows] == \
+           [("timer-chain", f"timerlog/{oldest - oldest % 8192:020d}", oldest % 8192)]
+
+
+def test_slot_count_disagreeing_with_its_chain(timer_store):
+    slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] >= READ_MS)
+    patch(timer_store / "timerwheel", slot["fileOffset"] + field_offset(S.WheelSlot, "num"), S.INT32.pack(slot["num"] + 2))
+    code, rows = verify_rows(timer_store)
+    assert code == 1
+    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == \
+           [("timer-slot-count", "warning", "timerwheel", slot["fileOffset"])]
+    assert f"num is {slot['num'] + 2} but its chain holds {slot['num']}" in rows[0]["detail"]
+
+
+def test_done_slots_are_info_only(timer_store):
+    slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] < READ_MS)
+    patch(timer_store / "timerwheel", slot["fileOffset"] + field_offset(S.WheelSlot, "lastPos"), S.INT64.pack(10**6))
+    code, rows = verify_rows(timer_store)
+    assert code == 0 and [(f["kind"], f["severity"], f["position"]) for f in rows] == \
+           [("timer-chain", "info", slot["fileOffset"])]
+
+
+def test_timercheck_ahead_of_the_data(timer_store):
+    path = timer_store / "config" / "timercheck"
+    patch(path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), S.INT64.pack(16384 + 52))
+    patch(path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), S.INT64.pack(301))
+    code, rows = verify_rows(timer_store)
+    assert code == 1
+    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == \
+           [("timercheck-ahead", "error", "config/timercheck", 8), ("timercheck-ahead", "error", "config/timercheck", 16)]
+    assert "15628" in rows[0]["detail"] and "rmq_sys_wheel_timer/0 at 300" in rows[1]["detail"]
+
+
+def test_garbage_inside_the_timerlog(timer_store):
+    patch(timer_store / "timerlog" / f"{0:020d}", 52 * 3, S.INT32.pack(7))
+    code, rows = verify_rows(timer_store)
+    bad = [f for f in rows if f["kind"] == "timerlog-unit"]
+    assert code == 1 and [(f["file"], f["position"]) for f in bad] == [(f"timerlog/{0:020d}", 156)]
+    assert "truncates the timerlog at 156" in bad[0]["detail"]
+    dumped = run("dump", "timerlog", "--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
+    assert dumped.exit_code == 2 and f"{0:020d} at offset 156: not a timerlog unit" in dumped.stderr
+    assert [u["pos"] for u in jsonl(dumped.stdout)] == [0, 52, 104] + [u["pos"] for u in units() if u["pos"] >= 8192]
+
+
+def test_wheel_of_the_wrong_length(timer_store):
+    with open(timer_store / "timerwheel", "r+b") as f:
+        f.truncate(S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE // 2)
+    _, rows = verify_rows(timer_store)
+    assert ("timer-file", "error", "timerwheel") in {(f["kind"], f["severity"], f["file"]) for f in rows}
+
+
+def test_recovery_cut_would_leave_units_dangling(timer_store):
+    """A damaged record in the last file: the broker's recovery cuts there, and the pending units of the
+    records it cuts off are named before anything is cut."""
+    victim, path = damage_timer_record(timer_store)
+    _, rows = verify_rows(timer_store)
+    doomed = {f["commitLogOffset"] for f in rows if f["kind"] == "timer-reference" and "cuts off" in f["detail"]}
+    want = {u["offsetPy"] for u in units() if u["offsetPy"] >= victim["offsetPy"]}
+    assert want and doomed == want
+
+
+# ---- repair and clean --------------------------------------------------------------------------------------------
+
+
+def test_repair_reports_dangling_units_and_lowers_timercheck(timer_store):
+    victim, path = damage_timer_record(timer_store)
+    r = run("repair", "--store", timer_store, "--broker-config", CONF, "--format", "jsonl", "--no-backup")
+    assert r.exit_code == 0, r.stderr
+    rows = jsonl(r.stdout)
+    cut = victim["offsetPy"]
+    lost = [u for u in units() if u["offsetPy"] >= cut and u["delayedTimeMs"] >= READ_MS]
+    dangling = [x for x in rows if x["action"] == "timer-dangling"]
+    assert sorted(x["commitLogOffset"] for x in dangling) == sorted(u["offsetPy"] for u in lost)
+    queue_end = victim["message"]["queueOffset"]
+    assert {x["detail"] for x in rows if x["target"] == "config/timercheck"} == {
+        f"lastTimerQueueOffset 300 -> {queue_end} (as TimerMessageStore.recover lowers it)",
+        f"masterTimerQueueOffset 300 -> {queue_end} (as TimerMessageStore.recover lowers it)"}
+    check = S.TIMERCHECK_HEAD.unpack((timer_store / "config" / "timercheck").read_bytes()[:56])
+    assert check[2:4] == (queue_end, queue_end)
+    # the units themselves stay as the broker keeps them: verify names each one, as a warning
+    code, findings = verify_rows(timer_store)
+    assert code == 1 and {f["kind"] for f in findings} == {"timer-reference"}
+    warned = [f["commitLogOffset"] for f in findings if f["severity"] == "warning"]
+    assert sorted(warned) == sorted(u["offsetPy"] for u in lost)
+    done = [f["commitLogOffset"] for f in findings if f["severity"] == "info"]  # delivered already: harmless
+    assert sorted(done) == sorted(u["offsetPy"] for u in units() if u["offsetPy"] >= cut and u["delayedTimeMs"] < READ_MS)
+
+
+def test_clean_reports_pending_units_below_the_new_minimum(timer_store):
+    old = 1_000_000_000
+    for f in sorted((timer_store / "commitlog").iterdir())[:-1]:
+        os.utime(f, (old, old))
+    r = run("clean", "--store", timer_store, "--broker-config", CONF, "--now", "--until-ok", "--format", "json")
+    plan = json.loads(r.stdout)
+    new_min = plan["minPhyOffsetAfter"]
+    want = sorted(u["pos"] for u in units() if u["offsetPy"] < new_min and u["delayedTimeMs"] >= READ_MS)
+    assert want and sorted(u["pos"] for u in plan["timerUnitsLost"]) == want
+    assert f"{len(want)} pending timer message(s)" in r.stderr
+
+
+def test_without_broker_config_the_files_give_the_geometry(timer_store):
+    """mappedFileSizeTimerLog from the file sizes, timerPrecisionMs from what the slots' units are filed under."""
+    r = run("dump", "timerlog", "--store", timer_store, "--format", "jsonl")
+    assert r.exit_code == 0 and jsonl(r.stdout) == units()
+    assert run("verify", "--quiet", "--store", timer_store).exit_code == 0
