@@ -22,7 +22,11 @@ def filters(fn):
 @filters
 @click.option("--no-resolve", is_flag=True, help="Do not read each unit's commitlog record.")
 def dump_timerlog(ctx, slot, begin, end, no_resolve):
-    """Decode the 52-byte units of timerlog/ (5.x timer messages), each with the record it points at."""
+    """Decode the 52-byte units of timerlog/ (5.x timer messages), each with the record it points at.
+
+    \b
+    rmqctl dump timerlog --store /data/store --broker-config broker.conf
+    """
     damage = []
 
     def warn(msg):
@@ -41,6 +45,10 @@ def dump_timerlog(ctx, slot, begin, end, no_resolve):
 @store_options
 @filters
 def dump_timerwheel(ctx, slot, begin, end):
-    """Decode the used slots of timerwheel, each with the unit chain followed from lastPos through prevPos."""
+    """Decode the used slots of timerwheel, each with the unit chain followed from lastPos through prevPos.
+
+    \b
+    rmqctl dump timerwheel --store /data/store --broker-config broker.conf
+    """
     render(timer.dump_timerwheel(ctx.store, slot, begin, end), ctx.format,
            SLOT_COLUMNS if ctx.format == "table" else None)
