@@ -19,8 +19,10 @@ from pyspark.sql.types import BinaryType
 
 from ..errors import StoreError
 from ..metaq.store import DecodeError, MetaqStore, Segment, SegmentScan, attribute_text, decode_data
-from .columns import BATCH_ROWS, INT, LONG, STRING, arrow_schema, struct
+from .columns import INT, LONG, STRING, arrow_schema, struct
 from .inputs import option_bool, option_list
+
+BATCH_ROWS = 4096  # records per Arrow batch a task yields
 
 log = logging.getLogger("rmqctl.spark")
 
