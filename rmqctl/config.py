@@ -39,6 +39,10 @@ class BrokerConfig:
     messageIndexSafe: bool = False
     checkCRCOnRecover: bool = True
     maxMsgsNumBatch: int = 64
+    # DLedger mode: the commitlog is DLedger's entry store in {root}/dledger-{dLegerSelfId}/data
+    enableDLegerCommitLog: bool = False
+    dLegerSelfId: str | None = None
+    storePathDLedgerCommitLog: str | None = None
     # Which broker generation wrote (or will read) the store: decides the property separator style,
     # the checkpoint width and the cleaner's thresholds. None: detect from the data.
     rocketmqVersion: int | None = None

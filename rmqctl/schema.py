@@ -147,6 +147,42 @@ OffsetMsgId = Struct("storeHost" / Struct(_id_ip, "port" / Int32sb), "physicalOf
 # the start of the client's month, then a counter, both truncated to their widths.
 UniqKey = Struct(_id_ip, "pid" / Int16ub, "classLoaderHash" / Int32sb, "spanMS" / Int32ub, "counter" / Int16ub)
 
+# ---- DLedger mode (enableDLegerCommitLog): the commitlog lives in DLedger's entry files ------------------
+# Sources (openmessaging/dledger tag dledger-all-0.3.1.2): DLedgerEntry.java (POS_OFFSET, HEADER_SIZE,
+# BODY_OFFSET), DLedgerEntryCoder.encode / encodeIndex, MmapFileList.preAppend (the BLANK),
+# DLedgerMmapFileStore (MAGIC_1, INDEX_UNIT_SIZE).
+DLEDGER_MAGIC = 1  # DLedgerMmapFileStore.MAGIC_1 = CURRENT_MAGIC
+DLEDGER_BLANK_MAGIC = -1  # MmapFileList.BLANK_MAGIC_CODE
+DLEDGER_MIN_BLANK = 8  # MmapFileList.MIN_BLANK_LEN
+
+# The entry header; the body (for RocketMQ: one commitlog record) follows it.
+DLedgerEntryHeader = Struct(
+    "magic" / Int32sb,
+    "size" / Int32sb,  # header + body
+    "index" / Int64sb,
+    "term" / Int64sb,
+    "pos" / Int64sb,  # the entry's own absolute offset in the data files
+    "channel" / Int32sb,
+    "chainCrc" / Int32sb,
+    "bodyCrc" / Int32sb,
+    "bodyLength" / Int32sb,
+)
+
+# The end of a data file that cannot take the next entry + 8 bytes: only these 8 bytes are written.
+DLedgerBlank = Struct(
+    "magic" / Const(DLEDGER_BLANK_MAGIC, Int32sb),
+    "size" / Int32sb,  # every byte left in the file from here
+)
+
+# One unit per entry at index * 32 in the index files.
+DLedgerIndexUnit = Struct(
+    "magic" / Int32sb,
+    "pos" / Int64sb,
+    "size" / Int32sb,
+    "index" / Int64sb,
+    "term" / Int64sb,
+)
+
 SCHEMAS = {
     "commitlog-record": CommitLogRecord,
     "blank-record": BlankRecord,
@@ -155,6 +191,9 @@ SCHEMAS = {
     "hash-slot": HashSlot,
     "index-entry": IndexEntry,
     "checkpoint": Checkpoint,
+    "dledger-entry-header": DLedgerEntryHeader,
+    "dledger-blank": DLedgerBlank,
+    "dledger-index-unit": DLedgerIndexUnit,
 }
 
 
@@ -230,12 +269,23 @@ RECORD_HEADS = {(b, s): record_head_layout(b, s) for b in (False, True) for s in
 TOPIC_LEN_V1 = struct.Struct(">b")
 TOPIC_LEN_V2 = struct.Struct(">h")
 PROPS_LEN = struct.Struct(">h")
+DLEDGER_ENTRY_HEADER = compile_struct(DLedgerEntryHeader)
+DLEDGER_BLANK = compile_struct(DLedgerBlank)
+DLEDGER_INDEX_UNIT = compile_struct(DLedgerIndexUnit)
+DLEDGER_INDEX_DTYPE = compile_dtype(DLedgerIndexUnit)
+# DLedgerEntry.BODY_OFFSET: a message's commitlog offset is its entry's pos + this
+DLEDGER_BODY_OFFSET = DLEDGER_ENTRY_HEADER.size
+# DLedgerEntry.HEADER_SIZE (the header without bodyLength): recovery wants size > this
+DLEDGER_HEADER_SIZE = DLEDGER_BODY_OFFSET - 4
+DLEDGER_POS_AT = sum(struct.calcsize(">" + code[1:]) for _, code in fixed_fields(DLedgerEntryHeader)[:4])
+DLEDGER_INDEX_UNIT_SIZE = DLEDGER_INDEX_UNIT.size
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
 assert CQ_UNIT.size == CQ_UNIT_SIZE and INDEX_HEADER.size == INDEX_HEADER_SIZE
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE and HASH_SLOT.size == HASH_SLOT_SIZE
 assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE
+assert (DLEDGER_BODY_OFFSET, DLEDGER_POS_AT, DLEDGER_INDEX_UNIT_SIZE) == (48, 24, 32)
 
 
 def host_length(sysflag: int, v6_flag: int) -> int:

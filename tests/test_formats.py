@@ -32,6 +32,9 @@ FIXED_TABLES = {
     "checkpoint": (S.Checkpoint, {}, None),
     "offset-msgid": (S.OffsetMsgId, {"ipLength": 4}, {"ipLength": 16}),
     "uniq-key": (S.UniqKey, {"ipLength": 4}, {"ipLength": 16}),
+    "dledger-entry-header": (S.DLedgerEntryHeader, {}, None),
+    "dledger-blank": (S.DLedgerBlank, {}, None),
+    "dledger-index-unit": (S.DLedgerIndexUnit, {}, None),
 }
 HOST_COLUMNS = {"IPv4 hosts": (False, False), "born IPv6 (0x10)": (True, False), "store IPv6 (0x20)": (False, True),
                 "both IPv6 (0x30)": (True, True)}
@@ -106,7 +109,8 @@ def test_fixed_layout_table_matches_declaration(name):
     schema, params, wide = FIXED_TABLES[name]
     rows = TABLES[name]
     size = schema.sizeof(**params)
-    data = S.BLANK.pack(size, S.MAGIC_BLANK) if schema is S.BlankRecord else bytes(size)
+    data = {S.BlankRecord: S.BLANK.pack(size, S.MAGIC_BLANK),
+            S.DLedgerBlank: S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, size)}.get(schema, bytes(size))
     layout = spans(schema, data, **params)
     assert [cell_name(r["field"]) for r in rows] == [sp.name for sp in layout]
     for r, sp in zip(rows, layout):

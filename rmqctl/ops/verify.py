@@ -27,7 +27,7 @@ from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
-from . import VERIFY_PARTS, verify_links
+from . import VERIFY_PARTS, verify_dledger, verify_links
 from ..native import available_cores
 from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
@@ -286,6 +286,7 @@ class VerifyRun:
         self.rec: Records | None = None
         self.is5 = self.config.rocketmqVersion == 5
         self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
+        self.dledger_recovery = None  # DLedger mode: what DLedgerMmapFileStore.recover will do (rmqctl.dledger)
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)
@@ -312,6 +313,8 @@ class VerifyRun:
             self.file_checks()
         results = self.scan()
         self.merge(results, files_part)
+        if self.store.dledger is not None:
+            verify_dledger.check_layer(self, results, files_part)
 
     def file_checks(self):
         """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule)."""
@@ -368,7 +371,8 @@ class VerifyRun:
                 continue
             claim_from = max(0, (self.start or 0) - f.start)
             stop = min(limit, self.end - f.start) if self.end is not None else limit
-            cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
+            # a DLedger data file is walked entry by entry from its start: one task
+            cuts = [0] if self.store.dledger is not None else list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
             bounds = cuts[1:] + [stop]
             chunks = []
             for k, (lo, hi) in enumerate(zip(cuts, bounds)):
@@ -379,6 +383,7 @@ class VerifyRun:
 
     def scan(self) -> list[list]:
         plan = self.tasks()
+        scan_one = verify_dledger.scan_file if self.store.dledger is not None else scan_chunk
         flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
         total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
         results: dict[tuple[int, int], object] = {}
@@ -389,7 +394,7 @@ class VerifyRun:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(self.jobs, len(flat))) as pool:
                 if "index" in self.parts:  # index structure does not need the records: read it meanwhile
                     pool.submit(verify_links.index_structure, self)
-                futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
+                futures = {pool.submit(scan_one, t): (i, k) for i, k, t in flat}
                 for fut in concurrent.futures.as_completed(futures):
                     r = fut.result()
                     results[futures[fut]] = r
@@ -398,7 +403,7 @@ class VerifyRun:
                         self.progress(done, total)
         else:
             for i, k, t in flat:
-                r = scan_chunk(t)
+                r = scan_one(t)
                 results[(i, k)] = r
                 done += r.bytes
                 if self.progress:
@@ -659,7 +664,7 @@ class VerifyRun:
         """Which file the broker's next recovery starts from, which damage it will see (and cut the
         commitlog at) and which it will not."""
         files = self.files
-        if not files:
+        if not files or self.store.dledger is not None:  # DLedger's own recovery: verify_dledger's notes
             return
         abort = self.store.abort_exists()
         cfg = self.config
