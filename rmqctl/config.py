@@ -79,6 +79,11 @@ def _coerce(name: str, raw: str):
     return raw
 
 
+def split_paths(value: str) -> list[Path]:
+    """A comma-separated store path setting (MessageStoreConfig.MULTI_PATH_SPLITTER), as paths."""
+    return [Path(p.strip()).expanduser() for p in value.split(",") if p.strip()]
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """java.util.Properties-style key=value lines with # and ! comments (no line continuations needed
     for the keys rmqctl reads)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schema as S
-from .config import BrokerConfig, read_properties
+from .config import BrokerConfig, read_properties, split_paths
 from .errors import RmqError
 from .record import Message, RecordError, read_record
 
@@ -67,7 +67,7 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
             return None
         home = found[0]
     if config.storePathDLedgerCommitLog:
-        data = tuple(Path(p.strip()).expanduser() for p in config.storePathDLedgerCommitLog.split(",") if p.strip())
+        data = tuple(split_paths(config.storePathDLedgerCommitLog))
     else:
         data = (home / "data",)
     return Layout(home, data)

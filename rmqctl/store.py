@@ -21,7 +21,7 @@ import numpy as np
 
 from . import schema as S
 from . import dledger as D
-from .config import BrokerConfig
+from .config import BrokerConfig, split_paths
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
 
@@ -346,7 +346,7 @@ class Store:
         if self.dledger is not None:
             return list(self.dledger.data_dirs)
         if self.config.storePathCommitLog:
-            return [Path(p.strip()).expanduser() for p in self.config.storePathCommitLog.split(",") if p.strip()]
+            return split_paths(self.config.storePathCommitLog)
         return [self.root / "commitlog"]
 
     @property

@@ -30,6 +30,11 @@ def _print_table(d: dict):
     con.print(f"[bold]store[/bold] {d['store']}")
     con.print(f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
               f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]")
+    dl = d.get("dledger")
+    if dl:
+        con.print(f"dledger    {dl['home']}: entries {dl['beginIndex']}..{dl['endIndex']} (term {dl['endTerm']}), "
+                  f"committed {dl['committedIndex']} (to offset {dl['committedPos']}), currTerm {dl['currTerm']}, "
+                  f"leader {dl['voteLeader']}; {dl['indexFiles']} index file(s) of {dl['indexFileSize']} B")
     cp = d["checkpoint"]
     if cp:
         con.print(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterator
 
+import numpy as np
+
+from .. import dledger
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
@@ -159,10 +162,25 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
                 out.update(recordStart=True, kind=rec.version, storeSize=rec.storeSize, topic=rec.topic,
                            queueId=rec.queueId, queueOffset=rec.queueOffset, msgId=rec.msg_id,
                            physicalOffsetMatches=rec.physicalOffset == offset)
-        if not out["recordStart"]:
+        if store.dledger is not None:
+            out.update(_entry_at(store, f, out["position"]))
+        elif not out["recordStart"]:
             prev = _record_containing(store, f, out["position"])
             if prev is not None:
                 out["insideRecordAt"] = f.start + prev
+    return out
+
+
+def _entry_at(store: Store, f, pos: int) -> dict:
+    """DLedger mode: the entry whose bytes cover `pos`, and the record in its body (at entry pos + 48)."""
+    found = dledger.walk_entries(f.buf, min(len(f.buf), store.commitlog.file_size))
+    k = int(np.searchsorted(found.position, pos, side="right")) - 1
+    if k < 0 or pos >= found.position[k] + found.size[k]:
+        return {}
+    out = {"dledgerEntry": found.entry(k, f.start)}
+    body = int(found.position[k]) + S.DLEDGER_BODY_OFFSET
+    if pos != body:
+        out["insideRecordAt" if pos > body else "insideEntryHeaderOf"] = f.start + body
     return out
 
 
@@ -219,6 +237,7 @@ def info(store: Store) -> dict:
             odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
     holder = store.lock_holder()
     abort = store.abort_exists()
+    dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
     if abort:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
@@ -231,7 +250,27 @@ def info(store: Store) -> dict:
                          "topics": len({q["topic"] for q in queues}), "entries": messages},
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
+        **({"dledger": dledger_part} if dledger_part is not None else {}),
         "abort": abort,
         "lockHeldBy": holder,
         "odd": odd,
     }
+
+
+def _dledger_info(store: Store, odd: list[str]) -> dict:
+    """DLedger mode: the entry range, the checkpoint and term, and what the recovery at start would do."""
+    layout = store.dledger
+    state = dledger.read_state(layout.checkpoint_path)
+    term = dledger.read_state(layout.currterm_path)
+    index = store.dledger_index
+    r = dledger.recover(store.commitlog, index, state)
+    if r.stop is not None:
+        odd.append(f"DLedger's recovery at start stops at {r.cut} ({r.stop.detail}) and truncates the log there")
+    if r.exits:
+        odd.append("DLedger's recovery would stop more than a file before the last data file: DLedger exits at start")
+    return {"home": str(layout.home), "indexFileSize": index.file_size, "indexFiles": len(index.files),
+            "beginIndex": r.begin_index, "endIndex": r.end_index, "endTerm": r.end_term,
+            "committedIndex": r.committed_index, "committedPos": r.committed_pos,
+            "checkpoint": {k: dledger.state_long(state, k) for k in ("endIndex", "committedIndex")} if state else None,
+            "currTerm": dledger.state_long(term, "currTerm"), "voteLeader": (term or {}).get("voteLeader"),
+            "recoveryCut": r.cut}

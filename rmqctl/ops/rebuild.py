@@ -31,7 +31,8 @@ from ..dispatch import cq_targets, index_keys
 from ..errors import StoreError, UsageError
 from ..lock import store_lock
 from ..batchdispatch import dispatch_file
-from ..record import Blank, RecordError, read_record
+from ..dledger import walk_entries
+from ..record import Blank, Message, RecordError, read_record
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
 from .txn import Transaction, complete_pending, pending
@@ -253,6 +254,8 @@ class _Run:
     def file(self, f):
         buf = f.buf
         limit = min(len(buf), self.store.commitlog.file_size)
+        if self.store.dledger is not None:
+            return self.entries_file(f, buf, limit)
         batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index)
         self._batch(f, batch)
         pos = batch.stop
@@ -267,6 +270,24 @@ class _Run:
                 return
             self.one(f, rec)
             pos += rec.storeSize
+
+    def entries_file(self, f, buf, limit: int):
+        """A DLedger data file: the records of its entry bodies through the compiled pass; from the first it
+        refuses on, entry by entry, as DLedgerCommitLog's reput steps over an entry whose record fails."""
+        found = walk_entries(buf, limit)
+        starts, ends = found.message_starts(), found.message_ends()
+        batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index, starts=starts)
+        self._batch(f, batch)
+        for at, end in zip(starts[len(batch.position):].tolist(), ends[len(batch.position):].tolist()):
+            try:
+                rec = read_record(buf, at, end, self.v2)
+            except RecordError as e:
+                self.scan.errors.append((f, at, e))
+                continue
+            if isinstance(rec, Message):
+                self.one(f, rec)
+        if found.stop is not None:
+            self.scan.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
 
     def one(self, f, m):
         """The reference path for one record."""
@@ -355,8 +376,9 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
         units = {key: w.written() for key, w in dispatcher.queues.items()}
     finally:
         dispatcher.close()
-    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
-                "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
+    skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
+    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; {skipped} not dispatched (as the broker's reput "
+                "skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
     if run.mismatched:
         warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
                         "their entries carry the field, as the broker's would")
@@ -394,7 +416,10 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in (d.iterdir() if d.is_dir() else ()):
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    for name in ("consumequeue", "index", "checkpoint", "abort"):
+    names = ["consumequeue", "index", "checkpoint", "abort"]
+    if store.dledger is not None:  # its index, checkpoint and currterm (the data files are in view/commitlog)
+        names.append(store.dledger.home.name)
+    for name in names:
         if (store.root / name).exists():
             link(store.root / name, view / name)
     for op in txn.ops:
@@ -416,7 +441,12 @@ def verify_staged(store: Store, txn: Transaction, only: str | None, within: tupl
     commitlog's `records` (from a build that found it sound), only the checks of `only` run, against them."""
     view = post_commit_view(store, txn)
     try:
-        config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
+        if store.dledger is not None:
+            config = dataclasses.replace(store.config, storePathCommitLog=None, storePathRootDir=None,
+                                         enableDLegerCommitLog=True, dLegerSelfId=store.dledger.home.name[len("dledger-"):],
+                                         storePathDLedgerCommitLog=str(view / "commitlog"))
+        else:
+            config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
         staged = Store(view, config)
         findings = check_links(staged, records, only) if records is not None else verify(staged, only=only).findings
     finally:
