@@ -251,7 +251,7 @@ class Recovery:
     exits: bool  # processOffset more than a file before the last file: DLedger logs and System.exit(-1)
     committed_index: int  # after updateCommittedIndex with the checkpoint's committedIndex (-1: none)
     committed_pos: int  # the committed entry's end: RocketMQ's getMaxOffset (-1: none)
-    kept: list[tuple[int, int, int]]  # (index, pos, size) of every entry from the start file on
+    kept: list[tuple[int, int, int, int]]  # (index, pos, size, term) of every entry from the start file on
 
     @property
     def index_end(self) -> int:
@@ -294,7 +294,7 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
     process = files[i].start
     last_index = last_term = -1
     rewrite_from = mismatch = stop = None
-    kept: list[tuple[int, int, int]] = []
+    kept: list[tuple[int, int, int, int]] = []
     head = S.DLEDGER_ENTRY_HEADER
     while True:
         f = files[i]
@@ -344,7 +344,7 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
                 rewrite_from = idx
                 mismatch = ("no index unit" if unit is None else
                             "unit " + ", ".join(f"{n} {v}" for n, v in zip(INDEX_FIELDS, unit)))
-        kept.append((idx, at, entry_size))
+        kept.append((idx, at, entry_size, term))
         last_index, last_term = idx, term
         process += entry_size
         rel += entry_size
@@ -356,7 +356,7 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
     wanted = state_long(checkpoint, "committedIndex")
     if wanted is not None and wanted != -1 and last_index != -1 and wanted >= begin:
         committed = min(wanted, last_index)
-        by_index = {k: (p, s) for k, p, s in kept}
+        by_index = {k: (p, s) for k, p, s, _ in kept}
         if committed in by_index:
             p, s = by_index[committed]
             committed_pos = p + s
@@ -365,3 +365,9 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
             committed_pos = unit[1] + unit[2] if unit else -1
     return Recovery(start, process, stop, last_index, last_term, begin, rewrite_from, mismatch, exits, committed,
                     committed_pos, kept)
+
+
+def checkpoint_text(committed_index: int, end_index: int) -> str:
+    """persistCheckPoint's file: IOUtils.properties2String of a Properties (a Hashtable; this is the order
+    its iteration gives for these two keys, as in the fixtures)."""
+    return f"committedIndex={committed_index}\nendIndex={end_index}\n"

@@ -116,6 +116,12 @@ def repair_rows(r) -> list[dict]:
     for field, (before, after) in r.checkpoint.items():
         rows.append({"action": "set", "target": "checkpoint", "commitLogOffset": None, "count": None,
                      "detail": f"{field} {before} -> {after}"})
+    for ix in (r.dledger or {}).get("indexFiles", []):
+        rows.append({"action": ix["action"], "target": f"dledger index/{ix['file']}", "commitLogOffset": None,
+                     "count": None, "detail": ix["detail"]})
+    for field, (before, after) in (r.dledger or {}).get("checkpoint", {}).items():
+        rows.append({"action": "set", "target": "dledger checkpoint", "commitLogOffset": None, "count": None,
+                     "detail": f"{field} {before} -> {after}"})
     if r.abortRemoved:
         rows.append({"action": "remove", "target": "abort", "commitLogOffset": None, "count": None,
                      "detail": "the broker starts normally (no abnormal recovery)"})
