@@ -149,7 +149,7 @@ def check_layer(run: "VerifyRun", results: list[list[DLedgerChunk]], report: boo
         iq = None
     if iq is not None and report:
         _index_files(run, iq)
-        _index_units(run, iq, pos, cols, add)
+        _index_units(run, iq, pos, cols)
     state = D.read_state(layout.checkpoint_path)
     if report:
         _checkpoint(run, state, index)
@@ -175,9 +175,17 @@ def _index_files(run: "VerifyRun", iq: MappedFileQueue):
                        f"not {iq.file_size}: MmapFileList.load refuses it")
 
 
-def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, add):
-    """Every entry's unit at index * 32 equal to it, and no unit written past the last entry."""
+def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols):
+    """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and no
+    unit written past the last entry."""
     from .verify import FILES, RECORDS
+
+    def add(k: int, idx: int, detail: str):
+        unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
+        f = iq.find(unit_at) if idx >= 0 else None
+        path = f.path if f is not None else run.store.dledger.index_dir
+        run.report(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
+                   int(pos[k]), detail)
 
     per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
     units = {f.start // S.DLEDGER_INDEX_UNIT_SIZE: D.index_units(f.buf, min(f.length, iq.file_size)
@@ -189,14 +197,13 @@ def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, add):
         got = arr[idx - first] if arr is not None and idx - first < len(arr) else None
         want = (int(cols["magic"][k]), int(pos[k]), int(cols["size"][k]), idx, int(cols["term"][k]))
         if got is None:
-            add(RECORDS, "dledger-index-unit", "error", k, f"DLedger entry {idx} has no index unit (no index file "
-                                                            f"holds byte {idx * S.DLEDGER_INDEX_UNIT_SIZE})")
+            add(k, idx, f"DLedger entry {idx} has no index unit (no index file holds byte "
+                        f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
             continue
         have = tuple(int(got[n]) for n in D.INDEX_FIELDS)
         if have != want:
             diff = ", ".join(f"{n} {h} (entry: {w})" for n, h, w in zip(D.INDEX_FIELDS, have, want) if h != w)
-            add(RECORDS, "dledger-index-unit", "error", k, f"the index unit of DLedger entry {idx} disagrees with "
-                                                            f"the entry: {diff}")
+            add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
     last = int(cols["index"][-1]) if len(pos) else -1
     for first, arr in sorted(units.items()):
         written = np.flatnonzero(arr["magic"] != 0) + first
@@ -243,9 +250,10 @@ def _recovery_notes(run: "VerifyRun", r: D.Recovery):
     files = run.files
     begin = files[r.start_file].start if files else 0
     if r.stop is not None:
-        lost = run.rec.off > r.cut
+        lost = run.rec.off >= r.cut
         note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
-                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping {int(lost.sum())} later record(s)")
+                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {int(lost.sum())} record(s) "
+                f"from there on")
         at_cut = [f for f in run.commitlog_findings if f.commitLogOffset is not None
                   and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1]
         if at_cut:
