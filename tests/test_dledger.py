@@ -227,3 +227,4 @@ def test_append_and_clean_refuse(copy, command):
     assert r.exit_code == 2
     assert "DLedger" in r.stderr and "refusing" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
