@@ -125,19 +125,23 @@ def check_layer(run: "VerifyRun", results: list[list[DLedgerChunk]], report: boo
     cols = {name: np.concatenate([getattr(e, name) for _, e in rows]) if rows else np.zeros(0, np.int64)
             for name in ("magic", "size", "index", "term")}
     fidx = np.concatenate([np.full(len(e), i) for i, e in rows]) if rows else np.zeros(0, np.int64)
+    # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
+    keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
+    pos, fidx, cols = pos[keep], fidx[keep], {k: v[keep] for k, v in cols.items()}
     index, term = cols["index"], cols["term"]
+    neighbours = fidx[1:] - fidx[:-1] <= 1
 
     def add(group, kind, severity, k, detail):
         if report:
             f = files[int(fidx[k])]
             run.report(group, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
 
-    for k in np.flatnonzero(index[1:] != index[:-1] + 1).tolist():
+    for k in np.flatnonzero((index[1:] != index[:-1] + 1) & neighbours).tolist():
         cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
         add(RECORDS, "dledger-entry-index", "warning" if cause else "error", k + 1,
             f"DLedger entry index {int(index[k + 1])} follows {int(index[k])}: indexes go up by one"
             + (f"; a direct consequence of {cause}" if cause else ""))
-    for k in np.flatnonzero(term[1:] < term[:-1]).tolist():
+    for k in np.flatnonzero((term[1:] < term[:-1]) & neighbours).tolist():
         add(RECORDS, "dledger-entry-term", "error", k + 1,
             f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
             f"go down")
@@ -149,9 +153,9 @@ def check_layer(run: "VerifyRun", results: list[list[DLedgerChunk]], report: boo
         iq = None
     if iq is not None and report:
         _index_files(run, iq)
-        _index_units(run, iq, pos, cols)
+        _index_units(run, iq, pos, cols, run.full_range)
     state = D.read_state(layout.checkpoint_path)
-    if report:
+    if report and run.full_range:
         _checkpoint(run, state, index)
     if iq is not None:
         recovery = D.recover(store.commitlog, iq, state)
@@ -175,9 +179,9 @@ def _index_files(run: "VerifyRun", iq: MappedFileQueue):
                        f"not {iq.file_size}: MmapFileList.load refuses it")
 
 
-def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols):
-    """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and no
-    unit written past the last entry."""
+def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, whole: bool):
+    """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and, for
+    the `whole` log, no unit written past the last entry."""
     from .verify import FILES, RECORDS
 
     def add(k: int, idx: int, detail: str):
@@ -205,7 +209,7 @@ def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols):
             diff = ", ".join(f"{n} {h} (entry: {w})" for n, h, w in zip(D.INDEX_FIELDS, have, want) if h != w)
             add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
     last = int(cols["index"][-1]) if len(pos) else -1
-    for first, arr in sorted(units.items()):
+    for first, arr in sorted(units.items()) if whole else ():
         written = np.flatnonzero(arr["magic"] != 0) + first
         extra = written[written > last]
         if len(extra):
