@@ -59,11 +59,6 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
                                f"({len(found)} dledger-* directories)", root)
             self_id = found[0].name.removeprefix("dledger-")
         home = root / f"dledger-{self_id}"
-        old = root / "commitlog"
-        if old.is_dir() and any(p.is_file() for p in old.iterdir()):
-            raise RmqError("the store holds an old commitlog before its DLedger log (a broker switched to "
-                           "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads "
-                           "one or the other, not both", old)
     elif config.storePathCommitLog or (root / "commitlog").exists():
         return None
     else:
@@ -75,6 +70,11 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
         data = tuple(split_paths(config.storePathDLedgerCommitLog))
     else:
         data = (home / "data",)
+    old = root / "commitlog"
+    if old not in data and old.is_dir() and any(p.is_file() for p in old.iterdir()):
+        raise RmqError("the store holds an old commitlog before its DLedger log (a broker switched to "
+                       "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads one or "
+                       "the other, not both", old)
     return Layout(home, data)
 
 

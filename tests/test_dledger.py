@@ -228,3 +228,11 @@ def test_append_and_clean_refuse(copy, command):
     assert "DLedger" in r.stderr and "refusing" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
+
+
+def test_old_commitlog_beside_the_dledger_log_is_refused(copy):
+    store = copy()
+    (store / "commitlog").mkdir()
+    (store / "commitlog" / "00000000000000000000").write_bytes(bytes(65536))
+    r = run("dump", "commitlog", "--store", store, "--broker-config", CONF)
+    assert r.exit_code == 2 and "old commitlog before its DLedger log" in r.stderr
