@@ -70,26 +70,31 @@ class _EntryScanner(_Scanner):
                             entries=found)
 
     def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
-        """Each claimed entry's own fields, and its body against the record in it."""
+        """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;
+        the few flagged entries described one by one)."""
         t, add = self.t, self.findings.append
         n = int(self.state[K.S_RECORDS])
         rec_pos, rec_size = self.records[K.POS, :n], self.records[K.SIZE, :n]
-        for k in np.flatnonzero(claimed).tolist():
-            at = int(found.position[k])
-            where = t.file_start + at
-            pos, size, body = int(found.pos[k]), int(found.size[k]), int(found.bodyLength[k])
-            if pos != where:
-                add(("dledger-entry-pos", "error", at, f"DLedger entry {int(found.index[k])} has pos {pos} but lies at "
-                                                       f"{where}"))
-            if body + S.DLEDGER_BODY_OFFSET != size:
-                add(("dledger-entry-size", "error", at, f"DLedger entry {int(found.index[k])} has size {size} but "
-                                                        f"bodyLength {body} (+ {S.DLEDGER_BODY_OFFSET})"))
-            j = np.searchsorted(rec_pos, at + S.DLEDGER_BODY_OFFSET)
-            if j < n and rec_pos[j] == at + S.DLEDGER_BODY_OFFSET and rec_size[j] != size - S.DLEDGER_BODY_OFFSET:
+        body_at = found.message_starts()
+        j = np.minimum(np.searchsorted(rec_pos, body_at), max(n - 1, 0))
+        has_record = (rec_pos[j] == body_at) if n else np.zeros(len(body_at), bool)
+        record_size = np.where(has_record, rec_size[j] if n else 0, -1)
+        bad_pos = found.pos != found.position + t.file_start
+        bad_size = found.bodyLength + S.DLEDGER_BODY_OFFSET != found.size
+        bad_body = has_record & (record_size != found.bodyLength) & ~bad_size
+        for k in np.flatnonzero(claimed & (bad_pos | bad_size | bad_body)).tolist():
+            at, index = int(found.position[k]), int(found.index[k])
+            size, body = int(found.size[k]), int(found.bodyLength[k])
+            if bad_pos[k]:
+                add(("dledger-entry-pos", "error", at, f"DLedger entry {index} has pos {int(found.pos[k])} but lies at "
+                                                       f"{t.file_start + at}"))
+            if bad_size[k]:
+                add(("dledger-entry-size", "error", at, f"DLedger entry {index} has size {size} but bodyLength {body} "
+                                                        f"(+ {S.DLEDGER_BODY_OFFSET})"))
+            if bad_body[k]:
                 add(("dledger-entry-body", "error", at,
-                     f"DLedger entry {int(found.index[k])} holds {size - S.DLEDGER_BODY_OFFSET} body bytes but its "
-                     f"record's storeSize is {int(rec_size[j])}: the broker's reput steps by the record and loses "
-                     f"its place"))
+                     f"DLedger entry {index} holds {body} body bytes but its record's storeSize is "
+                     f"{int(record_size[k])}: the broker's reput steps by the record and loses its place"))
 
     def file_end(self, found: D.FileEntries):
         """How the file ends: the DLedger BLANK (claiming the rest of the file), zeros, or bytes the walk stops at."""
@@ -194,26 +199,34 @@ def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, whole: bool):
     per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
     units = {f.start // S.DLEDGER_INDEX_UNIT_SIZE: D.index_units(f.buf, min(f.length, iq.file_size)
                                                                   // S.DLEDGER_INDEX_UNIT_SIZE) for f in iq.files}
-    for k in range(len(pos)):
-        idx = int(cols["index"][k])
-        first = idx - idx % per_file if idx >= 0 else None
-        arr = units.get(first)
-        got = arr[idx - first] if arr is not None and idx - first < len(arr) else None
-        want = (int(cols["magic"][k]), int(pos[k]), int(cols["size"][k]), idx, int(cols["term"][k]))
-        if got is None:
+    index = cols["index"]
+    first = index - index % per_file
+    found = np.zeros(len(index), bool)
+    differs = np.zeros(len(index), bool)
+    want = {"magic": cols["magic"], "pos": pos, "size": cols["size"], "index": index, "term": cols["term"]}
+    for start, arr in units.items():  # the entries whose unit this file holds, compared in one pass
+        mine = np.flatnonzero((first == start) & (index - start < len(arr)) & (index >= 0))
+        if not len(mine):
+            continue
+        got = arr[index[mine] - start]
+        found[mine] = True
+        differs[mine] = np.any([got[n].astype(np.int64) != want[n][mine] for n in D.INDEX_FIELDS], axis=0)
+    for k in np.flatnonzero(~found | differs).tolist():
+        idx = int(index[k])
+        if not found[k]:
             add(k, idx, f"DLedger entry {idx} has no index unit (no index file holds byte "
                         f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
             continue
-        have = tuple(int(got[n]) for n in D.INDEX_FIELDS)
-        if have != want:
-            diff = ", ".join(f"{n} {h} (entry: {w})" for n, h, w in zip(D.INDEX_FIELDS, have, want) if h != w)
-            add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
+        unit = units[int(first[k])][idx - int(first[k])]
+        diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
+                         if int(unit[n]) != int(want[n][k]))
+        add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
     last = int(cols["index"][-1]) if len(pos) else -1
-    for first, arr in sorted(units.items()) if whole else ():
-        written = np.flatnonzero(arr["magic"] != 0) + first
+    for start, arr in sorted(units.items()) if whole else ():
+        written = np.flatnonzero(arr["magic"] != 0) + start
         extra = written[written > last]
         if len(extra):
-            f = iq.find(first * S.DLEDGER_INDEX_UNIT_SIZE)
+            f = iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
             at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
             run.report(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
                        f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data (the last "
