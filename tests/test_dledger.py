@@ -236,3 +236,18 @@ def test_old_commitlog_beside_the_dledger_log_is_refused(copy):
     (store / "commitlog" / "00000000000000000000").write_bytes(bytes(65536))
     r = run("dump", "commitlog", "--store", store, "--broker-config", CONF)
     assert r.exit_code == 2 and "old commitlog before its DLedger log" in r.stderr
+
+
+def test_recovery_that_dledger_refuses_is_refused(copy):
+    """A bad first entry in the third file from the last: DLedger's recovery starts a file earlier, stops
+    there, more than a file before the last file, and exits; verify says so and repair changes nothing."""
+    store = copy()
+    e = next(x for x in ENTRIES if x["file"] == "00000000000000262144")
+    patch(_data(store, e), S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
+    _, findings = verify(store)
+    assert any(f["kind"] == "dledger-recovery" and f["severity"] == "error" and f["commitLogOffset"] == e["pos"]
+               for f in findings)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    r = run("repair", "--store", store, "--broker-config", CONF)
+    assert r.exit_code == 2 and "processOffset is too small" in r.stderr
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
