@@ -422,6 +422,27 @@ def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | No
     return out
 
 
+def plan_checkpoint(store: Store, txn: Transaction | None, last_kept: int, index: list, index_ts: int | None) -> dict:
+    """The checkpoint no later than the records kept: physic/logics at most the last kept record's
+    storeTimestamp, indexMsgTimestamp the last full index file's end after the index plan, a 5.x
+    confirmPhyOffset no later than the last kept message. Returns field -> [before, after]."""
+    checkpoint: dict = {}
+    cp = store.checkpoint()
+    if cp is None:
+        return checkpoint
+    values = {}
+    if last_kept >= 0:
+        ts = store.read_message(last_kept)[1].storeTimestamp
+        values["physicMsgTimestamp"] = min(cp["physicMsgTimestamp"], ts)
+        values["logicsMsgTimestamp"] = min(cp["logicsMsgTimestamp"], ts)
+    if index_ts is not None and (index or cp["indexMsgTimestamp"] > index_ts):
+        values["indexMsgTimestamp"] = index_ts
+    if cp["confirmPhyOffset"] > max(last_kept, 0):
+        values["confirmPhyOffset"] = max(last_kept, 0)
+    stage_checkpoint(store, txn, checkpoint, **values)
+    return checkpoint
+
+
 def bytes_past(store: Store, cut: int) -> int:
     """Non-zero data past the cut: from the cut to the last non-zero byte of each file."""
     total = 0
@@ -509,19 +530,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             by_queue = Counter(queues_of.get(off) or (f"{r.topic}/{r.queueId}" if isinstance(r, Message) else "unknown")
                                for off, r in past)
             index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
-            checkpoint: dict = {}
-            cp = store.checkpoint()
-            if cp is not None:
-                values = {}
-                if last_kept >= 0:
-                    ts = store.read_message(last_kept)[1].storeTimestamp
-                    values["physicMsgTimestamp"] = min(cp["physicMsgTimestamp"], ts)
-                    values["logicsMsgTimestamp"] = min(cp["logicsMsgTimestamp"], ts)
-                if index_ts is not None and (index or cp["indexMsgTimestamp"] > index_ts):
-                    values["indexMsgTimestamp"] = index_ts
-                if cp["confirmPhyOffset"] > max(last_kept, 0):
-                    values["confirmPhyOffset"] = max(last_kept, 0)
-                stage_checkpoint(store, txn, checkpoint, **values)
+            checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             abort = store.abort_exists()
             if txn is not None and abort:
                 txn.remove(store.abort_path)
@@ -532,18 +541,22 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 [] if scan_all else earlier, alternative, interrupted)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
-                problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
-                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad))
-                if problems:
-                    raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
-                                     store.root)
-                if result.changed:
-                    result.backup = txn.commit().get("backup")
+                swap_in(store, txn, result, _check_staged(store, txn, cut, zero_from) or verify_staged(
+                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)))
         finally:
             if txn is not None:
                 txn.discard()
     result.seconds = time.monotonic() - t0
     return result
+
+
+def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list[str]):
+    """Commit the staged repair, unless its read-back or verify found problems (then nothing changes)."""
+    if problems:
+        raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
+                         store.root)
+    if result.changed:
+        result.backup = txn.commit().get("backup")
 
 
 def _last_below(seen: RecordSet, cut: int) -> int:
@@ -606,17 +619,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         consumequeue = plan_consumequeue(store, cut, txn, queues_of)
         by_queue = Counter(queues_of.get(off) or f"{m.topic}/{m.queueId}" for off, m in past)
         index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
-        checkpoint: dict = {}
-        cp = store.checkpoint()
-        if cp is not None:
-            values = {}
-            if last_kept >= 0:
-                ts = store.read_message(last_kept)[1].storeTimestamp
-                values["physicMsgTimestamp"] = min(cp["physicMsgTimestamp"], ts)
-                values["logicsMsgTimestamp"] = min(cp["logicsMsgTimestamp"], ts)
-            if index_ts is not None and (index or cp["indexMsgTimestamp"] > index_ts):
-                values["indexMsgTimestamp"] = index_ts
-            stage_checkpoint(store, txn, checkpoint, **values)
+        checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
         dledger = {"startFile": files[r.start_file].name if files else None, "endIndex": r.end_index,
                    "indexRewrittenFrom": r.index_rewritten_from, "indexFiles": _plan_dledger_index(store, iq, r, txn),
                    "checkpoint": _plan_dledger_checkpoint(layout, state, r, txn)}
@@ -628,13 +631,8 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
             dict(by_queue), [_describe(off, m, queues_of) for off, m in past[:20]], commitlog, consumequeue, index,
             checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger)
         if txn is not None:
-            problems = _check_staged_dledger(store, txn, r) or verify_staged(
-                store, txn, None, accepted=lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut)
-            if problems:
-                raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
-                                 store.root)
-            if result.changed:
-                result.backup = txn.commit().get("backup")
+            swap_in(store, txn, result, _check_staged_dledger(store, txn, r) or verify_staged(
+                store, txn, None, accepted=lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut))
     finally:
         if txn is not None:
             txn.discard()
