@@ -357,19 +357,23 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
     begin = -1
     if last_index != -1 and len(files[0].buf) >= 16:
         begin = S.INT64.unpack_from(files[0].buf, 8)[0]  # reviseLedgerBeginIndex: the first file's first entry
-    committed, committed_pos = -1, -1
-    wanted = state_long(checkpoint, "committedIndex")
-    if wanted is not None and wanted != -1 and last_index != -1 and wanted >= begin:
-        committed = min(wanted, last_index)
-        by_index = {k: (p, s) for k, p, s, _ in kept}
-        if committed in by_index:
-            p, s = by_index[committed]
-            committed_pos = p + s
-        else:  # an entry before the start file: its unit (DLedger reads the index)
-            unit = _unit(index_queue, committed)
-            committed_pos = unit[1] + unit[2] if unit else -1
+    committed, committed_pos = _committed(index_queue, state_long(checkpoint, "committedIndex"), begin, last_index, kept)
     return Recovery(start, process, stop, last_index, last_term, begin, rewrite_from, mismatch, exits, committed,
                     committed_pos, kept)
+
+
+def _committed(index_queue, wanted: int | None, begin: int, last_index: int, kept: list) -> tuple[int, int]:
+    """updateCommittedIndex with the checkpoint's committedIndex after the recovery: the committed index
+    and the end of its entry (-1, -1: none)."""
+    if wanted is None or wanted == -1 or last_index == -1 or wanted < begin:
+        return -1, -1
+    committed = min(wanted, last_index)
+    by_index = {k: (p, s) for k, p, s, _ in kept}
+    if committed in by_index:
+        p, s = by_index[committed]
+        return committed, p + s
+    unit = _unit(index_queue, committed)  # an entry before the start file: its unit (DLedger reads the index)
+    return committed, (unit[1] + unit[2] if unit else -1)
 
 
 def checkpoint_text(committed_index: int, end_index: int) -> str:

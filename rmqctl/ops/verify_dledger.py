@@ -5,26 +5,24 @@ then the layer as a whole: index continuity, terms never decreasing, every index
 `checkpoint` against the data, and what DLedgerMmapFileStore.recover will truncate at the next start.
 
 A data file's result is a ChunkResult like a plain commitlog chunk's, with positions inside the file, so
-ops/verify.py merges the records into the same table and runs the consumequeue, index and checkpoint checks
-on them unchanged.
+ops/verify_commitlog.py merges the records into the same table and ops/verify.py runs the consumequeue, index
+and checkpoint checks on them unchanged; verify calls `check_layer` after that merge.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import dledger as D
 from .. import schema as S
+from ..findings import CHECKPOINT, FILES, RECORDS
 from ..native import dledger as KD
 from ..native import verify as K
 from ..record import RecordError, read_record
 from ..store import MappedFileQueue
+from .verify_context import Context, Records
 from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
-
-if TYPE_CHECKING:
-    from .verify import VerifyRun
 
 RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
 
@@ -119,10 +117,8 @@ class _EntryScanner(_Scanner):
 # ---- the layer as a whole ------------------------------------------------------------------------------------
 
 
-def check_layer(run: "VerifyRun", results: list[list[DLedgerChunk]], report: bool):
+def check_layer(run: Context, results: list[list[DLedgerChunk]], rec: Records, report: bool):
     """Index continuity and terms across files, the index units, the DLedger checkpoint, and the recovery."""
-    from .verify import FILES, RECORDS
-
     store, files = run.store, run.files
     layout = store.dledger
     rows = [(i, r.entries) for i, rs in enumerate(results) for r in rs if r.entries is not None]
@@ -163,15 +159,11 @@ def check_layer(run: "VerifyRun", results: list[list[DLedgerChunk]], report: boo
     if report and run.full_range:
         _checkpoint(run, state, index)
     if iq is not None:
-        recovery = D.recover(store.commitlog, iq, state)
-        run.dledger_recovery = recovery
         if report:
-            _recovery_notes(run, recovery)
+            _recovery_notes(run, rec, D.recover(store.commitlog, iq, state))
 
 
-def _index_files(run: "VerifyRun", iq: MappedFileQueue):
-    from .verify import FILES
-
+def _index_files(run: Context, iq: MappedFileQueue):
     for p in iq.strays:
         run.report(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
     for a, b in zip(iq.files, iq.files[1:]):
@@ -184,11 +176,9 @@ def _index_files(run: "VerifyRun", iq: MappedFileQueue):
                        f"not {iq.file_size}: MmapFileList.load refuses it")
 
 
-def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, whole: bool):
+def _index_units(run: Context, iq: MappedFileQueue, pos, cols, whole: bool):
     """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and, for
     the `whole` log, no unit written past the last entry."""
-    from .verify import FILES, RECORDS
-
     def add(k: int, idx: int, detail: str):
         unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
         f = iq.find(unit_at) if idx >= 0 else None
@@ -233,10 +223,8 @@ def _index_units(run: "VerifyRun", iq: MappedFileQueue, pos, cols, whole: bool):
                        f"is {last}); DLedger's recovery truncates them")
 
 
-def _checkpoint(run: "VerifyRun", state, index):
+def _checkpoint(run: Context, state, index):
     """dledger-{id}/checkpoint: endIndex and committedIndex against the entries."""
-    from .verify import CHECKPOINT
-
     path = run.store.dledger.checkpoint_path
     last = int(index[-1]) if len(index) else -1
     if state is None:
@@ -260,14 +248,12 @@ def _checkpoint(run: "VerifyRun", state, index):
                    f"endIndex {end} but the last entry is {last}")
 
 
-def _recovery_notes(run: "VerifyRun", r: D.Recovery):
+def _recovery_notes(run: Context, rec: Records, r: D.Recovery):
     """What DLedgerMmapFileStore.recover will do at the next start, on the findings it concerns."""
-    from .verify import CHECKPOINT
-
     files = run.files
     begin = files[r.start_file].start if files else 0
     if r.stop is not None:
-        lost = run.rec.off >= r.cut
+        lost = rec.off >= r.cut
         note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
                 f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {int(lost.sum())} record(s) "
                 f"from there on")
