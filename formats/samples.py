@@ -22,6 +22,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from rmqctl import dledger
 from rmqctl import schema as S
 from rmqctl import schema_metaq as MQ
 from rmqctl.config import load_config
@@ -124,6 +125,38 @@ def checkpoint(fixture: str, what: str) -> list[str]:
     return [where(fixture, path, 0, what), *annotate(S.Checkpoint, path.read_bytes(), keep=1)]
 
 
+def dledger_entry(fixture: str, entry_pos: int, what: str) -> list[str]:
+    """A DLedger entry header, then where its record starts (the record's commitlog offset)."""
+    st = store(fixture)
+    f = st.commitlog.find(entry_pos)
+    pos = entry_pos - f.start
+    data = bytes(f.buf[pos : pos + S.DLEDGER_BODY_OFFSET])
+    _, m = st.read_message(entry_pos + S.DLEDGER_BODY_OFFSET)
+    return [where(fixture, f.path, pos, what), *annotate(S.DLedgerEntryHeader, data),
+            f"# -> the record at {entry_pos} + {S.DLEDGER_BODY_OFFSET} = {entry_pos + S.DLEDGER_BODY_OFFSET}: storeSize "
+            f"{m.storeSize} = bodyLength, PHYSICALOFFSET {m.physicalOffset}, topic {m.topic}, queueOffset {m.queueOffset}"]
+
+
+def dledger_blank(fixture: str, file_index: int) -> list[str]:
+    st = store(fixture)
+    f = st.commitlog.files[file_index]
+    at, size = dledger.walk_entries(f.buf, st.commitlog.file_size).blank
+    data = bytes(f.buf[at : at + S.DLEDGER_MIN_BLANK])
+    rest = f.buf[at + S.DLEDGER_MIN_BLANK : st.commitlog.file_size]
+    return [where(fixture, f.path, at, "DLedger BLANK, the end of this data file"), *annotate(S.DLedgerBlank, data),
+            f"# then {len(rest)} bytes to the end of the file, {'all zero' if not any(rest) else 'NOT all zero'}:"
+            f" {at} + size {size} = file size {st.commitlog.file_size}"]
+
+
+def dledger_unit(fixture: str, entry_index: int) -> list[str]:
+    st = store(fixture)
+    off = entry_index * S.DLEDGER_INDEX_UNIT_SIZE
+    f = st.dledger_index.find(off)
+    data = bytes(f.buf[off - f.start : off - f.start + S.DLEDGER_INDEX_UNIT_SIZE])
+    return [where(fixture, f.path, off - f.start, f"index unit of entry {entry_index} ({entry_index} x 32 = byte {off})"),
+            *annotate(S.DLedgerIndexUnit, data)]
+
+
 def msg_ids(fixture: str, offset: int) -> list[str]:
     _, m = store(fixture).read_message(offset)
     out = []
@@ -199,6 +232,10 @@ SAMPLES = {
     "index-chain": ("index.md", lambda: index_chain("a-basic", 0, "TopicTest", "USER-35", 8)),
     "checkpoint-49": ("checkpoint.md", lambda: checkpoint("a-basic", "RocketMQ 4.9.7 checkpoint: three longs")),
     "checkpoint-5x": ("checkpoint.md", lambda: checkpoint("c-v5-features", "RocketMQ 5.3.3 checkpoint: five longs")),
+    "dledger-entry": ("dledger.md", lambda: dledger_entry("e-dledger", 0, "the first entry: index 0, term 0, pos 0")
+                      + dledger_entry("e-dledger", 454805 - 1120, "the last entry (index 499), in the last data file")),
+    "dledger-blank": ("dledger.md", lambda: dledger_blank("e-dledger", 0)),
+    "dledger-index-unit": ("dledger.md", lambda: dledger_unit("e-dledger", 0) + dledger_unit("e-dledger", 256)),
     "msgid-ipv4": ("msgid.md", lambda: msg_ids("a-basic", 1548700)),
     "msgid-ipv6": ("msgid.md", lambda: msg_ids("b-mixed", 42916)),
     "timerlog-unit": ("timer.md", lambda: timer_unit("f-timer5", 0, "the first timerlog unit: DEFAULT, first of its slot")),

@@ -60,11 +60,15 @@ class FileDispatch:
 
 
 def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
-                  jobs: int | None = None) -> FileDispatch:
-    """Dispatch the records of one file: the header walk, then the records decoded in `jobs` threads
-    (default: all cores; the kernels run without the GIL)."""
+                  jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
+    """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
+    entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
+    the GIL)."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
-    starts, stop = kernels.walk(u8, limit, allow_v2)
+    if starts is None:
+        starts, stop = kernels.walk(u8, limit, allow_v2)
+    else:
+        stop = limit
     n = len(starts)
     size, phy, store_ts, qid, qoff, sysflag, topic, tags = (np.empty(n, np.int64) for _ in range(8))
     reference = np.empty(n, np.bool_)

@@ -41,6 +41,10 @@ class BrokerConfig:
     maxMsgsNumBatch: int = 64
     mappedFileSizeTimerLog: int | None = None  # None: infer from the timerlog files, else 100 MiB
     timerPrecisionMs: int = 1000  # read through the setter's rounding (rmqctl.timerstore.precision_ms)
+    # DLedger mode: the commitlog is DLedger's entry store in {root}/dledger-{dLegerSelfId}/data
+    enableDLegerCommitLog: bool = False
+    dLegerSelfId: str | None = None
+    storePathDLedgerCommitLog: str | None = None
     # Which broker generation wrote (or will read) the store: decides the property separator style,
     # the checkpoint width and the cleaner's thresholds. None: detect from the data.
     rocketmqVersion: int | None = None
@@ -75,6 +79,11 @@ def _coerce(name: str, raw: str):
         except ValueError:
             raise UsageError(f"broker config: {name}={raw!r} is not an integer") from None
     return raw
+
+
+def split_paths(value: str) -> list[Path]:
+    """A comma-separated store path setting (MessageStoreConfig.MULTI_PATH_SPLITTER), as paths."""
+    return [Path(p.strip()).expanduser() for p in value.split(",") if p.strip()]
 
 
 def read_properties(path: Path) -> dict[str, str]:

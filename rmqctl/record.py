@@ -40,11 +40,12 @@ class Message:
         "storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
         "bornTimestamp", "bornIp", "bornPort", "storeTimestamp", "storeIp", "storePort", "reconsumeTimes",
         "preparedTransactionOffset", "bodyLength", "body", "topicBytes", "propertiesBytes",
-        "position", "_props",
+        "position", "_props", "dledger",
     )  # fmt: skip
 
     def __init__(self):
         self._props = None
+        self.dledger = None  # in a DLedger store: the entry holding this record (index, term, entryPos, ...)
 
     # -- derived views ---------------------------------------------------------------------------------
     @property
@@ -255,6 +256,8 @@ def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_
         "msgId": m.msg_id,
         "uniqKey": m.uniq_key,
     }
+    if m.dledger is not None:
+        d["dledger"] = dict(m.dledger)
     if raw_properties:
         d["propertiesString"] = m.properties_string
     if decompress and m.sysFlag & S.COMPRESSED_FLAG:

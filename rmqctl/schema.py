@@ -198,6 +198,42 @@ OffsetMsgId = Struct("storeHost" / Struct(_id_ip, "port" / Int32sb), "physicalOf
 # the start of the client's month, then a counter, both truncated to their widths.
 UniqKey = Struct(_id_ip, "pid" / Int16ub, "classLoaderHash" / Int32sb, "spanMS" / Int32ub, "counter" / Int16ub)
 
+# ---- DLedger mode (enableDLegerCommitLog): the commitlog lives in DLedger's entry files ------------------
+# Sources (openmessaging/dledger tag dledger-all-0.3.1.2): DLedgerEntry.java (POS_OFFSET, HEADER_SIZE,
+# BODY_OFFSET), DLedgerEntryCoder.encode / encodeIndex, MmapFileList.preAppend (the BLANK),
+# DLedgerMmapFileStore (MAGIC_1, INDEX_UNIT_SIZE).
+DLEDGER_MAGIC = 1  # DLedgerMmapFileStore.MAGIC_1 = CURRENT_MAGIC
+DLEDGER_BLANK_MAGIC = -1  # MmapFileList.BLANK_MAGIC_CODE
+DLEDGER_MIN_BLANK = 8  # MmapFileList.MIN_BLANK_LEN
+
+# The entry header; the body (for RocketMQ: one commitlog record) follows it.
+DLedgerEntryHeader = Struct(
+    "magic" / Int32sb,
+    "size" / Int32sb,  # header + body
+    "index" / Int64sb,
+    "term" / Int64sb,
+    "pos" / Int64sb,  # the entry's own absolute offset in the data files
+    "channel" / Int32sb,
+    "chainCrc" / Int32sb,
+    "bodyCrc" / Int32sb,
+    "bodyLength" / Int32sb,
+)
+
+# The end of a data file that cannot take the next entry + 8 bytes: only these 8 bytes are written.
+DLedgerBlank = Struct(
+    "magic" / Const(DLEDGER_BLANK_MAGIC, Int32sb),
+    "size" / Int32sb,  # every byte left in the file from here
+)
+
+# One unit per entry at index * 32 in the index files.
+DLedgerIndexUnit = Struct(
+    "magic" / Int32sb,
+    "pos" / Int64sb,
+    "size" / Int32sb,
+    "index" / Int64sb,
+    "term" / Int64sb,
+)
+
 SCHEMAS = {
     "commitlog-record": CommitLogRecord,
     "blank-record": BlankRecord,
@@ -210,6 +246,9 @@ SCHEMAS = {
     "timerlog-blank": TimerLogBlank,
     "wheel-slot": WheelSlot,
     "timercheck": TimerCheckpoint,
+    "dledger-entry-header": DLedgerEntryHeader,
+    "dledger-blank": DLedgerBlank,
+    "dledger-index-unit": DLedgerIndexUnit,
 }
 
 
@@ -304,6 +343,16 @@ TIMERLOG_UNIT_DTYPE = compile_dtype(TimerLogUnit)
 TIMERLOG_BLANK = compile_struct(TimerLogBlank)
 WHEEL_SLOT_DTYPE = compile_dtype(WheelSlot)
 TIMERCHECK_HEAD = compile_struct(TimerCheckpoint)
+DLEDGER_ENTRY_HEADER = compile_struct(DLedgerEntryHeader)
+DLEDGER_BLANK = compile_struct(DLedgerBlank)
+DLEDGER_INDEX_UNIT = compile_struct(DLedgerIndexUnit)
+DLEDGER_INDEX_DTYPE = compile_dtype(DLedgerIndexUnit)
+# DLedgerEntry.BODY_OFFSET: a message's commitlog offset is its entry's pos + this
+DLEDGER_BODY_OFFSET = DLEDGER_ENTRY_HEADER.size
+# DLedgerEntry.HEADER_SIZE (the header without bodyLength): recovery wants size > this
+DLEDGER_HEADER_SIZE = DLEDGER_BODY_OFFSET - 4
+DLEDGER_POS_AT = sum(struct.calcsize(">" + code[1:]) for _, code in fixed_fields(DLedgerEntryHeader)[:4])
+DLEDGER_INDEX_UNIT_SIZE = DLEDGER_INDEX_UNIT.size
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
@@ -313,6 +362,7 @@ assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE
 assert TIMERLOG_UNIT.size == TIMERLOG_UNIT_DTYPE.itemsize == TIMERLOG_UNIT_SIZE
 assert TIMERLOG_BLANK.size == TIMERLOG_MIN_BLANK and WHEEL_SLOT_DTYPE.itemsize == WHEEL_SLOT_SIZE
 assert TimerCheckpoint.sizeof() == TIMERCHECK_FILE_SIZE
+assert (DLEDGER_BODY_OFFSET, DLEDGER_POS_AT, DLEDGER_INDEX_UNIT_SIZE) == (48, 24, 32)
 
 
 def host_length(sysflag: int, v6_flag: int) -> int:

@@ -20,7 +20,8 @@ from typing import Iterator
 import numpy as np
 
 from . import schema as S
-from .config import BrokerConfig
+from . import dledger as D
+from .config import BrokerConfig, split_paths
 from .configfiles import parse_fastjson
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
@@ -368,10 +369,17 @@ class Store:
             raise StoreError("store directory does not exist", self.root)
 
     # -- paths -------------------------------------------------------------------------------------------
+    @cached_property
+    def dledger(self) -> D.Layout | None:
+        """The DLedger layout when the commitlog is DLedger's entry store (enableDLegerCommitLog), else None."""
+        return D.detect(self.root, self.config)
+
     @property
     def commitlog_dirs(self) -> list[Path]:
+        if self.dledger is not None:
+            return list(self.dledger.data_dirs)
         if self.config.storePathCommitLog:
-            return [Path(p.strip()).expanduser() for p in self.config.storePathCommitLog.split(",") if p.strip()]
+            return split_paths(self.config.storePathCommitLog)
         return [self.root / "commitlog"]
 
     @property
@@ -406,8 +414,18 @@ class Store:
         probe.file_size = size
         return probe
 
-    def scan(self, allow_v2: bool = True) -> CommitLogScan:
+    def scan(self, allow_v2: bool = True) -> CommitLogScan | D.DLedgerScan:
+        if self.dledger is not None:
+            return D.DLedgerScan(self.commitlog, allow_v2)
         return CommitLogScan(self.commitlog, allow_v2)
+
+    @cached_property
+    def dledger_index(self) -> MappedFileQueue:
+        """DLedger's entry index files (32-byte units); their size has no broker key: inferred from the files,
+        else DLedger's default."""
+        q = MappedFileQueue([self.dledger.index_dir], 0)
+        q.file_size = infer_file_size(q.files, "DLedger index", D.DEFAULT_INDEX_FILE_SIZE)
+        return q
 
     def read_message(self, offset: int) -> tuple[MappedFile, Message]:
         """The record that starts at commitlog `offset`."""

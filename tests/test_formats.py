@@ -37,6 +37,9 @@ FIXED_TABLES = {
     "timercheck": (S.TimerCheckpoint, {}, None),
     "offset-msgid": (S.OffsetMsgId, {"ipLength": 4}, {"ipLength": 16}),
     "uniq-key": (S.UniqKey, {"ipLength": 4}, {"ipLength": 16}),
+    "dledger-entry-header": (S.DLedgerEntryHeader, {}, None),
+    "dledger-blank": (S.DLedgerBlank, {}, None),
+    "dledger-index-unit": (S.DLedgerIndexUnit, {}, None),
 }
 HOST_COLUMNS = {"IPv4 hosts": (False, False), "born IPv6 (0x10)": (True, False), "store IPv6 (0x20)": (False, True),
                 "both IPv6 (0x30)": (True, True)}
@@ -112,7 +115,8 @@ def test_fixed_layout_table_matches_declaration(name):
     rows = TABLES[name]
     size = schema.sizeof(**params)
     blanks = {S.BlankRecord: lambda: S.BLANK.pack(size, S.MAGIC_BLANK),
-              S.TimerLogBlank: lambda: S.TIMERLOG_BLANK.pack(size, 0, S.MAGIC_BLANK)}
+              S.TimerLogBlank: lambda: S.TIMERLOG_BLANK.pack(size, 0, S.MAGIC_BLANK),
+              S.DLedgerBlank: lambda: S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, size)}
     data = blanks[schema]() if schema in blanks else bytes(size)
     layout = spans(schema, data, **params)
     assert [cell_name(r["field"]) for r in rows] == [sp.name for sp in layout]

@@ -333,6 +333,21 @@ def test_timerlog_source_equals_timerlog_reading(spark):
     assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}
 
 
+def test_dledger_store(spark):
+    """A DLedger store (e-dledger) reads as a plain one: the rows are its records at entry pos + 48, the
+    consumequeue source its units, and `spark verify` says what `verify` says (nothing)."""
+    name = "e-dledger"
+    rows = (spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).option("verifyCrc", "true")
+            .load(store_root(name)).collect())
+    got = sorted((r.asDict() for r in rows), key=lambda r: r["commitLogOffset"])
+    assert [(g["commitLogOffset"], g["msgId"], g["queueOffset"], g["crcOk"]) for g in got] == [
+        (w["commitLogOffset"], w["msgId"], w["queueOffset"], True) for w in truth(name, "truth-messages.jsonl")]
+    units = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
+    assert units.count() == len(truth(name, "truth-consumequeue.jsonl"))
+    r = run("spark", "verify", "--store", store_root(name), "--broker-config", broker_conf(name), "--format", "jsonl")
+    assert (r.exit_code, r.stdout.strip()) == (0, ""), r.stderr
+
+
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
     task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""

@@ -35,6 +35,11 @@ def _print_table(d: dict, startup: str):
     lines = [f"store      {d['store']}",
              f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
              f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]"]
+    dl = d.get("dledger")
+    if dl:
+        lines.append(f"dledger    {dl['home']}: entries {dl['beginIndex']}..{dl['endIndex']} (term {dl['endTerm']}), "
+                     f"committed {dl['committedIndex']} (to offset {dl['committedPos']}), currTerm {dl['currTerm']}, "
+                     f"leader {dl['voteLeader']}; {dl['indexFiles']} index file(s) of {dl['indexFileSize']} B")
     cp = d["checkpoint"]
     if cp:
         lines.append(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "

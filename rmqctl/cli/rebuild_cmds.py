@@ -131,6 +131,12 @@ def repair_rows(r) -> list[dict]:
     for field, (before, after) in r.timer.get("timercheck", {}).items():
         rows.append({"action": "set", "target": "config/timercheck", "commitLogOffset": None, "count": None,
                      "detail": f"{field} {before} -> {after} (as TimerMessageStore.recover lowers it)"})
+    for ix in (r.dledger or {}).get("indexFiles", []):
+        rows.append({"action": ix["action"], "target": f"dledger index/{ix['file']}", "commitLogOffset": None,
+                     "count": None, "detail": ix["detail"]})
+    for field, (before, after) in (r.dledger or {}).get("checkpoint", {}).items():
+        rows.append({"action": "set", "target": "dledger checkpoint", "commitLogOffset": None, "count": None,
+                     "detail": f"{field} {before} -> {after}"})
     if r.abortRemoved:
         rows.append({"action": "remove", "target": "abort", "commitLogOffset": None, "count": None,
                      "detail": "the broker starts normally (no abnormal recovery)"})

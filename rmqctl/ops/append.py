@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .. import dledger
 from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_targets
@@ -410,6 +411,10 @@ class Appender:
                  dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None):
         self.root = Path(store_root).expanduser()
         self.config = config or BrokerConfig()
+        if self.root.is_dir() and dledger.detect(self.root, self.config) is not None:
+            raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
+                             "replica makes its log diverge from the others' (a new leader truncates or contradicts "
+                             "it); refusing. Send it through the group's leader instead", self.root)
         self.requested_version = rocketmq_version
         self.dry_run = dry_run
         self.keep_index_time = keep_index_time

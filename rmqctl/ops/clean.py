@@ -261,6 +261,10 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
     until one deletes nothing. Plan-only runs simulate the space each planned deletion frees; applied runs
     delete for real (under the broker's lock) and re-measure the disk before every pass. `interval_ms`
     paces the deletions as the broker's deleteCommitLogFilesInterval (100 ms) does, to spare a busy disk."""
+    if store.dledger is not None:
+        raise UsageError("this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
+                         "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
+                         "RocketMQ's cleanup rules, which rmqctl clean applies; refusing", store.root)
     clock = clock or Clock.parse(None)
     config_error = None
     try:

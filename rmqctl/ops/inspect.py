@@ -8,6 +8,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
+from .. import dledger
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Blank, Message, RecordError, message_dict, read_record
@@ -24,7 +25,7 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
     dump_commitlog_lines (one writer of the contract). With `where` (time, tags, keys, properties, ids), each
     record is decoded and matched by the reference decoder instead. Damage is passed to `warn` as there."""
-    if where is not None:
+    if where is not None or store.dledger is not None:
         yield from _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where)
         return
     for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
@@ -34,7 +35,9 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
 
 
 def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
-              where: MessageFilter) -> Iterator[dict]:
+              where: MessageFilter | None) -> Iterator[dict]:
+    """Record by record through the reference decoder: for content filters, and for DLedger stores, whose
+    entries wrap the records (the chunk engine walks plain commitlog files only)."""
     scan = store.scan()
     n = 0
     reported = 0
@@ -46,7 +49,7 @@ def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_proper
             continue
         if queue_id is not None and m.queueId != queue_id:
             continue
-        if not where.matches(m):
+        if where is not None and not where.matches(m):
             continue
         yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
         n += 1
@@ -63,6 +66,10 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     as one line naming file and offset."""
     from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
 
+    if store.dledger is not None:
+        for row in _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, None):
+            yield orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        return
     scan = store.scan()
     left = limit
     reported = 0
@@ -215,10 +222,25 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
                 out.update(recordStart=True, kind=rec.version, storeSize=rec.storeSize, topic=rec.topic,
                            queueId=rec.queueId, queueOffset=rec.queueOffset, msgId=rec.msg_id,
                            physicalOffsetMatches=rec.physicalOffset == offset)
-        if not out["recordStart"]:
+        if store.dledger is not None:
+            out.update(_entry_at(store, f, out["position"]))
+        elif not out["recordStart"]:
             prev = _record_containing(store, f, out["position"])
             if prev is not None:
                 out["insideRecordAt"] = f.start + prev
+    return out
+
+
+def _entry_at(store: Store, f, pos: int) -> dict:
+    """DLedger mode: the entry whose bytes cover `pos`, and the record in its body (at entry pos + 48)."""
+    found = dledger.walk_entries(f.buf, min(len(f.buf), store.commitlog.file_size))
+    k = int(np.searchsorted(found.position, pos, side="right")) - 1
+    if k < 0 or pos >= found.position[k] + found.size[k]:
+        return {}
+    out = {"dledgerEntry": found.entry(k, f.start)}
+    body = int(found.position[k]) + S.DLEDGER_BODY_OFFSET
+    if pos != body:
+        out["insideRecordAt" if pos > body else "insideEntryHeaderOf"] = f.start + body
     return out
 
 
@@ -285,6 +307,7 @@ def info(store: Store) -> dict:
             odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
     holder = store.lock_holder()
     abort = store.abort_exists()
+    dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
     if abort:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
@@ -297,8 +320,28 @@ def info(store: Store) -> dict:
                          "topics": len({q["topic"] for q in queues}), "entries": messages},
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
+        **({"dledger": dledger_part} if dledger_part is not None else {}),
         "abort": abort,
         "lockHeldBy": holder,
         "timer": pending_summary(store),
         "odd": odd,
     }
+
+
+def _dledger_info(store: Store, odd: list[str]) -> dict:
+    """DLedger mode: the entry range, the checkpoint and term, and what the recovery at start would do."""
+    layout = store.dledger
+    state = dledger.read_state(layout.checkpoint_path)
+    term = dledger.read_state(layout.currterm_path)
+    index = store.dledger_index
+    r = dledger.recover(store.commitlog, index, state)
+    if r.stop is not None:
+        odd.append(f"DLedger's recovery at start stops at {r.cut} ({r.stop.detail}) and truncates the log there")
+    if r.exits:
+        odd.append("DLedger's recovery would stop more than a file before the last data file: DLedger exits at start")
+    return {"home": str(layout.home), "indexFileSize": index.file_size, "indexFiles": len(index.files),
+            "beginIndex": r.begin_index, "endIndex": r.end_index, "endTerm": r.end_term,
+            "committedIndex": r.committed_index, "committedPos": r.committed_pos,
+            "checkpoint": {k: dledger.state_long(state, k) for k in ("endIndex", "committedIndex")} if state else None,
+            "currTerm": dledger.state_long(term, "currTerm"), "voteLeader": (term or {}).get("voteLeader"),
+            "recoveryCut": r.cut}

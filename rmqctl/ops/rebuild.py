@@ -28,7 +28,8 @@ from .. import schema as S
 from ..dispatch import cq_targets, index_keys
 from ..errors import StoreError, UsageError
 from ..batchdispatch import dispatch_file
-from ..record import Blank, RecordError, read_record
+from ..dledger import walk_entries
+from ..record import Blank, Message, RecordError, read_record
 from ..recovery import RecordSet, allow_v2
 from ..store import IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
@@ -148,6 +149,8 @@ class _Run:
     def file(self, f):
         buf = f.buf
         limit = min(len(buf), self.store.commitlog.file_size)
+        if self.store.dledger is not None:
+            return self.entries_file(f, buf, limit)
         batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index)
         self._batch(f, batch)
         pos = batch.stop
@@ -162,6 +165,24 @@ class _Run:
                 return
             self.one(f, rec)
             pos += rec.storeSize
+
+    def entries_file(self, f, buf, limit: int):
+        """A DLedger data file: the records of its entry bodies through the compiled pass; from the first it
+        refuses on, entry by entry, as DLedgerCommitLog's reput steps over an entry whose record fails."""
+        found = walk_entries(buf, limit)
+        starts, ends = found.message_starts(), found.message_ends()
+        batch = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index, starts=starts)
+        self._batch(f, batch)
+        for at, end in zip(starts[len(batch.position):].tolist(), ends[len(batch.position):].tolist()):
+            try:
+                rec = read_record(buf, at, end, self.v2)
+            except RecordError as e:
+                self.scan.errors.append((f, at, e))
+                continue
+            if isinstance(rec, Message):
+                self.one(f, rec)
+        if found.stop is not None:
+            self.scan.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
 
     def one(self, f, m):
         """The reference path for one record."""
@@ -252,8 +273,9 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
         units = {key: w.written() for key, w in dispatcher.queues.items()}
     finally:
         dispatcher.close()
-    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
-                "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
+    skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
+    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; {skipped} not dispatched (as the broker's reput "
+                "skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
     if run.mismatched:
         warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
                         "their entries carry the field, as the broker's would")

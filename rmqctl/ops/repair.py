@@ -40,7 +40,8 @@ from typing import Callable
 import numpy as np
 
 from .. import schema as S
-from ..errors import StoreError
+from .. import dledger as D
+from ..errors import StoreError, UsageError
 from ..record import Blank, Message
 from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryChecker, Walk, check_earlier_files,
                         last_nonzero, records_past, recovery_start, walk)
@@ -71,6 +72,7 @@ class RepairResult:
     notCut: list  # bad records before the recovery start: reported, not cut
     alternative: dict  # what the other mode would cut
     interrupted: dict | None = None
+    dledger: dict | None = None  # DLedger mode: the index units and DLedger checkpoint recovery rewrites
     backup: str | None = None
     seconds: float = 0.0
     timer: dict = dataclasses.field(default_factory=dict)  # danglingUnits, timercheck: the 5.x timer files
@@ -78,7 +80,8 @@ class RepairResult:
     @property
     def changed(self) -> bool:
         return bool(self.commitlog["fileZeroed"] or self.commitlog["filesRemoved"] or self.consumequeue
-                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck"))
+                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck")
+                    or (self.dledger and (self.dledger["indexFiles"] or self.dledger["checkpoint"])))
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -242,6 +245,27 @@ def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | No
     return out
 
 
+def plan_checkpoint(store: Store, txn: Transaction | None, last_kept: int, index: list, index_ts: int | None) -> dict:
+    """The checkpoint no later than the records kept: physic/logics at most the last kept record's
+    storeTimestamp, indexMsgTimestamp the last full index file's end after the index plan, a 5.x
+    confirmPhyOffset no later than the last kept message. Returns field -> [before, after]."""
+    checkpoint: dict = {}
+    cp = store.checkpoint()
+    if cp is None:
+        return checkpoint
+    values = {}
+    if last_kept >= 0:
+        ts = store.read_message(last_kept)[1].storeTimestamp
+        values["physicMsgTimestamp"] = min(cp["physicMsgTimestamp"], ts)
+        values["logicsMsgTimestamp"] = min(cp["logicsMsgTimestamp"], ts)
+    if index_ts is not None and (index or cp["indexMsgTimestamp"] > index_ts):
+        values["indexMsgTimestamp"] = index_ts
+    if cp["confirmPhyOffset"] > max(last_kept, 0):
+        values["confirmPhyOffset"] = max(last_kept, 0)
+    stage_checkpoint(store, txn, checkpoint, **values)
+    return checkpoint
+
+
 def bytes_past(store: Store, cut: int) -> int:
     """Non-zero data past the cut: from the cut to the last non-zero byte of each file."""
     total = 0
@@ -316,6 +340,12 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
     t0 = time.monotonic()
     extra = [d for d in store.commitlog_dirs if d.resolve().parent != store.root.resolve()]
     with writing(store, dry_run, extra) as (interrupted, store):
+        if store.dledger is not None:
+            if scan_all:
+                raise UsageError("--scan-all: a DLedger store has one recovery, DLedger's own; repair applies it")
+            result = _repair_dledger(store, dry_run, keep_backup, interrupted)
+            result.seconds = time.monotonic() - t0
+            return result
         checker = RecoveryChecker(store)
         files = store.commitlog.files
         start = recovery_start(store)
@@ -340,19 +370,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             by_queue = Counter(queues_of.get(off) or (f"{r.topic}/{r.queueId}" if isinstance(r, Message) else "unknown")
                                for off, r in past)
             index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
-            checkpoint: dict = {}
-            cp = store.checkpoint()
-            if cp is not None:
-                values = {}
-                if last_kept >= 0:
-                    ts = store.read_message(last_kept)[1].storeTimestamp
-                    values["physicMsgTimestamp"] = min(cp["physicMsgTimestamp"], ts)
-                    values["logicsMsgTimestamp"] = min(cp["logicsMsgTimestamp"], ts)
-                if index_ts is not None and (index or cp["indexMsgTimestamp"] > index_ts):
-                    values["indexMsgTimestamp"] = index_ts
-                if cp["confirmPhyOffset"] > max(last_kept, 0):
-                    values["confirmPhyOffset"] = max(last_kept, 0)
-                stage_checkpoint(store, txn, checkpoint, **values)
+            checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
             abort = store.abort_exists()
             if txn is not None and abort:
@@ -366,18 +384,22 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
-                problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
-                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad))
-                if problems:
-                    raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
-                                     store.root)
-                if result.changed:
-                    result.backup = txn.commit().get("backup")
+                swap_in(store, txn, result, _check_staged(store, txn, cut, zero_from) or verify_staged(
+                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)))
         finally:
             if txn is not None:
                 txn.discard()
     result.seconds = time.monotonic() - t0
     return result
+
+
+def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list[str]):
+    """Commit the staged repair, unless its read-back or verify found problems (then nothing changes)."""
+    if problems:
+        raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
+                         store.root)
+    if result.changed:
+        result.backup = txn.commit().get("backup")
 
 
 def _last_below(seen: RecordSet, cut: int) -> int:
@@ -404,3 +426,168 @@ def _describe(offset: int, r, queues_of: dict) -> dict:
     return {"commitLogOffset": offset, "storeSize": r.storeSize,
             "queue": queues_of.get(offset) or (f"?/{r.queueId}" if r.queueId is not None else None),
             "queueOffset": r.queueOffset, "state": f"{r.kind}: {r.detail}"}
+
+
+# ---- DLedger mode ------------------------------------------------------------------------------------------
+
+
+def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted) -> RepairResult:
+    """DLedgerMmapFileStore.recover as an explicit step (formats/dledger.md states the rule with its source
+    lines), then what RocketMQ's DLedgerCommitLog.recover and this repair's plain rules do after it."""
+    layout = store.dledger
+    state = D.read_state(layout.checkpoint_path)
+    iq = store.dledger_index
+    r = D.recover(store.commitlog, iq, state)
+    files = store.commitlog.files
+    if r.exits:
+        raise StoreError(f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file, and "
+                         "refuses to truncate that much (it exits: \"processOffset is too small\"); nothing was changed. "
+                         "Check the data files by hand (`rmqctl verify`)", files[-1].path)
+    cut = r.cut
+    kept_messages = [p + S.DLEDGER_BODY_OFFSET for _, p, _, _ in r.kept]
+    last_kept = kept_messages[-1] if kept_messages else -1
+    if last_kept < 0 and r.start_file > 0:  # nothing kept from the start file on: the last entry before it
+        last_kept = _last_message_below(store, files[r.start_file].start)
+    scan = store.scan()
+    past = [(f.start + m.position, m) for f, m in scan.records(start=cut)]
+    not_cut = _damage_kept(store, cut)
+    stop = None
+    if r.stop is not None:
+        f = store.commitlog.find(r.stop.position)
+        stop = BadRecord(r.stop.position, f.name, r.stop.position - f.start, r.stop.kind, r.stop.detail)
+    txn = Transaction(store.root, "repair", "repair", keep_backup) if not dry_run else None
+    try:
+        commitlog = plan_commitlog(store, cut, cut, txn)
+        queues_of: dict = {}
+        consumequeue = plan_consumequeue(store, cut, txn, queues_of)
+        by_queue = Counter(queues_of.get(off) or f"{m.topic}/{m.queueId}" for off, m in past)
+        index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
+        checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
+        dledger = {"startFile": files[r.start_file].name if files else None, "endIndex": r.end_index,
+                   "indexRewrittenFrom": r.index_rewritten_from, "indexFiles": _plan_dledger_index(store, iq, r, txn),
+                   "checkpoint": _plan_dledger_checkpoint(layout, state, r, txn)}
+        abort = store.abort_exists()
+        if txn is not None and abort:
+            txn.remove(store.abort_path)
+        result = RepairResult(
+            str(store.root), dry_run, "dledger", dledger["startFile"], cut, stop, bytes_past(store, cut), len(past),
+            dict(by_queue), [_describe(off, m, queues_of) for off, m in past[:20]], commitlog, consumequeue, index,
+            checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger)
+        if txn is not None:
+            swap_in(store, txn, result, _check_staged_dledger(store, txn, r) or verify_staged(
+                store, txn, None, accepted=lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut))
+    finally:
+        if txn is not None:
+            txn.discard()
+    return result
+
+
+def _last_message_below(store: Store, offset: int) -> int:
+    last = -1
+    for f, m in store.scan().records(end=offset):
+        last = f.start + m.position
+    return last
+
+
+def _damage_kept(store: Store, cut: int) -> list[BadRecord]:
+    """Damage below the cut that DLedger's recovery keeps: entries before its start file, and records inside
+    sound entries (DLedger never reads them; the broker's reput skips or serves them)."""
+    found = []
+    scan = store.scan()
+    checker = RecoveryChecker(store)
+    for f, m in scan.records(end=cut):
+        _, bad = checker.check(f, m.position)
+        if bad is not None:
+            found.append(bad)
+    for f, pos, e in scan.errors:
+        if f.start + pos < cut:
+            found.append(BadRecord(f.start + pos, f.name, pos, e.kind, e.detail))
+    return sorted(found, key=lambda b: b.commitLogOffset)
+
+
+def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None) -> list[dict]:
+    """The index as recovery leaves it: units past (last entry + 1) * 32 gone (later files removed), units
+    from the first one that disagreed rewritten from their entries, files wholly before the first entry's
+    unit removed (resetOffset)."""
+    out = []
+    size = iq.file_size
+    end = r.index_end
+    begin = r.begin_index * S.DLEDGER_INDEX_UNIT_SIZE if r.end_index != -1 else None
+    rewrite = [k for k in r.kept if r.index_rewritten_from is not None and k[0] >= r.index_rewritten_from]
+    for f in iq.files:
+        if begin is not None and f.start + size <= begin:
+            out.append({"file": f.name, "action": "remove", "detail": "wholly before the first entry's unit"})
+            if txn:
+                txn.remove(f.path)
+            continue
+        if f.start > end:
+            out.append({"file": f.name, "action": "remove", "detail": f"starts past the last entry's unit ({end})"})
+            if txn:
+                txn.remove(f.path)
+            continue
+        data = bytearray(f.buf[: min(f.length, size)])
+        zero_from = min(max(0, end - f.start), len(data))
+        data[zero_from:] = bytes(len(data) - zero_from)
+        units = 0
+        for idx, pos, entry_size, term in rewrite:
+            at = idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start
+            if 0 <= at < len(data):
+                S.DLEDGER_INDEX_UNIT.pack_into(data, at, S.DLEDGER_MAGIC, pos, entry_size, idx, term)
+                units += 1
+        if bytes(data) == bytes(f.buf[: len(data)]):
+            continue
+        zeroed = last_nonzero(f.buf, zero_from) >= 0
+        out.append({"file": f.name, "action": "rewrite", "detail": ", ".join(
+            ([f"units from {f.start + zero_from} zeroed"] if zeroed else []) + ([f"{units} unit(s) rewritten from their "
+                                                                                 f"entries"] if units else []))})
+        if txn:
+            staged = txn.area(f.path.parent) / "dledger-index" / f.name
+            sparse_copy(bytes(data), staged, f.length)
+            txn.replace(f.path, staged)
+    return out
+
+
+def _plan_dledger_checkpoint(layout: D.Layout, state, r: D.Recovery, txn: Transaction | None) -> dict:
+    """dledger-{id}/checkpoint as DLedger persists it after the recovery: endIndex the last entry kept,
+    committedIndex capped by updateCommittedIndex. Absent: left absent (DLedger writes it on its own)."""
+    if state is None:
+        return {}
+    before = {k: D.state_long(state, k) for k in ("committedIndex", "endIndex")}
+    after = {"committedIndex": r.committed_index, "endIndex": r.end_index}
+    if before == after:
+        return {}
+    if txn:
+        staged = txn.area(layout.home) / "dledger-checkpoint"
+        staged.write_text(D.checkpoint_text(r.committed_index, r.end_index))
+        txn.replace(layout.checkpoint_path, staged)
+    return {k: [before[k], after[k]] for k in after if before[k] != after[k]}
+
+
+def _check_staged_dledger(store: Store, txn: Transaction, r: D.Recovery) -> list[str]:
+    """Read the staged data and index files back: entries up to the cut and nothing after it, every kept
+    entry's unit equal to it and no unit past the last."""
+    problems = []
+    data_dirs = {d.resolve() for d in store.commitlog_dirs}
+    index_dir = store.dledger.index_dir.resolve()
+    units = {idx: (S.DLEDGER_MAGIC, pos, size, idx, term) for idx, pos, size, term in r.kept}
+    for op in txn.ops:
+        if op["op"] != "replace":
+            continue
+        staged, target = Path(op["staged"]), Path(op["target"])
+        if target.parent in data_dirs:
+            f = MappedFile(staged, int(staged.name))
+            found = D.walk_entries(f.buf, f.length)
+            if found.stop is not None or (found.blank is None and f.start + found.end != r.cut):
+                problems.append(f"{target}: the kept entries do not read back up to {r.cut}")
+            elif last_nonzero(f.buf, found.end + (S.DLEDGER_MIN_BLANK if found.blank else 0)) >= 0:
+                problems.append(f"{target}: data remains past {r.cut}")
+        elif target.parent == index_dir:
+            f = MappedFile(staged, int(target.name))
+            arr = D.index_units(f.buf, f.length // S.DLEDGER_INDEX_UNIT_SIZE)
+            for k in range(len(arr)):
+                idx = f.start // S.DLEDGER_INDEX_UNIT_SIZE + k
+                have = tuple(int(arr[k][n]) for n in D.INDEX_FIELDS)
+                if idx > r.end_index and any(have) or idx in units and have != units[idx]:
+                    problems.append(f"{target}: the unit of entry {idx} is {have}")
+                    break
+    return problems

@@ -107,7 +107,10 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in (d.iterdir() if d.is_dir() else ()):
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    for name in ("consumequeue", "index", "checkpoint", "abort", "timerlog", "timerwheel", "config"):
+    names = ["consumequeue", "index", "checkpoint", "abort", "timerlog", "timerwheel", "config"]
+    if store.dledger is not None:  # its index, checkpoint and currterm (the data files are in view/commitlog)
+        names.append(store.dledger.home.name)
+    for name in names:
         if (store.root / name).exists():
             link(store.root / name, view / name)
     for op in txn.ops:
@@ -129,7 +132,12 @@ def verify_staged(store: Store, txn: Transaction, only: str | None, within: tupl
     commitlog's `records` (from a build that found it sound), only the checks of `only` run, against them."""
     view = post_commit_view(store, txn)
     try:
-        config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
+        if store.dledger is not None:
+            config = dataclasses.replace(store.config, storePathCommitLog=None, storePathRootDir=None,
+                                         enableDLegerCommitLog=True, dLegerSelfId=store.dledger.home.name[len("dledger-"):],
+                                         storePathDLedgerCommitLog=str(view / "commitlog"))
+        else:
+            config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
         staged = Store(view, config)
         findings = check_links(staged, records, only) if records is not None else verify(staged, only=only).findings
     finally:

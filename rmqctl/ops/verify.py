@@ -33,7 +33,7 @@ from ..native import available_cores
 from ..native.verify import queue_breaks
 from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
-from . import VERIFY_PARTS, verify_commitlog, verify_links
+from . import VERIFY_PARTS, verify_commitlog, verify_dledger, verify_links
 from .config_check import config_problems
 from .timer import check_timer
 from .txn import pending
@@ -90,6 +90,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     if "commitlog" in parts:
         verify_commitlog.check_files(ctx)
     rec = verify_commitlog.merge(ctx, results, "commitlog" in parts)
+    if store.dledger is not None:
+        verify_dledger.check_layer(ctx, results, rec, "commitlog" in parts)
     if "commitlog" in parts:
         check_queue_offsets(ctx, rec)
     links = [check for part, check in (("consumequeue", verify_links.check_consumequeues),
@@ -275,7 +277,7 @@ def _recovery_notes(ctx: Context, rec: Records, cp: dict):
     """Which file the broker's next recovery starts from, which damage it will see (and cut the
     commitlog at) and which it will not."""
     files = ctx.files
-    if not files:
+    if not files or ctx.store.dledger is not None:  # DLedger's own recovery: verify_dledger's notes
         return
     abort = ctx.store.abort_exists()
     cfg = ctx.config

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
-from . import verify_links
+from . import verify_dledger, verify_links
 from .verify_context import Context, Records
 from .verify_scan import Region, Task, scan_chunk
 
@@ -74,7 +74,8 @@ def plan(ctx: Context) -> list[list[Task]]:
             continue
         claim_from = max(0, (ctx.start or 0) - f.start)
         stop = min(limit, ctx.end - f.start) if ctx.end is not None else limit
-        cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
+        # a DLedger data file is walked entry by entry from its start: one task
+        cuts = [0] if ctx.store.dledger is not None else list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
         bounds = cuts[1:] + [stop]
         chunks = []
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
@@ -86,6 +87,7 @@ def plan(ctx: Context) -> list[list[Task]]:
 def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list], int]:
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
     before it reached is walked again from there. Returns the results per file and the bytes scanned."""
+    scan_one = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
     results: dict[tuple[int, int], object] = {}
@@ -96,7 +98,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(ctx.jobs, len(flat))) as pool:
             if "index" in ctx.parts:  # index structure does not need the records: read it meanwhile
                 pool.submit(verify_links.index_structure, ctx)
-            futures = {pool.submit(scan_chunk, t): (i, k) for i, k, t in flat}
+            futures = {pool.submit(scan_one, t): (i, k) for i, k, t in flat}
             for fut in concurrent.futures.as_completed(futures):
                 r = fut.result()
                 results[futures[fut]] = r
@@ -105,7 +107,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list
                     progress(done, total)
     else:
         for i, k, t in flat:
-            r = scan_chunk(t)
+            r = scan_one(t)
             results[(i, k)] = r
             done += r.bytes
             if progress:

@@ -168,15 +168,19 @@ class _Scanner:
                             self.keys, self.topics, self.table, state)
             if status != K.FULL:
                 return status, int(state[K.S_POS])
-            n, n_keys, n_topics = (int(state[k]) for k in (K.S_RECORDS, K.S_KEYS, K.S_TOPICS))
-            if n == self.records.shape[1]:
-                self.records = _grown(self.records, n)
-            while t.want_keys and n_keys + K.MOST_KEYS > self.keys.shape[1]:
-                self.keys = _grown(self.keys, n_keys)
-            if 2 * n_topics >= len(self.table):
-                self.topics = _grown(self.topics, n_topics)
-                self.table = np.zeros(2 * len(self.table), np.int64)
-                rehash(self.topics, n_topics, self.table)
+            self.grow()
+
+    def grow(self):
+        """Room for the kernel's outputs when it returned FULL."""
+        n, n_keys, n_topics = (int(self.state[k]) for k in (K.S_RECORDS, K.S_KEYS, K.S_TOPICS))
+        if n == self.records.shape[1]:
+            self.records = _grown(self.records, n)
+        while self.t.want_keys and n_keys + K.MOST_KEYS > self.keys.shape[1]:
+            self.keys = _grown(self.keys, n_keys)
+        if 2 * n_topics >= len(self.table):
+            self.topics = _grown(self.topics, n_topics)
+            self.table = np.zeros(2 * len(self.table), np.int64)
+            rehash(self.topics, n_topics, self.table)
 
     def after_stop(self, x: int) -> int | None:
         """The walk stopped at `x`: a BLANK ends the file; anything else is damage, reported from `x` up to

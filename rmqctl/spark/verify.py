@@ -1,7 +1,8 @@
-"""`spark verify`: `verify` with its commitlog scan (the record-level checks, ops.verify_scan.scan_chunk) run as
-Spark tasks, one per commitlog file of every store; the checks that need the whole store (queue offsets,
-consumequeues, index, checkpoint, recovery) then run on the driver over what the tasks found, exactly as
-`verify` runs them, so the findings are verify's own Finding objects.
+"""`spark verify`: `verify` with its commitlog scan (the record-level checks, ops.verify_scan.scan_chunk, or
+ops.verify_dledger.scan_file for a DLedger store) run as Spark tasks, one per commitlog file of every store;
+the checks that need the whole store (queue offsets, consumequeues, index, checkpoint, recovery) then run on
+the driver over what the tasks found, exactly as `verify` runs them, so the findings are verify's own Finding
+objects.
 
 The run is verify's own (`start_run`, `verify_commitlog.plan`, `complete`), with the scan done by Spark tasks;
 tests hold the two to the same findings on every fixture.
@@ -14,6 +15,7 @@ import time
 from ..ops import verify as V
 from ..ops import verify_commitlog
 from ..ops.verify_context import Context
+from ..ops.verify_dledger import scan_file
 from ..ops.verify_scan import Task, scan_chunk
 from ..store import Store
 
@@ -25,9 +27,9 @@ def file_tasks(ctx: Context) -> list[Task | None]:
             for chunks in verify_commitlog.plan(ctx)]
 
 
-def scan_task(item: tuple[int, int, Task]):
-    run_index, file_index, task = item
-    return run_index, file_index, scan_chunk(task)
+def scan_task(item: tuple[int, int, Task, bool]):
+    run_index, file_index, task, dledger = item
+    return run_index, file_index, (scan_file if dledger else scan_chunk)(task)
 
 
 def verify_stores(spark, stores: list[Store], only: str | None = None, deep: bool = False,
@@ -36,7 +38,8 @@ def verify_stores(spark, stores: list[Store], only: str | None = None, deep: boo
     began = time.monotonic()
     runs = [V.start_run(store, only, None, None, deep, 1) for store in stores]
     plans = [file_tasks(ctx) for ctx in runs]
-    items = [(r, f, task) for r, plan in enumerate(plans) for f, task in enumerate(plan) if task is not None]
+    items = [(r, f, task, runs[r].store.dledger is not None) for r, plan in enumerate(plans)
+             for f, task in enumerate(plan) if task is not None]
     sc = spark.sparkContext
     sc.setJobDescription(f"rmqctl spark verify: {len(items)} commitlog file(s) of {len(runs)} store(s)")
     scanned = sc.parallelize(items, len(items)).map(scan_task).collect() if items else []

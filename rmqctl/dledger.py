@@ -1,0 +1,382 @@
+"""DLedger mode (`enableDLegerCommitLog=true`): the commitlog is DLedger's entry store. Every message is the
+body of one entry in `{root}/dledger-{selfId}/data/` behind a 48-byte entry header, so its commitlog offset is
+the entry's pos + 48, and the bytes at that offset of the data files are the record itself. This module reads
+that layer: the layout, the entries of a data file, the index units, `checkpoint` and `currterm`. The store
+model (store.py) presents the records in the plain commitlog's shape on top of it.
+
+Sources: openmessaging/dledger tag dledger-all-0.3.1.2 (DLedgerConfig.getDefaultPath/getDataStorePath/
+getIndexStorePath, MmapFileList, DLedgerMmapFileStore, DLedgerEntryCoder) and apache/rocketmq
+rocketmq-all-4.9.7 store/.../dledger/DLedgerCommitLog.java (the data file size is mappedFileSizeCommitLog; a
+record's PHYSICALOFFSET is entry pos + BODY_OFFSET, set by its append hook).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from . import schema as S
+from .config import BrokerConfig, read_properties, split_paths
+from .errors import RmqError
+from .record import Message, RecordError, read_record
+
+# DLedgerConfig.mappedFileSizeForEntryIndex: INDEX_UNIT_SIZE * 5 * 1024 * 1024 (no broker key sets it)
+DEFAULT_INDEX_FILE_SIZE = S.DLEDGER_INDEX_UNIT_SIZE * 5 * 1024 * 1024
+HEADER_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerEntryHeader))
+INDEX_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerIndexUnit))
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a DLedger store keeps its files (DLedgerConfig with storeBaseDir = the store root)."""
+
+    home: Path  # dledger-{selfId}: DLedgerConfig.getDefaultPath()
+    data_dirs: tuple[Path, ...]  # getDataStorePath(): storePathDLedgerCommitLog, else home/data
+
+    @property
+    def index_dir(self) -> Path:
+        return self.home / "index"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.home / "checkpoint"
+
+    @property
+    def currterm_path(self) -> Path:
+        return self.home / "currterm"
+
+
+def detect(root: Path, config: BrokerConfig) -> Layout | None:
+    """DLedger mode from broker.conf (enableDLegerCommitLog, dLegerSelfId, storePathDLedgerCommitLog), or,
+    without it, from the layout: no commitlog directory and exactly one dledger-*/data directory."""
+    if config.enableDLegerCommitLog:
+        self_id = config.dLegerSelfId
+        if not self_id:
+            found = _dledger_homes(root)
+            if len(found) != 1:
+                raise RmqError("enableDLegerCommitLog=true but dLegerSelfId is not set and the store does not show it "
+                               f"({len(found)} dledger-* directories)", root)
+            self_id = found[0].name.removeprefix("dledger-")
+        home = root / f"dledger-{self_id}"
+    elif config.storePathCommitLog or (root / "commitlog").exists():
+        return None
+    else:
+        found = _dledger_homes(root)
+        if len(found) != 1:
+            return None
+        home = found[0]
+    if config.storePathDLedgerCommitLog:
+        data = tuple(split_paths(config.storePathDLedgerCommitLog))
+    else:
+        data = (home / "data",)
+    old = root / "commitlog"
+    if old not in data and old.is_dir() and any(p.is_file() for p in old.iterdir()):
+        raise RmqError("the store holds an old commitlog before its DLedger log (a broker switched to "
+                       "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads one or "
+                       "the other, not both", old)
+    return Layout(home, data)
+
+
+def _dledger_homes(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.name.startswith("dledger-") and (p / "data").is_dir())
+
+
+def read_state(path: Path) -> dict[str, str] | None:
+    """`checkpoint` (endIndex, committedIndex) or `currterm` (currTerm, voteLeader): Java properties."""
+    if not path.is_file():
+        return None
+    return read_properties(path)
+
+
+def state_long(state: dict[str, str] | None, key: str) -> int | None:
+    """A long of checkpoint/currterm as DLedger reads it (Long.valueOf of the trimmed text); None when absent
+    or not a number."""
+    if not state or key not in state:
+        return None
+    try:
+        return int(state[key].strip())
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass
+class Stop:
+    """Why the walk of a data file ended before its BLANK or its zero tail: `kind` names the finding."""
+
+    position: int
+    kind: str
+    detail: str
+
+
+@dataclasses.dataclass
+class FileEntries:
+    """The entries of one data file in order, as columns (int64 arrays, positions inside the file), and how
+    the file ends: a BLANK (`blank`: position, its size field), zeros (`end`), or bytes that cannot be an
+    entry (`stop`)."""
+
+    position: np.ndarray
+    magic: np.ndarray
+    size: np.ndarray
+    index: np.ndarray
+    term: np.ndarray
+    pos: np.ndarray
+    channel: np.ndarray
+    chainCrc: np.ndarray
+    bodyCrc: np.ndarray
+    bodyLength: np.ndarray
+    end: int  # where the walk ended (the BLANK, the first zero header, or the stop)
+    blank: tuple[int, int] | None
+    stop: Stop | None
+
+    def __len__(self):
+        return len(self.position)
+
+    def entry(self, i: int, file_start: int) -> dict:
+        """The entry fields `dump commitlog` shows with its record."""
+        return {"index": int(self.index[i]), "term": int(self.term[i]), "entryPos": int(self.pos[i]),
+                "entrySize": int(self.size[i]), "entryFilePosition": int(self.position[i])}
+
+    def message_starts(self) -> np.ndarray:
+        """In-file positions of the records (the entry bodies)."""
+        return self.position + S.DLEDGER_BODY_OFFSET
+
+    def message_ends(self) -> np.ndarray:
+        return self.position + self.size
+
+
+def walk_entries(buf, limit: int) -> FileEntries:
+    """The entries of a data file from its start, by their size fields, as MmapFileList's readers and
+    DLedgerMmapFileStore.recover step through them: an int -1 is the BLANK that ends a full file, a size of 0
+    is the end of the data. The walk goes on over entries whose fields disagree (pos, bodyLength, index,
+    term: the verifier's business) and stops where the next entry cannot be located: a magic other than 1,
+    a size smaller than the header, or one that runs past the file."""
+    rows: list[tuple] = []
+    blank = stop = None
+    p = 0
+    head = S.DLEDGER_ENTRY_HEADER
+    while p + S.DLEDGER_MIN_BLANK <= limit:
+        magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
+        if magic == S.DLEDGER_BLANK_MAGIC:
+            blank = (p, size)
+            break
+        if size == 0:
+            break
+        if p + head.size > limit:
+            stop = Stop(p, "truncated-entry", f"an entry header needs {head.size} bytes, {limit - p} are left in the file")
+            break
+        if magic != S.DLEDGER_MAGIC:
+            stop = Stop(p, "illegal-magic", f"entry magic {magic}, DLedger writes {S.DLEDGER_MAGIC}")
+            break
+        if size < head.size:
+            stop = Stop(p, "bad-length", f"entry size {size} is smaller than the {head.size}-byte entry header")
+            break
+        if p + size > limit:
+            stop = Stop(p, "bad-length", f"entry size {size} runs past the end of the file ({limit - p} bytes left)")
+            break
+        rows.append((p, *head.unpack_from(buf, p)))
+        p += size
+    cols = np.array(rows, dtype=np.int64).reshape(-1, 1 + len(HEADER_FIELDS)).T
+    by_name = dict(zip(("position",) + HEADER_FIELDS, cols))
+    return FileEntries(**by_name, end=p, blank=blank, stop=stop)
+
+
+def index_units(buf, count: int) -> np.ndarray:
+    """The first `count` 32-byte index units of an index file, as a record array."""
+    return np.frombuffer(buf, dtype=S.DLEDGER_INDEX_DTYPE, count=count)
+
+
+class DLedgerScan:
+    """CommitLogScan's interface over a DLedger data file queue: the records in entry order, each with its
+    entry (`Message.dledger`), and in `errors` (file, position, RecordError) where an entry cannot be
+    located or its body is not a record (the broker's reput skips such an entry by its size)."""
+
+    def __init__(self, queue, allow_v2: bool = True):
+        self.queue = queue
+        self.allow_v2 = allow_v2
+        self.errors: list[tuple[object, int, RecordError]] = []
+
+    def records(self, start: int | None = None, end: int | None = None):
+        return self.entries(start, end)
+
+    def entries(self, start: int | None = None, end: int | None = None):
+        size = self.queue.file_size
+        for f in self.queue.files:
+            if end is not None and f.start >= end:
+                return
+            if start is not None and f.start + size <= start:
+                continue
+            buf = f.buf
+            found = walk_entries(buf, min(len(buf), size))
+            for i, (at, stop_at) in enumerate(zip(found.message_starts().tolist(), found.message_ends().tolist())):
+                off = f.start + at
+                if end is not None and off >= end:
+                    return
+                if start is not None and off < start:
+                    continue
+                try:
+                    m = read_record(buf, at, stop_at, self.allow_v2)
+                except RecordError as e:
+                    self.errors.append((f, at, e))
+                    continue
+                if not isinstance(m, Message):
+                    self.errors.append((f, at, RecordError("illegal-magic", "a BLANK record inside a DLedger entry")))
+                    continue
+                m.dledger = found.entry(i, f.start)
+                yield f, m
+            if found.stop is not None:
+                self.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
+            elif found.blank is None and self._data_follows(f):
+                self.errors.append((f, found.end, RecordError("zeros", "zero bytes where the next entry or the DLedger "
+                                                                       "BLANK should be, and later files hold entries")))
+
+    def _data_follows(self, f) -> bool:
+        later = self.queue.files[self.queue.files.index(f) + 1 :]
+        return any(len(g.buf) >= 8 and g.buf[:8] != bytes(8) for g in later)
+
+
+# ---- DLedgerMmapFileStore.recover ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Recovery:
+    """What DLedgerMmapFileStore.recover does to a store at start (the broker runs it after every exit, clean
+    or not: DLedgerCommitLog.recoverNormally and recoverAbnormally both call it)."""
+
+    start_file: int  # the data file its loop starts from
+    cut: int  # processOffset: data past it is truncated (later files deleted)
+    stop: Stop | None  # the entry it stopped at (position: absolute offset); None: a clean end
+    end_index: int  # ledgerEndIndex (-1: no entry kept)
+    end_term: int
+    begin_index: int  # ledgerBeginIndex: the first data file's first entry (-1: none)
+    index_rewritten_from: int | None  # the entry from which the index units are rewritten from the data
+    index_mismatch: str | None  # why (the first unit that disagrees)
+    exits: bool  # processOffset more than a file before the last file: DLedger logs and System.exit(-1)
+    committed_index: int  # after updateCommittedIndex with the checkpoint's committedIndex (-1: none)
+    committed_pos: int  # the committed entry's end: RocketMQ's getMaxOffset (-1: none)
+    kept: list[tuple[int, int, int, int]]  # (index, pos, size, term) of every entry from the start file on
+
+    @property
+    def index_end(self) -> int:
+        """Where the index is truncated: (ledgerEndIndex + 1) * 32."""
+        return (self.end_index + 1) * S.DLEDGER_INDEX_UNIT_SIZE
+
+
+def _unit(index_queue, entry_index: int):
+    """The index unit of an entry (magic, pos, size, index, term), None where indexFileList.getData finds no file."""
+    off = entry_index * S.DLEDGER_INDEX_UNIT_SIZE
+    f = index_queue.find(off) if entry_index >= 0 else None
+    if f is None or off - f.start + S.DLEDGER_INDEX_UNIT_SIZE > len(f.buf):
+        return None
+    return S.DLEDGER_INDEX_UNIT.unpack_from(f.buf, off - f.start)
+
+
+def _first_entry_matches(f, index_queue) -> bool:
+    """recover()'s pre-check of a candidate start file: its first entry sound and equal to its index unit."""
+    if len(f.buf) < S.DLEDGER_BODY_OFFSET:
+        return False
+    magic, size, idx, term, pos, _, _, _, body = S.DLEDGER_ENTRY_HEADER.unpack_from(f.buf, 0)
+    if magic == S.DLEDGER_BLANK_MAGIC or magic < S.DLEDGER_MAGIC or size <= S.DLEDGER_HEADER_SIZE:
+        return False
+    if pos != f.start or body + S.DLEDGER_BODY_OFFSET != size:
+        return False
+    return _unit(index_queue, idx) == (magic, f.start, size, idx, term)
+
+
+def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
+    """DLedgerMmapFileStore.recover over the data and index file queues (store.MappedFileQueue), read-only."""
+    files, size = data.files, data.file_size
+    if not files:
+        return Recovery(0, 0, None, -1, -1, -1, None, None, False, -1, -1, [])
+    start = max(0, len(files) - 3)
+    for i in range(start, -1, -1):  # the newest of the last three files whose first entry checks out, else 0
+        start = i
+        if _first_entry_matches(files[i], index_queue):
+            break
+    i, rel = start, 0
+    process = files[i].start
+    last_index = last_term = -1
+    rewrite_from = mismatch = stop = None
+    kept: list[tuple[int, int, int, int]] = []
+    head = S.DLEDGER_ENTRY_HEADER
+    while True:
+        f = files[i]
+        buf = f.buf
+        limit = min(len(buf), size)
+        at = f.start + rel
+        if rel + 4 > limit:
+            break  # BufferUnderflowException: the loop ends
+        magic = S.INT32.unpack_from(buf, rel)[0]
+        if magic == S.DLEDGER_BLANK_MAGIC:
+            process = f.start + size
+            if i + 1 >= len(files):
+                break
+            i, rel = i + 1, 0
+            process = files[i].start
+            continue
+        if rel + 8 > limit:
+            break
+        entry_size = S.INT32.unpack_from(buf, rel + 4)[0]
+        if entry_size == 0:
+            break  # the end of the data
+        if rel + head.size > limit:
+            stop = Stop(at, "truncated-entry", "the entry header runs past the end of the file")
+            break
+        _, _, idx, term, pos, _, _, _, body = head.unpack_from(buf, rel)
+        reason = None
+        if pos != at:
+            reason = ("entry-pos", f"pos field {pos}, the entry is at {at}")
+        elif body + S.DLEDGER_BODY_OFFSET != entry_size:
+            reason = ("entry-size", f"size {entry_size} != bodyLength {body} + {S.DLEDGER_BODY_OFFSET}")
+        elif entry_size < 0 or rel + entry_size > limit:
+            reason = ("bad-length", f"size {entry_size} runs past the end of the file")
+        elif magic != S.DLEDGER_MAGIC:
+            reason = ("illegal-magic", f"magic {magic}")
+        elif last_index != -1 and idx != last_index + 1:
+            reason = ("entry-index", f"index {idx} after {last_index}")
+        elif term < last_term:
+            reason = ("entry-term", f"term {term} after {last_term}")
+        elif entry_size <= S.DLEDGER_HEADER_SIZE:
+            reason = ("bad-length", f"size {entry_size} <= {S.DLEDGER_HEADER_SIZE}")
+        if reason is not None:
+            stop = Stop(at, *reason)
+            break
+        if rewrite_from is None:
+            unit = _unit(index_queue, idx)
+            if unit != (magic, at, entry_size, idx, term):
+                rewrite_from = idx
+                mismatch = ("no index unit" if unit is None else
+                            "unit " + ", ".join(f"{n} {v}" for n, v in zip(INDEX_FIELDS, unit)))
+        kept.append((idx, at, entry_size, term))
+        last_index, last_term = idx, term
+        process += entry_size
+        rel += entry_size
+    exits = files[-1].start - process > size
+    begin = -1
+    if last_index != -1 and len(files[0].buf) >= 16:
+        begin = S.INT64.unpack_from(files[0].buf, 8)[0]  # reviseLedgerBeginIndex: the first file's first entry
+    committed, committed_pos = _committed(index_queue, state_long(checkpoint, "committedIndex"), begin, last_index, kept)
+    return Recovery(start, process, stop, last_index, last_term, begin, rewrite_from, mismatch, exits, committed,
+                    committed_pos, kept)
+
+
+def _committed(index_queue, wanted: int | None, begin: int, last_index: int, kept: list) -> tuple[int, int]:
+    """updateCommittedIndex with the checkpoint's committedIndex after the recovery: the committed index
+    and the end of its entry (-1, -1: none)."""
+    if wanted is None or wanted == -1 or last_index == -1 or wanted < begin:
+        return -1, -1
+    committed = min(wanted, last_index)
+    by_index = {k: (p, s) for k, p, s, _ in kept}
+    if committed in by_index:
+        p, s = by_index[committed]
+        return committed, p + s
+    unit = _unit(index_queue, committed)  # an entry before the start file: its unit (DLedger reads the index)
+    return committed, (unit[1] + unit[2] if unit else -1)
+
+
+def checkpoint_text(committed_index: int, end_index: int) -> str:
+    """persistCheckPoint's file: IOUtils.properties2String of a Properties (a Hashtable; this is the order
+    its iteration gives for these two keys, as in the fixtures)."""
+    return f"committedIndex={committed_index}\nendIndex={end_index}\n"

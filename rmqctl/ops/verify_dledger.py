@@ -1,0 +1,280 @@
+"""The DLedger half of `verify` for a store in DLedger mode (rmqctl/dledger.py): each data file's entries walked
+and checked (magic, size, pos equal to the entry's place, bodyLength, the BLANK that ends a full file), the
+record in each entry body checked by verify's own kernel (native/dledger.py steps it from body to body), and
+then the layer as a whole: index continuity, terms never decreasing, every index unit equal to its entry,
+`checkpoint` against the data, and what DLedgerMmapFileStore.recover will truncate at the next start.
+
+A data file's result is a ChunkResult like a plain commitlog chunk's, with positions inside the file, so
+ops/verify_commitlog.py merges the records into the same table and ops/verify.py runs the consumequeue, index
+and checkpoint checks on them unchanged; verify calls `check_layer` after that merge.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import dledger as D
+from .. import schema as S
+from ..findings import CHECKPOINT, FILES, RECORDS
+from ..native import dledger as KD
+from ..native import verify as K
+from ..record import RecordError, read_record
+from ..store import MappedFileQueue
+from .verify_context import Context, Records
+from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
+
+RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
+
+
+@dataclasses.dataclass
+class DLedgerChunk(ChunkResult):
+    entries: D.FileEntries | None = None
+
+
+def scan_file(task: Task) -> DLedgerChunk:
+    buf = open_map(task.path)
+    return _EntryScanner(task, buf, min(len(buf), task.file_size)).run()
+
+
+class _EntryScanner(_Scanner):
+    """One data file: the entry walk (rmqctl.dledger), then the record of every claimed entry body."""
+
+    def run(self) -> DLedgerChunk:
+        t = self.t
+        found = D.walk_entries(self.buf, self.limit)
+        claimed = (found.position >= t.claim_from) & (found.position < t.stop)
+        starts, ends = found.message_starts()[claimed], found.message_ends()[claimed]
+        add = self.findings.append
+        i = 0
+        while i < len(starts):
+            status, i = KD.walk_bodies(self.u8, starts, ends, i, 0, t.file_start, self.options, self.records,
+                                       self.keys, self.topics, self.table, self.state)
+            if status == K.FULL:
+                self.grow()
+            elif status == K.BROKEN:
+                at = int(starts[i])
+                try:
+                    read_record(self.buf, at, int(ends[i]), self.allow_v2)
+                except RecordError as e:
+                    add((RECORD_KINDS.get(e.kind, e.kind), "error", at,
+                         f"the body of the DLedger entry at {t.file_start + at - S.DLEDGER_BODY_OFFSET} is not a "
+                         f"record ({e.detail}); the broker's reput skips the entry"))
+                i += 1
+        self.entry_findings(found, claimed)
+        self.file_end(found)
+        result = self.result(0, found.end)
+        return DLedgerChunk(**{f.name: getattr(result, f.name) for f in dataclasses.fields(ChunkResult)},
+                            entries=found)
+
+    def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
+        """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;
+        the few flagged entries described one by one)."""
+        t, add = self.t, self.findings.append
+        n = int(self.state[K.S_RECORDS])
+        rec_pos, rec_size = self.records[K.POS, :n], self.records[K.SIZE, :n]
+        body_at = found.message_starts()
+        j = np.minimum(np.searchsorted(rec_pos, body_at), max(n - 1, 0))
+        has_record = (rec_pos[j] == body_at) if n else np.zeros(len(body_at), bool)
+        record_size = np.where(has_record, rec_size[j] if n else 0, -1)
+        bad_pos = found.pos != found.position + t.file_start
+        bad_size = found.bodyLength + S.DLEDGER_BODY_OFFSET != found.size
+        bad_body = has_record & (record_size != found.bodyLength) & ~bad_size
+        for k in np.flatnonzero(claimed & (bad_pos | bad_size | bad_body)).tolist():
+            at, index = int(found.position[k]), int(found.index[k])
+            size, body = int(found.size[k]), int(found.bodyLength[k])
+            if bad_pos[k]:
+                add(("dledger-entry-pos", "error", at, f"DLedger entry {index} has pos {int(found.pos[k])} but lies at "
+                                                       f"{t.file_start + at}"))
+            if bad_size[k]:
+                add(("dledger-entry-size", "error", at, f"DLedger entry {index} has size {size} but bodyLength {body} "
+                                                        f"(+ {S.DLEDGER_BODY_OFFSET})"))
+            if bad_body[k]:
+                add(("dledger-entry-body", "error", at,
+                     f"DLedger entry {index} holds {body} body bytes but its record's storeSize is "
+                     f"{int(record_size[k])}: the broker's reput steps by the record and loses its place"))
+
+    def file_end(self, found: D.FileEntries):
+        """How the file ends: the DLedger BLANK (claiming the rest of the file), zeros, or bytes the walk stops at."""
+        t = self.t
+        if found.end < t.claim_from:
+            return
+        if found.stop is not None:
+            s = found.stop
+            self.regions.append(Region(s.position, s.kind, s.detail, None, self.last_nonzero(s.position), False))
+        elif found.blank is not None:
+            at, size = found.blank
+            if size != t.file_size - at:
+                self.findings.append(("dledger-blank-size", "error", at, f"the DLedger BLANK claims {size} bytes but "
+                                                                         f"{t.file_size - at} remain in the file"))
+        elif found.end < self.limit:
+            self.regions.append(Region(found.end, "zeros", "zero bytes where the next entry or the DLedger BLANK "
+                                       "should be", None, self.last_nonzero(found.end), True))
+        else:
+            self.missing_blank(found.end)
+
+
+# ---- the layer as a whole ------------------------------------------------------------------------------------
+
+
+def check_layer(run: Context, results: list[list[DLedgerChunk]], rec: Records, report: bool):
+    """Index continuity and terms across files, the index units, the DLedger checkpoint, and the recovery."""
+    store, files = run.store, run.files
+    layout = store.dledger
+    rows = [(i, r.entries) for i, rs in enumerate(results) for r in rs if r.entries is not None]
+    pos = np.concatenate([e.position + files[i].start for i, e in rows]) if rows else np.zeros(0, np.int64)
+    cols = {name: np.concatenate([getattr(e, name) for _, e in rows]) if rows else np.zeros(0, np.int64)
+            for name in ("magic", "size", "index", "term")}
+    fidx = np.concatenate([np.full(len(e), i) for i, e in rows]) if rows else np.zeros(0, np.int64)
+    # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
+    keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
+    pos, fidx, cols = pos[keep], fidx[keep], {k: v[keep] for k, v in cols.items()}
+    index, term = cols["index"], cols["term"]
+    neighbours = fidx[1:] - fidx[:-1] <= 1
+
+    def add(group, kind, severity, k, detail):
+        if report:
+            f = files[int(fidx[k])]
+            run.report(group, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
+
+    for k in np.flatnonzero((index[1:] != index[:-1] + 1) & neighbours).tolist():
+        cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
+        add(RECORDS, "dledger-entry-index", "warning" if cause else "error", k + 1,
+            f"DLedger entry index {int(index[k + 1])} follows {int(index[k])}: indexes go up by one"
+            + (f"; a direct consequence of {cause}" if cause else ""))
+    for k in np.flatnonzero((term[1:] < term[:-1]) & neighbours).tolist():
+        add(RECORDS, "dledger-entry-term", "error", k + 1,
+            f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
+            f"go down")
+
+    try:
+        iq = store.dledger_index
+    except Exception as e:  # index files of different sizes: named, and the unit checks skipped
+        run.report(FILES, "dledger-index-file", "error", layout.index_dir, None, None, str(e))
+        iq = None
+    if iq is not None and report:
+        _index_files(run, iq)
+        _index_units(run, iq, pos, cols, run.full_range)
+    state = D.read_state(layout.checkpoint_path)
+    if report and run.full_range:
+        _checkpoint(run, state, index)
+    if iq is not None:
+        if report:
+            _recovery_notes(run, rec, D.recover(store.commitlog, iq, state))
+
+
+def _index_files(run: Context, iq: MappedFileQueue):
+    for p in iq.strays:
+        run.report(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
+    for a, b in zip(iq.files, iq.files[1:]):
+        if b.start != a.start + iq.file_size:
+            run.report(FILES, "file-gap", "error", b.path, None, None, f"DLedger index files {a.name} then {b.name}: "
+                       f"MmapFileList.checkSelf fails and DLedger does not start")
+    for f in iq.files:
+        if f.length != iq.file_size:
+            run.report(FILES, "file-size", "error", f.path, None, None, f"DLedger index file is {f.length} bytes, "
+                       f"not {iq.file_size}: MmapFileList.load refuses it")
+
+
+def _index_units(run: Context, iq: MappedFileQueue, pos, cols, whole: bool):
+    """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and, for
+    the `whole` log, no unit written past the last entry."""
+    def add(k: int, idx: int, detail: str):
+        unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
+        f = iq.find(unit_at) if idx >= 0 else None
+        path = f.path if f is not None else run.store.dledger.index_dir
+        run.report(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
+                   int(pos[k]), detail)
+
+    per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
+    units = {f.start // S.DLEDGER_INDEX_UNIT_SIZE: D.index_units(f.buf, min(f.length, iq.file_size)
+                                                                  // S.DLEDGER_INDEX_UNIT_SIZE) for f in iq.files}
+    index = cols["index"]
+    first = index - index % per_file
+    found = np.zeros(len(index), bool)
+    differs = np.zeros(len(index), bool)
+    want = {"magic": cols["magic"], "pos": pos, "size": cols["size"], "index": index, "term": cols["term"]}
+    for start, arr in units.items():  # the entries whose unit this file holds, compared in one pass
+        mine = np.flatnonzero((first == start) & (index - start < len(arr)) & (index >= 0))
+        if not len(mine):
+            continue
+        got = arr[index[mine] - start]
+        found[mine] = True
+        differs[mine] = np.any([got[n].astype(np.int64) != want[n][mine] for n in D.INDEX_FIELDS], axis=0)
+    for k in np.flatnonzero(~found | differs).tolist():
+        idx = int(index[k])
+        if not found[k]:
+            add(k, idx, f"DLedger entry {idx} has no index unit (no index file holds byte "
+                        f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
+            continue
+        unit = units[int(first[k])][idx - int(first[k])]
+        diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
+                         if int(unit[n]) != int(want[n][k]))
+        add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
+    last = int(cols["index"][-1]) if len(pos) else -1
+    for start, arr in sorted(units.items()) if whole else ():
+        written = np.flatnonzero(arr["magic"] != 0) + start
+        extra = written[written > last]
+        if len(extra):
+            f = iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
+            at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
+            run.report(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
+                       f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data (the last "
+                       f"is {last}); DLedger's recovery truncates them")
+
+
+def _checkpoint(run: Context, state, index):
+    """dledger-{id}/checkpoint: endIndex and committedIndex against the entries."""
+    path = run.store.dledger.checkpoint_path
+    last = int(index[-1]) if len(index) else -1
+    if state is None:
+        if len(index):
+            run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no DLedger checkpoint: at start "
+                       "no entry counts as committed until the group commits again, and the broker serves none before")
+        return
+    end, committed = D.state_long(state, "endIndex"), D.state_long(state, "committedIndex")
+    if committed is None:
+        run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")
+    elif committed > last:
+        run.report(CHECKPOINT, "dledger-checkpoint", "error", path, None, None,
+                   f"committedIndex {committed} is past the last entry {last}: entries the group committed are gone "
+                   f"from this replica (DLedger caps it at {last})")
+    elif committed < last:
+        run.report(CHECKPOINT, "dledger-checkpoint", "info", path, None, None,
+                   f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
+                   f"{committed} until the group commits the rest (a new leader may truncate them)")
+    if end is not None and end != last:
+        run.report(CHECKPOINT, "dledger-checkpoint", "warning" if end > last else "info", path, None, None,
+                   f"endIndex {end} but the last entry is {last}")
+
+
+def _recovery_notes(run: Context, rec: Records, r: D.Recovery):
+    """What DLedgerMmapFileStore.recover will do at the next start, on the findings it concerns."""
+    files = run.files
+    begin = files[r.start_file].start if files else 0
+    if r.stop is not None:
+        lost = rec.off >= r.cut
+        note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
+                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {int(lost.sum())} record(s) "
+                f"from there on")
+        at_cut = [f for f in run.commitlog_findings if f.commitLogOffset is not None
+                  and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1]
+        if at_cut:
+            min(at_cut, key=lambda f: f.commitLogOffset).detail += f"; {note}"
+        else:
+            run.report(CHECKPOINT, "dledger-recovery", "info", files[r.start_file].path, None, r.cut, note)
+        for f in run.commitlog_findings:
+            if f.commitLogOffset is not None and f.commitLogOffset > r.cut + S.DLEDGER_BODY_OFFSET and f not in at_cut:
+                f.detail += f"; DLedger's recovery cuts it off with everything after {r.cut}"
+    for f in run.commitlog_findings:
+        if f.commitLogOffset is not None and f.commitLogOffset < begin:
+            f.detail += (f"; DLedger's recovery starts at {files[r.start_file].name} and does not re-check this "
+                         f"entry")
+    if r.index_rewritten_from is not None:
+        run.report(CHECKPOINT, "dledger-recovery", "info", run.store.dledger.index_dir, None, None,
+                   f"DLedger's recovery finds the index unit of entry {r.index_rewritten_from} not equal to its entry "
+                   f"({r.index_mismatch}) and rewrites the index from the data from there on")
+    if r.exits:
+        run.report(CHECKPOINT, "dledger-recovery", "error", files[-1].path, None, r.cut,
+                   f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file: it refuses "
+                   f"to truncate that much and exits (\"processOffset is too small\"); the broker does not start")

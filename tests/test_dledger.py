@@ -1,0 +1,253 @@
+"""DLedger-mode stores (e-dledger, written by RocketMQ 4.9.7's DLedgerCommitLog over DLedger 0.3.1.2): the
+records and entries against the truth files, verify clean and precise on damaged copies, rebuild byte for
+byte, repair equal to DLedgerMmapFileStore.recover, and append / clean refused."""
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
+from rmqctl import dledger as D
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.store import Store
+
+NAME = "e-dledger"
+CONF = broker_conf(NAME)
+STORE = FIXTURES / NAME / "store"
+ENTRIES = truth(NAME, "truth-dledger-entries.jsonl")
+FIELDS = ("topic", "queueId", "queueOffset", "storeSize", "bodyCRC", "storeTimestamp", "msgId", "dledger", "file")
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """Factory: a fresh writable copy of the store at each call."""
+    made = itertools.count()
+    return lambda: copy_store(NAME, tmp_path / str(next(made)))
+
+
+def dump(store) -> list[dict]:
+    r = run("dump", "commitlog", "--store", store, "--broker-config", CONF, "--format", "jsonl", "--body", "base64")
+    assert r.exit_code == 0, r.stderr
+    return jsonl(r.stdout)
+
+
+def verify(store, *extra) -> tuple[int, list[dict]]:
+    r = run("verify", "--store", store, "--broker-config", CONF, "--format", "jsonl", *extra)
+    return r.exit_code, jsonl(r.stdout)
+
+
+def test_dump_equals_truth_with_the_entry_fields():
+    want = truth(NAME, "truth-messages.jsonl")
+    got = dump(STORE)
+    assert [g["commitLogOffset"] for g in got] == [w["commitLogOffset"] for w in want]
+    for g, w in zip(got, want):
+        assert {k: g[k] for k in FIELDS} == {k: w[k] for k in FIELDS}
+        assert g["position"] == w["filePosition"] and g["physicalOffset"] == w["physicalOffsetField"]
+        assert g["body"] == w["body"] and g["properties"] == w["properties"]
+        assert g["commitLogOffset"] == w["dledger"]["entryPos"] + S.DLEDGER_BODY_OFFSET
+
+
+def test_entries_and_index_units_equal_dledger_reading():
+    """The entry walk and the index units against DLedgerMmapFileStore.get(i) and its unit."""
+    store = Store(STORE, load_config(CONF))
+    got = []
+    for f in store.commitlog.files:
+        found = D.walk_entries(f.buf, store.commitlog.file_size)
+        assert found.stop is None
+        for k in range(len(found)):
+            got.append({"file": f.name, "filePosition": int(found.position[k]),
+                        **{n: int(getattr(found, n)[k]) for n in D.HEADER_FIELDS}})
+    assert got == [{k: e[k] for k in got[0]} for e in ENTRIES]
+    iq = store.dledger_index
+    for e in ENTRIES:
+        unit_file = iq.find(e["index"] * S.DLEDGER_INDEX_UNIT_SIZE)
+        unit = D.index_units(unit_file.buf, iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE)[e["indexUnit"]["filePosition"] // 32]
+        assert unit_file.name == e["indexUnit"]["file"]
+        assert {n: int(unit[n]) for n in D.INDEX_FIELDS} == {n: e["indexUnit"][n] for n in D.INDEX_FIELDS}
+
+
+def test_detected_from_the_layout_without_broker_conf():
+    plain = Store(STORE)
+    assert plain.dledger is not None and plain.dledger.home.name == "dledger-n0"
+    assert sum(1 for _ in plain.scan().records()) == len(ENTRIES)
+
+
+def test_info_locate_and_lookups():
+    summary = json.loads((FIXTURES / NAME / "truth-summary.json").read_text())["dledger"]
+    r = run("info", "--store", STORE, "--broker-config", CONF, "--format", "json")
+    info = json.loads(r.stdout)
+    assert info["commitlog"]["maxOffset"] == summary["dataMaxWrotePosition"]
+    d = info["dledger"]
+    assert (d["beginIndex"], d["endIndex"], d["committedIndex"], d["committedPos"]) == (
+        summary["ledgerBeginIndex"], summary["ledgerEndIndex"], summary["committedIndex"], summary["committedPos"])
+    e = ENTRIES[7]
+    loc = json.loads(run("locate", e["pos"] + 10, "--store", STORE, "--broker-config", CONF, "--format", "json").stdout)[0]
+    assert loc["insideEntryHeaderOf"] == e["messageOffset"] and loc["dledgerEntry"]["index"] == 7
+    msg = truth(NAME, "truth-messages.jsonl")[7]
+    got = jsonl(run("msgid", "lookup", msg["msgId"], "--store", STORE, "--broker-config", CONF, "--body", "none",
+                    "--format", "jsonl").stdout)
+    assert [g["commitLogOffset"] for g in got] == [msg["commitLogOffset"]]
+    key = msg["properties"]["KEYS"].split(" ")[0]
+    hits = jsonl(run("query", "key", msg["topic"], key, "--store", STORE, "--broker-config", CONF, "--format",
+                     "jsonl").stdout)
+    assert msg["commitLogOffset"] in {h["commitLogOffset"] for h in hits}
+
+
+def test_verify_is_clean():
+    code, findings = verify(STORE, "--deep")
+    assert (code, findings) == (0, [])
+
+
+def test_rebuild_consumequeue_and_index_byte_identical(copy):
+    store = copy()
+    shutil.rmtree(store / "consumequeue")
+    shutil.rmtree(store / "index")
+    for kind in ("consumequeue", "index"):
+        r = run("rebuild", kind, "--store", store, "--broker-config", CONF, "--no-backup")
+        assert r.exit_code == 0, r.stderr
+    for p in sorted((STORE / "consumequeue").rglob("*")):
+        if p.is_file():
+            assert (store / p.relative_to(STORE)).read_bytes() == p.read_bytes(), p
+    want = sorted((STORE / "index").iterdir())
+    got = sorted((store / "index").iterdir())  # named by their creation time: compared in order
+    assert [p.read_bytes() for p in got] == [p.read_bytes() for p in want]
+    assert (store / "checkpoint").read_bytes() == (STORE / "checkpoint").read_bytes()
+    assert verify(store) == (0, [])
+
+
+def _data(store, e) -> str:
+    return store / "dledger-n0" / "data" / e["file"]
+
+
+LAST_OF_FILE_1 = [e for e in ENTRIES if e["file"] == ENTRIES[100]["file"]][-1]
+
+
+def flip_body_byte(store):
+    e = ENTRIES[100]
+    path, at = _data(store, e), e["filePosition"] + S.DLEDGER_BODY_OFFSET + 200
+    patch(path, at, bytes([path.read_bytes()[at] ^ 0xFF]))
+    return "body-crc", e["messageOffset"], f"dledger-n0/data/{e['file']}", e["filePosition"] + S.DLEDGER_BODY_OFFSET
+
+
+def wrong_pos(store):
+    e = ENTRIES[100]
+    patch(_data(store, e), e["filePosition"] + S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
+    return "dledger-entry-pos", e["pos"], f"dledger-n0/data/{e['file']}", e["filePosition"]
+
+
+def unit_disagrees(store):
+    e = ENTRIES[100]
+    u = e["indexUnit"]
+    patch(store / "dledger-n0" / "index" / u["file"], u["filePosition"] + 12, S.INT32.pack(e["size"] + 1))
+    return "dledger-index-unit", e["pos"], f"dledger-n0/index/{u['file']}", u["filePosition"]
+
+
+def size_past_file(store):
+    e = LAST_OF_FILE_1
+    patch(_data(store, e), e["filePosition"] + 4, S.INT32.pack(70_000))
+    return "bad-length", e["pos"], f"dledger-n0/data/{e['file']}", e["filePosition"]
+
+
+def torn_last_entry(store):
+    """The last entry's header cut after its index (term, pos, ... and the body never reached the disk)."""
+    e = ENTRIES[-1]
+    patch(_data(store, e), e["filePosition"] + 16, bytes(e["size"] - 16))
+    return "dledger-entry-pos", e["pos"], f"dledger-n0/data/{e['file']}", e["filePosition"]
+
+
+@pytest.mark.parametrize("damage", [flip_body_byte, wrong_pos, unit_disagrees, size_past_file, torn_last_entry])
+def test_damage_found_at_its_offset(copy, damage):
+    store = copy()
+    kind, offset, file, position = damage(store)
+    code, findings = verify(store)
+    assert code == 1
+    first = min((f for f in findings if f["severity"] == "error"), key=lambda f: f["commitLogOffset"] or 1 << 62)
+    assert (first["kind"], first["commitLogOffset"], first["file"], first["position"]) == (kind, offset, file, position)
+
+
+def test_verify_predicts_dledger_recovery_cut(copy):
+    """A wrong pos in the last data file: DLedger's recovery (from the third file from the last) stops there and
+    truncates the entries after it; the same damage in an earlier file is never re-checked."""
+    store = copy()
+    e = ENTRIES[-10]
+    patch(_data(store, e), e["filePosition"] + S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
+    _, findings = verify(store)
+    first = next(f for f in findings if f["commitLogOffset"] == e["pos"])
+    assert f"stops at the entry at {e['pos']}" in first["detail"] and "dropping the 10 record(s) from" in first["detail"]
+    store = copy()
+    wrong_pos(store)
+    _, findings = verify(store)
+    assert "DLedger's recovery starts at 00000000000000262144 and does not re-check" in findings[0]["detail"]
+
+
+def test_repair_torn_copy_keeps_what_dledger_recovery_keeps(copy):
+    store = copy()
+    torn_last_entry(store)
+    last = ENTRIES[-1]
+    r = run("repair", "--store", store, "--broker-config", CONF, "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    # the data: byte for byte up to the cut, zero after it
+    data = _data(store, last).read_bytes()
+    original = _data(STORE, last).read_bytes()
+    assert data[: last["filePosition"]] == original[: last["filePosition"]]
+    assert not any(data[last["filePosition"]:])
+    # the index units: entries 0..498 as written, nothing after
+    index = b"".join(p.read_bytes() for p in sorted((store / "dledger-n0" / "index").iterdir()))
+    units = S.DLEDGER_INDEX_UNIT_SIZE * last["index"]
+    assert index[:units] == b"".join(p.read_bytes() for p in sorted((STORE / "dledger-n0" / "index").iterdir()))[:units]
+    assert not any(index[units:])
+    assert (store / "dledger-n0" / "checkpoint").read_text() == "committedIndex=498\nendIndex=498\n"
+    assert [m["commitLogOffset"] for m in dump(store)] == [e["messageOffset"] for e in ENTRIES[:-1]]
+    assert verify(store) == (0, [])
+    assert run("repair", "--store", store, "--broker-config", CONF).exit_code == 0  # nothing left to cut
+
+
+def test_repair_rewrites_the_units_recovery_rewrites(copy):
+    """An index unit that disagrees with its entry (from the recovery's start file on) is rewritten from it."""
+    store = copy()
+    e = ENTRIES[-20]
+    u = e["indexUnit"]
+    unit_path = store / "dledger-n0" / "index" / u["file"]
+    patch(unit_path, u["filePosition"] + 12, S.INT32.pack(e["size"] + 1))
+    r = run("repair", "--store", store, "--broker-config", CONF, "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    assert unit_path.read_bytes() == (STORE / "dledger-n0" / "index" / u["file"]).read_bytes()
+    assert verify(store) == (0, [])
+
+
+@pytest.mark.parametrize("command", [["append", "--topic", "T", "--body", "x"], ["clean"]])
+def test_append_and_clean_refuse(copy, command):
+    store = copy()
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    r = run(*command, "--store", store, "--broker-config", CONF)
+    assert r.exit_code == 2
+    assert "DLedger" in r.stderr and "refusing" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+
+def test_old_commitlog_beside_the_dledger_log_is_refused(copy):
+    store = copy()
+    (store / "commitlog").mkdir()
+    (store / "commitlog" / "00000000000000000000").write_bytes(bytes(65536))
+    r = run("dump", "commitlog", "--store", store, "--broker-config", CONF)
+    assert r.exit_code == 2 and "old commitlog before its DLedger log" in r.stderr
+
+
+def test_recovery_that_dledger_refuses_is_refused(copy):
+    """A bad first entry in the third file from the last: DLedger's recovery starts a file earlier, stops
+    there, more than a file before the last file, and exits; verify says so and repair changes nothing."""
+    store = copy()
+    e = next(x for x in ENTRIES if x["file"] == "00000000000000262144")
+    patch(_data(store, e), S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
+    _, findings = verify(store)
+    assert any(f["kind"] == "dledger-recovery" and f["severity"] == "error" and f["commitLogOffset"] == e["pos"]
+               for f in findings)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    r = run("repair", "--store", store, "--broker-config", CONF)
+    assert r.exit_code == 2 and "processOffset is too small" in r.stderr
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
