@@ -6,6 +6,6 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/store}"
 rm -rf "$out"
-TZ=UTC PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" python3 -m rmqctl append --store "$out" \
+TZ=UTC PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" python3 -m rmqctl append --create --store "$out" \
     --broker-config "$here/broker.conf" --jsonl "$here/messages.jsonl" --keep-timestamps > /dev/null
 echo "rebuilt $out from $(wc -l < "$here/messages.jsonl") messages" >&2

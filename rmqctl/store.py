@@ -325,6 +325,13 @@ def index_slot(key_hash: int) -> int:
     return 0 if key_hash == -(1 << 31) else abs(key_hash)
 
 
+def commitlog_dirs(root: Path, config: BrokerConfig) -> list[Path]:
+    """storePathCommitLog (comma-separated, 5.x multi-path), else {root}/commitlog."""
+    if config.storePathCommitLog:
+        return [Path(p.strip()).expanduser() for p in config.storePathCommitLog.split(",") if p.strip()]
+    return [root / "commitlog"]
+
+
 class Store:
     """A RocketMQ store root. Everything is read lazily and read-only."""
 
@@ -333,13 +340,37 @@ class Store:
         self.config = config or BrokerConfig()
         if not self.root.is_dir():
             raise StoreError("store directory does not exist", self.root)
+        self._check_root()
+
+    def _check_root(self):
+        """A directory is a store root only if a broker has started in it: DefaultMessageStore's constructor
+        creates the commitlog and consumequeue directories and `lock` before load() reads anything, and load()
+        creates `checkpoint`; MappedFileQueue.load then takes whatever files the commitlog directory holds
+        (none, for a new broker). So no commitlog directory, or an empty one with neither lock nor checkpoint,
+        is not a store (an unmounted volume, a typo, a subdirectory) and must not pass as a sound empty one."""
+        missing = [d for d in self.commitlog_dirs if not d.is_dir()]
+        if missing:
+            what = (f"no commitlog directory {missing[0]} (storePathCommitLog)" if self.config.storePathCommitLog
+                    else "no commitlog/ directory")
+            if any(FILE_NAME.match(p.name) for p in self.root.iterdir()):
+                what += f"; this looks like a commitlog directory itself: the store root is {self.root.parent}"
+            raise StoreError(f"not a RocketMQ store root: {what} (a broker creates commitlog/, consumequeue/ and "
+                             "lock at its first start)", self.root)
+        if not self.is_empty:
+            return
+        if not (self.lock_path.exists() or self.checkpoint_path.exists()):
+            raise StoreError("not a RocketMQ store root: the commitlog directory holds no file and there is neither "
+                             "lock nor checkpoint (a broker creates both at its first start)", self.root)
+
+    @property
+    def is_empty(self) -> bool:
+        """A valid store no message was ever written to: a new broker's (commitlog directory, no file)."""
+        return not any(FILE_NAME.match(p.name) for d in self.commitlog_dirs if d.is_dir() for p in d.iterdir())
 
     # -- paths -------------------------------------------------------------------------------------------
     @property
     def commitlog_dirs(self) -> list[Path]:
-        if self.config.storePathCommitLog:
-            return [Path(p.strip()).expanduser() for p in self.config.storePathCommitLog.split(",") if p.strip()]
-        return [self.root / "commitlog"]
+        return commitlog_dirs(self.root, self.config)
 
     @property
     def consumequeue_dir(self) -> Path:

@@ -105,10 +105,13 @@ class StoreContext:
         return self._store
 
     def writable_store(self) -> Store:
+        self.require_explicit_store()
+        return self.store
+
+    def require_explicit_store(self):
         """Writing commands refuse to guess the store: --store, ROCKETMQ_STORE or storePathRootDir only."""
         if not self.explicit_store:
             raise UsageError("this command writes: name the store with --store or ROCKETMQ_STORE")
-        return self.store
 
 
 def store_options(fn: Callable) -> Callable:

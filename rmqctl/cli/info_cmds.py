@@ -28,6 +28,9 @@ def _print_table(d: dict):
     con = Console()
     cl = d["commitlog"]
     con.print(f"[bold]store[/bold] {d['store']}")
+    if d["empty"]:
+        con.print("[yellow]empty store:[/yellow] the commitlog directory holds no file (a broker started here, no "
+                  "message was ever written)")
     con.print(f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
               f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]")
     cp = d["checkpoint"]

@@ -64,6 +64,9 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
             render(rows, ctx.format, COLUMNS)
         if result.findings or sys.stderr.isatty():  # quiet success in cron: exit 0 and no output at all
             echo_err(_summary(result))
+        if store.is_empty:  # said even in cron: an empty store is sound, but rarely what was meant
+            echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
+                     "started here, no message was ever written)")
     raise click.exceptions.Exit(result.exit_code)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from array import array
 from pathlib import Path
@@ -34,7 +35,7 @@ from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARAT
                           encode_properties, java_string_hash, parse_properties)
 from ..lock import store_lock
 from ..record import Blank, Message, encode_record, parse_host, read_record
-from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
+from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
 from .repair import RecoveryChecker
 from .repair import zero_from
@@ -264,7 +265,8 @@ class _Recovered:
 
 
 class Appender:
-    """Appends messages to the store at `store_root` (created if missing), holding the broker's lock from
+    """Appends messages to the store at `store_root` (an existing store, an empty directory, or with `create`
+    any directory, made a new store), holding the broker's lock from
     open() to close(). Use as a context manager:
 
         with Appender("/data/store", load_config("broker.conf")) as app:
@@ -278,8 +280,12 @@ class Appender:
     everything and writes nothing."""
 
     def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
-                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None):
+                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None,
+                 create: bool = False):
         self.root = Path(store_root).expanduser()
+        self.create = create
+        self._created: list[Path] = []
+        self._committed = False
         self.config = config or BrokerConfig()
         self.requested_version = rocketmq_version
         self.dry_run = dry_run
@@ -315,15 +321,59 @@ class Appender:
             if holder is not None:
                 raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
         else:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self._created = self._make_store_root()
             self._lock = store_lock(self.root)
-            self._lock.__enter__()
+            try:
+                self._lock.__enter__()
+            except BaseException:
+                self._lock = None
+                self._remove_created()
+                raise
         try:
             self._open_store()
         except BaseException:
             self.close()
             raise
         self._opened = True
+
+    def _make_store_root(self) -> list[Path]:
+        """A new store only where one was asked for, so a misspelt --store never becomes one: an existing
+        empty directory, or any directory with `create`, is made a store root the way the broker's first start
+        makes one (the root, the commitlog and consumequeue directories; the lock follows; a directory holding only
+        a lock file counts as empty). Returns what it
+        created, for close() to take away again if nothing was written."""
+        root = self.root
+        if root.is_dir():
+            try:
+                Store(root, self.config)
+                return []
+            except StoreError:
+                if any(p.name != "lock" for p in root.iterdir()) and not self.create:
+                    raise StoreError("not a RocketMQ store root, and not empty: pass --create to make a new store "
+                                     "in it", root) from None
+        elif not self.create:
+            raise StoreError("store directory does not exist: pass --create to make a new store there", root)
+        created = []
+        for d in [root, *commitlog_dirs(root, self.config), root / "consumequeue"]:
+            missing = [p for p in [*reversed(d.parents), d] if not p.exists()]
+            for p in missing:
+                p.mkdir()
+            created += missing
+        if not (root / "lock").exists():
+            created.append(root / "lock")  # store_lock creates it next
+        for p in reversed(created):
+            if p.is_dir():
+                fsync_dir(p.parent)
+        return created
+
+    def _remove_created(self):
+        """Take away a store root made by this run when nothing was committed to it (deepest first)."""
+        for p in reversed(getattr(self, "_created", [])):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            elif p.exists():
+                p.unlink()
+        self._created = []
 
     def _open_store(self):
         store = self.store = Store(self.root, self.config)
@@ -663,6 +713,7 @@ class Appender:
         d.flush()
         self._note_dispatch_events()
         self._write_checkpoint(staged[-1][1].storeTimestamp)
+        self._committed = True
         for start in [s for s in self._files if s != self._cur_start]:
             self._files.pop(start).close()  # full files: nothing more to write there
         return [a for _, _, a in staged]
@@ -710,6 +761,8 @@ class Appender:
             self._dispatcher = None
         if hasattr(self, "store"):
             self.store.close()
+        if not self._committed:
+            self._remove_created()
         if self._lock is not None:
             lock, self._lock = self._lock, None
             lock.__exit__(None, None, None)

@@ -223,6 +223,7 @@ def info(store: Store) -> dict:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
         "store": str(store.root),
+        "empty": store.is_empty,
         "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
                       "preallocatedEmptyFiles": preallocated,
                       "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),

@@ -394,7 +394,7 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in (d.iterdir() if d.is_dir() else ()):
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    for name in ("consumequeue", "index", "checkpoint", "abort"):
+    for name in ("consumequeue", "index", "checkpoint", "abort", "lock"):
         if (store.root / name).exists():
             link(store.root / name, view / name)
     for op in txn.ops:
