@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, jsonl, run
+from conftest import FIXTURES, broker_conf, jsonl, run, truth
 
 A_CONF = broker_conf("a-basic")
 
@@ -102,3 +102,66 @@ def test_a_failed_append_takes_away_the_store_it_made(tmp_path):
     one_line_exit_2(run("append", "--store", empty, "--broker-config", A_CONF, "--topic", "bad topic!", "--body", "x"),
                     "topic")
     assert list(empty.iterdir()) == []
+
+
+# -- 2. repair does not refuse because of damage the broker keeps --------------------------------------------
+
+D_CONF = broker_conf("d-crashed")
+FLIPPED = 4638  # TopicTest/1@1, in the first commitlog file: before the file abnormal recovery starts from
+
+
+def crashed_with_a_flipped_queue_id(store_copy) -> Path:
+    """d-crashed (torn tail, a body byte flipped at 32655) plus a queueId byte of an early record flipped
+    (1 -> 3): its body CRC still passes, so RocketMQ 4.9.7's abnormal recovery cuts the tail and keeps it as
+    is (checked with the Java oracle: read4.sh reads the same 599 consumequeue units from this store as from
+    the store `rmqctl repair` leaves, and from d-crashed itself)."""
+    store = store_copy("d-crashed")
+    patch_byte(store / "commitlog" / f"{0:020d}", FLIPPED + 15, 0x02)
+    return store
+
+
+def patch_byte(path: Path, pos: int, xor: int):
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        b = fh.read(1)[0]
+        fh.seek(pos)
+        fh.write(bytes([b ^ xor]))
+
+
+def test_repair_keeps_the_damage_the_broker_keeps_and_says_so(store_copy):
+    store = crashed_with_a_flipped_queue_id(store_copy)
+    res = run("repair", "--store", store, "--broker-config", D_CONF, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    rows = jsonl(res.stdout)
+    kept = {(r["target"], r["commitLogOffset"]) for r in rows if r["action"] == "not-cut"}
+    assert ("consumequeue/TopicTest/1/00000000000000000000", FLIPPED) in kept
+    assert {r["detail"].split(":")[0] for r in rows if r["action"] == "not-cut"} >= {"queue-offset", "cq-entry-mismatch"}
+    assert all("--scan-all" in r["detail"] for r in rows if r["action"] == "not-cut")
+    # what RocketMQ's recovery keeps: every record but the torn one, every consumequeue unit before it
+    got = jsonl(run("dump", "commitlog", "--store", store, "--broker-config", D_CONF, "--body", "none",
+                    "--format", "jsonl").stdout)
+    assert [m["commitLogOffset"] for m in got] == [w["commitLogOffset"] for w in truth("d-crashed", "truth-recovered-messages.jsonl")]
+    assert next(m for m in got if m["commitLogOffset"] == FLIPPED)["queueId"] == 3  # kept as it is
+    want = truth("d-crashed", "truth-recovered-consumequeue.jsonl")
+    have = []
+    for topic, qid in sorted({(w["topic"], w["queueId"]) for w in want}):
+        units = jsonl(run("dump", "consumequeue", topic, qid, "--store", store, "--broker-config", D_CONF,
+                          "--format", "jsonl").stdout)
+        have += [{"topic": topic, "queueId": qid, **{k: u[k] for k in ("queueOffset", "commitLogOffset", "size", "tagsCode")}}
+                 for u in units]
+    key = lambda u: (u["topic"], u["queueId"], u["queueOffset"])
+    assert sorted(have, key=key) == sorted(want, key=key)
+    assert not (store / "abort").exists()
+
+
+def test_only_findings_the_store_had_before_are_accepted(store_copy):
+    from rmqctl.config import load_config
+    from rmqctl.ops.baseline import Preexisting
+    from rmqctl.ops.verify import Finding, verify
+    from rmqctl.store import Store
+
+    s = Store(crashed_with_a_flipped_queue_id(store_copy), load_config(D_CONF))
+    before = [f for f in verify(s).findings if f.kind == "cq-entry-mismatch"]
+    accept = Preexisting(s)
+    assert accept(before[0]) and accept.kept == [before[0]]
+    assert not accept(Finding("cq-entry-mismatch", "error", before[0].file, 40, FLIPPED, "created by the change"))

@@ -98,6 +98,14 @@ def repair_rows(r) -> list[dict]:
         rows.append({"action": "not-cut", "target": f"commitlog/{bad.file}", "commitLogOffset": bad.commitLogOffset,
                      "count": 1, "detail": f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not "
                                            "re-check it; --scan-all would cut here)"})
+    for f in r.keptFindings:
+        if f["scanAllCutsIt"]:
+            fate = f"--scan-all would cut it off with everything from commitlog offset {f['scanAllCut']}"
+        else:
+            fate = f"--scan-all keeps it too (its cut is at commitlog offset {f['scanAllCut']})"
+        rows.append({"action": "not-cut", "target": f["file"], "commitLogOffset": f["commitLogOffset"], "count": 1,
+                     "detail": f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery "
+                               f"keeps it; {fate})"})
     cl = r.commitlog
     if cl["fileZeroed"]:
         rows.append({"action": "zero-tail", "target": f"commitlog/{cl['fileZeroed']}", "commitLogOffset": r.cutOffset,

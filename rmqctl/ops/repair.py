@@ -44,6 +44,7 @@ from ..javacompat import crc31
 from ..native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
+from .baseline import Preexisting
 from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
 from .txn import Transaction
 
@@ -96,6 +97,7 @@ class RepairResult:
     interrupted: dict | None = None
     backup: str | None = None
     seconds: float = 0.0
+    keptFindings: list = dataclasses.field(default_factory=list)  # verify's findings the repair leaves as they were
 
     @property
     def changed(self) -> bool:
@@ -523,8 +525,11 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 [] if scan_all else earlier, alternative, interrupted)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
+                preexisting = Preexisting(store)
                 problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
-                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad))
+                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)
+                    or preexisting(f))
+                result.keptFindings = [_kept(f, result) for f in preexisting.kept]
                 if problems:
                     raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
                                      store.root)
@@ -551,6 +556,15 @@ def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, offs
     return {"mode": "checkpoint" if scan_all else "scan-all",
             "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset, "sameCut": False,
             "scanAllLosesMoreRecords": lost, "scanAllLosesMoreBytes": broker.cut - first_bad.commitLogOffset}
+
+
+def _kept(f, result: RepairResult) -> dict:
+    """A finding the store had before and keeps after the repair (the broker's recovery keeps it too), and
+    whether the other mode's cut would take it away (None: that cut does not reach it)."""
+    alt = result.alternative
+    scan_all_cut = result.cutOffset if result.mode == "scan-all" else alt["cutOffset"]
+    cut_off = None if f.commitLogOffset is None else f.commitLogOffset >= scan_all_cut
+    return {**f.to_dict(), "scanAllCut": scan_all_cut, "scanAllCutsIt": cut_off}
 
 
 def _describe(offset: int, r, queues_of: dict) -> dict:
