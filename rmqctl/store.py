@@ -150,8 +150,9 @@ def infer_file_size(files: list[MappedFile], what: str, default: int) -> int:
 
 def check_configured_size(files: list[MappedFile], size: int, key: str):
     """A configured geometry that no file has is a wrong configuration, not damage: refuse it. (Single
-    short or odd files are damage, for verify to report.)"""
-    if files and not any(f.length == size for f in files):
+    short or odd files are damage, for verify to report; so is a short last file, even the only one.)"""
+    evidence = files[:-1] if files and files[-1].length < size else files
+    if evidence and not any(f.length == size for f in evidence):
         f = files[0]
         raise StoreError(f"file is {f.length} bytes but {key}={size}; wrong broker config for this store?", f.path)
 

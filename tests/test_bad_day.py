@@ -165,3 +165,82 @@ def test_only_findings_the_store_had_before_are_accepted(store_copy):
     accept = Preexisting(s)
     assert accept(before[0]) and accept.kept == [before[0]]
     assert not accept(Finding("cq-entry-mismatch", "error", before[0].file, 40, FLIPPED, "created by the change"))
+
+
+# -- 3. a short or zero-length file ----------------------------------------------------------------------------
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def repair_rows(store: Path, conf: Path, *args) -> list[dict]:
+    res = run("repair", "--store", store, "--broker-config", conf, "--format", "jsonl", *args)
+    assert res.exit_code == 0, res.stderr
+    return jsonl(res.stdout)
+
+
+def test_a_short_last_commitlog_file_is_padded_and_cut_as_recovery_would(store_copy):
+    """kill -9 or a full disk left the last file 20000 bytes long, inside a record. RocketMQ 4.9.7 refuses to
+    load the store; after the repair it loads it and reads 1997 messages up to commitlog offset 2575615 (Java
+    oracle, read4.sh), which is what this test checks with the truth files."""
+    store = store_copy("a-basic")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    with open(last, "r+b") as fh:
+        fh.truncate(20000)
+    assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 1
+    rows = repair_rows(store, A_CONF)
+    assert ("pad", f"commitlog/{last.name}") in {(r["action"], r["target"]) for r in rows}
+    cut = next(r["commitLogOffset"] for r in rows if r["action"] == "cut")
+    assert cut == 2575615 and last.stat().st_size == 65536
+    assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 0
+    got = jsonl(run("dump", "commitlog", "--store", store, "--broker-config", A_CONF, "--body", "none").stdout)
+    want = [w for w in truth("a-basic", "truth-messages.jsonl") if w["commitLogOffset"] < cut]
+    assert [m["commitLogOffset"] for m in got] == [w["commitLogOffset"] for w in want] and len(want) == 1997
+
+
+def test_a_zero_length_last_commitlog_file_is_removed(store_copy):
+    store = store_copy("a-basic")
+    files = sorted((store / "commitlog").iterdir())
+    empty = store / "commitlog" / f"{int(files[-1].name) + 65536:020d}"
+    empty.touch()
+    before = tree(store)
+    rows = repair_rows(store, A_CONF)
+    assert [(r["action"], r["target"]) for r in rows] == [("remove", f"commitlog/{empty.name}")]
+    assert not empty.exists()
+    assert {k: v for k, v in tree(store).items() if not k.startswith(".rmqctl-backup-")} == \
+        {k: v for k, v in before.items() if k != f"commitlog/{empty.name}"}
+    assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 0
+
+
+def test_a_short_file_before_the_last_is_a_gap_and_never_padded(store_copy):
+    store = store_copy("a-basic")
+    middle = sorted((store / "commitlog").iterdir())[10]
+    with open(middle, "r+b") as fh:
+        fh.truncate(30000)
+    before = tree(store)
+    for args in ([], ["--dry-run"]):
+        one_line_exit_2(run("repair", "--store", store, "--broker-config", A_CONF, *args), middle.name, "a gap")
+    assert tree(store) == before
+
+
+def test_short_consumequeue_and_index_files_are_padded(store_copy):
+    store = store_copy("a-basic")
+    queue = sorted((store / "consumequeue" / "TopicTest" / "0").iterdir())[-1]
+    with open(queue, "r+b") as fh:
+        fh.truncate(50)  # two units and part of a third
+    index = sorted((store / "index").iterdir())[-1]
+    with open(index, "r+b") as fh:
+        fh.truncate(40 + 100 * 4 + 213 * 20)  # the header, the slots and every entry it counts
+    units = queue.read_bytes()[:40]
+    entries = index.read_bytes()
+    rows = repair_rows(store, A_CONF)
+    assert {(r["action"], r["target"]) for r in rows} >= {("pad", f"consumequeue/TopicTest/0/{queue.name}"),
+                                                         ("pad", f"index/{index.name}")}
+    assert queue.read_bytes() == units + bytes(1280 - 40)
+    assert index.read_bytes() == entries + bytes(10680 - len(entries))
+    # the units lost with the file's end stay missing, as they were: rebuild consumequeue puts them back
+    res = run("verify", "--store", store, "--broker-config", A_CONF, "--format", "jsonl")
+    assert {f["kind"] for f in jsonl(res.stdout) if f["severity"] == "error"} == {"cq-missing-entries"}
+    assert run("rebuild", "consumequeue", "--store", store, "--broker-config", A_CONF).exit_code == 0
+    assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 0

@@ -98,6 +98,15 @@ def repair_rows(r) -> list[dict]:
         rows.append({"action": "not-cut", "target": f"commitlog/{bad.file}", "commitLogOffset": bad.commitLogOffset,
                      "count": 1, "detail": f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not "
                                            "re-check it; --scan-all would cut here)"})
+    for p in r.padded:
+        if p["bytesAfter"] is None:
+            rows.append({"action": "remove", "target": p["target"], "commitLogOffset": None, "count": 1,
+                         "detail": "a zero-length last file, which the broker's load refuses (4.9) or deletes (5.1.3+)"})
+        else:
+            rows.append({"action": "pad", "target": p["target"], "commitLogOffset": None,
+                         "count": p["bytesAfter"] - p["bytesBefore"],
+                         "detail": f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, "
+                                   "the length the broker's load requires"})
     for f in r.keptFindings:
         if f["scanAllCutsIt"]:
             fate = f"--scan-all would cut it off with everything from commitlog offset {f['scanAllCut']}"
@@ -150,7 +159,8 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
     alt = r.alternative
     if r.stoppedAt is None and not r.bytesCut:
-        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})")
+        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})"
+                 + (f"; {len(r.padded)} short file(s) to make loadable" if r.padded else ""))
     else:
         queues = ", ".join(f"{q} ({n})" for q, n in sorted(r.recordsCutByQueue.items())) or "none"
         echo_err(f"rmqctl: cut at commitlog offset {r.cutOffset}: {r.bytesCut} bytes, {r.recordsCut} record(s); queues: {queues}")

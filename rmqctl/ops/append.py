@@ -434,7 +434,9 @@ class Appender:
         size = self.file_size
         for f in files:
             if f.length != size:
-                raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it", f.path)
+                fix = "; `rmqctl repair` pads or removes a short last file" if f is files[-1] else ""
+                raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse "
+                                 f"to load it{fix}", f.path)
         for a, b in zip(files, files[1:]):
             if b.start != a.start + size:
                 raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
