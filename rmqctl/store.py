@@ -417,9 +417,10 @@ class Store:
         try:
             rec = read_record(f.buf, pos, min(len(f.buf), self.commitlog.file_size))
         except RecordError as e:
-            raise StoreError(f"no record starts here: {e.detail}", f.path, pos) from None
+            raise StoreError(f"no record starts at commitlog offset {offset}: {e.detail}", f.path, position=pos) from None
         if isinstance(rec, Blank):
-            raise StoreError("this is the BLANK end-of-file record, not a message", f.path, pos)
+            raise StoreError(f"commitlog offset {offset} is the BLANK end-of-file record, not a message", f.path,
+                             position=pos)
         return f, rec
 
     # -- consumequeues -----------------------------------------------------------------------------------

@@ -343,7 +343,7 @@ def test_torn_tail_is_refused_pointing_to_repair(store_copy):
     store = store_copy("d-crashed")
     before = {p: p.read_bytes() for p in (store / "commitlog").iterdir()}
     res = run("append", "--store", store, "--broker-config", broker_conf("d-crashed"), "--topic", "TopicTest", "--body", "x")
-    one_line_error(res, "00000000000000720896", "at offset 782999", "rmqctl repair")
+    one_line_error(res, "00000000000000720896", "at commitlog offset 782999", "rmqctl repair")
     assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before
 
 
@@ -354,7 +354,7 @@ def test_garbage_after_the_end_is_refused(store_copy):
         f.seek(100_000)
         f.write(b"\x42" * 16)
     res = run("append", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--topic", "TopicV5")
-    one_line_error(res, last.name, "at offset 452578", "torn or garbage tail")
+    one_line_error(res, last.name, "at commitlog offset 452578", "torn or garbage tail")
 
 
 def test_lock_held_by_another_process(tmp_path):

@@ -244,3 +244,97 @@ def test_short_consumequeue_and_index_files_are_padded(store_copy):
     assert {f["kind"] for f in jsonl(res.stdout) if f["severity"] == "error"} == {"cq-missing-entries"}
     assert run("rebuild", "consumequeue", "--store", store, "--broker-config", A_CONF).exit_code == 0
     assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 0
+
+
+# -- 6. exit codes and small wrong answers -----------------------------------------------------------------------
+
+A_STORE = FIXTURES / "a-basic" / "store"
+
+
+def test_ctrl_c_exits_130_not_1(store_copy):
+    """SIGINT to `append --jsonl -` waiting for its input (holding the store's lock): 130, as shells report
+    Ctrl-C, and the lock is let go."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rmqctl.config import load_config
+    from rmqctl.store import Store
+
+    store = store_copy("a-basic")
+    proc = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--jsonl", "-", "--store", str(store),
+                             "--broker-config", str(A_CONF)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    s = Store(store, load_config(A_CONF))
+    deadline = time.monotonic() + 60
+    while s.lock_holder() != proc.pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s.lock_holder() == proc.pid
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert s.lock_holder() is None
+
+
+def test_query_key_says_nothing_found_with_exit_1_when_asked():
+    base = ["query", "key", "TopicTest", "NO-SUCH-KEY", "--store", A_STORE, "--broker-config", A_CONF]
+    plain = run(*base)
+    assert plain.exit_code == 0 and plain.stdout == ""  # the CLI contract: no match is not an error
+    res = run(*base, "--exit-status")
+    assert res.exit_code == 1 and res.stdout == "" and "no message of TopicTest with key NO-SUCH-KEY" in res.stderr
+    hit = truth("a-basic", "truth-messages.jsonl")[0]
+    assert run("query", "key", hit["topic"], hit["uniqKey"], "--store", A_STORE, "--broker-config", A_CONF,
+               "--exit-status").exit_code == 0
+
+
+def test_dump_consumequeue_resolve_exits_1_on_an_entry_that_does_not_resolve(store_copy):
+    store = crashed_with_a_flipped_queue_id(store_copy)
+    res = run("dump", "consumequeue", "TopicTest", 1, "--resolve", "--store", store, "--broker-config", D_CONF,
+              "--format", "jsonl")
+    assert res.exit_code == 1, res.stderr
+    assert [r["queueOffset"] for r in jsonl(res.stdout) if r["ok"] is False] == [1]
+    assert "first at queue offset 1" in res.stderr
+    ok = run("dump", "consumequeue", "TopicTest", 0, "--resolve", "--store", store, "--broker-config", D_CONF)
+    assert ok.exit_code == 0, ok.stderr
+
+
+def test_msgid_decode_of_garbage_is_a_usage_error():
+    one_line_exit_2(run("msgid", "decode", "hello-world"), "'hello-world' is not a message id")
+    good = truth("a-basic", "truth-messages.jsonl")[0]["msgId"]
+    one_line_exit_2(run("msgid", "decode", good, "hello-world"), "hello-world")
+    assert run("msgid", "decode", good).exit_code == 0
+
+
+def test_dump_limit_zero_prints_nothing_and_negative_is_refused():
+    base = ["dump", "commitlog", "--store", A_STORE, "--broker-config", A_CONF, "--body", "none", "--format", "jsonl"]
+    res = run(*base, "--limit", 0)
+    assert res.exit_code == 0 and res.stdout == ""
+    assert len(jsonl(run(*base, "--limit", 3).stdout)) == 3
+    one_line_exit_2(run(*base, "--limit", -1), "--limit")
+
+
+def test_max_findings_reports_the_true_total():
+    store = FIXTURES / "d-crashed" / "store"
+    full = run("verify", "--store", store, "--broker-config", D_CONF, "--format", "jsonl")
+    total = len(jsonl(full.stdout))
+    res = run("verify", "--store", store, "--broker-config", D_CONF, "--format", "jsonl", "--max-findings", 1)
+    assert res.exit_code == 1 and len(jsonl(res.stdout)) == 1
+    assert f"showing 1 of {total}" in res.stderr and total > 1
+
+
+def test_offsets_are_worded_one_way(store_copy):
+    """A commitlog offset is `commitlog offset N`; a byte inside a file is `position N in FILE`."""
+    from rmqctl.config import load_config
+    from rmqctl.errors import StoreError
+    from rmqctl.store import Store
+
+    s = Store(A_STORE, load_config(A_CONF))
+    with pytest.raises(StoreError) as e:
+        s.read_message(5)
+    assert str(e.value).startswith(f"position 5 in {s.commitlog.files[0].path}: no record starts at commitlog offset 5")
+    store = store_copy("d-crashed")
+    line = one_line_exit_2(run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
+                           "torn or garbage tail")
+    assert "00000000000000720896 at commitlog offset 782999: " in line

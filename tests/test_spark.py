@@ -235,7 +235,7 @@ def test_errors_are_one_line(spark):
     df = spark.read.format("rocketmq").option("failOnDamage", "true").load(store_root("d-crashed"))
     with pytest.raises(StoreError) as e, spark_errors():
         df.collect()
-    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at offset {torn['messageCommitLogOffset']}: ")
+    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at commitlog offset {torn['messageCommitLogOffset']}: ")
 
 
 def test_missing_pyspark_says_how_to_install(monkeypatch):

@@ -17,14 +17,15 @@ import click
 import orjson
 
 from ..config import BrokerConfig, load_config
-from ..errors import EXIT_REFUSED, RmqError, UsageError
+from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
 from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
 
 
 class RmqGroup(click.Group):
-    """A group whose commands turn library errors into `rmqctl: <file> at offset N: <what>` + exit 2, and
+    """A group whose commands turn library errors into `rmqctl: <file> at commitlog offset N: <what>` (or
+    `position N in <file>`) + exit 2, Ctrl-C into exit 130, and
     an error of rmqctl's own into one line and exit 2 too: a crash must not read as exit 1 (findings) in
     cron. RMQCTL_DEBUG=1 shows its traceback instead."""
 
@@ -34,6 +35,10 @@ class RmqGroup(click.Group):
         except RmqError as e:
             click.echo(f"rmqctl: {e}", err=True)
             ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            # 1 means findings; an interrupted run has none to report
+            click.echo("rmqctl: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             # `rmqctl dump ... | head`: the reader left; not an error of ours
             sys.stderr.close()

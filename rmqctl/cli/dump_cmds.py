@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import EXIT_REFUSED
+from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..ops import inspect
 from .base import cli, dump, echo_err, render, store_options
 
@@ -24,6 +24,8 @@ COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueO
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
 def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress):
     """Decode every message record of the commitlog, in offset order."""
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must not be negative")
     damage = []
 
     def warn(msg):
@@ -43,8 +45,21 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
 @click.argument("queue_id", type=int)
 @click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
 def dump_consumequeue(ctx, topic, queue_id, resolve):
-    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID)."""
-    render(inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve), ctx.format)
+    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID). With --resolve, exit 1 when an entry
+    does not agree with the record it points at (or points at none)."""
+    unresolved = []
+
+    def rows():
+        for row in inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve):
+            if row.get("ok") is False:
+                unresolved.append(row["queueOffset"])
+            yield row
+
+    render(rows(), ctx.format)
+    if unresolved:
+        echo_err(f"rmqctl: {len(unresolved)} entr{'y' if len(unresolved) == 1 else 'ies'} of {topic}/{queue_id} do not "
+                 f"resolve (first at queue offset {unresolved[0]})")
+        raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 @dump.command("index")

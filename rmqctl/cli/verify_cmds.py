@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
 
 import click
 
@@ -95,14 +94,13 @@ def _print_findings(rows: list[dict]):
 
 def _summary(result) -> str:
     s = result.stats
-    counts = Counter(f.severity for f in result.findings)
-    kinds = Counter(f.kind for f in result.findings)
+    counts, kinds = s["findings"]["bySeverity"], s["findings"]["byKind"]
     head = (f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
             f"({s['jobs']} job(s)): ")
-    if not result.findings:
+    if not s["findings"]["total"]:
         return head + "sound"
-    parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts[k]]
-    text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.most_common())
+    parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts.get(k)]
+    text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.items())
     if result.truncated:
-        text += " (listing stopped at --max-findings)"
+        text += f" (showing {len(result.findings)} of {s['findings']['total']}: --max-findings)"
     return text

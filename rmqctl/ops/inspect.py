@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Iterator
 
 from .. import schema as S
-from ..errors import StoreError
+from ..errors import StoreError, where
 from ..record import Blank, Message, RecordError, message_dict, read_record
 from ..store import ConsumeQueue, Store, index_slot, offset_to_name
 
@@ -16,6 +16,8 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
                    raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it. Damage ends the walk of that
     file (as it ends the broker's) and is passed to `warn` as one line naming file and offset."""
+    if limit == 0:
+        return
     scan = store.scan()
     n = 0
     reported = 0
@@ -37,7 +39,7 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
 def _report_damage(errors, reported: int, warn) -> int:
     if warn:
         for ef, pos, e in errors[reported:]:
-            warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
+            warn(f"{where(ef.path, ef.start + pos)}: {e.detail}; rest of the file skipped")
     return len(errors)
 
 
@@ -201,7 +203,7 @@ def info(store: Store) -> dict:
         for _, m in scan.records(start=last.start):
             max_offset = last.start + m.position + m.storeSize
         for ef, pos, e in scan.errors:
-            odd.append(f"{ef.name} at offset {ef.start + pos}: {e.detail}")
+            odd.append(f"{where(ef.name, ef.start + pos)}: {e.detail}")
     preallocated = len(files) - len(data_files)
     queues = []
     for cq in store.consume_queues():

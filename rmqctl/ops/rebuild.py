@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import schema as S
 from ..dispatch import cq_targets, index_keys
-from ..errors import StoreError, UsageError
+from ..errors import StoreError, UsageError, where
 from ..lock import store_lock
 from ..batchdispatch import dispatch_file
 from ..record import Blank, RecordError, read_record
@@ -248,7 +248,7 @@ class _Run:
     @staticmethod
     def _refuse(topic: str, f, position: int):
         raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
-                         "consumequeue files for it", f.path, position)
+                         "consumequeue files for it", f.path, position=position)
 
     def file(self, f):
         buf = f.buf
@@ -355,7 +355,7 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
         units = {key: w.written() for key, w in dispatcher.queues.items()}
     finally:
         dispatcher.close()
-    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; the rest of that file is not dispatched "
+    warnings = [f"{where(ef.path, ef.start + pos)}: {e.detail}; the rest of that file is not dispatched "
                 "(as the broker's reput skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
     if run.mismatched:
         warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -153,11 +154,13 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
     findings = [f for _, f in sorted(run.out.items, key=_order)]
+    counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
+              "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": run.bytes_scanned, "records": len(run.rec.off),
-             "files": len(store.commitlog.files), "jobs": run.jobs, "geometry": run.geometry}
+             "files": len(store.commitlog.files), "jobs": run.jobs, "geometry": run.geometry, "findings": counts}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
 
@@ -482,7 +485,7 @@ class VerifyRun:
             self.damage.add(x, f.start + g.resync, kind, x)
             if report:
                 self.report(RECORDS, kind, "error", f.path, g.start, x,
-                            f"{n} invalid bytes at offset {x} ({g.detail}); the next record starts at "
+                            f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
                             f"{f.start + g.resync}")
             return
         if i >= last_data:
@@ -492,7 +495,7 @@ class VerifyRun:
             self.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
             if report:
                 self.report(RECORDS, "torn-tail", "error", f.path, g.start, x,
-                            f"{n} invalid bytes at offset {x} ({g.detail}) and nothing valid after them: a torn or "
+                            f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
                             f"garbage tail after the last record")
             return
         n = limit - g.start
@@ -506,7 +509,7 @@ class VerifyRun:
                 what = "the last record ends exactly at the end of the file, leaving no room for the BLANK record"
         else:
             kind = REGION_KINDS.get(g.cause, g.cause)
-            what = f"{n} invalid bytes at offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
+            what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
         self.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
         if report:
             self.report(RECORDS, kind, "error", f.path, g.start, x,

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import UsageError
+from ..errors import UsageError, where
 from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
@@ -97,7 +97,7 @@ def export_file(numbered: tuple[int, CommitLogFile], staging: str) -> dict:
     files = TopicFiles(Path(staging), f"part-{index:05d}", schema)
     for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None):
         files.add(batch)
-    damage = [f"{f.path} at offset {f.start + pos}: {e.detail}; rest of the file not exported"
+    damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported"
               for f, pos, e in scan.errors]
     return {"store": part.source.root, "files": files.close(), "damage": damage}
 
