@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from ..ops import inspect
+from ..ops.startup import estimate_startup
 from .base import cli, dumps, render, store_options
 
 
@@ -12,16 +13,18 @@ from .base import cli, dumps, render, store_options
 def info(ctx):
     """Files and offset ranges per component, queues, checkpoint, abort/lock state, index files, oddities."""
     data = inspect.info(ctx.store)
+    startup = estimate_startup(ctx.store)
+    data["startup"] = startup.to_dict()
     if ctx.format in ("json", "jsonl"):
         click.echo(dumps(data))
         return
     if ctx.format == "csv":
         render(data["consumequeue"]["queues"], "csv")
         return
-    _print_table(data)
+    _print_table(data, startup.line())
 
 
-def _print_table(d: dict):
+def _print_table(d: dict, startup: str):
     from rich.console import Console
     from rich.table import Table
 
@@ -39,6 +42,7 @@ def _print_table(d: dict):
                   f"index {cp['indexMsgTimestampText']}")
     con.print(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
               f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
+    con.print(f"startup    {startup}")
     q = Table(title=f"consumequeues ({d['consumequeue']['topics']} topics, {d['consumequeue']['entries']} entries)")
     for c in ("topic", "queueId", "files", "minOffset", "maxOffset"):
         q.add_column(c)
