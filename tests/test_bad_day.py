@@ -338,3 +338,82 @@ def test_offsets_are_worded_one_way(store_copy):
     line = one_line_exit_2(run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
                            "torn or garbage tail")
     assert "00000000000000720896 at commitlog offset 782999: " in line
+
+
+# -- 5. a nightly verify can go green again; --scan-all asks first; restore ----------------------------------
+
+
+def test_a_baseline_turns_a_repaired_store_green_until_something_new_appears(store_copy, tmp_path):
+    store = store_copy("d-crashed")
+    assert run("repair", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    verify = ["verify", "--store", store, "--broker-config", D_CONF, "--format", "jsonl"]
+    assert run(*verify, "--quiet").exit_code == 1  # the body CRC the broker keeps
+    base = tmp_path / "accepted.jsonl"
+    res = run(*verify, "--write-baseline", base)
+    assert res.exit_code == 0 and "wrote 1 finding(s)" in res.stderr
+    [line] = jsonl(base.read_text())
+    assert (line["kind"], line["file"], line["commitLogOffset"]) == ("body-crc", f"commitlog/{0:020d}", 32655)
+    res = run(*verify, "--baseline", base)
+    assert res.exit_code == 0 and [f["accepted"] for f in jsonl(res.stdout)] == [True]
+    assert run(*verify, "--quiet", "--baseline", base).exit_code == 0
+    patch_byte(store / "commitlog" / f"{65536:020d}", 3000, 0xFF)  # new damage: a body byte of another record
+    res = run(*verify, "--baseline", base)
+    assert res.exit_code == 1
+    new = [f for f in jsonl(res.stdout) if not f.get("accepted") and f["severity"] == "error"]
+    assert [f["kind"] for f in new] == ["body-crc"] and new[0]["file"] == f"commitlog/{65536:020d}"
+    base.write_text("not json\n")
+    one_line_exit_2(run(*verify, "--baseline", base), "line 1", "--write-baseline")
+
+
+def test_scan_all_says_what_it_drops_and_needs_yes(store_copy):
+    store = store_copy("d-crashed")
+    before = tree(store)
+    line = one_line_exit_2(run("repair", "--scan-all", "--store", store, "--broker-config", D_CONF), "--yes")
+    assert "cuts the commitlog at commitlog offset 32655" in line and "574 record(s) more" in line
+    assert tree(store) == before
+    assert run("repair", "--scan-all", "--dry-run", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    assert run("repair", "--scan-all", "--yes", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    assert tree(store) != before
+
+
+def live(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree(root).items() if not k.startswith(".rmqctl-backup-")}
+
+
+def test_restore_puts_back_what_repair_and_rebuild_replaced(store_copy):
+    store = store_copy("d-crashed")
+    original = live(store)
+    assert run("repair", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    repaired = live(store)
+    [backup] = jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
+    assert backup["command"] == "repair" and backup["items"] == 5
+    res = run("restore", backup["backup"], "--store", store, "--dry-run")
+    assert res.exit_code == 0 and live(store) == repaired
+    res = run("restore", backup["backup"], "--store", store, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert live(store) == original
+    assert not (store / backup["backup"]).exists()
+    # the restore kept what it replaced: restoring that backup redoes the repair
+    [again] = jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
+    assert again["command"] == f"restore {backup['backup']}"
+    assert run("restore", again["backup"], "--store", store).exit_code == 0
+    assert live(store) == repaired
+    # a whole directory swapped by a rebuild comes back too
+    shutil.rmtree(store / "consumequeue")
+    gone = live(store)
+    assert run("rebuild", "consumequeue", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    rebuilt = [b for b in jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
+               if b["command"] == "rebuild consumequeue"]
+    assert run("restore", rebuilt[0]["backup"], "--store", store).exit_code == 0
+    assert live(store) == gone
+
+
+def test_restore_refuses_what_is_not_a_backup_and_a_held_lock(store_copy):
+    from conftest import held_lock
+
+    store = store_copy("d-crashed")
+    one_line_exit_2(run("restore", "commitlog", "--store", store), "not a backup directory")
+    assert run("repair", "--store", store, "--broker-config", D_CONF).exit_code == 0
+    [backup] = jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
+    with held_lock(store):
+        one_line_exit_2(run("restore", backup["backup"], "--store", store), "locked")

@@ -319,8 +319,9 @@ def test_rebuild_from_nothing_is_byte_identical(name, tmp_path):
     assert all(len(n) == 17 and n.isdigit() for n in names) and len(set(names)) == len(names)
     store = open_store(root, name)
     assert store.checkpoint()["indexMsgTimestamp"] == Store(fixture).checkpoint()["indexMsgTimestamp"] > 0
-    kept = [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
-    assert len(kept) == 1 and list(tree(kept[0])) == ["checkpoint"]  # only the old checkpoint was replaced
+    # only the old checkpoint was replaced; the other run's backup holds just the manifest (what restore takes away)
+    kept = [sorted(tree(p)) for p in sorted(root.iterdir()) if p.name.startswith(".rmqctl")]
+    assert sorted(kept) == [[".rmqctl-backup.json"], [".rmqctl-backup.json", "checkpoint"]]
 
     for q in truth(name, "truth-index.jsonl"):
         got = query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
@@ -491,7 +492,7 @@ def test_a_topic_that_is_not_a_directory_name_is_refused(tmp_path, bad_topic):
     before = tree(root)
     res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
     assert res.exit_code == 2
-    assert bad_topic.decode() in res.stderr and "commitlog" in res.stderr and f"offset {offset % 65536}" in res.stderr
+    assert bad_topic.decode() in res.stderr and "commitlog" in res.stderr and f"position {offset % 65536} in " in res.stderr
     assert "Traceback" not in res.stderr
     assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
     assert sorted(p for p in tmp_path.rglob("*") if root not in p.parents and p != root) == outside
