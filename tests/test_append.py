@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, one_line_error, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
@@ -54,14 +54,6 @@ def cq(store: Path, conf: Path, topic: str, qid: int) -> list[dict]:
     res = run("dump", "consumequeue", topic, qid, "--store", store, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     return jsonl(res.stdout)
-
-
-def one_line_error(res, *needles):
-    assert res.exit_code == 2, (res.stdout, res.stderr)
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert all(n in lines[0] for n in needles), lines[0]
-    return lines[0]
 
 
 def nonzero_files(root: Path, sub: str) -> dict[str, bytes]:

@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, jsonl, run, truth
+from conftest import FIXTURES, broker_conf, jsonl, one_line_error, run, truth
 
 A_CONF = broker_conf("a-basic")
-
-
-def one_line_exit_2(res, *needles) -> str:
-    assert res.exit_code == 2, (res.stdout, res.stderr)
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert all(n in lines[0] for n in needles), lines[0]
-    return lines[0]
 
 
 # -- 1. something that is not a store never passes as sound ------------------------------------------------
@@ -41,7 +33,7 @@ def not_stores(tmp_path: Path, store: Path) -> dict[str, Path]:
 def test_a_directory_that_is_not_a_store_is_exit_2(tmp_path, store_copy, command):
     store = store_copy("a-basic")
     for name, path in not_stores(tmp_path, store).items():
-        line = one_line_exit_2(run(*command, "--store", path), "not a RocketMQ store root")
+        line = one_line_error(run(*command, "--store", path), "not a RocketMQ store root")
         if name == "commitlog":
             assert f"the store root is {store}" in line
         elif name == "bare":
@@ -70,12 +62,12 @@ def test_an_empty_store_is_sound_and_said_to_be_empty(store_copy):
 def test_append_to_a_misspelt_store_creates_nothing(tmp_path, store_copy):
     store = store_copy("a-basic")
     typo = store.parent / "stroe"
-    one_line_exit_2(run("append", "--store", typo, "--broker-config", A_CONF, "--topic", "TopicTest", "--body", "x"),
+    one_line_error(run("append", "--store", typo, "--broker-config", A_CONF, "--topic", "TopicTest", "--body", "x"),
                     "does not exist", "--create")
     assert not typo.exists()
     etc_like = not_stores(tmp_path, store)["etc"]
     before = sorted(p.name for p in etc_like.iterdir())
-    one_line_exit_2(run("append", "--store", etc_like, "--broker-config", A_CONF, "--topic", "T", "--body", "x"),
+    one_line_error(run("append", "--store", etc_like, "--broker-config", A_CONF, "--topic", "T", "--body", "x"),
                     "not a RocketMQ store root", "--create")
     assert sorted(p.name for p in etc_like.iterdir()) == before  # no lock file either
 
@@ -94,12 +86,12 @@ def test_append_creates_a_store_only_when_asked_or_into_an_empty_directory(tmp_p
 
 def test_a_failed_append_takes_away_the_store_it_made(tmp_path):
     new = tmp_path / "new"
-    one_line_exit_2(run("append", "--store", new, "--broker-config", A_CONF, "--create", "--topic", "bad topic!",
+    one_line_error(run("append", "--store", new, "--broker-config", A_CONF, "--create", "--topic", "bad topic!",
                         "--body", "x"), "topic")
     assert not new.exists()
     empty = tmp_path / "empty"
     empty.mkdir()
-    one_line_exit_2(run("append", "--store", empty, "--broker-config", A_CONF, "--topic", "bad topic!", "--body", "x"),
+    one_line_error(run("append", "--store", empty, "--broker-config", A_CONF, "--topic", "bad topic!", "--body", "x"),
                     "topic")
     assert list(empty.iterdir()) == []
 
@@ -220,7 +212,7 @@ def test_a_short_file_before_the_last_is_a_gap_and_never_padded(store_copy):
         fh.truncate(30000)
     before = tree(store)
     for args in ([], ["--dry-run"]):
-        one_line_exit_2(run("repair", "--store", store, "--broker-config", A_CONF, *args), middle.name, "a gap")
+        one_line_error(run("repair", "--store", store, "--broker-config", A_CONF, *args), middle.name, "a gap")
     assert tree(store) == before
 
 
@@ -301,9 +293,9 @@ def test_dump_consumequeue_resolve_exits_1_on_an_entry_that_does_not_resolve(sto
 
 
 def test_msgid_decode_of_garbage_is_a_usage_error():
-    one_line_exit_2(run("msgid", "decode", "hello-world"), "'hello-world' is not a message id")
+    one_line_error(run("msgid", "decode", "hello-world"), "'hello-world' is not a message id")
     good = truth("a-basic", "truth-messages.jsonl")[0]["msgId"]
-    one_line_exit_2(run("msgid", "decode", good, "hello-world"), "hello-world")
+    one_line_error(run("msgid", "decode", good, "hello-world"), "hello-world")
     assert run("msgid", "decode", good).exit_code == 0
 
 
@@ -312,7 +304,7 @@ def test_dump_limit_zero_prints_nothing_and_negative_is_refused():
     res = run(*base, "--limit", 0)
     assert res.exit_code == 0 and res.stdout == ""
     assert len(jsonl(run(*base, "--limit", 3).stdout)) == 3
-    one_line_exit_2(run(*base, "--limit", -1), "--limit")
+    one_line_error(run(*base, "--limit", -1), "--limit")
 
 
 def test_max_findings_reports_the_true_total():
@@ -335,7 +327,7 @@ def test_offsets_are_worded_one_way(store_copy):
         s.read_message(5)
     assert str(e.value).startswith(f"position 5 in {s.commitlog.files[0].path}: no record starts at commitlog offset 5")
     store = store_copy("d-crashed")
-    line = one_line_exit_2(run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
+    line = one_line_error(run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
                            "torn or garbage tail")
     assert "00000000000000720896 at commitlog offset 782999: " in line
 
@@ -362,13 +354,13 @@ def test_a_baseline_turns_a_repaired_store_green_until_something_new_appears(sto
     new = [f for f in jsonl(res.stdout) if not f.get("accepted") and f["severity"] == "error"]
     assert [f["kind"] for f in new] == ["body-crc"] and new[0]["file"] == f"commitlog/{65536:020d}"
     base.write_text("not json\n")
-    one_line_exit_2(run(*verify, "--baseline", base), "line 1", "--write-baseline")
+    one_line_error(run(*verify, "--baseline", base), "line 1", "--write-baseline")
 
 
 def test_scan_all_says_what_it_drops_and_needs_yes(store_copy):
     store = store_copy("d-crashed")
     before = tree(store)
-    line = one_line_exit_2(run("repair", "--scan-all", "--store", store, "--broker-config", D_CONF), "--yes")
+    line = one_line_error(run("repair", "--scan-all", "--store", store, "--broker-config", D_CONF), "--yes")
     assert "cuts the commitlog at commitlog offset 32655" in line and "574 record(s) more" in line
     assert tree(store) == before
     assert run("repair", "--scan-all", "--dry-run", "--store", store, "--broker-config", D_CONF).exit_code == 0
@@ -412,8 +404,8 @@ def test_restore_refuses_what_is_not_a_backup_and_a_held_lock(store_copy):
     from conftest import held_lock
 
     store = store_copy("d-crashed")
-    one_line_exit_2(run("restore", "commitlog", "--store", store), "not a backup directory")
+    one_line_error(run("restore", "commitlog", "--store", store), "not a backup directory")
     assert run("repair", "--store", store, "--broker-config", D_CONF).exit_code == 0
     [backup] = jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
     with held_lock(store):
-        one_line_exit_2(run("restore", backup["backup"], "--store", store), "locked")
+        one_line_error(run("restore", backup["backup"], "--store", store), "locked")

@@ -3,7 +3,6 @@ queries like IndexService did, reports before it writes, refuses unsafe data, an
 moment (the old or the new state, never a mix)."""
 from __future__ import annotations
 
-import copy
 import os
 import random
 import shutil
@@ -18,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, index_entry_at, jsonl,
-                      patch, run, truth)
+from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, append_like_last, broker_conf, held_lock, copy_store,
+                      index_entry_at, jsonl, patch, run, truth)
 from rmqctl import schema as S
 from rmqctl.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
@@ -467,21 +466,7 @@ def test_rebuild_after_cleanup_fills_the_queue_heads_with_pre_blank_units(tmp_pa
 
 def append_record_with_topic(root: Path, topic: bytes) -> int:
     """Append a copy of the last message under another topic, as a broker would have written it."""
-    store = open_store(root, "a-basic")
-    f, last = None, None
-    for f, last in store.scan().records():
-        pass
-    m = copy.copy(last)
-    pos = last.position + last.storeSize
-    m.topicBytes, m.queueId, m.queueOffset, m.physicalOffset = topic, 0, 0, f.start + pos
-    data = encode_record(m)
-    assert pos + len(data) + 8 <= store.commitlog.file_size
-    path = f.path
-    store.close()
-    with open(path, "r+b") as fh:
-        fh.seek(pos)
-        fh.write(data)
-    return f.start + pos
+    return append_like_last(root, broker_conf("a-basic"), [topic])[0]
 
 
 @pytest.mark.parametrize("bad_topic", [b"../../x", b".."])

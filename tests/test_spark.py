@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import ALL_FIXTURES, FIXTURES, broker_conf, copy_store, fixture_dir, jsonl, run, truth
+from conftest import ALL_FIXTURES, FIXTURES, append_like_last, broker_conf, copy_store, fixture_dir, jsonl, run, truth
 
 pytest.importorskip("pyspark")
 pa_dataset = pytest.importorskip("pyarrow.dataset")
@@ -250,32 +250,12 @@ def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path
     """5.x V2 records carry topics up to 32767 bytes; a directory name holds 255. Records with 300-byte,
     400-byte (UTF-8) and 20000-byte topics, written after the last record of a c-v5-features copy as the
     broker writes them: all exported, each topic exact in `topicName`, and in a directory of its own."""
-    import copy as copy_module
-
     from rmqctl import schema as S
-    from rmqctl.config import load_config
-    from rmqctl.record import encode_record
-    from rmqctl.store import Store
 
     root = copy_store("c-v5-features", tmp_path)
     conf = broker_conf("c-v5-features")
-    store = Store(root, load_config(conf))
-    f, last = None, None
-    for f, last in store.scan().records():
-        pass
     topics = ["L" * 300, "é" * 200, "Q" * 20000]
-    pos, data = last.position + last.storeSize, b""
-    for topic in topics:
-        m = copy_module.copy(last)
-        m.topicBytes, m.magicCode, m.queueId, m.queueOffset = topic.encode(), S.MAGIC_V2, 0, 0
-        m.physicalOffset = f.start + pos + len(data)
-        data += encode_record(m)
-    assert pos + len(data) + 8 <= store.commitlog.file_size
-    path = f.path
-    store.close()
-    with open(path, "r+b") as fh:
-        fh.seek(pos)
-        fh.write(data)
+    append_like_last(root, conf, [t.encode() for t in topics], S.MAGIC_V2)
     out = tmp_path / "export"
     r = run("spark", "export", "--store", root, "--broker-config", conf, "--out", out)
     assert r.exit_code == 0, r.stderr
