@@ -5,7 +5,7 @@ import click
 
 from ..ops import inspect
 from ..ops.startup import estimate_startup
-from .base import cli, dumps, render, store_options
+from .base import cli, dumps, echo_lines, render, store_options
 
 
 @cli.command("info")
@@ -25,35 +25,27 @@ def info(ctx):
 
 
 def _print_table(d: dict, startup: str):
-    from rich.console import Console
-    from rich.table import Table
-
-    con = Console()
+    """Plain lines (a pager shows them as they are), then the queue and index tables at full width."""
     cl = d["commitlog"]
-    con.print(f"[bold]store[/bold] {d['store']}")
+    lines = [f"store      {d['store']}",
+             f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
+             f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]"]
     if d["empty"]:
-        con.print("[yellow]empty store:[/yellow] the commitlog directory holds no file (a broker started here, no "
-                  "message was ever written)")
-    con.print(f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
-              f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]")
+        lines.insert(1, "empty      the commitlog directory holds no file (a broker started here, no message was ever "
+                        "written)")
     cp = d["checkpoint"]
     if cp:
-        con.print(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "
-                  f"index {cp['indexMsgTimestampText']}")
-    con.print(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
-              f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
-    con.print(f"startup    {startup}")
-    q = Table(title=f"consumequeues ({d['consumequeue']['topics']} topics, {d['consumequeue']['entries']} entries)")
-    for c in ("topic", "queueId", "files", "minOffset", "maxOffset"):
-        q.add_column(c)
-    for row in d["consumequeue"]["queues"]:
-        q.add_row(*(str(row[c]) for c in ("topic", "queueId", "files", "minOffset", "maxOffset")))
-    con.print(q)
-    ix = Table(title=f"index files ({d['index']['geometry']['maxHashSlotNum']} slots / {d['index']['geometry']['maxIndexNum']} entries)")
-    for c in ("file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset"):
-        ix.add_column(c)
-    for row in d["index"]["files"]:
-        ix.add_row(*(str(row[c]) for c in ("file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset")))
-    con.print(ix)
+        lines.append(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "
+                     f"index {cp['indexMsgTimestampText']}")
+    lines.append(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
+                 f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
+    lines.append(f"startup    {startup}")
+    echo_lines(lines, indent=11)
+    cq = d["consumequeue"]
+    render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
+           title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
+    geometry = d["index"]["geometry"]
+    render(d["index"]["files"], "table", ["file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset"],
+           title=f"index files ({geometry['maxHashSlotNum']} slots / {geometry['maxIndexNum']} entries)")
     for line in d["odd"]:
-        con.print(f"[yellow]odd:[/yellow] {line}")
+        echo_lines([f"odd: {line}"], indent=5)

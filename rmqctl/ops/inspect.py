@@ -220,6 +220,7 @@ def info(store: Store) -> dict:
         messages += hi - lo
         queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
                        "minOffset": lo, "maxOffset": hi})
+    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     index = []
     for ix in store.index_files():
         h = ix.header
