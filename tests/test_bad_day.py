@@ -260,12 +260,12 @@ def test_ctrl_c_exits_130_not_1(store_copy):
                              "--broker-config", str(A_CONF)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     s = Store(store, load_config(A_CONF))
-    deadline = time.monotonic() + 60
-    while s.lock_holder() != proc.pid and time.monotonic() < deadline:
+    deadline = time.monotonic() + 300  # a loaded machine: the kernels may be compiling
+    while s.lock_holder() != proc.pid and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert s.lock_holder() == proc.pid
+    assert s.lock_holder() == proc.pid, proc.stderr.read() if proc.poll() is not None else "no lock after 300 s"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert s.lock_holder() is None
 
