@@ -16,7 +16,7 @@ def restore_cmd(ctx, backup, dry_run, no_backup):
     """Put back what a rebuild, repair, clean or config restore replaced, from BACKUP (a
     .rmqctl-backup-<time> directory of the store, by name or path), atomically and under the broker's lock;
     what it replaces is kept in a new backup. Without BACKUP, list the store's backups."""
-    from ..ops.restore import list_backups, restore
+    from ..ops.restore import list_backups, restore  # loads the staging checks (and kernels): only for this command
 
     if backup is None:
         render(({"backup": b.name, "command": b.command, "created": b.created, "items": b.items}

@@ -41,7 +41,7 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet, baseline_
         raise UsageError("--to must be greater than --from")
     if baseline_path and write_path:
         raise UsageError("give --baseline or --write-baseline, not both")
-    from ..ops.baseline import finding_key, read_baseline, write_baseline
+    from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
     baseline = read_baseline(baseline_path) if baseline_path else None
     store = ctx.store
@@ -105,6 +105,7 @@ STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _print_findings(rows: list[dict]):
     """One block per finding: what and where on one line, the detail wrapped under it."""
+    # rich costs start-up time: loaded only when findings are drawn
     from rich.console import Console
     from rich.text import Text
 

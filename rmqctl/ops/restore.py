@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..store import Store
 from ..writers import fsync_dir
-from .rebuild import writing
+from .staging import writing
 from .txn import BACKUP_MANIFEST, BACKUP_PREFIX, Transaction
 
 
