@@ -8,6 +8,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/store}"
 python="${PYTHON:-${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python}}"
 rm -rf "$out"
-TZ=UTC PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" "${python:-python3}" -m rmqctl append --store "$out" \
+TZ=UTC PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}" "${python:-python3}" -m rmqctl append --create --store "$out" \
     --broker-config "$here/broker.conf" --jsonl "$here/messages.jsonl" --keep-timestamps > /dev/null
 echo "rebuilt $out from $(wc -l < "$here/messages.jsonl") messages" >&2

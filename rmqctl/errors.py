@@ -6,18 +6,30 @@ EXIT_FINDINGS = 1
 EXIT_REFUSED = 2
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+def where(path, offset: int | None = None, position: int | None = None) -> str:
+    """How every message says where something is: a commitlog offset is `commitlog offset N`, a byte inside a
+    file `position N in FILE`."""
+    if position is not None:
+        return f"position {position} in {path}"
+    if offset is not None:
+        return f"{path} at commitlog offset {offset}"
+    return f"{path}"
+
+
 class RmqError(Exception):
-    """Base: a problem with the input or the store, reported as one line, exit 2."""
+    """Base: a problem with the input or the store, reported as one line, exit 2. `offset` is a commitlog
+    offset, `position` a byte position inside `path`."""
 
     exit_code = EXIT_REFUSED
 
-    def __init__(self, message: str, path=None, offset: int | None = None):
+    def __init__(self, message: str, path=None, offset: int | None = None, position: int | None = None):
         self.path = path
         self.offset = offset
-        where = ""
-        if path is not None:
-            where = f"{path}" + (f" at offset {offset}" if offset is not None else "") + ": "
-        super().__init__(where + message)
+        self.position = position
+        super().__init__((where(path, offset, position) + ": " if path is not None else "") + message)
 
 
 class UsageError(RmqError):

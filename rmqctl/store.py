@@ -153,8 +153,9 @@ def infer_file_size(files: list[MappedFile], what: str, default: int) -> int:
 
 def check_configured_size(files: list[MappedFile], size: int, key: str):
     """A configured geometry that no file has is a wrong configuration, not damage: refuse it. (Single
-    short or odd files are damage, for verify to report.)"""
-    if files and not any(f.length == size for f in files):
+    short or odd files are damage, for verify to report; so is a short last file, even the only one.)"""
+    evidence = files[:-1] if files and files[-1].length < size else files
+    if evidence and not any(f.length == size for f in evidence):
         f = files[0]
         raise StoreError(f"file is {f.length} bytes but {key}={size}; wrong broker config for this store?", f.path)
 
@@ -359,6 +360,32 @@ class IndexFile:
             next_index = prev
 
 
+def commitlog_dirs(root: Path, config: BrokerConfig) -> list[Path]:
+    """storePathCommitLog (comma-separated, 5.x multi-path), else {root}/commitlog."""
+    return split_paths(config.storePathCommitLog) if config.storePathCommitLog else [root / "commitlog"]
+
+
+def check_store_root(store: "Store"):
+    """A directory is a store root only if a broker has started in it: DefaultMessageStore's constructor
+    creates the commitlog and consumequeue directories and `lock` before load() reads anything, and load()
+    creates `checkpoint`; MappedFileQueue.load then takes whatever files the commitlog directory holds
+    (none, for a new broker). So no commitlog directory, or an empty one with neither lock nor checkpoint,
+    is not a store (an unmounted volume, a typo, a subdirectory) and must not pass as a sound empty one."""
+    missing = [d for d in store.commitlog_dirs if not d.is_dir()]
+    if missing:
+        what = (f"no commitlog directory {missing[0]} (storePathCommitLog)" if store.config.storePathCommitLog
+                else "no commitlog/ directory")
+        if any(FILE_NAME.match(p.name) for p in store.root.iterdir()):
+            what += f"; this looks like a commitlog directory itself: the store root is {store.root.parent}"
+        raise StoreError(f"not a RocketMQ store root: {what} (a broker creates commitlog/, consumequeue/ and "
+                         "lock at its first start)", store.root)
+    if not store.is_empty:
+        return
+    if not (store.lock_path.exists() or store.checkpoint_path.exists()):
+        raise StoreError("not a RocketMQ store root: the commitlog directory holds no file and there is neither "
+                         "lock nor checkpoint (a broker creates both at its first start)", store.root)
+
+
 class Store:
     """A RocketMQ store root. Everything is read lazily and read-only."""
 
@@ -367,6 +394,12 @@ class Store:
         self.config = config or BrokerConfig()
         if not self.root.is_dir():
             raise StoreError("store directory does not exist", self.root)
+        check_store_root(self)
+
+    @property
+    def is_empty(self) -> bool:
+        """A valid store no message was ever written to: a new broker's (commitlog directory, no file)."""
+        return not any(FILE_NAME.match(p.name) for d in self.commitlog_dirs if d.is_dir() for p in d.iterdir())
 
     # -- paths -------------------------------------------------------------------------------------------
     @cached_property
@@ -378,9 +411,7 @@ class Store:
     def commitlog_dirs(self) -> list[Path]:
         if self.dledger is not None:
             return list(self.dledger.data_dirs)
-        if self.config.storePathCommitLog:
-            return split_paths(self.config.storePathCommitLog)
-        return [self.root / "commitlog"]
+        return commitlog_dirs(self.root, self.config)
 
     @property
     def consumequeue_dir(self) -> Path:
@@ -436,9 +467,10 @@ class Store:
         try:
             rec = read_record(f.buf, pos, min(len(f.buf), self.commitlog.file_size))
         except RecordError as e:
-            raise StoreError(f"no record starts here: {e.detail}", f.path, pos) from None
+            raise StoreError(f"no record starts at commitlog offset {offset}: {e.detail}", f.path, position=pos) from None
         if isinstance(rec, Blank):
-            raise StoreError("this is the BLANK end-of-file record, not a message", f.path, pos)
+            raise StoreError(f"commitlog offset {offset} is the BLANK end-of-file record, not a message", f.path,
+                             position=pos)
         return f, rec
 
     # -- consumequeues -----------------------------------------------------------------------------------

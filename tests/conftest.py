@@ -64,6 +64,43 @@ def run(*args, input=None):
     return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
+def one_line_error(res, *needles) -> str:
+    """Exit 2 with one line on stderr, no traceback, holding every needle; returns the line."""
+    assert res.exit_code == 2, (res.stdout, res.stderr)
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert all(n in lines[0] for n in needles), lines[0]
+    return lines[0]
+
+
+def append_like_last(root: Path, conf: Path, topics: list[bytes], magic: int | None = None) -> list[int]:
+    """Write copies of a store copy's last message under other topics after it (queue 0, queue offset 0,
+    PHYSICALOFFSET = their place), as a broker would have written them. Returns their commitlog offsets."""
+    import copy
+
+    from rmqctl.config import load_config
+    from rmqctl.record import encode_record
+    from rmqctl.store import Store
+
+    store = Store(root, load_config(conf))
+    f, last = None, None
+    for f, last in store.scan().records():
+        pass
+    pos, data, offsets = last.position + last.storeSize, b"", []
+    for topic in topics:
+        m = copy.copy(last)
+        m.topicBytes, m.queueId, m.queueOffset = topic, 0, 0
+        m.magicCode = last.magicCode if magic is None else magic
+        m.physicalOffset = f.start + pos + len(data)
+        offsets.append(m.physicalOffset)
+        data += encode_record(m)
+    assert pos + len(data) + 8 <= store.commitlog.file_size
+    path = f.path
+    store.close()
+    patch(path, pos, data)
+    return offsets
+
+
 def jsonl(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
+from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, one_line_error, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
@@ -37,7 +37,8 @@ def write_conf(path: Path, base: str | None = None, **settings) -> Path:
 
 
 def append_ok(store: Path, conf: Path, *args, input=None) -> list[dict]:
-    res = run("append", "--store", store, "--broker-config", conf, *args, input=input)
+    """Append into `store`, making it a new store when it is not one yet (--create)."""
+    res = run("append", "--store", store, "--broker-config", conf, "--create", *args, input=input)
     assert res.exit_code == 0, res.stderr
     return jsonl(res.stdout)
 
@@ -53,14 +54,6 @@ def cq(store: Path, conf: Path, topic: str, qid: int) -> list[dict]:
     res = run("dump", "consumequeue", topic, qid, "--store", store, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     return jsonl(res.stdout)
-
-
-def one_line_error(res, *needles):
-    assert res.exit_code == 2, (res.stdout, res.stderr)
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert all(n in lines[0] for n in needles), lines[0]
-    return lines[0]
 
 
 def nonzero_files(root: Path, sub: str) -> dict[str, bytes]:
@@ -211,7 +204,7 @@ def test_v2_topic_on_5x_store_and_refused_on_4x(tmp_path):
     append_ok(tmp_path / "s5", conf5, "--topic", "T" * 127, "--body", "b")
     assert dump(tmp_path / "s5", conf5)[1]["magicCode"] == S.MAGIC_V1
     conf4 = broker_conf("a-basic")
-    one_line_error(run("append", "--store", tmp_path / "s4", "--broker-config", conf4, "--topic", retry, "--body", "b"),
+    one_line_error(run("append", "--store", tmp_path / "s4", "--broker-config", conf4, "--create", "--topic", retry, "--body", "b"),
                    "4.x store", "127")
 
 
@@ -220,7 +213,7 @@ def test_jsonl_copies_take_v2_topics_that_a_producer_could_not_send(tmp_path):
     line = json.dumps({"topic": "V2-" + "z" * 200, "body": "b"}) + "\n"
     append_ok(tmp_path / "s", conf5, "--jsonl", "-", input=line)
     assert dump(tmp_path / "s", conf5)[0]["magicCode"] == S.MAGIC_V2
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf5, "--topic", "V2-" + "z" * 200),
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf5, "--create", "--topic", "V2-" + "z" * 200),
                    "longer than the 127")
 
 
@@ -306,14 +299,14 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
 ])
 def test_invalid_input_is_one_line_exit_2(tmp_path, args, needles):
     conf = write_conf(tmp_path / "broker.conf", "a-basic", maxMessageSize=1000)
-    res = run("append", "--store", tmp_path / "store", "--broker-config", conf, *args)
+    res = run("append", "--store", tmp_path / "store", "--broker-config", conf, "--create", *args)
     one_line_error(res, *needles)
     assert not (tmp_path / "store" / "commitlog").exists()
 
 
 def test_a_record_larger_than_a_commitlog_file_is_refused(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096)
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--topic", "T", "--body", "x" * 4000),
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--topic", "T", "--body", "x" * 4000),
                    "cannot fit a 4096-byte commitlog file")
 
 
@@ -328,12 +321,12 @@ def test_bad_jsonl_line_names_the_line_and_keeps_what_came_before(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", "a-basic")
     good = [json.dumps({"topic": "J", "body": f"m{i}"}) for i in range(3)]
     text = "\n".join(good[:2] + ["{not json", good[2]]) + "\n"
-    res = run("append", "--store", tmp_path / "s", "--broker-config", conf, "--jsonl", "-", input=text)
+    res = run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--jsonl", "-", input=text)
     one_line_error(res, "line 3", "not valid JSON")
     assert len(jsonl(res.stdout)) == 2
     assert [m["body"] for m in dump(tmp_path / "s", conf)] == ["bTA=", "bTE="]  # m0, m1; nothing after line 3
     text = good[0] + "\n" + json.dumps({"topic": "J", "body": "x", "bodyEncoding": "none"}) + "\n"
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--jsonl", "-", input=text),
+    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--jsonl", "-", input=text),
                    "line 2", "--body none")
     assert len(dump(tmp_path / "s", conf)) == 3
 
@@ -342,7 +335,7 @@ def test_torn_tail_is_refused_pointing_to_repair(store_copy):
     store = store_copy("d-crashed")
     before = {p: p.read_bytes() for p in (store / "commitlog").iterdir()}
     res = run("append", "--store", store, "--broker-config", broker_conf("d-crashed"), "--topic", "TopicTest", "--body", "x")
-    one_line_error(res, "00000000000000720896", "at offset 782999", "rmqctl repair")
+    one_line_error(res, "00000000000000720896", "at commitlog offset 782999", "rmqctl repair")
     assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before
 
 
@@ -353,7 +346,7 @@ def test_garbage_after_the_end_is_refused(store_copy):
         f.seek(100_000)
         f.write(b"\x42" * 16)
     res = run("append", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--topic", "TopicV5")
-    one_line_error(res, last.name, "at offset 452578", "torn or garbage tail")
+    one_line_error(res, last.name, "at commitlog offset 452578", "torn or garbage tail")
 
 
 def test_lock_held_by_another_process(tmp_path):
@@ -477,7 +470,7 @@ def test_delete_property_like_message_utils():
 
 def test_library_appender(tmp_path):
     conf = load_config(write_conf(tmp_path / "broker.conf", "c-v5-features"))
-    with Appender(tmp_path / "s", conf, clock=lambda: 1700000000000) as app:
+    with Appender(tmp_path / "s", conf, clock=lambda: 1700000000000, create=True) as app:
         assert (app.version, app.version_source) == (5, "5.x-only config key enabledAppendPropCRC")
         a = app.append(NewMessage(topic="Lib", body=b"1", properties=[("TAGS", "t")]))
         b = app.append(NewMessage(topic="Lib", body=b"2"))
@@ -511,7 +504,7 @@ def test_sigkill_keeps_every_acknowledged_message(tmp_path):
     for round_no in range(6):
         store = tmp_path / f"store{round_no}"
         proc = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--broker-config",
-                                 str(conf), "--jsonl", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 str(conf), "--create", "--jsonl", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env)
         acks: list[bytes] = []
         started = threading.Event()

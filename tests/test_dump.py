@@ -168,7 +168,7 @@ def test_record_shorter_than_its_header_at_file_end_is_reported(tmp_path):
     res = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--format", "jsonl", "--body", "none")
     assert res.exit_code == 2
     assert "Traceback" not in res.stderr
-    assert f"{last.path} at offset {last.start + file_size - 30}" in res.stderr
+    assert f"{last.path} at commitlog offset {last.start + file_size - 30}" in res.stderr
     assert len(jsonl(res.stdout)) == len(truth("a-basic", "truth-messages.jsonl")) + 1
 
 

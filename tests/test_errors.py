@@ -40,7 +40,7 @@ def test_truncated_last_file_names_file_and_offset(store_copy):
     last = sorted((store / "commitlog").iterdir())[-1]
     os.truncate(last, 5000)
     res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
-    assert_one_line_error(res, last.name, "at offset")
+    assert_one_line_error(res, last.name, "at commitlog offset")
     assert res.stdout.count("\n") > 1900  # everything readable was still printed
 
 
@@ -51,7 +51,7 @@ def test_garbage_mid_file(store_copy):
         fh.seek(0)  # a record start: the header itself is garbage
         fh.write(b"\x13\x37" * 32)
     res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
-    assert_one_line_error(res, f.name, "at offset")
+    assert_one_line_error(res, f.name, "at commitlog offset")
 
 
 def test_zeroed_region_mid_commitlog_is_damage_not_the_end(store_copy):
@@ -61,7 +61,7 @@ def test_zeroed_region_mid_commitlog_is_damage_not_the_end(store_copy):
         fh.seek(0)
         fh.write(bytes(65536))
     res = run("dump", "commitlog", "--store", store, "--broker-config", broker_conf("a-basic"), "--body", "none")
-    assert_one_line_error(res, f.name, "at offset 131072")
+    assert_one_line_error(res, f.name, "at commitlog offset 131072")
 
 
 def test_short_index_file(store_copy):

@@ -78,6 +78,7 @@ def test_msgid_decode_matches_truth(name):
 
 def test_msgid_decode_reads_stdin_and_rejects_garbage():
     res = run("msgid", "decode", "-", "--format", "jsonl", input="C0A8000A00002A9F0000000000000000\nnot-an-id\n")
+    assert res.exit_code == 2 and "'not-an-id'" in res.stderr
     a, b = jsonl(res.stdout)
     assert a["offset"] == {"host": "192.168.0.10", "port": 10911, "offset": 0} and a["confirmedAs"] is None
     assert b["offset"] is None and b["unique"] is None

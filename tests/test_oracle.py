@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 import oracle
-from conftest import broker_conf, copy_store, fixture_dir, jsonl, run
+from conftest import broker_conf, copy_store, fixture_dir, jsonl, patch, run
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.ops.inspect import info
@@ -249,13 +249,47 @@ def test_repair_of_a_half_cut_last_file(java_oracle, tmp_path, name):
     assert reading.summary["maxPhyOffset"] == int(path.name) + pos
 
 
-@pytest.mark.xfail(strict=True, reason="rmqctl repair refuses a 0-byte last commitlog file today (issue #11 adds it)")
 @BOTH
 def test_repair_of_a_zero_byte_last_file(java_oracle, tmp_path, name):
     store = copy_store(name, tmp_path)
     last = sorted((store / "commitlog").iterdir())[-1]
     os.truncate(last, 0)
     repair(store, name)
+    judge(java_oracle, tmp_path, name, store)
+
+
+def test_repair_keeps_a_header_byte_the_broker_keeps(java_oracle, tmp_path):
+    """d-crashed with an early record's queueId flipped (its body CRC still passes, its consumequeue entry now
+    disagrees): the repair goes ahead, keeping what it did not cause, and RocketMQ reads the repaired store
+    unit for unit as it reads the damaged one after its own abnormal recovery."""
+    store = copy_store(CRASHED, tmp_path)
+    flipped = 4638  # TopicTest/1@1 in the first file; byte 15 is the low byte of its queueId
+    patch(store / "commitlog" / f"{0:020d}", flipped + 15, bytes([(store / "commitlog" / f"{0:020d}").read_bytes()[flipped + 15] ^ 2]))
+    damaged = oracle.read(java_oracle, 4, store, broker_conf(CRASHED), tmp_path / "damaged")
+    assert damaged.summary["abnormalRecovery"]
+    plan = repair(store, CRASHED)
+    assert flipped in [r["commitLogOffset"] for r in plan if r["action"] == "not-cut"]
+    reading = oracle.read(java_oracle, 4, store, broker_conf(CRASHED), tmp_path / "oracle")
+    assert not reading.summary["abnormalRecovery"]
+    oracle.assert_same_units(reading.lines, damaged.lines, "the repaired store vs RocketMQ's own recovery of it")
+
+
+@BOTH
+def test_repair_of_short_consumequeue_and_index_files(java_oracle, tmp_path, name):
+    """A queue's last consumequeue file and the last index file cut short (the index keeping every entry its
+    header counts): the broker refuses the first; after repair (and a consumequeue rebuild for the units lost
+    with the cut) RocketMQ loads the store and reads it as rmqctl does."""
+    store = copy_store(name, tmp_path)
+    queue = max((d for d in (store / "consumequeue").glob("*/*") if d.is_dir()),
+                key=lambda d: sum(f.stat().st_size for f in d.iterdir()))
+    os.truncate(sorted(queue.iterdir())[-1], 50)
+    s = Store(store, load_config(broker_conf(name)))
+    ix = s.index_files()[-1]
+    os.truncate(ix.path, S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + ix.index_count * S.INDEX_ENTRY_SIZE)
+    s.close()
+    plan = repair(store, name)
+    assert {r["action"] for r in plan} >= {"pad"}
+    ok("rebuild", "consumequeue", "--store", store, "--broker-config", broker_conf(name), "--no-backup")
     judge(java_oracle, tmp_path, name, store)
 
 

@@ -17,7 +17,7 @@ HEADER = """# rmqctl command reference
 Generated from the commands' own `--help` by `python tests/test_reference.py`; `tests/test_reference.py` fails
 when this page is stale. Every command also accepts `--store`, `--broker-config` and `--format` after its name
 (spark commands take several `--store`). Exit codes: 0 success (sound), 1 findings or nothing found, 2 usage
-error, unreadable store or refused operation.
+error, not a store, unreadable store or refused operation, 130 interrupted (Ctrl-C).
 """
 
 

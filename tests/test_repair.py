@@ -114,7 +114,7 @@ def test_repaired_store_verifies_but_for_the_flipped_byte(tmp_path):
 
 def test_scan_all_cuts_at_the_first_bad_record_anywhere(tmp_path):
     root = copy_store(CRASHED, tmp_path)
-    res = run("repair", "--scan-all", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl")
+    res = run("repair", "--scan-all", "--yes", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     rows = jsonl(res.stdout)
     assert rows[0]["action"] == "cut" and rows[0]["commitLogOffset"] == FLIPPED and "body-crc" in rows[0]["detail"]

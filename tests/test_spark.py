@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALL_FIXTURES, FIXTURES, broker_conf, fixture_dir, jsonl, run, truth
+from conftest import ALL_FIXTURES, FIXTURES, append_like_last, broker_conf, copy_store, fixture_dir, jsonl, run, truth
 
 pytest.importorskip("pyspark")
 pa_dataset = pytest.importorskip("pyarrow.dataset")
@@ -278,7 +278,7 @@ def test_errors_are_one_line(spark):
     df = spark.read.format("rocketmq").option("failOnDamage", "true").load(store_root("d-crashed"))
     with pytest.raises(StoreError) as e, spark_errors():
         df.collect()
-    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at offset {torn['messageCommitLogOffset']}: ")
+    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at commitlog offset {torn['messageCommitLogOffset']}: ")
 
 
 def test_missing_pyspark_says_how_to_install(tmp_path):
@@ -346,6 +346,32 @@ def test_dledger_store(spark):
     assert units.count() == len(truth(name, "truth-consumequeue.jsonl"))
     r = run("spark", "verify", "--store", store_root(name), "--broker-config", broker_conf(name), "--format", "jsonl")
     assert (r.exit_code, r.stdout.strip()) == (0, ""), r.stderr
+
+
+def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path):
+    """5.x V2 records carry topics up to 32767 bytes; a directory name holds 255. Records with 300-byte,
+    400-byte (UTF-8) and 20000-byte topics, written after the last record of a c-v5-features copy as the
+    broker writes them: all exported, each topic exact in `topicName`, and in a directory of its own."""
+    from rmqctl import schema as S
+
+    root = copy_store("c-v5-features", tmp_path)
+    conf = broker_conf("c-v5-features")
+    topics = ["L" * 300, "é" * 200, "Q" * 20000]
+    append_like_last(root, conf, [t.encode() for t in topics], S.MAGIC_V2)
+    out = tmp_path / "export"
+    r = run("spark", "export", "--store", root, "--broker-config", conf, "--out", out)
+    assert r.exit_code == 0, r.stderr
+    summary = {s["topic"]: s["messages"] for s in jsonl(r.stdout)}
+    assert all(summary[t] == 1 for t in topics) and sum(summary.values()) == 491 + 3
+    dirs = [p.name for p in out.iterdir() if p.is_dir()]
+    assert len(dirs) == len(summary) and all(len(d.encode()) <= 255 for d in dirs)
+    table = pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table()
+    names = table.column("topicName").to_pylist()
+    assert {t: names.count(t) for t in topics} == {t: 1 for t in topics}
+    read = spark.read.parquet(str(out))
+    assert {r["topicName"] for r in read.select("topicName").distinct().collect()} == set(summary)
+    short = read.where("topic = topicName").count()
+    assert short == 491 and read.count() == 494  # only the long ones have a directory other than their name
 
 
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):

@@ -77,7 +77,7 @@ def test_d_crashed_reports_both_corruptions_and_only_their_consequences():
     tail = by_kind["torn-tail"]
     assert tail["commitLogOffset"] == torn["messageCommitLogOffset"] and tail["file"] == torn["file"]
     assert tail["detail"].startswith(f"{torn['zeroedFromCommitLogOffset'] - torn['messageCommitLogOffset']} invalid bytes "
-                                     f"at offset {torn['messageCommitLogOffset']}")
+                                     f"at commitlog offset {torn['messageCommitLogOffset']}")
     assert "truncates the commitlog at 782999" in tail["detail"]
     info = by_kind["abnormal-recovery"]
     assert info["severity"] == "info" and "00000000000000655360" in info["detail"]
@@ -192,7 +192,7 @@ def test_truncated_last_file(store_copy):
     assert code == 1
     assert kinds(found) == {"file-size", "torn-tail", "cq-entry-past-end", "index-entry-past-end"}
     tail = next(x for x in found if x["kind"] == "torn-tail")
-    assert tail["commitLogOffset"] == off and tail["detail"].startswith(f"{cut - m.position} invalid bytes at offset {off}")
+    assert tail["commitLogOffset"] == off and tail["detail"].startswith(f"{cut - m.position} invalid bytes at commitlog offset {off}")
     for x in found:
         if x["kind"].endswith("past-end"):
             assert x["commitLogOffset"] == off and f"consequence of the torn-tail at {off}" in x["detail"]
@@ -208,7 +208,7 @@ def test_zeroed_region_mid_file(store_copy):
     assert code == 1
     zeroed = [x for x in found if x["kind"] == "zeroed-region"]
     assert len(zeroed) == 1 and zeroed[0]["commitLogOffset"] == a[2]
-    assert zeroed[0]["detail"].startswith(f"{b[2] - a[2]} invalid bytes at offset {a[2]}")
+    assert zeroed[0]["detail"].startswith(f"{b[2] - a[2]} invalid bytes at commitlog offset {a[2]}")
     assert f"the next record starts at {b[2]}" in zeroed[0]["detail"]
     # the lost records' queue offsets and their consumequeue/index entries are consequences
     for x in found:
@@ -423,7 +423,7 @@ def test_garbage_after_the_last_record(store_copy):
     patch(f.path, end + 100, b"\x13\x37" * 50)
     code, found = findings("a-basic", root)
     assert [(x["kind"], x["commitLogOffset"]) for x in found] == [("torn-tail", off + m.storeSize)]
-    assert found[0]["detail"].startswith(f"200 invalid bytes at offset {off + m.storeSize}")
+    assert found[0]["detail"].startswith(f"200 invalid bytes at commitlog offset {off + m.storeSize}")
 
 
 def test_tags_code_and_prepared_record_in_the_consumequeue(store_copy):

@@ -52,7 +52,9 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 @click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
               help="Record style of the broker that owns the store (default: from the config, else the store's records, else 4).")
 @click.option("--dry-run", is_flag=True, help="Print where each message would go; write nothing.")
-def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
+@click.option("--create", is_flag=True,
+              help="Make --store a new store if it is not one yet (needed unless it is an existing empty directory).")
+def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, **opts):
     """Append messages exactly as the broker's CommitLog would, then dispatch them to the consumequeue and
     index and update the checkpoint. Takes the broker's lock; a line is printed per message
     (commitLogOffset, queueOffset, msgId, file, position) only once it is durable (after fsync).
@@ -73,13 +75,11 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
         raise UsageError("give --topic (one message) or --jsonl FILE (many)")
     if opts["body"] is not None and opts["body_file"] is not None:
         raise UsageError("give --body or --body-file, not both")
-    if ctx.explicit_store and not dry_run:
-        Path(ctx.store_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    ctx.writable_store()
+    ctx.require_explicit_store()
     from ..ops.append import Appender  # loads the compiled kernels: only for this command
 
     appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
-                        keep_index_time=keep_timestamps)
+                        keep_index_time=keep_timestamps, create=create)
     out = sys.stdout
     appender.open()
     try:

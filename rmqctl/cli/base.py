@@ -22,7 +22,7 @@ import click
 import orjson
 
 from ..config import BrokerConfig, load_config
-from ..errors import EXIT_REFUSED, RmqError, UsageError
+from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
 from ..ops.inspect import ms_text
 from ..store import Store
 
@@ -30,7 +30,8 @@ FORMATS = ("table", "jsonl", "json", "csv")
 
 
 class RmqGroup(click.Group):
-    """A group whose commands turn library errors into `rmqctl: <file> at offset N: <what>` + exit 2, and
+    """A group whose commands turn library errors into `rmqctl: <file> at commitlog offset N: <what>` (or
+    `position N in <file>`) + exit 2, Ctrl-C into exit 130, and
     an error of rmqctl's own into one line and exit 2 too: a crash must not read as exit 1 (findings) in
     cron. RMQCTL_DEBUG=1 shows its traceback instead."""
 
@@ -40,6 +41,10 @@ class RmqGroup(click.Group):
         except RmqError as e:
             click.echo(f"rmqctl: {e}", err=True)
             ctx.exit(e.exit_code)
+        except KeyboardInterrupt:
+            # 1 means findings; an interrupted run has none to report
+            click.echo("rmqctl: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             # `rmqctl dump ... | head`: the reader left; not an error of ours
             sys.stderr.close()
@@ -111,10 +116,13 @@ class StoreContext:
         return self._store
 
     def writable_store(self) -> Store:
+        self.require_explicit_store()
+        return self.store
+
+    def require_explicit_store(self):
         """Writing commands refuse to guess the store: --store, ROCKETMQ_STORE or storePathRootDir only."""
         if not self.explicit_store:
             raise UsageError("this command writes: name the store with --store or ROCKETMQ_STORE")
-        return self.store
 
 
 def store_options(fn: Callable) -> Callable:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import EXIT_REFUSED
+from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..ops import inspect
 from ..ops.annotate import record_hex
 from ..ops.filters import MessageFilter
@@ -40,6 +40,8 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     rmqctl dump commitlog --store /data/store --topic TopicTest --from 0x5e2 --format jsonl | jq .msgId
     rmqctl dump commitlog --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00 --tag TagA
     """
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must not be negative")
     damage = []
 
     def warn(msg):
@@ -69,12 +71,25 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
 @click.argument("queue_id", type=int)
 @click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
 def dump_consumequeue(ctx, topic, queue_id, resolve):
-    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID).
+    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID). With --resolve, exit 1 when an entry
+    does not agree with the record it points at (or points at none).
 
     \b
     rmqctl dump consumequeue TopicTest 0 --store /data/store --broker-config broker.conf
     """
-    render(inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve), ctx.format)
+    unresolved = []
+
+    def rows():
+        for row in inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve):
+            if row.get("ok") is False:
+                unresolved.append(row["queueOffset"])
+            yield row
+
+    render(rows(), ctx.format)
+    if unresolved:
+        echo_err(f"rmqctl: {len(unresolved)} entr{'y' if len(unresolved) == 1 else 'ies'} of {topic}/{queue_id} do not "
+                 f"resolve (first at queue offset {unresolved[0]})")
+        raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 @dump.command("index")

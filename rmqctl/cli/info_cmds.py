@@ -40,6 +40,9 @@ def _print_table(d: dict, startup: str):
         lines.append(f"dledger    {dl['home']}: entries {dl['beginIndex']}..{dl['endIndex']} (term {dl['endTerm']}), "
                      f"committed {dl['committedIndex']} (to offset {dl['committedPos']}), currTerm {dl['currTerm']}, "
                      f"leader {dl['voteLeader']}; {dl['indexFiles']} index file(s) of {dl['indexFileSize']} B")
+    if d["empty"]:
+        lines.insert(1, "empty      the commitlog directory holds no file (a broker started here, no message was ever "
+                        "written)")
     cp = d["checkpoint"]
     if cp:
         lines.append(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "

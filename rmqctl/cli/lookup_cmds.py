@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..ops import msgid as msgid_ops
 from ..ops.annotate import record_hex
 from ..ops.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
@@ -25,10 +26,19 @@ def msgid_decode(ctx, ids, reference_time):
     \b
     rmqctl msgid decode 7F00000100002A9F00000000000005E2
     """
-    if ids == ("-",):
+    from_stdin = ids == ("-",)
+    if from_stdin:
         ids = tuple(line.strip() for line in sys.stdin if line.strip())
     store = ctx.store if ctx.explicit_store else None
-    render(msgid_ops.decode_ids(list(ids), store, reference_time), ctx.format)
+    rows = msgid_ops.decode_ids(list(ids), store, reference_time)
+    garbage = [r["id"] for r in rows if r["offset"] is None and r["unique"] is None]
+    why = "not a message id: both readings (offset msgId, UNIQ_KEY) need 32 or 56 hex digits"
+    if garbage and not from_stdin:
+        raise UsageError(f"{garbage[0]!r} is {why}")
+    render(rows, ctx.format)
+    if garbage:  # a list from stdin: every id still gets its row (both readings null), then the exit code says it
+        echo_err(f"rmqctl: {len(garbage)} id(s) from stdin are {why}, e.g. {garbage[0]!r}")
+        sys.exit(EXIT_REFUSED)
 
 
 @msgid.command("lookup")
@@ -47,7 +57,7 @@ def msgid_lookup(ctx, id, body, hex_view):
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
         echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}")
-        sys.exit(1)
+        sys.exit(EXIT_FINDINGS)
     if hex_view:
         click.echo("\n\n".join("\n".join(record_hex(ctx.store, start + m.position)) for _, start, m in hits))
         return
@@ -66,7 +76,9 @@ def msgid_lookup(ctx, id, body, hex_view):
               help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
-def query_key(ctx, topic, key, begin, end, max_num, body):
+@click.option("--exit-status", "-e", is_flag=True,
+              help="Exit 1 when no message matches, as `msgid lookup` does (default: 0 with no output).")
+def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     """Messages of TOPIC with KEY (a KEYS word or UNIQ_KEY), found through the index files like the broker's
     queryMessage, with hash collisions dropped.
 
@@ -75,5 +87,7 @@ def query_key(ctx, topic, key, begin, end, max_num, body):
     """
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
-        echo_err(f"rmqctl: warning: index entry points at offset {off}: {why}")
-    render(rows, ctx.format, blocks=True)
+        echo_err(f"rmqctl: warning: index entry points at commitlog offset {off}: {why}")
+    if not render(rows, ctx.format, blocks=True) and exit_status:
+        echo_err(f"rmqctl: no message of {topic} with key {key} in {ctx.store.root}")
+        sys.exit(EXIT_FINDINGS)

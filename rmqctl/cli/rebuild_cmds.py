@@ -2,7 +2,11 @@
 summary (stderr)."""
 from __future__ import annotations
 
+import sys
+
 import click
+
+from ..errors import UsageError
 
 from .base import cli, echo_err, progress, rebuild, render, store_options
 
@@ -107,6 +111,23 @@ def repair_rows(r) -> list[dict]:
         rows.append({"action": "not-cut", "target": f"commitlog/{bad.file}", "commitLogOffset": bad.commitLogOffset,
                      "count": 1, "detail": f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not "
                                            "re-check it; --scan-all would cut here)"})
+    for p in r.padded:
+        if p["bytesAfter"] is None:
+            rows.append({"action": "remove", "target": p["target"], "commitLogOffset": None, "count": 1,
+                         "detail": "a zero-length last file, which the broker's load refuses (4.9) or deletes (5.1.3+)"})
+        else:
+            rows.append({"action": "pad", "target": p["target"], "commitLogOffset": None,
+                         "count": p["bytesAfter"] - p["bytesBefore"],
+                         "detail": f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, "
+                                   "the length the broker's load requires"})
+    for f in r.keptFindings:
+        if f["scanAllCutsIt"]:
+            fate = f"--scan-all would cut it off with everything from commitlog offset {f['scanAllCut']}"
+        else:
+            fate = f"--scan-all keeps it too (its cut is at commitlog offset {f['scanAllCut']})"
+        rows.append({"action": "not-cut", "target": f["file"], "commitLogOffset": f["commitLogOffset"], "count": 1,
+                     "detail": f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery "
+                               f"keeps it; {fate})"})
     cl = r.commitlog
     if cl["fileZeroed"]:
         rows.append({"action": "zero-tail", "target": f"commitlog/{cl['fileZeroed']}", "commitLogOffset": r.cutOffset,
@@ -143,13 +164,31 @@ def repair_rows(r) -> list[dict]:
     return rows
 
 
+def _confirm_scan_all(plan, min_offset: int):
+    """--scan-all can drop most of a store for one bad record near its start: say how much before doing it;
+    ask on a terminal, refuse (exit 2) elsewhere unless --yes."""
+    alt = plan.alternative
+    if not (plan.bytesCut or plan.recordsCut) or alt["sameCut"]:
+        return  # the broker's own recovery cuts the same: nothing more is lost
+    data = plan.cutOffset - min_offset + plan.bytesCut
+    what = (f"--scan-all cuts the commitlog at commitlog offset {plan.cutOffset}: it drops {plan.recordsCut} record(s), "
+            f"{plan.bytesCut} bytes ({100 * plan.bytesCut / max(data, 1):.0f}% of the data), "
+            f"{alt['scanAllLosesMoreRecords']} record(s) more than the broker's own recovery (which cuts at "
+            f"{alt['cutOffset']})")
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise UsageError(f"{what}; nothing changed: pass --yes to confirm")
+    if not click.confirm(f"rmqctl: {what}. Cut?", err=True):
+        raise UsageError("nothing changed")
+
+
 @cli.command("repair")
 @store_options
 @click.option("--scan-all", is_flag=True,
               help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
-def repair_cmd(ctx, scan_all, dry_run, no_backup):
+@click.option("--yes", "-y", is_flag=True, help="Confirm what --scan-all drops without being asked (scripts).")
+def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     """Do the broker's crash recovery as an explicit step: find the last valid record with its abnormal-recovery
     checks (start file from the checkpoint, CRC on), report what will be cut (bytes, records, their queues),
     then truncate the commitlog (zeroing past the last valid record, removing later files), the consumequeues
@@ -163,6 +202,8 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     store = ctx.store if dry_run else ctx.writable_store()
     from ..ops.repair import repair  # loads the compiled kernels: only for this command
 
+    if scan_all and not dry_run and not yes:
+        _confirm_scan_all(repair(store, scan_all=True, dry_run=True), store.commitlog.min_offset)
     with _commitlog_bar(ctx, "repair") as bar:
         r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup,
                    progress=lambda done: bar.update(done - bar.n))
@@ -170,7 +211,8 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
     alt = r.alternative
     if r.stoppedAt is None and not r.bytesCut:
-        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})")
+        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})"
+                 + (f"; {len(r.padded)} short file(s) to make loadable" if r.padded else ""))
     else:
         queues = ", ".join(f"{q} ({n})" for q, n in sorted(r.recordsCutByQueue.items())) or "none"
         echo_err(f"rmqctl: cut at commitlog offset {r.cutOffset}: {r.bytesCut} bytes, {r.recordsCut} record(s); queues: {queues}")

@@ -6,7 +6,7 @@ from collections import Counter
 
 import click
 
-from ..errors import UsageError
+from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..ops import VERIFY_PARTS
 from .base import OFFSET, cli, echo_err, note_compiling, progress, render, store_options
 
@@ -22,7 +22,11 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
-def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.")
+@click.option("--write-baseline", "write_path", type=click.Path(dir_okay=False),
+              help="Record every finding (errors and warnings) in this file as accepted, and exit 0.")
+def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet, baseline_path, write_path):
     """Check every file of the store the way the broker reads it; exit 0 sound, 1 findings, 2 cannot run.
 
     Findings (kind, severity, file, position, commitLogOffset, detail) go to stdout, one JSON object per
@@ -39,6 +43,11 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
         raise UsageError("--max-findings must not be negative")
     if start is not None and end is not None and end <= start:
         raise UsageError("--to must be greater than --from")
+    if baseline_path and write_path:
+        raise UsageError("give --baseline or --write-baseline, not both")
+    from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
+
+    baseline = read_baseline(baseline_path) if baseline_path else None
     store = ctx.store
     holder = store.lock_holder()
     if holder and not quiet:
@@ -59,20 +68,44 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet):
 
         note_compiling(walk)
 
-        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, max_findings=max_findings,
+        whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
+        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs,
+                        max_findings=None if whole else max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)
     finally:
         for bar in bars:
             bar.close()
+    findings, accepted, gone, exit_code = result.findings, [], 0, result.exit_code
+    if write_path:
+        written = write_baseline(write_path, findings)
+        exit_code = EXIT_OK
+    elif baseline is not None:
+        accepted = [f for f in findings if f.severity != "info" and finding_key(f) in baseline]
+        findings = [f for f in findings if f.severity == "info" or finding_key(f) not in baseline]
+        gone = len(baseline - {finding_key(f) for f in result.findings})
+        exit_code = EXIT_FINDINGS if any(f.severity != "info" for f in findings) else EXIT_OK
+    counted = findings if whole else None  # verify counted (and cut) the listing itself otherwise
+    if whole and max_findings is not None:
+        findings = findings[:max_findings]
     if not quiet:
-        rows = [f.to_dict() for f in result.findings]
+        rows = [f.to_dict() for f in findings] + [{**f.to_dict(), "accepted": True} for f in accepted]
+        columns = COLUMNS + (["accepted"] if accepted else [])
         if ctx.format == "table":
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):
-            render(rows, ctx.format, COLUMNS)
-        if result.findings or sys.stderr.isatty():  # quiet success in cron: exit 0 and no output at all
-            echo_err(_summary(result))
-    raise click.exceptions.Exit(result.exit_code)
+            render(rows, ctx.format, columns)
+        if rows or sys.stderr.isatty():  # quiet success in cron: exit 0 and no output at all
+            echo_err(_summary(result, counted, len(findings)))
+        if accepted or gone:
+            echo_err(f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
+                     + (f"; {gone} of its finding(s) no longer found" if gone else ""))
+        if write_path:
+            echo_err(f"rmqctl: wrote {written} finding(s) to {write_path}: `verify --baseline {write_path}` accepts "
+                     "them and exits 1 only for new ones")
+        if store.is_empty:  # said even in cron: an empty store is sound, but rarely what was meant
+            echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
+                     "started here, no message was ever written)")
+    raise click.exceptions.Exit(exit_code)
 
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -99,16 +132,21 @@ def _print_findings(rows: list[dict]):
         con.print(Text("        " + r["detail"]), soft_wrap=False)
 
 
-def _summary(result) -> str:
+def _summary(result, counted: list | None, shown: int) -> str:
+    """Counts over every finding reported (`counted`, or verify's own count of all), of which `shown` are
+    listed: --max-findings cuts the listing, not the count."""
     s = result.stats
-    counts = Counter(f.severity for f in result.findings)
-    kinds = Counter(f.kind for f in result.findings)
+    if counted is None:
+        counts, kinds, total = s["findings"]["bySeverity"], s["findings"]["byKind"], s["findings"]["total"]
+    else:
+        counts, kinds = Counter(f.severity for f in counted), dict(Counter(f.kind for f in counted).most_common())
+        total = len(counted)
     head = (f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
             f"({s['jobs']} job(s)): ")
-    if not result.findings:
+    if not total:
         return head + "sound"
-    parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts[k]]
-    text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.most_common())
-    if result.truncated:
-        text += " (listing stopped at --max-findings)"
+    parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts.get(k)]
+    text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.items())
+    if shown < total:
+        text += f" (showing {shown} of {total}: --max-findings)"
     return text

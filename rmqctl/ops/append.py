@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -29,11 +30,11 @@ from .. import dledger
 from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_targets
-from ..errors import LockHeldError, UsageError
+from ..errors import LockHeldError, StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
 from ..record import Message, encode_record, parse_host, read_record
-from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
+from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir
 from .append_point import AppendPoint, append_point, config_version, store_version
 from .txn import locked_for_writing
@@ -394,7 +395,7 @@ class CommitLogTail:
 
 
 class Appender:
-    """Appends messages to the store at `store_root` (created if missing), holding the broker's lock from
+    """Appends messages to the store at `store_root` (made a new store where lock_new_or_existing allows), holding the broker's lock from
     open() to close(). Use as a context manager:
 
         with Appender("/data/store", load_config("broker.conf")) as app:
@@ -408,8 +409,10 @@ class Appender:
     everything and writes nothing."""
 
     def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
-                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None):
+                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None,
+                 create: bool = False):
         self.root = Path(store_root).expanduser()
+        self.create, self._created, self._committed = create, [], False
         self.config = config or BrokerConfig()
         if self.root.is_dir() and dledger.detect(self.root, self.config) is not None:
             raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
@@ -445,9 +448,7 @@ class Appender:
         if self.dry_run:
             _refuse_if_locked(Store(self.root, self.config))
         else:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = locked_for_writing(self.root)
-            self._lock.__enter__()
+            self._lock, self._created = lock_new_or_existing(self.root, self.config, self.create)
         try:
             self._open_store()
         except BaseException:
@@ -575,6 +576,7 @@ class Appender:
         index = d.index
         write_checkpoint(self.root, staged[-1][1].storeTimestamp, d.logics_ts,
                          index.completed_end_ts if index is not None else 0)
+        self._committed = True
         self._tail.close_full()  # full files: nothing more to write there
         return [a for _, _, a in staged]
 
@@ -589,6 +591,8 @@ class Appender:
             self._dispatcher = None
         if hasattr(self, "store"):
             self.store.close()
+        if not self._committed:
+            self._created = remove_created(self._created)
         if self._lock is not None:
             lock, self._lock = self._lock, None
             lock.__exit__(None, None, None)
@@ -643,6 +647,59 @@ def _check_fields(msg: NewMessage):
             _check_range(name, value, INT64_RANGE)
     if msg.sys_flag & S.INNER_BATCH_FLAG:
         raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
+
+
+def lock_new_or_existing(root: Path, config: BrokerConfig, create: bool):
+    """The store's lock, taken (entered), and what was created for it. A new store only where one was asked
+    for, so a misspelt --store never becomes one: an existing empty directory (a lock file alone counts as
+    empty), or any directory with `create`, is made a store root the way the broker's first start makes one
+    (the root, the commitlog and consumequeue directories, then the lock). What it creates is taken away
+    again if the lock cannot be had, or (Appender.close) if nothing was committed."""
+    if root.is_dir():
+        try:
+            Store(root, config)
+            created = []
+        except StoreError:
+            if any(p.name != "lock" for p in root.iterdir()) and not create:
+                raise StoreError("not a RocketMQ store root, and not empty: pass --create to make a new store in it",
+                                 root) from None
+            created = make_store_root(root, config)
+    elif not create:
+        raise StoreError("store directory does not exist: pass --create to make a new store there", root)
+    else:
+        created = make_store_root(root, config)
+    lock = locked_for_writing(root)
+    try:
+        lock.__enter__()
+    except BaseException:
+        remove_created(created)
+        raise
+    return lock, created
+
+
+def make_store_root(root: Path, config: BrokerConfig) -> list[Path]:
+    created = []
+    for d in [root, *commitlog_dirs(root, config), root / "consumequeue"]:
+        missing = [p for p in [*reversed(d.parents), d] if not p.exists()]
+        for p in missing:
+            p.mkdir()
+        created += missing
+    if not (root / "lock").exists():
+        created.append(root / "lock")  # the lock is taken next
+    for p in reversed(created):
+        if p.is_dir():
+            fsync_dir(p.parent)
+    return created
+
+
+def remove_created(created: list[Path]) -> list[Path]:
+    """Take away what make_store_root made (deepest first); returns what is left to take away: nothing."""
+    for p in reversed(created):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.exists():
+            p.unlink()
+    return []
 
 
 def _host(text: str, what: str) -> tuple[bytes, int]:

@@ -10,7 +10,7 @@ import orjson
 
 from .. import dledger
 from .. import schema as S
-from ..errors import StoreError
+from ..errors import StoreError, where
 from ..record import Blank, Message, RecordError, message_dict, read_record
 from ..rules import index_slot
 from ..store import ConsumeQueue, Store, offset_to_name
@@ -25,6 +25,8 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
     dump_commitlog_lines (one writer of the contract). With `where` (time, tags, keys, properties, ids), each
     record is decoded and matched by the reference decoder instead. Damage is passed to `warn` as there."""
+    if limit == 0:
+        return
     if where is not None or store.dledger is not None:
         yield from _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where)
         return
@@ -100,7 +102,7 @@ def select_records(chunk, topic: str | None, queue_id: int | None) -> np.ndarray
 def _report_damage(errors, reported: int, warn) -> int:
     if warn:
         for ef, pos, e in errors[reported:]:
-            warn(f"{ef.path} at offset {ef.start + pos}: {e.detail}; rest of the file skipped")
+            warn(f"{where(ef.path, ef.start + pos)}: {e.detail}; rest of the file skipped")
     return len(errors)
 
 
@@ -287,7 +289,7 @@ def info(store: Store) -> dict:
     odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
     odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
     max_offset, errors = commitlog_end(store, data_files)
-    odd += [f"{ef.name} at offset {ef.start + pos}: {e.detail}" for ef, pos, e in errors]
+    odd += [f"{where(ef.name, ef.start + pos)}: {e.detail}" for ef, pos, e in errors]
     messages = 0
     preallocated = len(files) - len(data_files)
     queues = []
@@ -312,6 +314,7 @@ def info(store: Store) -> dict:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
         "store": str(store.root),
+        "empty": store.is_empty,
         "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
                       "preallocatedEmptyFiles": preallocated,
                       "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import schema as S
 from ..dispatch import cq_targets, index_keys
-from ..errors import StoreError, UsageError
+from ..errors import StoreError, UsageError, where
 from ..batchdispatch import dispatch_file
 from ..dledger import walk_entries
 from ..record import Blank, Message, RecordError, read_record
@@ -144,7 +144,7 @@ class _Run:
     @staticmethod
     def _refuse(topic: str, f, position: int):
         raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
-                         "consumequeue files for it", f.path, position)
+                         "consumequeue files for it", f.path, position=position)
 
     def file(self, f):
         buf = f.buf
@@ -274,7 +274,7 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
     finally:
         dispatcher.close()
     skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
-    warnings = [f"{ef.path} at offset {ef.start + pos}: {e.detail}; {skipped} not dispatched (as the broker's reput "
+    warnings = [f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
                 "skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
     if run.mismatched:
         warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "

@@ -47,6 +47,7 @@ from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryC
                         last_nonzero, records_past, recovery_start, walk)
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store
+from .baseline import Preexisting
 from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from .timer import dangling_after, dangling_rows, stage_timercheck
 from .txn import Transaction
@@ -76,11 +77,13 @@ class RepairResult:
     backup: str | None = None
     seconds: float = 0.0
     timer: dict = dataclasses.field(default_factory=dict)  # danglingUnits, timercheck: the 5.x timer files
+    keptFindings: list = dataclasses.field(default_factory=list)  # verify's findings the repair leaves as they were
+    padded: list = dataclasses.field(default_factory=list)  # short last files made full length (or removed when empty)
 
     @property
     def changed(self) -> bool:
         return bool(self.commitlog["fileZeroed"] or self.commitlog["filesRemoved"] or self.consumequeue
-                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck")
+                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck") or self.padded
                     or (self.dledger and (self.dledger["indexFiles"] or self.dledger["checkpoint"])))
 
     def as_dict(self) -> dict:
@@ -110,19 +113,26 @@ def sparse_copy(buf, dst: Path, length: int, upto: int | None = None):
         os.close(fd)
 
 
-def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of: dict) -> list[dict]:
+def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of: dict, padded: list) -> list[dict]:
     """truncateDirtyLogicFiles for every queue: the units that point at or past the cut. Fills `queues_of`
-    (commitlog offset -> the queue whose dropped unit points at it)."""
+    (commitlog offset -> the queue whose dropped unit points at it), and pads a short last file (see
+    plan_short)."""
     out = []
     size = store.consumequeue_file_size
     per_file = size // S.CQ_UNIT_SIZE
     for cq in store.consume_queues():
         qoffs, units, _ = queue_units(cq.directory, size)
         past = np.flatnonzero(units["commitLogOffset"] >= cut)
+        last = cq.files.files[-1] if cq.files.files else None
+        rel = f"consumequeue/{cq.topic}/{cq.queue_id}"
         if not len(past):
+            if last is not None and last.length < size:  # a partial unit at its end is not kept
+                plan_short(last, f"{rel}/{last.name}", size, txn, padded, last.length // S.CQ_UNIT_SIZE * S.CQ_UNIT_SIZE)
             continue
         keep_to = int(qoffs[past[0]])  # first queue offset dropped
         removed, zeroed = [], None
+        if last is not None and last.length < size:  # removed or rewritten at full size below
+            padded.append({"target": f"{rel}/{last.name}", "bytesBefore": last.length, "bytesAfter": size})
         for f in cq.files.files:
             first = f.start // S.CQ_UNIT_SIZE
             if first >= keep_to:
@@ -161,9 +171,10 @@ def undo_entries(m, slots: int, header: list, keep: int):
     header[5] = keep
 
 
-def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None) -> tuple[list[dict], int]:
-    """Index entries at or past the cut, undone file by file. Returns the plan and the endTimestamp of the
-    last full file afterwards (the checkpoint's indexMsgTimestamp)."""
+def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, padded: list) -> tuple[list[dict], int]:
+    """Index entries at or past the cut, undone file by file; a short file padded to its full length, as the
+    broker's load maps it (its entries all present: refuse_gaps checked). Returns the plan and the
+    endTimestamp of the last full file afterwards (the checkpoint's indexMsgTimestamp)."""
     out = []
     slots, num = store.index_geometry
     files = store.index_files()
@@ -185,7 +196,11 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None) 
             if count >= num:
                 last_full_end = h["endTimestamp"]
             prev_file = ix
+            if ix.length < ix.expected_length:
+                plan_short(ix.mf, f"index/{ix.name}", ix.expected_length, txn, padded, ix.length)
             continue
+        if ix.length < ix.expected_length:
+            padded.append({"target": f"index/{ix.name}", "bytesBefore": ix.length, "bytesAfter": ix.expected_length})
         keep = int(past[0]) + 1  # entry numbers start at 1
         header = [h["beginTimestamp"], h["endTimestamp"], h["beginPhyOffset"], h["endPhyOffset"],
                   h["hashSlotCount"], count]
@@ -194,7 +209,7 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None) 
         if txn is None:
             continue
         staged = txn.area(ix.path.parent) / "index" / ix.name
-        sparse_copy(ix.mf.buf, staged, ix.length)
+        sparse_copy(ix.mf.buf, staged, ix.expected_length)
         with open(staged, "r+b") as fh:
             m = mmap.mmap(fh.fileno(), 0)
             try:
@@ -225,15 +240,24 @@ def _broker_creates(prev_file: IndexFile | None, last_kept: int) -> bool:
     return prev_file is None or last_kept > prev_file.header["endPhyOffset"]
 
 
-def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | None) -> dict:
+def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | None, padded: list) -> dict:
+    """The file holding the cut zeroed past it, later files removed, and a short last file made the length
+    the broker's load wants (plan_short)."""
     size = store.commitlog.file_size
     out = {"fileZeroed": None, "bytesZeroed": 0, "filesRemoved": []}
-    for f in store.commitlog.files:
-        if f.start <= zero_from < f.start + size:
+    files = store.commitlog.files
+    for f in files:
+        short = f.length < size
+        if not f.length and f is files[-1]:
+            plan_short(f, f"commitlog/{f.name}", size, txn, padded, 0)
+        elif f.start <= zero_from < f.start + size:
             last = last_nonzero(f.buf, zero_from - f.start)
             if last >= 0:
                 out["fileZeroed"] = f.name
                 out["bytesZeroed"] = last + 1 - (zero_from - f.start)
+            if last >= 0 or short:
+                if short:
+                    padded.append({"target": f"commitlog/{f.name}", "bytesBefore": f.length, "bytesAfter": size})
                 if txn:
                     staged = txn.area(f.path.parent) / "commitlog" / f.name
                     sparse_copy(f.buf, staged, size, zero_from - f.start)
@@ -242,6 +266,8 @@ def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | No
             out["filesRemoved"].append(f.name)
             if txn:
                 txn.remove(f.path)
+        elif short:
+            plan_short(f, f"commitlog/{f.name}", size, txn, padded, f.length)
     return out
 
 
@@ -264,6 +290,42 @@ def plan_checkpoint(store: Store, txn: Transaction | None, last_kept: int, index
         values["confirmPhyOffset"] = max(last_kept, 0)
     stage_checkpoint(store, txn, checkpoint, **values)
     return checkpoint
+
+
+def plan_short(f: MappedFile, rel: str, size: int, txn: Transaction | None, padded: list, keep: int):
+    """A last file shorter than the mapped size, which the broker's MappedFileQueue.load refuses (4.9; 5.1.3+
+    deletes a zero-length last one): removed when empty, else its first `keep` bytes in a file of the full
+    size, zeros after them, as an operator would pad it by hand. The recovery scan then cuts at the last
+    valid record in it, as the broker's would."""
+    padded.append({"target": rel, "bytesBefore": f.length, "bytesAfter": size if f.length else None})
+    if txn is None:
+        return
+    if not f.length:
+        txn.remove(f.path)
+        return
+    staged = txn.area(f.path.parent) / "padded" / rel
+    sparse_copy(f.buf, staged, size, keep)
+    txn.replace(f.path, staged)
+
+
+def refuse_gaps(store: Store):
+    """A short file that is not the last of its queue is a hole in the data, not an unfinished write:
+    padding it would put zeros between records. So is a short index file missing entries its header counts.
+    Refused, naming it (nothing is changed)."""
+    queues = [(store.commitlog, store.commitlog.file_size, "mappedFileSizeCommitLog")]
+    queues += [(cq.files, store.consumequeue_file_size, "mappedFileSizeConsumeQueue") for cq in store.consume_queues()]
+    for q, size, key in queues:
+        for f in q.files[:-1]:
+            if f.length != size:
+                raise StoreError(f"file is {f.length} bytes, not {key}={size}, and later files follow it: a gap in the "
+                                 "data, which repair does not pad; restore the file from a copy, or move it and every "
+                                 "later file out of the store", f.path)
+    if not store.config.messageIndexEnable:
+        return
+    for ix in store.index_files():
+        if ix.length < S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + ix.index_count * S.INDEX_ENTRY_SIZE:
+            raise StoreError(f"index file is {ix.length} bytes, too short for the {ix.entry_count} entries its header "
+                             "counts: they are lost; rebuild the index (`rmqctl rebuild index`)", ix.path)
 
 
 def bytes_past(store: Store, cut: int) -> int:
@@ -346,6 +408,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             result = _repair_dledger(store, dry_run, keep_backup, interrupted)
             result.seconds = time.monotonic() - t0
             return result
+        refuse_gaps(store)
         checker = RecoveryChecker(store)
         files = store.commitlog.files
         start = recovery_start(store)
@@ -364,12 +427,13 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
         alternative = _alternative(scan_all, first_bad, broker, kept_offsets)
         txn = Transaction(store.root, "repair", "repair" + (" --scan-all" if scan_all else ""), keep_backup) if not dry_run else None
         try:
-            commitlog = plan_commitlog(store, cut, zero_from, txn)
+            padded: list = []
+            commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
             queues_of: dict = {}
-            consumequeue = plan_consumequeue(store, cut, txn, queues_of)
+            consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
             by_queue = Counter(queues_of.get(off) or (f"{r.topic}/{r.queueId}" if isinstance(r, Message) else "unknown")
                                for off, r in past)
-            index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
+            index, index_ts = plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
             checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
             abort = store.abort_exists()
@@ -381,11 +445,16 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 bytesCut=bytes_past(store, cut), recordsCut=len(past), recordsCutByQueue=dict(by_queue),
                 cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]], commitlog=commitlog,
                 consumequeue=consumequeue, index=index, checkpoint=checkpoint, abortRemoved=abort,
-                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer)
+                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer,
+                padded=padded)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
-                swap_in(store, txn, result, _check_staged(store, txn, cut, zero_from) or verify_staged(
-                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)))
+                preexisting = Preexisting(store)
+                problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
+                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)
+                    or preexisting(f))
+                result.keptFindings = [_kept(f, result) for f in preexisting.kept]
+                swap_in(store, txn, result, problems)
         finally:
             if txn is not None:
                 txn.discard()
@@ -416,6 +485,15 @@ def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, offs
     return {"mode": "checkpoint" if scan_all else "scan-all",
             "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset, "sameCut": False,
             "scanAllLosesMoreRecords": lost, "scanAllLosesMoreBytes": broker.cut - first_bad.commitLogOffset}
+
+
+def _kept(f, result: RepairResult) -> dict:
+    """A finding the store had before and keeps after the repair (the broker's recovery keeps it too), and
+    whether the other mode's cut would take it away (None: that cut does not reach it)."""
+    alt = result.alternative
+    scan_all_cut = result.cutOffset if result.mode == "scan-all" else alt["cutOffset"]
+    cut_off = None if f.commitLogOffset is None else f.commitLogOffset >= scan_all_cut
+    return {**f.to_dict(), "scanAllCut": scan_all_cut, "scanAllCutsIt": cut_off}
 
 
 def _describe(offset: int, r, queues_of: dict) -> dict:

@@ -107,7 +107,7 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in (d.iterdir() if d.is_dir() else ()):
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    names = ["consumequeue", "index", "checkpoint", "abort", "timerlog", "timerwheel", "config"]
+    names = ["consumequeue", "index", "checkpoint", "abort", "lock", "timerlog", "timerwheel", "config"]
     if store.dledger is not None:  # its index, checkpoint and currterm (the data files are in view/commitlog)
         names.append(store.dledger.home.name)
     for name in names:

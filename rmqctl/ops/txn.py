@@ -11,6 +11,8 @@ How a writing operation changes a store (`rebuild`, `repair`):
    `renameat2(RENAME_EXCHANGE)` (a directory or a file changes in a single atomic step), then moves the old
    one (now at the staged path) into the backup directory `{store}/.rmqctl-backup-<time>/`; *remove* renames
    the live item into the backup directory. Parent directories are fsynced after each step.
+   With the backup kept, `.rmqctl-backup.json` in the store's backup directory lists every step (target,
+   where its old item went, whether the target existed before): `rmqctl restore` (ops/restore.py) reads it.
 4. With `--no-backup` it deletes the backup directory (the new state is durable by then), deletes the
    staging directory, then the intent file, and fsyncs the store directory.
 
@@ -44,7 +46,8 @@ from ..writers import fsync_dir
 
 INTENT_NAME = ".rmqctl-intent"
 INTENT_TMP = INTENT_NAME + ".tmp"
-STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-", ".rmqctl-clean-")
+STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-", ".rmqctl-clean-", ".rmqctl-restore-")
+BACKUP_MANIFEST = ".rmqctl-backup.json"
 BACKUP_PREFIX = ".rmqctl-backup-"
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
@@ -159,6 +162,7 @@ class Transaction:
         for area in self._areas.values():
             fsync_tree(area)
         for op in self.ops:
+            op["existed"] = _exists(Path(op["target"]))  # for `restore`: an item the run added is taken away
             if op["op"] == "replace":
                 op["inode"] = list(_inode(Path(op["staged"])))
         intent = {"version": 1, "command": self.command, "pid": os.getpid(),
@@ -225,6 +229,8 @@ def apply_intent(root: Path, intent: dict) -> dict:
     """Roll a committed intent forward (idempotent), then remove staging, backup (unless kept) and intent."""
     for op in intent["ops"]:
         _apply_op(op)
+    if intent["keepBackup"]:
+        _write_manifest(Path(root), intent)
     for area in intent["staging"]:
         if os.path.isdir(area):
             shutil.rmtree(area)
@@ -238,6 +244,26 @@ def apply_intent(root: Path, intent: dict) -> dict:
     os.unlink(Path(root) / INTENT_NAME)
     fsync_dir(Path(root))
     return {"command": intent["command"], "steps": len(intent["ops"]), "backup": backups[0] if backups else None}
+
+
+def _write_manifest(root: Path, intent: dict):
+    """What `restore` needs to undo the run, kept in the store's own backup directory: each step's target,
+    where its old item went (if it had one) and whether the target existed before. Rewritten whole on a
+    roll-forward, so it is complete once the intent is gone."""
+    home = next((Path(b) for b in intent["backups"] if Path(b).parent == root), None)
+    if home is None:
+        return
+    home.mkdir(exist_ok=True)
+    manifest = {"version": 1, "command": intent["command"], "created": intent["created"],
+                "steps": [{k: op[k] for k in ("op", "target", "backup", "existed") if k in op} for op in intent["ops"]]}
+    tmp = home / (BACKUP_MANIFEST + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, home / BACKUP_MANIFEST)
+    fsync_dir(home)
+    fsync_dir(root)
 
 
 def read_intent(root: Path) -> dict | None:

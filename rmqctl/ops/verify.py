@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -108,11 +109,13 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     if "timer" in parts:
         check_timer(ctx, rec, lambda *finding: ctx.report(TIMER, *finding))
     findings = ctx.out.sorted()
+    counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
+              "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": len(rec.off),
-             "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry}
+             "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
 

@@ -193,7 +193,7 @@ def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
         ctx.damage.add(x, f.start + g.resync, kind, x)
         if report:
             ctx.report(RECORDS, kind, "error", f.path, g.start, x,
-                       f"{n} invalid bytes at offset {x} ({g.detail}); the next record starts at "
+                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
                        f"{f.start + g.resync}")
         return
     if i >= last_data:
@@ -203,7 +203,7 @@ def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
         ctx.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
         if report:
             ctx.report(RECORDS, "torn-tail", "error", f.path, g.start, x,
-                       f"{n} invalid bytes at offset {x} ({g.detail}) and nothing valid after them: a torn or "
+                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
                        f"garbage tail after the last record")
         return
     n = limit - g.start
@@ -217,7 +217,7 @@ def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
             what = "the last record ends exactly at the end of the file, leaving no room for the BLANK record"
     else:
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
-        what = f"{n} invalid bytes at offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
+        what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
     ctx.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
     if report:
         ctx.report(RECORDS, kind, "error", f.path, g.start, x,

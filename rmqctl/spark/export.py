@@ -4,8 +4,10 @@ Each Spark task takes one commitlog file: it decodes it with the library (the sa
 `rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer straight from the executor,
 one file per topic. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
 costs the JVM as much CPU as decoding costs Python, for a copy that changes nothing. The result is laid out
-as Spark's own partitioned writer lays it out (topic=<Spark's escaping of the name>/part-*.parquet, topic
-kept in the path only, _SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it back.
+as Spark's own partitioned writer lays it out (topic=<Spark's escaping of the name>/part-*.parquet,
+_SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it back. A 5.x topic can be 32767
+bytes long, a directory name at most 255: a topic whose directory name would be longer gets
+topic=<its start>~<hash of it>. So the exact name is also in the data of every file, as `topicName`.
 
 Commit: tasks write under out/_temporary-<id>/; the driver moves every file into its topic directory once
 all tasks succeeded, then writes _SUCCESS. A retried task rewrites the same names.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import itertools
 import os
 import shutil
@@ -25,12 +28,14 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from ..errors import UsageError
+from ..errors import UsageError, where
 from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
 
 ROW_GROUP_BYTES = 64 << 20
+TOPIC_NAME = "topicName"  # the topic as stored, in the data of every exported file
+NAME_MAX = 255  # bytes in one directory name (Linux, and the usual cluster filesystems)
 # columns with few distinct values; dictionary-encoding the others (bodies, ids, offsets) only costs time
 DICTIONARY_COLUMNS = ["store", "file", "magicCode", "queueId", "flag", "sysFlag", "storeHost", "reconsumeTimes",
                       "preparedTransactionOffset", "tags", "properties.key_value.key"]
@@ -64,7 +69,8 @@ class TopicFiles:
         self.suffix, self.open = FORMATS[file_format]
         self.directory = directory
         self.prefix = prefix
-        self.schema = schema.remove(schema.get_field_index("topic"))  # the directory name holds it
+        at = schema.get_field_index("topic")  # the directory holds it too, but not always whole: see topic_directory
+        self.schema = schema.set(at, schema.field(at).with_name(TOPIC_NAME))
         self.pending: dict[str, list[pa.RecordBatch]] = {}
         self.pending_bytes: dict[str, int] = {}
         self.writers: dict[str, tuple[tuple, str]] = {}  # topic -> ((write, close), file name)
@@ -73,7 +79,7 @@ class TopicFiles:
     def add(self, batch: pa.RecordBatch):
         ordered = batch.take(pc.sort_indices(batch.column("topic")))
         topics = ordered.column("topic").to_pylist()
-        ordered = ordered.drop_columns(["topic"])
+        ordered = ordered.rename_columns(self.schema.names)
         start = 0
         for topic, run in itertools.groupby(topics):
             n = sum(1 for _ in run)
@@ -112,7 +118,7 @@ def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: 
     files = TopicFiles(Path(staging), f"part-{index:05d}", schema, file_format)
     for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None):
         files.add(batch)
-    damage = [f"{f.path} at offset {f.start + pos}: {e.detail}; rest of the file not exported"
+    damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported"
               for f, pos, e in scan.errors]
     return {"store": part.source.root, "files": files.close(), "damage": damage}
 
@@ -145,15 +151,32 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False,
     return ExportResult(str(target), rows, [line for r in results for line in r["damage"]])
 
 
+def topic_directory(partition_path, topic: str) -> str:
+    """`topic=<name>` as Spark names the partition; when that is longer than a directory name may be, the
+    longest start of the name that fits with `~` and 16 hex digits of its SHA-256 (unique per topic; the
+    exact name is in the `topicName` column)."""
+    name = partition_path("topic", topic)
+    if len(name.encode("utf-8")) <= NAME_MAX:
+        return name
+    digest = "~" + hashlib.sha256(topic.encode("utf-8")).hexdigest()[:16]
+    fits = lambda n: len((partition_path("topic", topic[:n]) + digest).encode("utf-8")) <= NAME_MAX
+    lo, hi = 0, len(topic)
+    while lo < hi:  # the longest start that fits: escaping only grows with the length
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return partition_path("topic", topic[:lo]) + digest
+
+
 def commit(spark, target: Path, staging: Path, results: list[dict]) -> list[dict]:
     """Move the staged files into topic directories named as Spark names partitions; then _SUCCESS."""
     naming = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+    directory_name = functools.partial(topic_directory, naming.getPartitionPathString)
     directories: dict[str, Path] = {}
     totals: dict[tuple[str, str], list[int]] = {}
     for r in results:
         for topic, name, rows in r["files"]:
             if topic not in directories:
-                directories[topic] = target / naming.getPartitionPathString("topic", topic)
+                directories[topic] = target / directory_name(topic)
                 directories[topic].mkdir(exist_ok=True)
             os.replace(staging / name, directories[topic] / name)
             total = totals.setdefault((r["store"], topic), [0, 0])

@@ -93,7 +93,7 @@ _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
 @contextlib.contextmanager
 def spark_errors():
     """A failed job as one line (the error the Python worker raised, not the JVM's stack): a store an executor
-    cannot read is still `path at offset N: what`."""
+    cannot read is still `path at commitlog offset N: what`."""
     try:
         yield
     except (PySparkException, Py4JJavaError) as e:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..errors import StoreError
+from ..errors import StoreError, where
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
     COMMITLOG_COLUMNS,
@@ -117,7 +117,7 @@ class CommitLogReader(DataSourceReader):
         for f, pos, e in scan.errors:
             if self.fail_on_damage:
                 raise StoreError(e.detail, f.path, f.start + pos)
-            log.warning("rmqctl: %s at offset %d: %s; rest of the file skipped", f.path, f.start + pos, e.detail)
+            log.warning("rmqctl: %s: %s; rest of the file skipped", where(f.path, f.start + pos), e.detail)
 
 
 class RocketMQDataSource(DataSource):
