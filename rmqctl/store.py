@@ -452,8 +452,7 @@ class Store:
 
     @cached_property
     def dledger_index(self) -> MappedFileQueue:
-        """DLedger's entry index files (32-byte units); their size has no broker key: inferred from the files,
-        else DLedger's default."""
+        """DLedger's entry index files (32-byte units), sized from the files, else DLedger's default."""
         q = MappedFileQueue([self.dledger.index_dir], 0)
         q.file_size = infer_file_size(q.files, "DLedger index", D.DEFAULT_INDEX_FILE_SIZE)
         return q
@@ -555,8 +554,7 @@ class Store:
         return self.abort_path.exists()
 
     def lock_holder(self) -> int | None:
-        """The pid holding the broker's lock (fcntl on byte 0 of {store}/lock), or None. Asked with F_GETLK
-        on a read-only descriptor, so checking takes nothing and writes nothing."""
+        """The pid holding the broker's lock (fcntl on byte 0 of {store}/lock), or None; F_GETLK takes nothing."""
         try:
             fd = os.open(self.lock_path, os.O_RDONLY)
         except OSError:

@@ -15,7 +15,12 @@ from .rebuild_cmds import DRY_RUN_HELP, NO_BACKUP_HELP, _interrupted
 def restore_cmd(ctx, backup, dry_run, no_backup):
     """Put back what a rebuild, repair, clean or config restore replaced, from BACKUP (a
     .rmqctl-backup-<time> directory of the store, by name or path), atomically and under the broker's lock;
-    what it replaces is kept in a new backup. Without BACKUP, list the store's backups."""
+    what it replaces is kept in a new backup. Without BACKUP, list the store's backups.
+
+    \b
+    rmqctl restore --store /data/store
+    rmqctl restore .rmqctl-backup-20261122031300123 --store /data/store --dry-run
+    """
     from ..ops.restore import list_backups, restore  # loads the staging checks (and kernels): only for this command
 
     if backup is None:

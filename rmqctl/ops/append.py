@@ -395,18 +395,15 @@ class CommitLogTail:
 
 
 class Appender:
-    """Appends messages to the store at `store_root` (made a new store where lock_new_or_existing allows), holding the broker's lock from
-    open() to close(). Use as a context manager:
-
+    """Appends messages to the store at `store_root` (a new store where lock_new_or_existing allows), holding
+    the broker's lock from open() to close(). Use as a context manager:
         with Appender("/data/store", load_config("broker.conf")) as app:
             app.append(NewMessage(topic="TopicTest", body=b"hi", properties=[("TAGS", "A")]))
             print(app.commit())   # durable from here on
-
-    `rocketmq_version` (4 or 5) chooses the record style; by default it comes from the config
-    (rocketmqVersion, or a 5.x-only key such as enabledAppendPropCRC), else from the store's records,
-    else 4 (the choice every broker can read). `keep_index_time` names new index files by the store time
-    of the message that opens them instead of the clock (copies stay reproducible). `dry_run` computes
-    everything and writes nothing."""
+    `rocketmq_version` (4 or 5) chooses the record style: from the config (rocketmqVersion, or a 5.x-only key
+    such as enabledAppendPropCRC), else the store's records, else 4 (every broker reads it). `keep_index_time`
+    names new index files by the store time of the message opening them (copies stay reproducible).
+    `dry_run` computes everything and writes nothing."""
 
     def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
                  dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None,

@@ -535,11 +535,12 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         stop = BadRecord(r.stop.position, f.name, r.stop.position - f.start, r.stop.kind, r.stop.detail)
     txn = Transaction(store.root, "repair", "repair", keep_backup) if not dry_run else None
     try:
-        commitlog = plan_commitlog(store, cut, cut, txn)
+        padded: list = []  # short last consumequeue or index files, made whole as for a plain store
+        commitlog = plan_commitlog(store, cut, cut, txn, padded)
         queues_of: dict = {}
-        consumequeue = plan_consumequeue(store, cut, txn, queues_of)
+        consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
         by_queue = Counter(queues_of.get(off) or f"{m.topic}/{m.queueId}" for off, m in past)
-        index, index_ts = plan_index(store, cut, last_kept, txn) if store.config.messageIndexEnable else ([], None)
+        index, index_ts = plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
         checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
         dledger = {"startFile": files[r.start_file].name if files else None, "endIndex": r.end_index,
                    "indexRewrittenFrom": r.index_rewritten_from, "indexFiles": _plan_dledger_index(store, iq, r, txn),
@@ -550,7 +551,8 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         result = RepairResult(
             str(store.root), dry_run, "dledger", dledger["startFile"], cut, stop, bytes_past(store, cut), len(past),
             dict(by_queue), [_describe(off, m, queues_of) for off, m in past[:20]], commitlog, consumequeue, index,
-            checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger)
+            checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger,
+            padded=padded)
         if txn is not None:
             swap_in(store, txn, result, _check_staged_dledger(store, txn, r) or verify_staged(
                 store, txn, None, accepted=lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut))
