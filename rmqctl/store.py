@@ -437,11 +437,11 @@ class Store:
         header's endPhyOffset."""
         slots, num = self.config.maxHashSlotNum, self.config.maxIndexNum
         if slots and num:
-            size = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + num * S.INDEX_ENTRY_SIZE
+            size = S.index_file_size(slots, num)
             check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
             return slots, num
         paths = self.index_paths()
-        default_len = S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * 4 + DEFAULT_INDEX_NUM * 20
+        default_len = S.index_file_size(DEFAULT_HASH_SLOTS, DEFAULT_INDEX_NUM)
         if not paths or all(p.stat().st_size == default_len for p in paths):
             return slots or DEFAULT_HASH_SLOTS, num or DEFAULT_INDEX_NUM
         for p in paths:

@@ -35,7 +35,7 @@ from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARAT
 from ..lock import store_lock
 from ..record import Blank, Message, encode_record, parse_host, read_record
 from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
-from ..writers import Dispatcher, WritableFile, fsync_dir
+from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space
 from .repair import RecoveryChecker
 from .repair import zero_from
 
@@ -296,6 +296,8 @@ class Appender:
         self._next: dict[tuple[str, int], int] = {}
         self._read_queues: set[tuple[str, int]] = set()  # queues whose consumequeue max offset is merged in
         self._dispatch_ts = 0
+        self._cur_start: int | None = None  # the commitlog file being written, once the first append opens it
+        self._durable_end = 0  # the commitlog up to here is committed; past it nothing is acknowledged
         self._opened = False
 
     # -- open: lock, geometry, recovery, catch-up ---------------------------------------------------------
@@ -340,6 +342,7 @@ class Appender:
         self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
         self.default_store_host = self.config.store_host or rec.last_store_host
         self.end = rec.end
+        self._durable_end = rec.end
         self._next = rec.next_offsets
         # the append point: file start and write position; the file is opened by the first append
         self._cur_start = None
@@ -615,14 +618,15 @@ class Appender:
             self._open_file(self._cur_start)
         remaining = self.file_size - self._wrote
         if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
+            # MappedFileQueue.getLastMappedFile: the next file starts one file size on; it is created first,
+            # so a full disk stops here with the current file unchanged
+            self._open_file(self._cur_start + self.file_size)
             if not self.dry_run:
                 f = self._files[self._cur_start]
                 S.BLANK.pack_into(f.map, self._wrote, remaining, S.MAGIC_BLANK)
                 f.dirty = True
-            # MappedFileQueue.getLastMappedFile: the next file starts one file size on
             self._cur_start += self.file_size
             self._wrote = 0
-            self._open_file(self._cur_start)
         return self._cur_start, self._wrote
 
     def _open_file(self, start: int):
@@ -651,11 +655,16 @@ class Appender:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
             return [a for _, _, a in staged]
+        # the consumequeue and index files the dispatch creates, and the checkpoint, must fit before the
+        # records become durable: a full disk then leaves the store as it was (close() takes them back)
+        reserve_free_space(self.root, self._dispatcher.space_needed([(off, m) for off, m, _ in staged])
+                           + [S.CHECKPOINT_FILE_SIZE])
         for start in sorted(self._files):
             self._files[start].flush()
         for d in sorted(self._new_dirs, key=lambda p: len(p.parts), reverse=True):
             fsync_dir(d)
         self._new_dirs.clear()
+        self._durable_end = self._cur_start + self._wrote  # a failure from here on leaves them for the reput
         d = self._dispatcher
         for off, m, _ in staged:
             self._dispatch_ts = m.storeTimestamp
@@ -701,7 +710,29 @@ class Appender:
         out = [self.append(m, producer_topic_rules) for m in messages]
         return self.commit() if out else []
 
+    def _take_back_uncommitted(self):
+        """Undo the writes of messages never committed (an error, such as a full disk, came first): their
+        bytes (and an end-of-file BLANK they caused) become zeros again and files created for them go, so
+        the commitlog is as it was; none of them was acknowledged."""
+        end = self._cur_start + self._wrote
+        for start in sorted(self._files):
+            f = self._files[start]
+            if f.created and start >= self._durable_end:
+                f.map.close()
+                os.close(f.fd)
+                os.unlink(f.path)
+                fsync_dir(f.path.parent)
+                del self._files[start]
+                continue
+            lo, hi = max(self._durable_end, start) - start, min(end, start + self.file_size) - start
+            if lo < hi:
+                f.map[lo:hi] = bytes(hi - lo)
+                f.dirty = True
+
     def close(self):
+        self._staged.clear()
+        if not self.dry_run and self._cur_start is not None and self._cur_start + self._wrote > self._durable_end:
+            self._take_back_uncommitted()
         for f in self._files.values():
             f.close()
         self._files.clear()

@@ -45,6 +45,7 @@ from ..native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from ..record import Blank, Message, RecordError, property_crc_state, read_record
 from ..store import IndexFile, MappedFile, Store, index_slot
 from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
+from ..writers import reserve
 from .txn import Transaction
 
 CHUNK = 1 << 20
@@ -268,8 +269,9 @@ def records_past(store: Store, checker: RecoveryChecker, cut: int) -> list[tuple
 
 
 def sparse_copy(buf, dst: Path, length: int, upto: int | None = None):
-    """Copy `buf[:upto]` into a new file of `length` bytes, leaving holes where the source is zero (and past
-    `upto`), then fsync it."""
+    """Copy `buf[:upto]` into a new file of `length` bytes, writing no zeros (where the source is zero, and
+    past `upto`) but reserving every block, so later writes through a mapping cannot meet a full disk; then
+    fsync it."""
     upto = len(buf) if upto is None else upto
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -279,6 +281,7 @@ def sparse_copy(buf, dst: Path, length: int, upto: int | None = None):
             if chunk.count(0) != len(chunk):
                 os.pwrite(fd, chunk, lo)
         os.ftruncate(fd, length)
+        reserve(fd, length, dst)
         os.fsync(fd)
     finally:
         os.close(fd)
