@@ -5,6 +5,7 @@ import click
 
 from ..errors import EXIT_REFUSED
 from ..ops import inspect
+from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from .base import cli, dump, echo_err, render, store_options
 
 COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
@@ -22,7 +23,10 @@ COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueO
               help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
 @click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
-def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress):
+@click.option("--max-decompressed-size", type=click.IntRange(min=0), metavar="BYTES",
+              help=f"With --decompress: a body inflating past this is not decompressed (bodyDecompressedEncoding "
+                   f"over-limit). Default maxMessageSize x {DECOMPRESSION_FACTOR}.")
+def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties, decompress, max_decompressed_size):
     """Decode every message record of the commitlog, in offset order."""
     damage = []
 
@@ -30,7 +34,10 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
-    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
+    cap = None
+    if decompress:
+        cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
+    rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn)
     render(rows, ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged

@@ -13,7 +13,7 @@ from ..store import ConsumeQueue, Store, index_slot, offset_to_name
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                   raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[dict]:
+                   raw_properties: bool = False, decompress_limit: int | None = None, warn=None) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it. Damage ends the walk of that
     file (as it ends the broker's) and is passed to `warn` as one line naming file and offset."""
     scan = store.scan()
@@ -27,7 +27,7 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
             continue
         if queue_id is not None and m.queueId != queue_id:
             continue
-        yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
+        yield message_dict(m, f.name, f.start, body, raw_properties, decompress_limit)
         n += 1
         if limit is not None and n >= limit:
             return

@@ -27,7 +27,8 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..native import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..native import verify as K
-from ..record import Blank, Message, RecordError, read_record
+from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
+                      read_record)
 from ..store import valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
@@ -281,6 +282,8 @@ class _Scanner:
                 lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
             if f & K.F_INNER_BATCH:
                 inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
+        for i in np.flatnonzero(rec[K.SYSFLAG] & S.COMPRESSED_FLAG).tolist():
+            self.compressed_findings(read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2))
         self.topic_findings(topics, names)
         return ChunkResult(
             task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
@@ -330,6 +333,19 @@ class _Scanner:
             got = zlib.crc32(head.body) & CRC_MASK
             add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
                                            f"{head.bodyLength}-byte body: the body changed after it was written"))
+
+    def compressed_findings(self, m: Message):
+        """A compressed body a consumer cannot decompress, or that inflates past the decompression limit
+        (inflated no further than that: a few stored bytes can claim gigabytes)."""
+        limit = decompression_limit(self.t.config.maxMessageSize)
+        try:
+            m.decompressed_body(limit)
+        except DecompressionLimitError as e:
+            self.findings.append(("decompressed-size", "warning", m.position,
+                                  f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}"))
+        except Exception as e:  # zlib.error, LZ4's and zstd's errors: the consumer's decode fails too
+            self.findings.append(("compressed-body", "error", m.position,
+                                  f"the {m.bodyLength}-byte compressed body does not decompress: {e}"))
 
     def topic_findings(self, topics: np.ndarray, names: list[str]):
         """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""

@@ -1,0 +1,134 @@
+"""Reliability: bounded decompression, a full disk on a real tmpfs for every writer, the broker's real lock (a
+JVM's FileChannel.lock), symlinks and topic names that would lead out of the store, and the torture suite's
+quick run (benchmarks/torture.py) kept true."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import lz4.frame
+import pytest
+import zstandard
+
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, run
+from rmqctl import schema as S
+from rmqctl.record import DecompressionLimitError, Message
+
+REPO = Path(__file__).resolve().parents[1]
+MiB = 1 << 20
+
+COMPRESSORS = {  # sysFlag: how a client compresses (legacy zlib, typed zlib, lz4 frame, zstd)
+    0x1: zlib.compress,
+    0x301: zlib.compress,
+    0x101: lz4.frame.compress,
+    0x201: lambda b: zstandard.ZstdCompressor().compress(b),
+}
+
+
+def store_files(root: Path) -> dict[str, str]:
+    """sha256 of every file under the store (rmqctl's own lock file aside)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "lock"}
+
+
+def write_conf(path: Path, base: str, **settings) -> Path:
+    lines = [l for l in broker_conf(base).read_text().splitlines() if l.split("=", 1)[0] not in settings]
+    path.write_text("\n".join(lines + [f"{k}={v}" for k, v in settings.items()]) + "\n")
+    return path
+
+
+# -- bounded decompression -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sys_flag", sorted(COMPRESSORS))
+def test_dump_decompresses_up_to_the_limit_and_reports_more(tmp_path, sys_flag):
+    store = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    body = bytes(range(256)) * 4096  # 1 MiB
+    (tmp_path / "body").write_bytes(COMPRESSORS[sys_flag](body))
+    res = run("append", "--store", store, "--broker-config", conf, "--topic", "Zip", "--body-file", tmp_path / "body",
+              "--sys-flag", hex(sys_flag))
+    assert res.exit_code == 0, res.stderr
+    offset = jsonl(res.stdout)[0]["commitLogOffset"]
+    for cap, expect in ((MiB, body), (MiB - 1, None)):
+        res = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--from", offset, "--decompress",
+                  "--body", "base64", "--max-decompressed-size", cap, "--format", "jsonl")
+        assert res.exit_code == 0, res.stderr
+        row = jsonl(res.stdout)[0]
+        if expect is None:
+            assert row["bodyDecompressed"] is None and row["bodyDecompressedEncoding"].startswith("over-limit")
+            assert str(cap) in row["bodyDecompressedEncoding"]
+        else:
+            import base64
+
+            assert base64.b64decode(row["bodyDecompressed"]) == expect
+
+
+@pytest.mark.parametrize("sys_flag", sorted(COMPRESSORS))
+def test_a_decompression_bomb_is_never_allocated(sys_flag):
+    """1 GiB of zeros compressed to a few kilobytes, decompressed with the default limit (32 MiB) in a
+    process whose address space cannot hold the gigabyte: refused with DecompressionLimitError."""
+    code = (
+        "import resource, sys, zlib, lz4.frame, zstandard\n"
+        "from rmqctl.record import Message, DecompressionLimitError, decompression_limit\n"
+        f"flag = {sys_flag}\n"
+        "gib = 1 << 30\n"
+        "if flag in (1, 0x301):\n"
+        "    c = zlib.compressobj(9); body = b''.join(c.compress(bytes(1 << 24)) for _ in range(64)) + c.flush()\n"
+        "elif flag == 0x101:\n"
+        "    c = lz4.frame.LZ4FrameCompressor(); body = c.begin() + b''.join(c.compress(bytes(1 << 24)) for _ in range(64)) + c.flush()\n"
+        "else:\n"
+        "    body = zstandard.ZstdCompressor().compress(bytes(gib))\n"
+        "vm = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + 512 * (1 << 20), resource.RLIM_INFINITY))\n"
+        "m = Message(); m.sysFlag = flag; m.body = body\n"
+        "try:\n"
+        "    m.decompressed_body(decompression_limit(4 << 20))\n"
+        "except DecompressionLimitError as e:\n"
+        "    print('refused', len(body), e)\n")
+    if sys_flag == 0x201:
+        pytest.importorskip("zstandard")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert out.returncode == 0 and out.stdout.startswith("refused"), out.stderr[-2000:]
+
+
+def test_verify_reports_bodies_over_the_limit_and_bodies_that_do_not_decompress(tmp_path):
+    store = copy_store("a-basic", tmp_path)
+    conf = write_conf(tmp_path / "broker.conf", "a-basic", maxMessageSize=16384)  # limit 128 KiB
+    (tmp_path / "big").write_bytes(zlib.compress(bytes(200_000)))
+    (tmp_path / "junk").write_bytes(b"not zlib at all")
+    (tmp_path / "fine").write_bytes(zlib.compress(b"x" * 1000))
+    offsets = {}
+    for name in ("big", "junk", "fine"):
+        res = run("append", "--store", store, "--broker-config", conf, "--topic", "Zip", "--body-file",
+                  tmp_path / name, "--sys-flag", "0x1")
+        assert res.exit_code == 0, res.stderr
+        offsets[name] = jsonl(res.stdout)[0]["commitLogOffset"]
+    res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 1
+    got = {(f["kind"], f["commitLogOffset"]) for f in jsonl(res.stdout)}
+    assert got == {("decompressed-size", offsets["big"]), ("compressed-body", offsets["junk"])}
+
+
+def test_verify_passes_the_fixtures_compressed_bodies():
+    res = run("verify", "--store", FIXTURES / "b-mixed" / "store", "--broker-config",
+              broker_conf("b-mixed"), "--format", "jsonl")
+    assert not [f for f in jsonl(res.stdout) if f["kind"] in ("decompressed-size", "compressed-body")]
+
+
+def test_library_limit_is_exact():
+    m = Message()
+    m.sysFlag, m.body = 0x1, zlib.compress(b"y" * 5000)
+    assert m.decompressed_body(5000) == b"y" * 5000
+    with pytest.raises(DecompressionLimitError):
+        m.decompressed_body(4999)
+    m.body = zlib.compress(b"y" * 5000)[:-6]
+    with pytest.raises(ValueError, match="truncated"):
+        m.decompressed_body(10_000)
