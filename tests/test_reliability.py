@@ -132,3 +132,110 @@ def test_library_limit_is_exact():
     m.body = zlib.compress(b"y" * 5000)[:-6]
     with pytest.raises(ValueError, match="truncated"):
         m.decompressed_body(10_000)
+
+
+# -- the broker's real lock: a JVM running DefaultMessageStore's lock code --------------------------------------------
+
+BROKER_LOCK_JAVA = """
+import java.io.File;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileLock;
+
+/** DefaultMessageStore's lock, line for line: start() takes tryLock(0, 1, false) on {store}/lock, writes "lock"
+ *  and forces it, and holds it until shutdown. `probe` only tries and says whether it got the lock. */
+public class BrokerLock {
+    public static void main(String[] args) throws Exception {
+        File file = new File(args[1], "lock");
+        RandomAccessFile lockFile = new RandomAccessFile(file, "rw");
+        FileLock lock = lockFile.getChannel().tryLock(0, 1, false);
+        if (args[0].equals("probe")) {
+            System.out.println(lock == null ? "null" : "acquired");
+            return;
+        }
+        if (lock == null || lock.isShared() || !lock.isValid()) {
+            System.out.println("Lock failed,MQ already started");
+            System.exit(3);
+        }
+        lockFile.getChannel().write(ByteBuffer.wrap("lock".getBytes()));
+        lockFile.getChannel().force(true);
+        System.out.println("locked");
+        System.out.flush();
+        System.in.read();  // held until the test closes our stdin (the broker: until shutdown)
+        lock.release();
+        lockFile.close();
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def broker_lock_class(tmp_path_factory):
+    """The Java program above, compiled now with the installed JDK's javac."""
+    out = tmp_path_factory.mktemp("java")
+    (out / "BrokerLock.java").write_text(BROKER_LOCK_JAVA)
+    subprocess.run(["javac", "-d", str(out), str(out / "BrokerLock.java")], check=True, timeout=120)
+    return out
+
+
+def java(classes: Path, *args, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(["java", "-cp", str(classes), "BrokerLock", *map(str, args)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, **kwargs)
+
+
+def writers(store: Path, conf: Path, scratch: Path) -> dict[str, list]:
+    """Every writing command, on `store`, each one that would change it if it ran."""
+    (scratch / "one.jsonl").write_text(json.dumps({"topic": "LockTest", "body": "x"}) + "\n")
+    base = ["--store", store, "--broker-config", conf]
+    return {
+        "append": ["append", *base, "--topic", "LockTest", "--body", "x"],
+        "append --jsonl": ["append", *base, "--jsonl", scratch / "one.jsonl"],
+        "rebuild consumequeue": ["rebuild", "consumequeue", *base],
+        "rebuild index": ["rebuild", "index", *base],
+        "repair": ["repair", *base],
+        "clean --apply": ["clean", *base, "--now", "--file-reserved-time", "0", "--apply"],
+    }
+
+
+def test_every_writer_refuses_while_a_jvm_holds_the_brokers_lock(tmp_path, broker_lock_class):
+    store = copy_store("d-crashed", tmp_path)  # repair and rebuild would change it
+    conf = broker_conf("d-crashed")
+    holder = java(broker_lock_class, "hold", store)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = store_files(store)
+        for name, args in writers(store, conf, tmp_path).items():
+            res = run(*args)
+            lines = [l for l in res.stderr.splitlines() if l.strip()]
+            assert res.exit_code == 2 and len(lines) == 1 and "locked" in lines[0], (name, res.stderr)
+            assert store_files(store) == before, name
+        assert (store / "lock").read_bytes() == b"lock"  # what the JVM wrote, untouched
+    finally:
+        holder.stdin.close()
+        assert holder.wait(60) == 0
+
+
+def test_the_jvm_cannot_lock_while_rmqctl_writes_and_two_writers_never_both_proceed(tmp_path, broker_lock_class):
+    """`append --jsonl -` holds the lock while it waits for input: the broker's tryLock gets null, and every
+    other writing command refuses; once it ends, the JVM gets the lock."""
+    store = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    first = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--broker-config",
+                              str(conf), "--jsonl", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        first.stdin.write(json.dumps({"topic": "First", "body": "held"}).encode() + b"\n")
+        first.stdin.flush()
+        assert json.loads(first.stdout.readline())["commitLogOffset"] > 0  # it runs, lock in hand
+        probe = java(broker_lock_class, "probe", store)
+        assert probe.communicate(timeout=60)[0].strip() == "null"
+        before = store_files(store)
+        for name, args in writers(store, conf, tmp_path).items():
+            res = run(*args)
+            assert res.exit_code == 2 and "locked" in res.stderr, (name, res.stderr)
+        assert store_files(store) == before
+    finally:
+        first.stdin.close()
+        assert first.wait(60) == 0
+    probe = java(broker_lock_class, "probe", store)
+    assert probe.communicate(timeout=60)[0].strip() == "acquired"
