@@ -101,32 +101,39 @@ class Message:
 
     def decompressed_body(self, limit: int) -> bytes | None:
         """The body as the client sees it (MessageDecoder decompress; type bits 8..10, 0 = legacy zlib), None
-        when not compressed. At most `limit` bytes are ever inflated: a few stored bytes can claim gigabytes,
-        so a longer body raises DecompressionLimitError instead of being allocated."""
+        when not compressed; ValueError when it does not decompress. At most `limit` bytes are ever inflated:
+        a few stored bytes can claim gigabytes, so a longer body raises DecompressionLimitError instead of
+        being allocated."""
         if not self.sysFlag & S.COMPRESSED_FLAG:
             return None
         kind = (self.sysFlag & S.COMPRESSION_TYPE_MASK) >> 8
-        if kind in (0, 3):
-            inflater = zlib.decompressobj()
-            out = inflater.decompress(self.body, limit + 1)
-            done = inflater.eof
-        elif kind == 1:
-            import lz4.frame
+        try:
+            if kind in (0, 3):
+                inflater = zlib.decompressobj()
+                out = inflater.decompress(self.body, limit + 1)
+                done = inflater.eof
+            elif kind == 1:
+                import lz4.frame
 
-            inflater = lz4.frame.LZ4FrameDecompressor()
-            out = inflater.decompress(self.body, max_length=limit + 1)
-            done = inflater.eof
-        elif kind == 2:
-            import zstandard
+                inflater = lz4.frame.LZ4FrameDecompressor()
+                out = inflater.decompress(self.body, max_length=limit + 1)
+                done = inflater.eof
+            elif kind == 2:
+                import zstandard
 
-            with zstandard.ZstdDecompressor().stream_reader(self.body) as reader:
-                parts, got = [], 0
-                while got <= limit and (part := reader.read(limit + 1 - got)):
-                    parts.append(part)
-                    got += len(part)
-                out, done = b"".join(parts), True  # a truncated frame raises in read()
-        else:
-            raise ValueError(f"unknown compression type {kind}")
+                try:
+                    with zstandard.ZstdDecompressor().stream_reader(self.body) as reader:
+                        parts, got = [], 0
+                        while got <= limit and (part := reader.read(limit + 1 - got)):
+                            parts.append(part)
+                            got += len(part)
+                except zstandard.ZstdError as e:  # a truncated frame too
+                    raise ValueError(str(e)) from None
+                out, done = b"".join(parts), True
+            else:
+                raise ValueError(f"unknown compression type {kind}")
+        except (zlib.error, RuntimeError) as e:  # zlib's and LZ4's errors
+            raise ValueError(str(e)) from None
         if len(out) > limit:
             raise DecompressionLimitError(f"inflates to more than {limit} bytes (the decompression limit)")
         if not done:
@@ -292,7 +299,7 @@ def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_
             d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(m.decompressed_body(decompress_limit), body)
         except DecompressionLimitError as e:
             d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"over-limit: {e}"
-        except Exception as e:  # a corrupt compressed body is data, not a crash
+        except ValueError as e:  # a corrupt compressed body is data, not a crash
             d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"error: {e}"
     return d
 

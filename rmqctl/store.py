@@ -341,6 +341,40 @@ class Store:
             return [Path(p.strip()).expanduser() for p in self.config.storePathCommitLog.split(",") if p.strip()]
         return [self.root / "commitlog"]
 
+    def allowed_roots(self) -> list[str]:
+        """The real directories the store's files may live in: the root and the commitlog directories the
+        config names. Nothing rmqctl writes or deletes is reached through a symlink leading elsewhere."""
+        roots = [os.path.realpath(self.root)]
+        if self.config.storePathCommitLog:
+            roots += [os.path.realpath(d) for d in self.commitlog_dirs]
+        return roots
+
+    def links_outside(self) -> list[tuple[Path, str]]:
+        """Every symlink under the store (root and commitlog directories) whose target resolves outside
+        allowed_roots(), with that target; found without following any link."""
+        roots = self.allowed_roots()
+        out = []
+        pending = [Path(d) for d in dict.fromkeys([self.root, *self.commitlog_dirs]) if os.path.isdir(d)]
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for e in entries:
+                    if e.is_symlink():
+                        target = os.path.realpath(e.path)
+                        if not any(target == r or target.startswith(r + os.sep) for r in roots):
+                            out.append((Path(e.path), target))
+                    elif e.is_dir():
+                        pending.append(Path(e.path))
+        return sorted(out)
+
+    def refuse_links_outside(self):
+        """Writers call this first: they never write or delete through a symlink leading out of the store."""
+        links = self.links_outside()
+        if links:
+            path, target = links[0]
+            more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
+            raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
+                             "name commitlog directories elsewhere with storePathCommitLog", path)
+
     @property
     def consumequeue_dir(self) -> Path:
         return self.root / "consumequeue"

@@ -15,11 +15,11 @@ import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig
-from .errors import DiskFullError
+from .errors import DiskFullError, StoreError
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .native.index import put_keys as put_index_keys
 from .record import Message
-from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
+from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name, valid_topic_dir_name
 
 
 def fsync_dir(path: Path):
@@ -457,6 +457,9 @@ class Dispatcher:
             if targets:
                 code = tags_code(m, self.config)
                 for topic, qid, qoff in targets:
+                    if not valid_topic_dir_name(topic):  # a record's topic (or LMQ name) must not lead out of the store
+                        raise StoreError(f"topic {topic!r} of the record at commitlog offset {phy_offset} cannot be a "
+                                         "consumequeue directory name; refusing to dispatch it", self.root / "consumequeue")
                     if self.queue_filter and not self.queue_filter(topic, qid):
                         continue
                     status = self.queue(topic, qid).put(phy_offset, m.storeSize, code, qoff)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
+import shutil
 import subprocess
 import sys
 import zlib
@@ -239,3 +239,63 @@ def test_the_jvm_cannot_lock_while_rmqctl_writes_and_two_writers_never_both_proc
         assert first.wait(60) == 0
     probe = java(broker_lock_class, "probe", store)
     assert probe.communicate(timeout=60)[0].strip() == "acquired"
+
+
+# -- paths: symlinks and record topics never lead a writer out of the store -------------------------------------------
+
+
+def test_a_symlinked_store_is_resolved_once_and_said_so(tmp_path):
+    store = copy_store("a-basic", tmp_path)
+    link = tmp_path / "current"
+    link.symlink_to(store)
+    res = run("append", "--store", link, "--broker-config", broker_conf("a-basic"), "--topic", "T", "--body", "x")
+    assert res.exit_code == 0, res.stderr
+    assert f"store {link} is a symlink; using {store}" in res.stderr
+    res = run("verify", "--store", link, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 0 and "is a symlink" in res.stderr
+
+
+def test_symlinks_out_of_the_store_are_reported_and_never_followed_by_writers(tmp_path):
+    store = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    # the last commitlog file (append writes there) and a consumequeue directory, moved out and linked back
+    last = sorted((store / "commitlog").iterdir())[-1]
+    os.rename(last, outside / last.name)
+    last.symlink_to(outside / last.name)
+    queue = store / "consumequeue" / "TopicTest" / "0"
+    os.rename(queue, outside / "queue0")
+    queue.symlink_to(outside / "queue0")
+    (store / "inside-link").symlink_to(store / "checkpoint")  # a link within the store is fine
+    before_out, before_in = store_files(outside), store_files(store)
+    res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
+    found = {(f["kind"], f["file"]) for f in jsonl(res.stdout) if f["kind"] == "symlink-outside"}
+    assert res.exit_code == 1 and {Path(f).name for _, f in found} == {last.name, "0"}, res.stdout
+    for name, args in writers(store, conf, tmp_path).items():
+        if name.startswith("clean"):
+            continue  # clean plans each file and never deletes through a link (tests/test_clean.py)
+        res = run(*args)
+        lines = [l for l in res.stderr.splitlines() if l.strip()]
+        assert res.exit_code == 2 and len(lines) == 1 and "outside the store" in lines[0], (name, res.stderr)
+    assert store_files(outside) == before_out and store_files(store) == before_in
+
+
+def test_a_recorded_topic_that_would_leave_the_store_is_never_dispatched(tmp_path):
+    """A record whose topic reads `../../evi` past the consumequeues' end: append's catch-up (the broker's
+    reput) refuses it, naming the record, and writes nothing outside the store."""
+    from conftest import patch
+    from rmqctl.store import Store
+
+    store = copy_store("a-basic", tmp_path / "deep")
+    conf = broker_conf("a-basic")
+    res = run("append", "--store", store, "--broker-config", conf, "--topic", "TopicTest", "--body", "x")
+    offset = jsonl(res.stdout)[0]["commitLogOffset"]
+    f = Store(store).commitlog.find(offset)
+    _, m = Store(store).read_message(offset)
+    patch(f.path, m.position + m.storeSize - len(m.propertiesBytes) - 2 - 9, b"../../evi")
+    for q in (store / "consumequeue" / "TopicTest").iterdir():  # the queue loses its last unit: reput from there
+        shutil.rmtree(q)
+    res = run("append", "--store", store, "--broker-config", conf, "--topic", "T", "--body", "y")
+    assert res.exit_code == 2 and f"commitlog offset {offset}" in res.stderr and "'../../evi'" in res.stderr
+    assert not (tmp_path / "evi").exists() and not (tmp_path / "deep" / "evi").exists()

@@ -329,6 +329,7 @@ class Appender:
 
     def _open_store(self):
         store = self.store = Store(self.root, self.config)
+        store.refuse_links_outside()
         queue = store.commitlog
         self.file_size = queue.file_size
         self.cq_file_size = store.consumequeue_file_size

@@ -542,7 +542,7 @@ class Cleaner:
         self.disk_full = False
         self.last_physical_min = 0
         self.notes: list[str] = []
-        self._roots = self._allowed_roots()
+        self._roots = self.store.allowed_roots()  # deletion never leaves them, nor follows a symlink
         self.file_size = store.commitlog.file_size
         self.commitlog = [self._file(f.path, f.start) for f in store.commitlog.files]
         self.queues = self._load_queues()
@@ -558,14 +558,6 @@ class Cleaner:
                               "files) before its cleaner runs")
 
     # -- loading ------------------------------------------------------------------------------------------
-    def _allowed_roots(self) -> list[str]:
-        """Deletion stays inside the store root and the commitlog directories the config names; a symlink
-        pointing elsewhere is never followed."""
-        roots = [os.path.realpath(self.store.root)]
-        if self.store.config.storePathCommitLog:
-            roots += [os.path.realpath(d) for d in self.store.commitlog_dirs]
-        return roots
-
     def _file(self, path: Path, start: int) -> _File:
         st = os.stat(path)  # File.lastModified() follows links; deciding to delete does not
         unsafe = None

@@ -119,6 +119,7 @@ def writing(store: Store, dry_run: bool, extra_dirs=()):
             yield pending(store.root, extra_dirs), store
         return
     with store_lock(store.root, finish_interrupted=False):
+        store.refuse_links_outside()
         done = complete_pending(store.root, extra_dirs)
         if done:
             store.close()

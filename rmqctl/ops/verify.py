@@ -325,6 +325,9 @@ class VerifyRun:
                 if p.is_dir():
                     self.report(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
                                 "directory: 4.9 brokers fail to load it (5.x skips it)")
+        for p, target in self.store.links_outside():
+            self.report(FILES, "symlink-outside", "warning", p, None, None,
+                        f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
         files = self.files
         for i, f in enumerate(files):
             if f.length != size:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
@@ -135,6 +135,9 @@ def commit(spark, target: Path, staging: Path, results: list[dict]) -> list[dict
         for topic, name, rows in r["files"]:
             if topic not in directories:
                 directories[topic] = target / naming.getPartitionPathString("topic", topic)
+                if directories[topic].parent != target:
+                    # Spark escapes separators; a record's topic still never names a path outside `out`
+                    raise StoreError(f"topic {topic!r} cannot name a partition directory inside {target}", r["store"])
                 directories[topic].mkdir(exist_ok=True)
             os.replace(staging / name, directories[topic] / name)
             total = totals.setdefault((r["store"], topic), [0, 0])
