@@ -30,6 +30,15 @@ DEFAULT_HASH_SLOTS = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
 FILE_NAME = re.compile(r"^\d{20}$")
 INDEX_FILE_NAME = re.compile(r"^\d{17}$")
+JAVA_LONG_MAX = (1 << 63) - 1
+
+
+def offset_of_name(name: str) -> int | None:
+    """The start offset a file's 20-digit name gives, as Long.parseLong reads it; None for any other name
+    (the broker's load fails on it), 99999999999999999999 included."""
+    if FILE_NAME.match(name) and int(name) <= JAVA_LONG_MAX:
+        return int(name)
+    return None
 TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
@@ -106,8 +115,9 @@ class MappedFileQueue:
             for p in d.iterdir():
                 if p.is_dir():
                     continue
-                if FILE_NAME.match(p.name):
-                    self.files.append(MappedFile(p, int(p.name)))
+                start = offset_of_name(p.name)
+                if start is not None:
+                    self.files.append(MappedFile(p, start))
                 else:
                     self.strays.append(p)
         self.files.sort(key=lambda f: f.name)

@@ -19,7 +19,7 @@ from .errors import DiskFullError, StoreError
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .native.index import put_keys as put_index_keys
 from .record import Message
-from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name, valid_topic_dir_name
+from .store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
 
 def fsync_dir(path: Path):
@@ -141,7 +141,7 @@ class ConsumeQueueWriter:
         self.directory = directory
         self.file_size = file_size
         self.files: list[tuple[int, WritableFile]] = []
-        names = sorted(p.name for p in directory.iterdir() if FILE_NAME.match(p.name)) if directory.is_dir() else []
+        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
         for name in names:
             self.files.append((int(name), WritableFile(directory / name, file_size, create=False)))
         self.wrote = 0  # write position in the last file
