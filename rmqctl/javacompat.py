@@ -65,3 +65,9 @@ def encode_properties(props, trailing_separator: bool) -> str:
 def decode_utf8(data: bytes) -> str:
     """Java's new String(bytes, UTF_8) replaces malformed input rather than failing."""
     return data.decode("utf-8", "replace")
+
+
+def java_div(a: int, b: int) -> int:
+    """Java's integer division, which truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q

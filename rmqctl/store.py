@@ -7,7 +7,6 @@ StoreCheckpoint.java, DefaultMessageStore.java (apache/rocketmq store module).
 from __future__ import annotations
 
 import fcntl
-import json
 import mmap
 import os
 import re
@@ -21,6 +20,7 @@ import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig
+from .configfiles import parse_fastjson
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
 
@@ -595,13 +595,3 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
         s = int(found[0])
         return s, (body - s * 4) // S.INDEX_ENTRY_SIZE
     return None
-
-
-_FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
-
-
-def parse_fastjson(text: str):
-    """fastjson writes integer map keys unquoted ({"offsetTable":{"t@g":{0:12}}}); quote them outside
-    strings, then parse as JSON."""
-    fixed = _FASTJSON_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}', text)
-    return json.loads(fixed)

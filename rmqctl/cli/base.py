@@ -6,10 +6,13 @@ only parse options, call the library, and render what it returns.
 """
 from __future__ import annotations
 
+import base64
 import csv
 import functools
 import json
 import os
+import re
+import shutil
 import sys
 from typing import Callable, Iterable
 
@@ -18,6 +21,7 @@ import orjson
 
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_REFUSED, RmqError, UsageError
+from ..ops.inspect import ms_text
 from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
@@ -148,9 +152,11 @@ def dumps(obj) -> str:
 
 
 def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, title: str | None = None,
-           out=None) -> int:
+           out=None, blocks: bool = False) -> int:
     """Write records to stdout in the chosen format; returns how many. jsonl streams, so a pipe sees each
-    record as soon as it is decoded; table and json collect first."""
+    record as soon as it is decoded; table and json collect first. A table never cuts a value: when it does not
+    fit the terminal, or with `blocks` (one message is a key: value block, as mqadmin shows it), each record
+    is a block of `key: value` lines instead."""
     out = out or sys.stdout
     n = 0
     if fmt == "jsonl":
@@ -163,23 +169,134 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
     if fmt == "json":
         out.write(json.dumps(rows, ensure_ascii=False, indent=2, default=_json_default) + "\n")
         return len(rows)
-    cols = columns or _columns(rows)
     if fmt == "csv":
+        cols = columns or _columns(rows)
         w = csv.writer(out)
         w.writerow(cols)
         for r in rows:
             w.writerow([_cell(r.get(c)) for c in cols])
         return len(rows)
+    if blocks:
+        _blocks(rows, out)
+    else:
+        _table(rows, columns or _columns(rows), title, out)
+    return len(rows)
+
+
+def echo_lines(lines: list[str], indent: int = 0):
+    """Plain lines to stdout; on a terminal each is folded at word boundaries to its width (continuations
+    indented), so the terminal never breaks a number or a name in two."""
+    if not _is_terminal(sys.stdout):
+        click.echo("\n".join(lines))
+        return
+    import textwrap
+
+    width = shutil.get_terminal_size().columns
+    for line in lines:
+        click.echo(textwrap.fill(line, width, subsequent_indent=" " * indent, break_long_words=False,
+                                 break_on_hyphens=False))
+
+
+def _is_terminal(out) -> bool:
+    return bool(getattr(out, "isatty", None) and out.isatty())
+
+
+def _table(rows: list[dict], cols: list[str], title: str | None, out):
+    """A table at its natural width: numbers right-aligned, nothing folded. On a terminal too narrow for it,
+    blocks instead; on a pipe (--format table | less) the full width, without colour codes."""
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
 
+    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    natural = [max([cell_len(c)] + [cell_len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+    width = sum(natural) + 3 * len(cols) + 1  # rich's box: a bar and a space either side of each cell
+    terminal = _is_terminal(out)
+    if terminal and width > shutil.get_terminal_size().columns:
+        _blocks(rows, out, columns=cols)
+        return
     table = Table(title=title, show_lines=False)
-    for c in cols:
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(*(_cell(r.get(c), 60) for c in cols))
-    Console(file=out, soft_wrap=False).print(table)
-    return len(rows)
+    for i, c in enumerate(cols):
+        values = [r.get(c) for r in rows if r.get(c) is not None]
+        numeric = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        table.add_column(c, justify="right" if numeric else "left", no_wrap=True, min_width=natural[i])
+    for row in cells:
+        table.add_row(*row)
+    Console(file=out, width=max(width, len(title or "")), soft_wrap=False, no_color=not terminal,
+            highlight=False, force_terminal=terminal).print(table)
+
+
+def _blocks(rows: list[dict], out, columns: list[str] | None = None):
+    """Each record as `key: value` lines, a blank line between records. A message's properties come one per
+    line and its body as text when it is UTF-8, else as a short hex/ASCII preview with its length. On a
+    terminal, long values fold at word boundaries under their column; a value with no space is shown whole."""
+    width = shutil.get_terminal_size().columns if _is_terminal(out) else None
+    for n, r in enumerate(rows):
+        if n:
+            out.write("\n")
+        message = "properties" in r and "bodyEncoding" in r
+        keys = [k for k in MESSAGE_FIRST if k in r] + [k for k in r if k not in MESSAGE_FIRST] if message \
+            else [k for k in (columns or r) if k in r]
+        pad = max((len(k) for k in keys), default=0) + 2
+
+        def line(text, indent):
+            out.write((_fold(text, width, indent) if width else text) + "\n")
+
+        for k in keys:
+            v = r[k]
+            if message and k == "properties" and isinstance(v, dict):
+                line("properties:", 0)
+                for name, value in v.items():
+                    line(f"  {name} = {value}", 4)
+            elif message and k == "body":
+                head, text = _body_block(r)
+                line(f"{'body:':<{pad}}{head}", pad)
+                for body_line in text:
+                    out.write((_fold(body_line, width, 2, hard=True) if width else body_line) + "\n")
+            elif message and k.endswith("Timestamp") and isinstance(v, int):
+                line(f"{k + ':':<{pad}}{v} ({ms_text(v)})", pad)
+            elif not (message and k == "bodyEncoding"):
+                line(f"{k + ':':<{pad}}{_cell(v)}", pad)
+    out.flush()
+
+
+def _fold(text: str, width: int, indent: int, hard: bool = False) -> str:
+    """Fold at spaces to `width`, continuations indented. The label and the first word stay on one line, and a
+    word is never split (`hard`: body text, which may be)."""
+    if hard:
+        import textwrap
+
+        return textwrap.fill(text, width, subsequent_indent=" " * indent, drop_whitespace=False,
+                             replace_whitespace=False) or text
+    head = re.match(r"\s*\S+\s*\S*", text).group(0)
+    lines, current = [], head
+    for word in text[len(head):].split():
+        if len(current) + 1 + len(word) <= width:
+            current += " " + word
+        else:
+            lines.append(current)
+            current = " " * indent + word
+    return "\n".join(lines + [current])
+
+
+def _body_block(r: dict) -> tuple[str, list[str]]:
+    """The body's heading (length, encoding) and its lines: the text, or a hex/ASCII preview."""
+    body, encoding = r.get("body"), r.get("bodyEncoding")
+    if body is None:
+        return "(not shown)", []
+    if encoding == "utf8":
+        return f"({len(body.encode())} bytes, UTF-8)", [f"  {line}" for line in body.splitlines() or [""]]
+    raw = base64.b64decode(body) if encoding == "base64" else bytes.fromhex(body) if encoding == "hex" else body.encode()
+    lines = []
+    for at in range(0, min(len(raw), PREVIEW), 16):
+        chunk = raw[at:at + 16]
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"  {at:08x}  {chunk.hex(' '):<47}  {text}")
+    return f"({len(raw)} bytes, not UTF-8; first {min(len(raw), PREVIEW)} shown)", lines
+
+
+PREVIEW = 64  # bytes of a binary body shown in a message block
+MESSAGE_FIRST = ("msgId", "uniqKey", "topic", "queueId", "queueOffset", "commitLogOffset", "file", "position")
 
 
 def _columns(rows: list[dict]) -> list[str]:
@@ -191,15 +308,15 @@ def _columns(rows: list[dict]) -> list[str]:
     return cols
 
 
-def _cell(v, width: int | None = None) -> str:
+def _cell(v) -> str:
+    """Empty for none, yes/no for booleans, compact JSON for nested values; never shortened."""
     if v is None:
         return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, (dict, list)):
-        v = dumps(v)
-    s = str(v)
-    if width and len(s) > width:
-        s = s[: width - 1] + "…"
-    return s
+        return dumps(v)
+    return str(v)
 
 
 def echo_err(msg: str):

@@ -5,11 +5,9 @@ import click
 
 from ..errors import EXIT_REFUSED
 from ..ops import inspect
+from ..ops.annotate import record_hex
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
-from .base import cli, dump, echo_err, render, store_options
-
-COMMITLOG_COLUMNS = ["commitLogOffset", "storeSize", "topic", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
-                     "bornHost", "msgId", "uniqKey", "bodyLength"]
+from .base import cli, dump, echo_err, parse_int, render, store_options
 
 
 @dump.command("commitlog")
@@ -38,7 +36,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, limit, body, raw_properties
     if decompress:
         cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     rows = inspect.dump_commitlog(ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn)
-    render(rows, ctx.format, COMMITLOG_COLUMNS if ctx.format == "table" else None)
+    render(rows, ctx.format, blocks=True)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
         raise click.exceptions.Exit(EXIT_REFUSED)
@@ -67,14 +65,24 @@ def dump_index(ctx, file, headers_only):
 @store_options
 def dump_checkpoint(ctx):
     """Decode the checkpoint file (3 fields in 4.9, 5 in 5.x)."""
-    render([inspect.dump_checkpoint(ctx.store)], ctx.format)
+    render([inspect.dump_checkpoint(ctx.store)], ctx.format, blocks=True)
 
 
 @cli.command("locate")
 @store_options
-@click.argument("offset", type=int)
+@click.argument("offset")
 @click.option("--topic", help="Locate a consumequeue offset of this topic instead of a commitlog offset.")
 @click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id, with --topic.")
-def locate(ctx, offset, topic, queue_id):
-    """Find the file and position of a commitlog OFFSET (or a queue offset with --topic)."""
-    render([inspect.locate(ctx.store, offset, topic, queue_id)], ctx.format)
+@click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
+def locate(ctx, offset, topic, queue_id, hex_view):
+    """Find the file and position of a commitlog OFFSET (decimal or 0x hex; or a queue offset with --topic).
+
+    \b
+    rmqctl locate 0x5e2 --store /data/store --hex
+    rmqctl locate 42 --topic TopicTest --queue-id 1 --store /data/store
+    """
+    offset = parse_int(offset, "OFFSET")
+    if hex_view and topic is None:
+        click.echo("\n".join(record_hex(ctx.store, offset)))
+        return
+    render([inspect.locate(ctx.store, offset, topic, queue_id)], ctx.format, blocks=True)

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..ops import msgid as msgid_ops
+from ..ops.annotate import record_hex
 from ..ops.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
 from ..record import message_dict
 from .base import echo_err, msgid, query, render, store_options
@@ -31,13 +32,17 @@ def msgid_decode(ctx, ids, reference_time):
 @click.argument("id")
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
-def msgid_lookup(ctx, id, body):
+@click.option("--hex", "hex_view", is_flag=True, help="Show each record as annotated hex: every field's bytes and name.")
+def msgid_lookup(ctx, id, body, hex_view):
     """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY."""
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
         echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}")
         sys.exit(1)
-    render([message_dict(m, name, start, body) for name, start, m in hits], ctx.format)
+    if hex_view:
+        click.echo("\n\n".join("\n".join(record_hex(ctx.store, start + m.position)) for _, start, m in hits))
+        return
+    render([message_dict(m, name, start, body) for name, start, m in hits], ctx.format, blocks=True)
 
 
 @query.command("key")
@@ -56,4 +61,4 @@ def query_key(ctx, topic, key, begin, end, max_num, body):
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
         echo_err(f"rmqctl: warning: index entry points at offset {off}: {why}")
-    render(rows, ctx.format)
+    render(rows, ctx.format, blocks=True)

@@ -14,6 +14,7 @@ from construct import Bytes, Const, Container, FormatField, IfThenElse, Padded, 
 from construct.core import evaluate
 
 from .. import schema as S
+from ..errors import StoreError
 
 SYSFLAG_BITS = [(S.COMPRESSED_FLAG, "COMPRESSED"), (S.MULTI_TAGS_FLAG, "MULTI_TAGS"),
                 (S.BORNHOST_V6_FLAG, "BORNHOST_V6"), (S.STOREHOSTADDRESS_V6_FLAG, "STOREHOSTADDRESS_V6"),
@@ -160,3 +161,22 @@ def annotate(schema: Struct, data: bytes, width: int = 16, keep: int = 2, **para
             lines.append(f"{offset:>6}  {chunk.hex(' '):<{3 * width + 1}}{label}".rstrip())
             offset += len(chunk)
     return lines
+
+
+def record_hex(store, offset: int) -> list[str]:
+    """The record starting at commitlog `offset` (a message or the BLANK at a file's end), annotated field by
+    field. Bytes that are no record say so in one line, as `locate` does."""
+    f = store.commitlog.find(offset)
+    if f is None:
+        raise StoreError(f"commitlog offset {offset} is outside the commitlog", store.commitlog_dirs[0])
+    pos = offset - f.start
+    buf, limit = f.buf, min(len(f.buf), store.commitlog.file_size)
+    if pos + 8 > limit:
+        raise StoreError("fewer than 8 bytes left in the file: no record starts here", f.path, pos)
+    size, magic = S.INT32.unpack_from(buf, pos)[0], S.INT32.unpack_from(buf, pos + 4)[0]
+    head = [f"commitlog offset {offset}: position {pos} in {f.name}"]
+    if magic == S.MAGIC_BLANK:
+        return head + annotate(S.BlankRecord, bytes(buf[pos: pos + S.BLANK.size]))
+    if magic not in (S.MAGIC_V1, S.MAGIC_V2) or not 0 < size <= limit - pos:
+        raise StoreError(f"no record starts here (storeSize {size}, magic {magic:#010x})", f.path, pos)
+    return head + annotate(S.CommitLogRecord, bytes(buf[pos: pos + size]))

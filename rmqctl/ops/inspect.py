@@ -183,6 +183,21 @@ def _record_containing(store: Store, f, pos: int) -> int | None:
     return None
 
 
+def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | None, list]:
+    """The commitlog's max offset as the broker computes it after loading (the end of the last record of the
+    last file holding data), or None when no file holds data; and the damage met on the way."""
+    if data_files is None:
+        data_files = [f for f in store.commitlog.files if not f.is_all_zero()]
+    if not data_files:
+        return None, []
+    last = data_files[-1]
+    scan = store.scan()
+    end = None
+    for _, m in scan.records(start=last.start):
+        end = last.start + m.position + m.storeSize
+    return end, scan.errors
+
+
 def info(store: Store) -> dict:
     """One screen about a store: files and offset ranges per component, queues with min/max offsets,
     checkpoint, abort and lock state, index files, and anything odd."""
@@ -193,15 +208,9 @@ def info(store: Store) -> dict:
     odd += [f"stray file in commitlog: {p.name}" for p in cl.strays]
     odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
     odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
-    max_offset = None
+    max_offset, errors = commitlog_end(store, data_files)
+    odd += [f"{ef.name} at offset {ef.start + pos}: {e.detail}" for ef, pos, e in errors]
     messages = 0
-    if data_files:
-        last = data_files[-1]
-        scan = store.scan()
-        for _, m in scan.records(start=last.start):
-            max_offset = last.start + m.position + m.storeSize
-        for ef, pos, e in scan.errors:
-            odd.append(f"{ef.name} at offset {ef.start + pos}: {e.detail}")
     preallocated = len(files) - len(data_files)
     queues = []
     for cq in store.consume_queues():
@@ -209,6 +218,7 @@ def info(store: Store) -> dict:
         messages += hi - lo
         queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
                        "minOffset": lo, "maxOffset": hi})
+    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     index = []
     for ix in store.index_files():
         h = ix.header

@@ -42,7 +42,7 @@ from ..writers import fsync_dir
 
 INTENT_NAME = ".rmqctl-intent"
 INTENT_TMP = INTENT_NAME + ".tmp"
-STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-")
+STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-")
 BACKUP_PREFIX = ".rmqctl-backup-"
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100

@@ -28,6 +28,7 @@ from ..dispatch import LMQ_PREFIX
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..store import MappedFileQueue, Store, offset_to_name
 from . import VERIFY_PARTS, verify_links
+from .config_check import config_problems
 from ..native import available_cores
 from ..native.verify import queue_breaks
 from .verify_scan import Region, Task, scan_chunk
@@ -104,7 +105,7 @@ class Collector:
 
 
 # finding groups, in output order
-FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT = range(6)
+FILES, RECORDS, QUEUES, CONSUMEQUEUE, INDEX, CHECKPOINT, CONFIG = range(7)
 
 
 def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
@@ -152,6 +153,9 @@ def complete(run: "VerifyRun", began: float, max_findings: int | None) -> Verify
             done.result()
     if "commitlog" in parts:
         run.checkpoint_and_recovery()
+    if len(parts) == len(VERIFY_PARTS):
+        for p in config_problems(store):
+            run.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
     findings = [f for _, f in sorted(run.out.items, key=_order)]
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:

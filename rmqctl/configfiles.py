@@ -1,0 +1,209 @@
+"""The broker's config/*.json files, read the way `ConfigManager.load` reads them: the file itself, and when it
+is missing, empty or does not decode, its `.bak` (which holds the previous persist, so offsets taken from it are
+older). A `.bak` that does not decode either makes `load()` return false: the broker does not start.
+
+Sources: common/.../ConfigManager.java, broker/.../BrokerPathConfigHelper.java,
+broker/.../offset/ConsumerOffsetManager.java, store/.../schedule/ScheduleMessageService.java (4.9.7; broker/ in 5.x).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+from .javacompat import crc31
+
+_FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
+
+
+def parse_fastjson(text: str):
+    """fastjson writes integer map keys unquoted ({"offsetTable":{"t@g":{0:12}}}); quote them outside
+    strings, then parse as JSON."""
+    fixed = _FASTJSON_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}', text)
+    return json.loads(fixed)
+
+
+# the ConfigManager files under {storePathRootDir}/config (4.9.7 and 5.3.3); timercheck is binary, not one
+JSON_CONFIG_FILES = ("topics.json", "subscriptionGroup.json", "consumerOffset.json", "lmqConsumerOffset.json",
+                     "delayOffset.json", "consumerFilter.json", "consumerOrderInfo.json", "topicQueueMapping.json",
+                     "messageRequestMode.json", "timermetrics", "transactionMetrics")
+
+
+@dataclasses.dataclass
+class ConfigText:
+    """One config file or its .bak as read: absent, empty, a parsed document, or text that does not decode."""
+
+    path: Path
+    exists: bool
+    size: int
+    document: object | None = None
+    error: str | None = None  # why it does not decode
+    cut: bool = False  # it decodes up to its end and then stops: a write cut short
+
+    @property
+    def sound(self) -> bool:
+        return self.document is not None
+
+
+def read_text(path: Path) -> ConfigText:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ConfigText(path, False, 0)
+    if not data:
+        return ConfigText(path, True, 0)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return ConfigText(path, True, len(data), error=f"not UTF-8 text (byte {e.start})")
+    if not text.strip():
+        return ConfigText(path, True, len(data), error="only whitespace")
+    try:
+        return ConfigText(path, True, len(data), document=parse_fastjson(text))
+    except json.JSONDecodeError as e:
+        cut = e.pos >= len(text.rstrip())
+        what = "ends in the middle of the document" if cut else f"does not parse at character {e.pos}: {e.msg}"
+        return ConfigText(path, True, len(data), error=what, cut=cut)
+    except ValueError as e:
+        return ConfigText(path, True, len(data), error=str(e))
+
+
+@dataclasses.dataclass
+class ConfigFile:
+    """A config file and its .bak, and which of them ConfigManager.load would take."""
+
+    name: str
+    main: ConfigText
+    bak: ConfigText
+
+    @property
+    def loaded_from(self) -> str | None:
+        """'main', 'bak', or None when the broker loads nothing from it (both absent or empty)."""
+        if self.main.sound:
+            return "main"
+        if self.bak.sound:
+            return "bak"
+        return None
+
+    @property
+    def load_fails(self) -> bool:
+        """load() returns false (the broker stops starting) only when the .bak has content that does not
+        decode, after the file itself was empty, absent or undecodable."""
+        return not self.main.sound and self.bak.exists and self.bak.size > 0 and not self.bak.sound
+
+    @property
+    def document(self):
+        return self.main.document if self.main.sound else self.bak.document
+
+
+def config_dir(root: Path) -> Path:
+    return Path(root) / "config"
+
+
+def read_config(root: Path, name: str) -> ConfigFile:
+    d = config_dir(root)
+    return ConfigFile(name, read_text(d / name), read_text(d / (name + ".bak")))
+
+
+def present_configs(root: Path) -> list[ConfigFile]:
+    """Every known JSON config file that exists as itself or as its .bak."""
+    out = []
+    for name in JSON_CONFIG_FILES:
+        c = read_config(root, name)
+        if c.main.exists or c.bak.exists:
+            out.append(c)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CommittedOffset:
+    """One entry of ConsumerOffsetManager.offsetTable: the next queue offset `group` will consume."""
+
+    group: str
+    topic: str
+    queueId: int
+    offset: int
+
+
+def committed_offsets(doc) -> tuple[list[CommittedOffset], list[str]]:
+    """consumerOffset.json's offsetTable ({"topic@group": {queueId: offset}}), with a note for each entry the
+    broker's own decode would not turn into an offset."""
+    table = (doc or {}).get("offsetTable") if isinstance(doc, dict) else None
+    if table is None:
+        return [], []
+    if not isinstance(table, dict):
+        return [], ["offsetTable is not an object"]
+    out, notes = [], []
+    for key, per_queue in table.items():
+        topic, sep, group = key.partition("@")
+        if not sep or "@" in group or not isinstance(per_queue, dict):
+            notes.append(f"entry {key!r} is not topic@group with a queue table")
+            continue
+        for qid, offset in per_queue.items():
+            try:
+                out.append(CommittedOffset(group, topic, int(qid), int(offset)))
+            except (TypeError, ValueError):
+                notes.append(f"{key} queue {qid!r}: {offset!r} is not a queue offset")
+    out.sort(key=lambda c: (c.group, c.topic, c.queueId))
+    return out, notes
+
+
+def delay_level_offsets(doc) -> dict[int, int]:
+    """delayOffset.json's offsetTable: delay level -> next queue offset of SCHEDULE_TOPIC_XXXX queue level-1."""
+    table = (doc or {}).get("offsetTable") if isinstance(doc, dict) else None
+    out = {}
+    for level, offset in (table or {}).items() if isinstance(table, dict) else ():
+        try:
+            out[int(level)] = int(offset)
+        except (TypeError, ValueError):
+            continue
+    return dict(sorted(out.items()))
+
+
+def topic_names(doc) -> set[str] | None:
+    """topics.json's topicConfigTable keys, or None when the document has none."""
+    table = (doc or {}).get("topicConfigTable") if isinstance(doc, dict) else None
+    return set(table) if isinstance(table, dict) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Epoch:
+    epoch: int
+    startOffset: int
+
+
+def read_epochs(root: Path) -> tuple[list[Epoch], str | None]:
+    """5.x controller mode's epochFileCheckpoint (CheckpointFile of EpochEntry): a line with the entry count,
+    a line with UtilAll.crc32 of the entry lines (0: unchecked), then `epoch-startOffset` per line; the .bak
+    when the file is missing, empty, or fails its count or CRC. Returns the entries and the file read (None:
+    neither is there)."""
+    for path in (Path(root) / "epochFileCheckpoint", Path(root) / "epochFileCheckpoint.bak"):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (FileNotFoundError, UnicodeDecodeError):
+            continue
+        try:
+            count, crc = int(lines[0]), int(lines[1])
+        except (IndexError, ValueError):
+            continue
+        entries = []
+        for line in lines[2:]:
+            parts = line.split("-")
+            if len(parts) == 2 and parts[0].lstrip("+").isdigit() and parts[1].lstrip("+").isdigit():
+                entries.append(Epoch(int(parts[0]), int(parts[1])))
+        body = "".join(line + "\n" for line in lines[2:]).encode("utf-8")
+        if entries and len(entries) == count and (crc == 0 or crc31(body) == crc):
+            return entries, str(path)
+    return [], None
+
+
+def read_broker_identity(root: Path) -> dict | None:
+    """5.x controller mode's brokerIdentity (BrokerMetadata): `clusterName#brokerName#brokerId`."""
+    try:
+        parts = (Path(root) / "brokerIdentity").read_text(encoding="utf-8").split("#")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    if len(parts) < 3 or not parts[2].strip().lstrip("-").isdigit():
+        return {"raw": "#".join(parts), "loaded": False}
+    return {"clusterName": parts[0], "brokerName": parts[1], "brokerId": int(parts[2]), "loaded": True}

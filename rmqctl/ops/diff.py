@@ -1,0 +1,180 @@
+"""`diff`: where two copies of one broker's store (a master and its slave after a failover, or two copies of a
+store) diverge. The commitlog is compared byte for byte over the range both hold, file by file in blocks
+(memcmp on the mapped pages: on one machine that is faster than a CRC per block, and exact); the first
+differing offset is then found inside the block, and the record there is shown on each side. Consumequeues are
+compared unit by unit. 5.x controller mode's epochs say which epoch each side's tail belongs to. Read-only.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import schema as S
+from ..configfiles import read_broker_identity, read_epochs
+from ..store import Store
+from .inspect import commitlog_end, locate
+
+BLOCK = 4 << 20
+
+
+@dataclasses.dataclass
+class QueueDiff:
+    topic: str
+    queueId: int
+    minOffsetA: int | None
+    maxOffsetA: int | None
+    minOffsetB: int | None
+    maxOffsetB: int | None
+    firstDifference: int | None  # queue offset of the first unit that differs in the common range
+    relation: str  # identical | a-prefix-of-b | b-prefix-of-a | diverged | only-in-a | only-in-b
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class DiffResult:
+    a: dict  # per side: minOffset, maxOffset, epochs, identity
+    b: dict
+    commonFrom: int
+    commonTo: int
+    firstDifference: int | None  # commitlog offset
+    relation: str  # identical | a-prefix-of-b | b-prefix-of-a | diverged | disjoint
+    messageA: dict | None  # the record at or around the first difference, on each side
+    messageB: dict | None
+    queues: list[QueueDiff]
+    notes: list[str]
+
+    @property
+    def same(self) -> bool:
+        return self.relation == "identical" and all(q.relation == "identical" for q in self.queues)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["queues"] = [q.to_dict() for q in self.queues]
+        return d
+
+
+def _side(store: Store) -> dict:
+    files = store.commitlog.files
+    end, _ = commitlog_end(store)
+    lo = files[0].start if files else 0
+    epochs, source = read_epochs(store.root)
+    return {"store": str(store.root), "minOffset": lo, "maxOffset": end if end is not None else lo,
+            "epochs": [dataclasses.asdict(e) for e in epochs], "epochFile": source,
+            "identity": read_broker_identity(store.root)}
+
+
+def first_difference(a: Store, b: Store, start: int, end: int) -> int | None:
+    """The first commitlog offset in [start, end) where the two stores' bytes differ."""
+    pos = start
+    while pos < end:
+        fa, fb = a.commitlog.find(pos), b.commitlog.find(pos)
+        if fa is None or fb is None:
+            return pos
+        stop = min(end, fa.start + len(fa.buf), fb.start + len(fb.buf), pos + BLOCK)
+        if stop <= pos:
+            return pos
+        ma = memoryview(fa.buf)[pos - fa.start: stop - fa.start]
+        mb = memoryview(fb.buf)[pos - fb.start: stop - fb.start]
+        if ma != mb:
+            diff = np.frombuffer(ma, np.uint8) != np.frombuffer(mb, np.uint8)
+            return pos + int(np.argmax(diff))
+        pos = stop
+    return None
+
+
+def epoch_of(epochs: list[dict], offset: int) -> int | None:
+    """The epoch whose range holds `offset` (each epoch runs from its start offset to the next one's)."""
+    found = None
+    for e in epochs:
+        if e["startOffset"] <= offset:
+            found = e["epoch"]
+    return found
+
+
+def _record_around(store: Store, offset: int) -> dict:
+    """The record that starts at or covers `offset` (locate's view of it)."""
+    where = locate(store, offset)
+    if not where["recordStart"] and "insideRecordAt" in where:
+        return {**locate(store, where["insideRecordAt"]), "differenceAt": offset}
+    return where
+
+
+def diff_stores(a: Store, b: Store) -> DiffResult:
+    sa, sb = _side(a), _side(b)
+    notes = []
+    if a.commitlog.file_size != b.commitlog.file_size:
+        notes.append(f"commitlog file sizes differ ({a.commitlog.file_size} and {b.commitlog.file_size}): "
+                     "not copies of one broker")
+    lo, hi = max(sa["minOffset"], sb["minOffset"]), min(sa["maxOffset"], sb["maxOffset"])
+    if sa["minOffset"] != sb["minOffset"]:
+        notes.append(f"the stores start at different offsets ({sa['minOffset']} and {sb['minOffset']}): "
+                     "cleanup removed different files; only the common range is compared")
+    first = first_difference(a, b, lo, hi) if lo < hi else None
+    if lo >= hi and (sa["maxOffset"] > sa["minOffset"] and sb["maxOffset"] > sb["minOffset"]):
+        relation = "disjoint"
+    elif first is not None:
+        relation = "diverged"
+    elif sa["maxOffset"] == sb["maxOffset"]:
+        relation = "identical"
+    else:
+        relation = "a-prefix-of-b" if sa["maxOffset"] < sb["maxOffset"] else "b-prefix-of-a"
+    # where the two part: the first differing byte, or the end of the shorter side
+    at = first if first is not None else (hi if relation in ("a-prefix-of-b", "b-prefix-of-a") else None)
+    msg_a = _record_around(a, at) if at is not None and at < sa["maxOffset"] else None
+    msg_b = _record_around(b, at) if at is not None and at < sb["maxOffset"] else None
+    for side, name in ((sa, "A"), (sb, "B")):
+        if side["epochs"]:
+            tail = epoch_of(side["epochs"], max(side["maxOffset"] - 1, 0))
+            notes.append(f"{name}: tail at {side['maxOffset']} belongs to epoch {tail} ({side['epochFile']})")
+    if first is not None and sa["epochs"] and sb["epochs"]:
+        notes.append(f"at the first difference {first}: epoch {epoch_of(sa['epochs'], first)} on A, "
+                     f"{epoch_of(sb['epochs'], first)} on B")
+    return DiffResult(sa, sb, lo, hi, first, relation, msg_a, msg_b, diff_queues(a, b), notes)
+
+
+def _units(store: Store, topic: str, qid: int) -> tuple[int, np.ndarray]:
+    """(first queue offset, units as one array) of a queue's written units."""
+    cq = store.consume_queue(topic, qid)
+    parts, first = [], None
+    for start, f, written, arr in cq.units():
+        if first is None:
+            first = start
+        parts.append(np.asarray(arr[:written]))
+        if written < len(arr):
+            break
+    return (first or 0), (np.concatenate(parts) if parts else np.empty(0, S.CQ_DTYPE))
+
+
+def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
+    qa = {(q.topic, q.queue_id) for q in a.consume_queues()}
+    qb = {(q.topic, q.queue_id) for q in b.consume_queues()}
+    out = []
+    for topic, qid in sorted(qa | qb):
+        if (topic, qid) not in qb:
+            fa, ua = _units(a, topic, qid)
+            out.append(QueueDiff(topic, qid, fa, fa + len(ua), None, None, None, "only-in-a"))
+            continue
+        if (topic, qid) not in qa:
+            fb, ub = _units(b, topic, qid)
+            out.append(QueueDiff(topic, qid, None, None, fb, fb + len(ub), None, "only-in-b"))
+            continue
+        fa, ua = _units(a, topic, qid)
+        fb, ub = _units(b, topic, qid)
+        lo, hi = max(fa, fb), min(fa + len(ua), fb + len(ub))
+        first = None
+        if lo < hi:
+            differs = np.flatnonzero(ua[lo - fa: hi - fa] != ub[lo - fb: hi - fb])
+            first = lo + int(differs[0]) if len(differs) else None
+        ea, eb = fa + len(ua), fb + len(ub)
+        if first is not None:
+            relation = "diverged"
+        elif ea == eb:
+            relation = "identical"
+        else:
+            relation = "a-prefix-of-b" if ea < eb else "b-prefix-of-a"
+        out.append(QueueDiff(topic, qid, fa, ea, fb, eb, first, relation))
+    return out
+

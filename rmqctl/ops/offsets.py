@@ -1,0 +1,398 @@
+"""Consumer and queue offsets offline: consumer lag from config/consumerOffset.json, the queue offset the broker
+returns for a time (getOffsetInQueueByTime, 4.9 and 5.x rules), and scheduled (delay-level) messages against
+config/delayOffset.json. Read-only.
+
+Sources: ConsumeQueue.getOffsetInQueueByTime / correctMinOffset (4.9.7), ConsumeQueue.binarySearchInQueueByTime
+and MappedFileQueue.getConsumeQueueMappedFileByTime (5.3.3), MappedFileQueue.getMappedFileByTime,
+CommitLog.pickupStoreTimestamp, ConsumerOffsetManager, ScheduleMessageService.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from .. import schema as S
+from ..configfiles import committed_offsets, delay_level_offsets, read_config
+from ..errors import StoreError, UsageError
+from ..javacompat import java_div
+from ..store import ConsumeQueue, MappedFile, Store
+from .inspect import commitlog_end, ms_text
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+BOUNDARIES = ("lower", "upper")
+
+
+class CommitLogTimes:
+    """CommitLog.pickupStoreTimestamp over the commitlog's [min, max) offsets, as the loaded broker has them."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        files = store.commitlog.files
+        self.min_offset = files[0].start if files else 0
+        end, _ = commitlog_end(store)
+        self.max_offset = end if end is not None else self.min_offset
+
+    def store_time(self, offset: int, size: int) -> int:
+        """The storeTimestamp of the record at `offset` (read at the place its sysFlag's born-host width gives,
+        without any other check, as the broker does), or -1 outside the commitlog."""
+        if not (offset >= self.min_offset and offset + size <= self.max_offset):
+            return -1
+        f = self.store.commitlog.find(offset)
+        if f is None:
+            return -1
+        pos = offset - f.start
+        head, names = S.RECORD_HEADS[(False, False)]
+        if pos + head.size > len(f.buf):
+            return -1
+        if head.unpack_from(f.buf, pos)[names.index("sysFlag")] & S.BORNHOST_V6_FLAG:
+            head, names = S.RECORD_HEADS[(True, False)]
+            if pos + head.size > len(f.buf):
+                return -1
+        return head.unpack_from(f.buf, pos)[names.index("storeTimestamp")]
+
+
+@dataclasses.dataclass
+class QueueView:
+    """One consumequeue as the loaded broker sees it: its files with their readable bytes, and its min and
+    max logical offsets (in units)."""
+
+    cq: ConsumeQueue
+    files: list[tuple[MappedFile, int]]  # (file, bytes the broker reads: wrote position)
+    min_logic: int  # minLogicOffset, in bytes (correctMinOffset)
+    max_offset: int  # getMaxOffsetInQueue, in units
+
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic // S.CQ_UNIT_SIZE
+
+    def unit(self, f: MappedFile, pos: int) -> tuple[int, int, int]:
+        return S.CQ_UNIT.unpack_from(f.buf, pos)
+
+
+def queue_view(store: Store, cq: ConsumeQueue, min_phy: int) -> QueueView:
+    """Wrote positions as ConsumeQueue.recover leaves them (every file full up to the last, which ends at its
+    first unwritten unit), and minLogicOffset as correctMinOffset sets it: the first unit of the first file
+    whose commitlog offset is at or above the commitlog's minimum, else 0."""
+    files = []
+    for first, f, written, arr in cq.units():
+        files.append((f, written * S.CQ_UNIT_SIZE))
+        if written < len(arr):
+            break
+    min_logic = 0
+    if files:
+        f, readable = files[0]
+        offs = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=readable // S.CQ_UNIT_SIZE)["commitLogOffset"]
+        hit = np.flatnonzero(offs >= min_phy)
+        if len(hit):
+            min_logic = f.start + int(hit[0]) * S.CQ_UNIT_SIZE
+    max_offset = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
+    return QueueView(cq, files, min_logic, max_offset)
+
+
+def _file_mtime_ms(f: MappedFile) -> int:
+    """File.lastModified(): milliseconds."""
+    return os.stat(f.path).st_mtime_ns // 1_000_000
+
+
+def offset_by_time_v4(view: QueueView, times: CommitLogTimes, timestamp: int) -> int:
+    """ConsumeQueue.getOffsetInQueueByTime of 4.9: the file is the first whose modification time is at or after
+    the time (else the last); a binary search in its written units; without an exact hit, the nearer of the
+    two neighbours."""
+    if not view.files:
+        return 0
+    f, readable = next(((g, r) for g, r in view.files if _file_mtime_ms(g) >= timestamp), view.files[-1])
+    if readable <= 0:  # selectMappedBuffer(0) of a file with nothing written is null
+        return 0
+    low = view.min_logic - f.start if view.min_logic > f.start else 0
+    high = readable - S.CQ_UNIT_SIZE
+    target = left = right = -1
+    left_value = right_value = -1
+    while high >= low:
+        mid = java_div(low + high, 2 * S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
+        phy, size, _ = view.unit(f, mid)
+        if phy < times.min_offset:
+            low, left = mid + S.CQ_UNIT_SIZE, mid
+            continue
+        t = times.store_time(phy, size)
+        if t < 0:
+            return 0
+        if t == timestamp:
+            target = mid
+            break
+        if t > timestamp:
+            high, right, right_value = mid - S.CQ_UNIT_SIZE, mid, t
+        else:
+            low, left, left_value = mid + S.CQ_UNIT_SIZE, mid, t
+    if target != -1:
+        offset = target
+    elif left_value == -1:
+        offset = right
+    elif right_value == -1:
+        offset = left
+    else:
+        offset = right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
+    return java_div(f.start + offset, S.CQ_UNIT_SIZE)
+
+
+def _file_by_time_v5(view: QueueView, times: CommitLogTimes, timestamp: int, boundary: str):
+    """MappedFileQueue.getConsumeQueueMappedFileByTime: each file's first unit's store time (start) and, but
+    for the last file, its last unit's (stop); LOWER takes the first file stopping at or after the time, else
+    the last; UPPER the last file starting at or before it, else none."""
+    files = [f for f, _ in view.files]
+    size = view.cq.files.file_size
+
+    def time_at(f, pos):
+        if pos + S.CQ_UNIT_SIZE > len(f.buf):
+            return -1
+        phy, sz, _ = view.unit(f, pos)
+        t = times.store_time(phy, sz)
+        return t if t > 0 else -1
+
+    if boundary == "lower":
+        for i, f in enumerate(files):
+            if i < len(files) - 1 and time_at(f, size - S.CQ_UNIT_SIZE) >= timestamp:
+                return i
+        return len(files) - 1
+    for i in range(len(files) - 1, -1, -1):
+        if time_at(files[i], 0) <= timestamp:
+            return i
+    return None
+
+
+def offset_by_time_v5(view: QueueView, times: CommitLogTimes, timestamp: int, boundary: str = "lower") -> int:
+    """ConsumeQueue.getOffsetInQueueByTime of 5.x with its boundary type (the one-argument form is LOWER)."""
+    if boundary not in BOUNDARIES:
+        raise UsageError(f"boundary must be one of {BOUNDARIES}")
+    if not view.files:
+        return 0
+    i = _file_by_time_v5(view, times, timestamp, boundary)
+    if i is None:
+        return 0
+    f, wrote = view.files[i]
+    size = view.cq.files.file_size
+    span = wrote if wrote not in (0, size) else size  # the file being written is read up to its wrote position
+    span = min(span, len(f.buf))
+    low = view.min_logic - f.start if view.min_logic > f.start else 0
+    ceiling = span - S.CQ_UNIT_SIZE
+    floor, high = low, ceiling
+    unit = S.CQ_UNIT_SIZE
+
+    def time_of(pos):
+        phy, sz, _ = view.unit(f, pos)
+        return phy, times.store_time(phy, sz)
+
+    if ceiling < 0:
+        return 0
+    if time_of(ceiling)[1] < timestamp:
+        return java_div(f.start + ceiling + (unit if boundary == "lower" else 0), unit)
+    if floor <= ceiling and time_of(floor)[1] > timestamp:
+        return java_div(f.start, unit) if boundary == "lower" else 0
+    target = left = right = -1
+    while high >= low:
+        mid = java_div(low + high, 2 * unit) * unit
+        phy, t = time_of(mid)
+        if phy < times.min_offset:
+            low, left = mid + unit, mid
+            continue
+        if t < 0:
+            return 0
+        if t == timestamp:
+            target = mid
+            break
+        if t > timestamp:
+            high, right = mid - unit, mid
+        else:
+            low, left = mid + unit, mid
+    if target != -1:
+        step, stop = (-unit, floor) if boundary == "lower" else (unit, ceiling)
+        offset = target
+        while True:
+            attempt = offset + step
+            if (attempt < stop) if step < 0 else (attempt > stop):
+                break
+            if time_of(attempt)[1] != timestamp:
+                break
+            offset = attempt
+    else:
+        offset = right if boundary == "lower" else left
+    return java_div(f.start + offset, unit)
+
+
+@dataclasses.dataclass
+class TimeOffset:
+    topic: str
+    queueId: int
+    timestamp: int
+    timestampText: str | None
+    queueOffset: int
+    minOffset: int
+    maxOffset: int
+    storeTimestamp: int | None  # of the message at queueOffset, when there is one
+    storeTimestampText: str | None
+    rule: str
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: int, version: int = 5,
+                   boundary: str = "lower") -> list[TimeOffset]:
+    """The queue offset getOffsetInQueueByTime returns for `timestamp` (ms), for one queue or every queue of
+    the topic; what a consumer reset to that time would start from."""
+    queues = [q for q in store.consume_queues() if q.topic == topic and queue_id in (None, q.queue_id)]
+    if not queues:
+        where = store.consumequeue_dir / topic / ("" if queue_id is None else str(queue_id))
+        raise StoreError("no such consumequeue", where)
+    times = CommitLogTimes(store)
+    out = []
+    for cq in queues:
+        view = queue_view(store, cq, times.min_offset)
+        if version == 4:
+            qoff = offset_by_time_v4(view, times, timestamp)
+            rule = "4.9 getOffsetInQueueByTime (file by modification time, nearest neighbour)"
+        else:
+            qoff = offset_by_time_v5(view, times, timestamp, boundary)
+            rule = f"5.x getOffsetInQueueByTime, BoundaryType.{boundary.upper()}"
+        st = message_time(view, times, qoff)
+        out.append(TimeOffset(topic, cq.queue_id, timestamp, ms_text(timestamp), qoff, view.min_offset,
+                              view.max_offset, st, ms_text(st) if st is not None else None, rule))
+    return out
+
+
+def message_time(view: QueueView, times: CommitLogTimes, queue_offset: int) -> int | None:
+    """The store time of the message at `queue_offset` of the queue, if the queue holds it."""
+    if not view.min_offset <= queue_offset < view.max_offset:
+        return None
+    byte = queue_offset * S.CQ_UNIT_SIZE
+    for f, readable in view.files:
+        if f.start <= byte < f.start + readable:
+            phy, size, _ = view.unit(f, byte - f.start)
+            t = times.store_time(phy, size)
+            return t if t >= 0 else None
+    return None
+
+
+# -- consumer lag ---------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class ConsumerQueue:
+    group: str
+    topic: str
+    queueId: int
+    offset: int  # committed: the next queue offset the group consumes
+    minOffset: int | None
+    maxOffset: int | None
+    lag: int | None  # messages not yet consumed
+    oldestUnconsumed: int | None  # store time of the message at the committed offset
+    oldestUnconsumedText: str | None
+    status: str  # ok | behind-min | ahead-of-max | no-queue
+    note: str | None
+    source: str  # the file the offset was read from
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
+
+
+def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
+    """Every group, topic and queue of consumerOffset.json (and lmqConsumerOffset.json), read as
+    ConfigManager.load reads them, against the consumequeues: lag, the oldest unconsumed message, and offsets
+    the broker corrects on the next pull (below the queue's min: from the min; above its max: to the max)."""
+    times = CommitLogTimes(store)
+    views = {(q.topic, q.queue_id): q for q in store.consume_queues()}
+    cache: dict = {}
+    rows, notes = [], []
+    for name in OFFSET_FILES:
+        cfg = read_config(store.root, name)
+        if cfg.load_fails:
+            notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
+            continue
+        if cfg.loaded_from == "bak":
+            notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path} "
+                         "(an older persist) instead, and these offsets come from it")
+        source = str(cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path)
+        entries, bad = committed_offsets(cfg.document)
+        notes += [f"{source}: {b}" for b in bad]
+        for c in entries:
+            cq = views.get((c.topic, c.queueId))
+            if cq is None:
+                rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None,
+                                          "no-queue", "no consumequeue for this topic and queue", source))
+                continue
+            view = cache.get(cq.directory) or cache.setdefault(cq.directory, queue_view(store, cq, times.min_offset))
+            lo, hi = view.min_offset, view.max_offset
+            status, note = "ok", None
+            if c.offset < lo:
+                status, note = "behind-min", f"below the queue's min {lo}: the broker serves from {lo}, skipping {lo - c.offset} deleted"
+            elif c.offset > hi:
+                status, note = "ahead-of-max", f"above the queue's max {hi}: the broker resets the pull to {hi}"
+            lag = max(hi - max(c.offset, lo), 0)
+            oldest = message_time(view, times, max(c.offset, lo)) if lag else None
+            rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, lo, hi, lag, oldest,
+                                      ms_text(oldest) if oldest else None, status, note, source))
+    return rows, notes
+
+
+# -- scheduled messages ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class DelayLevel:
+    level: int
+    delay: str | None  # from messageDelayLevel
+    queueId: int
+    offset: int | None  # delayOffset.json: the next unit the schedule service delivers
+    minOffset: int
+    maxOffset: int
+    pending: int
+    due: int  # pending units whose delivery time (tagsCode) is at or before `now`
+    nextDelivery: int | None
+    nextDeliveryText: str | None
+    oldestPendingStore: int | None
+    oldestPendingStoreText: str | None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str]]:
+    """config/delayOffset.json against the SCHEDULE_TOPIC_XXXX queues (queue id = level - 1): per level the
+    scheduled messages still pending, how many are due at `now_ms`, and the oldest."""
+    cfg = read_config(store.root, "delayOffset.json")
+    notes = []
+    if cfg.load_fails:
+        notes.append(f"{cfg.bak.path}: {cfg.bak.error}; the broker does not start")
+    elif cfg.loaded_from == "bak":
+        notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path}")
+    offsets = delay_level_offsets(cfg.document)
+    names = {i + 1: text for i, text in enumerate(store.config.messageDelayLevel.split())}
+    times = CommitLogTimes(store)
+    queues = {q.queue_id: q for q in store.consume_queues() if q.topic == SCHEDULE_TOPIC}
+    rows = []
+    for level in sorted(set(offsets) | {qid + 1 for qid in queues}):
+        cq = queues.get(level - 1)
+        view = queue_view(store, cq, times.min_offset) if cq else None
+        lo, hi = (view.min_offset, view.max_offset) if view else (0, 0)
+        committed = offsets.get(level)
+        start = max(committed if committed is not None else lo, lo)
+        deliver = _delivery_times(view, start) if view else np.empty(0, np.int64)
+        due = int((deliver <= now_ms).sum())
+        oldest = message_time(view, times, start) if view and len(deliver) else None
+        nxt = int(deliver.min()) if len(deliver) else None
+        rows.append(DelayLevel(level, names.get(level), level - 1, committed, lo, hi, len(deliver), due, nxt,
+                               ms_text(nxt) if nxt else None, oldest, ms_text(oldest) if oldest else None))
+    return rows, notes
+
+
+def _delivery_times(view: QueueView, start: int) -> np.ndarray:
+    """tagsCode of the schedule queue's units from queue offset `start`: the delivery time in ms."""
+    out = [np.empty(0, np.int64)]
+    for f, readable in view.files:
+        first = f.start // S.CQ_UNIT_SIZE
+        n = readable // S.CQ_UNIT_SIZE
+        skip = min(max(start - first, 0), n)
+        if skip < n:
+            arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)
+            out.append(arr["tagsCode"][skip:n].astype(np.int64))
+    return np.concatenate(out)

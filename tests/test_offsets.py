@@ -1,0 +1,288 @@
+"""consumers, offset-by-time, delay-offsets, config checks and restore, diff, and the startup estimate, on copies
+of the real fixture stores (config files written in the broker's own fastjson format)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import ALL_FIXTURES, CLEAN_FIXTURES, broker_conf, held_lock, jsonl, patch, run, truth
+from rmqctl import Store, load_config
+from rmqctl import schema as S
+from rmqctl.configfiles import read_epochs
+from rmqctl.ops.offsets import CommitLogTimes, offset_by_time_v4, offset_by_time_v5, queue_view
+
+# ConsumerOffsetManager.encode(prettyFormat=true): fastjson, tab-indented, queue ids as unquoted int keys
+CONSUMER_OFFSETS = """{
+\t"offsetTable":{
+\t\t"TopicTest@groupA":{0:10,1:173,2:500
+\t\t},
+\t\t"GoneTopic@groupA":{0:3
+\t\t},
+\t\t"OrderTopic@groupB":{0:0,3:158
+\t\t}
+\t}
+}"""
+
+
+def conf(name):
+    return load_config(broker_conf(name))
+
+
+def write_config(store: Path, name: str, text: str, bak: str | None = None):
+    (store / "config").mkdir(exist_ok=True)
+    (store / "config" / name).write_text(text)
+    if bak is not None:
+        (store / "config" / (name + ".bak")).write_text(bak)
+
+
+def times_by_queue(name: str) -> dict:
+    """(topic, queueId) -> [(queueOffset, storeTimestamp)] from the truth files."""
+    msgs = {m["commitLogOffset"]: m for m in truth(name, "truth-messages.jsonl")}
+    out: dict = {}
+    for u in truth(name, "truth-consumequeue.jsonl"):
+        m = msgs.get(u["commitLogOffset"])
+        if m is not None:
+            out.setdefault((u["topic"], u["queueId"]), []).append((u["queueOffset"], m["storeTimestamp"]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+# -- consumers ------------------------------------------------------------------------------------------------
+def test_consumers_lag_and_out_of_range_offsets(store_copy):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", CONSUMER_OFFSETS)
+    (s / "consumequeue" / "TopicTest" / "0" / "00000000000000000000").unlink()  # cleaned up: min is now 64
+    res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 1
+    rows = {(r["group"], r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
+    times = dict(times_by_queue("a-basic")[("TopicTest", 0)])
+    behind = rows[("groupA", "TopicTest", 0)]
+    assert (behind["status"], behind["minOffset"], behind["maxOffset"]) == ("behind-min", 64, 182)
+    assert behind["lag"] == 182 - 64 and behind["oldestUnconsumed"] == times[64]
+    done = rows[("groupA", "TopicTest", 1)]
+    assert (done["status"], done["lag"], done["oldestUnconsumed"]) == ("ok", 0, None)
+    assert rows[("groupA", "TopicTest", 2)]["status"] == "ahead-of-max"
+    assert rows[("groupA", "GoneTopic", 0)]["status"] == "no-queue"
+    order = rows[("groupB", "OrderTopic", 0)]
+    assert order["lag"] == order["maxOffset"] and order["oldestUnconsumed"] == dict(times_by_queue("a-basic")[("OrderTopic", 0)])[0]
+
+
+@pytest.mark.parametrize("damage", ["", '{\n\t"offsetTable":{\n\t\t"TopicTest@groupA":{0:1', "not json at all"])
+def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", damage, bak=CONSUMER_OFFSETS)
+    res = run("consumers", "--store", s, "--format", "jsonl")
+    rows = jsonl(res.stdout)
+    assert {r["source"] for r in rows} == {str(s / "config" / "consumerOffset.json.bak")}
+    assert len(rows) == 6 and "loads" in res.stderr and "older persist" in res.stderr
+
+
+# -- offset-by-time ---------------------------------------------------------------------------------------------
+def lower_rule(units, ts):
+    """5.x LOWER on a queue whose store times never decrease: the first message at or after ts; past the last
+    message, the max offset."""
+    return next((q for q, t in units if t >= ts), units[-1][0] + 1)
+
+
+def upper_rule(units, ts):
+    """5.x UPPER: the last message at or before ts; before the first message, 0."""
+    return max((q for q, t in units if t <= ts), default=0)
+
+
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_offset_by_time_5x_on_every_queue(name):
+    store = Store(Path(broker_conf(name)).parent / "store", conf(name))
+    times = CommitLogTimes(store)
+    checked = 0
+    for (topic, qid), units in times_by_queue(name).items():
+        assert all(a[1] <= b[1] for a, b in zip(units, units[1:]))
+        first, last = units[0][1], units[-1][1]
+        middle = units[len(units) // 2][1]
+        view = queue_view(store, store.consume_queue(topic, qid), times.min_offset)
+        for ts in (first - 1000, first, first + 1, middle, middle + 1, last - 1, last, last + 1000):
+            assert offset_by_time_v5(view, times, ts, "lower") == lower_rule(units, ts), (topic, qid, ts)
+            assert offset_by_time_v5(view, times, ts, "upper") == upper_rule(units, ts), (topic, qid, ts)
+            checked += 1
+    assert checked > 50
+
+
+def test_offset_by_time_49_picks_the_file_by_modification_time(store_copy):
+    """4.9 takes the first consumequeue file modified at or after the time, then the message nearest the
+    time in it (ties to the earlier side). With each file's mtime at its last message's store time, as a live
+    broker leaves it, that is the nearest message of the queue."""
+    s = store_copy("a-basic")
+    store = Store(s, conf("a-basic"))
+    times = CommitLogTimes(store)
+    for (topic, qid), units in times_by_queue("a-basic").items():
+        cq = store.consume_queue(topic, qid)
+        for _, f, written, arr in cq.units():
+            last = arr[written - 1]
+            ms = times.store_time(int(last["commitLogOffset"]), int(last["size"]))
+            os.utime(f.path, ns=(ms * 1_000_000, ms * 1_000_000))
+        view = queue_view(store, cq, times.min_offset)
+        per_file = 1280 // S.CQ_UNIT_SIZE
+        for ts in (units[0][1] - 5, units[len(units) // 3][1] + 1, units[-1][1], units[-1][1] + 5):
+            got = offset_by_time_v4(view, times, ts)
+            f = next((i for i in range(0, len(units), per_file) if units[min(i + per_file, len(units)) - 1][1] >= ts),
+                     (len(units) - 1) // per_file * per_file)
+            in_file = units[f: f + per_file]
+            exact = [q for q, t in in_file if t == ts]
+            if exact:
+                assert got in exact
+            else:
+                # the search ends between the last message before ts and the first after it
+                left = max((u for u in in_file if u[1] < ts), default=None)
+                right = min((u for u in in_file if u[1] > ts), default=None)
+                if left is None or right is None:
+                    best = right or left
+                else:
+                    best = right if abs(ts - left[1]) > abs(ts - right[1]) else left
+                assert got == best[0], (topic, qid, ts)
+
+
+def test_offset_by_time_cli_every_queue_and_errors():
+    res = run("offset-by-time", "TopicTest", "1795314214328", "--store", Path(broker_conf("a-basic")).parent / "store",
+              "--format", "jsonl")
+    rows = jsonl(res.stdout)
+    assert res.exit_code == 0 and [r["queueId"] for r in rows] == [0, 1, 2, 3]
+    assert all(r["storeTimestamp"] >= 1795314214328 for r in rows)
+    bad = run("offset-by-time", "TopicTest", "0", "yesterday", "--store", Path(broker_conf("a-basic")).parent / "store")
+    assert bad.exit_code == 2 and "neither epoch milliseconds nor an ISO date-time" in bad.stderr
+    none = run("offset-by-time", "NoSuchTopic", "0", "0", "--store", Path(broker_conf("a-basic")).parent / "store")
+    assert none.exit_code == 2 and "no such consumequeue" in none.stderr
+
+
+# -- delay-offsets ----------------------------------------------------------------------------------------------
+def test_delay_offsets_against_the_schedule_queues():
+    store = Path(broker_conf("b-mixed")).parent / "store"
+    units = [u for u in truth("b-mixed", "truth-consumequeue.jsonl") if u["topic"] == "SCHEDULE_TOPIC_XXXX"]
+    committed = {1: 2}  # the fixture's delayOffset.json
+    res = run("delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "0", "--format", "jsonl")
+    rows = {r["level"]: r for r in jsonl(res.stdout)}
+    for level in {u["queueId"] + 1 for u in units}:
+        mine = sorted((u["queueOffset"], u["tagsCode"]) for u in units if u["queueId"] == level - 1)
+        pending = [t for q, t in mine if q >= committed.get(level, 0)]
+        assert rows[level]["pending"] == len(pending) and rows[level]["due"] == 0
+        assert rows[level]["nextDelivery"] == (min(pending) if pending else None)
+    later = jsonl(run("delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at",
+                      "2099-01-01T00:00:00Z").stdout)
+    assert all(r["due"] == r["pending"] for r in later)
+
+
+# -- config files in verify, and their restore -------------------------------------------------------------------
+def verify_findings(s, name="a-basic"):
+    res = run("verify", "--store", s, "--broker-config", broker_conf(name), "--format", "jsonl")
+    return res.exit_code, jsonl(res.stdout)
+
+
+@pytest.mark.parametrize("damage", ["", '{\n\t"offsetTable":{\n\t\t"TopicTest@groupA":{0:1', "\0\0\0\0"])
+def test_verify_reports_a_damaged_config_file(store_copy, damage):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", damage, bak=CONSUMER_OFFSETS)
+    code, found = verify_findings(s)
+    config = [f for f in found if f["kind"].startswith("config-")]
+    assert code == 1 and config[0]["kind"] == "config-damaged" and config[0]["file"] == "config/consumerOffset.json"
+    assert "consumerOffset.json.bak instead" in config[0]["detail"]
+    if damage.startswith("{"):
+        assert "ends in the middle" in config[0]["detail"]
+
+
+def test_verify_config_load_fails_and_unknown_topics(store_copy):
+    s = store_copy("a-basic")
+    write_config(s, "topics.json", '{"topicConfigTable":{"{": }', bak="not json")
+    write_config(s, "consumerOffset.json", CONSUMER_OFFSETS)
+    code, found = verify_findings(s)
+    kinds = {f["kind"]: f for f in found if f["kind"].startswith("config-")}
+    assert code == 1 and "does not start" in kinds["config-load-fails"]["detail"]
+    assert "GoneTopic" in kinds["config-offset-unknown-topic"]["detail"]
+    assert kinds["config-offset-unknown-topic"]["severity"] == "warning"
+
+
+def test_config_restore_plan_apply_and_lock(store_copy):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", '{"offsetTable":{"TopicTest@g":{0:', bak=CONSUMER_OFFSETS)
+    write_config(s, "delayOffset.json", '{"offsetTable":{}}')
+    before = (s / "config" / "consumerOffset.json").read_bytes()
+    plan = jsonl(run("config", "restore", "--store", s, "--format", "jsonl").stdout)
+    assert {p["name"]: p["action"] for p in plan} == {"consumerOffset.json": "restore", "delayOffset.json": "keep"}
+    assert (s / "config" / "consumerOffset.json").read_bytes() == before  # a plan changes nothing
+    with held_lock(s):
+        locked = run("config", "restore", "--store", s, "--apply")
+    assert locked.exit_code == 2 and (s / "config" / "consumerOffset.json").read_bytes() == before
+    done = run("config", "restore", "--store", s, "--apply")
+    assert done.exit_code == 0
+    assert (s / "config" / "consumerOffset.json").read_text() == CONSUMER_OFFSETS
+    backups = list(s.glob(".rmqctl-backup-*/config/consumerOffset.json"))
+    assert len(backups) == 1 and backups[0].read_bytes() == before
+    assert not list(s.glob(".rmqctl-config-*")) and not (s / ".rmqctl-intent").exists()
+    _, found = verify_findings(s)
+    assert [f["kind"] for f in found if f["kind"].startswith("config-")] == ["config-offset-unknown-topic"]
+
+
+# -- diff -----------------------------------------------------------------------------------------------------
+def test_diff_identical_prefix_and_diverged(store_copy, tmp_path):
+    a = store_copy("a-basic")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    same = run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert same.exit_code == 0 and json.loads(same.stdout)["relation"] == "identical"
+    msgs = sorted(truth("a-basic", "truth-messages.jsonl"), key=lambda m: m["commitLogOffset"])
+    cut = msgs[-5]  # B lost its last five messages (a slave behind its master)
+    f = b / "commitlog" / cut["file"]
+    patch(f, cut["filePosition"], bytes(f.stat().st_size - cut["filePosition"]))
+    behind = json.loads(run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "jsonl").stdout)
+    assert behind["relation"] == "b-prefix-of-a" and behind["commonTo"] == cut["commitLogOffset"]
+    assert behind["messageA"]["msgId"] == cut["msgId"] and behind["messageB"] is None
+    lagging = {(q["topic"], q["queueId"]) for q in behind["queues"] if q["relation"] != "identical"}
+    assert lagging <= {(m["topic"], m["queueId"]) for m in msgs[-5:]}
+    victim = msgs[100]
+    patch(b / "commitlog" / victim["file"], victim["filePosition"] + 60, b"\xff")
+    diverged = run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    out = json.loads(diverged.stdout)
+    assert diverged.exit_code == 1 and out["relation"] == "diverged"
+    assert out["firstDifference"] == victim["commitLogOffset"] + 60
+    assert out["messageA"]["offset"] == victim["commitLogOffset"] and out["messageA"]["differenceAt"] == out["firstDifference"]
+
+
+def epoch_file(entries: list[tuple[int, int]], crc_ok=True) -> str:
+    body = "".join(f"{e}-{o}\n" for e, o in entries)
+    crc = zlib.crc32(body.encode()) & 0x7FFFFFFF
+    return f"{len(entries)}\n{crc if crc_ok else crc + 1}\n{body}"
+
+
+def test_epochs_tell_which_epoch_each_tail_belongs_to(store_copy, tmp_path):
+    a = store_copy("a-basic")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    (a / "epochFileCheckpoint").write_text(epoch_file([(1, 0), (2, 1_000_000)]))
+    (b / "epochFileCheckpoint").write_text(epoch_file([(1, 0), (3, 2_000_000)], crc_ok=False))  # fails its CRC
+    (b / "epochFileCheckpoint.bak").write_text(epoch_file([(1, 0)]))
+    (b / "brokerIdentity").write_text("DefaultCluster#broker-a#2")
+    assert [e.epoch for e in read_epochs(a)[0]] == [1, 2]
+    entries, source = read_epochs(b)
+    assert [e.epoch for e in entries] == [1] and source.endswith(".bak")
+    out = json.loads(run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "jsonl").stdout)
+    assert out["b"]["identity"] == {"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": 2, "loaded": True}
+    assert any(n.startswith("A: tail at") and "epoch 2" in n for n in out["notes"])
+    assert any(n.startswith("B: tail at") and "epoch 1" in n for n in out["notes"])
+
+
+# -- startup estimate ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_info_estimates_the_startup(name):
+    store = Path(broker_conf(name)).parent / "store"
+    res = run("info", "--store", store, "--broker-config", broker_conf(name), "--format", "json")
+    st = json.loads(res.stdout)["startup"]
+    files = sorted(p.name for p in (store / "commitlog").iterdir())
+    abnormal = (store / "abort").exists()
+    assert st["recovery"] == ("abnormal" if abnormal else "normal")
+    if not abnormal:
+        assert st["firstFile"] == files[max(len(files) - 3, 0)]
+    assert st["commitlogBytes"] > 0 and st["measuredMBps"] > 0 and st["estimatedSeconds"] >= 0
+    assert st["consumequeueFiles"] == sum(1 for p in (store / "consumequeue").rglob("*") if p.is_file())
+    table = run("info", "--store", store, "--broker-config", broker_conf(name), "--format", "table")
+    assert "(estimate)" in table.stdout and "recovery from" in table.stdout
