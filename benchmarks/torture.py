@@ -10,7 +10,7 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
 * hypothesis: the decoders at the library level (records, properties, msgids, decompression) on generated
   and mutated input: anything but a clean refusal is a failure.
 * crash trials: SIGKILL at random moments and at every filesystem step (rename, exchange, unlink, fsync,
-  write, ...) of append, rebuild consumequeue, rebuild index, repair and clean --apply. A killed run is
+  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply and config restore. A killed run is
   followed by the recovery every writing command starts with; the store must then be exactly the old or
   the new one (file hashes; for clean, which deletes file by file as the broker does, a prefix of its plan;
   for append, the old records plus a prefix of the input). Acknowledged appends must all be there. Then
@@ -531,6 +531,9 @@ def fuzz(n_stores: int, rng: random.Random, work: Path) -> dict:
                     stats["examples"].append({"store": name, "mutations": [w for w, _ in what], "missed": True})
         stats["stores"] += 1
         shutil.rmtree(root.parent)
+        if stats["stores"] % 500 == 0:  # a long run's figures so far
+            print(f"  fuzz progress: {stats['stores']} stores, {stats['commands']} commands, {stats['crashes']} crashes, "
+                  f"{stats['missed']} missed of {stats['must_report']}", file=sys.stderr, flush=True)
     worker.stop()
     return stats
 
@@ -811,6 +814,23 @@ class Clean(WriterTrial):
         return bool(changed) or set(gone) != prefix, 0
 
 
+class Restore(WriterTrial):
+    """config restore --apply: two cut config files put back from their sound .bak copies in one swap."""
+
+    fixture = "a-basic"
+
+    def prepare(self, dest):
+        root = copy_store(self.fixture, dest)
+        for name, text in (("consumerOffset.json", '{"offsetTable":{"TopicTest@g":{0:5,1:7}}}'),
+                           ("topics.json", '{"topicConfigTable":{"TopicTest":{"readQueueNums":4}}}')):
+            (root / "config" / (name + ".bak")).write_text(text)
+            (root / "config" / name).write_text(text[: len(text) // 2])
+        return root
+
+    def argv(self, root):
+        return ["config", "restore", "--store", root, "--apply", "--no-backup"]
+
+
 class Append(WriterTrial):
     """`append --jsonl -` fed steadily; what it acknowledged must be in the store, and the store must hold the
     old records plus a prefix of the input (nothing else, nothing out of order)."""
@@ -923,7 +943,7 @@ def crash_trials(kills: int, every_step: bool, step_sample: int, rng: random.Ran
     warm_up(work)
     rows = []
     for cls, name in ((Append, "append"), (RebuildCQ, "rebuild consumequeue"), (RebuildIndex, "rebuild index"),
-                      (Repair, "repair"), (Clean, "clean --apply")):
+                      (Repair, "repair"), (Clean, "clean --apply"), (Restore, "config restore")):
         if only and name not in only:
             continue
         trial = cls(name.split()[0] + ("-" + name.split()[1] if " " in name else ""), work)
