@@ -23,8 +23,9 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
 
     python benchmarks/torture.py [--quick] [--stores N] [--kills N] [--seed S] [--parts fuzz,hypothesis,...]
 
-`--quick` (CI): 300 fuzzed stores, 30 random kills per writer and a sample of the filesystem steps; the
-long mode kills at every step and fuzzes --stores copies (default 10000). Needs root (tmpfs mounts).
+`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 3 random kills and 6 sampled filesystem steps per
+writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 30 random kills per writer and a kill at every
+filesystem step, seven disk-full sizes. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
 """
 from __future__ import annotations
 
@@ -1142,7 +1143,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the CI size: 300 stores, 30 kills per writer, sampled steps")
     ap.add_argument("--stores", type=int, help="fuzzed stores (default 300 quick, 10000 long)")
     ap.add_argument("--kills", type=int, help="random kills per writer (default 30)")
-    ap.add_argument("--steps", type=int, default=12, help="--quick: filesystem steps sampled per writer")
+    ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
     ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 300 quick, 5000 long)")
     ap.add_argument("--seed", type=int, default=20241124)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
@@ -1163,15 +1164,15 @@ def main():
         if "readonly" in parts:
             results["readonly"] = readonly(work)
         if "hypothesis" in parts:
-            results["hypothesis"] = hypothesis_part(args.examples or (300 if args.quick else 5000))
+            results["hypothesis"] = hypothesis_part(args.examples or (200 if args.quick else 5000))
         if "fuzz" in parts:
             results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), rng, work)
         if "crash" in parts:
-            results["crash"] = crash_trials(args.kills or (6 if args.quick else 30), not args.quick, args.steps, rng,
+            results["crash"] = crash_trials(args.kills or (3 if args.quick else 30), not args.quick, args.steps, rng,
                                             work, writers)
         if "diskfull" in parts:
             with tempfile.TemporaryDirectory(prefix="rmqctl-diskfull-") as mnt:
-                frees = [0, 16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
+                frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
                 results["diskfull"] = disk_full(Path(mnt), frees, writers)
     results["seconds"] = round(time.monotonic() - began, 1)
     results["mode"] = "quick" if args.quick else "long"

@@ -300,3 +300,26 @@ def test_a_recorded_topic_that_would_leave_the_store_is_never_dispatched(tmp_pat
     res = run("append", "--store", store, "--broker-config", conf, "--topic", "T", "--body", "y")
     assert res.exit_code == 2 and f"commitlog offset {offset}" in res.stderr and "'../../evi'" in res.stderr
     assert not (tmp_path / "evi").exists() and not (tmp_path / "deep" / "evi").exists()
+
+
+# -- the torture suite's quick run keeps the figures true --------------------------------------------------------------
+
+
+@pytest.mark.tmpfs
+def test_torture_quick_figures_are_all_zero(tmp_path):
+    """benchmarks/torture.py --quick, as CI runs it: 300 fuzzed stores through every read command with no crash
+    and no damage verify missed, no decoder failure, no mixed state or lost acknowledged message after any
+    kill, no byte changed by a read command, and every writer on a full disk refusing cleanly."""
+    out = tmp_path / "figures.json"
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "torture.py"), "--quick", "--json", str(out)],
+                         capture_output=True, text=True, timeout=900, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert figures["fuzz"]["stores"] >= 300 and figures["fuzz"]["crashes"] == 0 and figures["fuzz"]["missed"] == 0
+    assert figures["hypothesis"]["failures"] == 0 and figures["readonly"]["files changed"] == 0
+    writers = {r["writer"] for r in figures["crash"]}
+    assert writers == {"append", "rebuild consumequeue", "rebuild index", "repair", "clean --apply", "config restore"}
+    assert all(r["mixed"] == 0 and r["lost acked"] == 0 and r["step kills"] > 0 for r in figures["crash"])
+    for r in figures["diskfull"]:
+        assert r["refused"] > 0 and r["not one line / exit 2"] == 0 and r["mixed"] == r["lost acked"] == r["unloadable"] == 0
+        assert r["ok with room"] == r["trials"]
