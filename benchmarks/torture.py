@@ -494,7 +494,7 @@ def finding_keys(verify_stdout: str) -> set:
     return keys
 
 
-def fuzz(n_stores: int, rng: random.Random, work: Path) -> dict:
+def fuzz(n_stores: int, rng: random.Random, work: Path, skip: int = 0) -> dict:
     worker = Worker()
     names = fixtures()
     profiles = {n: Profile(n) for n in names}
@@ -513,6 +513,9 @@ def fuzz(n_stores: int, rng: random.Random, work: Path) -> dict:
         name = names[i % len(names)]
         root = copy_store(name, work / f"{name}~{i}" / "store")
         what = mutate(root, rng, outside, profiles[name])
+        if i < skip:  # replaying the mutations of an earlier run's first stores, to reach store `skip` as it was
+            shutil.rmtree(root.parent)
+            continue
         must = any(m for _, m in what)
         for argv in profiles[name].commands(root):
             out = worker.run(argv)
@@ -521,8 +524,9 @@ def fuzz(n_stores: int, rng: random.Random, work: Path) -> dict:
             stats["max_rss"] = max(stats["max_rss"], out.get("rss", 0))
             if out["crash"]:
                 stats["crashes"] += 1
-                stats["examples"].append({"store": name, "mutations": [w for w, _ in what], "argv": [str(a) for a in argv[:3]],
-                                          "detail": out["detail"]})
+                stats["examples"].append({"store": f"{name}~{i}", "mutations": [w for w, _ in what],
+                                          "argv": [str(a) for a in argv[:3]], "detail": out["detail"]})
+                print("  fuzz crash:", json.dumps(stats["examples"][-1]), file=sys.stderr, flush=True)
             if argv[0] == "verify" and "--deep" not in argv and must and name in judged:
                 stats["must_report"] += 1
                 base_exit, base_keys = baseline[name]
@@ -1146,6 +1150,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
     ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 300 quick, 5000 long)")
     ap.add_argument("--seed", type=int, default=20241124)
+    ap.add_argument("--skip", type=int, default=0, help="fuzz: replay the first N stores' mutations without running "
+                                                         "commands (to reach a store of an earlier run)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     ap.add_argument("--writers", default="", help="crash and disk-full trials of these writers only (comma-separated, "
                                                  "e.g. 'append,rebuild index')")
@@ -1166,7 +1172,7 @@ def main():
         if "hypothesis" in parts:
             results["hypothesis"] = hypothesis_part(args.examples or (200 if args.quick else 5000))
         if "fuzz" in parts:
-            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), rng, work)
+            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), rng, work, args.skip)
         if "crash" in parts:
             results["crash"] = crash_trials(args.kills or (3 if args.quick else 30), not args.quick, args.steps, rng,
                                             work, writers)
@@ -1179,8 +1185,6 @@ def main():
     print(table(results))
     print(f"{results['mode']} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}")
-    for ex in results.get("fuzz", {}).get("examples", [])[:10]:
-        print("  fuzz:", json.dumps(ex, default=str), file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     bad = (results.get("fuzz", {}).get("crashes", 0) + results.get("fuzz", {}).get("missed", 0)
