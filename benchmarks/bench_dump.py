@@ -24,6 +24,7 @@ import time
 import zlib
 from pathlib import Path
 
+import javabench
 from bench_rebuild import generate, header_walk  # the same generator and walk as the rebuild benchmark
 
 from rmqctl.config import BrokerConfig
@@ -117,6 +118,8 @@ def main():
                 [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
                  str(conf), "--format", "jsonl", "--body", "none"], stdout=subprocess.DEVNULL)),
         ]
+        java = javabench.rocketmq_check(root / "commitlog", size, messages)
+        print(javabench.describe(java))
         print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s}")
         for name, fn in modes:
             runs = []
@@ -129,7 +132,8 @@ def main():
             secs = statistics.median(r[0] for r in runs)
             rss = max(r[1] for r in runs)
             rate = f"{messages / secs / 1e6:9.2f} M" if runs[0][2] else f"{'-':>11s}"
-            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB")
+            versus = javabench.ratio(java, size / secs / 1e6, messages / secs) if runs[0][2] else ""
+            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB{versus}")
         print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone)")
     finally:
         shutil.rmtree(base)

@@ -25,6 +25,7 @@ import time
 import zlib
 from pathlib import Path
 
+import javabench
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, encode_properties
@@ -168,11 +169,13 @@ def main():
     for only, label in (("commitlog", "verify --only commitlog"), (None, "verify (all checks)")):
         for jobs in (1, 2):
             rows.append((f"{label} --jobs {jobs}", best_run(jobs, only)))
+    java = javabench.rocketmq_check(store_dir / "commitlog", args.size_mib << 20, records)
     print(f"commitlog: {total / 2**20:.0f} MiB, {records} messages ({total / records:.0f} B each); best of {args.repeat}; "
           f"{os.cpu_count()} CPUs, {free_cores():.2f} free for two busy processes when measured")
+    print(javabench.describe(java))
     for label, secs in rows:
         print(f"{label:40s} {secs:7.3f} s {total / secs / 1e6:8.0f} MB/s {records / secs / 1e6:6.2f} M msgs/s "
-              f"{crc_s / secs:6.0%} of crc32")
+              f"{crc_s / secs:6.0%} of crc32" + javabench.ratio(java, total / secs / 1e6, records / secs))
     for label in ("verify --only commitlog", "verify (all checks)"):
         one = next(s for l, s in rows if l == f"{label} --jobs 1")
         two = next(s for l, s in rows if l == f"{label} --jobs 2")

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rmqctl import schema as S
+from rmqctl import schema_metaq as MQ
 from rmqctl.config import load_config
 from rmqctl.javacompat import java_string_hash
 from rmqctl.ops.annotate import annotate
@@ -128,6 +129,13 @@ def msg_ids(fixture: str, offset: int) -> list[str]:
     return out
 
 
+def metaq_record(fixture: str, rel: str, position: int, what: str) -> list[str]:
+    """A MetaQ record: its 20-byte header says how long the rest is."""
+    raw = (FIXTURES / fixture / "store" / rel).read_bytes()
+    size = MQ.HEADER_LEN + MQ.HEADER.unpack_from(raw, position)[0]
+    return [f"# {fixture} store/{rel} +{position}: {what}", *annotate(MQ.MetaqRecord, raw[position : position + size])]
+
+
 SAMPLES = {
     "commitlog-v1-ipv4": ("commitlog-record.md", lambda: record(
         "a-basic", 1548700, "RocketMQ 4.9.7, V1, IPv4 hosts, 4.x properties (no trailing separator)")),
@@ -148,6 +156,15 @@ SAMPLES = {
     "checkpoint-5x": ("checkpoint.md", lambda: checkpoint("c-v5-features", "RocketMQ 5.3.3 checkpoint: five longs")),
     "msgid-ipv4": ("msgid.md", lambda: msg_ids("a-basic", 1548700)),
     "msgid-ipv6": ("msgid.md", lambda: msg_ids("b-mixed", 42916)),
+    "metaq-plain": ("metaq.md", lambda: metaq_record(
+        "g-metaq", "meta-test-0/00000000000000000000.meta", 0, "offset 0: flag 0, the data is the payload")),
+    "metaq-attribute": ("metaq.md", lambda: metaq_record(
+        "g-metaq", "meta-test-0/00000000000000066043.meta", 27223,
+        "offset 66043 + 27223 = 93266: flag 1, a UTF-8 attribute, then the payload")),
+    "metaq-empty-attribute": ("metaq.md", lambda: metaq_record(
+        "g-metaq", "meta-test-0/00000000000000000000.meta", 24817, "offset 24817: flag 1 with the empty attribute")),
+    "metaq-empty": ("metaq.md", lambda: metaq_record(
+        "g-metaq", "meta-test-0/00000000000000000000.meta", 23735, "offset 23735: an empty payload, no attribute")),
 }
 
 

@@ -7,30 +7,39 @@ The library under the CLI, for notebooks and scripts:
     for file, msg in store.scan().records():
         print(msg.topic, msg.queueOffset, msg.msg_id)
 
-Operations (rmqctl.ops.*) return plain results; nothing here prints.
+Operations (rmqctl.ops.*) return plain results; nothing here prints. The names below are loaded on first
+use, so `import rmqctl.schema` (or any low layer) loads no operation and no compiled kernel.
 """
-from .config import BrokerConfig, load_config
-from .errors import LockHeldError, RmqError, StoreError, UsageError
-from .lock import store_lock
-from .ops.inspect import dump_checkpoint, dump_commitlog, dump_consumequeue, dump_index, info, locate
-from .ops.msgid import decode_ids, lookup
-from .ops.query import query_key
-from .record import Blank, Message, RecordError, read_record
-from .store import Store
+from __future__ import annotations
 
+import importlib
+
+_HOMES = {
+    "BrokerConfig": "config", "load_config": "config",
+    "LockHeldError": "errors", "RmqError": "errors", "StoreError": "errors", "UsageError": "errors",
+    "Finding": "findings",
+    "store_lock": "lock",
+    "dump_checkpoint": "ops.inspect", "dump_commitlog": "ops.inspect", "dump_consumequeue": "ops.inspect",
+    "dump_index": "ops.inspect", "info": "ops.inspect", "locate": "ops.inspect",
+    "decode_ids": "ops.msgid", "lookup": "ops.msgid",
+    "query_key": "ops.query",
+    "VerifyResult": "ops.verify", "verify": "ops.verify",
+    "Blank": "record", "Message": "record", "RecordError": "record", "read_record": "record",
+    "Store": "store",
+}
 
 
 def __getattr__(name: str):
-    # verify loads the compiled kernels (numba); commands and notebooks that never verify do not pay for them
-    if name in ("Finding", "VerifyResult", "verify"):
-        from .ops import verify
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # the next lookup does not come here
+    return value
 
-        return getattr(verify, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))
 
 
-__all__ = [
-    "Blank", "BrokerConfig", "Finding", "VerifyResult", "verify", "LockHeldError", "Message", "RecordError", "RmqError", "Store", "StoreError",
-    "UsageError", "decode_ids", "dump_checkpoint", "dump_commitlog", "dump_consumequeue", "dump_index", "info",
-    "load_config", "locate", "lookup", "query_key", "read_record", "store_lock",
-]
+__all__ = sorted(_HOMES)

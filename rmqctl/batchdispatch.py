@@ -121,9 +121,10 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         hashes = [index_key_hash(k) for k in index_keys(m)] if with_keys else []
         keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
                      np.array(hashes, dtype=np.int64)))
+    columns = dict(position=position, size=size, phy=phy, store_ts=store_ts, queue_id=qid, queue_offset=qoff,
+                   sysflag=sysflag, topic=topic, tags=tags, reference=reference, lmq=lmq, topics=topics, stop=stop)
     if not len(ref):
-        return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, lmq, *cq[0],
-                            topics, key_record, key_hash, stop)
+        return FileDispatch(**columns, **_entries(cq[0]), key_record=key_record, key_hash=key_hash)
     # merge the reference records' entries and keys in, in record order
     cq_cols = [np.concatenate([c[i] for c in cq]) for i in range(5)]
     order = np.argsort(cq_cols[0], kind="stable")
@@ -132,5 +133,9 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]) for i in range(3))
     k_order = np.lexsort((k_rank, k_rec))
     k_rec, k_hash = k_rec[k_order], k_hash[k_order]
-    return FileDispatch(position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference, lmq, *cq_cols,
-                        topics, k_rec, k_hash, stop)
+    return FileDispatch(**columns, **_entries(cq_cols), key_record=k_rec, key_hash=k_hash)
+
+
+def _entries(cq: tuple | list) -> dict:
+    """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
+    return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))

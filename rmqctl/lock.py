@@ -13,11 +13,10 @@ from .errors import LockHeldError
 
 
 @contextlib.contextmanager
-def store_lock(root: str | os.PathLike, finish_interrupted: bool = True):
+def store_lock(root: str | os.PathLike):
     """Take the lock or raise LockHeldError (exit 2). Creates the lock file if the store has none; writes
-    nothing into an existing one (the broker writes "lock" there itself). Then, unless told not to, finishes
-    or undoes a write that an earlier rmqctl run was killed in (the recovery rule of ops/txn.py), so every
-    writing command starts from a store that is wholly in its old or its new state."""
+    nothing into an existing one (the broker writes "lock" there itself). Only locks: a writing command
+    takes it through ops/txn.py's `locked_for_writing`, which also finishes an interrupted run."""
     path = Path(root) / "lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -27,10 +26,6 @@ def store_lock(root: str | os.PathLike, finish_interrupted: bool = True):
             if e.errno in (errno.EACCES, errno.EAGAIN):
                 raise LockHeldError("the store is locked: a broker (or another rmqctl) is using it", path) from None
             raise
-        if finish_interrupted:
-            from .ops.txn import complete_pending  # late: ops.txn imports the writers
-
-            complete_pending(root)
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the fcntl lock

@@ -133,14 +133,14 @@ IndexEntry = Struct(
 
 # StoreCheckpoint: a 4096-byte mmap; 4.9 uses the first 3 fields, 5.0 adds masterFlushedOffset and
 # 5.1.1 confirmPhyOffset. The rest is zero.
-Checkpoint = Struct(
+_CHECKPOINT_FIELDS = (
     "physicMsgTimestamp" / Int64sb,
     "logicsMsgTimestamp" / Int64sb,
     "indexMsgTimestamp" / Int64sb,
     "masterFlushedOffset" / Int64sb,
     "confirmPhyOffset" / Int64sb,
-    Padding(CHECKPOINT_FILE_SIZE - 40),
 )
+Checkpoint = Struct(*_CHECKPOINT_FIELDS, Padding(CHECKPOINT_FILE_SIZE - Struct(*_CHECKPOINT_FIELDS).sizeof()))
 CHECKPOINT_FIELDS_49 = ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp")
 
 # Message ids are the uppercase hex of these bytes. The ip is 4 bytes in a 32-char id and 16 in a 56-char
@@ -193,6 +193,16 @@ def compile_struct(schema: Struct) -> struct.Struct:
     return struct.Struct(">" + "".join(f[1:] for _, f in fixed_fields(schema)))
 
 
+def field_offsets(schema: Struct) -> dict[str, int]:
+    """Byte offset of each field of a fixed layout, in declaration order."""
+    out, pos = {}, 0
+    for sc in schema.subcons:
+        if sc.name is not None:
+            out[sc.name] = pos
+        pos += sc.sizeof()
+    return out
+
+
 def compile_dtype(schema: Struct) -> np.dtype:
     """A numpy record dtype with the same fields, for vectorised reads of CQ units and index entries."""
     kinds = {"q": "i8", "l": "i4", "L": "u4", "i": "i4", "h": "i2", "b": "i1", "Q": "u8", "I": "u4", "H": "u2", "B": "u1"}
@@ -229,7 +239,11 @@ HASH_SLOT = compile_struct(HashSlot)
 INDEX_ENTRY = compile_struct(IndexEntry)
 INDEX_ENTRY_DTYPE = compile_dtype(IndexEntry)
 BLANK = compile_struct(BlankRecord)
-CHECKPOINT_HEAD = struct.Struct(">" + "q" * 5)
+CHECKPOINT_HEAD = compile_struct(Checkpoint)  # the fields before the padding
+# where each field of these fixed layouts sits
+INDEX_HEADER_AT = field_offsets(IndexHeader)
+INDEX_ENTRY_AT = field_offsets(IndexEntry)
+CHECKPOINT_AT = field_offsets(Checkpoint)
 # Record heads keyed by (born_v6, store_v6).
 RECORD_HEADS = {(b, s): record_head_layout(b, s) for b in (False, True) for s in (False, True)}
 TOPIC_LEN_V1 = struct.Struct(">b")

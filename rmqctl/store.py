@@ -7,6 +7,7 @@ StoreCheckpoint.java, DefaultMessageStore.java (apache/rocketmq store module).
 from __future__ import annotations
 
 import fcntl
+import math
 import mmap
 import os
 import re
@@ -224,16 +225,17 @@ class ConsumeQueue:
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
 
-    def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
-        """(first queue offset, file, units written, unit array) per file. Units are read until the first
-        one with size <= 0 or a negative offset (ConsumeQueue.recover's validity rule)."""
+    def unit_arrays(self) -> Iterator[tuple[MappedFile, np.ndarray]]:
+        """(file, unit array) per file: a view on the map, nothing read until looked at."""
         for f in self.files.files:
             buf = f.buf
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
-            arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-            bad = np.flatnonzero((arr["size"] <= 0) | (arr["commitLogOffset"] < 0))
-            written = int(bad[0]) if len(bad) else n
-            yield f.start // S.CQ_UNIT_SIZE, f, written, arr
+            yield f, np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+
+    def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
+        """(first queue offset, file, units written, unit array) per file (`written_units` of each)."""
+        for f, arr in self.unit_arrays():
+            yield f.start // S.CQ_UNIT_SIZE, f, written_units(arr), arr
 
     def entries(self) -> Iterator[tuple[int, MappedFile, int, int, int, int]]:
         """(queueOffset, file, position, commitLogOffset, size, tagsCode) for every written unit."""
@@ -256,6 +258,13 @@ class ConsumeQueue:
             if written < len(arr):
                 break
         return (lo or 0, hi or 0)
+
+
+def written_units(units: np.ndarray) -> int:
+    """How many units of a consumequeue file ConsumeQueue.recover accepts: up to the first one with size <= 0
+    or a negative offset."""
+    bad = np.flatnonzero((units["size"] <= 0) | (units["commitLogOffset"] < 0))
+    return int(bad[0]) if len(bad) else len(units)
 
 
 class IndexFile:
@@ -485,7 +494,8 @@ class Store:
             check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
             return slots, num
         paths = self.index_paths()
-        default_len = S.index_file_size(DEFAULT_HASH_SLOTS, DEFAULT_INDEX_NUM)
+        default_len = (S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * S.HASH_SLOT_SIZE
+                       + DEFAULT_INDEX_NUM * S.INDEX_ENTRY_SIZE)
         if not paths or all(p.stat().st_size == default_len for p in paths):
             return slots or DEFAULT_HASH_SLOTS, num or DEFAULT_INDEX_NUM
         for p in paths:
@@ -561,18 +571,20 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     _, _, _, end_phy, _, count = S.INDEX_HEADER.unpack_from(buf, 0)
     body = size - S.INDEX_HEADER_SIZE
-    # 4*slots must leave a whole number of 20-byte entries: one residue of slots modulo 5
-    first = next((r for r in range(1, 6) if (body - 4 * r) % S.INDEX_ENTRY_SIZE == 0), None)
+    # the slots must leave a whole number of entries: one residue of slots modulo `step`
+    slot, entry = S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
+    step = entry // math.gcd(slot, entry)
+    first = next((r for r in range(1, step + 1) if (body - slot * r) % entry == 0), None)
     if first is None:
         return None
-    cand = np.array([slots], dtype=np.int64) if slots else np.arange(first, body // 4 + 1, 5, dtype=np.int64)
-    rest = body - cand * 4
+    cand = np.array([slots], dtype=np.int64) if slots else np.arange(first, body // slot + 1, step, dtype=np.int64)
+    rest = body - cand * slot
     ok = (rest >= 0) & (rest % S.INDEX_ENTRY_SIZE == 0)
     if num:
         ok &= rest // S.INDEX_ENTRY_SIZE == num
     cand = cand[ok]
     if count <= 1:
-        return (int(cand[0]), (body - int(cand[0]) * 4) // S.INDEX_ENTRY_SIZE) if len(cand) == 1 else None
+        return (int(cand[0]), (body - int(cand[0]) * slot) // entry) if len(cand) == 1 else None
     arr = np.frombuffer(buf, dtype=np.uint8)
 
     def read(pos, width):
@@ -581,17 +593,18 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
             v = (v << 8) | arr[pos + i].astype(np.int64)
         return v - ((v >> (8 * width - 1)) & 1) * (1 << (8 * width)) if width < 8 else v
 
-    entries = S.INDEX_HEADER_SIZE + cand * 4
-    last = entries + (count - 1) * S.INDEX_ENTRY_SIZE
-    fits = last + S.INDEX_ENTRY_SIZE <= size
+    at = S.INDEX_ENTRY_AT
+    entries = S.INDEX_HEADER_SIZE + cand * slot
+    last = entries + (count - 1) * entry
+    fits = last + entry <= size
     cand, entries, last = cand[fits], entries[fits], last[fits]
-    hit = read(last + 4, 8) == end_phy
-    key_hash = read(last, 4)
-    slot_pos = S.INDEX_HEADER_SIZE + (np.abs(key_hash) % cand) * 4
-    hit &= read(slot_pos, 4) == count - 1
-    hit &= (read(entries, 8) == 0) & (read(entries + 8, 8) == 0) & (read(entries + 16, 4) == 0)
+    hit = read(last + at["phyOffset"], S.INT64.size) == end_phy
+    key_hash = read(last + at["keyHash"], S.INT32.size)
+    slot_pos = S.INDEX_HEADER_SIZE + (np.abs(key_hash) % cand) * slot
+    hit &= read(slot_pos, slot) == count - 1
+    hit &= ~arr[entries[:, None] + np.arange(entry)].any(axis=1)  # entry 0: all zero
     found = cand[hit]
     if len(found) == 1:
         s = int(found[0])
-        return s, (body - s * 4) // S.INDEX_ENTRY_SIZE
+        return s, (body - s * slot) // entry
     return None

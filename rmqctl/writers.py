@@ -9,6 +9,7 @@ import datetime as dt
 import errno
 import mmap
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -341,8 +342,6 @@ class IndexWriter:
     over to a new file (named by the current time) when it is full."""
 
     def __init__(self, directory: Path, slot_num: int, index_num: int, clock=None):
-        import time
-
         self.directory = directory
         self.slot_num = slot_num
         self.index_num = index_num

@@ -86,3 +86,12 @@ def index_entry_at(store, n: int) -> int:
     slots, _ = store.index_geometry
     return S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE
 
+
+
+@pytest.fixture(scope="session")
+def java_oracle():
+    """RocketMQ's own store code, restored once per session at $RMQ_JAVA_ORACLE (tests/oracle.py): a skip
+    without it locally, a failure under CI=true."""
+    import oracle
+
+    return oracle.home()

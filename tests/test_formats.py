@@ -358,3 +358,58 @@ def test_checkpoint_invariants(name):
     assert len(data) == S.CHECKPOINT_FILE_SIZE and not any(data[40:])
     if written_by_49(name):
         assert not any(data[24:40])
+
+
+# ---- MetaQ (formats/metaq.md, rmqctl/schema_metaq.py) ------------------------------------------------------------
+
+
+def test_metaq_table_matches_declaration_on_real_records():
+    """The metaq-record table against the declaration laid over real g-metaq records, with and without an
+    attribute (without one, the attribute rows are absent and the payload starts at 20)."""
+    from rmqctl import schema_metaq as MQ
+
+    rows = TABLES["metaq-record"]
+    seen = set()
+    for w in truth("g-metaq", "truth-messages.jsonl")[:200]:
+        raw = (FIXTURES / "g-metaq" / "store" / w["segment"]).read_bytes()
+        data = raw[w["segmentPosition"] : w["segmentPosition"] + w["recordSize"]]
+        layout = spans(MQ.MetaqRecord, data)
+        values = {sp.name.rsplit(".", 1)[-1]: sp.value for sp in layout if isinstance(sp.value, int)}
+        has_attr = bool(w["flag"] & MQ.ATTRIBUTE_FLAG)
+        table = [r for r in rows if has_attr or not cell_name(r["field"]).startswith("attribute.")]
+        assert [cell_name(r["field"]) for r in table] == [sp.name for sp in layout]
+        for r, sp in zip(table, layout):
+            assert r["type"] == sp.type, sp.name
+            if sp.name == "payload" and not has_attr:
+                assert (sp.offset, sp.size) == (MQ.HEADER_LEN, w["msgLen"])
+                continue
+            offset, size = (eval(r[c].replace("`", ""), {"__builtins__": {}}, values) for c in ("offset", "size"))
+            assert (offset, size) == (sp.offset, sp.size), sp.name
+        assert sum(sp.size for sp in layout) == MQ.HEADER_LEN + w["msgLen"] == w["recordSize"]
+        seen.add(has_attr)
+    assert seen == {True, False}
+    assert MQ.HEADER.size == sum(int(r["size"]) for r in rows[:4]) == MQ.HEADER_LEN
+
+
+def test_metaq_invariants():
+    """formats/metaq.md's invariants on the g-metaq fixture, read without rmqctl's store code: contiguous
+    20-digit segments, checksums, and the roll rule (a segment ends with the write that reached maxSegmentSize)."""
+    import zlib
+
+    summary = json.loads((FIXTURES / "g-metaq" / "truth-summary.json").read_text())
+    limit = summary["maxSegmentSize"]
+    records = truth("g-metaq", "truth-messages.jsonl")
+    for part in summary["partitions"]:
+        segs = part["segments"]
+        for a, b in zip(segs, segs[1:]):
+            assert a["startOffset"] + a["size"] == b["startOffset"]
+        for s in segs:
+            path = FIXTURES / "g-metaq" / "store" / s["file"]
+            assert path.name == f"{s['startOffset']:020d}.meta" and path.stat().st_size == s["size"]
+        for s in segs[:-1]:
+            last_write = max(w["appendLocation"]["offset"] for w in records if w["segment"] == s["file"])
+            assert s["size"] >= limit > last_write - s["startOffset"]
+    for w in records[:300]:
+        raw = (FIXTURES / "g-metaq" / "store" / w["segment"]).read_bytes()
+        data = raw[w["segmentPosition"] + 20 : w["segmentPosition"] + w["recordSize"]]
+        assert zlib.crc32(data) & 0x7FFFFFFF == w["checksum"]

@@ -62,9 +62,23 @@ def state(root: Path) -> dict:
 
 def recover(root: Path):
     """What any later writing rmqctl command does first: take the lock, finish or undo an interrupted run."""
-    with store_lock(root):
+    with txn.locked_for_writing(root):
         pass
 
+
+
+def test_the_lock_only_locks_and_writers_finish_an_interrupted_run(store_copy):
+    """store_lock leaves an interrupted run's staging alone; locked_for_writing (every writer's first
+    step) rolls it back and says so."""
+    root = store_copy("a-basic")
+    left = root / ".rmqctl-rebuild-killed"
+    left.mkdir()
+    with store_lock(root):
+        assert left.is_dir()
+    with txn.locked_for_writing(root) as done:
+        assert done["action"] == "rolled back" and not left.exists()
+    with txn.locked_for_writing(root) as done:
+        assert done is None
 
 MUTATIONS = [(os, "rename"), (os, "unlink"), (os, "rmdir"), (os, "fsync"), (os, "pwrite"), (os, "ftruncate"),
              (os, "mkdir"), (shutil, "rmtree"), (txn, "exchange")]

@@ -34,7 +34,8 @@ def render_reference() -> str:
     parts = [HEADER]
     for path, cmd in _commands(cli):
         name = "rmqctl " + " ".join(path)
-        ctx = click.Context(cmd, info_name=name, terminal_width=110, max_content_width=110)
+        # the root's context settings (-h as well as --help), as every real invocation has them
+        ctx = click.Context(cmd, info_name=name, terminal_width=110, **cli.context_settings)
         parts.append(f"\n## {name}\n\n```\n{cmd.get_help(ctx).rstrip()}\n```\n")
     return "".join(parts)
 

@@ -137,6 +137,22 @@ def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
             assert_same_message(row, d, store)
 
 
+
+def test_export_as_orc_holds_the_same_messages(spark, tmp_path):
+    """--format orc: the same messages under the same topic directories, read back by Spark's ORC reader."""
+    name = "b-mixed"
+    out = tmp_path / "export"
+    r = run("spark", "export", "--out", out, "--format", "orc", "--store", fixture_dir(name) / "store",
+            "--broker-config", broker_conf(name))
+    assert r.exit_code == 0, r.stderr
+    files = sorted(p.name for p in out.rglob("part-*"))
+    assert files and all(f.endswith(".snappy.orc") for f in files)
+    df = spark.read.orc(str(out))
+    got = sorted((row["topic"], row["commitLogOffset"]) for row in df.select("topic", "commitLogOffset").collect())
+    assert got == sorted((d["topic"], d["commitLogOffset"]) for d in dump_rows(name))
+    assert {s["topic"]: s["messages"] for s in jsonl(r.stdout)} == {
+        row["topic"]: row["count"] for row in df.groupBy("topic").count().collect()}
+
 def test_stats_totals_equal_truth(spark):
     """One stats run over all four stores: per store, topic and queue, the counts, bytes, store times and
     distinct keys RocketMQ's truth gives (for d-crashed: what RocketMQ recovers)."""
@@ -264,3 +280,28 @@ def test_export_keeps_hostile_topics_inside_out(spark, tmp_path):
     assert all(p.parent == out for p in out.glob("topic=*"))
     topics = {row["topic"] for row in spark.read.parquet(str(out)).select("topic").distinct().collect()}
     assert {"../../evi", "../../../"} <= topics
+
+def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
+    """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
+    task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""
+    import shutil
+
+    fixture = fixture_dir("g-metaq") / "store"
+    copy = tmp_path / "meta"
+    shutil.copytree(fixture, copy)
+    last = sorted((copy / "meta-test-1").glob("*.meta"))[-1]
+    last.chmod(0o644)
+    with open(last, "r+b") as f:
+        f.truncate(last.stat().st_size - 10)
+    df = spark.read.format("metaq").load([str(fixture), str(copy)])
+    assert df.rdd.getNumPartitions() == 2 * 16
+    rows = df.collect()
+    for root in (fixture, copy):
+        dumped = jsonl(run("metaq", "dump", "--store", root, "--body", "base64", "--format", "jsonl").stdout)
+        got = sorted((r.asDict() for r in rows if r.store == str(root.resolve())), key=lambda r: (r["topic"], r["partition"], r["offset"]))
+        assert len(got) == len(dumped) == (1000 if root == fixture else 999)
+        for row, d in zip(got, dumped):
+            assert bytes(row.pop("payload")) == base64.b64decode(d["payload"])
+            assert all(row[k] == d[k] for k in row if k != "store"), d["offset"]
+    with pytest.raises(Exception, match="torn-tail"):
+        spark.read.format("metaq").option("failOnDamage", "true").load(str(copy)).collect()

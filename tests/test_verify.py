@@ -18,7 +18,7 @@ from conftest import (CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_sto
 from rmqctl import schema as S
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
-from rmqctl.ops import verify as verify_mod
+from rmqctl.ops import verify_commitlog
 from rmqctl.ops.verify import verify
 from rmqctl.javacompat import crc31, crc_digits
 from rmqctl.ops.verify_scan import Task, scan_chunk
@@ -127,7 +127,7 @@ def test_scanner_dispatch_data_equals_reference_rules(name):
 def test_small_chunks_find_the_same(name, monkeypatch):
     """Chunks that start mid-file find the record starts themselves; the result does not change."""
     whole = verify(open_store(name), jobs=1)
-    monkeypatch.setattr(verify_mod, "CHUNK", 4096)
+    monkeypatch.setattr(verify_commitlog, "CHUNK", 4096)
     for jobs in (1, 2):
         split = verify(open_store(name), jobs=jobs)
         assert [f.to_dict() for f in split.findings] == [f.to_dict() for f in whole.findings]

@@ -91,7 +91,7 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, **opts):
 
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
-    from ..ops.append import NewMessage, apply_delay_level, validate_producer_topic
+    from ..ops.append import NewMessage, apply_delay_level, validate_producer_topic  # kernels: only when appending
 
     properties = []
     if opts["tags"]:
@@ -120,7 +120,7 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
 
 def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
     """A `dump commitlog` line as a message: the stored fields a copy keeps (computed ones are ignored)."""
-    from ..ops.append import NewMessage
+    from ..ops.append import NewMessage  # kernels: only when appending
 
     if not isinstance(obj, dict):
         raise UsageError("a line must be a JSON object")

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import textwrap
 from typing import Callable, Iterable
 
 import click
@@ -189,8 +190,6 @@ def echo_lines(lines: list[str], indent: int = 0):
     if not _is_terminal(sys.stdout):
         click.echo("\n".join(lines))
         return
-    import textwrap
-
     width = shutil.get_terminal_size().columns
     for line in lines:
         click.echo(textwrap.fill(line, width, subsequent_indent=" " * indent, break_long_words=False,
@@ -204,6 +203,7 @@ def _is_terminal(out) -> bool:
 def _table(rows: list[dict], cols: list[str], title: str | None, out):
     """A table at its natural width: numbers right-aligned, nothing folded. On a terminal too narrow for it,
     blocks instead; on a pipe (--format table | less) the full width, without colour codes."""
+    # rich costs start-up time: loaded only when a table is drawn
     from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
@@ -264,9 +264,7 @@ def _fold(text: str, width: int, indent: int, hard: bool = False) -> str:
     """Fold at spaces to `width`, continuations indented. The label and the first word stay on one line, and a
     word is never split (`hard`: body text, which may be)."""
     if hard:
-        import textwrap
-
-        return textwrap.fill(text, width, subsequent_indent=" " * indent, drop_whitespace=False,
+            return textwrap.fill(text, width, subsequent_indent=" " * indent, drop_whitespace=False,
                              replace_whitespace=False) or text
     head = re.match(r"\s*\S+\s*\S*", text).group(0)
     lines, current = [], head
@@ -325,7 +323,7 @@ def echo_err(msg: str):
 
 def progress(total: int, desc: str):
     """A tqdm bar on stderr only when stderr is a terminal."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # start-up time: loaded only when a bar is drawn
 
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(),
                 leave=False)

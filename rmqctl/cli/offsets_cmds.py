@@ -8,7 +8,6 @@ import time
 import click
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..lock import store_lock
 from ..ops import config_check, offsets
 from ..ops.diff import diff_stores
 from ..store import Store
@@ -128,8 +127,7 @@ def config_restore(ctx, names, apply, no_backup):
     render((p.to_dict() for p in plan), ctx.format)
     impossible = [p for p in plan if p.action == "impossible"]
     if apply:
-        with store_lock(store.root):
-            config_check.restore_configs(store, plan, keep_backup=not no_backup)
+        config_check.restore_configs(store, plan, keep_backup=not no_backup)
     elif any(p.action == "restore" for p in plan):
         echo_err("rmqctl: plan only; --apply restores")
     if impossible:

@@ -75,7 +75,7 @@ def rebuild_index_cmd(ctx, dry_run, no_backup):
     old ones): entries before/after, added, removed, changed. Takes the broker's lock."""
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild index") as bar:
-        from ..ops.rebuild import rebuild_index
+        from ..ops.rebuild import rebuild_index  # loads the compiled kernels: only for this command
 
         result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update)
     _interrupted(result.interrupted)
@@ -135,7 +135,7 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup):
     and index entries that point past it, set the checkpoint and remove `abort`, atomically. Prints one row
     per action. Takes the broker's lock."""
     store = ctx.store if dry_run else ctx.writable_store()
-    from ..ops.repair import repair
+    from ..ops.repair import repair  # loads the compiled kernels: only for this command
 
     r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup)
     _interrupted(r.interrupted)

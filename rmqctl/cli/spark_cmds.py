@@ -64,10 +64,10 @@ class SparkOptions(NamedTuple):
 
 def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
-    from ..spark import require, session
+    from ..spark import require, session  # spark's modules need the optional extra (pyspark)
 
     require()
-    from ..spark.jobs import spark_errors
+    from ..spark.jobs import spark_errors  # optional extra (pyspark)
 
     spark = session(options.master)
     spark.sparkContext.setLogLevel(options.log_level)
@@ -78,20 +78,20 @@ def run_job(options: SparkOptions, job: Callable):
 @spark_group.command("export")
 @spark_options
 @click.option("--out", required=True, help="Output directory, on a filesystem the driver and every executor share.")
-@click.option("--format", "file_format", type=click.Choice(["parquet"]), default="parquet", show_default=True,
-              help="File format of the export.")
+@click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet", show_default=True,
+              help="File format of the export (both snappy-compressed).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
 def spark_export(selection, spark_options, out, file_format, overwrite):
-    """Export every message to Parquet, one directory per topic.
+    """Export every message to Parquet (or ORC), one directory per topic.
 
     Files go under OUT/topic=<topic>/ (Spark's partition layout), one task per commitlog file, with the
     columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
     Prints the messages and files written per store and topic.
 
     Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2."""
-    from ..spark.export import export
+    from ..spark.export import export  # optional extra (pyspark)
 
-    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite))
+    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format))
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")
@@ -109,7 +109,7 @@ def spark_stats(selection, spark_options, by, fmt):
 
     One row per store, topic and queue (and hour of storeTimestamp, UTC, with --by hour): messages, bytes
     (storeSize), bodyBytes, firstStoreTimestamp, lastStoreTimestamp (epoch ms) and distinctKeys (KEYS words)."""
-    from ..spark import jobs
+    from ..spark import jobs  # optional extra (pyspark)
 
     render(run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour")), auto_format(fmt))
 
@@ -126,7 +126,7 @@ def spark_query(selection, spark_options, key, topic, body, fmt):
 
     Scans the commitlogs for KEY as a KEYS word or as UNIQ_KEY; prints the messages in the dump commitlog
     shape with `store` first."""
-    from ..spark import jobs
+    from ..spark import jobs  # optional extra (pyspark)
 
     if not key:
         raise UsageError("--key must not be empty")
@@ -148,7 +148,7 @@ def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
 
     The same findings as `rmqctl verify`, with `store` first; a summary per store goes to stderr.
     Exit 0 when every store is sound, 1 with findings."""
-    from ..spark.verify import verify_stores
+    from ..spark.verify import verify_stores  # optional extra (pyspark)
 
     if max_findings is not None and max_findings < 0:
         raise UsageError("--max-findings must not be negative")

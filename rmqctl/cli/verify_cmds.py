@@ -72,6 +72,7 @@ STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def _print_findings(rows: list[dict]):
     """One block per finding: what and where on one line, the detail wrapped under it."""
+    # rich costs start-up time: loaded only when findings are drawn
     from rich.console import Console
     from rich.text import Text
 

@@ -28,7 +28,10 @@ def _drop_stale_caches(here: Path = Path(__file__).parent):
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes."""
     sources = sorted(here.glob("*.py")) + [here.parent / "schema.py"]
-    stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    try:
+        stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+    except OSError:  # imported from a zip (spark-submit --py-files): nothing on disk to cache next to
+        return
     cache = here / "__pycache__"
     marker = cache / "rmqctl-native.stamp"
     try:

@@ -22,22 +22,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from array import array
 from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import schema as S
-from ..config import BrokerConfig, read_properties
+from ..config import BrokerConfig
 from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_targets
-from ..errors import LockHeldError, StoreError, UsageError
+from ..errors import LockHeldError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
-from ..lock import store_lock
-from ..record import Blank, Message, encode_record, parse_host, read_record
+from ..record import Message, encode_record, parse_host, read_record
 from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space
-from .repair import RecoveryChecker
-from .repair import zero_from
+from .append_point import AppendPoint, append_point, config_version, store_version
+from .txn import locked_for_writing
 
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
@@ -57,10 +55,6 @@ PROPERTY_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 PROPERTY_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 CRC_DIGITS = 10
 CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * CRC_DIGITS + PROPERTY_SEPARATOR).encode("ascii")
-# MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
-FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
-                         "timerWheelEnable", "timerPrecisionMs")
-RECOVERY_FILES = 3  # recoverNormally starts at the third-last commitlog file
 
 
 @dataclasses.dataclass
@@ -253,14 +247,174 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
 # -- the appender -----------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class _Recovered:
-    end: int  # the append point (commitlog offset)
-    reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
-    catch_up: array  # offsets of the records in [reput_from, end), to dispatch before appending
-    next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from those records
-    last_store_host: str | None
-    style_votes: dict[int, int]  # version -> records whose property style / magic says so
+def properties_text(msg: NewMessage, version: int, crc_trailer: bool, config: BrokerConfig,
+                    next_queue_offset: Callable[[str, int], int]) -> str:
+    """The properties string as the broker would store it (before the CRC trailer); `next_queue_offset`
+    gives a queue's next offset for INNER_MULTI_QUEUE_OFFSET."""
+    if msg.properties_string is not None:
+        text = msg.properties_string
+        if crc_trailer:
+            text = delete_property(text, CRC32_PROPERTY)
+        pairs = None
+    else:
+        pairs = []
+        for k, v in msg.properties:
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise UsageError(f"property {k!r}: names and values must be strings")
+            _check_property_text(k, v)
+            if k.startswith(TRANSIENT_PREFIX) or (crc_trailer and k == CRC32_PROPERTY):
+                continue
+            pairs.append((k, v))
+        if msg.broker_order:
+            text = map_properties_string(pairs, version, from_client=True)
+        else:
+            text = encode_properties(pairs, trailing_separator=version >= 5)
+    return _with_multi_queue_offsets(msg, text, pairs, version, config, next_queue_offset)
+
+def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, config: BrokerConfig,
+                              next_queue_offset: Callable[[str, int], int]) -> str:
+    """MultiDispatch.wrapMultiDispatch (4.x) / LmqDispatch.wrapLmqDispatch (5.x), when the message names
+    INNER_MULTI_DISPATCH queues but carries no INNER_MULTI_QUEUE_OFFSET: put each queue's next offset,
+    drop WAIT, and rebuild the string from the broker's map."""
+    props = dict(pairs) if pairs is not None else parse_properties(text)
+    queues = props.get(PROPERTY_MULTI_DISPATCH, "")
+    if not queues.strip() or PROPERTY_MULTI_QUEUE_OFFSET in props:
+        return text
+    names = queues.split(MULTI_DISPATCH_SEPARATOR)
+    if version < 5:
+        if not config.enableMultiDispatch:
+            return text
+        keys = [(n, 0 if config.enableLmq and n.startswith(LMQ_PREFIX) else msg.queue_id) for n in names]
+    else:
+        if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
+            return text
+        if not all(n.startswith(LMQ_PREFIX) for n in names):
+            raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
+        keys = [(n, 0) for n in names]
+    offsets = MULTI_DISPATCH_SEPARATOR.join(str(next_queue_offset(t, q)) for t, q in keys)
+    base = list(pairs) if pairs is not None else list(props.items())
+    base = [(k, v) for k, v in base if k != PROPERTY_WAIT] + [(PROPERTY_MULTI_QUEUE_OFFSET, offsets)]
+    return map_properties_string(base, version)
+
+
+def catch_up(store: Store, d: Dispatcher, point: AppendPoint, stamp: Callable[[int], None]):
+    """The broker's reput on start: dispatch records from the dispatch point to the append point (`stamp` is
+    told each one's store time first). A record the index already holds (offset <= its endPhyOffset) is not
+    indexed again."""
+    index = d.index
+    for off in point.catch_up:
+        f = store.commitlog.find(off)
+        m = read_record(f.buf, off - f.start, store.commitlog.file_size)
+        stamp(m.storeTimestamp)
+        if index is not None and off <= point.index_end:
+            d.index = None
+            try:
+                d.dispatch(m, off)
+            finally:
+                d.index = index
+        else:
+            d.dispatch(m, off)
+    d.flush()
+
+
+class CommitLogTail:
+    """The commitlog files being appended to: the append point, the BLANK that ends a full file and the roll
+    to the next, files created (or preallocated ones reused) in the directories the config names, and their
+    flush. With `dry_run` only the positions move."""
+
+    def __init__(self, store: Store, end: int, dry_run: bool):
+        self.file_size = store.commitlog.file_size
+        self.dry_run = dry_run
+        self.files: dict[int, WritableFile] = {}
+        self.new_dirs: set[Path] = set()
+        self._existing = {f.start: f for f in store.commitlog.files}
+        self._dirs = sorted(store.commitlog_dirs)
+        # the append point: file start and write position; the file is opened by the first append
+        self.cur_start = None
+        self._first_start = end - end % self.file_size
+        self.wrote = end % self.file_size
+        self.durable_end = end  # the commitlog up to here is committed; past it nothing is acknowledged
+
+    def place(self, size: int) -> tuple[int, int]:
+        """doAppend's space check: a record fits only with 8 bytes to spare; otherwise the 8-byte BLANK
+        (TOTALSIZE = the rest of the file) ends this file and the record goes to offset 0 of the next."""
+        if self.cur_start is None:
+            self.cur_start = self._first_start
+            self._open_file(self.cur_start)
+        remaining = self.file_size - self.wrote
+        if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
+            # MappedFileQueue.getLastMappedFile: the next file starts one file size on; it is created first,
+            # so a full disk stops here with the current file unchanged
+            self._open_file(self.cur_start + self.file_size)
+            if not self.dry_run:
+                f = self.files[self.cur_start]
+                S.BLANK.pack_into(f.map, self.wrote, remaining, S.MAGIC_BLANK)
+                f.dirty = True
+            self.cur_start += self.file_size
+            self.wrote = 0
+        return self.cur_start, self.wrote
+
+    def write(self, start: int, pos: int, record: bytes):
+        if not self.dry_run:
+            f = self.files[start]
+            f.map[pos : pos + len(record)] = record
+            f.dirty = True
+        self.wrote = pos + len(record)
+
+    def _open_file(self, start: int):
+        """An existing (preallocated, all-zero) file is reused; otherwise it is created at full size."""
+        if self.dry_run or start in self.files:
+            return
+        existing = self._existing.get(start)
+        if existing is not None:
+            self.files[start] = WritableFile(existing.path, self.file_size, create=False)
+            return
+        directory = self._dirs[(start // self.file_size) % len(self._dirs)]
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            self.new_dirs.add(directory.parent)
+        self.files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True)
+        self.new_dirs.add(directory)
+
+    def flush(self):
+        """msync + fsync every file written, then the directories of new files (deepest first)."""
+        for start in sorted(self.files):
+            self.files[start].flush()
+        for d in sorted(self.new_dirs, key=lambda p: len(p.parts), reverse=True):
+            fsync_dir(d)
+        self.new_dirs.clear()
+        if self.cur_start is not None:
+            self.durable_end = self.cur_start + self.wrote  # a failure from here on leaves them for the reput
+
+    def close_full(self):
+        for start in [s for s in self.files if s != self.cur_start]:
+            self.files.pop(start).close()
+
+    def take_back(self):
+        """Undo the writes of messages never committed (an error, such as a full disk, came first): their
+        bytes (and an end-of-file BLANK they caused) become zeros again and files created for them go, so
+        the commitlog is as it was; none of them was acknowledged."""
+        end = self.cur_start + self.wrote
+        for start in sorted(self.files):
+            f = self.files[start]
+            if f.created and start >= self.durable_end:
+                f.map.close()
+                os.close(f.fd)
+                os.unlink(f.path)
+                fsync_dir(f.path.parent)
+                del self.files[start]
+                continue
+            lo, hi = max(self.durable_end, start) - start, min(end, start + self.file_size) - start
+            if lo < hi:
+                f.map[lo:hi] = bytes(hi - lo)
+                f.dirty = True
+
+    def close(self):
+        if not self.dry_run and self.cur_start is not None and self.cur_start + self.wrote > self.durable_end:
+            self.take_back()
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
 
 
 class Appender:
@@ -291,13 +445,10 @@ class Appender:
         self._lock = None
         self._dispatcher: Dispatcher | None = None
         self._staged: list[tuple[int, Message, Appended]] = []
-        self._files: dict[int, WritableFile] = {}
-        self._new_dirs: set[Path] = set()
+        self._tail: CommitLogTail | None = None
         self._next: dict[tuple[str, int], int] = {}
         self._read_queues: set[tuple[str, int]] = set()  # queues whose consumequeue max offset is merged in
         self._dispatch_ts = 0
-        self._cur_start: int | None = None  # the commitlog file being written, once the first append opens it
-        self._durable_end = 0  # the commitlog up to here is committed; past it nothing is acknowledged
         self._opened = False
 
     # -- open: lock, geometry, recovery, catch-up ---------------------------------------------------------
@@ -312,13 +463,10 @@ class Appender:
 
     def open(self):
         if self.dry_run:
-            store = Store(self.root, self.config)
-            holder = store.lock_holder()
-            if holder is not None:
-                raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
+            _refuse_if_locked(Store(self.root, self.config))
         else:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._lock = store_lock(self.root)
+            self._lock = locked_for_writing(self.root)
             self._lock.__enter__()
         try:
             self._open_store()
@@ -334,148 +482,23 @@ class Appender:
         self.file_size = queue.file_size
         self.cq_file_size = store.consumequeue_file_size
         self.slot_num, self.index_num = store.index_geometry
-        self._existing = {f.start: f for f in queue.files}
-        self._dirs = sorted(store.commitlog_dirs)
-        self.version, self.version_source = self._config_version()
-        rec = self._recover(store)
+        self.version, self.version_source = config_version(self.config, self.requested_version)
+        rec = append_point(store, self.config, self.version, self.version_source)
+        self._index_end = rec.index_end
         if self.version_source == "default":
-            self._version_from_store(rec.style_votes)
+            self.version, self.version_source = store_version(self.root, rec.style_votes) or (self.version, "default")
         self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
         self.default_store_host = self.config.store_host or rec.last_store_host
         self.end = rec.end
-        self._durable_end = rec.end
         self._next = rec.next_offsets
-        # the append point: file start and write position; the file is opened by the first append
-        self._cur_start = None
-        self._first_start = rec.end - rec.end % self.file_size
-        self._wrote = rec.end % self.file_size
+        self._tail = CommitLogTail(store, rec.end, self.dry_run)
         if self.dry_run:
             return
         clock = (lambda: self._dispatch_ts) if self.keep_index_time else self.clock
         self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num, index_clock=clock)
-        self._catch_up(rec)
-
-    def _config_version(self) -> tuple[int, str]:
-        if self.requested_version is not None:
-            return self._checked_version(self.requested_version, "requested"), "requested"
-        if self.config.rocketmqVersion is not None:
-            return self._checked_version(self.config.rocketmqVersion, "rocketmqVersion"), "rocketmqVersion"
-        keys = set(read_properties(Path(self.config.source))) if self.config.source else set()
-        named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys or (k in ("enabledAppendPropCRC", "forceVerifyPropCRC")
-                                                                   and getattr(self.config, k))]
-        if named:
-            return 5, f"5.x-only config key {named[0]}"
-        return 4, "default"
-
-    def _checked_version(self, v: int, where: str) -> int:
-        if v not in (4, 5):
-            raise UsageError(f"{where}: RocketMQ major version must be 4 or 5, not {v}")
-        if v < 5 and (self.config.enabledAppendPropCRC or self.config.forceVerifyPropCRC):
-            raise UsageError(f"{where} says RocketMQ 4, but the config enables the 5.x property CRC")
-        return v
-
-    def _version_from_store(self, votes: dict[int, int]):
-        if votes.get(5, 0) or votes.get(4, 0):
-            self.version = 5 if votes.get(5, 0) > votes.get(4, 0) else 4
-            self.version_source = "the store's records"
-        elif (self.root / "abort.bak").exists() or (self.root / "compaction").is_dir():
-            self.version, self.version_source = 5, "5.x files in the store root"
-
-    def _recover(self, store: Store) -> _Recovered:
-        """recoverNormally's walk, from the third-last file (or the dispatch point, if earlier) to the first
-        record that fails checkMessageAndReturnSize; then everything after that point must be zeros."""
-        files = store.commitlog.files
-        size = self.file_size
-        for f in files:
-            if f.length != size:
-                raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it", f.path)
-        for a, b in zip(files, files[1:]):
-            if b.start != a.start + size:
-                raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
-        cq_end = index_end = -1
-        for cq in store.consume_queues():
-            for _, _, written, arr in cq.units():
-                if written and arr[written - 1]["size"] != S.PRE_BLANK_SIZE:
-                    u = arr[written - 1]
-                    cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
-        if self.config.messageIndexEnable:
-            ix = store.index_files()
-            if ix and ix[-1].index_count > 1:
-                index_end = ix[-1].header["endPhyOffset"]
-        min_offset = files[0].start if files else 0
-        reput_from = max(cq_end, min_offset)
-        recover_idx = max(0, len(files) - RECOVERY_FILES)
-        start_idx = recover_idx
-        for i, f in enumerate(files):
-            if f.start <= reput_from < f.start + size:
-                start_idx = min(start_idx, i)
-        # checkMessageAndReturnSize: with checkCRCOnRecover from the recovery start file, as the reput
-        # reads (no CRC) before it; a 4.x store reads V2 magic as illegal
-        strict, lenient = RecoveryChecker(store), RecoveryChecker(store)
-        lenient.crc = False
-        strict.v2 = lenient.v2 = not (self.version_source != "default" and self.version < 5)
-        strict.prop_crc = strict.prop_crc and strict.v2
-        catch_up = array("q")
-        next_offsets: dict[tuple[str, int], int] = {}
-        votes = {4: 0, 5: 0}
-        last_host = None
-        end = files[-1].start + size if files else 0
-        for i in range(start_idx, len(files)):
-            f = files[i]
-            checker = strict if i >= recover_idx else lenient
-            pos = 0
-            bad = None
-            while pos < size:
-                rec, bad = checker.check(f, pos)
-                if bad is not None or isinstance(rec, Blank):
-                    break
-                off = f.start + pos
-                if off >= reput_from:
-                    catch_up.append(off)
-                    for t, q, qoff in cq_targets(rec, self.config):
-                        next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
-                if i >= recover_idx:
-                    if rec.magicCode == S.MAGIC_V2:
-                        votes[5] += 1
-                    elif rec.propertiesBytes:
-                        votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
-                    last_host = rec.store_host
-                pos += rec.storeSize
-            if bad is not None:
-                end = f.start + pos
-                if not zero_from(store, i, pos):
-                    raise StoreError(f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
-                                     "(a torn or garbage tail); run `rmqctl repair` before appending", f.path, end)
-                break
-        if cq_end > end:
-            raise StoreError(f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; "
-                             "run `rmqctl repair` first", store.consumequeue_dir)
-        if index_end >= end:
-            raise StoreError(f"the index holds commitlog offset {index_end}, past the commitlog end {end}; "
-                             "run `rmqctl repair` first", store.index_dir)
-        self._index_end = index_end
-        return _Recovered(end, reput_from, catch_up, next_offsets, last_host, votes)
-
-    def _catch_up(self, rec: _Recovered):
-        """The broker's reput on start: dispatch records from the dispatch point to the end. A record the
-        index already holds (offset <= its endPhyOffset) is not indexed again."""
-        d = self._dispatcher
-        index = d.index
-        for off in rec.catch_up:
-            f = self.store.commitlog.find(off)
-            m = read_record(f.buf, off - f.start, self.file_size)
-            self._dispatch_ts = m.storeTimestamp
-            if index is not None and off <= self._index_end:
-                d.index = None
-                try:
-                    d.dispatch(m, off)
-                finally:
-                    d.index = index
-            else:
-                d.dispatch(m, off)
         if rec.catch_up:
-            d.flush()
-            self._note_dispatch_events()
+            catch_up(store, self._dispatcher, rec, self._stamp)
+            self.warnings += dispatch_warnings(self._dispatcher)
 
     # -- append ---------------------------------------------------------------------------------------------
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
@@ -495,15 +518,7 @@ class Appender:
         if not self._opened:
             raise UsageError("Appender.open() first")
         config = self.config
-        for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
-                                    ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
-                                    ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
-            _check_range(name, value, bounds)
-        for name, value in (("bornTimestamp", msg.born_timestamp), ("storeTimestamp", msg.store_timestamp)):
-            if value is not None:
-                _check_range(name, value, INT64_RANGE)
-        if msg.sys_flag & S.INNER_BATCH_FLAG:
-            raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
+        _check_fields(msg)
         if producer_topic_rules:
             validate_producer_topic(msg.topic)
         v2 = record_version_for_topic(msg.topic, self.version, config)
@@ -519,7 +534,7 @@ class Appender:
         if len(body) > config.maxMessageSize:
             raise UsageError(f"body is {len(body)} bytes, over maxMessageSize={config.maxMessageSize}")
         topic_bytes = java_utf8(msg.topic)
-        props = java_utf8(self._properties_text(msg))
+        props = java_utf8(properties_text(msg, self.version, self.crc_trailer, config, self.next_queue_offset))
         if self.crc_trailer:
             if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
                 props += PROPERTY_SEPARATOR.encode()
@@ -536,7 +551,7 @@ class Appender:
         tran = sys_flag & S.TRANSACTION_MASK
         dispatched = tran in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
         queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
-        start, pos = self._place(size)
+        start, pos = self._tail.place(size)
         m = Message()
         m.magicCode = S.MAGIC_V2 if v2 else S.MAGIC_V1
         m.bodyCRC = crc31(body)
@@ -553,97 +568,12 @@ class Appender:
             crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
             record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
         stored = read_record(record, 0, size)  # what the broker's reader sees: the record dispatch uses
-        if not self.dry_run:
-            f = self._files[start]
-            f.map[pos : pos + size] = record
-            f.dirty = True
-        self._wrote = pos + size
+        self._tail.write(start, pos, record)
         for t, q, qoff in cq_targets(stored, config) if dispatched else ():
             self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
         result = Appended(start + pos, queue_offset, stored.msg_id, offset_to_name(start), pos)
         self._staged.append((start + pos, stored, result))
         return result
-
-    def _properties_text(self, msg: NewMessage) -> str:
-        """The properties string as the broker would store it (before the CRC trailer)."""
-        if msg.properties_string is not None:
-            text = msg.properties_string
-            if self.crc_trailer:
-                text = delete_property(text, CRC32_PROPERTY)
-            pairs = None
-        else:
-            pairs = []
-            for k, v in msg.properties:
-                if not isinstance(k, str) or not isinstance(v, str):
-                    raise UsageError(f"property {k!r}: names and values must be strings")
-                _check_property_text(k, v)
-                if k.startswith(TRANSIENT_PREFIX) or (self.crc_trailer and k == CRC32_PROPERTY):
-                    continue
-                pairs.append((k, v))
-            if msg.broker_order:
-                text = map_properties_string(pairs, self.version, from_client=True)
-            else:
-                text = encode_properties(pairs, trailing_separator=self.version >= 5)
-        return self._with_multi_queue_offsets(msg, text, pairs)
-
-    def _with_multi_queue_offsets(self, msg: NewMessage, text: str, pairs) -> str:
-        """MultiDispatch.wrapMultiDispatch (4.x) / LmqDispatch.wrapLmqDispatch (5.x), when the message names
-        INNER_MULTI_DISPATCH queues but carries no INNER_MULTI_QUEUE_OFFSET: put each queue's next offset,
-        drop WAIT, and rebuild the string from the broker's map."""
-        config = self.config
-        props = dict(pairs) if pairs is not None else parse_properties(text)
-        queues = props.get(PROPERTY_MULTI_DISPATCH, "")
-        if not queues.strip() or PROPERTY_MULTI_QUEUE_OFFSET in props:
-            return text
-        names = queues.split(MULTI_DISPATCH_SEPARATOR)
-        if self.version < 5:
-            if not config.enableMultiDispatch:
-                return text
-            keys = [(n, 0 if config.enableLmq and n.startswith(LMQ_PREFIX) else msg.queue_id) for n in names]
-        else:
-            if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
-                return text
-            if not all(n.startswith(LMQ_PREFIX) for n in names):
-                raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
-            keys = [(n, 0) for n in names]
-        offsets = MULTI_DISPATCH_SEPARATOR.join(str(self.next_queue_offset(t, q)) for t, q in keys)
-        base = list(pairs) if pairs is not None else list(props.items())
-        base = [(k, v) for k, v in base if k != PROPERTY_WAIT] + [(PROPERTY_MULTI_QUEUE_OFFSET, offsets)]
-        return map_properties_string(base, self.version)
-
-    def _place(self, size: int) -> tuple[int, int]:
-        """doAppend's space check: a record fits only with 8 bytes to spare; otherwise the 8-byte BLANK
-        (TOTALSIZE = the rest of the file) ends this file and the record goes to offset 0 of the next."""
-        if self._cur_start is None:
-            self._cur_start = self._first_start
-            self._open_file(self._cur_start)
-        remaining = self.file_size - self._wrote
-        if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
-            # MappedFileQueue.getLastMappedFile: the next file starts one file size on; it is created first,
-            # so a full disk stops here with the current file unchanged
-            self._open_file(self._cur_start + self.file_size)
-            if not self.dry_run:
-                f = self._files[self._cur_start]
-                S.BLANK.pack_into(f.map, self._wrote, remaining, S.MAGIC_BLANK)
-                f.dirty = True
-            self._cur_start += self.file_size
-            self._wrote = 0
-        return self._cur_start, self._wrote
-
-    def _open_file(self, start: int):
-        """An existing (preallocated, all-zero) file is reused; otherwise it is created at full size."""
-        if self.dry_run or start in self._files:
-            return
-        existing = self._existing.get(start)
-        if existing is not None:
-            self._files[start] = WritableFile(existing.path, self.file_size, create=False)
-            return
-        directory = self._dirs[(start // self.file_size) % len(self._dirs)]
-        if not directory.is_dir():
-            directory.mkdir(parents=True, exist_ok=True)
-            self._new_dirs.add(directory.parent)
-        self._files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True)
-        self._new_dirs.add(directory)
 
     # -- commit -----------------------------------------------------------------------------------------------
     @property
@@ -660,83 +590,25 @@ class Appender:
         # records become durable: a full disk then leaves the store as it was (close() takes them back)
         reserve_free_space(self.root, self._dispatcher.space_needed([(off, m) for off, m, _ in staged])
                            + [S.CHECKPOINT_FILE_SIZE])
-        for start in sorted(self._files):
-            self._files[start].flush()
-        for d in sorted(self._new_dirs, key=lambda p: len(p.parts), reverse=True):
-            fsync_dir(d)
-        self._new_dirs.clear()
-        self._durable_end = self._cur_start + self._wrote  # a failure from here on leaves them for the reput
+        self._tail.flush()
         d = self._dispatcher
         for off, m, _ in staged:
             self._dispatch_ts = m.storeTimestamp
             d.dispatch(m, off)
         d.flush()
-        self._note_dispatch_events()
-        self._write_checkpoint(staged[-1][1].storeTimestamp)
-        for start in [s for s in self._files if s != self._cur_start]:
-            self._files.pop(start).close()  # full files: nothing more to write there
+        self.warnings += dispatch_warnings(self._dispatcher)
+        index = d.index
+        write_checkpoint(self.root, staged[-1][1].storeTimestamp, d.logics_ts,
+                         index.completed_end_ts if index is not None else 0)
+        self._tail.close_full()  # full files: nothing more to write there
         return [a for _, _, a in staged]
 
-    def _note_dispatch_events(self):
-        d = self._dispatcher
-        for status, queue, qoff, off in d.events:
-            if status != "already-built":
-                self.warnings.append(f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}")
-        d.events.clear()
-
-    def _write_checkpoint(self, physic_ts: int):
-        """StoreCheckpoint: physicMsgTimestamp = the last flushed message's store time, logicsMsgTimestamp =
-        the last consumequeue write's, indexMsgTimestamp = the end time of the newest completed index file.
-        A missing checkpoint is created at its 4096 bytes; the other fields are left as they are."""
-        path = self.root / "checkpoint"
-        created = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size < S.CHECKPOINT_FILE_SIZE:
-                os.ftruncate(fd, S.CHECKPOINT_FILE_SIZE)
-            names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
-            values = dict(zip(names, S.CHECKPOINT_HEAD.unpack(os.pread(fd, S.CHECKPOINT_HEAD.size, 0))))
-            index = self._dispatcher.index
-            updates = {"physicMsgTimestamp": physic_ts, "logicsMsgTimestamp": self._dispatcher.logics_ts,
-                       "indexMsgTimestamp": index.completed_end_ts if index is not None else 0}
-            values.update({k: v for k, v in updates.items() if v > 0})
-            os.pwrite(fd, S.CHECKPOINT_HEAD.pack(*(values[n] for n in names)), 0)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            fsync_dir(self.root)
-
-    def append_all(self, messages: Iterable[NewMessage], producer_topic_rules: bool = True) -> list[Appended]:
-        out = [self.append(m, producer_topic_rules) for m in messages]
-        return self.commit() if out else []
-
-    def _take_back_uncommitted(self):
-        """Undo the writes of messages never committed (an error, such as a full disk, came first): their
-        bytes (and an end-of-file BLANK they caused) become zeros again and files created for them go, so
-        the commitlog is as it was; none of them was acknowledged."""
-        end = self._cur_start + self._wrote
-        for start in sorted(self._files):
-            f = self._files[start]
-            if f.created and start >= self._durable_end:
-                f.map.close()
-                os.close(f.fd)
-                os.unlink(f.path)
-                fsync_dir(f.path.parent)
-                del self._files[start]
-                continue
-            lo, hi = max(self._durable_end, start) - start, min(end, start + self.file_size) - start
-            if lo < hi:
-                f.map[lo:hi] = bytes(hi - lo)
-                f.dirty = True
+    def _stamp(self, store_ts: int):
+        self._dispatch_ts = store_ts  # the store time the index clock gives with keep_index_time
 
     def close(self):
-        self._staged.clear()
-        if not self.dry_run and self._cur_start is not None and self._cur_start + self._wrote > self._durable_end:
-            self._take_back_uncommitted()
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
+        if self._tail is not None:
+            self._tail.close()
         if self._dispatcher is not None:
             self._dispatcher.close()
             self._dispatcher = None
@@ -746,6 +618,56 @@ class Appender:
             lock, self._lock = self._lock, None
             lock.__exit__(None, None, None)
         self._opened = False
+
+
+def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: int):
+    """StoreCheckpoint: physicMsgTimestamp = the last flushed message's store time, logicsMsgTimestamp =
+    the last consumequeue write's, indexMsgTimestamp = the end time of the newest completed index file.
+    A missing checkpoint is created at its 4096 bytes; the other fields are left as they are."""
+    path = root / "checkpoint"
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_size < S.CHECKPOINT_FILE_SIZE:
+            os.ftruncate(fd, S.CHECKPOINT_FILE_SIZE)
+        names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
+        values = dict(zip(names, S.CHECKPOINT_HEAD.unpack(os.pread(fd, S.CHECKPOINT_HEAD.size, 0))))
+        updates = {"physicMsgTimestamp": physic_ts, "logicsMsgTimestamp": logics_ts, "indexMsgTimestamp": index_end_ts}
+        values.update({k: v for k, v in updates.items() if v > 0})
+        os.pwrite(fd, S.CHECKPOINT_HEAD.pack(*(values[n] for n in names)), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(root)
+
+
+def dispatch_warnings(d: Dispatcher) -> list[str]:
+    """What the dispatcher met (duplicates, out-of-order entries) as warnings, once."""
+    out = [f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}"
+           for status, queue, qoff, off in d.events if status != "already-built"]
+    d.events.clear()
+    return out
+
+
+def _refuse_if_locked(store: Store):
+    """A dry run takes no lock (that would be a write) but refuses a store a broker is using."""
+    holder = store.lock_holder()
+    if holder is not None:
+        raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
+
+
+def _check_fields(msg: NewMessage):
+    """Header fields within their Java types; no inner batch (rmqctl writes no BatchConsumeQueue)."""
+    for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
+                                ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
+                                ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
+        _check_range(name, value, bounds)
+    for name, value in (("bornTimestamp", msg.born_timestamp), ("storeTimestamp", msg.store_timestamp)):
+        if value is not None:
+            _check_range(name, value, INT64_RANGE)
+    if msg.sys_flag & S.INNER_BATCH_FLAG:
+        raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
 
 
 def _host(text: str, what: str) -> tuple[bytes, int]:

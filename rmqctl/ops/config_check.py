@@ -15,7 +15,7 @@ from pathlib import Path
 from ..configfiles import ConfigFile, committed_offsets, present_configs, read_config, topic_names
 from ..errors import UsageError
 from ..store import Store
-from .txn import Transaction
+from .txn import Transaction, locked_for_writing
 
 
 @dataclasses.dataclass
@@ -113,11 +113,11 @@ def plan_restore(store: Store, names: list[str] | None = None) -> list[RestorePl
 
 def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = True) -> dict | None:
     """Apply a plan's restores as one transaction (staged copy of each .bak, intent file, swap; the damaged
-    files go to the backup directory). The caller holds the store lock."""
+    files go to the backup directory), under the broker's lock, after finishing an interrupted run."""
     todo = [p for p in plan if p.action == "restore"]
     if not todo:
         return None
-    with Transaction(store.root, "config", "config restore", keep_backup) as txn:
+    with locked_for_writing(store.root), Transaction(store.root, "config", "config restore", keep_backup) as txn:
         for p in todo:
             target = Path(p.path)
             staged = txn.area(target.parent) / target.name

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
-import struct
 import tempfile
 import time
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +27,15 @@ import numpy as np
 from .. import schema as S
 from ..dispatch import cq_targets, index_keys
 from ..errors import StoreError, UsageError
-from ..lock import store_lock
 from ..batchdispatch import dispatch_file
 from ..record import Blank, RecordError, read_record
-from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
+from ..recovery import RecordSet, allow_v2
+from ..store import IndexFile, Store, valid_topic_dir_name
 from ..writers import Dispatcher
-from .txn import Transaction, complete_pending, pending
-from .verify import Records, check_links, verify
+from .staging import (Build, check_consumequeues, check_index, index_count_check, last_full_end, queue_units,
+                      stage_checkpoint, verify_staged, writing)
+from .txn import Transaction
+from .verify_context import Records
 from .verify_links import queue_order
 
 
@@ -97,118 +97,6 @@ class RebuildResult:
         return d
 
 
-# ---- shared by rebuild and repair --------------------------------------------------------------------------
-
-
-def allow_v2(store: Store) -> bool:
-    """4.9 readers take V2 magic for an illegal one; any other (or unknown) version reads it."""
-    return store.config.rocketmqVersion != 4
-
-
-@contextlib.contextmanager
-def writing(store: Store, dry_run: bool, extra_dirs=()):
-    """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
-    killed run left (and what was done about it) and the store to work on: reopened when the recovery
-    changed files, so nothing read before it is used. A dry run takes the lock only if the lock file exists
-    (creating it would be a write) and only reports leftovers."""
-    if dry_run:
-        if store.lock_path.exists():
-            with store_lock(store.root, finish_interrupted=False):
-                yield pending(store.root, extra_dirs), store
-        else:
-            yield pending(store.root, extra_dirs), store
-        return
-    with store_lock(store.root, finish_interrupted=False):
-        store.refuse_links_outside()
-        done = complete_pending(store.root, extra_dirs)
-        if done:
-            store.close()
-            store = Store(store.root, store.config)
-        yield done, store
-
-
-def _checkpoint_offsets() -> dict[str, int]:
-    """Byte offset of each checkpoint field, from schema.Checkpoint."""
-    out, pos = {}, 0
-    for name, code in S.fixed_fields(S.Checkpoint):
-        out[name] = pos
-        pos += struct.calcsize(code)
-    return out
-
-
-CHECKPOINT_OFFSETS = _checkpoint_offsets()
-
-
-def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict, **values) -> None:
-    """Write a copy of the checkpoint with some fields changed into the staging area and plan its swap.
-    Records [before, after] of every field that changes in `result_fields`. No checkpoint file: nothing
-    (the broker creates it at start)."""
-    cp = store.checkpoint()
-    if cp is None:
-        return
-    changes = {k: v for k, v in values.items() if cp[k] != v}
-    if not changes:
-        return
-    result_fields.update({k: [cp[k], v] for k, v in changes.items()})
-    if txn is None:
-        return
-    data = bytearray(store.checkpoint_path.read_bytes())
-    data.extend(bytes(max(0, S.CHECKPOINT_FILE_SIZE - len(data))))
-    for k, v in changes.items():
-        S.INT64.pack_into(data, CHECKPOINT_OFFSETS[k], v)
-    staged = txn.area(store.root) / "checkpoint"
-    staged.write_bytes(bytes(data))
-    txn.replace(store.checkpoint_path, staged)
-
-
-class RecordSet:
-    """Start offsets and sizes of the commitlog records seen, for checking what entries point at."""
-
-    def __init__(self):
-        self._offsets, self._sizes = array("q"), array("q")
-        self._sorted = None
-
-    def add(self, offset: int, size: int):
-        self._offsets.append(offset)
-        self._sizes.append(size)
-        self._sorted = None
-
-    def add_many(self, offsets: np.ndarray, sizes: np.ndarray):
-        self._offsets.frombytes(offsets.astype(np.int64).tobytes())
-        self._sizes.frombytes(sizes.astype(np.int64).tobytes())
-        self._sorted = None
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._sorted is None:
-            off = np.frombuffer(self._offsets, dtype=np.int64)
-            size = np.frombuffer(self._sizes, dtype=np.int64)
-            order = np.argsort(off, kind="stable")
-            self._sorted = off[order], size[order]
-        return self._sorted
-
-    def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
-        """The record size at each offset, or -1 where no record starts."""
-        off, size = self.arrays()
-        if not len(off):
-            return np.full(len(offsets), -1, np.int64)
-        i = np.clip(np.searchsorted(off, offsets), 0, len(off) - 1)
-        return np.where(off[i] == offsets, size[i], -1)
-
-
-@dataclasses.dataclass
-class Build:
-    """What one dispatch run produced and what it was asked to produce (for the read-back check)."""
-
-    dispatcher: Dispatcher
-    records: int
-    records_seen: RecordSet
-    targets: dict  # (topic, qid) -> array of queue offsets, in dispatch order
-    keys: int  # index keys put
-    warnings: list[str]
-    commitlog: "Records | None"  # verify's record table from this dispatch, when it found the commitlog sound
-    units: dict  # (topic, qid) -> (queue offsets, units) as written
-
-
 class _Run:
     """One dispatch of the commitlog: whole files through the compiled pass (batchdispatch), records it
     leaves through the Dispatcher one by one, with the accounting the read-back check needs."""
@@ -221,7 +109,7 @@ class _Run:
         self.seen = RecordSet()
         self.targets: dict = defaultdict(lambda: array("q"))
         self.keys = self.records = self.mismatched = self.one_by_one = 0
-        self.columns: list[tuple] = []  # per file, the record columns of verify's Records
+        self.columns: list[Records] = []  # per file, its record columns (topic ids are the run's)
         self.topics: dict[str, int] = {}
 
     def record_table(self) -> Records | None:
@@ -231,17 +119,23 @@ class _Run:
         cols = self.columns
         if self.scan.errors or self.one_by_one or self.mismatched:
             return None
-        base = np.cumsum([0] + [len(c[0]) for c in cols[:-1]])
+        base = np.cumsum([0] + [len(c.off) for c in cols[:-1]])
         # key records numbered across files; one file's columns are used as they are
-        cols = [c[:8] + (c[8] + b if b else c[8],) + c[9:] for c, b in zip(cols, base)]
-        off, size, qid, qoff, sysflag, store_ts, topic, tags, key_record, key_hash = (
-            (cols[0][k] if len(cols) == 1 else np.concatenate([c[k] for c in cols])) if cols else np.zeros(0, np.int64)
-            for k in range(10))
+        cols = [dataclasses.replace(c, key_record=c.key_record + b) if b else c for c, b in zip(cols, base)]
+
+        def joined(name: str) -> np.ndarray:
+            if not cols:
+                return np.zeros(0, np.int64)
+            return getattr(cols[0], name) if len(cols) == 1 else np.concatenate([getattr(c, name) for c in cols])
+
+        sysflag = joined("sysflag")
         if np.any(sysflag & S.INNER_BATCH_FLAG):
             return None
-        lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c[10]]
-        return Records(off, size, qid, qoff, sysflag, store_ts, topic, tags, list(self.topics), key_record, key_hash,
-                       lmq, {})
+        lmq = [(r + int(b), *target) for c, b in zip(cols, base) for r, *target in c.lmq]
+        return Records(off=joined("off"), size=joined("size"), queue_id=joined("queue_id"),
+                       queue_offset=joined("queue_offset"), sysflag=sysflag, store_ts=joined("store_ts"),
+                       topic=joined("topic"), tags=joined("tags"), topics=list(self.topics),
+                       key_record=joined("key_record"), key_hash=joined("key_hash"), lmq=lmq, inner_num={})
 
     def _selected(self, topic: str, qid: int) -> bool:
         return self.queue_filter is None or self.queue_filter(topic, qid)
@@ -293,8 +187,10 @@ class _Run:
         self.records += n
         self.seen.add_many(b.phy, b.size)
         ids = np.array([self.topics.setdefault(t, len(self.topics)) for t in b.topics], np.int64)
-        self.columns.append((f.start + b.position, b.size, b.queue_id, b.queue_offset, b.sysflag, b.store_ts,
-                             ids[b.topic] if len(ids) else b.topic, b.tags, b.key_record, b.key_hash, b.lmq))
+        self.columns.append(Records(
+            off=f.start + b.position, size=b.size, queue_id=b.queue_id, queue_offset=b.queue_offset,
+            sysflag=b.sysflag, store_ts=b.store_ts, topic=ids[b.topic] if len(ids) else b.topic, tags=b.tags,
+            topics=[], key_record=b.key_record, key_hash=b.key_hash, lmq=b.lmq, inner_num={}))
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
         if self.build_cq:
             self._batch_queues(f, b)
@@ -363,194 +259,8 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher, run.records, run.seen, dict(run.targets), run.keys, warnings, run.record_table(), units)
-
-
-# ---- verifying what a transaction will leave ---------------------------------------------------------------
-
-
-def post_commit_view(store: Store, txn: Transaction) -> Path:
-    """The store as the transaction will leave it, as symlinks in the transaction's staging directory (so
-    a killed run's view goes with its staging): the live files, the staged ones in place of those replaced,
-    the removed ones left out (commitlog files of every commitlog directory together in view/commitlog)."""
-    view = Path(tempfile.mkdtemp(prefix="view-", dir=txn.staging))
-
-    def link(src: Path, dst: Path):
-        if src.is_dir():
-            dst.mkdir(parents=True, exist_ok=True)
-            for child in src.iterdir():
-                link(child, dst / child.name)
-        else:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.symlink_to(src.resolve())
-
-    def place(target: Path) -> Path:
-        target = target.resolve()
-        if target.parent in {d.resolve() for d in store.commitlog_dirs}:
-            return view / "commitlog" / target.name
-        return view / target.relative_to(store.root.resolve())
-
-    (view / "commitlog").mkdir()
-    for d in store.commitlog_dirs:
-        for f in (d.iterdir() if d.is_dir() else ()):
-            if f.is_file():
-                link(f, view / "commitlog" / f.name)
-    for name in ("consumequeue", "index", "checkpoint", "abort"):
-        if (store.root / name).exists():
-            link(store.root / name, view / name)
-    for op in txn.ops:
-        at = place(Path(op["target"]))
-        if at.is_dir() and not at.is_symlink():
-            shutil.rmtree(at)
-        elif at.is_symlink() or at.exists():
-            at.unlink()
-        if op["op"] == "replace":
-            link(Path(op["staged"]), at)
-    return view
-
-
-def verify_staged(store: Store, txn: Transaction, only: str | None, within: tuple[str, ...] = (),
-                  accepted=lambda finding: False, records: Records | None = None) -> list[str]:
-    """verify (ops/verify.py) on the state the transaction will leave: its errors, except those verify
-    calls consequences of commitlog damage (no rebuild or repair of these files can change them), those
-    outside `within` (path prefixes relative to the store) when given, and those `accepted`. With the
-    commitlog's `records` (from a build that found it sound), only the checks of `only` run, against them."""
-    view = post_commit_view(store, txn)
-    try:
-        config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
-        staged = Store(view, config)
-        findings = check_links(staged, records, only) if records is not None else verify(staged, only=only).findings
-    finally:
-        shutil.rmtree(view)
-    return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
-            if f.severity == "error" and "a direct consequence of" not in f.detail and not accepted(f)
-            and (not within or (f.file or "").startswith(within))]
-
-
-# ---- reading back ------------------------------------------------------------------------------------------
-
-
-def queue_units(directory: Path, file_size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Queue offsets and units of every written unit of a consumequeue directory, and file-level problems
-    (names, sizes, gaps)."""
-    cq = ConsumeQueue("", 0, directory, file_size)
-    qoffs, units, problems = [], [], []
-    expected_start = None
-    for first, f, written, arr in cq.units():
-        if f.length != file_size:
-            problems.append(f"{f.path}: {f.length} bytes, not {file_size}")
-        if expected_start is not None and f.start != expected_start:
-            problems.append(f"{f.path}: expected the next file at {expected_start}")
-        expected_start = f.start + file_size
-        qoffs.append(np.arange(first, first + written, dtype=np.int64))
-        units.append(np.array(arr[:written]))
-    problems += [f"{p}: not a consumequeue file name" for p in cq.files.strays]
-    if not qoffs:
-        return np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), problems
-    return np.concatenate(qoffs), np.concatenate(units), problems
-
-
-def check_consumequeues(build: Build, build_root: Path, file_size: int) -> tuple[list[str], dict]:
-    """Read the built queues back and check them against the commitlog: every queue asked for exists,
-    pre-blank units only at its head, then one unit per dispatched message at its queue offset, each
-    pointing at a record start of that size, in commitlog order. Returns the problems and what was read
-    (queue -> (queue offsets, units))."""
-    problems, read = [], {}
-    skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
-    for (topic, qid), wanted in build.targets.items():
-        directory = build_root / "consumequeue" / topic / str(qid)
-        name = f"{topic}/{qid}"
-        qoffs, units, file_problems = queue_units(directory, file_size)
-        read[(topic, qid)] = qoffs, units
-        problems += file_problems
-        real = units["size"] != S.PRE_BLANK_SIZE
-        blanks = np.flatnonzero(~real)
-        if len(blanks) and blanks[-1] != len(blanks) - 1:
-            problems.append(f"{name}: pre-blank units after real ones")
-        if len(blanks) and np.any(units["commitLogOffset"][blanks] != 0) | np.any(units["tagsCode"][blanks] != 0):
-            problems.append(f"{name}: pre-blank units that are not (0, {S.PRE_BLANK_SIZE}, 0)")
-        entries = units[real]
-        wanted = np.frombuffer(wanted, dtype=np.int64)
-        if len(entries) != len(wanted) - skipped[name]:
-            problems.append(f"{name}: {len(entries)} units written for {len(wanted)} dispatched messages")
-            continue
-        if len(entries) and qoffs[real][0] != wanted[0]:
-            problems.append(f"{name}: first message at queue offset {qoffs[real][0]}, its record says {wanted[0]}")
-        if not skipped[name] and len(entries) and not np.array_equal(qoffs[real], wanted):
-            problems.append(f"{name}: units are not at their records' queue offsets")
-        phys = entries["commitLogOffset"].astype(np.int64)
-        if np.any(np.diff(phys) <= 0):
-            problems.append(f"{name}: units not in commitlog order")
-        bad = np.flatnonzero(build.records_seen.sizes_at(phys) != entries["size"])
-        if len(bad):
-            problems.append(f"{name}: {len(bad)} unit(s) not pointing at a record of their size, e.g. {int(phys[bad[0]])}")
-    return problems, read
-
-
-def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
-    """Read the built index files back: headers agree with their entries, every chain runs strictly
-    backwards and reaches each entry exactly once, every entry points at a record start, and all keys
-    dispatched are there."""
-    problems = []
-    paths = sorted(index_dir.iterdir()) if index_dir.is_dir() else []
-    for p in paths:
-        ix = IndexFile(p, slots, num)
-        h = ix.header
-        count = ix.index_count
-        if ix.length != ix.expected_length:
-            problems.append(f"{p}: {ix.length} bytes, not {ix.expected_length}")
-            continue
-        entries = ix.entries()[1:count]
-        slot_values = ix.slots()
-        if h["hashSlotCount"] != int(np.count_nonzero(slot_values)):
-            problems.append(f"{p}: hashSlotCount {h['hashSlotCount']} but {np.count_nonzero(slot_values)} slots used")
-        if np.any((slot_values < 0) | (slot_values >= count)):
-            problems.append(f"{p}: slot values out of range")
-            continue
-        prev = entries["prevIndex"].astype(np.int64)
-        numbers = np.arange(1, count, dtype=np.int64)
-        if np.any((prev < 0) | (prev >= numbers)):
-            problems.append(f"{p}: a chain link that does not point backwards")
-            continue
-        # each entry is the head of its slot or the prevIndex of exactly one later entry
-        heads = slot_values[slot_values > 0].astype(np.int64)
-        linked = prev[prev > 0]
-        reach = np.bincount(np.concatenate([heads, linked]), minlength=count)[1:]
-        if np.any(reach != 1):
-            problems.append(f"{p}: {int(np.count_nonzero(reach != 1))} entries not reached exactly once by the chains")
-        hashes = entries["keyHash"].astype(np.int64)
-        own_slot = np.where(hashes == -(1 << 31), 0, np.abs(hashes)) % slots
-        used = np.flatnonzero(slot_values)
-        if np.any(own_slot[slot_values[used].astype(np.int64) - 1] != used):
-            problems.append(f"{p}: a slot heads a chain of another slot's entries")
-        link_slots = own_slot[prev[prev > 0] - 1]
-        if np.any(link_slots != own_slot[prev > 0]):
-            problems.append(f"{p}: a chain joins entries of different slots")
-        phys = entries["phyOffset"].astype(np.int64)
-        if len(entries):
-            if h["endPhyOffset"] != phys[-1] or h["beginPhyOffset"] != phys[0]:
-                problems.append(f"{p}: header phy offsets do not match its first/last entries")
-            if np.any(np.diff(phys) < 0):
-                problems.append(f"{p}: entries not in commitlog order")
-            if np.any(entries["timeDiff"] < 0):
-                problems.append(f"{p}: negative timeDiff")
-        missing = np.count_nonzero(build.records_seen.sizes_at(phys) < 0)
-        if missing:
-            problems.append(f"{p}: {missing} entries not pointing at a record start")
-    return problems + index_count_check(build, index_dir, slots, num)
-
-
-def index_count_check(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
-    """As many entries in the files' headers as keys dispatched."""
-    total = sum(IndexFile(p, slots, num).entry_count for p in sorted(index_dir.iterdir()))
-    return [] if total == build.keys else [f"{total} index entries written for {build.keys} keys dispatched"]
-
-
-def last_full_end(files: list[IndexFile]) -> int:
-    """The checkpoint's indexMsgTimestamp: the endTimestamp of the last full index file (the broker sets it
-    when it flushes a full file at rollover; every file here is durable, so a full last file counts too)."""
-    full = [ix for ix in files if ix.index_count >= ix.index_num]
-    return full[-1].header["endTimestamp"] if full else 0
+    return Build(dispatcher=dispatcher, records=run.records, records_seen=run.seen, targets=dict(run.targets),
+                 keys=run.keys, warnings=warnings, commitlog=run.record_table(), units=units)
 
 
 # ---- diffs -------------------------------------------------------------------------------------------------
@@ -565,7 +275,8 @@ def diff_queue(topic: str, qid: int, old_dir: Path | None, new: tuple, file_size
     nq, nu = new
     common, io, inew = np.intersect1d(oq, nq, assume_unique=True, return_indices=True)
     changed = int(np.count_nonzero(ou[io] != nu[inew])) if len(common) else 0
-    return QueueDiff(topic, qid, len(oq), len(nq), len(nq) - len(common), len(oq) - len(common), changed)
+    return QueueDiff(topic=topic, queueId=qid, before=len(oq), after=len(nq), added=len(nq) - len(common),
+                     removed=len(oq) - len(common), changed=changed)
 
 
 def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff]:
@@ -583,9 +294,10 @@ def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff
             header = [k for k in a.header if a.header[k] != b.header[k]]
             if len(a.slots()) != len(b.slots()) or np.any(a.slots() != b.slots()):
                 header.append("hashSlots")
-        out.append(IndexFileDiff(i, a.name if a else None, b.name if b else None, len(ea), len(eb),
-                                 max(0, len(eb) - len(ea)), max(0, len(ea) - len(eb)),
-                                 int(np.count_nonzero(ea[:n] != eb[:n])), header))
+        out.append(IndexFileDiff(position=i, before=a.name if a else None, after=b.name if b else None,
+                                 entriesBefore=len(ea), entriesAfter=len(eb), added=max(0, len(eb) - len(ea)),
+                                 removed=max(0, len(ea) - len(eb)), changed=int(np.count_nonzero(ea[:n] != eb[:n])),
+                                 headerChanged=header))
     return out
 
 
@@ -630,8 +342,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                              store.consumequeue_dir)
         built = {(t, q) for t, q in build.targets}
         live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
-        result = RebuildResult("consumequeue", str(store.root), dry_run, build.records,
-                               sum(len(v) for v in build.targets.values()), warnings=build.warnings,
+        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=sum(len(v) for v in build.targets.values()), warnings=build.warnings,
                                interrupted=interrupted)
         for t, q in sorted(built | set(live)):
             d = diff_queue(t, q, live.get((t, q)), built_units.get((t, q), EMPTY_QUEUE), file_size)
@@ -687,7 +399,8 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
             raise StoreError("the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]),
                              store.index_dir)
         new_files = [IndexFile(p, slots, num) for p in sorted(index_dir.iterdir())]
-        result = RebuildResult("index", str(store.root), dry_run, build.records, build.keys, warnings=build.warnings,
+        result = RebuildResult(kind="index", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=build.keys, warnings=build.warnings,
                                interrupted=interrupted)
         result.indexFiles = diff_index(store.index_files(), new_files)
         stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=last_full_end(new_files))

@@ -40,39 +40,13 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
-from ..javacompat import crc31
-from ..native.record import MAGIC_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
-from ..record import Blank, Message, RecordError, property_crc_state, read_record
+from ..record import Blank, Message
+from ..recovery import (CHUNK, BadRecord, RecordSet, RecoveryChecker, Walk, check_earlier_files, last_nonzero,
+                        records_past, recovery_start, walk)
 from ..store import IndexFile, MappedFile, Store, index_slot
-from .rebuild import RecordSet, allow_v2, queue_units, stage_checkpoint, verify_staged, writing
+from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from ..writers import reserve
 from .txn import Transaction
-
-CHUNK = 1 << 20
-CRC_KINDS = ("body-crc", "property-crc", "property-crc-missing")
-
-
-@dataclasses.dataclass
-class BadRecord:
-    commitLogOffset: int
-    file: str
-    position: int
-    kind: str
-    detail: str
-    storeSize: int | None = None
-    topic: str | None = None
-    queueId: int | None = None
-    queueOffset: int | None = None
-
-
-@dataclasses.dataclass
-class Walk:
-    """The broker's recovery loop from one file: where it stops and what it kept."""
-
-    cut: int  # processOffset
-    zero_from: int  # end of the last valid record (or of a BLANK ending the last file)
-    stop: BadRecord | None  # the record it stopped at (None: clean end of data)
-    last_message: int  # start of the last valid message (-1: none)
 
 
 @dataclasses.dataclass
@@ -108,161 +82,6 @@ class RepairResult:
         d["changed"] = self.changed
         return d
 
-
-# ---- the broker's checks -----------------------------------------------------------------------------------
-
-
-class RecoveryChecker:
-    """checkMessageAndReturnSize(checkCRC) for one store's settings."""
-
-    def __init__(self, store: Store):
-        cfg = store.config
-        self.v2 = allow_v2(store)
-        self.crc = cfg.checkCRCOnRecover
-        self.prop_crc = cfg.forceVerifyPropCRC and self.v2  # 5.2.0+ only
-        self.size = store.commitlog.file_size
-
-    def check(self, f: MappedFile, pos: int) -> tuple[Message | Blank | None, BadRecord | None]:
-        """(record, None) when the broker accepts it; (message or None, BadRecord) when it fails. A message
-        is returned with a CRC failure: its structure is sound, so a lenient walk can go on after it."""
-        buf = f.buf
-        try:
-            rec = read_record(buf, pos, min(len(buf), self.size), self.v2)
-        except RecordError as e:
-            bad = BadRecord(f.start + pos, f.name, pos, e.kind, e.detail, e.size)
-            self._describe_torn(bad, buf, pos)
-            return None, bad
-        if isinstance(rec, Blank) or not self.crc:
-            return rec, None
-        kind = detail = None
-        if self.prop_crc:
-            state = property_crc_state(buf, pos, rec)
-            if state is None:
-                kind, detail = "property-crc-missing", "no __CRC32# property (forceVerifyPropCRC)"
-            elif state[0] != state[1]:
-                kind, detail = "property-crc", f"property CRC {state[0]} stored, {state[1]} computed"
-        elif not rec.body_crc_ok():
-            kind, detail = "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
-        if kind is None:
-            return rec, None
-        return rec, BadRecord(f.start + pos, f.name, pos, kind, detail, rec.storeSize, rec.topic, rec.queueId,
-                              rec.queueOffset)
-
-    def _describe_torn(self, bad: BadRecord, buf, pos: int):
-        """What a record that does not parse still tells: its queue from the fixed head, when the magic is
-        a message's."""
-        if pos + 36 > len(buf):
-            return
-        magic = S.INT32.unpack_from(buf, pos + 4)[0]
-        if magic in (S.MAGIC_V1, S.MAGIC_V2):
-            bad.queueId = S.INT32.unpack_from(buf, pos + 12)[0]
-            bad.queueOffset = S.INT64.unpack_from(buf, pos + 20)[0]
-
-
-def recovery_start(store: Store) -> int:
-    """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
-    starts from (0 when none matches)."""
-    cfg = store.config
-    cp = store.checkpoint() or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
-    minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
-    if cfg.messageIndexEnable and cfg.messageIndexSafe:
-        minimum = min(minimum, cp["indexMsgTimestamp"])
-    magics = (S.MAGIC_V1, S.MAGIC_V2) if allow_v2(store) else (S.MAGIC_V1,)
-    files = store.commitlog.files
-    for i in range(len(files) - 1, -1, -1):
-        buf = files[i].buf
-        if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
-            continue
-        sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
-        ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
-        if ts_at + S.INT64.size > len(buf):
-            continue
-        ts = S.INT64.unpack_from(buf, ts_at)[0]
-        if ts != 0 and ts <= minimum:
-            return i
-    return 0
-
-
-def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) -> Walk:
-    """CommitLog.recoverAbnormally's loop from file `first`."""
-    files = store.commitlog.files
-    if not files:
-        return Walk(0, 0, None, -1)
-    i, pos, last_message = first, 0, -1
-    while True:
-        f = files[i]
-        rec, bad = checker.check(f, pos)
-        if bad is not None:
-            if bad.kind == "zeros" and zero_from(store, i, pos):
-                bad = None  # the clean end of the data
-            return Walk(f.start + pos, f.start + pos, bad, last_message)
-        if isinstance(rec, Blank):
-            if i + 1 < len(files):
-                i, pos = i + 1, 0
-                continue
-            return Walk(f.start + pos, f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, None, last_message)
-        seen.add(f.start + pos, rec.storeSize)
-        last_message = f.start + pos
-        pos += rec.storeSize
-
-
-def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet) -> list[BadRecord]:
-    """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
-    structure is sound) and at the next file after anything else."""
-    found = []
-    for f in store.commitlog.files[:upto]:
-        pos = 0
-        while True:
-            rec, bad = checker.check(f, pos)
-            if bad is not None:
-                found.append(bad)
-                if bad.kind not in CRC_KINDS:
-                    break
-            if isinstance(rec, Blank):
-                break
-            seen.add(f.start + pos, rec.storeSize)
-            pos += rec.storeSize
-    return found
-
-
-def zero_from(store: Store, index: int, pos: int) -> bool:
-    """True when everything from file `index` position `pos` on is zero (preallocated space)."""
-    files = store.commitlog.files
-    return _last_nonzero(files[index].buf, pos) < 0 and all(_last_nonzero(f.buf, 0) < 0 for f in files[index + 1 :])
-
-
-def _last_nonzero(buf, start: int) -> int:
-    """Position of the last non-zero byte at or after `start`, or -1. Chunks from the end: preallocated
-    tails are long runs of zeros."""
-    end = len(buf)
-    while end > start:
-        lo = max(start, end - CHUNK)
-        chunk = np.frombuffer(buf, dtype=np.uint8, count=end - lo, offset=lo)
-        nz = np.flatnonzero(chunk)
-        if len(nz):
-            return lo + int(nz[-1])
-        end = lo
-    return -1
-
-
-def records_past(store: Store, checker: RecoveryChecker, cut: int) -> list[tuple[int, Message | BadRecord]]:
-    """What lies past the cut, leniently, file by file: records that still parse (whatever their CRC), and
-    the first that does not (a torn record) as far as its head reads."""
-    out = []
-    size = store.commitlog.file_size
-    for f in store.commitlog.files:
-        if f.start + size <= cut:
-            continue
-        pos = max(0, cut - f.start)
-        while pos < min(len(f.buf), size):
-            rec, bad = checker.check(f, pos)
-            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeros"):
-                break
-            out.append((f.start + pos, rec if rec is not None else bad))
-            if rec is None:
-                break
-            pos += rec.storeSize
-    return out
 
 
 # ---- the truncation, staged --------------------------------------------------------------------------------
@@ -407,7 +226,7 @@ def plan_commitlog(store: Store, cut: int, zero_from: int, txn: Transaction | No
     out = {"fileZeroed": None, "bytesZeroed": 0, "filesRemoved": []}
     for f in store.commitlog.files:
         if f.start <= zero_from < f.start + size:
-            last = _last_nonzero(f.buf, zero_from - f.start)
+            last = last_nonzero(f.buf, zero_from - f.start)
             if last >= 0:
                 out["fileZeroed"] = f.name
                 out["bytesZeroed"] = last + 1 - (zero_from - f.start)
@@ -429,7 +248,7 @@ def bytes_past(store: Store, cut: int) -> int:
         if f.start + store.commitlog.file_size <= cut:
             continue
         lo = max(0, cut - f.start)
-        last = _last_nonzero(f.buf, lo)
+        last = last_nonzero(f.buf, lo)
         if last >= 0:
             total += last + 1 - lo
     return total
@@ -466,7 +285,7 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
                     problems.append(f"{target}: the kept records do not read back at {f.start + pos}")
                     break
                 pos += rec.storeSize
-            if _last_nonzero(f.buf, zero_from - f.start) >= 0:
+            if last_nonzero(f.buf, zero_from - f.start) >= 0:
                 problems.append(f"{target}: data remains past {zero_from}")
     return problems
 
@@ -520,10 +339,12 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             if txn is not None and abort:
                 txn.remove(store.abort_path)
             result = RepairResult(
-                str(store.root), dry_run, "scan-all" if scan_all else "checkpoint",
-                files[start].name if files else None, cut, stop, bytes_past(store, cut),
-                len(past), dict(by_queue), [_describe(off, r, queues_of) for off, r in past[:20]], commitlog, consumequeue, index, checkpoint, abort,
-                [] if scan_all else earlier, alternative, interrupted)
+                store=str(store.root), dryRun=dry_run, mode="scan-all" if scan_all else "checkpoint",
+                startFile=files[start].name if files else None, cutOffset=cut, stoppedAt=stop,
+                bytesCut=bytes_past(store, cut), recordsCut=len(past), recordsCutByQueue=dict(by_queue),
+                cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]], commitlog=commitlog,
+                consumequeue=consumequeue, index=index, checkpoint=checkpoint, abortRemoved=abort,
+                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted)
             if txn is not None:
                 kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
                 problems = _check_staged(store, txn, cut, zero_from) or verify_staged(

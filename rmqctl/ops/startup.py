@@ -14,9 +14,9 @@ import time
 import zlib
 
 from .. import schema as S
+from ..recovery import recovery_start
 from ..store import Store
 from .inspect import commitlog_end
-from .repair import recovery_start
 
 RECOVER_LAST_FILES = 3  # recoverNormally and ConsumeQueue.recover begin at the third file from the end
 SAMPLE = 64 << 20

@@ -15,10 +15,10 @@ How a writing operation changes a store (`rebuild`, `repair`):
    staging directory, then the intent file, and fsyncs the store directory.
 
 Recovery rule (`complete_pending`, run under the broker lock by every writing command through
-`store_lock`, reported by `pending`):
+`locked_for_writing`, reported by `pending`):
 
-* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*` or `.rmqctl-intent.tmp` is an
-  uncommitted build: deleted (rolled back; the store never saw it).
+* no intent file: anything named `.rmqctl-rebuild-*`, `.rmqctl-repair-*`, `.rmqctl-config-*`,
+  `.rmqctl-clean-*` or `.rmqctl-intent.tmp` is an uncommitted build: deleted (rolled back; the store never saw it).
 * an intent file: the run committed; its steps are re-applied (rolled forward). Every step is idempotent:
   a replacement that already happened is recognised by the staged item's inode number, recorded in the
   intent, now being the live one.
@@ -28,6 +28,7 @@ be part old, part new); the next rmqctl writing command, or `rmqctl repair --dry
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime as dt
 import errno
@@ -38,11 +39,12 @@ import tempfile
 from pathlib import Path
 
 from ..errors import StoreError
+from ..lock import store_lock
 from ..writers import fsync_dir
 
 INTENT_NAME = ".rmqctl-intent"
 INTENT_TMP = INTENT_NAME + ".tmp"
-STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-")
+STAGING_PREFIXES = (".rmqctl-rebuild-", ".rmqctl-repair-", ".rmqctl-config-", ".rmqctl-clean-")
 BACKUP_PREFIX = ".rmqctl-backup-"
 RENAME_EXCHANGE = 2  # linux/fs.h
 AT_FDCWD = -100
@@ -106,8 +108,11 @@ def _rename(src: Path, dst: Path):
 class Transaction:
     """One atomic change of a store: staged replacements and removals, committed by the intent file."""
 
-    def __init__(self, root: Path, kind: str, command: str, keep_backup: bool = True):
+    def __init__(self, root: Path, kind: str, command: str, keep_backup: bool = True, base: Path | None = None):
         self.root = Path(root).resolve()
+        # backups keep their path relative to `base` (the store root unless the caller's files live above
+        # `root`, as MetaQ's segments do around its partition's .rmqctl directory)
+        self.base = Path(base).resolve() if base is not None else self.root
         self.kind = kind
         self.command = command
         self.keep_backup = keep_backup
@@ -135,7 +140,7 @@ class Transaction:
         its path relative to the store (or its absolute path, for a commitlog directory elsewhere)."""
         base = self.area(target.parent).parent / self.backup_name
         try:
-            rel = target.resolve().relative_to(self.root)
+            rel = target.resolve().relative_to(self.base)
         except ValueError:
             rel = Path(str(target.resolve()).lstrip("/"))
         return base / rel
@@ -288,3 +293,12 @@ def complete_pending(root: Path, extra_dirs=()) -> dict | None:
     if left:
         return {"state": "uncommitted", "action": "rolled back", "paths": [str(p) for p in left]}
     return None
+
+
+@contextlib.contextmanager
+def locked_for_writing(root: Path, extra_dirs=()):
+    """What every writing command does first, in this one place: take the broker's lock for the whole run,
+    then finish or undo a write an earlier rmqctl run was killed in (`complete_pending`), so it starts
+    from a store wholly in its old or its new state. Yields what was done about that (or None)."""
+    with store_lock(root):
+        yield complete_pending(root, extra_dirs)

@@ -12,19 +12,17 @@ whose keys hashes to it, and with `deep` every key of every record is there.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import os
 
 import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
+from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
+from ..recovery import recovery_start
 from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
-
-if TYPE_CHECKING:
-    from .verify import VerifyRun
+from .verify_context import Context, Records
 
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
@@ -40,10 +38,10 @@ def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray) -> np.ndarra
     return np.lexsort((ri, topic * (1 << 32) + qid))
 
 
-def _cq_groups(run: "VerifyRun"):
+def _cq_groups(run: Context, rec: Records):
     """Targets per (topic name, queueId): queue offsets sorted, with their record."""
-    topic, qid, qoff, ri = run.targets()
-    inner = _members(ri, run.rec.inner_num)
+    topic, qid, qoff, ri, names = run.targets(rec)
+    inner = _members(ri, rec.inner_num)
     if inner.any():
         topic, qid, qoff, ri = topic[~inner], qid[~inner], qoff[~inner], ri[~inner]
     order = queue_order(topic, qid, ri) if not len(ri) or np.all(ri[1:] >= ri[:-1]) else np.lexsort((ri, qid, topic))
@@ -55,7 +53,7 @@ def _cq_groups(run: "VerifyRun"):
     if len(ri):
         cut = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
         for a, b in zip(np.concatenate([[0], cut]), np.concatenate([cut, [len(ri)]])):
-            groups[(run.all_topics[topic[a]], int(qid[a]))] = (qoff[a:b], ri[a:b])
+            groups[(names[topic[a]], int(qid[a]))] = (qoff[a:b], ri[a:b])
     return groups
 
 
@@ -115,17 +113,15 @@ def _data_end(path, buf, length: int) -> int:
     return 0
 
 
-def queue_units(run: "VerifyRun"):
+def queue_units(run: Context):
     """(queue, units) of every consumequeue, read once per run."""
-    if getattr(run, "_queue_units", None) is None:
+    if run.queue_units is None:
         size = run.store.consumequeue_file_size
-        run._queue_units = [(cq, _units(cq, size)) for cq in run.store.consume_queues()]
-    return run._queue_units
+        run.queue_units = [(cq, _units(cq, size)) for cq in run.store.consume_queues()]
+    return run.queue_units
 
 
-def _queue_file_checks(run: "VerifyRun", q: MappedFileQueue, size: int, what: str):
-    from .verify import CONSUMEQUEUE
-
+def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str):
     for p in q.strays:
         run.report(CONSUMEQUEUE, "stray-file", "error", p, None, None,
                    f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
@@ -145,9 +141,9 @@ def _queue_file_checks(run: "VerifyRun", q: MappedFileQueue, size: int, what: st
             run.report(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
 
 
-def consumequeue_max_phy(run: "VerifyRun") -> int:
+def consumequeue_max_phy(run: Context) -> int:
     """max(offset + size) over the last unit of every queue: where the broker's reput resumes."""
-    if getattr(run, "cq_max_phy", None) is not None:
+    if run.cq_max_phy is not None:
         return run.cq_max_phy
     best = 0
     try:
@@ -169,23 +165,19 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[np.append(True, values[1:] != values[:-1])] if len(values) else values
 
 
-def _redispatch_from(run: "VerifyRun") -> int:
+def _redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)
     if run.store.abort_exists() and run.files:
-        from .repair import recovery_start
-
         start = min(start, run.files[recovery_start(run.store)].start)
     return start
 
 
-def check_consumequeues(run: "VerifyRun"):
-    from .verify import CONSUMEQUEUE
-
-    store, rec = run.store, run.rec
+def check_consumequeues(run: Context, rec: Records):
+    store = run.store
     size = store.consumequeue_file_size  # settled before the scan
-    groups = _cq_groups(run)
+    groups = _cq_groups(run, rec)
     missing_reports = []
     seen = set()
     max_phy = 0
@@ -223,25 +215,7 @@ def check_consumequeues(run: "VerifyRun"):
             max_phy = max(max_phy, int(off[real[-1]] + sz[real[-1]]))
         real = real[(off[real] >= run.min_offset) & run.in_range(off[real])]
         j = rec.find(off[real])
-        past = off[real] >= run.logical_end
-        for i in real[past].tolist():
-            o = int(off[i])
-            cause = run.damage.cause(o, o + int(sz[i])) or _tail_cause(run, o)
-            detail = f"{queue} entry {int(idx[i])} points at {o}, past the end of the commitlog ({run.logical_end})"
-            if cause:
-                detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
-            run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path(i), pos(i), o, detail)
-        nohit = real[(j < 0) & ~past]
-        for i in nohit.tolist():
-            o = int(off[i])
-            cause = run.damage.cause(o, o + int(sz[i]))
-            inside = rec.containing(o)
-            detail = f"{queue} entry {int(idx[i])} points at {o}, where no record starts"
-            if cause:
-                detail += f"; a direct consequence of {cause}"
-            elif inside >= 0:
-                detail += f" (inside the record at {int(rec.off[inside])})"
-            run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path(i), pos(i), o, detail)
+        _report_bad_targets(run, rec, queue, real, j, idx, off, sz, path, pos)
         hit = real[j >= 0]
         jh = j[j >= 0]
         qoffs, recs = groups.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -254,7 +228,7 @@ def check_consumequeues(run: "VerifyRun"):
         tags_ok = (tags[hit] == rec.tags[jh]) | (tags[hit] <= EXT_ADDRESS_MAX)
         bad = ~inner & ((expect != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
         for i, r, e in zip(hit[bad].tolist(), jh[bad].tolist(), expect[bad].tolist()):
-            _report_mismatch(run, queue, path(i), pos(i), int(idx[i]), int(off[i]), int(sz[i]), int(tags[i]), r, e)
+            _report_mismatch(run, rec, queue, path(i), pos(i), int(idx[i]), int(off[i]), int(sz[i]), int(tags[i]), r, e)
         # dispatched records whose unit is not there at all
         if len(qoffs):
             have = _sorted_member(qoffs, idx[np.flatnonzero(valid[:end_at] & ~pre[:end_at])])
@@ -265,6 +239,35 @@ def check_consumequeues(run: "VerifyRun"):
         if key not in seen:
             missing_reports.append((f"{key[0]}/{key[1]}", store.consumequeue_dir / key[0] / str(key[1]), qoffs, recs, None))
     run.cq_max_phy = max_phy
+    _report_missing(run, rec, missing_reports)
+
+
+def _report_bad_targets(run: Context, rec: Records, queue: str, real, j, idx, off, sz, path, pos):
+    """Entries `real` whose record `j` is not there: past the commitlog's end, or where no record starts."""
+    past = off[real] >= run.logical_end
+    for i in real[past].tolist():
+        o = int(off[i])
+        cause = run.damage.cause(o, o + int(sz[i])) or _tail_cause(run, o)
+        detail = f"{queue} entry {int(idx[i])} points at {o}, past the end of the commitlog ({run.logical_end})"
+        if cause:
+            detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
+        run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path(i), pos(i), o, detail)
+    nohit = real[(j < 0) & ~past]
+    for i in nohit.tolist():
+        o = int(off[i])
+        cause = run.damage.cause(o, o + int(sz[i]))
+        inside = rec.containing(o)
+        detail = f"{queue} entry {int(idx[i])} points at {o}, where no record starts"
+        if cause:
+            detail += f"; a direct consequence of {cause}"
+        elif inside >= 0:
+            detail += f" (inside the record at {int(rec.off[inside])})"
+        run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path(i), pos(i), o, detail)
+
+
+def _report_missing(run: Context, rec: Records, missing_reports: list):
+    """Dispatched records whose unit is not there, per queue: (queue, directory, queue offsets, records,
+    where the queue ends or None without a directory)."""
     redispatch = _redispatch_from(run)
     for queue, directory, qoffs, recs, end in missing_reports:
         offs = rec.off[recs]
@@ -283,21 +286,18 @@ def check_consumequeues(run: "VerifyRun"):
                        int(o.min()), detail)
 
 
-def _tail_cause(run: "VerifyRun", offset: int) -> str | None:
+def _tail_cause(run: Context, offset: int) -> str | None:
     for lo, hi, kind, at in run.damage.ranges:
         if kind == "torn-tail" and lo <= offset:
             return f"the torn-tail at {at}"
     return None
 
 
-def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r, expected):
-    from .verify import CONSUMEQUEUE
-
-    rec = run.rec
+def _report_mismatch(run, rec, queue, path, pos, qoff, off, size, tags, r, expected):
     problems = []
     if not rec.dispatched[r]:
-        kind = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
-        problems.append(f"the record is {kind}, which the broker never dispatches")
+        tx = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+        problems.append(f"the record is {tx}, which the broker never dispatches")
     elif expected != r:
         problems.append(f"it points at {rec.describe(r)}")
         if expected >= 0:
@@ -306,16 +306,16 @@ def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r, expected):
         problems.append(f"size {size} but the record is {int(rec.size[r])} bytes")
     if tags != rec.tags[r] and tags > EXT_ADDRESS_MAX and expected == r:
         problems.append(f"tagsCode {tags} but the dispatcher computes {int(rec.tags[r])}")
-    cause = _field_cause(run, r) or (_field_cause(run, expected) if expected >= 0 else None)
+    cause = _field_cause(run, rec, r) or (_field_cause(run, rec, expected) if expected >= 0 else None)
     detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
     if cause:
         detail += f"; {cause}"
     run.report(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off, detail)
 
 
-def _field_cause(run, r: int) -> str | None:
+def _field_cause(run, rec: Records, r: int) -> str | None:
     """A queue-offset finding about record r explains a unit that disagrees with it."""
-    o = int(run.rec.off[r])
+    o = int(rec.off[r])
     for _, f in run.out.items:
         if f.kind == "queue-offset" and f.commitLogOffset == o:
             return f"a direct consequence of the queue-offset finding at {o}"
@@ -325,10 +325,8 @@ def _field_cause(run, r: int) -> str | None:
 # -- index ------------------------------------------------------------------------------------------------
 
 
-def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
+def index_files(run: Context, report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
-    from .verify import INDEX
-
     slots, num = run.store.index_geometry
     out = []
     for p in run.store.index_paths():
@@ -342,15 +340,15 @@ def index_files(run: "VerifyRun", report: bool = True) -> list[IndexFile]:
     return out
 
 
-def index_structure(run: "VerifyRun") -> dict:
+def index_structure(run: Context) -> dict:
     """Per index file (by path): the entries it counts, their fields (keyHash, phyOffset, timeDiff,
     prevIndex, slot), its slot values and whether its slots and chains are sound (native.verify's
     chains_sound): what the index check needs that does not depend on the commitlog, so a scan with
     threads to spare reads it alongside the commitlog."""
-    if getattr(run, "_index_structure", None) is None:
+    if run.index_structure is None:
         slots, num = run.store.index_geometry
-        run._index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
-    return run._index_structure
+        run.index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
+    return run.index_structure
 
 
 def _structure(ix: IndexFile, slots: int, num: int):
@@ -362,10 +360,8 @@ def _structure(ix: IndexFile, slots: int, num: int):
     return count, fields, slot_values, chains_sound(fields[4], fields[3], slot_values, max(count, 1))
 
 
-def check_index(run: "VerifyRun"):
-    from .verify import INDEX
-
-    store, rec, cfg = run.store, run.rec, run.config
+def check_index(run: Context, rec: Records):
+    store, cfg = run.store, run.config
     paths = store.index_paths()
     for p in paths:
         if not INDEX_FILE_NAME.match(p.name):
@@ -378,20 +374,17 @@ def check_index(run: "VerifyRun"):
     prev = None
     prev_phy = None
     for ix in files:
-        found_keys.append(_check_index_file(run, ix, slots, num, rec_keys, prev, prev_phy))
+        found_keys.append(_check_index_file(run, rec, ix, slots, num, rec_keys, prev, prev_phy))
         prev = ix
         ent = ix.entries()
         count = min(ix.index_count, len(ent))
         if count > 1:
             prev_phy = int(ent["phyOffset"][count - 1])
     if run.deep and cfg.messageIndexEnable:
-        _deep_keys(run, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
+        _deep_keys(run, rec, rec_keys, np.concatenate(found_keys) if found_keys else np.zeros(0, np.int64))
 
 
-def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
-    from .verify import INDEX
-
-    rec = run.rec
+def _check_index_file(run, rec, ix, slots: int, num: int, rec_keys: np.ndarray, prev, prev_phy):
     h = ix.header
     name = ix.name
     found = np.zeros(0, np.int64)
@@ -401,7 +394,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     entries = ix.entries()
     count = ix.index_count
     if count > num:
-        run.report(INDEX, "index-header", "error", ix.path, 36, None,
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
                    f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
     # read alongside the scan when it could be (a file a live broker has added since is read now)
     structure = index_structure(run).get(ix.path) or _structure(ix, slots, num)
@@ -415,7 +408,7 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
         run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
                    f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
     if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-        run.report(INDEX, "index-header", "error", ix.path, 32, None,
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
                    f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
     negative = np.flatnonzero(key_hash < 0)
     _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, sound)
@@ -461,26 +454,38 @@ def _check_index_file(run, ix, slots: int, num: int, rec_keys: np.ndarray, prev,
     if len(wrong_key) > MAX_LISTED:
         run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
                    f"{len(wrong_key) - MAX_LISTED} more entries in {name} whose key hash matches no key of their record")
-    # timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end,
-    # which the constructor presets)
-    for k in (np.flatnonzero(outcome & E_TIME)[:MAX_LISTED] if flagged else n[:0]).tolist():
-        base = first_base if k == 0 else h["beginTimestamp"]
+    if flagged:
+        _report_time_diffs(run, rec, ix, np.flatnonzero(outcome & E_TIME)[:MAX_LISTED], n, phy, diff, record,
+                           first_base, entry_pos)
+    if count > 1:
+        _check_header(run, rec, ix, phy)
+    return found
+
+
+def _report_time_diffs(run: Context, rec: Records, ix: IndexFile, ks, n, phy, diff, record, first_base: int,
+                       entry_pos):
+    """timeDiff: seconds since the file's beginTimestamp (for the first entry: the previous file's end, which
+    the constructor presets)."""
+    for k in ks.tolist():
+        base = first_base if k == 0 else ix.header["beginTimestamp"]
         want = 0 if base <= 0 else min(max((int(rec.store_ts[record[k]]) - base) // 1000, 0), 0x7FFFFFFF)
         run.report(INDEX, "index-entry-mismatch", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
                    f"entry {int(n[k])} has timeDiff {int(diff[k])} s but the record's storeTimestamp gives {want}: "
                    f"time-bounded lookups misjudge it")
-    # header against the entries and their records
-    if count > 1:
-        checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
-        for field, at in (("beginTimestamp", 0), ("endTimestamp", len(phy) - 1)):
-            r = rec.find(phy[at : at + 1])[0]
-            if r >= 0:
-                checks.append((field, int(rec.store_ts[r])))
-        for field, value in checks:
-            if h[field] != value:
-                run.report(INDEX, "index-header", "error", ix.path, None, None,
-                           f"{field} {h[field]} but the entries say {value}")
-    return found
+
+
+def _check_header(run: Context, rec: Records, ix: IndexFile, phy: np.ndarray):
+    """The header's begin/end values against its first and last entries and their records."""
+    h = ix.header
+    checks = [("beginPhyOffset", int(phy[0])), ("endPhyOffset", int(phy[-1]))]
+    for field, at in (("beginTimestamp", 0), ("endTimestamp", len(phy) - 1)):
+        r = rec.find(phy[at : at + 1])[0]
+        if r >= 0:
+            checks.append((field, int(rec.store_ts[r])))
+    for field, value in checks:
+        if h[field] != value:
+            run.report(INDEX, "index-header", "error", ix.path, None, None,
+                       f"{field} {h[field]} but the entries say {value}")
 
 
 def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -498,8 +503,6 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
     at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
     same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
     links to); only when that fails, the exact expected links from sorting the entries by slot."""
-    from .verify import INDEX
-
     total = max(count, 1)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
@@ -535,12 +538,9 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
                    f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
 
 
-def _deep_keys(run: "VerifyRun", rec_keys: np.ndarray, found: np.ndarray):
+def _deep_keys(run: Context, rec: Records, rec_keys: np.ndarray, found: np.ndarray):
     """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
     sides, since a key given twice is indexed twice."""
-    from .verify import INDEX
-
-    rec = run.rec
     rec_of = rec_keys >> 32
     keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
     want, want_n = _counted(rec_keys[keep])
@@ -559,12 +559,10 @@ def _deep_keys(run: "VerifyRun", rec_keys: np.ndarray, found: np.ndarray):
                f"offsets {int(offs.min())}..{int(offs.max())}, e.g. {examples}): lookups by key do not find them")
 
 
-def index_loss_on_recovery(run: "VerifyRun", cp: dict, begin: int):
+def index_loss_on_recovery(run: Context, cp: dict, begin: int):
     """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
     indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
     lost from the index (unless messageIndexSafe made the recovery start early enough)."""
-    from .verify import CHECKPOINT
-
     cfg = run.config
     if not cfg.messageIndexEnable:
         return

@@ -27,12 +27,17 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..native import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..native import verify as K
+from ..native.record import MAGIC_AT, PHYSICAL_OFFSET_AT
 from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
                       read_record)
 from ..store import valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
-SEARCH_PREFIX = b"\xda\xa3\x20"  # common first three bytes of MAGIC_V1 and MAGIC_V2 (big-endian)
+# a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
+_MAGICS = (S.INT32.pack(S.MAGIC_V1), S.INT32.pack(S.MAGIC_V2))
+SEARCH_PREFIX = _MAGICS[0][:3]
+MAGIC_LAST_BYTES = {m[3] for m in _MAGICS}
+assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
 BLANK_BYTES = S.INT32.pack(S.MAGIC_BLANK)
 SIZE = S.INT32
 AVERAGE_RECORD = 512  # first guess of the bytes per record, for the kernel's output arrays (they grow)
@@ -215,16 +220,17 @@ class _Scanner:
         position and a length that adds up, or a BLANK whose size reaches the end of the file."""
         buf, limit, start = self.buf, self.limit, self.t.file_start
         best = None
-        p = pos + 4
+        p = pos + MAGIC_AT
         while True:
             at = buf.find(SEARCH_PREFIX, p, limit)
             if at < 0:
                 break
-            cand = at - 4
+            cand = at - MAGIC_AT
             p = at + 1
-            if cand < pos or cand + 36 > limit or buf[at + 3] not in (0xA7, 0xAB):
+            head_end = cand + PHYSICAL_OFFSET_AT + S.INT64.size
+            if cand < pos or head_end > limit or buf[at + len(SEARCH_PREFIX)] not in MAGIC_LAST_BYTES:
                 continue
-            if S.INT64.unpack_from(buf, cand + 28)[0] != start + cand:
+            if S.INT64.unpack_from(buf, cand + PHYSICAL_OFFSET_AT)[0] != start + cand:
                 continue
             try:
                 if not isinstance(read_record(buf, cand, limit, self.allow_v2), Blank):
@@ -232,12 +238,12 @@ class _Scanner:
                     break
             except RecordError:
                 continue
-        p = pos + 4
+        p = pos + MAGIC_AT
         while True:
-            at = buf.find(BLANK_BYTES, p, best + 4 if best is not None else limit)
+            at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else limit)
             if at < 0:
                 break
-            cand = at - 4
+            cand = at - MAGIC_AT
             p = at + 1
             if cand >= pos and SIZE.unpack_from(buf, cand)[0] == self.t.file_size - cand:
                 return cand
@@ -272,7 +278,7 @@ class _Scanner:
         for i in np.flatnonzero(flags).tolist():
             f = int(flags[i])
             m = read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2)
-            self.record_findings(m, f)
+            record_findings(self.findings.append, self.buf, self.t.file_start, m, f)
             if f & K.F_REFERENCE:
                 tags[i] = _tags_code(m, t.config)
                 if t.want_keys:
@@ -284,8 +290,9 @@ class _Scanner:
                 inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
         # (a compression type the decoder does not know is the sysflag finding already)
         for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
-            self.compressed_findings(read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2))
-        self.topic_findings(topics, names)
+            compressed_findings(self.findings.append, read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2),
+                                t.config)
+        topic_findings(self.findings.append, self.buf, topics, names)
         return ChunkResult(
             task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
             queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],
@@ -294,72 +301,71 @@ class _Scanner:
             trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
         )
 
-    def record_findings(self, head: Message, f: int):
-        """The findings of a record the kernel flagged (`f`), in the order the checks run."""
-        add = self.findings.append
-        pos, size, sysflag = head.position, head.storeSize, head.sysFlag
-        if f & K.F_PHYSICAL_OFFSET:
-            start = self.t.file_start + pos
-            add(("physical-offset", "error", pos, f"PHYSICALOFFSET field is {head.physicalOffset} but the record starts "
-                                                  f"at {start} (stale or misplaced data)"))
-        if f & K.F_SYSFLAG:
-            what = (f"unknown bits 0x{sysflag & ~S.KNOWN_SYSFLAG_BITS & 0xFFFFFFFF:x}" if sysflag & ~S.KNOWN_SYSFLAG_BITS
-                    else f"compression type {(sysflag & S.COMPRESSION_TYPE_MASK) >> 8} (the decoder knows 0..3)")
-            add(("sysflag", "error", pos, f"sysFlag 0x{sysflag & 0xFFFFFFFF:x} has {what}"))
-        if f & K.F_EMPTY_TOPIC:
-            add(("topic-invalid", "error", pos, "empty topic"))
-        if f & K.F_DROPPED_SEGMENTS:
-            text = decode_utf8(head.propertiesBytes)
-            dropped = [seg for seg in text.split("\x02") if seg and not (0 < seg.find("\x01"))]
-            add(("properties", "warning", pos, f"property segment(s) the broker's parser drops: {dropped[:3]!r}"))
-        if f & K.F_PROPERTIES_UTF8:
-            try:
-                head.propertiesBytes.decode("utf-8")
-            except UnicodeDecodeError as e:
-                add(("properties", "warning", pos, f"properties are not valid UTF-8 ({e.reason} at byte {e.start}): "
-                                                   f"the broker reads replacement characters there"))
-        verified = False
-        if f & (K.F_PROPERTY_CRC | K.F_PROPERTY_CRC_TEXT):
-            stored = crc_from_digits(head.properties[CRC32_PROPERTY])
-            with memoryview(self.buf) as mv:
-                computed = zlib.crc32(mv[pos : pos + size - S.CRC32_RESERVED_LEN]) & CRC_MASK
-            verified = stored == computed
-            if not verified:
-                add(("property-crc", "error", pos, f"__CRC32# property says {stored}, the record's first "
-                                                   f"{size - S.CRC32_RESERVED_LEN} bytes give {computed}"))
-        if f & K.F_NO_PROPERTY_CRC:
-            add(("property-crc", "error", pos, "no __CRC32# property, which forceVerifyPropCRC requires: the broker's "
-                                               "recovery rejects this record"))
-        if f & K.F_BODY_CRC and not verified:
-            got = zlib.crc32(head.body) & CRC_MASK
-            add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
-                                           f"{head.bodyLength}-byte body: the body changed after it was written"))
 
-    def compressed_findings(self, m: Message):
-        """A compressed body a consumer cannot decompress, or that inflates past the decompression limit
-        (inflated no further than that: a few stored bytes can claim gigabytes)."""
-        limit = decompression_limit(self.t.config.maxMessageSize)
+def record_findings(add, buf, file_start: int, head: Message, f: int):
+    """The findings of a record the kernel flagged (`f`), in the order the checks run, to `add`."""
+    pos, size, sysflag = head.position, head.storeSize, head.sysFlag
+    if f & K.F_PHYSICAL_OFFSET:
+        start = file_start + pos
+        add(("physical-offset", "error", pos, f"PHYSICALOFFSET field is {head.physicalOffset} but the record starts "
+                                              f"at {start} (stale or misplaced data)"))
+    if f & K.F_SYSFLAG:
+        what = (f"unknown bits 0x{sysflag & ~S.KNOWN_SYSFLAG_BITS & 0xFFFFFFFF:x}" if sysflag & ~S.KNOWN_SYSFLAG_BITS
+                else f"compression type {(sysflag & S.COMPRESSION_TYPE_MASK) >> 8} (the decoder knows 0..3)")
+        add(("sysflag", "error", pos, f"sysFlag 0x{sysflag & 0xFFFFFFFF:x} has {what}"))
+    if f & K.F_EMPTY_TOPIC:
+        add(("topic-invalid", "error", pos, "empty topic"))
+    if f & K.F_DROPPED_SEGMENTS:
+        text = decode_utf8(head.propertiesBytes)
+        dropped = [seg for seg in text.split("\x02") if seg and not (0 < seg.find("\x01"))]
+        add(("properties", "warning", pos, f"property segment(s) the broker's parser drops: {dropped[:3]!r}"))
+    if f & K.F_PROPERTIES_UTF8:
         try:
-            m.decompressed_body(limit)
-        except DecompressionLimitError as e:
-            self.findings.append(("decompressed-size", "warning", m.position,
-                                  f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}"))
-        except ValueError as e:  # the consumer's decode fails too
-            self.findings.append(("compressed-body", "error", m.position,
-                                  f"the {m.bodyLength}-byte compressed body does not decompress: {e}"))
+            head.propertiesBytes.decode("utf-8")
+        except UnicodeDecodeError as e:
+            add(("properties", "warning", pos, f"properties are not valid UTF-8 ({e.reason} at byte {e.start}): "
+                                               f"the broker reads replacement characters there"))
+    verified = False
+    if f & (K.F_PROPERTY_CRC | K.F_PROPERTY_CRC_TEXT):
+        stored = crc_from_digits(head.properties[CRC32_PROPERTY])
+        with memoryview(buf) as mv:
+            computed = zlib.crc32(mv[pos : pos + size - S.CRC32_RESERVED_LEN]) & CRC_MASK
+        verified = stored == computed
+        if not verified:
+            add(("property-crc", "error", pos, f"__CRC32# property says {stored}, the record's first "
+                                               f"{size - S.CRC32_RESERVED_LEN} bytes give {computed}"))
+    if f & K.F_NO_PROPERTY_CRC:
+        add(("property-crc", "error", pos, "no __CRC32# property, which forceVerifyPropCRC requires: the broker's "
+                                           "recovery rejects this record"))
+    if f & K.F_BODY_CRC and not verified:
+        got = zlib.crc32(head.body) & CRC_MASK
+        add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
+                                       f"{head.bodyLength}-byte body: the body changed after it was written"))
 
-    def topic_findings(self, topics: np.ndarray, names: list[str]):
-        """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""
-        for k, name in enumerate(names):
-            pos = int(topics[T_FIRST, k])
-            if not topics[T_WELL_FORMED, k]:
-                at = int(topics[T_AT, k])
-                raw = bytes(self.buf[at : at + int(topics[T_LEN, k])])
-                self.findings.append(("topic-invalid", "warning", pos,
-                                      f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}"))
-            if name and not valid_topic_dir_name(name):
-                self.findings.append(("topic-invalid", "error", pos, f"topic {name!r} cannot be a consumequeue directory "
-                                                                    f"name ({int(topics[T_COUNT, k])} record(s))"))
+def compressed_findings(add, m: Message, config: BrokerConfig):
+    """A compressed body a consumer cannot decompress, or that inflates past the decompression limit
+    (inflated no further than that: a few stored bytes can claim gigabytes)."""
+    limit = decompression_limit(config.maxMessageSize)
+    try:
+        m.decompressed_body(limit)
+    except DecompressionLimitError as e:
+        add(("decompressed-size", "warning", m.position, f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}"))
+    except ValueError as e:  # the consumer's decode fails too
+        add(("compressed-body", "error", m.position, f"the {m.bodyLength}-byte compressed body does not decompress: {e}"))
+
+
+def topic_findings(add, buf, topics: np.ndarray, names: list[str]):
+    """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""
+    for k, name in enumerate(names):
+        pos = int(topics[T_FIRST, k])
+        if not topics[T_WELL_FORMED, k]:
+            at = int(topics[T_AT, k])
+            raw = bytes(buf[at : at + int(topics[T_LEN, k])])
+            add(("topic-invalid", "warning", pos,
+                 f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}"))
+        if name and not valid_topic_dir_name(name):
+            add(("topic-invalid", "error", pos, f"topic {name!r} cannot be a consumequeue directory "
+                                                f"name ({int(topics[T_COUNT, k])} record(s))"))
 
 
 def _int_or(text, default: int) -> int:

@@ -32,10 +32,10 @@ def require():
 
 
 def register(spark):
-    """Register the `rocketmq`, `rocketmq-consumequeue` and `rocketmq-index` data sources on a session and let
+    """Register the `rocketmq`, `rocketmq-consumequeue`, `rocketmq-index` and `metaq` data sources on a session and let
     them take pushed-down filters (Spark refuses a reader with pushFilters while that is switched off)."""
     require()
-    from .sources import PUSHDOWN, SOURCES
+    from .sources import PUSHDOWN, SOURCES  # imports pyspark, the optional extra
 
     if PUSHDOWN:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
@@ -51,7 +51,7 @@ def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str,
     A local master binds to 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (hosts without DNS), and runs its
     Python workers with this interpreter, so they import this rmqctl."""
     require()
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # the optional extra
 
     master = master or os.environ.get(MASTER_ENV)
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM with its own master

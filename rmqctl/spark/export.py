@@ -1,11 +1,11 @@
-"""`spark export`: every message of one or many stores to Parquet, one directory per topic.
+"""`spark export`: every message of one or many stores to Parquet (or ORC), one directory per topic.
 
 Each Spark task takes one commitlog file: it decodes it with the library (the same Arrow batches the
-`rocketmq` data source yields) and writes them with Arrow's Parquet writer straight from the executor, one
-file per topic. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
+`rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer straight from the executor,
+one file per topic. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
 costs the JVM as much CPU as decoding costs Python, for a copy that changes nothing. The result is laid out
 as Spark's own partitioned writer lays it out (topic=<Spark's escaping of the name>/part-*.parquet, topic
-kept in the path only, _SUCCESS on commit), so spark.read.parquet(out) and pyarrow read it back.
+kept in the path only, _SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it back.
 
 Commit: tasks write under out/_temporary-<id>/; the driver moves every file into its topic directory once
 all tasks succeeded, then writes _SUCCESS. A retried task rewrites the same names.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from ..errors import StoreError, UsageError
@@ -42,16 +43,31 @@ class ExportResult:
     damage: list[str]  # records the broker would refuse: the rest of that file was not exported
 
 
-class TopicFiles:
-    """One Parquet file per topic for one task, written in row groups of about ROW_GROUP_BYTES."""
+def _parquet(path: Path, schema: pa.Schema):
+    writer = pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=DICTIONARY_COLUMNS)
+    return writer.write_table, writer.close
 
-    def __init__(self, directory: Path, prefix: str, schema: pa.Schema):
+
+def _orc(path: Path, schema: pa.Schema):
+    writer = orc.ORCWriter(str(path), compression="snappy")
+    return writer.write, writer.close
+
+
+# --format: file name suffix and writer (a function of path and schema returning its write and close)
+FORMATS = {"parquet": (".snappy.parquet", _parquet), "orc": (".snappy.orc", _orc)}
+
+
+class TopicFiles:
+    """One file per topic for one task, written in row groups (stripes) of about ROW_GROUP_BYTES."""
+
+    def __init__(self, directory: Path, prefix: str, schema: pa.Schema, file_format: str = "parquet"):
+        self.suffix, self.open = FORMATS[file_format]
         self.directory = directory
         self.prefix = prefix
         self.schema = schema.remove(schema.get_field_index("topic"))  # the directory name holds it
         self.pending: dict[str, list[pa.RecordBatch]] = {}
         self.pending_bytes: dict[str, int] = {}
-        self.writers: dict[str, tuple[pq.ParquetWriter, str]] = {}
+        self.writers: dict[str, tuple[tuple, str]] = {}  # topic -> ((write, close), file name)
         self.rows: dict[str, int] = {}
 
     def add(self, batch: pa.RecordBatch):
@@ -73,28 +89,27 @@ class TopicFiles:
 
     def _flush(self, topic: str):
         if topic not in self.writers:
-            name = f"{self.prefix}-{len(self.writers):05d}.snappy.parquet"
-            writer = pq.ParquetWriter(self.directory / name, self.schema, compression="snappy",
-                                      use_dictionary=DICTIONARY_COLUMNS)
-            self.writers[topic] = (writer, name)
-        self.writers[topic][0].write_table(pa.Table.from_batches(self.pending.pop(topic), self.schema))
+            name = f"{self.prefix}-{len(self.writers):05d}{self.suffix}"
+            self.writers[topic] = (self.open(self.directory / name, self.schema), name)
+        write, _ = self.writers[topic][0]
+        write(pa.Table.from_batches(self.pending.pop(topic), self.schema))
         self.pending_bytes[topic] = 0
 
     def close(self) -> list[tuple[str, str, int]]:
         """(topic, file name, rows) of every file written."""
         for topic in list(self.pending):
             self._flush(topic)
-        for writer, _ in self.writers.values():
-            writer.close()
+        for (_, close), _ in self.writers.values():
+            close()
         return [(topic, name, self.rows[topic]) for topic, (_, name) in self.writers.items()]
 
 
-def export_file(numbered: tuple[int, CommitLogFile], staging: str) -> dict:
-    """Executor side: one commitlog file to per-topic Parquet files under `staging`."""
+def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: str = "parquet") -> dict:
+    """Executor side: one commitlog file to per-topic files under `staging`."""
     index, part = numbered
     schema = arrow_schema(struct(COMMITLOG_COLUMNS))
     scan = part.source.store().scan()
-    files = TopicFiles(Path(staging), f"part-{index:05d}", schema)
+    files = TopicFiles(Path(staging), f"part-{index:05d}", schema, file_format)
     for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None):
         files.add(batch)
     damage = [f"{f.path} at offset {f.start + pos}: {e.detail}; rest of the file not exported"
@@ -102,8 +117,12 @@ def export_file(numbered: tuple[int, CommitLogFile], staging: str) -> dict:
     return {"store": part.source.root, "files": files.close(), "damage": damage}
 
 
-def export(spark, selection: StoreSelection, out: str, overwrite: bool = False) -> ExportResult:
-    """Export every message of the selected stores under `out` (a directory every executor can write to)."""
+def export(spark, selection: StoreSelection, out: str, overwrite: bool = False,
+           file_format: str = "parquet") -> ExportResult:
+    """Export every message of the selected stores under `out` (a directory every executor can write to), as
+    `file_format` (a key of FORMATS)."""
+    if file_format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     target = Path(out).expanduser().resolve()
     if target.exists() and any(target.iterdir()):
         if not overwrite:
@@ -118,7 +137,7 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False) 
     try:
         if parts:
             tasks = sc.parallelize(list(enumerate(parts)), len(parts))
-            results = tasks.map(functools.partial(export_file, staging=str(staging))).collect()
+            results = tasks.map(functools.partial(export_file, staging=str(staging), file_format=file_format)).collect()
         rows = commit(spark, target, staging, results)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -31,6 +31,7 @@ from .columns import (
     struct,
 )
 from .inputs import StoreInput, inputs_from_options, option_bool, settle_commitlog_geometry
+from .metaq import MetaqDataSource
 
 try:  # filter pushdown arrived in Spark 4.1
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
@@ -227,5 +228,5 @@ class IndexDataSource(DataSource):
         return IndexReader(self.options, schema)
 
 
-SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, IndexDataSource)
+SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, IndexDataSource, MetaqDataSource)
 PUSHDOWN = EqualTo is not None

@@ -3,8 +3,11 @@
 
     spark-submit --master spark://head:7077 --py-files rmqctl.zip rmqctl/spark/submit.py \
         spark stats --store /shared/broker-a/store --store /shared/broker-b/store
+
+A launcher, not a module of the spark package: it starts the package's entry point (`python -m rmqctl`) by
+name, so nothing in rmqctl.spark imports the CLI that sits above it.
 """
-from rmqctl.cli.main import main
+import runpy
 
 if __name__ == "__main__":
-    main()
+    runpy.run_module("rmqctl", run_name="__main__", alter_sys=True)

@@ -3,8 +3,8 @@ Spark tasks, one per commitlog file of every store; the checks that need the who
 consumequeues, index, checkpoint, recovery) then run on the driver over what the tasks found, exactly as
 `verify` runs them, so the findings are verify's own Finding objects.
 
-The run is verify's own (`start_run` / `complete`), with its scan() answered by the Spark tasks; tests hold
-the two to the same findings on every fixture.
+The run is verify's own (`start_run`, `verify_commitlog.plan`, `complete`), with the scan done by Spark tasks;
+tests hold the two to the same findings on every fixture.
 """
 from __future__ import annotations
 
@@ -12,23 +12,17 @@ import dataclasses
 import time
 
 from ..ops import verify as V
+from ..ops import verify_commitlog
+from ..ops.verify_context import Context
 from ..ops.verify_scan import Task, scan_chunk
 from ..store import Store
 
 
-class SparkRun(V.VerifyRun):
-    """A verify run whose commitlog scan results come from Spark tasks (set before `complete` runs)."""
-
-    results: list[list]  # per commitlog file, set by verify_stores before complete()
-
-    def file_tasks(self) -> list[Task | None]:
-        """verify's own plan, one task per file: the file's first chunk (a walk forced from the file's start)
-        stretched to where its last chunk ends, so no hand-over between chunks is needed."""
-        return [dataclasses.replace(chunks[0], stop=chunks[-1].stop) if chunks else None for chunks in self.tasks()]
-
-    def scan(self) -> list[list]:
-        self.bytes_scanned = sum(r.bytes for rs in self.results for r in rs)
-        return self.results
+def file_tasks(ctx: Context) -> list[Task | None]:
+    """verify's own plan, one task per file: the file's first chunk (a walk forced from the file's start)
+    stretched to where its last chunk ends, so no hand-over between chunks is needed."""
+    return [dataclasses.replace(chunks[0], stop=chunks[-1].stop) if chunks else None
+            for chunks in verify_commitlog.plan(ctx)]
 
 
 def scan_task(item: tuple[int, int, Task]):
@@ -40,16 +34,18 @@ def verify_stores(spark, stores: list[Store], only: str | None = None, deep: boo
                   max_findings: int | None = None) -> list[tuple[Store, V.VerifyResult]]:
     """Verify every store; all their commitlog files are scanned in one Spark job."""
     began = time.monotonic()
-    runs = [V.start_run(store, only, None, None, deep, 1, None, run_class=SparkRun) for store in stores]
-    plans = [run.file_tasks() for run in runs]
+    runs = [V.start_run(store, only, None, None, deep, 1) for store in stores]
+    plans = [file_tasks(ctx) for ctx in runs]
     items = [(r, f, task) for r, plan in enumerate(plans) for f, task in enumerate(plan) if task is not None]
     sc = spark.sparkContext
     sc.setJobDescription(f"rmqctl spark verify: {len(items)} commitlog file(s) of {len(runs)} store(s)")
     scanned = sc.parallelize(items, len(items)).map(scan_task).collect() if items else []
-    for r, run in enumerate(runs):
-        run.results = [[] for _ in plans[r]]
+    results = [[[] for _ in plan] for plan in plans]
     for r, f, result in scanned:
-        runs[r].results[f] = [result]
-    for run in runs:
-        run.jobs = sum(1 for rs in run.results if rs)  # tasks that scanned this store's commitlog
-    return [(run.store, V.complete(run, began, max_findings)) for run in runs]
+        results[r][f] = [result]
+    out = []
+    for ctx, per_file in zip(runs, results):
+        ctx.jobs = sum(1 for rs in per_file if rs)  # tasks that scanned this store's commitlog
+        scanned_bytes = sum(r.bytes for rs in per_file for r in rs)
+        out.append((ctx.store, V.complete(ctx, per_file, scanned_bytes, began, max_findings)))
+    return out

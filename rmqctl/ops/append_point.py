@@ -1,0 +1,145 @@
+"""Where `append` starts: the record style (RocketMQ 4 or 5) the config or the store asks for, and the
+broker's normal recovery and reput at start (recoverNormally from the recovery start file, checking each
+record as checkMessageAndReturnSize does, to the first failure; then the consumequeues' and index's ends):
+the append point, the records still to dispatch before it, and each queue's next offset.
+"""
+from __future__ import annotations
+
+import dataclasses
+from array import array
+from pathlib import Path
+
+from .. import schema as S
+from ..config import BrokerConfig, read_properties
+from ..dispatch import cq_targets
+from ..errors import StoreError, UsageError
+from ..javacompat import PROPERTY_SEPARATOR
+from ..record import Blank
+from ..recovery import RecoveryChecker, normal_recovery_start, zero_from
+from ..store import Store
+
+# MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
+FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
+                         "timerWheelEnable", "timerPrecisionMs")
+
+
+@dataclasses.dataclass
+class AppendPoint:
+    """Where appending starts, as the broker's normal recovery and reput find it."""
+
+    end: int  # the append point (commitlog offset)
+    reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
+    catch_up: array  # offsets of the records in [reput_from, end), to dispatch before appending
+    next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from those records
+    last_store_host: str | None
+    style_votes: dict[int, int]  # version -> records whose property style / magic says so
+    index_end: int  # the index's endPhyOffset (-1: empty): records up to it are indexed already
+
+
+def config_version(config: BrokerConfig, requested: int | None) -> tuple[int, str]:
+    """The record style the config asks for, and what says so: a requested version, rocketmqVersion, a
+    5.x-only key; else 4 ("default", which the store's records may still overrule)."""
+    if requested is not None:
+        return checked_version(config, requested, "requested"), "requested"
+    if config.rocketmqVersion is not None:
+        return checked_version(config, config.rocketmqVersion, "rocketmqVersion"), "rocketmqVersion"
+    keys = set(read_properties(Path(config.source))) if config.source else set()
+    named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys or (k in ("enabledAppendPropCRC", "forceVerifyPropCRC")
+                                                               and getattr(config, k))]
+    if named:
+        return 5, f"5.x-only config key {named[0]}"
+    return 4, "default"
+
+
+def checked_version(config: BrokerConfig, v: int, where: str) -> int:
+    if v not in (4, 5):
+        raise UsageError(f"{where}: RocketMQ major version must be 4 or 5, not {v}")
+    if v < 5 and (config.enabledAppendPropCRC or config.forceVerifyPropCRC):
+        raise UsageError(f"{where} says RocketMQ 4, but the config enables the 5.x property CRC")
+    return v
+
+
+def store_version(root: Path, votes: dict[int, int]) -> tuple[int, str] | None:
+    """The record style the store itself shows (its records' magic and property style, or 5.x-only files
+    in its root), when the config did not say."""
+    if votes.get(5, 0) or votes.get(4, 0):
+        return (5 if votes.get(5, 0) > votes.get(4, 0) else 4), "the store's records"
+    if (root / "abort.bak").exists() or (root / "compaction").is_dir():
+        return 5, "5.x files in the store root"
+    return None
+
+
+def append_point(store: Store, config: BrokerConfig, version: int, version_source: str) -> AppendPoint:
+    """recoverNormally's walk, from the third-last file (or the dispatch point, if earlier) to the first
+    record that fails checkMessageAndReturnSize; then everything after that point must be zeros."""
+    files = store.commitlog.files
+    size = store.commitlog.file_size
+    for f in files:
+        if f.length != size:
+            raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it", f.path)
+    for a, b in zip(files, files[1:]):
+        if b.start != a.start + size:
+            raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
+    cq_end = index_end = -1
+    for cq in store.consume_queues():
+        for _, _, written, arr in cq.units():
+            if written and arr[written - 1]["size"] != S.PRE_BLANK_SIZE:
+                u = arr[written - 1]
+                cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
+    if config.messageIndexEnable:
+        ix = store.index_files()
+        if ix and ix[-1].index_count > 1:
+            index_end = ix[-1].header["endPhyOffset"]
+    min_offset = files[0].start if files else 0
+    reput_from = max(cq_end, min_offset)
+    recover_idx = normal_recovery_start(len(files))
+    start_idx = recover_idx
+    for i, f in enumerate(files):
+        if f.start <= reput_from < f.start + size:
+            start_idx = min(start_idx, i)
+    # checkMessageAndReturnSize: with checkCRCOnRecover from the recovery start file, as the reput
+    # reads (no CRC) before it; a 4.x store reads V2 magic as illegal
+    strict, lenient = RecoveryChecker(store), RecoveryChecker(store)
+    lenient.crc = False
+    strict.v2 = lenient.v2 = not (version_source != "default" and version < 5)
+    strict.prop_crc = strict.prop_crc and strict.v2
+    catch_up = array("q")
+    next_offsets: dict[tuple[str, int], int] = {}
+    votes = {4: 0, 5: 0}
+    last_host = None
+    end = files[-1].start + size if files else 0
+    for i in range(start_idx, len(files)):
+        f = files[i]
+        checker = strict if i >= recover_idx else lenient
+        pos = 0
+        bad = None
+        while pos < size:
+            rec, bad = checker.check(f, pos)
+            if bad is not None or isinstance(rec, Blank):
+                break
+            off = f.start + pos
+            if off >= reput_from:
+                catch_up.append(off)
+                for t, q, qoff in cq_targets(rec, config):
+                    next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
+            if i >= recover_idx:
+                if rec.magicCode == S.MAGIC_V2:
+                    votes[5] += 1
+                elif rec.propertiesBytes:
+                    votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
+                last_host = rec.store_host
+            pos += rec.storeSize
+        if bad is not None:
+            end = f.start + pos
+            if not zero_from(store, i, pos):
+                raise StoreError(f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
+                                 "(a torn or garbage tail); run `rmqctl repair` before appending", f.path, end)
+            break
+    if cq_end > end:
+        raise StoreError(f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; "
+                         "run `rmqctl repair` first", store.consumequeue_dir)
+    if index_end >= end:
+        raise StoreError(f"the index holds commitlog offset {index_end}, past the commitlog end {end}; "
+                         "run `rmqctl repair` first", store.index_dir)
+    return AppendPoint(end=end, reput_from=reput_from, catch_up=catch_up, next_offsets=next_offsets,
+                       last_store_host=last_host, style_votes=votes, index_end=index_end)

@@ -1,0 +1,149 @@
+"""What the checks of one verify run share: the record columns the commitlog scan decoded (`Records`), and a
+small run context (`Context`): the store, the part and range checked, the findings collected so far and the
+damaged commitlog ranges they stand for, and what is read once per run (consumequeue units, index
+structure). The checks (ops/verify_commitlog.py, ops/verify_links.py, ops/verify.py) are functions that take
+the context and the columns; nothing is attached to the context from outside.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import schema as S
+from ..config import BrokerConfig
+from ..findings import FILES, RECORDS, Collector, Damage, Finding
+from ..store import Store, offset_to_name
+
+
+@dataclasses.dataclass
+class Records:
+    """Every well-formed commitlog record checked, in offset order, with what the broker derives from it."""
+
+    off: np.ndarray
+    size: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    store_ts: np.ndarray
+    topic: np.ndarray
+    tags: np.ndarray
+    topics: list[str]
+    key_record: np.ndarray
+    key_hash: np.ndarray
+    lmq: list[tuple[int, str, int, int]]
+    inner_num: dict[int, int]
+
+    def find(self, offsets: np.ndarray) -> np.ndarray:
+        """Index of the record starting at each offset, -1 where none does."""
+        idx = np.searchsorted(self.off, offsets)
+        idx = np.minimum(idx, max(len(self.off) - 1, 0))
+        hit = (self.off[idx] == offsets) if len(self.off) else np.zeros(len(offsets), bool)
+        return np.where(hit, idx, -1)
+
+    def containing(self, offset: int) -> int:
+        """Index of the record whose bytes cover `offset`, -1 if none."""
+        i = int(np.searchsorted(self.off, offset, side="right")) - 1
+        if i >= 0 and offset < self.off[i] + self.size[i]:
+            return i
+        return -1
+
+    @property
+    def dispatched(self) -> np.ndarray:
+        t = self.sysflag & S.TRANSACTION_MASK
+        return (t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)
+
+    def describe(self, i: int) -> str:
+        return (f"{self.topics[self.topic[i]]}/{int(self.queue_id[i])}@{int(self.queue_offset[i])} at "
+                f"{int(self.off[i])}")
+
+
+class Targets(NamedTuple):
+    """Every consumequeue entry the broker's dispatch writes for the records in range: the record's own queue
+    for NOT/COMMIT records, plus LMQ queues. Topic ids index `names` (the records' topics, then LMQ queue
+    names); `record` is the index of the record in `Records`."""
+
+    topic: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    record: np.ndarray
+    names: list[str]
+
+
+class Context:
+    """One verify run: what is checked, and what its checks share."""
+
+    def __init__(self, store: Store, parts: set, start: int | None, end: int | None, deep: bool, jobs: int,
+                 geometry: dict):
+        self.store = store
+        self.config: BrokerConfig = store.config
+        self.out = Collector(store.root)
+        self.parts = parts
+        self.start = start
+        self.end = end
+        self.deep = deep
+        self.jobs = jobs
+        self.geometry = geometry
+        self.damage = Damage()
+        self.file_size = store.commitlog.file_size
+        self.files = store.commitlog.files
+        self.logical_end = self.files[0].start if self.files else 0
+        self.min_offset = self.files[0].start if self.files else 0
+        self.is5 = self.config.rocketmqVersion == 5
+        self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
+        # read once per run, by whichever check needs them first
+        self.queue_units: list | None = None
+        self.cq_max_phy: int | None = None
+        self.index_structure: dict | None = None
+        self._targets: Targets | None = None
+
+    def in_range(self, offsets: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(offsets), dtype=bool)
+        if self.start is not None:
+            ok &= offsets >= self.start
+        if self.end is not None:
+            ok &= offsets < self.end
+        return ok
+
+    @property
+    def full_range(self) -> bool:
+        return self.start is None and self.end is None
+
+    def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
+        f = self.out.add(group, kind, severity, path, position, offset, detail)
+        if group in (FILES, RECORDS) and offset is not None:
+            self.commitlog_findings.append(f)
+        return f
+
+    def file_start(self, offset: int) -> int:
+        return offset - offset % self.file_size
+
+    def path_of(self, offset: int) -> Path:
+        f = self.store.commitlog.find(offset)
+        return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self.file_start(offset))
+
+    def targets(self, rec: Records) -> Targets:
+        """The dispatch targets of `rec` in this run's range (computed once)."""
+        if self._targets is None:
+            self._targets = dispatch_targets(rec, self.in_range)
+        return self._targets
+
+
+def dispatch_targets(rec: Records, in_range) -> Targets:
+    names = list(rec.topics)
+    ids = {t: i for i, t in enumerate(names)}
+    main = np.flatnonzero(rec.dispatched & in_range(rec.off))
+    lmq = [(r, name, q, o) for r, name, q, o in rec.lmq if rec.dispatched[r] and in_range(rec.off[r:r + 1])[0]]
+    for _, name, _, _ in lmq:
+        if name not in ids:
+            ids[name] = len(names)
+            names.append(name)
+    if len(main) == len(rec.off) and not lmq:  # every record has exactly its own entry: no copies
+        return Targets(rec.topic, rec.queue_id, rec.queue_offset, main, names)
+    topic = np.concatenate([rec.topic[main], np.array([ids[n] for _, n, _, _ in lmq], dtype=np.int64)])
+    qid = np.concatenate([rec.queue_id[main], np.array([q for _, _, q, _ in lmq], dtype=np.int64)])
+    qoff = np.concatenate([rec.queue_offset[main], np.array([o for _, _, _, o in lmq], dtype=np.int64)])
+    ri = np.concatenate([main, np.array([r for r, _, _, _ in lmq], dtype=np.int64)])
+    return Targets(topic, qid, qoff, ri, names)

@@ -1,0 +1,263 @@
+"""The broker's recovery model (CommitLog.recoverAbnormally, 4.9 and 5.x): which magic its readers accept,
+where abnormal recovery starts (isMappedFileMatchedRecover), how checkMessageAndReturnSize checks each record,
+the walk to the first failure (the cut), and what lies past it. verify reports it, repair applies it, append
+starts from it; none of them writes it again.
+"""
+from __future__ import annotations
+
+import dataclasses
+from array import array
+
+import numpy as np
+
+from . import schema as S
+from .findings import RECORD_ERROR_KINDS
+from .javacompat import crc31
+from .native.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .record import Blank, Message, RecordError, property_crc_state, read_record
+from .store import MappedFile, Store
+
+CHUNK = 1 << 20
+CRC_KINDS = ("body-crc", "property-crc")
+NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
+# what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
+RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
+
+
+def allow_v2(store: Store) -> bool:
+    """4.9 readers take V2 magic for an illegal one; any other (or unknown) version reads it."""
+    return store.config.rocketmqVersion != 4
+
+
+@dataclasses.dataclass
+class BadRecord:
+    commitLogOffset: int
+    file: str
+    position: int
+    kind: str
+    detail: str
+    storeSize: int | None = None
+    topic: str | None = None
+    queueId: int | None = None
+    queueOffset: int | None = None
+
+
+@dataclasses.dataclass
+class Walk:
+    """The broker's recovery loop from one file: where it stops and what it kept."""
+
+    cut: int  # processOffset
+    zero_from: int  # end of the last valid record (or of a BLANK ending the last file)
+    stop: BadRecord | None  # the record it stopped at (None: clean end of data)
+    last_message: int  # start of the last valid message (-1: none)
+
+
+
+class RecordSet:
+    """Start offsets and sizes of the commitlog records seen, for checking what entries point at."""
+
+    def __init__(self):
+        self._offsets, self._sizes = array("q"), array("q")
+        self._sorted = None
+
+    def add(self, offset: int, size: int):
+        self._offsets.append(offset)
+        self._sizes.append(size)
+        self._sorted = None
+
+    def add_many(self, offsets: np.ndarray, sizes: np.ndarray):
+        self._offsets.frombytes(offsets.astype(np.int64).tobytes())
+        self._sizes.frombytes(sizes.astype(np.int64).tobytes())
+        self._sorted = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._sorted is None:
+            off = np.frombuffer(self._offsets, dtype=np.int64)
+            size = np.frombuffer(self._sizes, dtype=np.int64)
+            order = np.argsort(off, kind="stable")
+            self._sorted = off[order], size[order]
+        return self._sorted
+
+    def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
+        """The record size at each offset, or -1 where no record starts."""
+        off, size = self.arrays()
+        if not len(off):
+            return np.full(len(offsets), -1, np.int64)
+        i = np.clip(np.searchsorted(off, offsets), 0, len(off) - 1)
+        return np.where(off[i] == offsets, size[i], -1)
+
+
+
+# ---- the broker's checks -----------------------------------------------------------------------------------
+
+
+class RecoveryChecker:
+    """checkMessageAndReturnSize(checkCRC) for one store's settings."""
+
+    def __init__(self, store: Store):
+        cfg = store.config
+        self.v2 = allow_v2(store)
+        self.crc = cfg.checkCRCOnRecover
+        self.prop_crc = cfg.forceVerifyPropCRC and self.v2  # 5.2.0+ only
+        self.size = store.commitlog.file_size
+
+    def check(self, f: MappedFile, pos: int) -> tuple[Message | Blank | None, BadRecord | None]:
+        """(record, None) when the broker accepts it; (message or None, BadRecord) when it fails. A message
+        is returned with a CRC failure: its structure is sound, so a lenient walk can go on after it."""
+        buf = f.buf
+        try:
+            rec = read_record(buf, pos, min(len(buf), self.size), self.v2)
+        except RecordError as e:
+            bad = BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=RECORD_ERROR_KINDS[e.kind],
+                            detail=e.detail, storeSize=e.size)
+            self._describe_torn(bad, buf, pos)
+            return None, bad
+        if isinstance(rec, Blank) or not self.crc:
+            return rec, None
+        kind = detail = None
+        if self.prop_crc:
+            state = property_crc_state(buf, pos, rec)
+            if state is None:
+                kind, detail = "property-crc", "no __CRC32# property (forceVerifyPropCRC)"
+            elif state[0] != state[1]:
+                kind, detail = "property-crc", f"property CRC {state[0]} stored, {state[1]} computed"
+        elif not rec.body_crc_ok():
+            kind, detail = "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
+        if kind is None:
+            return rec, None
+        return rec, BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=kind, detail=detail,
+                              storeSize=rec.storeSize, topic=rec.topic, queueId=rec.queueId,
+                              queueOffset=rec.queueOffset)
+
+    def _describe_torn(self, bad: BadRecord, buf, pos: int):
+        """What a record that does not parse still tells: its queue from the fixed head, when the magic is
+        a message's."""
+        if pos + QUEUE_OFFSET_AT + S.INT64.size > len(buf):
+            return
+        magic = S.INT32.unpack_from(buf, pos + MAGIC_AT)[0]
+        if magic in (S.MAGIC_V1, S.MAGIC_V2):
+            bad.queueId = S.INT32.unpack_from(buf, pos + QUEUE_ID_AT)[0]
+            bad.queueOffset = S.INT64.unpack_from(buf, pos + QUEUE_OFFSET_AT)[0]
+
+
+def recovery_fails_on(kind: str, config, v5: bool) -> bool:
+    """Would checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on a finding of this kind?"""
+    if kind in RECOVERY_SEES:
+        return True
+    if not config.checkCRCOnRecover:
+        return False
+    prop = config.forceVerifyPropCRC and v5
+    return kind == ("property-crc" if prop else "body-crc")
+
+
+def normal_recovery_start(files: int) -> int:
+    """4.9's recoverNormally: the index of the file it starts from, the third from the last (5.x starts at
+    the newest file at or before the consumequeues' end, which verify finds with the queues at hand)."""
+    return max(0, files - NORMAL_RECOVERY_FILES)
+
+
+def recovery_start(store: Store) -> int:
+    """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
+    starts from (0 when none matches)."""
+    cfg = store.config
+    cp = store.checkpoint() or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
+    minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
+    if cfg.messageIndexEnable and cfg.messageIndexSafe:
+        minimum = min(minimum, cp["indexMsgTimestamp"])
+    magics = (S.MAGIC_V1, S.MAGIC_V2) if allow_v2(store) else (S.MAGIC_V1,)
+    files = store.commitlog.files
+    for i in range(len(files) - 1, -1, -1):
+        buf = files[i].buf
+        if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
+            continue
+        sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
+        ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
+        if ts_at + S.INT64.size > len(buf):
+            continue
+        ts = S.INT64.unpack_from(buf, ts_at)[0]
+        if ts != 0 and ts <= minimum:
+            return i
+    return 0
+
+
+def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet) -> Walk:
+    """CommitLog.recoverAbnormally's loop from file `first`."""
+    files = store.commitlog.files
+    if not files:
+        return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
+    i, pos, last_message = first, 0, -1
+    while True:
+        f = files[i]
+        rec, bad = checker.check(f, pos)
+        if bad is not None:
+            if bad.kind == "zeroed-region" and zero_from(store, i, pos):
+                bad = None  # the clean end of the data
+            return Walk(cut=f.start + pos, zero_from=f.start + pos, stop=bad, last_message=last_message)
+        if isinstance(rec, Blank):
+            if i + 1 < len(files):
+                i, pos = i + 1, 0
+                continue
+            return Walk(cut=f.start + pos, zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, stop=None,
+                        last_message=last_message)
+        seen.add(f.start + pos, rec.storeSize)
+        last_message = f.start + pos
+        pos += rec.storeSize
+
+
+def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet) -> list[BadRecord]:
+    """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
+    structure is sound) and at the next file after anything else."""
+    found = []
+    for f in store.commitlog.files[:upto]:
+        pos = 0
+        while True:
+            rec, bad = checker.check(f, pos)
+            if bad is not None:
+                found.append(bad)
+                if bad.kind not in CRC_KINDS:
+                    break
+            if isinstance(rec, Blank):
+                break
+            seen.add(f.start + pos, rec.storeSize)
+            pos += rec.storeSize
+    return found
+
+
+def zero_from(store: Store, index: int, pos: int) -> bool:
+    """True when everything from file `index` position `pos` on is zero (preallocated space)."""
+    files = store.commitlog.files
+    return last_nonzero(files[index].buf, pos) < 0 and all(last_nonzero(f.buf, 0) < 0 for f in files[index + 1 :])
+
+
+def last_nonzero(buf, start: int) -> int:
+    """Position of the last non-zero byte at or after `start`, or -1. Chunks from the end: preallocated
+    tails are long runs of zeros."""
+    end = len(buf)
+    while end > start:
+        lo = max(start, end - CHUNK)
+        chunk = np.frombuffer(buf, dtype=np.uint8, count=end - lo, offset=lo)
+        nz = np.flatnonzero(chunk)
+        if len(nz):
+            return lo + int(nz[-1])
+        end = lo
+    return -1
+
+
+def records_past(store: Store, checker: RecoveryChecker, cut: int) -> list[tuple[int, Message | BadRecord]]:
+    """What lies past the cut, leniently, file by file: records that still parse (whatever their CRC), and
+    the first that does not (a torn record) as far as its head reads."""
+    out = []
+    size = store.commitlog.file_size
+    for f in store.commitlog.files:
+        if f.start + size <= cut:
+            continue
+        pos = max(0, cut - f.start)
+        while pos < min(len(f.buf), size):
+            rec, bad = checker.check(f, pos)
+            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeroed-region"):
+                break
+            out.append((f.start + pos, rec if rec is not None else bad))
+            if rec is None:
+                break
+            pos += rec.storeSize
+    return out

@@ -1,0 +1,201 @@
+"""The house rules of rmqctl's code, read from the source with ast: the import graph has no cycle and no arrow
+from a lower layer to a higher one, an import inside a function says why, and classes and functions stay a
+size a reader can hold (compiled kernels excepted: they are one loop the compiler needs whole).
+
+Run as a script to print the layered import graph: `python tests/test_imports.py`.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "rmqctl"
+
+# Layers, lowest first. A module may import from its own layer or a lower one, never a higher one.
+LAYERS = [
+    ("foundation", ("rmqctl.errors", "rmqctl.javacompat", "rmqctl.schema", "rmqctl.config")),
+    ("model", ("rmqctl.*",)),  # store, record, native kernels, dispatch, writers, lock, findings, recovery, ...
+    # MetaQ's store model sits with its operations: one package per store kind, above RocketMQ's model it reuses
+    ("operations", ("rmqctl.ops", "rmqctl.ops.*", "rmqctl.metaq", "rmqctl.metaq.*")),
+    ("spark", ("rmqctl.spark", "rmqctl.spark.*")),
+    ("cli", ("rmqctl.cli", "rmqctl.cli.*", "rmqctl.__main__", "rmqctl")),
+]
+CLASS_LINES, FUNCTION_LINES = 200, 80
+COMPILED = {"kernel"}  # decorators that compile a function (rmqctl.native.kernel)
+# in-function imports in files another issue is rewriting (engine, #10): record.py's optional codecs
+IMPORTS_OWNED_ELSEWHERE = {"rmqctl/record.py"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> int:
+    """The most specific pattern that matches decides (an exact name before a package's star)."""
+    best = None
+    for rank, (_, patterns) in enumerate(LAYERS):
+        for pat in patterns:
+            if pat == module or (pat.endswith(".*") and module.startswith(pat[:-1])):
+                weight = len(pat) - (2 if pat.endswith(".*") else 0) + (0 if pat.endswith(".*") else 1000)
+                if best is None or weight > best[0]:
+                    best = (weight, rank)
+    assert best is not None, f"{module}: no layer; give it one in tests/test_imports.py"
+    return best[1]
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """Absolute rmqctl module names an ImportFrom brings in (a submodule when the name is one)."""
+    if node.level:
+        base = module.split(".")
+        base = base[: len(base) - node.level + (1 if is_package else 0)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        out.append(sub if sub in MODULES else target)
+    return out
+
+
+def imports() -> list[tuple[str, str, int, bool]]:
+    """(importer, imported, line, inside a function) for every import of an rmqctl module."""
+    out = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for n in ast.walk(f) if n is not f}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = _resolve(module, path.name == "__init__.py", node)
+            else:
+                continue
+            for target in targets:
+                while target and target not in MODULES:
+                    target = target.rpartition(".")[0]
+                if target and target != module:
+                    out.append((module, target, node.lineno, id(node) in in_function))
+    return out
+
+
+def cycles(edges) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for a, b, *_ in edges:
+        graph.setdefault(a, set()).add(b)
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_import_graph_has_no_cycle():
+    edges = imports()
+    assert len(edges) > 100  # the graph was read
+    assert cycles(edges) == []
+
+
+def test_no_import_points_up_a_layer():
+    upward = [f"{a} ({LAYERS[layer(a)][0]}) line {line} imports {b} ({LAYERS[layer(b)][0]})"
+              for a, b, line, _ in imports() if layer(b) > layer(a)]
+    assert upward == []
+
+
+def test_an_import_inside_a_function_says_why():
+    """Only optional extras (pyspark) and start-up time justify one; a comment on its line, or heading its
+    block of imports, says which."""
+    silent = []
+    for module, path in MODULES.items():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in IMPORTS_OWNED_ELSEWHERE:
+            continue
+        lines = path.read_text().split("\n")
+        tree = ast.parse("\n".join(lines))
+        for f in ast.walk(tree):
+            if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(f):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    above = node.lineno - 2  # the comment may head a block of imports
+                    while lines[above].strip().startswith(("from ", "import ")):
+                        above -= 1
+                    if "#" not in lines[node.lineno - 1] and not lines[above].strip().startswith("#"):
+                        silent.append(f"{rel}:{node.lineno}")
+    assert silent == [], "say why each of these imports is inside a function, or move it to the top"
+
+
+def test_classes_and_functions_stay_small():
+    """A class a reader can hold is about 200 lines, a function about 80; a compiled kernel is exempt: it is
+    one loop the compiler needs whole."""
+    big = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, ast.ClassDef) and size > CLASS_LINES:
+                big.append(f"class {module}.{node.name}: {size} lines")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > FUNCTION_LINES:
+                decorators = {ast.unparse(d).split("(")[0].rpartition(".")[2] for d in node.decorator_list}
+                if not decorators & COMPILED:
+                    big.append(f"def {module}.{node.name}: {size} lines")
+    assert big == []
+
+
+
+def test_every_command_module_is_registered():
+    """cli/main.py names its command modules; one left out would silently lose its commands."""
+    main = (PACKAGE / "cli" / "main.py").read_text()
+    named = {alias.name for node in ast.walk(ast.parse(main)) if isinstance(node, ast.ImportFrom) and node.level == 1
+             and node.module is None for alias in node.names}
+    present = {p.stem for p in (PACKAGE / "cli").glob("*.py")} - {"__init__", "base", "main"}
+    assert named == present
+
+
+def test_importing_the_schema_loads_no_operation():
+    """The package facade is lazy: the lowest layer loads without operations, kernels or the CLI."""
+    code = "import sys, rmqctl.schema; print(' '.join(m for m in sys.modules if m.startswith(('rmqctl', 'numba'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=ROOT).stdout.split()
+    assert "rmqctl.schema" in loaded
+    assert not [m for m in loaded if m.startswith(("rmqctl.ops", "rmqctl.cli", "rmqctl.spark", "rmqctl.native", "numba"))]
+
+
+if __name__ == "__main__":
+    for rank, (name, _) in enumerate(LAYERS):
+        print(f"{name}:")
+        for module in sorted(m for m in MODULES if layer(m) == rank):
+            deps = sorted({b for a, b, *_ in imports() if a == module})
+            print(f"  {module} -> {', '.join(deps) or '-'}")
