@@ -368,32 +368,6 @@ class Store:
             roots += [os.path.realpath(d) for d in self.commitlog_dirs]
         return roots
 
-    def links_outside(self) -> list[tuple[Path, str]]:
-        """Every symlink under the store (root and commitlog directories) whose target resolves outside
-        allowed_roots(), with that target; found without following any link."""
-        roots = self.allowed_roots()
-        out = []
-        pending = [Path(d) for d in dict.fromkeys([self.root, *self.commitlog_dirs]) if os.path.isdir(d)]
-        while pending:
-            with os.scandir(pending.pop()) as entries:
-                for e in entries:
-                    if e.is_symlink():
-                        target = os.path.realpath(e.path)
-                        if not any(target == r or target.startswith(r + os.sep) for r in roots):
-                            out.append((Path(e.path), target))
-                    elif e.is_dir():
-                        pending.append(Path(e.path))
-        return sorted(out)
-
-    def refuse_links_outside(self):
-        """Writers call this first: they never write or delete through a symlink leading out of the store."""
-        links = self.links_outside()
-        if links:
-            path, target = links[0]
-            more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
-            raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
-                             "name commitlog directories elsewhere with storePathCommitLog", path)
-
     @property
     def consumequeue_dir(self) -> Path:
         return self.root / "consumequeue"
@@ -608,3 +582,30 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
         s = int(found[0])
         return s, (body - s * slot) // entry
     return None
+
+
+def links_outside(store: "Store") -> list[tuple[Path, str]]:
+    """Every symlink under the store (root and commitlog directories) whose target resolves outside
+    allowed_roots(), with that target; found without following any link."""
+    roots = store.allowed_roots()
+    out = []
+    pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs]) if os.path.isdir(d)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for e in entries:
+                if e.is_symlink():
+                    target = os.path.realpath(e.path)
+                    if not any(target == r or target.startswith(r + os.sep) for r in roots):
+                        out.append((Path(e.path), target))
+                elif e.is_dir():
+                    pending.append(Path(e.path))
+    return sorted(out)
+
+def refuse_links_outside(store: "Store"):
+    """Writers call this first: they never write or delete through a symlink leading out of the store."""
+    links = links_outside(store)
+    if links:
+        path, target = links[0]
+        more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
+        raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
+                         "name commitlog directories elsewhere with storePathCommitLog", path)

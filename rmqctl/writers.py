@@ -421,35 +421,6 @@ class Dispatcher:
             self.queues[(topic, qid)] = w
         return w
 
-    def space_needed(self, records: list[tuple[int, Message]]) -> list[int]:
-        """The sizes of the new files that dispatching `records` (offset, record) may create (at most one file
-        more than it needs per queue or index): consumequeue files for the units past each queue's last file,
-        index files for the keys past the last one's room. Reserved before the commitlog is made durable, so a
-        full disk stops a write before it changes anything."""
-        per_file = self.cq_file_size // S.CQ_UNIT_SIZE
-        units: dict[tuple[str, int], list[int]] = {}
-        keys = 0
-        for _, m in records:
-            if self.build_cq:
-                for topic, qid, qoff in cq_targets(m, self.config):
-                    units.setdefault((topic, qid), [qoff, 0])[1] += 1
-            if self.index is not None:
-                keys += len(index_keys(m))
-        sizes = []
-        for (topic, qid), (first, n) in units.items():
-            if self.queue_filter and not self.queue_filter(topic, qid):
-                continue
-            w = self.queue(topic, qid)
-            # a new queue's first file starts with pre-blank units up to its first offset
-            room = (self.cq_file_size - w.wrote) // S.CQ_UNIT_SIZE if w.files else -(first % per_file)
-            sizes += [self.cq_file_size] * -(-max(0, n - room) // per_file)
-        if self.index is not None:
-            ix = self.index
-            room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
-            # entry 0 is unused; a record after a full file opens one more
-            sizes += [ix.file_size] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
-        return sizes
-
     def dispatch(self, m: Message, phy_offset: int):
         if self.build_cq:
             targets = cq_targets(m, self.config)
@@ -490,3 +461,33 @@ class Dispatcher:
             w.close()
         if self.index is not None:
             self.index.close()
+
+
+def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[int]:
+    """The sizes of the new files that `d` dispatching `records` (offset, record) may create (at most one file
+    more than it needs per queue or index): consumequeue files for the units past each queue's last file,
+    index files for the keys past the last one's room. Reserved before the commitlog is made durable, so a
+    full disk stops a write before it changes anything."""
+    per_file = d.cq_file_size // S.CQ_UNIT_SIZE
+    units: dict[tuple[str, int], list[int]] = {}
+    keys = 0
+    for _, m in records:
+        if d.build_cq:
+            for topic, qid, qoff in cq_targets(m, d.config):
+                units.setdefault((topic, qid), [qoff, 0])[1] += 1
+        if d.index is not None:
+            keys += len(index_keys(m))
+    sizes = []
+    for (topic, qid), (first, n) in units.items():
+        if d.queue_filter and not d.queue_filter(topic, qid):
+            continue
+        w = d.queue(topic, qid)
+        # a new queue's first file starts with pre-blank units up to its first offset
+        room = (d.cq_file_size - w.wrote) // S.CQ_UNIT_SIZE if w.files else -(first % per_file)
+        sizes += [d.cq_file_size] * -(-max(0, n - room) // per_file)
+    if d.index is not None:
+        ix = d.index
+        room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
+        # entry 0 is unused; a record after a full file opens one more
+        sizes += [ix.file_size] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
+    return sizes

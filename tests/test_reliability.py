@@ -184,8 +184,10 @@ def java(classes: Path, *args, **kwargs) -> subprocess.Popen:
 
 
 def writers(store: Path, conf: Path, scratch: Path) -> dict[str, list]:
-    """Every writing command, on `store`, each one that would change it if it ran."""
+    """Every writing command on `store` (given a cut config file with a sound .bak, so restore has work)."""
     (scratch / "one.jsonl").write_text(json.dumps({"topic": "LockTest", "body": "x"}) + "\n")
+    (store / "config" / "topics.json.bak").write_text('{"topicConfigTable":{}}')
+    (store / "config" / "topics.json").write_text('{"topicConf')
     base = ["--store", store, "--broker-config", conf]
     return {
         "append": ["append", *base, "--topic", "LockTest", "--body", "x"],
@@ -204,8 +206,9 @@ def test_every_writer_refuses_while_a_jvm_holds_the_brokers_lock(tmp_path, broke
     holder = java(broker_lock_class, "hold", store)
     try:
         assert holder.stdout.readline().strip() == "locked"
+        commands = writers(store, conf, tmp_path)
         before = store_files(store)
-        for name, args in writers(store, conf, tmp_path).items():
+        for name, args in commands.items():
             res = run(*args)
             lines = [l for l in res.stderr.splitlines() if l.strip()]
             assert res.exit_code == 2 and len(lines) == 1 and "locked" in lines[0], (name, res.stderr)
@@ -230,8 +233,9 @@ def test_the_jvm_cannot_lock_while_rmqctl_writes_and_two_writers_never_both_proc
         assert json.loads(first.stdout.readline())["commitLogOffset"] > 0  # it runs, lock in hand
         probe = java(broker_lock_class, "probe", store)
         assert probe.communicate(timeout=60)[0].strip() == "null"
+        commands = writers(store, conf, tmp_path)
         before = store_files(store)
-        for name, args in writers(store, conf, tmp_path).items():
+        for name, args in commands.items():
             res = run(*args)
             assert res.exit_code == 2 and "locked" in res.stderr, (name, res.stderr)
         assert store_files(store) == before
@@ -269,11 +273,12 @@ def test_symlinks_out_of_the_store_are_reported_and_never_followed_by_writers(tm
     os.rename(queue, outside / "queue0")
     queue.symlink_to(outside / "queue0")
     (store / "inside-link").symlink_to(store / "checkpoint")  # a link within the store is fine
+    commands = writers(store, conf, tmp_path)
     before_out, before_in = store_files(outside), store_files(store)
     res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
     found = {(f["kind"], f["file"]) for f in jsonl(res.stdout) if f["kind"] == "symlink-outside"}
     assert res.exit_code == 1 and {Path(f).name for _, f in found} == {last.name, "0"}, res.stdout
-    for name, args in writers(store, conf, tmp_path).items():
+    for name, args in commands.items():
         if name.startswith(("clean", "config")):
             continue  # clean never deletes through a link (tests/test_clean.py); restore renames the link itself
         res = run(*args)

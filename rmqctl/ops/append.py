@@ -32,8 +32,8 @@ from ..errors import LockHeldError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
 from ..record import Message, encode_record, parse_host, read_record
-from ..store import TOPIC_NAME, Store, offset_to_name, valid_topic_dir_name
-from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space
+from ..store import TOPIC_NAME, Store, offset_to_name, refuse_links_outside, valid_topic_dir_name
+from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space, space_needed
 from .append_point import AppendPoint, append_point, config_version, store_version
 from .txn import locked_for_writing
 
@@ -477,7 +477,7 @@ class Appender:
 
     def _open_store(self):
         store = self.store = Store(self.root, self.config)
-        store.refuse_links_outside()
+        refuse_links_outside(store)
         queue = store.commitlog
         self.file_size = queue.file_size
         self.cq_file_size = store.consumequeue_file_size
@@ -586,10 +586,8 @@ class Appender:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
             return [a for _, _, a in staged]
-        # the consumequeue and index files the dispatch creates, and the checkpoint, must fit before the
-        # records become durable: a full disk then leaves the store as it was (close() takes them back)
-        reserve_free_space(self.root, self._dispatcher.space_needed([(off, m) for off, m, _ in staged])
-                           + [S.CHECKPOINT_FILE_SIZE])
+        # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
+        reserve_free_space(self.root, space_needed(self._dispatcher, [(o, m) for o, m, _ in staged]) + [S.CHECKPOINT_FILE_SIZE])
         self._tail.flush()
         d = self._dispatcher
         for off, m, _ in staged:
