@@ -704,9 +704,9 @@ def count_steps(argv: list) -> int:
 
 def recover(root: Path):
     """What every writing command does first under the lock: finish or undo a killed run."""
-    from rmqctl.lock import store_lock
+    from rmqctl.ops.txn import locked_for_writing
 
-    with store_lock(root):
+    with locked_for_writing(root):
         pass
 
 
