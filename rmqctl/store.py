@@ -324,7 +324,11 @@ class IndexFile:
         begin_ts = self.header["beginTimestamp"]
         base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
         next_index = slot_value
-        while len(out) < max_num:
+        # the broker's loop has no bound but maxNum: a damaged chain with a longer cycle would spin forever
+        # there; a chain visits each of the `count` entries at most once
+        for _ in range(count):
+            if len(out) >= max_num:
+                return
             pos = base + next_index * S.INDEX_ENTRY_SIZE
             if pos + S.INDEX_ENTRY_SIZE > len(buf):
                 return

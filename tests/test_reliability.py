@@ -328,3 +328,24 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     for r in figures["diskfull"]:
         assert r["refused"] > 0 and r["not one line / exit 2"] == 0 and r["mixed"] == r["lost acked"] == r["unloadable"] == 0
         assert r["ok with room"] == r["trials"]
+
+
+def test_an_index_chain_with_a_cycle_ends(tmp_path):
+    """Every entry of an index file links to the next one, round and round (the fuzzer's hang): a key lookup
+    visits each entry at most once and answers."""
+    import struct
+
+    from conftest import index_entry_at
+    from rmqctl.config import load_config
+    from rmqctl.store import Store
+
+    store = copy_store("a-basic", tmp_path)
+    ix = sorted((store / "index").iterdir())[0]
+    data = bytearray(ix.read_bytes())
+    count = S.INDEX_HEADER.unpack_from(data, 0)[-1]
+    st = Store(store, load_config(str(broker_conf("a-basic"))))
+    for k in range(1, count):
+        struct.pack_into(">i", data, index_entry_at(st, k) + S.INDEX_ENTRY_SIZE - 4, k % (count - 1) + 1)
+    ix.write_bytes(bytes(data))
+    res = run("query", "key", "TopicTest", "no-such-key", "--store", store, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 0 and not jsonl(res.stdout)
