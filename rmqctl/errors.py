@@ -42,3 +42,7 @@ class StoreError(RmqError):
 
 class LockHeldError(RmqError):
     """A broker (or another rmqctl) holds the store's lock."""
+
+
+class DiskFullError(StoreError):
+    """The filesystem has no room for what a writer must reserve before it changes anything."""

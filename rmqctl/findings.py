@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
     "file-gap": "offsets between two files that no file covers",
     "file-overlap": "a file that starts inside the previous one",
     "interrupted-write": "an rmqctl rebuild, repair or clean killed mid-way (its intent or staging is left)",
+    "symlink-outside": "a symlink in the store leading out of it (the broker follows it, rmqctl's writers refuse to)",
     # commitlog records
     "zeroed-region": "zero bytes where a record should start, with records after them",
     "illegal-magic": "a record head whose magic code is neither a message's nor a BLANK's",
@@ -34,6 +35,8 @@ KINDS: dict[str, str] = {
     "sysflag": "a sysFlag with bits or combinations the broker never writes",
     "topic-invalid": "a topic that is empty or cannot be a consumequeue directory name",
     "properties": "a property segment the broker's parser drops or cannot decode",
+    "compressed-body": "a compressed body that does not decompress (the consumer's decode fails too)",
+    "decompressed-size": "a compressed body inflating past maxMessageSize x 8, never inflated further",
     "queue-offset": "a QUEUEOFFSET that breaks its queue's run of one more per message",
     # consumequeue units
     "cq-entry-invalid": "a unit among the written ones that is not an entry",

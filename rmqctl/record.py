@@ -100,22 +100,59 @@ class Message:
         """checkMessageAndReturnSize: only checked when bodyLen > 0."""
         return self.bodyLength <= 0 or crc31(self.body) == self.bodyCRC
 
-    def decompressed_body(self) -> bytes | None:
-        """The body as the client sees it (MessageDecoder decompress; type bits 8..10, 0 = legacy zlib)."""
+    def decompressed_body(self, limit: int) -> bytes | None:
+        """The body as the client sees it (MessageDecoder decompress; type bits 8..10, 0 = legacy zlib), None
+        when not compressed; ValueError when it does not decompress. At most `limit` bytes are ever inflated:
+        a few stored bytes can claim gigabytes, so a longer body raises DecompressionLimitError instead of
+        being allocated."""
         if not self.sysFlag & S.COMPRESSED_FLAG:
             return None
         kind = (self.sysFlag & S.COMPRESSION_TYPE_MASK) >> 8
-        if kind in (0, 3):
-            return zlib.decompress(self.body)
-        if kind == 1:
-            import lz4.frame
+        try:
+            if kind in (0, 3):
+                inflater = zlib.decompressobj()
+                out = inflater.decompress(self.body, limit + 1)
+                done = inflater.eof
+            elif kind == 1:
+                import lz4.frame
 
-            return lz4.frame.decompress(self.body)
-        if kind == 2:
-            import zstandard
+                inflater = lz4.frame.LZ4FrameDecompressor()
+                out = inflater.decompress(self.body, max_length=limit + 1)
+                done = inflater.eof
+            elif kind == 2:
+                import zstandard
 
-            return zstandard.ZstdDecompressor().decompressobj().decompress(self.body)
-        raise ValueError(f"unknown compression type {kind}")
+                try:
+                    with zstandard.ZstdDecompressor().stream_reader(self.body) as reader:
+                        parts, got = [], 0
+                        while got <= limit and (part := reader.read(limit + 1 - got)):
+                            parts.append(part)
+                            got += len(part)
+                except zstandard.ZstdError as e:  # a truncated frame too
+                    raise ValueError(str(e)) from None
+                out, done = b"".join(parts), True
+            else:
+                raise ValueError(f"unknown compression type {kind}")
+        except (zlib.error, RuntimeError) as e:  # zlib's and LZ4's errors
+            raise ValueError(str(e)) from None
+        if len(out) > limit:
+            raise DecompressionLimitError(f"inflates to more than {limit} bytes (the decompression limit)")
+        if not done:
+            raise ValueError("incomplete or truncated compressed stream")
+        return out
+
+
+class DecompressionLimitError(ValueError):
+    """A compressed body that inflates past the limit it was read with."""
+
+
+DECOMPRESSION_FACTOR = 8
+
+
+def decompression_limit(max_message_size: int) -> int:
+    """The default cap on a decompressed body: the broker's maxMessageSize bounds the compressed body, and a
+    client's compression rarely gains more than this factor on real payloads."""
+    return max_message_size * DECOMPRESSION_FACTOR
 
 
 @lru_cache(maxsize=4096)
@@ -226,9 +263,9 @@ def decode_body(text: str | None, encoding: str | None) -> bytes:
 
 
 def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_properties: bool = False,
-                 decompress: bool = False) -> dict:
+                 decompress_limit: int | None = None) -> dict:
     """The `dump commitlog` object: where the record is, every stored field under RocketMQ's name, and the
-    derived msgId / uniqKey."""
+    derived msgId / uniqKey; with a `decompress_limit`, a compressed body decompressed up to that size."""
     text, enc = encode_body(m.body, body)
     d = {
         "file": file,
@@ -260,10 +297,12 @@ def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_
         d["dledger"] = dict(m.dledger)
     if raw_properties:
         d["propertiesString"] = m.properties_string
-    if decompress and m.sysFlag & S.COMPRESSED_FLAG:
+    if decompress_limit is not None and m.sysFlag & S.COMPRESSED_FLAG:
         try:
-            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(m.decompressed_body(), body)
-        except Exception as e:  # a corrupt compressed body is data, not a crash
+            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(m.decompressed_body(decompress_limit), body)
+        except DecompressionLimitError as e:
+            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"over-limit: {e}"
+        except ValueError as e:  # a corrupt compressed body is data, not a crash
             d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"error: {e}"
     return d
 

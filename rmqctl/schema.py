@@ -54,6 +54,11 @@ CQ_UNIT_SIZE = 20
 INDEX_HEADER_SIZE = 40
 HASH_SLOT_SIZE = 4
 INDEX_ENTRY_SIZE = 20
+
+
+def index_file_size(slots: int, entries: int) -> int:
+    """IndexFile's fileTotalSize: header, hash slots, entries."""
+    return INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE + entries * INDEX_ENTRY_SIZE
 CHECKPOINT_FILE_SIZE = 4096
 CRC32_RESERVED_LEN = 20  # "__CRC32#" + 0x01 + 10 digits + 0x02
 PRE_BLANK_SIZE = 0x7FFFFFFF  # ConsumeQueue.fillPreBlank unit: (0, Integer.MAX_VALUE, 0)

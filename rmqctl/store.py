@@ -33,6 +33,15 @@ DEFAULT_HASH_SLOTS = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
 FILE_NAME = re.compile(r"^\d{20}$")
 INDEX_FILE_NAME = re.compile(r"^\d{17}$")
+JAVA_LONG_MAX = (1 << 63) - 1
+
+
+def offset_of_name(name: str) -> int | None:
+    """The start offset a file's 20-digit name gives, as Long.parseLong reads it; None for any other name
+    (the broker's load fails on it), 99999999999999999999 included."""
+    if FILE_NAME.match(name) and int(name) <= JAVA_LONG_MAX:
+        return int(name)
+    return None
 TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
@@ -109,8 +118,9 @@ class MappedFileQueue:
             for p in d.iterdir():
                 if p.is_dir():
                     continue
-                if FILE_NAME.match(p.name):
-                    self.files.append(MappedFile(p, int(p.name)))
+                start = offset_of_name(p.name)
+                if start is not None:
+                    self.files.append(MappedFile(p, start))
                 else:
                     self.strays.append(p)
         self.files.sort(key=lambda f: f.name)
@@ -345,7 +355,11 @@ class IndexFile:
         begin_ts = self.header["beginTimestamp"]
         base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
         next_index = slot_value
-        while len(out) < max_num:
+        # the broker's loop has no bound but maxNum: a damaged chain with a longer cycle would spin forever
+        # there; a chain visits each of the `count` entries at most once
+        for _ in range(count):
+            if len(out) >= max_num:
+                return
             pos = base + next_index * S.INDEX_ENTRY_SIZE
             if pos + S.INDEX_ENTRY_SIZE > len(buf):
                 return
@@ -412,6 +426,14 @@ class Store:
         if self.dledger is not None:
             return list(self.dledger.data_dirs)
         return commitlog_dirs(self.root, self.config)
+
+    def allowed_roots(self) -> list[str]:
+        """The real directories the store's files may live in: the root and the commitlog directories the
+        config names. Nothing rmqctl writes or deletes is reached through a symlink leading elsewhere."""
+        roots = [os.path.realpath(self.root)]
+        if self.config.storePathCommitLog:
+            roots += [os.path.realpath(d) for d in self.commitlog_dirs]
+        return roots
 
     @property
     def consumequeue_dir(self) -> Path:
@@ -519,7 +541,7 @@ class Store:
         header's endPhyOffset."""
         slots, num = self.config.maxHashSlotNum, self.config.maxIndexNum
         if slots and num:
-            size = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + num * S.INDEX_ENTRY_SIZE
+            size = S.index_file_size(slots, num)
             check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
             return slots, num
         paths = self.index_paths()
@@ -637,3 +659,30 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
         s = int(found[0])
         return s, (body - s * slot) // entry
     return None
+
+
+def links_outside(store: "Store") -> list[tuple[Path, str]]:
+    """Every symlink under the store (root and commitlog directories) whose target resolves outside
+    allowed_roots(), with that target; found without following any link."""
+    roots = store.allowed_roots()
+    out = []
+    pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs]) if os.path.isdir(d)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for e in entries:
+                if e.is_symlink():
+                    target = os.path.realpath(e.path)
+                    if not any(target == r or target.startswith(r + os.sep) for r in roots):
+                        out.append((Path(e.path), target))
+                elif e.is_dir():
+                    pending.append(Path(e.path))
+    return sorted(out)
+
+def refuse_links_outside(store: "Store"):
+    """Writers call this first: they never write or delete through a symlink leading out of the store."""
+    links = links_outside(store)
+    if links:
+        path, target = links[0]
+        more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
+        raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
+                         "name commitlog directories elsewhere with storePathCommitLog", path)

@@ -16,17 +16,53 @@ import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig
+from .errors import DiskFullError, StoreError
 from .dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from .native.index import put_keys as put_index_keys
 from .record import Message
 from .rules import cq_unit_valid, index_slot, index_time_diff, written_units
-from .store import FILE_NAME, INDEX_FILE_NAME, offset_to_name
+from .store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
 
 def fsync_dir(path: Path):
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def reserve(fd: int, size: int, path: Path):
+    """posix_fallocate the first `size` bytes of the file: what the broker's preallocated (warmed) files amount
+    to. A write through a mapping into a hole of a full filesystem is a SIGBUS; once the blocks are reserved
+    it cannot fail, so a full disk is found here, as one error, before any byte is written."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"no space left on the device for the file's {size} bytes", path) from None
+        raise
+
+
+def reserve_free_space(directory: Path, file_sizes: list[int]):
+    """Check that files of these sizes can still be allocated on `directory`'s filesystem by reserving their
+    blocks (each file rounded up to whole blocks) in an unnamed file, freed on close: a writer calls this
+    before a step it cannot undo."""
+    block = os.statvfs(directory).f_bsize
+    size = sum(-(-n // block) * block for n in file_sizes)
+    if size <= 0:
+        return
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        st = os.statvfs(directory)  # no unnamed files here: the free count is the best answer
+        if st.f_bavail * st.f_frsize < size:
+            raise DiskFullError(f"no space left on the device for {size} bytes", directory) from None
+        return
+    try:
+        reserve(fd, size, directory)
     finally:
         os.close(fd)
 
@@ -41,11 +77,18 @@ def create_full_size(path: Path, size: int) -> int:
         if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
             raise
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)  # a filesystem without O_TMPFILE
-        os.ftruncate(fd, size)
+        try:
+            os.ftruncate(fd, size)
+            reserve(fd, size, path)
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
         return fd
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.ftruncate(fd, size)
+        reserve(fd, size, path)
         # a directory fd makes Python call linkat(..., AT_SYMLINK_FOLLOW), which links the file the /proc
         # entry names; EEXIST if the name is taken, like O_EXCL
         os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd, follow_symlinks=True)
@@ -58,7 +101,8 @@ def create_full_size(path: Path, size: int) -> int:
 
 
 class WritableFile:
-    """A fixed-size file mapped read-write; created sparse (all zero) at full size like the broker's."""
+    """A fixed-size file mapped read-write; created all zero at full size like the broker's, its blocks
+    reserved (an existing file's holes too), so writes through the mapping never meet a full disk."""
 
     def __init__(self, path: Path, size: int, create: bool):
         self.path = path
@@ -68,7 +112,15 @@ class WritableFile:
             self.fd = create_full_size(path, size)
         else:
             self.fd = os.open(path, os.O_RDWR)
-        self.map = mmap.mmap(self.fd, size)
+        try:
+            st = os.fstat(self.fd)
+            if not create and st.st_blocks * 512 < min(size, st.st_size):
+                # holes (a copied or broker-made sparse file); a short file is not grown: mmap refuses it
+                reserve(self.fd, min(size, st.st_size), path)
+            self.map = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
         self.dirty = create
 
     def flush(self):
@@ -91,7 +143,7 @@ class ConsumeQueueWriter:
         self.directory = directory
         self.file_size = file_size
         self.files: list[tuple[int, WritableFile]] = []
-        names = sorted(p.name for p in directory.iterdir() if FILE_NAME.match(p.name)) if directory.is_dir() else []
+        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
         for name in names:
             self.files.append((int(name), WritableFile(directory / name, file_size, create=False)))
         self.wrote = 0  # write position in the last file
@@ -210,8 +262,7 @@ class IndexFileWriter:
         self.path = path
         self.slot_num = slot_num
         self.index_num = index_num
-        size = S.INDEX_HEADER_SIZE + slot_num * S.HASH_SLOT_SIZE + index_num * S.INDEX_ENTRY_SIZE
-        self.file = WritableFile(path, size, create)
+        self.file = WritableFile(path, S.index_file_size(slot_num, index_num), create)
         h = S.INDEX_HEADER.unpack_from(self.file.map, 0)
         self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.hash_slot_count, count = h
         self.index_count = max(count, 1)  # in memory it starts at 1; load() forces <= 0 to 1
@@ -293,6 +344,7 @@ class IndexWriter:
         names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
         self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
         self.completed_end_ts = 0  # endTimestamp of the newest full file: the checkpoint's indexMsgTimestamp
+        self.file_size = S.index_file_size(slot_num, index_num)
 
     def _last(self) -> IndexFileWriter:
         if self.files and not self.files[-1].full:
@@ -370,6 +422,9 @@ class Dispatcher:
             if targets:
                 code = tags_code(m, self.config)
                 for topic, qid, qoff in targets:
+                    if not valid_topic_dir_name(topic):  # a record's topic (or LMQ name) must not lead out of the store
+                        raise StoreError(f"topic {topic!r} of the record at commitlog offset {phy_offset} cannot be a "
+                                         "consumequeue directory name; refusing to dispatch it", self.root / "consumequeue")
                     if self.queue_filter and not self.queue_filter(topic, qid):
                         continue
                     status = self.queue(topic, qid).put(phy_offset, m.storeSize, code, qoff)
@@ -401,3 +456,33 @@ class Dispatcher:
             w.close()
         if self.index is not None:
             self.index.close()
+
+
+def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[int]:
+    """The sizes of the new files that `d` dispatching `records` (offset, record) may create (at most one file
+    more than it needs per queue or index): consumequeue files for the units past each queue's last file,
+    index files for the keys past the last one's room. Reserved before the commitlog is made durable, so a
+    full disk stops a write before it changes anything."""
+    per_file = d.cq_file_size // S.CQ_UNIT_SIZE
+    units: dict[tuple[str, int], list[int]] = {}
+    keys = 0
+    for _, m in records:
+        if d.build_cq:
+            for topic, qid, qoff in cq_targets(m, d.config):
+                units.setdefault((topic, qid), [qoff, 0])[1] += 1
+        if d.index is not None:
+            keys += len(index_keys(m))
+    sizes = []
+    for (topic, qid), (first, n) in units.items():
+        if d.queue_filter and not d.queue_filter(topic, qid):
+            continue
+        w = d.queue(topic, qid)
+        # a new queue's first file starts with pre-blank units up to its first offset
+        room = (d.cq_file_size - w.wrote) // S.CQ_UNIT_SIZE if w.files else -(first % per_file)
+        sizes += [d.cq_file_size] * -(-max(0, n - room) // per_file)
+    if d.index is not None:
+        ix = d.index
+        room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
+        # entry 0 is unused; a record after a full file opens one more
+        sizes += [ix.file_size] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
+    return sizes

@@ -374,6 +374,25 @@ def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path
     assert short == 491 and read.count() == 494  # only the long ones have a directory other than their name
 
 
+def test_export_keeps_hostile_topics_inside_out(spark, tmp_path):
+    """Records whose topics read `../../evi` and `../../../` (topic bytes patched in place, same length; the
+    body CRC does not cover them) are exported under escaped partition directories inside --out."""
+    from conftest import copy_store, patch
+    from rmqctl.store import Store
+
+    store = copy_store("a-basic", tmp_path)
+    records = Store(store).scan().records()
+    for topic in (b"../../evi", b"../../../"):
+        f, m = next((f, m) for f, m in records if m.topic == "TopicTest")
+        patch(f.path, m.position + m.storeSize - len(m.propertiesBytes) - 2 - len(topic), topic)
+    out = tmp_path / "nest" / "export"
+    r = run("spark", "export", "--store", store, "--broker-config", broker_conf("a-basic"), "--out", out)
+    assert r.exit_code == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "nest").iterdir()) == ["export"]
+    assert all(p.parent == out for p in out.glob("topic=*"))
+    topics = {row["topic"] for row in spark.read.parquet(str(out)).select("topic").distinct().collect()}
+    assert {"../../evi", "../../../"} <= topics
+
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
     task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""

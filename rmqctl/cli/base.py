@@ -103,7 +103,12 @@ class StoreContext:
 
     def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool):
         self.config: BrokerConfig = load_config(broker_config)
-        root = store_dir or self.config.storePathRootDir or os.path.expanduser("~/store")
+        root = os.path.expanduser(store_dir or self.config.storePathRootDir or "~/store")
+        if os.path.islink(root.rstrip("/") or "/"):
+            # resolved once: a link re-pointed mid-run cannot move a writer to another store
+            real = os.path.realpath(root)
+            echo_err(f"rmqctl: note: store {root} is a symlink; using {real}")
+            root = real
         self.store_dir = root
         self.explicit_store = explicit_store or bool(self.config.storePathRootDir)
         self.format = fmt or ("table" if sys.stdout.isatty() else "jsonl")

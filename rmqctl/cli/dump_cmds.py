@@ -7,6 +7,7 @@ from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..ops import inspect
 from ..ops.annotate import record_hex
 from ..ops.filters import MessageFilter
+from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from .base import OFFSET, TIME, cli, dump, echo_err, note_compiling, parse_int, render, store_options, write_blocks
 
 
@@ -31,8 +32,11 @@ from .base import OFFSET, TIME, cli, dump, echo_err, note_compiling, parse_int, 
               help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
 @click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
+@click.option("--max-decompressed-size", type=click.IntRange(min=0), metavar="BYTES",
+              help=f"With --decompress: a body inflating past this is not decompressed (bodyDecompressedEncoding "
+                   f"over-limit). Default maxMessageSize x {DECOMPRESSION_FACTOR}.")
 def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, properties, msg_id, sys_flags, limit, body,
-                   raw_properties, decompress):
+                   raw_properties, decompress, max_decompressed_size):
     """Decode every message record of the commitlog, in offset order.
 
     \b
@@ -48,8 +52,11 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
+    cap = None  # --decompress: inflate compressed bodies up to this many bytes
+    if decompress:
+        cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
-    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn)
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn)
     if where != MessageFilter():  # content filters: the reference decoder matches record by record
         render(inspect.dump_commitlog(*args, where), ctx.format, blocks=True)
     else:

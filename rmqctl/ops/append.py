@@ -34,8 +34,8 @@ from ..errors import LockHeldError, StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_string_hash, parse_properties)
 from ..record import Message, encode_record, parse_host, read_record
-from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, valid_topic_dir_name
-from ..writers import Dispatcher, WritableFile, fsync_dir
+from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
+from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space, space_needed
 from .append_point import AppendPoint, append_point, config_version, store_version
 from .txn import locked_for_writing
 
@@ -335,6 +335,7 @@ class CommitLogTail:
         self.cur_start = None
         self._first_start = end - end % self.file_size
         self.wrote = end % self.file_size
+        self.durable_end = end  # the commitlog up to here is committed; past it nothing is acknowledged
 
     def place(self, size: int) -> tuple[int, int]:
         """doAppend's space check: a record fits only with 8 bytes to spare; otherwise the 8-byte BLANK
@@ -344,14 +345,15 @@ class CommitLogTail:
             self._open_file(self.cur_start)
         remaining = self.file_size - self.wrote
         if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
+            # MappedFileQueue.getLastMappedFile: the next file starts one file size on; it is created first,
+            # so a full disk stops here with the current file unchanged
+            self._open_file(self.cur_start + self.file_size)
             if not self.dry_run:
                 f = self.files[self.cur_start]
                 S.BLANK.pack_into(f.map, self.wrote, remaining, S.MAGIC_BLANK)
                 f.dirty = True
-            # MappedFileQueue.getLastMappedFile: the next file starts one file size on
             self.cur_start += self.file_size
             self.wrote = 0
-            self._open_file(self.cur_start)
         return self.cur_start, self.wrote
 
     def write(self, start: int, pos: int, record: bytes):
@@ -383,12 +385,35 @@ class CommitLogTail:
         for d in sorted(self.new_dirs, key=lambda p: len(p.parts), reverse=True):
             fsync_dir(d)
         self.new_dirs.clear()
+        if self.cur_start is not None:
+            self.durable_end = self.cur_start + self.wrote  # a failure from here on leaves them for the reput
 
     def close_full(self):
         for start in [s for s in self.files if s != self.cur_start]:
             self.files.pop(start).close()
 
+    def take_back(self):
+        """Undo the writes of messages never committed (an error, such as a full disk, came first): their
+        bytes (and an end-of-file BLANK they caused) become zeros again and files created for them go, so
+        the commitlog is as it was; none of them was acknowledged."""
+        end = self.cur_start + self.wrote
+        for start in sorted(self.files):
+            f = self.files[start]
+            if f.created and start >= self.durable_end:
+                f.map.close()
+                os.close(f.fd)
+                os.unlink(f.path)
+                fsync_dir(f.path.parent)
+                del self.files[start]
+                continue
+            lo, hi = max(self.durable_end, start) - start, min(end, start + self.file_size) - start
+            if lo < hi:
+                f.map[lo:hi] = bytes(hi - lo)
+                f.dirty = True
+
     def close(self):
+        if not self.dry_run and self.cur_start is not None and self.cur_start + self.wrote > self.durable_end:
+            self.take_back()
         for f in self.files.values():
             f.close()
         self.files.clear()
@@ -455,6 +480,7 @@ class Appender:
 
     def _open_store(self):
         store = self.store = Store(self.root, self.config)
+        refuse_links_outside(store)
         queue = store.commitlog
         self.file_size = queue.file_size
         self.cq_file_size = store.consumequeue_file_size
@@ -563,6 +589,8 @@ class Appender:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
             return [a for _, _, a in staged]
+        # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
+        reserve_free_space(self.root, space_needed(self._dispatcher, [(o, m) for o, m, _ in staged]) + [S.CHECKPOINT_FILE_SIZE])
         self._tail.flush()
         d = self._dispatcher
         for off, m, _ in staged:

@@ -136,7 +136,7 @@ class CleanResult:
 def load_state(store: Store, settings: CleanSettings) -> StoreState:
     """The files, queues, index files and consumer offsets the cleaner decides on, as the broker holds them
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
-    roots = _allowed_roots(store)
+    roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
     commitlog = [_file(f.path, f.start, roots) for f in store.commitlog.files]
     queues = _load_queues(store, roots)
     min_phy = commitlog[0].start if commitlog else -1  # MappedFileQueue.getMinOffset
@@ -153,15 +153,6 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
                       consumequeue_dir=store.consumequeue_dir, file_size=store.commitlog.file_size,
                       cq_file_size=store.consumequeue_file_size, commitlog=commitlog, queues=queues, index=index,
                       unconsumed=unconsumed, unconsumed_offsets=offsets, notes=notes)
-
-
-def _allowed_roots(store: Store) -> list[str]:
-    """Deletion stays inside the store root and the commitlog directories the config names; a symlink
-    pointing elsewhere is never followed."""
-    roots = [os.path.realpath(store.root)]
-    if store.config.storePathCommitLog:
-        roots += [os.path.realpath(d) for d in store.commitlog_dirs]
-    return roots
 
 
 def _file(path: Path, start: int, roots: list[str]) -> CleanFile:

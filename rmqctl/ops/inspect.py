@@ -20,11 +20,12 @@ from .timer import pending_summary
 
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                   raw_properties: bool = False, decompress: bool = False, warn=None,
+                   raw_properties: bool = False, decompress: int | None = None, warn=None,
                    where: MessageFilter | None = None) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
     dump_commitlog_lines (one writer of the contract). With `where` (time, tags, keys, properties, ids), each
-    record is decoded and matched by the reference decoder instead. Damage is passed to `warn` as there."""
+    record is decoded and matched by the reference decoder instead. `decompress`: inflate compressed bodies up
+    to that many bytes (None: not at all). Damage is passed to `warn` as there."""
     if limit == 0:
         return
     if where is not None or store.dledger is not None:

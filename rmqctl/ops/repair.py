@@ -50,6 +50,7 @@ from ..store import IndexFile, MappedFile, Store
 from .baseline import Preexisting
 from .staging import queue_units, stage_checkpoint, verify_staged, writing
 from .timer import dangling_after, dangling_rows, stage_timercheck
+from ..writers import reserve
 from .txn import Transaction
 
 
@@ -97,8 +98,9 @@ class RepairResult:
 
 
 def sparse_copy(buf, dst: Path, length: int, upto: int | None = None):
-    """Copy `buf[:upto]` into a new file of `length` bytes, leaving holes where the source is zero (and past
-    `upto`), then fsync it."""
+    """Copy `buf[:upto]` into a new file of `length` bytes, writing no zeros (where the source is zero, and
+    past `upto`) but reserving every block, so later writes through a mapping cannot meet a full disk; then
+    fsync it."""
     upto = len(buf) if upto is None else upto
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -108,6 +110,7 @@ def sparse_copy(buf, dst: Path, length: int, upto: int | None = None):
             if chunk.count(0) != len(chunk):
                 os.pwrite(fd, chunk, lo)
         os.ftruncate(fd, length)
+        reserve(fd, length, dst)
         os.fsync(fd)
     finally:
         os.close(fd)

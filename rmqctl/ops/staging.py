@@ -18,7 +18,7 @@ from .. import schema as S
 from ..lock import store_lock
 from ..native.record import index_slots
 from ..recovery import RecordSet
-from ..store import ConsumeQueue, IndexFile, Store
+from ..store import ConsumeQueue, IndexFile, Store, refuse_links_outside
 from ..writers import Dispatcher
 from .txn import Transaction, locked_for_writing, pending
 from .verify import check_links, verify
@@ -39,6 +39,7 @@ def writing(store: Store, dry_run: bool, extra_dirs=()):
             yield pending(store.root, extra_dirs), store
         return
     with locked_for_writing(store.root, extra_dirs) as done:
+        refuse_links_outside(store)
         if done:
             store.close()
             store = Store(store.root, store.config)

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
+from ..store import links_outside
 from . import verify_dledger, verify_links
 from .verify_context import Context, Records
 from .verify_scan import Region, Task, scan_chunk
@@ -31,6 +32,9 @@ def check_files(ctx: Context):
             if p.is_dir():
                 ctx.report(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
                            "directory: 4.9 brokers fail to load it (5.x skips it)")
+    for p, target in links_outside(ctx.store):
+        ctx.report(FILES, "symlink-outside", "warning", p, None, None,
+                   f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
     files = ctx.files
     for i, f in enumerate(files):
         if f.length != size:

@@ -28,7 +28,8 @@ from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..native import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..native import verify as K
 from ..native.record import MAGIC_AT, PHYSICAL_OFFSET_AT
-from ..record import Blank, Message, RecordError, read_record
+from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
+                      read_record)
 from ..store import valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
@@ -291,6 +292,10 @@ class _Scanner:
                 lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
             if f & K.F_INNER_BATCH:
                 inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
+        # (a compression type the decoder does not know is the sysflag finding already)
+        for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
+            compressed_findings(self.findings.append, read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2),
+                                t.config)
         topic_findings(self.findings.append, self.buf, topics, names)
         return ChunkResult(
             task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
@@ -340,6 +345,18 @@ def record_findings(add, buf, file_start: int, head: Message, f: int):
         got = zlib.crc32(head.body) & CRC_MASK
         add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
                                        f"{head.bodyLength}-byte body: the body changed after it was written"))
+
+def compressed_findings(add, m: Message, config: BrokerConfig):
+    """A compressed body a consumer cannot decompress, or that inflates past the decompression limit
+    (inflated no further than that: a few stored bytes can claim gigabytes)."""
+    limit = decompression_limit(config.maxMessageSize)
+    try:
+        m.decompressed_body(limit)
+    except DecompressionLimitError as e:
+        add(("decompressed-size", "warning", m.position, f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}"))
+    except ValueError as e:  # the consumer's decode fails too
+        add(("compressed-body", "error", m.position, f"the {m.bodyLength}-byte compressed body does not decompress: {e}"))
+
 
 def topic_findings(add, buf, topics: np.ndarray, names: list[str]):
     """Per distinct topic of the chunk (by its bytes): not UTF-8, or not usable as a directory name."""

@@ -1,0 +1,1198 @@
+"""Reliability as figures: one table of what rmqctl survives, measured on copies of the real RocketMQ fixture
+stores (../shared/fixtures, or RMQCTL_FIXTURES).
+
+* fuzz: mutated copies of every fixture (bit flips, cuts, zeroed runs, hostile length fields such as
+  0x7FFFFFFF and negative values, swapped files, wrong sizes, stray names, index chains with loops, units past
+  the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store); every
+  read command runs on each copy. A crash is an exit code outside 0/1/2, a traceback or an internal error,
+  more than 60 s, or more than 1 GiB RSS. Damage `verify` must see (a cut file, a bad length, a flipped
+  body, a loop, ...) and that it did not report (no new finding, exit 0) is counted as missed.
+* hypothesis: the decoders at the library level (records, properties, msgids, decompression) on generated
+  and mutated input: anything but a clean refusal is a failure.
+* crash trials: SIGKILL at random moments and at every filesystem step (rename, exchange, unlink, fsync,
+  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply and config restore. A killed run is
+  followed by the recovery every writing command starts with; the store must then be exactly the old or
+  the new one (file hashes; for clean, which deletes file by file as the broker does, a prefix of its plan;
+  for append, the old records plus a prefix of the input). Acknowledged appends must all be there. Then
+  the next writing command runs, and verify.
+* read-only proof: sha256, names and mtimes of every file before and after every read command on every
+  fixture.
+* disk full: append, rebuild (both) and repair on a real tmpfs with little room: a one-line error and exit
+  2, the store old or new, no acknowledged message lost, verify as sound as before; then with room again
+  the same command succeeds.
+
+    python benchmarks/torture.py [--quick] [--stores N] [--kills N] [--seed S] [--parts fuzz,hypothesis,...]
+
+`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 3 random kills and 6 sampled filesystem steps per
+writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 30 random kills per writer and a kill at every
+filesystem step, seven disk-full sizes. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rmqctl import schema as S  # noqa: E402  (after the path: the checkout's rmqctl)
+from rmqctl.native.record import MAGIC_AT, SYSFLAG_AT  # noqa: E402
+
+INDEX_COUNT_AT = S.INDEX_HEADER_SIZE - 4  # the header's last two ints: hashSlotCount, indexCount
+SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8
+PREV_INDEX_AT = S.INDEX_ENTRY_SIZE - 4  # an index entry ends with its prevIndex
+FIXTURES = Path(os.environ.get("RMQCTL_FIXTURES", REPO.parent / "shared" / "fixtures"))
+SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+TIMEOUT = 60.0
+RSS_LIMIT = 1 << 30
+PARTS = ("fuzz", "hypothesis", "crash", "readonly", "diskfull")
+
+
+# -- stores ---------------------------------------------------------------------------------------------------------
+
+
+def fixtures() -> list[str]:
+    return sorted(p.name for p in FIXTURES.iterdir() if (p / "store").is_dir())
+
+
+def conf_of(name: str) -> Path | None:
+    p = FIXTURES / name / "broker.conf"
+    return p if p.exists() else None
+
+
+def copy_store(name: str, dest: Path) -> Path:
+    shutil.copytree(FIXTURES / name / "store", dest, symlinks=True)
+    for p in [dest, *dest.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def snapshot(root: Path, with_mtime: bool = False, canonical_index: bool = False) -> dict[str, tuple]:
+    """sha256 (and mtime) of every file under the store, rmqctl's own staging, intent and backups aside
+    (they are not the store), and the lock file (its content is the broker's). `canonical_index` names
+    index files by rank: a rebuild names them by the time it ran."""
+    out = {}
+    index_names = sorted(p.name for p in (root / "index").iterdir()) if (root / "index").is_dir() else []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".rmqctl-")]
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if name.startswith(".rmqctl-") or rel == "lock":
+                continue
+            if canonical_index and p.parent == root / "index":
+                rel = f"index/#{index_names.index(name)}"
+            st = os.lstat(p)
+            data = os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+            out[rel] = (hashlib.sha256(data).hexdigest(), st.st_mtime_ns if with_mtime else 0)
+    return out
+
+
+# -- running commands in a watched worker process ---------------------------------------------------------------------
+
+
+def worker_main():
+    """Runs CLI commands in-process, one JSON argv per stdin line; answers one JSON line each."""
+    from click.testing import CliRunner
+
+    from rmqctl.cli.main import cli
+
+    runner = CliRunner()
+    for line in sys.stdin:
+        argv = json.loads(line)
+        with contextlib.suppress(OSError):
+            Path("/proc/self/clear_refs").write_text("5")  # peak RSS from here
+        t = time.monotonic()
+        res = runner.invoke(cli, argv, catch_exceptions=True)
+        err = res.stderr
+        escaped = res.exception is not None and not isinstance(res.exception, SystemExit)
+        crash = (res.exit_code not in (0, 1, 2) or escaped or "Traceback" in err or "internal error" in err)
+        detail = (f"{type(res.exception).__name__}: {res.exception}" if escaped else
+                  next((l for l in err.splitlines() if "internal error" in l or "Traceback" in l), err[-300:]))
+        print(json.dumps({"exit": res.exit_code, "crash": crash, "detail": detail if crash else "",
+                          "stdout": res.stdout if argv[0] == "verify" else "", "secs": time.monotonic() - t,
+                          "rss": peak_rss()}), flush=True)
+
+
+def peak_rss(pid: str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmHWM", "VmRSS")) and (pid == "self") == line.startswith("VmHWM"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class Worker:
+    """The parent's side: a command that runs over TIMEOUT or grows past RSS_LIMIT kills the worker (a crash);
+    the next command gets a fresh one."""
+
+    def __init__(self):
+        self.proc = None
+
+    def start(self):
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+
+    def run(self, argv: list) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        self.proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
+        self.proc.stdin.flush()
+        began = time.monotonic()
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                if not line:
+                    self.proc = None
+                    return {"exit": None, "crash": True, "detail": "worker died", "secs": time.monotonic() - began}
+                out = json.loads(line)
+                if out["rss"] > RSS_LIMIT:
+                    out["crash"], out["detail"] = True, f"peak RSS {out['rss'] >> 20} MiB"
+                return out
+            why = None
+            if time.monotonic() - began > TIMEOUT:
+                why = f"over {TIMEOUT:.0f} s"
+            elif peak_rss(str(self.proc.pid)) > RSS_LIMIT:
+                why = f"RSS over {RSS_LIMIT >> 20} MiB"
+            if why:
+                self.stop()
+                return {"exit": None, "crash": True, "detail": why, "secs": time.monotonic() - began}
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+# -- what is in a store (from the fixture, before mutation) ------------------------------------------------------------
+
+
+def record_starts(path: Path) -> list[tuple[int, int]]:
+    """(position, size) of each record of one commitlog file, by its TOTALSIZE and magic fields."""
+    data = path.read_bytes()
+    out, pos = [], 0
+    while pos + 8 <= len(data):
+        size, magic = struct.unpack_from(">i", data, pos)[0], struct.unpack_from(">i", data, pos + MAGIC_AT)[0]
+        if magic not in (S.MAGIC_V1, S.MAGIC_V2) or size <= 0 or pos + size > len(data):
+            break
+        out.append((pos, size))
+        pos += size
+    return out
+
+
+class Profile:
+    """The read commands' arguments for one fixture: a queue, an offset, a msgId, a key."""
+
+    def __init__(self, name: str):
+        from rmqctl.store import Store
+        from rmqctl.config import load_config
+
+        self.name = name
+        self.conf = conf_of(name)
+        store = Store(FIXTURES / name / "store", load_config(str(self.conf)) if self.conf else None)
+        self.queue = next(((cq.topic, cq.queue_id) for cq in store.consume_queues()), ("TopicTest", 0))
+        try:
+            self.slots = store.index_geometry[0]
+        except Exception:
+            self.slots = 0  # no index geometry to be had: the chain mutation finds no entries
+        self.offset, self.msg_id, self.key = 0, "C0A8000A00002A9F0000000000000000", ("TopicTest", "k")
+        try:
+            for f, m in store.scan().records():
+                self.offset, self.msg_id = f.start + m.position, m.msg_id
+                keys = m.properties.get("KEYS")
+                self.key = (m.topic, keys.split(" ")[0] if keys else m.uniq_key or "k")
+                break
+        except Exception:
+            pass  # a store the scan cannot read (MetaQ, DLedger): the commands still run, with these defaults
+        store.close()
+
+    def commands(self, store: Path) -> list[list]:
+        base = ["--store", store] + (["--broker-config", self.conf] if self.conf else [])
+        topic, qid = self.queue
+        return [
+            ["info", *base, "--format", "jsonl"],
+            ["dump", "commitlog", *base, "--body", "base64", "--raw-properties", "--decompress", "--format", "jsonl"],
+            ["dump", "consumequeue", topic, qid, "--resolve", *base, "--format", "jsonl"],
+            ["dump", "index", *base, "--format", "jsonl"],
+            ["dump", "checkpoint", *base, "--format", "jsonl"],
+            ["verify", *base, "--format", "jsonl"],
+            ["verify", "--deep", *base, "--format", "jsonl"],
+            ["locate", self.offset + 7, *base, "--format", "jsonl"],
+            ["locate", 1, "--topic", topic, "--queue-id", qid, *base, "--format", "jsonl"],
+            ["msgid", "decode", self.msg_id, *base, "--format", "jsonl"],
+            ["msgid", "lookup", self.msg_id, *base, "--format", "jsonl"],
+            ["query", "key", self.key[0], self.key[1], *base, "--format", "jsonl"],
+        ]
+
+
+# -- mutations ------------------------------------------------------------------------------------------------------
+
+HOSTILE32 = (0x7FFFFFFF, -1, -(1 << 31), 0, 1 << 30, 3)
+
+
+def files_of(root: Path) -> dict[str, list[Path]]:
+    kinds = {"commitlog": [], "consumequeue": [], "index": [], "config": [], "other": []}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.is_symlink():
+            continue
+        rel = p.relative_to(root).parts
+        kind = rel[0] if rel[0] in kinds else "other"
+        kinds[kind].append(p)
+    return kinds
+
+
+def mutate(root: Path, rng: random.Random, outside: Path, profile: "Profile") -> list[tuple[str, bool]]:
+    """Damage a store copy in 1..3 ways; returns (what, whether verify must report it) for each."""
+    kinds = files_of(root)
+    kinds["slots"] = profile.slots
+    done = []
+    for _ in range(rng.randint(1, 3)):
+        how = rng.choice(MUTATIONS)
+        try:
+            out = how(root, kinds, rng, outside, S)
+        except (IndexError, ValueError):  # nothing of that kind in this store
+            continue
+        if out:
+            done.append(out)
+    return done or [("none applicable", False)]
+
+
+def _pick(kinds, rng, *names) -> Path:
+    choices = [p for n in names for p in kinds[n] if p.exists() and not p.is_symlink()]
+    return rng.choice(choices)
+
+
+def _write(path: Path, data: bytes):
+    path.write_bytes(bytes(data))
+
+
+def m_flip(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "other")
+    data = bytearray(path.read_bytes())
+    for _ in range(rng.randint(1, 8)):
+        if data:
+            data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+    _write(path, data)
+    return f"flip {path.name}", False
+
+
+def m_zero_run(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    data = bytearray(path.read_bytes())
+    a = rng.randrange(len(data))
+    b = min(len(data), a + rng.randint(1, 4096))
+    data[a:b] = bytes(b - a)
+    _write(path, data)
+    return f"zero {path.parent.name}/{path.name}[{a}:{b}]", False
+
+
+def m_cut(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    size = path.stat().st_size
+    os.truncate(path, rng.choice([0, rng.randrange(size), size - 1]))
+    return f"cut {path.parent.name}/{path.name}", True
+
+
+def m_grow(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    with open(path, "ab") as f:
+        f.write(rng.randbytes(rng.randint(1, 100)))
+    return f"grow {path.parent.name}/{path.name}", True
+
+
+def m_length(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog")
+    recs = record_starts(path)
+    pos, size = rng.choice(recs)
+    data = bytearray(path.read_bytes())
+    sysflag = struct.unpack_from(">i", data, pos + SYSFLAG_AT)[0]
+    head = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))][0]
+    body_len_at = pos + head.size - 4
+    field = rng.choice(["totalSize", "bodyLength", "topicLength", "propertiesLength"])
+    if field == "totalSize":
+        struct.pack_into(">i", data, pos, rng.choice(HOSTILE32))
+    elif field == "bodyLength":
+        value = rng.choice([v for v in HOSTILE32 if v != struct.unpack_from(">i", data, body_len_at)[0]])
+        struct.pack_into(">i", data, body_len_at, value)
+    else:
+        body_len = struct.unpack_from(">i", data, body_len_at)[0]
+        topic_at = body_len_at + 4 + body_len
+        v2 = struct.unpack_from(">i", data, pos + MAGIC_AT)[0] == S.MAGIC_V2
+        if field == "topicLength":
+            fmt, span = (">H", 2) if v2 else (">B", 1)
+            old = struct.unpack_from(fmt, data, topic_at)[0]
+            struct.pack_into(fmt, data, topic_at, rng.choice([v for v in (0, (1 << 8 * span) - 1, old + 1) if v != old]))
+        else:
+            tlen = struct.unpack_from(">H" if v2 else ">B", data, topic_at)[0]
+            props_at = topic_at + (2 if v2 else 1) + tlen
+            old = struct.unpack_from(">H", data, props_at)[0]
+            struct.pack_into(">H", data, props_at, rng.choice([v for v in (0xFFFF, 0x8000, old + 1) if v != old]))
+    _write(path, data)
+    return f"{field} of the record at {path.name}:{pos}", True
+
+
+def m_magic(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog")
+    pos, _ = rng.choice(record_starts(path))
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">i", data, pos + MAGIC_AT, rng.getrandbits(31) | 1)
+    _write(path, data)
+    return f"magic of the record at {path.name}:{pos}", True
+
+
+def m_body(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog")
+    data = bytearray(path.read_bytes())
+    cands = []
+    for pos, size in record_starts(path):
+        sysflag = struct.unpack_from(">i", data, pos + SYSFLAG_AT)[0]
+        head = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))][0]
+        n = struct.unpack_from(">i", data, pos + head.size - 4)[0]
+        if n > 0:
+            cands.append(pos + head.size + rng.randrange(n))
+    at = rng.choice(cands)
+    data[at] ^= 1 << rng.randrange(8)
+    _write(path, data)
+    return f"body bit at {path.name}:{at}", True
+
+
+def m_topic_utf8(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog")
+    data = bytearray(path.read_bytes())
+    pos, _ = rng.choice(record_starts(path))
+    sysflag = struct.unpack_from(">i", data, pos + SYSFLAG_AT)[0]
+    head = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))][0]
+    body_len = struct.unpack_from(">i", data, pos + head.size - 4)[0]
+    v2 = struct.unpack_from(">i", data, pos + MAGIC_AT)[0] == S.MAGIC_V2
+    topic_at = pos + head.size + body_len + (2 if v2 else 1)
+    data[topic_at] = 0xFF
+    _write(path, data)
+    return f"non-UTF-8 topic at {path.name}:{pos}", True
+
+
+def m_props_separators(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "commitlog")
+    data = bytearray(path.read_bytes())
+    for pos, size in rng.sample(record_starts(path), k=min(5, len(record_starts(path)))):
+        seg = data[pos:pos + size]
+        if b"\x01" in seg:
+            for i in range(pos, pos + size):
+                if data[i] in (1, 2) and i > pos + 100:
+                    data[i] = ord("a")
+            _write(path, data)
+            return f"properties without separators at {path.name}:{pos}", False  # a record may still parse
+    return None
+
+
+def m_swap(root, kinds, rng, outside, S):
+    a, b = rng.sample([p for p in kinds["commitlog"] if p.exists()], 2)
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    return f"swap {a.name} {b.name}", da != db and bool(record_starts(a) or record_starts(b))
+
+
+def m_stray(root, kinds, rng, outside, S):
+    where = rng.choice(["commitlog/abc", "commitlog/0000000000000000000x", "consumequeue/TopicTest/x/1",
+                        "index/garbage", "commitlog/99999999999999999999"])
+    p = root / where
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(rng.randbytes(rng.choice([0, 10, 4096])))
+    return f"stray {where}", where.startswith("commitlog/")
+
+
+def m_index_loop(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "index")
+    data = bytearray(path.read_bytes())
+    count = struct.unpack_from(">i", data, INDEX_COUNT_AT)[0]
+    if count < 3 or not kinds["slots"]:
+        return None
+    k = rng.randrange(2, count)
+    at = S.INDEX_HEADER_SIZE + kinds["slots"] * S.HASH_SLOT_SIZE + k * S.INDEX_ENTRY_SIZE + PREV_INDEX_AT
+    struct.pack_into(">i", data, at, rng.choice([k, k + 1 if k + 1 < count else k]))
+    _write(path, data)
+    return f"index chain loop at {path.name} entry {k}", True
+
+
+def m_index_header(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "index")
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">i", data, rng.choice([SLOT_COUNT_AT, INDEX_COUNT_AT]), rng.choice(HOSTILE32[:3]))
+    _write(path, data)
+    return f"index header count of {path.name}", True
+
+
+def m_unit_past_end(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "consumequeue")
+    data = bytearray(path.read_bytes())
+    used = [i for i in range(0, len(data) - S.CQ_UNIT_SIZE + 1, S.CQ_UNIT_SIZE) if S.CQ_UNIT.unpack_from(data, i)[1] > 0]
+    at = rng.choice(used)
+    if rng.random() < 0.5:
+        struct.pack_into(">q", data, at, (1 << 40) + rng.randrange(1 << 20))
+    else:
+        struct.pack_into(">i", data, at + 8, rng.choice([0x7FFFFFFE, 1 << 24, 7]))  # size, after the 8-byte offset
+    _write(path, data)
+    return f"consumequeue unit past the end in {path.parent.parent.name}/{path.parent.name}/{path.name}", True
+
+
+def m_cut_config(root, kinds, rng, outside, S):
+    path = rng.choice([p for p in kinds["config"] if p.suffix == ".json"])
+    data = path.read_bytes()
+    path.write_bytes(data[:rng.randrange(max(1, len(data)))])
+    return f"cut config/{path.name}", False
+
+
+def m_checkpoint(root, kinds, rng, outside, S):
+    p = root / "checkpoint"
+    if not p.exists():
+        return None
+    data = bytearray(p.read_bytes())
+    if rng.random() < 0.5:
+        data = data[:rng.randrange(len(data))]
+    else:
+        struct.pack_into(">q", data, 8 * rng.randrange(3), rng.choice([-1, 1 << 62, 0]))
+    p.write_bytes(bytes(data))
+    return "checkpoint", False
+
+
+def m_symlink_out(root, kinds, rng, outside, S):
+    path = _pick(kinds, rng, "consumequeue", "index", "commitlog")
+    target = outside / f"{path.name}-{rng.getrandbits(32):08x}"
+    shutil.copyfile(path, target)
+    path.unlink()
+    path.symlink_to(target)
+    return f"symlink out of the store: {path.relative_to(root)}", True
+
+
+MUTATIONS = [m_flip, m_zero_run, m_cut, m_grow, m_length, m_length, m_magic, m_body, m_topic_utf8, m_props_separators,
+             m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out]
+
+
+def finding_keys(verify_stdout: str) -> set:
+    keys = set()
+    for line in verify_stdout.splitlines():
+        with contextlib.suppress(ValueError):
+            f = json.loads(line)
+            keys.add((f.get("kind"), f.get("file"), f.get("position"), f.get("commitLogOffset")))
+    return keys
+
+
+def fuzz(n_stores: int, rng: random.Random, work: Path, skip: int = 0) -> dict:
+    worker = Worker()
+    names = fixtures()
+    profiles = {n: Profile(n) for n in names}
+    baseline = {}
+    for n in names:
+        out = worker.run(profiles[n].commands(FIXTURES / n / "store")[5])
+        baseline[n] = (out["exit"], finding_keys(out.get("stdout", "")))
+    # missed damage is counted where verify reads the fixture in full: sound, or only its documented damage
+    # (e-dledger's DLedger commitlog is not read yet, so every unit of it already points "past the end")
+    judged = [n for n in names if baseline[n][0] == 0 or (FIXTURES / n / "corruption.json").exists()]
+    stats = {"stores": 0, "commands": 0, "crashes": 0, "must_report": 0, "missed": 0, "examples": [],
+             "max_secs": 0.0, "max_rss": 0, "damage judged on": judged}
+    outside = work / "outside"
+    outside.mkdir(exist_ok=True)
+    for i in range(n_stores):
+        name = names[i % len(names)]
+        root = copy_store(name, work / f"{name}~{i}" / "store")
+        what = mutate(root, rng, outside, profiles[name])
+        if i < skip:  # replaying the mutations of an earlier run's first stores, to reach store `skip` as it was
+            shutil.rmtree(root.parent)
+            continue
+        must = any(m for _, m in what)
+        for argv in profiles[name].commands(root):
+            out = worker.run(argv)
+            stats["commands"] += 1
+            stats["max_secs"] = max(stats["max_secs"], out["secs"])
+            stats["max_rss"] = max(stats["max_rss"], out.get("rss", 0))
+            if out["crash"]:
+                stats["crashes"] += 1
+                stats["examples"].append({"store": f"{name}~{i}", "mutations": [w for w, _ in what],
+                                          "argv": [str(a) for a in argv[:3]], "detail": out["detail"]})
+                print("  fuzz crash:", json.dumps(stats["examples"][-1]), file=sys.stderr, flush=True)
+            if argv[0] == "verify" and "--deep" not in argv and must and name in judged:
+                stats["must_report"] += 1
+                base_exit, base_keys = baseline[name]
+                reported = out["exit"] == 2 or (out["exit"] == 1 and finding_keys(out["stdout"]) - base_keys)
+                if not reported:
+                    stats["missed"] += 1
+                    stats["examples"].append({"store": name, "mutations": [w for w, _ in what], "missed": True})
+        stats["stores"] += 1
+        shutil.rmtree(root.parent)
+        if stats["stores"] % 500 == 0:  # a long run's figures so far
+            print(f"  fuzz progress: {stats['stores']} stores, {stats['commands']} commands, {stats['crashes']} crashes, "
+                  f"{stats['missed']} missed of {stats['must_report']}", file=sys.stderr, flush=True)
+    worker.stop()
+    return stats
+
+
+# -- hypothesis: the decoders at the library level ---------------------------------------------------------------------
+
+
+def hypothesis_part(examples: int) -> dict:
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from rmqctl import schema as S
+    from rmqctl.javacompat import parse_properties
+    from rmqctl.ops.msgid import decode_ids
+    from rmqctl.record import Message, RecordError, read_record
+
+    records = []
+    for name in ("a-basic", "b-mixed", "c-v5-features"):
+        path = sorted((FIXTURES / name / "store" / "commitlog").iterdir())[0]
+        data = path.read_bytes()
+        records += [data[p:p + n] for p, n in record_starts(path)[:40]]
+    failures: list[str] = []
+    ran = {"n": 0}
+    opts = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                    suppress_health_check=list(HealthCheck))
+
+    def check(fn, *args):
+        ran["n"] += 1
+        try:
+            fn(*args)
+        except (RecordError, ValueError):
+            pass
+        except Exception as e:
+            failures.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+
+    @opts
+    @given(st.sampled_from(records), st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), max_size=8),
+           st.integers(0, 64), st.booleans())
+    def mutated_records(rec, edits, cut, v2):
+        buf = bytearray(rec)
+        for at, value in edits:
+            buf[at % len(buf)] = value
+        buf = bytes(buf[: len(buf) - cut]) if cut < len(buf) else bytes(buf)
+        check(read_record, buf, 0, len(buf), v2)
+
+    @opts
+    @given(st.binary(max_size=512), st.booleans())
+    def random_records(buf, v2):
+        check(read_record, buf, 0, len(buf), v2)
+
+    @opts
+    @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+    def properties(text):
+        check(parse_properties, text)
+
+    @opts
+    @given(st.text(alphabet="0123456789ABCDEFabcdefXYZ:-", max_size=60))
+    def msgids(text):
+        check(decode_ids, [text])
+
+    @opts
+    @given(st.binary(max_size=300), st.sampled_from([0x1, 0x101, 0x201, 0x301, 0x401, 0x701]))
+    def compressed(body, flag):
+        m = Message()
+        m.sysFlag, m.body = flag, body
+        check(m.decompressed_body, 1 << 16)
+
+    for test in (mutated_records, random_records, properties, msgids, compressed):
+        test()
+    return {"examples": ran["n"], "failures": len(failures), "first": failures[:3]}
+
+
+# -- crash trials -------------------------------------------------------------------------------------------------------
+
+
+STEP_CALLS = ("rename", "replace", "unlink", "remove", "rmdir", "mkdir", "link", "symlink", "fsync", "ftruncate",
+              "pwrite", "write", "posix_fallocate", "truncate")
+
+
+def run_in_child(argv: list, kill_at_step: int | None = None, stdin_fd: int | None = None,
+                 stdout_fd: int | None = None, parent_fds: tuple = ()) -> int:
+    """Fork; the child runs the CLI in-process, SIGKILLing itself before its kill_at_step-th filesystem step
+    (with 0: never, and it writes its step count to STEPS_FD). `parent_fds` are the parent's ends of the
+    pipes, closed in the child (its stdin must see EOF). Returns the child pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for fd in parent_fds:
+            os.close(fd)
+        if stdin_fd is not None:
+            os.dup2(stdin_fd, 0)
+        if stdout_fd is not None:
+            os.dup2(stdout_fd, 1)
+        else:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        if kill_at_step is not None:
+            _count_steps(kill_at_step)
+        from rmqctl.cli.main import cli
+
+        code = 0
+        try:
+            cli.main(args=[str(a) for a in argv], prog_name="rmqctl")
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        sys.stdout.flush()
+        if kill_at_step == 0:
+            os.write(STEPS_FD, str(STEPS["n"]).encode())
+        os._exit(code)
+    except BaseException:
+        os._exit(99)
+
+
+STEPS = {"n": 0}
+STEPS_FD = -1
+
+
+def _count_steps(kill_at: int):
+    """Patch the filesystem calls rmqctl's writers make: each is one step; at step `kill_at` SIGKILL
+    (before the call: the step never happened; the call before it has)."""
+    import shutil as sh
+
+    import rmqctl.ops.txn as txn
+
+    def wrap(fn):
+        def step(*a, **k):
+            STEPS["n"] += 1
+            if STEPS["n"] == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return fn(*a, **k)
+        return step
+
+    for name in STEP_CALLS:
+        if hasattr(os, name):
+            setattr(os, name, wrap(getattr(os, name)))
+    sh.rmtree = wrap(sh.rmtree)
+    txn.exchange = wrap(txn.exchange)
+    import mmap
+
+    class Map(mmap.mmap):
+        def flush(self, *a):
+            STEPS["n"] += 1
+            if STEPS["n"] == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().flush(*a)
+
+    mmap.mmap = Map
+
+
+def count_steps(argv: list) -> int:
+    global STEPS_FD
+    r, w = os.pipe()
+    STEPS_FD = w
+    pid = run_in_child(argv, kill_at_step=0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    n = os.read(r, 64)
+    os.close(r)
+    return int(n or 0)
+
+
+def recover(root: Path):
+    """What every writing command does first under the lock: finish or undo a killed run."""
+    from rmqctl.ops.txn import locked_for_writing
+
+    with locked_for_writing(root):
+        pass
+
+
+class WriterTrial:
+    """One writing command on a prepared store: its old state, its new state (a clean run), and how a killed
+    run is judged."""
+
+    canonical_index = False
+
+    def __init__(self, name: str, work: Path):
+        self.name = name
+        self.work = work
+        self.conf = conf_of(self.fixture)
+
+    def prepare(self, dest: Path) -> Path:
+        return copy_store(self.fixture, dest)
+
+    def argv(self, root: Path) -> list:
+        raise NotImplementedError
+
+    def reference(self):
+        root = self.prepare(self.work / f"{self.name}-old")
+        self.old = snapshot(root, canonical_index=self.canonical_index)
+        self.old_verify = verify_exit(root, self.conf)
+        t = time.monotonic()
+        pid = run_in_child(self.argv(root))
+        _, status = os.waitpid(pid, 0)
+        self.duration = time.monotonic() - t
+        assert os.waitstatus_to_exitcode(status) == 0, f"{self.name}: the reference run failed"
+        self.new = snapshot(root, canonical_index=self.canonical_index)
+        assert self.new != self.old, f"{self.name}: the run changes nothing, so a kill could not mix states"
+        shutil.rmtree(root)
+
+    def judge(self, root: Path) -> tuple[bool, int]:
+        """(mixed, lost acknowledged messages) after recovery."""
+        state = snapshot(root, canonical_index=self.canonical_index)
+        return state not in (self.old, self.new), 0
+
+    def next_write(self, root: Path) -> int:
+        pid = run_in_child(self.argv(root))
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def verify_exit(root: Path, conf) -> int:
+    pid = run_in_child(["verify", "--quiet", "--store", root] + (["--broker-config", conf] if conf else []))
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+class RebuildCQ(WriterTrial):
+    fixture = "a-basic"
+
+    def prepare(self, dest):
+        root = copy_store(self.fixture, dest)
+        shutil.rmtree(root / "consumequeue" / "TopicTest")
+        os.truncate(sorted((root / "consumequeue" / "OrderTopic" / "1").iterdir())[0], 100)
+        return root
+
+    def argv(self, root):
+        return ["rebuild", "consumequeue", "--store", root, "--broker-config", self.conf, "--no-backup"]
+
+
+class RebuildIndex(WriterTrial):
+    fixture = "a-basic"
+    canonical_index = True
+
+    def prepare(self, dest):
+        root = copy_store(self.fixture, dest)
+        for p in sorted((root / "index").iterdir())[-3:]:
+            p.unlink()
+        return root
+
+    def argv(self, root):
+        return ["rebuild", "index", "--store", root, "--broker-config", self.conf, "--no-backup"]
+
+
+class Repair(WriterTrial):
+    fixture = "d-crashed"
+
+    def argv(self, root):
+        return ["repair", "--store", root, "--broker-config", self.conf, "--no-backup"]
+
+
+class Clean(WriterTrial):
+    """The broker's cleaner deletes file by file; so does clean --apply, each deletion durable before the
+    next. A killed run must leave a prefix of the plan (the broker's own intermediate states)."""
+
+    fixture = "a-basic"
+
+    def argv(self, root):
+        return ["clean", "--store", root, "--broker-config", self.conf, "--now", "--file-reserved-time", "0",
+                "--until-ok", "--apply", "--format", "jsonl"]
+
+    def reference(self):
+        root = self.prepare(self.work / "clean-plan")
+        r, w = os.pipe()
+        pid = run_in_child(self.argv(root), stdout_fd=w, parent_fds=(r,))
+        os.close(w)
+        with os.fdopen(r) as f:
+            rows = [json.loads(l) for l in f if l.strip()]
+        os.waitpid(pid, 0)
+        self.plan = [row["file"] for row in rows if row.get("action") == "delete"]
+        shutil.rmtree(root)
+        super().reference()
+
+    def judge(self, root):
+        state = snapshot(root)
+        gone = [f for f in self.old if f not in state]
+        changed = [f for f in state if state[f] != self.old.get(f)]
+        prefix = set(self.plan[: len(gone)])
+        return bool(changed) or set(gone) != prefix, 0
+
+
+class Restore(WriterTrial):
+    """config restore --apply: two cut config files put back from their sound .bak copies in one swap."""
+
+    fixture = "a-basic"
+
+    def prepare(self, dest):
+        root = copy_store(self.fixture, dest)
+        for name, text in (("consumerOffset.json", '{"offsetTable":{"TopicTest@g":{0:5,1:7}}}'),
+                           ("topics.json", '{"topicConfigTable":{"TopicTest":{"readQueueNums":4}}}')):
+            (root / "config" / (name + ".bak")).write_text(text)
+            (root / "config" / name).write_text(text[: len(text) // 2])
+        return root
+
+    def argv(self, root):
+        return ["config", "restore", "--store", root, "--apply", "--no-backup"]
+
+
+class Append(WriterTrial):
+    """`append --jsonl -` fed steadily; what it acknowledged must be in the store, and the store must hold the
+    old records plus a prefix of the input (nothing else, nothing out of order)."""
+
+    fixture = "a-basic"
+    messages = 400
+
+    def __init__(self, name, work):
+        super().__init__(name, work)
+        self.lines = [json.dumps({"topic": f"Crash{i % 3}", "queueId": i % 2, "body": f"message {i} " * 30,
+                                  "properties": {"KEYS": f"seq-{i}"}}) + "\n" for i in range(self.messages)]
+
+    def argv(self, root):
+        return ["append", "--store", root, "--broker-config", self.conf, "--jsonl", "-"]
+
+    def feed(self, root: Path, kill_at_step=None, kill_after=None) -> list[dict]:
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        pid = run_in_child(self.argv(root), kill_at_step=kill_at_step, stdin_fd=in_r, stdout_fd=out_w,
+                           parent_fds=(in_w, out_r))
+        os.close(in_r)
+        os.close(out_w)
+        acks = []
+
+        def read():
+            with os.fdopen(out_r, "rb") as f:
+                for line in f:
+                    if line.endswith(b"\n"):
+                        acks.append(json.loads(line))
+
+        def write():
+            with contextlib.suppress(BrokenPipeError, OSError), os.fdopen(in_w, "wb") as f:
+                for k in range(0, len(self.lines), 25):
+                    f.write("".join(self.lines[k:k + 25]).encode())
+                    f.flush()
+                    time.sleep(0.002)
+
+        threads = [threading.Thread(target=read), threading.Thread(target=write)]
+        for t in threads:
+            t.start()
+        if kill_after is not None:
+            time.sleep(kill_after)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        for t in threads:
+            t.join()
+        self.last_status = status
+        return acks
+
+    def reference(self):
+        root = self.prepare(self.work / "append-ref")
+        self.old = snapshot(root)
+        self.old_end = self.end(root)
+        self.old_verify = 0
+        t = time.monotonic()
+        acks = self.feed(root)
+        self.duration = time.monotonic() - t
+        assert len(acks) == self.messages, "append: the reference run failed"
+        shutil.rmtree(root)
+
+    def end(self, root: Path) -> int:
+        from rmqctl.config import load_config
+        from rmqctl.store import Store
+
+        store = Store(root, load_config(str(self.conf)))
+        end = max((f.start + m.position + m.storeSize for f, m in store.scan().records()), default=0)
+        store.close()
+        return end
+
+    def judge_append(self, root: Path, acks: list[dict]) -> tuple[bool, int]:
+        from rmqctl.config import load_config
+        from rmqctl.record import Blank, read_record
+        from rmqctl.store import Store
+
+        store = Store(root, load_config(str(self.conf)))
+        lost = 0
+        for a in acks:
+            try:
+                f = store.commitlog.find(a["commitLogOffset"])
+                m = read_record(f.buf, a["commitLogOffset"] - f.start, len(f.buf))
+                i = int(m.properties["KEYS"].split("-")[1])
+                ok = not isinstance(m, Blank) and m.body_crc_ok() and m.body == f"message {i} ".encode() * 30
+            except Exception:
+                ok = False
+            lost += not ok
+        new = [m for f, m in store.scan().records() if f.start + m.position >= self.old_end]
+        seqs = [int(m.properties.get("KEYS", "x-0").split("-")[1]) if m.topic.startswith("Crash") else -1 for m in new]
+        store.close()
+        return seqs != list(range(len(seqs))), lost
+
+
+def warm_up(work: Path):
+    """Load the compiled kernels into this process once (verify, both rebuilds, repair, append, read-only
+    runs on a scratch copy): every forked trial then starts with them instead of loading them itself."""
+    from click.testing import CliRunner
+
+    from rmqctl.cli.main import cli
+
+    root = copy_store("d-crashed", work / "warm")
+    base = ["--store", str(root), "--broker-config", str(conf_of("d-crashed"))]
+    for argv in (["verify", "--deep"], ["rebuild", "consumequeue", "--dry-run"], ["rebuild", "index", "--dry-run"],
+                 ["repair", "--dry-run"], ["append", "--dry-run", "--topic", "T", "--body", "x"]):
+        CliRunner().invoke(cli, argv[:1] + base + argv[1:])
+    shutil.rmtree(root)
+
+
+def crash_trials(kills: int, every_step: bool, step_sample: int, rng: random.Random, work: Path,
+                 only: list[str]) -> list[dict]:
+    warm_up(work)
+    rows = []
+    for cls, name in ((Append, "append"), (RebuildCQ, "rebuild consumequeue"), (RebuildIndex, "rebuild index"),
+                      (Repair, "repair"), (Clean, "clean --apply"), (Restore, "config restore")):
+        if only and name not in only:
+            continue
+        trial = cls(name.split()[0] + ("-" + name.split()[1] if " " in name else ""), work)
+        trial.reference()
+        root0 = trial.prepare(work / "probe")
+        steps = count_steps(trial.argv(root0)) if not isinstance(trial, Append) else count_append_steps(trial, root0)
+        shutil.rmtree(root0)
+        chosen = list(range(1, steps + 1)) if every_step else sorted(rng.sample(range(1, steps + 1), min(step_sample, steps)))
+        row = {"writer": name, "random kills": 0, "step kills": 0, "steps": steps, "mixed": 0, "lost acked": 0,
+               "next write failed": 0, "verify after": 0}
+        plan = [("random", None) for _ in range(kills)] + [("step", k) for k in chosen]
+        for kind, k in plan:
+            root = trial.prepare(work / "trial")
+            acks = []
+            if isinstance(trial, Append):
+                acks = trial.feed(root, kill_at_step=k, kill_after=rng.random() * trial.duration if k is None else None)
+            else:
+                pid = run_in_child(trial.argv(root), kill_at_step=k)
+                if k is None:
+                    time.sleep(rng.random() * trial.duration)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            recover(root)
+            mixed, lost = trial.judge_append(root, acks) if isinstance(trial, Append) else trial.judge(root)
+            row["mixed"] += mixed
+            row["lost acked"] += lost
+            row["random kills" if kind == "random" else "step kills"] += 1
+            if isinstance(trial, Append):
+                code = run_next_append(trial, root)
+            else:
+                code = trial.next_write(root)
+            row["next write failed"] += code != 0
+            row["verify after"] += verify_exit(root, trial.conf) > trial.old_verify if not isinstance(trial, Repair) \
+                else verify_exit(root, trial.conf) == 2
+            shutil.rmtree(root)
+        rows.append(row)
+    return rows
+
+
+def count_append_steps(trial: Append, root: Path) -> int:
+    global STEPS_FD
+    r, w = os.pipe()
+    STEPS_FD = w
+    trial.feed(root, kill_at_step=0)
+    os.close(w)
+    n = os.read(r, 64)
+    os.close(r)
+    return int(n or 0)
+
+
+def run_next_append(trial: Append, root: Path) -> int:
+    """The next writing command after a killed append: another append (a torn record first needs repair,
+    which the refusal says)."""
+    argv = ["append", "--store", root, "--broker-config", trial.conf, "--topic", "After", "--body", "x"]
+    pid = run_in_child(argv)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code == 2:
+        pid = run_in_child(["repair", "--store", root, "--broker-config", trial.conf, "--no-backup"])
+        os.waitpid(pid, 0)
+        pid = run_in_child(argv)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return code
+
+
+# -- read-only proof ------------------------------------------------------------------------------------------------------
+
+
+def readonly(work: Path) -> dict:
+    worker = Worker()
+    changed = commands = 0
+    for name in fixtures():
+        root = copy_store(name, work / f"ro-{name}" / "store")
+        before = snapshot(root, with_mtime=True)
+        listing = sorted(str(p) for p in root.rglob("*"))
+        for argv in Profile(name).commands(root):
+            worker.run(argv)
+            commands += 1
+            after = snapshot(root, with_mtime=True)
+            changed += sum(1 for k in set(before) | set(after) if before.get(k) != after.get(k))
+            changed += sorted(str(p) for p in root.rglob("*")) != listing
+        shutil.rmtree(root.parent)
+    worker.stop()
+    return {"commands": commands, "files changed": changed}
+
+
+# -- disk full on a real tmpfs ------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path):
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def set_free(path: Path, free: int):
+    st = os.statvfs(path)
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    subprocess.run(["mount", "-o", f"remount,size={used + free}", str(path)], check=True)
+
+
+def disk_full(work: Path, frees: list[int], only: list[str]) -> list[dict]:
+    warm_up(SCRATCH)
+    rows = []
+    for cls, name in ((Append, "append"), (RebuildCQ, "rebuild consumequeue"), (RebuildIndex, "rebuild index"),
+                      (Repair, "repair")):
+        if only and name not in only:
+            continue
+        trial = cls(name.replace(" ", "-"), work)
+        row = {"writer": name, "trials": 0, "refused": 0, "not one line / exit 2": 0, "mixed": 0, "lost acked": 0,
+               "unloadable": 0, "ok with room": 0}
+        trial.reference() if not isinstance(trial, Append) else None
+        for free in frees:
+            with tmpfs(work / "full") as mnt:
+                root = trial.prepare(mnt / "store")
+                if isinstance(trial, Append):
+                    trial.old_end = trial.end(root)
+                set_free(mnt, free)
+                argv = [sys.executable, "-m", "rmqctl", *map(str, trial.argv(root))]
+                env = dict(os.environ, PYTHONPATH=str(REPO))
+                feed = "".join(trial.lines) if isinstance(trial, Append) else None
+                res = subprocess.run(argv, input=feed, capture_output=True, text=True, env=env, timeout=600)
+                row["trials"] += 1
+                lines = [l for l in res.stderr.splitlines() if l.strip()]
+                if res.returncode != 0:
+                    row["refused"] += 1
+                    row["not one line / exit 2"] += res.returncode != 2 or len(lines) != 1
+                if isinstance(trial, Append):
+                    acks = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
+                    mixed, lost = trial.judge_append(root, acks)
+                    verify_old = 0
+                else:
+                    mixed, lost = trial.judge(root)
+                    verify_old = trial.old_verify
+                row["mixed"] += mixed
+                row["lost acked"] += lost
+                if mixed or lost:
+                    print(f"  disk full: {name} with {free} bytes free: exit {res.returncode}, mixed {mixed}, lost {lost}: "
+                          f"{res.stderr.strip()[:300]}", file=sys.stderr)
+                row["unloadable"] += verify_exit(root, trial.conf) > verify_old
+                set_free(mnt, 48 << 20)
+                if isinstance(trial, Append):
+                    code = run_next_append(trial, root)
+                else:
+                    code = trial.next_write(root)
+                row["ok with room"] += code == 0 and verify_exit(root, trial.conf) <= (
+                    0 if not isinstance(trial, Repair) else 1)
+        rows.append(row)
+    return rows
+
+
+# -- the table ----------------------------------------------------------------------------------------------------------
+
+
+def table(results: dict) -> str:
+    out = []
+    if "fuzz" in results:
+        f = results["fuzz"]
+        out += ["| fuzz | fuzzed stores | read commands run | crashes | damage verify must report | missed | slowest command | peak RSS |",
+                "|---|---|---|---|---|---|---|---|",
+                f"| every fixture, every read command | {f['stores']} | {f['commands']} | **{f['crashes']}** | "
+                f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s | {f['max_rss'] >> 20} MiB |",
+                f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (fixtures verify reads in "
+                "full); crashes on every fixture.", ""]
+    if "hypothesis" in results:
+        h = results["hypothesis"]
+        out += ["| hypothesis (library decoders) | examples | failures |", "|---|---|---|",
+                f"| records, properties, msgIds, decompression | {h['examples']} | **{h['failures']}** |", ""]
+    if "crash" in results:
+        out += ["| crash trials | random kills | kills at filesystem steps (of steps) | mixed states | lost acknowledged "
+                "| next write failed | verify worse after |", "|---|---|---|---|---|---|---|"]
+        for r in results["crash"]:
+            out.append(f"| {r['writer']} | {r['random kills']} | {r['step kills']} (of {r['steps']}) | **{r['mixed']}** | "
+                       f"**{r['lost acked']}** | {r['next write failed']} | {r['verify after']} |")
+        out.append("")
+    if "readonly" in results:
+        r = results["readonly"]
+        out += ["| read-only proof | commands × fixtures | files changed |", "|---|---|---|",
+                f"| sha256 + mtime of every file, every read command, every fixture | {r['commands']} | **{r['files changed']}** |", ""]
+    if "diskfull" in results:
+        out += ["| disk full (tmpfs) | trials | refused | not one line / exit 2 | mixed | lost acknowledged | unloadable | "
+                "succeeds with room |", "|---|---|---|---|---|---|---|---|"]
+        for r in results["diskfull"]:
+            out.append(f"| {r['writer']} | {r['trials']} | {r['refused']} | {r['not one line / exit 2']} | **{r['mixed']}** "
+                       f"| **{r['lost acked']}** | **{r['unloadable']}** | {r['ok with room']} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the CI size: 300 stores, 30 kills per writer, sampled steps")
+    ap.add_argument("--stores", type=int, help="fuzzed stores (default 300 quick, 10000 long)")
+    ap.add_argument("--kills", type=int, help="random kills per writer (default 30)")
+    ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
+    ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 300 quick, 5000 long)")
+    ap.add_argument("--seed", type=int, default=20241124)
+    ap.add_argument("--skip", type=int, default=0, help="fuzz: replay the first N stores' mutations without running "
+                                                         "commands (to reach a store of an earlier run)")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    ap.add_argument("--writers", default="", help="crash and disk-full trials of these writers only (comma-separated, "
+                                                 "e.g. 'append,rebuild index')")
+    ap.add_argument("--json", help="also write the figures as JSON here")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker_main()
+    parts = [p for p in args.parts.split(",") if p]
+    writers = [w for w in args.writers.split(",") if w]
+    rng = random.Random(args.seed)
+    results = {}
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rmqctl-torture-", dir=SCRATCH) as tmp:
+        work = Path(tmp)
+        if "readonly" in parts:
+            results["readonly"] = readonly(work)
+        if "hypothesis" in parts:
+            results["hypothesis"] = hypothesis_part(args.examples or (200 if args.quick else 5000))
+        if "fuzz" in parts:
+            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), rng, work, args.skip)
+        if "crash" in parts:
+            results["crash"] = crash_trials(args.kills or (3 if args.quick else 30), not args.quick, args.steps, rng,
+                                            work, writers)
+        if "diskfull" in parts:
+            with tempfile.TemporaryDirectory(prefix="rmqctl-diskfull-") as mnt:
+                frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
+                results["diskfull"] = disk_full(Path(mnt), frees, writers)
+    results["seconds"] = round(time.monotonic() - began, 1)
+    results["mode"] = "quick" if args.quick else "long"
+    print(table(results))
+    print(f"{results['mode']} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    bad = (results.get("fuzz", {}).get("crashes", 0) + results.get("fuzz", {}).get("missed", 0)
+           + results.get("hypothesis", {}).get("failures", 0) + results.get("readonly", {}).get("files changed", 0)
+           + sum(r["mixed"] + r["lost acked"] for r in results.get("crash", []))
+           + sum(r["mixed"] + r["lost acked"] + r["unloadable"] for r in results.get("diskfull", [])))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
