@@ -96,6 +96,33 @@ def _file_mtime_ms(f: MappedFile) -> int:
     return os.stat(f.path).st_mtime_ns // 1_000_000
 
 
+def _bisect(view: QueueView, f: MappedFile, times: CommitLogTimes, timestamp: int, low: int, high: int):
+    """The binary search both versions run over a file's units (byte positions low..high): (the unit whose store
+    time is exactly `timestamp` or -1, the last unit probed below it, the last above it, and their times), or
+    None when a unit's record cannot be read (the broker then answers 0). Units below the commitlog's minimum
+    count as earlier."""
+    unit = S.CQ_UNIT_SIZE
+    target = left = right = -1
+    left_value = right_value = -1
+    while high >= low:
+        mid = java_div(low + high, 2 * unit) * unit
+        phy, size, _ = view.unit(f, mid)
+        if phy < times.min_offset:
+            low, left = mid + unit, mid
+            continue
+        t = times.store_time(phy, size)
+        if t < 0:
+            return None
+        if t == timestamp:
+            target = mid
+            break
+        if t > timestamp:
+            high, right, right_value = mid - unit, mid, t
+        else:
+            low, left, left_value = mid + unit, mid, t
+    return target, left, right, left_value, right_value
+
+
 def offset_by_time_v4(view: QueueView, times: CommitLogTimes, timestamp: int) -> int:
     """ConsumeQueue.getOffsetInQueueByTime of 4.9: the file is the first whose modification time is at or after
     the time (else the last); a binary search in its written units; without an exact hit, the nearer of the
@@ -107,24 +134,10 @@ def offset_by_time_v4(view: QueueView, times: CommitLogTimes, timestamp: int) ->
         return 0
     low = view.min_logic - f.start if view.min_logic > f.start else 0
     high = readable - S.CQ_UNIT_SIZE
-    target = left = right = -1
-    left_value = right_value = -1
-    while high >= low:
-        mid = java_div(low + high, 2 * S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
-        phy, size, _ = view.unit(f, mid)
-        if phy < times.min_offset:
-            low, left = mid + S.CQ_UNIT_SIZE, mid
-            continue
-        t = times.store_time(phy, size)
-        if t < 0:
-            return 0
-        if t == timestamp:
-            target = mid
-            break
-        if t > timestamp:
-            high, right, right_value = mid - S.CQ_UNIT_SIZE, mid, t
-        else:
-            low, left, left_value = mid + S.CQ_UNIT_SIZE, mid, t
+    found = _bisect(view, f, times, timestamp, low, high)
+    if found is None:
+        return 0
+    target, left, right, left_value, right_value = found
     if target != -1:
         offset = target
     elif left_value == -1:
@@ -189,22 +202,10 @@ def offset_by_time_v5(view: QueueView, times: CommitLogTimes, timestamp: int, bo
         return java_div(f.start + ceiling + (unit if boundary == "lower" else 0), unit)
     if floor <= ceiling and time_of(floor)[1] > timestamp:
         return java_div(f.start, unit) if boundary == "lower" else 0
-    target = left = right = -1
-    while high >= low:
-        mid = java_div(low + high, 2 * unit) * unit
-        phy, t = time_of(mid)
-        if phy < times.min_offset:
-            low, left = mid + unit, mid
-            continue
-        if t < 0:
-            return 0
-        if t == timestamp:
-            target = mid
-            break
-        if t > timestamp:
-            high, right = mid - unit, mid
-        else:
-            low, left = mid + unit, mid
+    found = _bisect(view, f, times, timestamp, low, high)
+    if found is None:
+        return 0
+    target, left, right, _, _ = found
     if target != -1:
         step, stop = (-unit, floor) if boundary == "lower" else (unit, ceiling)
         offset = target
