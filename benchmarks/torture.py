@@ -201,12 +201,18 @@ class Profile:
     """The read commands' arguments for one fixture: a queue, an offset, a msgId, a key."""
 
     def __init__(self, name: str):
-        from rmqctl.store import Store
         from rmqctl.config import load_config
+        from rmqctl.errors import StoreError
+        from rmqctl.store import Store
 
         self.name = name
         self.conf = conf_of(name)
-        store = Store(FIXTURES / name / "store", load_config(str(self.conf)) if self.conf else None)
+        self.queue, self.slots = ("TopicTest", 0), 0
+        self.offset, self.msg_id, self.key = 0, "C0A8000A00002A9F0000000000000000", ("TopicTest", "k")
+        try:
+            store = Store(FIXTURES / name / "store", load_config(str(self.conf)) if self.conf else None)
+        except StoreError:  # not a RocketMQ store root (MetaQ): the commands still run, with these defaults
+            return
         self.queue = next(((cq.topic, cq.queue_id) for cq in store.consume_queues()), ("TopicTest", 0))
         try:
             self.slots = store.index_geometry[0]

@@ -22,7 +22,6 @@ import numpy as np
 from . import schema as S
 from . import dledger as D
 from .config import BrokerConfig, split_paths
-from .configfiles import parse_fastjson
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
@@ -588,21 +587,6 @@ class Store:
             return pid if l_type != fcntl.F_UNLCK else None
         finally:
             os.close(fd)
-
-    def read_config_json(self, name: str) -> dict | None:
-        """config/{name}, falling back to {name}.bak as the broker does; fastjson's unquoted keys allowed."""
-        for candidate in (self.root / "config" / name, self.root / "config" / (name + ".bak")):
-            try:
-                text = candidate.read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if not text.strip():
-                continue
-            try:
-                return parse_fastjson(text)
-            except ValueError as e:
-                raise StoreError(f"not valid JSON: {e}", candidate) from None
-        return None
 
     def close(self):
         if "commitlog" in self.__dict__:

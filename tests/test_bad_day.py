@@ -258,7 +258,8 @@ def test_ctrl_c_exits_130_not_1(store_copy):
     store = store_copy("a-basic")
     proc = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--jsonl", "-", "--store", str(store),
                              "--broker-config", str(A_CONF)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     s = Store(store, load_config(A_CONF))
     deadline = time.monotonic() + 300  # a loaded machine: the kernels may be compiling
     while s.lock_holder() != proc.pid and proc.poll() is None and time.monotonic() < deadline:

@@ -219,7 +219,7 @@ def test_repair_of_d_crashed(java_oracle, pristine, tmp_path):
 def test_repair_scan_all_of_d_crashed(java_oracle, tmp_path):
     """--scan-all cuts at the flipped byte: what is left has no damage at all."""
     store = copy_store(CRASHED, tmp_path)
-    plan = repair(store, CRASHED, "--scan-all")
+    plan = repair(store, CRASHED, "--scan-all", "--yes")
     assert [r["commitLogOffset"] for r in plan if r["action"] == "cut"] == [FLIPPED]
     reading = judge(java_oracle, tmp_path, CRASHED, store)
     assert reading.summary["maxPhyOffset"] == FLIPPED

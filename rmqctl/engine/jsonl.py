@@ -16,16 +16,17 @@ BLOCK = 4 << 20  # bytes of lines handed on at a time
 KERNELS = (decode, write_lines)  # what a dump compiles on its first run
 
 
-def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: bool) -> bytes:
+def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: int | None) -> bytes:
     f = chunk.file
     m = read_record(f.buf, int(chunk.column("position")[row]), len(chunk.u8))
     return orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress),
                         option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
-def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: bool,
+def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: int | None,
                 block: int = BLOCK) -> Iterator[bytes]:
-    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes."""
+    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes. `decompress`: the cap for
+    inflating compressed bodies (None: they are not inflated; the kernel hands those records on)."""
     name = np.frombuffer(chunk.file.name.encode(), np.uint8)
     mode = BODY_MODES[body]
     rows = np.ascontiguousarray(rows, np.int64)
@@ -33,7 +34,7 @@ def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool,
     i = 0
     while i < len(rows):
         done, used, needs_reference = write_lines(chunk.u8, chunk.cols, rows, i, name, chunk.file.start, mode,
-                                                  raw_properties, decompress, out)
+                                                  raw_properties, decompress is not None, out)
         if used:
             yield out[:used].tobytes()
         i += done

@@ -503,10 +503,8 @@ class Appender:
             catch_up(store, self._dispatcher, rec, self._stamp)
             self.warnings += dispatch_warnings(self._dispatcher)
 
-    # -- append ---------------------------------------------------------------------------------------------
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
-        """The queue offset the next message of this queue gets: the consumequeue's max offset, or past the
-        commitlog's records for it, whichever is higher."""
+        """The next message's queue offset: the consumequeue's max, or past the commitlog's records, if higher."""
         key = (topic, queue_id)
         if key not in self._read_queues:
             hi = self.store.consume_queue(topic, queue_id).offset_range()[1] if valid_topic_dir_name(topic) else 0
@@ -578,7 +576,6 @@ class Appender:
         self._staged.append((start + pos, stored, result))
         return result
 
-    # -- commit -----------------------------------------------------------------------------------------------
     @property
     def staged(self) -> int:
         return len(self._staged)

@@ -34,6 +34,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..configfiles import read_config
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
 from ..rules import written_units
@@ -189,7 +190,7 @@ def _load_consumer_offsets(store: Store, queues: list[QueueState], min_phy: int,
                            notes: list[str]) -> tuple[list[Unconsumed], list[np.ndarray]]:
     """config/consumerOffset.json (fastjson, unquoted int keys, .bak fallback): per group/topic/queue the
     commitlog offsets of the messages at or after the committed (next-to-consume) offset."""
-    data = store.read_config_json("consumerOffset.json")
+    data = read_config(store.root, "consumerOffset.json").document
     table = (data or {}).get("offsetTable") or {}
     if not isinstance(table, dict):
         raise StoreError("offsetTable is not an object", store.root / "config" / "consumerOffset.json")

@@ -63,7 +63,7 @@ def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_proper
 
 def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                          queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                         raw_properties: bool = False, decompress: bool = False, warn=None) -> Iterator[bytes]:
+                         raw_properties: bool = False, decompress: int | None = None, warn=None) -> Iterator[bytes]:
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
     the engine's columns. Damage ends the walk of that file (as it ends the broker's) and is passed to `warn`
     as one line naming file and offset."""

@@ -7,6 +7,7 @@ import datetime as dt
 import ipaddress
 import time
 
+from ..configfiles import read_config
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Message, read_record
@@ -105,7 +106,7 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
 def known_topics(store: Store) -> list[str]:
     """Topics named by consumequeue directories and config/topics.json (system topics included)."""
     topics = {cq.topic for cq in store.consume_queues()}
-    cfg = store.read_config_json("topics.json") or {}
+    cfg = read_config(store.root, "topics.json").document or {}
     topics.update((cfg.get("topicConfigTable") or {}).keys())
     return sorted(topics)
 

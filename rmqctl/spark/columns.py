@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 from .. import schema as S
 from ..engine.columns import SCALARS, record_batch
 from ..native.record import index_slots
+from ..errors import StoreError
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
 STRING, INT, LONG = StringType(), IntegerType(), LongType()
@@ -67,6 +68,9 @@ def message_batches(scan: CommitLogScan, start: int, end: int, schema: pa.Schema
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column). Damage ends the file, as it does for `dump
     commitlog`; it is left in `scan.errors` for the caller."""
+    if not hasattr(scan, "chunks"):
+        raise StoreError("a DLedger-mode store: the `rocketmq` source reads plain commitlog files only (its entries "
+                         "wrap the records); `rmqctl dump commitlog` reads it", store)
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     for chunk in scan.chunks(start, end, verify_crc):
         batch = record_batch(chunk)
