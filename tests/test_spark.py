@@ -47,18 +47,42 @@ def dump_rows(name: str) -> list[dict]:
     return jsonl(r.stdout)
 
 
+def as_utc(when):
+    """A timestamp from collect() (naive, local time) or from pyarrow (aware, UTC) as an aware UTC datetime."""
+    import datetime as dt
+
+    return (when if when.tzinfo else when.astimezone()).astimezone(dt.timezone.utc)
+
+
 def assert_same_message(row: dict, dumped: dict, store: str):
-    """A DataFrame (or Parquet) row against the dump object: every dump field, the stored body bytes, and the
-    derived tags/keys columns."""
+    """A DataFrame (or Parquet) row against the dump object: every dump field (the store times under
+    `<name>Ms`, and as the same instant in the timestamp column), the stored body bytes, the derived
+    tags/keys columns."""
+    import datetime as dt
+
     assert row["store"] == store
     for k, v in dumped.items():
-        if k not in DUMP_ONLY:
+        if k in ("bornTimestamp", "storeTimestamp"):
+            assert row[f"{k}Ms"] == v, (k, dumped["commitLogOffset"])
+            assert as_utc(row[k]) == dt.datetime.fromtimestamp(v / 1000, dt.timezone.utc), dumped["commitLogOffset"]
+        elif k not in DUMP_ONLY:
             assert row[k] == v, (k, dumped["commitLogOffset"])
     assert base64.b64encode(bytes(row["body"])).decode() == dumped["body"]
     props = dumped["properties"]
     assert row["tags"] == props.get("TAGS")
     keys = props.get("KEYS")
     assert row["keys"] == (None if keys is None else [k for k in keys.split(" ") if k])
+
+
+def assert_sysflag_as_java_reads_it(rows: list[dict], name: str):
+    """sysFlag's named columns against the truth file's sysFlagInfo (MessageSysFlag's reading, in Java):
+    transaction under the names `dump commitlog --sys-flag transaction=...` takes."""
+    info = {t["commitLogOffset"]: t["sysFlagInfo"] for t in truth(name, "truth-messages.jsonl")}
+    for row in rows:
+        want = dict(info[row["commitLogOffset"]])
+        assert row["transactionType"] == want.pop("transaction").removesuffix("_TYPE").lower()
+        want.setdefault("compressionType", None)
+        assert {k: row[k] for k in want} == want, row["commitLogOffset"]
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
@@ -71,6 +95,7 @@ def test_dataframe_rows_equal_dump(spark, name):
     for row, d in zip(rows, dumped):
         row["properties"] = dict(row["properties"])
         assert_same_message(row, d, store_root(name))
+    assert_sysflag_as_java_reads_it(rows, name)
     bad_crc = [r["commitLogOffset"] for r in rows if not r["crcOk"]]
     corruption = FIXTURES / name / "corruption.json"
     flipped = [json.loads(corruption.read_text())["flippedBodyByte"]["messageCommitLogOffset"]] if corruption.exists() else []
