@@ -78,3 +78,16 @@ def offset_range(store: Store, since: int | None, until: int | None) -> tuple[in
         return None
     last = next(filter(None, map(inside_file, reversed(candidates))))
     return first[0], last[1]
+
+
+def narrow(store: Store, since: int | None, until: int | None, start: int | None = None,
+           end: int | None = None) -> tuple[int | None, int | None]:
+    """The commitlog range [start, end) narrowed to the records stored in [since, until] (offset_range); an
+    empty range when no record is."""
+    if since is None and until is None:
+        return start, end
+    found = offset_range(store, since, until)
+    if found is None:
+        return 0, 0
+    lo, hi = max(found[0], start or 0), found[1] if end is None else min(found[1], end)
+    return (lo, hi) if lo < hi else (0, 0)

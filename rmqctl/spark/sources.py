@@ -10,7 +10,8 @@ names (`mappedFileSizeCommitLog`, `mappedFileSizeConsumeQueue`, `maxHashSlotNum`
 the task instead of ending that file with a warning, as `dump commitlog` does), and takes pushed-down
 filters on `topic` (= and IN), `commitLogOffset` (comparisons: whole files outside the range are skipped)
 and `storeTimestamp` / `storeTimestampMs` (comparisons and BETWEEN: every record is checked, and the files
-whose store times lie wholly outside the range are not read at all, see rmqctl.ops.time_range).
+whose store times lie wholly outside the range are not read at all, see rmqctl.ops.time_range; option
+`pruneByStoreTime=false` reads them all, for a store whose broker clock stepped back).
 """
 from __future__ import annotations
 
@@ -101,6 +102,7 @@ class CommitLogReader(DataSourceReader):
         self.inputs = inputs_from_options(options)
         self.verify_crc = option_bool(options, "verifyCrc")
         self.fail_on_damage = option_bool(options, "failOnDamage")
+        self.prune_by_time = option_bool(options, "pruneByStoreTime", True)
         self.schema = arrow_schema(schema)
         self.topics: frozenset[str] | None = None
         self.offsets = [None, None]  # pushed commitLogOffset range, inclusive
@@ -138,7 +140,8 @@ class CommitLogReader(DataSourceReader):
 
     def partitions(self):
         start, last = self.offsets
-        return plan_commitlog(self.inputs, start, None if last is None else last + 1, *self.times)
+        end = None if last is None else last + 1
+        return plan_commitlog(self.inputs, start, end, *(self.times if self.prune_by_time else (None, None)))
 
     def read(self, partition: CommitLogFile):
         if not isinstance(partition, CommitLogFile):
