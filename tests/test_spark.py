@@ -563,9 +563,8 @@ def test_time_filters_are_pushed_and_prune_files(spark):
     assert by_ms.rdd.getNumPartitions() <= planned
     assert by_ms.count() == sum(lo < d["storeTimestamp"] < hi for d in dumped)
     assert df.where(f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 1  # only the last file can
-    every = df.where(f"storeTimestampMs > {stamps[-1]}")
     assert spark.read.format("rocketmq").option("pruneByStoreTime", "false").load(store_root(name)).where(
-        f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 40 and every.count() == 0
+        f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 40
 
 
 def test_export_by_date_or_flat_within_a_time_range(spark, tmp_path):
@@ -598,7 +597,7 @@ def test_export_by_date_or_flat_within_a_time_range(spark, tmp_path):
     assert got == {(d["topic"], d["commitLogOffset"]) for d in dumped}
 
 
-def test_export_reruns_need_overwrite_and_replace_the_previous_export(tmp_path):
+def test_export_reruns_need_overwrite_and_replace_the_previous_export(spark, tmp_path):
     """A second export into a non-empty OUT is refused (exit 2, one line) unless --overwrite; then the previous
     files are gone, the new ones in place and _SUCCESS written again."""
     name = "a-basic"
@@ -617,7 +616,7 @@ def test_export_reruns_need_overwrite_and_replace_the_previous_export(tmp_path):
     assert (r.exit_code, r.stderr) == (2, "rmqctl: --until is before --since\n")
 
 
-def test_spark_verify_within_a_time_range_is_verify_within_it():
+def test_spark_verify_within_a_time_range_is_verify_within_it(spark):
     """`spark verify --since/--until` reports what `verify --since/--until` reports: on d-crashed, a range
     holding the flipped body byte finds it, a range after it does not (and no torn tail: the range ends at
     its last message)."""
