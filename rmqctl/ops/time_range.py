@@ -48,16 +48,16 @@ def file_spans(store: Store) -> list[FileSpan]:
 
 
 def offset_range(store: Store, since: int | None, until: int | None) -> tuple[int, int] | None:
-    """[start, end): from the first record stored in [since, until] to the end of the last one, found by walking
-    the files that may hold the range (every file of a DLedger store, record by record); None when no record
-    is in the range. Records between the two stored outside the range (a clock that stepped back) lie inside it
+    """[start, end): from the first record stored in [since, until] to the end of the last one (of their DLedger
+    entries in a DLedger store), found by walking the files that may hold the range (every file of a DLedger
+    store, entry by entry); None when no record is in the range. Records between the two stored outside the range (a clock that stepped back) lie inside it
     too."""
     inside = lambda t: (since is None or t >= since) & (until is None or t <= until)
     scan = store.scan()
     found: list[tuple[int, int]] = []  # (offset, end) of the first and the last record inside
-    if store.dledger is not None:
-        found = [(f.start + m.position, f.start + m.position + m.storeSize) for f, m in scan.records()
-                 if inside(m.storeTimestamp)]
+    if store.dledger is not None:  # whole entries: the range a DLedger walk checks is in entry positions
+        found = [(f.start + m.dledger["entryFilePosition"], f.start + m.dledger["entryFilePosition"]
+                  + m.dledger["entrySize"]) for f, m in scan.records() if inside(m.storeTimestamp)]
         return (found[0][0], found[-1][1]) if found else None
     size = store.commitlog.file_size
 
