@@ -184,7 +184,7 @@ def spark_schema(fmt):
 
     \b
     rmqctl spark schema
-    rmqctl spark schema --format csv > columns.csv
+    rmqctl spark schema --format csv
     """
     require()
     from ..spark.columns import MESSAGE_COLUMNS  # optional extra (pyspark)
