@@ -20,7 +20,7 @@ from rmqctl.errors import where
 from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import walk_files
 from rmqctl.ops import inspect
-from rmqctl.engine.columns import RECORD_SCHEMA, SCALARS
+from rmqctl.engine.columns import SCALARS, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
 from rmqctl.store import Store, offset_to_name
 
@@ -58,6 +58,8 @@ def reference_rows(store: Store) -> list[dict]:
         props = m.properties
         crc = property_crc_state(f.buf, m.position, m)
         row = {name: d[name] for name, _ in SCALARS}
+        if m.dledger is not None:
+            row["dledger"] = m.dledger
         row.update(body=m.body, propertiesBytes=m.propertiesBytes, properties=list(props.items()),
                    tags=props.get("TAGS"), tranMsg=props.get("TRAN_MSG"), producerGroup=props.get("PGROUP"),
                    keys=None if m.keys is None else [w for w in m.keys.split(" ") if w],
@@ -70,7 +72,7 @@ def reference_rows(store: Store) -> list[dict]:
 
 def assert_batches_are_the_references(store: Store):
     table = store.scan().table(check_crc=True)
-    assert table.schema == RECORD_SCHEMA
+    assert table.schema == record_schema(store.dledger is not None)
     assert table.to_pylist() == reference_rows(store)
     assert table.column("crcOk").null_count == 0
     assert store.scan().table().column("crcOk").null_count == len(table)
@@ -80,7 +82,11 @@ def fixture_store(name: str, root=None) -> Store:
     return Store(root or FIXTURES / name / "store", load_config(str(broker_conf(name))))
 
 
-@pytest.mark.parametrize("name", ALL_FIXTURES + ["f-timer5"])
+# e-dledger: DLedger entries around the records (the engine walks entry bodies; each line has its `dledger`)
+ENGINE_FIXTURES = ALL_FIXTURES + ["f-timer5", "e-dledger"]
+
+
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
 @pytest.mark.parametrize("body", ["utf8", "base64", "hex", "none"])
 def test_dump_is_the_references_on_every_fixture(name, body):
     store = fixture_store(name)
@@ -90,7 +96,7 @@ def test_dump_is_the_references_on_every_fixture(name, body):
         assert engine_dump(store, body=body, **options) == want
 
 
-@pytest.mark.parametrize("name", ALL_FIXTURES + ["f-timer5"])
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
 def test_arrow_batches_are_the_references(name):
     assert_batches_are_the_references(fixture_store(name))
 
@@ -106,8 +112,9 @@ def test_batches_are_bounded():
     assert all((c.column("position")[-1] - c.column("position")[0]) < 4096 for c in small)
 
 
-def test_dump_filters_are_the_references():
-    store = fixture_store("b-mixed")
+@pytest.mark.parametrize("name", ["b-mixed", "e-dledger"])
+def test_dump_ranges_are_the_references(name):
+    store = fixture_store(name)
     lines = reference_dump(store)[0].splitlines()
     first = orjson.loads(lines[len(lines) // 3])
     last = orjson.loads(lines[2 * len(lines) // 3])
@@ -131,18 +138,23 @@ def test_cli_json_and_csv_are_the_references(tmp_path):
         assert run(*args, "--format", fmt).stdout == want.getvalue().replace("\r\n", "\n")  # as click's Result reads
 
 
+@pytest.mark.parametrize("name, data_dir", [("b-mixed", "commitlog"), ("e-dledger", "dledger-n0/data")])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 200_000), st.binary(min_size=1, max_size=6)), min_size=1, max_size=4))
-def test_damaged_copies_dump_as_the_reference(tmp_path_factory, patches):
-    """Random bytes written over a copy: the same lines and the same damage reports."""
-    root = copy_store("b-mixed", tmp_path_factory.mktemp("damaged"))
-    path = sorted((root / "commitlog").iterdir())[0]
+def test_damaged_copies_dump_as_the_reference(tmp_path_factory, name, data_dir, patches):
+    """Random bytes written over a copy (over DLedger entry headers and bodies too): the same lines and the
+    same damage reports, and the same Arrow rows."""
+    root = copy_store(name, tmp_path_factory.mktemp("damaged"))
+    path = sorted((root / data_dir).iterdir())[0]
     size = path.stat().st_size
     for at, data in patches:
         patch(path, at % size, data)
-    store = fixture_store("b-mixed", root)
+    store = fixture_store(name, root)
     for body in ("utf8", "none"):
         assert engine_dump(store, body=body) == reference_dump(store, body)
+    table = store.scan().table()
+    assert table.drop_columns(["crcOk"]).to_pylist() == [{k: v for k, v in row.items() if k != "crcOk"}
+                                                        for row in reference_rows(store)]
     store.close()
 
 

@@ -28,7 +28,7 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
     to that many bytes (None: not at all). Damage is passed to `warn` as there."""
     if limit == 0:
         return
-    if where is not None or store.dledger is not None:
+    if where is not None:
         yield from _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where)
         return
     for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
@@ -39,8 +39,7 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
 
 def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
               where: MessageFilter | None) -> Iterator[dict]:
-    """Record by record through the reference decoder: for content filters, and for DLedger stores, whose
-    entries wrap the records (the chunk engine walks plain commitlog files only)."""
+    """Record by record through the reference decoder: for content filters."""
     scan = store.scan()
     n = 0
     reported = 0
@@ -69,10 +68,6 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     as one line naming file and offset."""
     from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
 
-    if store.dledger is not None:
-        for row in _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, None):
-            yield orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
-        return
     scan = store.scan()
     left = limit
     reported = 0
