@@ -20,6 +20,7 @@ from rmqctl.errors import where
 from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import walk_files
 from rmqctl.ops import inspect
+from rmqctl.ops.filters import TRANSACTION_STATES, MessageFilter
 from rmqctl.engine.columns import SCALARS, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
 from rmqctl.store import Store, offset_to_name
@@ -28,14 +29,17 @@ FILE_SIZE = 1 << 20
 
 
 def reference_dump(store: Store, body="utf8", raw_properties=False, decompress=None, start=None, end=None,
-                   topic=None, queue_id=None, limit=None) -> tuple[bytes, list[str]]:
-    """What `dump commitlog --format jsonl` printed before the engine: one message_dict per record."""
+                   topic=None, queue_id=None, limit=None, matching=None) -> tuple[bytes, list[str]]:
+    """What `dump commitlog --format jsonl` printed before the engine: one message_dict per record, the
+    content filters (`matching`) matched record by record."""
     scan = store.scan()
     lines = []
     for f, m in scan.records(start, end):
         if topic is not None and m.topicBytes != topic.encode():
             continue
         if queue_id is not None and m.queueId != queue_id:
+            continue
+        if matching is not None and not matching.matches(m):
             continue
         lines.append(orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress)) + b"\n")
         if limit is not None and len(lines) >= limit:
@@ -125,6 +129,52 @@ def test_dump_ranges_are_the_references(name):
         assert engine_dump(store, **options) == reference_dump(store, **options), options
 
 
+def filters_of(store: Store) -> list[MessageFilter]:
+    """Content filters that pick a few records of this store, and some that pick none."""
+    messages = [m for _, m in store.scan().records()]
+    times = sorted(m.storeTimestamp for m in messages)
+    out = [MessageFilter(since=times[len(times) // 4]), MessageFilter(until=times[len(times) // 2]),
+           MessageFilter(since=times[len(times) // 3], until=times[2 * len(times) // 3])]
+    out += [MessageFilter(transaction=state) for state in TRANSACTION_STATES.values()]
+    for m in (messages[len(messages) // 3], messages[len(messages) // 2], messages[-1]):
+        out += [MessageFilter(tag=m.tags or "TagA"), MessageFilter(msg_id=m.msg_id)]
+        out += [MessageFilter(properties={name: value}) for name, value in list(m.properties.items())[:3]]
+        if m.uniq_key:
+            out.append(MessageFilter(msg_id=m.uniq_key, since=m.storeTimestamp))
+        if m.keys:
+            out += [MessageFilter(key=word, tag=m.tags) for word in m.keys.split(" ")]
+    out += [MessageFilter(tag="no such tag"), MessageFilter(key=""), MessageFilter(key="a b"),
+            MessageFilter(properties={"\udcff": "x"}), MessageFilter(tag="\ud800")]
+    return out
+
+
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
+def test_content_filters_are_the_references(name):
+    """--since/--until/--tag/--key/--property/--msgid/--sys-flag on the engine's columns: the lines the
+    reference decoder's record-by-record match gives, on every fixture."""
+    store = fixture_store(name)
+    for where in filters_of(store):
+        want = reference_dump(store, "base64", matching=where)
+        assert engine_dump(store, body="base64", where=where) == want, where
+    where = MessageFilter(since=0, transaction=S.TRANSACTION_NOT_TYPE)
+    assert engine_dump(store, where=where, limit=5, topic="TopicTest") == reference_dump(
+        store, matching=where, limit=5, topic="TopicTest")
+
+
+def test_cli_filters_print_what_they_printed(tmp_path):
+    """The CLI's filtered dump in jsonl and json: what rendering the reference's objects printed."""
+    name = "b-mixed"
+    store = fixture_store(name)
+    rows = [orjson.loads(line) for line in reference_dump(store, matching=MessageFilter(tag="TagF"))[0].splitlines()]
+    assert rows
+    args = ["dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
+            "--tag", "TagF"]
+    for fmt in ("jsonl", "json"):
+        want = io.StringIO()
+        render(iter(rows), fmt, out=want)
+        assert run(*args, "--format", fmt).stdout == want.getvalue()
+
+
 def test_cli_json_and_csv_are_the_references(tmp_path):
     """json and csv render the objects of the JSON lines, as they rendered message_dict's."""
     name = "c-v5-features"
@@ -201,6 +251,8 @@ def test_generated_records_dump_as_the_reference(tmp_path_factory, records):
     for body in ("utf8", "base64", "hex", "none"):
         assert engine_dump(store, body=body, raw_properties=True) == reference_dump(store, body, raw_properties=True)
     assert_batches_are_the_references(store)
+    for where in filters_of(store):
+        assert engine_dump(store, where=where) == reference_dump(store, matching=where), where
 
 
 def test_a_line_longer_than_a_block(tmp_path):
