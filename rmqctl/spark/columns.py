@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -27,9 +27,9 @@ from pyspark.sql.types import (
 )
 
 from .. import schema as S
-from ..engine.columns import SCALARS, record_batch
+from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
 from ..native.record import index_slots
-from ..errors import StoreError
+from ..dledger import DLedgerScan
 from ..ops.annotate import COMPRESSION_NAMES
 from ..ops.filters import TRANSACTION_STATES
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
@@ -89,6 +89,14 @@ def message_columns() -> list[tuple[str, DataType, str]]:
 MESSAGE_COLUMNS = message_columns()
 COMMITLOG_COLUMNS = [(name, kind) for name, kind, _ in MESSAGE_COLUMNS]
 CRC_COLUMN = ("crcOk", BOOL)
+# a DLedger store's rows carry their entry (the engine's `dledger` column)
+DLEDGER_COLUMN = ("dledger", from_arrow_type(DLEDGER_FIELD.type))
+
+
+def commitlog_columns(stores) -> list[tuple[str, DataType]]:
+    """The `rocketmq` source's columns for these stores: COMMITLOG_COLUMNS, and `dledger` when one is in
+    DLedger mode."""
+    return COMMITLOG_COLUMNS + ([DLEDGER_COLUMN] if any(s.dledger is not None for s in stores) else [])
 
 CONSUMEQUEUE_COLUMNS = [
     ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
@@ -146,16 +154,13 @@ def typed_columns(batch: pa.RecordBatch, names: list[str]) -> dict[str, pa.Array
     return out
 
 
-def message_batches(scan: CommitLogScan, start: int, end: int, schema: pa.Schema, store: str, verify_crc: bool,
-                    topics: frozenset[str] | None, since: int | None = None,
+def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, schema: pa.Schema, store: str,
+                    verify_crc: bool, topics: frozenset[str] | None, since: int | None = None,
                     until: int | None = None) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column), with the typed columns of MESSAGE_COLUMNS; only
     `topics`, and only those stored in [since, until] (epoch ms, inclusive) when given. Damage ends the
     file, as it does for `dump commitlog`; it is left in `scan.errors` for the caller."""
-    if not hasattr(scan, "chunks"):
-        raise StoreError("a DLedger-mode store: the `rocketmq` source reads plain commitlog files only (its entries "
-                         "wrap the records); `rmqctl dump commitlog` reads it", store)
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     for chunk in scan.chunks(start, end, verify_crc):
         batch = record_batch(chunk)
@@ -171,6 +176,8 @@ def message_batches(scan: CommitLogScan, start: int, end: int, schema: pa.Schema
         typed = typed_columns(batch, schema.names)
         columns = [pa.repeat(store, len(batch)) if field.name == "store"
                    else typed[field.name] if field.name in typed else batch.column(field.name)
+                   if field.name in batch.schema.names
+                   else pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
                    for field in schema]
         columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, schema)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)

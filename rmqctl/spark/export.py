@@ -35,7 +35,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError, where
-from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
+from .columns import arrow_schema, commitlog_columns, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
 
@@ -143,8 +143,9 @@ def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: 
     """Executor side: the messages of one commitlog file stored in [since, until] to per-partition files
     under `staging`."""
     index, part = numbered
-    schema = arrow_schema(struct(COMMITLOG_COLUMNS))
-    scan = part.source.store().scan()
+    store = part.source.store()
+    schema = arrow_schema(struct(commitlog_columns([store])))
+    scan = store.scan()
     files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by)
     for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None, since, until):
         files.add(batch)

@@ -12,6 +12,7 @@ filters on `topic` (= and IN), `commitLogOffset` (comparisons: whole files outsi
 and `storeTimestamp` / `storeTimestampMs` (comparisons and BETWEEN: every record is checked, and the files
 whose store times lie wholly outside the range are not read at all, see rmqctl.ops.time_range; option
 `pruneByStoreTime=false` reads them all, for a store whose broker clock stepped back).
+On a DLedger-mode store its partitions are the data files and its rows carry their entry (`dledger`).
 """
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ from ..errors import StoreError, where
 from ..ops.time_range import FileSpan, file_spans
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
-    COMMITLOG_COLUMNS,
     CONSUMEQUEUE_COLUMNS,
     CRC_COLUMN,
     INDEX_COLUMNS,
     arrow_schema,
+    commitlog_columns,
     consumequeue_batches,
     index_batches,
     message_batches,
@@ -165,7 +166,7 @@ class RocketMQDataSource(DataSource):
 
     def schema(self):
         extra = [CRC_COLUMN] if option_bool(self.options, "verifyCrc") else []
-        return struct(COMMITLOG_COLUMNS + extra)
+        return struct(commitlog_columns(inp.store() for inp in inputs_from_options(self.options)) + extra)
 
     def reader(self, schema):
         return CommitLogReader(self.options, schema)
