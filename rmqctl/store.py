@@ -211,13 +211,14 @@ class CommitLogScan(ColumnViews):
                     yield f, rec
                 pos += rec.storeSize
 
-    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
-        (rmqctl.engine.walk.Chunk); damage goes to `errors` as entries() reports it."""
+        (rmqctl.engine.walk.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
+        `errors` as entries() reports it."""
         from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
 
         return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
-                          check_crc)
+                          check_crc, **batch)
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there."""
