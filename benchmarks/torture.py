@@ -946,6 +946,14 @@ class BackupRestore(WriterTrial):
     def argv(self, root):
         return ["restore", self.backup, "--store", root, "--no-backup"]
 
+    def next_write(self, root):
+        """The restore again while its backup is still there (killed before its commit point), else an append:
+        a finished restore has used its backup up."""
+        if (root / self.backup).is_dir():
+            return super().next_write(root)
+        pid = run_in_child(["append", "--store", root, "--broker-config", self.conf, "--topic", "After", "--body", "x"])
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
 
 class Append(WriterTrial):
     """`append --jsonl -` fed steadily; what it acknowledged must be in the store, and the store must hold the

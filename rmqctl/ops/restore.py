@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from ..errors import StoreError
@@ -96,19 +97,25 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
             elif step["op"] == "replace" and step.get("existed") is False and os.path.lexists(target):
                 steps.append({"action": "take-away", "target": str(target)})
         result = RestoreResult(str(store.root), path.name, manifest["command"], dry_run, steps, interrupted)
-        if dry_run or not steps:
+        if dry_run:
             return result
-        txn = Transaction(store.root, "restore", f"restore {path.name}", keep_backup)
-        try:
-            for s in steps:
-                if s["action"] == "put-back":
-                    txn.replace(Path(s["target"]), Path(s["from"]))
-                else:
-                    txn.remove(Path(s["target"]))
-            result.newBackup = txn.commit().get("backup")
-        finally:
-            txn.discard()
+        if steps:
+            txn = Transaction(store.root, "restore", f"restore {path.name}", keep_backup)
+            try:
+                for s in steps:
+                    if s["action"] == "put-back":
+                        txn.replace(Path(s["target"]), Path(s["from"]))
+                    else:
+                        txn.remove(Path(s["target"]))
+                result.newBackup = txn.commit().get("backup")
+            finally:
+                txn.discard()
         if not any(p.is_file() and p.name != BACKUP_MANIFEST for p in path.rglob("*")):
-            shutil.rmtree(path)
+            # used up (now, or by a run killed before this): renamed first, so a kill while deleting leaves a
+            # leftover the next writing command's recovery deletes, never a backup without its manifest
+            done = Path(tempfile.mkdtemp(prefix=".rmqctl-restore-", dir=store.root))
+            os.rename(path, done / path.name)
+            fsync_dir(store.root)
+            shutil.rmtree(done)
             fsync_dir(store.root)
     return result

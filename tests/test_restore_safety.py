@@ -1,6 +1,7 @@
-"""A store copied or moved after an rmqctl write (another disk, another mount point) acts on itself: the
-intent of a killed run and a backup's manifest record absolute paths, and reading them in the copy must
-never touch the place they were written in (found by the torture suite's crash trials of `restore`)."""
+"""Found by the torture suite's crash trials of `restore`: a store copied or moved after an rmqctl write
+(another disk, another mount point) acts on itself (the intent of a killed run and a backup's manifest record
+absolute paths; reading them in the copy must never touch the place they were written in), and a restore
+killed while it deletes its used-up backup leaves nothing the next restore refuses."""
 from __future__ import annotations
 
 import hashlib
@@ -84,3 +85,18 @@ def test_a_killed_runs_intent_in_a_copied_store_completes_in_the_copy(tmp_path):
     assert not (copy / ".rmqctl-intent").exists() and len(index_names(copy)) == len(index_names(original)) + 3
     res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stdout
+
+
+def test_a_used_up_backup_left_by_a_killed_restore_is_deleted_by_the_next(tmp_path):
+    """Killed after putting everything back, before deleting the emptied backup (its manifest alone is left):
+    the next restore of it has nothing to put back, deletes it and succeeds."""
+    conf = broker_conf("a-basic")
+    store = copy_store("a-basic", tmp_path)
+    sorted((store / "index").iterdir())[-1].unlink()
+    assert run("rebuild", "index", "--store", store, "--broker-config", conf).exit_code == 0
+    backup = next(p for p in store.iterdir() if p.name.startswith(".rmqctl-backup-"))
+    shutil.rmtree(store / "index")
+    (backup / "index").rename(store / "index")  # what the killed restore had done
+    res = run("restore", backup.name, "--store", store, "--format", "jsonl")
+    assert res.exit_code == 0 and not jsonl(res.stdout), res.stderr
+    assert not backup.exists() and not [p for p in store.iterdir() if p.name.startswith(".rmqctl-")]
