@@ -85,17 +85,18 @@ def copy_store(name: str, dest: Path) -> Path:
 
 
 def snapshot(root: Path, with_mtime: bool = False, canonical_index: bool = False) -> dict[str, tuple]:
-    """sha256 (and mtime) of every file under the store, rmqctl's own staging, intent and backups aside
-    (they are not the store), and the lock file (its content is the broker's). `canonical_index` names
-    index files by rank: a rebuild names them by the time it ran."""
+    """sha256 (and mtime) of every file under the store. A writer's state leaves out rmqctl's own staging,
+    intent and backups (they are not the store) and the lock file (its content is the broker's); the
+    read-only proof (with_mtime) takes everything. `canonical_index` names index files by rank: a rebuild
+    names them by the time it ran."""
     out = {}
     index_names = sorted(p.name for p in (root / "index").iterdir()) if (root / "index").is_dir() else []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".rmqctl-")]
+        dirnames[:] = [d for d in dirnames if with_mtime or not d.startswith(".rmqctl-")]
         for name in filenames:
             p = Path(dirpath) / name
             rel = str(p.relative_to(root))
-            if name.startswith(".rmqctl-") or rel == "lock":
+            if not with_mtime and (name.startswith(".rmqctl-") or rel == "lock"):
                 continue
             if canonical_index and p.parent == root / "index":
                 rel = f"index/#{index_names.index(name)}"
@@ -639,9 +640,88 @@ def fuzz_chunk(stores: range, seed: int, work: Path, worker: Worker, profiles: d
 # -- hypothesis: the decoders at the library level ---------------------------------------------------------------------
 
 
-def hypothesis_part(examples: int) -> dict:
+def file_decoders(work: Path) -> dict:
+    """Every file kind's decoder at the library level, on a scratch copy of a fixture store where one file of
+    that kind is replaced per example: kind -> (that file, its original bytes, read everything of the kind)."""
+    from rmqctl import configfiles
+    from rmqctl.config import load_config
+    from rmqctl.metaq.store import MetaqStore, SegmentScan, decode_data
+    from rmqctl.store import Store
+    from rmqctl.timerstore import TimerFiles
+
+    def rocketmq(kind, name, read):
+        root, conf = copy_store(name, work / f"hyp-{kind}"), load_config(str(conf_of(name)))
+
+        def run():
+            store = Store(root, conf)
+            try:
+                read(store)
+            finally:
+                store.close()
+        return root, run
+
+    def commitlog(store):
+        scan = store.scan()
+        for _ in scan.entries():
+            pass
+        for _ in scan.chunks(check_crc=True):
+            pass
+
+    def dledger(store):
+        for _ in store.scan().entries():  # DLedger entries, each wrapping a commitlog record
+            pass
+
+    def consumequeue(store):
+        for cq in store.consume_queues():
+            for _ in cq.entries():
+                pass
+            cq.offset_range()
+
+    def index(store):
+        for ix in store.index_files():
+            ix.slots(), ix.entries()
+            for h in (0, 1, 0x7FFFFFFF, int(ix.entries()["keyHash"][-1]) if len(ix.entries()) else 5):
+                ix.select_phy_offsets(h, 64, 0, 1 << 62, [])
+
+    def timerlog(store):
+        timer = TimerFiles(store)
+        timer.timerlog.damaged(), timer.timerlog.positions(), timer.timerlog.data_end
+
+    def config(store):
+        for c in configfiles.present_configs(store.root):
+            if c.document is not None:
+                configfiles.committed_offsets(c.document), configfiles.topic_names(c.document)
+                configfiles.delay_level_offsets(c.document)
+
+    kinds = {}
+    for kind, name, read, rel in (
+            ("commitlog", "a-basic", commitlog, "commitlog"), ("consumequeue", "a-basic", consumequeue, "consumequeue"),
+            ("index", "a-basic", index, "index"), ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
+            ("config json", "a-basic", config, "config/delayOffset.json"),
+            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", dledger, "dledger-n0/data")):
+        root, run = rocketmq(kind, name, read)
+        path = root / rel
+        if path.is_dir():
+            path = next(p for p in sorted(path.rglob("*")) if p.is_file() and p.stat().st_size)
+        kinds[kind] = (path, path.read_bytes(), run)
+
+    root = copy_store("g-metaq", work / "hyp-g-metaq")
+
+    def metaq():
+        for part in MetaqStore(root).partitions():
+            for seg in part.segments:
+                buf = seg.read()
+                for rec in SegmentScan(buf, len(buf)):
+                    decode_data(rec.msgLen, rec.flag, rec.data)
+    segment = sorted((root / "meta-test-0").iterdir())[0]
+    kinds["metaq segment"] = (segment, segment.read_bytes(), metaq)
+    return kinds
+
+
+def hypothesis_part(examples: int, work: Path) -> dict:
     from hypothesis import HealthCheck, given, settings, strategies as st
 
+    from rmqctl.errors import RmqError
     from rmqctl.javacompat import parse_properties
     from rmqctl.ops.msgid import decode_ids
     from rmqctl.record import Message, RecordError, read_record
@@ -652,18 +732,18 @@ def hypothesis_part(examples: int) -> dict:
         data = path.read_bytes()
         records += [data[p:p + n] for p, n in record_starts(path)[:40]]
     failures: list[str] = []
-    ran = {"n": 0}
+    ran: dict[str, int] = {}
     opts = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                     suppress_health_check=list(HealthCheck))
 
-    def check(fn, *args):
-        ran["n"] += 1
+    def check(what, fn, *args):
+        ran[what] = ran.get(what, 0) + 1
         try:
             fn(*args)
-        except (RecordError, ValueError):
+        except (RecordError, RmqError, ValueError):  # a clean refusal (the CLI's one line, exit 2)
             pass
         except Exception as e:
-            failures.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+            failures.append(f"{what}: {type(e).__name__}: {e}")
 
     @opts
     @given(st.sampled_from(records), st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), max_size=8),
@@ -673,33 +753,58 @@ def hypothesis_part(examples: int) -> dict:
         for at, value in edits:
             buf[at % len(buf)] = value
         buf = bytes(buf[: len(buf) - cut]) if cut < len(buf) else bytes(buf)
-        check(read_record, buf, 0, len(buf), v2)
+        check("record", read_record, buf, 0, len(buf), v2)
 
     @opts
     @given(st.binary(max_size=512), st.booleans())
     def random_records(buf, v2):
-        check(read_record, buf, 0, len(buf), v2)
+        check("record", read_record, buf, 0, len(buf), v2)
 
     @opts
     @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
     def properties(text):
-        check(parse_properties, text)
+        check("properties", parse_properties, text)
 
     @opts
     @given(st.text(alphabet="0123456789ABCDEFabcdefXYZ:-", max_size=60))
     def msgids(text):
-        check(decode_ids, [text])
+        check("msgId", decode_ids, [text])
 
     @opts
     @given(st.binary(max_size=300), st.sampled_from([0x1, 0x101, 0x201, 0x301, 0x401, 0x701]))
     def compressed(body, flag):
         m = Message()
         m.sysFlag, m.body = flag, body
-        check(m.decompressed_body, 1 << 16)
+        check("decompression", m.decompressed_body, 1 << 16)
 
-    for test in (mutated_records, random_records, properties, msgids, compressed):
+    kinds = file_decoders(work)
+    hostile = st.sampled_from([0x7FFFFFFF, -1, -(1 << 31), 0, 1 << 30, 3, 20, 52])
+
+    def file_test(kind):
+        path, original, read = kinds[kind]
+
+        @opts
+        @given(st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=16),
+               st.lists(st.tuples(st.integers(0, 1 << 20), hostile), max_size=4),
+               st.one_of(st.none(), st.integers(0, 1 << 20)))
+        def mutated_file(edits, ints, cut):
+            """The file with bytes changed, hostile ints written over its fields, and/or cut short."""
+            buf = bytearray(original)
+            for at, value in edits:
+                if buf:
+                    buf[at % len(buf)] = value
+            for at, value in ints:
+                if len(buf) >= 4:
+                    struct.pack_into(">i", buf, (at % (len(buf) - 3)) & ~3, value)  # fields sit on 4-byte bounds
+            path.write_bytes(bytes(buf[:cut % (len(buf) + 1)] if cut is not None else buf))
+            check(kind, read)
+        return mutated_file
+
+    for test in (mutated_records, random_records, properties, msgids, compressed, *map(file_test, sorted(kinds))):
         test()
-    return {"examples": ran["n"], "failures": len(failures), "first": failures[:3]}
+    for path, original, _ in kinds.values():
+        path.write_bytes(original)
+    return {"examples": sum(ran.values()), "failures": len(failures), "first": failures[:3], "per decoder": ran}
 
 
 # -- crash trials -------------------------------------------------------------------------------------------------------
@@ -1134,22 +1239,44 @@ def run_next_append(trial: Append, root: Path) -> int:
 # -- read-only proof ------------------------------------------------------------------------------------------------------
 
 
+def read_only_commands(profile: Profile, root: Path) -> list[list]:
+    """The fuzzed read commands, then every other command that must not write: the rest of the read
+    commands, the plans (clean and config restore without --apply) and every writer's --dry-run."""
+    if profile.metaq:
+        base = ["--store", root, "--server-config", profile.metaq, "--format", "jsonl"]
+        return profile.commands(root) + [["metaq", "clean", *base], ["metaq", "repair", "--dry-run", *base]]
+    base = ["--store", root] + (["--broker-config", profile.conf] if profile.conf else []) + ["--format", "jsonl"]
+    topic, qid = profile.queue
+    return profile.commands(root) + [
+        ["consumers", *base], ["delay-offsets", *base], ["diff", root, root, *base[2:]],
+        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base], ["dump", "timerlog", *base],
+        ["dump", "timerwheel", *base], ["clean", "--now", "--file-reserved-time", "0", *base],
+        ["config", "restore", *base], ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
+        ["rebuild", "consumequeue", "--dry-run", *base], ["rebuild", "index", "--dry-run", *base],
+        ["repair", "--dry-run", *base], ["restore", *base]]
+
+
 def readonly(work: Path) -> dict:
+    """sha256, mtime and the listing of every file (the lock and anything of rmqctl's own included) before
+    and after each read-only command, on a copy of every fixture."""
     worker = Worker()
-    changed = commands = 0
+    changed = commands = crashes = 0
     for name in fixtures():
         root = copy_store(name, work / f"ro-{name}" / "store")
         before = snapshot(root, with_mtime=True)
         listing = sorted(str(p) for p in root.rglob("*"))
-        for argv in Profile(name).commands(root):
-            worker.run(argv)
+        for argv in read_only_commands(Profile(name), root):
+            out = worker.run(argv)
             commands += 1
+            crashes += out["crash"]
             after = snapshot(root, with_mtime=True)
             changed += sum(1 for k in set(before) | set(after) if before.get(k) != after.get(k))
             changed += sorted(str(p) for p in root.rglob("*")) != listing
+            if after != before:
+                print(f"  read-only: {' '.join(map(str, argv[:3]))} changed {name}", file=sys.stderr, flush=True)
         shutil.rmtree(root.parent)
     worker.stop()
-    return {"commands": commands, "files changed": changed}
+    return {"commands": commands, "files changed": changed, "crashes": crashes, "fixtures": fixtures()}
 
 
 # -- disk full on a real tmpfs ------------------------------------------------------------------------------------------
@@ -1237,7 +1364,7 @@ def table(results: dict) -> str:
     if "hypothesis" in results:
         h = results["hypothesis"]
         out += ["| hypothesis (library decoders) | examples | failures |", "|---|---|---|",
-                f"| records, properties, msgIds, decompression | {h['examples']} | **{h['failures']}** |", ""]
+                f"| {', '.join(h['per decoder'])} | {h['examples']} | **{h['failures']}** |", ""]
     if "crash" in results:
         out += ["| crash trials | random kills | kills at filesystem steps (of steps) | mixed states | lost acknowledged "
                 "| next write failed | verify worse after |", "|---|---|---|---|---|---|---|"]
@@ -1248,7 +1375,8 @@ def table(results: dict) -> str:
     if "readonly" in results:
         r = results["readonly"]
         out += ["| read-only proof | commands × fixtures | files changed |", "|---|---|---|",
-                f"| sha256 + mtime of every file, every read command, every fixture | {r['commands']} | **{r['files changed']}** |", ""]
+                f"| sha256 + mtime of every file, every read command and dry run, every fixture | {r['commands']} "
+                f"| **{r['files changed']}** |", ""]
     if "diskfull" in results:
         out += ["| disk full (tmpfs) | trials | refused | not one line / exit 2 | mixed | lost acknowledged | unloadable | "
                 "succeeds with room |", "|---|---|---|---|---|---|---|---|"]
@@ -1267,7 +1395,7 @@ def main():
                                                                        "--stores 1 replays store 1234 of a run)")
     ap.add_argument("--kills", type=int, help="random kills per writer (default 3 quick, 30 long)")
     ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
-    ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 200 quick, 5000 long)")
+    ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 100 quick, 2000 long)")
     ap.add_argument("--seed", type=int, default=20241124)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     ap.add_argument("--writers", default="", help="crash and disk-full trials of these writers only (comma-separated, "
@@ -1295,8 +1423,8 @@ def main():
         if "readonly" in parts:
             units.append(("readonly", "readonly", lambda: readonly(work)))
         if "hypothesis" in parts:
-            n = args.examples or (200 if args.quick else 5000)
-            units.append(("hypothesis", f"hypothesis-{n}", lambda: hypothesis_part(n)))
+            n = args.examples or (100 if args.quick else 2000)
+            units.append(("hypothesis", f"hypothesis-{n}", lambda: hypothesis_part(n, work)))
         kills = args.kills or (3 if args.quick else 30)
         for name in writers if "crash" in parts else []:
             rng = random.Random(f"{args.seed}:crash:{name}")
