@@ -10,7 +10,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -25,9 +25,9 @@ from pyspark.sql.types import (
 )
 
 from .. import schema as S
-from ..engine.columns import SCALARS, record_batch
+from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
 from ..native.record import index_slots
-from ..errors import StoreError
+from ..dledger import DLedgerScan
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
 STRING, INT, LONG = StringType(), IntegerType(), LongType()
@@ -42,6 +42,14 @@ COMMITLOG_COLUMNS = (
        ("keys", ArrayType(STRING))]
 )  # fmt: skip
 CRC_COLUMN = ("crcOk", BooleanType())
+# a DLedger store's rows carry their entry (the engine's `dledger` column)
+DLEDGER_COLUMN = ("dledger", from_arrow_type(DLEDGER_FIELD.type))
+
+
+def commitlog_columns(stores) -> list[tuple[str, DataType]]:
+    """The `rocketmq` source's columns for these stores: COMMITLOG_COLUMNS, and `dledger` when one is in
+    DLedger mode."""
+    return COMMITLOG_COLUMNS + ([DLEDGER_COLUMN] if any(s.dledger is not None for s in stores) else [])
 
 CONSUMEQUEUE_COLUMNS = [
     ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
@@ -63,20 +71,19 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def message_batches(scan: CommitLogScan, start: int, end: int, schema: pa.Schema, store: str, verify_crc: bool,
+def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, schema: pa.Schema, store: str, verify_crc: bool,
                     topics: frozenset[str] | None) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column). Damage ends the file, as it does for `dump
     commitlog`; it is left in `scan.errors` for the caller."""
-    if not hasattr(scan, "chunks"):
-        raise StoreError("a DLedger-mode store: the `rocketmq` source reads plain commitlog files only (its entries "
-                         "wrap the records); `rmqctl dump commitlog` reads it", store)
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     for chunk in scan.chunks(start, end, verify_crc):
         batch = record_batch(chunk)
         if wanted is not None:
             batch = batch.filter(pc.is_in(batch.column("topic"), wanted))
-        columns = [pa.repeat(store, len(batch)) if field.name == "store" else batch.column(field.name)
+        columns = [pa.repeat(store, len(batch)) if field.name == "store" else
+                   batch.column(field.name) if field.name in batch.schema.names else
+                   pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
                    for field in schema]
         columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, schema)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -29,7 +29,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError, where
-from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
+from .columns import arrow_schema, commitlog_columns, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
 
@@ -113,8 +113,9 @@ class TopicFiles:
 def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: str = "parquet") -> dict:
     """Executor side: one commitlog file to per-topic files under `staging`."""
     index, part = numbered
-    schema = arrow_schema(struct(COMMITLOG_COLUMNS))
-    scan = part.source.store().scan()
+    store = part.source.store()
+    schema = arrow_schema(struct(commitlog_columns([store])))
+    scan = store.scan()
     files = TopicFiles(Path(staging), f"part-{index:05d}", schema, file_format)
     for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None):
         files.add(batch)

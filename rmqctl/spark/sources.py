@@ -9,6 +9,7 @@ names (`mappedFileSizeCommitLog`, `mappedFileSizeConsumeQueue`, `maxHashSlotNum`
 `rocketmq` also takes `verifyCrc` (adds `crcOk`) and `failOnDamage` (a record the broker would refuse fails
 the task instead of ending that file with a warning, as `dump commitlog` does), and takes pushed-down
 filters on `topic` (= and IN) and `commitLogOffset` (comparisons; whole files outside the range are skipped).
+On a DLedger-mode store its partitions are the data files and its rows carry their entry (`dledger`).
 """
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from ..errors import StoreError, where
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
-    COMMITLOG_COLUMNS,
     CONSUMEQUEUE_COLUMNS,
     CRC_COLUMN,
     INDEX_COLUMNS,
     arrow_schema,
+    commitlog_columns,
     consumequeue_batches,
     index_batches,
     message_batches,
@@ -129,7 +130,7 @@ class RocketMQDataSource(DataSource):
 
     def schema(self):
         extra = [CRC_COLUMN] if option_bool(self.options, "verifyCrc") else []
-        return struct(COMMITLOG_COLUMNS + extra)
+        return struct(commitlog_columns(inp.store() for inp in inputs_from_options(self.options)) + extra)
 
     def reader(self, schema):
         return CommitLogReader(self.options, schema)
