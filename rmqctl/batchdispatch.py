@@ -59,6 +59,12 @@ class FileDispatch:
         return int(np.count_nonzero(self.reference))
 
 
+def record_starts(buf, limit: int, allow_v2: bool) -> tuple[np.ndarray, int]:
+    """The header walk over a commitlog file's first `limit` bytes: where its records start, and where the
+    walk stopped (a BLANK, the end, or bytes that cannot start a record)."""
+    return kernels.walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2)
+
+
 def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
                   jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
     """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's

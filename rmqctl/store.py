@@ -98,6 +98,17 @@ class MappedFile:
             self._map.close()
         self._map = None
 
+    def release(self):
+        """Give this file's pages back (they stay in the page cache): unmap it, or while a view of it is
+        still alive, tell the kernel they are not needed; the next use maps or faults them in again."""
+        if isinstance(self._map, mmap.mmap):
+            try:
+                self._map.close()
+            except BufferError:
+                self._map.madvise(mmap.MADV_DONTNEED)
+                return
+        self._map = None
+
     def __repr__(self):
         return f"MappedFile({self.path})"
 
