@@ -9,14 +9,12 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 from .. import schema as S
 from ..lock import store_lock
-from ..store import ConsumeQueue, IndexFile, Store, refuse_links_outside
+from ..store import IndexFile, Store, refuse_links_outside
 from ..writers import Dispatcher
 from .txn import Transaction, locked_for_writing, pending
 from .verify import verify
@@ -158,26 +156,6 @@ def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | Non
     return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
             if f.severity == "error" and "a direct consequence of" not in f.detail and not accepted(f)
             and (not within or (f.file or "").startswith(within))]
-
-
-def queue_units(directory: Path, file_size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Queue offsets and units of every written unit of a consumequeue directory, and file-level problems
-    (names, sizes, gaps)."""
-    cq = ConsumeQueue("", 0, directory, file_size)
-    qoffs, units, problems = [], [], []
-    expected_start = None
-    for first, f, written, arr in cq.units():
-        if f.length != file_size:
-            problems.append(f"{f.path}: {f.length} bytes, not {file_size}")
-        if expected_start is not None and f.start != expected_start:
-            problems.append(f"{f.path}: expected the next file at {expected_start}")
-        expected_start = f.start + file_size
-        qoffs.append(np.arange(first, first + written, dtype=np.int64))
-        units.append(np.array(arr[:written]))
-    problems += [f"{p}: not a consumequeue file name" for p in cq.files.strays]
-    if not qoffs:
-        return np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), problems
-    return np.concatenate(qoffs), np.concatenate(units), problems
 
 
 def index_count_check(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
