@@ -109,6 +109,13 @@ class MappedFile:
                 return
         self._map = None
 
+    def drop_pages(self, lo: int, hi: int):
+        """Give back the pages of bytes [lo, hi) once read (MADV_DONTNEED: they stay in the page cache and
+        fault in again if read later), so a walk through a large file keeps only its window resident."""
+        if isinstance(self._map, mmap.mmap) and hi > lo:
+            lo -= lo % mmap.PAGESIZE
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def __repr__(self):
         return f"MappedFile({self.path})"
 

@@ -613,7 +613,7 @@ def test_the_working_set_is_one_batch_one_commitlog_file_and_one_file_per_queue(
     monkeypatch.setattr(rebuild_module, "Dispatcher", dispatcher)
     small = _built(store, tmp_path / "small", budget)
     assert len(store.commitlog.files) == 40 and len(seen) > 3 * 40
-    assert max(n for n, _ in seen) == 16 and max(mapped for _, mapped in seen) == 1
+    assert max(n for n, _ in seen) <= 16 and max(mapped for _, mapped in seen) == 1
     assert all(f._map is None for f in store.commitlog.files)
     monkeypatch.setattr(rebuild_module, "dispatch_file", real_dispatch_file)
     assert small == _built(store, tmp_path / "large", 1 << 30)

@@ -29,6 +29,7 @@ from ..budget import DEFAULT_MEMORY, batch_records
 from ..dispatch import cq_targets, index_keys
 from ..dledger import walk_entries
 from ..errors import StoreError, UsageError, where
+from ..native.record import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rules import written_units
@@ -130,9 +131,18 @@ class _Run:
         limit = min(len(buf), self.store.commitlog.file_size)
         if self.store.dledger is not None:
             return self.entries_file(f, buf, limit)
-        starts, stop = record_starts(buf, limit, self.v2)
-        done = self._batches(f, buf, limit, starts)
-        pos = int(starts[done]) if done < len(starts) else stop
+        pos = 0
+        while True:  # a window of the file at a time: its records dispatched, then its pages given back
+            window_end = pos + self.batch * SMALLEST_HEAD  # so it holds at most a batch of records
+            starts, stop = record_starts(buf, limit, self.v2, pos, window_end)
+            done = self._batches(f, buf, limit, starts)
+            f.drop_pages(pos, stop)
+            if done < len(starts):
+                pos = int(starts[done])
+                break
+            pos = stop
+            if stop < window_end:  # a BLANK, the end, or what the walk leaves to read_record
+                break
         while pos < limit:  # what the compiled walk stopped at: a BLANK, the end, damage, or a record for read_record
             try:
                 rec = read_record(buf, pos, limit, self.v2)
@@ -154,6 +164,7 @@ class _Run:
             self._batch(f, b)
             if len(b.position) < len(window):
                 return lo + len(b.position)
+            f.drop_pages(int(window[0]), int(b.position[-1] + b.size[-1]))
         return len(starts)
 
     def entries_file(self, f, buf, limit: int):
