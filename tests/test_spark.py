@@ -509,6 +509,35 @@ def test_the_integer_min_value_key_hash_is_one_rule_everywhere(spark, tmp_path):
     assert [(r["keyHash"], r["slot"]) for r in rows if r["phyOffset"] == offset][-1] == (0, 0)
 
 
+def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
+    """rules.delivery_tags_code (a DELAY level above the table's highest is clamped to it; the tagsCode is then
+    storeTimestamp + that level's delay) seen by every engine on one record: the writer that appends and
+    dispatches it, verify (its kernel hands DELAY records to dispatch.tags_code), `spark verify`, rebuild (the
+    same units again) and the Spark consumequeue source."""
+    name, topic, queue_id = "a-basic", "SCHEDULE_TOPIC_XXXX", 17
+    root = copy_store(name, tmp_path)
+    args = ["--store", root, "--broker-config", broker_conf(name), "--format", "jsonl"]
+    appended = run("append", *args, "--topic", topic, "--queue-id", str(queue_id), "--tags", "TagD",
+                   "--property", "DELAY=99", "--property", "REAL_TOPIC=TopicTest", "--property", "REAL_QID=0")
+    assert appended.exit_code == 0, appended.stderr
+    offset = jsonl(appended.stdout)[0]["commitLogOffset"]
+    stored = [m for m in jsonl(run("dump", "commitlog", *args, "--from", str(offset)).stdout)][0]
+    two_hours = 7_200_000  # level 18, the highest of the default messageDelayLevel
+    want = stored["storeTimestamp"] + two_hours
+    units = jsonl(run("dump", "consumequeue", *args, topic, str(queue_id)).stdout)
+    assert [(u["commitLogOffset"], u["tagsCode"]) for u in units] == [(offset, want)]
+    assert run("verify", *args).exit_code == 0
+    spark_verify = run("spark", "verify", *args)
+    assert (spark_verify.exit_code, spark_verify.stdout.strip()) == (0, ""), spark_verify.stderr
+    queue_dir = root / "consumequeue" / topic / str(queue_id)
+    before = [p.read_bytes() for p in sorted(queue_dir.iterdir())]
+    rebuilt = run("rebuild", "consumequeue", *args, "--no-backup")
+    assert rebuilt.exit_code == 0, rebuilt.stderr
+    assert [p.read_bytes() for p in sorted(queue_dir.iterdir())] == before
+    rows = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(str(root))
+    assert [(r["commitLogOffset"], r["tagsCode"]) for r in rows.where(f"topic = '{topic}'").collect()] == [(offset, want)]
+
+
 def readme_schema() -> list[tuple[str, str]]:
     """(column, Spark type) of the README's table of the `rocketmq` source's columns."""
     text = (REPO / "README.md").read_text()

@@ -26,12 +26,15 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
+@click.option("--memory", default="256M", show_default=True, callback=lambda _c, _p, text: memory_size(text),
+              help="Working memory for the record table, like sort -S (e.g. 512M, 2G): the cross-checks take the "
+                   "commitlog in windows that fit it. Every check stays exact at any size.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.")
 @click.option("--write-baseline", "write_path", type=click.Path(dir_okay=False),
               help="Record every finding (errors and warnings) in this file as accepted, and exit 0.")
-def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, quiet, baseline_path, write_path):
+def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, memory, quiet, baseline_path, write_path):
     """Check every file of the store the way the broker reads it; exit 0 sound, 1 findings, 2 cannot run.
 
     Findings (kind, severity, file, position, commitLogOffset, detail) go to stdout, one JSON object per
@@ -83,7 +86,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, qu
         start, end = narrow(store, since, until, start, end)
 
         whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
-        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs,
+        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, memory=memory,
                         max_findings=None if whole else max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)
     finally:
@@ -164,3 +167,17 @@ def _summary(result, counted: list | None, shown: int) -> str:
     if shown < total:
         text += f" (showing {shown} of {total}: --max-findings)"
     return text
+
+
+def memory_size(text: str) -> int:
+    """A size as sort -S takes it: bytes, or a number with K, M, G or T (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (t[:-1], t[-1]) if t and t[-1] in units else (t, "")
+    try:
+        value = int(float(number) * units[unit])
+    except ValueError:
+        raise UsageError(f"--memory {text!r}: give a size such as 256M or 2G") from None
+    if value < 1 << 20:
+        raise UsageError(f"--memory {text!r}: at least 1M")
+    return value
