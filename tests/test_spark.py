@@ -677,3 +677,31 @@ def test_spark_verify_within_a_time_range_is_verify_within_it(spark):
         assert s.exit_code == v.exit_code == (1 if "body-crc" in kinds else 0), s.stderr
         assert {f["kind"] for f in jsonl(v.stdout)} == kinds
         assert [{k: x for k, x in f.items() if k != "store"} for f in jsonl(s.stdout)] == jsonl(v.stdout)
+
+
+def test_a_store_time_spark_cannot_hold_is_null_and_outside_every_timestamp_range(spark, tmp_path):
+    """A record whose storeTimestamp is year ~318000 (patched into a copy, mid-file): `storeTimestamp` is null,
+    `storeTimestampMs` keeps it, and a pushed timestamp range leaves the row out as Spark's own comparison with
+    null would. Out of the broker's order as it is, pruning by store time skips its file: pruneByStoreTime=false
+    reads it."""
+    import re
+    import struct
+
+    from conftest import copy_store, patch
+    from rmqctl import schema as S
+    from rmqctl.store import Store
+
+    root = copy_store("a-basic", tmp_path)
+    head, names = S.RECORD_HEADS[(False, False)]
+    fields = re.findall(r"\d*[a-zA-Z]", head.format.lstrip("<>!=@"))
+    at = struct.calcsize(">" + "".join(fields[: names.index("storeTimestamp")]))
+    f, m = [(f, m) for f, m in Store(root).scan().records() if not m.sysFlag & S.BORNHOST_V6_FLAG][10]
+    far = 10**16
+    patch(f.path, m.position + at, struct.pack(">q", far))
+    # out of the broker's order: only a read that does not prune by store time finds it (README)
+    df = spark.read.format("rocketmq").option("pruneByStoreTime", "false").load(str(root))
+    assert spark.read.format("rocketmq").load(str(root)).where(f"storeTimestampMs >= {far}").count() == 0
+    late = df.where(f"storeTimestampMs >= {far}").select("commitLogOffset", "storeTimestamp").collect()
+    assert [(r.commitLogOffset, r.storeTimestamp) for r in late] == [(f.start + m.position, None)]
+    assert df.where("storeTimestamp is null").count() == 1
+    assert df.where("storeTimestamp >= timestamp'2000-01-01 00:00:00'").count() == df.where(f"storeTimestampMs < {far}").count()

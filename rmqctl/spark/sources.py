@@ -29,6 +29,7 @@ from .columns import (
     CONSUMEQUEUE_COLUMNS,
     CRC_COLUMN,
     INDEX_COLUMNS,
+    SPARK_TIME_MS,
     arrow_schema,
     commitlog_columns,
     consumequeue_batches,
@@ -125,6 +126,10 @@ class CommitLogReader(DataSourceReader):
             bounds = closed_range(f, value)
         elif column == ("storeTimestamp",) and micros(value) is not None:
             bounds = closed_range(f, micros(value), 1000)  # the column holds whole milliseconds
+            if bounds is not None:  # and is null (never in range) for a time Spark cannot hold
+                lo, hi = bounds
+                bounds = (max(SPARK_TIME_MS[0], lo if lo is not None else SPARK_TIME_MS[0]),
+                          min(SPARK_TIME_MS[1], hi if hi is not None else SPARK_TIME_MS[1]))
         if bounds is None:
             return False
         narrowed = self.offsets if column == ("commitLogOffset",) else self.times
