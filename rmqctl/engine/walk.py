@@ -6,7 +6,7 @@ mapping (43 columns, 11 MiB for a full batch), so a walk's memory does not grow 
 mapped pages it touches. Files are walked as CommitLogScan.entries walks them (the reference): records up to
 the BLANK; the first bytes that are not a record end the file, and are damage unless they are the zeros
 after the last record of the store. A DLedger data file is walked entry by entry instead (walk_entry_files):
-each entry's body is one record, so its rows also carry the entry (dledger.ENTRY_FIELDS).
+each entry's body is one record, so its rows also carry the entry (schema.DLEDGER_DUMP_FIELDS).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Chunk:
     file: object  # the store's MappedFile
     u8: np.ndarray  # the file's mapping as bytes
     cols: np.ndarray  # (records, NCOLUMNS) int64: a record's fields side by side, as the kernels read them
-    entries: np.ndarray | None = None  # DLedger: (records, len(dledger.ENTRY_FIELDS)) int64, each record's entry
+    entries: np.ndarray | None = None  # DLedger: (records, len(schema.DLEDGER_DUMP_FIELDS)) int64, each record's entry
 
     def __len__(self):
         return len(self.cols)
