@@ -99,6 +99,24 @@ class MappedFile:
             self._map.close()
         self._map = None
 
+    def release(self):
+        """Give this file's pages back (they stay in the page cache): unmap it, or while a view of it is
+        still alive, tell the kernel they are not needed; the next use maps or faults them in again."""
+        if isinstance(self._map, mmap.mmap):
+            try:
+                self._map.close()
+            except BufferError:
+                self._map.madvise(mmap.MADV_DONTNEED)
+                return
+        self._map = None
+
+    def drop_pages(self, lo: int, hi: int):
+        """Give back the pages of bytes [lo, hi) once read (MADV_DONTNEED: they stay in the page cache and
+        fault in again if read later), so a walk through a large file keeps only its window resident."""
+        if isinstance(self._map, mmap.mmap) and hi > lo:
+            lo -= lo % mmap.PAGESIZE
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def __repr__(self):
         return f"MappedFile({self.path})"
 

@@ -74,6 +74,7 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
         pos = 0
         while pos < limit:
             cols = np.empty((rows, NCOLUMNS), np.int64)
+            batch_from = pos
             n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
             cols = cols[:n]
             if n:
@@ -87,11 +88,14 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                     cols = cols[np.searchsorted(offsets, start):]
                 if len(cols):
                     yield Chunk(f, u8, cols)
+            f.drop_pages(batch_from, pos)  # the next batch is asked for: this one's pages go back
             if outcome == OK:
                 continue
             if outcome != BLANK and pos < limit:
                 refused(f, pos, limit)
             break
+        del u8
+        f.release()  # walked: its pages go back (MADV_DONTNEED while a batch still views them)
 
 
 def walk_entry_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,

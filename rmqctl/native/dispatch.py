@@ -40,13 +40,13 @@ def _grown(a, n):
 
 
 @kernel
-def walk(u8, limit, allow_v2):
-    """The header walk over u8[:limit] from its start (each TOTALSIZE says where the next record starts)
-    up to a BLANK, the end, or bytes that cannot start a record. Returns (record starts, where it
-    stopped)."""
-    starts = np.empty(limit // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
-    n, pos = 0, 0
-    while pos + 8 <= limit:
+def walk(u8, limit, allow_v2, start, stop_at):
+    """The header walk over u8[:limit] from `start` (each TOTALSIZE says where the next record starts) up
+    to a BLANK, the end, bytes that cannot start a record, or the first record starting at or past
+    `stop_at` (a window: the next walk goes on from there). Returns (record starts, where it stopped)."""
+    starts = np.empty((min(limit, stop_at) - start) // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
+    n, pos = 0, start
+    while pos + 8 <= limit and pos < stop_at:
         size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
         if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size < SMALLEST_HEAD or pos + size > limit:
             break
