@@ -8,6 +8,7 @@ import numpy as np
 import orjson
 
 from .. import schema as S
+from ..native import columns as K
 from ..native.decode import decode, decode_at
 from ..native.jsonl import BODY_MODES, line_bound, write_lines
 from ..record import message_dict, read_record
@@ -19,7 +20,19 @@ BLOCK = 4 << 20  # bytes of lines handed on at a time
 DUMP_ROWS = 1024
 DUMP_BYTES = 1 << 20
 NO_ENTRIES = np.zeros((0, len(S.DLEDGER_DUMP_FIELDS)), np.int64)  # a plain commitlog's records: no DLedger entry
-KERNELS = (decode, decode_at, write_lines)  # what a dump compiles on its first run (decode_at: DLedger)
+
+
+def dump_kernels(dledger: bool, where=None) -> tuple:
+    """The kernels a dump runs (its first run compiles them): the walk of plain commitlog files or of DLedger
+    entries, the writer, and the column kernels of the content filters in `where` (ops.filters.MessageFilter)."""
+    kernels = ((decode_at,) if dledger else (decode,)) + (write_lines,)
+    if where is not None and where.has_text_terms():
+        kernels += (K.property_values,)
+    if where is not None and where.key is not None:
+        kernels += (K.holds_word,)
+    if where is not None and where.msg_id is not None:
+        kernels += (K.msgid_texts,)
+    return kernels
 
 
 def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: int | None) -> bytes:
