@@ -667,10 +667,6 @@ def file_decoders(work: Path) -> dict:
         for _ in scan.chunks(check_crc=True):
             pass
 
-    def dledger(store):
-        for _ in store.scan().entries():  # DLedger entries, each wrapping a commitlog record
-            pass
-
     def consumequeue(store):
         for cq in store.consume_queues():
             for _ in cq.entries():
@@ -698,7 +694,7 @@ def file_decoders(work: Path) -> dict:
             ("commitlog", "a-basic", commitlog, "commitlog"), ("consumequeue", "a-basic", consumequeue, "consumequeue"),
             ("index", "a-basic", index, "index"), ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
             ("config json", "a-basic", config, "config/delayOffset.json"),
-            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", dledger, "dledger-n0/data")):
+            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", commitlog, "dledger-n0/data")):
         root, run = rocketmq(kind, name, read)
         path = root / rel
         if path.is_dir():
