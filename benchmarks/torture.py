@@ -3,29 +3,37 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
 
 * fuzz: mutated copies of every fixture (bit flips, cuts, zeroed runs, hostile length fields such as
   0x7FFFFFFF and negative values, swapped files, wrong sizes, stray names, index chains with loops, units past
-  the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store); every
-  read command runs on each copy. A crash is an exit code outside 0/1/2, a traceback or an internal error,
-  more than 60 s, or more than 1 GiB RSS. Damage `verify` must see (a cut file, a bad length, a flipped
-  body, a loop, ...) and that it did not report (no new finding, exit 0) is counted as missed.
-* hypothesis: the decoders at the library level (records, properties, msgids, decompression) on generated
-  and mutated input: anything but a clean refusal is a failure.
+  the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store,
+  MetaQ segments); every read command runs on each copy, in one long-lived worker process as an operator's
+  notebook would run them. A crash is an exit code outside 0/1/2, a traceback or an internal error, more than
+  60 s of CPU (or 600 s of waiting), or more than 1 GiB RSS (each command's own peak: VmHWM reset before it).
+  Damage `verify` must see (a cut file, a bad length, a flipped body, a loop, ...) and that it did not
+  report (no new finding, exit 0) is counted as missed. The worker's RSS growth over the run is reported.
+* hypothesis: every file kind's decoder at the library level (records, properties, msgIds, decompression,
+  commitlog and DLedger walks on both engines, consumequeue, index chains, checkpoint, config JSON, timerlog,
+  MetaQ segments) on generated and mutated input: anything but a clean refusal is a failure.
 * crash trials: SIGKILL at random moments and at every filesystem step (rename, exchange, unlink, fsync,
-  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply and config restore. A killed run is
-  followed by the recovery every writing command starts with; the store must then be exactly the old or
-  the new one (file hashes; for clean, which deletes file by file as the broker does, a prefix of its plan;
-  for append, the old records plus a prefix of the input). Acknowledged appends must all be there. Then
-  the next writing command runs, and verify.
-* read-only proof: sha256, names and mtimes of every file before and after every read command on every
-  fixture.
-* disk full: append, rebuild (both) and repair on a real tmpfs with little room: a one-line error and exit
-  2, the store old or new, no acknowledged message lost, verify as sound as before; then with room again
-  the same command succeeds.
+  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply, config restore and
+  restore BACKUP. A killed run is followed by the recovery every writing command starts with; the store must
+  then be exactly the old or the new one (file hashes; for clean, which deletes file by file as the broker
+  does, a prefix of its plan; for append, the old records plus a prefix of the input). Acknowledged appends
+  must all be there. Then the next writing command runs, and verify.
+* read-only proof: sha256, names and mtimes of every file (lock included) before and after every read
+  command, plan and --dry-run on every fixture.
+* disk full: every writer on a real tmpfs with little room: a one-line error and exit 2 (or success), the
+  store old or new, no acknowledged message lost, verify as sound as before; then with room again the same
+  command succeeds.
 
     python benchmarks/torture.py [--quick] [--stores N] [--kills N] [--seed S] [--parts fuzz,hypothesis,...]
+                                 [--state DIR [--shard K/N]] [--from I]
 
-`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 3 random kills and 6 sampled filesystem steps per
-writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 30 random kills per writer and a kill at every
-filesystem step, seven disk-full sizes. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
+`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 100 examples per decoder, 3 random kills and 6
+sampled filesystem steps per writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 2000 examples per
+decoder, 30 random kills per writer and a kill at every filesystem step, seven disk-full sizes. `--state DIR`
+saves each finished unit (100 fuzzed stores, one writer's trials) and reuses it when run again, so a killed long
+run resumes; N processes with `--shard K/N` share one run; a last run with the same arguments and no --shard
+prints the whole table. Every fuzzed store has its own generator (seed, number): `--from I --stores 1` replays
+store I. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
 """
 from __future__ import annotations
 
@@ -1037,7 +1045,7 @@ class BackupRestore(WriterTrial):
 
     def prepare(self, dest):
         if not hasattr(self, "template"):
-            self.template = RebuildIndex.prepare(self, self.work / "restore-template")
+            self.template = RebuildIndex.prepare(self, Path(tempfile.mkdtemp(prefix="restore-", dir=self.work)) / "store")
             pid = run_in_child(["rebuild", "index", "--store", self.template, "--broker-config", self.conf])
             assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "restore: the rebuild making its backup failed"
             self.backup = next(p.name for p in self.template.iterdir() if p.name.startswith(".rmqctl-backup-"))
@@ -1167,19 +1175,25 @@ WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild index":
            "clean --apply": Clean, "config restore": Restore, "restore": BackupRestore}
 
 
-def crash_trials(name: str, kills: int, every_step: bool, step_sample: int, rng: random.Random, work: Path) -> dict:
-    """One writer's row: `kills` SIGKILLs at random moments, then one before each of its filesystem steps
-    (every_step) or before `step_sample` of them."""
+STEP_BLOCK = 40  # a long run's filesystem-step kills per saved unit
+
+
+def writer_steps(name: str, work: Path) -> int:
+    """How many filesystem steps a clean run of the writer takes."""
+    trial = WRITERS[name](name.replace(" ", "-"), work)
+    root = trial.prepare(work / "probe")
+    steps = count_steps(trial.argv(root)) if not isinstance(trial, Append) else count_append_steps(trial, root)
+    shutil.rmtree(root)
+    return steps
+
+
+def crash_trials(name: str, plan: list[int | None], rng: random.Random, work: Path) -> dict:
+    """One writer's trials: a SIGKILL before filesystem step k of each run, or at a random moment (None)."""
     trial = WRITERS[name](name.replace(" ", "-"), work)
     trial.reference()
-    root0 = trial.prepare(work / "probe")
-    steps = count_steps(trial.argv(root0)) if not isinstance(trial, Append) else count_append_steps(trial, root0)
-    shutil.rmtree(root0)
-    chosen = list(range(1, steps + 1)) if every_step else sorted(rng.sample(range(1, steps + 1), min(step_sample, steps)))
-    row = {"writer": name, "random kills": 0, "step kills": 0, "steps": steps, "mixed": 0, "lost acked": 0,
+    row = {"writer": name, "random kills": 0, "step kills": 0, "mixed": 0, "lost acked": 0,
            "next write failed": 0, "verify after": 0}
-    plan = [("random", None) for _ in range(kills)] + [("step", k) for k in chosen]
-    for kind, k in plan:
+    for k in plan:
         root = trial.prepare(work / "trial")
         acks = []
         if isinstance(trial, Append):
@@ -1195,7 +1209,7 @@ def crash_trials(name: str, kills: int, every_step: bool, step_sample: int, rng:
         mixed, lost = trial.judge_append(root, acks) if isinstance(trial, Append) else trial.judge(root)
         row["mixed"] += mixed
         row["lost acked"] += lost
-        row["random kills" if kind == "random" else "step kills"] += 1
+        row["random kills" if k is None else "step kills"] += 1
         if isinstance(trial, Append):
             code = run_next_append(trial, root)
         else:
@@ -1422,14 +1436,31 @@ def main():
             n = args.examples or (100 if args.quick else 2000)
             units.append(("hypothesis", f"hypothesis-{n}", lambda: hypothesis_part(n, work)))
         kills = args.kills or (3 if args.quick else 30)
+        steps, warmed = {}, False
         for name in writers if "crash" in parts else []:
+            # every process of a sharded run names the same units: the writers' step counts are saved first
+            saved = args.state / f"steps-{args.seed}-{name.replace(' ', '_')}.json" if args.state else None
+            if saved and saved.exists():
+                steps[name] = json.loads(saved.read_text())
+            else:
+                if not warmed:
+                    warm_up(work)
+                    warmed = True
+                steps[name] = writer_steps(name, work)
+                if saved:
+                    saved.write_text(json.dumps(steps[name]))
             rng = random.Random(f"{args.seed}:crash:{name}")
-            units.append(("crash", f"crash-{mode}-{kills}-{args.seed}-{name}",
-                          lambda name=name, rng=rng: crash_trials(name, kills, not args.quick, args.steps, rng, work)))
+            everything = range(1, steps[name] + 1)
+            blocks = ([list(everything[i:i + STEP_BLOCK]) for i in range(0, len(everything), STEP_BLOCK)]
+                      if not args.quick else [sorted(rng.sample(everything, min(args.steps, len(everything))))])
+            key = f"crash-{mode}-{args.seed}-{name}"
+            units.append(("crash", f"{key}-{kills}-random", lambda name=name, rng=rng: crash_trials(
+                name, [None] * kills, rng, work)))
+            units += [("crash", f"{key}-steps-{b[0]}-{b[-1]}-{len(b)}", lambda name=name, rng=rng, b=b: crash_trials(
+                name, b, rng, work)) for b in blocks]
         frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
         for name in writers if "diskfull" in parts else []:
             units.append(("diskfull", f"diskfull-{mode}-{name}", lambda name=name: disk_full_run(name, frees)))
-        warmed = False
         for i, (part, key, run) in enumerate(units):
             saved = args.state / (key.replace(" ", "_") + ".json") if args.state else None
             if saved and saved.exists():
@@ -1444,10 +1475,18 @@ def main():
                 if saved:
                     saved.with_suffix(".tmp").write_text(json.dumps(out))
                     saved.with_suffix(".tmp").replace(saved)
-            if part in ("crash", "diskfull"):
+            if part == "crash":  # one row per writer, summed over its units
+                row = results.setdefault("crash", {}).setdefault(out["writer"], {"writer": out["writer"],
+                                                                                 "steps": steps[out["writer"]]})
+                for k, v in out.items():
+                    if k != "writer":
+                        row[k] = row.get(k, 0) + v
+            elif part == "diskfull":
                 results.setdefault(part, []).append(out)
             else:
                 results[part] = out
+        if "crash" in results:
+            results["crash"] = list(results["crash"].values())
         if "fuzz" in parts:
             # fuzz chunks are shared out after the other units: a shard with a writer's trials takes chunks too
             results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state, shard,
