@@ -25,14 +25,14 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
   command succeeds.
 
     python benchmarks/torture.py [--quick] [--stores N] [--kills N] [--seed S] [--parts fuzz,hypothesis,...]
-                                 [--state DIR [--shard K/N]] [--from I]
+                                 [--state DIR] [--from I]
 
 `--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 100 examples per decoder, 3 random kills and 6
 sampled filesystem steps per writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 2000 examples per
 decoder, 30 random kills per writer and a kill at every filesystem step, seven disk-full sizes. `--state DIR`
 saves each finished unit (100 fuzzed stores, one writer's trials) and reuses it when run again, so a killed long
-run resumes; N processes with `--shard K/N` share one run; a last run with the same arguments and no --shard
-prints the whole table. Every fuzzed store has its own generator (seed, number): `--from I --stores 1` replays
+run resumes, and N processes started with the same arguments share one run (each unit is claimed by one
+of them); once they are done, one more prints the whole table. Every fuzzed store has its own generator (seed, number): `--from I --stores 1` replays
 store I. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
 """
 from __future__ import annotations
@@ -567,11 +567,35 @@ def finding_keys(verify_stdout: str) -> set:
 CHUNK = 100  # fuzzed stores per saved unit of a long run
 
 
-def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, shard: tuple[int, int], first: int = 0) -> dict:
+def claim(saved: Path) -> bool:
+    """Whether this process runs the unit saved at `saved`: the first to create its claim file does, unless
+    the process that claimed it is gone (killed: the unit is taken over)."""
+    mark = saved.with_suffix(".claim")
+    try:
+        fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            os.kill(int(mark.read_text() or 0), 0)
+            return False
+        except (ProcessLookupError, ValueError, FileNotFoundError):
+            mark.write_text(str(os.getpid()))
+            return True
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def save(saved: Path, figures: dict):
+    tmp = saved.with_suffix(".tmp")
+    tmp.write_text(json.dumps(figures))
+    tmp.replace(saved)
+    saved.with_suffix(".claim").unlink(missing_ok=True)
+
+
+def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 0) -> dict:
     """Stores first..first+n_stores-1, each mutated by its own generator (seed, store number): any store of a
     run can be replayed alone (--from). Chunks of CHUNK stores are saved in `state` as they finish; a rerun
-    skips those (a killed long run resumes), and `shard` (k, n) runs only every n-th chunk from the k-th, so
-    n processes can share a run."""
+    skips those (a killed long run resumes), and processes sharing `state` each run the chunks they claim."""
     names = fixtures()
     worker = Worker()
     baseline = {}
@@ -586,19 +610,17 @@ def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, shard: tuple[
     outside = work / "outside"
     outside.mkdir(exist_ok=True)
     starts = range(first, first + n_stores, CHUNK)
-    for c, start in enumerate(starts):
+    for start in starts:
         count = min(CHUNK, first + n_stores - start)
         saved = state / f"fuzz-{seed}-{start}-{count}.json" if state else None
         if saved and saved.exists():
             chunk = json.loads(saved.read_text())
-        elif c % shard[1] != shard[0]:
+        elif saved and not claim(saved):
             continue
         else:
             chunk = fuzz_chunk(range(start, start + count), seed, work, worker, profiles, baseline, judged, outside)
             if saved:
-                tmp = saved.with_suffix(".tmp")
-                tmp.write_text(json.dumps(chunk))
-                tmp.replace(saved)
+                save(saved, chunk)
         for k in ("stores", "commands", "crashes", "must_report", "missed"):
             total[k] += chunk[k]
         for k in ("max_secs", "max_cpu", "max_rss", "worker growth"):
@@ -1412,8 +1434,6 @@ def main():
                                                  "e.g. 'append,rebuild index')")
     ap.add_argument("--state", type=Path, help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
                                                "here and reuse it on a rerun: a long run resumes where it stopped")
-    ap.add_argument("--shard", default="0/1", help="K/N: run only every N-th unit from the K-th (N processes share one "
-                                                  "--state; a last run without --shard prints the whole table)")
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1421,7 +1441,6 @@ def main():
         return worker_main()
     parts = [p for p in args.parts.split(",") if p]
     writers = [w for w in args.writers.split(",") if w] or list(WRITERS)
-    shard = tuple(int(x) for x in args.shard.split("/"))
     mode = "quick" if args.quick else "long"
     if args.state:
         args.state.mkdir(parents=True, exist_ok=True)
@@ -1438,7 +1457,7 @@ def main():
         kills = args.kills or (3 if args.quick else 30)
         steps, warmed = {}, False
         for name in writers if "crash" in parts else []:
-            # every process of a sharded run names the same units: the writers' step counts are saved first
+            # every process sharing a run names the same units: the writers' step counts are saved first
             saved = args.state / f"steps-{args.seed}-{name.replace(' ', '_')}.json" if args.state else None
             if saved and saved.exists():
                 steps[name] = json.loads(saved.read_text())
@@ -1465,7 +1484,7 @@ def main():
             saved = args.state / (key.replace(" ", "_") + ".json") if args.state else None
             if saved and saved.exists():
                 out = json.loads(saved.read_text())
-            elif i % shard[1] != shard[0]:
+            elif saved and not claim(saved):
                 continue
             else:
                 if part in ("crash", "diskfull") and not warmed:
@@ -1473,8 +1492,7 @@ def main():
                     warmed = True
                 out = run()
                 if saved:
-                    saved.with_suffix(".tmp").write_text(json.dumps(out))
-                    saved.with_suffix(".tmp").replace(saved)
+                    save(saved, out)
             if part == "crash":  # one row per writer, summed over its units
                 row = results.setdefault("crash", {}).setdefault(out["writer"], {"writer": out["writer"],
                                                                                  "steps": steps[out["writer"]]})
@@ -1488,8 +1506,7 @@ def main():
         if "crash" in results:
             results["crash"] = list(results["crash"].values())
         if "fuzz" in parts:
-            # fuzz chunks are shared out after the other units: a shard with a writer's trials takes chunks too
-            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state, shard,
+            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state,
                                    args.first)
     results["seconds"] = round(time.monotonic() - began, 1)
     results["mode"] = mode
