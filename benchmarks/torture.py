@@ -592,7 +592,7 @@ def save(saved: Path, figures: dict):
     saved.with_suffix(".claim").unlink(missing_ok=True)
 
 
-def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 0) -> dict:
+def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 0, report: bool = False) -> dict:
     """Stores first..first+n_stores-1, each mutated by its own generator (seed, store number): any store of a
     run can be replayed alone (--from). Chunks of CHUNK stores are saved in `state` as they finish; a rerun
     skips those (a killed long run resumes), and processes sharing `state` each run the chunks they claim."""
@@ -615,7 +615,8 @@ def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 
         saved = state / f"fuzz-{seed}-{start}-{count}.json" if state else None
         if saved and saved.exists():
             chunk = json.loads(saved.read_text())
-        elif saved and not claim(saved):
+        elif report or (saved and not claim(saved)):
+            total["not yet run"] = total.get("not yet run", 0) + count
             continue
         else:
             chunk = fuzz_chunk(range(start, start + count), seed, work, worker, profiles, baseline, judged, outside)
@@ -1434,6 +1435,8 @@ def main():
                                                  "e.g. 'append,rebuild index')")
     ap.add_argument("--state", type=Path, help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
                                                "here and reuse it on a rerun: a long run resumes where it stopped")
+    ap.add_argument("--report", action="store_true", help="with --state: the table of the units saved so far, "
+                                                           "running nothing")
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1461,6 +1464,9 @@ def main():
             saved = args.state / f"steps-{args.seed}-{name.replace(' ', '_')}.json" if args.state else None
             if saved and saved.exists():
                 steps[name] = json.loads(saved.read_text())
+            elif args.report:
+                results.setdefault("not yet run", []).append(f"{name}: its step count")
+                continue
             else:
                 if not warmed:
                     warm_up(work)
@@ -1484,7 +1490,8 @@ def main():
             saved = args.state / (key.replace(" ", "_") + ".json") if args.state else None
             if saved and saved.exists():
                 out = json.loads(saved.read_text())
-            elif saved and not claim(saved):
+            elif args.report or (saved and not claim(saved)):
+                results.setdefault("not yet run", []).append(key)
                 continue
             else:
                 if part in ("crash", "diskfull") and not warmed:
@@ -1507,12 +1514,16 @@ def main():
             results["crash"] = list(results["crash"].values())
         if "fuzz" in parts:
             results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state,
-                                   args.first)
+                                   args.first, args.report)
     results["seconds"] = round(time.monotonic() - began, 1)
     results["mode"] = mode
     print(table(results))
     print(f"{mode} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}")
+    if results.get("not yet run") or results.get("fuzz", {}).get("not yet run"):
+        left = results.get("not yet run", [])
+        print(f"not yet run: {results.get('fuzz', {}).get('not yet run', 0)} fuzzed stores, {len(left)} other units "
+              f"({', '.join(sorted({k.split('-')[0] for k in left}))})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     bad = (results.get("fuzz", {}).get("crashes", 0) + results.get("fuzz", {}).get("missed", 0)
