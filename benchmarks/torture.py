@@ -1483,7 +1483,7 @@ def main():
                 name, [None] * kills, rng, work)))
             units += [("crash", f"{key}-steps-{b[0]}-{b[-1]}-{len(b)}", lambda name=name, rng=rng, b=b: crash_trials(
                 name, b, rng, work)) for b in blocks]
-        frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
+        frees = [0, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
         for name in writers if "diskfull" in parts else []:
             units.append(("diskfull", f"diskfull-{mode}-{name}", lambda name=name: disk_full_run(name, frees)))
         for i, (part, key, run) in enumerate(units):
