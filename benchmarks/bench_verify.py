@@ -42,6 +42,27 @@ from rmqctl.writers import Dispatcher
 TOPICS = ["TopicTest", "OrderTopic", "BenchTopic-7"]
 
 
+def bench_message(rnd: random.Random, n: int, pos: int, queue_offsets: dict) -> tuple[Message, bytes]:
+    """The n-th message of the bench stores (at commitlog offset `pos`) and its record bytes: 3 topics x 4
+    queues, TAGS, 2 KEYS and a UNIQ_KEY, a body of 900..1100 random bytes. `queue_offsets` is not advanced."""
+    topic, qid = TOPICS[n % 3], n % 4
+    body = rnd.randbytes(rnd.randint(900, 1100))
+    props = encode_properties([
+        ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"), ("TAGS", "Tag" + "ABCDE"[n % 5]),
+        ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)), ("WAIT", "true"), ("CLUSTER", "DefaultCluster"),
+    ], trailing_separator=False)
+    m = Message()
+    m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
+    m.queueOffset, m.physicalOffset, m.sysFlag = queue_offsets.get((topic, qid), 0), pos, 0
+    m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000 + n
+    m.bornIp, m.bornPort, m.storeIp, m.storePort = bytes([10, 0, 0, 1]), 40000, bytes([192, 168, 0, 10]), 10911
+    m.reconsumeTimes = m.preparedTransactionOffset = 0
+    m.body, m.topicBytes, m.propertiesBytes = body, topic.encode(), props.encode()
+    record = encode_record(m)
+    m.storeSize, m.bodyLength, m.position = len(record), len(body), pos
+    return m, record
+
+
 def build_store(root: Path, file_size: int) -> Path:
     """One full commitlog file (ending in its BLANK), dispatched into consumequeues and an index."""
     conf = root / "broker.conf"
@@ -65,21 +86,7 @@ def build_store(root: Path, file_size: int) -> Path:
     with open(store / "commitlog" / f"{0:020d}", "wb") as out:
         out.truncate(file_size)
         while True:
-            topic, qid = TOPICS[n % 3], n % 4
-            body = rnd.randbytes(rnd.randint(900, 1100))
-            props = encode_properties([
-                ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"), ("TAGS", "Tag" + "ABCDE"[n % 5]),
-                ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)), ("WAIT", "true"), ("CLUSTER", "DefaultCluster"),
-            ], trailing_separator=False)
-            m = Message()
-            m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
-            m.queueOffset, m.physicalOffset, m.sysFlag = queue_offsets.get((topic, qid), 0), pos, 0
-            m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000 + n
-            m.bornIp, m.bornPort, m.storeIp, m.storePort = bytes([10, 0, 0, 1]), 40000, bytes([192, 168, 0, 10]), 10911
-            m.reconsumeTimes = m.preparedTransactionOffset = 0
-            m.body, m.topicBytes, m.propertiesBytes = body, topic.encode(), props.encode()
-            record = encode_record(m)
-            m.storeSize, m.bodyLength, m.position = len(record), len(body), pos
+            m, record = bench_message(rnd, n, pos, queue_offsets)
             if pos + len(record) + S.END_FILE_MIN_BLANK_LENGTH > file_size:
                 out.seek(pos)
                 out.write(S.BLANK.pack(file_size - pos, S.MAGIC_BLANK))
@@ -87,7 +94,7 @@ def build_store(root: Path, file_size: int) -> Path:
             out.seek(pos)
             out.write(record)
             dispatcher.dispatch(m, pos)
-            queue_offsets[(topic, qid)] = m.queueOffset + 1
+            queue_offsets[(m.topic, m.queueId)] = m.queueOffset + 1
             pos += len(record)
             n += 1
     dispatcher.close()

@@ -59,6 +59,13 @@ class FileDispatch:
         return int(np.count_nonzero(self.reference))
 
 
+def record_starts(buf, limit: int, allow_v2: bool, start: int, stop_at: int) -> tuple[np.ndarray, int]:
+    """The header walk over a commitlog file's first `limit` bytes from `start`: where its records start,
+    and where the walk stopped: a BLANK, the end, bytes that cannot start a record, or (at or past
+    `stop_at`) the end of the window asked for."""
+    return kernels.walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
+
+
 def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
                   jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
     """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
@@ -66,7 +73,7 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     the GIL)."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
     if starts is None:
-        starts, stop = kernels.walk(u8, limit, allow_v2)
+        starts, stop = kernels.walk(u8, limit, allow_v2, 0, limit)
     else:
         stop = limit
     n = len(starts)

@@ -232,14 +232,14 @@ class DLedgerScan(ColumnViews):
                     yield f, m
             self._file_end(f, found)
 
-    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: bounded batches of columns (rmqctl.engine.walk.Chunk) whose
-        `entries` hold each record's entry."""
+        `entries` hold each record's entry (`batch` as for CommitLogScan.chunks)."""
         from .engine.walk import walk_entry_files  # the compiled kernels load only for the commands that walk
 
         return walk_entry_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2,
                                 lambda f, limit: walk_entries(f.buf, limit), self._refused_at, self._file_end,
-                                check_crc)
+                                check_crc, **batch)
 
     def _record(self, f, at: int, stop_at: int) -> Message | None:
         """The record of the entry body [at, stop_at), or None (the refusal in `errors`)."""

@@ -6,7 +6,6 @@ starts from it; none of them writes it again.
 from __future__ import annotations
 
 import dataclasses
-from array import array
 from typing import Callable
 
 import numpy as np
@@ -54,39 +53,21 @@ class Walk:
 
 
 
-class RecordSet:
-    """Start offsets and sizes of the commitlog records seen, for checking what entries point at."""
+class RecordTally:
+    """What a recovery walk (files in commitlog order) needs to remember of the records it passed, in
+    constant memory: how many, where the last one starts, and both as of the first bad record found."""
 
     def __init__(self):
-        self._offsets, self._sizes = array("q"), array("q")
-        self._sorted = None
+        self.count, self.last = 0, -1
+        self.at_first_bad: tuple[int, int] | None = None  # (count, last) when the first bad record was found
 
     def add(self, offset: int, size: int):
-        self._offsets.append(offset)
-        self._sizes.append(size)
-        self._sorted = None
+        self.count += 1
+        self.last = offset
 
-    def add_many(self, offsets: np.ndarray, sizes: np.ndarray):
-        self._offsets.frombytes(offsets.astype(np.int64).tobytes())
-        self._sizes.frombytes(sizes.astype(np.int64).tobytes())
-        self._sorted = None
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._sorted is None:
-            off = np.frombuffer(self._offsets, dtype=np.int64)
-            size = np.frombuffer(self._sizes, dtype=np.int64)
-            order = np.argsort(off, kind="stable")
-            self._sorted = off[order], size[order]
-        return self._sorted
-
-    def sizes_at(self, offsets: np.ndarray) -> np.ndarray:
-        """The record size at each offset, or -1 where no record starts."""
-        off, size = self.arrays()
-        if not len(off):
-            return np.full(len(offsets), -1, np.int64)
-        i = np.clip(np.searchsorted(off, offsets), 0, len(off) - 1)
-        return np.where(off[i] == offsets, size[i], -1)
-
+    def bad_found(self):
+        if self.at_first_bad is None:
+            self.at_first_bad = (self.count, self.last)
 
 
 # ---- the broker's checks -----------------------------------------------------------------------------------
@@ -199,9 +180,9 @@ class ProgressReporter:
             self.progress(f.start + pos - self.base)
 
 
-def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet,
+def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordTally,
          reporter: ProgressReporter | None = None) -> Walk:
-    """CommitLog.recoverAbnormally's loop from file `first`."""
+    """CommitLog.recoverAbnormally's loop from file `first`; each file's pages released once passed."""
     files = store.commitlog.files
     if not files:
         return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
@@ -217,6 +198,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet,
             return Walk(cut=f.start + pos, zero_from=f.start + pos, stop=bad, last_message=last_message)
         if isinstance(rec, Blank):
             if i + 1 < len(files):
+                f.release()
                 i, pos = i + 1, 0
                 continue
             return Walk(cut=f.start + pos, zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, stop=None,
@@ -226,7 +208,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordSet,
         pos += rec.storeSize
 
 
-def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordSet,
+def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordTally,
                         reporter: ProgressReporter | None = None) -> list[BadRecord]:
     """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
     structure is sound) and at the next file after anything else."""
@@ -239,12 +221,14 @@ def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen:
             rec, bad = checker.check(f, pos)
             if bad is not None:
                 found.append(bad)
+                seen.bad_found()
                 if bad.kind not in CRC_KINDS:
                     break
             if isinstance(rec, Blank):
                 break
             seen.add(f.start + pos, rec.storeSize)
             pos += rec.storeSize
+        f.release()
     return found
 
 

@@ -99,6 +99,24 @@ class MappedFile:
             self._map.close()
         self._map = None
 
+    def release(self):
+        """Give this file's pages back (they stay in the page cache): unmap it, or while a view of it is
+        still alive, tell the kernel they are not needed; the next use maps or faults them in again."""
+        if isinstance(self._map, mmap.mmap):
+            try:
+                self._map.close()
+            except BufferError:
+                self._map.madvise(mmap.MADV_DONTNEED)
+                return
+        self._map = None
+
+    def drop_pages(self, lo: int, hi: int):
+        """Give back the pages of bytes [lo, hi) once read (MADV_DONTNEED: they stay in the page cache and
+        fault in again if read later), so a walk through a large file keeps only its window resident."""
+        if isinstance(self._map, mmap.mmap) and hi > lo:
+            lo -= lo % mmap.PAGESIZE
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def __repr__(self):
         return f"MappedFile({self.path})"
 
@@ -211,13 +229,14 @@ class CommitLogScan(ColumnViews):
                     yield f, rec
                 pos += rec.storeSize
 
-    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
-        (rmqctl.engine.walk.Chunk); damage goes to `errors` as entries() reports it."""
+        (rmqctl.engine.walk.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
+        `errors` as entries() reports it."""
         from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
 
         return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
-                          check_crc)
+                          check_crc, **batch)
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there."""

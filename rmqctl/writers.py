@@ -130,10 +130,18 @@ class WritableFile:
             os.fsync(self.fd)
             self.dirty = False
 
+    @property
+    def closed(self) -> bool:
+        return self.map is None
+
     def close(self):
+        """Flush, unmap and close: a file released once full keeps no page of it in this process."""
+        if self.map is None:
+            return
         self.flush()
         self.map.close()
         os.close(self.fd)
+        self.map = None
 
 
 class ConsumeQueueWriter:
@@ -149,6 +157,8 @@ class ConsumeQueueWriter:
         self.wrote = 0  # write position in the last file
         self.max_physic_offset = -1
         self._recover()
+        for _, f in self.files[:-1]:  # only the last file is written to
+            f.close()
 
     def _recover(self):
         """ConsumeQueue.recover: units are valid while offset >= 0 and size > 0; the last one sets
@@ -166,16 +176,6 @@ class ConsumeQueueWriter:
                 self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
                 break
 
-    def written(self) -> tuple[np.ndarray, np.ndarray]:
-        """(queue offsets, units) of every unit in the queue's files up to the write position, as mapped."""
-        parts = []
-        for k, (start, f) in enumerate(self.files):
-            n = (self.wrote if k == len(self.files) - 1 else self.file_size) // S.CQ_UNIT_SIZE
-            parts.append(np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=n).copy())
-        units = np.concatenate(parts) if parts else np.empty(0, S.CQ_DTYPE)
-        first = self.files[0][0] // S.CQ_UNIT_SIZE if self.files else 0
-        return np.arange(first, first + len(units), dtype=np.int64), units
-
     @property
     def max_queue_offset(self) -> int:
         """maxOffsetInQueue: the next queue offset."""
@@ -191,6 +191,8 @@ class ConsumeQueueWriter:
             return start, f, False
         first = not self.files
         start = expect - expect % self.file_size if first else self.files[-1][0] + self.file_size
+        if self.files:  # the full file is synced and unmapped, as the broker's flush leaves it
+            self.files[-1][1].close()
         f = WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)
         self.files.append((start, f))
         self.wrote = 0
@@ -343,6 +345,8 @@ class IndexWriter:
         self.clock = clock or (lambda: int(time.time() * 1000))
         names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
         self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
+        for f in self.files[:-1]:  # only the last file takes keys
+            f.file.close()
         self.completed_end_ts = 0  # endTimestamp of the newest full file: the checkpoint's indexMsgTimestamp
         self.file_size = S.index_file_size(slot_num, index_num)
 
@@ -360,6 +364,7 @@ class IndexWriter:
                             end_phy=prev.end_phy if prev else 0, end_ts=prev.end_ts if prev else 0)
         if prev is not None:
             self.completed_end_ts = prev.end_ts
+            prev.file.close()  # full: synced and unmapped
         self.files.append(f)
         return f
 

@@ -27,7 +27,7 @@ from rmqctl.lock import store_lock
 from rmqctl.ops import txn
 from rmqctl.ops.query import query_offsets
 from rmqctl.ops.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
-from rmqctl.ops.verify import check_links, verify
+from rmqctl.ops.verify import verify
 from rmqctl.record import Blank, Message, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -561,62 +561,59 @@ def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
     assert sum(outcomes.values()) + sum(more.values()) == 20
 
 
-# -- the check of a staged result against the build's own decode ----------------------------------------------
+# -- memory: batches within the budget, files released as they are done -------------------------------------
+
+BUDGET_FIXTURES = ALL_FIXTURES + ["e-dledger", "f-timer5"]
+FIXED_CLOCK = lambda: 1_700_000_000_000  # noqa: E731  index file names are creation times
 
 
-def _swap_units(store: Store):
-    path = store.consumequeue_dir / "TopicTest" / "1" / "00000000000000000000"
-    data = bytearray(path.read_bytes())
-    data[20:40], data[40:60] = data[40:60], data[20:40]
-    path.write_bytes(bytes(data))
+def _built(store: Store, where: Path, memory: int) -> dict[str, bytes]:
+    dispatch_records(store, where, build_cq=True, build_index=store.config.messageIndexEnable,
+                     index_clock=FIXED_CLOCK, memory=memory)
+    return tree(where)
 
 
-def _chain_loop(store: Store):
-    ix = store.index_files()[2]
-    patch(ix.path, index_entry_at(store, 200) + 16, S.INT32.pack(200))
-
-
-def _foreign_key(store: Store):
-    ix = store.index_files()[0]
-    at = index_entry_at(store, 10)
-    old = S.INT32.unpack_from(ix.path.read_bytes(), at)[0]
-    patch(ix.path, at, S.INT32.pack(old + store.index_geometry[0]))  # same slot, another key
-
-
-def _entries_out_of_order(store: Store):
-    ix = store.index_files()[1]
-    data = ix.path.read_bytes()
-    a, b = index_entry_at(store, 30), index_entry_at(store, 31)
-    patch(ix.path, a + 4, data[b + 4 : b + 12])  # entry 30 points where entry 31 does, 31 where 30 did
-    patch(ix.path, b + 4, data[a + 4 : a + 12])
-
-
-def _time_diff(store: Store):
-    ix = store.index_files()[0]
-    patch(ix.path, index_entry_at(store, 5) + 12, S.INT32.pack(999_999))
-
-
-DAMAGE = {"none": lambda store: None, "swapped units": _swap_units, "chain loop": _chain_loop,
-          "foreign key": _foreign_key, "entries out of order": _entries_out_of_order, "timeDiff": _time_diff}
-
-
-@pytest.mark.parametrize("name, damage", [("a-basic", d) for d in DAMAGE] + [(n, "none") for n in CLEAN_FIXTURES])
-def test_checks_against_the_builds_own_decode_equal_verify(store_copy, tmp_path, name, damage):
-    """rebuild checks what it staged with verify's consumequeue and index checks against its own decode of
-    a sound commitlog: they must find exactly what a full verify finds."""
-    root = store_copy(name)
-    store = open_store(root, name)
-    DAMAGE[damage](store)
-    build = dispatch_records(store, tmp_path / "build", build_cq=True, build_index=True)
-    assert build.commitlog is not None
-    for only in ("consumequeue", "index"):
-        fast = [f.to_dict() for f in check_links(store, build.commitlog, only)]
-        assert fast == [f.to_dict() for f in verify(store, only=only, jobs=1).findings]
-        assert bool(fast) == (damage != "none" and (only == "consumequeue") == (damage == "swapped units"))
-
-
-@pytest.mark.parametrize("name", ALL_FIXTURES)
-def test_builds_decode_is_reused_only_for_a_sound_commitlog(tmp_path, name):
+@pytest.mark.parametrize("name", BUDGET_FIXTURES)
+def test_a_tiny_memory_budget_builds_the_same_bytes(name, tmp_path):
+    """With a budget of one byte every batch is the smallest (budget.MIN_BATCH_RECORDS records), so files
+    are dispatched in many batches: the consumequeues and index files are byte for byte those of one batch
+    per file."""
     store = open_store(FIXTURES / name / "store", name)
-    build = dispatch_records(store, tmp_path / "build", build_cq=True, build_index=True)
-    assert (build.commitlog is None) == (name == "d-crashed")
+    large = _built(store, tmp_path / "large", 1 << 30)
+    assert large and large == _built(store, tmp_path / "tiny", 1)
+
+
+def test_the_working_set_is_one_batch_one_commitlog_file_and_one_file_per_queue(tmp_path, monkeypatch):
+    """On a store of 40 commitlog files (~50 records each), a budget of 16 records per batch: no batch holds more records than
+    the budget allows, one commitlog file is mapped at a time, and each queue and the index have only their
+    last file open; the output is the same as with a large budget."""
+    import rmqctl.ops.rebuild as rebuild_module
+
+    store = open_store(FIXTURES / "a-basic" / "store", "a-basic")
+    budget = 16 * rebuild_module.DISPATCH_BYTES_PER_RECORD
+    seen = []
+    real_dispatch_file = rebuild_module.dispatch_file
+    open_writers = []
+
+    def observed(buf, limit, config, allow_v2, with_keys=True, jobs=None, starts=None):
+        seen.append((len(starts), sum(f._map is not None for f in store.commitlog.files)))
+        for w in list(open_writers[0].queues.values()):
+            assert sum(not f.closed for _, f in w.files) <= 1
+        if open_writers[0].index is not None:
+            assert sum(not f.file.closed for f in open_writers[0].index.files) <= 1
+        return real_dispatch_file(buf, limit, config, allow_v2, with_keys=with_keys, jobs=jobs, starts=starts)
+
+    real_dispatcher = rebuild_module.Dispatcher
+
+    def dispatcher(*args, **kwargs):
+        open_writers.append(real_dispatcher(*args, **kwargs))
+        return open_writers[-1]
+
+    monkeypatch.setattr(rebuild_module, "dispatch_file", observed)
+    monkeypatch.setattr(rebuild_module, "Dispatcher", dispatcher)
+    small = _built(store, tmp_path / "small", budget)
+    assert len(store.commitlog.files) == 40 and len(seen) > 3 * 40
+    assert max(n for n, _ in seen) <= 16 and max(mapped for _, mapped in seen) == 1
+    assert all(f._map is None for f in store.commitlog.files)
+    monkeypatch.setattr(rebuild_module, "dispatch_file", real_dispatch_file)
+    assert small == _built(store, tmp_path / "large", 1 << 30)

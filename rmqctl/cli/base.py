@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 import click
 import orjson
 
+from ..budget import DEFAULT_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
 from ..ops.inspect import ms_text
@@ -398,5 +399,26 @@ class OffsetType(click.ParamType):
             self.fail(f"{value!r} is neither a decimal nor a 0x hex offset", param, ctx)
 
 
+class MemoryType(click.ParamType):
+    """A memory size as `sort -S` takes it: 256M, 1G, 65536 (budget.parse_size)."""
+
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
 TIME = TimeType()
 OFFSET = OffsetType()
+
+
+def memory_option(fn: Callable) -> Callable:
+    """--memory SIZE, the working-memory budget of the commands that walk the whole store (budget.py)."""
+    return click.option("--memory", type=MemoryType(), default=DEFAULT_MEMORY,
+                        help=f"Working memory for a batch of records, like sort -S (K, M, G suffixes; default "
+                             f"{DEFAULT_MEMORY >> 20}M): a bound that does not grow with the store.")(fn)

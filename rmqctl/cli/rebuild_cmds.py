@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError
 
-from .base import cli, echo_err, progress, rebuild, render, store_options
+from .base import cli, echo_err, memory_option, progress, rebuild, render, store_options
 
 DRY_RUN_HELP = "Print what would change and write nothing."
 NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."
@@ -50,7 +50,8 @@ def _finish(result, what: str):
 @click.option("--queue-id", type=int, help="Rebuild only this queue id (of --topic, or of every topic).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
-def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
+@memory_option
+def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     """Rebuild consumequeue files from the commitlog, byte-identical to what the broker's dispatch writes
     (tagsCode, schedule-topic delivery times, LMQ queues, pre-blank fill after cleanup), check them, and
     swap them in atomically. Prints one row per queue that changes: units before/after, added, removed,
@@ -65,7 +66,7 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
         from ..ops.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
 
         result = rebuild_consumequeue(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
-                                      progress=bar.update)
+                                      progress=bar.update, memory=memory)
     _interrupted(result.interrupted)
     render(({"topic": q.topic, "queueId": q.queueId, "unitsBefore": q.before, "unitsAfter": q.after,
              "added": q.added, "removed": q.removed, "changed": q.changed} for q in result.queues), ctx.format,
@@ -77,7 +78,8 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup):
 @store_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
-def rebuild_index_cmd(ctx, dry_run, no_backup):
+@memory_option
+def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
     """Rebuild the index files from the commitlog as IndexService does (UNIQ_KEY then each KEYS word, rollover
     when full, names from the creation time), set the checkpoint's indexMsgTimestamp as the broker does,
     check them, and swap them in atomically. Prints one row per index file (paired by position with the
@@ -90,7 +92,7 @@ def rebuild_index_cmd(ctx, dry_run, no_backup):
     with _commitlog_bar(ctx, "rebuild index") as bar:
         from ..ops.rebuild import rebuild_index  # loads the compiled kernels: only for this command
 
-        result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update)
+        result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory)
     _interrupted(result.interrupted)
     render(({"position": d.position, "fileBefore": d.before, "fileAfter": d.after, "entriesBefore": d.entriesBefore,
              "entriesAfter": d.entriesAfter, "added": d.added, "removed": d.removed, "changed": d.changed,

@@ -54,21 +54,27 @@ def file_bytes(buf) -> np.ndarray:
     return np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
 
 
+def files_in(files: list, file_size: int, start: int | None, end: int | None) -> Iterator:
+    """The files (in offset order) that hold offsets of [start, end)."""
+    for f in files:
+        if end is not None and f.start >= end:
+            return
+        if start is None or f.start + file_size > start:
+            yield f
+
+
 def walk_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
                refused: Callable[[object, int, int], None], check_crc: bool = False,
                rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data)."""
-    for f in files:
-        if end is not None and f.start >= end:
-            return
-        if start is not None and f.start + file_size <= start:
-            continue
+    for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         limit = min(len(u8), file_size)
         pos = 0
         while pos < limit:
             cols = np.empty((rows, NCOLUMNS), np.int64)
+            batch_from = pos
             n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
             cols = cols[:n]
             if n:
@@ -82,12 +88,14 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                     cols = cols[np.searchsorted(offsets, start):]
                 if len(cols):
                     yield Chunk(f, u8, cols)
+            f.drop_pages(batch_from, pos)  # the next batch is asked for: this one's pages go back
             if outcome == OK:
                 continue
             if outcome != BLANK and pos < limit:
                 refused(f, pos, limit)
             break
-
+        del u8
+        f.release()  # walked: its pages go back (MADV_DONTNEED while a batch still views them)
 
 
 def walk_entry_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
@@ -99,11 +107,7 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
     record (or is a BLANK) is passed to `refused(file, body position, entry end)` and skipped, as the broker's
     reput skips it by the entry's size; `finished(file, entries)` is told how a file's entries end unless
     `end` cut the file short (then the walk is over)."""
-    for f in files:
-        if end is not None and f.start >= end:
-            return
-        if start is not None and f.start + file_size <= start:
-            continue
+    for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         found = entries_of(f, min(len(u8), file_size))
         starts, ends = found.message_starts(), found.message_ends()

@@ -16,7 +16,8 @@ from .. import schema as S
 from . import (T_AT, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be32, be64, find_properties, java_hash, kernel,
                property_names, rehash, topic_id)
 from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32)
+                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32,
+                     tags_code)
 
 
 PROPS_LEN = S.PROPS_LEN.size
@@ -39,13 +40,13 @@ def _grown(a, n):
 
 
 @kernel
-def walk(u8, limit, allow_v2):
-    """The header walk over u8[:limit] from its start (each TOTALSIZE says where the next record starts)
-    up to a BLANK, the end, or bytes that cannot start a record. Returns (record starts, where it
-    stopped)."""
-    starts = np.empty(limit // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
-    n, pos = 0, 0
-    while pos + 8 <= limit:
+def walk(u8, limit, allow_v2, start, stop_at):
+    """The header walk over u8[:limit] from `start` (each TOTALSIZE says where the next record starts) up
+    to a BLANK, the end, bytes that cannot start a record, or the first record starting at or past
+    `stop_at` (a window: the next walk goes on from there). Returns (record starts, where it stopped)."""
+    starts = np.empty((min(limit, stop_at) - start) // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
+    n, pos = 0, start
+    while pos + 8 <= limit and pos < stop_at:
         size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
         if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size < SMALLEST_HEAD or pos + size > limit:
             break
@@ -106,7 +107,7 @@ def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts,
             if not ok:
                 reference[r] = True
                 continue
-            tags[r] = signed32(h)
+            tags[r] = tags_code(signed32(h), value_hi[TAGS] - value_lo[TAGS])
         if not with_keys or flags & TRANSACTION_MASK == ROLLBACK:
             continue
         prefix = (topic_hash * 31 + HASH_SEPARATOR) & 0xFFFFFFFF

@@ -82,10 +82,11 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
             raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
     cq_end = index_end = -1
     for cq in store.consume_queues():
-        for _, _, written, arr in cq.units():
+        for _, f, written, arr in cq.units():
             if written and arr[written - 1]["size"] != S.PRE_BLANK_SIZE:
                 u = arr[written - 1]
                 cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
+            f.release()
     if config.messageIndexEnable:
         ix = store.index_files()
         if ix and ix[-1].index_count > 1:
@@ -129,6 +130,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
                     votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
                 last_host = rec.store_host
             pos += rec.storeSize
+        f.release()  # walked: its pages go back, as the next file's come in
         if bad is not None:
             end = f.start + pos
             if not zero_from(store, i, pos):

@@ -39,21 +39,22 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
     the engine's columns (a DLedger store's entry bodies too). Damage ends the walk of that file (as it ends
     the broker's) and is passed to `warn` as one line naming file and offset."""
-    from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
+    from ..engine.jsonl import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
 
     if limit == 0:
         return
     scan = store.scan()
     left = limit
     reported = 0
-    for chunk in scan.chunks(start, end):
+    out = np.empty(BLOCK, np.uint8)
+    for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES):
         if reported < len(scan.errors):
             reported = _report_damage(scan.errors, reported, warn)
         rows = select_records(chunk, topic, queue_id, where)
         if left is not None:
             rows = rows[:left]
             left -= len(rows)
-        yield from chunk_lines(chunk, rows, body, raw_properties, decompress)
+        yield from chunk_lines(chunk, rows, body, raw_properties, decompress, out=out)
         if left == 0:
             return
     _report_damage(scan.errors, reported, warn)

@@ -43,12 +43,12 @@ from .. import schema as S
 from .. import dledger as D
 from ..errors import StoreError, UsageError
 from ..record import Blank, Message
-from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordSet, RecoveryChecker, Walk, check_earlier_files,
+from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordTally, RecoveryChecker, Walk, check_earlier_files,
                         last_nonzero, records_past, recovery_start, walk)
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store
 from .baseline import Preexisting
-from .staging import queue_units, stage_checkpoint, verify_staged, writing
+from .staging import stage_checkpoint, verify_staged, writing
 from .timer import dangling_after, dangling_rows, stage_timercheck
 from ..writers import reserve
 from .txn import Transaction
@@ -124,15 +124,13 @@ def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of
     size = store.consumequeue_file_size
     per_file = size // S.CQ_UNIT_SIZE
     for cq in store.consume_queues():
-        qoffs, units, _ = queue_units(cq.directory, size)
-        past = np.flatnonzero(units["commitLogOffset"] >= cut)
-        last = cq.files.files[-1] if cq.files.files else None
         rel = f"consumequeue/{cq.topic}/{cq.queue_id}"
-        if not len(past):
+        keep_to, dropped, end = _units_past(cq, cut, queues_of, f"{cq.topic}/{cq.queue_id}")
+        last = cq.files.files[-1] if cq.files.files else None
+        if keep_to is None:
             if last is not None and last.length < size:  # a partial unit at its end is not kept
                 plan_short(last, f"{rel}/{last.name}", size, txn, padded, last.length // S.CQ_UNIT_SIZE * S.CQ_UNIT_SIZE)
             continue
-        keep_to = int(qoffs[past[0]])  # first queue offset dropped
         removed, zeroed = [], None
         if last is not None and last.length < size:  # removed or rewritten at full size below
             padded.append({"target": f"{rel}/{last.name}", "bytesBefore": last.length, "bytesAfter": size})
@@ -148,12 +146,33 @@ def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of
                     staged = txn.area(f.path.parent) / "consumequeue" / cq.topic / str(cq.queue_id) / f.name
                     sparse_copy(f.buf, staged, size, (keep_to - first) * S.CQ_UNIT_SIZE)
                     txn.replace(f.path, staged)
-        for phy in units["commitLogOffset"][past[0]:].tolist():
-            queues_of.setdefault(phy, f"{cq.topic}/{cq.queue_id}")
-        out.append({"topic": cq.topic, "queueId": cq.queue_id, "entriesDropped": len(units) - int(past[0]),
-                    "fromQueueOffset": keep_to, "toQueueOffset": int(qoffs[-1]) + 1,
+        out.append({"topic": cq.topic, "queueId": cq.queue_id, "entriesDropped": dropped,
+                    "fromQueueOffset": keep_to, "toQueueOffset": end,
                     "fileTruncated": zeroed, "filesRemoved": removed})
     return out
+
+
+def _units_past(cq, cut: int, queues_of: dict, name: str) -> tuple[int | None, int, int]:
+    """A queue's written units, a file at a time: the first queue offset whose unit points at or past the cut
+    (None: none does), how many units from there on, and the queue offset after the last written unit.
+    Fills `queues_of` with the commitlog offsets of those units."""
+    keep_to, dropped, end = None, 0, 0
+    for first, f, written, units in cq.units():
+        offsets = units["commitLogOffset"][:written]
+        lo = 0
+        if keep_to is None:
+            past = np.flatnonzero(offsets >= cut)
+            lo = int(past[0]) if len(past) else written
+            if len(past):
+                keep_to = first + lo
+        dropped += written - lo
+        for phy in offsets[lo:].tolist():
+            queues_of.setdefault(phy, name)
+        if written:
+            end = first + written
+        del offsets, units
+        f.release()
+    return keep_to, dropped, end
 
 
 def undo_entries(m, slots: int, header: list, keep: int):
@@ -415,19 +434,18 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
         checker = RecoveryChecker(store)
         files = store.commitlog.files
         start = recovery_start(store)
-        seen = RecordSet()
+        seen = RecordTally()
         reporter = ProgressReporter(progress, files)
         earlier = check_earlier_files(store, checker, start, seen, reporter)
         broker = walk(store, checker, start, seen, reporter)
         first_bad = earlier[0] if earlier else None
         if scan_all and first_bad is not None:
             cut, zero_from, stop = first_bad.commitLogOffset, first_bad.commitLogOffset, first_bad
-            last_kept = _last_below(seen, cut)
+            last_kept = seen.at_first_bad[1]  # the last record start below the first bad record
         else:
             cut, zero_from, stop, last_kept = broker.cut, broker.zero_from, broker.stop, broker.last_message
-        kept_offsets, _ = seen.arrays()
         past = records_past(store, checker, cut)
-        alternative = _alternative(scan_all, first_bad, broker, kept_offsets)
+        alternative = _alternative(scan_all, first_bad, broker, seen)
         txn = Transaction(store.root, "repair", "repair" + (" --scan-all" if scan_all else ""), keep_backup) if not dry_run else None
         try:
             padded: list = []
@@ -474,17 +492,12 @@ def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list
         result.backup = txn.commit().get("backup")
 
 
-def _last_below(seen: RecordSet, cut: int) -> int:
-    off, _ = seen.arrays()
-    below = off[off < cut]
-    return int(below[-1]) if len(below) else -1
-
-
-def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, offsets: np.ndarray) -> dict:
-    """What the other mode would cut, and how many more known records that is."""
+def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, seen: RecordTally) -> dict:
+    """What the other mode would cut, and how many more known records that is (those passed after the first
+    bad record: every record the walks pass lies below the broker's cut)."""
     if first_bad is None:
         return {"mode": "checkpoint" if scan_all else "scan-all", "cutOffset": broker.cut, "sameCut": True}
-    lost = int(np.count_nonzero((offsets >= first_bad.commitLogOffset) & (offsets < broker.cut)))
+    lost = seen.count - seen.at_first_bad[0]
     return {"mode": "checkpoint" if scan_all else "scan-all",
             "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset, "sameCut": False,
             "scanAllLosesMoreRecords": lost, "scanAllLosesMoreBytes": broker.cut - first_bad.commitLogOffset}

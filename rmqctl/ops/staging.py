@@ -1,7 +1,7 @@
 """A new file set, staged and checked before it is swapped in: what rebuild and repair share. Both hold the
-lock and finish an interrupted run first (`writing`), stage a changed checkpoint, read what they built back
-(`check_consumequeues`, `check_index`) and run verify's checks on the store as the swap will leave it
-(`verify_staged`, through `post_commit_view`).
+lock and finish an interrupted run first (`writing`), stage a changed checkpoint, and run verify's checks on
+the store as the swap will leave it (`verify_staged`, through `post_commit_view`); a dry run plans the same
+swap without committing it (`DryRunPlan`), so it is checked the same way.
 """
 from __future__ import annotations
 
@@ -9,20 +9,15 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 from .. import schema as S
 from ..lock import store_lock
-from ..native.record import index_slots
-from ..recovery import RecordSet
-from ..store import ConsumeQueue, IndexFile, Store, refuse_links_outside
+from ..store import IndexFile, Store, refuse_links_outside
 from ..writers import Dispatcher
 from .txn import Transaction, locked_for_writing, pending
-from .verify import check_links, verify
-from .verify_context import Records
+from .verify import verify
 
 
 @contextlib.contextmanager
@@ -68,18 +63,33 @@ def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict,
     txn.replace(store.checkpoint_path, staged)
 
 
+class DryRunPlan:
+    """A dry run's stand-in for a Transaction: its staging directory (a temporary one outside the store)
+    and the swap a real run would plan, for `post_commit_view`; it has no commit."""
+
+    def __init__(self, staging: Path):
+        self.staging = staging
+        self.ops: list[dict] = []
+
+    def area(self, near: Path) -> Path:
+        return self.staging
+
+    def replace(self, target: Path, staged: Path):
+        self.ops.append({"op": "replace", "target": str(target.resolve()), "staged": str(staged.resolve())})
+
+    def remove(self, target: Path):
+        self.ops.append({"op": "remove", "target": str(target.resolve())})
+
+
 @dataclasses.dataclass
 class Build:
-    """What one dispatch run produced and what it was asked to produce (for the read-back check)."""
+    """What one dispatch run produced and what it was asked to produce (for the checks of the result)."""
 
     dispatcher: Dispatcher
     records: int
-    records_seen: RecordSet
-    targets: dict  # (topic, qid) -> array of queue offsets, in dispatch order
+    queued: dict  # (topic, qid) -> consumequeue entries dispatched to it
     keys: int  # index keys put
     warnings: list[str]
-    commitlog: "Records | None"  # verify's record table from this dispatch, when it found the commitlog sound
-    units: dict  # (topic, qid) -> (queue offsets, units) as written
 
 
 def post_commit_view(store: Store, txn: Transaction) -> Path:
@@ -125,12 +135,12 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
     return view
 
 
-def verify_staged(store: Store, txn: Transaction, only: str | None, within: tuple[str, ...] = (),
-                  accepted=lambda finding: False, records: Records | None = None) -> list[str]:
-    """verify (ops/verify.py) on the state the transaction will leave: its errors, except those verify
-    calls consequences of commitlog damage (no rebuild or repair of these files can change them), those
-    outside `within` (path prefixes relative to the store) when given, and those `accepted`. With the
-    commitlog's `records` (from a build that found it sound), only the checks of `only` run, against them."""
+def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | None, within: tuple[str, ...] = (),
+                  accepted=lambda finding: False) -> list[str]:
+    """verify (ops/verify.py, the checks of `only`) on the state the transaction will leave: its errors,
+    except those verify calls consequences of commitlog damage (no rebuild or repair of these files can
+    change them), those outside `within` (path prefixes relative to the store) when given, and those
+    `accepted`. It is verify's own run over the staged store, so it is bounded as verify is."""
     view = post_commit_view(store, txn)
     try:
         if store.dledger is not None:
@@ -140,122 +150,12 @@ def verify_staged(store: Store, txn: Transaction, only: str | None, within: tupl
         else:
             config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
         staged = Store(view, config)
-        findings = check_links(staged, records, only) if records is not None else verify(staged, only=only).findings
+        findings = verify(staged, only=only).findings
     finally:
         shutil.rmtree(view)
     return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
             if f.severity == "error" and "a direct consequence of" not in f.detail and not accepted(f)
             and (not within or (f.file or "").startswith(within))]
-
-
-def queue_units(directory: Path, file_size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Queue offsets and units of every written unit of a consumequeue directory, and file-level problems
-    (names, sizes, gaps)."""
-    cq = ConsumeQueue("", 0, directory, file_size)
-    qoffs, units, problems = [], [], []
-    expected_start = None
-    for first, f, written, arr in cq.units():
-        if f.length != file_size:
-            problems.append(f"{f.path}: {f.length} bytes, not {file_size}")
-        if expected_start is not None and f.start != expected_start:
-            problems.append(f"{f.path}: expected the next file at {expected_start}")
-        expected_start = f.start + file_size
-        qoffs.append(np.arange(first, first + written, dtype=np.int64))
-        units.append(np.array(arr[:written]))
-    problems += [f"{p}: not a consumequeue file name" for p in cq.files.strays]
-    if not qoffs:
-        return np.empty(0, np.int64), np.empty(0, S.CQ_DTYPE), problems
-    return np.concatenate(qoffs), np.concatenate(units), problems
-
-
-def check_consumequeues(build: Build, build_root: Path, file_size: int) -> tuple[list[str], dict]:
-    """Read the built queues back and check them against the commitlog: every queue asked for exists,
-    pre-blank units only at its head, then one unit per dispatched message at its queue offset, each
-    pointing at a record start of that size, in commitlog order. Returns the problems and what was read
-    (queue -> (queue offsets, units))."""
-    problems, read = [], {}
-    skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
-    for (topic, qid), wanted in build.targets.items():
-        directory = build_root / "consumequeue" / topic / str(qid)
-        name = f"{topic}/{qid}"
-        qoffs, units, file_problems = queue_units(directory, file_size)
-        read[(topic, qid)] = qoffs, units
-        problems += file_problems
-        real = units["size"] != S.PRE_BLANK_SIZE
-        blanks = np.flatnonzero(~real)
-        if len(blanks) and blanks[-1] != len(blanks) - 1:
-            problems.append(f"{name}: pre-blank units after real ones")
-        if len(blanks) and np.any(units["commitLogOffset"][blanks] != 0) | np.any(units["tagsCode"][blanks] != 0):
-            problems.append(f"{name}: pre-blank units that are not (0, {S.PRE_BLANK_SIZE}, 0)")
-        entries = units[real]
-        wanted = np.frombuffer(wanted, dtype=np.int64)
-        if len(entries) != len(wanted) - skipped[name]:
-            problems.append(f"{name}: {len(entries)} units written for {len(wanted)} dispatched messages")
-            continue
-        if len(entries) and qoffs[real][0] != wanted[0]:
-            problems.append(f"{name}: first message at queue offset {qoffs[real][0]}, its record says {wanted[0]}")
-        if not skipped[name] and len(entries) and not np.array_equal(qoffs[real], wanted):
-            problems.append(f"{name}: units are not at their records' queue offsets")
-        phys = entries["commitLogOffset"].astype(np.int64)
-        if np.any(np.diff(phys) <= 0):
-            problems.append(f"{name}: units not in commitlog order")
-        bad = np.flatnonzero(build.records_seen.sizes_at(phys) != entries["size"])
-        if len(bad):
-            problems.append(f"{name}: {len(bad)} unit(s) not pointing at a record of their size, e.g. {int(phys[bad[0]])}")
-    return problems, read
-
-
-def check_index(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:
-    """Read the built index files back: headers agree with their entries, every chain runs strictly
-    backwards and reaches each entry exactly once, every entry points at a record start, and all keys
-    dispatched are there."""
-    problems = []
-    paths = sorted(index_dir.iterdir()) if index_dir.is_dir() else []
-    for p in paths:
-        ix = IndexFile(p, slots, num)
-        h = ix.header
-        count = ix.index_count
-        if ix.length != ix.expected_length:
-            problems.append(f"{p}: {ix.length} bytes, not {ix.expected_length}")
-            continue
-        entries = ix.entries()[1:count]
-        slot_values = ix.slots()
-        if h["hashSlotCount"] != int(np.count_nonzero(slot_values)):
-            problems.append(f"{p}: hashSlotCount {h['hashSlotCount']} but {np.count_nonzero(slot_values)} slots used")
-        if np.any((slot_values < 0) | (slot_values >= count)):
-            problems.append(f"{p}: slot values out of range")
-            continue
-        prev = entries["prevIndex"].astype(np.int64)
-        numbers = np.arange(1, count, dtype=np.int64)
-        if np.any((prev < 0) | (prev >= numbers)):
-            problems.append(f"{p}: a chain link that does not point backwards")
-            continue
-        # each entry is the head of its slot or the prevIndex of exactly one later entry
-        heads = slot_values[slot_values > 0].astype(np.int64)
-        linked = prev[prev > 0]
-        reach = np.bincount(np.concatenate([heads, linked]), minlength=count)[1:]
-        if np.any(reach != 1):
-            problems.append(f"{p}: {int(np.count_nonzero(reach != 1))} entries not reached exactly once by the chains")
-        hashes = entries["keyHash"].astype(np.int64)
-        own_slot = index_slots(hashes, slots)
-        used = np.flatnonzero(slot_values)
-        if np.any(own_slot[slot_values[used].astype(np.int64) - 1] != used):
-            problems.append(f"{p}: a slot heads a chain of another slot's entries")
-        link_slots = own_slot[prev[prev > 0] - 1]
-        if np.any(link_slots != own_slot[prev > 0]):
-            problems.append(f"{p}: a chain joins entries of different slots")
-        phys = entries["phyOffset"].astype(np.int64)
-        if len(entries):
-            if h["endPhyOffset"] != phys[-1] or h["beginPhyOffset"] != phys[0]:
-                problems.append(f"{p}: header phy offsets do not match its first/last entries")
-            if np.any(np.diff(phys) < 0):
-                problems.append(f"{p}: entries not in commitlog order")
-            if np.any(entries["timeDiff"] < 0):
-                problems.append(f"{p}: negative timeDiff")
-        missing = np.count_nonzero(build.records_seen.sizes_at(phys) < 0)
-        if missing:
-            problems.append(f"{p}: {missing} entries not pointing at a record start")
-    return problems + index_count_check(build, index_dir, slots, num)
 
 
 def index_count_check(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:

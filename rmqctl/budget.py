@@ -1,0 +1,25 @@
+"""The working-memory budget of the commands that walk a whole store (`--memory SIZE`, like `sort -S` or
+PostgreSQL's maintenance_work_mem): a design bound on what one batch of records may hold, whatever the
+store's size. The interpreter, the compiled kernels and the few files mapped at a time come on top."""
+from __future__ import annotations
+
+import re
+
+DEFAULT_MEMORY = 256 << 20
+MIN_BATCH_RECORDS = 16  # below this a batch costs more in calls than it saves in memory
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """A byte count as `sort -S` takes it: digits with an optional K, M, G or T suffix (powers of 1024;
+    KiB/KB spellings too). ValueError for anything else or zero."""
+    m = _SIZE.fullmatch(text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a memory size (e.g. 256M, 1G)")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def batch_records(memory: int, bytes_per_record: int) -> int:
+    """How many records one batch may hold when each costs `bytes_per_record` of working memory."""
+    return max(MIN_BATCH_RECORDS, memory // bytes_per_record)
