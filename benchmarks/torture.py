@@ -295,6 +295,8 @@ class Profile:
             ["dump", "consumequeue", topic, qid, "--resolve", *base, "--format", "jsonl"],
             ["dump", "index", *base, "--format", "jsonl"],
             ["dump", "checkpoint", *base, "--format", "jsonl"],
+            ["dump", "timerlog", *base, "--format", "jsonl"],
+            ["dump", "timerwheel", *base, "--format", "jsonl"],
             ["verify", *base, "--format", "jsonl"],
             ["verify", "--deep", *base, "--format", "jsonl"],
             ["locate", self.offset + 7, *base, "--format", "jsonl"],
@@ -1282,8 +1284,8 @@ def read_only_commands(profile: Profile, root: Path) -> list[list]:
     topic, qid = profile.queue
     return profile.commands(root) + [
         ["consumers", *base], ["delay-offsets", *base], ["diff", root, root, *base[2:]],
-        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base], ["dump", "timerlog", *base],
-        ["dump", "timerwheel", *base], ["clean", "--now", "--file-reserved-time", "0", *base],
+        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base],
+        ["clean", "--now", "--file-reserved-time", "0", *base],
         ["config", "restore", *base], ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
         ["rebuild", "consumequeue", "--dry-run", *base], ["rebuild", "index", "--dry-run", *base],
         ["repair", "--dry-run", *base], ["restore", *base]]
