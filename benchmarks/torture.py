@@ -217,9 +217,9 @@ class Worker:
                 if out["rss"] > RSS_LIMIT:
                     out["crash"], out["detail"] = True, f"peak RSS {out['rss'] >> 20} MiB"
                 self.commands += 1
-                if self.commands == 10:  # past the first commands' imports and compilation
+                if self.commands == 200:  # past two rounds of every fixture: what loads on first use has loaded
                     self.first_rss = out["rss_before"]
-                elif self.commands > 10:
+                elif self.commands > 200:
                     self.growth = max(self.growth, out["rss_before"] - self.first_rss)
                 return out
             why = None
