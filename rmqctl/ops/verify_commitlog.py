@@ -18,6 +18,7 @@ from .verify_context import Context
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
+COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
 
 
 def check_files(ctx: Context):
@@ -105,7 +106,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
         held[0] += r.count  # (threads add here: a count off by a race only moves when columns are dropped)
         if keep is not None and held[0] > keep:
             return without_records(r)
-        return r
+        return compact(r) if keep is not None else r
 
     if progress:
         progress(0, total)
@@ -144,7 +145,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if expected < rs[k].task.stop:
                 rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
             else:
-                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, end=0)
+                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0)
         out.append(rs)
     return out, done, kept
 
@@ -176,12 +177,15 @@ def merge(ctx: Context, results: list[list], report: bool) -> int:
     return records
 
 
+def compact(r):
+    """A chunk's result whose record columns own just their records (the walk's arrays have room to spare)."""
+    return dataclasses.replace(r, **{name: np.array(getattr(r, name)) for name in COLUMNS})
+
+
 def without_records(r):
     """A chunk's result without its per-record columns (its findings, regions and counts kept)."""
-    empty = r.pos[:0]
-    return dataclasses.replace(r, pos=empty, size=empty, queue_id=empty, queue_offset=empty, sysflag=empty,
-                               store_ts=empty, topic=empty, tags=empty, key_record=empty, key_hash=empty, lmq=[],
-                               inner_num={})
+    empty = np.zeros(0, np.int64)
+    return dataclasses.replace(r, lmq=[], inner_num={}, **{name: empty for name in COLUMNS})
 
 
 def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
