@@ -11,6 +11,7 @@ table in one window. The checks keep only what crosses windows: per queue or per
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import mmap
 from typing import Iterator
@@ -49,12 +50,11 @@ class Window:
 
 def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) -> Iterator[Window]:
     """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one).
-    A chunk whose result lost its columns is walked again; one chunk and one window are held at a time."""
+    A chunk whose result lost its columns is walked again; two chunks and one window are held at a time."""
     walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     chunks = [(ctx.files[i].start, r) for i, rs in enumerate(results) for r in rs if r.count]
     parts, held, lo = [], 0, LOWEST
-    for c, (start, r) in enumerate(chunks):
-        full = r if len(r.pos) == r.count else walk(r.task)
+    for c, ((start, _), full) in enumerate(zip(chunks, _walked(walk, [r for _, r in chunks]))):
         a = 0
         while a < full.count:
             b = full.count if size is None else min(full.count, a + size - held)
@@ -70,6 +70,21 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
         del full
     if parts or lo == LOWEST:
         yield Window(_table(parts), lo, HIGHEST)
+
+
+def _walked(walk, results: list[ChunkResult]) -> Iterator[ChunkResult]:
+    """Each result with its record columns (walked again when it lost them), the next one walked on a thread
+    meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
+    def columns(r):
+        return r if len(r.pos) == r.count else walk(r.task)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(columns, results[0]) if results else None
+        for k in range(len(results)):
+            current = ahead.result()
+            ahead = pool.submit(columns, results[k + 1]) if k + 1 < len(results) else None
+            yield current
+            del current
 
 
 def _table(parts) -> Records:
