@@ -92,8 +92,8 @@ def plan(ctx: Context) -> list[list[Task]]:
 def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
     before it reached is walked again from there. Returns the results per file, the bytes scanned and
-    whether the results hold their record columns: they do while there are at most `keep` records (None:
-    any number); past that they lose them (verify's windows walk the chunks again for them)."""
+    whether every result holds its record columns: the first `keep` records' results do (None: all), the
+    later ones lose them (verify's windows walk those chunks again)."""
     whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
@@ -121,9 +121,6 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
                 done += r.bytes
                 if progress:
                     progress(done, total)
-                if keep is not None and held[0] > keep and len(r.pos):
-                    for key, kept in results.items():
-                        results[key] = without_records(kept)
     else:
         for i, k, t in flat:
             r = scan_one(t)
@@ -132,8 +129,6 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if progress:
                 progress(done, total)
     kept = keep is None or held[0] <= keep
-    if not kept:
-        results = {key: without_records(r) for key, r in results.items()}
     out = []
     for i, chunks in enumerate(plan):
         rs = [results[(i, k)] for k in range(len(chunks))]

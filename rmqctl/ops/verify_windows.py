@@ -11,6 +11,7 @@ table in one window. The checks keep only what crosses windows: per queue or per
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import mmap
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import verify_dledger
 from .verify_context import Context, Records
+from .verify_commitlog import without_records
 from .verify_scan import ChunkResult, scan_chunk
 
 LOWEST = -(1 << 62)
@@ -50,11 +52,18 @@ class Window:
 
 def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) -> Iterator[Window]:
     """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one).
-    A chunk whose result lost its columns is walked again; two chunks and one window are held at a time."""
+    A chunk whose result lost its columns is walked again; a window and
+    a chunk per job are held at a time."""
     walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     chunks = [(ctx.files[i].start, r) for i, rs in enumerate(results) for r in rs if r.count]
+    where = {id(r): (i, k) for i, rs in enumerate(results) for k, r in enumerate(rs)}
     parts, held, lo = [], 0, LOWEST
-    for c, ((start, _), full) in enumerate(zip(chunks, _walked(walk, [r for _, r in chunks]))):
+    for c, ((start, r), full) in enumerate(zip(chunks, _walked(walk, [r for _, r in chunks], ctx.jobs))):
+        if len(r.pos):  # the scan kept its columns: from here on only the windows' copies hold them
+            i, k = where[id(r)]
+            results[i][k] = without_records(r)
+            chunks[c] = (start, results[i][k])
+        del r
         a = 0
         while a < full.count:
             b = full.count if size is None else min(full.count, a + size - held)
@@ -72,17 +81,20 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
         yield Window(_table(parts), lo, HIGHEST)
 
 
-def _walked(walk, results: list[ChunkResult]) -> Iterator[ChunkResult]:
-    """Each result with its record columns (walked again when it lost them), the next one walked on a thread
+def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
+    """Each result with its record columns (walked again when it lost them), the next `jobs` walked on threads
     meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
     def columns(r):
         return r if len(r.pos) == r.count else walk(r.task)
 
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        ahead = pool.submit(columns, results[0]) if results else None
+    results = list(results)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        ahead = collections.deque(pool.submit(columns, r) for r in results[:jobs])
         for k in range(len(results)):
-            current = ahead.result()
-            ahead = pool.submit(columns, results[k + 1]) if k + 1 < len(results) else None
+            current = ahead.popleft().result()
+            results[k] = None  # (the caller drops its own reference: the columns go with the last window using them)
+            if k + jobs < len(results):
+                ahead.append(pool.submit(columns, results[k + jobs]))
             yield current
             del current
 
