@@ -1,5 +1,5 @@
-"""The consumequeue and index halves of `verify`: every unit and index entry checked against the commitlog
-records the scan found, vectorised with numpy (units and entries are fixed-size, so a file is one array).
+"""The consumequeue and index rules of `verify` and what their window-by-window checks share
+(ops/verify_cq.py, ops/verify_index.py): units and entries are fixed-size, so a file is one array.
 
 Consumequeue (ConsumeQueue.putMessagePositionInfo / recover / truncateDirtyLogicFiles): units are valid
 while offset >= 0 and size > 0; pre-blank units (0, 0x7FFFFFFF, 0) may only lead a queue; every other unit
