@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import io
 import json
 import os
 import random
@@ -57,7 +58,8 @@ SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8
 PREV_INDEX_AT = S.INDEX_ENTRY_SIZE - 4  # an index entry ends with its prevIndex
 FIXTURES = Path(os.environ.get("RMQCTL_FIXTURES", REPO.parent / "shared" / "fixtures"))
 SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # CPU seconds
+WALL_LIMIT = 600.0
 RSS_LIMIT = 1 << 30
 PARTS = ("fuzz", "hypothesis", "crash", "readonly", "diskfull")
 
@@ -83,17 +85,18 @@ def copy_store(name: str, dest: Path) -> Path:
 
 
 def snapshot(root: Path, with_mtime: bool = False, canonical_index: bool = False) -> dict[str, tuple]:
-    """sha256 (and mtime) of every file under the store, rmqctl's own staging, intent and backups aside
-    (they are not the store), and the lock file (its content is the broker's). `canonical_index` names
-    index files by rank: a rebuild names them by the time it ran."""
+    """sha256 (and mtime) of every file under the store. A writer's state leaves out rmqctl's own staging,
+    intent and backups (they are not the store) and the lock file (its content is the broker's); the
+    read-only proof (with_mtime) takes everything. `canonical_index` names index files by rank: a rebuild
+    names them by the time it ran."""
     out = {}
     index_names = sorted(p.name for p in (root / "index").iterdir()) if (root / "index").is_dir() else []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".rmqctl-")]
+        dirnames[:] = [d for d in dirnames if with_mtime or not d.startswith(".rmqctl-")]
         for name in filenames:
             p = Path(dirpath) / name
             rel = str(p.relative_to(root))
-            if name.startswith(".rmqctl-") or rel == "lock":
+            if not with_mtime and (name.startswith(".rmqctl-") or rel == "lock"):
                 continue
             if canonical_index and p.parent == root / "index":
                 rel = f"index/#{index_names.index(name)}"
@@ -107,53 +110,84 @@ def snapshot(root: Path, with_mtime: bool = False, canonical_index: bool = False
 
 
 def worker_main():
-    """Runs CLI commands in-process, one JSON argv per stdin line; answers one JSON line each."""
-    from click.testing import CliRunner
-
+    """Runs CLI commands in this one long-lived process, one JSON argv per stdin line; answers one JSON line each.
+    The commands write to the same stdout/stderr objects every time, as in an operator's long-lived process:
+    click's CliRunner puts fresh ones in per call and click's stream cache (a WeakKeyDictionary whose values
+    are its keys) keeps every one alive with its output, 0.5 MiB a store: the 1 GiB "crashes" of an earlier
+    long run were that, not rmqctl."""
     from rmqctl.cli.main import cli
 
-    runner = CliRunner()
+    replies, real_err = sys.stdout, sys.stderr
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
     for line in sys.stdin:
         argv = json.loads(line)
         with contextlib.suppress(OSError):
-            Path("/proc/self/clear_refs").write_text("5")  # peak RSS from here
-        t = time.monotonic()
-        res = runner.invoke(cli, argv, catch_exceptions=True)
-        err = res.stderr
-        escaped = res.exception is not None and not isinstance(res.exception, SystemExit)
-        crash = (res.exit_code not in (0, 1, 2) or escaped or "Traceback" in err or "internal error" in err)
-        detail = (f"{type(res.exception).__name__}: {res.exception}" if escaped else
-                  next((l for l in err.splitlines() if "internal error" in l or "Traceback" in l), err[-300:]))
-        print(json.dumps({"exit": res.exit_code, "crash": crash, "detail": detail if crash else "",
-                          "stdout": res.stdout if argv[0] == "verify" else "", "secs": time.monotonic() - t,
-                          "rss": peak_rss()}), flush=True)
+            Path("/proc/self/clear_refs").write_text("5")  # VmHWM back to the current RSS: this command's peak
+        rss_before = rss_of("self", "VmRSS")
+        t, cpu = time.monotonic(), time.process_time()
+        escaped = None
+        sys.stdout, sys.stderr = out, err
+        try:
+            cli.main(args=argv, prog_name="rmqctl")
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception as e:  # past the CLI's own handler: a crash
+            code, escaped = None, e
+        finally:
+            sys.stdout, sys.stderr = replies, real_err
+        secs, cpu = time.monotonic() - t, time.process_time() - cpu
+        stdout, stderr = out_bytes.getvalue().decode(errors="replace"), err_bytes.getvalue().decode(errors="replace")
+        for stream in (out, err):
+            stream.seek(0)
+            stream.truncate()
+        crash = code not in (0, 1, 2) or escaped is not None or "Traceback" in stderr or "internal error" in stderr
+        detail = (f"{type(escaped).__name__}: {escaped}" if escaped else
+                  next((l for l in stderr.splitlines() if "internal error" in l or "Traceback" in l), stderr[-300:]))
+        print(json.dumps({"exit": code, "crash": crash, "detail": detail if crash else "",
+                          "stdout": stdout if "verify" in argv[:2] else "", "secs": secs, "cpu": cpu,
+                          "rss": rss_of("self", "VmHWM"), "rss_before": rss_before}), flush=True)
 
 
-def peak_rss(pid: str = "self") -> int:
+def rss_of(pid: str, field: str) -> int:
+    """VmRSS (now) or VmHWM (peak since the last reset) of a process, in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(("VmHWM", "VmRSS")) and (pid == "self") == line.startswith("VmHWM"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 class Worker:
-    """The parent's side: a command that runs over TIMEOUT or grows past RSS_LIMIT kills the worker (a crash);
-    the next command gets a fresh one."""
+    """The parent's side. A command that uses more than TIMEOUT seconds of CPU (a spinning loop) or waits more
+    than WALL_LIMIT (on a machine this loaded, wall time alone would count other jobs' CPU), or whose process
+    grows past RSS_LIMIT, is a crash: the worker is killed and the next command gets a fresh one. `growth`
+    is how much the worker's RSS between commands rose over its life (a leak across commands would show)."""
 
     def __init__(self):
         self.proc = None
+        self.restarts = -1
+        self.first_rss = self.growth = 0
 
     def start(self):
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.restarts += 1
+        self.commands = 0
 
     def run(self, argv: list) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         self.proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
         self.proc.stdin.flush()
-        began = time.monotonic()
+        began, cpu0 = time.monotonic(), cpu_seconds(self.proc.pid)
         while True:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if ready:
@@ -164,12 +198,20 @@ class Worker:
                 out = json.loads(line)
                 if out["rss"] > RSS_LIMIT:
                     out["crash"], out["detail"] = True, f"peak RSS {out['rss'] >> 20} MiB"
+                self.commands += 1
+                if self.commands == 10:  # past the first commands' imports and compilation
+                    self.first_rss = out["rss_before"]
+                elif self.commands > 10:
+                    self.growth = max(self.growth, out["rss_before"] - self.first_rss)
                 return out
             why = None
-            if time.monotonic() - began > TIMEOUT:
-                why = f"over {TIMEOUT:.0f} s"
-            elif peak_rss(str(self.proc.pid)) > RSS_LIMIT:
-                why = f"RSS over {RSS_LIMIT >> 20} MiB"
+            with contextlib.suppress(OSError):
+                if cpu_seconds(self.proc.pid) - cpu0 > TIMEOUT:
+                    why = f"over {TIMEOUT:.0f} s of CPU"
+                elif time.monotonic() - began > WALL_LIMIT:
+                    why = f"over {WALL_LIMIT:.0f} s"
+                elif rss_of(str(self.proc.pid), "VmRSS") > RSS_LIMIT:
+                    why = f"RSS over {RSS_LIMIT >> 20} MiB"
             if why:
                 self.stop()
                 return {"exit": None, "crash": True, "detail": why, "secs": time.monotonic() - began}
@@ -207,6 +249,8 @@ class Profile:
 
         self.name = name
         self.conf = conf_of(name)
+        ini = FIXTURES / name / "server.ini"
+        self.metaq = ini if ini.exists() else None
         self.queue, self.slots = ("TopicTest", 0), 0
         self.offset, self.msg_id, self.key = 0, "C0A8000A00002A9F0000000000000000", ("TopicTest", "k")
         try:
@@ -230,6 +274,11 @@ class Profile:
         store.close()
 
     def commands(self, store: Path) -> list[list]:
+        if self.metaq:  # a MetaQ dataPath: the metaq group's read commands (verify at index 2, as below at 5)
+            base = ["--store", store, "--server-config", self.metaq, "--format", "jsonl"]
+            return [["metaq", "info", *base], ["metaq", "dump", *base, "--body", "base64"], ["metaq", "verify", *base],
+                    ["metaq", "locate", 0, "--topic", "meta-test", "--partition", 0, *base],
+                    ["metaq", "locate", 40000, "--topic", "meta-test", "--partition", 1, *base, "--hex"]]
         base = ["--store", store] + (["--broker-config", self.conf] if self.conf else [])
         topic, qid = self.queue
         return [
@@ -254,12 +303,12 @@ HOSTILE32 = (0x7FFFFFFF, -1, -(1 << 31), 0, 1 << 30, 3)
 
 
 def files_of(root: Path) -> dict[str, list[Path]]:
-    kinds = {"commitlog": [], "consumequeue": [], "index": [], "config": [], "other": []}
+    kinds = {"commitlog": [], "consumequeue": [], "index": [], "config": [], "segment": [], "other": []}
     for p in sorted(root.rglob("*")):
         if not p.is_file() or p.is_symlink():
             continue
         rel = p.relative_to(root).parts
-        kind = rel[0] if rel[0] in kinds else "other"
+        kind = rel[0] if rel[0] in kinds else "segment" if p.suffix == ".meta" else "other"
         kinds[kind].append(p)
     return kinds
 
@@ -273,7 +322,7 @@ def mutate(root: Path, rng: random.Random, outside: Path, profile: "Profile") ->
         how = rng.choice(MUTATIONS)
         try:
             out = how(root, kinds, rng, outside, S)
-        except (IndexError, ValueError):  # nothing of that kind in this store
+        except (IndexError, ValueError, struct.error):  # nothing of that kind (or too small for it) in this store
             continue
         if out:
             done.append(out)
@@ -290,7 +339,7 @@ def _write(path: Path, data: bytes):
 
 
 def m_flip(root, kinds, rng, outside, S):
-    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "other")
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "segment", "other")
     data = bytearray(path.read_bytes())
     for _ in range(rng.randint(1, 8)):
         if data:
@@ -300,7 +349,7 @@ def m_flip(root, kinds, rng, outside, S):
 
 
 def m_zero_run(root, kinds, rng, outside, S):
-    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "segment")
     data = bytearray(path.read_bytes())
     a = rng.randrange(len(data))
     b = min(len(data), a + rng.randint(1, 4096))
@@ -310,14 +359,15 @@ def m_zero_run(root, kinds, rng, outside, S):
 
 
 def m_cut(root, kinds, rng, outside, S):
-    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "segment")
     size = path.stat().st_size
     os.truncate(path, rng.choice([0, rng.randrange(size), size - 1]))
-    return f"cut {path.parent.name}/{path.name}", True
+    # a MetaQ segment has no fixed size: cut at a record boundary, the last one is only shorter
+    return f"cut {path.parent.name}/{path.name}", path.suffix != ".meta"
 
 
 def m_grow(root, kinds, rng, outside, S):
-    path = _pick(kinds, rng, "commitlog", "consumequeue", "index")
+    path = _pick(kinds, rng, "commitlog", "consumequeue", "index", "segment")
     with open(path, "ab") as f:
         f.write(rng.randbytes(rng.randint(1, 100)))
     return f"grow {path.parent.name}/{path.name}", True
@@ -421,7 +471,8 @@ def m_stray(root, kinds, rng, outside, S):
     p = root / where
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(rng.randbytes(rng.choice([0, 10, 4096])))
-    return f"stray {where}", where.startswith("commitlog/")
+    # a MetaQ broker ignores a directory without '-' in its dataPath (loadDataDir): damage only to RocketMQ
+    return f"stray {where}", where.startswith("commitlog/") and bool(kinds["commitlog"])
 
 
 def m_index_loop(root, kinds, rng, outside, S):
@@ -491,6 +542,11 @@ MUTATIONS = [m_flip, m_zero_run, m_cut, m_grow, m_length, m_length, m_magic, m_b
              m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out]
 
 
+def judges(argv: list) -> bool:
+    """The plain verify run that must report the damage a mutation says it must."""
+    return "verify" in argv[:2] and "--deep" not in argv
+
+
 def finding_keys(verify_stdout: str) -> set:
     keys = set()
     for line in verify_stdout.splitlines():
@@ -500,62 +556,172 @@ def finding_keys(verify_stdout: str) -> set:
     return keys
 
 
-def fuzz(n_stores: int, rng: random.Random, work: Path, skip: int = 0) -> dict:
-    worker = Worker()
+CHUNK = 100  # fuzzed stores per saved unit of a long run
+
+
+def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, shard: tuple[int, int], first: int = 0) -> dict:
+    """Stores first..first+n_stores-1, each mutated by its own generator (seed, store number): any store of a
+    run can be replayed alone (--from). Chunks of CHUNK stores are saved in `state` as they finish; a rerun
+    skips those (a killed long run resumes), and `shard` (k, n) runs only every n-th chunk from the k-th, so
+    n processes can share a run."""
     names = fixtures()
-    profiles = {n: Profile(n) for n in names}
+    worker = Worker()
     baseline = {}
+    profiles = {n: Profile(n) for n in names}
     for n in names:
-        out = worker.run(profiles[n].commands(FIXTURES / n / "store")[5])
+        out = worker.run(next(filter(judges, profiles[n].commands(FIXTURES / n / "store"))))
         baseline[n] = (out["exit"], finding_keys(out.get("stdout", "")))
-    # missed damage is counted where verify reads the fixture in full: sound, or only its documented damage
-    # (e-dledger's DLedger commitlog is not read yet, so every unit of it already points "past the end")
-    judged = [n for n in names if baseline[n][0] == 0 or (FIXTURES / n / "corruption.json").exists()]
-    stats = {"stores": 0, "commands": 0, "crashes": 0, "must_report": 0, "missed": 0, "examples": [],
-             "max_secs": 0.0, "max_rss": 0, "damage judged on": judged}
+    # missed damage is counted on every fixture verify reads (a new finding, or a refusal, must follow damage)
+    judged = [n for n in names if baseline[n][0] in (0, 1)]
+    total = {"stores": 0, "commands": 0, "crashes": 0, "must_report": 0, "missed": 0, "examples": [],
+             "max_secs": 0.0, "max_cpu": 0.0, "max_rss": 0, "worker growth": 0, "damage judged on": judged}
     outside = work / "outside"
     outside.mkdir(exist_ok=True)
-    for i in range(n_stores):
+    starts = range(first, first + n_stores, CHUNK)
+    for c, start in enumerate(starts):
+        count = min(CHUNK, first + n_stores - start)
+        saved = state / f"fuzz-{seed}-{start}-{count}.json" if state else None
+        if saved and saved.exists():
+            chunk = json.loads(saved.read_text())
+        elif c % shard[1] != shard[0]:
+            continue
+        else:
+            chunk = fuzz_chunk(range(start, start + count), seed, work, worker, profiles, baseline, judged, outside)
+            if saved:
+                tmp = saved.with_suffix(".tmp")
+                tmp.write_text(json.dumps(chunk))
+                tmp.replace(saved)
+        for k in ("stores", "commands", "crashes", "must_report", "missed"):
+            total[k] += chunk[k]
+        for k in ("max_secs", "max_cpu", "max_rss", "worker growth"):
+            total[k] = max(total[k], chunk[k])
+        total["examples"] += chunk["examples"]
+        print(f"  fuzz: {total['stores']} stores, {total['commands']} commands, {total['crashes']} crashes, "
+              f"{total['missed']} missed of {total['must_report']}", file=sys.stderr, flush=True)
+    worker.stop()
+    return total
+
+
+def fuzz_chunk(stores: range, seed: int, work: Path, worker: Worker, profiles: dict, baseline: dict, judged: list,
+               outside: Path) -> dict:
+    names = fixtures()
+    stats = {"stores": 0, "commands": 0, "crashes": 0, "must_report": 0, "missed": 0, "examples": [],
+             "max_secs": 0.0, "max_cpu": 0.0, "max_rss": 0}
+    for i in stores:
         name = names[i % len(names)]
         root = copy_store(name, work / f"{name}~{i}" / "store")
-        what = mutate(root, rng, outside, profiles[name])
-        if i < skip:  # replaying the mutations of an earlier run's first stores, to reach store `skip` as it was
-            shutil.rmtree(root.parent)
-            continue
+        what = mutate(root, random.Random(f"{seed}:{i}"), outside, profiles[name])
         must = any(m for _, m in what)
         for argv in profiles[name].commands(root):
             out = worker.run(argv)
             stats["commands"] += 1
             stats["max_secs"] = max(stats["max_secs"], out["secs"])
+            stats["max_cpu"] = max(stats["max_cpu"], out.get("cpu", 0.0))
             stats["max_rss"] = max(stats["max_rss"], out.get("rss", 0))
             if out["crash"]:
                 stats["crashes"] += 1
-                stats["examples"].append({"store": f"{name}~{i}", "mutations": [w for w, _ in what],
+                stats["examples"].append({"store": i, "fixture": name, "mutations": [w for w, _ in what],
                                           "argv": [str(a) for a in argv[:3]], "detail": out["detail"]})
                 print("  fuzz crash:", json.dumps(stats["examples"][-1]), file=sys.stderr, flush=True)
-            if argv[0] == "verify" and "--deep" not in argv and must and name in judged:
+            if judges(argv) and must and name in judged:
                 stats["must_report"] += 1
                 base_exit, base_keys = baseline[name]
                 reported = out["exit"] == 2 or (out["exit"] == 1 and finding_keys(out["stdout"]) - base_keys)
                 if not reported:
                     stats["missed"] += 1
-                    stats["examples"].append({"store": name, "mutations": [w for w, _ in what], "missed": True})
+                    stats["examples"].append({"store": i, "fixture": name, "mutations": [w for w, _ in what],
+                                              "missed": True})
         stats["stores"] += 1
         shutil.rmtree(root.parent)
-        if stats["stores"] % 500 == 0:  # a long run's figures so far
-            print(f"  fuzz progress: {stats['stores']} stores, {stats['commands']} commands, {stats['crashes']} crashes, "
-                  f"{stats['missed']} missed of {stats['must_report']}", file=sys.stderr, flush=True)
-    worker.stop()
+    stats["worker growth"] = worker.growth
     return stats
 
 
 # -- hypothesis: the decoders at the library level ---------------------------------------------------------------------
 
 
-def hypothesis_part(examples: int) -> dict:
+def file_decoders(work: Path) -> dict:
+    """Every file kind's decoder at the library level, on a scratch copy of a fixture store where one file of
+    that kind is replaced per example: kind -> (that file, its original bytes, read everything of the kind)."""
+    from rmqctl import configfiles
+    from rmqctl.config import load_config
+    from rmqctl.metaq.store import MetaqStore, SegmentScan, decode_data
+    from rmqctl.store import Store
+    from rmqctl.timerstore import TimerFiles
+
+    def rocketmq(kind, name, read):
+        root, conf = copy_store(name, work / f"hyp-{kind}"), load_config(str(conf_of(name)))
+
+        def run():
+            store = Store(root, conf)
+            try:
+                read(store)
+            finally:
+                store.close()
+        return root, run
+
+    def commitlog(store):
+        scan = store.scan()
+        for _ in scan.entries():
+            pass
+        for _ in scan.chunks(check_crc=True):
+            pass
+
+    def dledger(store):
+        for _ in store.scan().entries():  # DLedger entries, each wrapping a commitlog record
+            pass
+
+    def consumequeue(store):
+        for cq in store.consume_queues():
+            for _ in cq.entries():
+                pass
+            cq.offset_range()
+
+    def index(store):
+        for ix in store.index_files():
+            ix.slots(), ix.entries()
+            for h in (0, 1, 0x7FFFFFFF, int(ix.entries()["keyHash"][-1]) if len(ix.entries()) else 5):
+                ix.select_phy_offsets(h, 64, 0, 1 << 62, [])
+
+    def timerlog(store):
+        timer = TimerFiles(store)
+        timer.timerlog.damaged(), timer.timerlog.positions(), timer.timerlog.data_end
+
+    def config(store):
+        for c in configfiles.present_configs(store.root):
+            if c.document is not None:
+                configfiles.committed_offsets(c.document), configfiles.topic_names(c.document)
+                configfiles.delay_level_offsets(c.document)
+
+    kinds = {}
+    for kind, name, read, rel in (
+            ("commitlog", "a-basic", commitlog, "commitlog"), ("consumequeue", "a-basic", consumequeue, "consumequeue"),
+            ("index", "a-basic", index, "index"), ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
+            ("config json", "a-basic", config, "config/delayOffset.json"),
+            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", dledger, "dledger-n0/data")):
+        root, run = rocketmq(kind, name, read)
+        path = root / rel
+        if path.is_dir():
+            path = next(p for p in sorted(path.rglob("*")) if p.is_file() and p.stat().st_size)
+        kinds[kind] = (path, path.read_bytes(), run)
+
+    root = copy_store("g-metaq", work / "hyp-g-metaq")
+
+    def metaq():
+        for part in MetaqStore(root).partitions():
+            for seg in part.segments:
+                buf = seg.read()
+                for rec in SegmentScan(buf, len(buf)):
+                    decode_data(rec.msgLen, rec.flag, rec.data)
+    segment = sorted((root / "meta-test-0").iterdir())[0]
+    kinds["metaq segment"] = (segment, segment.read_bytes(), metaq)
+    return kinds
+
+
+def hypothesis_part(examples: int, work: Path) -> dict:
     from hypothesis import HealthCheck, given, settings, strategies as st
 
-    from rmqctl import schema as S
+    from rmqctl.errors import RmqError
     from rmqctl.javacompat import parse_properties
     from rmqctl.ops.msgid import decode_ids
     from rmqctl.record import Message, RecordError, read_record
@@ -566,18 +732,18 @@ def hypothesis_part(examples: int) -> dict:
         data = path.read_bytes()
         records += [data[p:p + n] for p, n in record_starts(path)[:40]]
     failures: list[str] = []
-    ran = {"n": 0}
+    ran: dict[str, int] = {}
     opts = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                     suppress_health_check=list(HealthCheck))
 
-    def check(fn, *args):
-        ran["n"] += 1
+    def check(what, fn, *args):
+        ran[what] = ran.get(what, 0) + 1
         try:
             fn(*args)
-        except (RecordError, ValueError):
+        except (RecordError, RmqError, ValueError):  # a clean refusal (the CLI's one line, exit 2)
             pass
         except Exception as e:
-            failures.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+            failures.append(f"{what}: {type(e).__name__}: {e}")
 
     @opts
     @given(st.sampled_from(records), st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), max_size=8),
@@ -587,33 +753,58 @@ def hypothesis_part(examples: int) -> dict:
         for at, value in edits:
             buf[at % len(buf)] = value
         buf = bytes(buf[: len(buf) - cut]) if cut < len(buf) else bytes(buf)
-        check(read_record, buf, 0, len(buf), v2)
+        check("record", read_record, buf, 0, len(buf), v2)
 
     @opts
     @given(st.binary(max_size=512), st.booleans())
     def random_records(buf, v2):
-        check(read_record, buf, 0, len(buf), v2)
+        check("record", read_record, buf, 0, len(buf), v2)
 
     @opts
     @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
     def properties(text):
-        check(parse_properties, text)
+        check("properties", parse_properties, text)
 
     @opts
     @given(st.text(alphabet="0123456789ABCDEFabcdefXYZ:-", max_size=60))
     def msgids(text):
-        check(decode_ids, [text])
+        check("msgId", decode_ids, [text])
 
     @opts
     @given(st.binary(max_size=300), st.sampled_from([0x1, 0x101, 0x201, 0x301, 0x401, 0x701]))
     def compressed(body, flag):
         m = Message()
         m.sysFlag, m.body = flag, body
-        check(m.decompressed_body, 1 << 16)
+        check("decompression", m.decompressed_body, 1 << 16)
 
-    for test in (mutated_records, random_records, properties, msgids, compressed):
+    kinds = file_decoders(work)
+    hostile = st.sampled_from([0x7FFFFFFF, -1, -(1 << 31), 0, 1 << 30, 3, 20, 52])
+
+    def file_test(kind):
+        path, original, read = kinds[kind]
+
+        @opts
+        @given(st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=16),
+               st.lists(st.tuples(st.integers(0, 1 << 20), hostile), max_size=4),
+               st.one_of(st.none(), st.integers(0, 1 << 20)))
+        def mutated_file(edits, ints, cut):
+            """The file with bytes changed, hostile ints written over its fields, and/or cut short."""
+            buf = bytearray(original)
+            for at, value in edits:
+                if buf:
+                    buf[at % len(buf)] = value
+            for at, value in ints:
+                if len(buf) >= 4:
+                    struct.pack_into(">i", buf, (at % (len(buf) - 3)) & ~3, value)  # fields sit on 4-byte bounds
+            path.write_bytes(bytes(buf[:cut % (len(buf) + 1)] if cut is not None else buf))
+            check(kind, read)
+        return mutated_file
+
+    for test in (mutated_records, random_records, properties, msgids, compressed, *map(file_test, sorted(kinds))):
         test()
-    return {"examples": ran["n"], "failures": len(failures), "first": failures[:3]}
+    for path, original, _ in kinds.values():
+        path.write_bytes(original)
+    return {"examples": sum(ran.values()), "failures": len(failures), "first": failures[:3], "per decoder": ran}
 
 
 # -- crash trials -------------------------------------------------------------------------------------------------------
@@ -842,6 +1033,33 @@ class Restore(WriterTrial):
         return ["config", "restore", "--store", root, "--apply", "--no-backup"]
 
 
+class BackupRestore(WriterTrial):
+    """restore BACKUP: put back the index files a `rebuild index` replaced (kept in its backup), in one swap."""
+
+    fixture = "a-basic"
+    canonical_index = True
+
+    def prepare(self, dest):
+        if not hasattr(self, "template"):
+            self.template = RebuildIndex.prepare(self, self.work / "restore-template")
+            pid = run_in_child(["rebuild", "index", "--store", self.template, "--broker-config", self.conf])
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "restore: the rebuild making its backup failed"
+            self.backup = next(p.name for p in self.template.iterdir() if p.name.startswith(".rmqctl-backup-"))
+        shutil.copytree(self.template, dest, symlinks=True)
+        return dest
+
+    def argv(self, root):
+        return ["restore", self.backup, "--store", root, "--no-backup"]
+
+    def next_write(self, root):
+        """The restore again while its backup is still there (killed before its commit point), else an append:
+        a finished restore has used its backup up."""
+        if (root / self.backup).is_dir():
+            return super().next_write(root)
+        pid = run_in_child(["append", "--store", root, "--broker-config", self.conf, "--topic", "After", "--body", "x"])
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
 class Append(WriterTrial):
     """`append --jsonl -` fed steadily; what it acknowledged must be in the store, and the store must hold the
     old records plus a prefix of the input (nothing else, nothing out of order)."""
@@ -949,50 +1167,48 @@ def warm_up(work: Path):
     shutil.rmtree(root)
 
 
-def crash_trials(kills: int, every_step: bool, step_sample: int, rng: random.Random, work: Path,
-                 only: list[str]) -> list[dict]:
-    warm_up(work)
-    rows = []
-    for cls, name in ((Append, "append"), (RebuildCQ, "rebuild consumequeue"), (RebuildIndex, "rebuild index"),
-                      (Repair, "repair"), (Clean, "clean --apply"), (Restore, "config restore")):
-        if only and name not in only:
-            continue
-        trial = cls(name.split()[0] + ("-" + name.split()[1] if " " in name else ""), work)
-        trial.reference()
-        root0 = trial.prepare(work / "probe")
-        steps = count_steps(trial.argv(root0)) if not isinstance(trial, Append) else count_append_steps(trial, root0)
-        shutil.rmtree(root0)
-        chosen = list(range(1, steps + 1)) if every_step else sorted(rng.sample(range(1, steps + 1), min(step_sample, steps)))
-        row = {"writer": name, "random kills": 0, "step kills": 0, "steps": steps, "mixed": 0, "lost acked": 0,
-               "next write failed": 0, "verify after": 0}
-        plan = [("random", None) for _ in range(kills)] + [("step", k) for k in chosen]
-        for kind, k in plan:
-            root = trial.prepare(work / "trial")
-            acks = []
-            if isinstance(trial, Append):
-                acks = trial.feed(root, kill_at_step=k, kill_after=rng.random() * trial.duration if k is None else None)
-            else:
-                pid = run_in_child(trial.argv(root), kill_at_step=k)
-                if k is None:
-                    time.sleep(rng.random() * trial.duration)
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            recover(root)
-            mixed, lost = trial.judge_append(root, acks) if isinstance(trial, Append) else trial.judge(root)
-            row["mixed"] += mixed
-            row["lost acked"] += lost
-            row["random kills" if kind == "random" else "step kills"] += 1
-            if isinstance(trial, Append):
-                code = run_next_append(trial, root)
-            else:
-                code = trial.next_write(root)
-            row["next write failed"] += code != 0
-            row["verify after"] += verify_exit(root, trial.conf) > trial.old_verify if not isinstance(trial, Repair) \
-                else verify_exit(root, trial.conf) == 2
-            shutil.rmtree(root)
-        rows.append(row)
-    return rows
+WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild index": RebuildIndex, "repair": Repair,
+           "clean --apply": Clean, "config restore": Restore, "restore": BackupRestore}
+
+
+def crash_trials(name: str, kills: int, every_step: bool, step_sample: int, rng: random.Random, work: Path) -> dict:
+    """One writer's row: `kills` SIGKILLs at random moments, then one before each of its filesystem steps
+    (every_step) or before `step_sample` of them."""
+    trial = WRITERS[name](name.replace(" ", "-"), work)
+    trial.reference()
+    root0 = trial.prepare(work / "probe")
+    steps = count_steps(trial.argv(root0)) if not isinstance(trial, Append) else count_append_steps(trial, root0)
+    shutil.rmtree(root0)
+    chosen = list(range(1, steps + 1)) if every_step else sorted(rng.sample(range(1, steps + 1), min(step_sample, steps)))
+    row = {"writer": name, "random kills": 0, "step kills": 0, "steps": steps, "mixed": 0, "lost acked": 0,
+           "next write failed": 0, "verify after": 0}
+    plan = [("random", None) for _ in range(kills)] + [("step", k) for k in chosen]
+    for kind, k in plan:
+        root = trial.prepare(work / "trial")
+        acks = []
+        if isinstance(trial, Append):
+            acks = trial.feed(root, kill_at_step=k, kill_after=rng.random() * trial.duration if k is None else None)
+        else:
+            pid = run_in_child(trial.argv(root), kill_at_step=k)
+            if k is None:
+                time.sleep(rng.random() * trial.duration)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        recover(root)
+        mixed, lost = trial.judge_append(root, acks) if isinstance(trial, Append) else trial.judge(root)
+        row["mixed"] += mixed
+        row["lost acked"] += lost
+        row["random kills" if kind == "random" else "step kills"] += 1
+        if isinstance(trial, Append):
+            code = run_next_append(trial, root)
+        else:
+            code = trial.next_write(root)
+        row["next write failed"] += code != 0
+        row["verify after"] += verify_exit(root, trial.conf) > trial.old_verify if not isinstance(trial, Repair) \
+            else verify_exit(root, trial.conf) == 2
+        shutil.rmtree(root)
+    return row
 
 
 def count_append_steps(trial: Append, root: Path) -> int:
@@ -1023,22 +1239,44 @@ def run_next_append(trial: Append, root: Path) -> int:
 # -- read-only proof ------------------------------------------------------------------------------------------------------
 
 
+def read_only_commands(profile: Profile, root: Path) -> list[list]:
+    """The fuzzed read commands, then every other command that must not write: the rest of the read
+    commands, the plans (clean and config restore without --apply) and every writer's --dry-run."""
+    if profile.metaq:
+        base = ["--store", root, "--server-config", profile.metaq, "--format", "jsonl"]
+        return profile.commands(root) + [["metaq", "clean", *base], ["metaq", "repair", "--dry-run", *base]]
+    base = ["--store", root] + (["--broker-config", profile.conf] if profile.conf else []) + ["--format", "jsonl"]
+    topic, qid = profile.queue
+    return profile.commands(root) + [
+        ["consumers", *base], ["delay-offsets", *base], ["diff", root, root, *base[2:]],
+        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base], ["dump", "timerlog", *base],
+        ["dump", "timerwheel", *base], ["clean", "--now", "--file-reserved-time", "0", *base],
+        ["config", "restore", *base], ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
+        ["rebuild", "consumequeue", "--dry-run", *base], ["rebuild", "index", "--dry-run", *base],
+        ["repair", "--dry-run", *base], ["restore", *base]]
+
+
 def readonly(work: Path) -> dict:
+    """sha256, mtime and the listing of every file (the lock and anything of rmqctl's own included) before
+    and after each read-only command, on a copy of every fixture."""
     worker = Worker()
-    changed = commands = 0
+    changed = commands = crashes = 0
     for name in fixtures():
         root = copy_store(name, work / f"ro-{name}" / "store")
         before = snapshot(root, with_mtime=True)
         listing = sorted(str(p) for p in root.rglob("*"))
-        for argv in Profile(name).commands(root):
-            worker.run(argv)
+        for argv in read_only_commands(Profile(name), root):
+            out = worker.run(argv)
             commands += 1
+            crashes += out["crash"]
             after = snapshot(root, with_mtime=True)
             changed += sum(1 for k in set(before) | set(after) if before.get(k) != after.get(k))
             changed += sorted(str(p) for p in root.rglob("*")) != listing
+            if after != before:
+                print(f"  read-only: {' '.join(map(str, argv[:3]))} changed {name}", file=sys.stderr, flush=True)
         shutil.rmtree(root.parent)
     worker.stop()
-    return {"commands": commands, "files changed": changed}
+    return {"commands": commands, "files changed": changed, "crashes": crashes, "fixtures": fixtures()}
 
 
 # -- disk full on a real tmpfs ------------------------------------------------------------------------------------------
@@ -1060,54 +1298,53 @@ def set_free(path: Path, free: int):
     subprocess.run(["mount", "-o", f"remount,size={used + free}", str(path)], check=True)
 
 
-def disk_full(work: Path, frees: list[int], only: list[str]) -> list[dict]:
-    warm_up(SCRATCH)
-    rows = []
-    for cls, name in ((Append, "append"), (RebuildCQ, "rebuild consumequeue"), (RebuildIndex, "rebuild index"),
-                      (Repair, "repair")):
-        if only and name not in only:
-            continue
-        trial = cls(name.replace(" ", "-"), work)
-        row = {"writer": name, "trials": 0, "refused": 0, "not one line / exit 2": 0, "mixed": 0, "lost acked": 0,
-               "unloadable": 0, "ok with room": 0}
-        trial.reference() if not isinstance(trial, Append) else None
-        for free in frees:
-            with tmpfs(work / "full") as mnt:
-                root = trial.prepare(mnt / "store")
-                if isinstance(trial, Append):
-                    trial.old_end = trial.end(root)
-                set_free(mnt, free)
-                argv = [sys.executable, "-m", "rmqctl", *map(str, trial.argv(root))]
-                env = dict(os.environ, PYTHONPATH=str(REPO))
-                feed = "".join(trial.lines) if isinstance(trial, Append) else None
-                res = subprocess.run(argv, input=feed, capture_output=True, text=True, env=env, timeout=600)
-                row["trials"] += 1
-                lines = [l for l in res.stderr.splitlines() if l.strip()]
-                if res.returncode != 0:
-                    row["refused"] += 1
-                    row["not one line / exit 2"] += res.returncode != 2 or len(lines) != 1
-                if isinstance(trial, Append):
-                    acks = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
-                    mixed, lost = trial.judge_append(root, acks)
-                    verify_old = 0
-                else:
-                    mixed, lost = trial.judge(root)
-                    verify_old = trial.old_verify
-                row["mixed"] += mixed
-                row["lost acked"] += lost
-                if mixed or lost:
-                    print(f"  disk full: {name} with {free} bytes free: exit {res.returncode}, mixed {mixed}, lost {lost}: "
-                          f"{res.stderr.strip()[:300]}", file=sys.stderr)
-                row["unloadable"] += verify_exit(root, trial.conf) > verify_old
-                set_free(mnt, 48 << 20)
-                if isinstance(trial, Append):
-                    code = run_next_append(trial, root)
-                else:
-                    code = trial.next_write(root)
-                row["ok with room"] += code == 0 and verify_exit(root, trial.conf) <= (
-                    0 if not isinstance(trial, Repair) else 1)
-        rows.append(row)
-    return rows
+def disk_full(name: str, work: Path, frees: list[int]) -> dict:
+    """One writer on a real tmpfs with `frees` bytes left, one trial each; then with room again."""
+    trial = WRITERS[name](name.replace(" ", "-"), work)
+    row = {"writer": name, "trials": 0, "refused": 0, "not one line / exit 2": 0, "mixed": 0, "lost acked": 0,
+           "unloadable": 0, "ok with room": 0}
+    trial.reference() if not isinstance(trial, Append) else None
+    for free in frees:
+        with tmpfs(work / "full") as mnt:
+            root = trial.prepare(mnt / "store")
+            if isinstance(trial, Append):
+                trial.old_end = trial.end(root)
+            set_free(mnt, free)
+            argv = [sys.executable, "-m", "rmqctl", *map(str, trial.argv(root))]
+            env = dict(os.environ, PYTHONPATH=str(REPO))
+            feed = "".join(trial.lines) if isinstance(trial, Append) else None
+            res = subprocess.run(argv, input=feed, capture_output=True, text=True, env=env, timeout=600)
+            row["trials"] += 1
+            lines = [l for l in res.stderr.splitlines() if l.strip()]
+            if res.returncode != 0:
+                row["refused"] += 1
+                row["not one line / exit 2"] += res.returncode != 2 or len(lines) != 1
+            if isinstance(trial, Append):
+                acks = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
+                mixed, lost = trial.judge_append(root, acks)
+                verify_old = 0
+            else:
+                mixed, lost = trial.judge(root)
+                verify_old = trial.old_verify
+            row["mixed"] += mixed
+            row["lost acked"] += lost
+            if mixed or lost:
+                print(f"  disk full: {name} with {free} bytes free: exit {res.returncode}, mixed {mixed}, lost {lost}: "
+                      f"{res.stderr.strip()[:300]}", file=sys.stderr)
+            row["unloadable"] += verify_exit(root, trial.conf) > verify_old
+            set_free(mnt, 48 << 20)
+            if isinstance(trial, Append):
+                code = run_next_append(trial, root)
+            else:
+                code = trial.next_write(root)
+            row["ok with room"] += code == 0 and verify_exit(root, trial.conf) <= (
+                0 if not isinstance(trial, Repair) else 1)
+    return row
+
+
+def disk_full_run(name: str, frees: list[int]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="rmqctl-diskfull-") as mnt:  # not /dev/shm: a mount point
+        return disk_full(name, Path(mnt), frees)
 
 
 # -- the table ----------------------------------------------------------------------------------------------------------
@@ -1117,16 +1354,17 @@ def table(results: dict) -> str:
     out = []
     if "fuzz" in results:
         f = results["fuzz"]
-        out += ["| fuzz | fuzzed stores | read commands run | crashes | damage verify must report | missed | slowest command | peak RSS |",
-                "|---|---|---|---|---|---|---|---|",
+        out += ["| fuzz | fuzzed stores | read commands run | crashes | damage verify must report | missed "
+                "| slowest command (CPU) | peak RSS of a command | worker RSS growth |", "|---|---|---|---|---|---|---|---|---|",
                 f"| every fixture, every read command | {f['stores']} | {f['commands']} | **{f['crashes']}** | "
-                f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s | {f['max_rss'] >> 20} MiB |",
+                f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s ({f['max_cpu']:.1f} s) "
+                f"| {f['max_rss'] >> 20} MiB | {f['worker growth'] >> 20} MiB |",
                 f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (fixtures verify reads in "
                 "full); crashes on every fixture.", ""]
     if "hypothesis" in results:
         h = results["hypothesis"]
         out += ["| hypothesis (library decoders) | examples | failures |", "|---|---|---|",
-                f"| records, properties, msgIds, decompression | {h['examples']} | **{h['failures']}** |", ""]
+                f"| {', '.join(h['per decoder'])} | {h['examples']} | **{h['failures']}** |", ""]
     if "crash" in results:
         out += ["| crash trials | random kills | kills at filesystem steps (of steps) | mixed states | lost acknowledged "
                 "| next write failed | verify worse after |", "|---|---|---|---|---|---|---|"]
@@ -1137,7 +1375,8 @@ def table(results: dict) -> str:
     if "readonly" in results:
         r = results["readonly"]
         out += ["| read-only proof | commands × fixtures | files changed |", "|---|---|---|",
-                f"| sha256 + mtime of every file, every read command, every fixture | {r['commands']} | **{r['files changed']}** |", ""]
+                f"| sha256 + mtime of every file, every read command and dry run, every fixture | {r['commands']} "
+                f"| **{r['files changed']}** |", ""]
     if "diskfull" in results:
         out += ["| disk full (tmpfs) | trials | refused | not one line / exit 2 | mixed | lost acknowledged | unloadable | "
                 "succeeds with room |", "|---|---|---|---|---|---|---|---|"]
@@ -1150,46 +1389,77 @@ def table(results: dict) -> str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the CI size: 300 stores, 30 kills per writer, sampled steps")
+    ap.add_argument("--quick", action="store_true", help="the CI size: 300 stores, 3 kills per writer, sampled steps")
     ap.add_argument("--stores", type=int, help="fuzzed stores (default 300 quick, 10000 long)")
-    ap.add_argument("--kills", type=int, help="random kills per writer (default 30)")
+    ap.add_argument("--from", dest="first", type=int, default=0, help="fuzz: the first store's number (--from 1234 "
+                                                                       "--stores 1 replays store 1234 of a run)")
+    ap.add_argument("--kills", type=int, help="random kills per writer (default 3 quick, 30 long)")
     ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
-    ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 300 quick, 5000 long)")
+    ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 100 quick, 2000 long)")
     ap.add_argument("--seed", type=int, default=20241124)
-    ap.add_argument("--skip", type=int, default=0, help="fuzz: replay the first N stores' mutations without running "
-                                                         "commands (to reach a store of an earlier run)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     ap.add_argument("--writers", default="", help="crash and disk-full trials of these writers only (comma-separated, "
                                                  "e.g. 'append,rebuild index')")
+    ap.add_argument("--state", type=Path, help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
+                                               "here and reuse it on a rerun: a long run resumes where it stopped")
+    ap.add_argument("--shard", default="0/1", help="K/N: run only every N-th unit from the K-th (N processes share one "
+                                                  "--state; a last run without --shard prints the whole table)")
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker_main()
     parts = [p for p in args.parts.split(",") if p]
-    writers = [w for w in args.writers.split(",") if w]
-    rng = random.Random(args.seed)
+    writers = [w for w in args.writers.split(",") if w] or list(WRITERS)
+    shard = tuple(int(x) for x in args.shard.split("/"))
+    mode = "quick" if args.quick else "long"
+    if args.state:
+        args.state.mkdir(parents=True, exist_ok=True)
     results = {}
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rmqctl-torture-", dir=SCRATCH) as tmp:
         work = Path(tmp)
+        units = []  # (part, key, what to run): each saved under --state as it finishes
         if "readonly" in parts:
-            results["readonly"] = readonly(work)
+            units.append(("readonly", "readonly", lambda: readonly(work)))
         if "hypothesis" in parts:
-            results["hypothesis"] = hypothesis_part(args.examples or (200 if args.quick else 5000))
+            n = args.examples or (100 if args.quick else 2000)
+            units.append(("hypothesis", f"hypothesis-{n}", lambda: hypothesis_part(n, work)))
+        kills = args.kills or (3 if args.quick else 30)
+        for name in writers if "crash" in parts else []:
+            rng = random.Random(f"{args.seed}:crash:{name}")
+            units.append(("crash", f"crash-{mode}-{kills}-{args.seed}-{name}",
+                          lambda name=name, rng=rng: crash_trials(name, kills, not args.quick, args.steps, rng, work)))
+        frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
+        for name in writers if "diskfull" in parts else []:
+            units.append(("diskfull", f"diskfull-{mode}-{name}", lambda name=name: disk_full_run(name, frees)))
+        warmed = False
+        for i, (part, key, run) in enumerate(units):
+            saved = args.state / (key.replace(" ", "_") + ".json") if args.state else None
+            if saved and saved.exists():
+                out = json.loads(saved.read_text())
+            elif i % shard[1] != shard[0]:
+                continue
+            else:
+                if part in ("crash", "diskfull") and not warmed:
+                    warm_up(work)
+                    warmed = True
+                out = run()
+                if saved:
+                    saved.with_suffix(".tmp").write_text(json.dumps(out))
+                    saved.with_suffix(".tmp").replace(saved)
+            if part in ("crash", "diskfull"):
+                results.setdefault(part, []).append(out)
+            else:
+                results[part] = out
         if "fuzz" in parts:
-            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), rng, work, args.skip)
-        if "crash" in parts:
-            results["crash"] = crash_trials(args.kills or (3 if args.quick else 30), not args.quick, args.steps, rng,
-                                            work, writers)
-        if "diskfull" in parts:
-            with tempfile.TemporaryDirectory(prefix="rmqctl-diskfull-") as mnt:
-                frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
-                results["diskfull"] = disk_full(Path(mnt), frees, writers)
+            # fuzz chunks are shared out after the other units: a shard with a writer's trials takes chunks too
+            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state, shard,
+                                   args.first)
     results["seconds"] = round(time.monotonic() - began, 1)
-    results["mode"] = "quick" if args.quick else "long"
+    results["mode"] = mode
     print(table(results))
-    print(f"{results['mode']} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
+    print(f"{mode} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

@@ -12,12 +12,14 @@ record's PHYSICALOFFSET is entry pos + BODY_OFFSET, set by its append hook).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig, read_properties, split_paths
+from .engine.views import ColumnViews
 from .errors import RmqError
 from .record import Message, RecordError, read_record
 
@@ -25,6 +27,8 @@ from .record import Message, RecordError, read_record
 DEFAULT_INDEX_FILE_SIZE = S.DLEDGER_INDEX_UNIT_SIZE * 5 * 1024 * 1024
 HEADER_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerEntryHeader))
 INDEX_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerIndexUnit))
+# the fields of its entry that `dump commitlog` shows with a record, in order (FileEntries.entry_columns)
+ENTRY_FIELDS = ("index", "term", "entryPos", "entrySize", "entryFilePosition")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +140,12 @@ class FileEntries:
 
     def entry(self, i: int, file_start: int) -> dict:
         """The entry fields `dump commitlog` shows with its record."""
-        return {"index": int(self.index[i]), "term": int(self.term[i]), "entryPos": int(self.pos[i]),
-                "entrySize": int(self.size[i]), "entryFilePosition": int(self.position[i])}
+        return dict(zip(ENTRY_FIELDS, map(int, self.entry_columns[i])))
+
+    @functools.cached_property
+    def entry_columns(self) -> np.ndarray:
+        """ENTRY_FIELDS of every entry, side by side: (entries, len(ENTRY_FIELDS)) int64."""
+        return np.stack([self.index, self.term, self.pos, self.size, self.position], axis=1)
 
     def message_starts(self) -> np.ndarray:
         """In-file positions of the records (the entry bodies)."""
@@ -188,10 +196,13 @@ def index_units(buf, count: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=S.DLEDGER_INDEX_DTYPE, count=count)
 
 
-class DLedgerScan:
+class DLedgerScan(ColumnViews):
     """CommitLogScan's interface over a DLedger data file queue: the records in entry order, each with its
     entry (`Message.dledger`), and in `errors` (file, position, RecordError) where an entry cannot be
-    located or its body is not a record (the broker's reput skips such an entry by its size)."""
+    located or its body is not a record (the broker's reput skips such an entry by its size). `entries` is
+    the reference walk, record by record; `chunks` the compiled engine's (the same records and errors)."""
+
+    dledger_entries = True
 
     def __init__(self, queue, allow_v2: bool = True):
         self.queue = queue
@@ -208,29 +219,52 @@ class DLedgerScan:
                 return
             if start is not None and f.start + size <= start:
                 continue
-            buf = f.buf
-            found = walk_entries(buf, min(len(buf), size))
+            found = walk_entries(f.buf, min(len(f.buf), size))
             for i, (at, stop_at) in enumerate(zip(found.message_starts().tolist(), found.message_ends().tolist())):
                 off = f.start + at
                 if end is not None and off >= end:
                     return
                 if start is not None and off < start:
                     continue
-                try:
-                    m = read_record(buf, at, stop_at, self.allow_v2)
-                except RecordError as e:
-                    self.errors.append((f, at, e))
-                    continue
-                if not isinstance(m, Message):
-                    self.errors.append((f, at, RecordError("illegal-magic", "a BLANK record inside a DLedger entry")))
-                    continue
-                m.dledger = found.entry(i, f.start)
-                yield f, m
-            if found.stop is not None:
-                self.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
-            elif found.blank is None and self._data_follows(f):
-                self.errors.append((f, found.end, RecordError("zeros", "zero bytes where the next entry or the DLedger "
-                                                                       "BLANK should be, and later files hold entries")))
+                m = self._record(f, at, stop_at)
+                if m is not None:
+                    m.dledger = found.entry(i, f.start)
+                    yield f, m
+            self._file_end(f, found)
+
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
+        """The same walk on the compiled engine: bounded batches of columns (rmqctl.engine.walk.Chunk) whose
+        `entries` hold each record's entry (`batch` as for CommitLogScan.chunks)."""
+        from .engine.walk import walk_entry_files  # the compiled kernels load only for the commands that walk
+
+        return walk_entry_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2,
+                                lambda f, limit: walk_entries(f.buf, limit), self._refused_at, self._file_end,
+                                check_crc, **batch)
+
+    def _record(self, f, at: int, stop_at: int) -> Message | None:
+        """The record of the entry body [at, stop_at), or None (the refusal in `errors`)."""
+        try:
+            m = read_record(f.buf, at, stop_at, self.allow_v2)
+        except RecordError as e:
+            # without its traceback: its frames would keep a view of the mapping (which then cannot close)
+            self.errors.append((f, at, e.with_traceback(None)))
+            return None
+        if not isinstance(m, Message):
+            self.errors.append((f, at, RecordError("illegal-magic", "a BLANK record inside a DLedger entry")))
+            return None
+        return m
+
+    def _refused_at(self, f, at: int, stop_at: int):
+        """The engine refused an entry body: the reference names what is wrong there."""
+        if self._record(f, at, stop_at) is not None:
+            raise AssertionError(f"{f.path} at {at}: the engine refused a record the reference reads")
+
+    def _file_end(self, f, found: FileEntries):
+        if found.stop is not None:
+            self.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
+        elif found.blank is None and self._data_follows(f):
+            self.errors.append((f, found.end, RecordError("zeros", "zero bytes where the next entry or the DLedger "
+                                                                   "BLANK should be, and later files hold entries")))
 
     def _data_follows(self, f) -> bool:
         later = self.queue.files[self.queue.files.index(f) + 1 :]

@@ -1,5 +1,6 @@
 """The few Java behaviours the store's bytes depend on: String.hashCode, UtilAll.crc32, the property CRC
-digits, and MessageDecoder's property string codec."""
+digits, MessageDecoder's property string codec, and String.split / Long.parseLong / Integer.parseInt as the
+broker applies them to property and configuration text."""
 from __future__ import annotations
 
 import zlib
@@ -71,3 +72,30 @@ def java_div(a: int, b: int) -> int:
     """Java's integer division, which truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """String.split(separator) (limit 0) for a one-character separator: the text itself when it has no
+    separator, else the parts without the trailing empty ones (so "," gives none)."""
+    if separator not in text:
+        return [text]
+    parts = text.split(separator)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def parse_long(text: str, bits: int = 64) -> int | None:
+    """Long.parseLong (Integer.parseInt with bits=32): an optional sign and decimal digits (Character.digit
+    takes any Unicode decimal digit) within the type's range; None where Java throws."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not all(c.isdecimal() for c in digits):
+        return None
+    value = int(digits)  # int() reads any Unicode decimal digit, as Character.digit does
+    value = -value if text[:1] == "-" else value
+    return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
+
+
+def parse_int(text: str) -> int | None:
+    """Integer.parseInt; None where Java throws."""
+    return parse_long(text, 32)

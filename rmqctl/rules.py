@@ -2,14 +2,19 @@
 compiled kernels (rmqctl.native) compile these same functions, so a rule changed here changes everywhere.
 They take plain integers and byte sequences (bytes, or a numpy uint8 array inside a kernel).
 
-Sources: IndexService.buildIndex / IndexFile.indexKeyHashMethod, putKey, selectPhyOffset, ConsumeQueue.recover
-(store module).
+Sources: IndexService.buildIndex / IndexFile.indexKeyHashMethod, putKey, selectPhyOffset, ConsumeQueue.recover,
+CommitLog.checkMessageAndReturnSize (tagsCode), MessageExtBrokerInner.tagsString2tagsCode,
+ScheduleMessageService.computeDeliverTimestamp, CommitLogDispatcherBuildConsumeQueue / ConsumeQueue's
+multiDispatchLmqQueue (4.9) and MultiDispatch (5.x) (store and common modules).
 """
 from __future__ import annotations
 
 INTEGER_MIN_VALUE = -(1 << 31)
 INTEGER_MAX_VALUE = (1 << 31) - 1
 KEY_SEPARATOR = 0x20  # MessageConst.KEY_SEPARATOR, " ": between the words of the KEYS property
+MULTI_DISPATCH_SEPARATOR = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER: between INNER_MULTI_DISPATCH queues
+LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
+DEFAULT_DELIVERY_DELAY = 1000  # computeDeliverTimestamp's delay for a level the table does not hold
 
 
 def index_key_hash(hash_code):
@@ -67,3 +72,48 @@ def key_words(data: bytes) -> list[bytes]:
         words.append(data[lo:hi])
         lo, hi = next_key_word(data, hi, len(data))
     return words
+
+
+def tags_code(tags_hash, tags_length):
+    """MessageExtBrokerInner.tagsString2tagsCode: the String.hashCode of the TAGS text (`tags_hash`); 0 when
+    the record has no TAGS or they are empty (`tags_length` 0)."""
+    return tags_hash if tags_length > 0 else 0
+
+
+def delivery_tags_code(code, level, delays, store_timestamp):
+    """checkMessageAndReturnSize on SCHEDULE_TOPIC_XXXX with a DELAY of `level` (Integer.parseInt of it):
+    the level clamped to getMaxDelayLevel, then, when it is > 0, the tagsCode is computeDeliverTimestamp:
+    storeTimestamp + the level's delay. `delays[k]` is level k's delay in ms (-1 where the table has none;
+    its last index is the highest level). Otherwise the tagsCode stays `code`."""
+    level = min(level, len(delays) - 1)
+    if level <= 0:
+        return code
+    delay = delays[level]
+    return store_timestamp + (delay if delay >= 0 else DEFAULT_DELIVERY_DELAY)
+
+
+def multi_dispatch_targets(queues: str, offsets: str, queue_id: int, enable_lmq: bool) -> list[tuple[str, int, int]]:
+    """The extra consumequeue entries of a record with INNER_MULTI_DISPATCH `queues` and
+    INNER_MULTI_QUEUE_OFFSET `offsets` (multi-dispatch on): both split on MULTI_DISPATCH_SEPARATOR as
+    String.split does; none unless both are non-blank and have as many parts (else the broker logs "[bug]");
+    each queue at its Long.parseLong offset, stopping at the first that does not parse (it throws); a
+    %LMQ% queue (with LMQ on) uses queueId 0, any other the record's."""
+    from .javacompat import java_split, parse_long  # Java's own String and Long semantics
+
+    if not queues.strip() or not offsets.strip():
+        return []
+    names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)
+    if len(names) != len(parts):
+        return []
+    out = []
+    for name, part in zip(names, parts):
+        offset = parse_long(part)
+        if offset is None:
+            break
+        out.append((name, lmq_queue_id(name, queue_id, enable_lmq), offset))
+    return out
+
+
+def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:
+    """The queueId of a multi-dispatch queue: 0 for a %LMQ% queue with LMQ on, else the record's."""
+    return 0 if enable_lmq and name.startswith(LMQ_PREFIX) else queue_id

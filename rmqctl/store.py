@@ -22,6 +22,7 @@ import numpy as np
 from . import schema as S
 from . import dledger as D
 from .config import BrokerConfig, split_paths
+from .engine.views import ColumnViews
 from .errors import StoreError
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
@@ -187,7 +188,7 @@ def check_configured_size(files: list[MappedFile], size: int, key: str):
         raise StoreError(f"file is {f.length} bytes but {key}={size}; wrong broker config for this store?", f.path)
 
 
-class CommitLogScan:
+class CommitLogScan(ColumnViews):
     """Walks commitlog records file by file, the way CommitLog.getData + checkMessageAndReturnSize do:
     records until the BLANK at the end of a full file; in each file, reading stops at the first bytes
     that are not a record (the logical end, or damage, which `errors` collects)."""
@@ -228,28 +229,14 @@ class CommitLogScan:
                     yield f, rec
                 pos += rec.storeSize
 
-    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
+    def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
-        (rmqctl.engine.walk.Chunk); damage goes to `errors` as entries() reports it."""
+        (rmqctl.engine.walk.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
+        `errors` as entries() reports it."""
         from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
 
         return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
-                          check_crc)
-
-    def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
-        """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.RECORD_SCHEMA)."""
-        from .engine.columns import record_batch  # pyarrow and the kernels load only for the walks that use them
-
-        for chunk in self.chunks(start, end, check_crc):
-            yield record_batch(chunk)
-
-    def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
-        """The records of [start, end) as one pyarrow Table."""
-        import pyarrow as pa  # pyarrow loads only for the walks that use it
-
-        from .engine.columns import RECORD_SCHEMA  # the kernels too
-
-        return pa.Table.from_batches(list(self.batches(start, end, check_crc)), RECORD_SCHEMA)
+                          check_crc, **batch)
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there."""

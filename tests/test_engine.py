@@ -20,7 +20,8 @@ from rmqctl.errors import where
 from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import walk_files
 from rmqctl.ops import inspect
-from rmqctl.engine.columns import RECORD_SCHEMA, SCALARS
+from rmqctl.ops.filters import TRANSACTION_STATES, MessageFilter
+from rmqctl.engine.columns import SCALARS, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
 from rmqctl.store import Store, offset_to_name
 
@@ -28,14 +29,17 @@ FILE_SIZE = 1 << 20
 
 
 def reference_dump(store: Store, body="utf8", raw_properties=False, decompress=None, start=None, end=None,
-                   topic=None, queue_id=None, limit=None) -> tuple[bytes, list[str]]:
-    """What `dump commitlog --format jsonl` printed before the engine: one message_dict per record."""
+                   topic=None, queue_id=None, limit=None, matching=None) -> tuple[bytes, list[str]]:
+    """What `dump commitlog --format jsonl` printed before the engine: one message_dict per record, the
+    content filters (`matching`) matched record by record."""
     scan = store.scan()
     lines = []
     for f, m in scan.records(start, end):
         if topic is not None and m.topicBytes != topic.encode():
             continue
         if queue_id is not None and m.queueId != queue_id:
+            continue
+        if matching is not None and not matching.matches(m):
             continue
         lines.append(orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress)) + b"\n")
         if limit is not None and len(lines) >= limit:
@@ -58,6 +62,8 @@ def reference_rows(store: Store) -> list[dict]:
         props = m.properties
         crc = property_crc_state(f.buf, m.position, m)
         row = {name: d[name] for name, _ in SCALARS}
+        if m.dledger is not None:
+            row["dledger"] = m.dledger
         row.update(body=m.body, propertiesBytes=m.propertiesBytes, properties=list(props.items()),
                    tags=props.get("TAGS"), tranMsg=props.get("TRAN_MSG"), producerGroup=props.get("PGROUP"),
                    keys=None if m.keys is None else [w for w in m.keys.split(" ") if w],
@@ -70,7 +76,7 @@ def reference_rows(store: Store) -> list[dict]:
 
 def assert_batches_are_the_references(store: Store):
     table = store.scan().table(check_crc=True)
-    assert table.schema == RECORD_SCHEMA
+    assert table.schema == record_schema(store.dledger is not None)
     assert table.to_pylist() == reference_rows(store)
     assert table.column("crcOk").null_count == 0
     assert store.scan().table().column("crcOk").null_count == len(table)
@@ -80,7 +86,11 @@ def fixture_store(name: str, root=None) -> Store:
     return Store(root or FIXTURES / name / "store", load_config(str(broker_conf(name))))
 
 
-@pytest.mark.parametrize("name", ALL_FIXTURES + ["f-timer5"])
+# e-dledger: DLedger entries around the records (the engine walks entry bodies; each line has its `dledger`)
+ENGINE_FIXTURES = ALL_FIXTURES + ["f-timer5", "e-dledger"]
+
+
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
 @pytest.mark.parametrize("body", ["utf8", "base64", "hex", "none"])
 def test_dump_is_the_references_on_every_fixture(name, body):
     store = fixture_store(name)
@@ -90,7 +100,7 @@ def test_dump_is_the_references_on_every_fixture(name, body):
         assert engine_dump(store, body=body, **options) == want
 
 
-@pytest.mark.parametrize("name", ALL_FIXTURES + ["f-timer5"])
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
 def test_arrow_batches_are_the_references(name):
     assert_batches_are_the_references(fixture_store(name))
 
@@ -106,8 +116,9 @@ def test_batches_are_bounded():
     assert all((c.column("position")[-1] - c.column("position")[0]) < 4096 for c in small)
 
 
-def test_dump_filters_are_the_references():
-    store = fixture_store("b-mixed")
+@pytest.mark.parametrize("name", ["b-mixed", "e-dledger"])
+def test_dump_ranges_are_the_references(name):
+    store = fixture_store(name)
     lines = reference_dump(store)[0].splitlines()
     first = orjson.loads(lines[len(lines) // 3])
     last = orjson.loads(lines[2 * len(lines) // 3])
@@ -116,6 +127,52 @@ def test_dump_filters_are_the_references():
                     {"topic": first["topic"], "queue_id": first["queueId"]}, {"limit": 7}, {"topic": "no such topic"},
                     {"end": 1}):
         assert engine_dump(store, **options) == reference_dump(store, **options), options
+
+
+def filters_of(store: Store) -> list[MessageFilter]:
+    """Content filters that pick a few records of this store, and some that pick none."""
+    messages = [m for _, m in store.scan().records()]
+    times = sorted(m.storeTimestamp for m in messages)
+    out = [MessageFilter(since=times[len(times) // 4]), MessageFilter(until=times[len(times) // 2]),
+           MessageFilter(since=times[len(times) // 3], until=times[2 * len(times) // 3])]
+    out += [MessageFilter(transaction=state) for state in TRANSACTION_STATES.values()]
+    for m in (messages[len(messages) // 3], messages[len(messages) // 2], messages[-1]):
+        out += [MessageFilter(tag=m.tags or "TagA"), MessageFilter(msg_id=m.msg_id)]
+        out += [MessageFilter(properties={name: value}) for name, value in list(m.properties.items())[:3]]
+        if m.uniq_key:
+            out.append(MessageFilter(msg_id=m.uniq_key, since=m.storeTimestamp))
+        if m.keys:
+            out += [MessageFilter(key=word, tag=m.tags) for word in m.keys.split(" ")]
+    out += [MessageFilter(tag="no such tag"), MessageFilter(key=""), MessageFilter(key="a b"),
+            MessageFilter(properties={"\udcff": "x"}), MessageFilter(tag="\ud800")]
+    return out
+
+
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
+def test_content_filters_are_the_references(name):
+    """--since/--until/--tag/--key/--property/--msgid/--sys-flag on the engine's columns: the lines the
+    reference decoder's record-by-record match gives, on every fixture."""
+    store = fixture_store(name)
+    for where in filters_of(store):
+        want = reference_dump(store, "base64", matching=where)
+        assert engine_dump(store, body="base64", where=where) == want, where
+    where = MessageFilter(since=0, transaction=S.TRANSACTION_NOT_TYPE)
+    assert engine_dump(store, where=where, limit=5, topic="TopicTest") == reference_dump(
+        store, matching=where, limit=5, topic="TopicTest")
+
+
+def test_cli_filters_print_what_they_printed(tmp_path):
+    """The CLI's filtered dump in jsonl and json: what rendering the reference's objects printed."""
+    name = "b-mixed"
+    store = fixture_store(name)
+    rows = [orjson.loads(line) for line in reference_dump(store, matching=MessageFilter(tag="TagF"))[0].splitlines()]
+    assert rows
+    args = ["dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
+            "--tag", "TagF"]
+    for fmt in ("jsonl", "json"):
+        want = io.StringIO()
+        render(iter(rows), fmt, out=want)
+        assert run(*args, "--format", fmt).stdout == want.getvalue()
 
 
 def test_cli_json_and_csv_are_the_references(tmp_path):
@@ -131,18 +188,23 @@ def test_cli_json_and_csv_are_the_references(tmp_path):
         assert run(*args, "--format", fmt).stdout == want.getvalue().replace("\r\n", "\n")  # as click's Result reads
 
 
+@pytest.mark.parametrize("name, data_dir", [("b-mixed", "commitlog"), ("e-dledger", "dledger-n0/data")])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 200_000), st.binary(min_size=1, max_size=6)), min_size=1, max_size=4))
-def test_damaged_copies_dump_as_the_reference(tmp_path_factory, patches):
-    """Random bytes written over a copy: the same lines and the same damage reports."""
-    root = copy_store("b-mixed", tmp_path_factory.mktemp("damaged"))
-    path = sorted((root / "commitlog").iterdir())[0]
+def test_damaged_copies_dump_as_the_reference(tmp_path_factory, name, data_dir, patches):
+    """Random bytes written over a copy (over DLedger entry headers and bodies too): the same lines and the
+    same damage reports, and the same Arrow rows."""
+    root = copy_store(name, tmp_path_factory.mktemp("damaged"))
+    path = sorted((root / data_dir).iterdir())[0]
     size = path.stat().st_size
     for at, data in patches:
         patch(path, at % size, data)
-    store = fixture_store("b-mixed", root)
+    store = fixture_store(name, root)
     for body in ("utf8", "none"):
         assert engine_dump(store, body=body) == reference_dump(store, body)
+    table = store.scan().table()
+    assert table.drop_columns(["crcOk"]).to_pylist() == [{k: v for k, v in row.items() if k != "crcOk"}
+                                                        for row in reference_rows(store)]
     store.close()
 
 
@@ -189,6 +251,8 @@ def test_generated_records_dump_as_the_reference(tmp_path_factory, records):
     for body in ("utf8", "base64", "hex", "none"):
         assert engine_dump(store, body=body, raw_properties=True) == reference_dump(store, body, raw_properties=True)
     assert_batches_are_the_references(store)
+    for where in filters_of(store):
+        assert engine_dump(store, where=where) == reference_dump(store, matching=where), where
 
 
 def test_a_line_longer_than_a_block(tmp_path):

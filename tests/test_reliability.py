@@ -322,8 +322,14 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     figures = json.loads(out.read_text())
     assert figures["fuzz"]["stores"] >= 300 and figures["fuzz"]["crashes"] == 0 and figures["fuzz"]["missed"] == 0
     assert figures["hypothesis"]["failures"] == 0 and figures["readonly"]["files changed"] == 0
+    assert set(figures["hypothesis"]["per decoder"]) == {
+        "record", "properties", "msgId", "decompression", "commitlog", "consumequeue", "index", "checkpoint",
+        "config json", "timerlog", "dledger data", "metaq segment"}
+    assert figures["readonly"]["fixtures"] == sorted(p.name for p in FIXTURES.iterdir() if (p / "store").is_dir())
     writers = {r["writer"] for r in figures["crash"]}
-    assert writers == {"append", "rebuild consumequeue", "rebuild index", "repair", "clean --apply", "config restore"}
+    assert writers == {"append", "rebuild consumequeue", "rebuild index", "repair", "clean --apply", "config restore",
+                       "restore"}
+    assert {r["writer"] for r in figures["diskfull"]} == writers
     assert all(r["mixed"] == 0 and r["lost acked"] == 0 and r["step kills"] > 0 for r in figures["crash"])
     for r in figures["diskfull"]:
         assert r["refused"] > 0 and r["not one line / exit 2"] == 0 and r["mixed"] == r["lost acked"] == r["unloadable"] == 0

@@ -28,6 +28,7 @@ def test_the_kernels_compile_the_same_rules(h, slots, store_ts, begin_ts):
     assert list(compiled.index_slots(np.array([h, ~h], np.int32), slots)) == [rules.index_slot(h, slots),
                                                                              rules.index_slot(~h, slots)]
     assert compiled.index_time_diff(store_ts, begin_ts) == rules.index_time_diff(store_ts, begin_ts)
+    assert compiled.tags_code(h, slots % 3) == rules.tags_code(h, slots % 3)
 
 
 def test_index_time_diff_clamps():
@@ -61,3 +62,25 @@ def test_written_units_stop_at_the_first_unit_recover_refuses():
     assert rules.written_units(units) == 3
     assert rules.written_units(units[:3]) == 3
     assert rules.cq_unit_valid(0, S.PRE_BLANK_SIZE)  # a pre-blank unit is written
+
+
+def test_tags_code_and_the_schedule_topics_delivery_time():
+    """tagsString2tagsCode: 0 for no or empty TAGS; a DELAY level is clamped to the highest level, and a
+    level <= 0 keeps the tags' code (checkMessageAndReturnSize, computeDeliverTimestamp)."""
+    assert rules.tags_code(12345, 0) == 0 and rules.tags_code(-7, 3) == -7
+    delays = np.array([-1, 1000, 5000, -1], np.int64)  # levels 1..3, level 3 missing from the table
+    assert rules.delivery_tags_code(9, 2, delays, 100) == 5100
+    assert rules.delivery_tags_code(9, 99, delays, 100) == 100 + rules.DEFAULT_DELIVERY_DELAY  # clamped to 3
+    assert rules.delivery_tags_code(9, 0, delays, 100) == 9 and rules.delivery_tags_code(9, -4, delays, 100) == 9
+    assert rules.delivery_tags_code(9, 5, np.array([-1], np.int64), 100) == 9  # no table: max level 0
+
+
+def test_multi_dispatch_targets_split_as_java_does():
+    """INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET: String.split(",") (trailing empty parts dropped),
+    as many queues as offsets or none, Long.parseLong stopping at the first bad offset, %LMQ% queues at 0."""
+    assert rules.multi_dispatch_targets("%LMQ%a,b,", "4,5", 3, True) == [("%LMQ%a", 0, 4), ("b", 3, 5)]
+    assert rules.multi_dispatch_targets("%LMQ%a", "4", 3, False) == [("%LMQ%a", 3, 4)]
+    assert rules.multi_dispatch_targets("a,b", "4", 3, True) == []
+    assert rules.multi_dispatch_targets("a,b,c", "1, 2,3", 3, True) == [("a", 3, 1)]  # " 2": Java throws there
+    assert rules.multi_dispatch_targets(" ", "1", 3, True) == [] and rules.multi_dispatch_targets(",", ",", 0, True) == []
+    assert rules.multi_dispatch_targets("a", "+\u0663", 1, True) == [("a", 1, 3)]  # Character.digit: any Nd digit

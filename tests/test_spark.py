@@ -47,18 +47,42 @@ def dump_rows(name: str) -> list[dict]:
     return jsonl(r.stdout)
 
 
+def as_utc(when):
+    """A timestamp from collect() (naive, local time) or from pyarrow (aware, UTC) as an aware UTC datetime."""
+    import datetime as dt
+
+    return (when if when.tzinfo else when.astimezone()).astimezone(dt.timezone.utc)
+
+
 def assert_same_message(row: dict, dumped: dict, store: str):
-    """A DataFrame (or Parquet) row against the dump object: every dump field, the stored body bytes, and the
-    derived tags/keys columns."""
+    """A DataFrame (or Parquet) row against the dump object: every dump field (the store times under
+    `<name>Ms`, and as the same instant in the timestamp column), the stored body bytes, the derived
+    tags/keys columns."""
+    import datetime as dt
+
     assert row["store"] == store
     for k, v in dumped.items():
-        if k not in DUMP_ONLY:
+        if k in ("bornTimestamp", "storeTimestamp"):
+            assert row[f"{k}Ms"] == v, (k, dumped["commitLogOffset"])
+            assert as_utc(row[k]) == dt.datetime.fromtimestamp(v / 1000, dt.timezone.utc), dumped["commitLogOffset"]
+        elif k not in DUMP_ONLY:
             assert row[k] == v, (k, dumped["commitLogOffset"])
     assert base64.b64encode(bytes(row["body"])).decode() == dumped["body"]
     props = dumped["properties"]
     assert row["tags"] == props.get("TAGS")
     keys = props.get("KEYS")
     assert row["keys"] == (None if keys is None else [k for k in keys.split(" ") if k])
+
+
+def assert_sysflag_as_java_reads_it(rows: list[dict], name: str):
+    """sysFlag's named columns against the truth file's sysFlagInfo (MessageSysFlag's reading, in Java):
+    transaction under the names `dump commitlog --sys-flag transaction=...` takes."""
+    info = {t["commitLogOffset"]: t["sysFlagInfo"] for t in truth(name, "truth-messages.jsonl")}
+    for row in rows:
+        want = dict(info[row["commitLogOffset"]])
+        assert row["transactionType"] == want.pop("transaction").removesuffix("_TYPE").lower()
+        want.setdefault("compressionType", None)
+        assert {k: row[k] for k in want} == want, row["commitLogOffset"]
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
@@ -71,6 +95,7 @@ def test_dataframe_rows_equal_dump(spark, name):
     for row, d in zip(rows, dumped):
         row["properties"] = dict(row["properties"])
         assert_same_message(row, d, store_root(name))
+    assert_sysflag_as_java_reads_it(rows, name)
     bad_crc = [r["commitLogOffset"] for r in rows if not r["crcOk"]]
     corruption = FIXTURES / name / "corruption.json"
     flipped = [json.loads(corruption.read_text())["flippedBodyByte"]["messageCommitLogOffset"]] if corruption.exists() else []
@@ -258,6 +283,9 @@ def test_spark_commands_take_the_contract_options():
     from rmqctl.cli.spark_cmds import spark_group
 
     for name, cmd in spark_group.commands.items():
+        if name == "schema":  # prints the column declaration: it reads no store and starts no Spark
+            assert [p.name for p in cmd.params] == ["fmt"]
+            continue
         params = {o: p for p in cmd.params for o in getattr(p, "opts", [])}
         assert {"--store", "--broker-config", "--format", "--master"} <= set(params), name
         assert params["--store"].multiple and params["--broker-config"].multiple, name
@@ -333,21 +361,33 @@ def test_timerlog_source_equals_timerlog_reading(spark):
     assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}
 
 
-def test_dledger_store(spark):
+def test_dledger_store(spark, tmp_path):
     """A DLedger store (e-dledger): the consumequeue source reads its units and `spark verify` says what `verify`
-    says (nothing); the `rocketmq` source, built on the chunk engine that walks plain commitlog files, refuses
-    it in one line naming the store."""
-    from rmqctl.errors import StoreError
-    from rmqctl.spark.jobs import spark_errors
-
+    says (nothing); the `rocketmq` source walks the entry bodies on the engine: every message as dump prints it
+    and as RocketMQ wrote it (truth-messages.jsonl), with its entry in `dledger`; `spark export` holds the same."""
     name = "e-dledger"
-    units = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
+    conf, root = str(broker_conf(name)), store_root(name)
+    units = spark.read.format("rocketmq-consumequeue").option("brokerConfig", conf).load(root)
     assert units.count() == len(truth(name, "truth-consumequeue.jsonl"))
-    r = run("spark", "verify", "--store", store_root(name), "--broker-config", broker_conf(name), "--format", "jsonl")
+    r = run("spark", "verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert (r.exit_code, r.stdout.strip()) == (0, ""), r.stderr
-    df = spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
-    with pytest.raises(StoreError, match="DLedger-mode store"), spark_errors():
-        df.collect()
+    df = spark.read.format("rocketmq").option("brokerConfig", conf).option("verifyCrc", "true").load(root)
+    rows = sorted((r.asDict(recursive=True) for r in df.collect()), key=lambda r: r["commitLogOffset"])
+    dumped = dump_rows(name)
+    want = truth(name, "truth-messages.jsonl")
+    assert len(rows) == len(dumped) == len(want) > 0 and all(r["crcOk"] for r in rows)
+    for row, d, w in zip(rows, dumped, want):
+        assert_same_message(row, d, root)
+        assert row["dledger"] == d["dledger"] == w["dledger"]
+        assert (row["commitLogOffset"], row["position"], row["msgId"]) == (w["commitLogOffset"], w["filePosition"], w["msgId"])
+        assert base64.b64encode(bytes(row["body"])).decode() == w["body"]
+    out = tmp_path / "export"
+    r = run("spark", "export", "--out", out, "--store", root, "--broker-config", conf)
+    assert r.exit_code == 0, r.stderr
+    exported = sorted(pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table().to_pylist(),
+                      key=lambda r: r["commitLogOffset"])
+    assert [(e["commitLogOffset"], e["dledger"], e["body"]) for e in exported] == [
+        (r["commitLogOffset"], r["dledger"], bytes(r["body"])) for r in rows]
 
 
 def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path):
@@ -467,3 +507,173 @@ def test_the_integer_min_value_key_hash_is_one_rule_everywhere(spark, tmp_path):
     assert [p.read_bytes() for p in sorted((root / "index").iterdir())] == before
     rows = spark.read.format("rocketmq-index").option("brokerConfig", str(broker_conf(name))).load(str(root)).collect()
     assert [(r["keyHash"], r["slot"]) for r in rows if r["phyOffset"] == offset][-1] == (0, 0)
+
+
+def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
+    """rules.delivery_tags_code (a DELAY level above the table's highest is clamped to it; the tagsCode is then
+    storeTimestamp + that level's delay) seen by every engine on one record: the writer that appends and
+    dispatches it, verify (its kernel hands DELAY records to dispatch.tags_code), `spark verify`, rebuild (the
+    same units again) and the Spark consumequeue source."""
+    name, topic, queue_id = "a-basic", "SCHEDULE_TOPIC_XXXX", 17
+    root = copy_store(name, tmp_path)
+    args = ["--store", root, "--broker-config", broker_conf(name), "--format", "jsonl"]
+    appended = run("append", *args, "--topic", topic, "--queue-id", str(queue_id), "--tags", "TagD",
+                   "--property", "DELAY=99", "--property", "REAL_TOPIC=TopicTest", "--property", "REAL_QID=0")
+    assert appended.exit_code == 0, appended.stderr
+    offset = jsonl(appended.stdout)[0]["commitLogOffset"]
+    stored = [m for m in jsonl(run("dump", "commitlog", *args, "--from", str(offset)).stdout)][0]
+    two_hours = 7_200_000  # level 18, the highest of the default messageDelayLevel
+    want = stored["storeTimestamp"] + two_hours
+    units = jsonl(run("dump", "consumequeue", *args, topic, str(queue_id)).stdout)
+    assert [(u["commitLogOffset"], u["tagsCode"]) for u in units] == [(offset, want)]
+    assert run("verify", *args).exit_code == 0
+    spark_verify = run("spark", "verify", *args)
+    assert (spark_verify.exit_code, spark_verify.stdout.strip()) == (0, ""), spark_verify.stderr
+    queue_dir = root / "consumequeue" / topic / str(queue_id)
+    before = [p.read_bytes() for p in sorted(queue_dir.iterdir())]
+    rebuilt = run("rebuild", "consumequeue", *args, "--no-backup")
+    assert rebuilt.exit_code == 0, rebuilt.stderr
+    assert [p.read_bytes() for p in sorted(queue_dir.iterdir())] == before
+    rows = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(str(root))
+    assert [(r["commitLogOffset"], r["tagsCode"]) for r in rows.where(f"topic = '{topic}'").collect()] == [(offset, want)]
+
+
+def readme_schema() -> list[tuple[str, str]]:
+    """(column, Spark type) of the README's table of the `rocketmq` source's columns."""
+    text = (REPO / "README.md").read_text()
+    table = text[text.index("| column | type | holds |"):].split("\n\n")[0].splitlines()[2:]
+    return [tuple(cell.strip().strip("`") for cell in line.strip("|").split("|")[:2]) for line in table]
+
+
+def test_one_schema_declaration_for_source_export_cli_and_readme(spark, tmp_path):
+    """The README's table is the DataFrame schema, `rmqctl spark schema` and (with `topic` as `topicName`, the
+    directory adding `topic`) the Parquet files' schema as Spark and pyarrow read it."""
+    import pyarrow.parquet as pq
+
+    documented = readme_schema()
+    name = "c-v5-features"
+    df = spark.read.format("rocketmq").load(store_root(name))
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema] == documented
+    shown = jsonl(run("spark", "schema", "--format", "jsonl").stdout)
+    assert [(c["column"], c["type"]) for c in shown] == documented and all(c["holds"] for c in shown)
+    out = tmp_path / "export"
+    assert run("spark", "export", "--store", store_root(name), "--out", out).exit_code == 0
+    in_files = [("topicName" if n == "topic" else n, t) for n, t in documented]
+    assert [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(str(out)).schema] == in_files + [("topic", "string")]
+    arrow = pq.read_schema(next(out.glob("topic=*/*.parquet")))
+    assert [(f.name, str(f.type)) for f in arrow][:20] == [
+        ("store", "string"), ("file", "string"), ("position", "int32"), ("commitLogOffset", "int64"),
+        ("storeSize", "int32"), ("magicCode", "int32"), ("bodyCRC", "int32"), ("queueId", "int32"), ("flag", "int32"),
+        ("queueOffset", "int64"), ("physicalOffset", "int64"), ("sysFlag", "int32"),
+        ("bornTimestamp", "timestamp[us, tz=UTC]"), ("bornTimestampMs", "int64"), ("bornHost", "string"),
+        ("storeTimestamp", "timestamp[us, tz=UTC]"), ("storeTimestampMs", "int64"), ("storeHost", "string"),
+        ("reconsumeTimes", "int32"), ("preparedTransactionOffset", "int64")]
+    assert str(arrow.field("properties").type) == "map<string, string ('properties')>"
+
+
+def file_of(offset: int, size: int = 65536) -> int:
+    return offset // size
+
+
+def test_time_filters_are_pushed_and_prune_files(spark):
+    """`where topic = ... and storeTimestamp between ...` shows its filters pushed in explain(), plans only the
+    commitlog files whose store times can hold the range (a-basic has 40), and gives what filtering the dump
+    gives; storeTimestampMs comparisons are pushed too."""
+    import datetime as dt
+
+    name = "a-basic"
+    dumped = dump_rows(name)
+    stamps = sorted(d["storeTimestamp"] for d in dumped)
+    lo, hi = stamps[900], stamps[1100]
+    iso = lambda ms: dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    df = spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        picked = df.where(f"topic = 'TopicTest' and storeTimestamp between timestamp'{iso(lo)}' and timestamp'{iso(hi)}'")
+        plan = picked._jdf.queryExecution().explainString(spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted"))
+        rows = picked.select("commitLogOffset").collect()
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
+    pushed = next(line for line in plan.splitlines() if line.startswith("PushedFilters:"))
+    assert "EqualTo(topic,TopicTest)" in pushed and "GreaterThanOrEqual(storeTimestamp," in pushed
+    assert "LessThanOrEqual(storeTimestamp," in pushed
+    holding = {file_of(d["commitLogOffset"]) for d in dumped if lo <= d["storeTimestamp"] <= hi}
+    planned = picked.rdd.getNumPartitions()
+    # the files holding the range, and at most the file before it (its last records may share lo's millisecond)
+    assert len(holding) <= planned <= len(holding) + 1 < 40
+    want = [d["commitLogOffset"] for d in dumped if d["topic"] == "TopicTest" and lo <= d["storeTimestamp"] <= hi]
+    assert sorted(r.commitLogOffset for r in rows) == want and want
+    by_ms = df.where(f"storeTimestampMs > {lo} and storeTimestampMs < {hi}")
+    assert by_ms.rdd.getNumPartitions() <= planned
+    assert by_ms.count() == sum(lo < d["storeTimestamp"] < hi for d in dumped)
+    assert df.where(f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 1  # only the last file can
+    assert spark.read.format("rocketmq").option("pruneByStoreTime", "false").load(store_root(name)).where(
+        f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 40
+
+
+def test_export_by_date_or_flat_within_a_time_range(spark, tmp_path):
+    """--partition-by date: date=<UTC store date>/ directories that Spark reads back as a date column; --partition-by
+    none: files straight in OUT; with --since/--until only the messages stored in range, as the dump has them."""
+    import datetime as dt
+
+    name = "b-mixed"
+    dumped = dump_rows(name)
+    stamps = sorted(d["storeTimestamp"] for d in dumped)
+    lo, hi = stamps[100], stamps[300]
+    inside = [d for d in dumped if lo <= d["storeTimestamp"] <= hi]
+    by_date = tmp_path / "by-date"
+    r = run("spark", "export", "--store", store_root(name), "--broker-config", broker_conf(name), "--out", by_date,
+            "--partition-by", "date", "--since", lo, "--until", hi)
+    assert r.exit_code == 0, r.stderr
+    days = {dt.datetime.fromtimestamp(d["storeTimestamp"] / 1000, dt.timezone.utc).date().isoformat() for d in inside}
+    assert sorted(p.name for p in by_date.iterdir()) == ["_SUCCESS", *sorted(f"date={day}" for day in days)]
+    assert [(s["date"], s["messages"]) for s in jsonl(r.stdout)] == [(day, len(inside)) for day in sorted(days)]
+    read = spark.read.parquet(str(by_date))
+    assert dict(read.dtypes)["date"] == "date" and dict(read.dtypes)["topic"] == "string"
+    assert sorted(x.commitLogOffset for x in read.select("commitLogOffset").collect()) == [d["commitLogOffset"] for d in inside]
+    flat = tmp_path / "flat"
+    r = run("spark", "export", "--store", store_root(name), "--broker-config", broker_conf(name), "--out", flat,
+            "--partition-by", "none", "--format", "orc")
+    assert r.exit_code == 0, r.stderr
+    assert jsonl(r.stdout) == [{"store": store_root(name), "messages": len(dumped), "files": len(list(flat.glob("part-*.orc")))}]
+    assert all(p.is_file() for p in flat.iterdir())
+    got = {(x.topic, x.commitLogOffset) for x in spark.read.orc(str(flat)).select("topic", "commitLogOffset").collect()}
+    assert got == {(d["topic"], d["commitLogOffset"]) for d in dumped}
+
+
+def test_export_reruns_need_overwrite_and_replace_the_previous_export(spark, tmp_path):
+    """A second export into a non-empty OUT is refused (exit 2, one line) unless --overwrite; then the previous
+    files are gone, the new ones in place and _SUCCESS written again."""
+    name = "a-basic"
+    out = tmp_path / "export"
+    args = ["spark", "export", "--store", store_root(name), "--broker-config", broker_conf(name), "--out", out]
+    assert run(*args, "--partition-by", "none").exit_code == 0
+    before = sorted(p.name for p in out.iterdir())
+    (out / "stale.txt").write_text("from before")
+    r = run(*args)
+    assert (r.exit_code, r.stderr) == (2, f"rmqctl: {out} exists and is not empty; pass --overwrite to replace it\n")
+    assert sorted(p.name for p in out.iterdir()) == sorted(before + ["stale.txt"])
+    r = run(*args, "--overwrite", "--until", 0)
+    assert r.exit_code == 0 and jsonl(r.stdout) == []
+    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS"]
+    r = run(*args, "--overwrite", "--since", 5, "--until", 4)
+    assert (r.exit_code, r.stderr) == (2, "rmqctl: --until is before --since\n")
+
+
+def test_spark_verify_within_a_time_range_is_verify_within_it(spark):
+    """`spark verify --since/--until` reports what `verify --since/--until` reports: on d-crashed, a range
+    holding the flipped body byte finds it, a range after it does not (and no torn tail: the range ends at
+    its last message)."""
+    name = "d-crashed"
+    flipped = json.loads((FIXTURES / name / "corruption.json").read_text())["flippedBodyByte"]["messageCommitLogOffset"]
+    dumped = dump_rows(name)
+    at = next(d["storeTimestamp"] for d in dumped if d["commitLogOffset"] == flipped)
+    after = next(d["storeTimestamp"] for d in dumped if d["storeTimestamp"] > at)
+    for since, until, kinds in ((at - 1, at, {"body-crc", "abnormal-recovery"}), (after, None, {"abnormal-recovery"})):
+        window = ["--since", since] + (["--until", until] if until else [])
+        args = ["--store", store_root(name), "--broker-config", broker_conf(name), "--format", "jsonl", *window]
+        v = run("verify", *args)
+        s = run("spark", "verify", *args)
+        assert s.exit_code == v.exit_code == (1 if "body-crc" in kinds else 0), s.stderr
+        assert {f["kind"] for f in jsonl(v.stdout)} == kinds
+        assert [{k: x for k, x in f.items() if k != "store"} for f in jsonl(s.stdout)] == jsonl(v.stdout)

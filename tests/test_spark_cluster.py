@@ -155,13 +155,16 @@ def test_python_api_on_the_cluster(cluster, shipped):
 def test_a_store_missing_on_the_executors_is_one_line_and_exit_2(cluster, shipped, tmp_path):
     hidden = cluster.hidden / "store"
     shutil.copytree(FIXTURES / "a-basic" / "store", hidden)  # the driver sees it; the executors' tmpfs hides it
-    out = tmp_path / "export"
+    out = tmp_path / "export"  # holding a previous export, which the failed --overwrite run must leave as it was
+    out.mkdir()
+    (out / "_SUCCESS").touch()
+    (out / "previous.parquet").write_bytes(b"PAR1")
     p = submit(cluster, shipped, "spark", "export", "--store", hidden, "--broker-config", broker_conf("a-basic"),
-               "--out", out)
+               "--out", out, "--overwrite")
     assert p.returncode == 2, p.stderr[-2000:]
     # spark-submit's PythonRunner merges the Python driver's stderr into its stdout
     said = p.stdout + p.stderr
     ours = [line for line in said.splitlines() if line.startswith("rmqctl: ")]
     assert len(ours) == 1 and str(hidden) in ours[0], said[-2000:]
     assert "Traceback" not in said and "\tat org.apache" not in said
-    assert not (out / "_SUCCESS").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", "previous.parquet"]

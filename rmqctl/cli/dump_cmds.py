@@ -56,17 +56,15 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     if decompress:
         cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
-    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn)
-    if where != MessageFilter():  # content filters: the reference decoder matches record by record
-        render(inspect.dump_commitlog(*args, where), ctx.format, blocks=True)
-    else:
-        from ..engine.jsonl import KERNELS  # the compiled kernels load only for this command
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn,
+            None if where == MessageFilter() else where)
+    from ..engine.jsonl import KERNELS  # the compiled kernels load only for this command
 
-        note_compiling(*KERNELS)
-        if ctx.format == "jsonl":
-            write_blocks(inspect.dump_commitlog_lines(*args))
-        else:
-            render(inspect.dump_commitlog(*args), ctx.format, blocks=True)
+    note_compiling(*KERNELS)
+    if ctx.format == "jsonl":
+        write_blocks(inspect.dump_commitlog_lines(*args))
+    else:
+        render(inspect.dump_commitlog(*args), ctx.format, blocks=True)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
         raise click.exceptions.Exit(EXIT_REFUSED)

@@ -53,7 +53,13 @@ def time_range(fn: Callable) -> Callable:
     """--since/--until on storeTimestamp, in the time forms of `dump commitlog --since`."""
     fn = click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")(fn)
     return click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time "
-                        "without a zone, or epoch ms); every record is still read.")(fn)
+                        "without a zone, or epoch ms); commitlog files stored wholly outside the range are not "
+                        "read, every record of the others is checked.")(fn)
+
+
+def checked_range(since: int | None, until: int | None):
+    if since is not None and until is not None and until < since:
+        raise UsageError("--until is before --since")
 
 
 def print_format(fn: Callable) -> Callable:
@@ -86,22 +92,32 @@ def run_job(options: SparkOptions, job: Callable):
 @click.option("--out", required=True, help="Output directory, on a filesystem the driver and every executor share.")
 @click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet", show_default=True,
               help="File format of the export (both snappy-compressed).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output directory.")
-def spark_export(selection, spark_options, out, file_format, overwrite):
-    """Export every message to Parquet (or ORC), one directory per topic.
+@click.option("--partition-by", type=click.Choice(["topic", "date", "none"]), default="topic", show_default=True,
+              help="Directory layout: OUT/topic=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing export (the previous one stays if the run fails).")
+@time_range
+def spark_export(selection, spark_options, out, file_format, partition_by, overwrite, since, until):
+    """Export every message to Parquet (or ORC), one directory per topic (or store date).
 
-    Files go under OUT/topic=<topic>/ (Spark's partition layout), one task per commitlog file, with the
-    columns of the `rocketmq` data source (body as bytes, properties as a map, store, file, position).
-    Prints the messages and files written per store and topic.
+    Files go under OUT/topic=<topic>/ (Spark's partition layout; the exact topic is in the `topicName`
+    column), OUT/date=YYYY-MM-DD/ (the UTC date of storeTimestamp) or straight into OUT, one task per
+    commitlog file, with the columns of the `rocketmq` data source (`rmqctl spark schema`). Prints the
+    messages and files written per store and topic (or date).
 
-    Damage ends the export of that file, as it ends dump: it is reported and the exit code is 2.
+    _SUCCESS is written last. An OUT that is not empty is refused unless --overwrite; then, once every task
+    has succeeded, the previous export is removed (its _SUCCESS first) and the new one moved in, so a failed
+    run leaves the previous export as it was. Damage ends the export of that file, as it ends dump: it is
+    reported and the exit code is 2.
 
     \b
     rmqctl spark export --store /data/a/store --store /data/b/store --out /data/export
+    rmqctl spark export --store /data/a/store --out /data/day --partition-by date --since 2026-11-22 --until 2026-11-22T23:59:59.999
     """
     from ..spark.export import export  # optional extra (pyspark)
 
-    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format))
+    checked_range(since, until)
+    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format, partition_by,
+                                                         since, until))
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")
@@ -127,6 +143,7 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
     """
     from ..spark import jobs  # optional extra (pyspark)
 
+    checked_range(since, until)
     rows = run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until))
     render(rows, auto_format(fmt))
 
@@ -152,7 +169,28 @@ def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
 
     if not key:
         raise UsageError("--key must not be empty")
+    checked_range(since, until)
     render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)), auto_format(fmt))
+
+
+@spark_group.command("schema")
+@print_format
+def spark_schema(fmt):
+    """The columns of the `rocketmq` data source and of `spark export`'s files: name, Spark type, what it holds.
+
+    The declaration the source and the export are built from (rmqctl.spark.columns.MESSAGE_COLUMNS). In the
+    files of the topic layout `topic` is named `topicName` (the directory gives `topic`); --partition-by
+    date adds `date`. verifyCrc=true adds `crcOk` (boolean) to the source.
+
+    \b
+    rmqctl spark schema
+    rmqctl spark schema --format csv
+    """
+    require()
+    from ..spark.columns import MESSAGE_COLUMNS  # optional extra (pyspark)
+
+    render([{"column": name, "type": kind.simpleString(), "holds": about} for name, kind, about in MESSAGE_COLUMNS],
+           auto_format(fmt), ["column", "type", "holds"])
 
 
 VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
@@ -164,22 +202,29 @@ VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOff
               help="Report only this part (the commitlog is read in any case).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
+@click.option("--since", type=TIME, help="Check only the commitlog from the first record stored at or after TIME "
+              "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, as verify does.")
+@click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @print_format
-def spark_verify(selection, spark_options, only, deep, max_findings, fmt):
+def spark_verify(selection, spark_options, only, deep, max_findings, since, until, fmt):
     """Verify every store, one Spark task per commitlog file.
 
     The same findings as `rmqctl verify`, with `store` first; a summary per store goes to stderr.
-    Exit 0 when every store is sound, 1 with findings.
+    Exit 0 when every store is sound, 1 with findings. --since/--until narrow each store's check to the
+    offsets from its first message stored in the range to its last, found on the driver as `verify
+    --since` finds them (one record read per commitlog file, then a scan of the files that can hold it).
 
     \b
     rmqctl spark verify --store /data/a/store --store /data/b/store
+    rmqctl spark verify --store /data/a/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
     from ..spark.verify import verify_stores  # optional extra (pyspark)
 
     if max_findings is not None and max_findings < 0:
         raise UsageError("--max-findings must not be negative")
     stores = [inp.store() for inp in selection.resolve()]
-    results = run_job(spark_options, lambda spark: verify_stores(spark, stores, only, deep, max_findings))
+    checked_range(since, until)
+    results = run_job(spark_options, lambda spark: verify_stores(spark, stores, only, deep, max_findings, since, until))
     rows = [{"store": str(store.root), **f.to_dict()} for store, result in results for f in result.findings]
     if rows or fmt in ("json", "csv"):
         render(rows, auto_format(fmt), VERIFY_COLUMNS)

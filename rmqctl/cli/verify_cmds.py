@@ -8,7 +8,8 @@ import click
 
 from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..ops import VERIFY_PARTS
-from .base import OFFSET, cli, echo_err, note_compiling, progress, render, store_options
+from ..ops.time_range import narrow
+from .base import OFFSET, TIME, cli, echo_err, note_compiling, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -18,24 +19,37 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @click.option("--only", type=click.Choice(VERIFY_PARTS), help="Report only this part (the commitlog is read in any case).")
 @click.option("--from", "start", type=OFFSET, help="First commitlog offset to check (inclusive).")
 @click.option("--to", "end", type=OFFSET, help="Commitlog offset to stop at (exclusive).")
+@click.option("--since", type=TIME, help="Check only the commitlog from the first record stored at or after TIME "
+              "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, found by a "
+              "scan of the commitlog files whose store times can hold it.")
+@click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
+@click.option("--memory", default="256M", show_default=True, callback=lambda _c, _p, text: memory_size(text),
+              help="Working memory for the record table, like sort -S (e.g. 512M, 2G): the cross-checks take the "
+                   "commitlog in windows that fit it. Every check stays exact at any size.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.")
 @click.option("--write-baseline", "write_path", type=click.Path(dir_okay=False),
               help="Record every finding (errors and warnings) in this file as accepted, and exit 0.")
-def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet, baseline_path, write_path):
+def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, memory, quiet, baseline_path, write_path):
     """Check every file of the store the way the broker reads it; exit 0 sound, 1 findings, 2 cannot run.
 
     Findings (kind, severity, file, position, commitLogOffset, detail) go to stdout, one JSON object per
     line with --format jsonl; a summary goes to stderr. Read-only: it also runs beside a live broker,
     whose tail may then be moving.
 
+    --since/--until narrow the check to the commitlog offsets from the first message stored in that time
+    range to the last one (within --from/--to when given). The broker stamps store times in offset order, so
+    one record read per commitlog file tells which files can hold the range, and only those are scanned for
+    its exact ends (every file of a DLedger store); no message in the range checks nothing (exit 0).
+
     \b
     rmqctl verify --store /data/store --broker-config broker.conf
     rmqctl verify --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
+    rmqctl verify --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
     if jobs is not None and jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -45,6 +59,8 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet, baseline_
         raise UsageError("--to must be greater than --from")
     if baseline_path and write_path:
         raise UsageError("give --baseline or --write-baseline, not both")
+    if since is not None and until is not None and until < since:
+        raise UsageError("--until is before --since")
     from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
     baseline = read_baseline(baseline_path) if baseline_path else None
@@ -67,9 +83,10 @@ def verify_cmd(ctx, only, start, end, deep, jobs, max_findings, quiet, baseline_
         from ..ops.verify import verify
 
         note_compiling(walk)
+        start, end = narrow(store, since, until, start, end)
 
         whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
-        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs,
+        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, memory=memory,
                         max_findings=None if whole else max_findings,
                         progress=None if quiet or not sys.stderr.isatty() else advance)
     finally:
@@ -150,3 +167,17 @@ def _summary(result, counted: list | None, shown: int) -> str:
     if shown < total:
         text += f" (showing {shown} of {total}: --max-findings)"
     return text
+
+
+def memory_size(text: str) -> int:
+    """A size as sort -S takes it: bytes, or a number with K, M, G or T (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (t[:-1], t[-1]) if t and t[-1] in units else (t, "")
+    try:
+        value = int(float(number) * units[unit])
+    except ValueError:
+        raise UsageError(f"--memory {text!r}: give a size such as 256M or 2G") from None
+    if value < 1 << 20:
+        raise UsageError(f"--memory {text!r}: at least 1M")
+    return value

@@ -6,7 +6,7 @@ with replacement) and IPv6 hosts are rendered by the reference's functions, for 
 Columns after the contract's scalars: `body` and `propertiesBytes` (the stored bytes), `properties` (the
 map MessageDecoder parses), `tags`, `keys` (the KEYS words the index holds), `tranMsg` and `producerGroup`
 (TRAN_MSG, PGROUP), `multiDispatch` / `multiQueueOffset` (the LMQ properties, as stored) and `crcOk` (the
-stored CRCs hold; null unless the walk checked them).
+stored CRCs hold; null unless the walk checked them); in a DLedger store, `dledger` (the record's entry).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import schema as S
+from ..dledger import ENTRY_FIELDS
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 from ..native import columns as K
 from ..native.decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
@@ -34,8 +35,16 @@ RECORD_SCHEMA = pa.schema(SCALARS + [
     ("tags", pa.string()), ("keys", pa.list_(pa.string())), ("tranMsg", pa.string()), ("producerGroup", pa.string()),
     ("multiDispatch", pa.string()), ("multiQueueOffset", pa.string()), ("crcOk", pa.bool_()),
 ])  # fmt: skip
+# A DLedger store's rows also carry their entry, as `dump commitlog` shows it (dledger.FileEntries.entry).
+DLEDGER_FIELD = pa.field("dledger", pa.struct([(name, pa.int64()) for name in ENTRY_FIELDS]))
+DLEDGER_RECORD_SCHEMA = RECORD_SCHEMA.append(DLEDGER_FIELD)
 PROPERTY_COLUMNS = {"uniqKey": "UNIQ_KEY", "tags": "TAGS", "tranMsg": "TRAN_MSG", "producerGroup": "PGROUP",
                     "multiDispatch": "INNER_MULTI_DISPATCH", "multiQueueOffset": "INNER_MULTI_QUEUE_OFFSET"}
+
+
+def record_schema(dledger_entries: bool) -> pa.Schema:
+    """The schema of a scan's batches: RECORD_SCHEMA, and the entry of each record in a DLedger store."""
+    return DLEDGER_RECORD_SCHEMA if dledger_entries else RECORD_SCHEMA
 
 
 def _validity(present: np.ndarray) -> pa.Buffer | None:
@@ -147,4 +156,8 @@ def record_batch(chunk: Chunk) -> pa.RecordBatch:
         stored = crc_from_digits(decode_utf8(chunk.u8[lo:hi].tobytes()))
         ok[r] = stored == crc31(chunk.u8[position[r]:position[r] + col("storeSize")[r] - S.CRC32_RESERVED_LEN])
     arrays["crcOk"] = pa.array(ok, mask=crc == CRC_UNCHECKED)
-    return pa.RecordBatch.from_arrays([arrays[f.name] for f in RECORD_SCHEMA], schema=RECORD_SCHEMA)
+    schema = record_schema(chunk.entries is not None)
+    if chunk.entries is not None:
+        arrays["dledger"] = pa.StructArray.from_arrays([pa.array(chunk.entries[:, k]) for k in range(len(ENTRY_FIELDS))],
+                                                       fields=list(DLEDGER_FIELD.type))
+    return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)

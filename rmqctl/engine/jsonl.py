@@ -7,33 +7,43 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from ..native.decode import decode
+from ..dledger import ENTRY_FIELDS
+from ..native.decode import decode, decode_at
 from ..native.jsonl import BODY_MODES, line_bound, write_lines
 from ..record import message_dict, read_record
 from .walk import Chunk
 
 BLOCK = 4 << 20  # bytes of lines handed on at a time
-KERNELS = (decode, write_lines)  # what a dump compiles on its first run
+# A dump decodes and writes a small batch at a time (engine.walk's batches are sized for Arrow): its records
+# are still in the CPU's caches when their lines are written (~15% less time per record than 32 MiB batches).
+DUMP_ROWS = 1024
+DUMP_BYTES = 1 << 20
+NO_ENTRIES = np.zeros((0, len(ENTRY_FIELDS)), np.int64)  # a plain commitlog's records have no DLedger entry
+KERNELS = (decode, decode_at, write_lines)  # what a dump compiles on its first run (decode_at: DLedger)
 
 
 def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: int | None) -> bytes:
     f = chunk.file
     m = read_record(f.buf, int(chunk.column("position")[row]), len(chunk.u8))
+    if chunk.entries is not None:
+        m.dledger = dict(zip(ENTRY_FIELDS, map(int, chunk.entries[row])))
     return orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress),
                         option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: int | None,
-                block: int = BLOCK) -> Iterator[bytes]:
-    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes. `decompress`: the cap for
-    inflating compressed bodies (None: they are not inflated; the kernel hands those records on)."""
+                block: int = BLOCK, out: np.ndarray | None = None) -> Iterator[bytes]:
+    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes (written in `out` when
+    given: a buffer the caller reuses from chunk to chunk). `decompress`: the cap for inflating compressed
+    bodies (None: they are not inflated; the kernel hands those records on)."""
     name = np.frombuffer(chunk.file.name.encode(), np.uint8)
     mode = BODY_MODES[body]
     rows = np.ascontiguousarray(rows, np.int64)
-    out = np.empty(block, np.uint8)
+    out = np.empty(block, np.uint8) if out is None else out
+    entries = chunk.entries if chunk.entries is not None else NO_ENTRIES
     i = 0
     while i < len(rows):
-        done, used, needs_reference = write_lines(chunk.u8, chunk.cols, rows, i, name, chunk.file.start, mode,
+        done, used, needs_reference = write_lines(chunk.u8, chunk.cols, entries, rows, i, name, chunk.file.start, mode,
                                                   raw_properties, decompress is not None, out)
         if used:
             yield out[:used].tobytes()

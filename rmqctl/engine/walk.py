@@ -5,7 +5,8 @@ A batch (`Chunk`) holds at most BATCH_ROWS records or BATCH_BYTES of record byte
 mapping (43 columns, 11 MiB for a full batch), so a walk's memory does not grow with the store beyond the
 mapped pages it touches. Files are walked as CommitLogScan.entries walks them (the reference): records up to
 the BLANK; the first bytes that are not a record end the file, and are damage unless they are the zeros
-after the last record of the store.
+after the last record of the store. A DLedger data file is walked entry by entry instead (walk_entry_files):
+each entry's body is one record, so its rows also carry the entry (dledger.ENTRY_FIELDS).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..native.decode import COLUMN, NCOLUMNS, decode
+from ..native.decode import COLUMN, NCOLUMNS, decode, decode_at
 from ..native.record import BLANK, OK
 
 BATCH_ROWS = 32768
@@ -28,6 +29,7 @@ class Chunk:
     file: object  # the store's MappedFile
     u8: np.ndarray  # the file's mapping as bytes
     cols: np.ndarray  # (records, NCOLUMNS) int64: a record's fields side by side, as the kernels read them
+    entries: np.ndarray | None = None  # DLedger: (records, len(dledger.ENTRY_FIELDS)) int64, each record's entry
 
     def __len__(self):
         return len(self.cols)
@@ -36,7 +38,7 @@ class Chunk:
         return self.cols[:, COLUMN[name]]
 
     def select(self, rows) -> "Chunk":
-        return Chunk(self.file, self.u8, self.cols[rows])
+        return Chunk(self.file, self.u8, self.cols[rows], None if self.entries is None else self.entries[rows])
 
     def spans_equal(self, lo: np.ndarray, hi: np.ndarray, want: bytes) -> np.ndarray:
         """Which records' bytes u8[lo:hi] (lo < 0: none) are `want`."""
@@ -52,16 +54,21 @@ def file_bytes(buf) -> np.ndarray:
     return np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
 
 
+def files_in(files: list, file_size: int, start: int | None, end: int | None) -> Iterator:
+    """The files (in offset order) that hold offsets of [start, end)."""
+    for f in files:
+        if end is not None and f.start >= end:
+            return
+        if start is None or f.start + file_size > start:
+            yield f
+
+
 def walk_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
                refused: Callable[[object, int, int], None], check_crc: bool = False,
                rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data)."""
-    for f in files:
-        if end is not None and f.start >= end:
-            return
-        if start is not None and f.start + file_size <= start:
-            continue
+    for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         limit = min(len(u8), file_size)
         pos = 0
@@ -90,3 +97,39 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
         del u8
         f.release()  # walked: its pages go back (MADV_DONTNEED while a batch still views them)
 
+
+def walk_entry_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
+                     entries_of: Callable[[object, int], object], refused: Callable[[object, int, int], None],
+                     finished: Callable[[object, object], None], check_crc: bool = False, rows: int = BATCH_ROWS,
+                     max_bytes: int = BATCH_BYTES) -> Iterator[Chunk]:
+    """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
+    the entries (dledger.walk_entries); the body of each is decoded as a record. An entry whose body is not a
+    record (or is a BLANK) is passed to `refused(file, body position, entry end)` and skipped, as the broker's
+    reput skips it by the entry's size; `finished(file, entries)` is told how a file's entries end unless
+    `end` cut the file short (then the walk is over)."""
+    for f in files_in(files, file_size, start, end):
+        u8 = file_bytes(f.buf)
+        found = entries_of(f, min(len(u8), file_size))
+        starts, ends = found.message_starts(), found.message_ends()
+        keep = np.ones(len(starts), bool)
+        if start is not None:
+            keep &= starts + f.start >= start
+        cut = end is not None and bool((starts + f.start >= end).any())
+        if cut:
+            keep &= starts + f.start < end
+        picked = np.flatnonzero(keep)
+        starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
+        entry_cols = found.entry_columns[picked]
+        i = 0
+        while i < len(starts):
+            cols = np.empty((rows, NCOLUMNS), np.int64)
+            n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
+            if n:
+                yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
+            i = after
+            if outcome != OK:
+                refused(f, int(starts[i]), int(ends[i]))
+                i += 1
+        if cut:
+            return
+        finished(f, found)

@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
+from ..javacompat import java_split, parse_int
 from . import cron
 
 DEFAULT_MAX_SEGMENT_SIZE = 1 * 1024 * 1024 * 1024  # MetaConfig.maxSegmentSize
 DEFAULT_DELETE_POLICY = "delete,168"  # MetaConfig.deletePolicy
 DEFAULT_DELETE_WHEN = "0 0 6,18 * * ?"  # MetaConfig.deleteWhen (a Quartz cron expression)
-JAVA_INT = (-(1 << 31), (1 << 31) - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,18 +43,17 @@ class DeletePolicy:
 
 def _java_int(text: str, what: str) -> int:
     """Integer.parseInt: an optional sign and decimal digits, nothing else, within int range."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text) or not JAVA_INT[0] <= int(text) <= JAVA_INT[1]:
+    value = parse_int(text)
+    if value is None:
         raise UsageError(f"{what}: {text!r} is not an int (the broker fails to start with it)")
-    return int(text)
+    return value
 
 
 def parse_delete_policy(text: str) -> DeletePolicy:
     """DeletePolicyFactory.getDeletePolicy: split on ',' (Java drops trailing empty parts), the name picks
     the class, the rest is init(): an age with suffix m, s or h (hours without one), then for archive
     Boolean.valueOf(compress). Anything the broker refuses at start is a UsageError."""
-    parts = text.split(",")
-    while parts and parts[-1] == "":
-        parts.pop()
+    parts = java_split(text, ",")
     name = parts[0] if parts else ""
     if name not in ("delete", "archive"):
         raise UsageError(f"deletePolicy {text!r}: unknown policy {name!r} (UnknownDeletePolicyException)")

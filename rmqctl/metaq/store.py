@@ -17,16 +17,15 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
-import re
 import zlib
 from pathlib import Path
 from typing import Iterator
 
 from .. import schema_metaq as M
 from ..errors import StoreError
+from ..javacompat import parse_int, parse_long
 from .config import MetaqConfig
 
-JAVA_LONG = (-(1 << 63), (1 << 63) - 1)
 # rmqctl's own directory inside a partition directory: lock, intent, staging and backups. loadSegments only
 # takes regular files ending in .meta, so the broker never sees it.
 RMQCTL_DIR = ".rmqctl"
@@ -42,15 +41,6 @@ def segment_name(start: int) -> str:
     return f"{start:020d}{M.SEGMENT_SUFFIX}"
 
 
-def java_parse_long(text: str) -> int | None:
-    if re.fullmatch(r"[+-]?[0-9]+", text) and JAVA_LONG[0] <= int(text) <= JAVA_LONG[1]:
-        return int(text)
-    return None
-
-
-def java_parse_int(text: str) -> int | None:
-    v = java_parse_long(text)
-    return v if v is not None and -(1 << 31) <= v < (1 << 31) else None
 
 
 @dataclasses.dataclass
@@ -254,7 +244,7 @@ class MetaqStore:
             dash = entry.name.rfind("-")
             if dash < 0:
                 continue  # loadDataDir: "Ignore invalid directory"
-            number = java_parse_int(entry.name[dash + 1 :])
+            number = parse_int(entry.name[dash + 1 :])
             if number is None:
                 self.oddities.append(Oddity("bad-partition-dir", entry, f"{entry.name[dash + 1:]!r} after the last '-' "
                                             "is not an int: the broker fails to start (NumberFormatException)"))
@@ -268,7 +258,7 @@ class MetaqStore:
         for f in path.iterdir():
             if not f.name.endswith(M.SEGMENT_SUFFIX) or not f.is_file():
                 continue
-            start = java_parse_long(f.name[: -len(M.SEGMENT_SUFFIX)])
+            start = parse_long(f.name[: -len(M.SEGMENT_SUFFIX)])
             if start is None:
                 odd.append(Oddity("bad-segment-name", f, "the name is not a long offset: loadSegments fails "
                                   "(NumberFormatException) and the broker does not start"))

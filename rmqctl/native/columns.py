@@ -1,12 +1,13 @@
 """The engine's Arrow columns, built in machine code from the decode's spans: text and bytes gathered into
 one buffer with Arrow's offsets, hosts and msgIds written as text, the properties as map entries (a name
 given twice keeps its first place and its last value, as the reference's dict does) and the KEYS words
-(rules.next_key_word)."""
+(rules.next_key_word); and what `dump commitlog`'s content filters ask of the spans (any property's value,
+a KEYS word)."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import find_name, kernel, property_segment
+from . import find_name, kernel, property_segment, read_properties
 from .jsonl import HEX_UPPER, put_int, put_ipv4
 from .record import PHYSICAL_OFFSET_AT, next_key_word
 
@@ -103,3 +104,34 @@ def key_words(u8, lo, hi, word_lo, word_hi, offsets):
 def most_entries(props_len: np.ndarray) -> int:
     """Room for every pair: a pair takes 3 bytes and a separator."""
     return int(props_len.sum()) // 3 + len(props_len) + 1
+
+
+@kernel
+def property_values(u8, props_at, props_len, names, name_lens, value_lo, value_hi):
+    """The value span of each name (property_names) in each record's property string, as MessageDecoder
+    parses it (a later pair wins): value_lo[r, k] / value_hi[r, k], -1 where record r has no name k."""
+    lo = np.empty(len(name_lens), np.int64)
+    hi = np.empty(len(name_lens), np.int64)
+    for r in range(len(props_at)):
+        read_properties(u8, props_at[r], props_at[r] + props_len[r], names, name_lens, lo, hi)
+        value_lo[r, :] = lo
+        value_hi[r, :] = hi
+
+
+@kernel
+def holds_word(u8, lo, hi, word, out):
+    """Whether each KEYS value u8[lo[r]:hi[r]] (lo < 0: no KEYS) has `word` among the words the broker
+    indexes (rules.next_key_word)."""
+    for r in range(len(lo)):
+        out[r] = False
+        if lo[r] < 0:
+            continue
+        a, b = next_key_word(u8, lo[r], hi[r])
+        while a < b and not out[r]:
+            if b - a == len(word):
+                out[r] = True
+                for c in range(b - a):
+                    if u8[a + c] != word[c]:
+                        out[r] = False
+                        break
+            a, b = next_key_word(u8, b, hi[r])

@@ -64,10 +64,57 @@ def record_crc_ok(u8, pos, size, body_at, body_len, crc_lo, crc_hi):
 
 
 @kernel
+def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi):
+    """Decode the record at `pos` (ending by `limit`) into row n of `cols`, as read_record reads it.
+    Returns (outcome, size): OK when the row holds the record, else BLANK or the refusal's kind."""
+    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
+    if outcome != OK:
+        return outcome, size
+    topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+    if topic_at < 0:
+        return BAD_LENGTH, size
+    props_len = max(props_len, 0)
+    for f in range(NHEAD):
+        at = pos + HEAD_FIELD_AT[f, combo]
+        if HEAD_FIELD_IS_ADDRESS[f]:
+            cols[n, f] = at
+        elif HEAD_FIELD_WIDTH[f] == 8:
+            cols[n, f] = be64(u8, at)
+        else:
+            cols[n, f] = be32(u8, at)
+    props_at = pos + size - props_len
+    cols[n, POSITION] = pos
+    cols[n, COMBO] = combo
+    cols[n, V2] = 1 if v2 else 0
+    cols[n, TOPIC_AT] = topic_at
+    cols[n, TOPIC_LEN] = topic_len
+    cols[n, PROPS_AT] = props_at
+    cols[n, PROPS_LEN] = props_len
+    body_at = pos + HEAD_SIZE[combo]
+    cols[n, BODY_AT] = body_at
+    _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
+    text = 0
+    if non_ascii and not java_hash(u8, props_at, pos + size, 0)[1]:
+        text |= PROPERTIES_NOT_UTF8
+    if not java_hash(u8, topic_at, topic_at + topic_len, 0)[1]:
+        text |= TOPIC_NOT_UTF8
+    cols[n, TEXT_FLAGS] = text
+    for k in range(len(NAME_LENGTHS)):
+        cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
+        cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
+    if check_crc:
+        cols[n, CRC_OK] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
+                                        value_hi[CRC_PROPERTY_INDEX])
+    else:
+        cols[n, CRC_OK] = CRC_UNCHECKED
+    return OK, size
+
+
+@kernel
 def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
-    """Decode records from `pos` into the rows of `cols` until it is full, `max_bytes` of records are taken,
-    or a position holds no record. Returns (records, next position, outcome there: OK when the batch was
-    full, else BLANK or the refusal's kind)."""
+    """Decode records from `pos`, stepping by TOTALSIZE, into the rows of `cols` until it is full,
+    `max_bytes` of records are taken, or a position holds no record. Returns (records, next position,
+    outcome there: OK when the batch was full, else BLANK or the refusal's kind)."""
     value_lo = np.empty(len(NAME_LENGTHS), np.int64)
     value_hi = np.empty(len(NAME_LENGTHS), np.int64)
     n = 0
@@ -76,46 +123,31 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
     while True:
         if n == cap or pos - first >= max_bytes:
             return n, pos, OK
-        outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
+        outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi)
         if outcome != OK:
             return n, pos, outcome
-        topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
-        if topic_at < 0:
-            return n, pos, BAD_LENGTH
-        props_len = max(props_len, 0)
-        for f in range(NHEAD):
-            at = pos + HEAD_FIELD_AT[f, combo]
-            if HEAD_FIELD_IS_ADDRESS[f]:
-                cols[n, f] = at
-            elif HEAD_FIELD_WIDTH[f] == 8:
-                cols[n, f] = be64(u8, at)
-            else:
-                cols[n, f] = be32(u8, at)
-        props_at = pos + size - props_len
-        cols[n, POSITION] = pos
-        cols[n, COMBO] = combo
-        cols[n, V2] = 1 if v2 else 0
-        cols[n, TOPIC_AT] = topic_at
-        cols[n, TOPIC_LEN] = topic_len
-        cols[n, PROPS_AT] = props_at
-        cols[n, PROPS_LEN] = props_len
-        body_at = pos + HEAD_SIZE[combo]
-        cols[n, BODY_AT] = body_at
-        _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
-        text = 0
-        if non_ascii and not java_hash(u8, props_at, pos + size, 0)[1]:
-            text |= PROPERTIES_NOT_UTF8
-        if not java_hash(u8, topic_at, topic_at + topic_len, 0)[1]:
-            text |= TOPIC_NOT_UTF8
-        cols[n, TEXT_FLAGS] = text
-        for k in range(len(NAME_LENGTHS)):
-            cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
-            cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
-        if check_crc:
-            cols[n, CRC_OK] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
-                                            value_hi[CRC_PROPERTY_INDEX])
-        else:
-            cols[n, CRC_OK] = CRC_UNCHECKED
         n += 1
         pos += size
 
+
+@kernel
+def decode_at(u8, starts, ends, first, allow_v2, check_crc, max_bytes, cols):
+    """Decode the record at starts[i] (bounded by ends[i]: a DLedger entry's body) for i = first, first + 1,
+    ... into the rows of `cols` until it is full, `max_bytes` of records are taken, or one is not a record.
+    Returns (records, next i, outcome there: OK when the batch was full or the starts ran out)."""
+    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
+    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    n = 0
+    taken = 0
+    cap = len(cols)
+    i = first
+    while i < len(starts):
+        if n == cap or taken >= max_bytes:
+            return n, i, OK
+        outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, value_lo, value_hi)
+        if outcome != OK:
+            return n, i, outcome
+        n += 1
+        taken += size
+        i += 1
+    return n, i, OK

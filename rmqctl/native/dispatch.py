@@ -16,7 +16,8 @@ from .. import schema as S
 from . import (T_AT, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be32, be64, find_properties, java_hash, kernel,
                property_names, rehash, topic_id)
 from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32)
+                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32,
+                     tags_code)
 
 
 PROPS_LEN = S.PROPS_LEN.size
@@ -106,7 +107,7 @@ def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts,
             if not ok:
                 reference[r] = True
                 continue
-            tags[r] = signed32(h)
+            tags[r] = tags_code(signed32(h), value_hi[TAGS] - value_lo[TAGS])
         if not with_keys or flags & TRANSACTION_MASK == ROLLBACK:
             continue
         prefix = (topic_hash * 31 + HASH_SEPARATOR) & 0xFFFFFFFF

@@ -13,6 +13,7 @@ from .. import schema as S
 from . import find_name, java_hash, kernel, property_segment
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
+from ..dledger import ENTRY_FIELDS
 from .record import PHYSICAL_OFFSET_AT
 
 BODY_NONE, BODY_UTF8, BODY_BASE64, BODY_HEX = range(4)
@@ -35,6 +36,7 @@ def _literals():
     pieces += [',"body":', ',"bodyEncoding":"none"', ',"bodyEncoding":"utf8"', ',"bodyEncoding":"base64"',
                ',"bodyEncoding":"hex"', ',"topic":"', '","properties":{', '},"msgId":"', '","uniqKey":', 'null',
                ',"propertiesString":"', '}\n']
+    pieces += [(',"dledger":{' if k == 0 else ',') + f'"{name}":' for k, name in enumerate(ENTRY_FIELDS)] + ['}']
     data = np.frombuffer("".join(pieces).encode(), np.uint8).copy()
     starts = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
     return pieces, data, starts
@@ -49,6 +51,7 @@ L_LATER = L_BORN + 4
 L_BODY = L_LATER + len(LATER_NUMBERS)
 L_ENCODING = L_BODY + 1  # + body mode
 L_TOPIC, L_PROPERTIES, L_MSGID, L_UNIQ, L_NULL, L_RAW, L_END = range(L_ENCODING + 4, L_ENCODING + 11)
+L_DLEDGER = L_END + 1  # the entry's fields (the first opens the object), then the closing brace
 FIRST_COLUMNS = np.array([COLUMN[n] for n in FIRST_NUMBERS], np.int64)
 LATER_COLUMNS = np.array([COLUMN[n] for n in LATER_NUMBERS], np.int64)
 STORE_TS, BORN_IP, BORN_PORT, STORE_IP, STORE_PORT = (HEAD_NAMES.index(n) for n in (
@@ -200,13 +203,14 @@ def property_pairs(u8, lo, hi, name_lo, sep_at, value_hi):
 def line_bound(cols, r, name_len):
     """The most bytes record r's line can take (every text byte escaped to 6)."""
     body = max(cols[r, BODY_LENGTH], 0)
-    return 900 + name_len + 6 * cols[r, TOPIC_LEN] + 14 * cols[r, PROPS_LEN] + 6 * body
+    return 1100 + name_len + 6 * cols[r, TOPIC_LEN] + 14 * cols[r, PROPS_LEN] + 6 * body
 
 
 @kernel
-def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out):
+def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out):
     """Write the lines of cols[rows[first:]] into `out` until the next one may not fit or needs the
-    reference. Returns (rows written, bytes written, that next row needs the reference)."""
+    reference; `entries` (DLedger: a row's entry fields, else no rows) adds a `dledger` object. Returns (rows
+    written, bytes written, that next row needs the reference)."""
     name_lo = np.empty(MOST_PAIRS, np.int64)
     sep_at = np.empty(MOST_PAIRS, np.int64)
     value_hi = np.empty(MOST_PAIRS, np.int64)
@@ -291,6 +295,11 @@ def write_lines(u8, cols, rows, first, file_name, file_start, body_mode, raw_pro
             o = put_escaped(out, o + 1, u8, uniq_lo, cols[r, UNIQ_KEY_LO + 1])
             out[o] = 34
             o += 1
+        if len(entries):
+            for k in range(len(ENTRY_FIELDS)):
+                o = put_literal(out, o, L_DLEDGER + k)
+                o = put_int(out, o, entries[r, k])
+            o = put_literal(out, o, L_DLEDGER + len(ENTRY_FIELDS))
         if raw_properties:
             o = put_literal(out, o, L_RAW)
             o = put_escaped(out, o, u8, props_lo, props_hi)

@@ -124,6 +124,7 @@ index_key_hash = compile_rule(rules.index_key_hash)
 index_slot = compile_rule(rules.index_slot, index_key_hash=index_key_hash)
 next_key_word = compile_rule(rules.next_key_word)
 index_time_diff = compile_rule(rules.index_time_diff)
+tags_code = compile_rule(rules.tags_code)
 
 
 @kernel

@@ -32,7 +32,7 @@ from ..javacompat import CRC32_PROPERTY
 from . import MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties, topic_id
 from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
                      SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff,
-                     next_key_word, signed32)
+                     next_key_word, signed32, tags_code)
 
 
 # numba loads its typing and lowering registries (mostly imports, ~0.3 s) at the first call of any kernel in
@@ -187,7 +187,7 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             elif value_lo[TAGS] >= 0:
                 h, well_formed = java_hash(u8, value_lo[TAGS], value_hi[TAGS], 0)
                 if well_formed:
-                    tags = signed32(h)
+                    tags = tags_code(signed32(h), value_hi[TAGS] - value_lo[TAGS])
                 else:
                     flags |= F_REFERENCE
         if want_keys and not flags & F_REFERENCE and (sysflag & TRANSACTION_MASK) != ROLLBACK:

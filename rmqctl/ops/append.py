@@ -29,11 +29,12 @@ from typing import Callable, Iterable
 from .. import dledger
 from .. import schema as S
 from ..config import BrokerConfig
-from ..dispatch import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, SCHEDULE_TOPIC, cq_targets
+from ..dispatch import SCHEDULE_TOPIC, cq_targets
 from ..errors import LockHeldError, StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
-                          encode_properties, java_string_hash, parse_properties)
+                          encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, parse_host, read_record
+from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from ..writers import Dispatcher, WritableFile, fsync_dir, reserve_free_space, space_needed
 from .append_point import AppendPoint, append_point, config_version, store_version
@@ -282,11 +283,11 @@ def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, c
     queues = props.get(PROPERTY_MULTI_DISPATCH, "")
     if not queues.strip() or PROPERTY_MULTI_QUEUE_OFFSET in props:
         return text
-    names = queues.split(MULTI_DISPATCH_SEPARATOR)
+    names = java_split(queues, MULTI_DISPATCH_SEPARATOR)
     if version < 5:
         if not config.enableMultiDispatch:
             return text
-        keys = [(n, 0 if config.enableLmq and n.startswith(LMQ_PREFIX) else msg.queue_id) for n in names]
+        keys = [(n, lmq_queue_id(n, msg.queue_id, config.enableLmq)) for n in names]
     else:
         if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
             return text

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import unicodedata
 from pathlib import Path
 from typing import Callable
 
@@ -17,6 +16,7 @@ import numpy as np
 from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import UsageError
+from ..javacompat import java_split, parse_int
 
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
@@ -30,38 +30,17 @@ class DeleteWhenError(UsageError):
 
 
 def java_parse_int(text: str) -> int:
-    """Integer.parseInt(s): optional sign, then decimal digits (any Unicode Nd digit, as Character.digit
-    accepts); no spaces, no underscores, within int32. Raises ValueError with Java's message."""
-    err = ValueError(f'For input string: "{text}"')
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body:
-        raise err
-    value = 0
-    for ch in body:
-        d = unicodedata.decimal(ch, None)
-        if d is None:
-            raise err
-        value = value * 10 + d
-    value = -value if text[:1] == "-" else value
-    if not -(1 << 31) <= value < (1 << 31):
-        raise err
+    """Integer.parseInt (javacompat.parse_int), raising ValueError with Java's message where Java throws."""
+    value = parse_int(text)
+    if value is None:
+        raise ValueError(f'For input string: "{text}"')
     return value
-
-
-def java_split_semicolon(text: str) -> list[str]:
-    """String.split(";"): trailing empty strings are dropped when there was a split ("" stays [""])."""
-    if ";" not in text:
-        return [text]
-    parts = text.split(";")
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 def is_time_to_do(when: str, hour: int) -> bool:
     """UtilAll.isItTimeToDo: the first token equal to the hour wins; a token that does not parse before
     that throws (NumberFormatException), and the broker's cleaner does nothing in that run."""
-    for token in java_split_semicolon(when):
+    for token in java_split(when, ";"):
         try:
             value = java_parse_int(token)
         except ValueError as e:
@@ -75,7 +54,7 @@ def is_time_to_do(when: str, hour: int) -> bool:
 def check_delete_when(when: str):
     """A deleteWhen is sound only if every token parses: otherwise every hour not matched by an earlier
     token throws. Raises DeleteWhenError."""
-    for token in java_split_semicolon(when):
+    for token in java_split(when, ";"):
         try:
             java_parse_int(token)
         except ValueError:

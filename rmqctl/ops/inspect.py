@@ -11,7 +11,7 @@ import orjson
 from .. import dledger
 from .. import schema as S
 from ..errors import StoreError, where
-from ..record import Blank, Message, RecordError, message_dict, read_record
+from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
@@ -23,75 +23,47 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
                    raw_properties: bool = False, decompress: int | None = None, warn=None,
                    where: MessageFilter | None = None) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
-    dump_commitlog_lines (one writer of the contract). With `where` (time, tags, keys, properties, ids), each
-    record is decoded and matched by the reference decoder instead. `decompress`: inflate compressed bodies up
-    to that many bytes (None: not at all). Damage is passed to `warn` as there."""
-    if limit == 0:
-        return
-    if where is not None or store.dledger is not None:
-        yield from _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where)
-        return
+    dump_commitlog_lines (one writer of the contract), `where` (time, tags, keys, properties, ids) choosing
+    among them. `decompress`: inflate compressed bodies up to that many bytes (None: not at all). Damage is
+    passed to `warn` as there."""
     for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
-                                      warn):
+                                      warn, where):
         for line in block.splitlines():
             yield orjson.loads(line)
 
 
-def _matching(store: Store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn,
-              where: MessageFilter | None) -> Iterator[dict]:
-    """Record by record through the reference decoder: for content filters, and for DLedger stores, whose
-    entries wrap the records (the chunk engine walks plain commitlog files only)."""
-    scan = store.scan()
-    n = 0
-    reported = 0
-    topic_bytes = topic.encode("utf-8") if topic is not None else None
-    for f, m in scan.records(start, end):
-        if reported < len(scan.errors):
-            reported = _report_damage(scan.errors, reported, warn)
-        if topic_bytes is not None and m.topicBytes != topic_bytes:
-            continue
-        if queue_id is not None and m.queueId != queue_id:
-            continue
-        if where is not None and not where.matches(m):
-            continue
-        yield message_dict(m, f.name, f.start, body, raw_properties, decompress)
-        n += 1
-        if limit is not None and n >= limit:
-            return
-    _report_damage(scan.errors, reported, warn)
-
-
 def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                          queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                         raw_properties: bool = False, decompress: int | None = None, warn=None) -> Iterator[bytes]:
+                         raw_properties: bool = False, decompress: int | None = None, warn=None,
+                         where: MessageFilter | None = None) -> Iterator[bytes]:
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
-    the engine's columns. Damage ends the walk of that file (as it ends the broker's) and is passed to `warn`
-    as one line naming file and offset."""
-    from ..engine.jsonl import chunk_lines  # the compiled kernels load only for the commands that walk
+    the engine's columns (a DLedger store's entry bodies too). Damage ends the walk of that file (as it ends
+    the broker's) and is passed to `warn` as one line naming file and offset."""
+    from ..engine.jsonl import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
 
-    if store.dledger is not None:
-        for row in _matching(store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, None):
-            yield orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+    if limit == 0:
         return
     scan = store.scan()
     left = limit
     reported = 0
-    for chunk in scan.chunks(start, end):
+    out = np.empty(BLOCK, np.uint8)
+    for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES):
         if reported < len(scan.errors):
             reported = _report_damage(scan.errors, reported, warn)
-        rows = select_records(chunk, topic, queue_id)
+        rows = select_records(chunk, topic, queue_id, where)
         if left is not None:
             rows = rows[:left]
             left -= len(rows)
-        yield from chunk_lines(chunk, rows, body, raw_properties, decompress)
+        yield from chunk_lines(chunk, rows, body, raw_properties, decompress, out=out)
         if left == 0:
             return
     _report_damage(scan.errors, reported, warn)
 
 
-def select_records(chunk, topic: str | None, queue_id: int | None) -> np.ndarray:
-    """The rows of `chunk` whose topic is `topic` (its UTF-8 bytes) and whose queue id is `queue_id`."""
-    keep = np.ones(len(chunk), bool)
+def select_records(chunk, topic: str | None, queue_id: int | None, where: MessageFilter | None = None) -> np.ndarray:
+    """The rows of `chunk` whose topic is `topic` (its UTF-8 bytes), whose queue id is `queue_id` and that
+    `where` matches."""
+    keep = np.ones(len(chunk), bool) if where is None else where.select(chunk)
     if queue_id is not None:
         keep &= chunk.column("queueId") == queue_id
     if topic is not None:

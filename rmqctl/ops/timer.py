@@ -218,22 +218,37 @@ def _iso(ms: int) -> str:
 # ---- verify ----------------------------------------------------------------------------------------------------
 
 
-def check_timer(ctx: Context, rec: Records, report: Callable) -> None:
-    """verify's timer checks on a run's context and its commitlog record columns. `report(kind, severity,
-    path, position, commitLogOffset, detail)` files a finding. A store without timer files, or with the
-    empty wheel and timercheck of a 5.x broker never sent a timer message, has nothing to report."""
-    store = ctx.store
-    timer = TimerFiles(store)
-    if not timer.present:
-        return
-    check = timer.timercheck()
-    _check_files(timer, check, report)
-    read_ms = check["lastReadTimeMs"] if check else 0
-    units = Units(timer)
-    _check_units(ctx, rec, timer, units.pos, units.units, read_ms, report)
-    _check_slots(timer, units, read_ms, report)
-    if check is not None:
-        _check_timercheck(store, timer, check, report)
+class TimerCheck:
+    """verify's timer checks on a run's context and its commitlog records, a window at a time
+    (ops/verify_windows.py). `report(kind, severity, path, position, commitLogOffset, detail)` files a
+    finding. A store without timer files, or with the empty wheel and timercheck of a 5.x broker never sent
+    a timer message, has nothing to report."""
+
+    def __init__(self, ctx: Context, report: Callable):
+        self.ctx, self.report = ctx, report
+        self.timer = TimerFiles(ctx.store)
+        if not self.timer.present:
+            return
+        self.check = self.timer.timercheck()
+        _check_files(self.timer, self.check, report)
+        self.read_ms = self.check["lastReadTimeMs"] if self.check else 0
+        self.units = Units(self.timer)
+        self.offsets = self.units.units["offsetPy"].astype(np.int64) if len(self.units.pos) else np.zeros(0, np.int64)
+
+    def window(self, w):
+        """The units pointing into window `w` against its records."""
+        if self.timer.present and len(self.offsets):
+            mine = w.holds(self.offsets)
+            if mine.any():
+                _check_units(self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine], self.read_ms,
+                             self.report)
+
+    def finish(self):
+        if not self.timer.present:
+            return
+        _check_slots(self.timer, self.units, self.read_ms, self.report)
+        if self.check is not None:
+            _check_timercheck(self.ctx.store, self.timer, self.check, self.report)
 
 
 def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:

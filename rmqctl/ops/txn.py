@@ -6,7 +6,8 @@ How a writing operation changes a store (`rebuild`, `repair`):
 1. It builds every replacement in a staging directory inside the store, `{store}/.rmqctl-<kind>-XXXX`
    (on the same filesystem as what it replaces, so renames work), and fsyncs it. The store is untouched.
 2. **Commit point**: it writes the intent file `{store}/.rmqctl-intent` (JSON: every step, with absolute
-   paths) under a temporary name, fsyncs it, renames it into place and fsyncs the store directory.
+   paths and the store root they were written under: read in a store copied or moved since, they are taken
+   to where it is now, `at_root`) under a temporary name, fsyncs it, renames it into place and fsyncs the store directory.
 3. It applies the steps: *replace* swaps the staged item and the live one with one
    `renameat2(RENAME_EXCHANGE)` (a directory or a file changes in a single atomic step), then moves the old
    one (now at the staged path) into the backup directory `{store}/.rmqctl-backup-<time>/`; *remove* renames
@@ -165,7 +166,8 @@ class Transaction:
             op["existed"] = _exists(Path(op["target"]))  # for `restore`: an item the run added is taken away
             if op["op"] == "replace":
                 op["inode"] = list(_inode(Path(op["staged"])))
-        intent = {"version": 1, "command": self.command, "pid": os.getpid(),
+        intent = {"version": 1, "command": self.command, "pid": os.getpid(), "root": str(self.root),
+                  "base": str(self.base),
                   "created": dt.datetime.now().isoformat(timespec="milliseconds"),
                   "staging": [str(a) for a in self._areas.values()],
                   "backups": sorted({str(a.parent / self.backup_name) for a in self._areas.values()}),
@@ -255,6 +257,7 @@ def _write_manifest(root: Path, intent: dict):
         return
     home.mkdir(exist_ok=True)
     manifest = {"version": 1, "command": intent["command"], "created": intent["created"],
+                "root": str(Path(root).resolve()), "base": intent.get("base", str(Path(root).resolve())),
                 "steps": [{k: op[k] for k in ("op", "target", "backup", "existed") if k in op} for op in intent["ops"]]}
     tmp = home / (BACKUP_MANIFEST + ".tmp")
     with open(tmp, "w") as f:
@@ -273,9 +276,40 @@ def read_intent(root: Path) -> dict | None:
     except FileNotFoundError:
         return None
     try:
-        return json.loads(text)
+        intent = json.loads(text)
     except ValueError:
         raise StoreError("unreadable intent file: finish or undo the interrupted rmqctl run by hand", p) from None
+    return at_root(intent, root, Path(intent["staging"][0]).parent if intent.get("staging") else Path(root))
+
+
+def at_root(record: dict, root: Path, written_in: Path) -> dict:
+    """An intent or a backup manifest, its absolute paths taken to where the store is now. A store copied or
+    moved since it was written (another disk, another mount point) must act on itself, never on the place
+    it was written in: that may be another store by now, or one a broker runs. `written_in`: the store root
+    it was written in, for a record older than its own "root" field. A path outside the store (a commitlog
+    directory elsewhere) stays as it is: the broker's config still names it."""
+    old_root = Path(record.get("root") or written_in)
+    old_base = Path(record.get("base") or old_root)
+    new_root = Path(root).resolve()
+    new_base = Path(os.path.normpath(new_root / os.path.relpath(old_base, old_root)))
+    if (old_root, old_base) == (new_root, new_base):
+        return record
+
+    def here(path: str) -> str:
+        try:
+            return str(new_base / Path(path).relative_to(old_base))
+        except ValueError:
+            return path
+
+    moved = dict(record, root=str(new_root), base=str(new_base))
+    for key in ("staging", "backups"):
+        if key in moved:
+            moved[key] = [here(x) for x in moved[key]]
+    for key in ("ops", "steps"):
+        if key in moved:
+            moved[key] = [{k: here(v) if k in ("target", "staged", "backup") else v for k, v in op.items()}
+                          for op in moved[key]]
+    return moved
 
 
 def leftover_staging(root: Path, extra_dirs=()) -> list[Path]:

@@ -22,7 +22,7 @@ import dataclasses
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -34,11 +34,15 @@ from ..native import available_cores
 from ..native.verify import queue_breaks
 from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
-from . import VERIFY_PARTS, verify_commitlog, verify_dledger, verify_links
+from . import VERIFY_PARTS, verify_commitlog, verify_cq, verify_dledger, verify_links
 from .config_check import config_problems
-from .timer import check_timer
+from .timer import TimerCheck
 from .txn import pending
 from .verify_context import Context, Records
+from .verify_cq import ConsumeQueueCheck
+from .verify_index import IndexCheck
+from .verify_queues import QueueOffsets
+from .verify_windows import DEFAULT_MEMORY, HIGHEST, LOWEST, Window, window_records, windows
 
 
 @dataclasses.dataclass
@@ -59,15 +63,21 @@ class VerifyResult:
 
 def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
            deep: bool = False, jobs: int | None = None, max_findings: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> VerifyResult:
+           progress: Callable[[int, int], None] | None = None, memory: int = DEFAULT_MEMORY,
+           window: int | None = None) -> VerifyResult:
     """Check `store`; `only` limits the findings to one part (the commitlog is read in any case, since
     the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
     `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
-    cores); `progress(done, total)` is called with commitlog bytes."""
+    cores); `progress(done, total)` is called with commitlog bytes. `memory` (bytes) bounds the record
+    table: the cross-checks take it in windows of that many records' worth (`window` records, when given:
+    the differential tests force tiny windows); findings are the same for any window."""
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
-    results, scanned = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress)
-    return complete(ctx, results, scanned, began, max_findings)
+    size = window if window is not None else window_records(memory)
+    results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=size)
+    if kept:  # every record fit in one window
+        size = None
+    return complete(ctx, results, scanned, began, max_findings, size)
 
 
 def start_run(store: Store, only: str | None, start: int | None, end: int | None, deep: bool, jobs: int) -> Context:
@@ -84,37 +94,63 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
     return Context(store, parts, start, end, deep, jobs, geometry)
 
 
-def complete(ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None) -> VerifyResult:
-    """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results)."""
+def complete(ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None,
+             window: int | None = None) -> VerifyResult:
+    """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results), the
+    record columns taken `window` records at a time (None: the whole table at once; ops/verify_windows.py)."""
     store, parts = ctx.store, ctx.parts
     check_interrupted_write(ctx)
     if "commitlog" in parts:
         verify_commitlog.check_files(ctx)
-    rec = verify_commitlog.merge(ctx, results, "commitlog" in parts)
-    if store.dledger is not None:
-        verify_dledger.check_layer(ctx, results, rec, "commitlog" in parts)
+    records = verify_commitlog.merge(ctx, results, "commitlog" in parts)
+    dledger = verify_dledger.check_layer(ctx, results, "commitlog" in parts) if store.dledger is not None else None
+    queues = QueueOffsets(ctx) if "commitlog" in parts else None
+    links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("index", IndexCheck))
+             if part in parts]
+    for check in links:
+        check.begin()
+    plan = _recovery_plan(ctx) if "commitlog" in parts else None
+    timer = TimerCheck(ctx, lambda *finding: ctx.report(TIMER, *finding)) if "timer" in parts else None
+    newest, lost = None, [0, 0, 0]  # newest storeTimestamp; records and bytes past the cut, records past DLedger's
+    for w in windows(ctx, results, window):
+        rec = w.rec
+        if queues is not None:
+            queues.window(rec)
+        for check in links:
+            check.window(w)
+        if timer is not None:
+            timer.window(w)
+        if len(rec.off):
+            newest = max(newest or 0, int(rec.store_ts.max()))
+            if plan is not None and plan.cut is not None:
+                past = rec.off > plan.cut.commitLogOffset
+                lost[0] += int(past.sum())
+                lost[1] += int(rec.size[past].sum())
+            if dledger is not None and dledger.stop is not None:
+                lost[2] += int((rec.off >= dledger.cut).sum())
+    if queues is not None:
+        queues.finish()
+    for check in links:
+        if getattr(check, "needs_resolve", False):
+            for w in windows(ctx, results, window):
+                check.resolve(w)
+        check.finish()
+    if dledger is not None and "commitlog" in parts:
+        verify_dledger.recovery_notes(ctx, lost[2], dledger)
     if "commitlog" in parts:
-        check_queue_offsets(ctx, rec)
-    links = [check for part, check in (("consumequeue", verify_links.check_consumequeues),
-                                       ("index", verify_links.check_index)) if part in parts]
-    # the two share nothing but the records and the findings list: with jobs to spare, side by side
-    with concurrent.futures.ThreadPoolExecutor(max(1, min(ctx.jobs, len(links)))) as pool:
-        for done in [pool.submit(check, ctx, rec) for check in links]:
-            done.result()
-    if "commitlog" in parts:
-        check_checkpoint(ctx, rec)
+        check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
-    if "timer" in parts:
-        check_timer(ctx, rec, lambda *finding: ctx.report(TIMER, *finding))
+    if timer is not None:
+        timer.finish()
     findings = ctx.out.sorted()
     counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
               "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
-    stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": len(rec.off),
+    stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
              "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
 
@@ -125,10 +161,10 @@ def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
     ctx = start_run(store, only, None, None, False, 1)
     if len(rec.off):
         ctx.logical_end = int((rec.off + rec.size).max())
-    if only == "consumequeue":
-        verify_links.check_consumequeues(ctx, rec)
-    else:
-        verify_links.check_index(ctx, rec)
+    check = ConsumeQueueCheck(ctx) if only == "consumequeue" else IndexCheck(ctx)
+    check.begin()
+    check.window(Window(rec, LOWEST, HIGHEST))
+    check.finish()
     return ctx.out.sorted()
 
 
@@ -174,67 +210,6 @@ def _spacing(starts: list[int], where: Path) -> int:
                      "mappedFileSizeCommitLog with --broker-config", where)
 
 
-def check_queue_offsets(ctx: Context, rec: Records):
-    """Per topic/queue, dispatched records' QUEUEOFFSET goes up by exactly one (INNER_NUM for inner
-    batches); PREPARED/ROLLBACK records carry 0."""
-    if not len(rec.off):
-        return
-    dispatched = rec.dispatched
-    undispatched_nonzero = np.flatnonzero(~dispatched & (rec.queue_offset != 0))
-    for i in undispatched_nonzero.tolist():
-        tx = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
-        ctx.report(QUEUES, "queue-offset", "warning", ctx.path_of(int(rec.off[i])), None, int(rec.off[i]),
-                   f"{tx} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
-                   f"writes 0 for records it never dispatches")
-    topic, qid, qoff, ri, names = ctx.targets(rec)
-    if not len(ri):
-        return
-    # targets in commitlog order within each queue: own targets come so; LMQ ones are appended after them
-    order = np.argsort(ri, kind="stable") if rec.lmq else np.zeros(0, np.int64)
-    low = int(qid.min())
-    span = int(qid.max()) - low + 1
-    queues = span * (int(topic.max()) + 1)
-    if queues < 1 << 20:
-        queue = topic * span + (qid - low)
-    else:
-        queues, queue = len(ri), np.unique(topic * (1 << 32) + qid, return_inverse=True)[1].ravel()
-    inner = np.array(sorted(rec.inner_num.items()), dtype=np.int64).reshape(-1, 2)
-    before, at, after = queue_breaks(queue, qoff, ri, order, queues, inner[:, 0].copy(), inner[:, 1].copy())
-    # per queue, in commitlog order
-    by_queue = np.lexsort((at, ri[at], topic[at] * (1 << 32) + qid[at]))
-
-    def step(j: int) -> int:  # how far target j's record moves its queue's offset
-        return rec.inner_num.get(int(ri[j]), 1)
-
-    skip = set()
-    for before_t, at_t, after_t in zip(before[by_queue].tolist(), at[by_queue].tolist(), after[by_queue].tolist()):
-        if at_t in skip:
-            continue
-        prev, cur = int(ri[before_t]), int(ri[at_t])
-        want = int(qoff[before_t]) + step(before_t)
-        got = int(qoff[at_t])
-        queue_name = f"{names[topic[at_t]]}/{int(qid[at_t])}"
-        a, b = int(rec.off[prev]), int(rec.off[cur])
-        if after_t >= 0 and int(qoff[after_t]) == want + step(at_t):  # one record's field is off
-            skip.add(after_t)
-            detail = (f"record at {b} in {queue_name} has queue offset {got}, but the records around it make it "
-                      f"{want} ({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header "
-                      f"field was changed after the broker wrote it")
-            ctx.report(QUEUES, "queue-offset", "error", ctx.path_of(b), b - ctx.file_start(b), b, detail)
-            continue
-        cause = ctx.damage.cause(a, b)
-        if got > want:
-            detail = (f"queue {queue_name} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
-                      f"{got - want} missing")
-        else:
-            detail = (f"queue {queue_name} goes back from offset {want - 1} (record at {a}) to {got} (record at "
-                      f"{b}): duplicate queue offsets")
-        if cause:
-            detail += f"; a direct consequence of {cause}"
-        ctx.report(QUEUES, "queue-offset", "error" if not cause or got < want else "warning", ctx.path_of(b),
-                   b - ctx.file_start(b), b, detail)
-
-
 def check_interrupted_write(ctx: Context):
     """A rebuild/repair/clean killed mid-way (ops.txn's intent or staging left behind)."""
     left = pending(ctx.store.root)
@@ -248,11 +223,12 @@ def check_interrupted_write(ctx: Context):
                if committed else f"{what}; it {left['action']}")
 
 
-def check_checkpoint(ctx: Context, rec: Records):
-    """The checkpoint against the records, then what the broker's next recovery does."""
+def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost: int, lost_bytes: int):
+    """The checkpoint against the records (how many, the newest storeTimestamp), then what the broker's next
+    recovery does (`plan`, and the records and bytes past its cut)."""
     store = ctx.store
     cp = store.checkpoint()
-    has_data = bool(len(rec.off))
+    has_data = bool(records)
     if cp is None:
         if has_data:
             ctx.report(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
@@ -262,7 +238,6 @@ def check_checkpoint(ctx: Context, rec: Records):
         ctx.report(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
                    f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
     if has_data and ctx.full_range:
-        newest = int(rec.store_ts.max())
         tail = next((r for r in ctx.damage.ranges if r[2] == "torn-tail"), None)
         for name, what in (("physicMsgTimestamp", "flushed"),
                            ("logicsMsgTimestamp", "dispatched to a consumequeue"),
@@ -273,15 +248,25 @@ def check_checkpoint(ctx: Context, rec: Records):
                 if tail:
                     detail += f"; a direct consequence of the torn-tail at {tail[3]}"
                 ctx.report(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
-    _recovery_notes(ctx, rec, cp)
+    if plan is not None:
+        _recovery_notes(ctx, plan, cp, lost, lost_bytes)
 
 
-def _recovery_notes(ctx: Context, rec: Records, cp: dict):
-    """Which file the broker's next recovery starts from, which damage it will see (and cut the
-    commitlog at) and which it will not."""
+class RecoveryPlan(NamedTuple):
+    first: int  # the file the recovery starts from
+    why: str
+    mode: str
+    abort: bool
+    seen: list  # the commitlog findings the recovery fails on
+    cut: Finding | None  # the first of them it reaches: it truncates there
+
+
+def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
+    """Which file the broker's next recovery starts from and where it cuts the commitlog (None: DLedger's own
+    recovery, verify_dledger's notes)."""
     files = ctx.files
-    if not files or ctx.store.dledger is not None:  # DLedger's own recovery: verify_dledger's notes
-        return
+    if not files or ctx.store.dledger is not None:
+        return None
     abort = ctx.store.abort_exists()
     cfg = ctx.config
     if abort:
@@ -291,7 +276,7 @@ def _recovery_notes(ctx: Context, rec: Records, cp: dict):
                f"min(physic, logics) - 3s{safe}")
         mode = "abnormal recovery"
     elif ctx.is5:
-        cq_end = verify_links.consumequeue_max_phy(ctx)
+        cq_end = verify_cq.consumequeue_max_phy(ctx)
         first = next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= cq_end), 0)
         why = "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
         mode = "normal recovery"
@@ -303,11 +288,18 @@ def _recovery_notes(ctx: Context, rec: Records, cp: dict):
     seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.is5)]
     cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
     ctx.recovery_cut = cut.commitLogOffset if cut is not None else None
+    return RecoveryPlan(first, why, mode, abort, seen, cut)
+
+
+def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_bytes: int):
+    """Which damage the broker's next recovery will see (and cut the commitlog at) and which it will not."""
+    files, cfg = ctx.files, ctx.config
+    first, why, mode, abort, seen, cut = plan
+    begin = files[first].start
     if cut is not None:
-        lost = rec.off > cut.commitLogOffset
         cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
-                    f"truncates the commitlog at {cut.commitLogOffset}, dropping {int(lost.sum())} later record(s) "
-                    f"({int(rec.size[lost].sum())} bytes) and the consumequeue entries past it")
+                    f"truncates the commitlog at {cut.commitLogOffset}, dropping {lost} later record(s) "
+                    f"({lost_bytes} bytes) and the consumequeue entries past it")
         cut.detail += f"; {cut_note}"
     for f in seen:
         if f is cut:

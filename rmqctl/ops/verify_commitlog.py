@@ -14,7 +14,7 @@ from .. import schema as S
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
 from ..store import links_outside
 from . import verify_dledger, verify_links
-from .verify_context import Context, Records
+from .verify_context import Context
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
@@ -88,14 +88,25 @@ def plan(ctx: Context) -> list[list[Task]]:
         out.append(chunks)
     return out
 
-def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list], int]:
+def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
-    before it reached is walked again from there. Returns the results per file and the bytes scanned."""
-    scan_one = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    before it reached is walked again from there. Returns the results per file, the bytes scanned and
+    whether the results hold their record columns: they do while there are at most `keep` records (None:
+    any number); past that they lose them (verify's windows walk the chunks again for them)."""
+    whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
     results: dict[tuple[int, int], object] = {}
     done = 0
+    held = [0]
+
+    def scan_one(task):
+        r = whole(task)
+        held[0] += r.count  # (threads add here: a count off by a race only moves when columns are dropped)
+        if keep is not None and held[0] > keep:
+            return without_records(r)
+        return r
+
     if progress:
         progress(0, total)
     if ctx.jobs > 1 and len(flat) > 1:  # threads: the kernel releases the GIL
@@ -109,6 +120,9 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list
                 done += r.bytes
                 if progress:
                     progress(done, total)
+                if keep is not None and held[0] > keep and len(r.pos):
+                    for key, kept in results.items():
+                        results[key] = without_records(kept)
     else:
         for i, k, t in flat:
             r = scan_one(t)
@@ -116,6 +130,9 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list
             done += r.bytes
             if progress:
                 progress(done, total)
+    kept = keep is None or held[0] <= keep
+    if not kept:
+        results = {key: without_records(r) for key, r in results.items()}
     out = []
     for i, chunks in enumerate(plan):
         rs = [results[(i, k)] for k in range(len(chunks))]
@@ -125,24 +142,20 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None) -> tuple[list[list
                 continue
             # the chunk found another first record than the walk before it reached: walk on from there
             if expected < rs[k].task.stop:
-                rs[k] = scan_chunk(dataclasses.replace(rs[k].task, begin=expected, forced=True))
+                rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
             else:
-                rs[k] = dataclasses.replace(rs[k], pos=rs[k].pos[:0], handoff=expected)
+                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, end=0)
         out.append(rs)
-    return out, done
+    return out, done, kept
 
-def merge(ctx: Context, results: list[list], report: bool) -> Records:
-    """Record findings and damaged regions, then one table of every record."""
+def merge(ctx: Context, results: list[list], report: bool) -> int:
+    """Record findings and damaged regions, the commitlog's logical end and its version; returns how many
+    records were checked (their columns come per window: ops/verify_windows.py)."""
     files = ctx.files
-    has_data = [any(len(r.pos) or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
-                                                   for g in r.regions) for r in rs) for rs in results]
+    has_data = [any(r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
+                                                for g in r.regions) for r in rs) for rs in results]
     last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
-    index_of: dict[str, int] = {}
-    cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
-                            "key_record", "key_hash")}
-    lmq, inner = [], {}
-    base = 0
-    trailing = with_props = 0
+    records = trailing = 0
     for i, rs in enumerate(results):
         f = files[i]
         for r in rs:
@@ -153,37 +166,22 @@ def merge(ctx: Context, results: list[list], report: bool) -> Records:
                 _region(ctx, i, g, last_data, report)
             if r.blank is not None:
                 ctx.logical_end = max(ctx.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
-            remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int64)
-            n = len(r.pos)
-            cols["off"].append(r.pos + f.start)
-            cols["size"].append(r.size)
-            cols["queue_id"].append(r.queue_id)
-            cols["queue_offset"].append(r.queue_offset)
-            cols["sysflag"].append(r.sysflag)
-            cols["store_ts"].append(r.store_ts)
-            cols["topic"].append(remap[r.topic] if n else r.topic)
-            cols["tags"].append(r.tags)
-            cols["key_record"].append(r.key_record + base)
-            cols["key_hash"].append(r.key_hash)
-            lmq += [(k + base, *rest) for k, *rest in r.lmq]
-            inner.update({k + base: v for k, v in r.inner_num.items()})
+            if r.count:
+                ctx.logical_end = max(ctx.logical_end, f.start + r.end)
             trailing += r.trailing_separator
-            with_props += n
-            base += n
-    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
-    keys = cat["key_record"]
-    # each chunk lists its keys by record, except the few of records decoded the slow way
-    order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-    rec = Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
-                  sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
-                  topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
-                  key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
-    if len(rec.off):
-        ctx.logical_end = max(ctx.logical_end, int((rec.off + rec.size).max()))
+            records += r.count
     if not ctx.is5 and ctx.config.rocketmqVersion is None:
         # 5.x ends every property pair with 0x02, 4.x only separates them
-        ctx.is5 = trailing * 2 > with_props and with_props > 0
-    return rec
+        ctx.is5 = trailing * 2 > records and records > 0
+    return records
+
+
+def without_records(r):
+    """A chunk's result without its per-record columns (its findings, regions and counts kept)."""
+    empty = r.pos[:0]
+    return dataclasses.replace(r, pos=empty, size=empty, queue_id=empty, queue_offset=empty, sysflag=empty,
+                               store_ts=empty, topic=empty, tags=empty, key_record=empty, key_hash=empty, lmq=[],
+                               inner_num={})
 
 
 def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):

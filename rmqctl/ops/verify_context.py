@@ -98,7 +98,7 @@ class Context:
         self.queue_units: list | None = None
         self.cq_max_phy: int | None = None
         self.index_structure: dict | None = None
-        self._targets: Targets | None = None
+        self._targets: tuple[Records, Targets] | None = None
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)
@@ -126,10 +126,10 @@ class Context:
         return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self.file_start(offset))
 
     def targets(self, rec: Records) -> Targets:
-        """The dispatch targets of `rec` in this run's range (computed once)."""
-        if self._targets is None:
-            self._targets = dispatch_targets(rec, self.in_range)
-        return self._targets
+        """The dispatch targets of `rec` in this run's range (computed once per record table)."""
+        if self._targets is None or self._targets[0] is not rec:
+            self._targets = (rec, dispatch_targets(rec, self.in_range))
+        return self._targets[1]
 
 
 def dispatch_targets(rec: Records, in_range) -> Targets:

@@ -21,7 +21,7 @@ from ..native import dledger as KD
 from ..native import verify as K
 from ..record import RecordError, read_record
 from ..store import MappedFileQueue
-from .verify_context import Context, Records
+from .verify_context import Context
 from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
 
 RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
@@ -117,8 +117,9 @@ class _EntryScanner(_Scanner):
 # ---- the layer as a whole ------------------------------------------------------------------------------------
 
 
-def check_layer(run: Context, results: list[list[DLedgerChunk]], rec: Records, report: bool):
-    """Index continuity and terms across files, the index units, the DLedger checkpoint, and the recovery."""
+def check_layer(run: Context, results: list[list[DLedgerChunk]], report: bool) -> D.Recovery | None:
+    """Index continuity and terms across files, the index units and the DLedger checkpoint; returns what the
+    recovery will do (for `recovery_notes`, once the records past its cut are counted)."""
     store, files = run.store, run.files
     layout = store.dledger
     rows = [(i, r.entries) for i, rs in enumerate(results) for r in rs if r.entries is not None]
@@ -158,9 +159,7 @@ def check_layer(run: Context, results: list[list[DLedgerChunk]], rec: Records, r
     state = D.read_state(layout.checkpoint_path)
     if report and run.full_range:
         _checkpoint(run, state, index)
-    if iq is not None:
-        if report:
-            _recovery_notes(run, rec, D.recover(store.commitlog, iq, state))
+    return D.recover(store.commitlog, iq, state) if iq is not None and report else None
 
 
 def _index_files(run: Context, iq: MappedFileQueue):
@@ -248,14 +247,14 @@ def _checkpoint(run: Context, state, index):
                    f"endIndex {end} but the last entry is {last}")
 
 
-def _recovery_notes(run: Context, rec: Records, r: D.Recovery):
-    """What DLedgerMmapFileStore.recover will do at the next start, on the findings it concerns."""
+def recovery_notes(run: Context, lost: int, r: D.Recovery):
+    """What DLedgerMmapFileStore.recover will do at the next start, on the findings it concerns (`lost`: the
+    records from its cut on)."""
     files = run.files
     begin = files[r.start_file].start if files else 0
     if r.stop is not None:
-        lost = rec.off >= r.cut
         note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
-                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {int(lost.sum())} record(s) "
+                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {lost} record(s) "
                 f"from there on")
         at_cut = [f for f in run.commitlog_findings if f.commitLogOffset is not None
                   and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1]

@@ -99,6 +99,8 @@ class ChunkResult:
     blank: tuple[int, int] | None  # (position, storeSize) of the BLANK ending the file
     trailing_separator: int  # records whose properties end with 0x02 (5.x style)
     bytes: int
+    count: int  # records checked: len(pos), also after verify's windows drop the columns (ops/verify_windows.py)
+    end: int  # one past the last checked record's bytes, in the file (0: none)
 
 
 def open_map(path: str):
@@ -303,6 +305,7 @@ class _Scanner:
             tags=tags, topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
             inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
             trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
+            count=n, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
         )
 
 

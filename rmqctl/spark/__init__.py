@@ -55,15 +55,25 @@ def register(spark):
     return spark
 
 
-def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str, str] | None = None):
+def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str, str] | None = None,
+            remote: str | None = None):
     """The active SparkSession (or a new one) with the data sources registered.
 
     Master: the one given, else $RMQCTL_SPARK_MASTER, else the one spark-submit configured, else local[*].
     A local master binds to 127.0.0.1 unless SPARK_LOCAL_IP says otherwise (hosts without DNS), and runs its
-    Python workers with this interpreter, so they import this rmqctl."""
+    Python workers with this interpreter, so they import this rmqctl.
+
+    `remote` ("sc://host:15002") connects to a Spark Connect server instead (pip install 'pyspark[connect]'
+    here): the data sources are registered from here and run in the server's Python workers, which must
+    import rmqctl and its dependencies (the server's PYTHONPATH or environment, spark.pyspark.python)."""
     require()
     from pyspark.sql import SparkSession  # the optional extra
 
+    if remote is not None:
+        builder = SparkSession.builder.remote(remote)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return register(builder.getOrCreate())
     master = master or os.environ.get(MASTER_ENV)
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM with its own master
     if master is None and not under_submit:

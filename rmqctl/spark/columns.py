@@ -5,12 +5,13 @@ derived from them by Spark's own conversion, so a batch always matches what the 
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -22,26 +23,80 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from .. import schema as S
-from ..engine.columns import SCALARS, record_batch
+from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
 from ..native.record import index_slots
-from ..errors import StoreError
+from ..dledger import DLedgerScan
+from ..ops.annotate import COMPRESSION_NAMES
+from ..ops.filters import TRANSACTION_STATES
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
-STRING, INT, LONG = StringType(), IntegerType(), LongType()
-
-# The dump contract's fields keep their names and order (the engine's batch declares them); body is the
-# stored bytes.
+STRING, INT, LONG, BOOL, TIMESTAMP = StringType(), IntegerType(), LongType(), BooleanType(), TimestampType()
 SPARK_TYPES = {pa.string(): STRING, pa.int32(): INT, pa.int64(): LONG}
-DUMP_SCALARS: list[tuple[str, DataType]] = [(name, SPARK_TYPES[kind]) for name, kind in SCALARS]
-COMMITLOG_COLUMNS = (
-    [("store", STRING)] + DUMP_SCALARS
-    + [("body", BinaryType()), ("properties", MapType(STRING, STRING)), ("tags", STRING),
-       ("keys", ArrayType(STRING))]
-)  # fmt: skip
-CRC_COLUMN = ("crcOk", BooleanType())
+# The store times as Spark timestamps, each beside its raw epoch milliseconds (`<name>Ms`, what dump prints).
+TIME_COLUMNS = ("bornTimestamp", "storeTimestamp")
+# sysFlag's bits as named columns (MessageSysFlag); the transaction type under the names `dump commitlog
+# --sys-flag transaction=...` takes, the compression type (bits 8..10, 0 = legacy zlib) as MessageDecoder names it.
+SYSFLAG_COLUMNS = {
+    "compressed": (S.COMPRESSED_FLAG, "body is compressed"), "multiTags": (S.MULTI_TAGS_FLAG, "multiple tags"),
+    "bornHostV6": (S.BORNHOST_V6_FLAG, "bornHost is IPv6"), "storeHostV6": (S.STOREHOSTADDRESS_V6_FLAG, "storeHost is IPv6"),
+    "needUnwrap": (S.NEED_UNWRAP_FLAG, "5.x: needs unwrapping"), "innerBatch": (S.INNER_BATCH_FLAG, "5.x: inner batch"),
+}  # fmt: skip
+TRANSACTION_TYPES = {bits: name for name, bits in TRANSACTION_STATES.items()}
+COMPRESSION_TYPES = {0: "ZLIB", **COMPRESSION_NAMES}
+# What each dump field holds (the `rocketmq` source's columns keep the dump contract's names and order).
+ABOUT_DUMP = {
+    "file": "commitlog file name (its start offset, 20 digits)", "position": "record's position in its file",
+    "commitLogOffset": "record's offset in the commitlog", "storeSize": "record length in bytes",
+    "magicCode": "record magic (V1 or V2)", "bodyCRC": "stored CRC32 of the body", "queueId": "queue id",
+    "flag": "message flag", "queueOffset": "offset in its consumequeue", "physicalOffset": "stored physical offset",
+    "sysFlag": "raw sysFlag (decoded in the columns after keys)", "bornTimestamp": "producer's send time (UTC)",
+    "bornHost": "producer address, host:port (IPv4 or IPv6)", "storeTimestamp": "broker's store time (UTC)",
+    "storeHost": "broker address, host:port", "reconsumeTimes": "redelivery count",
+    "preparedTransactionOffset": "offset of the prepared half message", "bodyLength": "stored body length",
+    "topic": "topic", "msgId": "offset msgId (store host and commitLogOffset, hex)",
+    "uniqKey": "UNIQ_KEY property: the client's message id",
+}
+
+
+def message_columns() -> list[tuple[str, DataType, str]]:
+    """The `rocketmq` source's (and `spark export`'s) columns, in order: name, Spark type, what it holds.
+    The one declaration behind the DataFrame schema, the Parquet/ORC files, `rmqctl spark schema` and the
+    table in the README."""
+    out = [("store", STRING, "store root the message was read from (absolute path)")]
+    for name, kind in SCALARS:
+        if name in TIME_COLUMNS:
+            out.append((name, TIMESTAMP, ABOUT_DUMP[name]))
+            out.append((f"{name}Ms", LONG, f"{name} as stored: epoch milliseconds"))
+        else:
+            out.append((name, SPARK_TYPES[kind], ABOUT_DUMP[name]))
+    out += [
+        ("body", BinaryType(), "body bytes as stored (compressed when `compressed`)"),
+        ("properties", MapType(STRING, STRING), "every property, as MessageDecoder parses them"),
+        ("tags", STRING, "TAGS property"),
+        ("keys", ArrayType(STRING), "KEYS property split into words (what the index holds)"),
+        ("transactionType", STRING, f"sysFlag's transaction bits: {', '.join(TRANSACTION_STATES)}"),
+    ]
+    out += [(name, BOOL, f"sysFlag 0x{bit:x}: {about}") for name, (bit, about) in SYSFLAG_COLUMNS.items()]
+    out.append(("compressionType", STRING, f"{'/'.join(sorted(set(COMPRESSION_TYPES.values())))} when "
+                "compressed, else null"))
+    return out
+
+
+MESSAGE_COLUMNS = message_columns()
+COMMITLOG_COLUMNS = [(name, kind) for name, kind, _ in MESSAGE_COLUMNS]
+CRC_COLUMN = ("crcOk", BOOL)
+# a DLedger store's rows carry their entry (the engine's `dledger` column)
+DLEDGER_COLUMN = ("dledger", from_arrow_type(DLEDGER_FIELD.type))
+
+
+def commitlog_columns(stores) -> list[tuple[str, DataType]]:
+    """The `rocketmq` source's columns for these stores: COMMITLOG_COLUMNS, and `dledger` when one is in
+    DLedger mode."""
+    return COMMITLOG_COLUMNS + ([DLEDGER_COLUMN] if any(s.dledger is not None for s in stores) else [])
 
 CONSUMEQUEUE_COLUMNS = [
     ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
@@ -63,20 +118,66 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def message_batches(scan: CommitLogScan, start: int, end: int, schema: pa.Schema, store: str, verify_crc: bool,
-                    topics: frozenset[str] | None) -> Iterator[pa.RecordBatch]:
+# Spark's TimestampType holds microseconds of years 1..9999; a store time outside that is null there (its
+# `<name>Ms` column keeps it).
+SPARK_TIME_MS = (-62_135_596_800_000, 253_402_300_799_999)
+
+
+def timestamp_column(ms: pa.Array) -> pa.Array:
+    values = ms.to_numpy(zero_copy_only=False)
+    outside = (values < SPARK_TIME_MS[0]) | (values > SPARK_TIME_MS[1])
+    micros = np.where(outside, 0, values) * 1000
+    return pa.array(micros, pa.timestamp("us", tz="UTC"), mask=outside if outside.any() else None)
+
+
+def sysflag_columns(sys_flag: pa.Array) -> dict[str, pa.Array]:
+    """sysFlag decoded into the named columns of MESSAGE_COLUMNS."""
+    flags = sys_flag.to_numpy(zero_copy_only=False).astype(np.int64)
+    out = {name: pa.array((flags & bit) != 0) for name, (bit, _) in SYSFLAG_COLUMNS.items()}
+    transaction = [TRANSACTION_TYPES.get(bits) for bits in range(S.TRANSACTION_MASK + 1)]
+    out["transactionType"] = pc.take(pa.array(transaction, pa.string()), pa.array(flags & S.TRANSACTION_MASK))
+    kinds = S.COMPRESSION_TYPE_MASK >> 8
+    compression = pa.array([COMPRESSION_TYPES.get(k, f"UNKNOWN({k})") for k in range(kinds + 1)], pa.string())
+    named = pc.take(compression, pa.array((flags >> 8) & kinds))
+    out["compressionType"] = pc.if_else(out["compressed"], named, pa.scalar(None, pa.string()))
+    return out
+
+
+def typed_columns(batch: pa.RecordBatch, names: list[str]) -> dict[str, pa.Array]:
+    """The columns of MESSAGE_COLUMNS that the engine's batch does not hold as they are."""
+    out = {}
+    for name in TIME_COLUMNS:
+        out[f"{name}Ms"] = batch.column(name)
+        out[name] = timestamp_column(batch.column(name))
+    if any(name in SYSFLAG_COLUMNS or name in ("transactionType", "compressionType") for name in names):
+        out.update(sysflag_columns(batch.column("sysFlag")))
+    return out
+
+
+def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, schema: pa.Schema, store: str,
+                    verify_crc: bool, topics: frozenset[str] | None, since: int | None = None,
+                    until: int | None = None) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
-    them (its bounded batches, taken column by column). Damage ends the file, as it does for `dump
-    commitlog`; it is left in `scan.errors` for the caller."""
-    if not hasattr(scan, "chunks"):
-        raise StoreError("a DLedger-mode store: the `rocketmq` source reads plain commitlog files only (its entries "
-                         "wrap the records); `rmqctl dump commitlog` reads it", store)
+    them (its bounded batches, taken column by column), with the typed columns of MESSAGE_COLUMNS; only
+    `topics`, and only those stored in [since, until] (epoch ms, inclusive) when given. Damage ends the
+    file, as it does for `dump commitlog`; it is left in `scan.errors` for the caller."""
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     for chunk in scan.chunks(start, end, verify_crc):
         batch = record_batch(chunk)
+        keep = []
         if wanted is not None:
-            batch = batch.filter(pc.is_in(batch.column("topic"), wanted))
-        columns = [pa.repeat(store, len(batch)) if field.name == "store" else batch.column(field.name)
+            keep.append(pc.is_in(batch.column("topic"), wanted))
+        if since is not None:
+            keep.append(pc.greater_equal(batch.column("storeTimestamp"), since))
+        if until is not None:
+            keep.append(pc.less_equal(batch.column("storeTimestamp"), until))
+        if keep:
+            batch = batch.filter(functools.reduce(pc.and_, keep))
+        typed = typed_columns(batch, schema.names)
+        columns = [pa.repeat(store, len(batch)) if field.name == "store"
+                   else typed[field.name] if field.name in typed else batch.column(field.name)
+                   if field.name in batch.schema.names
+                   else pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
                    for field in schema]
         columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, schema)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,4 +1,5 @@
-"""`spark export`: every message of one or many stores to Parquet (or ORC), one directory per topic.
+"""`spark export`: every message of one or many stores to Parquet (or ORC), one directory per topic (or per
+store date, or none).
 
 Each Spark task takes one commitlog file: it decodes it with the library (the same Arrow batches the
 `rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer straight from the executor,
@@ -9,8 +10,13 @@ _SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it ba
 bytes long, a directory name at most 255: a topic whose directory name would be longer gets
 topic=<its start>~<hash of it>. So the exact name is also in the data of every file, as `topicName`.
 
-Commit: tasks write under out/_temporary-<id>/; the driver moves every file into its topic directory once
-all tasks succeeded, then writes _SUCCESS. A retried task rewrites the same names.
+`partition_by="date"` lays the files out as date=<UTC date of storeTimestamp>/ (Spark reads `date` back as a
+DateType column); "none" writes them straight into out. Only the topic layout renames the `topic` column.
+
+Commit: tasks write under out/_temporary-<id>/; once all tasks succeeded the driver removes the previous
+export's _SUCCESS, then the rest of it (--overwrite), moves every file into its directory and writes _SUCCESS
+last: a directory without _SUCCESS is not a complete export, and a run that fails leaves the previous export
+as it was. A retried task rewrites the same names.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError, where
-from .columns import COMMITLOG_COLUMNS, arrow_schema, message_batches, struct
+from .columns import arrow_schema, commitlog_columns, message_batches, struct
 from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
 
@@ -62,79 +68,106 @@ def _orc(path: Path, schema: pa.Schema):
 FORMATS = {"parquet": (".snappy.parquet", _parquet), "orc": (".snappy.orc", _orc)}
 
 
-class TopicFiles:
-    """One file per topic for one task, written in row groups (stripes) of about ROW_GROUP_BYTES."""
+PARTITION_BY = ("topic", "date", "none")
+NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # Spark's directory for a null partition value (a time it cannot hold)
 
-    def __init__(self, directory: Path, prefix: str, schema: pa.Schema, file_format: str = "parquet"):
+
+def partition_values(batch: pa.RecordBatch, partition_by: str) -> list | None:
+    """Each row's partition value: its topic, or the UTC date it was stored; None for no partitioning."""
+    if partition_by == "topic":
+        return batch.column("topic").to_pylist()
+    if partition_by == "date":
+        return pc.strftime(batch.column("storeTimestamp"), "%Y-%m-%d").to_pylist()
+    return None
+
+
+class PartitionFiles:
+    """One file per partition value (topic or date) for one task, written in row groups (stripes) of about
+    ROW_GROUP_BYTES."""
+
+    def __init__(self, directory: Path, prefix: str, schema: pa.Schema, file_format: str = "parquet",
+                 partition_by: str = "topic"):
         self.suffix, self.open = FORMATS[file_format]
         self.directory = directory
         self.prefix = prefix
-        at = schema.get_field_index("topic")  # the directory holds it too, but not always whole: see topic_directory
-        self.schema = schema.set(at, schema.field(at).with_name(TOPIC_NAME))
-        self.pending: dict[str, list[pa.RecordBatch]] = {}
-        self.pending_bytes: dict[str, int] = {}
-        self.writers: dict[str, tuple[tuple, str]] = {}  # topic -> ((write, close), file name)
-        self.rows: dict[str, int] = {}
+        self.partition_by = partition_by
+        if partition_by == "topic":  # the directory holds it too, but not always whole: see topic_directory
+            at = schema.get_field_index("topic")
+            schema = schema.set(at, schema.field(at).with_name(TOPIC_NAME))
+        self.schema = schema
+        self.pending: dict[str | None, list[pa.RecordBatch]] = {}
+        self.pending_bytes: dict[str | None, int] = {}
+        self.writers: dict[str | None, tuple[tuple, str]] = {}  # value -> ((write, close), file name)
+        self.rows: dict[str | None, int] = {}
 
     def add(self, batch: pa.RecordBatch):
-        ordered = batch.take(pc.sort_indices(batch.column("topic")))
-        topics = ordered.column("topic").to_pylist()
-        ordered = ordered.rename_columns(self.schema.names)
+        values = partition_values(batch, self.partition_by)
+        batch = batch.rename_columns(self.schema.names)
+        if values is None:
+            self._append(None, batch)
+            return
+        order = sorted(range(len(values)), key=lambda i: (values[i] is None, values[i] or ""))
+        ordered = batch.take(pa.array(order, pa.int64()))
         start = 0
-        for topic, run in itertools.groupby(topics):
+        for value, run in itertools.groupby(values[i] for i in order):
             n = sum(1 for _ in run)
-            self._append(topic, ordered.slice(start, n))
+            self._append(value, ordered.slice(start, n))
             start += n
 
-    def _append(self, topic: str, part: pa.RecordBatch):
-        self.pending.setdefault(topic, []).append(part)
-        self.pending_bytes[topic] = self.pending_bytes.get(topic, 0) + part.nbytes
-        self.rows[topic] = self.rows.get(topic, 0) + part.num_rows
-        if self.pending_bytes[topic] >= ROW_GROUP_BYTES:
-            self._flush(topic)
+    def _append(self, value: str | None, part: pa.RecordBatch):
+        self.pending.setdefault(value, []).append(part)
+        self.pending_bytes[value] = self.pending_bytes.get(value, 0) + part.nbytes
+        self.rows[value] = self.rows.get(value, 0) + part.num_rows
+        if self.pending_bytes[value] >= ROW_GROUP_BYTES:
+            self._flush(value)
 
-    def _flush(self, topic: str):
-        if topic not in self.writers:
+    def _flush(self, value: str | None):
+        if value not in self.writers:
             name = f"{self.prefix}-{len(self.writers):05d}{self.suffix}"
-            self.writers[topic] = (self.open(self.directory / name, self.schema), name)
-        write, _ = self.writers[topic][0]
-        write(pa.Table.from_batches(self.pending.pop(topic), self.schema))
-        self.pending_bytes[topic] = 0
+            self.writers[value] = (self.open(self.directory / name, self.schema), name)
+        write, _ = self.writers[value][0]
+        write(pa.Table.from_batches(self.pending.pop(value), self.schema))
+        self.pending_bytes[value] = 0
 
-    def close(self) -> list[tuple[str, str, int]]:
-        """(topic, file name, rows) of every file written."""
-        for topic in list(self.pending):
-            self._flush(topic)
+    def close(self) -> list[tuple[str | None, str, int]]:
+        """(partition value, file name, rows) of every file written."""
+        for value in list(self.pending):
+            self._flush(value)
         for (_, close), _ in self.writers.values():
             close()
-        return [(topic, name, self.rows[topic]) for topic, (_, name) in self.writers.items()]
+        return [(value, name, self.rows[value]) for value, (_, name) in self.writers.items()]
 
 
-def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: str = "parquet") -> dict:
-    """Executor side: one commitlog file to per-topic files under `staging`."""
+def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: str = "parquet",
+                partition_by: str = "topic", since: int | None = None, until: int | None = None) -> dict:
+    """Executor side: the messages of one commitlog file stored in [since, until] to per-partition files
+    under `staging`."""
     index, part = numbered
-    schema = arrow_schema(struct(COMMITLOG_COLUMNS))
-    scan = part.source.store().scan()
-    files = TopicFiles(Path(staging), f"part-{index:05d}", schema, file_format)
-    for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None):
+    store = part.source.store()
+    schema = arrow_schema(struct(commitlog_columns([store])))
+    scan = store.scan()
+    files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by)
+    for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None, since, until):
         files.add(batch)
     damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported"
               for f, pos, e in scan.errors]
     return {"store": part.source.root, "files": files.close(), "damage": damage}
 
 
-def export(spark, selection: StoreSelection, out: str, overwrite: bool = False,
-           file_format: str = "parquet") -> ExportResult:
-    """Export every message of the selected stores under `out` (a directory every executor can write to), as
-    `file_format` (a key of FORMATS)."""
+def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, file_format: str = "parquet",
+           partition_by: str = "topic", since: int | None = None, until: int | None = None) -> ExportResult:
+    """Export the messages of the selected stores stored in [since, until] (epoch ms, inclusive; None: open)
+    under `out` (a directory every executor can write to), as `file_format` (a key of FORMATS), laid out by
+    `partition_by` (PARTITION_BY). The commitlog files whose store times lie outside the range are not read."""
     if file_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+    if partition_by not in PARTITION_BY:
+        raise UsageError(f"--partition-by must be one of {', '.join(PARTITION_BY)}")
     target = Path(out).expanduser().resolve()
-    if target.exists() and any(target.iterdir()):
-        if not overwrite:
-            raise UsageError(f"{target} exists and is not empty; pass --overwrite to replace it")
-        shutil.rmtree(target)
-    parts = plan_commitlog(selection.resolve())
+    previous = list(target.iterdir()) if target.is_dir() else []
+    if previous and not overwrite:
+        raise UsageError(f"{target} exists and is not empty; pass --overwrite to replace it")
+    parts = plan_commitlog(selection.resolve(), since=since, until=until)
     staging = target / f"_temporary-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
     sc = spark.sparkContext
@@ -142,13 +175,25 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False,
     results = []
     try:
         if parts:
-            tasks = sc.parallelize(list(enumerate(parts)), len(parts))
-            results = tasks.map(functools.partial(export_file, staging=str(staging), file_format=file_format)).collect()
-        rows = commit(spark, target, staging, results)
+            task = functools.partial(export_file, staging=str(staging), file_format=file_format,
+                                     partition_by=partition_by, since=since, until=until)
+            results = sc.parallelize(list(enumerate(parts)), len(parts)).map(task).collect()
+        replace_previous(target, previous)
+        rows = commit(spark, target, staging, results, partition_by)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ExportResult(str(target), rows, [line for r in results for line in r["damage"]])
+
+
+def replace_previous(target: Path, previous: list[Path]):
+    """Remove what a previous export left (its _SUCCESS first, so it never marks a half-replaced directory)."""
+    previous.sort(key=lambda p: p.name != "_SUCCESS")
+    for p in previous:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
 
 
 def topic_directory(partition_path, topic: str) -> str:
@@ -167,22 +212,28 @@ def topic_directory(partition_path, topic: str) -> str:
     return partition_path("topic", topic[:lo]) + digest
 
 
-def commit(spark, target: Path, staging: Path, results: list[dict]) -> list[dict]:
-    """Move the staged files into topic directories named as Spark names partitions; then _SUCCESS."""
+def commit(spark, target: Path, staging: Path, results: list[dict], partition_by: str = "topic") -> list[dict]:
+    """Move the staged files into their partition directories, named as Spark names partitions; then _SUCCESS.
+    One summary row per store and partition value: messages and files."""
     naming = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
-    directory_name = functools.partial(topic_directory, naming.getPartitionPathString)
-    directories: dict[str, Path] = {}
-    totals: dict[tuple[str, str], list[int]] = {}
+    directory_name = {
+        "topic": functools.partial(topic_directory, naming.getPartitionPathString),
+        "date": lambda day: naming.getPartitionPathString("date", day) if day is not None else f"date={NO_DATE}",
+        "none": lambda _: "",
+    }[partition_by]
+    directories: dict[str | None, Path] = {}
+    totals: dict[tuple[str, str | None], list[int]] = {}
     for r in results:
-        for topic, name, rows in r["files"]:
-            if topic not in directories:
-                directories[topic] = target / directory_name(topic)
-                directories[topic].mkdir(exist_ok=True)
-            os.replace(staging / name, directories[topic] / name)
-            total = totals.setdefault((r["store"], topic), [0, 0])
+        for value, name, rows in r["files"]:
+            if value not in directories:
+                directories[value] = target / directory_name(value)
+                directories[value].mkdir(exist_ok=True)
+            os.replace(staging / name, directories[value] / name)
+            total = totals.setdefault((r["store"], value), [0, 0])
             total[0] += rows
             total[1] += 1
     shutil.rmtree(staging)
     (target / "_SUCCESS").touch()
-    return [{"store": store, "topic": topic, "messages": n, "files": files}
-            for (store, topic), (n, files) in sorted(totals.items())]
+    named = (lambda value: {}) if partition_by == "none" else (lambda value: {partition_by: value})
+    return [{"store": store, **named(value), "messages": n, "files": files}
+            for (store, value), (n, files) in sorted(totals.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]

@@ -92,8 +92,8 @@ def option_list(options, single: str, plural: str) -> list[str]:
     return []
 
 
-def option_bool(options, key: str) -> bool:
-    value = str(options.get(key, "false")).strip().lower()
+def option_bool(options, key: str, default: bool = False) -> bool:
+    value = str(options.get(key, str(default))).strip().lower()
     if value not in ("true", "false"):
         raise UsageError(f"option {key}: expected true or false, got {options.get(key)!r}")
     return value == "true"

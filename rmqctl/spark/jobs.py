@@ -14,27 +14,29 @@ from py4j.protocol import Py4JJavaError
 from ..errors import RmqError, StoreError
 from ..ops.inspect import ms_text
 from ..record import encode_body
-from .columns import DUMP_SCALARS
+from ..engine.columns import SCALARS
+from .columns import TIME_COLUMNS
 from .inputs import StoreSelection
 
 HOUR_MS = 3_600_000
 # the `dump commitlog` object, key for key, in its order (message_dict), with `store` first
-DUMP_ORDER = [name for name, _ in DUMP_SCALARS if name not in ("topic", "msgId", "uniqKey")] + [
+DUMP_ORDER = [name for name, _ in SCALARS if name not in ("topic", "msgId", "uniqKey")] + [
     "body", "bodyEncoding", "topic", "properties", "msgId", "uniqKey"]
 
 
 def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = False, since: int | None = None,
              until: int | None = None) -> DataFrame:
     """The messages of every store; with `since`/`until` (epoch ms, inclusive) only those stored in that range,
-    kept by a filter on storeTimestamp: every record is still read, the commitlog is not in time order."""
+    kept by a filter on storeTimestampMs that the `rocketmq` source takes: it skips the commitlog files stored
+    wholly outside the range and checks every record of the others."""
     reader = spark.read.format("rocketmq").options(**selection.options())
     if verify_crc:
         reader = reader.option("verifyCrc", "true")
     df = reader.load(selection.load_paths())
     if since is not None:
-        df = df.filter(F.col("storeTimestamp") >= since)
+        df = df.filter(F.col("storeTimestampMs") >= since)
     if until is not None:
-        df = df.filter(F.col("storeTimestamp") <= until)
+        df = df.filter(F.col("storeTimestampMs") <= until)
     return df
 
 
@@ -46,16 +48,16 @@ def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False,
     df = messages(spark, selection, since=since, until=until)
     group = ["store", "topic", "queueId"]
     if by_hour:
-        df = df.withColumn("hour", F.col("storeTimestamp") - F.pmod("storeTimestamp", F.lit(HOUR_MS)))
+        df = df.withColumn("hour", F.col("storeTimestampMs") - F.pmod("storeTimestampMs", F.lit(HOUR_MS)))
         group.append("hour")
-    rows = df.select(*group, "storeSize", "bodyLength", "storeTimestamp", F.posexplode_outer("keys").alias("pos", "key"))
+    rows = df.select(*group, "storeSize", "bodyLength", "storeTimestampMs", F.posexplode_outer("keys").alias("pos", "key"))
     first = F.col("pos").isNull() | (F.col("pos") == 0)
     agg = rows.groupBy(*group).agg(
         F.count(F.when(first, 1)).alias("messages"),
         F.sum(F.when(first, F.col("storeSize"))).alias("bytes"),
         F.sum(F.when(first, F.col("bodyLength"))).alias("bodyBytes"),
-        F.min("storeTimestamp").alias("firstStoreTimestamp"),
-        F.max("storeTimestamp").alias("lastStoreTimestamp"),
+        F.min("storeTimestampMs").alias("firstStoreTimestamp"),
+        F.max("storeTimestampMs").alias("lastStoreTimestamp"),
         F.count_distinct("key").alias("distinctKeys"),
     )
     out = sorted((r.asDict() for r in agg.collect()), key=lambda row: tuple(row[g] for g in group))
@@ -82,7 +84,8 @@ def dump_row(row: dict, body: str = "utf8") -> dict:
     """A DataFrame row as `dump commitlog` prints the message, with `store` first."""
     out = {"store": row["store"]}
     text, encoding = encode_body(bytes(row["body"]), body)
-    values = {**row, "body": text, "bodyEncoding": encoding, "properties": dict(row["properties"] or {})}
+    values = {**row, "body": text, "bodyEncoding": encoding, "properties": dict(row["properties"] or {}),
+              **{name: row[f"{name}Ms"] for name in TIME_COLUMNS}}
     out.update((name, values[name]) for name in DUMP_ORDER)
     return out
 

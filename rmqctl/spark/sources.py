@@ -8,23 +8,29 @@ broker.conf for every store, or a JSON array with one per path), geometry overri
 names (`mappedFileSizeCommitLog`, `mappedFileSizeConsumeQueue`, `maxHashSlotNum`, `maxIndexNum`).
 `rocketmq` also takes `verifyCrc` (adds `crcOk`) and `failOnDamage` (a record the broker would refuse fails
 the task instead of ending that file with a warning, as `dump commitlog` does), and takes pushed-down
-filters on `topic` (= and IN) and `commitLogOffset` (comparisons; whole files outside the range are skipped).
+filters on `topic` (= and IN), `commitLogOffset` (comparisons: whole files outside the range are skipped)
+and `storeTimestamp` / `storeTimestampMs` (comparisons and BETWEEN: every record is checked, and the files
+whose store times lie wholly outside the range are not read at all, see rmqctl.ops.time_range; option
+`pruneByStoreTime=false` reads them all, for a store whose broker clock stepped back).
+On a DLedger-mode store its partitions are the data files and its rows carry their entry (`dledger`).
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..errors import StoreError, where
+from ..ops.time_range import FileSpan, file_spans
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
-    COMMITLOG_COLUMNS,
     CONSUMEQUEUE_COLUMNS,
     CRC_COLUMN,
     INDEX_COLUMNS,
     arrow_schema,
+    commitlog_columns,
     consumequeue_batches,
     index_batches,
     message_batches,
@@ -52,18 +58,44 @@ class CommitLogFile(InputPartition):
         self.end = end
 
 
-def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int | None = None) -> list[CommitLogFile]:
-    """One partition per commitlog file (of every store) that overlaps [start, end)."""
+def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int | None = None,
+                   since: int | None = None, until: int | None = None) -> list[CommitLogFile]:
+    """One partition per commitlog file (of every store) that overlaps [start, end) and, with a store time
+    range [since, until] (epoch ms), may hold messages stored in it: files whose span of store times
+    (time_range.file_spans: one record read per file) lies outside are not planned."""
     parts = []
     for inp in inputs:
         settled, store = settle_commitlog_geometry(inp)
         size = store.commitlog.file_size
-        for f in store.commitlog.files:
+        by_time = (since is not None or until is not None) and store.dledger is None
+        spans = file_spans(store) if by_time else [FileSpan(f, None, None) for f in store.commitlog.files]
+        for span in spans:
+            f = span.file
             lo = f.start if start is None else max(f.start, start)
             hi = f.start + size if end is None else min(f.start + size, end)
-            if lo < hi:
+            if lo < hi and span.may_hold(since, until):
                 parts.append(CommitLogFile(settled, lo, hi))
     return parts
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+MICRO = dt.timedelta(microseconds=1)
+
+
+def closed_range(f, value: int, scale: int = 1) -> tuple[int | None, int | None] | None:
+    """The integers n (inclusive bounds, None: open) with `n * scale <op> value` for a comparison filter `f`."""
+    floor, ceil = value // scale, -(-value // scale)
+    if isinstance(f, EqualTo):
+        return (value // scale, value // scale) if value % scale == 0 else (1, 0)
+    return {GreaterThan: (floor + 1, None), GreaterThanOrEqual: (ceil, None), LessThan: (None, ceil - 1),
+            LessThanOrEqual: (None, floor)}.get(type(f))
+
+
+def micros(value) -> int | None:
+    """A pushed timestamp literal as epoch microseconds (Spark hands it over as an aware datetime)."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return (value - EPOCH) // MICRO
+    return None
 
 
 class CommitLogReader(DataSourceReader):
@@ -71,41 +103,46 @@ class CommitLogReader(DataSourceReader):
         self.inputs = inputs_from_options(options)
         self.verify_crc = option_bool(options, "verifyCrc")
         self.fail_on_damage = option_bool(options, "failOnDamage")
+        self.prune_by_time = option_bool(options, "pruneByStoreTime", True)
         self.schema = arrow_schema(schema)
         self.topics: frozenset[str] | None = None
-        self.start: int | None = None  # pushed commitLogOffset range, half-open
-        self.end: int | None = None
+        self.offsets = [None, None]  # pushed commitLogOffset range, inclusive
+        self.times = [None, None]  # pushed storeTimestamp range, epoch ms, inclusive
 
     def pushFilters(self, filters):
         return [f for f in filters if not self._take(f)]
 
     def _take(self, f) -> bool:
         """Keep a filter this reader applies exactly; Spark evaluates the ones returned."""
-        column = getattr(f, "attribute", None)
+        column, value = getattr(f, "attribute", None), getattr(f, "value", None)
         if column == ("topic",):
-            if isinstance(f, EqualTo) and isinstance(f.value, str):
-                return self._narrow_topics({f.value})
-            if isinstance(f, In) and all(isinstance(v, str) for v in f.value):
-                return self._narrow_topics(set(f.value))
-        if column == ("commitLogOffset",) and type(getattr(f, "value", None)) is int:
-            v = f.value
-            bounds = {EqualTo: (v, v + 1), GreaterThan: (v + 1, None), GreaterThanOrEqual: (v, None),
-                      LessThan: (None, v), LessThanOrEqual: (None, v + 1)}.get(type(f))
-            if bounds:
-                lo, hi = bounds
-                if lo is not None:
-                    self.start = lo if self.start is None else max(self.start, lo)
-                if hi is not None:
-                    self.end = hi if self.end is None else min(self.end, hi)
-                return True
-        return False
+            if isinstance(f, EqualTo) and isinstance(value, str):
+                return self._narrow_topics({value})
+            if isinstance(f, In) and all(isinstance(v, str) for v in value):
+                return self._narrow_topics(set(value))
+        bounds = None
+        if column in (("commitLogOffset",), ("storeTimestampMs",)) and type(value) is int:
+            bounds = closed_range(f, value)
+        elif column == ("storeTimestamp",) and micros(value) is not None:
+            bounds = closed_range(f, micros(value), 1000)  # the column holds whole milliseconds
+        if bounds is None:
+            return False
+        narrowed = self.offsets if column == ("commitLogOffset",) else self.times
+        lo, hi = bounds
+        if lo is not None:
+            narrowed[0] = lo if narrowed[0] is None else max(narrowed[0], lo)
+        if hi is not None:
+            narrowed[1] = hi if narrowed[1] is None else min(narrowed[1], hi)
+        return True
 
     def _narrow_topics(self, topics: set[str]) -> bool:
         self.topics = frozenset(topics if self.topics is None else self.topics & topics)
         return True
 
     def partitions(self):
-        return plan_commitlog(self.inputs, self.start, self.end)
+        start, last = self.offsets
+        end = None if last is None else last + 1
+        return plan_commitlog(self.inputs, start, end, *(self.times if self.prune_by_time else (None, None)))
 
     def read(self, partition: CommitLogFile):
         if not isinstance(partition, CommitLogFile):
@@ -113,7 +150,7 @@ class CommitLogReader(DataSourceReader):
         source = partition.source
         scan = source.store().scan()
         yield from message_batches(scan, partition.start, partition.end, self.schema, source.root,
-                                   self.verify_crc, self.topics)
+                                   self.verify_crc, self.topics, *self.times)
         for f, pos, e in scan.errors:
             if self.fail_on_damage:
                 raise StoreError(e.detail, f.path, f.start + pos)
@@ -129,7 +166,7 @@ class RocketMQDataSource(DataSource):
 
     def schema(self):
         extra = [CRC_COLUMN] if option_bool(self.options, "verifyCrc") else []
-        return struct(COMMITLOG_COLUMNS + extra)
+        return struct(commitlog_columns(inp.store() for inp in inputs_from_options(self.options)) + extra)
 
     def reader(self, schema):
         return CommitLogReader(self.options, schema)

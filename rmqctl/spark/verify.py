@@ -16,6 +16,7 @@ from ..ops import verify as V
 from ..ops import verify_commitlog
 from ..ops.verify_context import Context
 from ..ops.verify_dledger import scan_file
+from ..ops.time_range import narrow
 from ..ops.verify_scan import Task, scan_chunk
 from ..store import Store
 
@@ -33,10 +34,12 @@ def scan_task(item: tuple[int, int, Task, bool]):
 
 
 def verify_stores(spark, stores: list[Store], only: str | None = None, deep: bool = False,
-                  max_findings: int | None = None) -> list[tuple[Store, V.VerifyResult]]:
-    """Verify every store; all their commitlog files are scanned in one Spark job."""
+                  max_findings: int | None = None, since: int | None = None,
+                  until: int | None = None) -> list[tuple[Store, V.VerifyResult]]:
+    """Verify every store (only the part of its commitlog holding the messages stored in [since, until], epoch
+    ms, when given: `verify --since/--until`'s range); all their commitlog files are scanned in one Spark job."""
     began = time.monotonic()
-    runs = [V.start_run(store, only, None, None, deep, 1) for store in stores]
+    runs = [V.start_run(store, only, *narrow(store, since, until), deep, 1) for store in stores]
     plans = [file_tasks(ctx) for ctx in runs]
     items = [(r, f, task, runs[r].store.dledger is not None) for r, plan in enumerate(plans)
              for f, task in enumerate(plan) if task is not None]

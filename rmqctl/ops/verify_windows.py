@@ -1,0 +1,121 @@
+"""verify's record table in windows of commitlog offsets, so that its memory does not grow with the store.
+
+The commitlog scan (ops/verify_commitlog.py) keeps each chunk's findings and how many records it checked; the
+record columns the cross-checks need come here, a window at a time: the chunks are walked again in commitlog
+order (or their columns taken from the scan when it kept them) and cut into windows of at most
+`window_records` records. A window stands for the commitlog offsets [lo, hi): lo is its first record's offset
+(minus infinity for the first window), hi the next window's lo (infinity for the last), and every record of
+the window lies inside it. So a consumequeue unit or an index entry pointing at offset o is checked against
+the one window whose range holds o, exactly as against the whole table; `window_records=None` is the whole
+table in one window. The checks keep only what crosses windows: per queue or per index file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import mmap
+from typing import Iterator
+
+import numpy as np
+
+from . import verify_dledger
+from .verify_context import Context, Records
+from .verify_scan import ChunkResult, scan_chunk
+
+LOWEST = -(1 << 62)
+HIGHEST = 1 << 62
+# anonymous bytes a window costs per record: its columns (8 int64), about three index keys (2 int64 each),
+# and the copies the checks make (dispatch targets, sort orders, per-queue groups), measured with
+# benchmarks/bench_verify_memory.py
+BYTES_PER_RECORD = 400
+# what a run needs besides its window: the chunk being cut (a 64 MiB chunk of small records), index slots
+FIXED_BYTES = 96 << 20
+DEFAULT_MEMORY = 256 << 20
+
+
+def window_records(memory: int) -> int:
+    """Records per window within a budget of `memory` bytes."""
+    return max(1, (memory - FIXED_BYTES) // BYTES_PER_RECORD)
+
+
+@dataclasses.dataclass
+class Window:
+    rec: Records
+    lo: int  # the commitlog offsets this window stands for: [lo, hi)
+    hi: int
+
+    def holds(self, offsets: np.ndarray) -> np.ndarray:
+        return (offsets >= self.lo) & (offsets < self.hi)
+
+
+def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) -> Iterator[Window]:
+    """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one)."""
+    pending = None  # a full window waits for the next window's first offset, its end
+    for parts in _cuts(ctx, results, size):
+        lo = LOWEST if pending is None else int(parts[0][0].pos[parts[0][2]] + parts[0][1])
+        if pending is not None:
+            yield Window(pending[0], pending[1], lo)
+        pending = (_table(parts), lo)
+    if pending is None:
+        yield Window(_table([]), LOWEST, HIGHEST)
+    else:
+        yield Window(pending[0], pending[1], HIGHEST)
+
+
+def _cuts(ctx: Context, results, size: int | None):
+    """Lists of (chunk result with columns, file start, first, end) slices, each list one window."""
+    walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    parts, held = [], 0
+    for i, rs in enumerate(results):
+        start = ctx.files[i].start
+        for r in rs:
+            if not r.count:
+                continue
+            full = r if len(r.pos) == r.count else walk(r.task)
+            a = 0
+            while a < full.count:
+                b = full.count if size is None else min(full.count, a + size - held)
+                parts.append((full, start, a, b))
+                held += b - a
+                a = b
+                if size is not None and held == size:
+                    yield parts
+                    parts, held = [], 0
+    if parts:
+        yield parts
+
+
+def _table(parts) -> Records:
+    """One Records of the slices (in commitlog order), as the scan's merge made it of whole chunks."""
+    index_of: dict[str, int] = {}
+    cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
+                            "key_record", "key_hash")}
+    lmq, inner = [], {}
+    base = 0
+    for r, start, a, b in parts:
+        remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int64)
+        cols["off"].append(r.pos[a:b] + start)
+        for name in ("size", "queue_id", "queue_offset", "sysflag", "store_ts", "tags"):
+            cols[name].append(getattr(r, name)[a:b])
+        cols["topic"].append(remap[r.topic[a:b]] if b > a else r.topic[:0])
+        keys = (r.key_record >= a) & (r.key_record < b)
+        cols["key_record"].append(r.key_record[keys] - a + base)
+        cols["key_hash"].append(r.key_hash[keys])
+        lmq += [(k - a + base, *rest) for k, *rest in r.lmq if a <= k < b]
+        inner.update({k - a + base: v for k, v in r.inner_num.items() if a <= k < b})
+        base += b - a
+    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
+    keys = cat["key_record"]
+    # each chunk lists its keys by record, except the few of records decoded the slow way
+    order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
+    return Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
+                   sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
+                   topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
+                   key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
+
+
+def release(f):
+    """Drop a mapped file's pages from this process (they stay in the page cache): what a window read of a
+    file costs in resident memory ends with the window."""
+    m = getattr(f, "_map", None)
+    if isinstance(m, mmap.mmap) and hasattr(m, "madvise"):
+        m.madvise(mmap.MADV_DONTNEED)
