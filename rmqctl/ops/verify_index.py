@@ -20,7 +20,7 @@ from ..store import INDEX_FILE_NAME
 from .verify_context import Context, Records
 from .verify_links import (MAX_LISTED, _check_slots_and_chains, _counted, _distinct, _structure, _tail_cause,
                            index_files, index_structure)
-from .verify_windows import Window, release
+from .verify_windows import Window
 
 NO_RECORD_LISTED = 100
 
@@ -105,7 +105,7 @@ class IndexCheck:
         if len(phy):
             f.lo, f.hi, f.forward = int(phy.min()), int(phy.max()), not len(order_bad)
             f.first_phy, f.last_phy = int(phy[0]), int(phy[-1])
-        release(ix.mf)
+        ix.mf.release()
 
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
@@ -148,7 +148,7 @@ class IndexCheck:
                 found.append(record[hit] * (1 << 32) + key_hash[ks][hit])
             if f.hi < w.hi:  # later windows start past every entry of this file
                 f.columns = None
-                release(f.ix.mf)
+                f.ix.mf.release()
         if self.deep:
             self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
 
