@@ -20,7 +20,7 @@ from ..store import INDEX_FILE_NAME
 from .verify_context import Context, Records
 from .verify_links import (MAX_LISTED, _check_slots_and_chains, _counted, _distinct, _structure, _tail_cause,
                            entry_blocks, index_files)
-from .verify_windows import Window, release
+from .verify_windows import Window
 
 NO_RECORD_LISTED = 100
 
@@ -107,7 +107,7 @@ class IndexCheck:
                        f"order ({bad} such entries)")
         f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
         f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
-        release(ix.mf)
+        ix.mf.release()
 
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
@@ -155,7 +155,7 @@ class IndexCheck:
             if self.deep:
                 hit = np.flatnonzero(record >= 0)
                 found.append(record[hit] * (1 << 32) + key_hash[hit])
-            release(f.ix.mf)
+            f.ix.mf.release()
         if self.deep:
             self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
-import mmap
 from typing import Iterator
 
 import numpy as np
@@ -32,7 +31,6 @@ HIGHEST = 1 << 62
 BYTES_PER_RECORD = 400
 # what a run needs besides its window: the chunk being cut (a 64 MiB chunk of small records), index slots
 FIXED_BYTES = 96 << 20
-DEFAULT_MEMORY = 256 << 20
 
 
 def window_records(memory: int) -> int:
@@ -127,10 +125,3 @@ def _table(parts) -> Records:
                    topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
                    key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
 
-
-def release(f):
-    """Drop a mapped file's pages from this process (they stay in the page cache): what a window read of a
-    file costs in resident memory ends with the window."""
-    m = getattr(f, "_map", None)
-    if isinstance(m, mmap.mmap) and hasattr(m, "madvise"):
-        m.madvise(mmap.MADV_DONTNEED)
