@@ -7,17 +7,19 @@ import re
 
 DEFAULT_MEMORY = 256 << 20
 MIN_BATCH_RECORDS = 16  # below this a batch costs more in calls than it saves in memory
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
+MIN_CLI_MEMORY = 1 << 20  # what --memory takes at least: less would only make batches of a few records
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """A byte count as `sort -S` takes it: digits with an optional K, M, G or T suffix (powers of 1024;
-    KiB/KB spellings too). ValueError for anything else or zero."""
+    """A byte count as `sort -S` takes it: a number with an optional K, M, G or T suffix (powers of 1024;
+    KiB/KB spellings too), e.g. 256M, 1.5G, 65536. ValueError for anything else or zero."""
     m = _SIZE.fullmatch(text.strip())
-    if not m or int(m.group(1)) == 0:
-        raise ValueError(f"{text!r} is not a memory size (e.g. 256M, 1G)")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()]) if m else 0
+    if value <= 0:
+        raise ValueError(f"{text!r} is not a memory size (e.g. 256M, 2G)")
+    return value
 
 
 def batch_records(memory: int, bytes_per_record: int) -> int:

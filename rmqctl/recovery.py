@@ -18,6 +18,7 @@ from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .store import MappedFile, Store
 
 CHUNK = 1 << 20
+RELEASE_BYTES = 64 << 20  # how much of a file a record-by-record walk keeps resident behind it
 CRC_KINDS = ("body-crc", "property-crc")
 NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
 # what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
@@ -186,7 +187,7 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordTally,
     files = store.commitlog.files
     if not files:
         return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
-    i, pos, last_message = first, 0, -1
+    i, pos, last_message, passed = first, 0, -1, 0
     while True:
         f = files[i]
         if reporter is not None:
@@ -199,13 +200,14 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordTally,
         if isinstance(rec, Blank):
             if i + 1 < len(files):
                 f.release()
-                i, pos = i + 1, 0
+                i, pos, passed = i + 1, 0, 0
                 continue
             return Walk(cut=f.start + pos, zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, stop=None,
                         last_message=last_message)
         seen.add(f.start + pos, rec.storeSize)
         last_message = f.start + pos
         pos += rec.storeSize
+        passed = give_back(f, passed, pos)
 
 
 def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordTally,
@@ -214,7 +216,7 @@ def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen:
     structure is sound) and at the next file after anything else."""
     found = []
     for f in store.commitlog.files[:upto]:
-        pos = 0
+        pos = passed = 0
         while True:
             if reporter is not None:
                 reporter.at(f, pos)
@@ -228,8 +230,18 @@ def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen:
                 break
             seen.add(f.start + pos, rec.storeSize)
             pos += rec.storeSize
+            passed = give_back(f, passed, pos)
         f.release()
     return found
+
+
+def give_back(f: MappedFile, passed: int, pos: int) -> int:
+    """Once a walk is RELEASE_BYTES past `passed`, the pages behind it go back (MappedFile.drop_pages), so a
+    walk through a large file keeps only about that much of it resident; returns the new mark."""
+    if pos - passed < RELEASE_BYTES:
+        return passed
+    f.drop_pages(passed, pos)
+    return pos
 
 
 def zero_from(store: Store, index: int, pos: int) -> bool:

@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 import click
 import orjson
 
-from ..budget import DEFAULT_MEMORY, parse_size
+from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
 from ..ops.inspect import ms_text
@@ -408,17 +408,21 @@ class MemoryType(click.ParamType):
         if isinstance(value, int):
             return value
         try:
-            return parse_size(value)
+            size = parse_size(value)
         except ValueError as e:
             self.fail(str(e), param, ctx)
+        if size < MIN_CLI_MEMORY:
+            self.fail(f"{value!r}: at least {MIN_CLI_MEMORY >> 20}M", param, ctx)
+        return size
 
 
 TIME = TimeType()
 OFFSET = OffsetType()
 
 
-def memory_option(fn: Callable) -> Callable:
-    """--memory SIZE, the working-memory budget of the commands that walk the whole store (budget.py)."""
+def memory_option(note: str) -> Callable:
+    """--memory SIZE, the working-memory budget of the commands that walk the whole store (budget.py); `note`
+    says what the budget does not change."""
     return click.option("--memory", type=MemoryType(), default=DEFAULT_MEMORY,
-                        help=f"Working memory for a batch of records, like sort -S (K, M, G suffixes; default "
-                             f"{DEFAULT_MEMORY >> 20}M): a bound that does not grow with the store.")(fn)
+                        help=f"Working memory, like sort -S (e.g. 512M, 2G; default {DEFAULT_MEMORY >> 20}M): the "
+                             f"store is taken in batches of records that fit it, so it does not grow with the store. {note}")

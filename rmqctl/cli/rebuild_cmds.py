@@ -50,7 +50,7 @@ def _finish(result, what: str):
 @click.option("--queue-id", type=int, help="Rebuild only this queue id (of --topic, or of every topic).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
-@memory_option
+@memory_option("The files written are the same at any size.")
 def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     """Rebuild consumequeue files from the commitlog, byte-identical to what the broker's dispatch writes
     (tagsCode, schedule-topic delivery times, LMQ queues, pre-blank fill after cleanup), check them, and
@@ -78,7 +78,7 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
 @store_options
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
-@memory_option
+@memory_option("The files written are the same at any size.")
 def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
     """Rebuild the index files from the commitlog as IndexService does (UNIQ_KEY then each KEYS word, rollover
     when full, names from the creation time), set the checkpoint's indexMsgTimestamp as the broker does,

@@ -9,7 +9,7 @@ import click
 from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..ops import VERIFY_PARTS
 from ..ops.time_range import narrow
-from .base import OFFSET, TIME, cli, echo_err, note_compiling, progress, render, store_options
+from .base import OFFSET, TIME, cli, echo_err, memory_option, note_compiling, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -26,9 +26,7 @@ COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
-@click.option("--memory", default="256M", show_default=True, callback=lambda _c, _p, text: memory_size(text),
-              help="Working memory for the record table, like sort -S (e.g. 512M, 2G): the cross-checks take the "
-                   "commitlog in windows that fit it. Every check stays exact at any size.")
+@memory_option("Every check stays exact at any size.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.")
@@ -51,16 +49,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     rmqctl verify --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
     rmqctl verify --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
-    if jobs is not None and jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if max_findings is not None and max_findings < 0:
-        raise UsageError("--max-findings must not be negative")
-    if start is not None and end is not None and end <= start:
-        raise UsageError("--to must be greater than --from")
-    if baseline_path and write_path:
-        raise UsageError("give --baseline or --write-baseline, not both")
-    if since is not None and until is not None and until < since:
-        raise UsageError("--until is before --since")
+    _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
     from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
     baseline = read_baseline(baseline_path) if baseline_path else None
@@ -125,6 +114,20 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     raise click.exceptions.Exit(exit_code)
 
 
+def _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path):
+    """Options that cannot hold together are a usage error (exit 2) before the store is read."""
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if max_findings is not None and max_findings < 0:
+        raise UsageError("--max-findings must not be negative")
+    if start is not None and end is not None and end <= start:
+        raise UsageError("--to must be greater than --from")
+    if baseline_path and write_path:
+        raise UsageError("give --baseline or --write-baseline, not both")
+    if since is not None and until is not None and until < since:
+        raise UsageError("--until is before --since")
+
+
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
@@ -167,17 +170,3 @@ def _summary(result, counted: list | None, shown: int) -> str:
     if shown < total:
         text += f" (showing {shown} of {total}: --max-findings)"
     return text
-
-
-def memory_size(text: str) -> int:
-    """A size as sort -S takes it: bytes, or a number with K, M, G or T (powers of 1024)."""
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    number, unit = (t[:-1], t[-1]) if t and t[-1] in units else (t, "")
-    try:
-        value = int(float(number) * units[unit])
-    except ValueError:
-        raise UsageError(f"--memory {text!r}: give a size such as 256M or 2G") from None
-    if value < 1 << 20:
-        raise UsageError(f"--memory {text!r}: at least 1M")
-    return value

@@ -370,8 +370,8 @@ def _build_area(store: Store, dry_run: bool, kind: str, keep_backup: bool):
         yield txn
 
 
-def _check_staged(store: Store, txn, kind: str, within: tuple[str, ...], where_: Path) -> None:
-    problems = verify_staged(store, txn, kind, within)
+def _check_staged(store: Store, txn, kind: str, within: tuple[str, ...], where_: Path, memory: int) -> None:
+    problems = verify_staged(store, txn, kind, within, memory=memory)
     if problems:
         raise StoreError(f"verify finds the rebuilt {kind} wrong, nothing was changed: " + "; ".join(problems[:5]),
                          where_)
@@ -434,7 +434,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                 txn.replace(store.consumequeue_dir, root / "consumequeue")
         if result.changed:
             within = tuple(f"consumequeue/{t}/{q}/" for t, q in built | set(live)) if subset else ()
-            _check_staged(store, txn, "consumequeue", within, store.consumequeue_dir)
+            _check_staged(store, txn, "consumequeue", within, store.consumequeue_dir, memory)
             if not dry_run:
                 result.backup = txn.commit().get("backup")
     result.seconds = time.monotonic() - t0
@@ -471,7 +471,7 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
         if any(result._file_changes()):
             txn.replace(store.index_dir, index_dir)
         if result.changed:
-            _check_staged(store, txn, "index", (), store.index_dir)
+            _check_staged(store, txn, "index", (), store.index_dir, memory)
             if not dry_run:
                 result.backup = txn.commit().get("backup")
     result.seconds = time.monotonic() - t0

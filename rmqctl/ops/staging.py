@@ -13,6 +13,7 @@ from pathlib import Path
 
 
 from .. import schema as S
+from ..budget import DEFAULT_MEMORY
 from ..lock import store_lock
 from ..store import IndexFile, Store, refuse_links_outside
 from ..writers import Dispatcher
@@ -136,11 +137,11 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
 
 
 def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | None, within: tuple[str, ...] = (),
-                  accepted=lambda finding: False) -> list[str]:
+                  accepted=lambda finding: False, memory: int = DEFAULT_MEMORY) -> list[str]:
     """verify (ops/verify.py, the checks of `only`) on the state the transaction will leave: its errors,
     except those verify calls consequences of commitlog damage (no rebuild or repair of these files can
     change them), those outside `within` (path prefixes relative to the store) when given, and those
-    `accepted`. It is verify's own run over the staged store, so it is bounded as verify is."""
+    `accepted`. It is verify's own run over the staged store, within `memory` as verify is."""
     view = post_commit_view(store, txn)
     try:
         if store.dledger is not None:
@@ -150,7 +151,7 @@ def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | Non
         else:
             config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
         staged = Store(view, config)
-        findings = verify(staged, only=only).findings
+        findings = verify(staged, only=only, memory=memory).findings
     finally:
         shutil.rmtree(view)
     return [f"{f.file}: {f.kind}: {f.detail}" for f in findings

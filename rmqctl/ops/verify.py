@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
+from ..budget import DEFAULT_MEMORY
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, TIMER, Finding
 from ..native import available_cores
@@ -38,11 +39,11 @@ from . import VERIFY_PARTS, verify_commitlog, verify_cq, verify_dledger, verify_
 from .config_check import config_problems
 from .timer import TimerCheck
 from .txn import pending
-from .verify_context import Context, Records
+from .verify_context import Context
 from .verify_cq import ConsumeQueueCheck
 from .verify_index import IndexCheck
 from .verify_queues import QueueOffsets
-from .verify_windows import DEFAULT_MEMORY, HIGHEST, LOWEST, Window, window_records, windows
+from .verify_windows import window_records, windows
 
 
 @dataclasses.dataclass
@@ -153,19 +154,6 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
              "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
-
-
-def check_links(store: Store, rec: Records, only: str) -> list[Finding]:
-    """The consumequeue or index checks alone, against a record table of the whole commitlog that the
-    caller decoded already and found sound (no damage, so no finding here has a commitlog cause)."""
-    ctx = start_run(store, only, None, None, False, 1)
-    if len(rec.off):
-        ctx.logical_end = int((rec.off + rec.size).max())
-    check = ConsumeQueueCheck(ctx) if only == "consumequeue" else IndexCheck(ctx)
-    check.begin()
-    check.window(Window(rec, LOWEST, HIGHEST))
-    check.finish()
-    return ctx.out.sorted()
 
 
 def with_geometry(store: Store) -> Store:

@@ -25,7 +25,7 @@ from .verify_context import Context, Records
 from ..recovery import recovery_start
 from ..errors import StoreError
 from .verify_links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
-from .verify_windows import Window, release
+from .verify_windows import Window
 
 
 @dataclasses.dataclass
@@ -65,7 +65,7 @@ class QueueSummary:
                 reput = np.flatnonzero(valid & (sz != S.PRE_BLANK_SIZE))
                 if len(reput):
                     self.reput_end = int(off[reput[-1]] + sz[reput[-1]])
-                release(f)
+                f.release()
             first += n
         self.total = first
         if last_valid >= 0:
@@ -117,7 +117,7 @@ class QueueSummary:
                 run_of = np.flatnonzero(sel)
                 fu.forward = bool(run_of[-1] - run_of[0] + 1 == len(run_of) and np.all(offs[1:] >= offs[:-1]))
                 fu.a, fu.b = int(run_of[0]), int(run_of[-1]) + 1
-            release(cq.files.files[fu.k])
+            cq.files.files[fu.k].release()
         if first_hole:
             fu, i, off, sz = first_hole
             run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", self.path(fu), self.pos(fu, i, size), None,
@@ -237,7 +237,7 @@ class ConsumeQueueCheck:
             self._remember(key, qoffs)
         for q in self.queues.values():
             for f in q.cq.files.files:
-                release(f)
+                f.release()
 
     def _units(self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs, recs):
         run = self.run

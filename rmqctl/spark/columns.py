@@ -202,28 +202,32 @@ def consumequeue_batches(cq: ConsumeQueue, schema: pa.Schema, store: str) -> Ite
         }
         if written:
             yield pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+        del units, columns
+        f.release()  # a task reads many queues: only the file at hand stays mapped
         if written < len(arr):
             return
 
 
+INDEX_BATCH_ENTRIES = 1 << 20  # entries decoded per batch: a task's memory is one batch, not one file
+
+
 def index_batches(ix: IndexFile, schema: pa.Schema, store: str) -> Iterator[pa.RecordBatch]:
-    """The used entries 1..indexCount-1 of one index file (entry 0 is never written), as `dump index`."""
+    """The used entries 1..indexCount-1 of one index file (entry 0 is never written), as `dump index`, a
+    batch of entries at a time."""
     arr = ix.entries()
     used = arr[1 : max(1, min(ix.index_count, len(arr)))]
-    n = len(used)
-    if not n:
-        return
-    key_hash = used["keyHash"].astype(np.int64)
-    slot = index_slots(key_hash, ix.slot_num)
-    columns = {
-        "store": pa.array([store] * n, pa.string()),
-        "file": pa.array([ix.name] * n, pa.string()),
-        "index": pa.array(np.arange(1, n + 1, dtype=np.int32)),
-        "keyHash": pa.array(used["keyHash"].astype(np.int32)),
-        "slot": pa.array(slot.astype(np.int32)),
-        "phyOffset": pa.array(used["phyOffset"].astype(np.int64)),
-        "timeDiff": pa.array(used["timeDiff"].astype(np.int32)),
-        "prevIndex": pa.array(used["prevIndex"].astype(np.int32)),
-    }
-    for start in range(0, n, 1 << 20):
-        yield pa.RecordBatch.from_arrays([columns[f.name].slice(start, 1 << 20) for f in schema], schema=schema)
+    for start in range(0, len(used), INDEX_BATCH_ENTRIES):
+        part = used[start : start + INDEX_BATCH_ENTRIES]
+        n = len(part)
+        key_hash = part["keyHash"].astype(np.int64)
+        columns = {
+            "store": pa.repeat(store, n),
+            "file": pa.repeat(ix.name, n),
+            "index": pa.array(np.arange(start + 1, start + n + 1, dtype=np.int32)),
+            "keyHash": pa.array(part["keyHash"].astype(np.int32)),
+            "slot": pa.array(index_slots(key_hash, ix.slot_num).astype(np.int32)),
+            "phyOffset": pa.array(part["phyOffset"].astype(np.int64)),
+            "timeDiff": pa.array(part["timeDiff"].astype(np.int32)),
+            "prevIndex": pa.array(part["prevIndex"].astype(np.int32)),
+        }
+        yield pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
