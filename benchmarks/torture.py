@@ -1404,8 +1404,8 @@ def table(results: dict) -> str:
                 f"| every fixture, every read command | {f['stores']} | {f['commands']} | **{f['crashes']}** | "
                 f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s ({f['max_cpu']:.1f} s) "
                 f"| {f['max_rss'] >> 20} MiB | {f['worker growth'] >> 20} MiB |",
-                f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (fixtures verify reads in "
-                "full); crashes on every fixture.", ""]
+                f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (the fixtures verify "
+                "reads: a new finding or a refusal must follow); crashes on every fixture.", ""]
     if "hypothesis" in results:
         h = results["hypothesis"]
         out += ["| hypothesis (library decoders) | examples | failures |", "|---|---|---|",
