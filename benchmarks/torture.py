@@ -3,29 +3,37 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
 
 * fuzz: mutated copies of every fixture (bit flips, cuts, zeroed runs, hostile length fields such as
   0x7FFFFFFF and negative values, swapped files, wrong sizes, stray names, index chains with loops, units past
-  the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store); every
-  read command runs on each copy. A crash is an exit code outside 0/1/2, a traceback or an internal error,
-  more than 60 s, or more than 1 GiB RSS. Damage `verify` must see (a cut file, a bad length, a flipped
-  body, a loop, ...) and that it did not report (no new finding, exit 0) is counted as missed.
-* hypothesis: the decoders at the library level (records, properties, msgids, decompression) on generated
-  and mutated input: anything but a clean refusal is a failure.
+  the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store,
+  MetaQ segments); every read command runs on each copy, in one long-lived worker process as an operator's
+  notebook would run them. A crash is an exit code outside 0/1/2, a traceback or an internal error, more than
+  60 s of CPU or 60 s blocked (wall time at nice 19 counts other jobs), or more than 1 GiB RSS (each command's own peak: VmHWM reset before it).
+  Damage `verify` must see (a cut file, a bad length, a flipped body, a loop, ...) and that it did not
+  report (no new finding, exit 0) is counted as missed. The worker's RSS growth over the run is reported.
+* hypothesis: every file kind's decoder at the library level (records, properties, msgIds, decompression,
+  commitlog and DLedger walks on both engines, consumequeue, index chains, checkpoint, config JSON, timerlog,
+  MetaQ segments) on generated and mutated input: anything but a clean refusal is a failure.
 * crash trials: SIGKILL at random moments and at every filesystem step (rename, exchange, unlink, fsync,
-  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply and config restore. A killed run is
-  followed by the recovery every writing command starts with; the store must then be exactly the old or
-  the new one (file hashes; for clean, which deletes file by file as the broker does, a prefix of its plan;
-  for append, the old records plus a prefix of the input). Acknowledged appends must all be there. Then
-  the next writing command runs, and verify.
-* read-only proof: sha256, names and mtimes of every file before and after every read command on every
-  fixture.
-* disk full: append, rebuild (both) and repair on a real tmpfs with little room: a one-line error and exit
-  2, the store old or new, no acknowledged message lost, verify as sound as before; then with room again
-  the same command succeeds.
+  write, ...) of append, rebuild consumequeue, rebuild index, repair, clean --apply, config restore and
+  restore BACKUP. A killed run is followed by the recovery every writing command starts with; the store must
+  then be exactly the old or the new one (file hashes; for clean, which deletes file by file as the broker
+  does, a prefix of its plan; for append, the old records plus a prefix of the input). Acknowledged appends
+  must all be there. Then the next writing command runs, and verify.
+* read-only proof: sha256, names and mtimes of every file (lock included) before and after every read
+  command, plan and --dry-run on every fixture.
+* disk full: every writer on a real tmpfs with little room: a one-line error and exit 2 (or success), the
+  store old or new, no acknowledged message lost, verify as sound as before; then with room again the same
+  command succeeds.
 
     python benchmarks/torture.py [--quick] [--stores N] [--kills N] [--seed S] [--parts fuzz,hypothesis,...]
+                                 [--state DIR] [--from I]
 
-`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 3 random kills and 6 sampled filesystem steps per
-writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 30 random kills per writer and a kill at every
-filesystem step, seven disk-full sizes. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
+`--quick` (CI, tests/test_reliability.py): 300 fuzzed stores, 100 examples per decoder, 3 random kills and 6
+sampled filesystem steps per writer, two disk-full sizes; the long mode: 10000 fuzzed stores, 2000 examples per
+decoder, 30 random kills per writer and a kill at every filesystem step, seven disk-full sizes. `--state DIR`
+saves each finished unit (100 fuzzed stores, one writer's trials) and reuses it when run again, so a killed long
+run resumes, and N processes started with the same arguments share one run (each unit is claimed by one
+of them); once they are done, one more prints the whole table. Every fuzzed store has its own generator (seed, number): `--from I --stores 1` replays
+store I. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
 """
 from __future__ import annotations
 
@@ -58,8 +66,7 @@ SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8
 PREV_INDEX_AT = S.INDEX_ENTRY_SIZE - 4  # an index entry ends with its prevIndex
 FIXTURES = Path(os.environ.get("RMQCTL_FIXTURES", REPO.parent / "shared" / "fixtures"))
 SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-TIMEOUT = 60.0  # CPU seconds
-WALL_LIMIT = 600.0
+TIMEOUT = 60.0  # seconds of CPU, or of being blocked
 RSS_LIMIT = 1 << 30
 PARTS = ("fuzz", "hypothesis", "crash", "readonly", "diskfull")
 
@@ -159,16 +166,26 @@ def rss_of(pid: str, field: str) -> int:
     return 0
 
 
+def runnable(pid: int) -> bool:
+    """Whether any thread of the process is running or waiting for a CPU (state R), not blocked."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "R":
+                return True
+    return False
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 class Worker:
-    """The parent's side. A command that uses more than TIMEOUT seconds of CPU (a spinning loop) or waits more
-    than WALL_LIMIT (on a machine this loaded, wall time alone would count other jobs' CPU), or whose process
-    grows past RSS_LIMIT, is a crash: the worker is killed and the next command gets a fresh one. `growth`
-    is how much the worker's RSS between commands rose over its life (a leak across commands would show)."""
+    """The parent's side. A command that uses more than TIMEOUT seconds of CPU (a spinning loop) or is blocked
+    (no thread runnable: a wait that never ends) for more than TIMEOUT seconds, or whose process grows past
+    RSS_LIMIT, is a crash: the worker is killed and the next command gets a fresh one. Wall time alone is
+    not the measure: at nice 19 on a loaded machine a command waits for a CPU far longer than it runs.
+    `growth` is how much the worker's RSS between commands rose over its life (a leak would show)."""
 
     def __init__(self):
         self.proc = None
@@ -187,8 +204,9 @@ class Worker:
             self.start()
         self.proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
         self.proc.stdin.flush()
-        began, cpu0 = time.monotonic(), cpu_seconds(self.proc.pid)
+        began, cpu0, blocked = time.monotonic(), cpu_seconds(self.proc.pid), 0.0
         while True:
+            polled = time.monotonic()
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if ready:
                 line = self.proc.stdout.readline()
@@ -199,17 +217,17 @@ class Worker:
                 if out["rss"] > RSS_LIMIT:
                     out["crash"], out["detail"] = True, f"peak RSS {out['rss'] >> 20} MiB"
                 self.commands += 1
-                if self.commands == 10:  # past the first commands' imports and compilation
+                if self.commands == 200:  # past two rounds of every fixture: what loads on first use has loaded
                     self.first_rss = out["rss_before"]
-                elif self.commands > 10:
+                elif self.commands > 200:
                     self.growth = max(self.growth, out["rss_before"] - self.first_rss)
                 return out
             why = None
             with contextlib.suppress(OSError):
                 if cpu_seconds(self.proc.pid) - cpu0 > TIMEOUT:
                     why = f"over {TIMEOUT:.0f} s of CPU"
-                elif time.monotonic() - began > WALL_LIMIT:
-                    why = f"over {WALL_LIMIT:.0f} s"
+                elif not runnable(self.proc.pid) and (blocked := blocked + time.monotonic() - polled) > TIMEOUT:
+                    why = f"blocked for over {TIMEOUT:.0f} s"
                 elif rss_of(str(self.proc.pid), "VmRSS") > RSS_LIMIT:
                     why = f"RSS over {RSS_LIMIT >> 20} MiB"
             if why:
@@ -287,6 +305,8 @@ class Profile:
             ["dump", "consumequeue", topic, qid, "--resolve", *base, "--format", "jsonl"],
             ["dump", "index", *base, "--format", "jsonl"],
             ["dump", "checkpoint", *base, "--format", "jsonl"],
+            ["dump", "timerlog", *base, "--format", "jsonl"],
+            ["dump", "timerwheel", *base, "--format", "jsonl"],
             ["verify", *base, "--format", "jsonl"],
             ["verify", "--deep", *base, "--format", "jsonl"],
             ["locate", self.offset + 7, *base, "--format", "jsonl"],
@@ -559,11 +579,35 @@ def finding_keys(verify_stdout: str) -> set:
 CHUNK = 100  # fuzzed stores per saved unit of a long run
 
 
-def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, shard: tuple[int, int], first: int = 0) -> dict:
+def claim(saved: Path) -> bool:
+    """Whether this process runs the unit saved at `saved`: the first to create its claim file does, unless
+    the process that claimed it is gone (killed: the unit is taken over)."""
+    mark = saved.with_suffix(".claim")
+    try:
+        fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            os.kill(int(mark.read_text() or 0), 0)
+            return False
+        except (ProcessLookupError, ValueError, FileNotFoundError):
+            mark.write_text(str(os.getpid()))
+            return True
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def save(saved: Path, figures: dict):
+    tmp = saved.with_suffix(".tmp")
+    tmp.write_text(json.dumps(figures))
+    tmp.replace(saved)
+    saved.with_suffix(".claim").unlink(missing_ok=True)
+
+
+def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 0, report: bool = False) -> dict:
     """Stores first..first+n_stores-1, each mutated by its own generator (seed, store number): any store of a
     run can be replayed alone (--from). Chunks of CHUNK stores are saved in `state` as they finish; a rerun
-    skips those (a killed long run resumes), and `shard` (k, n) runs only every n-th chunk from the k-th, so
-    n processes can share a run."""
+    skips those (a killed long run resumes), and processes sharing `state` each run the chunks they claim."""
     names = fixtures()
     worker = Worker()
     baseline = {}
@@ -578,19 +622,18 @@ def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, shard: tuple[
     outside = work / "outside"
     outside.mkdir(exist_ok=True)
     starts = range(first, first + n_stores, CHUNK)
-    for c, start in enumerate(starts):
+    for start in starts:
         count = min(CHUNK, first + n_stores - start)
         saved = state / f"fuzz-{seed}-{start}-{count}.json" if state else None
         if saved and saved.exists():
             chunk = json.loads(saved.read_text())
-        elif c % shard[1] != shard[0]:
+        elif report or (saved and not claim(saved)):
+            total["not yet run"] = total.get("not yet run", 0) + count
             continue
         else:
             chunk = fuzz_chunk(range(start, start + count), seed, work, worker, profiles, baseline, judged, outside)
             if saved:
-                tmp = saved.with_suffix(".tmp")
-                tmp.write_text(json.dumps(chunk))
-                tmp.replace(saved)
+                save(saved, chunk)
         for k in ("stores", "commands", "crashes", "must_report", "missed"):
             total[k] += chunk[k]
         for k in ("max_secs", "max_cpu", "max_rss", "worker growth"):
@@ -667,10 +710,6 @@ def file_decoders(work: Path) -> dict:
         for _ in scan.chunks(check_crc=True):
             pass
 
-    def dledger(store):
-        for _ in store.scan().entries():  # DLedger entries, each wrapping a commitlog record
-            pass
-
     def consumequeue(store):
         for cq in store.consume_queues():
             for _ in cq.entries():
@@ -698,7 +737,7 @@ def file_decoders(work: Path) -> dict:
             ("commitlog", "a-basic", commitlog, "commitlog"), ("consumequeue", "a-basic", consumequeue, "consumequeue"),
             ("index", "a-basic", index, "index"), ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
             ("config json", "a-basic", config, "config/delayOffset.json"),
-            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", dledger, "dledger-n0/data")):
+            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", commitlog, "dledger-n0/data")):
         root, run = rocketmq(kind, name, read)
         path = root / rel
         if path.is_dir():
@@ -1041,7 +1080,7 @@ class BackupRestore(WriterTrial):
 
     def prepare(self, dest):
         if not hasattr(self, "template"):
-            self.template = RebuildIndex.prepare(self, self.work / "restore-template")
+            self.template = RebuildIndex.prepare(self, Path(tempfile.mkdtemp(prefix="restore-", dir=self.work)) / "store")
             pid = run_in_child(["rebuild", "index", "--store", self.template, "--broker-config", self.conf])
             assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "restore: the rebuild making its backup failed"
             self.backup = next(p.name for p in self.template.iterdir() if p.name.startswith(".rmqctl-backup-"))
@@ -1171,19 +1210,25 @@ WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild index":
            "clean --apply": Clean, "config restore": Restore, "restore": BackupRestore}
 
 
-def crash_trials(name: str, kills: int, every_step: bool, step_sample: int, rng: random.Random, work: Path) -> dict:
-    """One writer's row: `kills` SIGKILLs at random moments, then one before each of its filesystem steps
-    (every_step) or before `step_sample` of them."""
+STEP_BLOCK = 40  # a long run's filesystem-step kills per saved unit
+
+
+def writer_steps(name: str, work: Path) -> int:
+    """How many filesystem steps a clean run of the writer takes."""
+    trial = WRITERS[name](name.replace(" ", "-"), work)
+    root = trial.prepare(work / "probe")
+    steps = count_steps(trial.argv(root)) if not isinstance(trial, Append) else count_append_steps(trial, root)
+    shutil.rmtree(root)
+    return steps
+
+
+def crash_trials(name: str, plan: list[int | None], rng: random.Random, work: Path) -> dict:
+    """One writer's trials: a SIGKILL before filesystem step k of each run, or at a random moment (None)."""
     trial = WRITERS[name](name.replace(" ", "-"), work)
     trial.reference()
-    root0 = trial.prepare(work / "probe")
-    steps = count_steps(trial.argv(root0)) if not isinstance(trial, Append) else count_append_steps(trial, root0)
-    shutil.rmtree(root0)
-    chosen = list(range(1, steps + 1)) if every_step else sorted(rng.sample(range(1, steps + 1), min(step_sample, steps)))
-    row = {"writer": name, "random kills": 0, "step kills": 0, "steps": steps, "mixed": 0, "lost acked": 0,
+    row = {"writer": name, "random kills": 0, "step kills": 0, "mixed": 0, "lost acked": 0,
            "next write failed": 0, "verify after": 0}
-    plan = [("random", None) for _ in range(kills)] + [("step", k) for k in chosen]
-    for kind, k in plan:
+    for k in plan:
         root = trial.prepare(work / "trial")
         acks = []
         if isinstance(trial, Append):
@@ -1199,7 +1244,7 @@ def crash_trials(name: str, kills: int, every_step: bool, step_sample: int, rng:
         mixed, lost = trial.judge_append(root, acks) if isinstance(trial, Append) else trial.judge(root)
         row["mixed"] += mixed
         row["lost acked"] += lost
-        row["random kills" if kind == "random" else "step kills"] += 1
+        row["random kills" if k is None else "step kills"] += 1
         if isinstance(trial, Append):
             code = run_next_append(trial, root)
         else:
@@ -1249,8 +1294,8 @@ def read_only_commands(profile: Profile, root: Path) -> list[list]:
     topic, qid = profile.queue
     return profile.commands(root) + [
         ["consumers", *base], ["delay-offsets", *base], ["diff", root, root, *base[2:]],
-        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base], ["dump", "timerlog", *base],
-        ["dump", "timerwheel", *base], ["clean", "--now", "--file-reserved-time", "0", *base],
+        ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base],
+        ["clean", "--now", "--file-reserved-time", "0", *base],
         ["config", "restore", *base], ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
         ["rebuild", "consumequeue", "--dry-run", *base], ["rebuild", "index", "--dry-run", *base],
         ["repair", "--dry-run", *base], ["restore", *base]]
@@ -1402,8 +1447,8 @@ def main():
                                                  "e.g. 'append,rebuild index')")
     ap.add_argument("--state", type=Path, help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
                                                "here and reuse it on a rerun: a long run resumes where it stopped")
-    ap.add_argument("--shard", default="0/1", help="K/N: run only every N-th unit from the K-th (N processes share one "
-                                                  "--state; a last run without --shard prints the whole table)")
+    ap.add_argument("--report", action="store_true", help="with --state: the table of the units saved so far, "
+                                                           "running nothing")
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1411,7 +1456,6 @@ def main():
         return worker_main()
     parts = [p for p in args.parts.split(",") if p]
     writers = [w for w in args.writers.split(",") if w] or list(WRITERS)
-    shard = tuple(int(x) for x in args.shard.split("/"))
     mode = "quick" if args.quick else "long"
     if args.state:
         args.state.mkdir(parents=True, exist_ok=True)
@@ -1426,19 +1470,40 @@ def main():
             n = args.examples or (100 if args.quick else 2000)
             units.append(("hypothesis", f"hypothesis-{n}", lambda: hypothesis_part(n, work)))
         kills = args.kills or (3 if args.quick else 30)
+        steps, warmed = {}, False
         for name in writers if "crash" in parts else []:
+            # every process sharing a run names the same units: the writers' step counts are saved first
+            saved = args.state / f"steps-{args.seed}-{name.replace(' ', '_')}.json" if args.state else None
+            if saved and saved.exists():
+                steps[name] = json.loads(saved.read_text())
+            elif args.report:
+                results.setdefault("not yet run", []).append(f"{name}: its step count")
+                continue
+            else:
+                if not warmed:
+                    warm_up(work)
+                    warmed = True
+                steps[name] = writer_steps(name, work)
+                if saved:
+                    saved.write_text(json.dumps(steps[name]))
             rng = random.Random(f"{args.seed}:crash:{name}")
-            units.append(("crash", f"crash-{mode}-{kills}-{args.seed}-{name}",
-                          lambda name=name, rng=rng: crash_trials(name, kills, not args.quick, args.steps, rng, work)))
-        frees = [16 << 10, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
+            everything = range(1, steps[name] + 1)
+            blocks = ([list(everything[i:i + STEP_BLOCK]) for i in range(0, len(everything), STEP_BLOCK)]
+                      if not args.quick else [sorted(rng.sample(everything, min(args.steps, len(everything))))])
+            key = f"crash-{mode}-{args.seed}-{name}"
+            units.append(("crash", f"{key}-{kills}-random", lambda name=name, rng=rng: crash_trials(
+                name, [None] * kills, rng, work)))
+            units += [("crash", f"{key}-steps-{b[0]}-{b[-1]}-{len(b)}", lambda name=name, rng=rng, b=b: crash_trials(
+                name, b, rng, work)) for b in blocks]
+        frees = [0, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
         for name in writers if "diskfull" in parts else []:
             units.append(("diskfull", f"diskfull-{mode}-{name}", lambda name=name: disk_full_run(name, frees)))
-        warmed = False
         for i, (part, key, run) in enumerate(units):
             saved = args.state / (key.replace(" ", "_") + ".json") if args.state else None
             if saved and saved.exists():
                 out = json.loads(saved.read_text())
-            elif i % shard[1] != shard[0]:
+            elif args.report or (saved and not claim(saved)):
+                results.setdefault("not yet run", []).append(key)
                 continue
             else:
                 if part in ("crash", "diskfull") and not warmed:
@@ -1446,21 +1511,31 @@ def main():
                     warmed = True
                 out = run()
                 if saved:
-                    saved.with_suffix(".tmp").write_text(json.dumps(out))
-                    saved.with_suffix(".tmp").replace(saved)
-            if part in ("crash", "diskfull"):
+                    save(saved, out)
+            if part == "crash":  # one row per writer, summed over its units
+                row = results.setdefault("crash", {}).setdefault(out["writer"], {"writer": out["writer"],
+                                                                                 "steps": steps[out["writer"]]})
+                for k, v in out.items():
+                    if k != "writer":
+                        row[k] = row.get(k, 0) + v
+            elif part == "diskfull":
                 results.setdefault(part, []).append(out)
             else:
                 results[part] = out
+        if "crash" in results:
+            results["crash"] = list(results["crash"].values())
         if "fuzz" in parts:
-            # fuzz chunks are shared out after the other units: a shard with a writer's trials takes chunks too
-            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state, shard,
-                                   args.first)
+            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state,
+                                   args.first, args.report)
     results["seconds"] = round(time.monotonic() - began, 1)
     results["mode"] = mode
     print(table(results))
     print(f"{mode} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}")
+    if results.get("not yet run") or results.get("fuzz", {}).get("not yet run"):
+        left = results.get("not yet run", [])
+        print(f"not yet run: {results.get('fuzz', {}).get('not yet run', 0)} fuzzed stores, {len(left)} other units "
+              f"({', '.join(sorted({k.split('-')[0] for k in left}))})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     bad = (results.get("fuzz", {}).get("crashes", 0) + results.get("fuzz", {}).get("missed", 0)

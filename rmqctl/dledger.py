@@ -27,8 +27,6 @@ from .record import Message, RecordError, read_record
 DEFAULT_INDEX_FILE_SIZE = S.DLEDGER_INDEX_UNIT_SIZE * 5 * 1024 * 1024
 HEADER_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerEntryHeader))
 INDEX_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerIndexUnit))
-# the fields of its entry that `dump commitlog` shows with a record, in order (FileEntries.entry_columns)
-ENTRY_FIELDS = ("index", "term", "entryPos", "entrySize", "entryFilePosition")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,11 +138,11 @@ class FileEntries:
 
     def entry(self, i: int, file_start: int) -> dict:
         """The entry fields `dump commitlog` shows with its record."""
-        return dict(zip(ENTRY_FIELDS, map(int, self.entry_columns[i])))
+        return dict(zip(S.DLEDGER_DUMP_FIELDS, map(int, self.entry_columns[i])))
 
     @functools.cached_property
     def entry_columns(self) -> np.ndarray:
-        """ENTRY_FIELDS of every entry, side by side: (entries, len(ENTRY_FIELDS)) int64."""
+        """schema.DLEDGER_DUMP_FIELDS of every entry, side by side: (entries, fields) int64."""
         return np.stack([self.index, self.term, self.pos, self.size, self.position], axis=1)
 
     def message_starts(self) -> np.ndarray:

@@ -9,6 +9,8 @@ multiDispatchLmqQueue (4.9) and MultiDispatch (5.x) (store and common modules).
 """
 from __future__ import annotations
 
+from .javacompat import java_split, parse_long
+
 INTEGER_MIN_VALUE = -(1 << 31)
 INTEGER_MAX_VALUE = (1 << 31) - 1
 KEY_SEPARATOR = 0x20  # MessageConst.KEY_SEPARATOR, " ": between the words of the KEYS property
@@ -98,8 +100,6 @@ def multi_dispatch_targets(queues: str, offsets: str, queue_id: int, enable_lmq:
     String.split does; none unless both are non-blank and have as many parts (else the broker logs "[bug]");
     each queue at its Long.parseLong offset, stopping at the first that does not parse (it throws); a
     %LMQ% queue (with LMQ on) uses queueId 0, any other the record's."""
-    from .javacompat import java_split, parse_long  # Java's own String and Long semantics
-
     if not queues.strip() or not offsets.strip():
         return []
     names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)

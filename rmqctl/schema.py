@@ -358,6 +358,9 @@ DLEDGER_BODY_OFFSET = DLEDGER_ENTRY_HEADER.size
 DLEDGER_HEADER_SIZE = DLEDGER_BODY_OFFSET - 4
 DLEDGER_POS_AT = sum(struct.calcsize(">" + code[1:]) for _, code in fixed_fields(DLedgerEntryHeader)[:4])
 DLEDGER_INDEX_UNIT_SIZE = DLEDGER_INDEX_UNIT.size
+# the entry fields `dump commitlog` shows with a DLedger store's record (`dledger`), in order: the header's
+# index and term, its pos and size, and where the entry is in its file
+DLEDGER_DUMP_FIELDS = ("index", "term", "entryPos", "entrySize", "entryFilePosition")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 

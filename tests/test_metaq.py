@@ -117,6 +117,20 @@ def test_locate():
     assert past["segment"] is None and "next append" in past["detail"]
 
 
+def test_locate_in_an_emptied_first_segment(data_path):
+    """The fuzz run's crash (store 958 of seed 20241124): the first segment cut to 0 bytes, `locate 0` finds it
+    and no record in it: one row saying so, and --hex one line and exit 2, never an internal error."""
+    store = data_path
+    first = sorted((store / "meta-test-0").iterdir())[0]
+    os.truncate(first, 0)
+    args = ["--topic", "meta-test", "--partition", 0, "--store", store, "--format", "jsonl"]
+    res = metaq("locate", 0, *args)
+    assert res.exit_code == 0 and "past the end of the segment" in jsonl(res.stdout)[0]["detail"], res.stderr
+    res = metaq("locate", 0, *args, "--hex")
+    lines = res.stderr.strip().splitlines()
+    assert res.exit_code == 2 and len(lines) == 1 and first.name in lines[0] and "internal error" not in lines[0]
+
+
 def test_verify_is_clean_on_the_fixture():
     assert verify_rows(FIXTURE / "store") == (0, [])
     assert metaq("verify", "--quiet", "--store", FIXTURE / "store", "--server-config", SERVER_INI).exit_code == 0

@@ -4,6 +4,7 @@ absolute paths; reading them in the copy must never touch the place they were wr
 killed while it deletes its used-up backup leaves nothing the next restore refuses."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -100,3 +101,30 @@ def test_a_used_up_backup_left_by_a_killed_restore_is_deleted_by_the_next(tmp_pa
     res = run("restore", backup.name, "--store", store, "--format", "jsonl")
     assert res.exit_code == 0 and not jsonl(res.stdout), res.stderr
     assert not backup.exists() and not [p for p in store.iterdir() if p.name.startswith(".rmqctl-")]
+
+
+def test_restore_on_a_full_disk_refuses_in_one_line_and_leaves_nothing(tmp_path):
+    """restore only renames, but its intent file needs a block: on a full tmpfs that write fails. One line
+    naming the intent file, exit 2, the store unchanged and no half-written intent left for verify to warn
+    about (found by the torture suite's disk-full trials of restore)."""
+    conf = broker_conf("a-basic")
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        store = copy_store("a-basic", mnt)
+        sorted((store / "index").iterdir())[-1].unlink()
+        assert run("rebuild", "index", "--store", store, "--broker-config", conf).exit_code == 0
+        backup = next(p.name for p in store.iterdir() if p.name.startswith(".rmqctl-backup-"))
+        with open(mnt / "filler", "wb") as f:  # every block taken
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(bytes(1 << 16))
+                    f.flush()
+        before = files(store)
+        one_line_error(run("restore", backup, "--store", store), ".rmqctl-intent.tmp", "no space left")
+        assert files(store) == before and not (store / ".rmqctl-intent.tmp").exists()
+        res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
+        assert res.exit_code == 0, res.stdout
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)

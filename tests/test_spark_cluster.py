@@ -4,6 +4,7 @@ them. The workers run in their own mount namespace where one directory is an emp
 sees can be missing on every executor, as on a cluster without the shared filesystem."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -135,21 +136,32 @@ def test_submit_export_runs_on_both_workers_and_equals_dump(cluster, shipped, tm
     assert all("Finished task" in log for log in logs), "a worker ran no task"
 
 
-def test_python_api_on_the_cluster(cluster, shipped):
-    from rmqctl.spark import session
+API_CLIENT = """
+import json, sys
+from rmqctl.spark import session
 
-    spark = session(cluster.url, conf={"spark.pyspark.python": sys.executable,
-                                       "spark.submit.pyFiles": str(shipped)})
-    try:
-        df = spark.read.format("rocketmq").load([str(FIXTURES / n / "store") for n in STORES])
-        counts = {r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()}
-        want: dict = {}
-        for n in STORES:
-            for m in truth(n, "truth-messages.jsonl"):
-                want[m["topic"]] = want.get(m["topic"], 0) + 1
-        assert counts == want
-    finally:
-        spark.stop()
+url, python, shipped, *stores = sys.argv[1:]
+spark = session(url, conf={"spark.pyspark.python": python, "spark.submit.pyFiles": shipped})
+df = spark.read.format("rocketmq").load(stores)
+print(json.dumps({"master": spark.sparkContext.master,
+                  "counts": {r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()}}))
+spark.stop()
+"""
+
+
+def test_python_api_on_the_cluster(cluster, shipped):
+    """`session("spark://...")` in a process of its own (in this one, the suite's local session would be the
+    one getOrCreate returns): the rows of both stores, read on the cluster."""
+    p = subprocess.run([sys.executable, "-c", API_CLIENT, cluster.url, sys.executable, str(shipped),
+                        *(str(FIXTURES / n / "store") for n in STORES)],
+                       env={**cluster.env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.splitlines()[-1])
+    want: dict = {}
+    for n in STORES:
+        for m in truth(n, "truth-messages.jsonl"):
+            want[m["topic"]] = want.get(m["topic"], 0) + 1
+    assert got == {"master": cluster.url, "counts": want}
 
 
 def test_a_store_missing_on_the_executors_is_one_line_and_exit_2(cluster, shipped, tmp_path):

@@ -44,6 +44,13 @@ def test_fixture_windows_find_the_same(name, tmp_path):
     _same(root, torture.conf_of(name), only="consumequeue")
 
 
+@pytest.mark.parametrize("name", ["b-mixed", "d-crashed"])
+@pytest.mark.parametrize("limits", [dict(start=3000), dict(end=9000), dict(start=2000, end=20000, deep=True)])
+def test_ranges_windows_find_the_same(name, limits, tmp_path):
+    root = torture.copy_store(name, tmp_path / "store")
+    _same(root, torture.conf_of(name), **limits)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_damaged_copy_windows_find_the_same(seed, tmp_path):
     rng = random.Random(seed)
@@ -55,8 +62,31 @@ def test_damaged_copy_windows_find_the_same(seed, tmp_path):
     _same(root, torture.conf_of(name), deep=True)
 
 
-def test_memory_sets_the_window():
+def test_memory_option_sizes_the_window():
+    import click
+
+    from rmqctl.cli.base import MemoryType
     from rmqctl.ops.verify_windows import BYTES_PER_RECORD, FIXED_BYTES, window_records
 
+    memory_size = MemoryType().convert
+    assert [memory_size(t, None, None) for t in ("256M", "1G", "1.5g", "2GiB", "1048576")] == [
+        256 << 20, 1 << 30, 3 << 29, 2 << 30, 1 << 20]
+    for bad in ("2x", "", "100K"):
+        with pytest.raises(click.BadParameter):
+            memory_size(bad, None, None)
     assert window_records(256 << 20) == ((256 << 20) - FIXED_BYTES) // BYTES_PER_RECORD
-    assert window_records(1) == 1
+    assert window_records(1 << 20) == 1  # below the fixed part: still one record at a time
+
+
+def test_memory_option_on_the_command_line(tmp_path):
+    import subprocess
+
+    root = torture.copy_store("a-basic", tmp_path / "store")
+    conf = str(torture.conf_of("a-basic"))
+    small = subprocess.run(["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--memory", "1M",
+                            "--format", "jsonl"], capture_output=True, text=True)
+    default = subprocess.run(["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--format", "jsonl"],
+                             capture_output=True, text=True)
+    assert (small.returncode, small.stdout) == (default.returncode, default.stdout)
+    bad = subprocess.run(["rmqctl", "verify", "--store", str(root), "--memory", "lots"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--memory" in bad.stderr.strip().splitlines()[-1]  # click's usage error

@@ -56,11 +56,11 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     if decompress:
         cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
-    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn,
-            None if where == MessageFilter() else where)
-    from ..engine.jsonl import KERNELS  # the compiled kernels load only for this command
+    where = None if where == MessageFilter() else where
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where)
+    from ..engine.jsonl import dump_kernels  # the compiled kernels load only for this command
 
-    note_compiling(*KERNELS)
+    note_compiling(*dump_kernels(ctx.store.dledger is not None, where))
     if ctx.format == "jsonl":
         write_blocks(inspect.dump_commitlog_lines(*args))
     else:

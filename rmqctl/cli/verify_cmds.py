@@ -49,16 +49,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     rmqctl verify --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
     rmqctl verify --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
-    if jobs is not None and jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    if max_findings is not None and max_findings < 0:
-        raise UsageError("--max-findings must not be negative")
-    if start is not None and end is not None and end <= start:
-        raise UsageError("--to must be greater than --from")
-    if baseline_path and write_path:
-        raise UsageError("give --baseline or --write-baseline, not both")
-    if since is not None and until is not None and until < since:
-        raise UsageError("--until is before --since")
+    _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
     from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
     baseline = read_baseline(baseline_path) if baseline_path else None
@@ -121,6 +112,20 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
                      "started here, no message was ever written)")
     raise click.exceptions.Exit(exit_code)
+
+
+def _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path):
+    """Options that cannot hold together are a usage error (exit 2) before the store is read."""
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if max_findings is not None and max_findings < 0:
+        raise UsageError("--max-findings must not be negative")
+    if start is not None and end is not None and end <= start:
+        raise UsageError("--to must be greater than --from")
+    if baseline_path and write_path:
+        raise UsageError("give --baseline or --write-baseline, not both")
+    if since is not None and until is not None and until < since:
+        raise UsageError("--until is before --since")
 
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 
 from .. import schema as S
-from ..dledger import ENTRY_FIELDS
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 from ..native import columns as K
 from ..native.decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
@@ -36,7 +35,7 @@ RECORD_SCHEMA = pa.schema(SCALARS + [
     ("multiDispatch", pa.string()), ("multiQueueOffset", pa.string()), ("crcOk", pa.bool_()),
 ])  # fmt: skip
 # A DLedger store's rows also carry their entry, as `dump commitlog` shows it (dledger.FileEntries.entry).
-DLEDGER_FIELD = pa.field("dledger", pa.struct([(name, pa.int64()) for name in ENTRY_FIELDS]))
+DLEDGER_FIELD = pa.field("dledger", pa.struct([(name, pa.int64()) for name in S.DLEDGER_DUMP_FIELDS]))
 DLEDGER_RECORD_SCHEMA = RECORD_SCHEMA.append(DLEDGER_FIELD)
 PROPERTY_COLUMNS = {"uniqKey": "UNIQ_KEY", "tags": "TAGS", "tranMsg": "TRAN_MSG", "producerGroup": "PGROUP",
                     "multiDispatch": "INNER_MULTI_DISPATCH", "multiQueueOffset": "INNER_MULTI_QUEUE_OFFSET"}
@@ -158,6 +157,6 @@ def record_batch(chunk: Chunk) -> pa.RecordBatch:
     arrays["crcOk"] = pa.array(ok, mask=crc == CRC_UNCHECKED)
     schema = record_schema(chunk.entries is not None)
     if chunk.entries is not None:
-        arrays["dledger"] = pa.StructArray.from_arrays([pa.array(chunk.entries[:, k]) for k in range(len(ENTRY_FIELDS))],
+        arrays["dledger"] = pa.StructArray.from_arrays([pa.array(column) for column in chunk.entries.T],
                                                        fields=list(DLEDGER_FIELD.type))
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)

@@ -10,15 +10,15 @@ class ColumnViews:
 
     def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
         """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema)."""
-        from .columns import record_batch
+        from .columns import record_batch  # start-up time: pyarrow and the kernels load with the first batch
 
         for chunk in self.chunks(start, end, check_crc):
             yield record_batch(chunk)
 
     def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
         """The records of [start, end) as one pyarrow Table."""
+        # start-up time: pyarrow and the kernels load with the first table
         import pyarrow as pa
-
         from .columns import record_schema
 
         return pa.Table.from_batches(list(self.batches(start, end, check_crc)), record_schema(self.dledger_entries))

@@ -6,7 +6,7 @@ mapping (43 columns, 11 MiB for a full batch), so a walk's memory does not grow 
 mapped pages it touches. Files are walked as CommitLogScan.entries walks them (the reference): records up to
 the BLANK; the first bytes that are not a record end the file, and are damage unless they are the zeros
 after the last record of the store. A DLedger data file is walked entry by entry instead (walk_entry_files):
-each entry's body is one record, so its rows also carry the entry (dledger.ENTRY_FIELDS).
+each entry's body is one record, so its rows also carry the entry (S.DLEDGER_DUMP_FIELDS).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from .. import schema as S
 from ..native.decode import COLUMN, NCOLUMNS, decode, decode_at
 from ..native.record import BLANK, OK
 
@@ -29,7 +30,7 @@ class Chunk:
     file: object  # the store's MappedFile
     u8: np.ndarray  # the file's mapping as bytes
     cols: np.ndarray  # (records, NCOLUMNS) int64: a record's fields side by side, as the kernels read them
-    entries: np.ndarray | None = None  # DLedger: (records, len(dledger.ENTRY_FIELDS)) int64, each record's entry
+    entries: np.ndarray | None = None  # DLedger: (records, len(S.DLEDGER_DUMP_FIELDS)) int64, each record's entry
 
     def __len__(self):
         return len(self.cols)
@@ -126,10 +127,14 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
             n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
             if n:
                 yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
+            if after > i:  # the next batch is asked for: this one's pages go back
+                f.drop_pages(int(starts[i]) - S.DLEDGER_BODY_OFFSET, int(ends[after - 1]))
             i = after
             if outcome != OK:
                 refused(f, int(starts[i]), int(ends[i]))
                 i += 1
+        del u8
+        f.release()  # walked: its pages go back (as walk_files gives them back)
         if cut:
             return
         finished(f, found)

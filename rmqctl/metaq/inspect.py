@@ -135,7 +135,9 @@ def locate(store: MetaqStore, offset: int, topic: str, partition: int) -> dict:
             out["recordOffset"] = seg.start + rec.position
             return out
     stop = scan.stop
-    out["detail"] = f"past the segment's valid records: {stop.problem} at offset {seg.start + stop.position}"
+    # every record valid and none reaches `pos`: the segment ends before it (an empty or cut segment)
+    out["detail"] = (f"past the segment's valid records: {stop.problem} at offset {seg.start + stop.position}" if stop
+                     else f"past the end of the segment's {scan.valid_up_to} bytes of records")
     return out
 
 

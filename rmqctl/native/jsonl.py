@@ -13,7 +13,6 @@ from .. import schema as S
 from . import find_name, java_hash, kernel, property_segment
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
-from ..dledger import ENTRY_FIELDS
 from .record import PHYSICAL_OFFSET_AT
 
 BODY_NONE, BODY_UTF8, BODY_BASE64, BODY_HEX = range(4)
@@ -36,7 +35,8 @@ def _literals():
     pieces += [',"body":', ',"bodyEncoding":"none"', ',"bodyEncoding":"utf8"', ',"bodyEncoding":"base64"',
                ',"bodyEncoding":"hex"', ',"topic":"', '","properties":{', '},"msgId":"', '","uniqKey":', 'null',
                ',"propertiesString":"', '}\n']
-    pieces += [(',"dledger":{' if k == 0 else ',') + f'"{name}":' for k, name in enumerate(ENTRY_FIELDS)] + ['}']
+    pieces += [(',"dledger":{' if k == 0 else ',') + f'"{name}":' for k, name in enumerate(S.DLEDGER_DUMP_FIELDS)]
+    pieces += ['}']
     data = np.frombuffer("".join(pieces).encode(), np.uint8).copy()
     starts = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
     return pieces, data, starts
@@ -52,6 +52,7 @@ L_BODY = L_LATER + len(LATER_NUMBERS)
 L_ENCODING = L_BODY + 1  # + body mode
 L_TOPIC, L_PROPERTIES, L_MSGID, L_UNIQ, L_NULL, L_RAW, L_END = range(L_ENCODING + 4, L_ENCODING + 11)
 L_DLEDGER = L_END + 1  # the entry's fields (the first opens the object), then the closing brace
+ENTRY_FIELD_COUNT = len(S.DLEDGER_DUMP_FIELDS)
 FIRST_COLUMNS = np.array([COLUMN[n] for n in FIRST_NUMBERS], np.int64)
 LATER_COLUMNS = np.array([COLUMN[n] for n in LATER_NUMBERS], np.int64)
 STORE_TS, BORN_IP, BORN_PORT, STORE_IP, STORE_PORT = (HEAD_NAMES.index(n) for n in (
@@ -296,10 +297,10 @@ def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode
             out[o] = 34
             o += 1
         if len(entries):
-            for k in range(len(ENTRY_FIELDS)):
+            for k in range(ENTRY_FIELD_COUNT):
                 o = put_literal(out, o, L_DLEDGER + k)
                 o = put_int(out, o, entries[r, k])
-            o = put_literal(out, o, L_DLEDGER + len(ENTRY_FIELDS))
+            o = put_literal(out, o, L_DLEDGER + ENTRY_FIELD_COUNT)
         if raw_properties:
             o = put_literal(out, o, L_RAW)
             o = put_escaped(out, o, u8, props_lo, props_hi)

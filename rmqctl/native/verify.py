@@ -292,30 +292,33 @@ def hash_slots(u8, base, held, slots):
 
 
 @kernel
-def chains_sound(slot_of, prev, slot_values, total):
+def chains_sound(u8, base, count, slots, slot_values):
     """True when every slot holds the newest entry of its hash and every entry links to the previous entry
-    of its slot (0 at a chain's start), told without sorting: every prevIndex in range and backwards, to an
-    entry of the same slot, no entry linked twice, one chain start and one slot value per slot in use, and
-    no entry a slot holds linked to by a later one. Entry k + 1 is described at index k."""
+    of its slot (0 at a chain's start), told without sorting and read from the file itself (entries
+    1..count-1, entry 0 at u8[base], checked to lie inside u8 by the caller): every prevIndex in range and
+    backwards, to an entry of the same slot, no entry linked twice, one chain start and one slot value per
+    slot in use, and no entry a slot holds linked to by a later one. Holds 5 bytes per entry."""
+    total = max(count, 1)
     entry_slot = np.zeros(total, np.int32)
-    for k in range(len(slot_of)):
-        entry_slot[k + 1] = slot_of[k]
     linked = np.zeros(total, np.bool_)
     used = np.zeros(len(slot_values), np.bool_)
     starts = 0
     in_use = 0
-    for k in range(len(prev)):
-        p = prev[k]
-        if p < 0 or p >= k + 1:
+    for e in range(1, count):
+        p = base + e * ENTRY_SIZE
+        slot = index_slot(be32(u8, p + KEY_HASH_AT), slots)
+        entry_slot[e] = slot
+        prev = be32(u8, p + PREV_INDEX_AT)
+        if prev < 0 or prev >= e:
             return False
-        if p == 0:
+        if prev == 0:
             starts += 1
         else:
-            if entry_slot[p] != slot_of[k] or linked[p]:
+            if entry_slot[prev] != slot or linked[prev]:
                 return False
-            linked[p] = True
-        if not used[slot_of[k]]:
-            used[slot_of[k]] = True
+            linked[prev] = True
+        if not used[slot]:
+            used[slot] = True
             in_use += 1
     if starts != in_use:
         return False

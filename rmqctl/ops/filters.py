@@ -71,7 +71,8 @@ class MessageFilter:
         """matches() of every record of an engine batch (rmqctl.engine.walk.Chunk), on its columns: times and
         sysFlag as numbers, property values as the bytes of MessageDecoder's parse. Records whose property
         text is not well-formed UTF-8 (which Java decodes with replacement) go through matches() itself."""
-        from ..engine.columns import msgid_column  # the engine loads with the commands that walk
+        # start-up time: the engine (pyarrow, the kernels) loads with the commands that walk
+        from ..engine.columns import msgid_column
         from ..native import columns as K
         from ..native import property_names
         from ..native.decode import PROPERTIES_NOT_UTF8

@@ -41,7 +41,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import DiskFullError, StoreError
 from ..lock import store_lock
 from ..writers import fsync_dir
 
@@ -173,10 +173,18 @@ class Transaction:
                   "backups": sorted({str(a.parent / self.backup_name) for a in self._areas.values()}),
                   "keepBackup": self.keep_backup, "ops": self.ops}
         tmp = self.root / INTENT_TMP
-        with open(tmp, "w") as f:
-            json.dump(intent, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "w") as f:
+                json.dump(intent, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:  # before the commit point: the store is untouched; leave no half intent behind
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError("no space left on the device for the intent file: nothing was changed", tmp) \
+                    from None
+            raise
         os.rename(tmp, self.root / INTENT_NAME)
         fsync_dir(self.root)
         self.committed = True

@@ -18,6 +18,7 @@ from .verify_context import Context
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
+COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
 
 
 def check_files(ctx: Context):
@@ -91,8 +92,8 @@ def plan(ctx: Context) -> list[list[Task]]:
 def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
     before it reached is walked again from there. Returns the results per file, the bytes scanned and
-    whether the results hold their record columns: they do while there are at most `keep` records (None:
-    any number); past that they lose them (verify's windows walk the chunks again for them)."""
+    whether every result holds its record columns: the first `keep` records' results do (None: all), the
+    later ones lose them (verify's windows walk those chunks again)."""
     whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
@@ -105,7 +106,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
         held[0] += r.count  # (threads add here: a count off by a race only moves when columns are dropped)
         if keep is not None and held[0] > keep:
             return without_records(r)
-        return r
+        return compact(r) if keep is not None else r
 
     if progress:
         progress(0, total)
@@ -120,9 +121,6 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
                 done += r.bytes
                 if progress:
                     progress(done, total)
-                if keep is not None and held[0] > keep and len(r.pos):
-                    for key, kept in results.items():
-                        results[key] = without_records(kept)
     else:
         for i, k, t in flat:
             r = scan_one(t)
@@ -131,8 +129,6 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if progress:
                 progress(done, total)
     kept = keep is None or held[0] <= keep
-    if not kept:
-        results = {key: without_records(r) for key, r in results.items()}
     out = []
     for i, chunks in enumerate(plan):
         rs = [results[(i, k)] for k in range(len(chunks))]
@@ -144,7 +140,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if expected < rs[k].task.stop:
                 rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
             else:
-                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, end=0)
+                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0)
         out.append(rs)
     return out, done, kept
 
@@ -176,12 +172,15 @@ def merge(ctx: Context, results: list[list], report: bool) -> int:
     return records
 
 
+def compact(r):
+    """A chunk's result whose record columns own just their records (the walk's arrays have room to spare)."""
+    return dataclasses.replace(r, **{name: np.array(getattr(r, name)) for name in COLUMNS})
+
+
 def without_records(r):
     """A chunk's result without its per-record columns (its findings, regions and counts kept)."""
-    empty = r.pos[:0]
-    return dataclasses.replace(r, pos=empty, size=empty, queue_id=empty, queue_offset=empty, sysflag=empty,
-                               store_ts=empty, topic=empty, tags=empty, key_record=empty, key_hash=empty, lmq=[],
-                               inner_num={})
+    empty = np.zeros(0, np.int64)
+    return dataclasses.replace(r, lmq=[], inner_num={}, **{name: empty for name in COLUMNS})
 
 
 def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):

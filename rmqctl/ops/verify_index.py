@@ -14,12 +14,12 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import INDEX
-from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, index_entries, index_targets
+from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
 from ..rules import index_time_diff
 from ..store import INDEX_FILE_NAME
 from .verify_context import Context, Records
 from .verify_links import (MAX_LISTED, _check_slots_and_chains, _counted, _distinct, _structure, _tail_cause,
-                           index_files, index_structure)
+                           entry_blocks, index_files)
 from .verify_windows import Window
 
 NO_RECORD_LISTED = 100
@@ -38,7 +38,6 @@ class _File:
         self.wrong_key: list = []  # (entry, offset, key hash, record described)
         self.wrong_keys = 0
         self.times: list = []  # (entry, offset, timeDiff, want)
-        self.columns = None  # (key_hash, phy, diff) of all entries while windows need them
 
 
 class IndexCheck:
@@ -62,60 +61,32 @@ class IndexCheck:
         prev = None
         for ix in index_files(run):
             f = _File(ix, prev)
-            self._structure_checks(f)
+            _structure_checks(self, f)
             self.files.append(f)
             prev = ix
         run.index_structure = None  # read alongside the scan; from here on, per window
 
-    def _structure_checks(self, f: _File):
-        run, ix, slots, num = self.run, f.ix, self.slots, self.num
-        h = ix.header
-        if ix.length != ix.expected_length:
-            run.report(INDEX, "file-size", "error", ix.path, None, None,
-                       f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
-        entries = ix.entries()
-        if ix.index_count > num:
-            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
-                       f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
-        # read alongside the scan when it could be (a file a live broker has added since is read now)
-        structure = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
-        count, (key_hash, phy, diff, prev_idx, slot_of), slot_values, sound = structure
-        f.count = count
-        n = np.arange(1, max(count, 1), dtype=np.int64)
-        entry_pos = self.entry_pos
-        tail = entries[count : count + 4096]
-        used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
-        if len(used):
-            run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
-                       f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-        if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
-                       f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
-        negative = np.flatnonzero(key_hash < 0)
-        _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, sound)
-        for k in negative[:MAX_LISTED].tolist():
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} has a negative key hash {int(key_hash[k])}; the broker stores abs(hashCode)")
-        order_bad = np.flatnonzero(np.diff(phy) < 0) + 1
-        if len(order_bad):
-            k = int(order_bad[0])
-            run.report(INDEX, "index-order", "warning", ix.path, entry_pos(n[k]), int(phy[k]),
-                       f"entry {int(n[k])} points at {int(phy[k])}, before entry {int(n[k]) - 1} ({int(phy[k - 1])}): the "
-                       f"broker indexes in commitlog order ({len(order_bad)} such entries)")
-        if len(phy):
-            f.lo, f.hi, f.forward = int(phy.min()), int(phy.max()), not len(order_bad)
-            f.first_phy, f.last_phy = int(phy[0]), int(phy[-1])
-        ix.mf.release()
-
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
 
-    def _columns(self, f: _File):
-        if f.columns is None:
-            u8 = np.frombuffer(f.ix.mf.buf, np.uint8)
-            key_hash, phy, diff, _, _ = index_entries(u8, self.entry_pos(0), f.count, self.slots)
-            f.columns = (key_hash, phy, diff)
-        return f.columns
+    def _entries(self, f: _File, w: Window):
+        """(entry numbers - 1, keyHash, phyOffset, timeDiff) of the file's entries pointing into the window: a
+        slice found by binary search when the file goes forward, else all of them masked (a damaged file)."""
+        if f.forward:
+            phy = f.ix.entries()["phyOffset"]  # entry k + 1 at k + 1: a view on the map
+            a, b = _bound(phy, f.count, w.lo), _bound(phy, f.count, w.hi)
+            blocks = list(entry_blocks(f.ix, self.slots, f.count, a, b))
+        else:
+            blocks = list(entry_blocks(f.ix, self.slots, f.count))
+        if not blocks:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        ks = np.concatenate([k + np.arange(len(b[1])) for k, *b in blocks])
+        key_hash, phy, diff = (np.concatenate([b[i] for b in blocks]) for i in (1, 2, 3))
+        if not f.forward:
+            mine = w.holds(phy)
+            ks, key_hash, phy, diff = ks[mine], key_hash[mine], phy[mine], diff[mine]
+        return ks, key_hash, phy, diff
 
     def window(self, w: Window):
         run, rec = self.run, w.rec
@@ -132,37 +103,30 @@ class IndexCheck:
                         f.header_ts[field] = int(rec.store_ts[r])
             if f.lo > f.hi or f.hi < w.lo or f.lo >= w.hi:
                 continue
-            key_hash, phy, diff = self._columns(f)
-            if f.forward:
-                a, b = np.searchsorted(phy, [w.lo, w.hi])
-                ks = np.arange(a, b)
-            else:
-                ks = np.flatnonzero(w.holds(phy))
+            ks, key_hash, phy, diff = self._entries(f, w)
             first_base = f.first_base if len(ks) and ks[0] == 0 else h["beginTimestamp"]
-            outcome, record = index_targets(phy[ks], key_hash[ks], diff[ks], lo, hi, run.logical_end, rec.off, rec_keys,
+            outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys,
                                             rec.store_ts, h["beginTimestamp"], first_base)
             if outcome.any():
                 self._outcomes(f, rec, ks, outcome, record, phy, key_hash, diff)
             if self.deep:
                 hit = np.flatnonzero(record >= 0)
-                found.append(record[hit] * (1 << 32) + key_hash[ks][hit])
-            if f.hi < w.hi:  # later windows start past every entry of this file
-                f.columns = None
-                f.ix.mf.release()
+                found.append(record[hit] * (1 << 32) + key_hash[hit])
+            f.ix.mf.release()
         if self.deep:
             self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
 
     def _outcomes(self, f: _File, rec: Records, ks, outcome, record, phy, key_hash, diff):
         run = self.run
         for i in np.flatnonzero(outcome & E_PAST_END).tolist():
-            k, o = int(ks[i]), int(phy[ks[i]])
+            k, o = int(ks[i]), int(phy[i])
             cause = run.damage.cause(o) or _tail_cause(run, o)
             detail = f"entry {k + 1} points at {o}, past the end of the commitlog ({run.logical_end})"
             if cause:
                 detail += f"; a direct consequence of {cause}"
             f.past_end.append((k, o, detail))
         for i in np.flatnonzero(outcome & E_NO_RECORD).tolist():
-            k, o = int(ks[i]), int(phy[ks[i]])
+            k, o = int(ks[i]), int(phy[i])
             if len(f.no_record) >= NO_RECORD_LISTED and k > f.no_record[-1][0]:
                 continue
             cause = run.damage.cause(o)
@@ -176,13 +140,13 @@ class IndexCheck:
         for i in wrong.tolist():
             k = int(ks[i])
             if len(f.wrong_key) < MAX_LISTED or k < f.wrong_key[-1][0]:
-                f.wrong_key = sorted(f.wrong_key + [(k, int(phy[k]), int(key_hash[k]), rec.describe(int(record[i])))])[:MAX_LISTED]
+                f.wrong_key = sorted(f.wrong_key + [(k, int(phy[i]), int(key_hash[i]), rec.describe(int(record[i])))])[:MAX_LISTED]
         for i in np.flatnonzero(outcome & E_TIME).tolist():
             k = int(ks[i])
             if len(f.times) < MAX_LISTED or k < f.times[-1][0]:
                 base = f.first_base if k == 0 else f.ix.header["beginTimestamp"]
                 want = index_time_diff(int(rec.store_ts[record[i]]), base)
-                f.times = sorted(f.times + [(k, int(phy[k]), int(diff[k]), want)])[:MAX_LISTED]
+                f.times = sorted(f.times + [(k, int(phy[i]), int(diff[i]), want)])[:MAX_LISTED]
 
     def _deep(self, rec: Records, rec_keys: np.ndarray, found: np.ndarray):
         """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
@@ -239,3 +203,60 @@ class IndexCheck:
                        f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
                        f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
                        f"find them")
+
+
+def _structure_checks(check: IndexCheck, f: _File):
+    """One index file's own structure: size, header counts, slots and chains, key hashes, entry order."""
+    run, ix, slots, num = check.run, f.ix, check.slots, check.num
+    h = ix.header
+    if ix.length != ix.expected_length:
+        run.report(INDEX, "file-size", "error", ix.path, None, None,
+                   f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+    entries = ix.entries()
+    if ix.index_count > num:
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
+                   f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+    # read alongside the scan when it could be (a file a live broker has added since is read now)
+    summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
+    count = f.count = summary.count
+    entry_pos = check.entry_pos
+    tail = entries[count : count + 4096]
+    used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
+    if len(used):
+        run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
+                   f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+    slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
+    if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
+        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
+                   f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+    if summary.sound:
+        _check_slots_and_chains(run, ix, slots, count, None, None, None, slot_values, True)
+    else:  # the exact expected links need every entry's slot and link (a damaged file)
+        _, _, _, prev_idx, slot_of = (np.concatenate(c) for c in zip(*[b[1:] for b in entry_blocks(ix, slots, count)])) \
+            if count > 1 else [np.zeros(0, np.int64)] * 5
+        n = np.arange(1, max(count, 1), dtype=np.int64)
+        _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, False)
+    del slot_values
+    for k, key_hash, phy in summary.negative:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
+                   f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
+    if summary.order is not None:
+        k, phy, before, bad = summary.order
+        run.report(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
+                   f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
+                   f"order ({bad} such entries)")
+    f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
+    f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
+    ix.mf.release()
+
+
+def _bound(phy, count: int, x: int) -> int:
+    """How many of entries 1..count-1 (going forward in commitlog order) point before offset x."""
+    a, b = 0, max(count - 1, 0)
+    while a < b:
+        m = (a + b) // 2
+        if int(phy[m + 1]) < x:
+            a = m + 1
+        else:
+            b = m
+    return a

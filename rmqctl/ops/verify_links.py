@@ -1,5 +1,5 @@
-"""The consumequeue and index halves of `verify`: every unit and index entry checked against the commitlog
-records the scan found, vectorised with numpy (units and entries are fixed-size, so a file is one array).
+"""The consumequeue and index rules of `verify` and what their window-by-window checks share
+(ops/verify_cq.py, ops/verify_index.py): units and entries are fixed-size, so a file is one array.
 
 Consumequeue (ConsumeQueue.putMessagePositionInfo / recover / truncateDirtyLogicFiles): units are valid
 while offset >= 0 and size > 0; pre-blank units (0, 0x7FFFFFFF, 0) may only lead a queue; every other unit
@@ -12,6 +12,7 @@ whose keys hashes to it, and with `deep` every key of every record is there.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -27,6 +28,7 @@ from .verify_context import Context, Records
 
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
+ENTRY_BLOCK = 1 << 20  # index entries decoded at a time (24 bytes each)
 
 
 def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray) -> np.ndarray:
@@ -158,23 +160,62 @@ def index_files(run: Context, report: bool = True) -> list[IndexFile]:
 
 
 def index_structure(run: Context) -> dict:
-    """Per index file (by path): the entries it counts, their fields (keyHash, phyOffset, timeDiff,
-    prevIndex, slot), its slot values and whether its slots and chains are sound (native.verify's
-    chains_sound): what the index check needs that does not depend on the commitlog, so a scan with
-    threads to spare reads it alongside the commitlog."""
+    """Per index file (by path), its `IndexSummary`: what the index check needs that does not depend on the
+    commitlog, so a scan with threads to spare reads it alongside the commitlog."""
     if run.index_structure is None:
         slots, num = run.store.index_geometry
         run.index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
     return run.index_structure
 
 
-def _structure(ix: IndexFile, slots: int, num: int):
-    """(entries counted, their fields, slot values, chains sound) of one index file."""
+@dataclasses.dataclass
+class IndexSummary:
+    count: int  # entries counted (entry 0 included)
+    sound: bool  # slots and chains as the broker links them (native.verify.chains_sound)
+    negative: list  # (entry, key hash, phyOffset) of the first entries with a negative key hash
+    order: tuple | None  # the first entry pointing before its predecessor: (entry, phyOffset, previous one, how many)
+    lo: int  # least and greatest phyOffset (lo > hi: no entries), the first entry's and the last one's
+    hi: int
+    first_phy: int | None
+    last_phy: int | None
+
+
+def entry_blocks(ix: IndexFile, slots: int, count: int, a: int = 0, b: int | None = None):
+    """(first entry number - 1, keyHash, phyOffset, timeDiff, prevIndex, slot) of entries a+1..b (all counted:
+    1..count-1), a block at a time, read from the map (native.verify.index_entries)."""
+    u8 = np.frombuffer(ix.mf.buf, np.uint8)
+    base = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
+    b = count - 1 if b is None else b
+    for k in range(a, b, ENTRY_BLOCK):
+        n = min(ENTRY_BLOCK, b - k)
+        yield (k, *index_entries(u8, base + k * S.INDEX_ENTRY_SIZE, n + 1, slots))
+
+
+def _structure(ix: IndexFile, slots: int, num: int) -> IndexSummary:
     count = min(ix.index_count, num, len(ix.entries()))
     u8 = np.frombuffer(ix.mf.buf, np.uint8)
-    fields = index_entries(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots)
     slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
-    return count, fields, slot_values, chains_sound(fields[4], fields[3], slot_values, max(count, 1))
+    sound = chains_sound(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots, slot_values)
+    out = IndexSummary(count, sound, [], None, 1, 0, None, None)
+    before, bad = None, 0
+    for k, key_hash, phy, _, _, _ in entry_blocks(ix, slots, count):
+        if not len(phy):
+            continue
+        neg = np.flatnonzero(key_hash < 0)[: MAX_LISTED - len(out.negative)]
+        out.negative += [(k + int(i) + 1, int(key_hash[i]), int(phy[i])) for i in neg]
+        back = np.flatnonzero(np.diff(phy if before is None else np.append(before, phy)) < 0)
+        if len(back) and out.order is None:
+            i = int(back[0]) + (1 if before is None else 0)  # index in this block
+            prev = int(phy[i - 1]) if i > 0 else before
+            out.order = (k + i + 1, int(phy[i]), prev)
+        bad += len(back)
+        if out.first_phy is None:
+            out.first_phy, out.lo, out.hi = int(phy[0]), int(phy.min()), int(phy.max())
+        out.lo, out.hi = min(out.lo, int(phy.min())), max(out.hi, int(phy.max()))
+        out.last_phy = before = int(phy[-1])
+    if out.order is not None:
+        out.order = (*out.order, bad)
+    return out
 
 
 def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

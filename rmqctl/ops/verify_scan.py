@@ -100,6 +100,7 @@ class ChunkResult:
     trailing_separator: int  # records whose properties end with 0x02 (5.x style)
     bytes: int
     count: int  # records checked: len(pos), also after verify's windows drop the columns (ops/verify_windows.py)
+    start: int  # the first checked record's position (-1: none)
     end: int  # one past the last checked record's bytes, in the file (0: none)
 
 
@@ -305,7 +306,7 @@ class _Scanner:
             tags=tags, topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
             inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
             trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
-            count=n, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
+            count=n, start=int(rec[K.POS, 0]) if n else -1, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
         )
 
 

@@ -11,6 +11,8 @@ table in one window. The checks keep only what crosses windows: per queue or per
 """
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import dataclasses
 from typing import Iterator
 
@@ -18,6 +20,7 @@ import numpy as np
 
 from . import verify_dledger
 from .verify_context import Context, Records
+from .verify_commitlog import without_records
 from .verify_scan import ChunkResult, scan_chunk
 
 LOWEST = -(1 << 62)
@@ -46,40 +49,52 @@ class Window:
 
 
 def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) -> Iterator[Window]:
-    """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one)."""
-    pending = None  # a full window waits for the next window's first offset, its end
-    for parts in _cuts(ctx, results, size):
-        lo = LOWEST if pending is None else int(parts[0][0].pos[parts[0][2]] + parts[0][1])
-        if pending is not None:
-            yield Window(pending[0], pending[1], lo)
-        pending = (_table(parts), lo)
-    if pending is None:
-        yield Window(_table([]), LOWEST, HIGHEST)
-    else:
-        yield Window(pending[0], pending[1], HIGHEST)
-
-
-def _cuts(ctx: Context, results, size: int | None):
-    """Lists of (chunk result with columns, file start, first, end) slices, each list one window."""
+    """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one).
+    A chunk whose result lost its columns is walked again; a window and
+    a chunk per job are held at a time."""
     walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
-    parts, held = [], 0
-    for i, rs in enumerate(results):
-        start = ctx.files[i].start
-        for r in rs:
-            if not r.count:
-                continue
-            full = r if len(r.pos) == r.count else walk(r.task)
-            a = 0
-            while a < full.count:
-                b = full.count if size is None else min(full.count, a + size - held)
-                parts.append((full, start, a, b))
-                held += b - a
-                a = b
-                if size is not None and held == size:
-                    yield parts
-                    parts, held = [], 0
-    if parts:
-        yield parts
+    chunks = [(ctx.files[i].start, r) for i, rs in enumerate(results) for r in rs if r.count]
+    where = {id(r): (i, k) for i, rs in enumerate(results) for k, r in enumerate(rs)}
+    parts, held, lo = [], 0, LOWEST
+    for c, ((start, r), full) in enumerate(zip(chunks, _walked(walk, [r for _, r in chunks], ctx.jobs))):
+        if len(r.pos):  # the scan kept its columns: from here on only the windows' copies hold them
+            i, k = where[id(r)]
+            results[i][k] = without_records(r)
+            chunks[c] = (start, results[i][k])
+        del r
+        a = 0
+        while a < full.count:
+            b = full.count if size is None else min(full.count, a + size - held)
+            parts.append((full, start, a, b))
+            held += b - a
+            a = b
+            if held == size:
+                # the window ends where the next record starts
+                hi = (start + int(full.pos[b]) if b < full.count else
+                      chunks[c + 1][0] + chunks[c + 1][1].start if c + 1 < len(chunks) else HIGHEST)
+                yield Window(_table(parts), lo, hi)
+                parts, held, lo = [], 0, hi
+        del full
+    if parts or lo == LOWEST:
+        yield Window(_table(parts), lo, HIGHEST)
+
+
+def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
+    """Each result with its record columns (walked again when it lost them), the next `jobs` walked on threads
+    meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
+    def columns(r):
+        return r if len(r.pos) == r.count else walk(r.task)
+
+    results = list(results)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        ahead = collections.deque(pool.submit(columns, r) for r in results[:jobs])
+        for k in range(len(results)):
+            current = ahead.popleft().result()
+            results[k] = None  # (the caller drops its own reference: the columns go with the last window using them)
+            if k + jobs < len(results):
+                ahead.append(pool.submit(columns, results[k + jobs]))
+            yield current
+            del current
 
 
 def _table(parts) -> Records:
