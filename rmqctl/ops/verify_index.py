@@ -215,37 +215,39 @@ class IndexCheck:
     def finish(self):
         run = self.run
         for f in self.files:
-            ix, pos = f.ix, self.entry_pos
-            for k, o, detail in f.past_end:
-                run.report(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
-            for k, o, detail in f.no_record:
-                run.report(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
-            for k, o, key_hash, what in f.wrong_key:
-                run.report(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
-                           f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) "
-                           f"hashes to it")
-            if f.wrong_keys > MAX_LISTED:
-                run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                           f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of "
-                           f"their record")
-            for k, o, diff, want in f.times:
-                run.report(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
-                           f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: "
-                           f"time-bounded lookups misjudge it")
-            if f.count > 1:
-                h = ix.header
-                checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
-                checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp")
-                           if field in f.header_ts]
-                for field, value in checks:
-                    if h[field] != value:
-                        run.report(INDEX, "index-header", "error", ix.path, None, None,
-                                   f"{field} {h[field]} but the entries say {value}")
+            _file_findings(run, f, self.entry_pos)
         if self.short:
             run.report(INDEX, "index-missing-key", "warning", run.store.index_dir, None, self.short_lo,
                        f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
                        f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
                        f"find them")
+
+
+def _file_findings(run: Context, f: _File, pos):
+    """One index file's entry and header findings, in the order of the whole-store check."""
+    ix = f.ix
+    for k, o, detail in f.past_end:
+        run.report(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
+    for k, o, detail in f.no_record:
+        run.report(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
+    for k, o, key_hash, what in f.wrong_key:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
+                   f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it")
+    if f.wrong_keys > MAX_LISTED:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                   f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record")
+    for k, o, diff, want in f.times:
+        run.report(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
+                   f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
+                   f"lookups misjudge it")
+    if f.count > 1:
+        h = ix.header
+        checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
+        checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp") if field in f.header_ts]
+        for field, value in checks:
+            if h[field] != value:
+                run.report(INDEX, "index-header", "error", ix.path, None, None,
+                           f"{field} {h[field]} but the entries say {value}")
 
 
 def _bound(phy, count: int, x: int) -> int:
