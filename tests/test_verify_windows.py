@@ -62,18 +62,9 @@ def test_damaged_copy_windows_find_the_same(seed, tmp_path):
     _same(root, torture.conf_of(name), deep=True)
 
 
-def test_memory_option_sizes_the_window():
-    import click
-
-    from rmqctl.cli.base import MemoryType
+def test_memory_sizes_the_window():
     from rmqctl.ops.verify_windows import BYTES_PER_RECORD, FIXED_BYTES, window_records
 
-    memory_size = MemoryType().convert
-    assert [memory_size(t, None, None) for t in ("256M", "1G", "1.5g", "2GiB", "1048576")] == [
-        256 << 20, 1 << 30, 3 << 29, 2 << 30, 1 << 20]
-    for bad in ("2x", "", "100K"):
-        with pytest.raises(click.BadParameter):
-            memory_size(bad, None, None)
     assert window_records(256 << 20) == ((256 << 20) - FIXED_BYTES) // BYTES_PER_RECORD
     assert window_records(1 << 20) == 1  # below the fixed part: still one record at a time
 
@@ -89,4 +80,4 @@ def test_memory_option_on_the_command_line(tmp_path):
                              capture_output=True, text=True)
     assert (small.returncode, small.stdout) == (default.returncode, default.stdout)
     bad = subprocess.run(["rmqctl", "verify", "--store", str(root), "--memory", "lots"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "--memory" in bad.stderr.strip().splitlines()[-1]  # click's usage error
+    assert bad.returncode == 2 and "--memory" in bad.stderr

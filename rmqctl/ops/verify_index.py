@@ -61,10 +61,53 @@ class IndexCheck:
         prev = None
         for ix in index_files(run):
             f = _File(ix, prev)
-            _structure_checks(self, f)
+            self._structure_checks(f)
             self.files.append(f)
             prev = ix
         run.index_structure = None  # read alongside the scan; from here on, per window
+
+    def _structure_checks(self, f: _File):
+        run, ix, slots, num = self.run, f.ix, self.slots, self.num
+        h = ix.header
+        if ix.length != ix.expected_length:
+            run.report(INDEX, "file-size", "error", ix.path, None, None,
+                       f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+        entries = ix.entries()
+        if ix.index_count > num:
+            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
+                       f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+        # read alongside the scan when it could be (a file a live broker has added since is read now)
+        summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
+        count = f.count = summary.count
+        entry_pos = self.entry_pos
+        tail = entries[count : count + 4096]
+        used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
+        if len(used):
+            run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
+                       f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+        slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
+        if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
+            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
+                       f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+        if summary.sound:
+            _check_slots_and_chains(run, ix, slots, count, None, None, None, slot_values, True)
+        else:  # the exact expected links need every entry's slot and link (a damaged file)
+            _, _, _, prev_idx, slot_of = (np.concatenate(c) for c in zip(*[b[1:] for b in entry_blocks(ix, slots, count)])) \
+                if count > 1 else [np.zeros(0, np.int64)] * 5
+            n = np.arange(1, max(count, 1), dtype=np.int64)
+            _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, False)
+        del slot_values
+        for k, key_hash, phy in summary.negative:
+            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
+                       f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
+        if summary.order is not None:
+            k, phy, before, bad = summary.order
+            run.report(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
+                       f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
+                       f"order ({bad} such entries)")
+        f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
+        f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
+        ix.mf.release()
 
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
@@ -172,32 +215,7 @@ class IndexCheck:
     def finish(self):
         run = self.run
         for f in self.files:
-            ix, pos = f.ix, self.entry_pos
-            for k, o, detail in f.past_end:
-                run.report(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
-            for k, o, detail in f.no_record:
-                run.report(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
-            for k, o, key_hash, what in f.wrong_key:
-                run.report(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
-                           f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) "
-                           f"hashes to it")
-            if f.wrong_keys > MAX_LISTED:
-                run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                           f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of "
-                           f"their record")
-            for k, o, diff, want in f.times:
-                run.report(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
-                           f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: "
-                           f"time-bounded lookups misjudge it")
-            if f.count > 1:
-                h = ix.header
-                checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
-                checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp")
-                           if field in f.header_ts]
-                for field, value in checks:
-                    if h[field] != value:
-                        run.report(INDEX, "index-header", "error", ix.path, None, None,
-                                   f"{field} {h[field]} but the entries say {value}")
+            _file_findings(run, f, self.entry_pos)
         if self.short:
             run.report(INDEX, "index-missing-key", "warning", run.store.index_dir, None, self.short_lo,
                        f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
@@ -205,49 +223,31 @@ class IndexCheck:
                        f"find them")
 
 
-def _structure_checks(check: IndexCheck, f: _File):
-    """One index file's own structure: size, header counts, slots and chains, key hashes, entry order."""
-    run, ix, slots, num = check.run, f.ix, check.slots, check.num
-    h = ix.header
-    if ix.length != ix.expected_length:
-        run.report(INDEX, "file-size", "error", ix.path, None, None,
-                   f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
-    entries = ix.entries()
-    if ix.index_count > num:
-        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
-                   f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
-    # read alongside the scan when it could be (a file a live broker has added since is read now)
-    summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
-    count = f.count = summary.count
-    entry_pos = check.entry_pos
-    tail = entries[count : count + 4096]
-    used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
-    if len(used):
-        run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
-                   f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-    slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
-    if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-        run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
-                   f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
-    if summary.sound:
-        _check_slots_and_chains(run, ix, slots, count, None, None, None, slot_values, True)
-    else:  # the exact expected links need every entry's slot and link (a damaged file)
-        _, _, _, prev_idx, slot_of = (np.concatenate(c) for c in zip(*[b[1:] for b in entry_blocks(ix, slots, count)])) \
-            if count > 1 else [np.zeros(0, np.int64)] * 5
-        n = np.arange(1, max(count, 1), dtype=np.int64)
-        _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, False)
-    del slot_values
-    for k, key_hash, phy in summary.negative:
-        run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
-                   f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
-    if summary.order is not None:
-        k, phy, before, bad = summary.order
-        run.report(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
-                   f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
-                   f"order ({bad} such entries)")
-    f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
-    f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
-    ix.mf.release()
+def _file_findings(run: Context, f: _File, pos):
+    """One index file's entry and header findings, in the order of the whole-store check."""
+    ix = f.ix
+    for k, o, detail in f.past_end:
+        run.report(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
+    for k, o, detail in f.no_record:
+        run.report(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
+    for k, o, key_hash, what in f.wrong_key:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
+                   f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it")
+    if f.wrong_keys > MAX_LISTED:
+        run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                   f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record")
+    for k, o, diff, want in f.times:
+        run.report(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
+                   f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
+                   f"lookups misjudge it")
+    if f.count > 1:
+        h = ix.header
+        checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
+        checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp") if field in f.header_ts]
+        for field, value in checks:
+            if h[field] != value:
+                run.report(INDEX, "index-header", "error", ix.path, None, None,
+                           f"{field} {h[field]} but the entries say {value}")
 
 
 def _bound(phy, count: int, x: int) -> int:
