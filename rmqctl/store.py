@@ -95,8 +95,13 @@ class MappedFile:
         return True
 
     def close(self):
+        """Unmap, or while a view of the mapping is still alive (an Arrow table a notebook kept), leave the
+        mapping to that view: it is unmapped when the last view goes."""
         if isinstance(self._map, mmap.mmap):
-            self._map.close()
+            try:
+                self._map.close()
+            except BufferError:
+                pass
         self._map = None
 
     def release(self):
