@@ -8,11 +8,13 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
 from rmqctl.native import crc32, find_properties, java_hash, property_names
+from rmqctl.native.jsonl import put_escaped
 
 
 def as_u8(data: bytes) -> np.ndarray:
@@ -156,3 +158,14 @@ def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
 
     assert dump_on_a_terminal().splitlines() == ["rmqctl: compiling the decoder once (a few seconds)"]
     assert dump_on_a_terminal() == ""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from('ab"\\\x00\x01\x08\x1f\x7fé😀 '), max_size=40), st.integers(0, 7))
+def test_escaped_text_is_orjsons_at_every_alignment(text, shift):
+    """The writer's word-at-a-time copy escapes exactly the bytes orjson escapes, wherever they fall in a word."""
+    raw = text.encode()
+    u8 = np.frombuffer(bytes(shift) + raw, np.uint8)  # the text at every offset of an 8-byte word
+    out = np.zeros(6 * len(raw) + 16, np.uint8)
+    end = put_escaped(out, 0, u8, shift, shift + len(raw))
+    assert out[:end].tobytes() == orjson.dumps(text)[1:-1]

@@ -22,7 +22,9 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
+from numba.extending import intrinsic
 
 
 def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
@@ -146,6 +148,27 @@ def put_be64(u8, at, v):
         u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
 
 
+@intrinsic
+def load8(typingctx, u8, at):
+    """The 8 bytes at u8[at] as one machine word, in memory order (an unaligned load: the writers move text
+    a word at a time instead of a byte at a time). The caller checks at + 8 <= len(u8)."""
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        word = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(word, align=1)
+    return types.uint64(u8, at), codegen
+
+
+@intrinsic
+def store8(typingctx, u8, at, word):
+    """load8's store: the word's 8 bytes at u8[at], unaligned. The caller checks at + 8 <= len(u8)."""
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        builder.store(args[2], builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+    return types.none(u8, at, types.uint64), codegen
+
+
 @kernel
 def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
@@ -260,6 +283,17 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
     return table, np.array([len(r) for r in raw], np.int64)
 
 
+HIGH_BITS = np.uint64(0x8080808080808080)
+THREES = np.uint64(0x0303030303030303)
+
+
+@kernel
+def plain_word(w):
+    """Whether each of the 8 bytes of word w is in [3, 0x80): none is a property separator (1, 2) or the start
+    of a UTF-8 sequence, so a property scan steps over the word whole ("has a byte less than n" on words)."""
+    return (((w - THREES) & ~w) | w) & HIGH_BITS == 0
+
+
 @kernel
 def property_segment(u8, i, hi):
     """MessageDecoder.string2messageProperties' view of the segment starting at u8[i] (segments end at 0x02):
@@ -270,6 +304,9 @@ def property_segment(u8, i, hi):
     sep1 = -1
     non_ascii = False
     while j < hi:
+        if j + 8 <= hi and plain_word(load8(u8, j)):
+            j += 8
+            continue
         b = u8[j]
         if b < 3 or b >= 0x80:
             if b == 2:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from . import find_name, java_hash, kernel, property_segment
+from . import HIGH_BITS, find_name, java_hash, kernel, load8, property_segment, store8
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
 from .record import PHYSICAL_OFFSET_AT
@@ -37,7 +37,7 @@ def _literals():
                ',"propertiesString":"', '}\n']
     pieces += [(',"dledger":{' if k == 0 else ',') + f'"{name}":' for k, name in enumerate(S.DLEDGER_DUMP_FIELDS)]
     pieces += ['}']
-    data = np.frombuffer("".join(pieces).encode(), np.uint8).copy()
+    data = np.frombuffer("".join(pieces).encode() + bytes(8), np.uint8).copy()  # + 8: put_literal reads words
     starts = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
     return pieces, data, starts
 
@@ -72,9 +72,10 @@ for _code, _letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
 
 @kernel
 def put_literal(out, o, k):
+    """Literal k, a word at a time (it may write up to 7 bytes past its end: lines have room to spare)."""
     lo, hi = LITERAL_STARTS[k], LITERAL_STARTS[k + 1]
-    for i in range(hi - lo):
-        out[o + i] = LITERAL_BYTES[lo + i]
+    for i in range(0, hi - lo, 8):
+        store8(out, o + i, load8(LITERAL_BYTES, lo + i))
     return o + hi - lo
 
 
@@ -112,28 +113,57 @@ def put_int(out, o, v):
     return end
 
 
+ONES = np.uint64(0x0101010101010101)
+QUOTES = np.uint64(0x2222222222222222)
+BACKSLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
+SPACES = np.uint64(0x2020202020202020)
+
+
+@kernel
+def needs_escape(w):
+    """Whether any of the 8 bytes of word w is below 0x20, '"' or '\\' (the bytes JSON escapes): the exact
+    "has a byte less than n" and "has a zero byte" tests on machine words."""
+    quote, backslash = w ^ QUOTES, w ^ BACKSLASHES
+    return (((w - SPACES) & ~w) | ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash)) & HIGH_BITS != 0
+
+
 @kernel
 def put_escaped(out, o, u8, lo, hi):
-    """Well-formed UTF-8 text as the inside of a JSON string, escaped as orjson escapes it."""
-    for i in range(lo, hi):
-        b = u8[i]
-        if b >= 0x20 and b != 34 and b != 92:
-            out[o] = b
-            o += 1
-        elif b == 34 or b == 92:
-            out[o] = 92
-            out[o + 1] = b
-            o += 2
-        elif SHORT_ESCAPE[b]:
-            out[o] = 92
-            out[o + 1] = SHORT_ESCAPE[b]
-            o += 2
-        else:
-            out[o], out[o + 1], out[o + 2], out[o + 3] = 92, 117, 48, 48  # \u00
-            out[o + 4] = HEX_DIGITS[b >> 4]
-            out[o + 5] = HEX_DIGITS[b & 15]
-            o += 6
+    """Well-formed UTF-8 text as the inside of a JSON string, escaped as orjson escapes it: words that need
+    no escape are copied whole."""
+    i = lo
+    while i < hi:
+        end = hi
+        if i + 8 <= hi:
+            w = load8(u8, i)
+            if not needs_escape(w):
+                store8(out, o, w)
+                o += 8
+                i += 8
+                continue
+            end = i + 8
+        for j in range(i, end):
+            o = put_escaped_byte(out, o, u8[j])
+        i = end
     return o
+
+
+@kernel
+def put_escaped_byte(out, o, b):
+    if b >= 0x20 and b != 34 and b != 92:
+        out[o] = b
+        return o + 1
+    out[o] = 92
+    if b == 34 or b == 92:
+        out[o + 1] = b
+        return o + 2
+    if SHORT_ESCAPE[b]:
+        out[o + 1] = SHORT_ESCAPE[b]
+        return o + 2
+    out[o + 1], out[o + 2], out[o + 3] = 117, 48, 48  # u00
+    out[o + 4] = HEX_DIGITS[b >> 4]
+    out[o + 5] = HEX_DIGITS[b & 15]
+    return o + 6
 
 
 @kernel
