@@ -17,6 +17,7 @@ from rmqctl import schema as S
 from rmqctl.cli.base import render
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.errors import where
+from rmqctl.engine import jsonl
 from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import walk_files
 from rmqctl.ops import inspect
@@ -98,6 +99,18 @@ def test_dump_is_the_references_on_every_fixture(name, body):
         want = reference_dump(store, body, **options)
         assert want[0]
         assert engine_dump(store, body=body, **options) == want
+
+
+@pytest.mark.parametrize("name", ENGINE_FIXTURES)
+def test_threads_write_the_lines_in_commitlog_order(name, monkeypatch):
+    """Batches of three records, their lines written on three threads: the same bytes in the same order as the
+    reference, with --limit stopping mid-batch and a damaged file's warning."""
+    monkeypatch.setattr(jsonl, "DUMP_ROWS", 3)
+    store = fixture_store(name)
+    for limit in (None, 7):
+        want = reference_dump(store, "base64", limit=limit)
+        for jobs in (1, 3):
+            assert engine_dump(store, body="base64", limit=limit, jobs=jobs) == want
 
 
 @pytest.mark.parametrize("name", ENGINE_FIXTURES)

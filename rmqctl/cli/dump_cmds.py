@@ -35,8 +35,10 @@ from .base import OFFSET, TIME, cli, dump, echo_err, note_compiling, parse_int, 
 @click.option("--max-decompressed-size", type=click.IntRange(min=0), metavar="BYTES",
               help=f"With --decompress: a body inflating past this is not decompressed (bodyDecompressedEncoding "
                    f"over-limit). Default maxMessageSize x {DECOMPRESSION_FACTOR}.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1),
+              help="Threads writing lines while the walk decodes (default: all cores); the order is the same.")
 def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, properties, msg_id, sys_flags, limit, body,
-                   raw_properties, decompress, max_decompressed_size):
+                   raw_properties, decompress, max_decompressed_size, jobs):
     """Decode every message record of the commitlog, in offset order.
 
     \b
@@ -57,7 +59,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
         cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
     where = None if where == MessageFilter() else where
-    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where)
+    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where, jobs)
     from ..engine.jsonl import dump_kernels  # the compiled kernels load only for this command
 
     note_compiling(*dump_kernels(ctx.store.dledger is not None, where))

@@ -3,6 +3,7 @@ Each function returns plain dicts (the JSON shapes of the CLI contract) so noteb
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Iterator
 
 import numpy as np
@@ -10,6 +11,7 @@ import orjson
 
 from .. import dledger
 from .. import schema as S
+from ..engine.ordered import ordered_map
 from ..errors import StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot
@@ -21,13 +23,13 @@ from .timer import pending_summary
 def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                    queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
                    raw_properties: bool = False, decompress: int | None = None, warn=None,
-                   where: MessageFilter | None = None) -> Iterator[dict]:
+                   where: MessageFilter | None = None, jobs: int | None = None) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
     dump_commitlog_lines (one writer of the contract), `where` (time, tags, keys, properties, ids) choosing
     among them. `decompress`: inflate compressed bodies up to that many bytes (None: not at all). Damage is
     passed to `warn` as there."""
     for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
-                                      warn, where):
+                                      warn, where, jobs):
         for line in block.splitlines():
             yield orjson.loads(line)
 
@@ -35,29 +37,40 @@ def dump_commitlog(store: Store, start: int | None = None, end: int | None = Non
 def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
                          queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
                          raw_properties: bool = False, decompress: int | None = None, warn=None,
-                         where: MessageFilter | None = None) -> Iterator[bytes]:
+                         where: MessageFilter | None = None, jobs: int | None = None) -> Iterator[bytes]:
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
     the engine's columns (a DLedger store's entry bodies too). Damage ends the walk of that file (as it ends
-    the broker's) and is passed to `warn` as one line naming file and offset."""
+    the broker's) and is passed to `warn` as one line naming file and offset. The walk decodes batches on
+    this thread while `jobs` threads (default: all cores) write their lines; the blocks come in order."""
     from ..engine.jsonl import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
+    from ..native import available_cores  # (numba: it loads with the kernels)
 
     if limit == 0:
         return
     scan = store.scan()
-    left = limit
-    reported = 0
-    out = np.empty(BLOCK, np.uint8)
-    for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES):
-        if reported < len(scan.errors):
-            reported = _report_damage(scan.errors, reported, warn)
-        rows = select_records(chunk, topic, queue_id, where)
-        if left is not None:
-            rows = rows[:left]
-            left -= len(rows)
-        yield from chunk_lines(chunk, rows, body, raw_properties, decompress, out=out)
-        if left == 0:
-            return
-    _report_damage(scan.errors, reported, warn)
+    buffers = threading.local()  # each writer thread fills a block of its own
+
+    def selected():
+        left, reported = limit, 0
+        for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES):
+            if reported < len(scan.errors):
+                reported = _report_damage(scan.errors, reported, warn)
+            rows = select_records(chunk, topic, queue_id, where)
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            yield chunk, rows
+            if left == 0:
+                return
+        _report_damage(scan.errors, reported, warn)
+
+    def lines(batch) -> list[bytes]:
+        if not hasattr(buffers, "out"):
+            buffers.out = np.empty(BLOCK, np.uint8)
+        return list(chunk_lines(*batch, body, raw_properties, decompress, out=buffers.out))
+
+    for blocks in ordered_map(lines, selected(), jobs or available_cores()):
+        yield from blocks
 
 
 def select_records(chunk, topic: str | None, queue_id: int | None, where: MessageFilter | None = None) -> np.ndarray:
