@@ -55,6 +55,15 @@ def file_bytes(buf) -> np.ndarray:
     return np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
 
 
+def give_back(f, lo: int, hi: int) -> int:
+    """Give back the pages of f's bytes [lo, hi) (read, and no longer viewed by a pending batch); returns
+    where the next give-back starts."""
+    if hi <= lo:
+        return lo
+    f.drop_pages(lo, hi)
+    return hi
+
+
 def files_in(files: list, file_size: int, start: int | None, end: int | None) -> Iterator:
     """The files (in offset order) that hold offsets of [start, end)."""
     for f in files:
@@ -66,16 +75,17 @@ def files_in(files: list, file_size: int, start: int | None, end: int | None) ->
 
 def walk_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
                refused: Callable[[object, int, int], None], check_crc: bool = False,
-               rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES) -> Iterator[Chunk]:
+               rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
-    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data)."""
+    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
+    The pages of a batch go back once the next is asked for, or once the walk is `resident` bytes past it
+    (batches other threads still read: giving their pages back early would only fault them in again)."""
     for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         limit = min(len(u8), file_size)
-        pos = 0
+        pos = kept = 0
         while pos < limit:
             cols = np.empty((rows, NCOLUMNS), np.int64)
-            batch_from = pos
             n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
             cols = cols[:n]
             if n:
@@ -89,7 +99,7 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                     cols = cols[np.searchsorted(offsets, start):]
                 if len(cols):
                     yield Chunk(f, u8, cols)
-            f.drop_pages(batch_from, pos)  # the next batch is asked for: this one's pages go back
+            kept = give_back(f, kept, pos - resident)
             if outcome == OK:
                 continue
             if outcome != BLANK and pos < limit:
@@ -102,7 +112,7 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
 def walk_entry_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
                      entries_of: Callable[[object, int], object], refused: Callable[[object, int, int], None],
                      finished: Callable[[object, object], None], check_crc: bool = False, rows: int = BATCH_ROWS,
-                     max_bytes: int = BATCH_BYTES) -> Iterator[Chunk]:
+                     max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
     """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
     the entries (dledger.walk_entries); the body of each is decoded as a record. An entry whose body is not a
     record (or is a BLANK) is passed to `refused(file, body position, entry end)` and skipped, as the broker's
@@ -122,13 +132,14 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
         starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
         entry_cols = found.entry_columns[picked]
         i = 0
+        kept = int(starts[0]) - S.DLEDGER_BODY_OFFSET if len(starts) else 0  # the first entry's head
         while i < len(starts):
             cols = np.empty((rows, NCOLUMNS), np.int64)
             n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
             if n:
                 yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
-            if after > i:  # the next batch is asked for: this one's pages go back
-                f.drop_pages(int(starts[i]) - S.DLEDGER_BODY_OFFSET, int(ends[after - 1]))
+            if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
+                kept = give_back(f, kept, int(ends[after - 1]) - resident)
             i = after
             if outcome != OK:
                 refused(f, int(starts[i]), int(ends[i]))

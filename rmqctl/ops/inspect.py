@@ -48,11 +48,13 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     if limit == 0:
         return
     scan = store.scan()
+    jobs = jobs or available_cores()
     buffers = threading.local()  # each writer thread fills a block of its own
 
     def selected():
         left, reported = limit, 0
-        for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES):
+        # the batches pending on writer threads keep their pages
+        for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES, resident=(2 * jobs + 1) * DUMP_BYTES):
             if reported < len(scan.errors):
                 reported = _report_damage(scan.errors, reported, warn)
             rows = select_records(chunk, topic, queue_id, where)
@@ -69,7 +71,7 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
             buffers.out = np.empty(BLOCK, np.uint8)
         return list(chunk_lines(*batch, body, raw_properties, decompress, out=buffers.out))
 
-    for blocks in ordered_map(lines, selected(), jobs or available_cores()):
+    for blocks in ordered_map(lines, selected(), jobs):
         yield from blocks
 
 
