@@ -1,5 +1,5 @@
 """Throughput and peak memory of reading a commitlog: `rmqctl dump commitlog --format jsonl --body none` and
-`--body base64` (to /dev/null), the library's reference scan (Store.scan().records(): a Message per record),
+`--body base64` (to /dev/null; with one writer thread, -j 1, and with one per core), the library's reference scan (Store.scan().records(): a Message per record),
 the engine's Arrow batches (Store.scan().batches()) and a header walk (TOTALSIZE and magic only), next to a
 plain zlib.crc32 pass over the same file (the yardstick, "of crc32"), all in the same run.
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import javabench
 from bench_rebuild import generate, header_walk  # the same generator and walk as the rebuild benchmark
 
+from rmqctl import native
 from rmqctl.config import BrokerConfig
 from rmqctl.store import Store, offset_to_name
 
@@ -81,7 +82,10 @@ def run_child(args: list[str], stdout=subprocess.PIPE) -> tuple[float, str, int,
     """(wall seconds, stdout, peak RSS in bytes, CPU seconds) of a child process, reaped with wait4 for its own
     rusage (on a machine other jobs load, CPU seconds say what the work costs where wall time cannot)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE)
+    # as a user runs it: Python may cache compiled modules (a development shell often forbids it, which
+    # would add the compilation of every module to each start-up)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE, env=env)
     out = proc.stdout.read() if proc.stdout else b""
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -127,10 +131,10 @@ def main():
             ("header walk", lambda: run_child(me + ["walk"])),
             ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
             ("engine batches (Arrow)", lambda: run_child(me + ["batches"])),
-        ] + [(f"rmqctl dump --body {body}", lambda body=body: run_child(
+        ] + [(f"rmqctl dump --body {body} -j {jobs}", lambda body=body, jobs=jobs: run_child(
                 [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
-                 str(conf), "--format", "jsonl", "--body", body], stdout=subprocess.DEVNULL))
-             for body in ("none", "base64")]
+                 str(conf), "--format", "jsonl", "--body", body, "--jobs", str(jobs)], stdout=subprocess.DEVNULL))
+             for body in ("none", "base64") for jobs in (1, native.available_cores())]
         java = javabench.rocketmq_check(root / "commitlog", size, messages)
         print(javabench.describe(java))
         print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s} {'of crc32':>9s} "
@@ -152,8 +156,8 @@ def main():
             versus = javabench.ratio(java, size / secs / 1e6, messages / secs) if runs[0][2] else ""
             print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB {crc_secs / secs:8.0%} "
                   f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M{versus}")
-        print("(rmqctl dump: wall time of the whole command, start-up included; the others: the work alone. CPU s: the "
-              "whole child process, start-up included, for every mode)")
+        print("(rmqctl dump: wall time of the whole command, start-up included, -j: writer threads; the others: the work "
+              "alone. CPU s: the whole child process, start-up included, for every mode)")
     finally:
         shutil.rmtree(base)
 

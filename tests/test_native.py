@@ -1,5 +1,6 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
 import ctypes.util
+import mmap
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
-from rmqctl.native import crc32, find_properties, java_hash, property_names
+from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names
 from rmqctl.native.jsonl import put_escaped
 
 
@@ -169,3 +170,21 @@ def test_escaped_text_is_orjsons_at_every_alignment(text, shift):
     out = np.zeros(6 * len(raw) + 16, np.uint8)
     end = put_escaped(out, 0, u8, shift, shift + len(raw))
     assert out[:end].tobytes() == orjson.dumps(text)[1:-1]
+
+
+def test_spans_are_copied_without_touching_bytes_outside_them():
+    """copy_span reads a mapping's last bytes without touching the page after them (no access there: a read
+    would be SIGSEGV), and writes no byte past its span."""
+    page = mmap.PAGESIZE
+    area = mmap.mmap(-1, 2 * page)
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    assert libc.mprotect(ctypes.c_void_p(address + page), page, 0) == 0
+    src = np.frombuffer(area, np.uint8)
+    src[page - 19:page] = np.arange(1, 20, dtype=np.uint8)
+    for n in range(20):
+        out = np.zeros(n + 6, np.uint8)
+        assert copy_span(out, 3, src, page - n, n) == 3 + n
+        assert out[3:3 + n].tobytes() == src[page - n:page].tobytes() and not out[:3].any() and not out[3 + n:].any()
+    del src
+    assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0  # readable again, so it can be unmapped

@@ -705,3 +705,22 @@ def test_a_store_time_spark_cannot_hold_is_null_and_outside_every_timestamp_rang
     assert [(r.commitLogOffset, r.storeTimestamp) for r in late] == [(f.start + m.position, None)]
     assert df.where("storeTimestamp is null").count() == 1
     assert df.where("storeTimestamp >= timestamp'2000-01-01 00:00:00'").count() == df.where(f"storeTimestampMs < {far}").count()
+
+
+def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
+    """A batch's runs of equal partition values, nulls (a time Spark cannot hold) a run of their own: an
+    ungrouped batch's rows reach the same files, in commitlog order within each, as a grouped one's."""
+    pa = pytest.importorskip("pyarrow")
+    from rmqctl.spark.export import PartitionFiles, runs
+
+    values = pa.array(["b", "b", None, None, "a", "b", None, "a"])
+    starts, run_values = runs(values)
+    assert starts.tolist() == [0, 2, 4, 5, 6, 7, 8] and run_values == ["b", None, "a", "b", None, "a"]
+    assert runs(pa.array([], pa.string()))[1] == []
+    schema = pa.schema([("topic", pa.string()), ("n", pa.int64())])
+    batch = pa.RecordBatch.from_arrays([values, pa.array(range(8))], schema=schema)
+    files = PartitionFiles(tmp_path, "part-00000", schema, partition_by="topic")
+    files.add(batch)
+    written = {value: name for value, name, _ in files.close()}
+    read = {value: pa.parquet.read_table(tmp_path / name).column("n").to_pylist() for value, name in written.items()}
+    assert read == {"b": [0, 1, 5], None: [2, 3, 6], "a": [4, 7]}

@@ -54,11 +54,17 @@ def span_column(u8: np.ndarray, lo: np.ndarray, hi: np.ndarray, kind: pa.DataTyp
     """The bytes u8[lo:hi] of each row as one Arrow string or binary column (null where not `present`)."""
     lo = np.ascontiguousarray(lo, np.int64)
     hi = np.ascontiguousarray(hi, np.int64)
-    out = np.empty(int(np.maximum(hi - lo, 0)[lo >= 0].sum()), np.uint8)
-    offsets = np.empty(len(lo) + 1, np.int32)
-    K.gather(u8, lo, hi, out, offsets)
+    data = arrow_bytes(int(np.maximum(hi - lo, 0)[lo >= 0].sum()))
+    offsets = arrow_bytes(4 * (len(lo) + 1))
+    K.gather(u8, lo, hi, np.frombuffer(data, np.uint8), np.frombuffer(offsets, np.int32))
     mask = None if present is None else _validity(present)
-    return pa.Array.from_buffers(kind, len(lo), [mask, pa.py_buffer(offsets), pa.py_buffer(out)])
+    return pa.Array.from_buffers(kind, len(lo), [mask, offsets, data])
+
+
+def arrow_bytes(size: int) -> pa.Buffer:
+    """A buffer from Arrow's memory pool, which keeps what earlier batches freed: a batch's columns reuse
+    their pages (fresh ones from the system are faulted in and zeroed, page by page, every batch)."""
+    return pa.allocate_buffer(max(size, 8))  # (numpy cannot view an empty buffer)
 
 
 def text_column(chunk: Chunk, lo, hi, bad: np.ndarray, present=None) -> pa.Array:

@@ -170,6 +170,20 @@ def store8(typingctx, u8, at, word):
 
 
 @kernel
+def copy_span(out, o, src, lo, n):
+    """src[lo:lo + n] to out[o:o + n], a word at a time, touching no byte outside either span (numba's slice
+    assignment is a generic strided loop, several times slower)."""
+    k = 0
+    while k + 8 <= n:
+        store8(out, o + k, load8(src, lo + k))
+        k += 8
+    while k < n:
+        out[o + k] = src[lo + k]
+        k += 1
+    return o + n
+
+
+@kernel
 def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
     if hi <= lo:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import find_name, kernel, property_segment, read_properties
+from . import copy_span, find_name, kernel, property_segment, read_properties
 from .jsonl import HEX_UPPER, put_int, put_ipv4
 from .record import PHYSICAL_OFFSET_AT, next_key_word
 
@@ -21,8 +21,7 @@ def gather(u8, lo, hi, out, offsets):
     for i in range(len(lo)):
         a, b = lo[i], hi[i]
         if a >= 0 and b > a:
-            out[o:o + b - a] = u8[a:b]
-            o += b - a
+            o = copy_span(out, o, u8, a, b - a)
         offsets[i + 1] = o
     return o
 

@@ -6,7 +6,7 @@ derived from them by Spark's own conversion, so a batch always matches what the 
 from __future__ import annotations
 
 import functools
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 
 from .. import schema as S
 from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
+from ..engine.walk import Chunk
 from ..native.record import index_slots
 from ..dledger import DLedgerScan
 from ..ops.annotate import COMPRESSION_NAMES
@@ -156,13 +157,18 @@ def typed_columns(batch: pa.RecordBatch, names: list[str]) -> dict[str, pa.Array
 
 def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, schema: pa.Schema, store: str,
                     verify_crc: bool, topics: frozenset[str] | None, since: int | None = None,
-                    until: int | None = None) -> Iterator[pa.RecordBatch]:
+                    until: int | None = None, group_by: Callable[[Chunk], np.ndarray] | None = None
+                    ) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column), with the typed columns of MESSAGE_COLUMNS; only
     `topics`, and only those stored in [since, until] (epoch ms, inclusive) when given. Damage ends the
-    file, as it does for `dump commitlog`; it is left in `scan.errors` for the caller."""
+    file, as it does for `dump commitlog`; it is left in `scan.errors` for the caller. `group_by` (a key
+    per row of a batch) puts each batch's rows with equal keys together, in commitlog order among them,
+    before its columns are gathered: a partitioned writer then takes runs, not a reordered copy."""
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     for chunk in scan.chunks(start, end, verify_crc):
+        if group_by is not None:
+            chunk = chunk.select(np.argsort(group_by(chunk), kind="stable"))
         batch = record_batch(chunk)
         keep = []
         if wanted is not None:
