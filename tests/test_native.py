@@ -166,10 +166,12 @@ def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
 def test_escaped_text_is_orjsons_at_every_alignment(text, shift):
     """The writer's word-at-a-time copy escapes exactly the bytes orjson escapes, wherever they fall in a word."""
     raw = text.encode()
-    u8 = np.frombuffer(bytes(shift) + raw, np.uint8)  # the text at every offset of an 8-byte word
-    out = np.zeros(6 * len(raw) + 16, np.uint8)
-    end = put_escaped(out, 0, u8, shift, shift + len(raw))
-    assert out[:end].tobytes() == orjson.dumps(text)[1:-1]
+    # the text at every offset of an 8-byte word; ending the buffer, or followed by bytes that need escapes
+    for after in (b"", b'"\\\x00\x01' * 4):
+        u8 = np.frombuffer(bytes(shift) + raw + after, np.uint8)
+        out = np.zeros(6 * len(raw) + 16, np.uint8)
+        end = put_escaped(out, 0, u8, shift, shift + len(raw))
+        assert out[:end].tobytes() == orjson.dumps(text)[1:-1]
 
 
 def test_spans_are_copied_without_touching_bytes_outside_them():

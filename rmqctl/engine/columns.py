@@ -82,7 +82,8 @@ def host_column(chunk: Chunk, side: str, v6: np.ndarray) -> pa.Array:
         width = np.where(v6, 16, 4)
         return pa.array([format_host(chunk.u8[a:a + w].tobytes(), int(p)) for a, w, p in zip(ip_at, width, port)],
                         pa.string())
-    out = np.empty(len(ip_at) * 26, np.uint8)  # "255.255.255.255:-2147483648"
+    # "255.255.255.255:-2147483648" (27 bytes) each, and 8 for put_ipv4's last word store
+    out = np.empty(len(ip_at) * 27 + 8, np.uint8)
     offsets = np.empty(len(ip_at) + 1, np.int32)
     used = K.host_texts(chunk.u8, np.ascontiguousarray(ip_at), np.ascontiguousarray(port), out, offsets)
     return pa.Array.from_buffers(pa.string(), len(ip_at), [None, pa.py_buffer(offsets), pa.py_buffer(out[:used])])

@@ -113,7 +113,9 @@ def put_int(out, o, v):
     return end
 
 
+ONE = np.uint64(1)
 ONES = np.uint64(0x0101010101010101)
+LETTERS = np.uint64(0x4141414141414141)  # 'A's: the bytes of a word past a short text, which need no escape
 QUOTES = np.uint64(0x2222222222222222)
 BACKSLASHES = np.uint64(0x5C5C5C5C5C5C5C5C)
 SPACES = np.uint64(0x2020202020202020)
@@ -130,21 +132,23 @@ def needs_escape(w):
 @kernel
 def put_escaped(out, o, u8, lo, hi):
     """Well-formed UTF-8 text as the inside of a JSON string, escaped as orjson escapes it: words that need
-    no escape are copied whole."""
+    no escape are copied whole (up to 7 bytes past the text may be written: lines have room to spare)."""
     i = lo
     while i < hi:
-        end = hi
-        if i + 8 <= hi:
+        n = min(hi - i, 8)
+        if i + 8 <= len(u8):  # a whole word can be read here (a short text's word is masked to its bytes)
             w = load8(u8, i)
+            if n < 8:
+                keep = (ONE << np.uint64(8 * n)) - ONE
+                w = (w & keep) | (LETTERS & ~keep)
             if not needs_escape(w):
-                store8(out, o, w)
-                o += 8
-                i += 8
+                store8(out, o, w)  # bytes past the text are overwritten by what follows it
+                o += n
+                i += n
                 continue
-            end = i + 8
-        for j in range(i, end):
+        for j in range(i, i + n):
             o = put_escaped_byte(out, o, u8[j])
-        i = end
+        i += n
     return o
 
 
@@ -199,15 +203,20 @@ def put_base64(out, o, u8, lo, hi):
     return o
 
 
+# each byte value's decimal text and a '.' as one little-endian word, and that text's length
+OCTET_WORDS = np.array([int.from_bytes(f"{b}.".encode().ljust(8, b"\0"), "little") for b in range(256)], np.uint64)
+OCTET_LENGTHS = np.array([len(f"{b}.") for b in range(256)], np.int64)
+
+
 @kernel
 def put_ipv4(out, o, u8, at, port):
+    """"a.b.c.d:port", each address byte one word store (the host may write up to 7 bytes past its text)."""
     for k in range(4):
-        if k:
-            out[o] = 46  # '.'
-            o += 1
-        o = put_int(out, o, np.int64(u8[at + k]))
-    out[o] = 58  # ':'
-    return put_int(out, o + 1, port)
+        b = u8[at + k]
+        store8(out, o, OCTET_WORDS[b])
+        o += OCTET_LENGTHS[b]
+    out[o - 1] = 58  # ':' in place of the last '.'
+    return put_int(out, o, port)
 
 
 @kernel
