@@ -1,4 +1,5 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+import base64
 import ctypes.util
 import mmap
 import os
@@ -15,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
 from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names
-from rmqctl.native.jsonl import put_escaped
+from rmqctl.native.jsonl import put_base64, put_escaped
 
 
 def as_u8(data: bytes) -> np.ndarray:
@@ -190,3 +191,13 @@ def test_spans_are_copied_without_touching_bytes_outside_them():
         assert out[3:3 + n].tobytes() == src[page - n:page].tobytes() and not out[:3].any() and not out[3 + n:].any()
     del src
     assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0  # readable again, so it can be unmapped
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64), st.integers(0, 7), st.booleans())
+def test_base64_is_rfc4648_at_every_length_and_alignment(raw, shift, followed):
+    """Six bytes a word where a whole word can be read, three at a time where not (a mapping's end)."""
+    u8 = np.frombuffer(bytes(shift) + raw + (b"\xff" * 8 if followed else b"") + b"\0", np.uint8)
+    out = np.zeros(2 * len(raw) + 16, np.uint8)
+    end = put_base64(out, 0, u8, shift, shift + len(raw))
+    assert out[:end].tobytes() == base64.b64encode(raw)
