@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import copy_span, find_name, kernel, property_segment, read_properties
-from .jsonl import HEX_UPPER, put_int, put_ipv4
-from .record import PHYSICAL_OFFSET_AT, next_key_word
+from .jsonl import put_int, put_ipv4, put_msgid
+from .record import next_key_word
 
 
 @kernel
@@ -39,22 +39,11 @@ def host_texts(u8, ip_at, port, out, offsets):
 
 @kernel
 def msgid_texts(u8, position, store_ip_at, store_ip_len, out, offsets):
-    """MessageDecoder.createMessageId: store address, port and PHYSICALOFFSET as upper-case hex."""
+    """Each record's msgId (put_msgid)."""
     o = 0
     offsets[0] = 0
     for i in range(len(position)):
-        a = store_ip_at[i]
-        for k in range(store_ip_len[i] + 4):
-            b = u8[a + k]
-            out[o] = HEX_UPPER[b >> 4]
-            out[o + 1] = HEX_UPPER[b & 15]
-            o += 2
-        p = position[i] + PHYSICAL_OFFSET_AT
-        for k in range(8):
-            b = u8[p + k]
-            out[o] = HEX_UPPER[b >> 4]
-            out[o + 1] = HEX_UPPER[b & 15]
-            o += 2
+        o = put_msgid(out, o, u8, position[i], store_ip_at[i], store_ip_len[i])
         offsets[i + 1] = o
     return o
 

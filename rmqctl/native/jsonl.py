@@ -62,7 +62,10 @@ SYSFLAG = HEAD_NAMES.index("sysFlag")
 COMPRESSED = S.COMPRESSED_FLAG
 
 HEX_DIGITS = np.frombuffer(b"0123456789abcdef", np.uint8).copy()
-HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", np.uint8).copy()
+
+
+def _u64(v):
+    return np.uint64(v)  # numba types uint64 with int64 as float64: word arithmetic keeps every operand uint64
 BASE64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8).copy()
 # orjson's short escapes: \b \t \n \f \r; every other byte < 0x20 is \u00XX
 SHORT_ESCAPE = np.zeros(32, np.uint8)
@@ -170,17 +173,37 @@ def put_escaped_byte(out, o, b):
     return o + 6
 
 
+def _hex_pairs(digits: bytes) -> np.ndarray:
+    """Every byte value's two hex digits as a little-endian pair of bytes."""
+    return np.array([digits[b >> 4] | digits[b & 15] << 8 for b in range(256)], np.uint64)
+
+
+HEX_PAIRS, HEX_UPPER_PAIRS = _hex_pairs(b"0123456789abcdef"), _hex_pairs(b"0123456789ABCDEF")
+HEX_SHIFTS = (_u64(16), _u64(32), _u64(48))
+
+
 @kernel
-def put_hex(out, o, u8, lo, hi, digits):
-    for i in range(lo, hi):
-        out[o] = digits[u8[i] >> 4]
-        out[o + 1] = digits[u8[i] & 15]
+def put_hex(out, o, u8, lo, hi, pairs):
+    """u8[lo:hi] as hex digits (`pairs`: HEX_PAIRS or HEX_UPPER_PAIRS), four bytes to one word store."""
+    s16, s32, s48 = HEX_SHIFTS
+    i = lo
+    while i + 4 <= hi:
+        store8(out, o, pairs[u8[i]] | (pairs[u8[i + 1]] << s16) | (pairs[u8[i + 2]] << s32) | (pairs[u8[i + 3]] << s48))
+        o += 8
+        i += 4
+    for i in range(i, hi):
+        out[o] = pairs[u8[i]] & 0xFF
+        out[o + 1] = pairs[u8[i]] >> 8
         o += 2
     return o
 
 
-def _u64(v):
-    return np.uint64(v)
+@kernel
+def put_msgid(out, o, u8, position, store_ip_at, store_ip_len):
+    """MessageDecoder.createMessageId: the store host's address and port, then PHYSICALOFFSET, as upper-case
+    hex (the record's own bytes: the port as the int it is stored as)."""
+    o = put_hex(out, o, u8, store_ip_at, store_ip_at + store_ip_len + 4, HEX_UPPER_PAIRS)
+    return put_hex(out, o, u8, position + PHYSICAL_OFFSET_AT, position + PHYSICAL_OFFSET_AT + 8, HEX_UPPER_PAIRS)
 
 
 # base64 two characters at a time: the text of every 12-bit value, as a little-endian pair of bytes
@@ -325,7 +348,7 @@ def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode
             elif mode == BODY_BASE64:
                 o = put_base64(out, o, u8, body_lo, body_hi)
             else:
-                o = put_hex(out, o, u8, body_lo, body_hi, HEX_DIGITS)
+                o = put_hex(out, o, u8, body_lo, body_hi, HEX_PAIRS)
             out[o] = 34
             o += 1
         o = put_literal(out, o, L_ENCODING + mode)
@@ -344,9 +367,7 @@ def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode
             out[o] = 34
             o += 1
         o = put_literal(out, o, L_MSGID)
-        store_ip = cols[r, STORE_IP]
-        o = put_hex(out, o, u8, store_ip, store_ip + 8, HEX_UPPER)  # the IPv4 address and the port
-        o = put_hex(out, o, u8, pos + PHYSICAL_OFFSET_AT, pos + PHYSICAL_OFFSET_AT + 8, HEX_UPPER)
+        o = put_msgid(out, o, u8, pos, cols[r, STORE_IP], 4)  # (an IPv6 store host went to the reference)
         o = put_literal(out, o, L_UNIQ)
         uniq_lo = cols[r, UNIQ_KEY_LO]
         if uniq_lo < 0:
