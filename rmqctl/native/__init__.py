@@ -113,41 +113,6 @@ _drop_stale_caches(CRC32_LIBRARY)
 MASK32 = 0xFFFFFFFF
 
 
-@kernel
-def be16(u8, at):
-    """The big-endian (Java) short at u8[at], signed."""
-    v = (np.int64(u8[at]) << 8) | np.int64(u8[at + 1])
-    return v - ((v >> 15) << 16)
-
-
-@kernel
-def be32(u8, at):
-    """The big-endian int at u8[at], signed."""
-    v = (np.int64(u8[at]) << 24) | (np.int64(u8[at + 1]) << 16) | (np.int64(u8[at + 2]) << 8) | np.int64(u8[at + 3])
-    return v - ((v >> 31) << 32)
-
-
-@kernel
-def be64(u8, at):
-    """The big-endian long at u8[at]."""
-    v = np.int64(0)
-    for k in range(8):
-        v = (v << 8) | np.int64(u8[at + k])
-    return v
-
-
-@kernel
-def put_be32(u8, at, v):
-    for k in range(4):
-        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
-
-
-@kernel
-def put_be64(u8, at, v):
-    for k in range(8):
-        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
-
-
 @intrinsic
 def load8(typingctx, u8, at):
     """The 8 bytes at u8[at] as one machine word, in memory order (an unaligned load: the writers move text
@@ -167,6 +132,35 @@ def store8(typingctx, u8, at, word):
         builder.store(args[2], builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer()), align=1)
         return context.get_dummy_value()
     return types.none(u8, at, types.uint64), codegen
+
+
+def _big_endian(bits: int):
+    """An intrinsic reading the big-endian (Java) signed integer of `bits` at u8[at] as an int64: one
+    unaligned load and a byte swap. The caller checks at + bits / 8 <= len(u8)."""
+    @intrinsic
+    def load(typingctx, u8, at):
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            word = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(bits).as_pointer())
+            value = builder.bswap(builder.load(word, align=1))
+            return value if bits == 64 else builder.sext(value, ir.IntType(64))
+        return types.int64(u8, at), codegen
+    return load
+
+
+be16, be32, be64 = _big_endian(16), _big_endian(32), _big_endian(64)
+
+
+@kernel
+def put_be32(u8, at, v):
+    for k in range(4):
+        u8[at + k] = (v >> (24 - 8 * k)) & 0xFF
+
+
+@kernel
+def put_be64(u8, at, v):
+    for k in range(8):
+        u8[at + k] = (v >> (56 - 8 * k)) & 0xFF
 
 
 @kernel
