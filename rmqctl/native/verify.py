@@ -226,7 +226,10 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
     records in the sorted `inner_records`). Targets are taken in `order` (empty: as they come), which
     must be commitlog order within each queue; `queue` numbers them below `queues`. Returns the targets
     (before, at, after) around each break: `at` does not continue `before`, `after` is the next target of
-    the queue (-1: none)."""
+    the queue (-1: none); and per queue its first, second and last target (-1: none), which is all a later
+    run of records needs of this one."""
+    first = np.full(queues, -1, np.int64)
+    second = np.full(queues, -1, np.int64)
     last = np.full(queues, -1, np.int64)
     waiting = np.full(queues, -1, np.int64)  # the break whose `after` is its queue's next target
     before = np.empty(len(queue), np.int64)
@@ -242,7 +245,10 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
         p = last[q]
         last[q] = i
         if p < 0:
+            first[q] = i
             continue
+        if second[q] < 0:
+            second[q] = i
         step = 1
         if len(inner_records):
             j = np.searchsorted(inner_records, ri[p])
@@ -252,7 +258,7 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
             before[m], at[m], after[m] = p, i, -1
             waiting[q] = m
             m += 1
-    return before[:m], at[:m], after[:m]
+    return before[:m], at[:m], after[:m], first, second, last
 
 
 # -- index files ------------------------------------------------------------------------------------------------
