@@ -20,9 +20,12 @@ import types as pytypes
 from pathlib import Path
 
 import llvmlite.binding as llvm
+import llvmlite.ir as ir
 import numba
 import numpy as np
 from numba import types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 
 def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
@@ -132,6 +135,17 @@ def be64(u8, at):
     for k in range(8):
         v = (v << 8) | np.int64(u8[at + k])
     return v
+
+
+@intrinsic
+def load64(typingctx, u8, at):
+    """The 8 bytes at u8[at] as one int64, read unaligned (the caller keeps at + 8 <= len(u8)); byte k of them is
+    bits 8k..8k+7 on the little-endian machines numba compiles for."""
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        word = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(word, align=1)
+    return types.int64(u8, at), codegen
 
 
 @kernel
@@ -260,6 +274,28 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
     return table, np.array([len(r) for r in raw], np.int64)
 
 
+ONES = 0x0101010101010101
+HIGH_BITS = 0x8080808080808080 - (1 << 64)  # (as int64: the kernels' words wrap like Java's longs)
+
+
+@kernel
+def next_special(u8, j, hi):
+    """The first position in [j, hi) of a byte below 3 or at least 0x80 (hi: none), 8 bytes a step: in a word,
+    such a byte has the high bit of itself or of itself - 3 set; a borrow only runs on past the first of them."""
+    while j + 8 <= hi:
+        w = load64(u8, j)
+        special = ((w - 3 * ONES) | w) & HIGH_BITS
+        if special != 0:
+            return j + (trailing_zeros(special) >> 3)
+        j += 8
+    while j < hi:
+        b = u8[j]
+        if b < 3 or b >= 0x80:
+            return j
+        j += 1
+    return hi
+
+
 @kernel
 def property_segment(u8, i, hi):
     """MessageDecoder.string2messageProperties' view of the segment starting at u8[i] (segments end at 0x02):
@@ -269,15 +305,17 @@ def property_segment(u8, i, hi):
     j = i
     sep1 = -1
     non_ascii = False
-    while j < hi:
+    while True:
+        j = next_special(u8, j, hi)
+        if j >= hi:
+            break
         b = u8[j]
-        if b < 3 or b >= 0x80:
-            if b == 2:
-                break
-            if b >= 0x80:
-                non_ascii = True
-            elif b == 1 and sep1 < 0:
-                sep1 = j
+        if b == 2:
+            break
+        if b >= 0x80:
+            non_ascii = True
+        elif b == 1 and sep1 < 0:
+            sep1 = j
         j += 1
     pair = sep1 if j - i >= 3 and i < sep1 < j - 1 else -1
     return j, pair, sep1, non_ascii
