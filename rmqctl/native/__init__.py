@@ -62,11 +62,15 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def kernel(fn):
+def kernel(fn=None, *, counted: bool = True):
     """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division.
     Where no cache directory is writable (a read-only installation without a writable home or
-    NUMBA_CACHE_DIR) it is compiled afresh in every process instead."""
-    options = dict(nogil=True, error_model="numpy")
+    NUMBA_CACHE_DIR) it is compiled afresh in every process instead. `counted=False` compiles it without
+    reference counting, for a per-record loop that allocates nothing (views of its arguments at most):
+    counted, every call it makes with an array costs two atomic operations."""
+    if fn is None:
+        return lambda f: kernel(f, counted=counted)
+    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}))
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
@@ -165,7 +169,8 @@ def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
     if hi <= lo:
         return 0
-    return np.int64(native_crc32(0, u8[lo:].ctypes.data, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
+    # (the address: a slice of u8 would be a new, reference-counted array on every call)
+    return np.int64(native_crc32(0, u8.ctypes.data + lo, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
 
 
 @kernel

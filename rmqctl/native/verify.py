@@ -70,9 +70,10 @@ MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and t
 # record columns (rows of `records`)
 POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = range(9)
 RECORD_COLUMNS = 9
-# state slots: walk position, records, keys, topics, properties ending in 0x02
-S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING = range(5)
-STATE_SLOTS = 5
+# state slots: walk position, records, keys, topics, properties ending in 0x02, then the walk's scratch (the
+# value spans of the properties looked up: it allocates nothing)
+S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING, S_VALUES = range(6)
+STATE_SLOTS = S_VALUES + 2 * len(NAME_LENGTHS)
 # walk outcome
 ENDED, BROKEN, FULL = range(3)
 
@@ -97,7 +98,7 @@ def is_ascii(u8, lo, hi):
     return True
 
 
-@kernel
+@kernel(counted=False)
 def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics, table, state):
     """Walk from state[S_POS] while records start before `stop`, checking those at or after `claim_from`
     into `records` (columns by row), their index keys into `keys` (record, hash) and their topics into
@@ -108,8 +109,8 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
     check_crc = (options & CHECK_CRC) != 0
     want_tags = (options & WANT_TAGS) != 0
     want_keys = (options & WANT_KEYS) != 0
-    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
-    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    value_lo = state[S_VALUES : S_VALUES + len(NAME_LENGTHS)]
+    value_hi = state[S_VALUES + len(NAME_LENGTHS) : S_VALUES + 2 * len(NAME_LENGTHS)]
     pos = state[S_POS]
     n = state[S_RECORDS]
     property_crc_seen = False  # the previous record had __CRC32#: this one likely has too
