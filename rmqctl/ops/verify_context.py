@@ -178,4 +178,3 @@ def records_of(parts) -> Records:
                    sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
                    topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
                    key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
-

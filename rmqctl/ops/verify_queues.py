@@ -46,6 +46,7 @@ def summarize(ctx: Context, result) -> QueueSummary:
 
 
 def summary(ctx: Context, rec: Records) -> QueueSummary:
+    """What the run of records `rec` tells the check (the PREPARED/ROLLBACK findings already worded)."""
     dispatched = rec.dispatched
     undispatched = []
     for i in np.flatnonzero(~dispatched & (rec.queue_offset != 0)).tolist():
