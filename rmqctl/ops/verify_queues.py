@@ -42,7 +42,14 @@ class QueueSummary(NamedTuple):
 
 def summarize(ctx: Context, result) -> QueueSummary:
     """The summary of one chunk's result (ops/verify_scan.ChunkResult, its columns still held)."""
-    return summary(ctx, records_of([(result, result.task.file_start, 0, result.count)]))
+    r = result
+    if len(set(r.topics)) < len(r.topics):  # topics whose bytes differ but names agree: records_of merges them
+        return summary(ctx, records_of([(r, r.task.file_start, 0, r.count)]))
+    # else the chunk's own columns are its table (copies of them would cost more than the summary)
+    return summary(ctx, Records(off=r.pos + r.task.file_start, size=r.size, queue_id=r.queue_id,
+                                queue_offset=r.queue_offset, sysflag=r.sysflag, store_ts=r.store_ts, topic=r.topic,
+                                tags=r.tags, topics=r.topics, key_record=r.key_record, key_hash=r.key_hash, lmq=r.lmq,
+                                inner_num=r.inner_num))
 
 
 def summary(ctx: Context, rec: Records) -> QueueSummary:
