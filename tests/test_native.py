@@ -62,6 +62,18 @@ def test_find_properties_is_string2messageProperties(parts):
     assert pairs == len(segments)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"abcdefgh", b"x", b"\x00", b"\x01", b"\x02", b"\x03", b"\x7f", b"\x80", b"\x82",
+                                 b"\x83", b"\xff"]), max_size=16).map(b"".join), st.integers(0, 40))
+def test_next_special_is_a_byte_loop(data, start):
+    """The 8-bytes-a-step search for the property string's special bytes finds what a byte loop finds."""
+    from rmqctl.native import next_special
+
+    start = min(start, len(data))
+    want = next((k for k in range(start, len(data)) if data[k] < 3 or data[k] >= 0x80), len(data))
+    assert next_special(as_u8(data + b"\x00" * 8), start, len(data)) == want  # (bytes past hi must not count)
+
+
 def test_the_crc32_library_falls_back_to_zlib():
     """libdeflate where the machine has it; a machine without it links zlib's crc32, which computes the same."""
     from rmqctl import native

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 
@@ -61,11 +62,15 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def kernel(fn):
+def kernel(fn=None, *, counted: bool = True):
     """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division.
     Where no cache directory is writable (a read-only installation without a writable home or
-    NUMBA_CACHE_DIR) it is compiled afresh in every process instead."""
-    options = dict(nogil=True, error_model="numpy")
+    NUMBA_CACHE_DIR) it is compiled afresh in every process instead. `counted=False` compiles it without
+    reference counting, for a per-record loop that allocates nothing (views of its arguments at most):
+    counted, every call it makes with an array costs two atomic operations."""
+    if fn is None:
+        return lambda f: kernel(f, counted=counted)
+    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}))
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
@@ -182,7 +187,8 @@ def crc32(u8, lo, hi):
     """zlib.crc32 of u8[lo:hi] (the caller has checked lo <= hi <= len(u8))."""
     if hi <= lo:
         return 0
-    return np.int64(native_crc32(0, u8[lo:].ctypes.data, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
+    # (the address: a slice of u8 would be a new, reference-counted array on every call)
+    return np.int64(native_crc32(0, u8.ctypes.data + lo, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
 
 
 @kernel
@@ -293,13 +299,25 @@ def property_names(*names: str) -> tuple[np.ndarray, np.ndarray]:
 
 HIGH_BITS = np.uint64(0x8080808080808080)
 THREES = np.uint64(0x0303030303030303)
+THREE = np.uint64(3)
 
 
 @kernel
-def plain_word(w):
-    """Whether each of the 8 bytes of word w is in [3, 0x80): none is a property separator (1, 2) or the start
-    of a UTF-8 sequence, so a property scan steps over the word whole ("has a byte less than n" on words)."""
-    return (((w - THREES) & ~w) | w) & HIGH_BITS == 0
+def next_special(u8, j, hi):
+    """The first position in [j, hi) of a byte below 3 or at least 0x80 (hi: none), 8 bytes a step: in a word,
+    such a byte has the high bit of itself or of itself - 3 set; a borrow only runs on past the first of them."""
+    while j + 8 <= hi:
+        w = load8(u8, j)
+        special = ((w - THREES) | w) & HIGH_BITS
+        if special != 0:
+            return j + np.int64(trailing_zeros(special) >> THREE)
+        j += 8
+    while j < hi:
+        b = u8[j]
+        if b < 3 or b >= 0x80:
+            return j
+        j += 1
+    return hi
 
 
 @kernel
@@ -311,18 +329,17 @@ def property_segment(u8, i, hi):
     j = i
     sep1 = -1
     non_ascii = False
-    while j < hi:
-        if j + 8 <= hi and plain_word(load8(u8, j)):
-            j += 8
-            continue
+    while True:
+        j = next_special(u8, j, hi)
+        if j >= hi:
+            break
         b = u8[j]
-        if b < 3 or b >= 0x80:
-            if b == 2:
-                break
-            if b >= 0x80:
-                non_ascii = True
-            elif b == 1 and sep1 < 0:
-                sep1 = j
+        if b == 2:
+            break
+        if b >= 0x80:
+            non_ascii = True
+        elif b == 1 and sep1 < 0:
+            sep1 = j
         j += 1
     pair = sep1 if j - i >= 3 and i < sep1 < j - 1 else -1
     return j, pair, sep1, non_ascii

@@ -70,9 +70,10 @@ MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and t
 # record columns (rows of `records`)
 POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = range(9)
 RECORD_COLUMNS = 9
-# state slots: walk position, records, keys, topics, properties ending in 0x02
-S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING = range(5)
-STATE_SLOTS = 5
+# state slots: walk position, records, keys, topics, properties ending in 0x02, then the walk's scratch (the
+# value spans of the properties looked up: it allocates nothing)
+S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING, S_VALUES = range(6)
+STATE_SLOTS = S_VALUES + 2 * len(NAME_LENGTHS)
 # walk outcome
 ENDED, BROKEN, FULL = range(3)
 
@@ -97,7 +98,7 @@ def is_ascii(u8, lo, hi):
     return True
 
 
-@kernel
+@kernel(counted=False)
 def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics, table, state):
     """Walk from state[S_POS] while records start before `stop`, checking those at or after `claim_from`
     into `records` (columns by row), their index keys into `keys` (record, hash) and their topics into
@@ -108,8 +109,8 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
     check_crc = (options & CHECK_CRC) != 0
     want_tags = (options & WANT_TAGS) != 0
     want_keys = (options & WANT_KEYS) != 0
-    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
-    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    value_lo = state[S_VALUES : S_VALUES + len(NAME_LENGTHS)]
+    value_hi = state[S_VALUES + len(NAME_LENGTHS) : S_VALUES + 2 * len(NAME_LENGTHS)]
     pos = state[S_POS]
     n = state[S_RECORDS]
     property_crc_seen = False  # the previous record had __CRC32#: this one likely has too
@@ -226,7 +227,10 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
     records in the sorted `inner_records`). Targets are taken in `order` (empty: as they come), which
     must be commitlog order within each queue; `queue` numbers them below `queues`. Returns the targets
     (before, at, after) around each break: `at` does not continue `before`, `after` is the next target of
-    the queue (-1: none)."""
+    the queue (-1: none); and per queue its first, second and last target (-1: none), which is all a later
+    run of records needs of this one."""
+    first = np.full(queues, -1, np.int64)
+    second = np.full(queues, -1, np.int64)
     last = np.full(queues, -1, np.int64)
     waiting = np.full(queues, -1, np.int64)  # the break whose `after` is its queue's next target
     before = np.empty(len(queue), np.int64)
@@ -242,7 +246,10 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
         p = last[q]
         last[q] = i
         if p < 0:
+            first[q] = i
             continue
+        if second[q] < 0:
+            second[q] = i
         step = 1
         if len(inner_records):
             j = np.searchsorted(inner_records, ri[p])
@@ -252,7 +259,7 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
             before[m], at[m], after[m] = p, i, -1
             waiting[q] = m
             m += 1
-    return before[:m], at[:m], after[:m]
+    return before[:m], at[:m], after[:m], first, second, last
 
 
 # -- index files ------------------------------------------------------------------------------------------------

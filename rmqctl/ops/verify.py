@@ -30,9 +30,8 @@ from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
-from ..findings import CHECKPOINT, CONFIG, FILES, QUEUES, TIMER, Finding
+from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
 from ..native import available_cores
-from ..native.verify import queue_breaks
 from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import VERIFY_PARTS, verify_commitlog, verify_cq, verify_dledger, verify_links
@@ -42,8 +41,11 @@ from .txn import pending
 from .verify_context import Context
 from .verify_cq import ConsumeQueueCheck
 from .verify_index import IndexCheck
-from .verify_queues import QueueOffsets
-from .verify_windows import window_records, windows
+from .verify_queues import QueueOffsets, summarize
+from .verify_windows import records_past, window_records, windows
+
+
+WINDOWED_PARTS = {"consumequeue", "index", "timer"}  # the checks that need the record columns
 
 
 @dataclasses.dataclass
@@ -75,7 +77,9 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
     size = window if window is not None else window_records(memory)
-    results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=size)
+    # without the checks that take windows no record columns outlive their chunk's scan
+    keep = size if WINDOWED_PARTS & ctx.parts else 0
+    results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
     if kept:  # every record fit in one window
         size = None
     return complete(ctx, results, scanned, began, max_findings, size)
@@ -105,37 +109,24 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
         verify_commitlog.check_files(ctx)
     records = verify_commitlog.merge(ctx, results, "commitlog" in parts)
     dledger = verify_dledger.check_layer(ctx, results, "commitlog" in parts) if store.dledger is not None else None
-    queues = QueueOffsets(ctx) if "commitlog" in parts else None
+    if "commitlog" in parts:
+        queues = QueueOffsets(ctx)
+        for r in (r for rs in results for r in rs if r.count):
+            queues.add(r.queues if r.queues is not None else summarize(ctx, r))
+        queues.finish()
+    newest = max([0] + [r.newest for rs in results for r in rs if r.count]) if records else None
     links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("index", IndexCheck))
              if part in parts]
     for check in links:
-        check.begin()
+        check.begin()  # (before the recovery plan: it settles where the consumequeues end)
     plan = _recovery_plan(ctx) if "commitlog" in parts else None
+    lost = [0, 0, 0]  # records and bytes past the cut, records past DLedger's
+    if plan is not None and plan.cut is not None:
+        lost[:2] = records_past(ctx, results, plan.cut.commitLogOffset)
+    if dledger is not None and dledger.stop is not None:
+        lost[2] = records_past(ctx, results, dledger.cut - 1)[0]
     timer = TimerCheck(ctx, lambda *finding: ctx.report(TIMER, *finding)) if "timer" in parts else None
-    newest, lost = None, [0, 0, 0]  # newest storeTimestamp; records and bytes past the cut, records past DLedger's
-    for w in windows(ctx, results, window):
-        rec = w.rec
-        if queues is not None:
-            queues.window(rec)
-        for check in links:
-            check.window(w)
-        if timer is not None:
-            timer.window(w)
-        if len(rec.off):
-            newest = max(newest or 0, int(rec.store_ts.max()))
-            if plan is not None and plan.cut is not None:
-                past = rec.off > plan.cut.commitLogOffset
-                lost[0] += int(past.sum())
-                lost[1] += int(rec.size[past].sum())
-            if dledger is not None and dledger.stop is not None:
-                lost[2] += int((rec.off >= dledger.cut).sum())
-    if queues is not None:
-        queues.finish()
-    for check in links:
-        if getattr(check, "needs_resolve", False):
-            for w in windows(ctx, results, window):
-                check.resolve(w)
-        check.finish()
+    _windowed_checks(ctx, results, window, links, timer)
     if dledger is not None and "commitlog" in parts:
         verify_dledger.recovery_notes(ctx, lost[2], dledger)
     if "commitlog" in parts:
@@ -154,6 +145,21 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
              "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
     return VerifyResult(findings, truncated, stats, store.lock_holder())
+
+
+def _windowed_checks(ctx: Context, results: list[list], window: int | None, links: list, timer: TimerCheck | None):
+    """The checks that need the record columns, over the windows of them (ops/verify_windows.py)."""
+    if links or timer is not None:
+        for w in windows(ctx, results, window):
+            for check in links:
+                check.window(w)
+            if timer is not None:
+                timer.window(w)
+    for check in links:
+        if getattr(check, "needs_resolve", False):
+            for w in windows(ctx, results, window):
+                check.resolve(w)
+        check.finish()
 
 
 def with_geometry(store: Store) -> Store:

@@ -15,6 +15,7 @@ from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
 from ..store import links_outside
 from . import verify_dledger, verify_links
 from .verify_context import Context
+from .verify_queues import summarize
 from .verify_scan import Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
@@ -93,7 +94,8 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
     before it reached is walked again from there. Returns the results per file, the bytes scanned and
     whether every result holds its record columns: the first `keep` records' results do (None: all), the
-    later ones lose them (verify's windows walk those chunks again)."""
+    later ones lose them (verify's windows walk those chunks again). Each result carries its queue-offset
+    summary, taken while its columns are at hand."""
     whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
@@ -103,6 +105,8 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
 
     def scan_one(task):
         r = whole(task)
+        if "commitlog" in ctx.parts and r.count:
+            r.queues = summarize(ctx, r)
         held[0] += r.count  # (threads add here: a count off by a race only moves when columns are dropped)
         if keep is not None and held[0] > keep:
             return without_records(r)
@@ -140,7 +144,8 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if expected < rs[k].task.stop:
                 rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
             else:
-                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0)
+                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0,
+                                            newest=0, record_bytes=0, queues=None)
         out.append(rs)
     return out, done, kept
 

@@ -102,6 +102,9 @@ class ChunkResult:
     count: int  # records checked: len(pos), also after verify's windows drop the columns (ops/verify_windows.py)
     start: int  # the first checked record's position (-1: none)
     end: int  # one past the last checked record's bytes, in the file (0: none)
+    newest: int  # the largest storeTimestamp of the checked records (0: none)
+    record_bytes: int  # the checked records' bytes
+    queues: object = None  # what the queue-offset check needs of the records (ops/verify_queues.summarize)
 
 
 def open_map(path: str):
@@ -307,6 +310,7 @@ class _Scanner:
             inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
             trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
             count=n, start=int(rec[K.POS, 0]) if n else -1, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
+            newest=int(rec[K.STORE_TS].max()) if n else 0, record_bytes=int(rec[K.SIZE].sum()),
         )
 
 

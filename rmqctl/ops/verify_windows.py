@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from . import verify_dledger
-from .verify_context import Context, Records
+from .verify_context import Context, Records, records_of
 from .verify_commitlog import without_records
 from .verify_scan import ChunkResult, scan_chunk
 
@@ -72,11 +72,30 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
                 # the window ends where the next record starts
                 hi = (start + int(full.pos[b]) if b < full.count else
                       chunks[c + 1][0] + chunks[c + 1][1].start if c + 1 < len(chunks) else HIGHEST)
-                yield Window(_table(parts), lo, hi)
+                yield Window(records_of(parts), lo, hi)
                 parts, held, lo = [], 0, hi
         del full
     if parts or lo == LOWEST:
-        yield Window(_table(parts), lo, HIGHEST)
+        yield Window(records_of(parts), lo, HIGHEST)
+
+
+def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) -> tuple[int, int]:
+    """How many records of `results` start past commitlog offset `offset`, and their bytes: a chunk wholly past
+    it counts whole, the one it falls in is walked again if it lost its columns."""
+    walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    records = size = 0
+    for i, rs in enumerate(results):
+        start = ctx.files[i].start
+        for r in rs:
+            if not r.count or start + r.end <= offset + 1:  # (every record starts before its end)
+                continue
+            if start + r.start > offset:
+                records, size = records + r.count, size + r.record_bytes
+                continue
+            full = r if len(r.pos) == r.count else walk(r.task)
+            past = full.pos + start > offset
+            records, size = records + int(past.sum()), size + int(full.size[past].sum())
+    return records, size
 
 
 def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
@@ -95,33 +114,3 @@ def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult
                 ahead.append(pool.submit(columns, results[k + jobs]))
             yield current
             del current
-
-
-def _table(parts) -> Records:
-    """One Records of the slices (in commitlog order), as the scan's merge made it of whole chunks."""
-    index_of: dict[str, int] = {}
-    cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
-                            "key_record", "key_hash")}
-    lmq, inner = [], {}
-    base = 0
-    for r, start, a, b in parts:
-        remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int64)
-        cols["off"].append(r.pos[a:b] + start)
-        for name in ("size", "queue_id", "queue_offset", "sysflag", "store_ts", "tags"):
-            cols[name].append(getattr(r, name)[a:b])
-        cols["topic"].append(remap[r.topic[a:b]] if b > a else r.topic[:0])
-        keys = (r.key_record >= a) & (r.key_record < b)
-        cols["key_record"].append(r.key_record[keys] - a + base)
-        cols["key_hash"].append(r.key_hash[keys])
-        lmq += [(k - a + base, *rest) for k, *rest in r.lmq if a <= k < b]
-        inner.update({k - a + base: v for k, v in r.inner_num.items() if a <= k < b})
-        base += b - a
-    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
-    keys = cat["key_record"]
-    # each chunk lists its keys by record, except the few of records decoded the slow way
-    order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-    return Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
-                   sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
-                   topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
-                   key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
-
