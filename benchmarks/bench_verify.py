@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """verify throughput on a 1 GiB commitlog of ~1 KiB messages (with its consumequeues and index), next to
-a plain whole-file zlib.crc32 pass and an accelerated one (the CRC library the kernels link: libdeflate
+a plain whole-file zlib.crc32 pass and an accelerated one (the CRC library the kernels link: ISA-L or libdeflate
 where installed) over the same commitlog measured in the same run.
 
     python benchmarks/bench_verify.py [--size-mib 1024] [--dir /tmp/rmqctl-bench-verify] [--repeat 3]
@@ -172,7 +172,7 @@ def main():
 
     def crc_accelerated():
         """The yardstick of the engine issue: a whole-file CRC-32 at the speed of the library the kernels link
-        (libdeflate's carry-less multiply where there is one), on the same mapping."""
+        (ISA-L's or libdeflate's carry-less multiply where there is one), on the same mapping."""
         for p in files:
             with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
                 u8 = np.frombuffer(m, np.uint8)

@@ -8,7 +8,7 @@ the reference the tests compare the kernels with. Kernels read untrusted bytes: 
 against the caller's limit explicitly (numba does not bounds-check).
 
 The shared pieces are here: big-endian (Java) integers read and written, a hardware-accelerated CRC-32 callable
-from a kernel (libdeflate's, else zlib's), Java's String.hashCode over the UTF-16
+from a kernel (ISA-L's, else libdeflate's, else zlib's), Java's String.hashCode over the UTF-16
 code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2messageProperties).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes, and
-    so does a change of the CRC library `linked` into them (a machine that gains or loses libdeflate)."""
+    so does a change of the CRC library `linked` into them (a machine that gains or loses ISA-L or libdeflate)."""
     sources = sorted(here.glob("*.py")) + [here.parent / "schema.py", here.parent / "rules.py"]
     try:
         stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + linked.encode()).hexdigest()
@@ -94,11 +94,13 @@ def compile_rule(rule, **callees):
     return kernel(bound)
 
 
-# CRC-32 implementations a kernel can call, fastest first: libdeflate's (carry-less multiply where the CPU has
-# it, ~3x zlib's) and zlib's own (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
+# CRC-32 implementations a kernel can call, fastest first: ISA-L's (libisal2: AVX-512 carry-less multiply where
+# the CPU has it, ~4x libdeflate's here, the speed of the JVM's intrinsic), libdeflate's (carry-less multiply,
+# ~3x zlib's) and zlib's own (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
 # pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
-# like a pointer. Both compute the same CRC (zlib.crc32's).
-CRC32_LIBRARIES = (("deflate", "libdeflate.so.0", "libdeflate_crc32", types.uint32(types.uint32, types.uintp, types.uintp)),
+# like a pointer. All compute the same CRC (zlib.crc32's).
+CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", types.uint32(types.uint32, types.uintp, types.uint64)),
+                   ("deflate", "libdeflate.so.0", "libdeflate_crc32", types.uint32(types.uint32, types.uintp, types.uintp)),
                    ("z", "libz.so.1", "crc32", types.uint64(types.uint64, types.uintp, types.uint32)))
 
 
