@@ -55,10 +55,13 @@ def file_bytes(buf) -> np.ndarray:
     return np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(0, np.uint8)
 
 
+GIVE_BACK_STEP = 4 << 20  # pages are given back a few MiB at a time: a madvise per small batch costs more
+
+
 def give_back(f, lo: int, hi: int) -> int:
-    """Give back the pages of f's bytes [lo, hi) (read, and no longer viewed by a pending batch); returns
-    where the next give-back starts."""
-    if hi <= lo:
+    """Give back the pages of f's bytes [lo, hi) (read, and no longer viewed by a pending batch) once they
+    make a step; returns where the next give-back starts. The file's release gives back the rest."""
+    if hi - lo < GIVE_BACK_STEP:
         return lo
     f.drop_pages(lo, hi)
     return hi
