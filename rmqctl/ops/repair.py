@@ -53,6 +53,8 @@ from .timer import dangling_after, dangling_rows, stage_timercheck
 from ..writers import reserve
 from .txn import Transaction
 
+SCAN_BLOCK = 1 << 20  # index entries compared with the cut at a time
+
 
 @dataclasses.dataclass
 class RepairResult:
@@ -207,14 +209,14 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
         h = ix.header
         count = ix.index_count
         entries = ix.entries()[1:count]
-        past = np.flatnonzero(entries["phyOffset"] >= cut)
-        if affected or (len(past) and past[0] == 0 and not _broker_creates(prev_file, last_kept)):
+        first_past = _first(entries["phyOffset"], lambda phy: phy >= cut)
+        if affected or (first_past == 0 < len(entries) and not _broker_creates(prev_file, last_kept)):
             out.append({"file": ix.name, "entriesDropped": len(entries), "removed": True})
             affected = True
             if txn:
                 txn.remove(ix.path)
             continue
-        if not len(past):
+        if first_past == len(entries):
             if count >= num:
                 last_full_end = h["endTimestamp"]
             prev_file = ix
@@ -223,7 +225,7 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
             continue
         if ix.length < ix.expected_length:
             padded.append({"target": f"index/{ix.name}", "bytesBefore": ix.length, "bytesAfter": ix.expected_length})
-        keep = int(past[0]) + 1  # entry numbers start at 1
+        keep = first_past + 1  # entry numbers start at 1
         header = [h["beginTimestamp"], h["endTimestamp"], h["beginPhyOffset"], h["endPhyOffset"],
                   h["hashSlotCount"], count]
         out.append({"file": ix.name, "entriesDropped": len(entries) - keep + 1, "removed": False})
@@ -252,6 +254,16 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
             os.fsync(fh.fileno())
         txn.replace(ix.path, staged)
     return out, last_full_end
+
+
+def _first(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """Where the first of `values` (a column view on a map) passing `test` is, len(values) when none: tested a
+    block at a time, so the mask is a block long, not an index file's 20 million entries."""
+    for lo in range(0, len(values), SCAN_BLOCK):
+        hit = np.flatnonzero(test(values[lo : lo + SCAN_BLOCK]))
+        if len(hit):
+            return lo + int(hit[0])
+    return len(values)
 
 
 def _broker_creates(prev_file: IndexFile | None, last_kept: int) -> bool:
@@ -380,8 +392,8 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
                 problems.append(f"{target}: units past the cut remain")
         elif target.parent == store.index_dir.resolve():
             ix = IndexFile(staged, slots, num)
-            e = ix.entries()[1 : ix.index_count]
-            if np.any(e["phyOffset"] >= cut) or np.any(ix.entries()[ix.index_count :]["keyHash"] != 0):
+            e, rest = ix.entries()[1 : ix.index_count], ix.entries()[ix.index_count :]["keyHash"]
+            if _first(e["phyOffset"], lambda phy: phy >= cut) < len(e) or _first(rest, lambda h: h != 0) < len(rest):
                 problems.append(f"{target}: entries past the cut remain")
             if ix.header["hashSlotCount"] != int(np.count_nonzero(ix.slots())):
                 problems.append(f"{target}: hashSlotCount disagrees with the slots")
