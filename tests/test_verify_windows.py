@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
 from rmqctl.ops.verify import verify
@@ -81,3 +82,46 @@ def test_memory_option_on_the_command_line(tmp_path):
     assert (small.returncode, small.stdout) == (default.returncode, default.stdout)
     bad = subprocess.run(["rmqctl", "verify", "--store", str(root), "--memory", "lots"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--memory" in bad.stderr
+
+
+def _damage_index(root: Path, rng: random.Random, slots: int):
+    """Entries swapped (the file no longer goes forward), links and slots rewritten: the index files whose
+    check passes over every entry rather than a window's slice."""
+    for path in rng.sample(sorted((root / "index").iterdir()), 2):
+        data = bytearray(path.read_bytes())
+        count = int.from_bytes(data[torture.INDEX_COUNT_AT : torture.INDEX_COUNT_AT + 4], "big")
+        base = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
+        if count < 4:
+            continue
+        a, b = (base + k * S.INDEX_ENTRY_SIZE for k in rng.sample(range(1, count), 2))
+        data[a : a + S.INDEX_ENTRY_SIZE], data[b : b + S.INDEX_ENTRY_SIZE] = data[b : b + S.INDEX_ENTRY_SIZE], data[a : a + S.INDEX_ENTRY_SIZE]
+        k = rng.randrange(1, count)
+        data[base + k * S.INDEX_ENTRY_SIZE + torture.PREV_INDEX_AT :][:4] = rng.choice([0, k, count + 3]).to_bytes(4, "big")
+        data[S.INDEX_HEADER_SIZE + rng.randrange(slots) * S.HASH_SLOT_SIZE :][:4] = rng.randrange(count).to_bytes(4, "big")
+        path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_damaged_index_windows_find_the_same_a_block_at_a_time(seed, tmp_path, monkeypatch):
+    """A damaged index file is read a block of entries at a time, each block masked to the window (not every
+    entry of the file held per window), and its links replayed per slot: with blocks of 3 entries, windows
+    of a few records find what one window with whole-file blocks finds, and no mask is longer than a
+    block or a window."""
+    import rmqctl.ops.verify_links as links
+    import rmqctl.ops.verify_windows as windows
+
+    name = ["a-basic", "b-mixed"][seed % 2]
+    root = torture.copy_store(name, tmp_path / "store")
+    _damage_index(root, random.Random(seed), torture.Profile(name).slots)
+    whole = _findings(root, torture.conf_of(name), WHOLE, deep=True)
+    assert any(f[0] in ("index-order", "index-chain") for f in whole)
+    blocks = []
+    real = links.index_entries
+    monkeypatch.setattr(links, "ENTRY_BLOCK", 3)
+    monkeypatch.setattr(links, "index_entries", lambda u8, at, n, slots: blocks.append(n - 1) or real(u8, at, n, slots))
+    masks = []
+    holds = windows.Window.holds
+    monkeypatch.setattr(windows.Window, "holds", lambda w, offsets: masks.append(len(offsets)) or holds(w, offsets))
+    for window in WINDOWS:
+        assert _findings(root, torture.conf_of(name), window, deep=True) == whole, f"window of {window} record(s)"
+    assert blocks and max(blocks) == 3 and masks and max(masks) <= max(WINDOWS)
