@@ -161,7 +161,7 @@ def walk_entries(buf, limit: int) -> FileEntries:
     is the end of the data. The walk goes on over entries whose fields disagree (pos, bodyLength, index,
     term: the verifier's business) and stops where the next entry cannot be located: a magic other than 1,
     a size smaller than the header, or one that runs past the file."""
-    rows: list[tuple] = []
+    rows = array("q")  # 8 bytes a field: no tuple per entry
     blank = stop = None
     p = 0
     head = S.DLEDGER_ENTRY_HEADER
@@ -184,9 +184,10 @@ def walk_entries(buf, limit: int) -> FileEntries:
         if p + size > limit:
             stop = Stop(p, "bad-length", f"entry size {size} runs past the end of the file ({limit - p} bytes left)")
             break
-        rows.append((p, *head.unpack_from(buf, p)))
+        rows.append(p)
+        rows.extend(head.unpack_from(buf, p))
         p += size
-    cols = np.array(rows, dtype=np.int64).reshape(-1, 1 + len(HEADER_FIELDS)).T
+    cols = np.frombuffer(rows, np.int64).reshape(-1, 1 + len(HEADER_FIELDS)).T
     by_name = dict(zip(("position",) + HEADER_FIELDS, cols))
     return FileEntries(**by_name, end=p, blank=blank, stop=stop)
 
