@@ -276,11 +276,17 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int):
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
         entries = ix.entries()
-        ent = entries[1 : min(ix.index_count, len(entries))]
-        lost = ent["phyOffset"] < begin
-        if lost.any():
-            offs = ent["phyOffset"][lost]
-            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, int(offs.min()),
+        phy = entries[1 : min(ix.index_count, len(entries))]["phyOffset"]
+        lost, lo, hi = 0, None, None
+        for a in range(0, len(phy), ENTRY_BLOCK):  # a block's mask at a time, not the file's
+            offs = phy[a : a + ENTRY_BLOCK]
+            offs = offs[offs < begin]
+            if len(offs):
+                lost += len(offs)
+                lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))
+                hi = int(offs.max()) if hi is None else max(hi, int(offs.max()))
+        if lost:
+            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, lo,
                        f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
                        f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
-                       f"{int(lost.sum())} key(s) of messages at {int(offs.min())}..{int(offs.max())} will not be found by key")
+                       f"{lost} key(s) of messages at {lo}..{hi} will not be found by key")
