@@ -84,9 +84,16 @@ def test_memory_option_on_the_command_line(tmp_path):
     assert bad.returncode == 2 and "--memory" in bad.stderr
 
 
-def _damage_index(root: Path, rng: random.Random, slots: int):
-    """Entries swapped (the file no longer goes forward), links and slots rewritten: the index files whose
-    check passes over every entry rather than a window's slice."""
+def _damage_links(root: Path, rng: random.Random, slots: int):
+    """Index entries and consumequeue units swapped (the files no longer go forward), links and slots
+    rewritten: the files whose check passes over every entry rather than a window's slice."""
+    for path in rng.sample(sorted(p for p in (root / "consumequeue").rglob("*") if p.is_file()), 2):
+        data = bytearray(path.read_bytes())
+        units = [k for k in range(len(data) // S.CQ_UNIT_SIZE) if any(data[k * S.CQ_UNIT_SIZE :][: S.CQ_UNIT_SIZE])]
+        if len(units) >= 2:
+            a, b = (k * S.CQ_UNIT_SIZE for k in rng.sample(units, 2))
+            data[a : a + S.CQ_UNIT_SIZE], data[b : b + S.CQ_UNIT_SIZE] = data[b : b + S.CQ_UNIT_SIZE], data[a : a + S.CQ_UNIT_SIZE]
+            path.write_bytes(bytes(data))
     for path in rng.sample(sorted((root / "index").iterdir()), 2):
         data = bytearray(path.read_bytes())
         count = int.from_bytes(data[torture.INDEX_COUNT_AT : torture.INDEX_COUNT_AT + 4], "big")
@@ -102,22 +109,24 @@ def _damage_index(root: Path, rng: random.Random, slots: int):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_damaged_index_windows_find_the_same_a_block_at_a_time(seed, tmp_path, monkeypatch):
-    """A damaged index file is read a block of entries at a time, each block masked to the window (not every
-    entry of the file held per window), and its links replayed per slot: with blocks of 3 entries, windows
-    of a few records find what one window with whole-file blocks finds, and no mask is longer than a
-    block or a window."""
+def test_damaged_links_windows_find_the_same_a_block_at_a_time(seed, tmp_path, monkeypatch):
+    """A damaged index or consumequeue file is read a block at a time, each block masked to the window (not
+    every entry of the file held per window), and an index file's links replayed per slot: with blocks of 3
+    entries and 2 units, windows of a few records find what one window with whole-file blocks finds, and
+    no mask is longer than a block or a window."""
+    import rmqctl.ops.verify_cq as cq
     import rmqctl.ops.verify_links as links
     import rmqctl.ops.verify_windows as windows
 
     name = ["a-basic", "b-mixed"][seed % 2]
     root = torture.copy_store(name, tmp_path / "store")
-    _damage_index(root, random.Random(seed), torture.Profile(name).slots)
+    _damage_links(root, random.Random(seed), torture.Profile(name).slots)
     whole = _findings(root, torture.conf_of(name), WHOLE, deep=True)
     assert any(f[0] in ("index-order", "index-chain") for f in whole)
     blocks = []
     real = links.index_entries
     monkeypatch.setattr(links, "ENTRY_BLOCK", 3)
+    monkeypatch.setattr(cq, "UNIT_BLOCK", 2)
     monkeypatch.setattr(links, "index_entries", lambda u8, at, n, slots: blocks.append(n - 1) or real(u8, at, n, slots))
     masks = []
     holds = windows.Window.holds
