@@ -91,8 +91,7 @@ def _damage_links(root: Path, rng: random.Random, slots: int):
         data = bytearray(path.read_bytes())
         units = [k for k in range(len(data) // S.CQ_UNIT_SIZE) if any(data[k * S.CQ_UNIT_SIZE :][: S.CQ_UNIT_SIZE])]
         if len(units) >= 2:
-            a, b = (k * S.CQ_UNIT_SIZE for k in rng.sample(units, 2))
-            data[a : a + S.CQ_UNIT_SIZE], data[b : b + S.CQ_UNIT_SIZE] = data[b : b + S.CQ_UNIT_SIZE], data[a : a + S.CQ_UNIT_SIZE]
+            _swap(data, *(k * S.CQ_UNIT_SIZE for k in rng.sample(units, 2)), S.CQ_UNIT_SIZE)
             path.write_bytes(bytes(data))
     for path in rng.sample(sorted((root / "index").iterdir()), 2):
         data = bytearray(path.read_bytes())
@@ -100,12 +99,17 @@ def _damage_links(root: Path, rng: random.Random, slots: int):
         base = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
         if count < 4:
             continue
-        a, b = (base + k * S.INDEX_ENTRY_SIZE for k in rng.sample(range(1, count), 2))
-        data[a : a + S.INDEX_ENTRY_SIZE], data[b : b + S.INDEX_ENTRY_SIZE] = data[b : b + S.INDEX_ENTRY_SIZE], data[a : a + S.INDEX_ENTRY_SIZE]
+        _swap(data, *(base + k * S.INDEX_ENTRY_SIZE for k in rng.sample(range(1, count), 2)), S.INDEX_ENTRY_SIZE)
         k = rng.randrange(1, count)
-        data[base + k * S.INDEX_ENTRY_SIZE + torture.PREV_INDEX_AT :][:4] = rng.choice([0, k, count + 3]).to_bytes(4, "big")
-        data[S.INDEX_HEADER_SIZE + rng.randrange(slots) * S.HASH_SLOT_SIZE :][:4] = rng.randrange(count).to_bytes(4, "big")
+        prev_at = base + k * S.INDEX_ENTRY_SIZE + torture.PREV_INDEX_AT
+        data[prev_at : prev_at + 4] = rng.choice([0, k, count + 3]).to_bytes(4, "big")
+        slot_at = S.INDEX_HEADER_SIZE + rng.randrange(slots) * S.HASH_SLOT_SIZE
+        data[slot_at : slot_at + 4] = rng.randrange(count).to_bytes(4, "big")
         path.write_bytes(bytes(data))
+
+
+def _swap(data: bytearray, a: int, b: int, size: int):
+    data[a : a + size], data[b : b + size] = data[b : b + size], data[a : a + size]
 
 
 @pytest.mark.parametrize("seed", range(4))

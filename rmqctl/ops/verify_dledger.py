@@ -196,8 +196,9 @@ class _IndexUnits:
     def __init__(self, run: Context, iq: MappedFileQueue):
         self.run, self.iq = run, iq
         self.per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
-        self.units = {f.start // S.DLEDGER_INDEX_UNIT_SIZE: D.index_units(f.buf, min(f.length, iq.file_size)
-                                                                           // S.DLEDGER_INDEX_UNIT_SIZE) for f in iq.files}
+        unit_size = S.DLEDGER_INDEX_UNIT_SIZE
+        self.units = {f.start // unit_size: D.index_units(f.buf, min(f.length, iq.file_size) // unit_size)
+                      for f in iq.files}
 
     def add(self, idx: int, offset: int, detail: str):
         unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE

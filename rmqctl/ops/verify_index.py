@@ -113,7 +113,8 @@ class IndexCheck:
         if f.forward:
             phy = f.ix.entries()["phyOffset"]  # entry k + 1 at k + 1: a view on the map
             a, b = _bound(phy, f.count, w.lo), _bound(phy, f.count, w.hi)
-            blocks = [(k + np.arange(len(h)), h, p, d) for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count, a, b)]
+            blocks = [(k + np.arange(len(h)), h, p, d)
+                      for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count, a, b)]
         else:
             blocks = []
             for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count):

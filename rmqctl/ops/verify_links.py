@@ -21,7 +21,8 @@ from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
 from ..recovery import recovery_start
-from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_entries, index_targets, slot_chains
+from ..native.verify import (E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_entries, index_targets,
+                             slot_chains)
 from ..rules import cq_unit_valid, index_time_diff
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 from .verify_context import Context, Records
