@@ -251,3 +251,25 @@ def test_recovery_that_dledger_refuses_is_refused(copy):
     r = run("repair", "--store", store, "--broker-config", CONF)
     assert r.exit_code == 2 and "processOffset is too small" in r.stderr
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_verify_compares_the_entries_a_data_file_at_a_time(monkeypatch):
+    """The layer check (index continuity, terms, index units) holds one data file's entries and the entry
+    before them, with that file's map released, not a table of the whole log's entries."""
+    from rmqctl.ops import verify_dledger
+    from rmqctl.ops.verify import verify as run_verify
+
+    seen = []
+    real = verify_dledger._neighbours
+
+    def neighbours(run, i, before, pos, index, term):
+        seen.append((i, len(pos), sum(f._map is not None for f in run.files), before is not None))
+        return real(run, i, before, pos, index, term)
+
+    monkeypatch.setattr(verify_dledger, "_neighbours", neighbours)
+    store = Store(STORE, load_config(str(CONF)))
+    assert not run_verify(store, jobs=1).findings
+    per_file = [len(D.walk_entries(f.buf, f.length)) for f in store.commitlog.files]
+    assert [i for i, *_ in seen] == list(range(len(per_file))) and len(per_file) > 3
+    assert [n for _, n, _, _ in seen] == per_file
+    assert all(mapped <= 1 for _, _, mapped, _ in seen) and all(b for *_, b in seen[1:])

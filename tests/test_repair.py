@@ -173,6 +173,10 @@ def cut_points() -> list[int]:
 def test_any_cut_leaves_consumequeues_and_index_as_the_broker_would_write_them(tmp_path, cut):
     """Undoing index entries (slot back to prevIndex, counts, end offset and time; a file emptied or removed
     as the broker would have created it or not) gives byte for byte what dispatching the kept records gives."""
+    _cut_as_the_broker_would(tmp_path, cut)
+
+
+def _cut_as_the_broker_would(tmp_path: Path, cut: int):
     root = copy_store("a-basic", tmp_path)
     path = root / "commitlog" / f"{cut - cut % CL_SIZE:020d}"
     data = bytearray(path.read_bytes())
@@ -182,6 +186,23 @@ def test_any_cut_leaves_consumequeues_and_index_as_the_broker_would_write_them(t
     assert r.cutOffset == cut and r.stoppedAt.kind == "body-crc"
     assert kept_offsets(root, "a-basic") == [o for o in kept_offsets(FIXTURES / "a-basic" / "store", "a-basic") if o < cut]
     assert is_consistent(root, "a-basic")
+
+
+def test_index_entries_meet_the_cut_a_block_at_a_time(tmp_path, monkeypatch):
+    """The entries at or past the cut are found with a mask of SCAN_BLOCK entries, not one as long as the
+    index file (20 million entries in a full one): with blocks of 2, a cut in the second index file still
+    leaves what the broker would write."""
+    import rmqctl.ops.repair as repair_module
+
+    blocks = []
+    real_first = repair_module._first
+    monkeypatch.setattr(repair_module, "SCAN_BLOCK", 2)
+    monkeypatch.setattr(repair_module, "_first", lambda values, test: real_first(
+        values, lambda block: blocks.append(len(block)) or test(block)))
+    offsets = kept_offsets(FIXTURES / "a-basic" / "store", "a-basic")
+    begin = open_store(FIXTURES / "a-basic" / "store", "a-basic").index_files()[1].header["beginPhyOffset"]
+    _cut_as_the_broker_would(tmp_path, offsets[offsets.index(begin) + 1])
+    assert len(blocks) > 100 and max(blocks) == 2
 
 
 def test_repair_refuses_while_the_lock_is_held(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
 from rmqctl.ops.verify import verify
@@ -81,3 +82,59 @@ def test_memory_option_on_the_command_line(tmp_path):
     assert (small.returncode, small.stdout) == (default.returncode, default.stdout)
     bad = subprocess.run(["rmqctl", "verify", "--store", str(root), "--memory", "lots"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--memory" in bad.stderr
+
+
+def _damage_links(root: Path, rng: random.Random, slots: int):
+    """Index entries and consumequeue units swapped (the files no longer go forward), links and slots
+    rewritten: the files whose check passes over every entry rather than a window's slice."""
+    for path in rng.sample(sorted(p for p in (root / "consumequeue").rglob("*") if p.is_file()), 2):
+        data = bytearray(path.read_bytes())
+        units = [k for k in range(len(data) // S.CQ_UNIT_SIZE) if any(data[k * S.CQ_UNIT_SIZE :][: S.CQ_UNIT_SIZE])]
+        if len(units) >= 2:
+            _swap(data, *(k * S.CQ_UNIT_SIZE for k in rng.sample(units, 2)), S.CQ_UNIT_SIZE)
+            path.write_bytes(bytes(data))
+    for path in rng.sample(sorted((root / "index").iterdir()), 2):
+        data = bytearray(path.read_bytes())
+        count = int.from_bytes(data[torture.INDEX_COUNT_AT : torture.INDEX_COUNT_AT + 4], "big")
+        base = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
+        if count < 4:
+            continue
+        _swap(data, *(base + k * S.INDEX_ENTRY_SIZE for k in rng.sample(range(1, count), 2)), S.INDEX_ENTRY_SIZE)
+        k = rng.randrange(1, count)
+        prev_at = base + k * S.INDEX_ENTRY_SIZE + torture.PREV_INDEX_AT
+        data[prev_at : prev_at + 4] = rng.choice([0, k, count + 3]).to_bytes(4, "big")
+        slot_at = S.INDEX_HEADER_SIZE + rng.randrange(slots) * S.HASH_SLOT_SIZE
+        data[slot_at : slot_at + 4] = rng.randrange(count).to_bytes(4, "big")
+        path.write_bytes(bytes(data))
+
+
+def _swap(data: bytearray, a: int, b: int, size: int):
+    data[a : a + size], data[b : b + size] = data[b : b + size], data[a : a + size]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_damaged_links_windows_find_the_same_a_block_at_a_time(seed, tmp_path, monkeypatch):
+    """A damaged index or consumequeue file is read a block at a time, each block masked to the window (not
+    every entry of the file held per window), and an index file's links replayed per slot: with blocks of 3
+    entries and 2 units, windows of a few records find what one window with whole-file blocks finds, and
+    no mask is longer than a block or a window."""
+    import rmqctl.ops.verify_cq as cq
+    import rmqctl.ops.verify_links as links
+    import rmqctl.ops.verify_windows as windows
+
+    name = ["a-basic", "b-mixed"][seed % 2]
+    root = torture.copy_store(name, tmp_path / "store")
+    _damage_links(root, random.Random(seed), torture.Profile(name).slots)
+    whole = _findings(root, torture.conf_of(name), WHOLE, deep=True)
+    assert any(f[0] in ("index-order", "index-chain") for f in whole)
+    blocks = []
+    real = links.index_entries
+    monkeypatch.setattr(links, "ENTRY_BLOCK", 3)
+    monkeypatch.setattr(cq, "UNIT_BLOCK", 2)
+    monkeypatch.setattr(links, "index_entries", lambda u8, at, n, slots: blocks.append(n - 1) or real(u8, at, n, slots))
+    masks = []
+    holds = windows.Window.holds
+    monkeypatch.setattr(windows.Window, "holds", lambda w, offsets: masks.append(len(offsets)) or holds(w, offsets))
+    for window in WINDOWS:
+        assert _findings(root, torture.conf_of(name), window, deep=True) == whole, f"window of {window} record(s)"
+    assert blocks and max(blocks) == 3 and masks and max(masks) <= max(WINDOWS)

@@ -14,7 +14,7 @@ kernel does not carry (the schedule topic's DELAY, LMQ multi-dispatch, malformed
 inner batches) are flagged for the reference path (record.read_record + rmqctl.dispatch).
 
 `queue_breaks` finds where a queue's offsets do not go up by one (INNER_NUM after an inner batch) in one
-pass per target; `index_entries`, `hash_slots`, `chains_sound` and `index_targets` do in one pass each what
+pass per target; `index_entries`, `hash_slots`, `slot_chains` and `index_targets` do in one pass each what
 ops.verify_links needs of an index file; the findings themselves are built in ops.verify / verify_links.
 
 Layouts come from rmqctl.schema (record heads through native/record.py, index entries from
@@ -299,44 +299,31 @@ def hash_slots(u8, base, held, slots):
 
 
 @kernel
-def chains_sound(u8, base, count, slots, slot_values):
-    """True when every slot holds the newest entry of its hash and every entry links to the previous entry
-    of its slot (0 at a chain's start), told without sorting and read from the file itself (entries
-    1..count-1, entry 0 at u8[base], checked to lie inside u8 by the caller): every prevIndex in range and
-    backwards, to an entry of the same slot, no entry linked twice, one chain start and one slot value per
-    slot in use, and no entry a slot holds linked to by a later one. Holds 5 bytes per entry."""
-    total = max(count, 1)
-    entry_slot = np.zeros(total, np.int32)
-    linked = np.zeros(total, np.bool_)
-    used = np.zeros(len(slot_values), np.bool_)
-    starts = 0
-    in_use = 0
+def slot_chains(u8, base, count, slot_values, broken):
+    """IndexFile.putKey's links replayed over entries 1..count-1 (entry 0 at u8[base], checked to lie inside
+    u8 by the caller): each entry should link to the newest earlier entry of its slot (0 at a chain's
+    start), and each slot hold its newest entry (0 when unused). Returns the newest entry of each slot, how
+    many entries link elsewhere (the first len(broken) fill `broken`'s rows: entry, prevIndex, expected,
+    slot) and how many slots hold something else in 1..count-1 or a value outside it while in use. Holds 4
+    bytes per slot, nothing per entry."""
+    slots = len(slot_values)
+    newest = np.zeros(slots, np.int32)
+    wrong = 0
     for e in range(1, count):
         p = base + e * ENTRY_SIZE
         slot = index_slot(be32(u8, p + KEY_HASH_AT), slots)
-        entry_slot[e] = slot
         prev = be32(u8, p + PREV_INDEX_AT)
-        if prev < 0 or prev >= e:
-            return False
-        if prev == 0:
-            starts += 1
-        else:
-            if entry_slot[prev] != slot or linked[prev]:
-                return False
-            linked[prev] = True
-        if not used[slot]:
-            used[slot] = True
-            in_use += 1
-    if starts != in_use:
-        return False
-    for s in range(len(slot_values)):
+        if prev != newest[slot]:
+            if wrong < len(broken):
+                broken[wrong, 0], broken[wrong, 1], broken[wrong, 2], broken[wrong, 3] = e, prev, newest[slot], slot
+            wrong += 1
+        newest[slot] = e
+    disagree = 0
+    for s in range(slots):
         v = slot_values[s]
-        held = 0 < v < total
-        if held != used[s]:
-            return False
-        if held and (entry_slot[v] != s or linked[v]):
-            return False
-    return True
+        if (v if 0 < v < max(count, 1) else 0) != newest[s]:
+            disagree += 1
+    return newest, wrong, disagree
 
 
 # entry outcomes (bits) of index_targets

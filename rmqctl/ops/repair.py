@@ -53,6 +53,8 @@ from .timer import dangling_after, dangling_rows, stage_timercheck
 from ..writers import reserve
 from .txn import Transaction
 
+SCAN_BLOCK = 1 << 20  # index entries compared with the cut at a time
+
 
 @dataclasses.dataclass
 class RepairResult:
@@ -207,14 +209,14 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
         h = ix.header
         count = ix.index_count
         entries = ix.entries()[1:count]
-        past = np.flatnonzero(entries["phyOffset"] >= cut)
-        if affected or (len(past) and past[0] == 0 and not _broker_creates(prev_file, last_kept)):
+        first_past = _first(entries["phyOffset"], lambda phy: phy >= cut)
+        if affected or (first_past == 0 < len(entries) and not _broker_creates(prev_file, last_kept)):
             out.append({"file": ix.name, "entriesDropped": len(entries), "removed": True})
             affected = True
             if txn:
                 txn.remove(ix.path)
             continue
-        if not len(past):
+        if first_past == len(entries):
             if count >= num:
                 last_full_end = h["endTimestamp"]
             prev_file = ix
@@ -223,7 +225,7 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
             continue
         if ix.length < ix.expected_length:
             padded.append({"target": f"index/{ix.name}", "bytesBefore": ix.length, "bytesAfter": ix.expected_length})
-        keep = int(past[0]) + 1  # entry numbers start at 1
+        keep = first_past + 1  # entry numbers start at 1
         header = [h["beginTimestamp"], h["endTimestamp"], h["beginPhyOffset"], h["endPhyOffset"],
                   h["hashSlotCount"], count]
         out.append({"file": ix.name, "entriesDropped": len(entries) - keep + 1, "removed": False})
@@ -252,6 +254,16 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
             os.fsync(fh.fileno())
         txn.replace(ix.path, staged)
     return out, last_full_end
+
+
+def _first(values: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """Where the first of `values` (a column view on a map) passing `test` is, len(values) when none: tested a
+    block at a time, so the mask is a block long, not an index file's 20 million entries."""
+    for lo in range(0, len(values), SCAN_BLOCK):
+        hit = np.flatnonzero(test(values[lo : lo + SCAN_BLOCK]))
+        if len(hit):
+            return lo + int(hit[0])
+    return len(values)
 
 
 def _broker_creates(prev_file: IndexFile | None, last_kept: int) -> bool:
@@ -380,8 +392,8 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
                 problems.append(f"{target}: units past the cut remain")
         elif target.parent == store.index_dir.resolve():
             ix = IndexFile(staged, slots, num)
-            e = ix.entries()[1 : ix.index_count]
-            if np.any(e["phyOffset"] >= cut) or np.any(ix.entries()[ix.index_count :]["keyHash"] != 0):
+            e, rest = ix.entries()[1 : ix.index_count], ix.entries()[ix.index_count :]["keyHash"]
+            if _first(e["phyOffset"], lambda phy: phy >= cut) < len(e) or _first(rest, lambda h: h != 0) < len(rest):
                 problems.append(f"{target}: entries past the cut remain")
             if ix.header["hashSlotCount"] != int(np.count_nonzero(ix.slots())):
                 problems.append(f"{target}: hashSlotCount disagrees with the slots")
@@ -538,8 +550,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
                          "refuses to truncate that much (it exits: \"processOffset is too small\"); nothing was changed. "
                          "Check the data files by hand (`rmqctl verify`)", files[-1].path)
     cut = r.cut
-    kept_messages = [p + S.DLEDGER_BODY_OFFSET for _, p, _, _ in r.kept]
-    last_kept = kept_messages[-1] if kept_messages else -1
+    last_kept = int(r.kept[-1, 1]) + S.DLEDGER_BODY_OFFSET if len(r.kept) else -1
     if last_kept < 0 and r.start_file > 0:  # nothing kept from the start file on: the last entry before it
         last_kept = _last_message_below(store, files[r.start_file].start)
     scan = store.scan()
@@ -609,7 +620,7 @@ def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None
     size = iq.file_size
     end = r.index_end
     begin = r.begin_index * S.DLEDGER_INDEX_UNIT_SIZE if r.end_index != -1 else None
-    rewrite = [k for k in r.kept if r.index_rewritten_from is not None and k[0] >= r.index_rewritten_from]
+    rewrite = r.kept[r.kept[:, 0] >= r.index_rewritten_from] if r.index_rewritten_from is not None else r.kept[:0]
     for f in iq.files:
         if begin is not None and f.start + size <= begin:
             out.append({"file": f.name, "action": "remove", "detail": "wholly before the first entry's unit"})
@@ -624,12 +635,12 @@ def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None
         data = bytearray(f.buf[: min(f.length, size)])
         zero_from = min(max(0, end - f.start), len(data))
         data[zero_from:] = bytes(len(data) - zero_from)
-        units = 0
-        for idx, pos, entry_size, term in rewrite:
-            at = idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start
-            if 0 <= at < len(data):
-                S.DLEDGER_INDEX_UNIT.pack_into(data, at, S.DLEDGER_MAGIC, pos, entry_size, idx, term)
-                units += 1
+        at = rewrite[:, 0] * S.DLEDGER_INDEX_UNIT_SIZE - f.start
+        here = rewrite[(at >= 0) & (at < len(data))]
+        for idx, pos, entry_size, term in here.tolist():
+            S.DLEDGER_INDEX_UNIT.pack_into(data, idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start, S.DLEDGER_MAGIC, pos,
+                                           entry_size, idx, term)
+        units = len(here)
         if bytes(data) == bytes(f.buf[: len(data)]):
             continue
         zeroed = last_nonzero(f.buf, zero_from) >= 0
@@ -665,7 +676,6 @@ def _check_staged_dledger(store: Store, txn: Transaction, r: D.Recovery) -> list
     problems = []
     data_dirs = {d.resolve() for d in store.commitlog_dirs}
     index_dir = store.dledger.index_dir.resolve()
-    units = {idx: (S.DLEDGER_MAGIC, pos, size, idx, term) for idx, pos, size, term in r.kept}
     for op in txn.ops:
         if op["op"] != "replace":
             continue
@@ -680,10 +690,23 @@ def _check_staged_dledger(store: Store, txn: Transaction, r: D.Recovery) -> list
         elif target.parent == index_dir:
             f = MappedFile(staged, int(target.name))
             arr = D.index_units(f.buf, f.length // S.DLEDGER_INDEX_UNIT_SIZE)
-            for k in range(len(arr)):
-                idx = f.start // S.DLEDGER_INDEX_UNIT_SIZE + k
+            k = _first_wrong_unit(arr, f.start // S.DLEDGER_INDEX_UNIT_SIZE, r)
+            if k is not None:
                 have = tuple(int(arr[k][n]) for n in D.INDEX_FIELDS)
-                if idx > r.end_index and any(have) or idx in units and have != units[idx]:
-                    problems.append(f"{target}: the unit of entry {idx} is {have}")
-                    break
+                problems.append(f"{target}: the unit of entry {f.start // S.DLEDGER_INDEX_UNIT_SIZE + k} is {have}")
     return problems
+
+
+def _first_wrong_unit(arr: np.ndarray, first: int, r: D.Recovery) -> int | None:
+    """The first unit of an index file (units `arr`, the first of entry `first`) written past the last entry
+    kept, or not equal to its kept entry; None when every unit is right. Compared as columns."""
+    idx = first + np.arange(len(arr))
+    wrong = (idx > r.end_index) & np.any([arr[n] != 0 for n in D.INDEX_FIELDS], axis=0)
+    kept = r.kept[(r.kept[:, 0] >= first) & (r.kept[:, 0] < first + len(arr))]
+    got = arr[kept[:, 0] - first]
+    want = {"magic": np.full(len(kept), S.DLEDGER_MAGIC), "pos": kept[:, 1], "size": kept[:, 2], "index": kept[:, 0],
+            "term": kept[:, 3]}
+    differs = np.any([got[n].astype(np.int64) != want[n] for n in D.INDEX_FIELDS], axis=0)
+    wrong[kept[:, 0][differs] - first] = True
+    hit = np.flatnonzero(wrong)
+    return int(hit[0]) if len(hit) else None

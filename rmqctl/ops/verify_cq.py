@@ -27,6 +27,8 @@ from ..errors import StoreError
 from .verify_links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .verify_windows import Window
 
+UNIT_BLOCK = 1 << 16  # units of a file that does not go forward masked to a window at a time (not its 300,000)
+
 
 @dataclasses.dataclass
 class FileUnits:
@@ -139,23 +141,21 @@ class QueueSummary:
         return int(self.index(fu, i) * S.CQ_UNIT_SIZE % size)
 
     def in_window(self, run: Context, w: Window):
-        """(file, unit numbers in it, offset, size, tagsCode) of the checked units pointing into the window."""
+        """(file, unit numbers in it, offset, size, tagsCode) of the checked units pointing into the window: a
+        slice found by binary search when the file goes forward, else every unit a block at a time."""
         for fu in self.files:
             if fu.lo > fu.hi or fu.hi < w.lo or fu.lo >= w.hi:
                 continue
             if fu.forward:
                 arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)["commitLogOffset"]
-                a, b = _bound(arr, fu.a, fu.b, w.lo), _bound(arr, fu.a, fu.b, w.hi)
-                off, sz, tags = self._columns(fu.k, a, b)
-                i = a + np.arange(b - a)
-                sel = self.real(fu, off, sz, tags, a) & (off >= run.min_offset) & run.in_range(off)
+                spans = [(_bound(arr, fu.a, fu.b, w.lo), _bound(arr, fu.a, fu.b, w.hi))]
             else:
-                off, sz, tags = self._columns(fu.k)
-                i = np.arange(fu.n)
-                sel = self.real(fu, off, sz, tags) & (off >= run.min_offset) & run.in_range(off)
-            sel &= w.holds(off)
-            if sel.any():
-                yield fu, i[sel], off[sel], sz[sel], tags[sel]
+                spans = [(a, min(fu.n, a + UNIT_BLOCK)) for a in range(0, fu.n, UNIT_BLOCK)]
+            for a, b in spans:
+                off, sz, tags = self._columns(fu.k, a, b)
+                sel = self.real(fu, off, sz, tags, a) & (off >= run.min_offset) & run.in_range(off) & w.holds(off)
+                if sel.any():
+                    yield fu, (a + np.arange(b - a))[sel], off[sel], sz[sel], tags[sel]
 
     def units_at(self, qoffs: np.ndarray) -> np.ndarray:
         """Whether the unit at each queue offset (ascending) is an entry (in any file holding it)."""

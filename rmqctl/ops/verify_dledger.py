@@ -10,8 +10,6 @@ and checkpoint checks on them unchanged; verify calls `check_layer` after that m
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from .. import dledger as D
@@ -27,12 +25,7 @@ from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
 RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
 
 
-@dataclasses.dataclass
-class DLedgerChunk(ChunkResult):
-    entries: D.FileEntries | None = None
-
-
-def scan_file(task: Task) -> DLedgerChunk:
+def scan_file(task: Task) -> ChunkResult:
     buf = open_map(task.path)
     return _EntryScanner(task, buf, min(len(buf), task.file_size)).run()
 
@@ -40,7 +33,7 @@ def scan_file(task: Task) -> DLedgerChunk:
 class _EntryScanner(_Scanner):
     """One data file: the entry walk (rmqctl.dledger), then the record of every claimed entry body."""
 
-    def run(self) -> DLedgerChunk:
+    def run(self) -> ChunkResult:
         t = self.t
         found = D.walk_entries(self.buf, self.limit)
         claimed = (found.position >= t.claim_from) & (found.position < t.stop)
@@ -63,9 +56,7 @@ class _EntryScanner(_Scanner):
                 i += 1
         self.entry_findings(found, claimed)
         self.file_end(found)
-        result = self.result(0, found.end)
-        return DLedgerChunk(**{f.name: getattr(result, f.name) for f in dataclasses.fields(ChunkResult)},
-                            entries=found)
+        return self.result(0, found.end)
 
     def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
         """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;
@@ -117,49 +108,72 @@ class _EntryScanner(_Scanner):
 # ---- the layer as a whole ------------------------------------------------------------------------------------
 
 
-def check_layer(run: Context, results: list[list[DLedgerChunk]], report: bool) -> D.Recovery | None:
+def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) -> D.Recovery | None:
     """Index continuity and terms across files, the index units and the DLedger checkpoint; returns what the
-    recovery will do (for `recovery_notes`, once the records past its cut are counted)."""
+    recovery will do (for `recovery_notes`, once the records past its cut are counted). The entries are
+    walked again a data file at a time (the scan keeps none), so what is held is one file's entries and
+    the last entry before them."""
     store, files = run.store, run.files
     layout = store.dledger
-    rows = [(i, r.entries) for i, rs in enumerate(results) for r in rs if r.entries is not None]
-    pos = np.concatenate([e.position + files[i].start for i, e in rows]) if rows else np.zeros(0, np.int64)
-    cols = {name: np.concatenate([getattr(e, name) for _, e in rows]) if rows else np.zeros(0, np.int64)
-            for name in ("magic", "size", "index", "term")}
-    fidx = np.concatenate([np.full(len(e), i) for i, e in rows]) if rows else np.zeros(0, np.int64)
-    # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
-    keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
-    pos, fidx, cols = pos[keep], fidx[keep], {k: v[keep] for k, v in cols.items()}
-    index, term = cols["index"], cols["term"]
-    neighbours = fidx[1:] - fidx[:-1] <= 1
-
-    def add(group, kind, severity, k, detail):
-        if report:
-            f = files[int(fidx[k])]
-            run.report(group, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
-
-    for k in np.flatnonzero((index[1:] != index[:-1] + 1) & neighbours).tolist():
-        cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
-        add(RECORDS, "dledger-entry-index", "warning" if cause else "error", k + 1,
-            f"DLedger entry index {int(index[k + 1])} follows {int(index[k])}: indexes go up by one"
-            + (f"; a direct consequence of {cause}" if cause else ""))
-    for k in np.flatnonzero((term[1:] < term[:-1]) & neighbours).tolist():
-        add(RECORDS, "dledger-entry-term", "error", k + 1,
-            f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
-            f"go down")
-
     try:
         iq = store.dledger_index
     except Exception as e:  # index files of different sizes: named, and the unit checks skipped
         run.report(FILES, "dledger-index-file", "error", layout.index_dir, None, None, str(e))
         iq = None
-    if iq is not None and report:
+    units = _IndexUnits(run, iq) if iq is not None and report else None
+    if units is not None:
         _index_files(run, iq)
-        _index_units(run, iq, pos, cols, run.full_range)
+    before = None  # (file, offset, index, term) of the last entry compared
+    for i, rs in enumerate(results):
+        if not rs:
+            continue
+        f = files[i]
+        found = D.walk_entries(f.buf, min(len(f.buf), run.file_size))
+        pos = found.position + f.start
+        # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
+        keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
+        cols = {name: getattr(found, name)[keep] for name in ("magic", "size", "index", "term")}
+        pos = pos[keep]
+        del found
+        f.release()
+        if not len(pos):
+            continue
+        if report:
+            _neighbours(run, i, before, pos, cols["index"], cols["term"])
+        if units is not None:
+            units.check(pos, cols)
+        before = (i, int(pos[-1]), int(cols["index"][-1]), int(cols["term"][-1]))
+    last = before[2] if before is not None else None
+    if units is not None and run.full_range:
+        units.extra(-1 if last is None else last)
     state = D.read_state(layout.checkpoint_path)
     if report and run.full_range:
-        _checkpoint(run, state, index)
+        _checkpoint(run, state, last)
     return D.recover(store.commitlog, iq, state) if iq is not None and report else None
+
+
+def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term):
+    """Indexes going up by one and terms never down, entry after entry: those of data file `i`, the first
+    against `before` (the last entry compared) when that lies in this file or the one before."""
+    fidx = np.full(len(pos), i)
+    if before is not None:
+        fidx, pos, index, term = (np.concatenate([[v], x]) for v, x in zip(before, (fidx, pos, index, term)))
+    near = fidx[1:] - fidx[:-1] <= 1
+    files = run.files
+
+    def add(kind, severity, k, detail):
+        f = files[int(fidx[k])]
+        run.report(RECORDS, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
+
+    for k in np.flatnonzero((index[1:] != index[:-1] + 1) & near).tolist():
+        cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
+        add("dledger-entry-index", "warning" if cause else "error", k + 1,
+            f"DLedger entry index {int(index[k + 1])} follows {int(index[k])}: indexes go up by one"
+            + (f"; a direct consequence of {cause}" if cause else ""))
+    for k in np.flatnonzero((term[1:] < term[:-1]) & near).tolist():
+        add("dledger-entry-term", "error", k + 1,
+            f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
+            f"go down")
 
 
 def _index_files(run: Context, iq: MappedFileQueue):
@@ -175,62 +189,75 @@ def _index_files(run: Context, iq: MappedFileQueue):
                        f"not {iq.file_size}: MmapFileList.load refuses it")
 
 
-def _index_units(run: Context, iq: MappedFileQueue, pos, cols, whole: bool):
+class _IndexUnits:
     """Every entry's unit at index * 32 equal to it (reported at the unit, about the entry's offset), and, for
-    the `whole` log, no unit written past the last entry."""
-    def add(k: int, idx: int, detail: str):
+    the whole log, no unit written past the last entry. The units are views on the index files' maps."""
+
+    def __init__(self, run: Context, iq: MappedFileQueue):
+        self.run, self.iq = run, iq
+        self.per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
+        unit_size = S.DLEDGER_INDEX_UNIT_SIZE
+        self.units = {f.start // unit_size: D.index_units(f.buf, min(f.length, iq.file_size) // unit_size)
+                      for f in iq.files}
+
+    def add(self, idx: int, offset: int, detail: str):
         unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
-        f = iq.find(unit_at) if idx >= 0 else None
-        path = f.path if f is not None else run.store.dledger.index_dir
-        run.report(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
-                   int(pos[k]), detail)
+        f = self.iq.find(unit_at) if idx >= 0 else None
+        path = f.path if f is not None else self.run.store.dledger.index_dir
+        self.run.report(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
+                        offset, detail)
 
-    per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
-    units = {f.start // S.DLEDGER_INDEX_UNIT_SIZE: D.index_units(f.buf, min(f.length, iq.file_size)
-                                                                  // S.DLEDGER_INDEX_UNIT_SIZE) for f in iq.files}
-    index = cols["index"]
-    first = index - index % per_file
-    found = np.zeros(len(index), bool)
-    differs = np.zeros(len(index), bool)
-    want = {"magic": cols["magic"], "pos": pos, "size": cols["size"], "index": index, "term": cols["term"]}
-    for start, arr in units.items():  # the entries whose unit this file holds, compared in one pass
-        mine = np.flatnonzero((first == start) & (index - start < len(arr)) & (index >= 0))
-        if not len(mine):
-            continue
-        got = arr[index[mine] - start]
-        found[mine] = True
-        differs[mine] = np.any([got[n].astype(np.int64) != want[n][mine] for n in D.INDEX_FIELDS], axis=0)
-    for k in np.flatnonzero(~found | differs).tolist():
-        idx = int(index[k])
-        if not found[k]:
-            add(k, idx, f"DLedger entry {idx} has no index unit (no index file holds byte "
-                        f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
-            continue
-        unit = units[int(first[k])][idx - int(first[k])]
-        diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
-                         if int(unit[n]) != int(want[n][k]))
-        add(k, idx, f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
-    last = int(cols["index"][-1]) if len(pos) else -1
-    for start, arr in sorted(units.items()) if whole else ():
-        written = np.flatnonzero(arr["magic"] != 0) + start
-        extra = written[written > last]
-        if len(extra):
-            f = iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
-            at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
-            run.report(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
-                       f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data (the last "
-                       f"is {last}); DLedger's recovery truncates them")
+    def check(self, pos, cols):
+        """The units of entries at `pos` (columns `cols`), compared a unit file at a time."""
+        index = cols["index"]
+        first = index - index % self.per_file
+        found = np.zeros(len(index), bool)
+        differs = np.zeros(len(index), bool)
+        want = {"magic": cols["magic"], "pos": pos, "size": cols["size"], "index": index, "term": cols["term"]}
+        for start in np.unique(first[index >= 0]).tolist():
+            arr = self.units.get(start)
+            if arr is None:
+                continue
+            mine = np.flatnonzero((first == start) & (index - start < len(arr)) & (index >= 0))
+            if not len(mine):
+                continue
+            got = arr[index[mine] - start]
+            found[mine] = True
+            differs[mine] = np.any([got[n].astype(np.int64) != want[n][mine] for n in D.INDEX_FIELDS], axis=0)
+        for k in np.flatnonzero(~found | differs).tolist():
+            idx = int(index[k])
+            if not found[k]:
+                self.add(idx, int(pos[k]), f"DLedger entry {idx} has no index unit (no index file holds byte "
+                                           f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
+                continue
+            unit = self.units[int(first[k])][idx - int(first[k])]
+            diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
+                             if int(unit[n]) != int(want[n][k]))
+            self.add(idx, int(pos[k]), f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
+
+    def extra(self, last: int):
+        """Units written past the last entry's (`last`: its index, -1 when none)."""
+        for start, arr in sorted(self.units.items()):
+            written = np.flatnonzero(arr["magic"] != 0) + start
+            extra = written[written > last]
+            if len(extra):
+                f = self.iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
+                at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
+                self.run.report(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
+                                f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
+                                f"(the last is {last}); DLedger's recovery truncates them")
 
 
-def _checkpoint(run: Context, state, index):
-    """dledger-{id}/checkpoint: endIndex and committedIndex against the entries."""
+def _checkpoint(run: Context, state, last: int | None):
+    """dledger-{id}/checkpoint: endIndex and committedIndex against the entries (`last`: the last entry's
+    index, None when there is none)."""
     path = run.store.dledger.checkpoint_path
-    last = int(index[-1]) if len(index) else -1
     if state is None:
-        if len(index):
+        if last is not None:
             run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no DLedger checkpoint: at start "
                        "no entry counts as committed until the group commits again, and the broker serves none before")
         return
+    last = -1 if last is None else last
     end, committed = D.state_long(state, "endIndex"), D.state_long(state, "committedIndex")
     if committed is None:
         run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")

@@ -89,13 +89,7 @@ class IndexCheck:
         if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
             run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
                        f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
-        if summary.sound:
-            _check_slots_and_chains(run, ix, slots, count, None, None, None, slot_values, True)
-        else:  # the exact expected links need every entry's slot and link (a damaged file)
-            _, _, _, prev_idx, slot_of = (np.concatenate(c) for c in zip(*[b[1:] for b in entry_blocks(ix, slots, count)])) \
-                if count > 1 else [np.zeros(0, np.int64)] * 5
-            n = np.arange(1, max(count, 1), dtype=np.int64)
-            _check_slots_and_chains(run, ix, slots, count, n, slot_of, prev_idx, slot_values, False)
+        _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
         del slot_values
         for k, key_hash, phy in summary.negative:
             run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
@@ -114,22 +108,23 @@ class IndexCheck:
 
     def _entries(self, f: _File, w: Window):
         """(entry numbers - 1, keyHash, phyOffset, timeDiff) of the file's entries pointing into the window: a
-        slice found by binary search when the file goes forward, else all of them masked (a damaged file)."""
+        slice found by binary search when the file goes forward, else every block masked to the window as
+        it is read (a damaged file: a pass over it per window, holding a block and what points inside)."""
         if f.forward:
             phy = f.ix.entries()["phyOffset"]  # entry k + 1 at k + 1: a view on the map
             a, b = _bound(phy, f.count, w.lo), _bound(phy, f.count, w.hi)
-            blocks = list(entry_blocks(f.ix, self.slots, f.count, a, b))
+            blocks = [(k + np.arange(len(h)), h, p, d)
+                      for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count, a, b)]
         else:
-            blocks = list(entry_blocks(f.ix, self.slots, f.count))
+            blocks = []
+            for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count):
+                mine = np.flatnonzero(w.holds(p))
+                if len(mine):
+                    blocks.append((k + mine, h[mine], p[mine], d[mine]))
         if not blocks:
             z = np.zeros(0, np.int64)
             return z, z, z, z
-        ks = np.concatenate([k + np.arange(len(b[1])) for k, *b in blocks])
-        key_hash, phy, diff = (np.concatenate([b[i] for b in blocks]) for i in (1, 2, 3))
-        if not f.forward:
-            mine = w.holds(phy)
-            ks, key_hash, phy, diff = ks[mine], key_hash[mine], phy[mine], diff[mine]
-        return ks, key_hash, phy, diff
+        return tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
 
     def window(self, w: Window):
         run, rec = self.run, w.rec

@@ -21,7 +21,8 @@ from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
 from ..recovery import recovery_start
-from ..native.verify import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, chains_sound, hash_slots, index_entries, index_targets
+from ..native.verify import (E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_entries, index_targets,
+                             slot_chains)
 from ..rules import cq_unit_valid, index_time_diff
 from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
 from .verify_context import Context, Records
@@ -29,6 +30,7 @@ from .verify_context import Context, Records
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
 ENTRY_BLOCK = 1 << 20  # index entries decoded at a time (24 bytes each)
+NO_ROWS = np.zeros((0, 4), np.int64)  # slot_chains asked only whether any link is wrong
 
 
 def queue_order(topic: np.ndarray, qid: np.ndarray, ri: np.ndarray) -> np.ndarray:
@@ -171,7 +173,7 @@ def index_structure(run: Context) -> dict:
 @dataclasses.dataclass
 class IndexSummary:
     count: int  # entries counted (entry 0 included)
-    sound: bool  # slots and chains as the broker links them (native.verify.chains_sound)
+    sound: bool  # slots and chains as the broker links them (native.verify.slot_chains)
     negative: list  # (entry, key hash, phyOffset) of the first entries with a negative key hash
     order: tuple | None  # the first entry pointing before its predecessor: (entry, phyOffset, previous one, how many)
     lo: int  # least and greatest phyOffset (lo > hi: no entries), the first entry's and the last one's
@@ -191,12 +193,18 @@ def entry_blocks(ix: IndexFile, slots: int, count: int, a: int = 0, b: int | Non
         yield (k, *index_entries(u8, base + k * S.INDEX_ENTRY_SIZE, n + 1, slots))
 
 
-def _structure(ix: IndexFile, slots: int, num: int) -> IndexSummary:
-    count = min(ix.index_count, num, len(ix.entries()))
+def _sound(ix: IndexFile, slots: int, count: int) -> bool:
+    """Slots and chains as the broker links them; the slot tables (4 bytes a slot each) are gone before the
+    entries are read."""
     u8 = np.frombuffer(ix.mf.buf, np.uint8)
     slot_values = hash_slots(u8, S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
-    sound = chains_sound(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slots, slot_values)
-    out = IndexSummary(count, sound, [], None, 1, 0, None, None)
+    _, wrong, disagree = slot_chains(u8, S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE, count, slot_values, NO_ROWS)
+    return not wrong and not disagree
+
+
+def _structure(ix: IndexFile, slots: int, num: int) -> IndexSummary:
+    count = min(ix.index_count, num, len(ix.entries()))
+    out = IndexSummary(count, _sound(ix, slots, count), [], None, 1, 0, None, None)
     before, bad = None, 0
     for k, key_hash, phy, _, _, _ in entry_blocks(ix, slots, count):
         if not len(phy):
@@ -227,12 +235,11 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[first], np.diff(np.append(first, len(values)))
 
 
-def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot_of: np.ndarray,
-                            prev_idx: np.ndarray, slot_values: np.ndarray, sound: bool):
+def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.ndarray, sound: bool):
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
-    at a chain's start), so chains are acyclic and strictly backwards. First in O(n) (prevIndex in range,
-    same slot, no entry linked twice, one chain start and one slot value per slot used, slot values nobody
-    links to); only when that fails, the exact expected links from sorting the entries by slot."""
+    at a chain's start), so chains are acyclic and strictly backwards. A file `sound` (IndexSummary) is
+    only checked for slot values out of range; otherwise the links are replayed (native.verify.slot_chains)
+    for the first wrong ones."""
     total = max(count, 1)
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
@@ -240,32 +247,23 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, n: np.ndarray, slot
                    f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
     if sound:
         return
-    order = np.argsort(slot_of, kind="stable")
-    sorted_slots = slot_of[order]
-    newest = np.zeros(slots, dtype=np.int64)
-    expected = np.zeros(len(n), dtype=np.int64)
-    if len(n):
-        last = np.append(sorted_slots[1:] != sorted_slots[:-1], True)
-        newest[sorted_slots[last]] = n[order][last]
-        same = np.concatenate([[False], sorted_slots[1:] == sorted_slots[:-1]])
-        expected[order] = np.where(same, np.concatenate([[0], n[order][:-1]]), 0)
+    entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
+    broken = np.zeros((MAX_LISTED, 4), np.int64)
+    newest, links, _ = slot_chains(np.frombuffer(ix.mf.buf, np.uint8), entry_pos, count, slot_values, broken)
     wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < total))
     for s in wrong[:MAX_LISTED].tolist():
         run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
                    f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
                    f"keys in this slot miss entries")
-    broken = np.flatnonzero(prev_idx != expected)
-    entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
-    for k in broken[:MAX_LISTED].tolist():
-        p = int(prev_idx[k])
-        what = ("a loop: it links to itself or to a later entry" if p >= n[k] else
+    for e, p, expected, slot in broken[: min(links, MAX_LISTED)].tolist():
+        what = ("a loop: it links to itself or to a later entry" if p >= e else
                 "out of range" if p < 0 else
-                f"it should link to entry {int(expected[k])}, the previous one in slot {int(slot_of[k])}")
-        run.report(INDEX, "index-chain", "error", ix.path, entry_pos + int(n[k]) * S.INDEX_ENTRY_SIZE, None,
-                   f"entry {int(n[k])} has prevIndex {p}: {what}")
-    if len(broken) > MAX_LISTED:
+                f"it should link to entry {expected}, the previous one in slot {slot}")
+        run.report(INDEX, "index-chain", "error", ix.path, entry_pos + e * S.INDEX_ENTRY_SIZE, None,
+                   f"entry {e} has prevIndex {p}: {what}")
+    if links > MAX_LISTED:
         run.report(INDEX, "index-chain", "error", ix.path, None, None,
-                   f"{len(broken) - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
+                   f"{links - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
 
 
 def index_loss_on_recovery(run: Context, cp: dict, begin: int):
@@ -279,11 +277,17 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int):
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
         entries = ix.entries()
-        ent = entries[1 : min(ix.index_count, len(entries))]
-        lost = ent["phyOffset"] < begin
-        if lost.any():
-            offs = ent["phyOffset"][lost]
-            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, int(offs.min()),
+        phy = entries[1 : min(ix.index_count, len(entries))]["phyOffset"]
+        lost, lo, hi = 0, None, None
+        for a in range(0, len(phy), ENTRY_BLOCK):  # a block's mask at a time, not the file's
+            offs = phy[a : a + ENTRY_BLOCK]
+            offs = offs[offs < begin]
+            if len(offs):
+                lost += len(offs)
+                lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))
+                hi = int(offs.max()) if hi is None else max(hi, int(offs.max()))
+        if lost:
+            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, lo,
                        f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
                        f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
-                       f"{int(lost.sum())} key(s) of messages at {int(offs.min())}..{int(offs.max())} will not be found by key")
+                       f"{lost} key(s) of messages at {lo}..{hi} will not be found by key")
