@@ -33,6 +33,9 @@ from rmqctl.config import BrokerConfig
 from rmqctl.store import Store, offset_to_name
 
 READ_CHUNK = 8 << 20
+# the command of the interpreter running the bench (its virtual environment's), else the one on PATH
+RMQCTL = str(Path(sys.executable).with_name("rmqctl")) if Path(sys.executable).with_name("rmqctl").exists() \
+    else shutil.which("rmqctl") or "rmqctl"
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -132,7 +135,7 @@ def main():
             ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
             ("engine batches (Arrow)", lambda: run_child(me + ["batches"])),
         ] + [(f"rmqctl dump --body {body} -j {jobs}", lambda body=body, jobs=jobs: run_child(
-                [shutil.which("rmqctl") or "rmqctl", "dump", "commitlog", "--store", str(root), "--broker-config",
+                [RMQCTL, "dump", "commitlog", "--store", str(root), "--broker-config",
                  str(conf), "--format", "jsonl", "--body", body, "--jobs", str(jobs)], stdout=subprocess.DEVNULL))
              for body in ("none", "base64") for jobs in (1, native.available_cores())]
         java = javabench.rocketmq_check(root / "commitlog", size, messages)
