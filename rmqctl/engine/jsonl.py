@@ -45,26 +45,29 @@ def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, deco
 
 
 def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: int | None,
-                block: int = BLOCK, out: np.ndarray | None = None) -> Iterator[bytes]:
-    """The lines of the records `rows` of `chunk`, in blocks of about `block` bytes (written in `out` when
-    given: a buffer the caller reuses from chunk to chunk). `decompress`: the cap for inflating compressed
-    bodies (None: they are not inflated; the kernel hands those records on)."""
+                block: int = BLOCK, out: np.ndarray | None = None) -> Iterator:
+    """The lines of the records `rows` of `chunk`, in blocks: views of `out` (a buffer of `block` bytes when
+    not given, which the caller may reuse once it is done with the blocks) one after another, so that every
+    block of a call stays valid until `out` is written again; lines that do not fit what is left go to a
+    buffer of their own, and the few the kernel leaves to the reference come as bytes. `decompress`: the cap
+    for inflating compressed bodies (None: they are not inflated; the kernel hands those records on)."""
     name = np.frombuffer(chunk.file.name.encode(), np.uint8)
     mode = BODY_MODES[body]
     rows = np.ascontiguousarray(rows, np.int64)
     out = np.empty(block, np.uint8) if out is None else out
     entries = chunk.entries if chunk.entries is not None else NO_ENTRIES
-    i = 0
+    i = o = 0
     while i < len(rows):
         done, used, needs_reference = write_lines(chunk.u8, chunk.cols, entries, rows, i, name, chunk.file.start, mode,
-                                                  raw_properties, decompress is not None, out)
+                                                  raw_properties, decompress is not None, out[o:])
         if used:
-            yield out[:used].tobytes()
+            yield out[o:o + used]
+            o += used
         i += done
         if i == len(rows):
             break
         if needs_reference:
             yield reference_line(chunk, rows[i], body, raw_properties, decompress)
             i += 1
-        elif not done:  # one line longer than the block
-            out = np.empty(line_bound(chunk.cols, rows[i], len(name)), np.uint8)
+        elif not done:  # the next line does not fit what is left of `out`
+            out, o = np.empty(max(block, line_bound(chunk.cols, rows[i], len(name))), np.uint8), 0

@@ -3,7 +3,7 @@ Each function returns plain dicts (the JSON shapes of the CLI contract) so noteb
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import queue
 from typing import Iterator
 
 import numpy as np
@@ -49,7 +49,12 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
         return
     scan = store.scan()
     jobs = jobs or available_cores()
-    buffers = threading.local()  # each writer thread fills a block of its own
+    # a writer fills a buffer of the pool; this thread copies its blocks out and gives it back (copies made
+    # here come from one malloc arena and reuse its memory: made on the writer threads, each arena gave its
+    # pages back to the system and faulted them in again, batch after batch)
+    buffers: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(2 * jobs + 1):  # one more than ordered_map keeps pending
+        buffers.put(np.empty(BLOCK, np.uint8))
 
     def selected():
         left, reported = limit, 0
@@ -66,12 +71,13 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
                 return
         _report_damage(scan.errors, reported, warn)
 
-    def lines(batch) -> list[bytes]:
-        if not hasattr(buffers, "out"):
-            buffers.out = np.empty(BLOCK, np.uint8)
-        return list(chunk_lines(*batch, body, raw_properties, decompress, out=buffers.out))
+    def lines(batch) -> tuple:
+        out = buffers.get()
+        return out, list(chunk_lines(*batch, body, raw_properties, decompress, out=out))
 
-    for blocks in ordered_map(lines, selected(), jobs):
+    for out, blocks in ordered_map(lines, selected(), jobs):
+        blocks = [bytes(b) for b in blocks]
+        buffers.put(out)
         yield from blocks
 
 
