@@ -62,10 +62,6 @@ SYSFLAG = HEAD_NAMES.index("sysFlag")
 COMPRESSED = S.COMPRESSED_FLAG
 
 HEX_DIGITS = np.frombuffer(b"0123456789abcdef", np.uint8).copy()
-
-
-def _u64(v):
-    return np.uint64(v)  # numba types uint64 with int64 as float64: word arithmetic keeps every operand uint64
 BASE64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8).copy()
 # orjson's short escapes: \b \t \n \f \r; every other byte < 0x20 is \u00XX
 SHORT_ESCAPE = np.zeros(32, np.uint8)
@@ -179,7 +175,8 @@ def _hex_pairs(digits: bytes) -> np.ndarray:
 
 
 HEX_PAIRS, HEX_UPPER_PAIRS = _hex_pairs(b"0123456789abcdef"), _hex_pairs(b"0123456789ABCDEF")
-HEX_SHIFTS = (_u64(16), _u64(32), _u64(48))
+# numba types uint64 with int64 as float64: word arithmetic keeps every operand (shift counts too) uint64
+HEX_SHIFTS = tuple(np.uint64(k) for k in (16, 32, 48))
 
 
 @kernel
@@ -208,8 +205,8 @@ def put_msgid(out, o, u8, position, store_ip_at, store_ip_len):
 
 # base64 two characters at a time: the text of every 12-bit value, as a little-endian pair of bytes
 BASE64_PAIRS = np.array([int(BASE64[v >> 6]) | int(BASE64[v & 63]) << 8 for v in range(4096)], np.uint64)
-BYTE, TWELVE_BITS = _u64(0xFF), _u64(0xFFF)
-SHIFTS = tuple(_u64(k) for k in (8, 12, 16, 24, 32, 36, 40, 48))
+BYTE, TWELVE_BITS = np.uint64(0xFF), np.uint64(0xFFF)
+SHIFTS = tuple(np.uint64(k) for k in (8, 12, 16, 24, 32, 36, 40, 48))
 
 
 @kernel
