@@ -81,8 +81,8 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
-    The pages of a batch go back once the next is asked for, or once the walk is `resident` bytes past it
-    (batches other threads still read: giving their pages back early would only fault them in again)."""
+    Read pages go back GIVE_BACK_STEP at a time once the walk is `resident` bytes past them (batches other
+    threads still read: giving their pages back early would only fault them in again)."""
     for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         limit = min(len(u8), file_size)
