@@ -724,3 +724,25 @@ def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
     written = {value: name for value, name, _ in files.close()}
     read = {value: pa.parquet.read_table(tmp_path / name).column("n").to_pylist() for value, name in written.items()}
     assert read == {"b": [0, 1, 5], None: [2, 3, 6], "a": [4, 7]}
+
+
+def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(tmp_path):
+    """Row-group statistics on every column, nested ones (the properties map, keys, the DLedger entry)
+    included, but on body and propertiesBytes, which nobody prunes by."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from rmqctl.config import load_config
+    from rmqctl.spark.columns import arrow_schema, commitlog_columns, message_batches, struct
+    from rmqctl.spark.export import NO_STATISTICS, PartitionFiles
+    from rmqctl.store import Store
+
+    store = Store(store_root("e-dledger"), load_config(str(broker_conf("e-dledger"))))
+    schema = arrow_schema(struct(commitlog_columns([store])))
+    files = PartitionFiles(tmp_path, "part-00000", schema, partition_by="none")
+    for batch in message_batches(store.scan(), 0, 1 << 62, schema, "s", False, None):
+        files.add(batch)
+    (_, name, rows), = files.close()
+    group = pq.ParquetFile(tmp_path / name).metadata.row_group(0)
+    stats = {group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)}
+    assert rows and any("." in path for path in stats)
+    assert {path for path, kept in stats.items() if not kept} == {p for p in stats if p.split(".")[0] in NO_STATISTICS}

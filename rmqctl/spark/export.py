@@ -59,9 +59,19 @@ class ExportResult:
 NO_STATISTICS = ("body", "propertiesBytes")
 
 
+def statistics_columns(schema: pa.Schema) -> list[str]:
+    """Every Parquet column of `schema` but those under NO_STATISTICS, by the paths the writer gives them
+    (a map's m.key_value.key, a list's l.list.element: a top-level name alone leaves those without)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    columns = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
+    paths = [columns.column(i).path for i in range(len(columns))]
+    return [p for p in paths if p.split(".")[0] not in NO_STATISTICS]
+
+
 def _parquet(path: Path, schema: pa.Schema):
     writer = pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=DICTIONARY_COLUMNS,
-                              write_statistics=[n for n in schema.names if n not in NO_STATISTICS])
+                              write_statistics=statistics_columns(schema))
     return writer.write_table, writer.close
 
 
