@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
 from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names
-from rmqctl.native.jsonl import put_base64, put_escaped
+from rmqctl.native.jsonl import put_base64, put_escaped, put_int
 
 
 def as_u8(data: bytes) -> np.ndarray:
@@ -235,3 +235,13 @@ def test_base64_is_rfc4648_at_every_length_and_alignment(raw, shift, followed):
     out = np.zeros(2 * len(raw) + 16, np.uint8)
     end = put_base64(out, 0, u8, shift, shift + len(raw))
     assert out[:end].tobytes() == base64.b64encode(raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.sampled_from(
+    [0, 9, 10, 99, 100, 10 ** 8 - 1, 10 ** 8, 10 ** 16 - 1, 10 ** 16, (1 << 63) - 1, -(1 << 63), -1, -10 ** 8])))
+def test_int_text_is_pythons_at_every_magnitude(v):
+    """Up to 8 digits a step, leading zeros cut from the first group only."""
+    out = np.zeros(40, np.uint8)
+    end = put_int(out, 3, v)
+    assert out[3:end].tobytes() == str(v).encode()

@@ -10,7 +10,7 @@ import orjson
 from .. import schema as S
 from ..native import columns as K
 from ..native.decode import decode, decode_at
-from ..native.jsonl import BODY_MODES, line_bound, write_lines
+from ..native.jsonl import BODY_MODES, MOST_PAIRS, line_bound, write_lines
 from ..record import message_dict, read_record
 from .walk import Chunk
 
@@ -56,10 +56,11 @@ def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool,
     rows = np.ascontiguousarray(rows, np.int64)
     out = np.empty(block, np.uint8) if out is None else out
     entries = chunk.entries if chunk.entries is not None else NO_ENTRIES
+    pairs = np.empty((3, MOST_PAIRS), np.int64)
     i = o = 0
     while i < len(rows):
         done, used, needs_reference = write_lines(chunk.u8, chunk.cols, entries, rows, i, name, chunk.file.start, mode,
-                                                  raw_properties, decompress is not None, out[o:])
+                                                  raw_properties, decompress is not None, out[o:], pairs)
         if used:
             yield out[o:o + used]
             o += used

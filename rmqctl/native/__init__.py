@@ -62,15 +62,18 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def kernel(fn=None, *, counted: bool = True):
+def kernel(fn=None, *, counted: bool = True, inlined: bool = False):
     """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division.
     Where no cache directory is writable (a read-only installation without a writable home or
     NUMBA_CACHE_DIR) it is compiled afresh in every process instead. `counted=False` compiles it without
     reference counting, for a per-record loop that allocates nothing (views of its arguments at most):
-    counted, every call it makes with an array costs two atomic operations."""
+    counted, every call it makes with an array costs two atomic operations. `inlined=True` compiles it into
+    each kernel that calls it (numba's own inlining; LLVM leaves calls between kernels as calls), for a
+    small step a line writer takes dozens of times per record, where the call costs as much as the step."""
     if fn is None:
-        return lambda f: kernel(f, counted=counted)
-    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}))
+        return lambda f: kernel(f, counted=counted, inlined=inlined)
+    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}),
+                   **({"inline": "always"} if inlined else {}))
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
@@ -143,6 +146,20 @@ def store8(typingctx, u8, at, word):
         builder.store(args[2], _word_at(context, builder, sig, args, 64), align=1)
         return context.get_dummy_value()
     return types.none(u8, at, types.uint64), codegen
+
+
+@intrinsic
+def prefetch(typingctx, u8, at):
+    """Ask the CPU to bring the cache line of u8[at] in ahead of its use. A hint: it never faults, so `at`
+    needs no bounds check."""
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [data.type],
+                                              ir.FunctionType(ir.VoidType(), [data.type, i32, i32, i32]))
+        builder.call(fn, [builder.gep(data, [args[1]]), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.none(u8, at), codegen
 
 
 def _big_endian(bits: int):

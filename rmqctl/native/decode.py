@@ -18,7 +18,7 @@ import numpy as np
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
 from . import be32, be64, crc32, java_hash, kernel, property_names, read_properties
-from .record import BAD_LENGTH, BODY_CRC_AT, HEAD_SIZE, OFFSETS, OK, decode_tail, head_outcome
+from .record import BAD_LENGTH, BODY_CRC_AT, HEAD_SIZE, OFFSETS, OK, decode_tail, head_outcome, prefetch_ahead
 from .verify import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
 # The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
@@ -123,6 +123,7 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
     while True:
         if n == cap or pos - first >= max_bytes:
             return n, pos, OK
+        prefetch_ahead(u8, pos, limit)
         outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi)
         if outcome != OK:
             return n, pos, outcome

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba.cpython.unsafe.numbers import trailing_zeros
+
 from .. import schema as S
-from . import HIGH_BITS, find_name, java_hash, kernel, load8, property_segment, store8
+from . import HIGH_BITS, THREE, find_name, java_hash, kernel, load8, property_segment, store8
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
 from .record import PHYSICAL_OFFSET_AT
@@ -69,7 +71,7 @@ for _code, _letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
     SHORT_ESCAPE[_code] = ord(_letter)
 
 
-@kernel
+@kernel(inlined=True)
 def put_literal(out, o, k):
     """Literal k, a word at a time (it may write up to 7 bytes past its end: lines have room to spare)."""
     lo, hi = LITERAL_STARTS[k], LITERAL_STARTS[k + 1]
@@ -78,38 +80,55 @@ def put_literal(out, o, k):
     return o + hi - lo
 
 
-DIGIT_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), np.uint8).copy()
-POWERS_OF_TEN = np.array([10 ** k for k in range(1, 20)], np.uint64)
+ZERO_DIGITS = np.uint64(0x3030303030303030)  # '0' in every byte
+HUNDRED_MILLION = np.uint64(10 ** 8)
+LANES_OF_100, LANES_OF_10 = np.uint64(0x0000007F0000007F), np.uint64(0x000F000F000F000F)
 
 
 @kernel
+def eight_digits(v):
+    """The 8 decimal digits of v < 10^8 (with its leading zeros, not yet ASCII) as the bytes of one word, first
+    digit first in memory. Two 4-digit lanes split into pairs, then four pairs into digits, all lanes with one
+    multiply: (a * 10486) >> 20 is a // 100 for a < 10^4, (b * 103) >> 10 is b // 10 for b < 100."""
+    x = (v // np.uint64(10000)) | ((v % np.uint64(10000)) << np.uint64(32))
+    hundreds = ((x * np.uint64(10486)) >> np.uint64(20)) & LANES_OF_100
+    x = hundreds | ((x - hundreds * np.uint64(100)) << np.uint64(16))
+    tens = ((x * np.uint64(103)) >> np.uint64(10)) & LANES_OF_10
+    return tens | ((x - tens * np.uint64(10)) << np.uint64(8))
+
+
+@kernel
+def put_leading(out, o, digits):
+    """eight_digits' word of a value > 0 without its leading zeros (up to 7 bytes past them may be written)."""
+    skip = trailing_zeros(digits) >> THREE
+    store8(out, o, (digits + ZERO_DIGITS) >> (skip << THREE))
+    return o + 8 - np.int64(skip)
+
+
+@kernel(inlined=True)
 def put_int(out, o, v):
-    """The decimal text of the int64 v."""
+    """The decimal text of the int64 v, up to 8 digits a step (up to 7 bytes past it may be written)."""
     if v < 0:
         out[o] = 45  # '-'
         o += 1
         mag = np.uint64(-(v + 1)) + np.uint64(1)
     else:
         mag = np.uint64(v)
-    digits = 1
-    while digits < 20 and mag >= POWERS_OF_TEN[digits - 1]:
-        digits += 1
-    end = o + digits
-    i = end
-    while mag >= 100:
-        q = mag // np.uint64(100)
-        pair = np.int64(mag - q * np.uint64(100)) * 2
-        out[i - 1] = DIGIT_PAIRS[pair + 1]
-        out[i - 2] = DIGIT_PAIRS[pair]
-        i -= 2
-        mag = q
-    if mag >= 10:
-        pair = np.int64(mag) * 2
-        out[i - 1] = DIGIT_PAIRS[pair + 1]
-        out[i - 2] = DIGIT_PAIRS[pair]
-    else:
-        out[i - 1] = 48 + np.uint8(mag)
-    return end
+    if mag < np.uint64(10):
+        out[o] = 48 + np.uint8(mag)
+        return o + 1
+    if mag < HUNDRED_MILLION:
+        return put_leading(out, o, eight_digits(mag))
+    high = mag // HUNDRED_MILLION
+    if high < HUNDRED_MILLION:
+        o = put_leading(out, o, eight_digits(high))
+    else:  # (2^64 < 10^20: the top holds at most 4 digits)
+        top = high // HUNDRED_MILLION
+        o = put_leading(out, o, eight_digits(top))
+        store8(out, o, eight_digits(high - top * HUNDRED_MILLION) + ZERO_DIGITS)
+        o += 8
+    store8(out, o, eight_digits(mag - high * HUNDRED_MILLION) + ZERO_DIGITS)
+    return o + 8
 
 
 ONE = np.uint64(1)
@@ -128,7 +147,7 @@ def needs_escape(w):
     return (((w - SPACES) & ~w) | ((quote - ONES) & ~quote) | ((backslash - ONES) & ~backslash)) & HIGH_BITS != 0
 
 
-@kernel
+@kernel(inlined=True)
 def put_escaped(out, o, u8, lo, hi):
     """Well-formed UTF-8 text as the inside of a JSON string, escaped as orjson escapes it: words that need
     no escape are copied whole (up to 7 bytes past the text may be written: lines have room to spare)."""
@@ -195,7 +214,7 @@ def put_hex(out, o, u8, lo, hi, pairs):
     return o
 
 
-@kernel
+@kernel(inlined=True)
 def put_msgid(out, o, u8, position, store_ip_at, store_ip_len):
     """MessageDecoder.createMessageId: the store host's address and port, then PHYSICALOFFSET, as upper-case
     hex (the record's own bytes: the port as the int it is stored as)."""
@@ -249,7 +268,7 @@ OCTET_WORDS = np.array([int.from_bytes(f"{b}.".encode().ljust(8, b"\0"), "little
 OCTET_LENGTHS = np.array([len(f"{b}.") for b in range(256)], np.int64)
 
 
-@kernel
+@kernel(inlined=True)
 def put_ipv4(out, o, u8, at, port):
     """"a.b.c.d:port", each address byte one word store (the host may write up to 7 bytes past its text)."""
     for k in range(4):
@@ -287,14 +306,14 @@ def line_bound(cols, r, name_len):
     return 1100 + name_len + 6 * cols[r, TOPIC_LEN] + 14 * cols[r, PROPS_LEN] + 6 * body
 
 
-@kernel
-def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out):
+@kernel(counted=False)
+def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out,
+                pairs):
     """Write the lines of cols[rows[first:]] into `out` until the next one may not fit or needs the
-    reference; `entries` (DLedger: a row's entry fields, else no rows) adds a `dledger` object. Returns (rows
+    reference; `entries` (DLedger: a row's entry fields, else no rows) adds a `dledger` object; `pairs` is
+    room for a record's property pairs (3 x MOST_PAIRS: the kernel allocates nothing). Returns (rows
     written, bytes written, that next row needs the reference)."""
-    name_lo = np.empty(MOST_PAIRS, np.int64)
-    sep_at = np.empty(MOST_PAIRS, np.int64)
-    value_hi = np.empty(MOST_PAIRS, np.int64)
+    name_lo, sep_at, value_hi = pairs[0], pairs[1], pairs[2]
     o = 0
     for i in range(first, len(rows)):
         r = rows[i]
