@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
-from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names
+from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names, well_formed_utf8
 from rmqctl.native.jsonl import put_base64, put_escaped, put_int
 
 
@@ -245,3 +245,11 @@ def test_int_text_is_pythons_at_every_magnitude(v):
     out = np.zeros(40, np.uint8)
     end = put_int(out, 3, v)
     assert out[3:end].tobytes() == str(v).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40), st.integers(0, 7))
+def test_well_formed_utf8_is_java_hashs_verdict(raw, shift):
+    """The ASCII words skipped 8 bytes a step leave the verdict to java_hash from the first other byte."""
+    u8 = np.frombuffer(bytes(shift) + raw + b"\0", np.uint8)
+    assert well_formed_utf8(u8, shift, shift + len(raw)) == java_hash(u8, shift, shift + len(raw), 0)[1]

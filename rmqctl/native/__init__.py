@@ -259,6 +259,18 @@ def java_hash(u8, lo, hi, h):
     return h, True
 
 
+@kernel
+def well_formed_utf8(u8, lo, hi):
+    """Whether Java decodes u8[lo:hi] without replacement (java_hash's well_formed): ASCII passes 8 bytes a
+    step, and java_hash checks from the first word with a byte >= 0x80 (a character starts there)."""
+    i = lo
+    while i + 8 <= hi:
+        if load8(u8, i) & HIGH_BITS != 0:
+            return java_hash(u8, i, hi, 0)[1]
+        i += 8
+    return java_hash(u8, i, hi, 0)[1]
+
+
 # Topics interned by their bytes: `table` (a power of two long, at most half full) holds topic number + 1
 # (0: free) by the topic's Java hash; column t of `topics` says where topic t was first seen and what it is.
 T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)  # first record, bytes at, length, hash, UTF-8 ok, records

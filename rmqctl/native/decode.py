@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import be32, be64, crc32, java_hash, kernel, property_names, read_properties
+from . import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
 from .record import BAD_LENGTH, BODY_CRC_AT, HEAD_SIZE, OFFSETS, OK, decode_tail, head_outcome, prefetch_ahead
 from .verify import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
@@ -94,9 +94,9 @@ def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_
     cols[n, BODY_AT] = body_at
     _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
     text = 0
-    if non_ascii and not java_hash(u8, props_at, pos + size, 0)[1]:
+    if non_ascii and not well_formed_utf8(u8, props_at, pos + size):
         text |= PROPERTIES_NOT_UTF8
-    if not java_hash(u8, topic_at, topic_at + topic_len, 0)[1]:
+    if not well_formed_utf8(u8, topic_at, topic_at + topic_len):
         text |= TOPIC_NOT_UTF8
     cols[n, TEXT_FLAGS] = text
     for k in range(len(NAME_LENGTHS)):

@@ -12,7 +12,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .. import schema as S
-from . import HIGH_BITS, THREE, find_name, java_hash, kernel, load8, property_segment, store8
+from . import HIGH_BITS, THREE, find_name, kernel, load8, property_segment, store8, well_formed_utf8
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
 from .record import PHYSICAL_OFFSET_AT
@@ -352,7 +352,7 @@ def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode
         body_lo = cols[r, BODY_AT]
         body_hi = body_lo + max(cols[r, BODY_LENGTH], 0)
         mode = body_mode
-        if mode == BODY_UTF8 and not java_hash(u8, body_lo, body_hi, 0)[1]:
+        if mode == BODY_UTF8 and not well_formed_utf8(u8, body_lo, body_hi):
             mode = BODY_BASE64  # not UTF-8: the contract falls back to base64
         if mode == BODY_NONE:
             o = put_literal(out, o, L_NULL)

@@ -29,7 +29,8 @@ from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
-from . import MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties, topic_id
+from . import (MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties,
+               topic_id, well_formed_utf8)
 from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
                      SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff,
                      next_key_word, signed32, tags_code)
@@ -155,7 +156,7 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             state[S_TRAILING] += 1
         _, non_ascii, dropped = read_properties(u8, lo, end, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
         if non_ascii:
-            if not java_hash(u8, lo, end, 0)[1]:
+            if not well_formed_utf8(u8, lo, end):
                 flags |= F_PROPERTIES_UTF8
         elif dropped:
             flags |= F_DROPPED_SEGMENTS
@@ -193,8 +194,8 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
                     flags |= F_REFERENCE
         if want_keys and not flags & F_REFERENCE and (sysflag & TRANSACTION_MASK) != ROLLBACK:
             if not topics[T_WELL_FORMED, t] or (
-                    value_lo[UNIQ_KEY] >= 0 and not java_hash(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY], 0)[1]) or (
-                    value_lo[KEYS] >= 0 and not java_hash(u8, value_lo[KEYS], value_hi[KEYS], 0)[1]):
+                    value_lo[UNIQ_KEY] >= 0 and not well_formed_utf8(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY])) or (
+                    value_lo[KEYS] >= 0 and not well_formed_utf8(u8, value_lo[KEYS], value_hi[KEYS])):
                 flags |= F_REFERENCE
             else:
                 k = state[S_KEYS]
