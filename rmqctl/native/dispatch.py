@@ -16,7 +16,7 @@ from .. import schema as S
 from . import (T_AT, T_HASH, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, be32, be64, find_properties, java_hash, kernel,
                property_names, rehash, topic_id)
 from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, signed32,
+                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, prefetch_ahead, signed32,
                      tags_code)
 
 
@@ -47,6 +47,7 @@ def walk(u8, limit, allow_v2, start, stop_at):
     starts = np.empty((min(limit, stop_at) - start) // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
     n, pos = 0, start
     while pos + 8 <= limit and pos < stop_at:
+        prefetch_ahead(u8, pos, limit)
         size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
         if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size < SMALLEST_HEAD or pos + size > limit:
             break
