@@ -60,6 +60,8 @@ class Task:
     check_crc: bool = True
     want_tags: bool = True
     want_keys: bool = True
+    # walked again for its record columns alone (verify's windows): its first walk reported the findings
+    columns_only: bool = False
 
 
 @dataclasses.dataclass
@@ -287,8 +289,11 @@ class _Scanner:
         flags = rec[K.FLAGS]
         for i in np.flatnonzero(flags).tolist():
             f = int(flags[i])
+            if t.columns_only and not f & (K.F_REFERENCE | K.F_INNER_BATCH):
+                continue
             m = read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2)
-            record_findings(self.findings.append, self.buf, self.t.file_start, m, f)
+            if not t.columns_only:
+                record_findings(self.findings.append, self.buf, self.t.file_start, m, f)
             if f & K.F_REFERENCE:
                 tags[i] = _tags_code(m, t.config)
                 if t.want_keys:
@@ -298,11 +303,12 @@ class _Scanner:
                 lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
             if f & K.F_INNER_BATCH:
                 inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
-        # (a compression type the decoder does not know is the sysflag finding already)
-        for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
-            compressed_findings(self.findings.append, read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2),
-                                t.config)
-        topic_findings(self.findings.append, self.buf, topics, names)
+        if not t.columns_only:
+            # (a compression type the decoder does not know is the sysflag finding already)
+            for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
+                compressed_findings(self.findings.append, read_record(self.buf, int(rec[K.POS, i]), self.limit,
+                                                                      self.allow_v2), t.config)
+            topic_findings(self.findings.append, self.buf, topics, names)
         return ChunkResult(
             task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
             queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],

@@ -92,17 +92,23 @@ def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) ->
             if start + r.start > offset:
                 records, size = records + r.count, size + r.record_bytes
                 continue
-            full = r if len(r.pos) == r.count else walk(r.task)
+            full = with_columns(walk, r)
             past = full.pos + start > offset
             records, size = records + int(past.sum()), size + int(full.size[past].sum())
     return records, size
+
+
+def with_columns(walk, r: ChunkResult) -> ChunkResult:
+    """`r` with its record columns: itself, or its chunk walked again for them alone (no CRCs, no findings:
+    the first walk reported those; the columns do not depend on them)."""
+    return r if len(r.pos) == r.count else walk(dataclasses.replace(r.task, check_crc=False, columns_only=True))
 
 
 def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
     """Each result with its record columns (walked again when it lost them), the next `jobs` walked on threads
     meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
     def columns(r):
-        return r if len(r.pos) == r.count else walk(r.task)
+        return with_columns(walk, r)
 
     results = list(results)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
