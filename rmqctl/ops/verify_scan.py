@@ -30,7 +30,7 @@ from ..native import verify as K
 from ..native.record import MAGIC_AT, PHYSICAL_OFFSET_AT
 from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
                       read_record)
-from ..store import valid_topic_dir_name
+from ..store import give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
 # a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
@@ -120,7 +120,10 @@ def open_map(path: str):
 def scan_chunk(task: Task) -> ChunkResult:
     buf = open_map(task.path)
     limit = min(len(buf), task.file_size)
-    return _Scanner(task, buf, limit).run()
+    result = _Scanner(task, buf, limit).run()
+    if buf:  # the chunk's pages go back on this thread, the others running meanwhile (unmapping holds the GIL)
+        give_back_pages(buf, task.begin, result.handoff)
+    return result
 
 
 def _grown(a: np.ndarray, used: int) -> np.ndarray:
