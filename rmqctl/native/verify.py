@@ -32,7 +32,7 @@ from ..javacompat import CRC32_PROPERTY
 from . import (MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kernel, property_names, read_properties,
                topic_id, well_formed_utf8)
 from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff,
+                     SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff, prefetch_ahead,
                      next_key_word, signed32, tags_code)
 
 
@@ -116,6 +116,7 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
     n = state[S_RECORDS]
     property_crc_seen = False  # the previous record had __CRC32#: this one likely has too
     while pos < stop and pos + 8 <= limit:
+        prefetch_ahead(u8, pos, limit)  # (a walk without CRCs reads no body: nothing else streams the lines in)
         size, combo, body_len, v2 = decode_head(u8, pos, limit, allow_v2)
         if size == 0:
             state[S_POS], state[S_RECORDS] = pos, n
