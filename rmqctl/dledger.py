@@ -15,6 +15,7 @@ import dataclasses
 import functools
 from array import array
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .record import Message, RecordError, read_record
 # DLedgerConfig.mappedFileSizeForEntryIndex: INDEX_UNIT_SIZE * 5 * 1024 * 1024 (no broker key sets it)
 DEFAULT_INDEX_FILE_SIZE = S.DLEDGER_INDEX_UNIT_SIZE * 5 * 1024 * 1024
 HEADER_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerEntryHeader))
+ENTRY_HEADER_DTYPE = S.compile_dtype(S.DLedgerEntryHeader)
 INDEX_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerIndexUnit))
 KEPT_FIELDS = 4  # Recovery.kept's columns
 
@@ -155,41 +157,73 @@ class FileEntries:
         return self.position + self.size
 
 
-def walk_entries(buf, limit: int) -> FileEntries:
-    """The entries of a data file from its start, by their size fields, as MmapFileList's readers and
-    DLedgerMmapFileStore.recover step through them: an int -1 is the BLANK that ends a full file, a size of 0
-    is the end of the data. The walk goes on over entries whose fields disagree (pos, bodyLength, index,
-    term: the verifier's business) and stops where the next entry cannot be located: a magic other than 1,
-    a size smaller than the header, or one that runs past the file."""
-    rows = array("q")  # 8 bytes a field: no tuple per entry
-    blank = stop = None
-    p = 0
-    head = S.DLEDGER_ENTRY_HEADER
-    while p + S.DLEDGER_MIN_BLANK <= limit:
-        magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
-        if magic == S.DLEDGER_BLANK_MAGIC:
-            blank = (p, size)
-            break
-        if size == 0:
-            break
-        if p + head.size > limit:
-            stop = Stop(p, "truncated-entry", f"an entry header needs {head.size} bytes, {limit - p} are left in the file")
-            break
-        if magic != S.DLEDGER_MAGIC:
-            stop = Stop(p, "illegal-magic", f"entry magic {magic}, DLedger writes {S.DLEDGER_MAGIC}")
-            break
-        if size < head.size:
-            stop = Stop(p, "bad-length", f"entry size {size} is smaller than the {head.size}-byte entry header")
-            break
-        if p + size > limit:
-            stop = Stop(p, "bad-length", f"entry size {size} runs past the end of the file ({limit - p} bytes left)")
-            break
-        rows.append(p)
-        rows.extend(head.unpack_from(buf, p))
-        p += size
-    cols = np.frombuffer(rows, np.int64).reshape(-1, 1 + len(HEADER_FIELDS)).T
-    by_name = dict(zip(("position",) + HEADER_FIELDS, cols))
-    return FileEntries(**by_name, end=p, blank=blank, stop=stop)
+def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> FileEntries:
+    """The entries of a data file that start in [start, stop) (`start` an entry start; `stop` None: to the
+    end), by their size fields, as MmapFileList's readers and DLedgerMmapFileStore.recover step through
+    them (native/dledger.entry_heads): an int -1 is the BLANK that ends a full file, a size of 0 is the end
+    of the data. The walk goes on over entries whose fields disagree (pos, bodyLength, index, term: the
+    verifier's business) and stops where the next entry cannot be located: a magic other than 1, a size
+    smaller than the header, or one that runs past the file. A walk cut by `stop` has `end` at or past it,
+    where the next slice starts, and neither `blank` nor `stop`."""
+    from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+
+    stop = limit if stop is None else min(stop, limit)
+    u8 = np.frombuffer(buf, np.uint8, count=limit) if limit else np.zeros(S.DLEDGER_MIN_BLANK, np.uint8)
+    # as many entries as headers fit: pages of `out` past the entries found are never touched
+    out = np.empty(max(0, stop - start) // S.DLEDGER_ENTRY_HEADER.size + 1, np.int64)
+    n, end, outcome = KD.entry_heads(u8, limit, start, stop, out)
+    position = out[:n].copy()
+    heads = np.zeros((n, S.DLEDGER_ENTRY_HEADER.size), np.uint8)
+    for k in range(S.DLEDGER_ENTRY_HEADER.size):
+        heads[:, k] = u8[position + k]
+    fields = heads.view(ENTRY_HEADER_DTYPE).ravel()
+    by_name = {name: fields[name].astype(np.int64) for name in HEADER_FIELDS}
+    blank = stopped = None
+    if outcome == KD.BLANK:
+        blank = (end, S.DLEDGER_BLANK.unpack_from(buf, end)[1])
+    elif outcome not in (KD.REACHED, KD.FILE_END, KD.ZERO_SIZE):
+        stopped = _stop(buf, limit, end, outcome, KD)
+    del u8
+    return FileEntries(position=position, **by_name, end=end, blank=blank, stop=stopped)
+
+
+def slice_starts(buf, limit: int, size: int) -> list[int]:
+    """Entry starts that cut a data file's entries into slices of about `size` bytes: 0, then each first
+    entry at or past `size` bytes after the last cut, for as long as the entry walk goes on."""
+    from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+
+    u8 = np.frombuffer(buf, np.uint8, count=limit) if limit else np.zeros(S.DLEDGER_MIN_BLANK, np.uint8)
+    out = np.empty(1 << 16, np.int64)  # (positions the walk writes and nobody reads: a page or two of them)
+    cuts, p = [0], 0
+    while True:
+        goal = cuts[-1] + size
+        _, p, outcome = KD.entry_heads(u8, limit, p, goal, out)
+        if outcome != KD.REACHED:
+            return cuts
+        if p >= goal:
+            cuts.append(p)
+
+
+def entry_slices(buf, limit: int, size: int) -> Iterator[FileEntries]:
+    """walk_entries over a whole data file, a slice of about `size` bytes at a time (so what is held is one
+    slice's entries); the last slice says how the file ends."""
+    cuts = slice_starts(buf, limit, size)
+    for a, b in zip(cuts, cuts[1:] + [None]):
+        yield walk_entries(buf, limit, a, b)
+
+
+def _stop(buf, limit: int, p: int, outcome: int, KD) -> Stop:
+    """The finding for an entry walk that ends at p without a BLANK or the end of the data (`outcome`: one
+    of native.dledger's, KD)."""
+    magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
+    head = S.DLEDGER_ENTRY_HEADER.size
+    if outcome == KD.SHORT_HEAD:
+        return Stop(p, "truncated-entry", f"an entry header needs {head} bytes, {limit - p} are left in the file")
+    if outcome == KD.ILLEGAL_MAGIC:
+        return Stop(p, "illegal-magic", f"entry magic {magic}, DLedger writes {S.DLEDGER_MAGIC}")
+    if outcome == KD.SMALL_SIZE:
+        return Stop(p, "bad-length", f"entry size {size} is smaller than the {head}-byte entry header")
+    return Stop(p, "bad-length", f"entry size {size} runs past the end of the file ({limit - p} bytes left)")
 
 
 def index_units(buf, count: int) -> np.ndarray:

@@ -4,6 +4,7 @@ byte, repair equal to DLedgerMmapFileStore.recover, and append / clean refused."
 from __future__ import annotations
 
 import itertools
+import random
 import json
 import shutil
 
@@ -273,3 +274,63 @@ def test_verify_compares_the_entries_a_data_file_at_a_time(monkeypatch):
     assert [i for i, *_ in seen] == list(range(len(per_file))) and len(per_file) > 3
     assert [n for _, n, _, _ in seen] == per_file
     assert all(mapped <= 1 for _, _, mapped, _ in seen) and all(b for *_, b in seen[1:])
+
+
+def _reference_entries(buf, limit: int) -> tuple[list[int], int, tuple | None, str | None]:
+    """The entry walk as MmapFileList's readers step, a field at a time: positions, end, BLANK, stop kind."""
+    positions, p = [], 0
+    while p + S.DLEDGER_MIN_BLANK <= limit:
+        magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
+        if magic == S.DLEDGER_BLANK_MAGIC:
+            return positions, p, (p, size), None
+        if size == 0:
+            break
+        if p + S.DLEDGER_ENTRY_HEADER.size > limit:
+            return positions, p, None, "truncated-entry"
+        if magic != S.DLEDGER_MAGIC:
+            return positions, p, None, "illegal-magic"
+        if size < S.DLEDGER_ENTRY_HEADER.size or p + size > limit:
+            return positions, p, None, "bad-length"
+        positions.append(p)
+        p += size
+    return positions, p, None, None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_entry_walk_in_slices_is_the_whole_walk(seed):
+    """The compiled entry walk equals the reference on every data file, whole and damaged, and its slices
+    (cut at entry starts about `size` bytes apart) add up to it, only the last saying how the file ends."""
+    rnd = random.Random(seed)
+    for path in sorted((STORE / "dledger-n0" / "data").iterdir()):
+        buf = bytearray(path.read_bytes())
+        for _ in range(seed % 3):
+            at = rnd.randrange(len(buf))
+            buf[at:at + 4] = rnd.randbytes(4)
+        buf, limit = bytes(buf), len(buf) - rnd.choice([0, 0, rnd.randrange(300)])
+        positions, end, blank, stop = _reference_entries(buf, limit)
+        whole = D.walk_entries(buf, limit)
+        assert (whole.position.tolist(), whole.end, whole.blank) == (positions, end, blank)
+        assert (whole.stop.kind if whole.stop else None) == stop
+        heads = [S.DLEDGER_ENTRY_HEADER.unpack_from(buf, p) for p in positions]
+        assert [list(h) for h in heads] == [[int(getattr(whole, n)[k]) for n in D.HEADER_FIELDS]
+                                            for k in range(len(positions))]
+        parts = list(D.entry_slices(buf, limit, rnd.choice([1, 700, 5000])))
+        assert sum((p.position.tolist() for p in parts), []) == positions
+        assert (parts[-1].end, parts[-1].blank, parts[-1].stop) == (whole.end, whole.blank, whole.stop)
+        assert all(p.blank is None and p.stop is None for p in parts[:-1])
+
+
+@pytest.mark.parametrize("damage", [None, flip_body_byte, wrong_pos, size_past_file, torn_last_entry])
+def test_verify_in_small_chunks_and_slices_finds_the_same(copy, damage, monkeypatch):
+    """Data files verified in chunks that start at entry starts (found by a walk of the entry heads), and
+    the layer checked a slice of entries at a time, report exactly what one task per file does."""
+    from rmqctl.ops import verify_commitlog, verify_dledger
+
+    store = copy()
+    if damage is not None:
+        damage(store)
+    whole = verify(store)
+    monkeypatch.setattr(verify_commitlog, "CHUNK", 2000)
+    monkeypatch.setattr(verify_dledger, "SLICE", 3000)
+    for jobs in ("1", "2"):
+        assert verify(store, "--jobs", jobs) == whole

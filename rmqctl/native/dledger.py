@@ -5,8 +5,49 @@ TOTALSIZE, since a 48-byte entry header sits before every record.
 """
 from __future__ import annotations
 
-from . import kernel
+import numpy as np
+
+from .. import schema as S
+from . import be32, kernel, prefetch
 from .verify import ENDED, S_POS, walk
+
+ENTRY_HEAD = S.DLEDGER_ENTRY_HEADER.size
+MAGIC_AT, SIZE_AT = 0, 4  # both heads, the entry's and the BLANK's, start with magic then size
+assert S.DLEDGER_BLANK.unpack(S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, 7)) == (S.DLEDGER_BLANK_MAGIC, 7)
+# how an entry walk ends (dledger.walk_entries words each one)
+REACHED, FILE_END, BLANK, ZERO_SIZE, SHORT_HEAD, ILLEGAL_MAGIC, SMALL_SIZE, PAST_END = range(8)
+
+
+@kernel
+def entry_heads(u8, limit, start, stop, out):
+    """The entries of a data file from `start` (an entry start) by their size fields, as MmapFileList's
+    readers and DLedgerMmapFileStore.recover step: each entry's position into `out` while entries start
+    before `stop` and `out` has room. Returns (entries, where the walk ended, why): REACHED (at or past
+    `stop`, or `out` full), FILE_END (less than a BLANK's 8 bytes left), BLANK (the BLANK that ends a full file), ZERO_SIZE (a size of 0: the end of the
+    data), or what keeps the next entry from being located (a header that does not fit, a magic other
+    than DLedger's, a size smaller than the header or running past the file)."""
+    n, p = 0, start
+    while p + S.DLEDGER_MIN_BLANK <= limit:
+        if p >= stop or n == len(out):
+            return n, p, REACHED
+        magic, size = be32(u8, p + MAGIC_AT), be32(u8, p + SIZE_AT)
+        if magic == S.DLEDGER_BLANK_MAGIC:
+            return n, p, BLANK
+        if size == 0:
+            return n, p, ZERO_SIZE
+        if p + ENTRY_HEAD > limit:
+            return n, p, SHORT_HEAD
+        if magic != S.DLEDGER_MAGIC:
+            return n, p, ILLEGAL_MAGIC
+        if size < ENTRY_HEAD:
+            return n, p, SMALL_SIZE
+        if p + size > limit:
+            return n, p, PAST_END
+        prefetch(u8, p + size)
+        out[n] = p
+        n += 1
+        p += size
+    return n, p, FILE_END
 
 
 @kernel

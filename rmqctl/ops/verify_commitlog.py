@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import dledger as D
 from .. import schema as S
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
 from ..store import links_outside
@@ -80,13 +81,17 @@ def plan(ctx: Context) -> list[list[Task]]:
             continue
         claim_from = max(0, (ctx.start or 0) - f.start)
         stop = min(limit, ctx.end - f.start) if ctx.end is not None else limit
-        # a DLedger data file is walked entry by entry from its start: one task
-        cuts = [0] if ctx.store.dledger is not None else list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
+        if ctx.store.dledger is not None:  # entries are found from the file's start: chunks begin at entry starts
+            cuts = [c for c in D.slice_starts(f.buf, limit, CHUNK) if c < stop] or [0]
+            f.release()
+        else:
+            cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
         bounds = cuts[1:] + [stop]
         chunks = []
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
             chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
-                               forced=k == 0, claim_from=max(lo, claim_from), stop=hi, config=ctx.config, **want))
+                               forced=k == 0 or ctx.store.dledger is not None, claim_from=max(lo, claim_from), stop=hi,
+                               config=ctx.config, **want))
         out.append(chunks)
     return out
 

@@ -23,6 +23,7 @@ from .verify_context import Context
 from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
 
 RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
+SLICE = 64 << 20  # the bytes of a data file whose entries check_layer holds at once
 
 
 def scan_file(task: Task) -> ChunkResult:
@@ -35,8 +36,8 @@ class _EntryScanner(_Scanner):
 
     def run(self) -> ChunkResult:
         t = self.t
-        found = D.walk_entries(self.buf, self.limit)
-        claimed = (found.position >= t.claim_from) & (found.position < t.stop)
+        found = D.walk_entries(self.buf, self.limit, t.begin, t.stop)
+        claimed = found.position >= t.claim_from
         starts, ends = found.message_starts()[claimed], found.message_ends()[claimed]
         add = self.findings.append
         i = 0
@@ -56,7 +57,7 @@ class _EntryScanner(_Scanner):
                 i += 1
         self.entry_findings(found, claimed)
         self.file_end(found)
-        return self.result(0, found.end)
+        return self.result(t.begin, found.end)
 
     def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
         """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;
@@ -88,8 +89,8 @@ class _EntryScanner(_Scanner):
     def file_end(self, found: D.FileEntries):
         """How the file ends: the DLedger BLANK (claiming the rest of the file), zeros, or bytes the walk stops at."""
         t = self.t
-        if found.end < t.claim_from:
-            return
+        if found.end < t.claim_from or (found.stop is None and found.blank is None and t.stop <= found.end < self.limit):
+            return  # (the walk goes on in the next chunk)
         if found.stop is not None:
             s = found.stop
             self.regions.append(Region(s.position, s.kind, s.detail, None, self.last_nonzero(s.position), False))
@@ -111,8 +112,8 @@ class _EntryScanner(_Scanner):
 def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) -> D.Recovery | None:
     """Index continuity and terms across files, the index units and the DLedger checkpoint; returns what the
     recovery will do (for `recovery_notes`, once the records past its cut are counted). The entries are
-    walked again a data file at a time (the scan keeps none), so what is held is one file's entries and
-    the last entry before them."""
+    walked again a slice of a data file at a time (the scan keeps none), so what is held is one slice's
+    entries and the last entry before them."""
     store, files = run.store, run.files
     layout = store.dledger
     try:
@@ -128,21 +129,21 @@ def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) ->
         if not rs:
             continue
         f = files[i]
-        found = D.walk_entries(f.buf, min(len(f.buf), run.file_size))
-        pos = found.position + f.start
-        # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
-        keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
-        cols = {name: getattr(found, name)[keep] for name in ("magic", "size", "index", "term")}
-        pos = pos[keep]
-        del found
+        for found in D.entry_slices(f.buf, min(len(f.buf), run.file_size), SLICE):
+            pos = found.position + f.start
+            # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
+            keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
+            cols = {name: getattr(found, name)[keep] for name in ("magic", "size", "index", "term")}
+            pos = pos[keep]
+            del found
+            if not len(pos):
+                continue
+            if report:
+                _neighbours(run, i, before, pos, cols["index"], cols["term"])
+            if units is not None:
+                units.check(pos, cols)
+            before = (i, int(pos[-1]), int(cols["index"][-1]), int(cols["term"][-1]))
         f.release()
-        if not len(pos):
-            continue
-        if report:
-            _neighbours(run, i, before, pos, cols["index"], cols["term"])
-        if units is not None:
-            units.check(pos, cols)
-        before = (i, int(pos[-1]), int(cols["index"][-1]), int(cols["term"][-1]))
     last = before[2] if before is not None else None
     if units is not None and run.full_range:
         units.extra(-1 if last is None else last)
