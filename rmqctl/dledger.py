@@ -31,6 +31,7 @@ HEADER_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerEntryHeader))
 ENTRY_HEADER_DTYPE = S.compile_dtype(S.DLedgerEntryHeader)
 INDEX_FIELDS = tuple(name for name, _ in S.fixed_fields(S.DLedgerIndexUnit))
 KEPT_FIELDS = 4  # Recovery.kept's columns
+ENTRY_SLICE = 64 << 20  # the bytes of a data file whose entries a walk holds at once (entry_slices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,7 +274,7 @@ class DLedgerScan(ColumnViews):
         from .engine.walk import walk_entry_files  # the compiled kernels load only for the commands that walk
 
         return walk_entry_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2,
-                                lambda f, limit: walk_entries(f.buf, limit), self._refused_at, self._file_end,
+                                lambda f, limit: entry_slices(f.buf, limit, ENTRY_SLICE), self._refused_at, self._file_end,
                                 check_crc, **batch)
 
     def _record(self, f, at: int, stop_at: int) -> Message | None:

@@ -324,13 +324,28 @@ def test_entry_walk_in_slices_is_the_whole_walk(seed):
 def test_verify_in_small_chunks_and_slices_finds_the_same(copy, damage, monkeypatch):
     """Data files verified in chunks that start at entry starts (found by a walk of the entry heads), and
     the layer checked a slice of entries at a time, report exactly what one task per file does."""
-    from rmqctl.ops import verify_commitlog, verify_dledger
+    from rmqctl.ops import verify_commitlog
 
     store = copy()
     if damage is not None:
         damage(store)
     whole = verify(store)
     monkeypatch.setattr(verify_commitlog, "CHUNK", 2000)
-    monkeypatch.setattr(verify_dledger, "SLICE", 3000)
+    monkeypatch.setattr(D, "ENTRY_SLICE", 3000)
     for jobs in ("1", "2"):
         assert verify(store, "--jobs", jobs) == whole
+
+
+def test_dump_walks_entries_a_slice_at_a_time(copy, monkeypatch):
+    """The engine's walk of the entries in slices a few entries long gives the same lines and the same
+    report of a damaged file end."""
+    store = copy()
+    size_past_file(store)
+
+    def lines():
+        r = run("dump", "commitlog", "--store", store, "--broker-config", CONF, "--format", "jsonl", "--body", "base64")
+        return r.exit_code, r.stdout, r.stderr
+    whole = lines()
+    monkeypatch.setattr(D, "ENTRY_SLICE", 3000)
+    assert "entry size 70000 runs past the end of the file" in whole[2]
+    assert lines() == whole

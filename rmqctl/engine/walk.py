@@ -15,7 +15,6 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .. import schema as S
 from ..native.decode import COLUMN, NCOLUMNS, decode, decode_at
 from ..native.record import BLANK, OK
 
@@ -117,36 +116,38 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
                      finished: Callable[[object, object], None], check_crc: bool = False, rows: int = BATCH_ROWS,
                      max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
     """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
-    the entries (dledger.walk_entries); the body of each is decoded as a record. An entry whose body is not a
-    record (or is a BLANK) is passed to `refused(file, body position, entry end)` and skipped, as the broker's
-    reput skips it by the entry's size; `finished(file, entries)` is told how a file's entries end unless
-    `end` cut the file short (then the walk is over)."""
+    the entries, a slice of the file at a time (dledger.entry_slices); the body of each is decoded as a
+    record. An entry whose body is not a record (or is a BLANK) is passed to `refused(file, body position,
+    entry end)` and skipped, as the broker's reput skips it by the entry's size; `finished(file, entries)` is
+    told how a file's entries end (its last slice) unless `end` cut the file short (then the walk is over)."""
     for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
-        found = entries_of(f, min(len(u8), file_size))
-        starts, ends = found.message_starts(), found.message_ends()
-        keep = np.ones(len(starts), bool)
-        if start is not None:
-            keep &= starts + f.start >= start
-        cut = end is not None and bool((starts + f.start >= end).any())
-        if cut:
-            keep &= starts + f.start < end
-        picked = np.flatnonzero(keep)
-        starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
-        entry_cols = found.entry_columns[picked]
-        i = 0
-        kept = int(starts[0]) - S.DLEDGER_BODY_OFFSET if len(starts) else 0  # the first entry's head
-        while i < len(starts):
-            cols = np.empty((rows, NCOLUMNS), np.int64)
-            n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
-            if n:
-                yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
-            if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
-                kept = give_back(f, kept, int(ends[after - 1]) - resident)
-            i = after
-            if outcome != OK:
-                refused(f, int(starts[i]), int(ends[i]))
-                i += 1
+        kept, cut = 0, False
+        for found in entries_of(f, min(len(u8), file_size)):
+            starts, ends = found.message_starts(), found.message_ends()
+            keep = np.ones(len(starts), bool)
+            if start is not None:
+                keep &= starts + f.start >= start
+            cut = end is not None and bool((starts + f.start >= end).any())
+            if cut:
+                keep &= starts + f.start < end
+            picked = np.flatnonzero(keep)
+            starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
+            entry_cols = found.entry_columns[picked]
+            i = 0
+            while i < len(starts):
+                cols = np.empty((rows, NCOLUMNS), np.int64)
+                n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
+                if n:
+                    yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
+                if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
+                    kept = give_back(f, kept, int(ends[after - 1]) - resident)
+                i = after
+                if outcome != OK:
+                    refused(f, int(starts[i]), int(ends[i]))
+                    i += 1
+            if cut:
+                break
         del u8
         f.release()  # walked: its pages go back (as walk_files gives them back)
         if cut:

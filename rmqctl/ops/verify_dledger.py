@@ -23,7 +23,6 @@ from .verify_context import Context
 from .verify_scan import ChunkResult, Region, Task, _Scanner, open_map
 
 RECORD_KINDS = {"zeros": "zeroed-region"}  # read_record's kind -> the finding, as for plain records
-SLICE = 64 << 20  # the bytes of a data file whose entries check_layer holds at once
 
 
 def scan_file(task: Task) -> ChunkResult:
@@ -129,7 +128,7 @@ def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) ->
         if not rs:
             continue
         f = files[i]
-        for found in D.entry_slices(f.buf, min(len(f.buf), run.file_size), SLICE):
+        for found in D.entry_slices(f.buf, min(len(f.buf), run.file_size), D.ENTRY_SLICE):
             pos = found.position + f.start
             # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
             keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
