@@ -255,18 +255,18 @@ class DLedgerScan(ColumnViews):
                 return
             if start is not None and f.start + size <= start:
                 continue
-            found = walk_entries(f.buf, min(len(f.buf), size))
-            for i, (at, stop_at) in enumerate(zip(found.message_starts().tolist(), found.message_ends().tolist())):
-                off = f.start + at
-                if end is not None and off >= end:
-                    return
-                if start is not None and off < start:
-                    continue
-                m = self._record(f, at, stop_at)
-                if m is not None:
-                    m.dledger = found.entry(i, f.start)
-                    yield f, m
-            self._file_end(f, found)
+            for found in entry_slices(f.buf, min(len(f.buf), size), ENTRY_SLICE):
+                for i, (at, stop_at) in enumerate(zip(found.message_starts().tolist(), found.message_ends().tolist())):
+                    off = f.start + at
+                    if end is not None and off >= end:
+                        return
+                    if start is not None and off < start:
+                        continue
+                    m = self._record(f, at, stop_at)
+                    if m is not None:
+                        m.dledger = found.entry(i, f.start)
+                        yield f, m
+            self._file_end(f, found)  # (the last slice says how the file ends)
 
     def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: bounded batches of columns (rmqctl.engine.walk.Chunk) whose

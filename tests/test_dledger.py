@@ -77,7 +77,10 @@ def test_detected_from_the_layout_without_broker_conf():
     assert sum(1 for _ in plain.scan().records()) == len(ENTRIES)
 
 
-def test_info_locate_and_lookups():
+@pytest.mark.parametrize("entry_slice", [None, 3000])
+def test_info_locate_and_lookups(entry_slice, monkeypatch):
+    if entry_slice is not None:
+        monkeypatch.setattr(D, "ENTRY_SLICE", entry_slice)
     summary = json.loads((FIXTURES / NAME / "truth-summary.json").read_text())["dledger"]
     r = run("info", "--store", STORE, "--broker-config", CONF, "--format", "json")
     info = json.loads(r.stdout)
@@ -103,7 +106,11 @@ def test_verify_is_clean():
     assert (code, findings) == (0, [])
 
 
-def test_rebuild_consumequeue_and_index_byte_identical(copy):
+@pytest.mark.parametrize("entry_slice", [None, 3000])
+def test_rebuild_consumequeue_and_index_byte_identical(copy, entry_slice, monkeypatch):
+    """Byte for byte what the broker wrote, also when the entries are walked a few at a time."""
+    if entry_slice is not None:
+        monkeypatch.setattr(D, "ENTRY_SLICE", entry_slice)
     store = copy()
     shutil.rmtree(store / "consumequeue")
     shutil.rmtree(store / "index")

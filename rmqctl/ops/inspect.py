@@ -229,7 +229,9 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
 
 def _entry_at(store: Store, f, pos: int) -> dict:
     """DLedger mode: the entry whose bytes cover `pos`, and the record in its body (at entry pos + 48)."""
-    found = dledger.walk_entries(f.buf, min(len(f.buf), store.commitlog.file_size))
+    for found in dledger.entry_slices(f.buf, min(len(f.buf), store.commitlog.file_size), dledger.ENTRY_SLICE):
+        if found.end > pos:  # the slice holding the entries at or before pos
+            break
     k = int(np.searchsorted(found.position, pos, side="right")) - 1
     if k < 0 or pos >= found.position[k] + found.size[k]:
         return {}

@@ -27,7 +27,7 @@ from .. import schema as S
 from ..batchdispatch import dispatch_file, record_starts
 from ..budget import DEFAULT_MEMORY, batch_records
 from ..dispatch import cq_targets, index_keys
-from ..dledger import walk_entries
+from ..dledger import ENTRY_SLICE, entry_slices
 from ..errors import StoreError, UsageError, where
 from ..native.record import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
@@ -168,20 +168,21 @@ class _Run:
         return len(starts)
 
     def entries_file(self, f, buf, limit: int):
-        """A DLedger data file: the records of its entry bodies through the compiled pass; from the first it
-        refuses on, entry by entry, as DLedgerCommitLog's reput steps over an entry whose record fails."""
-        found = walk_entries(buf, limit)
-        starts, ends = found.message_starts(), found.message_ends()
-        done = self._batches(f, buf, limit, starts)
-        for at, end in zip(starts[done:].tolist(), ends[done:].tolist()):
-            try:
-                rec = read_record(buf, at, end, self.v2)
-            except RecordError as e:
-                self.scan.errors.append((f, at, e.with_traceback(None)))
-                continue
-            if isinstance(rec, Message):
-                self.one(f, rec)
-        if found.stop is not None:
+        """A DLedger data file, a slice of its entries at a time: the records of their bodies through the
+        compiled pass; from the first it refuses on, entry by entry, as DLedgerCommitLog's reput steps over an
+        entry whose record fails."""
+        for found in entry_slices(buf, limit, ENTRY_SLICE):
+            starts, ends = found.message_starts(), found.message_ends()
+            done = self._batches(f, buf, limit, starts)
+            for at, end in zip(starts[done:].tolist(), ends[done:].tolist()):
+                try:
+                    rec = read_record(buf, at, end, self.v2)
+                except RecordError as e:
+                    self.scan.errors.append((f, at, e.with_traceback(None)))
+                    continue
+                if isinstance(rec, Message):
+                    self.one(f, rec)
+        if found.stop is not None:  # (the last slice says how the file ends)
             self.scan.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
 
     def one(self, f, m):
