@@ -3,6 +3,7 @@ PostgreSQL's maintenance_work_mem): a design bound on what one batch of records 
 store's size. The interpreter, the compiled kernels and the few files mapped at a time come on top."""
 from __future__ import annotations
 
+import ctypes
 import re
 
 DEFAULT_MEMORY = 256 << 20
@@ -25,3 +26,22 @@ def parse_size(text: str) -> int:
 def batch_records(memory: int, bytes_per_record: int) -> int:
     """How many records one batch may hold when each costs `bytes_per_record` of working memory."""
     return max(MIN_BATCH_RECORDS, memory // bytes_per_record)
+
+
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc: its allocator returns memory in its own way
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed():
+    """Hand the allocator's free pages back to the system between batches (glibc's malloc_trim). glibc
+    raises its mmap threshold to the size of any mapped block freed, after which a batch's column arrays
+    come from the heap, and what later batches free stays resident there: verify's peak grew by about
+    35 MiB between a 1 GiB and a 16 GiB store (34 windows against 3) until each window gave it back."""
+    if _TRIM is not None:
+        _TRIM(0)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
-from ..budget import DEFAULT_MEMORY
+from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
 from ..native import available_cores
@@ -155,6 +155,8 @@ def _windowed_checks(ctx: Context, results: list[list], window: int | None, link
                 check.window(w)
             if timer is not None:
                 timer.window(w)
+            del w
+            release_freed()
     for check in links:
         if getattr(check, "needs_resolve", False):
             for w in windows(ctx, results, window):
