@@ -116,7 +116,8 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
     n = state[S_RECORDS]
     property_crc_seen = False  # the previous record had __CRC32#: this one likely has too
     while pos < stop and pos + 8 <= limit:
-        prefetch_ahead(u8, pos, limit)  # (a walk without CRCs reads no body: nothing else streams the lines in)
+        if not check_crc:  # the CRC reads every body, streaming the lines in (asking too cost 5%); without it, ask
+            prefetch_ahead(u8, pos, limit)
         size, combo, body_len, v2 = decode_head(u8, pos, limit, allow_v2)
         if size == 0:
             state[S_POS], state[S_RECORDS] = pos, n
