@@ -17,6 +17,8 @@ from hypothesis import given, settings, strategies as st
 from rmqctl.javacompat import java_string_hash, parse_properties
 from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names, well_formed_utf8
 from rmqctl.native.jsonl import put_base64, put_escaped, put_int
+from rmqctl.native.record import prefetch_ahead
+from rmqctl.store import give_back_pages
 
 
 def as_u8(data: bytes) -> np.ndarray:
@@ -253,3 +255,50 @@ def test_well_formed_utf8_is_java_hashs_verdict(raw, shift):
     """The ASCII words skipped 8 bytes a step leave the verdict to java_hash from the first other byte."""
     u8 = np.frombuffer(bytes(shift) + raw + b"\0", np.uint8)
     assert well_formed_utf8(u8, shift, shift + len(raw)) == java_hash(u8, shift, shift + len(raw), 0)[1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=1, max_size=200))
+def test_asking_ahead_follows_any_sizes_without_reading_outside(raw):
+    """prefetch_ahead follows the size fields of untrusted bytes (negative, huge, pointing past the end) and
+    only reads inside them: at every position of a buffer whose next page is not readable, it returns."""
+    page = mmap.PAGESIZE
+    area = mmap.mmap(-1, 2 * page)
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(area))
+    assert libc.mprotect(ctypes.c_void_p(address + page), page, 0) == 0
+    u8 = np.frombuffer(area, np.uint8)
+    u8[page - len(raw):page] = np.frombuffer(raw, np.uint8)
+    for pos in range(page - len(raw), page + 1):
+        prefetch_ahead(u8, pos, page)
+    del u8
+    assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0
+
+
+def _resident_kib(address: int) -> int:
+    """Rss of the mapping of this process that starts at `address` (/proc/self/smaps)."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for i, line in enumerate(lines):
+        start = line.split("-", 1)[0]
+        if start != line and all(c in "0123456789abcdef" for c in start) and int(start, 16) == address:
+            return next(int(l.split()[1]) for l in lines[i + 1:] if l.startswith("Rss:"))
+    raise AssertionError("mapping not found")
+
+
+def test_given_back_pages_leave_the_mapping_and_read_again(tmp_path):
+    """give_back_pages drops the read pages of a file mapping (they stay in the page cache: reading again
+    gives the same bytes) without the mapping being closed."""
+    path = tmp_path / "f"
+    data = os.urandom(64 * mmap.PAGESIZE)
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    address = np.frombuffer(m, np.uint8).ctypes.data
+    assert bytes(m[:]) == data
+    assert _resident_kib(address) >= 64 * mmap.PAGESIZE // 1024
+    give_back_pages(m, 5, 32 * mmap.PAGESIZE)  # (from the page holding byte 5)
+    assert _resident_kib(address) <= 32 * mmap.PAGESIZE // 1024
+    give_back_pages(m)
+    assert _resident_kib(address) == 0
+    assert bytes(m[:]) == data
+    m.close()
