@@ -199,3 +199,13 @@ if __name__ == "__main__":
         for module in sorted(m for m in MODULES if layer(m) == rank):
             deps = sorted({b for a, b, *_ in imports() if a == module})
             print(f"  {module} -> {', '.join(deps) or '-'}")
+
+
+def test_the_command_runs_with_the_collector_on_and_its_load_frozen():
+    """cli/launch.py pauses the cyclic GC while the CLI loads, then freezes what loaded and turns it back on:
+    the command itself runs with a working collector."""
+    code = ("import atexit, gc, sys; sys.argv = ['rmqctl', '--version']; "
+            "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 10000)); "
+            "from rmqctl.cli.launch import main; main()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.split()
+    assert out[-2:] == ["True", "True"]
