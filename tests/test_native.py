@@ -1,5 +1,6 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
 import base64
+import contextlib
 import ctypes.util
 import mmap
 import os
@@ -211,22 +212,32 @@ def test_escaped_text_is_orjsons_at_every_alignment(text, shift):
         assert out[:end].tobytes() == orjson.dumps(text)[1:-1]
 
 
-def test_spans_are_copied_without_touching_bytes_outside_them():
-    """copy_span reads a mapping's last bytes without touching the page after them (no access there: a read
-    would be SIGSEGV), and writes no byte past its span."""
+@contextlib.contextmanager
+def page_before_a_guard():
+    """A page of bytes (a uint8 array) followed by a page that cannot be read: a read past the page is SIGSEGV."""
     page = mmap.PAGESIZE
     area = mmap.mmap(-1, 2 * page)
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     address = ctypes.addressof(ctypes.c_char.from_buffer(area))
     assert libc.mprotect(ctypes.c_void_p(address + page), page, 0) == 0
-    src = np.frombuffer(area, np.uint8)
-    src[page - 19:page] = np.arange(1, 20, dtype=np.uint8)
-    for n in range(20):
-        out = np.zeros(n + 6, np.uint8)
-        assert copy_span(out, 3, src, page - n, n) == 3 + n
-        assert out[3:3 + n].tobytes() == src[page - n:page].tobytes() and not out[:3].any() and not out[3 + n:].any()
-    del src
-    assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0  # readable again, so it can be unmapped
+    u8 = np.frombuffer(area, np.uint8)
+    try:
+        yield u8
+    finally:
+        del u8
+        assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0  # readable again, so it can be unmapped
+
+
+def test_spans_are_copied_without_touching_bytes_outside_them():
+    """copy_span reads a mapping's last bytes without touching the page after them, and writes no byte past
+    its span."""
+    page = mmap.PAGESIZE
+    with page_before_a_guard() as src:
+        src[page - 19:page] = np.arange(1, 20, dtype=np.uint8)
+        for n in range(20):
+            out = np.zeros(n + 6, np.uint8)
+            assert copy_span(out, 3, src, page - n, n) == 3 + n
+            assert out[3:3 + n].tobytes() == src[page - n:page].tobytes() and not out[:3].any() and not out[3 + n:].any()
 
 
 @settings(max_examples=200, deadline=None)
@@ -263,16 +274,10 @@ def test_asking_ahead_follows_any_sizes_without_reading_outside(raw):
     """prefetch_ahead follows the size fields of untrusted bytes (negative, huge, pointing past the end) and
     only reads inside them: at every position of a buffer whose next page is not readable, it returns."""
     page = mmap.PAGESIZE
-    area = mmap.mmap(-1, 2 * page)
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(area))
-    assert libc.mprotect(ctypes.c_void_p(address + page), page, 0) == 0
-    u8 = np.frombuffer(area, np.uint8)
-    u8[page - len(raw):page] = np.frombuffer(raw, np.uint8)
-    for pos in range(page - len(raw), page + 1):
-        prefetch_ahead(u8, pos, page)
-    del u8
-    assert libc.mprotect(ctypes.c_void_p(address + page), page, 3) == 0
+    with page_before_a_guard() as u8:
+        u8[page - len(raw):page] = np.frombuffer(raw, np.uint8)
+        for pos in range(page - len(raw), page + 1):
+            prefetch_ahead(u8, pos, page)
 
 
 def _resident_kib(address: int) -> int:
