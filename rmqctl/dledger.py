@@ -169,7 +169,7 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
     from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
 
     stop = limit if stop is None else min(stop, limit)
-    u8 = np.frombuffer(buf, np.uint8, count=limit) if limit else np.zeros(S.DLEDGER_MIN_BLANK, np.uint8)
+    u8 = _bytes(buf, limit)
     # as many entries as headers fit: pages of `out` past the entries found are never touched
     out = np.empty(max(0, stop - start) // S.DLEDGER_ENTRY_HEADER.size + 1, np.int64)
     n, end, outcome = KD.entry_heads(u8, limit, start, stop, out)
@@ -184,7 +184,6 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
         blank = (end, S.DLEDGER_BLANK.unpack_from(buf, end)[1])
     elif outcome not in (KD.REACHED, KD.FILE_END, KD.ZERO_SIZE):
         stopped = _stop(buf, limit, end, outcome, KD)
-    del u8
     return FileEntries(position=position, **by_name, end=end, blank=blank, stop=stopped)
 
 
@@ -193,7 +192,7 @@ def slice_starts(buf, limit: int, size: int) -> list[int]:
     entry at or past `size` bytes after the last cut, for as long as the entry walk goes on."""
     from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
 
-    u8 = np.frombuffer(buf, np.uint8, count=limit) if limit else np.zeros(S.DLEDGER_MIN_BLANK, np.uint8)
+    u8 = _bytes(buf, limit)
     out = np.empty(1 << 16, np.int64)  # (positions the walk writes and nobody reads: a page or two of them)
     cuts, p = [0], 0
     while True:
@@ -211,6 +210,11 @@ def entry_slices(buf, limit: int, size: int) -> Iterator[FileEntries]:
     cuts = slice_starts(buf, limit, size)
     for a, b in zip(cuts, cuts[1:] + [None]):
         yield walk_entries(buf, limit, a, b)
+
+
+def _bytes(buf, limit: int) -> np.ndarray:
+    """The first `limit` bytes of a data file's map for the kernels (an empty file: zeros they stop at)."""
+    return np.frombuffer(buf, np.uint8, count=limit) if limit else np.zeros(S.DLEDGER_MIN_BLANK, np.uint8)
 
 
 def _stop(buf, limit: int, p: int, outcome: int, KD) -> Stop:

@@ -12,8 +12,16 @@ from . import be32, kernel, prefetch
 from .verify import ENDED, S_POS, walk
 
 ENTRY_HEAD = S.DLEDGER_ENTRY_HEADER.size
-MAGIC_AT, SIZE_AT = 0, 4  # both heads, the entry's and the BLANK's, start with magic then size
-assert S.DLEDGER_BLANK.unpack(S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, 7)) == (S.DLEDGER_BLANK_MAGIC, 7)
+
+
+def _field_at(schema, name: str) -> int:
+    fields = S.fixed_fields(schema)
+    return sum(S.struct.calcsize(">" + code[1:]) for _, code in fields[:[n for n, _ in fields].index(name)])
+
+
+MAGIC_AT, SIZE_AT = (_field_at(S.DLedgerEntryHeader, name) for name in ("magic", "size"))
+# the walk reads both from the head it stands at before knowing which it is: the BLANK's are at the same place
+assert (MAGIC_AT, SIZE_AT) == tuple(_field_at(S.DLedgerBlank, name) for name in ("magic", "size"))
 # how an entry walk ends (dledger.walk_entries words each one)
 REACHED, FILE_END, BLANK, ZERO_SIZE, SHORT_HEAD, ILLEGAL_MAGIC, SMALL_SIZE, PAST_END = range(8)
 
@@ -23,9 +31,10 @@ def entry_heads(u8, limit, start, stop, out):
     """The entries of a data file from `start` (an entry start) by their size fields, as MmapFileList's
     readers and DLedgerMmapFileStore.recover step: each entry's position into `out` while entries start
     before `stop` and `out` has room. Returns (entries, where the walk ended, why): REACHED (at or past
-    `stop`, or `out` full), FILE_END (less than a BLANK's 8 bytes left), BLANK (the BLANK that ends a full file), ZERO_SIZE (a size of 0: the end of the
-    data), or what keeps the next entry from being located (a header that does not fit, a magic other
-    than DLedger's, a size smaller than the header or running past the file)."""
+    `stop`, or `out` full), FILE_END (less than a BLANK's 8 bytes left), BLANK (the BLANK that ends a full
+    file), ZERO_SIZE (a size of 0: the end of the data), or what keeps the next entry from being located (a
+    header that does not fit, a magic other than DLedger's, a size smaller than the header or running past
+    the file)."""
     n, p = 0, start
     while p + S.DLEDGER_MIN_BLANK <= limit:
         if p >= stop or n == len(out):

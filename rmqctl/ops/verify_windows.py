@@ -107,16 +107,13 @@ def with_columns(walk, r: ChunkResult) -> ChunkResult:
 def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
     """Each result with its record columns (walked again when it lost them), the next `jobs` walked on threads
     meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
-    def columns(r):
-        return with_columns(walk, r)
-
     results = list(results)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        ahead = collections.deque(pool.submit(columns, r) for r in results[:jobs])
+        ahead = collections.deque(pool.submit(with_columns, walk, r) for r in results[:jobs])
         for k in range(len(results)):
             current = ahead.popleft().result()
             results[k] = None  # (the caller drops its own reference: the columns go with the last window using them)
             if k + jobs < len(results):
-                ahead.append(pool.submit(columns, results[k + jobs]))
+                ahead.append(pool.submit(with_columns, walk, results[k + jobs]))
             yield current
             del current
