@@ -72,11 +72,19 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
                 # the window ends where the next record starts
                 hi = (start + int(full.pos[b]) if b < full.count else
                       chunks[c + 1][0] + chunks[c + 1][1].start if c + 1 < len(chunks) else HIGHEST)
-                yield Window(records_of(parts), lo, hi)
-                parts, held, lo = [], 0, hi
+                yield _window(parts, lo, hi)
+                held, lo = 0, hi
         del full
     if parts or lo == LOWEST:
-        yield Window(records_of(parts), lo, HIGHEST)
+        yield _window(parts, lo, HIGHEST)
+
+
+def _window(parts: list, lo: int, hi: int) -> Window:
+    """The window of `parts`, which are emptied: their chunks' columns are freed as soon as the window holds its
+    copy of them (else every window's records would be held twice while it is checked)."""
+    w = Window(records_of(parts), lo, hi)
+    parts.clear()
+    return w
 
 
 def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) -> tuple[int, int]:
