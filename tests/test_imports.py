@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rmqctl"
 
@@ -209,3 +211,38 @@ def test_the_command_runs_with_the_collector_on_and_its_load_frozen():
             "from rmqctl.cli.launch import main; main()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.split()
     assert out[-2:] == ["True", "True"]
+
+
+
+HEAPS_OF_THREADS = """
+import atexit, ctypes, sys, threading
+def heaps():
+    held = []
+    def allocate():
+        held.extend(bytearray(2000) for _ in range(1000))  # (past pymalloc's 512 bytes: from malloc)
+    threads = [threading.Thread(target=allocate) for _ in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    libc = ctypes.CDLL(None)
+    libc.open_memstream.restype = ctypes.c_void_p
+    text, size = ctypes.c_char_p(), ctypes.c_size_t()
+    stream = libc.open_memstream(ctypes.byref(text), ctypes.byref(size))
+    libc.malloc_info(0, ctypes.c_void_p(stream))
+    libc.fclose(ctypes.c_void_p(stream))
+    print(text.value.decode().count("<heap nr="))
+if sys.argv[1] == "command":
+    atexit.register(heaps)
+    sys.argv = ["rmqctl", "--version"]
+    from rmqctl.cli.launch import main; main()
+else:
+    heaps()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's arenas")
+def test_the_command_makes_its_threads_share_one_heap():
+    """cli/launch.py (budget.one_heap) keeps the threads' allocations in one glibc arena, which release_freed
+    can hand back; in a process left alone each thread that allocates gets its own."""
+    heaps = {mode: int(subprocess.run([sys.executable, "-c", HEAPS_OF_THREADS, mode], capture_output=True, text=True,
+                                      cwd=ROOT, check=True).stdout.split()[-1]) for mode in ("command", "library")}
+    assert heaps == {"command": 1, "library": heaps["library"]} and heaps["library"] > 1

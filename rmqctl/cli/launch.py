@@ -1,16 +1,20 @@
-"""The `rmqctl` console command: rmqctl.cli.main loaded with the cyclic garbage collector paused, then run.
+"""The `rmqctl` console command: its threads set to share one heap (budget.one_heap), rmqctl.cli.main loaded
+with the cyclic garbage collector paused, then run.
 
 Loading the CLI, numba and the compiled kernels makes some 10^5 long-lived objects and no garbage worth a
 collection, yet the collector walked them again at every threshold, at start-up and through the run (a
 1 GiB `dump --body none`, whole command: 1.54 -> 1.2 s; benchmarks/bench_dump.py). Once loaded they are
 frozen (later collections skip them) and the collector runs as usual for the command itself. A library
-user's process is left alone."""
+user's process is left alone, its allocator too."""
 from __future__ import annotations
 
 import gc
 
+from ..budget import one_heap
+
 
 def main():
+    one_heap()
     gc.disable()
     from .main import main as run  # (start-up: loaded with the collector paused)
     gc.freeze()
