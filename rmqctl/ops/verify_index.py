@@ -106,25 +106,20 @@ class IndexCheck:
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
 
-    def _entries(self, f: _File, w: Window):
-        """(entry numbers - 1, keyHash, phyOffset, timeDiff) of the file's entries pointing into the window: a
-        slice found by binary search when the file goes forward, else every block masked to the window as
-        it is read (a damaged file: a pass over it per window, holding a block and what points inside)."""
+    def _blocks(self, f: _File, w: Window):
+        """(entry numbers - 1, keyHash, phyOffset, timeDiff) of the file's entries pointing into the window, a
+        block at a time: a slice found by binary search when the file goes forward, else every block masked
+        to the window (a damaged file: a pass over it per window)."""
         if f.forward:
             phy = f.ix.entries()["phyOffset"]  # entry k + 1 at k + 1: a view on the map
             a, b = _bound(phy, f.count, w.lo), _bound(phy, f.count, w.hi)
-            blocks = [(k + np.arange(len(h)), h, p, d)
-                      for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count, a, b)]
+            for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count, a, b):
+                yield k + np.arange(len(h)), h, p, d
         else:
-            blocks = []
             for k, h, p, d, _, _ in entry_blocks(f.ix, self.slots, f.count):
                 mine = np.flatnonzero(w.holds(p))
                 if len(mine):
-                    blocks.append((k + mine, h[mine], p[mine], d[mine]))
-        if not blocks:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        return tuple(np.concatenate([b[i] for b in blocks]) for i in range(4))
+                    yield k + mine, h[mine], p[mine], d[mine]
 
     def window(self, w: Window):
         run, rec = self.run, w.rec
@@ -141,15 +136,15 @@ class IndexCheck:
                         f.header_ts[field] = int(rec.store_ts[r])
             if f.lo > f.hi or f.hi < w.lo or f.lo >= w.hi:
                 continue
-            ks, key_hash, phy, diff = self._entries(f, w)
-            first_base = f.first_base if len(ks) and ks[0] == 0 else h["beginTimestamp"]
-            outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys,
-                                            rec.store_ts, h["beginTimestamp"], first_base)
-            if outcome.any():
-                self._outcomes(f, rec, ks, outcome, record, phy, key_hash, diff)
-            if self.deep:
-                hit = np.flatnonzero(record >= 0)
-                found.append(record[hit] * (1 << 32) + key_hash[hit])
+            for ks, key_hash, phy, diff in self._blocks(f, w):  # (a block's columns at a time, not the window's)
+                first_base = f.first_base if ks[0] == 0 else h["beginTimestamp"]
+                outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys,
+                                                rec.store_ts, h["beginTimestamp"], first_base)
+                if outcome.any():
+                    self._outcomes(f, rec, ks, outcome, record, phy, key_hash, diff)
+                if self.deep:
+                    hit = np.flatnonzero(record >= 0)
+                    found.append(record[hit] * (1 << 32) + key_hash[hit])
             f.ix.mf.release()
         if self.deep:
             self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
