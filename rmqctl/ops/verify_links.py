@@ -29,7 +29,7 @@ from .verify_context import Context, Records
 
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
-ENTRY_BLOCK = 1 << 20  # index entries decoded at a time (24 bytes each)
+ENTRY_BLOCK = 1 << 18  # index entries decoded at a time (24 bytes each)
 NO_ROWS = np.zeros((0, 4), np.int64)  # slot_chains asked only whether any link is wrong
 
 
