@@ -150,31 +150,60 @@ def dispatch_targets(rec: Records, in_range) -> Targets:
     return Targets(topic, qid, qoff, ri, names)
 
 
-def records_of(parts) -> Records:
-    """One Records of slices of chunk results, (result, file start, first record, end record) in commitlog
-    order: the columns concatenated, topics merged by name, record numbers renumbered."""
-    index_of: dict[str, int] = {}
-    cols = {k: [] for k in ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags",
-                            "key_record", "key_hash")}
-    lmq, inner = [], {}
-    base = 0
-    for r, start, a, b in parts:
-        remap = np.array([index_of.setdefault(t, len(index_of)) for t in r.topics], dtype=np.int64)
+class RecordsBuilder:
+    """One Records of slices of chunk results, added in commitlog order: the columns concatenated, topics merged
+    by name, record numbers renumbered. Each slice is copied as it is added (a view would keep its chunk's
+    whole arrays alive) and the columns are concatenated one at a time, each column's slices freed as soon as
+    it is whole, so that the records are held about once while they are assembled, not two or three times."""
+
+    COLUMNS = ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
+
+    def __init__(self):
+        self._empty()
+
+    def _empty(self):
+        self.index_of: dict[str, int] = {}
+        self.cols: dict[str, list] = {k: [] for k in self.COLUMNS}
+        self.lmq, self.inner = [], {}
+        self.count = 0
+
+    def add(self, r, start: int, a: int, b: int):
+        """Records a..b-1 of chunk result `r`, whose file starts at commitlog offset `start`."""
+        cols, base = self.cols, self.count
+        remap = np.array([self.index_of.setdefault(t, len(self.index_of)) for t in r.topics], dtype=np.int64)
         cols["off"].append(r.pos[a:b] + start)
         for name in ("size", "queue_id", "queue_offset", "sysflag", "store_ts", "tags"):
-            cols[name].append(getattr(r, name)[a:b])
-        cols["topic"].append(remap[r.topic[a:b]] if b > a else r.topic[:0])
+            cols[name].append(getattr(r, name)[a:b].copy())
+        cols["topic"].append(remap[r.topic[a:b]] if b > a else r.topic[:0].copy())
         keys = (r.key_record >= a) & (r.key_record < b)
         cols["key_record"].append(r.key_record[keys] - a + base)
         cols["key_hash"].append(r.key_hash[keys])
-        lmq += [(k - a + base, *rest) for k, *rest in r.lmq if a <= k < b]
-        inner.update({k - a + base: v for k, v in r.inner_num.items() if a <= k < b})
-        base += b - a
-    cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
-    keys = cat["key_record"]
-    # each chunk lists its keys by record, except the few of records decoded the slow way
-    order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-    return Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
-                   sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
-                   topics=sorted(index_of, key=index_of.get), key_record=cat["key_record"][order],
-                   key_hash=cat["key_hash"][order], lmq=lmq, inner_num=inner)
+        self.lmq += [(k - a + base, *rest) for k, *rest in r.lmq if a <= k < b]
+        self.inner.update({k - a + base: v for k, v in r.inner_num.items() if a <= k < b})
+        self.count += b - a
+
+    def build(self) -> Records:
+        """The Records of everything added; the builder is empty afterwards."""
+        cat = {}
+        for k in self.COLUMNS:
+            parts, self.cols[k] = self.cols[k], []
+            cat[k] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            del parts
+        keys = cat["key_record"]
+        # each chunk lists its keys by record, except the few of records decoded the slow way
+        order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
+        out = Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
+                      sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
+                      topics=sorted(self.index_of, key=self.index_of.get), key_record=cat["key_record"][order],
+                      key_hash=cat["key_hash"][order], lmq=self.lmq, inner_num=self.inner)
+        self._empty()
+        return out
+
+
+def records_of(parts) -> Records:
+    """One Records of slices of chunk results, (result, file start, first record, end record) in commitlog
+    order (RecordsBuilder)."""
+    builder = RecordsBuilder()
+    for part in parts:
+        builder.add(*part)
+    return builder.build()

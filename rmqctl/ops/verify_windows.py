@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from . import verify_dledger
-from .verify_context import Context, Records, records_of
+from .verify_context import Context, Records, RecordsBuilder
 from .verify_commitlog import without_records
 from .verify_scan import ChunkResult, scan_chunk
 
@@ -50,12 +50,12 @@ class Window:
 
 def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) -> Iterator[Window]:
     """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one).
-    A chunk whose result lost its columns is walked again; a window and
-    a chunk per job are held at a time."""
+    A chunk whose result lost its columns is walked again; a window, the chunk being cut and the chunks
+    walked ahead are held at a time (each slice of a chunk is copied into the window being assembled)."""
     walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
     chunks = [(ctx.files[i].start, r) for i, rs in enumerate(results) for r in rs if r.count]
     where = {id(r): (i, k) for i, rs in enumerate(results) for k, r in enumerate(rs)}
-    parts, held, lo = [], 0, LOWEST
+    window, lo = RecordsBuilder(), LOWEST
     for c, ((start, r), full) in enumerate(zip(chunks, _walked(walk, [r for _, r in chunks], ctx.jobs))):
         if len(r.pos):  # the scan kept its columns: from here on only the windows' copies hold them
             i, k = where[id(r)]
@@ -64,27 +64,18 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
         del r
         a = 0
         while a < full.count:
-            b = full.count if size is None else min(full.count, a + size - held)
-            parts.append((full, start, a, b))
-            held += b - a
+            b = full.count if size is None else min(full.count, a + size - window.count)
+            window.add(full, start, a, b)
             a = b
-            if held == size:
+            if window.count == size:
                 # the window ends where the next record starts
                 hi = (start + int(full.pos[b]) if b < full.count else
                       chunks[c + 1][0] + chunks[c + 1][1].start if c + 1 < len(chunks) else HIGHEST)
-                yield _window(parts, lo, hi)
-                held, lo = 0, hi
+                yield Window(window.build(), lo, hi)
+                lo = hi
         del full
-    if parts or lo == LOWEST:
-        yield _window(parts, lo, HIGHEST)
-
-
-def _window(parts: list, lo: int, hi: int) -> Window:
-    """The window of `parts`, which are emptied: their chunks' columns are freed as soon as the window holds its
-    copy of them (else every window's records would be held twice while it is checked)."""
-    w = Window(records_of(parts), lo, hi)
-    parts.clear()
-    return w
+    if window.count or lo == LOWEST:
+        yield Window(window.build(), lo, HIGHEST)
 
 
 def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) -> tuple[int, int]:
