@@ -167,3 +167,24 @@ def test_damaged_links_windows_find_the_same_a_block_at_a_time(seed, tmp_path, m
     for window in WINDOWS:
         assert _findings(root, torture.conf_of(name), window, deep=True) == whole, f"window of {window} record(s)"
     assert blocks and max(blocks) == 3 and masks and max(masks) <= max(WINDOWS)
+
+
+def test_a_chunk_walked_again_holds_arrays_the_size_of_its_records():
+    """verify's windows walk a chunk again knowing how many records it holds: the walk's arrays are sized to
+    them, not to the first walk's guess of a 512-byte record (the chunks walked ahead are held meanwhile)."""
+    from rmqctl.ops import verify_commitlog
+    from rmqctl.ops.verify import start_run
+    from rmqctl.ops.verify_scan import scan_chunk
+    from rmqctl.ops.verify_windows import with_columns
+
+    store = Store(torture.FIXTURES / "b-mixed" / "store", load_config(str(torture.conf_of("b-mixed"))))
+    ctx = start_run(store, None, None, None, False, 1)
+    results, _, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), keep=0)
+    dropped = [r for rs in results for r in rs if r.count]
+    assert not kept and dropped and all(len(r.pos) == 0 for r in dropped)
+    for r in dropped:
+        again = with_columns(scan_chunk, r)
+        assert again.count == len(again.pos) == r.count
+        first_walk = scan_chunk(r.task)
+        assert again.pos.base.shape[1] == r.count + 1 < first_walk.pos.base.shape[1]
+        assert all((getattr(again, c) == getattr(first_walk, c)).all() for c in verify_commitlog.COLUMNS)

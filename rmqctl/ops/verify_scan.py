@@ -62,6 +62,7 @@ class Task:
     want_keys: bool = True
     # walked again for its record columns alone (verify's windows): its first walk reported the findings
     columns_only: bool = False
+    records: int = 0  # how many records the walk finds, when known (a walk again): its arrays sized to fit
 
 
 @dataclasses.dataclass
@@ -146,7 +147,7 @@ class _Scanner:
             | (K.WANT_KEYS if task.want_keys else 0) | (K.LMQ if cfg.enableMultiDispatch else 0)
             | (K.FORCE_PROPERTY_CRC if cfg.forceVerifyPropCRC and self.allow_v2 else 0)
             | (K.ALLOW_V2 if self.allow_v2 else 0))
-        guess = max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
+        guess = task.records + 1 if task.records else max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
         self.records = np.empty((K.RECORD_COLUMNS, guess), np.int64)
         self.keys = np.empty((2, max(3 * guess, 2 * K.MOST_KEYS) if task.want_keys else 0), np.int64)
         self.topics = np.empty((TOPIC_COLUMNS, 64), np.int64)

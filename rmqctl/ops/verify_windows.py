@@ -99,8 +99,11 @@ def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) ->
 
 def with_columns(walk, r: ChunkResult) -> ChunkResult:
     """`r` with its record columns: itself, or its chunk walked again for them alone (no CRCs, no findings:
-    the first walk reported those; the columns do not depend on them)."""
-    return r if len(r.pos) == r.count else walk(dataclasses.replace(r.task, check_crc=False, columns_only=True))
+    the first walk reported those; the columns do not depend on them), in arrays the size of its records
+    (a first walk sizes them for 512-byte records: a chunk walked ahead would hold twice its columns or more)."""
+    if len(r.pos) == r.count:
+        return r
+    return walk(dataclasses.replace(r.task, check_crc=False, columns_only=True, records=r.count))
 
 
 def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:
