@@ -188,3 +188,25 @@ def test_a_chunk_walked_again_holds_arrays_the_size_of_its_records():
         first_walk = scan_chunk(r.task)
         assert again.pos.base.shape[1] == r.count + 1 < first_walk.pos.base.shape[1]
         assert all((getattr(again, c) == getattr(first_walk, c)).all() for c in verify_commitlog.COLUMNS)
+
+
+def test_a_window_is_freed_before_the_next_is_checked(monkeypatch):
+    """Nothing of a run keeps a window's records once the checks are done with it (a cache on the run held
+    them while the next window was made: two windows at a time)."""
+    import gc
+    import weakref
+
+    from rmqctl.ops.verify_cq import ConsumeQueueCheck
+
+    earlier, alive = [], []
+    check = ConsumeQueueCheck.window
+
+    def window(self, w):  # the first check each window meets
+        gc.collect()
+        alive.append(sum(r() is not None for r in earlier))
+        earlier.append(weakref.ref(w.rec))
+        check(self, w)
+    monkeypatch.setattr(ConsumeQueueCheck, "window", window)
+    store = Store(torture.FIXTURES / "b-mixed" / "store", load_config(str(torture.conf_of("b-mixed"))))
+    verify(store, window=50, jobs=2, deep=True)
+    assert len(alive) > 3 and not any(alive)

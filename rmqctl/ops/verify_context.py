@@ -35,6 +35,8 @@ class Records:
     key_hash: np.ndarray
     lmq: list[tuple[int, str, int, int]]
     inner_num: dict[int, int]
+    # the dispatch targets of the run's range, made once (Context.targets) and freed with these records
+    targets: "Targets | None" = dataclasses.field(default=None, repr=False, compare=False)
 
     def find(self, offsets: np.ndarray) -> np.ndarray:
         """Index of the record starting at each offset, -1 where none does."""
@@ -98,7 +100,6 @@ class Context:
         self.queue_units: list | None = None
         self.cq_max_phy: int | None = None
         self.index_structure: dict | None = None
-        self._targets: tuple[Records, Targets] | None = None
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)
@@ -126,10 +127,11 @@ class Context:
         return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self.file_start(offset))
 
     def targets(self, rec: Records) -> Targets:
-        """The dispatch targets of `rec` in this run's range (computed once per record table)."""
-        if self._targets is None or self._targets[0] is not rec:
-            self._targets = (rec, dispatch_targets(rec, self.in_range))
-        return self._targets[1]
+        """The dispatch targets of `rec` in this run's range, computed once per record table and kept with it
+        (kept here, they held a window's columns alive while the next window was made)."""
+        if rec.targets is None:
+            rec.targets = dispatch_targets(rec, self.in_range)
+        return rec.targets
 
 
 def dispatch_targets(rec: Records, in_range) -> Targets:
