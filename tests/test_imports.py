@@ -246,3 +246,20 @@ def test_the_command_makes_its_threads_share_one_heap():
     heaps = {mode: int(subprocess.run([sys.executable, "-c", HEAPS_OF_THREADS, mode], capture_output=True, text=True,
                                       cwd=ROOT, check=True).stdout.split()[-1]) for mode in ("command", "library")}
     assert heaps == {"command": 1, "library": heaps["library"]} and heaps["library"] > 1
+
+
+def test_numba_loads_with_the_first_kernel_a_process_calls():
+    """numba and its registries (~0.5 s) load with the first kernel call, not with the modules that declare
+    kernels: a command that runs none (`info`) starts without it; the first call loads it and every loaded
+    module then holds the compiled kernel in place of its declaration."""
+    code = ("import atexit, sys; from rmqctl.native import decode as D; "
+            "atexit.register(lambda: print(sys.argv[1] in sys.modules, type(D.decode).__name__)); "
+            "sys.argv = ['rmqctl', 'info', '--store', 'examples/store', '--broker-config', 'examples/broker.conf']; "
+            "from rmqctl.cli.launch import main; main()")
+    r = subprocess.run([sys.executable, "-c", code, "numba"], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.split()[-2:] == ["False", "Lazy"]
+    code = ("import sys, zlib, numpy as np; from rmqctl.native import crc32, decode as D; "
+            "print(crc32(np.frombuffer(b'abc', np.uint8), 0, 3) == zlib.crc32(b'abc'), 'numba' in sys.modules, "
+            "type(D.decode).__name__, type(D.decode_record).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split() == ["True", "True", "CPUDispatcher", "CPUDispatcher"]

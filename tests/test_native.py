@@ -83,7 +83,7 @@ def test_the_crc32_library_falls_back_to_zlib():
     from rmqctl import native
 
     missing = ("no-such-crc", "libno-such-crc.so.0", "no_such_crc32", native.CRC32_LIBRARIES[0][3])
-    assert native._crc32_function((missing,) + native.CRC32_LIBRARIES[2:])[0] == "z"
+    assert native._crc32_library((missing,) + native.CRC32_LIBRARIES[2:])[0] == "z"
     found = [name for name in ("isal", "deflate") if ctypes.util.find_library(name)]
     assert native.CRC32_LIBRARY == (found[0] if found else "z")
 

@@ -10,22 +10,116 @@ against the caller's limit explicitly (numba does not bounds-check).
 The shared pieces are here: big-endian (Java) integers read and written, a hardware-accelerated CRC-32 callable
 from a kernel (ISA-L's, else libdeflate's, else zlib's), Java's String.hashCode over the UTF-16
 code units of UTF-8 bytes, and the lookup of properties (MessageDecoder.string2messageProperties).
+
+numba itself loads with the first kernel a process calls, not with the modules that declare them (`Lazy`):
+importing numba and its compiler registries takes ~0.5 s, which a command that runs no kernel (`info`,
+`locate`, `--help`) would pay for nothing.
 """
 from __future__ import annotations
 
 import ctypes.util
+import gc
 import hashlib
+import importlib
 import os
+import sys
+import threading
 import types as pytypes
 from pathlib import Path
 
-import llvmlite.binding as llvm
-import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.extending import intrinsic
+
+# numba's and llvmlite's modules the kernels' intrinsics are written with, set by load_numba
+types = ir = None
+_declared: list["Lazy"] = []  # every numba object of the package, in declaration order
+_loading = threading.RLock()
+_loaded = False
+_after_load: list = []  # callbacks (when_loaded)
+
+
+class Lazy:
+    """A numba object (a kernel, an intrinsic, an external function) declared at import and made when the
+    process first needs numba: calling it, or asking it for any attribute, loads numba once (load_numba).
+    Kernels compile against the made objects (load_numba puts them in place of their Lazy in rmqctl's
+    modules), so a Lazy is only ever called from Python."""
+
+    def __init__(self, make, name: str):
+        self._make, self._value, self.__name__ = make, None, name
+        _declared.append(self)
+
+    def resolve(self):
+        if not _loaded:
+            load_numba()
+        return self._value
+
+    def __call__(self, *args):
+        return self.resolve()(*args)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # (protocol probes: copy, pickle, inspect)
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self):
+        return f"<{self.__name__}: {'made' if self._value is not None else 'numba not loaded yet'}>"
+
+
+def numba_object(make, name: str):
+    """make() now if numba is loaded, else a Lazy that makes it with numba."""
+    with _loading:
+        return make() if _loaded else Lazy(make, name)
+
+
+def made(value):
+    """What a (possibly Lazy) object is once numba is loaded."""
+    return value._value if isinstance(value, Lazy) else value
+
+
+def when_loaded(callback):
+    """Call `callback()` once numba is loaded (now, if it is): the command line freezes what loaded then."""
+    with _loading:
+        if _loaded:
+            callback()
+        else:
+            _after_load.append(callback)
+
+
+def load_numba():
+    """Import numba, link the CRC library, make every declared object (in declaration order: a kernel's
+    callees before it), and put them in place of their Lazy in every loaded rmqctl module, then load numba's
+    typing and lowering registries (~0.3 s, paid here rather than in the first scan's time). The cyclic
+    collector pauses meanwhile: the load makes some 10^5 long-lived objects and no garbage."""
+    global _loaded, types, ir
+    with _loading:
+        if _loaded:
+            return
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            # (start-up: numba loads here, once, and only in processes that run a kernel)
+            import llvmlite.binding as llvm
+            import llvmlite.ir
+            import numba
+            from numba.core.registry import cpu_target
+
+            types, ir = numba.types, llvmlite.ir
+            llvm.load_library_permanently(CRC32_PATH)
+            for lazy in _declared:
+                if lazy._value is None:
+                    lazy._value = lazy._make()
+            for module in list(sys.modules.values()):
+                if getattr(module, "__name__", "").startswith("rmqctl"):
+                    space = module.__dict__
+                    for key, value in list(space.items()):
+                        if isinstance(value, Lazy):
+                            space[key] = value._value
+            cpu_target.target_context.refresh()
+            _loaded = True
+        finally:
+            if collecting:
+                gc.enable()
+        for callback in _after_load:
+            callback()
 
 
 def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
@@ -62,6 +156,17 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _jit(fn, counted: bool = True, inlined: bool = False):
+    import numba  # (start-up: called from load_numba, or once it ran)
+
+    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}),
+                   **({"inline": "always"} if inlined else {}))
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return numba.njit(**options)(fn)
+
+
 def kernel(fn=None, *, counted: bool = True, inlined: bool = False):
     """A compiled function: no GIL, cached next to its module, no Python exceptions on integer division.
     Where no cache directory is writable (a read-only installation without a writable home or
@@ -72,12 +177,12 @@ def kernel(fn=None, *, counted: bool = True, inlined: bool = False):
     small step a line writer takes dozens of times per record, where the call costs as much as the step."""
     if fn is None:
         return lambda f: kernel(f, counted=counted, inlined=inlined)
-    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}),
-                   **({"inline": "always"} if inlined else {}))
-    try:
-        return numba.njit(cache=True, **options)(fn)
-    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
-        return numba.njit(**options)(fn)
+    return numba_object(lambda: _jit(fn, counted, inlined), fn.__name__)
+
+
+def intrinsic(fn):
+    """numba.extending.intrinsic, made when numba loads."""
+    return numba_object(lambda: importlib.import_module("numba.extending").intrinsic(fn), fn.__name__)
 
 
 def compiled(*kernels) -> bool:
@@ -92,33 +197,40 @@ def compiled(*kernels) -> bool:
 def compile_rule(rule, **callees):
     """A broker rule of rmqctl.rules compiled from its one definition; the rules it calls are given as their
     compiled kernels (numba calls only compiled functions)."""
-    bound = pytypes.FunctionType(rule.__code__, {**rule.__globals__, **callees}, rule.__name__, rule.__defaults__)
-    bound.__qualname__, bound.__module__, bound.__doc__ = rule.__qualname__, rule.__module__, rule.__doc__
-    return kernel(bound)
+    def make():
+        space = {**rule.__globals__, **{name: made(callee) for name, callee in callees.items()}}
+        bound = pytypes.FunctionType(rule.__code__, space, rule.__name__, rule.__defaults__)
+        bound.__qualname__, bound.__module__, bound.__doc__ = rule.__qualname__, rule.__module__, rule.__doc__
+        return _jit(bound)
+    return numba_object(make, rule.__name__)
 
 
 # CRC-32 implementations a kernel can call, fastest first: ISA-L's (libisal2: AVX-512 carry-less multiply where
 # the CPU has it; 19.5 GB/s on a hot buffer here), libdeflate's (carry-less multiply; 14.2 GB/s) and zlib's own
 # (4.2 GB/s) (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
 # pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
-# like a pointer. All compute the same CRC (zlib.crc32's).
-CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", types.uint32(types.uint32, types.uintp, types.uint64)),
-                   ("deflate", "libdeflate.so.0", "libdeflate_crc32", types.uint32(types.uint32, types.uintp, types.uintp)),
-                   ("z", "libz.so.1", "crc32", types.uint64(types.uint64, types.uintp, types.uint32)))
+# like a pointer. All compute the same CRC (zlib.crc32's). Signatures are written with numba.types.
+CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", lambda t: t.uint32(t.uint32, t.uintp, t.uint64)),
+                   ("deflate", "libdeflate.so.0", "libdeflate_crc32", lambda t: t.uint32(t.uint32, t.uintp, t.uintp)),
+                   ("z", "libz.so.1", "crc32", lambda t: t.uint64(t.uint64, t.uintp, t.uint32)))
 
 
-def _crc32_function(libraries=CRC32_LIBRARIES):
-    """(the library's name, the external function) of the first CRC-32 this machine can load."""
+def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
+    """(name, path, symbol, signature) of the first CRC-32 library this machine can load."""
     for name, fallback, symbol, signature in libraries:
+        path = ctypes.util.find_library(name) or fallback
         try:
-            llvm.load_library_permanently(ctypes.util.find_library(name) or fallback)
-        except RuntimeError:  # not installed
+            ctypes.CDLL(path)
+        except OSError:  # not installed
             continue
-        return name, types.ExternalFunction(symbol, signature)
+        return name, path, symbol, signature
     raise ImportError("neither libdeflate nor zlib (libz.so.1) can be loaded")
 
 
-CRC32_LIBRARY, native_crc32 = _crc32_function()
+CRC32_LIBRARY, CRC32_PATH, _crc32_symbol, _crc32_signature = _crc32_library()
+native_crc32 = numba_object(lambda: types.ExternalFunction(_crc32_symbol, _crc32_signature(types)), "native_crc32")
+trailing_zeros = numba_object(lambda: importlib.import_module("numba.cpython.unsafe.numbers").trailing_zeros,
+                              "trailing_zeros")
 _drop_stale_caches(CRC32_LIBRARY)
 MASK32 = 0xFFFFFFFF
 

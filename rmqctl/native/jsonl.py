@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba.cpython.unsafe.numbers import trailing_zeros
-
 from .. import schema as S
-from . import HIGH_BITS, THREE, find_name, kernel, load8, property_segment, store8, well_formed_utf8
+from . import HIGH_BITS, THREE, find_name, kernel, load8, property_segment, store8, trailing_zeros, well_formed_utf8
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
 from .record import PHYSICAL_OFFSET_AT

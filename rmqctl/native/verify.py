@@ -25,7 +25,6 @@ and slots the file holds (the callers bound the counts).
 from __future__ import annotations
 
 import numpy as np
-from numba.core.registry import cpu_target
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
@@ -34,11 +33,6 @@ from . import (MASK32, T_HASH, T_WELL_FORMED, be32, be64, crc32, java_hash, kern
 from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
                      SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff, prefetch_ahead,
                      next_key_word, signed32, tags_code)
-
-
-# numba loads its typing and lowering registries (mostly imports, ~0.3 s) at the first call of any kernel in
-# the process; loading them with this module's imports keeps them out of the first scan's time
-cpu_target.target_context.refresh()
 
 UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
 COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
