@@ -339,11 +339,20 @@ def echo_err(msg: str):
     click.echo(msg, err=True)
 
 
-def note_compiling(*kernels):
-    """A first run compiles the kernels it calls (seconds): on a terminal, say so rather than pause silently."""
-    from ..native import compiled  # numba loads only in the commands that run kernels
+def prepare_kernels(*kernels):
+    """Ready the compiled kernels a command calls: the ahead-of-time module (native.aot) where it covers them,
+    built on the first run that needs it; else numba's, whose first run compiles them. A first run takes
+    seconds: on a terminal, one line says so rather than a silent pause."""
+    from ..native import aot, compiled  # numba loads only in the commands that run kernels
 
-    if sys.stderr.isatty() and not compiled(*kernels):
+    if aot.install() and aot.covers(kernels):
+        return
+    if aot.covers(kernels) and not aot.failed():
+        if sys.stderr.isatty():
+            echo_err("rmqctl: compiling the decoder once (a few seconds)")
+        aot.build()
+        aot.install()
+    elif sys.stderr.isatty() and not compiled(*kernels):
         echo_err("rmqctl: compiling the decoder once (a few seconds)")
 
 

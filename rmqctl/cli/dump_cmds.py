@@ -8,7 +8,7 @@ from ..ops import inspect
 from ..ops.annotate import record_hex
 from ..ops.filters import MessageFilter
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
-from .base import OFFSET, TIME, cli, dump, echo_err, note_compiling, parse_int, render, store_options, write_blocks
+from .base import OFFSET, TIME, cli, dump, echo_err, prepare_kernels, parse_int, render, store_options, write_blocks
 
 
 @dump.command("commitlog")
@@ -62,7 +62,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where, jobs)
     from ..engine.jsonl import dump_kernels  # the compiled kernels load only for this command
 
-    note_compiling(*dump_kernels(ctx.store.dledger is not None, where))
+    prepare_kernels(*dump_kernels(ctx.store.dledger is not None, where))
     if ctx.format == "jsonl":
         write_blocks(inspect.dump_commitlog_lines(*args))
     else:

@@ -9,7 +9,7 @@ import click
 from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..ops import VERIFY_PARTS
 from ..ops.time_range import narrow
-from .base import OFFSET, TIME, cli, echo_err, memory_option, note_compiling, progress, render, store_options
+from .base import OFFSET, TIME, cli, echo_err, memory_option, prepare_kernels, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -71,7 +71,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
         from ..native.verify import walk
         from ..ops.verify import verify
 
-        note_compiling(walk)
+        prepare_kernels(walk)
         start, end = narrow(store, since, until, start, end)
 
         whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied

@@ -10,6 +10,7 @@ import orjson
 from .. import schema as S
 from ..native import columns as K
 from ..native.decode import decode, decode_at
+from ..native.dledger import entry_heads
 from ..native.jsonl import BODY_MODES, MOST_PAIRS, line_bound, write_lines
 from ..record import message_dict, read_record
 from .walk import Chunk
@@ -25,7 +26,7 @@ NO_ENTRIES = np.zeros((0, len(S.DLEDGER_DUMP_FIELDS)), np.int64)  # a plain comm
 def dump_kernels(dledger: bool, where=None) -> tuple:
     """The kernels a dump runs (its first run compiles them): the walk of plain commitlog files or of DLedger
     entries, the writer, and the column kernels of the content filters in `where` (ops.filters.MessageFilter)."""
-    kernels = ((decode_at,) if dledger else (decode,)) + (write_lines,)
+    kernels = ((entry_heads, decode_at) if dledger else (decode,)) + (write_lines,)
     if where is not None and where.has_text_terms():
         kernels += (K.property_values,)
     if where is not None and where.key is not None:

@@ -43,8 +43,9 @@ class Lazy:
     Kernels compile against the made objects (load_numba puts them in place of their Lazy in rmqctl's
     modules), so a Lazy is only ever called from Python."""
 
-    def __init__(self, make, name: str):
-        self._make, self._value, self.__name__ = make, None, name
+    def __init__(self, make, name: str, module: str | None):
+        self._make, self._value, self.__name__, self.declared_in = make, None, name, module
+        self.entry = None  # its ahead-of-time compiled entry, when native.aot installed one
         _declared.append(self)
 
     def resolve(self):
@@ -53,6 +54,8 @@ class Lazy:
         return self._value
 
     def __call__(self, *args):
+        if self.entry is not None and not _loaded:
+            return self.entry(*args)
         return self.resolve()(*args)
 
     def __getattr__(self, name: str):
@@ -64,10 +67,10 @@ class Lazy:
         return f"<{self.__name__}: {'made' if self._value is not None else 'numba not loaded yet'}>"
 
 
-def numba_object(make, name: str):
+def numba_object(make, name: str, module: str | None = None):
     """make() now if numba is loaded, else a Lazy that makes it with numba."""
     with _loading:
-        return make() if _loaded else Lazy(make, name)
+        return make() if _loaded else Lazy(make, name, module)
 
 
 def made(value):
@@ -126,17 +129,18 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes, and
-    so does a change of the CRC library `linked` into them (a machine that gains or loses ISA-L or libdeflate)."""
+    so does a change of the CRC library `linked` into them (a machine that gains or loses ISA-L or libdeflate).
+    Returns the stamp (None when the sources are not files), which native.aot's module is keyed on too."""
     sources = sorted(here.glob("*.py")) + [here.parent / "schema.py", here.parent / "rules.py"]
     try:
         stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + linked.encode()).hexdigest()
     except OSError:  # imported from a zip (spark-submit --py-files): nothing on disk to cache next to
-        return
+        return None
     cache = here / "__pycache__"
     marker = cache / "rmqctl-native.stamp"
     try:
         if marker.read_text() == stamp:
-            return
+            return stamp
     except OSError:
         pass
     try:
@@ -146,6 +150,7 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
         marker.write_text(stamp)
     except OSError:
         pass  # a read-only installation: numba caches in its user-wide directory, which a reinstall renews
+    return stamp
 
 
 def available_cores() -> int:
@@ -177,7 +182,7 @@ def kernel(fn=None, *, counted: bool = True, inlined: bool = False):
     small step a line writer takes dozens of times per record, where the call costs as much as the step."""
     if fn is None:
         return lambda f: kernel(f, counted=counted, inlined=inlined)
-    return numba_object(lambda: _jit(fn, counted, inlined), fn.__name__)
+    return numba_object(lambda: _jit(fn, counted, inlined), fn.__name__, fn.__module__)
 
 
 def intrinsic(fn):
@@ -231,7 +236,7 @@ CRC32_LIBRARY, CRC32_PATH, _crc32_symbol, _crc32_signature = _crc32_library()
 native_crc32 = numba_object(lambda: types.ExternalFunction(_crc32_symbol, _crc32_signature(types)), "native_crc32")
 trailing_zeros = numba_object(lambda: importlib.import_module("numba.cpython.unsafe.numbers").trailing_zeros,
                               "trailing_zeros")
-_drop_stale_caches(CRC32_LIBRARY)
+SOURCES_STAMP = _drop_stale_caches(CRC32_LIBRARY)
 MASK32 = 0xFFFFFFFF
 
 

@@ -1,0 +1,224 @@
+"""The entry kernels of a dump, compiled ahead of time into one extension module that loads in a millisecond
+without numba.
+
+A process that calls a kernel through numba pays ~0.6 s before its first record: numba's import and its
+typing and lowering registries, then the cached kernel's load. For `dump commitlog` that is as long as
+decoding and writing 1 GiB. So the kernels a dump calls from Python (ENTRIES) are built once per
+installation, on the command line's first dump (cli.base.prepare_kernels), with numba's own AOT compiler
+(numba.pycc, which needs the C compiler Python's headers build with) from the very kernels numba runs: the
+module holds the same machine code, callees and rules compiled from their one definition. Each entry is a
+call of its kernel compiled with the kernels' options (no GIL, numpy's error model).
+
+The module is keyed on everything its code depends on (`stamp`): the package's kernel sources, schema and
+rules (native.SOURCES_STAMP, which also keys numba's cache), this CPU, Python, numpy and the CRC library
+linked in. A changed key builds a new module; a build that fails (no compiler, a numba without pycc) is
+remembered for that key and the process runs numba's kernels, as it would without this module.
+
+A compiled entry unboxes its arguments as its signature says without checking them (numba's dispatcher
+would pick or compile another specialization), so `Entry` checks every call's arguments against the
+signature and hands any other call to numba.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy
+
+MODULE = "_rmqctl_entries"
+# entry name: (kernel's module, kernel, numba signature): a dump's walk of commitlog files (decode) or of
+# DLedger entries (entry_heads, decode_at), and its line writer. u8: a file's bytes (a read-only mapping),
+# out: bytes written, i64x1/i64x2: int64 arrays (the decode's columns, rows, positions).
+ENTRIES = {
+    "decode": ("rmqctl.native.decode", "decode",
+               "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)"),
+    "decode_at": ("rmqctl.native.decode", "decode_at",
+                  "UniTuple(int64, 3)(u8, i64x1, i64x1, int64, boolean, boolean, int64, i64x2)"),
+    "write_lines": ("rmqctl.native.jsonl", "write_lines",
+                    "Tuple((int64, int64, boolean))(u8, i64x2, i64x2, i64x1, int64, u8, int64, int64, boolean, boolean,"
+                    " out, i64x2)"),
+    "line_bound": ("rmqctl.native.jsonl", "line_bound", "int64(i64x2, int64, int64)"),
+    "entry_heads": ("rmqctl.native.dledger", "entry_heads", "UniTuple(int64, 3)(u8, int64, int64, int64, i64x1)"),
+}
+# the array types of the signatures: (dtype, dimensions, writable)
+ARRAYS = {"u8": (np.uint8, 1, False), "out": (np.uint8, 1, True), "i64x1": (np.int64, 1, True),
+          "i64x2": (np.int64, 2, True)}
+SCALARS = {"int64": (int, np.integer), "boolean": (bool, np.bool_)}
+
+
+def _cpu() -> bytes:
+    """What the compiled code was built for: the model and instruction set extensions of this machine's CPU."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            lines = f.read(1 << 16).split(b"\n")
+    except OSError:
+        return os.uname().machine.encode()
+    return b"\n".join(sorted({line for line in lines if line.startswith((b"model name", b"flags"))}))
+
+
+def stamp() -> str:
+    parts = (SOURCES_STAMP, Path(__file__).read_text(), sys.version, np.__version__, CRC32_LIBRARY, CRC32_PATH)
+    return hashlib.sha256("\0".join(parts).encode() + _cpu()).hexdigest()[:24]
+
+
+def directories() -> list[Path]:
+    """Where the module may be: next to numba's cache of the kernels, else the user's cache directory."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [Path(__file__).parent / "__pycache__", Path(home) / "rmqctl"]
+
+
+class Entry:
+    """An entry of the module: calls whose arguments fit its signature run it, any other call numba's kernel."""
+
+    def __init__(self, compiled, signature: str, kernel: Lazy):
+        self.compiled, self.kernel = compiled, kernel
+        params = signature[signature.index(")(") + 2 if signature.startswith(("UniTuple", "Tuple")) else
+                           signature.index("(") + 1:-1]
+        self.checks = tuple(_check(p.strip()) for p in params.split(","))
+
+    def __call__(self, *args):
+        if len(args) == len(self.checks) and all(check(a) for check, a in zip(self.checks, args)):
+            return self.compiled(*args)
+        return self.kernel.resolve()(*args)
+
+
+def _check(param: str):
+    if param in SCALARS:
+        kinds = SCALARS[param]
+        return lambda a: isinstance(a, kinds)
+    dtype, ndim, writable = ARRAYS[param]
+    dtype = np.dtype(dtype)
+    return lambda a: (type(a) is np.ndarray and a.dtype == dtype and a.ndim == ndim and a.flags.c_contiguous
+                      and a.flags.aligned and (a.flags.writeable or not writable))
+
+
+_module = None  # the loaded module, False when there is none for this stamp
+
+
+def module():
+    """The built module for this installation's stamp, loaded (None when there is none)."""
+    global _module
+    if _module is None:
+        _module = SOURCES_STAMP is not None and _load(stamp()) or False
+    return _module or None
+
+
+def _load(key: str):
+    for directory in directories():
+        path = directory / f"{MODULE}-{key}.so"
+        if path.exists():
+            ctypes.CDLL(CRC32_PATH, mode=ctypes.RTLD_GLOBAL)  # the CRC symbol the kernels call, by name
+            loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
+            spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+            loaded = importlib.util.module_from_spec(spec)
+            loader.exec_module(loaded)
+            return loaded
+    return None
+
+
+def install() -> bool:
+    """Give each entry kernel its compiled entry (Lazy.entry) when the module is built; whether it is."""
+    if module() is None:
+        return False
+    for exported, (module_name, kernel_name, signature) in ENTRIES.items():
+        kernel = getattr(importlib.import_module(module_name), kernel_name)
+        if isinstance(kernel, Lazy) and kernel.entry is None:
+            kernel.entry = Entry(getattr(_module, exported), signature, kernel)
+    return True
+
+
+def covers(kernels) -> bool:
+    """Whether every one of `kernels` is a declared kernel (numba is not loaded) with an entry in ENTRIES."""
+    names = {(m, k) for m, k, _ in ENTRIES.values()}
+    return all(isinstance(k, Lazy) and (k.declared_in, k.__name__) in names for k in kernels)
+
+
+def failed() -> bool:
+    """Whether building the module failed on this installation for this stamp."""
+    key = stamp()
+    return any((d / f"{MODULE}-{key}.failed").exists() for d in directories())
+
+
+def build() -> Path | None:
+    """Build the module for this stamp (numba compiles the kernels first, tens of seconds without its cache)
+    and put it in the first writable directory, atomically; None, remembered, when it cannot be built."""
+    global _module
+    key = stamp()
+    for directory in directories():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=f".{MODULE}-", dir=directory))
+        except OSError:
+            continue
+        try:
+            _compile(work)
+            built = next(work.glob(f"{MODULE}*"))
+            target = directory / f"{MODULE}-{key}.so"
+            os.replace(built, target)
+            for old in directory.glob(f"{MODULE}-*"):
+                if old.name != target.name:
+                    old.unlink(missing_ok=True)
+            _module = None
+            return target
+        except Exception as e:  # noqa: BLE001 (any failure of an optional build: numba's own, the compiler's)
+            (directory / f"{MODULE}-{key}.failed").write_text(f"{type(e).__name__}: {e}\n")
+            return None
+        finally:
+            for p in work.iterdir():
+                p.unlink()
+            work.rmdir()
+    return None
+
+
+def _compile(out: Path):
+    # (start-up: numba and its AOT compiler load only to build the module, once)
+    import warnings
+
+    import llvmlite.binding as llvm
+    from numba import types
+
+    from . import load_numba
+
+    load_numba()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc: pending deprecation
+        from numba.pycc import CC, compiler
+
+    class EntryFlags(compiler.Flags):
+        """The kernels' options (rmqctl.native.kernel) for the entries: no GIL, numpy's error model."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+            self.error_model = "numpy"
+
+    spelled = {"u8": types.Array(types.uint8, 1, "C", readonly=True), "out": types.Array(types.uint8, 1, "C"),
+               "i64x1": types.Array(types.int64, 1, "C"), "i64x2": types.Array(types.int64, 2, "C")}
+    cc = CC(MODULE)
+    cc.output_dir = str(out)
+    cc.target_cpu = llvm.get_host_cpu_name()
+    for exported, (module_name, kernel_name, signature) in ENTRIES.items():
+        kernel = getattr(importlib.import_module(module_name), kernel_name)
+        params = [f"a{i}" for i in range(kernel.py_func.__code__.co_argcount)]
+        space = {"kernel": kernel}
+        exec(f"def {exported}({', '.join(params)}):\n    return kernel({', '.join(params)})", space)
+        cc.export(exported, _signature(signature, types, spelled))(space[exported])
+    plain = compiler.Flags
+    compiler.Flags = EntryFlags
+    try:
+        cc.compile()
+    finally:
+        compiler.Flags = plain
+
+
+def _signature(text: str, types, spelled: dict):
+    """A numba signature from its text, with the array names of ARRAYS."""
+    return eval(text, {"__builtins__": {}}, {**vars(types), **spelled})  # noqa: S307 (ENTRIES: this module's text)

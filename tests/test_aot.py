@@ -1,0 +1,132 @@
+"""The ahead-of-time compiled entries of a dump (rmqctl/native/aot.py): built from numba's own kernels, they
+write what numba's kernels write, byte for byte, on every fixture; they run without numba, release the GIL,
+hand any call their signature does not cover to numba, and a failed build leaves the command on numba."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ALL_FIXTURES, FIXTURES, broker_conf, run
+
+from rmqctl import native
+from rmqctl.native import aot
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The module of this installation (the first dump on the command line builds it as well)."""
+    if aot.module() is None:
+        assert aot.build() is not None, "building the entries failed (a C compiler and Python's headers?)"
+    assert aot.module() is not None
+
+
+def dump_without_numba(store: Path, conf: Path, *options: str) -> tuple[int, bytes, bytes]:
+    """`rmqctl dump commitlog` in a new process, as the console command runs: (exit code, stdout, stderr);
+    checks that numba never loaded."""
+    code = ("import atexit, os, sys; atexit.register(lambda: os.write(2, b'numba:%d' % ('numba' in sys.modules))); "
+            "from rmqctl.cli.launch import main; main()")
+    r = subprocess.run([sys.executable, "-c", code, "dump", "commitlog", "--store", str(store), "--broker-config",
+                        str(conf), *options], capture_output=True, cwd=REPO)
+    assert r.stderr.endswith(b"numba:0"), r.stderr.decode()
+    return r.returncode, r.stdout, r.stderr.removesuffix(b"numba:0")
+
+
+def dump_with_numba(store: Path, conf: Path, *options: str) -> tuple[int, bytes, bytes]:
+    """The same command here, where the kernels are numba's (load_numba put them in every module)."""
+    native.load_numba()
+    r = run("dump", "commitlog", "--store", store, "--broker-config", conf, *options)
+    return r.exit_code, r.stdout_bytes, r.stderr_bytes
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES + ["e-dledger"])
+def test_the_entries_write_what_numbas_kernels_write(built, name):
+    store, conf = FIXTURES / name / "store", broker_conf(name)
+    for options in (("--body", "base64"), ("--body", "none", "--jobs", "2"), ("--body", "hex", "--queue-id", "1"),
+                    ("--raw-properties", "--from", "1")):
+        want = dump_with_numba(store, conf, *options)
+        assert want[1] or "--queue-id" in options
+        assert dump_without_numba(store, conf, *options) == want
+
+
+def test_an_entry_hands_any_other_call_to_numba(built):
+    """An entry unboxes what its signature says without checking; the Entry checks, and a call it does not
+    cover (other dtypes, a non-contiguous or read-only array where it writes) goes to numba's kernel."""
+    code = """
+import sys, numpy as np
+from rmqctl.native import aot, jsonl
+aot.install()
+cols = np.zeros((4, 64), np.int64)
+print(jsonl.line_bound(cols, 1, 20), 'numba' in sys.modules)
+print(jsonl.line_bound(cols.astype(np.int32), 1, 20), 'numba' in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    first, second = out.splitlines()
+    assert first.split()[1] == "False" and second.split()[1] == "True"
+    assert first.split()[0] == second.split()[0]
+    checks = aot.Entry(None, aot.ENTRIES["write_lines"][2], None).checks
+    u8, out_param = checks[0], checks[10]
+    buf = bytearray(64)
+    writable = __import__("numpy").frombuffer(buf, "u1")
+    read_only = __import__("numpy").frombuffer(bytes(64), "u1")
+    assert u8(read_only) and u8(writable) and out_param(writable)
+    assert not out_param(read_only) and not out_param(writable[::2]) and not u8(writable.view("i1"))
+
+
+def test_the_entries_release_the_gil(built):
+    """Threads run entries side by side: while one thread is inside the decode, the main thread runs."""
+    code = """
+import threading, time, numpy as np
+from pathlib import Path
+from rmqctl.native import aot, decode as D
+aot.install()
+head = np.fromfile(next(Path('examples/store/commitlog').iterdir()), np.uint8)
+size = int.from_bytes(head[:4].tobytes(), 'big')
+u8 = np.tile(head[:size], 40000)
+u8.flags.writeable = False
+cols = np.empty((40000, D.NCOLUMNS), np.int64)
+windows = []
+def work():
+    for _ in range(8):
+        t = time.perf_counter()
+        n, _, _ = D.decode(u8, 0, len(u8), False, True, 1 << 40, cols)
+        windows.append((t, time.perf_counter()))
+        assert n == 40000
+worker = threading.Thread(target=work)
+stamps = []
+worker.start()
+while worker.is_alive():
+    stamps.append(time.perf_counter())
+print(sum(1 for s in stamps for t0, t1 in windows if t0 + 0.002 < s < t1 - 0.002), len(windows))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    inside, calls = map(int, out.split())
+    assert calls == 8
+    assert inside > 100
+
+
+def test_a_failed_build_leaves_the_command_on_numba(tmp_path):
+    """Without a C compiler the module cannot be built: the dump runs on numba's kernels, writes the same,
+    and the failure is remembered (the next run does not try again)."""
+    shutil.copytree(REPO / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), CC="/nonexistent/cc", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    store, conf = FIXTURES / "a-basic" / "store", broker_conf("a-basic")
+    cache = tmp_path / "rmqctl" / "native" / "__pycache__"
+
+    def dump() -> tuple[int, bytes, bytes]:
+        r = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store),
+                            "--broker-config", str(conf)], capture_output=True, env=env, cwd=tmp_path)
+        return r.returncode, r.stdout, r.stderr
+
+    first = dump()
+    [failed] = cache.glob(f"{aot.MODULE}-*")
+    assert failed.suffix == ".failed" and failed.read_text()
+    stamp = failed.stat().st_mtime_ns
+    assert dump() == first == dump_with_numba(store, conf)
+    assert failed.stat().st_mtime_ns == stamp  # not tried again
+    assert not list(cache.glob(".*"))  # no build directory left behind
