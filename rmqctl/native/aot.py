@@ -27,11 +27,12 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from . import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy
+from . import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy, load_numba
 
 MODULE = "_rmqctl_entries"
 # entry name: (kernel's module, kernel, numba signature): a dump's walk of commitlog files (decode) or of
@@ -80,8 +81,7 @@ class Entry:
 
     def __init__(self, compiled, signature: str, kernel: Lazy):
         self.compiled, self.kernel = compiled, kernel
-        params = signature[signature.index(")(") + 2 if signature.startswith(("UniTuple", "Tuple")) else
-                           signature.index("(") + 1:-1]
+        params = signature[signature.rindex("(") + 1:-1]  # (the last group: parameter names hold no parentheses)
         self.checks = tuple(_check(p.strip()) for p in params.split(","))
 
     def __call__(self, *args):
@@ -114,13 +114,16 @@ def module():
 def _load(key: str):
     for directory in directories():
         path = directory / f"{MODULE}-{key}.so"
-        if path.exists():
+        if not path.exists():
+            continue
+        try:
             ctypes.CDLL(CRC32_PATH, mode=ctypes.RTLD_GLOBAL)  # the CRC symbol the kernels call, by name
             loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
-            spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
-            loaded = importlib.util.module_from_spec(spec)
+            loaded = importlib.util.module_from_spec(importlib.util.spec_from_file_location(MODULE, path, loader=loader))
             loader.exec_module(loaded)
             return loaded
+        except (ImportError, OSError):  # not a module this process can load: numba's kernels run instead
+            continue
     return None
 
 
@@ -180,17 +183,13 @@ def build() -> Path | None:
 
 def _compile(out: Path):
     # (start-up: numba and its AOT compiler load only to build the module, once)
-    import warnings
-
     import llvmlite.binding as llvm
     from numba import types
 
-    from . import load_numba
-
     load_numba()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba.pycc: pending deprecation
-        from numba.pycc import CC, compiler
+        warnings.simplefilter("ignore")
+        from numba.pycc import CC, compiler  # (as numba's: only to build; it warns of a pending deprecation)
 
     class EntryFlags(compiler.Flags):
         """The kernels' options (rmqctl.native.kernel) for the entries: no GIL, numpy's error model."""
