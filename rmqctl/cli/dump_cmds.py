@@ -64,7 +64,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
 
     prepare_kernels(*dump_kernels(ctx.store.dledger is not None, where))
     if ctx.format == "jsonl":
-        write_blocks(inspect.dump_commitlog_lines(*args))
+        write_blocks(inspect.dump_commitlog_lines(*args, views=True))  # (written as they come)
     else:
         render(inspect.dump_commitlog(*args), ctx.format, blocks=True)
     if damage:

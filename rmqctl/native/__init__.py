@@ -220,15 +220,22 @@ CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", lambda t: t.uint3
                    ("z", "libz.so.1", "crc32", lambda t: t.uint64(t.uint64, t.uintp, t.uint32)))
 
 
+def _library_paths(name: str, soname: str):
+    yield soname
+    found = ctypes.util.find_library(name)  # (it runs ldconfig: only where the usual soname does not load)
+    if found and found != soname:
+        yield found
+
+
 def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
     """(name, path, symbol, signature) of the first CRC-32 library this machine can load."""
-    for name, fallback, symbol, signature in libraries:
-        path = ctypes.util.find_library(name) or fallback
-        try:
-            ctypes.CDLL(path)
-        except OSError:  # not installed
-            continue
-        return name, path, symbol, signature
+    for name, soname, symbol, signature in libraries:
+        for path in _library_paths(name, soname):
+            try:
+                ctypes.CDLL(path)
+            except OSError:  # not installed
+                continue
+            return name, path, symbol, signature
     raise ImportError("neither libdeflate nor zlib (libz.so.1) can be loaded")
 
 
