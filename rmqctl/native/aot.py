@@ -184,7 +184,7 @@ def build() -> Path | None:
 def _compile(out: Path):
     # (start-up: numba and its AOT compiler load only to build the module, once)
     import llvmlite.binding as llvm
-    from numba import types
+    from numba import from_dtype, types
 
     load_numba()
     with warnings.catch_warnings():
@@ -199,8 +199,8 @@ def _compile(out: Path):
             self.release_gil = True
             self.error_model = "numpy"
 
-    spelled = {"u8": types.Array(types.uint8, 1, "C", readonly=True), "out": types.Array(types.uint8, 1, "C"),
-               "i64x1": types.Array(types.int64, 1, "C"), "i64x2": types.Array(types.int64, 2, "C")}
+    spelled = {name: types.Array(from_dtype(np.dtype(dtype)), ndim, "C", readonly=not writable)
+               for name, (dtype, ndim, writable) in ARRAYS.items()}
     cc = CC(MODULE)
     cc.output_dir = str(out)
     cc.target_cpu = llvm.get_host_cpu_name()
