@@ -1,8 +1,9 @@
 """The ahead-of-time compiled entries of a dump (rmqctl/native/aot.py): built from numba's own kernels, they
-write what numba's kernels write, byte for byte, on every fixture; they run without numba, release the GIL,
+write what numba's kernels write, byte for byte, on every fixture (content filters included); they run without numba, release the GIL,
 hand any call their signature does not cover to numba, and a failed build leaves the command on numba."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -44,13 +45,21 @@ def dump_with_numba(store: Path, conf: Path, *options: str) -> tuple[int, bytes,
     return r.exit_code, r.stdout_bytes, r.stderr_bytes
 
 
+def first_record(store: Path, conf: Path) -> dict:
+    return json.loads(dump_with_numba(store, conf, "--limit", "1", "--body", "none")[1])
+
+
 @pytest.mark.parametrize("name", ALL_FIXTURES + ["e-dledger"])
 def test_the_entries_write_what_numbas_kernels_write(built, name):
     store, conf = FIXTURES / name / "store", broker_conf(name)
+    first = first_record(store, conf)
+    properties = first["properties"]
+    filters = (("--tag", properties.get("TAGS", "TagA"), "--key", (properties.get("KEYS") or "none").split()[0]),
+               ("--property", "WAIT=true", "--msgid", first["msgId"]))
     for options in (("--body", "base64"), ("--body", "none", "--jobs", "2"), ("--body", "hex", "--queue-id", "1"),
-                    ("--raw-properties", "--from", "1")):
+                    ("--raw-properties", "--from", "1"), *filters):
         want = dump_with_numba(store, conf, *options)
-        assert want[1] or "--queue-id" in options
+        assert want[1] or "--queue-id" in options or options in filters
         assert dump_without_numba(store, conf, *options) == want
 
 

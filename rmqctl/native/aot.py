@@ -36,8 +36,9 @@ from . import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy, load_numba
 
 MODULE = "_rmqctl_entries"
 # entry name: (kernel's module, kernel, numba signature): a dump's walk of commitlog files (decode) or of
-# DLedger entries (entry_heads, decode_at), and its line writer. u8: a file's bytes (a read-only mapping),
-# out: bytes written, i64x1/i64x2: int64 arrays (the decode's columns, rows, positions).
+# DLedger entries (entry_heads, decode_at), its line writer, and its content filters' column kernels. u8: a
+# file's bytes (a read-only mapping), out: bytes written, i64x1/i64x2: int64 arrays (the decode's columns,
+# rows, positions).
 ENTRIES = {
     "decode": ("rmqctl.native.decode", "decode",
                "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)"),
@@ -48,9 +49,14 @@ ENTRIES = {
                     " out, i64x2)"),
     "line_bound": ("rmqctl.native.jsonl", "line_bound", "int64(i64x2, int64, int64)"),
     "entry_heads": ("rmqctl.native.dledger", "entry_heads", "UniTuple(int64, 3)(u8, int64, int64, int64, i64x1)"),
+    "property_values": ("rmqctl.native.columns", "property_values",
+                        "none(u8, i64x1, i64x1, u8x2, i64x1, i64x2, i64x2)"),
+    "holds_word": ("rmqctl.native.columns", "holds_word", "none(u8, i64x1, i64x1, u8, b1x1)"),
+    "msgid_texts": ("rmqctl.native.columns", "msgid_texts", "int64(u8, i64x1, i64x1, i64x1, out, i32x1)"),
 }
 # the array types of the signatures: (dtype, dimensions, writable)
-ARRAYS = {"u8": (np.uint8, 1, False), "out": (np.uint8, 1, True), "i64x1": (np.int64, 1, True),
+ARRAYS = {"u8": (np.uint8, 1, False), "u8x2": (np.uint8, 2, False), "out": (np.uint8, 1, True),
+          "b1x1": (np.bool_, 1, True), "i32x1": (np.int32, 1, True), "i64x1": (np.int64, 1, True),
           "i64x2": (np.int64, 2, True)}
 SCALARS = {"int64": (int, np.integer), "boolean": (bool, np.bool_)}
 
