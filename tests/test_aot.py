@@ -139,3 +139,14 @@ def test_a_failed_build_leaves_the_command_on_numba(tmp_path):
     assert dump() == first == dump_with_numba(store, conf)
     assert failed.stat().st_mtime_ns == stamp  # not tried again
     assert not list(cache.glob(".*"))  # no build directory left behind
+
+
+def test_without_source_files_there_is_no_module(monkeypatch):
+    """Imported from a zip (spark-submit --py-files) the package has no source stamp: no module is looked for
+    or built, and a dump runs on numba's kernels."""
+    monkeypatch.setattr(aot, "SOURCES_STAMP", None)
+    monkeypatch.setattr(aot, "_module", None)
+    assert (aot.stamp(), aot.failed(), aot.module(), aot.build()) == (None, True, None, None)
+    store, conf = FIXTURES / "a-basic" / "store", broker_conf("a-basic")
+    r = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--limit", "1")
+    assert (r.exit_code, len(r.stdout.splitlines())) == (0, 1)

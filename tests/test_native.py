@@ -125,7 +125,7 @@ def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
     package = Path(native.__file__).parent
     for p in package.glob("*.py"):
         (here / p.name).write_bytes(p.read_bytes())
-    for shared in ("schema.py", "rules.py"):
+    for shared in ("schema.py", "rules.py", "javacompat.py"):
         (here.parent / shared).write_bytes((package.parent / shared).read_bytes())
     cache = here / "__pycache__"
     cache.mkdir()
@@ -149,6 +149,11 @@ def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
         p.write_bytes(b"x")
     (here.parent / "rules.py").write_text((here.parent / "rules.py").read_text() + "\n# changed\n")
     native._drop_stale_caches("z", here)  # a broker rule the kernels compile changed
+    assert not any(p.exists() for p in compiled)
+    for p in compiled:
+        p.write_bytes(b"x")
+    (here.parent / "javacompat.py").write_text((here.parent / "javacompat.py").read_text() + "\n# changed\n")
+    native._drop_stale_caches("z", here)  # a Java name the kernels compile in (__CRC32#) may have changed
     assert not any(p.exists() for p in compiled)
 
 

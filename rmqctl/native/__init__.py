@@ -131,7 +131,7 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     old code. One stamp over this package's sources and the schema empties the cache when any changes, and
     so does a change of the CRC library `linked` into them (a machine that gains or loses ISA-L or libdeflate).
     Returns the stamp (None when the sources are not files), which native.aot's module is keyed on too."""
-    sources = sorted(here.glob("*.py")) + [here.parent / "schema.py", here.parent / "rules.py"]
+    sources = sorted(here.glob("*.py")) + [here.parent / name for name in ("schema.py", "rules.py", "javacompat.py")]
     try:
         stamp = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + linked.encode()).hexdigest()
     except OSError:  # imported from a zip (spark-submit --py-files): nothing on disk to cache next to

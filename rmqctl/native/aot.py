@@ -25,6 +25,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -68,11 +69,16 @@ def _cpu() -> bytes:
             lines = f.read(1 << 16).split(b"\n")
     except OSError:
         return os.uname().machine.encode()
-    return b"\n".join(sorted({line for line in lines if line.startswith((b"model name", b"flags"))}))
+    identity = (b"model name", b"flags", b"CPU implementer", b"CPU part", b"Features")  # (x86; ARM)
+    return b"\n".join(sorted({line for line in lines if line.startswith(identity)}))
 
 
-def stamp() -> str:
-    parts = (SOURCES_STAMP, Path(__file__).read_text(), sys.version, np.__version__, CRC32_LIBRARY, CRC32_PATH)
+def stamp() -> str | None:
+    """The module's key; None when the package's sources are not files (a zip): no module then."""
+    if SOURCES_STAMP is None:
+        return None
+    parts = (SOURCES_STAMP, Path(__file__).read_text(), sys.version, np.__version__, CRC32_LIBRARY, CRC32_PATH,
+             os.uname().machine)
     return hashlib.sha256("\0".join(parts).encode() + _cpu()).hexdigest()[:24]
 
 
@@ -113,7 +119,8 @@ def module():
     """The built module for this installation's stamp, loaded (None when there is none)."""
     global _module
     if _module is None:
-        _module = SOURCES_STAMP is not None and _load(stamp()) or False
+        key = stamp()
+        _module = key is not None and _load(key) or False
     return _module or None
 
 
@@ -151,39 +158,43 @@ def covers(kernels) -> bool:
 
 
 def failed() -> bool:
-    """Whether building the module failed on this installation for this stamp."""
+    """Whether the module cannot be built here: a build failed for this stamp, or there is no stamp."""
     key = stamp()
-    return any((d / f"{MODULE}-{key}.failed").exists() for d in directories())
+    return key is None or any((d / f"{MODULE}-{key}.failed").exists() for d in directories())
 
 
 def build() -> Path | None:
-    """Build the module for this stamp (numba compiles the kernels first, tens of seconds without its cache)
-    and put it in the first writable directory, atomically; None, remembered, when it cannot be built."""
+    """Build the module for this stamp (numba compiles the kernels first, tens of seconds without its cache),
+    check that it loads, and put it in the first writable directory, atomically; None, remembered, when it
+    cannot be built or loaded. Older modules of this installation (next to the package) are removed; a
+    shared user cache keeps other installations' modules."""
     global _module
     key = stamp()
-    for directory in directories():
+    if key is None:
+        return None
+    for rank, directory in enumerate(directories()):
         try:
             directory.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(prefix=f".{MODULE}-", dir=directory))
         except OSError:
             continue
+        target = directory / f"{MODULE}-{key}.so"
         try:
             _compile(work)
-            built = next(work.glob(f"{MODULE}*"))
-            target = directory / f"{MODULE}-{key}.so"
-            os.replace(built, target)
-            for old in directory.glob(f"{MODULE}-*"):
+            os.replace(next(work.glob(f"{MODULE}*")), target)
+            _module = None
+            if module() is None:
+                raise ImportError(f"{target} was built but does not load here")
+            for old in directory.glob(f"{MODULE}-*") if rank == 0 else ():
                 if old.name != target.name:
                     old.unlink(missing_ok=True)
-            _module = None
             return target
         except Exception as e:  # noqa: BLE001 (any failure of an optional build: numba's own, the compiler's)
+            target.unlink(missing_ok=True)
             (directory / f"{MODULE}-{key}.failed").write_text(f"{type(e).__name__}: {e}\n")
             return None
         finally:
-            for p in work.iterdir():
-                p.unlink()
-            work.rmdir()
+            shutil.rmtree(work, ignore_errors=True)
     return None
 
 
@@ -216,12 +227,13 @@ def _compile(out: Path):
         space = {"kernel": kernel}
         exec(f"def {exported}({', '.join(params)}):\n    return kernel({', '.join(params)})", space)
         cc.export(exported, _signature(signature, types, spelled))(space[exported])
-    plain = compiler.Flags
+    plain, scratch = compiler.Flags, tempfile.tempdir
     compiler.Flags = EntryFlags
+    tempfile.tempdir = str(out)  # pycc's own build directory goes there too, and with it when the build fails
     try:
         cc.compile()
     finally:
-        compiler.Flags = plain
+        compiler.Flags, tempfile.tempdir = plain, scratch
 
 
 def _signature(text: str, types, spelled: dict):
