@@ -345,15 +345,15 @@ def prepare_kernels(*kernels):
     seconds: on a terminal, one line says so rather than a silent pause."""
     from ..native import aot, compiled  # numba loads only in the commands that run kernels
 
-    if aot.install() and aot.covers(kernels):
+    ahead = aot.covers(kernels)
+    if ahead and aot.install():
         return
-    if aot.covers(kernels) and not aot.failed():
-        if sys.stderr.isatty():
-            echo_err("rmqctl: compiling the decoder once (a few seconds)")
+    first_run = not aot.failed() if ahead else not compiled(*kernels)
+    if first_run and sys.stderr.isatty():
+        echo_err("rmqctl: compiling the decoder once (a few seconds)")
+    if first_run and ahead:
         aot.build()
         aot.install()
-    elif sys.stderr.isatty() and not compiled(*kernels):
-        echo_err("rmqctl: compiling the decoder once (a few seconds)")
 
 
 def progress(total: int, desc: str):
