@@ -28,7 +28,7 @@ from pathlib import Path
 import javabench
 from bench_rebuild import generate, header_walk  # the same generator and walk as the rebuild benchmark
 
-from rmqctl import native
+from rmqctl.engine import kernels as native
 from rmqctl.config import BrokerConfig
 from rmqctl.store import Store, offset_to_name
 
@@ -141,7 +141,7 @@ def main():
                 [RMQCTL, "dump", "commitlog", "--store", str(root), "--broker-config",
                  str(conf), "--format", "jsonl", "--body", body, "--jobs", str(jobs)], stdout=subprocess.DEVNULL))
              for body in ("none", "base64") for jobs in (1, native.available_cores())]
-        # unmeasured: a first dump of the installation builds its compiled entries (rmqctl/native/aot.py)
+        # unmeasured: a first dump of the installation builds its compiled entries (rmqctl/engine/aot.py)
         run_child([RMQCTL, "dump", "commitlog", "--store", str(root), "--broker-config", str(conf), "--limit", "1"])
         java = javabench.rocketmq_check(root / "commitlog", size, messages)
         print(javabench.describe(java))

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 from rmqctl import schema as S
-from rmqctl.batchdispatch import dispatch_file
+from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig
 from rmqctl.javacompat import crc31, encode_properties
-from rmqctl.ops.rebuild import rebuild_consumequeue, rebuild_index
+from rmqctl.maintenance.rebuild import rebuild_consumequeue, rebuild_index
 from rmqctl.record import Message, encode_record
 from rmqctl.store import Store, offset_to_name
 

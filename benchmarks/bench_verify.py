@@ -30,14 +30,14 @@ from pathlib import Path
 import javabench
 import numpy as np
 
-from rmqctl import native
+from rmqctl.engine import kernels as native
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, encode_properties
-from rmqctl.ops.verify import verify
+from rmqctl.checks.verify import verify
 from rmqctl.record import Message, encode_record
 from rmqctl.store import Store
-from rmqctl.writers import Dispatcher
+from rmqctl.maintenance.writers import Dispatcher
 
 TOPICS = ["TopicTest", "OrderTopic", "BenchTopic-7"]
 
@@ -182,8 +182,8 @@ def main():
     def timed_in_fresh_process(jobs: int, only: str | None) -> float:
         """verify() in a new interpreter each time, as a user's run is: no state left by earlier runs."""
         code = (f"import time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-                f"from rmqctl.ops.verify import verify; s = Store({str(store_dir)!r}, load_config({str(conf)!r})); "
-                f"from rmqctl import native; native.load_numba(); "  # start-up (numba loads with the first kernel)
+                f"from rmqctl.checks.verify import verify; s = Store({str(store_dir)!r}, load_config({str(conf)!r})); "
+                f"from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
                 f"t = time.perf_counter(); r = verify(s, only={only!r}, jobs={jobs}); "
                 f"print(time.perf_counter() - t, r.exit_code, r.stats['records'])")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

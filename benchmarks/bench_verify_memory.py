@@ -36,9 +36,9 @@ def sample(pid: int) -> tuple[int, int]:
 
 def run_verify(root: Path, memory: str, jobs: int, deep: bool) -> dict:
     code = ("import sys, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-            "from rmqctl.budget import parse_size; from rmqctl.ops.verify import verify; "
+            "from rmqctl.budget import parse_size; from rmqctl.checks.verify import verify; "
             f"s = Store({str(root / 'store')!r}, load_config({str(root / 'broker.conf')!r})); "
-            "from rmqctl import native; native.load_numba(); "  # start-up (numba loads with the first kernel)
+            "from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
             f"t = time.perf_counter(); r = verify(s, jobs={jobs}, deep={deep}, memory=parse_size({memory!r})); "
             "print(time.perf_counter() - t, r.exit_code, r.stats['records'], len(r.findings))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

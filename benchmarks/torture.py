@@ -59,7 +59,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rmqctl import schema as S  # noqa: E402  (after the path: the checkout's rmqctl)
-from rmqctl.native.record import MAGIC_AT, SYSFLAG_AT  # noqa: E402
+from rmqctl.engine.record import MAGIC_AT, SYSFLAG_AT  # noqa: E402
 
 INDEX_COUNT_AT = S.INDEX_HEADER_SIZE - 4  # the header's last two ints: hashSlotCount, indexCount
 SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8
@@ -779,7 +779,7 @@ def hypothesis_part(examples: int, work: Path) -> dict:
 
     from rmqctl.errors import RmqError
     from rmqctl.javacompat import parse_properties
-    from rmqctl.ops.msgid import decode_ids
+    from rmqctl.views.msgid import decode_ids
     from rmqctl.record import Message, RecordError, read_record
 
     records = []
@@ -916,7 +916,7 @@ def _count_steps(kill_at: int):
     (before the call: the step never happened; the call before it has)."""
     import shutil as sh
 
-    import rmqctl.ops.txn as txn
+    import rmqctl.txn as txn
 
     def wrap(fn):
         def step(*a, **k):
@@ -957,7 +957,7 @@ def count_steps(argv: list) -> int:
 
 def recover(root: Path):
     """What every writing command does first under the lock: finish or undo a killed run."""
-    from rmqctl.ops.txn import locked_for_writing
+    from rmqctl.txn import locked_for_writing
 
     with locked_for_writing(root):
         pass

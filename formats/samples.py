@@ -27,7 +27,7 @@ from rmqctl import schema as S
 from rmqctl import schema_metaq as MQ
 from rmqctl.config import load_config
 from rmqctl.javacompat import java_string_hash
-from rmqctl.ops.annotate import annotate
+from rmqctl.views.annotate import annotate
 from rmqctl.record import Blank
 from rmqctl.rules import index_key_hash, index_slot
 from rmqctl.store import Store

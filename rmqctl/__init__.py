@@ -7,7 +7,7 @@ The library under the CLI, for notebooks and scripts:
     for file, msg in store.scan().records():
         print(msg.topic, msg.queueOffset, msg.msg_id)
 
-Operations (rmqctl.ops.*) return plain results; nothing here prints. The names below are loaded on first
+Operations (rmqctl.checks.*) return plain results; nothing here prints. The names below are loaded on first
 use, so `import rmqctl.schema` (or any low layer) loads no operation and no compiled kernel.
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ _HOMES = {
     "LockHeldError": "errors", "RmqError": "errors", "StoreError": "errors", "UsageError": "errors",
     "Finding": "findings",
     "store_lock": "lock",
-    "dump_checkpoint": "ops.inspect", "dump_commitlog": "ops.inspect", "dump_consumequeue": "ops.inspect",
-    "dump_index": "ops.inspect", "info": "ops.inspect", "locate": "ops.inspect",
-    "decode_ids": "ops.msgid", "lookup": "ops.msgid",
-    "query_key": "ops.query",
-    "VerifyResult": "ops.verify", "verify": "ops.verify",
+    "dump_checkpoint": "views.inspect", "dump_commitlog": "views.inspect", "dump_consumequeue": "views.inspect",
+    "dump_index": "views.inspect", "info": "views.inspect", "locate": "views.inspect",
+    "decode_ids": "views.msgid", "lookup": "views.msgid",
+    "query_key": "views.query",
+    "VerifyResult": "checks.verify", "verify": "checks.verify",
     "Blank": "record", "Message": "record", "RecordError": "record", "read_record": "record",
     "Store": "store",
 }

@@ -12,7 +12,7 @@ from . import schema as S
 from .config import BrokerConfig
 from .javacompat import java_string_hash, parse_int
 from .record import Message
-from .rules import LMQ_PREFIX  # noqa: F401 (its home is rules; ops.verify takes it from here)
+from .rules import LMQ_PREFIX  # noqa: F401 (its home is rules; checks.verify takes it from here)
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 

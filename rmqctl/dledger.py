@@ -161,12 +161,12 @@ class FileEntries:
 def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> FileEntries:
     """The entries of a data file that start in [start, stop) (`start` an entry start; `stop` None: to the
     end), by their size fields, as MmapFileList's readers and DLedgerMmapFileStore.recover step through
-    them (native/dledger.entry_heads): an int -1 is the BLANK that ends a full file, a size of 0 is the end
+    them (engine/dledger.entry_heads): an int -1 is the BLANK that ends a full file, a size of 0 is the end
     of the data. The walk goes on over entries whose fields disagree (pos, bodyLength, index, term: the
     verifier's business) and stops where the next entry cannot be located: a magic other than 1, a size
     smaller than the header, or one that runs past the file. A walk cut by `stop` has `end` at or past it,
     where the next slice starts, and neither `blank` nor `stop`."""
-    from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+    from .engine import dledger as KD  # (numba: the kernels load with the commands that walk entries)
 
     stop = limit if stop is None else min(stop, limit)
     u8 = _bytes(buf, limit)
@@ -190,7 +190,7 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
 def slice_starts(buf, limit: int, size: int) -> list[int]:
     """Entry starts that cut a data file's entries into slices of about `size` bytes: 0, then each first
     entry at or past `size` bytes after the last cut, for as long as the entry walk goes on."""
-    from .native import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+    from .engine import dledger as KD  # (numba: the kernels load with the commands that walk entries)
 
     u8 = _bytes(buf, limit)
     out = np.empty(1 << 16, np.int64)  # (positions the walk writes and nobody reads: a page or two of them)
@@ -219,7 +219,7 @@ def _bytes(buf, limit: int) -> np.ndarray:
 
 def _stop(buf, limit: int, p: int, outcome: int, KD) -> Stop:
     """The finding for an entry walk that ends at p without a BLANK or the end of the data (`outcome`: one
-    of native.dledger's, KD)."""
+    of engine.dledger's, KD)."""
     magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
     head = S.DLEDGER_ENTRY_HEADER.size
     if outcome == KD.SHORT_HEAD:

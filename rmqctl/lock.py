@@ -16,7 +16,7 @@ from .errors import LockHeldError
 def store_lock(root: str | os.PathLike):
     """Take the lock or raise LockHeldError (exit 2). Creates the lock file if the store has none; writes
     nothing into an existing one (the broker writes "lock" there itself). Only locks: a writing command
-    takes it through ops/txn.py's `locked_for_writing`, which also finishes an interrupted run."""
+    takes it through txn.py's `locked_for_writing`, which also finishes an interrupted run."""
     path = Path(root) / "lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

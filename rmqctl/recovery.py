@@ -13,7 +13,7 @@ import numpy as np
 from . import schema as S
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
-from .native.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .engine.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .store import MappedFile, Store
 

@@ -1,5 +1,5 @@
 """Broker rules that every engine applies, each written once: the Python paths call these functions and the
-compiled kernels (rmqctl.native) compile these same functions, so a rule changed here changes everywhere.
+compiled kernels (rmqctl.engine.kernels) compile these same functions, so a rule changed here changes everywhere.
 They take plain integers and byte sequences (bytes, or a numpy uint8 array inside a kernel).
 
 Sources: IndexService.buildIndex / IndexFile.indexKeyHashMethod, putKey, selectPhyOffset, ConsumeQueue.recover,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rmqctl.config import load_config
-from rmqctl.ops.inspect import info
+from rmqctl.views.inspect import info
 from rmqctl.store import Store
 
 ENV = "RMQ_JAVA_ORACLE"

@@ -1,4 +1,4 @@
-"""The ahead-of-time compiled entries of a dump (rmqctl/native/aot.py): built from numba's own kernels, they
+"""The ahead-of-time compiled entries of a dump (rmqctl/engine/aot.py): built from numba's own kernels, they
 write what numba's kernels write, byte for byte, on every fixture (content filters included); they run without numba, release the GIL,
 hand any call their signature does not cover to numba, and a failed build leaves the command on numba."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, run
 
-from rmqctl import native
-from rmqctl.native import aot
+from rmqctl.engine import kernels as native
+from rmqctl.engine import aot
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def test_an_entry_hands_any_other_call_to_numba(built):
     cover (other dtypes, a non-contiguous or read-only array where it writes) goes to numba's kernel."""
     code = """
 import sys, numpy as np
-from rmqctl.native import aot, jsonl
+from rmqctl.engine.kernels import aot, jsonl
 aot.install()
 cols = np.zeros((4, 64), np.int64)
 print(jsonl.line_bound(cols, 1, 20), 'numba' in sys.modules)
@@ -92,7 +92,7 @@ def test_the_entries_release_the_gil(built):
     code = """
 import threading, time, numpy as np
 from pathlib import Path
-from rmqctl.native import aot, decode as D
+from rmqctl.engine.kernels import aot, decode as D
 aot.install()
 head = np.fromfile(next(Path('examples/store/commitlog').iterdir()), np.uint8)
 size = int.from_bytes(head[:4].tobytes(), 'big')

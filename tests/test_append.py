@@ -20,7 +20,7 @@ from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_stor
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
-from rmqctl.ops.append import Appender, NewMessage, delete_property, java_hashmap_order
+from rmqctl.maintenance.append import Appender, NewMessage, delete_property, java_hashmap_order
 from rmqctl.record import Blank, property_crc_state, read_record
 from rmqctl.store import Store
 

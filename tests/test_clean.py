@@ -18,8 +18,15 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, broker_conf, held_lock, jsonl, run, truth
-from rmqctl.ops.clean_rules import (CleanSettings, DiskUsage, DeleteWhenError, is_time_to_do, java_disk_ratio,
-                                    java_parse_int, space_check)
+from rmqctl.maintenance.clean_rules import (
+    CleanSettings,
+    DiskUsage,
+    DeleteWhenError,
+    is_time_to_do,
+    java_disk_ratio,
+    java_parse_int,
+    space_check,
+)
 
 pytestmark = pytest.mark.tmpfs
 

@@ -264,8 +264,8 @@ def test_recovery_that_dledger_refuses_is_refused(copy):
 def test_verify_compares_the_entries_a_data_file_at_a_time(monkeypatch):
     """The layer check (index continuity, terms, index units) holds one data file's entries and the entry
     before them, with that file's map released, not a table of the whole log's entries."""
-    from rmqctl.ops import verify_dledger
-    from rmqctl.ops.verify import verify as run_verify
+    from rmqctl.checks import dledger as verify_dledger
+    from rmqctl.checks.verify import verify as run_verify
 
     seen = []
     real = verify_dledger._neighbours
@@ -331,7 +331,7 @@ def test_entry_walk_in_slices_is_the_whole_walk(seed):
 def test_verify_in_small_chunks_and_slices_finds_the_same(copy, damage, monkeypatch):
     """Data files verified in chunks that start at entry starts (found by a walk of the entry heads), and
     the layer checked a slice of entries at a time, report exactly what one task per file does."""
-    from rmqctl.ops import verify_commitlog
+    from rmqctl.checks import commitlog as verify_commitlog
 
     store = copy()
     if damage is not None:

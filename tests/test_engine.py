@@ -20,8 +20,8 @@ from rmqctl.errors import where
 from rmqctl.engine import jsonl
 from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import walk_files
-from rmqctl.ops import inspect
-from rmqctl.ops.filters import TRANSACTION_STATES, MessageFilter
+from rmqctl.views import inspect
+from rmqctl.views.filters import TRANSACTION_STATES, MessageFilter
 from rmqctl.engine.columns import SCALARS, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
 from rmqctl.store import Store, offset_to_name

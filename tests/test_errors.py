@@ -93,7 +93,7 @@ def test_offsets_outside_the_store_do_not_crash(args):
 def test_an_internal_error_is_one_line_and_exit_2_not_a_finding(monkeypatch):
     """A bug of rmqctl's own (here: info's library call failing) must not exit 1, which verify uses for
     findings, nor print a traceback; RMQCTL_DEBUG=1 lets it through for a bug report."""
-    from rmqctl.ops import inspect
+    from rmqctl.views import inspect
 
     def broken(store):
         raise ZeroDivisionError("division by zero")

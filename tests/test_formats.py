@@ -16,7 +16,7 @@ import pytest
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
-from rmqctl.ops.annotate import spans
+from rmqctl.views.annotate import spans
 from rmqctl.record import property_crc_state
 from rmqctl.store import Store
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ALL_FIXTURES, FIXTURES
 from rmqctl.configfiles import JSON_CONFIG_FILES
-from rmqctl.ops import txn
+from rmqctl import txn
 
 FORMATS = Path(__file__).resolve().parents[1] / "formats"
 

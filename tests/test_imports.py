@@ -16,17 +16,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rmqctl"
 
-# Layers, lowest first. A module may import from its own layer or a lower one, never a higher one.
+# Layers, lowest first: one per wing of the house (docs/architecture.md). A module may import from its own layer
+# or a lower one, never a higher one.
 LAYERS = [
-    ("foundation", ("rmqctl.errors", "rmqctl.javacompat", "rmqctl.schema", "rmqctl.config")),
-    ("model", ("rmqctl.*",)),  # store, record, native kernels, dispatch, writers, lock, findings, recovery, ...
-    # MetaQ's store model sits with its operations: one package per store kind, above RocketMQ's model it reuses
-    ("operations", ("rmqctl.ops", "rmqctl.ops.*", "rmqctl.metaq", "rmqctl.metaq.*")),
+    ("core", ("rmqctl.errors", "rmqctl.javacompat", "rmqctl.schema", "rmqctl.schema_metaq", "rmqctl.config",
+              "rmqctl.configfiles", "rmqctl.budget", "rmqctl.findings")),
+    ("rules", ("rmqctl.rules", "rmqctl.dispatch", "rmqctl.record", "rmqctl.txn", "rmqctl.lock")),
+    ("engine", ("rmqctl.engine", "rmqctl.engine.*")),
+    ("store", ("rmqctl.store", "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
+    ("views", ("rmqctl.views", "rmqctl.views.*")),
+    ("checks", ("rmqctl.checks", "rmqctl.checks.*")),
+    ("maintenance", ("rmqctl.maintenance", "rmqctl.maintenance.*")),
+    # MetaQ's store model sits with its operations: one package per store kind, above RocketMQ's it reuses
+    ("metaq", ("rmqctl.metaq", "rmqctl.metaq.*")),
     ("spark", ("rmqctl.spark", "rmqctl.spark.*")),
     ("cli", ("rmqctl.cli", "rmqctl.cli.*", "rmqctl.__main__", "rmqctl")),
 ]
 CLASS_LINES, FUNCTION_LINES = 200, 80
-COMPILED = {"kernel"}  # decorators that compile a function (rmqctl.native.kernel)
+COMPILED = {"kernel"}  # decorators that compile a function (rmqctl.engine.kernels.kernel)
 # in-function imports in files another issue is rewriting (engine, #10): record.py's optional codecs
 IMPORTS_OWNED_ELSEWHERE = {"rmqctl/record.py"}
 
@@ -192,7 +199,7 @@ def test_importing_the_schema_loads_no_operation():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=ROOT).stdout.split()
     assert "rmqctl.schema" in loaded
-    assert not [m for m in loaded if m.startswith(("rmqctl.ops", "rmqctl.cli", "rmqctl.spark", "rmqctl.native", "numba"))]
+    assert not [m for m in loaded if m.startswith(("rmqctl.views", "rmqctl.checks", "rmqctl.maintenance", "rmqctl.cli", "rmqctl.spark", "rmqctl.engine.kernels", "numba"))]
 
 
 if __name__ == "__main__":
@@ -252,13 +259,13 @@ def test_numba_loads_with_the_first_kernel_a_process_calls():
     """numba and its registries (~0.5 s) load with the first kernel call, not with the modules that declare
     kernels: a command that runs none (`info`) starts without it; the first call loads it and every loaded
     module then holds the compiled kernel in place of its declaration."""
-    code = ("import atexit, sys; from rmqctl.native import decode as D; "
+    code = ("import atexit, sys; from rmqctl.engine import decode as D; "
             "atexit.register(lambda: print('numba' in sys.modules, type(D.decode).__name__)); "
             "sys.argv = ['rmqctl', 'info', '--store', 'examples/store', '--broker-config', 'examples/broker.conf']; "
             "from rmqctl.cli.launch import main; main()")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.split()[-2:] == ["False", "Lazy"]
-    code = ("import sys, zlib, numpy as np; from rmqctl.native import crc32, decode as D; "
+    code = ("import sys, zlib, numpy as np; from rmqctl.engine.kernels import crc32; from rmqctl.engine import decode as D; "
             "print(crc32(np.frombuffer(b'abc', np.uint8), 0, 3) == zlib.crc32(b'abc'), 'numba' in sys.modules, "
             "type(D.decode).__name__, type(D.decode_record).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout

@@ -7,8 +7,8 @@ import pytest
 
 from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, jsonl, run, truth
 from rmqctl.config import load_config
-from rmqctl.ops.msgid import decode_ids
-from rmqctl.ops.query import query_key, query_offsets
+from rmqctl.views.msgid import decode_ids
+from rmqctl.views.query import query_key, query_offsets
 from rmqctl.store import Store
 
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from rmqctl.javacompat import java_string_hash, parse_properties
-from rmqctl.native import copy_span, crc32, find_properties, java_hash, property_names, well_formed_utf8
-from rmqctl.native.jsonl import put_base64, put_escaped, put_int
-from rmqctl.native.record import prefetch_ahead
+from rmqctl.engine.kernels import copy_span, crc32, find_properties, java_hash, property_names, well_formed_utf8
+from rmqctl.engine.jsonl_kernels import put_base64, put_escaped, put_int
+from rmqctl.engine.record import prefetch_ahead
 from rmqctl.store import give_back_pages
 
 
@@ -70,7 +70,7 @@ def test_find_properties_is_string2messageProperties(parts):
                                  b"\x83", b"\xff"]), max_size=16).map(b"".join), st.integers(0, 40))
 def test_next_special_is_a_byte_loop(data, start):
     """The 8-bytes-a-step search for the property string's special bytes finds what a byte loop finds."""
-    from rmqctl.native import next_special
+    from rmqctl.engine.kernels import next_special
 
     start = min(start, len(data))
     want = next((k for k in range(start, len(data)) if data[k] < 3 or data[k] >= 0x80), len(data))
@@ -80,7 +80,7 @@ def test_next_special_is_a_byte_loop(data, start):
 def test_the_crc32_library_falls_back_to_zlib():
     """ISA-L where the machine has it, else libdeflate; a machine without either links zlib's crc32, which
     computes the same."""
-    from rmqctl import native
+    from rmqctl.engine import kernels as native
 
     missing = ("no-such-crc", "libno-such-crc.so.0", "no_such_crc32", native.CRC32_LIBRARIES[0][3])
     assert native._crc32_library((missing,) + native.CRC32_LIBRARIES[2:])[0] == "z"
@@ -88,11 +88,11 @@ def test_the_crc32_library_falls_back_to_zlib():
     assert native.CRC32_LIBRARY == (found[0] if found else "z")
 
 
-@pytest.mark.parametrize("library", [lib[0] for lib in __import__("rmqctl.native").native.CRC32_LIBRARIES])
+@pytest.mark.parametrize("library", [lib[0] for lib in __import__("rmqctl.engine.kernels").engine.kernels.CRC32_LIBRARIES])
 def test_every_crc32_library_computes_zlibs(library):
     """Each library a kernel may link (whichever this machine has) gives zlib.crc32's value, continued from a
     previous CRC as the kernels never do but zlib allows."""
-    from rmqctl import native
+    from rmqctl.engine import kernels as native
 
     name, fallback, symbol, _ = next(lib for lib in native.CRC32_LIBRARIES if lib[0] == library)
     try:
@@ -118,9 +118,9 @@ def test_crc32_is_zlibs():
 def test_a_changed_kernel_source_empties_the_kernel_cache(tmp_path):
     """numba would keep a caller's compiled code after a callee or the schema changed; the package's own
     stamp over its sources drops every cached kernel then, and only then."""
-    from rmqctl import native
+    from rmqctl.engine import kernels as native
 
-    here = tmp_path / "rmqctl" / "native"
+    here = tmp_path / "rmqctl" / "engine"
     here.mkdir(parents=True)
     package = Path(native.__file__).parent
     for p in package.glob("*.py"):

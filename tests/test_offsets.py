@@ -14,7 +14,7 @@ from conftest import ALL_FIXTURES, CLEAN_FIXTURES, broker_conf, held_lock, jsonl
 from rmqctl import Store, load_config
 from rmqctl import schema as S
 from rmqctl.configfiles import read_epochs
-from rmqctl.ops.offsets import CommitLogTimes, offset_by_time_v4, offset_by_time_v5, queue_view
+from rmqctl.views.offsets import CommitLogTimes, offset_by_time_v4, offset_by_time_v5, queue_view
 
 # ConsumerOffsetManager.encode(prettyFormat=true): fastjson, tab-indented, queue ids as unquoted int keys
 CONSUMER_OFFSETS = """{

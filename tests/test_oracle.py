@@ -16,7 +16,7 @@ import oracle
 from conftest import broker_conf, copy_store, fixture_dir, jsonl, patch, run
 from rmqctl import schema as S
 from rmqctl.config import load_config
-from rmqctl.ops.inspect import info
+from rmqctl.views.inspect import info
 from rmqctl.store import Store
 
 # the 4.9.7 and the 5.3.3 fixture, the reader of that version, and a topic each already has

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, append_like_last, broker_conf, held_lock, copy_store,
                       index_entry_at, jsonl, patch, run, truth)
 from rmqctl import schema as S
-from rmqctl.batchdispatch import dispatch_file
+from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from rmqctl.lock import store_lock
-from rmqctl.ops import txn
-from rmqctl.ops.query import query_offsets
-from rmqctl.ops.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
-from rmqctl.ops.verify import verify
+from rmqctl import txn
+from rmqctl.views.query import query_offsets
+from rmqctl.maintenance.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
+from rmqctl.checks.verify import verify
 from rmqctl.record import Blank, Message, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -587,7 +587,7 @@ def test_the_working_set_is_one_batch_one_commitlog_file_and_one_file_per_queue(
     """On a store of 40 commitlog files (~50 records each), a budget of 16 records per batch: no batch holds more records than
     the budget allows, one commitlog file is mapped at a time, and each queue and the index have only their
     last file open; the output is the same as with a large budget."""
-    import rmqctl.ops.rebuild as rebuild_module
+    import rmqctl.maintenance.rebuild as rebuild_module
 
     store = open_store(FIXTURES / "a-basic" / "store", "a-basic")
     budget = 16 * rebuild_module.DISPATCH_BYTES_PER_RECORD

@@ -11,9 +11,9 @@ import pytest
 
 from conftest import FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
 from rmqctl import schema as S
-from rmqctl.ops import txn
-from rmqctl.ops.query import query_offsets
-from rmqctl.ops.repair import repair
+from rmqctl import txn
+from rmqctl.views.query import query_offsets
+from rmqctl.maintenance.repair import repair
 from rmqctl.store import IndexFile
 from test_rebuild import (commit_point, crash_dir, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
                           state, sweep_kills, tree)
@@ -192,7 +192,7 @@ def test_index_entries_meet_the_cut_a_block_at_a_time(tmp_path, monkeypatch):
     """The entries at or past the cut are found with a mask of SCAN_BLOCK entries, not one as long as the
     index file (20 million entries in a full one): with blocks of 2, a cut in the second index file still
     leaves what the broker would write."""
-    import rmqctl.ops.repair as repair_module
+    import rmqctl.maintenance.repair as repair_module
 
     blocks = []
     real_first = repair_module._first

@@ -69,7 +69,7 @@ def test_a_killed_runs_intent_in_a_copied_store_completes_in_the_copy(tmp_path):
     for p in sorted((original / "index").iterdir())[-3:]:
         p.unlink()
     killed = ("import os, sys\n"
-              "import rmqctl.ops.txn as txn\n"
+              "import rmqctl.txn as txn\n"
               "txn.apply_intent = lambda root, intent: os._exit(9)\n"
               "from rmqctl.cli.main import cli\n"
               "cli(sys.argv[1:], prog_name='rmqctl')\n")

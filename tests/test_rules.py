@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from rmqctl import rules
 from rmqctl import schema as S
-from rmqctl.native import record as compiled
+from rmqctl.engine import record as compiled
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 

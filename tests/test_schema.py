@@ -13,7 +13,7 @@ import pytest
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
-from rmqctl.ops.msgid import decode_offset_id, decode_unique_id
+from rmqctl.views.msgid import decode_offset_id, decode_unique_id
 from rmqctl.record import Blank, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -272,7 +272,7 @@ def test_truncated_records_raise_record_error_not_struct_error():
 @pytest.mark.parametrize("name", ALL_FIXTURES)
 def test_message_ids_round_trip_and_agree_with_msgid_decoders(name):
     """Every record's offset msgId and UNIQ_KEY through OffsetMsgId / UniqKey, against the record and
-    against rmqctl.ops.msgid's decoders and RocketMQ's own reading (uniqKeyInfo)."""
+    against rmqctl.views.msgid's decoders and RocketMQ's own reading (uniqKeyInfo)."""
     info = {w["commitLogOffset"]: w.get("uniqKeyInfo") for w in truth(name, "truth-messages.jsonl")}
     for f, m in open_store(name).scan().records():
         raw = bytes.fromhex(m.msg_id)

@@ -1,4 +1,4 @@
-"""`verify --since/--until` and the time range behind it (rmqctl.ops.time_range), on real fixtures: the offset
+"""`verify --since/--until` and the time range behind it (rmqctl.views.time_range), on real fixtures: the offset
 range equals what a scan of every record gives, pruned files hold no message of the range, and the CLI's
 exact output and exit codes."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from conftest import CLEAN_FIXTURES, broker_conf, fixture_dir, jsonl, one_line_error, run
 
 from rmqctl import Store, load_config
-from rmqctl.ops.time_range import file_spans, narrow, offset_range
+from rmqctl.views.time_range import file_spans, narrow, offset_range
 
 
 def store_of(name: str) -> Store:
@@ -100,7 +100,7 @@ def test_verify_since_on_a_dledger_store():
     r = run("verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name), "--since",
             recs[100][2], "--until", recs[199][2])
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "")  # sound, and quiet off a terminal
-    from rmqctl.ops.verify import verify
+    from rmqctl.checks.verify import verify
 
     store = store_of(name)
     start, end = narrow(store, recs[100][2], recs[199][2])

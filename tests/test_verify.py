@@ -18,10 +18,10 @@ from conftest import (CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_sto
 from rmqctl import schema as S
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
-from rmqctl.ops import verify_commitlog
-from rmqctl.ops.verify import verify
+from rmqctl.checks import commitlog as verify_commitlog
+from rmqctl.checks.verify import verify
 from rmqctl.javacompat import crc31, crc_digits
-from rmqctl.ops.verify_scan import Task, scan_chunk
+from rmqctl.checks.scan import Task, scan_chunk
 from rmqctl.record import Message, encode_record, read_record
 from rmqctl.store import Store
 
@@ -501,7 +501,7 @@ def test_json_csv_and_table_formats():
 
 def test_interrupted_write_is_reported(store_copy):
     """A rebuild killed after its commit point leaves an intent: verify says the store is mid-change."""
-    from rmqctl.ops import txn
+    from rmqctl import txn
 
     store = store_copy("b-mixed")
     staging = store / ".rmqctl-rebuild-test"

@@ -1,6 +1,6 @@
 """verify in windows of commitlog offsets finds exactly what the whole-store pass finds: every fixture and
 randomly damaged copies (benchmarks/torture.py's mutators), checked with windows of 1, 2, 3 and 7 records
-against one window holding every record (the differential proof of ops/verify_windows.py)."""
+against one window holding every record (the differential proof of checks/windows.py)."""
 from __future__ import annotations
 
 import random
@@ -12,7 +12,7 @@ import pytest
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
-from rmqctl.ops.verify import verify
+from rmqctl.checks.verify import verify
 from rmqctl.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -68,7 +68,7 @@ def test_damaged_copy_index_checked_a_block_at_a_time(seed, tmp_path, monkeypatc
     """A window's index entries are checked a block at a time (their columns never all held at once): with
     blocks of 3 entries, windows of a few records find what one window with whole-file blocks finds, on
     damaged copies whose index files mostly still go forward (the slice found by binary search)."""
-    import rmqctl.ops.verify_links as links
+    import rmqctl.checks.links as links
 
     rng = random.Random(100 + seed)
     name = ROCKETMQ[seed % len(ROCKETMQ)]
@@ -93,7 +93,7 @@ def test_damaged_copy_index_checked_a_block_at_a_time(seed, tmp_path, monkeypatc
         assert _findings(root, torture.conf_of(name), window, deep=True) == whole, f"window of {window} record(s)"
 
 def test_memory_sizes_the_window():
-    from rmqctl.ops.verify_windows import BYTES_PER_RECORD, FIXED_BYTES, window_records
+    from rmqctl.checks.windows import BYTES_PER_RECORD, FIXED_BYTES, window_records
 
     assert window_records(256 << 20) == ((256 << 20) - FIXED_BYTES) // BYTES_PER_RECORD
     assert window_records(1 << 20) == 1  # below the fixed part: still one record at a time
@@ -147,9 +147,9 @@ def test_damaged_links_windows_find_the_same_a_block_at_a_time(seed, tmp_path, m
     every entry of the file held per window), and an index file's links replayed per slot: with blocks of 3
     entries and 2 units, windows of a few records find what one window with whole-file blocks finds, and
     no mask is longer than a block or a window."""
-    import rmqctl.ops.verify_cq as cq
-    import rmqctl.ops.verify_links as links
-    import rmqctl.ops.verify_windows as windows
+    import rmqctl.checks.consumequeue as cq
+    import rmqctl.checks.links as links
+    import rmqctl.checks.windows as windows
 
     name = ["a-basic", "b-mixed"][seed % 2]
     root = torture.copy_store(name, tmp_path / "store")
@@ -172,10 +172,10 @@ def test_damaged_links_windows_find_the_same_a_block_at_a_time(seed, tmp_path, m
 def test_a_chunk_walked_again_holds_arrays_the_size_of_its_records():
     """verify's windows walk a chunk again knowing how many records it holds: the walk's arrays are sized to
     them, not to the first walk's guess of a 512-byte record (the chunks walked ahead are held meanwhile)."""
-    from rmqctl.ops import verify_commitlog
-    from rmqctl.ops.verify import start_run
-    from rmqctl.ops.verify_scan import scan_chunk
-    from rmqctl.ops.verify_windows import with_columns
+    from rmqctl.checks import commitlog as verify_commitlog
+    from rmqctl.checks.verify import start_run
+    from rmqctl.checks.scan import scan_chunk
+    from rmqctl.checks.windows import with_columns
 
     store = Store(torture.FIXTURES / "b-mixed" / "store", load_config(str(torture.conf_of("b-mixed"))))
     ctx = start_run(store, None, None, None, False, 1)
@@ -196,7 +196,7 @@ def test_a_window_is_freed_before_the_next_is_checked(monkeypatch):
     import gc
     import weakref
 
-    from rmqctl.ops.verify_cq import ConsumeQueueCheck
+    from rmqctl.checks.consumequeue import ConsumeQueueCheck
 
     earlier, alive = [], []
     check = ConsumeQueueCheck.window

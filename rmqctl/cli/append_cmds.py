@@ -16,7 +16,7 @@ from ..record import decode_body
 from .base import cli, dumps, echo_err, parse_int, store_options
 
 if TYPE_CHECKING:
-    from ..ops.append import Appender, NewMessage
+    from ..maintenance.append import Appender, NewMessage
 
 # acknowledgements wait for a durable batch; a batch ends when input pauses or at these sizes
 BATCH_MESSAGES = 1000
@@ -76,7 +76,7 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
     if opts["body"] is not None and opts["body_file"] is not None:
         raise UsageError("give --body or --body-file, not both")
     ctx.require_explicit_store()
-    from ..ops.append import Appender  # loads the compiled kernels: only for this command
+    from ..maintenance.append import Appender  # loads the compiled kernels: only for this command
 
     appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
                         keep_index_time=keep_timestamps, create=create)
@@ -96,7 +96,7 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
 
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
-    from ..ops.append import NewMessage, apply_delay_level, validate_producer_topic  # kernels: only when appending
+    from ..maintenance.append import NewMessage, apply_delay_level, validate_producer_topic  # kernels: only when appending
 
     properties = []
     if opts["tags"]:
@@ -125,7 +125,7 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
 
 def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
     """A `dump commitlog` line as a message: the stored fields a copy keeps (computed ones are ignored)."""
-    from ..ops.append import NewMessage  # kernels: only when appending
+    from ..maintenance.append import NewMessage  # kernels: only when appending
 
     if not isinstance(obj, dict):
         raise UsageError("a line must be a JSON object")

@@ -24,7 +24,7 @@ import orjson
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
-from ..ops.inspect import ms_text
+from ..views.inspect import ms_text
 from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
@@ -340,10 +340,12 @@ def echo_err(msg: str):
 
 
 def prepare_kernels(*kernels):
-    """Ready the compiled kernels a command calls: the ahead-of-time module (native.aot) where it covers them,
+    """Ready the compiled kernels a command calls: the ahead-of-time module (engine.aot) where it covers them,
     built on the first run that needs it; else numba's, whose first run compiles them. A first run takes
     seconds: on a terminal, one line says so rather than a silent pause."""
-    from ..native import aot, compiled  # numba loads only in the commands that run kernels
+    # numba loads only in the commands that run kernels
+    from ..engine import aot
+    from ..engine.kernels import compiled
 
     ahead = aot.covers(kernels)
     if ahead and aot.install():

@@ -7,8 +7,8 @@ import os
 import click
 
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
-from ..ops.clean import CleanResult, run_clean
-from ..ops.clean_rules import CleanSettings, Clock, FileDecision
+from ..maintenance.clean import CleanResult, run_clean
+from ..maintenance.clean_rules import CleanSettings, Clock, FileDecision
 from .base import cli, dumps, echo_err, render, store_options
 
 COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]

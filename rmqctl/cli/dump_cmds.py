@@ -4,9 +4,9 @@ from __future__ import annotations
 import click
 
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
-from ..ops import inspect
-from ..ops.annotate import record_hex
-from ..ops.filters import MessageFilter
+from ..views import inspect
+from ..views.annotate import record_hex
+from ..views.filters import MessageFilter
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from .base import OFFSET, TIME, cli, dump, echo_err, prepare_kernels, parse_int, render, store_options, write_blocks
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from ..ops import inspect
-from ..ops.startup import estimate_startup
+from ..views import inspect
+from ..views.startup import estimate_startup
 from .base import cli, dumps, echo_lines, render, store_options
 
 

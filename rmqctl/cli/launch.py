@@ -5,13 +5,13 @@ Loading the CLI, numba and the compiled kernels makes some 10^5 long-lived objec
 collection, yet the collector walked them again at every threshold, at start-up and through the run (a
 1 GiB `dump --body none`, whole command: 1.54 -> 1.2 s; benchmarks/bench_dump.py). Once loaded they are
 frozen (later collections skip them): the CLI's modules here, numba when the first kernel loads it
-(native.when_loaded); the collector runs as usual for the command itself. A library user's process is
+(kernels.when_loaded); the collector runs as usual for the command itself. A library user's process is
 left alone, its allocator too."""
 from __future__ import annotations
 
 import gc
 
-from .. import native
+from ..engine import kernels
 from ..budget import one_heap
 
 
@@ -21,5 +21,5 @@ def main():
     from .main import main as run  # (start-up: loaded with the collector paused)
     gc.freeze()
     gc.enable()
-    native.when_loaded(gc.freeze)
+    kernels.when_loaded(gc.freeze)
     run()

@@ -6,9 +6,9 @@ import sys
 import click
 
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
-from ..ops import msgid as msgid_ops
-from ..ops.annotate import record_hex
-from ..ops.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
+from ..views import msgid as msgid_ops
+from ..views.annotate import record_hex
+from ..views.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
 from ..record import message_dict
 from .base import TIME, echo_err, msgid, query, render, store_options
 

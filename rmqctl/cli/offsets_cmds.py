@@ -7,8 +7,9 @@ import time
 import click
 
 from ..errors import EXIT_FINDINGS, UsageError
-from ..ops import config_check, offsets
-from ..ops.diff import diff_stores
+from ..views import offsets
+from ..maintenance.config_restore import plan_restore, restore_configs
+from ..views.diff import diff_stores
 from ..store import Store
 from .base import cli, dumps, echo_err, parse_time_ms, render, store_options
 
@@ -108,11 +109,11 @@ def config_restore(ctx, names, apply, no_backup):
     rmqctl config restore consumerOffset.json --store /data/store --apply
     """
     store = ctx.writable_store() if apply else ctx.store
-    plan = config_check.plan_restore(store, list(names) or None)
+    plan = plan_restore(store, list(names) or None)
     render((p.to_dict() for p in plan), ctx.format)
     impossible = [p for p in plan if p.action == "impossible"]
     if apply:
-        config_check.restore_configs(store, plan, keep_backup=not no_backup)
+        restore_configs(store, plan, keep_backup=not no_backup)
     elif any(p.action == "restore" for p in plan):
         echo_err("rmqctl: plan only; --apply restores")
     if impossible:

@@ -63,7 +63,7 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     """
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
-        from ..ops.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
+        from ..maintenance.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
 
         result = rebuild_consumequeue(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
                                       progress=bar.update, memory=memory)
@@ -90,7 +90,7 @@ def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
     """
     store = ctx.store if dry_run else ctx.writable_store()
     with _commitlog_bar(ctx, "rebuild index") as bar:
-        from ..ops.rebuild import rebuild_index  # loads the compiled kernels: only for this command
+        from ..maintenance.rebuild import rebuild_index  # loads the compiled kernels: only for this command
 
         result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory)
     _interrupted(result.interrupted)
@@ -202,7 +202,7 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     rmqctl repair --store /data/store --broker-config broker.conf
     """
     store = ctx.store if dry_run else ctx.writable_store()
-    from ..ops.repair import repair  # loads the compiled kernels: only for this command
+    from ..maintenance.repair import repair  # loads the compiled kernels: only for this command
 
     if scan_all and not dry_run and not yes:
         _confirm_scan_all(repair(store, scan_all=True, dry_run=True), store.commitlog.min_offset)

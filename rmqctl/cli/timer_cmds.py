@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ..errors import EXIT_REFUSED
-from ..ops import timer
+from ..views import timer
 from .base import dump, echo_err, render, store_options
 
 UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "realTopic", "realQueueId", "problem"]

@@ -7,8 +7,8 @@ from collections import Counter
 import click
 
 from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
-from ..ops import VERIFY_PARTS
-from ..ops.time_range import narrow
+from ..checks import VERIFY_PARTS
+from ..views.time_range import narrow
 from .base import OFFSET, TIME, cli, echo_err, memory_option, prepare_kernels, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
@@ -50,7 +50,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     rmqctl verify --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
     """
     _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
-    from ..ops.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
+    from ..checks.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
     baseline = read_baseline(baseline_path) if baseline_path else None
     store = ctx.store
@@ -68,8 +68,8 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
 
     try:
         # the compiled kernels load only for this command
-        from ..native.verify import walk
-        from ..ops.verify import verify
+        from ..engine.checks import walk
+        from ..checks.verify import verify
 
         prepare_kernels(walk)
         start, end = narrow(store, since, until, start, end)

@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
-from ..native import columns as K
-from ..native.decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
+from . import arrow_kernels as K
+from .decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
 from ..record import format_host
 from ..rules import key_words
 from .walk import Chunk

@@ -1,4 +1,4 @@
-"""`dump commitlog` lines from the engine's batches: the compiled writer (native/jsonl.py) for nearly every
+"""`dump commitlog` lines from the engine's batches: the compiled writer (engine/jsonl_kernels.py) for nearly every
 record, record.message_dict + orjson (the reference, and the contract's definition) for the few it leaves."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import orjson
 
 from .. import schema as S
-from ..native import columns as K
-from ..native.decode import decode, decode_at
-from ..native.dledger import entry_heads
-from ..native.jsonl import BODY_MODES, MOST_PAIRS, line_bound, write_lines
+from . import arrow_kernels as K
+from .decode import decode, decode_at
+from .dledger import entry_heads
+from .jsonl_kernels import BODY_MODES, MOST_PAIRS, line_bound, write_lines
 from ..record import message_dict, read_record
 from .walk import Chunk
 
@@ -25,7 +25,7 @@ NO_ENTRIES = np.zeros((0, len(S.DLEDGER_DUMP_FIELDS)), np.int64)  # a plain comm
 
 def dump_kernels(dledger: bool, where=None) -> tuple:
     """The kernels a dump runs (its first run compiles them): the walk of plain commitlog files or of DLedger
-    entries, the writer, and the column kernels of the content filters in `where` (ops.filters.MessageFilter)."""
+    entries, the writer, and the column kernels of the content filters in `where` (views.filters.MessageFilter)."""
     kernels = ((entry_heads, decode_at) if dledger else (decode,)) + (write_lines,)
     if where is not None and where.has_text_terms():
         kernels += (K.property_values,)

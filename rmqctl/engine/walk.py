@@ -18,8 +18,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..native.decode import COLUMN, NCOLUMNS, decode, decode_at
-from ..native.record import BLANK, OK
+from .decode import COLUMN, NCOLUMNS, decode, decode_at
+from .record import BLANK, OK
 
 BATCH_ROWS = 8192
 BATCH_BYTES = 4 << 20

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from .. import schema_metaq as M
 from ..errors import StoreError, UsageError
-from ..writers import fsync_dir
+from ..txn import fsync_dir
 from .config import MetaqConfig
 from .lock import partition_lock
 from .store import MetaqStore, Partition, SegmentScan, crc31, segment_name

@@ -11,7 +11,7 @@ maxReservedTime`) goes through `process(file)`:
 
 It does not stop at the first segment kept: a segment with an older mtime after a newer one is removed
 alone, and the hole it leaves makes validateSegments refuse the partition at the broker's next start (the
-plan says so). A plan by default; `apply` acts with the staging + intent machinery of `rmqctl.ops.txn`, one
+plan says so). A plan by default; `apply` acts with the staging + intent machinery of `rmqctl.txn`, one
 transaction per partition, under `partition_lock`.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import shutil
 import zipfile
 
 from ..errors import UsageError
-from ..ops.txn import Transaction
+from ..txn import Transaction
 from .config import DeletePolicy, parse_delete_policy
 from .cron import next_fire
 from .lock import partition_lock

@@ -7,7 +7,7 @@ from typing import Callable, Iterator
 
 from .. import schema_metaq as M
 from ..errors import StoreError, UsageError
-from ..ops.annotate import annotate
+from ..views.annotate import annotate
 from ..record import encode_body
 from .store import DecodeError, MetaqStore, Partition, Record, SegmentScan, attribute_text, decode_data
 

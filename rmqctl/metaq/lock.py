@@ -20,8 +20,7 @@ from pathlib import Path
 
 from .. import schema_metaq as M
 from ..errors import LockHeldError
-from ..ops.txn import locked_for_writing
-from ..writers import fsync_dir
+from ..txn import fsync_dir, locked_for_writing
 from .store import RMQCTL_DIR
 
 

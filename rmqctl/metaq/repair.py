@@ -4,7 +4,7 @@ At load, MessageStore.loadSegments reopens the last segment of each partition in
 FileMessageSet.recover walks it with validateMessage from position 0 and truncates the file at the first
 record that fails (fewer than 20 header bytes, header + msgLen past the end, msgLen < 0, checksum mismatch):
 `channel.truncate(validUpTo)`. Nothing else changes; earlier segments are never checked. This does exactly
-that cut, per partition, with the staging + intent + atomic swap of `rmqctl.ops.txn` (the old file is kept in
+that cut, per partition, with the staging + intent + atomic swap of `rmqctl.txn` (the old file is kept in
 `{partition}/.rmqctl/.rmqctl-backup-<time>/` unless `keep_backup` is off). A partition the broker refuses to
 load (names, contiguity) is not touched: that needs a decision, not a recovery.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import StoreError
-from ..ops.txn import Transaction
+from ..txn import Transaction
 from .lock import partition_lock
 from .store import MetaqStore, Partition, SegmentScan
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from .. import schema_metaq as M
-from ..ops.txn import pending
-from ..ops.verify import Finding, VerifyResult
+from ..txn import pending
+from ..checks.verify import Finding, VerifyResult
 from .lock import segment_holders
 from .store import RMQCTL_DIR, DecodeError, MetaqStore, Partition, check_record, decode_data, is_zero_header
 

@@ -29,10 +29,10 @@ from pyspark.sql.types import (
 from .. import schema as S
 from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
 from ..engine.walk import Chunk
-from ..native.record import index_slots
+from ..engine.record import index_slots
 from ..dledger import DLedgerScan
-from ..ops.annotate import COMPRESSION_NAMES
-from ..ops.filters import TRANSACTION_STATES
+from ..views.annotate import COMPRESSION_NAMES
+from ..views.filters import TRANSACTION_STATES
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
 STRING, INT, LONG, BOOL, TIMESTAMP = StringType(), IntegerType(), LongType(), BooleanType(), TimestampType()

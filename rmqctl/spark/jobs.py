@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from py4j.protocol import Py4JJavaError
 
 from ..errors import RmqError, StoreError
-from ..ops.inspect import ms_text
+from ..views.inspect import ms_text
 from ..record import encode_body
 from ..engine.columns import SCALARS
 from .columns import TIME_COLUMNS

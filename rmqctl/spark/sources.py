@@ -10,7 +10,7 @@ names (`mappedFileSizeCommitLog`, `mappedFileSizeConsumeQueue`, `maxHashSlotNum`
 the task instead of ending that file with a warning, as `dump commitlog` does), and takes pushed-down
 filters on `topic` (= and IN), `commitLogOffset` (comparisons: whole files outside the range are skipped)
 and `storeTimestamp` / `storeTimestampMs` (comparisons and BETWEEN: every record is checked, and the files
-whose store times lie wholly outside the range are not read at all, see rmqctl.ops.time_range; option
+whose store times lie wholly outside the range are not read at all, see rmqctl.views.time_range; option
 `pruneByStoreTime=false` reads them all, for a store whose broker clock stepped back).
 On a DLedger-mode store its partitions are the data files and its rows carry their entry (`dledger`).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..errors import StoreError, where
-from ..ops.time_range import FileSpan, file_spans
+from ..views.time_range import FileSpan, file_spans
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
     CONSUMEQUEUE_COLUMNS,

@@ -1,5 +1,5 @@
-"""`spark verify`: `verify` with its commitlog scan (the record-level checks, ops.verify_scan.scan_chunk, or
-ops.verify_dledger.scan_file for a DLedger store) run as Spark tasks, one per commitlog file of every store;
+"""`spark verify`: `verify` with its commitlog scan (the record-level checks, checks.scan.scan_chunk, or
+checks.dledger.scan_file for a DLedger store) run as Spark tasks, one per commitlog file of every store;
 the checks that need the whole store (queue offsets, consumequeues, index, checkpoint, recovery) then run on
 the driver over what the tasks found, exactly as `verify` runs them, so the findings are verify's own Finding
 objects.
@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ..ops import verify as V
-from ..ops import verify_commitlog
-from ..ops.verify_context import Context
-from ..ops.verify_dledger import scan_file
-from ..ops.time_range import narrow
-from ..ops.verify_scan import Task, scan_chunk
+from ..checks import verify as V
+from ..checks import commitlog as verify_commitlog
+from ..checks.context import Context
+from ..checks.dledger import scan_file
+from ..views.time_range import narrow
+from ..checks.scan import Task, scan_chunk
 from ..store import Store
 
 

@@ -1,0 +1,235 @@
+"""verify's commitlog part: the files (names, sizes, contiguity), the scan of every file in chunks on a thread
+pool (checks/scan.py's compiled walk, which releases the GIL), and the merge of the chunks' results into
+findings, damaged ranges and one table of every record (`Records`). Another engine (Spark) runs the same
+`plan`'s tasks itself and hands their results to `merge` through checks/verify.py's `complete`.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+
+import numpy as np
+
+from .. import dledger as D
+from .. import schema as S
+from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
+from ..store import links_outside
+from . import dledger as verify_dledger, links as verify_links
+from .context import Context
+from .queues import summarize
+from .scan import Region, Task, scan_chunk
+
+CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
+COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
+
+
+def check_files(ctx: Context):
+    """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule)."""
+    q = ctx.store.commitlog
+    size = ctx.file_size
+    for p in q.strays:
+        ctx.report(FILES, "stray-file", "error", p, None, None,
+                   "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
+    for d in q.dirs:
+        for p in sorted(d.iterdir()) if d.is_dir() else []:
+            if p.is_dir():
+                ctx.report(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
+                           "directory: 4.9 brokers fail to load it (5.x skips it)")
+    for p, target in links_outside(ctx.store):
+        ctx.report(FILES, "symlink-outside", "warning", p, None, None,
+                   f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
+    files = ctx.files
+    for i, f in enumerate(files):
+        if f.length != size:
+            last = i == len(files) - 1
+            if f.length == 0 and last:
+                note = ("the broker's load refuses it (4.9); 5.1.3+ deletes a zero-length last file" if not ctx.is5
+                        else "5.1.3+ brokers delete a zero-length last file at load; older ones refuse to start")
+            else:
+                note = "the broker's load refuses any file whose length is not mappedFileSizeCommitLog"
+            ctx.report(FILES, "file-size", "error", f.path, None, f.start,
+                       f"file is {f.length} bytes, not {size}: {note}")
+        if f.start % size:
+            ctx.report(FILES, "file-misaligned", "error", f.path, None, f.start,
+                       f"starts at {f.start}, not a multiple of the file size {size}")
+    for a, b in zip(files, files[1:]):
+        if b.start > a.start + size:
+            missing = (b.start - a.start - size) // size
+            ctx.damage.add(a.start + size, b.start, "file-gap", a.start + size)
+            ctx.report(FILES, "file-gap", "error", b.path, None, a.start + size,
+                       f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
+                       f"bytes missing between {a.name} and {b.name}); every record there is lost")
+        elif b.start < a.start + size:
+            ctx.report(FILES, "file-overlap", "error", b.path, None, b.start,
+                       f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
+    for f in files:
+        if f.length < size:
+            ctx.damage.add(f.start + f.length, f.start + size, "file-size", f.start)
+
+def plan(ctx: Context) -> list[list[Task]]:
+    """Per file, its chunks. Records before `start` are walked (to find where records start) but not
+    checked; files wholly outside [start, end) are skipped."""
+    out = []
+    size = ctx.file_size
+    want = dict(check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts,
+                want_keys="index" in ctx.parts)
+    for f in ctx.files:
+        limit = min(f.length, size)
+        before = ctx.start is not None and f.start + size <= ctx.start
+        if before or (ctx.end is not None and f.start >= ctx.end):
+            out.append([])
+            continue
+        claim_from = max(0, (ctx.start or 0) - f.start)
+        stop = min(limit, ctx.end - f.start) if ctx.end is not None else limit
+        if ctx.store.dledger is not None:  # entries are found from the file's start: chunks begin at entry starts
+            cuts = [c for c in D.slice_starts(f.buf, limit, CHUNK) if c < stop] or [0]
+            f.release()
+        else:
+            cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
+        bounds = cuts[1:] + [stop]
+        chunks = []
+        for k, (lo, hi) in enumerate(zip(cuts, bounds)):
+            chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
+                               forced=k == 0 or ctx.store.dledger is not None, claim_from=max(lo, claim_from), stop=hi,
+                               config=ctx.config, **want))
+        out.append(chunks)
+    return out
+
+def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:
+    """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
+    before it reached is walked again from there. Returns the results per file, the bytes scanned and
+    whether every result holds its record columns: the first `keep` records' results do (None: all), the
+    later ones lose them (verify's windows walk those chunks again). Each result carries its queue-offset
+    summary, taken while its columns are at hand."""
+    whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
+    total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
+    results: dict[tuple[int, int], object] = {}
+    done = 0
+    held = [0]
+
+    def scan_one(task):
+        r = whole(task)
+        if "commitlog" in ctx.parts and r.count:
+            r.queues = summarize(ctx, r)
+        held[0] += r.count  # (threads add here: a count off by a race only moves when columns are dropped)
+        if keep is not None and held[0] > keep:
+            return without_records(r)
+        return compact(r) if keep is not None else r
+
+    if progress:
+        progress(0, total)
+    if ctx.jobs > 1 and len(flat) > 1:  # threads: the kernel releases the GIL
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(ctx.jobs, len(flat))) as pool:
+            if "index" in ctx.parts:  # index structure does not need the records: read it meanwhile
+                pool.submit(verify_links.index_structure, ctx)
+            futures = {pool.submit(scan_one, t): (i, k) for i, k, t in flat}
+            for fut in concurrent.futures.as_completed(futures):
+                r = fut.result()
+                results[futures[fut]] = r
+                done += r.bytes
+                if progress:
+                    progress(done, total)
+    else:
+        for i, k, t in flat:
+            r = scan_one(t)
+            results[(i, k)] = r
+            done += r.bytes
+            if progress:
+                progress(done, total)
+    kept = keep is None or held[0] <= keep
+    out = []
+    for i, chunks in enumerate(plan):
+        rs = [results[(i, k)] for k in range(len(chunks))]
+        for k in range(1, len(rs)):
+            expected = rs[k - 1].handoff
+            if rs[k].first == expected or (rs[k].first is None and expected >= rs[k].task.stop):
+                continue
+            # the chunk found another first record than the walk before it reached: walk on from there
+            if expected < rs[k].task.stop:
+                rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
+            else:
+                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0,
+                                            newest=0, record_bytes=0, queues=None)
+        out.append(rs)
+    return out, done, kept
+
+def merge(ctx: Context, results: list[list], report: bool) -> int:
+    """Record findings and damaged regions, the commitlog's logical end and its version; returns how many
+    records were checked (their columns come per window: checks/windows.py)."""
+    files = ctx.files
+    has_data = [any(r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
+                                                for g in r.regions) for r in rs) for rs in results]
+    last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
+    records = trailing = 0
+    for i, rs in enumerate(results):
+        f = files[i]
+        for r in rs:
+            for kind, severity, pos, detail in r.findings:
+                if report:
+                    ctx.report(RECORDS, kind, severity, f.path, pos, f.start + pos, detail)
+            for g in r.regions:
+                _region(ctx, i, g, last_data, report)
+            if r.blank is not None:
+                ctx.logical_end = max(ctx.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
+            if r.count:
+                ctx.logical_end = max(ctx.logical_end, f.start + r.end)
+            trailing += r.trailing_separator
+            records += r.count
+    if not ctx.is5 and ctx.config.rocketmqVersion is None:
+        # 5.x ends every property pair with 0x02, 4.x only separates them
+        ctx.is5 = trailing * 2 > records and records > 0
+    return records
+
+
+def compact(r):
+    """A chunk's result whose record columns own just their records (the walk's arrays have room to spare)."""
+    return dataclasses.replace(r, **{name: np.array(getattr(r, name)) for name in COLUMNS})
+
+
+def without_records(r):
+    """A chunk's result without its per-record columns (its findings, regions and counts kept)."""
+    empty = np.zeros(0, np.int64)
+    return dataclasses.replace(r, lmq=[], inner_num={}, **{name: empty for name in COLUMNS})
+
+
+def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
+    """Classify bytes that are not records (Region) into a finding."""
+    f = ctx.files[i]
+    x = f.start + g.start
+    limit = min(f.length, ctx.file_size)
+    if g.resync is not None:
+        n = g.resync - g.start
+        kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
+        ctx.damage.add(x, f.start + g.resync, kind, x)
+        if report:
+            ctx.report(RECORDS, kind, "error", f.path, g.start, x,
+                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
+                       f"{f.start + g.resync}")
+        return
+    if i >= last_data:
+        if g.last_nonzero < g.start:
+            return  # zeros after the last record: the logical end of the commitlog
+        n = g.last_nonzero + 1 - g.start
+        ctx.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
+        if report:
+            ctx.report(RECORDS, "torn-tail", "error", f.path, g.start, x,
+                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
+                       f"garbage tail after the last record")
+        return
+    n = limit - g.start
+    if g.zero_head and g.last_nonzero < g.start:
+        kind = "zeroed-region" if g.start == 0 else "missing-blank"
+        if g.start == 0:
+            what = "the whole file is zero bytes although later files hold records"
+        elif n:
+            what = f"{n} zero bytes from offset {x} to the end of the file where the BLANK record should be"
+        else:
+            what = "the last record ends exactly at the end of the file, leaving no room for the BLANK record"
+    else:
+        kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
+        what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
+    ctx.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
+    if report:
+        ctx.report(RECORDS, kind, "error", f.path, g.start, x,
+                   f"{what}; the broker's readers stop at this file and never reach the next one by walking")

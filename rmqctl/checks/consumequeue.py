@@ -1,0 +1,401 @@
+"""verify's consumequeue check in windows of commitlog offsets (checks/windows.py), in memory bounded by the
+number of queues, not of records (the rules are checks/links.py's, which tells them).
+
+First each queue's files are read one at a time (`QueueSummary`): where its written units end, its holes and
+stale units, its reput end, and per file whether its units point forward in commitlog order (then a window
+finds its units by binary search; a file that does not is masked whole, per window). Then, per window:
+  - each unit pointing into the window is checked against the record there (`Records.find`);
+  - each record's own unit (queue offset x 20 in its queue's files) tells whether it is missing;
+  - which record a queue offset belongs to (the earliest record with that queue offset): within the window
+    from its targets, and for the windows before from the queue offsets they held (kept as intervals: one
+    for a sound queue). A mismatch that names a record outside its window is resolved by `resolve` over
+    the windows again, which only a damaged store needs.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import schema as S
+from ..findings import CONSUMEQUEUE
+from ..rules import cq_unit_valid
+from ..store import ConsumeQueue
+from .context import Context, Records
+from ..recovery import recovery_start
+from ..errors import StoreError
+from .links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
+from .windows import Window
+
+UNIT_BLOCK = 1 << 16  # units of a file that does not go forward masked to a window at a time (not its 300,000)
+
+
+@dataclasses.dataclass
+class FileUnits:
+    k: int  # index in the queue's files
+    first: int  # position of its first unit among the queue's units (the files' written parts one after another)
+    n: int  # units up to its last non-zero byte
+    lo: int  # least and greatest commitlog offset of its checked units (lo > hi: none)
+    hi: int
+    forward: bool  # its checked units are one run, in commitlog order: binary search finds a window's
+    a: int = 0  # that run: units a..b-1
+    b: int = 0
+
+
+class QueueSummary:
+    """One queue's units, read a file at a time: what does not depend on the records."""
+
+    def __init__(self, run: Context, cq: ConsumeQueue, size: int):
+        self.cq = cq
+        self.files: list[FileUnits] = []
+        self.end_at = self.lead = 0  # one past the last valid unit; the first that is not a pre-blank unit
+        self.max_phy = 0  # reput end by the check's rule (the last real unit) and by consumequeue_max_phy's
+        self.reput_end = 0
+        first, last_valid, lead = 0, -1, None
+        for k, f in enumerate(cq.files.files):
+            n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
+            n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
+            self.files.append(FileUnits(k, first, n, 1, 0, True))
+            if n:
+                off, sz, tags = self._columns(k)
+                valid = cq_unit_valid(off, sz)
+                if valid.any():
+                    last_valid = first + int(np.flatnonzero(valid)[-1])
+                pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
+                if lead is None and not pre.all():
+                    lead = first + int(np.argmin(pre))
+                reput = np.flatnonzero(valid & (sz != S.PRE_BLANK_SIZE))
+                if len(reput):
+                    self.reput_end = int(off[reput[-1]] + sz[reput[-1]])
+                f.release()
+            first += n
+        self.total = first
+        if last_valid >= 0:
+            self.end_at = last_valid + 1
+            self.lead = lead if lead is not None else first
+
+    def _columns(self, k: int, a: int = 0, b: int | None = None):
+        fu = self.files[k]
+        arr = np.frombuffer(self.cq.files.files[k].buf, dtype=S.CQ_DTYPE, count=fu.n)[a:b]
+        return (arr["commitLogOffset"].astype(np.int64), arr["size"].astype(np.int64),
+                arr["tagsCode"].astype(np.int64))
+
+    def real(self, fu: FileUnits, off, sz, tags, a: int = 0):
+        """Units a..a+len of file `fu` that are entries: valid, not pre-blank, before the end of the written."""
+        p = fu.first + a + np.arange(len(off))
+        return cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
+
+    def check(self, run: Context, size: int):
+        """File findings, holes and stale units (in the order of the whole-store check), and per file what
+        a window needs to find its units."""
+        cq = self.cq
+        _queue_file_checks(run, cq.files, size, "consumequeue")
+        queue = f"{cq.topic}/{cq.queue_id}"
+        holes = stale = 0
+        first_hole = first_stale = None
+        for fu in self.files:
+            if not fu.n:
+                continue
+            off, sz, tags = self._columns(fu.k)
+            p = fu.first + np.arange(fu.n)
+            valid = cq_unit_valid(off, sz)
+            pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
+            hole = (p < self.end_at) & (~valid | (pre & (p >= self.lead)))
+            if hole.any():
+                holes += int(hole.sum())
+                first_hole = first_hole or (fu, int(np.argmax(hole)), off, sz)
+            old = (p >= self.end_at) & ((off != 0) | (sz != 0) | (tags != 0))
+            if old.any():
+                stale += int(old.sum())
+                first_stale = first_stale or (fu, int(np.argmax(old)))
+            real = self.real(fu, off, sz, tags)
+            if real.any():
+                at = int(np.flatnonzero(real)[-1])
+                self.max_phy = int(off[at] + sz[at])
+            sel = real & (off >= run.min_offset) & run.in_range(off)
+            offs = off[sel]
+            if len(offs):
+                fu.lo, fu.hi = int(offs.min()), int(offs.max())
+                run_of = np.flatnonzero(sel)
+                fu.forward = bool(run_of[-1] - run_of[0] + 1 == len(run_of) and np.all(offs[1:] >= offs[:-1]))
+                fu.a, fu.b = int(run_of[0]), int(run_of[-1]) + 1
+            cq.files.files[fu.k].release()
+        if first_hole:
+            fu, i, off, sz = first_hole
+            run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", self.path(fu), self.pos(fu, i, size), None,
+                       f"{queue}: {holes} unit(s) among the written ones are not entries (first at queue offset "
+                       f"{self.index(fu, i)}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages")
+        if first_stale:
+            fu, i = first_stale
+            run.report(CONSUMEQUEUE, "cq-stale-units", "warning", self.path(fu), self.pos(fu, i, size), None,
+                       f"{queue}: {stale} unit(s) after the last entry hold data (first at queue offset "
+                       f"{self.index(fu, i)}); the broker's recovery would read them as entries if they looked valid")
+
+    def path(self, fu: FileUnits):
+        return self.cq.files.files[fu.k].path
+
+    def index(self, fu: FileUnits, i):
+        return self.cq.files.files[fu.k].start // S.CQ_UNIT_SIZE + i
+
+    def pos(self, fu: FileUnits, i: int, size: int) -> int:
+        return int(self.index(fu, i) * S.CQ_UNIT_SIZE % size)
+
+    def in_window(self, run: Context, w: Window):
+        """(file, unit numbers in it, offset, size, tagsCode) of the checked units pointing into the window: a
+        slice found by binary search when the file goes forward, else every unit a block at a time."""
+        for fu in self.files:
+            if fu.lo > fu.hi or fu.hi < w.lo or fu.lo >= w.hi:
+                continue
+            if fu.forward:
+                arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)["commitLogOffset"]
+                spans = [(_bound(arr, fu.a, fu.b, w.lo), _bound(arr, fu.a, fu.b, w.hi))]
+            else:
+                spans = [(a, min(fu.n, a + UNIT_BLOCK)) for a in range(0, fu.n, UNIT_BLOCK)]
+            for a, b in spans:
+                off, sz, tags = self._columns(fu.k, a, b)
+                sel = self.real(fu, off, sz, tags, a) & (off >= run.min_offset) & run.in_range(off) & w.holds(off)
+                if sel.any():
+                    yield fu, (a + np.arange(b - a))[sel], off[sel], sz[sel], tags[sel]
+
+    def units_at(self, qoffs: np.ndarray) -> np.ndarray:
+        """Whether the unit at each queue offset (ascending) is an entry (in any file holding it)."""
+        have = np.zeros(len(qoffs), bool)
+        for fu in self.files:
+            base = self.cq.files.files[fu.k].start // S.CQ_UNIT_SIZE
+            a, b = np.searchsorted(qoffs, [base, base + fu.n])
+            if a == b:
+                continue
+            i = qoffs[a:b] - base
+            arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)[i]
+            off, sz, tags = (arr[c].astype(np.int64) for c in ("commitLogOffset", "size", "tagsCode"))
+            p = fu.first + i
+            have[a:b] |= cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
+        return have
+
+    @property
+    def end(self) -> int:
+        """One past the queue offset of the last written unit."""
+        if not self.end_at:
+            return 0
+        for fu in self.files:
+            if fu.first <= self.end_at - 1 < fu.first + fu.n:
+                return self.index(fu, self.end_at - 1 - fu.first) + 1
+        return 0
+
+
+def _bound(arr, a: int, b: int, x: int) -> int:
+    """First unit of the forward run a..b-1 (`arr`: commitlog offsets) at or past offset x, by binary search."""
+    while a < b:
+        m = (a + b) // 2
+        if int(arr[m]) < x:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+def summaries(run: Context) -> list[QueueSummary]:
+    """Every queue's summary, read once per run."""
+    if run.queue_units is None:
+        size = run.store.consumequeue_file_size
+        run.queue_units = [QueueSummary(run, cq, size) for cq in run.store.consume_queues()]
+    return run.queue_units
+
+
+class ConsumeQueueCheck:
+    """check_consumequeues in windows: `begin`, `window` per window in commitlog order, `finish`."""
+
+    def __init__(self, run: Context):
+        self.run = run
+        self.size = run.store.consumequeue_file_size  # settled before the scan
+        self.queues = {(q.cq.topic, q.cq.queue_id): q for q in summaries(run)}
+        self.seen: dict[tuple[str, int], list[list[int]]] = {}  # queue -> intervals of queue offsets of past windows
+        self.missing: dict[tuple[tuple[str, int], bool], list] = {}  # (queue, later) -> count, qoffs, offsets, all past end
+        self.mismatches: list = []
+        self.pending: dict[tuple[str, int, int], int] = {}  # (topic, queueId, queue offset) -> earliest record offset
+
+    def begin(self):
+        run = self.run
+        for q in self.queues.values():
+            q.check(run, self.size)
+        run.cq_max_phy = max([q.max_phy for q in self.queues.values()], default=0)
+        self.redispatch = _redispatch_from(run)
+
+    def window(self, w: Window):
+        run, rec = self.run, w.rec
+        groups = _cq_groups(run, rec)
+        for key, q in self.queues.items():
+            queue = f"{key[0]}/{key[1]}"
+            qoffs, recs = groups.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            for fu, i, off, sz, tags in q.in_window(run, w):
+                self._units(q, fu, queue, key, rec, i, off, sz, tags, qoffs, recs)
+        for key, (qoffs, recs) in groups.items():
+            q = self.queues.get(key)
+            lost = ~q.units_at(qoffs) if q is not None else np.ones(len(qoffs), bool)
+            if lost.any():
+                self._missing(key, q, qoffs[lost], rec.off[recs[lost]])
+            self._remember(key, qoffs)
+        for q in self.queues.values():
+            for f in q.cq.files.files:
+                f.release()
+
+    def _units(self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs, recs):
+        run = self.run
+        idx = q.index(fu, i)
+        path = q.path(fu)
+        pos = lambda k: q.pos(fu, int(i[k]), self.size)
+        j = rec.find(off)
+        past = off >= run.logical_end
+        for k in np.flatnonzero(past).tolist():
+            o = int(off[k])
+            cause = run.damage.cause(o, o + int(sz[k])) or _tail_cause(run, o)
+            detail = f"{queue} entry {int(idx[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
+            if cause:
+                detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
+            run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path, pos(k), o, detail)
+        for k in np.flatnonzero((j < 0) & ~past).tolist():
+            o = int(off[k])
+            cause = run.damage.cause(o, o + int(sz[k]))
+            inside = rec.containing(o)
+            detail = f"{queue} entry {int(idx[k])} points at {o}, where no record starts"
+            if cause:
+                detail += f"; a direct consequence of {cause}"
+            elif inside >= 0:
+                detail += f" (inside the record at {int(rec.off[inside])})"
+            run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path, pos(k), o, detail)
+        hit = np.flatnonzero(j >= 0)
+        jh = j[hit]
+        if len(qoffs):
+            at = np.minimum(np.searchsorted(qoffs, idx[hit]), len(qoffs) - 1)
+            here = np.where(qoffs[at] == idx[hit], recs[at], -1)
+        else:
+            here = np.full(len(hit), -1, dtype=np.int64)
+        earlier = self._seen_before(key, idx[hit])
+        inner = _members(jh, rec.inner_num)
+        tags_ok = (tags[hit] == rec.tags[jh]) | (tags[hit] <= EXT_ADDRESS_MAX)
+        bad = ~inner & (earlier | (here != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
+        for k, r, e, before in zip(hit[bad].tolist(), jh[bad].tolist(), here[bad].tolist(), earlier[bad].tolist()):
+            u = int(idx[k])
+            # the record with this queue offset: here when the window has it and no earlier window did
+            expected = int(rec.off[e]) if e >= 0 and not before else None
+            if expected is None:
+                self.pending[(key[0], key[1], u)] = -1
+            self.mismatches.append((key, queue, path, pos(k), u, int(off[k]), int(sz[k]), int(tags[k]),
+                                    _record_facts(rec, r), expected))
+
+    def _seen_before(self, key, idx: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(idx), bool)
+        for a, b in self.seen.get(key, ()):
+            out |= (idx >= a) & (idx <= b)
+        return out
+
+    def _remember(self, key, qoffs: np.ndarray):
+        """The queue offsets this window's records held, as intervals."""
+        if not len(qoffs):
+            return
+        cut = np.flatnonzero(qoffs[1:] > qoffs[:-1] + 1) + 1
+        runs = self.seen.setdefault(key, [])
+        for a, b in zip(np.concatenate([[0], cut]).tolist(), np.concatenate([cut, [len(qoffs)]]).tolist()):
+            runs.append([int(qoffs[a]), int(qoffs[b - 1])])
+        runs.sort()
+        merged = [runs[0]]
+        for a, b in runs[1:]:
+            if a <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.seen[key] = merged
+
+    def _missing(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
+        for later in (False, True):
+            sel = (offs >= self.redispatch) if later else (offs < self.redispatch)
+            if not sel.any():
+                continue
+            qs, os_ = qoffs[sel], offs[sel]
+            end = q.end if q is not None else None
+            m = self.missing.setdefault((key, later), [0, qs.min(), qs.max(), os_.min(), os_.max(), True])
+            m[0] += int(sel.sum())
+            m[1], m[2] = min(m[1], int(qs.min())), max(m[2], int(qs.max()))
+            m[3], m[4] = min(m[3], int(os_.min())), max(m[4], int(os_.max()))
+            m[5] = m[5] and (end is None or bool((qs >= end).all()))
+
+    @property
+    def needs_resolve(self) -> bool:
+        return bool(self.pending)
+
+    def resolve(self, w: Window):
+        """The earliest record of each pending (queue, queue offset), from another pass over the windows."""
+        groups = _cq_groups(self.run, w.rec)
+        for (topic, qid, u), found in self.pending.items():
+            if found >= 0 or (topic, qid) not in groups:
+                continue
+            qoffs, recs = groups[(topic, qid)]
+            at = int(np.searchsorted(qoffs, u))
+            if at < len(qoffs) and qoffs[at] == u:
+                self.pending[(topic, qid, u)] = int(w.rec.off[recs[at]])
+
+    def finish(self):
+        run = self.run
+        for key, queue, path, pos, u, off, size, tags, facts, expected in self.mismatches:
+            if expected is None:
+                found = self.pending[(key[0], key[1], u)]
+                expected = found if found >= 0 else None
+            _report_mismatch(run, queue, path, pos, u, off, size, tags, facts, expected)
+        for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.missing.items():
+            q = self.queues.get(key)
+            queue = f"{key[0]}/{key[1]}"
+            directory = q.cq.directory if q is not None else run.store.consumequeue_dir / key[0] / str(key[1])
+            where = ("no consumequeue directory" if q is None else
+                     f"the queue ends at {q.end}" if all_past else "the queue has no unit there")
+            detail = (f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
+                      f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})")
+            detail += ("; the broker dispatches them again at its next start (they are past where its reput resumes)"
+                       if later else "; the broker will not dispatch them again: consumers never see them")
+            run.report(CONSUMEQUEUE, "cq-missing-entries", "warning" if later else "error", directory, None,
+                       int(omin), detail)
+
+
+def _record_facts(rec: Records, r: int) -> dict:
+    dispatched = bool(rec.dispatched[r])
+    tx = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
+    return dict(off=int(rec.off[r]), dispatched=dispatched, tx=tx, describe=rec.describe(r), size=int(rec.size[r]),
+                tags=int(rec.tags[r]))
+
+
+def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r: dict, expected: int | None):
+    problems = []
+    if not r["dispatched"]:
+        problems.append(f"the record is {r['tx']}, which the broker never dispatches")
+    elif expected != r["off"]:
+        problems.append(f"it points at {r['describe']}")
+        if expected is not None:
+            problems.append(f"the record with that queue offset is at {expected}")
+    if size != r["size"]:
+        problems.append(f"size {size} but the record is {r['size']} bytes")
+    if tags != r["tags"] and tags > EXT_ADDRESS_MAX and expected == r["off"]:
+        problems.append(f"tagsCode {tags} but the dispatcher computes {r['tags']}")
+    cause = _field_cause(run, r["off"]) or (_field_cause(run, expected) if expected is not None else None)
+    detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
+    if cause:
+        detail += f"; {cause}"
+    run.report(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off, detail)
+
+
+def consumequeue_max_phy(run: Context) -> int:
+    """max(offset + size) over the last unit of every queue: where the broker's reput resumes."""
+    if run.cq_max_phy is not None:
+        return run.cq_max_phy
+    try:
+        run.cq_max_phy = max([q.reput_end for q in summaries(run)], default=0)
+    except StoreError:
+        return 0
+    return run.cq_max_phy
+
+
+def _redispatch_from(run: Context) -> int:
+    """Records at or after this offset are dispatched again by the broker at its next start (reput from
+    the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
+    start = consumequeue_max_phy(run)
+    if run.store.abort_exists() and run.files:
+        start = min(start, run.files[recovery_start(run.store)].start)
+    return start

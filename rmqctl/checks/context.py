@@ -1,0 +1,211 @@
+"""What the checks of one verify run share: the record columns the commitlog scan decoded (`Records`), and a
+small run context (`Context`): the store, the part and range checked, the findings collected so far and the
+damaged commitlog ranges they stand for, and what is read once per run (consumequeue units, index
+structure). The checks (checks/commitlog.py, checks/links.py, checks/verify.py) are functions that take
+the context and the columns; nothing is attached to the context from outside.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import schema as S
+from ..config import BrokerConfig
+from ..findings import FILES, RECORDS, Collector, Damage, Finding
+from ..store import Store, offset_to_name
+
+
+@dataclasses.dataclass
+class Records:
+    """Every well-formed commitlog record checked, in offset order, with what the broker derives from it."""
+
+    off: np.ndarray
+    size: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    store_ts: np.ndarray
+    topic: np.ndarray
+    tags: np.ndarray
+    topics: list[str]
+    key_record: np.ndarray
+    key_hash: np.ndarray
+    lmq: list[tuple[int, str, int, int]]
+    inner_num: dict[int, int]
+    # the dispatch targets of the run's range, made once (Context.targets) and freed with these records
+    targets: "Targets | None" = dataclasses.field(default=None, repr=False, compare=False)
+
+    def find(self, offsets: np.ndarray) -> np.ndarray:
+        """Index of the record starting at each offset, -1 where none does."""
+        idx = np.searchsorted(self.off, offsets)
+        idx = np.minimum(idx, max(len(self.off) - 1, 0))
+        hit = (self.off[idx] == offsets) if len(self.off) else np.zeros(len(offsets), bool)
+        return np.where(hit, idx, -1)
+
+    def containing(self, offset: int) -> int:
+        """Index of the record whose bytes cover `offset`, -1 if none."""
+        i = int(np.searchsorted(self.off, offset, side="right")) - 1
+        if i >= 0 and offset < self.off[i] + self.size[i]:
+            return i
+        return -1
+
+    @property
+    def dispatched(self) -> np.ndarray:
+        t = self.sysflag & S.TRANSACTION_MASK
+        return (t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)
+
+    def describe(self, i: int) -> str:
+        return (f"{self.topics[self.topic[i]]}/{int(self.queue_id[i])}@{int(self.queue_offset[i])} at "
+                f"{int(self.off[i])}")
+
+
+class Targets(NamedTuple):
+    """Every consumequeue entry the broker's dispatch writes for the records in range: the record's own queue
+    for NOT/COMMIT records, plus LMQ queues. Topic ids index `names` (the records' topics, then LMQ queue
+    names); `record` is the index of the record in `Records`."""
+
+    topic: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    record: np.ndarray
+    names: list[str]
+
+
+class Context:
+    """One verify run: what is checked, and what its checks share."""
+
+    def __init__(self, store: Store, parts: set, start: int | None, end: int | None, deep: bool, jobs: int,
+                 geometry: dict):
+        self.store = store
+        self.config: BrokerConfig = store.config
+        self.out = Collector(store.root)
+        self.parts = parts
+        self.start = start
+        self.end = end
+        self.deep = deep
+        self.jobs = jobs
+        self.geometry = geometry
+        self.damage = Damage()
+        self.file_size = store.commitlog.file_size
+        self.files = store.commitlog.files
+        self.logical_end = self.files[0].start if self.files else 0
+        self.min_offset = self.files[0].start if self.files else 0
+        self.is5 = self.config.rocketmqVersion == 5
+        self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
+        self.recovery_cut: int | None = None  # where the broker's next recovery truncates the commitlog
+        # read once per run, by whichever check needs them first
+        self.queue_units: list | None = None
+        self.cq_max_phy: int | None = None
+        self.index_structure: dict | None = None
+
+    def in_range(self, offsets: np.ndarray) -> np.ndarray:
+        ok = np.ones(len(offsets), dtype=bool)
+        if self.start is not None:
+            ok &= offsets >= self.start
+        if self.end is not None:
+            ok &= offsets < self.end
+        return ok
+
+    @property
+    def full_range(self) -> bool:
+        return self.start is None and self.end is None
+
+    def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
+        f = self.out.add(group, kind, severity, path, position, offset, detail)
+        if group in (FILES, RECORDS) and offset is not None:
+            self.commitlog_findings.append(f)
+        return f
+
+    def file_start(self, offset: int) -> int:
+        return offset - offset % self.file_size
+
+    def path_of(self, offset: int) -> Path:
+        f = self.store.commitlog.find(offset)
+        return f.path if f is not None else self.store.commitlog_dirs[0] / offset_to_name(self.file_start(offset))
+
+    def targets(self, rec: Records) -> Targets:
+        """The dispatch targets of `rec` in this run's range, computed once per record table and kept with it
+        (kept here, they held a window's columns alive while the next window was made)."""
+        if rec.targets is None:
+            rec.targets = dispatch_targets(rec, self.in_range)
+        return rec.targets
+
+
+def dispatch_targets(rec: Records, in_range) -> Targets:
+    names = list(rec.topics)
+    ids = {t: i for i, t in enumerate(names)}
+    main = np.flatnonzero(rec.dispatched & in_range(rec.off))
+    lmq = [(r, name, q, o) for r, name, q, o in rec.lmq if rec.dispatched[r] and in_range(rec.off[r:r + 1])[0]]
+    for _, name, _, _ in lmq:
+        if name not in ids:
+            ids[name] = len(names)
+            names.append(name)
+    if len(main) == len(rec.off) and not lmq:  # every record has exactly its own entry: no copies
+        return Targets(rec.topic, rec.queue_id, rec.queue_offset, main, names)
+    topic = np.concatenate([rec.topic[main], np.array([ids[n] for _, n, _, _ in lmq], dtype=np.int64)])
+    qid = np.concatenate([rec.queue_id[main], np.array([q for _, _, q, _ in lmq], dtype=np.int64)])
+    qoff = np.concatenate([rec.queue_offset[main], np.array([o for _, _, _, o in lmq], dtype=np.int64)])
+    ri = np.concatenate([main, np.array([r for r, _, _, _ in lmq], dtype=np.int64)])
+    return Targets(topic, qid, qoff, ri, names)
+
+
+class RecordsBuilder:
+    """One Records of slices of chunk results, added in commitlog order: the columns concatenated, topics merged
+    by name, record numbers renumbered. Each slice is copied as it is added (a view would keep its chunk's
+    whole arrays alive) and the columns are concatenated one at a time, each column's slices freed as soon as
+    it is whole, so that the records are held about once while they are assembled, not two or three times."""
+
+    COLUMNS = ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
+
+    def __init__(self):
+        self._empty()
+
+    def _empty(self):
+        self.index_of: dict[str, int] = {}
+        self.cols: dict[str, list] = {k: [] for k in self.COLUMNS}
+        self.lmq, self.inner = [], {}
+        self.count = 0
+
+    def add(self, r, start: int, a: int, b: int):
+        """Records a..b-1 of chunk result `r`, whose file starts at commitlog offset `start`."""
+        cols, base = self.cols, self.count
+        remap = np.array([self.index_of.setdefault(t, len(self.index_of)) for t in r.topics], dtype=np.int64)
+        cols["off"].append(r.pos[a:b] + start)
+        for name in ("size", "queue_id", "queue_offset", "sysflag", "store_ts", "tags"):
+            cols[name].append(getattr(r, name)[a:b].copy())
+        cols["topic"].append(remap[r.topic[a:b]] if b > a else r.topic[:0].copy())
+        keys = (r.key_record >= a) & (r.key_record < b)
+        cols["key_record"].append(r.key_record[keys] - a + base)
+        cols["key_hash"].append(r.key_hash[keys])
+        self.lmq += [(k - a + base, *rest) for k, *rest in r.lmq if a <= k < b]
+        self.inner.update({k - a + base: v for k, v in r.inner_num.items() if a <= k < b})
+        self.count += b - a
+
+    def build(self) -> Records:
+        """The Records of everything added; the builder is empty afterwards."""
+        cat = {}
+        for k in self.COLUMNS:
+            parts, self.cols[k] = self.cols[k], []
+            cat[k] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            del parts
+        keys = cat["key_record"]
+        # each chunk lists its keys by record, except the few of records decoded the slow way
+        order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
+        out = Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
+                      sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
+                      topics=sorted(self.index_of, key=self.index_of.get), key_record=cat["key_record"][order],
+                      key_hash=cat["key_hash"][order], lmq=self.lmq, inner_num=self.inner)
+        self._empty()
+        return out
+
+
+def records_of(parts) -> Records:
+    """One Records of slices of chunk results, (result, file start, first record, end record) in commitlog
+    order (RecordsBuilder)."""
+    builder = RecordsBuilder()
+    for part in parts:
+        builder.add(*part)
+    return builder.build()

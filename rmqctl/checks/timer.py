@@ -1,0 +1,214 @@
+"""verify's timer checks: the timerlog files, every pending unit against the commitlog record it names, the
+wheel's slot chains and timercheck, a window of records at a time (see views/timer.py for the layout)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import schema as S
+from ..store import Store
+from ..timerstore import TimerFiles, delayed_ms, delta, field_offset, slot_index
+from ..views.timer import Units, _iso, chain, timer_queue_end
+from .context import Context, Records
+
+
+class TimerCheck:
+    """verify's timer checks on a run's context and its commitlog records, a window at a time
+    (checks/windows.py). `report(kind, severity, path, position, commitLogOffset, detail)` files a
+    finding. A store without timer files, or with the empty wheel and timercheck of a 5.x broker never sent
+    a timer message, has nothing to report."""
+
+    def __init__(self, ctx: Context, report: Callable):
+        self.ctx, self.report = ctx, report
+        self.timer = TimerFiles(ctx.store)
+        if not self.timer.present:
+            return
+        self.check = self.timer.timercheck()
+        _check_files(self.timer, self.check, report)
+        self.read_ms = self.check["lastReadTimeMs"] if self.check else 0
+        self.units = Units(self.timer)
+        self.offsets = self.units.units["offsetPy"].astype(np.int64) if len(self.units.pos) else np.zeros(0, np.int64)
+
+    def window(self, w):
+        """The units pointing into window `w` against its records."""
+        if self.timer.present and len(self.offsets):
+            mine = w.holds(self.offsets)
+            if mine.any():
+                _check_units(self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine], self.read_ms,
+                             self.report)
+
+    def finish(self):
+        if not self.timer.present:
+            return
+        _check_slots(self.timer, self.units, self.read_ms, self.report)
+        if self.check is not None:
+            _check_timercheck(self.ctx.store, self.timer, self.check, self.report)
+
+
+def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
+    size = timer.timerlog.file_size
+    return f"timerlog/{pos - pos % size:020d}", pos % size
+
+
+def _check_files(timer: TimerFiles, check: dict | None, report):
+    wheel = timer.wheel
+    if wheel is None:
+        report("timer-file", "warning", timer.wheel_path, None, None,
+               "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
+               "messages are never delivered")
+    elif wheel.length not in (0, S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE):
+        report("timer-file", "error", timer.wheel_path, None, None,
+               f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
+               f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)")
+    if check is not None and check["fileSize"] != S.TIMERCHECK_FILE_SIZE:
+        report("timer-file", "warning", timer.timercheck_path, None, None,
+               f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}")
+    log = timer.timerlog
+    if log is None:
+        return
+    size = log.file_size
+    for p in log.queue.strays:
+        report("timer-file", "error", p, None, None,
+               "not a 20-digit offset name: the broker's timerlog load fails on it")
+    for f in log.files:
+        if f.length != size:
+            report("timer-file", "error", f.path, None, None,
+                   f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it")
+    for a, b in zip(log.files, log.files[1:]):
+        if b.start != a.start + size:
+            report("timer-file", "error", b.path, None, None,
+                   f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
+    # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
+    begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
+    for w in log.damaged():
+        at = w.file.start + w.stop
+        checked = w.file.start + size > begin
+        later = sum(len(x.units) for x in log.walk[log.walk.index(w) + 1 :])
+        what = "zero bytes" if w.stop_zero else "bytes that are not a timerlog unit (size 52, magic 0..15)"
+        note = (f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {later} later "
+                f"unit(s) and their timer messages" if checked else
+                f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
+                f"{later} unit(s) after it are still read through their slots' chains")
+        report("timerlog-unit", "error", w.file.path, w.stop, None,
+               f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}")
+
+
+def _check_units(ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int,
+                 report):
+    """Each unit's commitlog reference against the record table: a record starts there, of sizePy bytes,
+    in the timer topic; and whether the broker's recovery cut would take it."""
+    if not len(pos):
+        return
+    off = units["offsetPy"].astype(np.int64)
+    size = units["sizePy"].astype(np.int64)
+    due = delayed_ms(units)
+    idx = rec.find(off) if len(rec.off) else np.full(len(off), -1)
+    timer_topic = rec.topics.index(S.TIMER_TOPIC) if S.TIMER_TOPIC in rec.topics else -2
+    found = idx >= 0
+    safe = np.where(found, idx, 0)
+    wrong = ~found | (rec.size[safe] != size if len(rec.off) else True) | (
+        rec.topic[safe] != timer_topic if len(rec.off) else True)
+    cut = ctx.recovery_cut
+    doomed = found & (off >= cut) if cut is not None else np.zeros(len(off), bool)
+    for i in np.flatnonzero((wrong | doomed) & ctx.in_range(off)).tolist():
+        o, p, pending = int(off[i]), int(pos[i]), bool(due[i] >= read_ms)
+        file, at = _rel(timer, p)
+        state = ("pending: the broker's dequeue reads it at " + _iso(int(due[i])) if pending else
+                 "its slot is done (before lastReadTimeMs): the broker never reads it again")
+        if not found[i]:
+            if o < ctx.min_offset:
+                if not pending:
+                    continue  # cleaned up after delivery: normal
+                what = f"below the commitlog's first offset {ctx.min_offset} (its file was cleaned up)"
+            elif o >= ctx.logical_end:
+                what = f"past the end of the commitlog data at {ctx.logical_end}"
+            else:
+                cause = ctx.damage.cause(o)
+                j = rec.containing(o)
+                what = ("not the start of a record" + (f" (inside the record at {int(rec.off[j])})" if j >= 0 else "")
+                        + (f"; a direct consequence of {cause}" if cause else ""))
+            detail = f"unit's offsetPy {o} (sizePy {int(size[i])}) is {what}; {state}"
+            if pending:
+                detail += ", finds no record and drops the timer message"
+        elif doomed[i] and not wrong[i]:
+            detail = (f"unit points at the record at {o}, which the broker's recovery cuts off (it truncates the "
+                      f"commitlog at {cut}); then the unit points past the end; {state}")
+        else:
+            k = int(idx[i])
+            problems = []
+            if int(rec.size[k]) != int(size[i]):
+                problems.append(f"sizePy is {int(size[i])} but the record there is {int(rec.size[k])} bytes")
+            if int(rec.topic[k]) != timer_topic:
+                problems.append(f"the record there is of topic {rec.topics[int(rec.topic[k])]}, not {S.TIMER_TOPIC}")
+            detail = f"unit's offsetPy {o}: " + "; ".join(problems) + f"; {state}"
+        report("timer-reference", "warning" if pending else "info", file, at, o, detail)
+
+
+def _check_slots(timer: TimerFiles, units: Units, read_ms: int, report):
+    """Each used slot: in its own place, its chain well formed (units of this slot, prevPos strictly
+    backwards to -1, within the timerlog), firstPos its oldest unit, num the chain's count. Slots whose
+    time has passed are never read again: their findings are info."""
+    wheel = timer.wheel
+    if wheel is None:
+        return
+    slots = wheel.slots
+    precision = timer.precision
+    wheel_path = "timerwheel"
+    for i in wheel.used().tolist():
+        s = slots[i]
+        time_ms = int(s["timeDivPrecision"]) * precision
+        pending = time_ms >= read_ms
+        severity = "error" if pending else "info"
+        when = f"slot {i} ({_iso(time_ms)})" + ("" if pending else ", already done")
+        if int(slot_index(time_ms, precision)) != i:
+            report("timer-chain", severity, wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                   f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
+                   f"finds it")
+            continue
+        positions, problem = chain(timer, int(s["lastPos"]), units)
+        if problem:
+            # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
+            file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
+            report("timer-chain", severity, file, at, None,
+                   f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
+                   if pending else f"{when}: {problem}")
+            continue
+        chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
+        foreign = [p for p, u in zip(positions, chain_units)
+                   if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
+        if foreign:
+            file, at = _rel(timer, foreign[0])
+            report("timer-chain", severity, file, at, None,
+                   f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
+                   + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
+        if positions and positions[-1] != int(s["firstPos"]):
+            report("timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                   f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
+        count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
+        if pending and count != int(s["num"]):
+            report("timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                   f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
+                   f"timer metrics and congestion counts are off by {int(s['num']) - count}")
+
+
+def _check_timercheck(store: Store, timer: TimerFiles, check: dict, report):
+    """timercheck against the data: the flushed timerlog position and the enqueued queue offset."""
+    path = timer.timercheck_path
+    end = timer.timerlog.data_end if timer.timerlog is not None else 0
+    flushed = check["lastTimerLogFlushPos"]
+    if flushed > end:
+        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), None,
+               f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
+               f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
+               f"enqueued)")
+    queue_max = timer_queue_end(store)
+    enqueued = check["lastTimerQueueOffset"]
+    if queue_max is not None and enqueued > queue_max:
+        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
+               f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
+               f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
+               f"{queue_max})")
+
+
+# ---- after a commitlog cut or cleanup ------------------------------------------------------------------------

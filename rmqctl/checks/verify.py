@@ -1,0 +1,325 @@
+"""`verify`: every problem the broker's load and recovery would trip on (and the ones it silently misses),
+named precisely, and silence on a sound store.
+
+    result = verify(Store("/data/store", load_config("broker.conf")))
+    result.exit_code, [f.to_dict() for f in result.findings]
+
+A run is a context (checks/context.py) and checks that take it and the record columns: the commitlog's
+files and its scan in chunks on a thread pool (checks/commitlog.py, over checks/scan.py's compiled
+walk, which releases the GIL), then the queue offsets, the consumequeues and index files against the records
+(checks/links.py), the checkpoint, the abort file and what the broker's recovery will do (here). Spark
+runs the same plan's chunks as its tasks and hands their results to `complete`. Everything is read-only.
+Each finding has a kind (rmqctl/findings.py), a severity (`error`: damage or an inconsistency the broker
+trips on or serves wrong data from; `warning`: something the broker tolerates or repairs itself but that
+loses or hides data; `info`: facts an operator needs, such as where a crashed broker's recovery will start),
+where it is, and a detail that says what follows from it. Findings that are consequences of another say so
+in their detail.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from .. import schema as S
+from ..dispatch import LMQ_PREFIX
+from ..budget import DEFAULT_MEMORY, release_freed
+from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
+from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
+from ..engine.kernels import available_cores
+from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
+from ..store import MappedFileQueue, Store
+from . import (
+    VERIFY_PARTS,
+    commitlog as verify_commitlog,
+    consumequeue as verify_cq,
+    dledger as verify_dledger,
+    links as verify_links,
+)
+from .config import config_problems
+from .timer import TimerCheck
+from ..txn import pending
+from .context import Context
+from .consumequeue import ConsumeQueueCheck
+from .index import IndexCheck
+from .queues import QueueOffsets, summarize
+from .windows import records_past, window_records, windows
+
+
+WINDOWED_PARTS = {"consumequeue", "index", "timer"}  # the checks that need the record columns
+
+
+@dataclasses.dataclass
+class VerifyResult:
+    findings: list[Finding]
+    truncated: bool  # stopped at max_findings
+    stats: dict
+    lock_holder: int | None  # pid of a broker holding the store lock: the tail may be moving
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity != "info"]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if self.problems or self.truncated else EXIT_OK
+
+
+def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
+           deep: bool = False, jobs: int | None = None, max_findings: int | None = None,
+           progress: Callable[[int, int], None] | None = None, memory: int = DEFAULT_MEMORY,
+           window: int | None = None) -> VerifyResult:
+    """Check `store`; `only` limits the findings to one part (the commitlog is read in any case, since
+    the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
+    `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
+    cores); `progress(done, total)` is called with commitlog bytes. `memory` (bytes) bounds the record
+    table: the cross-checks take it in windows of that many records' worth (`window` records, when given:
+    the differential tests force tiny windows); findings are the same for any window."""
+    began = time.monotonic()
+    ctx = start_run(store, only, start, end, deep, jobs or available_cores())
+    size = window if window is not None else window_records(memory)
+    # without the checks that take windows no record columns outlive their chunk's scan
+    keep = size if WINDOWED_PARTS & ctx.parts else 0
+    results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
+    if kept:  # every record fit in one window
+        size = None
+    return complete(ctx, results, scanned, began, max_findings, size)
+
+
+def start_run(store: Store, only: str | None, start: int | None, end: int | None, deep: bool, jobs: int) -> Context:
+    """A run's context with its geometry settled, before any scanning."""
+    if only not in (None, *VERIFY_PARTS):
+        raise ValueError(f"only must be one of {VERIFY_PARTS}")
+    store = with_geometry(store)
+    parts = {p for p in VERIFY_PARTS if only in (None, p)}
+    # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
+    geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
+                "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
+    if "index" in parts:
+        geometry["maxHashSlotNum"], geometry["maxIndexNum"] = store.index_geometry
+    return Context(store, parts, start, end, deep, jobs, geometry)
+
+
+def complete(ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None,
+             window: int | None = None) -> VerifyResult:
+    """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results), the
+    record columns taken `window` records at a time (None: the whole table at once; checks/windows.py)."""
+    store, parts = ctx.store, ctx.parts
+    check_interrupted_write(ctx)
+    if "commitlog" in parts:
+        verify_commitlog.check_files(ctx)
+    records = verify_commitlog.merge(ctx, results, "commitlog" in parts)
+    dledger = verify_dledger.check_layer(ctx, results, "commitlog" in parts) if store.dledger is not None else None
+    if "commitlog" in parts:
+        queues = QueueOffsets(ctx)
+        for r in (r for rs in results for r in rs if r.count):
+            queues.add(r.queues if r.queues is not None else summarize(ctx, r))
+        queues.finish()
+    newest = max([0] + [r.newest for rs in results for r in rs if r.count]) if records else None
+    links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("index", IndexCheck))
+             if part in parts]
+    for check in links:
+        check.begin()  # (before the recovery plan: it settles where the consumequeues end)
+    plan = _recovery_plan(ctx) if "commitlog" in parts else None
+    lost = [0, 0, 0]  # records and bytes past the cut, records past DLedger's
+    if plan is not None and plan.cut is not None:
+        lost[:2] = records_past(ctx, results, plan.cut.commitLogOffset)
+    if dledger is not None and dledger.stop is not None:
+        lost[2] = records_past(ctx, results, dledger.cut - 1)[0]
+    timer = TimerCheck(ctx, lambda *finding: ctx.report(TIMER, *finding)) if "timer" in parts else None
+    _windowed_checks(ctx, results, window, links, timer)
+    if dledger is not None and "commitlog" in parts:
+        verify_dledger.recovery_notes(ctx, lost[2], dledger)
+    if "commitlog" in parts:
+        check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
+    if len(parts) == len(VERIFY_PARTS):
+        for p in config_problems(store):
+            ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
+    if timer is not None:
+        timer.finish()
+    findings = ctx.out.sorted()
+    counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
+              "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
+    truncated = max_findings is not None and len(findings) > max_findings
+    if truncated:
+        findings = findings[:max_findings]
+    stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
+             "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
+    return VerifyResult(findings, truncated, stats, store.lock_holder())
+
+
+def _windowed_checks(ctx: Context, results: list[list], window: int | None, links: list, timer: TimerCheck | None):
+    """The checks that need the record columns, over the windows of them (checks/windows.py)."""
+    if links or timer is not None:
+        for w in windows(ctx, results, window):
+            for check in links:
+                check.window(w)
+            if timer is not None:
+                timer.window(w)
+            del w
+            release_freed()
+    for check in links:
+        if getattr(check, "needs_resolve", False):
+            for w in windows(ctx, results, window):
+                check.resolve(w)
+        check.finish()
+
+
+def with_geometry(store: Store) -> Store:
+    """The store with its commitlog and consumequeue file sizes settled. When not configured and the files
+    disagree (a short file is exactly what verify must report), the spacing of the file names decides,
+    if all names agree on it. Without a broker config, LMQ queue directories show that the broker
+    dispatched to LMQ queues (enableMultiDispatch)."""
+    cfg = store.config
+    changes = {}
+    if not cfg.mappedFileSizeCommitLog:
+        files = MappedFileQueue(store.commitlog_dirs, 0).files
+        if len({f.length for f in files}) > 1:
+            changes["mappedFileSizeCommitLog"] = _spacing([f.start for f in files], store.commitlog_dirs[0])
+    if not cfg.mappedFileSizeConsumeQueue:
+        starts_by_queue = []
+        lengths = set()
+        for topic_dir in Store._dirs(store.consumequeue_dir):
+            for qdir in Store._dirs(topic_dir):
+                files = MappedFileQueue([qdir], 0).files
+                lengths |= {f.length for f in files}
+                starts_by_queue.append([f.start for f in files])
+        if len(lengths) > 1:
+            gaps = {b - a for starts in starts_by_queue for a, b in zip(starts, starts[1:])}
+            if len(gaps) != 1:
+                raise StoreError("consumequeue files have different sizes and their names do not tell the file "
+                                 "size; pass mappedFileSizeConsumeQueue with --broker-config", store.consumequeue_dir)
+            changes["mappedFileSizeConsumeQueue"] = gaps.pop()
+    if cfg.source is None and not cfg.enableMultiDispatch and any(
+            d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir)):
+        # no broker config given, but the broker that wrote this store dispatched to LMQ queues
+        changes.update(enableMultiDispatch=True, enableLmq=True)
+    if not changes:
+        return store
+    return Store(store.root, dataclasses.replace(cfg, **changes))
+
+
+def _spacing(starts: list[int], where: Path) -> int:
+    gaps = {b - a for a, b in zip(starts, starts[1:])}
+    if len(gaps) == 1 and gaps.pop() > 0:
+        return starts[1] - starts[0]
+    raise StoreError("commitlog files have different sizes and their names do not tell the file size; pass "
+                     "mappedFileSizeCommitLog with --broker-config", where)
+
+
+def check_interrupted_write(ctx: Context):
+    """A rebuild/repair/clean killed mid-way (txn's intent or staging left behind)."""
+    left = pending(ctx.store.root)
+    if left is None:
+        return
+    committed = left["state"] == "committed"
+    what = (f"an interrupted `{left['command']}` ({left['steps']} step(s)) is committed but not finished"
+            if committed else f"staging left by an interrupted rmqctl run: {', '.join(left['paths'])}")
+    ctx.report(FILES, "interrupted-write", "error" if committed else "warning", ctx.store.root, None, None,
+               f"{what}; it {left['action']}. Do not start the broker before that."
+               if committed else f"{what}; it {left['action']}")
+
+
+def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost: int, lost_bytes: int):
+    """The checkpoint against the records (how many, the newest storeTimestamp), then what the broker's next
+    recovery does (`plan`, and the records and bytes past its cut)."""
+    store = ctx.store
+    cp = store.checkpoint()
+    has_data = bool(records)
+    if cp is None:
+        if has_data:
+            ctx.report(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
+                       "no checkpoint file: the broker starts with all its timestamps at 0")
+        cp = {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0, "fileSize": 0}
+    elif cp["fileSize"] != S.CHECKPOINT_FILE_SIZE:
+        ctx.report(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
+                   f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
+    if has_data and ctx.full_range:
+        tail = next((r for r in ctx.damage.ranges if r[2] == "torn-tail"), None)
+        for name, what in (("physicMsgTimestamp", "flushed"),
+                           ("logicsMsgTimestamp", "dispatched to a consumequeue"),
+                           ("indexMsgTimestamp", "indexed in a full index file")):
+            if cp[name] > newest:
+                detail = (f"{name} {cp[name]} is later than the newest record's storeTimestamp {newest}: the "
+                          f"checkpoint says messages were {what} that the commitlog no longer holds")
+                if tail:
+                    detail += f"; a direct consequence of the torn-tail at {tail[3]}"
+                ctx.report(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
+    if plan is not None:
+        _recovery_notes(ctx, plan, cp, lost, lost_bytes)
+
+
+class RecoveryPlan(NamedTuple):
+    first: int  # the file the recovery starts from
+    why: str
+    mode: str
+    abort: bool
+    seen: list  # the commitlog findings the recovery fails on
+    cut: Finding | None  # the first of them it reaches: it truncates there
+
+
+def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
+    """Which file the broker's next recovery starts from and where it cuts the commitlog (None: DLedger's own
+    recovery, verify_dledger's notes)."""
+    files = ctx.files
+    if not files or ctx.store.dledger is not None:
+        return None
+    abort = ctx.store.abort_exists()
+    cfg = ctx.config
+    if abort:
+        first = recovery_start(ctx.store)
+        safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
+        why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
+               f"min(physic, logics) - 3s{safe}")
+        mode = "abnormal recovery"
+    elif ctx.is5:
+        cq_end = verify_cq.consumequeue_max_phy(ctx)
+        first = next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= cq_end), 0)
+        why = "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+        mode = "normal recovery"
+    else:
+        first = normal_recovery_start(len(files))
+        why = "the third file from the last (4.9 normal recovery)"
+        mode = "normal recovery"
+    begin = files[first].start
+    seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.is5)]
+    cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
+    ctx.recovery_cut = cut.commitLogOffset if cut is not None else None
+    return RecoveryPlan(first, why, mode, abort, seen, cut)
+
+
+def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_bytes: int):
+    """Which damage the broker's next recovery will see (and cut the commitlog at) and which it will not."""
+    files, cfg = ctx.files, ctx.config
+    first, why, mode, abort, seen, cut = plan
+    begin = files[first].start
+    if cut is not None:
+        cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
+                    f"truncates the commitlog at {cut.commitLogOffset}, dropping {lost} later record(s) "
+                    f"({lost_bytes} bytes) and the consumequeue entries past it")
+        cut.detail += f"; {cut_note}"
+    for f in seen:
+        if f is cut:
+            continue
+        if f.commitLogOffset < begin:
+            f.detail += (f"; the broker's {mode} starts at {files[first].name} and does not re-check this file: it "
+                         f"keeps serving this record as it is")
+        elif cut is not None and f.commitLogOffset > cut.commitLogOffset:
+            f.detail += f"; the {mode} cuts it off with everything after {cut.commitLogOffset}"
+    if abort:
+        outcome = (f"it stops at the {cut.kind} at {cut.commitLogOffset}" if cut is not None else
+                   "it finds nothing to cut")
+        before = sorted({f.commitLogOffset for f in seen if f.commitLogOffset < begin})
+        detail = (f"abort file present: the last exit was not clean. Abnormal recovery starts at "
+                  f"{files[first].name} ({why}), re-checks every record from {begin} on with "
+                  f"checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, and truncates at the first failure: "
+                  f"{outcome}.")
+        if before:
+            detail += f" Damage before {begin} is not re-checked: {', '.join(map(str, before[:5]))}."
+        ctx.report(CHECKPOINT, "abnormal-recovery", "info", ctx.store.abort_path, None, begin, detail)
+        verify_links.index_loss_on_recovery(ctx, cp, begin)

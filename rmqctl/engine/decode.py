@@ -1,0 +1,154 @@
+"""The engine's decode: one pass over a chunk of a commitlog file, record by record, into columns. Every
+record read_record accepts becomes a row of `cols` (one column per field below, a record's fields side by
+side): the head fields as
+numbers, where the variable parts lie (topic, properties, body and both host addresses, as offsets into the
+file's buffer) and the spans of the property values the broker reads (MessageDecoder's parsing, later
+pairs winning). Bytes are not copied here: readers take what they need from the buffer with these spans.
+
+The walk follows TOTALSIZE as CommitLog.getData + checkMessageAndReturnSize do and stops at the first
+position that is not a record, leaving that position's outcome (BLANK, or the kind of refusal, in
+read_record's order of checks, from engine/record.py) for the caller.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .. import schema as S
+from ..javacompat import CRC32_PROPERTY
+from .kernels import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
+from .record import BAD_LENGTH, BODY_CRC_AT, HEAD_SIZE, OFFSETS, OK, decode_tail, head_outcome, prefetch_ahead
+from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
+
+# The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
+HEAD_NAMES = S.RECORD_HEADS[(False, False)][1]
+HEAD_FIELD_AT = np.array([OFFSETS[name] for name in HEAD_NAMES], np.int64)
+HEAD_FIELD_WIDTH = np.array([S.struct.calcsize(">" + code) for code in
+                             re.findall(r"\d*[a-zA-Z]", S.RECORD_HEADS[(False, False)][0].format[1:])],
+                            np.int64)
+HEAD_FIELD_IS_ADDRESS = np.array([name.endswith(".ip") for name in HEAD_NAMES])
+
+# The properties the engine looks up, by index; their value spans are columns.
+PROPERTY_NAMES = ("TAGS", "KEYS", "UNIQ_KEY", "TRAN_MSG", "PGROUP", "INNER_MULTI_DISPATCH",
+                  "INNER_MULTI_QUEUE_OFFSET", CRC32_PROPERTY)
+NAME_BYTES, NAME_LENGTHS = property_names(*PROPERTY_NAMES)
+CRC_PROPERTY_INDEX = PROPERTY_NAMES.index(CRC32_PROPERTY)
+
+# the columns after the head fields
+EXTRA = ("position", "combo", "v2", "topicAt", "topicLength", "propertiesAt", "propertiesLength", "bodyAt",
+         "textFlags", "crcOk") + tuple(f"{side}:{name}" for name in PROPERTY_NAMES for side in ("lo", "hi"))
+COLUMN_NAMES = HEAD_NAMES + EXTRA
+COLUMN = {name: i for i, name in enumerate(COLUMN_NAMES)}
+NCOLUMNS = len(COLUMN_NAMES)
+NHEAD = len(HEAD_NAMES)
+POSITION, COMBO, V2, TOPIC_AT, TOPIC_LEN, PROPS_AT, PROPS_LEN, BODY_AT, TEXT_FLAGS, CRC_OK = range(NHEAD, NHEAD + 10)
+VALUE_SPANS = NHEAD + 10
+# textFlags bits: the topic / the property string is not well-formed UTF-8 (Java decodes it with replacement)
+TOPIC_NOT_UTF8, PROPERTIES_NOT_UTF8 = 1, 2
+# crcOk: 1 both stored CRCs hold, 0 one does not, -1 not checked, -2 a __CRC32# text the kernel does not read
+CRC_UNCHECKED, CRC_TEXT = -1, -2
+
+
+@kernel
+def record_crc_ok(u8, pos, size, body_at, body_len, crc_lo, crc_hi):
+    """The stored CRCs hold: the body CRC (only when bodyLength > 0) and the `__CRC32#` property CRC where the
+    record has one (over all but the reserved tail). CRC_TEXT for a non-ASCII __CRC32# value."""
+    if body_len > 0 and crc32(u8, body_at, body_at + body_len) & CRC_MASK != be32(u8, pos + BODY_CRC_AT):
+        return 0
+    if crc_lo < 0:
+        return 1
+    if not is_ascii(u8, crc_lo, crc_hi):
+        return CRC_TEXT
+    return 1 if crc_digits(u8, crc_lo, crc_hi) == crc32(u8, pos, pos + size + PROPERTY_CRC_COVERS) & CRC_MASK else 0
+
+
+@kernel
+def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi):
+    """Decode the record at `pos` (ending by `limit`) into row n of `cols`, as read_record reads it.
+    Returns (outcome, size): OK when the row holds the record, else BLANK or the refusal's kind."""
+    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
+    if outcome != OK:
+        return outcome, size
+    topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+    if topic_at < 0:
+        return BAD_LENGTH, size
+    props_len = max(props_len, 0)
+    for f in range(NHEAD):
+        at = pos + HEAD_FIELD_AT[f, combo]
+        if HEAD_FIELD_IS_ADDRESS[f]:
+            cols[n, f] = at
+        elif HEAD_FIELD_WIDTH[f] == 8:
+            cols[n, f] = be64(u8, at)
+        else:
+            cols[n, f] = be32(u8, at)
+    props_at = pos + size - props_len
+    cols[n, POSITION] = pos
+    cols[n, COMBO] = combo
+    cols[n, V2] = 1 if v2 else 0
+    cols[n, TOPIC_AT] = topic_at
+    cols[n, TOPIC_LEN] = topic_len
+    cols[n, PROPS_AT] = props_at
+    cols[n, PROPS_LEN] = props_len
+    body_at = pos + HEAD_SIZE[combo]
+    cols[n, BODY_AT] = body_at
+    _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
+    text = 0
+    if non_ascii and not well_formed_utf8(u8, props_at, pos + size):
+        text |= PROPERTIES_NOT_UTF8
+    if not well_formed_utf8(u8, topic_at, topic_at + topic_len):
+        text |= TOPIC_NOT_UTF8
+    cols[n, TEXT_FLAGS] = text
+    for k in range(len(NAME_LENGTHS)):
+        cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
+        cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
+    if check_crc:
+        cols[n, CRC_OK] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
+                                        value_hi[CRC_PROPERTY_INDEX])
+    else:
+        cols[n, CRC_OK] = CRC_UNCHECKED
+    return OK, size
+
+
+@kernel
+def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
+    """Decode records from `pos`, stepping by TOTALSIZE, into the rows of `cols` until it is full,
+    `max_bytes` of records are taken, or a position holds no record. Returns (records, next position,
+    outcome there: OK when the batch was full, else BLANK or the refusal's kind)."""
+    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
+    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    n = 0
+    first = pos
+    cap = len(cols)
+    while True:
+        if n == cap or pos - first >= max_bytes:
+            return n, pos, OK
+        prefetch_ahead(u8, pos, limit)
+        outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi)
+        if outcome != OK:
+            return n, pos, outcome
+        n += 1
+        pos += size
+
+
+@kernel
+def decode_at(u8, starts, ends, first, allow_v2, check_crc, max_bytes, cols):
+    """Decode the record at starts[i] (bounded by ends[i]: a DLedger entry's body) for i = first, first + 1,
+    ... into the rows of `cols` until it is full, `max_bytes` of records are taken, or one is not a record.
+    Returns (records, next i, outcome there: OK when the batch was full or the starts ran out)."""
+    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
+    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
+    n = 0
+    taken = 0
+    cap = len(cols)
+    i = first
+    while i < len(starts):
+        if n == cap or taken >= max_bytes:
+            return n, i, OK
+        outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, value_lo, value_hi)
+        if outcome != OK:
+            return n, i, outcome
+        n += 1
+        taken += size
+        i += 1
+    return n, i, OK

@@ -1,0 +1,736 @@
+"""`append`: write messages into a store the way the broker's CommitLog does.
+
+The record is encoded like MessageExtEncoder.encode and placed like DefaultAppendMessageCallback.doAppend
+(PHYSICALOFFSET = position, QUEUEOFFSET continuing each queue, 0 for PREPARED/ROLLBACK, STORETIMESTAMP,
+31-bit body CRC, V1/V2 magic, the `__CRC32#` trailer, the 8-byte BLANK and a roll to the next file when the
+record does not fit). Then, in the broker's order: fsync the commitlog, dispatch to consumequeue and index
+(writers.Dispatcher), flush them, update the checkpoint. A kill at any point leaves at most a torn last
+record; nothing is reported appended before it is durable.
+
+Before the first write the true end of the commitlog is found with the broker's recovery scan
+(CommitLog.recoverNormally: from the third-last file, records checked with checkCRCOnRecover). Anything but
+zeros after that end is a torn or garbage tail and is refused (`rmqctl repair` cuts it off). Records past
+the consumequeue dispatch point are dispatched first, as the broker's reput does on start, so queue offsets
+continue from the commitlog, which is the truth.
+
+Sources: CommitLog.asyncPutMessage/DefaultAppendMessageCallback (4.9.7, 5.3.3), MessageExtEncoder,
+MultiDispatch / LmqDispatch, HookUtils.transformDelayLevelMessage, TopicValidator, MessageUtils.deleteProperty,
+StoreCheckpoint.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .. import dledger
+from .. import schema as S
+from ..config import BrokerConfig
+from ..dispatch import SCHEDULE_TOPIC, cq_targets
+from ..errors import LockHeldError, StoreError, UsageError
+from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
+                          encode_properties, java_split, java_string_hash, parse_properties)
+from ..record import Message, encode_record, parse_host, read_record
+from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
+from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
+from .writers import Dispatcher, WritableFile, reserve_free_space, space_needed
+from .append_point import AppendPoint, append_point, config_version, store_version
+from ..txn import fsync_dir, locked_for_writing
+
+TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
+RETRY_TOPIC_PREFIX = "%RETRY%"
+DLQ_TOPIC_PREFIX = "%DLQ%"
+TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH; also the V1 1-byte length
+RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"  # TopicValidator: no LMQ dispatch from system topics (MixAll.topicAllowsLMQ)
+SHORT_MAX = 32767  # propertiesLength is a signed int16
+ENCODER_HEADROOM = 64 * 1024  # MessageExtEncoder: whole record <= maxMessageSize (body) + 64 KiB
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+PROPERTY_WAIT = "WAIT"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QID = "REAL_QID"
+PROPERTY_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+PROPERTY_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+CRC_DIGITS = 10
+CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * CRC_DIGITS + PROPERTY_SEPARATOR).encode("ascii")
+
+
+@dataclasses.dataclass
+class NewMessage:
+    """A message to append, as a producer (or a dump line) gives it. Offsets, CRCs, size and magic are
+    always computed. `properties` are (name, value) pairs in stored order; `properties_string` (the exact
+    stored text) wins when given. `broker_order` stores the properties in the iteration order of the
+    broker's HashMap, as a broker writes a message a client sent."""
+
+    topic: str
+    body: bytes = b""
+    queue_id: int = 0
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int | None = None  # None: now
+    born_host: str | None = None  # None: the store host
+    store_host: str | None = None  # None: brokerIP1:listenPort, else the store's last record's
+    store_timestamp: int | None = None  # None: now (the broker's time of append)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    properties: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    properties_string: str | None = None
+    broker_order: bool = False
+
+
+@dataclasses.dataclass
+class Appended:
+    """Where a message went (the `append` output line)."""
+
+    commitLogOffset: int
+    queueOffset: int
+    msgId: str
+    file: str
+    position: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# -- Java behaviours the stored bytes depend on ---------------------------------------------------------
+
+
+def java_length(s: str) -> int:
+    """String.length(): UTF-16 code units."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def java_utf8(s: str) -> bytes:
+    """String.getBytes(UTF_8): unpaired surrogates become '?'."""
+    return s.encode("utf-8", "replace")
+
+
+def _spread(key: str) -> int:
+    h = java_string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hashmap_order(keys: Iterable[str], capacity: int = 16) -> list[str]:
+    """Iteration order of a java.util.HashMap after putting `keys` in this order into `new HashMap<>(capacity)`:
+    by bucket (spread hash & (table size - 1)), then insertion order within a bucket. The table doubles when
+    size exceeds 3/4 of it, and when a bucket reaches 8 entries in a table smaller than 64 (treeifyBin).
+    Re-putting a key keeps its place. (Tree bins of 8+ colliding keys in a large table are not modelled.)"""
+    order: list[str] = []
+    seen: set[str] = set()
+    table = capacity
+    for k in keys:
+        if k in seen:
+            continue
+        bucket = _spread(k) & (table - 1)
+        chain = sum(1 for o in order if _spread(o) & (table - 1) == bucket)
+        seen.add(k)
+        order.append(k)
+        if chain >= 8 and table < 64:
+            table *= 2
+        if len(order) > table * 3 // 4:
+            table *= 2
+    rank = {k: i for i, k in enumerate(order)}
+    return sorted(order, key=lambda k: (_spread(k) & (table - 1), rank[k]))
+
+
+def broker_map_capacity(version: int) -> int:
+    """MessageDecoder.string2messageProperties: new HashMap<>() in 4.x, new HashMap<>(128) in 5.x."""
+    return 16 if version < 5 else 128
+
+
+def map_properties_string(pairs: Iterable[tuple[str, str]], version: int, from_client: bool = False) -> str:
+    """messageProperties2String over the broker's map holding `pairs` (later duplicates win, in place).
+    `from_client`: the pairs were first put in the client's Message map, whose string the broker parsed."""
+    values: dict[str, str] = {}
+    for k, v in pairs:
+        values[k] = v
+    keys = list(values)
+    if from_client:
+        keys = java_hashmap_order(keys, 16)
+    keys = java_hashmap_order(keys, broker_map_capacity(version))
+    return encode_properties([(k, values[k]) for k in keys], trailing_separator=version >= 5)
+
+
+def delete_property(text: str, name: str) -> str:
+    """MessageUtils.deleteProperty: drop every `name\\x01value` pair (with its separator) from the string."""
+    if name not in text:
+        return text
+    out = []
+    idx0 = 0
+    while True:
+        start = idx0
+        while True:
+            idx1 = text.find(name, start)
+            if idx1 == -1:
+                break
+            start = idx1 + len(name)
+            at_pair_start = idx1 == 0 or text[idx1 - 1] == PROPERTY_SEPARATOR
+            if at_pair_start and len(text) > start and text[start] == NAME_VALUE_SEPARATOR:
+                break
+        if idx1 == -1:
+            out.append(text[idx0:])
+            break
+        out.append(text[idx0:idx1])
+        idx2 = text.find(PROPERTY_SEPARATOR, idx1 + len(name) + 1)
+        if idx2 == -1:
+            break
+        idx0 = idx2 + 1
+    return "".join(out)
+
+
+# -- validation -------------------------------------------------------------------------------------------
+
+
+def validate_producer_topic(topic: str):
+    """TopicValidator.validateTopic as a producer's send meets it (retry/DLQ topics may be 255 long)."""
+    if not topic or not topic.strip():
+        raise UsageError("the topic is blank")
+    if not TOPIC_NAME.fullmatch(topic):
+        raise UsageError(f"topic {topic!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+    limit = RETRY_OR_DLQ_TOPIC_MAX_LENGTH if topic.startswith((RETRY_TOPIC_PREFIX, DLQ_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
+    if len(topic) > limit:
+        raise UsageError(f"topic is {len(topic)} characters, longer than the {limit} allowed")
+
+
+def record_version_for_topic(topic: str, version: int, config: BrokerConfig) -> bool:
+    """What the store accepts and can represent; True when the record needs the V2 magic (2-byte topic
+    length: 5.1+, autoMessageVersionOnTopicLen and more than 127 UTF-16 chars)."""
+    if not topic:
+        raise UsageError("the topic is empty")
+    if not valid_topic_dir_name(topic):
+        raise UsageError(f"topic {topic!r} cannot name a consumequeue directory")
+    chars = java_length(topic)
+    if version < 5 and chars > TOPIC_MAX_LENGTH:
+        raise UsageError(f"topic is {chars} characters: a RocketMQ 4.x store takes at most {TOPIC_MAX_LENGTH} "
+                         "(longer topics need the V2 record of RocketMQ 5.1+, which 4.x cannot read)")
+    v2 = version >= 5 and config.autoMessageVersionOnTopicLen and chars > TOPIC_MAX_LENGTH
+    if not v2 and len(java_utf8(topic)) > TOPIC_MAX_LENGTH:
+        raise UsageError(f"topic is {len(java_utf8(topic))} UTF-8 bytes: the 1-byte topic length of a V1 record "
+                         f"holds at most {TOPIC_MAX_LENGTH}")
+    return v2
+
+
+def _check_range(name: str, value, bounds: tuple[int, int]):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be an integer, not {value!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise UsageError(f"{name} {value} does not fit its {'int32' if bounds == INT32_RANGE else 'int64'} field")
+
+
+def _check_property_text(name: str, value: str):
+    for sep in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
+        if sep in name or sep in value:
+            raise UsageError(f"property {name!r} contains a \\x01 or \\x02 separator character")
+
+
+# -- broker-side rewrites a caller can ask for -------------------------------------------------------------
+
+
+def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewMessage:
+    """CommitLog.asyncPutMessage (4.9) / HookUtils.transformDelayLevelMessage (5.x) for a new message: the
+    level (clamped to the table) goes into DELAY, the topic becomes SCHEDULE_TOPIC_XXXX with queueId =
+    level-1, REAL_TOPIC/REAL_QID keep the original, and the properties are rebuilt from the broker's map.
+    Only NOT and COMMIT transaction types are delayed."""
+    if msg.properties_string is not None:
+        raise UsageError("--delay-level rewrites properties; it cannot be combined with a verbatim propertiesString")
+    if msg.sys_flag & S.TRANSACTION_MASK not in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE) or level <= 0:
+        return msg
+    level = min(level, max(config.delay_level_table()))
+    # a DELAY already there keeps its place in the map and takes the new value
+    pairs = list(msg.properties) + [(PROPERTY_DELAY, str(level)), (PROPERTY_REAL_TOPIC, msg.topic),
+                                    (PROPERTY_REAL_QID, str(msg.queue_id))]
+    return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
+
+
+# -- the appender -----------------------------------------------------------------------------------------
+
+
+def properties_text(msg: NewMessage, version: int, crc_trailer: bool, config: BrokerConfig,
+                    next_queue_offset: Callable[[str, int], int]) -> str:
+    """The properties string as the broker would store it (before the CRC trailer); `next_queue_offset`
+    gives a queue's next offset for INNER_MULTI_QUEUE_OFFSET."""
+    if msg.properties_string is not None:
+        text = msg.properties_string
+        if crc_trailer:
+            text = delete_property(text, CRC32_PROPERTY)
+        pairs = None
+    else:
+        pairs = []
+        for k, v in msg.properties:
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise UsageError(f"property {k!r}: names and values must be strings")
+            _check_property_text(k, v)
+            if k.startswith(TRANSIENT_PREFIX) or (crc_trailer and k == CRC32_PROPERTY):
+                continue
+            pairs.append((k, v))
+        if msg.broker_order:
+            text = map_properties_string(pairs, version, from_client=True)
+        else:
+            text = encode_properties(pairs, trailing_separator=version >= 5)
+    return _with_multi_queue_offsets(msg, text, pairs, version, config, next_queue_offset)
+
+def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, config: BrokerConfig,
+                              next_queue_offset: Callable[[str, int], int]) -> str:
+    """MultiDispatch.wrapMultiDispatch (4.x) / LmqDispatch.wrapLmqDispatch (5.x), when the message names
+    INNER_MULTI_DISPATCH queues but carries no INNER_MULTI_QUEUE_OFFSET: put each queue's next offset,
+    drop WAIT, and rebuild the string from the broker's map."""
+    props = dict(pairs) if pairs is not None else parse_properties(text)
+    queues = props.get(PROPERTY_MULTI_DISPATCH, "")
+    if not queues.strip() or PROPERTY_MULTI_QUEUE_OFFSET in props:
+        return text
+    names = java_split(queues, MULTI_DISPATCH_SEPARATOR)
+    if version < 5:
+        if not config.enableMultiDispatch:
+            return text
+        keys = [(n, lmq_queue_id(n, msg.queue_id, config.enableLmq)) for n in names]
+    else:
+        if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
+            return text
+        if not all(n.startswith(LMQ_PREFIX) for n in names):
+            raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
+        keys = [(n, 0) for n in names]
+    offsets = MULTI_DISPATCH_SEPARATOR.join(str(next_queue_offset(t, q)) for t, q in keys)
+    base = list(pairs) if pairs is not None else list(props.items())
+    base = [(k, v) for k, v in base if k != PROPERTY_WAIT] + [(PROPERTY_MULTI_QUEUE_OFFSET, offsets)]
+    return map_properties_string(base, version)
+
+
+def catch_up(store: Store, d: Dispatcher, point: AppendPoint, stamp: Callable[[int], None]):
+    """The broker's reput on start: dispatch records from the dispatch point to the append point (`stamp` is
+    told each one's store time first). A record the index already holds (offset <= its endPhyOffset) is not
+    indexed again."""
+    index = d.index
+    for off in point.catch_up:
+        f = store.commitlog.find(off)
+        m = read_record(f.buf, off - f.start, store.commitlog.file_size)
+        stamp(m.storeTimestamp)
+        if index is not None and off <= point.index_end:
+            d.index = None
+            try:
+                d.dispatch(m, off)
+            finally:
+                d.index = index
+        else:
+            d.dispatch(m, off)
+    d.flush()
+
+
+class CommitLogTail:
+    """The commitlog files being appended to: the append point, the BLANK that ends a full file and the roll
+    to the next, files created (or preallocated ones reused) in the directories the config names, and their
+    flush. With `dry_run` only the positions move."""
+
+    def __init__(self, store: Store, end: int, dry_run: bool):
+        self.file_size = store.commitlog.file_size
+        self.dry_run = dry_run
+        self.files: dict[int, WritableFile] = {}
+        self.new_dirs: set[Path] = set()
+        self._existing = {f.start: f for f in store.commitlog.files}
+        self._dirs = sorted(store.commitlog_dirs)
+        # the append point: file start and write position; the file is opened by the first append
+        self.cur_start = None
+        self._first_start = end - end % self.file_size
+        self.wrote = end % self.file_size
+        self.durable_end = end  # the commitlog up to here is committed; past it nothing is acknowledged
+
+    def place(self, size: int) -> tuple[int, int]:
+        """doAppend's space check: a record fits only with 8 bytes to spare; otherwise the 8-byte BLANK
+        (TOTALSIZE = the rest of the file) ends this file and the record goes to offset 0 of the next."""
+        if self.cur_start is None:
+            self.cur_start = self._first_start
+            self._open_file(self.cur_start)
+        remaining = self.file_size - self.wrote
+        if size + S.END_FILE_MIN_BLANK_LENGTH > remaining:
+            # MappedFileQueue.getLastMappedFile: the next file starts one file size on; it is created first,
+            # so a full disk stops here with the current file unchanged
+            self._open_file(self.cur_start + self.file_size)
+            if not self.dry_run:
+                f = self.files[self.cur_start]
+                S.BLANK.pack_into(f.map, self.wrote, remaining, S.MAGIC_BLANK)
+                f.dirty = True
+            self.cur_start += self.file_size
+            self.wrote = 0
+        return self.cur_start, self.wrote
+
+    def write(self, start: int, pos: int, record: bytes):
+        if not self.dry_run:
+            f = self.files[start]
+            f.map[pos : pos + len(record)] = record
+            f.dirty = True
+        self.wrote = pos + len(record)
+
+    def _open_file(self, start: int):
+        """An existing (preallocated, all-zero) file is reused; otherwise it is created at full size."""
+        if self.dry_run or start in self.files:
+            return
+        existing = self._existing.get(start)
+        if existing is not None:
+            self.files[start] = WritableFile(existing.path, self.file_size, create=False)
+            return
+        directory = self._dirs[(start // self.file_size) % len(self._dirs)]
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            self.new_dirs.add(directory.parent)
+        self.files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True)
+        self.new_dirs.add(directory)
+
+    def flush(self):
+        """msync + fsync every file written, then the directories of new files (deepest first)."""
+        for start in sorted(self.files):
+            self.files[start].flush()
+        for d in sorted(self.new_dirs, key=lambda p: len(p.parts), reverse=True):
+            fsync_dir(d)
+        self.new_dirs.clear()
+        if self.cur_start is not None:
+            self.durable_end = self.cur_start + self.wrote  # a failure from here on leaves them for the reput
+
+    def close_full(self):
+        for start in [s for s in self.files if s != self.cur_start]:
+            self.files.pop(start).close()
+
+    def take_back(self):
+        """Undo the writes of messages never committed (an error, such as a full disk, came first): their
+        bytes (and an end-of-file BLANK they caused) become zeros again and files created for them go, so
+        the commitlog is as it was; none of them was acknowledged."""
+        end = self.cur_start + self.wrote
+        for start in sorted(self.files):
+            f = self.files[start]
+            if f.created and start >= self.durable_end:
+                f.map.close()
+                os.close(f.fd)
+                os.unlink(f.path)
+                fsync_dir(f.path.parent)
+                del self.files[start]
+                continue
+            lo, hi = max(self.durable_end, start) - start, min(end, start + self.file_size) - start
+            if lo < hi:
+                f.map[lo:hi] = bytes(hi - lo)
+                f.dirty = True
+
+    def close(self):
+        if not self.dry_run and self.cur_start is not None and self.cur_start + self.wrote > self.durable_end:
+            self.take_back()
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
+
+
+class Appender:
+    """Appends messages to the store at `store_root` (a new store where lock_new_or_existing allows), holding
+    the broker's lock from open() to close(). Use as a context manager:
+        with Appender("/data/store", load_config("broker.conf")) as app:
+            app.append(NewMessage(topic="TopicTest", body=b"hi", properties=[("TAGS", "A")]))
+            print(app.commit())   # durable from here on
+    `rocketmq_version` (4 or 5) chooses the record style: from the config (rocketmqVersion, or a 5.x-only key
+    such as enabledAppendPropCRC), else the store's records, else 4 (every broker reads it). `keep_index_time`
+    names new index files by the store time of the message opening them (copies stay reproducible).
+    `dry_run` computes everything and writes nothing."""
+
+    def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
+                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None,
+                 create: bool = False):
+        self.root = Path(store_root).expanduser()
+        self.create, self._created, self._committed = create, [], False
+        self.config = config or BrokerConfig()
+        if self.root.is_dir() and dledger.detect(self.root, self.config) is not None:
+            raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
+                             "replica makes its log diverge from the others' (a new leader truncates or contradicts "
+                             "it); refusing. Send it through the group's leader instead", self.root)
+        self.requested_version = rocketmq_version
+        self.dry_run = dry_run
+        self.keep_index_time = keep_index_time
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.version = 4
+        self.version_source = "default"
+        self.warnings: list[str] = []
+        self._lock = None
+        self._dispatcher: Dispatcher | None = None
+        self._staged: list[tuple[int, Message, Appended]] = []
+        self._tail: CommitLogTail | None = None
+        self._next: dict[tuple[str, int], int] = {}
+        self._read_queues: set[tuple[str, int]] = set()  # queues whose consumequeue max offset is merged in
+        self._dispatch_ts = 0
+        self._opened = False
+
+    # -- open: lock, geometry, recovery, catch-up ---------------------------------------------------------
+    def __enter__(self) -> "Appender":
+        self.open()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        self.close()
+
+    def open(self):
+        if self.dry_run:
+            _refuse_if_locked(Store(self.root, self.config))
+        else:
+            self._lock, self._created = lock_new_or_existing(self.root, self.config, self.create)
+        try:
+            self._open_store()
+        except BaseException:
+            self.close()
+            raise
+        self._opened = True
+
+    def _open_store(self):
+        store = self.store = Store(self.root, self.config)
+        refuse_links_outside(store)
+        queue = store.commitlog
+        self.file_size = queue.file_size
+        self.cq_file_size = store.consumequeue_file_size
+        self.slot_num, self.index_num = store.index_geometry
+        self.version, self.version_source = config_version(self.config, self.requested_version)
+        rec = append_point(store, self.config, self.version, self.version_source)
+        self._index_end = rec.index_end
+        if self.version_source == "default":
+            self.version, self.version_source = store_version(self.root, rec.style_votes) or (self.version, "default")
+        self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
+        self.default_store_host = self.config.store_host or rec.last_store_host
+        self.end = rec.end
+        self._next = rec.next_offsets
+        self._tail = CommitLogTail(store, rec.end, self.dry_run)
+        if self.dry_run:
+            return
+        clock = (lambda: self._dispatch_ts) if self.keep_index_time else self.clock
+        self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num, index_clock=clock)
+        if rec.catch_up:
+            catch_up(store, self._dispatcher, rec, self._stamp)
+            self.warnings += dispatch_warnings(self._dispatcher)
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        """The next message's queue offset: the consumequeue's max, or past the commitlog's records, if higher."""
+        key = (topic, queue_id)
+        if key not in self._read_queues:
+            hi = self.store.consume_queue(topic, queue_id).offset_range()[1] if valid_topic_dir_name(topic) else 0
+            self._next[key] = max(self._next.get(key, 0), hi)
+            self._read_queues.add(key)
+        return self._next[key]
+
+    def append(self, msg: NewMessage, producer_topic_rules: bool = True) -> Appended:
+        """Encode and write one message (not yet durable: commit() makes it so and dispatches it).
+        `producer_topic_rules` applies TopicValidator as a producer's send meets it; copies of stored
+        records (dump lines) are held only to what the store itself accepts."""
+        if not self._opened:
+            raise UsageError("Appender.open() first")
+        config = self.config
+        _check_fields(msg)
+        if producer_topic_rules:
+            validate_producer_topic(msg.topic)
+        v2 = record_version_for_topic(msg.topic, self.version, config)
+        store_host = msg.store_host or self.default_store_host
+        if not store_host:
+            raise UsageError("no store host: give --store-host (storeHost) or set brokerIP1 in the broker config")
+        born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
+        store_ip, store_port = _host(store_host, "storeHost")
+        # the broker sets the IPv6 bits from the address types; a stale bit would misplace every later field
+        sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
+        sys_flag |= (S.BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0)
+        body = bytes(msg.body)
+        if len(body) > config.maxMessageSize:
+            raise UsageError(f"body is {len(body)} bytes, over maxMessageSize={config.maxMessageSize}")
+        topic_bytes = java_utf8(msg.topic)
+        props = java_utf8(properties_text(msg, self.version, self.crc_trailer, config, self.next_queue_offset))
+        if self.crc_trailer:
+            if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
+                props += PROPERTY_SEPARATOR.encode()
+            props += CRC_TRAILER_PLACEHOLDER
+        if len(props) > SHORT_MAX:
+            raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
+        size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
+        if size > config.maxMessageSize + ENCODER_HEADROOM:
+            raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
+        if size + S.END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
+                             f"{self.file_size}-byte commitlog file")
+
+        tran = sys_flag & S.TRANSACTION_MASK
+        dispatched = tran in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
+        queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
+        start, pos = self._tail.place(size)
+        m = Message()
+        m.magicCode = S.MAGIC_V2 if v2 else S.MAGIC_V1
+        m.bodyCRC = crc31(body)
+        m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag = msg.queue_id, msg.flag, queue_offset, start + pos, sys_flag
+        m.bornTimestamp = self.clock() if msg.born_timestamp is None else msg.born_timestamp
+        m.bornIp, m.bornPort = born_ip, born_port
+        m.storeTimestamp = self.clock() if msg.store_timestamp is None else msg.store_timestamp
+        m.storeIp, m.storePort = store_ip, store_port
+        m.reconsumeTimes, m.preparedTransactionOffset = msg.reconsume_times, msg.prepared_transaction_offset
+        m.body, m.topicBytes, m.propertiesBytes = body, topic_bytes, props
+        record = bytearray(encode_record(m))
+        if self.crc_trailer:
+            # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
+            crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
+            record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
+        stored = read_record(record, 0, size)  # what the broker's reader sees: the record dispatch uses
+        self._tail.write(start, pos, record)
+        for t, q, qoff in cq_targets(stored, config) if dispatched else ():
+            self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
+        result = Appended(start + pos, queue_offset, stored.msg_id, offset_to_name(start), pos)
+        self._staged.append((start + pos, stored, result))
+        return result
+
+    @property
+    def staged(self) -> int:
+        return len(self._staged)
+
+    def commit(self) -> list[Appended]:
+        """Make the written messages durable in the broker's order: commitlog (msync + fsync, new files'
+        directories), then consumequeue and index entries, then the checkpoint. Returns them."""
+        staged, self._staged = self._staged, []
+        if self.dry_run or not staged:
+            return [a for _, _, a in staged]
+        # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
+        reserve_free_space(self.root, space_needed(self._dispatcher, [(o, m) for o, m, _ in staged]) + [S.CHECKPOINT_FILE_SIZE])
+        self._tail.flush()
+        d = self._dispatcher
+        for off, m, _ in staged:
+            self._dispatch_ts = m.storeTimestamp
+            d.dispatch(m, off)
+        d.flush()
+        self.warnings += dispatch_warnings(self._dispatcher)
+        index = d.index
+        write_checkpoint(self.root, staged[-1][1].storeTimestamp, d.logics_ts,
+                         index.completed_end_ts if index is not None else 0)
+        self._committed = True
+        self._tail.close_full()  # full files: nothing more to write there
+        return [a for _, _, a in staged]
+
+    def _stamp(self, store_ts: int):
+        self._dispatch_ts = store_ts  # the store time the index clock gives with keep_index_time
+
+    def close(self):
+        if self._tail is not None:
+            self._tail.close()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+            self._dispatcher = None
+        if hasattr(self, "store"):
+            self.store.close()
+        if not self._committed:
+            self._created = remove_created(self._created)
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.__exit__(None, None, None)
+        self._opened = False
+
+
+def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: int):
+    """StoreCheckpoint: physicMsgTimestamp = the last flushed message's store time, logicsMsgTimestamp =
+    the last consumequeue write's, indexMsgTimestamp = the end time of the newest completed index file.
+    A missing checkpoint is created at its 4096 bytes; the other fields are left as they are."""
+    path = root / "checkpoint"
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_size < S.CHECKPOINT_FILE_SIZE:
+            os.ftruncate(fd, S.CHECKPOINT_FILE_SIZE)
+        names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
+        values = dict(zip(names, S.CHECKPOINT_HEAD.unpack(os.pread(fd, S.CHECKPOINT_HEAD.size, 0))))
+        updates = {"physicMsgTimestamp": physic_ts, "logicsMsgTimestamp": logics_ts, "indexMsgTimestamp": index_end_ts}
+        values.update({k: v for k, v in updates.items() if v > 0})
+        os.pwrite(fd, S.CHECKPOINT_HEAD.pack(*(values[n] for n in names)), 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(root)
+
+
+def dispatch_warnings(d: Dispatcher) -> list[str]:
+    """What the dispatcher met (duplicates, out-of-order entries) as warnings, once."""
+    out = [f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}"
+           for status, queue, qoff, off in d.events if status != "already-built"]
+    d.events.clear()
+    return out
+
+
+def _refuse_if_locked(store: Store):
+    """A dry run takes no lock (that would be a write) but refuses a store a broker is using."""
+    holder = store.lock_holder()
+    if holder is not None:
+        raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
+
+
+def _check_fields(msg: NewMessage):
+    """Header fields within their Java types; no inner batch (rmqctl writes no BatchConsumeQueue)."""
+    for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
+                                ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
+                                ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
+        _check_range(name, value, bounds)
+    for name, value in (("bornTimestamp", msg.born_timestamp), ("storeTimestamp", msg.store_timestamp)):
+        if value is not None:
+            _check_range(name, value, INT64_RANGE)
+    if msg.sys_flag & S.INNER_BATCH_FLAG:
+        raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
+
+
+def lock_new_or_existing(root: Path, config: BrokerConfig, create: bool):
+    """The store's lock, taken (entered), and what was created for it. A new store only where one was asked
+    for, so a misspelt --store never becomes one: an existing empty directory (a lock file alone counts as
+    empty), or any directory with `create`, is made a store root the way the broker's first start makes one
+    (the root, the commitlog and consumequeue directories, then the lock). What it creates is taken away
+    again if the lock cannot be had, or (Appender.close) if nothing was committed."""
+    if root.is_dir():
+        try:
+            Store(root, config)
+            created = []
+        except StoreError:
+            if any(p.name != "lock" for p in root.iterdir()) and not create:
+                raise StoreError("not a RocketMQ store root, and not empty: pass --create to make a new store in it",
+                                 root) from None
+            created = make_store_root(root, config)
+    elif not create:
+        raise StoreError("store directory does not exist: pass --create to make a new store there", root)
+    else:
+        created = make_store_root(root, config)
+    lock = locked_for_writing(root)
+    try:
+        lock.__enter__()
+    except BaseException:
+        remove_created(created)
+        raise
+    return lock, created
+
+
+def make_store_root(root: Path, config: BrokerConfig) -> list[Path]:
+    created = []
+    for d in [root, *commitlog_dirs(root, config), root / "consumequeue"]:
+        missing = [p for p in [*reversed(d.parents), d] if not p.exists()]
+        for p in missing:
+            p.mkdir()
+        created += missing
+    if not (root / "lock").exists():
+        created.append(root / "lock")  # the lock is taken next
+    for p in reversed(created):
+        if p.is_dir():
+            fsync_dir(p.parent)
+    return created
+
+
+def remove_created(created: list[Path]) -> list[Path]:
+    """Take away what make_store_root made (deepest first); returns what is left to take away: nothing."""
+    for p in reversed(created):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.exists():
+            p.unlink()
+    return []
+
+
+def _host(text: str, what: str) -> tuple[bytes, int]:
+    try:
+        ip, port = parse_host(text)
+    except (ValueError, TypeError):
+        raise UsageError(f"{what} {text!r} is not ip:port") from None
+    if not 0 <= port <= 0xFFFF:
+        raise UsageError(f"{what} {text!r}: port out of range")
+    return ip, port
+

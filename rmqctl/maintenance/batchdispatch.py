@@ -1,0 +1,152 @@
+"""The broker's dispatch of a whole commitlog file at once: what dispatch.py decides record by record
+(which consumequeue entries, their tagsCode, which index keys and their hashes), computed for every record
+of the file in one compiled pass (engine/dispatch.py), so a rebuild costs a few times a plain header walk
+instead of a Python decode per record.
+
+dispatch.py stays the reference. The compiled pass flags the records it leaves to it (a DELAY property,
+INNER_MULTI_DISPATCH with multi-dispatch on, text that is not well-formed UTF-8); they go through
+read_record + cq_targets / tags_code / index_keys here and their entries and keys are merged in, in record
+order. A record whose lengths do not add up ends the batch, as read_record's refusal ends the reference
+scan of that file.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+
+import numpy as np
+
+from .. import schema as S
+from ..config import BrokerConfig
+from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from ..engine.kernels import available_cores
+from ..engine import dispatch as kernels
+from ..record import Message, read_record
+
+
+MIN_PART = 4096  # records: fewer are not worth a thread
+
+
+@dataclasses.dataclass
+class FileDispatch:
+    """What dispatching the records of one file gives, in record order."""
+
+    position: np.ndarray  # record start in the file
+    size: np.ndarray
+    phy: np.ndarray  # PHYSICALOFFSET field: what DispatchRequest carries
+    store_ts: np.ndarray
+    queue_id: np.ndarray
+    queue_offset: np.ndarray
+    sysflag: np.ndarray
+    topic: np.ndarray  # index into `topics`
+    tags: np.ndarray  # tagsCode
+    reference: np.ndarray  # records that went through dispatch.py
+    lmq: list  # (record, queue name, queueId, queue offset) of each LMQ entry (INNER_MULTI_DISPATCH)
+    # consumequeue entries: record index, topic (index into `topics`), queueId, queueOffset, tagsCode
+    cq_record: np.ndarray
+    cq_topic: np.ndarray
+    cq_qid: np.ndarray
+    cq_qoff: np.ndarray
+    cq_tags: np.ndarray
+    topics: list[str]
+    # index keys: record index and IndexService hash (abs of String.hashCode of topic#key)
+    key_record: np.ndarray
+    key_hash: np.ndarray
+    stop: int  # where the records ended (BLANK, end of data, or a record read_record refuses)
+
+    @property
+    def reference_records(self) -> int:
+        return int(np.count_nonzero(self.reference))
+
+
+def record_starts(buf, limit: int, allow_v2: bool, start: int, stop_at: int) -> tuple[np.ndarray, int]:
+    """The header walk over a commitlog file's first `limit` bytes from `start`: where its records start,
+    and where the walk stopped: a BLANK, the end, bytes that cannot start a record, or (at or past
+    `stop_at`) the end of the window asked for."""
+    return kernels.walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
+
+
+def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
+                  jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
+    """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
+    entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
+    the GIL)."""
+    u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
+    if starts is None:
+        starts, stop = kernels.walk(u8, limit, allow_v2, 0, limit)
+    else:
+        stop = limit
+    n = len(starts)
+    size, phy, store_ts, qid, qoff, sysflag, topic, tags = (np.empty(n, np.int64) for _ in range(8))
+    reference = np.empty(n, np.bool_)
+    bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
+
+    def decode(lo: int, hi: int):
+        return kernels.decode(u8, starts[lo:hi], allow_v2, config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
+                              store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
+                              reference[lo:hi])
+
+    with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1) as pool:
+        decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
+    topics: list[str] = []
+    topic_ids: dict[str, int] = {}
+    keys_rec, keys_hash = [], []
+    done = 0
+    for lo, hi, (reps, key_record, key_hash, decoded_here) in zip(bounds[:-1], bounds[1:], decoded):
+        # topic ids are per part; byte strings that decode to one name (malformed UTF-8) become one id
+        renumber = np.array([topic_ids.setdefault(u8[a : a + k].tobytes().decode("utf-8", "replace"), len(topic_ids))
+                             for a, k in reps.tolist()], dtype=np.int64)
+        if len(renumber) and np.any(renumber != np.arange(len(renumber))):
+            topic[lo : lo + decoded_here] = renumber[topic[lo : lo + decoded_here]]
+        keys_rec.append(key_record + lo if lo else key_record)
+        keys_hash.append(key_hash)
+        done = lo + decoded_here
+        if decoded_here < hi - lo:  # read_record will say what it is; nothing after it is dispatched
+            stop = int(starts[done])
+            break
+    topics.extend(topic_ids)
+    position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = (
+        a[:done] for a in (starts, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference))
+    key_record, key_hash = (keys_rec[0], keys_hash[0]) if len(keys_rec) == 1 else (
+        np.concatenate(keys_rec), np.concatenate(keys_hash))
+
+    t = sysflag & S.TRANSACTION_MASK
+    vec = ((t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)) & ~reference
+    if vec.all():  # every record: the columns themselves
+        cq = [(np.arange(done, dtype=np.int64), topic, qid, qoff, tags)]
+    else:
+        cq = [(np.flatnonzero(vec), topic[vec], qid[vec], qoff[vec], tags[vec])]
+    keys = [(key_record, None, key_hash)]
+    ref = np.flatnonzero(reference)
+    lmq = []
+    for r in ref.tolist():
+        m: Message = read_record(buf, int(position[r]), limit, allow_v2)
+        code = tags[r] = tags_code(m, config)
+        targets = cq_targets(m, config)
+        lmq += [(r, *t) for t in targets[1:]]
+        for name, q, o in targets:
+            t = topic_ids.setdefault(name, len(topics))
+            if t == len(topics):
+                topics.append(name)
+            cq.append((np.array([r]), np.array([t]), np.array([q]), np.array([o]), np.array([code])))
+        hashes = [index_key_hash(k) for k in index_keys(m)] if with_keys else []
+        keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
+                     np.array(hashes, dtype=np.int64)))
+    columns = dict(position=position, size=size, phy=phy, store_ts=store_ts, queue_id=qid, queue_offset=qoff,
+                   sysflag=sysflag, topic=topic, tags=tags, reference=reference, lmq=lmq, topics=topics, stop=stop)
+    if not len(ref):
+        return FileDispatch(**columns, **_entries(cq[0]), key_record=key_record, key_hash=key_hash)
+    # merge the reference records' entries and keys in, in record order
+    cq_cols = [np.concatenate([c[i] for c in cq]) for i in range(5)]
+    order = np.argsort(cq_cols[0], kind="stable")
+    cq_cols = [c[order] for c in cq_cols]
+    keys[0] = (key_record, np.zeros(len(key_record), np.int64), key_hash)  # the kernel's keys come first per record
+    k_rec, k_rank, k_hash = (np.concatenate([k[i] for k in keys]) for i in range(3))
+    k_order = np.lexsort((k_rank, k_rec))
+    k_rec, k_hash = k_rec[k_order], k_hash[k_order]
+    return FileDispatch(**columns, **_entries(cq_cols), key_record=k_rec, key_hash=k_hash)
+
+
+def _entries(cq: tuple | list) -> dict:
+    """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
+    return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))

@@ -1,0 +1,479 @@
+"""`rebuild consumequeue` and `rebuild index`: the files the broker's dispatch (CommitLogDispatcherBuildConsumeQueue,
+CommitLogDispatcherBuildIndex) would have written, rebuilt offline from the commitlog, checked, and swapped in
+atomically (txn.py).
+
+Every record of the commitlog is dispatched, in commitlog order, through the same Dispatcher `append` uses
+(batches of records within the memory budget through the compiled pass of batchdispatch), into a staging
+directory inside the store (a temporary directory outside it with `dry_run`); the consumequeue entries carry
+the record's own PHYSICALOFFSET field, as the broker's DispatchRequest does. As in the broker, each output
+file is synced and unmapped once full and each commitlog file released once dispatched: what the run holds
+does not grow with the store. Topic names read from the records are checked before they become directory
+names. The new files are compared with the live ones a pair of files at a time (only the differences are
+reported), counted against what was dispatched, and when they change anything, `verify`'s checks
+(checks/verify.py) run on the store as the swap will leave it; on a failed check nothing changes.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from .. import schema as S
+from .batchdispatch import dispatch_file, record_starts
+from ..budget import DEFAULT_MEMORY, batch_records
+from ..dispatch import cq_targets, index_keys
+from ..dledger import ENTRY_SLICE, entry_slices
+from ..errors import StoreError, UsageError, where
+from ..engine.record import SMALLEST_HEAD
+from ..record import Blank, Message, RecordError, read_record
+from ..recovery import allow_v2
+from ..rules import written_units
+from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
+from .writers import Dispatcher
+from .staging import Build, DryRunPlan, index_count_check, last_full_end, stage_checkpoint, verify_staged, writing
+from ..txn import Transaction
+from ..checks.links import queue_order
+
+# working memory of one record in a dispatch batch: its decoded columns, consumequeue entries, index keys
+# (2-3 per message) and the sort of the entries by queue, with room to spare
+DISPATCH_BYTES_PER_RECORD = 320
+EMPTY_UNITS = np.empty(0, S.CQ_DTYPE)
+
+
+@dataclasses.dataclass
+class QueueDiff:
+    """How one queue changes: units (pre-blank units included) by queue offset."""
+
+    topic: str
+    queueId: int
+    before: int
+    after: int
+    added: int
+    removed: int
+    changed: int
+
+
+@dataclasses.dataclass
+class IndexFileDiff:
+    """How the n-th index file changes (files are paired by position: their names are creation times)."""
+
+    position: int
+    before: str | None
+    after: str | None
+    entriesBefore: int
+    entriesAfter: int
+    added: int
+    removed: int
+    changed: int
+    headerChanged: list[str]
+
+
+@dataclasses.dataclass
+class RebuildResult:
+    kind: str  # "consumequeue" or "index"
+    store: str
+    dryRun: bool
+    records: int  # commitlog records dispatched
+    entries: int  # consumequeue units / index entries written
+    queues: list[QueueDiff] = dataclasses.field(default_factory=list)  # queues that change
+    unchangedQueues: int = 0
+    indexFiles: list[IndexFileDiff] = dataclasses.field(default_factory=list)
+    checkpoint: dict = dataclasses.field(default_factory=dict)  # field -> [before, after]
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    interrupted: dict | None = None  # what an earlier killed run left, and what was done about it
+    backup: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.queues or any(self._file_changes()) or self.checkpoint)
+
+    def _file_changes(self):
+        for d in self.indexFiles:
+            yield bool(d.added or d.removed or d.changed or d.headerChanged or d.before is None or d.after is None)
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["changed"] = self.changed
+        return d
+
+
+class _Run:
+    """One dispatch of the commitlog, as the broker's reput does it: file by file, each in batches of
+    records within the memory budget through the compiled pass (batchdispatch), the records it leaves
+    through the Dispatcher one by one. What it keeps across batches is a count per queue."""
+
+    def __init__(self, store: Store, dispatcher: Dispatcher, build_cq: bool, build_index: bool, queue_filter,
+                 memory: int):
+        self.store, self.dispatcher, self.queue_filter = store, dispatcher, queue_filter
+        self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
+        self.v2 = allow_v2(store)
+        self.scan = store.scan(self.v2)
+        self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
+        self.keys = self.records = self.mismatched = 0
+        self.batch = batch_records(memory, DISPATCH_BYTES_PER_RECORD)
+
+    def _selected(self, topic: str, qid: int) -> bool:
+        return self.queue_filter is None or self.queue_filter(topic, qid)
+
+    @staticmethod
+    def _refuse(topic: str, f, position: int):
+        raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
+                         "consumequeue files for it", f.path, position=position)
+
+    def file(self, f):
+        buf = f.buf
+        limit = min(len(buf), self.store.commitlog.file_size)
+        if self.store.dledger is not None:
+            return self.entries_file(f, buf, limit)
+        pos = 0
+        while True:  # a window of the file at a time: its records dispatched, then its pages given back
+            window_end = pos + self.batch * SMALLEST_HEAD  # so it holds at most a batch of records
+            starts, stop = record_starts(buf, limit, self.v2, pos, window_end)
+            done = self._batches(f, buf, limit, starts)
+            f.drop_pages(pos, stop)
+            if done < len(starts):
+                pos = int(starts[done])
+                break
+            pos = stop
+            if stop < window_end:  # a BLANK, the end, or what the walk leaves to read_record
+                break
+        while pos < limit:  # what the compiled walk stopped at: a BLANK, the end, damage, or a record for read_record
+            try:
+                rec = read_record(buf, pos, limit, self.v2)
+            except RecordError as e:
+                if e.kind != "zeros" or self.scan._data_follows(f):
+                    self.scan.errors.append((f, pos, e.with_traceback(None)))
+                return
+            if isinstance(rec, Blank):
+                return
+            self.one(f, rec)
+            pos += rec.storeSize
+
+    def _batches(self, f, buf, limit: int, starts: np.ndarray) -> int:
+        """Dispatch the records at `starts` a batch at a time; returns how many went through the compiled
+        pass (it stops at the first record it leaves to read_record)."""
+        for lo in range(0, len(starts), self.batch):
+            window = starts[lo : lo + self.batch]
+            b = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index, starts=window)
+            self._batch(f, b)
+            if len(b.position) < len(window):
+                return lo + len(b.position)
+            f.drop_pages(int(window[0]), int(b.position[-1] + b.size[-1]))
+        return len(starts)
+
+    def entries_file(self, f, buf, limit: int):
+        """A DLedger data file, a slice of its entries at a time: the records of their bodies through the
+        compiled pass; from the first it refuses on, entry by entry, as DLedgerCommitLog's reput steps over an
+        entry whose record fails."""
+        for found in entry_slices(buf, limit, ENTRY_SLICE):
+            starts, ends = found.message_starts(), found.message_ends()
+            done = self._batches(f, buf, limit, starts)
+            for at, end in zip(starts[done:].tolist(), ends[done:].tolist()):
+                try:
+                    rec = read_record(buf, at, end, self.v2)
+                except RecordError as e:
+                    self.scan.errors.append((f, at, e.with_traceback(None)))
+                    continue
+                if isinstance(rec, Message):
+                    self.one(f, rec)
+        if found.stop is not None:  # (the last slice says how the file ends)
+            self.scan.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
+
+    def one(self, f, m):
+        """The reference path for one record."""
+        phy = m.physicalOffset
+        self.mismatched += phy != f.start + m.position
+        if self.build_cq:
+            for topic, qid, qoff in cq_targets(m, self.store.config):
+                if self._selected(topic, qid):
+                    if not valid_topic_dir_name(topic):
+                        self._refuse(topic, f, m.position)
+                    self.queued[(topic, qid)] += 1
+        if self.build_index:
+            self.keys += len(index_keys(m))
+        self.dispatcher.dispatch(m, phy)
+        self.records += 1
+
+    def _batch(self, f, b):
+        n = len(b.position)
+        if not n:
+            return
+        self.records += n
+        self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
+        if self.build_cq:
+            self._batch_queues(f, b)
+        if self.build_index:
+            index = self.dispatcher.index
+            fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
+            if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
+                self.keys += len(b.key_hash)
+                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]))
+            else:
+                for pos in b.position.tolist():
+                    m = read_record(f.buf, pos, len(f.buf), self.v2)
+                    self.keys += len(index_keys(m))
+                    index.build(m, m.physicalOffset)
+
+    def _batch_queues(self, f, b):
+        d = self.dispatcher
+        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
+        topic, qid = b.cq_topic[order], b.cq_qid[order]
+        cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
+        groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
+        groups = [g for g in groups if self._selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
+        bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
+        if bad:
+            first = min(bad, key=lambda g: b.cq_record[g[0]])
+            self._refuse(b.topics[b.cq_topic[first[0]]], f, int(b.position[b.cq_record[first[0]]]))
+        last_written = -1
+        for g in groups:
+            name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
+            rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]
+            self.queued[(name, q)] += len(g)
+            w = d.queue(name, q)
+            if np.all(np.diff(qoffs) == 1) and w.put_run(b.phy[rec], b.size[rec], tags, int(qoffs[0])):
+                last_written = max(last_written, int(rec[-1]))
+                continue
+            for r, o, t in zip(rec.tolist(), qoffs.tolist(), tags.tolist()):
+                status = w.put(int(b.phy[r]), int(b.size[r]), t, o)
+                if status != "written":
+                    d.events.append((status, f"{name}/{q}", o, int(b.phy[r])))
+                if status in ("written", "out-of-order"):
+                    last_written = max(last_written, r)
+        if last_written >= 0:
+            d.logics_ts = int(b.store_ts[last_written])
+
+
+def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
+                     progress=None, index_clock=None, memory: int = DEFAULT_MEMORY) -> Build:
+    """Dispatch every commitlog record into `build_root` (laid out like a store) as the broker's reput does,
+    each commitlog file released once dispatched and each output file once full. Refuses (StoreError
+    naming the record) a topic that cannot be a directory name."""
+    slots, num = store.index_geometry if build_index else (1, 1)
+    dispatcher = Dispatcher(build_root, store.config, store.consumequeue_file_size, slots, num, build_cq=build_cq,
+                            build_index=build_index, index_clock=index_clock, queue_filter=queue_filter)
+    run = _Run(store, dispatcher, build_cq, build_index, queue_filter, memory)
+    try:
+        for f in store.commitlog.files:
+            try:
+                run.file(f)
+            finally:
+                f.release()
+            if progress:
+                progress(store.commitlog.file_size)
+    finally:
+        dispatcher.close()
+    skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
+    warnings = [f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
+                "skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
+    if run.mismatched:
+        warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
+                        "their entries carry the field, as the broker's would")
+    for status, queue, qoff, off in dispatcher.events:
+        warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
+    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.keys, warnings=warnings)
+
+
+# ---- diffs -------------------------------------------------------------------------------------------------
+
+
+def _queue_files(directory: Path | None, file_size: int) -> dict:
+    """A queue's files by start offset, none mapped yet."""
+    if directory is None or not directory.is_dir():
+        return {}
+    return {f.start: f for f in ConsumeQueue("", 0, directory, file_size).files.files}
+
+
+def _written(f, file_size: int) -> np.ndarray:
+    """The units written in a consumequeue file (a view on its map)."""
+    n = min(f.length, file_size) // S.CQ_UNIT_SIZE
+    units = np.frombuffer(f.buf, S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+    return units[: written_units(units)]
+
+
+def diff_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int) -> tuple[QueueDiff, int]:
+    """Compare the live queue's units with the new ones by queue offset, a pair of files at a time (files
+    of both with one name hold the same queue offsets). Returns the diff and how many of the new queue's
+    units are not pre-blank ones."""
+    old, new = _queue_files(old_dir, file_size), _queue_files(new_dir, file_size)
+    before = after = common = changed = real = 0
+    for start in sorted(old.keys() | new.keys()):
+        a, b = old.get(start), new.get(start)
+        ua = _written(a, file_size) if a else EMPTY_UNITS
+        ub = _written(b, file_size) if b else EMPTY_UNITS
+        n = min(len(ua), len(ub))
+        before, after, common = before + len(ua), after + len(ub), common + n
+        changed += int(np.count_nonzero(ua[:n] != ub[:n]))
+        real += int(np.count_nonzero(ub["size"] != S.PRE_BLANK_SIZE))
+        del ua, ub
+        for f in (a, b):
+            if f is not None:
+                f.release()
+    return QueueDiff(topic=topic, queueId=qid, before=before, after=after, added=after - common,
+                     removed=before - common, changed=changed), real
+
+
+INDEX_COMPARE_ITEMS = 1 << 20  # entries or slots compared at a time
+
+
+def _differing(a: np.ndarray, b: np.ndarray) -> int:
+    """How many items differ between two equally long arrays, compared a slice at a time."""
+    return sum(int(np.count_nonzero(a[i : i + INDEX_COMPARE_ITEMS] != b[i : i + INDEX_COMPARE_ITEMS]))
+               for i in range(0, len(a), INDEX_COMPARE_ITEMS))
+
+
+def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff]:
+    """Pair old and new files by position and compare headers, slots and entries (not names: they are
+    creation times), one pair of files mapped at a time."""
+    out = []
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else None
+        b = new[i] if i < len(new) else None
+        ea = a.entries()[1 : a.index_count] if a else np.empty(0, S.INDEX_ENTRY_DTYPE)
+        eb = b.entries()[1 : b.index_count] if b else np.empty(0, S.INDEX_ENTRY_DTYPE)
+        n = min(len(ea), len(eb))
+        header = []
+        if a and b:
+            header = [k for k in a.header if a.header[k] != b.header[k]]
+            sa, sb = a.slots(), b.slots()
+            if len(sa) != len(sb) or _differing(sa, sb):
+                header.append("hashSlots")
+            del sa, sb
+        out.append(IndexFileDiff(position=i, before=a.name if a else None, after=b.name if b else None,
+                                 entriesBefore=len(ea), entriesAfter=len(eb), added=max(0, len(eb) - len(ea)),
+                                 removed=max(0, len(ea) - len(eb)), changed=_differing(ea[:n], eb[:n]),
+                                 headerChanged=header))
+        del ea, eb
+        for ix in (a, b):
+            if ix is not None:
+                ix.mf.release()
+    return out
+
+
+# ---- the two rebuilds --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _build_area(store: Store, dry_run: bool, kind: str, keep_backup: bool):
+    """Where to build and what plans the swap: a transaction with its staging directory in the store, or (dry
+    run) a plan that is never committed, in a temporary directory outside it."""
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix=f"rmqctl-{kind}-dry-") as d:
+            yield DryRunPlan(Path(d))
+        return
+    with Transaction(store.root, "rebuild", f"rebuild {kind}", keep_backup) as txn:
+        yield txn
+
+
+def _check_staged(store: Store, txn, kind: str, within: tuple[str, ...], where_: Path, memory: int) -> None:
+    problems = verify_staged(store, txn, kind, within, memory=memory)
+    if problems:
+        raise StoreError(f"verify finds the rebuilt {kind} wrong, nothing was changed: " + "; ".join(problems[:5]),
+                         where_)
+
+
+def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int | None = None,
+                         dry_run: bool = False, keep_backup: bool = True, progress=None,
+                         memory: int = DEFAULT_MEMORY) -> RebuildResult:
+    """Rebuild every consumequeue (or those of `topic` and/or `queue_id`) from the commitlog and swap
+    them in; queues of the selection that no record feeds any more are removed. `memory` bounds a
+    dispatch batch (budget.py)."""
+    t0 = time.monotonic()
+    subset = topic is not None or queue_id is not None
+    if topic is not None and not valid_topic_dir_name(topic):
+        raise UsageError(f"--topic {topic!r} cannot be a consumequeue directory name")
+
+    def selected(t: str, q: int) -> bool:
+        return (topic is None or t == topic) and (queue_id is None or q == queue_id)
+
+    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+        file_size = store.consumequeue_file_size
+        root = txn.staging
+        build = dispatch_records(store, root, build_cq=True, build_index=False,
+                                 queue_filter=selected if subset else None, progress=progress, memory=memory)
+        built = set(build.queued)
+        live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
+        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=sum(build.queued.values()), warnings=build.warnings,
+                               interrupted=interrupted)
+        skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
+        problems = []
+        for t, q in sorted(built | set(live)):
+            new_dir = root / "consumequeue" / t / str(q) if (t, q) in built else None
+            d, written = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
+            wanted = build.queued.get((t, q), 0) - skipped[f"{t}/{q}"]
+            if written != wanted:
+                problems.append(f"{t}/{q}: {written} units written for {wanted} dispatched messages")
+            if d.added or d.removed or d.changed:
+                result.queues.append(d)
+            else:
+                result.unchangedQueues += 1
+            if (t, q) in live and (t, q) not in built:
+                result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
+                                       "it is removed (its queue offsets restart when it is next written)")
+        if problems:
+            raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
+                             store.consumequeue_dir)
+        if not subset and build.dispatcher.logics_ts:
+            stage_checkpoint(store, txn, result.checkpoint, logicsMsgTimestamp=build.dispatcher.logics_ts)
+        if result.queues:
+            if subset:
+                for t, q in sorted(built | set(live)):
+                    target = store.consumequeue_dir / t / str(q)
+                    if (t, q) in built:
+                        txn.replace(target, root / "consumequeue" / t / str(q))
+                    else:
+                        txn.remove(target)
+            else:
+                (root / "consumequeue").mkdir(exist_ok=True)
+                txn.replace(store.consumequeue_dir, root / "consumequeue")
+        if result.changed:
+            within = tuple(f"consumequeue/{t}/{q}/" for t, q in built | set(live)) if subset else ()
+            _check_staged(store, txn, "consumequeue", within, store.consumequeue_dir, memory)
+            if not dry_run:
+                result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
+                  clock=None, memory: int = DEFAULT_MEMORY) -> RebuildResult:
+    """Rebuild every index file from the commitlog (IndexService.buildIndex, file names from the creation
+    time) and swap them in; the checkpoint's indexMsgTimestamp becomes the endTimestamp of the last full
+    file, as the broker sets it when it flushes a full file. `memory` bounds a dispatch batch."""
+    t0 = time.monotonic()
+    if not store.config.messageIndexEnable:
+        raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
+    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "index", keep_backup) as txn:
+        slots, num = store.index_geometry
+        root = txn.staging
+        build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock,
+                                 memory=memory)
+        index_dir = root / "index"
+        index_dir.mkdir(exist_ok=True)
+        problems = index_count_check(build, index_dir, slots, num)
+        if problems:
+            raise StoreError("the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]),
+                             store.index_dir)
+        new_files = [IndexFile(p, slots, num) for p in sorted(index_dir.iterdir())]
+        result = RebuildResult(kind="index", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=build.keys, warnings=build.warnings,
+                               interrupted=interrupted)
+        result.indexFiles = diff_index(store.index_files(), new_files)
+        stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=last_full_end(new_files))
+        for ix in new_files:
+            ix.mf.release()
+        if any(result._file_changes()):
+            txn.replace(store.index_dir, index_dir)
+        if result.changed:
+            _check_staged(store, txn, "index", (), store.index_dir, memory)
+            if not dry_run:
+                result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result

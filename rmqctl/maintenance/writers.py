@@ -1,0 +1,486 @@
+"""Writers for the files the broker derives from the commitlog: consumequeue files (ConsumeQueue
+.putMessagePositionInfo) and index files (IndexService.buildIndex / IndexFile.putKey), byte-for-byte as the
+broker writes them. They work on real files through writable mmaps in any directory, so `append` writes into
+the store and `rebuild` into a temporary directory that is swapped in afterwards. Nothing is durable until
+flush() (msync + fsync of files and directories)."""
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import mmap
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import schema as S
+from ..config import BrokerConfig
+from ..errors import DiskFullError, StoreError
+from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from ..engine.index import put_keys as put_index_keys
+from ..record import Message
+from ..rules import cq_unit_valid, index_slot, index_time_diff, written_units
+from ..txn import fsync_dir
+from ..store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
+
+
+def reserve(fd: int, size: int, path: Path):
+    """posix_fallocate the first `size` bytes of the file: what the broker's preallocated (warmed) files amount
+    to. A write through a mapping into a hole of a full filesystem is a SIGBUS; once the blocks are reserved
+    it cannot fail, so a full disk is found here, as one error, before any byte is written."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"no space left on the device for the file's {size} bytes", path) from None
+        raise
+
+
+def reserve_free_space(directory: Path, file_sizes: list[int]):
+    """Check that files of these sizes can still be allocated on `directory`'s filesystem by reserving their
+    blocks (each file rounded up to whole blocks) in an unnamed file, freed on close: a writer calls this
+    before a step it cannot undo."""
+    block = os.statvfs(directory).f_bsize
+    size = sum(-(-n // block) * block for n in file_sizes)
+    if size <= 0:
+        return
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        st = os.statvfs(directory)  # no unnamed files here: the free count is the best answer
+        if st.f_bavail * st.f_frsize < size:
+            raise DiskFullError(f"no space left on the device for {size} bytes", directory) from None
+        return
+    try:
+        reserve(fd, size, directory)
+    finally:
+        os.close(fd)
+
+
+def create_full_size(path: Path, size: int) -> int:
+    """Create `path` sparse (all zero) at `size` bytes so that it appears whole or not at all: an unnamed
+    O_TMPFILE in the directory is sized, then linked in under its name. A kill in between leaves nothing;
+    a short file would make the broker (and our own writers) refuse the store. Returns an O_RDWR fd."""
+    try:
+        fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)  # a filesystem without O_TMPFILE
+        try:
+            os.ftruncate(fd, size)
+            reserve(fd, size, path)
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
+        return fd
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.ftruncate(fd, size)
+        reserve(fd, size, path)
+        # a directory fd makes Python call linkat(..., AT_SYMLINK_FOLLOW), which links the file the /proc
+        # entry names; EEXIST if the name is taken, like O_EXCL
+        os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.close(dir_fd)
+    return fd
+
+
+class WritableFile:
+    """A fixed-size file mapped read-write; created all zero at full size like the broker's, its blocks
+    reserved (an existing file's holes too), so writes through the mapping never meet a full disk."""
+
+    def __init__(self, path: Path, size: int, create: bool):
+        self.path = path
+        self.created = create
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = create_full_size(path, size)
+        else:
+            self.fd = os.open(path, os.O_RDWR)
+        try:
+            st = os.fstat(self.fd)
+            if not create and st.st_blocks * 512 < min(size, st.st_size):
+                # holes (a copied or broker-made sparse file); a short file is not grown: mmap refuses it
+                reserve(self.fd, min(size, st.st_size), path)
+            self.map = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.dirty = create
+
+    def flush(self):
+        """msync the mapping, then fsync the file (its size and metadata too)."""
+        if self.dirty:
+            self.map.flush()
+            os.fsync(self.fd)
+            self.dirty = False
+
+    @property
+    def closed(self) -> bool:
+        return self.map is None
+
+    def close(self):
+        """Flush, unmap and close: a file released once full keeps no page of it in this process."""
+        if self.map is None:
+            return
+        self.flush()
+        self.map.close()
+        os.close(self.fd)
+        self.map = None
+
+
+class ConsumeQueueWriter:
+    """One consumequeue: consumequeue/{topic}/{queueId}/ of `file_size`-byte files of 20-byte units."""
+
+    def __init__(self, directory: Path, file_size: int):
+        self.directory = directory
+        self.file_size = file_size
+        self.files: list[tuple[int, WritableFile]] = []
+        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
+        for name in names:
+            self.files.append((int(name), WritableFile(directory / name, file_size, create=False)))
+        self.wrote = 0  # write position in the last file
+        self.max_physic_offset = -1
+        self._recover()
+        for _, f in self.files[:-1]:  # only the last file is written to
+            f.close()
+
+    def _recover(self):
+        """ConsumeQueue.recover: units are valid while offset >= 0 and size > 0; the last one sets
+        maxPhysicOffset and the write position."""
+        if not self.files:
+            return
+        _, last = self.files[-1]
+        units = np.frombuffer(last.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
+        self.wrote = written_units(units) * S.CQ_UNIT_SIZE
+        for start, f in reversed(self.files):
+            arr = np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
+            valid = np.flatnonzero(cq_unit_valid(arr["commitLogOffset"], arr["size"]))
+            if len(valid):
+                u = arr[valid[-1]]
+                self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
+                break
+
+    @property
+    def max_queue_offset(self) -> int:
+        """maxOffsetInQueue: the next queue offset."""
+        if not self.files:
+            return 0
+        return (self.files[-1][0] + self.wrote) // S.CQ_UNIT_SIZE
+
+    def _last_file(self, expect: int) -> tuple[int, WritableFile, bool]:
+        """MappedFileQueue.getLastMappedFile(expect): the last file unless full; the first file at
+        expect - expect % size; `first_in_queue` when this call created the queue's first file."""
+        if self.files and self.wrote < self.file_size:
+            start, f = self.files[-1]
+            return start, f, False
+        first = not self.files
+        start = expect - expect % self.file_size if first else self.files[-1][0] + self.file_size
+        if self.files:  # the full file is synced and unmapped, as the broker's flush leaves it
+            self.files[-1][1].close()
+        f = WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)
+        self.files.append((start, f))
+        self.wrote = 0
+        return start, f, first
+
+    def put(self, offset: int, size: int, tags: int, cq_offset: int) -> str:
+        """putMessagePositionInfo. Returns what happened: 'written', 'already-built' or 'duplicate'; a
+        written entry may also be 'out-of-order' (the broker's "[BUG]logic queue order maybe wrong")."""
+        if offset + size <= self.max_physic_offset:
+            return "already-built"
+        expect = cq_offset * S.CQ_UNIT_SIZE
+        start, f, first_in_queue = self._last_file(expect)
+        if first_in_queue and cq_offset != 0 and self.wrote == 0:
+            # fillPreBlank: (0, Integer.MAX_VALUE, 0) units from the file start up to the expected slot
+            blank = S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0)
+            upto = expect % self.file_size
+            f.map[0:upto] = blank * (upto // S.CQ_UNIT_SIZE)
+            self.wrote = upto
+        status = "written"
+        if cq_offset != 0:
+            current = start + self.wrote
+            if expect < current:
+                return "duplicate"
+            if expect != current:
+                status = "out-of-order"
+        self.max_physic_offset = offset + size
+        f.map[self.wrote : self.wrote + S.CQ_UNIT_SIZE] = S.CQ_UNIT.pack(offset, size, tags)
+        f.dirty = True
+        self.wrote += S.CQ_UNIT_SIZE
+        return status
+
+    def put_run(self, offsets: np.ndarray, sizes: np.ndarray, tags: np.ndarray, first_cq_offset: int) -> bool:
+        """put() for units at consecutive queue offsets from `first_cq_offset`, in bulk: only when put() would
+        write every one of them as a plain append (the first may still create the queue's first file with
+        its pre-blank fill), i.e. their commitlog ends increase, the first is not already built and the
+        queue continues at `first_cq_offset`. Otherwise writes nothing and returns False."""
+        if not len(offsets):
+            return True
+        ends = offsets.astype(np.int64) + sizes
+        if np.any(ends[1:] <= ends[:-1]) or int(ends[0]) <= self.max_physic_offset:
+            return False
+        if self.files and self.max_queue_offset != first_cq_offset:
+            return False
+        self.put(int(offsets[0]), int(sizes[0]), int(tags[0]), first_cq_offset)  # "written", after the checks above
+        units = np.empty(len(offsets) - 1, S.CQ_DTYPE)
+        units["commitLogOffset"], units["size"], units["tagsCode"] = offsets[1:], sizes[1:], tags[1:]
+        data = units.tobytes()
+        done = 0
+        while done < len(data):
+            _, f, _ = self._last_file(0)  # the queue's first file exists: this is the next one when full
+            chunk = data[done : done + self.file_size - self.wrote]
+            f.map[self.wrote : self.wrote + len(chunk)] = chunk
+            f.dirty = True
+            self.wrote += len(chunk)
+            done += len(chunk)
+        self.max_physic_offset = int(ends[-1])
+        return True
+
+    def close(self):
+        for _, f in self.files:
+            f.close()
+
+
+class IndexFileWriter:
+    """One index file (IndexFile.java): header fields are written through as they change, like the
+    broker's IndexHeader setters do."""
+
+    def __init__(self, path: Path, slot_num: int, index_num: int, create: bool, end_phy: int = 0, end_ts: int = 0):
+        self.path = path
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.file = WritableFile(path, S.index_file_size(slot_num, index_num), create)
+        h = S.INDEX_HEADER.unpack_from(self.file.map, 0)
+        self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.hash_slot_count, count = h
+        self.index_count = max(count, 1)  # in memory it starts at 1; load() forces <= 0 to 1
+        if create:
+            # the constructor presets begin/end from the previous file's end values
+            if end_phy > 0:
+                self.begin_phy = self.end_phy = end_phy
+            if end_ts > 0:
+                self.begin_ts = self.end_ts = end_ts
+            self._write_header(count=0)
+
+    def _write_header(self, count: int | None = None):
+        S.INDEX_HEADER.pack_into(self.file.map, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+                                 self.hash_slot_count, self.index_count if count is None else count)
+        self.file.dirty = True
+
+    @property
+    def full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key_hash: int, phy_offset: int, store_ts: int) -> bool:
+        """IndexFile.putKey; False when the file is full."""
+        if self.full:
+            return False
+        m = self.file.map
+        slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
+        slot_value = S.INT32.unpack_from(m, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        diff = index_time_diff(store_ts, self.begin_ts)
+        entry_pos = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE + self.index_count * S.INDEX_ENTRY_SIZE
+        S.INDEX_ENTRY.pack_into(m, entry_pos, key_hash, phy_offset, diff, slot_value)
+        S.INT32.pack_into(m, slot_pos, self.index_count)
+        if self.index_count <= 1:
+            self.begin_phy = phy_offset
+            self.begin_ts = store_ts
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy = phy_offset
+        self.end_ts = store_ts
+        self._write_header()
+        return True
+
+
+    def put_keys(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray) -> int:
+        """put_key for as many of the keys as fit, in one compiled loop (engine.index.put_keys);
+        returns how many were put."""
+        first = self.index_count
+        k, used = put_index_keys(np.frombuffer(self.file.map, np.uint8), self.slot_num, self.index_num, first,
+                                 self.begin_ts, key_hashes, phys, timestamps)
+        if k <= 0:
+            return 0
+        if first <= 1:
+            self.begin_phy, self.begin_ts = int(phys[0]), int(timestamps[0])
+        self.hash_slot_count += used
+        self.index_count += k
+        self.end_phy, self.end_ts = int(phys[k - 1]), int(timestamps[k - 1])
+        self.file.dirty = True
+        self._write_header()
+        return k
+
+
+def index_file_name(millis: int) -> str:
+    """UtilAll.timeMillisToHumanString: yyyyMMddHHmmssSSS in local time."""
+    t = dt.datetime.fromtimestamp(millis / 1000)
+    return t.strftime("%Y%m%d%H%M%S") + f"{millis % 1000:03d}"
+
+
+class IndexWriter:
+    """IndexService: the list of index files in a directory, putting keys into the last one and rolling
+    over to a new file (named by the current time) when it is full."""
+
+    def __init__(self, directory: Path, slot_num: int, index_num: int, clock=None):
+        self.directory = directory
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
+        self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
+        for f in self.files[:-1]:  # only the last file takes keys
+            f.file.close()
+        self.completed_end_ts = 0  # endTimestamp of the newest full file: the checkpoint's indexMsgTimestamp
+        self.file_size = S.index_file_size(slot_num, index_num)
+
+    def _last(self) -> IndexFileWriter:
+        if self.files and not self.files[-1].full:
+            return self.files[-1]
+        prev = self.files[-1] if self.files else None
+        name = index_file_name(self.clock())
+        if prev is not None and name <= prev.path.name:
+            # two files in one millisecond: keep names unique and in creation order
+            name = index_file_name(int(dt.datetime.strptime(prev.path.name[:14], "%Y%m%d%H%M%S").timestamp() * 1000)
+                                   + int(prev.path.name[14:]) + 1)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        f = IndexFileWriter(self.directory / name, self.slot_num, self.index_num, create=True,
+                            end_phy=prev.end_phy if prev else 0, end_ts=prev.end_ts if prev else 0)
+        if prev is not None:
+            self.completed_end_ts = prev.end_ts
+            prev.file.close()  # full: synced and unmapped
+        self.files.append(f)
+        return f
+
+    def build(self, m: Message, phy_offset: int):
+        """IndexService.buildIndex for one record."""
+        f = self._last()
+        if phy_offset < f.end_phy:
+            return  # already indexed
+        for key in index_keys(m):
+            h = index_key_hash(key)
+            while not f.put_key(h, phy_offset, m.storeTimestamp):
+                f = self._last()
+
+    def build_many(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray, last_message: int | None):
+        """build() for many messages at once when none of them is already indexed (their commitlog offsets
+        increase past the last file's endPhyOffset): their keys in order, rolling over as build() does, then
+        the file the broker creates when a message (with keys or not; `last_message` is the newest one's
+        offset) comes after a full one."""
+        done = 0
+        while done < len(key_hashes):
+            done += self._last().put_keys(key_hashes[done:], phys[done:], timestamps[done:])
+        if last_message is not None and (not self.files or (self.files[-1].full and last_message > self.files[-1].end_phy)):
+            self._last()
+
+    def flush(self):
+        for f in self.files:
+            f.file.flush()
+
+    def close(self):
+        for f in self.files:
+            f.file.close()
+
+
+class Dispatcher:
+    """The broker's dispatch of one record into consumequeues and index, writing under `root` (the store,
+    or a build directory laid out like one)."""
+
+    def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
+                 build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None):
+        self.root = root
+        self.config = config
+        self.cq_file_size = cq_file_size
+        self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
+        self.build_cq = build_cq
+        self.queue_filter = queue_filter
+        self.index = IndexWriter(root / "index", slot_num, index_num, index_clock) if build_index and config.messageIndexEnable else None
+        self.logics_ts = 0
+        self.events: list[tuple[str, str, int, int]] = []  # (status, queue, cq offset, commitlog offset) oddities
+
+    def queue(self, topic: str, qid: int) -> ConsumeQueueWriter:
+        w = self.queues.get((topic, qid))
+        if w is None:
+            w = ConsumeQueueWriter(self.root / "consumequeue" / topic / str(qid), self.cq_file_size)
+            self.queues[(topic, qid)] = w
+        return w
+
+    def dispatch(self, m: Message, phy_offset: int):
+        if self.build_cq:
+            targets = cq_targets(m, self.config)
+            if targets:
+                code = tags_code(m, self.config)
+                for topic, qid, qoff in targets:
+                    if not valid_topic_dir_name(topic):  # a record's topic (or LMQ name) must not lead out of the store
+                        raise StoreError(f"topic {topic!r} of the record at commitlog offset {phy_offset} cannot be a "
+                                         "consumequeue directory name; refusing to dispatch it", self.root / "consumequeue")
+                    if self.queue_filter and not self.queue_filter(topic, qid):
+                        continue
+                    status = self.queue(topic, qid).put(phy_offset, m.storeSize, code, qoff)
+                    if status != "written":
+                        self.events.append((status, f"{topic}/{qid}", qoff, phy_offset))
+                    if status in ("written", "out-of-order"):
+                        self.logics_ts = m.storeTimestamp
+        if self.index is not None:
+            self.index.build(m, phy_offset)
+
+    def flush(self):
+        """msync every written file, then fsync the directories that gained files."""
+        dirs = set()
+        for w in self.queues.values():
+            for _, f in w.files:
+                f.flush()
+                if f.created:
+                    dirs.update((f.path.parent, f.path.parent.parent, f.path.parent.parent.parent))
+        if self.index is not None:
+            self.index.flush()
+            dirs.add(self.index.directory)
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+            if d.is_dir():
+                fsync_dir(d)
+
+    def close(self):
+        self.flush()
+        for w in self.queues.values():
+            w.close()
+        if self.index is not None:
+            self.index.close()
+
+
+def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[int]:
+    """The sizes of the new files that `d` dispatching `records` (offset, record) may create (at most one file
+    more than it needs per queue or index): consumequeue files for the units past each queue's last file,
+    index files for the keys past the last one's room. Reserved before the commitlog is made durable, so a
+    full disk stops a write before it changes anything."""
+    per_file = d.cq_file_size // S.CQ_UNIT_SIZE
+    units: dict[tuple[str, int], list[int]] = {}
+    keys = 0
+    for _, m in records:
+        if d.build_cq:
+            for topic, qid, qoff in cq_targets(m, d.config):
+                units.setdefault((topic, qid), [qoff, 0])[1] += 1
+        if d.index is not None:
+            keys += len(index_keys(m))
+    sizes = []
+    for (topic, qid), (first, n) in units.items():
+        if d.queue_filter and not d.queue_filter(topic, qid):
+            continue
+        w = d.queue(topic, qid)
+        # a new queue's first file starts with pre-blank units up to its first offset
+        room = (d.cq_file_size - w.wrote) // S.CQ_UNIT_SIZE if w.files else -(first % per_file)
+        sizes += [d.cq_file_size] * -(-max(0, n - room) // per_file)
+    if d.index is not None:
+        ix = d.index
+        room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
+        # entry 0 is unused; a record after a full file opens one more
+        sizes += [ix.file_size] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
+    return sizes

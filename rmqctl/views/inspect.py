@@ -1,0 +1,348 @@
+"""Read-only views of a store: dump (commitlog, consumequeue, index, checkpoint), locate, info.
+Each function returns plain dicts (the JSON shapes of the CLI contract) so notebooks and the CLI share them."""
+from __future__ import annotations
+
+import datetime as dt
+import queue
+from typing import Iterator
+
+import numpy as np
+import orjson
+
+from .. import dledger
+from .. import schema as S
+from ..engine.ordered import ordered_map
+from ..errors import StoreError, where
+from ..record import Blank, Message, RecordError, read_record
+from ..rules import index_slot
+from ..store import ConsumeQueue, Store, offset_to_name
+from .filters import MessageFilter
+from .timer import pending_summary
+
+
+def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
+                   queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
+                   raw_properties: bool = False, decompress: int | None = None, warn=None,
+                   where: MessageFilter | None = None, jobs: int | None = None) -> Iterator[dict]:
+    """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
+    dump_commitlog_lines (one writer of the contract), `where` (time, tags, keys, properties, ids) choosing
+    among them. `decompress`: inflate compressed bodies up to that many bytes (None: not at all). Damage is
+    passed to `warn` as there."""
+    for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
+                                      warn, where, jobs):
+        for line in block.splitlines():
+            yield orjson.loads(line)
+
+
+def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
+                         queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
+                         raw_properties: bool = False, decompress: int | None = None, warn=None,
+                         where: MessageFilter | None = None, jobs: int | None = None,
+                         views: bool = False) -> Iterator[bytes]:
+    """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
+    the engine's columns (a DLedger store's entry bodies too). Damage ends the walk of that file (as it ends
+    the broker's) and is passed to `warn` as one line naming file and offset. The walk decodes batches on
+    this thread while `jobs` threads (default: all cores) write their lines; the blocks come in order.
+    `views=True`: blocks are views of the writers' buffers, valid until the next block is asked for (for a
+    caller that writes each at once: the copy of every byte, ~0.1 s a GiB, is saved)."""
+    from ..engine.jsonl import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
+    from ..engine.kernels import available_cores  # (numba: it loads with the kernels)
+
+    if limit == 0:
+        return
+    scan = store.scan()
+    jobs = jobs or available_cores()
+    # a writer fills a buffer of the pool; this thread hands its blocks on (views, or copies made here: from
+    # one malloc arena, reusing its memory, where copies made on the writer threads gave each arena's pages
+    # back to the system and faulted them in again, batch after batch) and gives it back
+    buffers: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(2 * jobs + 1):  # one more than ordered_map keeps pending
+        buffers.put(np.empty(BLOCK, np.uint8))
+
+    def selected():
+        left, reported = limit, 0
+        # the batches pending on writer threads keep their pages
+        for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES, resident=(2 * jobs + 1) * DUMP_BYTES):
+            if reported < len(scan.errors):
+                reported = _report_damage(scan.errors, reported, warn)
+            rows = select_records(chunk, topic, queue_id, where)
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            yield chunk, rows
+            if left == 0:
+                return
+        _report_damage(scan.errors, reported, warn)
+
+    def lines(batch) -> tuple:
+        out = buffers.get()
+        return out, list(chunk_lines(*batch, body, raw_properties, decompress, out=out))
+
+    for out, blocks in ordered_map(lines, selected(), jobs):
+        yield from (blocks if views else [bytes(b) for b in blocks])
+        buffers.put(out)
+
+
+def select_records(chunk, topic: str | None, queue_id: int | None, where: MessageFilter | None = None) -> np.ndarray:
+    """The rows of `chunk` whose topic is `topic` (its UTF-8 bytes), whose queue id is `queue_id` and that
+    `where` matches."""
+    keep = np.ones(len(chunk), bool) if where is None else where.select(chunk)
+    if queue_id is not None:
+        keep &= chunk.column("queueId") == queue_id
+    if topic is not None:
+        at = chunk.column("topicAt")
+        keep &= chunk.spans_equal(at, at + chunk.column("topicLength"), topic.encode("utf-8"))
+    return np.flatnonzero(keep)
+
+
+def _report_damage(errors, reported: int, warn) -> int:
+    if warn:
+        for ef, pos, e in errors[reported:]:
+            warn(f"{where(ef.path, ef.start + pos)}: {e.detail}; rest of the file skipped")
+    return len(errors)
+
+
+def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
+    cq = store.consume_queue(topic, queue_id)
+    if not cq.directory.is_dir():
+        raise StoreError("no such consumequeue", cq.directory)
+    for qoff, f, pos, off, size, tags in cq.entries():
+        row = {"queueOffset": qoff, "file": f.name, "position": pos, "commitLogOffset": off, "size": size, "tagsCode": tags}
+        if size == S.PRE_BLANK_SIZE and off == 0:
+            row["preBlank"] = True
+        elif resolve:
+            row.update(resolve_entry(store, cq, qoff, off, size))
+        yield row
+
+
+def resolve_entry(store: Store, cq: ConsumeQueue, qoff: int, off: int, size: int) -> dict:
+    """What the entry points at, and whether it agrees (topic, queueId, queueOffset, size)."""
+    try:
+        _, m = store.read_message(off)
+    except StoreError as e:
+        return {"resolved": None, "ok": False, "problem": str(e)}
+    problems = []
+    if m.storeSize != size:
+        problems.append(f"size {size} != record storeSize {m.storeSize}")
+    if m.topic != cq.topic and cq.topic not in lmq_queues(m):
+        problems.append(f"record topic {m.topic!r}")
+    if m.queueId != cq.queue_id and not cq.topic.startswith("%LMQ%"):
+        problems.append(f"record queueId {m.queueId}")
+    if m.queueOffset != qoff and cq.topic == m.topic:
+        problems.append(f"record queueOffset {m.queueOffset}")
+    return {"resolved": {"topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset},
+            "ok": not problems, "problem": "; ".join(problems) or None}
+
+
+def lmq_queues(m: Message) -> list[str]:
+    v = m.properties.get("INNER_MULTI_DISPATCH")
+    return v.split(",") if v else []
+
+
+def index_header_dict(ix) -> dict:
+    h = dict(ix.header)
+    h["file"] = ix.name
+    h["entries"] = ix.entry_count
+    h["fileSize"] = ix.length
+    return h
+
+
+def dump_index(store: Store, name: str | None = None, entries: bool = True) -> Iterator[dict]:
+    """Index headers, then (with entries) every used entry with its slot and chain link."""
+    files = store.index_files()
+    if name is not None:
+        files = [ix for ix in files if ix.name == name or str(ix.path) == name]
+        if not files:
+            raise StoreError("no such index file", store.index_dir / name)
+    for ix in files:
+        yield {"kind": "header", **index_header_dict(ix)}
+        if not entries:
+            continue
+        arr = ix.entries()
+        for n in range(1, min(ix.index_count, len(arr))):
+            e = arr[n]
+            yield {"kind": "entry", "file": ix.name, "index": n, "keyHash": int(e["keyHash"]),
+                   "slot": index_slot(int(e["keyHash"]), ix.slot_num), "phyOffset": int(e["phyOffset"]),
+                   "timeDiff": int(e["timeDiff"]), "prevIndex": int(e["prevIndex"])}
+
+
+def dump_checkpoint(store: Store) -> dict:
+    cp = store.checkpoint()
+    if cp is None:
+        raise StoreError("no checkpoint file", store.checkpoint_path)
+    out = dict(cp)
+    for k in ("physicMsgTimestamp", "logicsMsgTimestamp", "indexMsgTimestamp"):
+        out[k + "Text"] = ms_text(cp[k])
+    return out
+
+
+def ms_text(ms: int) -> str | None:
+    if ms <= 0:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
+    """Where a commitlog offset (or, with topic/queueId, a consumequeue offset) lives, and whether a record
+    starts there."""
+    if topic is not None:
+        cq = store.consume_queue(topic, queue_id or 0)
+        size = cq.files.file_size
+        byte = offset * S.CQ_UNIT_SIZE
+        f = cq.files.find(byte)
+        out = {"topic": topic, "queueId": queue_id or 0, "queueOffset": offset,
+               "file": f.name if f else offset_to_name(byte - byte % size), "fileFromOffset": byte - byte % size,
+               "position": byte % size, "exists": f is not None}
+        if f is not None:
+            buf = f.buf
+            if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
+                off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
+                out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
+        return out
+    q = store.commitlog
+    size = q.file_size
+    f = q.find(offset)
+    out = {"offset": offset, "file": f.name if f else offset_to_name(offset - offset % size),
+           "fileFromOffset": f.start if f else offset - offset % size, "position": offset % size if not f else offset - f.start,
+           "exists": f is not None, "recordStart": False}
+    if f is not None:
+        try:
+            rec = read_record(f.buf, out["position"], min(len(f.buf), size))
+        except RecordError as e:
+            out["detail"] = e.detail
+        else:
+            if isinstance(rec, Blank):
+                out.update(recordStart=True, kind="BLANK", storeSize=rec.storeSize)
+            else:
+                out.update(recordStart=True, kind=rec.version, storeSize=rec.storeSize, topic=rec.topic,
+                           queueId=rec.queueId, queueOffset=rec.queueOffset, msgId=rec.msg_id,
+                           physicalOffsetMatches=rec.physicalOffset == offset)
+        if store.dledger is not None:
+            out.update(_entry_at(store, f, out["position"]))
+        elif not out["recordStart"]:
+            prev = _record_containing(store, f, out["position"])
+            if prev is not None:
+                out["insideRecordAt"] = f.start + prev
+    return out
+
+
+def _entry_at(store: Store, f, pos: int) -> dict:
+    """DLedger mode: the entry whose bytes cover `pos`, and the record in its body (at entry pos + 48)."""
+    for found in dledger.entry_slices(f.buf, min(len(f.buf), store.commitlog.file_size), dledger.ENTRY_SLICE):
+        if found.end > pos:  # the slice holding the entries at or before pos
+            break
+    k = int(np.searchsorted(found.position, pos, side="right")) - 1
+    if k < 0 or pos >= found.position[k] + found.size[k]:
+        return {}
+    out = {"dledgerEntry": found.entry(k, f.start)}
+    body = int(found.position[k]) + S.DLEDGER_BODY_OFFSET
+    if pos != body:
+        out["insideRecordAt" if pos > body else "insideEntryHeaderOf"] = f.start + body
+    return out
+
+
+def _record_containing(store: Store, f, pos: int) -> int | None:
+    """Walk the file from its start to find the record that covers `pos`."""
+    p = 0
+    limit = min(len(f.buf), store.commitlog.file_size)
+    while p <= pos:
+        try:
+            rec = read_record(f.buf, p, limit)
+        except RecordError:
+            return None
+        if isinstance(rec, Blank):
+            return p if pos < p + rec.storeSize else None
+        if pos < p + rec.storeSize:
+            return p
+        p += rec.storeSize
+    return None
+
+
+def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | None, list]:
+    """The commitlog's max offset as the broker computes it after loading (the end of the last record of the
+    last file holding data), or None when no file holds data; and the damage met on the way."""
+    if data_files is None:
+        data_files = [f for f in store.commitlog.files if not f.is_all_zero()]
+    if not data_files:
+        return None, []
+    last = data_files[-1]
+    scan = store.scan()
+    end = None
+    for _, m in scan.records(start=last.start):
+        end = last.start + m.position + m.storeSize
+    return end, scan.errors
+
+
+def info(store: Store) -> dict:
+    """One screen about a store: files and offset ranges per component, queues with min/max offsets,
+    checkpoint, abort and lock state, index files, and anything odd."""
+    odd: list[str] = []
+    cl = store.commitlog
+    files = cl.files
+    data_files = [f for f in files if not f.is_all_zero()]
+    odd += [f"stray file in commitlog: {p.name}" for p in cl.strays]
+    odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
+    odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
+    max_offset, errors = commitlog_end(store, data_files)
+    odd += [f"{where(ef.name, ef.start + pos)}: {e.detail}" for ef, pos, e in errors]
+    messages = 0
+    preallocated = len(files) - len(data_files)
+    queues = []
+    for cq in store.consume_queues():
+        lo, hi = cq.offset_range()
+        messages += hi - lo
+        queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
+                       "minOffset": lo, "maxOffset": hi})
+    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
+    index = []
+    for ix in store.index_files():
+        h = ix.header
+        index.append({"file": ix.name, "entries": ix.entry_count, "beginTimestamp": h["beginTimestamp"],
+                      "endTimestamp": h["endTimestamp"], "beginPhyOffset": h["beginPhyOffset"],
+                      "endPhyOffset": h["endPhyOffset"]})
+        if ix.length != ix.expected_length:
+            odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
+    holder = store.lock_holder()
+    abort = store.abort_exists()
+    dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
+    if abort:
+        odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
+    return {
+        "store": str(store.root),
+        "empty": store.is_empty,
+        "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
+                      "preallocatedEmptyFiles": preallocated,
+                      "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),
+                      "firstFile": files[0].name if files else None, "lastFile": files[-1].name if files else None},
+        "consumequeue": {"fileSize": store.consumequeue_file_size, "queues": queues,
+                         "topics": len({q["topic"] for q in queues}), "entries": messages},
+        "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
+        "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
+        **({"dledger": dledger_part} if dledger_part is not None else {}),
+        "abort": abort,
+        "lockHeldBy": holder,
+        "timer": pending_summary(store),
+        "odd": odd,
+    }
+
+
+def _dledger_info(store: Store, odd: list[str]) -> dict:
+    """DLedger mode: the entry range, the checkpoint and term, and what the recovery at start would do."""
+    layout = store.dledger
+    state = dledger.read_state(layout.checkpoint_path)
+    term = dledger.read_state(layout.currterm_path)
+    index = store.dledger_index
+    r = dledger.recover(store.commitlog, index, state)
+    if r.stop is not None:
+        odd.append(f"DLedger's recovery at start stops at {r.cut} ({r.stop.detail}) and truncates the log there")
+    if r.exits:
+        odd.append("DLedger's recovery would stop more than a file before the last data file: DLedger exits at start")
+    return {"home": str(layout.home), "indexFileSize": index.file_size, "indexFiles": len(index.files),
+            "beginIndex": r.begin_index, "endIndex": r.end_index, "endTerm": r.end_term,
+            "committedIndex": r.committed_index, "committedPos": r.committed_pos,
+            "checkpoint": {k: dledger.state_long(state, k) for k in ("endIndex", "committedIndex")} if state else None,
+            "currTerm": dledger.state_long(term, "currTerm"), "voteLeader": (term or {}).get("voteLeader"),
+            "recoveryCut": r.cut}
