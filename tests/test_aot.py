@@ -68,7 +68,7 @@ def test_an_entry_hands_any_other_call_to_numba(built):
     cover (other dtypes, a non-contiguous or read-only array where it writes) goes to numba's kernel."""
     code = """
 import sys, numpy as np
-from rmqctl.engine.kernels import aot, jsonl
+from rmqctl.engine import aot, jsonl_kernels as jsonl
 aot.install()
 cols = np.zeros((4, 64), np.int64)
 print(jsonl.line_bound(cols, 1, 20), 'numba' in sys.modules)
@@ -92,7 +92,7 @@ def test_the_entries_release_the_gil(built):
     code = """
 import threading, time, numpy as np
 from pathlib import Path
-from rmqctl.engine.kernels import aot, decode as D
+from rmqctl.engine import aot, decode as D
 aot.install()
 head = np.fromfile(next(Path('examples/store/commitlog').iterdir()), np.uint8)
 size = int.from_bytes(head[:4].tobytes(), 'big')
@@ -125,7 +125,7 @@ def test_a_failed_build_leaves_the_command_on_numba(tmp_path):
     shutil.copytree(REPO / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path), CC="/nonexistent/cc", XDG_CACHE_HOME=str(tmp_path / "cache"))
     store, conf = FIXTURES / "a-basic" / "store", broker_conf("a-basic")
-    cache = tmp_path / "rmqctl" / "native" / "__pycache__"
+    cache = tmp_path / "rmqctl" / "engine" / "__pycache__"
 
     def dump() -> tuple[int, bytes, bytes]:
         r = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store),
