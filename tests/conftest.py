@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,16 @@ def java_oracle():
     import oracle
 
     return oracle.home()
+
+
+@pytest.fixture
+def crash_dir(tmp_path):
+    """Where the kill tests copy stores: tmpfs when there is one (each copy is fsynced many times over; a
+    SIGKILL does not lose the page cache, so what is tested does not depend on the disk)."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    d = Path(tempfile.mkdtemp(prefix="rmqctl-test-", dir=shm))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

@@ -169,9 +169,9 @@ def test_content_filters_are_the_references(name):
     """--since/--until/--tag/--key/--property/--msgid/--sys-flag on the engine's columns: the lines the
     reference decoder's record-by-record match gives, on every fixture."""
     store = fixture_store(name)
-    for where in filters_of(store):
-        want = reference_dump(store, "base64", matching=where)
-        assert engine_dump(store, body="base64", where=where) == want, where
+    for condition in filters_of(store):
+        want = reference_dump(store, "base64", matching=condition)
+        assert engine_dump(store, body="base64", where=condition) == want, condition
     where = MessageFilter(since=0, transaction=S.TRANSACTION_NOT_TYPE)
     assert engine_dump(store, where=where, limit=5, topic="TopicTest") == reference_dump(
         store, matching=where, limit=5, topic="TopicTest")
@@ -267,8 +267,8 @@ def test_generated_records_dump_as_the_reference(tmp_path_factory, records):
     for body in ("utf8", "base64", "hex", "none"):
         assert engine_dump(store, body=body, raw_properties=True) == reference_dump(store, body, raw_properties=True)
     assert_batches_are_the_references(store)
-    for where in filters_of(store):
-        assert engine_dump(store, where=where) == reference_dump(store, matching=where), where
+    for condition in filters_of(store):
+        assert engine_dump(store, where=condition) == reference_dump(store, matching=condition), condition
 
 
 def test_a_line_longer_than_a_block(tmp_path):

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, append_like_last, broker_conf, held_lock, copy_store,
-                      index_entry_at, jsonl, patch, run, truth)
+                      jsonl, run, truth)
 from rmqctl import schema as S
 from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
@@ -27,7 +26,6 @@ from rmqctl.lock import store_lock
 from rmqctl import txn
 from rmqctl.views.query import query_offsets
 from rmqctl.maintenance.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
-from rmqctl.checks.verify import verify
 from rmqctl.record import Blank, Message, RecordError, encode_record, read_record
 from rmqctl.store import Store
 
@@ -182,19 +180,6 @@ def random_kills(tmp_path: Path, prepare, argv, old: dict, new: dict, runs: int,
         outcomes["old" if got == old else "new"] += 1
         shutil.rmtree(root.parent)
     return outcomes
-
-
-@pytest.fixture
-def crash_dir(tmp_path):
-    """Where the kill tests copy stores: tmpfs when there is one (each copy is fsynced many times over; a
-    SIGKILL does not lose the page cache, so what is tested does not depend on the disk)."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    d = Path(tempfile.mkdtemp(prefix="rmqctl-test-", dir=shm))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def fresh(name: str, base: Path, mutate=None):

@@ -15,7 +15,7 @@ from rmqctl import txn
 from rmqctl.views.query import query_offsets
 from rmqctl.maintenance.repair import repair
 from rmqctl.store import IndexFile
-from test_rebuild import (commit_point, crash_dir, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
+from test_rebuild import (commit_point, fresh, is_consistent, open_store, random_kills, recover, run_killed_at,
                           state, sweep_kills, tree)
 
 CRASHED = "d-crashed"

@@ -729,7 +729,7 @@ def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
 def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(tmp_path):
     """Row-group statistics on every column, nested ones (the properties map, keys, the DLedger entry)
     included, but on body and propertiesBytes, which nobody prunes by."""
-    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
     from rmqctl.config import load_config
     from rmqctl.spark.columns import arrow_schema, commitlog_columns, message_batches, struct

@@ -20,19 +20,12 @@ import numpy as np
 from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
-from ..recovery import recovery_start
 from ..engine.checks import (
-    E_NO_RECORD,
-    E_PAST_END,
-    E_TIME,
-    E_WRONG_KEY,
     hash_slots,
     index_entries,
-    index_targets,
     slot_chains,
 )
-from ..rules import cq_unit_valid, index_time_diff
-from ..store import INDEX_FILE_NAME, ConsumeQueue, IndexFile, MappedFileQueue
+from ..store import INDEX_FILE_NAME, IndexFile, MappedFileQueue
 from .context import Context, Records
 
 EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash

@@ -17,14 +17,11 @@ in their detail.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable, NamedTuple
-
-import numpy as np
 
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels import copy_span, find_name, kernel, property_segment, read_properties
-from .jsonl_kernels import put_int, put_ipv4, put_msgid
+from .jsonl_kernels import put_ipv4, put_msgid
 from .record import next_key_word
 
 

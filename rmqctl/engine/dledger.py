@@ -5,8 +5,6 @@ TOTALSIZE, since a 48-byte entry header sits before every record.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import schema as S
 from .kernels import be32, kernel, prefetch
 from .checks import ENDED, S_POS, walk
