@@ -120,8 +120,8 @@ def worker_main():
     """Runs CLI commands in this one long-lived process, one JSON argv per stdin line; answers one JSON line each.
     The commands write to the same stdout/stderr objects every time, as in an operator's long-lived process:
     click's CliRunner puts fresh ones in per call and click's stream cache (a WeakKeyDictionary whose values
-    are its keys) keeps every one alive with its output, 0.5 MiB a store: the 1 GiB "crashes" of an earlier
-    long run were that, not rmqctl."""
+    are its keys) keeps every one alive with its output, 0.5 MiB a store, which a harness must not count
+    against rmqctl (CHANGELOG.md)."""
     from rmqctl.cli.main import cli
 
     replies, real_err = sys.stdout, sys.stderr

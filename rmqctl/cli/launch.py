@@ -2,8 +2,8 @@
 with the cyclic garbage collector paused, then run.
 
 Loading the CLI, numba and the compiled kernels makes some 10^5 long-lived objects and no garbage worth a
-collection, yet the collector walked them again at every threshold, at start-up and through the run (a
-1 GiB `dump --body none`, whole command: 1.54 -> 1.2 s; benchmarks/bench_dump.py). Once loaded they are
+collection, yet the collector walked them again at every threshold, at start-up and through the run
+(docs/performance.md; benchmarks/bench_dump.py measures it). Once loaded they are
 frozen (later collections skip them): the CLI's modules here, numba when the first kernel loads it
 (kernels.when_loaded); the collector runs as usual for the command itself. A library user's process is
 left alone, its allocator too."""

@@ -17,7 +17,7 @@ from .walk import Chunk
 
 BLOCK = 4 << 20  # bytes of lines handed on at a time
 # A dump decodes and writes a small batch at a time (engine.walk's batches are sized for Arrow): its records
-# are still in the CPU's caches when their lines are written (~9% less time per record than 32 MiB batches).
+# are still in the CPU's caches when their lines are written (less time per record than 32 MiB batches).
 DUMP_ROWS = 1024
 DUMP_BYTES = 1 << 20
 NO_ENTRIES = np.zeros((0, len(S.DLEDGER_DUMP_FIELDS)), np.int64)  # a plain commitlog's records: no DLedger entry

@@ -211,8 +211,8 @@ def compile_rule(rule, **callees):
 
 
 # CRC-32 implementations a kernel can call, fastest first: ISA-L's (libisal2: AVX-512 carry-less multiply where
-# the CPU has it; 19.5 GB/s on a hot buffer here), libdeflate's (carry-less multiply; 14.2 GB/s) and zlib's own
-# (4.2 GB/s) (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
+# the CPU has it), libdeflate's (carry-less multiply) and zlib's own
+# (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
 # pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
 # like a pointer. All compute the same CRC (zlib.crc32's). Signatures are written with numba.types.
 CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", lambda t: t.uint32(t.uint32, t.uintp, t.uint64)),

@@ -54,10 +54,10 @@ def signed32(h):
 
 
 # A walk by TOTALSIZE is a chain of dependent loads, each record's head a cache miss the hardware prefetcher
-# does not foresee (records are not a fixed stride): measured here, decode spent 200 of its 340 ns per ~1 KiB
-# record waiting for memory. So at each record a walk asks for the lines of the record PREFETCH_AHEAD on: its
-# head and the lines before it (the previous record's topic and properties), in while the records between
-# are decoded (340 -> 205 ns).
+# does not foresee (records are not a fixed stride): without a prefetch, most of a decode's time per ~1 KiB
+# record is spent waiting for memory. So at each record a walk asks for the lines of the record PREFETCH_AHEAD
+# on: its head and the lines before it (the previous record's topic and properties), in while the records
+# between are decoded (docs/performance.md).
 PREFETCH_AHEAD = 3  # records
 PREFETCH_BEFORE, PREFETCH_AFTER, LINE = 256, 128, 64  # bytes asked for around that record's start
 

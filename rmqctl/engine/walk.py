@@ -5,7 +5,7 @@ A batch (`Chunk`) holds at most BATCH_ROWS records or BATCH_BYTES of record byte
 mapping (43 columns, 2.75 MiB for 8192 rows), so a walk's memory does not grow with the store beyond the
 mapped pages it touches. A batch stays in the CPU's caches while its Arrow columns are gathered from it, one
 column at a time, each touching every record again: with 32 MiB batches every record was a cache miss per
-column, and `Store.scan().batches()` took 2.70 s a GiB where 4 MiB batches take 1.3 s. Files are walked as
+column (docs/performance.md). Files are walked as
 CommitLogScan.entries walks them (the reference): records up to the BLANK; the first bytes that are not a
 record end the file, and are damage unless they are the zeros after the last record of the store. A DLedger
 data file is walked entry by entry instead (walk_entry_files): each entry's body is one record, so its rows
