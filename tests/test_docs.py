@@ -1,6 +1,14 @@
-"""Every command has help text and a README section, sqlite-utils style: a new command without docs fails."""
+"""The docs are kept true by tests, sqlite-utils style: every command has help text and a section in the guide
+(a new command without docs fails), every command in the README runs on a copy of the example store and shows
+the output it shows, every Python block of docs/python-api.md runs, the architecture page names the layers
+tests/test_imports.py enforces, and every rmqctl path the docs name exists."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -8,8 +16,14 @@ import pytest
 
 from conftest import run
 from rmqctl.cli.main import cli
+from test_imports import LAYERS
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+DOCS = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
+SETUP_COMMANDS = 2  # the README's set-up commands install rmqctl: the only fenced commands not run here
+# the README's commands go through this interpreter and this checkout, whatever `rmqctl` is on PATH
+PRELUDE = 'set -o pipefail\nrmqctl() { "$RMQCTL_PYTHON" -m rmqctl "$@"; }\n'
 
 
 def all_commands(group: click.Group = cli, prefix: tuple = ()):
@@ -35,8 +49,10 @@ def test_command_has_help(path, cmd):
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
-def test_command_is_documented_in_readme(path):
-    assert f"rmqctl {' '.join(path)}" in README, f"README.md does not document `rmqctl {' '.join(path)}`"
+def test_command_is_documented_in_the_guide(path):
+    """The guide has every command, and spark.md every spark command."""
+    page = "spark.md" if path[0] == "spark" else "guide.md"
+    assert f"rmqctl {' '.join(path)}" in DOCS[page], f"docs/{page} does not document `rmqctl {' '.join(path)}`"
 
 
 def test_contract_options_on_every_command():
@@ -46,3 +62,99 @@ def test_contract_options_on_every_command():
             continue  # spark commands take several --store; checked in test_spark
         names = {o for p in cmd.params for o in getattr(p, "opts", [])}
         assert {"--store", "--broker-config", "--format"} <= names, " ".join(path)
+
+
+def fenced(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block."""
+    return re.findall(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M)
+
+
+def shell_lines(body: str) -> list[str]:
+    """The commands of a block: continuation lines joined, blank lines dropped."""
+    return [line for line in body.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def console_steps(body: str) -> list[tuple[str, list[str]]]:
+    """(command, the output lines shown after it) of a console block."""
+    steps = []
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def shown(expected: list[str], actual: list[str]) -> bool:
+    """The output shown is the output, line for line; a `...` line stands for one or more lines."""
+    pattern = "\n".join(".+?" if line == "..." else re.escape(line) for line in expected)
+    return re.fullmatch(pattern, "\n".join(actual), re.S) is not None
+
+
+def run_shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RMQCTL_PYTHON": sys.executable, "TZ": "UTC",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("ROCKETMQ_STORE", None)
+    return subprocess.run(["bash", "-c", PRELUDE + command], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def expected_exit(command: str) -> int:
+    """0, or what a trailing `# exit N` comment says."""
+    m = re.search(r"#\s*exit (\d+)\s*$", command)
+    return int(m.group(1)) if m else 0
+
+
+def test_readme_blocks_are_the_setup_commands_and_examples():
+    """Two plain blocks, the set-up commands (the second is what .ci/run runs); every other block is run below."""
+    blocks = fenced(README)
+    setup = [body.strip() for lang, body in blocks if lang == ""]
+    assert len(setup) == SETUP_COMMANDS and all(cmd.startswith("python3 -m pip install") for cmd in setup), setup
+    assert setup[1] in (ROOT / ".ci" / "run").read_text().splitlines()
+    assert {lang for lang, _ in blocks} == {"", "sh", "console"}
+    assert len(README.splitlines()) <= 200
+
+
+def test_every_readme_command_runs_on_a_copy_of_the_example_store(tmp_path):
+    """Each command of the README in order, in a directory holding a copy of examples/: its exit code (0, or
+    its `# exit N`), no traceback, and for a console block the output shown."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    ran = 0
+    for lang, body in fenced(README):
+        steps = console_steps(body) if lang == "console" else [(c, None) for c in shell_lines(body)] if lang == "sh" else []
+        for command, output in steps:
+            res = run_shell(command, tmp_path)
+            assert res.returncode == expected_exit(command), f"{command}\n{res.stderr}"
+            assert "Traceback" not in res.stderr, f"{command}\n{res.stderr}"
+            if output is not None:
+                actual = [line.rstrip() for line in res.stdout.rstrip("\n").splitlines()]
+                assert shown(output, actual), f"{command}\nshows:\n" + "\n".join(output) + "\nprints:\n" + res.stdout
+            ran += 1
+    assert ran >= 10
+
+
+def test_python_api_examples_run_on_a_copy_of_the_example_store(tmp_path):
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    blocks = [body for lang, body in fenced(DOCS["python-api.md"]) if lang == "python"]
+    assert len(blocks) >= 3
+    for block in blocks:
+        res = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        assert res.returncode == 0, f"{block}\n{res.stderr}"
+
+
+def test_architecture_names_the_layers_the_import_test_enforces():
+    line = next(line for line in DOCS["architecture.md"].splitlines() if line.startswith("Layers: "))
+    assert line == "Layers: " + " < ".join(name for name, _ in LAYERS)
+    rows = [line.split("|")[1].strip() for line in DOCS["architecture.md"].splitlines() if line.startswith("| ")]
+    assert [name for name, _ in LAYERS] == [row for row in rows if row in {name for name, _ in LAYERS}]
+
+
+@pytest.mark.parametrize("page", ["README.md", *[f"docs/{name}" for name in DOCS], "CHANGELOG.md"])
+def test_every_path_the_docs_name_exists(page):
+    """Paths in backquotes: `rmqctl/x.py`, and a module named within its wing on architecture.md's table."""
+    text = (ROOT / page).read_text()
+    named = set(re.findall(r"`((?:rmqctl|tests|benchmarks|examples|formats)/[\w./-]*\w)`", text))
+    named |= {f"rmqctl/{m}" for m in re.findall(r"`((?:engine|views|checks|maintenance|metaq|spark|cli)/\w+\.py)`", text)}
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"{page} names paths that do not exist: {missing}"

@@ -1,4 +1,4 @@
-"""The CLI reference page (rmqctl/cli/reference.md) is generated from the click commands' own help, and this
+"""The CLI reference page (docs/reference.md) is generated from the click commands' own help, and this
 test fails when it is stale, as sqlite-utils checks its cog-generated docs. Regenerate it with
 `python tests/test_reference.py`. Shell completion is click's own; a test completes a command name."""
 from __future__ import annotations
@@ -11,13 +11,14 @@ from pathlib import Path
 
 import click
 
-PAGE = Path(__file__).resolve().parents[1] / "rmqctl" / "cli" / "reference.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 HEADER = """# rmqctl command reference
 
 Generated from the commands' own `--help` by `python tests/test_reference.py`; `tests/test_reference.py` fails
 when this page is stale. Every command also accepts `--store`, `--broker-config` and `--format` after its name
 (spark commands take several `--store`). Exit codes: 0 success (sound), 1 findings or nothing found, 2 usage
-error, not a store, unreadable store or refused operation, 130 interrupted (Ctrl-C).
+error, not a store, unreadable store or refused operation, 130 interrupted (Ctrl-C). The [guide](guide.md) says
+what each command is for, by task.
 """
 
 
@@ -46,8 +47,8 @@ def render_reference() -> str:
 
 
 def test_reference_page_is_current():
-    assert PAGE.exists(), "run `python tests/test_reference.py` to write rmqctl/cli/reference.md"
-    assert PAGE.read_text() == render_reference(), "rmqctl/cli/reference.md is stale: run `python tests/test_reference.py`"
+    assert PAGE.exists(), "run `python tests/test_reference.py` to write docs/reference.md"
+    assert PAGE.read_text() == render_reference(), "docs/reference.md is stale: run `python tests/test_reference.py`"
 
 
 def test_shell_completion_completes_a_command_name():

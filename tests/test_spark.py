@@ -538,19 +538,19 @@ def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
     assert [(r["commitLogOffset"], r["tagsCode"]) for r in rows.where(f"topic = '{topic}'").collect()] == [(offset, want)]
 
 
-def readme_schema() -> list[tuple[str, str]]:
-    """(column, Spark type) of the README's table of the `rocketmq` source's columns."""
-    text = (REPO / "README.md").read_text()
+def documented_schema() -> list[tuple[str, str]]:
+    """(column, Spark type) of docs/spark.md's table of the `rocketmq` source's columns."""
+    text = (REPO / "docs" / "spark.md").read_text()
     table = text[text.index("| column | type | holds |"):].split("\n\n")[0].splitlines()[2:]
     return [tuple(cell.strip().strip("`") for cell in line.strip("|").split("|")[:2]) for line in table]
 
 
-def test_one_schema_declaration_for_source_export_cli_and_readme(spark, tmp_path):
-    """The README's table is the DataFrame schema, `rmqctl spark schema` and (with `topic` as `topicName`, the
+def test_one_schema_declaration_for_source_export_cli_and_docs(spark, tmp_path):
+    """docs/spark.md's table is the DataFrame schema, `rmqctl spark schema` and (with `topic` as `topicName`, the
     directory adding `topic`) the Parquet files' schema as Spark and pyarrow read it."""
     import pyarrow.parquet as pq
 
-    documented = readme_schema()
+    documented = documented_schema()
     name = "c-v5-features"
     df = spark.read.format("rocketmq").load(store_root(name))
     assert [(f.name, f.dataType.simpleString()) for f in df.schema] == documented
@@ -698,7 +698,7 @@ def test_a_store_time_spark_cannot_hold_is_null_and_outside_every_timestamp_rang
     f, m = [(f, m) for f, m in Store(root).scan().records() if not m.sysFlag & S.BORNHOST_V6_FLAG][10]
     far = 10**16
     patch(f.path, m.position + at, struct.pack(">q", far))
-    # out of the broker's order: only a read that does not prune by store time finds it (README)
+    # out of the broker's order: only a read that does not prune by store time finds it (docs/spark.md)
     df = spark.read.format("rocketmq").option("pruneByStoreTime", "false").load(str(root))
     assert spark.read.format("rocketmq").load(str(root)).where(f"storeTimestampMs >= {far}").count() == 0
     late = df.where(f"storeTimestampMs >= {far}").select("commitLogOffset", "storeTimestamp").collect()

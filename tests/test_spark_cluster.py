@@ -1,5 +1,5 @@
 """The cluster path for real: a Spark standalone master and two workers (1 core each) on 127.0.0.1, started with
-`spark-class` from the pip-installed PySpark, then the README's `spark-submit` recipe and the Python API against
+`spark-class` from the pip-installed PySpark, then docs/spark.md's `spark-submit` recipe and the Python API against
 them. The workers run in their own mount namespace where one directory is an empty tmpfs, so a store the driver
 sees can be missing on every executor, as on a cluster without the shared filesystem."""
 from __future__ import annotations
@@ -99,14 +99,14 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory) -> Path:
-    """The README's `zip -qr rmqctl.zip rmqctl -x '*__pycache__*'`, from the checkout."""
+    """docs/spark.md's `zip -qr rmqctl.zip rmqctl -x '*__pycache__*'`, from the checkout."""
     out = tmp_path_factory.mktemp("ship") / "rmqctl.zip"
     subprocess.run(["zip", "-qr", str(out), "rmqctl", "-x", "*__pycache__*"], cwd=REPO, check=True)
     return out
 
 
 def submit(cluster: Cluster, shipped: Path, *args) -> subprocess.CompletedProcess:
-    """The README's recipe: spark-submit with the zip, the executors' interpreter, and submit.py."""
+    """docs/spark.md's recipe: spark-submit with the zip, the executors' interpreter, and submit.py."""
     cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url, "--py-files", str(shipped),
            "--conf", f"spark.pyspark.python={sys.executable}", str(REPO / "rmqctl" / "spark" / "submit.py"),
            *map(str, args)]

@@ -27,7 +27,7 @@ SPARK_HOME = Path(pyspark.__file__).parent
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The README's start-connect-server.sh line, in the foreground of its own process group."""
+    """docs/spark.md's start-connect-server.sh line, in the foreground of its own process group."""
     base = tmp_path_factory.mktemp("connect")
     port = free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",

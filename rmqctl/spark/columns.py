@@ -66,7 +66,7 @@ ABOUT_DUMP = {
 def message_columns() -> list[tuple[str, DataType, str]]:
     """The `rocketmq` source's (and `spark export`'s) columns, in order: name, Spark type, what it holds.
     The one declaration behind the DataFrame schema, the Parquet/ORC files, `rmqctl spark schema` and the
-    table in the README."""
+    table in docs/spark.md."""
     out = [("store", STRING, "store root the message was read from (absolute path)")]
     for name, kind in SCALARS:
         if name in TIME_COLUMNS:
