@@ -158,3 +158,27 @@ def test_every_path_the_docs_name_exists(page):
     named |= {f"rmqctl/{m}" for m in re.findall(r"`((?:engine|views|checks|maintenance|metaq|spark|cli)/\w+\.py)`", text)}
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, f"{page} names paths that do not exist: {missing}"
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", ["README.md", *[f"docs/{name}" for name in DOCS], "CHANGELOG.md"])
+def test_every_link_between_the_docs_leads_somewhere(page):
+    """A relative link names a file that exists and, with #anchor, a heading of that file."""
+    source = ROOT / page
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", source.read_text()):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (source.parent / path).resolve() if path else source
+        if not linked.exists():
+            broken.append(target)
+        elif anchor and linked.is_file():
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(), re.M)
+            if anchor not in {slug(h) for h in headings}:
+                broken.append(target)
+    assert not broken, f"{page} links to what is not there: {broken}"
