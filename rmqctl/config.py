@@ -48,6 +48,10 @@ class BrokerConfig:
     # Which broker generation wrote (or will read) the store: decides the property separator style,
     # the checkpoint width and the cleaner's thresholds. None: detect from the data.
     rocketmqVersion: int | None = None
+    # Where the consume queues live: "default" (files), "defaultRocksDB" (a RocksDB database in consumequeue/).
+    # None: not said; the store's files decide (rmqctl.parts).
+    storeType: str | None = None
+    rocksdbCQDoubleWriteEnable: bool = False  # develop's CombineConsumeQueueStore: files and RocksDB both written
     source: str | None = None  # the broker.conf this came from
 
     def delay_level_table(self) -> dict[int, int]:

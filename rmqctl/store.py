@@ -25,6 +25,7 @@ from . import dledger as D
 from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
 from .errors import StoreError
+from .parts import Layout, StoreParts, find_parts
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
 
@@ -445,6 +446,11 @@ class Store:
         """The DLedger layout when the commitlog is DLedger's entry store (enableDLegerCommitLog), else None."""
         return D.detect(self.root, self.config)
 
+    @cached_property
+    def parts(self) -> StoreParts:
+        """What the store holds and which parts this version reads (rmqctl.parts)."""
+        return find_parts(Layout(self.root, self.config, tuple(self.commitlog_dirs)))
+
     @property
     def commitlog_dirs(self) -> list[Path]:
         if self.dledger is not None:
@@ -541,10 +547,12 @@ class Store:
         return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        self.parts.require_queues()
         return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size)
 
     def consume_queues(self) -> list[ConsumeQueue]:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
+        self.parts.require_queues()
         out = []
         for topic_dir in self._dirs(self.consumequeue_dir):
             for qdir in self._dirs(topic_dir):

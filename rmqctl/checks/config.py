@@ -65,6 +65,8 @@ def _offset_problems(store: Store) -> list[ConfigProblem]:
     entries, notes = committed_offsets(cfg.document)
     path = cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path
     out = [ConfigProblem("config-offset-entry", "warning", path, n + ": the broker's decode drops it") for n in notes]
+    if not store.parts.queues_read:
+        return out  # which topics have queues is not known: no topic is reported as having none
     known = topic_names(read_config(store.root, "topics.json").document)
     queues = {q.topic for q in store.consume_queues()}
     for topic in sorted({e.topic for e in entries}):

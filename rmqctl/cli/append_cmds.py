@@ -28,7 +28,7 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 
 
 @cli.command("append")
-@store_options
+@store_options(writes=True)
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.")
 @click.option("--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append.")

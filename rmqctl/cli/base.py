@@ -28,6 +28,7 @@ from ..views.inspect import ms_text
 from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
+FAILED = "rmqctl.failed"  # click context meta: the command ended in an error line (no notes after it)
 
 
 class RmqGroup(click.Group):
@@ -40,9 +41,11 @@ class RmqGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RmqError as e:
+            ctx.meta[FAILED] = True
             click.echo(f"rmqctl: {e}", err=True)
             ctx.exit(e.exit_code)
         except KeyboardInterrupt:
+            ctx.meta[FAILED] = True
             # 1 means findings; an interrupted run has none to report
             click.echo("rmqctl: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -57,6 +60,7 @@ class RmqGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as e:
+            ctx.meta[FAILED] = True
             if os.environ.get("RMQCTL_DEBUG"):
                 raise
             click.echo(f"rmqctl: internal error ({type(e).__name__}: {e}): a bug in rmqctl, not a finding about the "
@@ -102,7 +106,9 @@ def rebuild():
 class StoreContext:
     """What the shared options resolve to: the store, its config, and the chosen output format."""
 
-    def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool):
+    def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool,
+                 writes: bool = False):
+        self.writes = writes
         self.config: BrokerConfig = load_config(broker_config)
         root = os.path.expanduser(store_dir or self.config.storePathRootDir or "~/store")
         if os.path.islink(root.rstrip("/") or "/"):
@@ -119,7 +125,20 @@ class StoreContext:
     def store(self) -> Store:
         if self._store is None:
             self._store = Store(self.store_dir, self.config)
+            click_ctx = click.get_current_context(silent=True)
+            if click_ctx is not None and not self.writes:
+                root = click_ctx.find_root()
+                root.call_on_close(lambda: self._name_unread_parts(root.meta))
         return self._store
+
+    def _name_unread_parts(self, meta: dict):
+        """After a read command's output, one line per part of the store it did not read (a writer refuses
+        such a store instead, in its one error line; a failed command's error line stays the last)."""
+        if meta.get(FAILED):
+            return
+        for part in self._store.parts.unread:
+            if part.blocks_writers:
+                echo_err(f"rmqctl: note: {part.line()}")
 
     def writable_store(self) -> Store:
         self.require_explicit_store()
@@ -131,8 +150,11 @@ class StoreContext:
             raise UsageError("this command writes: name the store with --store or ROCKETMQ_STORE")
 
 
-def store_options(fn: Callable) -> Callable:
-    """--store, --broker-config and --format, accepted after every command's name."""
+def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callable:
+    """--store, --broker-config and --format, accepted after every command's name. `writes`: a writing
+    command (it refuses a store holding a part not read, rather than naming that part after its output)."""
+    if fn is None:
+        return functools.partial(store_options, writes=writes)
 
     @click.option("--store", "store_dir", envvar="ROCKETMQ_STORE", type=click.Path(file_okay=False),
                   help="Store root (storePathRootDir). Env ROCKETMQ_STORE; default ~/store.")
@@ -143,7 +165,7 @@ def store_options(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(store_dir, broker_config, fmt, **kwargs):
         explicit = store_dir is not None
-        ctx = StoreContext(store_dir, broker_config, fmt, explicit)
+        ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes)
         return fn(ctx, **kwargs)
 
     return wrapper

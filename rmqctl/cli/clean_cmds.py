@@ -15,7 +15,7 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 
 
 @cli.command("clean")
-@store_options
+@store_options(writes=True)
 @click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
               help="Whose rules: 5 (5.x, default) or 4 (4.9: fixed 10-file batch, thresholds without clamps).")
 @click.option("--now", "manual", is_flag=True,

@@ -50,10 +50,12 @@ def _print_table(d: dict, startup: str):
     lines.append(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
                  f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
     lines.append(f"startup    {startup}")
+    lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
     echo_lines(lines, indent=11)
     cq = d["consumequeue"]
-    render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
-           title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
+    if cq["read"]:
+        render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
+               title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
     geometry = d["index"]["geometry"]
     render(d["index"]["files"], "table", ["file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset"],
            title=f"index files ({geometry['maxHashSlotNum']} slots / {geometry['maxIndexNum']} entries)")

@@ -95,7 +95,7 @@ def config_group():
 
 
 @config_group.command("restore")
-@store_options
+@store_options(writes=True)
 @click.argument("names", nargs=-1)
 @click.option("--apply", is_flag=True, help="Do it (default: only print the plan).")
 @click.option("--no-backup", is_flag=True, help="Delete the replaced files once the restored ones are durable.")

@@ -45,7 +45,7 @@ def _finish(result, what: str):
 
 
 @rebuild.command("consumequeue")
-@store_options
+@store_options(writes=True)
 @click.option("--topic", help="Rebuild only this topic's queues (and remove those no record feeds).")
 @click.option("--queue-id", type=int, help="Rebuild only this queue id (of --topic, or of every topic).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
@@ -75,7 +75,7 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
 
 
 @rebuild.command("index")
-@store_options
+@store_options(writes=True)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 @memory_option("The files written are the same at any size.")
@@ -184,7 +184,7 @@ def _confirm_scan_all(plan, min_offset: int):
 
 
 @cli.command("repair")
-@store_options
+@store_options(writes=True)
 @click.option("--scan-all", is_flag=True,
               help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)

@@ -8,7 +8,7 @@ from .rebuild_cmds import DRY_RUN_HELP, NO_BACKUP_HELP, _interrupted
 
 
 @cli.command("restore")
-@store_options
+@store_options(writes=True)
 @click.argument("backup", required=False)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)

@@ -480,8 +480,7 @@ class Appender:
         self._opened = True
 
     def _open_store(self):
-        store = self.store = Store(self.root, self.config)
-        refuse_links_outside(store)
+        store = self.store = store_to_append(self.root, self.config)
         queue = store.commitlog
         self.file_size = queue.file_size
         self.cq_file_size = store.consumequeue_file_size
@@ -650,6 +649,14 @@ def dispatch_warnings(d: Dispatcher) -> list[str]:
            for status, queue, qoff, off in d.events if status != "already-built"]
     d.events.clear()
     return out
+
+
+def store_to_append(root: Path, config: BrokerConfig) -> Store:
+    """The store, refused when it holds a part this version does not read or a link leading out of it."""
+    store = Store(root, config)
+    store.parts.refuse_writer("append")
+    refuse_links_outside(store)
+    return store
 
 
 def _refuse_if_locked(store: Store):

@@ -257,6 +257,7 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
         raise UsageError("this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
                          "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
                          "RocketMQ's cleanup rules, which rmqctl clean applies; refusing", store.root)
+    store.parts.refuse_writer("clean")
     clock = clock or Clock.parse(None)
     config_error = None
     try:

@@ -26,6 +26,7 @@ class RestorePlan:
 
 def plan_restore(store: Store, names: list[str] | None = None) -> list[RestorePlan]:
     """For each damaged config file with a sound .bak: put the .bak's content in its place."""
+    store.parts.refuse_writer("config restore")
     configs = {c.name: c for c in present_configs(store.root)}
     if names:
         unknown = [n for n in names if n not in configs]
@@ -50,6 +51,7 @@ def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = T
     todo = [p for p in plan if p.action == "restore"]
     if not todo:
         return None
+    store.parts.refuse_writer("config restore")
     with locked_for_writing(store.root), Transaction(store.root, "config", "config restore", keep_backup) as txn:
         for p in todo:
             target = Path(p.path)

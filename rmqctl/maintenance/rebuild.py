@@ -392,7 +392,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
     def selected(t: str, q: int) -> bool:
         return (topic is None or t == topic) and (queue_id is None or q == queue_id)
 
-    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+    with writing(store, dry_run, "rebuild consumequeue") as (interrupted, store), \
+            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
         file_size = store.consumequeue_file_size
         root = txn.staging
         build = dispatch_records(store, root, build_cq=True, build_index=False,
@@ -450,7 +451,8 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
     t0 = time.monotonic()
     if not store.config.messageIndexEnable:
         raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
-    with writing(store, dry_run) as (interrupted, store), _build_area(store, dry_run, "index", keep_backup) as txn:
+    with writing(store, dry_run, "rebuild index") as (interrupted, store), \
+            _build_area(store, dry_run, "index", keep_backup) as txn:
         slots, num = store.index_geometry
         root = txn.staging
         build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock,

@@ -435,7 +435,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
     is told the commitlog bytes checked so far."""
     t0 = time.monotonic()
     extra = [d for d in store.commitlog_dirs if d.resolve().parent != store.root.resolve()]
-    with writing(store, dry_run, extra) as (interrupted, store):
+    with writing(store, dry_run, "repair", extra) as (interrupted, store):
         if store.dledger is not None:
             if scan_all:
                 raise UsageError("--scan-all: a DLedger store has one recovery, DLedger's own; repair applies it")

@@ -23,11 +23,13 @@ from ..checks.verify import verify
 
 
 @contextlib.contextmanager
-def writing(store: Store, dry_run: bool, extra_dirs=()):
+def writing(store: Store, dry_run: bool, writer: str, extra_dirs=()):
     """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
     killed run left (and what was done about it) and the store to work on: reopened when the recovery
     changed files, so nothing read before it is used. A dry run takes the lock only if the lock file exists
-    (creating it would be a write) and only reports leftovers."""
+    (creating it would be a write) and only reports leftovers. A store holding a part this version does
+    not read is refused first (`writer` names the command), dry runs included: their plan would be wrong."""
+    store.parts.refuse_writer(writer)
     if dry_run:
         if store.lock_path.exists():
             with store_lock(store.root):

@@ -288,15 +288,7 @@ def info(store: Store) -> dict:
     odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
     max_offset, errors = commitlog_end(store, data_files)
     odd += [f"{where(ef.name, ef.start + pos)}: {e.detail}" for ef, pos, e in errors]
-    messages = 0
     preallocated = len(files) - len(data_files)
-    queues = []
-    for cq in store.consume_queues():
-        lo, hi = cq.offset_range()
-        messages += hi - lo
-        queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
-                       "minOffset": lo, "maxOffset": hi})
-    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     index = []
     for ix in store.index_files():
         h = ix.header
@@ -317,8 +309,8 @@ def info(store: Store) -> dict:
                       "preallocatedEmptyFiles": preallocated,
                       "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),
                       "firstFile": files[0].name if files else None, "lastFile": files[-1].name if files else None},
-        "consumequeue": {"fileSize": store.consumequeue_file_size, "queues": queues,
-                         "topics": len({q["topic"] for q in queues}), "entries": messages},
+        "parts": store.parts.to_list(),
+        "consumequeue": _queues_info(store),
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         **({"dledger": dledger_part} if dledger_part is not None else {}),
@@ -327,6 +319,24 @@ def info(store: Store) -> dict:
         "timer": pending_summary(store),
         "odd": odd,
     }
+
+
+def _queues_info(store: Store) -> dict:
+    """The broker's consume queues with their min/max offsets, or, when this version does not read them,
+    what they are and why not (no queue is reported as absent)."""
+    if not store.parts.queues_read:
+        part = store.parts.find("consumequeue")
+        return {"read": False, "what": part.what, "why": part.why, "queues": []}
+    queues = []
+    messages = 0
+    for cq in store.consume_queues():
+        lo, hi = cq.offset_range()
+        messages += hi - lo
+        queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
+                       "minOffset": lo, "maxOffset": hi})
+    queues.sort(key=lambda q: (q["topic"], q["queueId"]))
+    return {"read": True, "fileSize": store.consumequeue_file_size, "queues": queues,
+            "topics": len({q["topic"] for q in queues}), "entries": messages}
 
 
 def _dledger_info(store: Store, odd: list[str]) -> dict:

@@ -41,6 +41,8 @@ class StartupEstimate:
         return dataclasses.asdict(self)
 
     def line(self) -> str:
+        if self.firstFile is None and self.estimatedSeconds is None:
+            return f"{self.recovery} recovery: {self.note}"
         t = "unknown" if self.estimatedSeconds is None else f"~{self.estimatedSeconds:.1f} s"
         return (f"{self.recovery} recovery from {self.firstFile}: {self.commitlogBytes / 1e6:.1f} MB in "
                 f"{self.commitlogFiles} commitlog file(s), {self.consumequeueFiles} consumequeue file(s), "
@@ -75,6 +77,9 @@ def estimate_startup(store: Store) -> StartupEstimate:
     if not files:
         return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0,
                                0, None, 0.0, "no commitlog file: nothing to recover")
+    if not store.parts.queues_read:
+        return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0, 0,
+                               None, None, "not estimated: the consume queues, where dispatch resumes, are not read")
     index = recovery_start(store) if abnormal else max(len(files) - RECOVER_LAST_FILES, 0)
     end, _ = commitlog_end(store)
     end = end if end is not None else files[index].start

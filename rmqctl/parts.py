@@ -1,0 +1,288 @@
+"""What a store holds: every part found in a store root, and which of them this version of rmqctl reads.
+
+The one place that decides it (fail closed). Read commands name each part they do not read, in one line (what
+it is, why it is not read), and never report its absence as damage; every writer refuses a store holding a part
+it does not understand, so nothing is written beside (or into) a part rmqctl cannot see.
+
+A part is found by a finder, registered with `@finder(patterns)`: the patterns (fnmatch) are the root entries
+it explains; root entries no finder explains are unknown parts. To teach rmqctl a new part, register (or extend)
+a finder and mark what this version reads with `read=True`.
+
+Sources: DefaultMessageStore.java, StorePathConfigHelper.java, queue/RocksDBConsumeQueueStore.java,
+queue/CombineConsumeQueueStore.java (develop), kv/CompactionStore.java, RocksDBMessageStore (5.4), the RocksDB
+config managers (broker/config/v2, 5.2+) of apache/rocketmq; RocksDB's own file names (filename.cc).
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from .config import BrokerConfig
+from .errors import StoreError
+
+FILE_STORE, ROCKSDB_STORE = "default", "defaultRocksDB"  # MessageStoreConfig.storeType values
+# the files a RocksDB database keeps in its directory (RocksDB filename.cc); CURRENT names the live MANIFEST
+ROCKSDB_FILES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "LOG.old.*", "MANIFEST-*", "OPTIONS-*", "*.sst", "*.log",
+                 "*.blob", "*.dbtmp")
+ROCKSDB_MARKS = ("CURRENT", "MANIFEST-*", "*.sst")  # any of these makes a directory a RocksDB database
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One part of a store. `read`: this version reads it, otherwise `why` says why not. `write`: its writers
+    understand it (None: as `read`). `blocks_writers`: a part writers do not understand keeps every writer
+    off the store (an unknown plain file in the root does not: no writer touches it)."""
+
+    kind: str  # the finder's name for it: "commitlog", "consumequeue", "rocksdb-consumequeue", ...
+    path: Path
+    what: str  # one phrase for people
+    read: bool
+    why: str = ""
+    blocks_writers: bool = True
+    topics: frozenset[str] = frozenset()  # topics whose queues live in this part rather than in consumequeue/
+    write: bool | None = None
+
+    @property
+    def understood(self) -> bool:
+        """The writers of this version understand it."""
+        return self.read if self.write is None else self.write
+
+    def line(self) -> str:
+        """What it is and why it is not read, in one line."""
+        return f"{self.path}: {self.what}: not read ({self.why})"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "path": str(self.path), "what": self.what, "read": self.read,
+                **({"why": self.why} if not self.read else {})}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finder:
+    name: str
+    claims: tuple[str, ...]  # fnmatch patterns of the root entries it explains
+    find: Callable[["Layout"], list[Part]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What a finder looks at: the root, the broker config, and the commitlog directories the store uses."""
+
+    root: Path
+    config: BrokerConfig
+    commitlog_dirs: tuple[Path, ...]
+
+
+FINDERS: list[Finder] = []
+
+
+def finder(*claims: str):
+    """Register a part finder explaining the root entries matching `claims`."""
+
+    def register(fn: Callable[[Layout], list[Part]]):
+        FINDERS.append(Finder(fn.__name__, claims, fn))
+        return fn
+
+    return register
+
+
+def listing(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def matches(name: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def is_rocksdb_dir(path: Path) -> bool:
+    """A directory holding a RocksDB database (or what is left of one: an SST without its CURRENT still is)."""
+    return any(matches(n, ROCKSDB_MARKS) for n in listing(path))
+
+
+def has_content(path: Path) -> bool:
+    """A directory with anything in it below (empty subdirectories do not count)."""
+    for _, _, files in os.walk(path):
+        if files:
+            return True
+    return False
+
+
+class StoreParts:
+    """The parts of one store, and what follows from them for readers and writers."""
+
+    def __init__(self, parts: list[Part], queue_store: str):
+        self.parts = parts
+        self.queue_store = queue_store  # which consume queues the broker reads: FILE_STORE or ROCKSDB_STORE
+
+    @property
+    def unread(self) -> list[Part]:
+        return [p for p in self.parts if not p.read]
+
+    @property
+    def topics_not_read(self) -> frozenset[str]:
+        """Topics whose queues live in a part not read: their messages are not missing from consumequeue/."""
+        return frozenset().union(*(p.topics for p in self.unread))
+
+    def find(self, kind: str) -> Part | None:
+        return next((p for p in self.parts if p.kind == kind), None)
+
+    @property
+    def queues_read(self) -> bool:
+        """The consume queues the broker reads are read by this version."""
+        cq = self.find("consumequeue")
+        return cq is None or cq.read
+
+    def require_queues(self):
+        """Raise (exit 2) where the broker's consume queues are a part this version does not read."""
+        cq = self.find("consumequeue")
+        if cq is not None and not cq.read:
+            raise StoreError(f"{cq.what}: not read ({cq.why})", cq.path)
+
+    def refuse_writer(self, writer: str, understood: frozenset[str] = frozenset()):
+        """Writers call this before anything else, dry runs included: exit 2 naming the first part, not read
+        and not among the kinds `understood`, that keeps writers off."""
+        blocking = [p for p in self.parts if p.blocks_writers and not p.understood and p.kind not in understood]
+        if blocking:
+            p = blocking[0]
+            more = f" (and {len(blocking) - 1} more such part(s): `rmqctl info` lists them)" if len(blocking) > 1 else ""
+            how = "read but not written by this version" if p.read else f"not read by this version ({p.why})"
+            raise StoreError(f"{p.what}: {how}, so {writer} writes nothing to this store{more}", p.path)
+
+    def to_list(self) -> list[dict]:
+        return [p.to_dict() for p in self.parts]
+
+
+def find_parts(layout: Layout) -> StoreParts:
+    """Every part of the store, by the registered finders, then the root entries none of them explains."""
+    parts: list[Part] = []
+    for f in FINDERS:
+        parts.extend(f.find(layout))
+    claims = [c for f in FINDERS for c in f.claims]
+    # commitlog directories the config names may sit in the root under any name
+    own = {d.resolve() for d in layout.commitlog_dirs}
+    for name in listing(layout.root):
+        path = layout.root / name
+        if not matches(name, claims) and path.resolve() not in own:
+            parts.append(unknown_part(path))
+    return StoreParts(parts, queue_store(layout))
+
+
+def unknown_part(path: Path) -> Part:
+    if path.is_dir():
+        return Part("unknown", path, "a directory rmqctl does not know", False,
+                    "no RocketMQ version rmqctl knows keeps it in a store root")
+    return Part("unknown-file", path, "a file rmqctl does not know", False,
+                "no RocketMQ version rmqctl knows keeps it in a store root; no writer touches it", blocks_writers=False)
+
+
+@finder("commitlog", "index", "checkpoint", "abort", "abort.bak", "lock", "timerlog", "timerwheel", "dledger-*",
+        "epochFileCheckpoint", "epochFileCheckpoint.bak", "lost+found", ".rmqctl-*")
+def classic(layout: Layout) -> list[Part]:
+    """The parts every 4.x/5.x store has (and rmqctl's own staging, backups and intent)."""
+    out = [Part("commitlog", d, "commitlog", True) for d in layout.commitlog_dirs if d.is_dir()]
+    for name, what in (("index", "index files"), ("checkpoint", "store checkpoint"), ("timerlog", "timer log"),
+                       ("timerwheel", "timer wheel")):
+        if (layout.root / name).exists():
+            out.append(Part(name, layout.root / name, what, True))
+    return out
+
+
+@finder("config")
+def config_dir(layout: Layout) -> list[Part]:
+    """config/: the JSON config files are read; a RocksDB config database (5.2+) beside them is not."""
+    base = layout.root / "config"
+    if not base.is_dir():
+        return []
+    out = [Part("config", base, "config files (JSON)", True)]
+    for name in listing(base):
+        if (base / name).is_dir() and is_rocksdb_dir(base / name):
+            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", False,
+                            "this version reads the JSON config files only"))
+    return out
+
+
+def queue_store(layout: Layout) -> str:
+    """Which consume queues the broker reads: storeType from broker.conf, or when it is not given, the RocksDB
+    database when consumequeue/ holds one and no file queue (with both, the default: files)."""
+    store_type = layout.config.storeType
+    if store_type is not None:
+        return store_type
+    names = listing(layout.root / "consumequeue")
+    rocks = any(matches(n, ROCKSDB_MARKS) for n in names)
+    has_files = any((layout.root / "consumequeue" / n).is_dir() for n in names)
+    return ROCKSDB_STORE if rocks and not has_files else FILE_STORE
+
+
+@finder("consumequeue")
+def consumequeue(layout: Layout) -> list[Part]:
+    """consumequeue/: file queues (topic directories), a RocksDB database, or both (double write or a
+    migration). The part of kind "consumequeue" is the one the broker reads."""
+    base = layout.root / "consumequeue"
+    names = listing(base)
+    store = queue_store(layout)
+    has_files = any((base / n).is_dir() for n in names)
+    rocks = any(matches(n, ROCKSDB_MARKS) for n in names)
+    said = f"storeType={store}" if layout.config.storeType else f"storeType not given; the files say {store}"
+    if store not in (FILE_STORE, ROCKSDB_STORE):
+        return [Part("consumequeue", base, f"consume queues of {said}", False, "a storeType this version does not know")]
+    if store == ROCKSDB_STORE:
+        out = [Part("consumequeue", base, f"RocksDB consume queue (the broker's queue store, {said})", False,
+                    "this version reads file consume queues only")]
+        if has_files:
+            out.append(Part("consumequeue-files", base, "file consume queues beside the RocksDB one", False,
+                            f"the broker ({said}) reads the RocksDB queue, not these"))
+        return out
+    out = [Part("consumequeue", base, "file consume queues", True)] if base.is_dir() else []
+    if rocks:
+        role = ("the double-write copy, rocksdbCQDoubleWriteEnable=true" if layout.config.rocksdbCQDoubleWriteEnable
+                else "beside the file queues the broker reads: a double write or a migration")
+        out.append(Part("rocksdb-consumequeue", base, f"RocksDB consume queue ({role})", False,
+                        "this version reads file consume queues only"))
+    return out
+
+
+@finder("batchconsumequeue")
+def batch_consume_queue(layout: Layout) -> list[Part]:
+    base = layout.root / "batchconsumequeue"
+    if not has_content(base):
+        return []
+    topics = frozenset(n for n in listing(base) if (base / n).is_dir())
+    return [Part("batchconsumequeue", base, "batch consume queues (topics with queue.type=BatchCQ)", False,
+                 "this version does not read BatchConsumeQueue files", topics=topics)]
+
+
+@finder("compaction")
+def compaction(layout: Layout) -> list[Part]:
+    """Every 5.x broker writes compaction/position-checkpoint; with an empty offset map and no compaction log
+    there are no compaction topics: nothing to read."""
+    base = layout.root / "compaction"
+    if not base.is_dir():
+        return []
+    names = listing(base)
+    checkpoint = base / "position-checkpoint"
+    if set(names) <= {"position-checkpoint"} and (not names or empty_offset_map(checkpoint)):
+        return [Part("compaction", base, "compaction topics: none (an empty position-checkpoint)", True)]
+    return [Part("compaction", base, "compaction topics (cleanup.policy=COMPACTION)", False,
+                 "this version does not read the compaction log and its queues")]
+
+
+def empty_offset_map(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("queueOffsetMap") == {}
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@finder("RocksDBMessageStore")
+def rocksdb_message_store(layout: Layout) -> list[Part]:
+    base = layout.root / "RocksDBMessageStore"
+    if not base.exists():
+        return []
+    return [Part("rocksdb-message-store", base, "RocksDB message store (5.4+: index, timer, transactions)", False,
+                 "this version does not read it")]

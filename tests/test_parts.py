@@ -1,0 +1,172 @@
+"""Store parts (rmqctl.parts): what a store holds, which parts this version reads; read commands name the parts
+they do not read, verify never reports them as missing, writers refuse a store holding one and write nothing.
+On real stores: RocketMQ 5.3.3's RocksDB consume queue (i-rocksdb-cq), develop's double write (k-combine-cq),
+5.3.3's BatchConsumeQueue (j-batchcq)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run
+from rmqctl.config import load_config
+from rmqctl.store import Store
+
+ROCKS = "i-rocksdb-cq"
+ROCKS_LINE = ("consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): not read "
+              "(this version reads file consume queues only)")
+
+
+def tree(root: Path) -> dict:
+    """Every file and directory under root, with its bytes' digest: any write shows."""
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def rocks(tmp_path):
+    return copy_store(ROCKS, tmp_path)
+
+
+def test_the_parts_of_a_rocksdb_store():
+    store = Store(fixture_dir(ROCKS) / "store", load_config(broker_conf(ROCKS)))
+    parts = store.parts
+    assert [(p.kind, p.read) for p in parts.parts] == [
+        ("commitlog", True), ("index", True), ("checkpoint", True), ("consumequeue", False), ("compaction", True)]
+    assert parts.queue_store == "defaultRocksDB" and not parts.queues_read
+    assert parts.find("compaction").what == "compaction topics: none (an empty position-checkpoint)"
+
+
+def test_without_broker_conf_the_files_say_rocksdb():
+    parts = Store(fixture_dir(ROCKS) / "store").parts
+    assert parts.queue_store == "defaultRocksDB"
+    assert parts.find("consumequeue").what == ("RocksDB consume queue (the broker's queue store, storeType not given; "
+                                               "the files say defaultRocksDB)")
+
+
+def test_double_write_reads_the_file_queues_and_names_the_rocksdb_copy():
+    store = Store(fixture_dir("k-combine-cq") / "store", load_config(broker_conf("k-combine-cq")))
+    assert store.parts.queues_read and store.parts.queue_store == "default"
+    [copy] = store.parts.unread
+    assert (copy.kind, copy.what) == ("rocksdb-consumequeue",
+                                      "RocksDB consume queue (the double-write copy, rocksdbCQDoubleWriteEnable=true)")
+    assert len(store.consume_queues()) == 15
+
+
+def test_info_names_the_part_it_does_not_read(rocks):
+    res = run("info", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    d = json.loads(res.stdout)
+    assert d["consumequeue"] == {"read": False, "what": "RocksDB consume queue (the broker's queue store, "
+                                 "storeType=defaultRocksDB)", "why": "this version reads file consume queues only",
+                                 "queues": []}
+    assert {"kind": "consumequeue", "path": str(rocks / "consumequeue"), "read": False,
+            "what": d["consumequeue"]["what"], "why": d["consumequeue"]["why"]} in d["parts"]
+    assert res.stderr == f"rmqctl: note: {rocks}/{ROCKS_LINE}\n"
+
+
+def test_info_table_says_not_read_instead_of_an_empty_queue_table(rocks):
+    res = run("info", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "table")
+    lines = res.stdout.splitlines()
+    assert "startup    normal recovery: not estimated: the consume queues, where dispatch resumes, are not read" in lines
+    assert any(l.startswith(f"not read   {rocks}/consumequeue: RocksDB consume queue") for l in "\n".join(lines).split("\n"))
+    assert "consumequeues (" not in res.stdout
+
+
+def test_verify_does_not_report_an_unread_queue_store_as_missing(rocks):
+    res = run("verify", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert res.exit_code == 0, res.stdout
+    assert res.stdout == ""
+    assert res.stderr == f"rmqctl: note: {rocks}/{ROCKS_LINE}\n"
+
+
+def test_verify_only_consumequeue_refuses_what_it_cannot_read(rocks):
+    res = run("verify", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--only", "consumequeue")
+    assert one_line_error(res) == f"rmqctl: {rocks}/{ROCKS_LINE}"
+
+
+@pytest.mark.parametrize("args", [["dump", "consumequeue", "RocksTopicA", "0"], ["consumers"],
+                                  ["offset-by-time", "RocksTopicA", "0", "0"],
+                                  ["locate", "0", "--topic", "RocksTopicA", "--queue-id", "0"]])
+def test_queue_readers_say_so_in_one_line(rocks, args):
+    res = run(*args, "--store", rocks, "--broker-config", broker_conf(ROCKS))
+    assert one_line_error(res) == f"rmqctl: {rocks}/{ROCKS_LINE}"
+
+
+WRITERS = [(["rebuild", "consumequeue"], "rebuild consumequeue"), (["rebuild", "consumequeue", "--dry-run"], "rebuild consumequeue"),
+           (["rebuild", "index"], "rebuild index"), (["rebuild", "index", "--dry-run"], "rebuild index"),
+           (["repair"], "repair"), (["repair", "--dry-run"], "repair"), (["clean"], "clean"), (["clean", "--apply"], "clean"),
+           (["clean", "--check"], "clean"), (["config", "restore", "--apply"], "config restore"),
+           (["restore", ".rmqctl-backup-20261128000000000"], "restore"),
+           (["append", "--topic", "RocksTopicA", "--body", "x"], "append"),
+           (["append", "--topic", "RocksTopicA", "--body", "x", "--dry-run"], "append")]
+
+
+@pytest.mark.parametrize("args,writer", WRITERS, ids=[" ".join(a) for a, _ in WRITERS])
+def test_every_writer_refuses_and_writes_nothing(rocks, args, writer):
+    before = tree(rocks)
+    res = run(*args, "--store", rocks, "--broker-config", broker_conf(ROCKS))
+    assert one_line_error(res) == (
+        f"rmqctl: {rocks}/consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): "
+        f"not read by this version (this version reads file consume queues only), so {writer} writes nothing to "
+        "this store")
+    assert tree(rocks) == before
+
+
+def test_batch_consume_queue_topics_are_not_missing_from_consumequeue():
+    name = "j-batchcq"
+    res = run("verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name), "--format", "jsonl")
+    assert res.exit_code == 0 and res.stdout == ""
+    assert res.stderr == (f"rmqctl: note: {fixture_dir(name)}/store/batchconsumequeue: batch consume queues (topics with "
+                          "queue.type=BatchCQ): not read (this version does not read BatchConsumeQueue files)\n")
+    assert Store(fixture_dir(name) / "store").parts.topics_not_read == {"BatchTopic"}
+
+
+def test_an_unknown_directory_is_named_and_keeps_writers_off(tmp_path):
+    root = copy_store("a-basic", tmp_path)
+    (root / "consumequeue_ext").mkdir()
+    res = run("info", "--store", root, "--format", "json")
+    assert res.stderr == (f"rmqctl: note: {root}/consumequeue_ext: a directory rmqctl does not know: not read (no "
+                          "RocketMQ version rmqctl knows keeps it in a store root)\n")
+    res = run("rebuild", "index", "--dry-run", "--store", root)
+    one_line_error(res, "consumequeue_ext: a directory rmqctl does not know: not read by this version", "rebuild index")
+
+
+def test_an_unknown_file_is_listed_but_no_writer_is_kept_off(tmp_path):
+    root = copy_store("a-basic", tmp_path)
+    (root / "notes.txt").write_text("x")
+    parts = Store(root).parts
+    assert [(p.kind, p.blocks_writers) for p in parts.unread] == [("unknown-file", False)]
+    parts.refuse_writer("repair")  # nothing raised
+    res = run("info", "--store", root, "--format", "json")
+    assert res.stderr == ""
+
+
+def test_compaction_topics_rocksdb_configs_and_stale_file_queues_are_parts_not_read(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    (root / "compaction" / "compactionLog" / "T" / "0").mkdir(parents=True)
+    (root / "compaction" / "compactionLog" / "T" / "0" / "00000000000000000000").write_bytes(b"\0" * 8)
+    (root / "config" / "consumerOffsets").mkdir(parents=True)
+    shutil.copy(root / "consumequeue" / "CURRENT", root / "config" / "consumerOffsets" / "CURRENT")
+    (root / "consumequeue" / "OldTopic" / "0").mkdir(parents=True)
+    (root / "RocksDBMessageStore").mkdir()
+    parts = Store(root, load_config(broker_conf(ROCKS))).parts
+    assert sorted((p.kind, p.what) for p in parts.unread) == [
+        ("compaction", "compaction topics (cleanup.policy=COMPACTION)"),
+        ("consumequeue", "RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB)"),
+        ("consumequeue-files", "file consume queues beside the RocksDB one"),
+        ("rocksdb-config", "RocksDB config database consumerOffsets"),
+        ("rocksdb-message-store", "RocksDB message store (5.4+: index, timer, transactions)")]
+
+
+def test_an_unknown_store_type_is_not_read(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("storeType=tieredRocksDB\n")
+    store = Store(fixture_dir("a-basic") / "store", load_config(conf))
+    assert not store.parts.queues_read
+    assert store.parts.find("consumequeue").line() == (
+        f"{fixture_dir('a-basic')}/store/consumequeue: consume queues of storeType=tieredRocksDB: not read (a storeType "
+        "this version does not know)")
