@@ -566,9 +566,14 @@ def test_example_store_is_what_regenerate_builds(tmp_path):
 
 def test_regenerate_uses_the_venvs_python_not_the_first_python3(tmp_path):
     """With a venv active and a python3 first on PATH that lacks rmqctl's dependencies (a bare venv's),
-    regenerate.sh runs the active venv's interpreter."""
-    venv, bare = tmp_path / "venv", tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    regenerate.sh runs the active venv's interpreter. The active venv is the one running the tests (a venv made
+    from it with --system-site-packages would see the base Python's packages, not this venv's); outside a venv,
+    one that sees the interpreter's own site-packages."""
+    bare = tmp_path / "bare"
+    venv = Path(sys.prefix)
+    if sys.prefix == sys.base_prefix:
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     assert subprocess.run([str(bare / "bin" / "python3"), "-c", "import click"], capture_output=True).returncode != 0
     env = {k: v for k, v in os.environ.items() if k != "PYTHON"}

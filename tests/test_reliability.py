@@ -316,8 +316,10 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     and no damage verify missed, no decoder failure, no mixed state or lost acknowledged message after any
     kill, no byte changed by a read command, and every writer on a full disk refusing cleanly."""
     out = tmp_path / "figures.json"
+    # no wall-clock timeout: on a busy machine the run takes many times its 56 s; torture.py bounds each command
+    # by its CPU seconds and time blocked, which load does not change
     res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "torture.py"), "--quick", "--json", str(out)],
-                         capture_output=True, text=True, timeout=900, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     figures = json.loads(out.read_text())
     assert figures["fuzz"]["stores"] >= 300 and figures["fuzz"]["crashes"] == 0 and figures["fuzz"]["missed"] == 0
