@@ -137,7 +137,10 @@ class Transaction:
     # -- building -----------------------------------------------------------------------------------------
     def area(self, near: Path) -> Path:
         """A staging directory on the same filesystem as `near` (the store's own, unless `near` lives on
-        another filesystem, e.g. a commitlog directory elsewhere: then one in its parent directory)."""
+        another filesystem, e.g. a commitlog directory elsewhere: then one in its parent directory). A `near`
+        not made yet (a topic's consumequeue directory a rebuild brings back) is where its nearest existing
+        parent is."""
+        near = next(p for p in (Path(near), *Path(near).parents) if p.exists())
         dev = os.stat(near).st_dev
         if dev not in self._areas:
             parent = Path(near).resolve().parent

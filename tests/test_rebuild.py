@@ -424,6 +424,24 @@ def test_subset_rebuild_touches_only_the_selected_queues(tmp_path):
     assert tree(root / "consumequeue" / "OrderTopic") != tree(fixture / "OrderTopic")
 
 
+def test_a_deleted_topic_directory_is_rebuilt_as_the_dry_run_promised(tmp_path):
+    """consumequeue/OrderTopic/ deleted: the topic's rebuild brings it back byte for byte, as its dry run said."""
+    root = copy_store("a-basic", tmp_path)
+    shutil.rmtree(root / "consumequeue" / "OrderTopic")
+    args = ("rebuild", "consumequeue", "--topic", "OrderTopic", "--store", root, "--broker-config",
+            broker_conf("a-basic"), "--format", "jsonl")
+    planned = run(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.stderr
+    res = run(*args)
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout == planned.stdout and [r["added"] for r in jsonl(res.stdout)] == [151, 160, 171, 158]
+    backup = next(p for p in root.iterdir() if p.name.startswith(txn.BACKUP_PREFIX))
+    assert res.stderr == ("rmqctl: 4 queue(s) rebuilt from 2000 records (640 entries): changed; replaced files kept "
+                          f"in {backup}\n")
+    assert tree(root / "consumequeue") == tree(FIXTURES / "a-basic" / "store" / "consumequeue")
+    assert run("verify", "--store", root, "--broker-config", broker_conf("a-basic")).exit_code == 0
+
+
 def test_rebuild_after_cleanup_fills_the_queue_heads_with_pre_blank_units(tmp_path):
     """The broker's cleaner deleted the oldest commitlog files: each queue's first surviving message has a
     queueOffset > 0, so its first consumequeue file starts at that file boundary with (0, MAX, 0) units."""
