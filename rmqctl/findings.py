@@ -54,6 +54,7 @@ KINDS: dict[str, str] = {
     "index-entry-bad-target": "an index entry pointing where no record starts",
     "index-entry-mismatch": "an index entry whose key hash or timeDiff disagrees with its record",
     "index-missing-key": "a key of a record that the index does not hold (--deep)",
+    "index-missing": "no index file although records with keys were dispatched: no key lookup finds them",
     "index-lost-on-recovery": "index entries the broker's next abnormal recovery drops",
     # checkpoint, abort, recovery
     "checkpoint-missing": "no checkpoint file although the commitlog holds records",

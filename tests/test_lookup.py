@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import ipaddress
+import shutil
 
 import pytest
 
-from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, jsonl, run, truth
+from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
 from rmqctl.config import load_config
 from rmqctl.views.msgid import decode_ids
 from rmqctl.views.query import query_key, query_offsets
@@ -52,6 +53,22 @@ def test_query_key_cli_prints_dump_shape():
     rows = jsonl(res.stdout)
     assert [r["commitLogOffset"] for r in rows] == q["queryMessage"]["phyOffsets"]
     assert all(r["topic"] == q["topic"] and q["key"] in r["properties"]["KEYS"].split(" ") for r in rows)
+
+
+def test_query_key_tells_no_such_key_from_no_index_to_look_in(tmp_path):
+    """No match: exit 0 (1 with -e) and a line saying so; no index file at all: nothing to look in, exit 2."""
+    conf = broker_conf("a-basic")
+    res = run("query", "key", "TopicTest", "NO-SUCH-KEY", "--store", FIXTURES / "a-basic" / "store",
+              "--broker-config", conf)
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == f"rmqctl: no message of TopicTest with key NO-SUCH-KEY in {FIXTURES / 'a-basic' / 'store'}\n"
+    store = copy_store("a-basic", tmp_path)
+    shutil.rmtree(store / "index")
+    q = truth("a-basic", "truth-index.jsonl")[0]
+    res = run("query", "key", q["topic"], q["key"], "--store", store, "--broker-config", conf)
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == (f"rmqctl: {store / 'index'}: no index file: nothing to look a key up in (rmqctl rebuild "
+                          "index makes them from the commitlog)\n")
 
 
 @pytest.mark.parametrize("name", CLEAN_FIXTURES)

@@ -324,6 +324,22 @@ def test_index_entry_with_a_foreign_key_and_deep_missing_key(store_copy):
     assert kinds(found) == {"index-entry-mismatch", "index-missing-key"}
 
 
+def test_a_deleted_index_is_a_finding_without_deep(store_copy):
+    """index/ deleted (or emptied): verify names it, as it would name a missing consumequeue."""
+    root = store_copy("a-basic")
+    shutil.rmtree(root / "index")
+    res = run("verify", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 1
+    assert res.stdout == ('{"kind":"index-missing","severity":"warning","file":"index","position":null,'
+                          '"commitLogOffset":0,"detail":"no index file, but the commitlog holds 5833 key(s) to index: '
+                          'the broker\'s lookups by key find none of them; rmqctl rebuild index makes the files"}\n')
+    (root / "index").mkdir()
+    code, found = findings("a-basic", root)
+    assert code == 1 and kinds(found) == {"index-missing"}
+    assert run("rebuild", "index", "--store", root, "--broker-config", broker_conf("a-basic")).exit_code == 0
+    assert findings("a-basic", root) == (0, [])
+
+
 # -- options, interface -----------------------------------------------------------------------------------------
 
 

@@ -59,6 +59,7 @@ class IndexCheck:
         self.short = self.messages = 0  # --deep: keys missing, and the messages they belong to
         self.short_lo = self.short_hi = None
         self.examples: list[str] = []
+        self.unindexed = self.unindexed_lo = None  # no index file at all: the keys and first record it lacks
 
     def begin(self):
         run = self.run
@@ -72,6 +73,8 @@ class IndexCheck:
             self._structure_checks(f)
             self.files.append(f)
             prev = ix
+        if not self.files and run.config.messageIndexEnable:
+            self.unindexed = 0
         run.index_structure = None  # read alongside the scan; from here on, per window
 
     def _structure_checks(self, f: _File):
@@ -132,6 +135,8 @@ class IndexCheck:
     def window(self, w: Window):
         run, rec = self.run, w.rec
         rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
+        if self.unindexed is not None:
+            self._count_unindexed(rec)
         lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
         hi = run.end if run.end is not None else np.iinfo(np.int64).max
         found = []
@@ -156,6 +161,15 @@ class IndexCheck:
             f.ix.mf.release()
         if self.deep:
             self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
+
+    def _count_unindexed(self, rec: Records):
+        """With no index file: the keys of the (non-rollback) records in range, which no lookup finds."""
+        run = self.run
+        offs = rec.off[rec.key_record]
+        offs = offs[(offs >= run.min_offset) & run.in_range(offs)]
+        self.unindexed += len(offs)
+        if len(offs) and self.unindexed_lo is None:
+            self.unindexed_lo = int(offs.min())
 
     def _outcomes(self, f: _File, rec: Records, ks, outcome, record, phy, key_hash, diff):
         run = self.run
@@ -212,6 +226,10 @@ class IndexCheck:
 
     def finish(self):
         run = self.run
+        if self.unindexed:
+            run.report(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
+                       f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
+                       "lookups by key find none of them; rmqctl rebuild index makes the files")
         for f in self.files:
             _file_findings(run, f, self.entry_pos)
         if self.short:

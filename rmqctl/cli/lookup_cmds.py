@@ -77,7 +77,7 @@ def msgid_lookup(ctx, id, body, hex_view):
 @click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
               help="How to render bodies (as in dump commitlog).")
 @click.option("--exit-status", "-e", is_flag=True,
-              help="Exit 1 when no message matches, as `msgid lookup` does (default: 0 with no output).")
+              help="Exit 1 when no message matches, as `msgid lookup` does (default: 0, with a line on stderr).")
 def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     """Messages of TOPIC with KEY (a KEYS word or UNIQ_KEY), found through the index files like the broker's
     queryMessage, with hash collisions dropped.
@@ -88,6 +88,7 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
         echo_err(f"rmqctl: warning: index entry points at commitlog offset {off}: {why}")
-    if not render(rows, ctx.format, blocks=True) and exit_status:
+    if not render(rows, ctx.format, blocks=True):
         echo_err(f"rmqctl: no message of {topic} with key {key} in {ctx.store.root}")
-        sys.exit(EXIT_FINDINGS)
+        if exit_status:
+            sys.exit(EXIT_FINDINGS)
