@@ -71,6 +71,32 @@ def test_consumers_lag_and_out_of_range_offsets(store_copy):
     assert order["lag"] == order["maxOffset"] and order["oldestUnconsumed"] == dict(times_by_queue("a-basic")[("OrderTopic", 0)])[0]
 
 
+def test_consumers_per_group_totals_the_lag(store_copy):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", CONSUMER_OFFSETS)
+    res = run("consumers", "--per-group", "--store", s, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 1 and res.stderr == ""  # groupA's offsets past the max and of a gone topic
+    assert res.stdout == (
+        '{"group":"groupA","topics":2,"queues":4,"lag":172,"oldestUnconsumed":1795314213876,'
+        '"oldestUnconsumedText":"2026-11-22T02:23:33.876+00:00","notOk":2}\n'
+        '{"group":"groupB","topics":1,"queues":2,"lag":151,"oldestUnconsumed":1795314213718,'
+        '"oldestUnconsumedText":"2026-11-22T02:23:33.718+00:00","notOk":0}\n')
+    per_queue = jsonl(run("consumers", "--store", s, "--broker-config", broker_conf("a-basic")).stdout)
+    assert sum(r["lag"] or 0 for r in per_queue if r["group"] == "groupA") == 172
+
+
+def test_consumers_without_an_offset_file_say_so(store_copy):
+    s = store_copy("a-basic")
+    res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"), "--format", "table")
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == (f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no such file (nor its .bak): no consumer "
+                          "group has committed an offset in this store, so there is no lag to show\n")
+    write_config(s, "consumerOffset.json", '{\n\t"offsetTable":{}\n}')
+    res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"))
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no committed offset\n"
+
+
 @pytest.mark.parametrize("damage", ["", '{\n\t"offsetTable":{\n\t\t"TopicTest@groupA":{0:1', "not json at all"])
 def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
     s = store_copy("a-basic")

@@ -209,6 +209,8 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
         for r in rows:
             w.writerow([_cell(r.get(c)) for c in cols])
         return len(rows)
+    if not rows:  # no empty frame: the command says on stderr why there is nothing
+        return 0
     if blocks:
         _blocks(rows, out)
     else:

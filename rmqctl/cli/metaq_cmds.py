@@ -174,12 +174,11 @@ def verify_cmd(ctx, topic, partition, max_findings, quiet):
         rows = [f.to_dict() for f in result.findings]
         if rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, FINDING_COLUMNS)
-        if result.findings or sys.stderr.isatty():
-            s = result.stats
-            kinds = Counter(f.kind for f in result.findings)
-            echo_err(f"metaq verify: {s['partitions']} partition(s), {s['records']} records, {s['bytes']} bytes: "
-                     + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) if kinds else "sound")
-                     + (" (listing stopped at --max-findings)" if result.truncated else ""))
+        s = result.stats
+        kinds = Counter(f.kind for f in result.findings)
+        echo_err(f"metaq verify: {s['partitions']} partition(s), {s['records']} records, {s['bytes']} bytes: "
+                 + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) if kinds else "sound")
+                 + (" (listing stopped at --max-findings)" if result.truncated else ""))
     raise click.exceptions.Exit(result.exit_code)
 
 

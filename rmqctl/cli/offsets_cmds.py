@@ -18,7 +18,10 @@ BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the de
 
 @cli.command("consumers")
 @store_options
-def consumers(ctx):
+@click.option("--per-group", is_flag=True,
+              help="One row per group: its topics and queues, total lag, oldest unconsumed message, and how many "
+                   "of its offsets are not ok.")
+def consumers(ctx, per_group):
     """Consumer lag offline: every group, topic and queue of config/consumerOffset.json (and
     lmqConsumerOffset.json) with the committed offset, the queue's min and max, the lag, and the store time of
     the oldest unconsumed message. Offsets outside [min, max] are flagged: the broker corrects them on the next
@@ -26,14 +29,19 @@ def consumers(ctx):
 
     \b
     rmqctl consumers --store /data/store --broker-config broker.conf
+    rmqctl consumers --per-group --store /data/store --broker-config broker.conf
     rmqctl consumers --store /data/store --format jsonl | jq 'select(.lag > 10000)'
     """
     rows, notes = offsets.consumers(ctx.store)
     for n in notes:
         echo_err(f"rmqctl: {n}")
-    render((r.to_dict() for r in rows), ctx.format,
-           ["group", "topic", "queueId", "offset", "minOffset", "maxOffset", "lag", "oldestUnconsumedText", "status"]
-           if ctx.format == "table" else None)
+    if per_group:
+        render(offsets.group_lag(rows), ctx.format,
+               ["group", "topics", "queues", "lag", "oldestUnconsumedText", "notOk"] if ctx.format == "table" else None)
+    else:
+        render((r.to_dict() for r in rows), ctx.format,
+               ["group", "topic", "queueId", "offset", "minOffset", "maxOffset", "lag", "oldestUnconsumedText",
+                "status"] if ctx.format == "table" else None)
     if any(r.status != "ok" for r in rows):
         ctx_exit(EXIT_FINDINGS)
 

@@ -100,8 +100,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, columns)
-        if rows or sys.stderr.isatty():  # quiet success in cron: exit 0 and no output at all
-            echo_err(_summary(result, counted, len(findings)))
+        echo_err(_summary(result, counted, len(findings)))  # every run says what it read (--quiet: nothing)
         if accepted or gone:
             echo_err(f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
                      + (f"; {gone} of its finding(s) no longer found" if gone else ""))

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from .. import schema as S
-from ..configfiles import committed_offsets, delay_level_offsets, read_config
+from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div
 from ..store import ConsumeQueue, MappedFile, Store
@@ -305,9 +305,11 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     times = CommitLogTimes(store)
     views = {(q.topic, q.queue_id): q for q in store.consume_queues()}
     cache: dict = {}
-    rows, notes = [], []
+    rows, notes, present = [], [], []
     for name in OFFSET_FILES:
         cfg = read_config(store.root, name)
+        if cfg.main.exists or cfg.bak.exists:
+            present.append(name)
         if cfg.load_fails:
             notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
             continue
@@ -334,7 +336,34 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
             oldest = message_time(view, times, max(c.offset, lo)) if lag else None
             rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, lo, hi, lag, oldest,
                                       ms_text(oldest) if oldest else None, status, note, source))
+    if not present:
+        notes.append(f"{config_dir(store.root) / OFFSET_FILES[0]}: no such file (nor its .bak): no consumer group has "
+                     "committed an offset in this store, so there is no lag to show")
+    elif not rows:
+        notes.append(f"{', '.join(str(config_dir(store.root) / n) for n in present)}: no committed offset")
     return rows, notes
+
+
+def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
+    """Per group: its topics and queues, the total lag, the oldest unconsumed message over all its queues,
+    and how many of its offsets the broker corrects or cannot place (status other than ok)."""
+    groups: dict[str, dict] = {}
+    for r in rows:
+        g = groups.setdefault(r.group, {"group": r.group, "topics": 0, "queues": 0, "lag": 0,
+                                        "oldestUnconsumed": None, "oldestUnconsumedText": None, "notOk": 0,
+                                        "_topics": set()})
+        g["_topics"].add(r.topic)
+        g["queues"] += 1
+        g["lag"] += r.lag or 0
+        g["notOk"] += r.status != "ok"
+        if r.oldestUnconsumed is not None and (g["oldestUnconsumed"] is None
+                                               or r.oldestUnconsumed < g["oldestUnconsumed"]):
+            g["oldestUnconsumed"], g["oldestUnconsumedText"] = r.oldestUnconsumed, r.oldestUnconsumedText
+    out = []
+    for g in groups.values():
+        g["topics"] = len(g.pop("_topics"))
+        out.append(g)
+    return out
 
 
 # -- scheduled messages ---------------------------------------------------------------------------------------
