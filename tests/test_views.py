@@ -60,7 +60,7 @@ def width_ok(screen: str, columns: int):
 @pytest.mark.parametrize("columns", [80, 200])
 def test_info_on_a_terminal(columns):
     screen = on_terminal(["info", "--store", store("b-mixed"), "--broker-config", broker_conf("b-mixed")], columns)
-    width_ok(screen, columns)
+    width_ok(screen.split("\nconsumequeues")[0], columns)  # the summary folds; the tables are a line per record
     for name in sorted(p.name for p in (store("b-mixed") / "index").iterdir()):
         assert name in screen  # index file names whole
     assert "00000000000000262144" in screen and "startup" in screen
@@ -82,12 +82,23 @@ def test_one_message_is_a_block(columns):
     assert any(line.startswith("storeTimestamp:") and "T" in line for line in lines)  # with its time
 
 
-def test_dump_commitlog_limit_and_binary_body_preview():
-    screen = on_terminal(["dump", "commitlog", "--limit", "3", "--store", store("a-basic")], 80)
+def test_dump_commitlog_is_one_line_per_message_and_long_shows_the_body():
+    screen = on_terminal(["dump", "commitlog", "--limit", "3", "--store", store("a-basic")], 200)
+    assert screen == (
+        "commitLogOffset  storeTime                      topic      queueId  queueOffset  storeSize  tags  keys        "
+        "             msgId                             uniqKey\n"
+        "              0  2026-11-22T02:23:33.638+00:00  TopicTest        2            0       1506  TagE  ORDER-00000 "
+        "USER-09 HOT  C0A8000A00002A9F0000000000000000  C000020247C55FFD2B276CA8FA5E0000\n"
+        "           1506  2026-11-22T02:23:33.674+00:00  TopicTest        0            0       1724  TagD  ORDER-00001 "
+        "USER-11      C0A8000A00002A9F00000000000005E2  C000020247C55FFD2B276CA8FB240001\n"
+        "           3230  2026-11-22T02:23:33.676+00:00  TopicTest        0            1        469  TagD  ORDER-00002 "
+        "USER-09      C0A8000A00002A9F0000000000000C9E  C000020247C55FFD2B276CA8FB2B0002\n")
+    screen = on_terminal(["dump", "commitlog", "--limit", "3", "--long", "--store", store("a-basic")], 80)
     width_ok(screen, 80)
     ids = [m["msgId"] for m in sorted(truth("a-basic", "truth-messages.jsonl"), key=lambda m: m["commitLogOffset"])[:3]]
     assert [re.match(r"msgId:\s+(\S+)", line).group(1) for line in screen.splitlines() if line.startswith("msgId:")] == ids
     assert "bytes, not UTF-8; first 64 shown" in screen
+    assert re.search(r"^magicCode:\s+0xdaa320a7 \(V1\)$", screen, re.M)
 
 
 @pytest.mark.parametrize("columns", [80, 200])
@@ -99,12 +110,42 @@ def test_checkpoint_and_locate_on_a_terminal(columns):
     assert re.search(r"recordStart:\s+yes$", screen, re.M) and "C0A8000A00002A9F00000000000005E2" in screen
 
 
-def test_a_wide_table_becomes_blocks_on_a_narrow_terminal():
-    screen = on_terminal(["dump", "index", "--headers-only", "--store", store("a-basic")], 80)
-    width_ok(screen, 80)
-    assert re.search(r"^beginPhyOffset:\s+\d+$", screen, re.M)
-    wide = on_terminal(["dump", "index", "--headers-only", "--store", store("a-basic")], 200)
-    assert "┃ kind" in wide or "│ header" in wide  # a table where it fits
+def test_a_wide_listing_stays_one_line_per_record_on_a_narrow_terminal():
+    """182 units with --resolve: 183 lines (a header and one per unit), however narrow the terminal."""
+    args = ["dump", "consumequeue", "TopicTest", "0", "--resolve", "--store", store("a-basic"), "--broker-config",
+            broker_conf("a-basic")]
+    res = run(*args, "--format", "table")
+    lines = res.stdout.splitlines()
+    assert res.exit_code == 0 and len(lines) == 183
+    assert lines[:2] == [
+        "queueOffset  file                  position  commitLogOffset  size  tagsCode  resolved                           "
+        "                  ok   problem",
+        "          0  00000000000000000000         0             1506  1724   2598922  "
+        '{"topic":"TopicTest","queueId":0,"queueOffset":0}    yes  -']
+    screen = on_terminal(args, 80)
+    assert screen.count("\n") == 183  # each line wider than 80: the terminal wraps it, nothing is cut or folded
+    assert screen == res.stdout  # the same lines as at 200 columns or on a pipe
+    res = run(*args, "--long")
+    assert res.stdout.startswith("queueOffset:     0\nfile:            00000000000000000000\n")
+    assert res.stdout.count("\n\n") == 181
+
+
+def test_long_is_a_table_format():
+    res = run("dump", "checkpoint", "--long", "--format", "jsonl", "--store", store("a-basic"))
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == "rmqctl: --long shows records as key: value blocks; it does not go with --format jsonl\n"
+
+
+def test_info_says_a_checkpoint_time_that_is_not_set(store_copy):
+    from rmqctl import schema as S
+
+    root = store_copy("a-basic")
+    data = bytearray((root / "checkpoint").read_bytes())
+    S.INT64.pack_into(data, S.CHECKPOINT_AT["indexMsgTimestamp"], 0)
+    (root / "checkpoint").write_bytes(bytes(data))
+    res = run("info", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "table")
+    assert res.stdout.splitlines()[2] == ("checkpoint physic 2026-11-22T02:23:33.782+00:00  logics "
+                                          "2026-11-22T02:23:34.554+00:00  index not set (0)")
 
 
 def test_table_on_a_pipe_is_full_width_without_colour():

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 import click
 import orjson
 
+from .. import schema as S
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
@@ -29,6 +30,7 @@ from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
 FAILED = "rmqctl.failed"  # click context meta: the command ended in an error line (no notes after it)
+LONG = "long"  # --long: the table format with every record as a key: value block
 
 
 class RmqGroup(click.Group):
@@ -107,7 +109,9 @@ class StoreContext:
     """What the shared options resolve to: the store, its config, and the chosen output format."""
 
     def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool,
-                 writes: bool = False):
+                 writes: bool = False, long: bool = False):
+        if long and fmt not in (None, "table"):
+            raise UsageError(f"--long shows records as key: value blocks; it does not go with --format {fmt}")
         self.writes = writes
         self.config: BrokerConfig = load_config(broker_config)
         root = os.path.expanduser(store_dir or self.config.storePathRootDir or "~/store")
@@ -118,7 +122,7 @@ class StoreContext:
             root = real
         self.store_dir = root
         self.explicit_store = explicit_store or bool(self.config.storePathRootDir)
-        self.format = fmt or ("table" if sys.stdout.isatty() else "jsonl")
+        self.format = LONG if long else fmt or ("table" if sys.stdout.isatty() else "jsonl")
         self._store: Store | None = None
 
     @property
@@ -161,11 +165,13 @@ def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callab
     @click.option("--broker-config", type=click.Path(dir_okay=False),
                   help="broker.conf to read geometry and settings from (key=value lines).")
     @click.option("--format", "fmt", type=click.Choice(FORMATS),
-                  help="Output format: table on a terminal, jsonl otherwise.")
+                  help="Output format: table (one line per record) on a terminal, jsonl otherwise.")
+    @click.option("--long", "-l", "long", is_flag=True,
+                  help="Each record as a block of key: value lines with every field, instead of one line.")
     @functools.wraps(fn)
-    def wrapper(store_dir, broker_config, fmt, **kwargs):
+    def wrapper(store_dir, broker_config, fmt, long, **kwargs):
         explicit = store_dir is not None
-        ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes)
+        ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes, long)
         return fn(ctx, **kwargs)
 
     return wrapper
@@ -187,9 +193,9 @@ def dumps(obj) -> str:
 def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, title: str | None = None,
            out=None, blocks: bool = False) -> int:
     """Write records to stdout in the chosen format; returns how many. jsonl streams, so a pipe sees each
-    record as soon as it is decoded; table and json collect first. A table never cuts a value: when it does not
-    fit the terminal, or with `blocks` (one message is a key: value block, as mqadmin shows it), each record
-    is a block of `key: value` lines instead."""
+    record as soon as it is decoded; the others collect first. A table is one line per record (`columns`, or
+    for messages the fields that identify one), values never cut; `blocks` (a command that answers with
+    one record: a message, a location, the checkpoint) and --long show each record as `key: value` lines."""
     out = out or sys.stdout
     n = 0
     if fmt == "jsonl":
@@ -209,12 +215,15 @@ def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, tit
         for r in rows:
             w.writerow([_cell(r.get(c)) for c in cols])
         return len(rows)
-    if not rows:  # no empty frame: the command says on stderr why there is nothing
+    if not rows:  # no lone header: the command says on stderr why there is nothing
         return 0
-    if blocks:
-        _blocks(rows, out)
+    if blocks or fmt == LONG:
+        _blocks(rows, out, columns=None if fmt == LONG else columns)
+    elif _is_message(rows[0]):
+        lines = [message_line(r) for r in rows]
+        _lines(lines, list(lines[0]), title, out)
     else:
-        _table(rows, columns or _columns(rows), title, out)
+        _lines(rows, columns or _columns(rows), title, out)
     return len(rows)
 
 
@@ -234,30 +243,50 @@ def _is_terminal(out) -> bool:
     return bool(getattr(out, "isatty", None) and out.isatty())
 
 
-def _table(rows: list[dict], cols: list[str], title: str | None, out):
-    """A table at its natural width: numbers right-aligned, nothing folded. On a terminal too narrow for it,
-    blocks instead; on a pipe (--format table | less) the full width, without colour codes."""
-    # rich costs start-up time: loaded only when a table is drawn
+def _lines(rows: list[dict], cols: list[str], title: str | None, out):
+    """One line per record under a header line, columns two spaces apart, numbers right-aligned, an empty
+    value shown as `-`: never cut and never folded (a line wider than the terminal wraps there, `less -S`
+    scrolls it), so `awk '{print $3}'` and `sort -k` see one field per column."""
+    # rich's cell widths count wide characters (CJK, emoji) as the terminal draws them; loaded only here
     from rich.cells import cell_len
-    from rich.console import Console
-    from rich.table import Table
 
-    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-    natural = [max([cell_len(c)] + [cell_len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-    width = sum(natural) + 3 * len(cols) + 1  # rich's box: a bar and a space either side of each cell
-    terminal = _is_terminal(out)
-    if terminal and width > shutil.get_terminal_size().columns:
-        _blocks(rows, out, columns=cols)
-        return
-    table = Table(title=title, show_lines=False)
-    for i, c in enumerate(cols):
-        values = [r.get(c) for r in rows if r.get(c) is not None]
-        numeric = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-        table.add_column(c, justify="right" if numeric else "left", no_wrap=True, min_width=natural[i])
+    cells = [[_line_cell(r.get(c)) for c in cols] for r in rows]
+    numeric = [any(r.get(c) is not None for r in rows) and all(
+        isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if r.get(c) is not None)
+        for c in cols]
+    widths = [max([cell_len(c)] + [cell_len(row[i]) for row in cells]) for i, c in enumerate(cols)]
+
+    def line(values):
+        padded = [" " * (w - cell_len(v)) + v if right else v + " " * (w - cell_len(v))
+                  for v, w, right in zip(values, widths, numeric)]
+        return "  ".join(padded).rstrip()
+
+    if title:
+        out.write(title + "\n")
+    out.write(line(cols) + "\n")
     for row in cells:
-        table.add_row(*row)
-    Console(file=out, width=max(width, len(title or "")), soft_wrap=False, no_color=not terminal,
-            highlight=False, force_terminal=terminal).print(table)
+        out.write(line(row) + "\n")
+    out.flush()
+
+
+def _line_cell(v) -> str:
+    """A value on one line: `-` for none, line breaks and tabs written as escapes."""
+    text = _cell(v)
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") if text else "-"
+
+
+def _is_message(r: dict) -> bool:
+    return "properties" in r and "bodyEncoding" in r
+
+
+def message_line(r: dict) -> dict:
+    """A message's line: where it is, when it was stored, its queue, and what finds it (tags, keys, ids);
+    the body and the other fields are in `--long`'s block."""
+    props = r.get("properties") or {}
+    return {"commitLogOffset": r.get("commitLogOffset"), "storeTime": ms_text(r["storeTimestamp"])
+            if isinstance(r.get("storeTimestamp"), int) else None, "topic": r.get("topic"), "queueId": r.get("queueId"),
+            "queueOffset": r.get("queueOffset"), "storeSize": r.get("storeSize"), "tags": props.get("TAGS"),
+            "keys": props.get("KEYS"), "msgId": r.get("msgId"), "uniqKey": r.get("uniqKey")}
 
 
 def _blocks(rows: list[dict], out, columns: list[str] | None = None):
@@ -268,7 +297,7 @@ def _blocks(rows: list[dict], out, columns: list[str] | None = None):
     for n, r in enumerate(rows):
         if n:
             out.write("\n")
-        message = "properties" in r and "bodyEncoding" in r
+        message = _is_message(r)
         keys = [k for k in MESSAGE_FIRST if k in r] + [k for k in r if k not in MESSAGE_FIRST] if message \
             else [k for k in (columns or r) if k in r]
         pad = max((len(k) for k in keys), default=0) + 2
@@ -287,6 +316,8 @@ def _blocks(rows: list[dict], out, columns: list[str] | None = None):
                 line(f"{'body:':<{pad}}{head}", pad)
                 for body_line in text:
                     out.write((_fold(body_line, width, 2, hard=True) if width else body_line) + "\n")
+            elif message and k == "magicCode" and isinstance(v, int):
+                line(f"{k + ':':<{pad}}0x{v & 0xFFFFFFFF:08x} ({S.MAGIC_NAMES.get(v, 'unknown')})", pad)
             elif message and k.endswith("Timestamp") and isinstance(v, int):
                 line(f"{k + ':':<{pad}}{v} ({ms_text(v)})", pad)
             elif not (message and k == "bodyEncoding"):

@@ -66,7 +66,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     if ctx.format == "jsonl":
         write_blocks(inspect.dump_commitlog_lines(*args, views=True))  # (written as they come)
     else:
-        render(inspect.dump_commitlog(*args), ctx.format, blocks=True)
+        render(inspect.dump_commitlog(*args), ctx.format)
     if damage:
         # everything readable was printed; the exit code still tells scripts the store is damaged
         raise click.exceptions.Exit(EXIT_REFUSED)

@@ -45,8 +45,8 @@ def _print_table(d: dict, startup: str):
                         "written)")
     cp = d["checkpoint"]
     if cp:
-        lines.append(f"checkpoint physic {cp['physicMsgTimestampText']}  logics {cp['logicsMsgTimestampText']}  "
-                     f"index {cp['indexMsgTimestampText']}")
+        lines.append("checkpoint " + "  ".join(f"{name} {cp[field + 'Text'] or 'not set (0)'}" for name, field in (
+            ("physic", "physicMsgTimestamp"), ("logics", "logicsMsgTimestamp"), ("index", "indexMsgTimestamp"))))
     lines.append(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
                  f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
     lines.append(f"startup    {startup}")
@@ -57,6 +57,8 @@ def _print_table(d: dict, startup: str):
         render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
                title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
     geometry = d["index"]["geometry"]
+    if not d["index"]["files"]:
+        echo_lines(["index      no index file"])
     render(d["index"]["files"], "table", ["file", "entries", "beginTimestamp", "endTimestamp", "beginPhyOffset", "endPhyOffset"],
            title=f"index files ({geometry['maxHashSlotNum']} slots / {geometry['maxIndexNum']} entries)")
     t = d.get("timer")

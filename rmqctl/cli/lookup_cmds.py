@@ -88,7 +88,7 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
         echo_err(f"rmqctl: warning: index entry points at commitlog offset {off}: {why}")
-    if not render(rows, ctx.format, blocks=True):
+    if not render(rows, ctx.format):
         echo_err(f"rmqctl: no message of {topic} with key {key} in {ctx.store.root}")
         if exit_status:
             sys.exit(EXIT_FINDINGS)
