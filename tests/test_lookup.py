@@ -125,6 +125,20 @@ def test_locate_commitlog_and_queue_offsets():
     assert q["file"] == f"{(70 * 20) // 1280 * 1280:020d}"
 
 
+def test_locate_outside_the_data_says_so_with_exit_1():
+    store = ["--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"), "--format", "jsonl"]
+    res = run("locate", 99999999, *store)
+    assert res.exit_code == 1 and jsonl(res.stdout)[0]["exists"] is False
+    assert res.stderr == "rmqctl: commitlog offset 99999999: past the end of the commitlog's data (2580536)\n"
+    res = run("locate", 2580536, *store)  # inside the last file, after its last record
+    assert res.exit_code == 1 and jsonl(res.stdout)[0]["exists"] is True
+    assert res.stderr == "rmqctl: commitlog offset 2580536: past the end of the commitlog's data (2580536)\n"
+    res = run("locate", 500, "--topic", "TopicTest", *store)
+    assert res.exit_code == 1
+    assert res.stderr == "rmqctl: TopicTest/0 queue offset 500: outside the queue's written units\n"
+    assert run("locate", 2580535, *store).exit_code == 0  # the last record's last byte
+
+
 def test_info_summarises_the_crashed_store():
     res = run("info", "--store", FIXTURES / "d-crashed" / "store", "--broker-config", broker_conf("d-crashed"), "--format", "json")
     assert res.exit_code == 0

@@ -86,6 +86,19 @@ def test_dump_timerwheel_equals_timerwheel_reading(timer_store):
         assert g["chain"] == w["chainFromLastPos"] and g["chainProblem"] is None
 
 
+def test_dump_of_a_timer_file_that_is_not_there_says_so(tmp_path):
+    """The fixture as stored (its wheel gzipped): no timerwheel, so nothing to dump: one line and exit 2, not
+    an empty listing; without timerlog/ the same for the units."""
+    root = copy_store(NAME, tmp_path)
+    r = run("dump", "timerwheel", "--store", root, "--broker-config", CONF)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"rmqctl: {root / 'timerwheel'}: no timerwheel file: no wheel slot to dump (dump timerlog shows the units)\n"
+    shutil.rmtree(root / "timerlog")
+    r = run("dump", "timerlog", "--store", root, "--broker-config", CONF)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"rmqctl: {root / 'timerlog'}: no timerlog directory: no timer unit to dump\n"
+
+
 def test_dump_filters_by_slot_and_time(timer_store):
     roll = [u for u in units() if u["magic"] & S.TIMER_MAGIC_ROLL]
     slot = roll[0]["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS

@@ -132,6 +132,7 @@ def dump_checkpoint(ctx):
 @click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
 def locate(ctx, offset, topic, queue_id, hex_view):
     """Find the file and position of a commitlog OFFSET (decimal or 0x hex; or a queue offset with --topic).
+    Exit 1 when the offset lies outside the data (before the first file, past the end, an unwritten unit).
 
     \b
     rmqctl locate 0x5e2 --store /data/store --hex
@@ -141,4 +142,9 @@ def locate(ctx, offset, topic, queue_id, hex_view):
     if hex_view and topic is None:
         click.echo("\n".join(record_hex(ctx.store, offset)))
         return
-    render([inspect.locate(ctx.store, offset, topic, queue_id)], ctx.format, blocks=True)
+    where = inspect.locate(ctx.store, offset, topic, queue_id)
+    render([where], ctx.format, blocks=True)
+    if where.get("nothingThere"):  # said where it would be; the exit code says nothing is there
+        at = f"commitlog offset {offset}" if topic is None else f"{topic}/{queue_id} queue offset {offset}"
+        echo_err(f"rmqctl: {at}: {where['nothingThere']}")
+        raise click.exceptions.Exit(EXIT_FINDINGS)

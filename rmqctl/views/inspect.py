@@ -201,6 +201,8 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
             if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
                 off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
                 out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
+        if not out.get("written"):
+            out["nothingThere"] = "outside the queue's written units"
         return out
     q = store.commitlog
     size = q.file_size
@@ -226,7 +228,22 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
             prev = _record_containing(store, f, out["position"])
             if prev is not None:
                 out["insideRecordAt"] = f.start + prev
+    if not out["recordStart"] and "insideRecordAt" not in out and store.dledger is None:
+        out["nothingThere"] = _outside_commitlog(store, offset)
     return out
+
+
+def _outside_commitlog(store: Store, offset: int) -> str | None:
+    """Why no record can be at `offset` when it lies outside the commitlog's data, else None."""
+    files = store.commitlog.files
+    if not files:
+        return "the commitlog holds no file"
+    if offset < files[0].start:
+        return f"before the first commitlog file ({files[0].start}): deleted by cleanup, or never in this store"
+    end, _ = commitlog_end(store)
+    if end is None or offset >= end:
+        return f"past the end of the commitlog's data ({end or 0})"
+    return None
 
 
 def _entry_at(store: Store, f, pos: int) -> dict:

@@ -78,7 +78,7 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
     timer = timer_files(store)
     log = timer.timerlog
     if log is None:
-        return
+        raise StoreError("no timerlog directory: no timer unit to dump", timer.timerlog_dir)
     damaged = log.damaged()
     for w in log.walk:
         units = w.units
@@ -154,7 +154,7 @@ def dump_timerwheel(store: Store, slot: int | None = None, begin: int | None = N
     unit chain the dequeue would walk from its lastPos."""
     timer = timer_files(store)
     if timer.wheel is None:
-        return
+        raise StoreError("no timerwheel file: no wheel slot to dump (dump timerlog shows the units)", timer.wheel_path)
     if slot is not None and not 0 <= slot < S.TIMER_WHEEL_SLOTS:
         raise StoreError(f"slot {slot} is outside the wheel (0..{S.TIMER_WHEEL_SLOTS - 1})", timer.wheel_path)
     slots = timer.wheel.slots
