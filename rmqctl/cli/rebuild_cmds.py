@@ -226,6 +226,11 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
             echo_err(f"rmqctl: bad record(s) before the recovery start are reported, not cut; --scan-all would cut at "
                      f"{alt['cutOffset']}, losing {alt['scanAllLosesMoreRecords']} more record(s), "
                      f"{alt['scanAllLosesMoreBytes']} more bytes")
+    kept = len(r.notCut) + len(r.keptFindings)
+    if kept:
+        echo_err(f"rmqctl: {kept} damaged record(s) {'are' if dry_run else 'were'} kept, as the broker's recovery keeps "
+                 "them: verify still reports them; `rmqctl verify --write-baseline FILE` records them as accepted, "
+                 "then `verify --baseline FILE` exits 1 only for new damage")
     if dry_run:
         echo_err("rmqctl: dry run: nothing written")
     elif r.changed:
