@@ -26,6 +26,7 @@ from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
 from .errors import StoreError
 from .parts import Layout, StoreParts, find_parts
+from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
 
@@ -414,15 +415,24 @@ def check_store_root(store: "Store"):
     if missing:
         what = (f"no commitlog directory {missing[0]} (storePathCommitLog)" if store.config.storePathCommitLog
                 else "no commitlog/ directory")
+        hint = ""
         if any(FILE_NAME.match(p.name) for p in store.root.iterdir()):
             what += f"; this looks like a commitlog directory itself: the store root is {store.root.parent}"
+        elif _holds_metaq_segments(store.root):
+            hint = f"; it is a MetaQ data path: rmqctl metaq info --store {store.root}"
         raise StoreError(f"not a RocketMQ store root: {what} (a broker creates commitlog/, consumequeue/ and "
-                         "lock at its first start)", store.root)
+                         f"lock at its first start){hint}", store.root)
     if not store.is_empty:
         return
     if not (store.lock_path.exists() or store.checkpoint_path.exists()):
         raise StoreError("not a RocketMQ store root: the commitlog directory holds no file and there is neither "
                          "lock nor checkpoint (a broker creates both at its first start)", store.root)
+
+
+def _holds_metaq_segments(root: Path) -> bool:
+    """A MetaQ data path: a `{topic}-{partition}` directory with a segment file in it."""
+    return any(d.is_dir() and "-" in d.name and any(f.name.endswith(SEGMENT_SUFFIX) for f in d.iterdir())
+               for d in root.iterdir())
 
 
 class Store:

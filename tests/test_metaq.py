@@ -617,9 +617,32 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
     assert r.exit_code == 2 and "attribute bit" in r.stderr
 
 
-def test_verify_on_a_directory_without_partitions(tmp_path):
-    code, rows = verify_rows(tmp_path)
-    assert code == 1 and kinds(rows) == ["no-partitions"]
+def test_a_sound_data_path_says_so_on_stderr_even_piped():
+    r = metaq("verify", "--store", FIXTURE / "store", "--server-config", SERVER_INI)
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert r.stderr == "metaq verify: 4 partition(s), 1000 records, 486704 bytes: sound\n"
+
+
+def test_a_directory_that_is_not_a_data_path_is_refused(tmp_path):
+    """No {topic}-{partition}/ directory (an empty directory, /tmp's "name-suffix" directories), or a RocketMQ
+    store root: one line and exit 2, not a sound empty data path or a finding per directory; `rmqctl info` on a
+    MetaQ data path points to `rmqctl metaq`."""
+    (tmp_path / "systemd-private-abc").mkdir()
+    r = metaq("verify", "--store", tmp_path)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (f"rmqctl: {tmp_path}: not a MetaQ data path: no {{topic}}-{{partition}}/ directory (the broker "
+                        "makes one for each partition it serves)\n")
+    rocketmq = FIXTURES / "a-basic" / "store"
+    r = metaq("info", "--store", rocketmq)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"rmqctl: {rocketmq}: a RocketMQ store root, not a MetaQ data path: rmqctl info --store {rocketmq} reads it\n"
+    r = run("info", "--store", FIXTURE / "store")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == (f"rmqctl: {FIXTURE / 'store'}: not a RocketMQ store root: no commitlog/ directory (a broker "
+                        "creates commitlog/, consumequeue/ and lock at its first start); it is a MetaQ data path: "
+                        f"rmqctl metaq info --store {FIXTURE / 'store'}\n")
+    r = metaq("verify", "--store", FIXTURE / "store", "--server-config", SERVER_INI, "--topic", "nope", "--format", "jsonl")
+    assert r.exit_code == 1 and kinds(jsonl(r.stdout)) == ["no-partitions"]
 
 
 def test_writers_need_an_explicit_data_path(tmp_path, monkeypatch):

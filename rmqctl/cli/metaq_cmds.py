@@ -18,7 +18,7 @@ from ..metaq import clean, inspect
 from ..metaq.append import Appender, NewMessage
 from ..metaq.config import load_server_config, parse_delete_policy
 from ..metaq.cron import next_fire
-from ..metaq.store import MetaqStore
+from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
 from .base import FORMATS, OFFSET, cli, echo_err, parse_int, render
 
@@ -43,6 +43,7 @@ class MetaqContext:
 
         if self._store is None:
             self._store = MetaqStore(self.data_path, self.config)
+            check_data_path(self._store.root)
         return self._store
 
     def writable_store(self):

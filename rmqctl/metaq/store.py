@@ -214,6 +214,20 @@ class Partition:
         return None
 
 
+def check_data_path(root: Path):
+    """A directory is a MetaQ data path only if it holds a `{topic}-{partition}` directory (the broker makes one
+    per partition it serves); a RocketMQ store root, a typo or /tmp must not pass as a data path with no topic
+    (or with a finding for every directory that has a dash in its name)."""
+    if (root / "commitlog").is_dir():
+        raise StoreError(f"a RocketMQ store root, not a MetaQ data path: rmqctl info --store {root} reads it", root)
+    for entry in root.iterdir():
+        dash = entry.name.rfind("-")
+        if entry.is_dir() and dash > 0 and parse_int(entry.name[dash + 1:]) is not None:
+            return
+    raise StoreError("not a MetaQ data path: no {topic}-{partition}/ directory (the broker makes one for each "
+                     "partition it serves)", root)
+
+
 class MetaqStore:
     """A MetaQ dataPath, read-only."""
 
