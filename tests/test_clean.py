@@ -302,6 +302,42 @@ def test_multi_pass_simulates_freed_space(tmpfs):
     assert [p["deleted"] for p in applied["passes"]] == [p["deleted"] for p in plan["passes"]]
 
 
+def test_disk_usage_asks_what_if_the_disk_were_that_full(tmpfs):
+    """--disk-usage 0.9 on a near-empty tmpfs: the plan measures 0.90 and forces the oldest 10 files out, as the
+    applied run on a disk really that full does; --apply refuses the what-if."""
+    store = make_store(tmpfs, [YOUNG] * 40)
+    res = clean(store, "--disk-usage", "0.9", "--file-reserved-time", "48", "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert [r["file"] for r in jsonl(res.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"] == \
+        [f"commitlog/{n}" for n in ORIGINAL["commitlog"][:10]]
+    lines = res.stderr.splitlines()
+    assert lines[1] == ("pass 1 at 2026-11-22T03:13:00.000+00:00 (hour 3): commitlog disk 0.90; "
+                        "space, forced; deletes 10 commitlog, 0 consumequeue, 2 index; min offset 655360")
+    assert lines[-1] == "note: what if: every disk taken as 0.90 full (--disk-usage), not as measured"
+    assert listing(store) == ORIGINAL
+    really = make_store(tmpfs, [YOUNG] * 40, ballast_for(0.90))
+    applied = clean_json(really, "--file-reserved-time", "48", "--apply")
+    assert applied["passes"][0]["commitLogRatio"] > 0.85  # forcibly, as the what-if said
+    assert [names(p["deleted"]["commitlog"]) for p in applied["passes"]] == [ORIGINAL["commitlog"][:10]]
+    res = clean(really, "--disk-usage", "0.9", "--apply")
+    assert (res.exit_code, res.stderr) == (2, "rmqctl: --disk-usage is a what-if for a plan: a ratio from 0 to 1, "
+                                              "without --apply\n")
+
+
+def test_an_applied_run_gives_each_pass_the_time_it_ran(tmpfs):
+    """Without --at, an applied run's passes run one after the other at once: each is stamped with the time it
+    ran, not the plan's 10-second steps of the broker's timer."""
+    store = make_store(tmpfs, [YOUNG] * 40)
+    before = dt.datetime.now().astimezone()
+    res = run("clean", "--store", store, "--broker-config", CONF, "--passes", "3", "--apply", "--verbose",
+              "--format", "json")
+    after = dt.datetime.now().astimezone()
+    assert res.exit_code == 0, res.stderr
+    stamps = [dt.datetime.fromisoformat(p["at"]) for p in json.loads(res.stdout)["passes"]]
+    assert len(stamps) == 3 and all(before <= t <= after + dt.timedelta(milliseconds=1) for t in stamps)
+    assert stamps == sorted(stamps)
+
+
 def test_until_ok_runs_until_a_pass_deletes_nothing(tmpfs):
     store = make_store(tmpfs, [OLD] * 40, ballast_for(0.80))
     got = clean_json(store, "--until-ok", "--file-reserved-time", "48", "--apply")

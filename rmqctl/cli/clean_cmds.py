@@ -40,6 +40,9 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
               help="cleanFileForciblyEnable (default true): above the forcibly ratio, delete regardless of age.")
 @click.option("--delete-file-batch-max", type=int, help="deleteFileBatchMax, files per pass (5.x; default 10).")
 @click.option("--at", "at", help="Evaluate at this ISO time instead of now (its offset is the local zone of the hour).")
+@click.option("--disk-usage", type=float, metavar="RATIO",
+              help="What if the disks were this full (used / total, e.g. 0.9): the plan measures them so, then "
+                   "credits each planned deletion. Not with --apply.")
 @click.option("--delete-interval", type=click.IntRange(min=0), default=0, show_default=True,
               help="Pause (ms) before each deletion with --apply, as the broker's deleteCommitLogFilesInterval (100).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False),
@@ -49,14 +52,15 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 @click.option("--verbose", "-v", is_flag=True, help="With --apply, print the plan and summary even when nothing goes.")
 def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
           file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
-          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, delete_interval,
-          log_path, quiet, verbose):
+          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, disk_usage,
+          delete_interval, log_path, quiet, verbose):
     """Plan the broker's cleanup (deleteWhen, fileReservedTime, disk ratios) and, with --apply, do it.
 
     Commitlog files go oldest first (never the last, stopping at the first kept, at most deleteFileBatchMax per
     pass), then consumequeue files and index files wholly below the new minimum offset. Prints each file
     with its action and reason, then (on stderr) why nothing else goes and the resulting minimum offsets.
-    With --apply and nothing to delete it prints nothing (cron mails nothing) unless --verbose.
+    With --apply and nothing to delete it prints nothing (cron mails nothing) unless --verbose. A deleted file
+    is gone: clean keeps no backup (it runs to free the space one would take); read the plan first.
 
     \b
     rmqctl clean --store /data/store --broker-config broker.conf --until-ok
@@ -70,11 +74,11 @@ def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check
         diskSpaceCleanForciblyRatio=disk_space_clean_forcibly_ratio,
         diskSpaceWarningLevelRatio=disk_space_warning_level_ratio,
         cleanFileForciblyEnable=clean_file_forcibly_enable, deleteFileBatchMax=delete_file_batch_max)
-    clock = Clock.parse(at)
+    clock = Clock.parse(at, live=apply)
     store = ctx.writable_store() if apply else ctx.store
     on_delete = _logger(log_path, os.path.abspath(store.root)) if log_path else None
     result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete,
-                       delete_interval)
+                       delete_interval, disk_usage)
     silent = quiet or (apply and not result.deleted() and not verbose)
     if not silent:
         if ctx.format == "json":

@@ -1,4 +1,4 @@
-"""`restore`: list the backups rebuild, repair, clean and config restore kept, or put one back."""
+"""`restore`: list the backups rebuild, repair and config restore kept, or put one back."""
 from __future__ import annotations
 
 import click
@@ -13,7 +13,7 @@ from .rebuild_cmds import DRY_RUN_HELP, NO_BACKUP_HELP, _interrupted
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 def restore_cmd(ctx, backup, dry_run, no_backup):
-    """Put back what a rebuild, repair, clean or config restore replaced, from BACKUP (a
+    """Put back what a rebuild, repair or config restore replaced, from BACKUP (a
     .rmqctl-backup-<time> directory of the store, by name or path), atomically and under the broker's lock;
     what it replaces is kept in a new backup. Without BACKUP, list the store's backups.
 

@@ -53,14 +53,18 @@ class DiskMeter:
     f_bavail times f_frsize). A plan-only run cannot free anything, so `simulate` keeps a per-filesystem
     account and credits each planned deletion with the blocks the file holds (st_blocks * 512)."""
 
-    def __init__(self, simulate: bool):
+    def __init__(self, simulate: bool, what_if: float | None = None):
         self.simulate = simulate
+        self.what_if = what_if  # a plan's "what if the disk were this full": used / total on every filesystem
         self._account: dict[int, list[int]] = {}  # st_dev -> [total, free, usable]
 
-    @staticmethod
-    def _statvfs(path: str) -> list[int]:
+    def _statvfs(self, path: str) -> list[int]:
         st = os.statvfs(path)
-        return [st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize, st.f_bavail * st.f_frsize]
+        total = st.f_blocks * st.f_frsize
+        if self.what_if is not None:  # the same disk, as full as asked (no root reserve: free is usable)
+            free = total - int(total * self.what_if)  # down: the broker rounds the percent up
+            return [total, free, free]
+        return [total, st.f_bfree * st.f_frsize, st.f_bavail * st.f_frsize]
 
     def _numbers(self, path: str) -> list[int]:
         if not self.simulate:
@@ -248,11 +252,15 @@ def unlink_durably(path: Path):
 
 def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None, passes: int | None = None,
               until_ok: bool = False, manual: bool = False, protect_unconsumed: bool = False, apply: bool = False,
-              on_delete: Callable[[FileDecision], None] | None = None, interval_ms: int = 0) -> CleanResult:
+              on_delete: Callable[[FileDecision], None] | None = None, interval_ms: int = 0,
+              disk_usage: float | None = None) -> CleanResult:
     """Plan (and with apply=True, carry out) `passes` cleaner passes, or with until_ok as many as it takes
     until one deletes nothing. Plan-only runs simulate the space each planned deletion frees; applied runs
     delete for real (under the broker's lock) and re-measure the disk before every pass. `interval_ms`
-    paces the deletions as the broker's deleteCommitLogFilesInterval (100 ms) does, to spare a busy disk."""
+    paces the deletions as the broker's deleteCommitLogFilesInterval (100 ms) does, to spare a busy disk.
+    `disk_usage` (plans only): the disks taken as that full (used / total) instead of as they are."""
+    if disk_usage is not None and (apply or not 0 <= disk_usage <= 1):
+        raise UsageError("--disk-usage is a what-if for a plan: a ratio from 0 to 1, without --apply")
     if store.dledger is not None:
         raise UsageError("this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
                          "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
@@ -272,14 +280,17 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
     if apply:
         with locked_for_writing(store.root):
             return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, True, on_delete, None,
-                        interval_ms)
-    return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error, 0)
+                        interval_ms, DiskMeter(simulate=False))
+    return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error, 0,
+                DiskMeter(simulate=True, what_if=disk_usage))
 
 
 def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_delete, config_error,
-         interval_ms) -> CleanResult:
-    cleaner = Cleaner(load_state(store, settings), settings, clock, DiskMeter(simulate=not apply), manual, protect)
+         interval_ms, meter: DiskMeter) -> CleanResult:
+    cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect)
     notes = list(cleaner.notes)
+    if meter.what_if is not None:
+        notes.append(f"what if: every disk taken as {meter.what_if:.2f} full (--disk-usage), not as measured")
     holder = store.lock_holder() if not apply else None
     if holder:
         notes.append(f"the store's lock is held by pid {holder}: a broker is running and its own cleaner applies")

@@ -155,15 +155,19 @@ class CleanSettings:
 @dataclasses.dataclass
 class Clock:
     """The broker's clock: System.currentTimeMillis for file ages and Calendar.HOUR_OF_DAY in the JVM's
-    zone for deleteWhen. Pass k runs at start + (k-1) x cleanResourceInterval, as the broker's timer would."""
+    zone for deleteWhen. In a plan, pass k runs at start + (k-1) x cleanResourceInterval, as the broker's timer
+    would; `live` (an applied run, whose passes run one after the other at once) reads the real clock at each
+    pass instead, so no pass is given a time it did not run at."""
 
     start: dt.datetime  # timezone-aware; its zone is the "local" zone of the hour
+    live: bool = False
 
     @classmethod
-    def parse(cls, text: str | None) -> "Clock":
-        """ISO time (`2026-11-22T03:13:00+00:00`, `...Z`); without an offset it is local time. None: now."""
+    def parse(cls, text: str | None, live: bool = False) -> "Clock":
+        """ISO time (`2026-11-22T03:13:00+00:00`, `...Z`); without an offset it is local time. None: now, and
+        with `live` the time each pass runs."""
         if text is None:
-            return cls(dt.datetime.now().astimezone())
+            return cls(dt.datetime.now().astimezone(), live)
         try:
             when = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
         except ValueError:
@@ -172,7 +176,8 @@ class Clock:
 
     def at(self, pass_no: int) -> tuple[int, int, str]:
         """(epoch ms, local hour, ISO text) of pass `pass_no` (1-based)."""
-        when = self.start + dt.timedelta(milliseconds=(pass_no - 1) * CLEAN_RESOURCE_INTERVAL_MS)
+        when = dt.datetime.now().astimezone() if self.live else \
+            self.start + dt.timedelta(milliseconds=(pass_no - 1) * CLEAN_RESOURCE_INTERVAL_MS)
         epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
         ms = (when - epoch) // dt.timedelta(milliseconds=1)
         return ms, when.hour, when.isoformat(timespec="milliseconds")

@@ -1,4 +1,4 @@
-"""`restore`: put back what a rebuild, repair, clean or config restore replaced, from the backup directory it
+"""`restore`: put back what a rebuild, repair or config restore replaced, from the backup directory it
 kept (`{store}/.rmqctl-backup-<time>/`), as one transaction of txn.py.
 
 The backup's manifest (`.rmqctl-backup.json`, written by txn.apply_intent) says, per step of the run, which
