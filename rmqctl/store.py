@@ -405,6 +405,14 @@ def commitlog_dirs(root: Path, config: BrokerConfig) -> list[Path]:
     return split_paths(config.storePathCommitLog) if config.storePathCommitLog else [root / "commitlog"]
 
 
+TOP_LEVEL_PARTS = ("commitlog", "consumequeue", "index", "config", "timerlog", "batchconsumequeue")
+
+
+def is_store_root(d: Path) -> bool:
+    """A directory a broker has started in: its commitlog/ and its lock or checkpoint (check_store_root)."""
+    return (d / "commitlog").is_dir() and ((d / "lock").exists() or (d / "checkpoint").exists())
+
+
 def check_store_root(store: "Store"):
     """A directory is a store root only if a broker has started in it: DefaultMessageStore's constructor
     creates the commitlog and consumequeue directories and `lock` before load() reads anything, and load()
@@ -468,12 +476,46 @@ class Store:
         return commitlog_dirs(self.root, self.config)
 
     def allowed_roots(self) -> list[str]:
-        """The real directories the store's files may live in: the root and the commitlog directories the
-        config names. Nothing rmqctl writes or deletes is reached through a symlink leading elsewhere."""
+        """The real directories the store's files may live in: the root, the commitlog directories the
+        config names, and the operator's top-level links (followed_links). Nothing rmqctl writes or deletes
+        is reached through any other symlink leading elsewhere."""
         roots = [os.path.realpath(self.root)]
         if self.config.storePathCommitLog:
             roots += [os.path.realpath(d) for d in self.commitlog_dirs]
-        return roots
+        return roots + list(self.followed_links().values())
+
+    def followed_links(self) -> dict[str, str]:
+        """The store's own top-level directories (commitlog/, consumequeue/, index/, ...) that are symlinks to
+        a directory on another disk, a common layout (the broker follows them, and has no setting for
+        consumequeue's place: StorePathConfigHelper.getStorePathConsumeQueue is always {root}/consumequeue):
+        name -> real directory. A link into another store (a directory with commitlog/ and a lock or
+        checkpoint above the target) is not followed: writing there would change that store."""
+        out = {}
+        for name in TOP_LEVEL_PARTS:
+            link = self.root / name
+            if not (link.is_symlink() and link.is_dir()):
+                continue
+            real = Path(os.path.realpath(link))
+            if not any(is_store_root(d) for d in real.parents if d != Path(os.path.realpath(self.root))):
+                out[name] = str(real)
+        return out
+
+    def in_store(self, path: Path) -> Path:
+        """A path of the store's, relative to the store as the broker names it: through a followed top-level
+        link it is under that link's name."""
+        real = os.path.realpath(path)
+        for name, target in self.followed_links().items():
+            if real == target or real.startswith(target + os.sep):
+                return Path(name) / os.path.relpath(real, target)
+        return Path(real).relative_to(os.path.realpath(self.root))
+
+    def elsewhere(self) -> list[Path]:
+        """The store's directories that may lie on another filesystem than its root (commitlog directories
+        the config names, followed links): a writer's staging for them sits beside them."""
+        dirs = [Path(d) for d in self.followed_links().values()]
+        if self.config.storePathCommitLog:
+            dirs += [Path(os.path.realpath(d)) for d in self.commitlog_dirs]
+        return dirs
 
     @property
     def consumequeue_dir(self) -> Path:
@@ -693,10 +735,14 @@ def links_outside(store: "Store") -> list[tuple[Path, str]]:
     allowed_roots(), with that target; found without following any link."""
     roots = store.allowed_roots()
     out = []
-    pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs]) if os.path.isdir(d)]
+    followed = store.followed_links()
+    pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs, *followed.values()])
+               if os.path.isdir(d)]
     while pending:
         with os.scandir(pending.pop()) as entries:
             for e in entries:
+                if e.is_symlink() and Path(e.path).parent == store.root and e.name in followed:
+                    continue  # the operator's own layout, scanned at its target
                 if e.is_symlink():
                     target = os.path.realpath(e.path)
                     if not any(target == r or target.startswith(r + os.sep) for r in roots):
@@ -712,4 +758,5 @@ def refuse_links_outside(store: "Store"):
         path, target = links[0]
         more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
         raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
-                         "name commitlog directories elsewhere with storePathCommitLog", path)
+                         "they follow only the store's own top-level directories (commitlog/, consumequeue/, index/, "
+                         "...) linked to a directory that is not part of another store", path)

@@ -151,8 +151,9 @@ class Transaction:
 
     def _backup_path(self, target: Path) -> Path:
         """Where the replaced or removed item is kept: the backup directory on the item's filesystem, under
-        its path relative to the store (or its absolute path, for a commitlog directory elsewhere)."""
-        base = self.area(target.parent).parent / self.backup_name
+        its path relative to the store (or its absolute path, for a directory elsewhere: a commitlog directory
+        the config names, or what a top-level symlink leads to)."""
+        base = self.area(target).parent / self.backup_name
         try:
             rel = target.resolve().relative_to(self.base)
         except ValueError:
@@ -263,16 +264,19 @@ def apply_intent(root: Path, intent: dict) -> dict:
         backups = []
     os.unlink(Path(root) / INTENT_NAME)
     fsync_dir(Path(root))
-    return {"command": intent["command"], "steps": len(intent["ops"]), "backup": backups[0] if backups else None}
+    own = [b for b in backups if Path(b).parent == Path(root)]  # the one `restore` lists, with the manifest
+    return {"command": intent["command"], "steps": len(intent["ops"]), "backup": (own or backups or [None])[0]}
 
 
 def _write_manifest(root: Path, intent: dict):
     """What `restore` needs to undo the run, kept in the store's own backup directory: each step's target,
     where its old item went (if it had one) and whether the target existed before. Rewritten whole on a
     roll-forward, so it is complete once the intent is gone."""
-    home = next((Path(b) for b in intent["backups"] if Path(b).parent == root), None)
-    if home is None:
+    if not intent["backups"]:
         return
+    # in the store's own backup directory even when every item went to one beside a directory elsewhere (a
+    # commitlog directory the config names, a top-level symlink's target): `restore` lists the store's
+    home = Path(root) / Path(intent["backups"][0]).name
     home.mkdir(exist_ok=True)
     manifest = {"version": 1, "command": intent["command"], "created": intent["created"],
                 "root": str(Path(root).resolve()), "base": intent.get("base", str(Path(root).resolve())),
@@ -331,11 +335,14 @@ def at_root(record: dict, root: Path, written_in: Path) -> dict:
 
 
 def leftover_staging(root: Path, extra_dirs=()) -> list[Path]:
-    """Staging directories of runs that never reached their commit point."""
-    out = []
-    for d in [Path(root), *(Path(x).resolve().parent for x in extra_dirs)]:
-        if d.is_dir():
-            out += sorted(p for p in d.iterdir() if p.name.startswith(STAGING_PREFIXES))
+    """Staging directories of runs that never reached their commit point: in the store root, and beside each
+    of `extra_dirs` (the store's directories on other filesystems) those named after one of the root's
+    (Transaction.area), so another store's staging in a shared parent is never taken for ours."""
+    own = sorted(p for p in Path(root).iterdir() if p.name.startswith(STAGING_PREFIXES))
+    out = list(own)
+    for d in dict.fromkeys(Path(x).resolve().parent for x in extra_dirs):
+        if d.is_dir() and d != Path(root).resolve():
+            out += sorted(p for p in d.iterdir() if any(p.name.startswith(o.name + "-") for o in own))
     tmp = Path(root) / INTENT_TMP
     if tmp.exists():
         out.append(tmp)

@@ -287,6 +287,78 @@ def test_symlinks_out_of_the_store_are_reported_and_never_followed_by_writers(tm
     assert store_files(outside) == before_out and store_files(store) == before_in
 
 
+@pytest.fixture
+def other_disk(tmp_path):
+    """A second filesystem (a real 64 MiB tmpfs), as an operator's second disk."""
+    mnt = tmp_path / "disk2"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def linked_out(store: Path, name: str, disk: Path) -> Path:
+    """store/NAME moved to DISK/NAME and linked back, as an operator puts a store part on another disk."""
+    real = disk / name
+    shutil.copytree(store / name, real)
+    shutil.rmtree(store / name)
+    (store / name).symlink_to(real)
+    return real
+
+
+@pytest.mark.tmpfs
+def test_writers_follow_the_stores_own_top_level_links_to_another_disk(tmp_path, other_disk):
+    """consumequeue/ and commitlog/ on another filesystem through symlinks: rebuild (whole and one topic),
+    append and restore work through them, stage and keep backups on that filesystem (renames cannot cross
+    one), and leave the links in place; verify finds the store sound."""
+    store = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    cq = linked_out(store, "consumequeue", other_disk)
+    linked_out(store, "commitlog", other_disk)
+    fixture_cq = store_files(FIXTURES / "a-basic" / "store" / "consumequeue")
+    (cq / "TopicTest" / "1" / "00000000000000000000").write_bytes(bytes(1280))  # a queue gone wrong
+    res = run("rebuild", "consumequeue", "--store", store, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert [(r["topic"], r["queueId"]) for r in jsonl(res.stdout)] == [("TopicTest", 1)]
+    assert (store / "consumequeue").is_symlink() and store_files(cq) == fixture_cq
+    backups = sorted(other_disk.glob(".rmqctl-backup-*"))
+    assert len(backups) == 1 and (backups[0] / str(cq).lstrip("/") / "TopicTest" / "1").is_dir()
+    own = next(store.glob(".rmqctl-backup-*"))
+    assert res.stderr == f"rmqctl: 12 queue(s) rebuilt from 2000 records (2000 entries): changed; replaced files kept in {own}\n"
+    assert not list(other_disk.glob(".rmqctl-rebuild-*")) and not list(store.glob(".rmqctl-rebuild-*"))
+
+    shutil.rmtree(cq / "OrderTopic")
+    res = run("rebuild", "consumequeue", "--topic", "OrderTopic", "--store", store, "--broker-config", conf,
+              "--no-backup", "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert store_files(cq) == fixture_cq
+    res = run("append", "--store", store, "--broker-config", conf, "--topic", "TopicTest", "--body", "x")
+    assert res.exit_code == 0, res.stderr
+    assert (store / "commitlog").is_symlink()
+    assert run("verify", "--store", store, "--broker-config", conf).exit_code == 0
+    res = run("restore", own.name, "--store", store, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert (store / "consumequeue").is_symlink()
+    assert (cq / "TopicTest" / "1" / "00000000000000000000").read_bytes() == bytes(1280)  # the damaged queue back
+
+
+def test_a_top_level_link_into_another_store_is_refused(tmp_path):
+    """consumequeue/ linked to another store's: writing through it would change that store; every writer
+    refuses in one line and changes nothing."""
+    store = copy_store("a-basic", tmp_path / "a")
+    other = copy_store("a-basic", tmp_path / "b")
+    shutil.rmtree(store / "consumequeue")
+    (store / "consumequeue").symlink_to(other / "consumequeue")
+    before = store_files(other)
+    res = run("rebuild", "consumequeue", "--store", store, "--broker-config", broker_conf("a-basic"))
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == (f"rmqctl: {store / 'consumequeue'}: is a symlink to {other / 'consumequeue'}, outside the "
+                          "store: rmqctl's writers do not follow it; they follow only the store's own top-level "
+                          "directories (commitlog/, consumequeue/, index/, ...) linked to a directory that is not "
+                          "part of another store\n")
+    assert store_files(other) == before
+
+
 def test_a_recorded_topic_that_would_leave_the_store_is_never_dispatched(tmp_path):
     """A record whose topic reads `../../evi` past the consumequeues' end: append's catch-up (the broker's
     reput) refuses it, naming the record, and writes nothing outside the store."""

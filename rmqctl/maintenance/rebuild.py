@@ -395,7 +395,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
     with writing(store, dry_run, "rebuild consumequeue") as (interrupted, store), \
             _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
         file_size = store.consumequeue_file_size
-        root = txn.staging
+        root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
         build = dispatch_records(store, root, build_cq=True, build_index=False,
                                  queue_filter=selected if subset else None, progress=progress, memory=memory)
         built = set(build.queued)
@@ -454,7 +454,7 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
     with writing(store, dry_run, "rebuild index") as (interrupted, store), \
             _build_area(store, dry_run, "index", keep_backup) as txn:
         slots, num = store.index_geometry
-        root = txn.staging
+        root = txn.area(store.index_dir)  # on its filesystem, which a top-level link may make another
         build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock,
                                  memory=memory)
         index_dir = root / "index"

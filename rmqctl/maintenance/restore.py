@@ -84,13 +84,13 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
         if not path.is_dir() or not path.name.startswith(BACKUP_PREFIX) or path.resolve().parent != store.root.resolve():
             raise StoreError(f"not a backup directory of this store ({BACKUP_PREFIX}<time> in {store.root})", path)
         manifest = _manifest(path, store.root)
-        inside = [store.root.resolve(), *(d.resolve() for d in store.commitlog_dirs)]
+        inside = [*(Path(r) for r in store.allowed_roots()), *(d.resolve() for d in store.commitlog_dirs)]
         steps = []
         for step in manifest["steps"]:
             target, old = Path(step["target"]), Path(step["backup"])
             if not any(target.is_relative_to(d) for d in inside):
-                raise StoreError(f"{BACKUP_MANIFEST} names {target}, outside the store and its commitlog directories: "
-                                 "refused", path)
+                raise StoreError(f"{BACKUP_MANIFEST} names {target}, outside the store, its commitlog directories and "
+                                 "its top-level links: refused", path)
             if os.path.lexists(old):
                 steps.append({"action": "put-back", "target": str(target), "from": str(old)})
             elif step["op"] == "replace" and step.get("existed") is False and os.path.lexists(target):
@@ -109,7 +109,11 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
                 result.newBackup = txn.commit().get("backup")
             finally:
                 txn.discard()
-        if not any(p.is_file() and p.name != BACKUP_MANIFEST for p in path.rglob("*")):
+        beside = [d.parent / path.name for d in store.elsewhere() if (d.parent / path.name).is_dir()]
+        if not any(p.is_file() and p.name != BACKUP_MANIFEST for b in (path, *beside) for p in b.rglob("*")):
+            for b in dict.fromkeys(beside):  # its emptied part beside a directory on another filesystem
+                shutil.rmtree(b)
+                fsync_dir(b.parent)
             # used up (now, or by a run killed before this): renamed first, so a kill while deleting leaves a
             # leftover the next writing command's recovery deletes, never a backup without its manifest
             done = Path(tempfile.mkdtemp(prefix=".rmqctl-restore-", dir=store.root))
