@@ -482,40 +482,7 @@ class Store:
         roots = [os.path.realpath(self.root)]
         if self.config.storePathCommitLog:
             roots += [os.path.realpath(d) for d in self.commitlog_dirs]
-        return roots + list(self.followed_links().values())
-
-    def followed_links(self) -> dict[str, str]:
-        """The store's own top-level directories (commitlog/, consumequeue/, index/, ...) that are symlinks to
-        a directory on another disk, a common layout (the broker follows them, and has no setting for
-        consumequeue's place: StorePathConfigHelper.getStorePathConsumeQueue is always {root}/consumequeue):
-        name -> real directory. A link into another store (a directory with commitlog/ and a lock or
-        checkpoint above the target) is not followed: writing there would change that store."""
-        out = {}
-        for name in TOP_LEVEL_PARTS:
-            link = self.root / name
-            if not (link.is_symlink() and link.is_dir()):
-                continue
-            real = Path(os.path.realpath(link))
-            if not any(is_store_root(d) for d in real.parents if d != Path(os.path.realpath(self.root))):
-                out[name] = str(real)
-        return out
-
-    def in_store(self, path: Path) -> Path:
-        """A path of the store's, relative to the store as the broker names it: through a followed top-level
-        link it is under that link's name."""
-        real = os.path.realpath(path)
-        for name, target in self.followed_links().items():
-            if real == target or real.startswith(target + os.sep):
-                return Path(name) / os.path.relpath(real, target)
-        return Path(real).relative_to(os.path.realpath(self.root))
-
-    def elsewhere(self) -> list[Path]:
-        """The store's directories that may lie on another filesystem than its root (commitlog directories
-        the config names, followed links): a writer's staging for them sits beside them."""
-        dirs = [Path(d) for d in self.followed_links().values()]
-        if self.config.storePathCommitLog:
-            dirs += [Path(os.path.realpath(d)) for d in self.commitlog_dirs]
-        return dirs
+        return roots + list(followed_links(self).values())
 
     @property
     def consumequeue_dir(self) -> Path:
@@ -730,12 +697,48 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
     return None
 
 
+def followed_links(store: "Store") -> dict[str, str]:
+    """The store's own top-level directories (commitlog/, consumequeue/, index/, ...) that are symlinks to
+    a directory on another disk, a common layout (the broker follows them, and has no setting for
+    consumequeue's place: StorePathConfigHelper.getStorePathConsumeQueue is always {root}/consumequeue):
+    name -> real directory. A link into another store (a directory with commitlog/ and a lock or
+    checkpoint above the target) is not followed: writing there would change that store."""
+    out = {}
+    for name in TOP_LEVEL_PARTS:
+        link = store.root / name
+        if not (link.is_symlink() and link.is_dir()):
+            continue
+        real = Path(os.path.realpath(link))
+        if not any(is_store_root(d) for d in real.parents if d != Path(os.path.realpath(store.root))):
+            out[name] = str(real)
+    return out
+
+
+def in_store(store: "Store", path: Path) -> Path:
+    """A path of the store's, relative to the store as the broker names it: through a followed top-level
+    link it is under that link's name."""
+    real = os.path.realpath(path)
+    for name, target in followed_links(store).items():
+        if real == target or real.startswith(target + os.sep):
+            return Path(name) / os.path.relpath(real, target)
+    return Path(real).relative_to(os.path.realpath(store.root))
+
+
+def elsewhere(store: "Store") -> list[Path]:
+    """The store's directories that may lie on another filesystem than its root (commitlog directories
+    the config names, followed links): a writer's staging for them sits beside them."""
+    dirs = [Path(d) for d in followed_links(store).values()]
+    if store.config.storePathCommitLog:
+        dirs += [Path(os.path.realpath(d)) for d in store.commitlog_dirs]
+    return dirs
+
+
 def links_outside(store: "Store") -> list[tuple[Path, str]]:
     """Every symlink under the store (root and commitlog directories) whose target resolves outside
     allowed_roots(), with that target; found without following any link."""
     roots = store.allowed_roots()
     out = []
-    followed = store.followed_links()
+    followed = followed_links(store)
     pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs, *followed.values()])
                if os.path.isdir(d)]
     while pending:

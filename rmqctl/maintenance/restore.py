@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import StoreError
-from ..store import Store
+from ..store import Store, elsewhere
 from .staging import writing
 from ..txn import BACKUP_MANIFEST, BACKUP_PREFIX, Transaction, at_root, fsync_dir
 
@@ -109,7 +109,7 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
                 result.newBackup = txn.commit().get("backup")
             finally:
                 txn.discard()
-        beside = [d.parent / path.name for d in store.elsewhere() if (d.parent / path.name).is_dir()]
+        beside = [d.parent / path.name for d in elsewhere(store) if (d.parent / path.name).is_dir()]
         if not any(p.is_file() and p.name != BACKUP_MANIFEST for b in (path, *beside) for p in b.rglob("*")):
             for b in dict.fromkeys(beside):  # its emptied part beside a directory on another filesystem
                 shutil.rmtree(b)

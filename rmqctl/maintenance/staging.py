@@ -16,7 +16,7 @@ from .. import schema as S
 from ..budget import DEFAULT_MEMORY
 from ..lock import store_lock
 from ..timerstore import TimerFiles, field_offset
-from ..store import IndexFile, Store, refuse_links_outside
+from ..store import IndexFile, Store, elsewhere, in_store, refuse_links_outside
 from .writers import Dispatcher
 from ..txn import Transaction, locked_for_writing, pending
 from ..checks.verify import verify
@@ -30,7 +30,7 @@ def writing(store: Store, dry_run: bool, writer: str, extra_dirs=()):
     (creating it would be a write) and only reports leftovers. A store holding a part this version does
     not read is refused first (`writer` names the command), dry runs included: their plan would be wrong."""
     store.parts.refuse_writer(writer)
-    extra_dirs = [*extra_dirs, *store.elsewhere()]  # a killed run's staging beside them is its too
+    extra_dirs = [*extra_dirs, *elsewhere(store)]  # a killed run's staging beside them is its too
     if dry_run:
         if store.lock_path.exists():
             with store_lock(store.root):
@@ -116,7 +116,7 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         target = target.resolve()
         if target.parent in {d.resolve() for d in store.commitlog_dirs}:
             return view / "commitlog" / target.name
-        return view / store.in_store(target)
+        return view / in_store(store, target)
 
     (view / "commitlog").mkdir()
     for d in store.commitlog_dirs:
