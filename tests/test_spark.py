@@ -393,7 +393,8 @@ def test_dledger_store(spark, tmp_path):
 def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path):
     """5.x V2 records carry topics up to 32767 bytes; a directory name holds 255. Records with 300-byte,
     400-byte (UTF-8) and 20000-byte topics, written after the last record of a c-v5-features copy as the
-    broker writes them: all exported, each topic exact in `topicName`, and in a directory of its own."""
+    broker writes them: all exported, each in a directory of its own, and the `topic` column exact for each, as
+    Spark reads the export back (its partition column is `topicDir`, which holds the shortened names)."""
     from rmqctl import schema as S
 
     root = copy_store("c-v5-features", tmp_path)
@@ -408,12 +409,12 @@ def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path
     dirs = [p.name for p in out.iterdir() if p.is_dir()]
     assert len(dirs) == len(summary) and all(len(d.encode()) <= 255 for d in dirs)
     table = pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table()
-    names = table.column("topicName").to_pylist()
+    names = table.column("topic").to_pylist()
     assert {t: names.count(t) for t in topics} == {t: 1 for t in topics}
     read = spark.read.parquet(str(out))
-    assert {r["topicName"] for r in read.select("topicName").distinct().collect()} == set(summary)
-    short = read.where("topic = topicName").count()
-    assert short == 491 and read.count() == 494  # only the long ones have a directory other than their name
+    counted = {r["topic"]: r["count"] for r in read.groupBy("topic").count().collect()}
+    assert counted == summary
+    assert read.where("topic = topicDir").count() == 491 and read.count() == 494  # only the long ones shortened
 
 
 def test_export_keeps_hostile_topics_inside_out(spark, tmp_path):
@@ -431,7 +432,7 @@ def test_export_keeps_hostile_topics_inside_out(spark, tmp_path):
     r = run("spark", "export", "--store", store, "--broker-config", broker_conf("a-basic"), "--out", out)
     assert r.exit_code == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "nest").iterdir()) == ["export"]
-    assert all(p.parent == out for p in out.glob("topic=*"))
+    assert all(p.parent == out for p in out.glob("topicDir=*"))
     topics = {row["topic"] for row in spark.read.parquet(str(out)).select("topic").distinct().collect()}
     assert {"../../evi", "../../../"} <= topics
 
@@ -546,8 +547,8 @@ def documented_schema() -> list[tuple[str, str]]:
 
 
 def test_one_schema_declaration_for_source_export_cli_and_docs(spark, tmp_path):
-    """docs/spark.md's table is the DataFrame schema, `rmqctl spark schema` and (with `topic` as `topicName`, the
-    directory adding `topic`) the Parquet files' schema as Spark and pyarrow read it."""
+    """docs/spark.md's table is the DataFrame schema, `rmqctl spark schema` and (the directory adding
+    `topicDir`) the Parquet files' schema as Spark and pyarrow read it."""
     import pyarrow.parquet as pq
 
     documented = documented_schema()
@@ -558,9 +559,9 @@ def test_one_schema_declaration_for_source_export_cli_and_docs(spark, tmp_path):
     assert [(c["column"], c["type"]) for c in shown] == documented and all(c["holds"] for c in shown)
     out = tmp_path / "export"
     assert run("spark", "export", "--store", store_root(name), "--out", out).exit_code == 0
-    in_files = [("topicName" if n == "topic" else n, t) for n, t in documented]
-    assert [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(str(out)).schema] == in_files + [("topic", "string")]
-    arrow = pq.read_schema(next(out.glob("topic=*/*.parquet")))
+    assert [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(str(out)).schema] == \
+        documented + [("topicDir", "string")]
+    arrow = pq.read_schema(next(out.glob("topicDir=*/*.parquet")))
     assert [(f.name, str(f.type)) for f in arrow][:20] == [
         ("store", "string"), ("file", "string"), ("position", "int32"), ("commitLogOffset", "int64"),
         ("storeSize", "int32"), ("magicCode", "int32"), ("bodyCRC", "int32"), ("queueId", "int32"), ("flag", "int32"),
@@ -746,3 +747,53 @@ def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(
     stats = {group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)}
     assert rows and any("." in path for path in stats)
     assert {path for path, kept in stats.items() if not kept} == {p for p in stats if p.split(".")[0] in NO_STATISTICS}
+
+
+# -- the terminal: a quiet session, Ctrl-C ---------------------------------------------------------------------
+JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's own, before any log4j config
+
+
+def test_a_new_session_is_quiet(tmp_path):
+    """rmqctl.spark.session() in a fresh process: no Spark banner, no WARN line on stderr, only the JVM's own
+    start-up notice, which no log setting reaches."""
+    code = "from rmqctl.spark import session\nprint(session().range(3).count())\n"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert (p.returncode, p.stdout) == (0, "3\n"), p.stderr
+    assert [line for line in p.stderr.splitlines() if line != JVM_NOTICE] == []
+
+
+def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
+    """A real Ctrl-C: SIGINT to the terminal's foreground process group once the stage bar shows. One line,
+    exit 130, and the --out directory the run created is gone (no py4j or worker tracebacks)."""
+    import pty
+    import select
+    import signal
+
+    out = tmp_path / "new" / "out"
+    master, slave = pty.openpty()
+    args = ["spark", "export", "--store", fixture_dir("a-basic") / "store", "--broker-config", broker_conf("a-basic"),
+            "--out", out]
+    proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *map(str, args)], stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True, close_fds=True,
+                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    os.close(slave)
+    screen, sent = b"", False
+    while True:
+        ready, _, _ = select.select([master], [], [], 600)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        screen += data
+        if not sent and b"[Stage" in screen:
+            os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+            sent, screen = True, b""
+    os.close(master)
+    assert sent and proc.wait(timeout=120) == 130
+    assert screen.decode().replace("\r\x1b[K", "").strip("\r\n ").splitlines()[-1:] == ["rmqctl: interrupted"]
+    assert "Traceback" not in screen.decode() and not (tmp_path / "new").exists()

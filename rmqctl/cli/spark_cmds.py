@@ -78,11 +78,10 @@ class SparkOptions(NamedTuple):
 
 def run_job(options: SparkOptions, job: Callable):
     """Start (or join) the Spark session and run `job(spark)`; a failed job is one line and exit 2."""
-    from ..spark import console_conf, session  # spark's modules need the optional extra (pyspark)
+    from ..spark import session  # spark's modules need the optional extra (pyspark)
     from ..spark.jobs import spark_errors  # optional extra (pyspark)
 
-    spark = session(options.master, conf=console_conf(options.log_level))
-    spark.sparkContext.setLogLevel(options.log_level)
+    spark = session(options.master, log_level=options.log_level)
     with spark_errors():
         return job(spark)
 
@@ -93,13 +92,13 @@ def run_job(options: SparkOptions, job: Callable):
 @click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet", show_default=True,
               help="File format of the export (both snappy-compressed).")
 @click.option("--partition-by", type=click.Choice(["topic", "date", "none"]), default="topic", show_default=True,
-              help="Directory layout: OUT/topic=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.")
+              help="Directory layout: OUT/topicDir=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing export (the previous one stays if the run fails).")
 @time_range
 def spark_export(selection, spark_options, out, file_format, partition_by, overwrite, since, until):
     """Export every message to Parquet (or ORC), one directory per topic (or store date).
 
-    Files go under OUT/topic=<topic>/ (Spark's partition layout; the exact topic is in the `topicName`
+    Files go under OUT/topicDir=<topic>/ (Spark's partition layout; the exact topic is in the `topic`
     column), OUT/date=YYYY-MM-DD/ (the UTC date of storeTimestamp) or straight into OUT, one task per
     commitlog file, with the columns of the `rocketmq` data source (`rmqctl spark schema`). Prints the
     messages and files written per store and topic (or date).
@@ -179,8 +178,8 @@ def spark_schema(fmt):
     """The columns of the `rocketmq` data source and of `spark export`'s files: name, Spark type, what it holds.
 
     The declaration the source and the export are built from (rmqctl.spark.columns.MESSAGE_COLUMNS). In the
-    files of the topic layout `topic` is named `topicName` (the directory gives `topic`); --partition-by
-    date adds `date`. verifyCrc=true adds `crcOk` (boolean) to the source.
+    files of the topic layout the directory adds `topicDir` (the topic, shortened when too long for a
+    directory name); --partition-by date adds `date`. verifyCrc=true adds `crcOk` (boolean) to the source.
 
     \b
     rmqctl spark schema

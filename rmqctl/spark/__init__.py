@@ -17,6 +17,7 @@ from ..errors import UsageError
 
 INSTALL_HINT = "pip install 'rmqctl[spark]'"
 MASTER_ENV = "RMQCTL_SPARK_MASTER"
+DAEMON_MODULE = "spark.python.daemon.module"  # a local master's: rmqctl.spark.daemon (a Ctrl-C reaches the driver alone)
 LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
@@ -56,7 +57,7 @@ def register(spark):
 
 
 def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str, str] | None = None,
-            remote: str | None = None):
+            remote: str | None = None, log_level: str = "error"):
     """The active SparkSession (or a new one) with the data sources registered.
 
     Master: the one given, else $RMQCTL_SPARK_MASTER, else the one spark-submit configured, else local[*].
@@ -65,7 +66,10 @@ def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str,
 
     `remote` ("sc://host:15002") connects to a Spark Connect server instead (pip install 'pyspark[connect]'
     here): the data sources are registered from here and run in the server's Python workers, which must
-    import rmqctl and its dependencies (the server's PYTHONPATH or environment, spark.pyspark.python)."""
+    import rmqctl and its dependencies (the server's PYTHONPATH or environment, spark.pyspark.python).
+
+    A session it starts is quiet: Spark's log at `log_level` (error: no banner, no WARN lines; "warn" or
+    "info" to see them) and stage bars only on a terminal, unless `conf` sets the driver's Java options."""
     require()
     from pyspark.sql import SparkSession  # the optional extra
 
@@ -84,6 +88,9 @@ def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str,
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    for key, value in (conf or {}).items():
+    local = {DAEMON_MODULE: "rmqctl.spark.daemon"} if master is not None and master.startswith("local") else {}
+    for key, value in {**console_conf(log_level), **local, **(conf or {})}.items():
         builder = builder.config(key, value)
-    return register(builder.getOrCreate())
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level.upper())  # a JVM started before (spark-submit, a notebook) too
+    return register(spark)

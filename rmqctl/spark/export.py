@@ -5,13 +5,15 @@ Each Spark task takes one commitlog file: it decodes it with the library (the sa
 `rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer straight from the executor,
 one file per topic. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
 costs the JVM as much CPU as decoding costs Python, for a copy that changes nothing. The result is laid out
-as Spark's own partitioned writer lays it out (topic=<Spark's escaping of the name>/part-*.parquet,
+as Spark's own partitioned writer lays it out (topicDir=<Spark's escaping of the name>/part-*.parquet,
 _SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it back. A 5.x topic can be 32767
 bytes long, a directory name at most 255: a topic whose directory name would be longer gets
-topic=<its start>~<hash of it>. So the exact name is also in the data of every file, as `topicName`.
+topicDir=<its start>~<hash of it>. The partition column is therefore not `topic`, which Spark would fill from
+the directory name: `topic` is the data column, the exact name in every case (each file holds one topic, so
+its Parquet statistics still let a filter on `topic` skip the others' files).
 
 `partition_by="date"` lays the files out as date=<UTC date of storeTimestamp>/ (Spark reads `date` back as a
-DateType column); "none" writes them straight into out. Only the topic layout renames the `topic` column.
+DateType column); "none" writes them straight into out.
 
 Commit: tasks write under out/_temporary-<id>/; once all tasks succeeded the driver removes the previous
 export's _SUCCESS, then the rest of it (--overwrite), moves every file into its directory and writes _SUCCESS
@@ -20,6 +22,7 @@ as it was. A retried task rewrites the same names.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -41,7 +44,7 @@ from .inputs import StoreSelection
 from .sources import CommitLogFile, plan_commitlog
 
 ROW_GROUP_BYTES = 64 << 20
-TOPIC_NAME = "topicName"  # the topic as stored, in the data of every exported file
+TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself is the data column, whole
 NAME_MAX = 255  # bytes in one directory name (Linux, and the usual cluster filesystems)
 # columns with few distinct values; dictionary-encoding the others (bodies, ids, offsets) only costs time
 DICTIONARY_COLUMNS = ["store", "file", "magicCode", "queueId", "flag", "sysFlag", "storeHost", "reconsumeTimes",
@@ -137,9 +140,6 @@ class PartitionFiles:
         self.directory = directory
         self.prefix = prefix
         self.partition_by = partition_by
-        if partition_by == "topic":  # the directory holds it too, but not always whole: see topic_directory
-            at = schema.get_field_index("topic")
-            schema = schema.set(at, schema.field(at).with_name(TOPIC_NAME))
         self.schema = schema
         self.pending: dict[str | None, list[pa.RecordBatch]] = {}
         self.pending_bytes: dict[str | None, int] = {}
@@ -213,6 +213,7 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, 
     if previous and not overwrite:
         raise UsageError(f"{target} exists and is not empty; pass --overwrite to replace it")
     parts = plan_commitlog(selection.resolve(), since=since, until=until)
+    made = [d for d in (target, *target.parents) if not d.exists()]  # deepest first
     staging = target / f"_temporary-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
     sc = spark.sparkContext
@@ -225,8 +226,11 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, 
             results = sc.parallelize(list(enumerate(parts)), len(parts)).map(task).collect()
         replace_previous(target, previous)
         rows = commit(spark, target, staging, results, partition_by)
-    except BaseException:
+    except BaseException:  # a failed or interrupted run (Ctrl-C) leaves no trace, not even an empty --out
         shutil.rmtree(staging, ignore_errors=True)
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
         raise
     return ExportResult(str(target), rows, [line for r in results for line in r["damage"]])
 
@@ -242,19 +246,19 @@ def replace_previous(target: Path, previous: list[Path]):
 
 
 def topic_directory(partition_path, topic: str) -> str:
-    """`topic=<name>` as Spark names the partition; when that is longer than a directory name may be, the
+    """`topicDir=<name>` as Spark names the partition; when that is longer than a directory name may be, the
     longest start of the name that fits with `~` and 16 hex digits of its SHA-256 (unique per topic; the
-    exact name is in the `topicName` column)."""
-    name = partition_path("topic", topic)
+    exact name is in the `topic` column)."""
+    name = partition_path(TOPIC_DIRECTORY, topic)
     if len(name.encode("utf-8")) <= NAME_MAX:
         return name
     digest = "~" + hashlib.sha256(topic.encode("utf-8")).hexdigest()[:16]
-    fits = lambda n: len((partition_path("topic", topic[:n]) + digest).encode("utf-8")) <= NAME_MAX
+    fits = lambda n: len((partition_path(TOPIC_DIRECTORY, topic[:n]) + digest).encode("utf-8")) <= NAME_MAX
     lo, hi = 0, len(topic)
     while lo < hi:  # the longest start that fits: escaping only grows with the length
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-    return partition_path("topic", topic[:lo]) + digest
+    return partition_path(TOPIC_DIRECTORY, topic[:lo]) + digest
 
 
 def commit(spark, target: Path, staging: Path, results: list[dict], partition_by: str = "topic") -> list[dict]:

@@ -4,8 +4,13 @@ StoreSelection, and returns plain dicts (the shapes the CLI prints)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
+import signal
+import sys
+import threading
 
+from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -96,11 +101,38 @@ _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
 @contextlib.contextmanager
 def spark_errors():
     """A failed job as one line (the error the Python worker raised, not the JVM's stack): a store an executor
-    cannot read is still `path at commitlog offset N: what`."""
+    cannot read is still `path at commitlog offset N: what`. A Ctrl-C (SIGINT, in the main thread) ends the
+    block with KeyboardInterrupt, whatever the interrupted call raises on its way out (py4j's network error,
+    a cancelled job): the caller's one line and exit 130, not their tracebacks."""
+    interrupted = []
+
+    def on_sigint(signum, frame):
+        # no py4j call here: the main thread may be inside one on the same connection. The JVM this driver
+        # started goes now (its Python daemon and workers follow: their pipe to it closes), so no task writes
+        # on and no stage bar is drawn after the one line; py4j's tracebacks about the broken call are noise
+        interrupted.append(signum)
+        logging.disable(logging.CRITICAL)
+        jvm = getattr(SparkContext._gateway, "proc", None)  # None under spark-submit: its JVM is our parent
+        if jvm is not None:
+            jvm.kill()
+            jvm.wait()
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")  # the stage bar's line, for the one line that follows
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main else None
     try:
         yield
-    except (PySparkException, Py4JJavaError) as e:
-        raise StoreError(first_cause(str(e))) from None
+    except BaseException as e:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        if isinstance(e, (PySparkException, Py4JJavaError)):
+            raise StoreError(first_cause(str(e))) from None
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def first_cause(text: str) -> str:
