@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,33 @@ def held_lock(store: Path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def terminal_output(master: int, idle: float = 600):
+    """What a child writes to the pseudo-terminal `master`, chunk by chunk, until it closes its side (or
+    writes nothing for `idle` seconds: a guard against a hang, not a measure)."""
+    while True:
+        ready, _, _ = select.select([master], [], [], idle)
+        if not ready:
+            return
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            return
+        if not data:
+            return
+        yield data
+
+
+@contextlib.contextmanager
+def tmpfs_at(mnt: Path, size: str):
+    """A fresh tmpfs of `size` (mount's size=, e.g. 32m) mounted at `mnt` while the block runs (needs root)."""
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
 def run(*args, input=None):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, held_lock, jsonl, run, truth
+from conftest import FIXTURES, broker_conf, held_lock, jsonl, run, tmpfs_at, truth
 from rmqctl.maintenance.clean_rules import (
     CleanSettings,
     DiskUsage,
@@ -44,11 +44,8 @@ REF = dt.datetime(2026, 11, 22, 3, 13, 0, tzinfo=dt.timezone.utc)  # local hour 
 @pytest.fixture
 def tmpfs(tmp_path):
     """A fresh 32 MiB tmpfs, unmounted afterwards."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mnt)], check=True)
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=True)
+    with tmpfs_at(tmp_path / "mnt", "32m") as mnt:
+        yield mnt
 
 
 def used_pages(mnt: Path) -> int:

@@ -16,7 +16,7 @@ import lz4.frame
 import pytest
 import zstandard
 
-from conftest import FIXTURES, broker_conf, copy_store, jsonl, run
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, run, tmpfs_at
 from rmqctl import schema as S
 from rmqctl.record import DecompressionLimitError, Message
 
@@ -290,11 +290,8 @@ def test_symlinks_out_of_the_store_are_reported_and_never_followed_by_writers(tm
 @pytest.fixture
 def other_disk(tmp_path):
     """A second filesystem (a real 64 MiB tmpfs), as an operator's second disk."""
-    mnt = tmp_path / "disk2"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=True)
+    with tmpfs_at(tmp_path / "disk2", "64m") as mnt:
+        yield mnt
 
 
 def linked_out(store: Path, name: str, disk: Path) -> Path:

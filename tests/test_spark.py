@@ -767,8 +767,9 @@ def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
     """A real Ctrl-C: SIGINT to the terminal's foreground process group once the stage bar shows. One line,
     exit 130, and the --out directory the run created is gone (no py4j or worker tracebacks)."""
     import pty
-    import select
     import signal
+
+    from conftest import terminal_output
 
     out = tmp_path / "new" / "out"
     master, slave = pty.openpty()
@@ -779,16 +780,7 @@ def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
                             env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
     os.close(slave)
     screen, sent = b"", False
-    while True:
-        ready, _, _ = select.select([master], [], [], 600)
-        if not ready:
-            break
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
+    for data in terminal_output(master):
         screen += data
         if not sent and b"[Stage" in screen:
             os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C

@@ -6,7 +6,6 @@ import fcntl
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import termios
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, run, truth
+from conftest import FIXTURES, broker_conf, run, terminal_output, truth
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 RMQCTL = [sys.executable, "-m", "rmqctl"]
@@ -28,18 +27,7 @@ def on_terminal(args, columns: int) -> str:
     env["TERM"] = "xterm-256color"
     proc = subprocess.Popen([*RMQCTL, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
-        if not ready:
-            break
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
+    chunks = list(terminal_output(master, idle=60))
     proc.wait(timeout=60)
     os.close(master)
     return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
