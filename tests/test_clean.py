@@ -321,6 +321,17 @@ def test_disk_usage_asks_what_if_the_disk_were_that_full(tmpfs):
                                               "without --apply\n")
 
 
+def test_a_plan_on_a_terminal_is_one_line_per_file(tmpfs):
+    """The table format: a title, a header, then one line per file the pass looked at, whatever the width of
+    the `detail` column."""
+    store = make_store(tmpfs, [OLD] * 40)
+    rows = jsonl(clean(store, "--delete-when", "03", "--format", "jsonl").stdout)
+    lines = clean(store, "--delete-when", "03", "--format", "table").stdout.splitlines()
+    assert len(lines) == len(rows) + 2 and lines[0] == "clean plan"
+    assert lines[1].split() == ["pass", "kind", "file", "action", "why", "detail"]
+    assert lines[2].split()[:5] == ["1", "commitlog", "commitlog/00000000000000000000", "delete", "age"]
+
+
 def test_an_applied_run_gives_each_pass_the_time_it_ran(tmpfs):
     """Without --at, an applied run's passes run one after the other at once: each is stamped with the time it
     ran, not the plan's 10-second steps of the broker's timer."""
