@@ -119,8 +119,12 @@ def _rename(src: Path, dst: Path):
 class Transaction:
     """One atomic change of a store: staged replacements and removals, committed by the intent file."""
 
-    def __init__(self, root: Path, kind: str, command: str, keep_backup: bool = True, base: Path | None = None):
+    def __init__(self, root: Path, kind: str, command: str, keep_backup: bool = True, base: Path | None = None,
+                 beside: list[Path] = ()):
         self.root = Path(root).resolve()
+        # the store's directories on other filesystems (store.elsewhere): staging for what lies under one of
+        # them goes beside it, never into a directory the broker lists (a topic's, a commitlog's)
+        self.beside = [Path(d).resolve() for d in beside]
         # backups keep their path relative to `base` (the store root unless the caller's files live above
         # `root`, as MetaQ's segments do around its partition's .rmqctl directory)
         self.base = Path(base).resolve() if base is not None else self.root
@@ -143,7 +147,8 @@ class Transaction:
         near = next(p for p in (Path(near), *Path(near).parents) if p.exists())
         dev = os.stat(near).st_dev
         if dev not in self._areas:
-            parent = Path(near).resolve().parent
+            real = Path(near).resolve()
+            parent = next((d.parent for d in self.beside if d == real or d in real.parents), real.parent)
             if os.stat(parent).st_dev != dev:
                 raise StoreError("is a mount point: no directory on its filesystem to stage a replacement in", near)
             self._areas[dev] = Path(tempfile.mkdtemp(prefix=self.staging.name + "-", dir=parent))

@@ -339,6 +339,26 @@ def test_writers_follow_the_stores_own_top_level_links_to_another_disk(tmp_path,
     assert (cq / "TopicTest" / "1" / "00000000000000000000").read_bytes() == bytes(1280)  # the damaged queue back
 
 
+@pytest.mark.tmpfs
+def test_repair_through_linked_queues_keeps_its_backup_beside_them(tmp_path, other_disk):
+    """d-crashed with consumequeue/ and index/ on another disk: repair truncates files under both links; its
+    staging and backup go beside the links' targets (the disk's top), never into a directory the broker
+    lists (a topic's), and restore takes the repair back."""
+    store = copy_store("d-crashed", tmp_path)
+    conf = broker_conf("d-crashed")
+    cq, index = linked_out(store, "consumequeue", other_disk), linked_out(store, "index", other_disk)
+    before = {**store_files(cq), **{f"index/{k}": v for k, v in store_files(index).items()}}
+    res = run("repair", "--store", store, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert {r["target"].split("/")[0] for r in jsonl(res.stdout) if r["action"] == "truncate"} == {"consumequeue", "index"}
+    assert [p.name for p in cq.rglob(".rmqctl-*")] == [] and [p.name for p in index.rglob(".rmqctl-*")] == []
+    assert [p.name.split("-2")[0] for p in other_disk.iterdir() if p.name.startswith(".rmqctl")] == [".rmqctl-backup"]
+    own = next(store.glob(".rmqctl-backup-*"))
+    res = run("restore", own.name, "--store", store, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert {**store_files(cq), **{f"index/{k}": v for k, v in store_files(index).items()}} == before
+
+
 def test_a_top_level_link_into_another_store_is_refused(tmp_path):
     """consumequeue/ linked to another store's: writing through it would change that store; every writer
     refuses in one line and changes nothing."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..configfiles import present_configs
 from ..errors import UsageError
-from ..store import Store
+from ..store import Store, elsewhere
 from ..checks.config import described
 from ..txn import Transaction, locked_for_writing
 
@@ -52,7 +52,8 @@ def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = T
     if not todo:
         return None
     store.parts.refuse_writer("config restore")
-    with locked_for_writing(store.root), Transaction(store.root, "config", "config restore", keep_backup) as txn:
+    with locked_for_writing(store.root), \
+            Transaction(store.root, "config", "config restore", keep_backup, beside=elsewhere(store)) as txn:
         for p in todo:
             target = Path(p.path)
             staged = txn.area(target.parent) / target.name

@@ -46,7 +46,7 @@ from ..record import Blank, Message
 from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordTally, RecoveryChecker, Walk, check_earlier_files,
                         last_nonzero, records_past, recovery_start, walk)
 from ..rules import cq_unit_valid, index_slot
-from ..store import IndexFile, MappedFile, Store
+from ..store import IndexFile, MappedFile, Store, elsewhere
 from ..checks.baseline import Preexisting
 from .staging import stage_checkpoint, stage_timercheck, verify_staged, writing
 from ..views.timer import dangling_after, dangling_rows
@@ -458,7 +458,8 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             cut, zero_from, stop, last_kept = broker.cut, broker.zero_from, broker.stop, broker.last_message
         past = records_past(store, checker, cut)
         alternative = _alternative(scan_all, first_bad, broker, seen)
-        txn = Transaction(store.root, "repair", "repair" + (" --scan-all" if scan_all else ""), keep_backup) if not dry_run else None
+        txn = Transaction(store.root, "repair", "repair" + (" --scan-all" if scan_all else ""), keep_backup,
+                          beside=elsewhere(store)) if not dry_run else None
         try:
             padded: list = []
             commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
@@ -560,7 +561,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
     if r.stop is not None:
         f = store.commitlog.find(r.stop.position)
         stop = BadRecord(r.stop.position, f.name, r.stop.position - f.start, r.stop.kind, r.stop.detail)
-    txn = Transaction(store.root, "repair", "repair", keep_backup) if not dry_run else None
+    txn = Transaction(store.root, "repair", "repair", keep_backup, beside=elsewhere(store)) if not dry_run else None
     try:
         padded: list = []  # short last consumequeue or index files, made whole as for a plain store
         commitlog = plan_commitlog(store, cut, cut, txn, padded)

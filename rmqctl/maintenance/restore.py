@@ -99,7 +99,7 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
         if dry_run:
             return result
         if steps:
-            txn = Transaction(store.root, "restore", f"restore {path.name}", keep_backup)
+            txn = Transaction(store.root, "restore", f"restore {path.name}", keep_backup, beside=elsewhere(store))
             try:
                 for s in steps:
                     if s["action"] == "put-back":
