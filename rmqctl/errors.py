@@ -40,6 +40,11 @@ class StoreError(RmqError):
     """The store cannot be read the way asked (missing, inconsistent geometry, unreadable file)."""
 
 
+class FileGone(StoreError):
+    """A file listed a moment ago is gone: a running broker deleted it (the log's expired head) while rmqctl
+    read the store."""
+
+
 class LockHeldError(RmqError):
     """A broker (or another rmqctl) holds the store's lock."""
 

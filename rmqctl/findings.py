@@ -61,6 +61,9 @@ KINDS: dict[str, str] = {
     "checkpoint-size": "a checkpoint file of another size than the broker maps",
     "checkpoint-ahead": "a checkpoint timestamp later than the newest record",
     "abnormal-recovery": "where a crashed broker's recovery starts and what it cuts (info)",
+    # a running broker's store (rmqctl/live.py)
+    "live": "a running broker's store: what verify judged and what it left to the broker's work in flight (info)",
+    "moving-tail": "a record being written while it was read: the check ends before it (info)",
     # the broker's config/ files (consumer offsets, topics, subscriptions)
     "config-load-fails": "a config file (and its .bak) the broker cannot load: it refuses to start",
     "config-damaged": "a config file that does not parse; the broker falls back to its .bak",

@@ -6,13 +6,12 @@ StoreCheckpoint.java, DefaultMessageStore.java (apache/rocketmq store module).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
-import fcntl
 import math
 import mmap
 import os
 import re
-import struct
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
@@ -24,7 +23,9 @@ from . import schema as S
 from . import dledger as D
 from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
-from .errors import StoreError
+from .errors import FileGone, StoreError
+from .live import Snapshot, starts_with_data, take as take_snapshot
+from .lock import lock_holder
 from .parts import Layout, StoreParts, find_parts
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
@@ -97,12 +98,17 @@ class MappedFile:
             if self.length == 0:
                 self._map = b""
             else:
-                with open(self.path, "rb") as f:
-                    self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                try:
+                    with open(self.path, "rb") as f:
+                        self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                except FileNotFoundError:
+                    raise FileGone("deleted while rmqctl read the store (a running broker removed this expired "
+                                   "file)", self.path) from None
         return self._map
 
     def is_all_zero(self) -> bool:
-        """Preallocated files are sparse and all zero; checked in chunks so a big file is cheap."""
+        """Preallocated files are sparse and all zero; checked in chunks so a big file is cheap. (FileGone for a
+        file deleted since it was listed.)"""
         buf = self.buf
         step = 1 << 20
         zero = bytes(step)
@@ -159,10 +165,13 @@ class MappedFileQueue:
                 if p.is_dir():
                     continue
                 start = offset_of_name(p.name)
-                if start is not None:
-                    self.files.append(MappedFile(p, start))
-                else:
+                if start is None:
                     self.strays.append(p)
+                    continue
+                try:
+                    self.files.append(MappedFile(p, start))
+                except FileNotFoundError:
+                    continue  # deleted since the directory was listed: a running broker's expired head
         self.files.sort(key=lambda f: f.name)
 
     @property
@@ -213,12 +222,23 @@ def check_configured_size(files: list[MappedFile], size: int, key: str):
 class CommitLogScan(ColumnViews):
     """Walks commitlog records file by file, the way CommitLog.getData + checkMessageAndReturnSize do:
     records until the BLANK at the end of a full file; in each file, reading stops at the first bytes
-    that are not a record (the logical end, or damage, which `errors` collects)."""
+    that are not a record (the logical end, or damage, which `errors` collects). On a running broker's
+    store (`live`, its snapshot) the walk ends at the snapshot's end: later records are the broker's work in
+    flight. A file the broker deletes while it is read is skipped, and `moved` says so (the log's head moved);
+    bytes that changed between the walk and the reference's second look (a moving tail) go there too."""
 
-    def __init__(self, queue: MappedFileQueue, allow_v2: bool = True):
+    def __init__(self, queue: MappedFileQueue, allow_v2: bool = True, live: Snapshot | None = None):
         self.queue = queue
         self.allow_v2 = allow_v2
+        self.live = live
         self.errors: list[tuple[MappedFile, int, RecordError]] = []
+        # (file, position, what moved there): the snapshot's list, which every read of the store adds to
+        self.moved: list[tuple[MappedFile, int, str]] = live.moved if live is not None else []
+
+    def _bounded(self, end: int | None) -> int | None:
+        if self.live is None:
+            return end
+        return self.live.commitlog_end if end is None else min(end, self.live.commitlog_end)
 
     def records(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[MappedFile, Message]]:
         for f, rec in self.entries(start, end):
@@ -227,19 +247,25 @@ class CommitLogScan(ColumnViews):
 
     def entries(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[MappedFile, Message | Blank]]:
         size = self.queue.file_size
+        end = self._bounded(end)
         for f in self.queue.files:
             if end is not None and f.start >= end:
                 return
             if start is not None and f.start + size <= start:
                 continue
-            buf = f.buf
+            try:
+                buf = f.buf
+            except FileGone:
+                self.head_moved(f)
+                continue
             limit = min(len(buf), size)
             pos = 0
             while pos < limit:
                 try:
                     rec = read_record(buf, pos, limit, self.allow_v2)
                 except RecordError as e:
-                    self._refused(f, pos, e)
+                    if end is None or f.start + pos < end:  # (bytes past the end are not the walk's)
+                        self._refused(f, pos, e)
                     break
                 if isinstance(rec, Blank):
                     yield f, rec
@@ -257,18 +283,25 @@ class CommitLogScan(ColumnViews):
         `errors` as entries() reports it."""
         from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
 
-        return walk_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2, self._refused_at,
-                          check_crc, **batch)
+        return walk_files(self.queue.files, self.queue.file_size, start, self._bounded(end), self.allow_v2,
+                          self._refused_at, check_crc, gone=self.head_moved, **batch)
+
+    def head_moved(self, f: MappedFile):
+        if self.live is None:
+            raise FileGone("deleted while rmqctl read the store", f.path)
+        self.live.gone(f)
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
-        """The engine stopped at bytes that are not a record: the reference names what is wrong there."""
+        """The engine stopped at bytes that are not a record: the reference names what is wrong there. When
+        the reference reads a record there, the bytes changed since the engine read them: a moving tail."""
         try:
             read_record(f.buf, pos, limit, self.allow_v2)
         except RecordError as e:
             # without its traceback: its frames would keep the walk's view of a mapping (which then cannot close)
             self._refused(f, pos, e.with_traceback(None))
         else:
-            raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
+            self.moved.append((f, pos, "a record was being written here while rmqctl read it (a moving tail); "
+                                       "the scan ends before it"))
 
     def _refused(self, f: MappedFile, pos: int, e: RecordError):
         if e.kind != "zeros" or self._data_follows(f):
@@ -277,24 +310,47 @@ class CommitLogScan(ColumnViews):
     def _data_follows(self, f: MappedFile) -> bool:
         """Zeros are the logical end only in the last file with data; before a later record they are a hole."""
         later = self.queue.files[self.queue.files.index(f) + 1 :]
-        return any(len(g.buf) >= 8 and g.buf[:8] != bytes(8) for g in later)
+        return any(starts_with_data(g) for g in later)
 
 
 class ConsumeQueue:
-    """consumequeue/{topic}/{queueId}/: 20-byte units (commitLogOffset, size, tagsCode)."""
+    """consumequeue/{topic}/{queueId}/: 20-byte units (commitLogOffset, size, tagsCode). On a live store
+    (`live`) the queue ends at its last unit inside the snapshot: the broker dispatches in commitlog order, so
+    the units pointing past the snapshot's end are the tail it appended since."""
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int):
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, live: Snapshot | None = None):
         self.topic = topic
         self.queue_id = queue_id
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
+        self.live = live
 
     def unit_arrays(self) -> Iterator[tuple[MappedFile, np.ndarray]]:
-        """(file, unit array) per file: a view on the map, nothing read until looked at."""
+        """(file, unit array) per file: a view on the map, nothing read until looked at. On a live store the
+        file holding the snapshot's last unit is the last one, its array cut after that unit; a file the
+        broker deleted while it was read (its expired head) is skipped and noted in the snapshot."""
         for f in self.files.files:
-            buf = f.buf
+            try:
+                buf = f.buf
+            except FileGone:
+                if self.live is None:
+                    raise
+                self.live.gone(f)
+                continue
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
-            yield f, np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+            arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
+            cut = self.snapshot_units(arr)
+            yield f, arr[:cut]
+            if cut < len(arr):
+                return
+
+    def snapshot_units(self, arr: np.ndarray) -> int:
+        """How many of a file's units (from its first) lie inside the snapshot: all of them on a stopped
+        store; on a live one, those before the first unit pointing at or past the snapshot's end."""
+        if self.live is None or not len(arr):
+            return len(arr)
+        past = np.flatnonzero(arr["commitLogOffset"] >= self.live.commitlog_end)
+        return int(past[0]) if len(past) else len(arr)
 
     def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
         """(first queue offset, file, units written, unit array) per file (`written_units` of each)."""
@@ -519,7 +575,14 @@ class Store:
     def scan(self, allow_v2: bool = True) -> CommitLogScan | D.DLedgerScan:
         if self.dledger is not None:
             return D.DLedgerScan(self.commitlog, allow_v2)
-        return CommitLogScan(self.commitlog, allow_v2)
+        return CommitLogScan(self.commitlog, allow_v2, self.live)
+
+    @cached_property
+    def live(self) -> Snapshot | None:
+        """While a broker holds the lock: where its store ended when this read began (rmqctl.live), taken at
+        the first use (every command takes it before reading). None for a stopped store."""
+        pid = self.lock_holder()
+        return take_snapshot(self, pid, read_checkpoint(self.checkpoint_path)) if pid else None
 
     @cached_property
     def dledger_index(self) -> MappedFileQueue:
@@ -527,6 +590,13 @@ class Store:
         q = MappedFileQueue([self.dledger.index_dir], 0)
         q.file_size = infer_file_size(q.files, "DLedger index", D.DEFAULT_INDEX_FILE_SIZE)
         return q
+
+    def expired(self, offset: int) -> bool:
+        """Its file was cleaned up (below the first one, or deleted as the head while this ran): the broker serves
+        units and index entries pointing there as expired (getMinOffsetInQueue skips them), not as damage."""
+        q = self.commitlog
+        f = q.find(offset)
+        return bool(q.files) and (offset < q.min_offset or (f is not None and not f.path.exists()))
 
     def read_message(self, offset: int) -> tuple[MappedFile, Message]:
         """The record that starts at commitlog `offset`."""
@@ -567,7 +637,8 @@ class Store:
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         self.parts.require_queues()
-        return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size)
+        return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size,
+                            self.live)
 
     def consume_queues(self) -> list[ConsumeQueue]:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
@@ -576,7 +647,8 @@ class Store:
         for topic_dir in self._dirs(self.consumequeue_dir):
             for qdir in self._dirs(topic_dir):
                 if qdir.name.lstrip("-").isdigit():
-                    out.append(ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size))
+                    out.append(ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size,
+                                            self.live))
         return out
 
     # -- index -------------------------------------------------------------------------------------------
@@ -587,62 +659,89 @@ class Store:
 
     @cached_property
     def index_geometry(self) -> tuple[int, int]:
-        """(hash slots, max entries). Configured, or the defaults when the files have the default size,
-        or inferred from the data: the newest entry of a file sits at indexCount-1 and holds the
-        header's endPhyOffset."""
-        slots, num = self.config.maxHashSlotNum, self.config.maxIndexNum
-        if slots and num:
-            size = S.index_file_size(slots, num)
-            check_configured_size([MappedFile(p, 0) for p in self.index_paths()], size, "maxHashSlotNum/maxIndexNum")
-            return slots, num
-        paths = self.index_paths()
-        default_len = (S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * S.HASH_SLOT_SIZE
-                       + DEFAULT_INDEX_NUM * S.INDEX_ENTRY_SIZE)
-        if not paths or all(p.stat().st_size == default_len for p in paths):
-            return slots or DEFAULT_HASH_SLOTS, num or DEFAULT_INDEX_NUM
-        for p in paths:
-            found = infer_index_geometry(p, slots, num)
-            if found:
-                return found
-        raise StoreError("cannot infer the index geometry (maxHashSlotNum/maxIndexNum); pass it with --broker-config", self.index_dir)
+        """(hash slots, max entries): settle_index_geometry for this store's index files."""
+        return settle_index_geometry(self.index_paths(), self.config, self.index_dir)
 
     def index_files(self) -> list[IndexFile]:
-        """Index files in load order (lexicographic names = creation time)."""
+        """Index files in load order (lexicographic names = creation time). On a live store, the files of its
+        snapshot, the one the broker was writing as it was then (rmqctl.live.freeze_index); a file deleted
+        since is left out, one created since is not yet there."""
+        return [ix for p in self.index_paths() if INDEX_FILE_NAME.match(p.name)
+                for ix in [self.open_index_file(p)] if ix is not None]
+
+    def open_index_file(self, path: Path) -> IndexFile | None:
+        """One index file (StoreError when too short for its header); on a live store as the snapshot saw it,
+        None for one deleted (expired) or created since."""
         slots, num = self.index_geometry
-        return [IndexFile(p, slots, num) for p in self.index_paths() if INDEX_FILE_NAME.match(p.name)]
+        live = self.live
+        if live is not None and path.name > max(live.index_names, default=""):
+            return None
+        try:
+            ix = IndexFile(path, slots, num)
+        except FileNotFoundError:
+            return None
+        if live is not None and path.name in live.index:
+            ix.mf = live.index[path.name]
+        return ix
 
     # -- checkpoint, abort, lock, config ----------------------------------------------------------------
     def checkpoint(self) -> dict | None:
-        p = self.checkpoint_path
-        if not p.exists():
-            return None
-        data = p.read_bytes()
-        names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
-        padded = data[: S.CHECKPOINT_HEAD.size].ljust(S.CHECKPOINT_HEAD.size, b"\0")
-        out = dict(zip(names, S.CHECKPOINT_HEAD.unpack(padded)))
-        out["fileSize"] = len(data)
-        return out
+        """The checkpoint's fields (and `fileSize`); on a live store, as the snapshot read it."""
+        live = self.live
+        return dict(live.checkpoint) if live is not None and live.checkpoint is not None else read_checkpoint(
+            self.checkpoint_path)
 
     def abort_exists(self) -> bool:
         return self.abort_path.exists()
 
+    def crashed(self) -> bool:
+        """The last exit was not clean: `abort` is there and no broker holds the lock. A running broker creates
+        `abort` at its start and deletes it at a clean shutdown: while it runs, the file is its running marker."""
+        return self.abort_exists() and self.lock_holder() is None
+
     def lock_holder(self) -> int | None:
-        """The pid holding the broker's lock (fcntl on byte 0 of {store}/lock), or None; F_GETLK takes nothing."""
-        try:
-            fd = os.open(self.lock_path, os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
-            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
-            l_type, _, _, _, pid = struct.unpack("hhqqi4x", answer)
-            return pid if l_type != fcntl.F_UNLCK else None
-        finally:
-            os.close(fd)
+        """The pid holding the broker's lock (fcntl on byte 0 of {store}/lock), or None."""
+        return lock_holder(self.lock_path)
 
     def close(self):
         if "commitlog" in self.__dict__:
             self.commitlog.close()
+
+
+def settle_index_geometry(paths: list[Path], config: BrokerConfig, index_dir: Path) -> tuple[int, int]:
+    """(hash slots, max entries). Configured, or the defaults when the files have the default size,
+    or inferred from the data: the newest entry of a file sits at indexCount-1 and holds the
+    header's endPhyOffset. (A file a running broker deletes meanwhile is left out.)"""
+    slots, num = config.maxHashSlotNum, config.maxIndexNum
+    files = []
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            files.append(MappedFile(p, 0))
+    if slots and num:
+        check_configured_size(files, S.index_file_size(slots, num), "maxHashSlotNum/maxIndexNum")
+        return slots, num
+    default_len = S.INDEX_HEADER_SIZE + DEFAULT_HASH_SLOTS * S.HASH_SLOT_SIZE + DEFAULT_INDEX_NUM * S.INDEX_ENTRY_SIZE
+    if all(f.length == default_len for f in files):
+        return slots or DEFAULT_HASH_SLOTS, num or DEFAULT_INDEX_NUM
+    for f in files:
+        with contextlib.suppress(FileNotFoundError):
+            found = infer_index_geometry(f.path, slots, num)
+            if found:
+                return found
+    raise StoreError("cannot infer the index geometry (maxHashSlotNum/maxIndexNum); pass it with --broker-config", index_dir)
+
+
+def read_checkpoint(path: Path) -> dict | None:
+    """StoreCheckpoint's fields and `fileSize`, None without the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    names = [n for n, _ in S.fixed_fields(S.Checkpoint)]
+    padded = data[: S.CHECKPOINT_HEAD.size].ljust(S.CHECKPOINT_HEAD.size, b"\0")
+    out = dict(zip(names, S.CHECKPOINT_HEAD.unpack(padded)))
+    out["fileSize"] = len(data)
+    return out
 
 
 def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tuple[int, int] | None:

@@ -372,7 +372,11 @@ def test_says_when_a_broker_holds_the_lock(store_copy):
     with held_lock(root) as holder:
         r = run("verify", "--store", root, "--broker-config", broker_conf("b-mixed"), "--format", "jsonl")
         assert r.exit_code == 0
-        assert f"pid {holder.pid}" in r.stderr and "tail may be moving" in r.stderr
+        assert r.stderr.splitlines()[0] == (
+            f"rmqctl: live: a broker (pid {holder.pid}) holds the store lock: verify judges the store as it was when "
+            "it began; what the broker writes meanwhile is its work in flight, not damage")
+        live = [f for f in jsonl(r.stdout) if f["kind"] == "live"]
+        assert len(live) == 1 and live[0]["severity"] == "info" and f"pid {holder.pid}" in live[0]["detail"]
 
 
 # -- fuzz ------------------------------------------------------------------------------------------------------

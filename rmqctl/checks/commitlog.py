@@ -73,14 +73,15 @@ def plan(ctx: Context) -> list[list[Task]]:
     size = ctx.file_size
     want = dict(check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts,
                 want_keys="index" in ctx.parts)
+    end = ctx.scan_end
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start
-        if before or (ctx.end is not None and f.start >= ctx.end):
+        if before or (end is not None and f.start >= end):
             out.append([])
             continue
         claim_from = max(0, (ctx.start or 0) - f.start)
-        stop = min(limit, ctx.end - f.start) if ctx.end is not None else limit
+        stop = min(limit, end - f.start) if end is not None else limit
         if ctx.store.dledger is not None:  # entries are found from the file's start: chunks begin at entry starts
             cuts = [c for c in D.slice_starts(f.buf, limit, CHUNK) if c < stop] or [0]
             f.release()

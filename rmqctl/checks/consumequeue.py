@@ -52,9 +52,12 @@ class QueueSummary:
         self.max_phy = 0  # reput end by the check's rule (the last real unit) and by consumequeue_max_phy's
         self.reput_end = 0
         first, last_valid, lead = 0, -1, None
+        ended = False  # a live store's queue ends at its last unit inside the snapshot (ConsumeQueue.snapshot_units)
         for k, f in enumerate(cq.files.files):
             n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
             n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
+            inside = 0 if ended else cq.snapshot_units(np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n))
+            ended, n = ended or inside < n, inside
             self.files.append(FileUnits(k, first, n, 1, 0, True))
             if n:
                 off, sz, tags = self._columns(k)
@@ -398,6 +401,6 @@ def _redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)
-    if run.store.abort_exists() and run.files:
+    if run.live is None and run.store.crashed() and run.files:
         start = min(start, run.files[recovery_start(run.store)].start)
     return start

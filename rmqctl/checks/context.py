@@ -88,6 +88,7 @@ class Context:
         self.deep = deep
         self.jobs = jobs
         self.geometry = geometry
+        self.live = store.live  # a running broker's store: judged as it was when the run began
         self.damage = Damage()
         self.file_size = store.commitlog.file_size
         self.files = store.commitlog.files
@@ -112,6 +113,13 @@ class Context:
     @property
     def full_range(self) -> bool:
         return self.start is None and self.end is None
+
+    @property
+    def scan_end(self) -> int | None:
+        """Where the commitlog's scan stops: `end`, and on a live store no later than the snapshot's end."""
+        if self.live is None:
+            return self.end
+        return self.live.commitlog_end if self.end is None else min(self.end, self.live.commitlog_end)
 
     def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
         f = self.out.add(group, kind, severity, path, position, offset, detail)

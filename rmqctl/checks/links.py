@@ -149,13 +149,14 @@ def _field_cause(run, offset: int) -> str | None:
 
 def index_files(run: Context, report: bool = True) -> list[IndexFile]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
-    slots, num = run.store.index_geometry
     out = []
     for p in run.store.index_paths():
         if not INDEX_FILE_NAME.match(p.name):
             continue
         try:
-            out.append(IndexFile(p, slots, num))
+            ix = run.store.open_index_file(p)
+            if ix is not None:
+                out.append(ix)
         except StoreError as e:
             if report:
                 run.report(INDEX, "file-size", "error", p, None, None, str(e).split(": ", 1)[-1])
@@ -282,7 +283,7 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int):
         lost, lo, hi = 0, None, None
         for a in range(0, len(phy), ENTRY_BLOCK):  # a block's mask at a time, not the file's
             offs = phy[a : a + ENTRY_BLOCK]
-            offs = offs[offs < begin]
+            offs = offs[(offs < begin) & (offs >= run.min_offset)]  # (keys of expired messages are not lost)
             if len(offs):
                 lost += len(offs)
                 lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))

@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
-from ..errors import EXIT_FINDINGS, EXIT_OK, StoreError
+from ..errors import EXIT_FINDINGS, EXIT_OK, FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
 from ..engine.kernels import available_cores
 from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
@@ -57,6 +57,7 @@ class VerifyResult:
     truncated: bool  # stopped at max_findings
     stats: dict
     lock_holder: int | None  # pid of a broker holding the store lock: the tail may be moving
+    restarted_after: list = dataclasses.field(default_factory=list)  # files a running broker deleted mid-run
 
     @property
     def problems(self) -> list[Finding]:
@@ -76,7 +77,27 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
     cores); `progress(done, total)` is called with commitlog bytes. `memory` (bytes) bounds the record
     table: the cross-checks take it in windows of that many records' worth (`window` records, when given:
-    the differential tests force tiny windows); findings are the same for any window."""
+    the differential tests force tiny windows); findings are the same for any window.
+    On a running broker's store a file the broker deletes while verify reads it (its expired head) starts the
+    run again on a new snapshot (a few times at most), and the result says so."""
+    deleted = []
+    while True:
+        try:
+            result = _verify_once(store, only, start, end, deep, jobs, max_findings, progress, memory, window)
+        except FileGone as e:
+            if store.live is None or len(deleted) >= LIVE_RESTARTS:
+                raise
+            deleted.append(e.path)
+            store = Store(store.root, store.config)
+            continue
+        result.restarted_after = deleted
+        return result
+
+
+LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, every 10 s by default
+
+
+def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progress, memory, window) -> VerifyResult:
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
     size = window if window is not None else window_records(memory)
@@ -144,6 +165,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
     if timer is not None:
         timer.finish()
+    if ctx.live is not None:
+        live_note(ctx)
     findings = ctx.out.sorted()
     counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
               "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
@@ -214,6 +237,17 @@ def _spacing(starts: list[int], where: Path) -> int:
                      "mappedFileSizeCommitLog with --broker-config", where)
 
 
+def live_note(ctx: Context):
+    """What a run beside a running broker judged: the store up to its snapshot; the rest is the broker's."""
+    live = ctx.live
+    moved = "".join(f"; {f.name} at {pos}: {what}" for f, pos, what in live.moved)
+    ctx.report(CHECKPOINT, "live", "info", ctx.store.lock_path, None, live.commitlog_end,
+               f"live: a broker (pid {live.pid}) holds the store and has `abort` as its running marker; verify judged "
+               f"the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
+               f"checkpoint and index headers then); records, units and index entries written since are the "
+               f"broker's work in flight, not checked{moved}")
+
+
 def check_interrupted_write(ctx: Context):
     """A rebuild/repair/clean killed mid-way (txn's intent or staging left behind)."""
     left = pending(ctx.store.root)
@@ -271,7 +305,7 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
     files = ctx.files
     if not files or ctx.store.dledger is not None:
         return None
-    abort = ctx.store.abort_exists()
+    abort = ctx.live is None and ctx.store.crashed()
     cfg = ctx.config
     if abort:
         first = recovery_start(ctx.store)

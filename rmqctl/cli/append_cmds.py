@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..record import decode_body
-from .base import cli, dumps, echo_err, parse_int, store_options
+from .base import cli, dumps, echo_err, note_live_dry_run, parse_int, store_options, wait_option
 
 if TYPE_CHECKING:
     from ..maintenance.append import Appender, NewMessage
@@ -29,6 +29,7 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 
 @cli.command("append")
 @store_options(writes=True)
+@wait_option
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.")
 @click.option("--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append.")
@@ -93,6 +94,8 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
         appender.close()
     if dry_run:
         echo_err("rmqctl: dry run: nothing was written")
+        if ctx.store_exists():
+            note_live_dry_run(ctx.store)
 
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:

@@ -24,8 +24,9 @@ import orjson
 from .. import schema as S
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
-from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError
+from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError, where
 from ..views.inspect import ms_text
+from ..lock import waiting_for_lock
 from ..store import Store
 
 FORMATS = ("table", "jsonl", "json", "csv")
@@ -56,6 +57,8 @@ class RmqGroup(click.Group):
             sys.stderr.close()
             ctx.exit(0)
         except OSError as e:
+            if os.environ.get("RMQCTL_DEBUG"):
+                raise
             where = f"{e.filename}: " if e.filename else ""
             click.echo(f"rmqctl: {where}{e.strerror or e}", err=True)
             ctx.exit(EXIT_REFUSED)
@@ -127,8 +130,10 @@ class StoreContext:
 
     @property
     def store(self) -> Store:
+        """The store, and on a running broker's its snapshot, taken before anything is read (rmqctl.live)."""
         if self._store is None:
             self._store = Store(self.store_dir, self.config)
+            self._store.live  # noqa: B018 (taking it is the point: every later read is judged against it)
             click_ctx = click.get_current_context(silent=True)
             if click_ctx is not None and not self.writes:
                 root = click_ctx.find_root()
@@ -143,6 +148,16 @@ class StoreContext:
         for part in self._store.parts.unread:
             if part.blocks_writers:
                 echo_err(f"rmqctl: note: {part.line()}")
+
+    def report_moved(self):
+        """What moved under a read of a running broker's store (files it deleted, a tail being written)."""
+        live = self._store.live if self._store is not None else None
+        for f, pos, what in live.moved if live is not None else ():
+            echo_err(f"rmqctl: live: {where(f.path, position=pos) if pos else f.path}: {what}")
+
+    def store_exists(self) -> bool:
+        """A store root is there (a dry run of `append --create` may name one that is not)."""
+        return os.path.isdir(os.path.join(self.store_dir, "commitlog")) or self._store is not None
 
     def writable_store(self) -> Store:
         self.require_explicit_store()
@@ -172,7 +187,10 @@ def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callab
     def wrapper(store_dir, broker_config, fmt, long, **kwargs):
         explicit = store_dir is not None
         ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes, long)
-        return fn(ctx, **kwargs)
+        try:
+            return fn(ctx, **kwargs)
+        finally:
+            ctx.report_moved()
 
     return wrapper
 
@@ -492,3 +510,25 @@ def memory_option(note: str) -> Callable:
     return click.option("--memory", type=MemoryType(), default=DEFAULT_MEMORY,
                         help=f"Working memory, like sort -S (e.g. 512M, 2G; default {DEFAULT_MEMORY >> 20}M): the "
                              f"store is taken in batches of records that fit it, so it does not grow with the store. {note}")
+
+
+def wait_option(fn: Callable) -> Callable:
+    """--wait SECONDS on the commands that write: wait that long for the broker's lock (as `flock -w`) instead of
+    refusing a held lock at once, so a cron job can run after a broker's stop or another rmqctl's run."""
+
+    @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=0, show_default=True,
+                  metavar="SECONDS", help="Wait up to SECONDS for the store's lock (as flock -w) before refusing.")
+    @functools.wraps(fn)
+    def wrapper(ctx, wait_seconds, **kwargs):
+        with waiting_for_lock(wait_seconds):
+            return fn(ctx, **kwargs)
+
+    return wrapper
+
+
+def note_live_dry_run(store: Store):
+    """A dry run beside a running broker plans from the store's snapshot: say that the plan may change."""
+    live = store.live
+    if live is not None:
+        echo_err(f"rmqctl: live: a broker (pid {live.pid}) is running: this dry run planned from the store as it "
+                 f"was when it began; the plan may change before the broker stops")

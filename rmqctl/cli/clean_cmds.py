@@ -9,13 +9,14 @@ import click
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..maintenance.clean import CleanResult, run_clean
 from ..maintenance.clean_rules import CleanSettings, Clock, FileDecision
-from .base import cli, dumps, echo_err, render, store_options
+from .base import cli, dumps, echo_err, render, store_options, wait_option
 
 COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 
 
 @cli.command("clean")
 @store_options(writes=True)
+@wait_option
 @click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
               help="Whose rules: 5 (5.x, default) or 4 (4.9: fixed 10-file batch, thresholds without clamps).")
 @click.option("--now", "manual", is_flag=True,

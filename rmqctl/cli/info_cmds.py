@@ -47,8 +47,7 @@ def _print_table(d: dict, startup: str):
     if cp:
         lines.append("checkpoint " + "  ".join(f"{name} {cp[field + 'Text'] or 'not set (0)'}" for name, field in (
             ("physic", "physicMsgTimestamp"), ("logics", "logicsMsgTimestamp"), ("index", "indexMsgTimestamp"))))
-    lines.append(f"abort      {'PRESENT (unclean exit)' if d['abort'] else 'absent'}    "
-                 f"lock {'held by pid ' + str(d['lockHeldBy']) if d['lockHeldBy'] else 'free'}")
+    lines.append(f"state      {_broker_state(d)}")
     lines.append(f"startup    {startup}")
     lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
     echo_lines(lines, indent=11)
@@ -69,3 +68,14 @@ def _print_table(d: dict, startup: str):
                title="pending timer messages by delivery hour (UTC)")
     for line in d["odd"]:
         echo_lines([f"odd: {line}"], indent=5)
+
+
+def _broker_state(d: dict) -> str:
+    """A running broker holds the lock and has `abort` as its running marker; without the lock, `abort` is an
+    unclean exit."""
+    pid, abort = d["lockHeldBy"], d["abort"]
+    if pid:
+        marker = "abort is its running marker" if abort else "no abort file"
+        return (f"broker running (pid {pid}): {marker}; read as the store was when this began (commitlog to offset "
+                f"{d['commitlog']['maxOffset']})")
+    return f"broker stopped; abort {'PRESENT (unclean exit)' if abort else 'absent'}, lock free"

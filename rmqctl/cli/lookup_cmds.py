@@ -56,7 +56,11 @@ def msgid_lookup(ctx, id, body, hex_view):
     """
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
-        echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}")
+        gone = msgid_ops.expired_offset(ctx.store, id)
+        why = (f": as an offset msgId it names commitlog offset {gone}, below the commitlog's first file (expired: "
+               "the broker deleted it)"
+               if gone is not None else "")
+        echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}{why}")
         sys.exit(EXIT_FINDINGS)
     if hex_view:
         click.echo("\n\n".join("\n".join(record_hex(ctx.store, start + m.position)) for _, start, m in hits))

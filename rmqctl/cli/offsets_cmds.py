@@ -11,7 +11,7 @@ from ..views import offsets
 from ..maintenance.config_restore import plan_restore, restore_configs
 from ..views.diff import diff_stores
 from ..store import Store
-from .base import cli, dumps, echo_err, parse_time_ms, render, store_options
+from .base import cli, dumps, echo_err, parse_time_ms, render, store_options, wait_option
 
 BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."
 
@@ -104,6 +104,7 @@ def config_group():
 
 @config_group.command("restore")
 @store_options(writes=True)
+@wait_option
 @click.argument("names", nargs=-1)
 @click.option("--apply", is_flag=True, help="Do it (default: only print the plan).")
 @click.option("--no-backup", is_flag=True, help="Delete the replaced files once the restored ones are durable.")

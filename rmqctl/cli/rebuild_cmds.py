@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError
 
-from .base import cli, echo_err, memory_option, progress, rebuild, render, store_options
+from .base import cli, echo_err, memory_option, progress, rebuild, note_live_dry_run, render, store_options, wait_option
 
 DRY_RUN_HELP = "Print what would change and write nothing."
 NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."
@@ -46,6 +46,7 @@ def _finish(result, what: str):
 
 @rebuild.command("consumequeue")
 @store_options(writes=True)
+@wait_option
 @click.option("--topic", help="Rebuild only this topic's queues (and remove those no record feeds).")
 @click.option("--queue-id", type=int, help="Rebuild only this queue id (of --topic, or of every topic).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
@@ -62,6 +63,8 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     rmqctl rebuild consumequeue --store /data/store --broker-config broker.conf --topic TopicTest
     """
     store = ctx.store if dry_run else ctx.writable_store()
+    if dry_run:
+        note_live_dry_run(store)
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
         from ..maintenance.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
 
@@ -76,6 +79,7 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
 
 @rebuild.command("index")
 @store_options(writes=True)
+@wait_option
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 @memory_option("The files written are the same at any size.")
@@ -89,6 +93,8 @@ def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
     rmqctl rebuild index --store /data/store --broker-config broker.conf --dry-run
     """
     store = ctx.store if dry_run else ctx.writable_store()
+    if dry_run:
+        note_live_dry_run(store)
     with _commitlog_bar(ctx, "rebuild index") as bar:
         from ..maintenance.rebuild import rebuild_index  # loads the compiled kernels: only for this command
 
@@ -185,6 +191,7 @@ def _confirm_scan_all(plan, min_offset: int):
 
 @cli.command("repair")
 @store_options(writes=True)
+@wait_option
 @click.option("--scan-all", is_flag=True,
               help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).")
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
@@ -202,6 +209,8 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     rmqctl repair --store /data/store --broker-config broker.conf
     """
     store = ctx.store if dry_run else ctx.writable_store()
+    if dry_run:
+        note_live_dry_run(store)
     from ..maintenance.repair import repair  # loads the compiled kernels: only for this command
 
     if scan_all and not dry_run and not yes:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import click
 
-from .base import cli, echo_err, render, store_options
+from .base import cli, echo_err, note_live_dry_run, render, store_options, wait_option
 from .rebuild_cmds import DRY_RUN_HELP, NO_BACKUP_HELP, _interrupted
 
 
 @cli.command("restore")
 @store_options(writes=True)
+@wait_option
 @click.argument("backup", required=False)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
@@ -28,6 +29,8 @@ def restore_cmd(ctx, backup, dry_run, no_backup):
                 for b in list_backups(ctx.store)), ctx.format, columns=["backup", "command", "created", "items"])
         return
     store = ctx.store if dry_run else ctx.writable_store()
+    if dry_run:
+        note_live_dry_run(store)
     r = restore(store, backup, dry_run=dry_run, keep_backup=not no_backup)
     _interrupted(r.interrupted)
     render(r.steps, ctx.format, columns=["action", "target", "from"])

@@ -54,10 +54,9 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
 
     baseline = read_baseline(baseline_path) if baseline_path else None
     store = ctx.store
-    holder = store.lock_holder()
-    if holder and not quiet:
-        echo_err(f"rmqctl: a broker (pid {holder}) holds the store lock: the commitlog tail may be moving while "
-                 f"verify reads it; findings about the end of the last file may be transient")
+    if store.live is not None and not quiet:
+        echo_err(f"rmqctl: live: a broker (pid {store.live.pid}) holds the store lock: verify judges the store as it "
+                 f"was when it began; what the broker writes meanwhile is its work in flight, not damage")
     bars = []  # created at the first report, when the total is known
 
     def advance(done: int, total: int):
@@ -101,6 +100,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
         elif rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, columns)
         echo_err(_summary(result, counted, len(findings)))  # every run says what it read (--quiet: nothing)
+        _say_restarts(result.restarted_after)
         if accepted or gone:
             echo_err(f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
                      + (f"; {gone} of its finding(s) no longer found" if gone else ""))
@@ -111,6 +111,12 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
                      "started here, no message was ever written)")
     raise click.exceptions.Exit(exit_code)
+
+
+def _say_restarts(deleted: list):
+    for path in deleted:
+        echo_err(f"rmqctl: live: {path} was deleted by the broker (its expired head) while verify read it: verify "
+                 "started again on the store as it was then")
 
 
 def _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path):

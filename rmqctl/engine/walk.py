@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..errors import FileGone
 from .decode import COLUMN, NCOLUMNS, decode, decode_at
 from .record import BLANK, OK
 
@@ -80,13 +81,22 @@ def files_in(files: list, file_size: int, start: int | None, end: int | None) ->
 
 def walk_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
                refused: Callable[[object, int, int], None], check_crc: bool = False,
-               rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
+               rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0,
+               gone: Callable[[object], None] | None = None) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
-    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
+    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data);
+    bytes at or past `end` are not looked at. A file deleted since it was listed (errors.FileGone) is passed
+    to `gone` and the walk goes on with the next one (without `gone`, FileGone is raised).
     Read pages go back GIVE_BACK_STEP at a time once the walk is `resident` bytes past them (batches other
     threads still read: giving their pages back early would only fault them in again)."""
     for f in files_in(files, file_size, start, end):
-        u8 = file_bytes(f.buf)
+        try:
+            u8 = file_bytes(f.buf)
+        except FileGone:
+            if gone is None:
+                raise
+            gone(f)
+            continue
         limit = min(len(u8), file_size)
         pos = kept = 0
         while pos < limit:
@@ -107,7 +117,7 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
             kept = give_back(f, kept, pos - resident)
             if outcome == OK:
                 continue
-            if outcome != BLANK and pos < limit:
+            if outcome != BLANK and pos < limit and (end is None or f.start + pos < end):
                 refused(f, pos, limit)
             break
         del u8

@@ -30,7 +30,7 @@ from .. import dledger
 from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import SCHEDULE_TOPIC, cq_targets
-from ..errors import LockHeldError, StoreError, UsageError
+from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, parse_host, read_record
@@ -468,9 +468,7 @@ class Appender:
         self.close()
 
     def open(self):
-        if self.dry_run:
-            _refuse_if_locked(Store(self.root, self.config))
-        else:
+        if not self.dry_run:  # (a dry run writes nothing and takes no lock: it may preview a running broker's store)
             self._lock, self._created = lock_new_or_existing(self.root, self.config, self.create)
         try:
             self._open_store()
@@ -657,13 +655,6 @@ def store_to_append(root: Path, config: BrokerConfig) -> Store:
     store.parts.refuse_writer("append")
     refuse_links_outside(store)
     return store
-
-
-def _refuse_if_locked(store: Store):
-    """A dry run takes no lock (that would be a write) but refuses a store a broker is using."""
-    holder = store.lock_holder()
-    if holder is not None:
-        raise LockHeldError(f"the store is locked by pid {holder}: a broker (or another rmqctl) is using it", store.lock_path)
 
 
 def _check_fields(msg: NewMessage):

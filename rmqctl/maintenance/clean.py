@@ -149,7 +149,7 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
         correct_min_offset(q, min_phy, settings.version)
     notes: list[str] = []
     unconsumed, offsets = _load_consumer_offsets(store, queues, min_phy, notes)
-    if store.abort_exists():
+    if store.crashed():
         notes.append("abort file present: the broker would run abnormal recovery (and may drop index files) before "
                      "its cleaner runs")
     index = [(_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])

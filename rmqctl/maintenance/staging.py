@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .. import schema as S
 from ..budget import DEFAULT_MEMORY
-from ..lock import store_lock
 from ..timerstore import TimerFiles, field_offset
 from ..store import IndexFile, Store, elsewhere, in_store, refuse_links_outside
 from .writers import Dispatcher
@@ -26,17 +25,14 @@ from ..checks.verify import verify
 def writing(store: Store, dry_run: bool, writer: str, extra_dirs=()):
     """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
     killed run left (and what was done about it) and the store to work on: reopened when the recovery
-    changed files, so nothing read before it is used. A dry run takes the lock only if the lock file exists
-    (creating it would be a write) and only reports leftovers. A store holding a part this version does
-    not read is refused first (`writer` names the command), dry runs included: their plan would be wrong."""
+    changed files, so nothing read before it is used. A dry run writes nothing and takes no lock: it previews
+    a running broker's store (as its snapshot) or a read-only copy, and only reports leftovers. A store holding
+    a part this version does not read is refused first (`writer` names the command), dry runs included: their
+    plan would be wrong."""
     store.parts.refuse_writer(writer)
     extra_dirs = [*extra_dirs, *elsewhere(store)]  # a killed run's staging beside them is its too
     if dry_run:
-        if store.lock_path.exists():
-            with store_lock(store.root):
-                yield pending(store.root, extra_dirs), store
-        else:
-            yield pending(store.root, extra_dirs), store
+        yield pending(store.root, extra_dirs), store
         return
     with locked_for_writing(store.root, extra_dirs) as done:
         refuse_links_outside(store)

@@ -12,7 +12,7 @@ import orjson
 from .. import dledger
 from .. import schema as S
 from ..engine.ordered import ordered_map
-from ..errors import StoreError, where
+from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot
 from ..store import ConsumeQueue, Store, offset_to_name
@@ -120,6 +120,8 @@ def resolve_entry(store: Store, cq: ConsumeQueue, qoff: int, off: int, size: int
     try:
         _, m = store.read_message(off)
     except StoreError as e:
+        if store.expired(off):
+            return {"resolved": None, "ok": None, "expired": True, "problem": None}
         return {"resolved": None, "ok": False, "problem": str(e)}
     problems = []
     if m.storeSize != size:
@@ -278,13 +280,30 @@ def _record_containing(store: Store, f, pos: int) -> int | None:
     return None
 
 
+def files_with_data(store: Store) -> list:
+    """The commitlog files that hold data (preallocated files are all zero); on a running broker's store, one
+    it deleted while this ran is noted in its snapshot and left out."""
+    out = []
+    for f in store.commitlog.files:
+        try:
+            if not f.is_all_zero():
+                out.append(f)
+        except FileGone:
+            if store.live is None:
+                raise
+            store.live.gone(f)
+    return out
+
+
 def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | None, list]:
     """The commitlog's max offset as the broker computes it after loading (the end of the last record of the
     last file holding data), or None when no file holds data; and the damage met on the way."""
     if data_files is None:
-        data_files = [f for f in store.commitlog.files if not f.is_all_zero()]
+        data_files = files_with_data(store)
     if not data_files:
         return None, []
+    if store.live is not None:
+        return store.live.commitlog_end, []
     last = data_files[-1]
     scan = store.scan()
     end = None
@@ -298,8 +317,8 @@ def info(store: Store) -> dict:
     checkpoint, abort and lock state, index files, and anything odd."""
     odd: list[str] = []
     cl = store.commitlog
-    files = cl.files
-    data_files = [f for f in files if not f.is_all_zero()]
+    data_files = files_with_data(store)
+    files = [f for f in cl.files if f in data_files or f.path.exists()]
     odd += [f"stray file in commitlog: {p.name}" for p in cl.strays]
     odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
     odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
@@ -317,7 +336,7 @@ def info(store: Store) -> dict:
     holder = store.lock_holder()
     abort = store.abort_exists()
     dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
-    if abort:
+    if abort and holder is None:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
         "store": str(store.root),

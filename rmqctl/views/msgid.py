@@ -126,6 +126,12 @@ def decode_ids(ids: list[str], store: Store | None = None, now_ms: int | None = 
     return out
 
 
+def expired_offset(store: Store, msg_id: str) -> int | None:
+    """The commitlog offset an offset msgId names when the broker already deleted that message (Store.expired)."""
+    decoded = decode_offset_id(msg_id)
+    return decoded["offset"] if decoded is not None and store.expired(decoded["offset"]) else None
+
+
 def lookup(store: Store, msg_id: str) -> list[tuple[str, int, Message]]:
     """msgid lookup: the record for an offset msgId, else every record carrying it as UNIQ_KEY."""
     hit = find_by_offset_id(store, msg_id)

@@ -22,6 +22,7 @@ class KeyQueryResult:
     messages: list[tuple[str, int, Message]]  # (file name, file start, message), ascending, collisions dropped
     collisions: list[int]  # offsets whose record does not carry the key
     unreadable: list[tuple[int, str]]  # offsets that do not lead to a record
+    expired: list[int]  # offsets of messages the broker already deleted (Store.expired): not damage
 
 
 def query_offsets(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
@@ -67,21 +68,24 @@ def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BA
         raise StoreError("no index file: nothing to look a key up in (rmqctl rebuild index makes them from the "
                          "commitlog)", store.index_dir)
     offsets = query_offsets(store, topic, key, max_num, begin, end)
-    found, collisions, unreadable = {}, [], []
+    found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
         if off in found:
             continue  # a key listed twice in one message is indexed twice
         try:
             f, m = store.read_message(off)
         except StoreError as e:
-            unreadable.append((off, str(e)))
+            if store.expired(off):
+                expired.append(off)
+            else:
+                unreadable.append((off, str(e)))
             continue
         if carries_key(m, topic, key):
             found[off] = (f.name, f.start, m)
         else:
             collisions.append(off)
     messages = [found[o] for o in sorted(found)]
-    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable)
+    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired)
 
 
 def query_key_rows(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,

@@ -59,7 +59,11 @@ def measure_speed(store: Store, first: int, end: int) -> tuple[int, float | None
             break
         if f.start + store.commitlog.file_size <= first:
             continue
-        with open(f.path, "rb") as fh:
+        try:
+            fh = open(f.path, "rb")
+        except FileNotFoundError:
+            continue  # a running broker deleted it (its expired head) since it was listed: not in the sample
+        with fh:
             fh.seek(max(first - f.start, 0))
             while done < todo:
                 chunk = fh.read(min(4 << 20, todo - done))
@@ -73,7 +77,7 @@ def measure_speed(store: Store, first: int, end: int) -> tuple[int, float | None
 
 def estimate_startup(store: Store) -> StartupEstimate:
     files = store.commitlog.files
-    abnormal = store.abort_exists()
+    abnormal = store.crashed()  # (a running broker's abort is its running marker)
     if not files:
         return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0,
                                0, None, 0.0, "no commitlog file: nothing to recover")
