@@ -1,0 +1,250 @@
+"""Read beside a running broker: a real RocketMQ 4.9.7 store (../shared/java-oracle's live-broker.sh) puts
+messages, dispatches them, and deletes its expired head files while every read command and the Python API run
+beside it. Required: no internal error, no traceback, no false alarm (verify exits 0, lookups of a message that
+exists find it), then a clean stop after which verify finds the store sound and RocketMQ's own reload
+(read4.sh) agrees with rmqctl's reading. Bounded by counts (rounds of reads, lines of the broker's progress),
+not clocks; the random choices are seeded."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, truth
+from rmqctl import schema as S
+from rmqctl.config import load_config
+from rmqctl.store import Store
+
+ROUNDS = 15
+RATE = 150  # msgs/s: 1 MiB commitlog files fill in about two seconds
+RESERVED_MS = 10_000  # files older than this are deleted every 5 s after the broker's first 20 s
+MANUAL_S = 15  # and every 15 s executeDeleteFilesManually() deletes all but the newest
+QUEUES = {"TopicA": 4, "TopicB": 2, "TopicC": 8}
+PROGRESS = re.compile(r"deletedCl=(\d+)")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, java_oracle):
+    """A running live-broker.sh, returned once it has deleted its first expired file (its progress lines
+    say so); stopped cleanly through DIR/STOP by the test that wants it stopped, killed at the end otherwise."""
+    home = tmp_path_factory.mktemp("live")
+    proc = subprocess.Popen([str(java_oracle / "live-broker.sh"), str(home), "600", str(RATE), str(RESERVED_MS),
+                             str(MANUAL_S)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        found = PROGRESS.search(line)
+        if found and int(found.group(1)) > 0:
+            break
+    else:
+        pytest.fail(f"live-broker.sh ended before deleting a file:\n{''.join(seen[-20:])}")
+    yield proc, home
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def cli(home: Path, *args):
+    """A read command on the live store: never an internal error, a traceback or a warning on stderr."""
+    res = run(*args, "--store", home / "store", "--broker-config", home / "broker.conf", "--format", "jsonl")
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
+    assert res.exit_code in (0, 1), (args, res.exit_code, res.stderr)
+    return res
+
+
+def expired(home: Path, offset: int) -> bool:
+    """Deleted by the broker since it was read (a lookup of it may rightly find nothing)."""
+    return Store(home / "store", load_config(home / "broker.conf")).expired(offset)
+
+
+def newest_records(home: Path) -> list[dict]:
+    end = json.loads(cli(home, "info").stdout)["commitlog"]["maxOffset"]
+    return jsonl(cli(home, "dump", "commitlog", "--from", max(0, end - 100_000), "--body", "none").stdout)
+
+
+def lookups(home: Path, pick: dict):
+    """locate, msgid lookup (offset msgId and UNIQ_KEY) and query key find the message just read, unless the
+    broker deleted it meanwhile."""
+    offset = pick["commitLogOffset"]
+    res = cli(home, "locate", offset)
+    assert res.exit_code == 0, res.stderr
+    for msg_id in (pick["msgId"], pick["uniqKey"]):
+        res = cli(home, "msgid", "lookup", msg_id, "--body", "none")
+        assert res.exit_code == 0 or expired(home, offset), (msg_id, res.stderr)
+    key = (pick["properties"].get("KEYS") or pick["uniqKey"]).split()[0]
+    res = cli(home, "query", "key", pick["topic"], key, "--body", "none")
+    assert res.exit_code == 0 and res.stderr == "", res.stderr
+    assert offset in {m["commitLogOffset"] for m in jsonl(res.stdout)} or expired(home, offset), key
+
+
+def test_every_read_beside_a_running_broker(broker):
+    proc, home = broker
+    rng = random.Random(33)
+    for _ in range(ROUNDS):
+        records = newest_records(home)
+        assert records, "the newest 100 KB of the commitlog hold no record"
+        lookups(home, rng.choice(records))
+        for args in (["dump", "commitlog", "--body", "none"], ["dump", "index"], ["dump", "checkpoint"],
+                     ["verify"], ["verify", "--deep"]):
+            res = cli(home, *args)
+            assert res.exit_code == 0, (args, res.stdout[-2000:], res.stderr)
+        topic = rng.choice(sorted(QUEUES))
+        res = cli(home, "dump", "consumequeue", topic, rng.randrange(QUEUES[topic]), "--resolve")
+        assert res.exit_code == 0, res.stderr
+        info = json.loads(cli(home, "info").stdout)  # (the JVM is exec'd: it has the script's pid)
+        assert info["lockHeldBy"] == proc.pid and info["abort"] and not any("abort" in o for o in info["odd"])
+        store = Store(home / "store", load_config(home / "broker.conf"))
+        table = store.scan().table()
+        offsets = table.column("commitLogOffset").to_pylist()
+        assert offsets == sorted(offsets) and offsets[-1] < store.live.commitlog_end
+    assert proc.poll() is None, "the broker stopped during the reads"
+
+
+def test_clean_stop_then_rocketmq_agrees(broker, java_oracle, tmp_path):
+    """After the broker's clean shutdown: verify finds the store sound, and RocketMQ's reload of it reads the
+    same records, commitlog range and consumequeue units as rmqctl."""
+    import oracle
+
+    proc, home = broker
+    (home / "STOP").touch()
+    proc.stdout.read()
+    assert proc.wait() == 0
+    store, conf = home / "store", home / "broker.conf"
+    assert not (store / "abort").exists()
+    res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    reading = oracle.read(java_oracle, 4, store, conf, tmp_path)
+    view = oracle.rmqctl_view(store, conf)
+    for what, summary, lines in (("on the broker's consumequeues", reading.summary, reading.lines),
+                                 ("on consumequeues it dispatched itself", reading.own_summary, reading.own_lines)):
+        assert summary["loadReturned"] and not summary["abnormalRecovery"], what
+        assert not {k: v for k, v in oracle.problems(summary).items() if k != "messagesRead"}, what
+        assert (summary["messageCount"], summary["maxPhyOffset"], summary["minPhyOffset"]) == \
+            (view["messageCount"], view["maxPhyOffset"], view["minPhyOffset"]), what
+        # units of messages the cleaner deleted stay in a queue's first file: RocketMQ cannot read them either
+        expired = [l for l in lines if l["commitLogOffset"] < view["minPhyOffset"]]
+        assert all(not l["ok"] for l in expired), what
+        served = [l for l in lines if l["commitLogOffset"] >= view["minPhyOffset"]]
+        assert view["units"]
+        oracle.assert_same_units(sorted(served, key=oracle.unit_key), view["units"], what)
+
+
+# -- the same rules on stopped stores: expired is not broken; a held lock is a running broker -----------------
+
+def cleaned(tmp_path: Path, name: str, files: int = 2) -> Path:
+    """A copy of a fixture whose first commitlog files were deleted as the broker's cleaner deletes them (its
+    consumequeue units and index entries pointing there stay)."""
+    root = copy_store(name, tmp_path)
+    for f in sorted((root / "commitlog").iterdir())[:files]:
+        f.unlink()
+    return root
+
+
+def expired_message(name: str, below: int) -> dict:
+    return next(m for m in truth(name, "truth-messages.jsonl") if m.get("keys") and m["commitLogOffset"] < below)
+
+
+def test_expired_is_not_broken(tmp_path):
+    root, conf = cleaned(tmp_path, "a-basic"), broker_conf("a-basic")
+    first = 2 * 65536
+    res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+    res = run("dump", "consumequeue", "TopicTest", "0", "--resolve", "--store", root, "--broker-config", conf,
+              "--format", "jsonl")
+    assert res.exit_code == 0 and res.stderr == ""
+    rows = jsonl(res.stdout)
+    gone = [r for r in rows if r["commitLogOffset"] < first]
+    assert gone and all(r == {**r, "resolved": None, "ok": None, "expired": True, "problem": None} for r in gone)
+    assert all(r["ok"] for r in rows if r["commitLogOffset"] >= first)
+    m = expired_message("a-basic", first)
+    res = run("query", "key", m["topic"], m["keys"].split()[0], "--store", root, "--broker-config", conf)
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "", "")
+    res = run("msgid", "lookup", m["msgId"], "--store", root, "--broker-config", conf)
+    assert res.exit_code == 1 and res.stderr == (
+        f"rmqctl: no message with id {m['msgId']} in {root}: as an offset msgId it names commitlog offset "
+        f"{m['commitLogOffset']}, below the commitlog's first file (expired: the broker deleted it)\n")
+
+
+def test_index_keys_of_expired_messages_are_not_lost_on_recovery(tmp_path):
+    """After a kill -9 (abort) with an indexMsgTimestamp that makes the broker drop its index files, the keys
+    it loses are those of messages it still holds, not of the ones it already deleted."""
+    root, conf = cleaned(tmp_path, "d-crashed"), broker_conf("d-crashed")
+    patch(root / "checkpoint", S.CHECKPOINT_AT["indexMsgTimestamp"], bytes(8))
+    res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    lost = [f for f in jsonl(res.stdout) if f["kind"] == "index-lost-on-recovery"]
+    assert lost and all(f["commitLogOffset"] >= 2 * 65536 for f in lost)
+    held = sum(int(re.search(r": (\d+) key\(s\)", f["detail"]).group(1)) for f in lost)
+    first = Store(root, load_config(conf)).commitlog.min_offset
+    begin = int(re.search(r"re-indexes only from (\d+)", lost[0]["detail"]).group(1))
+    dump = run("dump", "index", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    entries = [e for e in jsonl(dump.stdout) if e["kind"] == "entry"]
+    assert any(e["phyOffset"] < first for e in entries)
+    assert held == sum(1 for e in entries if first <= e["phyOffset"] < begin)
+
+
+def test_a_held_lock_is_a_running_broker(tmp_path):
+    """`info` and verify call the abort file of a broker holding the lock its running marker; without the
+    lock it is an unclean exit."""
+    root, conf = copy_store("d-crashed", tmp_path), broker_conf("d-crashed")
+    res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
+    assert "state      broker stopped; abort PRESENT (unclean exit), lock free\n" in res.stdout
+    with held_lock(root) as holder:
+        end = Store(root, load_config(conf)).live.commitlog_end
+        res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
+        assert (f"state      broker running (pid {holder.pid}): abort is its running marker; read as the store was "
+                f"when this began (commitlog to offset {end})\n") in res.stdout
+        assert "odd:" not in res.stdout
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        kinds = {f["kind"] for f in jsonl(res.stdout)}
+        assert "live" in kinds and "abnormal-recovery" not in kinds and "torn-tail" not in kinds
+
+
+def test_dry_runs_take_no_lock_and_writers_wait(tmp_path):
+    root, conf = copy_store("d-crashed", tmp_path), broker_conf("d-crashed")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with held_lock(root) as holder:
+        for argv in (["repair", "--dry-run"], ["rebuild", "index", "--dry-run"]):
+            res = run(*argv, "--store", root, "--broker-config", conf, "--format", "jsonl")
+            assert res.exit_code == 0, res.stderr
+            assert res.stderr.splitlines()[0] == (
+                f"rmqctl: live: a broker (pid {holder.pid}) is running: this dry run planned from the store as it was "
+                "when it began; the plan may change before the broker stops")
+        res = run("repair", "--wait", "0.2", "--store", root, "--broker-config", conf)
+        assert (res.exit_code, res.stderr) == (2, f"rmqctl: {root / 'lock'}: the store is locked: a broker (or "
+                                                  "another rmqctl) is using it (waited 0.2 s)\n")
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    releasing = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert releasing.stdout.readline().strip() == "locked"
+    waiter = subprocess.Popen([sys.executable, "-m", "rmqctl", "repair", "--wait", "600", "--store", str(root),
+                               "--broker-config", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    releasing.communicate("\n")  # the holder goes: the waiting repair takes the lock and runs
+    out, err = waiter.communicate()
+    assert waiter.returncode == 0, err
+    assert not (root / "abort").exists()
+
+
+def test_a_writer_keeps_its_lock_while_it_reads(tmp_path):
+    """fcntl locks go when any descriptor of the file closes: asking who holds the lock (as every read of a
+    store does now) must not open and close the lock file of a process that holds it."""
+    import os
+
+    from rmqctl.lock import store_lock
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    ask = [sys.executable, "-c", f"from rmqctl.lock import lock_holder; print(lock_holder({str(root / 'lock')!r}))"]
+    with store_lock(root):
+        store = Store(root, load_config(conf))
+        assert store.live is None and store.lock_holder() is None  # this process's own lock is no broker
+        assert sum(1 for _ in store.scan().records()) == 2000
+        assert subprocess.run(ask, capture_output=True, text=True).stdout.strip() == str(os.getpid())
+    assert subprocess.run(ask, capture_output=True, text=True).stdout.strip() == "None"
