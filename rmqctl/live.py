@@ -25,6 +25,7 @@ import numpy as np
 
 from . import schema as S
 from .errors import FileGone, StoreError
+from .rules import written_units
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Snapshot:
     pid: int
     commitlog_end: int
     commitlog_min: int
+    dispatched_end: int  # where the broker's reput had got to: records from here on had no unit yet
     checkpoint: dict | None
     index: dict
     index_names: tuple
@@ -154,10 +156,31 @@ def take(store, pid: int, checkpoint: dict | None) -> Snapshot:
                     buf.close()
         except FileNotFoundError:
             pass  # deleted (expired) since it was listed: nothing is written to it any more
+    dispatched = dispatched_end(store.consumequeue_dir)
     q = store.commitlog
     allow_v2 = store.config.rocketmqVersion != 4
     end = commitlog_end(q.files, q.file_size, allow_v2) if store.dledger is None else _dledger_end(q)
-    return Snapshot(pid, end, q.min_offset, checkpoint, frozen, tuple(p.name for p in index), time.time())
+    return Snapshot(pid, end, q.min_offset, min(dispatched, end), checkpoint, frozen, tuple(p.name for p in index),
+                    time.time())
+
+
+def dispatched_end(consumequeue_dir: Path) -> int:
+    """One past the newest unit's record over every queue (its last file's last written unit): the broker's
+    reput dispatches the commitlog in order, so every record before it had its units."""
+    end = 0
+    for qdir in consumequeue_dir.glob("*/*"):
+        names = sorted(p.name for p in qdir.iterdir() if S.OFFSET_FILE_NAME.match(p.name)) if qdir.is_dir() else []
+        if not names:
+            continue
+        try:
+            data = (qdir / names[-1]).read_bytes()
+        except FileNotFoundError:
+            continue  # the queue's head, deleted as expired: not its tail
+        units = np.frombuffer(data, S.CQ_DTYPE, count=len(data) // S.CQ_UNIT_SIZE)
+        n = written_units(units)
+        if n:
+            end = max(end, int(units[n - 1]["commitLogOffset"]) + int(units[n - 1]["size"]))
+    return end
 
 
 def _index_geometry(store) -> bool:

@@ -9,6 +9,7 @@ ConsumeQueue.java, IndexHeader.java / IndexFile.java, StoreCheckpoint.java, time
 """
 from __future__ import annotations
 
+import re
 import struct
 
 import numpy as np
@@ -60,6 +61,7 @@ def index_file_size(slots: int, entries: int) -> int:
     """IndexFile's fileTotalSize: header, hash slots, entries."""
     return INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE + entries * INDEX_ENTRY_SIZE
 CHECKPOINT_FILE_SIZE = 4096
+OFFSET_FILE_NAME = re.compile(r"^\d{20}$")  # commitlog and consumequeue files: their start offset, 20 digits
 CRC32_RESERVED_LEN = 20  # "__CRC32#" + 0x01 + 10 digits + 0x02
 PRE_BLANK_SIZE = 0x7FFFFFFF  # ConsumeQueue.fillPreBlank unit: (0, Integer.MAX_VALUE, 0)
 

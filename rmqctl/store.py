@@ -35,7 +35,7 @@ DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
 DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
 DEFAULT_HASH_SLOTS = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
-FILE_NAME = re.compile(r"^\d{20}$")
+FILE_NAME = S.OFFSET_FILE_NAME
 INDEX_FILE_NAME = re.compile(r"^\d{17}$")
 JAVA_LONG_MAX = (1 << 63) - 1
 
@@ -678,10 +678,10 @@ class Store:
             return None
         try:
             ix = IndexFile(path, slots, num)
-        except FileNotFoundError:
+            if live is not None:
+                ix.mf = as_of_snapshot(ix.mf, live)
+        except (FileNotFoundError, FileGone):
             return None
-        if live is not None and path.name in live.index:
-            ix.mf = live.index[path.name]
         return ix
 
     # -- checkpoint, abort, lock, config ----------------------------------------------------------------
@@ -706,6 +706,15 @@ class Store:
     def close(self):
         if "commitlog" in self.__dict__:
             self.commitlog.close()
+
+
+def as_of_snapshot(mf: MappedFile, live: Snapshot):
+    """An index file of a live store as the snapshot has it: its frozen copy when the broker was writing it,
+    else mapped now (a mapping stays readable when the broker deletes the file as expired)."""
+    if mf.name in live.index:
+        return live.index[mf.name]
+    mf.buf  # noqa: B018 (mapping it is the point)
+    return mf
 
 
 def settle_index_geometry(paths: list[Path], config: BrokerConfig, index_dir: Path) -> tuple[int, int]:

@@ -312,6 +312,10 @@ class ConsumeQueueCheck:
         self.seen[key] = merged
 
     def _missing(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
+        live = self.run.live
+        if live is not None:  # not yet dispatched at the snapshot, or expired (the queue's head cleaned) since
+            keep = (offs < live.dispatched_end) & ~self._expired_now(offs)
+            qoffs, offs = qoffs[keep], offs[keep]
         for later in (False, True):
             sel = (offs >= self.redispatch) if later else (offs < self.redispatch)
             if not sel.any():
@@ -323,6 +327,12 @@ class ConsumeQueueCheck:
             m[1], m[2] = min(m[1], int(qs.min())), max(m[2], int(qs.max()))
             m[3], m[4] = min(m[3], int(os_.min())), max(m[4], int(os_.max()))
             m[5] = m[5] and (end is None or bool((qs >= end).all()))
+
+    def _expired_now(self, offs: np.ndarray) -> np.ndarray:
+        """Which records' commitlog files a running broker deleted since the scan (Store.expired, per file)."""
+        starts = offs - offs % self.run.file_size
+        gone = {int(s) for s in np.unique(starts).tolist() if self.run.store.expired(int(s))}
+        return np.isin(starts, list(gone)) if gone else np.zeros(len(offs), bool)
 
     @property
     def needs_resolve(self) -> bool:
