@@ -461,6 +461,18 @@ def commitlog_dirs(root: Path, config: BrokerConfig) -> list[Path]:
     return split_paths(config.storePathCommitLog) if config.storePathCommitLog else [root / "commitlog"]
 
 
+def commitlog_queue(dirs: list[Path], config: BrokerConfig) -> MappedFileQueue:
+    """The commitlog's files, sized by mappedFileSizeCommitLog or, unconfigured, by the files themselves."""
+    probe = MappedFileQueue(dirs, 0)
+    size = config.mappedFileSizeCommitLog
+    if size:
+        check_configured_size(probe.files, size, "mappedFileSizeCommitLog")
+    else:
+        size = infer_file_size(probe.files, "commitlog", DEFAULT_COMMITLOG_SIZE)
+    probe.file_size = size
+    return probe
+
+
 TOP_LEVEL_PARTS = ("commitlog", "consumequeue", "index", "config", "timerlog", "batchconsumequeue")
 
 
@@ -563,14 +575,7 @@ class Store:
     # -- commitlog ---------------------------------------------------------------------------------------
     @cached_property
     def commitlog(self) -> MappedFileQueue:
-        probe = MappedFileQueue(self.commitlog_dirs, 0)
-        size = self.config.mappedFileSizeCommitLog
-        if size:
-            check_configured_size(probe.files, size, "mappedFileSizeCommitLog")
-        else:
-            size = infer_file_size(probe.files, "commitlog", DEFAULT_COMMITLOG_SIZE)
-        probe.file_size = size
-        return probe
+        return commitlog_queue(self.commitlog_dirs, self.config)
 
     def scan(self, allow_v2: bool = True) -> CommitLogScan | D.DLedgerScan:
         if self.dledger is not None:
