@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+from collections import Counter
+from typing import Callable
 
 import numpy as np
 
@@ -22,6 +24,9 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..engine.kernels import available_cores
 from ..engine import dispatch as kernels
 from ..record import Message, read_record
+from ..store import valid_topic_dir_name
+from ..checks.links import queue_order
+from .writers import Dispatcher
 
 
 MIN_PART = 4096  # records: fewer are not worth a thread
@@ -150,3 +155,66 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
 def _entries(cq: tuple | list) -> dict:
     """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
     return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))
+
+
+class BatchWriter:
+    """What dispatch_file computed, written into a Dispatcher's consumequeues and index with the outcome of
+    Dispatcher.dispatch record by record: a queue's run of entries in bulk (put_run), keys in bulk when no
+    record is already indexed (build_many), anything else one entry or one record at a time. Counts the
+    entries per selected queue and the keys; `refuse(topic, position)` raises for a topic that cannot be a
+    directory name."""
+
+    def __init__(self, dispatcher: Dispatcher, allow_v2: bool, build_cq: bool, build_index: bool,
+                 selected: Callable[[str, int], bool] | None = None):
+        self.dispatcher, self.allow_v2, self.selected = dispatcher, allow_v2, selected
+        self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
+        self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
+        self.keys = 0
+
+    def write(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
+        """Dispatch the records of `b` (read from `buf`, one commitlog file)."""
+        if not len(b.position):
+            return
+        if self.build_cq:
+            self._queues(b, refuse)
+        if self.build_index:
+            index = self.dispatcher.index
+            fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
+            if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
+                self.keys += len(b.key_hash)
+                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]))
+            else:
+                for pos in b.position.tolist():
+                    m = read_record(buf, pos, len(buf), self.allow_v2)
+                    self.keys += len(index_keys(m))
+                    index.build(m, m.physicalOffset)
+
+    def _queues(self, b: FileDispatch, refuse: Callable[[str, int], None]):
+        d = self.dispatcher
+        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
+        topic, qid = b.cq_topic[order], b.cq_qid[order]
+        cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
+        groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
+        if self.selected is not None:
+            groups = [g for g in groups if self.selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
+        bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
+        if bad:
+            first = min(bad, key=lambda g: b.cq_record[g[0]])
+            refuse(b.topics[b.cq_topic[first[0]]], int(b.position[b.cq_record[first[0]]]))
+        last_written = -1
+        for g in groups:
+            name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
+            rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]
+            self.queued[(name, q)] += len(g)
+            w = d.queue(name, q)
+            if np.all(np.diff(qoffs) == 1) and w.put_run(b.phy[rec], b.size[rec], tags, int(qoffs[0])):
+                last_written = max(last_written, int(rec[-1]))
+                continue
+            for r, o, t in zip(rec.tolist(), qoffs.tolist(), tags.tolist()):
+                status = w.put(int(b.phy[r]), int(b.size[r]), t, o)
+                if status != "written":
+                    d.events.append((status, f"{name}/{q}", o, int(b.phy[r])))
+                if status in ("written", "out-of-order"):
+                    last_written = max(last_written, r)
+        if last_written >= 0:
+            d.logics_ts = int(b.store_ts[last_written])

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import schema as S
-from .batchdispatch import dispatch_file, record_starts
+from .batchdispatch import BatchWriter, dispatch_file, record_starts
 from ..budget import DEFAULT_MEMORY, batch_records
 from ..dispatch import cq_targets, index_keys
 from ..dledger import ENTRY_SLICE, entry_slices
@@ -37,7 +37,6 @@ from ..store import ConsumeQueue, IndexFile, Store, elsewhere, valid_topic_dir_n
 from .writers import Dispatcher
 from .staging import Build, DryRunPlan, index_count_check, last_full_end, stage_checkpoint, verify_staged, writing
 from ..txn import Transaction
-from ..checks.links import queue_order
 
 # working memory of one record in a dispatch batch: its decoded columns, consumequeue entries, index keys
 # (2-3 per message) and the sort of the entries by queue, with room to spare
@@ -114,8 +113,9 @@ class _Run:
         self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
         self.v2 = allow_v2(store)
         self.scan = store.scan(self.v2)
-        self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
-        self.keys = self.records = self.mismatched = 0
+        self.writer = BatchWriter(dispatcher, self.v2, build_cq, build_index, queue_filter)
+        self.queued = self.writer.queued  # (topic, queueId) -> entries dispatched to it
+        self.records = self.mismatched = 0
         self.batch = batch_records(memory, DISPATCH_BYTES_PER_RECORD)
 
     def _selected(self, topic: str, qid: int) -> bool:
@@ -196,58 +196,15 @@ class _Run:
                         self._refuse(topic, f, m.position)
                     self.queued[(topic, qid)] += 1
         if self.build_index:
-            self.keys += len(index_keys(m))
+            self.writer.keys += len(index_keys(m))
         self.dispatcher.dispatch(m, phy)
         self.records += 1
 
     def _batch(self, f, b):
         n = len(b.position)
-        if not n:
-            return
         self.records += n
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
-        if self.build_cq:
-            self._batch_queues(f, b)
-        if self.build_index:
-            index = self.dispatcher.index
-            fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
-            if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
-                self.keys += len(b.key_hash)
-                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]))
-            else:
-                for pos in b.position.tolist():
-                    m = read_record(f.buf, pos, len(f.buf), self.v2)
-                    self.keys += len(index_keys(m))
-                    index.build(m, m.physicalOffset)
-
-    def _batch_queues(self, f, b):
-        d = self.dispatcher
-        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
-        topic, qid = b.cq_topic[order], b.cq_qid[order]
-        cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
-        groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
-        groups = [g for g in groups if self._selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
-        bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
-        if bad:
-            first = min(bad, key=lambda g: b.cq_record[g[0]])
-            self._refuse(b.topics[b.cq_topic[first[0]]], f, int(b.position[b.cq_record[first[0]]]))
-        last_written = -1
-        for g in groups:
-            name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
-            rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]
-            self.queued[(name, q)] += len(g)
-            w = d.queue(name, q)
-            if np.all(np.diff(qoffs) == 1) and w.put_run(b.phy[rec], b.size[rec], tags, int(qoffs[0])):
-                last_written = max(last_written, int(rec[-1]))
-                continue
-            for r, o, t in zip(rec.tolist(), qoffs.tolist(), tags.tolist()):
-                status = w.put(int(b.phy[r]), int(b.size[r]), t, o)
-                if status != "written":
-                    d.events.append((status, f"{name}/{q}", o, int(b.phy[r])))
-                if status in ("written", "out-of-order"):
-                    last_written = max(last_written, r)
-        if last_written >= 0:
-            d.logics_ts = int(b.store_ts[last_written])
+        self.writer.write(f.buf, b, lambda topic, position: self._refuse(topic, f, position))
 
 
 def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
@@ -277,7 +234,7 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.keys, warnings=warnings)
+    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.writer.keys, warnings=warnings)
 
 
 # ---- diffs -------------------------------------------------------------------------------------------------

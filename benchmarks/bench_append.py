@@ -1,0 +1,151 @@
+"""Throughput of `rmqctl append` (the whole command, start-up included) next to RocketMQ 4.9.7's own write path,
+java-oracle's append-bench.sh (DefaultMessageStore.putMessage of the same messages, one thread, waited until the
+reput has dispatched them to consumequeue and index), in the same run, on the same filesystem.
+
+The messages are the same for both: `--messages` of `--body` bytes ("abc...xyz" repeated), 4 topics x 4 queues,
+a TAGS and two KEYS words each. rmqctl reads them as JSON Lines in the `dump commitlog --body base64` shape (the
+migration path: `dump | append`) and, with --parquet, as the Parquet file Store.scan().table() of the JSON Lines
+store writes. Each figure is one run into an empty store made with --create on the default geometry (1 GiB
+commitlog files); it prints msgs/s, MB/s of records, the ratio to RocketMQ's dispatchedMsgsPerS, and the command's
+peak RSS.
+
+    python benchmarks/bench_append.py [--messages 100000] [--body 1024] [--dir /dev/shm]
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOPICS = ["OrderTopic", "PaymentTopic", "AuditTopic", "BenchTopic-7"]
+QUEUES = 4
+ALPHABET = b"abcdefghijklmnopqrstuvwxyz"
+
+
+def messages(n: int, body_len: int):
+    """(topic, queueId, tags, keys, body) of each message, the same for Java and rmqctl."""
+    body = (ALPHABET * (body_len // len(ALPHABET) + 1))[:body_len]
+    for i in range(n):
+        yield (TOPICS[i % len(TOPICS)], (i // len(TOPICS)) % QUEUES, f"Tag{'ABCDE'[i % 5]}",
+               f"ORDER-{i:09d} USER-{i % 9973:05d}", body)
+
+
+def write_inputs(base: Path, n: int, body_len: int) -> tuple[Path, Path]:
+    tsv, jsonl = base / "messages.tsv", base / "messages.jsonl"
+    encoded = None
+    with open(tsv, "w") as t, open(jsonl, "w") as j:
+        for topic, qid, tags, keys, body in messages(n, body_len):
+            t.write(f"{topic}\t{qid}\t{tags}\t{keys}\t{len(body)}\n")
+            encoded = encoded or base64.b64encode(body).decode()
+            j.write(json.dumps({"topic": topic, "queueId": qid, "bornTimestamp": 1_700_000_000_000,
+                                "bornHost": "10.0.0.1:40000", "storeHost": "192.168.0.10:10911",
+                                "properties": {"TAGS": tags, "KEYS": keys}, "bodyEncoding": "base64",
+                                "body": encoded}) + "\n")
+    return tsv, jsonl
+
+
+def java_append(base: Path, tsv: Path) -> dict | None:
+    home = os.environ.get("RMQ_JAVA_ORACLE")
+    if not home:
+        print("RMQ_JAVA_ORACLE is not set: no ratio to RocketMQ's putMessage")
+        return None
+    res = subprocess.run([str(Path(home) / "append-bench.sh"), str(base / "java-store"), str(1 << 30), str(tsv)],
+                         capture_output=True, text=True)
+    shutil.rmtree(base / "java-store", ignore_errors=True)
+    if res.returncode != 0:
+        raise SystemExit(f"append-bench.sh failed (exit {res.returncode}): {res.stderr[-1000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def rmqctl_append(base: Path, name: str, args: list[str], n: int) -> tuple[float, int, float]:
+    """Seconds, record bytes and peak RSS (MiB) of one `rmqctl append` into a new store."""
+    store = base / name
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    secs = time.perf_counter() - t
+    if res.returncode != 0:
+        raise SystemExit(f"rmqctl append failed (exit {res.returncode}): {res.stderr.decode()[-1000:]}")
+    acks = res.stdout.count(b"\n")
+    if acks != n:
+        raise SystemExit(f"rmqctl acknowledged {acks} messages, not {n}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    end = _commitlog_end(store)
+    shutil.rmtree(store)
+    return secs, end, max(peak, before) / 1024
+
+
+def _commitlog_end(store: Path) -> int:
+    """The append point, from the store itself (every record written is counted once)."""
+    from rmqctl.store import Store  # the benchmark's own reading of what rmqctl wrote
+
+    s = Store(store)
+    try:
+        total = 0
+        for b in s.scan().batches():
+            total += int(b.column("storeSize").to_numpy().sum())
+        return total
+    finally:
+        s.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--body", type=int, default=1024)
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--parquet", action="store_true", help="also time --parquet input")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="rmqctl-bench-append-", dir=args.dir))
+    try:
+        tsv, jsonl = write_inputs(base, args.messages, args.body)
+        print(f"{args.messages} messages of {args.body} B, {len(TOPICS)} topics x {QUEUES} queues; {os.cpu_count()} CPUs, "
+              f"load average {os.getloadavg()[0]:.1f}; stores in {base}")
+        java = java_append(base, tsv)
+        if java is not None:
+            print(f"RocketMQ 4.9.7 putMessage + dispatch (1 thread): {java['dispatchedMsgsPerS'] / 1e3:7.1f} k msgs/s "
+                  f"{java['dispatchedMBs']:6.0f} MB/s (put {java['putSecs']:.2f} s, dispatched {java['dispatchedSecs']:.2f} s, "
+                  f"with shutdown {java['withShutdownSecs']:.2f} s)")
+        runs = [("jsonl", ["--jsonl", str(jsonl)])]
+        if args.parquet:
+            runs.append(("parquet", ["--parquet", str(export_parquet(base, jsonl))]))
+        for name, cmd in runs:
+            secs, end, peak = rmqctl_append(base, f"store-{name}", cmd, args.messages)
+            rate = args.messages / secs
+            ratio = f"  {rate / java['dispatchedMsgsPerS']:5.2f}x RocketMQ" if java else ""
+            print(f"rmqctl append --{name:8s} {secs:6.2f} s {rate / 1e3:7.1f} k msgs/s {end / secs / 1e6:6.0f} MB/s"
+                  f"{ratio}  peak RSS {peak:.0f} MiB (whole command, start-up included)")
+    finally:
+        shutil.rmtree(base)
+
+
+def export_parquet(base: Path, jsonl: Path) -> Path:
+    """The Parquet file Store.scan().table() writes for a store holding the messages."""
+    import pyarrow.parquet as pq  # only for --parquet
+
+    from rmqctl.store import Store
+
+    store = base / "parquet-source"
+    subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", "--jsonl", str(jsonl)],
+                   check=True, stdout=subprocess.DEVNULL)
+    s = Store(store)
+    try:
+        path = base / "messages.parquet"
+        pq.write_table(s.scan().table(), path)
+    finally:
+        s.close()
+    shutil.rmtree(store)
+    return path
+
+
+if __name__ == "__main__":
+    main()
