@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import zlib
 
+CRC_DIGITS = 10  # MessageDecoder.createCrc32 writes ten
+
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 CRC32_PROPERTY = "__CRC32#"
@@ -26,11 +28,16 @@ def crc31(data) -> int:
 
 def crc_digits(crc: int) -> str:
     """MessageDecoder.createCrc32: the decimal written least-significant digit first, right-padded with 0."""
-    out = []
-    for _ in range(10):
-        out.append(chr(ord("0") + crc % 10) if crc > 0 else "0")
+    out = bytearray(CRC_DIGITS)
+    put_crc_digits(crc, out, 0)
+    return out.decode("ascii")
+
+
+def put_crc_digits(crc, out, at):
+    """crc_digits as ASCII codes into out[at:at + 10] (also compiled, for the record encoder's kernel)."""
+    for k in range(CRC_DIGITS):
+        out[at + k] = 48 + crc % 10 if crc > 0 else 48  # 48: '0'
         crc //= 10
-    return "".join(out)
 
 
 def crc_from_digits(text: str) -> int:

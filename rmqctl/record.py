@@ -92,9 +92,7 @@ class Message:
 
     @property
     def msg_id(self) -> str:
-        """MessageDecoder.createMessageId: store ip + port + PHYSICALOFFSET, uppercase hex."""
-        return (self.storeIp + self.storePort.to_bytes(4, "big", signed=True)
-                + self.physicalOffset.to_bytes(8, "big", signed=True)).hex().upper()
+        return message_id(self.storeIp, self.storePort, self.physicalOffset)
 
     def body_crc_ok(self) -> bool:
         """checkMessageAndReturnSize: only checked when bodyLen > 0."""
@@ -159,6 +157,11 @@ def decompression_limit(max_message_size: int) -> int:
 def format_host(ip: bytes, port: int) -> str:
     addr = ipaddress.ip_address(ip)
     return f"[{addr}]:{port}" if addr.version == 6 else f"{addr}:{port}"
+
+
+def message_id(store_ip: bytes, store_port: int, offset: int) -> str:
+    """MessageDecoder.createMessageId: store ip + port + PHYSICALOFFSET, uppercase hex."""
+    return (store_ip + store_port.to_bytes(4, "big", signed=True) + offset.to_bytes(8, "big", signed=True)).hex().upper()
 
 
 def parse_host(text: str) -> tuple[bytes, int]:

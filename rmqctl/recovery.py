@@ -6,6 +6,8 @@ starts from it; none of them writes it again.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 from typing import Callable
 
 import numpy as np
@@ -247,13 +249,44 @@ def give_back(f: MappedFile, passed: int, pos: int) -> int:
 def zero_from(store: Store, index: int, pos: int) -> bool:
     """True when everything from file `index` position `pos` on is zero (preallocated space)."""
     files = store.commitlog.files
-    return last_nonzero(files[index].buf, pos) < 0 and all(last_nonzero(f.buf, 0) < 0 for f in files[index + 1 :])
+    return not nonzero_data(files[index], pos) and not any(nonzero_data(f, 0) for f in files[index + 1 :])
 
 
-def last_nonzero(buf, start: int) -> int:
-    """Position of the last non-zero byte at or after `start`, or -1. Chunks from the end: preallocated
-    tails are long runs of zeros."""
-    end = len(buf)
+def nonzero_data(f: MappedFile, start: int) -> bool:
+    """Whether a byte from `start` on is not zero, reading only what the filesystem holds data for: a hole
+    reads as zeros, and touching it through the mapping would make tmpfs allocate it (a file reserved ahead
+    in steps stays sparse)."""
+    return any(last_nonzero(f.buf, lo, hi) >= 0 for lo, hi in data_extents(f.path, start, len(f.buf)))
+
+
+def data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
+    """The ranges of [start, end) that may hold data (SEEK_DATA / SEEK_HOLE); all of it where the filesystem
+    cannot tell."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = []
+        pos = start
+        while pos < end:
+            try:
+                lo = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # no data past pos
+                    break
+                return [(start, end)]
+            if lo >= end:
+                break
+            hi = min(end, os.lseek(fd, lo, os.SEEK_HOLE))
+            out.append((lo, hi))
+            pos = hi
+        return out
+    finally:
+        os.close(fd)
+
+
+def last_nonzero(buf, start: int, end: int | None = None) -> int:
+    """Position of the last non-zero byte in [start, end) (end: the buffer's), or -1. Chunks from the end:
+    preallocated tails are long runs of zeros."""
+    end = len(buf) if end is None else end
     while end > start:
         lo = max(start, end - CHUNK)
         chunk = np.frombuffer(buf, dtype=np.uint8, count=end - lo, offset=lo)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+import orjson
 
 from typing import TYPE_CHECKING
 
@@ -179,7 +180,7 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = _json_object(line)
                 msg = message_from_json(obj, keep_timestamps)
                 appender.append(msg, producer_topic_rules=False)
             except (UsageError, ValueError) as e:
@@ -194,6 +195,15 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     finally:
         if not from_stdin:
             stream.close()
+
+
+def _json_object(line: bytes):
+    """orjson, fast; json where orjson refuses what json reads (integers past 64 bits, lone surrogates), so
+    such a line meets the same checks as before."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _emit(out, appender: Appender):

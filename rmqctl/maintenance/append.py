@@ -24,6 +24,8 @@ import os
 import shutil
 import time
 from pathlib import Path
+
+import numpy as np
 from typing import Callable, Iterable
 
 from .. import dledger
@@ -33,10 +35,12 @@ from ..dispatch import SCHEDULE_TOPIC, cq_targets
 from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
-from ..record import Message, encode_record, parse_host, read_record
+from ..record import Message, encode_record, message_id, parse_host, read_record
+from ..engine.encode import encode_batch
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
-from .writers import Dispatcher, WritableFile, reserve_free_space, space_needed
+from .writers import RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
+from .batchdispatch import BatchWriter, dispatch_file
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
 
@@ -94,7 +98,7 @@ class Appended:
     position: int
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # flat fields: no deep copy (dataclasses.asdict was a third of append's time)
 
 
 # -- Java behaviours the stored bytes depend on ---------------------------------------------------------
@@ -216,6 +220,8 @@ def record_version_for_topic(topic: str, version: int, config: BrokerConfig) -> 
 
 
 def _check_range(name: str, value, bounds: tuple[int, int]):
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{name} must be an integer, not {value!r}")
     if not bounds[0] <= value <= bounds[1]:
@@ -300,15 +306,13 @@ def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, c
     return map_properties_string(base, version)
 
 
-def catch_up(store: Store, d: Dispatcher, point: AppendPoint, stamp: Callable[[int], None]):
-    """The broker's reput on start: dispatch records from the dispatch point to the append point (`stamp` is
-    told each one's store time first). A record the index already holds (offset <= its endPhyOffset) is not
-    indexed again."""
+def catch_up(store: Store, d: Dispatcher, point: AppendPoint):
+    """The broker's reput on start: dispatch records from the dispatch point to the append point. A record
+    the index already holds (offset <= its endPhyOffset) is not indexed again."""
     index = d.index
     for off in point.catch_up:
         f = store.commitlog.find(off)
         m = read_record(f.buf, off - f.start, store.commitlog.file_size)
-        stamp(m.storeTimestamp)
         if index is not None and off <= point.index_end:
             d.index = None
             try:
@@ -329,6 +333,7 @@ class CommitLogTail:
         self.file_size = store.commitlog.file_size
         self.dry_run = dry_run
         self.files: dict[int, WritableFile] = {}
+        self.pending: dict[int, tuple[list, list]] = {}  # file start -> staged records' rows and bytes
         self.new_dirs: set[Path] = set()
         self._existing = {f.start: f for f in store.commitlog.files}
         self._dirs = sorted(store.commitlog_dirs)
@@ -351,11 +356,29 @@ class CommitLogTail:
             self._open_file(self.cur_start + self.file_size)
             if not self.dry_run:
                 f = self.files[self.cur_start]
+                f.reserve_to(self.wrote + S.BLANK.size)
                 S.BLANK.pack_into(f.map, self.wrote, remaining, S.MAGIC_BLANK)
                 f.dirty = True
             self.cur_start += self.file_size
             self.wrote = 0
+        if not self.dry_run:
+            self.files[self.cur_start].reserve_to(self.wrote + size)
         return self.cur_start, self.wrote
+
+    def stage(self, start: int, row: tuple, parts: tuple):
+        """A record to encode at row[0] of the file at `start` (engine.encode's row and bytes), at encode()."""
+        if not self.dry_run:
+            rows, blobs = self.pending.setdefault(start, ([], []))
+            rows.append(row)
+            blobs.extend(parts)
+        self.wrote = row[0] + row[1]
+
+    def encode(self, crc_trailer: bool):
+        """Write the staged records, a file's at a time in one compiled pass."""
+        for start, (rows, parts) in self.pending.items():
+            encode_batch(self.files[start].map, rows, parts, crc_trailer)
+            self.files[start].dirty = True
+        self.pending.clear()
 
     def write(self, start: int, pos: int, record: bytes):
         if not self.dry_run:
@@ -370,13 +393,14 @@ class CommitLogTail:
             return
         existing = self._existing.get(start)
         if existing is not None:
-            self.files[start] = WritableFile(existing.path, self.file_size, create=False)
+            self.files[start] = WritableFile(existing.path, self.file_size, create=False, ahead=0)
             return
         directory = self._dirs[(start // self.file_size) % len(self._dirs)]
         if not directory.is_dir():
             directory.mkdir(parents=True, exist_ok=True)
             self.new_dirs.add(directory.parent)
-        self.files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True)
+        self.files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True,
+                                         ahead=RESERVE_AHEAD)
         self.new_dirs.add(directory)
 
     def flush(self):
@@ -413,6 +437,7 @@ class CommitLogTail:
                 f.dirty = True
 
     def close(self):
+        self.pending.clear()  # never written: nothing to take back
         if not self.dry_run and self.cur_start is not None and self.cur_start + self.wrote > self.durable_end:
             self.take_back()
         for f in self.files.values():
@@ -450,11 +475,12 @@ class Appender:
         self.warnings: list[str] = []
         self._lock = None
         self._dispatcher: Dispatcher | None = None
-        self._staged: list[tuple[int, Message, Appended]] = []
+        self._staged: list[tuple[int, int, int, Appended]] = []  # file start, position, store time, where
+        self._hosts: dict[str, tuple[bytes, int]] = {}
+        self._topics: dict[tuple[str, bool], tuple[bool, bytes]] = {}
         self._tail: CommitLogTail | None = None
         self._next: dict[tuple[str, int], int] = {}
         self._read_queues: set[tuple[str, int]] = set()  # queues whose consumequeue max offset is merged in
-        self._dispatch_ts = 0
         self._opened = False
 
     # -- open: lock, geometry, recovery, catch-up ---------------------------------------------------------
@@ -495,10 +521,11 @@ class Appender:
         self._tail = CommitLogTail(store, rec.end, self.dry_run)
         if self.dry_run:
             return
-        clock = (lambda: self._dispatch_ts) if self.keep_index_time else self.clock
-        self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num, index_clock=clock)
+        self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num,
+                                      index_clock=self.clock, index_by_store_time=self.keep_index_time)
+        self._writer = BatchWriter(self._dispatcher, self.version >= 5, build_cq=True, build_index=True)
         if rec.catch_up:
-            catch_up(store, self._dispatcher, rec, self._stamp)
+            catch_up(store, self._dispatcher, rec)
             self.warnings += dispatch_warnings(self._dispatcher)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
@@ -511,28 +538,66 @@ class Appender:
         return self._next[key]
 
     def append(self, msg: NewMessage, producer_topic_rules: bool = True) -> Appended:
-        """Encode and write one message (not yet durable: commit() makes it so and dispatches it).
-        `producer_topic_rules` applies TopicValidator as a producer's send meets it; copies of stored
-        records (dump lines) are held only to what the store itself accepts."""
+        """Place one message and stage its record (not yet durable: commit() encodes the staged records, makes
+        them durable and dispatches them). `producer_topic_rules` applies TopicValidator as a producer's send
+        meets it; copies of stored records (dump lines) are held only to what the store itself accepts."""
         if not self._opened:
             raise UsageError("Appender.open() first")
-        config = self.config
         _check_fields(msg)
-        if producer_topic_rules:
-            validate_producer_topic(msg.topic)
-        v2 = record_version_for_topic(msg.topic, self.version, config)
+        v2, topic_bytes = self._topic(msg.topic, producer_topic_rules)
         store_host = msg.store_host or self.default_store_host
         if not store_host:
             raise UsageError("no store host: give --store-host (storeHost) or set brokerIP1 in the broker config")
-        born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
-        store_ip, store_port = _host(store_host, "storeHost")
+        born_ip, born_port = self._host(msg.born_host or store_host, "bornHost")
+        store_ip, store_port = self._host(store_host, "storeHost")
+        combo = (len(born_ip) == 16) + 2 * (len(store_ip) == 16)
         # the broker sets the IPv6 bits from the address types; a stale bit would misplace every later field
         sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
-        sys_flag |= (S.BORNHOST_V6_FLAG if len(born_ip) == 16 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if len(store_ip) == 16 else 0)
+        sys_flag |= (S.BORNHOST_V6_FLAG if combo & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if combo & 2 else 0)
         body = bytes(msg.body)
-        if len(body) > config.maxMessageSize:
-            raise UsageError(f"body is {len(body)} bytes, over maxMessageSize={config.maxMessageSize}")
-        topic_bytes = java_utf8(msg.topic)
+        props = self._properties(msg, len(body))
+        size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
+        if size > self.config.maxMessageSize + ENCODER_HEADROOM:
+            raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
+        if size + S.END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
+                             f"{self.file_size}-byte commitlog file")
+        dispatched = sys_flag & S.TRANSACTION_MASK in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
+        queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
+        start, pos = self._tail.place(size)
+        born_ts = self.clock() if msg.born_timestamp is None else msg.born_timestamp
+        store_ts = self.clock() if msg.store_timestamp is None else msg.store_timestamp
+        row = (pos, size, S.MAGIC_V2 if v2 else S.MAGIC_V1, msg.queue_id, msg.flag, queue_offset, start + pos, sys_flag,
+               born_ts, born_port, store_ts, store_port, msg.reconsume_times, msg.prepared_transaction_offset,
+               len(body), len(topic_bytes), len(props), combo)
+        parts = (born_ip, store_ip, body, topic_bytes, props)
+        if dispatched and self.config.enableMultiDispatch and PROPERTY_MULTI_DISPATCH.encode() in props:
+            targets = self._write_now(start, row, parts)  # its entries are read from the record itself
+        else:
+            self._tail.stage(start, row, parts)
+            targets = [(msg.topic, msg.queue_id, queue_offset)] if dispatched else []
+        for t, q, qoff in targets:
+            self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
+        result = Appended(start + pos, queue_offset, message_id(store_ip, store_port, start + pos),
+                          offset_to_name(start), pos)
+        self._staged.append((start, pos, store_ts, result))
+        return result
+
+    def _topic(self, topic: str, producer_topic_rules: bool) -> tuple[bool, bytes]:
+        """(V2 record, topic bytes) once the topic passed its checks; remembered per topic."""
+        key = (topic, producer_topic_rules)
+        got = self._topics.get(key)
+        if got is None:
+            if producer_topic_rules:
+                validate_producer_topic(topic)
+            got = self._topics[key] = (record_version_for_topic(topic, self.version, self.config), java_utf8(topic))
+        return got
+
+    def _properties(self, msg: NewMessage, body_len: int) -> bytes:
+        """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits."""
+        config = self.config
+        if body_len > config.maxMessageSize:
+            raise UsageError(f"body is {body_len} bytes, over maxMessageSize={config.maxMessageSize}")
         props = java_utf8(properties_text(msg, self.version, self.crc_trailer, config, self.next_queue_offset))
         if self.crc_trailer:
             if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
@@ -540,39 +605,31 @@ class Appender:
             props += CRC_TRAILER_PLACEHOLDER
         if len(props) > SHORT_MAX:
             raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
-        size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
-        if size > config.maxMessageSize + ENCODER_HEADROOM:
-            raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
-        if size + S.END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
-                             f"{self.file_size}-byte commitlog file")
+        return props
 
-        tran = sys_flag & S.TRANSACTION_MASK
-        dispatched = tran in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
-        queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
-        start, pos = self._tail.place(size)
+    def _write_now(self, start: int, row: tuple, parts: tuple) -> list[tuple[str, int, int]]:
+        """Encode and write one record at once with the reference encoder (record.encode_record); returns the
+        consumequeue entries (cq_targets) of what the broker's reader sees."""
         m = Message()
-        m.magicCode = S.MAGIC_V2 if v2 else S.MAGIC_V1
-        m.bodyCRC = crc31(body)
-        m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag = msg.queue_id, msg.flag, queue_offset, start + pos, sys_flag
-        m.bornTimestamp = self.clock() if msg.born_timestamp is None else msg.born_timestamp
-        m.bornIp, m.bornPort = born_ip, born_port
-        m.storeTimestamp = self.clock() if msg.store_timestamp is None else msg.store_timestamp
-        m.storeIp, m.storePort = store_ip, store_port
-        m.reconsumeTimes, m.preparedTransactionOffset = msg.reconsume_times, msg.prepared_transaction_offset
-        m.body, m.topicBytes, m.propertiesBytes = body, topic_bytes, props
+        (_, size, m.magicCode, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag, m.bornTimestamp,
+         m.bornPort, m.storeTimestamp, m.storePort, m.reconsumeTimes, m.preparedTransactionOffset, *_) = row
+        m.bornIp, m.storeIp, m.body, m.topicBytes, m.propertiesBytes = parts
+        m.bodyCRC = crc31(m.body)
         record = bytearray(encode_record(m))
         if self.crc_trailer:
             # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
             crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
             record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
-        stored = read_record(record, 0, size)  # what the broker's reader sees: the record dispatch uses
-        self._tail.write(start, pos, record)
-        for t, q, qoff in cq_targets(stored, config) if dispatched else ():
-            self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
-        result = Appended(start + pos, queue_offset, stored.msg_id, offset_to_name(start), pos)
-        self._staged.append((start + pos, stored, result))
-        return result
+        self._tail.write(start, row[0], record)
+        return cq_targets(read_record(record, 0, size), self.config)
+
+    def _host(self, text: str, what: str) -> tuple[bytes, int]:
+        """_host, remembered: a copy's lines name the same few hosts."""
+        key = what + text
+        got = self._hosts.get(key)
+        if got is None:
+            got = self._hosts[key] = _host(text, what)
+        return got
 
     @property
     def staged(self) -> int:
@@ -583,25 +640,50 @@ class Appender:
         directories), then consumequeue and index entries, then the checkpoint. Returns them."""
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
-            return [a for _, _, a in staged]
+            return [a for *_, a in staged]
+        self._tail.encode(self.crc_trailer)
+        batches = self._dispatched(staged)
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
-        reserve_free_space(self.root, space_needed(self._dispatcher, [(o, m) for o, m, _ in staged]) + [S.CHECKPOINT_FILE_SIZE])
-        self._tail.flush()
+        needed = self._writer.space_needed([b for *_, b in batches])
+        reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE])
+        if self._dispatcher.index is not None:
+            self._dispatcher.index.reserve_keys(sum(len(b.key_hash) for *_, b in batches))
+        self._tail.flush()  # one fsync for the batch: the broker's group commit
         d = self._dispatcher
-        for off, m, _ in staged:
-            self._dispatch_ts = m.storeTimestamp
-            d.dispatch(m, off)
+        for start, buf, b in batches:
+            self._writer.write(buf, b, lambda topic, position: self._refuse_topic(topic, start + position))
         d.flush()
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
-        write_checkpoint(self.root, staged[-1][1].storeTimestamp, d.logics_ts,
-                         index.completed_end_ts if index is not None else 0)
+        write_checkpoint(self.root, staged[-1][2], d.logics_ts, index.completed_end_ts if index is not None else 0)
         self._committed = True
         self._tail.close_full()  # full files: nothing more to write there
-        return [a for _, _, a in staged]
+        return [a for *_, a in staged]
 
-    def _stamp(self, store_ts: int):
-        self._dispatch_ts = store_ts  # the store time the index clock gives with keep_index_time
+    def _dispatched(self, staged: list) -> list:
+        """(file start, file map, batchdispatch.FileDispatch) of the staged records, a commitlog file at a time: the
+        broker's reput of them, read back from the bytes written."""
+        out = []
+        i = 0
+        while i < len(staged):
+            start = staged[i][0]
+            j = i
+            while j < len(staged) and staged[j][0] == start:
+                j += 1
+            positions = np.fromiter((s[1] for s in staged[i:j]), np.int64, j - i)
+            buf = self._tail.files[start].map
+            b = dispatch_file(buf, self.file_size, self.config, self.version >= 5,
+                              with_keys=self._dispatcher.index is not None, starts=positions)
+            if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
+                raise StoreError("a record rmqctl wrote does not read back; nothing was acknowledged",
+                                 self._tail.files[start].path, position=int(positions[len(b.position)]))
+            out.append((start, buf, b))
+            i = j
+        return out
+
+    def _refuse_topic(self, topic: str, offset: int):
+        raise StoreError(f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to "
+                         "dispatch the record", self.root / "commitlog", offset=offset)
 
     def close(self):
         if self._tail is not None:

@@ -26,7 +26,7 @@ from ..engine import dispatch as kernels
 from ..record import Message, read_record
 from ..store import valid_topic_dir_name
 from ..checks.links import queue_order
-from .writers import Dispatcher
+from .writers import Dispatcher, new_file_sizes
 
 
 MIN_PART = 4096  # records: fewer are not worth a thread
@@ -171,6 +171,21 @@ class BatchWriter:
         self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
         self.keys = 0
 
+    def space_needed(self, batches: list[FileDispatch]) -> list[int]:
+        """writers.new_file_sizes of what writing `batches` adds."""
+        units: dict[tuple[str, int], list[int]] = {}
+        keys = 0
+        for b in batches:
+            if self.build_cq and len(b.cq_record):
+                queue = b.cq_topic * (1 << 32) + b.cq_qid
+                _, first, count = np.unique(queue, return_index=True, return_counts=True)
+                for i, n in zip(first.tolist(), count.tolist()):
+                    key = (b.topics[b.cq_topic[i]], int(b.cq_qid[i]))
+                    units.setdefault(key, [int(b.cq_qoff[i]), 0])[1] += n
+            if self.build_index:
+                keys += len(b.key_hash)
+        return new_file_sizes(self.dispatcher, units, keys)
+
     def write(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
         """Dispatch the records of `b` (read from `buf`, one commitlog file)."""
         if not len(b.position):
@@ -182,7 +197,8 @@ class BatchWriter:
             fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
             if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
                 self.keys += len(b.key_hash)
-                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]))
+                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]),
+                                 int(b.store_ts[-1]))
             else:
                 for pos in b.position.tolist():
                     m = read_record(buf, pos, len(buf), self.allow_v2)

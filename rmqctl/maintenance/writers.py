@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import gc
 import mmap
 import os
 import time
@@ -25,12 +26,18 @@ from ..txn import fsync_dir
 from ..store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
 
-def reserve(fd: int, size: int, path: Path):
-    """posix_fallocate the first `size` bytes of the file: what the broker's preallocated (warmed) files amount
-    to. A write through a mapping into a hole of a full filesystem is a SIGBUS; once the blocks are reserved
-    it cannot fail, so a full disk is found here, as one error, before any byte is written."""
+# how far ahead of the write position a growing file (commitlog, index entries) has its blocks reserved
+RESERVE_AHEAD = 8 << 20
+
+
+def reserve(fd: int, size: int, path: Path, start: int = 0):
+    """posix_fallocate bytes [start, size) of the file. A write through a mapping into a hole of a full
+    filesystem is a SIGBUS; once the blocks are reserved it cannot fail, so a full disk is found here, as one
+    error, before any byte is written there."""
+    if size <= start:
+        return
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, start, size - start)
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFullError(f"no space left on the device for the file's {size} bytes", path) from None
@@ -60,10 +67,11 @@ def reserve_free_space(directory: Path, file_sizes: list[int]):
         os.close(fd)
 
 
-def create_full_size(path: Path, size: int) -> int:
-    """Create `path` sparse (all zero) at `size` bytes so that it appears whole or not at all: an unnamed
-    O_TMPFILE in the directory is sized, then linked in under its name. A kill in between leaves nothing;
-    a short file would make the broker (and our own writers) refuse the store. Returns an O_RDWR fd."""
+def create_full_size(path: Path, size: int, reserved: int) -> int:
+    """Create `path` sparse (all zero) at `size` bytes, its first `reserved` bytes' blocks reserved, so that it
+    appears whole or not at all: an unnamed O_TMPFILE in the directory is sized, then linked in under its
+    name. A kill in between leaves nothing; a short file would make the broker (and our own writers) refuse
+    the store. Returns an O_RDWR fd."""
     try:
         fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
     except OSError as e:
@@ -72,7 +80,7 @@ def create_full_size(path: Path, size: int) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)  # a filesystem without O_TMPFILE
         try:
             os.ftruncate(fd, size)
-            reserve(fd, size, path)
+            reserve(fd, reserved, path)
         except BaseException:
             os.close(fd)
             os.unlink(path)
@@ -81,7 +89,7 @@ def create_full_size(path: Path, size: int) -> int:
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.ftruncate(fd, size)
-        reserve(fd, size, path)
+        reserve(fd, reserved, path)
         # a directory fd makes Python call linkat(..., AT_SYMLINK_FOLLOW), which links the file the /proc
         # entry names; EEXIST if the name is taken, like O_EXCL
         os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd, follow_symlinks=True)
@@ -94,27 +102,41 @@ def create_full_size(path: Path, size: int) -> int:
 
 
 class WritableFile:
-    """A fixed-size file mapped read-write; created all zero at full size like the broker's, its blocks
-    reserved (an existing file's holes too), so writes through the mapping never meet a full disk."""
+    """A fixed-size file mapped read-write, created all zero at full size like the broker's. Writes through
+    the mapping never meet a full disk: the blocks under them are reserved first, the whole file (an existing
+    file's holes too) or, with `ahead`, the first `ahead` bytes and then by reserve_to as the writes move on
+    (a file that fills over time takes its disk space as it goes, not all at once)."""
 
-    def __init__(self, path: Path, size: int, create: bool):
+    def __init__(self, path: Path, size: int, create: bool, ahead: int | None = None):
         self.path = path
         self.created = create
+        self.size = size
+        first = size if ahead is None else min(size, ahead)
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = create_full_size(path, size)
+            self.fd = create_full_size(path, size, first)
         else:
             self.fd = os.open(path, os.O_RDWR)
+        self.reserved = first if create else 0
         try:
             st = os.fstat(self.fd)
-            if not create and st.st_blocks * 512 < min(size, st.st_size):
+            if not create and ahead is None and st.st_blocks * 512 < min(size, st.st_size):
                 # holes (a copied or broker-made sparse file); a short file is not grown: mmap refuses it
                 reserve(self.fd, min(size, st.st_size), path)
+            if not create and ahead is None:
+                self.reserved = size
             self.map = mmap.mmap(self.fd, size)
         except BaseException:
             os.close(self.fd)
             raise
         self.dirty = create
+
+    def reserve_to(self, upto: int):
+        """Blocks reserved up to `upto` (and RESERVE_AHEAD beyond), before anything is written below it."""
+        if upto > self.reserved:
+            end = min(self.size, upto + RESERVE_AHEAD)
+            reserve(self.fd, end, self.path, self.reserved)
+            self.reserved = end
 
     def flush(self):
         """msync the mapping, then fsync the file (its size and metadata too)."""
@@ -132,7 +154,13 @@ class WritableFile:
         if self.map is None:
             return
         self.flush()
-        self.map.close()
+        try:
+            self.map.close()
+        except BufferError:
+            # a view of the map left in a reference cycle (numba's compiling of a kernel keeps its arguments in
+            # frames of exceptions it handles): collected, the map closes
+            gc.collect()
+            self.map.close()
         os.close(self.fd)
         self.map = None
 
@@ -257,7 +285,9 @@ class IndexFileWriter:
         self.path = path
         self.slot_num = slot_num
         self.index_num = index_num
-        self.file = WritableFile(path, S.index_file_size(slot_num, index_num), create)
+        self.entries_at = S.INDEX_HEADER_SIZE + slot_num * S.HASH_SLOT_SIZE
+        # the header and slot table are written anywhere: reserved whole; entries as they are put
+        self.file = WritableFile(path, S.index_file_size(slot_num, index_num), create, ahead=self.entries_at)
         h = S.INDEX_HEADER.unpack_from(self.file.map, 0)
         self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.hash_slot_count, count = h
         self.index_count = max(count, 1)  # in memory it starts at 1; load() forces <= 0 to 1
@@ -278,10 +308,15 @@ class IndexFileWriter:
     def full(self) -> bool:
         return self.index_count >= self.index_num
 
+    def reserve_entries(self, n: int):
+        """Blocks for the next `n` entries (as many as fit)."""
+        self.file.reserve_to(self.entries_at + min(self.index_num, self.index_count + n) * S.INDEX_ENTRY_SIZE)
+
     def put_key(self, key_hash: int, phy_offset: int, store_ts: int) -> bool:
         """IndexFile.putKey; False when the file is full."""
         if self.full:
             return False
+        self.reserve_entries(1)
         m = self.file.map
         slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         slot_value = S.INT32.unpack_from(m, slot_pos)[0]
@@ -307,6 +342,7 @@ class IndexFileWriter:
         """put_key for as many of the keys as fit, in one compiled loop (engine.index.put_keys);
         returns how many were put."""
         first = self.index_count
+        self.reserve_entries(len(key_hashes))
         k, used = put_index_keys(np.frombuffer(self.file.map, np.uint8), self.slot_num, self.index_num, first,
                                  self.begin_ts, key_hashes, phys, timestamps)
         if k <= 0:
@@ -331,11 +367,12 @@ class IndexWriter:
     """IndexService: the list of index files in a directory, putting keys into the last one and rolling
     over to a new file (named by the current time) when it is full."""
 
-    def __init__(self, directory: Path, slot_num: int, index_num: int, clock=None):
+    def __init__(self, directory: Path, slot_num: int, index_num: int, clock=None, by_store_time: bool = False):
         self.directory = directory
         self.slot_num = slot_num
         self.index_num = index_num
         self.clock = clock or (lambda: int(time.time() * 1000))
+        self.by_store_time = by_store_time  # name a new file by its first message's store time (reproducible copies)
         names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
         self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
         for f in self.files[:-1]:  # only the last file takes keys
@@ -343,11 +380,12 @@ class IndexWriter:
         self.completed_end_ts = 0  # endTimestamp of the newest full file: the checkpoint's indexMsgTimestamp
         self.file_size = S.index_file_size(slot_num, index_num)
 
-    def _last(self) -> IndexFileWriter:
+    def _last(self, store_ts: int) -> IndexFileWriter:
+        """The file taking keys; a new one when full, for a message stored at `store_ts`."""
         if self.files and not self.files[-1].full:
             return self.files[-1]
         prev = self.files[-1] if self.files else None
-        name = index_file_name(self.clock())
+        name = index_file_name(store_ts if self.by_store_time else self.clock())
         if prev is not None and name <= prev.path.name:
             # two files in one millisecond: keep names unique and in creation order
             name = index_file_name(int(dt.datetime.strptime(prev.path.name[:14], "%Y%m%d%H%M%S").timestamp() * 1000)
@@ -363,24 +401,35 @@ class IndexWriter:
 
     def build(self, m: Message, phy_offset: int):
         """IndexService.buildIndex for one record."""
-        f = self._last()
+        f = self._last(m.storeTimestamp)
         if phy_offset < f.end_phy:
             return  # already indexed
         for key in index_keys(m):
             h = index_key_hash(key)
             while not f.put_key(h, phy_offset, m.storeTimestamp):
-                f = self._last()
+                f = self._last(m.storeTimestamp)
 
-    def build_many(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray, last_message: int | None):
+    def build_many(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray, last_message: int | None,
+                   last_ts: int = 0):
         """build() for many messages at once when none of them is already indexed (their commitlog offsets
         increase past the last file's endPhyOffset): their keys in order, rolling over as build() does, then
         the file the broker creates when a message (with keys or not; `last_message` is the newest one's
-        offset) comes after a full one."""
+        offset, `last_ts` its store time) comes after a full one."""
         done = 0
         while done < len(key_hashes):
-            done += self._last().put_keys(key_hashes[done:], phys[done:], timestamps[done:])
+            done += self._last(int(timestamps[done])).put_keys(key_hashes[done:], phys[done:], timestamps[done:])
         if last_message is not None and (not self.files or (self.files[-1].full and last_message > self.files[-1].end_phy)):
-            self._last()
+            self._last(last_ts)
+
+    def reserve_keys(self, keys: int):
+        """Blocks for `keys` more entries in the last file (new files reserve theirs as they are created)."""
+        if self.files and not self.files[-1].full:
+            self.files[-1].reserve_entries(keys)
+
+    def new_file_size(self, keys: int) -> int:
+        """What a new file holding (up to) `keys` entries reserves."""
+        return min(self.file_size, S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
+                   + min(keys, self.index_num) * S.INDEX_ENTRY_SIZE + RESERVE_AHEAD)
 
     def flush(self):
         for f in self.files:
@@ -396,14 +445,15 @@ class Dispatcher:
     or a build directory laid out like one)."""
 
     def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
-                 build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None):
+                 build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None,
+                 index_by_store_time: bool = False):
         self.root = root
         self.config = config
         self.cq_file_size = cq_file_size
         self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
         self.build_cq = build_cq
         self.queue_filter = queue_filter
-        self.index = IndexWriter(root / "index", slot_num, index_num, index_clock) if build_index and config.messageIndexEnable else None
+        self.index = IndexWriter(root / "index", slot_num, index_num, index_clock, index_by_store_time) if build_index and config.messageIndexEnable else None
         self.logics_ts = 0
         self.events: list[tuple[str, str, int, int]] = []  # (status, queue, cq offset, commitlog offset) oddities
 
@@ -457,11 +507,8 @@ class Dispatcher:
 
 
 def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[int]:
-    """The sizes of the new files that `d` dispatching `records` (offset, record) may create (at most one file
-    more than it needs per queue or index): consumequeue files for the units past each queue's last file,
-    index files for the keys past the last one's room. Reserved before the commitlog is made durable, so a
-    full disk stops a write before it changes anything."""
-    per_file = d.cq_file_size // S.CQ_UNIT_SIZE
+    """The sizes of the new files that `d` dispatching `records` (offset, record) may create: new_file_sizes of
+    their consumequeue entries and index keys."""
     units: dict[tuple[str, int], list[int]] = {}
     keys = 0
     for _, m in records:
@@ -470,6 +517,16 @@ def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[in
                 units.setdefault((topic, qid), [qoff, 0])[1] += 1
         if d.index is not None:
             keys += len(index_keys(m))
+    return new_file_sizes(d, units, keys)
+
+
+def new_file_sizes(d: "Dispatcher", units: dict[tuple[str, int], list[int]], keys: int) -> list[int]:
+    """The sizes of the new files that `d` may create (at most one file more than it needs per queue or
+    index) for `units` ((topic, queueId) -> [first queue offset, entries]) and `keys` index keys:
+    consumequeue files for the units past each queue's last file, index files for the keys past the last
+    one's room. Reserved before the commitlog is made durable, so a full disk stops a write before it
+    changes anything."""
+    per_file = d.cq_file_size // S.CQ_UNIT_SIZE
     sizes = []
     for (topic, qid), (first, n) in units.items():
         if d.queue_filter and not d.queue_filter(topic, qid):
@@ -482,5 +539,5 @@ def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[in
         ix = d.index
         room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
         # entry 0 is unused; a record after a full file opens one more
-        sizes += [ix.file_size] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
+        sizes += [ix.new_file_size(keys)] * -(-max(0, keys - room + 1) // (ix.index_num - 1))
     return sizes

@@ -1,0 +1,92 @@
+"""`append`'s records encoded in one compiled pass per batch, as record.encode_record encodes one (the reference):
+MessageExtEncoder's layout at the field offsets engine.record derives from the schema, the 31-bit body CRC,
+and, for a 5.x store with enabledAppendPropCRC, the `__CRC32#` digits over the finished record as
+DefaultAppendMessageCallback.doAppend writes them (javacompat.put_crc_digits, compiled from its one
+definition).
+
+A batch is a table of integer fields per record (the columns below) and one byte string holding, per record in
+order, the born host's address, the store host's address, the body, the topic and the properties.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema as S
+from ..javacompat import CRC_DIGITS, put_crc_digits as _put_crc_digits
+from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
+from .record import OFFSETS
+
+# the columns of a batch's field table
+COLUMNS = ("position", "storeSize", "magicCode", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
+           "bornTimestamp", "bornPort", "storeTimestamp", "storePort", "reconsumeTimes", "preparedTransactionOffset",
+           "bodyLength", "topicLength", "propertiesLength", "combo")
+(POSITION, SIZE, MAGIC, QUEUE_ID, FLAG, QUEUE_OFFSET, PHYSICAL_OFFSET, SYSFLAG, BORN_TS, BORN_PORT, STORE_TS,
+ STORE_PORT, RECONSUME, PREPARED, BODY_LEN, TOPIC_LEN, PROPS_LEN, COMBO) = range(len(COLUMNS))
+
+(STORE_SIZE_AT, MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, FLAG_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT,
+ BORN_TS_AT, BORN_IP_AT) = (OFFSETS[n][0] for n in ("storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset",
+                                                     "physicalOffset", "sysFlag", "bornTimestamp", "bornHost.ip"))
+BORN_PORT_AT, STORE_TS_AT, STORE_IP_AT, STORE_PORT_AT, RECONSUME_AT, PREPARED_AT, BODY_LEN_AT, HEAD_SIZE = (
+    OFFSETS[n] for n in ("bornHost.port", "storeTimestamp", "storeHost.ip", "storeHost.port", "reconsumeTimes",
+                         "preparedTransactionOffset", "bodyLength", "headSize"))
+MAGIC_V2 = S.MAGIC_V2
+CRC_RESERVED = S.CRC32_RESERVED_LEN
+put_crc_digits = compile_rule(_put_crc_digits)
+
+
+@kernel
+def encode_records(u8, fields, blob, crc_trailer):
+    """Write the records of `fields` (one row each, COLUMNS) into u8 at their positions, their bytes taken from
+    `blob` in order. `crc_trailer`: the properties end in a `__CRC32#` placeholder whose digits are filled in."""
+    b = 0
+    for i in range(fields.shape[0]):
+        p = fields[i, POSITION]
+        combo = fields[i, COMBO]
+        size = fields[i, SIZE]
+        put_be32(u8, p + STORE_SIZE_AT, size)
+        put_be32(u8, p + MAGIC_AT, fields[i, MAGIC])
+        put_be32(u8, p + QUEUE_ID_AT, fields[i, QUEUE_ID])
+        put_be32(u8, p + FLAG_AT, fields[i, FLAG])
+        put_be64(u8, p + QUEUE_OFFSET_AT, fields[i, QUEUE_OFFSET])
+        put_be64(u8, p + PHYSICAL_OFFSET_AT, fields[i, PHYSICAL_OFFSET])
+        put_be32(u8, p + SYSFLAG_AT, fields[i, SYSFLAG])
+        put_be64(u8, p + BORN_TS_AT, fields[i, BORN_TS])
+        born_len = 16 if combo & 1 else 4
+        store_len = 16 if combo & 2 else 4
+        copy_span(u8, p + BORN_IP_AT, blob, b, born_len)
+        b += born_len
+        put_be32(u8, p + BORN_PORT_AT[combo], fields[i, BORN_PORT])
+        put_be64(u8, p + STORE_TS_AT[combo], fields[i, STORE_TS])
+        copy_span(u8, p + STORE_IP_AT[combo], blob, b, store_len)
+        b += store_len
+        put_be32(u8, p + STORE_PORT_AT[combo], fields[i, STORE_PORT])
+        put_be32(u8, p + RECONSUME_AT[combo], fields[i, RECONSUME])
+        put_be64(u8, p + PREPARED_AT[combo], fields[i, PREPARED])
+        body_len = fields[i, BODY_LEN]
+        put_be32(u8, p + BODY_LEN_AT[combo], body_len)
+        put_be32(u8, p + BODY_CRC_AT, crc32(blob, b, b + body_len) & 0x7FFFFFFF)
+        o = copy_span(u8, p + HEAD_SIZE[combo], blob, b, body_len)
+        b += body_len
+        topic_len = fields[i, TOPIC_LEN]
+        if fields[i, MAGIC] == MAGIC_V2:  # a 2-byte topic length
+            u8[o] = (topic_len >> 8) & 0xFF
+            o += 1
+        u8[o] = topic_len & 0xFF
+        o = copy_span(u8, o + 1, blob, b, topic_len)
+        b += topic_len
+        props_len = fields[i, PROPS_LEN]
+        u8[o] = (props_len >> 8) & 0xFF
+        u8[o + 1] = props_len & 0xFF
+        copy_span(u8, o + 2, blob, b, props_len)
+        b += props_len
+        if crc_trailer:
+            put_crc_digits(crc32(u8, p, p + size - CRC_RESERVED) & 0x7FFFFFFF, u8, p + size - 1 - CRC_DIGITS)
+    return b
+
+
+def encode_batch(buf, rows: list[tuple], parts: list[bytes], crc_trailer: bool):
+    """Encode the records `rows` (tuples in COLUMNS order) into `buf` (a writable map), their bytes `parts`."""
+    fields = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+    blob = np.frombuffer(b"".join(parts), np.uint8)
+    used = encode_records(np.frombuffer(buf, np.uint8), fields, blob, crc_trailer)
+    assert used == len(blob), "every staged byte goes into a record"
