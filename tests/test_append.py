@@ -623,3 +623,81 @@ def test_compiled_encoder_writes_what_the_reference_encoder_writes():
         out = bytearray(len(expected))
         encode_batch(out, rows, parts, crc_trailer)
         assert out == expected
+
+
+def test_a_first_append_on_a_terminal_says_it_compiles(tmp_path):
+    """The first append of an installation compiles the encoder and the dispatch: one line on a terminal says
+    so; the next run finds the kernels cached and says nothing."""
+    shutil.copytree(REPO / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+
+    def append_on_a_terminal(n: int) -> str:
+        master, slave = os.openpty()
+        try:
+            subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", tmp_path / "store", "--create",
+                            "--topic", "T", "--body", str(n), "--keys", "K", "--store-host", "10.0.0.1:10911"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=slave, check=True, cwd=tmp_path)
+            os.set_blocking(master, False)
+            try:
+                return os.read(master, 4096).decode()
+            except BlockingIOError:
+                return ""
+        finally:
+            os.close(slave)
+            os.close(master)
+
+    assert append_on_a_terminal(1).splitlines() == ["rmqctl: compiling the encoder once (a few seconds)"]
+    assert append_on_a_terminal(2) == ""
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A fresh 56 MiB tmpfs, unmounted afterwards."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=56m", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def allocated(root: Path) -> int:
+    """Bytes of disk the files under `root` hold (what du counts)."""
+    return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.tmpfs
+def test_a_new_store_of_one_message_reserves_tens_of_mib_not_the_whole_geometry(small_tmpfs):
+    """The default geometry (1 GiB commitlog files, index files of 5 M slots and 20 M entries) fits a 56 MiB
+    tmpfs: a file takes its blocks a step ahead of what is written, an index file its slot table and the
+    entries it holds; the next append reads the sparse tail without allocating it."""
+    store = small_tmpfs / "store"
+    for n in range(2):
+        res = run("append", "--store", store, "--create", "--topic", "T", "--body", "x", "--keys", "K",
+                  "--store-host", "10.0.0.1:10911")
+        assert res.exit_code == 0, res.stderr
+        assert jsonl(res.stdout)[0]["queueOffset"] == n
+        assert allocated(store) <= 64 << 20
+    assert (store / "commitlog" / "00000000000000000000").stat().st_size == 1 << 30
+
+
+@pytest.mark.tmpfs
+def test_a_disk_filling_up_mid_copy_is_one_line_and_keeps_what_was_acknowledged(small_tmpfs, tmp_path):
+    """Appending 100 KiB messages until the tmpfs is full: the step that finds no room is refused with one line
+    and exit 2 (never a SIGBUS through a mapping), every acknowledged message is in the store, nothing else."""
+    lines = tmp_path / "big.jsonl"
+    body = base64.b64encode(b"y" * 100_000).decode()
+    with open(lines, "w") as f:
+        for i in range(400):
+            f.write(json.dumps({"topic": "Big", "queueId": i % 2, "bodyEncoding": "base64", "body": body,
+                                "storeHost": "10.0.0.1:10911", "properties": {"KEYS": f"K{i}"}}) + "\n")
+    store = small_tmpfs / "store"
+    res = subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", store, "--create", "--jsonl", lines],
+                         capture_output=True, text=True)
+    errors = res.stderr.splitlines()
+    assert res.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], res.stderr
+    acked = jsonl(res.stdout)
+    assert 0 < len(acked) < 400
+    stored = run("dump", "commitlog", "--store", store, "--format", "jsonl", "--body", "none")
+    assert [m["commitLogOffset"] for m in jsonl(stored.stdout)] == [a["commitLogOffset"] for a in acked]
+    assert run("verify", "--store", store).exit_code == 0

@@ -31,6 +31,7 @@ from ..engine.record import MAGIC_AT, PHYSICAL_OFFSET_AT
 from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
                       read_record)
 from ..errors import FileGone
+from ..recovery import data_extents
 from ..store import give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
@@ -126,7 +127,8 @@ def open_map(path: str):
 def scan_chunk(task: Task) -> ChunkResult:
     buf = open_map(task.path)
     limit = min(len(buf), task.file_size)
-    result = _Scanner(task, buf, limit).run()
+    extents = data_extents(task.path, 0, limit) if limit else []
+    result = _Scanner(task, buf, limit, extents[-1][1] if extents else 0).run()
     if buf:  # the chunk's pages go back on this thread, the others running meanwhile (unmapping holds the GIL)
         give_back_pages(buf, task.begin, result.handoff)
     return result
@@ -140,10 +142,13 @@ def _grown(a: np.ndarray, used: int) -> np.ndarray:
 
 
 class _Scanner:
-    def __init__(self, task: Task, buf, limit: int):
+    def __init__(self, task: Task, buf, limit: int, data_end: int):
         self.t = task
         self.buf = buf
         self.limit = limit
+        # past the file's last data extent there are only holes: zeros, never searched (on tmpfs, touching a
+        # hole through the map allocates it; on a full one that is a SIGBUS)
+        self.data_end = data_end
         self.u8 = np.frombuffer(buf, dtype=np.uint8, count=limit) if limit else np.zeros(0, np.uint8)
         self.allow_v2 = task.config.rocketmqVersion != 4
         cfg = task.config
@@ -242,10 +247,11 @@ class _Scanner:
         """The first position >= pos where a record starts: V1/V2 magic with PHYSICALOFFSET equal to the
         position and a length that adds up, or a BLANK whose size reaches the end of the file."""
         buf, limit, start = self.buf, self.limit, self.t.file_start
+        searched = min(limit, self.data_end)
         best = None
         p = pos + MAGIC_AT
         while True:
-            at = buf.find(SEARCH_PREFIX, p, limit)
+            at = buf.find(SEARCH_PREFIX, p, searched)
             if at < 0:
                 break
             cand = at - MAGIC_AT
@@ -263,7 +269,7 @@ class _Scanner:
                 continue
         p = pos + MAGIC_AT
         while True:
-            at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else limit)
+            at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else searched)
             if at < 0:
                 break
             cand = at - MAGIC_AT
@@ -275,7 +281,7 @@ class _Scanner:
     def last_nonzero(self, pos: int) -> int:
         """The last non-zero byte at or after `pos` (-1: none); preallocated tails are long zero runs."""
         u8 = self.u8
-        end = self.limit
+        end = min(self.limit, self.data_end)
         step = 1 << 22
         while end > pos:
             lo = max(pos, end - step)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..record import decode_body
-from .base import cli, dumps, echo_err, note_live_dry_run, parse_int, store_options, wait_option
+from .base import cli, dumps, echo_err, note_live_dry_run, parse_int, prepare_kernels, store_options, wait_option
 
 if TYPE_CHECKING:
     from ..maintenance.append import Appender, NewMessage
@@ -78,8 +78,10 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
     if opts["body"] is not None and opts["body_file"] is not None:
         raise UsageError("give --body or --body-file, not both")
     ctx.require_explicit_store()
-    from ..maintenance.append import Appender  # loads the compiled kernels: only for this command
+    from ..maintenance.append import APPEND_KERNELS, Appender  # loads the compiled kernels: only for this command
 
+    if not dry_run:
+        prepare_kernels(*APPEND_KERNELS, what="encoder")
     appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
                         keep_index_time=keep_timestamps, create=create)
     out = sys.stdout
@@ -127,46 +129,47 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
     return msg
 
 
+def _field(obj: dict, name: str, kind: type, default=None):
+    """obj[name] when it is a `kind` (a string or an integer, never a boolean); `default` when absent or null."""
+    value = obj.get(name)
+    if value is None:
+        return default
+    if type(value) is not kind and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise UsageError(f"{name} must be {'a string' if kind is str else 'an integer'}, not {value!r}")
+    return value
+
+
 def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
     """A `dump commitlog` line as a message: the stored fields a copy keeps (computed ones are ignored)."""
     from ..maintenance.append import NewMessage  # kernels: only when appending
 
     if not isinstance(obj, dict):
         raise UsageError("a line must be a JSON object")
-
-    def field(name, kinds, default=None):
-        value = obj.get(name, default)
-        if value is None:
-            return default
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            raise UsageError(f"{name} must be {'a string' if kinds is str else 'an integer'}, not {value!r}")
-        return value
-
-    topic = field("topic", str)
+    topic = _field(obj, "topic", str)
     if topic is None:
         raise UsageError("no topic")
     encoding = obj.get("bodyEncoding")
     if encoding == "none":
         raise UsageError("the body was dumped with --body none; dump with --body base64 to copy messages")
     try:
-        body = decode_body(field("body", str), encoding)
+        body = decode_body(_field(obj, "body", str), encoding)
     except ValueError as e:
         raise UsageError(f"body: {e}") from None
-    length = field("bodyLength", int)
+    length = _field(obj, "bodyLength", int)
     if length is not None and length != len(body):
         raise UsageError(f"bodyLength is {length} but the body decodes to {len(body)} bytes")
-    props_string = field("propertiesString", str)
+    props_string = _field(obj, "propertiesString", str)
     props = obj.get("properties")
     if props is not None and not isinstance(props, dict):
         raise UsageError("properties must be a JSON object of strings")
     return NewMessage(
-        topic=topic, body=body, queue_id=field("queueId", int, 0), flag=field("flag", int, 0),
-        sys_flag=field("sysFlag", int, 0), born_timestamp=field("bornTimestamp", int),
-        born_host=field("bornHost", str), store_host=field("storeHost", str),
-        store_timestamp=field("storeTimestamp", int) if keep_timestamps else None,
-        reconsume_times=field("reconsumeTimes", int, 0),
-        prepared_transaction_offset=field("preparedTransactionOffset", int, 0),
-        properties=list((props or {}).items()), properties_string=props_string,
+        topic=topic, body=body, queue_id=_field(obj, "queueId", int, 0), flag=_field(obj, "flag", int, 0),
+        sys_flag=_field(obj, "sysFlag", int, 0), born_timestamp=_field(obj, "bornTimestamp", int),
+        born_host=_field(obj, "bornHost", str), store_host=_field(obj, "storeHost", str),
+        store_timestamp=_field(obj, "storeTimestamp", int) if keep_timestamps else None,
+        reconsume_times=_field(obj, "reconsumeTimes", int, 0),
+        prepared_transaction_offset=_field(obj, "preparedTransactionOffset", int, 0),
+        properties=list(props.items()) if props else [], properties_string=props_string,
     )
 
 
