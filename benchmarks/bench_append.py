@@ -17,7 +17,6 @@ import argparse
 import base64
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -52,36 +51,45 @@ def write_inputs(base: Path, n: int, body_len: int) -> tuple[Path, Path]:
     return tsv, jsonl
 
 
+def measured(cmd: list[str], out) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MiB) and exit status of one command, stdout to `out`."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    secs = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed (exit {proc.returncode}): {err.decode()[-1000:]}")
+    return secs, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
+
+
 def java_append(base: Path, tsv: Path) -> dict | None:
     home = os.environ.get("RMQ_JAVA_ORACLE")
     if not home:
         print("RMQ_JAVA_ORACLE is not set: no ratio to RocketMQ's putMessage")
         return None
-    res = subprocess.run([str(Path(home) / "append-bench.sh"), str(base / "java-store"), str(1 << 30), str(tsv)],
-                         capture_output=True, text=True)
+    with open(base / "java.out", "wb") as out:
+        _, cpu, peak, _ = measured([str(Path(home) / "append-bench.sh"), str(base / "java-store"), str(1 << 30), str(tsv)],
+                                   out)
     shutil.rmtree(base / "java-store", ignore_errors=True)
-    if res.returncode != 0:
-        raise SystemExit(f"append-bench.sh failed (exit {res.returncode}): {res.stderr[-1000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    java = json.loads((base / "java.out").read_text().strip().splitlines()[-1])
+    java.update(cpuSecs=cpu, peakMiB=peak)
+    return java
 
 
-def rmqctl_append(base: Path, name: str, args: list[str], n: int) -> tuple[float, int, float]:
-    """Seconds, record bytes and peak RSS (MiB) of one `rmqctl append` into a new store."""
+def rmqctl_append(base: Path, name: str, args: list[str], n: int) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds, peak RSS (MiB) and record bytes of one `rmqctl append` into a new store."""
     store = base / name
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    secs = time.perf_counter() - t
-    if res.returncode != 0:
-        raise SystemExit(f"rmqctl append failed (exit {res.returncode}): {res.stderr.decode()[-1000:]}")
-    acks = res.stdout.count(b"\n")
+    with open(base / "acks.jsonl", "wb") as out:
+        secs, cpu, peak, _ = measured([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", *args],
+                                      out)
+    acks = (base / "acks.jsonl").read_bytes().count(b"\n")
     if acks != n:
         raise SystemExit(f"rmqctl acknowledged {acks} messages, not {n}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     end = _commitlog_end(store)
     shutil.rmtree(store)
-    return secs, end, max(peak, before) / 1024
+    return secs, cpu, peak, end
 
 
 def _commitlog_end(store: Path) -> int:
@@ -114,16 +122,17 @@ def main():
         if java is not None:
             print(f"RocketMQ 4.9.7 putMessage + dispatch (1 thread): {java['dispatchedMsgsPerS'] / 1e3:7.1f} k msgs/s "
                   f"{java['dispatchedMBs']:6.0f} MB/s (put {java['putSecs']:.2f} s, dispatched {java['dispatchedSecs']:.2f} s, "
-                  f"with shutdown {java['withShutdownSecs']:.2f} s)")
+                  f"with shutdown {java['withShutdownSecs']:.2f} s; the JVM's CPU {java['cpuSecs']:.2f} s, "
+                  f"peak RSS {java['peakMiB']:.0f} MiB)")
         runs = [("jsonl", ["--jsonl", str(jsonl)])]
         if args.parquet:
             runs.append(("parquet", ["--parquet", str(export_parquet(base, jsonl))]))
         for name, cmd in runs:
-            secs, end, peak = rmqctl_append(base, f"store-{name}", cmd, args.messages)
+            secs, cpu, peak, end = rmqctl_append(base, f"store-{name}", cmd, args.messages)
             rate = args.messages / secs
             ratio = f"  {rate / java['dispatchedMsgsPerS']:5.2f}x RocketMQ" if java else ""
             print(f"rmqctl append --{name:8s} {secs:6.2f} s {rate / 1e3:7.1f} k msgs/s {end / secs / 1e6:6.0f} MB/s"
-                  f"{ratio}  peak RSS {peak:.0f} MiB (whole command, start-up included)")
+                  f"{ratio}  CPU {cpu:.2f} s, peak RSS {peak:.0f} MiB (whole command, start-up included)")
     finally:
         shutil.rmtree(base)
 

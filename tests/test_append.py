@@ -84,6 +84,35 @@ def test_round_trip_is_byte_identical(tmp_path, name):
     assert index_contents(new) == index_contents(src)
 
 
+@pytest.mark.parametrize("name", CLEAN_FIXTURES)
+def test_parquet_round_trip_is_byte_identical(tmp_path, name):
+    """Store.scan().table() written as Parquet, then `append --parquet --keep-timestamps`: the broker's own files."""
+    import pyarrow.parquet as pq
+
+    src = FIXTURES / name / "store"
+    conf = broker_conf(name)
+    store = Store(src, load_config(conf))
+    try:
+        pq.write_table(store.scan().table(), tmp_path / "messages.parquet")
+    finally:
+        store.close()
+    new = tmp_path / "store"
+    acks = append_ok(new, conf, "--parquet", tmp_path / "messages.parquet", "--keep-timestamps")
+    want = truth(name, "truth-messages.jsonl")
+    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == \
+        [(w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want]
+    for sub in ("commitlog", "consumequeue"):
+        assert nonzero_files(new, sub) == nonzero_files(src, sub), sub
+    assert index_contents(new) == index_contents(src)
+
+
+def test_a_file_that_is_not_parquet_is_one_line(tmp_path):
+    (tmp_path / "x.parquet").write_bytes(b"not parquet at all")
+    res = run("append", "--store", tmp_path / "store", "--create", "--parquet", tmp_path / "x.parquet")
+    one_line_error(res, "x.parquet", "cannot read it as Parquet")
+    assert not (tmp_path / "store").exists()
+
+
 def test_round_trip_rebuilds_properties_in_store_style(tmp_path):
     """Without --raw-properties the stored bytes follow the `properties` order in the store's style: 4.x
     separators between pairs, reproducing a 4.9.7 store whose records hold no duplicate keys."""

@@ -142,13 +142,13 @@ def _grown(a: np.ndarray, used: int) -> np.ndarray:
 
 
 class _Scanner:
-    def __init__(self, task: Task, buf, limit: int, data_end: int):
+    def __init__(self, task: Task, buf, limit: int, data_end: int | None = None):
         self.t = task
         self.buf = buf
         self.limit = limit
         # past the file's last data extent there are only holes: zeros, never searched (on tmpfs, touching a
         # hole through the map allocates it; on a full one that is a SIGBUS)
-        self.data_end = data_end
+        self.data_end = limit if data_end is None else data_end
         self.u8 = np.frombuffer(buf, dtype=np.uint8, count=limit) if limit else np.zeros(0, np.uint8)
         self.allow_v2 = task.config.rocketmqVersion != 4
         cfg = task.config

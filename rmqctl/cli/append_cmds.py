@@ -13,6 +13,7 @@ import orjson
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..javacompat import decode_utf8
 from ..record import decode_body
 from .base import cli, dumps, echo_err, note_live_dry_run, parse_int, prepare_kernels, store_options, wait_option
 
@@ -33,6 +34,9 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 @wait_option
 @click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.")
+@click.option("--parquet", "parquet_path", type=click.Path(exists=True),
+              help="Append every row of this Parquet file (or directory of them, in name order): what `spark export` "
+                   "or Store.scan().table() wrote.")
 @click.option("--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append.")
 @click.option("--topic", help="Topic of the one message to append.")
 @click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id.")
@@ -56,14 +60,15 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 @click.option("--dry-run", is_flag=True, help="Print where each message would go; write nothing.")
 @click.option("--create", is_flag=True,
               help="Make --store a new store if it is not one yet (needed unless it is an existing empty directory).")
-def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, **opts):
+def append(ctx, jsonl_path, parquet_path, keep_timestamps, rocketmq_version, dry_run, create, **opts):
     """Append messages exactly as the broker's CommitLog would, then dispatch them to the consumequeue and
     index and update the checkpoint. Takes the broker's lock; a line is printed per message
     (commitLogOffset, queueOffset, msgId, file, position) only once it is durable (after fsync).
 
     One message from options (--topic ...), or many with --jsonl: `rmqctl dump commitlog --format jsonl
-    --body base64 --raw-properties | rmqctl append --jsonl - --keep-timestamps` copies a store's messages.
-    Lines are copies: their topics are held to what the store accepts, while --topic meets TopicValidator.
+    --body base64 --raw-properties | rmqctl append --jsonl - --keep-timestamps` copies a store's messages;
+    --parquet reads what `spark export` wrote (its stored properties bytes, body and fields) the same way.
+    Lines and rows are copies: their topics are held to what the store accepts, while --topic meets TopicValidator.
     The acknowledgements are JSON lines whatever --format says: they stream as messages become durable.
 
     \b
@@ -71,10 +76,13 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
     rmqctl append --store /data/store --broker-config broker.conf --jsonl messages.jsonl
     """
     given = [name for name in MESSAGE_OPTIONS if opts.get(name) not in (None, (), 0, "0")]
-    if jsonl_path is not None and given:
-        raise UsageError(f"--jsonl takes every field from its lines; drop --{given[0].replace('_', '-')}")
-    if jsonl_path is None and not opts["topic"]:
-        raise UsageError("give --topic (one message) or --jsonl FILE (many)")
+    many = "--jsonl" if jsonl_path is not None else "--parquet" if parquet_path is not None else None
+    if jsonl_path is not None and parquet_path is not None:
+        raise UsageError("give --jsonl or --parquet, not both")
+    if many and given:
+        raise UsageError(f"{many} takes every field from its input; drop --{given[0].replace('_', '-')}")
+    if many is None and not opts["topic"]:
+        raise UsageError("give --topic (one message), or --jsonl FILE or --parquet FILE (many)")
     if opts["body"] is not None and opts["body_file"] is not None:
         raise UsageError("give --body or --body-file, not both")
     ctx.require_explicit_store()
@@ -87,12 +95,14 @@ def append(ctx, jsonl_path, keep_timestamps, rocketmq_version, dry_run, create, 
     out = sys.stdout
     appender.open()
     try:
-        if jsonl_path is None:
+        if jsonl_path is not None:
+            _append_lines(appender, jsonl_path, keep_timestamps, out)
+        elif parquet_path is not None:
+            _append_rows(appender, Path(parquet_path), keep_timestamps, out)
+        else:
             msg = message_from_options(opts, appender)
             appender.append(msg, producer_topic_rules=True)
             _emit(out, appender)
-        else:
-            _append_lines(appender, jsonl_path, keep_timestamps, out)
     finally:
         appender.close()
     if dry_run:
@@ -207,6 +217,61 @@ def _json_object(line: bytes):
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         return json.loads(line)
+
+
+# the columns a row is read from (a scan's or an export's; `topicName` holds an exported topic's exact name)
+ROW_COLUMNS = ("topic", "topicName", "queueId", "flag", "sysFlag", "bornTimestamp", "bornHost", "storeHost",
+               "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "body", "propertiesBytes", "properties")
+
+
+def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
+    """Every row of a Parquet file (or of the files under a directory, in name order), a batch of rows at a
+    time, each batch acknowledged once durable (a group commit)."""
+    import pyarrow.parquet as pq  # only for --parquet
+
+    files = sorted(p for p in path.rglob("*.parquet") if p.is_file()) if path.is_dir() else [path]
+    row = 0
+    for file in files:
+        try:
+            f = pq.ParquetFile(file)
+            names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
+            batches = f.iter_batches(batch_size=BATCH_MESSAGES, columns=names)
+            for batch in batches:
+                for obj in batch.to_pylist():
+                    row += 1
+                    try:
+                        appender.append(message_from_row(obj, keep_timestamps), producer_topic_rules=False)
+                    except UsageError as e:
+                        _emit(out, appender)  # everything before the bad row is durable and reported
+                        raise UsageError(f"row {row}: {e}; nothing after it was appended", file) from None
+                _emit(out, appender)
+        except (OSError, ValueError) as e:  # pyarrow's errors for a file that is not Parquet
+            _emit(out, appender)
+            raise UsageError(f"cannot read it as Parquet: {e}", file) from None
+
+
+def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:
+    """A scan's (or export's) row as the message it holds: the stored properties bytes kept as they are."""
+    from ..maintenance.append import NewMessage  # kernels: only when appending
+
+    topic = obj.get("topicName") or obj.get("topic")
+    if not isinstance(topic, str):
+        raise UsageError("no topic")
+    raw = obj.get("propertiesBytes")
+    props = obj.get("properties")
+
+    def number(name: str, default):
+        value = obj.get(name)
+        return default if value is None else value
+
+    return NewMessage(
+        topic=topic, body=obj.get("body") or b"", queue_id=number("queueId", 0), flag=number("flag", 0),
+        sys_flag=number("sysFlag", 0), born_timestamp=obj.get("bornTimestamp"), born_host=obj.get("bornHost"),
+        store_host=obj.get("storeHost"), store_timestamp=obj.get("storeTimestamp") if keep_timestamps else None,
+        reconsume_times=number("reconsumeTimes", 0), prepared_transaction_offset=number("preparedTransactionOffset", 0),
+        properties=list(props) if raw is None and props else [],
+        properties_string=decode_utf8(raw) if raw is not None else None,
+    )
 
 
 def _emit(out, appender: Appender):

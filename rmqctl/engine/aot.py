@@ -17,6 +17,16 @@ remembered for that key and the process runs numba's kernels, as it would withou
 A compiled entry unboxes its arguments as its signature says without checking them (numba's dispatcher
 would pick or compile another specialization), so `Entry` checks every call's arguments against the
 signature and hands any other call to numba.
+
+The long-term path, now that numba.pycc is deprecated (pending since numba 0.57, still shipped and working in
+0.68): keep the kernels in numba, with one definition each, and keep two ways to have them built before a
+record is read. First, numba's own disk cache, which every command falls back to and which the first run of
+each command fills (saying so in one line on a terminal: cli.base.prepare_kernels). Second, for the
+start-up-bound entries of a dump, this module; when pycc goes, it is built the way pycc builds it, from
+numba's compiled libraries (the kernels' LLVM modules emitted as one native object and linked by the C
+compiler), or by numba's announced successor (PIXIE) once released. Rejected: rewriting the kernels in C or
+Cython (a second definition of every rule, which the house forbids) and shipping prebuilt binaries (they are
+specific to the CPU, Python and numpy the stamp names, and `stamp` would refuse most of them).
 """
 from __future__ import annotations
 

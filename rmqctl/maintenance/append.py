@@ -20,6 +20,7 @@ StoreCheckpoint.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import time
@@ -328,6 +329,41 @@ def catch_up(store: Store, d: Dispatcher, point: AppendPoint):
     d.flush()
 
 
+def stored_properties(msg: NewMessage, body_len: int, version: int, crc_trailer: bool, config: BrokerConfig,
+                      next_queue_offset: Callable[[str, int], int]) -> bytes:
+    """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits."""
+    if body_len > config.maxMessageSize:
+        raise UsageError(f"body is {body_len} bytes, over maxMessageSize={config.maxMessageSize}")
+    props = java_utf8(properties_text(msg, version, crc_trailer, config, next_queue_offset))
+    if crc_trailer:
+        if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
+            props += PROPERTY_SEPARATOR.encode()
+        props += CRC_TRAILER_PLACEHOLDER
+    if len(props) > SHORT_MAX:
+        raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
+    return props
+
+
+def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:
+    """One record encoded by the reference encoder (record.encode_record) from engine.encode's row and bytes."""
+    m = Message()
+    (_, size, m.magicCode, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag, m.bornTimestamp,
+     m.bornPort, m.storeTimestamp, m.storePort, m.reconsumeTimes, m.preparedTransactionOffset, *_) = row
+    m.bornIp, m.storeIp, m.body, m.topicBytes, m.propertiesBytes = parts
+    m.bodyCRC = crc31(m.body)
+    record = bytearray(encode_record(m))
+    if crc_trailer:
+        # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
+        crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
+        record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
+    return record
+
+
+def refuse_queue_name(root: Path, topic: str, offset: int):
+    raise StoreError(f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to "
+                     "dispatch the record", root / "commitlog", offset=offset)
+
+
 class CommitLogTail:
     """The commitlog files being appended to: the append point, the BLANK that ends a full file and the roll
     to the next, files created (or preallocated ones reused) in the directories the config names, and their
@@ -383,6 +419,26 @@ class CommitLogTail:
             encode_batch(self.files[start].map, rows, parts, crc_trailer)
             self.files[start].dirty = True
         self.pending.clear()
+
+    def dispatched(self, staged: list, config: BrokerConfig, allow_v2: bool, with_keys: bool) -> list:
+        """(file start, file map, batchdispatch.FileDispatch) of the staged records (file start and position
+        first), a commitlog file at a time: the broker's reput of them, read back from the bytes written."""
+        out = []
+        i = 0
+        while i < len(staged):
+            start = staged[i][0]
+            j = i
+            while j < len(staged) and staged[j][0] == start:
+                j += 1
+            positions = np.fromiter((s[1] for s in staged[i:j]), np.int64, j - i)
+            f = self.files[start]
+            b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys=with_keys, starts=positions)
+            if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
+                raise StoreError("a record rmqctl wrote does not read back; nothing was acknowledged", f.path,
+                                 position=int(positions[len(b.position)]))
+            out.append((start, f.map, b))
+            i = j
+        return out
 
     def write(self, start: int, pos: int, record: bytes):
         if not self.dry_run:
@@ -480,7 +536,6 @@ class Appender:
         self._lock = None
         self._dispatcher: Dispatcher | None = None
         self._staged: list[tuple[int, int, int, Appended]] = []  # file start, position, store time, where
-        self._hosts: dict[str, tuple[bytes, int]] = {}
         self._topics: dict[tuple[str, bool], tuple[bool, bytes]] = {}
         self._tail: CommitLogTail | None = None
         self._next: dict[tuple[str, int], int] = {}
@@ -552,14 +607,14 @@ class Appender:
         store_host = msg.store_host or self.default_store_host
         if not store_host:
             raise UsageError("no store host: give --store-host (storeHost) or set brokerIP1 in the broker config")
-        born_ip, born_port = self._host(msg.born_host or store_host, "bornHost")
-        store_ip, store_port = self._host(store_host, "storeHost")
+        born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
+        store_ip, store_port = _host(store_host, "storeHost")
         combo = (len(born_ip) == 16) + 2 * (len(store_ip) == 16)
         # the broker sets the IPv6 bits from the address types; a stale bit would misplace every later field
         sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
         sys_flag |= (S.BORNHOST_V6_FLAG if combo & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if combo & 2 else 0)
         body = bytes(msg.body)
-        props = self._properties(msg, len(body))
+        props = stored_properties(msg, len(body), self.version, self.crc_trailer, self.config, self.next_queue_offset)
         size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
         if size > self.config.maxMessageSize + ENCODER_HEADROOM:
             raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
@@ -576,7 +631,10 @@ class Appender:
                len(body), len(topic_bytes), len(props), combo)
         parts = (born_ip, store_ip, body, topic_bytes, props)
         if dispatched and self.config.enableMultiDispatch and PROPERTY_MULTI_DISPATCH.encode() in props:
-            targets = self._write_now(start, row, parts)  # its entries are read from the record itself
+            # written at once by the reference encoder: its entries are read from the record itself
+            record = reference_record(row, parts, self.crc_trailer)
+            self._tail.write(start, pos, record)
+            targets = cq_targets(read_record(record, 0, size), self.config)
         else:
             self._tail.stage(start, row, parts)
             targets = [(msg.topic, msg.queue_id, queue_offset)] if dispatched else []
@@ -597,44 +655,6 @@ class Appender:
             got = self._topics[key] = (record_version_for_topic(topic, self.version, self.config), java_utf8(topic))
         return got
 
-    def _properties(self, msg: NewMessage, body_len: int) -> bytes:
-        """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits."""
-        config = self.config
-        if body_len > config.maxMessageSize:
-            raise UsageError(f"body is {body_len} bytes, over maxMessageSize={config.maxMessageSize}")
-        props = java_utf8(properties_text(msg, self.version, self.crc_trailer, config, self.next_queue_offset))
-        if self.crc_trailer:
-            if props and not props.endswith(PROPERTY_SEPARATOR.encode()):
-                props += PROPERTY_SEPARATOR.encode()
-            props += CRC_TRAILER_PLACEHOLDER
-        if len(props) > SHORT_MAX:
-            raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
-        return props
-
-    def _write_now(self, start: int, row: tuple, parts: tuple) -> list[tuple[str, int, int]]:
-        """Encode and write one record at once with the reference encoder (record.encode_record); returns the
-        consumequeue entries (cq_targets) of what the broker's reader sees."""
-        m = Message()
-        (_, size, m.magicCode, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag, m.bornTimestamp,
-         m.bornPort, m.storeTimestamp, m.storePort, m.reconsumeTimes, m.preparedTransactionOffset, *_) = row
-        m.bornIp, m.storeIp, m.body, m.topicBytes, m.propertiesBytes = parts
-        m.bodyCRC = crc31(m.body)
-        record = bytearray(encode_record(m))
-        if self.crc_trailer:
-            # doAppend: the CRC covers the final bytes (offsets and store time patched) minus the trailer
-            crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
-            record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
-        self._tail.write(start, row[0], record)
-        return cq_targets(read_record(record, 0, size), self.config)
-
-    def _host(self, text: str, what: str) -> tuple[bytes, int]:
-        """_host, remembered: a copy's lines name the same few hosts."""
-        key = what + text
-        got = self._hosts.get(key)
-        if got is None:
-            got = self._hosts[key] = _host(text, what)
-        return got
-
     @property
     def staged(self) -> int:
         return len(self._staged)
@@ -646,7 +666,7 @@ class Appender:
         if self.dry_run or not staged:
             return [a for *_, a in staged]
         self._tail.encode(self.crc_trailer)
-        batches = self._dispatched(staged)
+        batches = self._tail.dispatched(staged, self.config, self.version >= 5, self._dispatcher.index is not None)
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
         needed = self._writer.space_needed([b for *_, b in batches])
         reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE])
@@ -655,7 +675,7 @@ class Appender:
         self._tail.flush()  # one fsync for the batch: the broker's group commit
         d = self._dispatcher
         for start, buf, b in batches:
-            self._writer.write(buf, b, lambda topic, position: self._refuse_topic(topic, start + position))
+            self._writer.write(buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position))
         d.flush()
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
@@ -663,31 +683,6 @@ class Appender:
         self._committed = True
         self._tail.close_full()  # full files: nothing more to write there
         return [a for *_, a in staged]
-
-    def _dispatched(self, staged: list) -> list:
-        """(file start, file map, batchdispatch.FileDispatch) of the staged records, a commitlog file at a time: the
-        broker's reput of them, read back from the bytes written."""
-        out = []
-        i = 0
-        while i < len(staged):
-            start = staged[i][0]
-            j = i
-            while j < len(staged) and staged[j][0] == start:
-                j += 1
-            positions = np.fromiter((s[1] for s in staged[i:j]), np.int64, j - i)
-            buf = self._tail.files[start].map
-            b = dispatch_file(buf, self.file_size, self.config, self.version >= 5,
-                              with_keys=self._dispatcher.index is not None, starts=positions)
-            if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
-                raise StoreError("a record rmqctl wrote does not read back; nothing was acknowledged",
-                                 self._tail.files[start].path, position=int(positions[len(b.position)]))
-            out.append((start, buf, b))
-            i = j
-        return out
-
-    def _refuse_topic(self, topic: str, offset: int):
-        raise StoreError(f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to "
-                         "dispatch the record", self.root / "commitlog", offset=offset)
 
     def close(self):
         if self._tail is not None:
@@ -809,6 +804,7 @@ def remove_created(created: list[Path]) -> list[Path]:
     return []
 
 
+@functools.lru_cache(maxsize=1024)  # a copy's lines name the same few hosts
 def _host(text: str, what: str) -> tuple[bytes, int]:
     try:
         ip, port = parse_host(text)
