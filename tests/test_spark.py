@@ -749,6 +749,32 @@ def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(
     assert {path for path, kept in stats.items() if not kept} == {p for p in stats if p.split(".")[0] in NO_STATISTICS}
 
 
+def test_export_sizes_files_and_round_trips_through_append(spark, tmp_path):
+    """A store of small commitlog files goes to one task, one file per topic unless --max-records-per-file cuts
+    it; every file holds at most that many messages, and `append --parquet` of the export puts every message
+    back (each topic's queues in their order)."""
+    import pyarrow.parquet as pq
+
+    name = "a-basic"
+    out = tmp_path / "export"
+    r = run("spark", "export", "--out", out, "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
+            "--max-records-per-file", 300)
+    assert r.exit_code == 0, r.stderr
+    summary = jsonl(r.stdout)
+    files = sorted(out.rglob("*.parquet"))
+    rows = [pq.ParquetFile(f).metadata.num_rows for f in files]
+    assert max(rows) == 300 and sum(rows) == sum(s["messages"] for s in summary) == len(dump_rows(name))
+    assert len(files) == sum(-(-s["messages"] // 300) for s in summary) == sum(s["files"] for s in summary)
+    copy = tmp_path / "copy"
+    r = run("append", "--store", copy, "--create", "--broker-config", broker_conf(name), "--parquet", out, "--keep-timestamps")
+    assert r.exit_code == 0, r.stderr
+    assert len(jsonl(r.stdout)) == len(dump_rows(name))
+    copied = Counter((m["topic"], m["queueId"]) for m in jsonl(run("dump", "commitlog", "--store", copy, "--format",
+                                                                     "jsonl", "--body", "none").stdout))
+    assert copied == Counter((m["topic"], m["queueId"]) for m in dump_rows(name))
+    assert run("verify", "--store", copy, "--broker-config", broker_conf(name)).exit_code == 0
+
+
 # -- the terminal: a quiet session, Ctrl-C ---------------------------------------------------------------------
 JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's own, before any log4j config
 

@@ -237,7 +237,7 @@ def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
             names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
             batches = f.iter_batches(batch_size=BATCH_MESSAGES, columns=names)
             for batch in batches:
-                for obj in batch.to_pylist():
+                for obj in _epoch_millis(batch).to_pylist():
                     row += 1
                     try:
                         appender.append(message_from_row(obj, keep_timestamps), producer_topic_rules=False)
@@ -248,6 +248,17 @@ def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
         except (OSError, ValueError) as e:  # pyarrow's errors for a file that is not Parquet
             _emit(out, appender)
             raise UsageError(f"cannot read it as Parquet: {e}", file) from None
+
+
+def _epoch_millis(batch):
+    """Timestamp columns (spark export's bornTimestamp, storeTimestamp) as the epoch milliseconds they hold."""
+    import pyarrow as pa  # only for --parquet
+
+    for i, field in enumerate(batch.schema):
+        if pa.types.is_timestamp(field.type):
+            millis = batch.column(i).cast(pa.timestamp("ms", field.type.tz)).cast(pa.int64())
+            batch = batch.set_column(i, field.name, millis)
+    return batch
 
 
 def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:

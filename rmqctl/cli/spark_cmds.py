@@ -94,13 +94,16 @@ def run_job(options: SparkOptions, job: Callable):
 @click.option("--partition-by", type=click.Choice(["topic", "date", "none"]), default="topic", show_default=True,
               help="Directory layout: OUT/topicDir=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing export (the previous one stays if the run fails).")
+@click.option("--max-records-per-file", "max_records", type=int,
+              help="Close a file at this many messages and go on in the next (default: no limit).")
 @time_range
-def spark_export(selection, spark_options, out, file_format, partition_by, overwrite, since, until):
+def spark_export(selection, spark_options, out, file_format, partition_by, overwrite, max_records, since, until):
     """Export every message to Parquet (or ORC), one directory per topic (or store date).
 
     Files go under OUT/topicDir=<topic>/ (Spark's partition layout; the exact topic is in the `topic`
-    column), OUT/date=YYYY-MM-DD/ (the UTC date of storeTimestamp) or straight into OUT, one task per
-    commitlog file, with the columns of the `rocketmq` data source (`rmqctl spark schema`). Prints the
+    column), OUT/date=YYYY-MM-DD/ (the UTC date of storeTimestamp) or straight into OUT, one task per run of
+    a store's commitlog files (up to 1 GiB), one file per task and directory (or per --max-records-per-file
+    messages), with the columns of the `rocketmq` data source (`rmqctl spark schema`). Prints the
     messages and files written per store and topic (or date).
 
     _SUCCESS is written last. An OUT that is not empty is refused unless --overwrite; then, once every task
@@ -116,7 +119,7 @@ def spark_export(selection, spark_options, out, file_format, partition_by, overw
 
     checked_range(since, until)
     result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format, partition_by,
-                                                         since, until))
+                                                         since, until, max_records))
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")

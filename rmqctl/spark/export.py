@@ -45,6 +45,8 @@ from .sources import CommitLogFile, plan_commitlog
 
 ROW_GROUP_BYTES = 64 << 20
 TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself is the data column, whole
+# commitlog bytes one task exports: a store's small files go to one task (and so to one file per partition value)
+TASK_BYTES = 1 << 30
 NAME_MAX = 255  # bytes in one directory name (Linux, and the usual cluster filesystems)
 # columns with few distinct values; dictionary-encoding the others (bodies, ids, offsets) only costs time
 DICTIONARY_COLUMNS = ["store", "file", "magicCode", "queueId", "flag", "sysFlag", "storeHost", "reconsumeTimes",
@@ -132,19 +134,22 @@ def runs(values: pa.Array) -> tuple[np.ndarray, list]:
 
 class PartitionFiles:
     """One file per partition value (topic or date) for one task, written in row groups (stripes) of about
-    ROW_GROUP_BYTES."""
+    ROW_GROUP_BYTES; with `max_records`, a value's file is closed at that many rows and the next one opened."""
 
     def __init__(self, directory: Path, prefix: str, schema: pa.Schema, file_format: str = "parquet",
-                 partition_by: str = "topic"):
+                 partition_by: str = "topic", max_records: int | None = None):
         self.suffix, self.open = FORMATS[file_format]
         self.directory = directory
         self.prefix = prefix
         self.partition_by = partition_by
+        self.max_records = max_records
         self.schema = schema
         self.pending: dict[str | None, list[pa.RecordBatch]] = {}
         self.pending_bytes: dict[str | None, int] = {}
-        self.writers: dict[str | None, tuple[tuple, str]] = {}  # value -> ((write, close), file name)
-        self.rows: dict[str | None, int] = {}
+        self.writers: dict[str | None, tuple[tuple, str]] = {}  # value -> ((write, close), file name) being written
+        self.file_rows: dict[str | None, int] = {}  # value -> rows of its file being written
+        self.written: list[tuple[str | None, str, int]] = []  # (value, file name, rows) of every file closed
+        self.opened = 0
 
     def add(self, batch: pa.RecordBatch):
         """A batch's rows to their partitions' files, a run of rows with the same value at a time (batches
@@ -159,51 +164,84 @@ class PartitionFiles:
             self._append(value, batch.slice(starts[k], starts[k + 1] - starts[k]))
 
     def _append(self, value: str | None, part: pa.RecordBatch):
-        self.pending.setdefault(value, []).append(part)
-        self.pending_bytes[value] = self.pending_bytes.get(value, 0) + part.nbytes
-        self.rows[value] = self.rows.get(value, 0) + part.num_rows
-        if self.pending_bytes[value] >= ROW_GROUP_BYTES:
-            self._flush(value)
+        while part.num_rows:
+            room = part.num_rows if self.max_records is None else self.max_records - self.file_rows.get(value, 0)
+            piece, part = part.slice(0, room), part.slice(room)
+            self.pending.setdefault(value, []).append(piece)
+            self.pending_bytes[value] = self.pending_bytes.get(value, 0) + piece.nbytes
+            self.file_rows[value] = self.file_rows.get(value, 0) + piece.num_rows
+            if self.max_records is not None and self.file_rows[value] >= self.max_records:
+                self._flush(value)
+                self._finish(value)
+            elif self.pending_bytes[value] >= ROW_GROUP_BYTES:
+                self._flush(value)
 
     def _flush(self, value: str | None):
         if value not in self.writers:
-            name = f"{self.prefix}-{len(self.writers):05d}{self.suffix}"
+            name = f"{self.prefix}-{self.opened:05d}{self.suffix}"
+            self.opened += 1
             self.writers[value] = (self.open(self.directory / name, self.schema), name)
         write, _ = self.writers[value][0]
         write(pa.Table.from_batches(self.pending.pop(value), self.schema))
         self.pending_bytes[value] = 0
 
+    def _finish(self, value: str | None):
+        (_, close), name = self.writers.pop(value)
+        close()
+        self.written.append((value, name, self.file_rows.pop(value)))
+
     def close(self) -> list[tuple[str | None, str, int]]:
         """(partition value, file name, rows) of every file written."""
         for value in list(self.pending):
             self._flush(value)
-        for (_, close), _ in self.writers.values():
-            close()
-        return [(value, name, self.rows[value]) for value, (_, name) in self.writers.items()]
+        for value in list(self.writers):
+            self._finish(value)
+        return self.written
 
 
-def export_file(numbered: tuple[int, CommitLogFile], staging: str, file_format: str = "parquet",
-                partition_by: str = "topic", since: int | None = None, until: int | None = None) -> dict:
-    """Executor side: the messages of one commitlog file stored in [since, until] to per-partition files
-    under `staging`."""
-    index, part = numbered
-    store = part.source.store()
+def export_files(numbered: tuple[int, list[CommitLogFile]], staging: str, file_format: str = "parquet",
+                 partition_by: str = "topic", since: int | None = None, until: int | None = None,
+                 max_records: int | None = None) -> dict:
+    """Executor side: the messages of a run of one store's commitlog files stored in [since, until] to
+    per-partition files under `staging`."""
+    index, parts = numbered
+    source = parts[0].source
+    store = source.store()
     schema = arrow_schema(struct(commitlog_columns([store])))
     scan = store.scan()
-    files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by)
-    for batch in message_batches(scan, part.start, part.end, schema, part.source.root, False, None, since, until,
-                                 partition_key(partition_by)):
-        files.add(batch)
+    files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by, max_records)
+    for part in parts:
+        for batch in message_batches(scan, part.start, part.end, schema, source.root, False, None, since, until,
+                                     partition_key(partition_by)):
+            files.add(batch)
     damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported"
               for f, pos, e in scan.errors]
-    return {"store": part.source.root, "files": files.close(), "damage": damage}
+    return {"store": source.root, "files": files.close(), "damage": damage}
+
+
+def task_runs(parts: list[CommitLogFile], task_bytes: int = TASK_BYTES) -> list[list[CommitLogFile]]:
+    """The planned files grouped into tasks: consecutive files of one store, up to `task_bytes` of commitlog."""
+    tasks: list[list[CommitLogFile]] = []
+    size = 0
+    for part in parts:
+        if tasks and tasks[-1][0].source is part.source and size + part.end - part.start <= task_bytes:
+            tasks[-1].append(part)
+            size += part.end - part.start
+        else:
+            tasks.append([part])
+            size = part.end - part.start
+    return tasks
 
 
 def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, file_format: str = "parquet",
-           partition_by: str = "topic", since: int | None = None, until: int | None = None) -> ExportResult:
+           partition_by: str = "topic", since: int | None = None, until: int | None = None,
+           max_records: int | None = None) -> ExportResult:
     """Export the messages of the selected stores stored in [since, until] (epoch ms, inclusive; None: open)
     under `out` (a directory every executor can write to), as `file_format` (a key of FORMATS), laid out by
-    `partition_by` (PARTITION_BY). The commitlog files whose store times lie outside the range are not read."""
+    `partition_by` (PARTITION_BY), at most `max_records` rows per file (None: no limit). The commitlog files
+    whose store times lie outside the range are not read; one task takes up to TASK_BYTES of a store's files."""
+    if max_records is not None and max_records < 1:
+        raise UsageError("--max-records-per-file must be at least 1")
     if file_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
     if partition_by not in PARTITION_BY:
@@ -212,17 +250,18 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, 
     previous = list(target.iterdir()) if target.is_dir() else []
     if previous and not overwrite:
         raise UsageError(f"{target} exists and is not empty; pass --overwrite to replace it")
-    parts = plan_commitlog(selection.resolve(), since=since, until=until)
+    parts = task_runs(plan_commitlog(selection.resolve(), since=since, until=until))
     made = [d for d in (target, *target.parents) if not d.exists()]  # deepest first
     staging = target / f"_temporary-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
     sc = spark.sparkContext
-    sc.setJobDescription(f"rmqctl spark export: {len(parts)} commitlog file(s) to {target}")
+    sc.setJobDescription(f"rmqctl spark export: {sum(map(len, parts))} commitlog file(s) in {len(parts)} task(s) "
+                         f"to {target}")
     results = []
     try:
         if parts:
-            task = functools.partial(export_file, staging=str(staging), file_format=file_format,
-                                     partition_by=partition_by, since=since, until=until)
+            task = functools.partial(export_files, staging=str(staging), file_format=file_format,
+                                     partition_by=partition_by, since=since, until=until, max_records=max_records)
             results = sc.parallelize(list(enumerate(parts)), len(parts)).map(task).collect()
         replace_previous(target, previous)
         rows = commit(spark, target, staging, results, partition_by)
