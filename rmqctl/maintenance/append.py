@@ -675,7 +675,7 @@ class Appender:
         self._tail.flush()  # one fsync for the batch: the broker's group commit
         d = self._dispatcher
         for start, buf, b in batches:
-            self._writer.write(buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position))
+            self._writer.write_in_order(buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position))
         d.flush()
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index

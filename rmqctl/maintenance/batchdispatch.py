@@ -187,27 +187,47 @@ class BatchWriter:
         return new_file_sizes(self.dispatcher, units, keys)
 
     def write(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
-        """Dispatch the records of `b` (read from `buf`, one commitlog file)."""
+        """Dispatch the records of `b` (read from `buf`, one commitlog file), a queue's entries at a time: for
+        files no reader sees until they are complete (rebuild's staging)."""
         if not len(b.position):
             return
         if self.build_cq:
             self._queues(b, refuse)
         if self.build_index:
-            index = self.dispatcher.index
-            fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
-            if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
-                self.keys += len(b.key_hash)
-                index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]),
-                                 int(b.store_ts[-1]))
-            else:
-                for pos in b.position.tolist():
-                    m = read_record(buf, pos, len(buf), self.allow_v2)
-                    self.keys += len(index_keys(m))
-                    index.build(m, m.physicalOffset)
+            self._index(buf, b)
 
-    def _queues(self, b: FileDispatch, refuse: Callable[[str, int], None]):
+    def write_in_order(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
+        """write() into live files, so that a kill at any moment leaves what the reput resumes from: the keys
+        first (a record the index holds is not indexed again), then the consumequeue entries in record order,
+        so the entries written are always those of a prefix of the records (the reput starts after the
+        furthest entry of any queue; a queue written ahead of another would hide the other's missing ones)."""
+        if not len(b.position):
+            return
+        if self.build_index:
+            self._index(buf, b)
+        if not self.build_cq or not len(b.cq_record):
+            return
+        self._refuse_names(b, queue_order(b.cq_topic, b.cq_qid, b.cq_record), refuse)
         d = self.dispatcher
-        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
+        names = b.topics
+        last_written = -1
+        for r, t, q, o, tags in zip(b.cq_record.tolist(), b.cq_topic.tolist(), b.cq_qid.tolist(), b.cq_qoff.tolist(),
+                                    b.cq_tags.tolist()):
+            name = names[t]
+            if self.selected is not None and not self.selected(name, q):
+                continue
+            self.queued[(name, q)] += 1
+            status = d.queue(name, q).put(int(b.phy[r]), int(b.size[r]), tags, o)
+            if status != "written":
+                d.events.append((status, f"{name}/{q}", o, int(b.phy[r])))
+            if status in ("written", "out-of-order"):
+                last_written = r
+        if last_written >= 0:
+            d.logics_ts = int(b.store_ts[last_written])
+
+    def _refuse_names(self, b: FileDispatch, order: np.ndarray, refuse: Callable[[str, int], None]) -> list:
+        """The groups of `order` (entries by queue) of selected queues; `refuse` the first record (in commitlog
+        order) whose queue name cannot be a directory name."""
         topic, qid = b.cq_topic[order], b.cq_qid[order]
         cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
         groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
@@ -217,6 +237,24 @@ class BatchWriter:
         if bad:
             first = min(bad, key=lambda g: b.cq_record[g[0]])
             refuse(b.topics[b.cq_topic[first[0]]], int(b.position[b.cq_record[first[0]]]))
+        return groups
+
+    def _index(self, buf, b: FileDispatch):
+        index = self.dispatcher.index
+        fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
+        if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
+            self.keys += len(b.key_hash)
+            index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]),
+                             int(b.store_ts[-1]))
+        else:
+            for pos in b.position.tolist():
+                m = read_record(buf, pos, len(buf), self.allow_v2)
+                self.keys += len(index_keys(m))
+                index.build(m, m.physicalOffset)
+
+    def _queues(self, b: FileDispatch, refuse: Callable[[str, int], None]):
+        d = self.dispatcher
+        groups = self._refuse_names(b, queue_order(b.cq_topic, b.cq_qid, b.cq_record), refuse)
         last_written = -1
         for g in groups:
             name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
