@@ -219,8 +219,8 @@ def _json_object(line: bytes):
         return json.loads(line)
 
 
-# the columns a row is read from (a scan's or an export's; `topicName` holds an exported topic's exact name)
-ROW_COLUMNS = ("topic", "topicName", "queueId", "flag", "sysFlag", "bornTimestamp", "bornHost", "storeHost",
+# the columns a row is read from (a scan's or an export's)
+ROW_COLUMNS = ("topic", "queueId", "flag", "sysFlag", "bornTimestamp", "bornHost", "storeHost",
                "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "body", "propertiesBytes", "properties")
 
 
@@ -265,7 +265,7 @@ def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:
     """A scan's (or export's) row as the message it holds: the stored properties bytes kept as they are."""
     from ..maintenance.append import NewMessage  # kernels: only when appending
 
-    topic = obj.get("topicName") or obj.get("topic")
+    topic = obj.get("topic")
     if not isinstance(topic, str):
         raise UsageError("no topic")
     raw = obj.get("propertiesBytes")
