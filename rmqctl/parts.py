@@ -138,11 +138,24 @@ class StoreParts:
         cq = self.find("consumequeue")
         return cq is None or cq.read
 
+    @property
+    def file_queues_read(self) -> bool:
+        """The broker reads file consume queues, and this version reads them."""
+        return self.queues_read and self.queue_store == FILE_STORE
+
     def require_queues(self):
         """Raise (exit 2) where the broker's consume queues are a part this version does not read."""
         cq = self.find("consumequeue")
         if cq is not None and not cq.read:
             raise StoreError(f"{cq.what}: not read ({cq.why})", cq.path)
+
+    def require_file_queues(self):
+        """Raise (exit 2) for a command that reads file consume queues only, on a store whose broker reads another
+        kind."""
+        self.require_queues()
+        cq = self.find("consumequeue")
+        if self.queue_store != FILE_STORE:
+            raise StoreError(f"{cq.what}: this command reads file consume queues only", cq.path)
 
     def refuse_writer(self, writer: str, understood: frozenset[str] = frozenset()):
         """Writers call this before anything else, dry runs included: exit 2 naming the first part, not read
@@ -232,8 +245,8 @@ def consumequeue(layout: Layout) -> list[Part]:
     if store not in (FILE_STORE, ROCKSDB_STORE):
         return [Part("consumequeue", base, f"consume queues of {said}", False, "a storeType this version does not know")]
     if store == ROCKSDB_STORE:
-        out = [Part("consumequeue", base, f"RocksDB consume queue (the broker's queue store, {said})", False,
-                    "this version reads file consume queues only")]
+        out = [Part("consumequeue", base, f"RocksDB consume queue (the broker's queue store, {said})", True,
+                    write=False)]
         if has_files:
             out.append(Part("consumequeue-files", base, "file consume queues beside the RocksDB one", False,
                             f"the broker ({said}) reads the RocksDB queue, not these"))

@@ -26,7 +26,8 @@ from .engine.views import ColumnViews
 from .errors import FileGone, StoreError
 from .live import Snapshot, starts_with_data, take as take_snapshot
 from .lock import lock_holder
-from .parts import Layout, StoreParts, find_parts
+from .parts import ROCKSDB_STORE, Layout, StoreParts, find_parts
+from .rocksdbcq import RocksConsumeQueues
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
@@ -640,14 +641,21 @@ class Store:
     def _dirs(path: Path) -> list[Path]:
         return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
 
+    @cached_property
+    def rocks_queues(self) -> RocksConsumeQueues | None:
+        """The RocksDB consume queue when it is the one the broker reads (storeType=defaultRocksDB), else None."""
+        if self.parts.queue_store == ROCKSDB_STORE and self.parts.queues_read:
+            return RocksConsumeQueues(self.consumequeue_dir)
+        return None
+
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        self.parts.require_queues()
+        self.parts.require_file_queues()
         return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size,
                             self.live)
 
     def consume_queues(self) -> list[ConsumeQueue]:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
-        self.parts.require_queues()
+        self.parts.require_file_queues()
         out = []
         for topic_dir in self._dirs(self.consumequeue_dir):
             for qdir in self._dirs(topic_dir):
@@ -711,6 +719,8 @@ class Store:
     def close(self):
         if "commitlog" in self.__dict__:
             self.commitlog.close()
+        if self.__dict__.get("rocks_queues") is not None:
+            self.rocks_queues.close()
 
 
 def as_of_snapshot(mf: MappedFile, live: Snapshot):

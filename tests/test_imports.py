@@ -23,7 +23,7 @@ LAYERS = [
               "rmqctl.configfiles", "rmqctl.budget", "rmqctl.findings")),
     ("rules", ("rmqctl.rules", "rmqctl.dispatch", "rmqctl.record", "rmqctl.txn", "rmqctl.lock")),
     ("engine", ("rmqctl.engine", "rmqctl.engine.*")),
-    ("store", ("rmqctl.parts", "rmqctl.store", "rmqctl.live", "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
+    ("store", ("rmqctl.parts", "rmqctl.rocksdb", "rmqctl.rocksdbcq", "rmqctl.store", "rmqctl.live", "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
     ("views", ("rmqctl.views", "rmqctl.views.*")),
     ("checks", ("rmqctl.checks", "rmqctl.checks.*")),
     ("maintenance", ("rmqctl.maintenance", "rmqctl.maintenance.*")),

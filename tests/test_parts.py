@@ -16,8 +16,6 @@ from rmqctl.config import load_config
 from rmqctl.store import Store
 
 ROCKS = "i-rocksdb-cq"
-ROCKS_LINE = ("consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): not read "
-              "(this version reads file consume queues only)")
 
 
 def tree(root: Path) -> dict:
@@ -26,17 +24,13 @@ def tree(root: Path) -> dict:
             for p in sorted(root.rglob("*"))}
 
 
-@pytest.fixture
-def rocks(tmp_path):
-    return copy_store(ROCKS, tmp_path)
-
-
 def test_the_parts_of_a_rocksdb_store():
     store = Store(fixture_dir(ROCKS) / "store", load_config(broker_conf(ROCKS)))
     parts = store.parts
-    assert [(p.kind, p.read) for p in parts.parts] == [
-        ("commitlog", True), ("index", True), ("checkpoint", True), ("consumequeue", False), ("compaction", True)]
-    assert parts.queue_store == "defaultRocksDB" and not parts.queues_read
+    assert [(p.kind, p.read, p.understood) for p in parts.parts] == [
+        ("commitlog", True, True), ("index", True, True), ("checkpoint", True, True), ("consumequeue", True, False),
+        ("compaction", True, True)]
+    assert parts.queue_store == "defaultRocksDB" and parts.queues_read and not parts.file_queues_read
     assert parts.find("compaction").what == "compaction topics: none (an empty position-checkpoint)"
 
 
@@ -56,64 +50,49 @@ def test_double_write_reads_the_file_queues_and_names_the_rocksdb_copy():
     assert len(store.consume_queues()) == 15
 
 
-def test_info_names_the_part_it_does_not_read(rocks):
-    res = run("info", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "json")
-    assert res.exit_code == 0, res.stderr
+def test_a_broker_queue_store_not_read_is_named_and_never_reported_missing(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("storeType=tieredRocksDB\n")
+    root = fixture_dir("a-basic") / "store"
+    line = (f"{root}/consumequeue: consume queues of storeType=tieredRocksDB: not read (a storeType this version does "
+            "not know)")
+    res = run("info", "--store", root, "--broker-config", conf, "--format", "json")
     d = json.loads(res.stdout)
-    assert d["consumequeue"] == {"read": False, "what": "RocksDB consume queue (the broker's queue store, "
-                                 "storeType=defaultRocksDB)", "why": "this version reads file consume queues only",
-                                 "queues": []}
-    assert {"kind": "consumequeue", "path": str(rocks / "consumequeue"), "read": False,
-            "what": d["consumequeue"]["what"], "why": d["consumequeue"]["why"]} in d["parts"]
-    assert res.stderr == f"rmqctl: note: {rocks}/{ROCKS_LINE}\n"
-
-
-def test_info_table_says_not_read_instead_of_an_empty_queue_table(rocks):
-    res = run("info", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "table")
-    lines = res.stdout.splitlines()
-    assert "startup    normal recovery: not estimated: the consume queues, where dispatch resumes, are not read" in lines
-    assert any(l.startswith(f"not read   {rocks}/consumequeue: RocksDB consume queue") for l in "\n".join(lines).split("\n"))
+    assert d["consumequeue"] == {"read": False, "what": "consume queues of storeType=tieredRocksDB",
+                                 "why": "a storeType this version does not know", "queues": []}
+    assert res.stderr == f"rmqctl: note: {line}\n"
+    res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
+    assert "startup    normal recovery: not estimated: the consume queues, where dispatch resumes, are not read" in res.stdout
+    assert f"not read   {root}/consumequeue: consume queues of storeType=tieredRocksDB (a storeType this version does not know)" in res.stdout
     assert "consumequeues (" not in res.stdout
+    res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "", f"rmqctl: note: {line}\n")
+    one_line_error(run("verify", "--store", root, "--broker-config", conf, "--only", "consumequeue"), line)
+    for args in (["dump", "consumequeue", "TopicTest", "0"], ["consumers"], ["offset-by-time", "TopicTest", "0", "0"],
+                 ["locate", "0", "--topic", "TopicTest", "--queue-id", "0"]):
+        assert one_line_error(run(*args, "--store", root, "--broker-config", conf)) == f"rmqctl: {line}"
 
 
-def test_verify_does_not_report_an_unread_queue_store_as_missing(rocks):
-    res = run("verify", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
-    assert res.exit_code == 0, res.stdout
-    assert res.stdout == ""
-    assert res.stderr == f"rmqctl: note: {rocks}/{ROCKS_LINE}\n"
-
-
-def test_verify_only_consumequeue_refuses_what_it_cannot_read(rocks):
-    res = run("verify", "--store", rocks, "--broker-config", broker_conf(ROCKS), "--only", "consumequeue")
-    assert one_line_error(res) == f"rmqctl: {rocks}/{ROCKS_LINE}"
-
-
-@pytest.mark.parametrize("args", [["dump", "consumequeue", "RocksTopicA", "0"], ["consumers"],
-                                  ["offset-by-time", "RocksTopicA", "0", "0"],
-                                  ["locate", "0", "--topic", "RocksTopicA", "--queue-id", "0"]])
-def test_queue_readers_say_so_in_one_line(rocks, args):
-    res = run(*args, "--store", rocks, "--broker-config", broker_conf(ROCKS))
-    assert one_line_error(res) == f"rmqctl: {rocks}/{ROCKS_LINE}"
-
-
+COMBINE = "k-combine-cq"
 WRITERS = [(["rebuild", "consumequeue"], "rebuild consumequeue"), (["rebuild", "consumequeue", "--dry-run"], "rebuild consumequeue"),
            (["rebuild", "index"], "rebuild index"), (["rebuild", "index", "--dry-run"], "rebuild index"),
            (["repair"], "repair"), (["repair", "--dry-run"], "repair"), (["clean"], "clean"), (["clean", "--apply"], "clean"),
            (["clean", "--check"], "clean"), (["config", "restore", "--apply"], "config restore"),
            (["restore", ".rmqctl-backup-20261128000000000"], "restore"),
-           (["append", "--topic", "RocksTopicA", "--body", "x"], "append"),
-           (["append", "--topic", "RocksTopicA", "--body", "x", "--dry-run"], "append")]
+           (["append", "--topic", "CombTopicA", "--body", "x"], "append"),
+           (["append", "--topic", "CombTopicA", "--body", "x", "--dry-run"], "append")]
 
 
 @pytest.mark.parametrize("args,writer", WRITERS, ids=[" ".join(a) for a, _ in WRITERS])
-def test_every_writer_refuses_and_writes_nothing(rocks, args, writer):
-    before = tree(rocks)
-    res = run(*args, "--store", rocks, "--broker-config", broker_conf(ROCKS))
+def test_every_writer_refuses_and_writes_nothing(tmp_path, args, writer):
+    root = copy_store(COMBINE, tmp_path)
+    before = tree(root)
+    res = run(*args, "--store", root, "--broker-config", broker_conf(COMBINE))
     assert one_line_error(res) == (
-        f"rmqctl: {rocks}/consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): "
+        f"rmqctl: {root}/consumequeue: RocksDB consume queue (the double-write copy, rocksdbCQDoubleWriteEnable=true): "
         f"not read by this version (this version reads file consume queues only), so {writer} writes nothing to "
         "this store")
-    assert tree(rocks) == before
+    assert tree(root) == before
 
 
 def test_batch_consume_queue_topics_are_not_missing_from_consumequeue():
@@ -156,7 +135,6 @@ def test_compaction_topics_rocksdb_configs_and_stale_file_queues_are_parts_not_r
     parts = Store(root, load_config(broker_conf(ROCKS))).parts
     assert sorted((p.kind, p.what) for p in parts.unread) == [
         ("compaction", "compaction topics (cleanup.policy=COMPACTION)"),
-        ("consumequeue", "RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB)"),
         ("consumequeue-files", "file consume queues beside the RocksDB one"),
         ("rocksdb-config", "RocksDB config database consumerOffsets"),
         ("rocksdb-message-store", "RocksDB message store (5.4+: index, timer, transactions)")]

@@ -136,6 +136,16 @@ def test_consumequeue_and_index_sources(spark):
     assert got == entries and got
 
 
+def test_consumequeue_source_of_a_rocksdb_store(spark):
+    """storeType=defaultRocksDB: the units of the RocksDB consume queue, with the store time they carry."""
+    name = "i-rocksdb-cq"
+    df = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
+    got = sorted((r.topic, r.queueId, r.queueOffset, r.commitLogOffset, r.size, r.tagsCode, r.storeTimestamp, r.file)
+                 for r in df.collect())
+    assert got == sorted((t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"],
+                          t["storeTime"], None) for t in truth(name, "truth-consumequeue.jsonl"))
+
+
 def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
     """`spark export` of two stores (each with its broker.conf), read back with pyarrow: every message of both
     stores, each under its own `store`, equal to what dump prints; Spark reads the topic directories back

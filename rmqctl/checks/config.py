@@ -68,7 +68,8 @@ def _offset_problems(store: Store) -> list[ConfigProblem]:
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
     known = topic_names(read_config(store.root, "topics.json").document)
-    queues = {q.topic for q in store.consume_queues()}
+    rocks = store.rocks_queues
+    queues = {q.topic for q in (rocks.queues() if rocks is not None else store.consume_queues())}
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):
             groups = sorted({e.group for e in entries if e.topic == topic})

@@ -115,10 +115,10 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
         raise ValueError(f"only must be one of {VERIFY_PARTS}")
     store = with_geometry(store)
     parts = {p for p in VERIFY_PARTS if only in (None, p)}
-    if not store.parts.queues_read:
+    if not store.parts.file_queues_read:
         # a queue store this version does not read is named (cli), never checked as if it were absent
         if only == "consumequeue":
-            store.parts.require_queues()
+            store.parts.require_file_queues()
         parts.discard("consumequeue")
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
     geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
@@ -313,7 +313,7 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
         why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
                f"min(physic, logics) - 3s{safe}")
         mode = "abnormal recovery"
-    elif not ctx.store.parts.queues_read:
+    elif not ctx.store.parts.file_queues_read:
         first = 0
         why = "the first file: where the broker's queues end is not known (its consume queues are not read)"
         mode = "normal recovery"

@@ -52,7 +52,11 @@ def _print_table(d: dict, startup: str):
     lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
     echo_lines(lines, indent=11)
     cq = d["consumequeue"]
-    if cq["read"]:
+    if cq.get("kind") == "rocksdb":
+        render(cq["queues"], "table", ["topic", "queueId", "minOffset", "maxOffset", "maxPhysicOffset"],
+               title=f"RocksDB consume queue ({cq['topics']} topics, {cq['entries']} entries, dispatched to "
+                     f"{cq['dispatchCheckpoint']})")
+    elif cq["read"]:
         render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
                title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
     geometry = d["index"]["geometry"]

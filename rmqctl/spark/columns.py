@@ -33,6 +33,7 @@ from ..engine.record import index_slots
 from ..dledger import DLedgerScan
 from ..views.annotate import COMPRESSION_NAMES
 from ..views.filters import TRANSACTION_STATES
+from ..rocksdbcq import RocksConsumeQueues
 from ..store import CommitLogScan, ConsumeQueue, IndexFile
 
 STRING, INT, LONG, BOOL, TIMESTAMP = StringType(), IntegerType(), LongType(), BooleanType(), TimestampType()
@@ -102,6 +103,7 @@ def commitlog_columns(stores) -> list[tuple[str, DataType]]:
 CONSUMEQUEUE_COLUMNS = [
     ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
     ("position", INT), ("commitLogOffset", LONG), ("size", INT), ("tagsCode", LONG),
+    ("storeTimestamp", LONG),  # RocksDB units carry it; file units do not (null)
 ]  # fmt: skip
 
 INDEX_COLUMNS = [
@@ -189,6 +191,26 @@ def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, sch
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def rocks_consumequeue_batches(rocks: RocksConsumeQueues, topic: str, queue_id: int, schema: pa.Schema,
+                               store: str) -> Iterator[pa.RecordBatch]:
+    """Every unit of one queue of a RocksDB consume queue, a bounded batch at a time (no file, no position)."""
+    for qoffs, units in rocks.units(topic, queue_id):
+        n = len(qoffs)
+        columns = {
+            "store": pa.array([store] * n, pa.string()),
+            "topic": pa.array([topic] * n, pa.string()),
+            "queueId": pa.array(np.full(n, queue_id, dtype=np.int32)),
+            "queueOffset": pa.array(qoffs),
+            "file": pa.nulls(n, pa.string()),
+            "position": pa.nulls(n, pa.int32()),
+            "commitLogOffset": pa.array(units["commitLogOffset"].astype(np.int64)),
+            "size": pa.array(units["size"].astype(np.int32)),
+            "tagsCode": pa.array(units["tagsCode"].astype(np.int64)),
+            "storeTimestamp": pa.array(units["storeTimestamp"].astype(np.int64)),
+        }
+        yield pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
+
+
 def consumequeue_batches(cq: ConsumeQueue, schema: pa.Schema, store: str) -> Iterator[pa.RecordBatch]:
     """Every written unit of one queue, one batch per file; like ConsumeQueue.entries, reading stops at the
     first unwritten unit."""
@@ -205,6 +227,7 @@ def consumequeue_batches(cq: ConsumeQueue, schema: pa.Schema, store: str) -> Ite
             "commitLogOffset": pa.array(units["commitLogOffset"].astype(np.int64)),
             "size": pa.array(units["size"].astype(np.int32)),
             "tagsCode": pa.array(units["tagsCode"].astype(np.int64)),
+            "storeTimestamp": pa.nulls(written, pa.int64()),
         }
         if written:
             yield pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)

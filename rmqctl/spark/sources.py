@@ -24,6 +24,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..errors import StoreError, where
 from ..views.time_range import FileSpan, file_spans
+from ..rocksdbcq import UNIT_VALUE_SIZE, RocksConsumeQueues
 from ..store import ConsumeQueue, IndexFile
 from .columns import (
     CONSUMEQUEUE_COLUMNS,
@@ -33,6 +34,7 @@ from .columns import (
     arrow_schema,
     commitlog_columns,
     consumequeue_batches,
+    rocks_consumequeue_batches,
     index_batches,
     message_batches,
     struct,
@@ -178,11 +180,12 @@ class RocketMQDataSource(DataSource):
 
 
 class QueueGroup(InputPartition):
-    def __init__(self, root: str, file_size: int, queues: list[tuple[str, int, str]]):
+    def __init__(self, root: str, file_size: int, queues: list[tuple[str, int, str]], rocksdb: str | None = None):
         super().__init__((root, queues[0][:2]))
         self.root = root
         self.file_size = file_size
         self.queues = queues  # (topic, queueId, directory)
+        self.rocksdb = rocksdb  # the RocksDB consume queue's directory, when the queues are its
 
 
 class ConsumeQueueReader(DataSourceReader):
@@ -194,6 +197,9 @@ class ConsumeQueueReader(DataSourceReader):
         parts = []
         for inp in self.inputs:
             store = inp.store()
+            if store.rocks_queues is not None:
+                parts += rocks_queue_groups(inp.root, store)
+                continue
             size = store.consumequeue_file_size
             group, group_bytes = [], 0
             for cq in store.consume_queues():
@@ -209,9 +215,32 @@ class ConsumeQueueReader(DataSourceReader):
     def read(self, partition: QueueGroup):
         if not isinstance(partition, QueueGroup):
             return  # no queues: Spark still reads one default partition
+        if partition.rocksdb is not None:
+            rocks = RocksConsumeQueues(Path(partition.rocksdb))
+            try:
+                for topic, queue_id, _ in partition.queues:
+                    yield from rocks_consumequeue_batches(rocks, topic, queue_id, self.schema, partition.root)
+            finally:
+                rocks.close()
+            return
         for topic, queue_id, directory in partition.queues:
             cq = ConsumeQueue(topic, queue_id, Path(directory), partition.file_size)
             yield from consumequeue_batches(cq, self.schema, partition.root)
+
+
+def rocks_queue_groups(root: str, store) -> list[QueueGroup]:
+    """The queues of a RocksDB consume queue in groups of about CQ_PARTITION_BYTES of units (by their offset range)."""
+    parts, group, group_bytes = [], [], 0
+    directory = str(store.consumequeue_dir)
+    for q in store.rocks_queues.queues():
+        group.append((q.topic, q.queue_id, directory))
+        group_bytes += q.max_offset * UNIT_VALUE_SIZE
+        if group_bytes >= CQ_PARTITION_BYTES:
+            parts.append(QueueGroup(root, 0, group, directory))
+            group, group_bytes = [], 0
+    if group:
+        parts.append(QueueGroup(root, 0, group, directory))
+    return parts
 
 
 class ConsumeQueueDataSource(DataSource):

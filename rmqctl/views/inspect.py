@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import dledger
+from .. import dledger, rocksdbcq
 from .. import schema as S
 from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
@@ -103,6 +103,10 @@ def _report_damage(errors, reported: int, warn) -> int:
 
 
 def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
+    """Every unit of one queue (file units with their file and position; RocksDB units with their store time)."""
+    if store.rocks_queues is not None:
+        yield from dump_rocks_queue(store, topic, queue_id, resolve)
+        return
     cq = store.consume_queue(topic, queue_id)
     if not cq.directory.is_dir():
         raise StoreError("no such consumequeue", cq.directory)
@@ -111,11 +115,29 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
         if size == S.PRE_BLANK_SIZE and off == 0:
             row["preBlank"] = True
         elif resolve:
-            row.update(resolve_entry(store, cq, qoff, off, size))
+            row.update(resolve_entry(store, topic, queue_id, qoff, off, size))
         yield row
 
 
-def resolve_entry(store: Store, cq: ConsumeQueue, qoff: int, off: int, size: int) -> dict:
+def dump_rocks_queue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
+    rocks = store.rocks_queues
+    found = rocks.queue(topic, queue_id) is not None
+    for qoffs, units in rocks.units(topic, queue_id):
+        found = True
+        for qoff, off, size, tags, stored in zip(qoffs.tolist(), units["commitLogOffset"].tolist(),
+                                                 units["size"].tolist(), units["tagsCode"].tolist(),
+                                                 units["storeTimestamp"].tolist()):
+            row = {"queueOffset": qoff, "commitLogOffset": off, "size": size, "tagsCode": tags,
+                   "storeTimestamp": stored, "storeTime": ms_text(stored)}
+            if resolve:
+                row.update(resolve_entry(store, topic, queue_id, qoff, off, size))
+            yield row
+    if not found:
+        raise StoreError(f"no queue {topic}/{queue_id} in the RocksDB consume queue (no unit, no min/max)",
+                         store.consumequeue_dir)
+
+
+def resolve_entry(store: Store, topic: str, queue_id: int, qoff: int, off: int, size: int) -> dict:
     """What the entry points at, and whether it agrees (topic, queueId, queueOffset, size)."""
     try:
         _, m = store.read_message(off)
@@ -126,11 +148,11 @@ def resolve_entry(store: Store, cq: ConsumeQueue, qoff: int, off: int, size: int
     problems = []
     if m.storeSize != size:
         problems.append(f"size {size} != record storeSize {m.storeSize}")
-    if m.topic != cq.topic and cq.topic not in lmq_queues(m):
+    if m.topic != topic and topic not in lmq_queues(m):
         problems.append(f"record topic {m.topic!r}")
-    if m.queueId != cq.queue_id and not cq.topic.startswith("%LMQ%"):
+    if m.queueId != queue_id and not topic.startswith("%LMQ%"):
         problems.append(f"record queueId {m.queueId}")
-    if m.queueOffset != qoff and cq.topic == m.topic:
+    if m.queueOffset != qoff and topic == m.topic:
         problems.append(f"record queueOffset {m.queueOffset}")
     return {"resolved": {"topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset},
             "ok": not problems, "problem": "; ".join(problems) or None}
@@ -190,6 +212,8 @@ def ms_text(ms: int) -> str | None:
 def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
     """Where a commitlog offset (or, with topic/queueId, a consumequeue offset) lives, and whether a record
     starts there."""
+    if topic is not None and store.rocks_queues is not None:
+        return locate_rocks_unit(store, offset, topic, queue_id or 0)
     if topic is not None:
         cq = store.consume_queue(topic, queue_id or 0)
         size = cq.files.file_size
@@ -246,6 +270,21 @@ def _outside_commitlog(store: Store, offset: int) -> str | None:
     if end is None or offset >= end:
         return f"past the end of the commitlog's data ({end or 0})"
     return None
+
+
+def locate_rocks_unit(store: Store, offset: int, topic: str, queue_id: int) -> dict:
+    """Where a queue offset lives in the RocksDB consume queue: its key, and the unit when there is one."""
+    key = rocksdbcq.unit_key(topic, queue_id, offset)
+    out = {"topic": topic, "queueId": queue_id, "queueOffset": offset, "database": str(store.consumequeue_dir),
+           "columnFamily": rocksdbcq.UNIT_CF, "key": key.hex()}
+    unit = store.rocks_queues.unit(topic, queue_id, offset)
+    out["exists"] = unit is not None
+    if unit is not None:
+        off, size, tags, stored = unit
+        out.update(commitLogOffset=off, size=size, tagsCode=tags, storeTimestamp=stored, storeTime=ms_text(stored))
+    else:
+        out["nothingThere"] = "no unit at this queue offset"
+    return out
 
 
 def _entry_at(store: Store, f, pos: int) -> dict:
@@ -363,6 +402,8 @@ def _queues_info(store: Store) -> dict:
     if not store.parts.queues_read:
         part = store.parts.find("consumequeue")
         return {"read": False, "what": part.what, "why": part.why, "queues": []}
+    if store.rocks_queues is not None:
+        return _rocks_queues_info(store)
     queues = []
     messages = 0
     for cq in store.consume_queues():
@@ -373,6 +414,18 @@ def _queues_info(store: Store) -> dict:
     queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     return {"read": True, "fileSize": store.consumequeue_file_size, "queues": queues,
             "topics": len({q["topic"] for q in queues}), "entries": messages}
+
+
+def _rocks_queues_info(store: Store) -> dict:
+    """The RocksDB queue: every queue's min/max as the broker computes them, and the dispatch checkpoint."""
+    rocks = store.rocks_queues
+    min_phy = store.commitlog.min_offset
+    queues = [{"topic": q.topic, "queueId": q.queue_id, "minOffset": rocks.min_offset(q, min_phy),
+               "maxOffset": q.max_offset, "maxPhysicOffset": q.max_entry[0] if q.max_entry else None}
+              for q in rocks.queues()]
+    return {"read": True, "kind": "rocksdb", "directory": str(store.consumequeue_dir), "queues": queues,
+            "topics": len({q["topic"] for q in queues}), "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
+            "dispatchCheckpoint": rocks.checkpoint}
 
 
 def _dledger_info(store: Store, odd: list[str]) -> dict:

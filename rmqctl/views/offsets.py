@@ -17,6 +17,7 @@ from .. import schema as S
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div
+from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..store import ConsumeQueue, MappedFile, Store
 from .inspect import commitlog_end, ms_text
 
@@ -89,6 +90,69 @@ def queue_view(store: Store, cq: ConsumeQueue, min_phy: int) -> QueueView:
             min_logic = f.start + int(hit[0]) * S.CQ_UNIT_SIZE
     max_offset = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
     return QueueView(cq, files, min_logic, max_offset)
+
+
+class RocksQueueView:
+    """One queue of the RocksDB consume queue as the loaded broker sees it (RocksDBConsumeQueueStore): min by
+    getMinCqOffset, max by getMaxOffsetInQueue; its units carry their store time."""
+
+    def __init__(self, rocks: RocksConsumeQueues, q: RocksQueue, min_phy: int):
+        self.rocks, self.q, self.min_phy = rocks, q, min_phy
+        self.min_offset = rocks.min_offset(q, min_phy)
+        self.max_offset = q.max_offset
+
+    def unit(self, queue_offset: int) -> tuple[int, int, int, int] | None:
+        return self.rocks.unit(self.q.topic, self.q.queue_id, queue_offset)
+
+    def store_time(self, queue_offset: int) -> int | None:
+        unit = self.unit(queue_offset) if self.min_offset <= queue_offset < self.max_offset else None
+        return unit[3] if unit is not None else None
+
+    def offset_by_time(self, timestamp: int, boundary: str) -> int:
+        """RocksDBConsumeQueueStore.getOffsetInQueueByTime: binarySearchInCQByTime from the min to the last unit."""
+        if self.q.max_entry is None:
+            return 0
+        return rocks_search_by_time(self, self.q.max_entry[1], self.min_offset, timestamp, boundary)
+
+
+def rocks_search_by_time(view: RocksQueueView, high: int, low: int, timestamp: int, boundary: str) -> int:
+    """RocksDBConsumeQueueTable.binarySearchInCQByTime (5.3.3), over the units the view reads by key."""
+    lower = boundary == "lower"
+    ceiling, floor = high, low
+    unit = view.unit(ceiling)
+    if unit is not None and unit[3] < timestamp:
+        return ceiling + 1 if lower else ceiling
+    unit = view.unit(floor)
+    if unit is not None and unit[3] > timestamp:
+        return floor if lower else 0
+    target = left = right = -1
+    while high >= low:
+        mid = low + ((high - low) >> 1)
+        unit = view.unit(mid)
+        if unit is None:
+            low = mid + 1
+            continue
+        if unit[0] < view.min_phy:
+            low, left = mid + 1, mid
+            continue
+        if unit[3] < 0:
+            return 0
+        if unit[3] == timestamp:
+            target = mid
+            break
+        if unit[3] > timestamp:
+            high, right = mid - 1, mid
+        else:
+            low, left = mid + 1, mid
+    if target == -1:
+        return right if lower else left
+    step, stop = (-1, floor) if lower else (1, ceiling)
+    while (target + step >= stop) if lower else (target + step <= stop):
+        unit = view.unit(target + step)
+        if unit is None or unit[3] != timestamp:  # (the broker would fail on a missing unit here)
+            break
+        target += step
+    return target
 
 
 def _file_mtime_ms(f: MappedFile) -> int:
@@ -242,11 +306,17 @@ def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: in
                    boundary: str = "lower") -> list[TimeOffset]:
     """The queue offset getOffsetInQueueByTime returns for `timestamp` (ms), for one queue or every queue of
     the topic; what a consumer reset to that time would start from."""
-    queues = [q for q in store.consume_queues() if q.topic == topic and queue_id in (None, q.queue_id)]
+    if boundary not in BOUNDARIES:
+        raise UsageError(f"boundary must be one of {BOUNDARIES}")
+    rocks = store.rocks_queues
+    queues = [q for q in (rocks.queues() if rocks is not None else store.consume_queues())
+              if q.topic == topic and queue_id in (None, q.queue_id)]
     if not queues:
         where = store.consumequeue_dir / topic / ("" if queue_id is None else str(queue_id))
-        raise StoreError("no such consumequeue", where)
+        raise StoreError("no such consumequeue", where if rocks is None else store.consumequeue_dir)
     times = CommitLogTimes(store)
+    if rocks is not None:
+        return [_rocks_offset_by_time(RocksQueueView(rocks, q, times.min_offset), timestamp, boundary) for q in queues]
     out = []
     for cq in queues:
         view = queue_view(store, cq, times.min_offset)
@@ -262,8 +332,18 @@ def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: in
     return out
 
 
-def message_time(view: QueueView, times: CommitLogTimes, queue_offset: int) -> int | None:
+def _rocks_offset_by_time(view: RocksQueueView, timestamp: int, boundary: str) -> TimeOffset:
+    qoff = view.offset_by_time(timestamp, boundary)
+    st = view.store_time(qoff)
+    return TimeOffset(view.q.topic, view.q.queue_id, timestamp, ms_text(timestamp), qoff, view.min_offset,
+                      view.max_offset, st, ms_text(st) if st is not None else None,
+                      f"5.x RocksDBConsumeQueueStore.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}")
+
+
+def message_time(view: QueueView | RocksQueueView, times: CommitLogTimes, queue_offset: int) -> int | None:
     """The store time of the message at `queue_offset` of the queue, if the queue holds it."""
+    if isinstance(view, RocksQueueView):
+        return view.store_time(queue_offset)
     if not view.min_offset <= queue_offset < view.max_offset:
         return None
     byte = queue_offset * S.CQ_UNIT_SIZE
@@ -303,7 +383,8 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     ConfigManager.load reads them, against the consumequeues: lag, the oldest unconsumed message, and offsets
     the broker corrects on the next pull (below the queue's min: from the min; above its max: to the max)."""
     times = CommitLogTimes(store)
-    views = {(q.topic, q.queue_id): q for q in store.consume_queues()}
+    rocks = store.rocks_queues
+    views = {(q.topic, q.queue_id): q for q in (rocks.queues() if rocks is not None else store.consume_queues())}
     cache: dict = {}
     rows, notes, present = [], [], []
     for name in OFFSET_FILES:
@@ -325,7 +406,9 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
                 rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None,
                                           "no-queue", "no consumequeue for this topic and queue", source))
                 continue
-            view = cache.get(cq.directory) or cache.setdefault(cq.directory, queue_view(store, cq, times.min_offset))
+            key = (c.topic, c.queueId)
+            view = cache.get(key) or cache.setdefault(key, RocksQueueView(rocks, cq, times.min_offset) if rocks is not None
+                                                      else queue_view(store, cq, times.min_offset))
             lo, hi = view.min_offset, view.max_offset
             status, note = "ok", None
             if c.offset < lo:

@@ -75,6 +75,26 @@ def measure_speed(store: Store, first: int, end: int) -> tuple[int, float | None
     return done, (done / 1e6 / spent if done and spent > 0 else None)
 
 
+def queue_recovery(store: Store) -> tuple[int, int, int]:
+    """(consumequeue files loaded, bytes their recovery reads, where dispatch resumes: -1 for the start). A
+    RocksDB queue loads no file and resumes at its dispatch checkpoint."""
+    if store.rocks_queues is not None:
+        checkpoint = store.rocks_queues.checkpoint
+        return 0, 0, checkpoint if checkpoint is not None else -1
+    cq_files = cq_recover = 0
+    newest_entry = -1
+    for cq in store.consume_queues():
+        qfiles = cq.files.files
+        cq_files += len(qfiles)
+        for _, f, written, arr in cq.units():
+            if f in qfiles[-RECOVER_LAST_FILES:]:
+                cq_recover += written * S.CQ_UNIT_SIZE
+            if written:
+                last = arr[written - 1]
+                newest_entry = max(newest_entry, int(last["commitLogOffset"]) + int(last["size"]))
+    return cq_files, cq_recover, newest_entry
+
+
 def estimate_startup(store: Store) -> StartupEstimate:
     files = store.commitlog.files
     abnormal = store.crashed()  # (a running broker's abort is its running marker)
@@ -89,17 +109,7 @@ def estimate_startup(store: Store) -> StartupEstimate:
     end = end if end is not None else files[index].start
     first = files[index].start
     scan = max(end - first, 0)
-    cq_files = cq_recover = 0
-    newest_entry = -1
-    for cq in store.consume_queues():
-        qfiles = cq.files.files
-        cq_files += len(qfiles)
-        for _, f, written, arr in cq.units():
-            if f in qfiles[-RECOVER_LAST_FILES:]:
-                cq_recover += written * S.CQ_UNIT_SIZE
-            if written:
-                last = arr[written - 1]
-                newest_entry = max(newest_entry, int(last["commitLogOffset"]) + int(last["size"]))
+    cq_files, cq_recover, newest_entry = queue_recovery(store)
     dispatch = max(end - max(newest_entry, files[0].start), 0)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None

@@ -1,0 +1,111 @@
+"""Reading a store's RocksDB databases (the consume queue of storeType=defaultRocksDB; the same door for the
+other RocksDB parts), read-only and without writing a byte into the store.
+
+Through rocksdict (RocksDB with LZ4 and ZSTD built in), opened with RocksDB's read-only mode: no LOCK taken
+(a running broker holds it), the WAL replayed into memory only. rocksdict writes a small file of its own
+(rocksdict-config.json) into any directory it opens, so the database is opened through a view: a temporary
+directory outside the store holding symlinks to the database's files. The view is made and removed here.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .errors import StoreError
+
+# the database's own files (RocksDB filename.cc); LOCK and the info LOGs are left out of the view
+VIEW_SKIPS = ("LOCK", "LOG")
+
+
+def rocksdict():
+    """The binding, imported when a RocksDB part is read (a file-queue store never loads it)."""
+    try:
+        import rocksdict as binding  # here: loads RocksDB's native library, only for RocksDB parts
+    except ImportError:
+        raise StoreError("reading a RocksDB part needs the rocksdict package (pip install rocksdict; rmqctl's own "
+                         "install brings it)") from None
+    return binding
+
+
+def _raise(e: Exception):
+    raise e
+
+
+class ReadOnlyDB:
+    """One RocksDB database opened read-only through a view; `column_families` must all be there."""
+
+    def __init__(self, directory: Path, column_families: tuple[str, ...]):
+        self.directory = directory
+        self._view = Path(tempfile.mkdtemp(prefix="rmqctl-rocksdb-"))
+        self._db = None
+        try:
+            self._link_files()
+            self._open(column_families)
+        except BaseException:
+            self.close()
+            raise
+
+    def _link_files(self):
+        try:
+            names = os.listdir(self.directory)
+        except OSError as e:
+            raise StoreError(f"cannot list the RocksDB directory: {e.strerror}", self.directory) from None
+        for name in names:
+            path = self.directory / name
+            if name.startswith(VIEW_SKIPS) or path.is_dir():
+                continue
+            os.symlink(path.resolve(), self._view / name)
+        if "CURRENT" not in names:
+            raise StoreError("RocksDB database without its CURRENT file (it names the live MANIFEST): cannot be read",
+                             self.directory)
+
+    def _open(self, column_families: tuple[str, ...]):
+        rd = rocksdict()
+        found = self._call(rd.Rdict.list_cf, str(self._view), rd.Options(raw_mode=True))
+        missing = [cf for cf in column_families if cf not in found]
+        if missing:
+            raise StoreError(f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
+                             "layout this part has", self.directory)
+        families = {cf: rd.Options(raw_mode=True) for cf in found if cf != "default"}
+        self._db = self._call(rd.Rdict, str(self._view), options=rd.Options(raw_mode=True),
+                              column_families=families, access_type=rd.AccessType.read_only(False))
+        self._families = {cf: (self._db if cf == "default" else self._db.get_column_family(cf)) for cf in found}
+
+    def _call(self, fn, *args, **kwargs):
+        """A call into RocksDB; its errors (corruption, a missing file) as one line naming the directory."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # rocksdict raises plain Exceptions carrying RocksDB's Status text
+            text = str(e).replace(str(self._view), str(self.directory)).splitlines()
+            raise StoreError(f"RocksDB cannot read this database: {text[0] if text else type(e).__name__}",
+                             self.directory) from None
+
+    def get(self, cf: str, key: bytes) -> bytes | None:
+        return self._call(self._families[cf].get, key)
+
+    def items(self, cf: str, lo: bytes = b"", hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of `cf` with lo <= key < hi, in the bytewise order (the iteration runs in RocksDB's
+        own iterator, bounded there)."""
+        read = rocksdict().ReadOptions()
+        if hi is not None:
+            read.set_iterate_upper_bound(hi)
+        items = self._call(self._families[cf].items, from_key=lo, read_opt=read)
+        try:
+            yield from items
+        except Exception as e:  # RocksDB's Status met mid-way (a damaged block), as the opening's errors
+            self._call(_raise, e)
+
+    def close(self):
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        shutil.rmtree(self._view, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

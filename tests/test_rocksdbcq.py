@@ -1,0 +1,191 @@
+"""The RocksDB consume queue (storeType=defaultRocksDB), read through rocksdict read-only: every read path against
+what RocketMQ 5.3.3 itself read back from its own database (i-rocksdb-cq's truth files and ldb scans), and the
+store never written, its LOCK never taken."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
+from rmqctl import rocksdbcq
+from rmqctl.config import load_config
+from rmqctl.store import Store
+
+ROCKS = "i-rocksdb-cq"
+STORE = fixture_dir(ROCKS) / "store"
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir",
+                                       p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+def rocks_store(root: Path = STORE) -> Store:
+    return Store(root, load_config(broker_conf(ROCKS)))
+
+
+def ldb_scan(name: str) -> dict[bytes, bytes]:
+    """The fixture's `ldb scan --key_hex --value_hex` of one column family."""
+    out = {}
+    for line in (fixture_dir(ROCKS) / f"truth-rocksdb-ldb-{name}.txt").read_text().splitlines():
+        if line.startswith("0x"):
+            k, v = line.split(" : ")
+            out[bytes.fromhex(k[2:])] = bytes.fromhex(v[2:])
+    return out
+
+
+def test_every_unit_as_rocketmq_read_it():
+    rocks = rocks_store().rocks_queues
+    got = []
+    for q in rocks.queues():
+        for qoffs, units in rocks.units(q.topic, q.queue_id, batch=7):  # small batches: the batching is exercised
+            got += [(q.topic, q.queue_id, int(o), int(u["commitLogOffset"]), int(u["size"]), int(u["tagsCode"]),
+                     int(u["storeTimestamp"])) for o, u in zip(qoffs, units)]
+    want = [(t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
+            for t in truth(ROCKS, "truth-consumequeue.jsonl")]
+    assert sorted(got) == sorted(want) and len(got) == 653
+
+
+def test_keys_and_values_are_ldbs():
+    rocks = rocks_store().rocks_queues
+    assert dict(rocks.db.items(rocksdbcq.UNIT_CF)) == ldb_scan("default")
+    assert dict(rocks.db.items(rocksdbcq.OFFSET_CF)) == ldb_scan("offset")
+    key = rocksdbcq.unit_key("RocksTopicA", 0, 0)
+    assert key.hex() == "0000000b01526f636b73546f706963410100000000010000000000000000"
+    assert ldb_scan("offset")[rocksdbcq.offset_key("RocksTopicA", rocksdbcq.MAX, 0)] == bytes.fromhex(
+        "00000000000564af000000000000003e")
+
+
+def test_info_min_max_and_the_dispatch_checkpoint():
+    res = run("info", "--store", STORE, "--broker-config", broker_conf(ROCKS), "--format", "json")
+    assert res.exit_code == 0 and res.stderr == ""
+    cq = json.loads(res.stdout)["consumequeue"]
+    summary = json.loads((fixture_dir(ROCKS) / "truth-summary.json").read_text())
+    assert [(q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxPhysicOffset"]) for q in cq["queues"]] == sorted(
+        (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["rocksdbMaxPhyOffsetInQueue"])
+        for q in summary["consumeQueues"])
+    assert (cq["dispatchCheckpoint"], cq["entries"], cq["topics"]) == (360649, 653, 6)
+    table = run("info", "--store", STORE, "--broker-config", broker_conf(ROCKS), "--format", "table").stdout
+    assert "RocksDB consume queue (6 topics, 653 entries, dispatched to 360649)" in table
+    assert ("startup    normal recovery from 00000000000000196608: 0.2 MB in 3 commitlog file(s), 0 consumequeue "
+            "file(s), 0.0 MB to dispatch;") in table
+
+
+def test_min_offset_follows_the_commitlogs_min_as_the_broker_corrects_it():
+    rocks = rocks_store().rocks_queues
+    q = rocks.queue("RocksTopicA", 1)
+    units = [t for t in truth(ROCKS, "truth-consumequeue.jsonl") if (t["topic"], t["queueId"]) == ("RocksTopicA", 1)]
+    cut = units[10]["commitLogOffset"]
+    assert rocks.min_offset(q, cut) == 10  # the min entry (at 0) points below the commitlog: the first unit at or past it
+    assert rocks.min_offset(q, units[-1]["commitLogOffset"] + 1) == q.max_offset  # every unit gone
+
+
+def test_dump_consumequeue_units_with_their_store_time():
+    res = run("dump", "consumequeue", "RocksTopicA", "1", "--resolve", "--store", STORE, "--broker-config",
+              broker_conf(ROCKS), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    rows = jsonl(res.stdout)
+    want = [t for t in truth(ROCKS, "truth-consumequeue.jsonl") if (t["topic"], t["queueId"]) == ("RocksTopicA", 1)]
+    assert [(r["queueOffset"], r["commitLogOffset"], r["size"], r["tagsCode"], r["storeTimestamp"]) for r in rows] == [
+        (t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"]) for t in want]
+    assert all(r["ok"] for r in rows)
+    assert rows[0] == {"queueOffset": 0, "commitLogOffset": 33272, "size": 815, "tagsCode": 2598922,
+                       "storeTimestamp": 1795867571254, "storeTime": "2026-11-28T12:06:11.254+00:00",
+                       "resolved": {"topic": "RocksTopicA", "queueId": 1, "queueOffset": 0}, "ok": True,
+                       "problem": None}
+    res = run("dump", "consumequeue", "NoSuchTopic", "0", "--store", STORE)
+    assert one_line_error(res) == (f"rmqctl: {STORE}/consumequeue: no queue NoSuchTopic/0 in the RocksDB consume queue "
+                                   "(no unit, no min/max)")
+
+
+def test_locate_a_queue_offset():
+    res = run("locate", "5", "--topic", "RocksTopicA", "--queue-id", "1", "--store", STORE, "--format", "jsonl")
+    assert jsonl(res.stdout) == [{
+        "topic": "RocksTopicA", "queueId": 1, "queueOffset": 5, "database": f"{STORE}/consumequeue",
+        "columnFamily": "default", "key": "0000000b01526f636b73546f706963410100000001010000000000000005",
+        "exists": True, "commitLogOffset": 62156, "size": 555, "tagsCode": 2598922, "storeTimestamp": 1795867571269,
+        "storeTime": "2026-11-28T12:06:11.269+00:00"}]
+    res = run("locate", "61", "--topic", "RocksTopicA", "--queue-id", "1", "--store", STORE, "--format", "jsonl")
+    assert jsonl(res.stdout)[0]["exists"] is False
+
+
+@pytest.mark.parametrize("boundary", ["lower", "upper"])
+def test_offset_by_time_is_the_brokers_search_over_store_times(boundary):
+    units = sorted((t["queueOffset"], t["storeTime"]) for t in truth(ROCKS, "truth-consumequeue.jsonl")
+                   if (t["topic"], t["queueId"]) == ("Rocks-Bench-3", 2))
+    for qoff, stored in units:
+        res = run("offset-by-time", "Rocks-Bench-3", "2", stored, "--boundary", boundary, "--store", STORE,
+                  "--format", "jsonl")
+        [row] = jsonl(res.stdout)
+        same = [o for o, t in units if t == stored]
+        assert row["queueOffset"] == (same[0] if boundary == "lower" else same[-1]), (qoff, stored)
+        assert row["storeTimestamp"] == stored
+    after = units[-1][1] + 1
+    [row] = jsonl(run("offset-by-time", "Rocks-Bench-3", "2", after, "--store", STORE, "--format", "jsonl").stdout)
+    assert (row["queueOffset"], row["maxOffset"], row["storeTimestamp"]) == (len(units), len(units), None)
+    [row] = jsonl(run("offset-by-time", "Rocks-Bench-3", "2", 0, "--store", STORE, "--format", "jsonl").stdout)
+    assert row["queueOffset"] == 0
+
+
+def test_consumer_lag(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    (root / "config").mkdir()
+    (root / "config" / "consumerOffset.json").write_text(json.dumps(
+        {"offsetTable": {"RocksTopicA@g1": {"0": 10, "1": 70}, "Gone@g1": {"0": 1}}}))
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    rows = {(r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
+    tenth = next(t["storeTime"] for t in truth(ROCKS, "truth-consumequeue.jsonl")
+                 if (t["topic"], t["queueId"], t["queueOffset"]) == ("RocksTopicA", 0, 10))
+    r = rows[("RocksTopicA", 0)]
+    assert (r["minOffset"], r["maxOffset"], r["lag"], r["oldestUnconsumed"], r["status"]) == (0, 63, 53, tenth, "ok")
+    r = rows[("RocksTopicA", 1)]
+    assert (r["maxOffset"], r["lag"], r["status"]) == (61, 0, "ahead-of-max")
+    assert rows[("Gone", 0)]["status"] == "no-queue"
+
+
+def test_reads_change_nothing_and_take_no_lock(tmp_path):
+    """Every read path on a copy while another process holds RocksDB's LOCK as the broker does (fcntl): the
+    reads succeed and no byte, name or mtime under the store changes."""
+    root = copy_store(ROCKS, tmp_path)
+    before = tree(root)
+    fd = os.open(root / "consumequeue" / "LOCK", os.O_RDWR)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for args in (["info"], ["dump", "consumequeue", "RocksTopicA", "0"], ["consumers"], ["verify"],
+                     ["offset-by-time", "RocksTopicA", "0", "0"], ["locate", "3", "--topic", "RocksTopicA"]):
+            res = run(*args, "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+            assert res.exit_code in (0, 1), (args, res.stderr)
+    finally:
+        os.close(fd)
+    assert tree(root) == before
+
+
+def test_writers_refuse_a_queue_they_do_not_write(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    res = run("rebuild", "index", "--dry-run", "--store", root, "--broker-config", broker_conf(ROCKS))
+    assert one_line_error(res) == (
+        f"rmqctl: {root}/consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): "
+        "read but not written by this version, so rebuild index writes nothing to this store")
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (lambda cq: (cq / "CURRENT").unlink(), "RocksDB database without its CURRENT file"),
+    (lambda cq: (cq / "MANIFEST-000005").unlink(), "RocksDB cannot read this database"),
+    (lambda cq: (cq / "000009.sst").write_bytes(b"\0" * 100), "RocksDB cannot read this database"),
+    (lambda cq: (cq / "CURRENT").write_text("MANIFEST-000099\n"), "RocksDB cannot read this database"),
+])
+def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, damage, needle):
+    root = copy_store(ROCKS, tmp_path)
+    damage(root / "consumequeue")
+    res = run("dump", "consumequeue", "RocksTopicA", "0", "--store", root, "--broker-config", broker_conf(ROCKS))
+    one_line_error(res, f"{root}/consumequeue", needle)
+    assert "rmqctl-rocksdb-" not in res.stderr  # the view's name never shows
