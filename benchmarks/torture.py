@@ -275,7 +275,9 @@ class Profile:
             store = Store(FIXTURES / name / "store", load_config(str(self.conf)) if self.conf else None)
         except StoreError:  # not a RocketMQ store root (MetaQ): the commands still run, with these defaults
             return
-        self.queue = next(((cq.topic, cq.queue_id) for cq in store.consume_queues()), ("TopicTest", 0))
+        rocks = store.rocks_queues
+        queues = rocks.queues() if rocks is not None else store.consume_queues()
+        self.queue = next(((q.topic, q.queue_id) for q in queues), ("TopicTest", 0))
         try:
             self.slots = store.index_geometry[0]
         except Exception:

@@ -45,6 +45,10 @@ KINDS: dict[str, str] = {
     "cq-entry-bad-target": "an entry pointing where no record starts",
     "cq-entry-mismatch": "an entry whose size, queue or tagsCode disagrees with its record",
     "cq-missing-entries": "dispatched records with no entry in their queue",
+    "rocksdb-cq-offset-table": "a RocksDB queue's max (offset column family) that is not its last unit",
+    "rocksdb-cq-below-min": "RocksDB queue units below the queue's min offset, never served (apache/rocketmq#10959)",
+    "rocksdb-cq-double-write": "a double-write store whose RocksDB copy disagrees with its file queues",
+    "rocksdb-cq-behind": "a RocksDB queue's dispatch checkpoint behind the commitlog: re-dispatched at start",
     # index files
     "index-header": "an index header whose counts or begin/end values disagree with its entries",
     "index-slot": "a hash slot that does not hold the newest entry of its hash",

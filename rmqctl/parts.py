@@ -255,8 +255,7 @@ def consumequeue(layout: Layout) -> list[Part]:
     if rocks:
         role = ("the double-write copy, rocksdbCQDoubleWriteEnable=true" if layout.config.rocksdbCQDoubleWriteEnable
                 else "beside the file queues the broker reads: a double write or a migration")
-        out.append(Part("rocksdb-consumequeue", base, f"RocksDB consume queue ({role})", False,
-                        "this version reads file consume queues only"))
+        out.append(Part("rocksdb-consumequeue", base, f"RocksDB consume queue ({role})", True, write=False))
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -40,6 +41,8 @@ class ReadOnlyDB:
     def __init__(self, directory: Path, column_families: tuple[str, ...]):
         self.directory = directory
         self._view = Path(tempfile.mkdtemp(prefix="rmqctl-rocksdb-"))
+        # the view goes when this object does, or at exit for one never closed (a command's store is not)
+        self._remove_view = weakref.finalize(self, shutil.rmtree, str(self._view), True)
         self._db = None
         try:
             self._link_files()
@@ -102,10 +105,11 @@ class ReadOnlyDB:
         if self._db is not None:
             self._db.close()
             self._db = None
-        shutil.rmtree(self._view, ignore_errors=True)
+        self._remove_view()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+

@@ -187,3 +187,4 @@ class RocksConsumeQueues:
 def decode(offset_bytes: list[bytes], values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     qoffs = np.frombuffer(b"".join(offset_bytes), ">i8").astype(np.int64)
     return qoffs, np.frombuffer(b"".join(values), UNIT_VALUE)
+

@@ -41,13 +41,13 @@ def test_without_broker_conf_the_files_say_rocksdb():
                                                "the files say defaultRocksDB)")
 
 
-def test_double_write_reads_the_file_queues_and_names_the_rocksdb_copy():
+def test_double_write_reads_the_file_queues_and_the_rocksdb_copy_beside_them():
     store = Store(fixture_dir("k-combine-cq") / "store", load_config(broker_conf("k-combine-cq")))
-    assert store.parts.queues_read and store.parts.queue_store == "default"
-    [copy] = store.parts.unread
-    assert (copy.kind, copy.what) == ("rocksdb-consumequeue",
-                                      "RocksDB consume queue (the double-write copy, rocksdbCQDoubleWriteEnable=true)")
-    assert len(store.consume_queues()) == 15
+    assert store.parts.file_queues_read and store.parts.queue_store == "default" and store.parts.unread == []
+    copy = store.parts.find("rocksdb-consumequeue")
+    assert (copy.what, copy.read, copy.understood) == (
+        "RocksDB consume queue (the double-write copy, rocksdbCQDoubleWriteEnable=true)", True, False)
+    assert len(store.consume_queues()) == 15 and store.rocks_queues is None
 
 
 def test_a_broker_queue_store_not_read_is_named_and_never_reported_missing(tmp_path):
@@ -90,8 +90,7 @@ def test_every_writer_refuses_and_writes_nothing(tmp_path, args, writer):
     res = run(*args, "--store", root, "--broker-config", broker_conf(COMBINE))
     assert one_line_error(res) == (
         f"rmqctl: {root}/consumequeue: RocksDB consume queue (the double-write copy, rocksdbCQDoubleWriteEnable=true): "
-        f"not read by this version (this version reads file consume queues only), so {writer} writes nothing to "
-        "this store")
+        f"read but not written by this version, so {writer} writes nothing to this store")
     assert tree(root) == before
 
 

@@ -7,9 +7,12 @@ import fcntl
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import rocksdict
 
 from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
 from rmqctl import rocksdbcq
@@ -189,3 +192,114 @@ def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, damage, needle):
     res = run("dump", "consumequeue", "RocksTopicA", "0", "--store", root, "--broker-config", broker_conf(ROCKS))
     one_line_error(res, f"{root}/consumequeue", needle)
     assert "rmqctl-rocksdb-" not in res.stderr  # the view's name never shows
+
+
+# -- verify --------------------------------------------------------------------------------------------------
+def rewrite(root: Path, change):
+    """Change a store copy's RocksDB consume queue with RocksDB itself (read-write: the test's copy only)."""
+    path = root / "consumequeue"
+    db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True),
+                         column_families={"offset": rocksdict.Options(raw_mode=True)})
+    try:
+        change(db, db.get_column_family("offset"))
+    finally:
+        db.close()
+        (path / "rocksdict-config.json").unlink()
+
+
+def findings(root: Path, name: str = ROCKS) -> tuple[int, list[tuple[str, str, str]]]:
+    res = run("verify", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl")
+    assert res.exit_code in (0, 1), res.stderr
+    return res.exit_code, [(r["kind"], r["severity"], r["detail"]) for r in jsonl(res.stdout)]
+
+
+@pytest.mark.parametrize("name", [ROCKS, "k-combine-cq"])
+def test_verify_a_sound_store_finds_nothing(name):
+    assert findings(fixture_dir(name) / "store", name) == (0, [])
+
+
+def test_verify_a_queue_behind_after_a_crash_is_redispatch_not_damage(tmp_path):
+    """A crash loses the RocksDB writes since the last flush (they skip the WAL): units, max entries and the
+    checkpoint are all behind together. The broker dispatches the rest again at start."""
+    root = copy_store(ROCKS, tmp_path)
+    units = truth(ROCKS, "truth-consumequeue.jsonl")
+    cut = min(t["commitLogOffset"] for t in units if t["commitLogOffset"] >= 300_000)
+
+    def crash(db, offsets):
+        for t in units:
+            if t["commitLogOffset"] >= cut:
+                del db[rocksdbcq.unit_key(t["topic"], t["queueId"], t["queueOffset"])]
+        for key in {(t["topic"], t["queueId"]) for t in units}:
+            kept = [t for t in units if (t["topic"], t["queueId"]) == key and t["commitLogOffset"] < cut]
+            last = max(kept, key=lambda t: t["queueOffset"])
+            offsets[rocksdbcq.offset_key(*key[:1], rocksdbcq.MAX, key[1])] = rocksdbcq.OFFSET_VALUE.pack(
+                last["commitLogOffset"], last["queueOffset"])
+        offsets[rocksdbcq.offset_key(rocksdbcq.CHECKPOINT_TOPIC, rocksdbcq.MAX, 0)] = rocksdbcq.INT64.pack(cut)
+
+    rewrite(root, crash)
+    code, found = findings(root)
+    assert code == 0 and {(k, s) for k, s, _ in found} == {("rocksdb-cq-behind", "info"), ("cq-missing-entries", "info")}
+    assert (f"the RocksDB consume queue's dispatch checkpoint is at {cut}, the commitlog ends at 360649: the broker "
+            f"dispatches those {360649 - cut} bytes again at its next start") in found[0][2]
+
+
+def test_verify_damage_in_the_rocksdb_queue(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+
+    def damage(db, offsets):
+        key = rocksdbcq.unit_key("RocksTopicA", 0, 3)
+        db[key] = db[key][:8] + rocksdbcq.INT32.pack(12) + db[key][12:]  # size
+        del db[rocksdbcq.unit_key("RocksTopicA", 2, 7)]  # a hole
+        fifth = db[rocksdbcq.unit_key("rocks_orders", 1, 5)]
+        offsets[rocksdbcq.offset_key("rocks_orders", rocksdbcq.MIN, 1)] = fifth[:8] + rocksdbcq.INT64.pack(5)
+        fifty = db[rocksdbcq.unit_key("Rocks-Bench-3", 0, 51)]
+        offsets[rocksdbcq.offset_key("Rocks-Bench-3", rocksdbcq.MAX, 0)] = fifty[:8] + rocksdbcq.INT64.pack(51)
+
+    rewrite(root, damage)
+    code, found = findings(root)
+    assert code == 1
+    assert sorted(found) == sorted([
+        ("cq-entry-invalid", "error", "RocksTopicA/2: 1 queue offset(s) between 0 and 52 have no unit; consumers find "
+                                      "nothing there"),
+        ("rocksdb-cq-below-min", "warning", "rocks_orders/1: 5 unit(s) below the queue's min offset 5 (queue offsets "
+         "0..4) are still in the database; the broker never serves them, its compaction filter was to drop them "
+         "(apache/rocketmq#10959)"),
+        ("cq-entry-mismatch", "error", "RocksTopicA/0 entry 3 (commitlog offset 8122): size 12 but the record is 512 "
+                                       "bytes"),
+        ("cq-missing-entries", "error", "RocksTopicA/2: 1 dispatched message(s) have no consumequeue entry (queue "
+         "offsets 7..7, commitlog offsets 43841..43841; the queue has no unit there); the broker will not dispatch them "
+         "again: consumers never see them"),
+        ("rocksdb-cq-offset-table", "error", "Rocks-Bench-3/0: the offset column family's max is queue offset 51 at "
+         "commitlog offset 357334, but the last unit is at queue offset 52")])
+
+
+def test_verify_a_double_write_copy_that_disagrees(tmp_path):
+    name = "k-combine-cq"
+    root = copy_store(name, tmp_path)
+
+    def diverge(db, offsets):
+        key = rocksdbcq.unit_key("CombTopicA", 1, 4)
+        db[key] = db[key][:20] + rocksdbcq.INT64.pack(5)  # store time
+        key = rocksdbcq.unit_key("comb_orders", 2, 9)
+        db[key] = db[key][:12] + rocksdbcq.INT64.pack(77) + db[key][20:]  # tagsCode
+        del db[rocksdbcq.unit_key("comb_orders", 3, 39)]
+
+    rewrite(root, diverge)
+    code, found = findings(root, name)
+    assert code == 1 and [k for k, _, _ in found] == ["rocksdb-cq-double-write"] * 3
+    assert found[0][2] == ("CombTopicA/1: 1 unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
+                           "4: file (offset, size, tagsCode, store time) (26450, 871, 2598922, 1795870653116), RocksDB "
+                           "(26450, 871, 2598922, 5))")
+    assert found[2][2].endswith("RocksDB no unit)")
+
+
+def test_the_view_of_symlinks_goes_with_the_command(tmp_path):
+    """The temporary view the database is opened through is removed when the command ends (a store is not
+    closed by every command: the view goes at exit)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    res = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store", STORE,
+                          "--format", "jsonl"], capture_output=True, text=True, env=env)
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
+    assert list(tmp.iterdir()) == []

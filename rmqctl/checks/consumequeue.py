@@ -25,6 +25,7 @@ from .context import Context, Records
 from ..recovery import recovery_start
 from ..errors import StoreError
 from .links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
+from .rocksqueue import RocksQueueSummary
 from .windows import Window
 
 UNIT_BLOCK = 1 << 16  # units of a file that does not go forward masked to a window at a time (not its 300,000)
@@ -200,8 +201,12 @@ def _bound(arr, a: int, b: int, x: int) -> int:
 def summaries(run: Context) -> list[QueueSummary]:
     """Every queue's summary, read once per run."""
     if run.queue_units is None:
-        size = run.store.consumequeue_file_size
-        run.queue_units = [QueueSummary(run, cq, size) for cq in run.store.consume_queues()]
+        rocks = run.store.rocks_queues
+        if rocks is not None:
+            run.queue_units = [RocksQueueSummary(run, rocks, q) for q in rocks.queues()]
+        else:
+            size = run.store.consumequeue_file_size
+            run.queue_units = [QueueSummary(run, cq, size) for cq in run.store.consume_queues()]
     return run.queue_units
 
 
@@ -221,8 +226,15 @@ class ConsumeQueueCheck:
         run = self.run
         for q in self.queues.values():
             q.check(run, self.size)
-        run.cq_max_phy = max([q.max_phy for q in self.queues.values()], default=0)
+        rocks = run.store.rocks_queues
+        run.cq_max_phy = (rocks.checkpoint or 0) if rocks is not None else max(
+            [q.max_phy for q in self.queues.values()], default=0)
         self.redispatch = _redispatch_from(run)
+        if rocks is not None and run.cq_max_phy < run.logical_end:
+            run.report(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
+                       f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
+                       f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
+                       "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)")
 
     def window(self, w: Window):
         run, rec = self.run, w.rec
@@ -366,7 +378,9 @@ class ConsumeQueueCheck:
                       f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})")
             detail += ("; the broker dispatches them again at its next start (they are past where its reput resumes)"
                        if later else "; the broker will not dispatch them again: consumers never see them")
-            run.report(CONSUMEQUEUE, "cq-missing-entries", "warning" if later else "error", directory, None,
+            # a RocksDB queue behind its commitlog is its normal state after a crash, not damage
+            later_severity = "info" if run.store.rocks_queues is not None else "warning"
+            run.report(CONSUMEQUEUE, "cq-missing-entries", later_severity if later else "error", directory, None,
                        int(omin), detail)
 
 
@@ -397,8 +411,13 @@ def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r: dict, expe
 
 
 def consumequeue_max_phy(run: Context) -> int:
-    """max(offset + size) over the last unit of every queue: where the broker's reput resumes."""
+    """max(offset + size) over the last unit of every queue: where the broker's reput resumes (a RocksDB
+    queue's: its dispatch checkpoint)."""
     if run.cq_max_phy is not None:
+        return run.cq_max_phy
+    rocks = run.store.rocks_queues
+    if rocks is not None:
+        run.cq_max_phy = rocks.checkpoint or 0
         return run.cq_max_phy
     try:
         run.cq_max_phy = max([q.reput_end for q in summaries(run)], default=0)

@@ -43,6 +43,7 @@ from .timer import TimerCheck
 from ..txn import pending
 from .context import Context
 from .consumequeue import ConsumeQueueCheck
+from .doublewrite import check_double_write
 from .index import IndexCheck
 from .queues import QueueOffsets, summarize
 from .windows import records_past, window_records, windows
@@ -115,10 +116,10 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
         raise ValueError(f"only must be one of {VERIFY_PARTS}")
     store = with_geometry(store)
     parts = {p for p in VERIFY_PARTS if only in (None, p)}
-    if not store.parts.file_queues_read:
+    if not store.parts.queues_read:
         # a queue store this version does not read is named (cli), never checked as if it were absent
         if only == "consumequeue":
-            store.parts.require_file_queues()
+            store.parts.require_queues()
         parts.discard("consumequeue")
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
     geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
@@ -160,6 +161,9 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
         verify_dledger.recovery_notes(ctx, lost[2], dledger)
     if "commitlog" in parts:
         check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
+    copy = store.parts.find("rocksdb-consumequeue")
+    if "consumequeue" in parts and copy is not None and copy.read:
+        check_double_write(ctx)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
@@ -313,7 +317,7 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
         why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
                f"min(physic, logics) - 3s{safe}")
         mode = "abnormal recovery"
-    elif not ctx.store.parts.file_queues_read:
+    elif not ctx.store.parts.queues_read:
         first = 0
         why = "the first file: where the broker's queues end is not known (its consume queues are not read)"
         mode = "normal recovery"

@@ -18,7 +18,7 @@ from ..configfiles import committed_offsets, config_dir, delay_level_offsets, re
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..store import ConsumeQueue, MappedFile, Store
+from ..store import ConsumeQueue, MappedFile, Store, store_times
 from .inspect import commitlog_end, ms_text
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -36,22 +36,8 @@ class CommitLogTimes:
         self.max_offset = end if end is not None else self.min_offset
 
     def store_time(self, offset: int, size: int) -> int:
-        """The storeTimestamp of the record at `offset` (read at the place its sysFlag's born-host width gives,
-        without any other check, as the broker does), or -1 outside the commitlog."""
-        if not (offset >= self.min_offset and offset + size <= self.max_offset):
-            return -1
-        f = self.store.commitlog.find(offset)
-        if f is None:
-            return -1
-        pos = offset - f.start
-        head, names = S.RECORD_HEADS[(False, False)]
-        if pos + head.size > len(f.buf):
-            return -1
-        if head.unpack_from(f.buf, pos)[names.index("sysFlag")] & S.BORNHOST_V6_FLAG:
-            head, names = S.RECORD_HEADS[(True, False)]
-            if pos + head.size > len(f.buf):
-                return -1
-        return head.unpack_from(f.buf, pos)[names.index("storeTimestamp")]
+        """The storeTimestamp of the record at `offset` (rmqctl.store.store_times), or -1 outside the commitlog."""
+        return int(store_times(self.store.commitlog, np.array([offset]), np.array([size]), self.max_offset)[0])
 
 
 @dataclasses.dataclass

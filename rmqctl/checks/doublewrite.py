@@ -1,0 +1,63 @@
+"""A double-write store (develop's CombineConsumeQueueStore, rocksdbCQDoubleWriteEnable=true): the file queues the
+broker reads and the RocksDB copy written beside them must hold the same units, or switching the broker to the
+RocksDB queue serves other data. An offline checkRocksdbCqWriteProgress (CombineConsumeQueueStore
+.doCheckCqWriteProgress), over every unit of every queue rather than up to the first difference, store time
+included (the RocksDB unit stores it; the file unit's is its record's), and the max offsets that
+verifyAndInitOffsetForAllStore compares at start.
+"""
+from __future__ import annotations
+
+from ..findings import CONSUMEQUEUE
+from ..rocksdbcq import RocksConsumeQueues
+from ..views.offsets import CommitLogTimes
+from .context import Context
+
+KIND = "rocksdb-cq-double-write"
+
+
+def check_double_write(run: Context):
+    """Every file queue against the RocksDB copy's queue of the same name, and the copy's other queues."""
+    store = run.store
+    rocks = RocksConsumeQueues(store.consumequeue_dir)
+    try:
+        times = CommitLogTimes(store)
+        copies = {(q.topic, q.queue_id): q for q in rocks.queues()}
+        for cq in store.consume_queues():
+            _compare_queue(run, rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
+        for (topic, qid), q in sorted(copies.items()):
+            if q.max_offset:
+                run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
+                           f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
+                           "queues have no such queue")
+    finally:
+        rocks.close()
+
+
+def _compare_queue(run: Context, rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy):
+    queue = f"{cq.topic}/{cq.queue_id}"
+    differing, first, end = 0, None, 0
+    for start, f, written, arr in cq.units():
+        units = arr[:written]
+        end = start + written
+        got = {}
+        for qoffs, values in rocks.units(cq.topic, cq.queue_id, start, end):
+            got.update(zip(qoffs.tolist(), values.tolist()))
+        for i, u in enumerate(units.tolist()):
+            off, size, tags = u
+            have = got.get(start + i)
+            if have is None or have[:3] != (off, size, tags) or have[3] != times.store_time(off, size):
+                differing += 1
+                first = first or (start + i, (off, size, tags, times.store_time(off, size)), have)
+        f.release()
+        if written < len(arr):
+            break
+    rocks_end = copy.max_offset if copy is not None else 0
+    if rocks_end != end:
+        run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
+                   f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
+                   "offsets CombineConsumeQueueStore compares at start)")
+    if differing:
+        qoff, want, have = first
+        run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, want[0],
+                   f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
+                   f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})")
