@@ -15,7 +15,7 @@ from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot
-from ..store import ConsumeQueue, Store, offset_to_name
+from ..store import Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
 
