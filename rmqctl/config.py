@@ -52,6 +52,8 @@ class BrokerConfig:
     # None: not said; the store's files decide (rmqctl.parts).
     storeType: str | None = None
     rocksdbCQDoubleWriteEnable: bool = False  # develop's CombineConsumeQueueStore: files and RocksDB both written
+    rocksdbCompressionType: str = "lz4"  # the RocksDB queue's compression (RocksDB library names), ZSTD at the bottom
+    bottomMostCompressionTypeForConsumeQueueStore: str = "zstd"
     source: str | None = None  # the broker.conf this came from
 
     def delay_level_table(self) -> dict[int, int]:

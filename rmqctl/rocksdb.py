@@ -1,5 +1,6 @@
 """Reading a store's RocksDB databases (the consume queue of storeType=defaultRocksDB; the same door for the
-other RocksDB parts), read-only and without writing a byte into the store.
+other RocksDB parts), read-only and without writing a byte into the store; and making a new database in an
+empty directory (a writer's staging area), never opening a store's own for writing.
 
 Through rocksdict (RocksDB with LZ4 and ZSTD built in), opened with RocksDB's read-only mode: no LOCK taken
 (a running broker holds it), the WAL replayed into memory only. rocksdict writes a small file of its own
@@ -19,6 +20,10 @@ from .errors import StoreError
 
 # the database's own files (RocksDB filename.cc); LOCK and the info LOGs are left out of the view
 VIEW_SKIPS = ("LOCK", "LOG")
+BINDING_FILE = "rocksdict-config.json"  # what rocksdict writes into every directory it opens
+# Java's CompressionType.getCompressionType(libraryName): RocksDB library names; any other is NO_COMPRESSION
+COMPRESSIONS = {"snappy": "snappy", "z": "zlib", "bzip2": "bz2", "lz4": "lz4", "lz4hc": "lz4hc", "zstd": "zstd"}
+WRITE_BATCH = 1 << 16
 
 
 def rocksdict():
@@ -113,3 +118,49 @@ class ReadOnlyDB:
     def __exit__(self, *exc):
         self.close()
 
+
+def compression(library_name: str):
+    """The rocksdict compression type of a broker.conf compression name (RocketMQ's CompressionType lookup)."""
+    return getattr(rocksdict().DBCompressionType, COMPRESSIONS.get(library_name, "none"))()
+
+
+class NewDB:
+    """A new database made in an empty directory with the given column families (name -> rocksdict Options
+    in raw mode), written without the WAL and flushed on `finish`, which leaves only RocksDB's own files."""
+
+    def __init__(self, directory: Path, families: dict):
+        rd = rocksdict()
+        if directory.exists() and any(directory.iterdir()):
+            raise StoreError("a new RocksDB database needs an empty directory", directory)
+        self.directory = directory
+        options = families["default"]
+        options.create_if_missing(True)
+        options.create_missing_column_families(True)
+        self._db = rd.Rdict(str(directory), options=options,
+                            column_families={n: o for n, o in families.items() if n != "default"})
+        self._families = {n: (self._db if n == "default" else self._db.get_column_family(n)) for n in families}
+        self._write = rd.WriteOptions()
+        self._write.disable_wal = True
+
+    def put(self, cf: str, items):
+        """Write (key, value) pairs into column family `cf`, a batch at a time."""
+        rd = rocksdict()
+        handle = self._db.get_column_family_handle(cf)
+        batch = rd.WriteBatch(raw_mode=True)
+        for key, value in items:
+            batch.put(key, value, handle)
+            if batch.len() >= WRITE_BATCH:
+                self._db.write(batch, self._write)
+                batch = rd.WriteBatch(raw_mode=True)
+        if not batch.is_empty():
+            self._db.write(batch, self._write)
+
+    def finish(self):
+        """Flush every column family to SST files, close, and remove what is not RocksDB's."""
+        for family in self._families.values():
+            family.flush()
+        self._db.close()
+        (self.directory / BINDING_FILE).unlink(missing_ok=True)
+        for p in self.directory.iterdir():
+            if p.name.startswith(VIEW_SKIPS[1]):  # the info LOGs: the broker writes its own elsewhere
+                p.unlink()

@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 
 from .errors import StoreError
-from .rocksdb import ReadOnlyDB
+from .rocksdb import ReadOnlyDB, compression, rocksdict
 
 UNIT_CF, OFFSET_CF = "default", "offset"
 CTRL_0, CTRL_1, CTRL_2 = b"\x00", b"\x01", b"\x02"
@@ -188,3 +188,33 @@ def decode(offset_bytes: list[bytes], values: list[bytes]) -> tuple[np.ndarray, 
     qoffs = np.frombuffer(b"".join(offset_bytes), ">i8").astype(np.int64)
     return qoffs, np.frombuffer(b"".join(values), UNIT_VALUE)
 
+
+def family_options(compression_type: str = "lz4", bottommost: str = "zstd") -> dict:
+    """The column families as RocksDBOptionsFactory makes them (5.3.3): the unit CF block-based (format 5, 32 KiB
+    blocks, Bloom 16 bits, binary-and-hash data index), `compression_type` with `bottommost` at the last level,
+    universal compaction; the offset CF uncompressed, level compaction. Bytewise comparator for both."""
+    rd = rocksdict()
+
+    def table(hash_index: bool):
+        t = rd.BlockBasedOptions()
+        t.set_format_version(5)
+        t.set_block_size(32 * 1024)
+        t.set_bloom_filter(16, False)
+        if hash_index:
+            t.set_data_block_index_type(rd.DataBlockIndexType.binary_and_hash())
+            t.set_data_block_hash_ratio(0.75)
+            t.set_metadata_block_size(4 * 1024)
+        return t
+
+    units = rd.Options(raw_mode=True)
+    units.set_block_based_table_factory(table(True))
+    units.set_compression_type(compression(compression_type))
+    units.set_bottommost_compression_type(compression(bottommost))
+    units.set_compaction_style(rd.DBCompactionStyle.universal())
+    units.set_write_buffer_size(128 << 20)
+    offsets = rd.Options(raw_mode=True)
+    offsets.set_block_based_table_factory(table(False))
+    offsets.set_compression_type(compression("none"))
+    offsets.set_compaction_style(rd.DBCompactionStyle.level())
+    offsets.set_write_buffer_size(64 << 20)
+    return {UNIT_CF: units, OFFSET_CF: offsets}

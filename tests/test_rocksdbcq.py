@@ -7,8 +7,10 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -303,3 +305,130 @@ def test_the_view_of_symlinks_goes_with_the_command(tmp_path):
                           "--format", "jsonl"], capture_output=True, text=True, env=env)
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
     assert list(tmp.iterdir()) == []
+
+
+# -- rebuild -------------------------------------------------------------------------------------------------
+def damage_two_units(db, offsets):
+    key = rocksdbcq.unit_key("RocksTopicA", 0, 3)
+    db[key] = db[key][:8] + rocksdbcq.INT32.pack(12) + db[key][12:]
+    del db[rocksdbcq.unit_key("RocksTopicA", 2, 7)]
+
+
+def ldb(db: Path, cf: str, tmp_path: Path) -> list[str]:
+    """`ldb scan` of a copy (ldb may write into what it opens) in the fixture's format."""
+    copy = tmp_path / f"ldb-{cf}"
+    shutil.copytree(db, copy)
+    res = subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan",
+                          "--key_hex", "--value_hex"], capture_output=True, text=True, check=True)
+    shutil.rmtree(copy)
+    return res.stdout.splitlines()
+
+
+def test_rebuild_of_a_sound_queue_changes_nothing(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    before = tree(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == "rmqctl: 15 queue(s) rebuilt from 603 records: identical to the store's, nothing to change\n"
+    assert tree(root) == before
+
+
+def test_rebuild_writes_the_brokers_keys_and_values_and_rocketmq_reads_them(tmp_path, java_oracle):
+    root = copy_store(ROCKS, tmp_path)
+    rewrite(root, damage_two_units)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert jsonl(res.stdout) == [
+        {"topic": "RocksTopicA", "queueId": 0, "unitsBefore": 63, "unitsAfter": 63, "added": 0, "removed": 0, "changed": 1},
+        {"topic": "RocksTopicA", "queueId": 2, "unitsBefore": 52, "unitsAfter": 53, "added": 1, "removed": 0, "changed": 0}]
+    assert sorted(p.name for p in (root / "consumequeue").iterdir() if not p.name.endswith((".sst", ".log"))) == [
+        "CURRENT", "IDENTITY", "LOCK", "MANIFEST-000005", "OPTIONS-000007"]  # RocksDB's files only
+    for cf in ("default", "offset"):
+        want = (fixture_dir(ROCKS) / f"truth-rocksdb-ldb-{cf}.txt").read_text().splitlines()[1:]
+        assert ldb(root / "consumequeue", cf, tmp_path) == want
+    assert findings(root) == (0, [])
+    out = tmp_path / "read5"
+    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
+                          capture_output=True, text=True)
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert (summary["loadReturned"], summary["messageCount"], summary["rocksdbMaxPhyOffsetInConsumeQueue"]) == (
+        True, 603, 360649), proc.stdout[-2000:]
+    lines = jsonl((out / "messages-read.jsonl").read_text())
+    fields = ("topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode", "storeTime")
+    assert sorted(tuple(l[f] for f in fields) for l in lines) == sorted(
+        tuple(t[f] for f in fields) for t in truth(ROCKS, "truth-consumequeue.jsonl"))
+    assert all(l["ok"] for l in lines)
+
+
+def test_restore_puts_the_replaced_database_back(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    rewrite(root, damage_two_units)
+    damaged = all_units(root)
+    assert run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS)).exit_code == 0
+    assert all_units(root) != damaged
+    backup = next(p.name for p in root.iterdir() if p.name.startswith(".rmqctl-backup-"))
+    res = run("restore", backup, "--store", root, "--broker-config", broker_conf(ROCKS))
+    assert res.exit_code == 0, res.stderr
+    assert all_units(root) == damaged
+
+
+def test_rebuild_replaces_a_database_it_cannot_read(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    (root / "consumequeue" / "MANIFEST-000005").unlink()
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert "the live RocksDB consume queue cannot be read" in res.stderr and "it is replaced whole" in res.stderr
+    assert findings(root) == (0, [])
+
+
+def test_rebuild_of_a_rocksdb_queue_is_whole(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    res = run("rebuild", "consumequeue", "--topic", "RocksTopicA", "--store", root, "--broker-config", broker_conf(ROCKS))
+    assert one_line_error(res) == ("rmqctl: a RocksDB consume queue is rebuilt whole: --topic and --queue-id select "
+                                   "file queues")
+
+
+def test_sigkill_during_rebuild_leaves_the_old_database_or_the_new(tmp_path):
+    """Killed at moments spread over a whole run's time, then the next writer's recovery rule: the queue reads
+    as the damaged one it was or as the rebuilt one, never a mix."""
+    from rmqctl import txn
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+    def start(root: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "rmqctl", "rebuild", "consumequeue", "--store", str(root),
+                                 "--broker-config", str(broker_conf(ROCKS))], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    whole = copy_store(ROCKS, tmp_path / "whole")
+    rewrite(whole, damage_two_units)
+    old_units = all_units(whole)
+    began = time.monotonic()
+    assert start(whole).wait() == 0
+    took = time.monotonic() - began
+    new_units = all_units(whole)
+    assert new_units != old_units and new_units == sorted(
+        (t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
+        for t in truth(ROCKS, "truth-consumequeue.jsonl"))
+    for share in (0.3, 0.5, 0.7, 0.85, 0.95):
+        root = copy_store(ROCKS, tmp_path / f"kill-{share}")
+        rewrite(root, damage_two_units)
+        proc = start(root)
+        try:
+            proc.wait(timeout=took * share)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        with txn.locked_for_writing(root):
+            pass
+        assert all_units(root) in (old_units, new_units), share
+
+
+def all_units(root: Path) -> list[tuple]:
+    rocks = rocks_store(root).rocks_queues
+    try:
+        return sorted((q.topic, q.queue_id, int(o), int(u["commitLogOffset"]), int(u["size"]), int(u["tagsCode"]),
+                       int(u["storeTimestamp"])) for q in rocks.queues()
+                      for qoffs, units in rocks.units(q.topic, q.queue_id) for o, u in zip(qoffs, units))
+    finally:
+        rocks.close()

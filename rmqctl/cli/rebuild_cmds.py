@@ -66,10 +66,10 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     if dry_run:
         note_live_dry_run(store)
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
-        from ..maintenance.rebuild import rebuild_consumequeue  # loads the compiled kernels: only for this command
+        from ..maintenance.rocksqueue import rebuild_queues  # loads the compiled kernels: only for this command
 
-        result = rebuild_consumequeue(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
-                                      progress=bar.update, memory=memory)
+        result = rebuild_queues(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
+                                progress=bar.update, memory=memory)
     _interrupted(result.interrupted)
     render(({"topic": q.topic, "queueId": q.queueId, "unitsBefore": q.before, "unitsAfter": q.after,
              "added": q.added, "removed": q.removed, "changed": q.changed} for q in result.queues), ctx.format,

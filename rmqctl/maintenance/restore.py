@@ -79,7 +79,8 @@ def _written_in(manifest: dict, backup_name: str) -> Path | None:
 
 def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool = True) -> RestoreResult:
     """Put back the items of `backup` (its name in the store root, or its path) under the broker's lock."""
-    with writing(store, dry_run, "restore") as (interrupted, store):
+    # a RocksDB queue is put back whole (its directory), as rebuild replaced it
+    with writing(store, dry_run, "restore", understood=frozenset({"consumequeue"})) as (interrupted, store):
         path = Path(backup) if os.sep in backup else store.root / backup
         if not path.is_dir() or not path.name.startswith(BACKUP_PREFIX) or path.resolve().parent != store.root.resolve():
             raise StoreError(f"not a backup directory of this store ({BACKUP_PREFIX}<time> in {store.root})", path)

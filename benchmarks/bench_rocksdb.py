@@ -1,0 +1,133 @@
+"""The RocksDB consume queue: `dump consumequeue` and `verify` of a RocksDB queue, and `rebuild consumequeue`
+into RocksDB, each next to a yardstick measured in the same run.
+
+1. Dump: a RocksDB consume queue of --units units in one queue is written (rmqctl's own writer, the broker's
+   options); `rmqctl dump consumequeue` of that queue (jsonl to /dev/null) is timed against `ldb scan` (Debian
+   rocksdb-tools) of the same column family, and its peak RSS measured at --units and at a tenth of it: the
+   memory must not grow with the units.
+2. Rebuild and verify: a commitlog of --file-mb MiB (benchmarks/bench_rebuild.py's ~1 KiB messages) is
+   generated; `rebuild consumequeue` from nothing into file queues (storeType=default) and into RocksDB
+   (storeType=defaultRocksDB) of the same commitlog are timed (target: RocksDB within 2x the file queues), then
+   `verify` of each store (RocksDB units checked with the file units' rules).
+
+    python benchmarks/bench_rocksdb.py [--units 10000000] [--file-mb 1024] [--dir /dev/shm]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_rebuild import generate  # noqa: E402  (the same generated commitlog as the rebuild benchmark)
+
+from rmqctl import rocksdbcq as R  # noqa: E402
+from rmqctl.config import BrokerConfig  # noqa: E402
+from rmqctl.maintenance.rebuild import rebuild_consumequeue  # noqa: E402
+from rmqctl.maintenance.rocksqueue import rebuild_rocks_queue  # noqa: E402
+from rmqctl.rocksdb import NewDB  # noqa: E402
+from rmqctl.store import Store  # noqa: E402
+
+TOPIC, BATCH = "BenchTopic", 1 << 16
+
+
+def synthetic_queue(directory: Path, units: int):
+    """One queue of `units` units (offset, size, tagsCode, store time), its min/max and a checkpoint."""
+    db = NewDB(directory, R.family_options())
+    prefix = R.queue_prefix(TOPIC, 0)
+    for lo in range(0, units, BATCH):
+        qoffs = np.arange(lo, min(units, lo + BATCH), dtype=np.int64)
+        values = np.zeros(len(qoffs), R.UNIT_VALUE)
+        values["commitLogOffset"], values["size"] = qoffs * 1000, 1000
+        values["tagsCode"], values["storeTimestamp"] = qoffs % 7, 1_700_000_000_000 + qoffs
+        keys, raw = qoffs.astype(">i8").tobytes(), values.tobytes()
+        db.put(R.UNIT_CF, ((prefix + keys[i * 8:i * 8 + 8], raw[i * 28:i * 28 + 28]) for i in range(len(qoffs))))
+    db.put(R.OFFSET_CF, [(R.offset_key(TOPIC, R.MIN, 0), R.OFFSET_VALUE.pack(0, 0)),
+                         (R.offset_key(TOPIC, R.MAX, 0), R.OFFSET_VALUE.pack((units - 1) * 1000, units - 1)),
+                         (R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(units * 1000))])
+    db.finish()
+
+
+def rss_of(args: list[str], env=None) -> float:
+    """Peak RSS (MiB) of one command, from /usr/bin/time -f %M (every run its own figure)."""
+    res = subprocess.run(["/usr/bin/time", "-f", "%M", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    if res.returncode not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
+        raise RuntimeError(f"{args[3:5]} failed: {res.stderr[-500:]}")
+    return int(res.stderr.strip().splitlines()[-1]) / 1024
+
+
+def dump_part(base: Path, units: int, env: dict):
+    for n in (units // 10, units):
+        root = base / f"store-{n}"
+        (root / "commitlog").mkdir(parents=True)
+        (root / "lock").touch()
+        t = time.perf_counter()
+        synthetic_queue(root / "consumequeue", n)
+        print(f"wrote a RocksDB queue of {n} units in {time.perf_counter() - t:.1f} s")
+        dump = [sys.executable, "-m", "rmqctl", "dump", "consumequeue", TOPIC, "0", "--store", str(root),
+                "--format", "jsonl"]
+        t = time.perf_counter()
+        rss = rss_of(dump, env)
+        dump_s = time.perf_counter() - t
+        copy = base / "ldb-copy"
+        shutil.copytree(root / "consumequeue", copy)
+        t = time.perf_counter()
+        subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex", "--value_hex"],
+                       stdout=subprocess.DEVNULL, check=True)
+        ldb_s = time.perf_counter() - t
+        shutil.rmtree(copy)
+        print(f"  dump consumequeue {dump_s:7.2f} s  {n / dump_s / 1e6:5.2f} M units/s  peak RSS {rss:5.0f} MiB   "
+              f"ldb scan {ldb_s:6.2f} s  ({n / ldb_s / 1e6:5.2f} M units/s): dump takes {dump_s / ldb_s:4.2f}x ldb")
+        shutil.rmtree(root)
+
+
+def rebuild_part(base: Path, file_mb: int, env: dict):
+    root = base / "store"
+    messages, _ = generate(root, file_mb << 20)
+    (root / "lock").touch()
+    print(f"generated {messages} messages in {file_mb} MiB of commitlog")
+    files = BrokerConfig(mappedFileSizeCommitLog=file_mb << 20)
+    rocks = BrokerConfig(mappedFileSizeCommitLog=file_mb << 20, storeType="defaultRocksDB")
+    for what, config, fn in (("file queues", files, rebuild_consumequeue), ("RocksDB", rocks, rebuild_rocks_queue)):
+        shutil.rmtree(root / "consumequeue", ignore_errors=True)
+        (root / "consumequeue").mkdir()
+        t = time.perf_counter()
+        result = fn(Store(root, config), keep_backup=False)
+        secs = time.perf_counter() - t
+        print(f"  rebuild into {what:11s} {secs:7.2f} s  {messages / secs / 1e6:5.2f} M msgs/s  ({result.entries} units)")
+        conf = base / f"{what[:4]}.conf"
+        conf.write_text(f"mappedFileSizeCommitLog={file_mb << 20}\nstoreType={config.storeType or 'default'}\n")
+        verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
+                  "--format", "jsonl"]
+        t = time.perf_counter()
+        rss = rss_of(verify, env)
+        secs = time.perf_counter() - t
+        print(f"  verify of {what:14s} {secs:7.2f} s  {messages / secs / 1e6:5.2f} M msgs/s  peak RSS {rss:5.0f} MiB")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--units", type=int, default=10_000_000)
+    ap.add_argument("--file-mb", type=int, default=1024)
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    base = Path(tempfile.mkdtemp(prefix="rmqctl-bench-rocksdb-", dir=args.dir))
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (wall-clock times)")
+    try:
+        dump_part(base, args.units, env)
+        rebuild_part(base, args.file_mb, env)
+    finally:
+        shutil.rmtree(base)
+
+
+if __name__ == "__main__":
+    main()

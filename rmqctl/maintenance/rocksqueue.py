@@ -1,0 +1,184 @@
+"""Writing the RocksDB consume queue: rebuilt from the commitlog (storeType=defaultRocksDB), staged in the
+store's staging area as a new database made with the broker's column families and options, checked with verify
+on the store as the swap leaves it, then swapped in whole (consumequeue/ is the database) with the intent file
+and the backup every rmqctl writer uses: a kill leaves the old database or the new one.
+
+The units come from the same dispatch as the file-queue rebuild (file queues built in staging first, so
+queue offsets, LMQ queues and tagsCodes follow one set of rules), then each unit gets the store time of its
+record (store.store_times) and its key; each queue's min and max and the dispatch checkpoint go to the
+`offset` column family as RocksDBConsumeQueueOffsetTable writes them.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import rocksdbcq as R
+from ..budget import DEFAULT_MEMORY
+from ..errors import StoreError, UsageError
+from ..rocksdb import NewDB, ReadOnlyDB
+from ..rules import cq_unit_valid
+from ..store import ConsumeQueue, Store, store_times
+from .. import schema as S
+from ..parts import ROCKSDB_STORE
+from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
+from ..views.inspect import commitlog_end
+from .staging import writing
+
+ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes when it is a RocksDB queue
+
+
+def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int) -> dict:
+    """A new RocksDB consume queue in `directory` holding every entry of the file `queues` (pre-blank and
+    invalid units are not entries), with the dispatch checkpoint; returns {(topic, queueId): units}."""
+    db = NewDB(directory, R.family_options(store.config.rocksdbCompressionType,
+                                           store.config.bottomMostCompressionTypeForConsumeQueueStore))
+    written = {}
+    end = checkpoint
+    try:
+        for cq in queues:
+            first = last = None
+            count = 0
+            for qoffs, units in _entries(cq):
+                values = np.zeros(len(units), R.UNIT_VALUE)
+                for name in ("commitLogOffset", "size", "tagsCode"):
+                    values[name] = units[name]
+                values["storeTimestamp"] = store_times(store.commitlog, units["commitLogOffset"], units["size"], end)
+                if (values["storeTimestamp"] < 0).any():
+                    bad = int(qoffs[np.argmax(values["storeTimestamp"] < 0)])
+                    raise StoreError(f"{cq.topic}/{cq.queue_id} unit {bad} points outside the commitlog: its store "
+                                     "time cannot be read (run `rmqctl verify`, then rebuild the queue)", cq.directory)
+                prefix = R.queue_prefix(cq.topic, cq.queue_id)
+                keys = qoffs.astype(">i8").tobytes()
+                raw = values.tobytes()
+                db.put(R.UNIT_CF, ((prefix + keys[i * 8:i * 8 + 8], raw[i * R.UNIT_VALUE_SIZE:(i + 1) * R.UNIT_VALUE_SIZE])
+                                   for i in range(len(qoffs))))
+                first = first or (int(units["commitLogOffset"][0]), int(qoffs[0]))
+                last = (int(units["commitLogOffset"][-1]), int(qoffs[-1]))
+                count += len(qoffs)
+            if count:
+                db.put(R.OFFSET_CF, [(R.offset_key(cq.topic, R.MIN, cq.queue_id), R.OFFSET_VALUE.pack(*first)),
+                                     (R.offset_key(cq.topic, R.MAX, cq.queue_id), R.OFFSET_VALUE.pack(*last))])
+                written[(cq.topic, cq.queue_id)] = count
+        db.put(R.OFFSET_CF, [(R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(checkpoint))])
+    finally:
+        db.finish()
+    return written
+
+
+def _entries(cq: ConsumeQueue):
+    """(queue offsets, units) of a file queue's entries, a file at a time."""
+    for first, f, written, arr in cq.units():
+        units = arr[:written]
+        off, size = units["commitLogOffset"].astype(np.int64), units["size"].astype(np.int64)
+        keep = cq_unit_valid(off, size) & ~((off == 0) & (size == S.PRE_BLANK_SIZE))
+        if keep.any():
+            yield (first + np.flatnonzero(keep)).astype(np.int64), units[keep]
+        f.release()
+        if written < len(arr):
+            return
+
+
+def rebuild_queues(store: Store, topic: str | None = None, queue_id: int | None = None, **options) -> RebuildResult:
+    """`rebuild consumequeue` for the queues the broker reads: a RocksDB queue whole, file queues (or some)."""
+    if store.parts.queue_store != ROCKSDB_STORE:
+        return rebuild_consumequeue(store, topic, queue_id, **options)
+    if topic is not None or queue_id is not None:
+        raise UsageError("a RocksDB consume queue is rebuilt whole: --topic and --queue-id select file queues")
+    return rebuild_rocks_queue(store, **options)
+
+
+def rebuild_rocks_queue(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
+                        memory: int = DEFAULT_MEMORY) -> RebuildResult:
+    """Rebuild the whole RocksDB consume queue from the commitlog and swap it in."""
+    t0 = time.monotonic()
+    with writing(store, dry_run, "rebuild consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
+            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+        root = txn.staging
+        build = dispatch_records(store, root / "files", build_cq=True, build_index=False, progress=progress,
+                                 memory=memory)
+        files = root / "files" / "consumequeue"
+        size = store.consumequeue_file_size
+        queues = [ConsumeQueue(t, q, files / t / str(q), size) for t, q in sorted(build.queued)]
+        staged = root / "consumequeue"
+        end = commitlog_end(store)[0] or store.commitlog.min_offset
+        written = write_rocks_queue(store, queues, staged, end)
+        shutil.rmtree(root / "files")
+        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
+                               entries=sum(written.values()), warnings=build.warnings, interrupted=interrupted)
+        _diff_databases(store, staged, result)
+        if result.changed:
+            txn.replace(store.consumequeue_dir, staged)
+            _check_staged(store, txn, "consumequeue", (), store.consumequeue_dir, memory)
+            if not dry_run:
+                result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _diff_databases(store: Store, staged: Path, result: RebuildResult):
+    """Per queue, how the units change from the live database to the staged one (a key's value counts as
+    changed when it differs; a queue's min/max entries too); the checkpoint as [before, after]. A live
+    database that cannot be read is replaced whole, and said so."""
+    new = ReadOnlyDB(staged, (R.UNIT_CF, R.OFFSET_CF))
+    try:
+        old = ReadOnlyDB(store.consumequeue_dir, (R.UNIT_CF, R.OFFSET_CF))
+    except StoreError as e:
+        old = None
+        result.warnings.append(f"the live RocksDB consume queue cannot be read ({e}): it is replaced whole")
+    try:
+        diffs: dict[tuple[str, int], QueueDiff] = {}
+        for cf in (R.UNIT_CF, R.OFFSET_CF):
+            for key, before, after in _merged(old.items(cf) if old is not None else iter(()), new.items(cf)):
+                queue = _queue_of(cf, key)
+                if queue is None:  # the checkpoint
+                    if before != after:
+                        result.checkpoint["rocksdbCheckpoint"] = [R.INT64.unpack_from(v)[0] if v else None
+                                                                  for v in (before, after)]
+                    continue
+                d = diffs.setdefault(queue, QueueDiff(queue[0], queue[1], 0, 0, 0, 0, 0))
+                if cf == R.UNIT_CF:
+                    d.before += before is not None
+                    d.after += after is not None
+                d.added += before is None
+                d.removed += after is None
+                d.changed += before is not None and after is not None and before != after
+        for queue, d in sorted(diffs.items()):
+            if d.added or d.removed or d.changed:
+                result.queues.append(d)
+            else:
+                result.unchangedQueues += 1
+    finally:
+        new.close()
+        if old is not None:
+            old.close()
+
+
+def _queue_of(cf: str, key: bytes) -> tuple[str, int] | None:
+    """(topic, queueId) of a unit or offset key; None for the checkpoint (or a key of another layout)."""
+    try:
+        if cf == R.OFFSET_CF:
+            topic, _, qid = R.parse_offset_key(key)
+            return None if topic == R.CHECKPOINT_TOPIC else (topic, qid)
+        topic, rest = R.split_topic(key)
+        return topic, R.INT32.unpack_from(rest)[0]
+    except (ValueError, UnicodeDecodeError, IndexError):
+        return None
+
+
+def _merged(a, b):
+    """(key, value in a or None, value in b or None) over two key-ordered iterators, in key order."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            yield x[0], x[1], None
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield y[0], None, y[1]
+            y = next(b, None)
+        else:
+            yield x[0], x[1], y[1]
+            x, y = next(a, None), next(b, None)
