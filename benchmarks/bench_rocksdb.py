@@ -55,13 +55,17 @@ def synthetic_queue(directory: Path, units: int):
     db.finish()
 
 
-def rss_of(args: list[str], env=None) -> float:
-    """Peak RSS (MiB) of one command, from /usr/bin/time -f %M (every run its own figure)."""
-    res = subprocess.run(["/usr/bin/time", "-f", "%M", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True, env=env)
+def measured(args: list[str], env=None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one command, from /usr/bin/time (on a
+    shared machine the CPU seconds are the steadier figure)."""
+    t = time.perf_counter()
+    res = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    wall = time.perf_counter() - t
     if res.returncode not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
         raise RuntimeError(f"{args[3:5]} failed: {res.stderr[-500:]}")
-    return int(res.stderr.strip().splitlines()[-1]) / 1024
+    rss, user, system = res.stderr.strip().splitlines()[-1].split()
+    return wall, float(user) + float(system), int(rss) / 1024
 
 
 def dump_part(base: Path, units: int, env: dict):
@@ -74,18 +78,15 @@ def dump_part(base: Path, units: int, env: dict):
         print(f"wrote a RocksDB queue of {n} units in {time.perf_counter() - t:.1f} s")
         dump = [sys.executable, "-m", "rmqctl", "dump", "consumequeue", TOPIC, "0", "--store", str(root),
                 "--format", "jsonl"]
-        t = time.perf_counter()
-        rss = rss_of(dump, env)
-        dump_s = time.perf_counter() - t
+        dump_s, dump_cpu, rss = measured(dump, env)
         copy = base / "ldb-copy"
         shutil.copytree(root / "consumequeue", copy)
-        t = time.perf_counter()
-        subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex", "--value_hex"],
-                       stdout=subprocess.DEVNULL, check=True)
-        ldb_s = time.perf_counter() - t
+        ldb_s, ldb_cpu, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
+                                      "--value_hex"])
         shutil.rmtree(copy)
-        print(f"  dump consumequeue {dump_s:7.2f} s  {n / dump_s / 1e6:5.2f} M units/s  peak RSS {rss:5.0f} MiB   "
-              f"ldb scan {ldb_s:6.2f} s  ({n / ldb_s / 1e6:5.2f} M units/s): dump takes {dump_s / ldb_s:4.2f}x ldb")
+        print(f"  dump consumequeue {dump_s:7.2f} s wall {dump_cpu:7.2f} s CPU  {n / dump_cpu / 1e6:5.2f} M units/CPU-s  "
+              f"peak RSS {rss:5.0f} MiB | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU "
+              f"({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): dump takes {dump_cpu / ldb_cpu:4.2f}x ldb's CPU")
         shutil.rmtree(root)
 
 
@@ -99,19 +100,17 @@ def rebuild_part(base: Path, file_mb: int, env: dict):
     for what, config, fn in (("file queues", files, rebuild_consumequeue), ("RocksDB", rocks, rebuild_rocks_queue)):
         shutil.rmtree(root / "consumequeue", ignore_errors=True)
         (root / "consumequeue").mkdir()
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         result = fn(Store(root, config), keep_backup=False)
-        secs = time.perf_counter() - t
-        print(f"  rebuild into {what:11s} {secs:7.2f} s  {messages / secs / 1e6:5.2f} M msgs/s  ({result.entries} units)")
+        secs, cpu = time.perf_counter() - t, time.process_time() - cpu
+        print(f"  rebuild into {what:11s} {secs:7.2f} s wall {cpu:7.2f} s CPU  {messages / cpu / 1e6:5.2f} M msgs/CPU-s  "
+              f"({result.entries} units)")
         conf = base / f"{what[:4]}.conf"
         conf.write_text(f"mappedFileSizeCommitLog={file_mb << 20}\nstoreType={config.storeType or 'default'}\n")
         verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
                   "--format", "jsonl"]
-        t = time.perf_counter()
-        rss = rss_of(verify, env)
-        secs = time.perf_counter() - t
-        print(f"  verify of {what:14s} {secs:7.2f} s  {messages / secs / 1e6:5.2f} M msgs/s  peak RSS {rss:5.0f} MiB")
-
+        secs, cpu, rss = measured(verify, env)
+        print(f"  verify of {what:14s} {secs:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:5.0f} MiB")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
