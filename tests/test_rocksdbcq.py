@@ -432,3 +432,66 @@ def all_units(root: Path) -> list[tuple]:
                       for qoffs, units in rocks.units(q.topic, q.queue_id) for o, u in zip(qoffs, units))
     finally:
         rocks.close()
+
+
+# -- convert --------------------------------------------------------------------------------------------------
+V5 = "c-v5-features"
+
+
+def files_of(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "consumequeue").rglob("*")) if p.is_file()}
+
+
+def rocks_conf(tmp_path: Path) -> Path:
+    conf = tmp_path / "rocks.conf"
+    conf.write_text(broker_conf(V5).read_text() + "\nstoreType=defaultRocksDB\n")
+    return conf
+
+
+def test_convert_to_rocksdb_and_back_gives_the_file_queues_byte_for_byte(tmp_path, java_oracle):
+    root = copy_store(V5, tmp_path)
+    before = files_of(root)
+    res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", broker_conf(V5),
+              "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert jsonl(res.stdout) == [{"to": "rocksdb", "queues": 9, "units": 489, "checkpoint": 452578}]
+    assert res.stderr.startswith("rmqctl: 9 queue(s), 489 unit(s) converted to rocksdb; the old queues kept in ")
+    assert res.stderr.endswith("; set storeType=defaultRocksDB in broker.conf before the broker starts\n")
+    assert not [p for p in (root / "consumequeue").iterdir() if p.is_dir()]  # the database alone
+    conf = rocks_conf(tmp_path)
+    res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+    units = sorted((t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"])
+                   for t in truth(V5, "truth-consumequeue.jsonl"))
+    out = tmp_path / "read5"
+    subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(conf), str(out)],
+                   capture_output=True, text=True)
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert (summary["loadReturned"], summary["storeClass"].rsplit(".", 1)[-1]) == (True, "RocksDBMessageStore")
+    lines = jsonl((out / "messages-read.jsonl").read_text())
+    fields = ("topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode")
+    assert sorted(tuple(line[f] for f in fields) for line in lines) == units and all(line["ok"] for line in lines)
+    res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert files_of(root) == before
+
+
+def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):
+    root = copy_store(V5, tmp_path)
+    before = tree(root)
+    res = run("convert", "consumequeue", "--to", "rocksdb", "--dry-run", "--store", root, "--broker-config",
+              broker_conf(V5), "--format", "jsonl")
+    assert res.exit_code == 0 and "(dry run: nothing written)" in res.stderr
+    assert tree(root) == before
+    res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", broker_conf(V5))
+    assert one_line_error(res) == ("rmqctl: the broker reads default consume queues here (storeType): nothing to "
+                                   "convert to file")
+
+
+def test_convert_refuses_a_rocksdb_queue_the_commitlog_does_not_give(tmp_path):
+    root = copy_store(ROCKS, tmp_path)
+    rewrite(root, damage_two_units)
+    before = tree(root)
+    res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", broker_conf(ROCKS))
+    one_line_error(res, "RocksTopicA/0: the RocksDB queue's units are not those the commitlog's dispatch gives")
+    assert tree(root) == before

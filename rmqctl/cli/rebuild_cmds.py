@@ -77,6 +77,43 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     _finish(result, f"{len(result.queues) + result.unchangedQueues} queue(s)")
 
 
+@cli.group()
+def convert():
+    """Convert a store part offline into another form the broker reads."""
+
+
+@convert.command("consumequeue")
+@store_options(writes=True)
+@click.option("--to", "to", type=click.Choice(["rocksdb", "file"]), required=True,
+              help="rocksdb: the file queues into a RocksDB queue (storeType=defaultRocksDB); file: the way back.")
+@click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
+@click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
+@memory_option("The queues written are the same at any size.")
+def convert_consumequeue_cmd(ctx, to, dry_run, no_backup, memory):
+    """Convert the consume queues: file queues into the RocksDB queue the broker keeps with
+    storeType=defaultRocksDB, or back. The new queue is staged, checked unit for unit against the old one and
+    with verify, and swapped in whole under the broker's lock (the old one kept in the backup unless
+    --no-backup). Change storeType in broker.conf to match before the broker starts: rmqctl does not.
+
+    \b
+    rmqctl convert consumequeue --to rocksdb --store /data/store --broker-config broker.conf --dry-run
+    rmqctl convert consumequeue --to file --store /data/store --broker-config broker.conf
+    """
+    store = ctx.store if dry_run else ctx.writable_store()
+    with _commitlog_bar(ctx, f"convert consumequeue to {to}") as bar:
+        from ..maintenance.rocksqueue import convert_queues  # loads the compiled kernels: only for this command
+
+        result = convert_queues(store, to, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update,
+                                memory=memory)
+    _interrupted(result.interrupted)
+    render([{"to": result.to, "queues": result.queues, "units": result.units, "checkpoint": result.checkpoint}],
+           ctx.format, columns=["to", "queues", "units", "checkpoint"])
+    where = f"; the old queues kept in {result.backup}" if result.backup else ""
+    echo_err(f"rmqctl: {result.queues} queue(s), {result.units} unit(s) converted to {result.to}"
+             f"{' (dry run: nothing written)' if result.dryRun else ''}{where}; set storeType="
+             f"{'defaultRocksDB' if result.to == 'rocksdb' else 'default'} in broker.conf before the broker starts")
+
+
 @rebuild.command("index")
 @store_options(writes=True)
 @wait_option

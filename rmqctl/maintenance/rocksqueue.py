@@ -10,6 +10,7 @@ record (store.store_times) and its key; each queue's min and max and the dispatc
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..rocksdb import NewDB, ReadOnlyDB
 from ..rules import cq_unit_valid
 from ..store import ConsumeQueue, Store, store_times
 from .. import schema as S
-from ..parts import ROCKSDB_STORE
+from ..parts import FILE_STORE, ROCKSDB_STORE
 from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
 from ..views.inspect import commitlog_end
 from .staging import writing
@@ -182,3 +183,86 @@ def _merged(a, b):
         else:
             yield x[0], x[1], y[1]
             x, y = next(a, None), next(b, None)
+
+
+@dataclasses.dataclass
+class ConversionResult:
+    to: str  # "rocksdb" or "file"
+    store: str
+    dryRun: bool
+    queues: int
+    units: int
+    checkpoint: int | None  # the RocksDB queue's dispatch checkpoint (written, or read)
+    interrupted: dict | None = None
+    backup: str | None = None
+    seconds: float = 0.0
+
+
+def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bool = True, progress=None,
+                   memory: int = DEFAULT_MEMORY) -> ConversionResult:
+    """Convert the consume queues offline: the file queues into a RocksDB queue (`to="rocksdb"`: an upgrade to
+    storeType=defaultRocksDB) or the RocksDB queue into file queues (`to="file"`: the way back). The new queue is
+    staged, checked unit for unit against the old one and with verify (as the broker of the new storeType
+    reads the store), and swapped in whole; the old one goes to the backup. broker.conf's storeType is the
+    operator's to change: rmqctl does not edit it."""
+    if to not in ("rocksdb", "file"):
+        raise UsageError("--to must be rocksdb or file")
+    source = FILE_STORE if to == "rocksdb" else ROCKSDB_STORE
+    if store.parts.queue_store != source:
+        raise UsageError(f"the broker reads {store.parts.queue_store} consume queues here (storeType): nothing to "
+                         f"convert to {to}")
+    t0 = time.monotonic()
+    target = dataclasses.replace(store.config, storeType=ROCKSDB_STORE if to == "rocksdb" else FILE_STORE)
+    with writing(store, dry_run, "convert consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
+            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+        staged = txn.staging / "consumequeue"
+        if to == "rocksdb":
+            queues = store.consume_queues()
+            checkpoint = _reput_end(queues)
+            written = write_rocks_queue(store, queues, staged, checkpoint)
+        else:
+            written, checkpoint = _files_from_rocks(store, txn.staging, progress, memory), store.rocks_queues.checkpoint
+        result = ConversionResult(to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint,
+                                  interrupted)
+        txn.replace(store.consumequeue_dir, staged)
+        _check_staged(Store(store.root, target), txn, "consumequeue", (), store.consumequeue_dir, memory)
+        if not dry_run:
+            result.backup = txn.commit().get("backup")
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _reput_end(queues: list[ConsumeQueue]) -> int:
+    """Where the file queues' broker resumes dispatch: max(offset + size) over every queue's last entry."""
+    end = 0
+    for cq in queues:
+        for qoffs, units in _entries(cq):
+            end = max(end, int(units["commitLogOffset"][-1]) + int(units["size"][-1]))
+    return end
+
+
+def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dict:
+    """File queues for the RocksDB queue's units: dispatched from the commitlog by the broker's rules (so the
+    files are the bytes the broker writes), then required to hold exactly the RocksDB queue's units."""
+    build = dispatch_records(store, staging, build_cq=True, build_index=False, progress=progress, memory=memory)
+    size = store.consumequeue_file_size
+    rocks = store.rocks_queues
+    queues = {(q.topic, q.queue_id) for q in rocks.queues()} | set(build.queued)
+    written = {}
+    for topic, qid in sorted(queues):
+        cq = ConsumeQueue(topic, qid, staging / "consumequeue" / topic / str(qid), size)
+        files = [(qoffs, units) for qoffs, units in _entries(cq)] if cq.directory.is_dir() else []
+        got = np.concatenate([q for q, _ in files]) if files else np.empty(0, np.int64)
+        want = [(q, u) for q, u in rocks.units(topic, qid)]
+        want_q = np.concatenate([q for q, _ in want]) if want else np.empty(0, np.int64)
+        same = np.array_equal(got, want_q) and all(
+            np.array_equal(np.concatenate([u[c] for _, u in files]).astype(np.int64),
+                           np.concatenate([u[c] for _, u in want]).astype(np.int64))
+            for c in ("commitLogOffset", "size", "tagsCode")) if len(got) else not len(want_q)
+        if not same:
+            raise StoreError(f"{topic}/{qid}: the RocksDB queue's units are not those the commitlog's dispatch "
+                             "gives (run `rmqctl verify`, or `rmqctl rebuild consumequeue` first); nothing was "
+                             "changed", store.consumequeue_dir)
+        if len(got):
+            written[(topic, qid)] = len(got)
+    return written
