@@ -495,3 +495,41 @@ def test_convert_refuses_a_rocksdb_queue_the_commitlog_does_not_give(tmp_path):
     res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", broker_conf(ROCKS))
     one_line_error(res, "RocksTopicA/0: the RocksDB queue's units are not those the commitlog's dispatch gives")
     assert tree(root) == before
+
+
+def test_sigkill_during_convert_leaves_the_file_queues_or_the_rocksdb_queue(tmp_path):
+    from rmqctl import txn
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    argv = ["convert", "consumequeue", "--to", "rocksdb", "--broker-config", str(broker_conf(V5))]
+    before = files_of(copy_store(V5, tmp_path / "before"))
+
+    def state(root: Path):
+        names = [p for p in (root / "consumequeue").iterdir()]
+        if all(p.is_dir() for p in names):
+            return "files", files_of(root) == before
+        assert not any(p.is_dir() for p in names), "file queues and a database mixed"
+        rocks = Store(root, load_config(rocks_conf(tmp_path))).rocks_queues
+        try:
+            return "rocksdb", sum(len(q) for r in rocks.queues() for q, _ in rocks.units(r.topic, r.queue_id))
+        finally:
+            rocks.close()
+
+    whole = copy_store(V5, tmp_path / "whole")
+    began = time.monotonic()
+    subprocess.run([sys.executable, "-m", "rmqctl", *argv, "--store", str(whole)], env=env, check=True,
+                   capture_output=True)
+    took = time.monotonic() - began
+    assert state(whole) == ("rocksdb", 489)
+    for share in (0.4, 0.6, 0.8, 0.95):
+        root = copy_store(V5, tmp_path / f"kill-{share}")
+        proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *argv, "--store", str(root)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=took * share)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        with txn.locked_for_writing(root):
+            pass
+        assert state(root) in (("files", True), ("rocksdb", 489)), share
