@@ -263,7 +263,7 @@ class Profile:
     def __init__(self, name: str):
         from rmqctl.config import load_config
         from rmqctl.errors import StoreError
-        from rmqctl.store import Store
+        from rmqctl.store import Store, queue_keys
 
         self.name = name
         self.conf = conf_of(name)
@@ -275,9 +275,7 @@ class Profile:
             store = Store(FIXTURES / name / "store", load_config(str(self.conf)) if self.conf else None)
         except StoreError:  # not a RocketMQ store root (MetaQ): the commands still run, with these defaults
             return
-        rocks = store.rocks_queues
-        queues = rocks.queues() if rocks is not None else store.consume_queues()
-        self.queue = next(((q.topic, q.queue_id) for q in queues), ("TopicTest", 0))
+        self.queue = next(iter(queue_keys(store)), ("TopicTest", 0))
         try:
             self.slots = store.index_geometry[0]
         except Exception:

@@ -496,6 +496,12 @@ class IndexFile:
             next_index = prev
 
 
+def queue_keys(store: "Store") -> list[tuple[str, int]]:
+    """(topic, queueId) of every queue the broker reads: the RocksDB queue's, or the file queues'."""
+    rocks = store.rocks_queues
+    return [(q.topic, q.queue_id) for q in (rocks.queues() if rocks is not None else store.consume_queues())]
+
+
 def commitlog_dirs(root: Path, config: BrokerConfig) -> list[Path]:
     """storePathCommitLog (comma-separated, 5.x multi-path), else {root}/commitlog."""
     return split_paths(config.storePathCommitLog) if config.storePathCommitLog else [root / "commitlog"]

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from ..configfiles import ConfigFile, committed_offsets, present_configs, read_config, topic_names
-from ..store import Store
+from ..store import Store, queue_keys
 
 
 @dataclasses.dataclass
@@ -68,8 +68,7 @@ def _offset_problems(store: Store) -> list[ConfigProblem]:
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
     known = topic_names(read_config(store.root, "topics.json").document)
-    rocks = store.rocks_queues
-    queues = {q.topic for q in (rocks.queues() if rocks is not None else store.consume_queues())}
+    queues = {topic for topic, _ in queue_keys(store)}
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):
             groups = sorted({e.group for e in entries if e.topic == topic})

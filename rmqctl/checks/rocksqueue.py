@@ -129,10 +129,11 @@ class RocksQueueSummary:
         low = self.rocks.min_offset(q, run.min_offset)
         if self.first is not None and self.first < low:
             below = sum(len(qoffs) for qoffs, _ in self.rocks.units(q.topic, q.queue_id, self.first, low))
-            run.report(CONSUMEQUEUE, "rocksdb-cq-below-min", "warning", where, None, None,
+            # normal after commitlog files go, until RocksDB compacts them away; they stay if it never does
+            run.report(CONSUMEQUEUE, "rocksdb-cq-below-min", "info", where, None, None,
                        f"{queue}: {below} unit(s) below the queue's min offset {low} (queue offsets {self.first}.."
                        f"{low - 1}) are still in the database; the broker never serves them, its compaction filter "
-                       "was to drop them (apache/rocketmq#10959)")
+                       "drops them when RocksDB compacts them (they survive it in apache/rocketmq#10959)")
 
     def in_window(self, run: Context, w: Window):
         """(the one pseudo file, unit numbers, offset, size, tagsCode) of the valid units pointing into the

@@ -143,7 +143,7 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
     roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
     commitlog = [_file(f.path, f.start, roots) for f in store.commitlog.files]
-    queues = _load_queues(store, roots)
+    queues = _load_queues(store, roots) if store.rocks_queues is None else []
     min_phy = commitlog[0].start if commitlog else -1  # MappedFileQueue.getMinOffset
     for q in queues:
         correct_min_offset(q, min_phy, settings.version)
@@ -265,7 +265,10 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
         raise UsageError("this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
                          "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
                          "RocketMQ's cleanup rules, which rmqctl clean applies; refusing", store.root)
-    store.parts.refuse_writer("clean")
+    # a RocksDB queue is not cleaned by hand: clean deletes commitlog and index files around it (as the broker)
+    store.parts.refuse_writer("clean", frozenset({"consumequeue"}))
+    if protect_unconsumed and store.rocks_queues is not None:
+        raise UsageError("--protect-unconsumed reads file consume queues; this store's queue is in RocksDB")
     clock = clock or Clock.parse(None)
     config_error = None
     try:
@@ -312,12 +315,30 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
         if until_ok and not p.deleted():
             break
     cleaner.finish_unconsumed()
+    cq_before, cq_after = cleaner.cq_min_before, cleaner.cq_min_offsets()
+    if store.rocks_queues is not None:
+        notes.append(rocks_queue_note(cleaner.min_phy_offset))
+        cq_before, cq_after = rocks_min_offsets(store, cleaner.min_before), rocks_min_offsets(store, cleaner.min_phy_offset)
     timer_lost = []
     if cleaner.min_phy_offset > cleaner.min_before:
         timer_lost = dangling_rows(dangling_after(store, cleaner.min_phy_offset, None),
                                    f"below the new minimum offset {cleaner.min_phy_offset}")
     return CleanResult(store=str(store.root), settings=settings, passes=results, minPhyOffsetBefore=cleaner.min_before,
-                       minPhyOffsetAfter=cleaner.min_phy_offset, cqMinOffsetsBefore=cleaner.cq_min_before,
-                       cqMinOffsetsAfter=cleaner.cq_min_offsets(), indexFilesAfter=[f.name for f, _ in cleaner.index],
+                       minPhyOffsetAfter=cleaner.min_phy_offset, cqMinOffsetsBefore=cq_before,
+                       cqMinOffsetsAfter=cq_after, indexFilesAfter=[f.name for f, _ in cleaner.index],
                        unconsumed=cleaner.unconsumed, remaining=remaining(cleaner, results[-1]), notes=notes,
                        applied=apply, configError=config_error, timerUnitsLost=timer_lost)
+
+
+def rocks_queue_note(min_phy: int) -> str:
+    """What the broker does to its RocksDB consume queue when commitlog files go (5.3.3: no file of the queue
+    is deleted; ConsumeQueueCompactionFilter and getMinCqOffset do it)."""
+    return (f"the RocksDB consume queue: nothing is deleted from it by hand; with the commitlog's min offset at "
+            f"{min_phy}, the broker's compaction filter drops units below it when RocksDB next compacts them, and "
+            "each queue's min offset moves to its first unit at or past it (getMinOffsetInQueue corrects it)")
+
+
+def rocks_min_offsets(store: Store, min_phy: int) -> dict[str, int]:
+    """Each RocksDB queue's min offset as getMinCqOffset gives it with the commitlog's min offset at min_phy."""
+    rocks = store.rocks_queues
+    return {f"{q.topic}/{q.queue_id}": rocks.min_offset(q, min_phy) for q in rocks.queues()}

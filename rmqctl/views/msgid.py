@@ -11,7 +11,7 @@ from ..configfiles import read_config
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Message, read_record
-from ..store import Store
+from ..store import Store, queue_keys
 from .query import carries_key, query_offsets
 
 
@@ -105,7 +105,7 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
 
 def known_topics(store: Store) -> list[str]:
     """Topics named by consumequeue directories and config/topics.json (system topics included)."""
-    topics = {cq.topic for cq in store.consume_queues()}
+    topics = {topic for topic, _ in queue_keys(store)}
     cfg = read_config(store.root, "topics.json").document or {}
     topics.update((cfg.get("topicConfigTable") or {}).keys())
     return sorted(topics)
