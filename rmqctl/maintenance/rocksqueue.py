@@ -26,7 +26,6 @@ from ..store import ConsumeQueue, Store, store_times
 from .. import schema as S
 from ..parts import FILE_STORE, ROCKSDB_STORE
 from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
-from ..views.inspect import commitlog_end
 from .staging import writing
 
 ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes when it is a RocksDB queue
@@ -105,8 +104,7 @@ def rebuild_rocks_queue(store: Store, dry_run: bool = False, keep_backup: bool =
         size = store.consumequeue_file_size
         queues = [ConsumeQueue(t, q, files / t / str(q), size) for t, q in sorted(build.queued)]
         staged = root / "consumequeue"
-        end = commitlog_end(store)[0] or store.commitlog.min_offset
-        written = write_rocks_queue(store, queues, staged, end)
+        written = write_rocks_queue(store, queues, staged, _reput_end(queues))
         shutil.rmtree(root / "files")
         result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
                                entries=sum(written.values()), warnings=build.warnings, interrupted=interrupted)
@@ -133,8 +131,10 @@ def _diff_databases(store: Store, staged: Path, result: RebuildResult):
     try:
         diffs: dict[tuple[str, int], QueueDiff] = {}
         for cf in (R.UNIT_CF, R.OFFSET_CF):
+            prefix, queue = None, None
             for key, before, after in _merged(old.items(cf) if old is not None else iter(()), new.items(cf)):
-                queue = _queue_of(cf, key)
+                if cf == R.OFFSET_CF or not (prefix is not None and len(key) == len(prefix) + 8 and key.startswith(prefix)):
+                    queue, prefix = _queue_of(cf, key), key[:-8]  # a unit key: its queue's prefix, then 8 bytes
                 if queue is None:  # the checkpoint
                     if before != after:
                         result.checkpoint["rocksdbCheckpoint"] = [R.INT64.unpack_from(v)[0] if v else None
@@ -233,7 +233,8 @@ def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bo
 
 
 def _reput_end(queues: list[ConsumeQueue]) -> int:
-    """Where the file queues' broker resumes dispatch: max(offset + size) over every queue's last entry."""
+    """Where dispatch got to: max(offset + size) over every queue's last entry (the file store's reput
+    resumes there; the RocksDB queue's checkpoint holds it)."""
     end = 0
     for cq in queues:
         for qoffs, units in _entries(cq):
