@@ -97,7 +97,7 @@ def rebuild_rocks_queue(store: Store, dry_run: bool = False, keep_backup: bool =
     t0 = time.monotonic()
     with writing(store, dry_run, "rebuild consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
             _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
-        root = txn.staging
+        root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
         build = dispatch_records(store, root / "files", build_cq=True, build_index=False, progress=progress,
                                  memory=memory)
         files = root / "files" / "consumequeue"
@@ -215,13 +215,14 @@ def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bo
     target = dataclasses.replace(store.config, storeType=ROCKSDB_STORE if to == "rocksdb" else FILE_STORE)
     with writing(store, dry_run, "convert consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
             _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
-        staged = txn.staging / "consumequeue"
+        area = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
+        staged = area / "consumequeue"
         if to == "rocksdb":
             queues = store.consume_queues()
             checkpoint = _reput_end(queues)
             written = write_rocks_queue(store, queues, staged, checkpoint)
         else:
-            written, checkpoint = _files_from_rocks(store, txn.staging, progress, memory), store.rocks_queues.checkpoint
+            written, checkpoint = _files_from_rocks(store, area, progress, memory), store.rocks_queues.checkpoint
         result = ConversionResult(to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint,
                                   interrupted)
         txn.replace(store.consumequeue_dir, staged)
