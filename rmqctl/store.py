@@ -226,7 +226,7 @@ for _v6, _at in STORE_TIME_AT.items():
     _head, _names = S.RECORD_HEADS[(_v6, False)]
     _probe = bytearray(_head.size)
     S.INT64.pack_into(_probe, _at, 0x0102030405060708)
-    struct.pack_into(">i", _probe, SYSFLAG_AT, 0x7F)
+    S.INT32.pack_into(_probe, SYSFLAG_AT, 0x7F)
     _fields = _head.unpack_from(_probe)
     assert _fields[_names.index("storeTimestamp")] == 0x0102030405060708 and _fields[_names.index("sysFlag")] == 0x7F
 
@@ -667,20 +667,7 @@ class Store:
     # -- consumequeues -----------------------------------------------------------------------------------
     @cached_property
     def consumequeue_file_size(self) -> int:
-        files = []
-        for topic_dir in self._dirs(self.consumequeue_dir):
-            for qdir in self._dirs(topic_dir):
-                files.extend(MappedFileQueue([qdir], 0).files)
-        files.sort(key=lambda f: (f.path.parent, f.name))
-        if self.config.mappedFileSizeConsumeQueue:
-            # the getter rounds a configured size up to whole units
-            size = -(-self.config.mappedFileSizeConsumeQueue // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
-            check_configured_size(files, size, "mappedFileSizeConsumeQueue")
-            return size
-        lengths = Counter(f.length for f in files)
-        if len(lengths) > 1:
-            infer_file_size(files, "consumequeue", DEFAULT_CQ_SIZE)  # raises with the detail
-        return next(iter(lengths)) if lengths else DEFAULT_CQ_SIZE
+        return settle_cq_file_size(self.config, self.consumequeue_dir)
 
     @staticmethod
     def _dirs(path: Path) -> list[Path]:
@@ -766,6 +753,24 @@ class Store:
             self.commitlog.close()
         if self.__dict__.get("rocks_queues") is not None:
             self.rocks_queues.close()
+
+
+def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:
+    """mappedFileSizeConsumeQueue: configured (rounded up to whole units, as the getter does), else the one
+    length every consumequeue file has, else the default."""
+    files = []
+    for topic_dir in Store._dirs(consumequeue_dir):
+        for qdir in Store._dirs(topic_dir):
+            files.extend(MappedFileQueue([qdir], 0).files)
+    files.sort(key=lambda f: (f.path.parent, f.name))
+    if config.mappedFileSizeConsumeQueue:
+        size = -(-config.mappedFileSizeConsumeQueue // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
+        check_configured_size(files, size, "mappedFileSizeConsumeQueue")
+        return size
+    lengths = Counter(f.length for f in files)
+    if len(lengths) > 1:
+        infer_file_size(files, "consumequeue", DEFAULT_CQ_SIZE)  # raises with the detail
+    return next(iter(lengths)) if lengths else DEFAULT_CQ_SIZE
 
 
 def as_of_snapshot(mf: MappedFile, live: Snapshot):
