@@ -27,14 +27,11 @@ PROBLEM_KINDS = ("crcFailures", "bugLines", "lengthNotMatched", "logicQueueOrder
 
 
 def home() -> Path:
-    """The restored oracle. Without $RMQ_JAVA_ORACLE: a skip locally, a failure in CI (CI=true), where
-    .ci/run restores it; set but not a restored oracle: always a failure."""
+    """The restored oracle. Without $RMQ_JAVA_ORACLE: a skip locally (a failure under CI=true, as every skip:
+    tests/conftest.py), where .ci/run restores it; set but not a restored oracle: always a failure."""
     where = os.environ.get(ENV)
     if not where:
-        reason = f"${ENV} is not set: ../shared/java-oracle/restore DIR, then export {ENV}=DIR"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI needs the Java oracle: {reason}")
-        pytest.skip(reason)
+        pytest.skip(f"${ENV} is not set: ../shared/java-oracle/restore DIR, then export {ENV}=DIR")
     path = Path(where)
     if not (path / "read4.sh").is_file() or not (path / "read5.sh").is_file():
         pytest.fail(f"${ENV}={where} holds no restored oracle (read4.sh, read5.sh)")

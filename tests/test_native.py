@@ -4,6 +4,7 @@ import contextlib
 import ctypes.util
 import mmap
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def test_every_crc32_library_computes_zlibs(library):
         pytest.skip(f"{fallback} is not installed here")
     function = getattr(lib, symbol)
     function.restype = ctypes.c_ulong
-    data = os.urandom(1 << 20)
+    data = random.Random(20240601).randbytes(1 << 20)
     for lo, hi, start in ((0, 0, 0), (0, 1, 0), (3, 1000, 0), (5, len(data), 0), (7, 70000, 0x12345678)):
         buf = ctypes.create_string_buffer(data[lo:hi], hi - lo)
         got = function(ctypes.c_ulong(start), buf, ctypes.c_ulong(hi - lo)) & 0xFFFFFFFF
@@ -299,7 +300,7 @@ def test_given_back_pages_leave_the_mapping_and_read_again(tmp_path):
     """give_back_pages drops the read pages of a file mapping (they stay in the page cache: reading again
     gives the same bytes) without the mapping being closed."""
     path = tmp_path / "f"
-    data = os.urandom(64 * mmap.PAGESIZE)
+    data = random.Random(64).randbytes(64 * mmap.PAGESIZE)
     path.write_bytes(data)
     with open(path, "rb") as fh:
         m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
