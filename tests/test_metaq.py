@@ -569,19 +569,31 @@ def test_delete_when_is_quartz_cron():
 
 
 def test_clean_at_the_next_delete_job(tmp_path, data_path):
+    """`--at next` judges ages at the next 04:00, whatever the time of day: segments 2 h older than that moment
+    go, segments half an hour older stay (deletePolicy 1 h), in every partition's older segments."""
     import datetime as dt
+
+    from rmqctl.metaq.cron import next_fire
 
     ini = tmp_path / "server.ini"
     ini.write_text("[system]\ndeletePolicy=delete,1h\ndeleteWhen=0 0 4 * * ?\n")
-    for p in data_path.rglob("*.meta"):
-        age(p, 0.5)
-    now = dt.datetime.now()
+    fire = next_fire("0 0 4 * * ?", dt.datetime.now())
+    parts = sorted(p.name for p in data_path.iterdir())
+    old_parts = parts[::2]
+    for part in parts:
+        hours = 2 if part in old_parts else 0.5
+        for seg in (data_path / part).glob("*.meta"):
+            t = (fire - dt.timedelta(hours=hours)).timestamp()
+            os.utime(seg, (t, t))
     rows = jsonl(metaq("clean", "--store", data_path, "--server-config", ini, "--at", "next", "--format", "jsonl").stdout)
-    fire = dt.datetime.fromisoformat(rows[0]["evaluatedAt"]).astimezone().replace(tzinfo=None)
-    assert fire > now and (fire.hour, fire.minute) == (4, 0)
+    evaluated = dt.datetime.fromisoformat(rows[0]["evaluatedAt"]).astimezone().replace(tzinfo=None)
+    assert evaluated == fire and (fire.hour, fire.minute) == (4, 0)
     last = {(r["topic"], r["partition"]): r["segment"] for r in rows}  # rows come in segment order
-    older = {r["action"] for r in rows if r["segment"] != last[(r["topic"], r["partition"])]}
-    assert older == ({"delete"} if (fire - now).total_seconds() > 1800 else {"keep"})  # 0.5 h old now
+    actions = {f"{r['topic']}-{r['partition']}": set() for r in rows}
+    for r in rows:
+        if r["segment"] != last[(r["topic"], r["partition"])]:
+            actions[f"{r['topic']}-{r['partition']}"].add(r["action"])
+    assert actions == {part: {"delete"} if part in old_parts else {"keep"} for part in parts}
     ini.write_text("[system]\ndeleteWhen=0 0 4 * *\n")
     r = metaq("clean", "--store", data_path, "--server-config", ini)
     assert r.exit_code == 2 and "6 or 7 fields" in r.stderr
