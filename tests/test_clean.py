@@ -566,9 +566,10 @@ def test_cron_cases(tmpfs, tmp_path, monkeypatch):
 
 
 def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):
-    """Kill `clean --apply` at random moments (after k logged deletions, k random, or after a random delay):
-    the store loads (contiguous files, only files wholly below the new minimum gone or lingering), and a
-    second run finishes exactly where an uninterrupted run ends (F4: 1 + 12 + 1 files)."""
+    """Kill `clean --apply` once it has logged k deletions, k drawn with a seeded generator (a count of work done,
+    not a clock, so every kill lands after a deletion whatever the machine's load): the store loads (contiguous
+    files, only files wholly below the new minimum gone or lingering), and a second run finishes exactly where an
+    uninterrupted run ends (F4: 1 + 12 + 1 files)."""
     t = json.loads((TRUTH / "F4-multi-hour.json").read_text())
     final = [p["filesAfter"] for p in t["passes"] if isinstance(p["filesAfter"], dict)][-1]
     expected = {k: sorted(final[k]) for k in ("commitlog", "consumequeue", "index")}
@@ -581,16 +582,14 @@ def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):
                "--rocketmq-version", "4", "--delete-when", "03", "--file-reserved-time", "48", "--until-ok",
                "--apply", "--at", REF.isoformat(), "--log", str(log), "--format", "jsonl", "--delete-interval", "4"]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if attempt % 2:
-            target = rng.randint(1, 70)  # of 74 deletions
-            while proc.poll() is None and (not log.exists() or len(log.read_text().splitlines()) < target):
-                time.sleep(0.0005)
-        else:
-            time.sleep(rng.uniform(0.35, 0.8))  # start-up takes about 0.4 s, the 74 deletions about 0.3 s
+        target = rng.randint(1, 70)  # of 74 deletions
+        while proc.poll() is None and (not log.exists() or len(log.read_text().splitlines()) < target):
+            time.sleep(0.0005)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert_loadable(store)
-        done = len(log.read_text().splitlines()) if log.exists() else 0
+        done = len(log.read_text().splitlines())
+        assert done >= target, (attempt, target, done)
         gone = sum(len(ORIGINAL[k]) - len(v) for k, v in listing(store).items())
         assert gone in (done, done + 1)  # the last deletion may be durable before its log line
         res = clean(store, "--delete-when", "03", "--file-reserved-time", "48", "--until-ok", "--apply", version="4")

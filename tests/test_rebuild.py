@@ -7,9 +7,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -159,27 +156,68 @@ def sweep_kills(prepare, operation, old: dict, new: dict, every: int = 7) -> dic
         n += 1
 
 
-def random_kills(tmp_path: Path, prepare, argv, old: dict, new: dict, runs: int, seed: int) -> dict:
-    """SIGKILL the real CLI process at random moments of its run, recover, require old or new."""
+def mutation_count(fn) -> tuple[int, int]:
+    """How many filesystem mutations fn makes when nothing kills it, and the number of the one that publishes
+    the intent file (its commit point); in a forked child, as the kills run."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        calls = [0, 0]
+
+        def wrap(name, orig):
+            def mutation(*a, **k):
+                calls[0] += 1
+                if name == "rename" and str(a[1]).endswith(txn.INTENT_NAME) and not calls[1]:
+                    calls[1] = calls[0]
+                return orig(*a, **k)
+            return mutation
+
+        for mod, name in MUTATIONS:
+            setattr(mod, name, wrap(name, getattr(mod, name)))
+        try:
+            fn()
+            os.write(write_end, f"{calls[0]} {calls[1]}".encode())
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    counts = os.read(read_end, 64).split()
+    os.close(read_end)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the operation failed in the child"
+    return int(counts[0]), int(counts[1])
+
+
+def cli_main(argv: list[str]):
+    """The command line as the console script runs it (click's main, its exit codes); a failure raises."""
+    from rmqctl.cli.main import cli  # here: importing the CLI loads every command's module, which most tests skip
+
+    try:
+        cli.main(args=argv, prog_name="rmqctl")
+    except SystemExit as e:
+        if e.code:
+            raise
+
+
+def cli_kills(prepare, argv, old: dict, new: dict, runs: int, seed: int):
+    """SIGKILL the command line (in a forked child) before its n-th filesystem mutation, n drawn with a seeded
+    generator (a count, not a clock: the same kills on a busy machine), half of them up to its commit point
+    and half after it; recover, and require the old state after the first kind and the new after the second."""
     rng = random.Random(seed)
-    probe = prepare()
-    t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "rmqctl", *argv(probe)], check=True, capture_output=True)
-    duration = time.monotonic() - t0
-    outcomes = {"old": 0, "new": 0}
-    for _ in range(runs):
+    warm, probe = prepare(), prepare()
+    assert not run_killed_at(0, lambda: cli_main(argv(warm)))  # a first run fills the compiled kernels' cache
+    total, commit = mutation_count(lambda: cli_main(argv(probe)))
+    assert 1 < commit < total, (commit, total)
+    points = rng.sample(range(1, commit + 1), min(runs // 2, commit))
+    points += rng.sample(range(commit + 1, total + 1), min(runs - runs // 2, total - commit))
+    for n in sorted(points):
         root = prepare()
-        proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *argv(root)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3 * duration, 1.05 * duration))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        assert run_killed_at(n, lambda: cli_main(argv(root)))
         recover(root)
-        got = state(root)
-        assert got in (old, new), "mixed state after a SIGKILL"
-        outcomes["old" if got == old else "new"] += 1
+        want = "old" if n <= commit else "new"
+        assert state(root) == (old if want == "old" else new), \
+            f"not the {want} state after a SIGKILL before mutation {n} of {total}, commit at {commit} (seed {seed})"
         shutil.rmtree(root.parent)
-    return outcomes
 
 
 def fresh(name: str, base: Path, mutate=None):
@@ -549,19 +587,18 @@ def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(crash_dir, 
     assert outcomes["old"] and outcomes["new"]
 
 
-def test_rebuild_cli_killed_at_random_moments_leaves_old_or_new(crash_dir):
+def test_rebuild_cli_killed_at_random_steps_leaves_old_or_new(crash_dir):
     name = "c-v5-features"
     conf = broker_conf(name)
     old, new = _expected_new(crash_dir, name, _without("consumequeue"),
                              lambda r: rebuild_consumequeue(open_store(r, name)))
     prepare = fresh(name, crash_dir / "runs-cq", _without("consumequeue"))
-    outcomes = random_kills(crash_dir, prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r),
-                                                         "--broker-config", str(conf)], old, new, runs=10, seed=4)
+    cli_kills(prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(conf)],
+              old, new, runs=10, seed=4)
     old_i, new_i = _expected_new(crash_dir / "i", name, _without("index"), lambda r: rebuild_index(open_store(r, name)))
     prepare = fresh(name, crash_dir / "runs-index", _without("index"))
-    more = random_kills(crash_dir, prepare, lambda r: ["rebuild", "index", "--store", str(r),
-                                                     "--broker-config", str(conf)], old_i, new_i, runs=10, seed=5)
-    assert sum(outcomes.values()) + sum(more.values()) == 20
+    cli_kills(prepare, lambda r: ["rebuild", "index", "--store", str(r), "--broker-config", str(conf)],
+              old_i, new_i, runs=10, seed=5)
 
 
 # -- memory: batches within the budget, files released as they are done -------------------------------------
