@@ -1,6 +1,6 @@
 """Every store rmqctl writes, loaded by RocketMQ's own store code (tests/oracle.py): append onto a 4.9.7 and a
-5.3.3 store, rebuild of consumequeues and index from nothing and from damaged ones, repair of a crash, a torn
-record and short last files, clean --apply, and config restore. RocketMQ must recover the result cleanly and read back
+5.3.3 store and into a new one (--create), rebuild of consumequeues and index from nothing and from damaged ones,
+repair of a crash, a torn record and short last files, clean --apply, restore of a backup, and config restore. RocketMQ must recover the result cleanly and read back
 every consumequeue unit as rmqctl reads it, and every message rmqctl wrote as it was sent."""
 from __future__ import annotations
 
@@ -119,6 +119,21 @@ def test_append_a_batch(java_oracle, tmp_path, name):
         sent += [message("V2Topic-" + "v" * 142, 0, "a V2 record", tags="TagV", keys="V2-KEY")]
     acks = append_lines(store, name, sent)
     assert_read_as_sent(judge(java_oracle, tmp_path, name, store), acks, sent)
+
+
+@BOTH
+def test_append_create_makes_a_store_the_broker_loads(java_oracle, tmp_path, name):
+    """`append --create` into a directory that is no store yet, with the fixture's geometry and its broker's
+    record style: RocketMQ of that version loads the new store and reads every message as it was sent."""
+    store = tmp_path / "new-store"
+    sent = [message(f"Created{i % 3}", i % 2, f"a message of a new store {i} " + "y" * (i * 53 % 700),
+                    tags=f"Tag{'XYZ'[i % 3]}", keys=f"NEW-{i:03d}") for i in range(30)]
+    lines = "".join(json.dumps(m) + "\n" for m in sent)
+    acks = append(store, name, "--create", "--rocketmq-version", str(VERSIONS[name]), "--jsonl", "-", input=lines)
+    assert len(acks) == len(sent) and acks[0]["commitLogOffset"] == 0
+    reading = judge(java_oracle, tmp_path, name, store)
+    assert reading.summary["messageCount"] == len(sent)
+    assert_read_as_sent(reading, acks, sent)
 
 
 @BOTH
@@ -310,6 +325,28 @@ def test_clean_apply_of_expired_files(java_oracle, tmp_path, name):
     assert sorted((store / "commitlog").iterdir()) == files[len(files) // 2 :]
     reading = judge(java_oracle, tmp_path, name, store)
     assert reading.summary["minPhyOffset"] == int(files[len(files) // 2].name)
+
+
+# -- restore ----------------------------------------------------------------------------------------------------
+
+
+def test_restore_puts_back_what_rebuild_replaced(java_oracle, tmp_path):
+    """The last three index files gone, `rebuild index` replaces every index file and keeps the old ones in
+    a backup; `restore BACKUP` puts them back in one swap: the store is again what it was before the rebuild,
+    byte for byte, and RocketMQ loads it as rmqctl reads it."""
+    name = "a-basic"
+    store = copy_store(name, tmp_path)
+    for p in sorted((store / "index").iterdir())[-3:]:
+        p.unlink()
+    before = {p.relative_to(store): p.read_bytes() for p in store.rglob("*") if p.is_file() and p.name != "lock"}
+    ok("rebuild", "index", "--store", store, "--broker-config", broker_conf(name))
+    backups = [p.name for p in store.iterdir() if p.name.startswith(".rmqctl-backup-")]
+    assert len(backups) == 1 and len(list((store / "index").iterdir())) == 12
+    ok("restore", backups[0], "--store", store, "--broker-config", broker_conf(name), "--no-backup")
+    after = {p.relative_to(store): p.read_bytes() for p in store.rglob("*")
+             if p.is_file() and p.name != "lock" and not p.relative_to(store).parts[0].startswith(".rmqctl-backup-")}
+    assert after == before
+    judge(java_oracle, tmp_path, name, store)
 
 
 # -- config restore ---------------------------------------------------------------------------------------------
