@@ -405,6 +405,27 @@ def test_clean_delete_policy_by_real_mtimes(data_path):
     assert metaq("clean", "--check", "--store", data_path, "--server-config", SERVER_INI).exit_code == 0
 
 
+def test_clean_leaves_what_the_broker_loads(data_path):
+    """After `clean --apply` deleted every old segment but the last of each partition, each partition is what
+    MessageStore.loadSegments reads as the truth says the broker wrote it: the kept segment byte for byte, named
+    by its start offset, and its records (from that start, the new minOffset) exactly the truth's."""
+    for p in data_path.rglob("*.meta"):
+        age(p, 200)  # deletePolicy delete,168
+    r = metaq("clean", "--apply", "--store", data_path, "--server-config", SERVER_INI, "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    for part in SUMMARY["partitions"]:
+        last = part["segments"][-1]
+        kept = sorted(p.relative_to(data_path).as_posix() for p in (data_path / part["dir"]).glob("*.meta"))
+        assert kept == [last["file"]] and int(Path(last["file"]).stem) == last["startOffset"]
+        assert (data_path / last["file"]).read_bytes() == (FIXTURE / "store" / last["file"]).read_bytes()
+        rows = jsonl(metaq("dump", "--store", data_path, "--topic", part["topic"], "--partition", part["partition"],
+                           "--body", "base64", "--format", "jsonl").stdout)
+        want = [w for w in truth_of(part["dir"]) if w["segment"] == last["file"]]
+        assert len(want) == last["messageCount"] and want[0]["offset"] == last["startOffset"]
+        assert [(d["offset"], d["id"], d["payload"]) for d in rows] == [(w["offset"], w["id"], w["payload"]) for w in want]
+    assert verify_rows(data_path) == (0, [])
+
+
 def test_clean_archive_renames_or_zips(data_path):
     part = data_path / "trade-events-1"
     segs = sorted(part.glob("*.meta"))
