@@ -94,12 +94,12 @@ def held_lock(store: Path):
 
 
 def terminal_output(master: int, idle: float = 600):
-    """What a child writes to the pseudo-terminal `master`, chunk by chunk, until it closes its side (or
-    writes nothing for `idle` seconds: a guard against a hang, not a measure)."""
+    """What a child writes to the pseudo-terminal `master`, chunk by chunk, until it closes its side. Writing
+    nothing for `idle` seconds fails the test as too slow: a last guard against a hang, far above the work."""
     while True:
         ready, _, _ = select.select([master], [], [], idle)
         if not ready:
-            return
+            pytest.fail(f"too slow: nothing written to the terminal for {idle} s")
         try:
             data = os.read(master, 65536)
         except OSError:  # the child closed the terminal

@@ -31,13 +31,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(what, predicate, seconds=90):
+def wait_for(what, predicate, seconds=600):
+    """Until predicate() holds; `seconds` is a last guard far above a start on a busy machine, said as too slow."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    pytest.fail(f"too slow: {what} not up after {seconds} s")
 
 
 class Cluster:

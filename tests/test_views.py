@@ -27,8 +27,8 @@ def on_terminal(args, columns: int) -> str:
     env["TERM"] = "xterm-256color"
     proc = subprocess.Popen([*RMQCTL, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
-    chunks = list(terminal_output(master, idle=60))
-    proc.wait(timeout=60)
+    chunks = list(terminal_output(master))
+    proc.wait()
     os.close(master)
     return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
 
