@@ -288,6 +288,32 @@ def test_sample_bytes_are_the_fixture_bytes(page, name, block):
     assert checked > 0
 
 
+ANNOTATION = re.compile(r"\s*\d+  (?:[0-9a-f]{2} )*[0-9a-f]{2}\s+(\w+(?:\.\w+)?)\s+(\S+)")
+# the annotated fields of a commitlog record whose printed value is the truth file's value as it stands
+TRUTH_FIELDS = {"storeSize": "storeSize", "bodyCRC": "bodyCRC", "queueId": "queueId", "flag": "flag",
+                "queueOffset": "queueOffset", "physicalOffset": "physicalOffsetField", "bornTimestamp": "bornTimestamp",
+                "storeTimestamp": "storeTimestamp", "reconsumeTimes": "reconsumeTimes",
+                "preparedTransactionOffset": "preparedTransactionOffset", "bodyLength": "bodyLength",
+                "topicLength": "topicLength", "propertiesLength": "propertiesLength"}
+
+
+@pytest.mark.parametrize("page,name,block", [s for s in page_samples() if s[1].startswith("commitlog")],
+                         ids=[n for _, n, _ in page_samples() if n.startswith("commitlog")])
+def test_commitlog_sample_values_are_the_truth(page, name, block):
+    """Read independently of rmqctl: every value a commitlog sample prints beside a field is the value
+    RocketMQ's MessageDecoder read for that record (the fixture's truth-messages.jsonl)."""
+    head = next(m for line in block.splitlines() if (m := HEADER.match(line)))
+    fixture, file, pos = head.group(1), head.group(2), int(head.group(3))
+    offset = int(Path(file).name) + pos
+    record = next(w for w in truth(fixture, "truth-messages.jsonl") if w["commitLogOffset"] == offset)
+    printed = {m.group(1): m.group(2) for line in block.splitlines() if (m := ANNOTATION.match(line))}
+    checked = {field: printed[field] for field in TRUTH_FIELDS if field in printed}
+    assert checked == {field: str(record[key]) for field, key in TRUTH_FIELDS.items() if field in printed}
+    topic = printed["topic"][1:-1]  # a long topic is shown cut, ending in …
+    assert topic == record["topic"] or (topic.endswith("…") and record["topic"].startswith(topic[:-1]))
+    assert len(checked) >= 10
+
+
 # ---- the pages' invariants, on every fixture ------------------------------------------------------------------
 
 
