@@ -206,3 +206,15 @@ def crash_dir(tmp_path):
     d = Path(tempfile.mkdtemp(prefix="rmqctl-test-", dir=shm))
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run (tests/test_spark.py's and the CLI's `spark` commands in
+    tests/test_contract.py, which find it active): the JVM starts once."""
+    from rmqctl.spark import session  # here: pyspark loads only in a run that has Spark tests
+
+    s = session("local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
