@@ -48,8 +48,11 @@ def _same(root: Path, conf, **kw) -> bool:
 @pytest.mark.parametrize("name", ROCKETMQ)
 def test_fixture_windows_find_the_same(name, tmp_path):
     root = torture.copy_store(name, tmp_path / "store")
-    assert _same(root, torture.conf_of(name), deep=True)
-    assert _same(root, torture.conf_of(name), only="consumequeue")
+    conf = torture.conf_of(name)
+    assert _same(root, conf, deep=True)
+    # a store whose queues this version does not read (RocksDB) refuses a consumequeue-only verify, in windows too
+    queues_read = Store(root, load_config(str(conf)) if conf else None).parts.queues_read
+    assert _same(root, conf, only="consumequeue") == queues_read
 
 
 @pytest.mark.parametrize("name", ["b-mixed", "d-crashed"])
