@@ -44,7 +44,8 @@ def every_command() -> set[str]:
 
 class Stores:
     """Writable copies of the fixtures the table runs on: a-basic (4.9.7), f-timer5 (its timer wheel unpacked),
-    d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks) and g-metaq."""
+    d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks), g-metaq and
+    a copy of it with one record's data changed (verify finds it)."""
 
     def __init__(self, base: Path):
         self.base = base
@@ -56,12 +57,18 @@ class Stores:
         self.crashed = self.copy("d-crashed")
         self.v5 = self.copy("c-v5-features")
         self.metaq = self.copy("g-metaq")
+        self.metaq_damaged = self.copy("g-metaq", "g-metaq-damaged")
+        with open(self.metaq_damaged / "meta-test-0" / "00000000000000000000.meta", "r+b") as segment:
+            segment.seek(20)  # the first record's first data byte: its checksum no longer matches
+            byte = segment.read(1)
+            segment.seek(20)
+            segment.write(bytes([byte[0] ^ 0xFF]))
         self.not_a_store = base / "not-a-store"
         self.not_a_store.mkdir()
         (self.not_a_store / "notes.txt").write_text("not a store\n")
 
-    def copy(self, name: str) -> Path:
-        target = self.base / name
+    def copy(self, name: str, as_name: str | None = None) -> Path:
+        target = self.base / (as_name or name)
         shutil.copytree(FIXTURES / name / "store", target)
         for p in [target, *target.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
@@ -116,7 +123,8 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
         ("append", "write", [*a, "--topic", "Contract", "--body", "x"], 0),
         ("append", "bad", [*a, "--topic", "../x", "--body", "x"], 2),
         ("metaq info", "read", [*m], 0), ("metaq info", "bad", ["--store", s.base / "missing"], 2),
-        ("metaq verify", "read", [*m], 0), ("metaq verify", "findings", ["--store", s.not_a_store], 1),
+        ("metaq verify", "read", [*m], 0),
+        ("metaq verify", "findings", ["--store", s.metaq_damaged, "--server-config", conf("g-metaq")], 1),
         ("metaq verify", "bad", ["--store", s.base / "missing"], 2),
         ("metaq dump", "read", [*m, "--limit", "3"], 0), ("metaq dump", "bad", ["--store", s.base / "missing"], 2),
         ("metaq locate", "read", [0, "--topic", "meta-test", "--partition", 0, *m], 0),
