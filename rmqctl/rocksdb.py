@@ -41,7 +41,8 @@ def _raise(e: Exception):
 
 
 class ReadOnlyDB:
-    """One RocksDB database opened read-only through a view; `column_families` must all be there."""
+    """One RocksDB database opened read-only through a view; `column_families` must be exactly its column
+    families (`default` may be there unnamed: RocksDB always has it)."""
 
     def __init__(self, directory: Path, column_families: tuple[str, ...]):
         self.directory = directory
@@ -77,6 +78,10 @@ class ReadOnlyDB:
         if missing:
             raise StoreError(f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
                              "layout this part has", self.directory)
+        unknown = [cf for cf in found if cf not in column_families and cf != "default"]
+        if unknown:  # a layout this version does not know: read none of it rather than part of it
+            raise StoreError(f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
+                             f"{', '.join(column_families)}): a layout this version does not read", self.directory)
         families = {cf: rd.Options(raw_mode=True) for cf in found if cf != "default"}
         self._db = self._call(rd.Rdict, str(self._view), options=rd.Options(raw_mode=True),
                               column_families=families, access_type=rd.AccessType.read_only(False))
@@ -97,14 +102,32 @@ class ReadOnlyDB:
     def items(self, cf: str, lo: bytes = b"", hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of `cf` with lo <= key < hi, in the bytewise order (the iteration runs in RocksDB's
         own iterator, bounded there)."""
+        family, last = self._families[cf], None
+        items = self._call(family.items, from_key=lo, read_opt=self._bounded(hi))
+        try:
+            for last in items:
+                yield last
+        except Exception as e:  # RocksDB's Status met mid-way, as the opening's errors
+            self._call(_raise, e)
+        self._check_ended(family, hi, lo if last is None else last[0] + b"\0")
+
+    def _check_ended(self, family, hi: bytes | None, after: bytes):
+        """rocksdict's items() ends silently where RocksDB's iterator meets an error (a block whose checksum
+        fails reads as the end of the data): an iterator seeking to where it ended must find the end too,
+        with a clean status, or the read is cut short and says so."""
+        ahead = self._call(family.iter, self._bounded(hi))
+        self._call(ahead.seek, after)
+        if ahead.valid():
+            raise StoreError("RocksDB cannot read this database: its iteration stopped before the last key",
+                             self.directory)
+        self._call(ahead.status)
+
+    @staticmethod
+    def _bounded(hi: bytes | None):
         read = rocksdict().ReadOptions()
         if hi is not None:
             read.set_iterate_upper_bound(hi)
-        items = self._call(self._families[cf].items, from_key=lo, read_opt=read)
-        try:
-            yield from items
-        except Exception as e:  # RocksDB's Status met mid-way (a damaged block), as the opening's errors
-            self._call(_raise, e)
+        return read
 
     def close(self):
         if self._db is not None:

@@ -184,20 +184,6 @@ def test_writers_refuse_a_queue_they_do_not_write(tmp_path):
         "read but not written by this version, so rebuild index writes nothing to this store")
 
 
-@pytest.mark.parametrize("damage,needle", [
-    (lambda cq: (cq / "CURRENT").unlink(), "RocksDB database without its CURRENT file"),
-    (lambda cq: (cq / "MANIFEST-000005").unlink(), "RocksDB cannot read this database"),
-    (lambda cq: (cq / "000009.sst").write_bytes(b"\0" * 100), "RocksDB cannot read this database"),
-    (lambda cq: (cq / "CURRENT").write_text("MANIFEST-000099\n"), "RocksDB cannot read this database"),
-])
-def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, damage, needle):
-    root = copy_store(ROCKS, tmp_path)
-    damage(root / "consumequeue")
-    res = run("dump", "consumequeue", "RocksTopicA", "0", "--store", root, "--broker-config", broker_conf(ROCKS))
-    one_line_error(res, f"{root}/consumequeue", needle)
-    assert "rmqctl-rocksdb-" not in res.stderr  # the view's name never shows
-
-
 # -- verify --------------------------------------------------------------------------------------------------
 def rewrite(root: Path, change):
     """Change a store copy's RocksDB consume queue with RocksDB itself (read-write: the test's copy only)."""
