@@ -367,7 +367,7 @@ def mutate(root: Path, rng: random.Random, outside: Path, profile: "Profile") ->
         how = rng.choice(MUTATIONS)
         try:
             out = how(root, kinds, rng, outside, S)
-        except (IndexError, ValueError, struct.error):  # nothing of that kind (or too small for it) in this store
+        except (IndexError, ValueError, StopIteration, struct.error):  # nothing of that kind (or too small) here
             continue
         if out:
             done.append(out)
@@ -584,8 +584,68 @@ def m_symlink_out(root, kinds, rng, outside, S):
     return f"symlink out of the store: {path.relative_to(root)}", True
 
 
+def _rocksdb_queue(kinds) -> Path:
+    """The store's RocksDB queue directory (StopIteration, as no such part, when the store has none)."""
+    return next(p for p in kinds["rocksdb"] if p.exists()).parent
+
+
+def _rocksdb_read_write(directory: Path, change, keep_open_files: bool = False):
+    """Change a store copy's RocksDB database with RocksDB itself; with keep_open_files the files are taken
+    while it is still open, as a crash leaves them (closing flushes the WAL into an SST)."""
+    import rocksdict  # here: only the RocksDB fixtures' mutations open a database
+
+    opts = rocksdict.Options(raw_mode=True)
+    db = rocksdict.Rdict(str(directory), options=opts, column_families={
+        cf: rocksdict.Options(raw_mode=True) for cf in rocksdict.Rdict.list_cf(str(directory), opts) if cf != "default"})
+    crashed = directory.with_name(directory.name + ".crashed")
+    try:
+        change(db, rocksdict)
+        if keep_open_files:
+            shutil.copytree(directory, crashed)
+    finally:
+        db.close()
+    if keep_open_files:
+        shutil.rmtree(directory)
+        crashed.rename(directory)
+    (directory / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+def m_rocksdb_remove(root, kinds, rng, outside, S):
+    """A RocksDB queue without a file its MANIFEST needs: CURRENT, the MANIFEST itself, or an SST."""
+    path = rng.choice([p for p in kinds["rocksdb"] if p.exists() and (p.name.startswith(("CURRENT", "MANIFEST-"))
+                                                                       or p.suffix == ".sst")])
+    path.unlink()
+    return f"remove {path.parent.name}/{path.name}", True
+
+
+def m_rocksdb_family(root, kinds, rng, outside, S):
+    """Column families that are not RocketMQ's consume queue: `offset` dropped, or one it does not have."""
+    directory = _rocksdb_queue(kinds)
+    if rng.random() < 0.5:
+        _rocksdb_read_write(directory, lambda db, _: db.drop_column_family("offset"))
+        return f"drop column family offset of {directory.name}", True
+    _rocksdb_read_write(directory, lambda db, rd: db.create_column_family("timer", rd.Options(raw_mode=True)))
+    return f"add column family timer to {directory.name}", True
+
+
+def m_rocksdb_wal(root, kinds, rng, outside, S):
+    """A WAL holding units written again (same keys and values, as a re-dispatch writes them), cut at a random
+    point: RocksDB drops the torn tail by design, so the store reads as before (nothing to report)."""
+    directory = _rocksdb_queue(kinds)
+
+    def write_again(db, _):
+        for key, value in list(db.items())[:rng.randint(1, 64)]:
+            db.put(key, value)
+
+    _rocksdb_read_write(directory, write_again, keep_open_files=True)
+    wal = max((p for p in directory.glob("*.log") if p.stat().st_size), key=lambda p: p.name)
+    os.truncate(wal, rng.randrange(wal.stat().st_size))
+    return f"cut the WAL {directory.name}/{wal.name}", False
+
+
 MUTATIONS = [m_flip, m_zero_run, m_cut, m_grow, m_length, m_length, m_magic, m_body, m_topic_utf8, m_props_separators,
-             m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out]
+             m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out,
+             m_rocksdb_remove, m_rocksdb_family, m_rocksdb_wal]
 
 
 def judges(argv: list) -> bool:
