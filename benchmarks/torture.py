@@ -4,7 +4,8 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
 * fuzz: mutated copies of every fixture (bit flips, cuts, zeroed runs, hostile length fields such as
   0x7FFFFFFF and negative values, swapped files, wrong sizes, stray names, index chains with loops, units past
   the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store,
-  MetaQ segments); every read command runs on each copy, in one long-lived worker process as an operator's
+  MetaQ segments, RocksDB queues without CURRENT/MANIFEST/an SST, with column families not RocketMQ's or
+  a torn WAL); every read command runs on each copy, in one long-lived worker process as an operator's
   notebook would run them. A crash is an exit code outside 0/1/2, a traceback or an internal error, or more than
   1 GiB RSS (each command's own peak: VmHWM reset before it). A command past 600 s of CPU or 600 s blocked (a
   spinning loop, a wait that never ends; a command here takes well under a second of either) is counted as too
