@@ -333,13 +333,16 @@ class CommitLogScan(ColumnViews):
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there. When
-        the reference reads a record there, the bytes changed since the engine read them: a moving tail."""
+        the reference reads a record there past a live snapshot's end, the bytes changed since the engine read
+        them: a moving tail. Anywhere else whole records do not change: the engine is wrong (an rmqctl bug)."""
         try:
             read_record(f.buf, pos, limit, self.allow_v2)
         except RecordError as e:
             # without its traceback: its frames would keep the walk's view of a mapping (which then cannot close)
             self._refused(f, pos, e.with_traceback(None))
         else:
+            if self.live is None or f.start + pos < self.live.commitlog_end:
+                raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
             self.moved.append((f, pos, "a record was being written here while rmqctl read it (a moving tail); "
                                        "the scan ends before it"))
 

@@ -6,6 +6,7 @@ exists find it), then a clean stop after which verify finds the store sound and 
 not clocks; the random choices are seeded."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -250,3 +251,31 @@ def test_a_writer_keeps_its_lock_while_it_reads(tmp_path):
         assert sum(1 for _ in store.scan().records()) == 2000
         assert subprocess.run(ask, capture_output=True, text=True).stdout.strip() == str(os.getpid())
     assert subprocess.run(ask, capture_output=True, text=True).stdout.strip() == "None"
+
+
+def test_an_engine_and_reference_disagreement_inside_the_store_is_an_error(tmp_path):
+    """The walk's fallback (the engine stopped, the reference reads a record there) means a moving tail only
+    past a live snapshot's end; on a stopped store, or before that end, whole records do not change: it is an
+    rmqctl bug, never a quiet early end. Called at a real record, as the engine would after refusing it."""
+    from rmqctl.checks.scan import Task, _Scanner
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    config = load_config(conf)
+    store = Store(root, config)
+    walk = store.scan(allow_v2=False)
+    first = walk.queue.files[0]
+    with pytest.raises(AssertionError, match="the engine refused a record the reference reads"):
+        walk._refused_at(first, 0, walk.queue.file_size)
+    task = Task(path=str(first.path), name=first.name, file_start=first.start, file_size=walk.queue.file_size,
+                begin=0, forced=True, claim_from=0, stop=walk.queue.file_size, config=config)
+    with pytest.raises(AssertionError, match="the verify kernel refused the record at 0"):
+        _Scanner(task, first.buf, walk.queue.file_size).after_stop(0)
+    moving = _Scanner(dataclasses.replace(task, moving_from=0), first.buf, walk.queue.file_size)
+    assert moving.after_stop(0) is None and [k for k, *_ in moving.findings] == ["moving-tail"]
+    store.close()
+    with held_lock(root):
+        live = Store(root, config)
+        walk = live.scan(allow_v2=False)
+        with pytest.raises(AssertionError):  # before the snapshot's end: records there are whole
+            walk._refused_at(walk.queue.files[0], 0, walk.queue.file_size)
+        live.close()

@@ -88,11 +88,12 @@ def plan(ctx: Context) -> list[list[Task]]:
         else:
             cuts = list(range(0, stop, CHUNK))[: max(1, stop // CHUNK)] or [0]
         bounds = cuts[1:] + [stop]
+        moving_from = None if ctx.live is None else ctx.live.commitlog_end - f.start
         chunks = []
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
             chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
                                forced=k == 0 or ctx.store.dledger is not None, claim_from=max(lo, claim_from), stop=hi,
-                               config=ctx.config, **want))
+                               config=ctx.config, moving_from=moving_from, **want))
         out.append(chunks)
     return out
 
