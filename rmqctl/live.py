@@ -104,10 +104,13 @@ def freeze_index(path: Path, buf, slot_num: int, tries: int = 5) -> FrozenFile:
 
 def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
     """One past the last whole record of the commitlog's last file with data (its body CRC checked: a record
-    still being copied is not whole), or that file's end when a BLANK closes it."""
+    still being copied is not whole), or that file's end when a BLANK closes it. Bytes that are no record with
+    a record after them are damage, not the broker's work in flight: the end is found past them (verify then
+    reports them)."""
     # the compiled decoder loads only when a live store is read (importing the store model must not load numba)
     from .engine.decode import COLUMN, CRC_OK, NCOLUMNS, decode
     from .engine.record import BLANK, OK
+    from .engine.walk import data_extents, next_record_start
 
     data = [f for f in files if starts_with_data(f)]
     if not data:
@@ -115,17 +118,20 @@ def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
     f = data[-1]
     u8 = np.frombuffer(f.buf, np.uint8) if len(f.buf) else np.zeros(0, np.uint8)
     limit = min(len(u8), file_size)
+    extents = data_extents(f.path, 0, limit)
+    searched = extents[-1][1] if extents else 0
     pos = end = 0
     cols = np.empty((4096, NCOLUMNS), np.int64)
-    while pos < limit:
+    while pos is not None and pos < limit:
         n, pos, outcome = decode(u8, pos, limit, allow_v2, True, 1 << 62, cols)
         if n:  # only the last record can be in flight: one whose CRC fails before it is damage, for verify
             last = cols[n - 1]
             end = int(last[COLUMN["position"]] + (last[COLUMN["storeSize"]] if last[CRC_OK] != 0 else 0))
         if outcome == BLANK:
             end = file_size
-        if outcome != OK:
             break
+        if outcome != OK:
+            pos = next_record_start(f.buf, pos + 1, limit, searched, f.start, file_size, allow_v2)
     del u8
     return f.start + end
 

@@ -6,8 +6,6 @@ starts from it; none of them writes it again.
 from __future__ import annotations
 
 import dataclasses
-import errno
-import os
 from typing import Callable
 
 import numpy as np
@@ -17,6 +15,7 @@ from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
 from .engine.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import Blank, Message, RecordError, property_crc_state, read_record
+from .engine.walk import data_extents
 from .store import MappedFile, Store
 
 CHUNK = 1 << 20
@@ -257,30 +256,6 @@ def nonzero_data(f: MappedFile, start: int) -> bool:
     reads as zeros, and touching it through the mapping would make tmpfs allocate it (a file reserved ahead
     in steps stays sparse)."""
     return any(last_nonzero(f.buf, lo, hi) >= 0 for lo, hi in data_extents(f.path, start, len(f.buf)))
-
-
-def data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
-    """The ranges of [start, end) that may hold data (SEEK_DATA / SEEK_HOLE); all of it where the filesystem
-    cannot tell."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        out = []
-        pos = start
-        while pos < end:
-            try:
-                lo = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError as e:
-                if e.errno == errno.ENXIO:  # no data past pos
-                    break
-                return [(start, end)]
-            if lo >= end:
-                break
-            hi = min(end, os.lseek(fd, lo, os.SEEK_HOLE))
-            out.append((lo, hi))
-            pos = hi
-        return out
-    finally:
-        os.close(fd)
 
 
 def last_nonzero(buf, start: int, end: int | None = None) -> int:

@@ -19,6 +19,7 @@ import pytest
 from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
+from rmqctl.engine.record import MAGIC_AT
 from rmqctl.store import Store
 
 ROUNDS = 15
@@ -279,3 +280,22 @@ def test_an_engine_and_reference_disagreement_inside_the_store_is_an_error(tmp_p
         with pytest.raises(AssertionError):  # before the snapshot's end: records there are whole
             walk._refused_at(walk.queue.files[0], 0, walk.queue.file_size)
         live.close()
+
+
+def test_damage_before_a_live_stores_last_record_is_not_in_flight(tmp_path):
+    """Bytes in the last commitlog file that are no record, with whole records after them, are damage: the
+    snapshot's end is past them and verify beside a running broker reports them (exit 1), not 'in flight'."""
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    config = load_config(conf)
+    with held_lock(root):
+        store = Store(root, config)
+        end = store.live.commitlog_end
+        last = store.commitlog.files[-1]
+        offsets = [rec.physicalOffset for _, rec in store.scan(allow_v2=False).records(start=last.start)]
+        store.close()
+        middle = offsets[len(offsets) // 2]
+        patch(last.path, middle - last.start + MAGIC_AT, bytes(4))
+        assert Store(root, config).live.commitlog_end == end
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        assert res.exit_code == 1
+        assert any(f["severity"] == "error" and f["commitLogOffset"] == middle for f in jsonl(res.stdout))

@@ -27,21 +27,13 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..engine.kernels import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from ..engine import checks as K
-from ..engine.record import MAGIC_AT, PHYSICAL_OFFSET_AT
-from ..record import (DECOMPRESSION_FACTOR, Blank, DecompressionLimitError, Message, RecordError, decompression_limit,
+from ..record import (DECOMPRESSION_FACTOR, DecompressionLimitError, Message, RecordError, decompression_limit,
                       read_record)
 from ..errors import FileGone
-from ..recovery import data_extents
+from ..engine.walk import data_extents, next_record_start
 from ..store import give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
-# a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
-_MAGICS = (S.INT32.pack(S.MAGIC_V1), S.INT32.pack(S.MAGIC_V2))
-SEARCH_PREFIX = _MAGICS[0][:3]
-MAGIC_LAST_BYTES = {m[3] for m in _MAGICS}
-assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
-BLANK_BYTES = S.INT32.pack(S.MAGIC_BLANK)
-SIZE = S.INT32
 AVERAGE_RECORD = 512  # first guess of the bytes per record, for the kernel's output arrays (they grow)
 
 
@@ -248,39 +240,11 @@ class _Scanner:
                                        "room for the BLANK record", None, -1, True))
 
     def resync(self, pos: int) -> int | None:
-        """The first position >= pos where a record starts: V1/V2 magic with PHYSICALOFFSET equal to the
-        position and a length that adds up, or a BLANK whose size reaches the end of the file."""
-        buf, limit, start = self.buf, self.limit, self.t.file_start
-        searched = min(limit, self.data_end)
-        best = None
-        p = pos + MAGIC_AT
-        while True:
-            at = buf.find(SEARCH_PREFIX, p, searched)
-            if at < 0:
-                break
-            cand = at - MAGIC_AT
-            p = at + 1
-            head_end = cand + PHYSICAL_OFFSET_AT + S.INT64.size
-            if cand < pos or head_end > limit or buf[at + len(SEARCH_PREFIX)] not in MAGIC_LAST_BYTES:
-                continue
-            if S.INT64.unpack_from(buf, cand + PHYSICAL_OFFSET_AT)[0] != start + cand:
-                continue
-            try:
-                if not isinstance(read_record(buf, cand, limit, self.allow_v2), Blank):
-                    best = cand
-                    break
-            except RecordError:
-                continue
-        p = pos + MAGIC_AT
-        while True:
-            at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else searched)
-            if at < 0:
-                break
-            cand = at - MAGIC_AT
-            p = at + 1
-            if cand >= pos and SIZE.unpack_from(buf, cand)[0] == self.t.file_size - cand:
-                return cand
-        return best
+        """The first position >= pos where a record starts (recovery.next_record_start), searched up to the
+        file's data end."""
+        t = self.t
+        return next_record_start(self.buf, pos, self.limit, min(self.limit, self.data_end), t.file_start, t.file_size,
+                                 self.allow_v2)
 
     def last_nonzero(self, pos: int) -> int:
         """The last non-zero byte at or after `pos` (-1: none); preallocated tails are long zero runs."""

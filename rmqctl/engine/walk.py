@@ -13,6 +13,8 @@ also carry the entry (S.DLEDGER_DUMP_FIELDS).
 """
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -20,7 +22,9 @@ import numpy as np
 
 from ..errors import FileGone
 from .decode import COLUMN, NCOLUMNS, decode, decode_at
-from .record import BLANK, OK
+from .record import BLANK, MAGIC_AT, OK, PHYSICAL_OFFSET_AT
+from .. import schema as S
+from ..record import Blank, RecordError, read_record
 
 BATCH_ROWS = 8192
 BATCH_BYTES = 4 << 20
@@ -166,3 +170,72 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
         if cut:
             return
         finished(f, found)
+
+
+# a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
+_MAGICS = (S.INT32.pack(S.MAGIC_V1), S.INT32.pack(S.MAGIC_V2))
+SEARCH_PREFIX = _MAGICS[0][:3]
+MAGIC_LAST_BYTES = {m[3] for m in _MAGICS}
+assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
+BLANK_BYTES = S.INT32.pack(S.MAGIC_BLANK)
+
+
+def next_record_start(buf, pos: int, limit: int, searched: int, file_start: int, file_size: int,
+                      allow_v2: bool) -> int | None:
+    """The first position >= pos of a commitlog file (at `file_start`, its bytes read to `limit`, searched up
+    to `searched`) where a record starts: V1/V2 magic with PHYSICALOFFSET equal to the position and a length
+    that adds up, or a BLANK whose size reaches the end of the file."""
+    best = _message_start(buf, pos, limit, searched, file_start, allow_v2)
+    p = pos + MAGIC_AT
+    while True:
+        at = buf.find(BLANK_BYTES, p, best + MAGIC_AT if best is not None else searched)
+        if at < 0:
+            return best
+        cand = at - MAGIC_AT
+        p = at + 1
+        if cand >= pos and S.INT32.unpack_from(buf, cand)[0] == file_size - cand:
+            return cand
+
+
+def _message_start(buf, pos: int, limit: int, searched: int, file_start: int, allow_v2: bool) -> int | None:
+    p = pos + MAGIC_AT
+    while True:
+        at = buf.find(SEARCH_PREFIX, p, searched)
+        if at < 0:
+            return None
+        cand = at - MAGIC_AT
+        p = at + 1
+        head_end = cand + PHYSICAL_OFFSET_AT + S.INT64.size
+        if cand < pos or head_end > limit or buf[at + len(SEARCH_PREFIX)] not in MAGIC_LAST_BYTES:
+            continue
+        if S.INT64.unpack_from(buf, cand + PHYSICAL_OFFSET_AT)[0] != file_start + cand:
+            continue
+        try:
+            if not isinstance(read_record(buf, cand, limit, allow_v2), Blank):
+                return cand
+        except RecordError:
+            continue
+
+
+def data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
+    """The ranges of [start, end) that may hold data (SEEK_DATA / SEEK_HOLE); all of it where the filesystem
+    cannot tell."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = []
+        pos = start
+        while pos < end:
+            try:
+                lo = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # no data past pos
+                    break
+                return [(start, end)]
+            if lo >= end:
+                break
+            hi = min(end, os.lseek(fd, lo, os.SEEK_HOLE))
+            out.append((lo, hi))
+            pos = hi
+        return out
+    finally:
+        os.close(fd)
