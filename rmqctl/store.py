@@ -372,7 +372,7 @@ class ConsumeQueue:
         """(file, unit array) per file: a view on the map, nothing read until looked at. On a live store the
         file holding the snapshot's last unit is the last one, its array cut after that unit; a file the
         broker deleted while it was read (its expired head) is skipped and noted in the snapshot."""
-        for f in self.files.files:
+        for k, f in enumerate(self.files.files):
             try:
                 buf = f.buf
             except FileGone:
@@ -382,18 +382,36 @@ class ConsumeQueue:
                 continue
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
             arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-            cut = self.snapshot_units(arr)
+            cut = self.snapshot_units(k, arr)
             yield f, arr[:cut]
             if cut < len(arr):
                 return
 
-    def snapshot_units(self, arr: np.ndarray) -> int:
-        """How many of a file's units (from its first) lie inside the snapshot: all of them on a stopped
-        store; on a live one, those before the first unit pointing at or past the snapshot's end."""
+    def snapshot_units(self, k: int, arr: np.ndarray) -> int:
+        """How many of file k's units (`arr`, from its first) lie inside the snapshot: all of them on a stopped
+        store; on a live one, those before the queue's trailing run of units pointing at or past the snapshot's
+        end (the broker's dispatch since). A unit past the end with a unit inside it after (later in this file,
+        or first in the next) is damage: it is kept, for the checks to report."""
         if self.live is None or not len(arr):
             return len(arr)
-        past = np.flatnonzero(arr["commitLogOffset"] >= self.live.commitlog_end)
-        return int(past[0]) if len(past) else len(arr)
+        end = self.live.commitlog_end
+        off = arr["commitLogOffset"]
+        inside = np.flatnonzero((off < end) & ((off != 0) | (arr["size"] != 0)))
+        cut = int(inside[-1]) + 1 if len(inside) else 0
+        if not (off[cut:] >= end).any() or self._next_file_starts_inside(k, end):
+            return len(arr)
+        return cut
+
+    def _next_file_starts_inside(self, k: int, end: int) -> bool:
+        later = self.files.files[k + 1 : k + 2]
+        try:
+            head = bytes(later[0].buf[: S.CQ_UNIT_SIZE]) if later else b""
+        except FileGone:
+            return False
+        if len(head) < S.CQ_UNIT_SIZE:
+            return False
+        off, size = S.CQ_UNIT.unpack(head)[:2]
+        return (off != 0 or size != 0) and off < end
 
     def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
         """(first queue offset, file, units written, unit array) per file (`written_units` of each)."""

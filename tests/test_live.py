@@ -299,3 +299,23 @@ def test_damage_before_a_live_stores_last_record_is_not_in_flight(tmp_path):
         res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
         assert res.exit_code == 1
         assert any(f["severity"] == "error" and f["commitLogOffset"] == middle for f in jsonl(res.stdout))
+
+
+def test_a_unit_past_a_live_snapshot_in_mid_queue_is_damage(tmp_path):
+    """A live queue loses only its trailing run of units past the snapshot's end (the broker's dispatch since):
+    a unit past the end with units inside it after it is damage, the queue is read on past it and verify
+    reports it."""
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    config = load_config(conf)
+    stopped = sum(len(arr) for _, _, _, arr in Store(root, config).consume_queue("TopicTest", 0).units())
+    qfile = sorted((root / "consumequeue" / "TopicTest" / "0").iterdir())[-1]
+    with held_lock(root):
+        store = Store(root, config)
+        end = store.live.commitlog_end
+        patch(qfile, 2 * S.CQ_UNIT_SIZE, S.INT64.pack(end + 4096))
+        assert sum(len(arr) for _, _, _, arr in store.consume_queue("TopicTest", 0).units()) == stopped
+        store.close()
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        assert res.exit_code == 1
+        assert any(f["severity"] == "error" and f["file"].endswith(qfile.name) and f["position"] == 2 * S.CQ_UNIT_SIZE
+                   for f in jsonl(res.stdout))

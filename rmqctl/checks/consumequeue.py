@@ -57,7 +57,7 @@ class QueueSummary:
         for k, f in enumerate(cq.files.files):
             n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
             n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
-            inside = 0 if ended else cq.snapshot_units(np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n))
+            inside = 0 if ended else cq.snapshot_units(k, np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n))
             ended, n = ended or inside < n, inside
             self.files.append(FileUnits(k, first, n, 1, 0, True))
             if n:
