@@ -319,3 +319,19 @@ def test_a_unit_past_a_live_snapshot_in_mid_queue_is_damage(tmp_path):
         assert res.exit_code == 1
         assert any(f["severity"] == "error" and f["file"].endswith(qfile.name) and f["position"] == 2 * S.CQ_UNIT_SIZE
                    for f in jsonl(res.stdout))
+
+
+def test_a_writer_that_waited_for_the_lock_reads_the_store_afresh(tmp_path):
+    """A snapshot taken while another process held the lock (a writer waiting with --wait) is where the store
+    ended then: once the writer holds the lock it works on the store as it is, not on that snapshot."""
+    from rmqctl.maintenance.staging import writing
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    store = Store(root, load_config(conf))
+    with held_lock(root):
+        assert store.live is not None
+    with writing(store, False, "rebuild") as (_, current):
+        assert current is not store and current.live is None
+        assert sum(1 for _ in current.scan().records()) == 2000
+    res = run("rebuild", "consumequeue", "--wait", "5", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr

@@ -160,8 +160,12 @@ class StoreContext:
         return os.path.isdir(os.path.join(self.store_dir, "commitlog")) or self._store is not None
 
     def writable_store(self) -> Store:
+        """The store a writer opens: no snapshot (it reads the store once it holds the lock, in
+        maintenance.staging.writing)."""
         self.require_explicit_store()
-        return self.store
+        if self._store is None:
+            self._store = Store(self.store_dir, self.config)
+        return self._store
 
     def require_explicit_store(self):
         """Writing commands refuse to guess the store: --store, ROCKETMQ_STORE or storePathRootDir only."""

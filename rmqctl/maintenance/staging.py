@@ -25,7 +25,7 @@ from ..checks.verify import verify
 def writing(store: Store, dry_run: bool, writer: str, extra_dirs=(), understood: frozenset[str] = frozenset()):
     """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
     killed run left (and what was done about it) and the store to work on: reopened when the recovery
-    changed files, so nothing read before it is used. A dry run writes nothing and takes no lock: it previews
+    changed files or a snapshot of another holder's store was taken, so nothing read before it is used. A dry run writes nothing and takes no lock: it previews
     a running broker's store (as its snapshot) or a read-only copy, and only reports leftovers. A store holding
     a part this version does not read is refused first (`writer` names the command; `understood`: the kinds of
     part it writes), dry runs included: their plan would be wrong."""
@@ -36,7 +36,9 @@ def writing(store: Store, dry_run: bool, writer: str, extra_dirs=(), understood:
         return
     with locked_for_writing(store.root, extra_dirs) as done:
         refuse_links_outside(store)
-        if done:
+        # a snapshot taken while another process held the lock (before --wait got it) is where the store
+        # ended then: the writer reads the store as it is now that nothing else writes it
+        if done or store.__dict__.get("live") is not None:
             store.close()
             store = Store(store.root, store.config)
         yield done, store
