@@ -25,6 +25,7 @@ import numpy as np
 
 from . import schema as S
 from .errors import FileGone, StoreError
+from .lock import held_by_rmqctl
 from .rules import written_units
 
 
@@ -43,8 +44,16 @@ class Snapshot:
     index: dict
     index_names: tuple
     taken: float
+    by_rmqctl: bool = False  # the holder is another rmqctl writing the store, not a broker (lock.held_by_rmqctl)
     # (file, position, what): files the broker deleted while they were read, tails that moved under a read
     moved: list = dataclasses.field(default_factory=list, compare=False)
+
+    @property
+    def holder(self) -> str:
+        """Who holds the lock, as messages name it (F_GETLK reports pid 0 for a holder in another pid
+        namespace)."""
+        pid = f"pid {self.pid}" if self.pid else "pid not visible"
+        return f"another rmqctl ({pid})" if self.by_rmqctl else f"a broker ({pid})"
 
     def gone(self, f, what: str = "the read goes on from the next file"):
         """File `f` was deleted by the broker (its expired head) while it was read: noted in `moved`."""
@@ -167,7 +176,7 @@ def take(store, pid: int, checkpoint: dict | None) -> Snapshot:
     allow_v2 = store.config.rocketmqVersion != 4
     end = commitlog_end(q.files, q.file_size, allow_v2) if store.dledger is None else _dledger_end(q)
     return Snapshot(pid, end, q.min_offset, min(dispatched, end), checkpoint, frozen, tuple(p.name for p in index),
-                    time.time())
+                    time.time(), held_by_rmqctl(pid))
 
 
 def dispatched_end(consumequeue_dir: Path) -> int:

@@ -38,6 +38,19 @@ def lock_holder(path: Path) -> int | None:
         os.close(fd)
 
 
+def held_by_rmqctl(pid: int) -> bool:
+    """Whether lock holder `pid` is an rmqctl (its console script, or `python -m rmqctl`) rather than a broker,
+    from /proc/<pid>/cmdline. False where that cannot be read (a pid from another pid namespace, reported as
+    0): such a holder is taken for a broker, whose store may move under a read."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if pid else []
+    except OSError:
+        return False
+    scripts = [os.path.basename(a) for a in argv[:2]]
+    modules = [b.split(b".")[0] for a, b in zip(argv, argv[1:]) if a == b"-m"]
+    return b"rmqctl" in scripts or b"rmqctl" in modules
+
+
 # how long a writer waits for a held lock (seconds, as `flock -w`): set for a command's run by waiting_for_lock
 _LOCK_WAIT = contextvars.ContextVar("lock_wait", default=0.0)
 WAIT_STEP = 0.1  # seconds between two tries while waiting

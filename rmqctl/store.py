@@ -654,7 +654,7 @@ class Store:
         """While a broker holds the lock: where its store ended when this read began (rmqctl.live), taken at
         the first use (every command takes it before reading). None for a stopped store."""
         pid = self.lock_holder()
-        return take_snapshot(self, pid, read_checkpoint(self.checkpoint_path)) if pid else None
+        return take_snapshot(self, pid, read_checkpoint(self.checkpoint_path)) if pid is not None else None
 
     @cached_property
     def dledger_index(self) -> MappedFileQueue:
@@ -761,9 +761,11 @@ class Store:
         return self.abort_path.exists()
 
     def crashed(self) -> bool:
-        """The last exit was not clean: `abort` is there and no broker holds the lock. A running broker creates
-        `abort` at its start and deletes it at a clean shutdown: while it runs, the file is its running marker."""
-        return self.abort_exists() and self.lock_holder() is None
+        """The last exit was not clean: `abort` is there and no broker holds the lock (no one, or another rmqctl
+        writing the store). A running broker creates `abort` at its start and deletes it at a clean shutdown:
+        while it runs, the file is its running marker."""
+        live = self.live
+        return self.abort_exists() and (live is None or live.by_rmqctl)
 
     def lock_holder(self) -> int | None:
         """The pid holding the broker's lock (fcntl on byte 0 of {store}/lock), or None."""

@@ -191,9 +191,9 @@ def test_index_keys_of_expired_messages_are_not_lost_on_recovery(tmp_path):
     assert held == sum(1 for e in entries if first <= e["phyOffset"] < begin)
 
 
-def test_a_held_lock_is_a_running_broker(tmp_path):
-    """`info` and verify call the abort file of a broker holding the lock its running marker; without the
-    lock it is an unclean exit."""
+def test_a_lock_held_by_another_process_is_a_running_broker(tmp_path):
+    """`info` and verify call the abort file of a broker holding the lock its running marker (any holder that
+    is not an rmqctl: the safe reading); without the lock it is an unclean exit."""
     root, conf = copy_store("d-crashed", tmp_path), broker_conf("d-crashed")
     res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
     assert "state      broker stopped; abort PRESENT (unclean exit), lock free\n" in res.stdout
@@ -335,3 +335,38 @@ def test_a_writer_that_waited_for_the_lock_reads_the_store_afresh(tmp_path):
         assert sum(1 for _ in current.scan().records()) == 2000
     res = run("rebuild", "consumequeue", "--wait", "5", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
+
+
+def test_a_lock_held_by_another_rmqctl_keeps_the_crash_checks(tmp_path):
+    """Another rmqctl writing a crashed store holds its lock: that is no running broker, `abort` still means an
+    unclean exit, and verify keeps the abnormal-recovery prediction. The holder runs as a script named
+    rmqctl, as the console script does."""
+    root, conf = copy_store("d-crashed", tmp_path), broker_conf("d-crashed")
+    script = tmp_path / "bin" / "rmqctl"
+    script.parent.mkdir()
+    script.write_text("import fcntl, os, sys\n"
+                      f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                      "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+                      "print('locked', flush=True)\n"
+                      "sys.stdin.readline()\n")
+    holder = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
+        assert (f"state      another rmqctl (pid {holder.pid}) is writing the store; abort PRESENT (unclean exit)\n"
+                in res.stdout)
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        kinds = {f["kind"] for f in jsonl(res.stdout)}
+        assert "abnormal-recovery" in kinds and "live" in kinds
+        assert res.stderr.startswith(f"rmqctl: live: another rmqctl (pid {holder.pid}) holds the store lock: ")
+    finally:
+        holder.communicate("\n")
+
+
+def test_a_holder_whose_pid_is_not_visible_is_still_a_holder():
+    """F_GETLK reports pid 0 for a holder in another pid namespace: still a running broker, not a free lock."""
+    from rmqctl.cli.info_cmds import _broker_state
+
+    held = {"lockHeldBy": 0, "lockHeldByRmqctl": False, "abort": True, "commitlog": {"maxOffset": 65536}}
+    assert _broker_state(held) == ("broker running (pid not visible): abort is its running marker; read as the "
+                                   "store was when this began (commitlog to offset 65536)")

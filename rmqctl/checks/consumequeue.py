@@ -430,6 +430,6 @@ def _redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)
-    if run.live is None and run.store.crashed() and run.files:
+    if run.store.crashed() and run.files:
         start = min(start, run.files[recovery_start(run.store)].start)
     return start

@@ -245,9 +245,9 @@ def live_note(ctx: Context):
     """What a run beside a running broker judged: the store up to its snapshot; the rest is the broker's."""
     live = ctx.live
     moved = "".join(f"; {f.name} at {pos}: {what}" for f, pos, what in live.moved)
+    marker = "" if live.by_rmqctl else " and has `abort` as its running marker"
     ctx.report(CHECKPOINT, "live", "info", ctx.store.lock_path, None, live.commitlog_end,
-               f"live: a broker (pid {live.pid}) holds the store and has `abort` as its running marker; verify judged "
-               f"the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
+               f"live: {live.holder} holds the store{marker}; verify judged the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
                f"checkpoint and index headers then); records, units and index entries written since are the "
                f"broker's work in flight, not checked{moved}")
 
@@ -309,7 +309,7 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
     files = ctx.files
     if not files or ctx.store.dledger is not None:
         return None
-    abort = ctx.live is None and ctx.store.crashed()
+    abort = ctx.store.crashed()
     cfg = ctx.config
     if abort:
         first = recovery_start(ctx.store)

@@ -534,5 +534,5 @@ def note_live_dry_run(store: Store):
     """A dry run beside a running broker plans from the store's snapshot: say that the plan may change."""
     live = store.live
     if live is not None:
-        echo_err(f"rmqctl: live: a broker (pid {live.pid}) is running: this dry run planned from the store as it "
+        echo_err(f"rmqctl: live: {live.holder} is running: this dry run planned from the store as it "
                  f"was when it began; the plan may change before the broker stops")

@@ -78,8 +78,11 @@ def _broker_state(d: dict) -> str:
     """A running broker holds the lock and has `abort` as its running marker; without the lock, `abort` is an
     unclean exit."""
     pid, abort = d["lockHeldBy"], d["abort"]
-    if pid:
+    shown = f"pid {pid}" if pid else "pid not visible"  # F_GETLK's 0: a holder in another pid namespace
+    if pid is not None and d["lockHeldByRmqctl"]:
+        return f"another rmqctl ({shown}) is writing the store; abort {'PRESENT (unclean exit)' if abort else 'absent'}"
+    if pid is not None:
         marker = "abort is its running marker" if abort else "no abort file"
-        return (f"broker running (pid {pid}): {marker}; read as the store was when this began (commitlog to offset "
+        return (f"broker running ({shown}): {marker}; read as the store was when this began (commitlog to offset "
                 f"{d['commitlog']['maxOffset']})")
     return f"broker stopped; abort {'PRESENT (unclean exit)' if abort else 'absent'}, lock free"

@@ -295,8 +295,9 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
     if meter.what_if is not None:
         notes.append(f"what if: every disk taken as {meter.what_if:.2f} full (--disk-usage), not as measured")
     holder = store.lock_holder() if not apply else None
-    if holder:
-        notes.append(f"the store's lock is held by pid {holder}: a broker is running and its own cleaner applies")
+    if holder is not None:  # pid 0: F_GETLK's answer for a holder in another pid namespace
+        shown = f"pid {holder}" if holder else "a process (pid not visible)"
+        notes.append(f"the store's lock is held by {shown}: a broker is running and its own cleaner applies")
     results: list[PassResult] = []
     for n in range(1, limit + 1):
         p = cleaner.plan_pass(n)

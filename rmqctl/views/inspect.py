@@ -372,10 +372,10 @@ def info(store: Store) -> dict:
                       "endPhyOffset": h["endPhyOffset"]})
         if ix.length != ix.expected_length:
             odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
-    holder = store.lock_holder()
+    live = store.live
     abort = store.abort_exists()
     dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
-    if abort and holder is None:
+    if store.crashed():
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
         "store": str(store.root),
@@ -390,7 +390,8 @@ def info(store: Store) -> dict:
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         **({"dledger": dledger_part} if dledger_part is not None else {}),
         "abort": abort,
-        "lockHeldBy": holder,
+        "lockHeldBy": live.pid if live is not None else None,
+        "lockHeldByRmqctl": live is not None and live.by_rmqctl,
         "timer": pending_summary(store),
         "odd": odd,
     }
