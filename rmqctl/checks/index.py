@@ -210,7 +210,8 @@ class IndexCheck:
         rec_of = rec_keys >> 32
         keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
         if run.live is not None:  # records the index service had not reached at the snapshot: in flight
-            keep &= rec.off[rec_of] <= max([f.ix.header["endPhyOffset"] for f in self.files], default=-1)
+            # (IndexService.buildIndex moves endPhyOffset at each key it puts: that record may be partly indexed)
+            keep &= rec.off[rec_of] < max([f.ix.header["endPhyOffset"] for f in self.files], default=-1)
         want, want_n = _counted(rec_keys[keep])
         have, have_n = _counted(found)
         k = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
