@@ -384,3 +384,16 @@ def test_the_record_at_a_live_index_files_end_may_be_partly_indexed(tmp_path):
     with held_lock(root):
         res = run("verify", "--deep", "--store", root, "--broker-config", conf, "--format", "jsonl")
         assert res.exit_code == 0, res.stdout
+
+
+def test_reporting_what_moved_takes_no_snapshot(tmp_path):
+    """report_moved runs in a finally, after the command (or its error): it reports the snapshot the command
+    took and never takes one itself, which could raise over the command's own error."""
+    from rmqctl.cli.base import StoreContext
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    ctx = StoreContext(str(root), str(conf), "jsonl", True, writes=True)
+    store = ctx.writable_store()
+    with held_lock(root):
+        ctx.report_moved()
+        assert "live" not in store.__dict__

@@ -151,7 +151,8 @@ class StoreContext:
 
     def report_moved(self):
         """What moved under a read of a running broker's store (files it deleted, a tail being written)."""
-        live = self._store.live if self._store is not None else None
+        # only a snapshot already taken: taking one now (in a finally) could raise over the command's own error
+        live = self._store.__dict__.get("live") if self._store is not None else None
         for f, pos, what in live.moved if live is not None else ():
             echo_err(f"rmqctl: live: {where(f.path, position=pos) if pos else f.path}: {what}")
 
