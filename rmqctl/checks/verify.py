@@ -59,6 +59,8 @@ class VerifyResult:
     stats: dict
     lock_holder: int | None  # pid of a broker holding the store lock: the tail may be moving
     restarted_after: list = dataclasses.field(default_factory=list)  # files a running broker deleted mid-run
+    # what moved under the last run after a restart (the caller reports its own store's snapshot itself)
+    moved: list = dataclasses.field(default_factory=list)
 
     @property
     def problems(self) -> list[Finding]:
@@ -81,7 +83,7 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
     the differential tests force tiny windows); findings are the same for any window.
     On a running broker's store a file the broker deletes while verify reads it (its expired head) starts the
     run again on a new snapshot (a few times at most), and the result says so."""
-    deleted = []
+    deleted, given = [], store
     while True:
         try:
             result = _verify_once(store, only, start, end, deep, jobs, max_findings, progress, memory, window)
@@ -89,9 +91,14 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
             if store.live is None or len(deleted) >= LIVE_RESTARTS:
                 raise
             deleted.append(e.path)
+            if store is not given:  # the caller's store is the caller's to close
+                store.close()
             store = Store(store.root, store.config)
             continue
         result.restarted_after = deleted
+        if store is not given:
+            result.moved = store.live.moved if store.live is not None else []
+            store.close()
         return result
 
 

@@ -153,8 +153,7 @@ class StoreContext:
         """What moved under a read of a running broker's store (files it deleted, a tail being written)."""
         # only a snapshot already taken: taking one now (in a finally) could raise over the command's own error
         live = self._store.__dict__.get("live") if self._store is not None else None
-        for f, pos, what in live.moved if live is not None else ():
-            echo_err(f"rmqctl: live: {where(f.path, position=pos) if pos else f.path}: {what}")
+        echo_moved(live.moved if live is not None else [])
 
     def store_exists(self) -> bool:
         """A store root is there (a dry run of `append --create` may name one that is not)."""
@@ -172,6 +171,12 @@ class StoreContext:
         """Writing commands refuse to guess the store: --store, ROCKETMQ_STORE or storePathRootDir only."""
         if not self.explicit_store:
             raise UsageError("this command writes: name the store with --store or ROCKETMQ_STORE")
+
+
+def echo_moved(moved: list):
+    """One line per (file, position, what) that moved under a read of a running broker's store."""
+    for f, pos, what in moved:
+        echo_err(f"rmqctl: live: {where(f.path, position=pos) if pos else f.path}: {what}")
 
 
 def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callable:

@@ -9,7 +9,7 @@ import click
 from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..checks import VERIFY_PARTS
 from ..views.time_range import narrow
-from .base import OFFSET, TIME, cli, echo_err, memory_option, prepare_kernels, progress, render, store_options
+from .base import OFFSET, TIME, cli, echo_err, echo_moved, memory_option, prepare_kernels, progress, render, store_options
 
 COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
@@ -101,6 +101,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             render(rows, ctx.format, columns)
         echo_err(_summary(result, counted, len(findings)))  # every run says what it read (--quiet: nothing)
         _say_restarts(result.restarted_after)
+        echo_moved(result.moved)
         if accepted or gone:
             echo_err(f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
                      + (f"; {gone} of its finding(s) no longer found" if gone else ""))
