@@ -397,3 +397,16 @@ def test_reporting_what_moved_takes_no_snapshot(tmp_path):
     with held_lock(root):
         ctx.report_moved()
         assert "live" not in store.__dict__
+
+
+def test_a_dry_run_beside_the_locks_holder_does_not_call_its_staging_interrupted(tmp_path):
+    """Staging found while another process holds the lock may be that process's run in progress."""
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    (root / ".rmqctl-rebuild-1").mkdir()
+    with held_lock(root) as holder:
+        res = run("rebuild", "index", "--dry-run", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert (f"rmqctl: note: another process holds the lock (pid {holder.pid}): what it staged (uncommitted) may be "
+            "its run in progress; if that run was interrupted, it will be deleted (rolled back) by the next rmqctl "
+            "writing command; the store is unchanged\n") in res.stderr
+    assert "interrupted rmqctl run is pending" not in res.stderr

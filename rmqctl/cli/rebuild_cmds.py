@@ -17,7 +17,12 @@ NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (defau
 def _interrupted(info: dict | None):
     if not info:
         return
-    if info.get("action") == "completed":
+    if "lockHeldBy" in info:  # a dry run beside the lock's holder: it may be writing right now
+        pid = info["lockHeldBy"]
+        echo_err(f"rmqctl: note: another process holds the lock ({f'pid {pid}' if pid else 'pid not visible'}): "
+                 f"what it staged ({info['state']}) may be its run in progress; if that run was interrupted, "
+                 f"it {info['action']}")
+    elif info.get("action") == "completed":
         echo_err(f"rmqctl: finished an interrupted `{info['command']}` run first ({info['steps']} steps)")
     elif info.get("action") == "rolled back":
         echo_err(f"rmqctl: removed what an interrupted run left before its commit point: {', '.join(info['paths'])}")

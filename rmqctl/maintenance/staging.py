@@ -25,14 +25,18 @@ from ..checks.verify import verify
 def writing(store: Store, dry_run: bool, writer: str, extra_dirs=(), understood: frozenset[str] = frozenset()):
     """Hold the broker's lock for the whole run and apply the recovery rule first. Yields what an earlier
     killed run left (and what was done about it) and the store to work on: reopened when the recovery
-    changed files or a snapshot of another holder's store was taken, so nothing read before it is used. A dry run writes nothing and takes no lock: it previews
-    a running broker's store (as its snapshot) or a read-only copy, and only reports leftovers. A store holding
+    changed files or a snapshot of another holder's store was taken, so nothing read before it is used. A dry
+    run writes nothing and takes no lock: it previews a running broker's store (as its snapshot) or a
+    read-only copy, and only reports leftovers (with `lockHeldBy` when a process holds the lock: then they
+    may be that process's run in progress, not an interrupted one). A store holding
     a part this version does not read is refused first (`writer` names the command; `understood`: the kinds of
     part it writes), dry runs included: their plan would be wrong."""
     store.parts.refuse_writer(writer, understood)
     extra_dirs = [*extra_dirs, *elsewhere(store)]  # a killed run's staging beside them is its too
     if dry_run:
-        yield pending(store.root, extra_dirs), store
+        left = pending(store.root, extra_dirs)
+        holder = store.lock_holder()
+        yield ({**left, "lockHeldBy": holder} if left is not None and holder is not None else left), store
         return
     with locked_for_writing(store.root, extra_dirs) as done:
         refuse_links_outside(store)
