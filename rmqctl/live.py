@@ -97,6 +97,9 @@ def freeze_index(path: Path, buf, slot_num: int, tries: int = 5) -> FrozenFile:
         slots = np.frombuffer(bytes(buf[base:entries_at]), ">i4").copy()
         if bytes(buf[:base]) == header:
             break
+    else:  # the broker wrote the header during every copy: no consistent view of this file to judge
+        raise StoreError(f"the index file's header changed during each of {tries} reads of its hash slots; "
+                         "run again", path)
     count = max(S.INDEX_HEADER.unpack_from(header, 0)[-1], 1)
     entries = bytes(buf[entries_at : entries_at + count * S.INDEX_ENTRY_SIZE])
     prev_at = S.INDEX_ENTRY_AT["prevIndex"]

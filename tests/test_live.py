@@ -410,3 +410,25 @@ def test_a_dry_run_beside_the_locks_holder_does_not_call_its_staging_interrupted
             "its run in progress; if that run was interrupted, it will be deleted (rolled back) by the next rmqctl "
             "writing command; the store is unchanged\n") in res.stderr
     assert "interrupted rmqctl run is pending" not in res.stderr
+
+
+def test_an_index_header_that_never_holds_still_is_refused(tmp_path):
+    """freeze_index copies the hash slots between two reads of the header; when the header changes during every
+    copy there is no consistent view of the file: a StoreError naming it, never a silent mixed copy. The
+    writer is played by the buffer itself, which counts up the header's indexCount at each read of it."""
+    from rmqctl.errors import StoreError
+    from rmqctl.live import freeze_index
+
+    slots = 8
+    path = tmp_path / "20261122022334543"
+
+    class Written(bytearray):
+        def __getitem__(self, at):
+            if isinstance(at, slice) and at.start in (None, 0):
+                count_at = S.INDEX_HEADER_AT["indexCount"]
+                S.INT32.pack_into(self, count_at, S.INT32.unpack_from(self, count_at)[0] + 1)
+            return bytearray.__getitem__(self, at)
+
+    buf = Written(S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + 4 * S.INDEX_ENTRY_SIZE)
+    with pytest.raises(StoreError, match=f"{path}: the index file's header changed during each of 5 reads"):
+        freeze_index(path, buf, slots)
