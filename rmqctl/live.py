@@ -56,7 +56,8 @@ class Snapshot:
         return f"another rmqctl ({pid})" if self.by_rmqctl else f"a broker ({pid})"
 
     def gone(self, f, what: str = "the read goes on from the next file"):
-        """File `f` was deleted by the broker (its expired head) while it was read: noted in `moved`."""
+        """File `f` (a mapped file, or a path) was deleted by the broker (its expired head) while it was read:
+        noted in `moved`."""
         self.moved.append((f, 0, f"deleted by the running broker while rmqctl read the store (the log's head "
                                  f"moved); {what}"))
 

@@ -747,6 +747,8 @@ class Store:
             if live is not None:
                 ix.mf = as_of_snapshot(ix.mf, live)
         except (FileNotFoundError, FileGone):
+            if live is not None:
+                live.gone(path, "the read goes on without it")
             return None
         return ix
 

@@ -432,3 +432,17 @@ def test_an_index_header_that_never_holds_still_is_refused(tmp_path):
     buf = Written(S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + 4 * S.INDEX_ENTRY_SIZE)
     with pytest.raises(StoreError, match=f"{path}: the index file's header changed during each of 5 reads"):
         freeze_index(path, buf, slots)
+
+
+def test_an_index_file_deleted_under_a_live_read_is_noted(tmp_path):
+    """An index file the broker deletes (its expired head) after the snapshot listed it is left out of the
+    read, and the snapshot's `moved` says so (the CLI prints it), as for commitlog and consumequeue files."""
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        listed = store.index_paths()
+        assert store.live is not None
+        listed[0].unlink()
+        assert store.open_index_file(listed[0]) is None  # as index_files() opens what it listed
+        assert [(getattr(f, "path", f), pos) for f, pos, _ in store.live.moved] == [(listed[0], 0)]
+        store.close()

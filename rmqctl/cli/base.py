@@ -176,7 +176,8 @@ class StoreContext:
 def echo_moved(moved: list):
     """One line per (file, position, what) that moved under a read of a running broker's store."""
     for f, pos, what in moved:
-        echo_err(f"rmqctl: live: {where(f.path, position=pos) if pos else f.path}: {what}")
+        path = getattr(f, "path", f)  # a mapped file, or the path of a file deleted before it was mapped
+        echo_err(f"rmqctl: live: {where(path, position=pos) if pos else path}: {what}")
 
 
 def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callable:
