@@ -62,6 +62,21 @@ class Snapshot:
                                  f"moved); {what}"))
 
 
+def head_moved(live: Snapshot | None, f, error: FileGone | None = None):
+    """File `f` was deleted while it was read: on a live store (`live`) the broker's expired head, noted in the
+    snapshot and the read goes on; on a stopped store an error (`error`, the one met, when there is one)."""
+    if live is None:
+        raise error or FileGone("deleted while rmqctl read the store", f.path)
+    live.gone(f)
+
+
+def bounded_end(live: Snapshot | None, end: int | None) -> int | None:
+    """Where a commitlog read stops: `end`, and on a live store (`live`) no later than the snapshot's end."""
+    if live is None:
+        return end
+    return live.commitlog_end if end is None else min(end, live.commitlog_end)
+
+
 class FrozenFile:
     """An index file's bytes as they were at the snapshot, in an anonymous mapping (untouched pages cost
     nothing); it offers what the store's MappedFile offers to readers. Giving its pages back would zero them,

@@ -24,7 +24,7 @@ from . import dledger as D
 from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
 from .errors import FileGone, StoreError
-from .live import Snapshot, starts_with_data, take as take_snapshot
+from .live import Snapshot, bounded_end, head_moved, starts_with_data, take as take_snapshot
 from .lock import lock_holder
 from .parts import ROCKSDB_STORE, Layout, StoreParts, find_parts
 from .rocksdbcq import RocksConsumeQueues
@@ -275,11 +275,6 @@ class CommitLogScan(ColumnViews):
         # (file, position, what moved there): the snapshot's list, which every read of the store adds to
         self.moved: list[tuple[MappedFile, int, str]] = live.moved if live is not None else []
 
-    def _bounded(self, end: int | None) -> int | None:
-        if self.live is None:
-            return end
-        return self.live.commitlog_end if end is None else min(end, self.live.commitlog_end)
-
     def records(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[MappedFile, Message]]:
         for f, rec in self.entries(start, end):
             if isinstance(rec, Message):
@@ -287,7 +282,7 @@ class CommitLogScan(ColumnViews):
 
     def entries(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[MappedFile, Message | Blank]]:
         size = self.queue.file_size
-        end = self._bounded(end)
+        end = bounded_end(self.live, end)
         for f in self.queue.files:
             if end is not None and f.start >= end:
                 return
@@ -323,13 +318,11 @@ class CommitLogScan(ColumnViews):
         `errors` as entries() reports it."""
         from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
 
-        return walk_files(self.queue.files, self.queue.file_size, start, self._bounded(end), self.allow_v2,
+        return walk_files(self.queue.files, self.queue.file_size, start, bounded_end(self.live, end), self.allow_v2,
                           self._refused_at, check_crc, gone=self.head_moved, **batch)
 
     def head_moved(self, f: MappedFile):
-        if self.live is None:
-            raise FileGone("deleted while rmqctl read the store", f.path)
-        self.live.gone(f)
+        head_moved(self.live, f)
 
     def _refused_at(self, f: MappedFile, pos: int, limit: int):
         """The engine stopped at bytes that are not a record: the reference names what is wrong there. When
@@ -375,10 +368,8 @@ class ConsumeQueue:
         for k, f in enumerate(self.files.files):
             try:
                 buf = f.buf
-            except FileGone:
-                if self.live is None:
-                    raise
-                self.live.gone(f)
+            except FileGone as e:
+                head_moved(self.live, f, e)
                 continue
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
             arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import schema as S
 from ..config import BrokerConfig
 from ..findings import FILES, RECORDS, Collector, Damage, Finding
+from ..live import bounded_end
 from ..store import Store, offset_to_name
 
 
@@ -117,9 +118,7 @@ class Context:
     @property
     def scan_end(self) -> int | None:
         """Where the commitlog's scan stops: `end`, and on a live store no later than the snapshot's end."""
-        if self.live is None:
-            return self.end
-        return self.live.commitlog_end if self.end is None else min(self.end, self.live.commitlog_end)
+        return bounded_end(self.live, self.end)
 
     def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
         f = self.out.add(group, kind, severity, path, position, offset, detail)

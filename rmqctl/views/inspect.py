@@ -15,6 +15,7 @@ from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot
+from ..live import head_moved
 from ..store import Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -327,10 +328,8 @@ def files_with_data(store: Store) -> list:
         try:
             if not f.is_all_zero():
                 out.append(f)
-        except FileGone:
-            if store.live is None:
-                raise
-            store.live.gone(f)
+        except FileGone as e:
+            head_moved(store.live, f, e)
     return out
 
 
