@@ -88,8 +88,10 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0,
                gone: Callable[[object], None] | None = None) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
-    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data);
-    bytes at or past `end` are not looked at. A file deleted since it was listed (errors.FileGone) is passed
+    are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
+    A batch may decode past `end` (a record that starts before `end` is read whole, and a batch does not stop
+    at it), but no record starting at or past `end` is yielded and no refusal there is told: on a live store
+    those bytes may be a record still being written. A file deleted since it was listed (errors.FileGone) is passed
     to `gone` and the walk goes on with the next one (without `gone`, FileGone is raised).
     Read pages go back GIVE_BACK_STEP at a time once the walk is `resident` bytes past them (batches other
     threads still read: giving their pages back early would only fault them in again)."""
