@@ -249,9 +249,13 @@ def interrupt(argv: list, fifo: Path, cwd: Path) -> subprocess.CompletedProcess:
     readers = [threading.Thread(target=drain, args=(k,)) for k in (0, 1)]  # both at once: either may block it
     for reader in readers:
         reader.start()
+    try:
+        proc.wait(timeout=INTERRUPT_GUARD)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"too slow: {argv[:2]} did not stop in {INTERRUPT_GUARD} s after SIGINT")
     for reader in readers:
         reader.join()
-    proc.wait()
     if writer is not None:
         os.close(writer)
     return subprocess.CompletedProcess(argv, proc.returncode, outputs[0], outputs[1].replace(b"\0", b"").decode())
@@ -272,3 +276,32 @@ def test_ctrl_c_exits_130_in_every_command(tmp_path):
         assert res.returncode == 130, (command, res.returncode, res.stderr[-2000:])
         assert "rmqctl: interrupted" in res.stderr and "Traceback" not in res.stderr, (command, res.stderr[-2000:])
     assert seen == every_command()
+
+
+def test_only_the_main_thread_takes_ctrl_c(tmp_path):
+    """A SIGINT handed to another thread would leave a main thread blocked in a read waiting for ever: the console
+    script blocks SIGINT in every thread but the main one (numpy's OpenBLAS pool included). Read from /proc while
+    the command waits on a FIFO config."""
+    fifo = tmp_path / "config-fifo"
+    os.mkfifo(fifo)
+    store = FIXTURES / "a-basic" / "store"
+    proc = subprocess.Popen([str(CONSOLE_SCRIPT), "locate", "0", "--store", str(store), "--broker-config", str(fifo)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        writer = None
+        while writer is None and proc.poll() is None:
+            with contextlib.suppress(OSError):  # ENXIO until the command opens its config for reading
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        blocked = {}
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+            blocked[int(task.name)] = bool(int(status["SigBlk"], 16) & (1 << (signal.SIGINT - 1)))
+    finally:
+        proc.kill()
+        proc.wait()
+        if writer is not None:
+            os.close(writer)
+    assert len(blocked) > 1  # numpy's threads are there to be judged
+    assert blocked.pop(proc.pid) is False
+    assert all(blocked.values())

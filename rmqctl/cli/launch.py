@@ -10,15 +10,22 @@ left alone, its allocator too."""
 from __future__ import annotations
 
 import gc
+import signal
 
-from ..engine import kernels
-from ..budget import one_heap
+# Ctrl-C must reach the main thread: a SIGINT the kernel hands to another thread (OpenBLAS starts its pool when
+# numpy loads) only sets Python's flag, and a main thread blocked in a read (a FIFO or pipe as its config, a full
+# pipe) never sees it. The threads the imports start inherit this mask; main() unblocks it in the main thread.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+from ..budget import one_heap  # noqa: E402 (after the mask: see above)
+from ..engine import kernels  # noqa: E402
 
 
 def main():
     one_heap()
     gc.disable()
     from .main import main as run  # (start-up: loaded with the collector paused)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     gc.freeze()
     gc.enable()
     kernels.when_loaded(gc.freeze)
