@@ -45,9 +45,9 @@ class BrokerConfig:
     enableDLegerCommitLog: bool = False
     dLegerSelfId: str | None = None
     storePathDLedgerCommitLog: str | None = None
-    # Which broker generation wrote (or will read) the store: decides the property separator style,
-    # the checkpoint width and the cleaner's thresholds. None: detect from the data.
-    rocketmqVersion: int | None = None
+    # Which broker reads the store (4, 5 or 5.5, as --rocketmq-version): decides the rules that differ by
+    # version (rmqctl.brokerversion). None: what the store's files tell.
+    rocketmqVersion: str | None = None
     # Where the consume queues live: "default" (files), "defaultRocksDB" (a RocksDB database in consumequeue/).
     # None: not said; the store's files decide (rmqctl.parts).
     storeType: str | None = None

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from . import schema as S
+from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
 from .engine.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
@@ -27,8 +28,8 @@ RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "t
 
 
 def allow_v2(store: Store) -> bool:
-    """4.9 readers take V2 magic for an illegal one; any other (or unknown) version reads it."""
-    return store.config.rocketmqVersion != 4
+    """4.9 readers take V2 magic for an illegal one; 5.x's read it."""
+    return store.version.major != 4
 
 
 @dataclasses.dataclass
@@ -76,11 +77,13 @@ class RecordTally:
 
 
 class RecoveryChecker:
-    """checkMessageAndReturnSize(checkCRC) for one store's settings."""
+    """checkMessageAndReturnSize(checkCRC) for one store's settings; for `abnormal` recovery on 5.5.0+, also
+    the record's PHYSICALOFFSET against its position (apache/rocketmq#10017)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, abnormal: bool = False):
         cfg = store.config
         self.v2 = allow_v2(store)
+        self.position = abnormal and position_checked(store.version)
         self.crc = cfg.checkCRCOnRecover
         self.prop_crc = cfg.forceVerifyPropCRC and self.v2  # 5.2.0+ only
         self.size = store.commitlog.file_size
@@ -96,10 +99,15 @@ class RecoveryChecker:
                             detail=e.detail, storeSize=e.size)
             self._describe_torn(bad, buf, pos)
             return None, bad
-        if isinstance(rec, Blank) or not self.crc:
+        if isinstance(rec, Blank):
             return rec, None
         kind = detail = None
-        if self.prop_crc:
+        if self.position and rec.physicalOffset != f.start + pos:
+            kind, detail = "physical-offset", (f"PHYSICALOFFSET field is {rec.physicalOffset} but the record starts at "
+                                               f"{f.start + pos} (5.5.0's abnormal recovery stops here)")
+        elif not self.crc:
+            return rec, None
+        elif self.prop_crc:
             state = property_crc_state(buf, pos, rec)
             if state is None:
                 kind, detail = "property-crc", "no __CRC32# property (forceVerifyPropCRC)"
@@ -124,13 +132,21 @@ class RecoveryChecker:
             bad.queueOffset = S.INT64.unpack_from(buf, pos + QUEUE_OFFSET_AT)[0]
 
 
-def recovery_fails_on(kind: str, config, v5: bool) -> bool:
-    """Would checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on a finding of this kind?"""
+def position_checked(version: BrokerVersion) -> bool:
+    """5.5.0's abnormal recovery also stops at a record whose PHYSICALOFFSET is not its position."""
+    return version.at_least(5, 5)
+
+
+def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool) -> bool:
+    """Would the recovery's checkMessageAndReturnSize(checkCRC = checkCRCOnRecover) fail on a finding of this
+    kind?"""
     if kind in RECOVERY_SEES:
         return True
+    if kind == "physical-offset":
+        return abnormal and position_checked(version)
     if not config.checkCRCOnRecover:
         return False
-    prop = config.forceVerifyPropCRC and v5
+    prop = config.forceVerifyPropCRC and version.major == 5
     return kind == ("property-crc" if prop else "body-crc")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import math
 import mmap
 import os
@@ -21,6 +22,7 @@ import numpy as np
 
 from . import schema as S
 from . import dledger as D
+from .brokerversion import SAMPLE_FILES, BrokerVersion, infer
 from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
 from .errors import FileGone, StoreError
@@ -610,30 +612,22 @@ class Store:
             roots += [os.path.realpath(d) for d in self.commitlog_dirs]
         return roots + list(followed_links(self).values())
 
-    @property
-    def consumequeue_dir(self) -> Path:
-        return self.root / "consumequeue"
-
-    @property
-    def index_dir(self) -> Path:
-        return self.root / "index"
-
-    @property
-    def checkpoint_path(self) -> Path:
-        return self.root / "checkpoint"
-
-    @property
-    def abort_path(self) -> Path:
-        return self.root / "abort"
-
-    @property
-    def lock_path(self) -> Path:
-        return self.root / "lock"
+    # the root entries every store has, by the broker's names
+    consumequeue_dir = property(lambda self: self.root / "consumequeue")
+    index_dir = property(lambda self: self.root / "index")
+    checkpoint_path = property(lambda self: self.root / "checkpoint")
+    abort_path = property(lambda self: self.root / "abort")
+    lock_path = property(lambda self: self.root / "lock")
 
     # -- commitlog ---------------------------------------------------------------------------------------
     @cached_property
     def commitlog(self) -> MappedFileQueue:
         return commitlog_queue(self.commitlog_dirs, self.config)
+
+    @cached_property
+    def version(self) -> BrokerVersion:
+        """Which RocketMQ's rules apply: the operator's word, else what the store's files tell (brokerversion)."""
+        return infer(self.root, self.config, lambda n: newest_first_records(self, n))
 
     def scan(self, allow_v2: bool = True) -> CommitLogScan | D.DLedgerScan:
         if self.dledger is not None:
@@ -787,6 +781,13 @@ def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:
     if len(lengths) > 1:
         infer_file_size(files, "consumequeue", DEFAULT_CQ_SIZE)  # raises with the detail
     return next(iter(lengths)) if lengths else DEFAULT_CQ_SIZE
+
+
+def newest_first_records(store: Store, n: int) -> Iterator[Message]:
+    """Up to n messages from the start of each of the newest commitlog files, newest first."""
+    scan, size = store.scan(), store.commitlog.file_size
+    for f in reversed(store.commitlog.files[-SAMPLE_FILES:]):
+        yield from (m for _, m in itertools.islice(scan.records(f.start, f.start + size), n))
 
 
 def as_of_snapshot(mf: MappedFile, live: Snapshot):

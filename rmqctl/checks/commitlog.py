@@ -13,6 +13,7 @@ import numpy as np
 from .. import dledger as D
 from .. import schema as S
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
+from ..recovery import allow_v2
 from ..store import links_outside
 from . import dledger as verify_dledger, links as verify_links
 from .context import Context
@@ -93,7 +94,7 @@ def plan(ctx: Context) -> list[list[Task]]:
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
             chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
                                forced=k == 0 or ctx.store.dledger is not None, claim_from=max(lo, claim_from), stop=hi,
-                               config=ctx.config, moving_from=moving_from, **want))
+                               config=ctx.config, moving_from=moving_from, allow_v2=allow_v2(ctx.store), **want))
         out.append(chunks)
     return out
 
@@ -163,7 +164,7 @@ def merge(ctx: Context, results: list[list], report: bool) -> int:
     has_data = [any(r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
                                                 for g in r.regions) for r in rs) for rs in results]
     last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
-    records = trailing = 0
+    records = 0
     for i, rs in enumerate(results):
         f = files[i]
         for r in rs:
@@ -176,11 +177,7 @@ def merge(ctx: Context, results: list[list], report: bool) -> int:
                 ctx.logical_end = max(ctx.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
             if r.count:
                 ctx.logical_end = max(ctx.logical_end, f.start + r.end)
-            trailing += r.trailing_separator
             records += r.count
-    if not ctx.is5 and ctx.config.rocketmqVersion is None:
-        # 5.x ends every property pair with 0x02, 4.x only separates them
-        ctx.is5 = trailing * 2 > records and records > 0
     return records
 
 

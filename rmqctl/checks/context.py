@@ -95,7 +95,7 @@ class Context:
         self.files = store.commitlog.files
         self.logical_end = self.files[0].start if self.files else 0
         self.min_offset = self.files[0].start if self.files else 0
-        self.is5 = self.config.rocketmqVersion == 5
+        self.is5 = store.version.major == 5
         self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
         self.recovery_cut: int | None = None  # where the broker's next recovery truncates the commitlog
         # read once per run, by whichever check needs them first

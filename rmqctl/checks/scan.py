@@ -51,6 +51,7 @@ class Task:
     claim_from: int
     stop: int
     config: BrokerConfig
+    allow_v2: bool = True  # the store's broker reads the V2 magic (5.1+; recovery.allow_v2)
     check_crc: bool = True
     want_tags: bool = True
     want_keys: bool = True
@@ -96,7 +97,6 @@ class ChunkResult:
     findings: list[tuple[str, str, int, str]]  # (kind, severity, position, detail)
     regions: list[Region]
     blank: tuple[int, int] | None  # (position, storeSize) of the BLANK ending the file
-    trailing_separator: int  # records whose properties end with 0x02 (5.x style)
     bytes: int
     count: int  # records checked: len(pos), also after verify's windows drop the columns (checks/windows.py)
     start: int  # the first checked record's position (-1: none)
@@ -144,7 +144,7 @@ class _Scanner:
         # hole through the map allocates it; on a full one that is a SIGBUS)
         self.data_end = limit if data_end is None else data_end
         self.u8 = np.frombuffer(buf, dtype=np.uint8, count=limit) if limit else np.zeros(0, np.uint8)
-        self.allow_v2 = task.config.rocketmqVersion != 4
+        self.allow_v2 = task.allow_v2
         cfg = task.config
         self.options = (
             (K.CHECK_CRC if task.check_crc else 0) | (K.WANT_TAGS if task.want_tags else 0)
@@ -299,7 +299,7 @@ class _Scanner:
             queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],
             tags=tags, topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
             inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
-            trailing_separator=int(state[K.S_TRAILING]), bytes=max(0, min(t.stop, self.limit) - t.claim_from),
+            bytes=max(0, min(t.stop, self.limit) - t.claim_from),
             count=n, start=int(rec[K.POS, 0]) if n else -1, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
             newest=int(rec[K.STORE_TS].max()) if n else 0, record_bytes=int(rec[K.SIZE].sum()),
         )

@@ -338,7 +338,7 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
         why = "the third file from the last (4.9 normal recovery)"
         mode = "normal recovery"
     begin = files[first].start
-    seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.is5)]
+    seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.store.version, abort)]
     cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
     ctx.recovery_cut = cut.commitLogOffset if cut is not None else None
     return RecoveryPlan(first, why, mode, abort, seen, cut)

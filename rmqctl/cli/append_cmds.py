@@ -55,12 +55,10 @@ MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "b
 @click.option("--prepared-transaction-offset", type=int, default=0, show_default=True,
               help="Commitlog offset of the half message a COMMIT/ROLLBACK record ends.")
 @click.option("--delay-level", type=int, help="Apply the store's delay rewrite: SCHEDULE_TOPIC_XXXX, queue level-1, REAL_TOPIC/REAL_QID.")
-@click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
-              help="Record style of the broker that owns the store (default: from the config, else the store's records, else 4).")
 @click.option("--dry-run", is_flag=True, help="Print where each message would go; write nothing.")
 @click.option("--create", is_flag=True,
               help="Make --store a new store if it is not one yet (needed unless it is an existing empty directory).")
-def append(ctx, jsonl_path, parquet_path, keep_timestamps, rocketmq_version, dry_run, create, **opts):
+def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **opts):
     """Append messages exactly as the broker's CommitLog would, then dispatch them to the consumequeue and
     index and update the checkpoint. Takes the broker's lock; a line is printed per message
     (commitLogOffset, queueOffset, msgId, file, position) only once it is durable (after fsync).
@@ -90,7 +88,8 @@ def append(ctx, jsonl_path, parquet_path, keep_timestamps, rocketmq_version, dry
 
     if not dry_run:
         prepare_kernels(*APPEND_KERNELS, what="encoder")
-    appender = Appender(ctx.store_dir, ctx.config, int(rocketmq_version) if rocketmq_version else None, dry_run=dry_run,
+    # --rocketmq-version is the config's rocketmqVersion; without it, the store's records, else 4's style
+    appender = Appender(ctx.store_dir, ctx.config, dry_run=dry_run,
                         keep_index_time=keep_timestamps, create=create)
     out = sys.stdout
     appender.open()

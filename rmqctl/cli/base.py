@@ -22,6 +22,7 @@ import click
 import orjson
 
 from .. import schema as S
+from ..brokerversion import CHOICES as VERSION_CHOICES, BrokerVersion
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import EXIT_INTERRUPTED, EXIT_REFUSED, RmqError, UsageError, where
@@ -112,11 +113,11 @@ class StoreContext:
     """What the shared options resolve to: the store, its config, and the chosen output format."""
 
     def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool,
-                 writes: bool = False, long: bool = False):
+                 writes: bool = False, long: bool = False, rocketmq_version: str | None = None):
         if long and fmt not in (None, "table"):
             raise UsageError(f"--long shows records as key: value blocks; it does not go with --format {fmt}")
         self.writes = writes
-        self.config: BrokerConfig = load_config(broker_config)
+        self.config: BrokerConfig = load_config(broker_config, rocketmqVersion=rocketmq_version)
         root = os.path.expanduser(store_dir or self.config.storePathRootDir or "~/store")
         if os.path.islink(root.rstrip("/") or "/"):
             # resolved once: a link re-pointed mid-run cannot move a writer to another store
@@ -159,6 +160,14 @@ class StoreContext:
         """A store root is there (a dry run of `append --create` may name one that is not)."""
         return os.path.isdir(os.path.join(self.store_dir, "commitlog")) or self._store is not None
 
+    def version(self, quiet: bool = False) -> BrokerVersion:
+        """The store's broker version, for a command whose answer depends on it; one stderr line when assumed
+        (none when `quiet`)."""
+        version = self.store.version
+        if version.assumed and not quiet:
+            echo_err(f"rmqctl: {version.note()}")
+        return version
+
     def writable_store(self) -> Store:
         """The store a writer opens: no snapshot (it reads the store once it holds the lock, in
         maintenance.staging.writing)."""
@@ -194,10 +203,13 @@ def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callab
                   help="Output format: table (one line per record) on a terminal, jsonl otherwise.")
     @click.option("--long", "-l", "long", is_flag=True,
                   help="Each record as a block of key: value lines with every field, instead of one line.")
+    @click.option("--rocketmq-version", type=click.Choice(VERSION_CHOICES),
+                  help="The rules of the broker that owns the store, where they differ: 4 (4.9), 5 (5.x) or 5.5 "
+                       "(5.5.0's recovery). Default: what the store's files tell (see `info`).")
     @functools.wraps(fn)
-    def wrapper(store_dir, broker_config, fmt, long, **kwargs):
+    def wrapper(store_dir, broker_config, fmt, long, rocketmq_version, **kwargs):
         explicit = store_dir is not None
-        ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes, long)
+        ctx = StoreContext(store_dir, broker_config, fmt, explicit, writes, long, rocketmq_version)
         try:
             return fn(ctx, **kwargs)
         finally:

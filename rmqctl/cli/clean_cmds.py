@@ -17,8 +17,6 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 @cli.command("clean")
 @store_options(writes=True)
 @wait_option
-@click.option("--rocketmq-version", type=click.Choice(["4", "5"]),
-              help="Whose rules: 5 (5.x, default) or 4 (4.9: fixed 10-file batch, thresholds without clamps).")
 @click.option("--now", "manual", is_flag=True,
               help="Manual delete, like mqadmin deleteExpiredCommitLog: the next 20 passes act at any hour.")
 @click.option("--passes", type=click.IntRange(min=1),
@@ -51,7 +49,7 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
                    "logrotate-friendly).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code is the answer.")
 @click.option("--verbose", "-v", is_flag=True, help="With --apply, print the plan and summary even when nothing goes.")
-def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
+def clean(ctx, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
           file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
           disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, disk_usage,
           delete_interval, log_path, quiet, verbose):
@@ -69,14 +67,14 @@ def clean(ctx, rocketmq_version, manual, passes, until_ok, apply, dry_run, check
     """
     if apply and (dry_run or check):
         raise UsageError("--apply cannot be combined with --dry-run or --check")
+    store = ctx.writable_store() if apply else ctx.store
     settings = CleanSettings.from_config(
-        ctx.config, int(rocketmq_version) if rocketmq_version else None, deleteWhen=delete_when,
+        ctx.config, ctx.version(quiet).major, deleteWhen=delete_when,
         fileReservedTime=file_reserved_time, diskMaxUsedSpaceRatio=disk_max_used_space_ratio,
         diskSpaceCleanForciblyRatio=disk_space_clean_forcibly_ratio,
         diskSpaceWarningLevelRatio=disk_space_warning_level_ratio,
         cleanFileForciblyEnable=clean_file_forcibly_enable, deleteFileBatchMax=delete_file_batch_max)
     clock = Clock.parse(at, live=apply)
-    store = ctx.writable_store() if apply else ctx.store
     on_delete = _logger(log_path, os.path.abspath(store.root)) if log_path else None
     result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete,
                        delete_interval, disk_usage)

@@ -17,6 +17,7 @@ def info(ctx):
     rmqctl info --store /data/store --broker-config broker.conf
     rmqctl info --store /data/store --format table | less
     """
+    ctx.version()  # one stderr line when nothing in the store tells it
     data = inspect.info(ctx.store)
     startup = estimate_startup(ctx.store)
     data["startup"] = startup.to_dict()
@@ -32,7 +33,9 @@ def info(ctx):
 def _print_table(d: dict, startup: str):
     """Plain lines (a pager shows them as they are), then the queue and index tables at full width."""
     cl = d["commitlog"]
+    bv = d["brokerVersion"]
     lines = [f"store      {d['store']}",
+             f"version    RocketMQ {bv['version']} rules ({'assumed: ' if bv['assumed'] else ''}{bv['evidence']})",
              f"commitlog  {cl['files']} file(s) of {cl['fileSize']} B ({cl['preallocatedEmptyFiles']} preallocated empty), "
              f"offsets {cl['minOffset']}..{cl['maxOffset']}  [{cl['firstFile']} .. {cl['lastFile']}]"]
     dl = d.get("dledger")

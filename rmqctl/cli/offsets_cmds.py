@@ -49,10 +49,8 @@ def consumers(ctx, per_group):
 @cli.command("offset-by-time")
 @store_options
 @click.argument("args", nargs=-1, required=True, metavar="TOPIC [QUEUE_ID] TIME")
-@click.option("--rocketmq-version", type=click.Choice(["4", "5"]), default="5", show_default=True,
-              help="Whose rule: 5 (by the messages' store times) or 4 (the file picked by its modification time).")
 @click.option("--boundary", type=click.Choice(offsets.BOUNDARIES), default="lower", show_default=True, help=BOUNDARY_HELP)
-def offset_by_time(ctx, args, rocketmq_version, boundary):
+def offset_by_time(ctx, args, boundary):
     """The queue offset the broker's getOffsetInQueueByTime returns for TIME (ISO 8601, local time without a
     zone, or epoch milliseconds), for one queue or, without QUEUE_ID, every queue of TOPIC: where a consumer
     reset to that time starts.
@@ -69,10 +67,11 @@ def offset_by_time(ctx, args, rocketmq_version, boundary):
         if not args[1].isdigit():
             raise UsageError(f"QUEUE_ID {args[1]!r} is not a queue id")
         queue_id = int(args[1])
-    if rocketmq_version == "4" and boundary != "lower":
+    major = ctx.version().major  # 4.9 picks the file by its modification time, 5.x by the messages' store times
+    if major == 4 and boundary != "lower":
         raise UsageError("--boundary is a 5.x option; 4.9 has one rule")
     ms = parse_time_ms(time_text, "TIME")
-    rows = offsets.offset_by_time(ctx.store, topic, queue_id, ms, int(rocketmq_version), boundary)
+    rows = offsets.offset_by_time(ctx.store, topic, queue_id, ms, major, boundary)
     render((r.to_dict() for r in rows), ctx.format,
            ["topic", "queueId", "queueOffset", "minOffset", "maxOffset", "storeTimestampText"]
            if ctx.format == "table" else None)

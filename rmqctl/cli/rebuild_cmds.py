@@ -253,6 +253,7 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     store = ctx.store if dry_run else ctx.writable_store()
     if dry_run:
         note_live_dry_run(store)
+    ctx.version()  # 4.9, 5.x and 5.5 recover differently: one stderr line when assumed
     from ..maintenance.repair import repair  # loads the compiled kernels: only for this command
 
     if scan_all and not dry_run and not yes:

@@ -54,6 +54,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
 
     baseline = read_baseline(baseline_path) if baseline_path else None
     store = ctx.store
+    ctx.version(quiet)  # the recovery prediction depends on it: one stderr line when assumed
     if store.live is not None and not quiet:
         echo_err(f"rmqctl: live: {store.live.holder} holds the store lock: verify judges the store as it "
                  f"was when it began; what the broker writes meanwhile is its work in flight, not damage")

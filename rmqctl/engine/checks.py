@@ -79,7 +79,7 @@ POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = 
 RECORD_COLUMNS = 9
 # state slots: walk position, records, keys, topics, properties ending in 0x02, then the walk's scratch (the
 # value spans of the properties looked up: it allocates nothing)
-S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_TRAILING, S_VALUES = range(6)
+S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_VALUES = range(5)
 STATE_SLOTS = S_VALUES + 2 * len(NAME_LENGTHS)
 # walk outcome
 ENDED, BROKEN, FULL = range(3)
@@ -160,8 +160,6 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             flags |= F_INNER_BATCH
         t, state[S_TOPICS] = topic_id(u8, topic_at, topic_len, pos, table, topics, state[S_TOPICS])
         lo = end - props_len
-        if props_len > 0 and u8[end - 1] == 2:
-            state[S_TRAILING] += 1
         _, non_ascii, dropped = read_properties(u8, lo, end, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
         if non_ascii:
             if not well_formed_utf8(u8, lo, end):

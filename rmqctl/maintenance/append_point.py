@@ -10,6 +10,7 @@ from array import array
 from pathlib import Path
 
 from .. import schema as S
+from ..brokerversion import FIVE_ONLY_CONFIG_KEYS, parse_release, store_entries_version
 from ..config import BrokerConfig, read_properties
 from ..dispatch import cq_targets
 from ..errors import StoreError, UsageError
@@ -18,9 +19,6 @@ from ..record import Blank
 from ..recovery import RecoveryChecker, normal_recovery_start, zero_from
 from ..store import Store
 
-# MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
-FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
-                         "timerWheelEnable", "timerPrecisionMs")
 
 
 @dataclasses.dataclass
@@ -51,9 +49,9 @@ def config_version(config: BrokerConfig, requested: int | None) -> tuple[int, st
     return 4, "default"
 
 
-def checked_version(config: BrokerConfig, v: int, where: str) -> int:
-    if v not in (4, 5):
-        raise UsageError(f"{where}: RocketMQ major version must be 4 or 5, not {v}")
+def checked_version(config: BrokerConfig, version, where: str) -> int:
+    """The record style (4 or 5) of a version given as 4, 5 or 5.5."""
+    v = parse_release(version, where)[0]
     if v < 5 and (config.enabledAppendPropCRC or config.forceVerifyPropCRC):
         raise UsageError(f"{where} says RocketMQ 4, but the config enables the 5.x property CRC")
     return v
@@ -64,7 +62,7 @@ def store_version(root: Path, votes: dict[int, int]) -> tuple[int, str] | None:
     in its root), when the config did not say."""
     if votes.get(5, 0) or votes.get(4, 0):
         return (5 if votes.get(5, 0) > votes.get(4, 0) else 4), "the store's records"
-    if (root / "abort.bak").exists() or (root / "compaction").is_dir():
+    if store_entries_version(root) is not None:
         return 5, "5.x files in the store root"
     return None
 

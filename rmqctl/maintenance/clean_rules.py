@@ -90,13 +90,11 @@ class CleanSettings:
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
-    def from_config(cls, cfg: BrokerConfig, version: int | None = None, **overrides) -> "CleanSettings":
-        """broker.conf values, then explicit overrides (None = not given). 4.9 has no
+    def from_config(cls, cfg: BrokerConfig, version: int, **overrides) -> "CleanSettings":
+        """broker.conf values, then explicit overrides (None = not given), under `version`'s rules (4 or 5: the
+        store's, Store.version). 4.9 has no
         diskSpace*Ratio / deleteFileBatchMax settings: from broker.conf they are ignored (and said so); given
         as options, the thresholds stand for 4.9's -Drocketmq.broker.diskSpace*Ratio system properties."""
-        version = version or cfg.rocketmqVersion or 5
-        if version not in (4, 5):
-            raise UsageError(f"--rocketmq-version must be 4 or 5, not {version}")
         s = cls(version=version)
         for name in ("deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio", "diskSpaceCleanForciblyRatio",
                      "diskSpaceWarningLevelRatio", "cleanFileForciblyEnable", "deleteFileBatchMax"):

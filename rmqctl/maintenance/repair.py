@@ -443,7 +443,7 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             result.seconds = time.monotonic() - t0
             return result
         refuse_gaps(store)
-        checker = RecoveryChecker(store)
+        checker = RecoveryChecker(store, abnormal=True)
         files = store.commitlog.files
         start = recovery_start(store)
         seen = RecordTally()

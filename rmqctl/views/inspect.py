@@ -378,6 +378,7 @@ def info(store: Store) -> dict:
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
         "store": str(store.root),
+        "brokerVersion": store.version.to_dict(),
         "empty": store.is_empty,
         "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
                       "preallocatedEmptyFiles": preallocated,
