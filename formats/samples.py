@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rmqctl import dledger
+from rmqctl.batchcq import batch_consume_queues
 from rmqctl import schema as S
 from rmqctl import schema_metaq as MQ
 from rmqctl.config import load_config
@@ -78,6 +79,20 @@ def cq_unit(fixture: str, topic: str, queue_id: int, queue_offset: int) -> list[
             *annotate(S.ConsumeQueueUnit, data),
             f"# -> the record at {off}: topic {m.topic}, queueId {m.queueId}, queueOffset {m.queueOffset},"
             f" storeSize {m.storeSize}; TAGS {m.tags!r}.hashCode() = {java_string_hash(m.tags or '')}"]
+
+
+def bcq_unit(fixture: str, topic: str, queue_id: int, index: int) -> list[str]:
+    """Unit `index` of a BatchConsumeQueue, and the record it names."""
+    q = next(q for q in batch_consume_queues(store(fixture)) if (q.topic, q.queue_id) == (topic, queue_id))
+    f = q.files.files[index // q.units_per_file]
+    pos = index % q.units_per_file * S.BCQ_UNIT_SIZE
+    data = bytes(f.buf[pos : pos + S.BCQ_UNIT_SIZE])
+    off, _, _, _, base, batch, _, _ = S.BCQ_UNIT.unpack(data)
+    _, m = store(fixture).read_message(off)
+    return [where(fixture, f.path, pos, f"unit {index} of {topic}/{queue_id}: queue offsets {base}..{base + batch - 1}"),
+            *annotate(S.BatchConsumeQueueUnit, data),
+            f"# -> the record at {off}: queueOffset {m.queueOffset}, INNER_NUM {m.properties.get('INNER_NUM')}, "
+            f"INNER_BASE {m.properties.get('INNER_BASE')}, storeSize {m.storeSize}, storeTimestamp {m.storeTimestamp}"]
 
 
 def index_header(fixture: str, file_index: int) -> list[str]:
@@ -228,6 +243,8 @@ SAMPLES = {
     "blank": ("blank-record.md", lambda: blank("a-basic", 0)),
     "consumequeue-units": ("consumequeue.md", lambda: cq_unit("a-basic", "TopicTest", 2, 0)
                            + cq_unit("a-basic", "TopicTest", 2, 64)),
+    "batchconsumequeue-units": ("batchconsumequeue.md", lambda: bcq_unit("j-batchcq", "BatchTopic", 0, 0)
+                                + bcq_unit("j-batchcq", "BatchTopic", 0, 1)),
     "index-header": ("index.md", lambda: index_header("a-basic", 0) + index_header("a-basic", 1)),
     "index-chain": ("index.md", lambda: index_chain("a-basic", 0, "TopicTest", "USER-35", 8)),
     "checkpoint-49": ("checkpoint.md", lambda: checkpoint("a-basic", "RocketMQ 4.9.7 checkpoint: three longs")),

@@ -69,9 +69,17 @@ def parse_release(value, where: str = "--rocketmq-version") -> tuple[int, int]:
     return release
 
 
+def record_style(m) -> tuple[bool, bool, int]:
+    """What a record's bytes tell of its writer: (V2 magic, a property CRC, its properties' style: 0 none,
+    5 ending in the separator, 4 not)."""
+    props = bytes(m.propertiesBytes)
+    style = 0 if not props else 5 if props.endswith(PROPERTY_SEPARATOR.encode()) else 4
+    return m.magicCode == S.MAGIC_V2, CRC32_PROPERTY in m.properties, style
+
+
 def infer(root: Path, config: BrokerConfig, records) -> BrokerVersion:
-    """The operator's word, else the newest evidence in the store, else ASSUMED. `records(n)` yields up to n
-    messages from the start of each of the newest commitlog files (their style tells the writer)."""
+    """The operator's word, else the newest evidence in the store, else ASSUMED. `records(n)` yields the
+    record_style of up to n records from the start of each of the newest commitlog files."""
     if config.rocketmqVersion is not None:
         where = "--rocketmq-version" if config.source is None else f"rocketmqVersion in {config.source}"
         return BrokerVersion(parse_release(config.rocketmqVersion, "rocketmqVersion"), f"{where} says so")
@@ -127,14 +135,13 @@ def _from_records(records) -> tuple[tuple[int, int], str] | None:
         sample = list(itertools.islice(records(SAMPLE_RECORDS), SAMPLE_RECORDS * SAMPLE_FILES))
     except StoreError:
         return None  # files the model cannot map yet (verify reports them): the records tell nothing here
-    for m in sample:
-        if m.magicCode == S.MAGIC_V2:
+    for v2, crc, style in sample:
+        if v2:
             found = (5, 1), "records with the V2 magic"
-        elif CRC32_PROPERTY in m.properties:
+        elif crc:
             found = (5, 2), "records with a property CRC"
-        elif m.propertiesBytes:
-            five = m.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode())
-            found = ((5, 0), "the records' 5.x property style") if five else ((4, 9), "the records' 4.x property style")
+        elif style:
+            found = ((5, 0), "the records' 5.x property style") if style == 5 else ((4, 9), "the records' 4.x property style")
         else:
             continue
         newest = found if newest is None or found[0] > newest[0] else newest

@@ -17,6 +17,7 @@ class BrokerConfig:
     storePathCommitLog: str | None = None
     mappedFileSizeCommitLog: int | None = None  # None: infer from the files, else 1 GiB
     mappedFileSizeConsumeQueue: int | None = None  # None: infer, else 300000 * 20
+    mapperFileSizeBatchConsumeQueue: int | None = None  # (the broker's spelling) None: infer, else 300000 * 46
     maxHashSlotNum: int | None = None  # None: infer from the index files, else 5,000,000
     maxIndexNum: int | None = None  # None: infer, else 20,000,000
     deleteWhen: str = "04"

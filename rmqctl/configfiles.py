@@ -167,6 +167,14 @@ def topic_names(doc) -> set[str] | None:
     return set(table) if isinstance(table, dict) else None
 
 
+def batch_cq_topics(doc) -> set[str]:
+    """topics.json's topics whose attribute queue.type is BatchCQ (QueueTypeUtils.getCQType)."""
+    table = (doc or {}).get("topicConfigTable") if isinstance(doc, dict) else None
+    return {name for name, conf in (table.items() if isinstance(table, dict) else ())
+            if isinstance(conf, dict) and isinstance(conf.get("attributes"), dict)
+            and conf["attributes"].get("queue.type") == "BatchCQ"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Epoch:
     epoch: int

@@ -10,7 +10,7 @@ import numpy as np
 from . import rules
 from . import schema as S
 from .config import BrokerConfig
-from .javacompat import java_string_hash, parse_int
+from .javacompat import java_string_hash, parse_int, parse_long
 from .record import Message
 from .rules import LMQ_PREFIX  # noqa: F401 (its home is rules; checks.verify takes it from here)
 
@@ -60,6 +60,26 @@ def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:
         out += rules.multi_dispatch_targets(props.get("INNER_MULTI_DISPATCH", ""),
                                             props.get("INNER_MULTI_QUEUE_OFFSET", ""), m.queueId, config.enableLmq)
     return out
+
+
+def batch_unit(m: Message, config: BrokerConfig) -> tuple[int, int, int, int, int, int] | None:
+    """The BatchConsumeQueue unit the broker writes for a record of a BatchCQ topic (putBatchMessagePositionInfo),
+    as (commitLogOffset, size, tagsCode, storeTime, msgBaseOffset, batchSize); None when it writes none.
+    checkMessageAndReturnSize's setBatchSizeIfNeeded: INNER_BASE and INNER_NUM when the record has both, else its
+    queue offset and 1."""
+    if not is_dispatched(m):
+        return None
+    props = m.properties
+    base, num = props.get("INNER_BASE"), props.get("INNER_NUM")
+    if base is not None and num is not None:
+        base, num = parse_long(base, 64), parse_long(num, 16)
+        if base is None or num is None:
+            return None  # Long/Short.parseLong throws: the broker's dispatch of this record fails
+    else:
+        base, num = m.queueOffset, 1
+    if base < 0 or num < 0:
+        return None  # putMessagePositionInfoWrapper refuses the request
+    return m.physicalOffset, m.storeSize, tags_code(m, config), m.storeTimestamp, base, num
 
 
 def index_keys(m: Message) -> list[str]:

@@ -49,6 +49,11 @@ KINDS: dict[str, str] = {
     "rocksdb-cq-below-min": "RocksDB queue units below the queue's min offset, never served (apache/rocketmq#10959)",
     "rocksdb-cq-double-write": "a double-write store whose RocksDB copy disagrees with its file queues",
     "rocksdb-cq-behind": "a RocksDB queue's dispatch checkpoint behind the commitlog: re-dispatched at start",
+    # batchconsumequeue units (5.x, topics with queue.type=BatchCQ)
+    "bcq-unit-mismatch": "a BatchConsumeQueue unit other than the one the broker writes for its record",
+    "bcq-unit-bad-target": "a BatchConsumeQueue unit pointing where no record of its queue starts",
+    "bcq-offset-gap": "a BatchConsumeQueue unit whose msgBaseOffset is not where the previous unit's batch ends",
+    "bcq-missing-units": "dispatched records of a BatchCQ topic with no unit in their queue",
     # index files
     "index-header": "an index header whose counts or begin/end values disagree with its entries",
     "index-slot": "a hash slot that does not hold the newest entry of its hash",

@@ -265,8 +265,9 @@ def batch_consume_queue(layout: Layout) -> list[Part]:
     if not has_content(base):
         return []
     topics = frozenset(n for n in listing(base) if (base / n).is_dir())
-    return [Part("batchconsumequeue", base, "batch consume queues (topics with queue.type=BatchCQ)", False,
-                 "this version does not read BatchConsumeQueue files", topics=topics)]
+    # read (rmqctl.batchcq); written by rebuild consumequeue and dispatched to by append, which say so (`understood`)
+    return [Part("batchconsumequeue", base, "batch consume queues (topics with queue.type=BatchCQ)", True,
+                 topics=topics, write=False)]
 
 
 @finder("compaction")

@@ -16,6 +16,8 @@ INTEGER_MAX_VALUE = (1 << 31) - 1
 KEY_SEPARATOR = 0x20  # MessageConst.KEY_SEPARATOR, " ": between the words of the KEYS property
 MULTI_DISPATCH_SEPARATOR = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER: between INNER_MULTI_DISPATCH queues
 LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
+LITE_PREFIX = LMQ_PREFIX + "$"  # RIP-83 lite topics (5.4+): the LMQ %LMQ%$parent$lite
+LITE_SEPARATOR = "$"
 DEFAULT_DELIVERY_DELAY = 1000  # computeDeliverTimestamp's delay for a level the table does not hold
 
 
@@ -112,6 +114,24 @@ def multi_dispatch_targets(queues: str, offsets: str, queue_id: int, enable_lmq:
             break
         out.append((name, lmq_queue_id(name, queue_id, enable_lmq), offset))
     return out
+
+
+def lite_topic(queue: str) -> tuple[str, str] | None:
+    """(parent topic, lite topic) of a lite topic's LMQ queue `%LMQ%$parent$lite` (RIP-83, 5.4+), else None.
+    Lite queues expire after an idle TTL, offsets and all: a vanished one is normal, never a loss."""
+    if not queue.startswith(LITE_PREFIX):
+        return None
+    parent, sep, lite = queue[len(LITE_PREFIX):].partition(LITE_SEPARATOR)
+    return (parent, lite) if sep and parent and lite else None
+
+
+def queue_kind(topic: str, batch_topics=frozenset()) -> str:
+    """How a queue's topic is kept: lite (a lite topic's LMQ), LMQ, BatchCQ, or a plain topic."""
+    if lite_topic(topic) is not None:
+        return "lite"
+    if topic.startswith(LMQ_PREFIX):
+        return "LMQ"
+    return "BatchCQ" if topic in batch_topics else "topic"
 
 
 def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:

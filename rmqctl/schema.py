@@ -52,6 +52,8 @@ KNOWN_SYSFLAG_BITS = 0x7FF
 
 END_FILE_MIN_BLANK_LENGTH = 8
 CQ_UNIT_SIZE = 20
+BCQ_UNIT_SIZE = 46  # BatchConsumeQueue.CQ_STORE_UNIT_SIZE
+BCQ_INVALID_POS = -1  # BatchConsumeQueue.INVALID_POS, the compactedOffset every unit is written with
 INDEX_HEADER_SIZE = 40
 HASH_SLOT_SIZE = 4
 INDEX_ENTRY_SIZE = 20
@@ -112,6 +114,18 @@ ConsumeQueueUnit = Struct(
     "commitLogOffset" / Int64sb,
     "size" / Int32sb,
     "tagsCode" / Int64sb,
+)
+
+# BatchConsumeQueue (5.0+, topics with queue.type=BatchCQ): one unit per record, covering batchSize queue offsets
+BatchConsumeQueueUnit = Struct(
+    "commitLogOffset" / Int64sb,
+    "size" / Int32sb,
+    "tagsCode" / Int64sb,
+    "storeTime" / Int64sb,
+    "msgBaseOffset" / Int64sb,  # the first queue offset the record covers
+    "batchSize" / Int16sb,  # how many: INNER_NUM of an inner batch, else 1
+    "compactedOffset" / Int32sb,  # written as -1 (INVALID_POS)
+    "reserved" / Int32sb,  # written as 0
 )
 
 IndexHeader = Struct(
@@ -245,6 +259,7 @@ SCHEMAS = {
     "commitlog-record": CommitLogRecord,
     "blank-record": BlankRecord,
     "consumequeue-unit": ConsumeQueueUnit,
+    "batchconsumequeue-unit": BatchConsumeQueueUnit,
     "index-header": IndexHeader,
     "hash-slot": HashSlot,
     "index-entry": IndexEntry,
@@ -330,6 +345,8 @@ def record_head_layout(born_v6: bool, store_v6: bool) -> tuple[struct.Struct, tu
 
 CQ_UNIT = compile_struct(ConsumeQueueUnit)
 CQ_DTYPE = compile_dtype(ConsumeQueueUnit)
+BCQ_DTYPE = compile_dtype(BatchConsumeQueueUnit)
+BCQ_UNIT = compile_struct(BatchConsumeQueueUnit)
 INDEX_HEADER = compile_struct(IndexHeader)
 HASH_SLOT = compile_struct(HashSlot)
 INDEX_ENTRY = compile_struct(IndexEntry)
@@ -366,6 +383,7 @@ DLEDGER_DUMP_FIELDS = ("index", "term", "entryPos", "entrySize", "entryFilePosit
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
+assert BCQ_DTYPE.itemsize == BCQ_UNIT_SIZE
 assert CQ_UNIT.size == CQ_UNIT_SIZE and INDEX_HEADER.size == INDEX_HEADER_SIZE
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE and HASH_SLOT.size == HASH_SLOT_SIZE
 assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE

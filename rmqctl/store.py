@@ -22,7 +22,7 @@ import numpy as np
 
 from . import schema as S
 from . import dledger as D
-from .brokerversion import SAMPLE_FILES, BrokerVersion, infer
+from .brokerversion import SAMPLE_FILES, BrokerVersion, infer, record_style
 from .config import BrokerConfig, split_paths
 from .engine.views import ColumnViews
 from .errors import FileGone, StoreError
@@ -783,11 +783,16 @@ def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:
     return next(iter(lengths)) if lengths else DEFAULT_CQ_SIZE
 
 
-def newest_first_records(store: Store, n: int) -> Iterator[Message]:
-    """Up to n messages from the start of each of the newest commitlog files, newest first."""
+def newest_first_records(store: Store, n: int) -> Iterator[tuple]:
+    """brokerversion.record_style of up to n records from the start of each of the newest commitlog files, newest
+    first; each file released once read (a reading command maps one commitlog file at a time)."""
     scan, size = store.scan(), store.commitlog.file_size
     for f in reversed(store.commitlog.files[-SAMPLE_FILES:]):
-        yield from (m for _, m in itertools.islice(scan.records(f.start, f.start + size), n))
+        walk = scan.records(f.start, f.start + size)
+        styles = [record_style(m) for _, m in itertools.islice(walk, n)]
+        walk.close()  # its frame holds views of the mapping
+        f.release()
+        yield from styles
 
 
 def as_of_snapshot(mf: MappedFile, live: Snapshot):

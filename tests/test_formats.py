@@ -27,6 +27,7 @@ PAGES = sorted(p for p in FORMATS.glob("*.md") if p.name != "README.md")
 FIXED_TABLES = {
     "blank-record": (S.BlankRecord, {}, None),
     "consumequeue-unit": (S.ConsumeQueueUnit, {}, None),
+    "batchconsumequeue-unit": (S.BatchConsumeQueueUnit, {}, None),
     "index-header": (S.IndexHeader, {}, None),
     "hash-slot": (S.HashSlot, {}, None),
     "index-entry": (S.IndexEntry, {}, None),

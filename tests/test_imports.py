@@ -24,7 +24,7 @@ LAYERS = [
     ("rules", ("rmqctl.rules", "rmqctl.dispatch", "rmqctl.record", "rmqctl.txn", "rmqctl.lock")),
     ("engine", ("rmqctl.engine", "rmqctl.engine.*")),
     ("store", ("rmqctl.parts", "rmqctl.rocksdb", "rmqctl.rocksdbcq", "rmqctl.store", "rmqctl.live",
-               "rmqctl.brokerversion", "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
+               "rmqctl.brokerversion", "rmqctl.batchcq", "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
     ("views", ("rmqctl.views", "rmqctl.views.*")),
     ("checks", ("rmqctl.checks", "rmqctl.checks.*")),
     ("maintenance", ("rmqctl.maintenance", "rmqctl.maintenance.*")),

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import CONSUMEQUEUE
-from ..rules import cq_unit_valid
+from ..rules import cq_unit_valid, lite_topic
+from ..batchcq import batch_max_phy, batch_topics
 from ..store import ConsumeQueue
 from .context import Context, Records
 from ..recovery import recovery_start
@@ -217,6 +218,7 @@ class ConsumeQueueCheck:
         self.run = run
         self.size = run.store.consumequeue_file_size  # settled before the scan
         self.queues = {(q.cq.topic, q.cq.queue_id): q for q in summaries(run)}
+        self.batch_topics = batch_topics(run.store)  # their records go to batchconsumequeue/ (checks/batchcq.py)
         self.seen: dict[tuple[str, int], list[list[int]]] = {}  # queue -> intervals of queue offsets of past windows
         self.missing: dict[tuple[tuple[str, int], bool], list] = {}  # (queue, later) -> count, qoffs, offsets, all past end
         self.mismatches: list = []
@@ -228,8 +230,8 @@ class ConsumeQueueCheck:
             q.check(run, self.size)
         rocks = run.store.rocks_queues
         run.cq_max_phy = (rocks.checkpoint or 0) if rocks is not None else max(
-            [q.max_phy for q in self.queues.values()], default=0)
-        self.redispatch = _redispatch_from(run)
+            [q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
+        self.redispatch = redispatch_from(run)
         if rocks is not None and run.cq_max_phy < run.logical_end:
             run.report(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
                        f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
@@ -248,6 +250,8 @@ class ConsumeQueueCheck:
                 self._units(q, fu, queue, key, rec, i, off, sz, tags, qoffs, recs)
         for key, (qoffs, recs) in groups.items():
             q = self.queues.get(key)
+            if key[0] in self.batch_topics or (q is None and lite_topic(key[0]) is not None):
+                continue  # a BatchCQ topic's queue (checks/batchcq.py); a lite queue that expired, as they do
             lost = ~q.units_at(qoffs) if q is not None else np.ones(len(qoffs), bool)
             if lost.any():
                 self._missing(key, q, qoffs[lost], rec.off[recs[lost]])
@@ -420,13 +424,13 @@ def consumequeue_max_phy(run: Context) -> int:
         run.cq_max_phy = rocks.checkpoint or 0
         return run.cq_max_phy
     try:
-        run.cq_max_phy = max([q.reput_end for q in summaries(run)], default=0)
+        run.cq_max_phy = max([q.reput_end for q in summaries(run)] + [batch_max_phy(run.store)])
     except StoreError:
         return 0
     return run.cq_max_phy
 
 
-def _redispatch_from(run: Context) -> int:
+def redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
     start = consumequeue_max_phy(run)

@@ -42,6 +42,7 @@ from .config import config_problems
 from .timer import TimerCheck
 from ..txn import pending
 from .context import Context
+from .batchcq import BatchConsumeQueueCheck
 from .consumequeue import ConsumeQueueCheck
 from .doublewrite import check_double_write
 from .index import IndexCheck
@@ -152,8 +153,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
             queues.add(r.queues if r.queues is not None else summarize(ctx, r))
         queues.finish()
     newest = max([0] + [r.newest for rs in results for r in rs if r.count]) if records else None
-    links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("index", IndexCheck))
-             if part in parts]
+    links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("consumequeue", BatchConsumeQueueCheck),
+                                            ("index", IndexCheck)) if part in parts]
     for check in links:
         check.begin()  # (before the recovery plan: it settles where the consumequeues end)
     plan = _recovery_plan(ctx) if "commitlog" in parts else None

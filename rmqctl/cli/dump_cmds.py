@@ -1,4 +1,4 @@
-"""`dump commitlog|consumequeue|index|checkpoint` and `locate`."""
+"""`dump commitlog|consumequeue|batchconsumequeue|index|checkpoint` and `locate`."""
 from __future__ import annotations
 
 import click
@@ -72,6 +72,34 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
         raise click.exceptions.Exit(EXIT_REFUSED)
 
 
+@dump.command("batchconsumequeue")
+@store_options
+@click.argument("topic")
+@click.argument("queue_id", type=int)
+@click.option("--resolve", is_flag=True, help="Check each unit against the unit its record makes.")
+def dump_batchconsumequeue(ctx, topic, queue_id, resolve):
+    """Decode the 46-byte units of one BatchConsumeQueue (5.x topics with queue.type=BatchCQ): each covers the
+    queue offsets msgBaseOffset .. msgBaseOffset + batchSize - 1. With --resolve, exit 1 when a unit is not the one
+    the broker writes for the record it names.
+
+    \b
+    rmqctl dump batchconsumequeue BatchTopic 0 --store /data/store --broker-config broker.conf
+    """
+    unresolved = []
+
+    def rows():
+        for row in inspect.dump_batchconsumequeue(ctx.store, topic, queue_id, resolve):
+            if row.get("ok") is False:
+                unresolved.append(row["msgBaseOffset"])
+            yield row
+
+    render(rows(), ctx.format)
+    if unresolved:
+        echo_err(f"rmqctl: {len(unresolved)} unit(s) of {topic}/{queue_id} do not resolve (first at queue offset "
+                 f"{unresolved[0]})")
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
 @dump.command("consumequeue")
 @store_options
 @click.argument("topic")
@@ -131,8 +159,9 @@ def dump_checkpoint(ctx):
 @click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id, with --topic.")
 @click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
 def locate(ctx, offset, topic, queue_id, hex_view):
-    """Find the file and position of a commitlog OFFSET (decimal or 0x hex; or a queue offset with --topic).
-    Exit 1 when the offset lies outside the data (before the first file, past the end, an unwritten unit).
+    """Find the file and position of a commitlog OFFSET (decimal or 0x hex; or a queue offset with --topic: of a
+    BatchCQ topic, the unit whose batch covers it). Exit 1 when the offset lies outside the data (before the
+    first file, past the end, an unwritten unit).
 
     \b
     rmqctl locate 0x5e2 --store /data/store --hex

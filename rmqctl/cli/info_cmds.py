@@ -1,6 +1,8 @@
 """`info`: one screen about a store."""
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from ..views import inspect
@@ -60,8 +62,12 @@ def _print_table(d: dict, startup: str):
                title=f"RocksDB consume queue ({cq['topics']} topics, {cq['entries']} entries, dispatched to "
                      f"{cq['dispatchCheckpoint']})")
     elif cq["read"]:
-        render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"],
-               title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries)")
+        kinds = Counter(q["kind"] for q in cq["queues"] if q["kind"] != "topic")
+        kinds_text = "".join(f", {n} {kind}" for kind, n in sorted(kinds.items()))
+        # a column only for what a queue's name does not show (an LMQ's starts with %LMQ%)
+        marked = kinds.keys() & {"lite", "BatchCQ"}
+        render(cq["queues"], "table", ["topic", "queueId", "files", "minOffset", "maxOffset"] + (["kind"] if marked else []),
+               title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text})")
     geometry = d["index"]["geometry"]
     if not d["index"]["files"]:
         echo_lines(["index      no index file"])

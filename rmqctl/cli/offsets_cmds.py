@@ -25,7 +25,8 @@ def consumers(ctx, per_group):
     """Consumer lag offline: every group, topic and queue of config/consumerOffset.json (and
     lmqConsumerOffset.json) with the committed offset, the queue's min and max, the lag, and the store time of
     the oldest unconsumed message. Offsets outside [min, max] are flagged: the broker corrects them on the next
-    pull. Exit 1 when an offset is outside its queue or names no queue.
+    pull. Exit 1 when an offset is outside its queue or names no queue (a lite topic's queue that expired is
+    normal: lite-expired). BatchCQ queues count in queue offsets, as the broker's.
 
     \b
     rmqctl consumers --store /data/store --broker-config broker.conf
@@ -42,7 +43,7 @@ def consumers(ctx, per_group):
         render((r.to_dict() for r in rows), ctx.format,
                ["group", "topic", "queueId", "offset", "minOffset", "maxOffset", "lag", "oldestUnconsumedText",
                 "status"] if ctx.format == "table" else None)
-    if any(r.status != "ok" for r in rows):
+    if any(r.status not in offsets.NORMAL_STATUSES for r in rows):
         ctx_exit(EXIT_FINDINGS)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from typing import Callable, Iterable
 
 from .. import dledger
+from ..batchcq import batch_topics, queue_file_size
 from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import SCHEDULE_TOPIC, cq_targets
@@ -42,7 +43,7 @@ from ..engine import dispatch as dispatch_kernels
 from ..engine.index import put_keys
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
-from .writers import RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
+from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
 from .batchdispatch import BatchWriter, dispatch_file
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
@@ -564,24 +565,23 @@ class Appender:
 
     def _open_store(self):
         store = self.store = store_to_append(self.root, self.config)
-        queue = store.commitlog
-        self.file_size = queue.file_size
-        self.cq_file_size = store.consumequeue_file_size
+        self.file_size, self.cq_file_size = store.commitlog.file_size, store.consumequeue_file_size
         self.slot_num, self.index_num = store.index_geometry
         self.version, self.version_source = config_version(self.config, self.requested_version)
+        self._batch_topics = frozenset(batch_topics(store))  # dispatched to batchconsumequeue/, never appended to
         rec = append_point(store, self.config, self.version, self.version_source)
         self._index_end = rec.index_end
         if self.version_source == "default":
             self.version, self.version_source = store_version(self.root, rec.style_votes) or (self.version, "default")
         self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
         self.default_store_host = self.config.store_host or rec.last_store_host
-        self.end = rec.end
-        self._next = rec.next_offsets
+        self.end, self._next = rec.end, rec.next_offsets
         self._tail = CommitLogTail(store, rec.end, self.dry_run)
         if self.dry_run:
             return
         self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num,
-                                      index_clock=self.clock, index_by_store_time=self.keep_index_time)
+                                      index_clock=self.clock, index_by_store_time=self.keep_index_time,
+                                      batch_topics=self._batch_topics, batch_file_size=queue_file_size(store))
         self._writer = BatchWriter(self._dispatcher, self.version >= 5, build_cq=True, build_index=True)
         if rec.catch_up:
             catch_up(store, self._dispatcher, rec)
@@ -602,7 +602,7 @@ class Appender:
         meets it; copies of stored records (dump lines) are held only to what the store itself accepts."""
         if not self._opened:
             raise UsageError("Appender.open() first")
-        _check_fields(msg)
+        _check_fields(msg, self._batch_topics)
         v2, topic_bytes = self._topic(msg.topic, producer_topic_rules)
         store_host = msg.store_host or self.default_store_host
         if not store_host:
@@ -733,13 +733,17 @@ def dispatch_warnings(d: Dispatcher) -> list[str]:
 def store_to_append(root: Path, config: BrokerConfig) -> Store:
     """The store, refused when it holds a part this version does not read or a link leading out of it."""
     store = Store(root, config)
-    store.parts.refuse_writer("append")
+    store.parts.refuse_writer("append", DISPATCH_PARTS)
     refuse_links_outside(store)
     return store
 
 
-def _check_fields(msg: NewMessage):
-    """Header fields within their Java types; no inner batch (rmqctl writes no BatchConsumeQueue)."""
+def _check_fields(msg: NewMessage, batch_topics: frozenset):
+    """Header fields within their Java types; no inner batch, and no message to a BatchCQ topic (the broker
+    assigns their queue offsets from its batch offset table, which rmqctl does not)."""
+    if msg.topic in batch_topics:
+        raise UsageError(f"topic {msg.topic!r} is a BatchCQ topic (queue.type=BatchCQ): its queue offsets are the "
+                         "broker's batch offsets, which rmqctl does not assign; nothing was appended")
     for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
                                 ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
                                 ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
@@ -748,7 +752,7 @@ def _check_fields(msg: NewMessage):
         if value is not None:
             _check_range(name, value, INT64_RANGE)
     if msg.sys_flag & S.INNER_BATCH_FLAG:
-        raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not write")
+        raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not append to")
 
 
 def lock_new_or_existing(root: Path, config: BrokerConfig, create: bool):

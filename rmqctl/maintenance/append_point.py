@@ -10,6 +10,7 @@ from array import array
 from pathlib import Path
 
 from .. import schema as S
+from ..batchcq import batch_max_phy
 from ..brokerversion import FIVE_ONLY_CONFIG_KEYS, parse_release, store_entries_version
 from ..config import BrokerConfig, read_properties
 from ..dispatch import cq_targets
@@ -90,7 +91,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         if ix and ix[-1].index_count > 1:
             index_end = ix[-1].header["endPhyOffset"]
     min_offset = files[0].start if files else 0
-    reput_from = max(cq_end, min_offset)
+    reput_from = max(cq_end, batch_max_phy(store), min_offset)  # recoverConsumeQueue: every queue, BatchCQ too
     recover_idx = normal_recovery_start(len(files))
     start_idx = recover_idx
     for i, f in enumerate(files):

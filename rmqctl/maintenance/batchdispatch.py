@@ -160,15 +160,18 @@ def _entries(cq: tuple | list) -> dict:
 class BatchWriter:
     """What dispatch_file computed, written into a Dispatcher's consumequeues and index with the outcome of
     Dispatcher.dispatch record by record: a queue's run of entries in bulk (put_run), keys in bulk when no
-    record is already indexed (build_many), anything else one entry or one record at a time. Counts the
-    entries per selected queue and the keys; `refuse(topic, position)` raises for a topic that cannot be a
-    directory name."""
+    record is already indexed (build_many), anything else one entry or one record at a time. A BatchCQ topic's
+    own queue gets its BatchConsumeQueue unit instead (Dispatcher.dispatch_batch, from the record: its
+    INNER_BASE / INNER_NUM are not in the columns). Counts the entries per selected queue, the units per
+    BatchConsumeQueue and the keys; `refuse(topic, position)` raises for a topic that cannot be a directory
+    name."""
 
     def __init__(self, dispatcher: Dispatcher, allow_v2: bool, build_cq: bool, build_index: bool,
                  selected: Callable[[str, int], bool] | None = None):
         self.dispatcher, self.allow_v2, self.selected = dispatcher, allow_v2, selected
         self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
         self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
+        self.queued_batch: Counter = Counter()  # the same for BatchConsumeQueue units
         self.keys = 0
 
     def space_needed(self, batches: list[FileDispatch]) -> list[int]:
@@ -181,7 +184,8 @@ class BatchWriter:
                 _, first, count = np.unique(queue, return_index=True, return_counts=True)
                 for i, n in zip(first.tolist(), count.tolist()):
                     key = (b.topics[b.cq_topic[i]], int(b.cq_qid[i]))
-                    units.setdefault(key, [int(b.cq_qoff[i]), 0])[1] += n
+                    if key[0] not in self.dispatcher.batch_topics:  # no consumequeue file: a BatchConsumeQueue
+                        units.setdefault(key, [int(b.cq_qoff[i]), 0])[1] += n
             if self.build_index:
                 keys += len(b.key_hash)
         return new_file_sizes(self.dispatcher, units, keys)
@@ -192,7 +196,7 @@ class BatchWriter:
         if not len(b.position):
             return
         if self.build_cq:
-            self._queues(b, refuse)
+            self._queues(buf, b, refuse)
         if self.build_index:
             self._index(buf, b)
 
@@ -207,7 +211,7 @@ class BatchWriter:
             self._index(buf, b)
         if not self.build_cq or not len(b.cq_record):
             return
-        self._refuse_names(b, queue_order(b.cq_topic, b.cq_qid, b.cq_record), refuse)
+        self._groups(b, refuse)
         d = self.dispatcher
         names = b.topics
         last_written = -1
@@ -215,6 +219,10 @@ class BatchWriter:
                                     b.cq_tags.tolist()):
             name = names[t]
             if self.selected is not None and not self.selected(name, q):
+                continue
+            if name in d.batch_topics:
+                if self._batch_unit(buf, b, r):
+                    last_written = r
                 continue
             self.queued[(name, q)] += 1
             status = d.queue(name, q).put(int(b.phy[r]), int(b.size[r]), tags, o)
@@ -225,19 +233,31 @@ class BatchWriter:
         if last_written >= 0:
             d.logics_ts = int(b.store_ts[last_written])
 
-    def _refuse_names(self, b: FileDispatch, order: np.ndarray, refuse: Callable[[str, int], None]) -> list:
-        """The groups of `order` (entries by queue) of selected queues; `refuse` the first record (in commitlog
-        order) whose queue name cannot be a directory name."""
+    def _groups(self, b: FileDispatch, refuse: Callable[[str, int], None]) -> tuple[list, list]:
+        """The entries of `b` by queue (queue_order), of selected queues: those of consumequeues, and those of
+        BatchCQ topics' own queues; `refuse` the first record (in commitlog order) whose consumequeue's name
+        cannot be a directory name (Dispatcher.dispatch_batch refuses a BatchConsumeQueue's)."""
+        order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
         topic, qid = b.cq_topic[order], b.cq_qid[order]
         cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
         groups = [(order[lo:hi]) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(order)]) if hi > lo]
         if self.selected is not None:
             groups = [g for g in groups if self.selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
+        batch = [g for g in groups if b.topics[b.cq_topic[g[0]]] in self.dispatcher.batch_topics]
+        groups = [g for g in groups if b.topics[b.cq_topic[g[0]]] not in self.dispatcher.batch_topics]
         bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
         if bad:
             first = min(bad, key=lambda g: b.cq_record[g[0]])
             refuse(b.topics[b.cq_topic[first[0]]], int(b.position[b.cq_record[first[0]]]))
-        return groups
+        return groups, batch
+
+    def _batch_unit(self, buf, b: FileDispatch, r: int) -> bool:
+        """Record `r`'s unit into its BatchConsumeQueue (read from the record); False when the broker writes none."""
+        m = read_record(buf, int(b.position[r]), len(buf), self.allow_v2)
+        if not self.dispatcher.dispatch_batch(m):
+            return False
+        self.queued_batch[(m.topic, m.queueId)] += 1
+        return True
 
     def _index(self, buf, b: FileDispatch):
         index = self.dispatcher.index
@@ -252,10 +272,14 @@ class BatchWriter:
                 self.keys += len(index_keys(m))
                 index.build(m, m.physicalOffset)
 
-    def _queues(self, b: FileDispatch, refuse: Callable[[str, int], None]):
+    def _queues(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
         d = self.dispatcher
-        groups = self._refuse_names(b, queue_order(b.cq_topic, b.cq_qid, b.cq_record), refuse)
+        groups, batch = self._groups(b, refuse)
         last_written = -1
+        for g in batch:  # each BatchConsumeQueue's records in commitlog order
+            for r in sorted(set(b.cq_record[g].tolist())):
+                if self._batch_unit(buf, b, r):
+                    last_written = max(last_written, r)
         for g in groups:
             name, q = b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]])
             rec, qoffs, tags = b.cq_record[g], b.cq_qoff[g], b.cq_tags[g]

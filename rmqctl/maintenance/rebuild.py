@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import batchcq
 from .. import schema as S
 from .batchdispatch import BatchWriter, dispatch_file, record_starts
 from ..budget import DEFAULT_MEMORY, batch_records
-from ..dispatch import cq_targets, index_keys
+from ..dispatch import batch_unit, cq_targets, index_keys
 from ..dledger import ENTRY_SLICE, entry_slices
 from ..errors import StoreError, UsageError, where
 from ..engine.record import SMALLEST_HEAD
@@ -34,7 +35,7 @@ from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rules import written_units
 from ..store import ConsumeQueue, IndexFile, Store, elsewhere, valid_topic_dir_name
-from .writers import Dispatcher
+from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import Build, DryRunPlan, index_count_check, last_full_end, stage_checkpoint, verify_staged, writing
 from ..txn import Transaction
 
@@ -115,6 +116,7 @@ class _Run:
         self.scan = store.scan(self.v2)
         self.writer = BatchWriter(dispatcher, self.v2, build_cq, build_index, queue_filter)
         self.queued = self.writer.queued  # (topic, queueId) -> entries dispatched to it
+        self.queued_batch = self.writer.queued_batch  # the same for BatchConsumeQueue units
         self.records = self.mismatched = 0
         self.batch = batch_records(memory, DISPATCH_BYTES_PER_RECORD)
 
@@ -190,7 +192,12 @@ class _Run:
         phy = m.physicalOffset
         self.mismatched += phy != f.start + m.position
         if self.build_cq:
-            for topic, qid, qoff in cq_targets(m, self.store.config):
+            targets = cq_targets(m, self.store.config)
+            if targets and m.topic in self.dispatcher.batch_topics:  # its own queue is a BatchConsumeQueue
+                if batch_unit(m, self.store.config) is not None and self._selected(m.topic, m.queueId):
+                    self.queued_batch[(m.topic, m.queueId)] += 1
+                targets = targets[1:]
+            for topic, qid, qoff in targets:
                 if self._selected(topic, qid):
                     if not valid_topic_dir_name(topic):
                         self._refuse(topic, f, m.position)
@@ -213,8 +220,10 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
     each commitlog file released once dispatched and each output file once full. Refuses (StoreError
     naming the record) a topic that cannot be a directory name."""
     slots, num = store.index_geometry if build_index else (1, 1)
+    batch = frozenset(batchcq.batch_topics(store)) if build_cq else frozenset()
     dispatcher = Dispatcher(build_root, store.config, store.consumequeue_file_size, slots, num, build_cq=build_cq,
-                            build_index=build_index, index_clock=index_clock, queue_filter=queue_filter)
+                            build_index=build_index, index_clock=index_clock, queue_filter=queue_filter,
+                            batch_topics=batch, batch_file_size=batchcq.queue_file_size(store) if batch else 0)
     run = _Run(store, dispatcher, build_cq, build_index, queue_filter, memory)
     try:
         for f in store.commitlog.files:
@@ -234,7 +243,8 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
                         "their entries carry the field, as the broker's would")
     for status, queue, qoff, off in dispatcher.events:
         warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.writer.keys, warnings=warnings)
+    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.writer.keys, warnings=warnings,
+                 queued_batch=dict(run.queued_batch))
 
 
 # ---- diffs -------------------------------------------------------------------------------------------------
@@ -283,6 +293,65 @@ def _differing(a: np.ndarray, b: np.ndarray) -> int:
     """How many items differ between two equally long arrays, compared a slice at a time."""
     return sum(int(np.count_nonzero(a[i : i + INDEX_COMPARE_ITEMS] != b[i : i + INDEX_COMPARE_ITEMS]))
                for i in range(0, len(a), INDEX_COMPARE_ITEMS))
+
+
+def _batch_files(directory: Path | None, file_size: int) -> dict:
+    if directory is None or not directory.is_dir():
+        return {}
+    return {f.start: f for f in batchcq.BatchConsumeQueue("", 0, directory, file_size).files.files}
+
+
+def diff_batch_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None,
+                     file_size: int) -> tuple[QueueDiff, int]:
+    """diff_queue for a BatchConsumeQueue, unit by unit in file order; returns the diff and the new units."""
+    old, new = _batch_files(old_dir, file_size), _batch_files(new_dir, file_size)
+    before = after = common = changed = 0
+    for start in sorted(old.keys() | new.keys()):
+        ua, ub = (_batch_written(f, file_size) for f in (old.get(start), new.get(start)))
+        n = min(len(ua), len(ub))
+        before, after, common = before + len(ua), after + len(ub), common + n
+        changed += int(np.count_nonzero(ua[:n] != ub[:n]))
+        for f in (old.get(start), new.get(start)):
+            if f is not None:
+                f.release()
+    return QueueDiff(topic=topic, queueId=qid, before=before, after=after, added=after - common,
+                     removed=before - common, changed=changed), after
+
+
+def _batch_written(f, file_size: int) -> np.ndarray:
+    if f is None:
+        return np.empty(0, S.BCQ_DTYPE)
+    n = min(f.length, file_size) // S.BCQ_UNIT_SIZE
+    units = np.frombuffer(f.buf, S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
+    return units[: batchcq.written_bcq_units(units)]
+
+
+def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool, result: RebuildResult) -> list[str]:
+    """The rebuilt BatchConsumeQueues: compared with the live ones, counted against the units dispatched, and
+    planned into the swap when they change anything. Returns the count problems."""
+    root, file_size = txn.staging / "batchconsumequeue", build.dispatcher.batch_file_size
+    built = set(build.queued_batch)
+    live = {(q.topic, q.queue_id): q.directory for q in batchcq.batch_consume_queues(store) if selected(q.topic, q.queue_id)}
+    problems, changed = [], False
+    for t, q in sorted(built | set(live)):
+        d, written = diff_batch_queue(t, q, live.get((t, q)), root / t / str(q) if (t, q) in built else None, file_size)
+        if written != build.queued_batch.get((t, q), 0):
+            problems.append(f"batchconsumequeue {t}/{q}: {written} units written for {build.queued_batch.get((t, q), 0)} "
+                            "dispatched records")
+        if d.added or d.removed or d.changed:
+            result.queues.append(d)
+            changed = True
+        else:
+            result.unchangedQueues += 1
+    if changed and not problems:
+        target = store.root / batchcq.DIRECTORY
+        if subset:
+            for t, q in sorted(built | set(live)):
+                (txn.replace(target / t / str(q), root / t / str(q)) if (t, q) in built else txn.remove(target / t / str(q)))
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            txn.replace(target, root)
+    return problems
 
 
 def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff]:
@@ -349,7 +418,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
     def selected(t: str, q: int) -> bool:
         return (topic is None or t == topic) and (queue_id is None or q == queue_id)
 
-    with writing(store, dry_run, "rebuild consumequeue") as (interrupted, store), \
+    with writing(store, dry_run, "rebuild consumequeue", understood=DISPATCH_PARTS) as (interrupted, store), \
             _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
         file_size = store.consumequeue_file_size
         root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
@@ -358,7 +427,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
         built = set(build.queued)
         live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
         result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
-                               entries=sum(build.queued.values()), warnings=build.warnings,
+                               entries=sum(build.queued.values()) + sum(build.queued_batch.values()),
+                               warnings=build.warnings,
                                interrupted=interrupted)
         skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
         problems = []
@@ -375,12 +445,14 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
             if (t, q) in live and (t, q) not in built:
                 result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
                                        "it is removed (its queue offsets restart when it is next written)")
+        queues_changed = bool(result.queues)
+        problems += _stage_batch_queues(store, txn, build, selected, subset, result)
         if problems:
             raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
                              store.consumequeue_dir)
         if not subset and build.dispatcher.logics_ts:
             stage_checkpoint(store, txn, result.checkpoint, logicsMsgTimestamp=build.dispatcher.logics_ts)
-        if result.queues:
+        if queues_changed:
             if subset:
                 for t, q in sorted(built | set(live)):
                     target = store.consumequeue_dir / t / str(q)
@@ -392,7 +464,8 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                 (root / "consumequeue").mkdir(exist_ok=True)
                 txn.replace(store.consumequeue_dir, root / "consumequeue")
         if result.changed:
-            within = tuple(f"consumequeue/{t}/{q}/" for t, q in built | set(live)) if subset else ()
+            within = tuple(f"{d}/{t}/{q}/" for t, q in built | set(live) | set(build.queued_batch)
+                           for d in ("consumequeue", batchcq.DIRECTORY)) if subset else ()
             _check_staged(store, txn, "consumequeue", within, store.consumequeue_dir, memory)
             if not dry_run:
                 result.backup = txn.commit().get("backup")
@@ -408,7 +481,7 @@ def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True,
     t0 = time.monotonic()
     if not store.config.messageIndexEnable:
         raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
-    with writing(store, dry_run, "rebuild index") as (interrupted, store), \
+    with writing(store, dry_run, "rebuild index", understood=DISPATCH_PARTS) as (interrupted, store), \
             _build_area(store, dry_run, "index", keep_backup) as txn:
         slots, num = store.index_geometry
         root = txn.area(store.index_dir)  # on its filesystem, which a top-level link may make another

@@ -97,6 +97,7 @@ class Build:
     queued: dict  # (topic, qid) -> consumequeue entries dispatched to it
     keys: int  # index keys put
     warnings: list[str]
+    queued_batch: dict = dataclasses.field(default_factory=dict)  # (topic, qid) -> batchconsumequeue units
 
 
 def post_commit_view(store: Store, txn: Transaction) -> Path:

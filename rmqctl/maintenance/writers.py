@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import schema as S
 from ..config import BrokerConfig
-from ..errors import DiskFullError, StoreError
-from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from ..batchcq import written_bcq_units
+from ..errors import DiskFullError, StoreError, UsageError
+from ..dispatch import batch_unit, cq_targets, index_key_hash, index_keys, tags_code
 from ..engine.index import put_keys as put_index_keys
 from ..record import Message
 from ..rules import cq_unit_valid, index_slot, index_time_diff, written_units
@@ -277,6 +278,56 @@ class ConsumeQueueWriter:
             f.close()
 
 
+# parts of a store (rmqctl.parts kinds) the Dispatcher keeps as the broker's dispatch does, beside consumequeue/
+# and index/: a writer that only dispatches records handles a store holding them
+DISPATCH_PARTS = frozenset({"batchconsumequeue"})
+
+
+class BatchConsumeQueueWriter:
+    """One BatchConsumeQueue: batchconsumequeue/{topic}/{queueId}/ of `file_size`-byte files of 46-byte units,
+    each appended where the last file's units end (putBatchMessagePositionInfo; a new queue starts at file 0)."""
+
+    def __init__(self, directory: Path, file_size: int):
+        if file_size % S.BCQ_UNIT_SIZE:
+            # MappedFile.appendMessage refuses the unit that does not fit and the file is never full: the
+            # broker's dispatch retries forever; rmqctl writes nothing
+            raise UsageError(f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {S.BCQ_UNIT_SIZE}: "
+                             "a broker with it cannot fill a batchconsumequeue file")
+        self.directory, self.file_size = directory, file_size
+        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
+        self.files = [(int(n), WritableFile(directory / n, file_size, create=False)) for n in names]
+        self.wrote, self.max_phy = 0, -1  # write position in the last file; maxMsgPhyOffsetInCommitLog
+        if self.files:  # BatchConsumeQueue.recover
+            units = np.frombuffer(self.files[-1][1].map, dtype=S.BCQ_DTYPE, count=file_size // S.BCQ_UNIT_SIZE)
+            written = written_bcq_units(units)
+            self.wrote = written * S.BCQ_UNIT_SIZE
+            self.max_phy = int(units[written - 1]["commitLogOffset"]) if written else -1
+        for _, f in self.files[:-1]:
+            f.close()
+
+    def put(self, unit: tuple[int, int, int, int, int, int]) -> str:
+        """putBatchMessagePositionInfo of (commitLogOffset, size, tagsCode, storeTime, msgBaseOffset, batchSize):
+        'written', or 'already-built' for a record at or below the last unit's."""
+        if unit[0] <= self.max_phy:
+            return "already-built"
+        if not self.files or self.wrote == self.file_size:
+            start = self.files[-1][0] + self.file_size if self.files else 0
+            if self.files:
+                self.files[-1][1].close()
+            self.files.append((start, WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)))
+            self.wrote = 0
+        f = self.files[-1][1]
+        f.map[self.wrote : self.wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(*unit, S.BCQ_INVALID_POS, 0)
+        f.dirty = True
+        self.wrote += S.BCQ_UNIT_SIZE
+        self.max_phy = unit[0]
+        return "written"
+
+    def close(self):
+        for _, f in self.files:
+            f.close()
+
+
 class IndexFileWriter:
     """One index file (IndexFile.java): header fields are written through as they change, like the
     broker's IndexHeader setters do."""
@@ -446,11 +497,14 @@ class Dispatcher:
 
     def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
                  build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None,
-                 index_by_store_time: bool = False):
+                 index_by_store_time: bool = False, batch_topics: frozenset = frozenset(), batch_file_size: int = 0):
         self.root = root
         self.config = config
         self.cq_file_size = cq_file_size
         self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
+        # topics whose own queue is a BatchConsumeQueue (batchcq.batch_topics), and those queues' writers
+        self.batch_topics, self.batch_file_size = batch_topics, batch_file_size
+        self.batch_queues: dict[tuple[str, int], BatchConsumeQueueWriter] = {}
         self.build_cq = build_cq
         self.queue_filter = queue_filter
         self.index = IndexWriter(root / "index", slot_num, index_num, index_clock, index_by_store_time) if build_index and config.messageIndexEnable else None
@@ -464,9 +518,31 @@ class Dispatcher:
             self.queues[(topic, qid)] = w
         return w
 
+    def batch_queue(self, topic: str, qid: int) -> BatchConsumeQueueWriter:
+        w = self.batch_queues.get((topic, qid))
+        if w is None:
+            w = BatchConsumeQueueWriter(self.root / "batchconsumequeue" / topic / str(qid), self.batch_file_size)
+            self.batch_queues[(topic, qid)] = w
+        return w
+
+    def dispatch_batch(self, m: Message) -> bool:
+        """The record's unit into its topic's BatchConsumeQueue; False when the broker writes none."""
+        unit = batch_unit(m, self.config)
+        if unit is None or (self.queue_filter and not self.queue_filter(m.topic, m.queueId)):
+            return False
+        if not valid_topic_dir_name(m.topic):
+            raise StoreError(f"topic {m.topic!r} of the record at commitlog offset {unit[0]} cannot be a "
+                             "batchconsumequeue directory name; refusing to dispatch it", self.root / "batchconsumequeue")
+        if self.batch_queue(m.topic, m.queueId).put(unit) == "written":
+            self.logics_ts = m.storeTimestamp
+        return True
+
     def dispatch(self, m: Message, phy_offset: int):
         if self.build_cq:
             targets = cq_targets(m, self.config)
+            if targets and m.topic in self.batch_topics:
+                self.dispatch_batch(m)
+                targets = targets[1:]  # its LMQ copies (multi-dispatch) still go to consumequeue/
             if targets:
                 code = tags_code(m, self.config)
                 for topic, qid, qoff in targets:
@@ -486,7 +562,7 @@ class Dispatcher:
     def flush(self):
         """msync every written file, then fsync the directories that gained files."""
         dirs = set()
-        for w in self.queues.values():
+        for w in [*self.queues.values(), *self.batch_queues.values()]:
             for _, f in w.files:
                 f.flush()
                 if f.created:
@@ -500,7 +576,7 @@ class Dispatcher:
 
     def close(self):
         self.flush()
-        for w in self.queues.values():
+        for w in [*self.queues.values(), *self.batch_queues.values()]:
             w.close()
         if self.index is not None:
             self.index.close()

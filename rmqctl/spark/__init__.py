@@ -43,9 +43,9 @@ def require():
 
 
 def register(spark):
-    """Register the `rocketmq`, `rocketmq-consumequeue`, `rocketmq-index`, `rocketmq-timerlog` and `metaq` data
-    sources on a session and let them take pushed-down filters (Spark refuses a reader with pushFilters while
-    that is switched off)."""
+    """Register the `rocketmq`, `rocketmq-consumequeue`, `rocketmq-batchconsumequeue`, `rocketmq-index`,
+    `rocketmq-timerlog` and `metaq` data sources on a session and let them take pushed-down filters (Spark
+    refuses a reader with pushFilters while that is switched off)."""
     require()
     from .sources import PUSHDOWN, SOURCES  # imports pyspark, the optional extra
 

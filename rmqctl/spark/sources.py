@@ -40,6 +40,7 @@ from .columns import (
     struct,
 )
 from .inputs import StoreInput, inputs_from_options, option_bool, settle_commitlog_geometry
+from .batchcq_source import BatchConsumeQueueDataSource
 from .metaq import MetaqDataSource
 from .timer_source import TimerLogDataSource
 
@@ -300,5 +301,6 @@ class IndexDataSource(DataSource):
         return IndexReader(self.options, schema)
 
 
-SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, IndexDataSource, TimerLogDataSource, MetaqDataSource)
+SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, BatchConsumeQueueDataSource, IndexDataSource, TimerLogDataSource,
+           MetaqDataSource)
 PUSHDOWN = EqualTo is not None

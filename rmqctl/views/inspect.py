@@ -9,12 +9,12 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import dledger, rocksdbcq
+from .. import batchcq, dledger, rocksdbcq
 from .. import schema as S
 from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
-from ..rules import index_slot
+from ..rules import index_slot, queue_kind
 from ..live import head_moved
 from ..store import Store, offset_to_name
 from .filters import MessageFilter
@@ -138,6 +138,24 @@ def dump_rocks_queue(store: Store, topic: str, queue_id: int, resolve: bool = Fa
                          store.consumequeue_dir)
 
 
+def dump_batchconsumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
+    """Every written unit of one BatchConsumeQueue; with `resolve`, each against the unit its record makes."""
+    q = batchcq.queue(store, topic, queue_id)
+    for f, written, arr in q.units():
+        for i in range(written):
+            u = arr[i]
+            row = {"file": f.name, "position": i * S.BCQ_UNIT_SIZE, **{k: int(u[k]) for k in S.BCQ_DTYPE.names}}
+            if resolve:
+                try:
+                    problems = batchcq.unit_problems(u, store.read_message(row["commitLogOffset"])[1], topic, queue_id,
+                                                     store.config)
+                except StoreError as e:
+                    problems = [str(e)]
+                row.update(ok=not problems, problem="; ".join(problems) or None)
+            yield row
+        f.release()
+
+
 def resolve_entry(store: Store, topic: str, queue_id: int, qoff: int, off: int, size: int) -> dict:
     """What the entry points at, and whether it agrees (topic, queueId, queueOffset, size)."""
     try:
@@ -210,11 +228,24 @@ def ms_text(ms: int) -> str | None:
         return None
 
 
+def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
+    """A queue offset of a BatchCQ topic: the unit covering it (its batch may start earlier)."""
+    out = {"topic": q.topic, "queueId": q.queue_id, "queueOffset": queue_offset}
+    found = q.unit_covering(queue_offset)
+    if found is None:
+        return {**out, "exists": False}
+    f, pos, unit = found
+    return {**out, "file": f.name, "fileFromOffset": f.start, "position": pos, "exists": True, **unit,
+            "indexInBatch": queue_offset - unit["msgBaseOffset"]}
+
+
 def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
     """Where a commitlog offset (or, with topic/queueId, a consumequeue offset) lives, and whether a record
     starts there."""
     if topic is not None and store.rocks_queues is not None:
         return locate_rocks_unit(store, offset, topic, queue_id or 0)
+    if topic is not None and topic in batchcq.batch_topics(store):
+        return _locate_batch(batchcq.queue(store, topic, queue_id or 0), offset)
     if topic is not None:
         cq = store.consume_queue(topic, queue_id or 0)
         size = cq.files.file_size
@@ -407,11 +438,12 @@ def _queues_info(store: Store) -> dict:
         return _rocks_queues_info(store)
     queues = []
     messages = 0
-    for cq in store.consume_queues():
+    batch = batchcq.batch_topics(store)
+    for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
         lo, hi = cq.offset_range()
         messages += hi - lo
         queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
-                       "minOffset": lo, "maxOffset": hi})
+                       "minOffset": lo, "maxOffset": hi, "kind": queue_kind(cq.topic, batch)})
     queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     return {"read": True, "fileSize": store.consumequeue_file_size, "queues": queues,
             "topics": len({q["topic"] for q in queues}), "entries": messages}

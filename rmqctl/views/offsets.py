@@ -14,10 +14,12 @@ import os
 import numpy as np
 
 from .. import schema as S
+from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_time
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
+from ..rules import lite_topic
 from ..store import ConsumeQueue, MappedFile, Store, store_times
 from .inspect import commitlog_end, ms_text
 
@@ -294,6 +296,9 @@ def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: in
     the topic; what a consumer reset to that time would start from."""
     if boundary not in BOUNDARIES:
         raise UsageError(f"boundary must be one of {BOUNDARIES}")
+    batch = [q for q in batch_consume_queues(store) if q.topic == topic and queue_id in (None, q.queue_id)]
+    if batch:
+        return [_batch_offset_by_time(q, timestamp, version, boundary) for q in batch]
     rocks = store.rocks_queues
     queues = [q for q in (rocks.queues() if rocks is not None else store.consume_queues())
               if q.topic == topic and queue_id in (None, q.queue_id)]
@@ -326,6 +331,18 @@ def _rocks_offset_by_time(view: RocksQueueView, timestamp: int, boundary: str) -
                       f"5.x RocksDBConsumeQueueStore.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}")
 
 
+def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> TimeOffset:
+    """A BatchCQ topic's queue (5.x only): batchcq.offset_by_time, the store time from the unit covering it."""
+    if version == 4:
+        raise StoreError("a BatchConsumeQueue is 5.x's; 4.9 has no getOffsetInQueueByTime for it", q.directory)
+    qoff = batch_offset_by_time(q, timestamp, boundary)
+    lo, hi = q.offset_range()
+    st = q.store_time_at(qoff)
+    return TimeOffset(q.topic, q.queue_id, timestamp, ms_text(timestamp), qoff, lo, hi, st,
+                      ms_text(st) if st is not None else None,
+                      f"5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}")
+
+
 def message_time(view: QueueView | RocksQueueView, times: CommitLogTimes, queue_offset: int) -> int | None:
     """The store time of the message at `queue_offset` of the queue, if the queue holds it."""
     if isinstance(view, RocksQueueView):
@@ -353,7 +370,7 @@ class ConsumerQueue:
     lag: int | None  # messages not yet consumed
     oldestUnconsumed: int | None  # store time of the message at the committed offset
     oldestUnconsumedText: str | None
-    status: str  # ok | behind-min | ahead-of-max | no-queue
+    status: str  # ok | behind-min | ahead-of-max | no-queue | lite-expired (normal)
     note: str | None
     source: str  # the file the offset was read from
 
@@ -362,6 +379,7 @@ class ConsumerQueue:
 
 
 OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
+NORMAL_STATUSES = ("ok", "lite-expired")  # what makes `consumers` exit 0
 
 
 def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
@@ -371,6 +389,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     times = CommitLogTimes(store)
     rocks = store.rocks_queues
     views = {(q.topic, q.queue_id): q for q in (rocks.queues() if rocks is not None else store.consume_queues())}
+    batch = {(q.topic, q.queue_id): q for q in batch_consume_queues(store)}
     cache: dict = {}
     rows, notes, present = [], [], []
     for name in OFFSET_FILES:
@@ -387,22 +406,27 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
         entries, bad = committed_offsets(cfg.document)
         notes += [f"{source}: {b}" for b in bad]
         for c in entries:
-            cq = views.get((c.topic, c.queueId))
-            if cq is None:
-                rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None,
-                                          "no-queue", "no consumequeue for this topic and queue", source))
+            cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
+            if cq is None and bcq is None:
+                rows.append(_no_queue(c, source))
                 continue
-            key = (c.topic, c.queueId)
-            view = cache.get(key) or cache.setdefault(key, RocksQueueView(rocks, cq, times.min_offset) if rocks is not None
-                                                      else queue_view(store, cq, times.min_offset))
-            lo, hi = view.min_offset, view.max_offset
+            if bcq is not None:
+                lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
+            else:
+                key = (c.topic, c.queueId)
+                view = cache.get(key) or cache.setdefault(key, RocksQueueView(rocks, cq, times.min_offset)
+                                                          if rocks is not None else queue_view(store, cq, times.min_offset))
+                lo, hi = view.min_offset, view.max_offset
             status, note = "ok", None
             if c.offset < lo:
                 status, note = "behind-min", f"below the queue's min {lo}: the broker serves from {lo}, skipping {lo - c.offset} deleted"
             elif c.offset > hi:
                 status, note = "ahead-of-max", f"above the queue's max {hi}: the broker resets the pull to {hi}"
             lag = max(hi - max(c.offset, lo), 0)
-            oldest = message_time(view, times, max(c.offset, lo)) if lag else None
+            if not lag:
+                oldest = None
+            else:
+                oldest = bcq.store_time_at(max(c.offset, lo)) if bcq is not None else message_time(view, times, max(c.offset, lo))
             rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, lo, hi, lag, oldest,
                                       ms_text(oldest) if oldest else None, status, note, source))
     if not present:
@@ -415,7 +439,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
 
 def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
     """Per group: its topics and queues, the total lag, the oldest unconsumed message over all its queues,
-    and how many of its offsets the broker corrects or cannot place (status other than ok)."""
+    and how many of its offsets the broker corrects or cannot place (a status not in NORMAL_STATUSES)."""
     groups: dict[str, dict] = {}
     for r in rows:
         g = groups.setdefault(r.group, {"group": r.group, "topics": 0, "queues": 0, "lag": 0,
@@ -424,7 +448,7 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
         g["_topics"].add(r.topic)
         g["queues"] += 1
         g["lag"] += r.lag or 0
-        g["notOk"] += r.status != "ok"
+        g["notOk"] += r.status not in NORMAL_STATUSES
         if r.oldestUnconsumed is not None and (g["oldestUnconsumed"] is None
                                                or r.oldestUnconsumed < g["oldestUnconsumed"]):
             g["oldestUnconsumed"], g["oldestUnconsumedText"] = r.oldestUnconsumed, r.oldestUnconsumedText
@@ -433,6 +457,16 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
         g["topics"] = len(g.pop("_topics"))
         out.append(g)
     return out
+
+
+def _no_queue(c, source: str) -> "ConsumerQueue":
+    """An offset whose queue has no files: a lite topic's that expired (normal), or one missing."""
+    if lite_topic(c.topic) is not None:
+        return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None, "lite-expired",
+                             "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal",
+                             source)
+    return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None,
+                         "no-queue", "no consumequeue for this topic and queue", source)
 
 
 # -- scheduled messages ---------------------------------------------------------------------------------------

@@ -1,0 +1,220 @@
+"""BatchConsumeQueue (5.0+): `batchconsumequeue/{topic}/{queueId}/`, the consume queue of topics whose attribute
+`queue.type` is `BatchCQ`. One 46-byte unit per record (schema.BatchConsumeQueueUnit); a unit covers the queue
+offsets msgBaseOffset .. msgBaseOffset + batchSize - 1, so units are not one per queue offset.
+
+Sources: store/.../queue/BatchConsumeQueue.java (recover, putBatchMessagePositionInfo, reviseMin/MaxOffsetInQueue),
+queue/ConsumeQueueStore.java (findOrCreateConsumeQueue by QueueTypeUtils.getCQType), MessageStoreConfig
+(mapperFileSizeBatchConsumeQueue = 300000 * 46, not rounded).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from . import schema as S
+from .configfiles import batch_cq_topics, read_config
+from .dispatch import batch_unit
+from .errors import StoreError
+from .record import Message
+from .store import MappedFile, MappedFileQueue, Store, check_configured_size, infer_file_size
+
+DIRECTORY = "batchconsumequeue"
+DEFAULT_FILE_SIZE = 300_000 * S.BCQ_UNIT_SIZE
+
+
+def bcq_unit_valid(units: np.ndarray) -> np.ndarray:
+    """BatchConsumeQueue.recover: a unit is written while phyOffset >= 0, size > 0, msgBaseOffset >= 0 and
+    batchSize > 0. Element by element."""
+    return ((units["commitLogOffset"] >= 0) & (units["size"] > 0) & (units["msgBaseOffset"] >= 0)
+            & (units["batchSize"] > 0))
+
+
+def written_bcq_units(units: np.ndarray) -> int:
+    """How many units of a file recover accepts: those before the first that is not valid."""
+    invalid = (~bcq_unit_valid(units)).nonzero()[0]
+    return int(invalid[0]) if len(invalid) else len(units)
+
+
+class BatchConsumeQueue:
+    """One queue's files (named by logical byte offset, like a consumequeue's)."""
+
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.directory = directory
+        self.files = MappedFileQueue([directory], file_size)
+
+    @property
+    def units_per_file(self) -> int:
+        return self.files.file_size // S.BCQ_UNIT_SIZE
+
+    def units(self) -> Iterator[tuple[MappedFile, int, np.ndarray]]:
+        """(file, units written, unit array) per file, up to the file where recover stops."""
+        for f in self.files.files:
+            n = min(len(f.buf), self.files.file_size) // S.BCQ_UNIT_SIZE
+            arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
+            written = written_bcq_units(arr)
+            yield f, written, arr
+            if written < self.units_per_file:
+                return
+
+    def unit_covering(self, queue_offset: int) -> tuple[MappedFile, int, dict] | None:
+        """(file, position, unit fields) of the unit covering a queue offset (a binary search on msgBaseOffset, as
+        getBatchMsgIndexBuffer finds it), None when no unit does."""
+        for f, written, arr in self.units():
+            bases = arr["msgBaseOffset"][:written]
+            if written and bases[0] <= queue_offset < int(bases[-1]) + int(arr[written - 1]["batchSize"]):
+                i = int(np.searchsorted(bases, queue_offset, side="right")) - 1
+                return f, i * S.BCQ_UNIT_SIZE, {k: int(arr[i][k]) for k in S.BCQ_DTYPE.names}
+            f.release()
+        return None
+
+    def store_time_at(self, queue_offset: int) -> int | None:
+        """The storeTime of the unit covering a queue offset, None when no unit does."""
+        found = self.unit_covering(queue_offset)
+        return found[2]["storeTime"] if found is not None else None
+
+    def offset_range(self) -> tuple[int, int]:
+        """(minOffsetInQueue, maxOffsetInQueue) as reviseMinOffsetInQueue / reviseMaxOffsetInQueue compute
+        them: the first unit's msgBaseOffset, and the last unit's msgBaseOffset + batchSize (0, 0: none)."""
+        first = last = None
+        for f, written, arr in self.units():
+            if written:
+                first = arr[0] if first is None else first
+                last = arr[written - 1]
+            f.release()
+        if first is None:
+            return 0, 0
+        return int(first["msgBaseOffset"]), int(last["msgBaseOffset"]) + int(last["batchSize"])
+
+
+UNIT_FIELDS = ("commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "batchSize")
+
+
+def unit_problems(unit, m: Message, topic: str, queue_id: int, config) -> list[str]:
+    """How a unit differs from the one the broker writes for the record it names (empty: it agrees)."""
+    problems = []
+    if m.topic != topic or m.queueId != queue_id:
+        problems.append(f"the record is {m.topic}/{m.queueId}'s")
+    expected = batch_unit(m, config)
+    if expected is None:
+        problems.append("the broker writes no unit for this record (a PREPARED or ROLLBACK one, or bad INNER_BASE/INNER_NUM)")
+        return problems
+    for name, want in zip(UNIT_FIELDS, expected):
+        if int(unit[name]) != want:
+            problems.append(f"{name} {int(unit[name])}, the record's {want}")
+    if int(unit["compactedOffset"]) != S.BCQ_INVALID_POS or int(unit["reserved"]) != 0:
+        problems.append(f"compactedOffset {int(unit['compactedOffset'])} / reserved {int(unit['reserved'])}, not -1 / 0")
+    return problems
+
+
+def queue(store: Store, topic: str, queue_id: int) -> BatchConsumeQueue:
+    """One queue, or StoreError naming the directory that is not there."""
+    for q in batch_consume_queues(store):
+        if (q.topic, q.queue_id) == (topic, queue_id):
+            return q
+    raise StoreError("no such batchconsumequeue", store.root / DIRECTORY / topic / str(queue_id))
+
+
+def offset_by_time(q: BatchConsumeQueue, timestamp: int, boundary: str) -> int:
+    """BatchConsumeQueue.getOffsetInQueueByTime (5.3.3, searchBcqByCacheEnable's default true), clamped to
+    [min, max] as ConsumeQueueStore does: the last file when its first unit is at or before the time, else the
+    file whose first unit's storeTime is the greatest at or before it (the time cache; none: the first file);
+    then the unit binarySearchRight finds by storeTime, its msgBaseOffset."""
+    files = [(f, arr[:written]) for f, written, arr in q.units()]
+    lo, hi = q.offset_range()
+    found = -1
+    if files:
+        target = files[-1][1]
+        if not (len(target) and target[0]["storeTime"] <= timestamp):
+            cache = {int(arr[0]["storeTime"]): arr for _, arr in files if len(arr)}  # later files win a tie
+            earlier = [t for t in cache if t <= timestamp]
+            target = cache[max(earlier)] if earlier else files[0][1]
+        if len(target):
+            found = _search_file(target, timestamp, boundary)
+        for f, _ in files:
+            f.release()
+    return min(max(found, lo), hi)
+
+
+def _search_file(units: np.ndarray, timestamp: int, boundary: str) -> int:
+    """The rest of getOffsetInQueueByTime in one file: past its last unit's time, that unit's msgBaseOffset;
+    else that of the unit binary_search_right finds (-1: none)."""
+    right = len(units) - 1
+    if timestamp >= int(units[right]["storeTime"]):
+        return int(units[right]["msgBaseOffset"])
+    at = binary_search_right(units["storeTime"], 0, right, timestamp, boundary)
+    return int(units[at]["msgBaseOffset"]) if at >= 0 else -1
+
+
+def binary_search_right(values: np.ndarray, left: int, right: int, target: int, boundary: str) -> int:
+    """BatchConsumeQueue.binarySearchRight over unit indexes (the broker's byte positions / 46: the same
+    halving, its ceil() rounding a byte middle down to a unit): the unit it stops at, -1 for none. As the
+    broker's, UPPER returns -1 when the target falls between two units' values."""
+    while left <= right:
+        mid = (left + right) // 2
+        value = int(values[mid])
+        if mid == right:
+            return mid if value >= target else -1
+        if mid == left:
+            if value >= target:
+                return mid
+            left = mid + 1
+        elif boundary == "lower":
+            left, right = (mid + 1, right) if value < target else (left, mid)
+        else:
+            left, right = (mid, right) if value <= target else (left, mid - 1)
+    return -1
+
+
+def batch_max_phy(store: Store) -> int:
+    """The highest getMaxPhysicOffset over the queues (the last unit's commitLogOffset: BatchConsumeQueue keeps
+    no size there), which recoverConsumeQueue takes with the consumequeues'; 0 without units."""
+    out = 0
+    for q in batch_consume_queues(store):
+        for f, written, arr in q.units():
+            if written:
+                out = max(out, int(arr[written - 1]["commitLogOffset"]))
+            f.release()
+    return out
+
+
+def batch_topics(store: Store) -> set[str]:
+    """The topics the broker keeps in a BatchConsumeQueue: queue.type=BatchCQ in topics.json (where dispatch
+    looks), and every topic directory under batchconsumequeue/ (what ConsumeQueueStore.load loads as one)."""
+    named = batch_cq_topics(read_config(store.root, "topics.json").document)
+    root = store.root / DIRECTORY
+    present = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+    return named | present
+
+
+def file_size(store: Store, queue_files: list[MappedFile]) -> int:
+    """mapperFileSizeBatchConsumeQueue: configured (checked against the files), else what the files show."""
+    configured = store.config.mapperFileSizeBatchConsumeQueue
+    if configured:
+        check_configured_size(queue_files, configured, "mapperFileSizeBatchConsumeQueue")
+        return configured
+    lengths = Counter(f.length for f in queue_files)
+    if len(lengths) > 1:
+        infer_file_size(queue_files, "batchconsumequeue", DEFAULT_FILE_SIZE)  # raises with the detail
+    return next(iter(lengths)) if lengths else DEFAULT_FILE_SIZE
+
+
+def _queue_dirs(store: Store) -> list[tuple[Path, Path]]:
+    root = store.root / DIRECTORY
+    return [(t, q) for t in sorted(root.iterdir()) if t.is_dir() for q in sorted(t.iterdir())
+            if q.is_dir() and q.name.isdigit()] if root.is_dir() else []
+
+
+def queue_file_size(store: Store) -> int:
+    """The store's mapperFileSizeBatchConsumeQueue (file_size over every queue's files)."""
+    return file_size(store, [f for _, q in _queue_dirs(store) for f in MappedFileQueue([q], 0).files])
+
+
+def batch_consume_queues(store: Store) -> list[BatchConsumeQueue]:
+    """Every queue directory under batchconsumequeue/, topic and queue id in order."""
+    size = queue_file_size(store)
+    return [BatchConsumeQueue(t.name, int(q.name), q, size) for t, q in _queue_dirs(store)]

@@ -1,0 +1,141 @@
+"""verify's BatchConsumeQueue check, window by window in commitlog order: every unit against the record it names
+(a unit per dispatched record of the queue, in commitlog order, each the one putBatchMessagePositionInfo
+writes), the queue offsets the units cover (each msgBaseOffset where the previous unit's batch ends), and the
+records with no unit. Each queue's units are walked once, alongside the windows: memory stays one file of units
+per queue."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import batchcq as B
+from .. import schema as S
+from ..errors import StoreError
+from ..findings import CONSUMEQUEUE
+from .consumequeue import redispatch_from
+from .context import Context, Records
+from .windows import Window
+
+
+class QueueCursor:
+    """One queue's units in commitlog order, handed out a window at a time."""
+
+    def __init__(self, q: B.BatchConsumeQueue):
+        self.q = q
+        self.units = q.units()
+        self.current = None  # (file, unit array of its written units, next index)
+        self.next_base = None  # where the next unit's msgBaseOffset must start
+        # records with no unit, before and after where the broker's dispatch resumes: count, first, last offset
+        self.missing = [[0, None, None], [0, None, None]]
+
+    def upto(self, end: int | None):
+        """(file, position, unit) of every unit whose commitLogOffset is below `end` (None: every one left)."""
+        while True:
+            if self.current is None:
+                nxt = next(self.units, None)
+                if nxt is None:
+                    return
+                f, written, arr = nxt
+                self.current = [f, arr[:written], 0]
+            f, arr, i = self.current
+            while i < len(arr) and (end is None or int(arr[i]["commitLogOffset"]) < end):
+                yield f, i * S.BCQ_UNIT_SIZE, arr[i]
+                i += 1
+            self.current[2] = i
+            if i < len(arr):
+                return
+            f.release()
+            self.current = None
+
+
+class BatchConsumeQueueCheck:
+    """The begin / window / finish protocol of verify's windowed checks."""
+
+    def __init__(self, run: Context):
+        self.run = run
+        self.topics = B.batch_topics(run.store)
+        self.cursors = {(q.topic, q.queue_id): QueueCursor(q) for q in B.batch_consume_queues(run.store)}
+
+    def begin(self):
+        self.redispatch = redispatch_from(self.run)  # (after the consumequeue check settled their end)
+
+    def window(self, w: Window):
+        rec = w.rec
+        if not len(rec.off):
+            return
+        end = int(rec.off[-1]) + int(rec.size[-1])
+        groups = self._records_by_queue(rec)
+        for key in sorted(set(groups) | set(self.cursors)):
+            self._queue(key, rec, groups.get(key, np.zeros(0, np.int64)), end)
+
+    def _records_by_queue(self, rec: Records) -> dict[tuple[str, int], np.ndarray]:
+        """The commitlog offsets of the window's dispatched records of BatchCQ topics, per queue."""
+        batch = np.array([name in self.topics for name in rec.topics] + [False])
+        idx = np.flatnonzero(rec.dispatched & batch[rec.topic])
+        idx = idx[np.lexsort((rec.off[idx], rec.queue_id[idx], rec.topic[idx]))]
+        t, q = rec.topic[idx], rec.queue_id[idx]
+        cut = list(np.flatnonzero((t[1:] != t[:-1]) | (q[1:] != q[:-1])) + 1)
+        return {(rec.topics[t[a]], int(q[a])): rec.off[idx[a:b]] for a, b in zip([0] + cut, cut + [len(idx)])
+                if b > a}
+
+    def _queue(self, key, rec: Records, offsets: np.ndarray, end: int | None):
+        cursor = self.cursors.get(key)
+        seen = set()
+        for f, pos, u in cursor.upto(end) if cursor is not None else ():
+            off = int(u["commitLogOffset"])
+            seen.add(off)
+            self._unit(cursor, f, pos, u, off, rec)
+        lost = [int(o) for o in offsets if int(o) not in seen]
+        if lost:
+            m = (cursor or self._absent(key)).missing
+            for later in (False, True):
+                part = [o for o in lost if (o >= self.redispatch) == later]
+                if part:
+                    count, first, last = m[later]
+                    m[later] = [count + len(part), part[0] if first is None else first, part[-1]]
+
+    def _absent(self, key) -> QueueCursor:
+        """A queue the records name that has no directory: a cursor with no units, to count what it misses."""
+        directory = self.run.store.root / B.DIRECTORY / key[0] / str(key[1])
+        cursor = QueueCursor(B.BatchConsumeQueue(key[0], key[1], directory, B.DEFAULT_FILE_SIZE))
+        self.cursors[key] = cursor
+        return cursor
+
+    def _unit(self, cursor: QueueCursor, f, pos: int, u, off: int, rec: Records):
+        q, run = cursor.q, self.run
+        base, batch = int(u["msgBaseOffset"]), int(u["batchSize"])
+        if cursor.next_base is not None and base != cursor.next_base:
+            run.report(CONSUMEQUEUE, "bcq-offset-gap", "error", f.path, pos, off,
+                       f"{q.topic}/{q.queue_id}: msgBaseOffset {base} where the previous unit's batch ends at "
+                       f"{cursor.next_base}: consumers cannot read the queue offsets between")
+        cursor.next_base = base + batch
+        if rec.find(np.array([off]))[0] < 0:
+            run.report(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
+                       f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}")
+            return
+        try:
+            problems = B.unit_problems(u, run.store.read_message(off)[1], q.topic, q.queue_id, run.config)
+        except StoreError as e:
+            problems = [str(e)]
+        if problems:
+            run.report(CONSUMEQUEUE, "bcq-unit-mismatch", "error", f.path, pos, off,
+                       f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: " + "; ".join(problems))
+
+    @property
+    def needs_resolve(self) -> bool:
+        return False
+
+    def finish(self):
+        for (topic, qid), cursor in self.cursors.items():
+            for f, pos, u in cursor.upto(None):
+                off = int(u["commitLogOffset"])
+                self.run.report(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
+                                f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the "
+                                f"records checked")
+            for later, (count, first, last) in enumerate(cursor.missing):
+                if count:
+                    self.run.report(CONSUMEQUEUE, "bcq-missing-units", "warning" if later else "error",
+                                    cursor.q.directory, None, first,
+                                    f"{topic}/{qid}: {count} dispatched record(s) have no batchconsumequeue unit "
+                                    f"(commitlog offsets {first}..{last}); " + (
+                                        "the broker dispatches them again at its next start" if later else
+                                        "the broker will not dispatch them again: consumers never see them"))

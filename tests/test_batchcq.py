@@ -1,0 +1,228 @@
+"""BatchConsumeQueue (rmqctl.batchcq) on j-batchcq, a store RocketMQ 5.3.3 wrote with a BatchCQ topic: dump against
+the truth RocketMQ read back, verify's unit checks on the real units and on damaged copies, and `rebuild
+consumequeue` writing the broker's bytes, which RocketMQ 5.3.3 then loads."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rmqctl import schema as S
+from rmqctl.batchcq import batch_consume_queues, batch_topics, binary_search_right
+from rmqctl.config import load_config
+from rmqctl.store import Store
+
+from conftest import FIXTURES, broker_conf, jsonl, patch, run, truth
+from oracle import problems
+
+NAME = "j-batchcq"
+STORE = FIXTURES / NAME / "store"
+CONF = broker_conf(NAME)
+
+
+def truth_units(topic: str, queue_id: int) -> list[dict]:
+    return [r for r in truth(NAME, "truth-consumequeue.jsonl") if (r["topic"], r["queueId"]) == (topic, queue_id)]
+
+
+def test_the_store_model_finds_the_batchcq_queues_and_their_offsets():
+    store = Store(STORE, load_config(CONF))
+    assert batch_topics(store) == {"BatchTopic"}
+    summary = json.loads((FIXTURES / NAME / "truth-summary.json").read_text())
+    want = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in summary["consumeQueues"]
+            if q["cqType"] == "BatchCQ"}
+    assert {(q.topic, q.queue_id): q.offset_range() for q in batch_consume_queues(store)} == want
+
+
+@pytest.mark.parametrize("queue_id", [0, 1])
+def test_dump_batchconsumequeue_matches_what_rocketmq_read(queue_id):
+    res = run("dump", "batchconsumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve")
+    assert res.exit_code == 0, res.stderr
+    rows = jsonl(res.stdout)
+    want = truth_units("BatchTopic", queue_id)
+    assert len(rows) == len(want) > 100
+    for row, t in zip(rows, want):
+        assert (row["file"], row["position"]) == (t["cqFile"], t["filePosition"])
+        assert {k: row[k] for k in ("commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset",
+                                    "compactedOffset", "reserved")} == {k: t[k] for k in (
+            "commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "compactedOffset", "reserved")}
+        assert row["batchSize"] == t["batchNum"] and row["ok"] is True
+    assert any(r["batchSize"] > 1 for r in rows)  # inner batches: a unit covers several queue offsets
+
+
+def test_dump_batchconsumequeue_of_no_queue_is_one_line():
+    res = run("dump", "batchconsumequeue", "BatchTopic", 7, "--store", STORE)
+    assert res.exit_code == 2
+    assert res.stderr == f"rmqctl: {STORE}/batchconsumequeue/BatchTopic/7: no such batchconsumequeue\n"
+
+
+def test_verify_reads_batchcq_topics_from_their_own_queues():
+    """Before: every BatchTopic record was a cq-missing-entries error (no consumequeue/BatchTopic)."""
+    res = run("verify", "--store", STORE, "--broker-config", CONF, "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+
+
+def unit_at(root, queue_id: int, file: str, index: int) -> tuple:
+    return root / "batchconsumequeue" / "BatchTopic" / str(queue_id) / file, index * S.BCQ_UNIT_SIZE
+
+
+def test_verify_checks_each_unit_against_its_record(store_copy):
+    root = store_copy(NAME)
+    path, pos = unit_at(root, 0, "00000000000000000000", 2)
+    patch(path, pos + 8, S.INT32.pack(999))  # size
+    path, pos = unit_at(root, 0, "00000000000000000000", 5)
+    patch(path, pos + 28, S.INT64.pack(77))  # msgBaseOffset
+    res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    found = [(f["kind"], f["position"], f["commitLogOffset"], f["detail"]) for f in jsonl(res.stdout)]
+    assert res.exit_code == 1
+    assert found == [
+        ("bcq-unit-mismatch", 92, 12255, "BatchTopic/0 unit at msgBaseOffset 3: size 999, the record's 712"),
+        ("bcq-offset-gap", 230, 14020, "BatchTopic/0: msgBaseOffset 77 where the previous unit's batch ends at 6: "
+                                       "consumers cannot read the queue offsets between"),
+        ("bcq-unit-mismatch", 230, 14020, "BatchTopic/0 unit at msgBaseOffset 77: msgBaseOffset 77, the record's 6"),
+        ("bcq-offset-gap", 276, 14493, "BatchTopic/0: msgBaseOffset 7 where the previous unit's batch ends at 78: "
+                                       "consumers cannot read the queue offsets between"),
+    ]
+
+
+def test_verify_finds_records_without_a_unit(store_copy):
+    """The last two units of BatchTopic/1 zeroed: their records are below the other queue's last unit, where
+    the broker's dispatch resumes, so it never writes them again."""
+    root = store_copy(NAME)
+    path, pos = unit_at(root, 1, "00000000000000007360", 16)
+    patch(path, pos, bytes(2 * S.BCQ_UNIT_SIZE))
+    res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    found = [(f["kind"], f["severity"], f["commitLogOffset"], f["detail"]) for f in jsonl(res.stdout)]
+    assert found == [("bcq-missing-units", "error", 477994,
+                      "BatchTopic/1: 2 dispatched record(s) have no batchconsumequeue unit (commitlog offsets "
+                      "477994..478468); the broker will not dispatch them again: consumers never see them")]
+
+
+def rebuilt_copy(store_copy):
+    """A copy whose consume queues are gone, rebuilt by rmqctl."""
+    root = store_copy(NAME)
+    for part in ("batchconsumequeue", "consumequeue"):
+        subprocess.run(["rm", "-rf", str(root / part)], check=True)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", CONF)
+    assert res.exit_code == 0, res.stderr
+    return root
+
+
+def files_of(root, part: str) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / part).rglob("*")) if p.is_file()}
+
+
+def test_rebuild_writes_the_brokers_bytes(store_copy):
+    root = rebuilt_copy(store_copy)
+    for part in ("batchconsumequeue", "consumequeue"):
+        assert files_of(root, part) == files_of(STORE, part), part
+    assert (root / "checkpoint").read_bytes() == (STORE / "checkpoint").read_bytes()
+    again = run("rebuild", "consumequeue", "--store", root, "--broker-config", CONF)
+    assert again.stderr.endswith("8 queue(s) rebuilt from 583 records: identical to the store's, nothing to change\n")
+
+
+def test_rocketmq_533_loads_the_rebuilt_store(store_copy, java_oracle, tmp_path):
+    root = rebuilt_copy(store_copy)
+    out = tmp_path / "read5"
+    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+                          capture_output=True, text=True, env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1",
+                                                               "PATH": "/usr/bin:/bin"})
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert problems(summary) == {}, proc.stdout[-2000:]
+    read = [json.loads(line) for line in (out / "messages-read.jsonl").read_text().splitlines()]
+    for queue_id in (0, 1):
+        got = [(r["commitLogOffset"], r["size"], r["tagsCode"], r["batchNum"], r["msgBaseOffset"])
+               for r in read if (r["topic"], r["queueId"], r.get("cqType")) == ("BatchTopic", queue_id, "BatchCQ")]
+        want = [(t["commitLogOffset"], t["size"], t["tagsCode"], t["batchNum"], t["msgBaseOffset"])
+                for t in truth_units("BatchTopic", queue_id)]
+        assert got == want
+
+
+def test_append_refuses_a_batchcq_topic_and_keeps_its_queues(store_copy):
+    """The broker assigns a BatchCQ topic's queue offsets from its batch offset table; rmqctl does not write
+    them. Other topics of the store append as usual, and the batch queues stay the broker's."""
+    root = store_copy(NAME)
+    refused = run("append", "--store", root, "--broker-config", CONF, "--topic", "BatchTopic", "--body", "x")
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr == ("rmqctl: topic 'BatchTopic' is a BatchCQ topic (queue.type=BatchCQ): its queue offsets "
+                              "are the broker's batch offsets, which rmqctl does not assign; nothing was appended\n")
+    ok = run("append", "--store", root, "--broker-config", CONF, "--topic", "PlainTopic", "--body", "x")
+    assert ok.exit_code == 0, ok.stderr
+    assert files_of(root, "batchconsumequeue") == files_of(STORE, "batchconsumequeue")
+    assert run("verify", "--store", root, "--broker-config", CONF).exit_code == 0
+
+
+def test_consumers_read_batchcq_queues_in_queue_offsets(store_copy):
+    root = store_copy(NAME)
+    (root / "config" / "consumerOffset.json").write_text(json.dumps(
+        {"offsetTable": {"BatchTopic@g1": {"0": 2, "1": 322}}}))
+    res = run("consumers", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    rows = {r["queueId"]: r for r in jsonl(res.stdout)}
+    # offset 2 is the second message of the inner batch at 8935 (msgBaseOffset 1, batchSize 2)
+    assert (rows[0]["minOffset"], rows[0]["maxOffset"], rows[0]["lag"], rows[0]["oldestUnconsumed"]) == \
+        (0, 436, 434, truth_units("BatchTopic", 0)[1]["storeTime"])
+    assert (rows[1]["lag"], rows[1]["oldestUnconsumed"], rows[1]["status"]) == (0, None, "ok")
+
+
+def oracle_classpath(oracle) -> str:
+    """read5.sh's class path (RocketMQ 5.3.3's classes and what they load), from the oracle's own env.sh."""
+    script = f'. "{oracle}/lib/env.sh" && printf "%s" "$(oracle_debian_cp)"'
+    debian = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+    jars = ["rocketmq-5.jar", "fastjson-1.2.83.jar", "stubs-5.jar", "otel-api-context-1.29.0.jar"]
+    return ":".join([f"{oracle}/lib/{j}" for j in jars] + [debian])
+
+
+def test_binary_search_right_is_rocketmqs(java_oracle):
+    """Every file of both queues, each unit's storeTime and its neighbours as targets: the unit
+    BatchConsumeQueue.binarySearchRight (5.3.3, run here) stops at for LOWER and UPPER."""
+    store = Store(STORE, load_config(CONF))
+    asked, got = [], []
+    for q in batch_consume_queues(store):
+        for f, written, arr in q.units():
+            for t in sorted({int(t) + d for t in arr["storeTime"][:written] for d in (-1, 0, 1)}):
+                asked.append(f"{f.path} {written} {t}")
+                got.append(tuple(binary_search_right(arr["storeTime"], 0, written - 1, t, b) for b in ("lower", "upper")))
+    harness = Path(__file__).parent / "java" / "BcqSearch.java"
+    java = subprocess.run(["java", "-cp", oracle_classpath(java_oracle), str(harness)], input="\n".join(asked) + "\n",
+                          capture_output=True, text=True, check=True)
+    want = [tuple(int(x) for x in line.split()) for line in java.stdout.splitlines()]
+    assert len(got) > 300 and got == want
+    assert any(upper == -1 for _, upper in got)  # the broker's UPPER between two units' times
+
+
+def test_offset_by_time_on_a_batchcq_queue():
+    """The unit's msgBaseOffset: a time inside an inner batch's store time answers the batch's first offset."""
+    first, second = truth_units("BatchTopic", 0)[:2]
+    at = lambda ms, *more: jsonl(run("offset-by-time", "BatchTopic", "0", str(ms), "--store", STORE, *more).stdout)[0]  # noqa: E731
+    assert (at(first["storeTime"] - 1000)["queueOffset"], at(second["storeTime"])["queueOffset"]) == (0, 1)
+    row = at(second["storeTime"] + 1)
+    assert (row["queueOffset"], row["rule"]) == (3, "5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.LOWER")
+    assert at(10 ** 13)["queueOffset"] == 435  # past the last unit: its msgBaseOffset (the batch at 435)
+    four = run("offset-by-time", "BatchTopic", "0", "0", "--store", STORE, "--rocketmq-version", "4")
+    assert four.exit_code == 2 and "a BatchConsumeQueue is 5.x's" in four.stderr
+
+
+def test_locate_a_queue_offset_inside_an_inner_batch():
+    res = run("locate", "2", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
+    assert jsonl(res.stdout) == [{
+        "topic": "BatchTopic", "queueId": 0, "queueOffset": 2, "file": "00000000000000000000", "fileFromOffset": 0,
+        "position": 46, "exists": True, "commitLogOffset": 8935, "size": 1303, "tagsCode": 0,
+        "storeTime": 1795867584837, "msgBaseOffset": 1, "batchSize": 2, "compactedOffset": -1, "reserved": 0,
+        "indexInBatch": 1}]
+    past = run("locate", "436", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
+    assert jsonl(past.stdout) == [{"topic": "BatchTopic", "queueId": 0, "queueOffset": 436, "exists": False}]
+
+
+def test_the_spark_source_reads_every_unit():
+    pytest.importorskip("pyspark")
+    from rmqctl.spark import session  # the optional extra
+
+    spark = session("local[1]", conf={"spark.ui.enabled": "false"})
+    rows = spark.read.format("rocketmq-batchconsumequeue").option("brokerConfig", str(CONF)).load(str(STORE)).collect()
+    fields = ("topic", "queueId", "commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset")
+    got = sorted((*(r[f] for f in fields), r.batchSize, r.file, r.position) for r in rows)
+    want = sorted((*(t[f] for f in fields), t["batchNum"], t["cqFile"], t["filePosition"])
+                  for t in truth(NAME, "truth-consumequeue.jsonl") if t["topic"] == "BatchTopic")
+    assert got == want and len(got) == 383
