@@ -18,6 +18,8 @@ class BrokerConfig:
     mappedFileSizeCommitLog: int | None = None  # None: infer from the files, else 1 GiB
     mappedFileSizeConsumeQueue: int | None = None  # None: infer, else 300000 * 20
     mapperFileSizeBatchConsumeQueue: int | None = None  # (the broker's spelling) None: infer, else 300000 * 46
+    compactionMappedFileSize: int = 100 * 1024 * 1024  # compaction topics' log files (rmqctl.compaction.file_sizes)
+    compactionCqMappedFileSize: int = 10 * 1024 * 1024
     maxHashSlotNum: int | None = None  # None: infer from the index files, else 5,000,000
     maxIndexNum: int | None = None  # None: infer, else 20,000,000
     deleteWhen: str = "04"

@@ -54,6 +54,13 @@ KINDS: dict[str, str] = {
     "bcq-unit-bad-target": "a BatchConsumeQueue unit pointing where no record of its queue starts",
     "bcq-offset-gap": "a BatchConsumeQueue unit whose msgBaseOffset is not where the previous unit's batch ends",
     "bcq-missing-units": "dispatched records of a BatchCQ topic with no unit in their queue",
+    # compaction topics (5.x, cleanup.policy=COMPACTION): compaction/compactionLog and compactionCq
+    "compaction-file-mismatch": "a compaction log file without its CQ file of the same name, or the reverse",
+    "compaction-physical-offset": "a compaction log record whose PHYSICALOFFSET is not its place in the log",
+    "compaction-record": "bytes in a compaction log that are not a record of its queue",
+    "compaction-cq-bad-target": "a compaction CQ unit pointing where no compaction log record starts",
+    "compaction-cq-mismatch": "a compaction CQ unit other than the one the broker writes for its record",
+    "compaction-checkpoint": "a compaction position-checkpoint that does not read",
     # index files
     "index-header": "an index header whose counts or begin/end values disagree with its entries",
     "index-slot": "a hash slot that does not hold the newest entry of its hash",

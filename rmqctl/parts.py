@@ -281,8 +281,8 @@ def compaction(layout: Layout) -> list[Part]:
     checkpoint = base / "position-checkpoint"
     if set(names) <= {"position-checkpoint"} and (not names or empty_offset_map(checkpoint)):
         return [Part("compaction", base, "compaction topics: none (an empty position-checkpoint)", True)]
-    return [Part("compaction", base, "compaction topics (cleanup.policy=COMPACTION)", False,
-                 "this version does not read the compaction log and its queues")]
+    # read (rmqctl.compaction: dump compaction, verify); no writer keeps it as the broker's CompactionService does
+    return [Part("compaction", base, "compaction topics (cleanup.policy=COMPACTION)", True, write=False)]
 
 
 def empty_offset_map(path: Path) -> bool:

@@ -38,6 +38,7 @@ from . import (
     dledger as verify_dledger,
     links as verify_links,
 )
+from .compaction import check_compaction
 from .config import config_problems
 from .timer import TimerCheck
 from ..txn import pending
@@ -172,6 +173,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
     copy = store.parts.find("rocksdb-consumequeue")
     if "consumequeue" in parts and copy is not None and copy.read:
         check_double_write(ctx)
+    if "consumequeue" in parts:
+        check_compaction(ctx)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)

@@ -1,4 +1,4 @@
-"""`dump commitlog|consumequeue|batchconsumequeue|index|checkpoint` and `locate`."""
+"""`dump commitlog|consumequeue|batchconsumequeue|compaction|index|checkpoint` and `locate`."""
 from __future__ import annotations
 
 import click
@@ -98,6 +98,23 @@ def dump_batchconsumequeue(ctx, topic, queue_id, resolve):
         echo_err(f"rmqctl: {len(unresolved)} unit(s) of {topic}/{queue_id} do not resolve (first at queue offset "
                  f"{unresolved[0]})")
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@dump.command("compaction")
+@store_options
+@click.argument("topic")
+@click.argument("queue_id", type=int)
+@click.option("--cq", is_flag=True, help="The compaction CQ's 46-byte units instead of the log's records.")
+def dump_compaction(ctx, topic, queue_id, cq):
+    """A 5.x compaction topic's queue (cleanup.policy=COMPACTION): the records of compaction/compactionLog (the
+    commitlog's, PHYSICALOFFSET rewritten to their place in this log; `inPlace` says whether it is) and each
+    file's BLANK end, or with --cq the units of compaction/compactionCq (`end`: the unit closing a full file).
+
+    \b
+    rmqctl dump compaction KvTopic 0 --store /data/store
+    rmqctl dump compaction KvTopic 0 --cq --store /data/store
+    """
+    render(inspect.dump_compaction(ctx.store, topic, queue_id, cq), ctx.format)
 
 
 @dump.command("consumequeue")

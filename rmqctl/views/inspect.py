@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import batchcq, dledger, rocksdbcq
+from .. import batchcq, compaction, dledger, rocksdbcq
 from .. import schema as S
 from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
@@ -154,6 +154,29 @@ def dump_batchconsumequeue(store: Store, topic: str, queue_id: int, resolve: boo
                 row.update(ok=not problems, problem="; ".join(problems) or None)
             yield row
         f.release()
+
+
+def dump_compaction(store: Store, topic: str, queue_id: int, cq: bool = False) -> Iterator[dict]:
+    """A compaction topic's queue: its compaction log's records (where each is, and whether its PHYSICALOFFSET
+    says so), each file's BLANK end; with `cq`, its compaction CQ's units instead (the end unit marked)."""
+    q = compaction.CompactionQueue(store, topic, queue_id)
+    if not q.log_dir.is_dir() and not q.cq.directory.is_dir():
+        raise StoreError("no such compaction queue", q.log_dir)
+    if cq:
+        for f, pos, u in compaction.cq_units(q):
+            yield {"file": f.name, "position": pos, **u, **({"end": True} if compaction.end_unit(u) else {})}
+        return
+    for r in q.records():
+        at = r.file.start + r.position
+        row = {"file": r.file.name, "position": r.position, "offset": at}
+        if r.message is None:
+            if r.end != "zeros":
+                yield {**row, "end": r.end}
+            continue
+        m = r.message
+        yield {**row, "storeSize": m.storeSize, "topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset,
+               "physicalOffset": m.physicalOffset, "inPlace": m.physicalOffset == at,
+               "storeTimestamp": m.storeTimestamp, "keys": m.keys, "msgId": m.msg_id}
 
 
 def resolve_entry(store: Store, topic: str, queue_id: int, qoff: int, off: int, size: int) -> dict:

@@ -1,0 +1,69 @@
+"""verify's check of compaction topics' files (rmqctl.compaction): log and CQ files paired by name (the broker's
+load refuses a queue where they are not), every log record where its PHYSICALOFFSET says and of its queue, every
+CQ unit the one CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue
+offset, size, store time and tagsCode), the position checkpoint readable. One log file's records are held at a
+time."""
+from __future__ import annotations
+
+from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
+from ..dispatch import tags_code
+from ..findings import CONSUMEQUEUE
+from .context import Context
+
+
+def check_compaction(ctx: Context):
+    """Every finding into the run's report."""
+    store = ctx.store
+    for q in compaction_queues(store):
+        logs, cqs = q.unmatched_files()
+        for name in logs + cqs:
+            where = (q.log_dir if name in logs else q.cq.directory) / name
+            ctx.report(CONSUMEQUEUE, "compaction-file-mismatch", "error", where, None, None,
+                   f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
+                   f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue")
+        records = _check_log(q, ctx)
+        _check_units(q, records, ctx)
+    _, problem = position_checkpoint(store)
+    if problem is not None:
+        ctx.report(CONSUMEQUEUE, "compaction-checkpoint", "warning", store.root / "compaction" / "position-checkpoint",
+               None, None, f"compaction position checkpoint: {problem}")
+
+
+def _check_log(q: CompactionQueue, ctx: Context) -> dict[int, dict]:
+    """What a CQ unit must hold for each record of the log, by its position; reporting records out of place or
+    of another queue and bytes that are not a record."""
+    records = {}
+    for r in q.records():
+        at = r.file.start + r.position
+        if r.message is None:
+            if r.end not in ("blank", "zeros"):
+                ctx.report(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
+                       f"{q.topic}/{q.queue_id} compaction log: {r.end}")
+            continue
+        m = r.message
+        if m.physicalOffset != at:
+            ctx.report(CONSUMEQUEUE, "compaction-physical-offset", "error", r.file.path, r.position, at,
+                   f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}")
+        if (m.topic, m.queueId) != (q.topic, q.queue_id):
+            ctx.report(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
+                   f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}")
+        records[at] = {"size": m.storeSize, "tagsCode": tags_code(m, ctx.config), "storeTime": m.storeTimestamp,
+                       "msgBaseOffset": m.queueOffset, "batchSize": 1}
+    return records
+
+
+def _check_units(q: CompactionQueue, records: dict, ctx: Context):
+    for f, pos, u in cq_units(q):
+        if end_unit(u):
+            continue
+        off = u["commitLogOffset"]
+        want = records.get(off)
+        if want is None:
+            ctx.report(CONSUMEQUEUE, "compaction-cq-bad-target", "error", f.path, pos, off,
+                   f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of the "
+                   f"compaction log starts at {off}")
+            continue
+        wrong = [f"{k} {u[k]}, the record's {v}" for k, v in want.items() if u[k] != v]
+        if wrong:
+            ctx.report(CONSUMEQUEUE, "compaction-cq-mismatch", "error", f.path, pos, off,
+                   f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong))

@@ -1,0 +1,134 @@
+"""Compaction topics (5.x, topic attribute `cleanup.policy=COMPACTION`): `compaction/compactionLog/{topic}/{queueId}/`
+holds the topic's records copied from the commitlog with PHYSICALOFFSET rewritten to their place in the
+compaction log (QUEUEOFFSET kept), each file ending in an 8-byte `int32 remaining | BLANK_MAGIC_CODE` once full;
+`compaction/compactionCq/{topic}/{queueId}/` is its SparseConsumeQueue (46-byte BatchCQ units, batchSize 1, an
+end unit `-1, 0, ..., 0` when a file fills), one CQ file per log file with the same name;
+`compaction/position-checkpoint` is JSON `queueOffsetMap` (`topic_queueId` -> next queue offset).
+
+Sources (5.3.3): store/.../kv/CompactionLog.java (getCompactionLogSize, CompactionAppendMessageCallback,
+CompactionAppendEndMsgCallback, TopicPartitionLog.recover / sanityCheck), kv/CompactionStore.java (paths),
+kv/CompactionService.java (only topics whose CleanupPolicyUtils policy is COMPACTION), queue/SparseConsumeQueue.java
+(putEndPositionInfo, recover), MessageStoreConfig (compactionMappedFileSize 100 MiB, compactionCqMappedFileSize
+10 MiB).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+import numpy as np
+
+from . import schema as S
+from .batchcq import BatchConsumeQueue, written_bcq_units
+from .configfiles import read_text
+from .record import Blank, Message, RecordError, read_record
+from .store import MappedFile, MappedFileQueue, Store
+
+DIRECTORY = "compaction"
+LOG_DIR, CQ_DIR, CHECKPOINT = "compactionLog", "compactionCq", "position-checkpoint"
+
+
+def file_sizes(config) -> tuple[int, int]:
+    """(log file size, CQ file size) as CompactionLog's constructor derives them: the CQ size in whole units,
+    the log size a multiple of it (at least 5, the nearer multiple when the configured size is within half a CQ
+    file above one)."""
+    cq = config.compactionCqMappedFileSize // S.BCQ_UNIT_SIZE * S.BCQ_UNIT_SIZE
+    n, m = divmod(config.compactionMappedFileSize, cq)
+    if n < 5:
+        return cq * 5, cq
+    return (n * cq if 0 < m < (cq >> 1) else (n + 1) * cq), cq
+
+
+@dataclasses.dataclass
+class LogRecord:
+    """One record of a compaction log file, or what stopped the walk there."""
+
+    file: MappedFile
+    position: int
+    message: Message | None  # None: the file's end (BLANK) or bytes that are not a record
+    end: str | None = None  # "blank", "zeros" or the RecordError detail
+
+
+class CompactionQueue:
+    """One topic-queue's compaction log and its SparseConsumeQueue."""
+
+    def __init__(self, store: Store, topic: str, queue_id: int):
+        self.topic, self.queue_id = topic, queue_id
+        log_size, cq_size = file_sizes(store.config)
+        root = store.root / DIRECTORY
+        self.log_dir = root / LOG_DIR / topic / str(queue_id)
+        self.log = MappedFileQueue([self.log_dir], log_size)
+        self.cq = BatchConsumeQueue(topic, queue_id, root / CQ_DIR / topic / str(queue_id), cq_size)
+
+    def records(self) -> Iterator[LogRecord]:
+        """Every record of every log file, each file to its BLANK end or its first bytes that are not a record
+        (then a LogRecord without a message says what stopped it)."""
+        size = self.log.file_size
+        for f in self.log.files:
+            buf, pos = f.buf, 0
+            limit = min(len(buf), size)
+            while pos < limit:
+                try:
+                    rec = read_record(buf, pos, limit)
+                except RecordError as e:
+                    yield LogRecord(f, pos, None, "zeros" if e.kind == "zeros" else e.detail)
+                    break
+                if isinstance(rec, Blank):
+                    yield LogRecord(f, pos, None, "blank")
+                    break
+                yield LogRecord(f, pos, rec)
+                pos += rec.storeSize
+            f.release()
+
+    def unmatched_files(self) -> tuple[list[str], list[str]]:
+        """TopicPartitionLog.sanityCheck: log files without a CQ file of the same name, and CQ files without a
+        log file (either stops the broker's load)."""
+        logs = {f.name for f in self.log.files}
+        cqs = {f.name for f in self.cq.files.files}
+        return sorted(logs - cqs), sorted(cqs - logs)
+
+
+def compaction_queues(store: Store) -> list[CompactionQueue]:
+    """Every topic/queue directory under compaction/compactionLog (or compactionCq), in order."""
+    root = store.root / DIRECTORY
+    found = set()
+    for sub in (LOG_DIR, CQ_DIR):
+        base = root / sub
+        for t in (sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else ()):
+            found |= {(t.name, int(q.name)) for q in t.iterdir() if q.is_dir() and q.name.isdigit()}
+    return [CompactionQueue(store, t, q) for t, q in sorted(found)]
+
+
+def position_checkpoint(store: Store) -> tuple[dict[str, int] | None, str | None]:
+    """compaction/position-checkpoint's queueOffsetMap (`topic_queueId` -> offset), and what is wrong with the
+    file (None: sound or absent)."""
+    text = read_text(store.root / DIRECTORY / CHECKPOINT)
+    if not text.exists:
+        return None, None
+    doc = text.document if text.sound else None
+    table = doc.get("queueOffsetMap") if isinstance(doc, dict) else None
+    if not isinstance(table, dict):
+        return None, text.error or "no queueOffsetMap"
+    try:
+        return {str(k): int(v) for k, v in table.items()}, None
+    except (TypeError, ValueError):
+        return None, "a queueOffsetMap value is not a number"
+
+
+def end_unit(unit) -> bool:
+    """SparseConsumeQueue.putEndPositionInfo's unit: phyOffset -1, size 0, batchSize 0."""
+    return int(unit["commitLogOffset"]) == -1 and int(unit["size"]) == 0 and int(unit["batchSize"]) == 0
+
+
+def cq_units(q: CompactionQueue) -> Iterator[tuple[MappedFile, int, dict]]:
+    """Each CQ file's units as recover reads them, and the first it stops at when that is not zeros (the end
+    unit of a full file, or damage): (file, position, fields)."""
+    for f in q.cq.files.files:
+        n = min(len(f.buf), q.cq.files.file_size) // S.BCQ_UNIT_SIZE
+        arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
+        written = written_bcq_units(arr)
+        shown = written + (written < n and arr[written].tobytes() != bytes(S.BCQ_UNIT_SIZE))
+        rows = [(f, i * S.BCQ_UNIT_SIZE, {k: int(arr[i][k]) for k in S.BCQ_DTYPE.names}) for i in range(shown)]
+        del arr
+        f.release()
+        yield from rows
