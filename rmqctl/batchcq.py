@@ -124,19 +124,24 @@ def offset_by_time(q: BatchConsumeQueue, timestamp: int, boundary: str) -> int:
     [min, max] as ConsumeQueueStore does: the last file when its first unit is at or before the time, else the
     file whose first unit's storeTime is the greatest at or before it (the time cache; none: the first file);
     then the unit binarySearchRight finds by storeTime, its msgBaseOffset."""
-    files = [(f, arr[:written]) for f, written, arr in q.units()]
+    firsts = []  # (file index, its first unit's storeTime, units written): one file mapped at a time
+    for i, (f, written, arr) in enumerate(q.units()):
+        firsts.append((i, int(arr[0]["storeTime"]) if written else None, written))
+        f.release()
     lo, hi = q.offset_range()
-    found = -1
-    if files:
-        target = files[-1][1]
-        if not (len(target) and target[0]["storeTime"] <= timestamp):
-            cache = {int(arr[0]["storeTime"]): arr for _, arr in files if len(arr)}  # later files win a tie
-            earlier = [t for t in cache if t <= timestamp]
-            target = cache[max(earlier)] if earlier else files[0][1]
-        if len(target):
-            found = _search_file(target, timestamp, boundary)
-        for f, _ in files:
-            f.release()
+    if not firsts:
+        return min(max(-1, lo), hi)
+    target = len(firsts) - 1
+    if firsts[-1][1] is None or firsts[-1][1] > timestamp:
+        cache = {t: i for i, t, _ in firsts if t is not None}  # a later file wins a tie, as the map's put
+        earlier = [t for t in cache if t <= timestamp]
+        target = cache[max(earlier)] if earlier else 0
+    written = firsts[target][2]
+    f = q.files.files[target]
+    units = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=written) if written else None
+    found = _search_file(units, timestamp, boundary) if written else -1
+    del units
+    f.release()
     return min(max(found, lo), hi)
 
 

@@ -61,24 +61,27 @@ class CompactionQueue:
         self.cq = BatchConsumeQueue(topic, queue_id, root / CQ_DIR / topic / str(queue_id), cq_size)
 
     def records(self) -> Iterator[LogRecord]:
-        """Every record of every log file, each file to its BLANK end or its first bytes that are not a record
-        (then a LogRecord without a message says what stopped it)."""
-        size = self.log.file_size
+        """Every record of every log file (file_records of each)."""
         for f in self.log.files:
-            buf, pos = f.buf, 0
-            limit = min(len(buf), size)
-            while pos < limit:
-                try:
-                    rec = read_record(buf, pos, limit)
-                except RecordError as e:
-                    yield LogRecord(f, pos, None, "zeros" if e.kind == "zeros" else e.detail)
-                    break
-                if isinstance(rec, Blank):
-                    yield LogRecord(f, pos, None, "blank")
-                    break
-                yield LogRecord(f, pos, rec)
-                pos += rec.storeSize
-            f.release()
+            yield from self.file_records(f)
+
+    def file_records(self, f: MappedFile) -> Iterator[LogRecord]:
+        """One log file's records to its BLANK end or its first bytes that are not a record (then a LogRecord
+        without a message says what stopped it); the file released after."""
+        buf, pos = f.buf, 0
+        limit = min(len(buf), self.log.file_size)
+        while pos < limit:
+            try:
+                rec = read_record(buf, pos, limit)
+            except RecordError as e:
+                yield LogRecord(f, pos, None, "zeros" if e.kind == "zeros" else e.detail)
+                break
+            if isinstance(rec, Blank):
+                yield LogRecord(f, pos, None, "blank")
+                break
+            yield LogRecord(f, pos, rec)
+            pos += rec.storeSize
+        f.release()
 
     def unmatched_files(self) -> tuple[list[str], list[str]]:
         """TopicPartitionLog.sanityCheck: log files without a CQ file of the same name, and CQ files without a
@@ -120,10 +123,12 @@ def end_unit(unit) -> bool:
     return int(unit["commitLogOffset"]) == -1 and int(unit["size"]) == 0 and int(unit["batchSize"]) == 0
 
 
-def cq_units(q: CompactionQueue) -> Iterator[tuple[MappedFile, int, dict]]:
-    """Each CQ file's units as recover reads them, and the first it stops at when that is not zeros (the end
-    unit of a full file, or damage): (file, position, fields)."""
+def cq_units(q: CompactionQueue, only: str | None = None) -> Iterator[tuple[MappedFile, int, dict]]:
+    """Each CQ file's units (of the file named `only`, when given) as recover reads them, and the first it stops
+    at when that is not zeros (the end unit of a full file, or damage): (file, position, fields)."""
     for f in q.cq.files.files:
+        if only is not None and f.name != only:
+            continue
         n = min(len(f.buf), q.cq.files.file_size) // S.BCQ_UNIT_SIZE
         arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
         written = written_bcq_units(arr)

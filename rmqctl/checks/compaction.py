@@ -2,7 +2,7 @@
 load refuses a queue where they are not), every log record where its PHYSICALOFFSET says and of its queue, every
 CQ unit the one CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue
 offset, size, store time and tagsCode), the position checkpoint readable. One log file's records are held at a
-time."""
+time: a CQ file's units name records of the log file of its name."""
 from __future__ import annotations
 
 from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
@@ -21,19 +21,21 @@ def check_compaction(ctx: Context):
             ctx.report(CONSUMEQUEUE, "compaction-file-mismatch", "error", where, None, None,
                    f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
                    f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue")
-        records = _check_log(q, ctx)
-        _check_units(q, records, ctx)
+        for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
+            _check_units(q, f.name, _check_log(q, f, ctx), ctx)
+        for name in cqs:
+            _check_units(q, name, {}, ctx)
     _, problem = position_checkpoint(store)
     if problem is not None:
         ctx.report(CONSUMEQUEUE, "compaction-checkpoint", "warning", store.root / "compaction" / "position-checkpoint",
                None, None, f"compaction position checkpoint: {problem}")
 
 
-def _check_log(q: CompactionQueue, ctx: Context) -> dict[int, dict]:
-    """What a CQ unit must hold for each record of the log, by its position; reporting records out of place or
-    of another queue and bytes that are not a record."""
+def _check_log(q: CompactionQueue, f, ctx: Context) -> dict[int, dict]:
+    """What a CQ unit must hold for each record of one log file, by its position; reporting records out of
+    place or of another queue and bytes that are not a record."""
     records = {}
-    for r in q.records():
+    for r in q.file_records(f):
         at = r.file.start + r.position
         if r.message is None:
             if r.end not in ("blank", "zeros"):
@@ -52,16 +54,16 @@ def _check_log(q: CompactionQueue, ctx: Context) -> dict[int, dict]:
     return records
 
 
-def _check_units(q: CompactionQueue, records: dict, ctx: Context):
-    for f, pos, u in cq_units(q):
+def _check_units(q: CompactionQueue, name: str, records: dict, ctx: Context):
+    for f, pos, u in cq_units(q, name):
         if end_unit(u):
             continue
         off = u["commitLogOffset"]
         want = records.get(off)
         if want is None:
             ctx.report(CONSUMEQUEUE, "compaction-cq-bad-target", "error", f.path, pos, off,
-                   f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of the "
-                   f"compaction log starts at {off}")
+                   f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of "
+                   f"compaction log file {name} starts at {off}")
             continue
         wrong = [f"{k} {u[k]}, the record's {v}" for k, v in want.items() if u[k] != v]
         if wrong:
