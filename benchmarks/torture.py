@@ -264,6 +264,7 @@ class Profile:
     """The read commands' arguments for one fixture: a queue, an offset, a msgId, a key."""
 
     def __init__(self, name: str):
+        from rmqctl.batchcq import batch_consume_queues
         from rmqctl.config import load_config
         from rmqctl.errors import StoreError
         from rmqctl.store import Store, queue_keys
@@ -272,7 +273,7 @@ class Profile:
         self.conf = conf_of(name)
         ini = FIXTURES / name / "server.ini"
         self.metaq = ini if ini.exists() else None
-        self.queue, self.slots = ("TopicTest", 0), 0
+        self.queue, self.slots, self.batch_queue = ("TopicTest", 0), 0, None
         self.unread: tuple[str, ...] = ()  # store paths of the parts rmqctl says it does not read
         self.offset, self.msg_id, self.key = 0, "C0A8000A00002A9F0000000000000000", ("TopicTest", "k")
         try:
@@ -281,6 +282,7 @@ class Profile:
             return
         self.unread = tuple(part.path.relative_to(store.root).as_posix() for part in store.parts.unread)
         self.queue = next(iter(queue_keys(store)), ("TopicTest", 0))
+        self.batch_queue = next(((q.topic, q.queue_id) for q in batch_consume_queues(store)), None)
         try:
             self.slots = store.index_geometry[0]
         except Exception:
@@ -319,7 +321,10 @@ class Profile:
             ["msgid", "decode", self.msg_id, *base, "--format", "jsonl"],
             ["msgid", "lookup", self.msg_id, *base, "--format", "jsonl"],
             ["query", "key", self.key[0], self.key[1], *base, "--format", "jsonl"],
-        ]
+        ] + ([["dump", "batchconsumequeue", *map(str, self.batch_queue), "--resolve", *base, "--format", "jsonl"],
+              ["locate", 1, "--topic", self.batch_queue[0], "--queue-id", self.batch_queue[1], *base, "--format", "jsonl"],
+              ["offset-by-time", self.batch_queue[0], 1795867585000, *base, "--format", "jsonl"]]
+             if self.batch_queue else [])
 
 
 # -- mutations ------------------------------------------------------------------------------------------------------
@@ -333,8 +338,10 @@ def files_of(root: Path) -> dict[str, list[Path]]:
         if not p.is_file() or p.is_symlink():
             continue
         rel = p.relative_to(root).parts
-        kind = rel[0] if rel[0] in kinds else "segment" if p.suffix == ".meta" else "other"
-        if kind == "consumequeue" and len(rel) == 2:  # a RocksDB queue's own files (CURRENT, MANIFEST, sst, ...)
+        # a BatchCQ queue's files are damaged as a consumequeue's are
+        kind = "consumequeue" if rel[0] == "batchconsumequeue" else rel[0] if rel[0] in kinds else \
+            "segment" if p.suffix == ".meta" else "other"
+        if rel[0] == "consumequeue" and len(rel) == 2:  # a RocksDB queue's own files (CURRENT, MANIFEST, sst, ...)
             kind = "rocksdb"
         kinds[kind].append(p)
     return kinds
@@ -1300,8 +1307,21 @@ def warm_up(work: Path):
     shutil.rmtree(root)
 
 
-WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild index": RebuildIndex, "repair": Repair,
-           "clean --apply": Clean, "config restore": Restore, "restore": BackupRestore}
+class RebuildBatchCQ(RebuildCQ):
+    """rebuild consumequeue where a 5.x BatchCQ topic's queues are damaged: one gone, one file cut short."""
+
+    fixture = "j-batchcq"
+
+    def prepare(self, dest):
+        root = copy_store(self.fixture, dest)
+        shutil.rmtree(root / "batchconsumequeue" / "BatchTopic" / "1")
+        os.truncate(sorted((root / "batchconsumequeue" / "BatchTopic" / "0").iterdir())[0], 100)
+        return root
+
+
+WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild batchconsumequeue": RebuildBatchCQ,
+           "rebuild index": RebuildIndex, "repair": Repair, "clean --apply": Clean, "config restore": Restore,
+           "restore": BackupRestore}
 
 
 STEP_BLOCK = 40  # a long run's filesystem-step kills per saved unit

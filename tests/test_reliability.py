@@ -429,8 +429,8 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     assert readonly["fixtures"] == STORE_FIXTURES and readonly["commands"] > 10 * len(STORE_FIXTURES)
     assert readonly["files changed"] == readonly["crashes"] == readonly["too slow"] == 0
     writers = {r["writer"] for r in figures["crash"]}
-    assert writers == {"append", "rebuild consumequeue", "rebuild index", "repair", "clean --apply", "config restore",
-                       "restore"}
+    assert writers == {"append", "rebuild consumequeue", "rebuild batchconsumequeue", "rebuild index", "repair",
+                       "clean --apply", "config restore", "restore"}
     assert {r["writer"] for r in figures["diskfull"]} == writers
     for r in figures["crash"]:
         assert r["step kills"] > 0 and r["mixed"] == r["lost acked"] == 0, r
