@@ -96,14 +96,20 @@ def test_every_writer_refuses_and_writes_nothing(tmp_path, args, writer):
     assert tree(root) == before
 
 
-def test_batch_consume_queue_topics_are_not_missing_from_consumequeue():
+def test_batch_consume_queues_are_read_and_kept_by_the_dispatching_writers_only():
+    """BatchCQ topics are read (tests/test_batchcq.py); rebuild and append keep them as the broker's dispatch
+    does, every other writer refuses a store holding them."""
     name = "j-batchcq"
     res = run("verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name), "--format", "jsonl")
-    assert res.exit_code == 0 and res.stdout == ""
-    assert res.stderr.splitlines()[1:] == [
-        f"rmqctl: note: {fixture_dir(name)}/store/batchconsumequeue: batch consume queues (topics with "
-        "queue.type=BatchCQ): not read (this version does not read BatchConsumeQueue files)"]
-    assert Store(fixture_dir(name) / "store").parts.topics_not_read == {"BatchTopic"}
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr.splitlines()[1:] == [] and res.stderr.endswith(": sound\n")  # verify's summary, no note
+    parts = Store(fixture_dir(name) / "store").parts
+    assert parts.find("batchconsumequeue").read and parts.topics_not_read == frozenset()
+    parts.refuse_writer("rebuild consumequeue", frozenset({"batchconsumequeue"}))  # nothing raised
+    res = run("repair", "--dry-run", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name))
+    assert one_line_error(res) == (f"rmqctl: {fixture_dir(name)}/store/batchconsumequeue: batch consume queues (topics "
+                                   "with queue.type=BatchCQ): read but not written by this version, so repair writes "
+                                   "nothing to this store")
 
 
 def test_an_unknown_directory_is_named_and_keeps_writers_off(tmp_path):
@@ -126,7 +132,7 @@ def test_an_unknown_file_is_listed_but_no_writer_is_kept_off(tmp_path):
     assert res.stderr == ""
 
 
-def test_compaction_topics_rocksdb_configs_and_stale_file_queues_are_parts_not_read(tmp_path):
+def test_rocksdb_configs_and_stale_file_queues_are_parts_not_read_compaction_topics_are_read(tmp_path):
     root = copy_store(ROCKS, tmp_path)
     (root / "compaction" / "compactionLog" / "T" / "0").mkdir(parents=True)
     (root / "compaction" / "compactionLog" / "T" / "0" / "00000000000000000000").write_bytes(b"\0" * 8)
@@ -135,8 +141,8 @@ def test_compaction_topics_rocksdb_configs_and_stale_file_queues_are_parts_not_r
     (root / "consumequeue" / "OldTopic" / "0").mkdir(parents=True)
     (root / "RocksDBMessageStore").mkdir()
     parts = Store(root, load_config(broker_conf(ROCKS))).parts
+    assert parts.find("compaction").read and not parts.find("compaction").understood  # read; no writer keeps it
     assert sorted((p.kind, p.what) for p in parts.unread) == [
-        ("compaction", "compaction topics (cleanup.policy=COMPACTION)"),
         ("consumequeue-files", "file consume queues beside the RocksDB one"),
         ("rocksdb-config", "RocksDB config database consumerOffsets"),
         ("rocksdb-message-store", "RocksDB message store (5.4+: index, timer, transactions)")]
