@@ -59,7 +59,7 @@ def test_the_operators_word_overrides(tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text("rocketmqVersion=6\n")
     with pytest.raises(UsageError, match="rocketmqVersion must be one of 4, 5, 5.5, not '6'"):
-        Store(root, load_config(conf)).version
+        _ = Store(root, load_config(conf)).version
 
 
 def empty_store(tmp_path):
