@@ -215,15 +215,17 @@ class _Run:
 
 
 def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
-                     progress=None, index_clock=None, memory: int = DEFAULT_MEMORY) -> Build:
-    """Dispatch every commitlog record into `build_root` (laid out like a store) as the broker's reput does,
-    each commitlog file released once dispatched and each output file once full. Refuses (StoreError
-    naming the record) a topic that cannot be a directory name."""
+                     progress=None, index_clock=None, memory: int = DEFAULT_MEMORY, batch_root: Path | None = None) -> Build:
+    """Dispatch every commitlog record into `build_root` (laid out like a store; BatchCQ topics' queues into
+    `batch_root`, default build_root/batchconsumequeue) as the broker's reput does, each commitlog file released
+    once dispatched and each output file once full. Refuses (StoreError naming the record) a topic that cannot
+    be a directory name."""
     slots, num = store.index_geometry if build_index else (1, 1)
     batch = frozenset(batchcq.batch_topics(store)) if build_cq else frozenset()
     dispatcher = Dispatcher(build_root, store.config, store.consumequeue_file_size, slots, num, build_cq=build_cq,
                             build_index=build_index, index_clock=index_clock, queue_filter=queue_filter,
-                            batch_topics=batch, batch_file_size=batchcq.queue_file_size(store) if batch else 0)
+                            batch_topics=batch, batch_file_size=batchcq.queue_file_size(store) if batch else 0,
+                            batch_root=batch_root)
     run = _Run(store, dispatcher, build_cq, build_index, queue_filter, memory)
     try:
         for f in store.commitlog.files:
@@ -329,7 +331,7 @@ def _batch_written(f, file_size: int) -> np.ndarray:
 def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool, result: RebuildResult) -> list[str]:
     """The rebuilt BatchConsumeQueues: compared with the live ones, counted against the units dispatched, and
     planned into the swap when they change anything. Returns the count problems."""
-    root, file_size = txn.staging / "batchconsumequeue", build.dispatcher.batch_file_size
+    root, file_size = build.dispatcher.batch_root, build.dispatcher.batch_file_size
     built = set(build.queued_batch)
     live = {(q.topic, q.queue_id): q.directory for q in batchcq.batch_consume_queues(store) if selected(q.topic, q.queue_id)}
     problems, changed = [], False
@@ -422,8 +424,11 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
             _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
         file_size = store.consumequeue_file_size
         root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
+        # batchconsumequeue/ staged on its own filesystem: a top-level link may put it elsewhere than consumequeue/
+        batch_root = txn.area(store.root / batchcq.DIRECTORY) / batchcq.DIRECTORY
         build = dispatch_records(store, root, build_cq=True, build_index=False,
-                                 queue_filter=selected if subset else None, progress=progress, memory=memory)
+                                 queue_filter=selected if subset else None, progress=progress, memory=memory,
+                                 batch_root=batch_root)
         built = set(build.queued)
         live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
         result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,

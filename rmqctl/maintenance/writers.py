@@ -497,13 +497,16 @@ class Dispatcher:
 
     def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
                  build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None,
-                 index_by_store_time: bool = False, batch_topics: frozenset = frozenset(), batch_file_size: int = 0):
+                 index_by_store_time: bool = False, batch_topics: frozenset = frozenset(), batch_file_size: int = 0,
+                 batch_root: Path | None = None):
         self.root = root
         self.config = config
         self.cq_file_size = cq_file_size
         self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
         # topics whose own queue is a BatchConsumeQueue (batchcq.batch_topics), and those queues' writers
         self.batch_topics, self.batch_file_size = batch_topics, batch_file_size
+        # where batchconsumequeue/ is built: beside consumequeue/ unless that is on another filesystem (txn.area)
+        self.batch_root = batch_root or root / "batchconsumequeue"
         self.batch_queues: dict[tuple[str, int], BatchConsumeQueueWriter] = {}
         self.build_cq = build_cq
         self.queue_filter = queue_filter
@@ -521,7 +524,7 @@ class Dispatcher:
     def batch_queue(self, topic: str, qid: int) -> BatchConsumeQueueWriter:
         w = self.batch_queues.get((topic, qid))
         if w is None:
-            w = BatchConsumeQueueWriter(self.root / "batchconsumequeue" / topic / str(qid), self.batch_file_size)
+            w = BatchConsumeQueueWriter(self.batch_root / topic / str(qid), self.batch_file_size)
             self.batch_queues[(topic, qid)] = w
         return w
 
@@ -532,7 +535,7 @@ class Dispatcher:
             return False
         if not valid_topic_dir_name(m.topic):
             raise StoreError(f"topic {m.topic!r} of the record at commitlog offset {unit[0]} cannot be a "
-                             "batchconsumequeue directory name; refusing to dispatch it", self.root / "batchconsumequeue")
+                             "batchconsumequeue directory name; refusing to dispatch it", self.batch_root)
         if self.batch_queue(m.topic, m.queueId).put(unit) == "written":
             self.logics_ts = m.storeTimestamp
         return True
