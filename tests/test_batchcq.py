@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rmqctl import schema as S
@@ -150,6 +151,31 @@ def test_append_refuses_a_batchcq_topic_and_keeps_its_queues(store_copy):
     ok = run("append", "--store", root, "--broker-config", CONF, "--topic", "PlainTopic", "--body", "x")
     assert ok.exit_code == 0, ok.stderr
     assert files_of(root, "batchconsumequeue") == files_of(STORE, "batchconsumequeue")
+    assert run("verify", "--store", root, "--broker-config", CONF).exit_code == 0
+
+
+def test_append_catches_up_a_batchcq_queue_into_its_own_files(store_copy):
+    """The last records' units never reached the queues (a broker killed before its reput wrote them): append's
+    catch-up dispatches them, a BatchCQ topic's into batchconsumequeue/ as the broker's bytes (never a file
+    consumequeue unit), before its own message goes through the batch dispatch."""
+    root = store_copy(NAME)
+    store = Store(root, load_config(CONF))
+    # the units of the last three records of the BatchCQ queue that ends last, and of every record after them
+    cut = max(int(arr[:written]["commitLogOffset"][-3]) for q in batch_consume_queues(store)
+              for _, written, arr in list(q.units())[-1:])
+    zeroed = 0
+    for part, dtype in (("consumequeue", S.CQ_DTYPE), ("batchconsumequeue", S.BCQ_DTYPE)):
+        for f in (p for p in (root / part).rglob("*") if p.is_file()):
+            units = np.fromfile(f, dtype)
+            late = units["commitLogOffset"] >= cut
+            zeroed += int(np.count_nonzero(late))
+            units[late] = np.zeros(1, dtype)
+            units.tofile(f)
+    assert zeroed > 0
+    ok = run("append", "--store", root, "--broker-config", CONF, "--topic", "PlainTopic", "--body", "x")
+    assert ok.exit_code == 0, ok.stderr
+    assert files_of(root, "batchconsumequeue") == files_of(STORE, "batchconsumequeue")
+    assert not (root / "consumequeue" / "BatchTopic").exists()
     assert run("verify", "--store", root, "--broker-config", CONF).exit_code == 0
 
 
