@@ -20,6 +20,7 @@ import click
 import pytest
 
 from conftest import FIXTURES, run, truth
+from test_compaction import conf_with_compaction, write_compaction
 from rmqctl.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,8 +45,9 @@ def every_command() -> set[str]:
 
 class Stores:
     """Writable copies of the fixtures the table runs on: a-basic (4.9.7), f-timer5 (its timer wheel unpacked),
-    d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks), g-metaq and
-    a copy of it with one record's data changed (verify finds it)."""
+    d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks), j-batchcq
+    (5.3.3's BatchCQ topic) with a compaction topic's queue written beside it, g-metaq and a copy of it with one
+    record's data changed (verify finds it)."""
 
     def __init__(self, base: Path):
         self.base = base
@@ -56,6 +58,8 @@ class Stores:
         (self.timer / "timerwheel.gz").unlink()
         self.crashed = self.copy("d-crashed")
         self.v5 = self.copy("c-v5-features")
+        self.batchcq = self.copy("j-batchcq")
+        write_compaction(self.batchcq, conf_with_compaction(base), "PlainTopic", 0)
         self.metaq = self.copy("g-metaq")
         self.metaq_damaged = self.copy("g-metaq", "g-metaq-damaged")
         with open(self.metaq_damaged / "meta-test-0" / "00000000000000000000.meta", "r+b") as segment:
@@ -90,6 +94,7 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
     d = ["--store", s.crashed, "--broker-config", conf("d-crashed")]
     v5 = ["--store", s.v5, "--broker-config", conf("c-v5-features")]
     v5_key = truth("c-v5-features", "truth-messages.jsonl")[0]["properties"]["KEYS"].split()[0]
+    j = ["--store", s.batchcq, "--broker-config", conf("j-batchcq")]
     m = ["--store", s.metaq, "--server-config", conf("g-metaq")]
     bad = ["--store", s.not_a_store]
     return [
@@ -98,6 +103,9 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
         ("dump commitlog", "read", [*a, "--limit", "3"], 0), ("dump commitlog", "bad", [*bad], 2),
         ("dump consumequeue", "read", [first["topic"], first["queueId"], *a], 0),
         ("dump consumequeue", "bad", [first["topic"], first["queueId"], *bad], 2),
+        ("dump batchconsumequeue", "read", ["BatchTopic", 0, *j], 0),
+        ("dump batchconsumequeue", "bad", ["NoSuchTopic", 0, *j], 2),
+        ("dump compaction", "read", ["PlainTopic", 0, *j], 0), ("dump compaction", "bad", ["NoSuchTopic", 0, *j], 2),
         ("dump index", "read", [*a], 0), ("dump index", "bad", [*bad], 2),
         ("dump checkpoint", "read", [*a], 0), ("dump checkpoint", "bad", [*bad], 2),
         ("dump timerlog", "read", [*t], 0), ("dump timerlog", "bad", [*a], 2),
