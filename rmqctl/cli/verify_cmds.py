@@ -52,8 +52,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
     from ..checks.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
 
-    baseline = read_baseline(baseline_path) if baseline_path else None
-    store = ctx.store
+    baseline, store = (read_baseline(baseline_path) if baseline_path else None), ctx.store
     ctx.version(quiet)  # the recovery prediction depends on it: one stderr line when assumed
     if store.live is not None and not quiet:
         echo_err(f"rmqctl: live: {store.live.holder} holds the store lock: verify judges the store as it "
