@@ -603,11 +603,18 @@ def _rocksdb_read_write(directory: Path, change, keep_open_files: bool = False):
     import rocksdict  # here: only the RocksDB fixtures' mutations open a database
 
     opts = rocksdict.Options(raw_mode=True)
-    db = rocksdict.Rdict(str(directory), options=opts, column_families={
-        cf: rocksdict.Options(raw_mode=True) for cf in rocksdict.Rdict.list_cf(str(directory), opts) if cf != "default"})
+    try:
+        db = rocksdict.Rdict(str(directory), options=opts, column_families={
+            cf: rocksdict.Options(raw_mode=True) for cf in rocksdict.Rdict.list_cf(str(directory), opts)
+            if cf != "default"})
+    except Exception as e:  # an earlier mutation of this copy broke the database: nothing left to change this way
+        raise ValueError(e) from e
     crashed = directory.with_name(directory.name + ".crashed")
     try:
-        change(db, rocksdict)
+        try:
+            change(db, rocksdict)
+        except Exception as e:  # e.g. `offset` already dropped by an earlier mutation of this copy
+            raise ValueError(e) from e
         if keep_open_files:
             shutil.copytree(directory, crashed)
     finally:
