@@ -52,6 +52,18 @@ def test_dump_batchconsumequeue_matches_what_rocketmq_read(queue_id):
     assert any(r["batchSize"] > 1 for r in rows)  # inner batches: a unit covers several queue offsets
 
 
+def test_dump_consumequeue_of_a_batchcq_topic_reads_its_batch_queue_as_rocketmq_does():
+    """A consumer's view: `dump consumequeue` of a BatchCQ topic gives its units with the broker's CqUnit names
+    (queueOffset = msgBaseOffset, batchNum), as RocketMQ's ConsumeQueueInterface read them."""
+    for queue_id in (0, 1):
+        res = run("dump", "consumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve")
+        assert res.exit_code == 0, res.stderr
+        fields = ("commitLogOffset", "size", "tagsCode", "msgBaseOffset", "batchNum")
+        got = [tuple(r[k] for k in fields) for r in jsonl(res.stdout)]
+        assert got == [tuple(t[k] for k in fields) for t in truth_units("BatchTopic", queue_id)] and len(got) > 100
+        assert all(r["queueOffset"] == r["msgBaseOffset"] and r["ok"] for r in jsonl(res.stdout))
+
+
 def test_dump_batchconsumequeue_of_no_queue_is_one_line():
     res = run("dump", "batchconsumequeue", "BatchTopic", 7, "--store", STORE)
     assert res.exit_code == 2

@@ -123,8 +123,9 @@ def dump_compaction(ctx, topic, queue_id, cq):
 @click.argument("queue_id", type=int)
 @click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
 def dump_consumequeue(ctx, topic, queue_id, resolve):
-    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID). With --resolve, exit 1 when an entry
-    does not agree with the record it points at (or points at none).
+    """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID); for a BatchCQ topic, its batch queue's
+    units with the broker's queueOffset and batchNum. With --resolve, exit 1 when an entry does not agree with
+    the record it points at (or points at none).
 
     \b
     rmqctl dump consumequeue TopicTest 0 --store /data/store --broker-config broker.conf

@@ -110,6 +110,10 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
         return
     cq = store.consume_queue(topic, queue_id)
     if not cq.directory.is_dir():
+        if (store.root / batchcq.DIRECTORY / topic).is_dir():  # a BatchCQ topic: its units, as the broker's CqUnit
+            for row in dump_batchconsumequeue(store, topic, queue_id, resolve):  # names them for its consumers
+                yield {"queueOffset": row["msgBaseOffset"], "batchNum": row["batchSize"], **row}
+            return
         raise StoreError("no such consumequeue", cq.directory)
     for qoff, f, pos, off, size, tags in cq.entries():
         row = {"queueOffset": qoff, "file": f.name, "position": pos, "commitLogOffset": off, "size": size, "tagsCode": tags}
