@@ -8,7 +8,6 @@ queue/ConsumeQueueStore.java (findOrCreateConsumeQueue by QueueTypeUtils.getCQTy
 """
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -19,7 +18,7 @@ from .configfiles import batch_cq_topics, read_config
 from .dispatch import batch_unit
 from .errors import StoreError
 from .record import Message
-from .store import MappedFile, MappedFileQueue, Store, check_configured_size, infer_file_size
+from .store import MappedFile, MappedFileQueue, Store, settle_file_size
 
 DIRECTORY = "batchconsumequeue"
 DEFAULT_FILE_SIZE = 300_000 * S.BCQ_UNIT_SIZE
@@ -198,14 +197,8 @@ def batch_topics(store: Store) -> set[str]:
 
 def file_size(store: Store, queue_files: list[MappedFile]) -> int:
     """mapperFileSizeBatchConsumeQueue: configured (checked against the files), else what the files show."""
-    configured = store.config.mapperFileSizeBatchConsumeQueue
-    if configured:
-        check_configured_size(queue_files, configured, "mapperFileSizeBatchConsumeQueue")
-        return configured
-    lengths = Counter(f.length for f in queue_files)
-    if len(lengths) > 1:
-        infer_file_size(queue_files, "batchconsumequeue", DEFAULT_FILE_SIZE)  # raises with the detail
-    return next(iter(lengths)) if lengths else DEFAULT_FILE_SIZE
+    return settle_file_size(queue_files, store.config.mapperFileSizeBatchConsumeQueue or 0,
+                            "mapperFileSizeBatchConsumeQueue", DIRECTORY, DEFAULT_FILE_SIZE)
 
 
 def _queue_dirs(store: Store) -> list[tuple[Path, Path]]:

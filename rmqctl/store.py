@@ -773,14 +773,20 @@ def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:
         for qdir in Store._dirs(topic_dir):
             files.extend(MappedFileQueue([qdir], 0).files)
     files.sort(key=lambda f: (f.path.parent, f.name))
-    if config.mappedFileSizeConsumeQueue:
-        size = -(-config.mappedFileSizeConsumeQueue // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
-        check_configured_size(files, size, "mappedFileSizeConsumeQueue")
-        return size
+    configured = -(-(config.mappedFileSizeConsumeQueue or 0) // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
+    return settle_file_size(files, configured, "mappedFileSizeConsumeQueue", "consumequeue", DEFAULT_CQ_SIZE)
+
+
+def settle_file_size(files: list[MappedFile], configured: int, setting: str, kind: str, default: int) -> int:
+    """A queue's file size: the configured one (checked against the files), else the one length every file has,
+    else the default; files that disagree raise with the detail (infer_file_size)."""
+    if configured:
+        check_configured_size(files, configured, setting)
+        return configured
     lengths = Counter(f.length for f in files)
     if len(lengths) > 1:
-        infer_file_size(files, "consumequeue", DEFAULT_CQ_SIZE)  # raises with the detail
-    return next(iter(lengths)) if lengths else DEFAULT_CQ_SIZE
+        infer_file_size(files, kind, default)
+    return next(iter(lengths)) if lengths else default
 
 
 def newest_first_records(store: Store, n: int) -> Iterator[tuple]:
