@@ -132,8 +132,8 @@ def test_info_says_a_checkpoint_time_that_is_not_set(store_copy):
     S.INT64.pack_into(data, S.CHECKPOINT_AT["indexMsgTimestamp"], 0)
     (root / "checkpoint").write_bytes(bytes(data))
     res = run("info", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "table")
-    assert res.stdout.splitlines()[2] == ("checkpoint physic 2026-11-22T02:23:33.782+00:00  logics "
-                                          "2026-11-22T02:23:34.554+00:00  index not set (0)")
+    assert [line for line in res.stdout.splitlines() if line.startswith("checkpoint ")] == [
+        "checkpoint physic 2026-11-22T02:23:33.782+00:00  logics 2026-11-22T02:23:34.554+00:00  index not set (0)"]
 
 
 def test_table_on_a_pipe_is_full_width_without_colour():
