@@ -57,6 +57,12 @@ class BrokerConfig:
     rocksdbCQDoubleWriteEnable: bool = False  # develop's CombineConsumeQueueStore: files and RocksDB both written
     rocksdbCompressionType: str = "lz4"  # the RocksDB queue's compression (RocksDB library names), ZSTD at the bottom
     bottomMostCompressionTypeForConsumeQueueStore: str = "zstd"
+    # 5.4's RocksDB message store (rmqctl.rocksdbstore). None: not said; the store's rocksdbstore/ decides.
+    # With indexFileWriteEnable=false no index/ file is written.
+    indexRocksDBEnable: bool | None = None
+    timerRocksDBEnable: bool | None = None
+    transRocksDBEnable: bool | None = None
+    indexFileWriteEnable: bool = True
     source: str | None = None  # the broker.conf this came from
 
     def delay_level_table(self) -> dict[int, int]:

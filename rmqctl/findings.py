@@ -61,6 +61,13 @@ KINDS: dict[str, str] = {
     "compaction-cq-bad-target": "a compaction CQ unit pointing where no compaction log record starts",
     "compaction-cq-mismatch": "a compaction CQ unit other than the one the broker writes for its record",
     "compaction-checkpoint": "a compaction position-checkpoint that does not read",
+    # the 5.4 RocksDB message store (rocksdbstore/: index, timer and transaction records)
+    "rocksdb-store-key": "a RocksDB message store key or value that is not of its kind's layout",
+    "rocksdb-store-past-end": "a RocksDB message store record naming an offset past the end of the commitlog",
+    "rocksdb-store-bad-target": "a RocksDB message store record naming an offset where no record starts",
+    "rocksdb-store-mismatch": "a RocksDB message store record whose topic, key, uniq key, time or size is not its "
+                              "record's",
+    "rocksdb-store-bookkeeping": "a RocksDB message store lastOffsetPy past the commitlog's end or off a record",
     # index files
     "index-header": "an index header whose counts or begin/end values disagree with its entries",
     "index-slot": "a hash slot that does not hold the newest entry of its hash",

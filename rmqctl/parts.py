@@ -292,10 +292,27 @@ def empty_offset_map(path: Path) -> bool:
         return False
 
 
-@finder("RocksDBMessageStore")
+@finder("rocksdbstore", "RocksDBMessageStore")
 def rocksdb_message_store(layout: Layout) -> list[Part]:
-    base = layout.root / "RocksDBMessageStore"
-    if not base.exists():
-        return []
-    return [Part("rocksdb-message-store", base, "RocksDB message store (5.4+: index, timer, transactions)", False,
-                 "this version does not read it")]
+    """The 5.4 RocksDB message store (rmqctl.rocksdbstore): read where its column families are the one-database
+    layout; no writer keeps it (the broker re-dispatches to it from its lastOffsetPy)."""
+    out = []
+    for name in ("rocksdbstore", "RocksDBMessageStore"):
+        base = layout.root / name
+        if not base.exists():
+            continue
+        what = "RocksDB message store (5.4+: index, timer, transactions)"
+        problem = rocksdb_layout_problem(base)
+        out.append(Part("rocksdb-message-store", base, what, problem is None, problem or "", write=False))
+    return out
+
+
+def rocksdb_layout_problem(base: Path) -> str | None:
+    """Why this version does not read the RocksDB message store in `base` (None: it does)."""
+    from .rocksdbstore import layout_problem  # here: a store without this part never loads RocksDB
+    if not is_rocksdb_dir(base):
+        return "no RocksDB database in it"
+    try:
+        return layout_problem(base)
+    except StoreError as e:
+        return str(e).removeprefix(f"{base}: ")

@@ -156,6 +156,23 @@ def normal_recovery_start(files: int) -> int:
     return max(0, files - NORMAL_RECOVERY_FILES)
 
 
+def rocksdb_dispatch_ends(store: Store) -> list[int]:
+    """The lastOffsetPy of each RocksDB dispatch store the broker uses (5.4's index and transaction stores,
+    each only when enabled and > 0: IndexRocksDBStoreAdapter.getDispatchFromPhyOffset); enabled when broker.conf
+    says so, else when the store holds them."""
+    db = store.message_rocksdb
+    if db is None:
+        return []
+    enabled = {"index": store.config.indexRocksDBEnable, "trans": store.config.transRocksDBEnable}
+    return [last for kind, last in db.dispatched_to().items() if enabled[kind] is not False]
+
+
+def dispatch_start(store: Store, queues_end: int) -> int:
+    """Where dispatch resumes at start: the minimum over every dispatch store, the consume queues' end and the
+    RocksDB stores' lastOffsetPy (5.4's CommitLogDispatchStore.getDispatchFromPhyOffset, the least wins)."""
+    return min([queues_end, *rocksdb_dispatch_ends(store)])
+
+
 def recovery_start(store: Store) -> int:
     """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
     starts from (0 when none matches)."""
@@ -166,6 +183,7 @@ def recovery_start(store: Store) -> int:
         minimum = min(minimum, cp["indexMsgTimestamp"])
     magics = (S.MAGIC_V1, S.MAGIC_V2) if allow_v2(store) else (S.MAGIC_V1,)
     files = store.commitlog.files
+    rocksdb_ends = rocksdb_dispatch_ends(store)
     for i in range(len(files) - 1, -1, -1):
         buf = files[i].buf
         if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
@@ -175,7 +193,8 @@ def recovery_start(store: Store) -> int:
         if ts_at + S.INT64.size > len(buf):
             continue
         ts = S.INT64.unpack_from(buf, ts_at)[0]
-        if ts != 0 and ts <= minimum:
+        # and every RocksDB dispatch store matches it (isMappedFileMatchedRecover: start <= its lastOffsetPy)
+        if ts != 0 and ts <= minimum and all(files[i].start <= last for last in rocksdb_ends):
             return i
     return 0
 

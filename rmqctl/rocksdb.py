@@ -44,7 +44,7 @@ class ReadOnlyDB:
     """One RocksDB database opened read-only through a view; `column_families` must be exactly its column
     families (`default` may be there unnamed: RocksDB always has it)."""
 
-    def __init__(self, directory: Path, column_families: tuple[str, ...]):
+    def __init__(self, directory: Path, column_families: tuple[str, ...] | None):
         self.directory = directory
         self._view = Path(tempfile.mkdtemp(prefix="rmqctl-rocksdb-"))
         # the view goes when this object does, or at exit for one never closed (a command's store is not)
@@ -52,6 +52,9 @@ class ReadOnlyDB:
         self._db = None
         try:
             self._link_files()
+            if column_families is None:  # only listed (column_families), not opened
+                self.families = self._list()
+                return
             self._open(column_families)
         except BaseException:
             self.close()
@@ -71,9 +74,13 @@ class ReadOnlyDB:
             raise StoreError("RocksDB database without its CURRENT file (it names the live MANIFEST): cannot be read",
                              self.directory)
 
+    def _list(self) -> list[str]:
+        rd = rocksdict()
+        return self._call(rd.Rdict.list_cf, str(self._view), rd.Options(raw_mode=True))
+
     def _open(self, column_families: tuple[str, ...]):
         rd = rocksdict()
-        found = self._call(rd.Rdict.list_cf, str(self._view), rd.Options(raw_mode=True))
+        found = self._list()
         missing = [cf for cf in column_families if cf not in found]
         if missing:
             raise StoreError(f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
@@ -140,6 +147,12 @@ class ReadOnlyDB:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def column_families(directory: Path) -> list[str]:
+    """The column families of the database in `directory`, as its MANIFEST lists them (nothing opened)."""
+    with ReadOnlyDB(directory, None) as listing:
+        return listing.families
 
 
 def compression(library_name: str):

@@ -30,6 +30,7 @@ from .live import Snapshot, bounded_end, head_moved, starts_with_data, take as t
 from .lock import lock_holder
 from .parts import ROCKSDB_STORE, Layout, StoreParts, find_parts
 from .rocksdbcq import RocksConsumeQueues
+from .rocksdbstore import MessageRocksDB
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
@@ -686,6 +687,12 @@ class Store:
             return RocksConsumeQueues(self.consumequeue_dir)
         return None
 
+    @cached_property
+    def message_rocksdb(self) -> MessageRocksDB | None:
+        """The 5.4 RocksDB message store (index, timer, transactions) in a layout this version reads, or None."""
+        part = self.parts.find("rocksdb-message-store")
+        return MessageRocksDB(part.path) if part is not None and part.read else None
+
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         self.parts.require_file_queues()
         return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size,
@@ -763,6 +770,8 @@ class Store:
             self.commitlog.close()
         if self.__dict__.get("rocks_queues") is not None:
             self.rocks_queues.close()
+        if self.__dict__.get("message_rocksdb") is not None:
+            self.message_rocksdb.close()
 
 
 def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:

@@ -23,7 +23,7 @@ from ..rules import cq_unit_valid, lite_topic
 from ..batchcq import batch_max_phy, batch_topics
 from ..store import ConsumeQueue
 from .context import Context, Records
-from ..recovery import recovery_start
+from ..recovery import dispatch_start, recovery_start
 from ..errors import StoreError
 from .links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
@@ -433,7 +433,7 @@ def consumequeue_max_phy(run: Context) -> int:
 def redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
-    start = consumequeue_max_phy(run)
+    start = dispatch_start(run.store, consumequeue_max_phy(run))
     if run.store.crashed() and run.files:
         start = min(start, run.files[recovery_start(run.store)].start)
     return start

@@ -73,8 +73,8 @@ class IndexCheck:
             self._structure_checks(f)
             self.files.append(f)
             prev = ix
-        if not self.files and run.config.messageIndexEnable:
-            self.unindexed = 0
+        if not self.files and run.config.messageIndexEnable and run.config.indexFileWriteEnable:
+            self.unindexed = 0  # (indexFileWriteEnable=false, 5.4: an empty index/ by design, the RocksDB index used)
         run.index_structure = None  # read alongside the scan; from here on, per window
 
     def _structure_checks(self, f: _File):

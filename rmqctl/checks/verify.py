@@ -29,7 +29,7 @@ from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import EXIT_FINDINGS, EXIT_OK, FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
 from ..engine.kernels import available_cores
-from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
+from ..recovery import dispatch_start, normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import (
     VERIFY_PARTS,
@@ -39,6 +39,7 @@ from . import (
     links as verify_links,
 )
 from .compaction import check_compaction
+from .rocksdbstore import check_rocksdb_store
 from .config import config_problems
 from .timer import TimerCheck
 from ..txn import pending
@@ -175,6 +176,8 @@ def complete(ctx: Context, results: list[list], scanned: int, began: float, max_
         check_double_write(ctx)
     if "consumequeue" in parts:
         check_compaction(ctx)
+    if "index" in parts:
+        check_rocksdb_store(ctx)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
@@ -333,9 +336,11 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
         why = "the first file: where the broker's queues end is not known (its consume queues are not read)"
         mode = "normal recovery"
     elif ctx.is5:
-        cq_end = verify_cq.consumequeue_max_phy(ctx)
+        cq_end = dispatch_start(ctx.store, verify_cq.consumequeue_max_phy(ctx))
         first = next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= cq_end), 0)
-        why = "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+        why = ("the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+               if ctx.store.message_rocksdb is None else "the newest file starting at or before where dispatch "
+               "resumes, the least of the consumequeues' end and the RocksDB stores' lastOffsetPy (5.x normal recovery)")
         mode = "normal recovery"
     else:
         first = normal_recovery_start(len(files))

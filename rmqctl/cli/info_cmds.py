@@ -54,6 +54,11 @@ def _print_table(d: dict, startup: str):
             ("physic", "physicMsgTimestamp"), ("logics", "logicsMsgTimestamp"), ("index", "indexMsgTimestamp"))))
     lines.append(f"state      {_broker_state(d)}")
     lines.append(f"startup    {startup}")
+    rs = d.get("rocksdbStore")
+    if rs:
+        n, last = rs["records"], rs["lastOffsetPy"]
+        lines.append(f"rocksdb    {rs['path']}: {n['index']} index, {n['timer']} timer, {n['trans']} transaction "
+                     f"record(s); lastOffsetPy index {last['index']}, trans {last['trans']}")
     lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
     echo_lines(lines, indent=11)
     cq = d["consumequeue"]

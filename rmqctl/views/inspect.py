@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import batchcq, compaction, dledger, rocksdbcq
+from .. import batchcq, compaction, dledger, rocksdbcq, rocksdbstore
 from .. import schema as S
 from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
@@ -181,6 +181,21 @@ def dump_compaction(store: Store, topic: str, queue_id: int, cq: bool = False) -
         yield {**row, "storeSize": m.storeSize, "topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset,
                "physicalOffset": m.physicalOffset, "inPlace": m.physicalOffset == at,
                "storeTimestamp": m.storeTimestamp, "keys": m.keys, "msgId": m.msg_id}
+
+
+def dump_rocksdbstore(store: Store, kinds: tuple[str, ...] = rocksdbstore.KINDS) -> Iterator[dict]:
+    """The 5.4 RocksDB message store's keys of each kind in key order: records, bookkeeping keys, and keys of
+    neither (with their bytes and the problem)."""
+    part = store.parts.find("rocksdb-message-store")
+    if part is None:
+        raise StoreError("no RocksDB message store (rocksdbstore/): the broker writes one only with "
+                         "indexRocksDBEnable, timerRocksDBEnable or transRocksDBEnable", store.root)
+    if not part.read:
+        raise StoreError(f"{part.what}: not read ({part.why})", part.path)
+    db = store.message_rocksdb
+    for kind in kinds:
+        for e in db.entries(kind):
+            yield e.row()
 
 
 def resolve_entry(store: Store, topic: str, queue_id: int, qoff: int, off: int, size: int) -> dict:
@@ -451,8 +466,16 @@ def info(store: Store) -> dict:
         "lockHeldBy": live.pid if live is not None else None,
         "lockHeldByRmqctl": live is not None and live.by_rmqctl,
         "timer": pending_summary(store),
+        **({"rocksdbStore": _rocksdb_store_info(store)} if store.message_rocksdb is not None else {}),
         "odd": odd,
     }
+
+
+def _rocksdb_store_info(store: Store) -> dict:
+    """The 5.4 RocksDB message store: its records of each kind and where dispatch to it got."""
+    db = store.message_rocksdb
+    return {"path": str(db.directory), "records": db.counts(),
+            "lastOffsetPy": {k: db.bookkeeping(k, rocksdbstore.LAST_OFFSET_PY) for k in ("index", "trans")}}
 
 
 def _queues_info(store: Store) -> dict:

@@ -94,6 +94,16 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
                     found[off] = (f.name, f.start, m)
         if found:
             return [found[o] for o in sorted(found)]
+    elif store.message_rocksdb is not None:  # 5.4 without index files: the RocksDB index's uniq-key records
+        for off in store.message_rocksdb.uniq_offsets(key):
+            try:
+                f, m = store.read_message(off)
+            except StoreError:
+                continue
+            if m.uniq_key == key and (not topics or m.topic in topics):
+                found[off] = (f.name, f.start, m)
+        if found:
+            return [found[o] for o in sorted(found)]
     for chunk in store.scan().chunks():  # the engine finds the few records; the reference decodes them
         hits = chunk.spans_equal(chunk.column("lo:UNIQ_KEY"), chunk.column("hi:UNIQ_KEY"), key.encode())
         for pos in chunk.column("position")[hits]:

@@ -61,13 +61,17 @@ def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BA
               end: int = LONG_MAX) -> KeyQueryResult:
     """The messages of `topic` carrying `key`. A store with no index file has nothing to look in: that is
     refused, not answered as "no such key"."""
-    if not store.config.messageIndexEnable:
-        raise StoreError("messageIndexEnable=false: the broker keeps no index, so no key can be looked up",
-                         store.index_dir)
-    if not store.index_files():
-        raise StoreError("no index file: nothing to look a key up in (rmqctl rebuild index makes them from the "
-                         "commitlog)", store.index_dir)
-    offsets = query_offsets(store, topic, key, max_num, begin, end)
+    rocks = store.message_rocksdb if not store.index_files() else None
+    if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
+        offsets = rocks.index_offsets(topic, key, max_num, begin, end)
+    else:
+        if not store.config.messageIndexEnable:
+            raise StoreError("messageIndexEnable=false: the broker keeps no index, so no key can be looked up",
+                             store.index_dir)
+        if not store.index_files():
+            raise StoreError("no index file: nothing to look a key up in (rmqctl rebuild index makes them from the "
+                             "commitlog)", store.index_dir)
+        offsets = query_offsets(store, topic, key, max_num, begin, end)
     found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
         if off in found:

@@ -14,7 +14,7 @@ import time
 import zlib
 
 from .. import schema as S
-from ..recovery import recovery_start
+from ..recovery import dispatch_start, recovery_start
 from ..store import Store
 from .inspect import commitlog_end
 
@@ -110,7 +110,7 @@ def estimate_startup(store: Store) -> StartupEstimate:
     first = files[index].start
     scan = max(end - first, 0)
     cq_files, cq_recover, newest_entry = queue_recovery(store)
-    dispatch = max(end - max(newest_entry, files[0].start), 0)
+    dispatch = max(end - max(dispatch_start(store, newest_entry), files[0].start), 0)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None
     return StartupEstimate("abnormal" if abnormal else "normal", files[index].name,

@@ -1,0 +1,119 @@
+"""verify's check of the 5.4 RocksDB message store (rmqctl.rocksdbstore): every index, timer and transaction
+record against the commitlog record it names, and the bookkeeping keys against the log. One key is held at a
+time (memory flat in the database's size); each record is read where its offsetPy says.
+
+What each record must agree with is what the broker builds it from: an index record from the dispatched
+record's topic, KEYS word, TAGS or UNIQ_KEY and store time (IndexRocksDBStore.buildIndex; a rollback record is
+never indexed); a timer record from its timer message's UNIQ_KEY and size (TimerMessageRocksDBStore); a
+transaction record from the half message's REAL_TOPIC, __transactionId__ and size (TransMessageRocksDBStore).
+Records naming offsets below the commitlog's first file are expired (the broker deletes them by the hour), not
+damage."""
+from __future__ import annotations
+
+from ..errors import StoreError
+from ..findings import CONSUMEQUEUE, INDEX, TIMER
+from ..record import Message
+from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry
+from ..schema import TRANSACTION_ROLLBACK_TYPE
+from .context import Context
+
+GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
+KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
+
+
+def check_rocksdb_store(ctx: Context):
+    """Every finding into the run's report (nothing without the part, or where it is not read: info names it)."""
+    db = ctx.store.message_rocksdb
+    if db is None:
+        return
+    for kind in KINDS:
+        for e in db.entries(kind):
+            if e.problem is not None:
+                ctx.report(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
+                           f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
+            elif e.record is not None:
+                _check_record(ctx, db.directory, e)
+        if kind != TIMER_KIND:
+            _check_last_offset(ctx, db, kind)
+
+
+def _check_record(ctx: Context, where, e: Entry):
+    r, store = e.record, ctx.store
+    off = r["offsetPy"]
+    if store.expired(off):
+        return
+    end = store.commitlog.files[-1].start + store.commitlog.file_size if store.commitlog.files else 0
+    name = f"RocksDB message store {e.kind} record {_label(e)}"
+    if off < 0 or off >= end:
+        ctx.report(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
+                   f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
+        return
+    try:
+        _, m = store.read_message(off)
+    except StoreError as err:
+        ctx.report(GROUPS[e.kind], "rocksdb-store-bad-target", "error", where, None, off, f"{name}: {err}")
+        return
+    wrong = MISMATCHES[e.kind](r, m)
+    if wrong:
+        ctx.report(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
+                   f"{name} at commitlog offset {off}: " + "; ".join(wrong))
+
+
+def _label(e: Entry) -> str:
+    r = e.record
+    if e.kind == INDEX_KIND:
+        return f"{r['topic']}@{r['type']}@{r.get('key', r['uniqKey'])}"
+    return f"{r.get('topic', '')}{'@' if 'topic' in r else ''}{r['uniqKey']}"
+
+
+def _index_mismatch(r: dict, m: Message) -> list[str]:
+    wrong = []
+    if m.topic != r["topic"]:
+        wrong.append(f"topic {r['topic']!r}, the record's {m.topic!r}")
+    if m.uniq_key != r["uniqKey"]:
+        wrong.append(f"uniqKey {r['uniqKey']}, the record's {m.uniq_key}")
+    if r["type"] == "K" and r["key"] not in (m.keys or "").split(KEY_SEPARATOR):
+        wrong.append(f"key {r['key']!r} is not among the record's KEYS {m.keys!r}")
+    if r["type"] == "T" and r["key"] != m.properties.get("TAGS"):
+        wrong.append(f"tag {r['key']!r}, the record's TAGS {m.properties.get('TAGS')!r}")
+    if r["storeTime"] != m.storeTimestamp:
+        wrong.append(f"storeTime {r['storeTime']}, the record's {m.storeTimestamp}")
+    if m.transaction_type == TRANSACTION_ROLLBACK_TYPE:
+        wrong.append("the record is a transaction rollback, which the broker never indexes")
+    return wrong
+
+
+def _timer_mismatch(r: dict, m: Message) -> list[str]:
+    wrong = []
+    if m.uniq_key != r["uniqKey"]:
+        wrong.append(f"uniqKey {r['uniqKey']}, the record's {m.uniq_key}")
+    if m.storeSize != r["sizePy"]:
+        wrong.append(f"sizePy {r['sizePy']}, the record's storeSize {m.storeSize}")
+    return wrong
+
+
+def _trans_mismatch(r: dict, m: Message) -> list[str]:
+    wrong = []
+    if m.properties.get("REAL_TOPIC") != r["topic"]:
+        wrong.append(f"topic {r['topic']!r}, the record's REAL_TOPIC {m.properties.get('REAL_TOPIC')!r}")
+    if m.properties.get("__transactionId__") != r["uniqKey"]:
+        wrong.append(f"uniqKey {r['uniqKey']}, the record's __transactionId__ {m.properties.get('__transactionId__')}")
+    if m.storeSize != r["sizePy"]:
+        wrong.append(f"sizePy {r['sizePy']}, the record's storeSize {m.storeSize}")
+    return wrong
+
+
+MISMATCHES = {INDEX_KIND: _index_mismatch, TIMER_KIND: _timer_mismatch, TRANS: _trans_mismatch}
+
+
+def _check_last_offset(ctx: Context, db, kind: str):
+    """lastOffsetPy: the offset of the newest record dispatched to this kind; dispatch resumes after it."""
+    last = db.bookkeeping(kind, LAST_OFFSET_PY)
+    store = ctx.store
+    if last is None or last <= 0 or store.expired(last):
+        return
+    try:
+        store.read_message(last)
+    except StoreError as err:
+        ctx.report(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, last,
+                   f"RocksDB message store {kind} lastOffsetPy {last}: {err}")

@@ -1,0 +1,211 @@
+"""The 5.4 RocksDB message store (RIP-82, opt-in: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable):
+one database with the column families `default` (the message index), `timer` and `trans`. Read through
+rmqctl.rocksdb, never written here.
+
+The layout is what the database's column families say, never assumed: exactly default/timer/trans is the one
+this version reads; any other listing (a later refactoring keeps each kind in a database of its own with only
+`default`, in directories the source rmqctl was checked against does not name) is a layout it does not read.
+
+Sources (apache/rocketmq, RIP-82 files): rocksdb/MessageRocksDBStorage.java (directory `rocksdbstore`, the column
+families, the bookkeeping keys lastOffsetPy / lastStoreTimeStamp and the timer checkpoint keys, written with the
+WAL), index/rocksdb/IndexRocksDBRecord.java and IndexRocksDBStore.java (index key and value; one record per KEYS
+word, one for TAGS, one for the uniq key; rollback records not indexed), timer/rocksdb/TimerRocksDBRecord.java,
+transaction/TransRocksDBRecord.java and TransMessageRocksDBStore.java (the half message's REAL_TOPIC and
+__transactionId__), index/rocksdb/IndexRocksDBStoreAdapter.java (dispatch restarts from lastOffsetPy when > 0).
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+from pathlib import Path
+from typing import Iterator
+
+from .errors import StoreError
+from .rocksdb import ReadOnlyDB, column_families
+
+# MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY; the spec's earlier name for the same store is read too
+DIRECTORIES = ("rocksdbstore", "RocksDBMessageStore")
+INDEX, TIMER, TRANS = "index", "timer", "trans"
+KINDS = (INDEX, TIMER, TRANS)
+FAMILIES = {INDEX: "default", TIMER: "timer", TRANS: "trans"}  # one database: the kind's column family
+# MessageConst.INDEX_KEY_TYPE / INDEX_TAG_TYPE / INDEX_UNIQUE_TYPE: the TYPE between the topic and the key
+INDEX_TYPES = {"K": "key", "T": "tag", "U": "uniqKey"}
+SPLIT = "@"  # IndexRocksDBRecord.KEY_SPLIT, also the transaction key's
+LAST_OFFSET_PY, LAST_STORE_TIMESTAMP = b"lastOffsetPy", b"lastStoreTimeStamp"
+TIMER_CHECKPOINTS = (b"sys_topic_scan_offset_checkpoint", b"timeline_checkpoint")
+BOOKKEEPING = {INDEX: (LAST_OFFSET_PY, LAST_STORE_TIMESTAMP), TIMER: TIMER_CHECKPOINTS, TRANS: (LAST_OFFSET_PY,)}
+INT64 = struct.Struct(">q")
+TIMER_VALUE = struct.Struct(">iq")  # sizePy, offsetPy
+TRANS_VALUE = struct.Struct(">ii")  # checkTimes, sizePy
+HOUR_MS = 3600 * 1000
+
+
+class RecordProblem(ValueError):
+    """A key or value that is not of its kind's layout."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One key of a column family: a record (`record`), a bookkeeping key (`name`, `value`), or bytes of
+    neither (`problem`)."""
+
+    kind: str
+    key: bytes
+    raw: bytes
+    record: dict | None = None
+    name: str | None = None
+    value: int | None = None
+    problem: str | None = None
+
+    def row(self) -> dict:
+        if self.record is not None:
+            return {"kind": self.kind, **self.record}
+        if self.name is not None:
+            return {"kind": self.kind, "bookkeeping": self.name, "value": self.value}
+        return {"kind": self.kind, "keyHex": self.key.hex(), "valueHex": self.raw.hex(), "problem": self.problem}
+
+
+def decode_index(key: bytes, value: bytes) -> dict:
+    """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for TYPE U) | int64 offsetPy -> int64 storeTime."""
+    if len(key) < 2 * INT64.size + 2 or len(value) != INT64.size:
+        raise RecordProblem(f"a {len(key)}-byte key with a {len(value)}-byte value is not an index record")
+    try:
+        middle = key[8:-8].decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordProblem("the key's middle is not UTF-8") from None
+    if not (middle.startswith(SPLIT) and middle.endswith(SPLIT)):
+        raise RecordProblem("the key's middle is not @...@")
+    words = middle[1:-1].split(SPLIT)
+    if len(words) < 3 or words[1] not in INDEX_TYPES or (words[1] == "U") != (len(words) == 3):
+        raise RecordProblem(f"the key's middle {middle!r} is not @topic@TYPE@key@uniqKey@ with TYPE K, T or U")
+    record = {"hour": INT64.unpack_from(key)[0], "topic": words[0], "type": words[1]}
+    if words[1] != "U":
+        record["key"] = SPLIT.join(words[2:-1])
+    return {**record, "uniqKey": words[-1], "offsetPy": INT64.unpack_from(key, len(key) - 8)[0],
+            "storeTime": INT64.unpack(value)[0]}
+
+
+def decode_timer(key: bytes, value: bytes) -> dict:
+    """int64 delayTime | uniqKey -> int32 sizePy | int64 offsetPy."""
+    if len(key) <= INT64.size or len(value) != TIMER_VALUE.size:
+        raise RecordProblem(f"a {len(key)}-byte key with a {len(value)}-byte value is not a timer record")
+    try:
+        uniq = key[8:].decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordProblem("the uniq key is not UTF-8") from None
+    size, offset = TIMER_VALUE.unpack(value)
+    return {"delayTime": INT64.unpack_from(key)[0], "uniqKey": uniq, "offsetPy": offset, "sizePy": size}
+
+
+def decode_trans(key: bytes, value: bytes) -> dict:
+    """int64 offsetPy | "@topic@uniqKey" -> int32 checkTimes | int32 sizePy."""
+    if len(key) <= INT64.size or len(value) != TRANS_VALUE.size:
+        raise RecordProblem(f"a {len(key)}-byte key with a {len(value)}-byte value is not a transaction record")
+    try:
+        words = key[8:].decode("utf-8").split(SPLIT)
+    except UnicodeDecodeError:
+        raise RecordProblem("the key's suffix is not UTF-8") from None
+    if len(words) != 3 or words[0] or not words[1] or not words[2]:
+        raise RecordProblem("the key's suffix is not @topic@uniqKey")
+    checks, size = TRANS_VALUE.unpack(value)
+    return {"offsetPy": INT64.unpack_from(key)[0], "topic": words[1], "uniqKey": words[2], "sizePy": size,
+            "checkTimes": checks}
+
+
+DECODERS = {INDEX: decode_index, TIMER: decode_timer, TRANS: decode_trans}
+
+
+def entry(kind: str, key: bytes, value: bytes) -> Entry:
+    if key in BOOKKEEPING[kind]:
+        if len(value) != INT64.size:
+            return Entry(kind, key, value, problem=f"{key.decode()} holds {len(value)} bytes, not an int64")
+        return Entry(kind, key, value, name=key.decode(), value=INT64.unpack(value)[0])
+    try:
+        return Entry(kind, key, value, record=DECODERS[kind](key, value))
+    except RecordProblem as e:
+        return Entry(kind, key, value, problem=str(e))
+
+
+def find_directory(root: Path) -> Path | None:
+    return next((root / d for d in DIRECTORIES if (root / d).exists()), None)
+
+
+def layout_problem(directory: Path) -> str | None:
+    """Why the database in `directory` is not of the layout this version reads (None: it is)."""
+    found = column_families(directory)
+    if sorted(found) == sorted(FAMILIES.values()):
+        return None
+    return (f"column families {', '.join(found)}: not the one-database layout (default, timer, trans) this version "
+            "reads")
+
+
+class MessageRocksDB:
+    """The store's RocksDB message store, opened read-only on first use (a layout not read: exit 2 naming it)."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._db: ReadOnlyDB | None = None
+
+    @property
+    def db(self) -> ReadOnlyDB:
+        if self._db is None:
+            problem = layout_problem(self.directory)
+            if problem is not None:
+                raise StoreError(f"RocksDB message store: {problem}", self.directory)
+            self._db = ReadOnlyDB(self.directory, (FAMILIES[TIMER], FAMILIES[TRANS]))
+        return self._db
+
+    def entries(self, kind: str) -> Iterator[Entry]:
+        """Every key of the kind's column family in key order, decoded one at a time (memory flat in its size)."""
+        for key, value in self.db.items(FAMILIES[kind]):
+            yield entry(kind, key, value)
+
+    def bookkeeping(self, kind: str, name: bytes) -> int | None:
+        raw = self.db.get(FAMILIES[kind], name)
+        if raw is None:
+            return None
+        if len(raw) != INT64.size:
+            raise StoreError(f"RocksDB message store: {kind} {name.decode()} holds {len(raw)} bytes, not an int64",
+                             self.directory)
+        return INT64.unpack(raw)[0]
+
+    def dispatched_to(self) -> dict[str, int]:
+        """The kinds whose dispatch restarts from their lastOffsetPy (IndexRocksDBStoreAdapter and the trans one:
+        only a value > 0 counts)."""
+        out = {}
+        for kind in (INDEX, TRANS):
+            last = self.bookkeeping(kind, LAST_OFFSET_PY)
+            if last is not None and last > 0:
+                out[kind] = last
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Records of each kind (bookkeeping keys not counted)."""
+        return {kind: sum(1 for e in self.entries(kind) if e.name is None) for kind in KINDS}
+
+    def index_offsets(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """IndexRocksDBStore.queryOffset without an index type: the offsetPy of up to `max_num` records of `topic`
+        stored in [begin, end] whose KEYS word is `key`, else (none) whose uniq key is; every hour read in turn,
+        one key at a time."""
+        for t in ("K", "U"):
+            middle = f"{SPLIT}{topic}{SPLIT}{t}{SPLIT}{key}{SPLIT}".encode("utf-8")
+            found = [off for off, stored in self._index_matches(lambda k: k[8:8 + len(middle)] == middle)
+                     if begin <= stored <= end]
+            if found:
+                return found[:max_num]
+        return []
+
+    def uniq_offsets(self, uniq_key: str) -> list[int]:
+        """The offsetPy of every uniq-key record (TYPE U) of `uniq_key`, under any topic."""
+        tail = f"{SPLIT}U{SPLIT}{uniq_key}{SPLIT}".encode("utf-8")
+        return [off for off, _ in self._index_matches(lambda k: k[:-8].endswith(tail))]
+
+    def _index_matches(self, match) -> Iterator[tuple[int, int]]:
+        for k, v in self.db.items(FAMILIES[INDEX]):
+            if len(k) > 16 and len(v) == INT64.size and match(k):
+                yield INT64.unpack_from(k, len(k) - 8)[0], INT64.unpack(v)[0]
+
+    def close(self):
+        if self._db is not None:
+            self._db.close()
+            self._db = None
