@@ -16,10 +16,10 @@ __transactionId__), index/rocksdb/IndexRocksDBStoreAdapter.java (dispatch restar
 from __future__ import annotations
 
 import dataclasses
-import struct
 from pathlib import Path
 from typing import Iterator
 
+from . import schema as S
 from .errors import StoreError
 from .rocksdb import ReadOnlyDB, column_families
 
@@ -34,10 +34,10 @@ SPLIT = "@"  # IndexRocksDBRecord.KEY_SPLIT, also the transaction key's
 LAST_OFFSET_PY, LAST_STORE_TIMESTAMP = b"lastOffsetPy", b"lastStoreTimeStamp"
 TIMER_CHECKPOINTS = (b"sys_topic_scan_offset_checkpoint", b"timeline_checkpoint")
 BOOKKEEPING = {INDEX: (LAST_OFFSET_PY, LAST_STORE_TIMESTAMP), TIMER: TIMER_CHECKPOINTS, TRANS: (LAST_OFFSET_PY,)}
-INT64 = struct.Struct(">q")
-TIMER_VALUE = struct.Struct(">iq")  # sizePy, offsetPy
-TRANS_VALUE = struct.Struct(">ii")  # checkTimes, sizePy
-HOUR_MS = 3600 * 1000
+INT64 = S.compile_struct(S.RocksDBKeyHead)  # (and the bookkeeping values: one int64)
+INDEX_VALUE = S.compile_struct(S.RocksDBIndexValue)  # storeTime
+TIMER_VALUE = S.compile_struct(S.RocksDBTimerValue)  # sizePy, offsetPy
+TRANS_VALUE = S.compile_struct(S.RocksDBTransValue)  # checkTimes, sizePy
 
 
 class RecordProblem(ValueError):
@@ -67,7 +67,7 @@ class Entry:
 
 def decode_index(key: bytes, value: bytes) -> dict:
     """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for TYPE U) | int64 offsetPy -> int64 storeTime."""
-    if len(key) < 2 * INT64.size + 2 or len(value) != INT64.size:
+    if len(key) < 2 * INT64.size + 2 or len(value) != INDEX_VALUE.size:
         raise RecordProblem(f"a {len(key)}-byte key with a {len(value)}-byte value is not an index record")
     try:
         middle = key[8:-8].decode("utf-8")
@@ -82,7 +82,7 @@ def decode_index(key: bytes, value: bytes) -> dict:
     if words[1] != "U":
         record["key"] = SPLIT.join(words[2:-1])
     return {**record, "uniqKey": words[-1], "offsetPy": INT64.unpack_from(key, len(key) - 8)[0],
-            "storeTime": INT64.unpack(value)[0]}
+            "storeTime": INDEX_VALUE.unpack(value)[0]}
 
 
 def decode_timer(key: bytes, value: bytes) -> dict:

@@ -210,6 +210,14 @@ TimerCheckpoint = Struct(
     Padding(TIMERCHECK_FILE_SIZE - 56),
 )
 
+# ---- the 5.4 RocksDB message store (rocksdbstore/; rmqctl.rocksdbstore) ---------------------------------------
+# Its values; each key is an int64 (the head below) then UTF-8 text (IndexRocksDBRecord, TimerRocksDBRecord,
+# TransRocksDBRecord getKeyBytes / getValueBytes), an index key also ending in the record's int64 offsetPy.
+RocksDBIndexValue = Struct("storeTime" / Int64sb)
+RocksDBTimerValue = Struct("sizePy" / Int32sb, "offsetPy" / Int64sb)
+RocksDBTransValue = Struct("checkTimes" / Int32sb, "sizePy" / Int32sb)
+RocksDBKeyHead = Struct("head" / Int64sb)  # index: the hour bucket; timer: delayTime; trans: offsetPy
+
 # Message ids are the uppercase hex of these bytes. The ip is 4 bytes in a 32-char id and 16 in a 56-char
 # one, so parse and build with ipLength=4 or 16.
 _id_ip = "ip" / Bytes(lambda ctx: ctx._params.ipLength)
@@ -268,6 +276,10 @@ SCHEMAS = {
     "timerlog-blank": TimerLogBlank,
     "wheel-slot": WheelSlot,
     "timercheck": TimerCheckpoint,
+    "rocksdb-key-head": RocksDBKeyHead,
+    "rocksdb-index-value": RocksDBIndexValue,
+    "rocksdb-timer-value": RocksDBTimerValue,
+    "rocksdb-trans-value": RocksDBTransValue,
     "dledger-entry-header": DLedgerEntryHeader,
     "dledger-blank": DLedgerBlank,
     "dledger-index-unit": DLedgerIndexUnit,

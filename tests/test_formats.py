@@ -41,6 +41,10 @@ FIXED_TABLES = {
     "dledger-entry-header": (S.DLedgerEntryHeader, {}, None),
     "dledger-blank": (S.DLedgerBlank, {}, None),
     "dledger-index-unit": (S.DLedgerIndexUnit, {}, None),
+    "rocksdb-key-head": (S.RocksDBKeyHead, {}, None),
+    "rocksdb-index-value": (S.RocksDBIndexValue, {}, None),
+    "rocksdb-timer-value": (S.RocksDBTimerValue, {}, None),
+    "rocksdb-trans-value": (S.RocksDBTransValue, {}, None),
 }
 HOST_COLUMNS = {"IPv4 hosts": (False, False), "born IPv6 (0x10)": (True, False), "store IPv6 (0x20)": (False, True),
                 "both IPv6 (0x30)": (True, True)}
