@@ -26,7 +26,7 @@ SAMPLE_FILES = 3  # newest commitlog files tried for them (the last may be preal
 FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
                          "timerWheelEnable", "timerPrecisionMs")
 # store-root entries only a 5.x broker makes, with the release that first does
-FIVE_ONLY_ENTRIES = (("RocksDBMessageStore", (5, 4)), ("config/metadata", (5, 4)),
+FIVE_ONLY_ENTRIES = (("rocksdbstore", (5, 4)), ("RocksDBMessageStore", (5, 4)), ("config/metadata", (5, 4)),
                      ("batchconsumequeue", (5, 0)), ("compaction", (5, 0)), ("timerlog", (5, 0)),
                      ("timerwheel", (5, 0)), ("abort.bak", (5, 0)), ("config/timercheck", (5, 0)))
 CHECKPOINT_5X = ((24, "masterFlushedOffset", (5, 0)), (32, "confirmPhyOffset", (5, 1)))

@@ -257,3 +257,19 @@ def test_query_key_and_msgid_lookup_use_the_rocksdb_index(built, tmp_path):
     res = run("msgid", "lookup", uniq, "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0 and [json.loads(l)["commitLogOffset"] for l in res.stdout.splitlines()] == [
         m["commitLogOffset"]]
+
+
+def test_info_line_and_a_dump_meeting_a_garbage_key(built, tmp_path):
+    root = copy_of(built, tmp_path)
+    rewrite(root, "trans", lambda db: db.__setitem__(b"\x00\x00\x00\x00\x00\x00\x00\x01junk", b"\x01"))
+    res = run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "table")
+    text = " ".join(res.stdout.split())  # the table's line wraps at the terminal's width
+    n = {cf: sum(1 for k in built[1][cf] if k not in (b"lastOffsetPy", b"lastStoreTimeStamp", *CHECKPOINTS))
+         for cf in ("default", "timer", "trans")}
+    last = {cf: struct.unpack(">q", built[1][cf][b"lastOffsetPy"])[0] for cf in ("default", "trans")}
+    assert (f"rocksdb {root / 'rocksdbstore'}: {n['default']} index, {n['timer']} timer, {n['trans'] + 1} "
+            f"transaction record(s); lastOffsetPy index {last['default']}, trans {last['trans']}") in text
+    res = run("dump", "rocksdbstore", "--kind", "trans", "--store", root, "--format", "jsonl")
+    assert res.exit_code == 1 and res.stderr == (
+        "rmqctl: 1 key(s) of the RocksDB message store are not of their kind's layout (first: trans key "
+        "00000000000000016a756e6b: a 12-byte key with a 1-byte value is not a transaction record)\n")
