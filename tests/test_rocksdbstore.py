@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import rocksdict
 
-from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
+from conftest import broker_conf, copy_store, one_line_error, run, truth
 from rmqctl import recovery
 from rmqctl.config import load_config
 from rmqctl.store import Store

@@ -83,24 +83,21 @@ def _index_mismatch(r: dict, m: Message) -> list[str]:
     return wrong
 
 
+def _size_mismatch(r: dict, m: Message) -> list[str]:
+    return [f"sizePy {r['sizePy']}, the record's storeSize {m.storeSize}"] if m.storeSize != r["sizePy"] else []
+
+
 def _timer_mismatch(r: dict, m: Message) -> list[str]:
-    wrong = []
-    if m.uniq_key != r["uniqKey"]:
-        wrong.append(f"uniqKey {r['uniqKey']}, the record's {m.uniq_key}")
-    if m.storeSize != r["sizePy"]:
-        wrong.append(f"sizePy {r['sizePy']}, the record's storeSize {m.storeSize}")
-    return wrong
+    wrong = [f"uniqKey {r['uniqKey']}, the record's {m.uniq_key}"] if m.uniq_key != r["uniqKey"] else []
+    return wrong + _size_mismatch(r, m)
 
 
 def _trans_mismatch(r: dict, m: Message) -> list[str]:
-    wrong = []
-    if m.properties.get("REAL_TOPIC") != r["topic"]:
-        wrong.append(f"topic {r['topic']!r}, the record's REAL_TOPIC {m.properties.get('REAL_TOPIC')!r}")
-    if m.properties.get("__transactionId__") != r["uniqKey"]:
-        wrong.append(f"uniqKey {r['uniqKey']}, the record's __transactionId__ {m.properties.get('__transactionId__')}")
-    if m.storeSize != r["sizePy"]:
-        wrong.append(f"sizePy {r['sizePy']}, the record's storeSize {m.storeSize}")
-    return wrong
+    topic, txid = m.properties.get("REAL_TOPIC"), m.properties.get("__transactionId__")
+    wrong = [f"topic {r['topic']!r}, the record's REAL_TOPIC {topic!r}"] if topic != r["topic"] else []
+    if txid != r["uniqKey"]:
+        wrong.append(f"uniqKey {r['uniqKey']}, the record's __transactionId__ {txid}")
+    return wrong + _size_mismatch(r, m)
 
 
 MISMATCHES = {INDEX_KIND: _index_mismatch, TIMER_KIND: _timer_mismatch, TRANS: _trans_mismatch}
