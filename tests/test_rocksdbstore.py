@@ -273,3 +273,22 @@ def test_info_line_and_a_dump_meeting_a_garbage_key(built, tmp_path):
     assert res.exit_code == 1 and res.stderr == (
         "rmqctl: 1 key(s) of the RocksDB message store are not of their kind's layout (first: trans key "
         "00000000000000016a756e6b: a 12-byte key with a 1-byte value is not a transaction record)\n")
+
+
+def test_abnormal_recovery_starts_where_every_dispatch_store_matches(built, tmp_path):
+    root = copy_of(built, tmp_path)
+    (root / "abort").write_bytes(b"")
+    conf = load_config(broker_conf(BASE))
+    assert recovery.recovery_start(Store(root, conf)) == 1  # both lastOffsetPy lie in the second file
+    rewrite(root, "trans", lambda db: db.__setitem__(b"lastOffsetPy", q(44538)))
+    assert recovery.recovery_start(Store(root, conf)) == 0
+    detail = next(d for k, d in findings(root) if k == "abnormal-recovery")
+    assert "Abnormal recovery starts at 00000000000000000000" in detail
+
+
+def test_a_last_offset_off_the_log_is_a_finding(built, tmp_path):
+    root = copy_of(built, tmp_path)
+    rewrite(root, "default", lambda db: db.__setitem__(b"lastOffsetPy", q(10 ** 9)))
+    got = [(k, d) for k, d in findings(root) if k.startswith("rocksdb-store")]
+    assert got == [("rocksdb-store-bookkeeping", f"RocksDB message store index lastOffsetPy {10 ** 9} is past the end "
+                    "of the commitlog (524288): dispatch to it would resume there")]

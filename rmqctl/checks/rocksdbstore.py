@@ -42,7 +42,7 @@ def _check_record(ctx: Context, where, e: Entry):
     off = r["offsetPy"]
     if store.expired(off):
         return
-    end = store.commitlog.files[-1].start + store.commitlog.file_size if store.commitlog.files else 0
+    end = _log_end(store)
     name = f"RocksDB message store {e.kind} record {_label(e)}"
     if off < 0 or off >= end:
         ctx.report(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
@@ -57,6 +57,11 @@ def _check_record(ctx: Context, where, e: Entry):
     if wrong:
         ctx.report(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
                    f"{name} at commitlog offset {off}: " + "; ".join(wrong))
+
+
+def _log_end(store) -> int:
+    """Where the commitlog's files end: an offset at or past it is in no file."""
+    return store.commitlog.files[-1].start + store.commitlog.file_size if store.commitlog.files else 0
 
 
 def _label(e: Entry) -> str:
@@ -108,6 +113,11 @@ def _check_last_offset(ctx: Context, db, kind: str):
     last = db.bookkeeping(kind, LAST_OFFSET_PY)
     store = ctx.store
     if last is None or last <= 0 or store.expired(last):
+        return
+    if last >= _log_end(store):
+        ctx.report(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, None,
+                   f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
+                   f"({_log_end(store)}): dispatch to it would resume there")
         return
     try:
         store.read_message(last)
