@@ -1,6 +1,6 @@
 """verify's check of the 5.4 RocksDB message store (rmqctl.rocksdbstore): every index, timer and transaction
 record against the commitlog record it names, and the bookkeeping keys against the log. One key is held at a
-time (memory flat in the database's size); each record is read where its offsetPy says.
+time, records in batches of a bounded size; each commitlog record a batch names is read once.
 
 What each record must agree with is what the broker builds it from: an index record from the dispatched
 record's topic, KEYS word, TAGS or UNIQ_KEY and store time (IndexRocksDBStore.buildIndex; a rollback record is
@@ -19,6 +19,7 @@ from .context import Context
 
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
+BATCH = 1 << 16  # records checked at a time, in commitlog order: memory stays flat in the database's size
 
 
 def check_rocksdb_store(ctx: Context):
@@ -27,33 +28,51 @@ def check_rocksdb_store(ctx: Context):
     if db is None:
         return
     for kind in KINDS:
+        batch: list[Entry] = []
         for e in db.entries(kind):
             if e.problem is not None:
                 ctx.report(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
                            f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
             elif e.record is not None:
-                _check_record(ctx, db.directory, e)
+                batch.append(e)
+                if len(batch) >= BATCH:
+                    _check_records(ctx, db.directory, batch)
+                    batch = []
+        _check_records(ctx, db.directory, batch)
         if kind != TIMER_KIND:
             _check_last_offset(ctx, db, kind)
 
 
-def _check_record(ctx: Context, where, e: Entry):
-    r, store = e.record, ctx.store
-    off = r["offsetPy"]
-    if store.expired(off):
-        return
-    end = _log_end(store)
+def _check_records(ctx: Context, where, batch: list[Entry]):
+    """A batch of records in commitlog order, each record they name read once (an index keeps 3 or more
+    records per message)."""
+    store, end = ctx.store, _log_end(ctx.store)
+    batch.sort(key=lambda e: e.record["offsetPy"])
+    at, m, err = None, None, None
+    for e in batch:
+        off = e.record["offsetPy"]
+        if off != at:
+            at, m, err = off, None, None
+            if 0 <= off < end and not store.expired(off):
+                try:
+                    _, m = store.read_message(off)
+                except StoreError as problem:
+                    err = problem
+        _check_record(ctx, where, e, m, err, end)
+
+
+def _check_record(ctx: Context, where, e: Entry, m: Message | None, err: StoreError | None, end: int):
+    off = e.record["offsetPy"]
     name = f"RocksDB message store {e.kind} record {_label(e)}"
-    if off < 0 or off >= end:
-        ctx.report(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
-                   f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
+    if m is None and err is None:
+        if not ctx.store.expired(off):
+            ctx.report(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
+                       f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
         return
-    try:
-        _, m = store.read_message(off)
-    except StoreError as err:
+    if err is not None:
         ctx.report(GROUPS[e.kind], "rocksdb-store-bad-target", "error", where, None, off, f"{name}: {err}")
         return
-    wrong = MISMATCHES[e.kind](r, m)
+    wrong = MISMATCHES[e.kind](e.record, m)
     if wrong:
         ctx.report(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
                    f"{name} at commitlog offset {off}: " + "; ".join(wrong))
