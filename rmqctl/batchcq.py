@@ -14,10 +14,11 @@ from typing import Iterator
 import numpy as np
 
 from . import schema as S
-from .configfiles import batch_cq_topics, read_config
+from .configfiles import batch_cq_topics
 from .dispatch import batch_unit
 from .errors import StoreError
 from .record import Message
+from .rocksdbconfig import broker_config
 from .store import MappedFile, MappedFileQueue, Store, settle_file_size
 
 DIRECTORY = "batchconsumequeue"
@@ -189,7 +190,7 @@ def batch_max_phy(store: Store) -> int:
 def batch_topics(store: Store) -> set[str]:
     """The topics the broker keeps in a BatchConsumeQueue: queue.type=BatchCQ in topics.json (where dispatch
     looks), and every topic directory under batchconsumequeue/ (what ConsumeQueueStore.load loads as one)."""
-    named = batch_cq_topics(read_config(store.root, "topics.json").document)
+    named = batch_cq_topics(broker_config(store, "topics.json").document)
     root = store.root / DIRECTORY
     present = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
     return named | present

@@ -54,6 +54,9 @@ class BrokerConfig:
     # Where the consume queues live: "default" (files), "defaultRocksDB" (a RocksDB database in consumequeue/).
     # None: not said; the store's files decide (rmqctl.parts).
     storeType: str | None = None
+    # storeType=defaultRocksDB keeps topics, subscription groups and consumer offsets in RocksDB (5.2+): one
+    # database config/metadata when true, one per kind when false. None: not said; the store's files decide.
+    useSingleRocksDBForAllConfigs: bool | None = None
     rocksdbCQDoubleWriteEnable: bool = False  # develop's CombineConsumeQueueStore: files and RocksDB both written
     rocksdbCompressionType: str = "lz4"  # the RocksDB queue's compression (RocksDB library names), ZSTD at the bottom
     bottomMostCompressionTypeForConsumeQueueStore: str = "zstd"

@@ -206,17 +206,26 @@ def classic(layout: Layout) -> list[Part]:
     return out
 
 
+# the RocksDB config databases of storeType=defaultRocksDB (rmqctl.rocksdbconfig reads them; no writer writes them)
+CONFIG_DATABASES = ("metadata", "consumerOffsets", "topics", "subscriptionGroups")
+
+
 @finder("config")
 def config_dir(layout: Layout) -> list[Part]:
-    """config/: the JSON config files are read; a RocksDB config database (5.2+) beside them is not."""
+    """config/: the JSON config files, and the RocksDB config databases (5.2+) beside them; any other
+    RocksDB database there (config/rdb of configManagerVersion=V2) is not read."""
     base = layout.root / "config"
     if not base.is_dir():
         return []
     out = [Part("config", base, "config files (JSON)", True)]
     for name in listing(base):
-        if (base / name).is_dir() and is_rocksdb_dir(base / name):
-            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", False,
-                            "this version reads the JSON config files only"))
+        if not ((base / name).is_dir() and is_rocksdb_dir(base / name)):
+            continue
+        if name in CONFIG_DATABASES:
+            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", True, write=False))
+        else:
+            out.append(Part("rocksdb-config-other", base / name, f"RocksDB config database {name}", False,
+                            "not one of the RocksDB config managers' databases this version reads"))
     return out
 
 

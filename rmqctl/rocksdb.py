@@ -42,10 +42,12 @@ def _raise(e: Exception):
 
 class ReadOnlyDB:
     """One RocksDB database opened read-only through a view; `column_families` must be exactly its column
-    families (`default` may be there unnamed: RocksDB always has it)."""
+    families (`default` may be there unnamed: RocksDB always has it), besides any of `optional` (families a
+    writer creates only when it first writes to them). `families` names those it has."""
 
-    def __init__(self, directory: Path, column_families: tuple[str, ...] | None):
+    def __init__(self, directory: Path, column_families: tuple[str, ...] | None, optional: tuple[str, ...] = ()):
         self.directory = directory
+        self.families: tuple[str, ...] = ()
         self._view = Path(tempfile.mkdtemp(prefix="rmqctl-rocksdb-"))
         # the view goes when this object does, or at exit for one never closed (a command's store is not)
         self._remove_view = weakref.finalize(self, shutil.rmtree, str(self._view), True)
@@ -53,9 +55,9 @@ class ReadOnlyDB:
         try:
             self._link_files()
             if column_families is None:  # only listed (column_families), not opened
-                self.families = self._list()
+                self.families = tuple(self._list())
                 return
-            self._open(column_families)
+            self._open(column_families, optional)
         except BaseException:
             self.close()
             raise
@@ -78,21 +80,23 @@ class ReadOnlyDB:
         rd = rocksdict()
         return self._call(rd.Rdict.list_cf, str(self._view), rd.Options(raw_mode=True))
 
-    def _open(self, column_families: tuple[str, ...]):
+    def _open(self, column_families: tuple[str, ...], optional: tuple[str, ...]):
         rd = rocksdict()
         found = self._list()
         missing = [cf for cf in column_families if cf not in found]
         if missing:
             raise StoreError(f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
                              "layout this part has", self.directory)
-        unknown = [cf for cf in found if cf not in column_families and cf != "default"]
+        known = (*column_families, *optional)
+        unknown = [cf for cf in found if cf not in known and cf != "default"]
         if unknown:  # a layout this version does not know: read none of it rather than part of it
             raise StoreError(f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
-                             f"{', '.join(column_families)}): a layout this version does not read", self.directory)
+                             f"{', '.join(known)}): a layout this version does not read", self.directory)
         families = {cf: rd.Options(raw_mode=True) for cf in found if cf != "default"}
         self._db = self._call(rd.Rdict, str(self._view), options=rd.Options(raw_mode=True),
                               column_families=families, access_type=rd.AccessType.read_only(False))
         self._families = {cf: (self._db if cf == "default" else self._db.get_column_family(cf)) for cf in found}
+        self.families = tuple(found)
 
     def _call(self, fn, *args, **kwargs):
         """A call into RocksDB; its errors (corruption, a missing file) as one line naming the directory."""
@@ -152,7 +156,7 @@ class ReadOnlyDB:
 def column_families(directory: Path) -> list[str]:
     """The column families of the database in `directory`, as its MANIFEST lists them (nothing opened)."""
     with ReadOnlyDB(directory, None) as listing:
-        return listing.families
+        return list(listing.families)
 
 
 def compression(library_name: str):

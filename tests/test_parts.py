@@ -132,19 +132,22 @@ def test_an_unknown_file_is_listed_but_no_writer_is_kept_off(tmp_path):
     assert res.stderr == ""
 
 
-def test_rocksdb_configs_and_stale_file_queues_are_parts_not_read_compaction_topics_are_read(tmp_path):
+def test_stale_file_queues_and_config_rdb_are_parts_not_read_compaction_topics_and_config_dbs_are_read(tmp_path):
     root = copy_store(ROCKS, tmp_path)
     (root / "compaction" / "compactionLog" / "T" / "0").mkdir(parents=True)
     (root / "compaction" / "compactionLog" / "T" / "0" / "00000000000000000000").write_bytes(b"\0" * 8)
     (root / "config" / "consumerOffsets").mkdir(parents=True)
     shutil.copy(root / "consumequeue" / "CURRENT", root / "config" / "consumerOffsets" / "CURRENT")
+    (root / "config" / "rdb").mkdir()  # configManagerVersion=V2's ConfigStorage
+    shutil.copy(root / "consumequeue" / "CURRENT", root / "config" / "rdb" / "CURRENT")
     (root / "consumequeue" / "OldTopic" / "0").mkdir(parents=True)
     (root / "RocksDBMessageStore").mkdir()
     parts = Store(root, load_config(broker_conf(ROCKS))).parts
     assert parts.find("compaction").read and not parts.find("compaction").understood  # read; no writer keeps it
+    assert parts.find("rocksdb-config").read and not parts.find("rocksdb-config").understood
     assert sorted((p.kind, p.what) for p in parts.unread) == [
         ("consumequeue-files", "file consume queues beside the RocksDB one"),
-        ("rocksdb-config", "RocksDB config database consumerOffsets"),
+        ("rocksdb-config-other", "RocksDB config database rdb"),
         ("rocksdb-message-store", "RocksDB message store (5.4+: index, timer, transactions)")]
 
 

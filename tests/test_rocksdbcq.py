@@ -144,8 +144,10 @@ def test_offset_by_time_is_the_brokers_search_over_store_times(boundary):
 def test_consumer_lag(tmp_path):
     root = copy_store(ROCKS, tmp_path)
     (root / "config").mkdir()
+    # storeType=defaultRocksDB: the broker merges the JSON file into its (here empty) RocksDB offsets only when
+    # the file's DataVersion is newer (rmqctl.rocksdbconfig)
     (root / "config" / "consumerOffset.json").write_text(json.dumps(
-        {"offsetTable": {"RocksTopicA@g1": {"0": 10, "1": 70}, "Gone@g1": {"0": 1}}}))
+        {"offsetTable": {"RocksTopicA@g1": {"0": 10, "1": 70}, "Gone@g1": {"0": 1}}, "dataVersion": {"counter": 1}}))
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     rows = {(r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
     tenth = next(t["storeTime"] for t in truth(ROCKS, "truth-consumequeue.jsonl")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..configfiles import ConfigFile, committed_offsets, present_configs, read_config, topic_names
+from ..configfiles import ConfigFile, committed_offsets, present_configs, topic_names
+from ..rocksdbconfig import broker_config
 from ..store import Store, queue_keys
 
 
@@ -59,7 +60,7 @@ def _difference(c: ConfigFile) -> str:
 
 
 def _offset_problems(store: Store) -> list[ConfigProblem]:
-    cfg = read_config(store.root, "consumerOffset.json")
+    cfg = broker_config(store, "consumerOffset.json")
     if cfg.document is None:
         return []
     entries, notes = committed_offsets(cfg.document)
@@ -67,7 +68,7 @@ def _offset_problems(store: Store) -> list[ConfigProblem]:
     out = [ConfigProblem("config-offset-entry", "warning", path, n + ": the broker's decode drops it") for n in notes]
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
-    known = topic_names(read_config(store.root, "topics.json").document)
+    known = topic_names(broker_config(store, "topics.json").document)
     queues = {topic for topic, _ in queue_keys(store)}
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):

@@ -60,6 +60,7 @@ def _print_table(d: dict, startup: str):
         lines.append(f"rocksdb    {rs['path']}: {n['index']} index, {n['timer']} timer, {n['trans']} transaction "
                      f"record(s); lastOffsetPy index {last['index']}, trans {last['trans']}")
     lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
+    lines += [_config_line(c) for c in d.get("rocksdbConfigs", ())]
     echo_lines(lines, indent=11)
     cq = d["consumequeue"]
     if cq.get("kind") == "rocksdb":
@@ -86,6 +87,14 @@ def _print_table(d: dict, startup: str):
                title="pending timer messages by delivery hour (UTC)")
     for line in d["odd"]:
         echo_lines([f"odd: {line}"], indent=5)
+
+
+def _config_line(c: dict) -> str:
+    """Where the broker keeps one config in RocksDB, and what its load() reads, in order."""
+    if not c["read"]:
+        return f"config     {c['config']} in RocksDB: not read ({c['why']})"
+    return (f"config     {c['config']} in RocksDB {c['database']}: {c['entries']} entries, DataVersion "
+            f"{c['dataVersion']}; load() reads {'; then '.join(c['sources'])}")
 
 
 def _broker_state(d: dict) -> str:

@@ -34,9 +34,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..configfiles import read_config
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
+from ..rocksdbconfig import broker_config
 from ..rules import written_units
 from ..store import INDEX_FILE_NAME, IndexFile, Store
 from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision,
@@ -194,7 +194,7 @@ def _load_consumer_offsets(store: Store, queues: list[QueueState], min_phy: int,
                            notes: list[str]) -> tuple[list[Unconsumed], list[np.ndarray]]:
     """config/consumerOffset.json (fastjson, unquoted int keys, .bak fallback): per group/topic/queue the
     commitlog offsets of the messages at or after the committed (next-to-consume) offset."""
-    data = read_config(store.root, "consumerOffset.json").document
+    data = broker_config(store, "consumerOffset.json").document
     table = (data or {}).get("offsetTable") or {}
     if not isinstance(table, dict):
         raise StoreError("offsetTable is not an object", store.root / "config" / "consumerOffset.json")

@@ -7,10 +7,15 @@ import shutil
 from pathlib import Path
 
 from ..configfiles import present_configs
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
+from ..rocksdbconfig import kept_in_rocksdb
 from ..store import Store, elsewhere
 from ..checks.config import described
 from ..txn import Transaction, locked_for_writing
+
+
+# config restore writes JSON files only, and none the broker keeps in a RocksDB config database (refused below)
+CONFIG_DATABASES_UNTOUCHED = frozenset({"rocksdb-config"})
 
 
 @dataclasses.dataclass
@@ -26,12 +31,16 @@ class RestorePlan:
 
 def plan_restore(store: Store, names: list[str] | None = None) -> list[RestorePlan]:
     """For each damaged config file with a sound .bak: put the .bak's content in its place."""
-    store.parts.refuse_writer("config restore")
     configs = {c.name: c for c in present_configs(store.root)}
     if names:
         unknown = [n for n in names if n not in configs]
         if unknown:
             raise UsageError(f"no such config file in {store.root / 'config'}: {', '.join(unknown)}")
+    for name in names or sorted(configs):
+        if kept_in_rocksdb(store, name) and not configs[name].main.sound:
+            raise StoreError(f"the broker keeps {name}'s table in RocksDB and merges this file only when its "
+                             "DataVersion is newer: config restore writes nothing", configs[name].main.path)
+    store.parts.refuse_writer("config restore", CONFIG_DATABASES_UNTOUCHED)
     out = []
     for name in names or sorted(configs):
         c = configs[name]
@@ -51,7 +60,7 @@ def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = T
     todo = [p for p in plan if p.action == "restore"]
     if not todo:
         return None
-    store.parts.refuse_writer("config restore")
+    store.parts.refuse_writer("config restore", CONFIG_DATABASES_UNTOUCHED)
     with locked_for_writing(store.root), \
             Transaction(store.root, "config", "config restore", keep_backup, beside=elsewhere(store)) as txn:
         for p in todo:

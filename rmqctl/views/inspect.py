@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import batchcq, compaction, dledger, rocksdbcq, rocksdbstore
+from .. import batchcq, compaction, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
 from ..engine.ordered import ordered_map
 from ..errors import FileGone, StoreError, where
@@ -447,6 +447,7 @@ def info(store: Store) -> dict:
     live = store.live
     abort = store.abort_exists()
     dledger_part = _dledger_info(store, odd) if store.dledger is not None else None
+    configs = rocksdbconfig.describe(store)
     if store.crashed():
         odd.append("abort file present: the broker's last exit was not clean; it will run abnormal recovery")
     return {
@@ -458,6 +459,7 @@ def info(store: Store) -> dict:
                       "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),
                       "firstFile": files[0].name if files else None, "lastFile": files[-1].name if files else None},
         "parts": store.parts.to_list(),
+        **({"rocksdbConfigs": configs} if configs else {}),
         "consumequeue": _queues_info(store),
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,

@@ -7,10 +7,10 @@ import datetime as dt
 import ipaddress
 import time
 
-from ..configfiles import read_config
 from .. import schema as S
 from ..errors import StoreError
 from ..record import Message, read_record
+from ..rocksdbconfig import broker_config
 from ..store import Store, queue_keys
 from .query import carries_key, query_offsets
 
@@ -116,7 +116,7 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
 def known_topics(store: Store) -> list[str]:
     """Topics named by consumequeue directories and config/topics.json (system topics included)."""
     topics = {topic for topic, _ in queue_keys(store)}
-    cfg = read_config(store.root, "topics.json").document or {}
+    cfg = broker_config(store, "topics.json").document or {}
     topics.update((cfg.get("topicConfigTable") or {}).keys())
     return sorted(topics)
 

@@ -18,6 +18,7 @@ from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_ti
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div
+from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import lite_topic
 from ..store import ConsumeQueue, MappedFile, Store, store_times
@@ -393,9 +394,9 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     cache: dict = {}
     rows, notes, present = [], [], []
     for name in OFFSET_FILES:
-        cfg = read_config(store.root, name)
+        cfg = broker_config(store, name)
         if cfg.main.exists or cfg.bak.exists:
-            present.append(name)
+            present.append(str(cfg.main.path))
         if cfg.load_fails:
             notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
             continue
@@ -433,7 +434,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
         notes.append(f"{config_dir(store.root) / OFFSET_FILES[0]}: no such file (nor its .bak): no consumer group has "
                      "committed an offset in this store, so there is no lag to show")
     elif not rows:
-        notes.append(f"{', '.join(str(config_dir(store.root) / n) for n in present)}: no committed offset")
+        notes.append(f"{', '.join(present)}: no committed offset")
     return rows, notes
 
 

@@ -1,0 +1,266 @@
+"""Topics, subscription groups and consumer offsets kept in RocksDB (storeType=defaultRocksDB, 5.2+), on a copy
+of i-rocksdb-cq (written by RocketMQ 5.3.3 with storeType=defaultRocksDB).
+
+No RocketMQ code here writes these databases, so they are built with rocksdict with the broker's column family
+names, keys and values (RocksDB{ConsumerOffset,TopicConfig,SubscriptionGroup}Manager, ConfigRocksDBStorage),
+the entries taken from a real broker's JSON (k-combine-cq's topics.json, the fastjson shape of the others), and
+Debian's `ldb` reads every database as an independent reader: what rmqctl reads must be what ldb scans.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import rocksdict
+
+from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run
+from rmqctl import Store, load_config
+from rmqctl.rocksdbconfig import KINDS, load
+
+ROCKS = "i-rocksdb-cq"
+VERSION_KEY = b"kvDataVersionKey"
+OFFSETS = {"RocksTopicA@g1": {"0": 10, "1": "70"}, "Gone@g1": {"0": 1}}  # "70": a number written as a string
+GROUP = {"groupName": "g1", "consumeEnable": True, "consumeFromMinEnable": True, "consumeBroadcastEnable": False,
+         "consumeMessageOrderly": False, "retryQueueNums": 1, "retryMaxTimes": 16, "brokerId": 0,
+         "whichBrokerWhenConsumeSlowly": 1, "notifyConsumerIdsChangedEnable": True, "groupSysFlag": 0,
+         "consumeTimeoutMinute": 15, "subscriptionDataSet": [], "attributes": {}}
+
+
+def topic_configs() -> dict:
+    """A real 5.3.3 TopicConfig (k-combine-cq's topics.json) for each topic of i-rocksdb-cq."""
+    real = json.loads((fixture_dir("k-combine-cq") / "store" / "config" / "topics.json").read_text())
+    template = next(iter(real["topicConfigTable"].values()))
+    truth = [json.loads(line) for line in (fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text().splitlines()]
+    return {t: {**template, "topicName": t} for t in sorted({u["topic"] for u in truth})}
+
+
+def value(entry) -> bytes:
+    return json.dumps(entry, separators=(",", ":")).encode()
+
+
+def version(counter: int) -> bytes:
+    return value({"counter": counter, "stateVersion": 0, "timestamp": 1795870652926})
+
+
+def table_options() -> rocksdict.Options:
+    """ConfigHelper's column family options (5.3.3): block format version 5, no compression."""
+    options = rocksdict.Options(raw_mode=True)
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(5)
+    options.set_block_based_table_factory(table)
+    options.set_compression_type(rocksdict.DBCompressionType.none())
+    return options
+
+
+def build(directory: Path, families: dict[str, dict[bytes, bytes]]):
+    """A RocksDB database with exactly these column families and entries, as the broker's would be."""
+    options = table_options()
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    named = {cf: table_options() for cf in families if cf != "default"}
+    db = rocksdict.Rdict(str(directory), options=options, column_families=named)
+    for cf, entries in families.items():
+        handle = db if cf == "default" else db.get_column_family(cf)
+        for k, v in entries.items():
+            handle[k] = v
+        handle.flush()
+    db.close()
+    (directory / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+def tables(offsets=None, topics=None, groups=None) -> dict:
+    """file name -> (key -> value bytes) of each kind as the managers write them."""
+    return {"consumerOffset.json": {k.encode(): value({"offsetTable": v}) for k, v in (offsets or OFFSETS).items()},
+            "topics.json": {k.encode(): value(v) for k, v in (topics or topic_configs()).items()},
+            "subscriptionGroup.json": {k.encode(): value(v) for k, v in (groups or {"g1": GROUP}).items()}}
+
+
+def separate(root: Path, counters=(3, 3, 3), **kw):
+    """5.2-5.3.3's layout: a database per kind (ConfigRocksDBStorage opens default, kvDataVersion, forbidden)."""
+    for (name, entries), counter in zip(tables(**kw).items(), counters):
+        build(root / "config" / KINDS[name].separate,
+              {"default": entries, "kvDataVersion": {VERSION_KEY: version(counter)}, "forbidden": {}})
+
+
+def single(root: Path, counter=5, extra: dict | None = None, **kw):
+    """useSingleRocksDBForAllConfigs: config/metadata with a data and a version column family per kind."""
+    families = {}
+    for name, entries in tables(**kw).items():
+        kind = KINDS[name]
+        families[kind.data_cf] = entries
+        families[kind.version_cf] = {VERSION_KEY: version(counter)}
+    build(root / "config" / "metadata", {**families, **(extra or {})})
+
+
+def ldb(db: Path, cf: str, tmp_path: Path) -> dict[str, str]:
+    """`ldb scan` of one column family of a copy (ldb may write into what it opens): key -> value text."""
+    copy = tmp_path / f"ldb-{db.name}-{cf}"
+    shutil.copytree(db, copy)
+    res = subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan"],
+                         capture_output=True, text=True, check=True)
+    shutil.rmtree(copy)
+    return dict(line.split(" : ", 1) for line in res.stdout.splitlines())
+
+
+def store(root: Path, conf: str | None = None) -> Store:
+    return Store(root, load_config(conf or broker_conf(ROCKS)))
+
+
+@pytest.fixture
+def root(tmp_path):
+    r = copy_store(ROCKS, tmp_path / "copy")
+    (r / "config").mkdir()
+    return r
+
+
+# -- what is read, checked against ldb --------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", ["separate", "single"])
+def test_each_table_reads_as_ldb_scans_it(root, tmp_path, layout):
+    (separate if layout == "separate" else single)(root)
+    for name, kind in KINDS.items():
+        db, cf = ((root / "config" / kind.separate, "default") if layout == "separate"
+                  else (root / "config" / "metadata", kind.data_cf))
+        scanned = {k: json.loads(v) for k, v in ldb(db, cf, tmp_path).items()}
+        if kind.replaces:
+            scanned = {k: v["offsetTable"] for k, v in scanned.items()}
+        loaded = load(root, store(root).config, kind)
+        assert loaded.table == scanned and len(scanned) == len(tables()[name])
+        assert loaded.counter == (3 if layout == "separate" else 5)
+        version_cf = "kvDataVersion" if layout == "separate" else kind.version_cf
+        assert json.loads(ldb(db, version_cf, tmp_path)["kvDataVersionKey"])["counter"] == loaded.counter
+
+
+def test_consumers_read_offsets_from_rocksdb_as_from_the_json_file(root, tmp_path):
+    single(root)
+    from_db = jsonl(run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl").stdout)
+    json_root = copy_store(ROCKS, tmp_path / "json")
+    (json_root / "config").mkdir()
+    (json_root / "config" / "consumerOffset.json").write_text(json.dumps({"offsetTable": OFFSETS,
+                                                                          "dataVersion": {"counter": 1}}))
+    from_json = jsonl(run("consumers", "--store", json_root, "--broker-config", broker_conf(ROCKS),
+                          "--format", "jsonl").stdout)
+    assert len(from_db) == 3 and {r["source"] for r in from_db} == {str(root / "config" / "metadata")}
+    strip = [{k: v for k, v in r.items() if k != "source"} for r in from_db]
+    assert strip == [{k: v for k, v in r.items() if k != "source"} for r in from_json]
+    rows = {(r["topic"], r["queueId"]): r for r in from_db}
+    assert (rows[("RocksTopicA", 1)]["offset"], rows[("RocksTopicA", 1)]["status"]) == (70, "ahead-of-max")
+    assert rows[("Gone", 0)]["status"] == "no-queue"
+
+
+def test_config_verify_knows_topics_from_rocksdb(root):
+    offsets = {**OFFSETS, "Elsewhere@g1": {"0": 0}}
+    separate(root, offsets=offsets, topics={**topic_configs(), "Elsewhere": {"topicName": "Elsewhere"}})
+    res = run("verify", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    unknown = [f for f in jsonl(res.stdout) if f.get("kind") == "config-offset-unknown-topic"]
+    assert [f["detail"] for f in unknown] == ["offsets of g1 for topic 'Gone', which has no consumequeue and is not in "
+                                              "topics.json"]  # Elsewhere is a topic the database holds
+
+
+# -- which database and which version wins ----------------------------------------------------------------------
+def test_a_newer_separate_database_is_migrated_over_the_metadata_one(root):
+    single(root, counter=5, offsets={"RocksTopicA@g1": {"0": 1}})
+    separate(root, counters=(9, 2, 2), offsets={"RocksTopicA@g1": {"0": 20}, "Old@g1": {"0": 4}})
+    loaded = load(root, store(root).config, KINDS["consumerOffset.json"])
+    assert loaded.table == {"RocksTopicA@g1": {"0": 20}, "Old@g1": {"0": 4}}  # put over the metadata entries
+    assert loaded.counter == 11 and loaded.path == root / "config" / "metadata"
+    topics = load(root, store(root).config, KINDS["topics.json"])
+    assert topics.counter == 5 and "not newer: already migrated, ignored" in topics.sources[-1]
+
+
+def test_info_says_where_each_config_is_kept_and_what_load_read(root):
+    single(root, counter=5)
+    separate(root, counters=(9, 2, 2))
+    res = run("info", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "table")
+    lines = [line for line in res.stdout.splitlines() if line.startswith("config ")]
+    meta, sep = root / "config" / "metadata", root / "config"
+    assert lines == [
+        f"config     consumerOffset.json in RocksDB {meta}: 2 entries, DataVersion 11; load() reads {meta} (DataVersion "
+        f"5); then {sep / 'consumerOffsets'} (DataVersion 9, newer: migrated over it)",
+        f"config     topics.json in RocksDB {meta}: {len(topic_configs())} entries, DataVersion 5; load() reads {meta} "
+        f"(DataVersion 5); then {sep / 'topics'} (DataVersion 2, not newer: already migrated, ignored)",
+        f"config     subscriptionGroup.json in RocksDB {meta}: 1 entries, DataVersion 5; load() reads {meta} "
+        f"(DataVersion 5); then {sep / 'subscriptionGroups'} (DataVersion 2, not newer: already migrated, ignored)"]
+
+
+def test_the_broker_conf_picks_the_layout(root, tmp_path):
+    single(root, counter=5, offsets={"RocksTopicA@g1": {"0": 1}})
+    separate(root, counters=(3, 3, 3))
+    conf = tmp_path / "broker.conf"
+    conf.write_text(broker_conf(ROCKS).read_text() + "\nuseSingleRocksDBForAllConfigs=false\n")
+    loaded = load(root, load_config(conf), KINDS["consumerOffset.json"])
+    assert loaded.path == root / "config" / "consumerOffsets" and loaded.table == {
+        k: v for k, v in OFFSETS.items()}  # the metadata database is not the broker's then
+
+
+def test_a_newer_json_file_replaces_the_offsets_and_an_older_one_is_not_merged(root):
+    separate(root, counters=(3, 3, 3))
+    path = root / "config" / "consumerOffset.json"
+    path.write_text('{"dataVersion":{"counter":7},"offsetTable":{"RocksTopicA@g2":{0:5}}}')  # fastjson int keys
+    loaded = load(root, store(root).config, KINDS["consumerOffset.json"])
+    assert loaded.table == {"RocksTopicA@g2": {"0": 5}} and loaded.counter == 8
+    path.write_text('{"dataVersion":{"counter":2},"offsetTable":{"RocksTopicA@g2":{0:5}}}')
+    assert load(root, store(root).config, KINDS["consumerOffset.json"]).table == OFFSETS
+
+
+def test_a_json_only_store_of_the_default_store_type_ignores_a_stale_database(tmp_path):
+    root = copy_store("j-batchcq", tmp_path)
+    separate(root)
+    info = json.loads(run("info", "--store", root, "--broker-config", broker_conf("j-batchcq"), "--format", "json").stdout)
+    assert "rocksdbConfigs" not in info  # storeType=default: the broker's managers are the JSON ones
+    assert store(root, broker_conf("j-batchcq")).parts.find("rocksdb-config").read
+
+
+# -- fail closed ------------------------------------------------------------------------------------------------
+def test_an_unknown_column_family_is_named_not_read(root):
+    single(root, extra={"lmqOffset": {b"k": b"{}"}})
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    one_line_error(res, str(root / "config" / "metadata"), "'lmqOffset'", "a layout this version does not read")
+    info = run("info", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "table").stdout
+    assert "config     consumerOffset.json in RocksDB: not read (" in info
+
+
+def test_a_missing_column_family_reads_as_the_broker_reads_it_empty(root):
+    families = {KINDS["topics.json"].data_cf: tables()["topics.json"], KINDS["topics.json"].version_cf:
+                {VERSION_KEY: version(4)}}
+    build(root / "config" / "metadata", families)  # no offsets ever committed: no consumerOffset family yet
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == f"rmqctl: {root / 'config' / 'metadata'}: no committed offset\n"
+
+
+@pytest.mark.parametrize("damage", ["garbage-value", "garbage-version", "no-current"])
+def test_damage_is_one_line_and_exit_2(root, damage):
+    offsets = tables()["consumerOffset.json"]
+    if damage == "garbage-value":
+        offsets[b"RocksTopicA@g1"] = b'{"offsetTable":{0:'
+    counter = b"not json" if damage == "garbage-version" else version(3)
+    build(root / "config" / "consumerOffsets", {"default": offsets, "kvDataVersion": {VERSION_KEY: counter},
+                                                "forbidden": {}})
+    if damage == "no-current":
+        (root / "config" / "consumerOffsets" / "CURRENT").unlink()
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    needle = {"garbage-value": "column family default key 'RocksTopicA@g1' is not JSON",
+              "garbage-version": "column family kvDataVersion key kvDataVersionKey is not JSON",
+              "no-current": "without its CURRENT file"}[damage]
+    one_line_error(res, str(root / "config" / "consumerOffsets"), needle)
+
+
+# -- writers ----------------------------------------------------------------------------------------------------
+def test_config_restore_refuses_a_config_kept_in_rocksdb(root):
+    separate(root)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{')
+    (root / "config" / "consumerOffset.json.bak").write_text('{"offsetTable":{}}')
+    before = (root / "config" / "consumerOffset.json").read_bytes()
+    res = run("config", "restore", "--store", root, "--broker-config", broker_conf(ROCKS))
+    one_line_error(res, str(root / "config" / "consumerOffset.json"), "keeps consumerOffset.json's table in RocksDB",
+                   "config restore writes nothing")
+    assert (root / "config" / "consumerOffset.json").read_bytes() == before
+
+
+def test_other_writers_refuse_a_store_with_rocksdb_configs(root):
+    separate(root)
+    res = run("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--dry-run")
+    one_line_error(res, "so clean writes nothing to this store")
