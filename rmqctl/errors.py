@@ -29,6 +29,7 @@ class RmqError(Exception):
         self.path = path
         self.offset = offset
         self.position = position
+        self.detail = message  # the message without its place
         super().__init__((where(path, offset, position) + ": " if path is not None else "") + message)
 
 

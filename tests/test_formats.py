@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import itertools
 import json
 import re
 import struct
@@ -470,3 +471,12 @@ def test_metaq_invariants():
         raw = (FIXTURES / "g-metaq" / "store" / w["segment"]).read_bytes()
         data = raw[w["segmentPosition"] + 20 : w["segmentPosition"] + w["recordSize"]]
         assert zlib.crc32(data) & 0x7FFFFFFF == w["checksum"]
+
+
+# ---- configs in RocksDB (formats/rocksdb-config.md, rmqctl/rocksdbconfig.py) --------------------------------------
+def test_rocksdb_config_table_matches_the_kinds():
+    from rmqctl.rocksdbconfig import KINDS  # here: only this page's test reads the config databases' declaration
+    lines = (FORMATS / "rocksdb-config.md").read_text().splitlines()
+    body = itertools.takewhile(lambda line: line.startswith("|"), lines[lines.index("<!-- config-databases -->") + 3:])
+    rows = [[cell_name(c.strip()) for c in line.strip().strip("|").split("|")][:4] for line in body]
+    assert rows == [[k.file, k.separate, k.data_cf, k.version_cf] for k in KINDS.values()]

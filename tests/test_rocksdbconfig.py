@@ -264,3 +264,14 @@ def test_other_writers_refuse_a_store_with_rocksdb_configs(root):
     separate(root)
     res = run("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--dry-run")
     one_line_error(res, "so clean writes nothing to this store")
+
+
+def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):
+    offsets = tables()["consumerOffset.json"]
+    offsets[b"RocksTopicA@g1"] = b"[1,2]"
+    build(root / "config" / "consumerOffsets", {"default": offsets, "kvDataVersion": {VERSION_KEY: version(3)}})
+    res = run("verify", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    found = [f for f in jsonl(res.stdout) if f.get("kind") == "config-load-fails"]
+    assert res.exit_code == 1 and [(f["severity"], f["detail"]) for f in found] == [
+        ("error", "column family default key 'RocksTopicA@g1' is not an offset table ([1, 2]): the broker's load of "
+                  "this database fails")]

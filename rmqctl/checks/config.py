@@ -11,7 +11,8 @@ import dataclasses
 from pathlib import Path
 
 from ..configfiles import ConfigFile, committed_offsets, present_configs, topic_names
-from ..rocksdbconfig import broker_config
+from ..errors import StoreError
+from ..rocksdbconfig import KINDS, broker_config, kept_in_rocksdb
 from ..store import Store, queue_keys
 
 
@@ -31,6 +32,8 @@ def config_problems(store: Store) -> list[ConfigProblem]:
     """What `ConfigManager.load` makes of each config file, and offsets that name nothing the store holds."""
     out = []
     for c in present_configs(store.root):
+        if kept_in_rocksdb(store, c.name):
+            continue  # the broker's RocksDB manager reads it: checked with the database, below
         if c.load_fails:
             out.append(ConfigProblem("config-load-fails", "error", c.main.path,
                                      f"{described(c)}, and its .bak {c.bak.error}: ConfigManager.load returns false and "
@@ -47,7 +50,14 @@ def config_problems(store: Store) -> list[ConfigProblem]:
                                      f"{c.bak.error}: harmless while {c.name} is sound, but nothing to fall back to"))
         elif c.main.sound and c.bak.sound and c.main.document != c.bak.document:
             out.append(ConfigProblem("config-bak-differs", "info", c.bak.path, _difference(c)))
-    out += _offset_problems(store)
+    loaded = {}
+    for name in KINDS:
+        try:
+            loaded[name] = broker_config(store, name)
+        except StoreError as e:  # a database or file the broker's load() fails on
+            out.append(ConfigProblem("config-load-fails", "error", Path(e.path), e.detail))
+    if "consumerOffset.json" in loaded and "topics.json" in loaded:
+        out += _offset_problems(store, loaded["consumerOffset.json"], loaded["topics.json"])
     return out
 
 
@@ -59,8 +69,7 @@ def _difference(c: ConfigFile) -> str:
     return ".bak is the previous persist and differs"
 
 
-def _offset_problems(store: Store) -> list[ConfigProblem]:
-    cfg = broker_config(store, "consumerOffset.json")
+def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[ConfigProblem]:
     if cfg.document is None:
         return []
     entries, notes = committed_offsets(cfg.document)
@@ -68,7 +77,7 @@ def _offset_problems(store: Store) -> list[ConfigProblem]:
     out = [ConfigProblem("config-offset-entry", "warning", path, n + ": the broker's decode drops it") for n in notes]
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
-    known = topic_names(broker_config(store, "topics.json").document)
+    known = topic_names(topics.document)
     queues = {topic for topic, _ in queue_keys(store)}
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):
