@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .configfiles import ConfigFile, ConfigText, config_dir, parse_fastjson, read_config
 from .errors import StoreError
-from .parts import CONFIG_DATABASES, ROCKSDB_STORE
+from .parts import ROCKSDB_STORE
 from .rocksdb import ReadOnlyDB
 
 METADATA = "metadata"
@@ -138,14 +138,6 @@ class Loaded:
                           ConfigText(self.path.with_name(self.path.name + ".bak"), False, 0))
 
 
-def uses_rocksdb(root: Path, config, queue_store: str) -> bool:
-    """The broker's config managers are the RocksDB ones (MessageStoreConfig.isEnableRocksDBStore): storeType
-    says so, or when not given, the consume queue or a config database the files show."""
-    if config.storeType is not None:
-        return config.storeType == ROCKSDB_STORE
-    return queue_store == ROCKSDB_STORE or any((config_dir(root) / d).is_dir() for d in CONFIG_DATABASES)
-
-
 def single_database(root: Path, config) -> bool:
     """useSingleRocksDBForAllConfigs, or when not given, whether config/metadata is there."""
     if config.useSingleRocksDBForAllConfigs is not None:
@@ -201,7 +193,8 @@ def _merge_json(root: Path, out: Loaded):
 
 def kept_in_rocksdb(store, name: str) -> bool:
     """The broker of this store keeps config file `name`'s table in RocksDB."""
-    return name in KINDS and uses_rocksdb(store.root, store.config, store.parts.queue_store)
+    # MessageStoreConfig.isEnableRocksDBStore picks the RocksDB managers: storeType, configured or as the files show
+    return name in KINDS and store.parts.queue_store == ROCKSDB_STORE
 
 
 def broker_config(store, name: str) -> ConfigFile:

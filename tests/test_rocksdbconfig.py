@@ -18,7 +18,8 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run
 from rmqctl import Store, load_config
-from rmqctl.rocksdbconfig import KINDS, load
+from rmqctl.parts import CONFIG_DATABASES
+from rmqctl.rocksdbconfig import KINDS, METADATA, load
 
 ROCKS = "i-rocksdb-cq"
 VERSION_KEY = b"kvDataVersionKey"
@@ -275,3 +276,7 @@ def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):
     assert res.exit_code == 1 and [(f["severity"], f["detail"]) for f in found] == [
         ("error", "column family default key 'RocksTopicA@g1' is not an offset table ([1, 2]): the broker's load of "
                   "this database fails")]
+
+
+def test_the_parts_finder_knows_the_same_databases():
+    assert set(CONFIG_DATABASES) == {METADATA, *(k.separate for k in KINDS.values())}
