@@ -20,6 +20,7 @@ from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error
 from rmqctl import Store, load_config
 from rmqctl.parts import CONFIG_DATABASES
 from rmqctl.rocksdbconfig import KINDS, METADATA, load
+from rmqctl.views.diff import diff_configs
 
 ROCKS = "i-rocksdb-cq"
 VERSION_KEY = b"kvDataVersionKey"
@@ -280,3 +281,34 @@ def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):
 
 def test_the_parts_finder_knows_the_same_databases():
     assert set(CONFIG_DATABASES) == {METADATA, *(k.separate for k in KINDS.values())}
+
+
+# -- diff -------------------------------------------------------------------------------------------------------
+def test_diff_compares_the_tables_each_broker_loads_rocksdb_or_json(tmp_path):
+    a, b = copy_store(ROCKS, tmp_path / "a"), copy_store(ROCKS, tmp_path / "b")
+    (a / "config").mkdir()
+    (b / "config").mkdir()
+    single(a)
+    (b / "config" / "consumerOffset.json").write_text(json.dumps({"offsetTable": OFFSETS, "dataVersion": {"counter": 7}}))
+    separate(b, offsets={"RocksTopicA@g1": {"0": 12}})  # the newer JSON file (7 > 3) replaces these
+    # the diff command reads file consume queues only, so a storeType=defaultRocksDB pair is compared here
+    assert [(c.config, c.entriesA, c.entriesB, c.same) for c in diff_configs(store(a), store(b))] == [
+        ("consumerOffset.json", 3, 3, True), ("topics.json", len(topic_configs()), len(topic_configs()), True),
+        ("subscriptionGroup.json", 1, 1, True)]
+    (b / "config" / "consumerOffset.json").write_text(json.dumps(
+        {"offsetTable": {**OFFSETS, "RocksTopicA@g1": {"0": 11, "1": 70}, "New@g2": {"3": 0}}, "dataVersion": {"counter": 7}}))
+    offsets = diff_configs(store(a), store(b))[0]
+    assert (offsets.sourceA, offsets.sourceB) == (str(a / "config" / "metadata"), str(b / "config" / "consumerOffsets"))
+    assert (offsets.onlyInA, offsets.onlyInB, offsets.differ) == ([], ["New@g2 queue 3"], ["RocksTopicA@g1 queue 0"])
+
+
+def test_diff_prints_each_config_table(store_copy, tmp_path):
+    a = store_copy("a-basic")
+    b = copy_store("a-basic", tmp_path / "b")
+    for root, offsets in ((a, '{0:10,1:5}'), (b, '{0:10,1:6,2:1}')):
+        (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicTest@g":' + offsets + '}}')
+    res = run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "table")
+    assert res.exit_code == 1
+    assert [line for line in res.stdout.splitlines() if ".json:" in line] == [
+        f"consumerOffset.json: different; A 2 entries ({a / 'config' / 'consumerOffset.json'}), B 3 "
+        f"({b / 'config' / 'consumerOffset.json'}); only in B: TopicTest@g queue 2; differ: TopicTest@g queue 1"]

@@ -135,8 +135,9 @@ def config_restore(ctx, names, apply, no_backup):
 def diff(ctx, stores):
     """Where two copies of one broker's store diverge (a master and its slave after a failover, or two copies):
     the first commitlog offset whose bytes differ over the range both hold, the record there on each side,
-    whether one is a prefix of the other (the normal master/slave case), the same per consumequeue, and in 5.x
-    controller mode which epoch each tail belongs to. STORE_A defaults to --store; --broker-config gives both
+    whether one is a prefix of the other (the normal master/slave case), the same per consumequeue, topics,
+    subscription groups and consumer offsets as each broker loads them (JSON files or RocksDB config databases),
+    and in 5.x controller mode which epoch each tail belongs to. STORE_A defaults to --store; --broker-config gives both
     stores' geometry (they are copies of one broker). --format csv gives the consumequeue table. Exit 0
     identical, 1 different.
 
@@ -162,11 +163,23 @@ def diff(ctx, stores):
                            f"queueId={msg.get('queueId')} queueOffset={msg.get('queueOffset')} msgId={msg.get('msgId')}")
         for n in result.notes:
             click.echo(f"  {n}")
+        for c in result.configs:
+            click.echo(_config_diff_line(c))
         changed = [q.to_dict() for q in result.queues if q.relation != "identical"]
         if changed:
             render(changed, "table", title="consumequeues that differ")
     if not result.same:
         ctx_exit(EXIT_FINDINGS)
+
+
+def _config_diff_line(c) -> str:
+    """One config table of both sides: entry counts, and the keys that differ (the first few of each kind)."""
+    def some(keys: list[str]) -> str:
+        return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    parts = [f"{what}: {some(keys)}" for what, keys in (("only in A", c.onlyInA), ("only in B", c.onlyInB),
+                                                          ("differ", c.differ)) if keys]
+    return (f"{c.config}: {'identical' if c.same else 'different'}; A {c.entriesA} entries ({c.sourceA}), "
+            f"B {c.entriesB} ({c.sourceB})" + "".join(f"; {p}" for p in parts))
 
 
 def ctx_exit(code: int):

@@ -2,7 +2,9 @@
 store) diverge. The commitlog is compared byte for byte over the range both hold, file by file in blocks
 (memcmp on the mapped pages: on one machine that is faster than a CRC per block, and exact); the first
 differing offset is then found inside the block, and the record there is shown on each side. Consumequeues are
-compared unit by unit. 5.x controller mode's epochs say which epoch each side's tail belongs to. Read-only.
+compared unit by unit; topics, subscription groups and consumer offsets entry by entry, as each side's broker
+loads them (the JSON files, or the RocksDB config databases of storeType=defaultRocksDB). 5.x controller mode's
+epochs say which epoch each side's tail belongs to. Read-only.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..configfiles import read_broker_identity, read_epochs
+from ..configfiles import committed_offsets, read_broker_identity, read_epochs
+from ..rocksdbconfig import KINDS, broker_config
 from ..store import Store
 from .inspect import commitlog_end, locate
 
@@ -34,6 +37,25 @@ class QueueDiff:
 
 
 @dataclasses.dataclass
+class ConfigDiff:
+    """One config table on both sides: its entries (offsets: per topic@group and queue) only on one side, or on
+    both with different values."""
+
+    config: str
+    sourceA: str
+    sourceB: str
+    entriesA: int
+    entriesB: int
+    onlyInA: list[str]
+    onlyInB: list[str]
+    differ: list[str]
+
+    @property
+    def same(self) -> bool:
+        return not (self.onlyInA or self.onlyInB or self.differ)
+
+
+@dataclasses.dataclass
 class DiffResult:
     a: dict  # per side: minOffset, maxOffset, epochs, identity
     b: dict
@@ -44,11 +66,13 @@ class DiffResult:
     messageA: dict | None  # the record at or around the first difference, on each side
     messageB: dict | None
     queues: list[QueueDiff]
+    configs: list[ConfigDiff]
     notes: list[str]
 
     @property
     def same(self) -> bool:
-        return self.relation == "identical" and all(q.relation == "identical" for q in self.queues)
+        return (self.relation == "identical" and all(q.relation == "identical" for q in self.queues)
+                and all(c.same for c in self.configs))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -132,7 +156,7 @@ def diff_stores(a: Store, b: Store) -> DiffResult:
     if first is not None and sa["epochs"] and sb["epochs"]:
         notes.append(f"at the first difference {first}: epoch {epoch_of(sa['epochs'], first)} on A, "
                      f"{epoch_of(sb['epochs'], first)} on B")
-    return DiffResult(sa, sb, lo, hi, first, relation, msg_a, msg_b, diff_queues(a, b), notes)
+    return DiffResult(sa, sb, lo, hi, first, relation, msg_a, msg_b, diff_queues(a, b), diff_configs(a, b), notes)
 
 
 def _units(store: Store, topic: str, qid: int) -> tuple[int, np.ndarray]:
@@ -178,3 +202,30 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
         out.append(QueueDiff(topic, qid, fa, ea, fb, eb, first, relation))
     return out
 
+
+
+def _entries(store: Store, name: str) -> tuple[str, dict | None]:
+    """(where the broker loads it from, its entries), offsets keyed `topic@group queue N`; None: not loaded."""
+    c = broker_config(store, name)
+    source = str(c.main.path if c.loaded_from != "bak" else c.bak.path)
+    doc = c.document
+    if not isinstance(doc, dict):
+        return source, None
+    if name == "consumerOffset.json":
+        entries, _ = committed_offsets(doc)
+        return source, {f"{e.topic}@{e.group} queue {e.queueId}": e.offset for e in entries}
+    table = doc.get(KINDS[name].table)
+    return source, table if isinstance(table, dict) else None
+
+
+def diff_configs(a: Store, b: Store) -> list[ConfigDiff]:
+    """Topics, subscription groups and consumer offsets of both sides, where either side has them."""
+    out = []
+    for name in KINDS:
+        (source_a, ta), (source_b, tb) = _entries(a, name), _entries(b, name)
+        if ta is None and tb is None:
+            continue
+        ta, tb = ta or {}, tb or {}
+        out.append(ConfigDiff(name, source_a, source_b, len(ta), len(tb), sorted(ta.keys() - tb.keys()),
+                              sorted(tb.keys() - ta.keys()), sorted(k for k in ta.keys() & tb.keys() if ta[k] != tb[k])))
+    return out
