@@ -4,7 +4,9 @@ of i-rocksdb-cq (written by RocketMQ 5.3.3 with storeType=defaultRocksDB).
 No RocketMQ code here writes these databases, so they are built with rocksdict with the broker's column family
 names, keys and values (RocksDB{ConsumerOffset,TopicConfig,SubscriptionGroup}Manager, ConfigRocksDBStorage),
 the entries taken from a real broker's JSON (k-combine-cq's topics.json, the fastjson shape of the others), and
-Debian's `ldb` reads every database as an independent reader: what rmqctl reads must be what ldb scans.
+Debian's `ldb` reads every database as an independent reader: what rmqctl reads must be what ldb scans. The
+separate layout is also opened the way RocketMQ 5.3.3's ConfigRocksDBStorage opens it (its options, rocksdbjni,
+fastjson into RocketMQ's classes: tests/java/ConfigDbRead.java).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 import rocksdict
 
 from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run
+from test_batchcq import oracle_classpath
 from rmqctl import Store, load_config
 from rmqctl.parts import CONFIG_DATABASES
 from rmqctl.rocksdbconfig import KINDS, METADATA, load
@@ -133,6 +136,40 @@ def test_each_table_reads_as_ldb_scans_it(root, tmp_path, layout):
         assert loaded.counter == (3 if layout == "separate" else 5)
         version_cf = "kvDataVersion" if layout == "separate" else kind.version_cf
         assert json.loads(ldb(db, version_cf, tmp_path)["kvDataVersionKey"])["counter"] == loaded.counter
+
+
+def rocketmq_read(oracle, db: Path, kind: str) -> subprocess.CompletedProcess:
+    """tests/java/ConfigDbRead.java on `db`: RocketMQ's options and classes with rocksdbjni (read5.sh's jar)."""
+    jar = subprocess.run(["bash", "-c", f'. "{oracle}/lib/env.sh" && oracle_rocksdbjni'], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    harness = Path(__file__).parent / "java" / "ConfigDbRead.java"
+    home = db.parents[2] / "java-home"  # outside the store: RocketMQ's classes log below user.home
+    return subprocess.run(["java", f"-Duser.home={home}", "-cp", f"{oracle_classpath(oracle)}:{jar}", str(harness),
+                           str(db), kind], capture_output=True, text=True)
+
+
+def test_rocketmqs_reader_reads_what_rmqctl_reads(root, java_oracle):
+    separate(root)
+    for name, kind in (("consumerOffset.json", "offsets"), ("topics.json", "topics"),
+                       ("subscriptionGroup.json", "groups")):
+        res = rocketmq_read(java_oracle, root / "config" / KINDS[name].separate, kind)
+        assert res.returncode == 0, res.stderr
+        head, *lines = res.stdout.splitlines()
+        theirs = {k: json.loads(v) for k, v in (line.split("\t", 1) for line in lines)}
+        loaded = load(root, store(root).config, KINDS[name])
+        ours = ({k: {q: int(o) for q, o in v.items()} for k, v in loaded.table.items()} if kind == "offsets"
+                else loaded.table)
+        assert (head, theirs) == (f"#version {loaded.counter}", ours)
+
+
+def test_rocketmqs_reader_fails_where_rmqctl_refuses(root, java_oracle):
+    offsets = tables()["consumerOffset.json"]
+    offsets[b"RocksTopicA@g1"] = b'{"offsetTable":{0:'
+    build(root / "config" / "consumerOffsets", {"default": offsets, "kvDataVersion": {VERSION_KEY: version(3)},
+                                                "forbidden": {}})
+    assert rocketmq_read(java_oracle, root / "config" / "consumerOffsets", "offsets").returncode != 0
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    one_line_error(res, "column family default key 'RocksTopicA@g1' is not JSON")
 
 
 def test_consumers_read_offsets_from_rocksdb_as_from_the_json_file(root, tmp_path):
