@@ -66,6 +66,33 @@ def truth(name: str, file: str) -> list[dict]:
     return [json.loads(line) for line in (FIXTURES / name / file).read_text().splitlines() if line.strip()]
 
 
+def write_rocksdb(path: Path, families: dict[str, dict[bytes, bytes]], compression: str):
+    """A RocksDB database with exactly these column families and entries, in block format version 5 (what
+    RocketMQ's option factories set, and what Debian's ldb reads) with `compression` (a rocksdict
+    DBCompressionType name); the broker's databases as no RocketMQ code here writes them."""
+    import rocksdict  # here: only the RocksDB tests load the binding
+
+    def options():
+        o = rocksdict.Options(raw_mode=True)
+        table = rocksdict.BlockBasedOptions()
+        table.set_format_version(5)
+        o.set_block_based_table_factory(table)
+        o.set_compression_type(getattr(rocksdict.DBCompressionType, compression)())
+        return o
+
+    opts = options()
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    db = rocksdict.Rdict(str(path), options=opts, column_families={cf: options() for cf in families if cf != "default"})
+    for cf, items in families.items():
+        handle = db if cf == "default" else db.get_column_family(cf)
+        for k, v in items.items():
+            handle[k] = v
+        handle.flush()
+    db.close()
+    (path / "rocksdict-config.json").unlink()
+
+
 def copy_store(name: str, dest: Path) -> Path:
     """A writable copy of a fixture store (the originals are read-only)."""
     target = dest / "store"

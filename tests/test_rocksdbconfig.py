@@ -16,9 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import rocksdict
 
-from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run
+from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run, write_rocksdb
 from test_batchcq import oracle_classpath
 from rmqctl import Store, load_config
 from rmqctl.parts import CONFIG_DATABASES
@@ -50,30 +49,9 @@ def version(counter: int) -> bytes:
     return value({"counter": counter, "stateVersion": 0, "timestamp": 1795870652926})
 
 
-def table_options() -> rocksdict.Options:
-    """ConfigHelper's column family options (5.3.3): block format version 5, no compression."""
-    options = rocksdict.Options(raw_mode=True)
-    table = rocksdict.BlockBasedOptions()
-    table.set_format_version(5)
-    options.set_block_based_table_factory(table)
-    options.set_compression_type(rocksdict.DBCompressionType.none())
-    return options
-
-
 def build(directory: Path, families: dict[str, dict[bytes, bytes]]):
-    """A RocksDB database with exactly these column families and entries, as the broker's would be."""
-    options = table_options()
-    options.create_if_missing(True)
-    options.create_missing_column_families(True)
-    named = {cf: table_options() for cf in families if cf != "default"}
-    db = rocksdict.Rdict(str(directory), options=options, column_families=named)
-    for cf, entries in families.items():
-        handle = db if cf == "default" else db.get_column_family(cf)
-        for k, v in entries.items():
-            handle[k] = v
-        handle.flush()
-    db.close()
-    (directory / "rocksdict-config.json").unlink(missing_ok=True)
+    """A config database as ConfigRocksDBStorage keeps it: ConfigHelper's options (5.3.3), no compression."""
+    write_rocksdb(directory, families, "none")
 
 
 def tables(offsets=None, topics=None, groups=None) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import rocksdict
 
-from conftest import broker_conf, copy_store, one_line_error, run, truth
+from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
 from rmqctl.config import load_config
 from rmqctl.store import Store
@@ -60,26 +60,7 @@ def expected(appended: dict) -> dict[str, dict[bytes, bytes]]:
 
 def write_db(path: Path, families: dict[str, dict[bytes, bytes]]):
     """A database as MessageRocksDBStorage keeps it: the column families named, LZ4 (RocksDBOptionsFactory)."""
-    def options():
-        o = rocksdict.Options(raw_mode=True)
-        table = rocksdict.BlockBasedOptions()
-        table.set_format_version(5)  # RocksDBOptionsFactory's (and what Debian's ldb reads)
-        o.set_block_based_table_factory(table)
-        o.set_compression_type(rocksdict.DBCompressionType.lz4())
-        return o
-
-    opts = options()
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    others = {cf: options() for cf in families if cf != "default"}
-    db = rocksdict.Rdict(str(path), options=opts, column_families=others)
-    for cf, items in families.items():
-        handle = db if cf == "default" else db.get_column_family(cf)
-        for k, v in items.items():
-            handle[k] = v
-        handle.flush()
-    db.close()
-    (path / "rocksdict-config.json").unlink()
+    write_rocksdb(path, families, "lz4")
 
 
 @pytest.fixture(scope="module")
