@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+import numpy as np
 import orjson
 
 from typing import TYPE_CHECKING
@@ -15,15 +16,15 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..javacompat import decode_utf8
 from ..record import decode_body
-from .base import cli, dumps, echo_err, note_live_dry_run, parse_int, prepare_kernels, store_options, wait_option
+from .base import cli, echo_err, note_live_dry_run, parse_int, prepare_kernels, store_options, wait_option
 
 if TYPE_CHECKING:
     from ..maintenance.append import Appender, NewMessage
 
 # acknowledgements wait for a durable batch; a batch ends when input pauses or at these sizes
-BATCH_MESSAGES = 1000
+BATCH_MESSAGES = 8192
 BATCH_BYTES = 8 << 20
-READ_CHUNK = 1 << 20
+READ_CHUNK = 4 << 20
 MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "body_file", "flag", "sys_flag", "born_host",
                    "store_host", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
                    "delay_level")
@@ -183,30 +184,58 @@ def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
 
 
 def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
+    """Every line, a block at a time: a block is the whole lines at hand (at most BATCH_MESSAGES, about
+    BATCH_BYTES), read column-wise by the compiled parser where it can, each other line one by one; the block
+    is acknowledged once durable, and a block ends early when the input pauses (a producer waiting for its
+    acknowledgements gets them at once)."""
     from_stdin = path == "-"
     name = "<stdin>" if from_stdin else path
     stream = sys.stdin.buffer if from_stdin else open(path, "rb")
-    staged_bytes = 0
+    lineno = 0
     try:
-        for lineno, line, more_ready in _lines(stream):
-            if not line.strip():
-                continue
-            try:
-                obj = _json_object(line)
-                msg = message_from_json(obj, keep_timestamps)
-                appender.append(msg, producer_topic_rules=False)
-            except (UsageError, ValueError) as e:
-                detail = f"not valid JSON: {e}" if isinstance(e, ValueError) and not isinstance(e, UsageError) else str(e)
-                _emit(out, appender)  # everything before the bad line is durable and reported
-                raise UsageError(f"line {lineno}: {detail}; nothing after it was appended", name) from None
-            staged_bytes += len(line)
-            if not more_ready or appender.staged >= BATCH_MESSAGES or staged_bytes >= BATCH_BYTES:
-                _emit(out, appender)
-                staged_bytes = 0
+        for buf, lo, hi in _blocks(stream):
+            u8 = np.frombuffer(buf, np.uint8)
+            while lo < hi:
+                lineno, lo = _append_block(appender, buf, u8, lo, hi, lineno, keep_timestamps, name, out)
         _emit(out, appender)
     finally:
         if not from_stdin:
             stream.close()
+
+
+def _append_block(appender: Appender, buf: bytes, u8, lo: int, hi: int, lineno: int, keep_timestamps: bool,
+                  name: str, out) -> tuple[int, int]:
+    """Append the lines of buf[lo:hi] up to one block's size and commit them; (last line number, where it ended)."""
+    from ..maintenance.append_batch import parsed_lines, stage_columns  # kernels: only when appending
+
+    rows, first = 0, lo
+    while lo < hi and rows < BATCH_MESSAGES and lo - first < BATCH_BYTES:
+        end, lines, columns, stopped = parsed_lines(appender, u8, lo, hi, BATCH_MESSAGES - rows,
+                                                    BATCH_BYTES - (lo - first), keep_timestamps)
+        if columns is not None and not stage_columns(appender, columns):
+            _append_one_by_one(appender, buf[lo:end], lineno, keep_timestamps, name, out)
+        rows += 0 if columns is None else len(columns)
+        lineno, lo = lineno + lines, end
+        if stopped:  # a line for the per-line path
+            nl = buf.find(b"\n", lo, hi)
+            end = hi if nl < 0 else nl + 1
+            _append_one_by_one(appender, buf[lo:end], lineno, keep_timestamps, name, out)
+            lineno, lo, rows = lineno + 1, end, rows + 1
+    _emit(out, appender)
+    return lineno, lo
+
+
+def _append_one_by_one(appender: Appender, text: bytes, lineno: int, keep_timestamps: bool, name: str, out):
+    """The per-line path: each line of `text` (the first is line lineno + 1) read and appended on its own."""
+    for lineno, line in enumerate(text.split(b"\n"), lineno + 1):
+        if not line.strip():
+            continue
+        try:
+            appender.append(message_from_json(_json_object(line), keep_timestamps), producer_topic_rules=False)
+        except (UsageError, ValueError) as e:
+            detail = f"not valid JSON: {e}" if isinstance(e, ValueError) and not isinstance(e, UsageError) else str(e)
+            _emit(out, appender)  # everything before the bad line is durable and reported
+            raise UsageError(f"line {lineno}: {detail}; nothing after it was appended", name) from None
 
 
 def _json_object(line: bytes):
@@ -286,42 +315,35 @@ def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:
 
 def _emit(out, appender: Appender):
     """Commit (fsync) what is staged, then acknowledge each message with one JSON line."""
-    for a in appender.commit():
-        out.write(dumps(a.as_dict()) + "\n")
+    out.write(appender.commit_lines())
     out.flush()
     for w in appender.warnings:
         echo_err(f"rmqctl: warning: {w}")
     appender.warnings.clear()
 
 
-def _lines(stream):
-    """(line number, bytes, more input ready now) for each line. Reading the descriptor directly lets a
-    pipe's pause be seen (select), so a producer waiting for acknowledgements gets them at once."""
+def _blocks(stream):
+    """(buffer, lo, hi) with whole lines in buffer[lo:hi] (the last one may lack its newline at the end of input),
+    as soon as input pauses or about BATCH_BYTES of lines are at hand. Reading the descriptor directly lets a
+    pipe's pause be seen (select)."""
     try:
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError):
         fd = None
     if fd is None:
-        lines = stream.read().splitlines()
-        for i, line in enumerate(lines, 1):
-            yield i, line, i < len(lines)
+        data = stream.read()
+        if data:
+            yield data, 0, len(data)
         return
-    buf = b""
-    pos = 0
-    lineno = 0
-    eof = False
-    while True:
-        nl = buf.find(b"\n", pos)
-        if nl < 0:
-            if eof:
-                if pos < len(buf):
-                    yield lineno + 1, buf[pos:], False
-                return
+    buf, eof = b"", False
+    while not eof:
+        hi = buf.rfind(b"\n") + 1
+        if hi == 0 or (len(buf) < BATCH_BYTES and select.select([fd], [], [], 0)[0]):
             chunk = os.read(fd, READ_CHUNK)
-            buf, pos = buf[pos:] + chunk, 0
             eof = not chunk
+            buf = buf + chunk
             continue
-        line, pos = buf[pos:nl], nl + 1
-        lineno += 1
-        more = buf.find(b"\n", pos) >= 0 or (not eof and bool(select.select([fd], [], [], 0)[0]))
-        yield lineno, line, more
+        yield buf, 0, hi
+        buf = buf[hi:]
+    if buf:
+        yield buf, 0, len(buf)

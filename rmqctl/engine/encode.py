@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from ..javacompat import CRC_DIGITS, put_crc_digits as _put_crc_digits
+from ..javacompat import CRC_DIGITS, PROPERTY_SEPARATOR, put_crc_digits as _put_crc_digits
 from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
 from .record import OFFSETS
 
@@ -86,7 +86,50 @@ def encode_records(u8, fields, blob, crc_trailer):
 
 def encode_batch(buf, rows: list[tuple], parts: list[bytes], crc_trailer: bool):
     """Encode the records `rows` (tuples in COLUMNS order) into `buf` (a writable map), their bytes `parts`."""
-    fields = np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS))
-    blob = np.frombuffer(b"".join(parts), np.uint8)
-    used = encode_records(np.frombuffer(buf, np.uint8), fields, blob, crc_trailer)
+    encode_fields(buf, np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)), np.frombuffer(b"".join(parts), np.uint8),
+                  crc_trailer)
+
+
+def encode_fields(buf, fields: np.ndarray, blob: np.ndarray, crc_trailer: bool):
+    """encode_batch's records given as a table of COLUMNS (int64, a row each) and their bytes in order."""
+    used = encode_records(np.frombuffer(buf, np.uint8), np.ascontiguousarray(fields, np.int64), blob, crc_trailer)
     assert used == len(blob), "every staged byte goes into a record"
+
+
+@kernel
+def gather_parts(ids, host_ips, host_lens, topics, topic_off, body, body_off, props, props_off, crc_trailer,
+                 placeholder, blob):
+    """encode_records' byte string for rows given as columns: per row (ids: topic, born host, store host) the two
+    hosts' addresses, the body, the topic and the properties, these ending (with `crc_trailer`) in a separator
+    and `placeholder`, the `__CRC32#` trailer still to be filled in, as append.stored_properties ends them.
+    Returns the end in blob."""
+    b = 0
+    sep = ord(PROPERTY_SEPARATOR)
+    for r in range(ids.shape[0]):
+        for k in (1, 2):
+            h = ids[r, k]
+            b = copy_span(blob, b, host_ips[h], 0, host_lens[h])
+        b = copy_span(blob, b, body, body_off[r], body_off[r + 1] - body_off[r])
+        t = ids[r, 0]
+        b = copy_span(blob, b, topics, topic_off[t], topic_off[t + 1] - topic_off[t])
+        n = props_off[r + 1] - props_off[r]
+        b = copy_span(blob, b, props, props_off[r], n)
+        if crc_trailer:
+            if n and props[props_off[r + 1] - 1] != sep:
+                blob[b] = sep
+                b += 1
+            b = copy_span(blob, b, placeholder, 0, len(placeholder))
+    return b
+
+
+@kernel
+def queue_offsets(groups, first, counted):
+    """Each row's queue offset: its queue's (groups[row]) next offset `first[group]`, counting on, for rows that are
+    `counted` (dispatched); 0 for the others (PREPARED and ROLLBACK records). `first` ends as the next offsets."""
+    out = np.zeros(len(groups), np.int64)
+    for r in range(len(groups)):
+        if counted[r]:
+            g = groups[r]
+            out[r] = first[g]
+            first[g] += 1
+    return out

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 from typing import Callable, Iterable
 
 from .. import dledger
@@ -38,7 +39,7 @@ from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, message_id, parse_host, read_record
-from ..engine.encode import encode_batch, encode_records
+from ..engine.encode import encode_batch, encode_fields, encode_records
 from ..engine import dispatch as dispatch_kernels
 from ..engine.index import put_keys
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
@@ -105,6 +106,29 @@ class Appended:
 
     def as_dict(self) -> dict:
         return dict(vars(self))  # flat fields: no deep copy (dataclasses.asdict was a third of append's time)
+
+
+class AckBlock:
+    """Where the messages of one block went (append_batch.stage_columns): columns of Appended's fields, the
+    store host of each (into `prefixes`, msgId's first half: address and port in hex)."""
+
+    def __init__(self, starts, positions, store_ts, queue_offsets, store_hosts, prefixes: list[str]):
+        self.starts, self.positions, self.store_ts = starts, positions, store_ts
+        self.queue_offsets, self.store_hosts, self.prefixes = queue_offsets, store_hosts, prefixes
+
+    def lines(self) -> str:
+        """The acknowledgements, each as cli.base.dumps writes Appended.as_dict() (a test holds them equal)."""
+        names = {s: offset_to_name(s) for s in set(self.starts.tolist())}
+        return "".join(
+            f'{{"commitLogOffset":{s + p},"queueOffset":{q},"msgId":"{self.prefixes[h]}{s + p:016X}",'
+            f'"file":"{names[s]}","position":{p}}}\n'
+            for s, p, q, h in zip(self.starts.tolist(), self.positions.tolist(), self.queue_offsets.tolist(),
+                                  self.store_hosts.tolist()))
+
+    def appended(self) -> list[Appended]:
+        return [Appended(s + p, q, f"{self.prefixes[h]}{s + p:016X}", offset_to_name(s), p)
+                for s, p, q, h in zip(self.starts.tolist(), self.positions.tolist(), self.queue_offsets.tolist(),
+                                      self.store_hosts.tolist())]
 
 
 # -- Java behaviours the stored bytes depend on ---------------------------------------------------------
@@ -375,6 +399,7 @@ class CommitLogTail:
         self.dry_run = dry_run
         self.files: dict[int, WritableFile] = {}
         self.pending: dict[int, tuple[list, list]] = {}  # file start -> staged records' rows and bytes
+        self.blocks: list[tuple[int, np.ndarray, np.ndarray]] = []  # (file start, rows, bytes) staged as columns
         self.new_dirs: set[Path] = set()
         self._existing = {f.start: f for f in store.commitlog.files}
         self._dirs = sorted(store.commitlog_dirs)
@@ -406,6 +431,28 @@ class CommitLogTail:
             self.files[self.cur_start].reserve_to(self.wrote + size)
         return self.cur_start, self.wrote
 
+    def place_many(self, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """place() for records of these sizes in order: (file starts, positions). Records that fit the current
+        file go at once; the one that does not goes through place(), which ends the file and rolls on."""
+        starts, positions = np.empty(len(sizes), np.int64), np.empty(len(sizes), np.int64)
+        i = 0
+        while i < len(sizes):
+            start, positions[i] = self.place(int(sizes[i]))
+            ends = positions[i] + np.cumsum(sizes[i:])
+            fit = i + int(np.searchsorted(ends + S.END_FILE_MIN_BLANK_LENGTH, self.file_size, side="right"))
+            fit = max(fit, i + 1)
+            positions[i + 1:fit] = ends[:fit - i - 1]
+            starts[i:fit] = start
+            self.wrote = int(ends[fit - i - 1])
+            if not self.dry_run:
+                self.files[start].reserve_to(self.wrote)
+            i = fit
+        return starts, positions
+
+    def stage_block(self, start: int, fields: np.ndarray, blob: np.ndarray):
+        """Records of the file at `start` to encode at encode(), as rows of engine.encode's COLUMNS and their bytes."""
+        self.blocks.append((start, fields, blob))
+
     def stage(self, start: int, row: tuple, parts: tuple):
         """A record to encode at row[0] of the file at `start` (engine.encode's row and bytes), at encode()."""
         if not self.dry_run:
@@ -419,26 +466,27 @@ class CommitLogTail:
         for start, (rows, parts) in self.pending.items():
             encode_batch(self.files[start].map, rows, parts, crc_trailer)
             self.files[start].dirty = True
+        for start, fields, blob in self.blocks:
+            encode_fields(self.files[start].map, fields, blob, crc_trailer)
+            self.files[start].dirty = True
         self.pending.clear()
+        self.blocks.clear()
 
-    def dispatched(self, staged: list, config: BrokerConfig, allow_v2: bool, with_keys: bool) -> list:
-        """(file start, file map, batchdispatch.FileDispatch) of the staged records (file start and position
-        first), a commitlog file at a time: the broker's reput of them, read back from the bytes written."""
+    def dispatched(self, starts: np.ndarray, all_positions: np.ndarray, config: BrokerConfig, allow_v2: bool,
+                   with_keys: bool) -> list:
+        """(file start, file map, batchdispatch.FileDispatch) of the staged records (at these file starts and
+        positions, in order), a commitlog file at a time: the broker's reput of them, read back from the bytes
+        written."""
         out = []
-        i = 0
-        while i < len(staged):
-            start = staged[i][0]
-            j = i
-            while j < len(staged) and staged[j][0] == start:
-                j += 1
-            positions = np.fromiter((s[1] for s in staged[i:j]), np.int64, j - i)
+        cuts = np.flatnonzero(np.diff(starts)) + 1
+        for i, j in zip([0, *cuts.tolist()], [*cuts.tolist(), len(starts)]):
+            start, positions = int(starts[i]), all_positions[i:j]
             f = self.files[start]
             b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys=with_keys, starts=positions)
             if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
                 raise StoreError("a record rmqctl wrote does not read back; nothing was acknowledged", f.path,
                                  position=int(positions[len(b.position)]))
             out.append((start, f.map, b))
-            i = j
         return out
 
     def write(self, start: int, pos: int, record: bytes):
@@ -499,6 +547,7 @@ class CommitLogTail:
 
     def close(self):
         self.pending.clear()  # never written: nothing to take back
+        self.blocks.clear()
         if not self.dry_run and self.cur_start is not None and self.cur_start + self.wrote > self.durable_end:
             self.take_back()
         for f in self.files.values():
@@ -536,7 +585,7 @@ class Appender:
         self.warnings: list[str] = []
         self._lock = None
         self._dispatcher: Dispatcher | None = None
-        self._staged: list[tuple[int, int, int, Appended]] = []  # file start, position, store time, where
+        self._staged: list = []  # (file start, position, store time, Appended) or an AckBlock, in order
         self._topics: dict[tuple[str, bool], tuple[bool, bytes]] = {}
         self._tail: CommitLogTail | None = None
         self._next: dict[tuple[str, int], int] = {}
@@ -655,18 +704,22 @@ class Appender:
             got = self._topics[key] = (record_version_for_topic(topic, self.version, self.config), java_utf8(topic))
         return got
 
-    @property
-    def staged(self) -> int:
-        return len(self._staged)
-
     def commit(self) -> list[Appended]:
         """Make the written messages durable in the broker's order: commitlog (msync + fsync, new files'
-        directories), then consumequeue and index entries, then the checkpoint. Returns them."""
+        directories), then consumequeue and index entries, then the checkpoint. Returns where they went."""
+        return [a for e in self._commit() for a in (e.appended() if isinstance(e, AckBlock) else [e[3]])]
+
+    def commit_lines(self) -> str:
+        """commit(), its acknowledgements as the JSON lines `append` prints."""
+        return "".join(e.lines() if isinstance(e, AckBlock) else dumps_appended(e[3]) for e in self._commit())
+
+    def _commit(self) -> list:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
-            return [a for *_, a in staged]
+            return staged
         self._tail.encode(self.crc_trailer)
-        batches = self._tail.dispatched(staged, self.config, self.version >= 5, self._dispatcher.index is not None)
+        batches = self._tail.dispatched(*staged_places(staged), self.config, self.version >= 5,
+                                        self._dispatcher.index is not None)
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
         needed = self._writer.space_needed([b for *_, b in batches])
         reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE])
@@ -679,10 +732,12 @@ class Appender:
         d.flush()
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
-        write_checkpoint(self.root, staged[-1][2], d.logics_ts, index.completed_end_ts if index is not None else 0)
+        last = staged[-1]
+        write_checkpoint(self.root, int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2], d.logics_ts,
+                         index.completed_end_ts if index is not None else 0)
         self._committed = True
         self._tail.close_full()  # full files: nothing more to write there
-        return [a for *_, a in staged]
+        return staged
 
     def close(self):
         if self._tail is not None:
@@ -698,6 +753,17 @@ class Appender:
             lock, self._lock = self._lock, None
             lock.__exit__(None, None, None)
         self._opened = False
+
+
+def staged_places(staged: list) -> tuple[np.ndarray, np.ndarray]:
+    """(file starts, positions) of staged messages (Appender._staged's entries), in order."""
+    starts = np.concatenate([e.starts if isinstance(e, AckBlock) else [e[0]] for e in staged]).astype(np.int64)
+    return starts, np.concatenate([e.positions if isinstance(e, AckBlock) else [e[1]] for e in staged]).astype(np.int64)
+
+
+def dumps_appended(a: Appended) -> str:
+    """An acknowledgement line: compact JSON of Appended's fields."""
+    return orjson.dumps(a.as_dict()).decode() + "\n"
 
 
 def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: int):

@@ -1,0 +1,191 @@
+"""`append` of many messages given as columns (a block of JSON Lines parsed by engine.jsonl_parse, a batch of a
+Parquet file's rows): the same records, queue offsets and acknowledgements as Appender.append gives them one by
+one, placed, checked and encoded a block at a time with no Python step per message.
+
+A block is taken only when every message in it is one the per-message path would take as it stands, with no
+rewrite (no INNER_MULTI_DISPATCH, `__RMQ.TRANSIENT.` or `__CRC32#` text in its properties, which
+append.stored_properties would edit) and none of its refusals (each limit is checked here on the whole block
+first). Otherwise stage_columns changes nothing and says so: the caller appends those messages one by one, which
+refuses the bad one with its line or row.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import schema as S
+from ..engine import jsonl_parse as P
+from ..engine.encode import gather_parts, queue_offsets
+from ..engine.kernels import TOPIC_COLUMNS
+from .append import (CRC_TRAILER_PLACEHOLDER, ENCODER_HEADROOM, INT32_RANGE, PROPERTY_MULTI_DISPATCH, SHORT_MAX,
+                     TRANSIENT_PREFIX, AckBlock, Appender, _host)
+from ..errors import UsageError
+from ..javacompat import CRC32_PROPERTY
+
+# text in the properties that stored_properties rewrites or drops: such blocks go message by message
+REWRITTEN = tuple(t.encode() for t in (PROPERTY_MULTI_DISPATCH, TRANSIENT_PREFIX, CRC32_PROPERTY))
+PLACEHOLDER = np.frombuffer(CRC_TRAILER_PLACEHOLDER, np.uint8).copy()
+IP_BYTES = 16  # an IPv6 address; an IPv4 one takes the first 4
+
+
+@dataclasses.dataclass
+class MessageColumns:
+    """Messages as columns. ids[row] = (topic, born host, store host) into `topics` and `hosts` (-1: no host
+    given); `born_given` / `store_given` say which rows carry their own timestamp. Bodies and stored
+    properties texts (UTF-8, before the CRC trailer) are spans of `body` and `props` (offsets n + 1 long)."""
+
+    ids: np.ndarray
+    topics: list[str]
+    hosts: list[str]
+    queue_id: np.ndarray
+    flag: np.ndarray
+    sys_flag: np.ndarray
+    born_ts: np.ndarray
+    born_given: np.ndarray
+    store_ts: np.ndarray
+    store_given: np.ndarray
+    reconsume: np.ndarray
+    prepared: np.ndarray
+    body: np.ndarray
+    body_off: np.ndarray
+    props: np.ndarray
+    props_off: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def stage_columns(app: Appender, c: MessageColumns) -> bool:
+    """Place and stage the messages of `c` as Appender.append would one by one (commit() makes them durable);
+    False, with nothing changed, when a message needs the per-message path."""
+    if app.dry_run or not len(c):
+        return False
+    checked = _checked(app, c)
+    if checked is None:
+        return False
+    ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens = checked
+    dispatched = np.isin(sys_flag & S.TRANSACTION_MASK, (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE))
+    qoff = _queue_offsets(app, c, dispatched)
+    starts, positions = app._tail.place_many(sizes)
+    now = app.clock()
+    born_ts = np.where(c.born_given, c.born_ts, now)
+    store_ts = np.where(c.store_given, c.store_ts, now)
+    ports = np.array([p for _, p in ips] or [0], np.int64)
+    fields = np.stack([positions, sizes, np.where(v2, S.MAGIC_V2, S.MAGIC_V1), c.queue_id, c.flag, qoff,
+                       starts + positions, sys_flag, born_ts, ports[ids[:, 1]], store_ts, ports[ids[:, 2]],
+                       c.reconsume, c.prepared, np.diff(c.body_off), topic_lens, props_lens, combo], axis=1)
+    host_ips = np.zeros((max(len(ips), 1), IP_BYTES), np.uint8)
+    host_lens = np.zeros(max(len(ips), 1), np.int64)
+    for h, (ip, _) in enumerate(ips):
+        host_ips[h, :len(ip)] = np.frombuffer(ip, np.uint8)
+        host_lens[h] = len(ip)
+    topic_bytes = [t.encode() for t in c.topics]
+    topics = np.frombuffer(b"".join(topic_bytes) or b"\0", np.uint8)
+    topic_off = np.cumsum([0] + [len(t) for t in topic_bytes]).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(starts)) + 1
+    for lo, hi in zip([0, *cuts], [*cuts, len(c)]):  # a file's rows at a time (a block may roll to a new file)
+        blob = np.empty(int(sizes[lo:hi].sum()), np.uint8)
+        used = gather_parts(ids[lo:hi], host_ips, host_lens, topics, topic_off, c.body, c.body_off[lo:hi + 1],
+                            c.props, c.props_off[lo:hi + 1], app.crc_trailer, PLACEHOLDER, blob)
+        app._tail.stage_block(int(starts[lo]), fields[lo:hi], blob[:used])
+    prefixes = [(ip + port.to_bytes(4, "big", signed=True)).hex().upper() for ip, port in ips]
+    app._staged.append(AckBlock(starts, positions, store_ts, qoff, ids[:, 2], prefixes))
+    return True
+
+
+def _checked(app: Appender, c: MessageColumns):
+    """The block's records (hosts resolved, sizes, flags) when every message passes append's checks unchanged;
+    None when one of them needs the per-message path."""
+    try:
+        topics = [app._topic(t, False) for t in c.topics]
+        ips = [_host(h, "host") for h in c.hosts]
+    except UsageError:
+        return None
+    if any(t in app._batch_topics for t in c.topics) or any(
+            _region(c.props, c.props_off).find(word) >= 0 for word in REWRITTEN):
+        return None
+    ids = c.ids.copy()
+    if (ids[:, 2] < 0).any():
+        if not app.default_store_host:
+            return None
+        try:
+            ips.append(_host(app.default_store_host, "storeHost"))
+        except UsageError:
+            return None
+        ids[ids[:, 2] < 0, 2] = len(ips) - 1
+    ids[:, 1] = np.where(ids[:, 1] < 0, ids[:, 2], ids[:, 1])
+    for column in (c.queue_id, c.flag, c.sys_flag, c.reconsume):
+        if len(column) and (column.min() < INT32_RANGE[0] or column.max() > INT32_RANGE[1]):
+            return None
+    if (c.sys_flag & S.INNER_BATCH_FLAG).any():
+        return None
+    v6 = np.array([len(ip) == 16 for ip, _ in ips] or [False])
+    combo = v6[ids[:, 1]].astype(np.int64) + 2 * v6[ids[:, 2]]
+    sys_flag = c.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
+    sys_flag |= np.where(combo & 1, S.BORNHOST_V6_FLAG, 0) | np.where(combo & 2, S.STOREHOSTADDRESS_V6_FLAG, 0)
+    v2 = np.array([v for v, _ in topics] or [False])[ids[:, 0]]
+    topic_lens = np.array([len(b) for _, b in topics] or [0], np.int64)[ids[:, 0]]
+    props_lens = np.diff(c.props_off)
+    body_lens = np.diff(c.body_off)
+    if app.crc_trailer:
+        ends_open = (props_lens > 0) & (c.props[np.maximum(c.props_off[1:] - 1, 0)] != ord("\x02"))
+        props_lens = props_lens + ends_open + len(CRC_TRAILER_PLACEHOLDER)
+    # MessageExtEncoder.calMsgLength from its one home, per kind of record (host families, topic length width)
+    fixed = np.array([[S.record_length(S.BORNHOST_V6_FLAG * (k & 1) + S.STOREHOSTADDRESS_V6_FLAG * (k >> 1), 0, 0, 0, w)
+                       for w in (False, True)] for k in range(4)], np.int64)
+    sizes = fixed[combo, v2.astype(np.int64)] + body_lens + topic_lens + props_lens
+    if (body_lens.max() > app.config.maxMessageSize or props_lens.max() > SHORT_MAX
+            or sizes.max() > app.config.maxMessageSize + ENCODER_HEADROOM
+            or sizes.max() + S.END_FILE_MIN_BLANK_LENGTH > app.file_size):
+        return None
+    return ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens
+
+
+def _region(u8: np.ndarray, offsets: np.ndarray) -> bytes:
+    return u8[offsets[0]:offsets[-1]].tobytes()
+
+
+def _queue_offsets(app: Appender, c: MessageColumns, dispatched: np.ndarray) -> np.ndarray:
+    """Each message's queue offset, continuing its queue (Appender.next_queue_offset); the queues' next offsets
+    move past them."""
+    keys = (c.ids[:, 0] << 33) + (c.queue_id + (1 << 31))
+    groups, first_rows, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    queues = [(c.topics[c.ids[r, 0]], int(c.queue_id[r])) for r in first_rows]
+    first = np.array([app.next_queue_offset(t, q) for t, q in queues], np.int64)
+    start = first.copy()
+    out = queue_offsets(inverse.astype(np.int64).ravel(), first, dispatched)
+    for g in np.flatnonzero(first != start):
+        app._next[queues[g]] = max(app._next.get(queues[g], 0), int(first[g]))
+    return out
+
+
+def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int, max_bytes: int,
+                 keep_timestamps: bool) -> tuple[int, int, MessageColumns | None, bool]:
+    """engine.jsonl_parse over the whole lines u8[lo:hi]: (where it stopped, lines read, their messages (None when
+    none), whether it stopped at a line the per-line path reads)."""
+    n_names = len(P.NAMES)
+    room = hi - lo + 64
+    ints, present = np.zeros((max_rows, n_names), np.int64), np.zeros(max_rows, np.int64)
+    spans = np.zeros((max_rows, n_names, 2), np.int64)
+    body, props = np.empty(room, np.uint8), np.empty(room, np.uint8)
+    body_off, props_off = np.zeros(max_rows + 1, np.int64), np.zeros(max_rows + 1, np.int64)
+    ids = np.empty((max_rows, 3), np.int64)
+    tables = [np.zeros(2 * P.MOST_DISTINCT, np.int64) for _ in range(2)]
+    interned = [np.zeros((TOPIC_COLUMNS, P.MOST_DISTINCT), np.int64) for _ in range(2)]
+    counts = np.zeros(2, np.int64)
+    end, lines, rows, stopped = P.parse_block(u8, lo, hi, max_rows, max_bytes, app.version >= 5, ints, present, spans,
+                                              body, body_off, props, props_off, ids, tables[0], interned[0],
+                                              tables[1], interned[1], counts)
+    if not rows:
+        return end, lines, None, stopped
+    ints, present = ints[:rows], present[:rows]
+    store_given = (present & (1 << P.STORE_TS)) != 0 if keep_timestamps else np.zeros(rows, bool)
+    columns = MessageColumns(
+        ids=ids[:rows], topics=P.interned_texts(u8, interned[0], int(counts[0])),
+        hosts=P.interned_texts(u8, interned[1], int(counts[1])), queue_id=ints[:, P.QUEUE_ID], flag=ints[:, P.FLAG],
+        sys_flag=ints[:, P.SYSFLAG], born_ts=ints[:, P.BORN_TS], born_given=(present & (1 << P.BORN_TS)) != 0,
+        store_ts=ints[:, P.STORE_TS], store_given=store_given, reconsume=ints[:, P.RECONSUME],
+        prepared=ints[:, P.PREPARED], body=body, body_off=body_off[:rows + 1], props=props,
+        props_off=props_off[:rows + 1])
+    return end, lines, columns, stopped
