@@ -188,3 +188,36 @@ def test_the_kernel_takes_the_common_lines():
     data = bench_lines(50, True) + json.dumps(GOOD).encode() + b"\n\n  \n"
     end, lines, c, stopped = parsed_lines(Store(), np.frombuffer(data, np.uint8), 0, len(data), 100, 1 << 20, True)
     assert (end, lines, len(c), stopped) == (len(data), 53, 51, False)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_parquet_columns_write_what_the_per_row_path_writes(tmp_path, version):
+    """A scan's table of the benchmark's messages (the Parquet a copy reads), through `append --parquet` and
+    through message_from_row + Appender.append row by row: the same files and acknowledgements."""
+    import pyarrow.parquet as pq
+
+    from rmqctl.cli.append_cmds import message_from_row
+    from rmqctl.store import Store
+
+    crc = "enabledAppendPropCRC=true\n" if version == 5 else ""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerIP1=192.168.0.10\nrocketmqVersion={version}\n{crc}mappedFileSizeCommitLog=1048576\n")
+    source = tmp_path / "source"
+    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
+               input=bench_lines(3000, True)).exit_code == 0
+    store = Store(source, load_config(conf))
+    try:
+        table = store.scan().table()
+    finally:
+        store.close()
+    pq.write_table(table, tmp_path / "m.parquet", row_group_size=1000)
+    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet",
+              tmp_path / "m.parquet", "--keep-timestamps")
+    assert res.exit_code == 0, res.stderr
+    app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
+    with app:
+        for row in table.to_pylist():
+            app.append(message_from_row(row, True), producer_topic_rules=False)
+        want = "".join(dumps_appended(a) for a in app.commit())
+    assert res.stdout == want
+    assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow") == store_files(source)

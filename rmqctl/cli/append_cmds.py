@@ -254,8 +254,11 @@ ROW_COLUMNS = ("topic", "queueId", "flag", "sysFlag", "bornTimestamp", "bornHost
 
 def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
     """Every row of a Parquet file (or of the files under a directory, in name order), a batch of rows at a
-    time, each batch acknowledged once durable (a group commit)."""
+    time (column-wise where append_batch takes them, else row by row), each batch acknowledged once durable
+    (a group commit)."""
     import pyarrow.parquet as pq  # only for --parquet
+
+    from ..maintenance.append_batch import arrow_columns, stage_columns  # kernels: only when appending
 
     files = sorted(p for p in path.rglob("*.parquet") if p.is_file()) if path.is_dir() else [path]
     row = 0
@@ -263,19 +266,32 @@ def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
         try:
             f = pq.ParquetFile(file)
             names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
-            batches = f.iter_batches(batch_size=BATCH_MESSAGES, columns=names)
-            for batch in batches:
-                for obj in _epoch_millis(batch).to_pylist():
-                    row += 1
-                    try:
-                        appender.append(message_from_row(obj, keep_timestamps), producer_topic_rules=False)
-                    except UsageError as e:
-                        _emit(out, appender)  # everything before the bad row is durable and reported
-                        raise UsageError(f"row {row}: {e}; nothing after it was appended", file) from None
+            for batch in f.iter_batches(batch_size=_rows_per_batch(f), columns=names):
+                batch = _epoch_millis(batch)
+                columns = arrow_columns(batch, keep_timestamps)
+                if columns is None or not stage_columns(appender, columns):
+                    _append_rows_one_by_one(appender, batch, row, keep_timestamps, file, out)
+                row += batch.num_rows
                 _emit(out, appender)
         except (OSError, ValueError) as e:  # pyarrow's errors for a file that is not Parquet
             _emit(out, appender)
             raise UsageError(f"cannot read it as Parquet: {e}", file) from None
+
+
+def _rows_per_batch(f) -> int:
+    """Rows of about BATCH_BYTES (by the file's own sizes), at most BATCH_MESSAGES."""
+    meta = f.metadata
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return max(1, min(BATCH_MESSAGES, BATCH_BYTES * max(meta.num_rows, 1) // max(size, 1)))
+
+
+def _append_rows_one_by_one(appender: Appender, batch, row: int, keep_timestamps: bool, file: Path, out):
+    for row, obj in enumerate(batch.to_pylist(), row + 1):
+        try:
+            appender.append(message_from_row(obj, keep_timestamps), producer_topic_rules=False)
+        except UsageError as e:
+            _emit(out, appender)  # everything before the bad row is durable and reported
+            raise UsageError(f"row {row}: {e}; nothing after it was appended", file) from None
 
 
 def _epoch_millis(batch):

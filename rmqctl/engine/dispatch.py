@@ -26,6 +26,7 @@ from .kernels import (
     kernel,
     property_names,
     rehash,
+    store_byte_at,
     topic_id,
 )
 from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
@@ -148,3 +149,27 @@ def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts,
                 keys = first_key  # the reference path indexes this record
                 break
     return topics[T_AT : T_LEN + 1, :n_topics].T.copy(), key_record[:keys], key_hash[:keys], i
+
+
+# where a consumequeue unit's fields are (ConsumeQueue.putMessagePositionInfo's 20 bytes, big-endian)
+CQ_AT = tuple(S.CQ_DTYPE.fields[n][1] for n in ("commitLogOffset", "size", "tagsCode"))
+
+
+@kernel
+def put_units_in_order(addresses, wrote, file_size, queue, phy, size, tags):
+    """Consumequeue units written in the order given (commitlog order), unit i into queue[i]'s last file (mapped
+    at addresses[queue[i]], written up to wrote[queue[i]]), as ConsumeQueueWriter.put appends one; stops before
+    the first unit whose file is full. Returns the units written (wrote moves past them)."""
+    for i in range(len(queue)):
+        q = queue[i]
+        at = wrote[q]
+        if at + S.CQ_UNIT_SIZE > file_size:
+            return i
+        a = addresses[q] + at
+        for k in range(8):
+            store_byte_at(a + CQ_AT[0] + k, (phy[i] >> (56 - 8 * k)) & 0xFF)
+            store_byte_at(a + CQ_AT[2] + k, (tags[i] >> (56 - 8 * k)) & 0xFF)
+        for k in range(4):
+            store_byte_at(a + CQ_AT[1] + k, (size[i] >> (24 - 8 * k)) & 0xFF)
+        wrote[q] = at + S.CQ_UNIT_SIZE
+    return len(queue)

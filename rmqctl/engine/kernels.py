@@ -273,6 +273,18 @@ def store8(typingctx, u8, at, word):
 
 
 @intrinsic
+def store_byte_at(typingctx, address, byte):
+    """One byte at a process address (of a mapping the caller holds open and has checked the bounds of): for a
+    kernel that writes into several mapped files in one pass, which numba cannot take as one array."""
+    def codegen(context, builder, sig, args):
+        i8 = ir.IntType(8)
+        pointer = builder.inttoptr(args[0], i8.as_pointer())
+        builder.store(builder.trunc(args[1], i8), pointer)
+        return context.get_dummy_value()
+    return types.none(types.int64, types.int64), codegen
+
+
+@intrinsic
 def prefetch(typingctx, u8, at):
     """Ask the CPU to bring the cache line of u8[at] in ahead of its use. A hint: it never faults, so `at`
     needs no bounds check."""

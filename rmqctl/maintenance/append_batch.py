@@ -64,7 +64,7 @@ def stage_columns(app: Appender, c: MessageColumns) -> bool:
     checked = _checked(app, c)
     if checked is None:
         return False
-    ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens = checked
+    ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens, topics_checked = checked
     dispatched = np.isin(sys_flag & S.TRANSACTION_MASK, (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE))
     qoff = _queue_offsets(app, c, dispatched)
     starts, positions = app._tail.place_many(sizes)
@@ -80,7 +80,7 @@ def stage_columns(app: Appender, c: MessageColumns) -> bool:
     for h, (ip, _) in enumerate(ips):
         host_ips[h, :len(ip)] = np.frombuffer(ip, np.uint8)
         host_lens[h] = len(ip)
-    topic_bytes = [t.encode() for t in c.topics]
+    topic_bytes = [b for _, b in topics_checked]
     topics = np.frombuffer(b"".join(topic_bytes) or b"\0", np.uint8)
     topic_off = np.cumsum([0] + [len(t) for t in topic_bytes]).astype(np.int64)
     cuts = np.flatnonzero(np.diff(starts)) + 1
@@ -139,7 +139,7 @@ def _checked(app: Appender, c: MessageColumns):
             or sizes.max() > app.config.maxMessageSize + ENCODER_HEADROOM
             or sizes.max() + S.END_FILE_MIN_BLANK_LENGTH > app.file_size):
         return None
-    return ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens
+    return ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens, topics
 
 
 def _region(u8: np.ndarray, offsets: np.ndarray) -> bytes:
@@ -189,3 +189,76 @@ def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int,
         prepared=ints[:, P.PREPARED], body=body, body_off=body_off[:rows + 1], props=props,
         props_off=props_off[:rows + 1])
     return end, lines, columns, stopped
+
+
+# a scan's (or an export's) integer columns, by MessageColumns' names; an absent or null value is 0
+ROW_INTEGERS = {"queue_id": "queueId", "flag": "flag", "sys_flag": "sysFlag", "reconsume": "reconsumeTimes",
+                "prepared": "preparedTransactionOffset"}
+
+
+def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
+    """A batch of a scan's or an export's rows (timestamps as epoch milliseconds) as message_from_row reads
+    them, or None where a row needs that per-row reading: a null topic, properties not given as ASCII
+    propertiesBytes (their pairs, or text that Java's UTF-8 decoding could change)."""
+    import pyarrow as pa  # (only for --parquet)
+    import pyarrow.compute as pc  # (only for --parquet)
+
+    names, n = batch.schema.names, batch.num_rows
+    if "topic" not in names or "propertiesBytes" not in names or batch.column("topic").null_count \
+            or batch.column("propertiesBytes").null_count or not _types_read(batch.schema):
+        return None
+    props, props_off = _binary(batch.column("propertiesBytes"))
+    if (props[props_off[0]:props_off[-1]] >= 0x80).any():
+        return None
+    body, body_off = _binary(pc.fill_null(batch.column("body"), b"")) if "body" in names else (
+        np.zeros(1, np.uint8), np.zeros(n + 1, np.int64))
+    topic = pc.dictionary_encode(batch.column("topic"))
+    hosts: list[str] = []
+    ids = np.empty((n, 3), np.int64)
+    ids[:, 0] = topic.indices.to_numpy(zero_copy_only=False)
+    for k, name in ((1, "bornHost"), (2, "storeHost")):
+        ids[:, k] = -1
+        if name in names:
+            encoded = pc.dictionary_encode(batch.column(name))
+            ids[:, k] = pc.fill_null(pc.add(encoded.indices.cast(pa.int64()), len(hosts)), -1).to_numpy(zero_copy_only=False)
+            hosts += encoded.dictionary.to_pylist()
+
+    def integers(name: str) -> tuple[np.ndarray, np.ndarray]:
+        if name not in names:
+            return np.zeros(n, np.int64), np.zeros(n, bool)
+        column = batch.column(name).cast(pa.int64())
+        return (pc.fill_null(column, 0).to_numpy(zero_copy_only=False),
+                pc.is_valid(column).to_numpy(zero_copy_only=False))
+
+    born_ts, born_given = integers("bornTimestamp")
+    store_ts, store_given = integers("storeTimestamp")
+    return MessageColumns(ids=ids, topics=topic.dictionary.to_pylist(), hosts=hosts, born_ts=born_ts,
+                          born_given=born_given, store_ts=store_ts, store_given=store_given & keep_timestamps,
+                          body=body, body_off=body_off, props=props, props_off=props_off,
+                          **{field: integers(name)[0] for field, name in ROW_INTEGERS.items()})
+
+
+def _types_read(schema) -> bool:
+    """Whether each column has the type a scan writes (strings, bytes, integers), which message_from_row reads
+    as they are."""
+    import pyarrow as pa  # (only for --parquet)
+
+    kinds = {"topic": pa.types.is_string, "bornHost": pa.types.is_string, "storeHost": pa.types.is_string,
+             "body": pa.types.is_binary, "propertiesBytes": pa.types.is_binary}
+    for field in schema:
+        if field.name in kinds and not kinds[field.name](field.type):
+            return False
+        if field.name in (*ROW_INTEGERS.values(), "bornTimestamp", "storeTimestamp") and not pa.types.is_integer(field.type):
+            return False
+    return True
+
+
+def _binary(column) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes and the n + 1 offsets of a binary column without nulls."""
+    import pyarrow as pa  # (only for --parquet)
+
+    array = column.cast(pa.large_binary())
+    _, offsets, data = array.buffers()
+    off = np.frombuffer(offsets, np.int64)[array.offset:array.offset + len(array) + 1].astype(np.int64)
+    u8 = np.frombuffer(data, np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
+    return (u8 if len(u8) else np.zeros(1, np.uint8)), off

@@ -23,6 +23,7 @@ from ..config import BrokerConfig
 from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..engine.kernels import available_cores
 from ..engine import dispatch as kernels
+from ..engine.dispatch import put_units_in_order
 from ..record import Message, read_record
 from ..store import valid_topic_dir_name
 from ..checks.links import queue_order
@@ -211,12 +212,12 @@ class BatchWriter:
             self._index(buf, b)
         if not self.build_cq or not len(b.cq_record):
             return
-        self._groups(b, refuse)
+        groups, _ = self._groups(b, refuse)
         d = self.dispatcher
         names = b.topics
-        last_written = -1
-        for r, t, q, o, tags in zip(b.cq_record.tolist(), b.cq_topic.tolist(), b.cq_qid.tolist(), b.cq_qoff.tolist(),
-                                    b.cq_tags.tolist()):
+        done, last_written = self._plain_appends_in_order(b, groups)
+        for r, t, q, o, tags in zip(b.cq_record[done:].tolist(), b.cq_topic[done:].tolist(), b.cq_qid[done:].tolist(),
+                                    b.cq_qoff[done:].tolist(), b.cq_tags[done:].tolist()):
             name = names[t]
             if self.selected is not None and not self.selected(name, q):
                 continue
@@ -232,6 +233,38 @@ class BatchWriter:
                 last_written = r
         if last_written >= 0:
             d.logics_ts = int(b.store_ts[last_written])
+
+    def _plain_appends_in_order(self, b: FileDispatch, groups: list) -> tuple[int, int]:
+        """write_in_order's units in one compiled pass (engine.dispatch.put_units_in_order), in commitlog order,
+        when every queue takes its units as plain appends to its last file (put_run's conditions: consecutive
+        queue offsets continuing the queue, commitlog ends increasing past its last); up to the first unit
+        whose file is full, which put() goes on from. (units written, record of the last one; -1 if none)."""
+        d = self.dispatcher
+        if self.selected is not None or sum(len(g) for g in groups) != len(b.cq_record):
+            return 0, -1
+        writers, maps = [], []
+        queue_of = np.empty(len(b.cq_record), np.int64)
+        for n, g in enumerate(groups):
+            w = d.queue(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))
+            qoffs, ends = b.cq_qoff[g], b.phy[b.cq_record[g]] + b.size[b.cq_record[g]]
+            if (not w.files or w.wrote >= w.file_size or w.max_queue_offset != int(qoffs[0])
+                    or np.any(np.diff(qoffs) != 1) or np.any(ends[1:] <= ends[:-1]) or int(ends[0]) <= w.max_physic_offset):
+                return 0, -1
+            writers.append(w)
+            maps.append(np.frombuffer(w.files[-1][1].map, np.uint8))  # held for the kernel's writes through its address
+            queue_of[g] = n
+        wrote = np.array([w.wrote for w in writers], np.int64)
+        rec = b.cq_record
+        done = put_units_in_order(np.array([m.ctypes.data for m in maps], np.int64), wrote, writers[0].file_size if writers else 0,
+                                  queue_of, b.phy[rec], b.size[rec], b.cq_tags)
+        for n, w in enumerate(writers):
+            mine = np.flatnonzero(queue_of[:done] == n)
+            if len(mine):
+                w.wrote, w.files[-1][1].dirty = int(wrote[n]), True
+                last = rec[mine[-1]]
+                w.max_physic_offset = int(b.phy[last] + b.size[last])
+                self.queued[(b.topics[b.cq_topic[mine[0]]], int(b.cq_qid[mine[0]]))] += len(mine)
+        return done, int(rec[done - 1]) if done else -1
 
     def _groups(self, b: FileDispatch, refuse: Callable[[str, int], None]) -> tuple[list, list]:
         """The entries of `b` by queue (queue_order), of selected queues: those of consumequeues, and those of
