@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # acknowledgements wait for a durable batch; a batch ends when input pauses or at these sizes
 BATCH_MESSAGES = 8192
 BATCH_BYTES = 8 << 20
-READ_CHUNK = 4 << 20
+READ_CHUNK = BATCH_BYTES
 MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "body_file", "flag", "sys_flag", "born_host",
                    "store_host", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
                    "delay_level")

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import schema as S
 from ..javacompat import CRC_DIGITS, PROPERTY_SEPARATOR, put_crc_digits as _put_crc_digits
+from .jsonl_kernels import put_int
 from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
 from .record import OFFSETS
 
@@ -133,3 +134,40 @@ def queue_offsets(groups, first, counted):
             out[r] = first[g]
             first[g] += 1
     return out
+
+
+_ACK_PIECES = ('{"commitLogOffset":', ',"queueOffset":', ',"msgId":"', '","file":"', '","position":', '}\n')
+ACK_TEXT = np.frombuffer("".join(_ACK_PIECES).encode(), np.uint8).copy()
+ACK_AT = tuple(int(n) for n in np.cumsum([0] + [len(p) for p in _ACK_PIECES]))  # piece k: ACK_TEXT[ACK_AT[k]:ACK_AT[k + 1]]
+UPPER_HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8).copy()
+ACK_BOUND = 200  # bytes of one acknowledgement at most: its fixed text, four int64s and a 40 + 16 digit msgId
+
+
+@kernel
+def put_piece(out, o, k):
+    return copy_span(out, o, ACK_TEXT, ACK_AT[k], ACK_AT[k + 1] - ACK_AT[k])
+
+
+@kernel
+def ack_lines(starts, positions, queue_offsets, hosts, prefixes, prefix_lens, names, out):
+    """Append's acknowledgement lines (cli.base.dumps of Appended.as_dict()): commitLogOffset, queueOffset, msgId
+    (the store host's prefix then the offset in 16 upper-case hex digits, as record.message_id), the file's
+    20-digit name and the position; `names` holds each row's file name. Returns the end in out (ACK_BOUND a row)."""
+    o = 0
+    for i in range(len(starts)):
+        offset = starts[i] + positions[i]
+        o = put_piece(out, o, 0)
+        o = put_int(out, o, offset)
+        o = put_piece(out, o, 1)
+        o = put_int(out, o, queue_offsets[i])
+        o = put_piece(out, o, 2)
+        h = hosts[i]
+        o = copy_span(out, o, prefixes[h], 0, prefix_lens[h])
+        for k in range(16):
+            out[o + k] = UPPER_HEX[(offset >> (60 - 4 * k)) & 15]
+        o = put_piece(out, o + 16, 3)
+        o = copy_span(out, o, names[i], 0, names.shape[1])
+        o = put_piece(out, o, 4)
+        o = put_int(out, o, positions[i])
+        o = put_piece(out, o, 5)
+    return o

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..javacompat import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from .kernels import T_AT, T_LEN, kernel, topic_id
+from .jsonl_kernels import needs_escape
+from .kernels import HIGH_BITS, T_AT, T_LEN, kernel, load8, topic_id
 
 # the names the kernel reads; every other name's value is skipped (message_from_json ignores it)
 NAMES = ("topic", "queueId", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "reconsumeTimes",
@@ -52,7 +53,12 @@ def skip_space(u8, i, hi):
 @kernel
 def plain_string(u8, i, hi):
     """The end (the closing quote) of the string whose text starts at u8[i], when it is printable ASCII without
-    escapes; -1 otherwise."""
+    escapes; -1 otherwise. Words without a quote, backslash, control or non-ASCII byte are passed whole."""
+    while i + 8 <= hi:
+        w = load8(u8, i)
+        if needs_escape(w) or w & HIGH_BITS:
+            break
+        i += 8
     while i < hi:
         c = u8[i]
         if c == 34:

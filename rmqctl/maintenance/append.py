@@ -39,7 +39,7 @@ from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, message_id, parse_host, read_record
-from ..engine.encode import encode_batch, encode_fields, encode_records
+from ..engine.encode import ACK_BOUND, ack_lines, encode_batch, encode_fields, encode_records
 from ..engine import dispatch as dispatch_kernels
 from ..engine.index import put_keys
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
@@ -118,12 +118,16 @@ class AckBlock:
 
     def lines(self) -> str:
         """The acknowledgements, each as cli.base.dumps writes Appended.as_dict() (a test holds them equal)."""
-        names = {s: offset_to_name(s) for s in set(self.starts.tolist())}
-        return "".join(
-            f'{{"commitLogOffset":{s + p},"queueOffset":{q},"msgId":"{self.prefixes[h]}{s + p:016X}",'
-            f'"file":"{names[s]}","position":{p}}}\n'
-            for s, p, q, h in zip(self.starts.tolist(), self.positions.tolist(), self.queue_offsets.tolist(),
-                                  self.store_hosts.tolist()))
+        prefixes = np.zeros((max(len(self.prefixes), 1), 40), np.uint8)
+        for h, p in enumerate(self.prefixes):
+            prefixes[h, :len(p)] = np.frombuffer(p.encode(), np.uint8)
+        files, which = np.unique(self.starts, return_inverse=True)
+        names = np.frombuffer("".join(offset_to_name(int(s)) for s in files).encode(), np.uint8).reshape(len(files), -1)
+        file_names = np.ascontiguousarray(names[which.ravel()])
+        out = np.empty(ACK_BOUND * len(self.starts) + 8, np.uint8)
+        end = ack_lines(self.starts, self.positions, self.queue_offsets, self.store_hosts, prefixes,
+                        np.array([len(p) for p in self.prefixes] or [0], np.int64), file_names, out)
+        return out[:end].tobytes().decode("ascii")
 
     def appended(self) -> list[Appended]:
         return [Appended(s + p, q, f"{self.prefixes[h]}{s + p:016X}", offset_to_name(s), p)
