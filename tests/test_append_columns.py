@@ -221,3 +221,17 @@ def test_parquet_columns_write_what_the_per_row_path_writes(tmp_path, version):
         want = "".join(dumps_appended(a) for a in app.commit())
     assert res.stdout == want
     assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow") == store_files(source)
+
+
+def test_the_library_commit_returns_a_blocks_messages_as_appended(tmp_path):
+    """Appender.commit() (the library's call) gives a block's messages as the Appended the command prints."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerIP1=192.168.0.10\n")
+    lines = bench_lines(20, True)
+    app = Appender(tmp_path / "s", load_config(conf), keep_index_time=True, create=True)
+    with app:
+        _, _, columns, _ = parsed_lines(app, np.frombuffer(lines, np.uint8), 0, len(lines), 100, 1 << 20, True)
+        assert stage_columns(app, columns)
+        got = [a.as_dict() for a in app.commit()]
+    want = [orjson.loads(line) for line in one_by_one(tmp_path / "slow", conf, lines, True).splitlines()]
+    assert got == want and len(got) == 20
