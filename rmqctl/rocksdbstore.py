@@ -155,9 +155,13 @@ class MessageRocksDB:
             self._db = ReadOnlyDB(self.directory, (FAMILIES[TIMER], FAMILIES[TRANS]))
         return self._db
 
+    def items(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) of the kind's column family in key order."""
+        return self.db.items(FAMILIES[kind])
+
     def entries(self, kind: str) -> Iterator[Entry]:
         """Every key of the kind's column family in key order, decoded one at a time (memory flat in its size)."""
-        for key, value in self.db.items(FAMILIES[kind]):
+        for key, value in self.items(kind):
             yield entry(kind, key, value)
 
     def bookkeeping(self, kind: str, name: bytes) -> int | None:

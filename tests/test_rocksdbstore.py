@@ -11,12 +11,15 @@ import struct
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
+from rmqctl.checks.rocksdbstore import agreed
 from rmqctl.config import load_config
+from rmqctl.rocksdbstore import entry
 from rmqctl.store import Store
 
 BASE = "b-mixed"
@@ -273,3 +276,26 @@ def test_a_last_offset_off_the_log_is_a_finding(built, tmp_path):
     got = [(k, d) for k, d in findings(root) if k.startswith("rocksdb-store")]
     assert got == [("rocksdb-store-bookkeeping", f"RocksDB message store index lastOffsetPy {10 ** 9} is past the end "
                     "of the commitlog (524288): dispatch to it would resume there")]
+
+
+def _changed(kind: str, key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
+    """The record with its uniq key's last character changed, and with its number (storeTime or sizePy) off by one."""
+    at = len(key) - 10 if kind == "index" else len(key) - 1
+    other = key[:at] + bytes([key[at] ^ 1]) + key[at + 1:]
+    number = {"index": (0, ">q"), "timer": (0, ">i"), "trans": (4, ">i")}[kind]
+    moved = bytearray(value)
+    struct.pack_into(number[1], moved, number[0], struct.unpack_from(number[1], value, number[0])[0] + 1)
+    return [(other, value), (key, bytes(moved))]
+
+
+@pytest.mark.parametrize("kind", ["index", "timer", "trans"])
+def test_the_engine_agrees_with_every_sound_record_and_no_changed_one(built, kind):
+    """The compiled check passes exactly the keys the reference finds sound, so the reference is not what passes
+    them; a changed uniq key or number is never passed (the reference then names it)."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    items = list(store.message_rocksdb.items(kind))
+    records = [i for i, (k, v) in enumerate(items) if entry(kind, k, v).record is not None]
+    assert records and np.flatnonzero(agreed(store, kind, *zip(*items))).tolist() == records
+    changed = [c for i in records for c in _changed(kind, *items[i])]
+    assert not agreed(store, kind, *zip(*changed)).any()
+    store.close()

@@ -1,6 +1,8 @@
 """verify's check of the 5.4 RocksDB message store (rmqctl.rocksdbstore): every index, timer and transaction
-record against the commitlog record it names, and the bookkeeping keys against the log. One key is held at a
-time, records in batches of a bounded size; each commitlog record a batch names is read once.
+record against the commitlog record it names, and the bookkeeping keys against the log, in batches of a
+bounded number of keys: the engine (engine/rocksdbstore.py) parses a batch and compares each record with the bytes
+of the commitlog record it names; what it cannot show to agree is checked again here by the reference, which
+names what is wrong.
 
 What each record must agree with is what the broker builds it from: an index record from the dispatched
 record's topic, KEYS word, TAGS or UNIQ_KEY and store time (IndexRocksDBStore.buildIndex; a rollback record is
@@ -10,16 +12,23 @@ Records naming offsets below the commitlog's first file are expired (the broker 
 damage."""
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
+
+from ..engine import rocksdbstore as E
 from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER
 from ..record import Message
-from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry
+from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from .context import Context
 
+KIND_CODES = {INDEX_KIND: E.INDEX, TIMER_KIND: E.TIMER, TRANS: E.TRANS}
+
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
-BATCH = 1 << 16  # records checked at a time, in commitlog order: memory stays flat in the database's size
+BATCH = 1 << 16  # keys checked at a time: memory stays flat in the database's size
 
 
 def check_rocksdb_store(ctx: Context):
@@ -28,24 +37,53 @@ def check_rocksdb_store(ctx: Context):
     if db is None:
         return
     for kind in KINDS:
-        batch: list[Entry] = []
-        for e in db.entries(kind):
-            if e.problem is not None:
-                ctx.report(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
-                           f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
-            elif e.record is not None:
-                batch.append(e)
-                if len(batch) >= BATCH:
-                    _check_records(ctx, db.directory, batch)
-                    batch = []
-        _check_records(ctx, db.directory, batch)
+        items = db.items(kind)
+        while batch := list(itertools.islice(items, BATCH)):
+            _check_batch(ctx, db, kind, batch)
         if kind != TIMER_KIND:
             _check_last_offset(ctx, db, kind)
 
 
+def _check_batch(ctx: Context, db, kind: str, batch: list[tuple[bytes, bytes]]):
+    """A batch of keys: what the engine cannot show to agree (keys of neither layout, records past the end,
+    expired or differing) goes to the reference."""
+    keys, values = zip(*batch)
+    rest = [entry(kind, keys[i], values[i]) for i in np.flatnonzero(~agreed(ctx.store, kind, keys, values)).tolist()]
+    for e in rest:
+        if e.problem is not None:
+            ctx.report(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
+                       f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
+    _check_records(ctx, db.directory, [e for e in rest if e.record is not None])
+
+
+def agreed(store, kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> np.ndarray:
+    """Which keys the engine shows to be records of `kind` agreeing with the live commitlog record they name."""
+    key_bytes, key_ends = _joined(keys)
+    value_bytes, value_ends = _joined(values)
+    cols = np.zeros((len(keys), E.NCOLUMNS), np.int64)
+    rows = np.flatnonzero(E.parse(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols))
+    out = np.zeros(len(keys), bool)
+    offsets = cols[rows, E.OFFSET]
+    q = store.commitlog
+    for f in q.files:
+        mine = rows[(offsets >= max(f.start, q.min_offset)) & (offsets < f.start + q.file_size)]
+        if len(mine) and f.path.exists():
+            u8 = np.frombuffer(f.buf, np.uint8)
+            out[mine] = E.agree(KIND_CODES[kind], u8, min(len(u8), q.file_size), cols[mine, E.OFFSET] - f.start,
+                                key_bytes, cols, mine)
+            del u8
+    return out
+
+
+def _joined(parts: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The byte strings end to end, and where each ends."""
+    ends = np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)))
+    return np.frombuffer(b"".join(parts), np.uint8), ends
+
+
 def _check_records(ctx: Context, where, batch: list[Entry]):
-    """A batch of records in commitlog order, each record they name read once (an index keeps 3 or more
-    records per message)."""
+    """The reference's check of records, in commitlog order, each record they name read once (an index keeps 3
+    or more records per message)."""
     store, end = ctx.store, _log_end(ctx.store)
     batch.sort(key=lambda e: e.record["offsetPy"])
     at, m, err = None, None, None

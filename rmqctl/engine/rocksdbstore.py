@@ -1,0 +1,168 @@
+"""verify's compiled check of the 5.4 RocksDB message store's records (checks/rocksdbstore.py): a batch of keys
+and values parsed into columns (`parse`), then each record compared with the commitlog record it names, byte
+for byte, in the commitlog file's own buffer (`agree`).
+
+Both kernels only ever say "certainly as the reference says": `parse` marks a row it cannot parse as its kind's
+record, `agree` a record it cannot show to agree (damage, text that is not well-formed UTF-8, any difference),
+and the caller hands exactly those rows to the reference (rocksdbstore.entry, store.read_message and the
+checks' own comparison), which names what is wrong. So findings and their wording come from one place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema as S
+from .kernels import be32, be64, kernel, property_names, read_properties, well_formed_utf8
+from .record import OK, STORE_TIMESTAMP_AT, SYSFLAG_AT, decode_tail, head_outcome
+
+INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders them
+AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
+INDEX_TYPES = np.array([ord("K"), ord("T"), ord("U")], np.uint8)
+KEY_SEPARATOR = ord(" ")  # MessageConst.KEY_SEPARATOR
+NAMES, NAME_LENGTHS = property_names("KEYS", "TAGS", "UNIQ_KEY", "REAL_TOPIC", "__transactionId__")
+P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID = range(5)
+# the columns `parse` fills: offsetPy, storeTime (index) or sizePy, the index TYPE, and spans into the keys
+OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI = range(9)
+NCOLUMNS = 9
+
+
+@kernel
+def _find(u8, lo, hi, byte):
+    """The first position of `byte` in u8[lo:hi], -1 if none."""
+    for i in range(lo, hi):
+        if u8[i] == byte:
+            return i
+    return -1
+
+
+@kernel
+def _parse_index(keys, a, b, cols, n):
+    """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for U) | int64 offsetPy, as rocksdbstore.decode_index."""
+    if b - a < 18 or keys[a + 8] != AT or keys[b - 9] != AT or not well_formed_utf8(keys, a + 8, b - 8):
+        return False
+    lo, hi = a + 9, b - 9  # the middle's words, between its first and last @
+    first = _find(keys, lo, hi, AT)
+    second = _find(keys, first + 1, hi, AT) if first >= 0 else -1
+    if second != first + 2 or not (keys[first + 1] == INDEX_TYPES).any():
+        return False
+    last = hi - 1
+    while last > second and keys[last] != AT:
+        last -= 1
+    if (keys[first + 1] == INDEX_TYPES[2]) != (last == second):
+        return False
+    cols[n, TYPE] = keys[first + 1]
+    cols[n, TOPIC_LO], cols[n, TOPIC_HI] = lo, first
+    cols[n, KEY_LO], cols[n, KEY_HI] = second + 1, last
+    cols[n, UNIQ_LO], cols[n, UNIQ_HI] = last + 1, hi
+    cols[n, OFFSET] = be64(keys, b - 8)
+    return True
+
+
+@kernel
+def _parse_trans(keys, a, b, cols, n):
+    """int64 offsetPy | "@topic@uniqKey" (both not empty), as rocksdbstore.decode_trans."""
+    if b - a <= 8 or keys[a + 8] != AT or not well_formed_utf8(keys, a + 8, b):
+        return False
+    mid = _find(keys, a + 9, b, AT)
+    if mid <= a + 9 or mid == b - 1 or _find(keys, mid + 1, b, AT) >= 0:
+        return False
+    cols[n, TOPIC_LO], cols[n, TOPIC_HI] = a + 9, mid
+    cols[n, UNIQ_LO], cols[n, UNIQ_HI] = mid + 1, b
+    cols[n, OFFSET] = be64(keys, a)
+    return True
+
+
+@kernel
+def parse(kind, keys, key_ends, values, value_ends, cols):
+    """Row i of `cols` for key i (keys[key_ends[i-1]:key_ends[i]], its value likewise); returns whether each
+    row is a record of `kind` (False: a bookkeeping key, which no record's lengths match, or bytes of neither,
+    left to the reference)."""
+    n = len(key_ends)
+    ok = np.zeros(n, np.bool_)
+    a = v = 0
+    for i in range(n):
+        b, w = key_ends[i], value_ends[i]
+        if kind == INDEX:
+            ok[i] = w - v == 8 and _parse_index(keys, a, b, cols, i)
+            if ok[i]:
+                cols[i, NUMBER] = be64(values, v)  # storeTime
+        elif kind == TIMER:  # int64 delayTime | uniqKey -> int32 sizePy | int64 offsetPy
+            ok[i] = w - v == 12 and b - a > 8 and well_formed_utf8(keys, a + 8, b)
+            if ok[i]:
+                cols[i, UNIQ_LO], cols[i, UNIQ_HI] = a + 8, b
+                cols[i, NUMBER], cols[i, OFFSET] = be32(values, v), be64(values, v + 4)
+        else:  # -> int32 checkTimes | int32 sizePy
+            ok[i] = w - v == 8 and _parse_trans(keys, a, b, cols, i)
+            if ok[i]:
+                cols[i, NUMBER] = be32(values, v + 4)
+        a, v = b, w
+    return ok
+
+
+@kernel
+def _same(u8, lo, hi, keys, k_lo, k_hi):
+    """u8[lo:hi] == keys[k_lo:k_hi] (lo -1: a property not there, never equal)."""
+    if lo < 0 or hi - lo != k_hi - k_lo:
+        return False
+    for i in range(hi - lo):
+        if u8[lo + i] != keys[k_lo + i]:
+            return False
+    return True
+
+
+@kernel
+def _among_words(u8, lo, hi, keys, k_lo, k_hi):
+    """keys[k_lo:k_hi] is one of the KEYS words u8[lo:hi] split at each space (no KEYS: one empty word)."""
+    if lo < 0:
+        return k_hi == k_lo
+    start = lo
+    for i in range(lo, hi + 1):
+        if i == hi or u8[i] == KEY_SEPARATOR:
+            if _same(u8, start, i, keys, k_lo, k_hi):
+                return True
+            start = i + 1
+    return False
+
+
+@kernel
+def _record_agrees(kind, u8, pos, limit, keys, row, spans):
+    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, True)
+    if outcome != OK:
+        return False
+    topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+    if topic_at < 0:
+        return False
+    props_at = pos + size - max(props_len, 0)
+    lo, hi = spans[0], spans[1]
+    _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAMES, NAME_LENGTHS, lo, hi)
+    if non_ascii and not well_formed_utf8(u8, props_at, pos + size):
+        return False
+    if kind == TIMER:
+        return row[NUMBER] == size and _same(u8, lo[P_UNIQ], hi[P_UNIQ], keys, row[UNIQ_LO], row[UNIQ_HI])
+    if kind == TRANS:
+        return (row[NUMBER] == size and _same(u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, row[TOPIC_LO], row[TOPIC_HI])
+                and _same(u8, lo[P_TXID], hi[P_TXID], keys, row[UNIQ_LO], row[UNIQ_HI]))
+    if be32(u8, pos + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE:
+        return False
+    if row[NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]) or not well_formed_utf8(u8, topic_at, topic_at + topic_len):
+        return False
+    if not (_same(u8, topic_at, topic_at + topic_len, keys, row[TOPIC_LO], row[TOPIC_HI])
+            and _same(u8, lo[P_UNIQ], hi[P_UNIQ], keys, row[UNIQ_LO], row[UNIQ_HI])):
+        return False
+    if row[TYPE] == INDEX_TYPES[0]:
+        return _among_words(u8, lo[P_KEYS], hi[P_KEYS], keys, row[KEY_LO], row[KEY_HI])
+    if row[TYPE] == INDEX_TYPES[1]:
+        return _same(u8, lo[P_TAGS], hi[P_TAGS], keys, row[KEY_LO], row[KEY_HI])
+    return True
+
+
+@kernel
+def agree(kind, u8, limit, positions, keys, cols, rows):
+    """Whether the record at each positions[j] of the commitlog file u8 (read no further than `limit`) certainly
+    agrees with the parsed row rows[j] of `cols`, as the reference would find: read_record accepts it and every
+    field the broker builds the record of it is the same."""
+    out = np.zeros(len(rows), np.bool_)
+    spans = np.empty((2, len(NAME_LENGTHS)), np.int64)
+    for j in range(len(rows)):
+        out[j] = _record_agrees(kind, u8, positions[j], limit, keys, cols[rows[j]], spans)
+    return out
