@@ -62,6 +62,7 @@ def agreed(store, kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...])
     value_bytes, value_ends = _joined(values)
     cols = np.zeros((len(keys), E.NCOLUMNS), np.int64)
     rows = np.flatnonzero(E.parse(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols))
+    rows = rows[np.argsort(cols[rows, E.OFFSET], kind="stable")]  # the commitlog read forward
     out = np.zeros(len(keys), bool)
     offsets = cols[rows, E.OFFSET]
     q = store.commitlog

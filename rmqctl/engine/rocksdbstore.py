@@ -26,7 +26,7 @@ OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI = ran
 NCOLUMNS = 9
 
 
-@kernel
+@kernel(counted=False)
 def _find(u8, lo, hi, byte):
     """The first position of `byte` in u8[lo:hi], -1 if none."""
     for i in range(lo, hi):
@@ -43,14 +43,15 @@ def _parse_index(keys, a, b, cols, n):
     lo, hi = a + 9, b - 9  # the middle's words, between its first and last @
     first = _find(keys, lo, hi, AT)
     second = _find(keys, first + 1, hi, AT) if first >= 0 else -1
-    if second != first + 2 or not (keys[first + 1] == INDEX_TYPES).any():
+    kind = keys[first + 1] if first >= 0 else 0
+    if second != first + 2 or not (kind == INDEX_TYPES[0] or kind == INDEX_TYPES[1] or kind == INDEX_TYPES[2]):
         return False
     last = hi - 1
     while last > second and keys[last] != AT:
         last -= 1
-    if (keys[first + 1] == INDEX_TYPES[2]) != (last == second):
+    if (kind == INDEX_TYPES[2]) != (last == second):
         return False
-    cols[n, TYPE] = keys[first + 1]
+    cols[n, TYPE] = kind
     cols[n, TOPIC_LO], cols[n, TOPIC_HI] = lo, first
     cols[n, KEY_LO], cols[n, KEY_HI] = second + 1, last
     cols[n, UNIQ_LO], cols[n, UNIQ_HI] = last + 1, hi
@@ -99,7 +100,7 @@ def parse(kind, keys, key_ends, values, value_ends, cols):
     return ok
 
 
-@kernel
+@kernel(counted=False)
 def _same(u8, lo, hi, keys, k_lo, k_hi):
     """u8[lo:hi] == keys[k_lo:k_hi] (lo -1: a property not there, never equal)."""
     if lo < 0 or hi - lo != k_hi - k_lo:
@@ -110,7 +111,7 @@ def _same(u8, lo, hi, keys, k_lo, k_hi):
     return True
 
 
-@kernel
+@kernel(counted=False)
 def _among_words(u8, lo, hi, keys, k_lo, k_hi):
     """keys[k_lo:k_hi] is one of the KEYS words u8[lo:hi] split at each space (no KEYS: one empty word)."""
     if lo < 0:
@@ -124,35 +125,45 @@ def _among_words(u8, lo, hi, keys, k_lo, k_hi):
     return False
 
 
-@kernel
-def _record_agrees(kind, u8, pos, limit, keys, row, spans):
+@kernel(counted=False)
+def _decode(u8, pos, limit, lo, hi):
+    """The record at `pos` as read_record accepts it, its property value spans into lo / hi. Returns (sound and
+    its properties well-formed UTF-8, size, host layout, topic start, topic length)."""
     outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, True)
     if outcome != OK:
-        return False
+        return False, 0, 0, 0, 0
     topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
     if topic_at < 0:
-        return False
+        return False, 0, 0, 0, 0
     props_at = pos + size - max(props_len, 0)
-    lo, hi = spans[0], spans[1]
     _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAMES, NAME_LENGTHS, lo, hi)
     if non_ascii and not well_formed_utf8(u8, props_at, pos + size):
+        return False, 0, 0, 0, 0
+    return True, size, combo, topic_at, topic_len
+
+
+@kernel(counted=False)
+def _fields_agree(kind, u8, pos, size, combo, topic_at, topic_len, keys, cols, r, lo, hi):
+    """Row r against the sound record at `pos` (_decode's findings)."""
+    same_uniq = P_TXID if kind == TRANS else P_UNIQ  # a transaction record's uniqKey is the __transactionId__
+    if not _same(u8, lo[same_uniq], hi[same_uniq], keys, cols[r, UNIQ_LO], cols[r, UNIQ_HI]):
         return False
     if kind == TIMER:
-        return row[NUMBER] == size and _same(u8, lo[P_UNIQ], hi[P_UNIQ], keys, row[UNIQ_LO], row[UNIQ_HI])
+        return cols[r, NUMBER] == size
     if kind == TRANS:
-        return (row[NUMBER] == size and _same(u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, row[TOPIC_LO], row[TOPIC_HI])
-                and _same(u8, lo[P_TXID], hi[P_TXID], keys, row[UNIQ_LO], row[UNIQ_HI]))
+        return cols[r, NUMBER] == size and _same(u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, cols[r, TOPIC_LO],
+                                                 cols[r, TOPIC_HI])
     if be32(u8, pos + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE:
         return False
-    if row[NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]) or not well_formed_utf8(u8, topic_at, topic_at + topic_len):
+    if cols[r, NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]):
         return False
-    if not (_same(u8, topic_at, topic_at + topic_len, keys, row[TOPIC_LO], row[TOPIC_HI])
-            and _same(u8, lo[P_UNIQ], hi[P_UNIQ], keys, row[UNIQ_LO], row[UNIQ_HI])):
+    if not (well_formed_utf8(u8, topic_at, topic_at + topic_len)
+            and _same(u8, topic_at, topic_at + topic_len, keys, cols[r, TOPIC_LO], cols[r, TOPIC_HI])):
         return False
-    if row[TYPE] == INDEX_TYPES[0]:
-        return _among_words(u8, lo[P_KEYS], hi[P_KEYS], keys, row[KEY_LO], row[KEY_HI])
-    if row[TYPE] == INDEX_TYPES[1]:
-        return _same(u8, lo[P_TAGS], hi[P_TAGS], keys, row[KEY_LO], row[KEY_HI])
+    if cols[r, TYPE] == INDEX_TYPES[0]:
+        return _among_words(u8, lo[P_KEYS], hi[P_KEYS], keys, cols[r, KEY_LO], cols[r, KEY_HI])
+    if cols[r, TYPE] == INDEX_TYPES[1]:
+        return _same(u8, lo[P_TAGS], hi[P_TAGS], keys, cols[r, KEY_LO], cols[r, KEY_HI])
     return True
 
 
@@ -160,9 +171,16 @@ def _record_agrees(kind, u8, pos, limit, keys, row, spans):
 def agree(kind, u8, limit, positions, keys, cols, rows):
     """Whether the record at each positions[j] of the commitlog file u8 (read no further than `limit`) certainly
     agrees with the parsed row rows[j] of `cols`, as the reference would find: read_record accepts it and every
-    field the broker builds the record of it is the same."""
+    field the broker builds the record of it is the same. A record named by consecutive rows is decoded once
+    (sorted positions: once per record)."""
     out = np.zeros(len(rows), np.bool_)
-    spans = np.empty((2, len(NAME_LENGTHS)), np.int64)
+    lo = np.empty(len(NAME_LENGTHS), np.int64)
+    hi = np.empty(len(NAME_LENGTHS), np.int64)
+    at = -1
+    sound, size, combo, topic_at, topic_len = False, 0, 0, 0, 0
     for j in range(len(rows)):
-        out[j] = _record_agrees(kind, u8, positions[j], limit, keys, cols[rows[j]], spans)
+        if positions[j] != at:
+            at = positions[j]
+            sound, size, combo, topic_at, topic_len = _decode(u8, at, limit, lo, hi)
+        out[j] = sound and _fields_agree(kind, u8, at, size, combo, topic_at, topic_len, keys, cols, rows[j], lo, hi)
     return out
