@@ -23,6 +23,7 @@ from typing import Callable
 
 from .config import BrokerConfig
 from .errors import StoreError
+from .rocksdbstore import SPLIT_DIRECTORIES
 
 FILE_STORE, ROCKSDB_STORE = "default", "defaultRocksDB"  # MessageStoreConfig.storeType values
 # the files a RocksDB database keeps in its directory (RocksDB filename.cc); CURRENT names the live MANIFEST
@@ -314,6 +315,15 @@ def rocksdb_message_store(layout: Layout) -> list[Part]:
         problem = rocksdb_layout_problem(base)
         out.append(Part("rocksdb-message-store", base, what, problem is None, problem or "", write=False))
     return out
+
+
+@finder(*SPLIT_DIRECTORIES)
+def rocksdb_message_store_split(layout: Layout) -> list[Part]:
+    """The split layout of the RocksDB message store: a database per kind, each with only `default`
+    (IndexMessageRocksDBStorage / TransMessageRocksDBStorage). Named, not read."""
+    return [Part("rocksdb-message-store", layout.root / name, f"RocksDB message store, split layout ({kind} database)",
+                 False, "a database per kind: a layout this version does not read", write=False)
+            for name, kind in SPLIT_DIRECTORIES.items() if (layout.root / name).exists()]
 
 
 def rocksdb_layout_problem(base: Path) -> str | None:

@@ -25,6 +25,9 @@ from .rocksdb import ReadOnlyDB, column_families
 
 # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY; the spec's earlier name for the same store is read too
 DIRECTORIES = ("rocksdbstore", "RocksDBMessageStore")
+# the split layout (apache/rocketmq e75c9060: IndexRocksDBStore.ROCKSDB_INDEX_DIRECTORY, TransMessageRocksDBStore.
+# ROCKSDB_TRANS_DIRECTORY), a database per kind with only `default`: named, not read
+SPLIT_DIRECTORIES = {"RocksDBIndexStore": "index", "RocksDBTransStore": "trans"}
 INDEX, TIMER, TRANS = "index", "timer", "trans"
 KINDS = (INDEX, TIMER, TRANS)
 FAMILIES = {INDEX: "default", TIMER: "timer", TRANS: "trans"}  # one database: the kind's column family

@@ -299,3 +299,19 @@ def test_the_engine_agrees_with_every_sound_record_and_no_changed_one(built, kin
     changed = [c for i in records for c in _changed(kind, *items[i])]
     assert not agreed(store, kind, *zip(*changed)).any()
     store.close()
+
+
+def test_the_split_layout_is_named_and_not_read(tmp_path):
+    """A database per kind, each with only `default` (RocksDBIndexStore/, RocksDBTransStore/): named by info and
+    dump, nothing read from it, no finding."""
+    root = copy_store(BASE, tmp_path)
+    write_db(root / "RocksDBIndexStore", {"default": {b"lastOffsetPy": q(1)}})
+    write_db(root / "RocksDBTransStore", {"default": {b"lastOffsetPy": q(1)}})
+    one_line_error(run("dump", "rocksdbstore", "--store", root), "split layout (index database): not read",
+                   "a database per kind")
+    info = json.loads(run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
+    parts = sorted((p["path"].rsplit("/", 1)[1], p["read"], p["why"]) for p in info["parts"]
+                   if p["kind"] == "rocksdb-message-store")
+    assert parts == [(name, False, "a database per kind: a layout this version does not read")
+                     for name in ("RocksDBIndexStore", "RocksDBTransStore")] and "rocksdbStore" not in info
+    assert not [f for f in findings(root) if f[0].startswith("rocksdb-store")]
