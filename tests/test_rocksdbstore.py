@@ -315,3 +315,41 @@ def test_the_split_layout_is_named_and_not_read(tmp_path):
     assert parts == [(name, False, "a database per kind: a layout this version does not read")
                      for name in ("RocksDBIndexStore", "RocksDBTransStore")] and "rocksdbStore" not in info
     assert not [f for f in findings(root) if f[0].startswith("rocksdb-store")]
+
+
+def _damage(db: Path, how: str):
+    """One way a RocksDB directory is found damaged: a file its MANIFEST needs gone or its bytes changed, or a
+    column family dropped (a database that is no longer the one-database layout)."""
+    if how == "drop trans":
+        handle = rocksdict.Rdict(str(db), options=rocksdict.Options(raw_mode=True),
+                                 column_families={c: rocksdict.Options(raw_mode=True) for c in ("timer", "trans")})
+        handle.drop_column_family("trans")
+        handle.close()
+        (db / "rocksdict-config.json").unlink()
+        return
+    name, action = how.split(" ")
+    path = next(p for p in sorted(db.iterdir()) if p.name.startswith(name) or p.suffix == name)
+    if action == "gone":
+        path.unlink()
+    else:
+        data = bytearray(path.read_bytes())
+        for at in range(0, len(data), max(1, len(data) // 16)):
+            data[at] ^= 0x5A
+        path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["CURRENT gone", "CURRENT changed", "MANIFEST- gone", "MANIFEST- changed", ".sst gone",
+                                 ".sst changed", "drop trans"])
+def test_a_damaged_database_is_one_line_or_findings_never_a_crash(built, tmp_path, how):
+    """Every command meeting the damage answers (exit 0/1) or says it in one line (exit 2), never a traceback;
+    verify never passes a database it could not read (a dropped family is a layout not read, named by info)."""
+    root = copy_of(built, tmp_path)
+    _damage(root / "rocksdbstore", how)
+    conf = broker_conf(BASE)
+    for args in (["verify"], ["info"], ["dump", "rocksdbstore"], ["query", "key", "TopicTest", "k"],
+                 ["msgid", "lookup", "C0A8000A00002A9F0000000000000000"]):
+        res = run(*args, "--store", root, "--broker-config", conf)
+        assert "Traceback" not in res.stderr and res.exit_code in (0, 1, 2), (args, res.exit_code, res.stderr)
+        if res.exit_code == 2:
+            one_line_error(res, "rocksdbstore")
+    assert run("verify", "--store", root, "--broker-config", conf).exit_code != 0 or how == "drop trans"
