@@ -26,6 +26,7 @@ import rocksdict
 from bench_verify import build_store
 
 from rmqctl.config import load_config
+from rmqctl.rocksdb import NewDB, compression
 from rmqctl.store import Store
 
 HOUR = 3600 * 1000
@@ -61,26 +62,17 @@ def records_of(store: Store) -> dict[str, dict[bytes, bytes]]:
 
 
 def write_db(path: Path, families: dict[str, dict[bytes, bytes]]):
-    """As MessageRocksDBStorage keeps it: one database, the column families named, LZ4."""
+    """As MessageRocksDBStorage keeps it: one database, the column families named, LZ4 (rmqctl's own maker of new
+    databases)."""
     def options():
         o = rocksdict.Options(raw_mode=True)
-        o.set_compression_type(rocksdict.DBCompressionType.lz4())
+        o.set_compression_type(compression("lz4"))
         return o
 
-    opts = options()
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    db = rocksdict.Rdict(str(path), options=opts, column_families={cf: options() for cf in families if cf != "default"})
+    db = NewDB(path, {cf: options() for cf in families})
     for cf, items in families.items():
-        handle = db if cf == "default" else db.get_column_family(cf)
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        batch.set_default_column_family(db.get_column_family_handle(cf))
-        for k, v in items.items():
-            batch.put(k, v)
-        db.write(batch)
-        handle.flush()
-    db.close()
-    (path / "rocksdict-config.json").unlink()
+        db.put(cf, items.items())
+    db.finish()
 
 
 def with_database(plain: Path, conf: Path, dest: Path) -> tuple[Path, dict[str, int]]:
