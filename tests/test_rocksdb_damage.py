@@ -75,8 +75,11 @@ UNITS_UNREAD = {("SST block damaged", "info")}
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, damage, args):
     root = copy_store(ROCKS, tmp_path)
-    (root / "config").mkdir()  # a committed offset: consumers reads the queue's min/max and the unit at it
-    (root / "config" / "consumerOffset.json").write_text('{"offsetTable": {"RocksTopicA@g1": {"0": 10}}}')
+    # a committed offset: consumers reads the queue's min/max and the unit at it. storeType=defaultRocksDB: the
+    # broker takes the JSON file's offsets only when its DataVersion is newer than its (here absent) RocksDB ones
+    (root / "config").mkdir()
+    (root / "config" / "consumerOffset.json").write_text(
+        '{"offsetTable": {"RocksTopicA@g1": {"0": 10}}, "dataVersion": {"counter": 1}}')
     undamaged = run(*args, "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "json")
     change, needle = DAMAGES[damage]
     change(root / "consumequeue")
