@@ -35,8 +35,10 @@ ROCKSDB_MARKS = ("CURRENT", "MANIFEST-*", "*.sst")  # any of these makes a direc
 @dataclasses.dataclass(frozen=True)
 class Part:
     """One part of a store. `read`: this version reads it, otherwise `why` says why not. `write`: its writers
-    understand it (None: as `read`). `blocks_writers`: a part writers do not understand keeps every writer
-    off the store (an unknown plain file in the root does not: no writer touches it)."""
+    understand it (None: as `read`). `blocks_writers`: a part writers do not understand keeps writers off the
+    store (an unknown plain file in the root does not: no writer touches it). `written_by`: the writers that
+    write it or what it holds (None: any writer may, so every writer that does not understand it refuses);
+    the others only read it, or never touch it, and run beside it."""
 
     kind: str  # the finder's name for it: "commitlog", "consumequeue", "rocksdb-consumequeue", ...
     path: Path
@@ -46,6 +48,7 @@ class Part:
     blocks_writers: bool = True
     topics: frozenset[str] = frozenset()  # topics whose queues live in this part rather than in consumequeue/
     write: bool | None = None
+    written_by: frozenset[str] | None = None
 
     @property
     def understood(self) -> bool:
@@ -159,9 +162,11 @@ class StoreParts:
             raise StoreError(f"{cq.what}: this command reads file consume queues only", cq.path)
 
     def refuse_writer(self, writer: str, understood: frozenset[str] = frozenset()):
-        """Writers call this before anything else, dry runs included: exit 2 naming the first part, not read
-        and not among the kinds `understood`, that keeps writers off."""
-        blocking = [p for p in self.parts if p.blocks_writers and not p.understood and p.kind not in understood]
+        """Writers call this before anything else, dry runs included: exit 2 naming the first part that keeps
+        `writer` off: one its writers do not understand, not among the kinds `understood`, that `writer` may
+        write (`Part.written_by`)."""
+        blocking = [p for p in self.parts if p.blocks_writers and not p.understood and p.kind not in understood
+                    and (p.written_by is None or writer in p.written_by)]
         if blocking:
             p = blocking[0]
             more = f" (and {len(blocking) - 1} more such part(s): `rmqctl info` lists them)" if len(blocking) > 1 else ""
@@ -209,6 +214,9 @@ def classic(layout: Layout) -> list[Part]:
 
 # the RocksDB config databases of storeType=defaultRocksDB (rmqctl.rocksdbconfig reads them; no writer writes them)
 CONFIG_DATABASES = ("metadata", "consumerOffsets", "topics", "subscriptionGroups")
+# the writers that write config/ (its JSON files): the only ones a config database keeps off; the others (clean,
+# rebuild, repair, append, restore) never write a config and read one through rmqctl.rocksdbconfig
+CONFIG_WRITERS = frozenset({"config restore"})
 
 
 @finder("config")
@@ -223,7 +231,8 @@ def config_dir(layout: Layout) -> list[Part]:
         if not ((base / name).is_dir() and is_rocksdb_dir(base / name)):
             continue
         if name in CONFIG_DATABASES:
-            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", True, write=False))
+            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", True, write=False,
+                            written_by=CONFIG_WRITERS))
         else:
             out.append(Part("rocksdb-config-other", base / name, f"RocksDB config database {name}", False,
                             "not one of the RocksDB config managers' databases this version reads"))

@@ -11,13 +11,14 @@ fastjson into RocketMQ's classes: tests/java/ConfigDbRead.java).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run, write_rocksdb
+from conftest import broker_conf, copy_store, fixture_dir, jsonl, one_line_error, run, truth, write_rocksdb
 from test_batchcq import oracle_classpath
 from rmqctl import Store, load_config
 from rmqctl.parts import CONFIG_DATABASES
@@ -277,10 +278,80 @@ def test_config_restore_refuses_a_config_kept_in_rocksdb(root):
     assert (root / "config" / "consumerOffset.json").read_bytes() == before
 
 
-def test_other_writers_refuse_a_store_with_rocksdb_configs(root):
+def config_bytes(root: Path) -> dict[str, bytes]:
+    """Every file below config/ (the databases and the JSON files): what a writer that writes no config keeps."""
+    return {str(f.relative_to(root)): f.read_bytes() for f in sorted((root / "config").rglob("*")) if f.is_file()}
+
+
+def test_clean_reads_the_config_databases_and_writes_none_and_rocketmq_loads_the_result(root, tmp_path, java_oracle):
     separate(root)
+    before = config_bytes(root)
+    old = sorted((root / "commitlog").iterdir())[:2]
+    for f in old:  # ten days old, past fileReservedTime=72 h: the first two files go on a manual delete
+        os.utime(f, (f.stat().st_mtime - 10 * 86400,) * 2)
+    args = ("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--now", "--format", "jsonl")
+    planned = run(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.stderr
+    deleted = [r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"]
+    assert deleted == [f"commitlog/{f.name}" for f in old]
+    applied = run(*args, "--apply")
+    assert applied.exit_code == 0, applied.stderr
+    assert [r["file"] for r in jsonl(applied.stdout) if r["action"] == "delete"] == [
+        r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete"]
+    assert not any(f.exists() for f in old) and config_bytes(root) == before
+    out = tmp_path / "read5"
+    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
+                          capture_output=True, text=True)
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    kept = [t for t in jsonl((fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text())
+            if t["commitLogOffset"] >= 2 * 65536]  # mappedFileSizeCommitLog=65536
+    assert (summary["loadReturned"], summary["minPhyOffset"]) == (True, 2 * 65536), proc.stdout[-2000:]
+    read = jsonl((out / "messages-read.jsonl").read_text())
+    assert sorted(r["commitLogOffset"] for r in read) == sorted(t["commitLogOffset"] for t in kept)
+    assert all(r["ok"] for r in read)
+
+
+def test_rebuild_consumequeue_reads_beside_the_config_databases_and_writes_none(root):
+    separate(root)
+    before = config_bytes(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == "rmqctl: 15 queue(s) rebuilt from 603 records: identical to the store's, nothing to change\n"
+    assert config_bytes(root) == before
+
+
+def test_repair_cuts_a_torn_tail_beside_the_config_databases_and_writes_none(tmp_path):
+    """c-v5-features: a 5.3.3 store of file queues (repair writes those), with config databases beside them and
+    its last record's second half zeroed by a crash."""
+    name = "c-v5-features"
+    root = copy_store(name, tmp_path / "copy")
+    (root / "config").mkdir()
+    separate(root)
+    before = config_bytes(root)
+    last = max(t["commitLogOffset"] for t in truth(name, "truth-consumequeue.jsonl"))
+    size = next(t["size"] for t in truth(name, "truth-consumequeue.jsonl") if t["commitLogOffset"] == last)
+    file_size = 131072  # mappedFileSizeCommitLog
+    with open(root / "commitlog" / f"{last - last % file_size:020d}", "r+b") as fh:
+        fh.seek(last % file_size + size // 2)
+        fh.write(bytes(size - size // 2))
+    (root / "abort").touch()
+    args = ("repair", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl")
+    planned = run(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.stderr
+    assert [(r["action"], r["commitLogOffset"]) for r in jsonl(planned.stdout) if r["action"] == "cut"] == [
+        ("cut", last)]
+    repaired = run(*args)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert jsonl(repaired.stdout) == jsonl(planned.stdout)
+    assert config_bytes(root) == before
+
+
+def test_a_database_the_finder_does_not_know_still_keeps_every_writer_off(root):
+    separate(root)
+    build(root / "config" / "rdb", {"default": {b"k": b"v"}})  # configManagerVersion=V2's database: not read
     res = run("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--dry-run")
-    one_line_error(res, "so clean writes nothing to this store")
+    one_line_error(res, str(root / "config" / "rdb"), "RocksDB config database rdb: not read by this version",
+                   "so clean writes nothing to this store")
 
 
 def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):

@@ -14,7 +14,8 @@ from ..checks.config import described
 from ..txn import Transaction, locked_for_writing
 
 
-# config restore writes JSON files only, and none the broker keeps in a RocksDB config database (refused below)
+# config restore is the writer a config database keeps off (parts.CONFIG_WRITERS); it understands them: it writes
+# JSON files only, and refuses (below) each one whose table the broker keeps in a RocksDB config database
 CONFIG_DATABASES_UNTOUCHED = frozenset({"rocksdb-config"})
 
 
