@@ -377,7 +377,6 @@ def test_diff_compares_the_tables_each_broker_loads_rocksdb_or_json(tmp_path):
     single(a)
     (b / "config" / "consumerOffset.json").write_text(json.dumps({"offsetTable": OFFSETS, "dataVersion": {"counter": 7}}))
     separate(b, offsets={"RocksTopicA@g1": {"0": 12}})  # the newer JSON file (7 > 3) replaces these
-    # the diff command reads file consume queues only, so a storeType=defaultRocksDB pair is compared here
     assert [(c.config, c.entriesA, c.entriesB, c.same) for c in diff_configs(store(a), store(b))] == [
         ("consumerOffset.json", 3, 3, True), ("topics.json", len(topic_configs()), len(topic_configs()), True),
         ("subscriptionGroup.json", 1, 1, True)]

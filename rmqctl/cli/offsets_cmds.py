@@ -13,6 +13,7 @@ from ..views.diff import diff_stores
 from ..store import Store
 from .base import cli, dumps, echo_err, parse_time_ms, render, store_options, wait_option
 
+QUEUE_STORES = {"default": "file consume queues", "defaultRocksDB": "RocksDB consume queue"}  # by storeType
 BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."
 
 
@@ -163,9 +164,11 @@ def diff(ctx, stores):
                            f"queueId={msg.get('queueId')} queueOffset={msg.get('queueOffset')} msgId={msg.get('msgId')}")
         for n in result.notes:
             click.echo(f"  {n}")
+        changed = [q.to_dict() for q in result.queues if q.relation != "identical"]
+        click.echo(f"consumequeues: {len(result.queues)} queue(s) compared unit by unit, {len(changed)} differ "
+                   f"(A: {QUEUE_STORES[result.a['queueStore']]}, B: {QUEUE_STORES[result.b['queueStore']]})")
         for c in result.configs:
             click.echo(_config_diff_line(c))
-        changed = [q.to_dict() for q in result.queues if q.relation != "identical"]
         if changed:
             render(changed, "table", title="consumequeues that differ")
     if not result.same:

@@ -1,8 +1,9 @@
 """`diff`: where two copies of one broker's store (a master and its slave after a failover, or two copies of a
 store) diverge. The commitlog is compared byte for byte over the range both hold, file by file in blocks
 (memcmp on the mapped pages: on one machine that is faster than a CRC per block, and exact); the first
-differing offset is then found inside the block, and the record there is shown on each side. Consumequeues are
-compared unit by unit; topics, subscription groups and consumer offsets entry by entry, as each side's broker
+differing offset is then found inside the block, and the record there is shown on each side. The consume
+queues each broker reads (file queues, or the RocksDB consume queue of storeType=defaultRocksDB) are compared
+unit by unit; topics, subscription groups and consumer offsets entry by entry, as each side's broker
 loads them (the JSON files, or the RocksDB config databases of storeType=defaultRocksDB). 5.x controller mode's
 epochs say which epoch each side's tail belongs to. Read-only.
 """
@@ -15,7 +16,9 @@ import numpy as np
 from .. import schema as S
 from ..configfiles import committed_offsets, read_broker_identity, read_epochs
 from ..rocksdbconfig import KINDS, broker_config
-from ..store import Store
+from ..errors import StoreError
+from ..rocksdbcq import UNIT_VALUE
+from ..store import Store, queue_keys
 from .inspect import commitlog_end, locate
 
 BLOCK = 4 << 20
@@ -57,7 +60,7 @@ class ConfigDiff:
 
 @dataclasses.dataclass
 class DiffResult:
-    a: dict  # per side: minOffset, maxOffset, epochs, identity
+    a: dict  # per side: minOffset, maxOffset, queueStore, epochs, identity
     b: dict
     commonFrom: int
     commonTo: int
@@ -86,6 +89,7 @@ def _side(store: Store) -> dict:
     lo = files[0].start if files else 0
     epochs, source = read_epochs(store.root)
     return {"store": str(store.root), "minOffset": lo, "maxOffset": end if end is not None else lo,
+            "queueStore": store.parts.queue_store,  # the consume queues its broker reads (storeType)
             "epochs": [dataclasses.asdict(e) for e in epochs], "epochFile": source,
             "identity": read_broker_identity(store.root)}
 
@@ -160,7 +164,19 @@ def diff_stores(a: Store, b: Store) -> DiffResult:
 
 
 def _units(store: Store, topic: str, qid: int) -> tuple[int, np.ndarray]:
-    """(first queue offset, units as one array) of a queue's written units."""
+    """(first queue offset, units as one array) of a queue the broker reads: its file queue's written units, or
+    its RocksDB queue's units (with their store time), which must be contiguous to be compared."""
+    rocks = store.rocks_queues
+    if rocks is not None:
+        batches = list(rocks.units(topic, qid))
+        if not batches:
+            return 0, np.empty(0, UNIT_VALUE)
+        offsets = np.concatenate([o for o, _ in batches])
+        if len(offsets) and offsets[-1] - offsets[0] != len(offsets) - 1:
+            gap = int(offsets[np.flatnonzero(np.diff(offsets) != 1)[0]]) + 1
+            raise StoreError(f"unit column family: {topic}/{qid} has no unit at queue offset {gap} between its first "
+                             "and last: diff compares contiguous queues only", rocks.directory)
+        return int(offsets[0]), np.concatenate([u for _, u in batches])
     cq = store.consume_queue(topic, qid)
     parts, first = [], None
     for start, f, written, arr in cq.units():
@@ -172,9 +188,16 @@ def _units(store: Store, topic: str, qid: int) -> tuple[int, np.ndarray]:
     return (first or 0), (np.concatenate(parts) if parts else np.empty(0, S.CQ_DTYPE))
 
 
+def differing(ua: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """Where two runs of units of the same length differ, over the fields both kinds hold (a file unit has no
+    store time: a RocksDB unit's is compared with another RocksDB unit's only)."""
+    fields = [n for n in ua.dtype.names if n in ub.dtype.names]
+    return np.flatnonzero(np.logical_or.reduce([ua[n].astype(np.int64) != ub[n].astype(np.int64) for n in fields]))
+
+
 def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
-    qa = {(q.topic, q.queue_id) for q in a.consume_queues()}
-    qb = {(q.topic, q.queue_id) for q in b.consume_queues()}
+    """Every queue either broker reads (file or RocksDB consume queues), unit by unit."""
+    qa, qb = set(queue_keys(a)), set(queue_keys(b))
     out = []
     for topic, qid in sorted(qa | qb):
         if (topic, qid) not in qb:
@@ -190,7 +213,7 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
         lo, hi = max(fa, fb), min(fa + len(ua), fb + len(ub))
         first = None
         if lo < hi:
-            differs = np.flatnonzero(ua[lo - fa: hi - fa] != ub[lo - fb: hi - fb])
+            differs = differing(ua[lo - fa: hi - fa], ub[lo - fb: hi - fb])
             first = lo + int(differs[0]) if len(differs) else None
         ea, eb = fa + len(ua), fb + len(ub)
         if first is not None:
@@ -201,7 +224,6 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
             relation = "a-prefix-of-b" if ea < eb else "b-prefix-of-a"
         out.append(QueueDiff(topic, qid, fa, ea, fb, eb, first, relation))
     return out
-
 
 
 def _entries(store: Store, name: str) -> tuple[str, dict | None]:
