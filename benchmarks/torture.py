@@ -5,7 +5,8 @@ stores (../shared/fixtures, or RMQCTL_FIXTURES).
   0x7FFFFFFF and negative values, swapped files, wrong sizes, stray names, index chains with loops, units past
   the end, non-UTF-8 topics, properties without separators, cut config/*.json, symlinks out of the store,
   MetaQ segments, RocksDB queues without CURRENT/MANIFEST/an SST, with column families not RocketMQ's or
-  a torn WAL); every read command runs on each copy, in one long-lived worker process as an operator's
+  a torn WAL, RocksDB config databases without CURRENT/MANIFEST/an SST, with a value that is not JSON or a column
+  family RocketMQ never creates); every read command runs on each copy, in one long-lived worker process as an operator's
   notebook would run them. A crash is an exit code outside 0/1/2, a traceback or an internal error, or more than
   1 GiB RSS (each command's own peak: VmHWM reset before it). A command past 600 s of CPU or 600 s blocked (a
   spinning loop, a wait that never ends; a command here takes well under a second of either) is counted as too
@@ -321,6 +322,7 @@ class Profile:
             ["msgid", "decode", self.msg_id, *base, "--format", "jsonl"],
             ["msgid", "lookup", self.msg_id, *base, "--format", "jsonl"],
             ["query", "key", self.key[0], self.key[1], *base, "--format", "jsonl"],
+            ["consumers", *base, "--format", "jsonl"],
         ] + ([["dump", "batchconsumequeue", *map(str, self.batch_queue), "--resolve", *base, "--format", "jsonl"],
               ["locate", 1, "--topic", self.batch_queue[0], "--queue-id", self.batch_queue[1], *base, "--format", "jsonl"],
               ["offset-by-time", self.batch_queue[0], 1795867585000, *base, "--format", "jsonl"]]
@@ -348,8 +350,9 @@ def files_of(root: Path) -> dict[str, list[Path]]:
 
 
 def adds_a_file(how: str) -> bool:
-    """A mutation that leaves damage beside the fixture's files (a stray commitlog file, a symlink out)."""
-    return how.startswith(("stray ", "symlink "))
+    """A mutation that leaves damage beside the fixture's files (a stray commitlog file, a symlink out, a config
+    database)."""
+    return how.startswith(("stray ", "symlink ", "config database "))
 
 
 _FIXTURE_FILES: dict[str, dict] = {}
@@ -369,7 +372,7 @@ def fixture_files_intact(name: str, root: Path, unread: tuple[str, ...] = ()) ->
 def mutate(root: Path, rng: random.Random, outside: Path, profile: "Profile") -> list[tuple[str, bool]]:
     """Damage a store copy in 1..3 ways; returns (what, whether verify must report it) for each."""
     kinds = files_of(root)
-    kinds["slots"] = profile.slots
+    kinds["slots"], kinds["conf"] = profile.slots, profile.conf
     done = []
     for _ in range(rng.randint(1, 3)):
         how = rng.choice(MUTATIONS)
@@ -658,9 +661,65 @@ def m_rocksdb_wal(root, kinds, rng, outside, S):
     return f"cut the WAL {directory.name}/{wal.name}", False
 
 
+CONFIG_DAMAGE = ("remove CURRENT", "remove MANIFEST", "remove SST", "garbage value", "unknown column family")
+
+
+def config_database(root: Path, conf: Path | None, damage: str, rng: random.Random) -> Path:
+    """Give a store copy the consumer offsets database of a storeType=defaultRocksDB broker (5.2-5.3.3's layout:
+    config/consumerOffsets with default, kvDataVersion and forbidden, an offset of every queue the store has), then
+    damage it: a file its MANIFEST needs gone, a value that is not JSON, or a column family RocketMQ never
+    creates. Returns the database."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from conftest import write_rocksdb  # here: the tests' one builder of broker-shaped databases, for these stores only
+    from rmqctl.config import load_config  # here: as every rmqctl import of this script, after the path is set
+    from rmqctl.store import Store, queue_keys
+
+    try:
+        store = Store(root, load_config(str(conf)) if conf else None)
+        queues = queue_keys(store)
+        store.close()
+    except Exception:  # a store an earlier mutation broke beyond listing its queues: offsets of one queue
+        queues = [("TopicTest", 0)]
+    offsets = {f"{topic}@torture".encode(): json.dumps({"offsetTable": {str(qid): 0}}).encode()
+               for topic, qid in queues}
+    families = {"default": offsets, "kvDataVersion": {b"kvDataVersionKey": b'{"counter":3,"stateVersion":0}'},
+                "forbidden": {}}
+    if damage == "garbage value":
+        families["default"][rng.choice(sorted(families["default"]))] = rng.choice([b'{"offsetTable":{0:', b"[1,2]",
+                                                                                  b"\xff\xfe", b""])
+    if damage == "unknown column family":
+        families["timer"] = {b"k": b"v"}
+    db = root / "config" / "consumerOffsets"
+    db.parent.mkdir(exist_ok=True)
+    write_rocksdb(db, families, "none")
+    gone = {"remove CURRENT": "CURRENT", "remove MANIFEST": "MANIFEST-*", "remove SST": "*.sst"}.get(damage)
+    if gone:
+        rng.choice(sorted(db.glob(gone))).unlink()
+    return db
+
+
+def m_config_database(root, kinds, rng, outside, S):
+    """A damaged RocksDB config database beside the store's files; where the broker reads it (storeType=
+    defaultRocksDB: the RocksDB queue fixtures), its load fails, which verify must report (config-load-fails or a
+    refusal); elsewhere it is a stale database the broker never opens."""
+    if (root / "config" / "consumerOffsets").exists():
+        raise ValueError("this copy has its config database already")
+    damage = rng.choice(CONFIG_DAMAGE)
+    config_database(root, kinds["conf"], damage, rng)
+    return f"config database consumerOffsets: {damage}", reads_config_databases(kinds["conf"])
+
+
+def reads_config_databases(conf: Path | None) -> bool:
+    """The broker of this config keeps its configs in RocksDB (storeType=defaultRocksDB)."""
+    from rmqctl.config import load_config  # here: as every rmqctl import of this script, after the path is set
+    from rmqctl.parts import ROCKSDB_STORE
+
+    return conf is not None and load_config(str(conf)).storeType == ROCKSDB_STORE
+
+
 MUTATIONS = [m_flip, m_zero_run, m_cut, m_grow, m_length, m_length, m_magic, m_body, m_topic_utf8, m_props_separators,
              m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out,
-             m_rocksdb_remove, m_rocksdb_family, m_rocksdb_wal]
+             m_rocksdb_remove, m_rocksdb_family, m_rocksdb_wal, m_config_database]
 
 
 def judges(argv: list) -> bool:

@@ -21,22 +21,23 @@ def pair(tmp_path):
     return a, b
 
 
-def config_lines(root) -> list[str]:
-    """Neither copy has a config database: each side's broker would load empty tables."""
-    return [f"{name}: identical; A 0 entries ({root('a')}/config/{db}), B 0 ({root('b')}/config/{db})"
-            for name, db in (("consumerOffset.json", "consumerOffsets"), ("topics.json", "topics"),
-                             ("subscriptionGroup.json", "subscriptionGroups"))]
+def table_lines(tmp_path, differ: int) -> list[str]:
+    """The commitlog, queue and config lines of a diff of the pair; neither copy has a config database, so each
+    side's broker would load empty tables."""
+    side = {s: tmp_path / s / "store" for s in ("a", "b")}
+    return ["commitlog: identical; compared [0, 360649)",
+            f"consumequeues: 15 queue(s) compared unit by unit, {differ} differ (A: RocksDB consume queue, B: RocksDB "
+            "consume queue)",
+            *(f"{name}: identical; A 0 entries ({side['a']}/config/{db}), B 0 ({side['b']}/config/{db})"
+              for name, db in (("consumerOffset.json", "consumerOffsets"), ("topics.json", "topics"),
+                               ("subscriptionGroup.json", "subscriptionGroups")))]
 
 
 def test_identical_copies_compare_every_rocksdb_queue(tmp_path):
     a, b = pair(tmp_path)
     res = run("diff", a, b, "--broker-config", broker_conf(ROCKS), "--format", "table")
     assert (res.exit_code, res.stderr) == (0, "")
-    assert res.stdout.splitlines() == [
-        "commitlog: identical; compared [0, 360649)",
-        "consumequeues: 15 queue(s) compared unit by unit, 0 differ (A: RocksDB consume queue, B: RocksDB consume "
-        "queue)",
-        *config_lines(lambda side: tmp_path / side / "store")]
+    assert res.stdout.splitlines() == table_lines(tmp_path, 0)
 
 
 def test_a_unit_changed_in_rocksdb_is_a_difference(tmp_path):
@@ -50,10 +51,7 @@ def test_a_unit_changed_in_rocksdb_is_a_difference(tmp_path):
     res = run("diff", a, b, "--broker-config", broker_conf(ROCKS), "--format", "table")
     assert (res.exit_code, res.stderr) == (1, "")
     assert res.stdout.splitlines() == [
-        "commitlog: identical; compared [0, 360649)",
-        "consumequeues: 15 queue(s) compared unit by unit, 1 differ (A: RocksDB consume queue, B: RocksDB consume "
-        "queue)",
-        *config_lines(lambda side: tmp_path / side / "store"),
+        *table_lines(tmp_path, 1),
         "consumequeues that differ",
         "topic        queueId  minOffsetA  maxOffsetA  minOffsetB  maxOffsetB  firstDifference  relation",
         "RocksTopicA        0           0          63           0          63                3  diverged"]
