@@ -320,7 +320,7 @@ def test_rebuild_consumequeue_reads_beside_the_config_databases_and_writes_none(
     assert config_bytes(root) == before
 
 
-def test_repair_cuts_a_torn_tail_beside_the_config_databases_and_writes_none(tmp_path):
+def test_repair_restore_and_append_run_beside_the_config_databases_and_write_none(tmp_path):
     """c-v5-features: a 5.3.3 store of file queues (repair writes those), with config databases beside them and
     its last record's second half zeroed by a crash."""
     name = "c-v5-features"
@@ -343,6 +343,15 @@ def test_repair_cuts_a_torn_tail_beside_the_config_databases_and_writes_none(tmp
     repaired = run(*args)
     assert repaired.exit_code == 0, repaired.stderr
     assert jsonl(repaired.stdout) == jsonl(planned.stdout)
+    assert config_bytes(root) == before
+    # restore (of repair's backup) and append never write a config either
+    backup = next(p.name for p in root.iterdir() if p.name.startswith(".rmqctl-backup-"))
+    restored = run("restore", backup, "--store", root, "--broker-config", broker_conf(name))
+    assert restored.exit_code == 0, restored.stderr
+    assert run(*args).exit_code == 0  # the torn tail is back: cut it again before appending
+    appended = run("append", "--store", root, "--broker-config", broker_conf(name), "--topic", "RocksTopicA",
+                   "--body", "beside the config databases", "--format", "jsonl")
+    assert appended.exit_code == 0, appended.stderr
     assert config_bytes(root) == before
 
 
