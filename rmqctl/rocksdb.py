@@ -5,12 +5,15 @@ empty directory (a writer's staging area), never opening a store's own for writi
 Through rocksdict (RocksDB with LZ4 and ZSTD built in), opened with RocksDB's read-only mode: no LOCK taken
 (a running broker holds it), the WAL replayed into memory only. rocksdict writes a small file of its own
 (rocksdict-config.json) into any directory it opens, so the database is opened through a view: a temporary
-directory outside the store holding symlinks to the database's files. The view is made and removed here.
+directory outside the store holding symlinks to the database's files. The view is made and removed here; the
+views live in one directory per user under $TMPDIR, each named after the process that made it, so a view whose
+process was killed before it could remove it is removed by the next one opened.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 from pathlib import Path
@@ -24,6 +27,10 @@ BINDING_FILE = "rocksdict-config.json"  # what rocksdict writes into every direc
 # Java's CompressionType.getCompressionType(libraryName): RocksDB library names; any other is NO_COMPRESSION
 COMPRESSIONS = {"snappy": "snappy", "z": "zlib", "bzip2": "bz2", "lz4": "lz4", "lz4hc": "lz4hc", "zstd": "zstd"}
 WRITE_BATCH = 1 << 16
+# a reader's RocksDB memory, whatever the database's size: one block cache this big holds the blocks being read
+# and every table's index and filter blocks (RocksDB's default keeps those outside any cache, one set per open
+# table, so they grow with the data, and gives each database a 32 MiB cache that a scan fills)
+READ_CACHE_BYTES = 4 << 20
 
 
 def rocksdict():
@@ -40,6 +47,34 @@ def _raise(e: Exception):
     raise e
 
 
+def _views() -> Path:
+    """This user's directory of views ($TMPDIR/rmqctl-rocksdb-<uid>), rid of the views of dead processes."""
+    base = Path(tempfile.gettempdir()) / f"rmqctl-rocksdb-{os.getuid()}"
+    try:
+        base.mkdir(mode=0o700, exist_ok=True)
+        found = os.lstat(base)
+    except OSError as e:
+        raise StoreError(f"cannot make the directory a RocksDB database is opened through: {e.strerror}", base) from None
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():  # a symlink or another user's: not ours
+        raise StoreError("is not a directory of this user's: a RocksDB database is opened through a view made there "
+                         "(set TMPDIR to another directory)", base)
+    for view in base.iterdir():
+        pid = view.name.split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(view, ignore_errors=True)
+    return base
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process has the pid
+        return True
+    return True
+
+
 class ReadOnlyDB:
     """One RocksDB database opened read-only through a view; `column_families` must be exactly its column
     families (`default` may be there unnamed: RocksDB always has it), besides any of `optional` (families a
@@ -48,7 +83,7 @@ class ReadOnlyDB:
     def __init__(self, directory: Path, column_families: tuple[str, ...] | None, optional: tuple[str, ...] = ()):
         self.directory = directory
         self.families: tuple[str, ...] = ()
-        self._view = Path(tempfile.mkdtemp(prefix="rmqctl-rocksdb-"))
+        self._view = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=_views()))
         # the view goes when this object does, or at exit for one never closed (a command's store is not)
         self._remove_view = weakref.finalize(self, shutil.rmtree, str(self._view), True)
         self._db = None
@@ -92,8 +127,9 @@ class ReadOnlyDB:
         if unknown:  # a layout this version does not know: read none of it rather than part of it
             raise StoreError(f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
                              f"{', '.join(known)}): a layout this version does not read", self.directory)
-        families = {cf: rd.Options(raw_mode=True) for cf in found if cf != "default"}
-        self._db = self._call(rd.Rdict, str(self._view), options=rd.Options(raw_mode=True),
+        cache = rd.Cache(READ_CACHE_BYTES)
+        families = {cf: _bounded_options(cache) for cf in found if cf != "default"}
+        self._db = self._call(rd.Rdict, str(self._view), options=_bounded_options(cache),
                               column_families=families, access_type=rd.AccessType.read_only(False))
         self._families = {cf: (self._db if cf == "default" else self._db.get_column_family(cf)) for cf in found}
         self.families = tuple(found)
@@ -133,9 +169,16 @@ class ReadOnlyDB:
                              self.directory)
         self._call(ahead.status)
 
+    def memory(self) -> dict[str, int]:
+        """RocksDB's own memory for this database (bytes): its block cache and what its open tables hold
+        outside it; both stay within READ_CACHE_BYTES whatever the database's size."""
+        return {"block-cache": self._call(self._db.property_int_value, "rocksdb.block-cache-usage"),
+                "table-readers": self._call(self._db.property_int_value, "rocksdb.estimate-table-readers-mem")}
+
     @staticmethod
     def _bounded(hi: bytes | None):
         read = rocksdict().ReadOptions()
+        read.fill_cache(False)  # a scan reads each block once: caching it would only evict the index and filters
         if hi is not None:
             read.set_iterate_upper_bound(hi)
         return read
@@ -157,6 +200,17 @@ def column_families(directory: Path) -> list[str]:
     """The column families of the database in `directory`, as its MANIFEST lists them (nothing opened)."""
     with ReadOnlyDB(directory, None) as listing:
         return list(listing.families)
+
+
+def _bounded_options(cache):
+    """A column family's read options: its tables' blocks, index and filters all in the one bounded `cache`."""
+    rd = rocksdict()
+    table = rd.BlockBasedOptions()
+    table.set_block_cache(cache)
+    table.set_cache_index_and_filter_blocks(True)
+    options = rd.Options(raw_mode=True)
+    options.set_block_based_table_factory(table)
+    return options
 
 
 def compression(library_name: str):

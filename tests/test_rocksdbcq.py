@@ -19,6 +19,7 @@ import rocksdict
 from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
+from rmqctl.rocksdb import READ_CACHE_BYTES, NewDB
 from rmqctl.store import Store
 
 ROCKS = "i-rocksdb-cq"
@@ -285,6 +286,11 @@ def test_verify_a_double_write_copy_that_disagrees(tmp_path):
     assert found[2][2].endswith("RocksDB no unit)")
 
 
+def views(tmp: Path) -> list[Path]:
+    """The views RocksDB databases are opened through, left under TMPDIR `tmp` (in this user's directory)."""
+    return [v for d in tmp.iterdir() for v in (d.iterdir() if d.name == f"rmqctl-rocksdb-{os.getuid()}" else [d])]
+
+
 def test_the_view_of_symlinks_goes_with_the_command(tmp_path):
     """The temporary view the database is opened through is removed when the command ends (a store is not
     closed by every command: the view goes at exit)."""
@@ -294,7 +300,55 @@ def test_the_view_of_symlinks_goes_with_the_command(tmp_path):
     res = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store", STORE,
                           "--format", "jsonl"], capture_output=True, text=True, env=env)
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
-    assert list(tmp.iterdir()) == []
+    assert views(tmp) == []
+
+
+def one_queue_store(root: Path, units: int) -> Path:
+    """A store of one RocksDB queue (RocksTopicA/0) of `units` units, written with the broker's options."""
+    (root / "commitlog").mkdir(parents=True)
+    (root / "lock").touch()  # a store root a broker has started on
+    db = NewDB(root / "consumequeue", rocksdbcq.family_options())
+    value = rocksdbcq.INT64.pack(0) + rocksdbcq.INT32.pack(100) + rocksdbcq.INT64.pack(0) + rocksdbcq.INT64.pack(1 << 40)
+    db.put(rocksdbcq.UNIT_CF, ((rocksdbcq.unit_key("RocksTopicA", 0, i), value) for i in range(units)))
+    db.put(rocksdbcq.OFFSET_CF, [(rocksdbcq.offset_key("RocksTopicA", rocksdbcq.MAX, 0),
+                                  rocksdbcq.OFFSET_VALUE.pack(0, units - 1))])
+    db.finish()
+    return root
+
+
+def test_a_killed_readers_view_is_removed_by_the_next_reader(tmp_path):
+    """SIGKILL leaves no chance to remove the view: the next reader removes the views of dead processes."""
+    root = one_queue_store(tmp_path / "store", 20_000)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    # its output fills the pipe nobody reads: the dump stops mid-queue, its database open
+    reader = subprocess.Popen([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store",
+                               root, "--format", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    while not views(tmp) and reader.poll() is None:
+        time.sleep(0.05)
+    reader.kill()
+    reader.wait()
+    assert reader.returncode == -9 and [v.name.split("-")[0] for v in views(tmp)] == [str(reader.pid)]
+    res = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store", STORE,
+                          "--format", "jsonl"], capture_output=True, text=True, env=env)
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
+    assert views(tmp) == []
+
+
+def test_reading_a_queue_holds_rocksdbs_memory_within_its_cache(tmp_path):
+    """A full scan leaves RocksDB's block cache and its tables' index and filter blocks within READ_CACHE_BYTES:
+    a reader's memory does not grow with the database (RocksDB's defaults cache every block a scan reads, up to
+    32 MiB, and hold each table's index and filters outside any cache)."""
+    root = one_queue_store(tmp_path / "store", 400_000)
+    rocks = rocksdbcq.RocksConsumeQueues(root / "consumequeue")
+    try:
+        assert sum(len(q) for q, _ in rocks.units("RocksTopicA", 0)) == 400_000
+        for i in range(0, 400_000, 1000):
+            assert rocks.unit("RocksTopicA", 0, i) is not None
+        assert sum(rocks.db.memory().values()) <= READ_CACHE_BYTES
+    finally:
+        rocks.close()
 
 
 # -- rebuild -------------------------------------------------------------------------------------------------
