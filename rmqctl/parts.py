@@ -129,6 +129,11 @@ class StoreParts:
         return [p for p in self.parts if not p.read]
 
     @property
+    def unread_named(self) -> list[Part]:
+        """The parts not read that every read command names (an unknown plain file in the root is not one)."""
+        return [p for p in self.unread if p.blocks_writers]
+
+    @property
     def topics_not_read(self) -> frozenset[str]:
         """Topics whose queues live in a part not read: their messages are not missing from consumequeue/."""
         return frozenset().union(*(p.topics for p in self.unread))

@@ -146,9 +146,8 @@ class StoreContext:
         such a store instead, in its one error line; a failed command's error line stays the last)."""
         if meta.get(FAILED):
             return
-        for part in self._store.parts.unread:
-            if part.blocks_writers:
-                echo_err(f"rmqctl: note: {part.line()}")
+        for part in self._store.parts.unread_named:
+            echo_err(f"rmqctl: note: {part.line()}")
 
     def report_moved(self):
         """What moved under a read of a running broker's store (files it deleted, a tail being written)."""

@@ -99,7 +99,8 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, columns)
-        echo_err(_summary(result, counted, len(findings)))  # every run says what it read (--quiet: nothing)
+        # every run says what it read, and what it did not (--quiet: nothing)
+        echo_err(_summary(result, counted, len(findings), store.parts.unread_named))
         _say_restarts(result.restarted_after)
         echo_moved(result.moved)
         if accepted or gone:
@@ -158,9 +159,10 @@ def _print_findings(rows: list[dict]):
         con.print(Text("        " + r["detail"]), soft_wrap=False)
 
 
-def _summary(result, counted: list | None, shown: int) -> str:
+def _summary(result, counted: list | None, shown: int, unread: list) -> str:
     """Counts over every finding reported (`counted`, or verify's own count of all), of which `shown` are
-    listed: --max-findings cuts the listing, not the count."""
+    listed: --max-findings cuts the listing, not the count. A store with `unread` parts is sound only as far
+    as read, and the line names them: a summary read alone must not vouch for what was not checked."""
     s = result.stats
     if counted is None:
         counts, kinds, total = s["findings"]["bySeverity"], s["findings"]["byKind"], s["findings"]["total"]
@@ -169,10 +171,11 @@ def _summary(result, counted: list | None, shown: int) -> str:
         total = len(counted)
     head = (f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
             f"({s['jobs']} job(s)): ")
+    not_read = "; not read: " + ", ".join(f"{p.path} ({p.what})" for p in unread) if unread else ""
     if not total:
-        return head + "sound"
+        return head + ("sound as far as read" if unread else "sound") + not_read
     parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts.get(k)]
     text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.items())
     if shown < total:
         text += f" (showing {shown} of {total}: --max-findings)"
-    return text
+    return text + not_read
