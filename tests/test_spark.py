@@ -278,6 +278,53 @@ def test_spark_verify_reports_what_verify_reports(spark):
     assert {f["kind"] for f in got[store_root("d-crashed")]} >= {"body-crc", "torn-tail"}
 
 
+def test_spark_verify_of_rocksdb_queue_stores_reports_what_verify_reports(spark, tmp_path):
+    """RocksDB consume queues (i-rocksdb-cq sound, damaged, behind after a crash; k-combine-cq's double write
+    diverged) in one `spark verify`: per store, verify's own findings, in its order; and a store whose queues
+    are not read, which is sound only as far as read."""
+    from rmqctl import rocksdbcq as R
+    from test_rocksdbcq import rewrite  # the damage is test_rocksdbcq's, made with RocksDB itself
+
+    def damage(db, offsets):
+        key = R.unit_key("RocksTopicA", 0, 3)
+        db[key] = db[key][:8] + R.INT32.pack(12) + db[key][12:]
+        del db[R.unit_key("RocksTopicA", 2, 7)]
+        offsets[R.offset_key("Rocks-Bench-3", R.MAX, 0)] = db[R.unit_key("Rocks-Bench-3", 0, 51)][:8] + R.INT64.pack(51)
+
+    def behind(db, offsets):
+        offsets[R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0)] = R.INT64.pack(300_000)
+
+    def diverge(db, offsets):
+        key = R.unit_key("CombTopicA", 1, 4)
+        db[key] = db[key][:20] + R.INT64.pack(5)
+
+    stores = []
+    for name, change in (("i-rocksdb-cq", None), ("i-rocksdb-cq", damage), ("i-rocksdb-cq", behind),
+                         ("k-combine-cq", diverge)):
+        root = copy_store(name, tmp_path / str(len(stores)))
+        if change is not None:
+            rewrite(root, change)
+        stores.append((root.resolve(), broker_conf(name)))
+    tiered = tmp_path / "tiered.conf"
+    tiered.write_text("storeType=tieredRocksDB\n")
+    unread = fixture_dir("a-basic") / "store"
+    r = run("spark", "verify", "--format", "jsonl", *(a for root, _ in stores for a in ("--store", root)),
+            "--store", unread, *(a for _, conf in stores for a in ("--broker-config", conf)), "--broker-config", tiered)
+    assert r.exit_code == 1, r.stderr
+    assert (f"spark verify: {unread}: 2000 records, 2.6 MB of commitlog in 40 task(s): sound as far as read; not "
+            f"read: {unread}/consumequeue (consume queues of storeType=tieredRocksDB)") in r.stderr.splitlines()
+    got = defaultdict(list)
+    for f in jsonl(r.stdout):
+        got[f.pop("store")].append(f)
+    kinds = []
+    for root, conf in stores:
+        v = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        assert got[str(root)] == jsonl(v.stdout), root
+        kinds.append(sorted({f["kind"] for f in got[str(root)]}))
+    assert kinds == [[], ["cq-entry-invalid", "cq-entry-mismatch", "cq-missing-entries", "rocksdb-cq-offset-table"],
+                     ["rocksdb-cq-behind"], ["rocksdb-cq-double-write"]]
+
+
 def test_spark_commands_take_the_contract_options():
     """--store (repeatable here), --broker-config and --format after every spark command's name."""
     from rmqctl.cli.spark_cmds import spark_group

@@ -14,6 +14,7 @@ from ..errors import EXIT_REFUSED, UsageError
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
 from .base import FORMATS, TIME, cli, echo_err, render
+from .verify_cmds import not_read_note, soundness
 
 LOG_LEVELS = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"]
 
@@ -232,7 +233,9 @@ def spark_verify(selection, spark_options, only, deep, max_findings, since, unti
         render(rows, auto_format(fmt), VERIFY_COLUMNS)
     for store, result in results:
         s = result.stats
-        state = f"{len(result.problems)} problem(s), {len(result.findings)} finding(s)" if result.findings else "sound"
+        unread = store.parts.unread_named
+        state = (f"{len(result.problems)} problem(s), {len(result.findings)} finding(s){not_read_note(unread)}"
+                 if result.findings else soundness(unread))
         echo_err(f"spark verify: {store.root}: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in "
                  f"{s['jobs']} task(s): {state}")
     raise click.exceptions.Exit(max((result.exit_code for _, result in results), default=0))

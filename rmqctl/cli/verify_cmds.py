@@ -99,8 +99,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, columns)
-        # every run says what it read, and what it did not (--quiet: nothing)
-        echo_err(_summary(result, counted, len(findings), store.parts.unread_named))
+        echo_err(_summary(result, counted, len(findings), store.parts.unread_named))  # what it read and not
         _say_restarts(result.restarted_after)
         echo_moved(result.moved)
         if accepted or gone:
@@ -171,11 +170,19 @@ def _summary(result, counted: list | None, shown: int, unread: list) -> str:
         total = len(counted)
     head = (f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
             f"({s['jobs']} job(s)): ")
-    not_read = "; not read: " + ", ".join(f"{p.path} ({p.what})" for p in unread) if unread else ""
     if not total:
-        return head + ("sound as far as read" if unread else "sound") + not_read
+        return head + soundness(unread)
     parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts.get(k)]
     text = head + ", ".join(parts) + " — " + ", ".join(f"{k} {n}" for k, n in kinds.items())
     if shown < total:
         text += f" (showing {shown} of {total}: --max-findings)"
-    return text + not_read
+    return text + not_read_note(unread)
+
+
+def soundness(unread: list) -> str:
+    """What a run without findings says: sound, or sound as far as read and what was not (`unread` parts)."""
+    return ("sound as far as read" if unread else "sound") + not_read_note(unread)
+
+
+def not_read_note(unread: list) -> str:
+    return "; not read: " + ", ".join(f"{p.path} ({p.what})" for p in unread) if unread else ""
