@@ -30,6 +30,16 @@ FILE_STORE, ROCKSDB_STORE = "default", "defaultRocksDB"  # MessageStoreConfig.st
 ROCKSDB_FILES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "LOG.old.*", "MANIFEST-*", "OPTIONS-*", "*.sst", "*.log",
                  "*.blob", "*.dbtmp")
 ROCKSDB_MARKS = ("CURRENT", "MANIFEST-*", "*.sst")  # any of these makes a directory a RocksDB database
+# the RocksDB consume queue's kinds (the broker's queue store; develop's double-write copy)
+ROCKS_QUEUE_PARTS = frozenset({"consumequeue", "rocksdb-consumequeue"})
+# what to do instead, for a writer kept off a store whose broker reads a RocksDB consume queue
+ROCKS_QUEUE_INSTEAD = {
+    "repair": "rebuild consumequeue rebuilds the RocksDB queue whole from the commitlog; to repair the rest, convert "
+              "consumequeue --to file first and back with --to rocksdb after",
+    "rebuild consumequeue": "rebuild consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, "
+                            "or convert consumequeue --to file first and back with --to rocksdb after",
+}
+ROCKS_QUEUE_DEFAULT_INSTEAD = "convert consumequeue --to file first and back with --to rocksdb after"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +186,19 @@ class StoreParts:
             p = blocking[0]
             more = f" (and {len(blocking) - 1} more such part(s): `rmqctl info` lists them)" if len(blocking) > 1 else ""
             how = "read but not written by this version" if p.read else f"not read by this version ({p.why})"
-            raise StoreError(f"{p.what}: {how}, so {writer} writes nothing to this store{more}", p.path)
+            raise StoreError(f"{p.what}: {how}, so {writer} writes nothing to this store{more}{self._instead(p, writer)}",
+                             p.path)
+
+    def refuse_partial_rocks_queue(self, writer: str):
+        """A writer of some queues only, on a store whose broker reads a RocksDB consume queue: exit 2."""
+        p = self.find("consumequeue")
+        raise StoreError(f"{p.what}: rebuilt whole only, so {writer} of some queues writes nothing to this store"
+                         f"{self._instead(p, writer)}", p.path)
+
+    def _instead(self, part: Part, writer: str) -> str:
+        if part.kind != "consumequeue" or self.queue_store != ROCKSDB_STORE:
+            return ""
+        return f"; instead: {ROCKS_QUEUE_INSTEAD.get(writer, ROCKS_QUEUE_DEFAULT_INSTEAD)}"
 
     def to_list(self) -> list[dict]:
         return [p.to_dict() for p in self.parts]

@@ -179,12 +179,46 @@ def test_reads_change_nothing_and_take_no_lock(tmp_path):
     assert tree(root) == before
 
 
-def test_writers_refuse_a_queue_they_do_not_write(tmp_path):
+ROCKS_WHAT = "RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB)"
+CONVERT_INSTEAD = "convert consumequeue --to file first and back with --to rocksdb after"
+REFUSALS = [
+    (["repair"], "read but not written by this version, so repair writes nothing to this store; instead: rebuild "
+                 "consumequeue rebuilds the RocksDB queue whole from the commitlog; to repair the rest, " + CONVERT_INSTEAD),
+    (["append", "--topic", "RocksTopicA", "--body", "x"],
+     f"read but not written by this version, so append writes nothing to this store; instead: {CONVERT_INSTEAD}"),
+    (["rebuild", "index"],
+     f"read but not written by this version, so rebuild index writes nothing to this store; instead: {CONVERT_INSTEAD}"),
+    (["rebuild", "consumequeue", "--topic", "RocksTopicA"],
+     "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
+     "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD),
+    (["rebuild", "consumequeue", "--topic", "RocksTopicA", "--queue-id", "0"],
+     "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
+     "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD),
+]
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["apply", "dry-run"])
+@pytest.mark.parametrize("args,why", REFUSALS, ids=[" ".join(a[:3]) for a, _ in REFUSALS])
+def test_writers_refuse_a_queue_they_do_not_write(tmp_path, args, why, dry_run):
+    """One line naming the part, why, and what to do instead; exit 2; not a byte written (nor a file touched)."""
     root = copy_store(ROCKS, tmp_path)
-    res = run("rebuild", "index", "--dry-run", "--store", root, "--broker-config", broker_conf(ROCKS))
-    assert one_line_error(res) == (
-        f"rmqctl: {root}/consumequeue: RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB): "
-        "read but not written by this version, so rebuild index writes nothing to this store")
+    before = tree(root)
+    res = run(*args, *(["--dry-run"] if dry_run else []), "--store", root, "--broker-config", broker_conf(ROCKS))
+    assert one_line_error(res) == f"rmqctl: {root}/consumequeue: {ROCKS_WHAT}: {why}"
+    assert tree(root) == before
+
+
+def test_config_restore_writes_the_config_files_only(tmp_path):
+    """config restore never touches a queue: a RocksDB consume queue does not keep it off the store."""
+    root = copy_store(ROCKS, tmp_path)
+    sound = '{"dataVersion":{"counter":1,"timestamp":1700000000000},"topicConfigTable":{}}'
+    (root / "config").mkdir()
+    (root / "config" / "topics.json").write_text(sound[:20])
+    (root / "config" / "topics.json.bak").write_text(sound)
+    before = tree(root / "consumequeue")
+    res = run("config", "restore", "--apply", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert (root / "config" / "topics.json").read_text() == sound and tree(root / "consumequeue") == before
 
 
 # -- verify --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..configfiles import present_configs
 from ..errors import StoreError, UsageError
+from ..parts import ROCKS_QUEUE_PARTS
 from ..rocksdbconfig import kept_in_rocksdb
 from ..store import Store, elsewhere
 from ..checks.config import described
@@ -15,8 +16,9 @@ from ..txn import Transaction, locked_for_writing
 
 
 # config restore is the writer a config database keeps off (parts.CONFIG_WRITERS); it understands them: it writes
-# JSON files only, and refuses (below) each one whose table the broker keeps in a RocksDB config database
-CONFIG_DATABASES_UNTOUCHED = frozenset({"rocksdb-config"})
+# JSON files only, and refuses (below) each one whose table the broker keeps in a RocksDB config database. It never
+# writes a queue, so a RocksDB consume queue does not keep it off either
+CONFIG_DATABASES_UNTOUCHED = frozenset({"rocksdb-config"}) | ROCKS_QUEUE_PARTS
 
 
 @dataclasses.dataclass

@@ -87,7 +87,7 @@ def rebuild_queues(store: Store, topic: str | None = None, queue_id: int | None 
     if store.parts.queue_store != ROCKSDB_STORE:
         return rebuild_consumequeue(store, topic, queue_id, **options)
     if topic is not None or queue_id is not None:
-        raise UsageError("a RocksDB consume queue is rebuilt whole: --topic and --queue-id select file queues")
+        store.parts.refuse_partial_rocks_queue("rebuild consumequeue")
     return rebuild_rocks_queue(store, **options)
 
 
