@@ -459,13 +459,6 @@ def test_rebuild_replaces_a_database_it_cannot_read(tmp_path):
     assert findings(root) == (0, [])
 
 
-def test_rebuild_of_a_rocksdb_queue_is_whole(tmp_path):
-    root = copy_store(ROCKS, tmp_path)
-    res = run("rebuild", "consumequeue", "--topic", "RocksTopicA", "--store", root, "--broker-config", broker_conf(ROCKS))
-    assert one_line_error(res) == ("rmqctl: a RocksDB consume queue is rebuilt whole: --topic and --queue-id select "
-                                   "file queues")
-
-
 def test_sigkill_during_rebuild_leaves_the_old_database_or_the_new(tmp_path):
     """Killed at moments spread over a whole run's time, then the next writer's recovery rule: the queue reads
     as the damaged one it was or as the rebuilt one, never a mix."""
