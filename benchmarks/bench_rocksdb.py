@@ -1,20 +1,24 @@
 """The RocksDB consume queue: `dump consumequeue` and `verify` of a RocksDB queue, and `rebuild consumequeue`
 into RocksDB, each next to a yardstick measured in the same run.
 
-1. Dump: a RocksDB consume queue of --units units in one queue is written (rmqctl's own writer, the broker's
+1. Dump: a RocksDB consume queue of N units in one queue is written (rmqctl's own writer, the broker's
    options); `rmqctl dump consumequeue` of that queue (jsonl to /dev/null) is timed against `ldb scan` (Debian
-   rocksdb-tools) of the same column family, and its peak RSS measured at --units and at a tenth of it: the
-   memory must not grow with the units.
+   rocksdb-tools) of the same column family, and its peak RSS measured at each N of --units: the memory must
+   not grow with the units.
 2. Rebuild and verify: a commitlog of --file-mb MiB (benchmarks/bench_rebuild.py's ~1 KiB messages) is
    generated; `rebuild consumequeue` from nothing into file queues (storeType=default) and into RocksDB
    (storeType=defaultRocksDB) of the same commitlog are timed (target: RocksDB within 2x the file queues), then
    `verify` of each store (RocksDB units checked with the file units' rules).
-3. Verify at scale: a commitlog of --units small records (no body, no properties: numpy copies of one record
+3. Verify at scale: a commitlog of N small records (no body, no properties: numpy copies of one record
    made by rmqctl.record.encode_record, its queue, offsets and store time patched) in 8 queues, with its
    RocksDB queue written beside it; `rmqctl verify` (every unit checked against its record) is timed against
-   `ldb scan` of the units' column family, its peak RSS measured at --units and at a tenth of it.
+   `ldb scan` of the units' column family, its peak RSS measured at each N of --units.
 
-    python benchmarks/bench_rocksdb.py [--units 10000000] [--file-mb 1024] [--dir /dev/shm] [--parts dump,rebuild,verify]
+Peak RSS is given whole and anonymous (RssAnon): the whole counts the commitlog pages a command maps (page
+cache, or shared memory with --dir on tmpfs), which the kernel takes back; the anonymous part is the command's
+own memory (heap, arrays, RocksDB's caches).
+
+    python benchmarks/bench_rocksdb.py [--units 1000000,10000000] [--file-mb 1024] [--dir /dev/shm] [--parts dump,rebuild,verify]
 """
 from __future__ import annotations
 
@@ -114,21 +118,37 @@ def record_store(root: Path, units: int) -> int:
     return file_size
 
 
-def measured(args: list[str], env=None) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one command, from /usr/bin/time (on a
-    shared machine the CPU seconds are the steadier figure)."""
+def measured(args: list[str], env=None) -> tuple[float, float, float, float]:
+    """Wall seconds, CPU seconds (user + system), peak RSS and peak anonymous RSS (MiB) of one command. The
+    total counts the commitlog pages the command maps (file-backed, or shared memory on tmpfs: page cache the
+    kernel takes back, not the command's heap); RssAnon (/proc/<pid>/status, sampled every 10 ms) is the
+    command's own memory: the heap, numpy's arrays, RocksDB's caches. On a shared machine the CPU seconds are
+    the steadier figure."""
     t = time.perf_counter()
-    res = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *args], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    anon, done = 0, (0, 0, None)
+    while not done[0]:
+        anon = max(anon, rss_anon(child.pid))
+        time.sleep(0.01)
+        done = os.wait4(child.pid, os.WNOHANG)  # its own rusage: peak RSS and CPU of this command alone
     wall = time.perf_counter() - t
-    if res.returncode not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
-        raise RuntimeError(f"{args[3:5]} failed: {res.stderr[-500:]}")
-    rss, user, system = res.stderr.strip().splitlines()[-1].split()
-    return wall, float(user) + float(system), int(rss) / 1024
+    code, usage = os.waitstatus_to_exitcode(done[1]), done[2]
+    if code not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
+        raise RuntimeError(f"{args[3:5]} failed: {child.stderr.read()[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, anon / 1024
 
 
-def dump_part(base: Path, units: int, env: dict):
-    for n in (units // 10, units):
+def rss_anon(pid: int) -> int:
+    """A process's anonymous resident KiB now (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("RssAnon:")), 0)
+    except OSError:
+        return 0
+
+
+def dump_part(base: Path, sizes: list[int], env: dict):
+    for n in sizes:
         root = base / f"store-{n}"
         (root / "commitlog").mkdir(parents=True)
         (root / "lock").touch()
@@ -137,14 +157,14 @@ def dump_part(base: Path, units: int, env: dict):
         print(f"wrote a RocksDB queue of {n} units in {time.perf_counter() - t:.1f} s")
         dump = [sys.executable, "-m", "rmqctl", "dump", "consumequeue", TOPIC, "0", "--store", str(root),
                 "--format", "jsonl"]
-        dump_s, dump_cpu, rss = measured(dump, env)
+        dump_s, dump_cpu, rss, anon = measured(dump, env)
         copy = base / "ldb-copy"
         shutil.copytree(root / "consumequeue", copy)
-        ldb_s, ldb_cpu, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
+        ldb_s, ldb_cpu, _, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
                                       "--value_hex"])
         shutil.rmtree(copy)
         print(f"  dump consumequeue {dump_s:7.2f} s wall {dump_cpu:7.2f} s CPU  {n / dump_cpu / 1e6:5.2f} M units/CPU-s  "
-              f"peak RSS {rss:5.0f} MiB | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU "
+              f"peak RSS {rss:5.0f} MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU "
               f"({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): dump takes {dump_cpu / ldb_cpu:4.2f}x ldb's CPU")
         shutil.rmtree(root)
 
@@ -168,11 +188,11 @@ def rebuild_part(base: Path, file_mb: int, env: dict):
         conf.write_text(f"mappedFileSizeCommitLog={file_mb << 20}\nstoreType={config.storeType or 'default'}\n")
         verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
                   "--format", "jsonl"]
-        secs, cpu, rss = measured(verify, env)
-        print(f"  verify of {what:14s} {secs:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:5.0f} MiB")
+        secs, cpu, rss, anon = measured(verify, env)
+        print(f"  verify of {what:14s} {secs:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:5.0f} MiB (anon {anon:5.0f})")
 
-def verify_part(base: Path, units: int, env: dict):
-    for n in (units // 10, units):
+def verify_part(base: Path, sizes: list[int], env: dict):
+    for n in sizes:
         root = base / f"verify-{n}"
         t = time.perf_counter()
         file_size = record_store(root, n)
@@ -182,21 +202,21 @@ def verify_part(base: Path, units: int, env: dict):
         conf.write_text(f"mappedFileSizeCommitLog={file_size}\nstoreType=defaultRocksDB\n")
         verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
                   "--format", "jsonl"]
-        secs, cpu, rss = measured(verify, env)
+        secs, cpu, rss, anon = measured(verify, env)
         copy = base / "ldb-copy"
         shutil.copytree(root / "consumequeue", copy)
-        ldb_s, ldb_cpu, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
+        ldb_s, ldb_cpu, _, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
                                       "--value_hex"])
         shutil.rmtree(copy)
         print(f"  verify {secs:7.2f} s wall {cpu:7.2f} s CPU  {n / cpu / 1e6:5.2f} M units/CPU-s  peak RSS {rss:5.0f} "
-              f"MiB | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU ({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): "
+              f"MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU ({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): "
               f"verify takes {cpu / ldb_cpu:4.2f}x ldb's CPU")
         shutil.rmtree(root)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--units", type=int, default=10_000_000)
+    ap.add_argument("--units", default="1000000,10000000", help="unit counts to measure at, comma-separated")
     ap.add_argument("--file-mb", type=int, default=1024)
     ap.add_argument("--parts", default="dump,rebuild,verify")
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -205,13 +225,13 @@ def main():
     base = Path(tempfile.mkdtemp(prefix="rmqctl-bench-rocksdb-", dir=args.dir))
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (wall-clock times)")
     try:
-        parts = args.parts.split(",")
+        parts, sizes = args.parts.split(","), [int(n) for n in args.units.split(",")]
         if "dump" in parts:
-            dump_part(base, args.units, env)
+            dump_part(base, sizes, env)
         if "rebuild" in parts:
             rebuild_part(base, args.file_mb, env)
         if "verify" in parts:
-            verify_part(base, args.units, env)
+            verify_part(base, sizes, env)
     finally:
         shutil.rmtree(base)
 
