@@ -121,30 +121,36 @@ def record_store(root: Path, units: int) -> int:
 def measured(args: list[str], env=None) -> tuple[float, float, float, float]:
     """Wall seconds, CPU seconds (user + system), peak RSS and peak anonymous RSS (MiB) of one command. The
     total counts the commitlog pages the command maps (file-backed, or shared memory on tmpfs: page cache the
-    kernel takes back, not the command's heap); RssAnon (/proc/<pid>/status, sampled every 10 ms) is the
-    command's own memory: the heap, numpy's arrays, RocksDB's caches. On a shared machine the CPU seconds are
+    kernel takes back, not the command's heap); both sampled from /proc/<pid>/status every 10 ms, RssAnon being
+    the command's own memory: the heap, numpy's arrays, RocksDB's caches. On a shared machine the CPU seconds are
     the steadier figure."""
     t = time.perf_counter()
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    anon, done = 0, (0, 0, None)
+    peak, anon, done = 0, 0, (0, 0, None)
     while not done[0]:
-        anon = max(anon, rss_anon(child.pid))
+        hwm, now = resident(child.pid, args)
+        peak, anon = max(peak, hwm), max(anon, now)
         time.sleep(0.01)
-        done = os.wait4(child.pid, os.WNOHANG)  # its own rusage: peak RSS and CPU of this command alone
+        done = os.wait4(child.pid, os.WNOHANG)  # its own CPU time
     wall = time.perf_counter() - t
     code, usage = os.waitstatus_to_exitcode(done[1]), done[2]
     if code not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
         raise RuntimeError(f"{args[3:5]} failed: {child.stderr.read()[-500:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, anon / 1024
+    return wall, usage.ru_utime + usage.ru_stime, peak / 1024, anon / 1024
 
 
-def rss_anon(pid: int) -> int:
-    """A process's anonymous resident KiB now (0 once it is gone)."""
+def resident(pid: int, args: list[str]) -> tuple[int, int]:
+    """A process's peak resident KiB so far (VmHWM: its own, where rusage's ru_maxrss of a child counts the
+    parent's resident set at the fork) and its anonymous resident KiB now; (0, 0) before it runs `args` (until
+    the exec its memory is this process's) and once it is gone."""
     try:
+        if Path(f"/proc/{pid}/cmdline").read_bytes() != "".join(f"{a}\0" for a in args).encode():
+            return 0, 0
         with open(f"/proc/{pid}/status") as f:
-            return next((int(line.split()[1]) for line in f if line.startswith("RssAnon:")), 0)
-    except OSError:
-        return 0
+            fields = dict(line.split(":", 1) for line in f if line.startswith(("VmHWM:", "RssAnon:")))
+        return int(fields["VmHWM"].split()[0]), int(fields["RssAnon"].split()[0])
+    except (OSError, KeyError):
+        return 0, 0
 
 
 def dump_part(base: Path, sizes: list[int], env: dict):
