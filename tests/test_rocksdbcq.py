@@ -209,16 +209,17 @@ def test_writers_refuse_a_queue_they_do_not_write(tmp_path, args, why, dry_run):
 
 
 def test_config_restore_writes_the_config_files_only(tmp_path):
-    """config restore never touches a queue: a RocksDB consume queue does not keep it off the store."""
+    """config restore never touches a queue: a RocksDB consume queue does not keep it off the store (a file the
+    broker keeps in JSON even with storeType=defaultRocksDB: delayOffset.json)."""
     root = copy_store(ROCKS, tmp_path)
-    sound = '{"dataVersion":{"counter":1,"timestamp":1700000000000},"topicConfigTable":{}}'
+    sound = '{"offsetTable":{1:1700000000000}}'
     (root / "config").mkdir()
-    (root / "config" / "topics.json").write_text(sound[:20])
-    (root / "config" / "topics.json.bak").write_text(sound)
+    (root / "config" / "delayOffset.json").write_text(sound[:12])
+    (root / "config" / "delayOffset.json.bak").write_text(sound)
     before = tree(root / "consumequeue")
     res = run("config", "restore", "--apply", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
-    assert (root / "config" / "topics.json").read_text() == sound and tree(root / "consumequeue") == before
+    assert (root / "config" / "delayOffset.json").read_text() == sound and tree(root / "consumequeue") == before
 
 
 # -- verify --------------------------------------------------------------------------------------------------
