@@ -21,6 +21,7 @@ import pytest
 
 from conftest import FIXTURES, run, truth
 from test_compaction import conf_with_compaction, write_compaction
+from test_rocksdbstore import index_entries, write_db
 from rmqctl.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +47,8 @@ def every_command() -> set[str]:
 class Stores:
     """Writable copies of the fixtures the table runs on: a-basic (4.9.7), f-timer5 (its timer wheel unpacked),
     d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks), j-batchcq
-    (5.3.3's BatchCQ topic) with a compaction topic's queue written beside it, g-metaq and a copy of it with one
+    (5.3.3's BatchCQ topic) with a compaction topic's queue written beside it, b-mixed with a RocksDB message
+    store (5.4) built from its records, g-metaq and a copy of it with one
     record's data changed (verify finds it)."""
 
     def __init__(self, base: Path):
@@ -60,6 +62,10 @@ class Stores:
         self.v5 = self.copy("c-v5-features")
         self.batchcq = self.copy("j-batchcq")
         write_compaction(self.batchcq, conf_with_compaction(base), "PlainTopic", 0)
+        self.rocksdbstore = self.copy("b-mixed")  # with the 5.4 RocksDB message store its records' index makes
+        messages = truth("b-mixed", "truth-messages.jsonl")
+        write_db(self.rocksdbstore / "rocksdbstore",
+                 {"default": dict(e for m in messages for e in index_entries(m)), "timer": {}, "trans": {}})
         self.metaq = self.copy("g-metaq")
         self.metaq_damaged = self.copy("g-metaq", "g-metaq-damaged")
         with open(self.metaq_damaged / "meta-test-0" / "00000000000000000000.meta", "r+b") as segment:
@@ -107,6 +113,8 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
         ("dump batchconsumequeue", "bad", ["NoSuchTopic", 0, *j], 2),
         ("dump compaction", "read", ["PlainTopic", 0, *j], 0), ("dump compaction", "bad", ["NoSuchTopic", 0, *j], 2),
         ("dump index", "read", [*a], 0), ("dump index", "bad", [*bad], 2),
+        ("dump rocksdbstore", "read", ["--store", s.rocksdbstore, "--broker-config", conf("b-mixed")], 0),
+        ("dump rocksdbstore", "bad", [*bad], 2),
         ("dump checkpoint", "read", [*a], 0), ("dump checkpoint", "bad", [*bad], 2),
         ("dump timerlog", "read", [*t], 0), ("dump timerlog", "bad", [*a], 2),
         ("dump timerwheel", "read", [*t], 0), ("dump timerwheel", "bad", [*a], 2),
