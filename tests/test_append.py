@@ -21,7 +21,7 @@ from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
 from rmqctl.maintenance.append import Appender, NewMessage, delete_property, java_hashmap_order
-from rmqctl.record import Blank, property_crc_state, read_record
+from rmqctl.record import Blank, RecordError, property_crc_state, read_record
 from rmqctl.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -579,6 +579,124 @@ def test_sigkill_keeps_every_acknowledged_message(tmp_path):
         res = run("append", "--store", store, "--broker-config", conf, "--topic", "K0", "--body", "after")
         if res.exit_code != 0:
             assert "torn or garbage tail" in res.stderr and "rmqctl repair" in res.stderr
+
+
+def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int, phase: str, acks: Path) -> bool:
+    """`rmqctl append --jsonl` (acknowledging every 4 messages) in a forked child that SIGKILLs itself at its
+    `call`-th encode of staged records into the commitlog's map: before it writes ("before"), after the whole
+    batch is in the page cache and before the fsync that would acknowledge it ("after"), or with the batch's
+    bytes written only up to the middle of its last record ("inside": the state a kill in the middle of the
+    copy leaves, the kernel keeping every byte written before it). True if it was killed, False if it finished."""
+    import numpy as np  # here: only the kill child writes through a scratch map
+
+    from rmqctl.cli import append_cmds
+    from rmqctl.maintenance import append as append_module
+    from test_rebuild import cli_main
+
+    pid = os.fork()
+    if pid == 0:
+        sys.stdout = open(acks, "w")
+        append_cmds.BATCH_MESSAGES = 4
+        real, calls = append_module.encode_batch, [0]
+
+        def encode_batch(buf, rows, parts, crc_trailer):
+            calls[0] += 1
+            if calls[0] == call and phase == "before":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if calls[0] == call and phase == "inside":
+                scratch = np.array(np.frombuffer(buf, np.uint8))
+                real(scratch, rows, parts, crc_trailer)
+                first, (last_pos, last_size) = rows[0][0], rows[-1][:2]
+                buf[first:last_pos + last_size // 2] = scratch[first:last_pos + last_size // 2].tobytes()
+                os.kill(os.getpid(), signal.SIGKILL)
+            real(buf, rows, parts, crc_trailer)
+            if calls[0] == call:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        append_module.encode_batch = encode_batch
+        try:
+            cli_main(["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)])
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status):
+        assert os.WEXITSTATUS(status) == 0, "append failed in the child"
+    return os.WIFSIGNALED(status)
+
+
+def _past_the_acknowledged(store: Path, acked: list[dict], file_size: int) -> str:
+    """What lies after the last acknowledged record: "old" (zeros, or the BLANK that ends a file and the next
+    file's zeros), "new" (whole records with their CRCs, then zeros) or "torn" (anything else)."""
+    files = {int(p.name): p.read_bytes() for p in (store / "commitlog").iterdir()}
+    offset = max((a["commitLogOffset"] + len_of(files, a) for a in acked), default=0)
+    whole = 0
+    while offset - offset % file_size in files:
+        buf, pos = files[offset - offset % file_size], offset % file_size
+        if not buf[pos:].strip(b"\0"):
+            return "new" if whole else "old"
+        try:
+            m = read_record(buf, pos, len(buf))
+        except RecordError:
+            return "torn"
+        if isinstance(m, Blank):
+            offset += file_size - pos
+            continue
+        if not m.body_crc_ok():
+            return "torn"
+        whole += 1
+        offset += m.storeSize
+    return "new" if whole else "old"
+
+
+def len_of(files: dict[int, bytes], ack: dict) -> int:
+    """The storeSize of an acknowledged record (its first four bytes)."""
+    return int.from_bytes(files[int(ack["file"])][ack["position"]:ack["position"] + 4], "big")
+
+
+def test_append_killed_before_inside_and_after_a_write_keeps_the_acknowledged_and_recovers(tmp_path, java_oracle):
+    """SIGKILL `append` at counted encodes (no clock, so the same kills on a busy machine): before a batch is
+    written, in the middle of its last record, and after it is written but before the fsync that acknowledges
+    it. Each kind must leave its outcome: the old commitlog, whole unacknowledged records (new), and a torn
+    tail. Every acknowledged message is whole; the next append continues after the old and the new (the new
+    records dispatched first, as the broker's reput would); it refuses a torn tail in one line naming repair,
+    which cuts it, after which append continues; verify then finds nothing, and RocketMQ loads the repaired store."""
+    import oracle
+
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=400,
+                      maxHashSlotNum=16, maxIndexNum=64)
+    messages = tmp_path / "messages.jsonl"
+    messages.write_text("".join(json.dumps({"topic": f"K{i % 3}", "queueId": i % 2, "body": f"message {i} " * 30,
+                                            "properties": {"KEYS": f"seq-{i}"}}) + "\n" for i in range(40)))
+    assert len(append_ok(tmp_path / "warm", conf, "--jsonl", messages)) == 40  # the forked children inherit its kernels
+    outcome_of = {}
+    for call in (2, 5, 9):
+        for phase in ("before", "inside", "after"):
+            store = tmp_path / f"{phase}-{call}" / "store"
+            acks = store.parent / "acks.jsonl"
+            store.parent.mkdir()
+            assert _append_killed_in_encode(store, conf, messages, call, phase, acks), (phase, call)
+            acked = jsonl(acks.read_text())
+            assert acked, (phase, call)
+            files = {p.name: p.read_bytes() for p in (store / "commitlog").iterdir()}
+            for a in acked:
+                m = read_record(files[a["file"]], a["position"], len(files[a["file"]]))
+                i = int(m.properties["KEYS"].split("-")[1])
+                assert m.body_crc_ok() and m.body == f"message {i} ".encode() * 30 and m.queueOffset == a["queueOffset"]
+            outcome = outcome_of[phase, call] = _past_the_acknowledged(store, acked, 4096)
+            res = run("append", "--store", store, "--broker-config", conf, "--topic", "K0", "--body", "after")
+            if outcome == "torn":
+                one_line_error(res, "torn or garbage tail", "rmqctl repair")
+                assert run("repair", "--store", store, "--broker-config", conf).exit_code == 0
+                res = run("append", "--store", store, "--broker-config", conf, "--topic", "K0", "--body", "after")
+            assert res.exit_code == 0, (phase, call, res.stderr)
+            stored = {m["commitLogOffset"] for m in dump(store, conf)}
+            assert {a["commitLogOffset"] for a in acked} <= stored, (phase, call)
+            assert run("verify", "--store", store, "--broker-config", conf).exit_code == 0, (phase, call)
+    assert {phase: {outcome_of[phase, call] for call in (2, 5, 9)} for phase in ("before", "inside", "after")} == \
+        {"before": {"old"}, "inside": {"torn"}, "after": {"new"}}, outcome_of
+    reading = oracle.read(java_oracle, 4, tmp_path / "inside-5" / "store", conf, tmp_path / "oracle")
+    oracle.assert_loads_as_rmqctl_reads(reading, tmp_path / "inside-5" / "store", conf)
 
 
 # -- the example store ------------------------------------------------------------------------------------------
