@@ -7,6 +7,8 @@ import os
 import random
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,18 +85,7 @@ def run_killed_at(n: int, fn) -> bool:
     was killed, False if it finished first."""
     pid = os.fork()
     if pid == 0:
-        calls = [0]
-
-        def wrap(orig):
-            def mutation(*a, **k):
-                calls[0] += 1
-                if calls[0] == n:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return orig(*a, **k)
-            return mutation
-
-        for mod, name in MUTATIONS:
-            setattr(mod, name, wrap(getattr(mod, name)))
+        arm_kill(n)
         try:
             fn()
             os._exit(0)
@@ -162,18 +153,7 @@ def mutation_count(fn) -> tuple[int, int]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        calls = [0, 0]
-
-        def wrap(name, orig):
-            def mutation(*a, **k):
-                calls[0] += 1
-                if name == "rename" and str(a[1]).endswith(txn.INTENT_NAME) and not calls[1]:
-                    calls[1] = calls[0]
-                return orig(*a, **k)
-            return mutation
-
-        for mod, name in MUTATIONS:
-            setattr(mod, name, wrap(name, getattr(mod, name)))
+        calls = arm_kill(0)
         try:
             fn()
             os.write(write_end, f"{calls[0]} {calls[1]}".encode())
@@ -199,23 +179,65 @@ def cli_main(argv: list[str]):
             raise
 
 
-def cli_kills(prepare, argv, old: dict, new: dict, runs: int, seed: int):
-    """SIGKILL the command line (in a forked child) before its n-th filesystem mutation, n drawn with a seeded
-    generator (a count, not a clock: the same kills on a busy machine), half of them up to its commit point
-    and half after it; recover, and require the old state after the first kind and the new after the second."""
+def arm_kill(n: int) -> list[int]:
+    """Wrap this process's filesystem mutations: calls[0] counts them, calls[1] is the number of the one that
+    publishes the intent file (the commit point); just before the n-th (0: never) the process SIGKILLs itself."""
+    calls = [0, 0]
+
+    def wrap(name, orig):
+        def mutation(*a, **k):
+            calls[0] += 1
+            if name == "rename" and str(a[1]).endswith(txn.INTENT_NAME) and not calls[1]:
+                calls[1] = calls[0]
+            if calls[0] == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return orig(*a, **k)
+        return mutation
+
+    for mod, name in MUTATIONS:
+        setattr(mod, name, wrap(name, getattr(mod, name)))
+    return calls
+
+
+def cli_in_a_new_process(argv: list[str], n: int) -> tuple[bool, int, int]:
+    """The command line in a new interpreter, SIGKILLed before its n-th filesystem mutation (0: never), for
+    commands whose libraries do not survive a fork (RocksDB's threads): (killed, mutations, commit point)."""
+    here = Path(__file__).resolve().parent
+    code = (f"import test_rebuild as t\ncalls = t.arm_kill({n})\nt.cli_main({argv!r})\n"
+            "print('mutations', *calls)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parent), str(here)])))
+    if res.returncode == -signal.SIGKILL:
+        return True, 0, 0
+    assert res.returncode == 0, res.stderr[-3000:]
+    _, total, commit = res.stdout.splitlines()[-1].split()
+    return False, int(total), int(commit)
+
+
+def cli_kills(prepare, argv, old, new, runs: int, seed: int, state_of=state, new_process: bool = False):
+    """SIGKILL the command line (in a forked child, or a new interpreter with `new_process`) before its n-th
+    filesystem mutation, n drawn with a seeded generator (a count, not a clock: the same kills on a busy
+    machine), half of them up to its commit point and half after it; recover, and require the old state after
+    the first kind and the new after the second (`state_of` says what a store's state is; by default every
+    byte a broker reads)."""
+    if new_process:
+        killed_at, count = (lambda n, r: cli_in_a_new_process(argv(r), n)[0]), (lambda r: cli_in_a_new_process(argv(r), 0)[1:])
+    else:
+        killed_at = lambda n, r: run_killed_at(n, lambda: cli_main(argv(r)))  # noqa: E731
+        count = lambda r: mutation_count(lambda: cli_main(argv(r)))  # noqa: E731
     rng = random.Random(seed)
     warm, probe = prepare(), prepare()
-    assert not run_killed_at(0, lambda: cli_main(argv(warm)))  # a first run fills the compiled kernels' cache
-    total, commit = mutation_count(lambda: cli_main(argv(probe)))
+    assert not killed_at(0, warm)  # a first run fills the compiled kernels' cache
+    total, commit = count(probe)
     assert 1 < commit < total, (commit, total)
     points = rng.sample(range(1, commit + 1), min(runs // 2, commit))
     points += rng.sample(range(commit + 1, total + 1), min(runs - runs // 2, total - commit))
     for n in sorted(points):
         root = prepare()
-        assert run_killed_at(n, lambda: cli_main(argv(root)))
+        assert killed_at(n, root)
         recover(root)
         want = "old" if n <= commit else "new"
-        assert state(root) == (old if want == "old" else new), \
+        assert state_of(root) == (old if want == "old" else new), \
             f"not the {want} state after a SIGKILL before mutation {n} of {total}, commit at {commit} (seed {seed})"
         shutil.rmtree(root.parent)
 

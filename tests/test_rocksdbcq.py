@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -461,39 +460,22 @@ def test_rebuild_replaces_a_database_it_cannot_read(tmp_path):
 
 
 def test_sigkill_during_rebuild_leaves_the_old_database_or_the_new(tmp_path):
-    """Killed at moments spread over a whole run's time, then the next writer's recovery rule: the queue reads
-    as the damaged one it was or as the rebuilt one, never a mix."""
-    from rmqctl import txn
-
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-
-    def start(root: Path) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "rmqctl", "rebuild", "consumequeue", "--store", str(root),
-                                 "--broker-config", str(broker_conf(ROCKS))], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Killed before counted filesystem steps (test_rebuild.cli_kills, in new interpreters: RocksDB's threads do
+    not survive a fork; half up to the commit point, half after it), then the next writer's recovery rule: the queue reads as the damaged one it was before the commit
+    point and as the rebuilt one after it, never a mix."""
+    from test_rebuild import cli_kills, fresh
 
     whole = copy_store(ROCKS, tmp_path / "whole")
     rewrite(whole, damage_two_units)
     old_units = all_units(whole)
-    began = time.monotonic()
-    assert start(whole).wait() == 0
-    took = time.monotonic() - began
+    assert run("rebuild", "consumequeue", "--store", whole, "--broker-config", broker_conf(ROCKS)).exit_code == 0
     new_units = all_units(whole)
     assert new_units != old_units and new_units == sorted(
         (t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
         for t in truth(ROCKS, "truth-consumequeue.jsonl"))
-    for share in (0.3, 0.5, 0.7, 0.85, 0.95):
-        root = copy_store(ROCKS, tmp_path / f"kill-{share}")
-        rewrite(root, damage_two_units)
-        proc = start(root)
-        try:
-            proc.wait(timeout=took * share)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        with txn.locked_for_writing(root):
-            pass
-        assert all_units(root) in (old_units, new_units), share
+    cli_kills(fresh(ROCKS, tmp_path / "runs", lambda root: rewrite(root, damage_two_units)),
+              lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(broker_conf(ROCKS))],
+              old_units, new_units, runs=6, seed=11, state_of=all_units, new_process=True)
 
 
 def all_units(root: Path) -> list[tuple]:
@@ -570,10 +552,10 @@ def test_convert_refuses_a_rocksdb_queue_the_commitlog_does_not_give(tmp_path):
 
 
 def test_sigkill_during_convert_leaves_the_file_queues_or_the_rocksdb_queue(tmp_path):
-    from rmqctl import txn
+    """Killed before counted filesystem steps (half up to the commit point, half after it), then the next
+    writer's recovery rule: the file queues as they were before the commit point, the whole RocksDB queue after."""
+    from test_rebuild import cli_kills, fresh
 
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    argv = ["convert", "consumequeue", "--to", "rocksdb", "--broker-config", str(broker_conf(V5))]
     before = files_of(copy_store(V5, tmp_path / "before"))
 
     def state(root: Path):
@@ -587,24 +569,12 @@ def test_sigkill_during_convert_leaves_the_file_queues_or_the_rocksdb_queue(tmp_
         finally:
             rocks.close()
 
+    argv = lambda r: ["convert", "consumequeue", "--to", "rocksdb", "--broker-config", str(broker_conf(V5)),  # noqa: E731
+                      "--store", str(r)]
     whole = copy_store(V5, tmp_path / "whole")
-    began = time.monotonic()
-    subprocess.run([sys.executable, "-m", "rmqctl", *argv, "--store", str(whole)], env=env, check=True,
-                   capture_output=True)
-    took = time.monotonic() - began
-    assert state(whole) == ("rocksdb", 489)
-    for share in (0.4, 0.6, 0.8, 0.95):
-        root = copy_store(V5, tmp_path / f"kill-{share}")
-        proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *argv, "--store", str(root)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=took * share)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        with txn.locked_for_writing(root):
-            pass
-        assert state(root) in (("files", True), ("rocksdb", 489)), share
+    assert run(*argv(whole)).exit_code == 0 and state(whole) == ("rocksdb", 489)
+    cli_kills(fresh(V5, tmp_path / "runs"), argv, ("files", True), ("rocksdb", 489), runs=6, seed=12, state_of=state,
+              new_process=True)
 
 
 # -- clean ----------------------------------------------------------------------------------------------------
