@@ -4,8 +4,10 @@ the output it shows, every Python block of docs/python-api.md runs, the architec
 tests/test_imports.py enforces, and every rmqctl path the docs name exists."""
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from pathlib import Path
 import click
 import pytest
 
-from conftest import run
+from conftest import FIXTURES, run
 from rmqctl.cli.main import cli
 from test_imports import LAYERS
 
@@ -182,3 +184,93 @@ def test_every_link_between_the_docs_leads_somewhere(page):
             if anchor not in {slug(h) for h in headings}:
                 broken.append(target)
     assert not broken, f"{page} links to what is not there: {broken}"
+
+
+# -- every --help example runs ------------------------------------------------------------------------------------
+
+# what an example's placeholder paths stand for in the test's directory: the example store, or the fixture that
+# holds what the command reads (a batch queue, the 5.x timer store, a MetaQ data path)
+STAND_INS = {("dump", "batchconsumequeue"): "j-batchcq", ("dump", "timerlog"): "f-timer5",
+             ("dump", "timerwheel"): "f-timer5"}
+# examples whose subject no store here holds, with the one-line refusal that says so (exit 2)
+REFUSED = {
+    "rmqctl config restore consumerOffset.json": "no such config file",  # the example store keeps no config backups
+    "rmqctl convert consumequeue --to file": "nothing to convert to file",  # its queues are files already
+    "rmqctl dump compaction": "no such compaction queue",  # no fixture holds a compaction log
+    "rmqctl restore .rmqctl-backup-": "not a backup directory of this store",  # names a backup a run made
+}
+
+# examples that print nothing here: the backups they list (the example store has none)
+SILENT = {"rmqctl config restore --store /data/store", "rmqctl restore --store /data/store"}
+
+
+def help_examples() -> list[tuple[tuple, str]]:
+    """(command path, example) for every `rmqctl ...` line of a command's help (its unwrapped example block)."""
+    return [(path, line.strip()) for path, cmd in COMMANDS for line in cmd.help.splitlines()
+            if line.startswith(("    rmqctl ", "rmqctl "))]
+
+
+def stand_in(path: tuple, example: str, here: Path) -> str:
+    """The example with its placeholder paths made real under `here`."""
+    fixture = STAND_INS.get(path)
+    store, conf = (f"{fixture}/store", f"{fixture}/broker.conf") if fixture else ("examples/store", "examples/broker.conf")
+    if fixture and not (here / fixture).exists():
+        shutil.copytree(FIXTURES / fixture, here / fixture)
+        packed = here / fixture / "store" / "timerwheel.gz"
+        if packed.exists():  # the fixture keeps its timer wheel gzipped, as a broker never would
+            with gzip.open(packed) as src, open(packed.with_suffix(""), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            packed.unlink()
+    for placeholder, real in (("/data/store", store), ("/data/meta", "meta/store"), ("/data/copy", "meta-copy"),
+                              ("/data/master/store", "master/store"), ("/data/slave/store", "slave/store"),
+                              ("/data/a/store", "examples/store"), ("/data/b/store", "slave/store"),
+                              ("/data/export", "export"), ("/data/day", "day"), ("server.ini", "meta/server.ini"),
+                              (" broker.conf", f" {conf}"), (" messages.jsonl", " examples/messages.jsonl")):
+        example = example.replace(placeholder, real)
+    return example
+
+
+def run_example(example: str) -> tuple[int, str, str]:
+    """One example in-process (the CLI runner): `A | B` feeds A's output to B (rmqctl in-process, else the real
+    program, `less` read as the terminal), `A || echo ...` takes A's exit 0 or 1 as the example's success."""
+    first, _, rest = example.partition(" | ")
+    first, _, fallback = first.partition(" || ")
+    res = run(*shlex.split(first)[1:])
+    code, out, err = res.exit_code, res.stdout, res.stderr
+    if fallback:
+        assert code in (0, 1) and fallback == 'echo "exit $?"', f"{example}: exit {code}\n{err}"
+        out, code = out + (f"exit {code}\n" if code else ""), 0
+    if rest and code == 0:
+        if rest.startswith("rmqctl "):
+            res = run(*shlex.split(rest)[1:], input=out)
+            code, out, err = res.exit_code, res.stdout, err + res.stderr
+        elif rest != "less":
+            piped = subprocess.run(shlex.split(rest), input=out, capture_output=True, text=True, timeout=600)
+            code, out, err = piped.returncode, piped.stdout, err + piped.stderr
+    return code, out, err
+
+
+def test_every_help_example_runs_on_a_copy_of_the_example_store(tmp_path, monkeypatch, spark):
+    """Each `rmqctl ...` line of every command's --help, in order, in a directory holding copies of examples/ (more
+    copies as diff's stores and spark's second) and of the fixtures the timer, batch-queue and MetaQ examples
+    read: exit 0 with output on stdout or stderr (none with --quiet or SILENT), or the anticipated one-line refusal where no store here holds
+    the example's subject (REFUSED); never a traceback."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    for other in ("master", "slave"):  # diff's two stores: the same copy as the example store before any example
+        shutil.copytree(ROOT / "examples" / "store", tmp_path / other / "store")
+    shutil.copytree(FIXTURES / "g-metaq", tmp_path / "meta")
+    for p in tmp_path.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TZ", "UTC")
+    examples = help_examples()
+    assert len({path for path, _ in examples}) == len(COMMANDS) and len(examples) > 60
+    for path, example in examples:
+        code, out, err = run_example(stand_in(path, example, tmp_path))
+        assert "Traceback" not in err, f"{example}\n{err}"
+        refusal = next((needle for start, needle in REFUSED.items() if example.startswith(start)), None)
+        if refusal:
+            assert code == 2 and refusal in err and len(err.strip().splitlines()) == 1, f"{example}: exit {code}\n{err}"
+        else:
+            silent = "--quiet" in example or example in SILENT
+            assert code == 0 and (out.strip() or err.strip() or silent), f"{example}: exit {code}\n{err}"

@@ -44,8 +44,8 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
 
     \b
     rmqctl dump commitlog --store /data/store --broker-config broker.conf --limit 3
-    rmqctl dump commitlog --store /data/store --topic TopicTest --from 0x5e2 --format jsonl | jq .msgId
-    rmqctl dump commitlog --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00 --tag TagA
+    rmqctl dump commitlog --store /data/store --topic TopicTest --from 0x248 --format jsonl | jq .msgId
+    rmqctl dump commitlog --store /data/store --since 2024-06-01T00:00 --until 2024-06-01T00:01 --tag TagA
     """
     if limit is not None and limit < 0:
         raise UsageError("--limit must not be negative")
@@ -155,7 +155,7 @@ def dump_index(ctx, file, headers_only):
 
     \b
     rmqctl dump index --store /data/store --broker-config broker.conf
-    rmqctl dump index 20261122031300123 --store /data/store --format jsonl
+    rmqctl dump index 20240601000000003 --store /data/store --format jsonl
     """
     render(inspect.dump_index(ctx.store, file, entries=not headers_only), ctx.format)
 
@@ -212,8 +212,8 @@ def locate(ctx, offset, topic, queue_id, hex_view):
     first file, past the end, an unwritten unit).
 
     \b
-    rmqctl locate 0x5e2 --store /data/store --hex
-    rmqctl locate 42 --topic TopicTest --queue-id 1 --store /data/store
+    rmqctl locate 0x248 --store /data/store --hex
+    rmqctl locate 4 --topic TopicTest --queue-id 1 --store /data/store
     """
     offset = parse_int(offset, "OFFSET")
     if hex_view and topic is None:

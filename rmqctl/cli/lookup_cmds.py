@@ -24,7 +24,7 @@ def msgid_decode(ctx, ids, reference_time):
     With --store (or ROCKETMQ_STORE), says which interpretation the store confirms.
 
     \b
-    rmqctl msgid decode 7F00000100002A9F00000000000005E2
+    rmqctl msgid decode C0A8000A00002A9F0000000000000248
     """
     from_stdin = ids == ("-",)
     if from_stdin:
@@ -51,8 +51,8 @@ def msgid_lookup(ctx, id, body, hex_view):
     """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY.
 
     \b
-    rmqctl msgid lookup 7F00000100002A9F00000000000005E2 --store /data/store --broker-config broker.conf
-    rmqctl msgid lookup 7F00000100002A9F00000000000005E2 --hex --store /data/store
+    rmqctl msgid lookup C0A8000A00002A9F0000000000000248 --store /data/store --broker-config broker.conf
+    rmqctl msgid lookup C0A8000A00002A9F0000000000000248 --hex --store /data/store
     """
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
@@ -87,7 +87,7 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     queryMessage, with hash collisions dropped.
 
     \b
-    rmqctl query key TopicTest ORDER-00042 --store /data/store --broker-config broker.conf
+    rmqctl query key TopicTest ORDER-1002 --store /data/store --broker-config broker.conf
     """
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:

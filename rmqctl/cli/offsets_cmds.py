@@ -58,8 +58,8 @@ def offset_by_time(ctx, args, boundary):
     reset to that time starts.
 
     \b
-    rmqctl offset-by-time TopicTest 2026-11-22T03:00:00 --store /data/store --broker-config broker.conf
-    rmqctl offset-by-time TopicTest 0 1795314214328 --store /data/store --rocketmq-version 4
+    rmqctl offset-by-time TopicTest 2024-06-01T00:00:30 --store /data/store --broker-config broker.conf
+    rmqctl offset-by-time TopicTest 0 1717200024003 --store /data/store --rocketmq-version 4
     """
     if len(args) not in (2, 3):
         raise UsageError("offset-by-time takes TOPIC [QUEUE_ID] TIME")

@@ -114,7 +114,7 @@ def spark_export(selection, spark_options, out, file_format, partition_by, overw
 
     \b
     rmqctl spark export --store /data/a/store --store /data/b/store --out /data/export
-    rmqctl spark export --store /data/a/store --out /data/day --partition-by date --since 2026-11-22 --until 2026-11-22T23:59:59.999
+    rmqctl spark export --store /data/a/store --out /data/day --partition-by date --since 2024-06-01 --until 2024-06-01T23:59:59.999
     """
     from ..spark.export import export  # optional extra (pyspark)
 
@@ -142,7 +142,7 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
 
     \b
     rmqctl spark stats --store /data/a/store --store /data/b/store --by hour
-    rmqctl spark stats --store /data/a/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
+    rmqctl spark stats --store /data/a/store --since 2024-06-01T00:00 --until 2024-06-01T00:01
     """
     from ..spark import jobs  # optional extra (pyspark)
 
@@ -166,7 +166,7 @@ def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
     shape with `store` first.
 
     \b
-    rmqctl spark query --store /data/a/store --store /data/b/store --key ORDER-00042 --topic TopicTest
+    rmqctl spark query --store /data/a/store --store /data/b/store --key ORDER-1002 --topic TopicTest
     """
     from ..spark import jobs  # optional extra (pyspark)
 
@@ -219,7 +219,7 @@ def spark_verify(selection, spark_options, only, deep, max_findings, since, unti
 
     \b
     rmqctl spark verify --store /data/a/store --store /data/b/store
-    rmqctl spark verify --store /data/a/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
+    rmqctl spark verify --store /data/a/store --since 2024-06-01T00:00 --until 2024-06-01T00:01
     """
     from ..spark.verify import verify_stores  # optional extra (pyspark)
 

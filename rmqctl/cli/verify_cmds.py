@@ -47,7 +47,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     \b
     rmqctl verify --store /data/store --broker-config broker.conf
     rmqctl verify --quiet --store /data/store --broker-config broker.conf || echo "exit $?"
-    rmqctl verify --store /data/store --since 2026-11-22T03:00 --until 2026-11-22T04:00
+    rmqctl verify --store /data/store --since 2024-06-01T00:00 --until 2024-06-01T00:01
     """
     _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
     from ..checks.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
