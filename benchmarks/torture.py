@@ -69,7 +69,20 @@ INDEX_COUNT_AT = S.INDEX_HEADER_SIZE - 4  # the header's last two ints: hashSlot
 SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8
 PREV_INDEX_AT = S.INDEX_ENTRY_SIZE - 4  # an index entry ends with its prevIndex
 FIXTURES = Path(os.environ.get("RMQCTL_FIXTURES", REPO.parent / "shared" / "fixtures"))
-SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+SCRATCH_ROOM = 2 << 30  # a run's copies take tens of MiB: tmpfs only with far more than that free, in it and in memory
+
+
+def scratch() -> Path:
+    """Where a run copies stores: /dev/shm (fsyncs cost nothing there) while it and the memory behind it have
+    SCRATCH_ROOM free, else the temporary directory on disk. A full tmpfs or a machine short of memory then
+    makes the run slower, never a command's failure the run would count as a crash."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > SCRATCH_ROOM \
+            and os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > SCRATCH_ROOM:
+        return shm
+    return Path(tempfile.gettempdir())
+
+
 TIMEOUT = 600.0  # seconds of CPU, or of being blocked: a last guard, far above any command's work
 RSS_LIMIT = 1 << 30
 PARTS = ("fuzz", "hypothesis", "crash", "readonly", "diskfull")
@@ -1643,7 +1656,7 @@ def main():
         args.state.mkdir(parents=True, exist_ok=True)
     results = {}
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rmqctl-torture-", dir=SCRATCH) as tmp:
+    with tempfile.TemporaryDirectory(prefix="rmqctl-torture-", dir=scratch()) as tmp:
         work = Path(tmp)
         units = []  # (part, key, what to run): each saved under --state as it finishes
         if "readonly" in parts:

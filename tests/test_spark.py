@@ -861,6 +861,11 @@ def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
             os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
             sent, screen = True, b""
     os.close(master)
-    assert sent and proc.wait(timeout=120) == 130
+    assert sent
+    try:
+        assert proc.wait(timeout=600) == 130
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("too slow: spark export did not stop in 600 s after SIGINT")
     assert screen.decode().replace("\r\x1b[K", "").strip("\r\n ").splitlines()[-1:] == ["rmqctl: interrupted"]
     assert "Traceback" not in screen.decode() and not (tmp_path / "new").exists()

@@ -45,7 +45,11 @@ def server(tmp_path_factory):
         yield f"sc://127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=600)  # a last guard for a server that ignores SIGTERM, far above its stop
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("too slow: the Spark Connect server did not stop in 600 s after SIGTERM")
 
 
 CLIENT = """
