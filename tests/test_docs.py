@@ -197,6 +197,7 @@ REFUSED = {
     "rmqctl config restore consumerOffset.json": "no such config file",  # the example store keeps no config backups
     "rmqctl convert consumequeue --to file": "nothing to convert to file",  # its queues are files already
     "rmqctl dump compaction": "no such compaction queue",  # no fixture holds a compaction log
+    "rmqctl dump rocksdbstore": "no RocksDB message store",  # nor a 5.4 RocksDB message store
     "rmqctl restore .rmqctl-backup-": "not a backup directory of this store",  # names a backup a run made
 }
 
