@@ -587,33 +587,32 @@ def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int,
     batch is in the page cache and before the fsync that would acknowledge it ("after"), or with the batch's
     bytes written only up to the middle of its last record ("inside": the state a kill in the middle of the
     copy leaves, the kernel keeping every byte written before it). True if it was killed, False if it finished."""
-    import numpy as np  # here: only the kill child writes through a scratch map
-
     from rmqctl.cli import append_cmds
-    from rmqctl.maintenance import append as append_module
+    from rmqctl.engine import encode
     from test_rebuild import cli_main
 
     pid = os.fork()
     if pid == 0:
         sys.stdout = open(acks, "w")
         append_cmds.BATCH_MESSAGES = 4
-        real, calls = append_module.encode_batch, [0]
+        real, calls = encode.encode_records, [0]
 
-        def encode_batch(buf, rows, parts, crc_trailer):
+        def encode_records(u8, fields, blob, crc_trailer):  # every path of append encodes a file's records here
             calls[0] += 1
             if calls[0] == call and phase == "before":
                 os.kill(os.getpid(), signal.SIGKILL)
             if calls[0] == call and phase == "inside":
-                scratch = np.array(np.frombuffer(buf, np.uint8))
-                real(scratch, rows, parts, crc_trailer)
-                first, (last_pos, last_size) = rows[0][0], rows[-1][:2]
-                buf[first:last_pos + last_size // 2] = scratch[first:last_pos + last_size // 2].tobytes()
+                scratch = u8.copy()
+                real(scratch, fields, blob, crc_trailer)
+                first, cut = fields[0, 0], fields[-1, 0] + fields[-1, 1] // 2
+                u8[first:cut] = scratch[first:cut]
                 os.kill(os.getpid(), signal.SIGKILL)
-            real(buf, rows, parts, crc_trailer)
+            used = real(u8, fields, blob, crc_trailer)
             if calls[0] == call:
                 os.kill(os.getpid(), signal.SIGKILL)
+            return used
 
-        append_module.encode_batch = encode_batch
+        encode.encode_records = encode_records
         try:
             cli_main(["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)])
             os._exit(0)
