@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -205,8 +206,12 @@ def cli_in_a_new_process(argv: list[str], n: int) -> tuple[bool, int, int]:
     here = Path(__file__).resolve().parent
     code = (f"import test_rebuild as t\ncalls = t.arm_kill({n})\nt.cli_main({argv!r})\n"
             "print('mutations', *calls)")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parent), str(here)])))
+    # a TMPDIR of its own: a reader's RocksDB view left by an earlier killed run would otherwise be removed in
+    # this one, and its mutations shift the count the kill points were drawn from
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here,
+                             env=dict(os.environ, TMPDIR=tmp,
+                                      PYTHONPATH=os.pathsep.join([str(here.parent), str(here)])))
     if res.returncode == -signal.SIGKILL:
         return True, 0, 0
     assert res.returncode == 0, res.stderr[-3000:]
