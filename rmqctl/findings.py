@@ -142,9 +142,16 @@ class Finding:
     position: int | None  # inside `file`
     commitLogOffset: int | None  # the commitlog offset the finding is about, when there is one
     detail: str
+    group: int = dataclasses.field(default=FILES, compare=False, repr=False)  # where it sorts (not in its row)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The finding's row, as every command prints it (FINDING_COLUMNS orders a table's columns)."""
+        return {name: getattr(self, name) for name in FINDING_FIELDS}
+
+
+# the row of a finding: its fields in JSON order, and the columns of a table or CSV of findings
+FINDING_FIELDS = ("kind", "severity", "file", "position", "commitLogOffset", "detail")
+FINDING_COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
 
 class Damage:

@@ -148,8 +148,7 @@ def test_repair_keeps_the_damage_the_broker_keeps_and_says_so(store_copy):
 
 def test_only_findings_the_store_had_before_are_accepted(store_copy):
     from rmqctl.config import load_config
-    from rmqctl.checks.baseline import Preexisting
-    from rmqctl.checks.verify import Finding, verify
+    from rmqctl.checks.verify import Finding, Preexisting, verify
     from rmqctl.store import Store
 
     s = Store(crashed_with_a_flipped_queue_id(store_copy), load_config(D_CONF))

@@ -869,3 +869,20 @@ def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
         pytest.fail("too slow: spark export did not stop in 600 s after SIGINT")
     assert screen.decode().replace("\r\x1b[K", "").strip("\r\n ").splitlines()[-1:] == ["rmqctl: interrupted"]
     assert "Traceback" not in screen.decode() and not (tmp_path / "new").exists()
+
+
+def test_spark_verify_and_verify_give_one_verdict(spark):
+    """Both front ends exit by checks/baseline.judge: 0 on a sound store and on info notes alone (d-crashed
+    after its flipped byte: only the abnormal-recovery note), 1 on damage and on a listing cut by
+    --max-findings, even of info notes."""
+    name = "d-crashed"
+    flipped = json.loads((FIXTURES / name / "corruption.json").read_text())["flippedBodyByte"]["messageCommitLogOffset"]
+    dumped = dump_rows(name)
+    at = next(d["storeTimestamp"] for d in dumped if d["commitLogOffset"] == flipped)
+    after = next(d["storeTimestamp"] for d in dumped if d["storeTimestamp"] > at)
+    cases = (("a-basic", [], 0), (name, ["--since", after], 0), (name, [], 1),
+             (name, ["--since", after, "--max-findings", 0], 1))
+    for store, extra, want in cases:
+        args = ["--store", store_root(store), "--broker-config", broker_conf(store), "--format", "jsonl", *extra]
+        v, s = run("verify", *args), run("spark", "verify", *args)
+        assert (v.exit_code, s.exit_code) == (want, want), (store, extra, v.stderr, s.stderr)

@@ -1,18 +1,18 @@
 """Findings accepted as they are: a verify baseline (`verify --write-baseline FILE`, then `verify --baseline
-FILE`), and the findings a repair leaves in the store because the broker's own recovery leaves them.
+FILE`); the findings a repair leaves because the store had them before are checks.verify.Preexisting's.
 
 A finding is the same finding when its kind, file, position and commitlog offset are: its detail may be
 worded differently from one run to the next (notes about recovery, consequences), its place may not. The
 baseline file holds one finding per line as a JSON object with those four fields and the detail (for people;
-it is not compared)."""
+it is not compared). `judge` is the policy every front end's exit code comes from."""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from ..errors import UsageError
+from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from ..txn import fsync_dir
 
 KEY_FIELDS = ("kind", "file", "position", "commitLogOffset")
@@ -22,6 +22,32 @@ def finding_key(f) -> tuple:
     """What makes two findings (Finding objects or their dicts) the same one."""
     get = f.get if isinstance(f, dict) else lambda name: getattr(f, name)
     return tuple(get(name) for name in KEY_FIELDS)
+
+
+class Verdict(NamedTuple):
+    """What a verify run answers: the findings it lists, those a baseline accepted (listed apart), how many
+    of the baseline's findings are gone, and the exit code."""
+
+    findings: list
+    accepted: list
+    gone: int
+    exit_code: int
+
+
+def judge(findings: list, truncated: bool = False, baseline: set[tuple] | None = None,
+          accept_all: bool = False) -> Verdict:
+    """The baseline policy, for every front end: a run fails (exit 1) on an error or a warning that the
+    `baseline` (read_baseline's keys) does not accept, or on a listing cut at --max-findings (`truncated`);
+    info notes never fail it. `accept_all`: the run writes its findings as the baseline, so none fails."""
+    if accept_all:
+        return Verdict(findings, [], 0, EXIT_OK)
+    accepted = []
+    if baseline is not None:
+        accepted = [f for f in findings if f.severity != "info" and finding_key(f) in baseline]
+        gone = len(baseline - {finding_key(f) for f in findings})
+        findings = [f for f in findings if f.severity == "info" or finding_key(f) not in baseline]
+    failed = truncated or any(f.severity != "info" for f in findings)
+    return Verdict(findings, accepted, gone if baseline is not None else 0, EXIT_FINDINGS if failed else EXIT_OK)
 
 
 def write_baseline(path: str | os.PathLike, findings: Iterable) -> int:
@@ -58,24 +84,3 @@ def read_baseline(path: str | os.PathLike) -> set[tuple]:
             raise UsageError(f"line {lineno} is not a finding ({e}); write the file with --write-baseline", path) from None
         keys.add(finding_key(row))
     return keys
-
-
-class Preexisting:
-    """Accepts a finding of a staged store when the live store has it already: the change being checked did
-    not create it. The live store is verified only when the first finding needs this answer, so a change
-    whose staged result is sound pays nothing. `kept` lists the findings accepted this way."""
-
-    def __init__(self, store):
-        self.store = store
-        self.kept: list = []
-        self._before: set[tuple] | None = None
-
-    def __call__(self, finding) -> bool:
-        if self._before is None:
-            from .verify import verify  # late: verify loads the compiled kernels
-
-            self._before = {finding_key(f) for f in verify(self.store).findings}
-        if finding_key(finding) in self._before:
-            self.kept.append(finding)
-            return True
-        return False

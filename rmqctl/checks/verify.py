@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
-from ..errors import EXIT_FINDINGS, EXIT_OK, FileGone, StoreError
+from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
 from ..engine.kernels import available_cores
 from ..recovery import dispatch_start, normal_recovery_start, recovery_fails_on, recovery_start
@@ -38,6 +38,7 @@ from . import (
     dledger as verify_dledger,
     links as verify_links,
 )
+from .baseline import finding_key, judge
 from .compaction import check_compaction
 from .rocksdbstore import check_rocksdb_store
 from .config import config_problems
@@ -71,7 +72,8 @@ class VerifyResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FINDINGS if self.problems or self.truncated else EXIT_OK
+        """The exit code without a baseline (checks/baseline.judge)."""
+        return judge(self.findings, self.truncated).exit_code
 
 
 def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
@@ -103,6 +105,25 @@ def verify(store: Store, only: str | None = None, start: int | None = None, end:
             result.moved = store.live.moved if store.live is not None else []
             store.close()
         return result
+
+
+class Preexisting:
+    """Accepts a finding of a staged store when the live store has it already: the change being checked did
+    not create it. The live store is verified only when the first finding needs this answer, so a change
+    whose staged result is sound pays nothing. `kept` lists the findings accepted this way."""
+
+    def __init__(self, store):
+        self.store = store
+        self.kept: list = []
+        self._before: set[tuple] | None = None
+
+    def __call__(self, finding) -> bool:
+        if self._before is None:
+            self._before = {finding_key(f) for f in verify(self.store).findings}
+        if finding_key(finding) in self._before:
+            self.kept.append(finding)
+            return True
+        return False
 
 
 LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, every 10 s by default

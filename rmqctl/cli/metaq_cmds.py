@@ -14,6 +14,7 @@ from typing import Callable
 import click
 
 from ..errors import EXIT_REFUSED, UsageError
+from ..findings import FINDING_COLUMNS
 from ..metaq import clean, inspect
 from ..metaq.append import Appender, NewMessage
 from ..metaq.config import load_server_config, parse_delete_policy
@@ -146,9 +147,6 @@ def locate_cmd(ctx, offset, topic, partition, hex_view):
         click.echo("\n".join(inspect.record_hex(ctx.store, offset, topic, partition)))
         return
     render([inspect.locate(ctx.store, offset, topic, partition)], ctx.format, blocks=True)
-
-
-FINDING_COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
 
 
 @metaq.command("verify")

@@ -10,7 +10,9 @@ from typing import Callable, NamedTuple
 
 import click
 
+from ..checks.baseline import judge
 from ..errors import EXIT_REFUSED, UsageError
+from ..findings import FINDING_COLUMNS
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
 from .base import FORMATS, TIME, cli, echo_err, render
@@ -196,7 +198,7 @@ def spark_schema(fmt):
            auto_format(fmt), ["column", "type", "holds"])
 
 
-VERIFY_COLUMNS = ["store", "severity", "kind", "file", "position", "commitLogOffset", "detail"]
+VERIFY_COLUMNS = ["store", *FINDING_COLUMNS]
 
 
 @spark_group.command("verify")
@@ -238,4 +240,6 @@ def spark_verify(selection, spark_options, only, deep, max_findings, since, unti
                  if result.findings else soundness(unread))
         echo_err(f"spark verify: {store.root}: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in "
                  f"{s['jobs']} task(s): {state}")
-    raise click.exceptions.Exit(max((result.exit_code for _, result in results), default=0))
+    # verify's own policy per store (checks/baseline.judge): the fleet fails when any store does
+    raise click.exceptions.Exit(max((judge(result.findings, result.truncated).exit_code for _, result in results),
+                                    default=0))

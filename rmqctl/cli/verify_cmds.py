@@ -6,13 +6,11 @@ from collections import Counter
 
 import click
 
-from ..errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from ..errors import UsageError
 from ..checks import VERIFY_PARTS
+from ..findings import FINDING_COLUMNS
 from ..views.time_range import narrow
 from .base import OFFSET, TIME, cli, echo_err, echo_moved, memory_option, prepare_kernels, progress, render, store_options
-
-COLUMNS = ["severity", "kind", "file", "position", "commitLogOffset", "detail"]
-
 
 @cli.command("verify")
 @store_options
@@ -50,7 +48,7 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     rmqctl verify --store /data/store --since 2024-06-01T00:00 --until 2024-06-01T00:01
     """
     _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path)
-    from ..checks.baseline import finding_key, read_baseline, write_baseline  # beside the verify import below
+    from ..checks.baseline import judge, read_baseline, write_baseline  # beside the verify import below
 
     baseline, store = (read_baseline(baseline_path) if baseline_path else None), ctx.store
     ctx.version(quiet)  # the recovery prediction depends on it: one stderr line when assumed
@@ -80,21 +78,15 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     finally:
         for bar in bars:
             bar.close()
-    findings, accepted, gone, exit_code = result.findings, [], 0, result.exit_code
     if write_path:
-        written = write_baseline(write_path, findings)
-        exit_code = EXIT_OK
-    elif baseline is not None:
-        accepted = [f for f in findings if f.severity != "info" and finding_key(f) in baseline]
-        findings = [f for f in findings if f.severity == "info" or finding_key(f) not in baseline]
-        gone = len(baseline - {finding_key(f) for f in result.findings})
-        exit_code = EXIT_FINDINGS if any(f.severity != "info" for f in findings) else EXIT_OK
+        written = write_baseline(write_path, result.findings)
+    findings, accepted, gone, exit_code = judge(result.findings, result.truncated, baseline, accept_all=bool(write_path))
     counted = findings if whole else None  # verify counted (and cut) the listing itself otherwise
     if whole and max_findings is not None:
         findings = findings[:max_findings]
     if not quiet:
         rows = [f.to_dict() for f in findings] + [{**f.to_dict(), "accepted": True} for f in accepted]
-        columns = COLUMNS + (["accepted"] if accepted else [])
+        columns = FINDING_COLUMNS + (["accepted"] if accepted else [])
         if ctx.format == "table":
             _print_findings(rows)
         elif rows or ctx.format in ("json", "csv"):

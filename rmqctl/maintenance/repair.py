@@ -47,7 +47,7 @@ from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordTally, Recover
                         last_nonzero, records_past, recovery_start, walk)
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store, elsewhere
-from ..checks.baseline import Preexisting
+from ..checks.verify import Preexisting
 from .staging import stage_checkpoint, stage_timercheck, verify_staged, writing
 from ..views.timer import dangling_after, dangling_rows
 from .writers import reserve
