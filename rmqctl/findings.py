@@ -138,7 +138,7 @@ RECORD_ERROR_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic"
 class Finding:
     kind: str
     severity: str
-    file: str | None  # relative to the store root
+    file: str | None  # relative to the store root (a check names a Path; verify makes it relative)
     position: int | None  # inside `file`
     commitLogOffset: int | None  # the commitlog offset the finding is about, when there is one
     detail: str
@@ -173,27 +173,40 @@ class Damage:
         return f"the {kind} at {at}"
 
 
-class Collector:
-    def __init__(self, root: Path):
-        self.root = root
-        self.items: list[tuple[int, Finding]] = []
+class Findings(list):
+    """Findings in the order a check found them: each check returns one (`add` names a finding where it is,
+    a path), verify merges them into the run's, whose `root` makes every path relative to the store root
+    as they arrive, and prints them `sorted`."""
 
-    def add(self, order: int, kind: str, severity: str, path: Path | str | None, position: int | None,
+    def __init__(self, root: Path | None = None, found=()):
+        super().__init__()
+        self.root = root
+        self += found
+
+    def add(self, group: int, kind: str, severity: str, path: Path | str | None, position: int | None,
             offset: int | None, detail: str) -> Finding:
-        if isinstance(path, Path):
-            try:
-                path = path.relative_to(self.root).as_posix()
-            except ValueError:
-                path = str(path)
-        f = Finding(kind, severity, path, position, offset, detail)
-        self.items.append((order, f))
+        f = Finding(kind, severity, path, position, offset, detail, group)
+        self += [f]
         return f
+
+    def __iadd__(self, found):
+        for f in found:
+            if self.root is not None and isinstance(f.file, Path):
+                try:
+                    f.file = f.file.relative_to(self.root).as_posix()
+                except ValueError:
+                    f.file = str(f.file)
+            self.append(f)
+        return self
 
     def sorted(self) -> list[Finding]:
         """In output order: by group, then commitlog offset, file and position."""
-        return [f for _, f in sorted(self.items, key=_order)]
+        return sorted(self, key=_order)
+
+    def about_commitlog(self) -> list[Finding]:
+        """The commitlog's file and record damage found so far, in the order found: what recovery re-checks."""
+        return [f for f in self if f.group in (FILES, RECORDS) and f.commitLogOffset is not None]
 
 
-def _order(item: tuple[int, Finding]):
-    group, f = item
-    return group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0
+def _order(f: Finding):
+    return f.group, -1 if f.commitLogOffset is None else f.commitLogOffset, f.file or "", f.position or 0

@@ -215,7 +215,7 @@ def test_a_window_is_freed_before_the_next_is_checked(monkeypatch):
         gc.collect()
         alive.append(sum(r() is not None for r in earlier))
         earlier.append(weakref.ref(w.rec))
-        check(self, w)
+        return check(self, w)  # (its findings)
     monkeypatch.setattr(ConsumeQueueCheck, "window", window)
     store = Store(torture.FIXTURES / "b-mixed" / "store", load_config(str(torture.conf_of("b-mixed"))))
     verify(store, window=50, jobs=2, deep=True)

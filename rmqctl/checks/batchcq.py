@@ -10,7 +10,7 @@ import numpy as np
 from .. import batchcq as B
 from .. import schema as S
 from ..errors import StoreError
-from ..findings import CONSUMEQUEUE
+from ..findings import CONSUMEQUEUE, Findings
 from .consumequeue import redispatch_from
 from .context import Context, Records
 from .windows import Window
@@ -55,17 +55,20 @@ class BatchConsumeQueueCheck:
         self.topics = B.batch_topics(run.store)
         self.cursors = {(q.topic, q.queue_id): QueueCursor(q) for q in B.batch_consume_queues(run.store)}
 
-    def begin(self):
+    def begin(self) -> Findings:
         self.redispatch = redispatch_from(self.run)  # (after the consumequeue check settled their end)
+        return Findings()
 
-    def window(self, w: Window):
+    def window(self, w: Window) -> Findings:
         rec = w.rec
+        found = Findings()
         if not len(rec.off):
-            return
+            return found
         end = int(rec.off[-1]) + int(rec.size[-1])
         groups = self._records_by_queue(rec)
         for key in sorted(set(groups) | set(self.cursors)):
-            self._queue(key, rec, groups.get(key, np.zeros(0, np.int64)), end)
+            self._queue(found, key, rec, groups.get(key, np.zeros(0, np.int64)), end)
+        return found
 
     def _records_by_queue(self, rec: Records) -> dict[tuple[str, int], np.ndarray]:
         """The commitlog offsets of the window's dispatched records of BatchCQ topics, per queue."""
@@ -77,14 +80,15 @@ class BatchConsumeQueueCheck:
         return {(rec.topics[t[a]], int(q[a])): rec.off[idx[a:b]] for a, b in zip([0] + cut, cut + [len(idx)])
                 if b > a}
 
-    def _queue(self, key, rec: Records, offsets: np.ndarray, end: int | None):
+    def _queue(self, found: Findings, key, rec: Records, offsets: np.ndarray, end: int | None):
+        """The queue's units up to `end` against the window's records (into `found`), and what they miss."""
         cursor = self.cursors.get(key)
         units = list(cursor.upto(end)) if cursor is not None else []
         offs = np.array([int(u["commitLogOffset"]) for _, _, u in units], np.int64)
-        found = rec.find(offs) if len(offs) else np.zeros(0, np.int64)
-        agrees = self._agrees(key, np.array([u for _, _, u in units], S.BCQ_DTYPE), found, rec)
-        for (f, pos, u), off, i, ok in zip(units, offs.tolist(), found.tolist(), agrees.tolist()):
-            self._unit(cursor, f, pos, u, off, i >= 0, ok)
+        at = rec.find(offs) if len(offs) else np.zeros(0, np.int64)
+        agrees = self._agrees(key, np.array([u for _, _, u in units], S.BCQ_DTYPE), at, rec)
+        for (f, pos, u), off, i, ok in zip(units, offs.tolist(), at.tolist(), agrees.tolist()):
+            self._unit(found, cursor, f, pos, u, off, i >= 0, ok)
         seen = set(offs.tolist())
         lost = [int(o) for o in offsets if int(o) not in seen]
         if lost:
@@ -117,44 +121,46 @@ class BatchConsumeQueueCheck:
                 & (units["msgBaseOffset"] == rec.queue_offset[r]) & (units["batchSize"] == batch)
                 & (units["compactedOffset"] == S.BCQ_INVALID_POS) & (units["reserved"] == 0))
 
-    def _unit(self, cursor: QueueCursor, f, pos: int, u, off: int, at_record: bool, agrees: bool):
+    def _unit(self, found: Findings, cursor: QueueCursor, f, pos: int, u, off: int, at_record: bool, agrees: bool):
         q, run = cursor.q, self.run
         base, batch = int(u["msgBaseOffset"]), int(u["batchSize"])
         if cursor.next_base is not None and base != cursor.next_base:
-            run.report(CONSUMEQUEUE, "bcq-offset-gap", "error", f.path, pos, off,
-                       f"{q.topic}/{q.queue_id}: msgBaseOffset {base} where the previous unit's batch ends at "
-                       f"{cursor.next_base}: consumers cannot read the queue offsets between")
+            found.add(CONSUMEQUEUE, "bcq-offset-gap", "error", f.path, pos, off,
+                      f"{q.topic}/{q.queue_id}: msgBaseOffset {base} where the previous unit's batch ends at "
+                      f"{cursor.next_base}: consumers cannot read the queue offsets between")
         cursor.next_base = base + batch
         if agrees:
             return
         if not at_record:
-            run.report(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
-                       f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}")
+            found.add(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
+                      f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}")
             return
         try:
             problems = B.unit_problems(u, run.store.read_message(off)[1], q.topic, q.queue_id, run.config)
         except StoreError as e:
             problems = [str(e)]
         if problems:
-            run.report(CONSUMEQUEUE, "bcq-unit-mismatch", "error", f.path, pos, off,
-                       f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: " + "; ".join(problems))
+            found.add(CONSUMEQUEUE, "bcq-unit-mismatch", "error", f.path, pos, off,
+                      f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: " + "; ".join(problems))
 
     @property
     def needs_resolve(self) -> bool:
         return False
 
-    def finish(self):
+    def finish(self) -> Findings:
+        found = Findings()
         for (topic, qid), cursor in self.cursors.items():
             for f, pos, u in cursor.upto(None):
                 off = int(u["commitLogOffset"])
-                self.run.report(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
-                                f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the "
-                                f"records checked")
+                found.add(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
+                          f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the "
+                          f"records checked")
             for later, (count, first, last) in enumerate(cursor.missing):
                 if count:
-                    self.run.report(CONSUMEQUEUE, "bcq-missing-units", "warning" if later else "error",
-                                    cursor.q.directory, None, first,
-                                    f"{topic}/{qid}: {count} dispatched record(s) have no batchconsumequeue unit "
-                                    f"(commitlog offsets {first}..{last}); " + (
-                                        "the broker dispatches them again at its next start" if later else
-                                        "the broker will not dispatch them again: consumers never see them"))
+                    found.add(CONSUMEQUEUE, "bcq-missing-units", "warning" if later else "error",
+                              cursor.q.directory, None, first,
+                              f"{topic}/{qid}: {count} dispatched record(s) have no batchconsumequeue unit "
+                              f"(commitlog offsets {first}..{last}); " + (
+                                  "the broker dispatches them again at its next start" if later else
+                                  "the broker will not dispatch them again: consumers never see them"))
+        return found

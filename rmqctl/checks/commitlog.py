@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dledger as D
 from .. import schema as S
-from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS
+from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..store import links_outside
 from . import dledger as verify_dledger, links as verify_links
@@ -24,21 +24,23 @@ CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs hel
 COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
 
 
-def check_files(ctx: Context):
-    """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule)."""
+def check_files(ctx: Context) -> Findings:
+    """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule); the missing
+    bytes go to the run's damaged ranges."""
+    found = Findings()
     q = ctx.store.commitlog
     size = ctx.file_size
     for p in q.strays:
-        ctx.report(FILES, "stray-file", "error", p, None, None,
-                   "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
+        found.add(FILES, "stray-file", "error", p, None, None,
+                  "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
     for d in q.dirs:
         for p in sorted(d.iterdir()) if d.is_dir() else []:
             if p.is_dir():
-                ctx.report(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
-                           "directory: 4.9 brokers fail to load it (5.x skips it)")
+                found.add(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
+                          "directory: 4.9 brokers fail to load it (5.x skips it)")
     for p, target in links_outside(ctx.store):
-        ctx.report(FILES, "symlink-outside", "warning", p, None, None,
-                   f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
+        found.add(FILES, "symlink-outside", "warning", p, None, None,
+                  f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
     files = ctx.files
     for i, f in enumerate(files):
         if f.length != size:
@@ -48,24 +50,26 @@ def check_files(ctx: Context):
                         else "5.1.3+ brokers delete a zero-length last file at load; older ones refuse to start")
             else:
                 note = "the broker's load refuses any file whose length is not mappedFileSizeCommitLog"
-            ctx.report(FILES, "file-size", "error", f.path, None, f.start,
-                       f"file is {f.length} bytes, not {size}: {note}")
+            found.add(FILES, "file-size", "error", f.path, None, f.start,
+                      f"file is {f.length} bytes, not {size}: {note}")
         if f.start % size:
-            ctx.report(FILES, "file-misaligned", "error", f.path, None, f.start,
-                       f"starts at {f.start}, not a multiple of the file size {size}")
+            found.add(FILES, "file-misaligned", "error", f.path, None, f.start,
+                      f"starts at {f.start}, not a multiple of the file size {size}")
     for a, b in zip(files, files[1:]):
         if b.start > a.start + size:
             missing = (b.start - a.start - size) // size
             ctx.damage.add(a.start + size, b.start, "file-gap", a.start + size)
-            ctx.report(FILES, "file-gap", "error", b.path, None, a.start + size,
-                       f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
-                       f"bytes missing between {a.name} and {b.name}); every record there is lost")
+            found.add(FILES, "file-gap", "error", b.path, None, a.start + size,
+                      f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
+                      f"bytes missing between {a.name} and {b.name}); every record there is lost")
         elif b.start < a.start + size:
-            ctx.report(FILES, "file-overlap", "error", b.path, None, b.start,
-                       f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
+            found.add(FILES, "file-overlap", "error", b.path, None, b.start,
+                      f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
     for f in files:
         if f.length < size:
             ctx.damage.add(f.start + f.length, f.start + size, "file-size", f.start)
+    return found
+
 
 def plan(ctx: Context) -> list[list[Task]]:
     """Per file, its chunks. Records before `start` are walked (to find where records start) but not
@@ -157,10 +161,11 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
         out.append(rs)
     return out, done, kept
 
-def merge(ctx: Context, results: list[list], report: bool) -> int:
+def merge(ctx: Context, results: list[list]) -> tuple[int, Findings]:
     """Record findings and damaged regions, the commitlog's logical end and its version; returns how many
-    records were checked (their columns come per window: checks/windows.py)."""
+    records were checked (their columns come per window: checks/windows.py) and the findings."""
     files = ctx.files
+    found = Findings()
     has_data = [any(r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
                                                 for g in r.regions) for r in rs) for rs in results]
     last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
@@ -169,16 +174,15 @@ def merge(ctx: Context, results: list[list], report: bool) -> int:
         f = files[i]
         for r in rs:
             for kind, severity, pos, detail in r.findings:
-                if report:
-                    ctx.report(RECORDS, kind, severity, f.path, pos, f.start + pos, detail)
+                found.add(RECORDS, kind, severity, f.path, pos, f.start + pos, detail)
             for g in r.regions:
-                _region(ctx, i, g, last_data, report)
+                found += _region(ctx, i, g, last_data)
             if r.blank is not None:
                 ctx.logical_end = max(ctx.logical_end, f.start + r.blank[0] + S.END_FILE_MIN_BLANK_LENGTH)
             if r.count:
                 ctx.logical_end = max(ctx.logical_end, f.start + r.end)
             records += r.count
-    return records
+    return records, found
 
 
 def compact(r):
@@ -192,8 +196,9 @@ def without_records(r):
     return dataclasses.replace(r, lmq=[], inner_num={}, **{name: empty for name in COLUMNS})
 
 
-def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
-    """Classify bytes that are not records (Region) into a finding."""
+def _region(ctx: Context, i: int, g: Region, last_data: int) -> Findings:
+    """Classify bytes that are not records (Region) into a finding and a damaged range."""
+    found = Findings()
     f = ctx.files[i]
     x = f.start + g.start
     limit = min(f.length, ctx.file_size)
@@ -201,21 +206,19 @@ def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
         n = g.resync - g.start
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
         ctx.damage.add(x, f.start + g.resync, kind, x)
-        if report:
-            ctx.report(RECORDS, kind, "error", f.path, g.start, x,
-                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
-                       f"{f.start + g.resync}")
-        return
+        found.add(RECORDS, kind, "error", f.path, g.start, x,
+                  f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
+                  f"{f.start + g.resync}")
+        return found
     if i >= last_data:
         if g.last_nonzero < g.start:
-            return  # zeros after the last record: the logical end of the commitlog
+            return found  # zeros after the last record: the logical end of the commitlog
         n = g.last_nonzero + 1 - g.start
         ctx.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
-        if report:
-            ctx.report(RECORDS, "torn-tail", "error", f.path, g.start, x,
-                       f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
-                       f"garbage tail after the last record")
-        return
+        found.add(RECORDS, "torn-tail", "error", f.path, g.start, x,
+                  f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
+                  f"garbage tail after the last record")
+        return found
     n = limit - g.start
     if g.zero_head and g.last_nonzero < g.start:
         kind = "zeroed-region" if g.start == 0 else "missing-blank"
@@ -229,6 +232,6 @@ def _region(ctx: Context, i: int, g: Region, last_data: int, report: bool):
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
         what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
     ctx.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
-    if report:
-        ctx.report(RECORDS, kind, "error", f.path, g.start, x,
-                   f"{what}; the broker's readers stop at this file and never reach the next one by walking")
+    found.add(RECORDS, kind, "error", f.path, g.start, x,
+              f"{what}; the broker's readers stop at this file and never reach the next one by walking")
+    return found

@@ -7,65 +7,66 @@ from __future__ import annotations
 
 from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
 from ..dispatch import tags_code
-from ..findings import CONSUMEQUEUE
-from .context import Context
+from ..findings import CONSUMEQUEUE, Findings
+from ..store import Store
 
 
-def check_compaction(ctx: Context):
-    """Every finding into the run's report."""
-    store = ctx.store
+def check_compaction(store: Store) -> Findings:
+    """The compaction topics' findings."""
+    found = Findings()
     for q in compaction_queues(store):
         logs, cqs = q.unmatched_files()
         for name in logs + cqs:
             where = (q.log_dir if name in logs else q.cq.directory) / name
-            ctx.report(CONSUMEQUEUE, "compaction-file-mismatch", "error", where, None, None,
-                   f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
-                   f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue")
+            found.add(CONSUMEQUEUE, "compaction-file-mismatch", "error", where, None, None,
+                      f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
+                      f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue")
         for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
-            _check_units(q, f.name, _check_log(q, f, ctx), ctx)
+            _check_units(found, q, f.name, _check_log(found, q, f, store))
         for name in cqs:
-            _check_units(q, name, {}, ctx)
+            _check_units(found, q, name, {})
     _, problem = position_checkpoint(store)
     if problem is not None:
-        ctx.report(CONSUMEQUEUE, "compaction-checkpoint", "warning", store.root / "compaction" / "position-checkpoint",
-               None, None, f"compaction position checkpoint: {problem}")
+        found.add(CONSUMEQUEUE, "compaction-checkpoint", "warning", store.root / "compaction" / "position-checkpoint",
+                  None, None, f"compaction position checkpoint: {problem}")
+    return found
 
 
-def _check_log(q: CompactionQueue, f, ctx: Context) -> dict[int, dict]:
-    """What a CQ unit must hold for each record of one log file, by its position; reporting records out of
-    place or of another queue and bytes that are not a record."""
+def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int, dict]:
+    """What a CQ unit must hold for each record of one log file, by its position; the records out of place or
+    of another queue and bytes that are not a record go to `found`."""
     records = {}
     for r in q.file_records(f):
         at = r.file.start + r.position
         if r.message is None:
             if r.end not in ("blank", "zeros"):
-                ctx.report(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
-                       f"{q.topic}/{q.queue_id} compaction log: {r.end}")
+                found.add(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
+                          f"{q.topic}/{q.queue_id} compaction log: {r.end}")
             continue
         m = r.message
         if m.physicalOffset != at:
-            ctx.report(CONSUMEQUEUE, "compaction-physical-offset", "error", r.file.path, r.position, at,
-                   f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}")
+            found.add(CONSUMEQUEUE, "compaction-physical-offset", "error", r.file.path, r.position, at,
+                      f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}")
         if (m.topic, m.queueId) != (q.topic, q.queue_id):
-            ctx.report(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
-                   f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}")
-        records[at] = {"size": m.storeSize, "tagsCode": tags_code(m, ctx.config), "storeTime": m.storeTimestamp,
+            found.add(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
+                      f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}")
+        records[at] = {"size": m.storeSize, "tagsCode": tags_code(m, store.config), "storeTime": m.storeTimestamp,
                        "msgBaseOffset": m.queueOffset, "batchSize": 1}
     return records
 
 
-def _check_units(q: CompactionQueue, name: str, records: dict, ctx: Context):
+def _check_units(found: Findings, q: CompactionQueue, name: str, records: dict):
     for f, pos, u in cq_units(q, name):
         if end_unit(u):
             continue
         off = u["commitLogOffset"]
         want = records.get(off)
         if want is None:
-            ctx.report(CONSUMEQUEUE, "compaction-cq-bad-target", "error", f.path, pos, off,
-                   f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of "
-                   f"compaction log file {name} starts at {off}")
+            found.add(CONSUMEQUEUE, "compaction-cq-bad-target", "error", f.path, pos, off,
+                      f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of "
+                      f"compaction log file {name} starts at {off}")
             continue
         wrong = [f"{k} {u[k]}, the record's {v}" for k, v in want.items() if u[k] != v]
         if wrong:
-            ctx.report(CONSUMEQUEUE, "compaction-cq-mismatch", "error", f.path, pos, off,
-                   f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong))
+            found.add(CONSUMEQUEUE, "compaction-cq-mismatch", "error", f.path, pos, off,
+                      f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong))

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..findings import CONSUMEQUEUE
+from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic
 from ..batchcq import batch_max_phy, batch_topics
 from ..store import ConsumeQueue
@@ -90,11 +90,11 @@ class QueueSummary:
         p = fu.first + a + np.arange(len(off))
         return cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
 
-    def check(self, run: Context, size: int):
+    def check(self, run: Context, size: int) -> Findings:
         """File findings, holes and stale units (in the order of the whole-store check), and per file what
         a window needs to find its units."""
         cq = self.cq
-        _queue_file_checks(run, cq.files, size, "consumequeue")
+        found = _queue_file_checks(run, cq.files, size, "consumequeue")
         queue = f"{cq.topic}/{cq.queue_id}"
         holes = stale = 0
         first_hole = first_stale = None
@@ -127,14 +127,15 @@ class QueueSummary:
             cq.files.files[fu.k].release()
         if first_hole:
             fu, i, off, sz = first_hole
-            run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", self.path(fu), self.pos(fu, i, size), None,
-                       f"{queue}: {holes} unit(s) among the written ones are not entries (first at queue offset "
-                       f"{self.index(fu, i)}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages")
+            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", self.path(fu), self.pos(fu, i, size), None,
+                      f"{queue}: {holes} unit(s) among the written ones are not entries (first at queue offset "
+                      f"{self.index(fu, i)}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages")
         if first_stale:
             fu, i = first_stale
-            run.report(CONSUMEQUEUE, "cq-stale-units", "warning", self.path(fu), self.pos(fu, i, size), None,
-                       f"{queue}: {stale} unit(s) after the last entry hold data (first at queue offset "
-                       f"{self.index(fu, i)}); the broker's recovery would read them as entries if they looked valid")
+            found.add(CONSUMEQUEUE, "cq-stale-units", "warning", self.path(fu), self.pos(fu, i, size), None,
+                      f"{queue}: {stale} unit(s) after the last entry hold data (first at queue offset "
+                      f"{self.index(fu, i)}); the broker's recovery would read them as entries if they looked valid")
+        return found
 
     def path(self, fu: FileUnits):
         return self.cq.files.files[fu.k].path
@@ -214,8 +215,9 @@ def summaries(run: Context) -> list[QueueSummary]:
 class ConsumeQueueCheck:
     """check_consumequeues in windows: `begin`, `window` per window in commitlog order, `finish`."""
 
-    def __init__(self, run: Context):
+    def __init__(self, run: Context, queue_offset_findings: set[int]):
         self.run = run
+        self.field_breaks = queue_offset_findings  # commitlog offsets of the queue-offset findings: causes
         self.size = run.store.consumequeue_file_size  # settled before the scan
         self.queues = {(q.cq.topic, q.cq.queue_id): q for q in summaries(run)}
         self.batch_topics = batch_topics(run.store)  # their records go to batchconsumequeue/ (checks/batchcq.py)
@@ -224,22 +226,25 @@ class ConsumeQueueCheck:
         self.mismatches: list = []
         self.pending: dict[tuple[str, int, int], int] = {}  # (topic, queueId, queue offset) -> earliest record offset
 
-    def begin(self):
+    def begin(self) -> Findings:
         run = self.run
+        found = Findings()
         for q in self.queues.values():
-            q.check(run, self.size)
+            found += q.check(run, self.size)
         rocks = run.store.rocks_queues
         run.cq_max_phy = (rocks.checkpoint or 0) if rocks is not None else max(
             [q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
         self.redispatch = redispatch_from(run)
         if rocks is not None and run.cq_max_phy < run.logical_end:
-            run.report(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
-                       f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
-                       f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
-                       "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)")
+            found.add(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
+                      f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
+                      f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
+                      "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)")
+        return found
 
-    def window(self, w: Window):
+    def window(self, w: Window) -> Findings:
         run, rec = self.run, w.rec
+        found = Findings()
         groups = _cq_groups(run, rec)
         for key in [k for k in groups if k[0] in run.store.parts.topics_not_read]:
             del groups[key]  # dispatched to a part this version does not read (BatchCQ): not missing here
@@ -247,7 +252,7 @@ class ConsumeQueueCheck:
             queue = f"{key[0]}/{key[1]}"
             qoffs, recs = groups.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
             for fu, i, off, sz, tags in q.in_window(run, w):
-                self._units(q, fu, queue, key, rec, i, off, sz, tags, qoffs, recs)
+                found += self._units(q, fu, queue, key, rec, i, off, sz, tags, qoffs, recs)
         for key, (qoffs, recs) in groups.items():
             q = self.queues.get(key)
             if key[0] in self.batch_topics or (q is None and lite_topic(key[0]) is not None):
@@ -259,9 +264,13 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             for f in q.cq.files.files:
                 f.release()
+        return found
 
-    def _units(self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs, recs):
+    def _units(self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs,
+               recs) -> Findings:
+        """The entries past the commitlog's end or where no record starts; the rest wait for `finish`."""
         run = self.run
+        found = Findings()
         idx = q.index(fu, i)
         path = q.path(fu)
         pos = lambda k: q.pos(fu, int(i[k]), self.size)
@@ -273,7 +282,7 @@ class ConsumeQueueCheck:
             detail = f"{queue} entry {int(idx[k])} points at {o}, past the end of the commitlog ({run.logical_end})"
             if cause:
                 detail += f"; a direct consequence of {cause} (the broker's recovery drops this entry)"
-            run.report(CONSUMEQUEUE, "cq-entry-past-end", "error", path, pos(k), o, detail)
+            found.add(CONSUMEQUEUE, "cq-entry-past-end", "error", path, pos(k), o, detail)
         for k in np.flatnonzero((j < 0) & ~past).tolist():
             o = int(off[k])
             cause = run.damage.cause(o, o + int(sz[k]))
@@ -283,7 +292,7 @@ class ConsumeQueueCheck:
                 detail += f"; a direct consequence of {cause}"
             elif inside >= 0:
                 detail += f" (inside the record at {int(rec.off[inside])})"
-            run.report(CONSUMEQUEUE, "cq-entry-bad-target", "error", path, pos(k), o, detail)
+            found.add(CONSUMEQUEUE, "cq-entry-bad-target", "error", path, pos(k), o, detail)
         hit = np.flatnonzero(j >= 0)
         jh = j[hit]
         if len(qoffs):
@@ -303,6 +312,7 @@ class ConsumeQueueCheck:
                 self.pending[(key[0], key[1], u)] = -1
             self.mismatches.append((key, queue, path, pos(k), u, int(off[k]), int(sz[k]), int(tags[k]),
                                     _record_facts(rec, r), expected))
+        return found
 
     def _seen_before(self, key, idx: np.ndarray) -> np.ndarray:
         out = np.zeros(len(idx), bool)
@@ -357,21 +367,24 @@ class ConsumeQueueCheck:
     def resolve(self, w: Window):
         """The earliest record of each pending (queue, queue offset), from another pass over the windows."""
         groups = _cq_groups(self.run, w.rec)
-        for (topic, qid, u), found in self.pending.items():
-            if found >= 0 or (topic, qid) not in groups:
+        for (topic, qid, u), earliest in self.pending.items():
+            if earliest >= 0 or (topic, qid) not in groups:
                 continue
             qoffs, recs = groups[(topic, qid)]
             at = int(np.searchsorted(qoffs, u))
             if at < len(qoffs) and qoffs[at] == u:
                 self.pending[(topic, qid, u)] = int(w.rec.off[recs[at]])
 
-    def finish(self):
+    def finish(self) -> Findings:
         run = self.run
+        found = Findings()
         for key, queue, path, pos, u, off, size, tags, facts, expected in self.mismatches:
             if expected is None:
-                found = self.pending[(key[0], key[1], u)]
-                expected = found if found >= 0 else None
-            _report_mismatch(run, queue, path, pos, u, off, size, tags, facts, expected)
+                earliest = self.pending[(key[0], key[1], u)]
+                expected = earliest if earliest >= 0 else None
+            causes = [_field_cause(self.field_breaks, at) for at in (facts["off"], expected) if at is not None]
+            found.add(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off,
+                      _mismatch(queue, u, off, size, tags, facts, expected, next(filter(None, causes), None)))
         for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.missing.items():
             q = self.queues.get(key)
             queue = f"{key[0]}/{key[1]}"
@@ -384,8 +397,9 @@ class ConsumeQueueCheck:
                        if later else "; the broker will not dispatch them again: consumers never see them")
             # a RocksDB queue behind its commitlog is its normal state after a crash, not damage
             later_severity = "info" if run.store.rocks_queues is not None else "warning"
-            run.report(CONSUMEQUEUE, "cq-missing-entries", later_severity if later else "error", directory, None,
-                       int(omin), detail)
+            found.add(CONSUMEQUEUE, "cq-missing-entries", later_severity if later else "error", directory, None,
+                      int(omin), detail)
+        return found
 
 
 def _record_facts(rec: Records, r: int) -> dict:
@@ -395,7 +409,8 @@ def _record_facts(rec: Records, r: int) -> dict:
                 tags=int(rec.tags[r]))
 
 
-def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r: dict, expected: int | None):
+def _mismatch(queue, qoff, off, size, tags, r: dict, expected: int | None, cause: str | None) -> str:
+    """What an entry that points at record `r` (_record_facts) gets wrong."""
     problems = []
     if not r["dispatched"]:
         problems.append(f"the record is {r['tx']}, which the broker never dispatches")
@@ -407,11 +422,10 @@ def _report_mismatch(run, queue, path, pos, qoff, off, size, tags, r: dict, expe
         problems.append(f"size {size} but the record is {r['size']} bytes")
     if tags != r["tags"] and tags > EXT_ADDRESS_MAX and expected == r["off"]:
         problems.append(f"tagsCode {tags} but the dispatcher computes {r['tags']}")
-    cause = _field_cause(run, r["off"]) or (_field_cause(run, expected) if expected is not None else None)
     detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
     if cause:
         detail += f"; {cause}"
-    run.report(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off, detail)
+    return detail
 
 
 def consumequeue_max_phy(run: Context) -> int:

@@ -1,8 +1,8 @@
 """What the checks of one verify run share: the record columns the commitlog scan decoded (`Records`), and a
-small run context (`Context`): the store, the part and range checked, the findings collected so far and the
-damaged commitlog ranges they stand for, and what is read once per run (consumequeue units, index
-structure). The checks (checks/commitlog.py, checks/links.py, checks/verify.py) are functions that take
-the context and the columns; nothing is attached to the context from outside.
+small run context (`Context`): the store, the part and range checked, the damaged commitlog ranges found so
+far (so later findings can name their cause), and what is read once per run (consumequeue units, index
+structure). The checks (checks/commitlog.py, checks/links.py, checks/verify.py) take the context and the
+columns and return their findings; verify merges them.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import schema as S
 from ..config import BrokerConfig
-from ..findings import FILES, RECORDS, Collector, Damage, Finding
+from ..findings import Damage
 from ..live import bounded_end
 from ..store import Store, offset_to_name
 
@@ -82,7 +82,6 @@ class Context:
                  geometry: dict):
         self.store = store
         self.config: BrokerConfig = store.config
-        self.out = Collector(store.root)
         self.parts = parts
         self.start = start
         self.end = end
@@ -96,7 +95,6 @@ class Context:
         self.logical_end = self.files[0].start if self.files else 0
         self.min_offset = self.files[0].start if self.files else 0
         self.is5 = store.version.major == 5
-        self.commitlog_findings: list[Finding] = []  # record damage, for the recovery notes
         self.recovery_cut: int | None = None  # where the broker's next recovery truncates the commitlog
         # read once per run, by whichever check needs them first
         self.queue_units: list | None = None
@@ -119,12 +117,6 @@ class Context:
     def scan_end(self) -> int | None:
         """Where the commitlog's scan stops: `end`, and on a live store no later than the snapshot's end."""
         return bounded_end(self.live, self.end)
-
-    def report(self, group: int, kind: str, severity: str, path, position, offset, detail: str) -> Finding:
-        f = self.out.add(group, kind, severity, path, position, offset, detail)
-        if group in (FILES, RECORDS) and offset is not None:
-            self.commitlog_findings.append(f)
-        return f
 
     def file_start(self, offset: int) -> int:
         return offset - offset % self.file_size

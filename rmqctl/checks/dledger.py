@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dledger as D
 from .. import schema as S
-from ..findings import CHECKPOINT, FILES, RECORDS
+from ..findings import CHECKPOINT, FILES, RECORDS, Finding, Findings
 from ..engine import dledger as KD
 from ..engine import checks as K
 from ..record import RecordError, read_record
@@ -108,51 +108,53 @@ class _EntryScanner(_Scanner):
 # ---- the layer as a whole ------------------------------------------------------------------------------------
 
 
-def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) -> D.Recovery | None:
+def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) -> tuple[D.Recovery | None, Findings]:
     """Index continuity and terms across files, the index units and the DLedger checkpoint; returns what the
-    recovery will do (for `recovery_notes`, once the records past its cut are counted). The entries are
+    recovery will do (for `recovery_notes`, once the records past its cut are counted) and the findings (only
+    the index files' when not `report`ing the commitlog). The entries are
     walked again a slice of a data file at a time (the scan keeps none), so what is held is one slice's
     entries and the last entry before them."""
     store, files = run.store, run.files
     layout = store.dledger
+    found = Findings()
     try:
         iq = store.dledger_index
     except Exception as e:  # index files of different sizes: named, and the unit checks skipped
-        run.report(FILES, "dledger-index-file", "error", layout.index_dir, None, None, str(e))
+        found.add(FILES, "dledger-index-file", "error", layout.index_dir, None, None, str(e))
         iq = None
     units = _IndexUnits(run, iq) if iq is not None and report else None
     if units is not None:
-        _index_files(run, iq)
+        found += _index_files(run, iq)
     before = None  # (file, offset, index, term) of the last entry compared
     for i, rs in enumerate(results):
         if not rs:
             continue
         f = files[i]
-        for found in D.entry_slices(f.buf, min(len(f.buf), run.file_size), D.ENTRY_SLICE):
-            pos = found.position + f.start
+        for entries in D.entry_slices(f.buf, min(len(f.buf), run.file_size), D.ENTRY_SLICE):
+            pos = entries.position + f.start
             # with --from/--to: the entries whose record is in range, compared only with a neighbour also walked
             keep = run.in_range(pos + S.DLEDGER_BODY_OFFSET)
-            cols = {name: getattr(found, name)[keep] for name in ("magic", "size", "index", "term")}
+            cols = {name: getattr(entries, name)[keep] for name in ("magic", "size", "index", "term")}
             pos = pos[keep]
-            del found
+            del entries
             if not len(pos):
                 continue
             if report:
-                _neighbours(run, i, before, pos, cols["index"], cols["term"])
+                found += _neighbours(run, i, before, pos, cols["index"], cols["term"])
             if units is not None:
-                units.check(pos, cols)
+                found += units.check(pos, cols)
             before = (i, int(pos[-1]), int(cols["index"][-1]), int(cols["term"][-1]))
         f.release()
     last = before[2] if before is not None else None
     if units is not None and run.full_range:
-        units.extra(-1 if last is None else last)
+        found += units.extra(-1 if last is None else last)
     state = D.read_state(layout.checkpoint_path)
     if report and run.full_range:
-        _checkpoint(run, state, last)
-    return D.recover(store.commitlog, iq, state) if iq is not None and report else None
+        found += _checkpoint(run, state, last)
+    return (D.recover(store.commitlog, iq, state) if iq is not None and report else None), found
 
 
-def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term):
+def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term) -> Findings:
     """Indexes going up by one and terms never down, entry after entry: those of data file `i`, the first
     against `before` (the last entry compared) when that lies in this file or the one before."""
     fidx = np.full(len(pos), i)
@@ -160,10 +162,11 @@ def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term):
         fidx, pos, index, term = (np.concatenate([[v], x]) for v, x in zip(before, (fidx, pos, index, term)))
     near = fidx[1:] - fidx[:-1] <= 1
     files = run.files
+    found = Findings()
 
     def add(kind, severity, k, detail):
         f = files[int(fidx[k])]
-        run.report(RECORDS, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
+        found.add(RECORDS, kind, severity, f.path, int(pos[k]) - f.start, int(pos[k]), detail)
 
     for k in np.flatnonzero((index[1:] != index[:-1] + 1) & near).tolist():
         cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
@@ -174,19 +177,22 @@ def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term):
         add("dledger-entry-term", "error", k + 1,
             f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
             f"go down")
+    return found
 
 
-def _index_files(run: Context, iq: MappedFileQueue):
+def _index_files(run: Context, iq: MappedFileQueue) -> Findings:
+    found = Findings()
     for p in iq.strays:
-        run.report(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
+        found.add(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
     for a, b in zip(iq.files, iq.files[1:]):
         if b.start != a.start + iq.file_size:
-            run.report(FILES, "file-gap", "error", b.path, None, None, f"DLedger index files {a.name} then {b.name}: "
-                       f"MmapFileList.checkSelf fails and DLedger does not start")
+            found.add(FILES, "file-gap", "error", b.path, None, None, f"DLedger index files {a.name} then {b.name}: "
+                      f"MmapFileList.checkSelf fails and DLedger does not start")
     for f in iq.files:
         if f.length != iq.file_size:
-            run.report(FILES, "file-size", "error", f.path, None, None, f"DLedger index file is {f.length} bytes, "
-                       f"not {iq.file_size}: MmapFileList.load refuses it")
+            found.add(FILES, "file-size", "error", f.path, None, None, f"DLedger index file is {f.length} bytes, "
+                      f"not {iq.file_size}: MmapFileList.load refuses it")
+    return found
 
 
 class _IndexUnits:
@@ -200,17 +206,18 @@ class _IndexUnits:
         self.units = {f.start // unit_size: D.index_units(f.buf, min(f.length, iq.file_size) // unit_size)
                       for f in iq.files}
 
-    def add(self, idx: int, offset: int, detail: str):
+    def add(self, found: Findings, idx: int, offset: int, detail: str):
         unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
         f = self.iq.find(unit_at) if idx >= 0 else None
         path = f.path if f is not None else self.run.store.dledger.index_dir
-        self.run.report(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
-                        offset, detail)
+        found.add(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
+                  offset, detail)
 
-    def check(self, pos, cols):
+    def check(self, pos, cols) -> Findings:
         """The units of entries at `pos` (columns `cols`), compared a unit file at a time."""
         index = cols["index"]
         first = index - index % self.per_file
+        out = Findings()
         found = np.zeros(len(index), bool)
         differs = np.zeros(len(index), bool)
         want = {"magic": cols["magic"], "pos": pos, "size": cols["size"], "index": index, "term": cols["term"]}
@@ -227,80 +234,87 @@ class _IndexUnits:
         for k in np.flatnonzero(~found | differs).tolist():
             idx = int(index[k])
             if not found[k]:
-                self.add(idx, int(pos[k]), f"DLedger entry {idx} has no index unit (no index file holds byte "
+                self.add(out, idx, int(pos[k]), f"DLedger entry {idx} has no index unit (no index file holds byte "
                                            f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
                 continue
             unit = self.units[int(first[k])][idx - int(first[k])]
             diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
                              if int(unit[n]) != int(want[n][k]))
-            self.add(idx, int(pos[k]), f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
+            self.add(out, idx, int(pos[k]), f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
+        return out
 
-    def extra(self, last: int):
+    def extra(self, last: int) -> Findings:
         """Units written past the last entry's (`last`: its index, -1 when none)."""
+        found = Findings()
         for start, arr in sorted(self.units.items()):
             written = np.flatnonzero(arr["magic"] != 0) + start
             extra = written[written > last]
             if len(extra):
                 f = self.iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
                 at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
-                self.run.report(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
-                                f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
-                                f"(the last is {last}); DLedger's recovery truncates them")
+                found.add(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
+                          f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
+                          f"(the last is {last}); DLedger's recovery truncates them")
+        return found
 
 
-def _checkpoint(run: Context, state, last: int | None):
+def _checkpoint(run: Context, state, last: int | None) -> Findings:
     """dledger-{id}/checkpoint: endIndex and committedIndex against the entries (`last`: the last entry's
     index, None when there is none)."""
     path = run.store.dledger.checkpoint_path
+    found = Findings()
     if state is None:
         if last is not None:
-            run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no DLedger checkpoint: at start "
-                       "no entry counts as committed until the group commits again, and the broker serves none before")
-        return
+            found.add(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no DLedger checkpoint: at start "
+                      "no entry counts as committed until the group commits again, and the broker serves none before")
+        return found
     last = -1 if last is None else last
     end, committed = D.state_long(state, "endIndex"), D.state_long(state, "committedIndex")
     if committed is None:
-        run.report(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")
+        found.add(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")
     elif committed > last:
-        run.report(CHECKPOINT, "dledger-checkpoint", "error", path, None, None,
-                   f"committedIndex {committed} is past the last entry {last}: entries the group committed are gone "
-                   f"from this replica (DLedger caps it at {last})")
+        found.add(CHECKPOINT, "dledger-checkpoint", "error", path, None, None,
+                  f"committedIndex {committed} is past the last entry {last}: entries the group committed are gone "
+                  f"from this replica (DLedger caps it at {last})")
     elif committed < last:
-        run.report(CHECKPOINT, "dledger-checkpoint", "info", path, None, None,
-                   f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
-                   f"{committed} until the group commits the rest (a new leader may truncate them)")
+        found.add(CHECKPOINT, "dledger-checkpoint", "info", path, None, None,
+                  f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
+                  f"{committed} until the group commits the rest (a new leader may truncate them)")
     if end is not None and end != last:
-        run.report(CHECKPOINT, "dledger-checkpoint", "warning" if end > last else "info", path, None, None,
-                   f"endIndex {end} but the last entry is {last}")
+        found.add(CHECKPOINT, "dledger-checkpoint", "warning" if end > last else "info", path, None, None,
+                  f"endIndex {end} but the last entry is {last}")
+    return found
 
 
-def recovery_notes(run: Context, lost: int, r: D.Recovery):
-    """What DLedgerMmapFileStore.recover will do at the next start, on the findings it concerns (`lost`: the
-    records from its cut on)."""
+def recovery_notes(run: Context, lost: int, r: D.Recovery, damage: list[Finding]) -> Findings:
+    """What DLedgerMmapFileStore.recover will do at the next start, on the commitlog findings it concerns
+    (`damage`, their details noted here; `lost`: the records from its cut on), and its own notes."""
     files = run.files
+    found = Findings()
     begin = files[r.start_file].start if files else 0
     if r.stop is not None:
         note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
                 f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {lost} record(s) "
                 f"from there on")
-        at_cut = [f for f in run.commitlog_findings if f.commitLogOffset is not None
+        at_cut = [f for f in damage if f.commitLogOffset is not None
                   and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1]
         if at_cut:
             min(at_cut, key=lambda f: f.commitLogOffset).detail += f"; {note}"
         else:
-            run.report(CHECKPOINT, "dledger-recovery", "info", files[r.start_file].path, None, r.cut, note)
-        for f in run.commitlog_findings:
+            found.add(CHECKPOINT, "dledger-recovery", "info", files[r.start_file].path, None, r.cut, note)
+        for f in damage:
             if f.commitLogOffset is not None and f.commitLogOffset > r.cut + S.DLEDGER_BODY_OFFSET and f not in at_cut:
                 f.detail += f"; DLedger's recovery cuts it off with everything after {r.cut}"
-    for f in run.commitlog_findings:
+    for f in damage:
         if f.commitLogOffset is not None and f.commitLogOffset < begin:
             f.detail += (f"; DLedger's recovery starts at {files[r.start_file].name} and does not re-check this "
                          f"entry")
     if r.index_rewritten_from is not None:
-        run.report(CHECKPOINT, "dledger-recovery", "info", run.store.dledger.index_dir, None, None,
-                   f"DLedger's recovery finds the index unit of entry {r.index_rewritten_from} not equal to its entry "
-                   f"({r.index_mismatch}) and rewrites the index from the data from there on")
+        found.add(CHECKPOINT, "dledger-recovery", "info", run.store.dledger.index_dir, None, None,
+                  f"DLedger's recovery finds the index unit of entry {r.index_rewritten_from} not equal to its entry "
+                  f"({r.index_mismatch}) and rewrites the index from the data from there on")
     if r.exits:
-        run.report(CHECKPOINT, "dledger-recovery", "error", files[-1].path, None, r.cut,
-                   f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file: it refuses "
-                   f"to truncate that much and exits (\"processOffset is too small\"); the broker does not start")
+        found.add(CHECKPOINT, "dledger-recovery", "error", files[-1].path, None, r.cut,
+                  f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file: it refuses "
+                  f"to truncate that much and exits (\"processOffset is too small\"); the broker does not start")
+    return found

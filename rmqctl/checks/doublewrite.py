@@ -7,34 +7,36 @@ verifyAndInitOffsetForAllStore compares at start.
 """
 from __future__ import annotations
 
-from ..findings import CONSUMEQUEUE
+from ..findings import CONSUMEQUEUE, Findings
 from ..rocksdbcq import RocksConsumeQueues
+from ..store import Store
 from ..views.offsets import CommitLogTimes
-from .context import Context
 
 KIND = "rocksdb-cq-double-write"
 
 
-def check_double_write(run: Context):
+def check_double_write(store: Store) -> Findings:
     """Every file queue against the RocksDB copy's queue of the same name, and the copy's other queues."""
-    store = run.store
+    found = Findings()
     rocks = RocksConsumeQueues(store.consumequeue_dir)
     try:
         times = CommitLogTimes(store)
         copies = {(q.topic, q.queue_id): q for q in rocks.queues()}
         for cq in store.consume_queues():
-            _compare_queue(run, rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
+            found += _compare_queue(rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
         for (topic, qid), q in sorted(copies.items()):
             if q.max_offset:
-                run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
-                           f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
-                           "queues have no such queue")
+                found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
+                          f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
+                          "queues have no such queue")
     finally:
         rocks.close()
+    return found
 
 
-def _compare_queue(run: Context, rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy):
+def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -> Findings:
     queue = f"{cq.topic}/{cq.queue_id}"
+    found = Findings()
     differing, first, end = 0, None, 0
     for start, f, written, arr in cq.units():
         units = arr[:written]
@@ -53,11 +55,12 @@ def _compare_queue(run: Context, rocks: RocksConsumeQueues, times: CommitLogTime
             break
     rocks_end = copy.max_offset if copy is not None else 0
     if rocks_end != end:
-        run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
-                   f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
-                   "offsets CombineConsumeQueueStore compares at start)")
+        found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
+                  f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
+                  "offsets CombineConsumeQueueStore compares at start)")
     if differing:
         qoff, want, have = first
-        run.report(CONSUMEQUEUE, KIND, "error", rocks.directory, None, want[0],
-                   f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
-                   f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})")
+        found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, want[0],
+                  f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
+                  f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})")
+    return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from ..findings import INDEX
+from ..findings import INDEX, Findings
 from ..engine.checks import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
 from ..rules import index_time_diff
 from ..store import INDEX_FILE_NAME
@@ -61,32 +61,36 @@ class IndexCheck:
         self.examples: list[str] = []
         self.unindexed = self.unindexed_lo = None  # no index file at all: the keys and first record it lacks
 
-    def begin(self):
-        run = self.run
+    def begin(self) -> Findings:
+        run, found = self.run, Findings()
         for p in run.store.index_paths():
             if not INDEX_FILE_NAME.match(p.name):
-                run.report(INDEX, "stray-file", "warning", p, None, None,
-                           "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
+                found.add(INDEX, "stray-file", "warning", p, None, None,
+                          "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
         prev = None
-        for ix in index_files(run):
+        files, unreadable = index_files(run)
+        found += unreadable
+        for ix in files:
             f = _File(ix, prev)
-            self._structure_checks(f)
+            found += self._structure_checks(f)
             self.files.append(f)
             prev = ix
         if not self.files and run.config.messageIndexEnable and run.config.indexFileWriteEnable:
             self.unindexed = 0  # (indexFileWriteEnable=false, 5.4: an empty index/ by design, the RocksDB index used)
         run.index_structure = None  # read alongside the scan; from here on, per window
+        return found
 
-    def _structure_checks(self, f: _File):
+    def _structure_checks(self, f: _File) -> Findings:
         run, ix, slots, num = self.run, f.ix, self.slots, self.num
+        found = Findings()
         h = ix.header
         if ix.length != ix.expected_length:
-            run.report(INDEX, "file-size", "error", ix.path, None, None,
-                       f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+            found.add(INDEX, "file-size", "error", ix.path, None, None,
+                      f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
         entries = ix.entries()
         if ix.index_count > num:
-            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
-                       f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+            found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
+                      f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
         # read alongside the scan when it could be (a file a live broker has added since is read now)
         summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
         count = f.count = summary.count
@@ -94,25 +98,26 @@ class IndexCheck:
         tail = entries[count : count + 4096]
         used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
         if len(used):
-            run.report(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
-                       f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+            found.add(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
+                      f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
         slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
         if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-            run.report(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
-                       f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
-        _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
+            found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
+                      f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+        found += _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
         del slot_values
         for k, key_hash, phy in summary.negative:
-            run.report(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
-                       f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
+            found.add(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
+                      f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
         if summary.order is not None:
             k, phy, before, bad = summary.order
-            run.report(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
-                       f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
-                       f"order ({bad} such entries)")
+            found.add(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
+                      f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
+                      f"order ({bad} such entries)")
         f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
         f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
         ix.mf.release()
+        return found
 
     def entry_pos(self, k) -> int:
         return S.INDEX_HEADER_SIZE + self.slots * S.HASH_SLOT_SIZE + int(k) * S.INDEX_ENTRY_SIZE
@@ -132,14 +137,14 @@ class IndexCheck:
                 if len(mine):
                     yield k + mine, h[mine], p[mine], d[mine]
 
-    def window(self, w: Window):
+    def window(self, w: Window) -> Findings:  # (none: what is wrong is listed at `finish`)
         run, rec = self.run, w.rec
         rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
         if self.unindexed is not None:
             self._count_unindexed(rec)
         lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
         hi = run.end if run.end is not None else np.iinfo(np.int64).max
-        found = []
+        indexed = []  # --deep: (record, key hash) of the entries found, a block at a time
         for f in self.files:
             h = f.ix.header
             for field, at in (("beginTimestamp", f.first_phy), ("endTimestamp", f.last_phy)):
@@ -157,10 +162,11 @@ class IndexCheck:
                     self._outcomes(f, rec, ks, outcome, record, phy, key_hash, diff)
                 if self.deep:
                     hit = np.flatnonzero(record >= 0)
-                    found.append(record[hit] * (1 << 32) + key_hash[hit])
+                    indexed.append(record[hit] * (1 << 32) + key_hash[hit])
             f.ix.mf.release()
         if self.deep:
-            self._deep(rec, rec_keys, np.concatenate(found) if found else np.zeros(0, np.int64))
+            self._deep(rec, rec_keys, np.concatenate(indexed) if indexed else np.zeros(0, np.int64))
+        return Findings()
 
     def _count_unindexed(self, rec: Records):
         """With no index file: the keys of the (non-rollback) records in range, which no lookup finds."""
@@ -227,46 +233,49 @@ class IndexCheck:
         self.short_hi = int(offs.max())
         self.examples += [rec.describe(int(r)) for r in recs[: 3 - len(self.examples)]]
 
-    def finish(self):
-        run = self.run
+    def finish(self) -> Findings:
+        run, found = self.run, Findings()
         if self.unindexed:
-            run.report(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
-                       f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
-                       "lookups by key find none of them; rmqctl rebuild index makes the files")
+            found.add(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
+                      f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
+                      "lookups by key find none of them; rmqctl rebuild index makes the files")
         for f in self.files:
-            _file_findings(run, f, self.entry_pos)
+            found += _file_findings(run, f, self.entry_pos)
         if self.short:
-            run.report(INDEX, "index-missing-key", "warning", run.store.index_dir, None, self.short_lo,
-                       f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
-                       f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
-                       f"find them")
+            found.add(INDEX, "index-missing-key", "warning", run.store.index_dir, None, self.short_lo,
+                      f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
+                      f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
+                      f"find them")
+        return found
 
 
-def _file_findings(run: Context, f: _File, pos):
+def _file_findings(run: Context, f: _File, pos) -> Findings:
     """One index file's entry and header findings, in the order of the whole-store check."""
     ix = f.ix
+    found = Findings()
     for k, o, detail in f.past_end:
-        run.report(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
+        found.add(INDEX, "index-entry-past-end", "error", ix.path, pos(k + 1), o, detail)
     for k, o, detail in f.no_record:
-        run.report(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
+        found.add(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
     for k, o, key_hash, what in f.wrong_key:
-        run.report(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
-                   f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it")
+        found.add(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
+                  f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it")
     if f.wrong_keys > MAX_LISTED:
-        run.report(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                   f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record")
+        found.add(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
+                  f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record")
     for k, o, diff, want in f.times:
-        run.report(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
-                   f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
-                   f"lookups misjudge it")
+        found.add(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
+                  f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
+                  f"lookups misjudge it")
     if f.count > 1:
         h = ix.header
         checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
         checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp") if field in f.header_ts]
         for field, value in checks:
             if h[field] != value:
-                run.report(INDEX, "index-header", "error", ix.path, None, None,
-                           f"{field} {h[field]} but the entries say {value}")
+                found.add(INDEX, "index-header", "error", ix.path, None, None,
+                          f"{field} {h[field]} but the entries say {value}")
+    return found
 
 
 def _bound(phy, count: int, x: int) -> int:

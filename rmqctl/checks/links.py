@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import schema as S
 from ..errors import StoreError
-from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX
+from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
 from ..engine.checks import (
     hash_slots,
     index_entries,
@@ -102,24 +102,26 @@ def _data_end(path, buf, length: int) -> int:
     return 0
 
 
-def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str):
+def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str) -> Findings:
+    found = Findings()
     for p in q.strays:
-        run.report(CONSUMEQUEUE, "stray-file", "error", p, None, None,
-                   f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
+        found.add(CONSUMEQUEUE, "stray-file", "error", p, None, None,
+                  f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
     for f in q.files:
         if f.length != size:
-            run.report(CONSUMEQUEUE, "file-size", "error", f.path, None, None,
-                       f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it")
+            found.add(CONSUMEQUEUE, "file-size", "error", f.path, None, None,
+                      f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it")
         if f.start % size:
-            run.report(CONSUMEQUEUE, "file-misaligned", "error", f.path, None, None,
-                       f"starts at byte {f.start}, not a multiple of the file size {size}")
+            found.add(CONSUMEQUEUE, "file-misaligned", "error", f.path, None, None,
+                      f"starts at byte {f.start}, not a multiple of the file size {size}")
     for a, b in zip(q.files, q.files[1:]):
         if b.start > a.start + size:
-            run.report(CONSUMEQUEUE, "file-gap", "error", b.path, None, None,
-                       f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
-                       f"between {a.name} and {b.name}")
+            found.add(CONSUMEQUEUE, "file-gap", "error", b.path, None, None,
+                      f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
+                      f"between {a.name} and {b.name}")
         elif b.start < a.start + size:
-            run.report(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
+            found.add(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
+    return found
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
@@ -136,20 +138,20 @@ def _tail_cause(run: Context, offset: int) -> str | None:
     return None
 
 
-def _field_cause(run, offset: int) -> str | None:
-    """A queue-offset finding about the record at `offset` explains a unit that disagrees with it."""
-    for _, f in run.out.items:
-        if f.kind == "queue-offset" and f.commitLogOffset == offset:
-            return f"a direct consequence of the queue-offset finding at {offset}"
+def _field_cause(queue_offset_findings: set[int], offset: int) -> str | None:
+    """A queue-offset finding about the record at `offset` (one of `queue_offset_findings`, their commitlog
+    offsets) explains a unit that disagrees with it."""
+    if offset in queue_offset_findings:
+        return f"a direct consequence of the queue-offset finding at {offset}"
     return None
 
 
 # -- index ------------------------------------------------------------------------------------------------
 
 
-def index_files(run: Context, report: bool = True) -> list[IndexFile]:
+def index_files(run: Context) -> tuple[list[IndexFile], Findings]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
-    out = []
+    out, found = [], Findings()
     for p in run.store.index_paths():
         if not INDEX_FILE_NAME.match(p.name):
             continue
@@ -158,9 +160,8 @@ def index_files(run: Context, report: bool = True) -> list[IndexFile]:
             if ix is not None:
                 out.append(ix)
         except StoreError as e:
-            if report:
-                run.report(INDEX, "file-size", "error", p, None, None, str(e).split(": ", 1)[-1])
-    return out
+            found.add(INDEX, "file-size", "error", p, None, None, str(e).split(": ", 1)[-1])
+    return out, found
 
 
 def index_structure(run: Context) -> dict:
@@ -168,7 +169,7 @@ def index_structure(run: Context) -> dict:
     commitlog, so a scan with threads to spare reads it alongside the commitlog."""
     if run.index_structure is None:
         slots, num = run.store.index_geometry
-        run.index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run, report=False)}
+        run.index_structure = {ix.path: _structure(ix, slots, num) for ix in index_files(run)[0]}
     return run.index_structure
 
 
@@ -237,45 +238,48 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[first], np.diff(np.append(first, len(values)))
 
 
-def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.ndarray, sound: bool):
+def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.ndarray, sound: bool) -> Findings:
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
     at a chain's start), so chains are acyclic and strictly backwards. A file `sound` (IndexSummary) is
     only checked for slot values out of range; otherwise the links are replayed (engine.checks.slot_chains)
     for the first wrong ones."""
     total = max(count, 1)
+    found = Findings()
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
-        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                   f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
+        found.add(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                  f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
     if sound:
-        return
+        return found
     entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
     broken = np.zeros((MAX_LISTED, 4), np.int64)
     newest, links, _ = slot_chains(np.frombuffer(ix.mf.buf, np.uint8), entry_pos, count, slot_values, broken)
     wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < total))
     for s in wrong[:MAX_LISTED].tolist():
-        run.report(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                   f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
-                   f"keys in this slot miss entries")
+        found.add(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
+                  f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
+                  f"keys in this slot miss entries")
     for e, p, expected, slot in broken[: min(links, MAX_LISTED)].tolist():
         what = ("a loop: it links to itself or to a later entry" if p >= e else
                 "out of range" if p < 0 else
                 f"it should link to entry {expected}, the previous one in slot {slot}")
-        run.report(INDEX, "index-chain", "error", ix.path, entry_pos + e * S.INDEX_ENTRY_SIZE, None,
-                   f"entry {e} has prevIndex {p}: {what}")
+        found.add(INDEX, "index-chain", "error", ix.path, entry_pos + e * S.INDEX_ENTRY_SIZE, None,
+                  f"entry {e} has prevIndex {p}: {what}")
     if links > MAX_LISTED:
-        run.report(INDEX, "index-chain", "error", ix.path, None, None,
-                   f"{links - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
+        found.add(INDEX, "index-chain", "error", ix.path, None, None,
+                  f"{links - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
+    return found
 
 
-def index_loss_on_recovery(run: Context, cp: dict, begin: int):
+def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
     """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
     indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
     lost from the index (unless messageIndexSafe made the recovery start early enough)."""
     cfg = run.config
+    found = Findings()
     if not cfg.messageIndexEnable:
-        return
-    for ix in index_files(run, report=False):
+        return found
+    for ix in index_files(run)[0]:
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
         entries = ix.entries()
@@ -289,7 +293,8 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int):
                 lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))
                 hi = int(offs.max()) if hi is None else max(hi, int(offs.max()))
         if lost:
-            run.report(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, lo,
-                       f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
-                       f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
-                       f"{lost} key(s) of messages at {lo}..{hi} will not be found by key")
+            found.add(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, lo,
+                      f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
+                      f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
+                      f"{lost} key(s) of messages at {lo}..{hi} will not be found by key")
+    return found

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import schema as S
-from ..findings import QUEUES
+from ..findings import QUEUES, Findings
 from ..engine.checks import queue_breaks
 from .context import Context, Records, dispatch_targets, records_of
 
@@ -99,13 +99,14 @@ class QueueOffsets:
         self.lmq_rank: dict[str, int] = {}
         self.reports: list[tuple] = []  # (queue, record offset, seq, detail args)
 
-    def add(self, s: QueueSummary):
-        """The next run of records, in commitlog order."""
-        ctx = self.ctx
+    def add(self, s: QueueSummary) -> Findings:
+        """The next run of records, in commitlog order; returns the findings about records the broker never
+        dispatches (the breaks wait for `finish`)."""
+        found = Findings()
         for name in s.topics:
             self.own_rank.setdefault(name, len(self.own_rank))
         for path, off, detail in s.undispatched:
-            ctx.report(QUEUES, "queue-offset", "warning", path, None, off, detail)
+            found.add(QUEUES, "queue-offset", "warning", path, None, off, detail)
         for name in s.lmq_names:
             self.lmq_rank.setdefault(name, len(self.lmq_rank))
         todo = []  # per queue: the target whose break is no finding (-1: none yet), its breaks
@@ -128,6 +129,7 @@ class QueueOffsets:
                     skip_target = c
         for q in s.queues:
             self.last[q.key] = q.last_target
+        return found
 
     def _judge(self, k: tuple[str, int], before: tuple, at: tuple, after_qoff: int | None) -> bool:
         """File the finding of one break: `at` does not continue `before`. True when only `at`'s field is off
@@ -157,8 +159,9 @@ class QueueOffsets:
         self.reports.append((k, b, len(self.reports), severity, where, detail))
         return False
 
-    def finish(self):
+    def finish(self) -> Findings:
         """The breaks whose queue has no later target, then every finding in whole-store order."""
+        found = Findings()
         for k, (before, at) in list(self.waiting.items()):
             self._judge(k, before, at, None)
         self.waiting.clear()
@@ -167,5 +170,6 @@ class QueueOffsets:
             rank.setdefault(name, len(rank))
         for k, b, _, severity, (path, pos, off), detail in sorted(
                 self.reports, key=lambda r: (rank[r[0][0]], r[0][1], r[1], r[2])):
-            self.ctx.report(QUEUES, "queue-offset", severity, path, pos, off, detail)
+            found.add(QUEUES, "queue-offset", severity, path, pos, off, detail)
         self.reports.clear()
+        return found

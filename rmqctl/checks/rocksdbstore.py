@@ -18,11 +18,11 @@ import numpy as np
 
 from ..engine import rocksdbstore as E
 from ..errors import StoreError
-from ..findings import CONSUMEQUEUE, INDEX, TIMER
+from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
 from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
 from ..schema import TRANSACTION_ROLLBACK_TYPE
-from .context import Context
+from ..store import Store
 
 KIND_CODES = {INDEX_KIND: E.INDEX, TIMER_KIND: E.TIMER, TRANS: E.TRANS}
 
@@ -31,29 +31,30 @@ KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
 BATCH = 1 << 16  # keys checked at a time: memory stays flat in the database's size
 
 
-def check_rocksdb_store(ctx: Context):
-    """Every finding into the run's report (nothing without the part, or where it is not read: info names it)."""
-    db = ctx.store.message_rocksdb
+def check_rocksdb_store(store: Store) -> Findings:
+    """The RocksDB message store's findings (none without the part, or where it is not read: info names it)."""
+    db, found = store.message_rocksdb, Findings()
     if db is None:
-        return
+        return found
     for kind in KINDS:
         items = db.items(kind)
         while batch := list(itertools.islice(items, BATCH)):
-            _check_batch(ctx, db, kind, batch)
+            _check_batch(found, store, db, kind, batch)
         if kind != TIMER_KIND:
-            _check_last_offset(ctx, db, kind)
+            _check_last_offset(found, store, db, kind)
+    return found
 
 
-def _check_batch(ctx: Context, db, kind: str, batch: list[tuple[bytes, bytes]]):
+def _check_batch(found: Findings, store: Store, db, kind: str, batch: list[tuple[bytes, bytes]]):
     """A batch of keys: what the engine cannot show to agree (keys of neither layout, records past the end,
     expired or differing) goes to the reference."""
     keys, values = zip(*batch)
-    rest = [entry(kind, keys[i], values[i]) for i in np.flatnonzero(~agreed(ctx.store, kind, keys, values)).tolist()]
+    rest = [entry(kind, keys[i], values[i]) for i in np.flatnonzero(~agreed(store, kind, keys, values)).tolist()]
     for e in rest:
         if e.problem is not None:
-            ctx.report(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
-                       f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
-    _check_records(ctx, db.directory, [e for e in rest if e.record is not None])
+            found.add(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
+                      f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
+    _check_records(found, store, db.directory, [e for e in rest if e.record is not None])
 
 
 def agreed(store, kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> np.ndarray:
@@ -82,10 +83,10 @@ def _joined(parts: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(parts), np.uint8), ends
 
 
-def _check_records(ctx: Context, where, batch: list[Entry]):
+def _check_records(found: Findings, store: Store, where, batch: list[Entry]):
     """The reference's check of records, in commitlog order, each record they name read once (an index keeps 3
     or more records per message)."""
-    store, end = ctx.store, _log_end(ctx.store)
+    end = _log_end(store)
     batch.sort(key=lambda e: e.record["offsetPy"])
     at, m, err = None, None, None
     for e in batch:
@@ -97,24 +98,25 @@ def _check_records(ctx: Context, where, batch: list[Entry]):
                     _, m = store.read_message(off)
                 except StoreError as problem:
                     err = problem
-        _check_record(ctx, where, e, m, err, end)
+        _check_record(found, store, where, e, m, err, end)
 
 
-def _check_record(ctx: Context, where, e: Entry, m: Message | None, err: StoreError | None, end: int):
+def _check_record(found: Findings, store: Store, where, e: Entry, m: Message | None, err: StoreError | None,
+                  end: int):
     off = e.record["offsetPy"]
     name = f"RocksDB message store {e.kind} record {_label(e)}"
     if m is None and err is None:
-        if not ctx.store.expired(off):
-            ctx.report(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
-                       f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
+        if not store.expired(off):
+            found.add(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
+                      f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
         return
     if err is not None:
-        ctx.report(GROUPS[e.kind], "rocksdb-store-bad-target", "error", where, None, off, f"{name}: {err}")
+        found.add(GROUPS[e.kind], "rocksdb-store-bad-target", "error", where, None, off, f"{name}: {err}")
         return
     wrong = MISMATCHES[e.kind](e.record, m)
     if wrong:
-        ctx.report(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
-                   f"{name} at commitlog offset {off}: " + "; ".join(wrong))
+        found.add(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
+                  f"{name} at commitlog offset {off}: " + "; ".join(wrong))
 
 
 def _log_end(store) -> int:
@@ -166,19 +168,18 @@ def _trans_mismatch(r: dict, m: Message) -> list[str]:
 MISMATCHES = {INDEX_KIND: _index_mismatch, TIMER_KIND: _timer_mismatch, TRANS: _trans_mismatch}
 
 
-def _check_last_offset(ctx: Context, db, kind: str):
+def _check_last_offset(found: Findings, store: Store, db, kind: str):
     """lastOffsetPy: the offset of the newest record dispatched to this kind; dispatch resumes after it."""
     last = db.bookkeeping(kind, LAST_OFFSET_PY)
-    store = ctx.store
     if last is None or last <= 0 or store.expired(last):
         return
     if last >= _log_end(store):
-        ctx.report(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, None,
-                   f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
-                   f"({_log_end(store)}): dispatch to it would resume there")
+        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, None,
+                  f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
+                  f"({_log_end(store)}): dispatch to it would resume there")
         return
     try:
         store.read_message(last)
     except StoreError as err:
-        ctx.report(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, last,
-                   f"RocksDB message store {kind} lastOffsetPy {last}: {err}")
+        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, last,
+                  f"RocksDB message store {kind} lastOffsetPy {last}: {err}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..findings import CONSUMEQUEUE
+from ..findings import CONSUMEQUEUE, Findings
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import cq_unit_valid
 from .context import Context
@@ -96,44 +96,48 @@ class RocksQueueSummary:
     def pos(self, fu: FileUnits, i: int, size: int) -> None:
         return None  # a unit is a key, not a position in a file
 
-    def check(self, run: Context, size: int):
+    def check(self, run: Context, size: int) -> Findings:
         """Invalid units, keys missing inside the queue, the offset table against the units, units below min."""
         queue = f"{self.q.topic}/{self.q.queue_id}"
         where = self.cq.directory
+        found = Findings()
         if self.invalid:
-            run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
-                       f"{queue}: {self.invalid} unit(s) are not entries (first at queue offset {self.first_invalid}); "
-                       "consumers read them as messages")
+            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
+                      f"{queue}: {self.invalid} unit(s) are not entries (first at queue offset {self.first_invalid}); "
+                      "consumers read them as messages")
         if self.first is not None and self.last - self.first + 1 != self.count:
-            run.report(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
-                       f"{queue}: {self.last - self.first + 1 - self.count} queue offset(s) between {self.first} and "
-                       f"{self.last} have no unit; consumers find nothing there")
-        self._offset_table(run, queue, where)
+            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
+                      f"{queue}: {self.last - self.first + 1 - self.count} queue offset(s) between {self.first} and "
+                      f"{self.last} have no unit; consumers find nothing there")
+        found += self._offset_table(run, queue, where)
+        return found
 
-    def _offset_table(self, run: Context, queue: str, where: Path):
+    def _offset_table(self, run: Context, queue: str, where: Path) -> Findings:
         q, last = self.q, self.last
+        found = Findings()
         if q.max_entry is None:
             if last is not None:
-                run.report(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, None,
-                           f"{queue}: units up to queue offset {last} but no max in the offset column family; "
-                           "the broker serves the queue as empty")
-            return
+                found.add(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, None,
+                          f"{queue}: units up to queue offset {last} but no max in the offset column family; "
+                          "the broker serves the queue as empty")
+            return found
         unit = self.rocks.unit(q.topic, q.queue_id, q.max_entry[1])
         if last != q.max_entry[1] or unit is None or unit[0] != q.max_entry[0]:
-            run.report(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, q.max_entry[0],
-                       f"{queue}: the offset column family's max is queue offset {q.max_entry[1]} at commitlog offset "
-                       f"{q.max_entry[0]}, but the last unit is "
-                       + (f"at queue offset {last}" if last is not None else "none")
-                       + (f" and the unit there points at {unit[0]}" if unit is not None and unit[0] != q.max_entry[0]
-                          else ""))
+            found.add(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, q.max_entry[0],
+                      f"{queue}: the offset column family's max is queue offset {q.max_entry[1]} at commitlog offset "
+                      f"{q.max_entry[0]}, but the last unit is "
+                      + (f"at queue offset {last}" if last is not None else "none")
+                      + (f" and the unit there points at {unit[0]}" if unit is not None and unit[0] != q.max_entry[0]
+                      else ""))
         low = self.rocks.min_offset(q, run.min_offset)
         if self.first is not None and self.first < low:
             below = sum(len(qoffs) for qoffs, _ in self.rocks.units(q.topic, q.queue_id, self.first, low))
             # normal after commitlog files go, until RocksDB compacts them away; they stay if it never does
-            run.report(CONSUMEQUEUE, "rocksdb-cq-below-min", "info", where, None, None,
-                       f"{queue}: {below} unit(s) below the queue's min offset {low} (queue offsets {self.first}.."
-                       f"{low - 1}) are still in the database; the broker never serves them, its compaction filter "
-                       "drops them when RocksDB compacts them (they survive it in apache/rocketmq#10959)")
+            found.add(CONSUMEQUEUE, "rocksdb-cq-below-min", "info", where, None, None,
+                      f"{queue}: {below} unit(s) below the queue's min offset {low} (queue offsets {self.first}.."
+                      f"{low - 1}) are still in the database; the broker never serves them, its compaction filter "
+                      "drops them when RocksDB compacts them (they survive it in apache/rocketmq#10959)")
+        return found
 
     def in_window(self, run: Context, w: Window):
         """(the one pseudo file, unit numbers, offset, size, tagsCode) of the valid units pointing into the

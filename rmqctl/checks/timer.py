@@ -2,11 +2,10 @@
 wheel's slot chains and timercheck, a window of records at a time (see views/timer.py for the layout)."""
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .. import schema as S
+from ..findings import TIMER, Findings
 from ..store import Store
 from ..timerstore import TimerFiles, delayed_ms, delta, field_offset, slot_index
 from ..views.timer import Units, _iso, chain, timer_queue_end
@@ -14,36 +13,45 @@ from .context import Context, Records
 
 
 class TimerCheck:
-    """verify's timer checks on a run's context and its commitlog records, a window at a time
-    (checks/windows.py). `report(kind, severity, path, position, commitLogOffset, detail)` files a
-    finding. A store without timer files, or with the empty wheel and timercheck of a 5.x broker never sent
-    a timer message, has nothing to report."""
+    """verify's timer checks on a run's context and its commitlog records: `begin` (the files), `window` per
+    window of records (checks/windows.py), `finish` (the wheel's chains, timercheck); each returns its
+    findings. A store without timer files, or with the empty wheel and timercheck of a 5.x broker never sent
+    a timer message, has none."""
 
-    def __init__(self, ctx: Context, report: Callable):
-        self.ctx, self.report = ctx, report
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.timer = TimerFiles(ctx.store)
         if not self.timer.present:
             return
         self.check = self.timer.timercheck()
-        _check_files(self.timer, self.check, report)
         self.read_ms = self.check["lastReadTimeMs"] if self.check else 0
         self.units = Units(self.timer)
         self.offsets = self.units.units["offsetPy"].astype(np.int64) if len(self.units.pos) else np.zeros(0, np.int64)
 
-    def window(self, w):
+    def begin(self) -> Findings:
+        found = Findings()
+        if self.timer.present:
+            _check_files(found, self.timer, self.check)
+        return found
+
+    def window(self, w) -> Findings:
         """The units pointing into window `w` against its records."""
+        found = Findings()
         if self.timer.present and len(self.offsets):
             mine = w.holds(self.offsets)
             if mine.any():
-                _check_units(self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine], self.read_ms,
-                             self.report)
+                _check_units(found, self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine],
+                             self.read_ms)
+        return found
 
-    def finish(self):
+    def finish(self) -> Findings:
+        found = Findings()
         if not self.timer.present:
-            return
-        _check_slots(self.timer, self.units, self.read_ms, self.report)
+            return found
+        _check_slots(found, self.timer, self.units, self.read_ms)
         if self.check is not None:
-            _check_timercheck(self.ctx.store, self.timer, self.check, self.report)
+            _check_timercheck(found, self.ctx.store, self.timer, self.check)
+        return found
 
 
 def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
@@ -51,34 +59,34 @@ def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
     return f"timerlog/{pos - pos % size:020d}", pos % size
 
 
-def _check_files(timer: TimerFiles, check: dict | None, report):
+def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
     wheel = timer.wheel
     if wheel is None:
-        report("timer-file", "warning", timer.wheel_path, None, None,
-               "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
-               "messages are never delivered")
+        found.add(TIMER, "timer-file", "warning", timer.wheel_path, None, None,
+                  "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
+                  "messages are never delivered")
     elif wheel.length not in (0, S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE):
-        report("timer-file", "error", timer.wheel_path, None, None,
-               f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
-               f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)")
+        found.add(TIMER, "timer-file", "error", timer.wheel_path, None, None,
+                  f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
+                  f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)")
     if check is not None and check["fileSize"] != S.TIMERCHECK_FILE_SIZE:
-        report("timer-file", "warning", timer.timercheck_path, None, None,
-               f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}")
+        found.add(TIMER, "timer-file", "warning", timer.timercheck_path, None, None,
+                  f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}")
     log = timer.timerlog
     if log is None:
         return
     size = log.file_size
     for p in log.queue.strays:
-        report("timer-file", "error", p, None, None,
-               "not a 20-digit offset name: the broker's timerlog load fails on it")
+        found.add(TIMER, "timer-file", "error", p, None, None,
+                  "not a 20-digit offset name: the broker's timerlog load fails on it")
     for f in log.files:
         if f.length != size:
-            report("timer-file", "error", f.path, None, None,
-                   f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it")
+            found.add(TIMER, "timer-file", "error", f.path, None, None,
+                      f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it")
     for a, b in zip(log.files, log.files[1:]):
         if b.start != a.start + size:
-            report("timer-file", "error", b.path, None, None,
-                   f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
+            found.add(TIMER, "timer-file", "error", b.path, None, None,
+                      f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
     # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
     for w in log.damaged():
@@ -90,12 +98,12 @@ def _check_files(timer: TimerFiles, check: dict | None, report):
                 f"unit(s) and their timer messages" if checked else
                 f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
                 f"{later} unit(s) after it are still read through their slots' chains")
-        report("timerlog-unit", "error", w.file.path, w.stop, None,
-               f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}")
+        found.add(TIMER, "timerlog-unit", "error", w.file.path, w.stop, None,
+                  f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}")
 
 
-def _check_units(ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int,
-                 report):
+def _check_units(found: Findings, ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray,
+                 read_ms: int):
     """Each unit's commitlog reference against the record table: a record starts there, of sizePy bytes,
     in the timer topic; and whether the broker's recovery cut would take it."""
     if not len(pos):
@@ -142,10 +150,10 @@ def _check_units(ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray,
             if int(rec.topic[k]) != timer_topic:
                 problems.append(f"the record there is of topic {rec.topics[int(rec.topic[k])]}, not {S.TIMER_TOPIC}")
             detail = f"unit's offsetPy {o}: " + "; ".join(problems) + f"; {state}"
-        report("timer-reference", "warning" if pending else "info", file, at, o, detail)
+        found.add(TIMER, "timer-reference", "warning" if pending else "info", file, at, o, detail)
 
 
-def _check_slots(timer: TimerFiles, units: Units, read_ms: int, report):
+def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int):
     """Each used slot: in its own place, its chain well formed (units of this slot, prevPos strictly
     backwards to -1, within the timerlog), firstPos its oldest unit, num the chain's count. Slots whose
     time has passed are never read again: their findings are info."""
@@ -162,53 +170,53 @@ def _check_slots(timer: TimerFiles, units: Units, read_ms: int, report):
         severity = "error" if pending else "info"
         when = f"slot {i} ({_iso(time_ms)})" + ("" if pending else ", already done")
         if int(slot_index(time_ms, precision)) != i:
-            report("timer-chain", severity, wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                   f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
-                   f"finds it")
+            found.add(TIMER, "timer-chain", severity, wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                      f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
+                      f"finds it")
             continue
         positions, problem = chain(timer, int(s["lastPos"]), units)
         if problem:
             # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
             file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
-            report("timer-chain", severity, file, at, None,
-                   f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
-                   if pending else f"{when}: {problem}")
+            found.add(TIMER, "timer-chain", severity, file, at, None,
+                      f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
+                      if pending else f"{when}: {problem}")
             continue
         chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
         foreign = [p for p, u in zip(positions, chain_units)
                    if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
         if foreign:
             file, at = _rel(timer, foreign[0])
-            report("timer-chain", severity, file, at, None,
-                   f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
-                   + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
+            found.add(TIMER, "timer-chain", severity, file, at, None,
+                      f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
+                      + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
         if positions and positions[-1] != int(s["firstPos"]):
-            report("timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                   f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
+            found.add(TIMER, "timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                      f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
         count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
         if pending and count != int(s["num"]):
-            report("timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                   f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
-                   f"timer metrics and congestion counts are off by {int(s['num']) - count}")
+            found.add(TIMER, "timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                      f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
+                      f"timer metrics and congestion counts are off by {int(s['num']) - count}")
 
 
-def _check_timercheck(store: Store, timer: TimerFiles, check: dict, report):
+def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: dict):
     """timercheck against the data: the flushed timerlog position and the enqueued queue offset."""
     path = timer.timercheck_path
     end = timer.timerlog.data_end if timer.timerlog is not None else 0
     flushed = check["lastTimerLogFlushPos"]
     if flushed > end:
-        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), None,
-               f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
-               f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
-               f"enqueued)")
+        found.add(TIMER, "timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), None,
+                  f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
+                  f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
+                  f"enqueued)")
     queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]
     if queue_max is not None and enqueued > queue_max:
-        report("timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
-               f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
-               f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
-               f"{queue_max})")
+        found.add(TIMER, "timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
+                  f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
+                  f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
+                  f"{queue_max})")
 
 
 # ---- after a commitlog cut or cleanup ------------------------------------------------------------------------

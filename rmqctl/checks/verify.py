@@ -27,7 +27,7 @@ from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
-from ..findings import CHECKPOINT, CONFIG, FILES, TIMER, Finding
+from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine.kernels import available_cores
 from ..recovery import dispatch_start, normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
@@ -163,75 +163,108 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
 def complete(ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None,
              window: int | None = None) -> VerifyResult:
     """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results), the
-    record columns taken `window` records at a time (None: the whole table at once; checks/windows.py)."""
+    record columns taken `window` records at a time (None: the whole table at once; checks/windows.py). Each
+    check returns its findings; the ones about the commitlog are what the recovery notes then annotate."""
     store, parts = ctx.store, ctx.parts
-    check_interrupted_write(ctx)
+    out = Findings(store.root, check_interrupted_write(store))
     if "commitlog" in parts:
-        verify_commitlog.check_files(ctx)
-    records = verify_commitlog.merge(ctx, results, "commitlog" in parts)
-    dledger = verify_dledger.check_layer(ctx, results, "commitlog" in parts) if store.dledger is not None else None
+        out += verify_commitlog.check_files(ctx)
+    records, found = verify_commitlog.merge(ctx, results)
     if "commitlog" in parts:
-        queues = QueueOffsets(ctx)
-        for r in (r for rs in results for r in rs if r.count):
-            queues.add(r.queues if r.queues is not None else summarize(ctx, r))
-        queues.finish()
+        out += found
+    dledger = None
+    if store.dledger is not None:
+        dledger, found = verify_dledger.check_layer(ctx, results, "commitlog" in parts)
+        out += found
+    if "commitlog" in parts:
+        out += _queue_offsets(ctx, results)
     newest = max([0] + [r.newest for rs in results for r in rs if r.count]) if records else None
-    links = [check(ctx) for part, check in (("consumequeue", ConsumeQueueCheck), ("consumequeue", BatchConsumeQueueCheck),
-                                            ("index", IndexCheck)) if part in parts]
+    breaks = {f.commitLogOffset for f in out if f.kind == "queue-offset"}  # what explains a unit's mismatch
+    links = [ConsumeQueueCheck(ctx, breaks), BatchConsumeQueueCheck(ctx)] if "consumequeue" in parts else []
+    if "index" in parts:
+        links.append(IndexCheck(ctx))
     for check in links:
-        check.begin()  # (before the recovery plan: it settles where the consumequeues end)
-    plan = _recovery_plan(ctx) if "commitlog" in parts else None
+        out += check.begin()  # (before the recovery plan: it settles where the consumequeues end)
+    plan = _recovery_plan(ctx, out.about_commitlog()) if "commitlog" in parts else None
     lost = [0, 0, 0]  # records and bytes past the cut, records past DLedger's
     if plan is not None and plan.cut is not None:
         lost[:2] = records_past(ctx, results, plan.cut.commitLogOffset)
     if dledger is not None and dledger.stop is not None:
         lost[2] = records_past(ctx, results, dledger.cut - 1)[0]
-    timer = TimerCheck(ctx, lambda *finding: ctx.report(TIMER, *finding)) if "timer" in parts else None
-    _windowed_checks(ctx, results, window, links, timer)
+    timer = TimerCheck(ctx) if "timer" in parts else None
+    if timer is not None:
+        out += timer.begin()
+    out += _windowed_checks(ctx, results, window, links, timer)
     if dledger is not None and "commitlog" in parts:
-        verify_dledger.recovery_notes(ctx, lost[2], dledger)
+        out += verify_dledger.recovery_notes(ctx, lost[2], dledger, out.about_commitlog())
     if "commitlog" in parts:
-        check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
+        out += check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
+    out += _store_wide_checks(ctx)
+    if timer is not None:
+        out += timer.finish()
+    if ctx.live is not None:
+        out += live_note(ctx)
+    return _result(ctx, out.sorted(), records, scanned, began, max_findings)
+
+
+def _queue_offsets(ctx: Context, results: list[list]) -> Findings:
+    """The queue-offset check over the scan's runs of records, in commitlog order (checks/queues.py)."""
+    queues, found = QueueOffsets(ctx), Findings()
+    for r in (r for rs in results for r in rs if r.count):
+        found += queues.add(r.queues if r.queues is not None else summarize(ctx, r))
+    found += queues.finish()
+    return found
+
+
+def _store_wide_checks(ctx: Context) -> Findings:
+    """The checks that do not read the records: the double-write copy, compaction topics, the RocksDB message
+    store (its records read one by one), config files."""
+    store, parts = ctx.store, ctx.parts
+    found = Findings()
     copy = store.parts.find("rocksdb-consumequeue")
     if "consumequeue" in parts and copy is not None and copy.read:
-        check_double_write(ctx)
+        found += check_double_write(store)
     if "consumequeue" in parts:
-        check_compaction(ctx)
+        found += check_compaction(store)
     if "index" in parts:
-        check_rocksdb_store(ctx)
+        found += check_rocksdb_store(store)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
-            ctx.out.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
-    if timer is not None:
-        timer.finish()
-    if ctx.live is not None:
-        live_note(ctx)
-    findings = ctx.out.sorted()
+            found.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
+    return found
+
+
+def _result(ctx: Context, findings: list[Finding], records: int, scanned: int, began: float,
+            max_findings: int | None) -> VerifyResult:
+    """The run's result: its findings (cut at `max_findings`), counted in full, and what it read."""
     counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
               "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
     stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
-             "files": len(store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
-    return VerifyResult(findings, truncated, stats, store.lock_holder())
+             "files": len(ctx.store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
+    return VerifyResult(findings, truncated, stats, ctx.store.lock_holder())
 
 
-def _windowed_checks(ctx: Context, results: list[list], window: int | None, links: list, timer: TimerCheck | None):
+def _windowed_checks(ctx: Context, results: list[list], window: int | None, links: list,
+                     timer: TimerCheck | None) -> Findings:
     """The checks that need the record columns, over the windows of them (checks/windows.py)."""
+    found = Findings()
     if links or timer is not None:
         for w in windows(ctx, results, window):
             for check in links:
-                check.window(w)
+                found += check.window(w)
             if timer is not None:
-                timer.window(w)
+                found += timer.window(w)
             del w
             release_freed()
     for check in links:
         if getattr(check, "needs_resolve", False):
             for w in windows(ctx, results, window):
                 check.resolve(w)
-        check.finish()
+        found += check.finish()
+    return found
 
 
 def with_geometry(store: Store) -> Store:
@@ -276,44 +309,47 @@ def _spacing(starts: list[int], where: Path) -> int:
                      "mappedFileSizeCommitLog with --broker-config", where)
 
 
-def live_note(ctx: Context):
+def live_note(ctx: Context) -> Findings:
     """What a run beside a running broker judged: the store up to its snapshot; the rest is the broker's."""
-    live = ctx.live
+    live, found = ctx.live, Findings()
     moved = "".join(f"; {f.name} at {pos}: {what}" for f, pos, what in live.moved)
     marker = "" if live.by_rmqctl else " and has `abort` as its running marker"
-    ctx.report(CHECKPOINT, "live", "info", ctx.store.lock_path, None, live.commitlog_end,
-               f"live: {live.holder} holds the store{marker}; verify judged the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
-               f"checkpoint and index headers then); records, units and index entries written since are the "
-               f"broker's work in flight, not checked{moved}")
+    found.add(CHECKPOINT, "live", "info", ctx.store.lock_path, None, live.commitlog_end,
+              f"live: {live.holder} holds the store{marker}; verify judged the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
+              f"checkpoint and index headers then); records, units and index entries written since are the "
+              f"broker's work in flight, not checked{moved}")
+    return found
 
 
-def check_interrupted_write(ctx: Context):
+def check_interrupted_write(store: Store) -> Findings:
     """A rebuild/repair/clean killed mid-way (txn's intent or staging left behind)."""
-    left = pending(ctx.store.root)
+    left, found = pending(store.root), Findings()
     if left is None:
-        return
+        return found
     committed = left["state"] == "committed"
     what = (f"an interrupted `{left['command']}` ({left['steps']} step(s)) is committed but not finished"
             if committed else f"staging left by an interrupted rmqctl run: {', '.join(left['paths'])}")
-    ctx.report(FILES, "interrupted-write", "error" if committed else "warning", ctx.store.root, None, None,
-               f"{what}; it {left['action']}. Do not start the broker before that."
-               if committed else f"{what}; it {left['action']}")
+    found.add(FILES, "interrupted-write", "error" if committed else "warning", store.root, None, None,
+              f"{what}; it {left['action']}. Do not start the broker before that."
+              if committed else f"{what}; it {left['action']}")
+    return found
 
 
-def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost: int, lost_bytes: int):
+def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost: int, lost_bytes: int) -> Findings:
     """The checkpoint against the records (how many, the newest storeTimestamp), then what the broker's next
     recovery does (`plan`, and the records and bytes past its cut)."""
     store = ctx.store
+    found = Findings()
     cp = store.checkpoint()
     has_data = bool(records)
     if cp is None:
         if has_data:
-            ctx.report(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
-                       "no checkpoint file: the broker starts with all its timestamps at 0")
+            found.add(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
+                      "no checkpoint file: the broker starts with all its timestamps at 0")
         cp = {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0, "fileSize": 0}
     elif cp["fileSize"] != S.CHECKPOINT_FILE_SIZE:
-        ctx.report(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
-                   f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
+        found.add(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
+                  f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
     if has_data and ctx.full_range:
         tail = next((r for r in ctx.damage.ranges if r[2] == "torn-tail"), None)
         for name, what in (("physicMsgTimestamp", "flushed"),
@@ -324,9 +360,10 @@ def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost:
                           f"checkpoint says messages were {what} that the commitlog no longer holds")
                 if tail:
                     detail += f"; a direct consequence of the torn-tail at {tail[3]}"
-                ctx.report(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
+                found.add(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
     if plan is not None:
-        _recovery_notes(ctx, plan, cp, lost, lost_bytes)
+        found += _recovery_notes(ctx, plan, cp, lost, lost_bytes)
+    return found
 
 
 class RecoveryPlan(NamedTuple):
@@ -338,9 +375,9 @@ class RecoveryPlan(NamedTuple):
     cut: Finding | None  # the first of them it reaches: it truncates there
 
 
-def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
-    """Which file the broker's next recovery starts from and where it cuts the commitlog (None: DLedger's own
-    recovery, verify_dledger's notes)."""
+def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
+    """Which file the broker's next recovery starts from and where it cuts the commitlog, at the first of the
+    commitlog findings (`damage`) it fails on (None: DLedger's own recovery, verify_dledger's notes)."""
     files = ctx.files
     if not files or ctx.store.dledger is not None:
         return None
@@ -368,15 +405,17 @@ def _recovery_plan(ctx: Context) -> RecoveryPlan | None:
         why = "the third file from the last (4.9 normal recovery)"
         mode = "normal recovery"
     begin = files[first].start
-    seen = [f for f in ctx.commitlog_findings if recovery_fails_on(f.kind, ctx.config, ctx.store.version, abort)]
+    seen = [f for f in damage if recovery_fails_on(f.kind, ctx.config, ctx.store.version, abort)]
     cut = next((f for f in sorted(seen, key=lambda f: f.commitLogOffset) if f.commitLogOffset >= begin), None)
     ctx.recovery_cut = cut.commitLogOffset if cut is not None else None
     return RecoveryPlan(first, why, mode, abort, seen, cut)
 
 
-def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_bytes: int):
-    """Which damage the broker's next recovery will see (and cut the commitlog at) and which it will not."""
+def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_bytes: int) -> Findings:
+    """Which damage the broker's next recovery will see (and cut the commitlog at, noted on its findings) and
+    which it will not; with the abort file, where its abnormal recovery starts and the index keys it drops."""
     files, cfg = ctx.files, ctx.config
+    found = Findings()
     first, why, mode, abort, seen, cut = plan
     begin = files[first].start
     if cut is not None:
@@ -402,5 +441,6 @@ def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_
                   f"{outcome}.")
         if before:
             detail += f" Damage before {begin} is not re-checked: {', '.join(map(str, before[:5]))}."
-        ctx.report(CHECKPOINT, "abnormal-recovery", "info", ctx.store.abort_path, None, begin, detail)
-        verify_links.index_loss_on_recovery(ctx, cp, begin)
+        found.add(CHECKPOINT, "abnormal-recovery", "info", ctx.store.abort_path, None, begin, detail)
+        found += verify_links.index_loss_on_recovery(ctx, cp, begin)
+    return found
