@@ -21,7 +21,7 @@ import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig, read_properties, split_paths
-from .engine.views import ColumnViews
+from .engine import ColumnViews
 from .errors import RmqError
 from .record import Message, RecordError, read_record
 
@@ -166,7 +166,7 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
     verifier's business) and stops where the next entry cannot be located: a magic other than 1, a size
     smaller than the header, or one that runs past the file. A walk cut by `stop` has `end` at or past it,
     where the next slice starts, and neither `blank` nor `stop`."""
-    from .engine import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+    from . import engine as KD  # (numba: the kernels load with the commands that walk entries)
 
     stop = limit if stop is None else min(stop, limit)
     u8 = _bytes(buf, limit)
@@ -180,9 +180,9 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
     fields = heads.view(ENTRY_HEADER_DTYPE).ravel()
     by_name = {name: fields[name].astype(np.int64) for name in HEADER_FIELDS}
     blank = stopped = None
-    if outcome == KD.BLANK:
+    if outcome == KD.ENTRY_BLANK:
         blank = (end, S.DLEDGER_BLANK.unpack_from(buf, end)[1])
-    elif outcome not in (KD.REACHED, KD.FILE_END, KD.ZERO_SIZE):
+    elif outcome not in (KD.ENTRY_REACHED, KD.ENTRY_FILE_END, KD.ENTRY_ZERO_SIZE):
         stopped = _stop(buf, limit, end, outcome, KD)
     return FileEntries(position=position, **by_name, end=end, blank=blank, stop=stopped)
 
@@ -190,7 +190,7 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
 def slice_starts(buf, limit: int, size: int) -> list[int]:
     """Entry starts that cut a data file's entries into slices of about `size` bytes: 0, then each first
     entry at or past `size` bytes after the last cut, for as long as the entry walk goes on."""
-    from .engine import dledger as KD  # (numba: the kernels load with the commands that walk entries)
+    from . import engine as KD  # (numba: the kernels load with the commands that walk entries)
 
     u8 = _bytes(buf, limit)
     out = np.empty(1 << 16, np.int64)  # (positions the walk writes and nobody reads: a page or two of them)
@@ -198,7 +198,7 @@ def slice_starts(buf, limit: int, size: int) -> list[int]:
     while True:
         goal = cuts[-1] + size
         _, p, outcome = KD.entry_heads(u8, limit, p, goal, out)
-        if outcome != KD.REACHED:
+        if outcome != KD.ENTRY_REACHED:
             return cuts
         if p >= goal:
             cuts.append(p)
@@ -222,11 +222,11 @@ def _stop(buf, limit: int, p: int, outcome: int, KD) -> Stop:
     of engine.dledger's, KD)."""
     magic, size = S.DLEDGER_BLANK.unpack_from(buf, p)
     head = S.DLEDGER_ENTRY_HEADER.size
-    if outcome == KD.SHORT_HEAD:
+    if outcome == KD.ENTRY_SHORT_HEAD:
         return Stop(p, "truncated-entry", f"an entry header needs {head} bytes, {limit - p} are left in the file")
-    if outcome == KD.ILLEGAL_MAGIC:
+    if outcome == KD.ENTRY_ILLEGAL_MAGIC:
         return Stop(p, "illegal-magic", f"entry magic {magic}, DLedger writes {S.DLEDGER_MAGIC}")
-    if outcome == KD.SMALL_SIZE:
+    if outcome == KD.ENTRY_SMALL_SIZE:
         return Stop(p, "bad-length", f"entry size {size} is smaller than the {head}-byte entry header")
     return Stop(p, "bad-length", f"entry size {size} runs past the end of the file ({limit - p} bytes left)")
 
@@ -273,9 +273,9 @@ class DLedgerScan(ColumnViews):
             self._file_end(f, found)  # (the last slice says how the file ends)
 
     def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
-        """The same walk on the compiled engine: bounded batches of columns (rmqctl.engine.walk.Chunk) whose
+        """The same walk on the compiled engine: bounded batches of columns (rmqctl.engine.Chunk) whose
         `entries` hold each record's entry (`batch` as for CommitLogScan.chunks)."""
-        from .engine.walk import walk_entry_files  # the compiled kernels load only for the commands that walk
+        from .engine import walk_entry_files  # the compiled kernels load only for the commands that walk
 
         return walk_entry_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2,
                                 lambda f, limit: entry_slices(f.buf, limit, ENTRY_SLICE), self._refused_at, self._file_end,

@@ -136,9 +136,8 @@ def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
     a record after them are damage, not the broker's work in flight: the end is found past them (verify then
     reports them)."""
     # the compiled decoder loads only when a live store is read (importing the store model must not load numba)
-    from .engine.decode import COLUMN, CRC_OK, NCOLUMNS, decode
-    from .engine.record import BLANK, OK
-    from .engine.walk import data_extents, next_record_start
+    from .engine import (COLUMN, CRC_OK, NCOLUMNS, RECORD_BLANK, RECORD_OK, data_extents, decode_records,
+                         next_record_start)
 
     data = [f for f in files if starts_with_data(f)]
     if not data:
@@ -151,14 +150,14 @@ def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
     pos = end = 0
     cols = np.empty((4096, NCOLUMNS), np.int64)
     while pos is not None and pos < limit:
-        n, pos, outcome = decode(u8, pos, limit, allow_v2, True, 1 << 62, cols)
+        n, pos, outcome = decode_records(u8, pos, limit, allow_v2, True, 1 << 62, cols)
         if n:  # only the last record can be in flight: one whose CRC fails before it is damage, for verify
             last = cols[n - 1]
             end = int(last[COLUMN["position"]] + (last[COLUMN["storeSize"]] if last[CRC_OK] != 0 else 0))
-        if outcome == BLANK:
+        if outcome == RECORD_BLANK:
             end = file_size
             break
-        if outcome != OK:
+        if outcome != RECORD_OK:
             pos = next_record_start(f.buf, pos + 1, limit, searched, f.start, file_size, allow_v2)
     del u8
     return f.start + end

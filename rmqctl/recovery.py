@@ -14,9 +14,9 @@ from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
-from .engine.record import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .engine import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import Blank, Message, RecordError, property_crc_state, read_record
-from .engine.walk import data_extents
+from .engine import data_extents
 from .store import MappedFile, Store
 
 CHUNK = 1 << 20

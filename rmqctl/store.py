@@ -24,7 +24,7 @@ from . import schema as S
 from . import dledger as D
 from .brokerversion import SAMPLE_FILES, BrokerVersion, infer, record_style
 from .config import BrokerConfig, split_paths
-from .engine.views import ColumnViews
+from .engine import ColumnViews
 from .errors import FileGone, StoreError
 from .live import Snapshot, bounded_end, head_moved, starts_with_data, take as take_snapshot
 from .lock import lock_holder
@@ -317,9 +317,9 @@ class CommitLogScan(ColumnViews):
 
     def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
-        (rmqctl.engine.walk.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
+        (rmqctl.engine.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
         `errors` as entries() reports it."""
-        from .engine.walk import walk_files  # the compiled kernels load only for the commands that walk
+        from .engine import walk_files  # the compiled kernels load only for the commands that walk
 
         return walk_files(self.queue.files, self.queue.file_size, start, bounded_end(self.live, end), self.allow_v2,
                           self._refused_at, check_crc, gone=self.head_moved, **batch)

@@ -146,6 +146,31 @@ def test_no_import_points_up_a_layer():
     assert upward == []
 
 
+ENGINE = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "engine")
+
+
+def test_above_the_engine_only_its_face_is_imported():
+    """store, views, checks, maintenance, metaq, spark and cli reach compiled code through rmqctl.engine
+    alone: the modules inside engine/ can change without a layer above noticing."""
+    inside = [f"{a} line {line} imports {b}" for a, b, line, _ in imports()
+              if layer(a) > ENGINE and b.startswith("rmqctl.engine.")]
+    assert inside == []
+
+
+def test_the_engine_face_offers_every_name_it_lists():
+    """Each name resolves to its module's object; none is also a module of engine/ (a submodule, once
+    imported, would shadow it on the package)."""
+    import rmqctl.engine as engine  # the face, under test here
+
+    submodules = {m.rpartition(".")[2] for m in MODULES if m.startswith("rmqctl.engine.")}
+    assert set(engine.FACE) & submodules == set()
+    for name, (module, own) in engine.FACE.items():
+        assert f"rmqctl.engine.{module}" in MODULES, name
+        assert getattr(engine, name) is getattr(sys.modules[f"rmqctl.engine.{module}"], own), name
+    with pytest.raises(AttributeError):
+        engine.no_such_operation
+
+
 def test_an_import_inside_a_function_says_why():
     """Only optional extras (pyspark) and start-up time justify one; a comment on its line, or heading its
     block of imports, says which."""

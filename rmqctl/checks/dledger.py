@@ -15,8 +15,7 @@ import numpy as np
 from .. import dledger as D
 from .. import schema as S
 from ..findings import CHECKPOINT, FILES, RECORDS, Finding, Findings
-from ..engine import dledger as KD
-from ..engine import checks as K
+from .. import engine as K
 from ..record import RecordError, read_record
 from ..store import MappedFileQueue
 from .context import Context
@@ -41,7 +40,7 @@ class _EntryScanner(_Scanner):
         add = self.findings.append
         i = 0
         while i < len(starts):
-            status, i = KD.walk_bodies(self.u8, starts, ends, i, 0, t.file_start, self.options, self.records,
+            status, i = K.walk_bodies(self.u8, starts, ends, i, 0, t.file_start, self.options, self.records,
                                        self.keys, self.topics, self.table, self.state)
             if status == K.FULL:
                 self.grow()

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import INDEX, Findings
-from ..engine.checks import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
+from ..engine import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
 from ..rules import index_time_diff
 from ..store import INDEX_FILE_NAME
 from .context import Context, Records

@@ -20,7 +20,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
-from ..engine.checks import (
+from ..engine import (
     hash_slots,
     index_entries,
     slot_chains,

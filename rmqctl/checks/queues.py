@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import QUEUES, Findings
-from ..engine.checks import queue_breaks
+from ..engine import queue_breaks
 from .context import Context, Records, dispatch_targets, records_of
 
 

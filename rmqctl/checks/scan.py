@@ -1,6 +1,6 @@
 """The commitlog half of `verify`: one chunk of one commitlog file checked record by record.
 
-The records themselves are walked and checked by a compiled kernel (rmqctl.engine.checks.walk), which
+The records themselves are walked and checked by a compiled kernel (rmqctl.engine.check_walk), which
 releases the GIL, so chunks run in threads, each over its own read-only mapping. This module runs the walk,
 classifies what the kernel stops at (a BLANK, or bytes that `record.read_record` refuses, up to the next
 record start) and turns the kernel's per-record flags into findings. Records whose dispatch data needs the
@@ -25,12 +25,12 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
-from ..engine.kernels import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
-from ..engine import checks as K
+from ..engine import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
+from .. import engine as K
 from ..record import (DECOMPRESSION_FACTOR, DecompressionLimitError, Message, RecordError, decompression_limit,
                       read_record)
 from ..errors import FileGone
-from ..engine.walk import data_extents, next_record_start
+from ..engine import data_extents, next_record_start
 from ..store import give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
@@ -181,7 +181,7 @@ class _Scanner:
         t, state = self.t, self.state
         state[K.S_POS] = pos
         while True:
-            status = K.walk(self.u8, self.limit, t.stop, t.claim_from, t.file_start, self.options, self.records,
+            status = K.check_walk(self.u8, self.limit, t.stop, t.claim_from, t.file_start, self.options, self.records,
                             self.keys, self.topics, self.table, state)
             if status != K.FULL:
                 return status, int(state[K.S_POS])

@@ -28,7 +28,7 @@ from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
-from ..engine.kernels import available_cores
+from ..engine import available_cores
 from ..recovery import dispatch_start, normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import (

@@ -438,19 +438,13 @@ def prepare_kernels(*kernels, what: str = "decoder"):
     """Ready the compiled kernels a command calls: the ahead-of-time module (engine.aot) where it covers them,
     built on the first run that needs it; else numba's, whose first run compiles them. A first run takes
     seconds: on a terminal, one line says so (naming `what` is compiled) rather than a silent pause."""
-    # numba loads only in the commands that run kernels
-    from ..engine import aot
-    from ..engine.kernels import compiled
+    from ..engine import ready_kernels  # numba loads only in the commands that run kernels
 
-    ahead = aot.covers(kernels)
-    if ahead and aot.install():
-        return
-    first_run = not aot.failed() if ahead else not compiled(*kernels)
-    if first_run and sys.stderr.isatty():
-        echo_err(f"rmqctl: compiling the {what} once (a few seconds)")
-    if first_run and ahead:
-        aot.build()
-        aot.install()
+    def say_so():
+        if sys.stderr.isatty():
+            echo_err(f"rmqctl: compiling the {what} once (a few seconds)")
+
+    ready_kernels(kernels, say_so)
 
 
 def progress(total: int, desc: str):

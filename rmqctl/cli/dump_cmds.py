@@ -61,7 +61,7 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
     where = None if where == MessageFilter() else where
     args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where, jobs)
-    from ..engine.jsonl import dump_kernels  # the compiled kernels load only for this command
+    from ..engine import dump_kernels  # the compiled kernels load only for this command
 
     prepare_kernels(*dump_kernels(ctx.store.dledger is not None, where))
     if ctx.format == "jsonl":

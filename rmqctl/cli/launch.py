@@ -5,7 +5,7 @@ Loading the CLI, numba and the compiled kernels makes some 10^5 long-lived objec
 collection, yet the collector walked them again at every threshold, at start-up and through the run
 (docs/performance.md; benchmarks/bench_dump.py measures it). Once loaded they are
 frozen (later collections skip them): the CLI's modules here, numba when the first kernel loads it
-(kernels.when_loaded); the collector runs as usual for the command itself. A library user's process is
+(engine.when_loaded); the collector runs as usual for the command itself. A library user's process is
 left alone, its allocator too."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import signal
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 from ..budget import one_heap  # noqa: E402 (after the mask: see above)
-from ..engine import kernels  # noqa: E402
+from ..engine import when_loaded  # noqa: E402
 
 
 def main():
@@ -28,5 +28,5 @@ def main():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     gc.freeze()
     gc.enable()
-    kernels.when_loaded(gc.freeze)
+    when_loaded(gc.freeze)
     run()

@@ -65,10 +65,10 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
 
     try:
         # the compiled kernels load only for this command
-        from ..engine.checks import walk
+        from ..engine import check_walk
         from ..checks.verify import verify
 
-        prepare_kernels(walk)
+        prepare_kernels(check_walk)
         start, end = narrow(store, since, until, start, end)
 
         whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied

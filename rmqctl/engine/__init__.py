@@ -1,3 +1,69 @@
-"""The one record walk over a commitlog, compiled, in bounded batches of columns: `walk` (the decode into
-per-record spans and fields), `columns` (those batches as Arrow), `jsonl` (dump's JSON Lines from them).
-The library's entry points are Store.scan().chunks() / .batches() / .table()."""
+"""The engine's one face: the compiled record walk over a commitlog (and DLedger entries), the checks, the
+dispatch and the encoders, in bounded batches of columns. Every layer above engine/ (store, views, checks,
+maintenance, metaq, spark, cli) takes what it calls from here, never from a module inside; the modules are
+the engine's own business (tests/test_imports.py holds it). The library's entry points are
+Store.scan().chunks() / .batches() / .table().
+
+The names load on first use (PEP 562): importing rmqctl.engine loads neither numba nor a kernel module, so
+a command loads compiled code only when it reaches for it."""
+from __future__ import annotations
+
+from importlib import import_module
+
+# By job: (module here, the names it offers above). "face=own" renames where a module's own name is taken by a
+# module of this package (walk, decode, dispatch, ...: a submodule, once imported, is an attribute here too).
+JOBS = (
+    # the one record walk over files, in chunks, and how it finds its way past damage
+    ("walk", "walk_files walk_entry_files data_extents next_record_start Chunk"),
+    # a record's columns, decoded from its bytes
+    ("decode", "decode_records=decode COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
+    ("record", "RECORD_OK=OK RECORD_BLANK=BLANK MAGIC_AT QUEUE_ID_AT QUEUE_OFFSET_AT STORE_TIMESTAMP_AT SYSFLAG_AT "
+               "SMALLEST_HEAD index_slots"),
+    ("views", "ColumnViews"),
+    ("columns", "DLEDGER_FIELD SCALARS record_batch span_column msgid_column"),
+    ("arrow_kernels", "property_values holds_word"),
+    # dump's JSON Lines
+    ("jsonl", "dump_kernels chunk_lines BLOCK DUMP_BYTES DUMP_ROWS"),
+    ("ordered", "ordered_map"),
+    # verify's one pass over the records (its options, record columns, state slots and outcomes) and the checks
+    # of the queues and the index against it
+    ("checks", "check_walk=walk CHECK_CRC WANT_TAGS WANT_KEYS LMQ FORCE_PROPERTY_CRC ALLOW_V2 "
+               "POS SIZE QUEUE_ID QUEUE_OFFSET SYSFLAG STORE_TS TOPIC TAGS_CODE FLAGS RECORD_COLUMNS MOST_KEYS "
+               "S_POS S_RECORDS S_KEYS S_TOPICS STATE_SLOTS ENDED BROKEN FULL "
+               "F_PHYSICAL_OFFSET F_SYSFLAG F_EMPTY_TOPIC F_DROPPED_SEGMENTS F_PROPERTIES_UTF8 F_PROPERTY_CRC "
+               "F_PROPERTY_CRC_TEXT F_NO_PROPERTY_CRC F_BODY_CRC F_REFERENCE F_INNER_BATCH "
+               "queue_breaks hash_slots index_entries slot_chains index_targets "
+               "E_NO_RECORD E_PAST_END E_TIME E_WRONG_KEY"),
+    # DLedger entries: their heads, the bodies they hold, and why a walk of them stopped
+    ("dledger", "entry_heads walk_bodies ENTRY_REACHED=REACHED ENTRY_FILE_END=FILE_END ENTRY_BLANK=BLANK "
+                "ENTRY_ZERO_SIZE=ZERO_SIZE ENTRY_SHORT_HEAD=SHORT_HEAD ENTRY_ILLEGAL_MAGIC=ILLEGAL_MAGIC "
+                "ENTRY_SMALL_SIZE=SMALL_SIZE"),
+    # what the broker dispatches from records (rebuild, append), and what append writes
+    ("dispatch", "dispatch_walk=walk dispatch_decode=decode put_units_in_order"),
+    ("encode", "encode_batch encode_records encode_fields gather_parts queue_offsets ack_lines ACK_BOUND"),
+    # append's compiled reading of dump-shaped JSON lines into columns
+    ("jsonl_parse", "parse_block interned_texts PARSED_NAMES=NAMES PARSE_MOST_DISTINCT=MOST_DISTINCT "
+                    "PARSED_QUEUE_ID=QUEUE_ID PARSED_FLAG=FLAG PARSED_SYSFLAG=SYSFLAG PARSED_BORN_TS=BORN_TS "
+                    "PARSED_STORE_TS=STORE_TS PARSED_RECONSUME=RECONSUME PARSED_PREPARED=PREPARED"),
+    ("index", "put_index_keys=put_keys"),
+    # the kernels' machinery: threads, topic table, numba's loading and the ahead-of-time module
+    ("kernels", "available_cores when_loaded rehash property_names T_AT T_COUNT T_FIRST T_LEN T_WELL_FORMED "
+                "TOPIC_COLUMNS"),
+    ("aot", "ready_kernels"),
+)
+FACE = {face: (module, own or face) for module, names in JOBS
+        for face, _, own in (name.partition("=") for name in names.split())}
+__all__ = sorted(FACE)
+
+
+def __getattr__(name: str):
+    if name not in FACE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, own = FACE[name]
+    value = getattr(import_module(f".{module}", __name__), own)  # on first use: see the docstring
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

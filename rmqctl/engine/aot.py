@@ -4,7 +4,7 @@ without numba.
 A process that calls a kernel through numba pays ~0.6 s before its first record: numba's import and its
 typing and lowering registries, then the cached kernel's load. For `dump commitlog` that is as long as
 decoding and writing 1 GiB. So the kernels a dump calls from Python (ENTRIES) are built once per
-installation, on the command line's first dump (cli.base.prepare_kernels), with numba's own AOT compiler
+installation, on the command line's first dump (ready_kernels), with numba's own AOT compiler
 (numba.pycc, which needs the C compiler Python's headers build with) from the very kernels numba runs: the
 module holds the same machine code, callees and rules compiled from their one definition. Each entry is a
 call of its kernel compiled with the kernels' options (no GIL, numpy's error model).
@@ -21,7 +21,7 @@ signature and hands any other call to numba.
 The long-term path, now that numba.pycc is deprecated (pending since numba 0.57, still shipped and working in
 0.68): keep the kernels in numba, with one definition each, and keep two ways to have them built before a
 record is read. First, numba's own disk cache, which every command falls back to and which the first run of
-each command fills (saying so in one line on a terminal: cli.base.prepare_kernels). Second, for the
+each command fills (saying so in one line on a terminal: ready_kernels). Second, for the
 start-up-bound entries of a dump, this module; when pycc goes, it is built the way pycc builds it, from
 numba's compiled libraries (the kernels' LLVM modules emitted as one native object and linked by the C
 compiler), or by numba's announced successor (PIXIE) once released. Rejected: rewriting the kernels in C or
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy, load_numba
+from .kernels import CRC32_LIBRARY, CRC32_PATH, SOURCES_STAMP, Lazy, compiled, load_numba
 
 MODULE = "_rmqctl_entries"
 # entry name: (kernel's module, kernel, numba signature): a dump's walk of commitlog files (decode) or of
@@ -165,6 +165,22 @@ def covers(kernels) -> bool:
     """Whether every one of `kernels` is a declared kernel (numba is not loaded) with an entry in ENTRIES."""
     names = {(m, k) for m, k, _ in ENTRIES.values()}
     return all(isinstance(k, Lazy) and (k.declared_in, k.__name__) in names for k in kernels)
+
+
+def ready_kernels(kernels, on_first_run) -> None:
+    """Ready the compiled kernels a command calls: this module where it covers them, built on the first run
+    that needs it; else numba's, whose first run compiles them. `on_first_run()` is called before a first
+    run's compiling (seconds), so the caller can say why it pauses."""
+    ahead = covers(kernels)
+    if ahead and install():
+        return
+    first_run = not failed() if ahead else not compiled(*kernels)
+    if not first_run:
+        return
+    on_first_run()
+    if ahead:
+        build()
+        install()
 
 
 def failed() -> bool:

@@ -39,9 +39,8 @@ from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, message_id, parse_host, read_record
-from ..engine.encode import ACK_BOUND, ack_lines, encode_batch, encode_fields, encode_records
-from ..engine import dispatch as dispatch_kernels
-from ..engine.index import put_keys
+from ..engine import (ACK_BOUND, ack_lines, dispatch_decode, encode_batch, encode_fields, encode_records,
+                      put_index_keys)
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
@@ -50,7 +49,7 @@ from .append_point import AppendPoint, append_point, config_version, store_versi
 from ..txn import fsync_dir, locked_for_writing
 
 # what an append runs compiled: the encoder, the dispatch of the written records, the index's key writer
-APPEND_KERNELS = (encode_records, dispatch_kernels.decode, put_keys)
+APPEND_KERNELS = (encode_records, dispatch_decode, put_index_keys)
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"

@@ -15,9 +15,9 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..engine import jsonl_parse as P
-from ..engine.encode import gather_parts, queue_offsets
-from ..engine.kernels import TOPIC_COLUMNS
+from ..engine import (PARSE_MOST_DISTINCT, PARSED_BORN_TS, PARSED_FLAG, PARSED_NAMES, PARSED_PREPARED, PARSED_QUEUE_ID,
+                      PARSED_RECONSUME, PARSED_STORE_TS, PARSED_SYSFLAG, TOPIC_COLUMNS, gather_parts, interned_texts,
+                      parse_block, queue_offsets)
 from .append import (CRC_TRAILER_PLACEHOLDER, ENCODER_HEADROOM, INT32_RANGE, PROPERTY_MULTI_DISPATCH, SHORT_MAX,
                      TRANSIENT_PREFIX, AckBlock, Appender, _host)
 from ..errors import UsageError
@@ -164,29 +164,30 @@ def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int,
                  keep_timestamps: bool) -> tuple[int, int, MessageColumns | None, bool]:
     """engine.jsonl_parse over the whole lines u8[lo:hi]: (where it stopped, lines read, their messages (None when
     none), whether it stopped at a line the per-line path reads)."""
-    n_names = len(P.NAMES)
+    n_names = len(PARSED_NAMES)
     room = hi - lo + 64
     ints, present = np.zeros((max_rows, n_names), np.int64), np.zeros(max_rows, np.int64)
     spans = np.zeros((max_rows, n_names, 2), np.int64)
     body, props = np.empty(room, np.uint8), np.empty(room, np.uint8)
     body_off, props_off = np.zeros(max_rows + 1, np.int64), np.zeros(max_rows + 1, np.int64)
     ids = np.empty((max_rows, 3), np.int64)
-    tables = [np.zeros(2 * P.MOST_DISTINCT, np.int64) for _ in range(2)]
-    interned = [np.zeros((TOPIC_COLUMNS, P.MOST_DISTINCT), np.int64) for _ in range(2)]
+    tables = [np.zeros(2 * PARSE_MOST_DISTINCT, np.int64) for _ in range(2)]
+    interned = [np.zeros((TOPIC_COLUMNS, PARSE_MOST_DISTINCT), np.int64) for _ in range(2)]
     counts = np.zeros(2, np.int64)
-    end, lines, rows, stopped = P.parse_block(u8, lo, hi, max_rows, max_bytes, app.version >= 5, ints, present, spans,
-                                              body, body_off, props, props_off, ids, tables[0], interned[0],
-                                              tables[1], interned[1], counts)
+    end, lines, rows, stopped = parse_block(u8, lo, hi, max_rows, max_bytes, app.version >= 5, ints, present, spans,
+                                            body, body_off, props, props_off, ids, tables[0], interned[0],
+                                            tables[1], interned[1], counts)
     if not rows:
         return end, lines, None, stopped
     ints, present = ints[:rows], present[:rows]
-    store_given = (present & (1 << P.STORE_TS)) != 0 if keep_timestamps else np.zeros(rows, bool)
+    store_given = (present & (1 << PARSED_STORE_TS)) != 0 if keep_timestamps else np.zeros(rows, bool)
     columns = MessageColumns(
-        ids=ids[:rows], topics=P.interned_texts(u8, interned[0], int(counts[0])),
-        hosts=P.interned_texts(u8, interned[1], int(counts[1])), queue_id=ints[:, P.QUEUE_ID], flag=ints[:, P.FLAG],
-        sys_flag=ints[:, P.SYSFLAG], born_ts=ints[:, P.BORN_TS], born_given=(present & (1 << P.BORN_TS)) != 0,
-        store_ts=ints[:, P.STORE_TS], store_given=store_given, reconsume=ints[:, P.RECONSUME],
-        prepared=ints[:, P.PREPARED], body=body, body_off=body_off[:rows + 1], props=props,
+        ids=ids[:rows], topics=interned_texts(u8, interned[0], int(counts[0])),
+        hosts=interned_texts(u8, interned[1], int(counts[1])), queue_id=ints[:, PARSED_QUEUE_ID],
+        flag=ints[:, PARSED_FLAG], sys_flag=ints[:, PARSED_SYSFLAG], born_ts=ints[:, PARSED_BORN_TS],
+        born_given=(present & (1 << PARSED_BORN_TS)) != 0,
+        store_ts=ints[:, PARSED_STORE_TS], store_given=store_given, reconsume=ints[:, PARSED_RECONSUME],
+        prepared=ints[:, PARSED_PREPARED], body=body, body_off=body_off[:rows + 1], props=props,
         props_off=props_off[:rows + 1])
     return end, lines, columns, stopped
 

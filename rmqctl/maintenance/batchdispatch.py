@@ -21,9 +21,7 @@ import numpy as np
 from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
-from ..engine.kernels import available_cores
-from ..engine import dispatch as kernels
-from ..engine.dispatch import put_units_in_order
+from ..engine import available_cores, dispatch_decode, dispatch_walk, put_units_in_order
 from ..record import Message, read_record
 from ..store import valid_topic_dir_name
 from ..checks.links import queue_order
@@ -69,7 +67,7 @@ def record_starts(buf, limit: int, allow_v2: bool, start: int, stop_at: int) -> 
     """The header walk over a commitlog file's first `limit` bytes from `start`: where its records start,
     and where the walk stopped: a BLANK, the end, bytes that cannot start a record, or (at or past
     `stop_at`) the end of the window asked for."""
-    return kernels.walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
+    return dispatch_walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
 
 
 def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
@@ -79,7 +77,7 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     the GIL)."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
     if starts is None:
-        starts, stop = kernels.walk(u8, limit, allow_v2, 0, limit)
+        starts, stop = dispatch_walk(u8, limit, allow_v2, 0, limit)
     else:
         stop = limit
     n = len(starts)
@@ -88,7 +86,7 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
 
     def decode(lo: int, hi: int):
-        return kernels.decode(u8, starts[lo:hi], allow_v2, config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
+        return dispatch_decode(u8, starts[lo:hi], allow_v2, config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
                               store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
                               reference[lo:hi])
 

@@ -20,7 +20,7 @@ from ..config import BrokerConfig
 from ..batchcq import written_bcq_units
 from ..errors import DiskFullError, StoreError, UsageError
 from ..dispatch import batch_unit, cq_targets, index_key_hash, index_keys, tags_code
-from ..engine.index import put_keys as put_index_keys
+from ..engine import put_index_keys
 from ..record import Message
 from ..rules import cq_unit_valid, index_slot, index_time_diff, written_units
 from ..txn import fsync_dir

@@ -27,9 +27,7 @@ from pyspark.sql.types import (
 )
 
 from .. import schema as S
-from ..engine.columns import DLEDGER_FIELD, SCALARS, record_batch
-from ..engine.walk import Chunk
-from ..engine.record import index_slots
+from ..engine import DLEDGER_FIELD, SCALARS, Chunk, index_slots, record_batch
 from ..dledger import DLedgerScan
 from ..views.annotate import COMPRESSION_NAMES
 from ..views.filters import TRANSACTION_STATES

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
 
-from ..engine.columns import span_column
+from ..engine import span_column
 from ..errors import UsageError, where
 from .columns import arrow_schema, commitlog_columns, message_batches, struct
 from .inputs import StoreSelection

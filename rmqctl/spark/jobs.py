@@ -19,7 +19,7 @@ from py4j.protocol import Py4JJavaError
 from ..errors import RmqError, StoreError
 from ..views.inspect import ms_text
 from ..record import encode_body
-from ..engine.columns import SCALARS
+from ..engine import SCALARS
 from .columns import TIME_COLUMNS
 from .inputs import StoreSelection
 

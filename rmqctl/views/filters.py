@@ -68,14 +68,11 @@ class MessageFilter:
         return self.tag is not None or self.key is not None or bool(self.properties) or self.msg_id is not None
 
     def select(self, chunk) -> np.ndarray:
-        """matches() of every record of an engine batch (rmqctl.engine.walk.Chunk), on its columns: times and
+        """matches() of every record of an engine batch (rmqctl.engine.Chunk), on its columns: times and
         sysFlag as numbers, property values as the bytes of MessageDecoder's parse. Records whose property
         text is not well-formed UTF-8 (which Java decodes with replacement) go through matches() itself."""
         # start-up time: the engine (pyarrow, the kernels) loads with the commands that walk
-        from ..engine.columns import msgid_column
-        from ..engine import arrow_kernels as K
-        from ..engine.kernels import property_names
-        from ..engine.decode import PROPERTIES_NOT_UTF8
+        from ..engine import PROPERTIES_NOT_UTF8, holds_word, msgid_column, property_names, property_values
 
         col = chunk.column
         keep = np.ones(len(chunk), bool)
@@ -93,7 +90,7 @@ class MessageFilter:
         names = sorted({name for name, value in terms if value is not None} | {"KEYS", "UNIQ_KEY"})
         table, lengths = property_names(*names)
         lo, hi = (np.empty((len(chunk), len(names)), np.int64) for _ in range(2))
-        K.property_values(chunk.u8, np.ascontiguousarray(col("propertiesAt")),
+        property_values(chunk.u8, np.ascontiguousarray(col("propertiesAt")),
                           np.ascontiguousarray(col("propertiesLength")), table, lengths, lo, hi)
         span = {name: (lo[:, k], hi[:, k]) for k, name in enumerate(names)}
         for name, value in terms:
@@ -102,7 +99,7 @@ class MessageFilter:
             word = _utf8(self.key)
             found = np.zeros(len(chunk), bool)
             if word is not None:
-                K.holds_word(chunk.u8, np.ascontiguousarray(span["KEYS"][0]), np.ascontiguousarray(span["KEYS"][1]),
+                holds_word(chunk.u8, np.ascontiguousarray(span["KEYS"][0]), np.ascontiguousarray(span["KEYS"][1]),
                              np.frombuffer(word, np.uint8), found)
             keep &= found
         if self.msg_id is not None:

@@ -11,7 +11,7 @@ import orjson
 
 from .. import batchcq, compaction, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
-from ..engine.ordered import ordered_map
+from ..engine import ordered_map
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, queue_kind
@@ -46,8 +46,8 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     this thread while `jobs` threads (default: all cores) write their lines; the blocks come in order.
     `views=True`: blocks are views of the writers' buffers, valid until the next block is asked for (for a
     caller that writes each at once: the copy of every byte, ~0.1 s a GiB, is saved)."""
-    from ..engine.jsonl import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
-    from ..engine.kernels import available_cores  # (numba: it loads with the kernels)
+    from ..engine import BLOCK, DUMP_BYTES, DUMP_ROWS, chunk_lines  # the kernels load with the walks
+    from ..engine import available_cores  # (numba: it loads with the kernels)
 
     if limit == 0:
         return
