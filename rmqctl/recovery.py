@@ -150,10 +150,17 @@ def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool)
     return kind == ("property-crc" if prop else "body-crc")
 
 
-def normal_recovery_start(files: int) -> int:
-    """4.9's recoverNormally: the index of the file it starts from, the third from the last (5.x starts at
-    the newest file at or before the consumequeues' end, which verify finds with the queues at hand)."""
-    return max(0, files - NORMAL_RECOVERY_FILES)
+def normal_recovery_start(store: Store, queues_end: Callable[[], int]) -> int:
+    """The index of the commitlog file the broker's normal recovery (no abort file) starts from. 4.9's
+    recoverNormally: the third from the last. 5.x: the newest file after the first that starts at or before
+    where dispatch resumes (isMappedFileMatchedRecover as 5.3.3 writes it: fileFromOffset <=
+    maxPhyOffsetOfConsumeQueue; dispatch_start with 5.4's RocksDB stores), else the first. `queues_end()` is
+    the consumequeues' end, asked for only in 5.x."""
+    files = store.commitlog.files
+    if store.version.major != 5:
+        return max(0, len(files) - NORMAL_RECOVERY_FILES)
+    end = dispatch_start(store, queues_end())
+    return next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= end), 0)
 
 
 def rocksdb_dispatch_ends(store: Store) -> list[int]:

@@ -29,7 +29,7 @@ from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
-from ..recovery import dispatch_start, normal_recovery_start, recovery_fails_on, recovery_start
+from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
 from ..store import MappedFileQueue, Store
 from . import (
     VERIFY_PARTS,
@@ -393,16 +393,12 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
         first = 0
         why = "the first file: where the broker's queues end is not known (its consume queues are not read)"
         mode = "normal recovery"
-    elif ctx.is5:
-        cq_end = dispatch_start(ctx.store, verify_cq.consumequeue_max_phy(ctx))
-        first = next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= cq_end), 0)
-        why = ("the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+    else:
+        first = normal_recovery_start(ctx.store, lambda: verify_cq.consumequeue_max_phy(ctx))
+        why = ("the third file from the last (4.9 normal recovery)" if not ctx.is5 else
+               "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
                if ctx.store.message_rocksdb is None else "the newest file starting at or before where dispatch "
                "resumes, the least of the consumequeues' end and the RocksDB stores' lastOffsetPy (5.x normal recovery)")
-        mode = "normal recovery"
-    else:
-        first = normal_recovery_start(len(files))
-        why = "the third file from the last (4.9 normal recovery)"
         mode = "normal recovery"
     begin = files[first].start
     seen = [f for f in damage if recovery_fails_on(f.kind, ctx.config, ctx.store.version, abort)]

@@ -69,8 +69,8 @@ def store_version(root: Path, votes: dict[int, int]) -> tuple[int, str] | None:
 
 
 def append_point(store: Store, config: BrokerConfig, version: int, version_source: str) -> AppendPoint:
-    """recoverNormally's walk, from the third-last file (or the dispatch point, if earlier) to the first
-    record that fails checkMessageAndReturnSize; then everything after that point must be zeros."""
+    """recoverNormally's walk, from its start file (recovery.normal_recovery_start) or the dispatch point, if
+    earlier, to the first record that fails checkMessageAndReturnSize; then everything after it must be zeros."""
     files = store.commitlog.files
     size = store.commitlog.file_size
     for f in files:
@@ -92,7 +92,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
             index_end = ix[-1].header["endPhyOffset"]
     min_offset = files[0].start if files else 0
     reput_from = max(cq_end, batch_max_phy(store), min_offset)  # recoverConsumeQueue: every queue, BatchCQ too
-    recover_idx = normal_recovery_start(len(files))
+    recover_idx = normal_recovery_start(store, lambda: reput_from)
     start_idx = recover_idx
     for i, f in enumerate(files):
         if f.start <= reput_from < f.start + size:

@@ -1,6 +1,6 @@
 """How long will the broker take to start? What `DefaultMessageStore.load()` and `start()` will read: the
-commitlog recovery scan (normal: from the third-newest file; abnormal, when `abort` exists: from the file
-`recoverAbnormally` picks), each consumequeue's recovery (its last three files), the index files it maps, and the
+commitlog recovery scan (from the file recovery.normal_recovery_start names, or, when `abort` exists, the
+file `recoverAbnormally` picks: recovery.recovery_start), each consumequeue's recovery (its last three files), the index files it maps, and the
 messages the reput service dispatches after start (past the newest consumequeue entry). The time is an
 estimate: those bytes at the speed of a CRC-checked read of a sample of this store's own files, measured now.
 
@@ -14,11 +14,11 @@ import time
 import zlib
 
 from .. import schema as S
-from ..recovery import dispatch_start, recovery_start
+from ..recovery import dispatch_start, normal_recovery_start, recovery_start
 from ..store import Store
 from .inspect import commitlog_end
 
-RECOVER_LAST_FILES = 3  # recoverNormally and ConsumeQueue.recover begin at the third file from the end
+RECOVER_LAST_FILES = 3  # ConsumeQueue.recover begins at the third file from the end
 SAMPLE = 64 << 20
 
 
@@ -104,12 +104,12 @@ def estimate_startup(store: Store) -> StartupEstimate:
     if not store.parts.queues_read:
         return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0, 0,
                                None, None, "not estimated: the consume queues, where dispatch resumes, are not read")
-    index = recovery_start(store) if abnormal else max(len(files) - RECOVER_LAST_FILES, 0)
+    cq_files, cq_recover, newest_entry = queue_recovery(store)
+    index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: newest_entry)
     end, _ = commitlog_end(store)
     end = end if end is not None else files[index].start
     first = files[index].start
     scan = max(end - first, 0)
-    cq_files, cq_recover, newest_entry = queue_recovery(store)
     dispatch = max(end - max(dispatch_start(store, newest_entry), files[0].start), 0)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None
