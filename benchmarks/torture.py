@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rmqctl import schema as S  # noqa: E402  (after the path: the checkout's rmqctl)
-from rmqctl.engine.record import MAGIC_AT, SYSFLAG_AT  # noqa: E402
+from rmqctl.schema import MAGIC_AT, SYSFLAG_AT  # noqa: E402
 
 INDEX_COUNT_AT = S.INDEX_HEADER_SIZE - 4  # the header's last two ints: hashSlotCount, indexCount
 SLOT_COUNT_AT = S.INDEX_HEADER_SIZE - 8

@@ -26,7 +26,7 @@ import numpy as np
 from . import schema as S
 from .errors import FileGone, StoreError
 from .lock import held_by_rmqctl
-from .rules import written_units
+from .rules import BLANK, RECORD, written_units
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +136,7 @@ def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
     a record after them are damage, not the broker's work in flight: the end is found past them (verify then
     reports them)."""
     # the compiled decoder loads only when a live store is read (importing the store model must not load numba)
-    from .engine import (COLUMN, CRC_OK, NCOLUMNS, RECORD_BLANK, RECORD_OK, data_extents, decode_records,
-                         next_record_start)
+    from .engine import COLUMN, CRC_OK, NCOLUMNS, data_extents, decode_records, next_record_start
 
     data = [f for f in files if starts_with_data(f)]
     if not data:
@@ -154,10 +153,10 @@ def commitlog_end(files: list, file_size: int, allow_v2: bool) -> int:
         if n:  # only the last record can be in flight: one whose CRC fails before it is damage, for verify
             last = cols[n - 1]
             end = int(last[COLUMN["position"]] + (last[COLUMN["storeSize"]] if last[CRC_OK] != 0 else 0))
-        if outcome == RECORD_BLANK:
+        if outcome == BLANK:
             end = file_size
             break
-        if outcome != RECORD_OK:
+        if outcome != RECORD:
             pos = next_record_start(f.buf, pos + 1, limit, searched, f.start, file_size, allow_v2)
     del u8
     return f.start + end

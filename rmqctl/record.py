@@ -6,11 +6,9 @@ import ipaddress
 import zlib
 from functools import lru_cache
 
+from . import rules
 from . import schema as S
 from .javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
-
-INT32 = S.INT32
-SMALLEST_HEAD = S.RECORD_HEADS[(False, False)][0].size  # IPv4 hosts: storeSize .. bodyLength
 
 
 class RecordError(ValueError):
@@ -172,63 +170,53 @@ def parse_host(text: str) -> tuple[bytes, int]:
     return ipaddress.ip_address(h.strip("[]").split("%")[0]).packed, int(port)
 
 
+# read_record's detail of each refusal (rules.record_head / record_tail's `why`)
+REFUSAL_DETAILS = {
+    rules.FEW_BYTES: "{left} bytes left, too few for a record header",
+    rules.PAST_END: "storeSize {size} runs past the end of the data ({left} bytes left)",
+    rules.SHORT_HEAD: "storeSize {size} is shorter than the record header",
+    rules.BODY_PAST: "bodyLength {body_len} runs past storeSize {size}",
+    rules.TOPIC_LENGTH_CUT: "storeSize {size} ends inside the topic length",
+    rules.TOPIC_PAST: "topic length {topic_len} does not fit storeSize {size}",
+    rules.PROPERTIES_PAST: "properties length {props_len} runs past storeSize {size}",
+    rules.LENGTH_FORMULA: "storeSize {size} but the fields add up to {expected}",
+}
+
+
 def read_record(buf, pos: int, end: int, allow_v2: bool = True) -> Message | Blank:
     """Decode the record at `pos` of `buf` (which must not be read past `end`), as checkMessageAndReturnSize
-    parses it, without the CRC checks. Raises RecordError for anything the broker would refuse."""
-    if end - pos < 8:
-        raise RecordError("truncated-record", f"{end - pos} bytes left, too few for a record header")
-    size, magic = S.BLANK.unpack_from(buf, pos)
-    if magic == S.MAGIC_BLANK:
+    parses it (rules.record_head and record_tail), without the CRC checks. Raises RecordError for anything
+    the broker would refuse."""
+    verdict, size, combo, body_len, v2, why = rules.record_head(buf, pos, end, allow_v2)
+    if verdict == rules.BLANK:
         return Blank(pos, size)
-    if magic != S.MAGIC_V1 and not (magic == S.MAGIC_V2 and allow_v2):
-        if size == 0 and magic == 0:
-            raise RecordError("zeros", "zero bytes where a record should start", size)
-        raise RecordError("illegal-magic", f"illegal magic code 0x{magic & 0xFFFFFFFF:08x}", size)
-    if size <= 0 or pos + size > end:
-        raise RecordError("truncated-record", f"storeSize {size} runs past the end of the data ({end - pos} bytes left)", size)
-    limit = pos + size
-    if size < SMALLEST_HEAD:  # sysFlag must lie inside the record before it chooses the host widths
-        raise RecordError("bad-length", f"storeSize {size} is shorter than the record header", size)
-    sysflag = INT32.unpack_from(buf, pos + 36)[0]
-    head, _ = S.RECORD_HEADS[(bool(sysflag & S.BORNHOST_V6_FLAG), bool(sysflag & S.STOREHOSTADDRESS_V6_FLAG))]
-    if pos + head.size > limit:
-        raise RecordError("bad-length", f"storeSize {size} is shorter than the record header", size)
+    if verdict != rules.RECORD:
+        magic = S.INT32.unpack_from(buf, pos + S.MAGIC_AT)[0] if why != rules.FEW_BYTES else 0
+        raise refusal(verdict, why, None if why == rules.FEW_BYTES else size, left=end - pos, body_len=body_len,
+                      magic=magic & 0xFFFFFFFF)
+    topic_at, topic_len, props_len, why = rules.record_tail(buf, pos, size, combo, body_len, v2)
+    head, _ = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
     m = Message()
     (m.storeSize, m.magicCode, m.bodyCRC, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag,
      m.bornTimestamp, m.bornIp, m.bornPort, m.storeTimestamp, m.storeIp, m.storePort, m.reconsumeTimes,
      m.preparedTransactionOffset, m.bodyLength) = head.unpack_from(buf, pos)  # fmt: skip
-    p = pos + head.size
-    body_len = m.bodyLength
-    if body_len > 0:
-        if p + body_len > limit:
-            raise RecordError("bad-length", f"bodyLength {body_len} runs past storeSize {size}", size)
-        m.body = bytes(buf[p : p + body_len])
-        p += body_len
-    else:
-        m.body = b""
-    tl = S.TOPIC_LEN_V2 if magic == S.MAGIC_V2 else S.TOPIC_LEN_V1
-    if p + tl.size > limit:
-        raise RecordError("bad-length", f"storeSize {size} ends inside the topic length", size)
-    topic_len = tl.unpack_from(buf, p)[0]
-    p += tl.size
-    if topic_len < 0 or p + topic_len + 2 > limit:
-        raise RecordError("bad-length", f"topic length {topic_len} does not fit storeSize {size}", size)
-    m.topicBytes = bytes(buf[p : p + topic_len])
-    p += topic_len
-    props_len = S.PROPS_LEN.unpack_from(buf, p)[0]
-    p += 2
-    if props_len > 0:
-        if p + props_len > limit:
-            raise RecordError("bad-length", f"properties length {props_len} runs past storeSize {size}", size)
-        m.propertiesBytes = bytes(buf[p : p + props_len])
-        p += props_len
-    else:
-        m.propertiesBytes = b""
-    expected = S.record_length(sysflag, body_len, topic_len, props_len, magic == S.MAGIC_V2)
-    if expected != size:
-        raise RecordError("bad-length", f"storeSize {size} but the fields add up to {expected}", size)
+    if topic_at < 0:
+        expected = S.record_length(m.sysFlag, body_len, topic_len, props_len, v2)
+        raise refusal(rules.BAD_LENGTH, why, size, topic_len=topic_len, props_len=props_len, expected=expected)
+    body_at = pos + head.size
+    m.body = bytes(buf[body_at : body_at + max(body_len, 0)])
+    m.topicBytes = bytes(buf[topic_at : topic_at + topic_len])
+    props_at = topic_at + topic_len + S.PROPS_LEN.size
+    m.propertiesBytes = bytes(buf[props_at : props_at + max(props_len, 0)])
     m.position = pos
     return m
+
+
+def refusal(verdict: int, why: int, size: int | None, **fields) -> RecordError:
+    """The RecordError of a refused record: its finding kind, and the detail its refusal's check gives."""
+    detail = ("zero bytes where a record should start" if verdict == rules.ZEROS else
+              "illegal magic code 0x{magic:08x}" if verdict == rules.ILLEGAL_MAGIC else REFUSAL_DETAILS[why])
+    return RecordError(rules.VERDICT_KINDS[verdict], detail.format(size=size, **fields), size)
 
 
 def property_crc_state(buf, pos: int, m: Message) -> tuple[int, int] | None:

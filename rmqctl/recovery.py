@@ -1,5 +1,5 @@
-"""The broker's recovery model (CommitLog.recoverAbnormally, 4.9 and 5.x): which magic its readers accept,
-where abnormal recovery starts (isMappedFileMatchedRecover), how checkMessageAndReturnSize checks each record,
+"""The broker's recovery model (CommitLog.recoverAbnormally, 4.9 and 5.x): which magic its readers accept
+(rules.message_magic, by version), where abnormal recovery starts (isMappedFileMatchedRecover), how checkMessageAndReturnSize checks each record,
 the walk to the first failure (the cut), and what lies past it. verify reports it, repair applies it, append
 starts from it; none of them writes it again.
 """
@@ -14,9 +14,10 @@ from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import crc31
-from .engine import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
-from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .engine import data_extents
+from .record import Blank, Message, RecordError, property_crc_state, read_record
+from .rules import message_magic
+from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .store import MappedFile, Store
 
 CHUNK = 1 << 20
@@ -127,7 +128,7 @@ class RecoveryChecker:
         if pos + QUEUE_OFFSET_AT + S.INT64.size > len(buf):
             return
         magic = S.INT32.unpack_from(buf, pos + MAGIC_AT)[0]
-        if magic in (S.MAGIC_V1, S.MAGIC_V2):
+        if message_magic(magic, True):
             bad.queueId = S.INT32.unpack_from(buf, pos + QUEUE_ID_AT)[0]
             bad.queueOffset = S.INT64.unpack_from(buf, pos + QUEUE_OFFSET_AT)[0]
 
@@ -188,12 +189,11 @@ def recovery_start(store: Store) -> int:
     minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
     if cfg.messageIndexEnable and cfg.messageIndexSafe:
         minimum = min(minimum, cp["indexMsgTimestamp"])
-    magics = (S.MAGIC_V1, S.MAGIC_V2) if allow_v2(store) else (S.MAGIC_V1,)
-    files = store.commitlog.files
+    files, v2 = store.commitlog.files, allow_v2(store)
     rocksdb_ends = rocksdb_dispatch_ends(store)
     for i in range(len(files) - 1, -1, -1):
         buf = files[i].buf
-        if len(buf) < SYSFLAG_AT + S.INT32.size or S.INT32.unpack_from(buf, MAGIC_AT)[0] not in magics:
+        if len(buf) < SYSFLAG_AT + S.INT32.size or not message_magic(S.INT32.unpack_from(buf, MAGIC_AT)[0], v2):
             continue
         sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
         ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it

@@ -2,13 +2,14 @@
 compiled kernels (rmqctl.engine.kernels) compile these same functions, so a rule changed here changes everywhere.
 They take plain integers and byte sequences (bytes, or a numpy uint8 array inside a kernel).
 
-Sources: IndexService.buildIndex / IndexFile.indexKeyHashMethod, putKey, selectPhyOffset, ConsumeQueue.recover,
+Sources: CommitLog.checkMessageAndReturnSize (record acceptance), IndexService.buildIndex / IndexFile.indexKeyHashMethod, putKey, selectPhyOffset, ConsumeQueue.recover,
 CommitLog.checkMessageAndReturnSize (tagsCode), MessageExtBrokerInner.tagsString2tagsCode,
 ScheduleMessageService.computeDeliverTimestamp, CommitLogDispatcherBuildConsumeQueue / ConsumeQueue's
 multiDispatchLmqQueue (4.9) and MultiDispatch (5.x) (store and common modules).
 """
 from __future__ import annotations
 
+from . import schema as S
 from .javacompat import java_split, parse_long
 
 INTEGER_MIN_VALUE = -(1 << 31)
@@ -137,3 +138,94 @@ def queue_kind(topic: str, batch_topics=frozenset()) -> str:
 def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:
     """The queueId of a multi-dispatch queue: 0 for a %LMQ% queue with LMQ on, else the record's."""
     return 0 if enable_lmq and name.startswith(LMQ_PREFIX) else queue_id
+
+
+# -- record acceptance --------------------------------------------------------------------------------------------
+# What checkMessageAndReturnSize makes of the bytes at a record's start, before any CRC: a message, the BLANK that
+# closes a file, or the kind of its refusal (the finding's name: VERDICT_KINDS). Every walk, Python or compiled,
+# decides with record_head and record_tail; `why` says which check refused, for the finding's detail.
+RECORD, BLANK, ZEROS, ILLEGAL_MAGIC, TRUNCATED, BAD_LENGTH = range(6)
+VERDICT_KINDS = ("ok", "blank", "zeros", "illegal-magic", "truncated-record", "bad-length")
+FEW_BYTES, PAST_END, SHORT_HEAD, BODY_PAST, TOPIC_LENGTH_CUT, TOPIC_PAST, PROPERTIES_PAST, LENGTH_FORMULA = range(1, 9)
+MAGIC_V1, MAGIC_V2, MAGIC_BLANK = S.MAGIC_V1, S.MAGIC_V2, S.MAGIC_BLANK
+MESSAGE_MAGICS = (MAGIC_V1, MAGIC_V2)  # what a message's magicCode can be: where a search for one looks
+MAGIC_AT, SYSFLAG_AT, HEAD_SIZE, BODY_LENGTH_AT = S.MAGIC_AT, S.SYSFLAG_AT, S.HEAD_SIZE, S.BODY_LENGTH_AT
+SMALLEST_HEAD, FIXED_LENGTH = S.SMALLEST_HEAD, S.FIXED_LENGTH
+BORN_V6, STORE_V6 = S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG
+
+
+def be8(data, at):
+    """The signed byte at data[at] (a kernel loads it itself)."""
+    return S.TOPIC_LEN_V1.unpack_from(data, at)[0]
+
+
+def be16(data, at):
+    """The big-endian (Java) short at data[at] (a kernel loads it itself)."""
+    return S.PROPS_LEN.unpack_from(data, at)[0]
+
+
+def be32(data, at):
+    """The big-endian (Java) int at data[at] (a kernel loads it itself)."""
+    return S.INT32.unpack_from(data, at)[0]
+
+
+def message_magic(magic, allow_v2):
+    """A message's magicCode: V1, or V2 where the broker reads it (5.1+; 4.9 reads V2 as any other code)."""
+    return magic == MAGIC_V1 or (allow_v2 and magic == MAGIC_V2)
+
+
+def record_magic(size, magic, allow_v2):
+    """The verdict of a record's first 8 bytes: RECORD for a message's magic, BLANK, else ZEROS (all zero:
+    nothing written there) or ILLEGAL_MAGIC."""
+    if magic == MAGIC_BLANK:
+        return BLANK
+    if message_magic(magic, allow_v2):
+        return RECORD
+    return ZEROS if size == 0 and magic == 0 else ILLEGAL_MAGIC
+
+
+def record_head(data, pos, limit, allow_v2):
+    """checkMessageAndReturnSize up to the body, on the record at data[pos] (its bytes end at `limit`).
+    Returns (verdict, size, combo, body length, V2, why): RECORD when the head is sound (then record_tail
+    judges the rest), BLANK (`size`: the bytes it claims), or the refusal, `why` saying which check."""
+    if limit - pos < 8:
+        return TRUNCATED, 0, 0, 0, False, FEW_BYTES
+    size = be32(data, pos)
+    magic = be32(data, pos + MAGIC_AT)
+    v2 = magic == MAGIC_V2
+    verdict = record_magic(size, magic, allow_v2)
+    if verdict != RECORD:
+        return verdict, size, 0, 0, v2, 0
+    if size <= 0 or pos + size > limit:
+        return TRUNCATED, size, 0, 0, v2, PAST_END
+    if size < SMALLEST_HEAD:  # sysFlag must lie inside the record before it chooses the host widths
+        return BAD_LENGTH, size, 0, 0, v2, SHORT_HEAD
+    sysflag = be32(data, pos + SYSFLAG_AT)
+    combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
+    if HEAD_SIZE[combo] > size:
+        return BAD_LENGTH, size, 0, 0, v2, SHORT_HEAD
+    body_len = be32(data, pos + BODY_LENGTH_AT[combo])
+    if body_len > 0 and HEAD_SIZE[combo] + body_len > size:
+        return BAD_LENGTH, size, combo, body_len, v2, BODY_PAST
+    return RECORD, size, combo, body_len, v2, 0
+
+
+def record_tail(data, pos, size, combo, body_len, v2):
+    """The rest of checkMessageAndReturnSize's parse, after record_head accepted the head: the topic and
+    properties lengths and calMsgLength. Returns (topic start, topic length, properties length, why): topic
+    start -1 and `why` the check when it refuses the record (a BAD_LENGTH)."""
+    end = pos + size
+    p = pos + HEAD_SIZE[combo] + max(body_len, 0)
+    width = 2 if v2 else 1
+    if p + width > end:
+        return -1, 0, 0, TOPIC_LENGTH_CUT
+    topic_len = be16(data, p) if v2 else be8(data, p)
+    p += width
+    if topic_len < 0 or p + topic_len + 2 > end:
+        return -1, topic_len, 0, TOPIC_PAST
+    props_len = be16(data, p + topic_len)
+    if props_len > 0 and p + topic_len + 2 + props_len > end:
+        return -1, topic_len, props_len, PROPERTIES_PAST
+    if FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0) != size:
+        return -1, topic_len, props_len, LENGTH_FORMULA
+    return p, topic_len, props_len, 0

@@ -420,3 +420,34 @@ def record_length(sysflag: int, body_len: int, topic_len: int, props_len: int, v
         + topic_len
         + max(props_len, 0)
     )
+
+
+def _record_field_offsets() -> dict[str, tuple[int, ...]]:
+    """Offset of each head field per host layout ("combo": born v6 + 2 * store v6, the two sysFlag bits that
+    widen the hosts), from the struct formats RECORD_HEADS derives from the construct declaration;
+    "headSize" is the head's length."""
+    out: dict[str, list[int]] = {}
+    for combo in range(4):
+        head, names = RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
+        pos = 0
+        for name, (count, code) in zip(names, re.findall(r"(\d*)([a-zA-Z])", head.format[1:])):
+            out.setdefault(name, []).append(pos)
+            pos += struct.calcsize(">" + count + code)
+        assert pos == head.size
+        out.setdefault("headSize", []).append(pos)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+RECORD_AT = _record_field_offsets()
+# fields up to sysFlag sit at the same place in every layout
+MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT = (
+    RECORD_AT[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+assert RECORD_AT["storeSize"] == (0,) * 4
+assert all(len(set(RECORD_AT[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+HEAD_SIZE = RECORD_AT["headSize"]
+STORE_TIMESTAMP_AT = RECORD_AT["storeTimestamp"]
+BODY_LENGTH_AT = RECORD_AT["bodyLength"]
+SMALLEST_HEAD = min(HEAD_SIZE)
+# record_length's fixed part per layout: 74 + bornHost + storeHost
+FIXED_LENGTH = tuple(record_length((BORNHOST_V6_FLAG if c & 1 else 0) | (STOREHOSTADDRESS_V6_FLAG if c & 2 else 0),
+                                   0, 0, 0) - 1 for c in range(4))

@@ -10,7 +10,7 @@ import pytest
 
 from rmqctl import schema as S
 from rmqctl.config import load_config
-from rmqctl.engine.record import PHYSICAL_OFFSET_AT
+from rmqctl.schema import PHYSICAL_OFFSET_AT
 from rmqctl.errors import UsageError
 from rmqctl.store import Store
 

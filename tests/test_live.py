@@ -19,7 +19,7 @@ import pytest
 from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
-from rmqctl.engine.record import MAGIC_AT
+from rmqctl.schema import MAGIC_AT
 from rmqctl.store import Store
 
 ROUNDS = 15

@@ -17,8 +17,7 @@ JOBS = (
     ("walk", "walk_files walk_entry_files data_extents next_record_start Chunk"),
     # a record's columns, decoded from its bytes
     ("decode", "decode_records=decode COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
-    ("record", "RECORD_OK=OK RECORD_BLANK=BLANK MAGIC_AT QUEUE_ID_AT QUEUE_OFFSET_AT STORE_TIMESTAMP_AT SYSFLAG_AT "
-               "SMALLEST_HEAD index_slots"),
+    ("record", "index_slots"),
     ("views", "ColumnViews"),
     ("columns", "DLEDGER_FIELD SCALARS record_batch span_column msgid_column"),
     ("arrow_kernels", "property_values holds_word"),

@@ -42,9 +42,10 @@ from .kernels import (
     topic_id,
     well_formed_utf8,
 )
-from .record import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, index_hash, index_slot, index_time_diff, prefetch_ahead,
-                     next_key_word, signed32, tags_code)
+from ..schema import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
+                      SYSFLAG_AT)
+from .record import (decode_head, decode_tail, index_hash, index_slot, index_time_diff, prefetch_ahead, next_key_word,
+                     signed32, tags_code)
 
 UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
 COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
@@ -139,7 +140,7 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
         if body_crc_done:
             body_at = pos + HEAD_SIZE[combo]
             body_crc_ok = crc32(u8, body_at, body_at + body_len) & CRC_MASK == be32(u8, pos + BODY_CRC_AT)
-        topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+        topic_at, topic_len, props_len, _ = decode_tail(u8, pos, size, combo, body_len, v2)
         if topic_at < 0:
             state[S_POS], state[S_RECORDS] = pos, n
             return BROKEN

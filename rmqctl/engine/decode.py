@@ -18,7 +18,9 @@ import numpy as np
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
 from .kernels import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
-from .record import BAD_LENGTH, BODY_CRC_AT, HEAD_SIZE, OFFSETS, OK, decode_tail, head_outcome, prefetch_ahead
+from ..rules import BAD_LENGTH, RECORD as OK
+from ..schema import BODY_CRC_AT, HEAD_SIZE, RECORD_AT as OFFSETS
+from .record import decode_tail, head_outcome, prefetch_ahead
 from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
 # The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
@@ -67,10 +69,10 @@ def record_crc_ok(u8, pos, size, body_at, body_len, crc_lo, crc_hi):
 def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi):
     """Decode the record at `pos` (ending by `limit`) into row n of `cols`, as read_record reads it.
     Returns (outcome, size): OK when the row holds the record, else BLANK or the refusal's kind."""
-    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
+    outcome, size, combo, body_len, v2, _ = head_outcome(u8, pos, limit, allow_v2)
     if outcome != OK:
         return outcome, size
-    topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+    topic_at, topic_len, props_len, _ = decode_tail(u8, pos, size, combo, body_len, v2)
     if topic_at < 0:
         return BAD_LENGTH, size
     props_len = max(props_len, 0)

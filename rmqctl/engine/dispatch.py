@@ -29,13 +29,13 @@ from .kernels import (
     store_byte_at,
     topic_id,
 )
-from .record import (MAGIC_AT, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT,
-                     SYSFLAG_AT, decode_head, decode_tail, key_hash_of, next_key_word, prefetch_ahead, signed32,
+from ..rules import RECORD
+from ..schema import PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .record import (decode_head, decode_tail, head_outcome, key_hash_of, next_key_word, prefetch_ahead, signed32,
                      tags_code)
 
 
 PROPS_LEN = S.PROPS_LEN.size
-MAGIC_V1, MAGIC_V2 = S.MAGIC_V1, S.MAGIC_V2
 TRANSACTION_MASK, ROLLBACK = S.TRANSACTION_MASK, S.TRANSACTION_ROLLBACK_TYPE
 # property lookups: indexes into WANTED
 TAGS, KEYS, UNIQ_KEY, DELAY, MULTI_DISPATCH = range(5)
@@ -56,14 +56,14 @@ def _grown(a, n):
 @kernel
 def walk(u8, limit, allow_v2, start, stop_at):
     """The header walk over u8[:limit] from `start` (each TOTALSIZE says where the next record starts) up
-    to a BLANK, the end, bytes that cannot start a record, or the first record starting at or past
-    `stop_at` (a window: the next walk goes on from there). Returns (record starts, where it stopped)."""
+    to a BLANK, the end, a head rules.record_head refuses, or the first record starting at or past `stop_at`
+    (a window: the next walk goes on from there). Returns (record starts, where it stopped)."""
     starts = np.empty((min(limit, stop_at) - start) // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
     n, pos = 0, start
     while pos + 8 <= limit and pos < stop_at:
         prefetch_ahead(u8, pos, limit)
-        size, magic = be32(u8, pos), be32(u8, pos + MAGIC_AT)
-        if (magic != MAGIC_V1 and not (allow_v2 and magic == MAGIC_V2)) or size < SMALLEST_HEAD or pos + size > limit:
+        verdict, size, _, _, _, _ = head_outcome(u8, pos, limit, allow_v2)
+        if verdict != RECORD:
             break
         starts[n] = pos
         n += 1
@@ -94,7 +94,7 @@ def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts,
         rec_size, combo, body_len, v2 = decode_head(u8, pos, len(u8), allow_v2)
         if not rec_size:
             break
-        topic_lo, topic_len, props_len = decode_tail(u8, pos, rec_size, combo, body_len, v2)
+        topic_lo, topic_len, props_len, _ = decode_tail(u8, pos, rec_size, combo, body_len, v2)
         if topic_lo < 0:
             break
         end = pos + rec_size

@@ -15,7 +15,7 @@ from .. import schema as S
 from ..javacompat import CRC_DIGITS, PROPERTY_SEPARATOR, put_crc_digits as _put_crc_digits
 from .jsonl_kernels import put_int
 from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
-from .record import OFFSETS
+from ..schema import RECORD_AT as OFFSETS
 
 # the columns of a batch's field table
 COLUMNS = ("position", "storeSize", "magicCode", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",

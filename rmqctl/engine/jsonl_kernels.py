@@ -23,7 +23,7 @@ from .kernels import (
 )
 from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
                      TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
-from .record import PHYSICAL_OFFSET_AT
+from ..schema import PHYSICAL_OFFSET_AT
 
 BODY_NONE, BODY_UTF8, BODY_BASE64, BODY_HEX = range(4)
 BODY_MODES = {"none": BODY_NONE, "utf8": BODY_UTF8, "base64": BODY_BASE64, "hex": BODY_HEX}

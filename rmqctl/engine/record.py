@@ -1,51 +1,16 @@
-"""A commitlog record's layout and read_record's acceptance rules for the kernels (verify's walk, rebuild's
-dispatch): field offsets per host layout, computed at import from the struct formats schema.RECORD_HEADS
-derives from the construct declaration (constants for the compiler), the head and tail checks in
-read_record's order, and IndexService's hash of a key.
+"""A commitlog record's layout and acceptance for the kernels (verify's walk, the decoder, rebuild's dispatch):
+the field offsets schema derives from the construct declaration (constants for the compiler), the acceptance
+rules.record_head / record_tail compiled from their one definition, and IndexService's hash of a key.
 
 A layout ("combo") is born v6 + 2 * store v6, the two sysFlag bits that widen the hosts.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from .. import rules
-from .. import schema as S
+from ..rules import RECORD
 from .kernels import MASK32, be16, be32, compile_rule, java_hash, kernel, prefetch
-
-
-def _field_offsets() -> dict[str, tuple[int, ...]]:
-    """Offset of each head field per host combination (index: born v6 + 2 * store v6), from the struct
-    formats schema.RECORD_HEADS derives from the construct declaration; "headSize" is the head's length."""
-    out: dict[str, list[int]] = {}
-    for combo in range(4):
-        head, names = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
-        pos = 0
-        for name, (count, code) in zip(names, re.findall(r"(\d*)([a-zA-Z])", head.format[1:])):
-            out.setdefault(name, []).append(pos)
-            pos += S.struct.calcsize(">" + count + code)
-        assert pos == head.size
-        out.setdefault("headSize", []).append(pos)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-OFFSETS = _field_offsets()
-# fields up to sysFlag sit at the same place in every layout
-MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT = (
-    OFFSETS[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
-assert OFFSETS["storeSize"] == (0,) * 4
-assert all(len(set(OFFSETS[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
-HEAD_SIZE = OFFSETS["headSize"]
-STORE_TIMESTAMP_AT = OFFSETS["storeTimestamp"]
-BODY_LENGTH_AT = OFFSETS["bodyLength"]
-SMALLEST_HEAD = min(HEAD_SIZE)
-# record_length's fixed part per layout: 74 + bornHost + storeHost
-FIXED_LENGTH = tuple(S.record_length((S.BORNHOST_V6_FLAG if c & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if c & 2 else 0),
-                                     0, 0, 0) - 1 for c in range(4))
-BORN_V6, STORE_V6 = S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG
-MAGIC_V1, MAGIC_V2 = S.MAGIC_V1, S.MAGIC_V2
 
 
 @kernel
@@ -75,70 +40,26 @@ def prefetch_ahead(u8, pos, limit):
         prefetch(u8, at + k)
 
 
-# what read_record makes of the bytes at a position: a record, the BLANK filler, or the kind of its refusal
-# (RecordError.kind, in read_record's order of checks)
-OK, BLANK, ZEROS, ILLEGAL_MAGIC, TRUNCATED, BAD_LENGTH = range(6)
-OUTCOME_KINDS = ("ok", "blank", "zeros", "illegal-magic", "truncated-record", "bad-length")
-MAGIC_BLANK = S.MAGIC_BLANK
-
-
 @kernel
-def head_outcome(u8, pos, limit, allow_v2):
-    """record.read_record's checks up to the body, on the record at `pos` (pos <= limit). Returns (outcome,
-    size, combo, body length, V2): OK when the head is sound, else BLANK or the refusal's kind."""
-    if limit - pos < 8:
-        return TRUNCATED, 0, 0, 0, False
-    size = be32(u8, pos)
-    magic = be32(u8, pos + MAGIC_AT)
-    v2 = magic == MAGIC_V2
-    if magic == MAGIC_BLANK:
-        return BLANK, size, 0, 0, False
-    if magic != MAGIC_V1 and not (v2 and allow_v2):
-        return (ZEROS if size == 0 and magic == 0 else ILLEGAL_MAGIC), size, 0, 0, v2
-    if size <= 0 or pos + size > limit:
-        return TRUNCATED, size, 0, 0, v2
-    if size < SMALLEST_HEAD:
-        return BAD_LENGTH, size, 0, 0, v2
-    sysflag = be32(u8, pos + SYSFLAG_AT)
-    combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
-    if HEAD_SIZE[combo] > size:
-        return BAD_LENGTH, size, 0, 0, v2
-    body_len = be32(u8, pos + BODY_LENGTH_AT[combo])
-    if body_len > 0 and HEAD_SIZE[combo] + body_len > size:
-        return BAD_LENGTH, size, 0, 0, v2
-    return OK, size, combo, body_len, v2
+def be8(u8, at):
+    """rules.be8 for a kernel: the signed byte at u8[at]."""
+    return np.int64(np.int8(u8[at]))
+
+
+# record acceptance, compiled from its one definition (rules.record_head, rules.record_tail)
+head_outcome = compile_rule(rules.record_head, be32=be32, record_magic=compile_rule(
+    rules.record_magic, message_magic=compile_rule(rules.message_magic)))
+decode_tail = compile_rule(rules.record_tail, be8=be8, be16=be16)
 
 
 @kernel
 def decode_head(u8, pos, limit, allow_v2):
     """head_outcome for walks that stop at anything but a record (pos + 8 <= limit). Returns (size, combo,
     body length, V2), size 0 when the decoder refuses the record (or it is the BLANK)."""
-    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, allow_v2)
-    if outcome != OK:
+    outcome, size, combo, body_len, v2, _ = head_outcome(u8, pos, limit, allow_v2)
+    if outcome != RECORD:
         return 0, 0, 0, v2
     return size, combo, body_len, v2
-
-
-@kernel
-def decode_tail(u8, pos, size, combo, body_len, v2):
-    """The rest of read_record's checks (after decode_head accepted the record): topic and properties
-    lengths and the length formula. Returns (topic start, topic length, properties length), topic start
-    -1 when the decoder refuses the record."""
-    end = pos + size
-    p = pos + HEAD_SIZE[combo] + max(body_len, 0)
-    width = 2 if v2 else 1
-    if p + width > end:
-        return -1, 0, 0
-    topic_len = be16(u8, p) if v2 else np.int64(np.int8(u8[p]))
-    p += width
-    if topic_len < 0 or p + topic_len + 2 > end:
-        return -1, 0, 0
-    props_len = be16(u8, p + topic_len)
-    if props_len > 0 and p + topic_len + 2 + props_len > end:
-        return -1, 0, 0
-    if FIXED_LENGTH[combo] + width + max(body_len, 0) + topic_len + max(props_len, 0) != size:
-        return -1, 0, 0
-    return p, topic_len, props_len
 
 
 # the broker's rules, compiled from their one definition

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import FileGone
 from .decode import COLUMN, NCOLUMNS, decode, decode_at
-from .record import BLANK, MAGIC_AT, OK, PHYSICAL_OFFSET_AT
+from ..rules import BLANK, MAGIC_BLANK, MESSAGE_MAGICS, RECORD as OK
+from ..schema import MAGIC_AT, PHYSICAL_OFFSET_AT
 from .. import schema as S
 from ..record import Blank, RecordError, read_record
 
@@ -174,12 +175,12 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
         finished(f, found)
 
 
-# a record start is searched by its magic: MAGIC_V1 and MAGIC_V2 share their first three bytes (big-endian)
-_MAGICS = (S.INT32.pack(S.MAGIC_V1), S.INT32.pack(S.MAGIC_V2))
+# a record start is searched by its magic: a message's magics (V1 and V2) share their first three bytes
+_MAGICS = tuple(S.INT32.pack(magic) for magic in MESSAGE_MAGICS)
 SEARCH_PREFIX = _MAGICS[0][:3]
 MAGIC_LAST_BYTES = {m[3] for m in _MAGICS}
 assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
-BLANK_BYTES = S.INT32.pack(S.MAGIC_BLANK)
+BLANK_BYTES = S.INT32.pack(MAGIC_BLANK)
 
 
 def next_record_start(buf, pos: int, limit: int, searched: int, file_start: int, file_size: int,

@@ -30,7 +30,7 @@ from ..budget import DEFAULT_MEMORY, batch_records
 from ..dispatch import batch_unit, cq_targets, index_keys
 from ..dledger import ENTRY_SLICE, entry_slices
 from ..errors import StoreError, UsageError, where
-from ..engine import SMALLEST_HEAD
+from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rules import written_units

@@ -15,6 +15,7 @@ from construct.core import evaluate
 
 from .. import schema as S
 from ..errors import StoreError
+from ..rules import BAD_LENGTH, BLANK, RECORD, record_head
 
 SYSFLAG_BITS = [(S.COMPRESSED_FLAG, "COMPRESSED"), (S.MULTI_TAGS_FLAG, "MULTI_TAGS"),
                 (S.BORNHOST_V6_FLAG, "BORNHOST_V6"), (S.STOREHOSTADDRESS_V6_FLAG, "STOREHOSTADDRESS_V6"),
@@ -178,10 +179,11 @@ def record_hex(store, offset: int) -> list[str]:
     buf, limit = f.buf, min(len(f.buf), store.commitlog.file_size)
     if pos + 8 > limit:
         raise StoreError("fewer than 8 bytes left in the file: no record starts here", f.path, pos)
-    size, magic = S.INT32.unpack_from(buf, pos)[0], S.INT32.unpack_from(buf, pos + 4)[0]
+    size, magic = S.BLANK.unpack_from(buf, pos)
     head = [f"commitlog offset {offset}: position {pos} in {f.name}"]
-    if magic == S.MAGIC_BLANK:
+    verdict = record_head(buf, pos, limit, True)[0]
+    if verdict == BLANK:
         return head + annotate(S.BlankRecord, bytes(buf[pos: pos + S.BLANK.size]))
-    if magic not in (S.MAGIC_V1, S.MAGIC_V2) or not 0 < size <= limit - pos:
+    if verdict not in (RECORD, BAD_LENGTH):  # a head that cannot be read; a record the broker refuses is shown
         raise StoreError(f"no record starts here (storeSize {size}, magic {magic:#010x})", f.path, pos)
     return head + annotate(S.CommitLogRecord, bytes(buf[pos: pos + size]))
