@@ -17,7 +17,6 @@ JOBS = (
     ("walk", "walk_files walk_entry_files data_extents next_record_start Chunk"),
     # a record's columns, decoded from its bytes
     ("decode", "decode_records=decode COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
-    ("record", "index_slots"),
     ("views", "ColumnViews"),
     ("columns", "DLEDGER_FIELD SCALARS record_batch span_column msgid_column"),
     ("arrow_kernels", "property_values holds_word"),
@@ -37,14 +36,15 @@ JOBS = (
     ("dledger", "entry_heads walk_bodies ENTRY_REACHED=REACHED ENTRY_FILE_END=FILE_END ENTRY_BLANK=BLANK "
                 "ENTRY_ZERO_SIZE=ZERO_SIZE ENTRY_SHORT_HEAD=SHORT_HEAD ENTRY_ILLEGAL_MAGIC=ILLEGAL_MAGIC "
                 "ENTRY_SMALL_SIZE=SMALL_SIZE"),
-    # what the broker dispatches from records (rebuild, append), and what append writes
+    # what the broker dispatches from records (rebuild, append), what append writes, and index slots
     ("dispatch", "dispatch_walk=walk dispatch_decode=decode put_units_in_order"),
     ("encode", "encode_batch encode_records encode_fields gather_parts queue_offsets ack_lines ACK_BOUND"),
+    ("index", "put_index_keys=put_keys"),
+    ("record", "index_slots"),
     # append's compiled reading of dump-shaped JSON lines into columns
     ("jsonl_parse", "parse_block interned_texts PARSED_NAMES=NAMES PARSE_MOST_DISTINCT=MOST_DISTINCT "
                     "PARSED_QUEUE_ID=QUEUE_ID PARSED_FLAG=FLAG PARSED_SYSFLAG=SYSFLAG PARSED_BORN_TS=BORN_TS "
                     "PARSED_STORE_TS=STORE_TS PARSED_RECONSUME=RECONSUME PARSED_PREPARED=PREPARED"),
-    ("index", "put_index_keys=put_keys"),
     # the kernels' machinery: threads, topic table, numba's loading and the ahead-of-time module
     ("kernels", "available_cores when_loaded rehash property_names T_AT T_COUNT T_FIRST T_LEN T_WELL_FORMED "
                 "TOPIC_COLUMNS"),
