@@ -168,7 +168,7 @@ def test_the_engine_face_offers_every_name_it_lists():
         assert f"rmqctl.engine.{module}" in MODULES, name
         assert getattr(engine, name) is getattr(sys.modules[f"rmqctl.engine.{module}"], own), name
     with pytest.raises(AttributeError):
-        engine.no_such_operation
+        _ = engine.no_such_operation
 
 
 def test_an_import_inside_a_function_says_why():

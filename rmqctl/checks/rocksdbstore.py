@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from ..engine import rocksdbstore as E
+from .. import engine as E
 from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
@@ -24,7 +24,7 @@ from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as 
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
-KIND_CODES = {INDEX_KIND: E.INDEX, TIMER_KIND: E.TIMER, TRANS: E.TRANS}
+KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
 
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
@@ -61,17 +61,17 @@ def agreed(store, kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...])
     """Which keys the engine shows to be records of `kind` agreeing with the live commitlog record they name."""
     key_bytes, key_ends = _joined(keys)
     value_bytes, value_ends = _joined(values)
-    cols = np.zeros((len(keys), E.NCOLUMNS), np.int64)
-    rows = np.flatnonzero(E.parse(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols))
-    rows = rows[np.argsort(cols[rows, E.OFFSET], kind="stable")]  # the commitlog read forward
+    cols = np.zeros((len(keys), E.STORE_NCOLUMNS), np.int64)
+    rows = np.flatnonzero(E.parse_store_keys(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols))
+    rows = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]  # the commitlog read forward
     out = np.zeros(len(keys), bool)
-    offsets = cols[rows, E.OFFSET]
+    offsets = cols[rows, E.STORE_OFFSET]
     q = store.commitlog
     for f in q.files:
         mine = rows[(offsets >= max(f.start, q.min_offset)) & (offsets < f.start + q.file_size)]
         if len(mine) and f.path.exists():
             u8 = np.frombuffer(f.buf, np.uint8)
-            out[mine] = E.agree(KIND_CODES[kind], u8, min(len(u8), q.file_size), cols[mine, E.OFFSET] - f.start,
+            out[mine] = E.agree_store_records(KIND_CODES[kind], u8, min(len(u8), q.file_size), cols[mine, E.STORE_OFFSET] - f.start,
                                 key_bytes, cols, mine)
             del u8
     return out

@@ -13,7 +13,9 @@ import numpy as np
 
 from .. import schema as S
 from .kernels import be32, be64, kernel, property_names, read_properties, well_formed_utf8
-from .record import OK, STORE_TIMESTAMP_AT, SYSFLAG_AT, decode_tail, head_outcome
+from ..rules import RECORD
+from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
+from .record import decode_tail, head_outcome
 
 INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders them
 AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
@@ -129,10 +131,10 @@ def _among_words(u8, lo, hi, keys, k_lo, k_hi):
 def _decode(u8, pos, limit, lo, hi):
     """The record at `pos` as read_record accepts it, its property value spans into lo / hi. Returns (sound and
     its properties well-formed UTF-8, size, host layout, topic start, topic length)."""
-    outcome, size, combo, body_len, v2 = head_outcome(u8, pos, limit, True)
-    if outcome != OK:
+    outcome, size, combo, body_len, v2, _ = head_outcome(u8, pos, limit, True)
+    if outcome != RECORD:
         return False, 0, 0, 0, 0
-    topic_at, topic_len, props_len = decode_tail(u8, pos, size, combo, body_len, v2)
+    topic_at, topic_len, props_len, _ = decode_tail(u8, pos, size, combo, body_len, v2)
     if topic_at < 0:
         return False, 0, 0, 0, 0
     props_at = pos + size - max(props_len, 0)
