@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, copy_store, patch, run
 from rmqctl import schema as S
-from rmqctl.cli.base import render
+from rmqctl.cli.render import render
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.errors import where
 from rmqctl.engine import jsonl

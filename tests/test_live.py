@@ -392,7 +392,7 @@ def test_the_record_at_a_live_index_files_end_may_be_partly_indexed(tmp_path):
 def test_reporting_what_moved_takes_no_snapshot(tmp_path):
     """report_moved runs in a finally, after the command (or its error): it reports the snapshot the command
     took and never takes one itself, which could raise over the command's own error."""
-    from rmqctl.cli.base import StoreContext
+    from rmqctl.cli.options import StoreContext
 
     root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
     ctx = StoreContext(str(root), str(conf), "jsonl", True, writes=True)

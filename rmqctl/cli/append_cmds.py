@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..javacompat import decode_utf8
 from ..record import decode_body
-from .base import cli, echo_err, note_live_dry_run, parse_int, prepare_kernels, store_options, wait_option
+from .app import cli
+from .options import parse_int, store_options, wait_option
+from .render import echo_err, note_live_dry_run, prepare_kernels
 
 if TYPE_CHECKING:
     from ..maintenance.append import Appender, NewMessage

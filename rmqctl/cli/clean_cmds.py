@@ -9,7 +9,9 @@ import click
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..maintenance.clean import CleanResult, run_clean
 from ..maintenance.clean_rules import CleanSettings, Clock, FileDecision
-from .base import cli, dumps, echo_err, render, store_options, wait_option
+from .app import cli
+from .options import store_options, wait_option
+from .render import dumps, echo_err, render
 
 COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
 

@@ -9,7 +9,9 @@ from ..views.annotate import record_hex
 from ..views.filters import MessageFilter
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from ..rocksdbstore import KINDS
-from .base import OFFSET, TIME, cli, dump, echo_err, prepare_kernels, parse_int, render, store_options, write_blocks
+from .app import cli, dump
+from .options import OFFSET, TIME, parse_int, store_options
+from .render import echo_err, prepare_kernels, render, write_blocks
 
 
 @dump.command("commitlog")

@@ -7,7 +7,9 @@ import click
 
 from ..views import inspect
 from ..views.startup import estimate_startup
-from .base import cli, dumps, echo_lines, render, store_options
+from .app import cli
+from .options import store_options
+from .render import dumps, echo_lines, render
 
 
 @cli.command("info")

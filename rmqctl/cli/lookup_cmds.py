@@ -10,7 +10,9 @@ from ..views import msgid as msgid_ops
 from ..views.annotate import record_hex
 from ..views.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
 from ..record import message_dict
-from .base import TIME, echo_err, msgid, query, render, store_options
+from .app import msgid, query
+from .options import TIME, store_options
+from .render import echo_err, render
 
 
 @msgid.command("decode")

@@ -21,7 +21,9 @@ from ..metaq.config import load_server_config, parse_delete_policy
 from ..metaq.cron import next_fire
 from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
-from .base import FORMATS, OFFSET, cli, echo_err, parse_int, render
+from .app import cli
+from .options import OFFSET, parse_int
+from .render import FORMATS, echo_err, render
 
 
 @cli.group()

@@ -11,7 +11,9 @@ from ..views import offsets
 from ..maintenance.config_restore import plan_restore, restore_configs
 from ..views.diff import diff_stores
 from ..store import Store
-from .base import cli, dumps, echo_err, parse_time_ms, render, store_options, wait_option
+from .app import cli
+from .options import parse_time_ms, store_options, wait_option
+from .render import dumps, echo_err, render
 
 QUEUE_STORES = {"default": "file consume queues", "defaultRocksDB": "RocksDB consume queue"}  # by storeType
 BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."

@@ -8,7 +8,9 @@ import click
 
 from ..errors import UsageError
 
-from .base import cli, echo_err, memory_option, progress, rebuild, note_live_dry_run, render, store_options, wait_option
+from .app import cli, rebuild
+from .options import memory_option, store_options, wait_option
+from .render import echo_err, note_live_dry_run, progress, render
 
 DRY_RUN_HELP = "Print what would change and write nothing."
 NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import click
 
-from .base import cli, echo_err, note_live_dry_run, render, store_options, wait_option
+from .app import cli
+from .options import store_options, wait_option
+from .render import echo_err, note_live_dry_run, render
 from .rebuild_cmds import DRY_RUN_HELP, NO_BACKUP_HELP, _interrupted
 
 

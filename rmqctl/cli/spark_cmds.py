@@ -15,7 +15,9 @@ from ..errors import EXIT_REFUSED, UsageError
 from ..findings import FINDING_COLUMNS
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
-from .base import FORMATS, TIME, cli, echo_err, render
+from .app import cli
+from .options import TIME
+from .render import FORMATS, echo_err, render
 from .verify_cmds import not_read_note, soundness
 
 LOG_LEVELS = ["OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"]

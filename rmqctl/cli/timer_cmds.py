@@ -5,7 +5,9 @@ import click
 
 from ..errors import EXIT_REFUSED
 from ..views import timer
-from .base import dump, echo_err, render, store_options
+from .app import dump
+from .options import store_options
+from .render import echo_err, render
 
 UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "realTopic", "realQueueId", "problem"]
 SLOT_COLUMNS = ["slotIndex", "timeMs", "firstPos", "lastPos", "num", "chain", "chainProblem"]

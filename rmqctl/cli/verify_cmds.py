@@ -10,7 +10,9 @@ from ..errors import UsageError
 from ..checks import VERIFY_PARTS
 from ..findings import FINDING_COLUMNS
 from ..views.time_range import narrow
-from .base import OFFSET, TIME, cli, echo_err, echo_moved, memory_option, prepare_kernels, progress, render, store_options
+from .app import cli
+from .options import OFFSET, TIME, memory_option, store_options
+from .render import echo_err, echo_moved, prepare_kernels, progress, render
 
 @cli.command("verify")
 @store_options

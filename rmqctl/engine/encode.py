@@ -150,7 +150,7 @@ def put_piece(out, o, k):
 
 @kernel
 def ack_lines(starts, positions, queue_offsets, hosts, prefixes, prefix_lens, names, out):
-    """Append's acknowledgement lines (cli.base.dumps of Appended.as_dict()): commitLogOffset, queueOffset, msgId
+    """Append's acknowledgement lines (cli.render.dumps of Appended.as_dict()): commitLogOffset, queueOffset, msgId
     (the store host's prefix then the offset in 16 upper-case hex digits, as record.message_id), the file's
     20-digit name and the position; `names` holds each row's file name. Returns the end in out (ACK_BOUND a row)."""
     o = 0

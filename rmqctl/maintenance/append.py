@@ -116,7 +116,7 @@ class AckBlock:
         self.queue_offsets, self.store_hosts, self.prefixes = queue_offsets, store_hosts, prefixes
 
     def lines(self) -> str:
-        """The acknowledgements, each as cli.base.dumps writes Appended.as_dict() (a test holds them equal)."""
+        """The acknowledgements, each as cli.render.dumps writes Appended.as_dict() (a test holds them equal)."""
         prefixes = np.zeros((max(len(self.prefixes), 1), 40), np.uint8)
         for h, p in enumerate(self.prefixes):
             prefixes[h, :len(p)] = np.frombuffer(p.encode(), np.uint8)
