@@ -264,3 +264,16 @@ def test_the_spark_source_reads_every_unit():
     want = sorted((*(t[f] for f in fields), t["batchNum"], t["cqFile"], t["filePosition"])
                   for t in truth(NAME, "truth-consumequeue.jsonl") if t["topic"] == "BatchTopic")
     assert got == want and len(got) == 383
+
+
+def test_dump_of_a_queue_names_its_units_that_do_not_resolve(store_copy):
+    """`dump consumequeue` and `dump batchconsumequeue --resolve` print every unit, then one line with how many
+    do not agree with their records and the queue offset of the first, and exit 1."""
+    root = store_copy(NAME)
+    for index in (2, 5):
+        path, pos = unit_at(root, 0, "00000000000000000000", index)
+        patch(path, pos + 8, S.INT32.pack(999))  # size
+    for command in ("consumequeue", "batchconsumequeue"):
+        res = run("dump", command, "BatchTopic", 0, "--store", root, "--broker-config", CONF, "--resolve")
+        assert res.exit_code == 1 and len(jsonl(res.stdout)) > 100
+        assert res.stderr == "rmqctl: 2 unit(s) of BatchTopic/0 do not resolve (first at queue offset 3)\n"

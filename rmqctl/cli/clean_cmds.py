@@ -14,6 +14,29 @@ from .options import store_options, wait_option
 from .render import dumps, echo_err, render
 
 COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
+# The broker settings clean takes on its command line, each under its broker.conf name (the keyword
+# CleanSettings.from_config takes): its option, the option's type, its help.
+SETTINGS = {
+    "deleteWhen": ("--delete-when", str, "deleteWhen: hours separated by ';' (e.g. 04;05), parsed like the broker."),
+    "fileReservedTime": ("--file-reserved-time", int, "fileReservedTime in hours (default 72)."),
+    "diskMaxUsedSpaceRatio": ("--disk-max-used-space-ratio", int,
+                              "diskMaxUsedSpaceRatio in percent (default 75, clamped 10..95)."),
+    "diskSpaceCleanForciblyRatio": ("--disk-space-clean-forcibly-ratio", int,
+                                    "diskSpaceCleanForciblyRatio in percent (default 85; 5.x clamps to 30..85)."),
+    "diskSpaceWarningLevelRatio": ("--disk-space-warning-level-ratio", int,
+                                   "diskSpaceWarningLevelRatio in percent (default 90; 5.x clamps to 35..90)."),
+    "cleanFileForciblyEnable": ("--clean-file-forcibly-enable", click.BOOL,
+                                "cleanFileForciblyEnable (default true): above the forcibly ratio, delete regardless "
+                                "of age."),
+    "deleteFileBatchMax": ("--delete-file-batch-max", int, "deleteFileBatchMax, files per pass (5.x; default 10)."),
+}
+
+
+def setting_options(fn):
+    """One option per SETTINGS entry, in its order; each reaches the command as a keyword of its broker.conf name."""
+    for key, (flag, kind, text) in reversed(SETTINGS.items()):
+        fn = click.option(flag, key, type=kind, help=text)(fn)
+    return fn
 
 
 @cli.command("clean")
@@ -30,16 +53,7 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
               help="Exit 1 only if a pass would delete a file now (for monitoring; 2 is an error); deletes nothing.")
 @click.option("--protect-unconsumed", is_flag=True,
               help="Keep commitlog files holding messages a consumer group (consumerOffset.json) has not consumed.")
-@click.option("--delete-when", help="deleteWhen: hours separated by ';' (e.g. 04;05), parsed like the broker.")
-@click.option("--file-reserved-time", type=int, help="fileReservedTime in hours (default 72).")
-@click.option("--disk-max-used-space-ratio", type=int, help="diskMaxUsedSpaceRatio in percent (default 75, clamped 10..95).")
-@click.option("--disk-space-clean-forcibly-ratio", type=int,
-              help="diskSpaceCleanForciblyRatio in percent (default 85; 5.x clamps to 30..85).")
-@click.option("--disk-space-warning-level-ratio", type=int,
-              help="diskSpaceWarningLevelRatio in percent (default 90; 5.x clamps to 35..90).")
-@click.option("--clean-file-forcibly-enable", type=click.BOOL,
-              help="cleanFileForciblyEnable (default true): above the forcibly ratio, delete regardless of age.")
-@click.option("--delete-file-batch-max", type=int, help="deleteFileBatchMax, files per pass (5.x; default 10).")
+@setting_options
 @click.option("--at", "at", help="Evaluate at this ISO time instead of now (its offset is the local zone of the hour).")
 @click.option("--disk-usage", type=float, metavar="RATIO",
               help="What if the disks were this full (used / total, e.g. 0.9): the plan measures them so, then "
@@ -51,10 +65,8 @@ COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
                    "logrotate-friendly).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code is the answer.")
 @click.option("--verbose", "-v", is_flag=True, help="With --apply, print the plan and summary even when nothing goes.")
-def clean(ctx, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, delete_when,
-          file_reserved_time, disk_max_used_space_ratio, disk_space_clean_forcibly_ratio,
-          disk_space_warning_level_ratio, clean_file_forcibly_enable, delete_file_batch_max, at, disk_usage,
-          delete_interval, log_path, quiet, verbose):
+def clean(ctx, manual, passes, until_ok, apply, dry_run, check, protect_unconsumed, at, disk_usage, delete_interval,
+          log_path, quiet, verbose, **settings):
     """Plan the broker's cleanup (deleteWhen, fileReservedTime, disk ratios) and, with --apply, do it.
 
     Commitlog files go oldest first (never the last, stopping at the first kept, at most deleteFileBatchMax per
@@ -70,12 +82,7 @@ def clean(ctx, manual, passes, until_ok, apply, dry_run, check, protect_unconsum
     if apply and (dry_run or check):
         raise UsageError("--apply cannot be combined with --dry-run or --check")
     store = ctx.writable_store() if apply else ctx.store
-    settings = CleanSettings.from_config(
-        ctx.config, ctx.version(quiet).major, deleteWhen=delete_when,
-        fileReservedTime=file_reserved_time, diskMaxUsedSpaceRatio=disk_max_used_space_ratio,
-        diskSpaceCleanForciblyRatio=disk_space_clean_forcibly_ratio,
-        diskSpaceWarningLevelRatio=disk_space_warning_level_ratio,
-        cleanFileForciblyEnable=clean_file_forcibly_enable, deleteFileBatchMax=delete_file_batch_max)
+    settings = CleanSettings.from_config(ctx.config, ctx.version(quiet).major, **settings)
     clock = Clock.parse(at, live=apply)
     on_delete = _logger(log_path, os.path.abspath(store.root)) if log_path else None
     result = run_clean(store, settings, clock, passes, until_ok, manual, protect_unconsumed, apply, on_delete,

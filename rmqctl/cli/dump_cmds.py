@@ -75,10 +75,31 @@ def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, pro
         raise click.exceptions.Exit(EXIT_REFUSED)
 
 
+def queue_arguments(fn):
+    """TOPIC QUEUE_ID: the queue a command reads."""
+    return click.argument("topic")(click.argument("queue_id", type=int)(fn))
+
+
+def render_queue_units(ctx, units, queue: str, offset_field: str):
+    """A queue's units as they come; after them, when --resolve found units that do not agree with their records,
+    one stderr line naming how many and the queue offset (`offset_field`) of the first, and exit 1."""
+    unresolved = []
+
+    def rows():
+        for row in units:
+            if row.get("ok") is False:
+                unresolved.append(row[offset_field])
+            yield row
+
+    render(rows(), ctx.format)
+    if unresolved:
+        echo_err(f"rmqctl: {len(unresolved)} unit(s) of {queue} do not resolve (first at queue offset {unresolved[0]})")
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
 @dump.command("batchconsumequeue")
 @store_options
-@click.argument("topic")
-@click.argument("queue_id", type=int)
+@queue_arguments
 @click.option("--resolve", is_flag=True, help="Check each unit against the unit its record makes.")
 def dump_batchconsumequeue(ctx, topic, queue_id, resolve):
     """Decode the 46-byte units of one BatchConsumeQueue (5.x topics with queue.type=BatchCQ): each covers the
@@ -88,25 +109,13 @@ def dump_batchconsumequeue(ctx, topic, queue_id, resolve):
     \b
     rmqctl dump batchconsumequeue BatchTopic 0 --store /data/store --broker-config broker.conf
     """
-    unresolved = []
-
-    def rows():
-        for row in inspect.dump_batchconsumequeue(ctx.store, topic, queue_id, resolve):
-            if row.get("ok") is False:
-                unresolved.append(row["msgBaseOffset"])
-            yield row
-
-    render(rows(), ctx.format)
-    if unresolved:
-        echo_err(f"rmqctl: {len(unresolved)} unit(s) of {topic}/{queue_id} do not resolve (first at queue offset "
-                 f"{unresolved[0]})")
-        raise click.exceptions.Exit(EXIT_FINDINGS)
+    units = inspect.dump_batchconsumequeue(ctx.store, topic, queue_id, resolve)
+    render_queue_units(ctx, units, f"{topic}/{queue_id}", "msgBaseOffset")
 
 
 @dump.command("compaction")
 @store_options
-@click.argument("topic")
-@click.argument("queue_id", type=int)
+@queue_arguments
 @click.option("--cq", is_flag=True, help="The compaction CQ's 46-byte units instead of the log's records.")
 def dump_compaction(ctx, topic, queue_id, cq):
     """A 5.x compaction topic's queue (cleanup.policy=COMPACTION): the records of compaction/compactionLog (the
@@ -122,8 +131,7 @@ def dump_compaction(ctx, topic, queue_id, cq):
 
 @dump.command("consumequeue")
 @store_options
-@click.argument("topic")
-@click.argument("queue_id", type=int)
+@queue_arguments
 @click.option("--resolve", is_flag=True, help="Check each entry against the record it points at.")
 def dump_consumequeue(ctx, topic, queue_id, resolve):
     """Decode the 20-byte units of one consumequeue (TOPIC QUEUE_ID); for a BatchCQ topic, its batch queue's
@@ -133,19 +141,8 @@ def dump_consumequeue(ctx, topic, queue_id, resolve):
     \b
     rmqctl dump consumequeue TopicTest 0 --store /data/store --broker-config broker.conf
     """
-    unresolved = []
-
-    def rows():
-        for row in inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve):
-            if row.get("ok") is False:
-                unresolved.append(row["queueOffset"])
-            yield row
-
-    render(rows(), ctx.format)
-    if unresolved:
-        echo_err(f"rmqctl: {len(unresolved)} entr{'y' if len(unresolved) == 1 else 'ies'} of {topic}/{queue_id} do not "
-                 f"resolve (first at queue offset {unresolved[0]})")
-        raise click.exceptions.Exit(EXIT_FINDINGS)
+    units = inspect.dump_consumequeue(ctx.store, topic, queue_id, resolve)
+    render_queue_units(ctx, units, f"{topic}/{queue_id}", "queueOffset")
 
 
 @dump.command("index")
