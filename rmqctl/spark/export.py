@@ -40,8 +40,9 @@ import pyarrow.parquet as pq
 from ..engine import span_column
 from ..errors import UsageError, where
 from .columns import arrow_schema, commitlog_columns, message_batches, struct
+from .filesource import FilePart
 from .inputs import StoreSelection
-from .sources import CommitLogFile, plan_commitlog
+from .sources import plan_commitlog
 
 ROW_GROUP_BYTES = 64 << 20
 TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself is the data column, whole
@@ -199,7 +200,7 @@ class PartitionFiles:
         return self.written
 
 
-def export_files(numbered: tuple[int, list[CommitLogFile]], staging: str, file_format: str = "parquet",
+def export_files(numbered: tuple[int, list[FilePart]], staging: str, file_format: str = "parquet",
                  partition_by: str = "topic", since: int | None = None, until: int | None = None,
                  max_records: int | None = None) -> dict:
     """Executor side: the messages of a run of one store's commitlog files stored in [since, until] to
@@ -219,9 +220,9 @@ def export_files(numbered: tuple[int, list[CommitLogFile]], staging: str, file_f
     return {"store": source.root, "files": files.close(), "damage": damage}
 
 
-def task_runs(parts: list[CommitLogFile], task_bytes: int = TASK_BYTES) -> list[list[CommitLogFile]]:
+def task_runs(parts: list[FilePart], task_bytes: int = TASK_BYTES) -> list[list[FilePart]]:
     """The planned files grouped into tasks: consecutive files of one store, up to `task_bytes` of commitlog."""
-    tasks: list[list[CommitLogFile]] = []
+    tasks: list[list[FilePart]] = []
     size = 0
     for part in parts:
         if tasks and tasks[-1][0].source is part.source and size + part.end - part.start <= task_bytes:

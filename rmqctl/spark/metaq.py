@@ -14,12 +14,12 @@ import logging
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType
 
 from ..errors import StoreError
 from ..metaq.store import DecodeError, MetaqStore, Segment, SegmentScan, attribute_text, decode_data
-from .columns import INT, LONG, STRING, arrow_schema, struct
+from .columns import INT, LONG, STRING
+from .filesource import FilePart, FileReader, FileSource
 from .inputs import option_bool, option_list
 
 BATCH_ROWS = 4096  # records per Arrow batch a task yields
@@ -34,24 +34,21 @@ METAQ_COLUMNS = [
 ]  # fmt: skip
 
 
-class SegmentPartition(InputPartition):
-    def __init__(self, root: str, topic: str, number: int, path: str, start: int, size: int):
-        super().__init__((root, path))
-        self.root, self.topic, self.number = root, topic, number
-        self.path, self.start, self.size = path, start, size
-
-
-def plan_segments(roots: list[str]) -> list[SegmentPartition]:
+def plan(reader: FileReader) -> list[FilePart]:
+    """One partition per segment file of every data path's partitions."""
     parts = []
-    for root in roots:
+    for root in option_list(reader.options, "path", "paths"):
         store = MetaqStore(root)
         resolved = str(store.root.resolve())
         for p in store.partitions():
-            parts += [SegmentPartition(resolved, p.topic, p.partition, str(s.path), s.start, s.size) for s in p.segments]
+            parts += [FilePart((resolved, str(s.path)), root=resolved, topic=p.topic, number=p.partition,
+                               path=str(s.path), start=s.start, size=s.size) for s in p.segments]
     return parts
 
 
-def segment_batches(part: SegmentPartition, schema: pa.Schema, fail_on_damage: bool):
+def read(reader: FileReader, part: FilePart):
+    """One segment's records, walked with the broker's check, in batches of BATCH_ROWS."""
+    schema, fail_on_damage = reader.schema, option_bool(reader.options, "failOnDamage")
     seg = Segment(Path(part.path), part.start, part.size)
     rel = f"{seg.path.parent.name}/{seg.path.name}"
     columns: dict[str, list] = {f.name: [] for f in schema}
@@ -88,30 +85,5 @@ def _batch(columns: dict[str, list], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-class MetaqReader(DataSourceReader):
-    def __init__(self, options, schema):
-        self.roots = option_list(options, "path", "paths")
-        self.fail_on_damage = option_bool(options, "failOnDamage")
-        self.schema = arrow_schema(schema)
-
-    def partitions(self):
-        return plan_segments(self.roots)
-
-    def read(self, partition: SegmentPartition):
-        if not isinstance(partition, SegmentPartition):
-            return  # no segments: Spark still reads one default partition
-        yield from segment_batches(partition, self.schema, self.fail_on_damage)
-
-
-class MetaqDataSource(DataSource):
-    """spark.read.format("metaq").load(data_path | [data paths...]): every record of every segment."""
-
-    @classmethod
-    def name(cls):
-        return "metaq"
-
-    def schema(self):
-        return struct(METAQ_COLUMNS)
-
-    def reader(self, schema):
-        return MetaqReader(self.options, schema)
+METAQ = FileSource("metaq", 'spark.read.format("metaq").load(data_path | [data paths...]): every record of every segment.',
+                   METAQ_COLUMNS, plan, read)

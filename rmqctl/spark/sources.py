@@ -20,8 +20,6 @@ import datetime as dt
 import logging
 from pathlib import Path
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
 from ..errors import StoreError, where
 from ..views.time_range import FileSpan, file_spans
 from ..rocksdbcq import UNIT_VALUE_SIZE, RocksConsumeQueues
@@ -31,18 +29,17 @@ from .columns import (
     CRC_COLUMN,
     INDEX_COLUMNS,
     SPARK_TIME_MS,
-    arrow_schema,
     commitlog_columns,
     consumequeue_batches,
     rocks_consumequeue_batches,
     index_batches,
     message_batches,
-    struct,
 )
 from .inputs import StoreInput, inputs_from_options, option_bool, settle_commitlog_geometry
-from .batchcq_source import BatchConsumeQueueDataSource
-from .metaq import MetaqDataSource
-from .timer_source import TimerLogDataSource
+from .batchcq_source import BATCHCQ
+from .filesource import FilePart, FileReader, FileSource, data_source
+from .metaq import METAQ
+from .timer_source import TIMERLOG
 
 try:  # filter pushdown arrived in Spark 4.1
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
@@ -54,19 +51,12 @@ log = logging.getLogger("rmqctl.spark")
 CQ_PARTITION_BYTES = 64 << 20  # whole queues are grouped until their files reach this size
 
 
-class CommitLogFile(InputPartition):
-    def __init__(self, source: StoreInput, start: int, end: int):
-        super().__init__((source.root, start))
-        self.source = source
-        self.start = start
-        self.end = end
-
-
 def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int | None = None,
-                   since: int | None = None, until: int | None = None) -> list[CommitLogFile]:
+                   since: int | None = None, until: int | None = None) -> list[FilePart]:
     """One partition per commitlog file (of every store) that overlaps [start, end) and, with a store time
     range [since, until] (epoch ms), may hold messages stored in it: files whose span of store times
-    (time_range.file_spans: one record read per file) lies outside are not planned."""
+    (time_range.file_spans: one record read per file) lies outside are not planned. A part's `source` is its
+    store (StoreInput, geometry settled), [`start`, `end`) its commitlog range."""
     parts = []
     for inp in inputs:
         settled, store = settle_commitlog_geometry(inp)
@@ -78,7 +68,7 @@ def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int 
             lo = f.start if start is None else max(f.start, start)
             hi = f.start + size if end is None else min(f.start + size, end)
             if lo < hi and span.may_hold(since, until):
-                parts.append(CommitLogFile(settled, lo, hi))
+                parts.append(FilePart((settled.root, lo), source=settled, start=lo, end=hi))
     return parts
 
 
@@ -102,22 +92,17 @@ def micros(value) -> int | None:
     return None
 
 
-class CommitLogReader(DataSourceReader):
-    def __init__(self, options, schema):
-        self.inputs = inputs_from_options(options)
-        self.verify_crc = option_bool(options, "verifyCrc")
-        self.fail_on_damage = option_bool(options, "failOnDamage")
-        self.prune_by_time = option_bool(options, "pruneByStoreTime", True)
-        self.schema = arrow_schema(schema)
+class PushedFilters:
+    """The filters the `rocketmq` source applies itself: topic (= and IN), commitLogOffset and storeTimestamp /
+    storeTimestampMs ranges; Spark evaluates the others."""
+
+    def __init__(self):
         self.topics: frozenset[str] | None = None
         self.offsets = [None, None]  # pushed commitLogOffset range, inclusive
         self.times = [None, None]  # pushed storeTimestamp range, epoch ms, inclusive
 
-    def pushFilters(self, filters):
-        return [f for f in filters if not self._take(f)]
-
-    def _take(self, f) -> bool:
-        """Keep a filter this reader applies exactly; Spark evaluates the ones returned."""
+    def take(self, f) -> bool:
+        """Keep a filter this source applies exactly."""
         column, value = getattr(f, "attribute", None), getattr(f, "value", None)
         if column == ("topic",):
             if isinstance(f, EqualTo) and isinstance(value, str):
@@ -147,160 +132,105 @@ class CommitLogReader(DataSourceReader):
         self.topics = frozenset(topics if self.topics is None else self.topics & topics)
         return True
 
-    def partitions(self):
-        start, last = self.offsets
-        end = None if last is None else last + 1
-        return plan_commitlog(self.inputs, start, end, *(self.times if self.prune_by_time else (None, None)))
 
-    def read(self, partition: CommitLogFile):
-        if not isinstance(partition, CommitLogFile):
-            return  # no files: Spark still reads one default partition
-        source = partition.source
-        scan = source.store().scan()
-        yield from message_batches(scan, partition.start, partition.end, self.schema, source.root,
-                                   self.verify_crc, self.topics, *self.times)
-        for f, pos, e in scan.errors:
-            if self.fail_on_damage:
-                raise StoreError(e.detail, f.path, f.start + pos)
-            log.warning("rmqctl: %s: %s; rest of the file skipped", where(f.path, f.start + pos), e.detail)
+def message_source_columns(options) -> list:
+    extra = [CRC_COLUMN] if option_bool(options, "verifyCrc") else []
+    return commitlog_columns(inp.store() for inp in inputs_from_options(options)) + extra
 
 
-class RocketMQDataSource(DataSource):
-    """spark.read.format("rocketmq").load(store_root_or_commitlog_dir | [paths...])"""
-
-    @classmethod
-    def name(cls):
-        return "rocketmq"
-
-    def schema(self):
-        extra = [CRC_COLUMN] if option_bool(self.options, "verifyCrc") else []
-        return struct(commitlog_columns(inp.store() for inp in inputs_from_options(self.options)) + extra)
-
-    def reader(self, schema):
-        return CommitLogReader(self.options, schema)
+def plan_messages(reader: FileReader) -> list[FilePart]:
+    start, last = reader.pushed.offsets
+    end = None if last is None else last + 1
+    times = reader.pushed.times if option_bool(reader.options, "pruneByStoreTime", True) else (None, None)
+    return plan_commitlog(inputs_from_options(reader.options), start, end, *times)
 
 
-class QueueGroup(InputPartition):
-    def __init__(self, root: str, file_size: int, queues: list[tuple[str, int, str]], rocksdb: str | None = None):
-        super().__init__((root, queues[0][:2]))
-        self.root = root
-        self.file_size = file_size
-        self.queues = queues  # (topic, queueId, directory)
-        self.rocksdb = rocksdb  # the RocksDB consume queue's directory, when the queues are its
+def read_messages(reader: FileReader, part: FilePart):
+    """One commitlog file's messages in the pushed ranges; a record the broker would refuse ends the file with a
+    warning, or with failOnDamage fails the task."""
+    source, pushed = part.source, reader.pushed
+    scan = source.store().scan()
+    yield from message_batches(scan, part.start, part.end, reader.schema, source.root,
+                               option_bool(reader.options, "verifyCrc"), pushed.topics, *pushed.times)
+    for f, pos, e in scan.errors:
+        if option_bool(reader.options, "failOnDamage"):
+            raise StoreError(e.detail, f.path, f.start + pos)
+        log.warning("rmqctl: %s: %s; rest of the file skipped", where(f.path, f.start + pos), e.detail)
 
 
-class ConsumeQueueReader(DataSourceReader):
-    def __init__(self, options, schema):
-        self.inputs = inputs_from_options(options)
-        self.schema = arrow_schema(schema)
-
-    def partitions(self):
-        parts = []
-        for inp in self.inputs:
-            store = inp.store()
-            if store.rocks_queues is not None:
-                parts += rocks_queue_groups(inp.root, store)
-                continue
-            size = store.consumequeue_file_size
-            group, group_bytes = [], 0
-            for cq in store.consume_queues():
-                group.append((cq.topic, cq.queue_id, str(cq.directory)))
-                group_bytes += sum(f.length for f in cq.files.files)
-                if group_bytes >= CQ_PARTITION_BYTES:
-                    parts.append(QueueGroup(inp.root, size, group))
-                    group, group_bytes = [], 0
-            if group:
-                parts.append(QueueGroup(inp.root, size, group))
-        return parts
-
-    def read(self, partition: QueueGroup):
-        if not isinstance(partition, QueueGroup):
-            return  # no queues: Spark still reads one default partition
-        if partition.rocksdb is not None:
-            rocks = RocksConsumeQueues(Path(partition.rocksdb))
-            try:
-                for topic, queue_id, _ in partition.queues:
-                    yield from rocks_consumequeue_batches(rocks, topic, queue_id, self.schema, partition.root)
-            finally:
-                rocks.close()
-            return
-        for topic, queue_id, directory in partition.queues:
-            cq = ConsumeQueue(topic, queue_id, Path(directory), partition.file_size)
-            yield from consumequeue_batches(cq, self.schema, partition.root)
+MESSAGES = FileSource("rocketmq", 'spark.read.format("rocketmq").load(store_root_or_commitlog_dir | [paths...])',
+                      message_source_columns, plan_messages, read_messages, PushedFilters)
 
 
-def rocks_queue_groups(root: str, store) -> list[QueueGroup]:
-    """The queues of a RocksDB consume queue in groups of about CQ_PARTITION_BYTES of units (by their offset range)."""
-    parts, group, group_bytes = [], [], 0
-    directory = str(store.consumequeue_dir)
-    for q in store.rocks_queues.queues():
-        group.append((q.topic, q.queue_id, directory))
-        group_bytes += q.max_offset * UNIT_VALUE_SIZE
-        if group_bytes >= CQ_PARTITION_BYTES:
-            parts.append(QueueGroup(root, 0, group, directory))
-            group, group_bytes = [], 0
-    if group:
-        parts.append(QueueGroup(root, 0, group, directory))
+def plan_queues(reader: FileReader) -> list[FilePart]:
+    """Whole consume queues of every store in groups of about CQ_PARTITION_BYTES of files (of units, for a
+    RocksDB consume queue)."""
+    parts = []
+    for inp in inputs_from_options(reader.options):
+        store = inp.store()
+        if store.rocks_queues is not None:
+            directory = str(store.consumequeue_dir)
+            queues = ((q.topic, q.queue_id, directory, q.max_offset * UNIT_VALUE_SIZE) for q in store.rocks_queues.queues())
+            parts += queue_groups(queues, root=inp.root, file_size=0, rocksdb=directory)
+        else:
+            queues = ((cq.topic, cq.queue_id, str(cq.directory), sum(f.length for f in cq.files.files))
+                      for cq in store.consume_queues())
+            parts += queue_groups(queues, root=inp.root, file_size=store.consumequeue_file_size, rocksdb=None)
     return parts
 
 
-class ConsumeQueueDataSource(DataSource):
-    """spark.read.format("rocketmq-consumequeue").load(store_root): every written consumequeue unit."""
-
-    @classmethod
-    def name(cls):
-        return "rocketmq-consumequeue"
-
-    def schema(self):
-        return struct(CONSUMEQUEUE_COLUMNS)
-
-    def reader(self, schema):
-        return ConsumeQueueReader(self.options, schema)
-
-
-class IndexFilePartition(InputPartition):
-    def __init__(self, root: str, path: str, slots: int, entries: int):
-        super().__init__((root, Path(path).name))
-        self.root = root
-        self.path = path
-        self.slots = slots
-        self.entries = entries
+def queue_groups(queues, **fields) -> list[FilePart]:
+    """(topic, queueId, directory, bytes) queues in groups of about CQ_PARTITION_BYTES, each a part with `fields`."""
+    parts, group, group_bytes = [], [], 0
+    for topic, queue_id, directory, size in queues:
+        group.append((topic, queue_id, directory))
+        group_bytes += size
+        if group_bytes >= CQ_PARTITION_BYTES:
+            parts.append(FilePart((fields["root"], group[0][:2]), queues=group, **fields))
+            group, group_bytes = [], 0
+    if group:
+        parts.append(FilePart((fields["root"], group[0][:2]), queues=group, **fields))
+    return parts
 
 
-class IndexReader(DataSourceReader):
-    def __init__(self, options, schema):
-        self.inputs = inputs_from_options(options)
-        self.schema = arrow_schema(schema)
-
-    def partitions(self):
-        parts = []
-        for inp in self.inputs:
-            store = inp.store()
-            slots, entries = store.index_geometry
-            parts += [IndexFilePartition(inp.root, str(ix.path), slots, entries) for ix in store.index_files()]
-        return parts
-
-    def read(self, partition: IndexFilePartition):
-        if not isinstance(partition, IndexFilePartition):
-            return  # no index files: Spark still reads one default partition
-        ix = IndexFile(Path(partition.path), partition.slots, partition.entries)
-        yield from index_batches(ix, self.schema, partition.root)
+def read_queues(reader: FileReader, part: FilePart):
+    """The units of a group of queues: files of 20-byte units, or a RocksDB consume queue's (`rocksdb`)."""
+    if part.rocksdb is not None:
+        rocks = RocksConsumeQueues(Path(part.rocksdb))
+        try:
+            for topic, queue_id, _ in part.queues:
+                yield from rocks_consumequeue_batches(rocks, topic, queue_id, reader.schema, part.root)
+        finally:
+            rocks.close()
+        return
+    for topic, queue_id, directory in part.queues:
+        cq = ConsumeQueue(topic, queue_id, Path(directory), part.file_size)
+        yield from consumequeue_batches(cq, reader.schema, part.root)
 
 
-class IndexDataSource(DataSource):
-    """spark.read.format("rocketmq-index").load(store_root): every used index entry."""
-
-    @classmethod
-    def name(cls):
-        return "rocketmq-index"
-
-    def schema(self):
-        return struct(INDEX_COLUMNS)
-
-    def reader(self, schema):
-        return IndexReader(self.options, schema)
+CONSUMEQUEUES = FileSource("rocketmq-consumequeue",
+                           'spark.read.format("rocketmq-consumequeue").load(store_root): every written consumequeue unit.',
+                           CONSUMEQUEUE_COLUMNS, plan_queues, read_queues)
 
 
-SOURCES = (RocketMQDataSource, ConsumeQueueDataSource, BatchConsumeQueueDataSource, IndexDataSource, TimerLogDataSource,
-           MetaqDataSource)
+def plan_index(reader: FileReader) -> list[FilePart]:
+    """One partition per index file of every store."""
+    parts = []
+    for inp in inputs_from_options(reader.options):
+        store = inp.store()
+        slots, entries = store.index_geometry
+        parts += [FilePart((inp.root, ix.path.name), root=inp.root, path=str(ix.path), slots=slots, entries=entries)
+                  for ix in store.index_files()]
+    return parts
+
+
+def read_index(reader: FileReader, part: FilePart):
+    ix = IndexFile(Path(part.path), part.slots, part.entries)
+    yield from index_batches(ix, reader.schema, part.root)
+
+
+INDEX = FileSource("rocketmq-index", 'spark.read.format("rocketmq-index").load(store_root): every used index entry.',
+                   INDEX_COLUMNS, plan_index, read_index)
+
+SOURCES = tuple(data_source(s) for s in (MESSAGES, CONSUMEQUEUES, BATCHCQ, INDEX, TIMERLOG, METAQ))
 PUSHDOWN = EqualTo is not None

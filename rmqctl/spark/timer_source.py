@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .. import schema as S
 from ..store import MappedFile
 from ..timerstore import TimerFiles, TimerLog, delayed_ms, slot_index
-from .columns import INT, LONG, STRING, arrow_schema, struct
+from .columns import INT, LONG, STRING
+from .filesource import FilePart, FileReader, FileSource
 from .inputs import inputs_from_options
 
 TIMERLOG_COLUMNS = [
@@ -26,65 +26,43 @@ TIMERLOG_COLUMNS = [
 ]  # fmt: skip
 
 
-class TimerLogFilePartition(InputPartition):
-    def __init__(self, root: str, path: str, file_size: int, precision: int):
-        super().__init__((root, Path(path).name))
-        self.root = root
-        self.path = path
-        self.file_size = file_size
-        self.precision = precision
+def plan(reader: FileReader) -> list[FilePart]:
+    """One partition per timerlog file of every store."""
+    parts = []
+    for inp in inputs_from_options(reader.options):
+        timer = TimerFiles(inp.store())
+        if timer.timerlog is not None:
+            parts += [FilePart((inp.root, f.path.name), root=inp.root, path=str(f.path),
+                               file_size=timer.timerlog.file_size, precision=timer.precision)
+                      for f in timer.timerlog.files]
+    return parts
 
 
-class TimerLogReader(DataSourceReader):
-    def __init__(self, options, schema):
-        self.inputs = inputs_from_options(options)
-        self.schema = arrow_schema(schema)
-
-    def partitions(self):
-        parts = []
-        for inp in self.inputs:
-            timer = TimerFiles(inp.store())
-            if timer.timerlog is not None:
-                parts += [TimerLogFilePartition(inp.root, str(f.path), timer.timerlog.file_size, timer.precision)
-                          for f in timer.timerlog.files]
-        return parts
-
-    def read(self, partition: TimerLogFilePartition):
-        if not isinstance(partition, TimerLogFilePartition):
-            return  # no timerlog files: Spark still reads one default partition
-        path = Path(partition.path)
-        log = TimerLog(path.parent, partition.file_size)
-        f = MappedFile(path, int(path.name))
-        units = log.read_file(f).units
-        n = len(units)
-        if not n:
-            return
-        position = np.arange(n, dtype=np.int64) * S.TIMERLOG_UNIT_SIZE
-        due = delayed_ms(units)
-        columns = {
-            "store": pa.array([partition.root] * n, pa.string()),
-            "file": pa.array([f.name] * n, pa.string()),
-            "position": pa.array(position.astype(np.int32)),
-            "pos": pa.array(f.start + position),
-            "delayedTimeMs": pa.array(due),
-            "slotIndex": pa.array(slot_index(due, partition.precision).astype(np.int32)),
-        }
-        for name, kind in (("prevPos", np.int64), ("magic", np.int32), ("currWriteTimeMs", np.int64),
-                           ("delayedTimeOffsetMs", np.int32), ("offsetPy", np.int64), ("sizePy", np.int32),
-                           ("realTopicHash", np.int32)):
-            columns[name] = pa.array(units[name].astype(kind))
-        yield pa.RecordBatch.from_arrays([columns[c.name] for c in self.schema], schema=self.schema)
+def read(reader: FileReader, part: FilePart):
+    """The units of one timerlog file, up to its BLANK or the first bytes that are not a unit, as one batch."""
+    path = Path(part.path)
+    log = TimerLog(path.parent, part.file_size)
+    f = MappedFile(path, int(path.name))
+    units = log.read_file(f).units
+    n = len(units)
+    if not n:
+        return
+    position = np.arange(n, dtype=np.int64) * S.TIMERLOG_UNIT_SIZE
+    due = delayed_ms(units)
+    columns = {
+        "store": pa.array([part.root] * n, pa.string()),
+        "file": pa.array([f.name] * n, pa.string()),
+        "position": pa.array(position.astype(np.int32)),
+        "pos": pa.array(f.start + position),
+        "delayedTimeMs": pa.array(due),
+        "slotIndex": pa.array(slot_index(due, part.precision).astype(np.int32)),
+    }
+    for name, kind in (("prevPos", np.int64), ("magic", np.int32), ("currWriteTimeMs", np.int64),
+                       ("delayedTimeOffsetMs", np.int32), ("offsetPy", np.int64), ("sizePy", np.int32),
+                       ("realTopicHash", np.int32)):
+        columns[name] = pa.array(units[name].astype(kind))
+    yield pa.RecordBatch.from_arrays([columns[c.name] for c in reader.schema], schema=reader.schema)
 
 
-class TimerLogDataSource(DataSource):
-    """spark.read.format("rocketmq-timerlog").load(store_root): every timerlog unit."""
-
-    @classmethod
-    def name(cls):
-        return "rocketmq-timerlog"
-
-    def schema(self):
-        return struct(TIMERLOG_COLUMNS)
-
-    def reader(self, schema):
-        return TimerLogReader(self.options, schema)
+TIMERLOG = FileSource("rocketmq-timerlog", 'spark.read.format("rocketmq-timerlog").load(store_root): every timerlog unit.',
+                      TIMERLOG_COLUMNS, plan, read)
