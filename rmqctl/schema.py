@@ -355,14 +355,16 @@ def record_head_layout(born_v6: bool, store_v6: bool) -> tuple[struct.Struct, tu
     return struct.Struct(fmt), tuple(names)
 
 
-CQ_UNIT = compile_struct(ConsumeQueueUnit)
-CQ_DTYPE = compile_dtype(ConsumeQueueUnit)
-BCQ_DTYPE = compile_dtype(BatchConsumeQueueUnit)
-BCQ_UNIT = compile_struct(BatchConsumeQueueUnit)
+def unit_layouts(schema: Struct) -> tuple[struct.Struct, np.dtype]:
+    """A unit read one at a time (struct) and a file of them read at once (dtype): both views of one layout."""
+    return compile_struct(schema), compile_dtype(schema)
+
+
+CQ_UNIT, CQ_DTYPE = unit_layouts(ConsumeQueueUnit)
+BCQ_UNIT, BCQ_DTYPE = unit_layouts(BatchConsumeQueueUnit)
+INDEX_ENTRY, INDEX_ENTRY_DTYPE = unit_layouts(IndexEntry)
 INDEX_HEADER = compile_struct(IndexHeader)
 HASH_SLOT = compile_struct(HashSlot)
-INDEX_ENTRY = compile_struct(IndexEntry)
-INDEX_ENTRY_DTYPE = compile_dtype(IndexEntry)
 BLANK = compile_struct(BlankRecord)
 CHECKPOINT_HEAD = compile_struct(Checkpoint)  # the fields before the padding
 # where each field of these fixed layouts sits
@@ -374,15 +376,13 @@ RECORD_HEADS = {(b, s): record_head_layout(b, s) for b in (False, True) for s in
 TOPIC_LEN_V1 = struct.Struct(">b")
 TOPIC_LEN_V2 = struct.Struct(">h")
 PROPS_LEN = struct.Struct(">h")
-TIMERLOG_UNIT = compile_struct(TimerLogUnit)
-TIMERLOG_UNIT_DTYPE = compile_dtype(TimerLogUnit)
+TIMERLOG_UNIT, TIMERLOG_UNIT_DTYPE = unit_layouts(TimerLogUnit)
 TIMERLOG_BLANK = compile_struct(TimerLogBlank)
 WHEEL_SLOT_DTYPE = compile_dtype(WheelSlot)
 TIMERCHECK_HEAD = compile_struct(TimerCheckpoint)
 DLEDGER_ENTRY_HEADER = compile_struct(DLedgerEntryHeader)
 DLEDGER_BLANK = compile_struct(DLedgerBlank)
-DLEDGER_INDEX_UNIT = compile_struct(DLedgerIndexUnit)
-DLEDGER_INDEX_DTYPE = compile_dtype(DLedgerIndexUnit)
+DLEDGER_INDEX_UNIT, DLEDGER_INDEX_DTYPE = unit_layouts(DLedgerIndexUnit)
 # DLedgerEntry.BODY_OFFSET: a message's commitlog offset is its entry's pos + this
 DLEDGER_BODY_OFFSET = DLEDGER_ENTRY_HEADER.size
 # DLedgerEntry.HEADER_SIZE (the header without bodyLength): recovery wants size > this

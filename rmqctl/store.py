@@ -572,14 +572,20 @@ def _holds_metaq_segments(root: Path) -> bool:
                for d in root.iterdir())
 
 
+def existing_root(root: str | os.PathLike, missing: str) -> Path:
+    """A store's root directory as a Path (~ expanded); a StoreError saying `missing` when it is not a directory."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise StoreError(missing, path)
+    return path
+
+
 class Store:
     """A RocketMQ store root. Everything is read lazily and read-only."""
 
     def __init__(self, root: str | os.PathLike, config: BrokerConfig | None = None):
-        self.root = Path(root).expanduser()
+        self.root = existing_root(root, "store directory does not exist")
         self.config = config or BrokerConfig()
-        if not self.root.is_dir():
-            raise StoreError("store directory does not exist", self.root)
         check_store_root(self)
 
     @property

@@ -194,21 +194,12 @@ class TimerFiles:
     def __init__(self, store: Store):
         self.store = store
         self.root = store.root
+        self.timerlog_dir = self.root / "timerlog"
+        self.wheel_path = self.root / "timerwheel"
+        self.timercheck_path = self.root / "config" / "timercheck"
         configured = precision_ms(store.config.timerPrecisionMs)
         # without a broker.conf the data tells: the precision that files a slot's units under its time
         self.precision = configured if store.config.source else (self.infer_precision() or configured)
-
-    @property
-    def timerlog_dir(self) -> Path:
-        return self.root / "timerlog"
-
-    @property
-    def wheel_path(self) -> Path:
-        return self.root / "timerwheel"
-
-    @property
-    def timercheck_path(self) -> Path:
-        return self.root / "config" / "timercheck"
 
     @property
     def present(self) -> bool:

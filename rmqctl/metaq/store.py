@@ -24,6 +24,7 @@ from typing import Iterator
 from .. import schema_metaq as M
 from ..errors import StoreError
 from ..javacompat import parse_int, parse_long
+from ..store import existing_root
 from .config import MetaqConfig
 
 # rmqctl's own directory inside a partition directory: lock, intent, staging and backups. loadSegments only
@@ -232,10 +233,8 @@ class MetaqStore:
     """A MetaQ dataPath, read-only."""
 
     def __init__(self, root: str | os.PathLike, config: MetaqConfig | None = None):
-        self.root = Path(root).expanduser()
+        self.root = existing_root(root, "no such data path (a MetaQ dataPath holds {topic}-{partition}/ directories)")
         self.config = config or MetaqConfig()
-        if not self.root.is_dir():
-            raise StoreError("no such data path (a MetaQ dataPath holds {topic}-{partition}/ directories)", self.root)
         self.oddities: list[Oddity] = []
         self._partitions: list[Partition] | None = None
 
