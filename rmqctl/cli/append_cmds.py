@@ -114,7 +114,8 @@ def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **op
 
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
-    from ..maintenance.append import NewMessage, apply_delay_level, validate_producer_topic  # kernels: only when appending
+    # kernels: only when appending
+    from ..maintenance.append import NewMessage, apply_delay_level, validate_producer_topic
 
     properties = []
     if opts["tags"]:

@@ -36,6 +36,12 @@ def info(ctx):
 
 def _print_table(d: dict, startup: str):
     """Plain lines (a pager shows them as they are), then the queue and index tables at full width."""
+    echo_lines(_summary_lines(d, startup), indent=11)
+    _print_queue_tables(d)
+
+
+def _summary_lines(d: dict, startup: str) -> list[str]:
+    """The store, its version, commitlog, DLedger, checkpoint, state and start-up, and the parts not read."""
     cl = d["commitlog"]
     bv = d["brokerVersion"]
     lines = [f"store      {d['store']}",
@@ -63,7 +69,11 @@ def _print_table(d: dict, startup: str):
                      f"record(s); lastOffsetPy index {last['index']}, trans {last['trans']}")
     lines += [f"not read   {p['path']}: {p['what']} ({p['why']})" for p in d["parts"] if not p["read"]]
     lines += [_config_line(c) for c in d.get("rocksdbConfigs", ())]
-    echo_lines(lines, indent=11)
+    return lines
+
+
+def _print_queue_tables(d: dict):
+    """The consume queues', index files' and pending timer messages' tables, then what looked odd."""
     cq = d["consumequeue"]
     if cq.get("kind") == "rocksdb":
         render(cq["queues"], "table", ["topic", "queueId", "minOffset", "maxOffset", "maxPhysicOffset"],

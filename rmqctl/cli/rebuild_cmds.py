@@ -153,66 +153,80 @@ def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
 
 
 def repair_rows(r) -> list[dict]:
-    """The plan as one row per action."""
+    """The plan as one row per action: the commitlog's, then the queues' and index files', then the rest."""
+    return _commitlog_rows(r) + _queue_rows(r) + _state_rows(r)
+
+
+def _row(action: str, target: str, offset: int | None, count: int | None, detail: str) -> dict:
+    return {"action": action, "target": target, "commitLogOffset": offset, "count": count, "detail": detail}
+
+
+def _commitlog_rows(r) -> list[dict]:
+    """The cut, the records left in place, the padded or removed short files, the findings repair keeps."""
     rows = []
     if r.stoppedAt is not None:
         s = r.stoppedAt
-        rows.append({"action": "cut", "target": f"commitlog/{s.file}", "commitLogOffset": r.cutOffset, "count": r.recordsCut,
-                     "detail": f"{s.kind}: {s.detail}; {r.bytesCut} bytes and {r.recordsCut} record(s) past it"})
+        detail = f"{s.kind}: {s.detail}; {r.bytesCut} bytes and {r.recordsCut} record(s) past it"
+        rows.append(_row("cut", f"commitlog/{s.file}", r.cutOffset, r.recordsCut, detail))
     for bad in r.notCut:
-        rows.append({"action": "not-cut", "target": f"commitlog/{bad.file}", "commitLogOffset": bad.commitLogOffset,
-                     "count": 1, "detail": f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not "
-                                           "re-check it; --scan-all would cut here)"})
+        detail = (f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not re-check it; "
+                  "--scan-all would cut here)")
+        rows.append(_row("not-cut", f"commitlog/{bad.file}", bad.commitLogOffset, 1, detail))
     for p in r.padded:
         if p["bytesAfter"] is None:
-            rows.append({"action": "remove", "target": p["target"], "commitLogOffset": None, "count": 1,
-                         "detail": "a zero-length last file, which the broker's load refuses (4.9) or deletes (5.1.3+)"})
+            detail = "a zero-length last file, which the broker's load refuses (4.9) or deletes (5.1.3+)"
+            rows.append(_row("remove", p["target"], None, 1, detail))
         else:
-            rows.append({"action": "pad", "target": p["target"], "commitLogOffset": None,
-                         "count": p["bytesAfter"] - p["bytesBefore"],
-                         "detail": f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, "
-                                   "the length the broker's load requires"})
+            detail = (f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, the length "
+                      "the broker's load requires")
+            rows.append(_row("pad", p["target"], None, p["bytesAfter"] - p["bytesBefore"], detail))
     for f in r.keptFindings:
         if f["scanAllCutsIt"]:
             fate = f"--scan-all would cut it off with everything from commitlog offset {f['scanAllCut']}"
         else:
             fate = f"--scan-all keeps it too (its cut is at commitlog offset {f['scanAllCut']})"
-        rows.append({"action": "not-cut", "target": f["file"], "commitLogOffset": f["commitLogOffset"], "count": 1,
-                     "detail": f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery "
-                               f"keeps it; {fate})"})
+        detail = (f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery keeps "
+                  f"it; {fate})")
+        rows.append(_row("not-cut", f["file"], f["commitLogOffset"], 1, detail))
     cl = r.commitlog
     if cl["fileZeroed"]:
-        rows.append({"action": "zero-tail", "target": f"commitlog/{cl['fileZeroed']}", "commitLogOffset": r.cutOffset,
-                     "count": cl["bytesZeroed"], "detail": "bytes past the last valid record zeroed"})
-    for name in cl["filesRemoved"]:
-        rows.append({"action": "remove", "target": f"commitlog/{name}", "commitLogOffset": int(name), "count": 1,
-                     "detail": "starts past the cut"})
+        detail = "bytes past the last valid record zeroed"
+        rows.append(_row("zero-tail", f"commitlog/{cl['fileZeroed']}", r.cutOffset, cl["bytesZeroed"], detail))
+    rows += [_row("remove", f"commitlog/{name}", int(name), 1, "starts past the cut") for name in cl["filesRemoved"]]
+    return rows
+
+
+def _queue_rows(r) -> list[dict]:
+    """The consume queues truncated and the index files truncated or removed at the cut."""
+    rows = []
     for q in r.consumequeue:
-        rows.append({"action": "truncate", "target": f"consumequeue/{q['topic']}/{q['queueId']}",
-                     "commitLogOffset": r.cutOffset, "count": q["entriesDropped"],
-                     "detail": f"queue offsets {q['fromQueueOffset']}..{q['toQueueOffset'] - 1} dropped"
-                               + (f"; files removed: {', '.join(q['filesRemoved'])}" if q["filesRemoved"] else "")})
+        detail = f"queue offsets {q['fromQueueOffset']}..{q['toQueueOffset'] - 1} dropped"
+        if q["filesRemoved"]:
+            detail += f"; files removed: {', '.join(q['filesRemoved'])}"
+        target = f"consumequeue/{q['topic']}/{q['queueId']}"
+        rows.append(_row("truncate", target, r.cutOffset, q["entriesDropped"], detail))
     for ix in r.index:
-        rows.append({"action": "remove" if ix["removed"] else "truncate", "target": f"index/{ix['file']}",
-                     "commitLogOffset": r.cutOffset, "count": ix["entriesDropped"], "detail": "index entries dropped"})
-    for field, (before, after) in r.checkpoint.items():
-        rows.append({"action": "set", "target": "checkpoint", "commitLogOffset": None, "count": None,
-                     "detail": f"{field} {before} -> {after}"})
+        action = "remove" if ix["removed"] else "truncate"
+        rows.append(_row(action, f"index/{ix['file']}", r.cutOffset, ix["entriesDropped"], "index entries dropped"))
+    return rows
+
+
+def _state_rows(r) -> list[dict]:
+    """The checkpoint, the timer's and DLedger's files, and the abort file."""
+    rows = [_row("set", "checkpoint", None, None, f"{field} {before} -> {after}")
+            for field, (before, after) in r.checkpoint.items()]
     for u in r.timer.get("danglingUnits", []):
-        rows.append({"action": "timer-dangling", "target": f"timerlog/{u['file']}",
-                     "commitLogOffset": u["offsetPy"], "count": 1, "detail": u["detail"]})
+        rows.append(_row("timer-dangling", f"timerlog/{u['file']}", u["offsetPy"], 1, u["detail"]))
     for field, (before, after) in r.timer.get("timercheck", {}).items():
-        rows.append({"action": "set", "target": "config/timercheck", "commitLogOffset": None, "count": None,
-                     "detail": f"{field} {before} -> {after} (as TimerMessageStore.recover lowers it)"})
-    for ix in (r.dledger or {}).get("indexFiles", []):
-        rows.append({"action": ix["action"], "target": f"dledger index/{ix['file']}", "commitLogOffset": None,
-                     "count": None, "detail": ix["detail"]})
-    for field, (before, after) in (r.dledger or {}).get("checkpoint", {}).items():
-        rows.append({"action": "set", "target": "dledger checkpoint", "commitLogOffset": None, "count": None,
-                     "detail": f"{field} {before} -> {after}"})
+        detail = f"{field} {before} -> {after} (as TimerMessageStore.recover lowers it)"
+        rows.append(_row("set", "config/timercheck", None, None, detail))
+    dledger = r.dledger or {}
+    for ix in dledger.get("indexFiles", []):
+        rows.append(_row(ix["action"], f"dledger index/{ix['file']}", None, None, ix["detail"]))
+    for field, (before, after) in dledger.get("checkpoint", {}).items():
+        rows.append(_row("set", "dledger checkpoint", None, None, f"{field} {before} -> {after}"))
     if r.abortRemoved:
-        rows.append({"action": "remove", "target": "abort", "commitLogOffset": None, "count": None,
-                     "detail": "the broker starts normally (no abnormal recovery)"})
+        rows.append(_row("remove", "abort", None, None, "the broker starts normally (no abnormal recovery)"))
     return rows
 
 

@@ -24,7 +24,8 @@ def restore_cmd(ctx, backup, dry_run, no_backup):
     rmqctl restore --store /data/store
     rmqctl restore .rmqctl-backup-20261122031300123 --store /data/store --dry-run
     """
-    from ..maintenance.restore import list_backups, restore  # loads the staging checks (and kernels): only for this command
+    # loads the staging checks (and kernels): only for this command
+    from ..maintenance.restore import list_backups, restore
 
     if backup is None:
         render(({"backup": b.name, "command": b.command, "created": b.created, "items": b.items}

@@ -57,29 +57,9 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     if store.live is not None and not quiet:
         echo_err(f"rmqctl: live: {store.live.holder} holds the store lock: verify judges the store as it "
                  f"was when it began; what the broker writes meanwhile is its work in flight, not damage")
-    bars = []  # created at the first report, when the total is known
-
-    def advance(done: int, total: int):
-        if not bars:
-            bars.append(progress(total, "verify"))
-        bars[0].n = done
-        bars[0].refresh()
-
-    try:
-        # the compiled kernels load only for this command
-        from ..engine import check_walk
-        from ..checks.verify import verify
-
-        prepare_kernels(check_walk)
-        start, end = narrow(store, since, until, start, end)
-
-        whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
-        result = verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, memory=memory,
-                        max_findings=None if whole else max_findings,
-                        progress=None if quiet or not sys.stderr.isatty() else advance)
-    finally:
-        for bar in bars:
-            bar.close()
+    whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
+    result = _run_verify(store, only, (start, end, since, until), deep, jobs, memory, None if whole else max_findings,
+                         quiet)
     if write_path:
         written = write_baseline(write_path, result.findings)
     findings, accepted, gone, exit_code = judge(result.findings, result.truncated, baseline, accept_all=bool(write_path))
@@ -106,6 +86,32 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
             echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
                      "started here, no message was ever written)")
     raise click.exceptions.Exit(exit_code)
+
+
+def _run_verify(store, only, span: tuple, deep, jobs, memory, max_findings, quiet):
+    """verify over `span` (--from, --to, --since, --until), with a progress bar when stderr is a terminal and not
+    --quiet."""
+    bars = []  # created at the first report, when the total is known
+
+    def advance(done: int, total: int):
+        if not bars:
+            bars.append(progress(total, "verify"))
+        bars[0].n = done
+        bars[0].refresh()
+
+    # the compiled kernels load only for this command
+    from ..engine import check_walk
+    from ..checks.verify import verify
+
+    prepare_kernels(check_walk)
+    start, end, since, until = span
+    start, end = narrow(store, since, until, start, end)
+    try:
+        return verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, memory=memory,
+                      max_findings=max_findings, progress=None if quiet or not sys.stderr.isatty() else advance)
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 def _say_restarts(deleted: list):
