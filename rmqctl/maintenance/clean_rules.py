@@ -426,15 +426,7 @@ class Cleaner:
         self.min_before = self.min_phy_offset
         self.cq_min_before = self.cq_min_offsets()
         self.unconsumed, self._unconsumed_offsets = state.unconsumed, state.unconsumed_offsets
-        self.protected = self._unconsumed_per_file()
-
-    def _unconsumed_per_file(self) -> dict[int, int]:
-        """commitlog file start -> how many unconsumed messages (any group) it holds."""
-        if not self._unconsumed_offsets:
-            return {}
-        phys = np.concatenate([a[1] for a in self._unconsumed_offsets])
-        starts, counts = np.unique(phys - phys % self.file_size, return_counts=True)
-        return dict(zip(starts.tolist(), counts.tolist()))
+        self.protected = unconsumed_per_file(self._unconsumed_offsets, self.file_size)
 
     # -- state --------------------------------------------------------------------------------------------
     @property
@@ -478,18 +470,23 @@ class Cleaner:
             ran = True
             try:
                 for q in self.queues:
-                    decisions += self._delete_consumequeue(pass_no, q, min_off)
+                    decisions += delete_consumequeue(self, pass_no, q, min_off)
                     correct_min_offset(q, min_off, self.settings.version)
-                decisions += self._delete_index(pass_no, min_off)
+                decisions += delete_index(self, pass_no, min_off)
             except _CorrectMinOffsetFailed as e:
                 exception = str(e)
         return PassResult(passNo=pass_no, at=at, hour=hour, timeUp=time_up, space=space, manual=manual,
                           cleanAtOnce=clean_at_once, decisions=decisions, minPhyOffsetAfter=self.min_phy_offset,
                           consumeQueueRan=ran, cqMinOffsetsAfter=self.cq_min_offsets(), brokerException=exception)
 
-    def _remove(self, files: list, item, decision: FileDecision):
+    def remove(self, files: list, item, decision: FileDecision):
         files[:] = [x for x in files if x is not item]
         self.meter.release(decision.path, decision.blocks)
+
+    def decision(self, pass_no: int, kind: str, f, action: str, why: str, detail: str, extra=None) -> FileDecision:
+        """What the pass does with file `f` (a store file with its path and blocks), and why."""
+        extra = {} if extra is None else extra
+        return FileDecision(pass_no, kind, self.rel(f.path), f.path, action, why, detail, f.blocks, extra)
 
     def _delete_commitlog(self, pass_no: int, now_ms: int, clean_at_once: bool, space: SpaceCheck) -> list[FileDecision]:
         """MappedFileQueue.deleteExpiredFileByTime (+ --protect-unconsumed): oldest first, never the last,
@@ -502,95 +499,44 @@ class Cleaner:
             extra = {"fromOffset": f.start, "ageHours": round(age_h, 3), "mtime": f.mtime_ms,
                      "unconsumed": self.protected.get(f.start, 0)}
             expired = now_ms >= f.mtime_ms + s.reserved_ms
-
-            def decide(action, why, detail):
-                return FileDecision(pass_no, "commitlog", self.rel(f.path), f.path, action, why, detail, f.blocks, extra)
-
-            if not (expired or clean_at_once):
-                out.append(decide("keep", "not-expired", f"age {age_h:.1f} h < fileReservedTime {s.fileReservedTime} h "
-                                  "and nothing forces; the scan stops here (no holes)"))
-                return out
-            if self.protect_unconsumed and extra["unconsumed"]:
-                out.append(decide("keep", "protected", f"holds {extra['unconsumed']} unconsumed message(s) "
-                                  "(--protect-unconsumed); the scan stops here"))
-                return out
-            if f.unsafe:
-                out.append(decide("keep", "unsafe-path", f"{f.unsafe}; the scan stops here"))
+            kept = self._commitlog_kept(expired or clean_at_once, f, age_h, extra["unconsumed"])
+            if kept is not None:
+                out.append(self.decision(pass_no, "commitlog", f, "keep", *kept, extra))
                 return out
             if expired:
-                d = decide("delete", "age", f"age {age_h:.1f} h >= fileReservedTime {s.fileReservedTime} h")
+                why, detail = "age", f"age {age_h:.1f} h >= fileReservedTime {s.fileReservedTime} h"
             else:
-                d = decide("delete", "forced", f"age {age_h:.1f} h < {s.fileReservedTime} h but ratio "
-                           f"{space.commitLogRatio:.2f} forces it (cleanFileForciblyEnable, clean immediately)")
+                why, detail = "forced", (f"age {age_h:.1f} h < {s.fileReservedTime} h but ratio "
+                                         f"{space.commitLogRatio:.2f} forces it (cleanFileForciblyEnable, clean immediately)")
+            d = self.decision(pass_no, "commitlog", f, "delete", why, detail, extra)
             out.append(d)
-            self._remove(self.commitlog, f, d)
+            self.remove(self.commitlog, f, d)
             deleted += 1
             if deleted >= s.batch_max:
                 nxt = self.commitlog[0] if len(self.commitlog) > 1 else None
                 if nxt is not None:
-                    out.append(FileDecision(pass_no, "commitlog", self.rel(nxt.path), nxt.path, "keep", "batch-limit",
-                                            f"{s.batch_max} files deleted this pass (deleteFileBatchMax); "
-                                            "the next pass goes on", nxt.blocks, {"fromOffset": nxt.start}))
+                    detail = f"{s.batch_max} files deleted this pass (deleteFileBatchMax); the next pass goes on"
+                    out.append(self.decision(pass_no, "commitlog", nxt, "keep", "batch-limit", detail,
+                                              {"fromOffset": nxt.start}))
                     return out
                 break
         if self.commitlog:
             last = self.commitlog[-1]
-            out.append(FileDecision(pass_no, "commitlog", self.rel(last.path), last.path, "keep", "last-file",
-                                    "the last commitlog file is never deleted", last.blocks,
-                                    {"fromOffset": last.start, "ageHours": round((now_ms - last.mtime_ms) / 3_600_000, 3)}))
+            extra = {"fromOffset": last.start, "ageHours": round((now_ms - last.mtime_ms) / 3_600_000, 3)}
+            detail = "the last commitlog file is never deleted"
+            out.append(self.decision(pass_no, "commitlog", last, "keep", "last-file", detail, extra))
         return out
 
-    def _delete_consumequeue(self, pass_no: int, q: QueueState, min_off: int) -> list[FileDecision]:
-        """MappedFileQueue.deleteExpiredFileByOffset(min, 20): the last slot of each file but the last."""
-        out: list[FileDecision] = []
-        for seg in list(q.segments[:-1]):
-            f = seg.file
-            if seg.read_pos < self.state.cq_file_size:
-                out.append(FileDecision(pass_no, "consumequeue", self.rel(f.path), f.path, "keep", "unreadable",
-                                        "its last slot cannot be read (short file); the scan of this queue stops", f.blocks))
-                return out
-            last_unit = int(seg.offsets[-1])
-            if last_unit >= min_off:
-                return out
-            extra = {"queue": q.key, "lastUnitOffset": last_unit}
-            if f.unsafe:
-                out.append(FileDecision(pass_no, "consumequeue", self.rel(f.path), f.path, "keep", "unsafe-path",
-                                        f.unsafe, f.blocks, extra))
-                return out
-            d = FileDecision(pass_no, "consumequeue", self.rel(f.path), f.path, "delete", "below-min-offset",
-                             f"last unit points at {last_unit} < min offset {min_off}", f.blocks, extra)
-            out.append(d)
-            self._remove(q.segments, seg, d)
-        last = q.segments[-1] if q.segments else None
-        if last is not None and len(q.segments) == 1 and last.read_pos and int(last.offsets[last.read_pos // S.CQ_UNIT_SIZE - 1]) < min_off:
-            out.append(FileDecision(pass_no, "consumequeue", self.rel(last.file.path), last.file.path, "keep", "last-file",
-                                    f"every entry is below min offset {min_off}, but a queue's last file is never deleted",
-                                    last.file.blocks, {"queue": q.key}))
-        return out
-
-    def _delete_index(self, pass_no: int, min_off: int) -> list[FileDecision]:
-        """IndexService.deleteExpiredFile: only if the first file ends below min; never the last file."""
-        out: list[FileDecision] = []
-        if not self.index or self.index[0][1] >= min_off:
-            return out
-        for item in list(self.index[:-1]):
-            f, end = item
-            if end >= min_off:
-                return out
-            if f.unsafe:
-                out.append(FileDecision(pass_no, "index", self.rel(f.path), f.path, "keep", "unsafe-path", f.unsafe,
-                                        f.blocks, {"endPhyOffset": end}))
-                return out
-            d = FileDecision(pass_no, "index", self.rel(f.path), f.path, "delete", "below-min-offset",
-                             f"endPhyOffset {end} < min offset {min_off}", f.blocks, {"endPhyOffset": end})
-            out.append(d)
-            self._remove(self.index, item, d)
-        f, end = self.index[-1]
-        if end < min_off:
-            out.append(FileDecision(pass_no, "index", self.rel(f.path), f.path, "keep", "last-file",
-                                    f"endPhyOffset {end} < min offset {min_off}, but the last index file is never deleted",
-                                    f.blocks, {"endPhyOffset": end}))
-        return out
+    def _commitlog_kept(self, due: bool, f, age_h: float, unconsumed: int) -> tuple[str, str] | None:
+        """Why a commitlog file the scan reaches is kept, ending the scan (why, detail); None: it goes."""
+        if not due:
+            return "not-expired", (f"age {age_h:.1f} h < fileReservedTime {self.settings.fileReservedTime} h and "
+                                   "nothing forces; the scan stops here (no holes)")
+        if self.protect_unconsumed and unconsumed:
+            return "protected", f"holds {unconsumed} unconsumed message(s) (--protect-unconsumed); the scan stops here"
+        if f.unsafe:
+            return "unsafe-path", f"{f.unsafe}; the scan stops here"
+        return None
 
     # -- after the run ------------------------------------------------------------------------------------
     def finish_unconsumed(self):
@@ -600,6 +546,66 @@ class Cleaner:
             gone = arr[1] < new_min if new_min >= 0 else np.zeros(arr.shape[1], bool)
             u.deleted = int(gone.sum())
             u.firstDeletedQueueOffset = int(arr[0][gone][0]) if u.deleted else None
+
+
+def delete_consumequeue(cleaner: Cleaner, pass_no: int, q: QueueState, min_off: int) -> list[FileDecision]:
+    """MappedFileQueue.deleteExpiredFileByOffset(min, 20): the last slot of each file but the last."""
+    out: list[FileDecision] = []
+    for seg in list(q.segments[:-1]):
+        f = seg.file
+        if seg.read_pos < cleaner.state.cq_file_size:
+            detail = "its last slot cannot be read (short file); the scan of this queue stops"
+            out.append(cleaner.decision(pass_no, "consumequeue", f, "keep", "unreadable", detail))
+            return out
+        last_unit = int(seg.offsets[-1])
+        if last_unit >= min_off:
+            return out
+        extra = {"queue": q.key, "lastUnitOffset": last_unit}
+        if f.unsafe:
+            out.append(cleaner.decision(pass_no, "consumequeue", f, "keep", "unsafe-path", f.unsafe, extra))
+            return out
+        detail = f"last unit points at {last_unit} < min offset {min_off}"
+        d = cleaner.decision(pass_no, "consumequeue", f, "delete", "below-min-offset", detail, extra)
+        out.append(d)
+        cleaner.remove(q.segments, seg, d)
+    last = q.segments[-1] if q.segments else None
+    if last is not None and len(q.segments) == 1 and last.read_pos and int(last.offsets[last.read_pos // S.CQ_UNIT_SIZE - 1]) < min_off:
+        detail = f"every entry is below min offset {min_off}, but a queue's last file is never deleted"
+        out.append(cleaner.decision(pass_no, "consumequeue", last.file, "keep", "last-file", detail, {"queue": q.key}))
+    return out
+
+
+def delete_index(cleaner: Cleaner, pass_no: int, min_off: int) -> list[FileDecision]:
+    """IndexService.deleteExpiredFile: only if the first file ends below min; never the last file."""
+    out: list[FileDecision] = []
+    if not cleaner.index or cleaner.index[0][1] >= min_off:
+        return out
+    for item in list(cleaner.index[:-1]):
+        f, end = item
+        if end >= min_off:
+            return out
+        if f.unsafe:
+            out.append(cleaner.decision(pass_no, "index", f, "keep", "unsafe-path", f.unsafe, {"endPhyOffset": end}))
+            return out
+        detail = f"endPhyOffset {end} < min offset {min_off}"
+        d = cleaner.decision(pass_no, "index", f, "delete", "below-min-offset", detail, {"endPhyOffset": end})
+        out.append(d)
+        cleaner.remove(cleaner.index, item, d)
+    f, end = cleaner.index[-1]
+    if end < min_off:
+        detail = f"endPhyOffset {end} < min offset {min_off}, but the last index file is never deleted"
+        out.append(cleaner.decision(pass_no, "index", f, "keep", "last-file", detail, {"endPhyOffset": end}))
+    return out
+
+
+def unconsumed_per_file(offsets: list, file_size: int) -> dict[int, int]:
+    """commitlog file start -> how many unconsumed messages (any group) it holds, from each queue's (queue
+    offsets, commitlog offsets) of its unconsumed messages."""
+    if not offsets:
+        return {}
+    phys = np.concatenate([a[1] for a in offsets])
+    starts, counts = np.unique(phys - phys % file_size, return_counts=True)
+    return dict(zip(starts.tolist(), counts.tolist()))
 
 
 def remaining(cleaner: Cleaner, last: PassResult) -> list[str]:
