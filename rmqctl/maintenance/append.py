@@ -575,10 +575,7 @@ class Appender:
         self.root = Path(store_root).expanduser()
         self.create, self._created, self._committed = create, [], False
         self.config = config or BrokerConfig()
-        if self.root.is_dir() and dledger.detect(self.root, self.config) is not None:
-            raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
-                             "replica makes its log diverge from the others' (a new leader truncates or contradicts "
-                             "it); refusing. Send it through the group's leader instead", self.root)
+        refuse_dledger_replica(self.root, self.config)
         self.requested_version = rocketmq_version
         self.dry_run = dry_run
         self.keep_index_time = keep_index_time
@@ -659,28 +656,20 @@ class Appender:
         store_host = msg.store_host or self.default_store_host
         if not store_host:
             raise UsageError("no store host: give --store-host (storeHost) or set brokerIP1 in the broker config")
-        born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
-        store_ip, store_port = _host(store_host, "storeHost")
-        combo = (len(born_ip) == 16) + 2 * (len(store_ip) == 16)
-        # the broker sets the IPv6 bits from the address types; a stale bit would misplace every later field
-        sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
-        sys_flag |= (S.BORNHOST_V6_FLAG if combo & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if combo & 2 else 0)
+        born_ip, born_port, store_ip, store_port, combo, sys_flag = record_hosts(msg, store_host)
         body = bytes(msg.body)
         props = stored_properties(msg, len(body), self.version, self.crc_trailer, self.config, self.next_queue_offset)
         size = S.record_length(sys_flag, len(body), len(topic_bytes), len(props), v2)
-        if size > self.config.maxMessageSize + ENCODER_HEADROOM:
-            raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
-        if size + S.END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
-                             f"{self.file_size}-byte commitlog file")
+        check_record_size(size, self.config.maxMessageSize, self.file_size)
         dispatched = sys_flag & S.TRANSACTION_MASK in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
         queue_offset = self.next_queue_offset(msg.topic, msg.queue_id) if dispatched else 0
         start, pos = self._tail.place(size)
         born_ts = self.clock() if msg.born_timestamp is None else msg.born_timestamp
         store_ts = self.clock() if msg.store_timestamp is None else msg.store_timestamp
+        # the record's fields in layout order, as the encoder takes them (kept dense: formatting would stack 18 lines)
         row = (pos, size, S.MAGIC_V2 if v2 else S.MAGIC_V1, msg.queue_id, msg.flag, queue_offset, start + pos, sys_flag,
                born_ts, born_port, store_ts, store_port, msg.reconsume_times, msg.prepared_transaction_offset,
-               len(body), len(topic_bytes), len(props), combo)
+               len(body), len(topic_bytes), len(props), combo)  # fmt: skip
         parts = (born_ip, store_ip, body, topic_bytes, props)
         if dispatched and self.config.enableMultiDispatch and PROPERTY_MULTI_DISPATCH.encode() in props:
             # written at once by the reference encoder: its entries are read from the record itself
@@ -767,6 +756,34 @@ def staged_places(staged: list) -> tuple[np.ndarray, np.ndarray]:
 def dumps_appended(a: Appended) -> str:
     """An acknowledgement line: compact JSON of Appended's fields."""
     return orjson.dumps(a.as_dict()).decode() + "\n"
+
+
+def refuse_dledger_replica(root: Path, config: BrokerConfig):
+    """A message appended offline to one replica of a DLedger group makes its log diverge from the others'."""
+    if root.is_dir() and dledger.detect(root, config) is not None:
+        raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
+                         "replica makes its log diverge from the others' (a new leader truncates or contradicts "
+                         "it); refusing. Send it through the group's leader instead", root)
+
+
+def record_hosts(msg: NewMessage, store_host: str) -> tuple[bytes, int, bytes, int, int, int]:
+    """(born ip, born port, store ip, store port, host combination, sysFlag) of a message's record: the broker sets
+    the IPv6 bits from the address types; a stale bit would misplace every later field."""
+    born_ip, born_port = _host(msg.born_host or store_host, "bornHost")
+    store_ip, store_port = _host(store_host, "storeHost")
+    combo = (len(born_ip) == 16) + 2 * (len(store_ip) == 16)
+    sys_flag = msg.sys_flag & ~(S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)
+    sys_flag |= (S.BORNHOST_V6_FLAG if combo & 1 else 0) | (S.STOREHOSTADDRESS_V6_FLAG if combo & 2 else 0)
+    return born_ip, born_port, store_ip, store_port, combo, sys_flag
+
+
+def check_record_size(size: int, max_message_size: int, file_size: int):
+    """A record the broker's encoder refuses, or one no commitlog file can hold beside its end-of-file blank."""
+    if size > max_message_size + ENCODER_HEADROOM:
+        raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
+    if size + S.END_FILE_MIN_BLANK_LENGTH > file_size:
+        raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
+                         f"{file_size}-byte commitlog file")
 
 
 def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: int):
