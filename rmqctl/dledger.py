@@ -398,22 +398,9 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
         if rel + head.size > limit:
             stop = Stop(at, "truncated-entry", "the entry header runs past the end of the file")
             break
-        _, _, idx, term, pos, _, _, _, body = head.unpack_from(buf, rel)
-        reason = None
-        if pos != at:
-            reason = ("entry-pos", f"pos field {pos}, the entry is at {at}")
-        elif body + S.DLEDGER_BODY_OFFSET != entry_size:
-            reason = ("entry-size", f"size {entry_size} != bodyLength {body} + {S.DLEDGER_BODY_OFFSET}")
-        elif entry_size < 0 or rel + entry_size > limit:
-            reason = ("bad-length", f"size {entry_size} runs past the end of the file")
-        elif magic != S.DLEDGER_MAGIC:
-            reason = ("illegal-magic", f"magic {magic}")
-        elif last_index != -1 and idx != last_index + 1:
-            reason = ("entry-index", f"index {idx} after {last_index}")
-        elif term < last_term:
-            reason = ("entry-term", f"term {term} after {last_term}")
-        elif entry_size <= S.DLEDGER_HEADER_SIZE:
-            reason = ("bad-length", f"size {entry_size} <= {S.DLEDGER_HEADER_SIZE}")
+        header = head.unpack_from(buf, rel)
+        idx, term = header[2], header[3]
+        reason = _entry_problem(header, at, entry_size, limit - rel, last_index, last_term)
         if reason is not None:
             stop = Stop(at, *reason)
             break
@@ -435,6 +422,28 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
     committed, committed_pos = _committed(index_queue, state_long(checkpoint, "committedIndex"), begin, last_index, kept)
     return Recovery(start, process, stop, last_index, last_term, begin, rewrite_from, mismatch, exits, committed,
                     committed_pos, kept)
+
+
+def _entry_problem(header: tuple, at: int, entry_size: int, room: int, last_index: int,
+                   last_term: int) -> tuple[str, str] | None:
+    """Why recover stops at the entry at commitlog position `at` (kind, detail), checked in the broker's order;
+    None: it is taken. `room`: the bytes from the entry to the end of its file."""
+    magic, _, idx, term, pos, _, _, _, body = header
+    if pos != at:
+        return "entry-pos", f"pos field {pos}, the entry is at {at}"
+    if body + S.DLEDGER_BODY_OFFSET != entry_size:
+        return "entry-size", f"size {entry_size} != bodyLength {body} + {S.DLEDGER_BODY_OFFSET}"
+    if entry_size < 0 or entry_size > room:
+        return "bad-length", f"size {entry_size} runs past the end of the file"
+    if magic != S.DLEDGER_MAGIC:
+        return "illegal-magic", f"magic {magic}"
+    if last_index != -1 and idx != last_index + 1:
+        return "entry-index", f"index {idx} after {last_index}"
+    if term < last_term:
+        return "entry-term", f"term {term} after {last_term}"
+    if entry_size <= S.DLEDGER_HEADER_SIZE:
+        return "bad-length", f"size {entry_size} <= {S.DLEDGER_HEADER_SIZE}"
+    return None
 
 
 def _committed(index_queue, wanted: int | None, begin: int, last_index: int, kept: np.ndarray) -> tuple[int, int]:

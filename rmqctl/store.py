@@ -730,8 +730,8 @@ class Store:
         """Index files in load order (lexicographic names = creation time). On a live store, the files of its
         snapshot, the one the broker was writing as it was then (rmqctl.live.freeze_index); a file deleted
         since is left out, one created since is not yet there."""
-        return [ix for p in self.index_paths() if INDEX_FILE_NAME.match(p.name)
-                for ix in [self.open_index_file(p)] if ix is not None]
+        paths = [p for p in self.index_paths() if INDEX_FILE_NAME.match(p.name)]
+        return [ix for ix in map(self.open_index_file, paths) if ix is not None]
 
     def open_index_file(self, path: Path) -> IndexFile | None:
         """One index file (StoreError when too short for its header); on a live store as the snapshot saw it,
@@ -754,8 +754,9 @@ class Store:
     def checkpoint(self) -> dict | None:
         """The checkpoint's fields (and `fileSize`); on a live store, as the snapshot read it."""
         live = self.live
-        return dict(live.checkpoint) if live is not None and live.checkpoint is not None else read_checkpoint(
-            self.checkpoint_path)
+        if live is not None and live.checkpoint is not None:
+            return dict(live.checkpoint)
+        return read_checkpoint(self.checkpoint_path)
 
     def abort_exists(self) -> bool:
         return self.abort_path.exists()
