@@ -70,29 +70,23 @@ def record_starts(buf, limit: int, allow_v2: bool, start: int, stop_at: int) -> 
     return dispatch_walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
 
 
-def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
-                  jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
-    """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
-    entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
-    the GIL)."""
-    u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
-    if starts is None:
-        starts, stop = dispatch_walk(u8, limit, allow_v2, 0, limit)
-    else:
-        stop = limit
+def _decode_parallel(u8: np.ndarray, starts: np.ndarray, stop: int, allow_v2: bool, multi_dispatch: bool,
+                     with_keys: bool, jobs: int | None) -> tuple:
+    """The records at `starts` decoded in `jobs` threads, up to the first one a kernel cannot decode: (their
+    columns: position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference; topic name -> id; key
+    records; key hashes; where dispatch stops; how many were decoded)."""
     n = len(starts)
     size, phy, store_ts, qid, qoff, sysflag, topic, tags = (np.empty(n, np.int64) for _ in range(8))
     reference = np.empty(n, np.bool_)
     bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
 
     def decode(lo: int, hi: int):
-        return dispatch_decode(u8, starts[lo:hi], allow_v2, config.enableMultiDispatch, with_keys, size[lo:hi], phy[lo:hi],
+        return dispatch_decode(u8, starts[lo:hi], allow_v2, multi_dispatch, with_keys, size[lo:hi], phy[lo:hi],
                               store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
                               reference[lo:hi])
 
     with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1) as pool:
         decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
-    topics: list[str] = []
     topic_ids: dict[str, int] = {}
     keys_rec, keys_hash = [], []
     done = 0
@@ -108,12 +102,27 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
         if decoded_here < hi - lo:  # read_record will say what it is; nothing after it is dispatched
             stop = int(starts[done])
             break
-    topics.extend(topic_ids)
-    position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = (
-        a[:done] for a in (starts, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference))
+    columns = tuple(a[:done] for a in (starts, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference))
     key_record, key_hash = (keys_rec[0], keys_hash[0]) if len(keys_rec) == 1 else (
         np.concatenate(keys_rec), np.concatenate(keys_hash))
+    return columns, topic_ids, key_record, key_hash, stop, done
 
+
+def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
+                  jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
+    """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
+    entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
+    the GIL)."""
+    u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
+    if starts is None:
+        starts, stop = dispatch_walk(u8, limit, allow_v2, 0, limit)
+    else:
+        stop = limit
+    multi = config.enableMultiDispatch
+    decoded, topic_ids, key_record, key_hash, stop, done = _decode_parallel(u8, starts, stop, allow_v2, multi,
+                                                                            with_keys, jobs)
+    position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = decoded
+    topics = list(topic_ids)
     t = sysflag & S.TRANSACTION_MASK
     vec = ((t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)) & ~reference
     if vec.all():  # every record: the columns themselves
