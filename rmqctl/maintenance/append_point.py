@@ -68,17 +68,20 @@ def store_version(root: Path, votes: dict[int, int]) -> tuple[int, str] | None:
     return None
 
 
-def append_point(store: Store, config: BrokerConfig, version: int, version_source: str) -> AppendPoint:
-    """recoverNormally's walk, from its start file (recovery.normal_recovery_start) or the dispatch point, if
-    earlier, to the first record that fails checkMessageAndReturnSize; then everything after it must be zeros."""
-    files = store.commitlog.files
-    size = store.commitlog.file_size
+def _require_whole_files(files: list, size: int):
+    """Every commitlog file of the configured size, each starting where the previous one ends, as load requires."""
     for f in files:
         if f.length != size:
-            raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it", f.path)
+            raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse "
+                             "to load it", f.path)
     for a, b in zip(files, files[1:]):
         if b.start != a.start + size:
-            raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path)
+            raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`",
+                             b.path)
+
+
+def _dispatched_ends(store: Store, config: BrokerConfig) -> tuple[int, int]:
+    """Where the consumequeues' last entries and the last index file end in the commitlog (-1: nothing)."""
     cq_end = index_end = -1
     for cq in store.consume_queues():
         for _, f, written, arr in cq.units():
@@ -90,6 +93,16 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         ix = store.index_files()
         if ix and ix[-1].index_count > 1:
             index_end = ix[-1].header["endPhyOffset"]
+    return cq_end, index_end
+
+
+def append_point(store: Store, config: BrokerConfig, version: int, version_source: str) -> AppendPoint:
+    """recoverNormally's walk, from its start file (recovery.normal_recovery_start) or the dispatch point, if
+    earlier, to the first record that fails checkMessageAndReturnSize; then everything after it must be zeros."""
+    files = store.commitlog.files
+    size = store.commitlog.file_size
+    _require_whole_files(files, size)
+    cq_end, index_end = _dispatched_ends(store, config)
     min_offset = files[0].start if files else 0
     reput_from = max(cq_end, batch_max_phy(store), min_offset)  # recoverConsumeQueue: every queue, BatchCQ too
     recover_idx = normal_recovery_start(store, lambda: reput_from)
