@@ -435,21 +435,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                                entries=sum(build.queued.values()) + sum(build.queued_batch.values()),
                                warnings=build.warnings,
                                interrupted=interrupted)
-        skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
-        problems = []
-        for t, q in sorted(built | set(live)):
-            new_dir = root / "consumequeue" / t / str(q) if (t, q) in built else None
-            d, written = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
-            wanted = build.queued.get((t, q), 0) - skipped[f"{t}/{q}"]
-            if written != wanted:
-                problems.append(f"{t}/{q}: {written} units written for {wanted} dispatched messages")
-            if d.added or d.removed or d.changed:
-                result.queues.append(d)
-            else:
-                result.unchangedQueues += 1
-            if (t, q) in live and (t, q) not in built:
-                result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
-                                       "it is removed (its queue offsets restart when it is next written)")
+        problems = _compare_queues(build, live, root / "consumequeue", file_size, result)
         queues_changed = bool(result.queues)
         problems += _stage_batch_queues(store, txn, build, selected, subset, result)
         if problems:
@@ -458,16 +444,7 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
         if not subset and build.dispatcher.logics_ts:
             stage_checkpoint(store, txn, result.checkpoint, logicsMsgTimestamp=build.dispatcher.logics_ts)
         if queues_changed:
-            if subset:
-                for t, q in sorted(built | set(live)):
-                    target = store.consumequeue_dir / t / str(q)
-                    if (t, q) in built:
-                        txn.replace(target, root / "consumequeue" / t / str(q))
-                    else:
-                        txn.remove(target)
-            else:
-                (root / "consumequeue").mkdir(exist_ok=True)
-                txn.replace(store.consumequeue_dir, root / "consumequeue")
+            _swap_queues(store, txn, root / "consumequeue", built, live, subset)
         if result.changed:
             within = tuple(f"{d}/{t}/{q}/" for t, q in built | set(live) | set(build.queued_batch)
                            for d in ("consumequeue", batchcq.DIRECTORY)) if subset else ()
@@ -476,6 +453,43 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
                 result.backup = txn.commit().get("backup")
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _compare_queues(build, live: dict, staged: Path, file_size: int, result: RebuildResult) -> list[str]:
+    """Each rebuilt queue (staged under `staged`) against the store's (`live`) into `result`: what changed, and a
+    warning for a queue no record feeds any more. Returns the problems: a queue whose units written are not the
+    messages dispatched to it."""
+    built = set(build.queued)
+    skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
+    problems = []
+    for t, q in sorted(built | set(live)):
+        new_dir = staged / t / str(q) if (t, q) in built else None
+        d, written = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
+        wanted = build.queued.get((t, q), 0) - skipped[f"{t}/{q}"]
+        if written != wanted:
+            problems.append(f"{t}/{q}: {written} units written for {wanted} dispatched messages")
+        if d.added or d.removed or d.changed:
+            result.queues.append(d)
+        else:
+            result.unchangedQueues += 1
+        if (t, q) in live and (t, q) not in built:
+            result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
+                                   "it is removed (its queue offsets restart when it is next written)")
+    return problems
+
+
+def _swap_queues(store: Store, txn, staged: Path, built: set, live: dict, subset: bool):
+    """The rebuilt queues in: each selected queue's directory (a subset), else the whole consumequeue/."""
+    if not subset:
+        staged.mkdir(exist_ok=True)
+        txn.replace(store.consumequeue_dir, staged)
+        return
+    for t, q in sorted(built | set(live)):
+        target = store.consumequeue_dir / t / str(q)
+        if (t, q) in built:
+            txn.replace(target, staged / t / str(q))
+        else:
+            txn.remove(target)
 
 
 def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
