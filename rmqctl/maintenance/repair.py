@@ -451,22 +451,19 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
         earlier = check_earlier_files(store, checker, start, seen, reporter)
         broker = walk(store, checker, start, seen, reporter)
         first_bad = earlier[0] if earlier else None
-        if scan_all and first_bad is not None:
-            cut, zero_from, stop = first_bad.commitLogOffset, first_bad.commitLogOffset, first_bad
-            last_kept = seen.at_first_bad[1]  # the last record start below the first bad record
-        else:
-            cut, zero_from, stop, last_kept = broker.cut, broker.zero_from, broker.stop, broker.last_message
+        cut, zero_from, stop, last_kept = _the_cut(scan_all, first_bad, broker, seen)
         past = records_past(store, checker, cut)
         alternative = _alternative(scan_all, first_bad, broker, seen)
-        txn = Transaction(store.root, "repair", "repair" + (" --scan-all" if scan_all else ""), keep_backup,
-                          beside=elsewhere(store)) if not dry_run else None
+        txn = None
+        if not dry_run:
+            command = "repair --scan-all" if scan_all else "repair"
+            txn = Transaction(store.root, "repair", command, keep_backup, beside=elsewhere(store))
         try:
             padded: list = []
             commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
             queues_of: dict = {}
             consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
-            by_queue = Counter(queues_of.get(off) or (f"{r.topic}/{r.queueId}" if isinstance(r, Message) else "unknown")
-                               for off, r in past)
+            by_queue = Counter(_queue_of(off, r, queues_of) for off, r in past)
             index, index_ts = plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
             checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
@@ -482,18 +479,41 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
                 notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer,
                 padded=padded)
             if txn is not None:
-                kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
-                preexisting = Preexisting(store)
-                problems = _check_staged(store, txn, cut, zero_from) or verify_staged(
-                    store, txn, None, accepted=lambda f: any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad)
-                    or preexisting(f))
-                result.keptFindings = [_kept(f, result) for f in preexisting.kept]
-                swap_in(store, txn, result, problems)
+                _check_and_swap_in(store, txn, result, zero_from)
         finally:
             if txn is not None:
                 txn.discard()
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _queue_of(offset: int, record, queues_of: dict) -> str:
+    """The queue (topic/queueId) a record past the cut was dispatched to, or its own; `unknown` for no message."""
+    return queues_of.get(offset) or (f"{record.topic}/{record.queueId}" if isinstance(record, Message) else "unknown")
+
+
+def _the_cut(scan_all: bool, first_bad, broker, seen) -> tuple:
+    """(cut, zero from, the record stopped at, the last record kept): at the first bad record with --scan-all,
+    else where the broker's recovery walk stops."""
+    if scan_all and first_bad is not None:
+        # the last record kept: the last record start below the first bad record
+        return first_bad.commitLogOffset, first_bad.commitLogOffset, first_bad, seen.at_first_bad[1]
+    return broker.cut, broker.zero_from, broker.stop, broker.last_message
+
+
+def _check_and_swap_in(store: Store, txn: Transaction, result: RepairResult, zero_from: int):
+    """Read the staged repair back and verify it, accepting the bad records repair leaves in place (notCut) and
+    the findings the store had before; then swap it in (swap_in)."""
+    kept_bad = [(b.commitLogOffset, b.commitLogOffset + (b.storeSize or 1)) for b in result.notCut]
+    preexisting = Preexisting(store)
+
+    def accepted(f) -> bool:
+        return any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad) or preexisting(f)
+
+    problems = _check_staged(store, txn, result.cutOffset, zero_from) or verify_staged(store, txn, None,
+                                                                                       accepted=accepted)
+    result.keptFindings = [_kept(f, result) for f in preexisting.kept]
+    swap_in(store, txn, result, problems)
 
 
 def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list[str]):
@@ -546,14 +566,9 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
     iq = store.dledger_index
     r = D.recover(store.commitlog, iq, state)
     files = store.commitlog.files
-    if r.exits:
-        raise StoreError(f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file, and "
-                         "refuses to truncate that much (it exits: \"processOffset is too small\"); nothing was changed. "
-                         "Check the data files by hand (`rmqctl verify`)", files[-1].path)
+    _refuse_dledger_exit(r, files)
     cut = r.cut
-    last_kept = int(r.kept[-1, 1]) + S.DLEDGER_BODY_OFFSET if len(r.kept) else -1
-    if last_kept < 0 and r.start_file > 0:  # nothing kept from the start file on: the last entry before it
-        last_kept = _last_message_below(store, files[r.start_file].start)
+    last_kept = _dledger_last_kept(store, r)
     scan = store.scan()
     past = [(f.start + m.position, m) for f, m in scan.records(start=cut)]
     not_cut = _damage_kept(store, cut)
@@ -561,7 +576,9 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
     if r.stop is not None:
         f = store.commitlog.find(r.stop.position)
         stop = BadRecord(r.stop.position, f.name, r.stop.position - f.start, r.stop.kind, r.stop.detail)
-    txn = Transaction(store.root, "repair", "repair", keep_backup, beside=elsewhere(store)) if not dry_run else None
+    txn = None
+    if not dry_run:
+        txn = Transaction(store.root, "repair", "repair", keep_backup, beside=elsewhere(store))
     try:
         padded: list = []  # short last consumequeue or index files, made whole as for a plain store
         commitlog = plan_commitlog(store, cut, cut, txn, padded)
@@ -582,12 +599,34 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
             checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger,
             padded=padded)
         if txn is not None:
-            swap_in(store, txn, result, _check_staged_dledger(store, txn, r) or verify_staged(
-                store, txn, None, accepted=lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut))
+            problems = _check_staged_dledger(store, txn, r) or verify_staged(store, txn, None, accepted=_before(cut))
+            swap_in(store, txn, result, problems)
     finally:
         if txn is not None:
             txn.discard()
     return result
+
+
+def _refuse_dledger_exit(r, files: list):
+    """DLedger's recovery exits rather than truncate more than a file before the last data file: so does repair."""
+    if r.exits:
+        raise StoreError(f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file, and "
+                         "refuses to truncate that much (it exits: \"processOffset is too small\"); nothing was changed. "
+                         "Check the data files by hand (`rmqctl verify`)", files[-1].path)
+
+
+def _before(cut: int) -> Callable:
+    """Accepts a finding of the staged store before the cut: the repair keeps what lies before it as it was."""
+    return lambda f: f.commitLogOffset is not None and f.commitLogOffset < cut
+
+
+def _dledger_last_kept(store: Store, r) -> int:
+    """The last message DLedger's recovery keeps: its last kept entry's body, else (nothing kept from the start
+    file on) the last entry before that file; -1 for none."""
+    last_kept = int(r.kept[-1, 1]) + S.DLEDGER_BODY_OFFSET if len(r.kept) else -1
+    if last_kept < 0 and r.start_file > 0:
+        last_kept = _last_message_below(store, store.commitlog.files[r.start_file].start)
+    return last_kept
 
 
 def _last_message_below(store: Store, offset: int) -> int:
