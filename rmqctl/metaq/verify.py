@@ -29,6 +29,14 @@ class _Findings(list):
 
 
 def _check_partition(store: MetaqStore, part: Partition, out: _Findings, stats: dict):
+    _partition_findings(store, part, out)
+    for i, seg in enumerate(part.segments):
+        _check_segment(store, seg, i == len(part.segments) - 1, out, stats)
+
+
+def _partition_findings(store: MetaqStore, part: Partition, out: _Findings):
+    """What is wrong with a partition as a whole: its oddities, an interrupted rmqctl run, no segment, gaps
+    and overlaps between segments."""
     for o in part.oddities:
         out.add(o.kind, ODDITY_SEVERITY[o.kind], store.relative(o.path), None, None, o.detail)
     state = pending(part.path / RMQCTL_DIR) if (part.path / RMQCTL_DIR).is_dir() else None
@@ -44,46 +52,49 @@ def _check_partition(store: MetaqStore, part: Partition, out: _Findings, stats: 
                 f"starts at {b.start} but {store.relative(a.path)} ends at {a.end} ({abs(b.start - a.end)} bytes "
                 f"{'missing' if kind == 'gap' else 'claimed twice'}): validateSegments throws and the broker does "
                 f"not load {part.name}")
-    for i, seg in enumerate(part.segments):
-        last = i == len(part.segments) - 1
-        rel = store.relative(seg.path)
-        buf = seg.read()
-        pos, cut, zeros, intact_after, later = 0, None, [], 0, []
-        while pos < seg.size:
-            chk = check_record(buf, pos, seg.size)
-            if chk.next is None:
-                if cut is None:
-                    cut = chk
-                else:
-                    later.append(chk)
-                if chk.problem != "checksum-mismatch":
-                    break  # the length cannot be trusted: nothing further can be walked
-                pos += M.HEADER_LEN + chk.header[0]  # only the data is bad: its length still leads to the next header
-                continue
-            if cut is not None:  # past the first bad record: only counted, the broker never gets here
-                intact_after += 1
-                pos = chk.next
-                continue
-            stats["records"] += 1
-            msg_len, _, _, flag = chk.header
-            if is_zero_header(chk.header):
-                zeros.append(pos)
-            try:
-                decode_data(msg_len, flag, memoryview(buf)[pos + M.HEADER_LEN : chk.next])
-            except DecodeError as e:
-                out.add("undecodable", "error", rel, pos, seg.start + pos,
-                        f"{e}; the checksum is right, so the broker serves it and every consumer fails on it")
+
+
+def _check_segment(store: MetaqStore, seg, last: bool, out: _Findings, stats: dict):
+    """One segment walked with the broker's record check: records that do not decode, all-zero records, the first
+    bad record (where the broker's recovery cuts) and those after it."""
+    rel = store.relative(seg.path)
+    buf = seg.read()
+    pos, cut, zeros, intact_after, later = 0, None, [], 0, []
+    while pos < seg.size:
+        chk = check_record(buf, pos, seg.size)
+        if chk.next is None:
+            if cut is None:
+                cut = chk
+            else:
+                later.append(chk)
+            if chk.problem != "checksum-mismatch":
+                break  # the length cannot be trusted: nothing further can be walked
+            pos += M.HEADER_LEN + chk.header[0]  # only the data is bad: its length still leads to the next header
+            continue
+        if cut is not None:  # past the first bad record: only counted, the broker never gets here
+            intact_after += 1
             pos = chk.next
-        stats["bytes"] += seg.size
-        if zeros:
-            out.add("zero-records", "warning", rel, zeros[0], seg.start + zeros[0],
-                    f"{len(zeros)} all-zero 20-byte record(s) from offset {seg.start + zeros[0]}: msgLen 0 and checksum "
-                    "0 pass the broker's check, so it keeps and serves them as empty messages with id 0 (a zero-filled "
-                    "tail reads this way)")
-        if cut is not None:
-            _damage(out, seg, rel, cut, last, later=False, intact_after=intact_after)
-        for chk in later:
-            _damage(out, seg, rel, chk, last, later=True)
+            continue
+        stats["records"] += 1
+        msg_len, _, _, flag = chk.header
+        if is_zero_header(chk.header):
+            zeros.append(pos)
+        try:
+            decode_data(msg_len, flag, memoryview(buf)[pos + M.HEADER_LEN : chk.next])
+        except DecodeError as e:
+            out.add("undecodable", "error", rel, pos, seg.start + pos,
+                    f"{e}; the checksum is right, so the broker serves it and every consumer fails on it")
+        pos = chk.next
+    stats["bytes"] += seg.size
+    if zeros:
+        out.add("zero-records", "warning", rel, zeros[0], seg.start + zeros[0],
+                f"{len(zeros)} all-zero 20-byte record(s) from offset {seg.start + zeros[0]}: msgLen 0 and checksum "
+                "0 pass the broker's check, so it keeps and serves them as empty messages with id 0 (a zero-filled "
+                "tail reads this way)")
+    if cut is not None:
+        _damage(out, seg, rel, cut, last, later=False, intact_after=intact_after)
+    for chk in later:
+        _damage(out, seg, rel, chk, last, later=True)
 
 
 def _damage(out: _Findings, seg, rel: str, chk, last: bool, later: bool, intact_after: int = 0):
