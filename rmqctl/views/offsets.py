@@ -397,15 +397,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
         cfg = broker_config(store, name)
         if cfg.main.exists or cfg.bak.exists:
             present.append(str(cfg.main.path))
-        if cfg.load_fails:
-            notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
-            continue
-        if cfg.loaded_from == "bak":
-            notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path} "
-                         "(an older persist) instead, and these offsets come from it")
-        source = str(cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path)
-        entries, bad = committed_offsets(cfg.document)
-        notes += [f"{source}: {b}" for b in bad]
+        source, entries = _loaded_offsets(cfg, notes)
         for c in entries:
             cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
             if cq is None and bcq is None:
@@ -418,11 +410,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
                 view = cache.get(key) or cache.setdefault(key, RocksQueueView(rocks, cq, times.min_offset)
                                                           if rocks is not None else queue_view(store, cq, times.min_offset))
                 lo, hi = view.min_offset, view.max_offset
-            status, note = "ok", None
-            if c.offset < lo:
-                status, note = "behind-min", f"below the queue's min {lo}: the broker serves from {lo}, skipping {lo - c.offset} deleted"
-            elif c.offset > hi:
-                status, note = "ahead-of-max", f"above the queue's max {hi}: the broker resets the pull to {hi}"
+            status, note = _offset_status(c.offset, lo, hi)
             lag = max(hi - max(c.offset, lo), 0)
             if not lag:
                 oldest = None
@@ -436,6 +424,30 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     elif not rows:
         notes.append(f"{', '.join(present)}: no committed offset")
     return rows, notes
+
+
+def _loaded_offsets(cfg, notes: list[str]) -> tuple[str | None, list]:
+    """The file an offsets config loads from (main, else .bak, as ConfigManager.load) and its committed offsets;
+    a note for a .bak loaded, for entries that do not read, and for a config the broker cannot load (no offsets)."""
+    if cfg.load_fails:
+        notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
+        return None, []
+    if cfg.loaded_from == "bak":
+        notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path} "
+                     "(an older persist) instead, and these offsets come from it")
+    source = str(cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path)
+    entries, bad = committed_offsets(cfg.document)
+    notes += [f"{source}: {b}" for b in bad]
+    return source, entries
+
+
+def _offset_status(offset: int, lo: int, hi: int) -> tuple[str, str | None]:
+    """A committed offset against its queue's range: what the broker does with it on the next pull."""
+    if offset < lo:
+        return "behind-min", f"below the queue's min {lo}: the broker serves from {lo}, skipping {lo - offset} deleted"
+    if offset > hi:
+        return "ahead-of-max", f"above the queue's max {hi}: the broker resets the pull to {hi}"
+    return "ok", None
 
 
 def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
