@@ -103,6 +103,21 @@ def finder(*claims: str):
     return register
 
 
+def entry_finder(name: str, present: Callable[[Path], bool] = Path.is_dir):
+    """Register a part finder of the one root entry `name`, called with the layout and the entry's path when
+    `present` holds for it (no part otherwise)."""
+
+    def register(fn: Callable[[Layout, Path], list[Part]]):
+        def find(layout: Layout) -> list[Part]:
+            base = layout.root / name
+            return fn(layout, base) if present(base) else []
+
+        FINDERS.append(Finder(fn.__name__, (name,), find))
+        return fn
+
+    return register
+
+
 def listing(path: Path) -> list[str]:
     try:
         return sorted(os.listdir(path))
@@ -246,13 +261,10 @@ CONFIG_DATABASES = ("metadata", "consumerOffsets", "topics", "subscriptionGroups
 CONFIG_WRITERS = frozenset({"config restore"})
 
 
-@finder("config")
-def config_dir(layout: Layout) -> list[Part]:
+@entry_finder("config")
+def config_dir(layout: Layout, base: Path) -> list[Part]:
     """config/: the JSON config files, and the RocksDB config databases (5.2+) beside them; any other
     RocksDB database there (config/rdb of configManagerVersion=V2) is not read."""
-    base = layout.root / "config"
-    if not base.is_dir():
-        return []
     out = [Part("config", base, "config files (JSON)", True)]
     for name in listing(base):
         if not ((base / name).is_dir() and is_rocksdb_dir(base / name)):
@@ -305,24 +317,18 @@ def consumequeue(layout: Layout) -> list[Part]:
     return out
 
 
-@finder("batchconsumequeue")
-def batch_consume_queue(layout: Layout) -> list[Part]:
-    base = layout.root / "batchconsumequeue"
-    if not has_content(base):
-        return []
+@entry_finder("batchconsumequeue", has_content)
+def batch_consume_queue(layout: Layout, base: Path) -> list[Part]:
     topics = frozenset(n for n in listing(base) if (base / n).is_dir())
     # read (rmqctl.batchcq); written by rebuild consumequeue and dispatched to by append, which say so (`understood`)
     return [Part("batchconsumequeue", base, "batch consume queues (topics with queue.type=BatchCQ)", True,
                  topics=topics, write=False)]
 
 
-@finder("compaction")
-def compaction(layout: Layout) -> list[Part]:
+@entry_finder("compaction")
+def compaction(layout: Layout, base: Path) -> list[Part]:
     """Every 5.x broker writes compaction/position-checkpoint; with an empty offset map and no compaction log
     there are no compaction topics: nothing to read."""
-    base = layout.root / "compaction"
-    if not base.is_dir():
-        return []
     names = listing(base)
     checkpoint = base / "position-checkpoint"
     if set(names) <= {"position-checkpoint"} and (not names or empty_offset_map(checkpoint)):
