@@ -671,10 +671,11 @@ class Store:
         try:
             rec = read_record(f.buf, pos, min(len(f.buf), self.commitlog.file_size))
         except RecordError as e:
-            raise StoreError(f"no record starts at commitlog offset {offset}: {e.detail}", f.path, position=pos) from None
+            detail = f"no record starts at commitlog offset {offset}: {e.detail}"
+            raise StoreError(detail, f.path, position=pos) from None
         if isinstance(rec, Blank):
-            raise StoreError(f"commitlog offset {offset} is the BLANK end-of-file record, not a message", f.path,
-                             position=pos)
+            detail = f"commitlog offset {offset} is the BLANK end-of-file record, not a message"
+            raise StoreError(detail, f.path, position=pos)
         return f, rec
 
     # -- consumequeues -----------------------------------------------------------------------------------
@@ -701,19 +702,15 @@ class Store:
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         self.parts.require_file_queues()
-        return ConsumeQueue(topic, queue_id, self.consumequeue_dir / topic / str(queue_id), self.consumequeue_file_size,
-                            self.live)
+        directory = self.consumequeue_dir / topic / str(queue_id)
+        return ConsumeQueue(topic, queue_id, directory, self.consumequeue_file_size, self.live)
 
     def consume_queues(self) -> list[ConsumeQueue]:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
         self.parts.require_file_queues()
-        out = []
-        for topic_dir in self._dirs(self.consumequeue_dir):
-            for qdir in self._dirs(topic_dir):
-                if qdir.name.lstrip("-").isdigit():
-                    out.append(ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size,
-                                            self.live))
-        return out
+        return [ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size, self.live)
+                for topic_dir in self._dirs(self.consumequeue_dir) for qdir in self._dirs(topic_dir)
+                if qdir.name.lstrip("-").isdigit()]
 
     # -- index -------------------------------------------------------------------------------------------
     def index_paths(self) -> list[Path]:
