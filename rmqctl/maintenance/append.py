@@ -628,9 +628,7 @@ class Appender:
         self._tail = CommitLogTail(store, rec.end, self.dry_run)
         if self.dry_run:
             return
-        self._dispatcher = Dispatcher(self.root, self.config, self.cq_file_size, self.slot_num, self.index_num,
-                                      index_clock=self.clock, index_by_store_time=self.keep_index_time,
-                                      batch_topics=self._batch_topics, batch_file_size=queue_file_size(store))
+        self._dispatcher = appending_dispatcher(self, store)
         self._writer = BatchWriter(self._dispatcher, self.version >= 5, build_cq=True, build_index=True)
         if rec.catch_up:
             catch_up(store, self._dispatcher, rec)
@@ -725,8 +723,8 @@ class Appender:
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
         last = staged[-1]
-        write_checkpoint(self.root, int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2], d.logics_ts,
-                         index.completed_end_ts if index is not None else 0)
+        physic_ts = int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2]
+        write_checkpoint(self.root, physic_ts, d.logics_ts, index.completed_end_ts if index is not None else 0)
         self._committed = True
         self._tail.close_full()  # full files: nothing more to write there
         return staged
@@ -756,6 +754,13 @@ def staged_places(staged: list) -> tuple[np.ndarray, np.ndarray]:
 def dumps_appended(a: Appended) -> str:
     """An acknowledgement line: compact JSON of Appended's fields."""
     return orjson.dumps(a.as_dict()).decode() + "\n"
+
+
+def appending_dispatcher(app: Appender, store: Store) -> Dispatcher:
+    """The Dispatcher an Appender writes its consumequeue, BatchCQ and index entries with."""
+    return Dispatcher(app.root, app.config, app.cq_file_size, app.slot_num, app.index_num, index_clock=app.clock,
+                      index_by_store_time=app.keep_index_time, batch_topics=app._batch_topics,
+                      batch_file_size=queue_file_size(store))
 
 
 def refuse_dledger_replica(root: Path, config: BrokerConfig):
