@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from rmqctl import rules
 from rmqctl.findings import KINDS, RECORD_ERROR_KINDS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rmqctl"
@@ -67,9 +68,11 @@ def test_every_registered_kind_is_named_somewhere():
 
 
 def test_read_records_refusals_map_to_registered_kinds():
-    raised = set()
-    for node in ast.walk(ast.parse((PACKAGE / "record.py").read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "RecordError":
-            raised |= set(_strings(node.args[0]))
-    assert raised and raised <= set(RECORD_ERROR_KINDS)
+    """read_record refuses with the acceptance rule's verdicts (rules.VERDICT_KINDS, all but a record and a
+    BLANK): each maps to a finding kind verify registers, and none is left unmapped."""
+    builds = [ast.unparse(node.args[0]) for node in ast.walk(ast.parse((PACKAGE / "record.py").read_text()))
+              if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "RecordError"]
+    assert builds == ["rules.VERDICT_KINDS[verdict]"]
+    refusals = {kind for verdict, kind in enumerate(rules.VERDICT_KINDS) if verdict not in (rules.RECORD, rules.BLANK)}
+    assert refusals == set(RECORD_ERROR_KINDS)
     assert set(RECORD_ERROR_KINDS.values()) <= set(KINDS)
