@@ -166,6 +166,20 @@ def test_unit_past_the_commitlog_end(timer_store):
     assert "past the end of the commitlog" in rows[0]["detail"]
 
 
+def test_unit_whose_record_is_damaged(timer_store):
+    """A pending unit pointing at a record whose magic is broken: found in the window that holds the record,
+    and named a consequence of that damage."""
+    u = pending_unit()
+    f = Store(timer_store, load_config(CONF)).commitlog.find(u["offsetPy"])
+    patch(f.path, u["offsetPy"] - f.start + S.MAGIC_AT, S.INT32.pack(1))
+    code, rows = verify_rows(timer_store)
+    assert code == 1
+    [row] = [r for r in rows if r["kind"] == "timer-reference"]
+    assert (row["file"], row["position"], row["commitLogOffset"]) == (f"timerlog/{u['file']}", u["filePosition"],
+                                                                       u["offsetPy"])
+    assert f"is not the start of a record; a direct consequence of the illegal-magic at {u['offsetPy']}" in row["detail"]
+
+
 def test_unit_with_a_wrong_size_or_topic(timer_store):
     u = pending_unit()
     delivered = next(m for m in truth(NAME, "truth-messages.jsonl") if m["topic"] != S.TIMER_TOPIC)

@@ -113,18 +113,18 @@ def _check_units(found: Findings, ctx: Context, rec: Records, timer: TimerFiles,
     due = delayed_ms(units)
     idx = rec.find(off) if len(rec.off) else np.full(len(off), -1)
     timer_topic = rec.topics.index(S.TIMER_TOPIC) if S.TIMER_TOPIC in rec.topics else -2
-    found = idx >= 0
-    safe = np.where(found, idx, 0)
-    wrong = ~found | (rec.size[safe] != size if len(rec.off) else True) | (
+    hit = idx >= 0  # a record starts at the unit's offsetPy
+    safe = np.where(hit, idx, 0)
+    wrong = ~hit | (rec.size[safe] != size if len(rec.off) else True) | (
         rec.topic[safe] != timer_topic if len(rec.off) else True)
     cut = ctx.recovery_cut
-    doomed = found & (off >= cut) if cut is not None else np.zeros(len(off), bool)
+    doomed = hit & (off >= cut) if cut is not None else np.zeros(len(off), bool)
     for i in np.flatnonzero((wrong | doomed) & ctx.in_range(off)).tolist():
         o, p, pending = int(off[i]), int(pos[i]), bool(due[i] >= read_ms)
         file, at = _rel(timer, p)
         state = ("pending: the broker's dequeue reads it at " + _iso(int(due[i])) if pending else
                  "its slot is done (before lastReadTimeMs): the broker never reads it again")
-        if not found[i]:
+        if not hit[i]:
             if o < ctx.min_offset:
                 if not pending:
                     continue  # cleaned up after delivery: normal
