@@ -148,6 +148,26 @@ def tmpfs_at(mnt: Path, size: str):
         subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
+SYSCALL_READ = ("0", "63")  # read(2)'s number on x86-64 and arm64
+SYSCALL_WRITE = ("1", "64")  # write(2)'s
+
+
+def blocked_in(pid: int, syscalls: tuple[str, ...], fds=None, path: Path | None = None) -> bool:
+    """Whether the process sits in one of `syscalls` on one of `fds` (or on a descriptor open on `path`), read
+    from /proc. A signal sent then interrupts the syscall; one sent a moment earlier, before the process enters
+    it, only sets Python's flag, and a read the process enters next waits for ever (CPython checks the flag
+    between bytecodes, not inside read(2))."""
+    with contextlib.suppress(OSError, ValueError):
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+        if len(fields) < 2 or fields[0] not in syscalls:
+            return False
+        fd = int(fields[1], 16)
+        if fds is not None:
+            return fd in fds
+        return os.readlink(f"/proc/{pid}/fd/{fd}") == os.path.realpath(path)
+    return False
+
+
 def run(*args, input=None):
     """Invoke the CLI in-process; returns the click Result (exit_code, stdout, stderr)."""
     return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)

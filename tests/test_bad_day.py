@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, jsonl, one_line_error, run, truth
+from conftest import FIXTURES, SYSCALL_READ, blocked_in, broker_conf, jsonl, one_line_error, run, truth
 
 A_CONF = broker_conf("a-basic")
 
@@ -267,6 +267,11 @@ def test_ctrl_c_exits_130_not_1(store_copy):
             pytest.fail("too slow: append took no lock in 600 s")
         time.sleep(0.05)
     assert s.lock_holder() == proc.pid, proc.stderr.read()
+    while not blocked_in(proc.pid, SYSCALL_READ, fds=(0,)) and proc.poll() is None:  # waiting for its input
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("too slow: append did not wait for its input in 600 s")
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=600)

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 import pytest
 
-from conftest import FIXTURES, run, truth
+from conftest import FIXTURES, SYSCALL_READ, SYSCALL_WRITE, blocked_in, run, truth
 from test_compaction import conf_with_compaction, write_compaction
 from test_rocksdbstore import index_entries, write_db
 from rmqctl.cli.main import cli
@@ -222,18 +222,11 @@ def full_pipe() -> tuple[int, int]:
     return r, w
 
 
-def writing_to_stdout_or_stderr(pid: int) -> bool:
-    """Whether the process sits in write(2) on fd 1 or 2 (the syscall numbers of x86-64 and arm64)."""
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/syscall").read_text().split()
-        return len(fields) > 1 and fields[0] in ("1", "64") and int(fields[1], 16) in (1, 2)
-    return False
-
-
 def interrupt(argv: list, fifo: Path, cwd: Path) -> subprocess.CompletedProcess:
     """Run the real console script with its config file a FIFO nobody writes and its stdout and stderr on full
-    pipes, so it blocks reading its config or on its first output; once it does, send SIGINT (Ctrl-C), then
-    drain both pipes. An event waited for, not a clock: INTERRUPT_GUARD only ends a run that never blocks."""
+    pipes, so it blocks reading its config or on its first output; once it sits in that read(2) or write(2),
+    send SIGINT (Ctrl-C), then drain both pipes. An event waited for, not a clock: INTERRUPT_GUARD only ends a
+    run that never blocks."""
     pipes = [full_pipe(), full_pipe()]
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
     proc = subprocess.Popen([str(CONSOLE_SCRIPT), *map(str, argv)], stdin=subprocess.DEVNULL,
@@ -244,12 +237,11 @@ def interrupt(argv: list, fifo: Path, cwd: Path) -> subprocess.CompletedProcess:
     reads_config = str(fifo) in map(str, argv)
     began, writer = time.monotonic(), None
     while proc.poll() is None:
-        if reads_config:
+        if reads_config and writer is None:
             with contextlib.suppress(OSError):  # ENXIO until the command opens its config for reading
                 writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            if writer is not None:
-                break
-        elif writing_to_stdout_or_stderr(proc.pid):
+        if (blocked_in(proc.pid, SYSCALL_READ, path=fifo) if reads_config
+                else blocked_in(proc.pid, SYSCALL_WRITE, fds=(1, 2))):
             break
         if time.monotonic() - began > INTERRUPT_GUARD:
             proc.kill()
