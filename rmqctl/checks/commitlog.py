@@ -27,21 +27,8 @@ COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "to
 def check_files(ctx: Context) -> Findings:
     """Names, sizes and contiguity (MappedFileQueue.load, and MetaQ's validateSegments rule); the missing
     bytes go to the run's damaged ranges."""
-    found = Findings()
-    q = ctx.store.commitlog
-    size = ctx.file_size
-    for p in q.strays:
-        found.add(FILES, "stray-file", "error", p, None, None,
-                  "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
-    for d in q.dirs:
-        for p in sorted(d.iterdir()) if d.is_dir() else []:
-            if p.is_dir():
-                found.add(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
-                          "directory: 4.9 brokers fail to load it (5.x skips it)")
-    for p, target in links_outside(ctx.store):
-        found.add(FILES, "symlink-outside", "warning", p, None, None,
-                  f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
-    files = ctx.files
+    found = _strays(ctx)
+    files, size = ctx.files, ctx.file_size
     for i, f in enumerate(files):
         if f.length != size:
             last = i == len(files) - 1
@@ -55,6 +42,34 @@ def check_files(ctx: Context) -> Findings:
         if f.start % size:
             found.add(FILES, "file-misaligned", "error", f.path, None, f.start,
                       f"starts at {f.start}, not a multiple of the file size {size}")
+    found += _gaps_and_overlaps(ctx)
+    for f in files:
+        if f.length < size:
+            ctx.damage.add(f.start + f.length, f.start + size, "file-size", f.start)
+    return found
+
+
+def _strays(ctx: Context) -> Findings:
+    """What lies in the commitlog directories besides its files, and symlinks that lead out of the store."""
+    found = Findings()
+    q = ctx.store.commitlog
+    for p in q.strays:
+        found.add(FILES, "stray-file", "error", p, None, None,
+                  "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
+    for d in q.dirs:
+        for p in sorted(d.iterdir()) if d.is_dir() else []:
+            if p.is_dir():
+                found.add(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
+                          "directory: 4.9 brokers fail to load it (5.x skips it)")
+    for p, target in links_outside(ctx.store):
+        found.add(FILES, "symlink-outside", "warning", p, None, None,
+                  f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
+    return found
+
+
+def _gaps_and_overlaps(ctx: Context) -> Findings:
+    """Neighbouring files that leave offsets without a file (lost records: damaged ranges) or overlap."""
+    found, files, size = Findings(), ctx.files, ctx.file_size
     for a, b in zip(files, files[1:]):
         if b.start > a.start + size:
             missing = (b.start - a.start - size) // size
@@ -65,9 +80,6 @@ def check_files(ctx: Context) -> Findings:
         elif b.start < a.start + size:
             found.add(FILES, "file-overlap", "error", b.path, None, b.start,
                       f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
-    for f in files:
-        if f.length < size:
-            ctx.damage.add(f.start + f.length, f.start + size, "file-size", f.start)
     return found
 
 

@@ -222,7 +222,7 @@ class ConsumeQueueCheck:
         self.queues = {(q.cq.topic, q.cq.queue_id): q for q in summaries(run)}
         self.batch_topics = batch_topics(run.store)  # their records go to batchconsumequeue/ (checks/batchcq.py)
         self.seen: dict[tuple[str, int], list[list[int]]] = {}  # queue -> intervals of queue offsets of past windows
-        self.missing: dict[tuple[tuple[str, int], bool], list] = {}  # (queue, later) -> count, qoffs, offsets, all past end
+        self.missing: _MissingEntries | None = None  # made at `begin`, once the consumequeues' end is known
         self.mismatches: list = []
         self.pending: dict[tuple[str, int, int], int] = {}  # (topic, queueId, queue offset) -> earliest record offset
 
@@ -234,7 +234,7 @@ class ConsumeQueueCheck:
         rocks = run.store.rocks_queues
         run.cq_max_phy = (rocks.checkpoint or 0) if rocks is not None else max(
             [q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
-        self.redispatch = redispatch_from(run)
+        self.missing = _MissingEntries(run, redispatch_from(run))
         if rocks is not None and run.cq_max_phy < run.logical_end:
             found.add(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
                       f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
@@ -259,7 +259,7 @@ class ConsumeQueueCheck:
                 continue  # a BatchCQ topic's queue (checks/batchcq.py); a lite queue that expired, as they do
             lost = ~q.units_at(qoffs) if q is not None else np.ones(len(qoffs), bool)
             if lost.any():
-                self._missing(key, q, qoffs[lost], rec.off[recs[lost]])
+                self.missing.add(key, q, qoffs[lost], rec.off[recs[lost]])
             self._remember(key, qoffs)
         for q in self.queues.values():
             for f in q.cq.files.files:
@@ -337,29 +337,6 @@ class ConsumeQueueCheck:
                 merged.append([a, b])
         self.seen[key] = merged
 
-    def _missing(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
-        live = self.run.live
-        if live is not None:  # not yet dispatched at the snapshot, or expired (the queue's head cleaned) since
-            keep = (offs < live.dispatched_end) & ~self._expired_now(offs)
-            qoffs, offs = qoffs[keep], offs[keep]
-        for later in (False, True):
-            sel = (offs >= self.redispatch) if later else (offs < self.redispatch)
-            if not sel.any():
-                continue
-            qs, os_ = qoffs[sel], offs[sel]
-            end = q.end if q is not None else None
-            m = self.missing.setdefault((key, later), [0, qs.min(), qs.max(), os_.min(), os_.max(), True])
-            m[0] += int(sel.sum())
-            m[1], m[2] = min(m[1], int(qs.min())), max(m[2], int(qs.max()))
-            m[3], m[4] = min(m[3], int(os_.min())), max(m[4], int(os_.max()))
-            m[5] = m[5] and (end is None or bool((qs >= end).all()))
-
-    def _expired_now(self, offs: np.ndarray) -> np.ndarray:
-        """Which records' commitlog files a running broker deleted since the scan (Store.expired, per file)."""
-        starts = offs - offs % self.run.file_size
-        gone = {int(s) for s in np.unique(starts).tolist() if self.run.store.expired(int(s))}
-        return np.isin(starts, list(gone)) if gone else np.zeros(len(offs), bool)
-
     @property
     def needs_resolve(self) -> bool:
         return bool(self.pending)
@@ -376,7 +353,6 @@ class ConsumeQueueCheck:
                 self.pending[(topic, qid, u)] = int(w.rec.off[recs[at]])
 
     def finish(self) -> Findings:
-        run = self.run
         found = Findings()
         for key, queue, path, pos, u, off, size, tags, facts, expected in self.mismatches:
             if expected is None:
@@ -385,8 +361,46 @@ class ConsumeQueueCheck:
             causes = [_field_cause(self.field_breaks, at) for at in (facts["off"], expected) if at is not None]
             found.add(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off,
                       _mismatch(queue, u, off, size, tags, facts, expected, next(filter(None, causes), None)))
-        for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.missing.items():
-            q = self.queues.get(key)
+        found += self.missing.finish(self.queues)
+        return found
+
+
+class _MissingEntries:
+    """Dispatched records without their consumequeue unit, per queue and by whether the broker's next start
+    dispatches them again (at or past `redispatch`), tallied window by window."""
+
+    def __init__(self, run: Context, redispatch: int):
+        self.run = run
+        self.redispatch = redispatch
+        self.tally: dict[tuple[tuple[str, int], bool], list] = {}  # (queue, later) -> count, qoffs, offsets, all past end
+
+    def add(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
+        live = self.run.live
+        if live is not None:  # not yet dispatched at the snapshot, or expired (the queue's head cleaned) since
+            keep = (offs < live.dispatched_end) & ~self._expired_now(offs)
+            qoffs, offs = qoffs[keep], offs[keep]
+        for later in (False, True):
+            sel = (offs >= self.redispatch) if later else (offs < self.redispatch)
+            if not sel.any():
+                continue
+            qs, os_ = qoffs[sel], offs[sel]
+            end = q.end if q is not None else None
+            m = self.tally.setdefault((key, later), [0, qs.min(), qs.max(), os_.min(), os_.max(), True])
+            m[0] += int(sel.sum())
+            m[1], m[2] = min(m[1], int(qs.min())), max(m[2], int(qs.max()))
+            m[3], m[4] = min(m[3], int(os_.min())), max(m[4], int(os_.max()))
+            m[5] = m[5] and (end is None or bool((qs >= end).all()))
+
+    def _expired_now(self, offs: np.ndarray) -> np.ndarray:
+        """Which records' commitlog files a running broker deleted since the scan (Store.expired, per file)."""
+        starts = offs - offs % self.run.file_size
+        gone = {int(s) for s in np.unique(starts).tolist() if self.run.store.expired(int(s))}
+        return np.isin(starts, list(gone)) if gone else np.zeros(len(offs), bool)
+
+    def finish(self, queues: dict) -> Findings:
+        run, found = self.run, Findings()
+        for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.tally.items():
+            q = queues.get(key)
             queue = f"{key[0]}/{key[1]}"
             directory = q.cq.directory if q is not None else run.store.consumequeue_dir / key[0] / str(key[1])
             where = ("no consumequeue directory" if q is None else

@@ -47,6 +47,42 @@ class _File:
         self.wrong_keys = 0
         self.times: list = []  # (entry, offset, timeDiff, want)
 
+    def note(self, run: Context, rec: Records, ks, outcome, record, phy, key_hash, diff):
+        """The entries of a block the kernel judged wrong, kept to be filed at the end (the lowest of each kind)."""
+        self._note_targets(run, rec, ks, outcome, phy)
+        wrong = np.flatnonzero(outcome & E_WRONG_KEY)
+        self.wrong_keys += len(wrong)
+        for i in wrong.tolist():
+            k = int(ks[i])
+            if len(self.wrong_key) < MAX_LISTED or k < self.wrong_key[-1][0]:
+                self.wrong_key = sorted(self.wrong_key + [(k, int(phy[i]), int(key_hash[i]), rec.describe(int(record[i])))])[:MAX_LISTED]
+        for i in np.flatnonzero(outcome & E_TIME).tolist():
+            k = int(ks[i])
+            if len(self.times) < MAX_LISTED or k < self.times[-1][0]:
+                base = self.first_base if k == 0 else self.ix.header["beginTimestamp"]
+                want = index_time_diff(int(rec.store_ts[record[i]]), base)
+                self.times = sorted(self.times + [(k, int(phy[i]), int(diff[i]), want)])[:MAX_LISTED]
+
+    def _note_targets(self, run: Context, rec: Records, ks, outcome, phy):
+        """Entries pointing past the commitlog's end or where no record starts, with their cause."""
+        for i in np.flatnonzero(outcome & E_PAST_END).tolist():
+            k, o = int(ks[i]), int(phy[i])
+            cause = run.damage.cause(o) or _tail_cause(run, o)
+            detail = f"entry {k + 1} points at {o}, past the end of the commitlog ({run.logical_end})"
+            if cause:
+                detail += f"; a direct consequence of {cause}"
+            self.past_end.append((k, o, detail))
+        for i in np.flatnonzero(outcome & E_NO_RECORD).tolist():
+            k, o = int(ks[i]), int(phy[i])
+            if len(self.no_record) >= NO_RECORD_LISTED and k > self.no_record[-1][0]:
+                continue
+            cause = run.damage.cause(o)
+            inside = rec.containing(o)
+            detail = f"entry {k + 1} points at {o}, where no record starts"
+            detail += f"; a direct consequence of {cause}" if cause else (
+                f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
+            self.no_record = sorted(self.no_record + [(k, o, detail)])[:NO_RECORD_LISTED]
+
 
 class IndexCheck:
     """check_index in windows: `begin`, `window` per window in commitlog order, `finish`."""
@@ -55,10 +91,7 @@ class IndexCheck:
         self.run = run
         self.slots, self.num = run.store.index_geometry  # settled before the scan (verify refuses to guess it)
         self.files: list[_File] = []
-        self.deep = run.deep and run.config.messageIndexEnable
-        self.short = self.messages = 0  # --deep: keys missing, and the messages they belong to
-        self.short_lo = self.short_hi = None
-        self.examples: list[str] = []
+        self.deep = _MissingKeys(run) if run.deep and run.config.messageIndexEnable else None
         self.unindexed = self.unindexed_lo = None  # no index file at all: the keys and first record it lacks
 
     def begin(self) -> Findings:
@@ -72,51 +105,12 @@ class IndexCheck:
         found += unreadable
         for ix in files:
             f = _File(ix, prev)
-            found += self._structure_checks(f)
+            found += _structure_checks(run, f, self.slots, self.num, self.entry_pos)
             self.files.append(f)
             prev = ix
         if not self.files and run.config.messageIndexEnable and run.config.indexFileWriteEnable:
             self.unindexed = 0  # (indexFileWriteEnable=false, 5.4: an empty index/ by design, the RocksDB index used)
         run.index_structure = None  # read alongside the scan; from here on, per window
-        return found
-
-    def _structure_checks(self, f: _File) -> Findings:
-        run, ix, slots, num = self.run, f.ix, self.slots, self.num
-        found = Findings()
-        h = ix.header
-        if ix.length != ix.expected_length:
-            found.add(INDEX, "file-size", "error", ix.path, None, None,
-                      f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
-        entries = ix.entries()
-        if ix.index_count > num:
-            found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
-                      f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
-        # read alongside the scan when it could be (a file a live broker has added since is read now)
-        summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
-        count = f.count = summary.count
-        entry_pos = self.entry_pos
-        tail = entries[count : count + 4096]
-        used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
-        if len(used):
-            found.add(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
-                      f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
-        slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
-        if int(np.count_nonzero(slot_values)) != h["hashSlotCount"]:
-            found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
-                      f"hashSlotCount {h['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
-        found += _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
-        del slot_values
-        for k, key_hash, phy in summary.negative:
-            found.add(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
-                      f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
-        if summary.order is not None:
-            k, phy, before, bad = summary.order
-            found.add(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
-                      f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
-                      f"order ({bad} such entries)")
-        f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
-        f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
-        ix.mf.release()
         return found
 
     def entry_pos(self, k) -> int:
@@ -159,13 +153,13 @@ class IndexCheck:
                 outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys,
                                                 rec.store_ts, h["beginTimestamp"], first_base)
                 if outcome.any():
-                    self._outcomes(f, rec, ks, outcome, record, phy, key_hash, diff)
-                if self.deep:
+                    f.note(run, rec, ks, outcome, record, phy, key_hash, diff)
+                if self.deep is not None:
                     hit = np.flatnonzero(record >= 0)
                     indexed.append(record[hit] * (1 << 32) + key_hash[hit])
             f.ix.mf.release()
-        if self.deep:
-            self._deep(rec, rec_keys, np.concatenate(indexed) if indexed else np.zeros(0, np.int64))
+        if self.deep is not None:
+            self.deep.count(rec, rec_keys, np.concatenate(indexed) if indexed else np.zeros(0, np.int64), self.files)
         return Findings()
 
     def _count_unindexed(self, rec: Records):
@@ -177,47 +171,36 @@ class IndexCheck:
         if len(offs) and self.unindexed_lo is None:
             self.unindexed_lo = int(offs.min())
 
-    def _outcomes(self, f: _File, rec: Records, ks, outcome, record, phy, key_hash, diff):
-        run = self.run
-        for i in np.flatnonzero(outcome & E_PAST_END).tolist():
-            k, o = int(ks[i]), int(phy[i])
-            cause = run.damage.cause(o) or _tail_cause(run, o)
-            detail = f"entry {k + 1} points at {o}, past the end of the commitlog ({run.logical_end})"
-            if cause:
-                detail += f"; a direct consequence of {cause}"
-            f.past_end.append((k, o, detail))
-        for i in np.flatnonzero(outcome & E_NO_RECORD).tolist():
-            k, o = int(ks[i]), int(phy[i])
-            if len(f.no_record) >= NO_RECORD_LISTED and k > f.no_record[-1][0]:
-                continue
-            cause = run.damage.cause(o)
-            inside = rec.containing(o)
-            detail = f"entry {k + 1} points at {o}, where no record starts"
-            detail += f"; a direct consequence of {cause}" if cause else (
-                f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
-            f.no_record = sorted(f.no_record + [(k, o, detail)])[:NO_RECORD_LISTED]
-        wrong = np.flatnonzero(outcome & E_WRONG_KEY)
-        f.wrong_keys += len(wrong)
-        for i in wrong.tolist():
-            k = int(ks[i])
-            if len(f.wrong_key) < MAX_LISTED or k < f.wrong_key[-1][0]:
-                f.wrong_key = sorted(f.wrong_key + [(k, int(phy[i]), int(key_hash[i]), rec.describe(int(record[i])))])[:MAX_LISTED]
-        for i in np.flatnonzero(outcome & E_TIME).tolist():
-            k = int(ks[i])
-            if len(f.times) < MAX_LISTED or k < f.times[-1][0]:
-                base = f.first_base if k == 0 else f.ix.header["beginTimestamp"]
-                want = index_time_diff(int(rec.store_ts[record[i]]), base)
-                f.times = sorted(f.times + [(k, int(phy[i]), int(diff[i]), want)])[:MAX_LISTED]
+    def finish(self) -> Findings:
+        run, found = self.run, Findings()
+        if self.unindexed:
+            found.add(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
+                      f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
+                      "lookups by key find none of them; rmqctl rebuild index makes the files")
+        for f in self.files:
+            found += _file_findings(run, f, self.entry_pos)
+        if self.deep is not None:
+            found += self.deep.finish()
+        return found
 
-    def _deep(self, rec: Records, rec_keys: np.ndarray, found: np.ndarray):
-        """Every key of every (non-rollback) record in range has its entry: (record, hash) counted on both
-        sides, since a key given twice is indexed twice."""
+
+class _MissingKeys:
+    """--deep: every key of every (non-rollback) record in range has its entry, counted window by window."""
+
+    def __init__(self, run: Context):
+        self.run = run
+        self.short = self.messages = 0  # keys missing, and the messages they belong to
+        self.short_lo = self.short_hi = None
+        self.examples: list[str] = []
+
+    def count(self, rec: Records, rec_keys: np.ndarray, found: np.ndarray, files: list[_File]):
+        """The window's (record, hash) pairs counted on both sides, since a key given twice is indexed twice."""
         run = self.run
         rec_of = rec_keys >> 32
         keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
         if run.live is not None:  # records the index service had not reached at the snapshot: in flight
             # (IndexService.buildIndex moves endPhyOffset at each key it puts: that record may be partly indexed)
-            keep &= rec.off[rec_of] < max([f.ix.header["endPhyOffset"] for f in self.files], default=-1)
+            keep &= rec.off[rec_of] < max([f.ix.header["endPhyOffset"] for f in files], default=-1)
         want, want_n = _counted(rec_keys[keep])
         have, have_n = _counted(found)
         k = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
@@ -234,19 +217,59 @@ class IndexCheck:
         self.examples += [rec.describe(int(r)) for r in recs[: 3 - len(self.examples)]]
 
     def finish(self) -> Findings:
-        run, found = self.run, Findings()
-        if self.unindexed:
-            found.add(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
-                      f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
-                      "lookups by key find none of them; rmqctl rebuild index makes the files")
-        for f in self.files:
-            found += _file_findings(run, f, self.entry_pos)
+        found = Findings()
         if self.short:
-            found.add(INDEX, "index-missing-key", "warning", run.store.index_dir, None, self.short_lo,
+            found.add(INDEX, "index-missing-key", "warning", self.run.store.index_dir, None, self.short_lo,
                       f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
                       f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
                       f"find them")
         return found
+
+
+def _structure_checks(run: Context, f: _File, slots: int, num: int, entry_pos) -> Findings:
+    """What an index file says of itself: its header against its entries and slots, the chains, key hashes and
+    order (read alongside the scan when it could be; a file a live broker has added since is read now)."""
+    ix = f.ix
+    summary = (run.index_structure or {}).get(ix.path) or _structure(ix, slots, num)
+    count = f.count = summary.count
+    found = _header_checks(ix, slots, num, count, entry_pos)
+    slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
+    if int(np.count_nonzero(slot_values)) != ix.header["hashSlotCount"]:
+        found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
+                  f"hashSlotCount {ix.header['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+    found += _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
+    del slot_values
+    for k, key_hash, phy in summary.negative:
+        found.add(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
+                  f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
+    if summary.order is not None:
+        k, phy, before, bad = summary.order
+        found.add(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
+                  f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
+                  f"order ({bad} such entries)")
+    f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
+    f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
+    ix.mf.release()
+    return found
+
+
+def _header_checks(ix, slots: int, num: int, count: int, entry_pos) -> Findings:
+    """The file's size for its geometry, and its indexCount against maxIndexNum and the entries that hold data."""
+    found = Findings()
+    h = ix.header
+    if ix.length != ix.expected_length:
+        found.add(INDEX, "file-size", "error", ix.path, None, None,
+                  f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+    entries = ix.entries()
+    if ix.index_count > num:
+        found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
+                  f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+    tail = entries[count : count + 4096]
+    used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
+    if len(used):
+        found.add(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
+                  f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+    return found
 
 
 def _file_findings(run: Context, f: _File, pos) -> Findings:

@@ -247,17 +247,7 @@ class _Scanner:
                                  self.allow_v2)
 
     def last_nonzero(self, pos: int) -> int:
-        """The last non-zero byte at or after `pos` (-1: none); preallocated tails are long zero runs."""
-        u8 = self.u8
-        end = min(self.limit, self.data_end)
-        step = 1 << 22
-        while end > pos:
-            lo = max(pos, end - step)
-            chunk = u8[lo:end]
-            if np.count_nonzero(chunk):
-                return lo + int(np.flatnonzero(chunk)[-1])
-            end = lo
-        return -1
+        return _last_nonzero(self.u8, pos, min(self.limit, self.data_end))
 
     # -- findings and the reference path ---------------------------------------------------------------------
     def result(self, first, handoff) -> ChunkResult:
@@ -268,41 +258,69 @@ class _Scanner:
         # the name of each topic (different bytes can decode to the same name: the caller merges by name)
         names = [decode_utf8(bytes(self.buf[at : at + length]))
                  for at, length in zip(topics[T_AT].tolist(), topics[T_LEN].tolist())]
-        tags = rec[K.TAGS_CODE]
-        key_record, key_hash = [self.keys[0, :n_keys]], [self.keys[1, :n_keys]]
-        lmq, inner = [], {}
-        flags = rec[K.FLAGS]
-        for i in np.flatnonzero(flags).tolist():
-            f = int(flags[i])
-            if t.columns_only and not f & (K.F_REFERENCE | K.F_INNER_BATCH):
-                continue
-            m = read_record(self.buf, int(rec[K.POS, i]), self.limit, self.allow_v2)
-            if not t.columns_only:
-                record_findings(self.findings.append, self.buf, self.t.file_start, m, f)
-            if f & K.F_REFERENCE:
-                tags[i] = _tags_code(m, t.config)
-                if t.want_keys:
-                    hashes = [index_key_hash(k) for k in index_keys(m)]
-                    key_record.append(np.full(len(hashes), i, np.int64))
-                    key_hash.append(np.array(hashes, dtype=np.int64))
-                lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
-            if f & K.F_INNER_BATCH:
-                inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
+        ref = _Reread(t, self.buf, self.limit, self.findings, self.keys[:, :n_keys])
+        ref.flagged(rec)
         if not t.columns_only:
-            # (a compression type the decoder does not know is the sysflag finding already)
-            for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
-                compressed_findings(self.findings.append, read_record(self.buf, int(rec[K.POS, i]), self.limit,
-                                                                      self.allow_v2), t.config)
             topic_findings(self.findings.append, self.buf, topics, names)
         return ChunkResult(
             task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
             queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],
-            tags=tags, topics=names, key_record=np.concatenate(key_record), key_hash=np.concatenate(key_hash), lmq=lmq,
-            inner_num=inner, findings=self.findings, regions=self.regions, blank=self.blank,
-            bytes=max(0, min(t.stop, self.limit) - t.claim_from),
+            tags=rec[K.TAGS_CODE], topics=names, key_record=np.concatenate(ref.key_record),
+            key_hash=np.concatenate(ref.key_hash), lmq=ref.lmq, inner_num=ref.inner, findings=self.findings,
+            regions=self.regions, blank=self.blank, bytes=max(0, min(t.stop, self.limit) - t.claim_from),
             count=n, start=int(rec[K.POS, 0]) if n else -1, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
             newest=int(rec[K.STORE_TS].max()) if n else 0, record_bytes=int(rec[K.SIZE].sum()),
         )
+
+
+def _last_nonzero(u8: np.ndarray, pos: int, end: int) -> int:
+    """The last non-zero byte in [pos, end) (-1: none); preallocated tails are long zero runs."""
+    step = 1 << 22
+    while end > pos:
+        lo = max(pos, end - step)
+        chunk = u8[lo:end]
+        if np.count_nonzero(chunk):
+            return lo + int(np.flatnonzero(chunk)[-1])
+        end = lo
+    return -1
+
+
+class _Reread:
+    """The reference path: the records the kernel flagged, read again by `record.read_record`, for their
+    findings and for the dispatch data the kernel does not carry (tags code, keys, LMQ targets, INNER_NUM)."""
+
+    def __init__(self, task: Task, buf, limit: int, findings: list, keys: np.ndarray):
+        self.t, self.buf, self.limit, self.findings = task, buf, limit, findings
+        self.key_record, self.key_hash = [keys[0]], [keys[1]]  # the kernel's (record, hash) of the index keys
+        self.lmq: list = []
+        self.inner: dict[int, int] = {}
+
+    def read(self, pos) -> Message:
+        return read_record(self.buf, int(pos), self.limit, self.t.allow_v2)
+
+    def flagged(self, rec: np.ndarray):
+        """`rec`'s flagged records (their tags codes set in place)."""
+        t, tags, flags = self.t, rec[K.TAGS_CODE], rec[K.FLAGS]
+        for i in np.flatnonzero(flags).tolist():
+            f = int(flags[i])
+            if t.columns_only and not f & (K.F_REFERENCE | K.F_INNER_BATCH):
+                continue
+            m = self.read(rec[K.POS, i])
+            if not t.columns_only:
+                record_findings(self.findings.append, self.buf, t.file_start, m, f)
+            if f & K.F_REFERENCE:
+                tags[i] = _tags_code(m, t.config)
+                if t.want_keys:
+                    hashes = [index_key_hash(k) for k in index_keys(m)]
+                    self.key_record.append(np.full(len(hashes), i, np.int64))
+                    self.key_hash.append(np.array(hashes, dtype=np.int64))
+                self.lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
+            if f & K.F_INNER_BATCH:
+                self.inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
+        if not t.columns_only:
+            # (a compression type the decoder does not know is the sysflag finding already)
+            for i in np.flatnonzero((rec[K.SYSFLAG] & S.COMPRESSED_FLAG != 0) & (flags & K.F_SYSFLAG == 0)).tolist():
+                compressed_findings(self.findings.append, self.read(rec[K.POS, i]), t.config)
 
 
 def record_findings(add, buf, file_start: int, head: Message, f: int):

@@ -75,6 +75,12 @@ def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
     log = timer.timerlog
     if log is None:
         return
+    _check_timerlog_files(found, log)
+    _check_timerlog_units(found, log, check)
+
+
+def _check_timerlog_files(found: Findings, log):
+    """The timerlog's file names, sizes and contiguity (its MappedFileQueue's load)."""
     size = log.file_size
     for p in log.queue.strays:
         found.add(TIMER, "timer-file", "error", p, None, None,
@@ -87,6 +93,11 @@ def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
         if b.start != a.start + size:
             found.add(TIMER, "timer-file", "error", b.path, None, None,
                       f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
+
+
+def _check_timerlog_units(found: Findings, log, check: dict | None):
+    """Where the timerlog's walk stops before the end of its data, and whether the broker's recovery sees it."""
+    size = log.file_size
     # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
     for w in log.damaged():
@@ -182,22 +193,30 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
                       f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
                       if pending else f"{when}: {problem}")
             continue
-        chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
-        foreign = [p for p, u in zip(positions, chain_units)
-                   if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
-        if foreign:
-            file, at = _rel(timer, foreign[0])
-            found.add(TIMER, "timer-chain", severity, file, at, None,
-                      f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
-                      + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
-        if positions and positions[-1] != int(s["firstPos"]):
-            found.add(TIMER, "timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                      f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
-        count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
-        if pending and count != int(s["num"]):
-            found.add(TIMER, "timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                      f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
-                      f"timer metrics and congestion counts are off by {int(s['num']) - count}")
+        _check_chain(found, timer, units, i, positions, when, pending)
+
+
+def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, positions: list, when: str, pending: bool):
+    """The well-formed chain of slot `i` (at `positions`) against the slot: each unit filed for the slot's time,
+    firstPos its oldest unit, num its count."""
+    precision, wheel_path, s = timer.precision, "timerwheel", timer.wheel.slots[i]
+    severity = "error" if pending else "info"
+    chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
+    foreign = [p for p, u in zip(positions, chain_units)
+               if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
+    if foreign:
+        file, at = _rel(timer, foreign[0])
+        found.add(TIMER, "timer-chain", severity, file, at, None,
+                  f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
+                  + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
+    if positions and positions[-1] != int(s["firstPos"]):
+        found.add(TIMER, "timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                  f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
+    count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
+    if pending and count != int(s["num"]):
+        found.add(TIMER, "timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
+                  f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
+                  f"timer metrics and congestion counts are off by {int(s['num']) - count}")
 
 
 def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: dict):
