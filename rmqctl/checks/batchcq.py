@@ -52,7 +52,6 @@ class BatchConsumeQueueCheck:
 
     def __init__(self, run: Context):
         self.run = run
-        self.topics = B.batch_topics(run.store)
         self.cursors = {(q.topic, q.queue_id): QueueCursor(q) for q in B.batch_consume_queues(run.store)}
 
     def begin(self) -> Findings:
@@ -72,7 +71,7 @@ class BatchConsumeQueueCheck:
 
     def _records_by_queue(self, rec: Records) -> dict[tuple[str, int], np.ndarray]:
         """The commitlog offsets of the window's dispatched records of BatchCQ topics, per queue."""
-        batch = np.array([name in self.topics for name in rec.topics] + [False])
+        batch = np.array([name in self.run.batch_topics for name in rec.topics] + [False])
         idx = np.flatnonzero(rec.dispatched & batch[rec.topic])
         idx = idx[np.lexsort((rec.off[idx], rec.queue_id[idx], rec.topic[idx]))]
         t, q = rec.topic[idx], rec.queue_id[idx]

@@ -20,10 +20,10 @@ import numpy as np
 from .. import schema as S
 from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic
-from ..batchcq import batch_max_phy, batch_topics
+from ..batchcq import batch_max_phy
 from ..store import ConsumeQueue
 from .context import Context, Records
-from ..recovery import dispatch_start, recovery_start
+from ..recovery import dispatch_start
 from ..errors import StoreError
 from .links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
@@ -220,7 +220,6 @@ class ConsumeQueueCheck:
         self.field_breaks = queue_offset_findings  # commitlog offsets of the queue-offset findings: causes
         self.size = run.store.consumequeue_file_size  # settled before the scan
         self.queues = {(q.cq.topic, q.cq.queue_id): q for q in summaries(run)}
-        self.batch_topics = batch_topics(run.store)  # their records go to batchconsumequeue/ (checks/batchcq.py)
         self.seen: dict[tuple[str, int], list[list[int]]] = {}  # queue -> intervals of queue offsets of past windows
         self.missing: _MissingEntries | None = None  # made at `begin`, once the consumequeues' end is known
         self.mismatches: list = []
@@ -255,7 +254,7 @@ class ConsumeQueueCheck:
                 found += self._units(q, fu, queue, key, rec, i, off, sz, tags, qoffs, recs)
         for key, (qoffs, recs) in groups.items():
             q = self.queues.get(key)
-            if key[0] in self.batch_topics or (q is None and lite_topic(key[0]) is not None):
+            if key[0] in run.batch_topics or (q is None and lite_topic(key[0]) is not None):
                 continue  # a BatchCQ topic's queue (checks/batchcq.py); a lite queue that expired, as they do
             lost = ~q.units_at(qoffs) if q is not None else np.ones(len(qoffs), bool)
             if lost.any():
@@ -461,7 +460,8 @@ def consumequeue_max_phy(run: Context) -> int:
 def redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start (reput from
     the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
-    start = dispatch_start(run.store, consumequeue_max_phy(run))
-    if run.store.crashed() and run.files:
-        start = min(start, run.files[recovery_start(run.store)].start)
-    return start
+    if run.redispatch is None:
+        run.redispatch = dispatch_start(run.store, consumequeue_max_phy(run))
+        if run.crashed and run.files:
+            run.redispatch = min(run.redispatch, run.files[run.abnormal_start].start)
+    return run.redispatch

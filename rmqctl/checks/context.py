@@ -1,21 +1,25 @@
 """What the checks of one verify run share: the record columns the commitlog scan decoded (`Records`), and a
 small run context (`Context`): the store, the part and range checked, the damaged commitlog ranges found so
 far (so later findings can name their cause), and what is read once per run (consumequeue units, index
-structure). The checks (checks/commitlog.py, checks/links.py, checks/verify.py) take the context and the
-columns and return their findings; verify merges them.
+structure, the BatchCQ topics, where the broker's recovery starts and its dispatch resumes). The checks
+(checks/commitlog.py, checks/links.py, checks/verify.py) take the context and the columns and return their
+findings; verify merges them.
 """
 from __future__ import annotations
 
 import dataclasses
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import schema as S
+from ..batchcq import batch_topics
 from ..config import BrokerConfig
 from ..findings import Damage
 from ..live import bounded_end
+from ..recovery import recovery_start
 from ..store import Store, offset_to_name
 
 
@@ -99,7 +103,24 @@ class Context:
         # read once per run, by whichever check needs them first
         self.queue_units: list | None = None
         self.cq_max_phy: int | None = None
+        self.redispatch: int | None = None  # where the broker's next start dispatches again from
         self.index_structure: dict | None = None
+
+    # what the broker's recovery and dispatch go by, asked of the store once per run by the first check that
+    # needs it (what a run does not check is never read)
+    @cached_property
+    def crashed(self) -> bool:
+        return self.store.crashed()
+
+    @cached_property
+    def abnormal_start(self) -> int:
+        """The index of the file the broker's abnormal recovery starts from (recovery.recovery_start)."""
+        return recovery_start(self.store)
+
+    @cached_property
+    def batch_topics(self) -> frozenset[str]:
+        """The topics the broker keeps in BatchConsumeQueues (topics.json, or its RocksDB table; batchconsumequeue/)."""
+        return frozenset(batch_topics(self.store))
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)

@@ -29,7 +29,7 @@ from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
-from ..recovery import normal_recovery_start, recovery_fails_on, recovery_start
+from ..recovery import normal_recovery_start, recovery_fails_on
 from ..store import MappedFileQueue, Store
 from . import (
     VERIFY_PARTS,
@@ -381,10 +381,10 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
     files = ctx.files
     if not files or ctx.store.dledger is not None:
         return None
-    abort = ctx.store.crashed()
+    abort = ctx.crashed
     cfg = ctx.config
     if abort:
-        first = recovery_start(ctx.store)
+        first = ctx.abnormal_start
         safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
         why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
                f"min(physic, logics) - 3s{safe}")
