@@ -722,8 +722,127 @@ def test_locate_hex_annotates_the_record_over_its_stored_bytes():
 
 
 # ---- against what Metamorphosis itself wrote and read ----------------------------------------------------------
-# CI reaches no Metamorphosis source or jar (PyPI and Debian have neither), so these hold rmqctl to the truth files
-# the broker's own MessageStore, MessageUtils and FileMessageSet produced for the fixture.
+# The truth files hold what the broker's own MessageStore, MessageUtils and FileMessageSet produced for the fixture;
+# tests/java/metaq/ holds the broker's loader itself (MessageStoreManager and what it needs, from the tags
+# metamorphosis-all-1.4.6.2 and gecko-1.1.4), which reads what every rmqctl writer leaves.
+
+# the Debian jars the vendored Metamorphosis sources compile and run against (.ci/run installs their packages)
+METAQ_JARS = {"commons-logging": "libcommons-logging-java", "commons-lang": "libcommons-lang-java",
+              "commons-io": "libcommons-io-java", "ini4j": "libini4j-java", "quartz2": "libquartz2-java",
+              "slf4j-api": "libslf4j-java", "jackson-core-asl": "libjackson-json-java"}
+
+
+@pytest.fixture(scope="session")
+def metaq_loader(tmp_path_factory):
+    """A function running tests/java/metaq/MetaqLoad (Metamorphosis 1.4.6.2's MessageStoreManager.init and a
+    consumer's fetches) on data paths: {data path: (partitions, messages)}, each data path read as the broker
+    reads it at start, recovery included (it truncates a torn last segment: pass copies)."""
+    jars = [Path("/usr/share/java") / f"{name}.jar" for name in METAQ_JARS]
+    missing = [METAQ_JARS[j.stem] for j in jars if not j.is_file()]
+    if missing or not shutil.which("javac"):
+        pytest.skip(f"the MetaQ loader needs javac and the Debian packages {' '.join(missing)}")
+    sources = Path(__file__).parent / "java" / "metaq"
+    classes = tmp_path_factory.mktemp("metaq-loader")
+    classpath = ":".join(map(str, [classes, *jars]))
+    # the Metamorphosis sources are GBK (their Chinese comments)
+    subprocess.run(["javac", "-nowarn", "-encoding", "GBK", "-d", classes, "-cp", classpath,
+                    *sorted(sources.rglob("*.java"))], check=True, capture_output=True)
+
+    def load(*paths: Path) -> dict[Path, tuple[list, list]]:
+        # user.home: MetaConfig's default data path (~/meta), which the broker creates, kept out of $HOME
+        proc = subprocess.run(["java", f"-Duser.home={classes}", "-cp", classpath, "MetaqLoad", SERVER_INI, *paths],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        seen: dict[Path, tuple[list, list]] = {}
+        for line in jsonl(proc.stdout):
+            if "dataPath" in line:
+                partitions, messages = seen.setdefault(Path(line["dataPath"]), ([], []))
+            elif "message" in line:
+                attribute = None if line["attribute"] is None else base64.b64decode(line["attribute"]).decode()
+                messages.append((line["topic"], line["partition"], line["message"], line["id"], line["flag"],
+                                 attribute, line["payload"]))
+            else:
+                partitions.append((line["topic"], line["partition"], line["minOffset"], line["maxOffset"]))
+        assert list(seen) == list(paths)
+        return seen
+
+    return load
+
+
+def rmqctl_reading(store: Path) -> tuple[list, list]:
+    """What rmqctl reads in a data path, in MetaqLoad's terms: each partition's offset range (metaq info) and
+    every message (metaq dump)."""
+    r = metaq("info", "--store", store, "--server-config", SERVER_INI, "--format", "json")
+    assert r.exit_code in (0, 1), r.stderr
+    partitions = sorted((p["topic"], p["partition"], p["minOffset"], p["maxOffset"])
+                        for p in json.loads(r.stdout)[0]["partitions"])
+    r = metaq("dump", "--store", store, "--server-config", SERVER_INI, "--body", "base64", "--format", "jsonl")
+    assert r.exit_code in (0, 1), r.stderr
+    messages = [(d["topic"], d["partition"], d["offset"], d["id"], d["flag"], d["attribute"], d["payload"])
+                for d in jsonl(r.stdout)]
+    return partitions, messages
+
+
+def segment_bytes(store: Path) -> dict[Path, bytes]:
+    return {p.relative_to(store): p.read_bytes() for p in store.rglob("*.meta") if ".rmqctl" not in p.parts}
+
+
+def appended_copy(tmp_path: Path) -> Path:
+    """`metaq dump | metaq append` into an empty data path, then single messages (an empty and a UTF-8
+    attribute, an empty payload) and enough 1000-byte messages to roll meta-test-1 and a new partition's segments."""
+    out = tmp_path / "appended"
+    dumped = metaq("dump", "--store", FIXTURE / "store", "--body", "base64", "--format", "jsonl").stdout
+    assert metaq("append", "--jsonl", "-", "--store", out, "--server-config", SERVER_INI, input=dumped).exit_code == 0
+    for extra in (("--payload", "héllo", "--attribute", ""), ("--payload", "", "--attribute", "ключ=v")):
+        r = metaq("append", "--store", out, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
+                  *extra)
+        assert r.exit_code == 0, r.stderr
+    lines = [json.dumps({"topic": topic, "partition": part, "payload": base64.b64encode(bytes([i % 256]) * 1000)
+                         .decode(), "payloadEncoding": "base64"}) for i in range(80)
+             for topic, part in (("meta-test", 1), ("trade-events", 2))]
+    r = metaq("append", "--jsonl", "-", "--store", out, "--server-config", SERVER_INI, input="\n".join(lines) + "\n")
+    assert r.exit_code == 0, r.stderr
+    assert len(list((out / "trade-events-2").glob("*.meta"))) == 3
+    return out
+
+
+def cleaned_copy(tmp_path: Path) -> Path:
+    """`metaq clean --apply` after every segment aged past deletePolicy delete,168."""
+    out = tmp_path / "cleaned"
+    shutil.copytree(FIXTURE / "store", out)
+    for p in out.rglob("*.meta"):
+        age(p, 200)
+    r = metaq("clean", "--apply", "--store", out, "--server-config", SERVER_INI)
+    assert r.exit_code == 0, r.stderr
+    return out
+
+
+def test_metaqs_own_loader_reads_every_writers_output_as_rmqctl_does(data_path, metaq_loader):
+    """Metamorphosis's MessageStoreManager loads the fixture and what `metaq append`, `metaq clean` and `metaq
+    repair` wrote, and reads record for record what rmqctl reads (offset ranges, offsets, ids, flags, attributes,
+    payloads), its recovery cutting nothing; on each damaged copy it cuts exactly what `metaq repair` cut."""
+    written = [data_path, appended_copy(data_path.parent), cleaned_copy(data_path.parent)]
+    damaged = damaged_last_segments(data_path)
+    for how, root, _, _ in damaged:
+        shutil.copytree(root, root.with_name(root.name + "-broker"))
+        r = metaq("repair", "--store", root, "--no-backup")
+        assert r.exit_code == 0, (how, r.stderr)
+    written += [root for _, root, _, _ in damaged]
+    before = {store: segment_bytes(store) for store in written}
+    brokers = [root.with_name(root.name + "-broker") for _, root, _, _ in damaged]
+    loaded = metaq_loader(*written, *brokers)
+    for store in written:
+        partitions, messages = rmqctl_reading(store)
+        assert loaded[store] == (partitions, messages), store.name
+        assert segment_bytes(store) == before[store], store.name  # the broker's recovery found nothing to cut
+    assert len(loaded[data_path][1]) == len(TRUTH)
+    appended = loaded[written[1]][1]
+    assert set(loaded[data_path][1]) < set(appended) and len(appended) == len(TRUTH) + 2 + 160
+    assert loaded[written[2]][0] == sorted((p["topic"], p["partition"], p["segments"][-1]["startOffset"], p["maxOffset"])
+                                           for p in SUMMARY["partitions"])
+    for (how, root, _, _), broker in zip(damaged, brokers):
+        assert loaded[broker] == loaded[root], how
+        assert segment_bytes(broker) == segment_bytes(root), how
 
 
 def damaged_last_segments(store: Path) -> list[tuple[str, Path, str, int]]:
