@@ -9,10 +9,6 @@ import math
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -566,36 +562,42 @@ def test_cron_cases(tmpfs, tmp_path, monkeypatch):
 
 
 def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):
-    """Kill `clean --apply` once it has logged k deletions, k drawn with a seeded generator (a count of work done,
-    not a clock, so every kill lands after a deletion whatever the machine's load): the store loads (contiguous
-    files, only files wholly below the new minimum gone or lingering), and a second run finishes exactly where an
+    """Kill `clean --apply` before its n-th filesystem mutation (test_rebuild's counted kill: n drawn with a seeded
+    generator from the mutations of an uninterrupted run, so the same kills on a busy machine): the store loads
+    (contiguous files, only files wholly below the new minimum gone or lingering), the log names every deletion
+    but the one in flight, which is either not begun ("old": as many files gone as logged) or durable before its
+    log line ("new": one more), both seen over the kill points, and a second run finishes exactly where an
     uninterrupted run ends (F4: 1 + 12 + 1 files)."""
+    from test_rebuild import cli_main, mutation_count, run_killed_at
+
     t = json.loads((TRUTH / "F4-multi-hour.json").read_text())
     final = [p["filesAfter"] for p in t["passes"] if isinstance(p["filesAfter"], dict)][-1]
     expected = {k: sorted(final[k]) for k in ("commitlog", "consumequeue", "index")}
-    rng = random.Random(20240601)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    for attempt in range(6):
+
+    def argv(store: Path, log: Path) -> list[str]:
+        return ["clean", "--store", str(store), "--broker-config", str(CONF), "--rocketmq-version", "4",
+                "--delete-when", "03", "--file-reserved-time", "48", "--until-ok", "--apply", "--at", REF.isoformat(),
+                "--log", str(log), "--format", "jsonl", "--delete-interval", "4"]
+
+    store = make_store(tmpfs, [OLD] * 40)
+    total, _ = mutation_count(lambda: cli_main(argv(store, tmp_path / "whole.log")))
+    assert len((tmp_path / "whole.log").read_text().splitlines()) == 74 and total > 74
+    seed = 20240601
+    outcomes = []
+    for n in sorted(random.Random(seed).sample(range(1, total + 1), 8)):
         store = make_store(tmpfs, [OLD] * 40)
-        log = tmp_path / f"kill-{attempt}.log"
-        cmd = [sys.executable, "-m", "rmqctl", "clean", "--store", str(store), "--broker-config", str(CONF),
-               "--rocketmq-version", "4", "--delete-when", "03", "--file-reserved-time", "48", "--until-ok",
-               "--apply", "--at", REF.isoformat(), "--log", str(log), "--format", "jsonl", "--delete-interval", "4"]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        target = rng.randint(1, 70)  # of 74 deletions
-        while proc.poll() is None and (not log.exists() or len(log.read_text().splitlines()) < target):
-            time.sleep(0.0005)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        log = tmp_path / f"kill-{n}.log"
+        assert run_killed_at(n, lambda: cli_main(argv(store, log))), (n, seed)
         assert_loadable(store)
-        done = len(log.read_text().splitlines())
-        assert done >= target, (attempt, target, done)
+        done = len(log.read_text().splitlines()) if log.exists() else 0
         gone = sum(len(ORIGINAL[k]) - len(v) for k, v in listing(store).items())
-        assert gone in (done, done + 1)  # the last deletion may be durable before its log line
+        assert gone in (done, done + 1), (n, seed, done, gone)
+        outcomes.append("old" if gone == done else "new")
         res = clean(store, "--delete-when", "03", "--file-reserved-time", "48", "--until-ok", "--apply", version="4")
         assert res.exit_code == 0, res.stderr
         assert listing(store) == expected
         assert_loadable(store)
+    assert set(outcomes) == {"old", "new"}, f"kill points drawn with seed {seed} gave only {outcomes}"
 
 
 # -- 6. consumers ----------------------------------------------------------------------------------------------
