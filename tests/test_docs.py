@@ -213,7 +213,12 @@ def help_examples() -> list[tuple[tuple, str]]:
 
 def stand_in(path: tuple, example: str, here: Path) -> str:
     """The example with its placeholder paths made real under `here`."""
-    fixture = STAND_INS.get(path)
+    return real_paths(example, here, STAND_INS.get(path))
+
+
+def real_paths(example: str, here: Path, fixture: str | None) -> str:
+    """A documented command with its placeholder paths made real under `here`: the example store, or a copy of
+    `fixture` for the store and broker.conf."""
     store, conf = (f"{fixture}/store", f"{fixture}/broker.conf") if fixture else ("examples/store", "examples/broker.conf")
     if fixture and not (here / fixture).exists():
         shutil.copytree(FIXTURES / fixture, here / fixture)
@@ -222,10 +227,14 @@ def stand_in(path: tuple, example: str, here: Path) -> str:
             with gzip.open(packed) as src, open(packed.with_suffix(""), "wb") as dst:
                 shutil.copyfileobj(src, dst)
             packed.unlink()
-    for placeholder, real in (("/data/store", store), ("/data/meta", "meta/store"), ("/data/copy", "meta-copy"),
+    for placeholder, real in (("/etc/rocketmq/broker.conf", conf), ("/etc/rmqctl/", ""), ("/var/log/", ""),
+                              ("/data/store-copy", "store-copy/store"), ("/data/store", store),
+                              ("/data/meta", "meta/store"), ("/data/copy", "meta-copy"),
                               ("/data/master/store", "master/store"), ("/data/slave/store", "slave/store"),
                               ("/data/a/store", "examples/store"), ("/data/b/store", "slave/store"),
                               ("/data/export", "export"), ("/data/day", "day"), ("server.ini", "meta/server.ini"),
+                              (" a.conf", f" {conf}"), (" b.conf", f" {conf}"), ("--store old ", f"--store {store} "),
+                              ("--store new ", "--store new/store "),
                               (" broker.conf", f" {conf}"), (" messages.jsonl", " examples/messages.jsonl")):
         example = example.replace(placeholder, real)
     return example
@@ -251,19 +260,25 @@ def run_example(example: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def example_workspace(here: Path, monkeypatch):
+    """`here` as the documented commands' working directory: copies of examples/, of the example store as diff's
+    two stores, and of the MetaQ fixture."""
+    shutil.copytree(ROOT / "examples", here / "examples")
+    for other in ("master", "slave"):  # diff's two stores: the same copy as the example store before any example
+        shutil.copytree(ROOT / "examples" / "store", here / other / "store")
+    shutil.copytree(FIXTURES / "g-metaq", here / "meta")
+    for p in here.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("TZ", "UTC")
+
+
 def test_every_help_example_runs_on_a_copy_of_the_example_store(tmp_path, monkeypatch, spark):
     """Each `rmqctl ...` line of every command's --help, in order, in a directory holding copies of examples/ (more
     copies as diff's stores and spark's second) and of the fixtures the timer, batch-queue and MetaQ examples
     read: exit 0 with output on stdout or stderr (none with --quiet or SILENT), or the anticipated one-line refusal where no store here holds
     the example's subject (REFUSED); never a traceback."""
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    for other in ("master", "slave"):  # diff's two stores: the same copy as the example store before any example
-        shutil.copytree(ROOT / "examples" / "store", tmp_path / other / "store")
-    shutil.copytree(FIXTURES / "g-metaq", tmp_path / "meta")
-    for p in tmp_path.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("TZ", "UTC")
+    example_workspace(tmp_path, monkeypatch)
     examples = help_examples()
     assert len({path for path, _ in examples}) == len(COMMANDS) and len(examples) > 60
     for path, example in examples:
@@ -275,3 +290,66 @@ def test_every_help_example_runs_on_a_copy_of_the_example_store(tmp_path, monkey
         else:
             silent = "--quiet" in example or example in SILENT
             assert code == 0 and (out.strip() or err.strip() or silent), f"{example}: exit {code}\n{err}"
+
+
+# a crontab line: five schedule fields and the user, then the command
+CRON = re.compile(r"^(?:\S+\s+){5}root\s+(rmqctl .*)$")
+# shell that the in-process runner does not speak: these lines run in bash, as written
+SHELL_ONLY = re.compile(r";|\|\||&&|\s\d?>(?=[/&])")  # a redirection to a file, not jq's `>`
+# the store a guide command reads, where its comment names a kind the example store is not
+GUIDE_STAND_INS = {"enableDLegerCommitLog=true": "e-dledger", "storeType=defaultRocksDB": "i-rocksdb-cq"}
+# the store whose output the guide's console blocks show
+CONSOLE_STORE = "a-basic"
+
+
+def documented_commands(text: str) -> list[tuple[str, list[str] | None]]:
+    """(command, the output shown after it or None) for every rmqctl command of a page's shell and console blocks,
+    crontab lines included (their command)."""
+    steps = []
+    for lang, body in fenced(text):
+        if lang not in ("", "sh", "console"):
+            continue
+        if body.startswith("$ "):
+            steps += console_steps(body)
+            continue
+        for line in shell_lines(body):
+            cron = CRON.match(line)
+            if cron or line.startswith("rmqctl "):
+                steps.append((cron.group(1) if cron else line, None))
+    return steps
+
+
+@pytest.mark.parametrize("page", ["guide.md", "spark.md"])
+def test_every_command_of_the_docs_runs_on_a_copy_of_the_example_store(page, tmp_path, monkeypatch, spark):
+    """Each rmqctl command of the page's fenced blocks, in order, with its placeholder paths on copies of the
+    example store (or of the fixture its comment names): in process where it is a plain command or pipe, in bash
+    where it uses more shell (crontab lines), its own rmqctl part then in process too; exit 0, or 1 for a check that
+    reports (verify, clean --check), or the anticipated refusal (REFUSED); never a traceback; a console block's
+    command in bash on the store whose output it shows, printing that output."""
+    example_workspace(tmp_path, monkeypatch)
+    shutil.copytree(ROOT / "examples" / "store", tmp_path / "store-copy" / "store")
+    steps = documented_commands(DOCS[page])
+    assert len(steps) >= (20 if page == "guide.md" else 4)
+    for command, output in steps:
+        fixture = next((f for hint, f in GUIDE_STAND_INS.items() if hint in command), None)
+        real = real_paths(re.sub(r"\s+#\s.*$", "", command), tmp_path, fixture)
+        if output is not None:  # as the reader's terminal shows it: the table, the format a terminal gets
+            real = real_paths(command, tmp_path, CONSOLE_STORE) + " --format table"
+            res = run_shell(real, tmp_path)
+            assert res.returncode == 0 and "Traceback" not in res.stderr, f"{command}\n{res.stderr}"
+            actual = [line.rstrip() for line in res.stdout.rstrip("\n").splitlines()]
+            want = [real_paths(line, tmp_path, CONSOLE_STORE) for line in "\n".join(output).rstrip().splitlines()]
+            assert shown(want, actual), f"{command}\nshows:\n" + "\n".join(want) + "\nprints:\n" + res.stdout
+            continue
+        if SHELL_ONLY.search(real):
+            res = run_shell(real, tmp_path)
+            assert "Traceback" not in res.stderr, f"{command}\n{res.stderr}"
+            real = SHELL_ONLY.split(real)[0]
+        code, out, err = run_example(real)
+        assert "Traceback" not in err, f"{command}\n{err}"
+        refusal = next((needle for start, needle in REFUSED.items() if command.startswith(start)), None)
+        if refusal:
+            assert code == 2 and refusal in err and len(err.strip().splitlines()) == 1, f"{command}: exit {code}\n{err}"
+        else:
+            checks = ("rmqctl verify ", "rmqctl clean --check")
+            assert code == 0 or (code == 1 and command.startswith(checks)), f"{command}: exit {code}\n{err}"
