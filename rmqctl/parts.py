@@ -23,7 +23,7 @@ from typing import Callable
 
 from .config import BrokerConfig
 from .errors import StoreError
-from .rocksdbstore import SPLIT_DIRECTORIES
+from .rocksdbstore import DIRECTORIES as ONE_DATABASE_DIRECTORIES, SPLIT_DIRECTORIES
 
 FILE_STORE, ROCKSDB_STORE = "default", "defaultRocksDB"  # MessageStoreConfig.storeType values
 # the files a RocksDB database keeps in its directory (RocksDB filename.cc); CURRENT names the live MANIFEST
@@ -344,17 +344,17 @@ def empty_offset_map(path: Path) -> bool:
         return False
 
 
-@finder("rocksdbstore", "RocksDBMessageStore")
+@finder(*ONE_DATABASE_DIRECTORIES)
 def rocksdb_message_store(layout: Layout) -> list[Part]:
     """The 5.4 RocksDB message store (rmqctl.rocksdbstore): read where its column families are the one-database
     layout; no writer keeps it (the broker re-dispatches to it from its lastOffsetPy)."""
     out = []
-    for name in ("rocksdbstore", "RocksDBMessageStore"):
+    for name in ONE_DATABASE_DIRECTORIES:
         base = layout.root / name
         if not base.exists():
             continue
         what = "RocksDB message store (5.4+: index, timer, transactions)"
-        problem = rocksdb_layout_problem(base)
+        problem = _both_layouts(layout) or rocksdb_layout_problem(base, split=False)
         out.append(Part("rocksdb-message-store", base, what, problem is None, problem or "", write=False))
     return out
 
@@ -362,19 +362,33 @@ def rocksdb_message_store(layout: Layout) -> list[Part]:
 @finder(*SPLIT_DIRECTORIES)
 def rocksdb_message_store_split(layout: Layout) -> list[Part]:
     """The split layout of the RocksDB message store: a database per kind, each with only `default`
-    (IndexMessageRocksDBStorage / TransMessageRocksDBStorage). Named, not read."""
-    return [Part("rocksdb-message-store", layout.root / name, f"RocksDB message store, split layout ({kind} database)",
-                 False, "a database per kind: a layout this version does not read", write=False)
-            for name, kind in SPLIT_DIRECTORIES.items() if (layout.root / name).exists()]
+    (IndexMessageRocksDBStorage / TransMessageRocksDBStorage), read where each is that layout."""
+    out = []
+    for name, kind in SPLIT_DIRECTORIES.items():
+        base = layout.root / name
+        if base.exists():
+            problem = _both_layouts(layout) or rocksdb_layout_problem(base, split=True)
+            out.append(Part("rocksdb-message-store", base, f"RocksDB message store, split layout ({kind} database)",
+                            problem is None, problem or "", write=False))
+    return out
 
 
-def rocksdb_layout_problem(base: Path) -> str | None:
-    """Why this version does not read the RocksDB message store in `base` (None: it does, or RocksDB cannot
-    list it: damage, which its readers meet and name in one line, never a store silently not checked)."""
-    from .rocksdbstore import layout_problem  # here: a store without this part never loads RocksDB
+def _both_layouts(layout: Layout) -> str | None:
+    """Both layouts side by side: which one the broker reads cannot be told from the files, so neither is read."""
+    if any((layout.root / n).exists() for n in ONE_DATABASE_DIRECTORIES) and any(
+            (layout.root / n).exists() for n in SPLIT_DIRECTORIES):
+        return "both the one-database and the split layout are here: which one the broker reads cannot be told"
+    return None
+
+
+def rocksdb_layout_problem(base: Path, split: bool) -> str | None:
+    """Why this version does not read the RocksDB message store's database in `base` (None: it does, or
+    RocksDB cannot list it: damage, which its readers meet and name in one line, never a store silently not
+    checked)."""
+    from .rocksdbstore import layout_problem, split_layout_problem  # here: a store without this part never loads RocksDB
     if not is_rocksdb_dir(base):
         return "no RocksDB database in it"
     try:
-        return layout_problem(base)
+        return (split_layout_problem if split else layout_problem)(base)
     except StoreError:
         return None

@@ -1,10 +1,16 @@
 """The 5.4 RocksDB message store (RIP-82, opt-in: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable):
-one database with the column families `default` (the message index), `timer` and `trans`. Read through
-rmqctl.rocksdb, never written here.
+index, timer and transaction records in RocksDB. Read through rmqctl.rocksdb, never written here. Two layouts:
 
-The layout is what the database's column families say, never assumed: exactly default/timer/trans is the one
-this version reads; any other listing (a later refactoring keeps each kind in a database of its own with only
-`default`, in directories the source rmqctl was checked against does not name) is a layout it does not read.
+* one database (`rocksdbstore/`, MessageRocksDBStorage) with the column families `default` (the message
+  index), `timer` and `trans`;
+* the split layout (apache/rocketmq e75c9060): a database per kind, each with only `default`, holding the
+  same keys and values: `RocksDBIndexStore/` (IndexRocksDBStore.ROCKSDB_INDEX_DIRECTORY,
+  IndexMessageRocksDBStorage) and `RocksDBTransStore/` (TransMessageRocksDBStore, TransMessageRocksDBStorage).
+  Its timer records are in no database of this store that the sources name: that version's timer store
+  (TimerMessageRocksDBStore) keeps TimerMessageRecords in `kvStore/`, another layout, not read here.
+
+The layout is what the databases' column families say, never assumed: a database whose families are not its
+layout's is a layout this version does not read (named by every command, never guessed at).
 
 Sources (apache/rocketmq, RIP-82 files): rocksdb/MessageRocksDBStorage.java (directory `rocksdbstore`, the column
 families, the bookkeeping keys lastOffsetPy / lastStoreTimeStamp and the timer checkpoint keys, written with the
@@ -25,9 +31,10 @@ from .rocksdb import ReadOnlyDB, column_families
 
 # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY; the spec's earlier name for the same store is read too
 DIRECTORIES = ("rocksdbstore", "RocksDBMessageStore")
-# the split layout (apache/rocketmq e75c9060: IndexRocksDBStore.ROCKSDB_INDEX_DIRECTORY, TransMessageRocksDBStore.
-# ROCKSDB_TRANS_DIRECTORY), a database per kind with only `default`: named, not read
+# the split layout (apache/rocketmq e75c9060: IndexRocksDBStore.ROCKSDB_INDEX_DIRECTORY and the transaction
+# store's directory), a database per kind with only `default`
 SPLIT_DIRECTORIES = {"RocksDBIndexStore": "index", "RocksDBTransStore": "trans"}
+SPLIT_FAMILY = "default"
 INDEX, TIMER, TRANS = "index", "timer", "trans"
 KINDS = (INDEX, TIMER, TRANS)
 FAMILIES = {INDEX: "default", TIMER: "timer", TRANS: "trans"}  # one database: the kind's column family
@@ -129,12 +136,26 @@ def entry(kind: str, key: bytes, value: bytes) -> Entry:
         return Entry(kind, key, value, problem=str(e))
 
 
-def find_directory(root: Path) -> Path | None:
-    return next((root / d for d in DIRECTORIES if (root / d).exists()), None)
+def message_rocksdb(parts: list) -> MessageRocksDB | None:
+    """The store's message store from its parts (parts.py): its one database, or the split layout's databases
+    when every one of them is read; None when there is none or a part of it is not read."""
+    if not parts or not all(p.read for p in parts):
+        return None
+    if parts[0].path.name not in SPLIT_DIRECTORIES:
+        return MessageRocksDB.one(parts[0].path)
+    return MessageRocksDB({SPLIT_DIRECTORIES[p.path.name]: p.path for p in parts}, split=True)
+
+
+def split_layout_problem(directory: Path) -> str | None:
+    """Why the split layout's database in `directory` is not read (None: it is): it must hold only `default`."""
+    found = column_families(directory)
+    if found == [SPLIT_FAMILY]:
+        return None
+    return f"column families {', '.join(found)}: not the split layout's one family (default)"
 
 
 def layout_problem(directory: Path) -> str | None:
-    """Why the database in `directory` is not of the layout this version reads (None: it is)."""
+    """Why the database in `directory` is not of the one-database layout (None: it is)."""
     found = column_families(directory)
     if sorted(found) == sorted(FAMILIES.values()):
         return None
@@ -143,37 +164,64 @@ def layout_problem(directory: Path) -> str | None:
 
 
 class MessageRocksDB:
-    """The store's RocksDB message store, opened read-only on first use (a layout not read: exit 2 naming it)."""
+    """The store's RocksDB message store in either layout (`directories`: each kind's database), opened
+    read-only on first use; `kinds` the kinds it keeps. A database not of its layout: exit 2 naming it."""
 
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self._db: ReadOnlyDB | None = None
+    def __init__(self, directories: dict[str, Path], split: bool):
+        self.directories = directories
+        self.split = split
+        self.kinds = tuple(k for k in KINDS if k in directories)
+        # where findings and info name it: the one database, or the store's directory holding the split ones
+        self.directory = next(iter(directories.values())) if not split else next(iter(directories.values())).parent
+        self._dbs: dict[Path, ReadOnlyDB] = {}
 
-    @property
-    def db(self) -> ReadOnlyDB:
-        if self._db is None:
-            problem = layout_problem(self.directory)
+    @classmethod
+    def one(cls, directory: Path) -> MessageRocksDB:
+        return cls({kind: directory for kind in KINDS}, split=False)
+
+    def where(self, kind: str) -> Path:
+        return self.directories[kind]
+
+    def _handle(self, kind: str) -> tuple[ReadOnlyDB, str]:
+        directory = self.directories[kind]
+        if directory not in self._dbs:
+            problem = (split_layout_problem if self.split else layout_problem)(directory)
             if problem is not None:
-                raise StoreError(f"RocksDB message store: {problem}", self.directory)
-            self._db = ReadOnlyDB(self.directory, (FAMILIES[TIMER], FAMILIES[TRANS]))
-        return self._db
+                raise StoreError(f"RocksDB message store: {problem}", directory)
+            families = () if self.split else (FAMILIES[TIMER], FAMILIES[TRANS])
+            self._dbs[directory] = ReadOnlyDB(directory, families)
+        return self._dbs[directory], SPLIT_FAMILY if self.split else FAMILIES[kind]
+
+    def open(self):
+        """Every database opened now (a reader in another thread then only reads)."""
+        for kind in self.kinds:
+            self._handle(kind)
 
     def items(self, kind: str) -> Iterator[tuple[bytes, bytes]]:
-        """Every (key, value) of the kind's column family in key order."""
-        return self.db.items(FAMILIES[kind])
+        """Every (key, value) of the kind in key order."""
+        db, family = self._handle(kind)
+        return db.items(family)
+
+    def batches(self, kind: str, size: int) -> Iterator[tuple[tuple[bytes, ...], tuple[bytes, ...]]]:
+        """The kind's keys and values in key order, `size` at a time."""
+        db, family = self._handle(kind)
+        return db.batches(family, size)
 
     def entries(self, kind: str) -> Iterator[Entry]:
-        """Every key of the kind's column family in key order, decoded one at a time (memory flat in its size)."""
+        """Every key of the kind in key order, decoded one at a time (memory flat in its size)."""
         for key, value in self.items(kind):
             yield entry(kind, key, value)
 
     def bookkeeping(self, kind: str, name: bytes) -> int | None:
-        raw = self.db.get(FAMILIES[kind], name)
+        if kind not in self.directories:
+            return None
+        db, family = self._handle(kind)
+        raw = db.get(family, name)
         if raw is None:
             return None
         if len(raw) != INT64.size:
             raise StoreError(f"RocksDB message store: {kind} {name.decode()} holds {len(raw)} bytes, not an int64",
-                             self.directory)
+                             self.where(kind))
         return INT64.unpack(raw)[0]
 
     def dispatched_to(self) -> dict[str, int]:
@@ -187,8 +235,8 @@ class MessageRocksDB:
         return out
 
     def counts(self) -> dict[str, int]:
-        """Records of each kind (bookkeeping keys not counted)."""
-        return {kind: sum(1 for e in self.entries(kind) if e.name is None) for kind in KINDS}
+        """Records of each kind it keeps (bookkeeping keys not counted)."""
+        return {kind: sum(1 for e in self.entries(kind) if e.name is None) for kind in self.kinds}
 
     def index_offsets(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """IndexRocksDBStore.queryOffset without an index type: the offsetPy of up to `max_num` records of `topic`
@@ -208,11 +256,11 @@ class MessageRocksDB:
         return [off for off, _ in self._index_matches(lambda k: k[:-8].endswith(tail))]
 
     def _index_matches(self, match) -> Iterator[tuple[int, int]]:
-        for k, v in self.db.items(FAMILIES[INDEX]):
+        for k, v in self.items(INDEX):
             if len(k) > 16 and len(v) == INT64.size and match(k):
                 yield INT64.unpack_from(k, len(k) - 8)[0], INT64.unpack(v)[0]
 
     def close(self):
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        for db in self._dbs.values():
+            db.close()
+        self._dbs.clear()

@@ -30,7 +30,7 @@ from .live import Snapshot, bounded_end, head_moved, starts_with_data, take as t
 from .lock import lock_holder
 from .parts import ROCKSDB_STORE, Layout, StoreParts, find_parts
 from .rocksdbcq import RocksConsumeQueues
-from .rocksdbstore import MessageRocksDB
+from .rocksdbstore import MessageRocksDB, message_rocksdb
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
 from .rules import index_slot, written_units
@@ -697,8 +697,7 @@ class Store:
     @cached_property
     def message_rocksdb(self) -> MessageRocksDB | None:
         """The 5.4 RocksDB message store (index, timer, transactions) in a layout this version reads, or None."""
-        part = self.parts.find("rocksdb-message-store")
-        return MessageRocksDB(part.path) if part is not None and part.read else None
+        return message_rocksdb([p for p in self.parts.parts if p.kind == "rocksdb-message-store"])
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         self.parts.require_file_queues()

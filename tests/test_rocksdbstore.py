@@ -17,7 +17,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks.rocksdbstore import agreed
+from rmqctl.checks.rocksdbstore import agreed, parsed
 from rmqctl.config import load_config
 from rmqctl.rocksdbstore import entry
 from rmqctl.store import Store
@@ -25,6 +25,8 @@ from rmqctl.store import Store
 BASE = "b-mixed"
 HOUR = 3600 * 1000
 TX_ID = "7F00000100012A9F0000000000000TX1"
+TIMER_OUT_MS = 1795314232000  # the appended timer message's due time
+TIMER_UNIQ = "7F00000100012A9F000000000000TMR1"
 CHECKPOINTS = {b"sys_topic_scan_offset_checkpoint": 1234, b"timeline_checkpoint": 1795314222000}
 
 
@@ -36,7 +38,7 @@ def index_entries(m: dict) -> list[tuple[bytes, bytes]]:
     """IndexRocksDBStore.buildIndex + IndexRocksDBRecord.getKeyBytes for one record of the truth file."""
     props, topic, t = m.get("properties") or {}, m["topic"], m["storeTimestamp"]
     uniq = props.get("UNIQ_KEY")
-    if not uniq or m["sysFlagInfo"]["transaction"] == "ROLLBACK":
+    if not uniq or (m.get("sysFlagInfo") or {}).get("transaction") == "ROLLBACK":  # (dump rows: sysFlag only)
         return []
     middles = [f"@{topic}@K@{k}@{uniq}@" for k in sorted({w for w in props.get("KEYS", "").split(" ") if w})]
     if props.get("TAGS"):
@@ -45,18 +47,19 @@ def index_entries(m: dict) -> list[tuple[bytes, bytes]]:
     return [(q(t // HOUR * HOUR) + s.encode() + q(m["commitLogOffset"]), q(t)) for s in middles]
 
 
-def expected(appended: dict) -> dict[str, dict[bytes, bytes]]:
-    messages = truth(BASE, "truth-messages.jsonl") + [appended]
+def expected(half: dict, timed: dict) -> dict[str, dict[bytes, bytes]]:
+    messages = truth(BASE, "truth-messages.jsonl") + [half, timed]
     index = dict(e for m in messages for e in index_entries(m))
     last = max((m for m in messages if index_entries(m)), key=lambda m: m["commitLogOffset"])
     index[b"lastOffsetPy"], index[b"lastStoreTimeStamp"] = q(last["commitLogOffset"]), q(last["storeTimestamp"])
-    timer = {q(m["storeTimestamp"] + 10_000) + m["properties"]["UNIQ_KEY"].encode():
+    # TimerMessageRocksDBStore.scanSysTimerTopic: delayTime is the timer message's TIMER_OUT_MS
+    timer = {q(int(m["properties"]["TIMER_OUT_MS"])) + m["properties"]["UNIQ_KEY"].encode():
              struct.pack(">iq", m["storeSize"], m["commitLogOffset"])
-             for m in messages if m["topic"] == "SCHEDULE_TOPIC_XXXX"}
+             for m in messages if "TIMER_OUT_MS" in (m.get("properties") or {})}
     timer.update(CHECKPOINTS)
     timer = {k: (q(v) if isinstance(v, int) else v) for k, v in timer.items()}
-    off = appended["commitLogOffset"]
-    trans = {q(off) + f"@TxBizTopic@{TX_ID}".encode(): struct.pack(">ii", 0, appended["storeSize"]),
+    off = half["commitLogOffset"]
+    trans = {q(off) + f"@TxBizTopic@{TX_ID}".encode(): struct.pack(">ii", 0, half["storeSize"]),
              b"lastOffsetPy": q(off)}
     return {"default": index, "timer": timer, "trans": trans}
 
@@ -69,16 +72,21 @@ def write_db(path: Path, families: dict[str, dict[bytes, bytes]]):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, dict]:
     """b-mixed with one transaction half message appended (carrying __transactionId__, which the fixture's
-    4.x-style halves lack) and the RocksDB message store its records make."""
+    4.x-style halves lack) and one timer message (TIMER_OUT_MS: the fixture has none), and the RocksDB message
+    store their records make."""
     root = copy_store(BASE, tmp_path_factory.mktemp("rdb"))
-    res = run("append", "--store", root, "--broker-config", broker_conf(BASE), "--topic", "TxBizTopic", "--property",
-              "REAL_TOPIC=TxBizTopic", "--property", f"__transactionId__={TX_ID}", "--body", "half")
-    assert res.exit_code == 0, res.stderr
-    off = json.loads(res.stdout.splitlines()[-1])["commitLogOffset"]
-    dumped = run("dump", "commitlog", "--store", root, "--broker-config", broker_conf(BASE), "--from", off,
-                 "--limit", 1, "--format", "jsonl")
-    appended = json.loads(dumped.stdout.splitlines()[0])
-    want = expected(appended)
+    appended = []
+    for topic, props, body in (("TxBizTopic", ["REAL_TOPIC=TxBizTopic", f"__transactionId__={TX_ID}"], "half"),
+                               ("rmq_sys_wheel_timer", ["REAL_TOPIC=TopicTest", "REAL_QID=0", f"UNIQ_KEY={TIMER_UNIQ}",
+                                                        f"TIMER_OUT_MS={TIMER_OUT_MS}"], "timed")):
+        res = run("append", "--store", root, "--broker-config", broker_conf(BASE), "--topic", topic,
+                  *[a for p in props for a in ("--property", p)], "--body", body)
+        assert res.exit_code == 0, res.stderr
+        off = json.loads(res.stdout.splitlines()[-1])["commitLogOffset"]
+        dumped = run("dump", "commitlog", "--store", root, "--broker-config", broker_conf(BASE), "--from", off,
+                     "--limit", 1, "--format", "jsonl")
+        appended.append(json.loads(dumped.stdout.splitlines()[0]))
+    want = expected(*appended)
     write_db(root / "rocksdbstore", want)
     return root, want
 
@@ -162,7 +170,7 @@ def test_verify_damage(built, tmp_path):
     root = copy_of(built, tmp_path)
     index = built[1]["default"]
     key = next(k for k in index if b"@TxBizTopic@U@" in k)
-    timer_key = next(k for k in built[1]["timer"] if len(k) > 40)
+    timer_key = next(k for k in built[1]["timer"] if k not in CHECKPOINTS)
 
     def index_damage(db):
         db[key[:-8] + q(10 ** 9)] = index[key]  # past the log
@@ -279,13 +287,18 @@ def test_a_last_offset_off_the_log_is_a_finding(built, tmp_path):
 
 
 def _changed(kind: str, key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
-    """The record with its uniq key's last character changed, and with its number (storeTime or sizePy) off by one."""
+    """The record with its uniq key's last character changed, with its number (storeTime or sizePy) off by one,
+    and with the key's head (hour bucket, delayTime) off by a minute (the bucket: by an hour)."""
     at = len(key) - 10 if kind == "index" else len(key) - 1
     other = key[:at] + bytes([key[at] ^ 1]) + key[at + 1:]
     number = {"index": (0, ">q"), "timer": (0, ">i"), "trans": (4, ">i")}[kind]
     moved = bytearray(value)
     struct.pack_into(number[1], moved, number[0], struct.unpack_from(number[1], value, number[0])[0] + 1)
-    return [(other, value), (key, bytes(moved))]
+    out = [(other, value), (key, bytes(moved))]
+    if kind != "trans":
+        step = HOUR if kind == "index" else 60_000
+        out.append((q(struct.unpack_from(">q", key)[0] + step) + key[8:], value))
+    return out
 
 
 @pytest.mark.parametrize("kind", ["index", "timer", "trans"])
@@ -295,26 +308,72 @@ def test_the_engine_agrees_with_every_sound_record_and_no_changed_one(built, kin
     store = Store(built[0], load_config(broker_conf(BASE)))
     items = list(store.message_rocksdb.items(kind))
     records = [i for i, (k, v) in enumerate(items) if entry(kind, k, v).record is not None]
-    assert records and np.flatnonzero(agreed(store, kind, *zip(*items))).tolist() == records
+    assert records and sorted(_agreed_keys(store, kind, items)) == sorted(items[i][0] for i in records)
     changed = [c for i in records for c in _changed(kind, *items[i])]
-    assert not agreed(store, kind, *zip(*changed)).any()
+    assert _agreed_keys(store, kind, changed) == []
     store.close()
 
 
-def test_the_split_layout_is_named_and_not_read(tmp_path):
-    """A database per kind, each with only `default` (RocksDBIndexStore/, RocksDBTransStore/): named by info and
-    dump, nothing read from it, no finding."""
-    root = copy_store(BASE, tmp_path)
-    write_db(root / "RocksDBIndexStore", {"default": {b"lastOffsetPy": q(1)}})
-    write_db(root / "RocksDBTransStore", {"default": {b"lastOffsetPy": q(1)}})
-    one_line_error(run("dump", "rocksdbstore", "--store", root), "split layout (index database): not read",
-                   "a database per kind")
+def _agreed_keys(store: Store, kind: str, items: list[tuple[bytes, bytes]]) -> list[bytes]:
+    records, _ = parsed(kind, *zip(*items))
+    return [records.entry(i).key for i in np.flatnonzero(agreed(store, records)).tolist()]
+
+
+def split_copy(built, tmp_path: Path) -> Path:
+    """The built store in the split layout (apache/rocketmq e75c9060): the same index and transaction keys,
+    each kind in a database of its own with only `default` (IndexMessageRocksDBStorage,
+    TransMessageRocksDBStorage), no one-database directory."""
+    root = copy_of(built, tmp_path)
+    shutil.rmtree(root / "rocksdbstore")
+    write_db(root / "RocksDBIndexStore", {"default": built[1]["default"]})
+    write_db(root / "RocksDBTransStore", {"default": built[1]["trans"]})
+    return root
+
+
+def test_the_split_layout_is_read_as_ldb_reads_it_and_verified(built, tmp_path):
+    root = split_copy(built, tmp_path)
+    for kind, name, cf in (("index", "RocksDBIndexStore", "default"), ("trans", "RocksDBTransStore", "trans")):
+        code, rows = dump(root, "--kind", kind)
+        assert code == 0 and rows and {r["kind"] for r in rows} == {kind}
+        assert dict(reencode(r) for r in rows) == ldb_scan(root / name, "default", tmp_path) == built[1][cf]
     info = json.loads(run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
-    parts = sorted((p["path"].rsplit("/", 1)[1], p["read"], p["why"]) for p in info["parts"]
-                   if p["kind"] == "rocksdb-message-store")
-    assert parts == [(name, False, "a database per kind: a layout this version does not read")
-                     for name in ("RocksDBIndexStore", "RocksDBTransStore")] and "rocksdbStore" not in info
+    parts = sorted((p["path"].rsplit("/", 1)[1], p["read"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store")
+    assert parts == [("RocksDBIndexStore", True), ("RocksDBTransStore", True)]
+    assert set(info["rocksdbStore"]["records"]) == {"index", "trans"}
+    assert [f for f in findings(root) if f[0].startswith("rocksdb-store")] == []
+    key, value = next((k, v) for k, v in built[1]["trans"].items() if k != b"lastOffsetPy")
+    db = rocksdict.Rdict(str(root / "RocksDBTransStore"), options=rocksdict.Options(raw_mode=True))
+    db[key] = value[:4] + struct.pack(">i", 7)
+    db.close()
+    (root / "RocksDBTransStore" / "rocksdict-config.json").unlink()
+    got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
+    assert len(got) == 1 and "sizePy 7, the record's storeSize" in got[0]
+
+
+def test_query_key_uses_the_split_layout_s_index(built, tmp_path):
+    root = split_copy(built, tmp_path)
+    for p in (root / "index").iterdir():
+        p.unlink()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(broker_conf(BASE).read_text() + "\nindexRocksDBEnable=true\nindexFileWriteEnable=false\n")
+    m = next(m for m in truth(BASE, "truth-messages.jsonl") if m["topic"] == "MixedTopic" and m["properties"].get("KEYS"))
+    key = m["properties"]["KEYS"].split(" ")[0]
+    res = run("query", "key", "MixedTopic", key, "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 0 and m["commitLogOffset"] in [json.loads(x)["commitLogOffset"] for x in res.stdout.splitlines()]
+
+
+def test_a_split_database_of_another_layout_or_both_layouts_are_named_and_not_read(built, tmp_path):
+    root = copy_store(BASE, tmp_path / "other")
+    write_db(root / "RocksDBIndexStore", {"default": {b"lastOffsetPy": q(1)}, "timer": {}})
+    one_line_error(run("dump", "rocksdbstore", "--store", root), "split layout (index database): not read",
+                   "column families default, timer: not the split layout's one family")
     assert not [f for f in findings(root) if f[0].startswith("rocksdb-store")]
+    both = split_copy(built, tmp_path / "both")
+    write_db(both / "rocksdbstore", built[1])
+    info = json.loads(run("info", "--store", both, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
+    parts = [(p["read"], p["why"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store"]
+    assert len(parts) == 3 and all(not read and "both the one-database and the split layout" in why
+                                   for read, why in parts) and "rocksdbStore" not in info
 
 
 def _damage(db: Path, how: str):
@@ -353,3 +412,39 @@ def test_a_damaged_database_is_one_line_or_findings_never_a_crash(built, tmp_pat
         if res.exit_code == 2:
             one_line_error(res, "rocksdbstore")
     assert run("verify", "--store", root, "--broker-config", conf).exit_code != 0 or how == "drop trans"
+
+
+def test_the_hour_bucket_is_the_store_time_s_hour_in_any_zone(built, tmp_path):
+    """IndexRocksDBRecord.getKeyBytes keys a record by MixAll.dealTimeToHourStamps(storeTime), whose body (and
+    so its zone) the source index does not hold: a bucket floored in a zone half an hour off UTC passes, one an
+    hour off the store time is a finding."""
+    root = copy_of(built, tmp_path)
+    index = built[1]["default"]
+    key = next(k for k in index if b"@TxBizTopic@U@" in k)
+    store_time = struct.unpack(">q", index[key])[0]
+    half_hour = 30 * 60 * 1000
+    india = (store_time + 11 * half_hour) // HOUR * HOUR - 11 * half_hour  # UTC+05:30
+    late = store_time // HOUR * HOUR + HOUR
+
+    def buckets(db):
+        del db[key]
+        db[q(india) + key[8:]] = index[key]
+        db[q(late) + key[8:-8] + key[-8:]] = index[key]
+
+    rewrite(root, "default", buckets)
+    got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
+    assert got == [f"RocksDB message store index record TxBizTopic@U@{key[8:-8].decode().split('@')[3]} at commitlog "
+                   f"offset {struct.unpack('>q', key[-8:])[0]}: hour bucket {late} is not the hour its storeTime "
+                   f"{store_time} falls in"]
+
+
+def test_a_timer_record_s_delay_time_is_its_message_s_timer_out_ms(built, tmp_path):
+    """TimerMessageRocksDBStore.scanSysTimerTopic keys the record by Long.parseLong(TIMER_OUT_MS) of the timer
+    message it names."""
+    root = copy_of(built, tmp_path)
+    key, value = next((k, v) for k, v in built[1]["timer"].items() if k not in CHECKPOINTS)
+    rewrite(root, "timer", lambda db: (db.__delitem__(key), db.__setitem__(q(TIMER_OUT_MS + 1000) + key[8:], value)))
+    got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
+    offset = struct.unpack(">q", value[4:])[0]
+    assert got == [f"RocksDB message store timer record {key[8:].decode()} at commitlog offset {offset}: delayTime "
+                   f"{TIMER_OUT_MS + 1000}, the record's TIMER_OUT_MS '{TIMER_OUT_MS}'"]

@@ -105,6 +105,7 @@ class Context:
         self.cq_max_phy: int | None = None
         self.redispatch: int | None = None  # where the broker's next start dispatches again from
         self.index_structure: dict | None = None
+        self.rocksdb_reading = None  # the RocksDB message store's reading, begun before the walk (verify)
 
     # what the broker's recovery and dispatch go by, asked of the store once per run by the first check that
     # needs it (what a run does not check is never read)

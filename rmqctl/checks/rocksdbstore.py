@@ -1,18 +1,32 @@
 """verify's check of the 5.4 RocksDB message store (rmqctl.rocksdbstore): every index, timer and transaction
-record against the commitlog record it names, and the bookkeeping keys against the log, in batches of a
-bounded number of keys: the engine (engine/rocksdbstore.py) parses a batch and compares each record with the bytes
-of the commitlog record it names; what it cannot show to agree is checked again here by the reference, which
-names what is wrong.
+record against the commitlog record it names, and the bookkeeping keys against the log.
+
+The database's keys sort by hour and topic (index), delay time (timer) or offset (transaction), not by the
+commitlog offset they name, so the check is a merge of two streams in commitlog order in bounded memory:
+`RecordRuns` reads the keys a batch at a time, the engine (engine/rocksdbstore.py) parses each batch into
+columns, and the batch, sorted by offsetPy, is spilled to a temporary directory as a run; `check_runs` then
+takes the commitlog a window at a time, gathers every run's records naming offsets in it, and compares each
+with the bytes of the record it names in the file's own mapping, in order, a record several keys name decoded
+once. Memory is one batch while reading and one window's records while checking, whatever the database's
+size. What the engine cannot show to agree (keys of neither layout, records past the end, expired or
+differing) is checked again here by the reference, which names what is wrong.
+
+verify starts the reading in a thread of its own before it walks the commitlog (`start_reading`): the
+reading is RocksDB's iteration and the engine's parsing, which needs no record of the walk, and the walk's
+kernels run without the GIL, so the two overlap; the check against the commitlog runs after the walk.
 
 What each record must agree with is what the broker builds it from: an index record from the dispatched
-record's topic, KEYS word, TAGS or UNIQ_KEY and store time (IndexRocksDBStore.buildIndex; a rollback record is
-never indexed); a timer record from its timer message's UNIQ_KEY and size (TimerMessageRocksDBStore); a
-transaction record from the half message's REAL_TOPIC, __transactionId__ and size (TransMessageRocksDBStore).
-Records naming offsets below the commitlog's first file are expired (the broker deletes them by the hour), not
-damage."""
+record's topic, KEYS word, TAGS or UNIQ_KEY and store time, its hour bucket the hour of that store time
+(IndexRocksDBStore.buildIndex, IndexRocksDBRecord.getKeyBytes; a rollback record is never indexed); a timer
+record from its timer message's UNIQ_KEY, size and TIMER_OUT_MS, which is its delayTime
+(TimerMessageRocksDBStore.scanSysTimerTopic, getDelayTime); a transaction record from the half message's
+REAL_TOPIC, __transactionId__ and size (TransMessageRocksDBStore). Records naming offsets below the
+commitlog's first file are expired (the broker deletes them by the hour), not damage."""
 from __future__ import annotations
 
-import itertools
+import dataclasses
+import shutil
+import threading
 
 import numpy as np
 
@@ -20,74 +34,248 @@ from .. import engine as E
 from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
+from ..rocksdb import scratch_directory
 from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
 KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
-
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
-BATCH = 1 << 16  # keys checked at a time: memory stays flat in the database's size
+BATCH = 1 << 16  # keys read, parsed and spilled as one run
+WINDOW = 64 << 20  # commitlog bytes whose records are checked at a time
+VALUE_SLOT = 12  # the longest value of a record (timer: int32 sizePy, int64 offsetPy)
+NOWHERE = np.iinfo(np.int64)  # the ends of the offsets' line: records outside every file
+RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", "value_len")
 
 
-def check_rocksdb_store(store: Store) -> Findings:
-    """The RocksDB message store's findings (none without the part, or where it is not read: info names it)."""
-    db, found = store.message_rocksdb, Findings()
-    if db is None:
-        return found
-    for kind in KINDS:
-        items = db.items(kind)
-        while batch := list(itertools.islice(items, BATCH)):
-            _check_batch(found, store, db, kind, batch)
-        if kind != TIMER_KIND:
-            _check_last_offset(found, store, db, kind)
-    return found
+@dataclasses.dataclass
+class Records:
+    """Records in commitlog order: each row's kind code, the engine's columns (spans into `keys`), where its
+    key is in `keys`, its value (zero-padded to VALUE_SLOT bytes) and the value's length."""
+
+    offsets: np.ndarray
+    kinds: np.ndarray
+    cols: np.ndarray
+    key_lo: np.ndarray
+    key_hi: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    value_len: np.ndarray
+
+    def entry(self, i: int) -> Entry:
+        kind = KINDS[self.kinds[i]]
+        key = self.keys[self.key_lo[i]:self.key_hi[i]].tobytes()
+        return entry(kind, key, self.values[i, :self.value_len[i]].tobytes())
 
 
-def _check_batch(found: Findings, store: Store, db, kind: str, batch: list[tuple[bytes, bytes]]):
-    """A batch of keys: what the engine cannot show to agree (keys of neither layout, records past the end,
-    expired or differing) goes to the reference."""
-    keys, values = zip(*batch)
-    rest = [entry(kind, keys[i], values[i]) for i in np.flatnonzero(~agreed(store, kind, keys, values)).tolist()]
-    for e in rest:
-        if e.problem is not None:
-            found.add(GROUPS[kind], "rocksdb-store-key", "error", db.directory, None, None,
-                      f"RocksDB message store {kind} key {e.key.hex()}: {e.problem}")
-    _check_records(found, store, db.directory, [e for e in rest if e.record is not None])
-
-
-def agreed(store, kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> np.ndarray:
-    """Which keys the engine shows to be records of `kind` agreeing with the live commitlog record they name."""
-    key_bytes, key_ends = _joined(keys)
-    value_bytes, value_ends = _joined(values)
+def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tuple[Records, np.ndarray]:
+    """A batch of the kind's keys as Records in commitlog order, and the positions in the batch of the keys the
+    engine could not parse as records (bookkeeping keys, keys of neither layout: the reference's)."""
+    key_bytes, key_lengths = _joined(keys)
+    value_bytes, value_lengths = _joined(values)
+    key_ends, value_ends = np.cumsum(key_lengths), np.cumsum(value_lengths)
     cols = np.zeros((len(keys), E.STORE_NCOLUMNS), np.int64)
-    rows = np.flatnonzero(E.parse_store_keys(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols))
-    rows = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]  # the commitlog read forward
-    out = np.zeros(len(keys), bool)
-    offsets = cols[rows, E.STORE_OFFSET]
-    q = store.commitlog
-    for f in q.files:
-        mine = rows[(offsets >= max(f.start, q.min_offset)) & (offsets < f.start + q.file_size)]
-        if len(mine) and f.path.exists():
-            u8 = np.frombuffer(f.buf, np.uint8)
-            out[mine] = E.agree_store_records(KIND_CODES[kind], u8, min(len(u8), q.file_size), cols[mine, E.STORE_OFFSET] - f.start,
-                                key_bytes, cols, mine)
-            del u8
-    return out
+    ok = E.parse_store_keys(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols)
+    rows = np.flatnonzero(ok)
+    rows = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]
+    gathered, new_ends = E.gather_store_bytes(key_bytes, key_ends, rows, 0)
+    cols = cols[rows]
+    cols[:, E.STORE_SPANS] += (new_ends - key_ends[rows])[:, None]  # where each key moved to, less where it was
+    slots, _ = E.gather_store_bytes(value_bytes, value_ends, rows, VALUE_SLOT)
+    records = Records(cols[:, E.STORE_OFFSET].copy(), np.full(len(rows), KINDS.index(kind), np.int8), cols,
+                      new_ends - key_lengths[rows], new_ends, gathered, slots.reshape(-1, VALUE_SLOT),
+                      value_lengths[rows].astype(np.int8))
+    return records, np.flatnonzero(~ok)
 
 
 def _joined(parts: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The byte strings end to end, and where each ends."""
-    ends = np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)))
-    return np.frombuffer(b"".join(parts), np.uint8), ends
+    """The byte strings end to end, and the length of each."""
+    return np.frombuffer(b"".join(parts), np.uint8), np.fromiter(map(len, parts), np.int64, len(parts))
 
 
-def _check_records(found: Findings, store: Store, where, batch: list[Entry]):
-    """The reference's check of records, in commitlog order, each record they name read once (an index keeps 3
-    or more records per message)."""
+def concatenated(parts: list[Records]) -> Records:
+    """Records of several runs as one, their key positions moved to the joined keys, in commitlog order."""
+    bases = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
+    joined = Records(*(np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS))
+    shift = np.repeat(bases, [len(p.offsets) for p in parts])
+    joined.key_lo, joined.key_hi = joined.key_lo + shift, joined.key_hi + shift
+    joined.cols[:, E.STORE_SPANS] += shift[:, None]
+    order = np.argsort(joined.offsets, kind="stable")
+    return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order]
+                     for name in RUN_ARRAYS))
+
+
+class RecordRuns:
+    """The database's records read and parsed a batch at a time, each batch spilled in commitlog order as a run
+    into a scratch directory of its own (removed by `close`, or by the next run if this process is killed);
+    the keys the engine parses as no record are decoded by the reference as they come: `found` names those
+    of neither layout, `unparsed` keeps the records among them for the check against the commitlog."""
+
+    def __init__(self, db):
+        self.db = db
+        self.found = Findings()
+        self.unparsed: list[Entry] = []
+        self.runs: list[np.ndarray] = []  # each run's offsets, mapped
+        self._cursors: list[int] = []  # where each run's next window starts
+        self.error: BaseException | None = None
+        self.stopped = False
+        self._dir = scratch_directory("rocksdbstore")
+
+    def read(self):
+        """Every kind's keys (a thread's body: what it raises is kept for `wait`)."""
+        try:
+            for kind in self.db.kinds:
+                for keys, values in self.db.batches(kind, BATCH):
+                    if self.stopped:
+                        return
+                    records, rest = parsed(kind, keys, values)
+                    self._spill(records)
+                    for i in rest.tolist():
+                        self._unparsed(entry(kind, keys[i], values[i]))
+        except BaseException as e:  # (re-raised by wait, in verify's own thread)
+            self.error = e
+
+    def _unparsed(self, e: Entry):
+        if e.record is not None:
+            self.unparsed.append(e)
+        elif e.problem is not None:
+            self.found.add(GROUPS[e.kind], "rocksdb-store-key", "error", self.db.where(e.kind), None, None,
+                           f"RocksDB message store {e.kind} key {e.key.hex()}: {e.problem}")
+
+    def _spill(self, records: Records):
+        """The run's arrays as raw files, its offsets mapped to find windows by (a search reads a few pages)."""
+        if not len(records.offsets):
+            return
+        for name in RUN_ARRAYS:
+            getattr(records, name).tofile(self._dir / f"{len(self.runs)}-{name}")
+        self.runs.append(np.memmap(self._dir / f"{len(self.runs)}-offsets", np.int64, "r"))
+        self._cursors.append(0)
+
+    def between(self, lo: int, hi: int) -> Records | None:
+        """Every run's records naming offsets in [lo, hi), in commitlog order, read from the runs' files; asked
+        for windows in ascending order, each run read on from where the last window ended."""
+        parts = []
+        for number, offsets in enumerate(self.runs):
+            a = self._cursors[number]
+            a += int(np.searchsorted(offsets[a:], lo))
+            b = a + int(np.searchsorted(offsets[a:], hi))
+            self._cursors[number] = b
+            if a < b:
+                parts.append(self._read(number, a, b))
+        return concatenated(parts) if parts else None
+
+    def _read(self, number: int, a: int, b: int) -> Records:
+        def rows(name, dtype, width=1, first=a, count=b - a):
+            out = np.fromfile(self._dir / f"{number}-{name}", dtype, count * width, offset=first * width * np.dtype(dtype).itemsize)
+            return out.reshape(-1, width) if width > 1 else out
+
+        key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
+        base = int(key_lo[0])
+        cols = rows("cols", np.int64, E.STORE_NCOLUMNS)
+        cols[:, E.STORE_SPANS] -= base
+        return Records(rows("offsets", np.int64), rows("kinds", np.int8), cols, key_lo - base, key_hi - base,
+                       rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base), rows("values", np.uint8, VALUE_SLOT),
+                       rows("value_len", np.int8))
+
+    def close(self):
+        self.runs.clear()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class Reading:
+    """RecordRuns.read in a thread of its own, started before verify's walk (the database opened first, here:
+    a database that cannot be opened is said before any walk)."""
+
+    def __init__(self, db):
+        db.open()  # (in this thread: the walk's checks read its bookkeeping keys too)
+        self.runs = RecordRuns(db)
+        self._thread = threading.Thread(target=self.runs.read, name="rmqctl-rocksdbstore", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> RecordRuns:
+        self._thread.join()
+        if self.runs.error is not None:
+            self.close()
+            raise self.runs.error
+        return self.runs
+
+    def close(self):
+        """Stop the reading (it ends at its next batch) and remove what it spilled."""
+        self.runs.stopped = True
+        self._thread.join()
+        self.runs.close()
+
+
+def start_reading(store: Store) -> Reading | None:
+    """The RocksDB message store's reading, begun (None: the store has none, or one not read: info names it)."""
+    db = store.message_rocksdb
+    return Reading(db) if db is not None else None
+
+
+def check_rocksdb_store(store: Store, reading: Reading | None = None) -> Findings:
+    """The RocksDB message store's findings (none without the part, or where it is not read: info names it)."""
+    reading = reading or start_reading(store)
+    if reading is None:
+        return Findings()
+    try:
+        runs = reading.wait()
+        found = runs.found
+        found += check_runs(store, runs)
+        _check_records(found, store, runs.db, sorted(runs.unparsed, key=lambda e: e.record["offsetPy"]))
+        for kind in (k for k in (INDEX_KIND, TRANS) if k in runs.db.kinds):
+            found += _check_last_offset(store, runs.db, kind)
+        return found
+    finally:
+        reading.close()
+
+
+def windows(store: Store) -> list[tuple[int, int, object]]:
+    """The offsets' line cut at the commitlog's files and every WINDOW bytes within them: (lo, hi, the file
+    or None where no file is)."""
+    q, out, at = store.commitlog, [], int(NOWHERE.min)
+    for f in q.files:
+        lo, end = max(f.start, q.min_offset), f.start + q.file_size
+        if lo >= end:
+            continue
+        if at < lo:
+            out.append((at, lo, None))
+        out += [(w, min(w + WINDOW, end), f) for w in range(lo, end, WINDOW)]
+        at = end
+    return out + [(at, int(NOWHERE.max), None)]
+
+
+def check_runs(store: Store, runs: RecordRuns) -> Findings:
+    """Every spilled record against the commitlog record it names, a window of the commitlog at a time."""
+    found = Findings()
+    for window in windows(store):
+        records = runs.between(*window[:2])
+        if records is not None:
+            ok = agreed(store, records, [window])
+            _check_records(found, store, runs.db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
+    return found
+
+
+def agreed(store: Store, records: Records, cuts: list[tuple[int, int, object]] | None = None) -> np.ndarray:
+    """Which of the records (in commitlog order) the engine shows to agree with the live commitlog record they
+    name, taking the commitlog's files by `cuts` (default: windows(store))."""
+    ok = np.zeros(len(records.offsets), bool)
+    for lo, hi, f in windows(store) if cuts is None else cuts:
+        a, b = np.searchsorted(records.offsets, [lo, hi])
+        if a == b or f is None or not f.path.exists():
+            continue
+        u8 = np.frombuffer(f.buf, np.uint8)
+        for code in np.unique(records.kinds[a:b]).tolist():
+            rows = a + np.flatnonzero(records.kinds[a:b] == code)
+            ok[rows] = E.agree_store_records(KIND_CODES[KINDS[code]], u8, min(len(u8), store.commitlog.file_size),
+                                             records.offsets[rows] - f.start, records.keys, records.cols, rows)
+        del u8
+    return ok
+
+
+def _check_records(found: Findings, store: Store, db, batch: list[Entry]):
+    """The reference's check of records in commitlog order, each record they name read once."""
     end = _log_end(store)
-    batch.sort(key=lambda e: e.record["offsetPy"])
     at, m, err = None, None, None
     for e in batch:
         off = e.record["offsetPy"]
@@ -98,7 +286,7 @@ def _check_records(found: Findings, store: Store, where, batch: list[Entry]):
                     _, m = store.read_message(off)
                 except StoreError as problem:
                     err = problem
-        _check_record(found, store, where, e, m, err, end)
+        _check_record(found, store, db.where(e.kind), e, m, err, end)
 
 
 def _check_record(found: Findings, store: Store, where, e: Entry, m: Message | None, err: StoreError | None,
@@ -143,6 +331,8 @@ def _index_mismatch(r: dict, m: Message) -> list[str]:
         wrong.append(f"tag {r['key']!r}, the record's TAGS {m.properties.get('TAGS')!r}")
     if r["storeTime"] != m.storeTimestamp:
         wrong.append(f"storeTime {r['storeTime']}, the record's {m.storeTimestamp}")
+    if not E.in_hour_bucket(r["hour"], r["storeTime"]):
+        wrong.append(f"hour bucket {r['hour']} is not the hour its storeTime {r['storeTime']} falls in")
     if m.transaction_type == TRANSACTION_ROLLBACK_TYPE:
         wrong.append("the record is a transaction rollback, which the broker never indexes")
     return wrong
@@ -154,6 +344,11 @@ def _size_mismatch(r: dict, m: Message) -> list[str]:
 
 def _timer_mismatch(r: dict, m: Message) -> list[str]:
     wrong = [f"uniqKey {r['uniqKey']}, the record's {m.uniq_key}"] if m.uniq_key != r["uniqKey"] else []
+    out_ms = m.properties.get("TIMER_OUT_MS")
+    text = np.frombuffer((out_ms or "").encode("utf-8"), np.uint8)
+    parsed_ok, delay = E.java_long(text, 0, len(text))
+    if not parsed_ok or delay != r["delayTime"]:
+        wrong.append(f"delayTime {r['delayTime']}, the record's TIMER_OUT_MS {out_ms!r}")
     return wrong + _size_mismatch(r, m)
 
 
@@ -168,18 +363,19 @@ def _trans_mismatch(r: dict, m: Message) -> list[str]:
 MISMATCHES = {INDEX_KIND: _index_mismatch, TIMER_KIND: _timer_mismatch, TRANS: _trans_mismatch}
 
 
-def _check_last_offset(found: Findings, store: Store, db, kind: str):
+def _check_last_offset(store: Store, db, kind: str) -> Findings:
     """lastOffsetPy: the offset of the newest record dispatched to this kind; dispatch resumes after it."""
-    last = db.bookkeeping(kind, LAST_OFFSET_PY)
+    found, last = Findings(), db.bookkeeping(kind, LAST_OFFSET_PY)
     if last is None or last <= 0 or store.expired(last):
-        return
+        return found
     if last >= _log_end(store):
-        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, None,
+        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.where(kind), None, None,
                   f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
                   f"({_log_end(store)}): dispatch to it would resume there")
-        return
+        return found
     try:
         store.read_message(last)
     except StoreError as err:
-        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.directory, None, last,
+        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.where(kind), None, last,
                   f"RocksDB message store {kind} lastOffsetPy {last}: {err}")
+    return found

@@ -40,7 +40,7 @@ from . import (
 )
 from .baseline import finding_key, judge
 from .compaction import check_compaction
-from .rocksdbstore import check_rocksdb_store
+from .rocksdbstore import check_rocksdb_store, start_reading
 from .config import config_problems
 from .timer import TimerCheck
 from ..txn import pending
@@ -135,10 +135,16 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     size = window if window is not None else window_records(memory)
     # without the checks that take windows no record columns outlive their chunk's scan
     keep = size if WINDOWED_PARTS & ctx.parts else 0
-    results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
-    if kept:  # every record fit in one window
-        size = None
-    return complete(ctx, results, scanned, began, max_findings, size)
+    # the RocksDB message store read while the commitlog is walked (checks/rocksdbstore.py)
+    ctx.rocksdb_reading = start_reading(ctx.store) if "index" in ctx.parts else None
+    try:
+        results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
+        if kept:  # every record fit in one window
+            size = None
+        return complete(ctx, results, scanned, began, max_findings, size)
+    finally:
+        if ctx.rocksdb_reading is not None:
+            ctx.rocksdb_reading.close()
 
 
 def start_run(store: Store, only: str | None, start: int | None, end: int | None, deep: bool, jobs: int) -> Context:
@@ -227,7 +233,7 @@ def _store_wide_checks(ctx: Context) -> Findings:
     if "consumequeue" in parts:
         found += check_compaction(store)
     if "index" in parts:
-        found += check_rocksdb_store(store)
+        found += check_rocksdb_store(store, ctx.rocksdb_reading)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             found.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)

@@ -164,8 +164,8 @@ def dump_index(ctx, file, headers_only):
 @click.option("--kind", "kinds", type=click.Choice(KINDS), multiple=True,
               help="Only these kinds (repeatable): index, timer, trans. Default: all three.")
 def dump_rocksdbstore(ctx, kinds):
-    """The 5.4 RocksDB message store (rocksdbstore/: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable),
-    one line per key: index records (hour, topic, type K/T/U, key, uniqKey, offsetPy, storeTime), timer records
+    """The 5.4 RocksDB message store (rocksdbstore/, or the split layout's RocksDBIndexStore/ and
+    RocksDBTransStore/: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable), one line per key: index records (hour, topic, type K/T/U, key, uniqKey, offsetPy, storeTime), timer records
     (delayTime, uniqKey, offsetPy, sizePy), transaction records (offsetPy, topic, uniqKey, sizePy, checkTimes), and
     the bookkeeping keys. Exit 1 when a key is of neither layout (its bytes shown).
 

@@ -43,7 +43,8 @@ JOBS = (
     ("record", "index_slots"),
     # the 5.4 RocksDB message store's keys, parsed in batches and held against the records they name
     ("rocksdbstore", "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
-                     "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET"),
+                     "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
+                     "in_hour_bucket java_long gather_store_bytes=gather"),
     # append's compiled reading of dump-shaped JSON lines into columns
     ("jsonl_parse", "parse_block interned_texts PARSED_NAMES=NAMES PARSE_MOST_DISTINCT=MOST_DISTINCT "
                     "PARSED_QUEUE_ID=QUEUE_ID PARSED_FLAG=FLAG PARSED_SYSFLAG=SYSFLAG PARSED_BORN_TS=BORN_TS "

@@ -21,11 +21,46 @@ INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders 
 AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
 INDEX_TYPES = np.array([ord("K"), ord("T"), ord("U")], np.uint8)
 KEY_SEPARATOR = ord(" ")  # MessageConst.KEY_SEPARATOR
-NAMES, NAME_LENGTHS = property_names("KEYS", "TAGS", "UNIQ_KEY", "REAL_TOPIC", "__transactionId__")
-P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID = range(5)
-# the columns `parse` fills: offsetPy, storeTime (index) or sizePy, the index TYPE, and spans into the keys
-OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI = range(9)
-NCOLUMNS = 9
+NAMES, NAME_LENGTHS = property_names("KEYS", "TAGS", "UNIQ_KEY", "REAL_TOPIC", "__transactionId__",
+                                     "TIMER_OUT_MS")
+P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID, P_TIMER_OUT = range(6)
+# the columns `parse` fills: offsetPy, storeTime (index) or sizePy, the index TYPE, spans into the keys, and
+# the key's int64 head (index: the hour bucket, timer: delayTime)
+OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI, HEAD = range(10)
+NCOLUMNS = 10
+SPANS = np.arange(TOPIC_LO, UNIQ_HI + 1)  # the columns holding positions in the keys
+HOUR_MS = 3600 * 1000
+LONG_MAX = (1 << 63) - 1
+
+
+@kernel(counted=False)
+def in_hour_bucket(hour, store_time):
+    """Whether `hour` is the hour the store time falls in, as IndexRocksDBRecord.getKeyBytes keys it
+    (MixAll.dealTimeToHourStamps, whose body the source index does not hold): floored to the hour in whatever
+    zone the broker's clock is in, the hour starts within the hour before the store time, and every zone's
+    offset from UTC is a whole number of minutes."""
+    return 0 <= store_time - hour < HOUR_MS and hour % 60000 == 0
+
+
+@kernel(counted=False)
+def java_long(u8, lo, hi):
+    """Long.parseLong of u8[lo:hi] (an optional sign, then decimal digits, within a long): (parsed, value).
+    TimerMessageRocksDBStore.getDelayTime parses TIMER_OUT_MS so; a value it cannot parse is never a record."""
+    if lo < 0 or hi <= lo:
+        return False, 0
+    negative = u8[lo] == ord("-")
+    i = lo + 1 if negative or u8[lo] == ord("+") else lo
+    if i == hi:
+        return False, 0
+    value = 0
+    limit = LONG_MAX + 1 if negative else LONG_MAX
+    while i < hi:
+        digit = u8[i] - ord("0")
+        if digit < 0 or digit > 9 or value > (limit - digit) // 10:
+            return False, 0
+        value = value * 10 + digit
+        i += 1
+    return True, -value if negative else value
 
 
 @kernel(counted=False)
@@ -58,6 +93,7 @@ def _parse_index(keys, a, b, cols, n):
     cols[n, KEY_LO], cols[n, KEY_HI] = second + 1, last
     cols[n, UNIQ_LO], cols[n, UNIQ_HI] = last + 1, hi
     cols[n, OFFSET] = be64(keys, b - 8)
+    cols[n, HEAD] = be64(keys, a)
     return True
 
 
@@ -94,6 +130,7 @@ def parse(kind, keys, key_ends, values, value_ends, cols):
             if ok[i]:
                 cols[i, UNIQ_LO], cols[i, UNIQ_HI] = a + 8, b
                 cols[i, NUMBER], cols[i, OFFSET] = be32(values, v), be64(values, v + 4)
+                cols[i, HEAD] = be64(keys, a)  # delayTime
         else:  # -> int32 checkTimes | int32 sizePy
             ok[i] = w - v == 8 and _parse_trans(keys, a, b, cols, i)
             if ok[i]:
@@ -151,13 +188,14 @@ def _fields_agree(kind, u8, pos, size, combo, topic_at, topic_len, keys, cols, r
     if not _same(u8, lo[same_uniq], hi[same_uniq], keys, cols[r, UNIQ_LO], cols[r, UNIQ_HI]):
         return False
     if kind == TIMER:
-        return cols[r, NUMBER] == size
+        parsed, delay = java_long(u8, lo[P_TIMER_OUT], hi[P_TIMER_OUT])
+        return cols[r, NUMBER] == size and parsed and delay == cols[r, HEAD]
     if kind == TRANS:
         return cols[r, NUMBER] == size and _same(u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, cols[r, TOPIC_LO],
                                                  cols[r, TOPIC_HI])
     if be32(u8, pos + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE:
         return False
-    if cols[r, NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]):
+    if cols[r, NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]) or not in_hour_bucket(cols[r, HEAD], cols[r, NUMBER]):
         return False
     if not (well_formed_utf8(u8, topic_at, topic_at + topic_len)
             and _same(u8, topic_at, topic_at + topic_len, keys, cols[r, TOPIC_LO], cols[r, TOPIC_HI])):
@@ -186,3 +224,27 @@ def agree(kind, u8, limit, positions, keys, cols, rows):
             sound, size, combo, topic_at, topic_len = _decode(u8, at, limit, lo, hi)
         out[j] = sound and _fields_agree(kind, u8, at, size, combo, topic_at, topic_len, keys, cols, rows[j], lo, hi)
     return out
+
+
+@kernel
+def gather(data, ends, rows, width):
+    """The byte strings rows[j] of `data` (string i ends at ends[i]): end to end in the rows' order with where
+    each ends (width 0), or each in a zero-padded row of `width` bytes with its length (a value's slot)."""
+    n = len(rows)
+    out_ends = np.empty(n, np.int64)
+    total = 0
+    for j in range(n):
+        i = rows[j]
+        total += ends[i] - (ends[i - 1] if i > 0 else 0)
+        out_ends[j] = total
+    out = np.zeros(total if width == 0 else n * width, np.uint8)
+    at = 0
+    for j in range(n):
+        i = rows[j]
+        lo = ends[i - 1] if i > 0 else 0
+        length = min(ends[i] - lo, width) if width > 0 else ends[i] - lo
+        base = at if width == 0 else j * width
+        for k in range(length):
+            out[base + k] = data[lo + k]
+        at += length
+    return out, out_ends

@@ -94,7 +94,8 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
                     found[off] = (f.name, f.start, m)
         if found:
             return [found[o] for o in sorted(found)]
-    elif store.message_rocksdb is not None:  # 5.4 without index files: the RocksDB index's uniq-key records
+    elif store.message_rocksdb is not None and "index" in store.message_rocksdb.kinds:
+        # 5.4 without index files: the RocksDB index's uniq-key records
         for off in store.message_rocksdb.uniq_offsets(key):
             try:
                 f, m = store.read_message(off)

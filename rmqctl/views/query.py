@@ -62,6 +62,8 @@ def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BA
     """The messages of `topic` carrying `key`. A store with no index file has nothing to look in: that is
     refused, not answered as "no such key"."""
     rocks = store.message_rocksdb if not store.index_files() else None
+    if rocks is not None and "index" not in rocks.kinds:  # (a split layout without its index database)
+        rocks = None
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
         offsets = rocks.index_offsets(topic, key, max_num, begin, end)
     else:
