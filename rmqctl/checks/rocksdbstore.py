@@ -25,6 +25,7 @@ commitlog's first file are expired (the broker deletes them by the hour), not da
 from __future__ import annotations
 
 import dataclasses
+import gc
 import shutil
 import threading
 
@@ -189,6 +190,10 @@ class Reading:
 
     def __init__(self, db):
         db.open()  # (in this thread: the walk's checks read its bookkeeping keys too)
+        # every batch makes 65,536 (key, value) tuples, and each of the collector's full passes would walk every
+        # object the process holds (numba's alone are many): they are set aside until the reading is closed
+        gc.freeze()
+        self._frozen = True
         self.runs = RecordRuns(db)
         self._thread = threading.Thread(target=self.runs.read, name="rmqctl-rocksdbstore", daemon=True)
         self._thread.start()
@@ -205,6 +210,9 @@ class Reading:
         self.runs.stopped = True
         self._thread.join()
         self.runs.close()
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
 
 
 def start_reading(store: Store) -> Reading | None:
@@ -258,18 +266,23 @@ def check_runs(store: Store, runs: RecordRuns) -> Findings:
 
 def agreed(store: Store, records: Records, cuts: list[tuple[int, int, object]] | None = None) -> np.ndarray:
     """Which of the records (in commitlog order) the engine shows to agree with the live commitlog record they
-    name, taking the commitlog's files by `cuts` (default: windows(store))."""
+    name, taking the commitlog's files by `cuts` (default: windows(store)). Each cut's bytes are read, with
+    room for a record of the largest size the broker stores starting at its end, rather than the file mapped
+    (a mapping's pages would stay in the process's memory); a longer record is left to the reference."""
     ok = np.zeros(len(records.offsets), bool)
     for lo, hi, f in windows(store) if cuts is None else cuts:
         a, b = np.searchsorted(records.offsets, [lo, hi])
         if a == b or f is None or not f.path.exists():
             continue
-        u8 = np.frombuffer(f.buf, np.uint8)
+        end = min(hi + store.config.maxMessageSize, f.start + min(f.length, store.commitlog.file_size))
+        try:
+            u8 = np.fromfile(f.path, np.uint8, max(end - lo, 0), offset=lo - f.start)
+        except FileNotFoundError:  # deleted since listed (a running broker's expired head): the reference says so
+            continue
         for code in np.unique(records.kinds[a:b]).tolist():
             rows = a + np.flatnonzero(records.kinds[a:b] == code)
-            ok[rows] = E.agree_store_records(KIND_CODES[KINDS[code]], u8, min(len(u8), store.commitlog.file_size),
-                                             records.offsets[rows] - f.start, records.keys, records.cols, rows)
-        del u8
+            ok[rows] = E.agree_store_records(KIND_CODES[KINDS[code]], u8, len(u8), records.offsets[rows] - lo,
+                                             records.keys, records.cols, rows)
     return ok
 
 

@@ -244,7 +244,6 @@ def gather(data, ends, rows, width):
         lo = ends[i - 1] if i > 0 else 0
         length = min(ends[i] - lo, width) if width > 0 else ends[i] - lo
         base = at if width == 0 else j * width
-        for k in range(length):
-            out[base + k] = data[lo + k]
+        out[base:base + length] = data[lo:lo + length]
         at += length
     return out, out_ends
