@@ -6,9 +6,11 @@ independent reader rmqctl's dump is compared with."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks.rocksdbstore import agreed, parsed
+from rmqctl.checks.rocksdbstore import RecordRuns, agreed, parsed
 from rmqctl.config import load_config
 from rmqctl.rocksdbstore import entry
 from rmqctl.store import Store
@@ -448,3 +450,19 @@ def test_a_timer_record_s_delay_time_is_its_message_s_timer_out_ms(built, tmp_pa
     offset = struct.unpack(">q", value[4:])[0]
     assert got == [f"RocksDB message store timer record {key[8:].decode()} at commitlog offset {offset}: delayTime "
                    f"{TIMER_OUT_MS + 1000}, the record's TIMER_OUT_MS '{TIMER_OUT_MS}'"]
+
+
+def test_the_runs_are_spilled_to_scratch_and_removed(built, tmp_path, monkeypatch):
+    """verify's merge spills each sorted batch among this user's RocksDB views and leaves nothing behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    runs = RecordRuns(store.message_rocksdb)
+    runs.read()
+    views = tmp_path / f"rmqctl-rocksdb-{os.getuid()}"
+    assert runs.error is None and runs.directory.parent == views and len(runs.runs) == 3  # a run per kind here
+    assert {p.name for p in runs.directory.iterdir()} >= {"0-offsets", "0-keys", "2-cols"}
+    runs.close()
+    store.close()
+    assert not runs.directory.exists()
+    assert [f for f in findings(built[0]) if f[0].startswith("rocksdb-store")] == []
+    assert not [p for p in views.iterdir() if "-rocksdbstore-" in p.name]

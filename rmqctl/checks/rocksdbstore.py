@@ -121,7 +121,7 @@ class RecordRuns:
         self._cursors: list[int] = []  # where each run's next window starts
         self.error: BaseException | None = None
         self.stopped = False
-        self._dir = scratch_directory("rocksdbstore")
+        self.directory = scratch_directory("rocksdbstore")
 
     def read(self):
         """Every kind's keys (a thread's body: what it raises is kept for `wait`)."""
@@ -149,8 +149,8 @@ class RecordRuns:
         if not len(records.offsets):
             return
         for name in RUN_ARRAYS:
-            getattr(records, name).tofile(self._dir / f"{len(self.runs)}-{name}")
-        self.runs.append(np.memmap(self._dir / f"{len(self.runs)}-offsets", np.int64, "r"))
+            getattr(records, name).tofile(self.directory / f"{len(self.runs)}-{name}")
+        self.runs.append(np.memmap(self.directory / f"{len(self.runs)}-offsets", np.int64, "r"))
         self._cursors.append(0)
 
     def between(self, lo: int, hi: int) -> Records | None:
@@ -168,7 +168,7 @@ class RecordRuns:
 
     def _read(self, number: int, a: int, b: int) -> Records:
         def rows(name, dtype, width=1, first=a, count=b - a):
-            out = np.fromfile(self._dir / f"{number}-{name}", dtype, count * width, offset=first * width * np.dtype(dtype).itemsize)
+            out = np.fromfile(self.directory / f"{number}-{name}", dtype, count * width, offset=first * width * np.dtype(dtype).itemsize)
             return out.reshape(-1, width) if width > 1 else out
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
@@ -181,7 +181,7 @@ class RecordRuns:
 
     def close(self):
         self.runs.clear()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class Reading:
