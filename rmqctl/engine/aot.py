@@ -64,11 +64,29 @@ ENTRIES = {
                         "none(u8, i64x1, i64x1, u8x2, i64x1, i64x2, i64x2)"),
     "holds_word": ("rmqctl.engine.arrow_kernels", "holds_word", "none(u8, i64x1, i64x1, u8, b1x1)"),
     "msgid_texts": ("rmqctl.engine.arrow_kernels", "msgid_texts", "int64(u8, i64x1, i64x1, i64x1, out, i32x1)"),
+    # append's: parse a block of JSON lines, encode its records, acknowledge them, dispatch them to consumequeue
+    # and index (a start-up of ~0.6 s for numba is as long as appending 70 k messages)
+    "parse_block": ("rmqctl.engine.jsonl_parse", "parse_block",
+                    "Tuple((int64, int64, int64, boolean))(u8, int64, int64, int64, int64, boolean, i64x2, i64x1, i64x3,"
+                    " out, i64x1, out, i64x1, i64x2, i64x1, i64x2, i64x1, i64x2, i64x1)"),
+    "gather_parts": ("rmqctl.engine.encode", "gather_parts",
+                     "int64(i64x2, u8x2, i64x1, u8, i64x1, u8, i64x1, u8, i64x1, boolean, u8, out)"),
+    "queue_offsets": ("rmqctl.engine.encode", "queue_offsets", "i64x1(i64x1, i64x1, b1x1)"),
+    "encode_records": ("rmqctl.engine.encode", "encode_records", "int64(out, i64x2, u8, boolean)"),
+    "ack_lines": ("rmqctl.engine.encode", "ack_lines", "int64(i64x1, i64x1, i64x1, i64x1, u8x2, i64x1, u8x2, out)"),
+    "dispatch_walk": ("rmqctl.engine.dispatch", "walk", "Tuple((i64x1, int64))(u8, int64, boolean, int64, int64)"),
+    "dispatch_decode": ("rmqctl.engine.dispatch", "decode",
+                        "Tuple((i64x2, i64x1, i64x1, int64))(u8, i64x1, boolean, boolean, boolean, i64x1, i64x1, i64x1,"
+                        " i64x1, i64x1, i64x1, i64x1, i64x1, b1x1)"),
+    "put_units_in_order": ("rmqctl.engine.dispatch", "put_units_in_order",
+                           "int64(i64x1, i64x1, int64, i64x1, i64x1, i64x1, i64x1)"),
+    "put_index_keys": ("rmqctl.engine.index", "put_keys",
+                       "UniTuple(int64, 2)(out, int64, int64, int64, int64, i64x1, i64x1, i64x1)"),
 }
 # the array types of the signatures: (dtype, dimensions, writable)
 ARRAYS = {"u8": (np.uint8, 1, False), "u8x2": (np.uint8, 2, False), "out": (np.uint8, 1, True),
           "b1x1": (np.bool_, 1, True), "i32x1": (np.int32, 1, True), "i64x1": (np.int64, 1, True),
-          "i64x2": (np.int64, 2, True)}
+          "i64x2": (np.int64, 2, True), "i64x3": (np.int64, 3, True)}
 SCALARS = {"int64": (int, np.integer), "boolean": (bool, np.bool_)}
 
 

@@ -39,8 +39,8 @@ from ..errors import StoreError, UsageError
 from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
                           encode_properties, java_split, java_string_hash, parse_properties)
 from ..record import Message, encode_record, message_id, parse_host, read_record
-from ..engine import (ACK_BOUND, ack_lines, dispatch_decode, encode_batch, encode_fields, encode_records,
-                      put_index_keys)
+from ..engine import (ACK_BOUND, ack_lines, dispatch_decode, dispatch_walk, encode_batch, encode_fields, encode_records,
+                      gather_parts, parse_block, put_index_keys, put_units_in_order, queue_offsets)
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
@@ -48,8 +48,10 @@ from .batchdispatch import BatchWriter, dispatch_file
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
 
-# what an append runs compiled: the encoder, the dispatch of the written records, the index's key writer
-APPEND_KERNELS = (encode_records, dispatch_decode, put_index_keys)
+# what an append runs compiled: the parser of JSON lines, the encoder and its acknowledgements, the dispatch of the
+# written records, the index's key writer; all of them in engine.aot's module, so a warm append loads no numba
+APPEND_KERNELS = (parse_block, gather_parts, queue_offsets, encode_records, ack_lines, dispatch_walk, dispatch_decode,
+                  put_units_in_order, put_index_keys)
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
@@ -113,7 +115,9 @@ class AckBlock:
 
     def __init__(self, starts, positions, store_ts, queue_offsets, store_hosts, prefixes: list[str]):
         self.starts, self.positions, self.store_ts = starts, positions, store_ts
-        self.queue_offsets, self.store_hosts, self.prefixes = queue_offsets, store_hosts, prefixes
+        # (contiguous, as engine.aot's entry of ack_lines takes it)
+        self.queue_offsets, self.store_hosts = queue_offsets, np.ascontiguousarray(store_hosts)
+        self.prefixes = prefixes
 
     def lines(self) -> str:
         """The acknowledgements, each as cli.render.dumps writes Appended.as_dict() (a test holds them equal)."""
