@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 import oracle
-from conftest import FIXTURES, broker_conf, jsonl, run
+from conftest import FIXTURES, broker_conf, jsonl, one_line_error, run
 from rmqctl.cli.append_cmds import message_from_json
 from rmqctl.config import load_config
 from rmqctl.errors import UsageError
@@ -235,3 +235,39 @@ def test_the_library_commit_returns_a_blocks_messages_as_appended(tmp_path):
         got = [a.as_dict() for a in app.commit()]
     want = [orjson.loads(line) for line in one_by_one(tmp_path / "slow", conf, lines, True).splitlines()]
     assert got == want and len(got) == 20
+
+
+def test_blocks_parsed_ahead_write_what_the_per_message_path_writes_up_to_a_bad_line(tmp_path, monkeypatch):
+    """--jsonl from a file in blocks of 4 KiB, a thread parsing the next block while the last one is written and
+    committed: lines the kernel leaves to the per-line path (an escaped topic) keep their places, a bad line deep
+    in the file is the one named, and the records, queues and acknowledgements are those of the per-message path
+    over the lines before it (the whole store that of the same commits over those lines): the blocks parsed ahead
+    of the bad line add nothing."""
+    from rmqctl.cli import append_cmds
+
+    for name, value in (("BATCH_BYTES", 4096), ("READ_CHUNK", 4096), ("BATCH_MESSAGES", 7)):
+        monkeypatch.setattr(append_cmds, name, value)
+    conf = broker_conf("a-basic")
+    lines = [json.dumps({"topic": f"J{i % 3}", "queueId": i % 2, "bornTimestamp": 1_700_000_000_000 + i,
+                         "storeTimestamp": 1_700_000_100_000 + i, "body": f"m{i}" * (i % 50)}) for i in range(600)]
+    for i in range(5, 600, 37):
+        lines[i] = lines[i].replace('"topic": "J', '"topic": "\\u004a')  # the same topic, for the per-line path
+    lines[450] = "{not json"
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    res = run("append", "--store", tmp_path / "ahead", "--broker-config", conf, "--create", "--keep-timestamps",
+              "--jsonl", tmp_path / "in.jsonl")
+    one_line_error(res, "in.jsonl: line 451: not valid JSON")
+    before = "\n".join(lines[:450]).encode()
+    assert res.stdout == one_by_one(tmp_path / "slow", conf, before, True)
+    ahead, slow = store_files(tmp_path / "ahead"), store_files(tmp_path / "slow")
+    assert {k: v for k, v in ahead.items() if not k.startswith("index/")} == {
+        k: v for k, v in slow.items() if not k.startswith("index/")}
+    # the index file is named when a commit first needs it: compared with the same commits over the good lines
+    whole = run("append", "--store", tmp_path / "whole", "--broker-config", conf, "--create", "--keep-timestamps",
+                "--jsonl", "-", input=before)
+    assert whole.stdout == res.stdout and store_files(tmp_path / "whole") == ahead
+    pad = -(len(before) + 2) % 4096  # blanks, so that the input ends where a block does
+    (tmp_path / "good.jsonl").write_bytes(before + b"\n" + b" " * pad + b"\n")
+    good = run("append", "--store", tmp_path / "good", "--broker-config", conf, "--create", "--keep-timestamps",
+               "--jsonl", tmp_path / "good.jsonl")
+    assert good.stdout == res.stdout and store_files(tmp_path / "good") == ahead

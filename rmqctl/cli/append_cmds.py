@@ -1,6 +1,7 @@
 """`append`: one message from options, or many as JSON Lines in the `dump commitlog` shape."""
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import select
@@ -190,42 +191,49 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     """Every line, a block at a time: a block is the whole lines at hand (at most BATCH_MESSAGES, about
     BATCH_BYTES), read column-wise by the compiled parser where it can, each other line one by one; the block
     is acknowledged once durable, and a block ends early when the input pauses (a producer waiting for its
-    acknowledgements gets them at once)."""
+    acknowledgements gets them at once). A thread parses the next block (the parser lets the GIL go) while this
+    one is written and committed, so both cores work; a block the input paused after is committed before
+    reading on."""
+    from ..maintenance.append_batch import parsed_batches  # kernels: only when appending
+
     from_stdin = path == "-"
     name = "<stdin>" if from_stdin else path
     stream = sys.stdin.buffer if from_stdin else open(path, "rb")
-    lineno = 0
+    lineno, pending = 0, None
     try:
-        for buf, lo, hi in _blocks(stream):
-            u8 = np.frombuffer(buf, np.uint8)
-            while lo < hi:
-                lineno, lo = _append_block(appender, buf, u8, lo, hi, lineno, keep_timestamps, name, out)
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-parse") as parser:
+            for buf, lo, hi, paused in _blocks(stream):
+                parsed = buf, parser.submit(parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES,
+                                            keep_timestamps)
+                if pending is not None:
+                    lineno = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
+                pending = parsed
+                if paused:
+                    lineno, pending = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out), None
+            if pending is not None:
+                _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
         _emit(out, appender)
     finally:
         if not from_stdin:
             stream.close()
 
 
-def _append_block(appender: Appender, buf: bytes, u8, lo: int, hi: int, lineno: int, keep_timestamps: bool,
-                  name: str, out) -> tuple[int, int]:
-    """Append the lines of buf[lo:hi] up to one block's size and commit them; (last line number, where it ended)."""
-    from ..maintenance.append_batch import parsed_lines, stage_columns  # kernels: only when appending
+def _append_parsed(appender: Appender, buf: bytes, parsed, lineno: int, keep_timestamps: bool, name: str,
+                   out) -> int:
+    """Append a block's parsed batches (append_batch.parsed_batches, a future), committing each; the number of
+    the last line read."""
+    from ..maintenance.append_batch import stage_columns  # kernels: only when appending
 
-    rows, first = 0, lo
-    while lo < hi and rows < BATCH_MESSAGES and lo - first < BATCH_BYTES:
-        end, lines, columns, stopped = parsed_lines(appender, u8, lo, hi, BATCH_MESSAGES - rows,
-                                                    BATCH_BYTES - (lo - first), keep_timestamps)
-        if columns is not None and not stage_columns(appender, columns):
-            _append_one_by_one(appender, buf[lo:end], lineno, keep_timestamps, name, out)
-        rows += 0 if columns is None else len(columns)
-        lineno, lo = lineno + lines, end
-        if stopped:  # a line for the per-line path
-            nl = buf.find(b"\n", lo, hi)
-            end = hi if nl < 0 else nl + 1
-            _append_one_by_one(appender, buf[lo:end], lineno, keep_timestamps, name, out)
-            lineno, lo, rows = lineno + 1, end, rows + 1
-    _emit(out, appender)
-    return lineno, lo
+    for steps in parsed.result():
+        for step in steps:
+            if step.columns is not None and not stage_columns(appender, step.columns):
+                _append_one_by_one(appender, buf[step.lo:step.end], lineno, keep_timestamps, name, out)
+            lineno += step.lines
+            if step.left > step.end:  # a line for the per-line path
+                _append_one_by_one(appender, buf[step.end:step.left], lineno, keep_timestamps, name, out)
+                lineno += 1
+        _emit(out, appender)
+    return lineno
 
 
 def _append_one_by_one(appender: Appender, text: bytes, lineno: int, keep_timestamps: bool, name: str, out):
@@ -261,17 +269,13 @@ def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
     (a group commit)."""
     import pyarrow.parquet as pq  # only for --parquet
 
-    from ..maintenance.append_batch import arrow_columns, stage_columns  # kernels: only when appending
+    from ..maintenance.append_batch import stage_columns  # kernels: only when appending
 
     files = sorted(p for p in path.rglob("*.parquet") if p.is_file()) if path.is_dir() else [path]
     row = 0
     for file in files:
         try:
-            f = pq.ParquetFile(file)
-            names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
-            for batch in f.iter_batches(batch_size=_rows_per_batch(f), columns=names):
-                batch = _epoch_millis(batch)
-                columns = arrow_columns(batch, keep_timestamps)
+            for batch, columns in _read_ahead(pq.ParquetFile(file), keep_timestamps):
                 if columns is None or not stage_columns(appender, columns):
                     _append_rows_one_by_one(appender, batch, row, keep_timestamps, file, out)
                 row += batch.num_rows
@@ -279,6 +283,28 @@ def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
         except (OSError, ValueError) as e:  # pyarrow's errors for a file that is not Parquet
             _emit(out, appender)
             raise UsageError(f"cannot read it as Parquet: {e}", file) from None
+
+
+def _read_ahead(f, keep_timestamps: bool):
+    """(batch, its columns: append_batch.arrow_columns) for each batch of rows of the Parquet file `f`; a thread
+    reads and converts the next batch (Arrow lets the GIL go) while the caller appends this one."""
+    from ..maintenance.append_batch import arrow_columns  # kernels: only when appending
+
+    names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
+    batches = f.iter_batches(batch_size=_rows_per_batch(f), columns=names)
+
+    def read():
+        batch = next(batches, None)
+        if batch is None:
+            return None
+        batch = _epoch_millis(batch)
+        return batch, arrow_columns(batch, keep_timestamps)
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-read") as reader:
+        ahead = reader.submit(read)
+        while (ready := ahead.result()) is not None:
+            ahead = reader.submit(read)
+            yield ready
 
 
 def _rows_per_batch(f) -> int:
@@ -342,9 +368,9 @@ def _emit(out, appender: Appender):
 
 
 def _blocks(stream):
-    """(buffer, lo, hi) with whole lines in buffer[lo:hi] (the last one may lack its newline at the end of input),
-    as soon as input pauses or about BATCH_BYTES of lines are at hand. Reading the descriptor directly lets a
-    pipe's pause be seen (select)."""
+    """(buffer, lo, hi, paused) with whole lines in buffer[lo:hi] (the last one may lack its newline at the end of
+    input), as soon as input pauses (`paused`: so does the end of input) or about BATCH_BYTES of lines are at hand.
+    Reading the descriptor directly lets a pipe's pause be seen (select)."""
     try:
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError):
@@ -352,7 +378,7 @@ def _blocks(stream):
     if fd is None:
         data = stream.read()
         if data:
-            yield data, 0, len(data)
+            yield data, 0, len(data), True
         return
     buf, eof = b"", False
     while not eof:
@@ -362,7 +388,7 @@ def _blocks(stream):
             eof = not chunk
             buf = buf + chunk
             continue
-        yield buf, 0, hi
+        yield buf, 0, hi, len(buf) < BATCH_BYTES
         buf = buf[hi:]
     if buf:
-        yield buf, 0, len(buf)
+        yield buf, 0, len(buf), True

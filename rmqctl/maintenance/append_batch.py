@@ -192,6 +192,41 @@ def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int,
     return end, lines, columns, stopped
 
 
+@dataclasses.dataclass
+class ParsedLines:
+    """One step of parsed_batches: the whole lines buf[lo:end] (`lines` of them), their messages (None when
+    none), and, when the kernel stopped at a line it leaves to the per-line path, that line: buf[end:left]."""
+
+    lo: int
+    end: int
+    lines: int
+    columns: MessageColumns | None
+    left: int
+
+
+def parsed_batches(app: Appender, buf: bytes, lo: int, hi: int, max_rows: int, max_bytes: int,
+                   keep_timestamps: bool) -> list[list[ParsedLines]]:
+    """The whole lines buf[lo:hi] parsed (parsed_lines) into batches of at most max_rows messages and about
+    max_bytes, each batch a group commit's steps in order. It reads only the lines and the store's version, so
+    a thread may parse the next block while the appender writes this one."""
+    u8 = np.frombuffer(buf, np.uint8)
+    batches = []
+    while lo < hi:
+        rows, first, steps = 0, lo, []
+        while lo < hi and rows < max_rows and lo - first < max_bytes:
+            end, lines, columns, stopped = parsed_lines(app, u8, lo, hi, max_rows - rows, max_bytes - (lo - first),
+                                                        keep_timestamps)
+            left = end
+            if stopped:  # the line the kernel leaves: one message for the per-line path
+                nl = buf.find(b"\n", end, hi)
+                left = hi if nl < 0 else nl + 1
+            rows += (0 if columns is None else len(columns)) + stopped
+            steps.append(ParsedLines(lo, end, lines, columns, left))
+            lo = left
+        batches.append(steps)
+    return batches
+
+
 # a scan's (or an export's) integer columns, by MessageColumns' names; an absent or null value is 0
 ROW_INTEGERS = {"queue_id": "queueId", "flag": "flag", "sys_flag": "sysFlag", "reconsume": "reconsumeTimes",
                 "prepared": "preparedTransactionOffset"}
