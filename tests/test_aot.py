@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ALL_FIXTURES, FIXTURES, broker_conf, run
 
+from rmqctl.config import load_config
 from rmqctl.engine import kernels as native
 from rmqctl.engine import aot
 
@@ -63,32 +64,48 @@ def test_the_entries_write_what_numbas_kernels_write(built, name):
         assert dump_without_numba(store, conf, *options) == want
 
 
-def append_without_numba(store: Path, conf: Path, jsonl_path: Path) -> tuple[int, bytes, bytes]:
-    """`rmqctl append --jsonl` in a new process, as the console command runs on a warm installation: (exit code,
-    stdout, stderr); checks that neither numba nor pyarrow (only --parquet reads Arrow) ever loaded."""
-    code = ("import atexit, os, sys; atexit.register(lambda: os.write(2, b'numba:%d arrow:%d' % ('numba' in sys.modules, "
-            "'pyarrow' in sys.modules))); from rmqctl.cli.launch import main; main()")
+def append_without(modules: tuple[str, ...], store: Path, conf: Path, *args) -> tuple[int, bytes, bytes]:
+    """`rmqctl append --create --keep-timestamps *args` in a new process, as the console command runs on a warm
+    installation: (exit code, stdout, stderr); checks that none of `modules` ever loaded."""
+    code = ("import atexit, os, sys; atexit.register(lambda: os.write(2, b'loaded:' + ','.join(m for m in MODULES "
+            "if m in sys.modules).encode())); from rmqctl.cli.launch import main; main()").replace("MODULES", repr(modules))
     r = subprocess.run([sys.executable, "-c", code, "append", "--store", str(store), "--broker-config", str(conf),
-                        "--create", "--keep-timestamps", "--jsonl", str(jsonl_path)], capture_output=True, cwd=REPO)
-    assert r.stderr.endswith(b"numba:0 arrow:0"), r.stderr.decode()
-    return r.returncode, r.stdout, r.stderr.removesuffix(b"numba:0 arrow:0")
+                        "--create", "--keep-timestamps", *map(str, args)], capture_output=True, cwd=REPO)
+    assert r.stderr.endswith(b"loaded:"), r.stderr.decode()
+    return r.returncode, r.stdout, r.stderr.removesuffix(b"loaded:")
 
 
 @pytest.mark.parametrize("name", ["a-basic", "b-mixed", "c-v5-features"])
 def test_a_warm_append_runs_the_entries_and_writes_what_numba_writes(built, tmp_path, name):
     """A real store's dump appended to a new store by the entries alone (no numba in the process: every kernel
-    append calls is in ENTRIES) and by numba's kernels here: the same acknowledgements and the same files."""
+    append calls is in ENTRIES; no pyarrow for JSON lines; no pandas for Parquet, which pyarrow's scalars would
+    load) and by numba's kernels here: the same acknowledgements and the same files, from JSON lines and from
+    the Parquet file of the store the lines made."""
+    import pyarrow.parquet as pq
+
+    from rmqctl.store import Store
     from test_append_columns import store_files
 
     conf = broker_conf(name)
     lines = tmp_path / "lines.jsonl"
     lines.write_bytes(dump_with_numba(FIXTURES / name / "store", conf, "--body", "base64", "--raw-properties")[1])
-    code, out, err = append_without_numba(tmp_path / "aot", conf, lines)
+    code, out, err = append_without(("numba", "pyarrow"), tmp_path / "aot", conf, "--jsonl", lines)
     assert (code, err) == (0, b"")
     want = run("append", "--store", tmp_path / "numba", "--broker-config", conf, "--create", "--keep-timestamps",
                "--jsonl", lines)
     assert want.exit_code == 0 and out.decode() == want.stdout and out
     assert store_files(tmp_path / "aot") == store_files(tmp_path / "numba")
+    store = Store(tmp_path / "aot", load_config(conf))
+    try:
+        pq.write_table(store.scan().table(), tmp_path / "rows.parquet", row_group_size=50)
+    finally:
+        store.close()
+    code, out, err = append_without(("numba", "pandas"), tmp_path / "aot-rows", conf, "--parquet", tmp_path / "rows.parquet")
+    assert (code, err) == (0, b"")
+    want = run("append", "--store", tmp_path / "numba-rows", "--broker-config", conf, "--create", "--keep-timestamps",
+               "--parquet", tmp_path / "rows.parquet")
+    assert want.exit_code == 0 and out.decode() == want.stdout and out
+    assert store_files(tmp_path / "aot-rows") == store_files(tmp_path / "numba-rows")
 
 
 def test_an_entry_hands_any_other_call_to_numba(built):

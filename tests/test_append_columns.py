@@ -271,3 +271,51 @@ def test_blocks_parsed_ahead_write_what_the_per_message_path_writes_up_to_a_bad_
     good = run("append", "--store", tmp_path / "good", "--broker-config", conf, "--create", "--keep-timestamps",
                "--jsonl", tmp_path / "good.jsonl")
     assert good.stdout == res.stdout and store_files(tmp_path / "good") == ahead
+
+
+def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
+    """Rows with null hosts, queue ids, flags and reconsume counts (the column path reads them from the Arrow
+    buffers and validity bitmaps, sliced batches included): `append --parquet` writes what message_from_row and
+    Appender.append write row by row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rmqctl.cli.append_cmds import message_from_row
+    from rmqctl.maintenance.append_batch import arrow_columns
+    from rmqctl.store import Store
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerIP1=192.168.0.10\nrocketmqVersion=4\nmappedFileSizeCommitLog=1048576\n")
+    source = tmp_path / "source"
+    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
+               input=bench_lines(2000, True)).exit_code == 0
+    store = Store(source, load_config(conf))
+    try:
+        table = store.scan().table()
+    finally:
+        store.close()
+    for name, every in (("bornHost", 3), ("queueId", 5), ("flag", 7), ("reconsumeTimes", 4)):
+        values = table.column(name).to_pylist()
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, pa.array([None if r % every == 1 else v for r, v in enumerate(values)],
+                                                   table.schema.field(name).type))
+    batch = table.to_batches()[0]
+    whole, part = arrow_columns(batch, True), arrow_columns(batch.slice(7, 100), True)
+    for field in ("queue_id", "flag", "born_ts", "born_given", "store_ts", "store_given", "reconsume", "prepared"):
+        assert (getattr(part, field) == getattr(whole, field)[7:107]).all(), field
+
+    def named(c, rows):  # each row's topic and hosts (ids index each batch's own dictionaries)
+        return [(c.topics[t], c.hosts[b] if b >= 0 else None, c.hosts[s] if s >= 0 else None) for t, b, s in rows]
+    assert named(part, part.ids) == named(whole, whole.ids[7:107])
+    assert sum(b < 0 for _, b, _ in whole.ids) == batch.column("bornHost").null_count > 0
+    pq.write_table(table, tmp_path / "m.parquet", row_group_size=300)
+    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet",
+              tmp_path / "m.parquet", "--keep-timestamps")
+    assert res.exit_code == 0, res.stderr
+    app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
+    with app:
+        for row in table.to_pylist():
+            app.append(message_from_row(row, True), producer_topic_rules=False)
+        want = "".join(dumps_appended(a) for a in app.commit())
+    assert res.stdout == want
+    assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow")

@@ -234,37 +234,35 @@ ROW_INTEGERS = {"queue_id": "queueId", "flag": "flag", "sys_flag": "sysFlag", "r
 
 def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
     """A batch of a scan's or an export's rows (timestamps as epoch milliseconds) as message_from_row reads
-    them, or None where a row needs that per-row reading: a null topic, properties not given as ASCII
-    propertiesBytes (their pairs, or text that Java's UTF-8 decoding could change)."""
-    import pyarrow as pa  # (only for --parquet)
+    them, or None where a row needs that per-row reading: a null topic or body, properties not given as ASCII
+    propertiesBytes (their pairs, or text that Java's UTF-8 decoding could change). Values are taken from the
+    Arrow buffers: pyarrow's scalars and to_numpy would load pandas, half a second of start-up."""
     import pyarrow.compute as pc  # (only for --parquet)
 
     names, n = batch.schema.names, batch.num_rows
     if "topic" not in names or "propertiesBytes" not in names or batch.column("topic").null_count \
-            or batch.column("propertiesBytes").null_count or not _types_read(batch.schema):
+            or batch.column("propertiesBytes").null_count or not _types_read(batch.schema) \
+            or ("body" in names and batch.column("body").null_count):
         return None
     props, props_off = _binary(batch.column("propertiesBytes"))
     if (props[props_off[0]:props_off[-1]] >= 0x80).any():
         return None
-    body, body_off = _binary(pc.fill_null(batch.column("body"), b"")) if "body" in names else (
-        np.zeros(1, np.uint8), np.zeros(n + 1, np.int64))
+    body, body_off = _binary(batch.column("body")) if "body" in names else (np.zeros(1, np.uint8),
+                                                                          np.zeros(n + 1, np.int64))
     topic = pc.dictionary_encode(batch.column("topic"))
     hosts: list[str] = []
     ids = np.empty((n, 3), np.int64)
-    ids[:, 0] = topic.indices.to_numpy(zero_copy_only=False)
+    ids[:, 0] = _int64s(topic.indices)[0]
     for k, name in ((1, "bornHost"), (2, "storeHost")):
         ids[:, k] = -1
         if name in names:
             encoded = pc.dictionary_encode(batch.column(name))
-            ids[:, k] = pc.fill_null(pc.add(encoded.indices.cast(pa.int64()), len(hosts)), -1).to_numpy(zero_copy_only=False)
+            indices, given = _int64s(encoded.indices)
+            ids[:, k] = np.where(given, indices + len(hosts), -1)
             hosts += encoded.dictionary.to_pylist()
 
     def integers(name: str) -> tuple[np.ndarray, np.ndarray]:
-        if name not in names:
-            return np.zeros(n, np.int64), np.zeros(n, bool)
-        column = batch.column(name).cast(pa.int64())
-        return (pc.fill_null(column, 0).to_numpy(zero_copy_only=False),
-                pc.is_valid(column).to_numpy(zero_copy_only=False))
+        return _int64s(batch.column(name)) if name in names else (np.zeros(n, np.int64), np.zeros(n, bool))
 
     born_ts, born_given = integers("bornTimestamp")
     store_ts, store_given = integers("storeTimestamp")
@@ -272,6 +270,22 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
                           born_given=born_given, store_ts=store_ts, store_given=store_given & keep_timestamps,
                           body=body, body_off=body_off, props=props, props_off=props_off,
                           **{field: integers(name)[0] for field, name in ROW_INTEGERS.items()})
+
+
+def _int64s(column) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column's values as int64, 0 where null, and where they are not null."""
+    import pyarrow as pa  # (only for --parquet)
+
+    array = column.cast(pa.int64())
+    n, at = len(array), array.offset
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    validity, data = array.buffers()[:2]
+    values = np.frombuffer(data, np.int64)[at:at + n]
+    if not array.null_count:
+        return values.copy(), np.ones(n, bool)
+    given = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[at:at + n].astype(bool)
+    return np.where(given, values, 0), given
 
 
 def _types_read(schema) -> bool:
