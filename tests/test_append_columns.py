@@ -72,6 +72,37 @@ def bench_lines(n: int, store_timestamps: bool) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def scanned_table(tmp_path, conf, n: int):
+    """The scan's table of a store holding the benchmark's first n messages (the Parquet a copy reads)."""
+    from rmqctl.store import Store
+
+    source = tmp_path / "source"
+    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
+               input=bench_lines(n, True)).exit_code == 0
+    store = Store(source, load_config(conf))
+    try:
+        return store.scan().table()
+    finally:
+        store.close()
+
+
+def by_rows(tmp_path, conf, table, parquet) -> str:
+    """`append --parquet` of the table written to `parquet` (into tmp_path/fast) against message_from_row and
+    Appender.append row by row (into tmp_path/slow): the same acknowledgements, which it returns."""
+    from rmqctl.cli.append_cmds import message_from_row
+
+    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet", parquet,
+              "--keep-timestamps")
+    assert res.exit_code == 0, res.stderr
+    app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
+    with app:
+        for row in table.to_pylist():
+            app.append(message_from_row(row, True), producer_topic_rules=False)
+        want = "".join(dumps_appended(a) for a in app.commit())
+    assert res.stdout == want
+    return want
+
+
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_the_command_writes_what_the_per_message_path_writes(tmp_path, name):
     """A real store's dump, through `append --jsonl` (column-wise where it can, per line where not) and through
@@ -196,31 +227,13 @@ def test_parquet_columns_write_what_the_per_row_path_writes(tmp_path, version):
     through message_from_row + Appender.append row by row: the same files and acknowledgements."""
     import pyarrow.parquet as pq
 
-    from rmqctl.cli.append_cmds import message_from_row
-    from rmqctl.store import Store
-
     crc = "enabledAppendPropCRC=true\n" if version == 5 else ""
     conf = tmp_path / "broker.conf"
     conf.write_text(f"brokerIP1=192.168.0.10\nrocketmqVersion={version}\n{crc}mappedFileSizeCommitLog=1048576\n")
-    source = tmp_path / "source"
-    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
-               input=bench_lines(3000, True)).exit_code == 0
-    store = Store(source, load_config(conf))
-    try:
-        table = store.scan().table()
-    finally:
-        store.close()
+    table = scanned_table(tmp_path, conf, 3000)
     pq.write_table(table, tmp_path / "m.parquet", row_group_size=1000)
-    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet",
-              tmp_path / "m.parquet", "--keep-timestamps")
-    assert res.exit_code == 0, res.stderr
-    app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
-    with app:
-        for row in table.to_pylist():
-            app.append(message_from_row(row, True), producer_topic_rules=False)
-        want = "".join(dumps_appended(a) for a in app.commit())
-    assert res.stdout == want
-    assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow") == store_files(source)
+    by_rows(tmp_path, conf, table, tmp_path / "m.parquet")
+    assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow") == store_files(tmp_path / "source")
 
 
 def test_the_library_commit_returns_a_blocks_messages_as_appended(tmp_path):
@@ -280,20 +293,11 @@ def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rmqctl.cli.append_cmds import message_from_row
     from rmqctl.maintenance.append_batch import arrow_columns
-    from rmqctl.store import Store
 
     conf = tmp_path / "broker.conf"
     conf.write_text("brokerIP1=192.168.0.10\nrocketmqVersion=4\nmappedFileSizeCommitLog=1048576\n")
-    source = tmp_path / "source"
-    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
-               input=bench_lines(2000, True)).exit_code == 0
-    store = Store(source, load_config(conf))
-    try:
-        table = store.scan().table()
-    finally:
-        store.close()
+    table = scanned_table(tmp_path, conf, 2000)
     for name, every in (("bornHost", 3), ("queueId", 5), ("flag", 7), ("reconsumeTimes", 4)):
         values = table.column(name).to_pylist()
         i = table.schema.get_field_index(name)
@@ -309,13 +313,5 @@ def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
     assert named(part, part.ids) == named(whole, whole.ids[7:107])
     assert sum(b < 0 for _, b, _ in whole.ids) == batch.column("bornHost").null_count > 0
     pq.write_table(table, tmp_path / "m.parquet", row_group_size=300)
-    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet",
-              tmp_path / "m.parquet", "--keep-timestamps")
-    assert res.exit_code == 0, res.stderr
-    app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
-    with app:
-        for row in table.to_pylist():
-            app.append(message_from_row(row, True), producer_topic_rules=False)
-        want = "".join(dumps_appended(a) for a in app.commit())
-    assert res.stdout == want
+    by_rows(tmp_path, conf, table, tmp_path / "m.parquet")
     assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow")

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import click
-import numpy as np
 import orjson
 
 from typing import TYPE_CHECKING
