@@ -11,6 +11,7 @@ peak RSS.
 
     python benchmarks/bench_append.py [--messages 100000] [--body 1024] [--dir /dev/shm] [--parquet] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ def messages(n: int, body_len: int):
     """(topic, queueId, tags, keys, body) of each message, the same for Java and rmqctl."""
     body = (ALPHABET * (body_len // len(ALPHABET) + 1))[:body_len]
     for i in range(n):
-        yield (TOPICS[i % len(TOPICS)], (i // len(TOPICS)) % QUEUES, f"Tag{'ABCDE'[i % 5]}",
-               f"ORDER-{i:09d} USER-{i % 9973:05d}", body)
+        yield (
+            TOPICS[i % len(TOPICS)],
+            (i // len(TOPICS)) % QUEUES,
+            f"Tag{'ABCDE'[i % 5]}",
+            f"ORDER-{i:09d} USER-{i % 9973:05d}",
+            body,
+        )
 
 
 def write_inputs(base: Path, n: int, body_len: int) -> tuple[Path, Path]:
@@ -44,10 +50,21 @@ def write_inputs(base: Path, n: int, body_len: int) -> tuple[Path, Path]:
         for topic, qid, tags, keys, body in messages(n, body_len):
             t.write(f"{topic}\t{qid}\t{tags}\t{keys}\t{len(body)}\n")
             encoded = encoded or base64.b64encode(body).decode()
-            j.write(json.dumps({"topic": topic, "queueId": qid, "bornTimestamp": 1_700_000_000_000,
-                                "bornHost": "10.0.0.1:40000", "storeHost": "192.168.0.10:10911",
-                                "properties": {"TAGS": tags, "KEYS": keys}, "bodyEncoding": "base64",
-                                "body": encoded}) + "\n")
+            j.write(
+                json.dumps(
+                    {
+                        "topic": topic,
+                        "queueId": qid,
+                        "bornTimestamp": 1_700_000_000_000,
+                        "bornHost": "10.0.0.1:40000",
+                        "storeHost": "192.168.0.10:10911",
+                        "properties": {"TAGS": tags, "KEYS": keys},
+                        "bodyEncoding": "base64",
+                        "body": encoded,
+                    }
+                )
+                + "\n"
+            )
     return tsv, jsonl
 
 
@@ -70,8 +87,9 @@ def java_append(base: Path, tsv: Path) -> dict | None:
         print("RMQ_JAVA_ORACLE is not set: no ratio to RocketMQ's putMessage")
         return None
     with open(base / "java.out", "wb") as out:
-        _, cpu, peak, _ = measured([str(Path(home) / "append-bench.sh"), str(base / "java-store"), str(1 << 30), str(tsv)],
-                                   out)
+        _, cpu, peak, _ = measured(
+            [str(Path(home) / "append-bench.sh"), str(base / "java-store"), str(1 << 30), str(tsv)], out
+        )
     shutil.rmtree(base / "java-store", ignore_errors=True)
     java = json.loads((base / "java.out").read_text().strip().splitlines()[-1])
     java.update(cpuSecs=cpu, peakMiB=peak)
@@ -82,8 +100,9 @@ def rmqctl_append(base: Path, name: str, args: list[str], n: int) -> tuple[float
     """Wall seconds, CPU seconds, peak RSS (MiB) and record bytes of one `rmqctl append` into a new store."""
     store = base / name
     with open(base / "acks.jsonl", "wb") as out:
-        secs, cpu, peak, _ = measured([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", *args],
-                                      out)
+        secs, cpu, peak, _ = measured(
+            [sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", *args], out
+        )
     acks = (base / "acks.jsonl").read_bytes().count(b"\n")
     if acks != n:
         raise SystemExit(f"rmqctl acknowledged {acks} messages, not {n}")
@@ -116,30 +135,44 @@ def main():
     args = ap.parse_args()
     # the package as pip installs it, byte-compiled: without it (PYTHONDONTWRITEBYTECODE) every run compiles
     # rmqctl's sources again, about 0.2 s of start-up that no installation pays
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "rmqctl")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "rmqctl")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     base = Path(tempfile.mkdtemp(prefix="rmqctl-bench-append-", dir=args.dir))
     try:
         tsv, jsonl = write_inputs(base, args.messages, args.body)
-        print(f"{args.messages} messages of {args.body} B, {len(TOPICS)} topics x {QUEUES} queues; {os.cpu_count()} CPUs, "
-              f"load average {os.getloadavg()[0]:.1f}; stores in {base}")
+        print(
+            f"{args.messages} messages of {args.body} B, {len(TOPICS)} topics x {QUEUES} queues; {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.1f}; stores in {base}"
+        )
         javas = [java_append(base, tsv) for _ in range(args.repeat)]
         java = max(javas, key=lambda j: j["dispatchedMsgsPerS"]) if javas[0] is not None else None
         if java is not None:
-            print(f"RocketMQ 4.9.7 putMessage + dispatch (1 thread): {java['dispatchedMsgsPerS'] / 1e3:7.1f} k msgs/s "
-                  f"{java['dispatchedMBs']:6.0f} MB/s (put {java['putSecs']:.2f} s, dispatched {java['dispatchedSecs']:.2f} s, "
-                  f"with shutdown {java['withShutdownSecs']:.2f} s; the JVM's CPU {java['cpuSecs']:.2f} s, "
-                  f"peak RSS {java['peakMiB']:.0f} MiB)")
+            print(
+                f"RocketMQ 4.9.7 putMessage + dispatch (1 thread): {java['dispatchedMsgsPerS'] / 1e3:7.1f} k msgs/s "
+                f"{java['dispatchedMBs']:6.0f} MB/s (put {java['putSecs']:.2f} s, dispatched {java['dispatchedSecs']:.2f} s, "
+                f"with shutdown {java['withShutdownSecs']:.2f} s; the JVM's CPU {java['cpuSecs']:.2f} s, "
+                f"peak RSS {java['peakMiB']:.0f} MiB)"
+            )
         runs = [("jsonl", ["--jsonl", str(jsonl)])]
         if args.parquet:
             runs.append(("parquet", ["--parquet", str(export_parquet(base, jsonl))]))
         for name, cmd in runs:
-            secs, cpu, peak, end = min(rmqctl_append(base, f"store-{name}", cmd, args.messages) for _ in range(args.repeat))
+            secs, cpu, peak, end = min(
+                rmqctl_append(base, f"store-{name}", cmd, args.messages) for _ in range(args.repeat)
+            )
             rate = args.messages / secs
-            ratio = (f"  {rate / java['dispatchedMsgsPerS']:5.2f}x RocketMQ (CPU: {java['cpuSecs'] / cpu:4.2f}x the JVM's)"
-                     if java else "")
-            print(f"rmqctl append --{name:8s} {secs:6.2f} s {rate / 1e3:7.1f} k msgs/s {end / secs / 1e6:6.0f} MB/s"
-                  f"{ratio}  CPU {cpu:.2f} s, peak RSS {peak:.0f} MiB (whole command, start-up included)")
+            ratio = (
+                f"  {rate / java['dispatchedMsgsPerS']:5.2f}x RocketMQ (CPU: {java['cpuSecs'] / cpu:4.2f}x the JVM's)"
+                if java
+                else ""
+            )
+            print(
+                f"rmqctl append --{name:8s} {secs:6.2f} s {rate / 1e3:7.1f} k msgs/s {end / secs / 1e6:6.0f} MB/s"
+                f"{ratio}  CPU {cpu:.2f} s, peak RSS {peak:.0f} MiB (whole command, start-up included)"
+            )
     finally:
         shutil.rmtree(base)
 
@@ -151,8 +184,11 @@ def export_parquet(base: Path, jsonl: Path) -> Path:
     from rmqctl.store import Store
 
     store = base / "parquet-source"
-    subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", "--jsonl", str(jsonl)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--create", "--jsonl", str(jsonl)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     s = Store(store)
     try:
         path = base / "messages.parquet"

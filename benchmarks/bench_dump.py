@@ -11,6 +11,7 @@ the file pages it touches (they are page cache, shared and reclaimable). MB = 10
 
     python benchmarks/bench_dump.py [--size 1G] [--runs 1] [--dir /dev/shm]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ from rmqctl.store import Store, offset_to_name
 
 READ_CHUNK = 8 << 20
 # the command of the interpreter running the bench (its virtual environment's), else the one on PATH
-RMQCTL = str(Path(sys.executable).with_name("rmqctl")) if Path(sys.executable).with_name("rmqctl").exists() \
+RMQCTL = (
+    str(Path(sys.executable).with_name("rmqctl"))
+    if Path(sys.executable).with_name("rmqctl").exists()
     else shutil.which("rmqctl") or "rmqctl"
+)
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -128,8 +132,10 @@ def main():
         messages, _ = generate(root, size)
         conf = base / "broker.conf"
         conf.write_text(f"mappedFileSizeCommitLog={size}\nbrokerIP1=192.168.0.10\n")
-        print(f"generated {messages} messages of {size / messages:.0f} bytes on average, {size / 1e6:.0f} MB, "
-              f"in {time.perf_counter() - t:.1f} s under {base}")
+        print(
+            f"generated {messages} messages of {size / messages:.0f} bytes on average, {size / 1e6:.0f} MB, "
+            f"in {time.perf_counter() - t:.1f} s under {base}"
+        )
         crc_pass(root / "commitlog" / offset_to_name(0))  # warm the page cache for every mode alike
         me = [sys.executable, str(Path(__file__).resolve()), "--size", str(size), "--root", str(root), "--measure"]
         modes = [
@@ -137,16 +143,39 @@ def main():
             ("header walk", lambda: run_child(me + ["walk"])),
             ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
             ("engine batches (Arrow)", lambda: run_child(me + ["batches"])),
-        ] + [(f"rmqctl dump --body {body} -j {jobs}", lambda body=body, jobs=jobs: run_child(
-                [RMQCTL, "dump", "commitlog", "--store", str(root), "--broker-config",
-                 str(conf), "--format", "jsonl", "--body", body, "--jobs", str(jobs)], stdout=subprocess.DEVNULL))
-             for body in ("none", "base64") for jobs in (1, native.available_cores())]
+        ] + [
+            (
+                f"rmqctl dump --body {body} -j {jobs}",
+                lambda body=body, jobs=jobs: run_child(
+                    [
+                        RMQCTL,
+                        "dump",
+                        "commitlog",
+                        "--store",
+                        str(root),
+                        "--broker-config",
+                        str(conf),
+                        "--format",
+                        "jsonl",
+                        "--body",
+                        body,
+                        "--jobs",
+                        str(jobs),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                ),
+            )
+            for body in ("none", "base64")
+            for jobs in (1, native.available_cores())
+        ]
         # unmeasured: a first dump of the installation builds its compiled entries (rmqctl/engine/aot.py)
         run_child([RMQCTL, "dump", "commitlog", "--store", str(root), "--broker-config", str(conf), "--limit", "1"])
         java = javabench.rocketmq_check(root / "commitlog", size, messages)
         print(javabench.describe(java))
-        print(f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s} {'of crc32':>9s} "
-              f"{'CPU s':>7s} {'msgs/CPU s':>11s}")
+        print(
+            f"{'mode':28s} {'seconds':>8s} {'MB/s':>8s} {'msgs/s':>11s} {'peak RSS':>10s} {'of crc32':>9s} "
+            f"{'CPU s':>7s} {'msgs/CPU s':>11s}"
+        )
         crc_secs = None
         for name, fn in modes:
             runs = []
@@ -162,10 +191,14 @@ def main():
             crc_secs = crc_secs or secs  # the first mode, the zlib.crc32 pass, is the yardstick
             cpu = statistics.median(r[3] for r in runs)
             versus = javabench.ratio(java, size / secs / 1e6, messages / secs) if runs[0][2] else ""
-            print(f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB {crc_secs / secs:8.0%} "
-                  f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M{versus}")
-        print("(rmqctl dump: wall time of the whole command, start-up included, -j: writer threads; the others: the work "
-              "alone. CPU s: the whole child process, start-up included, for every mode)")
+            print(
+                f"{name:28s} {secs:8.2f} {size / secs / 1e6:8.0f} {rate} {rss / (1 << 20):7.0f} MiB {crc_secs / secs:8.0%} "
+                f"{cpu:7.2f} {messages / cpu / 1e6:9.2f} M{versus}"
+            )
+        print(
+            "(rmqctl dump: wall time of the whole command, start-up included, -j: writer threads; the others: the work "
+            "alone. CPU s: the whole child process, start-up included, for every mode)"
+        )
     finally:
         shutil.rmtree(base)
 

@@ -8,6 +8,7 @@ Target (issue 32): verify with the parts within 1.2x of verify without them; pea
 
 Each figure is the best of --repeat runs, each verify in a fresh interpreter, the page cache warm for both.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,11 +22,13 @@ from bench_verify import TOPICS, build_store
 
 from rmqctl.cli.main import cli
 
-VERIFY = ("import resource, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-          "from rmqctl.checks.verify import verify; from rmqctl.engine import kernels; kernels.load_numba(); "
-          "s = Store({store!r}, load_config({conf!r})); t = time.perf_counter(); r = verify(s, jobs=1); "
-          "print(time.perf_counter() - t, r.exit_code, r.stats['records'], "
-          "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+VERIFY = (
+    "import resource, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
+    "from rmqctl.checks.verify import verify; from rmqctl.engine import kernels; kernels.load_numba(); "
+    "s = Store({store!r}, load_config({conf!r})); t = time.perf_counter(); r = verify(s, jobs=1); "
+    "print(time.perf_counter() - t, r.exit_code, r.stats['records'], "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+)
 
 
 def with_batch_topic(plain: Path, conf: Path, dest: Path) -> Path:
@@ -36,11 +39,15 @@ def with_batch_topic(plain: Path, conf: Path, dest: Path) -> Path:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(plain, dest)
         (dest / "config").mkdir(exist_ok=True)
-        (dest / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": {
-            TOPICS[0]: {"topicName": TOPICS[0], "attributes": {"queue.type": "BatchCQ"}}}}))
+        (dest / "config" / "topics.json").write_text(
+            json.dumps(
+                {"topicConfigTable": {TOPICS[0]: {"topicName": TOPICS[0], "attributes": {"queue.type": "BatchCQ"}}}}
+            )
+        )
         shutil.rmtree(dest / "consumequeue" / TOPICS[0])
-        res = CliRunner().invoke(cli, ["rebuild", "consumequeue", "--store", str(dest), "--broker-config", str(conf),
-                                       "--no-backup"])
+        res = CliRunner().invoke(
+            cli, ["rebuild", "consumequeue", "--store", str(dest), "--broker-config", str(conf), "--no-backup"]
+        )
         assert res.exit_code == 0, res.output
     return dest
 
@@ -48,8 +55,12 @@ def with_batch_topic(plain: Path, conf: Path, dest: Path) -> Path:
 def best(store: Path, conf: Path, repeat: int) -> tuple[float, int, int]:
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf))],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf))],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert out[1] == "0", f"verify found problems in {store} (exit {out[1]})"
         runs.append((float(out[0]), int(out[2]), int(out[3])))
     return min(runs)
@@ -67,7 +78,9 @@ def main():
     without_s, records, without_kib = best(root / "plain" / "store", conf, args.repeat)
     with_s, _, with_kib = best(parts, conf, args.repeat)
     print(f"verify --jobs 1, {records} records ({args.size_mib} MiB commitlog), best of {args.repeat}:")
-    print(f"  without the parts (3 topics in consumequeue/):       {without_s:.2f} s, peak RSS {without_kib // 1024} MiB")
+    print(
+        f"  without the parts (3 topics in consumequeue/):       {without_s:.2f} s, peak RSS {without_kib // 1024} MiB"
+    )
     print(f"  with {TOPICS[0]} a BatchCQ topic (batchconsumequeue/): {with_s:.2f} s, peak RSS {with_kib // 1024} MiB")
     print(f"  ratio {with_s / without_s:.2f}x (target <= 1.2x)")
 

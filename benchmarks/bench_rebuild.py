@@ -13,6 +13,7 @@ Peak RSS includes the mapped commitlog (page cache).
 
     python benchmarks/bench_rebuild.py [--file-mb 1024] [--dir /dev/shm]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,13 @@ def make_message(rng: random.Random, i: int, offset: int, queue_offsets: dict) -
     size = rng.randint(600, 1200)
     body = (b"payment %d " % i * (size // 10 + 1))[:size] if i % 2 else rng.randbytes(size)
     keys = f"ORDER-{i:09d}" + (f" USER-{i % 9973:05d}" if i % 2 else "")
-    props = [("WAIT", "true"), ("CLUSTER", "BenchCluster"), ("TAGS", f"Tag{'ABCDE'[i % 5]}"), ("KEYS", keys),
-             ("UNIQ_KEY", f"C0A8000A{os.getpid() & 0xFFFF:04X}1A2B3C4D{i:016X}")]
+    props = [
+        ("WAIT", "true"),
+        ("CLUSTER", "BenchCluster"),
+        ("TAGS", f"Tag{'ABCDE'[i % 5]}"),
+        ("KEYS", keys),
+        ("UNIQ_KEY", f"C0A8000A{os.getpid() & 0xFFFF:04X}1A2B3C4D{i:016X}"),
+    ]
     m = Message()
     m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
     m.queueOffset = queue_offsets[topic, qid]
@@ -117,27 +123,38 @@ def main():
         t = time.perf_counter()
         messages, keys = generate(root, args.file_mb << 20)
         mb = args.file_mb
-        print(f"generated {messages} messages ({keys} index keys) in {mb} MiB in {time.perf_counter() - t:.1f} s; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (wall-clock times below)")
+        print(
+            f"generated {messages} messages ({keys} index keys) in {mb} MiB in {time.perf_counter() - t:.1f} s; "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (wall-clock times below)"
+        )
         config = BrokerConfig(mappedFileSizeCommitLog=args.file_mb << 20)
         walk_s, n = best_of(args.runs, lambda: header_walk(root / "commitlog" / offset_to_name(0)))
         assert n == messages
-        print(f"header walk           {walk_s:7.2f} s  {messages / walk_s / 1e6:6.2f} M msgs/s  {mb / walk_s:7.0f} MiB/s")
-        with open(root / "commitlog" / offset_to_name(0), "rb") as f, \
-                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        print(
+            f"header walk           {walk_s:7.2f} s  {messages / walk_s / 1e6:6.2f} M msgs/s  {mb / walk_s:7.0f} MiB/s"
+        )
+        with (
+            open(root / "commitlog" / offset_to_name(0), "rb") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf,
+        ):
             secs, out = best_of(args.runs, lambda: dispatch_file(buf, len(buf), config, True))
             del out
-        print(f"  compiled dispatch   {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
-              f"  {secs / walk_s:5.1f}x the header walk  (entries and key hashes, nothing written)")
+        print(
+            f"  compiled dispatch   {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
+            f"  {secs / walk_s:5.1f}x the header walk  (entries and key hashes, nothing written)"
+        )
         for what, fn in (("consumequeue", rebuild_consumequeue), ("index", rebuild_index)):
+
             def from_nothing():
                 shutil.rmtree(root / what, ignore_errors=True)
                 return fn(Store(root, config), keep_backup=False)
 
             secs, result = best_of(args.runs, from_nothing)
             assert result.records == messages
-            print(f"rebuild {what:13s} {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
-                  f"  {secs / walk_s:5.1f}x the header walk  ({result.entries} entries)")
+            print(
+                f"rebuild {what:13s} {secs:7.2f} s  {messages / secs / 1e6:6.2f} M msgs/s  {mb / secs:7.0f} MiB/s"
+                f"  {secs / walk_s:5.1f}x the header walk  ({result.entries} entries)"
+            )
         print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     finally:
         shutil.rmtree(base)

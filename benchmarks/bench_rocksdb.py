@@ -20,6 +20,7 @@ own memory (heap, arrays, RocksDB's caches).
 
     python benchmarks/bench_rocksdb.py [--units 1000000,10000000] [--file-mb 1024] [--dir /dev/shm] [--parts dump,rebuild,verify]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,10 +62,15 @@ def synthetic_queue(directory: Path, units: int):
         values["commitLogOffset"], values["size"] = qoffs * 1000, 1000
         values["tagsCode"], values["storeTimestamp"] = qoffs % 7, 1_700_000_000_000 + qoffs
         keys, raw = qoffs.astype(">i8").tobytes(), values.tobytes()
-        db.put(R.UNIT_CF, ((prefix + keys[i * 8:i * 8 + 8], raw[i * 28:i * 28 + 28]) for i in range(len(qoffs))))
-    db.put(R.OFFSET_CF, [(R.offset_key(TOPIC, R.MIN, 0), R.OFFSET_VALUE.pack(0, 0)),
-                         (R.offset_key(TOPIC, R.MAX, 0), R.OFFSET_VALUE.pack((units - 1) * 1000, units - 1)),
-                         (R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(units * 1000))])
+        db.put(R.UNIT_CF, ((prefix + keys[i * 8 : i * 8 + 8], raw[i * 28 : i * 28 + 28]) for i in range(len(qoffs))))
+    db.put(
+        R.OFFSET_CF,
+        [
+            (R.offset_key(TOPIC, R.MIN, 0), R.OFFSET_VALUE.pack(0, 0)),
+            (R.offset_key(TOPIC, R.MAX, 0), R.OFFSET_VALUE.pack((units - 1) * 1000, units - 1)),
+            (R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(units * 1000)),
+        ],
+    )
     db.finish()
 
 
@@ -81,7 +87,7 @@ def small_record() -> bytes:
 
 def patch(rows: np.ndarray, field: tuple[int, int], values: np.ndarray):
     at, width = field
-    rows[:, at:at + width] = values.astype(f">i{width}").view(np.uint8).reshape(len(values), width)
+    rows[:, at : at + width] = values.astype(f">i{width}").view(np.uint8).reshape(len(values), width)
 
 
 def record_store(root: Path, units: int) -> int:
@@ -104,14 +110,30 @@ def record_store(root: Path, units: int) -> int:
             for q in range(QUEUES):
                 mine = i[i % QUEUES == q]
                 values = np.zeros(len(mine), R.UNIT_VALUE)
-                values["commitLogOffset"], values["size"], values["storeTimestamp"] = mine * size, size, STORE_TIME + mine
+                values["commitLogOffset"], values["size"], values["storeTimestamp"] = (
+                    mine * size,
+                    size,
+                    STORE_TIME + mine,
+                )
                 keys, raw, prefix = (mine // QUEUES).astype(">i8").tobytes(), values.tobytes(), R.queue_prefix(TOPIC, q)
-                db.put(R.UNIT_CF, ((prefix + keys[k * 8:k * 8 + 8], raw[k * 28:k * 28 + 28]) for k in range(len(mine))))
+                db.put(
+                    R.UNIT_CF, ((prefix + keys[k * 8 : k * 8 + 8], raw[k * 28 : k * 28 + 28]) for k in range(len(mine)))
+                )
         f.write(S.BLANK.pack(S.END_FILE_MIN_BLANK_LENGTH, S.MAGIC_BLANK))
-    last = {q: max(i for i in range(max(0, units - QUEUES), units) if i % QUEUES == q) for q in range(min(QUEUES, units))}
-    db.put(R.OFFSET_CF, [kv for q, i in last.items() for kv in (
-        (R.offset_key(TOPIC, R.MIN, q), R.OFFSET_VALUE.pack(q * size, 0)),
-        (R.offset_key(TOPIC, R.MAX, q), R.OFFSET_VALUE.pack(i * size, i // QUEUES)))])
+    last = {
+        q: max(i for i in range(max(0, units - QUEUES), units) if i % QUEUES == q) for q in range(min(QUEUES, units))
+    }
+    db.put(
+        R.OFFSET_CF,
+        [
+            kv
+            for q, i in last.items()
+            for kv in (
+                (R.offset_key(TOPIC, R.MIN, q), R.OFFSET_VALUE.pack(q * size, 0)),
+                (R.offset_key(TOPIC, R.MAX, q), R.OFFSET_VALUE.pack(i * size, i // QUEUES)),
+            )
+        ],
+    )
     # the dispatch went past the BLANK record to the next file's start
     db.put(R.OFFSET_CF, [(R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(file_size))])
     db.finish()
@@ -161,17 +183,31 @@ def dump_part(base: Path, sizes: list[int], env: dict):
         t = time.perf_counter()
         synthetic_queue(root / "consumequeue", n)
         print(f"wrote a RocksDB queue of {n} units in {time.perf_counter() - t:.1f} s")
-        dump = [sys.executable, "-m", "rmqctl", "dump", "consumequeue", TOPIC, "0", "--store", str(root),
-                "--format", "jsonl"]
+        dump = [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "dump",
+            "consumequeue",
+            TOPIC,
+            "0",
+            "--store",
+            str(root),
+            "--format",
+            "jsonl",
+        ]
         dump_s, dump_cpu, rss, anon = measured(dump, env)
         copy = base / "ldb-copy"
         shutil.copytree(root / "consumequeue", copy)
-        ldb_s, ldb_cpu, _, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
-                                      "--value_hex"])
+        ldb_s, ldb_cpu, _, _ = measured(
+            ["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex", "--value_hex"]
+        )
         shutil.rmtree(copy)
-        print(f"  dump consumequeue {dump_s:7.2f} s wall {dump_cpu:7.2f} s CPU  {n / dump_cpu / 1e6:5.2f} M units/CPU-s  "
-              f"peak RSS {rss:5.0f} MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU "
-              f"({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): dump takes {dump_cpu / ldb_cpu:4.2f}x ldb's CPU")
+        print(
+            f"  dump consumequeue {dump_s:7.2f} s wall {dump_cpu:7.2f} s CPU  {n / dump_cpu / 1e6:5.2f} M units/CPU-s  "
+            f"peak RSS {rss:5.0f} MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU "
+            f"({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): dump takes {dump_cpu / ldb_cpu:4.2f}x ldb's CPU"
+        )
         shutil.rmtree(root)
 
 
@@ -188,14 +224,27 @@ def rebuild_part(base: Path, file_mb: int, env: dict):
         t, cpu = time.perf_counter(), time.process_time()
         result = fn(Store(root, config), keep_backup=False)
         secs, cpu = time.perf_counter() - t, time.process_time() - cpu
-        print(f"  rebuild into {what:11s} {secs:7.2f} s wall {cpu:7.2f} s CPU  {messages / cpu / 1e6:5.2f} M msgs/CPU-s  "
-              f"({result.entries} units)")
+        print(
+            f"  rebuild into {what:11s} {secs:7.2f} s wall {cpu:7.2f} s CPU  {messages / cpu / 1e6:5.2f} M msgs/CPU-s  "
+            f"({result.entries} units)"
+        )
         conf = base / f"{what[:4]}.conf"
         conf.write_text(f"mappedFileSizeCommitLog={file_mb << 20}\nstoreType={config.storeType or 'default'}\n")
-        verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
-                  "--format", "jsonl"]
+        verify = [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "verify",
+            "--store",
+            str(root),
+            "--broker-config",
+            str(conf),
+            "--format",
+            "jsonl",
+        ]
         secs, cpu, rss, anon = measured(verify, env)
         print(f"  verify of {what:14s} {secs:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:5.0f} MiB (anon {anon:5.0f})")
+
 
 def verify_part(base: Path, sizes: list[int], env: dict):
     for n in sizes:
@@ -206,17 +255,30 @@ def verify_part(base: Path, sizes: list[int], env: dict):
         print(f"wrote {n} records and their RocksDB queue in {time.perf_counter() - t:.1f} s")
         conf = base / "verify.conf"
         conf.write_text(f"mappedFileSizeCommitLog={file_size}\nstoreType=defaultRocksDB\n")
-        verify = [sys.executable, "-m", "rmqctl", "verify", "--store", str(root), "--broker-config", str(conf),
-                  "--format", "jsonl"]
+        verify = [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "verify",
+            "--store",
+            str(root),
+            "--broker-config",
+            str(conf),
+            "--format",
+            "jsonl",
+        ]
         secs, cpu, rss, anon = measured(verify, env)
         copy = base / "ldb-copy"
         shutil.copytree(root / "consumequeue", copy)
-        ldb_s, ldb_cpu, _, _ = measured(["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex",
-                                      "--value_hex"])
+        ldb_s, ldb_cpu, _, _ = measured(
+            ["ldb", f"--db={copy}", "--ignore_unknown_options", "scan", "--key_hex", "--value_hex"]
+        )
         shutil.rmtree(copy)
-        print(f"  verify {secs:7.2f} s wall {cpu:7.2f} s CPU  {n / cpu / 1e6:5.2f} M units/CPU-s  peak RSS {rss:5.0f} "
-              f"MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU ({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): "
-              f"verify takes {cpu / ldb_cpu:4.2f}x ldb's CPU")
+        print(
+            f"  verify {secs:7.2f} s wall {cpu:7.2f} s CPU  {n / cpu / 1e6:5.2f} M units/CPU-s  peak RSS {rss:5.0f} "
+            f"MiB (anon {anon:5.0f}) | ldb scan {ldb_s:6.2f} s wall {ldb_cpu:6.2f} s CPU ({n / ldb_cpu / 1e6:5.2f} M units/CPU-s): "
+            f"verify takes {cpu / ldb_cpu:4.2f}x ldb's CPU"
+        )
         shutil.rmtree(root)
 
 

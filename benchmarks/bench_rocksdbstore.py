@@ -12,6 +12,7 @@ failure). Target (issue 32): verify with the database within 1.2x of verify with
 Each figure is the best of --repeat runs, each verify in a fresh interpreter (--jobs 1), the page cache warm
 for both; msgs/s is commitlog records per second of the whole verify.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,13 @@ from rmqctl.rocksdb import NewDB, compression
 from rmqctl.store import Store
 
 HOUR = 3600 * 1000
-VERIFY = ("import resource, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-          "from rmqctl.checks.verify import verify; from rmqctl.engine import kernels; kernels.load_numba(); "
-          "s = Store({store!r}, load_config({conf!r})); t = time.perf_counter(); r = verify(s, jobs=1); "
-          "print(time.perf_counter() - t, r.stats['records'], r.stats['findings']['total'], "
-          "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+VERIFY = (
+    "import resource, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
+    "from rmqctl.checks.verify import verify; from rmqctl.engine import kernels; kernels.load_numba(); "
+    "s = Store({store!r}, load_config({conf!r})); t = time.perf_counter(); r = verify(s, jobs=1); "
+    "print(time.perf_counter() - t, r.stats['records'], r.stats['findings']['total'], "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+)
 
 
 def q(v: int) -> bytes:
@@ -48,8 +51,10 @@ def records_of(store: Store) -> dict[str, dict[bytes, bytes]]:
         cols = batch.select(["topic", "uniqKey", "tags", "keys", "storeTimestamp", "commitLogOffset", "storeSize"])
         for topic, uniq, tag, keys, t, off, size in zip(*(c.to_pylist() for c in cols.columns)):
             hour = q(t // HOUR * HOUR)
-            middles = [f"@{topic}@K@{k}@{uniq}@" for k in sorted(set(keys))] + [f"@{topic}@T@{tag}@{uniq}@",
-                                                                               f"@{topic}@U@{uniq}@"]
+            middles = [f"@{topic}@K@{k}@{uniq}@" for k in sorted(set(keys))] + [
+                f"@{topic}@T@{tag}@{uniq}@",
+                f"@{topic}@U@{uniq}@",
+            ]
             for m in middles:
                 index[hour + m.encode() + q(off)] = q(t)
             if n % 1000 == 0:
@@ -64,6 +69,7 @@ def records_of(store: Store) -> dict[str, dict[bytes, bytes]]:
 def write_db(path: Path, families: dict[str, dict[bytes, bytes]]):
     """As MessageRocksDBStorage keeps it: one database, the column families named, LZ4 (rmqctl's own maker of new
     databases)."""
+
     def options():
         o = rocksdict.Options(raw_mode=True)
         o.set_compression_type(compression("lz4"))
@@ -95,8 +101,12 @@ def with_database(plain: Path, conf: Path, dest: Path) -> tuple[Path, dict[str, 
 def best(store: Path, conf: Path, repeat: int) -> tuple[float, int, int, int]:
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf))],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf))],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         runs.append((float(out[0]), int(out[1]), int(out[2]), int(out[3])))
     return min(runs)
 
@@ -113,13 +123,19 @@ def main():
     without_s, records, without_findings, without_kib = best(root / "plain" / "store", conf, args.repeat)
     with_s, _, with_findings, with_kib = best(with_db, conf, args.repeat)
     keys = sum(counts.values())
-    print(f"verify --jobs 1, {records} records ({args.size_mib} MiB commitlog), best of {args.repeat}, "
-          f"{os.cpu_count()} cores:")
-    print(f"  without rocksdbstore/: {without_s:.2f} s, {records / without_s:,.0f} msgs/s, "
-          f"peak RSS {without_kib // 1024} MiB, {without_findings} findings")
-    print(f"  with rocksdbstore/ ({counts['index']} index, {counts['timer']} timer, {counts['trans']} trans records): "
-          f"{with_s:.2f} s, {records / with_s:,.0f} msgs/s, {keys / max(with_s - without_s, 1e-9):,.0f} RocksDB "
-          f"records/s over the difference, peak RSS {with_kib // 1024} MiB, {with_findings} findings")
+    print(
+        f"verify --jobs 1, {records} records ({args.size_mib} MiB commitlog), best of {args.repeat}, "
+        f"{os.cpu_count()} cores:"
+    )
+    print(
+        f"  without rocksdbstore/: {without_s:.2f} s, {records / without_s:,.0f} msgs/s, "
+        f"peak RSS {without_kib // 1024} MiB, {without_findings} findings"
+    )
+    print(
+        f"  with rocksdbstore/ ({counts['index']} index, {counts['timer']} timer, {counts['trans']} trans records): "
+        f"{with_s:.2f} s, {records / with_s:,.0f} msgs/s, {keys / max(with_s - without_s, 1e-9):,.0f} RocksDB "
+        f"records/s over the difference, peak RSS {with_kib // 1024} MiB, {with_findings} findings"
+    )
     print(f"  ratio {with_s / without_s:.2f}x (target <= 1.2x); load average {os.getloadavg()[0]:.1f}")
 
 

@@ -17,6 +17,7 @@ cache, the faster of 16 MiB reads and a whole-file map, as bench_verify.py). The
 command, the largest size's figures over the smallest's (targets: memory <= 1.15x, time <= 17x for 16/1).
 The store is deleted at the end unless --keep.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ def extend_store(root: Path, file_size: int, files: int) -> dict:
     if state is None or state["file_size"] != file_size or state["files"] > files:
         shutil.rmtree(root, ignore_errors=True)
         (store / "commitlog").mkdir(parents=True)
-        conf.write_text(f"mappedFileSizeCommitLog={file_size}\nbrokerIP1=192.168.0.10\nlistenPort=10911\n"
-                        "fileReservedTime=87600\n")
+        conf.write_text(
+            f"mappedFileSizeCommitLog={file_size}\nbrokerIP1=192.168.0.10\nlistenPort=10911\nfileReservedTime=87600\n"
+        )
         state = {"file_size": file_size, "files": 0, "messages": 0, "queue_offsets": {}, "last_uniq": None}
     for name in ("consumequeue", "index"):
         shutil.rmtree(store / name, ignore_errors=True)
@@ -78,7 +80,9 @@ def extend_store(root: Path, file_size: int, files: int) -> dict:
         (store / "commitlog" / f"{k * file_size:020d}").write_bytes(buf)
         state["files"], state["messages"] = k + 1, n
     last_ts = 1_700_000_000_000 + n - 1
-    (store / "checkpoint").write_bytes(S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0"))
+    (store / "checkpoint").write_bytes(
+        S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0")
+    )
     state["queue_offsets"] = {json.dumps(list(k)): v for k, v in queue_offsets.items()}
     state_path.write_text(json.dumps(state))
     if time.monotonic() - began > 1:
@@ -107,8 +111,13 @@ def measured(args: list[str], stdin: bytes | None = None, ok=(0,)) -> dict:
     """Run `python -m rmqctl ARGS` in a fresh process, sampling its memory until it exits."""
     began = time.perf_counter()
     # cwd: `-m` puts it first on sys.path, where it must not shadow the rmqctl of PYTHONPATH
-    proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *args], cwd="/", stdout=subprocess.DEVNULL,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", *args],
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     peak = {"RssAnon": 0, "RssFile": 0}
     err = []
     reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
@@ -135,8 +144,17 @@ def measured(args: list[str], stdin: bytes | None = None, ok=(0,)) -> dict:
 
 
 def append_batch(state: dict, count: int) -> bytes:
-    lines = [json.dumps({"topic": "AppendTopic", "queueId": i % 4, "body": f"appended {i} " * 60,
-                         "properties": {"KEYS": f"APPEND-{i}", "TAGS": "TagA"}}) for i in range(count)]
+    lines = [
+        json.dumps(
+            {
+                "topic": "AppendTopic",
+                "queueId": i % 4,
+                "body": f"appended {i} " * 60,
+                "properties": {"KEYS": f"APPEND-{i}", "TAGS": "TagA"},
+            }
+        )
+        for i in range(count)
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -163,9 +181,11 @@ def warm_up(root: Path, memory: list[str]):
     state = extend_store(root, 32 << 20, 1)
     store_args = ["--store", str(root / "store"), "--broker-config", str(root / "broker.conf")]
     try:
-        for label, cmd, opts in [("", ["rebuild", "consumequeue", *store_args, "--no-backup"], {}),
-                                 ("", ["rebuild", "index", *store_args, "--no-backup"], {}),
-                                 *commands(store_args, state, memory)]:
+        for label, cmd, opts in [
+            ("", ["rebuild", "consumequeue", *store_args, "--no-backup"], {}),
+            ("", ["rebuild", "index", *store_args, "--no-backup"], {}),
+            *commands(store_args, state, memory),
+        ]:
             measured(cmd, stdin=opts.get("stdin"), ok=opts.get("ok", (0,)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -185,8 +205,11 @@ def main():
     memory = ["--memory", args.memory] if args.memory else []
     rows: dict[str, dict[float, dict]] = {}
     yardstick: dict[float, float] = {}
-    print(f"{os.cpu_count()} CPUs; store under {root}; commitlog files of {args.file_mib} MiB; "
-          f"memory sampled from /proc/PID/status every {SAMPLE_SECONDS * 1000:.0f} ms", flush=True)
+    print(
+        f"{os.cpu_count()} CPUs; store under {root}; commitlog files of {args.file_mib} MiB; "
+        f"memory sampled from /proc/PID/status every {SAMPLE_SECONDS * 1000:.0f} ms",
+        flush=True,
+    )
     try:
         warm_up(root.with_name(root.name + "-warm-up"), memory)
         for gib in sizes:
@@ -197,18 +220,26 @@ def main():
             logs = sorted((store / "commitlog").iterdir())
             total = sum(p.stat().st_size for p in logs)
             yardstick[gib] = crc_pass(logs)
-            print(f"{gib:g} GiB: {len(logs)} file(s), {state['messages']} messages; crc32 pass "
-                  f"{yardstick[gib]:.2f} s ({total / yardstick[gib] / 1e6:.0f} MB/s)", flush=True)
-            runs = [("rebuild consumequeue (real)", ["rebuild", "consumequeue", *store_args, "--no-backup"], {}),
-                    ("rebuild index (real)", ["rebuild", "index", *store_args, "--no-backup"], {})]
+            print(
+                f"{gib:g} GiB: {len(logs)} file(s), {state['messages']} messages; crc32 pass "
+                f"{yardstick[gib]:.2f} s ({total / yardstick[gib] / 1e6:.0f} MB/s)",
+                flush=True,
+            )
+            runs = [
+                ("rebuild consumequeue (real)", ["rebuild", "consumequeue", *store_args, "--no-backup"], {}),
+                ("rebuild index (real)", ["rebuild", "index", *store_args, "--no-backup"], {}),
+            ]
             runs += commands(store_args, state, memory)
             for label, cmd, opts in runs:
                 r = measured(cmd, stdin=opts.get("stdin"), ok=opts.get("ok", (0,)))
                 r["mbs"] = total / r["seconds"] / 1e6
                 r["of_crc"] = yardstick[gib] / r["seconds"]
                 rows.setdefault(label, {})[gib] = r
-                print(f"  {label:32s} {r['seconds']:8.2f} s {r['mbs']:7.0f} MB/s {r['of_crc']:6.1%} of crc32  "
-                      f"anon {r['anon_mib']:7.0f} MiB  file {r['file_mib']:7.0f} MiB", flush=True)
+                print(
+                    f"  {label:32s} {r['seconds']:8.2f} s {r['mbs']:7.0f} MB/s {r['of_crc']:6.1%} of crc32  "
+                    f"anon {r['anon_mib']:7.0f} MiB  file {r['file_mib']:7.0f} MiB",
+                    flush=True,
+                )
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -216,11 +247,15 @@ def main():
     print("\n" + head + f" | {sizes[-1]:g}/{sizes[0]:g} anon | {sizes[-1]:g}/{sizes[0]:g} time |")
     print("|---" * (len(sizes) + 3) + "|")
     for label, by_size in rows.items():
-        cells = [f"{r['anon_mib']:.0f} / {r['file_mib']:.0f}, {r['seconds']:.1f}, {r['of_crc']:.0%}"
-                 for r in (by_size[g] for g in sizes)]
+        cells = [
+            f"{r['anon_mib']:.0f} / {r['file_mib']:.0f}, {r['seconds']:.1f}, {r['of_crc']:.0%}"
+            for r in (by_size[g] for g in sizes)
+        ]
         lo, hi = by_size[sizes[0]], by_size[sizes[-1]]
-        print(f"| {label} | " + " | ".join(cells) + f" | {hi['anon_mib'] / lo['anon_mib']:.2f} | "
-              f"{hi['seconds'] / lo['seconds']:.1f} |")
+        print(
+            f"| {label} | " + " | ".join(cells) + f" | {hi['anon_mib'] / lo['anon_mib']:.2f} | "
+            f"{hi['seconds'] / lo['seconds']:.1f} |"
+        )
     print("yardstick (crc32 pass): " + ", ".join(f"{g:g} GiB {s:.2f} s" for g, s in yardstick.items()))
 
 

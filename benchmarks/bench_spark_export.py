@@ -12,6 +12,7 @@ Each Spark master runs in its own long-lived session (a child process, warmed up
 turns in rounds and each figure is the fastest of its runs, since other load on the machine only ever makes a
 run slower.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ def make_message(rng: random.Random, i: int, offset: int, queue_offsets: dict) -
     qid = rng.randrange(QUEUES)
     size = rng.randint(200, 1950)
     body = (b"order %d " % i * (size // 10 + 1))[:size] if i % 2 else rng.randbytes(size)
-    props = [("WAIT", "true"), ("CLUSTER", "BenchCluster"), ("TAGS", f"Tag{'ABCDE'[i % 5]}"),
-             ("KEYS", f"ORDER-{i:08d} USER-{i % 97:02d}"), ("UNIQ_KEY", f"{0xC0000202:08X}{os.getpid():04X}{i:020X}")]
+    props = [
+        ("WAIT", "true"),
+        ("CLUSTER", "BenchCluster"),
+        ("TAGS", f"Tag{'ABCDE'[i % 5]}"),
+        ("KEYS", f"ORDER-{i:08d} USER-{i % 97:02d}"),
+        ("UNIQ_KEY", f"{0xC0000202:08X}{os.getpid():04X}{i:020X}"),
+    ]
     m = Message()
     m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
     m.queueOffset = queue_offsets[topic, qid]
@@ -82,8 +88,11 @@ def generate_store(root: Path, files: int, file_size: int) -> tuple[int, int]:
 def run_dump(store: Path) -> float:
     t = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store), "--format", "jsonl"],
-                       stdout=sink, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store), "--format", "jsonl"],
+            stdout=sink,
+            check=True,
+        )
     return time.perf_counter() - t
 
 
@@ -107,8 +116,13 @@ def serve(master: str, store: str, out: str):
 
 class SparkWorker:
     def __init__(self, master: str, store: Path, out: Path):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", master, str(store), str(out)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", master, str(store), str(out)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         if self.proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"the {master} session did not start")
 
@@ -137,8 +151,10 @@ def main():
         store = base / "store"
         t = time.perf_counter()
         count, total = generate_store(store, args.files, args.file_mb << 20)
-        print(f"store: {args.files} commitlog files x {args.file_mb} MiB, {count} messages, {total / 1e6:.1f} MB of "
-              f"records, avg {total / count:.0f} B; generated in {time.perf_counter() - t:.1f} s ({base})")
+        print(
+            f"store: {args.files} commitlog files x {args.file_mb} MiB, {count} messages, {total / 1e6:.1f} MB of "
+            f"records, avg {total / count:.0f} B; generated in {time.perf_counter() - t:.1f} s ({base})"
+        )
         runs = {"dump --format jsonl (1 process)": lambda: run_dump(store)}
         for master in ("local[1]", "local[2]"):
             workers.append(SparkWorker(master, store, base / f"out-{master[6]}"))
@@ -153,8 +169,10 @@ def main():
             print(f"{name:36} {seconds:8.2f} {count / seconds:10.0f} {total / 1e6 / seconds:8.1f}")
         dump, one, two = best.values()
         print(f"local[2] / local[1] speed-up: {one / two:.2f}x (target >= 1.6x)")
-        print(f"per core: local[1] at {dump / one:.2f}x and local[2] at {dump / (2 * two):.2f}x the rows/s of the "
-              f"single-process dump (target >= 0.5x)")
+        print(
+            f"per core: local[1] at {dump / one:.2f}x and local[2] at {dump / (2 * two):.2f}x the rows/s of the "
+            f"single-process dump (target >= 0.5x)"
+        )
     finally:
         for w in workers:
             w.close()

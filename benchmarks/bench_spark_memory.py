@@ -9,6 +9,7 @@ store's size (the largest store within 1.15x the smallest) and at most 512 MiB.
 
 The stores are bench_scale.py's (written to --dir, tmpfs by default, and deleted afterwards).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,23 @@ def python_anon_mib(pid: int) -> int | None:
 def export_peak(root: Path, out: Path) -> tuple[float, int]:
     """(seconds, peak RssAnon of the Python workers) of one export."""
     began = time.perf_counter()
-    proc = subprocess.Popen(["rmqctl", "spark", "export", "--store", str(root / "store"), "--broker-config",
-                             str(root / "broker.conf"), "--out", str(out), "--master", "local[1]"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            "rmqctl",
+            "spark",
+            "export",
+            "--store",
+            str(root / "store"),
+            "--broker-config",
+            str(root / "broker.conf"),
+            "--out",
+            str(out),
+            "--master",
+            "local[1]",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     peak = 0
     while proc.poll() is None:
         for p in descendants(proc.pid):  # (the command itself, the Spark driver's side, is not a task)
@@ -71,7 +86,10 @@ def main():
     args = ap.parse_args()
     rows = []
     for gib in (int(x) for x in args.sizes_gib.split(",")):
-        root, out = Path(args.dir) / f"rmqctl-bench-spark-memory-{gib}", Path(args.dir) / f"rmqctl-bench-spark-out-{gib}"
+        root, out = (
+            Path(args.dir) / f"rmqctl-bench-spark-memory-{gib}",
+            Path(args.dir) / f"rmqctl-bench-spark-out-{gib}",
+        )
         try:
             extend_store(root, GIB, gib)
             seconds, peak = export_peak(root, out)
@@ -79,8 +97,11 @@ def main():
             shutil.rmtree(root, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)
         rows.append((gib, seconds, peak))
-        print(f"{gib:3d} GiB: spark export local[1] {seconds:6.1f} s (whole command, Spark's start-up included), "
-              f"peak RssAnon of a Python worker {peak} MiB", flush=True)
+        print(
+            f"{gib:3d} GiB: spark export local[1] {seconds:6.1f} s (whole command, Spark's start-up included), "
+            f"peak RssAnon of a Python worker {peak} MiB",
+            flush=True,
+        )
     print(f"largest / smallest store: peak {rows[-1][2] / rows[0][2]:.2f}x, time {rows[-1][1] / rows[0][1]:.1f}x")
 
 

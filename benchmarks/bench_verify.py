@@ -14,6 +14,7 @@ from the engine issue: --only commitlog --jobs 1 at least 22% of the accelerated
 the --jobs 2 figure means something only when the machine really has a second core free, which the
 first line reports.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,16 @@ def bench_message(rnd: random.Random, n: int, pos: int, queue_offsets: dict) -> 
     queues, TAGS, 2 KEYS and a UNIQ_KEY, a body of 900..1100 random bytes. `queue_offsets` is not advanced."""
     topic, qid = TOPICS[n % 3], n % 4
     body = rnd.randbytes(rnd.randint(900, 1100))
-    props = encode_properties([
-        ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"), ("TAGS", "Tag" + "ABCDE"[n % 5]),
-        ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)), ("WAIT", "true"), ("CLUSTER", "DefaultCluster"),
-    ], trailing_separator=False)
+    props = encode_properties(
+        [
+            ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"),
+            ("TAGS", "Tag" + "ABCDE"[n % 5]),
+            ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)),
+            ("WAIT", "true"),
+            ("CLUSTER", "DefaultCluster"),
+        ],
+        trailing_separator=False,
+    )
     m = Message()
     m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
     m.queueOffset, m.physicalOffset, m.sysFlag = queue_offsets.get((topic, qid), 0), pos, 0
@@ -79,8 +86,9 @@ def build_store(root: Path, file_size: int) -> Path:
     config = load_config(conf)
     rnd = random.Random(20240601)
     queue_offsets: dict[tuple[str, int], int] = {}
-    dispatcher = Dispatcher(store, config, 300_000 * S.CQ_UNIT_SIZE, 5_000_000, 20_000_000,
-                            index_clock=lambda: 1_700_000_000_000)
+    dispatcher = Dispatcher(
+        store, config, 300_000 * S.CQ_UNIT_SIZE, 5_000_000, 20_000_000, index_clock=lambda: 1_700_000_000_000
+    )
     pos = n = 0
     began = time.monotonic()
     with open(store / "commitlog" / f"{0:020d}", "wb") as out:
@@ -99,7 +107,9 @@ def build_store(root: Path, file_size: int) -> Path:
             n += 1
     dispatcher.close()
     last_ts = 1_700_000_000_000 + n - 1
-    (store / "checkpoint").write_bytes(S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0"))
+    (store / "checkpoint").write_bytes(
+        S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0")
+    )
     marker.write_text(str(file_size))
     print(f"generated {n} messages in {time.monotonic() - began:.0f} s under {root}")
     return conf
@@ -181,11 +191,13 @@ def main():
 
     def timed_in_fresh_process(jobs: int, only: str | None) -> float:
         """verify() in a new interpreter each time, as a user's run is: no state left by earlier runs."""
-        code = (f"import time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-                f"from rmqctl.checks.verify import verify; s = Store({str(store_dir)!r}, load_config({str(conf)!r})); "
-                f"from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
-                f"t = time.perf_counter(); r = verify(s, only={only!r}, jobs={jobs}); "
-                f"print(time.perf_counter() - t, r.exit_code, r.stats['records'])")
+        code = (
+            f"import time; from rmqctl.config import load_config; from rmqctl.store import Store; "
+            f"from rmqctl.checks.verify import verify; s = Store({str(store_dir)!r}, load_config({str(conf)!r})); "
+            f"from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
+            f"t = time.perf_counter(); r = verify(s, only={only!r}, jobs={jobs}); "
+            f"print(time.perf_counter() - t, r.exit_code, r.stats['records'])"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
         assert out[1] == "0", f"verify found problems in the generated store (exit {out[1]})"
         return float(out[0])
@@ -198,19 +210,26 @@ def main():
     crc_mmap_s = best(crc_mmap, args.repeat)
     crc_s = min(crc_read_s, crc_mmap_s)  # the faster of the two is the yardstick
     fast_crc_s = best(crc_accelerated, args.repeat)
-    rows = [("zlib.crc32 whole-file pass (mmap)", crc_mmap_s), ("zlib.crc32 pass (16 MiB reads)", crc_read_s),
-            (f"{native.CRC32_LIBRARY} crc32 whole-file pass", fast_crc_s)]
+    rows = [
+        ("zlib.crc32 whole-file pass (mmap)", crc_mmap_s),
+        ("zlib.crc32 pass (16 MiB reads)", crc_read_s),
+        (f"{native.CRC32_LIBRARY} crc32 whole-file pass", fast_crc_s),
+    ]
     for only, label in (("commitlog", "verify --only commitlog"), (None, "verify (all checks)")):
         for jobs in (1, 2):
             rows.append((f"{label} --jobs {jobs}", best_run(jobs, only)))
     java = javabench.rocketmq_check(store_dir / "commitlog", args.size_mib << 20, records)
-    print(f"commitlog: {total / 2**20:.0f} MiB, {records} messages ({total / records:.0f} B each); best of {args.repeat}; "
-          f"{os.cpu_count()} CPUs, {free_cores():.2f} free for two busy processes when measured")
+    print(
+        f"commitlog: {total / 2**20:.0f} MiB, {records} messages ({total / records:.0f} B each); best of {args.repeat}; "
+        f"{os.cpu_count()} CPUs, {free_cores():.2f} free for two busy processes when measured"
+    )
     print(javabench.describe(java))
     for label, secs in rows:
-        print(f"{label:40s} {secs:7.3f} s {total / secs / 1e6:8.0f} MB/s {records / secs / 1e6:6.2f} M msgs/s "
-              f"{crc_s / secs:6.0%} of crc32 {fast_crc_s / secs:6.0%} of {native.CRC32_LIBRARY}'s"
-              + javabench.ratio(java, total / secs / 1e6, records / secs))
+        print(
+            f"{label:40s} {secs:7.3f} s {total / secs / 1e6:8.0f} MB/s {records / secs / 1e6:6.2f} M msgs/s "
+            f"{crc_s / secs:6.0%} of crc32 {fast_crc_s / secs:6.0%} of {native.CRC32_LIBRARY}'s"
+            + javabench.ratio(java, total / secs / 1e6, records / secs)
+        )
     for label in ("verify --only commitlog", "verify (all checks)"):
         one = next(s for l, s in rows if l == f"{label} --jobs 1")
         two = next(s for l, s in rows if l == f"{label} --jobs 2")

@@ -10,6 +10,7 @@ A STORE_ROOT is what benchmarks/bench_verify.py builds (a `store` directory and 
 The issue's target: peak anonymous memory flat in the store's size (the largest store within 1.15x the
 smallest) and at most 512 MiB at the default --memory.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,14 @@ def sample(pid: int) -> tuple[int, int]:
 
 
 def run_verify(root: Path, memory: str, jobs: int, deep: bool) -> dict:
-    code = ("import sys, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
-            "from rmqctl.budget import parse_size; from rmqctl.checks.verify import verify; "
-            f"s = Store({str(root / 'store')!r}, load_config({str(root / 'broker.conf')!r})); "
-            "from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
-            f"t = time.perf_counter(); r = verify(s, jobs={jobs}, deep={deep}, memory=parse_size({memory!r})); "
-            "print(time.perf_counter() - t, r.exit_code, r.stats['records'], len(r.findings))")
+    code = (
+        "import sys, time; from rmqctl.config import load_config; from rmqctl.store import Store; "
+        "from rmqctl.budget import parse_size; from rmqctl.checks.verify import verify; "
+        f"s = Store({str(root / 'store')!r}, load_config({str(root / 'broker.conf')!r})); "
+        "from rmqctl.engine import kernels; kernels.load_numba(); "  # start-up (numba loads with the first kernel)
+        f"t = time.perf_counter(); r = verify(s, jobs={jobs}, deep={deep}, memory=parse_size({memory!r})); "
+        "print(time.perf_counter() - t, r.exit_code, r.stats['records'], len(r.findings))"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     anon = file = 0
     while proc.poll() is None:
@@ -48,8 +51,14 @@ def run_verify(root: Path, memory: str, jobs: int, deep: bool) -> dict:
         anon, file = max(anon, a), max(file, f)
         time.sleep(0.02)
     seconds, exit_code, records, findings = proc.stdout.read().split()
-    return dict(seconds=float(seconds), exit_code=int(exit_code), records=int(records), findings=int(findings),
-                anon=anon, file=file)
+    return dict(
+        seconds=float(seconds),
+        exit_code=int(exit_code),
+        records=int(records),
+        findings=int(findings),
+        anon=anon,
+        file=file,
+    )
 
 
 def crc_pass(root: Path) -> float:
@@ -70,17 +79,21 @@ def main():
     ap.add_argument("--deep", action="store_true")
     args = ap.parse_args()
     print(f"verify --memory {args.memory} --jobs {args.jobs}{' --deep' if args.deep else ''}")
-    print(f"{'store':>10} {'records':>10} {'seconds':>8} {'GB/s':>6} {'x crc32':>8} {'peak anon':>10} "
-          f"{'peak file':>10} {'exit':>4}")
+    print(
+        f"{'store':>10} {'records':>10} {'seconds':>8} {'GB/s':>6} {'x crc32':>8} {'peak anon':>10} "
+        f"{'peak file':>10} {'exit':>4}"
+    )
     first = None
     for root in args.roots:
         size = sum(p.stat().st_size for p in (root / "store" / "commitlog").iterdir())
         yardstick = crc_pass(root)
         r = run_verify(root, args.memory, args.jobs, args.deep)
         first = first or r["anon"]
-        print(f"{size / (1 << 30):>8.1f}Gi {r['records']:>10} {r['seconds']:>8.2f} {size / r['seconds'] / 1e9:>6.2f} "
-              f"{yardstick / r['seconds']:>8.2f} {r['anon'] / (1 << 20):>8.0f}Mi {r['file'] / (1 << 20):>8.0f}Mi "
-              f"{r['exit_code']:>4}   (anon {r['anon'] / first:.2f}x the first store's)")
+        print(
+            f"{size / (1 << 30):>8.1f}Gi {r['records']:>10} {r['seconds']:>8.2f} {size / r['seconds'] / 1e9:>6.2f} "
+            f"{yardstick / r['seconds']:>8.2f} {r['anon'] / (1 << 20):>8.0f}Mi {r['file'] / (1 << 20):>8.0f}Mi "
+            f"{r['exit_code']:>4}   (anon {r['anon'] / first:.2f}x the first store's)"
+        )
 
 
 if __name__ == "__main__":

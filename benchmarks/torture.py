@@ -39,6 +39,7 @@ run resumes, and N processes started with the same arguments share one run (each
 of them); once they are done, one more prints the whole table. Every fuzzed store has its own generator (seed, number): `--from I --stores 1` replays
 store I. Exit 1 if any figure that must be 0 is not. Needs root (tmpfs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,8 +78,12 @@ def scratch() -> Path:
     SCRATCH_ROOM free, else the temporary directory on disk. A full tmpfs or a machine short of memory then
     makes the run slower, never a command's failure the run would count as a crash."""
     shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > SCRATCH_ROOM \
-            and os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > SCRATCH_ROOM:
+    if (
+        shm.is_dir()
+        and os.access(shm, os.W_OK)
+        and shutil.disk_usage(shm).free > SCRATCH_ROOM
+        and os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") > SCRATCH_ROOM
+    ):
         return shm
     return Path(tempfile.gettempdir())
 
@@ -168,11 +173,26 @@ def worker_main():
             stream.seek(0)
             stream.truncate()
         crash = code not in (0, 1, 2) or escaped is not None or "Traceback" in stderr or "internal error" in stderr
-        detail = (f"{type(escaped).__name__}: {escaped}" if escaped else
-                  next((l for l in stderr.splitlines() if "internal error" in l or "Traceback" in l), stderr[-300:]))
-        print(json.dumps({"exit": code, "crash": crash, "detail": detail if crash else "",
-                          "stdout": stdout if "verify" in argv[:2] else "", "secs": secs, "cpu": cpu,
-                          "rss": rss_of("self", "VmHWM"), "rss_before": rss_before}), flush=True)
+        detail = (
+            f"{type(escaped).__name__}: {escaped}"
+            if escaped
+            else next((l for l in stderr.splitlines() if "internal error" in l or "Traceback" in l), stderr[-300:])
+        )
+        print(
+            json.dumps(
+                {
+                    "exit": code,
+                    "crash": crash,
+                    "detail": detail if crash else "",
+                    "stdout": stdout if "verify" in argv[:2] else "",
+                    "secs": secs,
+                    "cpu": cpu,
+                    "rss": rss_of("self", "VmHWM"),
+                    "rss_before": rss_before,
+                }
+            ),
+            flush=True,
+        )
 
 
 def rss_of(pid: str, field: str) -> int:
@@ -211,8 +231,14 @@ class Worker:
 
     def start(self):
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         self.restarts += 1
         self.commands = 0
 
@@ -315,9 +341,13 @@ class Profile:
     def commands(self, store: Path) -> list[list]:
         if self.metaq:  # a MetaQ dataPath: the metaq group's read commands (verify at index 2, as below at 5)
             base = ["--store", store, "--server-config", self.metaq, "--format", "jsonl"]
-            return [["metaq", "info", *base], ["metaq", "dump", *base, "--body", "base64"], ["metaq", "verify", *base],
-                    ["metaq", "locate", 0, "--topic", "meta-test", "--partition", 0, *base],
-                    ["metaq", "locate", 40000, "--topic", "meta-test", "--partition", 1, *base, "--hex"]]
+            return [
+                ["metaq", "info", *base],
+                ["metaq", "dump", *base, "--body", "base64"],
+                ["metaq", "verify", *base],
+                ["metaq", "locate", 0, "--topic", "meta-test", "--partition", 0, *base],
+                ["metaq", "locate", 40000, "--topic", "meta-test", "--partition", 1, *base, "--hex"],
+            ]
         base = ["--store", store] + (["--broker-config", self.conf] if self.conf else [])
         topic, qid = self.queue
         return [
@@ -336,10 +366,25 @@ class Profile:
             ["msgid", "lookup", self.msg_id, *base, "--format", "jsonl"],
             ["query", "key", self.key[0], self.key[1], *base, "--format", "jsonl"],
             ["consumers", *base, "--format", "jsonl"],
-        ] + ([["dump", "batchconsumequeue", *map(str, self.batch_queue), "--resolve", *base, "--format", "jsonl"],
-              ["locate", 1, "--topic", self.batch_queue[0], "--queue-id", self.batch_queue[1], *base, "--format", "jsonl"],
-              ["offset-by-time", self.batch_queue[0], 1795867585000, *base, "--format", "jsonl"]]
-             if self.batch_queue else [])
+        ] + (
+            [
+                ["dump", "batchconsumequeue", *map(str, self.batch_queue), "--resolve", *base, "--format", "jsonl"],
+                [
+                    "locate",
+                    1,
+                    "--topic",
+                    self.batch_queue[0],
+                    "--queue-id",
+                    self.batch_queue[1],
+                    *base,
+                    "--format",
+                    "jsonl",
+                ],
+                ["offset-by-time", self.batch_queue[0], 1795867585000, *base, "--format", "jsonl"],
+            ]
+            if self.batch_queue
+            else []
+        )
 
 
 # -- mutations ------------------------------------------------------------------------------------------------------
@@ -354,8 +399,15 @@ def files_of(root: Path) -> dict[str, list[Path]]:
             continue
         rel = p.relative_to(root).parts
         # a BatchCQ queue's files are damaged as a consumequeue's are
-        kind = "consumequeue" if rel[0] == "batchconsumequeue" else rel[0] if rel[0] in kinds else \
-            "segment" if p.suffix == ".meta" else "other"
+        kind = (
+            "consumequeue"
+            if rel[0] == "batchconsumequeue"
+            else rel[0]
+            if rel[0] in kinds
+            else "segment"
+            if p.suffix == ".meta"
+            else "other"
+        )
         if rel[0] == "consumequeue" and len(rel) == 2:  # a RocksDB queue's own files (CURRENT, MANIFEST, sst, ...)
             kind = "rocksdb"
         kinds[kind].append(p)
@@ -378,8 +430,11 @@ def fixture_files_intact(name: str, root: Path, unread: tuple[str, ...] = ()) ->
     if name not in _FIXTURE_FILES:
         _FIXTURE_FILES[name] = snapshot(FIXTURES / name / "store")
     copy = snapshot(root)
-    return all(copy.get(path) == digest for path, digest in _FIXTURE_FILES[name].items()
-               if not any(path == part or path.startswith(part + "/") for part in unread))
+    return all(
+        copy.get(path) == digest
+        for path, digest in _FIXTURE_FILES[name].items()
+        if not any(path == part or path.startswith(part + "/") for part in unread)
+    )
 
 
 def mutate(root: Path, rng: random.Random, outside: Path, profile: "Profile") -> list[tuple[str, bool]]:
@@ -464,7 +519,9 @@ def m_length(root, kinds, rng, outside, S):
         if field == "topicLength":
             fmt, span = (">H", 2) if v2 else (">B", 1)
             old = struct.unpack_from(fmt, data, topic_at)[0]
-            struct.pack_into(fmt, data, topic_at, rng.choice([v for v in (0, (1 << 8 * span) - 1, old + 1) if v != old]))
+            struct.pack_into(
+                fmt, data, topic_at, rng.choice([v for v in (0, (1 << 8 * span) - 1, old + 1) if v != old])
+            )
         else:
             tlen = struct.unpack_from(">H" if v2 else ">B", data, topic_at)[0]
             props_at = topic_at + (2 if v2 else 1) + tlen
@@ -517,7 +574,7 @@ def m_props_separators(root, kinds, rng, outside, S):
     path = _pick(kinds, rng, "commitlog")
     data = bytearray(path.read_bytes())
     for pos, size in rng.sample(record_starts(path), k=min(5, len(record_starts(path)))):
-        seg = data[pos:pos + size]
+        seg = data[pos : pos + size]
         if b"\x01" in seg:
             for i in range(pos, pos + size):
                 if data[i] in (1, 2) and i > pos + 100:
@@ -536,8 +593,15 @@ def m_swap(root, kinds, rng, outside, S):
 
 
 def m_stray(root, kinds, rng, outside, S):
-    where = rng.choice(["commitlog/abc", "commitlog/0000000000000000000x", "consumequeue/TopicTest/x/1",
-                        "index/garbage", "commitlog/99999999999999999999"])
+    where = rng.choice(
+        [
+            "commitlog/abc",
+            "commitlog/0000000000000000000x",
+            "consumequeue/TopicTest/x/1",
+            "index/garbage",
+            "commitlog/99999999999999999999",
+        ]
+    )
     p = root / where
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(rng.randbytes(rng.choice([0, 10, 4096])))
@@ -569,7 +633,9 @@ def m_index_header(root, kinds, rng, outside, S):
 def m_unit_past_end(root, kinds, rng, outside, S):
     path = _pick(kinds, rng, "consumequeue")
     data = bytearray(path.read_bytes())
-    used = [i for i in range(0, len(data) - S.CQ_UNIT_SIZE + 1, S.CQ_UNIT_SIZE) if S.CQ_UNIT.unpack_from(data, i)[1] > 0]
+    used = [
+        i for i in range(0, len(data) - S.CQ_UNIT_SIZE + 1, S.CQ_UNIT_SIZE) if S.CQ_UNIT.unpack_from(data, i)[1] > 0
+    ]
     at = rng.choice(used)
     if rng.random() < 0.5:
         struct.pack_into(">q", data, at, (1 << 40) + rng.randrange(1 << 20))
@@ -582,7 +648,7 @@ def m_unit_past_end(root, kinds, rng, outside, S):
 def m_cut_config(root, kinds, rng, outside, S):
     path = rng.choice([p for p in kinds["config"] if p.suffix == ".json"])
     data = path.read_bytes()
-    path.write_bytes(data[:rng.randrange(max(1, len(data)))])
+    path.write_bytes(data[: rng.randrange(max(1, len(data)))])
     return f"cut config/{path.name}", False
 
 
@@ -592,7 +658,7 @@ def m_checkpoint(root, kinds, rng, outside, S):
         return None
     data = bytearray(p.read_bytes())
     if rng.random() < 0.5:
-        data = data[:rng.randrange(len(data))]
+        data = data[: rng.randrange(len(data))]
     else:
         struct.pack_into(">q", data, 8 * rng.randrange(3), rng.choice([-1, 1 << 62, 0]))
     p.write_bytes(bytes(data))
@@ -620,9 +686,15 @@ def _rocksdb_read_write(directory: Path, change, keep_open_files: bool = False):
 
     opts = rocksdict.Options(raw_mode=True)
     try:
-        db = rocksdict.Rdict(str(directory), options=opts, column_families={
-            cf: rocksdict.Options(raw_mode=True) for cf in rocksdict.Rdict.list_cf(str(directory), opts)
-            if cf != "default"})
+        db = rocksdict.Rdict(
+            str(directory),
+            options=opts,
+            column_families={
+                cf: rocksdict.Options(raw_mode=True)
+                for cf in rocksdict.Rdict.list_cf(str(directory), opts)
+                if cf != "default"
+            },
+        )
     except Exception as e:  # an earlier mutation of this copy broke the database: nothing left to change this way
         raise ValueError(e) from e
     crashed = directory.with_name(directory.name + ".crashed")
@@ -643,8 +715,13 @@ def _rocksdb_read_write(directory: Path, change, keep_open_files: bool = False):
 
 def m_rocksdb_remove(root, kinds, rng, outside, S):
     """A RocksDB queue without a file its MANIFEST needs: CURRENT, the MANIFEST itself, or an SST."""
-    path = rng.choice([p for p in kinds["rocksdb"] if p.exists() and (p.name.startswith(("CURRENT", "MANIFEST-"))
-                                                                       or p.suffix == ".sst")])
+    path = rng.choice(
+        [
+            p
+            for p in kinds["rocksdb"]
+            if p.exists() and (p.name.startswith(("CURRENT", "MANIFEST-")) or p.suffix == ".sst")
+        ]
+    )
     path.unlink()
     return f"remove {path.parent.name}/{path.name}", True
 
@@ -665,7 +742,7 @@ def m_rocksdb_wal(root, kinds, rng, outside, S):
     directory = _rocksdb_queue(kinds)
 
     def write_again(db, _):
-        for key, value in list(db.items())[:rng.randint(1, 64)]:
+        for key, value in list(db.items())[: rng.randint(1, 64)]:
             db.put(key, value)
 
     _rocksdb_read_write(directory, write_again, keep_open_files=True)
@@ -693,13 +770,18 @@ def config_database(root: Path, conf: Path | None, damage: str, rng: random.Rand
         store.close()
     except Exception:  # a store an earlier mutation broke beyond listing its queues: offsets of one queue
         queues = [("TopicTest", 0)]
-    offsets = {f"{topic}@torture".encode(): json.dumps({"offsetTable": {str(qid): 0}}).encode()
-               for topic, qid in queues}
-    families = {"default": offsets, "kvDataVersion": {b"kvDataVersionKey": b'{"counter":3,"stateVersion":0}'},
-                "forbidden": {}}
+    offsets = {
+        f"{topic}@torture".encode(): json.dumps({"offsetTable": {str(qid): 0}}).encode() for topic, qid in queues
+    }
+    families = {
+        "default": offsets,
+        "kvDataVersion": {b"kvDataVersionKey": b'{"counter":3,"stateVersion":0}'},
+        "forbidden": {},
+    }
     if damage == "garbage value":
-        families["default"][rng.choice(sorted(families["default"]))] = rng.choice([b'{"offsetTable":{0:', b"[1,2]",
-                                                                                  b"\xff\xfe", b""])
+        families["default"][rng.choice(sorted(families["default"]))] = rng.choice(
+            [b'{"offsetTable":{0:', b"[1,2]", b"\xff\xfe", b""]
+        )
     if damage == "unknown column family":
         families["timer"] = {b"k": b"v"}
     db = root / "config" / "consumerOffsets"
@@ -730,9 +812,30 @@ def reads_config_databases(conf: Path | None) -> bool:
     return conf is not None and load_config(str(conf)).storeType == ROCKSDB_STORE
 
 
-MUTATIONS = [m_flip, m_zero_run, m_cut, m_grow, m_length, m_length, m_magic, m_body, m_topic_utf8, m_props_separators,
-             m_swap, m_stray, m_index_loop, m_index_header, m_unit_past_end, m_cut_config, m_checkpoint, m_symlink_out,
-             m_rocksdb_remove, m_rocksdb_family, m_rocksdb_wal, m_config_database]
+MUTATIONS = [
+    m_flip,
+    m_zero_run,
+    m_cut,
+    m_grow,
+    m_length,
+    m_length,
+    m_magic,
+    m_body,
+    m_topic_utf8,
+    m_props_separators,
+    m_swap,
+    m_stray,
+    m_index_loop,
+    m_index_header,
+    m_unit_past_end,
+    m_cut_config,
+    m_checkpoint,
+    m_symlink_out,
+    m_rocksdb_remove,
+    m_rocksdb_family,
+    m_rocksdb_wal,
+    m_config_database,
+]
 
 
 def judges(argv: list) -> bool:
@@ -790,8 +893,20 @@ def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 
         baseline[n] = (out["exit"], finding_keys(out.get("stdout", "")))
     # missed damage is counted on every fixture verify reads (a new finding, or a refusal, must follow damage)
     judged = [n for n in names if baseline[n][0] in (0, 1)]
-    total = {"stores": 0, "commands": 0, "crashes": 0, "too slow": 0, "must_report": 0, "missed": 0, "examples": [],
-             "max_secs": 0.0, "max_cpu": 0.0, "max_rss": 0, "worker growth": 0, "damage judged on": judged}
+    total = {
+        "stores": 0,
+        "commands": 0,
+        "crashes": 0,
+        "too slow": 0,
+        "must_report": 0,
+        "missed": 0,
+        "examples": [],
+        "max_secs": 0.0,
+        "max_cpu": 0.0,
+        "max_rss": 0,
+        "worker growth": 0,
+        "damage judged on": judged,
+    }
     outside = work / "outside"
     outside.mkdir(exist_ok=True)
     starts = range(first, first + n_stores, CHUNK)
@@ -812,23 +927,39 @@ def fuzz(n_stores: int, seed: int, work: Path, state: Path | None, first: int = 
         for k in ("max_secs", "max_cpu", "max_rss", "worker growth"):
             total[k] = max(total[k], chunk[k])
         total["examples"] += chunk["examples"]
-        print(f"  fuzz: {total['stores']} stores, {total['commands']} commands, {total['crashes']} crashes, "
-              f"{total['missed']} missed of {total['must_report']}", file=sys.stderr, flush=True)
+        print(
+            f"  fuzz: {total['stores']} stores, {total['commands']} commands, {total['crashes']} crashes, "
+            f"{total['missed']} missed of {total['must_report']}",
+            file=sys.stderr,
+            flush=True,
+        )
     worker.stop()
     return total
 
 
-def fuzz_chunk(stores: range, seed: int, work: Path, worker: Worker, profiles: dict, baseline: dict, judged: list,
-               outside: Path) -> dict:
+def fuzz_chunk(
+    stores: range, seed: int, work: Path, worker: Worker, profiles: dict, baseline: dict, judged: list, outside: Path
+) -> dict:
     names = fixtures()
-    stats = {"stores": 0, "commands": 0, "crashes": 0, "too slow": 0, "must_report": 0, "missed": 0, "examples": [],
-             "max_secs": 0.0, "max_cpu": 0.0, "max_rss": 0}
+    stats = {
+        "stores": 0,
+        "commands": 0,
+        "crashes": 0,
+        "too slow": 0,
+        "must_report": 0,
+        "missed": 0,
+        "examples": [],
+        "max_secs": 0.0,
+        "max_cpu": 0.0,
+        "max_rss": 0,
+    }
     for i in stores:
         name = names[i % len(names)]
         root = copy_store(name, work / f"{name}~{i}" / "store")
         what = mutate(root, random.Random(f"{seed}:{i}"), outside, profiles[name])
-        must = any(m and (adds_a_file(how) or not fixture_files_intact(name, root, profiles[name].unread))
-                   for how, m in what)
+        must = any(
+            m and (adds_a_file(how) or not fixture_files_intact(name, root, profiles[name].unread)) for how, m in what
+        )
         for argv in profiles[name].commands(root):
             out = worker.run(argv)
             stats["commands"] += 1
@@ -838,8 +969,15 @@ def fuzz_chunk(stores: range, seed: int, work: Path, worker: Worker, profiles: d
             stats["too slow"] += out.get("slow", False)
             if out["crash"] or out.get("slow"):
                 stats["crashes"] += out["crash"]
-                stats["examples"].append({"store": i, "fixture": name, "mutations": [w for w, _ in what],
-                                          "argv": [str(a) for a in argv[:3]], "detail": out["detail"]})
+                stats["examples"].append(
+                    {
+                        "store": i,
+                        "fixture": name,
+                        "mutations": [w for w, _ in what],
+                        "argv": [str(a) for a in argv[:3]],
+                        "detail": out["detail"],
+                    }
+                )
                 print("  fuzz crash or too slow:", json.dumps(stats["examples"][-1]), file=sys.stderr, flush=True)
             if judges(argv) and must and name in judged:
                 stats["must_report"] += 1
@@ -847,8 +985,9 @@ def fuzz_chunk(stores: range, seed: int, work: Path, worker: Worker, profiles: d
                 reported = out["exit"] == 2 or (out["exit"] == 1 and finding_keys(out["stdout"]) - base_keys)
                 if not reported:
                     stats["missed"] += 1
-                    stats["examples"].append({"store": i, "fixture": name, "mutations": [w for w, _ in what],
-                                              "missed": True})
+                    stats["examples"].append(
+                        {"store": i, "fixture": name, "mutations": [w for w, _ in what], "missed": True}
+                    )
         stats["stores"] += 1
         shutil.rmtree(root.parent)
     stats["worker growth"] = worker.growth
@@ -876,6 +1015,7 @@ def file_decoders(work: Path) -> dict:
                 read(store)
             finally:
                 store.close()
+
         return root, run
 
     def commitlog(store):
@@ -909,10 +1049,14 @@ def file_decoders(work: Path) -> dict:
 
     kinds = {}
     for kind, name, read, rel in (
-            ("commitlog", "a-basic", commitlog, "commitlog"), ("consumequeue", "a-basic", consumequeue, "consumequeue"),
-            ("index", "a-basic", index, "index"), ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
-            ("config json", "a-basic", config, "config/delayOffset.json"),
-            ("timerlog", "f-timer5", timerlog, "timerlog"), ("dledger data", "e-dledger", commitlog, "dledger-n0/data")):
+        ("commitlog", "a-basic", commitlog, "commitlog"),
+        ("consumequeue", "a-basic", consumequeue, "consumequeue"),
+        ("index", "a-basic", index, "index"),
+        ("checkpoint", "a-basic", Store.checkpoint, "checkpoint"),
+        ("config json", "a-basic", config, "config/delayOffset.json"),
+        ("timerlog", "f-timer5", timerlog, "timerlog"),
+        ("dledger data", "e-dledger", commitlog, "dledger-n0/data"),
+    ):
         root, run = rocketmq(kind, name, read)
         path = root / rel
         if path.is_dir():
@@ -927,6 +1071,7 @@ def file_decoders(work: Path) -> dict:
                 buf = seg.read()
                 for rec in SegmentScan(buf, len(buf)):
                     decode_data(rec.msgLen, rec.flag, rec.data)
+
     segment = sorted((root / "meta-test-0").iterdir())[0]
     kinds["metaq segment"] = (segment, segment.read_bytes(), metaq)
     return kinds
@@ -946,11 +1091,12 @@ def hypothesis_part(examples: int, work: Path, seed: int) -> dict:
     for name in ("a-basic", "b-mixed", "c-v5-features"):
         path = sorted((FIXTURES / name / "store" / "commitlog").iterdir())[0]
         data = path.read_bytes()
-        records += [data[p:p + n] for p, n in record_starts(path)[:40]]
+        records += [data[p : p + n] for p, n in record_starts(path)[:40]]
     failures: list[str] = []
     ran: dict[str, int] = {}
-    settings_ = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-                         suppress_health_check=list(HealthCheck))
+    settings_ = settings(
+        max_examples=examples, deadline=None, database=None, derandomize=False, suppress_health_check=list(HealthCheck)
+    )
 
     def opts(test):
         return seeded(seed)(settings_(test))
@@ -965,8 +1111,12 @@ def hypothesis_part(examples: int, work: Path, seed: int) -> dict:
             failures.append(f"{what}: {type(e).__name__}: {e}")
 
     @opts
-    @given(st.sampled_from(records), st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), max_size=8),
-           st.integers(0, 64), st.booleans())
+    @given(
+        st.sampled_from(records),
+        st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 255)), max_size=8),
+        st.integers(0, 64),
+        st.booleans(),
+    )
     def mutated_records(rec, edits, cut, v2):
         buf = bytearray(rec)
         for at, value in edits:
@@ -1003,9 +1153,11 @@ def hypothesis_part(examples: int, work: Path, seed: int) -> dict:
         path, original, read = kinds[kind]
 
         @opts
-        @given(st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=16),
-               st.lists(st.tuples(st.integers(0, 1 << 20), hostile), max_size=4),
-               st.one_of(st.none(), st.integers(0, 1 << 20)))
+        @given(
+            st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=16),
+            st.lists(st.tuples(st.integers(0, 1 << 20), hostile), max_size=4),
+            st.one_of(st.none(), st.integers(0, 1 << 20)),
+        )
         def mutated_file(edits, ints, cut):
             """The file with bytes changed, hostile ints written over its fields, and/or cut short."""
             buf = bytearray(original)
@@ -1015,8 +1167,9 @@ def hypothesis_part(examples: int, work: Path, seed: int) -> dict:
             for at, value in ints:
                 if len(buf) >= 4:
                     struct.pack_into(">i", buf, (at % (len(buf) - 3)) & ~3, value)  # fields sit on 4-byte bounds
-            path.write_bytes(bytes(buf[:cut % (len(buf) + 1)] if cut is not None else buf))
+            path.write_bytes(bytes(buf[: cut % (len(buf) + 1)] if cut is not None else buf))
             check(kind, read)
+
         return mutated_file
 
     for test in (mutated_records, random_records, properties, msgids, compressed, *map(file_test, sorted(kinds))):
@@ -1029,12 +1182,31 @@ def hypothesis_part(examples: int, work: Path, seed: int) -> dict:
 # -- crash trials -------------------------------------------------------------------------------------------------------
 
 
-STEP_CALLS = ("rename", "replace", "unlink", "remove", "rmdir", "mkdir", "link", "symlink", "fsync", "ftruncate",
-              "pwrite", "write", "posix_fallocate", "truncate")
+STEP_CALLS = (
+    "rename",
+    "replace",
+    "unlink",
+    "remove",
+    "rmdir",
+    "mkdir",
+    "link",
+    "symlink",
+    "fsync",
+    "ftruncate",
+    "pwrite",
+    "write",
+    "posix_fallocate",
+    "truncate",
+)
 
 
-def run_in_child(argv: list, kill_at_step: int | None = None, stdin_fd: int | None = None,
-                 stdout_fd: int | None = None, parent_fds: tuple = ()) -> int:
+def run_in_child(
+    argv: list,
+    kill_at_step: int | None = None,
+    stdin_fd: int | None = None,
+    stdout_fd: int | None = None,
+    parent_fds: tuple = (),
+) -> int:
     """Fork; the child runs the CLI in-process, SIGKILLing itself before its kill_at_step-th filesystem step
     (with 0: never, and it writes its step count to STEPS_FD). `parent_fds` are the parent's ends of the
     pipes, closed in the child (its stdin must see EOF). Returns the child pid."""
@@ -1087,6 +1259,7 @@ def _count_steps(kill_at: int):
             if STEPS["n"] == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             return fn(*a, **k)
+
         return step
 
     for name in STEP_CALLS:
@@ -1212,8 +1385,20 @@ class Clean(WriterTrial):
     fixture = "a-basic"
 
     def argv(self, root):
-        return ["clean", "--store", root, "--broker-config", self.conf, "--now", "--file-reserved-time", "0",
-                "--until-ok", "--apply", "--format", "jsonl"]
+        return [
+            "clean",
+            "--store",
+            root,
+            "--broker-config",
+            self.conf,
+            "--now",
+            "--file-reserved-time",
+            "0",
+            "--until-ok",
+            "--apply",
+            "--format",
+            "jsonl",
+        ]
 
     def reference(self):
         root = self.prepare(self.work / "clean-plan")
@@ -1242,8 +1427,10 @@ class Restore(WriterTrial):
 
     def prepare(self, dest):
         root = copy_store(self.fixture, dest)
-        for name, text in (("consumerOffset.json", '{"offsetTable":{"TopicTest@g":{0:5,1:7}}}'),
-                           ("topics.json", '{"topicConfigTable":{"TopicTest":{"readQueueNums":4}}}')):
+        for name, text in (
+            ("consumerOffset.json", '{"offsetTable":{"TopicTest@g":{0:5,1:7}}}'),
+            ("topics.json", '{"topicConfigTable":{"TopicTest":{"readQueueNums":4}}}'),
+        ):
             (root / "config" / (name + ".bak")).write_text(text)
             (root / "config" / name).write_text(text[: len(text) // 2])
         return root
@@ -1260,9 +1447,13 @@ class BackupRestore(WriterTrial):
 
     def prepare(self, dest):
         if not hasattr(self, "template"):
-            self.template = RebuildIndex.prepare(self, Path(tempfile.mkdtemp(prefix="restore-", dir=self.work)) / "store")
+            self.template = RebuildIndex.prepare(
+                self, Path(tempfile.mkdtemp(prefix="restore-", dir=self.work)) / "store"
+            )
             pid = run_in_child(["rebuild", "index", "--store", self.template, "--broker-config", self.conf])
-            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "restore: the rebuild making its backup failed"
+            assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, (
+                "restore: the rebuild making its backup failed"
+            )
             self.backup = next(p.name for p in self.template.iterdir() if p.name.startswith(".rmqctl-backup-"))
         shutil.copytree(self.template, dest, symlinks=True)
         return dest
@@ -1288,8 +1479,18 @@ class Append(WriterTrial):
 
     def __init__(self, name, work):
         super().__init__(name, work)
-        self.lines = [json.dumps({"topic": f"Crash{i % 3}", "queueId": i % 2, "body": f"message {i} " * 30,
-                                  "properties": {"KEYS": f"seq-{i}"}}) + "\n" for i in range(self.messages)]
+        self.lines = [
+            json.dumps(
+                {
+                    "topic": f"Crash{i % 3}",
+                    "queueId": i % 2,
+                    "body": f"message {i} " * 30,
+                    "properties": {"KEYS": f"seq-{i}"},
+                }
+            )
+            + "\n"
+            for i in range(self.messages)
+        ]
 
     def argv(self, root):
         return ["append", "--store", root, "--broker-config", self.conf, "--jsonl", "-"]
@@ -1297,8 +1498,9 @@ class Append(WriterTrial):
     def feed(self, root: Path, kill_at_step=None, kill_after=None) -> list[dict]:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
-        pid = run_in_child(self.argv(root), kill_at_step=kill_at_step, stdin_fd=in_r, stdout_fd=out_w,
-                           parent_fds=(in_w, out_r))
+        pid = run_in_child(
+            self.argv(root), kill_at_step=kill_at_step, stdin_fd=in_r, stdout_fd=out_w, parent_fds=(in_w, out_r)
+        )
         os.close(in_r)
         os.close(out_w)
         acks = []
@@ -1312,7 +1514,7 @@ class Append(WriterTrial):
         def write():
             with contextlib.suppress(BrokenPipeError, OSError), os.fdopen(in_w, "wb") as f:
                 for k in range(0, len(self.lines), 25):
-                    f.write("".join(self.lines[k:k + 25]).encode())
+                    f.write("".join(self.lines[k : k + 25]).encode())
                     f.flush()
                     time.sleep(0.002)
 
@@ -1380,8 +1582,13 @@ def warm_up(work: Path):
 
     root = copy_store("d-crashed", work / "warm")
     base = ["--store", str(root), "--broker-config", str(conf_of("d-crashed"))]
-    for argv in (["verify", "--deep"], ["rebuild", "consumequeue", "--dry-run"], ["rebuild", "index", "--dry-run"],
-                 ["repair", "--dry-run"], ["append", "--dry-run", "--topic", "T", "--body", "x"]):
+    for argv in (
+        ["verify", "--deep"],
+        ["rebuild", "consumequeue", "--dry-run"],
+        ["rebuild", "index", "--dry-run"],
+        ["repair", "--dry-run"],
+        ["append", "--dry-run", "--topic", "T", "--body", "x"],
+    ):
         CliRunner().invoke(cli, argv[:1] + base + argv[1:])
     shutil.rmtree(root)
 
@@ -1398,9 +1605,16 @@ class RebuildBatchCQ(RebuildCQ):
         return root
 
 
-WRITERS = {"append": Append, "rebuild consumequeue": RebuildCQ, "rebuild batchconsumequeue": RebuildBatchCQ,
-           "rebuild index": RebuildIndex, "repair": Repair, "clean --apply": Clean, "config restore": Restore,
-           "restore": BackupRestore}
+WRITERS = {
+    "append": Append,
+    "rebuild consumequeue": RebuildCQ,
+    "rebuild batchconsumequeue": RebuildBatchCQ,
+    "rebuild index": RebuildIndex,
+    "repair": Repair,
+    "clean --apply": Clean,
+    "config restore": Restore,
+    "restore": BackupRestore,
+}
 
 
 STEP_BLOCK = 40  # a long run's filesystem-step kills per saved unit
@@ -1419,8 +1633,15 @@ def crash_trials(name: str, plan: list[int | None], rng: random.Random, work: Pa
     """One writer's trials: a SIGKILL before filesystem step k of each run, or at a random moment (None)."""
     trial = WRITERS[name](name.replace(" ", "-"), work)
     trial.reference()
-    row = {"writer": name, "random kills": 0, "step kills": 0, "mixed": 0, "lost acked": 0,
-           "next write failed": 0, "verify after": 0}
+    row = {
+        "writer": name,
+        "random kills": 0,
+        "step kills": 0,
+        "mixed": 0,
+        "lost acked": 0,
+        "next write failed": 0,
+        "verify after": 0,
+    }
     for k in plan:
         root = trial.prepare(work / "trial")
         acks = []
@@ -1443,8 +1664,11 @@ def crash_trials(name: str, plan: list[int | None], rng: random.Random, work: Pa
         else:
             code = trial.next_write(root)
         row["next write failed"] += code != 0
-        row["verify after"] += verify_exit(root, trial.conf) > trial.old_verify if not isinstance(trial, Repair) \
+        row["verify after"] += (
+            verify_exit(root, trial.conf) > trial.old_verify
+            if not isinstance(trial, Repair)
             else verify_exit(root, trial.conf) == 2
+        )
         shutil.rmtree(root)
     return row
 
@@ -1486,12 +1710,18 @@ def read_only_commands(profile: Profile, root: Path) -> list[list]:
     base = ["--store", root] + (["--broker-config", profile.conf] if profile.conf else []) + ["--format", "jsonl"]
     topic, qid = profile.queue
     return profile.commands(root) + [
-        ["consumers", *base], ["delay-offsets", *base], ["diff", root, root, *base[2:]],
+        ["consumers", *base],
+        ["delay-offsets", *base],
+        ["diff", root, root, *base[2:]],
         ["offset-by-time", topic, qid, "2020-01-01T00:00:00", *base],
         ["clean", "--now", "--file-reserved-time", "0", *base],
-        ["config", "restore", *base], ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
-        ["rebuild", "consumequeue", "--dry-run", *base], ["rebuild", "index", "--dry-run", *base],
-        ["repair", "--dry-run", *base], ["restore", *base]]
+        ["config", "restore", *base],
+        ["append", "--dry-run", "--topic", "T", "--body", "x", *base],
+        ["rebuild", "consumequeue", "--dry-run", *base],
+        ["rebuild", "index", "--dry-run", *base],
+        ["repair", "--dry-run", *base],
+        ["restore", *base],
+    ]
 
 
 def readonly(work: Path) -> dict:
@@ -1515,7 +1745,13 @@ def readonly(work: Path) -> dict:
                 print(f"  read-only: {' '.join(map(str, argv[:3]))} changed {name}", file=sys.stderr, flush=True)
         shutil.rmtree(root.parent)
     worker.stop()
-    return {"commands": commands, "files changed": changed, "crashes": crashes, "too slow": slow, "fixtures": fixtures()}
+    return {
+        "commands": commands,
+        "files changed": changed,
+        "crashes": crashes,
+        "too slow": slow,
+        "fixtures": fixtures(),
+    }
 
 
 # -- disk full on a real tmpfs ------------------------------------------------------------------------------------------
@@ -1540,8 +1776,16 @@ def set_free(path: Path, free: int):
 def disk_full(name: str, work: Path, frees: list[int]) -> dict:
     """One writer on a real tmpfs with `frees` bytes left, one trial each; then with room again."""
     trial = WRITERS[name](name.replace(" ", "-"), work)
-    row = {"writer": name, "trials": 0, "refused": 0, "not one line / exit 2": 0, "mixed": 0, "lost acked": 0,
-           "unloadable": 0, "ok with room": 0}
+    row = {
+        "writer": name,
+        "trials": 0,
+        "refused": 0,
+        "not one line / exit 2": 0,
+        "mixed": 0,
+        "lost acked": 0,
+        "unloadable": 0,
+        "ok with room": 0,
+    }
     trial.reference() if not isinstance(trial, Append) else None
     for free in frees:
         with tmpfs(work / "full") as mnt:
@@ -1568,8 +1812,11 @@ def disk_full(name: str, work: Path, frees: list[int]) -> dict:
             row["mixed"] += mixed
             row["lost acked"] += lost
             if mixed or lost:
-                print(f"  disk full: {name} with {free} bytes free: exit {res.returncode}, mixed {mixed}, lost {lost}: "
-                      f"{res.stderr.strip()[:300]}", file=sys.stderr)
+                print(
+                    f"  disk full: {name} with {free} bytes free: exit {res.returncode}, mixed {mixed}, lost {lost}: "
+                    f"{res.stderr.strip()[:300]}",
+                    file=sys.stderr,
+                )
             row["unloadable"] += verify_exit(root, trial.conf) > verify_old
             set_free(mnt, 48 << 20)
             if isinstance(trial, Append):
@@ -1577,7 +1824,8 @@ def disk_full(name: str, work: Path, frees: list[int]) -> dict:
             else:
                 code = trial.next_write(root)
             row["ok with room"] += code == 0 and verify_exit(root, trial.conf) <= (
-                0 if not isinstance(trial, Repair) else 1)
+                0 if not isinstance(trial, Repair) else 1
+            )
     return row
 
 
@@ -1593,36 +1841,58 @@ def table(results: dict) -> str:
     out = []
     if "fuzz" in results:
         f = results["fuzz"]
-        out += ["| fuzz | fuzzed stores | read commands run | crashes | too slow | damage verify must report | missed "
-                "| slowest command (CPU) | peak RSS of a command | worker RSS growth |", "|---|---|---|---|---|---|---|---|---|---|",
-                f"| every fixture, every read command | {f['stores']} | {f['commands']} | **{f['crashes']}** | "
-                f"**{f['too slow']}** | "
-                f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s ({f['max_cpu']:.1f} s) "
-                f"| {f['max_rss'] >> 20} MiB | {f['worker growth'] >> 20} MiB |",
-                f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (the fixtures verify "
-                "reads: a new finding or a refusal must follow); crashes on every fixture.", ""]
+        out += [
+            "| fuzz | fuzzed stores | read commands run | crashes | too slow | damage verify must report | missed "
+            "| slowest command (CPU) | peak RSS of a command | worker RSS growth |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            f"| every fixture, every read command | {f['stores']} | {f['commands']} | **{f['crashes']}** | "
+            f"**{f['too slow']}** | "
+            f"{f['must_report']} | **{f['missed']}** | {f['max_secs']:.1f} s ({f['max_cpu']:.1f} s) "
+            f"| {f['max_rss'] >> 20} MiB | {f['worker growth'] >> 20} MiB |",
+            f"\nDamage verify must report is judged on {', '.join(f['damage judged on'])} (the fixtures verify "
+            "reads: a new finding or a refusal must follow); crashes on every fixture.",
+            "",
+        ]
     if "hypothesis" in results:
         h = results["hypothesis"]
-        out += ["| hypothesis (library decoders) | examples | failures |", "|---|---|---|",
-                f"| {', '.join(h['per decoder'])} | {h['examples']} | **{h['failures']}** |", ""]
+        out += [
+            "| hypothesis (library decoders) | examples | failures |",
+            "|---|---|---|",
+            f"| {', '.join(h['per decoder'])} | {h['examples']} | **{h['failures']}** |",
+            "",
+        ]
     if "crash" in results:
-        out += ["| crash trials | random kills | kills at filesystem steps (of steps) | mixed states | lost acknowledged "
-                "| next write failed | verify worse after |", "|---|---|---|---|---|---|---|"]
+        out += [
+            "| crash trials | random kills | kills at filesystem steps (of steps) | mixed states | lost acknowledged "
+            "| next write failed | verify worse after |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in results["crash"]:
-            out.append(f"| {r['writer']} | {r['random kills']} | {r['step kills']} (of {r['steps']}) | **{r['mixed']}** | "
-                       f"**{r['lost acked']}** | {r['next write failed']} | {r['verify after']} |")
+            out.append(
+                f"| {r['writer']} | {r['random kills']} | {r['step kills']} (of {r['steps']}) | **{r['mixed']}** | "
+                f"**{r['lost acked']}** | {r['next write failed']} | {r['verify after']} |"
+            )
         out.append("")
     if "readonly" in results:
         r = results["readonly"]
-        out += ["| read-only proof | commands × fixtures | files changed |", "|---|---|---|",
-                f"| sha256 + mtime of every file, every read command and dry run, every fixture | {r['commands']} "
-                f"| **{r['files changed']}** |", ""]
+        out += [
+            "| read-only proof | commands × fixtures | files changed |",
+            "|---|---|---|",
+            f"| sha256 + mtime of every file, every read command and dry run, every fixture | {r['commands']} "
+            f"| **{r['files changed']}** |",
+            "",
+        ]
     if "diskfull" in results:
-        out += ["| disk full (tmpfs) | trials | refused | not one line / exit 2 | mixed | lost acknowledged | unloadable | "
-                "succeeds with room |", "|---|---|---|---|---|---|---|---|"]
+        out += [
+            "| disk full (tmpfs) | trials | refused | not one line / exit 2 | mixed | lost acknowledged | unloadable | "
+            "succeeds with room |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in results["diskfull"]:
-            out.append(f"| {r['writer']} | {r['trials']} | {r['refused']} | {r['not one line / exit 2']} | **{r['mixed']}** "
-                       f"| **{r['lost acked']}** | **{r['unloadable']}** | {r['ok with room']} |")
+            out.append(
+                f"| {r['writer']} | {r['trials']} | {r['refused']} | {r['not one line / exit 2']} | **{r['mixed']}** "
+                f"| **{r['lost acked']}** | **{r['unloadable']}** | {r['ok with room']} |"
+            )
         out.append("")
     return "\n".join(out)
 
@@ -1631,19 +1901,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the CI size: 300 stores, 3 kills per writer, sampled steps")
     ap.add_argument("--stores", type=int, help="fuzzed stores (default 300 quick, 10000 long)")
-    ap.add_argument("--from", dest="first", type=int, default=0, help="fuzz: the first store's number (--from 1234 "
-                                                                       "--stores 1 replays store 1234 of a run)")
+    ap.add_argument(
+        "--from",
+        dest="first",
+        type=int,
+        default=0,
+        help="fuzz: the first store's number (--from 1234 --stores 1 replays store 1234 of a run)",
+    )
     ap.add_argument("--kills", type=int, help="random kills per writer (default 3 quick, 30 long)")
     ap.add_argument("--steps", type=int, default=6, help="--quick: filesystem steps sampled per writer")
     ap.add_argument("--examples", type=int, help="hypothesis examples per decoder (default 100 quick, 2000 long)")
     ap.add_argument("--seed", type=int, default=20241124)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
-    ap.add_argument("--writers", default="", help="crash and disk-full trials of these writers only (comma-separated, "
-                                                 "e.g. 'append,rebuild index')")
-    ap.add_argument("--state", type=Path, help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
-                                               "here and reuse it on a rerun: a long run resumes where it stopped")
-    ap.add_argument("--report", action="store_true", help="with --state: the table of the units saved so far, "
-                                                           "running nothing")
+    ap.add_argument(
+        "--writers",
+        default="",
+        help="crash and disk-full trials of these writers only (comma-separated, e.g. 'append,rebuild index')",
+    )
+    ap.add_argument(
+        "--state",
+        type=Path,
+        help="save each finished unit (a chunk of fuzzed stores, a writer's trials) "
+        "here and reuse it on a rerun: a long run resumes where it stopped",
+    )
+    ap.add_argument(
+        "--report", action="store_true", help="with --state: the table of the units saved so far, running nothing"
+    )
     ap.add_argument("--json", help="also write the figures as JSON here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1683,13 +1966,27 @@ def main():
                     saved.write_text(json.dumps(steps[name]))
             rng = random.Random(f"{args.seed}:crash:{name}")
             everything = range(1, steps[name] + 1)
-            blocks = ([list(everything[i:i + STEP_BLOCK]) for i in range(0, len(everything), STEP_BLOCK)]
-                      if not args.quick else [sorted(rng.sample(everything, min(args.steps, len(everything))))])
+            blocks = (
+                [list(everything[i : i + STEP_BLOCK]) for i in range(0, len(everything), STEP_BLOCK)]
+                if not args.quick
+                else [sorted(rng.sample(everything, min(args.steps, len(everything))))]
+            )
             key = f"crash-{mode}-{args.seed}-{name}"
-            units.append(("crash", f"{key}-{kills}-random", lambda name=name, rng=rng: crash_trials(
-                name, [None] * kills, rng, work)))
-            units += [("crash", f"{key}-steps-{b[0]}-{b[-1]}-{len(b)}", lambda name=name, rng=rng, b=b: crash_trials(
-                name, b, rng, work)) for b in blocks]
+            units.append(
+                (
+                    "crash",
+                    f"{key}-{kills}-random",
+                    lambda name=name, rng=rng: crash_trials(name, [None] * kills, rng, work),
+                )
+            )
+            units += [
+                (
+                    "crash",
+                    f"{key}-steps-{b[0]}-{b[-1]}-{len(b)}",
+                    lambda name=name, rng=rng, b=b: crash_trials(name, b, rng, work),
+                )
+                for b in blocks
+            ]
         frees = [0, 256 << 10] if args.quick else [0, 4096, 16 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20]
         for name in writers if "diskfull" in parts else []:
             units.append(("diskfull", f"diskfull-{mode}-{name}", lambda name=name: disk_full_run(name, frees)))
@@ -1708,8 +2005,9 @@ def main():
                 if saved:
                     save(saved, out)
             if part == "crash":  # one row per writer, summed over its units
-                row = results.setdefault("crash", {}).setdefault(out["writer"], {"writer": out["writer"],
-                                                                                 "steps": steps[out["writer"]]})
+                row = results.setdefault("crash", {}).setdefault(
+                    out["writer"], {"writer": out["writer"], "steps": steps[out["writer"]]}
+                )
                 for k, v in out.items():
                     if k != "writer":
                         row[k] = row.get(k, 0) + v
@@ -1720,24 +2018,34 @@ def main():
         if "crash" in results:
             results["crash"] = list(results["crash"].values())
         if "fuzz" in parts:
-            results["fuzz"] = fuzz(args.stores or (300 if args.quick else 10000), args.seed, work, args.state,
-                                   args.first, args.report)
+            results["fuzz"] = fuzz(
+                args.stores or (300 if args.quick else 10000), args.seed, work, args.state, args.first, args.report
+            )
     results["seconds"] = round(time.monotonic() - began, 1)
     results["mode"] = mode
     print(table(results))
-    print(f"{mode} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{mode} mode, seed {args.seed}, {results['seconds']} s, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     if results.get("not yet run") or results.get("fuzz", {}).get("not yet run"):
         left = results.get("not yet run", [])
-        print(f"not yet run: {results.get('fuzz', {}).get('not yet run', 0)} fuzzed stores, {len(left)} other units "
-              f"({', '.join(sorted({k.split('-')[0] for k in left}))})")
+        print(
+            f"not yet run: {results.get('fuzz', {}).get('not yet run', 0)} fuzzed stores, {len(left)} other units "
+            f"({', '.join(sorted({k.split('-')[0] for k in left}))})"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
-    bad = (results.get("fuzz", {}).get("crashes", 0) + results.get("fuzz", {}).get("missed", 0)
-           + results.get("fuzz", {}).get("too slow", 0) + results.get("readonly", {}).get("too slow", 0)
-           + results.get("hypothesis", {}).get("failures", 0) + results.get("readonly", {}).get("files changed", 0)
-           + sum(r["mixed"] + r["lost acked"] for r in results.get("crash", []))
-           + sum(r["mixed"] + r["lost acked"] + r["unloadable"] for r in results.get("diskfull", [])))
+    bad = (
+        results.get("fuzz", {}).get("crashes", 0)
+        + results.get("fuzz", {}).get("missed", 0)
+        + results.get("fuzz", {}).get("too slow", 0)
+        + results.get("readonly", {}).get("too slow", 0)
+        + results.get("hypothesis", {}).get("failures", 0)
+        + results.get("readonly", {}).get("files changed", 0)
+        + sum(r["mixed"] + r["lost acked"] for r in results.get("crash", []))
+        + sum(r["mixed"] + r["lost acked"] + r["unloadable"] for r in results.get("diskfull", []))
+    )
     return 1 if bad else 0
 
 

@@ -10,21 +10,35 @@ The library under the CLI, for notebooks and scripts:
 Operations (rmqctl.checks.*) return plain results; nothing here prints. The names below are loaded on first
 use, so `import rmqctl.schema` (or any low layer) loads no operation and no compiled kernel.
 """
+
 from __future__ import annotations
 
 import importlib
 
 _HOMES = {
-    "BrokerConfig": "config", "load_config": "config",
-    "LockHeldError": "errors", "RmqError": "errors", "StoreError": "errors", "UsageError": "errors",
+    "BrokerConfig": "config",
+    "load_config": "config",
+    "LockHeldError": "errors",
+    "RmqError": "errors",
+    "StoreError": "errors",
+    "UsageError": "errors",
     "Finding": "findings",
     "store_lock": "lock",
-    "dump_checkpoint": "views.inspect", "dump_commitlog": "views.inspect", "dump_consumequeue": "views.inspect",
-    "dump_index": "views.inspect", "info": "views.inspect", "locate": "views.inspect",
-    "decode_ids": "views.msgid", "lookup": "views.msgid",
+    "dump_checkpoint": "views.inspect",
+    "dump_commitlog": "views.inspect",
+    "dump_consumequeue": "views.inspect",
+    "dump_index": "views.inspect",
+    "info": "views.inspect",
+    "locate": "views.inspect",
+    "decode_ids": "views.msgid",
+    "lookup": "views.msgid",
     "query_key": "views.query",
-    "VerifyResult": "checks.verify", "verify": "checks.verify",
-    "Blank": "record", "Message": "record", "RecordError": "record", "read_record": "record",
+    "VerifyResult": "checks.verify",
+    "verify": "checks.verify",
+    "Blank": "record",
+    "Message": "record",
+    "RecordError": "record",
+    "read_record": "record",
     "Store": "store",
 }
 

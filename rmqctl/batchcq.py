@@ -6,6 +6,7 @@ Sources: store/.../queue/BatchConsumeQueue.java (recover, putBatchMessagePositio
 queue/ConsumeQueueStore.java (findOrCreateConsumeQueue by QueueTypeUtils.getCQType), MessageStoreConfig
 (mapperFileSizeBatchConsumeQueue = 300000 * 46, not rounded).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,9 @@ DEFAULT_FILE_SIZE = 300_000 * S.BCQ_UNIT_SIZE
 def bcq_unit_valid(units: np.ndarray) -> np.ndarray:
     """BatchConsumeQueue.recover: a unit is written while phyOffset >= 0, size > 0, msgBaseOffset >= 0 and
     batchSize > 0. Element by element."""
-    return ((units["commitLogOffset"] >= 0) & (units["size"] > 0) & (units["msgBaseOffset"] >= 0)
-            & (units["batchSize"] > 0))
+    return (
+        (units["commitLogOffset"] >= 0) & (units["size"] > 0) & (units["msgBaseOffset"] >= 0) & (units["batchSize"] > 0)
+    )
 
 
 def written_bcq_units(units: np.ndarray) -> int:
@@ -101,13 +103,17 @@ def unit_problems(unit, m: Message, topic: str, queue_id: int, config) -> list[s
         problems.append(f"the record is {m.topic}/{m.queueId}'s")
     expected = batch_unit(m, config)
     if expected is None:
-        problems.append("the broker writes no unit for this record (a PREPARED or ROLLBACK one, or bad INNER_BASE/INNER_NUM)")
+        problems.append(
+            "the broker writes no unit for this record (a PREPARED or ROLLBACK one, or bad INNER_BASE/INNER_NUM)"
+        )
         return problems
     for name, want in zip(UNIT_FIELDS, expected):
         if int(unit[name]) != want:
             problems.append(f"{name} {int(unit[name])}, the record's {want}")
     if int(unit["compactedOffset"]) != S.BCQ_INVALID_POS or int(unit["reserved"]) != 0:
-        problems.append(f"compactedOffset {int(unit['compactedOffset'])} / reserved {int(unit['reserved'])}, not -1 / 0")
+        problems.append(
+            f"compactedOffset {int(unit['compactedOffset'])} / reserved {int(unit['reserved'])}, not -1 / 0"
+        )
     return problems
 
 
@@ -198,14 +204,28 @@ def batch_topics(store: Store) -> set[str]:
 
 def file_size(store: Store, queue_files: list[MappedFile]) -> int:
     """mapperFileSizeBatchConsumeQueue: configured (checked against the files), else what the files show."""
-    return settle_file_size(queue_files, store.config.mapperFileSizeBatchConsumeQueue or 0,
-                            "mapperFileSizeBatchConsumeQueue", DIRECTORY, DEFAULT_FILE_SIZE)
+    return settle_file_size(
+        queue_files,
+        store.config.mapperFileSizeBatchConsumeQueue or 0,
+        "mapperFileSizeBatchConsumeQueue",
+        DIRECTORY,
+        DEFAULT_FILE_SIZE,
+    )
 
 
 def _queue_dirs(store: Store) -> list[tuple[Path, Path]]:
     root = store.root / DIRECTORY
-    return [(t, q) for t in sorted(root.iterdir()) if t.is_dir() for q in sorted(t.iterdir())
-            if q.is_dir() and q.name.isdigit()] if root.is_dir() else []
+    return (
+        [
+            (t, q)
+            for t in sorted(root.iterdir())
+            if t.is_dir()
+            for q in sorted(t.iterdir())
+            if q.is_dir() and q.name.isdigit()
+        ]
+        if root.is_dir()
+        else []
+    )
 
 
 def queue_file_size(store: Store) -> int:

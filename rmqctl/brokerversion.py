@@ -5,6 +5,7 @@ config), else what the store's files tell, else an assumption the commands say o
 The evidence names the oldest release that writes it; the newest evidence wins, since a 5.x broker that took
 over a 4.9 store reads it with 5.x rules (its old records keep their old style).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,12 +24,25 @@ SAMPLE_RECORDS = 32  # records read from the start of the newest commitlog files
 SAMPLE_FILES = 3  # newest commitlog files tried for them (the last may be preallocated zeros)
 
 # MessageStoreConfig keys that exist only in RocketMQ 5.x: a broker.conf naming one is a 5.x broker's.
-FIVE_ONLY_CONFIG_KEYS = ("enabledAppendPropCRC", "forceVerifyPropCRC", "autoMessageVersionOnTopicLen",
-                         "timerWheelEnable", "timerPrecisionMs")
+FIVE_ONLY_CONFIG_KEYS = (
+    "enabledAppendPropCRC",
+    "forceVerifyPropCRC",
+    "autoMessageVersionOnTopicLen",
+    "timerWheelEnable",
+    "timerPrecisionMs",
+)
 # store-root entries only a 5.x broker makes, with the release that first does
-FIVE_ONLY_ENTRIES = (("rocksdbstore", (5, 4)), ("RocksDBMessageStore", (5, 4)), ("config/metadata", (5, 4)),
-                     ("batchconsumequeue", (5, 0)), ("compaction", (5, 0)), ("timerlog", (5, 0)),
-                     ("timerwheel", (5, 0)), ("abort.bak", (5, 0)), ("config/timercheck", (5, 0)))
+FIVE_ONLY_ENTRIES = (
+    ("rocksdbstore", (5, 4)),
+    ("RocksDBMessageStore", (5, 4)),
+    ("config/metadata", (5, 4)),
+    ("batchconsumequeue", (5, 0)),
+    ("compaction", (5, 0)),
+    ("timerlog", (5, 0)),
+    ("timerwheel", (5, 0)),
+    ("abort.bak", (5, 0)),
+    ("config/timercheck", (5, 0)),
+)
 CHECKPOINT_5X = ((24, "masterFlushedOffset", (5, 0)), (32, "confirmPhyOffset", (5, 1)))
 
 
@@ -57,8 +71,10 @@ class BrokerVersion:
 
     def note(self) -> str:
         """The one stderr line for an assumed version."""
-        return (f"note: {self.evidence}; assuming RocketMQ {self.label} rules (say --rocketmq-version 4, 5 or 5.5 "
-                f"if the store's broker is another)")
+        return (
+            f"note: {self.evidence}; assuming RocketMQ {self.label} rules (say --rocketmq-version 4, 5 or 5.5 "
+            f"if the store's broker is another)"
+        )
 
 
 def parse_release(value, where: str = "--rocketmq-version") -> tuple[int, int]:
@@ -83,8 +99,17 @@ def infer(root: Path, config: BrokerConfig, records) -> BrokerVersion:
     if config.rocketmqVersion is not None:
         where = "--rocketmq-version" if config.source is None else f"rocketmqVersion in {config.source}"
         return BrokerVersion(parse_release(config.rocketmqVersion, "rocketmqVersion"), f"{where} says so")
-    found = [e for e in (store_entries_version(root), _from_checkpoint(root), _from_abort(root), _from_config(config),
-                         _from_records(records)) if e is not None]
+    found = [
+        e
+        for e in (
+            store_entries_version(root),
+            _from_checkpoint(root),
+            _from_abort(root),
+            _from_config(config),
+            _from_records(records),
+        )
+        if e is not None
+    ]
     if not found:
         return BrokerVersion(ASSUMED, "nothing in the store tells which RocketMQ wrote it", assumed=True)
     release, evidence = max(found, key=lambda e: e[0])
@@ -141,7 +166,11 @@ def _from_records(records) -> tuple[tuple[int, int], str] | None:
         elif crc:
             found = (5, 2), "records with a property CRC"
         elif style:
-            found = ((5, 0), "the records' 5.x property style") if style == 5 else ((4, 9), "the records' 4.x property style")
+            found = (
+                ((5, 0), "the records' 5.x property style")
+                if style == 5
+                else ((4, 9), "the records' 4.x property style")
+            )
         else:
             continue
         newest = found if newest is None or found[0] > newest[0] else newest

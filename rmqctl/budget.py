@@ -1,6 +1,7 @@
 """The working-memory budget of the commands that walk a whole store (`--memory SIZE`, like `sort -S` or
 PostgreSQL's maintenance_work_mem): a design bound on what one batch of records may hold, whatever the
 store's size. The interpreter, the compiled kernels and the few files mapped at a time come on top."""
+
 from __future__ import annotations
 
 import ctypes

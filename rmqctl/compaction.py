@@ -11,6 +11,7 @@ kv/CompactionService.java (only topics whose CleanupPolicyUtils policy is COMPAC
 (putEndPositionInfo, recover), MessageStoreConfig (compactionMappedFileSize 100 MiB, compactionCqMappedFileSize
 10 MiB).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -97,7 +98,7 @@ def compaction_queues(store: Store) -> list[CompactionQueue]:
     found = set()
     for sub in (LOG_DIR, CQ_DIR):
         base = root / sub
-        for t in (sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else ()):
+        for t in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else ():
             found |= {(t.name, int(q.name)) for q in t.iterdir() if q.is_dir() and q.name.isdigit()}
     return [CompactionQueue(store, t, q) for t, q in sorted(found)]
 

@@ -1,4 +1,5 @@
 """Broker configuration: the broker.conf keys rmqctl uses, with RocketMQ's defaults (MessageStoreConfig)."""
+
 from __future__ import annotations
 
 import dataclasses

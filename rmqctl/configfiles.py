@@ -5,6 +5,7 @@ older). A `.bak` that does not decode either makes `load()` return false: the br
 Sources: common/.../ConfigManager.java, broker/.../BrokerPathConfigHelper.java,
 broker/.../offset/ConsumerOffsetManager.java, store/.../schedule/ScheduleMessageService.java (4.9.7; broker/ in 5.x).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,9 +26,19 @@ def parse_fastjson(text: str):
 
 
 # the ConfigManager files under {storePathRootDir}/config (4.9.7 and 5.3.3); timercheck is binary, not one
-JSON_CONFIG_FILES = ("topics.json", "subscriptionGroup.json", "consumerOffset.json", "lmqConsumerOffset.json",
-                     "delayOffset.json", "consumerFilter.json", "consumerOrderInfo.json", "topicQueueMapping.json",
-                     "messageRequestMode.json", "timermetrics", "transactionMetrics")
+JSON_CONFIG_FILES = (
+    "topics.json",
+    "subscriptionGroup.json",
+    "consumerOffset.json",
+    "lmqConsumerOffset.json",
+    "delayOffset.json",
+    "consumerFilter.json",
+    "consumerOrderInfo.json",
+    "topicQueueMapping.json",
+    "messageRequestMode.json",
+    "timermetrics",
+    "transactionMetrics",
+)
 
 
 @dataclasses.dataclass
@@ -170,9 +181,13 @@ def topic_names(doc) -> set[str] | None:
 def batch_cq_topics(doc) -> set[str]:
     """topics.json's topics whose attribute queue.type is BatchCQ (QueueTypeUtils.getCQType)."""
     table = (doc or {}).get("topicConfigTable") if isinstance(doc, dict) else None
-    return {name for name, conf in (table.items() if isinstance(table, dict) else ())
-            if isinstance(conf, dict) and isinstance(conf.get("attributes"), dict)
-            and conf["attributes"].get("queue.type") == "BatchCQ"}
+    return {
+        name
+        for name, conf in (table.items() if isinstance(table, dict) else ())
+        if isinstance(conf, dict)
+        and isinstance(conf.get("attributes"), dict)
+        and conf["attributes"].get("queue.type") == "BatchCQ"
+    }
 
 
 @dataclasses.dataclass(frozen=True)

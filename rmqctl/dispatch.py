@@ -1,6 +1,7 @@
 """What the broker derives from a record when it dispatches it: the consumequeue tagsCode, which queues get
 an entry (CommitLogDispatcherBuildConsumeQueue + LMQ multi-dispatch), and which index keys are put
 (CommitLogDispatcherBuildIndex / IndexService.buildIndex). Shared by append, rebuild and verify."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -57,8 +58,12 @@ def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:
     out = [(m.topic, m.queueId, m.queueOffset)]
     if config.enableMultiDispatch:
         props = m.properties
-        out += rules.multi_dispatch_targets(props.get("INNER_MULTI_DISPATCH", ""),
-                                            props.get("INNER_MULTI_QUEUE_OFFSET", ""), m.queueId, config.enableLmq)
+        out += rules.multi_dispatch_targets(
+            props.get("INNER_MULTI_DISPATCH", ""),
+            props.get("INNER_MULTI_QUEUE_OFFSET", ""),
+            m.queueId,
+            config.enableLmq,
+        )
     return out
 
 

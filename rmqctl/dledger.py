@@ -9,6 +9,7 @@ getIndexStorePath, MmapFileList, DLedgerMmapFileStore, DLedgerEntryCoder) and ap
 rocketmq-all-4.9.7 store/.../dledger/DLedgerCommitLog.java (the data file size is mappedFileSizeCommitLog; a
 record's PHYSICALOFFSET is entry pos + BODY_OFFSET, set by its append hook).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,11 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
         if not self_id:
             found = _dledger_homes(root)
             if len(found) != 1:
-                raise RmqError("enableDLegerCommitLog=true but dLegerSelfId is not set and the store does not show it "
-                               f"({len(found)} dledger-* directories)", root)
+                raise RmqError(
+                    "enableDLegerCommitLog=true but dLegerSelfId is not set and the store does not show it "
+                    f"({len(found)} dledger-* directories)",
+                    root,
+                )
             self_id = found[0].name.removeprefix("dledger-")
         home = root / f"dledger-{self_id}"
     elif config.storePathCommitLog or (root / "commitlog").exists():
@@ -79,9 +83,12 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
         data = (home / "data",)
     old = root / "commitlog"
     if old not in data and old.is_dir() and any(p.is_file() for p in old.iterdir()):
-        raise RmqError("the store holds an old commitlog before its DLedger log (a broker switched to "
-                       "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads one or "
-                       "the other, not both", old)
+        raise RmqError(
+            "the store holds an old commitlog before its DLedger log (a broker switched to "
+            "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads one or "
+            "the other, not both",
+            old,
+        )
     return Layout(home, data)
 
 
@@ -277,9 +284,18 @@ class DLedgerScan(ColumnViews):
         `entries` hold each record's entry (`batch` as for CommitLogScan.chunks)."""
         from .engine import walk_entry_files  # the compiled kernels load only for the commands that walk
 
-        return walk_entry_files(self.queue.files, self.queue.file_size, start, end, self.allow_v2,
-                                lambda f, limit: entry_slices(f.buf, limit, ENTRY_SLICE), self._refused_at, self._file_end,
-                                check_crc, **batch)
+        return walk_entry_files(
+            self.queue.files,
+            self.queue.file_size,
+            start,
+            end,
+            self.allow_v2,
+            lambda f, limit: entry_slices(f.buf, limit, ENTRY_SLICE),
+            self._refused_at,
+            self._file_end,
+            check_crc,
+            **batch,
+        )
 
     def _record(self, f, at: int, stop_at: int) -> Message | None:
         """The record of the entry body [at, stop_at), or None (the refusal in `errors`)."""
@@ -303,8 +319,16 @@ class DLedgerScan(ColumnViews):
         if found.stop is not None:
             self.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
         elif found.blank is None and self._data_follows(f):
-            self.errors.append((f, found.end, RecordError("zeros", "zero bytes where the next entry or the DLedger "
-                                                                   "BLANK should be, and later files hold entries")))
+            self.errors.append(
+                (
+                    f,
+                    found.end,
+                    RecordError(
+                        "zeros",
+                        "zero bytes where the next entry or the DLedger BLANK should be, and later files hold entries",
+                    ),
+                )
+            )
 
     def _data_follows(self, f) -> bool:
         later = self.queue.files[self.queue.files.index(f) + 1 :]
@@ -408,8 +432,11 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
             unit = _unit(index_queue, idx)
             if unit != (magic, at, entry_size, idx, term):
                 rewrite_from = idx
-                mismatch = ("no index unit" if unit is None else
-                            "unit " + ", ".join(f"{n} {v}" for n, v in zip(INDEX_FIELDS, unit)))
+                mismatch = (
+                    "no index unit"
+                    if unit is None
+                    else "unit " + ", ".join(f"{n} {v}" for n, v in zip(INDEX_FIELDS, unit))
+                )
         kept.extend((idx, at, entry_size, term))
         last_index, last_term = idx, term
         process += entry_size
@@ -419,13 +446,28 @@ def recover(data, index_queue, checkpoint: dict[str, str] | None) -> Recovery:
     if last_index != -1 and len(files[0].buf) >= 16:
         begin = S.INT64.unpack_from(files[0].buf, 8)[0]  # reviseLedgerBeginIndex: the first file's first entry
     kept = np.frombuffer(kept, np.int64).reshape(-1, KEPT_FIELDS)
-    committed, committed_pos = _committed(index_queue, state_long(checkpoint, "committedIndex"), begin, last_index, kept)
-    return Recovery(start, process, stop, last_index, last_term, begin, rewrite_from, mismatch, exits, committed,
-                    committed_pos, kept)
+    committed, committed_pos = _committed(
+        index_queue, state_long(checkpoint, "committedIndex"), begin, last_index, kept
+    )
+    return Recovery(
+        start,
+        process,
+        stop,
+        last_index,
+        last_term,
+        begin,
+        rewrite_from,
+        mismatch,
+        exits,
+        committed,
+        committed_pos,
+        kept,
+    )
 
 
-def _entry_problem(header: tuple, at: int, entry_size: int, room: int, last_index: int,
-                   last_term: int) -> tuple[str, str] | None:
+def _entry_problem(
+    header: tuple, at: int, entry_size: int, room: int, last_index: int, last_term: int
+) -> tuple[str, str] | None:
     """Why recover stops at the entry at commitlog position `at` (kind, detail), checked in the broker's order;
     None: it is taken. `room`: the bytes from the entry to the end of its file."""
     magic, _, idx, term, pos, _, _, _, body = header

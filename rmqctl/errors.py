@@ -1,4 +1,5 @@
 """Errors that the CLI turns into a one-line message and an exit code (never a traceback)."""
+
 from __future__ import annotations
 
 EXIT_OK = 0

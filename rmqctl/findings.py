@@ -3,6 +3,7 @@ verify, repair and append name damage with these kinds and nothing else (tests/t
 source against this registry), and the commitlog damage a finding stands for is kept in `Damage` so later
 findings can name their cause.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,7 +67,7 @@ KINDS: dict[str, str] = {
     "rocksdb-store-past-end": "a RocksDB message store record naming an offset past the end of the commitlog",
     "rocksdb-store-bad-target": "a RocksDB message store record naming an offset where no record starts",
     "rocksdb-store-mismatch": "a RocksDB message store record whose topic, key, uniq key, time or size is not its "
-                              "record's",
+    "record's",
     "rocksdb-store-bookkeeping": "a RocksDB message store lastOffsetPy past the commitlog's end or off a record",
     # index files
     "index-header": "an index header whose counts or begin/end values disagree with its entries",
@@ -130,8 +131,12 @@ KINDS: dict[str, str] = {
 }
 
 # read_record's reasons for refusing bytes, as the finding kinds above
-RECORD_ERROR_KINDS = {"zeros": "zeroed-region", "illegal-magic": "illegal-magic", "bad-length": "bad-length",
-                      "truncated-record": "truncated-record"}
+RECORD_ERROR_KINDS = {
+    "zeros": "zeroed-region",
+    "illegal-magic": "illegal-magic",
+    "bad-length": "bad-length",
+    "truncated-record": "truncated-record",
+}
 
 
 @dataclasses.dataclass
@@ -183,8 +188,16 @@ class Findings(list):
         self.root = root
         self += found
 
-    def add(self, group: int, kind: str, severity: str, path: Path | str | None, position: int | None,
-            offset: int | None, detail: str) -> Finding:
+    def add(
+        self,
+        group: int,
+        kind: str,
+        severity: str,
+        path: Path | str | None,
+        position: int | None,
+        offset: int | None,
+        detail: str,
+    ) -> Finding:
         f = Finding(kind, severity, path, position, offset, detail, group)
         self += [f]
         return f

@@ -1,6 +1,7 @@
 """The few Java behaviours the store's bytes depend on: String.hashCode, UtilAll.crc32, the property CRC
 digits, MessageDecoder's property string codec, and String.split / Long.parseLong / Integer.parseInt as the
 broker applies them to property and configuration text."""
+
 from __future__ import annotations
 
 import zlib

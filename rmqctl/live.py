@@ -14,6 +14,7 @@ Sources: CommitLog.putMessage / DefaultMappedFile.appendMessage (records are cop
 the write position moves), IndexFile.putKey and IndexHeader (4.9.7 and 5.x), StoreCheckpoint.flush,
 CommitLog.deleteExpiredFile (files go from the head).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,8 +59,9 @@ class Snapshot:
     def gone(self, f, what: str = "the read goes on from the next file"):
         """File `f` (a mapped file, or a path) was deleted by the broker (its expired head) while it was read:
         noted in `moved`."""
-        self.moved.append((f, 0, f"deleted by the running broker while rmqctl read the store (the log's head "
-                                 f"moved); {what}"))
+        self.moved.append(
+            (f, 0, f"deleted by the running broker while rmqctl read the store (the log's head moved); {what}")
+        )
 
 
 def head_moved(live: Snapshot | None, f, error: FileGone | None = None):
@@ -114,8 +116,9 @@ def freeze_index(path: Path, buf, slot_num: int, tries: int = 5) -> FrozenFile:
         if bytes(buf[:base]) == header:
             break
     else:  # the broker wrote the header during every copy: no consistent view of this file to judge
-        raise StoreError(f"the index file's header changed during each of {tries} reads of its hash slots; "
-                         "run again", path)
+        raise StoreError(
+            f"the index file's header changed during each of {tries} reads of its hash slots; run again", path
+        )
     count = max(S.INDEX_HEADER.unpack_from(header, 0)[-1], 1)
     entries = bytes(buf[entries_at : entries_at + count * S.INDEX_ENTRY_SIZE])
     prev_at = S.INDEX_ENTRY_AT["prevIndex"]
@@ -192,8 +195,17 @@ def take(store, pid: int, checkpoint: dict | None) -> Snapshot:
     q = store.commitlog
     allow_v2 = store.config.rocketmqVersion != 4
     end = commitlog_end(q.files, q.file_size, allow_v2) if store.dledger is None else _dledger_end(q)
-    return Snapshot(pid, end, q.min_offset, min(dispatched, end), checkpoint, frozen, tuple(p.name for p in index),
-                    time.time(), held_by_rmqctl(pid))
+    return Snapshot(
+        pid,
+        end,
+        q.min_offset,
+        min(dispatched, end),
+        checkpoint,
+        frozen,
+        tuple(p.name for p in index),
+        time.time(),
+        held_by_rmqctl(pid),
+    )
 
 
 def dispatched_end(consumequeue_dir: Path) -> int:

@@ -1,6 +1,7 @@
 """The broker's own lock: an exclusive fcntl record lock on byte 0 of {store}/lock (FileChannel.tryLock(0, 1,
 false) on Linux). Writing commands hold it for their whole run so neither a broker nor another rmqctl can
 start underneath them."""
+
 from __future__ import annotations
 
 import contextlib

@@ -12,6 +12,7 @@ Sources: DefaultMessageStore.java, StorePathConfigHelper.java, queue/RocksDBCons
 queue/CombineConsumeQueueStore.java (develop), kv/CompactionStore.java, RocksDBMessageStore (5.4), the RocksDB
 config managers (broker/config/v2, 5.2+) of apache/rocketmq; RocksDB's own file names (filename.cc).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,17 +28,28 @@ from .rocksdbstore import DIRECTORIES as ONE_DATABASE_DIRECTORIES, SPLIT_DIRECTO
 
 FILE_STORE, ROCKSDB_STORE = "default", "defaultRocksDB"  # MessageStoreConfig.storeType values
 # the files a RocksDB database keeps in its directory (RocksDB filename.cc); CURRENT names the live MANIFEST
-ROCKSDB_FILES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "LOG.old.*", "MANIFEST-*", "OPTIONS-*", "*.sst", "*.log",
-                 "*.blob", "*.dbtmp")
+ROCKSDB_FILES = (
+    "CURRENT",
+    "IDENTITY",
+    "LOCK",
+    "LOG",
+    "LOG.old.*",
+    "MANIFEST-*",
+    "OPTIONS-*",
+    "*.sst",
+    "*.log",
+    "*.blob",
+    "*.dbtmp",
+)
 ROCKSDB_MARKS = ("CURRENT", "MANIFEST-*", "*.sst")  # any of these makes a directory a RocksDB database
 # the RocksDB consume queue's kinds (the broker's queue store; develop's double-write copy)
 ROCKS_QUEUE_PARTS = frozenset({"consumequeue", "rocksdb-consumequeue"})
 # what to do instead, for a writer kept off a store whose broker reads a RocksDB consume queue
 ROCKS_QUEUE_INSTEAD = {
     "repair": "rebuild consumequeue rebuilds the RocksDB queue whole from the commitlog; to repair the rest, convert "
-              "consumequeue --to file first and back with --to rocksdb after",
+    "consumequeue --to file first and back with --to rocksdb after",
     "rebuild consumequeue": "rebuild consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, "
-                            "or convert consumequeue --to file first and back with --to rocksdb after",
+    "or convert consumequeue --to file first and back with --to rocksdb after",
 }
 ROCKS_QUEUE_DEFAULT_INSTEAD = "convert consumequeue --to file first and back with --to rocksdb after"
 
@@ -70,8 +82,13 @@ class Part:
         return f"{self.path}: {self.what}: not read ({self.why})"
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "path": str(self.path), "what": self.what, "read": self.read,
-                **({"why": self.why} if not self.read else {})}
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "what": self.what,
+            "read": self.read,
+            **({"why": self.why} if not self.read else {}),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,20 +212,32 @@ class StoreParts:
         """Writers call this before anything else, dry runs included: exit 2 naming the first part that keeps
         `writer` off: one its writers do not understand, not among the kinds `understood`, that `writer` may
         write (`Part.written_by`)."""
-        blocking = [p for p in self.parts if p.blocks_writers and not p.understood and p.kind not in understood
-                    and (p.written_by is None or writer in p.written_by)]
+        blocking = [
+            p
+            for p in self.parts
+            if p.blocks_writers
+            and not p.understood
+            and p.kind not in understood
+            and (p.written_by is None or writer in p.written_by)
+        ]
         if blocking:
             p = blocking[0]
-            more = f" (and {len(blocking) - 1} more such part(s): `rmqctl info` lists them)" if len(blocking) > 1 else ""
+            more = (
+                f" (and {len(blocking) - 1} more such part(s): `rmqctl info` lists them)" if len(blocking) > 1 else ""
+            )
             how = "read but not written by this version" if p.read else f"not read by this version ({p.why})"
-            raise StoreError(f"{p.what}: {how}, so {writer} writes nothing to this store{more}{self._instead(p, writer)}",
-                             p.path)
+            raise StoreError(
+                f"{p.what}: {how}, so {writer} writes nothing to this store{more}{self._instead(p, writer)}", p.path
+            )
 
     def refuse_partial_rocks_queue(self, writer: str):
         """A writer of some queues only, on a store whose broker reads a RocksDB consume queue: exit 2."""
         p = self.find("consumequeue")
-        raise StoreError(f"{p.what}: rebuilt whole only, so {writer} of some queues writes nothing to this store"
-                         f"{self._instead(p, writer)}", p.path)
+        raise StoreError(
+            f"{p.what}: rebuilt whole only, so {writer} of some queues writes nothing to this store"
+            f"{self._instead(p, writer)}",
+            p.path,
+        )
 
     def _instead(self, part: Part, writer: str) -> str:
         if part.kind != "consumequeue" or self.queue_store != ROCKSDB_STORE:
@@ -236,19 +265,47 @@ def find_parts(layout: Layout) -> StoreParts:
 
 def unknown_part(path: Path) -> Part:
     if path.is_dir():
-        return Part("unknown", path, "a directory rmqctl does not know", False,
-                    "no RocketMQ version rmqctl knows keeps it in a store root")
-    return Part("unknown-file", path, "a file rmqctl does not know", False,
-                "no RocketMQ version rmqctl knows keeps it in a store root; no writer touches it", blocks_writers=False)
+        return Part(
+            "unknown",
+            path,
+            "a directory rmqctl does not know",
+            False,
+            "no RocketMQ version rmqctl knows keeps it in a store root",
+        )
+    return Part(
+        "unknown-file",
+        path,
+        "a file rmqctl does not know",
+        False,
+        "no RocketMQ version rmqctl knows keeps it in a store root; no writer touches it",
+        blocks_writers=False,
+    )
 
 
-@finder("commitlog", "index", "checkpoint", "abort", "abort.bak", "lock", "timerlog", "timerwheel", "dledger-*",
-        "epochFileCheckpoint", "epochFileCheckpoint.bak", "lost+found", ".rmqctl-*")
+@finder(
+    "commitlog",
+    "index",
+    "checkpoint",
+    "abort",
+    "abort.bak",
+    "lock",
+    "timerlog",
+    "timerwheel",
+    "dledger-*",
+    "epochFileCheckpoint",
+    "epochFileCheckpoint.bak",
+    "lost+found",
+    ".rmqctl-*",
+)
 def classic(layout: Layout) -> list[Part]:
     """The parts every 4.x/5.x store has (and rmqctl's own staging, backups and intent)."""
     out = [Part("commitlog", d, "commitlog", True) for d in layout.commitlog_dirs if d.is_dir()]
-    for name, what in (("index", "index files"), ("checkpoint", "store checkpoint"), ("timerlog", "timer log"),
-                       ("timerwheel", "timer wheel")):
+    for name, what in (
+        ("index", "index files"),
+        ("checkpoint", "store checkpoint"),
+        ("timerlog", "timer log"),
+        ("timerwheel", "timer wheel"),
+    ):
         if (layout.root / name).exists():
             out.append(Part(name, layout.root / name, what, True))
     return out
@@ -270,11 +327,26 @@ def config_dir(layout: Layout, base: Path) -> list[Part]:
         if not ((base / name).is_dir() and is_rocksdb_dir(base / name)):
             continue
         if name in CONFIG_DATABASES:
-            out.append(Part("rocksdb-config", base / name, f"RocksDB config database {name}", True, write=False,
-                            written_by=CONFIG_WRITERS))
+            out.append(
+                Part(
+                    "rocksdb-config",
+                    base / name,
+                    f"RocksDB config database {name}",
+                    True,
+                    write=False,
+                    written_by=CONFIG_WRITERS,
+                )
+            )
         else:
-            out.append(Part("rocksdb-config-other", base / name, f"RocksDB config database {name}", False,
-                            "not one of the RocksDB config managers' databases this version reads"))
+            out.append(
+                Part(
+                    "rocksdb-config-other",
+                    base / name,
+                    f"RocksDB config database {name}",
+                    False,
+                    "not one of the RocksDB config managers' databases this version reads",
+                )
+            )
     return out
 
 
@@ -301,18 +373,31 @@ def consumequeue(layout: Layout) -> list[Part]:
     rocks = any(matches(n, ROCKSDB_MARKS) for n in names)
     said = f"storeType={store}" if layout.config.storeType else f"storeType not given; the files say {store}"
     if store not in (FILE_STORE, ROCKSDB_STORE):
-        return [Part("consumequeue", base, f"consume queues of {said}", False, "a storeType this version does not know")]
+        return [
+            Part("consumequeue", base, f"consume queues of {said}", False, "a storeType this version does not know")
+        ]
     if store == ROCKSDB_STORE:
-        out = [Part("consumequeue", base, f"RocksDB consume queue (the broker's queue store, {said})", True,
-                    write=False)]
+        out = [
+            Part("consumequeue", base, f"RocksDB consume queue (the broker's queue store, {said})", True, write=False)
+        ]
         if has_files:
-            out.append(Part("consumequeue-files", base, "file consume queues beside the RocksDB one", False,
-                            f"the broker ({said}) reads the RocksDB queue, not these"))
+            out.append(
+                Part(
+                    "consumequeue-files",
+                    base,
+                    "file consume queues beside the RocksDB one",
+                    False,
+                    f"the broker ({said}) reads the RocksDB queue, not these",
+                )
+            )
         return out
     out = [Part("consumequeue", base, "file consume queues", True)] if base.is_dir() else []
     if rocks:
-        role = ("the double-write copy, rocksdbCQDoubleWriteEnable=true" if layout.config.rocksdbCQDoubleWriteEnable
-                else "beside the file queues the broker reads: a double write or a migration")
+        role = (
+            "the double-write copy, rocksdbCQDoubleWriteEnable=true"
+            if layout.config.rocksdbCQDoubleWriteEnable
+            else "beside the file queues the broker reads: a double write or a migration"
+        )
         out.append(Part("rocksdb-consumequeue", base, f"RocksDB consume queue ({role})", True, write=False))
     return out
 
@@ -321,8 +406,16 @@ def consumequeue(layout: Layout) -> list[Part]:
 def batch_consume_queue(layout: Layout, base: Path) -> list[Part]:
     topics = frozenset(n for n in listing(base) if (base / n).is_dir())
     # read (rmqctl.batchcq); written by rebuild consumequeue and dispatched to by append, which say so (`understood`)
-    return [Part("batchconsumequeue", base, "batch consume queues (topics with queue.type=BatchCQ)", True,
-                 topics=topics, write=False)]
+    return [
+        Part(
+            "batchconsumequeue",
+            base,
+            "batch consume queues (topics with queue.type=BatchCQ)",
+            True,
+            topics=topics,
+            write=False,
+        )
+    ]
 
 
 @entry_finder("compaction")
@@ -368,15 +461,24 @@ def rocksdb_message_store_split(layout: Layout) -> list[Part]:
         base = layout.root / name
         if base.exists():
             problem = _both_layouts(layout) or rocksdb_layout_problem(base, split=True)
-            out.append(Part("rocksdb-message-store", base, f"RocksDB message store, split layout ({kind} database)",
-                            problem is None, problem or "", write=False))
+            out.append(
+                Part(
+                    "rocksdb-message-store",
+                    base,
+                    f"RocksDB message store, split layout ({kind} database)",
+                    problem is None,
+                    problem or "",
+                    write=False,
+                )
+            )
     return out
 
 
 def _both_layouts(layout: Layout) -> str | None:
     """Both layouts side by side: which one the broker reads cannot be told from the files, so neither is read."""
     if any((layout.root / n).exists() for n in ONE_DATABASE_DIRECTORIES) and any(
-            (layout.root / n).exists() for n in SPLIT_DIRECTORIES):
+        (layout.root / n).exists() for n in SPLIT_DIRECTORIES
+    ):
         return "both the one-database and the split layout are here: which one the broker reads cannot be told"
     return None
 
@@ -385,7 +487,8 @@ def rocksdb_layout_problem(base: Path, split: bool) -> str | None:
     """Why this version does not read the RocksDB message store's database in `base` (None: it does, or
     RocksDB cannot list it: damage, which its readers meet and name in one line, never a store silently not
     checked)."""
-    from .rocksdbstore import layout_problem, split_layout_problem  # here: a store without this part never loads RocksDB
+    from .rocksdbstore import layout_problem, split_layout_problem  # here: no part, no RocksDB loaded
+
     if not is_rocksdb_dir(base):
         return "no RocksDB database in it"
     try:

@@ -1,4 +1,5 @@
 """Commitlog records: the fast decoder and encoder, both compiled from `schema.CommitLogRecord`."""
+
 from __future__ import annotations
 
 import base64
@@ -159,7 +160,9 @@ def format_host(ip: bytes, port: int) -> str:
 
 def message_id(store_ip: bytes, store_port: int, offset: int) -> str:
     """MessageDecoder.createMessageId: store ip + port + PHYSICALOFFSET, uppercase hex."""
-    return (store_ip + store_port.to_bytes(4, "big", signed=True) + offset.to_bytes(8, "big", signed=True)).hex().upper()
+    return (
+        (store_ip + store_port.to_bytes(4, "big", signed=True) + offset.to_bytes(8, "big", signed=True)).hex().upper()
+    )
 
 
 def parse_host(text: str) -> tuple[bytes, int]:
@@ -192,8 +195,14 @@ def read_record(buf, pos: int, end: int, allow_v2: bool = True) -> Message | Bla
         return Blank(pos, size)
     if verdict != rules.RECORD:
         magic = S.INT32.unpack_from(buf, pos + S.MAGIC_AT)[0] if why != rules.FEW_BYTES else 0
-        raise refusal(verdict, why, None if why == rules.FEW_BYTES else size, left=end - pos, body_len=body_len,
-                      magic=magic & 0xFFFFFFFF)
+        raise refusal(
+            verdict,
+            why,
+            None if why == rules.FEW_BYTES else size,
+            left=end - pos,
+            body_len=body_len,
+            magic=magic & 0xFFFFFFFF,
+        )
     topic_at, topic_len, props_len, why = rules.record_tail(buf, pos, size, combo, body_len, v2)
     head, _ = S.RECORD_HEADS[(bool(combo & 1), bool(combo & 2))]
     m = Message()
@@ -214,8 +223,13 @@ def read_record(buf, pos: int, end: int, allow_v2: bool = True) -> Message | Bla
 
 def refusal(verdict: int, why: int, size: int | None, **fields) -> RecordError:
     """The RecordError of a refused record: its finding kind, and the detail its refusal's check gives."""
-    detail = ("zero bytes where a record should start" if verdict == rules.ZEROS else
-              "illegal magic code 0x{magic:08x}" if verdict == rules.ILLEGAL_MAGIC else REFUSAL_DETAILS[why])
+    detail = (
+        "zero bytes where a record should start"
+        if verdict == rules.ZEROS
+        else "illegal magic code 0x{magic:08x}"
+        if verdict == rules.ILLEGAL_MAGIC
+        else REFUSAL_DETAILS[why]
+    )
     return RecordError(rules.VERDICT_KINDS[verdict], detail.format(size=size, **fields), size)
 
 
@@ -253,8 +267,14 @@ def decode_body(text: str | None, encoding: str | None) -> bytes:
     raise ValueError(f"unknown bodyEncoding {encoding!r}")
 
 
-def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_properties: bool = False,
-                 decompress_limit: int | None = None) -> dict:
+def message_dict(
+    m: Message,
+    file: str,
+    file_from: int,
+    body: str = "utf8",
+    raw_properties: bool = False,
+    decompress_limit: int | None = None,
+) -> dict:
     """The `dump commitlog` object: where the record is, every stored field under RocketMQ's name, and the
     derived msgId / uniqKey; with a `decompress_limit`, a compressed body decompressed up to that size."""
     text, enc = encode_body(m.body, body)
@@ -290,7 +310,9 @@ def message_dict(m: Message, file: str, file_from: int, body: str = "utf8", raw_
         d["propertiesString"] = m.properties_string
     if decompress_limit is not None and m.sysFlag & S.COMPRESSED_FLAG:
         try:
-            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(m.decompressed_body(decompress_limit), body)
+            d["bodyDecompressed"], d["bodyDecompressedEncoding"] = encode_body(
+                m.decompressed_body(decompress_limit), body
+            )
         except DecompressionLimitError as e:
             d["bodyDecompressed"], d["bodyDecompressedEncoding"] = None, f"over-limit: {e}"
         except ValueError as e:  # a corrupt compressed body is data, not a crash

@@ -3,6 +3,7 @@
 the walk to the first failure (the cut), and what lies past it. verify reports it, repair applies it, append
 starts from it; none of them writes it again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,7 +57,6 @@ class Walk:
     last_message: int  # start of the last valid message (-1: none)
 
 
-
 class RecordTally:
     """What a recovery walk (files in commitlog order) needs to remember of the records it passed, in
     constant memory: how many, where the last one starts, and both as of the first bad record found."""
@@ -96,16 +96,27 @@ class RecoveryChecker:
         try:
             rec = read_record(buf, pos, min(len(buf), self.size), self.v2)
         except RecordError as e:
-            bad = BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=RECORD_ERROR_KINDS[e.kind],
-                            detail=e.detail, storeSize=e.size)
+            bad = BadRecord(
+                commitLogOffset=f.start + pos,
+                file=f.name,
+                position=pos,
+                kind=RECORD_ERROR_KINDS[e.kind],
+                detail=e.detail,
+                storeSize=e.size,
+            )
             self._describe_torn(bad, buf, pos)
             return None, bad
         if isinstance(rec, Blank):
             return rec, None
         kind = detail = None
         if self.position and rec.physicalOffset != f.start + pos:
-            kind, detail = "physical-offset", (f"PHYSICALOFFSET field is {rec.physicalOffset} but the record starts at "
-                                               f"{f.start + pos} (5.5.0's abnormal recovery stops here)")
+            kind, detail = (
+                "physical-offset",
+                (
+                    f"PHYSICALOFFSET field is {rec.physicalOffset} but the record starts at "
+                    f"{f.start + pos} (5.5.0's abnormal recovery stops here)"
+                ),
+            )
         elif not self.crc:
             return rec, None
         elif self.prop_crc:
@@ -118,9 +129,17 @@ class RecoveryChecker:
             kind, detail = "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
         if kind is None:
             return rec, None
-        return rec, BadRecord(commitLogOffset=f.start + pos, file=f.name, position=pos, kind=kind, detail=detail,
-                              storeSize=rec.storeSize, topic=rec.topic, queueId=rec.queueId,
-                              queueOffset=rec.queueOffset)
+        return rec, BadRecord(
+            commitLogOffset=f.start + pos,
+            file=f.name,
+            position=pos,
+            kind=kind,
+            detail=detail,
+            storeSize=rec.storeSize,
+            topic=rec.topic,
+            queueId=rec.queueId,
+            queueOffset=rec.queueOffset,
+        )
 
     def _describe_torn(self, bad: BadRecord, buf, pos: int):
         """What a record that does not parse still tells: its queue from the fixed head, when the magic is
@@ -224,8 +243,9 @@ class ProgressReporter:
             self.progress(f.start + pos - self.base)
 
 
-def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordTally,
-         reporter: ProgressReporter | None = None) -> Walk:
+def walk(
+    store: Store, checker: RecoveryChecker, first: int, seen: RecordTally, reporter: ProgressReporter | None = None
+) -> Walk:
     """CommitLog.recoverAbnormally's loop from file `first`; each file's pages released once passed."""
     files = store.commitlog.files
     if not files:
@@ -245,16 +265,21 @@ def walk(store: Store, checker: RecoveryChecker, first: int, seen: RecordTally,
                 f.release()
                 i, pos, passed = i + 1, 0, 0
                 continue
-            return Walk(cut=f.start + pos, zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH, stop=None,
-                        last_message=last_message)
+            return Walk(
+                cut=f.start + pos,
+                zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH,
+                stop=None,
+                last_message=last_message,
+            )
         seen.add(f.start + pos, rec.storeSize)
         last_message = f.start + pos
         pos += rec.storeSize
         passed = give_back(f, passed, pos)
 
 
-def check_earlier_files(store: Store, checker: RecoveryChecker, upto: int, seen: RecordTally,
-                        reporter: ProgressReporter | None = None) -> list[BadRecord]:
+def check_earlier_files(
+    store: Store, checker: RecoveryChecker, upto: int, seen: RecordTally, reporter: ProgressReporter | None = None
+) -> list[BadRecord]:
     """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
     structure is sound) and at the next file after anything else."""
     found = []

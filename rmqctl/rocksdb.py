@@ -9,6 +9,7 @@ directory outside the store holding symlinks to the database's files. The view i
 views live in one directory per user under $TMPDIR, each named after the process that made it, so a view whose
 process was killed before it could remove it is removed by the next one opened.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -39,8 +40,9 @@ def rocksdict():
     try:
         import rocksdict as binding  # here: loads RocksDB's native library, only for RocksDB parts
     except ImportError:
-        raise StoreError("reading a RocksDB part needs the rocksdict package (pip install rocksdict; rmqctl's own "
-                         "install brings it)") from None
+        raise StoreError(
+            "reading a RocksDB part needs the rocksdict package (pip install rocksdict; rmqctl's own install brings it)"
+        ) from None
     return binding
 
 
@@ -55,10 +57,15 @@ def _views() -> Path:
         base.mkdir(mode=0o700, exist_ok=True)
         found = os.lstat(base)
     except OSError as e:
-        raise StoreError(f"cannot make the directory a RocksDB database is opened through: {e.strerror}", base) from None
+        raise StoreError(
+            f"cannot make the directory a RocksDB database is opened through: {e.strerror}", base
+        ) from None
     if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():  # a symlink or another user's: not ours
-        raise StoreError("is not a directory of this user's: a RocksDB database is opened through a view made there "
-                         "(set TMPDIR to another directory)", base)
+        raise StoreError(
+            "is not a directory of this user's: a RocksDB database is opened through a view made there "
+            "(set TMPDIR to another directory)",
+            base,
+        )
     for view in base.iterdir():
         pid = view.name.split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
@@ -115,8 +122,9 @@ class ReadOnlyDB:
                 continue
             os.symlink(path.resolve(), self._view / name)
         if "CURRENT" not in names:
-            raise StoreError("RocksDB database without its CURRENT file (it names the live MANIFEST): cannot be read",
-                             self.directory)
+            raise StoreError(
+                "RocksDB database without its CURRENT file (it names the live MANIFEST): cannot be read", self.directory
+            )
 
     def _list(self) -> list[str]:
         rd = rocksdict()
@@ -127,17 +135,28 @@ class ReadOnlyDB:
         found = self._list()
         missing = [cf for cf in column_families if cf not in found]
         if missing:
-            raise StoreError(f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
-                             "layout this part has", self.directory)
+            raise StoreError(
+                f"RocksDB database has no column family {missing[0]!r} (it has {', '.join(found)}): not the "
+                "layout this part has",
+                self.directory,
+            )
         known = (*column_families, *optional)
         unknown = [cf for cf in found if cf not in known and cf != "default"]
         if unknown:  # a layout this version does not know: read none of it rather than part of it
-            raise StoreError(f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
-                             f"{', '.join(known)}): a layout this version does not read", self.directory)
+            raise StoreError(
+                f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
+                f"{', '.join(known)}): a layout this version does not read",
+                self.directory,
+            )
         cache = rd.Cache(READ_CACHE_BYTES)
         families = {cf: _bounded_options(cache) for cf in found if cf != "default"}
-        self._db = self._call(rd.Rdict, str(self._view), options=_bounded_options(cache),
-                              column_families=families, access_type=rd.AccessType.read_only(False))
+        self._db = self._call(
+            rd.Rdict,
+            str(self._view),
+            options=_bounded_options(cache),
+            column_families=families,
+            access_type=rd.AccessType.read_only(False),
+        )
         self._families = {cf: (self._db if cf == "default" else self._db.get_column_family(cf)) for cf in found}
         self.families = tuple(found)
 
@@ -147,8 +166,9 @@ class ReadOnlyDB:
             return fn(*args, **kwargs)
         except Exception as e:  # rocksdict raises plain Exceptions carrying RocksDB's Status text
             text = str(e).replace(str(self._view), str(self.directory)).splitlines()
-            raise StoreError(f"RocksDB cannot read this database: {text[0] if text else type(e).__name__}",
-                             self.directory) from None
+            raise StoreError(
+                f"RocksDB cannot read this database: {text[0] if text else type(e).__name__}", self.directory
+            ) from None
 
     def get(self, cf: str, key: bytes) -> bytes | None:
         return self._call(self._families[cf].get, key)
@@ -185,15 +205,18 @@ class ReadOnlyDB:
         ahead = self._call(family.iter, self._bounded(hi))
         self._call(ahead.seek, after)
         if ahead.valid():
-            raise StoreError("RocksDB cannot read this database: its iteration stopped before the last key",
-                             self.directory)
+            raise StoreError(
+                "RocksDB cannot read this database: its iteration stopped before the last key", self.directory
+            )
         self._call(ahead.status)
 
     def memory(self) -> dict[str, int]:
         """RocksDB's own memory for this database (bytes): its block cache and what its open tables hold
         outside it; both stay within READ_CACHE_BYTES whatever the database's size."""
-        return {"block-cache": self._call(self._db.property_int_value, "rocksdb.block-cache-usage"),
-                "table-readers": self._call(self._db.property_int_value, "rocksdb.estimate-table-readers-mem")}
+        return {
+            "block-cache": self._call(self._db.property_int_value, "rocksdb.block-cache-usage"),
+            "table-readers": self._call(self._db.property_int_value, "rocksdb.estimate-table-readers-mem"),
+        }
 
     @staticmethod
     def _bounded(hi: bytes | None):
@@ -250,8 +273,9 @@ class NewDB:
         options = families["default"]
         options.create_if_missing(True)
         options.create_missing_column_families(True)
-        self._db = rd.Rdict(str(directory), options=options,
-                            column_families={n: o for n, o in families.items() if n != "default"})
+        self._db = rd.Rdict(
+            str(directory), options=options, column_families={n: o for n, o in families.items() if n != "default"}
+        )
         self._families = {n: (self._db if n == "default" else self._db.get_column_family(n)) for n in families}
         self._write = rd.WriteOptions()
         self._write.disable_wal = True

@@ -18,6 +18,7 @@ RocksDBConfigManager.java, common/.../config/ConfigRocksDBStorage.java (5.3.3 an
 (isEnableRocksDBStore picks these managers). The single layout's topic column families are not in the sources
 read here: they follow the offset and group managers' names, and a database with any other family is not read.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,11 +50,21 @@ class Kind:
         return self.file == "subscriptionGroup.json"
 
 
-KINDS = {k.file: k for k in (
-    Kind("consumerOffset.json", "consumerOffsets", "consumerOffset", "consumerOffsetVersion", "offsetTable", True),
-    Kind("topics.json", "topics", "topic", "topicVersion", "topicConfigTable", False),
-    Kind("subscriptionGroup.json", "subscriptionGroups", "subscriptionGroup", "subscriptionGroupVersion",
-         "subscriptionGroupTable", False))}
+KINDS = {
+    k.file: k
+    for k in (
+        Kind("consumerOffset.json", "consumerOffsets", "consumerOffset", "consumerOffsetVersion", "offsetTable", True),
+        Kind("topics.json", "topics", "topic", "topicVersion", "topicConfigTable", False),
+        Kind(
+            "subscriptionGroup.json",
+            "subscriptionGroups",
+            "subscriptionGroup",
+            "subscriptionGroupVersion",
+            "subscriptionGroupTable",
+            False,
+        ),
+    )
+}
 # every family either layout may hold; ConfigRocksDBStorage creates them as it first writes to them (develop)
 SEPARATE_FAMILIES = (SEPARATE_VERSION, FORBIDDEN)
 METADATA_FAMILIES = (FORBIDDEN, *(cf for k in KINDS.values() for cf in (k.data_cf, k.version_cf)))
@@ -89,8 +100,9 @@ def _offsets_of(wrapper, where: str, path: Path) -> dict:
     """RocksDBOffsetSerializeWrapper's queue table (an empty one where the value names none)."""
     table = wrapper.get("offsetTable", {}) if isinstance(wrapper, dict) else None
     if not isinstance(table, dict):
-        raise StoreError(f"{where} is not an offset table ({wrapper!r}): the broker's load of this database fails",
-                         path)
+        raise StoreError(
+            f"{where} is not an offset table ({wrapper!r}): the broker's load of this database fails", path
+        )
     return table
 
 
@@ -104,7 +116,7 @@ def read_table(directory: Path, kind: Kind, single: bool) -> Table:
         tables = {}
         for cf in (data_cf, FORBIDDEN) if kind.keeps_forbidden else (data_cf,):
             tables[cf] = {}
-            for key, value in (db.items(cf) if cf in db.families else ()):
+            for key, value in db.items(cf) if cf in db.families else ():
                 try:
                     name = key.decode("utf-8")
                 except UnicodeDecodeError:
@@ -134,8 +146,11 @@ class Loaded:
         return doc
 
     def config_file(self) -> ConfigFile:
-        return ConfigFile(self.kind.file, ConfigText(self.path, True, 0, self.document()),
-                          ConfigText(self.path.with_name(self.path.name + ".bak"), False, 0))
+        return ConfigFile(
+            self.kind.file,
+            ConfigText(self.path, True, 0, self.document()),
+            ConfigText(self.path.with_name(self.path.name + ".bak"), False, 0),
+        )
 
 
 def single_database(root: Path, config) -> bool:
@@ -150,8 +165,14 @@ def load(root: Path, config, kind: Kind) -> Loaded:
     single = single_database(root, config)
     home = config_dir(root) / (METADATA if single else kind.separate)
     start = read_table(home, kind, single) if home.is_dir() else Table(home, 0, {}, {})
-    out = Loaded(kind, home, start.counter, dict(start.entries), dict(start.forbidden),
-                 [f"{home} (DataVersion {start.counter})" if home.is_dir() else f"{home}: absent (empty)"])
+    out = Loaded(
+        kind,
+        home,
+        start.counter,
+        dict(start.entries),
+        dict(start.forbidden),
+        [f"{home} (DataVersion {start.counter})" if home.is_dir() else f"{home}: absent (empty)"],
+    )
     _merge_json(root, out)
     separate = config_dir(root) / kind.separate
     if single and separate.is_dir():
@@ -174,8 +195,11 @@ def _merge_json(root: Path, out: Loaded):
     if not (c.main.exists or c.bak.exists):
         return
     if c.main.size and not c.main.sound:
-        raise StoreError(f"{c.main.error}: the broker keeping {out.kind.file}'s table in RocksDB reads this file's "
-                         "DataVersion at start, fails, and does not start", c.main.path)
+        raise StoreError(
+            f"{c.main.error}: the broker keeping {out.kind.file}'s table in RocksDB reads this file's "
+            "DataVersion at start, fails, and does not start",
+            c.main.path,
+        )
     doc = c.main.document if isinstance(c.main.document, dict) else {}
     counter = counter_of(doc.get("dataVersion") or {}, f"{out.kind.file}'s dataVersion", c.main.path)
     if counter <= out.counter:
@@ -215,7 +239,14 @@ def describe(store) -> list[dict]:
         except StoreError as e:
             out.append({"config": kind.file, "read": False, "why": str(e)})
             continue
-        out.append({"config": kind.file, "database": str(loaded.path), "dataVersion": loaded.counter,
-                    "entries": len(loaded.table), "sources": loaded.sources, "read": True})
+        out.append(
+            {
+                "config": kind.file,
+                "database": str(loaded.path),
+                "dataVersion": loaded.counter,
+                "entries": len(loaded.table),
+                "sources": loaded.sources,
+                "read": True,
+            }
+        )
     return out
-

@@ -6,6 +6,7 @@ Sources (apache/rocketmq 5.3.3 store module): queue/RocksDBConsumeQueueTable.jav
 queue/RocksDBConsumeQueueOffsetTable.java (offset key, value, checkpoint; getMinCqOffset/getMaxCqOffset),
 queue/RocksDBConsumeQueueStore.java (getMaxOffsetInQueue = max cqOffset + 1), rocksdb/ConsumeQueueRocksDBStorage.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,9 +56,9 @@ def split_topic(key: bytes) -> tuple[str, bytes]:
     if len(key) < 6:
         raise ValueError("shorter than a topic prefix")
     n = INT32.unpack_from(key)[0]
-    if n <= 0 or len(key) < 6 + n or key[4:5] != CTRL_1 or key[5 + n:6 + n] != CTRL_1:
+    if n <= 0 or len(key) < 6 + n or key[4:5] != CTRL_1 or key[5 + n : 6 + n] != CTRL_1:
         raise ValueError("no topic length and separators")
-    return key[5:5 + n].decode("utf-8"), key[6 + n:]
+    return key[5 : 5 + n].decode("utf-8"), key[6 + n :]
 
 
 def parse_offset_key(key: bytes) -> tuple[str, bytes, int]:
@@ -106,15 +107,19 @@ class RocksConsumeQueues:
                 try:
                     topic, which, qid = parse_offset_key(key)
                 except (ValueError, UnicodeDecodeError) as e:
-                    raise StoreError(f"offset column family: key {key.hex()} is not a queue's min/max key ({e})",
-                                     self.directory) from None
+                    raise StoreError(
+                        f"offset column family: key {key.hex()} is not a queue's min/max key ({e})", self.directory
+                    ) from None
                 if topic == CHECKPOINT_TOPIC:
                     if which == MAX and qid == 0 and len(value) >= 8:
                         checkpoint = INT64.unpack_from(value)[0]
                     continue
                 if len(value) != OFFSET_VALUE.size:
-                    raise StoreError(f"offset column family: {topic}/{qid} {which.decode()} has a {len(value)}-byte "
-                                     f"value, not {OFFSET_VALUE.size}", self.directory)
+                    raise StoreError(
+                        f"offset column family: {topic}/{qid} {which.decode()} has a {len(value)}-byte "
+                        f"value, not {OFFSET_VALUE.size}",
+                        self.directory,
+                    )
                 q = queues.setdefault((topic, qid), RocksQueue(topic, qid))
                 setattr(q, "max_entry" if which == MAX else "min_entry", OFFSET_VALUE.unpack(value))
             self._table = (queues, checkpoint)
@@ -154,22 +159,29 @@ class RocksConsumeQueues:
         if value is None:
             return None
         if len(value) != UNIT_VALUE_SIZE:
-            raise StoreError(f"unit column family: {topic}/{queue_id} at {queue_offset} has a {len(value)}-byte value, "
-                             f"not {UNIT_VALUE_SIZE}", self.directory)
+            raise StoreError(
+                f"unit column family: {topic}/{queue_id} at {queue_offset} has a {len(value)}-byte value, "
+                f"not {UNIT_VALUE_SIZE}",
+                self.directory,
+            )
         unit = np.frombuffer(value, UNIT_VALUE)[0]
         return tuple(int(unit[n]) for n in UNIT_VALUE.names)
 
-    def units(self, topic: str, queue_id: int, lo: int = 0, hi: int | None = None,
-              batch: int = BATCH_UNITS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def units(
+        self, topic: str, queue_id: int, lo: int = 0, hi: int | None = None, batch: int = BATCH_UNITS
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(queue offsets, units as UNIT_VALUE) of the queue's keys lo <= offset < hi, `batch` at a time."""
         prefix = queue_prefix(topic, queue_id)
         end = prefix + INT64.pack(hi) if hi is not None else prefix[:-1] + CTRL_2
         keys, values = [], []
         for key, value in self.db.items(UNIT_CF, prefix + INT64.pack(max(lo, 0)), end):
             if len(key) != len(prefix) + 8 or len(value) != UNIT_VALUE_SIZE:
-                raise StoreError(f"unit column family: key {key.hex()} ({len(value)}-byte value) is not a unit of "
-                                 f"{topic}/{queue_id}: a unit has a {len(prefix) + 8}-byte key and a "
-                                 f"{UNIT_VALUE_SIZE}-byte value", self.directory)
+                raise StoreError(
+                    f"unit column family: key {key.hex()} ({len(value)}-byte value) is not a unit of "
+                    f"{topic}/{queue_id}: a unit has a {len(prefix) + 8}-byte key and a "
+                    f"{UNIT_VALUE_SIZE}-byte value",
+                    self.directory,
+                )
             keys.append(key[-8:])
             values.append(value)
             if len(keys) == batch:

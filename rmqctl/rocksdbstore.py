@@ -19,6 +19,7 @@ word, one for TAGS, one for the uniq key; rollback records not indexed), timer/r
 transaction/TransRocksDBRecord.java and TransMessageRocksDBStore.java (the half message's REAL_TOPIC and
 __transactionId__), index/rocksdb/IndexRocksDBStoreAdapter.java (dispatch restarts from lastOffsetPy when > 0).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -91,8 +92,12 @@ def decode_index(key: bytes, value: bytes) -> dict:
     record = {"hour": INT64.unpack_from(key)[0], "topic": words[0], "type": words[1]}
     if words[1] != "U":
         record["key"] = SPLIT.join(words[2:-1])
-    return {**record, "uniqKey": words[-1], "offsetPy": INT64.unpack_from(key, len(key) - 8)[0],
-            "storeTime": INDEX_VALUE.unpack(value)[0]}
+    return {
+        **record,
+        "uniqKey": words[-1],
+        "offsetPy": INT64.unpack_from(key, len(key) - 8)[0],
+        "storeTime": INDEX_VALUE.unpack(value)[0],
+    }
 
 
 def decode_timer(key: bytes, value: bytes) -> dict:
@@ -118,8 +123,13 @@ def decode_trans(key: bytes, value: bytes) -> dict:
     if len(words) != 3 or words[0] or not words[1] or not words[2]:
         raise RecordProblem("the key's suffix is not @topic@uniqKey")
     checks, size = TRANS_VALUE.unpack(value)
-    return {"offsetPy": INT64.unpack_from(key)[0], "topic": words[1], "uniqKey": words[2], "sizePy": size,
-            "checkTimes": checks}
+    return {
+        "offsetPy": INT64.unpack_from(key)[0],
+        "topic": words[1],
+        "uniqKey": words[2],
+        "sizePy": size,
+        "checkTimes": checks,
+    }
 
 
 DECODERS = {INDEX: decode_index, TIMER: decode_timer, TRANS: decode_trans}
@@ -159,8 +169,7 @@ def layout_problem(directory: Path) -> str | None:
     found = column_families(directory)
     if sorted(found) == sorted(FAMILIES.values()):
         return None
-    return (f"column families {', '.join(found)}: not the one-database layout (default, timer, trans) this version "
-            "reads")
+    return f"column families {', '.join(found)}: not the one-database layout (default, timer, trans) this version reads"
 
 
 class MessageRocksDB:
@@ -220,8 +229,9 @@ class MessageRocksDB:
         if raw is None:
             return None
         if len(raw) != INT64.size:
-            raise StoreError(f"RocksDB message store: {kind} {name.decode()} holds {len(raw)} bytes, not an int64",
-                             self.where(kind))
+            raise StoreError(
+                f"RocksDB message store: {kind} {name.decode()} holds {len(raw)} bytes, not an int64", self.where(kind)
+            )
         return INT64.unpack(raw)[0]
 
     def dispatched_to(self) -> dict[str, int]:
@@ -244,8 +254,11 @@ class MessageRocksDB:
         one key at a time."""
         for t in ("K", "U"):
             middle = f"{SPLIT}{topic}{SPLIT}{t}{SPLIT}{key}{SPLIT}".encode("utf-8")
-            found = [off for off, stored in self._index_matches(lambda k: k[8:8 + len(middle)] == middle)
-                     if begin <= stored <= end]
+            found = [
+                off
+                for off, stored in self._index_matches(lambda k: k[8 : 8 + len(middle)] == middle)
+                if begin <= stored <= end
+            ]
             if found:
                 return found[:max_num]
         return []

@@ -7,6 +7,7 @@ CommitLog.checkMessageAndReturnSize (tagsCode), MessageExtBrokerInner.tagsString
 ScheduleMessageService.computeDeliverTimestamp, CommitLogDispatcherBuildConsumeQueue / ConsumeQueue's
 multiDispatchLmqQueue (4.9) and MultiDispatch (5.x) (store and common modules).
 """
+
 from __future__ import annotations
 
 from . import schema as S
@@ -122,7 +123,7 @@ def lite_topic(queue: str) -> tuple[str, str] | None:
     Lite queues expire after an idle TTL, offsets and all: a vanished one is normal, never a loss."""
     if not queue.startswith(LITE_PREFIX):
         return None
-    parent, sep, lite = queue[len(LITE_PREFIX):].partition(LITE_SEPARATOR)
+    parent, sep, lite = queue[len(LITE_PREFIX) :].partition(LITE_SEPARATOR)
     return (parent, lite) if sep and parent and lite else None
 
 

@@ -7,6 +7,7 @@ from them (struct format strings and numpy dtypes), never written a second time 
 All integers are big-endian (Java ByteBuffer default). Sources: CommitLog.java / MessageExtEncoder.java,
 ConsumeQueue.java, IndexHeader.java / IndexFile.java, StoreCheckpoint.java, timer/*.java (apache/rocketmq store module).
 """
+
 from __future__ import annotations
 
 import re
@@ -62,6 +63,8 @@ INDEX_ENTRY_SIZE = 20
 def index_file_size(slots: int, entries: int) -> int:
     """IndexFile's fileTotalSize: header, hash slots, entries."""
     return INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE + entries * INDEX_ENTRY_SIZE
+
+
 CHECKPOINT_FILE_SIZE = 4096
 OFFSET_FILE_NAME = re.compile(r"^\d{20}$")  # commitlog and consumequeue files: their start offset, 20 digits
 CRC32_RESERVED_LEN = 20  # "__CRC32#" + 0x01 + 10 digits + 0x02
@@ -104,17 +107,10 @@ CommitLogRecord = Struct(
 )
 
 # The end-of-file filler: only these 8 bytes are written; the rest of the file stays zero.
-BlankRecord = Struct(
-    "storeSize" / Int32sb,
-    "magicCode" / Const(MAGIC_BLANK, Int32sb),
-)
+BlankRecord = Struct("storeSize" / Int32sb, "magicCode" / Const(MAGIC_BLANK, Int32sb))
 
 # ConsumeQueue unit (CQ_STORE_UNIT_SIZE = 20).
-ConsumeQueueUnit = Struct(
-    "commitLogOffset" / Int64sb,
-    "size" / Int32sb,
-    "tagsCode" / Int64sb,
-)
+ConsumeQueueUnit = Struct("commitLogOffset" / Int64sb, "size" / Int32sb, "tagsCode" / Int64sb)
 
 # BatchConsumeQueue (5.0+, topics with queue.type=BatchCQ): one unit per record, covering batchSize queue offsets
 BatchConsumeQueueUnit = Struct(
@@ -140,12 +136,7 @@ IndexHeader = Struct(
 # The newest entry number of the slot's chain; 0 = empty.
 HashSlot = Struct("indexNumber" / Int32sb)
 
-IndexEntry = Struct(
-    "keyHash" / Int32sb,
-    "phyOffset" / Int64sb,
-    "timeDiff" / Int32sb,
-    "prevIndex" / Int32sb,
-)
+IndexEntry = Struct("keyHash" / Int32sb, "phyOffset" / Int64sb, "timeDiff" / Int32sb, "prevIndex" / Int32sb)
 
 # StoreCheckpoint: a 4096-byte mmap; 4.9 uses the first 3 fields, 5.0 adds masterFlushedOffset and
 # 5.1.1 confirmPhyOffset. The rest is zero.
@@ -183,11 +174,7 @@ TimerLogUnit = Struct(
 )
 
 # TimerLog.append's end-of-file filler: the bytes left, a zero long, then the magic where a unit's magic sits.
-TimerLogBlank = Struct(
-    "size" / Int32sb,
-    "prevPos" / Int64sb,
-    "magic" / Const(MAGIC_BLANK, Int32sb),
-)
+TimerLogBlank = Struct("size" / Int32sb, "prevPos" / Int64sb, "magic" / Const(MAGIC_BLANK, Int32sb))
 
 # One slot of the timerwheel file, at (timeMs / precisionMs) % TIMER_WHEEL_SLOTS * 32.
 WheelSlot = Struct(
@@ -255,13 +242,7 @@ DLedgerBlank = Struct(
 )
 
 # One unit per entry at index * 32 in the index files.
-DLedgerIndexUnit = Struct(
-    "magic" / Int32sb,
-    "pos" / Int64sb,
-    "size" / Int32sb,
-    "index" / Int64sb,
-    "term" / Int64sb,
-)
+DLedgerIndexUnit = Struct("magic" / Int32sb, "pos" / Int64sb, "size" / Int32sb, "index" / Int64sb, "term" / Int64sb)
 
 SCHEMAS = {
     "commitlog-record": CommitLogRecord,
@@ -328,7 +309,18 @@ def field_offsets(schema: Struct) -> dict[str, int]:
 
 def compile_dtype(schema: Struct) -> np.dtype:
     """A numpy record dtype with the same fields, for vectorised reads of CQ units and index entries."""
-    kinds = {"q": "i8", "l": "i4", "L": "u4", "i": "i4", "h": "i2", "b": "i1", "Q": "u8", "I": "u4", "H": "u2", "B": "u1"}
+    kinds = {
+        "q": "i8",
+        "l": "i4",
+        "L": "u4",
+        "i": "i4",
+        "h": "i2",
+        "b": "i1",
+        "Q": "u8",
+        "I": "u4",
+        "H": "u2",
+        "B": "u1",
+    }
     return np.dtype([(name, ">" + kinds[fmt[-1]]) for name, fmt in fixed_fields(schema)])
 
 
@@ -339,7 +331,11 @@ def record_head_layout(born_v6: bool, store_v6: bool) -> tuple[struct.Struct, tu
     fmt, names = ">", []
     for sc in CommitLogRecord.subcons:
         if isinstance(sc.subcon, IfThenElse):
-            chosen = sc.subcon.thensubcon if (flags & (BORNHOST_V6_FLAG if sc.name == "bornHost" else STOREHOSTADDRESS_V6_FLAG)) else sc.subcon.elsesubcon
+            chosen = (
+                sc.subcon.thensubcon
+                if (flags & (BORNHOST_V6_FLAG if sc.name == "bornHost" else STOREHOSTADDRESS_V6_FLAG))
+                else sc.subcon.elsesubcon
+            )
             for part in chosen.subcons:
                 code = _leaf_format(part)
                 fmt += code[1:] if code else f"{part.subcon.length}s"
@@ -441,13 +437,18 @@ def _record_field_offsets() -> dict[str, tuple[int, ...]]:
 RECORD_AT = _record_field_offsets()
 # fields up to sysFlag sit at the same place in every layout
 MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT = (
-    RECORD_AT[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+    RECORD_AT[name][0] for name in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag")
+)
 assert RECORD_AT["storeSize"] == (0,) * 4
-assert all(len(set(RECORD_AT[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag"))
+assert all(
+    len(set(RECORD_AT[n])) == 1 for n in ("magicCode", "bodyCRC", "queueId", "queueOffset", "physicalOffset", "sysFlag")
+)
 HEAD_SIZE = RECORD_AT["headSize"]
 STORE_TIMESTAMP_AT = RECORD_AT["storeTimestamp"]
 BODY_LENGTH_AT = RECORD_AT["bodyLength"]
 SMALLEST_HEAD = min(HEAD_SIZE)
 # record_length's fixed part per layout: 74 + bornHost + storeHost
-FIXED_LENGTH = tuple(record_length((BORNHOST_V6_FLAG if c & 1 else 0) | (STOREHOSTADDRESS_V6_FLAG if c & 2 else 0),
-                                   0, 0, 0) - 1 for c in range(4))
+FIXED_LENGTH = tuple(
+    record_length((BORNHOST_V6_FLAG if c & 1 else 0) | (STOREHOSTADDRESS_V6_FLAG if c & 2 else 0), 0, 0, 0) - 1
+    for c in range(4)
+)

@@ -8,6 +8,7 @@ metamorphosis-commons/.../utils/MessageUtils.java (makeMessageBuffer, decodeMess
 
 As in `rmqctl.schema`, the fast path (`HEADER`) is compiled from the declaration, never typed by hand.
 """
+
 from __future__ import annotations
 
 import struct
@@ -38,9 +39,12 @@ def _attribute_part_length(ctx) -> int:
 # (UTF-8) and the payload (MessageUtils.encodePayload); otherwise it is the payload alone.
 MetaqRecord = Struct(
     *MetaqRecordHeader.subcons,
-    "attribute" / IfThenElse(this.flag & ATTRIBUTE_FLAG,
-                             Struct("attrLen" / Int32sb, "text" / Bytes(lambda ctx: max(ctx.attrLen, 0))),
-                             Struct()),
+    "attribute"
+    / IfThenElse(
+        this.flag & ATTRIBUTE_FLAG,
+        Struct("attrLen" / Int32sb, "text" / Bytes(lambda ctx: max(ctx.attrLen, 0))),
+        Struct(),
+    ),
     "payload" / Bytes(lambda ctx: max(ctx.msgLen - _attribute_part_length(ctx), 0)),
 )
 

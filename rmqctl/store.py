@@ -4,6 +4,7 @@ checkpoint, abort, lock and config/*.json. Files are mapped read-only for readin
 Sources: MappedFileQueue.java, DefaultMappedFile.java, ConsumeQueue.java, IndexFile.java, IndexService.java,
 StoreCheckpoint.java, DefaultMessageStore.java (apache/rocketmq store module).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,6 +66,8 @@ def offset_of_name(name: str) -> int | None:
     if FILE_NAME.match(name) and int(name) <= JAVA_LONG_MAX:
         return int(name)
     return None
+
+
 TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
@@ -106,8 +109,9 @@ class MappedFile:
                     with open(self.path, "rb") as f:
                         self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 except FileNotFoundError:
-                    raise FileGone("deleted while rmqctl read the store (a running broker removed this expired "
-                                   "file)", self.path) from None
+                    raise FileGone(
+                        "deleted while rmqctl read the store (a running broker removed this expired file)", self.path
+                    ) from None
         return self._map
 
     def is_all_zero(self) -> bool:
@@ -211,7 +215,9 @@ def infer_file_size(files: list[MappedFile], what: str, default: int) -> int:
     if len(counts) == 1 and files[0].length > 0:
         return files[0].length
     sizes = ", ".join(f"{n} file(s) of {size} bytes" for size, n in sorted(counts.items()))
-    raise StoreError(f"inconsistent {what} file sizes ({sizes}); pass the size with --broker-config", files[0].path.parent)
+    raise StoreError(
+        f"inconsistent {what} file sizes ({sizes}); pass the size with --broker-config", files[0].path.parent
+    )
 
 
 def check_configured_size(files: list[MappedFile], size: int, key: str):
@@ -321,8 +327,17 @@ class CommitLogScan(ColumnViews):
         `errors` as entries() reports it."""
         from .engine import walk_files  # the compiled kernels load only for the commands that walk
 
-        return walk_files(self.queue.files, self.queue.file_size, start, bounded_end(self.live, end), self.allow_v2,
-                          self._refused_at, check_crc, gone=self.head_moved, **batch)
+        return walk_files(
+            self.queue.files,
+            self.queue.file_size,
+            start,
+            bounded_end(self.live, end),
+            self.allow_v2,
+            self._refused_at,
+            check_crc,
+            gone=self.head_moved,
+            **batch,
+        )
 
     def head_moved(self, f: MappedFile):
         head_moved(self.live, f)
@@ -339,8 +354,13 @@ class CommitLogScan(ColumnViews):
         else:
             if self.live is None or f.start + pos < self.live.commitlog_end:
                 raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
-            self.moved.append((f, pos, "a record was being written here while rmqctl read it (a moving tail); "
-                                       "the scan ends before it"))
+            self.moved.append(
+                (
+                    f,
+                    pos,
+                    "a record was being written here while rmqctl read it (a moving tail); the scan ends before it",
+                )
+            )
 
     def _refused(self, f: MappedFile, pos: int, e: RecordError):
         if e.kind != "zeros" or self._data_follows(f):
@@ -550,26 +570,37 @@ def check_store_root(store: "Store"):
     is not a store (an unmounted volume, a typo, a subdirectory) and must not pass as a sound empty one."""
     missing = [d for d in store.commitlog_dirs if not d.is_dir()]
     if missing:
-        what = (f"no commitlog directory {missing[0]} (storePathCommitLog)" if store.config.storePathCommitLog
-                else "no commitlog/ directory")
+        what = (
+            f"no commitlog directory {missing[0]} (storePathCommitLog)"
+            if store.config.storePathCommitLog
+            else "no commitlog/ directory"
+        )
         hint = ""
         if any(FILE_NAME.match(p.name) for p in store.root.iterdir()):
             what += f"; this looks like a commitlog directory itself: the store root is {store.root.parent}"
         elif _holds_metaq_segments(store.root):
             hint = f"; it is a MetaQ data path: rmqctl metaq info --store {store.root}"
-        raise StoreError(f"not a RocketMQ store root: {what} (a broker creates commitlog/, consumequeue/ and "
-                         f"lock at its first start){hint}", store.root)
+        raise StoreError(
+            f"not a RocketMQ store root: {what} (a broker creates commitlog/, consumequeue/ and "
+            f"lock at its first start){hint}",
+            store.root,
+        )
     if not store.is_empty:
         return
     if not (store.lock_path.exists() or store.checkpoint_path.exists()):
-        raise StoreError("not a RocketMQ store root: the commitlog directory holds no file and there is neither "
-                         "lock nor checkpoint (a broker creates both at its first start)", store.root)
+        raise StoreError(
+            "not a RocketMQ store root: the commitlog directory holds no file and there is neither "
+            "lock nor checkpoint (a broker creates both at its first start)",
+            store.root,
+        )
 
 
 def _holds_metaq_segments(root: Path) -> bool:
     """A MetaQ data path: a `{topic}-{partition}` directory with a segment file in it."""
-    return any(d.is_dir() and "-" in d.name and any(f.name.endswith(SEGMENT_SUFFIX) for f in d.iterdir())
-               for d in root.iterdir())
+    return any(
+        d.is_dir() and "-" in d.name and any(f.name.endswith(SEGMENT_SUFFIX) for f in d.iterdir())
+        for d in root.iterdir()
+    )
 
 
 def existing_root(root: str | os.PathLike, missing: str) -> Path:
@@ -707,9 +738,12 @@ class Store:
     def consume_queues(self) -> list[ConsumeQueue]:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
         self.parts.require_file_queues()
-        return [ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size, self.live)
-                for topic_dir in self._dirs(self.consumequeue_dir) for qdir in self._dirs(topic_dir)
-                if qdir.name.lstrip("-").isdigit()]
+        return [
+            ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size, self.live)
+            for topic_dir in self._dirs(self.consumequeue_dir)
+            for qdir in self._dirs(topic_dir)
+            if qdir.name.lstrip("-").isdigit()
+        ]
 
     # -- index -------------------------------------------------------------------------------------------
     def index_paths(self) -> list[Path]:
@@ -842,7 +876,9 @@ def settle_index_geometry(paths: list[Path], config: BrokerConfig, index_dir: Pa
             found = infer_index_geometry(f.path, slots, num)
             if found:
                 return found
-    raise StoreError("cannot infer the index geometry (maxHashSlotNum/maxIndexNum); pass it with --broker-config", index_dir)
+    raise StoreError(
+        "cannot infer the index geometry (maxHashSlotNum/maxIndexNum); pass it with --broker-config", index_dir
+    )
 
 
 def read_checkpoint(path: Path) -> dict | None:
@@ -899,8 +935,9 @@ def infer_index_geometry(path: Path, slots: int | None, num: int | None) -> tupl
     cand, entries, last = cand[fits], entries[fits], last[fits]
     hit = read(last + at["phyOffset"], S.INT64.size) == end_phy
     key_hash = read(last + at["keyHash"], S.INT32.size)
-    slot_pos = S.INDEX_HEADER_SIZE + np.array([index_slot(int(h), int(c)) for h, c in zip(key_hash, cand)],
-                                              np.int64) * slot
+    slot_pos = (
+        S.INDEX_HEADER_SIZE + np.array([index_slot(int(h), int(c)) for h, c in zip(key_hash, cand)], np.int64) * slot
+    )
     hit &= read(slot_pos, slot) == count - 1
     hit &= ~arr[entries[:, None] + np.arange(entry)].any(axis=1)  # entry 0: all zero
     found = cand[hit]
@@ -952,8 +989,9 @@ def links_outside(store: "Store") -> list[tuple[Path, str]]:
     roots = store.allowed_roots()
     out = []
     followed = followed_links(store)
-    pending = [Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs, *followed.values()])
-               if os.path.isdir(d)]
+    pending = [
+        Path(d) for d in dict.fromkeys([store.root, *store.commitlog_dirs, *followed.values()]) if os.path.isdir(d)
+    ]
     while pending:
         with os.scandir(pending.pop()) as entries:
             for e in entries:
@@ -967,12 +1005,16 @@ def links_outside(store: "Store") -> list[tuple[Path, str]]:
                     pending.append(Path(e.path))
     return sorted(out)
 
+
 def refuse_links_outside(store: "Store"):
     """Writers call this first: they never write or delete through a symlink leading out of the store."""
     links = links_outside(store)
     if links:
         path, target = links[0]
         more = f" (and {len(links) - 1} more; `rmqctl verify` lists them)" if len(links) > 1 else ""
-        raise StoreError(f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
-                         "they follow only the store's own top-level directories (commitlog/, consumequeue/, index/, "
-                         "...) linked to a directory that is not part of another store", path)
+        raise StoreError(
+            f"is a symlink to {target}, outside the store: rmqctl's writers do not follow it{more}; "
+            "they follow only the store's own top-level directories (commitlog/, consumequeue/, index/, "
+            "...) linked to a directory that is not part of another store",
+            path,
+        )

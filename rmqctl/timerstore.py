@@ -9,6 +9,7 @@ Sources (rocketmq-all-5.3.3, store/src/main/java/org/apache/rocketmq/store/): ti
 timer/TimerWheel.java, timer/Slot.java, timer/TimerCheckpoint.java, timer/TimerMessageStore.java,
 config/MessageStoreConfig.java (setTimerPrecisionMs).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -132,7 +133,10 @@ class TimerLog:
             tail = n * S.TIMERLOG_UNIT_SIZE
             # fewer than 52 bytes left: a BLANK, or the broker's read runs off the buffer there and stops
             if tail < limit:
-                if tail + S.TIMERLOG_MIN_BLANK <= limit and S.INT32.unpack_from(buf, tail + MAGIC_AT)[0] == S.MAGIC_BLANK:
+                if (
+                    tail + S.TIMERLOG_MIN_BLANK <= limit
+                    and S.INT32.unpack_from(buf, tail + MAGIC_AT)[0] == S.MAGIC_BLANK
+                ):
                     blank = tail
                 else:
                     stop = tail

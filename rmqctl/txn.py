@@ -29,6 +29,7 @@ Recovery rule (`complete_pending`, run under the broker lock by every writing co
 A broker must not be started while an intent is pending (between commit and completion the live files may
 be part old, part new); the next rmqctl writing command, or `rmqctl repair --dry-run`'s report, shows it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -119,8 +120,15 @@ def _rename(src: Path, dst: Path):
 class Transaction:
     """One atomic change of a store: staged replacements and removals, committed by the intent file."""
 
-    def __init__(self, root: Path, kind: str, command: str, keep_backup: bool = True, base: Path | None = None,
-                 beside: list[Path] = ()):
+    def __init__(
+        self,
+        root: Path,
+        kind: str,
+        command: str,
+        keep_backup: bool = True,
+        base: Path | None = None,
+        beside: list[Path] = (),
+    ):
         self.root = Path(root).resolve()
         # the store's directories on other filesystems (store.elsewhere): staging for what lies under one of
         # them goes beside it, never into a directory the broker lists (a topic's, a commitlog's)
@@ -167,8 +175,14 @@ class Transaction:
 
     def replace(self, target: Path, staged: Path):
         """`target` becomes the staged file or directory (added if `target` does not exist yet)."""
-        self.ops.append({"op": "replace", "target": str(target.resolve()), "staged": str(staged.resolve()),
-                         "backup": str(self._backup_path(target))})
+        self.ops.append(
+            {
+                "op": "replace",
+                "target": str(target.resolve()),
+                "staged": str(staged.resolve()),
+                "backup": str(self._backup_path(target)),
+            }
+        )
 
     def remove(self, target: Path):
         self.ops.append({"op": "remove", "target": str(target.resolve()), "backup": str(self._backup_path(target))})
@@ -182,12 +196,18 @@ class Transaction:
             op["existed"] = _exists(Path(op["target"]))  # for `restore`: an item the run added is taken away
             if op["op"] == "replace":
                 op["inode"] = list(_inode(Path(op["staged"])))
-        intent = {"version": 1, "command": self.command, "pid": os.getpid(), "root": str(self.root),
-                  "base": str(self.base),
-                  "created": dt.datetime.now().isoformat(timespec="milliseconds"),
-                  "staging": [str(a) for a in self._areas.values()],
-                  "backups": sorted({str(a.parent / self.backup_name) for a in self._areas.values()}),
-                  "keepBackup": self.keep_backup, "ops": self.ops}
+        intent = {
+            "version": 1,
+            "command": self.command,
+            "pid": os.getpid(),
+            "root": str(self.root),
+            "base": str(self.base),
+            "created": dt.datetime.now().isoformat(timespec="milliseconds"),
+            "staging": [str(a) for a in self._areas.values()],
+            "backups": sorted({str(a.parent / self.backup_name) for a in self._areas.values()}),
+            "keepBackup": self.keep_backup,
+            "ops": self.ops,
+        }
         tmp = self.root / INTENT_TMP
         try:
             with open(tmp, "w") as f:
@@ -198,8 +218,9 @@ class Transaction:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise DiskFullError("no space left on the device for the intent file: nothing was changed", tmp) \
-                    from None
+                raise DiskFullError(
+                    "no space left on the device for the intent file: nothing was changed", tmp
+                ) from None
             raise
         os.rename(tmp, self.root / INTENT_NAME)
         fsync_dir(self.root)
@@ -237,8 +258,7 @@ def _apply_op(op: dict):
             _rename(staged, backup)
         return
     if not _exists(staged):
-        raise StoreError("intent step cannot be completed: the staged copy is gone and the live one is not it",
-                         target)
+        raise StoreError("intent step cannot be completed: the staged copy is gone and the live one is not it", target)
     if not _exists(target):
         _rename(staged, target)
         return
@@ -283,9 +303,14 @@ def _write_manifest(root: Path, intent: dict):
     # commitlog directory the config names, a top-level symlink's target): `restore` lists the store's
     home = Path(root) / Path(intent["backups"][0]).name
     home.mkdir(exist_ok=True)
-    manifest = {"version": 1, "command": intent["command"], "created": intent["created"],
-                "root": str(Path(root).resolve()), "base": intent.get("base", str(Path(root).resolve())),
-                "steps": [{k: op[k] for k in ("op", "target", "backup", "existed") if k in op} for op in intent["ops"]]}
+    manifest = {
+        "version": 1,
+        "command": intent["command"],
+        "created": intent["created"],
+        "root": str(Path(root).resolve()),
+        "base": intent.get("base", str(Path(root).resolve())),
+        "steps": [{k: op[k] for k in ("op", "target", "backup", "existed") if k in op} for op in intent["ops"]],
+    }
     tmp = home / (BACKUP_MANIFEST + ".tmp")
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=1)
@@ -334,8 +359,9 @@ def at_root(record: dict, root: Path, written_in: Path) -> dict:
             moved[key] = [here(x) for x in moved[key]]
     for key in ("ops", "steps"):
         if key in moved:
-            moved[key] = [{k: here(v) if k in ("target", "staged", "backup") else v for k, v in op.items()}
-                          for op in moved[key]]
+            moved[key] = [
+                {k: here(v) if k in ("target", "staged", "backup") else v for k, v in op.items()} for op in moved[key]
+            ]
     return moved
 
 
@@ -358,12 +384,19 @@ def pending(root: Path, extra_dirs=()) -> dict | None:
     """What an interrupted run left behind, read-only: for verify and dry runs to report."""
     intent = read_intent(root)
     if intent is not None:
-        return {"state": "committed", "command": intent["command"], "steps": len(intent["ops"]),
-                "action": "will be completed (rolled forward) by the next rmqctl writing command"}
+        return {
+            "state": "committed",
+            "command": intent["command"],
+            "steps": len(intent["ops"]),
+            "action": "will be completed (rolled forward) by the next rmqctl writing command",
+        }
     left = leftover_staging(root, extra_dirs)
     if left:
-        return {"state": "uncommitted", "paths": [str(p) for p in left],
-                "action": "will be deleted (rolled back) by the next rmqctl writing command; the store is unchanged"}
+        return {
+            "state": "uncommitted",
+            "paths": [str(p) for p in left],
+            "action": "will be deleted (rolled back) by the next rmqctl writing command; the store is unchanged",
+        }
     return None
 
 

@@ -1,5 +1,6 @@
 """Shared test helpers: the real RocketMQ fixture stores (read-only, copied before any change) and a CLI
 runner that goes through click exactly as the console script does."""
+
 from __future__ import annotations
 
 import contextlib
@@ -107,12 +108,21 @@ def copy_store(name: str, dest: Path) -> Path:
 def held_lock(store: Path):
     """Another process holds the broker's lock (fcntl on byte 0 of {store}/lock) while the block runs;
     yields that process (its pid is what rmqctl should name)."""
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, time\n"
-        f"fd = os.open({str(Path(store) / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
-        "print('locked', flush=True)\n"
-        "time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, time\n"
+                f"fd = os.open({str(Path(store) / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+                "print('locked', flush=True)\n"
+                "time.sleep(120)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         yield holder
@@ -231,7 +241,6 @@ def index_entry_at(store, n: int) -> int:
     """Where entry n of an index file of `store` starts."""
     slots, _ = store.index_geometry
     return S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE + n * S.INDEX_ENTRY_SIZE
-
 
 
 @pytest.fixture(scope="session")

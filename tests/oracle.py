@@ -6,6 +6,7 @@ A store is read twice, by two JVMs at once: as rmqctl left it, without the dispa
 the consumequeues rmqctl wrote), and with its consumequeue directory removed and the dispatch of a broker's
 start on (RocketMQ writes every unit itself, from the commitlog). Both readings must agree unit for unit:
 every consumequeue byte rmqctl wrote is one RocketMQ would write."""
+
 from __future__ import annotations
 
 import base64
@@ -42,6 +43,7 @@ def home() -> Path:
 class Reading:
     """What one RocketMQ version made of a store: recovered-summary.json and messages-read.jsonl of the
     store as rmqctl left it (no dispatch), and of the same store with consumequeues RocketMQ dispatched itself."""
+
     summary: dict
     lines: list[dict]
     own_summary: dict
@@ -54,16 +56,27 @@ def read(oracle: Path, version: int, store: Path, conf: Path, out: Path) -> Read
     own = out / "store-without-consumequeue"
     shutil.copytree(store, own, ignore=lambda d, names: ["consumequeue"] if Path(d) == store else [])
     runs = {}
-    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}  # short runs: C1 alone costs a quarter less CPU
+    # short runs: C1 alone costs a quarter less CPU
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
     for mode, source, flags in (("rmqctl's", store, ["--no-dispatch"]), ("RocketMQ's own", own, [])):
         dest = out / f"read{version}-{len(runs)}"
-        runs[mode] = dest, subprocess.Popen([str(oracle / f"read{version}.sh"), *flags, str(source), str(conf), str(dest)],
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        runs[mode] = (
+            dest,
+            subprocess.Popen(
+                [str(oracle / f"read{version}.sh"), *flags, str(source), str(conf), str(dest)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+            ),
+        )
     results = []
     for mode, (dest, proc) in runs.items():
         log = proc.communicate()[0]
         summary_path = dest / "recovered-summary.json"
-        assert summary_path.is_file(), f"read{version}.sh ({mode} consumequeues) wrote no summary (exit {proc.returncode}):\n{log[-3000:]}"
+        assert summary_path.is_file(), (
+            f"read{version}.sh ({mode} consumequeues) wrote no summary (exit {proc.returncode}):\n{log[-3000:]}"
+        )
         summary = json.loads(summary_path.read_text())
         lines_path = dest / "messages-read.jsonl"
         lines = [json.loads(l) for l in lines_path.read_text().splitlines()] if lines_path.is_file() else []
@@ -86,15 +99,30 @@ def rmqctl_view(store_dir: Path, conf: Path) -> dict:
             if qoff < lo or phy < cl["minOffset"]:
                 continue
             _, m = store.read_message(phy)
-            unit = {"topic": cq.topic, "queueId": cq.queue_id, "queueOffset": qoff, "commitLogOffset": phy, "size": size,
-                    "tagsCode": tags, "msgTopic": m.topic, "msgQueueId": m.queueId, "msgQueueOffset": m.queueOffset,
-                    "msgId": m.msg_id, "keys": m.keys, "tags": m.tags}
+            unit = {
+                "topic": cq.topic,
+                "queueId": cq.queue_id,
+                "queueOffset": qoff,
+                "commitLogOffset": phy,
+                "size": size,
+                "tagsCode": tags,
+                "msgTopic": m.topic,
+                "msgQueueId": m.queueId,
+                "msgQueueOffset": m.queueOffset,
+                "msgId": m.msg_id,
+                "keys": m.keys,
+                "tags": m.tags,
+            }
             if m.bodyLength > 0:  # MessageDecoder leaves an empty body null
                 unit["body"] = base64.b64encode(bytes(m.body)).decode()
             units.append({**unit, "ok": True})
     store.close()
-    return {"messageCount": records, "maxPhyOffset": cl["maxOffset"], "minPhyOffset": cl["minOffset"],
-            "units": sorted(units, key=unit_key)}
+    return {
+        "messageCount": records,
+        "maxPhyOffset": cl["maxOffset"],
+        "minPhyOffset": cl["minOffset"],
+        "units": sorted(units, key=unit_key),
+    }
 
 
 def unit_key(line: dict) -> tuple:
@@ -120,18 +148,25 @@ def assert_loads_as_rmqctl_reads(reading: Reading, store_dir: Path, conf: Path, 
     record, and the same units when it dispatches the commitlog itself. `known_damage`: commitlog offsets of
     records the broker keeps although their body CRC fails (damage in a file recovery does not re-check)."""
     view = rmqctl_view(store_dir, conf)
-    for name, summary, lines in (("on rmqctl's consumequeues", reading.summary, reading.lines),
-                                 ("on consumequeues it dispatched itself", reading.own_summary, reading.own_lines)):
+    for name, summary, lines in (
+        ("on rmqctl's consumequeues", reading.summary, reading.lines),
+        ("on consumequeues it dispatched itself", reading.own_summary, reading.own_lines),
+    ):
         where = f"RocketMQ {summary.get('rocketmqVersion')} {name}"
         found = problems(summary)
         if known_damage:
             found = accept_known_damage(found, summary, lines, known_damage)
         assert not found, f"{where}: {found}"
         assert not summary["abnormalRecovery"], f"{where}: abort left in the store"
-        assert (summary["messageCount"], summary["maxPhyOffset"], summary["minPhyOffset"]) == \
-            (view["messageCount"], view["maxPhyOffset"], view["minPhyOffset"]), where
+        assert (summary["messageCount"], summary["maxPhyOffset"], summary["minPhyOffset"]) == (
+            view["messageCount"],
+            view["maxPhyOffset"],
+            view["minPhyOffset"],
+        ), where
         got = sorted((as_sound(l) if l["commitLogOffset"] in known_damage else l for l in lines), key=unit_key)
-        assert len(got) == len(view["units"]), f"{where}: {len(got)} consumequeue units read, rmqctl reads {len(view['units'])}"
+        assert len(got) == len(view["units"]), (
+            f"{where}: {len(got)} consumequeue units read, rmqctl reads {len(view['units'])}"
+        )
         for g, w in zip(got, view["units"]):
             assert g == w, f"{where}, {unit_key(w)}: (RocketMQ, rmqctl) differ in {differences(g, w)}"
 
@@ -143,8 +178,10 @@ def assert_same_units(got: list[dict], want: list[dict], what: str):
     g, w = {unit_key(l): l for l in got}, {unit_key(l): l for l in want}
     missing, extra = sorted(w.keys() - g.keys()), sorted(g.keys() - w.keys())
     changed = [(k, differences(g[k], w[k])) for k in sorted(g.keys() & w.keys()) if g[k] != w[k]]
-    raise AssertionError(f"{what}: {len(got)} units read, {len(want)} expected; missing {missing[:3]} "
-                         f"({len(missing)}), extra {extra[:3]} ({len(extra)}), changed {changed[:2]} ({len(changed)})")
+    raise AssertionError(
+        f"{what}: {len(got)} units read, {len(want)} expected; missing {missing[:3]} "
+        f"({len(missing)}), extra {extra[:3]} ({len(extra)}), changed {changed[:2]} ({len(changed)})"
+    )
 
 
 def accept_known_damage(found: dict, summary: dict, lines: list[dict], offsets: set[int]) -> dict:
@@ -165,4 +202,8 @@ def as_sound(line: dict) -> dict:
 def differences(got: dict, want: dict) -> dict:
     """The fields two lines disagree on, long values shortened."""
     short = lambda v: v[:40] + "..." if isinstance(v, str) and len(v) > 40 else v  # noqa: E731
-    return {k: (short(got.get(k)), short(want.get(k))) for k in sorted(got.keys() | want.keys()) if got.get(k) != want.get(k)}
+    return {
+        k: (short(got.get(k)), short(want.get(k)))
+        for k in sorted(got.keys() | want.keys())
+        if got.get(k) != want.get(k)
+    }

@@ -1,6 +1,7 @@
 """The ahead-of-time compiled entries of a dump (rmqctl/engine/aot.py): built from numba's own kernels, they
 write what numba's kernels write, byte for byte, on every fixture (content filters included); they run without numba, release the GIL,
 hand any call their signature does not cover to numba, and a failed build leaves the command on numba."""
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,26 @@ def built():
 def dump_without_numba(store: Path, conf: Path, *options: str) -> tuple[int, bytes, bytes]:
     """`rmqctl dump commitlog` in a new process, as the console command runs: (exit code, stdout, stderr);
     checks that numba never loaded."""
-    code = ("import atexit, os, sys; atexit.register(lambda: os.write(2, b'numba:%d' % ('numba' in sys.modules))); "
-            "from rmqctl.cli.launch import main; main()")
-    r = subprocess.run([sys.executable, "-c", code, "dump", "commitlog", "--store", str(store), "--broker-config",
-                        str(conf), *options], capture_output=True, cwd=REPO)
+    code = (
+        "import atexit, os, sys; atexit.register(lambda: os.write(2, b'numba:%d' % ('numba' in sys.modules))); "
+        "from rmqctl.cli.launch import main; main()"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "dump",
+            "commitlog",
+            "--store",
+            str(store),
+            "--broker-config",
+            str(conf),
+            *options,
+        ],
+        capture_output=True,
+        cwd=REPO,
+    )
     assert r.stderr.endswith(b"numba:0"), r.stderr.decode()
     return r.returncode, r.stdout, r.stderr.removesuffix(b"numba:0")
 
@@ -55,10 +72,17 @@ def test_the_entries_write_what_numbas_kernels_write(built, name):
     store, conf = FIXTURES / name / "store", broker_conf(name)
     first = first_record(store, conf)
     properties = first["properties"]
-    filters = (("--tag", properties.get("TAGS", "TagA"), "--key", (properties.get("KEYS") or "none").split()[0]),
-               ("--property", "WAIT=true", "--msgid", first["msgId"]))
-    for options in (("--body", "base64"), ("--body", "none", "--jobs", "2"), ("--body", "hex", "--queue-id", "1"),
-                    ("--raw-properties", "--from", "1"), *filters):
+    filters = (
+        ("--tag", properties.get("TAGS", "TagA"), "--key", (properties.get("KEYS") or "none").split()[0]),
+        ("--property", "WAIT=true", "--msgid", first["msgId"]),
+    )
+    for options in (
+        ("--body", "base64"),
+        ("--body", "none", "--jobs", "2"),
+        ("--body", "hex", "--queue-id", "1"),
+        ("--raw-properties", "--from", "1"),
+        *filters,
+    ):
         want = dump_with_numba(store, conf, *options)
         assert want[1] or "--queue-id" in options or options in filters
         assert dump_without_numba(store, conf, *options) == want
@@ -67,10 +91,27 @@ def test_the_entries_write_what_numbas_kernels_write(built, name):
 def append_without(modules: tuple[str, ...], store: Path, conf: Path, *args) -> tuple[int, bytes, bytes]:
     """`rmqctl append --create --keep-timestamps *args` in a new process, as the console command runs on a warm
     installation: (exit code, stdout, stderr); checks that none of `modules` ever loaded."""
-    code = ("import atexit, os, sys; atexit.register(lambda: os.write(2, b'loaded:' + ','.join(m for m in MODULES "
-            "if m in sys.modules).encode())); from rmqctl.cli.launch import main; main()").replace("MODULES", repr(modules))
-    r = subprocess.run([sys.executable, "-c", code, "append", "--store", str(store), "--broker-config", str(conf),
-                        "--create", "--keep-timestamps", *map(str, args)], capture_output=True, cwd=REPO)
+    code = (
+        "import atexit, os, sys; atexit.register(lambda: os.write(2, b'loaded:' + ','.join(m for m in MODULES "
+        "if m in sys.modules).encode())); from rmqctl.cli.launch import main; main()"
+    ).replace("MODULES", repr(modules))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "append",
+            "--store",
+            str(store),
+            "--broker-config",
+            str(conf),
+            "--create",
+            "--keep-timestamps",
+            *map(str, args),
+        ],
+        capture_output=True,
+        cwd=REPO,
+    )
     assert r.stderr.endswith(b"loaded:"), r.stderr.decode()
     return r.returncode, r.stdout, r.stderr.removesuffix(b"loaded:")
 
@@ -91,8 +132,17 @@ def test_a_warm_append_runs_the_entries_and_writes_what_numba_writes(built, tmp_
     lines.write_bytes(dump_with_numba(FIXTURES / name / "store", conf, "--body", "base64", "--raw-properties")[1])
     code, out, err = append_without(("numba", "pyarrow"), tmp_path / "aot", conf, "--jsonl", lines)
     assert (code, err) == (0, b"")
-    want = run("append", "--store", tmp_path / "numba", "--broker-config", conf, "--create", "--keep-timestamps",
-               "--jsonl", lines)
+    want = run(
+        "append",
+        "--store",
+        tmp_path / "numba",
+        "--broker-config",
+        conf,
+        "--create",
+        "--keep-timestamps",
+        "--jsonl",
+        lines,
+    )
     assert want.exit_code == 0 and out.decode() == want.stdout and out
     assert store_files(tmp_path / "aot") == store_files(tmp_path / "numba")
     store = Store(tmp_path / "aot", load_config(conf))
@@ -100,10 +150,21 @@ def test_a_warm_append_runs_the_entries_and_writes_what_numba_writes(built, tmp_
         pq.write_table(store.scan().table(), tmp_path / "rows.parquet", row_group_size=50)
     finally:
         store.close()
-    code, out, err = append_without(("numba", "pandas"), tmp_path / "aot-rows", conf, "--parquet", tmp_path / "rows.parquet")
+    code, out, err = append_without(
+        ("numba", "pandas"), tmp_path / "aot-rows", conf, "--parquet", tmp_path / "rows.parquet"
+    )
     assert (code, err) == (0, b"")
-    want = run("append", "--store", tmp_path / "numba-rows", "--broker-config", conf, "--create", "--keep-timestamps",
-               "--parquet", tmp_path / "rows.parquet")
+    want = run(
+        "append",
+        "--store",
+        tmp_path / "numba-rows",
+        "--broker-config",
+        conf,
+        "--create",
+        "--keep-timestamps",
+        "--parquet",
+        tmp_path / "rows.parquet",
+    )
     assert want.exit_code == 0 and out.decode() == want.stdout and out
     assert store_files(tmp_path / "aot-rows") == store_files(tmp_path / "numba-rows")
 
@@ -185,8 +246,12 @@ def test_a_failed_build_leaves_the_command_on_numba(tmp_path):
     cache = tmp_path / "rmqctl" / "engine" / "__pycache__"
 
     def dump() -> tuple[int, bytes, bytes]:
-        r = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store),
-                            "--broker-config", str(conf)], capture_output=True, env=env, cwd=tmp_path)
+        r = subprocess.run(
+            [sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store), "--broker-config", str(conf)],
+            capture_output=True,
+            env=env,
+            cwd=tmp_path,
+        )
         return r.returncode, r.stdout, r.stderr
 
     first = dump()

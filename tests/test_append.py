@@ -1,5 +1,6 @@
 """append: byte-identical copies of real RocketMQ stores, the broker's append rules one by one, refusals, the
 lock, and durability under SIGKILL."""
+
 from __future__ import annotations
 
 import base64
@@ -42,8 +43,20 @@ def append_ok(store: Path, conf: Path, *args, input=None) -> list[dict]:
 
 
 def dump(store: Path, conf: Path, *args) -> list[dict]:
-    res = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
-              "--raw-properties", *args)
+    res = run(
+        "dump",
+        "commitlog",
+        "--store",
+        store,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+        "--body",
+        "base64",
+        "--raw-properties",
+        *args,
+    )
     assert res.exit_code == 0, res.stderr
     return jsonl(res.stdout)
 
@@ -55,8 +68,11 @@ def cq(store: Path, conf: Path, topic: str, qid: int) -> list[dict]:
 
 
 def nonzero_files(root: Path, sub: str) -> dict[str, bytes]:
-    return {p.relative_to(root / sub).as_posix(): p.read_bytes() for p in sorted((root / sub).rglob("*"))
-            if p.is_file() and p.read_bytes().strip(b"\0")}
+    return {
+        p.relative_to(root / sub).as_posix(): p.read_bytes()
+        for p in sorted((root / sub).rglob("*"))
+        if p.is_file() and p.read_bytes().strip(b"\0")
+    }
 
 
 def index_contents(root: Path) -> list[bytes]:
@@ -70,13 +86,25 @@ def index_contents(root: Path) -> list[bytes]:
 def test_round_trip_is_byte_identical(tmp_path, name):
     src = FIXTURES / name / "store"
     conf = broker_conf(name)
-    lines = run("dump", "commitlog", "--store", src, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
-                "--raw-properties").stdout
+    lines = run(
+        "dump",
+        "commitlog",
+        "--store",
+        src,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+        "--body",
+        "base64",
+        "--raw-properties",
+    ).stdout
     new = tmp_path / "store"
     acks = append_ok(new, conf, "--jsonl", "-", "--keep-timestamps", input=lines)
     want = truth(name, "truth-messages.jsonl")
-    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == \
-        [(w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want]
+    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == [
+        (w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want
+    ]
     for sub in ("commitlog", "consumequeue"):
         assert nonzero_files(new, sub) == nonzero_files(src, sub), sub
     assert index_contents(new) == index_contents(src)
@@ -97,8 +125,9 @@ def test_parquet_round_trip_is_byte_identical(tmp_path, name):
     new = tmp_path / "store"
     acks = append_ok(new, conf, "--parquet", tmp_path / "messages.parquet", "--keep-timestamps")
     want = truth(name, "truth-messages.jsonl")
-    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == \
-        [(w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want]
+    assert [(a["commitLogOffset"], a["queueOffset"], a["msgId"]) for a in acks] == [
+        (w["commitLogOffset"], w["queueOffset"], w["msgId"]) for w in want
+    ]
     for sub in ("commitlog", "consumequeue"):
         assert nonzero_files(new, sub) == nonzero_files(src, sub), sub
     assert index_contents(new) == index_contents(src)
@@ -116,8 +145,20 @@ def test_round_trip_rebuilds_properties_in_store_style(tmp_path):
     separators between pairs, reproducing a 4.9.7 store whose records hold no duplicate keys."""
     src = FIXTURES / "a-basic" / "store"
     conf = broker_conf("a-basic")
-    lines = run("dump", "commitlog", "--store", src, "--broker-config", conf, "--format", "jsonl", "--body", "base64",
-                "--limit", "300").stdout
+    lines = run(
+        "dump",
+        "commitlog",
+        "--store",
+        src,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+        "--body",
+        "base64",
+        "--limit",
+        "300",
+    ).stdout
     new = tmp_path / "store"
     append_ok(new, conf, "--jsonl", "-", "--keep-timestamps", "--rocketmq-version", "4", input=lines)
     got = {m["commitLogOffset"]: m["propertiesString"] for m in dump(new, conf)}
@@ -131,11 +172,37 @@ def test_round_trip_rebuilds_properties_in_store_style(tmp_path):
 def test_single_message_then_dump(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", "a-basic")
     store = tmp_path / "store"
-    [ack] = append_ok(store, conf, "--topic", "TopicTest", "--queue-id", "2", "--tags", "TagA", "--keys", "K1 K2",
-                      "--property", "color=red", "--body", "héllo", "--born-host", "10.0.0.7:5555",
-                      "--born-timestamp", "1700000000000", "--store-timestamp", "1700000000123", "--flag", "7")
-    assert ack == {"commitLogOffset": 0, "queueOffset": 0, "msgId": "C0A8000A00002A9F0000000000000000",
-                   "file": "00000000000000000000", "position": 0}
+    [ack] = append_ok(
+        store,
+        conf,
+        "--topic",
+        "TopicTest",
+        "--queue-id",
+        "2",
+        "--tags",
+        "TagA",
+        "--keys",
+        "K1 K2",
+        "--property",
+        "color=red",
+        "--body",
+        "héllo",
+        "--born-host",
+        "10.0.0.7:5555",
+        "--born-timestamp",
+        "1700000000000",
+        "--store-timestamp",
+        "1700000000123",
+        "--flag",
+        "7",
+    )
+    assert ack == {
+        "commitLogOffset": 0,
+        "queueOffset": 0,
+        "msgId": "C0A8000A00002A9F0000000000000000",
+        "file": "00000000000000000000",
+        "position": 0,
+    }
     [m] = dump(store, conf)
     assert m["topic"] == "TopicTest" and m["queueId"] == 2 and m["flag"] == 7
     assert m["bornHost"] == "10.0.0.7:5555" and m["storeHost"] == "192.168.0.10:10911"
@@ -148,10 +215,15 @@ def test_single_message_then_dump(tmp_path):
     assert m["propertiesString"] == "color\x01red\x02KEYS\x01K1 K2\x02TAGS\x01TagA"
     [unit] = cq(store, conf, "TopicTest", 2)
     assert (unit["commitLogOffset"], unit["size"], unit["tagsCode"]) == (0, m["storeSize"], java_string_hash("TagA"))
-    hits = jsonl(run("query", "key", "TopicTest", "K2", "--store", store, "--broker-config", conf, "--format", "jsonl").stdout)
+    hits = jsonl(
+        run("query", "key", "TopicTest", "K2", "--store", store, "--broker-config", conf, "--format", "jsonl").stdout
+    )
     assert [h["commitLogOffset"] for h in hits] == [0]
     cp = Store(store, load_config(conf)).checkpoint()
-    assert cp["fileSize"] == S.CHECKPOINT_FILE_SIZE and cp["physicMsgTimestamp"] == cp["logicsMsgTimestamp"] == 1700000000123
+    assert (
+        cp["fileSize"] == S.CHECKPOINT_FILE_SIZE
+        and cp["physicMsgTimestamp"] == cp["logicsMsgTimestamp"] == 1700000000123
+    )
 
 
 def test_transient_properties_are_never_stored(tmp_path):
@@ -165,12 +237,30 @@ def test_options_reproduce_a_broker_written_lmq_record(tmp_path):
     the string from its HashMap. The same message through `append` gives the same bytes."""
     [want] = [w for w in truth("b-mixed", "truth-messages.jsonl") if w.get("label", "").startswith("lmq")][:1]
     conf = broker_conf("b-mixed")
-    props = [a for k, v in want["properties"].items() if k != "INNER_MULTI_QUEUE_OFFSET"
-             for a in ("--property", f"{k}={v}")] + ["--property", "WAIT=true"]
+    props = [
+        a for k, v in want["properties"].items() if k != "INNER_MULTI_QUEUE_OFFSET" for a in ("--property", f"{k}={v}")
+    ] + ["--property", "WAIT=true"]
     store = tmp_path / "store"
-    append_ok(store, conf, "--topic", want["topic"], "--queue-id", want["queueId"], "--born-host", want["bornHost"],
-              "--store-host", want["storeHost"], "--born-timestamp", want["bornTimestamp"], "--store-timestamp",
-              want["storeTimestamp"], "--body-file", "-", *props, input=base64.b64decode(want["body"]))
+    append_ok(
+        store,
+        conf,
+        "--topic",
+        want["topic"],
+        "--queue-id",
+        want["queueId"],
+        "--born-host",
+        want["bornHost"],
+        "--store-host",
+        want["storeHost"],
+        "--born-timestamp",
+        want["bornTimestamp"],
+        "--store-timestamp",
+        want["storeTimestamp"],
+        "--body-file",
+        "-",
+        *props,
+        input=base64.b64decode(want["body"]),
+    )
     [m] = dump(store, conf)
     assert m["propertiesString"] == want["propertiesString"]
     raw = (store / "commitlog" / "00000000000000000000").read_bytes()[: m["storeSize"]]
@@ -178,7 +268,8 @@ def test_options_reproduce_a_broker_written_lmq_record(tmp_path):
     orig = orig[want["filePosition"] : want["filePosition"] + want["storeSize"]]
     assert raw[:20] == orig[:20] and raw[36:] == orig[36:]  # all but QUEUEOFFSET/PHYSICALOFFSET (new store)
     assert {(u["topic"], u["queueId"], u["queueOffset"]) for u in want["cqEntries"]} == {
-        (t, 0, 0) for t in ("%LMQ%alpha", "%LMQ%beta", "LmqParentTopic")}
+        (t, 0, 0) for t in ("%LMQ%alpha", "%LMQ%beta", "LmqParentTopic")
+    }
     for t in ("%LMQ%alpha", "%LMQ%beta", "LmqParentTopic"):
         assert [u["commitLogOffset"] for u in cq(store, conf, t, 0)] == [0]
 
@@ -187,11 +278,27 @@ def test_options_reproduce_a_broker_written_lmq_record(tmp_path):
 
 
 def test_roll_over_writes_blank_and_creates_next_file_at_full_size(tmp_path):
-    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=200,
-                      maxHashSlotNum=8, maxIndexNum=16)
+    conf = write_conf(
+        tmp_path / "broker.conf",
+        mappedFileSizeCommitLog=4096,
+        mappedFileSizeConsumeQueue=200,
+        maxHashSlotNum=8,
+        maxIndexNum=16,
+    )
     store = tmp_path / "store"
-    lines = "".join(json.dumps({"topic": "RollTopic", "queueId": 0, "body": "x" * 900, "properties": {"KEYS": f"k{i}"},
-                                "storeTimestamp": 1700000000000 + i}) + "\n" for i in range(9))
+    lines = "".join(
+        json.dumps(
+            {
+                "topic": "RollTopic",
+                "queueId": 0,
+                "body": "x" * 900,
+                "properties": {"KEYS": f"k{i}"},
+                "storeTimestamp": 1700000000000 + i,
+            }
+        )
+        + "\n"
+        for i in range(9)
+    )
     acks = append_ok(store, conf, "--jsonl", "-", "--keep-timestamps", input=lines)
     size = 91 + 900 + len("RollTopic") + len("KEYS\x01k0")
     assert [a["queueOffset"] for a in acks] == list(range(9))
@@ -231,8 +338,13 @@ def test_v2_topic_on_5x_store_and_refused_on_4x(tmp_path):
     append_ok(tmp_path / "s5", conf5, "--topic", "T" * 127, "--body", "b")
     assert dump(tmp_path / "s5", conf5)[1]["magicCode"] == S.MAGIC_V1
     conf4 = broker_conf("a-basic")
-    one_line_error(run("append", "--store", tmp_path / "s4", "--broker-config", conf4, "--create", "--topic", retry, "--body", "b"),
-                   "4.x store", "127")
+    one_line_error(
+        run(
+            "append", "--store", tmp_path / "s4", "--broker-config", conf4, "--create", "--topic", retry, "--body", "b"
+        ),
+        "4.x store",
+        "127",
+    )
 
 
 def test_jsonl_copies_take_v2_topics_that_a_producer_could_not_send(tmp_path):
@@ -240,14 +352,18 @@ def test_jsonl_copies_take_v2_topics_that_a_producer_could_not_send(tmp_path):
     line = json.dumps({"topic": "V2-" + "z" * 200, "body": "b"}) + "\n"
     append_ok(tmp_path / "s", conf5, "--jsonl", "-", input=line)
     assert dump(tmp_path / "s", conf5)[0]["magicCode"] == S.MAGIC_V2
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf5, "--create", "--topic", "V2-" + "z" * 200),
-                   "longer than the 127")
+    one_line_error(
+        run("append", "--store", tmp_path / "s", "--broker-config", conf5, "--create", "--topic", "V2-" + "z" * 200),
+        "longer than the 127",
+    )
 
 
 def test_property_crc_replaces_a_supplied_one(tmp_path):
     conf = broker_conf("c-v5-features")
     store = tmp_path / "store"
-    append_ok(store, conf, "--topic", "TopicV5", "--property", "__CRC32#=1234567890", "--property", "a=b", "--body", "x")
+    append_ok(
+        store, conf, "--topic", "TopicV5", "--property", "__CRC32#=1234567890", "--property", "a=b", "--body", "x"
+    )
     append_ok(store, conf, "--topic", "TopicV5", "--body", "empty properties")
     buf = (store / "commitlog" / "00000000000000000000").read_bytes()
     first = read_record(buf, 0, len(buf))
@@ -258,12 +374,16 @@ def test_property_crc_replaces_a_supplied_one(tmp_path):
         trailer = buf[rec.position + rec.storeSize - 20 : rec.position + rec.storeSize]
         crc = crc31(buf[rec.position : rec.position + rec.storeSize - 20])
         assert trailer == b"__CRC32#\x01" + crc_digits(crc).encode() + b"\x02"
-    assert first.properties_string == "a\x01b\x02__CRC32#\x01" + crc_digits(property_crc_state(buf, 0, first)[1]) + "\x02"
+    assert (
+        first.properties_string == "a\x01b\x02__CRC32#\x01" + crc_digits(property_crc_state(buf, 0, first)[1]) + "\x02"
+    )
     assert len(second.propertiesBytes) == 20  # empty property map: only the CRC pair
     # verbatim strings: a stale CRC pair anywhere is deleted (MessageUtils.deleteProperty) and replaced
     line = json.dumps({"topic": "TopicV5", "body": "y", "propertiesString": "__CRC32#\x010000000001\x02k\x01v"}) + "\n"
     append_ok(store, conf, "--jsonl", "-", input=line)
-    third = read_record(buf := (store / "commitlog" / "00000000000000000000").read_bytes(), first.storeSize + second.storeSize, len(buf))
+    third = read_record(
+        buf := (store / "commitlog" / "00000000000000000000").read_bytes(), first.storeSize + second.storeSize, len(buf)
+    )
     assert third.properties_string.startswith("k\x01v\x02__CRC32#\x01")
     assert property_crc_state(buf, third.position, third)[0] == property_crc_state(buf, third.position, third)[1]
 
@@ -275,13 +395,20 @@ def test_prepared_and_rollback_take_queue_offset_zero_and_no_consumequeue_entry(
     conf = write_conf(tmp_path / "broker.conf", "a-basic")
     store = tmp_path / "store"
     seq = [("0", "N1"), ("4", "P1"), ("0", "N2"), ("12", "R1"), ("8", "C1"), ("4", "P2")]
-    acks = [append_ok(store, conf, "--topic", "Tx", "--sys-flag", flag, "--keys", key, "--body", key)[0] for flag, key in seq]
+    acks = [
+        append_ok(store, conf, "--topic", "Tx", "--sys-flag", flag, "--keys", key, "--body", key)[0]
+        for flag, key in seq
+    ]
     assert [a["queueOffset"] for a in acks] == [0, 0, 1, 0, 2, 0]
     assert [u["commitLogOffset"] for u in cq(store, conf, "Tx", 0)] == [acks[i]["commitLogOffset"] for i in (0, 2, 4)]
 
     def found(key):
-        return [h["commitLogOffset"] for h in jsonl(run("query", "key", "Tx", key, "--store", store, "--broker-config",
-                                                        conf, "--format", "jsonl").stdout)]
+        return [
+            h["commitLogOffset"]
+            for h in jsonl(
+                run("query", "key", "Tx", key, "--store", store, "--broker-config", conf, "--format", "jsonl").stdout
+            )
+        ]
 
     assert found("P1") == [acks[1]["commitLogOffset"]]  # PREPARED is indexed
     assert found("R1") == []  # ROLLBACK is not
@@ -295,35 +422,60 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
     store = tmp_path / "store"
     for w in msgs:
         level = int(w["label"].split("-")[-1])
-        props = [a for k, v in w["properties"].items() if k not in ("DELAY", "REAL_TOPIC", "REAL_QID")
-                 for a in ("--property", f"{k}={v}")]
-        [ack] = append_ok(store, conf, "--topic", w["properties"]["REAL_TOPIC"], "--queue-id", w["properties"]["REAL_QID"],
-                          "--delay-level", level, "--born-host", w["bornHost"], "--born-timestamp", w["bornTimestamp"],
-                          "--store-timestamp", w["storeTimestamp"], "--body-file", "-", *props,
-                          input=base64.b64decode(w["body"]))
+        props = [
+            a
+            for k, v in w["properties"].items()
+            if k not in ("DELAY", "REAL_TOPIC", "REAL_QID")
+            for a in ("--property", f"{k}={v}")
+        ]
+        [ack] = append_ok(
+            store,
+            conf,
+            "--topic",
+            w["properties"]["REAL_TOPIC"],
+            "--queue-id",
+            w["properties"]["REAL_QID"],
+            "--delay-level",
+            level,
+            "--born-host",
+            w["bornHost"],
+            "--born-timestamp",
+            w["bornTimestamp"],
+            "--store-timestamp",
+            w["storeTimestamp"],
+            "--body-file",
+            "-",
+            *props,
+            input=base64.b64decode(w["body"]),
+        )
         [m] = [d for d in dump(store, conf) if d["commitLogOffset"] == ack["commitLogOffset"]]
         assert (m["topic"], m["queueId"], m["propertiesString"]) == (w["topic"], w["queueId"], w["propertiesString"])
         assert ack["queueOffset"] == w["queueOffset"]
-        [unit] = [u for u in cq(store, conf, m["topic"], m["queueId"]) if u["commitLogOffset"] == ack["commitLogOffset"]]
+        [unit] = [
+            u for u in cq(store, conf, m["topic"], m["queueId"]) if u["commitLogOffset"] == ack["commitLogOffset"]
+        ]
         assert unit["tagsCode"] == w["cqEntries"][0]["tagsCode"]
 
 
 # -- refusals -----------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["--topic", "bad topic"], ["illegal characters"]),
-    (["--topic", "bad topic", "--delay-level", "1"], ["illegal characters"]),  # checked before the rewrite
-    (["--topic", "T" * 128], ["longer than the 127"]),
-    (["--topic", "%DLQ%" + "g" * 251], ["longer than the 255"]),
-    (["--topic", "T", "--body", "x" * 2000], ["over maxMessageSize=1000"]),
-    (["--topic", "T", "--property", "k=" + "v" * 33000], ["properties are", "32767"]),
-    (["--topic", "T", "--born-host", "nowhere"], ["bornHost", "ip:port"]),
-    (["--topic", "T", "--sys-flag", "0x80"], ["inner-batch"]),
-    (["--topic", "T", "--property", "novalue"], ["NAME=VALUE"]),
-    (["--topic", "T", "--queue-id", str(1 << 31)], ["queueId", "int32"]),
-    ([], ["--topic", "--jsonl"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["--topic", "bad topic"], ["illegal characters"]),
+        (["--topic", "bad topic", "--delay-level", "1"], ["illegal characters"]),  # checked before the rewrite
+        (["--topic", "T" * 128], ["longer than the 127"]),
+        (["--topic", "%DLQ%" + "g" * 251], ["longer than the 255"]),
+        (["--topic", "T", "--body", "x" * 2000], ["over maxMessageSize=1000"]),
+        (["--topic", "T", "--property", "k=" + "v" * 33000], ["properties are", "32767"]),
+        (["--topic", "T", "--born-host", "nowhere"], ["bornHost", "ip:port"]),
+        (["--topic", "T", "--sys-flag", "0x80"], ["inner-batch"]),
+        (["--topic", "T", "--property", "novalue"], ["NAME=VALUE"]),
+        (["--topic", "T", "--queue-id", str(1 << 31)], ["queueId", "int32"]),
+        ([], ["--topic", "--jsonl"]),
+    ],
+)
 def test_invalid_input_is_one_line_exit_2(tmp_path, args, needles):
     conf = write_conf(tmp_path / "broker.conf", "a-basic", maxMessageSize=1000)
     res = run("append", "--store", tmp_path / "store", "--broker-config", conf, "--create", *args)
@@ -333,8 +485,21 @@ def test_invalid_input_is_one_line_exit_2(tmp_path, args, needles):
 
 def test_a_record_larger_than_a_commitlog_file_is_refused(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096)
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--topic", "T", "--body", "x" * 4000),
-                   "cannot fit a 4096-byte commitlog file")
+    one_line_error(
+        run(
+            "append",
+            "--store",
+            tmp_path / "s",
+            "--broker-config",
+            conf,
+            "--create",
+            "--topic",
+            "T",
+            "--body",
+            "x" * 4000,
+        ),
+        "cannot fit a 4096-byte commitlog file",
+    )
 
 
 def test_writing_needs_an_explicit_store(tmp_path, monkeypatch):
@@ -353,15 +518,20 @@ def test_bad_jsonl_line_names_the_line_and_keeps_what_came_before(tmp_path):
     assert len(jsonl(res.stdout)) == 2
     assert [m["body"] for m in dump(tmp_path / "s", conf)] == ["bTA=", "bTE="]  # m0, m1; nothing after line 3
     text = good[0] + "\n" + json.dumps({"topic": "J", "body": "x", "bodyEncoding": "none"}) + "\n"
-    one_line_error(run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--jsonl", "-", input=text),
-                   "line 2", "--body none")
+    one_line_error(
+        run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--jsonl", "-", input=text),
+        "line 2",
+        "--body none",
+    )
     assert len(dump(tmp_path / "s", conf)) == 3
 
 
 def test_torn_tail_is_refused_pointing_to_repair(store_copy):
     store = store_copy("d-crashed")
     before = {p: p.read_bytes() for p in (store / "commitlog").iterdir()}
-    res = run("append", "--store", store, "--broker-config", broker_conf("d-crashed"), "--topic", "TopicTest", "--body", "x")
+    res = run(
+        "append", "--store", store, "--broker-config", broker_conf("d-crashed"), "--topic", "TopicTest", "--body", "x"
+    )
     one_line_error(res, "00000000000000720896", "at commitlog offset 782999", "rmqctl repair")
     assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before
 
@@ -389,7 +559,9 @@ def test_lock_held_by_another_process(tmp_path):
 def test_dry_run_writes_nothing(store_copy):
     store = store_copy("a-basic")
     before = {p: p.stat().st_mtime_ns for p in store.rglob("*")}
-    res = run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest", "--dry-run")
+    res = run(
+        "append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest", "--dry-run"
+    )
     assert res.exit_code == 0, res.stderr
     assert jsonl(res.stdout)[0]["commitLogOffset"] == 2580536
     assert {p: p.stat().st_mtime_ns for p in store.rglob("*")} == before
@@ -404,8 +576,10 @@ def test_append_onto_a_fixture_continues_every_queue(store_copy, name):
     conf = broker_conf(name)
     summary = json.loads((FIXTURES / name / "truth-after-shutdown.json").read_text())["reloadCheck"]
     queues = [k.rsplit("/", 1) for k, v in summary["cqMaxOffsets"].items() if v and not k.startswith("SCHEDULE")]
-    lines = "".join(json.dumps({"topic": t, "queueId": int(q), "body": "after", "properties": {"KEYS": "APPENDED"}}) + "\n"
-                    for t, q in queues)
+    lines = "".join(
+        json.dumps({"topic": t, "queueId": int(q), "body": "after", "properties": {"KEYS": "APPENDED"}}) + "\n"
+        for t, q in queues
+    )
     acks = append_ok(store, conf, "--jsonl", "-", input=lines)
     assert [a["queueOffset"] for a in acks] == [summary["cqMaxOffsets"][f"{t}/{q}"] for t, q in queues]
     assert acks[0]["commitLogOffset"] == summary["maxPhyOffset"]
@@ -432,8 +606,20 @@ def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
     units = cq(store, conf, last["topic"], last["queueId"])
     assert [u["commitLogOffset"] for u in units[-2:]] == [last["commitLogOffset"], ack["commitLogOffset"]]
     assert nonzero_files(store, "index") != {}  # and the index was not given a second entry for old records
-    hits = jsonl(run("query", "key", last["topic"], last["uniqKey"], "--store", store, "--broker-config", conf,
-                     "--format", "jsonl").stdout)
+    hits = jsonl(
+        run(
+            "query",
+            "key",
+            last["topic"],
+            last["uniqKey"],
+            "--store",
+            store,
+            "--broker-config",
+            conf,
+            "--format",
+            "jsonl",
+        ).stdout
+    )
     assert [h["commitLogOffset"] for h in hits] == [last["commitLogOffset"]]
 
 
@@ -448,7 +634,9 @@ def test_a_lost_consumequeue_directory_is_rebuilt_as_the_broker_wrote_it(store_c
     rebuilt = nonzero_files(store, "consumequeue")
     changed = "TxRawTopic/0/00000000000000000000"
     assert {k: v for k, v in rebuilt.items() if k != changed} == {k: v for k, v in fixture.items() if k != changed}
-    unit = S.CQ_UNIT.pack(ack["commitLogOffset"], dump(store, conf, "--from", ack["commitLogOffset"])[0]["storeSize"], 0)
+    unit = S.CQ_UNIT.pack(
+        ack["commitLogOffset"], dump(store, conf, "--from", ack["commitLogOffset"])[0]["storeSize"], 0
+    )
     n = ack["queueOffset"] * S.CQ_UNIT_SIZE
     assert rebuilt[changed][:n] == fixture[changed][:n] and rebuilt[changed][n : n + 20] == unit
 
@@ -459,8 +647,11 @@ def test_consumequeue_past_the_commitlog_end_is_refused(store_copy):
     with open(store / "commitlog" / last["file"], "r+b") as f:  # the consumequeue now points past the end
         f.seek(last["filePosition"])
         f.write(bytes(last["storeSize"]))
-    one_line_error(run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest"),
-                   "past its end", "rmqctl repair")
+    one_line_error(
+        run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest"),
+        "past its end",
+        "rmqctl repair",
+    )
 
 
 # -- the Java behaviours the bytes depend on --------------------------------------------------------------------
@@ -529,12 +720,30 @@ def test_sigkill_keeps_every_acknowledged_message(tmp_path):
     (after `repair` where the tail is torn)."""
     seed = 20240601
     rng = random.Random(seed)
-    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=16384, mappedFileSizeConsumeQueue=400,
-                      maxHashSlotNum=16, maxIndexNum=64)
+    conf = write_conf(
+        tmp_path / "broker.conf",
+        mappedFileSizeCommitLog=16384,
+        mappedFileSizeConsumeQueue=400,
+        maxHashSlotNum=16,
+        maxIndexNum=64,
+    )
     messages = tmp_path / "messages.jsonl"
-    messages.write_text("".join(json.dumps({"topic": f"K{i % 3}", "queueId": i % 2, "body": f"message {i} " * 40,
-                                            "properties": {"KEYS": f"seq-{i}"}}) + "\n" for i in range(100)))
-    assert len(append_ok(tmp_path / "warm", conf, "--jsonl", messages)) == 100  # the forked children inherit its kernels
+    messages.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "topic": f"K{i % 3}",
+                    "queueId": i % 2,
+                    "body": f"message {i} " * 40,
+                    "properties": {"KEYS": f"seq-{i}"},
+                }
+            )
+            + "\n"
+            for i in range(100)
+        )
+    )
+    # the forked children inherit its kernels
+    assert len(append_ok(tmp_path / "warm", conf, "--jsonl", messages)) == 100
     outcomes = set()
     for call in rng.sample(range(2, 25), 2):
         for phase in ("before", "inside", "after"):
@@ -592,7 +801,9 @@ def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int,
 
         encode.encode_records = encode_records
         try:
-            cli_main(["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)])
+            cli_main(
+                ["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)]
+            )
             os._exit(0)
         except BaseException:
             os._exit(3)
@@ -628,7 +839,7 @@ def _past_the_acknowledged(store: Path, acked: list[dict], file_size: int) -> st
 
 def len_of(files: dict[int, bytes], ack: dict) -> int:
     """The storeSize of an acknowledged record (its first four bytes)."""
-    return int.from_bytes(files[int(ack["file"])][ack["position"]:ack["position"] + 4], "big")
+    return int.from_bytes(files[int(ack["file"])][ack["position"] : ack["position"] + 4], "big")
 
 
 def test_append_killed_before_inside_and_after_a_write_keeps_the_acknowledged_and_recovers(tmp_path, java_oracle):
@@ -640,11 +851,28 @@ def test_append_killed_before_inside_and_after_a_write_keeps_the_acknowledged_an
     which cuts it, after which append continues; verify then finds nothing, and RocketMQ loads the repaired store."""
     import oracle
 
-    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=4096, mappedFileSizeConsumeQueue=400,
-                      maxHashSlotNum=16, maxIndexNum=64)
+    conf = write_conf(
+        tmp_path / "broker.conf",
+        mappedFileSizeCommitLog=4096,
+        mappedFileSizeConsumeQueue=400,
+        maxHashSlotNum=16,
+        maxIndexNum=64,
+    )
     messages = tmp_path / "messages.jsonl"
-    messages.write_text("".join(json.dumps({"topic": f"K{i % 3}", "queueId": i % 2, "body": f"message {i} " * 30,
-                                            "properties": {"KEYS": f"seq-{i}"}}) + "\n" for i in range(40)))
+    messages.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "topic": f"K{i % 3}",
+                    "queueId": i % 2,
+                    "body": f"message {i} " * 30,
+                    "properties": {"KEYS": f"seq-{i}"},
+                }
+            )
+            + "\n"
+            for i in range(40)
+        )
+    )
     assert len(append_ok(tmp_path / "warm", conf, "--jsonl", messages)) == 40  # the forked children inherit its kernels
     outcome_of = {}
     for call in (2, 5, 9):
@@ -670,8 +898,11 @@ def test_append_killed_before_inside_and_after_a_write_keeps_the_acknowledged_an
             stored = {m["commitLogOffset"] for m in dump(store, conf)}
             assert {a["commitLogOffset"] for a in acked} <= stored, (phase, call)
             assert run("verify", "--store", store, "--broker-config", conf).exit_code == 0, (phase, call)
-    assert {phase: {outcome_of[phase, call] for call in (2, 5, 9)} for phase in ("before", "inside", "after")} == \
-        {"before": {"old"}, "inside": {"torn"}, "after": {"new"}}, outcome_of
+    assert {phase: {outcome_of[phase, call] for call in (2, 5, 9)} for phase in ("before", "inside", "after")} == {
+        "before": {"old"},
+        "inside": {"torn"},
+        "after": {"new"},
+    }, outcome_of
     reading = oracle.read(java_oracle, 4, tmp_path / "inside-5" / "store", conf, tmp_path / "oracle")
     oracle.assert_loads_as_rmqctl_reads(reading, tmp_path / "inside-5" / "store", conf)
 
@@ -683,8 +914,12 @@ def test_example_store_is_what_regenerate_builds(tmp_path):
     """examples/store is exactly what `rmqctl append` makes of examples/messages.jsonl (rebuilt, compared)."""
     examples = REPO / "examples"
     subprocess.run(["bash", str(examples / "regenerate.sh"), str(tmp_path / "store")], check=True, capture_output=True)
-    checked_in = {p.relative_to(examples / "store"): p.read_bytes() for p in (examples / "store").rglob("*") if p.is_file()}
-    rebuilt = {p.relative_to(tmp_path / "store"): p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    checked_in = {
+        p.relative_to(examples / "store"): p.read_bytes() for p in (examples / "store").rglob("*") if p.is_file()
+    }
+    rebuilt = {
+        p.relative_to(tmp_path / "store"): p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()
+    }
     assert rebuilt.keys() == checked_in.keys() and rebuilt == checked_in
     conf = examples / "broker.conf"
     msgs = dump(examples / "store", conf)
@@ -706,8 +941,12 @@ def test_regenerate_uses_the_venvs_python_not_the_first_python3(tmp_path):
     assert subprocess.run([str(bare / "bin" / "python3"), "-c", "import click"], capture_output=True).returncode != 0
     env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
     env.update(PATH=f"{bare / 'bin'}:{os.environ['PATH']}", VIRTUAL_ENV=str(venv))
-    res = subprocess.run(["bash", str(REPO / "examples" / "regenerate.sh"), str(tmp_path / "store")], env=env,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        ["bash", str(REPO / "examples" / "regenerate.sh"), str(tmp_path / "store")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "store" / "commitlog").is_dir()
 
@@ -742,9 +981,28 @@ def test_compiled_encoder_writes_what_the_reference_encoder_writes():
             if crc_trailer:
                 crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
                 record[size - 11 : size - 1] = crc_digits(crc).encode("ascii")
-            rows.append((pos, size, m.magicCode, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag,
-                         m.bornTimestamp, m.bornPort, m.storeTimestamp, m.storePort, m.reconsumeTimes,
-                         m.preparedTransactionOffset, len(m.body), len(m.topicBytes), len(m.propertiesBytes), combo))
+            rows.append(
+                (
+                    pos,
+                    size,
+                    m.magicCode,
+                    m.queueId,
+                    m.flag,
+                    m.queueOffset,
+                    m.physicalOffset,
+                    m.sysFlag,
+                    m.bornTimestamp,
+                    m.bornPort,
+                    m.storeTimestamp,
+                    m.storePort,
+                    m.reconsumeTimes,
+                    m.preparedTransactionOffset,
+                    len(m.body),
+                    len(m.topicBytes),
+                    len(m.propertiesBytes),
+                    combo,
+                )
+            )
             parts += [born_ip, store_ip, m.body, m.topicBytes, m.propertiesBytes]
             expected += record
             pos += size
@@ -763,9 +1021,30 @@ def test_a_first_append_on_a_terminal_says_it_compiles(tmp_path):
     def append_on_a_terminal(n: int) -> str:
         master, slave = os.openpty()
         try:
-            subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", tmp_path / "store", "--create",
-                            "--topic", "T", "--body", str(n), "--keys", "K", "--store-host", "10.0.0.1:10911"],
-                           env=env, stdout=subprocess.DEVNULL, stderr=slave, check=True, cwd=tmp_path)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rmqctl",
+                    "append",
+                    "--store",
+                    tmp_path / "store",
+                    "--create",
+                    "--topic",
+                    "T",
+                    "--body",
+                    str(n),
+                    "--keys",
+                    "K",
+                    "--store-host",
+                    "10.0.0.1:10911",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=slave,
+                check=True,
+                cwd=tmp_path,
+            )
             os.set_blocking(master, False)
             try:
                 return os.read(master, 4096).decode()
@@ -801,8 +1080,20 @@ def test_a_new_store_of_one_message_reserves_tens_of_mib_not_the_whole_geometry(
     entries it holds; the next append reads the sparse tail without allocating it."""
     store = small_tmpfs / "store"
     for n in range(2):
-        res = run("append", "--store", store, "--create", "--topic", "T", "--body", "x", "--keys", "K",
-                  "--store-host", "10.0.0.1:10911")
+        res = run(
+            "append",
+            "--store",
+            store,
+            "--create",
+            "--topic",
+            "T",
+            "--body",
+            "x",
+            "--keys",
+            "K",
+            "--store-host",
+            "10.0.0.1:10911",
+        )
         assert res.exit_code == 0, res.stderr
         assert jsonl(res.stdout)[0]["queueOffset"] == n
         assert allocated(store) <= 64 << 20
@@ -817,11 +1108,25 @@ def test_a_disk_filling_up_mid_copy_is_one_line_and_keeps_what_was_acknowledged(
     body = base64.b64encode(b"y" * 100_000).decode()
     with open(lines, "w") as f:
         for i in range(400):
-            f.write(json.dumps({"topic": "Big", "queueId": i % 2, "bodyEncoding": "base64", "body": body,
-                                "storeHost": "10.0.0.1:10911", "properties": {"KEYS": f"K{i}"}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "topic": "Big",
+                        "queueId": i % 2,
+                        "bodyEncoding": "base64",
+                        "body": body,
+                        "storeHost": "10.0.0.1:10911",
+                        "properties": {"KEYS": f"K{i}"},
+                    }
+                )
+                + "\n"
+            )
     store = small_tmpfs / "store"
-    res = subprocess.run([sys.executable, "-m", "rmqctl", "append", "--store", store, "--create", "--jsonl", lines],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "rmqctl", "append", "--store", store, "--create", "--jsonl", lines],
+        capture_output=True,
+        text=True,
+    )
     errors = res.stderr.splitlines()
     assert res.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], res.stderr
     acked = jsonl(res.stdout)

@@ -2,6 +2,7 @@
 stands in for: the same stores byte for byte and the same acknowledgements, on real stores' dumps and on the
 benchmark's messages, and RocketMQ's own code loading what it wrote; the kernel's reading of a line against
 orjson + message_from_json, line by line, on lines made to trip it."""
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,11 @@ FIXTURE_NAMES = ("a-basic", "b-mixed", "c-v5-features")
 
 
 def store_files(root) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "lock"}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
 
 
 def one_by_one(store, conf, lines: bytes, keep_timestamps: bool, clock=None) -> str:
@@ -62,10 +66,16 @@ def bench_lines(n: int, store_timestamps: bool) -> bytes:
     body = base64.b64encode((b"abcdefghijklmnopqrstuvwxyz" * 40)[:1024]).decode()
     out = []
     for i in range(n):
-        line = {"topic": ["OrderTopic", "PaymentTopic", "AuditTopic", "BenchTopic-7"][i % 4], "queueId": (i // 4) % 4,
-                "bornTimestamp": 1_700_000_000_000 + i, "bornHost": "10.0.0.1:40000", "storeHost": "192.168.0.10:10911",
-                "properties": {"TAGS": f"Tag{'ABCDE'[i % 5]}", "KEYS": f"ORDER-{i:09d} USER-{i % 9973:05d}"},
-                "bodyEncoding": "base64", "body": body}
+        line = {
+            "topic": ["OrderTopic", "PaymentTopic", "AuditTopic", "BenchTopic-7"][i % 4],
+            "queueId": (i // 4) % 4,
+            "bornTimestamp": 1_700_000_000_000 + i,
+            "bornHost": "10.0.0.1:40000",
+            "storeHost": "192.168.0.10:10911",
+            "properties": {"TAGS": f"Tag{'ABCDE'[i % 5]}", "KEYS": f"ORDER-{i:09d} USER-{i % 9973:05d}"},
+            "bodyEncoding": "base64",
+            "body": body,
+        }
         if store_timestamps:
             line["storeTimestamp"] = 1_700_000_100_000 + i // 3
         out.append(json.dumps(line))
@@ -77,8 +87,21 @@ def scanned_table(tmp_path, conf, n: int):
     from rmqctl.store import Store
 
     source = tmp_path / "source"
-    assert run("append", "--store", source, "--broker-config", conf, "--create", "--jsonl", "-", "--keep-timestamps",
-               input=bench_lines(n, True)).exit_code == 0
+    assert (
+        run(
+            "append",
+            "--store",
+            source,
+            "--broker-config",
+            conf,
+            "--create",
+            "--jsonl",
+            "-",
+            "--keep-timestamps",
+            input=bench_lines(n, True),
+        ).exit_code
+        == 0
+    )
     store = Store(source, load_config(conf))
     try:
         return store.scan().table()
@@ -91,8 +114,17 @@ def by_rows(tmp_path, conf, table, parquet) -> str:
     Appender.append row by row (into tmp_path/slow): the same acknowledgements, which it returns."""
     from rmqctl.cli.append_cmds import message_from_row
 
-    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--parquet", parquet,
-              "--keep-timestamps")
+    res = run(
+        "append",
+        "--store",
+        tmp_path / "fast",
+        "--broker-config",
+        conf,
+        "--create",
+        "--parquet",
+        parquet,
+        "--keep-timestamps",
+    )
     assert res.exit_code == 0, res.stderr
     app = Appender(tmp_path / "slow", load_config(conf), keep_index_time=True, create=True)
     with app:
@@ -108,10 +140,31 @@ def test_the_command_writes_what_the_per_message_path_writes(tmp_path, name):
     """A real store's dump, through `append --jsonl` (column-wise where it can, per line where not) and through
     Appender.append line by line: the same files, byte for byte, and the same acknowledgements."""
     conf = broker_conf(name)
-    lines = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", conf, "--format", "jsonl",
-                "--body", "base64", "--raw-properties").stdout.encode()
-    res = run("append", "--store", tmp_path / "fast", "--broker-config", conf, "--create", "--jsonl", "-",
-              "--keep-timestamps", input=lines)
+    lines = run(
+        "dump",
+        "commitlog",
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+        "--body",
+        "base64",
+        "--raw-properties",
+    ).stdout.encode()
+    res = run(
+        "append",
+        "--store",
+        tmp_path / "fast",
+        "--broker-config",
+        conf,
+        "--create",
+        "--jsonl",
+        "-",
+        "--keep-timestamps",
+        input=lines,
+    )
     assert res.exit_code == 0, res.stderr
     want = one_by_one(tmp_path / "slow", conf, lines, True)
     assert res.stdout == want
@@ -137,37 +190,89 @@ def test_rocketmq_loads_what_the_columns_wrote(tmp_path, java_oracle):
     conf = tmp_path / "broker.conf"
     conf.write_text("brokerIP1=192.168.0.10\nmappedFileSizeCommitLog=1048576\n")
     lines = bench_lines(2000, store_timestamps=True)
-    res = run("append", "--store", tmp_path / "s", "--broker-config", conf, "--create", "--jsonl", "-",
-              "--keep-timestamps", input=lines)
+    res = run(
+        "append",
+        "--store",
+        tmp_path / "s",
+        "--broker-config",
+        conf,
+        "--create",
+        "--jsonl",
+        "-",
+        "--keep-timestamps",
+        input=lines,
+    )
     assert res.exit_code == 0, res.stderr
     assert len(jsonl(res.stdout)) == 2000
     reading = oracle.read(java_oracle, 4, tmp_path / "s", conf, tmp_path / "oracle")
     oracle.assert_loads_as_rmqctl_reads(reading, tmp_path / "s", conf)
 
 
-GOOD = {"topic": "T", "queueId": 1, "flag": 2, "sysFlag": 0, "bornTimestamp": 5, "storeTimestamp": 6,
-        "bornHost": "1.2.3.4:5", "storeHost": "6.7.8.9:10", "properties": {"A": "b", "KEYS": "k1 k2"},
-        "bodyEncoding": "base64", "body": "aGVsbG8="}
+GOOD = {
+    "topic": "T",
+    "queueId": 1,
+    "flag": 2,
+    "sysFlag": 0,
+    "bornTimestamp": 5,
+    "storeTimestamp": 6,
+    "bornHost": "1.2.3.4:5",
+    "storeHost": "6.7.8.9:10",
+    "properties": {"A": "b", "KEYS": "k1 k2"},
+    "bodyEncoding": "base64",
+    "body": "aGVsbG8=",
+}
 TRICKY = [
-    '{"topic":"T"}', '{ "topic" : "T" , "body" : "x" }\r', '{"topic":"T","body":"aGk=","bodyEncoding":"base64"}',
-    '{"topic":"T","body":"aGk","bodyEncoding":"base64"}', '{"topic":"T","body":"aGl=","bodyEncoding":"base64"}',
-    '{"topic":"T","body":"a=Gk","bodyEncoding":"base64"}', '{"topic":"T","body":"aGk=","bodyEncoding":"hex"}',
-    '{"topic":"T","body":"x","bodyLength":1}', '{"topic":"T","body":"x","bodyLength":2}',
-    '{"topic":"T","bodyEncoding":"none"}', '{"topic":"T","queueId":01}', '{"topic":"T","queueId":1.0}',
-    '{"topic":"T","queueId":-0}', '{"topic":"T","queueId":true}', '{"topic":"T","queueId":"1"}',
-    '{"topic":"T","queueId":123456789012345678901}', '{"topic":"T","queueId":null,"storeHost":null}',
-    '{"topic":"T","topic":"U"}', '{"topic":"T\\u0041"}', '{"topic":"T","x":{"a":1}}', '{"topic":"T","x":[1]}',
-    '{"topic":"T","x":"\\ud800","y":-1.5e+3,"z":true,"w":false,"v":null}', '{"topic":"T","x":tru}',
-    '{"topic":"T","x":"\\q"}', '{"topic":"T",}', '{"topic":"T"} x', '{"topic":"T"', '{"topic":"T","x":1 2}',
-    '{"topic":"T","properties":{"A":"1","B":"2","A":"3"}}', '{"topic":"T","properties":{"A":"\\u0001"}}',
-    '{"topic":"T","properties":{"A\\n":"\\"q\\" \\\\ \\/ \\t"}}', '{"topic":"T","properties":{"A":1}}',
-    '{"topic":"T","properties":{"A":null}}', '{"topic":"T","properties":[]}', '{"topic":"T","properties":{}}',
+    '{"topic":"T"}',
+    '{ "topic" : "T" , "body" : "x" }\r',
+    '{"topic":"T","body":"aGk=","bodyEncoding":"base64"}',
+    '{"topic":"T","body":"aGk","bodyEncoding":"base64"}',
+    '{"topic":"T","body":"aGl=","bodyEncoding":"base64"}',
+    '{"topic":"T","body":"a=Gk","bodyEncoding":"base64"}',
+    '{"topic":"T","body":"aGk=","bodyEncoding":"hex"}',
+    '{"topic":"T","body":"x","bodyLength":1}',
+    '{"topic":"T","body":"x","bodyLength":2}',
+    '{"topic":"T","bodyEncoding":"none"}',
+    '{"topic":"T","queueId":01}',
+    '{"topic":"T","queueId":1.0}',
+    '{"topic":"T","queueId":-0}',
+    '{"topic":"T","queueId":true}',
+    '{"topic":"T","queueId":"1"}',
+    '{"topic":"T","queueId":123456789012345678901}',
+    '{"topic":"T","queueId":null,"storeHost":null}',
+    '{"topic":"T","topic":"U"}',
+    '{"topic":"T\\u0041"}',
+    '{"topic":"T","x":{"a":1}}',
+    '{"topic":"T","x":[1]}',
+    '{"topic":"T","x":"\\ud800","y":-1.5e+3,"z":true,"w":false,"v":null}',
+    '{"topic":"T","x":tru}',
+    '{"topic":"T","x":"\\q"}',
+    '{"topic":"T",}',
+    '{"topic":"T"} x',
+    '{"topic":"T"',
+    '{"topic":"T","x":1 2}',
+    '{"topic":"T","properties":{"A":"1","B":"2","A":"3"}}',
+    '{"topic":"T","properties":{"A":"\\u0001"}}',
+    '{"topic":"T","properties":{"A\\n":"\\"q\\" \\\\ \\/ \\t"}}',
+    '{"topic":"T","properties":{"A":1}}',
+    '{"topic":"T","properties":{"A":null}}',
+    '{"topic":"T","properties":[]}',
+    '{"topic":"T","properties":{}}',
     '{"topic":"T","properties":{"A":"1"},"propertiesString":"B\\u00012\\u0002"}',
-    '{"propertiesString":"B\\u00012","topic":"T","properties":{"A":"1"}}', '{"topic":"T","propertiesString":"\\u00e9"}',
-    '{"topic":"caf\u00e9"}', '{"topic":"T","body":"\u00e9"}', '{"topic":"T","body":"a\\u0000b"}', '{}', '[]', '1',
-    '{"topic":"T","body":"aGk=","bodyEncoding":"base64","bodyLength":2}', '{"topic":"T","bodyEncoding":"utf8","body":"x"}',
-    '{"topic":"T","bornHost":"[2001:db8::1]:9"}', '{"topic":"T","flag":-2147483649}', '\x0b{"topic":"T"}',
-    json.dumps(GOOD), json.dumps({**GOOD, "properties": {f"P{i}": str(i) for i in range(70)}}),
+    '{"propertiesString":"B\\u00012","topic":"T","properties":{"A":"1"}}',
+    '{"topic":"T","propertiesString":"\\u00e9"}',
+    '{"topic":"caf\u00e9"}',
+    '{"topic":"T","body":"\u00e9"}',
+    '{"topic":"T","body":"a\\u0000b"}',
+    "{}",
+    "[]",
+    "1",
+    '{"topic":"T","body":"aGk=","bodyEncoding":"base64","bodyLength":2}',
+    '{"topic":"T","bodyEncoding":"utf8","body":"x"}',
+    '{"topic":"T","bornHost":"[2001:db8::1]:9"}',
+    '{"topic":"T","flag":-2147483649}',
+    '\x0b{"topic":"T"}',
+    json.dumps(GOOD),
+    json.dumps({**GOOD, "properties": {f"P{i}": str(i) for i in range(70)}}),
 ]
 
 
@@ -184,8 +289,20 @@ def reference_row(line: str, version: int):
     from rmqctl.javacompat import encode_properties
 
     props = m.properties_string if m.properties_string is not None else encode_properties(m.properties, version >= 5)
-    return (m.topic, m.queue_id, m.flag, m.sys_flag, m.born_timestamp, m.store_timestamp, m.reconsume_times,
-            m.prepared_transaction_offset, m.born_host, m.store_host, m.body, props.encode("utf-8", "surrogatepass"))
+    return (
+        m.topic,
+        m.queue_id,
+        m.flag,
+        m.sys_flag,
+        m.born_timestamp,
+        m.store_timestamp,
+        m.reconsume_times,
+        m.prepared_transaction_offset,
+        m.born_host,
+        m.store_host,
+        m.body,
+        props.encode("utf-8", "surrogatepass"),
+    )
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -193,6 +310,7 @@ def reference_row(line: str, version: int):
 def test_the_kernel_reads_a_line_as_message_from_json_or_leaves_it(line, version):
     class Store:  # what parsed_lines asks of the appender
         pass
+
     app = Store()
     app.version = version
     data = line.encode("utf-8", "surrogatepass") + b"\n"
@@ -204,18 +322,29 @@ def test_the_kernel_reads_a_line_as_message_from_json_or_leaves_it(line, version
     assert want is not None, "the kernel took a line the per-message path refuses"
     assert lines == 1 and len(c) == 1
     t, born, store = c.ids[0]
-    got = (c.topics[t], int(c.queue_id[0]), int(c.flag[0]), int(c.sys_flag[0]),
-           int(c.born_ts[0]) if c.born_given[0] else None, int(c.store_ts[0]) if c.store_given[0] else None,
-           int(c.reconsume[0]), int(c.prepared[0]), c.hosts[born] if born >= 0 else None,
-           c.hosts[store] if store >= 0 else None, c.body[c.body_off[0]:c.body_off[1]].tobytes(),
-           c.props[c.props_off[0]:c.props_off[1]].tobytes())
+    got = (
+        c.topics[t],
+        int(c.queue_id[0]),
+        int(c.flag[0]),
+        int(c.sys_flag[0]),
+        int(c.born_ts[0]) if c.born_given[0] else None,
+        int(c.store_ts[0]) if c.store_given[0] else None,
+        int(c.reconsume[0]),
+        int(c.prepared[0]),
+        c.hosts[born] if born >= 0 else None,
+        c.hosts[store] if store >= 0 else None,
+        c.body[c.body_off[0] : c.body_off[1]].tobytes(),
+        c.props[c.props_off[0] : c.props_off[1]].tobytes(),
+    )
     assert got == want
 
 
 def test_the_kernel_takes_the_common_lines():
     """The lines a copy is made of are read column-wise, not left to the per-line path."""
+
     class Store:
         version = 5
+
     data = bench_lines(50, True) + json.dumps(GOOD).encode() + b"\n\n  \n"
     end, lines, c, stopped = parsed_lines(Store(), np.frombuffer(data, np.uint8), 0, len(data), 100, 1 << 20, True)
     assert (end, lines, len(c), stopped) == (len(data), 53, 51, False)
@@ -261,28 +390,67 @@ def test_blocks_parsed_ahead_write_what_the_per_message_path_writes_up_to_a_bad_
     for name, value in (("BATCH_BYTES", 4096), ("READ_CHUNK", 4096), ("BATCH_MESSAGES", 7)):
         monkeypatch.setattr(append_cmds, name, value)
     conf = broker_conf("a-basic")
-    lines = [json.dumps({"topic": f"J{i % 3}", "queueId": i % 2, "bornTimestamp": 1_700_000_000_000 + i,
-                         "storeTimestamp": 1_700_000_100_000 + i, "body": f"m{i}" * (i % 50)}) for i in range(600)]
+    lines = [
+        json.dumps(
+            {
+                "topic": f"J{i % 3}",
+                "queueId": i % 2,
+                "bornTimestamp": 1_700_000_000_000 + i,
+                "storeTimestamp": 1_700_000_100_000 + i,
+                "body": f"m{i}" * (i % 50),
+            }
+        )
+        for i in range(600)
+    ]
     for i in range(5, 600, 37):
         lines[i] = lines[i].replace('"topic": "J', '"topic": "\\u004a')  # the same topic, for the per-line path
     lines[450] = "{not json"
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
-    res = run("append", "--store", tmp_path / "ahead", "--broker-config", conf, "--create", "--keep-timestamps",
-              "--jsonl", tmp_path / "in.jsonl")
+    res = run(
+        "append",
+        "--store",
+        tmp_path / "ahead",
+        "--broker-config",
+        conf,
+        "--create",
+        "--keep-timestamps",
+        "--jsonl",
+        tmp_path / "in.jsonl",
+    )
     one_line_error(res, "in.jsonl: line 451: not valid JSON")
     before = "\n".join(lines[:450]).encode()
     assert res.stdout == one_by_one(tmp_path / "slow", conf, before, True)
     ahead, slow = store_files(tmp_path / "ahead"), store_files(tmp_path / "slow")
     assert {k: v for k, v in ahead.items() if not k.startswith("index/")} == {
-        k: v for k, v in slow.items() if not k.startswith("index/")}
+        k: v for k, v in slow.items() if not k.startswith("index/")
+    }
     # the index file is named when a commit first needs it: compared with the same commits over the good lines
-    whole = run("append", "--store", tmp_path / "whole", "--broker-config", conf, "--create", "--keep-timestamps",
-                "--jsonl", "-", input=before)
+    whole = run(
+        "append",
+        "--store",
+        tmp_path / "whole",
+        "--broker-config",
+        conf,
+        "--create",
+        "--keep-timestamps",
+        "--jsonl",
+        "-",
+        input=before,
+    )
     assert whole.stdout == res.stdout and store_files(tmp_path / "whole") == ahead
     pad = -(len(before) + 2) % 4096  # blanks, so that the input ends where a block does
     (tmp_path / "good.jsonl").write_bytes(before + b"\n" + b" " * pad + b"\n")
-    good = run("append", "--store", tmp_path / "good", "--broker-config", conf, "--create", "--keep-timestamps",
-               "--jsonl", tmp_path / "good.jsonl")
+    good = run(
+        "append",
+        "--store",
+        tmp_path / "good",
+        "--broker-config",
+        conf,
+        "--create",
+        "--keep-timestamps",
+        "--jsonl",
+        tmp_path / "good.jsonl",
+    )
     assert good.stdout == res.stdout and store_files(tmp_path / "good") == ahead
 
 
@@ -301,8 +469,11 @@ def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
     for name, every in (("bornHost", 3), ("queueId", 5), ("flag", 7), ("reconsumeTimes", 4)):
         values = table.column(name).to_pylist()
         i = table.schema.get_field_index(name)
-        table = table.set_column(i, name, pa.array([None if r % every == 1 else v for r, v in enumerate(values)],
-                                                   table.schema.field(name).type))
+        table = table.set_column(
+            i,
+            name,
+            pa.array([None if r % every == 1 else v for r, v in enumerate(values)], table.schema.field(name).type),
+        )
     batch = table.to_batches()[0]
     whole, part = arrow_columns(batch, True), arrow_columns(batch.slice(7, 100), True)
     for field in ("queue_id", "flag", "born_ts", "born_given", "store_ts", "store_given", "reconsume", "prepared"):
@@ -310,6 +481,7 @@ def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
 
     def named(c, rows):  # each row's topic and hosts (ids index each batch's own dictionaries)
         return [(c.topics[t], c.hosts[b] if b >= 0 else None, c.hosts[s] if s >= 0 else None) for t, b, s in rows]
+
     assert named(part, part.ids) == named(whole, whole.ids[7:107])
     assert sum(b < 0 for _, b, _ in whole.ids) == batch.column("bornHost").null_count > 0
     pq.write_table(table, tmp_path / "m.parquet", row_group_size=300)

@@ -1,5 +1,6 @@
 """The bad day: wrong targets, damage the broker keeps, short files, a verify that can go green again, and
 the small answers scripts branch on (issue 11). Every case runs on a copy of a real fixture store."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ def not_stores(tmp_path: Path, store: Path) -> dict[str, Path]:
     return {"empty": empty, "etc": etc_like, "commitlog": store / "commitlog", "bare": bare}
 
 
-@pytest.mark.parametrize("command", [["verify", "--quiet"], ["verify"], ["info"], ["clean", "--check"],
-                                     ["dump", "commitlog"], ["repair", "--dry-run"]])
+@pytest.mark.parametrize(
+    "command",
+    [["verify", "--quiet"], ["verify"], ["info"], ["clean", "--check"], ["dump", "commitlog"], ["repair", "--dry-run"]],
+)
 def test_a_directory_that_is_not_a_store_is_exit_2(tmp_path, store_copy, command):
     store = store_copy("a-basic")
     for name, path in not_stores(tmp_path, store).items():
@@ -62,13 +65,19 @@ def test_an_empty_store_is_sound_and_said_to_be_empty(store_copy):
 def test_append_to_a_misspelt_store_creates_nothing(tmp_path, store_copy):
     store = store_copy("a-basic")
     typo = store.parent / "stroe"
-    one_line_error(run("append", "--store", typo, "--broker-config", A_CONF, "--topic", "TopicTest", "--body", "x"),
-                    "does not exist", "--create")
+    one_line_error(
+        run("append", "--store", typo, "--broker-config", A_CONF, "--topic", "TopicTest", "--body", "x"),
+        "does not exist",
+        "--create",
+    )
     assert not typo.exists()
     etc_like = not_stores(tmp_path, store)["etc"]
     before = sorted(p.name for p in etc_like.iterdir())
-    one_line_error(run("append", "--store", etc_like, "--broker-config", A_CONF, "--topic", "T", "--body", "x"),
-                    "not a RocketMQ store root", "--create")
+    one_line_error(
+        run("append", "--store", etc_like, "--broker-config", A_CONF, "--topic", "T", "--body", "x"),
+        "not a RocketMQ store root",
+        "--create",
+    )
     assert sorted(p.name for p in etc_like.iterdir()) == before  # no lock file either
 
 
@@ -86,13 +95,16 @@ def test_append_creates_a_store_only_when_asked_or_into_an_empty_directory(tmp_p
 
 def test_a_failed_append_takes_away_the_store_it_made(tmp_path):
     new = tmp_path / "new"
-    one_line_error(run("append", "--store", new, "--broker-config", A_CONF, "--create", "--topic", "bad topic!",
-                        "--body", "x"), "topic")
+    one_line_error(
+        run("append", "--store", new, "--broker-config", A_CONF, "--create", "--topic", "bad topic!", "--body", "x"),
+        "topic",
+    )
     assert not new.exists()
     empty = tmp_path / "empty"
     empty.mkdir()
-    one_line_error(run("append", "--store", empty, "--broker-config", A_CONF, "--topic", "bad topic!", "--body", "x"),
-                    "topic")
+    one_line_error(
+        run("append", "--store", empty, "--broker-config", A_CONF, "--topic", "bad topic!", "--body", "x"), "topic"
+    )
     assert list(empty.iterdir()) == []
 
 
@@ -127,20 +139,37 @@ def test_repair_keeps_the_damage_the_broker_keeps_and_says_so(store_copy):
     rows = jsonl(res.stdout)
     kept = {(r["target"], r["commitLogOffset"]) for r in rows if r["action"] == "not-cut"}
     assert ("consumequeue/TopicTest/1/00000000000000000000", FLIPPED) in kept
-    assert {r["detail"].split(":")[0] for r in rows if r["action"] == "not-cut"} >= {"queue-offset", "cq-entry-mismatch"}
+    assert {r["detail"].split(":")[0] for r in rows if r["action"] == "not-cut"} >= {
+        "queue-offset",
+        "cq-entry-mismatch",
+    }
     assert all("--scan-all" in r["detail"] for r in rows if r["action"] == "not-cut")
     # what RocketMQ's recovery keeps: every record but the torn one, every consumequeue unit before it
-    got = jsonl(run("dump", "commitlog", "--store", store, "--broker-config", D_CONF, "--body", "none",
-                    "--format", "jsonl").stdout)
-    assert [m["commitLogOffset"] for m in got] == [w["commitLogOffset"] for w in truth("d-crashed", "truth-recovered-messages.jsonl")]
+    got = jsonl(
+        run(
+            "dump", "commitlog", "--store", store, "--broker-config", D_CONF, "--body", "none", "--format", "jsonl"
+        ).stdout
+    )
+    assert [m["commitLogOffset"] for m in got] == [
+        w["commitLogOffset"] for w in truth("d-crashed", "truth-recovered-messages.jsonl")
+    ]
     assert next(m for m in got if m["commitLogOffset"] == FLIPPED)["queueId"] == 3  # kept as it is
     want = truth("d-crashed", "truth-recovered-consumequeue.jsonl")
     have = []
     for topic, qid in sorted({(w["topic"], w["queueId"]) for w in want}):
-        units = jsonl(run("dump", "consumequeue", topic, qid, "--store", store, "--broker-config", D_CONF,
-                          "--format", "jsonl").stdout)
-        have += [{"topic": topic, "queueId": qid, **{k: u[k] for k in ("queueOffset", "commitLogOffset", "size", "tagsCode")}}
-                 for u in units]
+        units = jsonl(
+            run(
+                "dump", "consumequeue", topic, qid, "--store", store, "--broker-config", D_CONF, "--format", "jsonl"
+            ).stdout
+        )
+        have += [
+            {
+                "topic": topic,
+                "queueId": qid,
+                **{k: u[k] for k in ("queueOffset", "commitLogOffset", "size", "tagsCode")},
+            }
+            for u in units
+        ]
     key = lambda u: (u["topic"], u["queueId"], u["queueOffset"])
     assert sorted(have, key=key) == sorted(want, key=key)
     assert not (store / "abort").exists()
@@ -199,8 +228,9 @@ def test_a_zero_length_last_commitlog_file_is_removed(store_copy):
     rows = repair_rows(store, A_CONF)
     assert [(r["action"], r["target"]) for r in rows] == [("remove", f"commitlog/{empty.name}")]
     assert not empty.exists()
-    assert {k: v for k, v in tree(store).items() if not k.startswith(".rmqctl-backup-")} == \
-        {k: v for k, v in before.items() if k != f"commitlog/{empty.name}"}
+    assert {k: v for k, v in tree(store).items() if not k.startswith(".rmqctl-backup-")} == {
+        k: v for k, v in before.items() if k != f"commitlog/{empty.name}"
+    }
     assert run("verify", "--quiet", "--store", store, "--broker-config", A_CONF).exit_code == 0
 
 
@@ -226,8 +256,10 @@ def test_short_consumequeue_and_index_files_are_padded(store_copy):
     units = queue.read_bytes()[:40]
     entries = index.read_bytes()
     rows = repair_rows(store, A_CONF)
-    assert {(r["action"], r["target"]) for r in rows} >= {("pad", f"consumequeue/TopicTest/0/{queue.name}"),
-                                                         ("pad", f"index/{index.name}")}
+    assert {(r["action"], r["target"]) for r in rows} >= {
+        ("pad", f"consumequeue/TopicTest/0/{queue.name}"),
+        ("pad", f"index/{index.name}"),
+    }
     assert queue.read_bytes() == units + bytes(1280 - 40)
     assert index.read_bytes() == entries + bytes(10680 - len(entries))
     # the units lost with the file's end stay missing, as they were: rebuild consumequeue puts them back
@@ -255,10 +287,26 @@ def test_ctrl_c_exits_130_not_1(store_copy):
     from rmqctl.store import Store
 
     store = store_copy("a-basic")
-    proc = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--jsonl", "-", "--store", str(store),
-                             "--broker-config", str(A_CONF)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "append",
+            "--jsonl",
+            "-",
+            "--store",
+            str(store),
+            "--broker-config",
+            str(A_CONF),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     s = Store(store, load_config(A_CONF))
     deadline = time.monotonic() + 600  # a last guard, far above a start whose kernels compile on a busy machine
     while s.lock_holder() != proc.pid and proc.poll() is None:
@@ -289,14 +337,29 @@ def test_query_key_says_nothing_found_with_exit_1_when_asked():
     res = run(*base, "--exit-status")
     assert res.exit_code == 1 and res.stdout == "" and "no message of TopicTest with key NO-SUCH-KEY" in res.stderr
     hit = truth("a-basic", "truth-messages.jsonl")[0]
-    assert run("query", "key", hit["topic"], hit["uniqKey"], "--store", A_STORE, "--broker-config", A_CONF,
-               "--exit-status").exit_code == 0
+    assert (
+        run(
+            "query", "key", hit["topic"], hit["uniqKey"], "--store", A_STORE, "--broker-config", A_CONF, "--exit-status"
+        ).exit_code
+        == 0
+    )
 
 
 def test_dump_consumequeue_resolve_exits_1_on_an_entry_that_does_not_resolve(store_copy):
     store = crashed_with_a_flipped_queue_id(store_copy)
-    res = run("dump", "consumequeue", "TopicTest", 1, "--resolve", "--store", store, "--broker-config", D_CONF,
-              "--format", "jsonl")
+    res = run(
+        "dump",
+        "consumequeue",
+        "TopicTest",
+        1,
+        "--resolve",
+        "--store",
+        store,
+        "--broker-config",
+        D_CONF,
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 1, res.stderr
     assert [r["queueOffset"] for r in jsonl(res.stdout) if r["ok"] is False] == [1]
     assert "first at queue offset 1" in res.stderr
@@ -339,8 +402,10 @@ def test_offsets_are_worded_one_way(store_copy):
         s.read_message(5)
     assert str(e.value).startswith(f"position 5 in {s.commitlog.files[0].path}: no record starts at commitlog offset 5")
     store = store_copy("d-crashed")
-    line = one_line_error(run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
-                           "torn or garbage tail")
+    line = one_line_error(
+        run("append", "--store", store, "--broker-config", D_CONF, "--topic", "T", "--body", "x"),
+        "torn or garbage tail",
+    )
     assert "00000000000000720896 at commitlog offset 782999: " in line
 
 
@@ -406,8 +471,11 @@ def test_restore_puts_back_what_repair_and_rebuild_replaced(store_copy):
     shutil.rmtree(store / "consumequeue")
     gone = live(store)
     assert run("rebuild", "consumequeue", "--store", store, "--broker-config", D_CONF).exit_code == 0
-    rebuilt = [b for b in jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
-               if b["command"] == "rebuild consumequeue"]
+    rebuilt = [
+        b
+        for b in jsonl(run("restore", "--store", store, "--format", "jsonl").stdout)
+        if b["command"] == "rebuild consumequeue"
+    ]
     assert run("restore", rebuilt[0]["backup"], "--store", store).exit_code == 0
     assert live(store) == gone
 

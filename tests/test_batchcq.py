@@ -1,6 +1,7 @@
 """BatchConsumeQueue (rmqctl.batchcq) on j-batchcq, a store RocketMQ 5.3.3 wrote with a BatchCQ topic: dump against
 the truth RocketMQ read back, verify's unit checks on the real units and on damaged copies, and `rebuild
 consumequeue` writing the broker's bytes, which RocketMQ 5.3.3 then loads."""
+
 from __future__ import annotations
 
 import json
@@ -31,23 +32,48 @@ def test_the_store_model_finds_the_batchcq_queues_and_their_offsets():
     store = Store(STORE, load_config(CONF))
     assert batch_topics(store) == {"BatchTopic"}
     summary = json.loads((FIXTURES / NAME / "truth-summary.json").read_text())
-    want = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in summary["consumeQueues"]
-            if q["cqType"] == "BatchCQ"}
+    want = {
+        (q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"])
+        for q in summary["consumeQueues"]
+        if q["cqType"] == "BatchCQ"
+    }
     assert {(q.topic, q.queue_id): q.offset_range() for q in batch_consume_queues(store)} == want
 
 
 @pytest.mark.parametrize("queue_id", [0, 1])
 def test_dump_batchconsumequeue_matches_what_rocketmq_read(queue_id):
-    res = run("dump", "batchconsumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve")
+    res = run(
+        "dump", "batchconsumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve"
+    )
     assert res.exit_code == 0, res.stderr
     rows = jsonl(res.stdout)
     want = truth_units("BatchTopic", queue_id)
     assert len(rows) == len(want) > 100
     for row, t in zip(rows, want):
         assert (row["file"], row["position"]) == (t["cqFile"], t["filePosition"])
-        assert {k: row[k] for k in ("commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset",
-                                    "compactedOffset", "reserved")} == {k: t[k] for k in (
-            "commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "compactedOffset", "reserved")}
+        assert {
+            k: row[k]
+            for k in (
+                "commitLogOffset",
+                "size",
+                "tagsCode",
+                "storeTime",
+                "msgBaseOffset",
+                "compactedOffset",
+                "reserved",
+            )
+        } == {
+            k: t[k]
+            for k in (
+                "commitLogOffset",
+                "size",
+                "tagsCode",
+                "storeTime",
+                "msgBaseOffset",
+                "compactedOffset",
+                "reserved",
+            )
+        }
         assert row["batchSize"] == t["batchNum"] and row["ok"] is True
     assert any(r["batchSize"] > 1 for r in rows)  # inner batches: a unit covers several queue offsets
 
@@ -56,7 +82,9 @@ def test_dump_consumequeue_of_a_batchcq_topic_reads_its_batch_queue_as_rocketmq_
     """A consumer's view: `dump consumequeue` of a BatchCQ topic gives its units with the broker's CqUnit names
     (queueOffset = msgBaseOffset, batchNum), as RocketMQ's ConsumeQueueInterface read them."""
     for queue_id in (0, 1):
-        res = run("dump", "consumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve")
+        res = run(
+            "dump", "consumequeue", "BatchTopic", queue_id, "--store", STORE, "--broker-config", CONF, "--resolve"
+        )
         assert res.exit_code == 0, res.stderr
         fields = ("commitLogOffset", "size", "tagsCode", "msgBaseOffset", "batchNum")
         got = [tuple(r[k] for k in fields) for r in jsonl(res.stdout)]
@@ -91,11 +119,21 @@ def test_verify_checks_each_unit_against_its_record(store_copy):
     assert res.exit_code == 1
     assert found == [
         ("bcq-unit-mismatch", 92, 12255, "BatchTopic/0 unit at msgBaseOffset 3: size 999, the record's 712"),
-        ("bcq-offset-gap", 230, 14020, "BatchTopic/0: msgBaseOffset 77 where the previous unit's batch ends at 6: "
-                                       "consumers cannot read the queue offsets between"),
+        (
+            "bcq-offset-gap",
+            230,
+            14020,
+            "BatchTopic/0: msgBaseOffset 77 where the previous unit's batch ends at 6: "
+            "consumers cannot read the queue offsets between",
+        ),
         ("bcq-unit-mismatch", 230, 14020, "BatchTopic/0 unit at msgBaseOffset 77: msgBaseOffset 77, the record's 6"),
-        ("bcq-offset-gap", 276, 14493, "BatchTopic/0: msgBaseOffset 7 where the previous unit's batch ends at 78: "
-                                       "consumers cannot read the queue offsets between"),
+        (
+            "bcq-offset-gap",
+            276,
+            14493,
+            "BatchTopic/0: msgBaseOffset 7 where the previous unit's batch ends at 78: "
+            "consumers cannot read the queue offsets between",
+        ),
     ]
 
 
@@ -107,9 +145,15 @@ def test_verify_finds_records_without_a_unit(store_copy):
     patch(path, pos, bytes(2 * S.BCQ_UNIT_SIZE))
     res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
     found = [(f["kind"], f["severity"], f["commitLogOffset"], f["detail"]) for f in jsonl(res.stdout)]
-    assert found == [("bcq-missing-units", "error", 477994,
-                      "BatchTopic/1: 2 dispatched record(s) have no batchconsumequeue unit (commitlog offsets "
-                      "477994..478468); the broker will not dispatch them again: consumers never see them")]
+    assert found == [
+        (
+            "bcq-missing-units",
+            "error",
+            477994,
+            "BatchTopic/1: 2 dispatched record(s) have no batchconsumequeue unit (commitlog offsets "
+            "477994..478468); the broker will not dispatch them again: consumers never see them",
+        )
+    ]
 
 
 def rebuilt_copy(store_copy):
@@ -138,17 +182,25 @@ def test_rebuild_writes_the_brokers_bytes(store_copy):
 def test_rocketmq_533_loads_the_rebuilt_store(store_copy, java_oracle, tmp_path):
     root = rebuilt_copy(store_copy)
     out = tmp_path / "read5"
-    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
-                          capture_output=True, text=True, env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1",
-                                                               "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        text=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
     summary = json.loads((out / "recovered-summary.json").read_text())
     assert problems(summary) == {}, proc.stdout[-2000:]
     read = [json.loads(line) for line in (out / "messages-read.jsonl").read_text().splitlines()]
     for queue_id in (0, 1):
-        got = [(r["commitLogOffset"], r["size"], r["tagsCode"], r["batchNum"], r["msgBaseOffset"])
-               for r in read if (r["topic"], r["queueId"], r.get("cqType")) == ("BatchTopic", queue_id, "BatchCQ")]
-        want = [(t["commitLogOffset"], t["size"], t["tagsCode"], t["batchNum"], t["msgBaseOffset"])
-                for t in truth_units("BatchTopic", queue_id)]
+        got = [
+            (r["commitLogOffset"], r["size"], r["tagsCode"], r["batchNum"], r["msgBaseOffset"])
+            for r in read
+            if (r["topic"], r["queueId"], r.get("cqType")) == ("BatchTopic", queue_id, "BatchCQ")
+        ]
+        want = [
+            (t["commitLogOffset"], t["size"], t["tagsCode"], t["batchNum"], t["msgBaseOffset"])
+            for t in truth_units("BatchTopic", queue_id)
+        ]
         assert got == want
 
 
@@ -158,8 +210,10 @@ def test_append_refuses_a_batchcq_topic_and_keeps_its_queues(store_copy):
     root = store_copy(NAME)
     refused = run("append", "--store", root, "--broker-config", CONF, "--topic", "BatchTopic", "--body", "x")
     assert refused.exit_code == 2 and refused.stdout == ""
-    assert refused.stderr == ("rmqctl: topic 'BatchTopic' is a BatchCQ topic (queue.type=BatchCQ): its queue offsets "
-                              "are the broker's batch offsets, which rmqctl does not assign; nothing was appended\n")
+    assert refused.stderr == (
+        "rmqctl: topic 'BatchTopic' is a BatchCQ topic (queue.type=BatchCQ): its queue offsets "
+        "are the broker's batch offsets, which rmqctl does not assign; nothing was appended\n"
+    )
     ok = run("append", "--store", root, "--broker-config", CONF, "--topic", "PlainTopic", "--body", "x")
     assert ok.exit_code == 0, ok.stderr
     assert files_of(root, "batchconsumequeue") == files_of(STORE, "batchconsumequeue")
@@ -173,8 +227,11 @@ def test_append_catches_up_a_batchcq_queue_into_its_own_files(store_copy):
     root = store_copy(NAME)
     store = Store(root, load_config(CONF))
     # the units of the last three records of the BatchCQ queue that ends last, and of every record after them
-    cut = max(int(arr[:written]["commitLogOffset"][-3]) for q in batch_consume_queues(store)
-              for _, written, arr in list(q.units())[-1:])
+    cut = max(
+        int(arr[:written]["commitLogOffset"][-3])
+        for q in batch_consume_queues(store)
+        for _, written, arr in list(q.units())[-1:]
+    )
     zeroed = 0
     for part, dtype in (("consumequeue", S.CQ_DTYPE), ("batchconsumequeue", S.BCQ_DTYPE)):
         for f in (p for p in (root / part).rglob("*") if p.is_file()):
@@ -193,14 +250,19 @@ def test_append_catches_up_a_batchcq_queue_into_its_own_files(store_copy):
 
 def test_consumers_read_batchcq_queues_in_queue_offsets(store_copy):
     root = store_copy(NAME)
-    (root / "config" / "consumerOffset.json").write_text(json.dumps(
-        {"offsetTable": {"BatchTopic@g1": {"0": 2, "1": 322}}}))
+    (root / "config" / "consumerOffset.json").write_text(
+        json.dumps({"offsetTable": {"BatchTopic@g1": {"0": 2, "1": 322}}})
+    )
     res = run("consumers", "--store", root, "--broker-config", CONF, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     rows = {r["queueId"]: r for r in jsonl(res.stdout)}
     # offset 2 is the second message of the inner batch at 8935 (msgBaseOffset 1, batchSize 2)
-    assert (rows[0]["minOffset"], rows[0]["maxOffset"], rows[0]["lag"], rows[0]["oldestUnconsumed"]) == \
-        (0, 436, 434, truth_units("BatchTopic", 0)[1]["storeTime"])
+    assert (rows[0]["minOffset"], rows[0]["maxOffset"], rows[0]["lag"], rows[0]["oldestUnconsumed"]) == (
+        0,
+        436,
+        434,
+        truth_units("BatchTopic", 0)[1]["storeTime"],
+    )
     assert (rows[1]["lag"], rows[1]["oldestUnconsumed"], rows[1]["status"]) == (0, None, "ok")
 
 
@@ -221,10 +283,17 @@ def test_binary_search_right_is_rocketmqs(java_oracle):
         for f, written, arr in q.units():
             for t in sorted({int(t) + d for t in arr["storeTime"][:written] for d in (-1, 0, 1)}):
                 asked.append(f"{f.path} {written} {t}")
-                got.append(tuple(binary_search_right(arr["storeTime"], 0, written - 1, t, b) for b in ("lower", "upper")))
+                got.append(
+                    tuple(binary_search_right(arr["storeTime"], 0, written - 1, t, b) for b in ("lower", "upper"))
+                )
     harness = Path(__file__).parent / "java" / "BcqSearch.java"
-    java = subprocess.run(["java", "-cp", oracle_classpath(java_oracle), str(harness)], input="\n".join(asked) + "\n",
-                          capture_output=True, text=True, check=True)
+    java = subprocess.run(
+        ["java", "-cp", oracle_classpath(java_oracle), str(harness)],
+        input="\n".join(asked) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     want = [tuple(int(x) for x in line.split()) for line in java.stdout.splitlines()]
     assert len(got) > 300 and got == want
     assert any(upper == -1 for _, upper in got)  # the broker's UPPER between two units' times
@@ -237,18 +306,33 @@ def test_offset_by_time_on_a_batchcq_queue():
     assert (at(first["storeTime"] - 1000)["queueOffset"], at(second["storeTime"])["queueOffset"]) == (0, 1)
     row = at(second["storeTime"] + 1)
     assert (row["queueOffset"], row["rule"]) == (3, "5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.LOWER")
-    assert at(10 ** 13)["queueOffset"] == 435  # past the last unit: its msgBaseOffset (the batch at 435)
+    assert at(10**13)["queueOffset"] == 435  # past the last unit: its msgBaseOffset (the batch at 435)
     four = run("offset-by-time", "BatchTopic", "0", "0", "--store", STORE, "--rocketmq-version", "4")
     assert four.exit_code == 2 and "a BatchConsumeQueue is 5.x's" in four.stderr
 
 
 def test_locate_a_queue_offset_inside_an_inner_batch():
     res = run("locate", "2", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
-    assert jsonl(res.stdout) == [{
-        "topic": "BatchTopic", "queueId": 0, "queueOffset": 2, "file": "00000000000000000000", "fileFromOffset": 0,
-        "position": 46, "exists": True, "commitLogOffset": 8935, "size": 1303, "tagsCode": 0,
-        "storeTime": 1795867584837, "msgBaseOffset": 1, "batchSize": 2, "compactedOffset": -1, "reserved": 0,
-        "indexInBatch": 1}]
+    assert jsonl(res.stdout) == [
+        {
+            "topic": "BatchTopic",
+            "queueId": 0,
+            "queueOffset": 2,
+            "file": "00000000000000000000",
+            "fileFromOffset": 0,
+            "position": 46,
+            "exists": True,
+            "commitLogOffset": 8935,
+            "size": 1303,
+            "tagsCode": 0,
+            "storeTime": 1795867584837,
+            "msgBaseOffset": 1,
+            "batchSize": 2,
+            "compactedOffset": -1,
+            "reserved": 0,
+            "indexInBatch": 1,
+        }
+    ]
     past = run("locate", "436", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
     assert jsonl(past.stdout) == [{"topic": "BatchTopic", "queueId": 0, "queueOffset": 436, "exists": False}]
 
@@ -261,8 +345,11 @@ def test_the_spark_source_reads_every_unit():
     rows = spark.read.format("rocketmq-batchconsumequeue").option("brokerConfig", str(CONF)).load(str(STORE)).collect()
     fields = ("topic", "queueId", "commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset")
     got = sorted((*(r[f] for f in fields), r.batchSize, r.file, r.position) for r in rows)
-    want = sorted((*(t[f] for f in fields), t["batchNum"], t["cqFile"], t["filePosition"])
-                  for t in truth(NAME, "truth-consumequeue.jsonl") if t["topic"] == "BatchTopic")
+    want = sorted(
+        (*(t[f] for f in fields), t["batchNum"], t["cqFile"], t["filePosition"])
+        for t in truth(NAME, "truth-consumequeue.jsonl")
+        if t["topic"] == "BatchTopic"
+    )
     assert got == want and len(got) == 383
 
 

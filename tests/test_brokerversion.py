@@ -1,6 +1,7 @@
 """Which RocketMQ owns a store (rmqctl.brokerversion): read from the fixtures RocketMQ 4.9.7 and 5.3.3 wrote, the
 newest evidence winning, the operator's word overriding, one stderr line when nothing tells; and the rules that
 follow it (offset-by-time, clean, 5.5.0's abnormal recovery)."""
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,28 @@ from rmqctl.store import Store
 
 from conftest import FIXTURES, broker_conf, jsonl, patch, run
 
-ROCKETMQ_FIXTURES = ["a-basic", "b-mixed", "c-v5-features", "d-crashed", "e-dledger", "f-timer5", "i-rocksdb-cq",
-                     "j-batchcq", "k-combine-cq"]
-ASSUMED_NOTE = ("rmqctl: note: nothing in the store tells which RocketMQ wrote it; assuming RocketMQ 5.x rules (say "
-                "--rocketmq-version 4, 5 or 5.5 if the store's broker is another)\n")
+ROCKETMQ_FIXTURES = [
+    "a-basic",
+    "b-mixed",
+    "c-v5-features",
+    "d-crashed",
+    "e-dledger",
+    "f-timer5",
+    "i-rocksdb-cq",
+    "j-batchcq",
+    "k-combine-cq",
+]
+ASSUMED_NOTE = (
+    "rmqctl: note: nothing in the store tells which RocketMQ wrote it; assuming RocketMQ 5.x rules (say "
+    "--rocketmq-version 4, 5 or 5.5 if the store's broker is another)\n"
+)
 
 
 def writer_major(name: str) -> int:
     """4 for the fixtures RocketMQ 4.9.7 wrote, else 5 (5.3.3 and a develop snapshot)."""
-    return 4 if json.loads((FIXTURES / name / "truth-summary.json").read_text())["rocketmqVersion"].startswith("4.") else 5
+    return (
+        4 if json.loads((FIXTURES / name / "truth-summary.json").read_text())["rocketmqVersion"].startswith("4.") else 5
+    )
 
 
 @pytest.mark.parametrize("name", ROCKETMQ_FIXTURES)
@@ -44,7 +58,10 @@ def test_the_newest_evidence_wins(store_copy):
     (root / "abort").write_text("")  # 4.9's abort file is empty: it tells nothing
     assert Store(root).version.label == "4.x"
     (root / "RocksDBMessageStore").mkdir()
-    assert (Store(root).version.label, Store(root).version.evidence) == ("5.4+", "RocksDBMessageStore in the store root")
+    assert (Store(root).version.label, Store(root).version.evidence) == (
+        "5.4+",
+        "RocksDBMessageStore in the store root",
+    )
     with open(root / "checkpoint", "r+b") as f:  # a 5.1.1+ broker's confirmPhyOffset
         f.seek(32)
         f.write(S.INT64.pack(1234))
@@ -75,10 +92,15 @@ def test_an_assumed_version_is_said_once_on_stderr_and_shown_in_info(tmp_path):
     res = run("info", "--store", root, "--format", "json")
     assert res.exit_code == 0 and res.stderr == ASSUMED_NOTE
     assert json.loads(res.stdout)["brokerVersion"] == {
-        "version": "5.x", "evidence": "nothing in the store tells which RocketMQ wrote it", "assumed": True}
+        "version": "5.x",
+        "evidence": "nothing in the store tells which RocketMQ wrote it",
+        "assumed": True,
+    }
     table = run("info", "--store", root, "--format", "table")
-    assert ("version    RocketMQ 5.x rules (assumed: nothing in the store tells which RocketMQ wrote it)"
-            in table.stdout.splitlines())
+    assert (
+        "version    RocketMQ 5.x rules (assumed: nothing in the store tells which RocketMQ wrote it)"
+        in table.stdout.splitlines()
+    )
     told = run("info", "--store", root, "--format", "json", "--rocketmq-version", "4")
     assert told.stderr == "" and json.loads(told.stdout)["brokerVersion"]["version"] == "4.x"
     assert run("clean", "--store", root, "--quiet").stderr == ""  # --quiet: nothing but errors
@@ -98,8 +120,12 @@ def test_offset_by_time_on_a_49_store_applies_49s_rule_by_default(store_copy):
     for f in queue.iterdir():  # files modified long after every message: the first file is picked
         os.utime(f, (2_000_000_000, 2_000_000_000))
     rows = jsonl(run("offset-by-time", "TopicTest", "0", "1795314214300", "--store", root).stdout)
-    told = jsonl(run("offset-by-time", "TopicTest", "0", "1795314214300", "--store", root, "--rocketmq-version", "4").stdout)
-    five = jsonl(run("offset-by-time", "TopicTest", "0", "1795314214300", "--store", root, "--rocketmq-version", "5").stdout)
+    told = jsonl(
+        run("offset-by-time", "TopicTest", "0", "1795314214300", "--store", root, "--rocketmq-version", "4").stdout
+    )
+    five = jsonl(
+        run("offset-by-time", "TopicTest", "0", "1795314214300", "--store", root, "--rocketmq-version", "5").stdout
+    )
     assert rows == told and rows[0]["rule"].startswith("4.9 ")
     assert five[0]["rule"].startswith("5.x ") and five[0]["queueOffset"] != rows[0]["queueOffset"]
 
@@ -125,7 +151,9 @@ def test_55_abnormal_recovery_stops_at_a_record_out_of_place(store_copy):
     (root / "abort").write_text("4242")
     conf = broker_conf("c-v5-features")
     for version, stops in (("5", False), ("5.5", True)):
-        res = run("verify", "--store", root, "--broker-config", conf, "--rocketmq-version", version, "--format", "jsonl")
+        res = run(
+            "verify", "--store", root, "--broker-config", conf, "--rocketmq-version", version, "--format", "jsonl"
+        )
         found = [f for f in jsonl(res.stdout) if f["kind"] == "physical-offset"]
         assert len(found) == 1 and res.exit_code == 1
         assert ("stops at this one: it truncates the commitlog at" in found[0]["detail"]) == stops, found[0]["detail"]

@@ -1,6 +1,7 @@
 """`clean` against the broker's own cleaner: a real 32 MiB tmpfs per test holding a copy of a-basic with chosen
 commitlog ages and ballast, replaying what RocketMQ 4.9.7 deleted pass by pass (clean-truth/*.json), then the
 4.9 / 5.x rule differences, durability under SIGKILL, the lock and --protect-unconsumed."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -36,6 +37,7 @@ REF = dt.datetime(2026, 11, 22, 3, 13, 0, tzinfo=dt.timezone.utc)  # local hour 
 
 
 # -- the setup of clean-truth/README.md --------------------------------------------------------------------
+
 
 @pytest.fixture
 def tmpfs(tmp_path):
@@ -78,8 +80,9 @@ def ballast_for(target: float) -> int:
 
 
 def clean(store: Path, *args, version: str = "5", at: dt.datetime = REF):
-    res = run("clean", "--store", store, "--broker-config", CONF, "--rocketmq-version", version,
-              "--at", at.isoformat(), *args)
+    res = run(
+        "clean", "--store", store, "--broker-config", CONF, "--rocketmq-version", version, "--at", at.isoformat(), *args
+    )
     assert "Traceback" not in res.stderr
     return res
 
@@ -97,17 +100,24 @@ def names(files: list[str]) -> list[str]:
 
 def listing(store: Path) -> dict[str, list[str]]:
     cq = store / "consumequeue"
-    return {"commitlog": sorted(p.name for p in (store / "commitlog").iterdir()),
-            "consumequeue": sorted(str(p.relative_to(cq)) for p in cq.rglob("*") if p.is_file()),
-            "index": sorted(p.name for p in (store / "index").iterdir())}
+    return {
+        "commitlog": sorted(p.name for p in (store / "commitlog").iterdir()),
+        "consumequeue": sorted(str(p.relative_to(cq)) for p in cq.rglob("*") if p.is_file()),
+        "index": sorted(p.name for p in (store / "index").iterdir()),
+    }
 
 
 # -- invariants the broker needs to load the store -----------------------------------------------------------
 
-ORIGINAL_CQ = {(r["topic"], r["queueId"], r["queueOffset"]): r["commitLogOffset"] for r in truth("a-basic", "truth-consumequeue.jsonl")}
+ORIGINAL_CQ = {
+    (r["topic"], r["queueId"], r["queueOffset"]): r["commitLogOffset"]
+    for r in truth("a-basic", "truth-consumequeue.jsonl")
+}
 ORIGINAL = listing(FIXTURES / "a-basic" / "store")
-INDEX_END = {name: end for name, _, end in
-             json.loads((TRUTH / "F1-age.json").read_text())["loadStart"]["stateAfterStart"]["indexFiles"]}
+INDEX_END = {
+    name: end
+    for name, _, end in json.loads((TRUTH / "F1-age.json").read_text())["loadStart"]["stateAfterStart"]["indexFiles"]
+}
 
 
 def cq_last_unit(rel: str) -> int:
@@ -122,7 +132,7 @@ def assert_loadable(store: Path):
     suffix; anything gone lies wholly below the new minimum offset."""
     now = listing(store)
     cl = now["commitlog"]
-    assert cl and cl == ORIGINAL["commitlog"][-len(cl):], "commitlog files are not a contiguous suffix"
+    assert cl and cl == ORIGINAL["commitlog"][-len(cl) :], "commitlog files are not a contiguous suffix"
     assert all((store / "commitlog" / n).stat().st_size == CL_SIZE for n in cl)
     min_off = int(cl[0])
     by_queue: dict[str, list[str]] = {}
@@ -130,11 +140,11 @@ def assert_loadable(store: Path):
         by_queue.setdefault(rel.rsplit("/", 1)[0], []).append(rel)
     for queue, files in by_queue.items():
         left = [f for f in files if f in now["consumequeue"]]
-        assert left and left == files[-len(left):], f"{queue}: consumequeue files are not a contiguous suffix"
+        assert left and left == files[-len(left) :], f"{queue}: consumequeue files are not a contiguous suffix"
         for gone in files[: len(files) - len(left)]:
             assert cq_last_unit(gone) < min_off, f"{gone} deleted though it points at or above {min_off}"
     idx = now["index"]
-    assert idx and idx == ORIGINAL["index"][-len(idx):]
+    assert idx and idx == ORIGINAL["index"][-len(idx) :]
     for gone in ORIGINAL["index"][: len(ORIGINAL["index"]) - len(idx)]:
         assert INDEX_END[gone] < min_off
     res = run("verify", "--store", store, "--broker-config", CONF)
@@ -145,6 +155,7 @@ def assert_loadable(store: Path):
 
 # -- 1. the five recorded scenarios, pass by pass ---------------------------------------------------------------
 
+
 def scenario_setup(tmpfs: Path, name: str):
     t = json.loads((TRUTH / f"{name}.json").read_text())
     ref = dt.datetime.fromisoformat(t["setup"]["referenceTimeUtc"].replace("Z", "+00:00"))
@@ -152,9 +163,17 @@ def scenario_setup(tmpfs: Path, name: str):
     store = make_store(tmpfs, ages, t["setup"]["ballastBytes"] // 4096, now=ref)
     assert used_pages(tmpfs) * 4096 == t["setup"]["usageAfterSetup"]["usedBytes"]
     b = t["brokerSettings"]
-    args = ["--delete-when", b["deleteWhen"], "--file-reserved-time", str(b["fileReservedTime"]),
-            "--disk-max-used-space-ratio", str(b["diskMaxUsedSpaceRatio"]),
-            "--clean-file-forcibly-enable", str(b["cleanFileForciblyEnable"]).lower(), "--until-ok"]
+    args = [
+        "--delete-when",
+        b["deleteWhen"],
+        "--file-reserved-time",
+        str(b["fileReservedTime"]),
+        "--disk-max-used-space-ratio",
+        str(b["diskMaxUsedSpaceRatio"]),
+        "--clean-file-forcibly-enable",
+        str(b["cleanFileForciblyEnable"]).lower(),
+        "--until-ok",
+    ]
     assert ref.hour == t["clock"]["atOpen"]["hourOfDay"]  # the runs' local hour (UTC), files aged against ref
     return t, store, args, ref
 
@@ -199,7 +218,8 @@ def test_plan_rows_say_why(tmpfs):
     assert all(r["ageHours"] == 60.0 for r in p1[:10]) and p1[10]["file"] == "commitlog/00000000000000655360"
     stop = [r for r in rows if r["pass"] == 4]
     assert stop == [r for r in stop if r["action"] == "keep"] and stop[0]["why"] == "not-expired"
-    assert stop[0]["file"] == "commitlog/00000000000001638400" and round(stop[0]["ageHours"], 1) == 2.0  # 30 s later: pass 4
+    # 30 s later: pass 4
+    assert stop[0]["file"] == "commitlog/00000000000001638400" and round(stop[0]["ageHours"], 1) == 2.0
     cq = [r for r in rows if r["kind"] == "consumequeue" and r["action"] == "delete"]
     assert all(r["lastUnitOffset"] < 1310720 and r["why"] == "below-min-offset" for r in cq) and len(cq) == 12
     assert "nothing else goes:" in res.stderr and "not-expired" in res.stderr
@@ -217,7 +237,16 @@ RULES = [
     ("hour-second-token", "5", 0.60, 3, ["--delete-when", "01;03"], ["time"], ["age"] * 3 + ["not-expired"], False),
     ("hour-no-match", "5", 0.60, 40, ["--delete-when", "04;05"], [], [], False),
     # 0.61 > diskMaxUsedSpaceRatio clamped up to 10 (from 5): space, expired files only
-    ("max-ratio-clamp-10", "5", 0.60, 2, ["--disk-max-used-space-ratio", "5"], ["space"], ["age", "age", "not-expired"], False),
+    (
+        "max-ratio-clamp-10",
+        "5",
+        0.60,
+        2,
+        ["--disk-max-used-space-ratio", "5"],
+        ["space"],
+        ["age", "age", "not-expired"],
+        False,
+    ),
     # 78%: above 75, below 85: expired files only
     ("ratio-78", "5", 0.78, 12, [], ["space"], ["age"] * 10 + ["batch-limit"], False),
     ("ratio-78-nothing-expired", "5", 0.78, 0, [], ["space"], ["not-expired"], False),
@@ -226,22 +255,72 @@ RULES = [
     ("forced-87", "5", 0.87, 0, [], ["space", "forced"], ["forced"] * 10 + ["batch-limit"], False),
     ("forced-87-disabled", "5", 0.87, 0, ["--clean-file-forcibly-enable", "false"], ["space"], ["not-expired"], False),
     # 5.x clamps diskSpaceCleanForciblyRatio to <= 85; 4.9 takes the value as is (system property)
-    ("forcibly-95-clamped-5x", "5", 0.87, 0, ["--disk-space-clean-forcibly-ratio", "95"], ["space", "forced"],
-     ["forced"] * 10 + ["batch-limit"], False),
-    ("forcibly-95-unclamped-49", "4", 0.87, 0, ["--disk-space-clean-forcibly-ratio", "95"], ["space"], ["not-expired"], False),
+    (
+        "forcibly-95-clamped-5x",
+        "5",
+        0.87,
+        0,
+        ["--disk-space-clean-forcibly-ratio", "95"],
+        ["space", "forced"],
+        ["forced"] * 10 + ["batch-limit"],
+        False,
+    ),
+    (
+        "forcibly-95-unclamped-49",
+        "4",
+        0.87,
+        0,
+        ["--disk-space-clean-forcibly-ratio", "95"],
+        ["space"],
+        ["not-expired"],
+        False,
+    ),
     # 93%: above 90: the disk is marked full (the broker rejects writes) and cleaning is forced
     ("warning-93", "5", 0.93, 0, [], ["space", "forced"], ["forced"] * 10 + ["batch-limit"], True),
     ("warning-93-49", "4", 0.93, 0, [], ["space", "forced"], ["forced"] * 10 + ["batch-limit"], True),
     # 5.x clamps diskSpaceWarningLevelRatio to <= 90, 4.9 does not
-    ("warning-99-clamped-5x", "5", 0.93, 0, ["--disk-space-warning-level-ratio", "99"], ["space", "forced"],
-     ["forced"] * 10 + ["batch-limit"], True),
-    ("warning-99-unclamped-49", "4", 0.93, 0, ["--disk-space-warning-level-ratio", "99"], ["space", "forced"],
-     ["forced"] * 10 + ["batch-limit"], False),
+    (
+        "warning-99-clamped-5x",
+        "5",
+        0.93,
+        0,
+        ["--disk-space-warning-level-ratio", "99"],
+        ["space", "forced"],
+        ["forced"] * 10 + ["batch-limit"],
+        True,
+    ),
+    (
+        "warning-99-unclamped-49",
+        "4",
+        0.93,
+        0,
+        ["--disk-space-warning-level-ratio", "99"],
+        ["space", "forced"],
+        ["forced"] * 10 + ["batch-limit"],
+        False,
+    ),
     # ... and to >= 35
-    ("warning-20-clamped-5x", "5", 0.60, 0, ["--disk-space-warning-level-ratio", "20"], ["space", "forced"],
-     ["forced"] * 10 + ["batch-limit"], True),
+    (
+        "warning-20-clamped-5x",
+        "5",
+        0.60,
+        0,
+        ["--disk-space-warning-level-ratio", "20"],
+        ["space", "forced"],
+        ["forced"] * 10 + ["batch-limit"],
+        True,
+    ),
     # deleteFileBatchMax (5.x): the per-pass limit; below 1 means 1
-    ("batch-3", "5", 0.87, 0, ["--delete-file-batch-max", "3"], ["space", "forced"], ["forced"] * 3 + ["batch-limit"], False),
+    (
+        "batch-3",
+        "5",
+        0.87,
+        0,
+        ["--delete-file-batch-max", "3"],
+        ["space", "forced"],
+        ["forced"] * 3 + ["batch-limit"],
+        False,
+    ),
     ("batch-0", "5", 0.87, 0, ["--delete-file-batch-max", "0"], ["space", "forced"], ["forced", "batch-limit"], False),
     # manual delete (mqadmin deleteExpiredCommitLog): any hour, expired files only
     ("manual", "5", 0.60, 4, ["--now"], ["manual"], ["age"] * 4 + ["not-expired"], False),
@@ -258,8 +337,16 @@ def test_rules(tmpfs, rid, version, target, old, opts, triggers, whys, disk_full
     got = clean_json(store, *base, *opts, version=version)
     p = got["passes"][0]
     assert p["commitLogRatio"] == math.ceil(100 * math.ceil(target * PAGES) / PAGES) / 100
-    fired = [k for k, on in (("time", p["timeUp"]), ("space", p["spaceToDelete"]), ("forced", p["cleanAtOnce"]),
-                              ("manual", p["manual"])) if on]
+    fired = [
+        k
+        for k, on in (
+            ("time", p["timeUp"]),
+            ("space", p["spaceToDelete"]),
+            ("forced", p["cleanAtOnce"]),
+            ("manual", p["manual"]),
+        )
+        if on
+    ]
     assert fired == triggers
     rows = [r for r in got["files"] if r["pass"] == 1 and r["kind"] == "commitlog"]
     assert [r["why"] for r in rows] == whys
@@ -301,11 +388,14 @@ def test_disk_usage_asks_what_if_the_disk_were_that_full(tmpfs):
     store = make_store(tmpfs, [YOUNG] * 40)
     res = clean(store, "--disk-usage", "0.9", "--file-reserved-time", "48", "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
-    assert [r["file"] for r in jsonl(res.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"] == \
-        [f"commitlog/{n}" for n in ORIGINAL["commitlog"][:10]]
+    assert [r["file"] for r in jsonl(res.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"] == [
+        f"commitlog/{n}" for n in ORIGINAL["commitlog"][:10]
+    ]
     lines = res.stderr.splitlines()
-    assert lines[1] == ("pass 1 at 2026-11-22T03:13:00.000+00:00 (hour 3): commitlog disk 0.90; "
-                        "space, forced; deletes 10 commitlog, 0 consumequeue, 2 index; min offset 655360")
+    assert lines[1] == (
+        "pass 1 at 2026-11-22T03:13:00.000+00:00 (hour 3): commitlog disk 0.90; "
+        "space, forced; deletes 10 commitlog, 0 consumequeue, 2 index; min offset 655360"
+    )
     assert lines[-1] == "note: what if: every disk taken as 0.90 full (--disk-usage), not as measured"
     assert listing(store) == ORIGINAL
     really = make_store(tmpfs, [YOUNG] * 40, ballast_for(0.90))
@@ -313,8 +403,10 @@ def test_disk_usage_asks_what_if_the_disk_were_that_full(tmpfs):
     assert applied["passes"][0]["commitLogRatio"] > 0.85  # forcibly, as the what-if said
     assert [names(p["deleted"]["commitlog"]) for p in applied["passes"]] == [ORIGINAL["commitlog"][:10]]
     res = clean(really, "--disk-usage", "0.9", "--apply")
-    assert (res.exit_code, res.stderr) == (2, "rmqctl: --disk-usage is a what-if for a plan: a ratio from 0 to 1, "
-                                              "without --apply\n")
+    assert (res.exit_code, res.stderr) == (
+        2,
+        "rmqctl: --disk-usage is a what-if for a plan: a ratio from 0 to 1, without --apply\n",
+    )
 
 
 def test_a_plan_on_a_terminal_is_one_line_per_file(tmpfs):
@@ -333,8 +425,9 @@ def test_an_applied_run_gives_each_pass_the_time_it_ran(tmpfs):
     ran, not the plan's 10-second steps of the broker's timer."""
     store = make_store(tmpfs, [YOUNG] * 40)
     before = dt.datetime.now().astimezone()
-    res = run("clean", "--store", store, "--broker-config", CONF, "--passes", "3", "--apply", "--verbose",
-              "--format", "json")
+    res = run(
+        "clean", "--store", store, "--broker-config", CONF, "--passes", "3", "--apply", "--verbose", "--format", "json"
+    )
     after = dt.datetime.now().astimezone()
     assert res.exit_code == 0, res.stderr
     stamps = [dt.datetime.fromisoformat(p["at"]) for p in json.loads(res.stdout)["passes"]]
@@ -361,8 +454,9 @@ def test_consumequeue_min_offset_49_vs_5x(tmpfs):
     assert v4["cqMinOffsetsAfter"]["TopicTest/3"] == 121
     end_of_queue = 1 + max(q for (topic, qid, q) in ORIGINAL_CQ if (topic, qid) == ("TopicTest", 3))
     assert v5["cqMinOffsetsAfter"]["TopicTest/3"] == end_of_queue
-    assert {k: v for k, v in v5["cqMinOffsetsAfter"].items() if k != "TopicTest/3"} == \
-        {k: v for k, v in v4["cqMinOffsetsAfter"].items() if k != "TopicTest/3"}
+    assert {k: v for k, v in v5["cqMinOffsetsAfter"].items() if k != "TopicTest/3"} == {
+        k: v for k, v in v4["cqMinOffsetsAfter"].items() if k != "TopicTest/3"
+    }
     assert [p["deleted"] for p in v5["passes"]] == [p["deleted"] for p in v4["passes"]]
 
 
@@ -386,8 +480,9 @@ def test_last_files_are_never_deleted(tmpfs):
 
 # -- 3. deleteWhen parsing ------------------------------------------------------------------------------------
 
+
 def test_delete_when_with_a_space_is_a_configuration_error(tmpfs):
-    """"04; 05": Integer.parseInt(" 05") throws, so the broker's commitlog cleaner never deletes anything
+    """ "04; 05": Integer.parseInt(" 05") throws, so the broker's commitlog cleaner never deletes anything
     (at 03:00 the first token does not match and the second throws). Reported, exit 2; --apply refuses."""
     store = make_store(tmpfs, [OLD] * 40, ballast_for(0.93))
     res = clean(store, "--delete-when", "04; 05", "--format", "jsonl")
@@ -403,7 +498,9 @@ def test_delete_when_with_a_space_is_a_configuration_error(tmpfs):
     assert res.exit_code == 2 and "deleteWhen" in res.stderr
 
 
-@pytest.mark.parametrize("text,value", [("04", 4), ("+4", 4), ("-0", 0), ("\u0660\u0664", 4), ("2147483647", 2147483647)])
+@pytest.mark.parametrize(
+    "text,value", [("04", 4), ("+4", 4), ("-0", 0), ("\u0660\u0664", 4), ("2147483647", 2147483647)]
+)
 def test_java_parse_int_accepts(text, value):
     assert java_parse_int(text) == value
 
@@ -414,11 +511,21 @@ def test_java_parse_int_rejects(text):
         java_parse_int(text)
 
 
-@pytest.mark.parametrize("when,hour,expected", [
-    ("04", 4, True), ("04", 5, False), ("04;05", 5, True), ("4", 4, True), ("04;", 4, True), (";", 4, False),
-    ("04; 05", 4, True),  # the first token matches before the bad one is parsed
-    ("04; 05", 5, DeleteWhenError), ("", 4, DeleteWhenError), ("04;;05", 5, DeleteWhenError),
-])
+@pytest.mark.parametrize(
+    "when,hour,expected",
+    [
+        ("04", 4, True),
+        ("04", 5, False),
+        ("04;05", 5, True),
+        ("4", 4, True),
+        ("04;", 4, True),
+        (";", 4, False),
+        ("04; 05", 4, True),  # the first token matches before the bad one is parsed
+        ("04; 05", 5, DeleteWhenError),
+        ("", 4, DeleteWhenError),
+        ("04;;05", 5, DeleteWhenError),
+    ],
+)
 def test_is_time_to_do(when, hour, expected):
     if expected is DeleteWhenError:
         with pytest.raises(DeleteWhenError):
@@ -439,20 +546,24 @@ def test_delete_when_uses_the_local_hour_of_at(tmpfs):
 
 # -- 4. isSpaceToDelete on two file systems (pure) ------------------------------------------------------------
 
+
 def disk(ratio):
     return DiskUsage("/x", ratio)
 
 
-@pytest.mark.parametrize("version,commitlog,logics,spacefull,immediately,full", [
-    # 4.9 returns as soon as the commitlog path is over diskMaxUsedSpaceRatio; the CQ path is not looked at
-    ("4", 0.80, 0.95, True, False, False),
-    # 5.x looks at the CQ path before diskMaxUsedSpaceRatio: its 0.95 marks the disk full and forces
-    ("5", 0.80, 0.95, True, True, True),
-    ("4", 0.50, 0.87, True, True, False),
-    ("5", 0.50, 0.87, True, True, False),
-    ("4", 0.50, 0.60, False, False, False),
-    ("5", -1.0, 0.60, True, False, False),  # a commitlog path that cannot be measured reads -1: space rule
-])
+@pytest.mark.parametrize(
+    "version,commitlog,logics,spacefull,immediately,full",
+    [
+        # 4.9 returns as soon as the commitlog path is over diskMaxUsedSpaceRatio; the CQ path is not looked at
+        ("4", 0.80, 0.95, True, False, False),
+        # 5.x looks at the CQ path before diskMaxUsedSpaceRatio: its 0.95 marks the disk full and forces
+        ("5", 0.80, 0.95, True, True, True),
+        ("4", 0.50, 0.87, True, True, False),
+        ("5", 0.50, 0.87, True, True, False),
+        ("4", 0.50, 0.60, False, False, False),
+        ("5", -1.0, 0.60, True, False, False),  # a commitlog path that cannot be measured reads -1: space rule
+    ],
+)
 def test_space_check_paths(version, commitlog, logics, spacefull, immediately, full):
     s = CleanSettings(version=int(version))
     got = space_check(s, [disk(commitlog)], lambda: disk(logics), disk_full=False)
@@ -465,13 +576,16 @@ def test_space_check_uses_the_least_used_commitlog_dir():
     assert got.commitLogRatio == 0.50 and not got.spaceToDelete
 
 
-@pytest.mark.parametrize("used,usable,expected", [(0, 100, 0.0), (7209, 983, 0.89), (6390, 1802, 0.79),
-                                                  (6144, 2048, 0.75), (1, 999_999, 0.01), (8192, 0, 1.0)])
+@pytest.mark.parametrize(
+    "used,usable,expected",
+    [(0, 100, 0.0), (7209, 983, 0.89), (6390, 1802, 0.79), (6144, 2048, 0.75), (1, 999_999, 0.01), (8192, 0, 1.0)],
+)
 def test_java_disk_ratio(used, usable, expected):
     assert java_disk_ratio(used + usable + 7, usable + 7, usable) == expected  # free > usable: reserved blocks
 
 
 # -- 5. applying safely -----------------------------------------------------------------------------------------
+
 
 def test_refuses_while_the_broker_holds_the_lock(tmpfs):
     """Another process holds the broker's fcntl lock on byte 0 of {store}/lock: --apply exits 2 and deletes
@@ -554,8 +668,20 @@ def test_cron_cases(tmpfs, tmp_path, monkeypatch):
     assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (1, "", "")
     monkeypatch.chdir(tmpfs)
     log = tmp_path / "clean.log"
-    applied = run("clean", "--store", "store", "--broker-config", CONF, "--at", REF.isoformat(), *in_the_hour,
-                  "--apply", "--quiet", "--log", log)
+    applied = run(
+        "clean",
+        "--store",
+        "store",
+        "--broker-config",
+        CONF,
+        "--at",
+        REF.isoformat(),
+        *in_the_hour,
+        "--apply",
+        "--quiet",
+        "--log",
+        log,
+    )
     assert (applied.exit_code, applied.stdout, applied.stderr) == (0, "", "")
     lines = log.read_text().splitlines()
     assert len(lines) == 3 and all(f" store={store} " in line for line in lines)
@@ -575,9 +701,29 @@ def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):
     expected = {k: sorted(final[k]) for k in ("commitlog", "consumequeue", "index")}
 
     def argv(store: Path, log: Path) -> list[str]:
-        return ["clean", "--store", str(store), "--broker-config", str(CONF), "--rocketmq-version", "4",
-                "--delete-when", "03", "--file-reserved-time", "48", "--until-ok", "--apply", "--at", REF.isoformat(),
-                "--log", str(log), "--format", "jsonl", "--delete-interval", "4"]
+        return [
+            "clean",
+            "--store",
+            str(store),
+            "--broker-config",
+            str(CONF),
+            "--rocketmq-version",
+            "4",
+            "--delete-when",
+            "03",
+            "--file-reserved-time",
+            "48",
+            "--until-ok",
+            "--apply",
+            "--at",
+            REF.isoformat(),
+            "--log",
+            str(log),
+            "--format",
+            "jsonl",
+            "--delete-interval",
+            "4",
+        ]
 
     store = make_store(tmpfs, [OLD] * 40)
     total, _ = mutation_count(lambda: cli_main(argv(store, tmp_path / "whole.log")))
@@ -602,6 +748,7 @@ def test_sigkill_during_apply_leaves_a_loadable_store(tmpfs, tmp_path):
 
 # -- 6. consumers ----------------------------------------------------------------------------------------------
 
+
 def first_unit_in_file(topic: str, qid: int, file_index: int) -> int:
     """The queue offset of the first message of topic/qid stored in commitlog file `file_index`."""
     lo, hi = file_index * CL_SIZE, (file_index + 1) * CL_SIZE
@@ -619,18 +766,30 @@ def test_unconsumed_messages_reported_and_protected(tmpfs):
     other queues); cg2 all of OrderTopic. Without protection the report counts what the run deletes per
     group/topic/queue; with --protect-unconsumed exactly the files holding unconsumed messages stay."""
     store = make_store(tmpfs, [OLD] * 40)
-    max_q = {key: 1 + max(q for (t, i, q) in ORIGINAL_CQ if (t, i) == key)
-             for key in {(t, i) for (t, i, _) in ORIGINAL_CQ}}
+    max_q = {
+        key: 1 + max(q for (t, i, q) in ORIGINAL_CQ if (t, i) == key) for key in {(t, i) for (t, i, _) in ORIGINAL_CQ}
+    }
     committed = first_unit_in_file("TopicTest", 2, 5)
-    write_consumer_offsets(store, {
-        "TopicTest@cg1": {0: max_q[("TopicTest", 0)], 1: max_q[("TopicTest", 1)], 2: committed, 3: max_q[("TopicTest", 3)]},
-        "OrderTopic@cg2": {q: max_q[("OrderTopic", q)] for q in range(4)},
-    })
+    write_consumer_offsets(
+        store,
+        {
+            "TopicTest@cg1": {
+                0: max_q[("TopicTest", 0)],
+                1: max_q[("TopicTest", 1)],
+                2: committed,
+                3: max_q[("TopicTest", 3)],
+            },
+            "OrderTopic@cg2": {q: max_q[("OrderTopic", q)] for q in range(4)},
+        },
+    )
     args = ["--delete-when", "03", "--until-ok"]
     plain = clean_json(store, *args)
     report = {(u["group"], u["topic"], u["queueId"]): u for u in plain["unconsumed"]}
-    lost = [q for (t, i, q), p in ORIGINAL_CQ.items() if (t, i) == ("TopicTest", 2) and q >= committed
-            and p < plain["minPhyOffsetAfter"]]
+    lost = [
+        q
+        for (t, i, q), p in ORIGINAL_CQ.items()
+        if (t, i) == ("TopicTest", 2) and q >= committed and p < plain["minPhyOffsetAfter"]
+    ]
     u = report[("cg1", "TopicTest", 2)]
     assert u["deleted"] == len(lost) > 0 and u["firstDeletedQueueOffset"] == committed
     assert all(v["deleted"] == 0 for k, v in report.items() if k != ("cg1", "TopicTest", 2))
@@ -642,10 +801,14 @@ def test_unconsumed_messages_reported_and_protected(tmpfs):
     # pass 1 deletes files 0..4 and stops at file 5; pass 2 stops there at once and ends the run
     assert [r["why"] for r in rows] == ["age"] * 5 + ["protected"] * 2 and len(got["passes"]) == 2
     protected = [r for r in rows if r["why"] == "protected"]
-    in_file5 = [q for (t, i, q), p in ORIGINAL_CQ.items()
-                if (t, i) == ("TopicTest", 2) and q >= committed and 5 * CL_SIZE <= p < 6 * CL_SIZE]
-    assert protected and all(r["file"] == f"commitlog/{5 * CL_SIZE:020d}" and r["unconsumed"] == len(in_file5)
-                             for r in protected)
+    in_file5 = [
+        q
+        for (t, i, q), p in ORIGINAL_CQ.items()
+        if (t, i) == ("TopicTest", 2) and q >= committed and 5 * CL_SIZE <= p < 6 * CL_SIZE
+    ]
+    assert protected and all(
+        r["file"] == f"commitlog/{5 * CL_SIZE:020d}" and r["unconsumed"] == len(in_file5) for r in protected
+    )
     assert listing(store)["commitlog"] == ORIGINAL["commitlog"][5:]
     assert all(u["deleted"] == 0 for u in got["unconsumed"])
     assert_loadable(store)

@@ -4,6 +4,7 @@ No RocketMQ code here writes a compaction log (the broker's CompactionService ne
 scheduler), so `write_compaction` below lays one out from real j-batchcq records step by step as RocketMQ
 5.3.3's CompactionLog.CompactionAppendMessageCallback and SparseConsumeQueue.putEndPositionInfo do; what was
 checked against RocketMQ itself and what was not is said in formats/compaction.md."""
+
 from __future__ import annotations
 
 from rmqctl import schema as S
@@ -21,8 +22,9 @@ BLANK_MAGIC = -875286124  # MessageDecoder.BLANK_MAGIC_CODE
 
 def conf_with_compaction(tmp_path):
     conf = tmp_path / "broker.conf"
-    conf.write_text(broker_conf(NAME).read_text() + f"compactionCqMappedFileSize={CQ_SIZE}\n"
-                    f"compactionMappedFileSize={LOG_CONFIG}\n")
+    conf.write_text(
+        broker_conf(NAME).read_text() + f"compactionCqMappedFileSize={CQ_SIZE}\ncompactionMappedFileSize={LOG_CONFIG}\n"
+    )
     return conf
 
 
@@ -45,16 +47,17 @@ def write_compaction(root, conf, topic: str, queue_id: int) -> list[tuple[int, i
         (cq_dir / offset_to_name(start)).write_bytes(cq)
 
     for f, m in records:
-        data = bytearray(f.buf[m.position: m.position + m.storeSize])
+        data = bytearray(f.buf[m.position : m.position + m.storeSize])
         if wrote + S.BCQ_UNIT_SIZE >= cq_size or len(data) + 8 > log_size - pos:  # the CQ or the log would fill
-            cq[wrote: wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(-1, 0, 0, 0, 0, 0, S.BCQ_INVALID_POS, 0)
-            log[pos: pos + 8] = S.INT32.pack(log_size - pos) + S.INT32.pack(BLANK_MAGIC)
+            cq[wrote : wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(-1, 0, 0, 0, 0, 0, S.BCQ_INVALID_POS, 0)
+            log[pos : pos + 8] = S.INT32.pack(log_size - pos) + S.INT32.pack(BLANK_MAGIC)
             flush()
             start, log, cq, pos, wrote = start + log_size, bytearray(log_size), bytearray(cq_size), 0, 0
         data[28:36] = S.INT64.pack(start + pos)  # PHYSICALOFFSET: the place in the compaction log
-        log[pos: pos + len(data)] = data
-        cq[wrote: wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(start + pos, len(data), tags_code(m, config),
-                                                            m.storeTimestamp, m.queueOffset, 1, S.BCQ_INVALID_POS, 0)
+        log[pos : pos + len(data)] = data
+        cq[wrote : wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(
+            start + pos, len(data), tags_code(m, config), m.storeTimestamp, m.queueOffset, 1, S.BCQ_INVALID_POS, 0
+        )
         placed.append((start + pos, f.start + m.position))
         pos, wrote = pos + len(data), wrote + S.BCQ_UNIT_SIZE
     flush()
@@ -95,8 +98,11 @@ def test_verify_takes_the_brokers_layout_as_sound(store_copy, tmp_path):
 def test_verify_finds_what_the_broker_would_trip_on(store_copy, tmp_path):
     root, conf = store_copy(NAME), conf_with_compaction(tmp_path)
     placed = write_compaction(root, conf, "PlainTopic", 0)
-    sizes = {r["offset"]: r["storeSize"] for r in jsonl(run("dump", "compaction", "PlainTopic", "0", "--store", root,
-                                                             "--broker-config", conf).stdout) if "end" not in r}
+    sizes = {
+        r["offset"]: r["storeSize"]
+        for r in jsonl(run("dump", "compaction", "PlainTopic", "0", "--store", root, "--broker-config", conf).stdout)
+        if "end" not in r
+    }
     log_size, _ = file_sizes(load_config(conf))
     log = root / "compaction" / "compactionLog" / "PlainTopic" / "0"
     cq = root / "compaction" / "compactionCq" / "PlainTopic" / "0"
@@ -108,14 +114,28 @@ def test_verify_finds_what_the_broker_would_trip_on(store_copy, tmp_path):
     found = [(f["kind"], f["file"], f["detail"]) for f in jsonl(res.stdout)]
     second_log = f"compaction/compactionLog/PlainTopic/0/{offset_to_name(log_size)}"
     assert res.exit_code == 1
-    assert sorted(found) == sorted([
-        ("compaction-checkpoint", "compaction/position-checkpoint",
-         "compaction position checkpoint: ends in the middle of the document"),
-        ("compaction-cq-mismatch", f"compaction/compactionCq/PlainTopic/0/{offset_to_name(0)}",
-         f"PlainTopic/0 compaction CQ unit at {placed[2][0]}: size 7, the record's {sizes[placed[2][0]]}"),
-        ("compaction-file-mismatch", second_log,
-         f"PlainTopic/0: log file {offset_to_name(log_size)} has no CQ file of that name: the broker's load "
-         "refuses this queue"),
-        ("compaction-physical-offset", f"compaction/compactionLog/PlainTopic/0/{offset_to_name(0)}",
-         f"PlainTopic/0 compaction log: PHYSICALOFFSET 5, but the record is at {placed[1][0]}"),
-    ])
+    assert sorted(found) == sorted(
+        [
+            (
+                "compaction-checkpoint",
+                "compaction/position-checkpoint",
+                "compaction position checkpoint: ends in the middle of the document",
+            ),
+            (
+                "compaction-cq-mismatch",
+                f"compaction/compactionCq/PlainTopic/0/{offset_to_name(0)}",
+                f"PlainTopic/0 compaction CQ unit at {placed[2][0]}: size 7, the record's {sizes[placed[2][0]]}",
+            ),
+            (
+                "compaction-file-mismatch",
+                second_log,
+                f"PlainTopic/0: log file {offset_to_name(log_size)} has no CQ file of that name: the broker's load "
+                "refuses this queue",
+            ),
+            (
+                "compaction-physical-offset",
+                f"compaction/compactionLog/PlainTopic/0/{offset_to_name(0)}",
+                f"PlainTopic/0 compaction log: PHYSICALOFFSET 5, but the record is at {placed[1][0]}",
+            ),
+        ]
+    )

@@ -2,6 +2,7 @@
 lines, each with the exit code it must give (0 done, 1 findings, 2 bad input or refused), run through click as
 the console script does; Ctrl-C (a real SIGINT to the real console script) gives 130 in every command; and every
 read command, Spark's included, leaves every byte, name and mtime of the store it read as it was."""
+
 from __future__ import annotations
 
 import contextlib
@@ -64,8 +65,10 @@ class Stores:
         write_compaction(self.batchcq, conf_with_compaction(base), "PlainTopic", 0)
         self.rocksdbstore = self.copy("b-mixed")  # with the 5.4 RocksDB message store its records' index makes
         messages = truth("b-mixed", "truth-messages.jsonl")
-        write_db(self.rocksdbstore / "rocksdbstore",
-                 {"default": dict(e for m in messages for e in index_entries(m)), "timer": {}, "trans": {}})
+        write_db(
+            self.rocksdbstore / "rocksdbstore",
+            {"default": dict(e for m in messages for e in index_entries(m)), "timer": {}, "trans": {}},
+        )
         self.metaq = self.copy("g-metaq")
         self.metaq_damaged = self.copy("g-metaq", "g-metaq-damaged")
         with open(self.metaq_damaged / "meta-test-0" / "00000000000000000000.meta", "r+b") as segment:
@@ -104,58 +107,86 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
     m = ["--store", s.metaq, "--server-config", conf("g-metaq")]
     bad = ["--store", s.not_a_store]
     return [
-        ("info", "read", [*a], 0), ("info", "bad", [*bad], 2),
-        ("verify", "read", [*a], 0), ("verify", "findings", [*d], 1), ("verify", "bad", [*bad], 2),
-        ("dump commitlog", "read", [*a, "--limit", "3"], 0), ("dump commitlog", "bad", [*bad], 2),
+        ("info", "read", [*a], 0),
+        ("info", "bad", [*bad], 2),
+        ("verify", "read", [*a], 0),
+        ("verify", "findings", [*d], 1),
+        ("verify", "bad", [*bad], 2),
+        ("dump commitlog", "read", [*a, "--limit", "3"], 0),
+        ("dump commitlog", "bad", [*bad], 2),
         ("dump consumequeue", "read", [first["topic"], first["queueId"], *a], 0),
         ("dump consumequeue", "bad", [first["topic"], first["queueId"], *bad], 2),
         ("dump batchconsumequeue", "read", ["BatchTopic", 0, *j], 0),
         ("dump batchconsumequeue", "bad", ["NoSuchTopic", 0, *j], 2),
-        ("dump compaction", "read", ["PlainTopic", 0, *j], 0), ("dump compaction", "bad", ["NoSuchTopic", 0, *j], 2),
-        ("dump index", "read", [*a], 0), ("dump index", "bad", [*bad], 2),
+        ("dump compaction", "read", ["PlainTopic", 0, *j], 0),
+        ("dump compaction", "bad", ["NoSuchTopic", 0, *j], 2),
+        ("dump index", "read", [*a], 0),
+        ("dump index", "bad", [*bad], 2),
         ("dump rocksdbstore", "read", ["--store", s.rocksdbstore, "--broker-config", conf("b-mixed")], 0),
         ("dump rocksdbstore", "bad", [*bad], 2),
-        ("dump checkpoint", "read", [*a], 0), ("dump checkpoint", "bad", [*bad], 2),
-        ("dump timerlog", "read", [*t], 0), ("dump timerlog", "bad", [*a], 2),
-        ("dump timerwheel", "read", [*t], 0), ("dump timerwheel", "bad", [*a], 2),
-        ("locate", "read", [first["commitLogOffset"], *a], 0), ("locate", "bad", [-5, *a], 2),
-        ("msgid decode", "read", [first["msgId"], *a], 0), ("msgid decode", "bad", ["not-an-id", *a], 2),
-        ("msgid lookup", "read", [first["msgId"], *a], 0), ("msgid lookup", "bad", [first["msgId"], *bad], 2),
+        ("dump checkpoint", "read", [*a], 0),
+        ("dump checkpoint", "bad", [*bad], 2),
+        ("dump timerlog", "read", [*t], 0),
+        ("dump timerlog", "bad", [*a], 2),
+        ("dump timerwheel", "read", [*t], 0),
+        ("dump timerwheel", "bad", [*a], 2),
+        ("locate", "read", [first["commitLogOffset"], *a], 0),
+        ("locate", "bad", [-5, *a], 2),
+        ("msgid decode", "read", [first["msgId"], *a], 0),
+        ("msgid decode", "bad", ["not-an-id", *a], 2),
+        ("msgid lookup", "read", [first["msgId"], *a], 0),
+        ("msgid lookup", "bad", [first["msgId"], *bad], 2),
         ("query key", "read", [first["topic"], key, *a], 0),
         ("query key", "findings", [first["topic"], "NO-SUCH-KEY", "--exit-status", *a], 1),
         ("query key", "bad", [first["topic"], key, *bad], 2),
         ("offset-by-time", "read", [first["topic"], first["queueId"], first["storeTimestamp"], *a], 0),
         ("offset-by-time", "bad", [first["topic"], first["queueId"], "not-a-time", *a], 2),
-        ("consumers", "read", [*a], 0), ("consumers", "bad", [*bad], 2),
-        ("delay-offsets", "read", [*a], 0), ("delay-offsets", "bad", [*bad], 2),
+        ("consumers", "read", [*a], 0),
+        ("consumers", "bad", [*bad], 2),
+        ("delay-offsets", "read", [*a], 0),
+        ("delay-offsets", "bad", [*bad], 2),
         ("diff", "read", [s.rocketmq, s.rocketmq, "--broker-config", conf("a-basic")], 0),
-        ("diff", "findings", [s.crashed, s.rocketmq], 1), ("diff", "bad", [s.rocketmq, s.not_a_store], 2),
-        ("clean", "read", [*a, "--at", "2023-11-15T00:00:00"], 0), ("clean", "bad", [*a, "--at", "yesterday"], 2),
-        ("config restore", "read", [*a], 0), ("config restore", "bad", [*bad, "--apply"], 2),
-        ("restore", "read", [*a], 0), ("restore", "bad", ["no-such-backup", *a], 2),
-        ("rebuild consumequeue", "read", [*a, "--dry-run"], 0), ("rebuild consumequeue", "bad", [*bad], 2),
-        ("rebuild index", "read", [*a, "--dry-run"], 0), ("rebuild index", "bad", [*bad], 2),
-        ("repair", "read", [*a, "--dry-run"], 0), ("repair", "bad", [*bad], 2),
+        ("diff", "findings", [s.crashed, s.rocketmq], 1),
+        ("diff", "bad", [s.rocketmq, s.not_a_store], 2),
+        ("clean", "read", [*a, "--at", "2023-11-15T00:00:00"], 0),
+        ("clean", "bad", [*a, "--at", "yesterday"], 2),
+        ("config restore", "read", [*a], 0),
+        ("config restore", "bad", [*bad, "--apply"], 2),
+        ("restore", "read", [*a], 0),
+        ("restore", "bad", ["no-such-backup", *a], 2),
+        ("rebuild consumequeue", "read", [*a, "--dry-run"], 0),
+        ("rebuild consumequeue", "bad", [*bad], 2),
+        ("rebuild index", "read", [*a, "--dry-run"], 0),
+        ("rebuild index", "bad", [*bad], 2),
+        ("repair", "read", [*a, "--dry-run"], 0),
+        ("repair", "bad", [*bad], 2),
         ("convert consumequeue", "read", [*a, "--to", "rocksdb", "--dry-run"], 0),
         ("convert consumequeue", "bad", [*bad, "--to", "rocksdb"], 2),
         ("append", "write", [*a, "--topic", "Contract", "--body", "x"], 0),
         ("append", "bad", [*a, "--topic", "../x", "--body", "x"], 2),
-        ("metaq info", "read", [*m], 0), ("metaq info", "bad", ["--store", s.base / "missing"], 2),
+        ("metaq info", "read", [*m], 0),
+        ("metaq info", "bad", ["--store", s.base / "missing"], 2),
         ("metaq verify", "read", [*m], 0),
         ("metaq verify", "findings", ["--store", s.metaq_damaged, "--server-config", conf("g-metaq")], 1),
         ("metaq verify", "bad", ["--store", s.base / "missing"], 2),
-        ("metaq dump", "read", [*m, "--limit", "3"], 0), ("metaq dump", "bad", ["--store", s.base / "missing"], 2),
+        ("metaq dump", "read", [*m, "--limit", "3"], 0),
+        ("metaq dump", "bad", ["--store", s.base / "missing"], 2),
         ("metaq locate", "read", [0, "--topic", "meta-test", "--partition", 0, *m], 0),
         ("metaq locate", "bad", [0, "--topic", "nope", "--partition", 0, *m], 2),
-        ("metaq clean", "read", [*m], 0), ("metaq clean", "bad", [*m, "--at", "yesterday"], 2),
-        ("metaq repair", "read", [*m, "--dry-run"], 0), ("metaq repair", "bad", ["--store", s.base / "missing"], 2),
+        ("metaq clean", "read", [*m], 0),
+        ("metaq clean", "bad", [*m, "--at", "yesterday"], 2),
+        ("metaq repair", "read", [*m, "--dry-run"], 0),
+        ("metaq repair", "bad", ["--store", s.base / "missing"], 2),
         ("metaq append", "write", [*m, "--topic", "meta-test", "--partition", 0, "--payload", "x"], 0),
         ("metaq append", "bad", [*m, "--topic", "../x", "--partition", 0, "--payload", "x"], 2),
-        ("spark schema", "read", [], 0), ("spark schema", "bad", ["--format", "xml"], 2),
-        ("spark stats", "read", [*v5], 0), ("spark stats", "bad", [*bad], 2),
+        ("spark schema", "read", [], 0),
+        ("spark schema", "bad", ["--format", "xml"], 2),
+        ("spark stats", "read", [*v5], 0),
+        ("spark stats", "bad", [*bad], 2),
         ("spark query", "read", [*v5, "--key", v5_key], 0),
         ("spark query", "bad", [*bad, "--key", v5_key], 2),
-        ("spark verify", "read", [*v5], 0), ("spark verify", "findings", [*d], 1),
+        ("spark verify", "read", [*v5], 0),
+        ("spark verify", "findings", [*d], 1),
         ("spark verify", "bad", [*bad], 2),
         ("spark export", "read", [*v5, "--out", out / "export"], 0),
         ("spark export", "bad", [*bad, "--out", out / "export-bad"], 2),
@@ -229,9 +260,15 @@ def interrupt(argv: list, fifo: Path, cwd: Path) -> subprocess.CompletedProcess:
     run that never blocks."""
     pipes = [full_pipe(), full_pipe()]
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([str(CONSOLE_SCRIPT), *map(str, argv)], stdin=subprocess.DEVNULL,
-                            stdout=pipes[0][1], stderr=pipes[1][1], cwd=cwd, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), *map(str, argv)],
+        stdin=subprocess.DEVNULL,
+        stdout=pipes[0][1],
+        stderr=pipes[1][1],
+        cwd=cwd,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     for _, w in pipes:
         os.close(w)
     reads_config = str(fifo) in map(str, argv)
@@ -240,8 +277,11 @@ def interrupt(argv: list, fifo: Path, cwd: Path) -> subprocess.CompletedProcess:
         if reads_config and writer is None:
             with contextlib.suppress(OSError):  # ENXIO until the command opens its config for reading
                 writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        if (blocked_in(proc.pid, SYSCALL_READ, path=fifo) if reads_config
-                else blocked_in(proc.pid, SYSCALL_WRITE, fds=(1, 2))):
+        if (
+            blocked_in(proc.pid, SYSCALL_READ, path=fifo)
+            if reads_config
+            else blocked_in(proc.pid, SYSCALL_WRITE, fds=(1, 2))
+        ):
             break
         if time.monotonic() - began > INTERRUPT_GUARD:
             proc.kill()
@@ -293,9 +333,13 @@ def test_only_the_main_thread_takes_ctrl_c(tmp_path):
     fifo = tmp_path / "config-fifo"
     os.mkfifo(fifo)
     store = FIXTURES / "a-basic" / "store"
-    proc = subprocess.Popen([str(CONSOLE_SCRIPT), "locate", "0", "--store", str(store), "--broker-config", str(fifo)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    proc = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), "locate", "0", "--store", str(store), "--broker-config", str(fifo)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     try:
         writer = None
         while writer is None and proc.poll() is None:

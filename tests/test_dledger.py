@@ -1,6 +1,7 @@
 """DLedger-mode stores (e-dledger, written by RocketMQ 4.9.7's DLedgerCommitLog over DLedger 0.3.1.2): the
 records and entries against the truth files, verify clean and precise on damaged copies, rebuild byte for
 byte, repair equal to DLedgerMmapFileStore.recover, and append / clean refused."""
+
 from __future__ import annotations
 
 import itertools
@@ -60,13 +61,20 @@ def test_entries_and_index_units_equal_dledger_reading():
         found = D.walk_entries(f.buf, store.commitlog.file_size)
         assert found.stop is None
         for k in range(len(found)):
-            got.append({"file": f.name, "filePosition": int(found.position[k]),
-                        **{n: int(getattr(found, n)[k]) for n in D.HEADER_FIELDS}})
+            got.append(
+                {
+                    "file": f.name,
+                    "filePosition": int(found.position[k]),
+                    **{n: int(getattr(found, n)[k]) for n in D.HEADER_FIELDS},
+                }
+            )
     assert got == [{k: e[k] for k in got[0]} for e in ENTRIES]
     iq = store.dledger_index
     for e in ENTRIES:
         unit_file = iq.find(e["index"] * S.DLEDGER_INDEX_UNIT_SIZE)
-        unit = D.index_units(unit_file.buf, iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE)[e["indexUnit"]["filePosition"] // 32]
+        unit = D.index_units(unit_file.buf, iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE)[
+            e["indexUnit"]["filePosition"] // 32
+        ]
         assert unit_file.name == e["indexUnit"]["file"]
         assert {n: int(unit[n]) for n in D.INDEX_FIELDS} == {n: e["indexUnit"][n] for n in D.INDEX_FIELDS}
 
@@ -87,17 +95,37 @@ def test_info_locate_and_lookups(entry_slice, monkeypatch):
     assert info["commitlog"]["maxOffset"] == summary["dataMaxWrotePosition"]
     d = info["dledger"]
     assert (d["beginIndex"], d["endIndex"], d["committedIndex"], d["committedPos"]) == (
-        summary["ledgerBeginIndex"], summary["ledgerEndIndex"], summary["committedIndex"], summary["committedPos"])
+        summary["ledgerBeginIndex"],
+        summary["ledgerEndIndex"],
+        summary["committedIndex"],
+        summary["committedPos"],
+    )
     e = ENTRIES[7]
-    loc = json.loads(run("locate", e["pos"] + 10, "--store", STORE, "--broker-config", CONF, "--format", "json").stdout)[0]
+    loc = json.loads(
+        run("locate", e["pos"] + 10, "--store", STORE, "--broker-config", CONF, "--format", "json").stdout
+    )[0]
     assert loc["insideEntryHeaderOf"] == e["messageOffset"] and loc["dledgerEntry"]["index"] == 7
     msg = truth(NAME, "truth-messages.jsonl")[7]
-    got = jsonl(run("msgid", "lookup", msg["msgId"], "--store", STORE, "--broker-config", CONF, "--body", "none",
-                    "--format", "jsonl").stdout)
+    got = jsonl(
+        run(
+            "msgid",
+            "lookup",
+            msg["msgId"],
+            "--store",
+            STORE,
+            "--broker-config",
+            CONF,
+            "--body",
+            "none",
+            "--format",
+            "jsonl",
+        ).stdout
+    )
     assert [g["commitLogOffset"] for g in got] == [msg["commitLogOffset"]]
     key = msg["properties"]["KEYS"].split(" ")[0]
-    hits = jsonl(run("query", "key", msg["topic"], key, "--store", STORE, "--broker-config", CONF, "--format",
-                     "jsonl").stdout)
+    hits = jsonl(
+        run("query", "key", msg["topic"], key, "--store", STORE, "--broker-config", CONF, "--format", "jsonl").stdout
+    )
     assert msg["commitLogOffset"] in {h["commitLogOffset"] for h in hits}
 
 
@@ -185,7 +213,9 @@ def test_verify_predicts_dledger_recovery_cut(copy):
     patch(_data(store, e), e["filePosition"] + S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
     _, findings = verify(store)
     first = next(f for f in findings if f["commitLogOffset"] == e["pos"])
-    assert f"stops at the entry at {e['pos']}" in first["detail"] and "dropping the 10 record(s) from" in first["detail"]
+    assert (
+        f"stops at the entry at {e['pos']}" in first["detail"] and "dropping the 10 record(s) from" in first["detail"]
+    )
     store = copy()
     wrong_pos(store)
     _, findings = verify(store)
@@ -202,7 +232,7 @@ def test_repair_torn_copy_keeps_what_dledger_recovery_keeps(copy):
     data = _data(store, last).read_bytes()
     original = _data(STORE, last).read_bytes()
     assert data[: last["filePosition"]] == original[: last["filePosition"]]
-    assert not any(data[last["filePosition"]:])
+    assert not any(data[last["filePosition"] :])
     # the index units: entries 0..498 as written, nothing after
     index = b"".join(p.read_bytes() for p in sorted((store / "dledger-n0" / "index").iterdir()))
     units = S.DLEDGER_INDEX_UNIT_SIZE * last["index"]
@@ -237,7 +267,6 @@ def test_append_and_clean_refuse(copy, command):
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
-
 def test_old_commitlog_beside_the_dledger_log_is_refused(copy):
     store = copy()
     (store / "commitlog").mkdir()
@@ -253,8 +282,10 @@ def test_recovery_that_dledger_refuses_is_refused(copy):
     e = next(x for x in ENTRIES if x["file"] == "00000000000000262144")
     patch(_data(store, e), S.DLEDGER_POS_AT, S.INT64.pack(e["pos"] + 1))
     _, findings = verify(store)
-    assert any(f["kind"] == "dledger-recovery" and f["severity"] == "error" and f["commitLogOffset"] == e["pos"]
-               for f in findings)
+    assert any(
+        f["kind"] == "dledger-recovery" and f["severity"] == "error" and f["commitLogOffset"] == e["pos"]
+        for f in findings
+    )
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     r = run("repair", "--store", store, "--broker-config", CONF)
     assert r.exit_code == 2 and "processOffset is too small" in r.stderr
@@ -312,15 +343,16 @@ def test_entry_walk_in_slices_is_the_whole_walk(seed):
         buf = bytearray(path.read_bytes())
         for _ in range(seed % 3):
             at = rnd.randrange(len(buf))
-            buf[at:at + 4] = rnd.randbytes(4)
+            buf[at : at + 4] = rnd.randbytes(4)
         buf, limit = bytes(buf), len(buf) - rnd.choice([0, 0, rnd.randrange(300)])
         positions, end, blank, stop = _reference_entries(buf, limit)
         whole = D.walk_entries(buf, limit)
         assert (whole.position.tolist(), whole.end, whole.blank) == (positions, end, blank)
         assert (whole.stop.kind if whole.stop else None) == stop
         heads = [S.DLEDGER_ENTRY_HEADER.unpack_from(buf, p) for p in positions]
-        assert [list(h) for h in heads] == [[int(getattr(whole, n)[k]) for n in D.HEADER_FIELDS]
-                                            for k in range(len(positions))]
+        assert [list(h) for h in heads] == [
+            [int(getattr(whole, n)[k]) for n in D.HEADER_FIELDS] for k in range(len(positions))
+        ]
         parts = list(D.entry_slices(buf, limit, rnd.choice([1, 700, 5000])))
         assert sum((p.position.tolist() for p in parts), []) == positions
         assert (parts[-1].end, parts[-1].blank, parts[-1].stop) == (whole.end, whole.blank, whole.stop)
@@ -352,6 +384,7 @@ def test_dump_walks_entries_a_slice_at_a_time(copy, monkeypatch):
     def lines():
         r = run("dump", "commitlog", "--store", store, "--broker-config", CONF, "--format", "jsonl", "--body", "base64")
         return r.exit_code, r.stdout, r.stderr
+
     whole = lines()
     monkeypatch.setattr(D, "ENTRY_SLICE", 3000)
     assert "entry size 70000 runs past the end of the file" in whole[2]

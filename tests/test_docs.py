@@ -2,6 +2,7 @@
 (a new command without docs fails), every command in the README runs on a copy of the example store and shows
 the output it shows, every Python block of docs/python-api.md runs, the architecture page names the layers
 tests/test_imports.py enforces, and every rmqctl path the docs name exists."""
+
 from __future__ import annotations
 
 import gzip
@@ -94,11 +95,16 @@ def shown(expected: list[str], actual: list[str]) -> bool:
 
 
 def run_shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RMQCTL_PYTHON": sys.executable, "TZ": "UTC",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "RMQCTL_PYTHON": sys.executable,
+        "TZ": "UTC",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     env.pop("ROCKETMQ_STORE", None)
-    return subprocess.run(["bash", "-c", PRELUDE + command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        ["bash", "-c", PRELUDE + command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def expected_exit(command: str) -> int:
@@ -123,7 +129,9 @@ def test_every_readme_command_runs_on_a_copy_of_the_example_store(tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     ran = 0
     for lang, body in fenced(README):
-        steps = console_steps(body) if lang == "console" else [(c, None) for c in shell_lines(body)] if lang == "sh" else []
+        steps = (
+            console_steps(body) if lang == "console" else [(c, None) for c in shell_lines(body)] if lang == "sh" else []
+        )
         for command, output in steps:
             res = run_shell(command, tmp_path)
             assert res.returncode == expected_exit(command), f"{command}\n{res.stderr}"
@@ -140,8 +148,14 @@ def test_python_api_examples_run_on_a_copy_of_the_example_store(tmp_path):
     blocks = [body for lang, body in fenced(DOCS["python-api.md"]) if lang == "python"]
     assert len(blocks) >= 3
     for block in blocks:
-        res = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        res = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+        )
         assert res.returncode == 0, f"{block}\n{res.stderr}"
 
 
@@ -157,7 +171,9 @@ def test_every_path_the_docs_name_exists(page):
     """Paths in backquotes: `rmqctl/x.py`, and a module named within its wing on architecture.md's table."""
     text = (ROOT / page).read_text()
     named = set(re.findall(r"`((?:rmqctl|tests|benchmarks|examples|formats)/[\w./-]*\w)`", text))
-    named |= {f"rmqctl/{m}" for m in re.findall(r"`((?:engine|views|checks|maintenance|metaq|spark|cli)/\w+\.py)`", text)}
+    named |= {
+        f"rmqctl/{m}" for m in re.findall(r"`((?:engine|views|checks|maintenance|metaq|spark|cli)/\w+\.py)`", text)
+    }
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, f"{page} names paths that do not exist: {missing}"
 
@@ -190,8 +206,11 @@ def test_every_link_between_the_docs_leads_somewhere(page):
 
 # what an example's placeholder paths stand for in the test's directory: the example store, or the fixture that
 # holds what the command reads (a batch queue, the 5.x timer store, a MetaQ data path)
-STAND_INS = {("dump", "batchconsumequeue"): "j-batchcq", ("dump", "timerlog"): "f-timer5",
-             ("dump", "timerwheel"): "f-timer5"}
+STAND_INS = {
+    ("dump", "batchconsumequeue"): "j-batchcq",
+    ("dump", "timerlog"): "f-timer5",
+    ("dump", "timerwheel"): "f-timer5",
+}
 # examples whose subject no store here holds, with the one-line refusal that says so (exit 2)
 REFUSED = {
     "rmqctl config restore consumerOffset.json": "no such config file",  # the example store keeps no config backups
@@ -207,8 +226,12 @@ SILENT = {"rmqctl config restore --store /data/store", "rmqctl restore --store /
 
 def help_examples() -> list[tuple[tuple, str]]:
     """(command path, example) for every `rmqctl ...` line of a command's help (its unwrapped example block)."""
-    return [(path, line.strip()) for path, cmd in COMMANDS for line in cmd.help.splitlines()
-            if line.startswith(("    rmqctl ", "rmqctl "))]
+    return [
+        (path, line.strip())
+        for path, cmd in COMMANDS
+        for line in cmd.help.splitlines()
+        if line.startswith(("    rmqctl ", "rmqctl "))
+    ]
 
 
 def stand_in(path: tuple, example: str, here: Path) -> str:
@@ -219,7 +242,9 @@ def stand_in(path: tuple, example: str, here: Path) -> str:
 def real_paths(example: str, here: Path, fixture: str | None) -> str:
     """A documented command with its placeholder paths made real under `here`: the example store, or a copy of
     `fixture` for the store and broker.conf."""
-    store, conf = (f"{fixture}/store", f"{fixture}/broker.conf") if fixture else ("examples/store", "examples/broker.conf")
+    store, conf = (
+        (f"{fixture}/store", f"{fixture}/broker.conf") if fixture else ("examples/store", "examples/broker.conf")
+    )
     if fixture and not (here / fixture).exists():
         shutil.copytree(FIXTURES / fixture, here / fixture)
         packed = here / fixture / "store" / "timerwheel.gz"
@@ -227,15 +252,28 @@ def real_paths(example: str, here: Path, fixture: str | None) -> str:
             with gzip.open(packed) as src, open(packed.with_suffix(""), "wb") as dst:
                 shutil.copyfileobj(src, dst)
             packed.unlink()
-    for placeholder, real in (("/etc/rocketmq/broker.conf", conf), ("/etc/rmqctl/", ""), ("/var/log/", ""),
-                              ("/data/store-copy", "store-copy/store"), ("/data/store", store),
-                              ("/data/meta", "meta/store"), ("/data/copy", "meta-copy"),
-                              ("/data/master/store", "master/store"), ("/data/slave/store", "slave/store"),
-                              ("/data/a/store", "examples/store"), ("/data/b/store", "slave/store"),
-                              ("/data/export", "export"), ("/data/day", "day"), ("server.ini", "meta/server.ini"),
-                              (" a.conf", f" {conf}"), (" b.conf", f" {conf}"), ("--store old ", f"--store {store} "),
-                              ("--store new ", "--store new/store "),
-                              (" broker.conf", f" {conf}"), (" messages.jsonl", " examples/messages.jsonl")):
+    for placeholder, real in (
+        ("/etc/rocketmq/broker.conf", conf),
+        ("/etc/rmqctl/", ""),
+        ("/var/log/", ""),
+        ("/data/store-copy", "store-copy/store"),
+        ("/data/store", store),
+        ("/data/meta", "meta/store"),
+        ("/data/copy", "meta-copy"),
+        ("/data/master/store", "master/store"),
+        ("/data/slave/store", "slave/store"),
+        ("/data/a/store", "examples/store"),
+        ("/data/b/store", "slave/store"),
+        ("/data/export", "export"),
+        ("/data/day", "day"),
+        ("server.ini", "meta/server.ini"),
+        (" a.conf", f" {conf}"),
+        (" b.conf", f" {conf}"),
+        ("--store old ", f"--store {store} "),
+        ("--store new ", "--store new/store "),
+        (" broker.conf", f" {conf}"),
+        (" messages.jsonl", " examples/messages.jsonl"),
+    ):
         example = example.replace(placeholder, real)
     return example
 

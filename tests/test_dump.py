@@ -1,5 +1,6 @@
 """`dump commitlog|consumequeue|index|checkpoint` against what RocketMQ itself read back from each fixture
 (truth-messages.jsonl, truth-consumequeue.jsonl, truth-summary.json, truth-after-shutdown.json)."""
+
 from __future__ import annotations
 
 import base64
@@ -15,9 +16,26 @@ from rmqctl.record import encode_record
 from rmqctl.rules import index_slot
 from rmqctl.store import Store
 
-SAME_NAME_FIELDS = ["file", "storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "sysFlag",
-                    "bornTimestamp", "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "bodyLength",
-                    "topic", "properties", "propertiesString", "msgId", "uniqKey"]
+SAME_NAME_FIELDS = [
+    "file",
+    "storeSize",
+    "magicCode",
+    "bodyCRC",
+    "queueId",
+    "flag",
+    "queueOffset",
+    "sysFlag",
+    "bornTimestamp",
+    "storeTimestamp",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "bodyLength",
+    "topic",
+    "properties",
+    "propertiesString",
+    "msgId",
+    "uniqKey",
+]
 
 
 def store_args(name: str) -> list:
@@ -84,9 +102,14 @@ def test_dump_consumequeue_matches_truth(name):
         for r in rows:  # where each unit lives: file = 20-digit byte offset of its first unit
             byte = r["queueOffset"] * S.CQ_UNIT_SIZE
             assert (r["file"], r["position"]) == (f"{byte - byte % size:020d}", byte % size)
-        got = [(r["queueOffset"], r["commitLogOffset"], r["size"], r["tagsCode"]) for r in rows if not r.get("preBlank")]
-        exp = [(w["queueOffset"], w["commitLogOffset"], w["size"], w["tagsCode"]) for w in want
-               if (w["topic"], w["queueId"]) == (topic, qid)]
+        got = [
+            (r["queueOffset"], r["commitLogOffset"], r["size"], r["tagsCode"]) for r in rows if not r.get("preBlank")
+        ]
+        exp = [
+            (w["queueOffset"], w["commitLogOffset"], w["size"], w["tagsCode"])
+            for w in want
+            if (w["topic"], w["queueId"]) == (topic, qid)
+        ]
         assert got == exp, (topic, qid)
 
 
@@ -119,7 +142,9 @@ def test_dump_index_entries_are_the_file_bytes(name):
             continue
         base = S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + r["index"] * S.INDEX_ENTRY_SIZE
         entry = S.IndexEntry.parse(ix.mf.buf[base : base + S.INDEX_ENTRY_SIZE])
-        assert {k: r[k] for k in entry if not k.startswith("_")} == {k: v for k, v in entry.items() if not k.startswith("_")}
+        assert {k: r[k] for k in entry if not k.startswith("_")} == {
+            k: v for k, v in entry.items() if not k.startswith("_")
+        }
         assert r["slot"] == index_slot(r["keyHash"], ix.slot_num)
         assert 0 <= r["prevIndex"] < r["index"]
         heads[(r["file"], r["slot"])] = r["index"]  # the newest entry of a slot is the chain head
@@ -173,8 +198,17 @@ def test_record_shorter_than_its_header_at_file_end_is_reported(tmp_path):
 
 
 def _dump(name, *args):
-    res = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
-              "--format", "jsonl", *args)
+    res = run(
+        "dump",
+        "commitlog",
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+        *args,
+    )
     assert res.exit_code == 0, res.stderr
     return jsonl(res.stdout)
 
@@ -182,7 +216,9 @@ def _dump(name, *args):
 def test_decompress_equals_rocketmq_decoded_bodies():
     """lz4, zstd, zlib with a type, and the legacy flag alone: the body the client sees."""
     want = {m["commitLogOffset"]: m for m in truth("b-mixed", "truth-messages.jsonl") if m.get("bodyDecompressed")}
-    got = {r["commitLogOffset"]: r for r in _dump("b-mixed", "--body", "base64", "--decompress") if "bodyDecompressed" in r}
+    got = {
+        r["commitLogOffset"]: r for r in _dump("b-mixed", "--body", "base64", "--decompress") if "bodyDecompressed" in r
+    }
     assert set(got) == set(want) and len(want) >= 4
     for off, m in want.items():
         assert got[off]["bodyDecompressed"] == m["bodyDecompressed"]
@@ -191,7 +227,10 @@ def test_decompress_equals_rocketmq_decoded_bodies():
 
 def test_raw_properties_is_the_stored_text():
     want = {m["commitLogOffset"]: m["propertiesString"] for m in truth("c-v5-features", "truth-messages.jsonl")}
-    got = {r["commitLogOffset"]: r["propertiesString"] for r in _dump("c-v5-features", "--body", "none", "--raw-properties")}
+    got = {
+        r["commitLogOffset"]: r["propertiesString"]
+        for r in _dump("c-v5-features", "--body", "none", "--raw-properties")
+    }
     assert got == want
 
 
@@ -199,7 +238,11 @@ def test_filters_select_like_the_truth():
     msgs = truth("a-basic", "truth-messages.jsonl")
     lo, hi = msgs[100]["commitLogOffset"], msgs[300]["commitLogOffset"]
     rows = _dump("a-basic", "--body", "none", "--from", lo, "--to", hi, "--topic", "OrderTopic", "--queue-id", 2)
-    want = [m["commitLogOffset"] for m in msgs if lo <= m["commitLogOffset"] < hi and m["topic"] == "OrderTopic" and m["queueId"] == 2]
+    want = [
+        m["commitLogOffset"]
+        for m in msgs
+        if lo <= m["commitLogOffset"] < hi and m["topic"] == "OrderTopic" and m["queueId"] == 2
+    ]
     assert [r["commitLogOffset"] for r in rows] == want and want
     assert len(_dump("a-basic", "--body", "none", "--limit", 7)) == 7
 
@@ -229,8 +272,19 @@ def test_dump_filters_match_the_truth_file():
     lo, hi = stamps[len(stamps) // 3], stamps[2 * len(stamps) // 3]
 
     def offsets(*opts):
-        r = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
-                "--format", "jsonl", "--body", "none", *opts)
+        r = run(
+            "dump",
+            "commitlog",
+            "--store",
+            FIXTURES / name / "store",
+            "--broker-config",
+            broker_conf(name),
+            "--format",
+            "jsonl",
+            "--body",
+            "none",
+            *opts,
+        )
         assert r.exit_code == 0, r.stderr
         return [m["commitLogOffset"] for m in jsonl(r.stdout)]
 
@@ -244,12 +298,17 @@ def test_dump_filters_match_the_truth_file():
     assert offsets("--since", lo, "--until", hi) == offsets("--since", utc, "--until", local) == in_range
     assert offsets("--tag", "TX") == want(lambda m: m["properties"].get("TAGS") == "TX") != []
     assert offsets("--key", "FILLALL") == want(lambda m: "FILLALL" in m["properties"].get("KEYS", "").split(" ")) != []
-    assert offsets("--property", "TAGS=TagF", "--property", "WAIT=true") == want(
-        lambda m: m["properties"].get("TAGS") == "TagF" and m["properties"].get("WAIT") == "true") != []
+    assert (
+        offsets("--property", "TAGS=TagF", "--property", "WAIT=true")
+        == want(lambda m: m["properties"].get("TAGS") == "TagF" and m["properties"].get("WAIT") == "true")
+        != []
+    )
     one = msgs[7]
     assert offsets("--msgid", one["msgId"]) == [one["commitLogOffset"]]
     assert offsets("--msgid", one["uniqKey"].lower()) == want(lambda m: m["uniqKey"] == one["uniqKey"])
-    assert offsets("--sys-flag", "transaction=prepared") == want(lambda m: m["sysFlagInfo"]["transaction"] == "PREPARED")
+    assert offsets("--sys-flag", "transaction=prepared") == want(
+        lambda m: m["sysFlagInfo"]["transaction"] == "PREPARED"
+    )
     assert len(offsets("--sys-flag", "transaction=prepared")) == 2
     assert offsets("--from", hex(one["commitLogOffset"]), "--limit", "1") == [one["commitLogOffset"]]
     bad = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--since", "yesterday")
@@ -264,11 +323,37 @@ def test_query_key_takes_the_same_time_forms():
     key, ts = m["properties"]["KEYS"].split(" ")[0], m["storeTimestamp"]
     iso = dt_iso(ts)
     for begin, end in ((ts, ts), (iso, iso)):
-        r = run("query", "key", m["topic"], key, "--store", FIXTURES / name / "store", "--broker-config",
-                broker_conf(name), "--format", "jsonl", "--begin", begin, "--end", end)
+        r = run(
+            "query",
+            "key",
+            m["topic"],
+            key,
+            "--store",
+            FIXTURES / name / "store",
+            "--broker-config",
+            broker_conf(name),
+            "--format",
+            "jsonl",
+            "--begin",
+            begin,
+            "--end",
+            end,
+        )
         assert r.exit_code == 0 and m["commitLogOffset"] in [x["commitLogOffset"] for x in jsonl(r.stdout)]
-    r = run("query", "key", m["topic"], key, "--store", FIXTURES / name / "store", "--broker-config",
-            broker_conf(name), "--format", "jsonl", "--since", dt_iso(ts + 1))
+    r = run(
+        "query",
+        "key",
+        m["topic"],
+        key,
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+        "--since",
+        dt_iso(ts + 1),
+    )
     assert m["commitLogOffset"] not in [x["commitLogOffset"] for x in jsonl(r.stdout)]
 
 

@@ -2,6 +2,7 @@
 orjson line per message): `dump commitlog` output byte for byte on every fixture, on randomly damaged copies,
 and on generated records that take every path of the compiled writer (IPv6 hosts, control characters, text
 that is not UTF-8, properties named twice); the Arrow batches field by field."""
+
 from __future__ import annotations
 
 import io
@@ -29,8 +30,18 @@ from rmqctl.store import Store, offset_to_name
 FILE_SIZE = 1 << 20
 
 
-def reference_dump(store: Store, body="utf8", raw_properties=False, decompress=None, start=None, end=None,
-                   topic=None, queue_id=None, limit=None, matching=None) -> tuple[bytes, list[str]]:
+def reference_dump(
+    store: Store,
+    body="utf8",
+    raw_properties=False,
+    decompress=None,
+    start=None,
+    end=None,
+    topic=None,
+    queue_id=None,
+    limit=None,
+    matching=None,
+) -> tuple[bytes, list[str]]:
     """What `dump commitlog --format jsonl` printed before the engine: one message_dict per record, the
     content filters (`matching`) matched record by record."""
     scan = store.scan()
@@ -66,12 +77,18 @@ def reference_rows(store: Store) -> list[dict]:
         row = {name: d[name] for name, _ in SCALARS}
         if m.dledger is not None:
             row["dledger"] = m.dledger
-        row.update(body=m.body, propertiesBytes=m.propertiesBytes, properties=list(props.items()),
-                   tags=props.get("TAGS"), tranMsg=props.get("TRAN_MSG"), producerGroup=props.get("PGROUP"),
-                   keys=None if m.keys is None else [w for w in m.keys.split(" ") if w],
-                   multiDispatch=props.get("INNER_MULTI_DISPATCH"),
-                   multiQueueOffset=props.get("INNER_MULTI_QUEUE_OFFSET"),
-                   crcOk=m.body_crc_ok() and (crc is None or crc[0] == crc[1]))
+        row.update(
+            body=m.body,
+            propertiesBytes=m.propertiesBytes,
+            properties=list(props.items()),
+            tags=props.get("TAGS"),
+            tranMsg=props.get("TRAN_MSG"),
+            producerGroup=props.get("PGROUP"),
+            keys=None if m.keys is None else [w for w in m.keys.split(" ") if w],
+            multiDispatch=props.get("INNER_MULTI_DISPATCH"),
+            multiQueueOffset=props.get("INNER_MULTI_QUEUE_OFFSET"),
+            crcOk=m.body_crc_ok() and (crc is None or crc[0] == crc[1]),
+        )
         rows.append(row)
     return rows
 
@@ -127,8 +144,7 @@ def test_batches_are_bounded():
     chunks = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at, rows=7))
     assert max(len(c) for c in chunks) == 7
     assert sum(len(c) for c in chunks) == sum(1 for _ in store.scan().records())
-    small = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at,
-                            max_bytes=4096))
+    small = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at, max_bytes=4096))
     assert all((c.column("position")[-1] - c.column("position")[0]) < 4096 for c in small)
 
 
@@ -138,10 +154,15 @@ def test_dump_ranges_are_the_references(name):
     lines = reference_dump(store)[0].splitlines()
     first = orjson.loads(lines[len(lines) // 3])
     last = orjson.loads(lines[2 * len(lines) // 3])
-    for options in ({"start": first["commitLogOffset"], "end": last["commitLogOffset"]},
-                    {"start": first["commitLogOffset"] + 1}, {"topic": first["topic"]},
-                    {"topic": first["topic"], "queue_id": first["queueId"]}, {"limit": 7}, {"topic": "no such topic"},
-                    {"end": 1}):
+    for options in (
+        {"start": first["commitLogOffset"], "end": last["commitLogOffset"]},
+        {"start": first["commitLogOffset"] + 1},
+        {"topic": first["topic"]},
+        {"topic": first["topic"], "queue_id": first["queueId"]},
+        {"limit": 7},
+        {"topic": "no such topic"},
+        {"end": 1},
+    ):
         assert engine_dump(store, **options) == reference_dump(store, **options), options
 
 
@@ -149,8 +170,11 @@ def filters_of(store: Store) -> list[MessageFilter]:
     """Content filters that pick a few records of this store, and some that pick none."""
     messages = [m for _, m in store.scan().records()]
     times = sorted(m.storeTimestamp for m in messages)
-    out = [MessageFilter(since=times[len(times) // 4]), MessageFilter(until=times[len(times) // 2]),
-           MessageFilter(since=times[len(times) // 3], until=times[2 * len(times) // 3])]
+    out = [
+        MessageFilter(since=times[len(times) // 4]),
+        MessageFilter(until=times[len(times) // 2]),
+        MessageFilter(since=times[len(times) // 3], until=times[2 * len(times) // 3]),
+    ]
     out += [MessageFilter(transaction=state) for state in TRANSACTION_STATES.values()]
     for m in (messages[len(messages) // 3], messages[len(messages) // 2], messages[-1]):
         out += [MessageFilter(tag=m.tags or "TagA"), MessageFilter(msg_id=m.msg_id)]
@@ -159,8 +183,13 @@ def filters_of(store: Store) -> list[MessageFilter]:
             out.append(MessageFilter(msg_id=m.uniq_key, since=m.storeTimestamp))
         if m.keys:
             out += [MessageFilter(key=word, tag=m.tags) for word in m.keys.split(" ")]
-    out += [MessageFilter(tag="no such tag"), MessageFilter(key=""), MessageFilter(key="a b"),
-            MessageFilter(properties={"\udcff": "x"}), MessageFilter(tag="\ud800")]
+    out += [
+        MessageFilter(tag="no such tag"),
+        MessageFilter(key=""),
+        MessageFilter(key="a b"),
+        MessageFilter(properties={"\udcff": "x"}),
+        MessageFilter(tag="\ud800"),
+    ]
     return out
 
 
@@ -174,7 +203,8 @@ def test_content_filters_are_the_references(name):
         assert engine_dump(store, body="base64", where=condition) == want, condition
     where = MessageFilter(since=0, transaction=S.TRANSACTION_NOT_TYPE)
     assert engine_dump(store, where=where, limit=5, topic="TopicTest") == reference_dump(
-        store, matching=where, limit=5, topic="TopicTest")
+        store, matching=where, limit=5, topic="TopicTest"
+    )
 
 
 def test_cli_filters_print_what_they_printed(tmp_path):
@@ -183,8 +213,16 @@ def test_cli_filters_print_what_they_printed(tmp_path):
     store = fixture_store(name)
     rows = [orjson.loads(line) for line in reference_dump(store, matching=MessageFilter(tag="TagF"))[0].splitlines()]
     assert rows
-    args = ["dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
-            "--tag", "TagF"]
+    args = [
+        "dump",
+        "commitlog",
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--tag",
+        "TagF",
+    ]
     for fmt in ("jsonl", "json"):
         want = io.StringIO()
         render(iter(rows), fmt, out=want)
@@ -196,8 +234,17 @@ def test_cli_json_and_csv_are_the_references(tmp_path):
     name = "c-v5-features"
     store = fixture_store(name)
     rows = [orjson.loads(line) for line in reference_dump(store, "hex", raw_properties=True)[0].splitlines()]
-    args = ["dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name),
-            "--body", "hex", "--raw-properties"]
+    args = [
+        "dump",
+        "commitlog",
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--body",
+        "hex",
+        "--raw-properties",
+    ]
     for fmt in ("json", "csv"):
         want = io.StringIO()
         render(iter(rows), fmt, out=want)
@@ -219,8 +266,9 @@ def test_damaged_copies_dump_as_the_reference(tmp_path_factory, name, data_dir, 
     for body in ("utf8", "none"):
         assert engine_dump(store, body=body) == reference_dump(store, body)
     table = store.scan().table()
-    assert table.drop_columns(["crcOk"]).to_pylist() == [{k: v for k, v in row.items() if k != "crcOk"}
-                                                        for row in reference_rows(store)]
+    assert table.drop_columns(["crcOk"]).to_pylist() == [
+        {k: v for k, v in row.items() if k != "crcOk"} for row in reference_rows(store)
+    ]
     store.close()
 
 
@@ -239,8 +287,11 @@ def message(topic: bytes, props: bytes, body: bytes, sysflag: int, port: int, qu
     return m
 
 
-TEXT = st.one_of(st.text(max_size=12), st.binary(max_size=8),
-                 st.sampled_from([b"\x00\x1f\x7f\"\\/", "é😀\u2028".encode(), b"\xed\xa0\x80", b"\xc3"]))
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.binary(max_size=8),
+    st.sampled_from([b'\x00\x1f\x7f"\\/', "é😀\u2028".encode(), b"\xed\xa0\x80", b"\xc3"]),
+)
 
 
 def as_bytes(value) -> bytes:
@@ -248,10 +299,20 @@ def as_bytes(value) -> bytes:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(
-    TEXT, st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "é", ""]), TEXT), max_size=5),
-    st.booleans(), TEXT, st.sampled_from([0, S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG, 0x30, S.COMPRESSED_FLAG]),
-    st.integers(-(1 << 31), (1 << 31) - 1)), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            TEXT,
+            st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "é", ""]), TEXT), max_size=5),
+            st.booleans(),
+            TEXT,
+            st.sampled_from([0, S.BORNHOST_V6_FLAG, S.STOREHOSTADDRESS_V6_FLAG, 0x30, S.COMPRESSED_FLAG]),
+            st.integers(-(1 << 31), (1 << 31) - 1),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_generated_records_dump_as_the_reference(tmp_path_factory, records):
     root = tmp_path_factory.mktemp("generated") / "store"
     (root / "commitlog").mkdir(parents=True)

@@ -1,4 +1,5 @@
 """Bad input and bad stores: a one-line message naming the file (and offset), exit 2, never a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,9 @@ def test_missing_store(tmp_path):
 
 
 def test_wrong_geometry_is_refused_not_guessed():
-    res = run("dump", "commitlog", "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("c-v5-features"))
+    res = run(
+        "dump", "commitlog", "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("c-v5-features")
+    )
     assert_one_line_error(res, "00000000000000000000", "mappedFileSizeCommitLog=131072")
 
 
@@ -86,7 +89,9 @@ def test_missing_consumequeue():
 
 @pytest.mark.parametrize("args", [["locate", "99999999999"], ["msgid", "lookup", "C0A8000A00002A9F7FFFFFFFFFFFFFFF"]])
 def test_offsets_outside_the_store_do_not_crash(args):
-    res = run(*args, "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    res = run(
+        *args, "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"), "--format", "jsonl"
+    )
     assert res.exit_code in (0, 1) and "Traceback" not in res.stderr
 
 
@@ -102,9 +107,11 @@ def test_an_internal_error_is_one_line_and_exit_2_not_a_finding(monkeypatch):
     store = FIXTURES / "a-basic" / "store"
     r = run("info", "--store", store)
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.splitlines() == ["rmqctl: internal error (ZeroDivisionError: division by zero): a bug in rmqctl, "
-                                     "not a finding about the store; please report it with the command line "
-                                     "(RMQCTL_DEBUG=1 shows where)"]
+    assert r.stderr.splitlines() == [
+        "rmqctl: internal error (ZeroDivisionError: division by zero): a bug in rmqctl, "
+        "not a finding about the store; please report it with the command line "
+        "(RMQCTL_DEBUG=1 shows where)"
+    ]
     monkeypatch.setenv("RMQCTL_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
         run("info", "--store", store)

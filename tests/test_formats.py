@@ -2,6 +2,7 @@
 (names, order, offsets, sizes, types; the commitlog record also against RECORD_HEADS and record_length),
 every hex sample against a fresh print and against the fixture bytes, and the pages' invariants against
 every fixture."""
+
 from __future__ import annotations
 
 import gzip
@@ -47,8 +48,12 @@ FIXED_TABLES = {
     "rocksdb-timer-value": (S.RocksDBTimerValue, {}, None),
     "rocksdb-trans-value": (S.RocksDBTransValue, {}, None),
 }
-HOST_COLUMNS = {"IPv4 hosts": (False, False), "born IPv6 (0x10)": (True, False), "store IPv6 (0x20)": (False, True),
-                "both IPv6 (0x30)": (True, True)}
+HOST_COLUMNS = {
+    "IPv4 hosts": (False, False),
+    "born IPv6 (0x10)": (True, False),
+    "store IPv6 (0x20)": (False, True),
+    "both IPv6 (0x30)": (True, True),
+}
 
 
 def load_samples():
@@ -120,9 +125,11 @@ def test_fixed_layout_table_matches_declaration(name):
     schema, params, wide = FIXED_TABLES[name]
     rows = TABLES[name]
     size = schema.sizeof(**params)
-    blanks = {S.BlankRecord: lambda: S.BLANK.pack(size, S.MAGIC_BLANK),
-              S.TimerLogBlank: lambda: S.TIMERLOG_BLANK.pack(size, 0, S.MAGIC_BLANK),
-              S.DLedgerBlank: lambda: S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, size)}
+    blanks = {
+        S.BlankRecord: lambda: S.BLANK.pack(size, S.MAGIC_BLANK),
+        S.TimerLogBlank: lambda: S.TIMERLOG_BLANK.pack(size, 0, S.MAGIC_BLANK),
+        S.DLedgerBlank: lambda: S.DLEDGER_BLANK.pack(S.DLEDGER_BLANK_MAGIC, size),
+    }
     data = blanks[schema]() if schema in blanks else bytes(size)
     layout = spans(schema, data, **params)
     assert [cell_name(r["field"]) for r in rows] == [sp.name for sp in layout]
@@ -147,8 +154,11 @@ def record_kinds() -> dict[tuple, list[bytes]]:
     out: dict[tuple, list[bytes]] = {}
     for name in ("a-basic", "b-mixed", "c-v5-features"):
         for f, m in open_store(name).scan().records():
-            key = (bool(m.sysFlag & S.BORNHOST_V6_FLAG), bool(m.sysFlag & S.STOREHOSTADDRESS_V6_FLAG),
-                   m.magicCode == S.MAGIC_V2)
+            key = (
+                bool(m.sysFlag & S.BORNHOST_V6_FLAG),
+                bool(m.sysFlag & S.STOREHOSTADDRESS_V6_FLAG),
+                m.magicCode == S.MAGIC_V2,
+            )
             out.setdefault(key, []).append(bytes(f.buf[m.position : m.position + m.storeSize]))
     return out
 
@@ -233,7 +243,9 @@ def test_annotation_offsets_equal_rocketmq_layout(name):
     want = {w["commitLogOffset"]: w["layout"] for w in truth(name, "truth-messages.jsonl")}
     checked = 0
     for f, m in store.scan().records():
-        layout = {sp.name: sp.offset for sp in spans(S.CommitLogRecord, bytes(f.buf[m.position : m.position + m.storeSize]))}
+        layout = {
+            sp.name: sp.offset for sp in spans(S.CommitLogRecord, bytes(f.buf[m.position : m.position + m.storeSize]))
+        }
         for field, offset in want[f.start + m.position].items():
             ours = field + ".ip" if field in ("bornHost", "storeHost") else field  # a host starts with its ip
             assert layout[ours] == offset, (f.start + m.position, field)
@@ -296,15 +308,28 @@ def test_sample_bytes_are_the_fixture_bytes(page, name, block):
 
 ANNOTATION = re.compile(r"\s*\d+  (?:[0-9a-f]{2} )*[0-9a-f]{2}\s+(\w+(?:\.\w+)?)\s+(\S+)")
 # the annotated fields of a commitlog record whose printed value is the truth file's value as it stands
-TRUTH_FIELDS = {"storeSize": "storeSize", "bodyCRC": "bodyCRC", "queueId": "queueId", "flag": "flag",
-                "queueOffset": "queueOffset", "physicalOffset": "physicalOffsetField", "bornTimestamp": "bornTimestamp",
-                "storeTimestamp": "storeTimestamp", "reconsumeTimes": "reconsumeTimes",
-                "preparedTransactionOffset": "preparedTransactionOffset", "bodyLength": "bodyLength",
-                "topicLength": "topicLength", "propertiesLength": "propertiesLength"}
+TRUTH_FIELDS = {
+    "storeSize": "storeSize",
+    "bodyCRC": "bodyCRC",
+    "queueId": "queueId",
+    "flag": "flag",
+    "queueOffset": "queueOffset",
+    "physicalOffset": "physicalOffsetField",
+    "bornTimestamp": "bornTimestamp",
+    "storeTimestamp": "storeTimestamp",
+    "reconsumeTimes": "reconsumeTimes",
+    "preparedTransactionOffset": "preparedTransactionOffset",
+    "bodyLength": "bodyLength",
+    "topicLength": "topicLength",
+    "propertiesLength": "propertiesLength",
+}
 
 
-@pytest.mark.parametrize("page,name,block", [s for s in page_samples() if s[1].startswith("commitlog")],
-                         ids=[n for _, n, _ in page_samples() if n.startswith("commitlog")])
+@pytest.mark.parametrize(
+    "page,name,block",
+    [s for s in page_samples() if s[1].startswith("commitlog")],
+    ids=[n for _, n, _ in page_samples() if n.startswith("commitlog")],
+)
 def test_commitlog_sample_values_are_the_truth(page, name, block):
     """Read independently of rmqctl: every value a commitlog sample prints beside a field is the value
     RocketMQ's MessageDecoder read for that record (the fixture's truth-messages.jsonl)."""
@@ -411,11 +436,17 @@ def test_samples_say_what_they_need_without_shared(tmp_path):
     import sys
 
     shutil.copytree(FORMATS, tmp_path / "repo" / "formats")
-    res = subprocess.run([sys.executable, str(tmp_path / "repo" / "formats" / "samples.py")], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(FORMATS.parent), "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [sys.executable, str(tmp_path / "repo" / "formats" / "samples.py")],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(FORMATS.parent), "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 2 and res.stdout == ""
-    assert res.stderr == (f"formats/samples.py needs the fixture stores at {tmp_path / 'shared' / 'fixtures'} "
-                          "(../shared/fixtures beside the repository)\n")
+    assert res.stderr == (
+        f"formats/samples.py needs the fixture stores at {tmp_path / 'shared' / 'fixtures'} "
+        "(../shared/fixtures beside the repository)\n"
+    )
 
 
 # ---- MetaQ (formats/metaq.md, rmqctl/schema_metaq.py) ------------------------------------------------------------
@@ -476,7 +507,8 @@ def test_metaq_invariants():
 # ---- configs in RocksDB (formats/rocksdb-config.md, rmqctl/rocksdbconfig.py) --------------------------------------
 def test_rocksdb_config_table_matches_the_kinds():
     from rmqctl.rocksdbconfig import KINDS  # here: only this page's test reads the config databases' declaration
+
     lines = (FORMATS / "rocksdb-config.md").read_text().splitlines()
-    body = itertools.takewhile(lambda line: line.startswith("|"), lines[lines.index("<!-- config-databases -->") + 3:])
+    body = itertools.takewhile(lambda line: line.startswith("|"), lines[lines.index("<!-- config-databases -->") + 3 :])
     rows = [[cell_name(c.strip()) for c in line.strip().strip("|").split("|")][:4] for line in body]
     assert rows == [[k.file, k.separate, k.data_cf, k.version_cf] for k in KINDS.values()]

@@ -4,6 +4,7 @@ size a reader can hold (compiled kernels excepted: they are one loop the compile
 
 Run as a script to print the layered import graph: `python tests/test_imports.py`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,13 +20,39 @@ PACKAGE = ROOT / "rmqctl"
 # Layers, lowest first: one per wing of the house (docs/architecture.md). A module may import from its own layer
 # or a lower one, never a higher one.
 LAYERS = [
-    ("core", ("rmqctl.errors", "rmqctl.javacompat", "rmqctl.schema", "rmqctl.schema_metaq", "rmqctl.config",
-              "rmqctl.configfiles", "rmqctl.budget", "rmqctl.findings")),
+    (
+        "core",
+        (
+            "rmqctl.errors",
+            "rmqctl.javacompat",
+            "rmqctl.schema",
+            "rmqctl.schema_metaq",
+            "rmqctl.config",
+            "rmqctl.configfiles",
+            "rmqctl.budget",
+            "rmqctl.findings",
+        ),
+    ),
     ("rules", ("rmqctl.rules", "rmqctl.dispatch", "rmqctl.record", "rmqctl.txn", "rmqctl.lock")),
     ("engine", ("rmqctl.engine", "rmqctl.engine.*")),
-    ("store", ("rmqctl.parts", "rmqctl.rocksdb", "rmqctl.rocksdbcq", "rmqctl.rocksdbconfig", "rmqctl.rocksdbstore",
-               "rmqctl.store", "rmqctl.live", "rmqctl.brokerversion", "rmqctl.batchcq", "rmqctl.compaction",
-               "rmqctl.dledger", "rmqctl.timerstore", "rmqctl.recovery")),
+    (
+        "store",
+        (
+            "rmqctl.parts",
+            "rmqctl.rocksdb",
+            "rmqctl.rocksdbcq",
+            "rmqctl.rocksdbconfig",
+            "rmqctl.rocksdbstore",
+            "rmqctl.store",
+            "rmqctl.live",
+            "rmqctl.brokerversion",
+            "rmqctl.batchcq",
+            "rmqctl.compaction",
+            "rmqctl.dledger",
+            "rmqctl.timerstore",
+            "rmqctl.recovery",
+        ),
+    ),
     ("views", ("rmqctl.views", "rmqctl.views.*")),
     ("checks", ("rmqctl.checks", "rmqctl.checks.*")),
     ("maintenance", ("rmqctl.maintenance", "rmqctl.maintenance.*")),
@@ -83,8 +110,13 @@ def imports() -> list[tuple[str, str, int, bool]]:
     out = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text())
-        in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       for n in ast.walk(f) if n is not f}
+        in_function = {
+            id(n)
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(f)
+            if n is not f
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -141,8 +173,11 @@ def test_the_import_graph_has_no_cycle():
 
 
 def test_no_import_points_up_a_layer():
-    upward = [f"{a} ({LAYERS[layer(a)][0]}) line {line} imports {b} ({LAYERS[layer(b)][0]})"
-              for a, b, line, _ in imports() if layer(b) > layer(a)]
+    upward = [
+        f"{a} ({LAYERS[layer(a)][0]}) line {line} imports {b} ({LAYERS[layer(b)][0]})"
+        for a, b, line, _ in imports()
+        if layer(b) > layer(a)
+    ]
     assert upward == []
 
 
@@ -152,8 +187,11 @@ ENGINE = next(rank for rank, (name, _) in enumerate(LAYERS) if name == "engine")
 def test_above_the_engine_only_its_face_is_imported():
     """store, views, checks, maintenance, metaq, spark and cli reach compiled code through rmqctl.engine
     alone: the modules inside engine/ can change without a layer above noticing."""
-    inside = [f"{a} line {line} imports {b}" for a, b, line, _ in imports()
-              if layer(a) > ENGINE and b.startswith("rmqctl.engine.")]
+    inside = [
+        f"{a} line {line} imports {b}"
+        for a, b, line, _ in imports()
+        if layer(a) > ENGINE and b.startswith("rmqctl.engine.")
+    ]
     assert inside == []
 
 
@@ -210,23 +248,48 @@ def test_classes_and_functions_stay_small():
     assert big == []
 
 
-
 def test_every_command_module_is_registered():
     """cli/main.py names its command modules; one left out would silently lose its commands."""
     main = (PACKAGE / "cli" / "main.py").read_text()
-    named = {alias.name for node in ast.walk(ast.parse(main)) if isinstance(node, ast.ImportFrom) and node.level == 1
-             and node.module is None for alias in node.names}
-    present = {p.stem for p in (PACKAGE / "cli").glob("*.py")} - {"__init__", "app", "options", "render", "main", "launch"}
+    named = {
+        alias.name
+        for node in ast.walk(ast.parse(main))
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None
+        for alias in node.names
+    }
+    present = {p.stem for p in (PACKAGE / "cli").glob("*.py")} - {
+        "__init__",
+        "app",
+        "options",
+        "render",
+        "main",
+        "launch",
+    }
     assert named == present
 
 
 def test_importing_the_schema_loads_no_operation():
     """The package facade is lazy: the lowest layer loads without operations, kernels or the CLI."""
     code = "import sys, rmqctl.schema; print(' '.join(m for m in sys.modules if m.startswith(('rmqctl', 'numba'))))"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=ROOT).stdout.split()
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
     assert "rmqctl.schema" in loaded
-    assert not [m for m in loaded if m.startswith(("rmqctl.views", "rmqctl.checks", "rmqctl.maintenance", "rmqctl.cli", "rmqctl.spark", "rmqctl.engine.kernels", "numba"))]
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(
+            (
+                "rmqctl.views",
+                "rmqctl.checks",
+                "rmqctl.maintenance",
+                "rmqctl.cli",
+                "rmqctl.spark",
+                "rmqctl.engine.kernels",
+                "numba",
+            )
+        )
+    ]
 
 
 if __name__ == "__main__":
@@ -240,12 +303,13 @@ if __name__ == "__main__":
 def test_the_command_runs_with_the_collector_on_and_its_load_frozen():
     """cli/launch.py pauses the cyclic GC while the CLI loads, then freezes what loaded and turns it back on:
     the command itself runs with a working collector."""
-    code = ("import atexit, gc, sys; sys.argv = ['rmqctl', '--version']; "
-            "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 10000)); "
-            "from rmqctl.cli.launch import main; main()")
+    code = (
+        "import atexit, gc, sys; sys.argv = ['rmqctl', '--version']; "
+        "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count() > 10000)); "
+        "from rmqctl.cli.launch import main; main()"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.split()
     assert out[-2:] == ["True", "True"]
-
 
 
 HEAPS_OF_THREADS = """
@@ -277,8 +341,14 @@ else:
 def test_the_command_makes_its_threads_share_one_heap():
     """cli/launch.py (budget.one_heap) keeps the threads' allocations in one glibc arena, which release_freed
     can hand back; in a process left alone each thread that allocates gets its own."""
-    heaps = {mode: int(subprocess.run([sys.executable, "-c", HEAPS_OF_THREADS, mode], capture_output=True, text=True,
-                                      cwd=ROOT, check=True).stdout.split()[-1]) for mode in ("command", "library")}
+    heaps = {
+        mode: int(
+            subprocess.run(
+                [sys.executable, "-c", HEAPS_OF_THREADS, mode], capture_output=True, text=True, cwd=ROOT, check=True
+            ).stdout.split()[-1]
+        )
+        for mode in ("command", "library")
+    }
     assert heaps == {"command": 1, "library": heaps["library"]} and heaps["library"] > 1
 
 
@@ -286,14 +356,18 @@ def test_numba_loads_with_the_first_kernel_a_process_calls():
     """numba and its registries (~0.5 s) load with the first kernel call, not with the modules that declare
     kernels: a command that runs none (`info`) starts without it; the first call loads it and every loaded
     module then holds the compiled kernel in place of its declaration."""
-    code = ("import atexit, sys; from rmqctl.engine import decode as D; "
-            "atexit.register(lambda: print('numba' in sys.modules, type(D.decode).__name__)); "
-            "sys.argv = ['rmqctl', 'info', '--store', 'examples/store', '--broker-config', 'examples/broker.conf']; "
-            "from rmqctl.cli.launch import main; main()")
+    code = (
+        "import atexit, sys; from rmqctl.engine import decode as D; "
+        "atexit.register(lambda: print('numba' in sys.modules, type(D.decode).__name__)); "
+        "sys.argv = ['rmqctl', 'info', '--store', 'examples/store', '--broker-config', 'examples/broker.conf']; "
+        "from rmqctl.cli.launch import main; main()"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.split()[-2:] == ["False", "Lazy"]
-    code = ("import sys, zlib, numpy as np; from rmqctl.engine.kernels import crc32; from rmqctl.engine import decode as D; "
-            "print(crc32(np.frombuffer(b'abc', np.uint8), 0, 3) == zlib.crc32(b'abc'), 'numba' in sys.modules, "
-            "type(D.decode).__name__, type(D.decode_record).__name__)")
+    code = (
+        "import sys, zlib, numpy as np; from rmqctl.engine.kernels import crc32; from rmqctl.engine import decode as D; "
+        "print(crc32(np.frombuffer(b'abc', np.uint8), 0, 3) == zlib.crc32(b'abc'), 'numba' in sys.modules, "
+        "type(D.decode).__name__, type(D.decode_record).__name__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.split() == ["True", "True", "CPUDispatcher", "CPUDispatcher"]

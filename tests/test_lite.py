@@ -1,6 +1,7 @@
 """Lite topics (RIP-83, 5.4+): the LMQ queues `%LMQ%$parent$lite` a lite topic's messages are dispatched to.
 They expire after an idle TTL with their offsets, so a vanished one is normal in verify and consumers, and
 info names them. The store is a copy of b-mixed (LMQ on) with a message appended to a lite queue."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,19 @@ LITE = "%LMQ%$LiteParent$u1"
 
 def with_lite_message(store_copy):
     root = store_copy("b-mixed")
-    res = run("append", "--store", root, "--broker-config", CONF, "--topic", "LiteParent", "--body", "hi",
-              "--property", f"INNER_MULTI_DISPATCH={LITE},%LMQ%plain1")
+    res = run(
+        "append",
+        "--store",
+        root,
+        "--broker-config",
+        CONF,
+        "--topic",
+        "LiteParent",
+        "--body",
+        "hi",
+        "--property",
+        f"INNER_MULTI_DISPATCH={LITE},%LMQ%plain1",
+    )
     assert res.exit_code == 0, res.stderr
     return root, jsonl(res.stdout)[0]["commitLogOffset"]
 
@@ -49,13 +61,17 @@ def test_a_vanished_lite_queue_is_normal_a_vanished_lmq_queue_is_not(store_copy)
 def test_consumers_take_an_expired_lite_queue_as_normal(store_copy):
     root, _ = with_lite_message(store_copy)
     shutil.rmtree(root / "consumequeue" / LITE)
-    (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps(
-        {"offsetTable": {f"{LITE}@g1": {"0": 1}}}))
+    (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps({"offsetTable": {f"{LITE}@g1": {"0": 1}}}))
     res = run("consumers", "--store", root, "--broker-config", CONF, "--format", "jsonl")
     rows = jsonl(res.stdout)
     assert res.exit_code == 0, res.stderr
     assert [(r["topic"], r["status"], r["note"]) for r in rows] == [
-        (LITE, "lite-expired", "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal")]
+        (
+            LITE,
+            "lite-expired",
+            "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal",
+        )
+    ]
     (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps({"offsetTable": {"%LMQ%gone@g1": {"0": 1}}}))
     gone = run("consumers", "--store", root, "--broker-config", CONF, "--format", "jsonl")
     assert gone.exit_code == 1 and jsonl(gone.stdout)[0]["status"] == "no-queue"

@@ -4,6 +4,7 @@ beside it. Required: no internal error, no traceback, no false alarm (verify exi
 exists find it), then a clean stop after which verify finds the store sound and RocketMQ's own reload
 (read4.sh) agrees with rmqctl's reading. Bounded by counts (rounds of reads, lines of the broker's progress),
 not clocks; the random choices are seeded."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,12 @@ def broker(tmp_path_factory, java_oracle):
     """A running live-broker.sh, returned once it has deleted its first expired file (its progress lines
     say so); stopped cleanly through DIR/STOP by the test that wants it stopped, killed at the end otherwise."""
     home = tmp_path_factory.mktemp("live")
-    proc = subprocess.Popen([str(java_oracle / "live-broker.sh"), str(home), "600", str(RATE), str(RESERVED_MS),
-                             str(MANUAL_S)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(java_oracle / "live-broker.sh"), str(home), "600", str(RATE), str(RESERVED_MS), str(MANUAL_S)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen = []
     for line in proc.stdout:
         seen.append(line)
@@ -91,8 +96,13 @@ def test_every_read_beside_a_running_broker(broker):
         records = newest_records(home)
         assert records, "the newest 100 KB of the commitlog hold no record"
         lookups(home, rng.choice(records))
-        for args in (["dump", "commitlog", "--body", "none"], ["dump", "index"], ["dump", "checkpoint"],
-                     ["verify"], ["verify", "--deep"]):
+        for args in (
+            ["dump", "commitlog", "--body", "none"],
+            ["dump", "index"],
+            ["dump", "checkpoint"],
+            ["verify"],
+            ["verify", "--deep"],
+        ):
             res = cli(home, *args)
             assert res.exit_code == 0, (args, res.stdout[-2000:], res.stderr)
         topic = rng.choice(sorted(QUEUES))
@@ -125,12 +135,17 @@ def test_clean_stop_then_rocketmq_agrees(broker, java_oracle, tmp_path):
     assert res.exit_code == 0, res.stdout + res.stderr
     reading = oracle.read(java_oracle, 4, store, conf, tmp_path)
     view = oracle.rmqctl_view(store, conf)
-    for what, summary, lines in (("on the broker's consumequeues", reading.summary, reading.lines),
-                                 ("on consumequeues it dispatched itself", reading.own_summary, reading.own_lines)):
+    for what, summary, lines in (
+        ("on the broker's consumequeues", reading.summary, reading.lines),
+        ("on consumequeues it dispatched itself", reading.own_summary, reading.own_lines),
+    ):
         assert summary["loadReturned"] and not summary["abnormalRecovery"], what
         assert not {k: v for k, v in oracle.problems(summary).items() if k != "messagesRead"}, what
-        assert (summary["messageCount"], summary["maxPhyOffset"], summary["minPhyOffset"]) == \
-            (view["messageCount"], view["maxPhyOffset"], view["minPhyOffset"]), what
+        assert (summary["messageCount"], summary["maxPhyOffset"], summary["minPhyOffset"]) == (
+            view["messageCount"],
+            view["maxPhyOffset"],
+            view["minPhyOffset"],
+        ), what
         # units of messages the cleaner deleted stay in a queue's first file: RocketMQ cannot read them either
         expired = [l for l in lines if l["commitLogOffset"] < view["minPhyOffset"]]
         assert all(not l["ok"] for l in expired), what
@@ -140,6 +155,7 @@ def test_clean_stop_then_rocketmq_agrees(broker, java_oracle, tmp_path):
 
 
 # -- the same rules on stopped stores: expired is not broken; a held lock is a running broker -----------------
+
 
 def cleaned(tmp_path: Path, name: str, files: int = 2) -> Path:
     """A copy of a fixture whose first commitlog files were deleted as the broker's cleaner deletes them (its
@@ -159,8 +175,19 @@ def test_expired_is_not_broken(tmp_path):
     first = 2 * 65536
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert (res.exit_code, res.stdout) == (0, "")
-    res = run("dump", "consumequeue", "TopicTest", "0", "--resolve", "--store", root, "--broker-config", conf,
-              "--format", "jsonl")
+    res = run(
+        "dump",
+        "consumequeue",
+        "TopicTest",
+        "0",
+        "--resolve",
+        "--store",
+        root,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0 and res.stderr == ""
     rows = jsonl(res.stdout)
     gone = [r for r in rows if r["commitLogOffset"] < first]
@@ -170,11 +197,16 @@ def test_expired_is_not_broken(tmp_path):
     key = m["keys"].split()[0]
     res = run("query", "key", m["topic"], key, "--store", root, "--broker-config", conf)
     # nothing found, and no warning about the index entries of the deleted message
-    assert (res.exit_code, res.stdout, res.stderr) == (0, "", f"rmqctl: no message of {m['topic']} with key {key} in {root}\n")
+    assert (res.exit_code, res.stdout, res.stderr) == (
+        0,
+        "",
+        f"rmqctl: no message of {m['topic']} with key {key} in {root}\n",
+    )
     res = run("msgid", "lookup", m["msgId"], "--store", root, "--broker-config", conf)
     assert res.exit_code == 1 and res.stderr == (
         f"rmqctl: no message with id {m['msgId']} in {root}: as an offset msgId it names commitlog offset "
-        f"{m['commitLogOffset']}, below the commitlog's first file (expired: the broker deleted it)\n")
+        f"{m['commitLogOffset']}, below the commitlog's first file (expired: the broker deleted it)\n"
+    )
 
 
 def test_index_keys_of_expired_messages_are_not_lost_on_recovery(tmp_path):
@@ -203,8 +235,10 @@ def test_a_lock_held_by_another_process_is_a_running_broker(tmp_path):
     with held_lock(root) as holder:
         end = Store(root, load_config(conf)).live.commitlog_end
         res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
-        assert (f"state      broker running (pid {holder.pid}): abort is its running marker; read as the store was "
-                f"when this began (commitlog to offset {end})\n") in res.stdout
+        assert (
+            f"state      broker running (pid {holder.pid}): abort is its running marker; read as the store was "
+            f"when this began (commitlog to offset {end})\n"
+        ) in res.stdout
         assert "odd:" not in res.stdout
         res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
         kinds = {f["kind"] for f in jsonl(res.stdout)}
@@ -220,20 +254,37 @@ def test_dry_runs_take_no_lock_and_writers_wait(tmp_path):
             assert res.exit_code == 0, res.stderr
             assert res.stderr.splitlines()[0] == (
                 f"rmqctl: live: a broker (pid {holder.pid}) is running: this dry run planned from the store as it was "
-                "when it began; the plan may change before the broker stops")
+                "when it began; the plan may change before the broker stops"
+            )
         res = run("repair", "--wait", "0.2", "--store", root, "--broker-config", conf)
-        assert (res.exit_code, res.stderr) == (2, f"rmqctl: {root / 'lock'}: the store is locked: a broker (or "
-                                                  "another rmqctl) is using it (waited 0.2 s)\n")
+        assert (res.exit_code, res.stderr) == (
+            2,
+            f"rmqctl: {root / 'lock'}: the store is locked: a broker (or another rmqctl) is using it (waited 0.2 s)\n",
+        )
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
-    releasing = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys\n"
-        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.readline()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    releasing = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys\n"
+                f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR)\n"
+                "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+                "print('locked', flush=True)\n"
+                "sys.stdin.readline()\n"
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert releasing.stdout.readline().strip() == "locked"
-    waiter = subprocess.Popen([sys.executable, "-m", "rmqctl", "repair", "--wait", "600", "--store", str(root),
-                               "--broker-config", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", "repair", "--wait", "600", "--store", str(root), "--broker-config", str(conf)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     releasing.communicate("\n")  # the holder goes: the waiting repair takes the lock and runs
     out, err = waiter.communicate()
     assert waiter.returncode == 0, err
@@ -270,8 +321,17 @@ def test_an_engine_and_reference_disagreement_inside_the_store_is_an_error(tmp_p
     first = walk.queue.files[0]
     with pytest.raises(AssertionError, match="the engine refused a record the reference reads"):
         walk._refused_at(first, 0, walk.queue.file_size)
-    task = Task(path=str(first.path), name=first.name, file_start=first.start, file_size=walk.queue.file_size,
-                begin=0, forced=True, claim_from=0, stop=walk.queue.file_size, config=config)
+    task = Task(
+        path=str(first.path),
+        name=first.name,
+        file_start=first.start,
+        file_size=walk.queue.file_size,
+        begin=0,
+        forced=True,
+        claim_from=0,
+        stop=walk.queue.file_size,
+        config=config,
+    )
     with pytest.raises(AssertionError, match="the verify kernel refused the record at 0"):
         _Scanner(task, first.buf, walk.queue.file_size).after_stop(0)
     moving = _Scanner(dataclasses.replace(task, moving_from=0), first.buf, walk.queue.file_size)
@@ -320,8 +380,10 @@ def test_a_unit_past_a_live_snapshot_in_mid_queue_is_damage(tmp_path):
         store.close()
         res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
         assert res.exit_code == 1
-        assert any(f["severity"] == "error" and f["file"].endswith(qfile.name) and f["position"] == 2 * S.CQ_UNIT_SIZE
-                   for f in jsonl(res.stdout))
+        assert any(
+            f["severity"] == "error" and f["file"].endswith(qfile.name) and f["position"] == 2 * S.CQ_UNIT_SIZE
+            for f in jsonl(res.stdout)
+        )
 
 
 def test_a_writer_that_waited_for_the_lock_reads_the_store_afresh(tmp_path):
@@ -347,17 +409,21 @@ def test_a_lock_held_by_another_rmqctl_keeps_the_crash_checks(tmp_path):
     root, conf = copy_store("d-crashed", tmp_path), broker_conf("d-crashed")
     script = tmp_path / "bin" / "rmqctl"
     script.parent.mkdir()
-    script.write_text("import fcntl, os, sys\n"
-                      f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-                      "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
-                      "print('locked', flush=True)\n"
-                      "sys.stdin.readline()\n")
+    script.write_text(
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
     holder = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
-        assert (f"state      another rmqctl (pid {holder.pid}) is writing the store; abort PRESENT (unclean exit)\n"
-                in res.stdout)
+        assert (
+            f"state      another rmqctl (pid {holder.pid}) is writing the store; abort PRESENT (unclean exit)\n"
+            in res.stdout
+        )
         res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
         kinds = {f["kind"] for f in jsonl(res.stdout)}
         assert "abnormal-recovery" in kinds and "live" in kinds
@@ -371,8 +437,10 @@ def test_a_holder_whose_pid_is_not_visible_is_still_a_holder():
     from rmqctl.cli.info_cmds import _broker_state
 
     held = {"lockHeldBy": 0, "lockHeldByRmqctl": False, "abort": True, "commitlog": {"maxOffset": 65536}}
-    assert _broker_state(held) == ("broker running (pid not visible): abort is its running marker; read as the "
-                                   "store was when this began (commitlog to offset 65536)")
+    assert _broker_state(held) == (
+        "broker running (pid not visible): abort is its running marker; read as the "
+        "store was when this began (commitlog to offset 65536)"
+    )
 
 
 def test_the_record_at_a_live_index_files_end_may_be_partly_indexed(tmp_path):
@@ -409,9 +477,11 @@ def test_a_dry_run_beside_the_locks_holder_does_not_call_its_staging_interrupted
     with held_lock(root) as holder:
         res = run("rebuild", "index", "--dry-run", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
-    assert (f"rmqctl: note: another process holds the lock (pid {holder.pid}): what it staged (uncommitted) may be "
-            "its run in progress; if that run was interrupted, it will be deleted (rolled back) by the next rmqctl "
-            "writing command; the store is unchanged\n") in res.stderr
+    assert (
+        f"rmqctl: note: another process holds the lock (pid {holder.pid}): what it staged (uncommitted) may be "
+        "its run in progress; if that run was interrupted, it will be deleted (rolled back) by the next rmqctl "
+        "writing command; the store is unchanged\n"
+    ) in res.stderr
     assert "interrupted rmqctl run is pending" not in res.stderr
 
 

@@ -1,4 +1,5 @@
 """query key, msgid decode/lookup, locate and info against what RocketMQ itself answered."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -34,7 +35,11 @@ def test_query_key_drops_only_collisions(name):
 
     def carries(off, topic, key):
         m = messages.get(off)
-        return m is not None and m["topic"] == topic and (key == m.get("uniqKey") or key in (m.get("keys") or "").split(" "))
+        return (
+            m is not None
+            and m["topic"] == topic
+            and (key == m.get("uniqKey") or key in (m.get("keys") or "").split(" "))
+        )
 
     for q in truth(name, "truth-index.jsonl"):
         r = query_key(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
@@ -43,13 +48,27 @@ def test_query_key_drops_only_collisions(name):
         assert torn <= {782999}  # only d-crashed's torn last record cannot be read
         want = sorted({o for o in raw if carries(o, q["topic"], q["key"]) and o not in torn})
         assert [s + m.position for _, s, m in r.messages] == want
-        assert sorted(set(r.collisions)) == sorted({o for o in raw if o in messages and not carries(o, q["topic"], q["key"])})
+        assert sorted(set(r.collisions)) == sorted(
+            {o for o in raw if o in messages and not carries(o, q["topic"], q["key"])}
+        )
 
 
 def test_query_key_cli_prints_dump_shape():
     q = truth("a-basic", "truth-index.jsonl")[0]
-    res = run("query", "key", q["topic"], q["key"], "--store", FIXTURES / "a-basic" / "store",
-              "--broker-config", broker_conf("a-basic"), "--format", "jsonl", "--body", "none")
+    res = run(
+        "query",
+        "key",
+        q["topic"],
+        q["key"],
+        "--store",
+        FIXTURES / "a-basic" / "store",
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--format",
+        "jsonl",
+        "--body",
+        "none",
+    )
     assert res.exit_code == 0
     rows = jsonl(res.stdout)
     assert [r["commitLogOffset"] for r in rows] == q["queryMessage"]["phyOffsets"]
@@ -59,8 +78,9 @@ def test_query_key_cli_prints_dump_shape():
 def test_query_key_tells_no_such_key_from_no_index_to_look_in(tmp_path):
     """No match: exit 0 (1 with -e) and a line saying so; no index file at all: nothing to look in, exit 2."""
     conf = broker_conf("a-basic")
-    res = run("query", "key", "TopicTest", "NO-SUCH-KEY", "--store", FIXTURES / "a-basic" / "store",
-              "--broker-config", conf)
+    res = run(
+        "query", "key", "TopicTest", "NO-SUCH-KEY", "--store", FIXTURES / "a-basic" / "store", "--broker-config", conf
+    )
     assert (res.exit_code, res.stdout) == (0, "")
     assert res.stderr == f"rmqctl: no message of TopicTest with key NO-SUCH-KEY in {FIXTURES / 'a-basic' / 'store'}\n"
     store = copy_store("a-basic", tmp_path)
@@ -68,8 +88,10 @@ def test_query_key_tells_no_such_key_from_no_index_to_look_in(tmp_path):
     q = truth("a-basic", "truth-index.jsonl")[0]
     res = run("query", "key", q["topic"], q["key"], "--store", store, "--broker-config", conf)
     assert (res.exit_code, res.stdout) == (2, "")
-    assert res.stderr == (f"rmqctl: {store / 'index'}: no index file: nothing to look a key up in (rmqctl rebuild "
-                          "index makes them from the commitlog)\n")
+    assert res.stderr == (
+        f"rmqctl: {store / 'index'}: no index file: nothing to look a key up in (rmqctl rebuild "
+        "index makes them from the commitlog)\n"
+    )
 
 
 @pytest.mark.parametrize("name", CLEAN_FIXTURES)
@@ -104,7 +126,16 @@ def test_msgid_decode_reads_stdin_and_rejects_garbage():
 
 def test_msgid_lookup_by_offset_and_unique_key():
     m = truth("b-mixed", "truth-messages.jsonl")[7]
-    args = ["--store", FIXTURES / "b-mixed" / "store", "--broker-config", broker_conf("b-mixed"), "--format", "jsonl", "--body", "none"]
+    args = [
+        "--store",
+        FIXTURES / "b-mixed" / "store",
+        "--broker-config",
+        broker_conf("b-mixed"),
+        "--format",
+        "jsonl",
+        "--body",
+        "none",
+    ]
     by_offset = jsonl(run("msgid", "lookup", m["msgId"], *args).stdout)
     by_uniq = jsonl(run("msgid", "lookup", m["uniqKey"], *args).stdout)
     assert [r["commitLogOffset"] for r in by_offset] == [m["commitLogOffset"]]
@@ -120,7 +151,9 @@ def test_locate_commitlog_and_queue_offsets():
     assert (row["file"], row["position"], row["recordStart"]) == (m["file"], m["filePosition"], True)
     (inside,) = jsonl(run("locate", m["commitLogOffset"] + 5, *store).stdout)
     assert inside["recordStart"] is False and inside["insideRecordAt"] == m["commitLogOffset"]
-    cq = [e for e in truth("a-basic", "truth-consumequeue.jsonl") if (e["topic"], e["queueId"]) == ("OrderTopic", 2)][70]
+    cq = [e for e in truth("a-basic", "truth-consumequeue.jsonl") if (e["topic"], e["queueId"]) == ("OrderTopic", 2)][
+        70
+    ]
     (q,) = jsonl(run("locate", cq["queueOffset"], "--topic", "OrderTopic", "--queue-id", 2, *store).stdout)
     assert (q["commitLogOffset"], q["size"], q["tagsCode"]) == (cq["commitLogOffset"], cq["size"], cq["tagsCode"])
     assert q["file"] == f"{(70 * 20) // 1280 * 1280:020d}"
@@ -141,7 +174,15 @@ def test_locate_outside_the_data_says_so_with_exit_1():
 
 
 def test_info_summarises_the_crashed_store():
-    res = run("info", "--store", FIXTURES / "d-crashed" / "store", "--broker-config", broker_conf("d-crashed"), "--format", "json")
+    res = run(
+        "info",
+        "--store",
+        FIXTURES / "d-crashed" / "store",
+        "--broker-config",
+        broker_conf("d-crashed"),
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0
     (d,) = jsonl(res.stdout)
     assert d["abort"] is True and d["commitlog"]["preallocatedEmptyFiles"] == 1
@@ -157,4 +198,7 @@ def test_index_geometry_inferred_without_broker_config(name):
     store = Store(FIXTURES / name / "store")
     assert store.index_geometry == (conf.maxHashSlotNum, conf.maxIndexNum)
     q = truth(name, "truth-index.jsonl")[0]
-    assert query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"]) == q["indexServiceQueryOffset"]["phyOffsets"]
+    assert (
+        query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
+        == q["indexServiceQueryOffset"]["phyOffsets"]
+    )

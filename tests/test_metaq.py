@@ -1,5 +1,6 @@
 """MetaQ (Metamorphosis 1.4.6.2) segment stores: `rmqctl metaq ...` on copies of the g-metaq fixture, which the
 broker's own MessageStore wrote, against its truth files and against the broker's rules read from the source."""
+
 from __future__ import annotations
 
 import base64
@@ -54,21 +55,46 @@ def verify_rows(store: Path) -> tuple[int, list[dict]]:
 
 
 def test_dump_equals_the_truth_field_for_field():
-    r = metaq("dump", "--store", FIXTURE / "store", "--server-config", SERVER_INI, "--format", "jsonl", "--body", "base64")
+    r = metaq(
+        "dump", "--store", FIXTURE / "store", "--server-config", SERVER_INI, "--format", "jsonl", "--body", "base64"
+    )
     assert r.exit_code == 0, r.stderr
     got = {(d["topic"], d["partition"], d["offset"]): d for d in jsonl(r.stdout)}
     assert len(got) == len(TRUTH) == SUMMARY["messageCount"]
     for w in TRUTH:
         d = got[(w["topic"], w["partition"], w["offset"])]
-        for k in ("segment", "segmentPosition", "msgLen", "checksum", "id", "idHex", "flag", "attribute",
-                  "payloadLength", "payload"):
+        for k in (
+            "segment",
+            "segmentPosition",
+            "msgLen",
+            "checksum",
+            "id",
+            "idHex",
+            "flag",
+            "attribute",
+            "payloadLength",
+            "payload",
+        ):
             assert d[k] == w[k], (k, w["offset"])
         assert d["payloadEncoding"] == "base64"
 
 
 def test_dump_filters_and_text_payloads():
-    r = metaq("dump", "--store", FIXTURE / "store", "--topic", "trade-events", "--partition", "1", "--from", "1000",
-              "--limit", "3", "--format", "jsonl")
+    r = metaq(
+        "dump",
+        "--store",
+        FIXTURE / "store",
+        "--topic",
+        "trade-events",
+        "--partition",
+        "1",
+        "--from",
+        "1000",
+        "--limit",
+        "3",
+        "--format",
+        "jsonl",
+    )
     rows = jsonl(r.stdout)
     want = [w for w in TRUTH if w["topic"] == "trade-events" and w["partition"] == 1 and w["offset"] >= 1000][:3]
     assert [d["offset"] for d in rows] == [w["offset"] for w in want]
@@ -82,8 +108,10 @@ def test_empty_attribute_and_empty_payload_are_told_apart():
     empty_attr = [w for w in TRUTH if w["attribute"] == ""]
     empty_payload = [w for w in TRUTH if w["payloadLength"] == 0]
     assert empty_attr and empty_payload
-    rows = {(d["topic"], d["partition"], d["offset"]): d for d in jsonl(metaq(
-        "dump", "--store", store.root, "--format", "jsonl").stdout)}
+    rows = {
+        (d["topic"], d["partition"], d["offset"]): d
+        for d in jsonl(metaq("dump", "--store", store.root, "--format", "jsonl").stdout)
+    }
     for w in empty_attr + empty_payload:
         d = rows[(w["topic"], w["partition"], w["offset"])]
         assert (d["flag"], d["attribute"], d["payloadLength"]) == (w["flag"], w["attribute"], w["payloadLength"])
@@ -97,19 +125,30 @@ def test_info_matches_the_truth_summary():
     segs = {s["segment"]: s for s in info["segments"]}
     for want in SUMMARY["partitions"]:
         got = by_dir[want["dir"]]
-        assert (got["minOffset"], got["maxOffset"], got["messageCount"], got["odd"]) == \
-            (want["minOffset"], want["maxOffset"], want["messageCount"], [])
+        assert (got["minOffset"], got["maxOffset"], got["messageCount"], got["odd"]) == (
+            want["minOffset"],
+            want["maxOffset"],
+            want["messageCount"],
+            [],
+        )
         for s in want["segments"]:
-            assert (segs[s["file"]]["startOffset"], segs[s["file"]]["size"], segs[s["file"]]["messageCount"]) == \
-                (s["startOffset"], s["size"], s["messageCount"])
+            assert (segs[s["file"]]["startOffset"], segs[s["file"]]["size"], segs[s["file"]]["messageCount"]) == (
+                s["startOffset"],
+                s["size"],
+                s["messageCount"],
+            )
 
 
 def test_locate():
     w = TRUTH[5]
     args = ["--topic", w["topic"], "--partition", w["partition"], "--store", FIXTURE / "store", "--format", "jsonl"]
     at = jsonl(metaq("locate", w["offset"], *args).stdout)[0]
-    assert (at["segment"], at["segmentPosition"], at["recordStart"], at["id"]) == \
-        (w["segment"], w["segmentPosition"], True, w["id"])
+    assert (at["segment"], at["segmentPosition"], at["recordStart"], at["id"]) == (
+        w["segment"],
+        w["segmentPosition"],
+        True,
+        w["id"],
+    )
     inside = jsonl(metaq("locate", w["offset"] + 3, *args).stdout)[0]
     assert not inside["recordStart"] and inside["recordOffset"] == w["offset"]
     end = next(p for p in SUMMARY["partitions"] if p["topic"] == w["topic"] and p["partition"] == w["partition"])
@@ -193,7 +232,9 @@ def test_verify_gap_between_segments(data_path):
     (data_path / "meta-test-0" / "00000000000000033264.meta").unlink()
     code, rows = verify_rows(data_path)
     assert code == 1 and kinds(rows) == ["gap"]
-    assert rows[0]["file"] == "meta-test-0/00000000000000066043.meta" and "does not load meta-test-0" in rows[0]["detail"]
+    assert (
+        rows[0]["file"] == "meta-test-0/00000000000000066043.meta" and "does not load meta-test-0" in rows[0]["detail"]
+    )
 
 
 def test_verify_overlapping_segment(data_path):
@@ -216,9 +257,17 @@ def test_verify_zero_filled_tail_and_undecodable_attribute(data_path):
         f.write(bytes(45))  # two all-zero "records" the broker keeps, then 5 bytes it cuts
     w = next(w for w in truth_of("meta-test-1") if w["flag"] == 1 and w["attribute"])
     path = data_path / w["segment"]
-    data = bytearray(path.read_bytes()[w["segmentPosition"] + M.HEADER_LEN: w["segmentPosition"] + M.HEADER_LEN + w["msgLen"]])
+    data = bytearray(
+        path.read_bytes()[w["segmentPosition"] + M.HEADER_LEN : w["segmentPosition"] + M.HEADER_LEN + w["msgLen"]]
+    )
     data[0:4] = (w["msgLen"]).to_bytes(4, "big")  # attrLen larger than the data, checksum recomputed
-    patch(path, w["segmentPosition"] + 4, crc31(bytes(data)).to_bytes(4, "big") + path.read_bytes()[w["segmentPosition"] + 8: w["segmentPosition"] + M.HEADER_LEN] + bytes(data))
+    patch(
+        path,
+        w["segmentPosition"] + 4,
+        crc31(bytes(data)).to_bytes(4, "big")
+        + path.read_bytes()[w["segmentPosition"] + 8 : w["segmentPosition"] + M.HEADER_LEN]
+        + bytes(data),
+    )
     code, rows = verify_rows(data_path)
     assert code == 1 and sorted(kinds(rows)) == ["torn-tail", "undecodable", "zero-records"]
     zero = next(r for r in rows if r["kind"] == "zero-records")
@@ -272,7 +321,9 @@ def test_repair_cuts_at_a_bad_checksum_and_keeps_earlier_damage(data_path):
     flip(data_path / w["segment"], w["segmentPosition"] + M.HEADER_LEN)
     early = first_record_of("meta-test-0/00000000000000033264.meta")
     flip(data_path / early["segment"], early["segmentPosition"] + M.HEADER_LEN)
-    r = metaq("repair", "--store", data_path, "--topic", "meta-test", "--partition", "0", "--no-backup", "--format", "jsonl")
+    r = metaq(
+        "repair", "--store", data_path, "--topic", "meta-test", "--partition", "0", "--no-backup", "--format", "jsonl"
+    )
     rows = {x["action"]: x for x in jsonl(r.stdout)}
     assert r.exit_code == 0 and set(rows) == {"truncate", "not-cut"}
     assert (data_path / w["segment"]).stat().st_size == w["segmentPosition"]
@@ -283,7 +334,10 @@ def test_repair_cuts_at_a_bad_checksum_and_keeps_earlier_damage(data_path):
 def test_repair_refuses_a_partition_the_broker_does_not_load(data_path):
     (data_path / "meta-test-0" / "00000000000000033264.meta").unlink()
     r = metaq("repair", "--store", data_path, "--format", "jsonl")
-    assert r.exit_code == 2 and next(x for x in jsonl(r.stdout) if x["partition"] == 0 and x["topic"] == "meta-test")["action"] == "refused"
+    assert (
+        r.exit_code == 2
+        and next(x for x in jsonl(r.stdout) if x["partition"] == 0 and x["topic"] == "meta-test")["action"] == "refused"
+    )
 
 
 @pytest.fixture
@@ -292,8 +346,15 @@ def segment_holder():
     procs = []
 
     def hold(path: Path):
-        p = subprocess.Popen([sys.executable, "-c", f"f = open({str(path)!r}, 'r+b'); print('open', flush=True); "
-                              "import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                f"f = open({str(path)!r}, 'r+b'); print('open', flush=True); import time; time.sleep(120)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert p.stdout.readline().strip() == "open"
         procs.append(p)
         return p
@@ -308,10 +369,16 @@ def test_writers_refuse_while_a_broker_holds_the_segments(data_path, segment_hol
     seg = last_segment(data_path, "meta-test-0")
     os.truncate(seg, seg.stat().st_size - 3)
     holder = segment_holder(seg)
-    for args in (("repair",), ("clean", "--apply", "--delete-policy", "delete,1s"),
-                 ("append", "--topic", "meta-test", "--partition", "0", "--payload", "x")):
-        r = metaq(*args, "--store", data_path, "--topic", "meta-test", "--partition", "0") if args[0] != "append" \
+    for args in (
+        ("repair",),
+        ("clean", "--apply", "--delete-policy", "delete,1s"),
+        ("append", "--topic", "meta-test", "--partition", "0", "--payload", "x"),
+    ):
+        r = (
+            metaq(*args, "--store", data_path, "--topic", "meta-test", "--partition", "0")
+            if args[0] != "append"
             else metaq(*args, "--store", data_path)
+        )
         assert r.exit_code == 2 and f"process {holder.pid}" in r.stderr, (args, r.stderr)
     assert len(list((data_path / "meta-test-0").glob("*.meta"))) == 4
 
@@ -322,7 +389,9 @@ def test_writers_refuse_while_a_broker_holds_the_segments(data_path, segment_hol
 def test_dump_then_append_into_an_empty_directory_gives_identical_segments(tmp_path):
     dumped = metaq("dump", "--store", FIXTURE / "store", "--body", "base64", "--format", "jsonl").stdout
     out = tmp_path / "copy"
-    r = metaq("append", "--jsonl", "-", "--store", out, "--server-config", SERVER_INI, "--format", "jsonl", input=dumped)
+    r = metaq(
+        "append", "--jsonl", "-", "--store", out, "--server-config", SERVER_INI, "--format", "jsonl", input=dumped
+    )
     assert r.exit_code == 0, r.stderr
     acks = jsonl(r.stdout)
     assert [(a["offset"], a["id"]) for a in acks] == [(w["offset"], w["id"]) for w in TRUTH]
@@ -337,16 +406,40 @@ def test_append_single_messages_and_a_batch_as_the_broker_writes_them(data_path)
     from rmqctl.metaq.append import Appender, NewMessage
 
     end = next(p for p in SUMMARY["partitions"] if p["dir"] == "meta-test-1")["maxOffset"]
-    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
-              "--payload", "héllo", "--attribute", "", "--format", "jsonl")
+    r = metaq(
+        "append",
+        "--store",
+        data_path,
+        "--server-config",
+        SERVER_INI,
+        "--topic",
+        "meta-test",
+        "--partition",
+        "1",
+        "--payload",
+        "héllo",
+        "--attribute",
+        "",
+        "--format",
+        "jsonl",
+    )
     ack = jsonl(r.stdout)[0]
     assert r.exit_code == 0 and ack["offset"] == end and ack["msgLen"] == 4 + 0 + len("héllo".encode())
     with Appender(data_path, load_server_config(SERVER_INI)) as app:
-        acks = app.append([NewMessage("meta-test", 1, b"a" * 10, id=7), NewMessage("meta-test", 1, b"b", b"k=v", id=-8)])
+        acks = app.append(
+            [NewMessage("meta-test", 1, b"a" * 10, id=7), NewMessage("meta-test", 1, b"b", b"k=v", id=-8)]
+        )
     first = end + M.HEADER_LEN + 4 + len("héllo".encode())
     assert [a.offset for a in acks] == [first, first + M.HEADER_LEN + 10] and {a.batchOffset for a in acks} == {first}
-    rows = jsonl(metaq("dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--from", end, "--format", "jsonl").stdout)
-    assert [(d["id"], d["flag"], d["attribute"], d["payload"]) for d in rows[1:]] == [(7, 0, None, "a" * 10), (-8, 1, "k=v", "b")]
+    rows = jsonl(
+        metaq(
+            "dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--from", end, "--format", "jsonl"
+        ).stdout
+    )
+    assert [(d["id"], d["flag"], d["attribute"], d["payload"]) for d in rows[1:]] == [
+        (7, 0, None, "a" * 10),
+        (-8, 1, "k=v", "b"),
+    ]
     assert (rows[0]["flag"], rows[0]["attribute"], rows[0]["payload"]) == (1, "", "héllo")
     assert rows[0]["id"] != 0 and verify_rows(data_path) == (0, [])
 
@@ -392,8 +485,19 @@ def test_clean_delete_policy_by_real_mtimes(data_path):
     segs = sorted((data_path / "meta-test-0").glob("*.meta"))
     for p, h in zip(segs, (200, 170, 100, 300)):  # the last is old too, and is never deleted
         age(p, h)
-    plan = metaq("clean", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "0",
-                 "--format", "jsonl")
+    plan = metaq(
+        "clean",
+        "--store",
+        data_path,
+        "--server-config",
+        SERVER_INI,
+        "--topic",
+        "meta-test",
+        "--partition",
+        "0",
+        "--format",
+        "jsonl",
+    )
     assert [r["action"] for r in jsonl(plan.stdout)] == ["delete", "delete", "keep", "keep"]
     assert len(list((data_path / "meta-test-0").glob("*.meta"))) == 4
     assert metaq("clean", "--check", "--store", data_path, "--server-config", SERVER_INI).exit_code == 1
@@ -418,11 +522,26 @@ def test_clean_leaves_what_the_broker_loads(data_path):
         kept = sorted(p.relative_to(data_path).as_posix() for p in (data_path / part["dir"]).glob("*.meta"))
         assert kept == [last["file"]] and int(Path(last["file"]).stem) == last["startOffset"]
         assert (data_path / last["file"]).read_bytes() == (FIXTURE / "store" / last["file"]).read_bytes()
-        rows = jsonl(metaq("dump", "--store", data_path, "--topic", part["topic"], "--partition", part["partition"],
-                           "--body", "base64", "--format", "jsonl").stdout)
+        rows = jsonl(
+            metaq(
+                "dump",
+                "--store",
+                data_path,
+                "--topic",
+                part["topic"],
+                "--partition",
+                part["partition"],
+                "--body",
+                "base64",
+                "--format",
+                "jsonl",
+            ).stdout
+        )
         want = [w for w in truth_of(part["dir"]) if w["segment"] == last["file"]]
         assert len(want) == last["messageCount"] and want[0]["offset"] == last["startOffset"]
-        assert [(d["offset"], d["id"], d["payload"]) for d in rows] == [(w["offset"], w["id"], w["payload"]) for w in want]
+        assert [(d["offset"], d["id"], d["payload"]) for d in rows] == [
+            (w["offset"], w["id"], w["payload"]) for w in want
+        ]
     assert verify_rows(data_path) == (0, [])
 
 
@@ -433,8 +552,20 @@ def test_clean_archive_renames_or_zips(data_path):
     for p in segs:
         age(p, 30)
     age(segs[1], 1)
-    r = metaq("clean", "--apply", "--delete-policy", "archive,24h", "--store", data_path, "--topic", "trade-events",
-              "--partition", "1", "--format", "jsonl")
+    r = metaq(
+        "clean",
+        "--apply",
+        "--delete-policy",
+        "archive,24h",
+        "--store",
+        data_path,
+        "--topic",
+        "trade-events",
+        "--partition",
+        "1",
+        "--format",
+        "jsonl",
+    )
     rows = jsonl(r.stdout)
     assert [x["action"] for x in rows] == ["archive", "keep", "archive", "keep"]
     assert "leaves a hole" in rows[2]["reason"]
@@ -444,8 +575,18 @@ def test_clean_archive_renames_or_zips(data_path):
     first = sorted(other.glob("*.meta"))[0]
     content = first.read_bytes()
     age(first, 2)
-    r = metaq("clean", "--apply", "--delete-policy", "archive,60m,true", "--store", data_path, "--topic", "meta-test",
-              "--partition", "1")
+    r = metaq(
+        "clean",
+        "--apply",
+        "--delete-policy",
+        "archive,60m,true",
+        "--store",
+        data_path,
+        "--topic",
+        "meta-test",
+        "--partition",
+        "1",
+    )
     assert r.exit_code == 0 and not first.exists()
     with zipfile.ZipFile(other / (first.name + ".zip")) as z:
         assert z.namelist() == [first.name] and z.read(first.name) == content
@@ -453,7 +594,9 @@ def test_clean_archive_renames_or_zips(data_path):
 
 def test_clean_uses_the_topic_section_policy(tmp_path, data_path):
     ini = tmp_path / "server.ini"
-    ini.write_text(SERVER_INI.read_text().replace("[topic=trade-events]", "[topic=trade-events]\ndeletePolicy=delete,1s"))
+    ini.write_text(
+        SERVER_INI.read_text().replace("[topic=trade-events]", "[topic=trade-events]\ndeletePolicy=delete,1s")
+    )
     for p in data_path.rglob("*.meta"):
         age(p, 1)
     rows = jsonl(metaq("clean", "--store", data_path, "--server-config", ini, "--format", "jsonl").stdout)
@@ -478,11 +621,22 @@ def test_delete_policy_parsed_as_the_broker_parses_it():
 
 def test_server_ini_as_metaconfig_reads_it(tmp_path):
     cfg = load_server_config(SERVER_INI)
-    assert (cfg.maxSegmentSize, cfg.deletePolicy, cfg.deleteWhen, cfg.brokerId) == (32768, "delete,168", "0 0 6,18 * * ?", 0)
+    assert (cfg.maxSegmentSize, cfg.deletePolicy, cfg.deleteWhen, cfg.brokerId) == (
+        32768,
+        "delete,168",
+        "0 0 6,18 * * ?",
+        0,
+    )
     ini = tmp_path / "s.ini"
-    ini.write_text("[system]\nmaxSegmentSize = 64*1024\n# c\ndeleteWhen=0 0 3 * * ?\n[topic=x]\ndeletePolicy=archive,1\n")
+    ini.write_text(
+        "[system]\nmaxSegmentSize = 64*1024\n# c\ndeleteWhen=0 0 3 * * ?\n[topic=x]\ndeletePolicy=archive,1\n"
+    )
     cfg = load_server_config(ini)
-    assert cfg.maxSegmentSize == 65536 and cfg.topic("x").deletePolicy == "archive,1" and cfg.topic("x").deleteWhen == "0 0 3 * * ?"
+    assert (
+        cfg.maxSegmentSize == 65536
+        and cfg.topic("x").deletePolicy == "archive,1"
+        and cfg.topic("x").deleteWhen == "0 0 3 * * ?"
+    )
     ini.write_text("[system]\ndeletePolicy=remove,1\n")
     r = metaq("verify", "--store", FIXTURE / "store", "--server-config", ini)
     assert r.exit_code == 2 and "unknown policy" in r.stderr
@@ -569,7 +723,9 @@ def test_an_interrupted_repair_is_reported_then_rolled_forward(tmp_path):
     r = metaq("append", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--payload", "after")
     assert r.exit_code == 0, r.stderr
     want = broker_recovery_length("meta-test-1", torn)
-    rows = jsonl(metaq("dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--format", "jsonl").stdout)
+    rows = jsonl(
+        metaq("dump", "--store", data_path, "--topic", "meta-test", "--partition", "1", "--format", "jsonl").stdout
+    )
     assert rows[-1]["payload"] == "after" and rows[-1]["segmentPosition"] == want
     assert verify_rows(data_path) == (0, [])
 
@@ -607,7 +763,9 @@ def test_clean_at_the_next_delete_job(tmp_path, data_path):
         for seg in (data_path / part).glob("*.meta"):
             t = (fire - dt.timedelta(hours=hours)).timestamp()
             os.utime(seg, (t, t))
-    rows = jsonl(metaq("clean", "--store", data_path, "--server-config", ini, "--at", "next", "--format", "jsonl").stdout)
+    rows = jsonl(
+        metaq("clean", "--store", data_path, "--server-config", ini, "--at", "next", "--format", "jsonl").stdout
+    )
     evaluated = dt.datetime.fromisoformat(rows[0]["evaluatedAt"]).astimezone().replace(tzinfo=None)
     assert evaluated == fire and (fire.hour, fire.minute) == (4, 0)
     last = {(r["topic"], r["partition"]): r["segment"] for r in rows}  # rows come in segment order
@@ -637,7 +795,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
     cases = [
         (("info", "--store", tmp_path / "missing"), "no such data path"),
         (("append", "--store", data_path, "--jsonl", "-"), "--jsonl line 1"),
-        (("append", "--store", data_path, "--topic", "../x", "--partition", "0", "--payload", "p"), "cannot be a partition"),
+        (
+            ("append", "--store", data_path, "--topic", "../x", "--partition", "0", "--payload", "p"),
+            "cannot be a partition",
+        ),
         (("clean", "--store", data_path, "--at", "yesterday"), "not an ISO time"),
         (("clean", "--store", data_path, "--delete-policy", "delete,1x"), "not an int"),
         (("locate", "5", "--topic", "nope", "--partition", "0", "--store", data_path), "no partition directory nope-0"),
@@ -646,8 +807,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
         r = metaq(*args, input='{"topic": "t"}\n')
         assert r.exit_code == 2, (args, r.stdout)
         assert said in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
-    r = metaq("append", "--store", data_path, "--jsonl", "-",
-              input='{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 1}\n')
+    r = metaq(
+        "append",
+        "--store",
+        data_path,
+        "--jsonl",
+        "-",
+        input='{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 1}\n',
+    )
     assert r.exit_code == 2 and "attribute bit" in r.stderr
 
 
@@ -664,18 +831,27 @@ def test_a_directory_that_is_not_a_data_path_is_refused(tmp_path):
     (tmp_path / "systemd-private-abc").mkdir()
     r = metaq("verify", "--store", tmp_path)
     assert (r.exit_code, r.stdout) == (2, "")
-    assert r.stderr == (f"rmqctl: {tmp_path}: not a MetaQ data path: no {{topic}}-{{partition}}/ directory (the broker "
-                        "makes one for each partition it serves)\n")
+    assert r.stderr == (
+        f"rmqctl: {tmp_path}: not a MetaQ data path: no {{topic}}-{{partition}}/ directory (the broker "
+        "makes one for each partition it serves)\n"
+    )
     rocketmq = FIXTURES / "a-basic" / "store"
     r = metaq("info", "--store", rocketmq)
     assert (r.exit_code, r.stdout) == (2, "")
-    assert r.stderr == f"rmqctl: {rocketmq}: a RocketMQ store root, not a MetaQ data path: rmqctl info --store {rocketmq} reads it\n"
+    assert (
+        r.stderr
+        == f"rmqctl: {rocketmq}: a RocketMQ store root, not a MetaQ data path: rmqctl info --store {rocketmq} reads it\n"
+    )
     r = run("info", "--store", FIXTURE / "store")
     assert (r.exit_code, r.stdout) == (2, "")
-    assert r.stderr == (f"rmqctl: {FIXTURE / 'store'}: not a RocketMQ store root: no commitlog/ directory (a broker "
-                        "creates commitlog/, consumequeue/ and lock at its first start); it is a MetaQ data path: "
-                        f"rmqctl metaq info --store {FIXTURE / 'store'}\n")
-    r = metaq("verify", "--store", FIXTURE / "store", "--server-config", SERVER_INI, "--topic", "nope", "--format", "jsonl")
+    assert r.stderr == (
+        f"rmqctl: {FIXTURE / 'store'}: not a RocketMQ store root: no commitlog/ directory (a broker "
+        "creates commitlog/, consumequeue/ and lock at its first start); it is a MetaQ data path: "
+        f"rmqctl metaq info --store {FIXTURE / 'store'}\n"
+    )
+    r = metaq(
+        "verify", "--store", FIXTURE / "store", "--server-config", SERVER_INI, "--topic", "nope", "--format", "jsonl"
+    )
     assert r.exit_code == 1 and kinds(jsonl(r.stdout)) == ["no-partitions"]
 
 
@@ -708,7 +884,7 @@ def test_locate_hex_annotates_the_record_over_its_stored_bytes():
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == f"offset {w['offset']}: position {w['segmentPosition']} in {w['segment']}"
-    stored = (FIXTURE / "store" / w["segment"]).read_bytes()[w["segmentPosition"]:]
+    stored = (FIXTURE / "store" / w["segment"]).read_bytes()[w["segmentPosition"] :]
     checked = 0
     for line in lines[1:]:
         if line[:6].strip().isdigit() and line[8:56].strip():
@@ -727,9 +903,15 @@ def test_locate_hex_annotates_the_record_over_its_stored_bytes():
 # metamorphosis-all-1.4.6.2 and gecko-1.1.4), which reads what every rmqctl writer leaves.
 
 # the Debian jars the vendored Metamorphosis sources compile and run against (.ci/run installs their packages)
-METAQ_JARS = {"commons-logging": "libcommons-logging-java", "commons-lang": "libcommons-lang-java",
-              "commons-io": "libcommons-io-java", "ini4j": "libini4j-java", "quartz2": "libquartz2-java",
-              "slf4j-api": "libslf4j-java", "jackson-core-asl": "libjackson-json-java"}
+METAQ_JARS = {
+    "commons-logging": "libcommons-logging-java",
+    "commons-lang": "libcommons-lang-java",
+    "commons-io": "libcommons-io-java",
+    "ini4j": "libini4j-java",
+    "quartz2": "libquartz2-java",
+    "slf4j-api": "libslf4j-java",
+    "jackson-core-asl": "libjackson-json-java",
+}
 
 
 @pytest.fixture(scope="session")
@@ -745,13 +927,19 @@ def metaq_loader(tmp_path_factory):
     classes = tmp_path_factory.mktemp("metaq-loader")
     classpath = ":".join(map(str, [classes, *jars]))
     # the Metamorphosis sources are GBK (their Chinese comments)
-    subprocess.run(["javac", "-nowarn", "-encoding", "GBK", "-d", classes, "-cp", classpath,
-                    *sorted(sources.rglob("*.java"))], check=True, capture_output=True)
+    subprocess.run(
+        ["javac", "-nowarn", "-encoding", "GBK", "-d", classes, "-cp", classpath, *sorted(sources.rglob("*.java"))],
+        check=True,
+        capture_output=True,
+    )
 
     def load(*paths: Path) -> dict[Path, tuple[list, list]]:
         # user.home: MetaConfig's default data path (~/meta), which the broker creates, kept out of $HOME
-        proc = subprocess.run(["java", f"-Duser.home={classes}", "-cp", classpath, "MetaqLoad", SERVER_INI, *paths],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["java", f"-Duser.home={classes}", "-cp", classpath, "MetaqLoad", SERVER_INI, *paths],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         seen: dict[Path, tuple[list, list]] = {}
         for line in jsonl(proc.stdout):
@@ -759,8 +947,17 @@ def metaq_loader(tmp_path_factory):
                 partitions, messages = seen.setdefault(Path(line["dataPath"]), ([], []))
             elif "message" in line:
                 attribute = None if line["attribute"] is None else base64.b64decode(line["attribute"]).decode()
-                messages.append((line["topic"], line["partition"], line["message"], line["id"], line["flag"],
-                                 attribute, line["payload"]))
+                messages.append(
+                    (
+                        line["topic"],
+                        line["partition"],
+                        line["message"],
+                        line["id"],
+                        line["flag"],
+                        attribute,
+                        line["payload"],
+                    )
+                )
             else:
                 partitions.append((line["topic"], line["partition"], line["minOffset"], line["maxOffset"]))
         assert list(seen) == list(paths)
@@ -774,12 +971,15 @@ def rmqctl_reading(store: Path) -> tuple[list, list]:
     every message (metaq dump)."""
     r = metaq("info", "--store", store, "--server-config", SERVER_INI, "--format", "json")
     assert r.exit_code in (0, 1), r.stderr
-    partitions = sorted((p["topic"], p["partition"], p["minOffset"], p["maxOffset"])
-                        for p in json.loads(r.stdout)[0]["partitions"])
+    partitions = sorted(
+        (p["topic"], p["partition"], p["minOffset"], p["maxOffset"]) for p in json.loads(r.stdout)[0]["partitions"]
+    )
     r = metaq("dump", "--store", store, "--server-config", SERVER_INI, "--body", "base64", "--format", "jsonl")
     assert r.exit_code in (0, 1), r.stderr
-    messages = [(d["topic"], d["partition"], d["offset"], d["id"], d["flag"], d["attribute"], d["payload"])
-                for d in jsonl(r.stdout)]
+    messages = [
+        (d["topic"], d["partition"], d["offset"], d["id"], d["flag"], d["attribute"], d["payload"])
+        for d in jsonl(r.stdout)
+    ]
     return partitions, messages
 
 
@@ -797,12 +997,22 @@ def appended_copy(tmp_path: Path) -> Path:
     for p in [out, *out.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     for extra in (("--payload", "héllo", "--attribute", ""), ("--payload", "", "--attribute", "ключ=v")):
-        r = metaq("append", "--store", out, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
-                  *extra)
+        r = metaq(
+            "append", "--store", out, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1", *extra
+        )
         assert r.exit_code == 0, r.stderr
-    lines = [json.dumps({"topic": topic, "partition": part, "payload": base64.b64encode(bytes([i % 256]) * 1000)
-                         .decode(), "payloadEncoding": "base64"}) for i in range(80)
-             for topic, part in (("meta-test", 1), ("trade-events", 2))]
+    lines = [
+        json.dumps(
+            {
+                "topic": topic,
+                "partition": part,
+                "payload": base64.b64encode(bytes([i % 256]) * 1000).decode(),
+                "payloadEncoding": "base64",
+            }
+        )
+        for i in range(80)
+        for topic, part in (("meta-test", 1), ("trade-events", 2))
+    ]
     r = metaq("append", "--jsonl", "-", "--store", out, "--server-config", SERVER_INI, input="\n".join(lines) + "\n")
     assert r.exit_code == 0, r.stderr
     assert len(list((out / "trade-events-2").glob("*.meta"))) == 3
@@ -841,8 +1051,9 @@ def test_metaqs_own_loader_reads_every_writers_output_as_rmqctl_does(data_path, 
     assert len(loaded[data_path][1]) == len(TRUTH)
     appended = loaded[written[1]][1]
     assert set(loaded[data_path][1]) < set(appended) and len(appended) == len(TRUTH) + 2 + 160
-    assert loaded[written[2]][0] == sorted((p["topic"], p["partition"], p["segments"][-1]["startOffset"], p["maxOffset"])
-                                           for p in SUMMARY["partitions"])
+    assert loaded[written[2]][0] == sorted(
+        (p["topic"], p["partition"], p["segments"][-1]["startOffset"], p["maxOffset"]) for p in SUMMARY["partitions"]
+    )
     for (how, root, _, _), broker in zip(damaged, brokers):
         assert loaded[broker] == loaded[root], how
         assert segment_bytes(broker) == segment_bytes(root), how
@@ -855,8 +1066,16 @@ def damaged_last_segments(store: Path) -> list[tuple[str, Path, str, int]]:
     file's end, msgLen is negative or CRC32(data) & 0x7FFFFFFF differs from the checksum; records (positions
     and sizes) come from the truth file."""
     cases = []
-    for i, (part, how) in enumerate([("meta-test-0", "torn"), ("meta-test-1", "header"), ("trade-events-0", "flip"),
-                                      ("trade-events-1", "negative"), ("meta-test-0", "zeros"), ("meta-test-1", "huge")]):
+    for i, (part, how) in enumerate(
+        [
+            ("meta-test-0", "torn"),
+            ("meta-test-1", "header"),
+            ("trade-events-0", "flip"),
+            ("trade-events-1", "negative"),
+            ("meta-test-0", "zeros"),
+            ("meta-test-1", "huge"),
+        ]
+    ):
         root = store.parent / f"case{i}"
         shutil.copytree(store, root)
         seg = last_segment(root, part)
@@ -924,20 +1143,55 @@ def test_appended_records_are_the_brokers_bytes(tmp_path):
 
 
 def test_append_warns_where_the_broker_would_refuse_the_put(data_path):
-    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "2",
-              "--payload", "x")
+    r = metaq(
+        "append",
+        "--store",
+        data_path,
+        "--server-config",
+        SERVER_INI,
+        "--topic",
+        "meta-test",
+        "--partition",
+        "2",
+        "--payload",
+        "x",
+    )
     assert r.exit_code == 0 and "numPartitions 2" in r.stderr
-    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "other", "--partition", "0",
-              "--payload", "x")
+    r = metaq(
+        "append",
+        "--store",
+        data_path,
+        "--server-config",
+        SERVER_INI,
+        "--topic",
+        "other",
+        "--partition",
+        "0",
+        "--payload",
+        "x",
+    )
     assert r.exit_code == 0 and "matches no [topic=...] section" in r.stderr
-    r = metaq("append", "--store", data_path, "--server-config", SERVER_INI, "--topic", "meta-test", "--partition", "1",
-              "--payload", "x")
+    r = metaq(
+        "append",
+        "--store",
+        data_path,
+        "--server-config",
+        SERVER_INI,
+        "--topic",
+        "meta-test",
+        "--partition",
+        "1",
+        "--payload",
+        "x",
+    )
     assert r.exit_code == 0 and "warning" not in r.stderr
 
 
 def test_append_refuses_what_no_broker_could_store(data_path):
-    for row, said in (('{"topic": "meta-test", "partition": 0, "payload": "x", "id": 9223372036854775808}', "Java long"),
-                      ('{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 4294967296}', "Java int")):
+    for row, said in (
+        ('{"topic": "meta-test", "partition": 0, "payload": "x", "id": 9223372036854775808}', "Java long"),
+        ('{"topic": "meta-test", "partition": 0, "payload": "x", "flag": 4294967296}', "Java int"),
+    ):
         r = metaq("append", "--store", data_path, "--jsonl", "-", input=row + "\n")
         assert r.exit_code == 2 and said in r.stderr, r.stderr
     (data_path / "meta-test-1" / "x.meta").write_bytes(b"")

@@ -1,4 +1,5 @@
 """The compiled kernels' shared pieces against the Python reference (javacompat) they replace."""
+
 import base64
 import contextlib
 import ctypes.util
@@ -68,8 +69,15 @@ def test_find_properties_is_string2messageProperties(parts):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([b"abcdefgh", b"x", b"\x00", b"\x01", b"\x02", b"\x03", b"\x7f", b"\x80", b"\x82",
-                                 b"\x83", b"\xff"]), max_size=16).map(b"".join), st.integers(0, 40))
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"abcdefgh", b"x", b"\x00", b"\x01", b"\x02", b"\x03", b"\x7f", b"\x80", b"\x82", b"\x83", b"\xff"]
+        ),
+        max_size=16,
+    ).map(b"".join),
+    st.integers(0, 40),
+)
 def test_next_special_is_a_byte_loop(data, start):
     """The 8-bytes-a-step search for the property string's special bytes finds what a byte loop finds."""
     from rmqctl.engine.kernels import next_special
@@ -90,7 +98,9 @@ def test_the_crc32_library_falls_back_to_zlib():
     assert native.CRC32_LIBRARY == (found[0] if found else "z")
 
 
-@pytest.mark.parametrize("library", [lib[0] for lib in __import__("rmqctl.engine.kernels").engine.kernels.CRC32_LIBRARIES])
+@pytest.mark.parametrize(
+    "library", [lib[0] for lib in __import__("rmqctl.engine.kernels").engine.kernels.CRC32_LIBRARIES]
+)
 def test_every_crc32_library_computes_zlibs(library):
     """Each library a kernel may link (whichever this machine has) gives zlib.crc32's value, continued from a
     previous CRC as the kernels never do but zlib allows."""
@@ -172,9 +182,22 @@ def test_a_read_only_installation_without_a_cache_directory_still_runs(tmp_path)
         subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
         env = dict(os.environ, PYTHONPATH=str(ro), HOME="/proc/no-home", XDG_CACHE_HOME="/proc/no-cache")
         env.pop("NUMBA_CACHE_DIR", None)
-        r = subprocess.run([sys.executable, "-m", "rmqctl", "verify", "--store", repo / "examples" / "store",
-                            "--broker-config", repo / "examples" / "broker.conf"], env=env, capture_output=True,
-                           text=True, cwd=tmp_path)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rmqctl",
+                "verify",
+                "--store",
+                repo / "examples" / "store",
+                "--broker-config",
+                repo / "examples" / "broker.conf",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
     finally:
         subprocess.run(["umount", "-l", str(ro)], check=True)
     # quietly: verify's own one-line summary and nothing about caches or compiling
@@ -192,9 +215,26 @@ def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
     def dump_on_a_terminal() -> str:
         master, slave = os.openpty()
         try:
-            subprocess.run([sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", repo / "examples" / "store",
-                            "--broker-config", repo / "examples" / "broker.conf", "--body", "none"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=slave, check=True, cwd=tmp_path)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rmqctl",
+                    "dump",
+                    "commitlog",
+                    "--store",
+                    repo / "examples" / "store",
+                    "--broker-config",
+                    repo / "examples" / "broker.conf",
+                    "--body",
+                    "none",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=slave,
+                check=True,
+                cwd=tmp_path,
+            )
             os.set_blocking(master, False)
             try:
                 return os.read(master, 4096).decode()
@@ -242,11 +282,15 @@ def test_spans_are_copied_without_touching_bytes_outside_them():
     its span."""
     page = mmap.PAGESIZE
     with page_before_a_guard() as src:
-        src[page - 19:page] = np.arange(1, 20, dtype=np.uint8)
+        src[page - 19 : page] = np.arange(1, 20, dtype=np.uint8)
         for n in range(20):
             out = np.zeros(n + 6, np.uint8)
             assert copy_span(out, 3, src, page - n, n) == 3 + n
-            assert out[3:3 + n].tobytes() == src[page - n:page].tobytes() and not out[:3].any() and not out[3 + n:].any()
+            assert (
+                out[3 : 3 + n].tobytes() == src[page - n : page].tobytes()
+                and not out[:3].any()
+                and not out[3 + n :].any()
+            )
 
 
 @settings(max_examples=200, deadline=None)
@@ -260,8 +304,14 @@ def test_base64_is_rfc4648_at_every_length_and_alignment(raw, shift, followed):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.sampled_from(
-    [0, 9, 10, 99, 100, 10 ** 8 - 1, 10 ** 8, 10 ** 16 - 1, 10 ** 16, (1 << 63) - 1, -(1 << 63), -1, -10 ** 8])))
+@given(
+    st.one_of(
+        st.integers(-(1 << 63), (1 << 63) - 1),
+        st.sampled_from(
+            [0, 9, 10, 99, 100, 10**8 - 1, 10**8, 10**16 - 1, 10**16, (1 << 63) - 1, -(1 << 63), -1, -(10**8)]
+        ),
+    )
+)
 def test_int_text_is_pythons_at_every_magnitude(v):
     """Up to 8 digits a step, leading zeros cut from the first group only."""
     out = np.zeros(40, np.uint8)
@@ -284,7 +334,7 @@ def test_asking_ahead_follows_any_sizes_without_reading_outside(raw):
     only reads inside them: at every position of a buffer whose next page is not readable, it returns."""
     page = mmap.PAGESIZE
     with page_before_a_guard() as u8:
-        u8[page - len(raw):page] = np.frombuffer(raw, np.uint8)
+        u8[page - len(raw) : page] = np.frombuffer(raw, np.uint8)
         for pos in range(page - len(raw), page + 1):
             prefetch_ahead(u8, pos, page)
 
@@ -295,7 +345,7 @@ def _resident_kib(address: int) -> int:
     for i, line in enumerate(lines):
         start = line.split("-", 1)[0]
         if start != line and all(c in "0123456789abcdef" for c in start) and int(start, 16) == address:
-            return next(int(l.split()[1]) for l in lines[i + 1:] if l.startswith("Rss:"))
+            return next(int(l.split()[1]) for l in lines[i + 1 :] if l.startswith("Rss:"))
     raise AssertionError("mapping not found")
 
 

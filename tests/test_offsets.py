@@ -1,5 +1,6 @@
 """consumers, offset-by-time, delay-offsets, config checks and restore, diff, and the startup estimate, on copies
 of the real fixture stores (config files written in the broker's own fastjson format)."""
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,10 @@ def test_consumers_lag_and_out_of_range_offsets(store_copy):
     assert rows[("groupA", "TopicTest", 2)]["status"] == "ahead-of-max"
     assert rows[("groupA", "GoneTopic", 0)]["status"] == "no-queue"
     order = rows[("groupB", "OrderTopic", 0)]
-    assert order["lag"] == order["maxOffset"] and order["oldestUnconsumed"] == dict(times_by_queue("a-basic")[("OrderTopic", 0)])[0]
+    assert (
+        order["lag"] == order["maxOffset"]
+        and order["oldestUnconsumed"] == dict(times_by_queue("a-basic")[("OrderTopic", 0)])[0]
+    )
 
 
 def test_consumers_per_group_totals_the_lag(store_copy):
@@ -81,7 +85,8 @@ def test_consumers_per_group_totals_the_lag(store_copy):
         '{"group":"groupA","topics":2,"queues":4,"lag":172,"oldestUnconsumed":1795314213876,'
         '"oldestUnconsumedText":"2026-11-22T02:23:33.876+00:00","notOk":2}\n'
         '{"group":"groupB","topics":1,"queues":2,"lag":151,"oldestUnconsumed":1795314213718,'
-        '"oldestUnconsumedText":"2026-11-22T02:23:33.718+00:00","notOk":0}\n')
+        '"oldestUnconsumedText":"2026-11-22T02:23:33.718+00:00","notOk":0}\n'
+    )
     per_queue = jsonl(run("consumers", "--store", s, "--broker-config", broker_conf("a-basic")).stdout)
     assert sum(r["lag"] or 0 for r in per_queue if r["group"] == "groupA") == 172
 
@@ -90,8 +95,10 @@ def test_consumers_without_an_offset_file_say_so(store_copy):
     s = store_copy("a-basic")
     res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"), "--format", "table")
     assert (res.exit_code, res.stdout) == (0, "")
-    assert res.stderr == (f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no such file (nor its .bak): no consumer "
-                          "group has committed an offset in this store, so there is no lag to show\n")
+    assert res.stderr == (
+        f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no such file (nor its .bak): no consumer "
+        "group has committed an offset in this store, so there is no lag to show\n"
+    )
     write_config(s, "consumerOffset.json", '{\n\t"offsetTable":{}\n}')
     res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"))
     assert (res.exit_code, res.stdout) == (0, "")
@@ -154,9 +161,11 @@ def test_offset_by_time_49_picks_the_file_by_modification_time(store_copy):
         per_file = 1280 // S.CQ_UNIT_SIZE
         for ts in (units[0][1] - 5, units[len(units) // 3][1] + 1, units[-1][1], units[-1][1] + 5):
             got = offset_by_time_v4(view, times, ts)
-            f = next((i for i in range(0, len(units), per_file) if units[min(i + per_file, len(units)) - 1][1] >= ts),
-                     (len(units) - 1) // per_file * per_file)
-            in_file = units[f: f + per_file]
+            f = next(
+                (i for i in range(0, len(units), per_file) if units[min(i + per_file, len(units)) - 1][1] >= ts),
+                (len(units) - 1) // per_file * per_file,
+            )
+            in_file = units[f : f + per_file]
             exact = [q for q, t in in_file if t == ts]
             if exact:
                 assert got in exact
@@ -172,8 +181,18 @@ def test_offset_by_time_49_picks_the_file_by_modification_time(store_copy):
 
 
 def test_offset_by_time_cli_every_queue_and_errors():
-    res = run("offset-by-time", "TopicTest", "1795314214328", "--store", Path(broker_conf("a-basic")).parent / "store",
-              "--format", "jsonl", "--rocketmq-version", "5")  # 5.x's rule on a 4.9 store: the operator's word
+    # 5.x's rule on a 4.9 store: the operator's word
+    res = run(
+        "offset-by-time",
+        "TopicTest",
+        "1795314214328",
+        "--store",
+        Path(broker_conf("a-basic")).parent / "store",
+        "--format",
+        "jsonl",
+        "--rocketmq-version",
+        "5",
+    )
     rows = jsonl(res.stdout)
     assert res.exit_code == 0 and [r["queueId"] for r in rows] == [0, 1, 2, 3]
     assert all(r["storeTimestamp"] >= 1795314214328 for r in rows)
@@ -188,15 +207,20 @@ def test_delay_offsets_against_the_schedule_queues():
     store = Path(broker_conf("b-mixed")).parent / "store"
     units = [u for u in truth("b-mixed", "truth-consumequeue.jsonl") if u["topic"] == "SCHEDULE_TOPIC_XXXX"]
     committed = {1: 2}  # the fixture's delayOffset.json
-    res = run("delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "0", "--format", "jsonl")
+    res = run(
+        "delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "0", "--format", "jsonl"
+    )
     rows = {r["level"]: r for r in jsonl(res.stdout)}
     for level in {u["queueId"] + 1 for u in units}:
         mine = sorted((u["queueOffset"], u["tagsCode"]) for u in units if u["queueId"] == level - 1)
         pending = [t for q, t in mine if q >= committed.get(level, 0)]
         assert rows[level]["pending"] == len(pending) and rows[level]["due"] == 0
         assert rows[level]["nextDelivery"] == (min(pending) if pending else None)
-    later = jsonl(run("delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at",
-                      "2099-01-01T00:00:00Z").stdout)
+    later = jsonl(
+        run(
+            "delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "2099-01-01T00:00:00Z"
+        ).stdout
+    )
     assert all(r["due"] == r["pending"] for r in later)
 
 
@@ -272,7 +296,10 @@ def test_diff_identical_prefix_and_diverged(store_copy, tmp_path):
     out = json.loads(diverged.stdout)
     assert diverged.exit_code == 1 and out["relation"] == "diverged"
     assert out["firstDifference"] == victim["commitLogOffset"] + 60
-    assert out["messageA"]["offset"] == victim["commitLogOffset"] and out["messageA"]["differenceAt"] == out["firstDifference"]
+    assert (
+        out["messageA"]["offset"] == victim["commitLogOffset"]
+        and out["messageA"]["differenceAt"] == out["firstDifference"]
+    )
 
 
 def epoch_file(entries: list[tuple[int, int]], crc_ok=True) -> str:
@@ -293,7 +320,12 @@ def test_epochs_tell_which_epoch_each_tail_belongs_to(store_copy, tmp_path):
     entries, source = read_epochs(b)
     assert [e.epoch for e in entries] == [1] and source.endswith(".bak")
     out = json.loads(run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "jsonl").stdout)
-    assert out["b"]["identity"] == {"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": 2, "loaded": True}
+    assert out["b"]["identity"] == {
+        "clusterName": "DefaultCluster",
+        "brokerName": "broker-a",
+        "brokerId": 2,
+        "loaded": True,
+    }
     assert any(n.startswith("A: tail at") and "epoch 2" in n for n in out["notes"])
     assert any(n.startswith("B: tail at") and "epoch 1" in n for n in out["notes"])
 

@@ -2,6 +2,7 @@
 5.3.3 store and into a new one (--create), rebuild of consumequeues and index from nothing and from damaged ones,
 repair of a crash, a torn record and short last files, clean --apply, restore of a backup, and config restore. RocketMQ must recover the result cleanly and read back
 every consumequeue unit as rmqctl reads it, and every message rmqctl wrote as it was sent."""
+
 from __future__ import annotations
 
 import base64
@@ -36,9 +37,15 @@ def pristine(java_oracle, tmp_path_factory):
 
     def reading(name: str) -> oracle.Reading:
         if name not in cache:
-            cache[name] = oracle.read(java_oracle, VERSIONS.get(name, 4), copy_store(name, tmp_path_factory.mktemp(name)),
-                                      broker_conf(name), tmp_path_factory.mktemp(f"{name}-read"))
+            cache[name] = oracle.read(
+                java_oracle,
+                VERSIONS.get(name, 4),
+                copy_store(name, tmp_path_factory.mktemp(name)),
+                broker_conf(name),
+                tmp_path_factory.mktemp(f"{name}-read"),
+            )
         return cache[name]
+
     return reading
 
 
@@ -81,10 +88,18 @@ def assert_read_as_sent(reading: oracle.Reading, acks: list[dict], sent: list[di
         line = at.get(ack["commitLogOffset"])
         assert line, f"RocketMQ reads no consumequeue unit for {ack}"
         props = msg.get("properties", {})
-        want = {"topic": msg["topic"], "queueId": msg["queueId"], "queueOffset": ack["queueOffset"],
-                "msgTopic": msg["topic"], "msgQueueId": msg["queueId"], "msgQueueOffset": ack["queueOffset"],
-                "msgId": ack["msgId"], "keys": props.get("KEYS"), "tags": props.get("TAGS"),
-                "body": base64.b64encode(msg["body"].encode()).decode()}
+        want = {
+            "topic": msg["topic"],
+            "queueId": msg["queueId"],
+            "queueOffset": ack["queueOffset"],
+            "msgTopic": msg["topic"],
+            "msgQueueId": msg["queueId"],
+            "msgQueueOffset": ack["queueOffset"],
+            "msgId": ack["msgId"],
+            "keys": props.get("KEYS"),
+            "tags": props.get("TAGS"),
+            "body": base64.b64encode(msg["body"].encode()).decode(),
+        }
         assert {k: line.get(k) for k in want} == want
 
 
@@ -96,9 +111,11 @@ def message(topic: str, queue_id: int, body: str, tags=None, keys=None, **user) 
 @BOTH
 def test_append_single_messages(java_oracle, tmp_path, name):
     store = copy_store(name, tmp_path)
-    sent = [message(TOPIC[name], 1, "héllo, RocketMQ", tags="TagZ", keys="ORACLE-1 ORACLE-2", color="red"),
-            message(TOPIC[name], 3, "no tags, no keys"),
-            message("OracleNewTopic", 2, "a queue that did not exist", tags="TagN", keys="NEW-1")]
+    sent = [
+        message(TOPIC[name], 1, "héllo, RocketMQ", tags="TagZ", keys="ORACLE-1 ORACLE-2", color="red"),
+        message(TOPIC[name], 3, "no tags, no keys"),
+        message("OracleNewTopic", 2, "a queue that did not exist", tags="TagN", keys="NEW-1"),
+    ]
     acks = []
     for m in sent:
         args = ["--topic", m["topic"], "--queue-id", m["queueId"], "--body", m["body"]]
@@ -112,9 +129,17 @@ def test_append_single_messages(java_oracle, tmp_path, name):
 @BOTH
 def test_append_a_batch(java_oracle, tmp_path, name):
     store = copy_store(name, tmp_path)
-    sent = [message(TOPIC[name], i % 4, f"batch body {i} " + "x" * (i * 37 % 500), tags=f"Tag{'ABC'[i % 3]}",
-                    keys=f"BATCH-{i:03d} USER-{i % 7}", **({"shade": str(i)} if i % 2 else {}))
-            for i in range(40)]
+    sent = [
+        message(
+            TOPIC[name],
+            i % 4,
+            f"batch body {i} " + "x" * (i * 37 % 500),
+            tags=f"Tag{'ABC'[i % 3]}",
+            keys=f"BATCH-{i:03d} USER-{i % 7}",
+            **({"shade": str(i)} if i % 2 else {}),
+        )
+        for i in range(40)
+    ]
     if VERSIONS[name] == 5:  # a topic of 150 characters: V2 records (2-byte topic length)
         sent += [message("V2Topic-" + "v" * 142, 0, "a V2 record", tags="TagV", keys="V2-KEY")]
     acks = append_lines(store, name, sent)
@@ -126,8 +151,16 @@ def test_append_create_makes_a_store_the_broker_loads(java_oracle, tmp_path, nam
     """`append --create` into a directory that is no store yet, with the fixture's geometry and its broker's
     record style: RocketMQ of that version loads the new store and reads every message as it was sent."""
     store = tmp_path / "new-store"
-    sent = [message(f"Created{i % 3}", i % 2, f"a message of a new store {i} " + "y" * (i * 53 % 700),
-                    tags=f"Tag{'XYZ'[i % 3]}", keys=f"NEW-{i:03d}") for i in range(30)]
+    sent = [
+        message(
+            f"Created{i % 3}",
+            i % 2,
+            f"a message of a new store {i} " + "y" * (i * 53 % 700),
+            tags=f"Tag{'XYZ'[i % 3]}",
+            keys=f"NEW-{i:03d}",
+        )
+        for i in range(30)
+    ]
     lines = "".join(json.dumps(m) + "\n" for m in sent)
     acks = append(store, name, "--create", "--rocketmq-version", str(VERSIONS[name]), "--jsonl", "-", input=lines)
     assert len(acks) == len(sent) and acks[0]["commitLogOffset"] == 0
@@ -156,7 +189,10 @@ def test_append_opens_a_new_index_file(java_oracle, tmp_path, name):
     store = copy_store(name, tmp_path)
     before = store_info(store, name)["index"]
     room = before["geometry"]["maxIndexNum"] - 1 - before["files"][-1]["entries"]
-    sent = [message(TOPIC[name], i % 4, f"keyed {i}", tags="TagK", keys=f"IDX-{i}-A IDX-{i}-B") for i in range(room // 2 + 5)]
+    sent = [
+        message(TOPIC[name], i % 4, f"keyed {i}", tags="TagK", keys=f"IDX-{i}-A IDX-{i}-B")
+        for i in range(room // 2 + 5)
+    ]
     acks = append_lines(store, name, sent)
     assert len(store_info(store, name)["index"]["files"]) == len(before["files"]) + 1
     assert_read_as_sent(judge(java_oracle, tmp_path, name, store), acks, sent)
@@ -178,7 +214,9 @@ def test_rebuild_consumequeue_and_index_from_nothing(java_oracle, pristine, tmp_
     rebuild(store, name, "consumequeue")
     rebuild(store, name, "index")
     assert len(list((store / "index").iterdir())) == len(list((fixture_dir(name) / "store" / "index").iterdir()))
-    oracle.assert_same_units(judge(java_oracle, tmp_path, name, store).lines, pristine(name).lines, "rebuilt vs broker-written")
+    oracle.assert_same_units(
+        judge(java_oracle, tmp_path, name, store).lines, pristine(name).lines, "rebuilt vs broker-written"
+    )
 
 
 @REBUILT
@@ -202,7 +240,9 @@ def test_rebuild_of_damaged_consumequeue_and_index(java_oracle, pristine, tmp_pa
     os.truncate(index[-1], index[-1].stat().st_size // 3)
     rebuild(store, name, "consumequeue")
     rebuild(store, name, "index")
-    oracle.assert_same_units(judge(java_oracle, tmp_path, name, store).lines, pristine(name).lines, "rebuilt vs broker-written")
+    oracle.assert_same_units(
+        judge(java_oracle, tmp_path, name, store).lines, pristine(name).lines, "rebuilt vs broker-written"
+    )
 
 
 # -- repair -----------------------------------------------------------------------------------------------------
@@ -226,7 +266,9 @@ def test_repair_of_d_crashed(java_oracle, pristine, tmp_path):
     plan = repair(store, CRASHED)
     reading = oracle.read(java_oracle, 4, store, broker_conf(CRASHED), tmp_path / "oracle")
     assert pristine(CRASHED).summary["abnormalRecovery"]
-    oracle.assert_same_units(reading.lines, pristine(CRASHED).lines, "the repaired d-crashed vs RocketMQ's own recovery")
+    oracle.assert_same_units(
+        reading.lines, pristine(CRASHED).lines, "the repaired d-crashed vs RocketMQ's own recovery"
+    )
     oracle.assert_loads_as_rmqctl_reads(reading, store, broker_conf(CRASHED), known_damage={FLIPPED})
     assert [r["commitLogOffset"] for r in plan if r["action"] in ("cut", "not-cut")] == [782999, FLIPPED]
 
@@ -279,7 +321,11 @@ def test_repair_keeps_a_header_byte_the_broker_keeps(java_oracle, tmp_path):
     unit for unit as it reads the damaged one after its own abnormal recovery."""
     store = copy_store(CRASHED, tmp_path)
     flipped = 4638  # TopicTest/1@1 in the first file; byte 15 is the low byte of its queueId
-    patch(store / "commitlog" / f"{0:020d}", flipped + 15, bytes([(store / "commitlog" / f"{0:020d}").read_bytes()[flipped + 15] ^ 2]))
+    patch(
+        store / "commitlog" / f"{0:020d}",
+        flipped + 15,
+        bytes([(store / "commitlog" / f"{0:020d}").read_bytes()[flipped + 15] ^ 2]),
+    )
     damaged = oracle.read(java_oracle, 4, store, broker_conf(CRASHED), tmp_path / "damaged")
     assert damaged.summary["abnormalRecovery"]
     plan = repair(store, CRASHED)
@@ -295,8 +341,10 @@ def test_repair_of_short_consumequeue_and_index_files(java_oracle, tmp_path, nam
     header counts): the broker refuses the first; after repair (and a consumequeue rebuild for the units lost
     with the cut) RocketMQ loads the store and reads it as rmqctl does."""
     store = copy_store(name, tmp_path)
-    queue = max((d for d in (store / "consumequeue").glob("*/*") if d.is_dir()),
-                key=lambda d: sum(f.stat().st_size for f in d.iterdir()))
+    queue = max(
+        (d for d in (store / "consumequeue").glob("*/*") if d.is_dir()),
+        key=lambda d: sum(f.stat().st_size for f in d.iterdir()),
+    )
     os.truncate(sorted(queue.iterdir())[-1], 50)
     s = Store(store, load_config(broker_conf(name)))
     ix = s.index_files()[-1]
@@ -320,8 +368,22 @@ def test_clean_apply_of_expired_files(java_oracle, tmp_path, name):
     old = (dt.datetime.now() - dt.timedelta(hours=100)).timestamp()
     for f in files[: len(files) // 2]:
         os.utime(f, (old, old))
-    ok("clean", "--store", store, "--broker-config", broker_conf(name), "--rocketmq-version", str(VERSIONS[name]),
-       "--now", "--file-reserved-time", "72", "--disk-max-used-space-ratio", "95", "--until-ok", "--apply")
+    ok(
+        "clean",
+        "--store",
+        store,
+        "--broker-config",
+        broker_conf(name),
+        "--rocketmq-version",
+        str(VERSIONS[name]),
+        "--now",
+        "--file-reserved-time",
+        "72",
+        "--disk-max-used-space-ratio",
+        "95",
+        "--until-ok",
+        "--apply",
+    )
     assert sorted((store / "commitlog").iterdir()) == files[len(files) // 2 :]
     reading = judge(java_oracle, tmp_path, name, store)
     assert reading.summary["minPhyOffset"] == int(files[len(files) // 2].name)
@@ -343,8 +405,11 @@ def test_restore_puts_back_what_rebuild_replaced(java_oracle, tmp_path):
     backups = [p.name for p in store.iterdir() if p.name.startswith(".rmqctl-backup-")]
     assert len(backups) == 1 and len(list((store / "index").iterdir())) == 12
     ok("restore", backups[0], "--store", store, "--broker-config", broker_conf(name), "--no-backup")
-    after = {p.relative_to(store): p.read_bytes() for p in store.rglob("*")
-             if p.is_file() and p.name != "lock" and not p.relative_to(store).parts[0].startswith(".rmqctl-backup-")}
+    after = {
+        p.relative_to(store): p.read_bytes()
+        for p in store.rglob("*")
+        if p.is_file() and p.name != "lock" and not p.relative_to(store).parts[0].startswith(".rmqctl-backup-")
+    }
     assert after == before
     judge(java_oracle, tmp_path, name, store)
 

@@ -1,6 +1,7 @@
 """rebuild consumequeue / rebuild index: byte-identical to what RocketMQ wrote, answers the fixture's key
 queries like IndexService did, reports before it writes, refuses unsafe data, and survives SIGKILL at any
 moment (the old or the new state, never a mix)."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import (ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, append_like_last, broker_conf, held_lock, copy_store,
-                      jsonl, run, truth)
+from conftest import (
+    ALL_FIXTURES,
+    CLEAN_FIXTURES,
+    FIXTURES,
+    append_like_last,
+    broker_conf,
+    held_lock,
+    copy_store,
+    jsonl,
+    run,
+    truth,
+)
 from rmqctl import schema as S
 from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
@@ -31,6 +42,7 @@ from rmqctl.store import Store
 
 
 # -- helpers shared with test_repair ------------------------------------------------------------------------
+
 
 def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -63,7 +75,6 @@ def recover(root: Path):
         pass
 
 
-
 def test_the_lock_only_locks_and_writers_finish_an_interrupted_run(store_copy):
     """store_lock leaves an interrupted run's staging alone; locked_for_writing (every writer's first
     step) rolls it back and says so."""
@@ -77,8 +88,18 @@ def test_the_lock_only_locks_and_writers_finish_an_interrupted_run(store_copy):
     with txn.locked_for_writing(root) as done:
         assert done is None
 
-MUTATIONS = [(os, "rename"), (os, "unlink"), (os, "rmdir"), (os, "fsync"), (os, "pwrite"), (os, "ftruncate"),
-             (os, "mkdir"), (shutil, "rmtree"), (txn, "exchange")]
+
+MUTATIONS = [
+    (os, "rename"),
+    (os, "unlink"),
+    (os, "rmdir"),
+    (os, "fsync"),
+    (os, "pwrite"),
+    (os, "ftruncate"),
+    (os, "mkdir"),
+    (shutil, "rmtree"),
+    (txn, "exchange"),
+]
 
 
 def run_killed_at(n: int, fn) -> bool:
@@ -109,6 +130,7 @@ def commit_point(fn) -> int:
             if name == "rename" and str(a[1]).endswith(txn.INTENT_NAME) and calls[1] is None:
                 calls[1] = calls[0]
             return orig(*a, **k)
+
         return mutation
 
     for m, n, o in saved:
@@ -193,6 +215,7 @@ def arm_kill(n: int) -> list[int]:
             if calls[0] == n:
                 os.kill(os.getpid(), signal.SIGKILL)
             return orig(*a, **k)
+
         return mutation
 
     for mod, name in MUTATIONS:
@@ -204,14 +227,17 @@ def cli_in_a_new_process(argv: list[str], n: int) -> tuple[bool, int, int]:
     """The command line in a new interpreter, SIGKILLed before its n-th filesystem mutation (0: never), for
     commands whose libraries do not survive a fork (RocksDB's threads): (killed, mutations, commit point)."""
     here = Path(__file__).resolve().parent
-    code = (f"import test_rebuild as t\ncalls = t.arm_kill({n})\nt.cli_main({argv!r})\n"
-            "print('mutations', *calls)")
+    code = f"import test_rebuild as t\ncalls = t.arm_kill({n})\nt.cli_main({argv!r})\nprint('mutations', *calls)"
     # a TMPDIR of its own: a reader's RocksDB view left by an earlier killed run would otherwise be removed in
     # this one, and its mutations shift the count the kill points were drawn from
     with tempfile.TemporaryDirectory() as tmp:
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=here,
-                             env=dict(os.environ, TMPDIR=tmp,
-                                      PYTHONPATH=os.pathsep.join([str(here.parent), str(here)])))
+        res = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=here,
+            env=dict(os.environ, TMPDIR=tmp, PYTHONPATH=os.pathsep.join([str(here.parent), str(here)])),
+        )
     if res.returncode == -signal.SIGKILL:
         return True, 0, 0
     assert res.returncode == 0, res.stderr[-3000:]
@@ -226,7 +252,10 @@ def cli_kills(prepare, argv, old, new, runs: int, seed: int, state_of=state, new
     the first kind and the new after the second (`state_of` says what a store's state is; by default every
     byte a broker reads)."""
     if new_process:
-        killed_at, count = (lambda n, r: cli_in_a_new_process(argv(r), n)[0]), (lambda r: cli_in_a_new_process(argv(r), 0)[1:])
+        killed_at, count = (
+            (lambda n, r: cli_in_a_new_process(argv(r), n)[0]),
+            (lambda r: cli_in_a_new_process(argv(r), 0)[1:]),
+        )
     else:
         killed_at = lambda n, r: run_killed_at(n, lambda: cli_main(argv(r)))  # noqa: E731
         count = lambda r: mutation_count(lambda: cli_main(argv(r)))  # noqa: E731
@@ -242,8 +271,9 @@ def cli_kills(prepare, argv, old, new, runs: int, seed: int, state_of=state, new
         assert killed_at(n, root)
         recover(root)
         want = "old" if n <= commit else "new"
-        assert state_of(root) == (old if want == "old" else new), \
+        assert state_of(root) == (old if want == "old" else new), (
             f"not the {want} state after a SIGKILL before mutation {n} of {total}, commit at {commit} (seed {seed})"
+        )
         shutil.rmtree(root.parent)
 
 
@@ -277,6 +307,7 @@ def is_consistent(root: Path, name: str) -> bool:
 
 # -- the vectorised dispatch against dispatch.py, record by record ------------------------------------------
 
+
 def reference_dispatch(buf, limit: int, config: BrokerConfig):
     """What dispatch.py decides for every record of a file: (positions, cq entries, index key hashes, stop)."""
     pos, positions, cq, keys = 0, [], [], []
@@ -300,8 +331,10 @@ def assert_same_dispatch(buf, limit: int, config: BrokerConfig) -> int:
     got = dispatch_file(buf, limit, config, allow_v2=True)
     positions, cq, keys, stop = reference_dispatch(buf, limit, config)
     assert got.position.tolist() == positions and got.stop == stop
-    assert [(int(r), got.topics[int(t)], int(q), int(o), int(c)) for r, t, q, o, c in
-            zip(got.cq_record, got.cq_topic, got.cq_qid, got.cq_qoff, got.cq_tags)] == cq
+    assert [
+        (int(r), got.topics[int(t)], int(q), int(o), int(c))
+        for r, t, q, o, c in zip(got.cq_record, got.cq_topic, got.cq_qid, got.cq_qoff, got.cq_tags)
+    ] == cq
     assert list(zip(got.key_record.tolist(), got.key_hash.tolist())) == keys
     return got.reference_records
 
@@ -314,12 +347,31 @@ def test_vectorised_dispatch_equals_the_reference_on_every_fixture_file(name):
 
 
 NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET", "X", "", "TAGSX"]
-VALUES = ["", "a", "TagA", " ", "x y  z ", " lead", "trail ", "键 キー2 🔑", "v\x01w", "3", "99", "%LMQ%x,%LMQ%y",
-          "%LMQ%x", "0,1", "7", "A" * 40]
-SEGMENTS = st.one_of(st.tuples(st.sampled_from(NAMES), st.sampled_from(VALUES)).map("\x01".join),
-                     st.sampled_from(["", "ab", "\x01a", "a\x01", "\x01", "é\x01x"]))
+VALUES = [
+    "",
+    "a",
+    "TagA",
+    " ",
+    "x y  z ",
+    " lead",
+    "trail ",
+    "键 キー2 🔑",
+    "v\x01w",
+    "3",
+    "99",
+    "%LMQ%x,%LMQ%y",
+    "%LMQ%x",
+    "0,1",
+    "7",
+    "A" * 40,
+]
+SEGMENTS = st.one_of(
+    st.tuples(st.sampled_from(NAMES), st.sampled_from(VALUES)).map("\x01".join),
+    st.sampled_from(["", "ab", "\x01a", "a\x01", "\x01", "é\x01x"]),
+)
 PROPERTIES = st.tuples(st.lists(SEGMENTS, max_size=8), st.booleans()).map(
-    lambda t: "\x02".join(t[0]) + ("\x02" if t[1] and t[0] else ""))
+    lambda t: "\x02".join(t[0]) + ("\x02" if t[1] and t[0] else "")
+)
 
 
 def synthetic(rng_props: list[str], sysflags: list[int], topics: list[str]) -> bytes:
@@ -329,7 +381,12 @@ def synthetic(rng_props: list[str], sysflags: list[int], topics: list[str]) -> b
         v2 = len(topic) > 127
         m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V2 if v2 else S.MAGIC_V1, 0, i % 3, 0
         m.queueOffset, m.physicalOffset, m.sysFlag = i, pos, flag
-        m.bornTimestamp, m.storeTimestamp, m.reconsumeTimes, m.preparedTransactionOffset = 1, 1_700_000_000_000 + i * 1500, 0, 0
+        m.bornTimestamp, m.storeTimestamp, m.reconsumeTimes, m.preparedTransactionOffset = (
+            1,
+            1_700_000_000_000 + i * 1500,
+            0,
+            0,
+        )
         m.bornIp = bytes(16 if flag & S.BORNHOST_V6_FLAG else 4)
         m.storeIp = bytes(16 if flag & S.STOREHOSTADDRESS_V6_FLAG else 4)
         m.bornPort = m.storePort = 1
@@ -342,12 +399,20 @@ def synthetic(rng_props: list[str], sysflags: list[int], topics: list[str]) -> b
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(PROPERTIES,
-                          st.sampled_from([0, S.TRANSACTION_PREPARED_TYPE, S.TRANSACTION_COMMIT_TYPE,
-                                           S.TRANSACTION_ROLLBACK_TYPE, 0x30, 0x12]),
-                          st.sampled_from(["T", "SCHEDULE_TOPIC_XXXX", "主题", "%RETRY%g", "L" * 130, "T\x02KEYS\x01k"])),
-                min_size=1, max_size=12),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(
+            PROPERTIES,
+            st.sampled_from(
+                [0, S.TRANSACTION_PREPARED_TYPE, S.TRANSACTION_COMMIT_TYPE, S.TRANSACTION_ROLLBACK_TYPE, 0x30, 0x12]
+            ),
+            st.sampled_from(["T", "SCHEDULE_TOPIC_XXXX", "主题", "%RETRY%g", "L" * 130, "T\x02KEYS\x01k"]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+)
 def test_vectorised_dispatch_equals_the_reference_on_any_properties(records, multi_dispatch):
     """Duplicated, empty and half pairs, separators in values (and in a topic), spaced KEYS, non-ASCII, DELAY,
     LMQ, every transaction type, IPv6 hosts and V2 topics: the same entries and keys, in the same order."""
@@ -357,6 +422,7 @@ def test_vectorised_dispatch_equals_the_reference_on_any_properties(records, mul
 
 
 # -- byte-identical rebuilds -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", CLEAN_FIXTURES)
 def test_rebuild_from_nothing_is_byte_identical(name, tmp_path):
@@ -390,8 +456,20 @@ def test_rebuild_from_nothing_is_byte_identical(name, tmp_path):
         got = query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
         assert got == q["indexServiceQueryOffset"]["phyOffsets"], (q["topic"], q["key"])
     q = truth(name, "truth-index.jsonl")[0]
-    res = run("query", "key", q["topic"], q["key"], "--store", root, "--broker-config", conf, "--format", "jsonl",
-              "--max", q["maxNum"])
+    res = run(
+        "query",
+        "key",
+        q["topic"],
+        q["key"],
+        "--store",
+        root,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+        "--max",
+        q["maxNum"],
+    )
     assert sorted(r["commitLogOffset"] for r in jsonl(res.stdout)) == q["queryMessage"]["phyOffsets"]
 
 
@@ -408,6 +486,7 @@ def test_rebuild_of_a_sound_store_changes_nothing(name, tmp_path):
 
 
 # -- dry run, diffs, subsets, backups ----------------------------------------------------------------------
+
 
 def damage_queues(root: Path):
     """Three kinds of damage: a changed tagsCode, a lost file (units to add), a stray unit (one to remove)."""
@@ -429,13 +508,26 @@ def test_dry_run_reports_the_diff_and_writes_nothing(tmp_path):
     damage_queues(root)
     snapshot = tree(tmp_path)
     stats = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
-    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"), "--dry-run",
-              "--format", "jsonl")
+    res = run(
+        "rebuild",
+        "consumequeue",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--dry-run",
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0, res.stderr
     assert tree(tmp_path) == snapshot and {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == stats
     rows = {(r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
     assert set(rows) == {("TopicTest", 1), ("OrderTopic", 2), ("BenchTopic-7", 0)}
-    assert (rows[("TopicTest", 1)]["changed"], rows[("TopicTest", 1)]["added"], rows[("TopicTest", 1)]["removed"]) == (1, 0, 0)
+    assert (rows[("TopicTest", 1)]["changed"], rows[("TopicTest", 1)]["added"], rows[("TopicTest", 1)]["removed"]) == (
+        1,
+        0,
+        0,
+    )
     assert rows[("OrderTopic", 2)]["added"] > 0 and rows[("OrderTopic", 2)]["removed"] == 0
     assert (rows[("BenchTopic-7", 0)]["removed"], rows[("BenchTopic-7", 0)]["added"]) == (1, 0)
     assert "dry run" in res.stderr
@@ -466,20 +558,34 @@ def test_subset_rebuild_touches_only_the_selected_queues(tmp_path):
     stray = root / "consumequeue" / "TopicTest" / "7"
     stray.mkdir()
     shutil.copy(root / "consumequeue" / "TopicTest" / "0" / "00000000000000000000", stray)
-    untouched = {p: p.stat().st_ino for p in (root / "consumequeue").rglob("*")
-                 if "TopicTest" not in p.parts and p.is_file()}
+    untouched = {
+        p: p.stat().st_ino for p in (root / "consumequeue").rglob("*") if "TopicTest" not in p.parts and p.is_file()
+    }
     conf = broker_conf("a-basic")
     fixture = FIXTURES / "a-basic" / "store" / "consumequeue"
 
-    res = run("rebuild", "consumequeue", "--topic", "TopicTest", "--queue-id", "1", "--store", root,
-              "--broker-config", conf, "--format", "jsonl")
+    res = run(
+        "rebuild",
+        "consumequeue",
+        "--topic",
+        "TopicTest",
+        "--queue-id",
+        "1",
+        "--store",
+        root,
+        "--broker-config",
+        conf,
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0, res.stderr
     assert [(r["topic"], r["queueId"]) for r in jsonl(res.stdout)] == [("TopicTest", 1)]
     assert tree(root / "consumequeue" / "TopicTest" / "1") == tree(fixture / "TopicTest" / "1")
     assert stray.is_dir()
 
-    res = run("rebuild", "consumequeue", "--topic", "TopicTest", "--store", root, "--broker-config", conf,
-              "--format", "jsonl")
+    res = run(
+        "rebuild", "consumequeue", "--topic", "TopicTest", "--store", root, "--broker-config", conf, "--format", "jsonl"
+    )
     assert res.exit_code == 0, res.stderr
     assert [(r["topic"], r["queueId"], r["removed"]) for r in jsonl(res.stdout)] == [("TopicTest", 7, 64)]
     assert "TopicTest/7" in res.stderr and not stray.exists()
@@ -493,16 +599,27 @@ def test_a_deleted_topic_directory_is_rebuilt_as_the_dry_run_promised(tmp_path):
     """consumequeue/OrderTopic/ deleted: the topic's rebuild brings it back byte for byte, as its dry run said."""
     root = copy_store("a-basic", tmp_path)
     shutil.rmtree(root / "consumequeue" / "OrderTopic")
-    args = ("rebuild", "consumequeue", "--topic", "OrderTopic", "--store", root, "--broker-config",
-            broker_conf("a-basic"), "--format", "jsonl")
+    args = (
+        "rebuild",
+        "consumequeue",
+        "--topic",
+        "OrderTopic",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--format",
+        "jsonl",
+    )
     planned = run(*args, "--dry-run")
     assert planned.exit_code == 0, planned.stderr
     res = run(*args)
     assert res.exit_code == 0, res.stderr
     assert res.stdout == planned.stdout and [r["added"] for r in jsonl(res.stdout)] == [151, 160, 171, 158]
     backup = next(p for p in root.iterdir() if p.name.startswith(txn.BACKUP_PREFIX))
-    assert res.stderr == ("rmqctl: 4 queue(s) rebuilt from 2000 records (640 entries): changed; replaced files kept "
-                          f"in {backup}\n")
+    assert res.stderr == (
+        f"rmqctl: 4 queue(s) rebuilt from 2000 records (640 entries): changed; replaced files kept in {backup}\n"
+    )
     assert tree(root / "consumequeue") == tree(FIXTURES / "a-basic" / "store" / "consumequeue")
     assert run("verify", "--store", root, "--broker-config", broker_conf("a-basic")).exit_code == 0
 
@@ -539,12 +656,27 @@ def test_rebuild_after_cleanup_fills_the_queue_heads_with_pre_blank_units(tmp_pa
                 want[f.name] = bytes(data)
         got = {f.name: f.read_bytes() for f in sorted((root / "consumequeue" / topic / str(qid)).iterdir())}
         assert got == want, (topic, qid)
-    rows = jsonl(run("dump", "consumequeue", "TopicTest", 0, "--store", root, "--broker-config",
-                     broker_conf("a-basic"), "--format", "jsonl").stdout)
-    assert rows[0]["preBlank"] and not any(r.get("preBlank") for r in rows if r["queueOffset"] >= first[("TopicTest", 0)])
+    rows = jsonl(
+        run(
+            "dump",
+            "consumequeue",
+            "TopicTest",
+            0,
+            "--store",
+            root,
+            "--broker-config",
+            broker_conf("a-basic"),
+            "--format",
+            "jsonl",
+        ).stdout
+    )
+    assert rows[0]["preBlank"] and not any(
+        r.get("preBlank") for r in rows if r["queueOffset"] >= first[("TopicTest", 0)]
+    )
 
 
 # -- refusals ----------------------------------------------------------------------------------------------
+
 
 def append_record_with_topic(root: Path, topic: bytes) -> int:
     """Append a copy of the last message under another topic, as a broker would have written it."""
@@ -559,7 +691,11 @@ def test_a_topic_that_is_not_a_directory_name_is_refused(tmp_path, bad_topic):
     before = tree(root)
     res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
     assert res.exit_code == 2
-    assert bad_topic.decode() in res.stderr and "commitlog" in res.stderr and f"position {offset % 65536} in " in res.stderr
+    assert (
+        bad_topic.decode() in res.stderr
+        and "commitlog" in res.stderr
+        and f"position {offset % 65536} in " in res.stderr
+    )
     assert "Traceback" not in res.stderr
     assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
     assert sorted(p for p in tmp_path.rglob("*") if root not in p.parents and p != root) == outside
@@ -587,10 +723,12 @@ def test_writing_needs_an_explicit_store(tmp_path, monkeypatch):
 
 # -- crash safety ----------------------------------------------------------------------------------------
 
+
 def _without(*names):
     def mutate(root: Path):
         for n in names:
             shutil.rmtree(root / n)
+
     return mutate
 
 
@@ -607,8 +745,10 @@ def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(crash_dir, 
     name = "b-mixed"
 
     damage = _without(what)
-    ops = {"consumequeue": lambda r: rebuild_consumequeue(open_store(r, name), keep_backup=False),
-           "index": lambda r: rebuild_index(open_store(r, name), keep_backup=False)}
+    ops = {
+        "consumequeue": lambda r: rebuild_consumequeue(open_store(r, name), keep_backup=False),
+        "index": lambda r: rebuild_index(open_store(r, name), keep_backup=False),
+    }
     old, new = _expected_new(crash_dir, name, damage, ops[what])
     outcomes = sweep_kills(fresh(name, crash_dir / "sweep", damage), ops[what], old, new)
     assert outcomes["old"] and outcomes["new"]
@@ -617,15 +757,28 @@ def test_rebuild_killed_before_any_filesystem_step_leaves_old_or_new(crash_dir, 
 def test_rebuild_cli_killed_at_random_steps_leaves_old_or_new(crash_dir):
     name = "c-v5-features"
     conf = broker_conf(name)
-    old, new = _expected_new(crash_dir, name, _without("consumequeue"),
-                             lambda r: rebuild_consumequeue(open_store(r, name)))
+    old, new = _expected_new(
+        crash_dir, name, _without("consumequeue"), lambda r: rebuild_consumequeue(open_store(r, name))
+    )
     prepare = fresh(name, crash_dir / "runs-cq", _without("consumequeue"))
-    cli_kills(prepare, lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(conf)],
-              old, new, runs=10, seed=4)
+    cli_kills(
+        prepare,
+        lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(conf)],
+        old,
+        new,
+        runs=10,
+        seed=4,
+    )
     old_i, new_i = _expected_new(crash_dir / "i", name, _without("index"), lambda r: rebuild_index(open_store(r, name)))
     prepare = fresh(name, crash_dir / "runs-index", _without("index"))
-    cli_kills(prepare, lambda r: ["rebuild", "index", "--store", str(r), "--broker-config", str(conf)],
-              old_i, new_i, runs=10, seed=5)
+    cli_kills(
+        prepare,
+        lambda r: ["rebuild", "index", "--store", str(r), "--broker-config", str(conf)],
+        old_i,
+        new_i,
+        runs=10,
+        seed=5,
+    )
 
 
 # -- memory: batches within the budget, files released as they are done -------------------------------------
@@ -635,8 +788,9 @@ FIXED_CLOCK = lambda: 1_700_000_000_000  # noqa: E731  index file names are crea
 
 
 def _built(store: Store, where: Path, memory: int) -> dict[str, bytes]:
-    dispatch_records(store, where, build_cq=True, build_index=store.config.messageIndexEnable,
-                     index_clock=FIXED_CLOCK, memory=memory)
+    dispatch_records(
+        store, where, build_cq=True, build_index=store.config.messageIndexEnable, index_clock=FIXED_CLOCK, memory=memory
+    )
     return tree(where)
 
 

@@ -2,6 +2,7 @@
 the bytes at a record's start) and every walk derives from it: the Python reference (record.read_record), the
 compiled rule itself, the decoder behind dump and the engine's batches, verify's walk and rebuild's dispatch.
 A table of crafted records, each judged by every walk."""
+
 from __future__ import annotations
 
 import re
@@ -88,7 +89,8 @@ def test_the_compiled_rule_is_the_rule(name, data, allow_v2, expected):
     if head[0] == rules.RECORD:
         _, size, combo, body_len, v2, _ = head
         assert tuple(compiled.decode_tail(u8, 0, size, combo, body_len, v2)) == rules.record_tail(
-            data, 0, size, combo, body_len, v2)
+            data, 0, size, combo, body_len, v2
+        )
 
 
 @pytest.mark.parametrize("name,data,allow_v2,expected", CASES, ids=IDS)
@@ -130,8 +132,10 @@ def test_a_wrong_crc_is_the_crc_checks_finding_not_a_refusal():
 
 
 # the writers that put a magic into a record, and how each picks it: by the version it writes, never by comparing
-WRITERS = {"maintenance/append.py": "S.MAGIC_V2 if v2 else S.MAGIC_V1",
-           "maintenance/append_batch.py": "np.where(v2, S.MAGIC_V2, S.MAGIC_V1)"}
+WRITERS = {
+    "maintenance/append.py": "S.MAGIC_V2 if v2 else S.MAGIC_V1",
+    "maintenance/append_batch.py": "np.where(v2, S.MAGIC_V2, S.MAGIC_V1)",
+}
 
 
 def test_record_acceptance_is_defined_in_rules_alone():
@@ -143,7 +147,11 @@ def test_record_acceptance_is_defined_in_rules_alone():
         lines = [line for line in path.read_text().splitlines() if re.search(r"\bMAGIC_V1\b", line)]
         if rel not in ("schema.py", "rules.py") and not (lines and all(WRITERS.get(rel, "\0") in x for x in lines)):
             named += [f"{rel}: {line.strip()}" for line in lines]
-        if rel != "rules.py" and re.search(r"^def (record_head|record_tail|record_magic|message_magic|head_outcome|"
-                                           r"decode_tail)\b", path.read_text(), re.M):
+        if rel != "rules.py" and re.search(
+            r"^def (record_head|record_tail|record_magic|message_magic|head_outcome|"
+            r"decode_tail)\b",
+            path.read_text(),
+            re.M,
+        ):
             defined.append(rel)
     assert (named, defined) == ([], [])

@@ -1,6 +1,7 @@
 """Where the broker's normal commitlog recovery starts, written once (recovery.normal_recovery_start) and
 read by verify's recovery plan, info's startup estimate and append: checked against what RocketMQ itself
 wrote (the fixtures' truth files)."""
+
 from __future__ import annotations
 
 import json

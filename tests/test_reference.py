@@ -1,6 +1,7 @@
 """The CLI reference page (docs/reference.md) is generated from the click commands' own help, and this
 test fails when it is stale, as sqlite-utils checks its cog-generated docs. Regenerate it with
 `python tests/test_reference.py`. Shell completion is click's own; a test completes a command name."""
+
 from __future__ import annotations
 
 import os
@@ -53,12 +54,14 @@ def test_reference_page_is_current():
 
 def test_shell_completion_completes_a_command_name():
     env = {**os.environ, "_RMQCTL_COMPLETE": "bash_complete", "COMP_WORDS": "rmqctl veri", "COMP_CWORD": "1"}
-    p = subprocess.run([sys.executable, "-c", "from rmqctl.cli.main import main; main()"], env=env,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", "from rmqctl.cli.main import main; main()"], env=env, capture_output=True, text=True
+    )
     assert "plain,verify" in p.stdout.splitlines()
     env.update(COMP_WORDS="rmqctl dump ", COMP_CWORD="2")
-    p = subprocess.run([sys.executable, "-c", "from rmqctl.cli.main import main; main()"], env=env,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", "from rmqctl.cli.main import main; main()"], env=env, capture_output=True, text=True
+    )
     assert {"plain,commitlog", "plain,checkpoint"} <= set(p.stdout.splitlines())
 
 
@@ -85,6 +88,6 @@ def test_every_help_ends_with_examples_that_parse():
         assert 1 <= len(examples) <= 3 and lines[-1].strip() == "\b", f"{name}: --help ends without examples"
         for example in examples:  # the command may be any stage of a pipeline
             stages = [shlex.split(stage) for stage in re.split(r" \|\|? ", example)]
-            words = next((w for w in stages if w[:len(path) + 1] == ["rmqctl", *path]), None)
+            words = next((w for w in stages if w[: len(path) + 1] == ["rmqctl", *path]), None)
             assert words is not None, f"{name}: example does not run it: {example}"
-            cmd.make_context(name, words[len(path) + 1:], **cli.context_settings)
+            cmd.make_context(name, words[len(path) + 1 :], **cli.context_settings)

@@ -1,6 +1,7 @@
 """Reliability: bounded decompression, a full disk on a real tmpfs for every writer, the broker's real lock (a
 JVM's FileChannel.lock), symlinks and topic names that would lead out of the store, and the torture suite's
 quick run (benchmarks/torture.py) kept true."""
+
 from __future__ import annotations
 
 import hashlib
@@ -33,8 +34,11 @@ COMPRESSORS = {  # sysFlag: how a client compresses (legacy zlib, typed zlib, lz
 
 def store_files(root: Path) -> dict[str, str]:
     """sha256 of every file under the store (rmqctl's own lock file aside)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "lock"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
 
 
 def write_conf(path: Path, base: str, **settings) -> Path:
@@ -52,13 +56,39 @@ def test_dump_decompresses_up_to_the_limit_and_reports_more(tmp_path, sys_flag):
     conf = broker_conf("a-basic")
     body = bytes(range(256)) * 4096  # 1 MiB
     (tmp_path / "body").write_bytes(COMPRESSORS[sys_flag](body))
-    res = run("append", "--store", store, "--broker-config", conf, "--topic", "Zip", "--body-file", tmp_path / "body",
-              "--sys-flag", hex(sys_flag))
+    res = run(
+        "append",
+        "--store",
+        store,
+        "--broker-config",
+        conf,
+        "--topic",
+        "Zip",
+        "--body-file",
+        tmp_path / "body",
+        "--sys-flag",
+        hex(sys_flag),
+    )
     assert res.exit_code == 0, res.stderr
     offset = jsonl(res.stdout)[0]["commitLogOffset"]
     for cap, expect in ((MiB, body), (MiB - 1, None)):
-        res = run("dump", "commitlog", "--store", store, "--broker-config", conf, "--from", offset, "--decompress",
-                  "--body", "base64", "--max-decompressed-size", cap, "--format", "jsonl")
+        res = run(
+            "dump",
+            "commitlog",
+            "--store",
+            store,
+            "--broker-config",
+            conf,
+            "--from",
+            offset,
+            "--decompress",
+            "--body",
+            "base64",
+            "--max-decompressed-size",
+            cap,
+            "--format",
+            "jsonl",
+        )
         assert res.exit_code == 0, res.stderr
         row = jsonl(res.stdout)[0]
         if expect is None:
@@ -91,11 +121,17 @@ def test_a_decompression_bomb_is_never_allocated(sys_flag):
         "try:\n"
         "    m.decompressed_body(decompression_limit(4 << 20))\n"
         "except DecompressionLimitError as e:\n"
-        "    print('refused', len(body), e)\n")
+        "    print('refused', len(body), e)\n"
+    )
     if sys_flag == 0x201:
         pytest.importorskip("zstandard")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert out.returncode == 0 and out.stdout.startswith("refused"), out.stderr[-2000:]
 
 
@@ -107,8 +143,19 @@ def test_verify_reports_bodies_over_the_limit_and_bodies_that_do_not_decompress(
     (tmp_path / "fine").write_bytes(zlib.compress(b"x" * 1000))
     offsets = {}
     for name in ("big", "junk", "fine"):
-        res = run("append", "--store", store, "--broker-config", conf, "--topic", "Zip", "--body-file",
-                  tmp_path / name, "--sys-flag", "0x1")
+        res = run(
+            "append",
+            "--store",
+            store,
+            "--broker-config",
+            conf,
+            "--topic",
+            "Zip",
+            "--body-file",
+            tmp_path / name,
+            "--sys-flag",
+            "0x1",
+        )
         assert res.exit_code == 0, res.stderr
         offsets[name] = jsonl(res.stdout)[0]["commitLogOffset"]
     res = run("verify", "--store", store, "--broker-config", conf, "--format", "jsonl")
@@ -118,8 +165,15 @@ def test_verify_reports_bodies_over_the_limit_and_bodies_that_do_not_decompress(
 
 
 def test_verify_passes_the_fixtures_compressed_bodies():
-    res = run("verify", "--store", FIXTURES / "b-mixed" / "store", "--broker-config",
-              broker_conf("b-mixed"), "--format", "jsonl")
+    res = run(
+        "verify",
+        "--store",
+        FIXTURES / "b-mixed" / "store",
+        "--broker-config",
+        broker_conf("b-mixed"),
+        "--format",
+        "jsonl",
+    )
     assert not [f for f in jsonl(res.stdout) if f["kind"] in ("decompressed-size", "compressed-body")]
 
 
@@ -179,8 +233,13 @@ def broker_lock_class(tmp_path_factory):
 
 
 def java(classes: Path, *args, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(["java", "-cp", str(classes), "BrokerLock", *map(str, args)], text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(
+        ["java", "-cp", str(classes), "BrokerLock", *map(str, args)],
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        **kwargs,
+    )
 
 
 def writers(store: Path, conf: Path, scratch: Path) -> dict[str, list]:
@@ -225,8 +284,12 @@ def test_the_jvm_cannot_lock_while_rmqctl_writes_and_two_writers_never_both_proc
     store = copy_store("a-basic", tmp_path)
     conf = broker_conf("a-basic")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    first = subprocess.Popen([sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--broker-config",
-                              str(conf), "--jsonl", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", "append", "--store", str(store), "--broker-config", str(conf), "--jsonl", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     try:
         first.stdin.write(json.dumps({"topic": "First", "body": "held"}).encode() + b"\n")
         first.stdin.flush()
@@ -321,12 +384,26 @@ def test_writers_follow_the_stores_own_top_level_links_to_another_disk(tmp_path,
     backups = sorted(other_disk.glob(".rmqctl-backup-*"))
     assert len(backups) == 1 and (backups[0] / str(cq).lstrip("/") / "TopicTest" / "1").is_dir()
     own = next(store.glob(".rmqctl-backup-*"))
-    assert res.stderr == f"rmqctl: 12 queue(s) rebuilt from 2000 records (2000 entries): changed; replaced files kept in {own}\n"
+    assert (
+        res.stderr
+        == f"rmqctl: 12 queue(s) rebuilt from 2000 records (2000 entries): changed; replaced files kept in {own}\n"
+    )
     assert not list(other_disk.glob(".rmqctl-rebuild-*")) and not list(store.glob(".rmqctl-rebuild-*"))
 
     shutil.rmtree(cq / "OrderTopic")
-    res = run("rebuild", "consumequeue", "--topic", "OrderTopic", "--store", store, "--broker-config", conf,
-              "--no-backup", "--format", "jsonl")
+    res = run(
+        "rebuild",
+        "consumequeue",
+        "--topic",
+        "OrderTopic",
+        "--store",
+        store,
+        "--broker-config",
+        conf,
+        "--no-backup",
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0, res.stderr
     assert store_files(cq) == fixture_cq
     res = run("append", "--store", store, "--broker-config", conf, "--topic", "TopicTest", "--body", "x")
@@ -350,7 +427,10 @@ def test_repair_through_linked_queues_keeps_its_backup_beside_them(tmp_path, oth
     before = {**store_files(cq), **{f"index/{k}": v for k, v in store_files(index).items()}}
     res = run("repair", "--store", store, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
-    assert {r["target"].split("/")[0] for r in jsonl(res.stdout) if r["action"] == "truncate"} == {"consumequeue", "index"}
+    assert {r["target"].split("/")[0] for r in jsonl(res.stdout) if r["action"] == "truncate"} == {
+        "consumequeue",
+        "index",
+    }
     assert [p.name for p in cq.rglob(".rmqctl-*")] == [] and [p.name for p in index.rglob(".rmqctl-*")] == []
     assert [p.name.split("-2")[0] for p in other_disk.iterdir() if p.name.startswith(".rmqctl")] == [".rmqctl-backup"]
     own = next(store.glob(".rmqctl-backup-*"))
@@ -369,10 +449,12 @@ def test_a_top_level_link_into_another_store_is_refused(tmp_path):
     before = store_files(other)
     res = run("rebuild", "consumequeue", "--store", store, "--broker-config", broker_conf("a-basic"))
     assert (res.exit_code, res.stdout) == (2, "")
-    assert res.stderr == (f"rmqctl: {store / 'consumequeue'}: is a symlink to {other / 'consumequeue'}, outside the "
-                          "store: rmqctl's writers do not follow it; they follow only the store's own top-level "
-                          "directories (commitlog/, consumequeue/, index/, ...) linked to a directory that is not "
-                          "part of another store\n")
+    assert res.stderr == (
+        f"rmqctl: {store / 'consumequeue'}: is a symlink to {other / 'consumequeue'}, outside the "
+        "store: rmqctl's writers do not follow it; they follow only the store's own top-level "
+        "directories (commitlog/, consumequeue/, index/, ...) linked to a directory that is not "
+        "part of another store\n"
+    )
     assert store_files(other) == before
 
 
@@ -400,8 +482,18 @@ def test_a_recorded_topic_that_would_leave_the_store_is_never_dispatched(tmp_pat
 
 
 # every fixture with a store, named here rather than listed from the directory the run lists too
-STORE_FIXTURES = ["a-basic", "b-mixed", "c-v5-features", "d-crashed", "e-dledger", "f-timer5", "g-metaq",
-                  "i-rocksdb-cq", "j-batchcq", "k-combine-cq"]
+STORE_FIXTURES = [
+    "a-basic",
+    "b-mixed",
+    "c-v5-features",
+    "d-crashed",
+    "e-dledger",
+    "f-timer5",
+    "g-metaq",
+    "i-rocksdb-cq",
+    "j-batchcq",
+    "k-combine-cq",
+]
 
 
 # the quick run's last guard, said as too slow: a 2-core machine also running stress-ng and other test runs
@@ -418,8 +510,13 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     of CPU for a command); the wall limit here is the last guard, said as too slow."""
     out = tmp_path / "figures.json"
     try:
-        res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "torture.py"), "--quick", "--json", str(out)],
-                             capture_output=True, text=True, timeout=TORTURE_GUARD, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        res = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks" / "torture.py"), "--quick", "--json", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=TORTURE_GUARD,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"torture.py --quick too slow: not done after {e.timeout} s")
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
@@ -429,13 +526,32 @@ def test_torture_quick_figures_are_all_zero(tmp_path):
     assert fuzz["must_report"] > 0 and fuzz["worker growth"] < 256 << 20
     assert figures["hypothesis"]["failures"] == 0, figures["hypothesis"]["first"]
     assert set(figures["hypothesis"]["per decoder"]) == {
-        "record", "properties", "msgId", "decompression", "commitlog", "consumequeue", "index", "checkpoint",
-        "config json", "timerlog", "dledger data", "metaq segment"}
+        "record",
+        "properties",
+        "msgId",
+        "decompression",
+        "commitlog",
+        "consumequeue",
+        "index",
+        "checkpoint",
+        "config json",
+        "timerlog",
+        "dledger data",
+        "metaq segment",
+    }
     assert readonly["fixtures"] == STORE_FIXTURES and readonly["commands"] > 10 * len(STORE_FIXTURES)
     assert readonly["files changed"] == readonly["crashes"] == readonly["too slow"] == 0
     writers = {r["writer"] for r in figures["crash"]}
-    assert writers == {"append", "rebuild consumequeue", "rebuild batchconsumequeue", "rebuild index", "repair",
-                       "clean --apply", "config restore", "restore"}
+    assert writers == {
+        "append",
+        "rebuild consumequeue",
+        "rebuild batchconsumequeue",
+        "rebuild index",
+        "repair",
+        "clean --apply",
+        "config restore",
+        "restore",
+    }
     assert {r["writer"] for r in figures["diskfull"]} == writers
     for r in figures["crash"]:
         assert r["step kills"] > 0 and r["mixed"] == r["lost acked"] == 0, r

@@ -1,6 +1,7 @@
 """repair: RocketMQ 4.9.7's abnormal recovery of d-crashed reproduced as a plan and applied (the torn record
 cut, the flipped byte in the first file reported but kept), --scan-all, consumequeues and index truncated
 exactly to what the broker would have written for the records kept, and SIGKILL at any moment."""
+
 from __future__ import annotations
 
 import shutil
@@ -15,8 +16,18 @@ from rmqctl import txn
 from rmqctl.views.query import query_offsets
 from rmqctl.maintenance.repair import repair
 from rmqctl.store import IndexFile
-from test_rebuild import (cli_kills, commit_point, fresh, is_consistent, open_store, recover, run_killed_at,
-                          state, sweep_kills, tree)
+from test_rebuild import (
+    cli_kills,
+    commit_point,
+    fresh,
+    is_consistent,
+    open_store,
+    recover,
+    run_killed_at,
+    state,
+    sweep_kills,
+    tree,
+)
 
 CRASHED = "d-crashed"
 TORN = 782999  # corruption.json: the record whose second half was zeroed
@@ -25,8 +36,18 @@ CL_SIZE = 65536
 
 
 def kept_offsets(root: Path, name: str) -> list[int]:
-    res = run("dump", "commitlog", "--store", root, "--broker-config", broker_conf(name), "--format", "jsonl",
-              "--body", "none")
+    res = run(
+        "dump",
+        "commitlog",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+        "--body",
+        "none",
+    )
     return [r["commitLogOffset"] for r in jsonl(res.stdout)]
 
 
@@ -47,8 +68,10 @@ def test_repair_cuts_exactly_the_torn_record(tmp_path):
     assert res.exit_code == 0, res.stderr
     assert tree(tmp_path) == before
     plan = jsonl(res.stdout)
-    assert [(r["action"], r["commitLogOffset"]) for r in plan if r["action"] in ("cut", "not-cut")] == \
-        [("cut", TORN), ("not-cut", FLIPPED)]
+    assert [(r["action"], r["commitLogOffset"]) for r in plan if r["action"] in ("cut", "not-cut")] == [
+        ("cut", TORN),
+        ("not-cut", FLIPPED),
+    ]
     assert "body-crc" in next(r["detail"] for r in plan if r["action"] == "not-cut")
     assert "--scan-all would cut at 32655" in res.stderr and "OrderTopic/2 (1)" in res.stderr
 
@@ -63,10 +86,13 @@ def test_repair_cuts_exactly_the_torn_record(tmp_path):
         "rmqctl: 1 damaged record(s) were kept, as the broker's recovery keeps them: verify still reports them; "
         "`rmqctl verify --write-baseline FILE` records them as accepted, then `verify --baseline FILE` exits 1 only "
         "for new damage\n"
-        f"rmqctl: repaired; replaced files kept in {backup}\n")
+        f"rmqctl: repaired; replaced files kept in {backup}\n"
+    )
 
     # the commitlog: the torn record's bytes zeroed, the preallocated file gone, everything else as it was
-    assert kept_offsets(root, CRASHED) == [m["commitLogOffset"] for m in truth(CRASHED, "truth-recovered-messages.jsonl")]
+    assert kept_offsets(root, CRASHED) == [
+        m["commitLogOffset"] for m in truth(CRASHED, "truth-recovered-messages.jsonl")
+    ]
     names = sorted(p.name for p in (root / "commitlog").iterdir())
     assert names == sorted(p.name for p in (original / "commitlog").iterdir())[:-1]
     last = (root / "commitlog" / "00000000000000720896").read_bytes()
@@ -79,8 +105,10 @@ def test_repair_cuts_exactly_the_torn_record(tmp_path):
     assert (root / "checkpoint").read_bytes() == (original / "checkpoint").read_bytes()
 
     # consumequeues: what RocketMQ's own recovery kept
-    want = sorted((w["topic"], w["queueId"], w["queueOffset"], w["commitLogOffset"], w["size"], w["tagsCode"])
-                  for w in truth(CRASHED, "truth-recovered-consumequeue.jsonl"))
+    want = sorted(
+        (w["topic"], w["queueId"], w["queueOffset"], w["commitLogOffset"], w["size"], w["tagsCode"])
+        for w in truth(CRASHED, "truth-recovered-consumequeue.jsonl")
+    )
     assert cq_entries(root, CRASHED) == want
 
     # index: the full files untouched, the last one without the torn record's three keys
@@ -97,13 +125,19 @@ def test_repair_cuts_exactly_the_torn_record(tmp_path):
 
     def carries(off, topic, key):
         m = messages.get(off)
-        return off != TORN and m is not None and m["topic"] == topic and (
-            key == m.get("uniqKey") or key in (m.get("keys") or "").split(" "))
+        return (
+            off != TORN
+            and m is not None
+            and m["topic"] == topic
+            and (key == m.get("uniqKey") or key in (m.get("keys") or "").split(" "))
+        )
 
     for q in truth(CRASHED, "truth-recovered-index.jsonl"):
         got = query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
         want = q["indexServiceQueryOffset"]["phyOffsets"]
-        assert {o for o in got if carries(o, q["topic"], q["key"])} == {o for o in want if carries(o, q["topic"], q["key"])}
+        assert {o for o in got if carries(o, q["topic"], q["key"])} == {
+            o for o in want if carries(o, q["topic"], q["key"])
+        }
 
     # the result is what dispatching the repaired commitlog gives, and a second repair has nothing to cut
     assert is_consistent(root, CRASHED)
@@ -123,13 +157,16 @@ def test_repaired_store_verifies_but_for_the_flipped_byte(tmp_path):
 
 def test_scan_all_cuts_at_the_first_bad_record_anywhere(tmp_path):
     root = copy_store(CRASHED, tmp_path)
-    res = run("repair", "--scan-all", "--yes", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl")
+    res = run(
+        "repair", "--scan-all", "--yes", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl"
+    )
     assert res.exit_code == 0, res.stderr
     rows = jsonl(res.stdout)
     assert rows[0]["action"] == "cut" and rows[0]["commitLogOffset"] == FLIPPED and "body-crc" in rows[0]["detail"]
     assert "would cut at 782999" in res.stderr and "574 more record(s)" in res.stderr
-    assert kept_offsets(root, CRASHED) == [m["commitLogOffset"] for m in truth(CRASHED, "truth-messages.jsonl")
-                                           if m["commitLogOffset"] < FLIPPED]
+    assert kept_offsets(root, CRASHED) == [
+        m["commitLogOffset"] for m in truth(CRASHED, "truth-messages.jsonl") if m["commitLogOffset"] < FLIPPED
+    ]
     assert sorted(p.name for p in (root / "commitlog").iterdir()) == ["00000000000000000000"]
     assert is_consistent(root, CRASHED)
     assert open_store(root, CRASHED).checkpoint()["indexMsgTimestamp"] == 0  # no full index file any more
@@ -193,7 +230,9 @@ def _cut_as_the_broker_would(tmp_path: Path, cut: int):
     path.write_bytes(bytes(data))
     r = repair(open_store(root, "a-basic"), scan_all=True)
     assert r.cutOffset == cut and r.stoppedAt.kind == "body-crc"
-    assert kept_offsets(root, "a-basic") == [o for o in kept_offsets(FIXTURES / "a-basic" / "store", "a-basic") if o < cut]
+    assert kept_offsets(root, "a-basic") == [
+        o for o in kept_offsets(FIXTURES / "a-basic" / "store", "a-basic") if o < cut
+    ]
     assert is_consistent(root, "a-basic")
 
 
@@ -206,8 +245,11 @@ def test_index_entries_meet_the_cut_a_block_at_a_time(tmp_path, monkeypatch):
     blocks = []
     real_first = repair_module._first
     monkeypatch.setattr(repair_module, "SCAN_BLOCK", 2)
-    monkeypatch.setattr(repair_module, "_first", lambda values, test: real_first(
-        values, lambda block: blocks.append(len(block)) or test(block)))
+    monkeypatch.setattr(
+        repair_module,
+        "_first",
+        lambda values, test: real_first(values, lambda block: blocks.append(len(block)) or test(block)),
+    )
     offsets = kept_offsets(FIXTURES / "a-basic" / "store", "a-basic")
     begin = open_store(FIXTURES / "a-basic" / "store", "a-basic").index_files()[1].header["beginPhyOffset"]
     _cut_as_the_broker_would(tmp_path, offsets[offsets.index(begin) + 1])
@@ -224,6 +266,7 @@ def test_repair_refuses_while_the_lock_is_held(tmp_path):
 
 
 # -- crash safety ----------------------------------------------------------------------------------------
+
 
 def _old_new(tmp_path: Path) -> tuple[dict, dict]:
     prepare = fresh(CRASHED, tmp_path / "expected")
@@ -266,8 +309,14 @@ def test_the_recovery_itself_can_be_killed_and_resumed(crash_dir):
 def test_repair_cli_killed_at_random_steps_leaves_old_or_new(crash_dir):
     old, new = _old_new(crash_dir)
     conf = broker_conf(CRASHED)
-    cli_kills(fresh(CRASHED, crash_dir / "runs"), lambda r: ["repair", "--store", str(r), "--broker-config", str(conf)],
-              old, new, runs=12, seed=7)
+    cli_kills(
+        fresh(CRASHED, crash_dir / "runs"),
+        lambda r: ["repair", "--store", str(r), "--broker-config", str(conf)],
+        old,
+        new,
+        runs=12,
+        seed=7,
+    )
 
 
 def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command(crash_dir):
@@ -287,6 +336,8 @@ def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command
     root = prepare()
     assert run_killed_at(commit - 1, lambda: operation(root))
     assert txn.pending(root)["state"] == "uncommitted"
-    res = run("rebuild", "consumequeue", "--topic", "NoSuchTopic", "--store", root, "--broker-config", broker_conf(CRASHED))
+    res = run(
+        "rebuild", "consumequeue", "--topic", "NoSuchTopic", "--store", root, "--broker-config", broker_conf(CRASHED)
+    )
     assert res.exit_code == 0 and "removed what an interrupted run left" in res.stderr
     assert state(root) == old

@@ -2,6 +2,7 @@
 (another disk, another mount point) acts on itself (the intent of a killed run and a backup's manifest record
 absolute paths; reading them in the copy must never touch the place they were written in), and a restore
 killed while it deletes its used-up backup leaves nothing the next restore refuses."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,8 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def files(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != "lock"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "lock"
+    }
 
 
 def index_names(root: Path) -> list[str]:
@@ -68,14 +72,31 @@ def test_a_killed_runs_intent_in_a_copied_store_completes_in_the_copy(tmp_path):
     original = copy_store("a-basic", tmp_path / "a")
     for p in sorted((original / "index").iterdir())[-3:]:
         p.unlink()
-    killed = ("import os, sys\n"
-              "import rmqctl.txn as txn\n"
-              "txn.apply_intent = lambda root, intent: os._exit(9)\n"
-              "from rmqctl.cli.main import cli\n"
-              "cli(sys.argv[1:], prog_name='rmqctl')\n")
-    res = subprocess.run([sys.executable, "-c", killed, "rebuild", "index", "--store", str(original),
-                          "--broker-config", str(conf), "--no-backup"], env=dict(os.environ, PYTHONPATH=str(REPO)),
-                         capture_output=True, text=True, timeout=300)
+    killed = (
+        "import os, sys\n"
+        "import rmqctl.txn as txn\n"
+        "txn.apply_intent = lambda root, intent: os._exit(9)\n"
+        "from rmqctl.cli.main import cli\n"
+        "cli(sys.argv[1:], prog_name='rmqctl')\n"
+    )
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            killed,
+            "rebuild",
+            "index",
+            "--store",
+            str(original),
+            "--broker-config",
+            str(conf),
+            "--no-backup",
+        ],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 9 and (original / ".rmqctl-intent").exists(), res.stderr
     copy = tmp_path / "b" / "store"
     shutil.copytree(original, copy)

@@ -2,6 +2,7 @@
 database RocksDB cannot open or read is one stderr line naming the directory and exit 2, never a traceback;
 a database RocksDB does read after the damage (a WAL whose torn tail it drops by design) gives the right
 answer; and no byte of the store changes either way."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,20 +17,34 @@ from conftest import broker_conf, copy_store, one_line_error, run, truth
 from rmqctl import rocksdbcq
 
 ROCKS = "i-rocksdb-cq"
-READERS = [["info"], ["verify"], ["dump", "consumequeue", "RocksTopicA", "0"], ["locate", "3", "--topic", "RocksTopicA"],
-           ["consumers"], ["offset-by-time", "RocksTopicA", "0", "0"]]
+READERS = [
+    ["info"],
+    ["verify"],
+    ["dump", "consumequeue", "RocksTopicA", "0"],
+    ["locate", "3", "--topic", "RocksTopicA"],
+    ["consumers"],
+    ["offset-by-time", "RocksTopicA", "0", "0"],
+]
 
 
 def tree(root: Path) -> dict:
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir",
-                                       p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (
+            hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir",
+            p.stat().st_mtime_ns,
+        )
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def read_write(cq: Path, change, families=("offset",)):
     """Change the copy's database with RocksDB itself (read-write: the test's copy only), leaving no file
     of the binding behind."""
-    db = rocksdict.Rdict(str(cq), options=rocksdict.Options(raw_mode=True),
-                         column_families={cf: rocksdict.Options(raw_mode=True) for cf in families})
+    db = rocksdict.Rdict(
+        str(cq),
+        options=rocksdict.Options(raw_mode=True),
+        column_families={cf: rocksdict.Options(raw_mode=True) for cf in families},
+    )
     try:
         change(db)
     finally:
@@ -56,13 +71,18 @@ DAMAGES = {
     "CURRENT names no MANIFEST": (lambda cq: (cq / "CURRENT").write_text("MANIFEST-000099\n"), "RocksDB cannot read"),
     "MANIFEST missing": (lambda cq: (cq / "MANIFEST-000005").unlink(), "RocksDB cannot read"),
     "MANIFEST damaged": (lambda cq: flip(cq / "MANIFEST-000005", 100), "RocksDB cannot read"),
-    "MANIFEST cut": (lambda cq: (cq / "MANIFEST-000005").write_bytes((cq / "MANIFEST-000005").read_bytes()[:50]),
-                     "no column family 'offset'"),  # RocksDB recovers the MANIFEST's whole records: no offset CF
+    # RocksDB recovers the MANIFEST's whole records: no offset CF
+    "MANIFEST cut": (
+        lambda cq: (cq / "MANIFEST-000005").write_bytes((cq / "MANIFEST-000005").read_bytes()[:50]),
+        "no column family 'offset'",
+    ),
     "SST missing": (lambda cq: (cq / "000009.sst").unlink(), "RocksDB cannot read"),
     "SST zeroed": (lambda cq: (cq / "000009.sst").write_bytes(b"\0" * 16353), "RocksDB cannot read"),
     "SST block damaged": (lambda cq: flip(cq / "000009.sst", 200), "RocksDB cannot read"),
-    "SST cut": (lambda cq: (cq / "000008.sst").write_bytes((cq / "000008.sst").read_bytes()[:1000]),
-                "RocksDB cannot read"),
+    "SST cut": (
+        lambda cq: (cq / "000008.sst").write_bytes((cq / "000008.sst").read_bytes()[:1000]),
+        "RocksDB cannot read",
+    ),
     "no offset column family": (drop_offset_family, "no column family 'offset'"),
     "an unknown column family": (add_unknown_family, "column family 'timer', which this part does not have"),
 }
@@ -79,7 +99,8 @@ def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, damage, args):
     # broker takes the JSON file's offsets only when its DataVersion is newer than its (here absent) RocksDB ones
     (root / "config").mkdir()
     (root / "config" / "consumerOffset.json").write_text(
-        '{"offsetTable": {"RocksTopicA@g1": {"0": 10}}, "dataVersion": {"counter": 1}}')
+        '{"offsetTable": {"RocksTopicA@g1": {"0": 10}}, "dataVersion": {"counter": 1}}'
+    )
     undamaged = run(*args, "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "json")
     change, needle = DAMAGES[damage]
     change(root / "consumequeue")
@@ -127,7 +148,8 @@ def test_a_torn_wal_tail_is_dropped_as_rocksdb_does_and_the_answers_stay_right(t
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     want = [t for t in truth(ROCKS, "truth-consumequeue.jsonl") if (t["topic"], t["queueId"]) == ("RocksTopicA", 0)]
     assert res.exit_code == 0 and [(r["queueOffset"], r["commitLogOffset"], r["storeTimestamp"]) for r in rows] == [
-        (t["queueOffset"], t["commitLogOffset"], t["storeTime"]) for t in want]
+        (t["queueOffset"], t["commitLogOffset"], t["storeTime"]) for t in want
+    ]
     for args in READERS:
         res = run(*args, "--store", root, "--broker-config", conf)
         assert res.exit_code in (0, 1) and "Traceback" not in res.stderr, (args, res.stderr)

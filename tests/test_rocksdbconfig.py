@@ -8,6 +8,7 @@ Debian's `ldb` reads every database as an independent reader: what rmqctl reads 
 separate layout is also opened the way RocketMQ 5.3.3's ConfigRocksDBStorage opens it (its options, rocksdbjni,
 fastjson into RocketMQ's classes: tests/java/ConfigDbRead.java).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,22 @@ from rmqctl.views.diff import diff_configs
 ROCKS = "i-rocksdb-cq"
 VERSION_KEY = b"kvDataVersionKey"
 OFFSETS = {"RocksTopicA@g1": {"0": 10, "1": "70"}, "Gone@g1": {"0": 1}}  # "70": a number written as a string
-GROUP = {"groupName": "g1", "consumeEnable": True, "consumeFromMinEnable": True, "consumeBroadcastEnable": False,
-         "consumeMessageOrderly": False, "retryQueueNums": 1, "retryMaxTimes": 16, "brokerId": 0,
-         "whichBrokerWhenConsumeSlowly": 1, "notifyConsumerIdsChangedEnable": True, "groupSysFlag": 0,
-         "consumeTimeoutMinute": 15, "subscriptionDataSet": [], "attributes": {}}
+GROUP = {
+    "groupName": "g1",
+    "consumeEnable": True,
+    "consumeFromMinEnable": True,
+    "consumeBroadcastEnable": False,
+    "consumeMessageOrderly": False,
+    "retryQueueNums": 1,
+    "retryMaxTimes": 16,
+    "brokerId": 0,
+    "whichBrokerWhenConsumeSlowly": 1,
+    "notifyConsumerIdsChangedEnable": True,
+    "groupSysFlag": 0,
+    "consumeTimeoutMinute": 15,
+    "subscriptionDataSet": [],
+    "attributes": {},
+}
 
 
 def topic_configs() -> dict:
@@ -57,16 +70,20 @@ def build(directory: Path, families: dict[str, dict[bytes, bytes]]):
 
 def tables(offsets=None, topics=None, groups=None) -> dict:
     """file name -> (key -> value bytes) of each kind as the managers write them."""
-    return {"consumerOffset.json": {k.encode(): value({"offsetTable": v}) for k, v in (offsets or OFFSETS).items()},
-            "topics.json": {k.encode(): value(v) for k, v in (topics or topic_configs()).items()},
-            "subscriptionGroup.json": {k.encode(): value(v) for k, v in (groups or {"g1": GROUP}).items()}}
+    return {
+        "consumerOffset.json": {k.encode(): value({"offsetTable": v}) for k, v in (offsets or OFFSETS).items()},
+        "topics.json": {k.encode(): value(v) for k, v in (topics or topic_configs()).items()},
+        "subscriptionGroup.json": {k.encode(): value(v) for k, v in (groups or {"g1": GROUP}).items()},
+    }
 
 
 def separate(root: Path, counters=(3, 3, 3), **kw):
     """5.2-5.3.3's layout: a database per kind (ConfigRocksDBStorage opens default, kvDataVersion, forbidden)."""
     for (name, entries), counter in zip(tables(**kw).items(), counters):
-        build(root / "config" / KINDS[name].separate,
-              {"default": entries, "kvDataVersion": {VERSION_KEY: version(counter)}, "forbidden": {}})
+        build(
+            root / "config" / KINDS[name].separate,
+            {"default": entries, "kvDataVersion": {VERSION_KEY: version(counter)}, "forbidden": {}},
+        )
 
 
 def single(root: Path, counter=5, extra: dict | None = None, **kw):
@@ -83,8 +100,12 @@ def ldb(db: Path, cf: str, tmp_path: Path) -> dict[str, str]:
     """`ldb scan` of one column family of a copy (ldb may write into what it opens): key -> value text."""
     copy = tmp_path / f"ldb-{db.name}-{cf}"
     shutil.copytree(db, copy)
-    res = subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan"],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        ["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     shutil.rmtree(copy)
     return dict(line.split(" : ", 1) for line in res.stdout.splitlines())
 
@@ -105,8 +126,11 @@ def root(tmp_path):
 def test_each_table_reads_as_ldb_scans_it(root, tmp_path, layout):
     (separate if layout == "separate" else single)(root)
     for name, kind in KINDS.items():
-        db, cf = ((root / "config" / kind.separate, "default") if layout == "separate"
-                  else (root / "config" / "metadata", kind.data_cf))
+        db, cf = (
+            (root / "config" / kind.separate, "default")
+            if layout == "separate"
+            else (root / "config" / "metadata", kind.data_cf)
+        )
         scanned = {k: json.loads(v) for k, v in ldb(db, cf, tmp_path).items()}
         if kind.replaces:
             scanned = {k: v["offsetTable"] for k, v in scanned.items()}
@@ -119,33 +143,45 @@ def test_each_table_reads_as_ldb_scans_it(root, tmp_path, layout):
 
 def rocketmq_read(oracle, db: Path, kind: str) -> subprocess.CompletedProcess:
     """tests/java/ConfigDbRead.java on `db`: RocketMQ's options and classes with rocksdbjni (read5.sh's jar)."""
-    jar = subprocess.run(["bash", "-c", f'. "{oracle}/lib/env.sh" && oracle_rocksdbjni'], capture_output=True,
-                         text=True, check=True).stdout.strip()
+    jar = subprocess.run(
+        ["bash", "-c", f'. "{oracle}/lib/env.sh" && oracle_rocksdbjni'], capture_output=True, text=True, check=True
+    ).stdout.strip()
     harness = Path(__file__).parent / "java" / "ConfigDbRead.java"
     home = db.parents[2] / "java-home"  # outside the store: RocketMQ's classes log below user.home
-    return subprocess.run(["java", f"-Duser.home={home}", "-cp", f"{oracle_classpath(oracle)}:{jar}", str(harness),
-                           str(db), kind], capture_output=True, text=True)
+    return subprocess.run(
+        ["java", f"-Duser.home={home}", "-cp", f"{oracle_classpath(oracle)}:{jar}", str(harness), str(db), kind],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_rocketmqs_reader_reads_what_rmqctl_reads(root, java_oracle):
     separate(root)
-    for name, kind in (("consumerOffset.json", "offsets"), ("topics.json", "topics"),
-                       ("subscriptionGroup.json", "groups")):
+    for name, kind in (
+        ("consumerOffset.json", "offsets"),
+        ("topics.json", "topics"),
+        ("subscriptionGroup.json", "groups"),
+    ):
         res = rocketmq_read(java_oracle, root / "config" / KINDS[name].separate, kind)
         assert res.returncode == 0, res.stderr
         head, *lines = res.stdout.splitlines()
         theirs = {k: json.loads(v) for k, v in (line.split("\t", 1) for line in lines)}
         loaded = load(root, store(root).config, KINDS[name])
-        ours = ({k: {q: int(o) for q, o in v.items()} for k, v in loaded.table.items()} if kind == "offsets"
-                else loaded.table)
+        ours = (
+            {k: {q: int(o) for q, o in v.items()} for k, v in loaded.table.items()}
+            if kind == "offsets"
+            else loaded.table
+        )
         assert (head, theirs) == (f"#version {loaded.counter}", ours)
 
 
 def test_rocketmqs_reader_fails_where_rmqctl_refuses(root, java_oracle):
     offsets = tables()["consumerOffset.json"]
     offsets[b"RocksTopicA@g1"] = b'{"offsetTable":{0:'
-    build(root / "config" / "consumerOffsets", {"default": offsets, "kvDataVersion": {VERSION_KEY: version(3)},
-                                                "forbidden": {}})
+    build(
+        root / "config" / "consumerOffsets",
+        {"default": offsets, "kvDataVersion": {VERSION_KEY: version(3)}, "forbidden": {}},
+    )
     assert rocketmq_read(java_oracle, root / "config" / "consumerOffsets", "offsets").returncode != 0
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     one_line_error(res, "column family default key 'RocksTopicA@g1' is not JSON")
@@ -153,13 +189,17 @@ def test_rocketmqs_reader_fails_where_rmqctl_refuses(root, java_oracle):
 
 def test_consumers_read_offsets_from_rocksdb_as_from_the_json_file(root, tmp_path):
     single(root)
-    from_db = jsonl(run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl").stdout)
+    from_db = jsonl(
+        run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl").stdout
+    )
     json_root = copy_store(ROCKS, tmp_path / "json")
     (json_root / "config").mkdir()
-    (json_root / "config" / "consumerOffset.json").write_text(json.dumps({"offsetTable": OFFSETS,
-                                                                          "dataVersion": {"counter": 1}}))
-    from_json = jsonl(run("consumers", "--store", json_root, "--broker-config", broker_conf(ROCKS),
-                          "--format", "jsonl").stdout)
+    (json_root / "config" / "consumerOffset.json").write_text(
+        json.dumps({"offsetTable": OFFSETS, "dataVersion": {"counter": 1}})
+    )
+    from_json = jsonl(
+        run("consumers", "--store", json_root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl").stdout
+    )
     assert len(from_db) == 3 and {r["source"] for r in from_db} == {str(root / "config" / "metadata")}
     strip = [{k: v for k, v in r.items() if k != "source"} for r in from_db]
     assert strip == [{k: v for k, v in r.items() if k != "source"} for r in from_json]
@@ -173,8 +213,10 @@ def test_config_verify_knows_topics_from_rocksdb(root):
     separate(root, offsets=offsets, topics={**topic_configs(), "Elsewhere": {"topicName": "Elsewhere"}})
     res = run("verify", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     unknown = [f for f in jsonl(res.stdout) if f.get("kind") == "config-offset-unknown-topic"]
-    assert [f["detail"] for f in unknown] == ["offsets of g1 for topic 'Gone', which has no consumequeue and is not in "
-                                              "topics.json"]  # Elsewhere is a topic the database holds
+    # Elsewhere is a topic the database holds
+    assert [f["detail"] for f in unknown] == [
+        "offsets of g1 for topic 'Gone', which has no consumequeue and is not in topics.json"
+    ]
 
 
 # -- which database and which version wins ----------------------------------------------------------------------
@@ -200,7 +242,8 @@ def test_info_says_where_each_config_is_kept_and_what_load_read(root):
         f"config     topics.json in RocksDB {meta}: {len(topic_configs())} entries, DataVersion 5; load() reads {meta} "
         f"(DataVersion 5); then {sep / 'topics'} (DataVersion 2, not newer: already migrated, ignored)",
         f"config     subscriptionGroup.json in RocksDB {meta}: 1 entries, DataVersion 5; load() reads {meta} "
-        f"(DataVersion 5); then {sep / 'subscriptionGroups'} (DataVersion 2, not newer: already migrated, ignored)"]
+        f"(DataVersion 5); then {sep / 'subscriptionGroups'} (DataVersion 2, not newer: already migrated, ignored)",
+    ]
 
 
 def test_the_broker_conf_picks_the_layout(root, tmp_path):
@@ -209,8 +252,8 @@ def test_the_broker_conf_picks_the_layout(root, tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text(broker_conf(ROCKS).read_text() + "\nuseSingleRocksDBForAllConfigs=false\n")
     loaded = load(root, load_config(conf), KINDS["consumerOffset.json"])
-    assert loaded.path == root / "config" / "consumerOffsets" and loaded.table == {
-        k: v for k, v in OFFSETS.items()}  # the metadata database is not the broker's then
+    # the metadata database is not the broker's then
+    assert loaded.path == root / "config" / "consumerOffsets" and loaded.table == {k: v for k, v in OFFSETS.items()}
 
 
 def test_a_newer_json_file_replaces_the_offsets_and_an_older_one_is_not_merged(root):
@@ -226,7 +269,9 @@ def test_a_newer_json_file_replaces_the_offsets_and_an_older_one_is_not_merged(r
 def test_a_json_only_store_of_the_default_store_type_ignores_a_stale_database(tmp_path):
     root = copy_store("j-batchcq", tmp_path)
     separate(root)
-    info = json.loads(run("info", "--store", root, "--broker-config", broker_conf("j-batchcq"), "--format", "json").stdout)
+    info = json.loads(
+        run("info", "--store", root, "--broker-config", broker_conf("j-batchcq"), "--format", "json").stdout
+    )
     assert "rocksdbConfigs" not in info  # storeType=default: the broker's managers are the JSON ones
     assert store(root, broker_conf("j-batchcq")).parts.find("rocksdb-config").read
 
@@ -241,8 +286,10 @@ def test_an_unknown_column_family_is_named_not_read(root):
 
 
 def test_a_missing_column_family_reads_as_the_broker_reads_it_empty(root):
-    families = {KINDS["topics.json"].data_cf: tables()["topics.json"], KINDS["topics.json"].version_cf:
-                {VERSION_KEY: version(4)}}
+    families = {
+        KINDS["topics.json"].data_cf: tables()["topics.json"],
+        KINDS["topics.json"].version_cf: {VERSION_KEY: version(4)},
+    }
     build(root / "config" / "metadata", families)  # no offsets ever committed: no consumerOffset family yet
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     assert (res.exit_code, res.stdout) == (0, "")
@@ -255,14 +302,18 @@ def test_damage_is_one_line_and_exit_2(root, damage):
     if damage == "garbage-value":
         offsets[b"RocksTopicA@g1"] = b'{"offsetTable":{0:'
     counter = b"not json" if damage == "garbage-version" else version(3)
-    build(root / "config" / "consumerOffsets", {"default": offsets, "kvDataVersion": {VERSION_KEY: counter},
-                                                "forbidden": {}})
+    build(
+        root / "config" / "consumerOffsets",
+        {"default": offsets, "kvDataVersion": {VERSION_KEY: counter}, "forbidden": {}},
+    )
     if damage == "no-current":
         (root / "config" / "consumerOffsets" / "CURRENT").unlink()
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
-    needle = {"garbage-value": "column family default key 'RocksTopicA@g1' is not JSON",
-              "garbage-version": "column family kvDataVersion key kvDataVersionKey is not JSON",
-              "no-current": "without its CURRENT file"}[damage]
+    needle = {
+        "garbage-value": "column family default key 'RocksTopicA@g1' is not JSON",
+        "garbage-version": "column family kvDataVersion key kvDataVersionKey is not JSON",
+        "no-current": "without its CURRENT file",
+    }[damage]
     one_line_error(res, str(root / "config" / "consumerOffsets"), needle)
 
 
@@ -273,8 +324,12 @@ def test_config_restore_refuses_a_config_kept_in_rocksdb(root):
     (root / "config" / "consumerOffset.json.bak").write_text('{"offsetTable":{}}')
     before = (root / "config" / "consumerOffset.json").read_bytes()
     res = run("config", "restore", "--store", root, "--broker-config", broker_conf(ROCKS))
-    one_line_error(res, str(root / "config" / "consumerOffset.json"), "keeps consumerOffset.json's table in RocksDB",
-                   "config restore writes nothing")
+    one_line_error(
+        res,
+        str(root / "config" / "consumerOffset.json"),
+        "keeps consumerOffset.json's table in RocksDB",
+        "config restore writes nothing",
+    )
     assert (root / "config" / "consumerOffset.json").read_bytes() == before
 
 
@@ -297,14 +352,22 @@ def test_clean_reads_the_config_databases_and_writes_none_and_rocketmq_loads_the
     applied = run(*args, "--apply")
     assert applied.exit_code == 0, applied.stderr
     assert [r["file"] for r in jsonl(applied.stdout) if r["action"] == "delete"] == [
-        r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete"]
+        r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete"
+    ]
     assert not any(f.exists() for f in old) and config_bytes(root) == before
     out = tmp_path / "read5"
-    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
+        capture_output=True,
+        text=True,
+    )
     summary = json.loads((out / "recovered-summary.json").read_text())
-    kept = [t for t in jsonl((fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text())
-            if t["commitLogOffset"] >= 2 * 65536]  # mappedFileSizeCommitLog=65536
+    # mappedFileSizeCommitLog=65536
+    kept = [
+        t
+        for t in jsonl((fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text())
+        if t["commitLogOffset"] >= 2 * 65536
+    ]
     assert (summary["loadReturned"], summary["minPhyOffset"]) == (True, 2 * 65536), proc.stdout[-2000:]
     read = jsonl((out / "messages-read.jsonl").read_text())
     assert sorted(r["commitLogOffset"] for r in read) == sorted(t["commitLogOffset"] for t in kept)
@@ -339,7 +402,8 @@ def test_repair_restore_and_append_run_beside_the_config_databases_and_write_non
     planned = run(*args, "--dry-run")
     assert planned.exit_code == 0, planned.stderr
     assert [(r["action"], r["commitLogOffset"]) for r in jsonl(planned.stdout) if r["action"] == "cut"] == [
-        ("cut", last)]
+        ("cut", last)
+    ]
     repaired = run(*args)
     assert repaired.exit_code == 0, repaired.stderr
     assert jsonl(repaired.stdout) == jsonl(planned.stdout)
@@ -349,8 +413,19 @@ def test_repair_restore_and_append_run_beside_the_config_databases_and_write_non
     restored = run("restore", backup, "--store", root, "--broker-config", broker_conf(name))
     assert restored.exit_code == 0, restored.stderr
     assert run(*args).exit_code == 0  # the torn tail is back: cut it again before appending
-    appended = run("append", "--store", root, "--broker-config", broker_conf(name), "--topic", "RocksTopicA",
-                   "--body", "beside the config databases", "--format", "jsonl")
+    appended = run(
+        "append",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf(name),
+        "--topic",
+        "RocksTopicA",
+        "--body",
+        "beside the config databases",
+        "--format",
+        "jsonl",
+    )
     assert appended.exit_code == 0, appended.stderr
     assert config_bytes(root) == before
 
@@ -359,8 +434,12 @@ def test_a_database_the_finder_does_not_know_still_keeps_every_writer_off(root):
     separate(root)
     build(root / "config" / "rdb", {"default": {b"k": b"v"}})  # configManagerVersion=V2's database: not read
     res = run("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--dry-run")
-    one_line_error(res, str(root / "config" / "rdb"), "RocksDB config database rdb: not read by this version",
-                   "so clean writes nothing to this store")
+    one_line_error(
+        res,
+        str(root / "config" / "rdb"),
+        "RocksDB config database rdb: not read by this version",
+        "so clean writes nothing to this store",
+    )
 
 
 def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):
@@ -370,8 +449,12 @@ def test_verify_reports_a_database_the_brokers_load_fails_on_as_a_finding(root):
     res = run("verify", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     found = [f for f in jsonl(res.stdout) if f.get("kind") == "config-load-fails"]
     assert res.exit_code == 1 and [(f["severity"], f["detail"]) for f in found] == [
-        ("error", "column family default key 'RocksTopicA@g1' is not an offset table ([1, 2]): the broker's load of "
-                  "this database fails")]
+        (
+            "error",
+            "column family default key 'RocksTopicA@g1' is not an offset table ([1, 2]): the broker's load of "
+            "this database fails",
+        )
+    ]
 
 
 def test_the_parts_finder_knows_the_same_databases():
@@ -384,13 +467,23 @@ def test_diff_compares_the_tables_each_broker_loads_rocksdb_or_json(tmp_path):
     (a / "config").mkdir()
     (b / "config").mkdir()
     single(a)
-    (b / "config" / "consumerOffset.json").write_text(json.dumps({"offsetTable": OFFSETS, "dataVersion": {"counter": 7}}))
+    (b / "config" / "consumerOffset.json").write_text(
+        json.dumps({"offsetTable": OFFSETS, "dataVersion": {"counter": 7}})
+    )
     separate(b, offsets={"RocksTopicA@g1": {"0": 12}})  # the newer JSON file (7 > 3) replaces these
     assert [(c.config, c.entriesA, c.entriesB, c.same) for c in diff_configs(store(a), store(b))] == [
-        ("consumerOffset.json", 3, 3, True), ("topics.json", len(topic_configs()), len(topic_configs()), True),
-        ("subscriptionGroup.json", 1, 1, True)]
-    (b / "config" / "consumerOffset.json").write_text(json.dumps(
-        {"offsetTable": {**OFFSETS, "RocksTopicA@g1": {"0": 11, "1": 70}, "New@g2": {"3": 0}}, "dataVersion": {"counter": 7}}))
+        ("consumerOffset.json", 3, 3, True),
+        ("topics.json", len(topic_configs()), len(topic_configs()), True),
+        ("subscriptionGroup.json", 1, 1, True),
+    ]
+    (b / "config" / "consumerOffset.json").write_text(
+        json.dumps(
+            {
+                "offsetTable": {**OFFSETS, "RocksTopicA@g1": {"0": 11, "1": 70}, "New@g2": {"3": 0}},
+                "dataVersion": {"counter": 7},
+            }
+        )
+    )
     offsets = diff_configs(store(a), store(b))[0]
     assert (offsets.sourceA, offsets.sourceB) == (str(a / "config" / "metadata"), str(b / "config" / "consumerOffsets"))
     assert (offsets.onlyInA, offsets.onlyInB, offsets.differ) == ([], ["New@g2 queue 3"], ["RocksTopicA@g1 queue 0"])
@@ -399,10 +492,11 @@ def test_diff_compares_the_tables_each_broker_loads_rocksdb_or_json(tmp_path):
 def test_diff_prints_each_config_table(store_copy, tmp_path):
     a = store_copy("a-basic")
     b = copy_store("a-basic", tmp_path / "b")
-    for root, offsets in ((a, '{0:10,1:5}'), (b, '{0:10,1:6,2:1}')):
-        (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicTest@g":' + offsets + '}}')
+    for root, offsets in ((a, "{0:10,1:5}"), (b, "{0:10,1:6,2:1}")):
+        (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicTest@g":' + offsets + "}}")
     res = run("diff", a, b, "--broker-config", broker_conf("a-basic"), "--format", "table")
     assert res.exit_code == 1
     assert [line for line in res.stdout.splitlines() if ".json:" in line] == [
         f"consumerOffset.json: different; A 2 entries ({a / 'config' / 'consumerOffset.json'}), B 3 "
-        f"({b / 'config' / 'consumerOffset.json'}); only in B: TopicTest@g queue 2; differ: TopicTest@g queue 1"]
+        f"({b / 'config' / 'consumerOffset.json'}); only in B: TopicTest@g queue 2; differ: TopicTest@g queue 1"
+    ]

@@ -1,6 +1,7 @@
 """The RocksDB consume queue (storeType=defaultRocksDB), read through rocksdict read-only: every read path against
 what RocketMQ 5.3.3 itself read back from its own database (i-rocksdb-cq's truth files and ldb scans), and the
 store never written, its LOCK never taken."""
+
 from __future__ import annotations
 
 import fcntl
@@ -31,8 +32,13 @@ def jsonl(text: str) -> list[dict]:
 
 
 def tree(root: Path) -> dict:
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir",
-                                       p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (
+            hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir",
+            p.stat().st_mtime_ns,
+        )
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def rocks_store(root: Path = STORE) -> Store:
@@ -54,10 +60,22 @@ def test_every_unit_as_rocketmq_read_it():
     got = []
     for q in rocks.queues():
         for qoffs, units in rocks.units(q.topic, q.queue_id, batch=7):  # small batches: the batching is exercised
-            got += [(q.topic, q.queue_id, int(o), int(u["commitLogOffset"]), int(u["size"]), int(u["tagsCode"]),
-                     int(u["storeTimestamp"])) for o, u in zip(qoffs, units)]
-    want = [(t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
-            for t in truth(ROCKS, "truth-consumequeue.jsonl")]
+            got += [
+                (
+                    q.topic,
+                    q.queue_id,
+                    int(o),
+                    int(u["commitLogOffset"]),
+                    int(u["size"]),
+                    int(u["tagsCode"]),
+                    int(u["storeTimestamp"]),
+                )
+                for o, u in zip(qoffs, units)
+            ]
+    want = [
+        (t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
+        for t in truth(ROCKS, "truth-consumequeue.jsonl")
+    ]
     assert sorted(got) == sorted(want) and len(got) == 653
 
 
@@ -68,7 +86,8 @@ def test_keys_and_values_are_ldbs():
     key = rocksdbcq.unit_key("RocksTopicA", 0, 0)
     assert key.hex() == "0000000b01526f636b73546f706963410100000000010000000000000000"
     assert ldb_scan("offset")[rocksdbcq.offset_key("RocksTopicA", rocksdbcq.MAX, 0)] == bytes.fromhex(
-        "00000000000564af000000000000003e")
+        "00000000000564af000000000000003e"
+    )
 
 
 def test_info_min_max_and_the_dispatch_checkpoint():
@@ -76,15 +95,20 @@ def test_info_min_max_and_the_dispatch_checkpoint():
     assert res.exit_code == 0 and res.stderr == ""
     cq = json.loads(res.stdout)["consumequeue"]
     summary = json.loads((fixture_dir(ROCKS) / "truth-summary.json").read_text())
-    assert [(q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxPhysicOffset"]) for q in cq["queues"]] == sorted(
+    assert [
+        (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxPhysicOffset"]) for q in cq["queues"]
+    ] == sorted(
         (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["rocksdbMaxPhyOffsetInQueue"])
-        for q in summary["consumeQueues"])
+        for q in summary["consumeQueues"]
+    )
     assert (cq["dispatchCheckpoint"], cq["entries"], cq["topics"]) == (360649, 653, 6)
     table = run("info", "--store", STORE, "--broker-config", broker_conf(ROCKS), "--format", "table").stdout
     assert "RocksDB consume queue (6 topics, 653 entries, dispatched to 360649)" in table
     # 5.x's recoverNormally: the newest file whose first record is at or before the dispatch checkpoint (360649)
-    assert ("startup    normal recovery from 00000000000000327680: 0.0 MB in 1 commitlog file(s), 0 consumequeue "
-            "file(s), 0.0 MB to dispatch;") in table
+    assert (
+        "startup    normal recovery from 00000000000000327680: 0.0 MB in 1 commitlog file(s), 0 consumequeue "
+        "file(s), 0.0 MB to dispatch;"
+    ) in table
 
 
 def test_min_offset_follows_the_commitlogs_min_as_the_broker_corrects_it():
@@ -92,46 +116,91 @@ def test_min_offset_follows_the_commitlogs_min_as_the_broker_corrects_it():
     q = rocks.queue("RocksTopicA", 1)
     units = [t for t in truth(ROCKS, "truth-consumequeue.jsonl") if (t["topic"], t["queueId"]) == ("RocksTopicA", 1)]
     cut = units[10]["commitLogOffset"]
-    assert rocks.min_offset(q, cut) == 10  # the min entry (at 0) points below the commitlog: the first unit at or past it
+    # the min entry (at 0) points below the commitlog: the first unit at or past it
+    assert rocks.min_offset(q, cut) == 10
     assert rocks.min_offset(q, units[-1]["commitLogOffset"] + 1) == q.max_offset  # every unit gone
 
 
 def test_dump_consumequeue_units_with_their_store_time():
-    res = run("dump", "consumequeue", "RocksTopicA", "1", "--resolve", "--store", STORE, "--broker-config",
-              broker_conf(ROCKS), "--format", "jsonl")
+    res = run(
+        "dump",
+        "consumequeue",
+        "RocksTopicA",
+        "1",
+        "--resolve",
+        "--store",
+        STORE,
+        "--broker-config",
+        broker_conf(ROCKS),
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0, res.stderr
     rows = jsonl(res.stdout)
     want = [t for t in truth(ROCKS, "truth-consumequeue.jsonl") if (t["topic"], t["queueId"]) == ("RocksTopicA", 1)]
     assert [(r["queueOffset"], r["commitLogOffset"], r["size"], r["tagsCode"], r["storeTimestamp"]) for r in rows] == [
-        (t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"]) for t in want]
+        (t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"]) for t in want
+    ]
     assert all(r["ok"] for r in rows)
-    assert rows[0] == {"queueOffset": 0, "commitLogOffset": 33272, "size": 815, "tagsCode": 2598922,
-                       "storeTimestamp": 1795867571254, "storeTime": "2026-11-28T12:06:11.254+00:00",
-                       "resolved": {"topic": "RocksTopicA", "queueId": 1, "queueOffset": 0}, "ok": True,
-                       "problem": None}
+    assert rows[0] == {
+        "queueOffset": 0,
+        "commitLogOffset": 33272,
+        "size": 815,
+        "tagsCode": 2598922,
+        "storeTimestamp": 1795867571254,
+        "storeTime": "2026-11-28T12:06:11.254+00:00",
+        "resolved": {"topic": "RocksTopicA", "queueId": 1, "queueOffset": 0},
+        "ok": True,
+        "problem": None,
+    }
     res = run("dump", "consumequeue", "NoSuchTopic", "0", "--store", STORE)
-    assert one_line_error(res) == (f"rmqctl: {STORE}/consumequeue: no queue NoSuchTopic/0 in the RocksDB consume queue "
-                                   "(no unit, no min/max)")
+    assert one_line_error(res) == (
+        f"rmqctl: {STORE}/consumequeue: no queue NoSuchTopic/0 in the RocksDB consume queue (no unit, no min/max)"
+    )
 
 
 def test_locate_a_queue_offset():
     res = run("locate", "5", "--topic", "RocksTopicA", "--queue-id", "1", "--store", STORE, "--format", "jsonl")
-    assert jsonl(res.stdout) == [{
-        "topic": "RocksTopicA", "queueId": 1, "queueOffset": 5, "database": f"{STORE}/consumequeue",
-        "columnFamily": "default", "key": "0000000b01526f636b73546f706963410100000001010000000000000005",
-        "exists": True, "commitLogOffset": 62156, "size": 555, "tagsCode": 2598922, "storeTimestamp": 1795867571269,
-        "storeTime": "2026-11-28T12:06:11.269+00:00"}]
+    assert jsonl(res.stdout) == [
+        {
+            "topic": "RocksTopicA",
+            "queueId": 1,
+            "queueOffset": 5,
+            "database": f"{STORE}/consumequeue",
+            "columnFamily": "default",
+            "key": "0000000b01526f636b73546f706963410100000001010000000000000005",
+            "exists": True,
+            "commitLogOffset": 62156,
+            "size": 555,
+            "tagsCode": 2598922,
+            "storeTimestamp": 1795867571269,
+            "storeTime": "2026-11-28T12:06:11.269+00:00",
+        }
+    ]
     res = run("locate", "61", "--topic", "RocksTopicA", "--queue-id", "1", "--store", STORE, "--format", "jsonl")
     assert jsonl(res.stdout)[0]["exists"] is False
 
 
 @pytest.mark.parametrize("boundary", ["lower", "upper"])
 def test_offset_by_time_is_the_brokers_search_over_store_times(boundary):
-    units = sorted((t["queueOffset"], t["storeTime"]) for t in truth(ROCKS, "truth-consumequeue.jsonl")
-                   if (t["topic"], t["queueId"]) == ("Rocks-Bench-3", 2))
+    units = sorted(
+        (t["queueOffset"], t["storeTime"])
+        for t in truth(ROCKS, "truth-consumequeue.jsonl")
+        if (t["topic"], t["queueId"]) == ("Rocks-Bench-3", 2)
+    )
     for qoff, stored in units:
-        res = run("offset-by-time", "Rocks-Bench-3", "2", stored, "--boundary", boundary, "--store", STORE,
-                  "--format", "jsonl")
+        res = run(
+            "offset-by-time",
+            "Rocks-Bench-3",
+            "2",
+            stored,
+            "--boundary",
+            boundary,
+            "--store",
+            STORE,
+            "--format",
+            "jsonl",
+        )
         [row] = jsonl(res.stdout)
         same = [o for o, t in units if t == stored]
         assert row["queueOffset"] == (same[0] if boundary == "lower" else same[-1]), (qoff, stored)
@@ -148,12 +217,18 @@ def test_consumer_lag(tmp_path):
     (root / "config").mkdir()
     # storeType=defaultRocksDB: the broker merges the JSON file into its (here empty) RocksDB offsets only when
     # the file's DataVersion is newer (rmqctl.rocksdbconfig)
-    (root / "config" / "consumerOffset.json").write_text(json.dumps(
-        {"offsetTable": {"RocksTopicA@g1": {"0": 10, "1": 70}, "Gone@g1": {"0": 1}}, "dataVersion": {"counter": 1}}))
+    (root / "config" / "consumerOffset.json").write_text(
+        json.dumps(
+            {"offsetTable": {"RocksTopicA@g1": {"0": 10, "1": 70}, "Gone@g1": {"0": 1}}, "dataVersion": {"counter": 1}}
+        )
+    )
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     rows = {(r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
-    tenth = next(t["storeTime"] for t in truth(ROCKS, "truth-consumequeue.jsonl")
-                 if (t["topic"], t["queueId"], t["queueOffset"]) == ("RocksTopicA", 0, 10))
+    tenth = next(
+        t["storeTime"]
+        for t in truth(ROCKS, "truth-consumequeue.jsonl")
+        if (t["topic"], t["queueId"], t["queueOffset"]) == ("RocksTopicA", 0, 10)
+    )
     r = rows[("RocksTopicA", 0)]
     assert (r["minOffset"], r["maxOffset"], r["lag"], r["oldestUnconsumed"], r["status"]) == (0, 63, 53, tenth, "ok")
     r = rows[("RocksTopicA", 1)]
@@ -170,9 +245,15 @@ def test_reads_change_nothing_and_take_no_lock(tmp_path):
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         msg_id = truth(ROCKS, "truth-messages.jsonl")[0]["msgId"]
-        for args in (["info"], ["dump", "consumequeue", "RocksTopicA", "0"], ["consumers"], ["verify"],
-                     ["offset-by-time", "RocksTopicA", "0", "0"], ["locate", "3", "--topic", "RocksTopicA"],
-                     ["msgid", "lookup", msg_id]):
+        for args in (
+            ["info"],
+            ["dump", "consumequeue", "RocksTopicA", "0"],
+            ["consumers"],
+            ["verify"],
+            ["offset-by-time", "RocksTopicA", "0", "0"],
+            ["locate", "3", "--topic", "RocksTopicA"],
+            ["msgid", "lookup", msg_id],
+        ):
             res = run(*args, "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
             assert res.exit_code in (0, 1) and (res.stdout or args[0] in ("consumers", "verify")), (args, res.stderr)
     finally:
@@ -183,18 +264,29 @@ def test_reads_change_nothing_and_take_no_lock(tmp_path):
 ROCKS_WHAT = "RocksDB consume queue (the broker's queue store, storeType=defaultRocksDB)"
 CONVERT_INSTEAD = "convert consumequeue --to file first and back with --to rocksdb after"
 REFUSALS = [
-    (["repair"], "read but not written by this version, so repair writes nothing to this store; instead: rebuild "
-                 "consumequeue rebuilds the RocksDB queue whole from the commitlog; to repair the rest, " + CONVERT_INSTEAD),
-    (["append", "--topic", "RocksTopicA", "--body", "x"],
-     f"read but not written by this version, so append writes nothing to this store; instead: {CONVERT_INSTEAD}"),
-    (["rebuild", "index"],
-     f"read but not written by this version, so rebuild index writes nothing to this store; instead: {CONVERT_INSTEAD}"),
-    (["rebuild", "consumequeue", "--topic", "RocksTopicA"],
-     "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
-     "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD),
-    (["rebuild", "consumequeue", "--topic", "RocksTopicA", "--queue-id", "0"],
-     "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
-     "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD),
+    (
+        ["repair"],
+        "read but not written by this version, so repair writes nothing to this store; instead: rebuild "
+        "consumequeue rebuilds the RocksDB queue whole from the commitlog; to repair the rest, " + CONVERT_INSTEAD,
+    ),
+    (
+        ["append", "--topic", "RocksTopicA", "--body", "x"],
+        f"read but not written by this version, so append writes nothing to this store; instead: {CONVERT_INSTEAD}",
+    ),
+    (
+        ["rebuild", "index"],
+        f"read but not written by this version, so rebuild index writes nothing to this store; instead: {CONVERT_INSTEAD}",
+    ),
+    (
+        ["rebuild", "consumequeue", "--topic", "RocksTopicA"],
+        "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
+        "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD,
+    ),
+    (
+        ["rebuild", "consumequeue", "--topic", "RocksTopicA", "--queue-id", "0"],
+        "rebuilt whole only, so rebuild consumequeue of some queues writes nothing to this store; instead: rebuild "
+        "consumequeue without --topic and --queue-id rebuilds the RocksDB queue whole, or " + CONVERT_INSTEAD,
+    ),
 ]
 
 
@@ -218,7 +310,9 @@ def test_config_restore_writes_the_config_files_only(tmp_path):
     (root / "config" / "delayOffset.json").write_text(sound[:12])
     (root / "config" / "delayOffset.json.bak").write_text(sound)
     before = tree(root / "consumequeue")
-    res = run("config", "restore", "--apply", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    res = run(
+        "config", "restore", "--apply", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl"
+    )
     assert res.exit_code == 0, res.stderr
     assert (root / "config" / "delayOffset.json").read_text() == sound and tree(root / "consumequeue") == before
 
@@ -227,8 +321,11 @@ def test_config_restore_writes_the_config_files_only(tmp_path):
 def rewrite(root: Path, change):
     """Change a store copy's RocksDB consume queue with RocksDB itself (read-write: the test's copy only)."""
     path = root / "consumequeue"
-    db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True),
-                         column_families={"offset": rocksdict.Options(raw_mode=True)})
+    db = rocksdict.Rdict(
+        str(path),
+        options=rocksdict.Options(raw_mode=True),
+        column_families={"offset": rocksdict.Options(raw_mode=True)},
+    )
     try:
         change(db, db.get_column_family("offset"))
     finally:
@@ -262,14 +359,20 @@ def test_verify_a_queue_behind_after_a_crash_is_redispatch_not_damage(tmp_path):
             kept = [t for t in units if (t["topic"], t["queueId"]) == key and t["commitLogOffset"] < cut]
             last = max(kept, key=lambda t: t["queueOffset"])
             offsets[rocksdbcq.offset_key(*key[:1], rocksdbcq.MAX, key[1])] = rocksdbcq.OFFSET_VALUE.pack(
-                last["commitLogOffset"], last["queueOffset"])
+                last["commitLogOffset"], last["queueOffset"]
+            )
         offsets[rocksdbcq.offset_key(rocksdbcq.CHECKPOINT_TOPIC, rocksdbcq.MAX, 0)] = rocksdbcq.INT64.pack(cut)
 
     rewrite(root, crash)
     code, found = findings(root)
-    assert code == 0 and {(k, s) for k, s, _ in found} == {("rocksdb-cq-behind", "info"), ("cq-missing-entries", "info")}
-    assert (f"the RocksDB consume queue's dispatch checkpoint is at {cut}, the commitlog ends at 360649: the broker "
-            f"dispatches those {360649 - cut} bytes again at its next start") in found[0][2]
+    assert code == 0 and {(k, s) for k, s, _ in found} == {
+        ("rocksdb-cq-behind", "info"),
+        ("cq-missing-entries", "info"),
+    }
+    assert (
+        f"the RocksDB consume queue's dispatch checkpoint is at {cut}, the commitlog ends at 360649: the broker "
+        f"dispatches those {360649 - cut} bytes again at its next start"
+    ) in found[0][2]
 
 
 def test_verify_damage_in_the_rocksdb_queue(tmp_path):
@@ -287,19 +390,40 @@ def test_verify_damage_in_the_rocksdb_queue(tmp_path):
     rewrite(root, damage)
     code, found = findings(root)
     assert code == 1
-    assert sorted(found) == sorted([
-        ("cq-entry-invalid", "error", "RocksTopicA/2: 1 queue offset(s) between 0 and 52 have no unit; consumers find "
-                                      "nothing there"),
-        ("rocksdb-cq-below-min", "info", "rocks_orders/1: 5 unit(s) below the queue's min offset 5 (queue offsets "
-         "0..4) are still in the database; the broker never serves them, its compaction filter drops them when "
-         "RocksDB compacts them (they survive it in apache/rocketmq#10959)"),
-        ("cq-entry-mismatch", "error", "RocksTopicA/0 entry 3 (commitlog offset 8122): size 12 but the record is 512 "
-                                       "bytes"),
-        ("cq-missing-entries", "error", "RocksTopicA/2: 1 dispatched message(s) have no consumequeue entry (queue "
-         "offsets 7..7, commitlog offsets 43841..43841; the queue has no unit there); the broker will not dispatch them "
-         "again: consumers never see them"),
-        ("rocksdb-cq-offset-table", "error", "Rocks-Bench-3/0: the offset column family's max is queue offset 51 at "
-         "commitlog offset 357334, but the last unit is at queue offset 52")])
+    assert sorted(found) == sorted(
+        [
+            (
+                "cq-entry-invalid",
+                "error",
+                "RocksTopicA/2: 1 queue offset(s) between 0 and 52 have no unit; consumers find nothing there",
+            ),
+            (
+                "rocksdb-cq-below-min",
+                "info",
+                "rocks_orders/1: 5 unit(s) below the queue's min offset 5 (queue offsets "
+                "0..4) are still in the database; the broker never serves them, its compaction filter drops them when "
+                "RocksDB compacts them (they survive it in apache/rocketmq#10959)",
+            ),
+            (
+                "cq-entry-mismatch",
+                "error",
+                "RocksTopicA/0 entry 3 (commitlog offset 8122): size 12 but the record is 512 bytes",
+            ),
+            (
+                "cq-missing-entries",
+                "error",
+                "RocksTopicA/2: 1 dispatched message(s) have no consumequeue entry (queue "
+                "offsets 7..7, commitlog offsets 43841..43841; the queue has no unit there); the broker will not dispatch them "
+                "again: consumers never see them",
+            ),
+            (
+                "rocksdb-cq-offset-table",
+                "error",
+                "Rocks-Bench-3/0: the offset column family's max is queue offset 51 at "
+                "commitlog offset 357334, but the last unit is at queue offset 52",
+            ),
+        ]
+    )
 
 
 def test_verify_a_double_write_copy_that_disagrees(tmp_path):
@@ -316,9 +440,11 @@ def test_verify_a_double_write_copy_that_disagrees(tmp_path):
     rewrite(root, diverge)
     code, found = findings(root, name)
     assert code == 1 and [k for k, _, _ in found] == ["rocksdb-cq-double-write"] * 3
-    assert found[0][2] == ("CombTopicA/1: 1 unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
-                           "4: file (offset, size, tagsCode, store time) (26450, 871, 2598922, 1795870653116), RocksDB "
-                           "(26450, 871, 2598922, 5))")
+    assert found[0][2] == (
+        "CombTopicA/1: 1 unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
+        "4: file (offset, size, tagsCode, store time) (26450, 871, 2598922, 1795870653116), RocksDB "
+        "(26450, 871, 2598922, 5))"
+    )
     assert found[2][2].endswith("RocksDB no unit)")
 
 
@@ -333,8 +459,24 @@ def test_the_view_of_symlinks_goes_with_the_command(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    res = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store", STORE,
-                          "--format", "jsonl"], capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "dump",
+            "consumequeue",
+            "RocksTopicA",
+            "0",
+            "--store",
+            STORE,
+            "--format",
+            "jsonl",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
     assert views(tmp) == []
 
@@ -344,10 +486,14 @@ def one_queue_store(root: Path, units: int) -> Path:
     (root / "commitlog").mkdir(parents=True)
     (root / "lock").touch()  # a store root a broker has started on
     db = NewDB(root / "consumequeue", rocksdbcq.family_options())
-    value = rocksdbcq.INT64.pack(0) + rocksdbcq.INT32.pack(100) + rocksdbcq.INT64.pack(0) + rocksdbcq.INT64.pack(1 << 40)
+    value = (
+        rocksdbcq.INT64.pack(0) + rocksdbcq.INT32.pack(100) + rocksdbcq.INT64.pack(0) + rocksdbcq.INT64.pack(1 << 40)
+    )
     db.put(rocksdbcq.UNIT_CF, ((rocksdbcq.unit_key("RocksTopicA", 0, i), value) for i in range(units)))
-    db.put(rocksdbcq.OFFSET_CF, [(rocksdbcq.offset_key("RocksTopicA", rocksdbcq.MAX, 0),
-                                  rocksdbcq.OFFSET_VALUE.pack(0, units - 1))])
+    db.put(
+        rocksdbcq.OFFSET_CF,
+        [(rocksdbcq.offset_key("RocksTopicA", rocksdbcq.MAX, 0), rocksdbcq.OFFSET_VALUE.pack(0, units - 1))],
+    )
     db.finish()
     return root
 
@@ -359,15 +505,47 @@ def test_a_killed_readers_view_is_removed_by_the_next_reader(tmp_path):
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     # its output fills the pipe nobody reads: the dump stops mid-queue, its database open
-    reader = subprocess.Popen([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store",
-                               root, "--format", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "dump",
+            "consumequeue",
+            "RocksTopicA",
+            "0",
+            "--store",
+            root,
+            "--format",
+            "jsonl",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     while not views(tmp) and reader.poll() is None:
         time.sleep(0.05)
     reader.kill()
     reader.wait()
     assert reader.returncode == -9 and [v.name.split("-")[0] for v in views(tmp)] == [str(reader.pid)]
-    res = subprocess.run([sys.executable, "-m", "rmqctl", "dump", "consumequeue", "RocksTopicA", "0", "--store", STORE,
-                          "--format", "jsonl"], capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rmqctl",
+            "dump",
+            "consumequeue",
+            "RocksTopicA",
+            "0",
+            "--store",
+            STORE,
+            "--format",
+            "jsonl",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert res.returncode == 0 and len(res.stdout.splitlines()) == 63, res.stderr
     assert views(tmp) == []
 
@@ -398,8 +576,20 @@ def ldb(db: Path, cf: str, tmp_path: Path) -> list[str]:
     """`ldb scan` of a copy (ldb may write into what it opens) in the fixture's format."""
     copy = tmp_path / f"ldb-{cf}"
     shutil.copytree(db, copy)
-    res = subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan",
-                          "--key_hex", "--value_hex"], capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [
+            "ldb",
+            f"--db={copy}",
+            "--ignore_unknown_options",
+            f"--column_family={cf}",
+            "scan",
+            "--key_hex",
+            "--value_hex",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     shutil.rmtree(copy)
     return res.stdout.splitlines()
 
@@ -419,24 +609,54 @@ def test_rebuild_writes_the_brokers_keys_and_values_and_rocketmq_reads_them(tmp_
     res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     assert jsonl(res.stdout) == [
-        {"topic": "RocksTopicA", "queueId": 0, "unitsBefore": 63, "unitsAfter": 63, "added": 0, "removed": 0, "changed": 1},
-        {"topic": "RocksTopicA", "queueId": 2, "unitsBefore": 52, "unitsAfter": 53, "added": 1, "removed": 0, "changed": 0}]
+        {
+            "topic": "RocksTopicA",
+            "queueId": 0,
+            "unitsBefore": 63,
+            "unitsAfter": 63,
+            "added": 0,
+            "removed": 0,
+            "changed": 1,
+        },
+        {
+            "topic": "RocksTopicA",
+            "queueId": 2,
+            "unitsBefore": 52,
+            "unitsAfter": 53,
+            "added": 1,
+            "removed": 0,
+            "changed": 0,
+        },
+    ]
+    # RocksDB's files only
     assert sorted(p.name for p in (root / "consumequeue").iterdir() if not p.name.endswith((".sst", ".log"))) == [
-        "CURRENT", "IDENTITY", "LOCK", "MANIFEST-000005", "OPTIONS-000007"]  # RocksDB's files only
+        "CURRENT",
+        "IDENTITY",
+        "LOCK",
+        "MANIFEST-000005",
+        "OPTIONS-000007",
+    ]
     for cf in ("default", "offset"):
         want = (fixture_dir(ROCKS) / f"truth-rocksdb-ldb-{cf}.txt").read_text().splitlines()[1:]
         assert ldb(root / "consumequeue", cf, tmp_path) == want
     assert findings(root) == (0, [])
     out = tmp_path / "read5"
-    proc = subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
+        capture_output=True,
+        text=True,
+    )
     summary = json.loads((out / "recovered-summary.json").read_text())
     assert (summary["loadReturned"], summary["messageCount"], summary["rocksdbMaxPhyOffsetInConsumeQueue"]) == (
-        True, 603, 360649), proc.stdout[-2000:]
+        True,
+        603,
+        360649,
+    ), proc.stdout[-2000:]
     lines = jsonl((out / "messages-read.jsonl").read_text())
     fields = ("topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode", "storeTime")
     assert sorted(tuple(l[f] for f in fields) for l in lines) == sorted(
-        tuple(t[f] for f in fields) for t in truth(ROCKS, "truth-consumequeue.jsonl"))
+        tuple(t[f] for f in fields) for t in truth(ROCKS, "truth-consumequeue.jsonl")
+    )
     assert all(l["ok"] for l in lines)
 
 
@@ -474,18 +694,37 @@ def test_sigkill_during_rebuild_leaves_the_old_database_or_the_new(tmp_path):
     new_units = all_units(whole)
     assert new_units != old_units and new_units == sorted(
         (t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"], t["storeTime"])
-        for t in truth(ROCKS, "truth-consumequeue.jsonl"))
-    cli_kills(fresh(ROCKS, tmp_path / "runs", lambda root: rewrite(root, damage_two_units)),
-              lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(broker_conf(ROCKS))],
-              old_units, new_units, runs=6, seed=11, state_of=all_units, new_process=True)
+        for t in truth(ROCKS, "truth-consumequeue.jsonl")
+    )
+    cli_kills(
+        fresh(ROCKS, tmp_path / "runs", lambda root: rewrite(root, damage_two_units)),
+        lambda r: ["rebuild", "consumequeue", "--store", str(r), "--broker-config", str(broker_conf(ROCKS))],
+        old_units,
+        new_units,
+        runs=6,
+        seed=11,
+        state_of=all_units,
+        new_process=True,
+    )
 
 
 def all_units(root: Path) -> list[tuple]:
     rocks = rocks_store(root).rocks_queues
     try:
-        return sorted((q.topic, q.queue_id, int(o), int(u["commitLogOffset"]), int(u["size"]), int(u["tagsCode"]),
-                       int(u["storeTimestamp"])) for q in rocks.queues()
-                      for qoffs, units in rocks.units(q.topic, q.queue_id) for o, u in zip(qoffs, units))
+        return sorted(
+            (
+                q.topic,
+                q.queue_id,
+                int(o),
+                int(u["commitLogOffset"]),
+                int(u["size"]),
+                int(u["tagsCode"]),
+                int(u["storeTimestamp"]),
+            )
+            for q in rocks.queues()
+            for qoffs, units in rocks.units(q.topic, q.queue_id)
+            for o, u in zip(qoffs, units)
+        )
     finally:
         rocks.close()
 
@@ -507,8 +746,18 @@ def rocks_conf(tmp_path: Path) -> Path:
 def test_convert_to_rocksdb_and_back_gives_the_file_queues_byte_for_byte(tmp_path, java_oracle):
     root = copy_store(V5, tmp_path)
     before = files_of(root)
-    res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", broker_conf(V5),
-              "--format", "jsonl")
+    res = run(
+        "convert",
+        "consumequeue",
+        "--to",
+        "rocksdb",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf(V5),
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0, res.stderr
     assert jsonl(res.stdout) == [{"to": "rocksdb", "queues": 9, "units": 489, "checkpoint": 452578}]
     assert res.stderr.startswith("rmqctl: 9 queue(s), 489 unit(s) converted to rocksdb; the old queues kept in ")
@@ -517,11 +766,14 @@ def test_convert_to_rocksdb_and_back_gives_the_file_queues_byte_for_byte(tmp_pat
     conf = rocks_conf(tmp_path)
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert (res.exit_code, res.stdout) == (0, "")
-    units = sorted((t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"])
-                   for t in truth(V5, "truth-consumequeue.jsonl"))
+    units = sorted(
+        (t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"])
+        for t in truth(V5, "truth-consumequeue.jsonl")
+    )
     out = tmp_path / "read5"
-    subprocess.run([str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(conf), str(out)],
-                   capture_output=True, text=True)
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(conf), str(out)], capture_output=True, text=True
+    )
     summary = json.loads((out / "recovered-summary.json").read_text())
     assert (summary["loadReturned"], summary["storeClass"].rsplit(".", 1)[-1]) == (True, "RocksDBMessageStore")
     lines = jsonl((out / "messages-read.jsonl").read_text())
@@ -535,13 +787,25 @@ def test_convert_to_rocksdb_and_back_gives_the_file_queues_byte_for_byte(tmp_pat
 def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):
     root = copy_store(V5, tmp_path)
     before = tree(root)
-    res = run("convert", "consumequeue", "--to", "rocksdb", "--dry-run", "--store", root, "--broker-config",
-              broker_conf(V5), "--format", "jsonl")
+    res = run(
+        "convert",
+        "consumequeue",
+        "--to",
+        "rocksdb",
+        "--dry-run",
+        "--store",
+        root,
+        "--broker-config",
+        broker_conf(V5),
+        "--format",
+        "jsonl",
+    )
     assert res.exit_code == 0 and "(dry run: nothing written)" in res.stderr
     assert tree(root) == before
     res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", broker_conf(V5))
-    assert one_line_error(res) == ("rmqctl: the broker reads default consume queues here (storeType): nothing to "
-                                   "convert to file")
+    assert one_line_error(res) == (
+        "rmqctl: the broker reads default consume queues here (storeType): nothing to convert to file"
+    )
 
 
 def test_convert_refuses_a_rocksdb_queue_the_commitlog_does_not_give(tmp_path):
@@ -571,12 +835,28 @@ def test_sigkill_during_convert_leaves_the_file_queues_or_the_rocksdb_queue(tmp_
         finally:
             rocks.close()
 
-    argv = lambda r: ["convert", "consumequeue", "--to", "rocksdb", "--broker-config", str(broker_conf(V5)),  # noqa: E731
-                      "--store", str(r)]
+    argv = lambda r: [
+        "convert",
+        "consumequeue",
+        "--to",
+        "rocksdb",
+        "--broker-config",
+        str(broker_conf(V5)),  # noqa: E731
+        "--store",
+        str(r),
+    ]
     whole = copy_store(V5, tmp_path / "whole")
     assert run(*argv(whole)).exit_code == 0 and state(whole) == ("rocksdb", 489)
-    cli_kills(fresh(V5, tmp_path / "runs"), argv, ("files", True), ("rocksdb", 489), runs=6, seed=12, state_of=state,
-              new_process=True)
+    cli_kills(
+        fresh(V5, tmp_path / "runs"),
+        argv,
+        ("files", True),
+        ("rocksdb", 489),
+        runs=6,
+        seed=12,
+        state_of=state,
+        new_process=True,
+    )
 
 
 # -- clean ----------------------------------------------------------------------------------------------------
@@ -585,9 +865,11 @@ def test_clean_deletes_commitlog_files_and_says_what_the_broker_does_to_the_rock
     queue_files = {p.name: p.read_bytes() for p in (root / "consumequeue").iterdir()}
     args = ["clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--now", "--file-reserved-time", "0"]
     plan = json.loads(run(*args, "--format", "json").stdout)
-    note = ("the RocksDB consume queue: nothing is deleted from it by hand; with the commitlog's min offset at 327680, "
-            "the broker's compaction filter drops units below it when RocksDB next compacts them, and each queue's "
-            "min offset moves to its first unit at or past it (getMinOffsetInQueue corrects it)")
+    note = (
+        "the RocksDB consume queue: nothing is deleted from it by hand; with the commitlog's min offset at 327680, "
+        "the broker's compaction filter drops units below it when RocksDB next compacts them, and each queue's "
+        "min offset moves to its first unit at or past it (getMinOffsetInQueue corrects it)"
+    )
     assert note in plan["notes"] and plan["minPhyOffsetAfter"] == 327680
     want = {}
     for t in sorted(truth(ROCKS, "truth-consumequeue.jsonl"), key=lambda t: -t["queueOffset"]):

@@ -3,6 +3,7 @@ it, so the test stores are built from a real fixture's commitlog: every record's
 fixture's truth file by the rules of IndexRocksDBStore / TimerMessageRocksDBStore / TransMessageRocksDBStore
 (written out here, apart from rmqctl's decoder) and written with RocksDB itself; Debian's `ldb` is the
 independent reader rmqctl's dump is compared with."""
+
 from __future__ import annotations
 
 import json
@@ -55,14 +56,20 @@ def expected(half: dict, timed: dict) -> dict[str, dict[bytes, bytes]]:
     last = max((m for m in messages if index_entries(m)), key=lambda m: m["commitLogOffset"])
     index[b"lastOffsetPy"], index[b"lastStoreTimeStamp"] = q(last["commitLogOffset"]), q(last["storeTimestamp"])
     # TimerMessageRocksDBStore.scanSysTimerTopic: delayTime is the timer message's TIMER_OUT_MS
-    timer = {q(int(m["properties"]["TIMER_OUT_MS"])) + m["properties"]["UNIQ_KEY"].encode():
-             struct.pack(">iq", m["storeSize"], m["commitLogOffset"])
-             for m in messages if "TIMER_OUT_MS" in (m.get("properties") or {})}
+    timer = {
+        q(int(m["properties"]["TIMER_OUT_MS"])) + m["properties"]["UNIQ_KEY"].encode(): struct.pack(
+            ">iq", m["storeSize"], m["commitLogOffset"]
+        )
+        for m in messages
+        if "TIMER_OUT_MS" in (m.get("properties") or {})
+    }
     timer.update(CHECKPOINTS)
     timer = {k: (q(v) if isinstance(v, int) else v) for k, v in timer.items()}
     off = half["commitLogOffset"]
-    trans = {q(off) + f"@TxBizTopic@{TX_ID}".encode(): struct.pack(">ii", 0, half["storeSize"]),
-             b"lastOffsetPy": q(off)}
+    trans = {
+        q(off) + f"@TxBizTopic@{TX_ID}".encode(): struct.pack(">ii", 0, half["storeSize"]),
+        b"lastOffsetPy": q(off),
+    }
     return {"default": index, "timer": timer, "trans": trans}
 
 
@@ -78,15 +85,42 @@ def built(tmp_path_factory) -> tuple[Path, dict]:
     store their records make."""
     root = copy_store(BASE, tmp_path_factory.mktemp("rdb"))
     appended = []
-    for topic, props, body in (("TxBizTopic", ["REAL_TOPIC=TxBizTopic", f"__transactionId__={TX_ID}"], "half"),
-                               ("rmq_sys_wheel_timer", ["REAL_TOPIC=TopicTest", "REAL_QID=0", f"UNIQ_KEY={TIMER_UNIQ}",
-                                                        f"TIMER_OUT_MS={TIMER_OUT_MS}"], "timed")):
-        res = run("append", "--store", root, "--broker-config", broker_conf(BASE), "--topic", topic,
-                  *[a for p in props for a in ("--property", p)], "--body", body)
+    for topic, props, body in (
+        ("TxBizTopic", ["REAL_TOPIC=TxBizTopic", f"__transactionId__={TX_ID}"], "half"),
+        (
+            "rmq_sys_wheel_timer",
+            ["REAL_TOPIC=TopicTest", "REAL_QID=0", f"UNIQ_KEY={TIMER_UNIQ}", f"TIMER_OUT_MS={TIMER_OUT_MS}"],
+            "timed",
+        ),
+    ):
+        res = run(
+            "append",
+            "--store",
+            root,
+            "--broker-config",
+            broker_conf(BASE),
+            "--topic",
+            topic,
+            *[a for p in props for a in ("--property", p)],
+            "--body",
+            body,
+        )
         assert res.exit_code == 0, res.stderr
         off = json.loads(res.stdout.splitlines()[-1])["commitLogOffset"]
-        dumped = run("dump", "commitlog", "--store", root, "--broker-config", broker_conf(BASE), "--from", off,
-                     "--limit", 1, "--format", "jsonl")
+        dumped = run(
+            "dump",
+            "commitlog",
+            "--store",
+            root,
+            "--broker-config",
+            broker_conf(BASE),
+            "--from",
+            off,
+            "--limit",
+            1,
+            "--format",
+            "jsonl",
+        )
         appended.append(json.loads(dumped.stdout.splitlines()[0]))
     want = expected(*appended)
     write_db(root / "rocksdbstore", want)
@@ -102,8 +136,20 @@ def copy_of(built, tmp_path: Path) -> Path:
 def ldb_scan(db: Path, cf: str, tmp_path: Path) -> dict[bytes, bytes]:
     copy = tmp_path / f"ldb-{cf}"
     shutil.copytree(db, copy)
-    out = subprocess.run(["ldb", f"--db={copy}", "--ignore_unknown_options", f"--column_family={cf}", "scan", "--key_hex", "--value_hex"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "ldb",
+            f"--db={copy}",
+            "--ignore_unknown_options",
+            f"--column_family={cf}",
+            "scan",
+            "--key_hex",
+            "--value_hex",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     shutil.rmtree(copy)
     pairs = (line.split(" : ") for line in out.splitlines() if " : " in line)
     return {bytes.fromhex(k[2:]): bytes.fromhex(v[2:]) for k, v in pairs}
@@ -119,8 +165,10 @@ def reencode(row: dict) -> tuple[bytes, bytes]:
         return q(row["hour"]) + middle.encode() + q(row["offsetPy"]), q(row["storeTime"])
     if row["kind"] == "timer":
         return q(row["delayTime"]) + row["uniqKey"].encode(), struct.pack(">iq", row["sizePy"], row["offsetPy"])
-    return (q(row["offsetPy"]) + f"@{row['topic']}@{row['uniqKey']}".encode(),
-            struct.pack(">ii", row["checkTimes"], row["sizePy"]))
+    return (
+        q(row["offsetPy"]) + f"@{row['topic']}@{row['uniqKey']}".encode(),
+        struct.pack(">ii", row["checkTimes"], row["sizePy"]),
+    )
 
 
 def dump(root: Path, *args) -> tuple[int, list[dict]]:
@@ -138,9 +186,17 @@ def test_dump_is_what_ldb_reads(built, tmp_path, kind, cf):
 def test_dump_decodes_each_field(built):
     _, rows = dump(built[0], "--kind", "trans")
     off = next(r["offsetPy"] for r in rows if "bookkeeping" not in r)
-    assert rows == [{"kind": "trans", "offsetPy": off, "topic": "TxBizTopic", "uniqKey": TX_ID,
-                     "sizePy": rows[0]["sizePy"], "checkTimes": 0},
-                    {"kind": "trans", "bookkeeping": "lastOffsetPy", "value": off}]
+    assert rows == [
+        {
+            "kind": "trans",
+            "offsetPy": off,
+            "topic": "TxBizTopic",
+            "uniqKey": TX_ID,
+            "sizePy": rows[0]["sizePy"],
+            "checkTimes": 0,
+        },
+        {"kind": "trans", "bookkeeping": "lastOffsetPy", "value": off},
+    ]
     _, index = dump(built[0], "--kind", "index")
     types = {r["type"] for r in index if "type" in r}
     assert types == {"K", "T", "U"}
@@ -159,8 +215,11 @@ def test_verify_a_sound_store_finds_nothing_of_it(built):
 
 def rewrite(root: Path, cf: str, change):
     path = root / "rocksdbstore"
-    db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True),
-                         column_families={c: rocksdict.Options(raw_mode=True) for c in ("timer", "trans")})
+    db = rocksdict.Rdict(
+        str(path),
+        options=rocksdict.Options(raw_mode=True),
+        column_families={c: rocksdict.Options(raw_mode=True) for c in ("timer", "trans")},
+    )
     try:
         change(db if cf == "default" else db.get_column_family(cf))
     finally:
@@ -175,7 +234,7 @@ def test_verify_damage(built, tmp_path):
     timer_key = next(k for k in built[1]["timer"] if k not in CHECKPOINTS)
 
     def index_damage(db):
-        db[key[:-8] + q(10 ** 9)] = index[key]  # past the log
+        db[key[:-8] + q(10**9)] = index[key]  # past the log
         db[key.replace(b"@TxBizTopic@", b"@OtherTopic@")] = index[key]  # another topic
         db[b"\x00garbage"] = b"x"
 
@@ -183,8 +242,12 @@ def test_verify_damage(built, tmp_path):
     rewrite(root, "timer", lambda db: db.__setitem__(timer_key, struct.pack(">iq", 7, 44538)))
     got = findings(root)
     kinds = sorted(k for k, _ in got if k.startswith("rocksdb-store"))
-    assert kinds == ["rocksdb-store-key", "rocksdb-store-mismatch", "rocksdb-store-mismatch",
-                     "rocksdb-store-past-end"], got
+    assert kinds == [
+        "rocksdb-store-key",
+        "rocksdb-store-mismatch",
+        "rocksdb-store-mismatch",
+        "rocksdb-store-past-end",
+    ], got
     details = " | ".join(d for k, d in got if k == "rocksdb-store-mismatch")
     assert "topic 'OtherTopic', the record's 'TxBizTopic'" in details and "sizePy 7, the record's storeSize" in details
 
@@ -192,8 +255,9 @@ def test_verify_damage(built, tmp_path):
 def test_a_layout_not_read_is_named_and_nothing_is_guessed(tmp_path):
     root = copy_store(BASE, tmp_path)
     write_db(root / "rocksdbstore", {"default": {b"lastOffsetPy": q(1)}, "timer": {b"a" * 9: b"b" * 12}})
-    one_line_error(run("dump", "rocksdbstore", "--store", root), "column families default, timer",
-                   "not the one-database layout")
+    one_line_error(
+        run("dump", "rocksdbstore", "--store", root), "column families default, timer", "not the one-database layout"
+    )
     info = json.loads(run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
     part = next(p for p in info["parts"] if p["kind"] == "rocksdb-message-store")
     assert not part["read"] and "not the one-database layout" in part["why"] and "rocksdbStore" not in info
@@ -203,23 +267,27 @@ def test_a_layout_not_read_is_named_and_nothing_is_guessed(tmp_path):
 def test_info_counts_each_kind(built):
     res = run("info", "--store", built[0], "--broker-config", broker_conf(BASE), "--format", "json")
     rs = json.loads(res.stdout)["rocksdbStore"]
-    want = {k: sum(1 for key in built[1][cf] if key not in (b"lastOffsetPy", b"lastStoreTimeStamp", *CHECKPOINTS))
-            for k, cf in (("index", "default"), ("timer", "timer"), ("trans", "trans"))}
+    want = {
+        k: sum(1 for key in built[1][cf] if key not in (b"lastOffsetPy", b"lastStoreTimeStamp", *CHECKPOINTS))
+        for k, cf in (("index", "default"), ("timer", "timer"), ("trans", "trans"))
+    }
     assert rs["records"] == want
-    assert rs["lastOffsetPy"] == {"index": struct.unpack(">q", built[1]["default"][b"lastOffsetPy"])[0],
-                                  "trans": struct.unpack(">q", built[1]["trans"][b"lastOffsetPy"])[0]}
+    assert rs["lastOffsetPy"] == {
+        "index": struct.unpack(">q", built[1]["default"][b"lastOffsetPy"])[0],
+        "trans": struct.unpack(">q", built[1]["trans"][b"lastOffsetPy"])[0],
+    }
 
 
 def test_dispatch_resumes_at_the_least_dispatch_store(built, tmp_path):
     root = copy_of(built, tmp_path)
     rewrite(root, "trans", lambda db: db.__setitem__(b"lastOffsetPy", q(44538)))
     store = Store(root, load_config(broker_conf(BASE)))
-    assert recovery.dispatch_start(store, 10 ** 9) == 44538
+    assert recovery.dispatch_start(store, 10**9) == 44538
     assert recovery.dispatch_start(store, 100) == 100
     conf = tmp_path / "off.conf"  # the broker ignores a store it does not use
     conf.write_text(broker_conf(BASE).read_text() + "\ntransRocksDBEnable=false\n")
     index_last = struct.unpack(">q", built[1]["default"][b"lastOffsetPy"])[0]
-    assert 44538 < index_last and recovery.dispatch_start(Store(root, load_config(conf)), 10 ** 9) == index_last
+    assert 44538 < index_last and recovery.dispatch_start(Store(root, load_config(conf)), 10**9) == index_last
 
 
 def without_index_files(built, tmp_path: Path) -> tuple[Path, Path]:
@@ -239,18 +307,24 @@ def test_an_empty_index_dir_by_design_is_no_finding(built, tmp_path):
 
 def test_query_key_and_msgid_lookup_use_the_rocksdb_index(built, tmp_path):
     root, conf = without_index_files(built, tmp_path)
-    m = next(m for m in truth(BASE, "truth-messages.jsonl") if m["topic"] == "MixedTopic" and m["properties"].get("KEYS"))
+    m = next(
+        m for m in truth(BASE, "truth-messages.jsonl") if m["topic"] == "MixedTopic" and m["properties"].get("KEYS")
+    )
     key = m["properties"]["KEYS"].split(" ")[0]
     res = run("query", "key", "MixedTopic", key, "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     offsets = [json.loads(line)["commitLogOffset"] for line in res.stdout.splitlines()]
-    want = sorted(x["commitLogOffset"] for x in truth(BASE, "truth-messages.jsonl") if x["topic"] == "MixedTopic"
-                  and key in x["properties"].get("KEYS", "").split(" "))
+    want = sorted(
+        x["commitLogOffset"]
+        for x in truth(BASE, "truth-messages.jsonl")
+        if x["topic"] == "MixedTopic" and key in x["properties"].get("KEYS", "").split(" ")
+    )
     assert offsets == want
     uniq = m["properties"]["UNIQ_KEY"]
     res = run("msgid", "lookup", uniq, "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0 and [json.loads(l)["commitLogOffset"] for l in res.stdout.splitlines()] == [
-        m["commitLogOffset"]]
+        m["commitLogOffset"]
+    ]
 
 
 def test_info_line_and_a_dump_meeting_a_garbage_key(built, tmp_path):
@@ -258,15 +332,20 @@ def test_info_line_and_a_dump_meeting_a_garbage_key(built, tmp_path):
     rewrite(root, "trans", lambda db: db.__setitem__(b"\x00\x00\x00\x00\x00\x00\x00\x01junk", b"\x01"))
     res = run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "table")
     text = " ".join(res.stdout.split())  # the table's line wraps at the terminal's width
-    n = {cf: sum(1 for k in built[1][cf] if k not in (b"lastOffsetPy", b"lastStoreTimeStamp", *CHECKPOINTS))
-         for cf in ("default", "timer", "trans")}
+    n = {
+        cf: sum(1 for k in built[1][cf] if k not in (b"lastOffsetPy", b"lastStoreTimeStamp", *CHECKPOINTS))
+        for cf in ("default", "timer", "trans")
+    }
     last = {cf: struct.unpack(">q", built[1][cf][b"lastOffsetPy"])[0] for cf in ("default", "trans")}
-    assert (f"rocksdb {root / 'rocksdbstore'}: {n['default']} index, {n['timer']} timer, {n['trans'] + 1} "
-            f"transaction record(s); lastOffsetPy index {last['default']}, trans {last['trans']}") in text
+    assert (
+        f"rocksdb {root / 'rocksdbstore'}: {n['default']} index, {n['timer']} timer, {n['trans'] + 1} "
+        f"transaction record(s); lastOffsetPy index {last['default']}, trans {last['trans']}"
+    ) in text
     res = run("dump", "rocksdbstore", "--kind", "trans", "--store", root, "--format", "jsonl")
     assert res.exit_code == 1 and res.stderr == (
         "rmqctl: 1 key(s) of the RocksDB message store are not of their kind's layout (first: trans key "
-        "00000000000000016a756e6b: a 12-byte key with a 1-byte value is not a transaction record)\n")
+        "00000000000000016a756e6b: a 12-byte key with a 1-byte value is not a transaction record)\n"
+    )
 
 
 def test_abnormal_recovery_starts_where_every_dispatch_store_matches(built, tmp_path):
@@ -282,17 +361,22 @@ def test_abnormal_recovery_starts_where_every_dispatch_store_matches(built, tmp_
 
 def test_a_last_offset_off_the_log_is_a_finding(built, tmp_path):
     root = copy_of(built, tmp_path)
-    rewrite(root, "default", lambda db: db.__setitem__(b"lastOffsetPy", q(10 ** 9)))
+    rewrite(root, "default", lambda db: db.__setitem__(b"lastOffsetPy", q(10**9)))
     got = [(k, d) for k, d in findings(root) if k.startswith("rocksdb-store")]
-    assert got == [("rocksdb-store-bookkeeping", f"RocksDB message store index lastOffsetPy {10 ** 9} is past the end "
-                    "of the commitlog (524288): dispatch to it would resume there")]
+    assert got == [
+        (
+            "rocksdb-store-bookkeeping",
+            f"RocksDB message store index lastOffsetPy {10**9} is past the end "
+            "of the commitlog (524288): dispatch to it would resume there",
+        )
+    ]
 
 
 def _changed(kind: str, key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
     """The record with its uniq key's last character changed, with its number (storeTime or sizePy) off by one,
     and with the key's head (hour bucket, delayTime) off by a minute (the bucket: by an hour)."""
     at = len(key) - 10 if kind == "index" else len(key) - 1
-    other = key[:at] + bytes([key[at] ^ 1]) + key[at + 1:]
+    other = key[:at] + bytes([key[at] ^ 1]) + key[at + 1 :]
     number = {"index": (0, ">q"), "timer": (0, ">i"), "trans": (4, ">i")}[kind]
     moved = bytearray(value)
     struct.pack_into(number[1], moved, number[0], struct.unpack_from(number[1], value, number[0])[0] + 1)
@@ -339,7 +423,9 @@ def test_the_split_layout_is_read_as_ldb_reads_it_and_verified(built, tmp_path):
         assert code == 0 and rows and {r["kind"] for r in rows} == {kind}
         assert dict(reencode(r) for r in rows) == ldb_scan(root / name, "default", tmp_path) == built[1][cf]
     info = json.loads(run("info", "--store", root, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
-    parts = sorted((p["path"].rsplit("/", 1)[1], p["read"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store")
+    parts = sorted(
+        (p["path"].rsplit("/", 1)[1], p["read"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store"
+    )
     assert parts == [("RocksDBIndexStore", True), ("RocksDBTransStore", True)]
     assert set(info["rocksdbStore"]["records"]) == {"index", "trans"}
     assert [f for f in findings(root) if f[0].startswith("rocksdb-store")] == []
@@ -358,32 +444,45 @@ def test_query_key_uses_the_split_layout_s_index(built, tmp_path):
         p.unlink()
     conf = tmp_path / "broker.conf"
     conf.write_text(broker_conf(BASE).read_text() + "\nindexRocksDBEnable=true\nindexFileWriteEnable=false\n")
-    m = next(m for m in truth(BASE, "truth-messages.jsonl") if m["topic"] == "MixedTopic" and m["properties"].get("KEYS"))
+    m = next(
+        m for m in truth(BASE, "truth-messages.jsonl") if m["topic"] == "MixedTopic" and m["properties"].get("KEYS")
+    )
     key = m["properties"]["KEYS"].split(" ")[0]
     res = run("query", "key", "MixedTopic", key, "--store", root, "--broker-config", conf, "--format", "jsonl")
-    assert res.exit_code == 0 and m["commitLogOffset"] in [json.loads(x)["commitLogOffset"] for x in res.stdout.splitlines()]
+    assert res.exit_code == 0 and m["commitLogOffset"] in [
+        json.loads(x)["commitLogOffset"] for x in res.stdout.splitlines()
+    ]
 
 
 def test_a_split_database_of_another_layout_or_both_layouts_are_named_and_not_read(built, tmp_path):
     root = copy_store(BASE, tmp_path / "other")
     write_db(root / "RocksDBIndexStore", {"default": {b"lastOffsetPy": q(1)}, "timer": {}})
-    one_line_error(run("dump", "rocksdbstore", "--store", root), "split layout (index database): not read",
-                   "column families default, timer: not the split layout's one family")
+    one_line_error(
+        run("dump", "rocksdbstore", "--store", root),
+        "split layout (index database): not read",
+        "column families default, timer: not the split layout's one family",
+    )
     assert not [f for f in findings(root) if f[0].startswith("rocksdb-store")]
     both = split_copy(built, tmp_path / "both")
     write_db(both / "rocksdbstore", built[1])
     info = json.loads(run("info", "--store", both, "--broker-config", broker_conf(BASE), "--format", "json").stdout)
     parts = [(p["read"], p["why"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store"]
-    assert len(parts) == 3 and all(not read and "both the one-database and the split layout" in why
-                                   for read, why in parts) and "rocksdbStore" not in info
+    assert (
+        len(parts) == 3
+        and all(not read and "both the one-database and the split layout" in why for read, why in parts)
+        and "rocksdbStore" not in info
+    )
 
 
 def _damage(db: Path, how: str):
     """One way a RocksDB directory is found damaged: a file its MANIFEST needs gone or its bytes changed, or a
     column family dropped (a database that is no longer the one-database layout)."""
     if how == "drop trans":
-        handle = rocksdict.Rdict(str(db), options=rocksdict.Options(raw_mode=True),
-                                 column_families={c: rocksdict.Options(raw_mode=True) for c in ("timer", "trans")})
+        handle = rocksdict.Rdict(
+            str(db),
+            options=rocksdict.Options(raw_mode=True),
+            column_families={c: rocksdict.Options(raw_mode=True) for c in ("timer", "trans")},
+        )
         handle.drop_column_family("trans")
         handle.close()
         (db / "rocksdict-config.json").unlink()
@@ -399,16 +498,31 @@ def _damage(db: Path, how: str):
         path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("how", ["CURRENT gone", "CURRENT changed", "MANIFEST- gone", "MANIFEST- changed", ".sst gone",
-                                 ".sst changed", "drop trans"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "CURRENT gone",
+        "CURRENT changed",
+        "MANIFEST- gone",
+        "MANIFEST- changed",
+        ".sst gone",
+        ".sst changed",
+        "drop trans",
+    ],
+)
 def test_a_damaged_database_is_one_line_or_findings_never_a_crash(built, tmp_path, how):
     """Every command meeting the damage answers (exit 0/1) or says it in one line (exit 2), never a traceback;
     verify never passes a database it could not read (a dropped family is a layout not read, named by info)."""
     root = copy_of(built, tmp_path)
     _damage(root / "rocksdbstore", how)
     conf = broker_conf(BASE)
-    for args in (["verify"], ["info"], ["dump", "rocksdbstore"], ["query", "key", "TopicTest", "k"],
-                 ["msgid", "lookup", "C0A8000A00002A9F0000000000000000"]):
+    for args in (
+        ["verify"],
+        ["info"],
+        ["dump", "rocksdbstore"],
+        ["query", "key", "TopicTest", "k"],
+        ["msgid", "lookup", "C0A8000A00002A9F0000000000000000"],
+    ):
         res = run(*args, "--store", root, "--broker-config", conf)
         assert "Traceback" not in res.stderr and res.exit_code in (0, 1, 2), (args, res.exit_code, res.stderr)
         if res.exit_code == 2:
@@ -435,9 +549,11 @@ def test_the_hour_bucket_is_the_store_time_s_hour_in_any_zone(built, tmp_path):
 
     rewrite(root, "default", buckets)
     got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
-    assert got == [f"RocksDB message store index record TxBizTopic@U@{key[8:-8].decode().split('@')[3]} at commitlog "
-                   f"offset {struct.unpack('>q', key[-8:])[0]}: hour bucket {late} is not the hour its storeTime "
-                   f"{store_time} falls in"]
+    assert got == [
+        f"RocksDB message store index record TxBizTopic@U@{key[8:-8].decode().split('@')[3]} at commitlog "
+        f"offset {struct.unpack('>q', key[-8:])[0]}: hour bucket {late} is not the hour its storeTime "
+        f"{store_time} falls in"
+    ]
 
 
 def test_a_timer_record_s_delay_time_is_its_message_s_timer_out_ms(built, tmp_path):
@@ -448,8 +564,10 @@ def test_a_timer_record_s_delay_time_is_its_message_s_timer_out_ms(built, tmp_pa
     rewrite(root, "timer", lambda db: (db.__delitem__(key), db.__setitem__(q(TIMER_OUT_MS + 1000) + key[8:], value)))
     got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
     offset = struct.unpack(">q", value[4:])[0]
-    assert got == [f"RocksDB message store timer record {key[8:].decode()} at commitlog offset {offset}: delayTime "
-                   f"{TIMER_OUT_MS + 1000}, the record's TIMER_OUT_MS '{TIMER_OUT_MS}'"]
+    assert got == [
+        f"RocksDB message store timer record {key[8:].decode()} at commitlog offset {offset}: delayTime "
+        f"{TIMER_OUT_MS + 1000}, the record's TIMER_OUT_MS '{TIMER_OUT_MS}'"
+    ]
 
 
 def test_the_runs_are_spilled_to_scratch_and_removed(built, tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
 """rmqctl.rules: each broker rule once, the same function in Python and compiled into the kernels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,10 @@ def test_the_kernels_compile_the_same_rules(h, slots, store_ts, begin_ts):
     assert compiled.index_key_hash(h) == rules.index_key_hash(h)
     assert compiled.key_hash_of(h & 0xFFFFFFFF) == rules.index_key_hash(h)
     assert compiled.index_slot(h, slots) == rules.index_slot(h, slots)
-    assert list(compiled.index_slots(np.array([h, ~h], np.int32), slots)) == [rules.index_slot(h, slots),
-                                                                             rules.index_slot(~h, slots)]
+    assert list(compiled.index_slots(np.array([h, ~h], np.int32), slots)) == [
+        rules.index_slot(h, slots),
+        rules.index_slot(~h, slots),
+    ]
     assert compiled.index_time_diff(store_ts, begin_ts) == rules.index_time_diff(store_ts, begin_ts)
     assert compiled.tags_code(h, slots % 3) == rules.tags_code(h, slots % 3)
 
@@ -82,5 +85,7 @@ def test_multi_dispatch_targets_split_as_java_does():
     assert rules.multi_dispatch_targets("%LMQ%a", "4", 3, False) == [("%LMQ%a", 3, 4)]
     assert rules.multi_dispatch_targets("a,b", "4", 3, True) == []
     assert rules.multi_dispatch_targets("a,b,c", "1, 2,3", 3, True) == [("a", 3, 1)]  # " 2": Java throws there
-    assert rules.multi_dispatch_targets(" ", "1", 3, True) == [] and rules.multi_dispatch_targets(",", ",", 0, True) == []
+    assert (
+        rules.multi_dispatch_targets(" ", "1", 3, True) == [] and rules.multi_dispatch_targets(",", ",", 0, True) == []
+    )
     assert rules.multi_dispatch_targets("a", "+\u0663", 1, True) == [("a", 1, 3)]  # Character.digit: any Nd digit

@@ -1,6 +1,7 @@
 """The construct declarations against the real stores: every record, BLANK, consumequeue unit, index header,
 slot and entry, and checkpoint of every fixture parses and builds back to the same bytes, and agrees with the
 fast paths derived from the declarations (struct formats, numpy dtypes, read_record / encode_record)."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -39,10 +40,17 @@ def torn_offsets(name: str) -> set[int]:
 # ---- the derived fast structs are the declarations, compiled -----------------------------------------------
 
 
-@pytest.mark.parametrize("schema,compiled", [
-    (S.ConsumeQueueUnit, S.CQ_UNIT), (S.IndexHeader, S.INDEX_HEADER), (S.HashSlot, S.HASH_SLOT),
-    (S.IndexEntry, S.INDEX_ENTRY), (S.BlankRecord, S.BLANK),
-], ids=["cq-unit", "index-header", "hash-slot", "index-entry", "blank"])
+@pytest.mark.parametrize(
+    "schema,compiled",
+    [
+        (S.ConsumeQueueUnit, S.CQ_UNIT),
+        (S.IndexHeader, S.INDEX_HEADER),
+        (S.HashSlot, S.HASH_SLOT),
+        (S.IndexEntry, S.INDEX_ENTRY),
+        (S.BlankRecord, S.BLANK),
+    ],
+    ids=["cq-unit", "index-header", "hash-slot", "index-entry", "blank"],
+)
 def test_compiled_struct_matches_declaration(schema, compiled):
     assert compiled.size == schema.sizeof()
     values = tuple(range(1, len(S.fixed_fields(schema)) + 1))
@@ -76,15 +84,26 @@ def test_checkpoint_head_matches_declaration():
 def record_values(flags: int, magic: int, body_len: int, topic_len: int, props_len: int) -> dict:
     """Every field of a record, for building one through the declaration."""
     return {
-        "storeSize": 200, "magicCode": magic, "bodyCRC": 3, "queueId": 4, "flag": 5, "queueOffset": 6,
-        "physicalOffset": 7, "sysFlag": flags, "bornTimestamp": 8,
+        "storeSize": 200,
+        "magicCode": magic,
+        "bodyCRC": 3,
+        "queueId": 4,
+        "flag": 5,
+        "queueOffset": 6,
+        "physicalOffset": 7,
+        "sysFlag": flags,
+        "bornTimestamp": 8,
         "bornHost": {"ip": bytes(range(16 if flags & S.BORNHOST_V6_FLAG else 4)), "port": 9},
         "storeTimestamp": 10,
         "storeHost": {"ip": bytes(range(100, 116 if flags & S.STOREHOSTADDRESS_V6_FLAG else 104)), "port": 11},
-        "reconsumeTimes": 12, "preparedTransactionOffset": 13,
-        "bodyLength": body_len, "body": bytes(max(body_len, 0)),
-        "topicLength": topic_len, "topic": b"T" * max(topic_len, 0),
-        "propertiesLength": props_len, "properties": b"p" * max(props_len, 0),
+        "reconsumeTimes": 12,
+        "preparedTransactionOffset": 13,
+        "bodyLength": body_len,
+        "body": bytes(max(body_len, 0)),
+        "topicLength": topic_len,
+        "topic": b"T" * max(topic_len, 0),
+        "propertiesLength": props_len,
+        "properties": b"p" * max(props_len, 0),
     }
 
 
@@ -121,13 +140,26 @@ def test_record_length_matches_declaration(born_v6, store_v6, v2, body, topic, p
 
 def message_fields(m) -> dict:
     return {
-        "storeSize": m.storeSize, "magicCode": m.magicCode, "bodyCRC": m.bodyCRC, "queueId": m.queueId,
-        "flag": m.flag, "queueOffset": m.queueOffset, "physicalOffset": m.physicalOffset, "sysFlag": m.sysFlag,
-        "bornTimestamp": m.bornTimestamp, "bornHost": {"ip": m.bornIp, "port": m.bornPort},
-        "storeTimestamp": m.storeTimestamp, "storeHost": {"ip": m.storeIp, "port": m.storePort},
-        "reconsumeTimes": m.reconsumeTimes, "preparedTransactionOffset": m.preparedTransactionOffset,
-        "bodyLength": m.bodyLength, "body": m.body, "topicLength": len(m.topicBytes), "topic": m.topicBytes,
-        "propertiesLength": len(m.propertiesBytes), "properties": m.propertiesBytes,
+        "storeSize": m.storeSize,
+        "magicCode": m.magicCode,
+        "bodyCRC": m.bodyCRC,
+        "queueId": m.queueId,
+        "flag": m.flag,
+        "queueOffset": m.queueOffset,
+        "physicalOffset": m.physicalOffset,
+        "sysFlag": m.sysFlag,
+        "bornTimestamp": m.bornTimestamp,
+        "bornHost": {"ip": m.bornIp, "port": m.bornPort},
+        "storeTimestamp": m.storeTimestamp,
+        "storeHost": {"ip": m.storeIp, "port": m.storePort},
+        "reconsumeTimes": m.reconsumeTimes,
+        "preparedTransactionOffset": m.preparedTransactionOffset,
+        "bodyLength": m.bodyLength,
+        "body": m.body,
+        "topicLength": len(m.topicBytes),
+        "topic": m.topicBytes,
+        "propertiesLength": len(m.propertiesBytes),
+        "properties": m.propertiesBytes,
     }
 
 
@@ -164,8 +196,9 @@ def test_every_record_round_trips(name):
         assert parsed_fields(parsed) == message_fields(rec), where
         assert encode_record(rec) == data, where
         # the BLANK-less record length formula agrees with what the declaration consumed
-        assert S.record_length(rec.sysFlag, rec.bodyLength, parsed.topicLength, parsed.propertiesLength,
-                               rec.magicCode == S.MAGIC_V2) == len(data), where
+        assert S.record_length(
+            rec.sysFlag, rec.bodyLength, parsed.topicLength, parsed.propertiesLength, rec.magicCode == S.MAGIC_V2
+        ) == len(data), where
         messages += 1
     assert [f.start + pos for f, pos, _ in scan.errors] == sorted(torn_offsets(name))
     assert messages == len(truth(name, "truth-messages.jsonl")) - len(torn_offsets(name))
@@ -278,10 +311,17 @@ def test_message_ids_round_trip_and_agree_with_msgid_decoders(name):
         raw = bytes.fromhex(m.msg_id)
         parsed = S.OffsetMsgId.parse(raw, ipLength=len(m.storeIp))
         assert S.OffsetMsgId.build(parsed, ipLength=len(m.storeIp)) == raw
-        assert (parsed.storeHost.ip, parsed.storeHost.port, parsed.physicalOffset) == (m.storeIp, m.storePort, m.physicalOffset)
+        assert (parsed.storeHost.ip, parsed.storeHost.port, parsed.physicalOffset) == (
+            m.storeIp,
+            m.storePort,
+            m.physicalOffset,
+        )
         decoded = decode_offset_id(m.msg_id)
         assert (ipaddress.ip_address(decoded["host"]).packed, decoded["port"], decoded["offset"]) == (
-            parsed.storeHost.ip, parsed.storeHost.port, parsed.physicalOffset)
+            parsed.storeHost.ip,
+            parsed.storeHost.port,
+            parsed.physicalOffset,
+        )
         if not m.uniq_key:
             continue
         raw = bytes.fromhex(m.uniq_key)
@@ -289,8 +329,12 @@ def test_message_ids_round_trip_and_agree_with_msgid_decoders(name):
         key = S.UniqKey.parse(raw, ipLength=ip_len)
         assert S.UniqKey.build(key, ipLength=ip_len) == raw
         unique = decode_unique_id(m.uniq_key, now_ms=m.storeTimestamp)
-        assert (ipaddress.ip_address(unique["ip"]).packed, unique["pid"], unique["classLoaderHash"], unique["counter"]) == (
-            key.ip, key.pid, key.classLoaderHash, key.counter)
+        assert (
+            ipaddress.ip_address(unique["ip"]).packed,
+            unique["pid"],
+            unique["classLoaderHash"],
+            unique["counter"],
+        ) == (key.ip, key.pid, key.classLoaderHash, key.counter)
         truth_info = info[f.start + m.position]
         assert key.pid == truth_info["pid"]
         assert ipaddress.ip_address(key.ip) == ipaddress.ip_address(truth_info["ip"].split("%")[0])

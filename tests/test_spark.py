@@ -1,5 +1,6 @@
 """The Spark pipeline on a real local SparkSession (one for the whole test session: it takes seconds to start):
 the data sources against `dump` and RocketMQ's truth files, and the `rmqctl spark` commands."""
+
 from __future__ import annotations
 
 import base64
@@ -31,8 +32,18 @@ def store_root(name: str) -> str:
 def dump_rows(name: str) -> list[dict]:
     """`rmqctl dump commitlog --format jsonl --body base64`: what the CLI prints (d-crashed exits 2 after
     printing every readable message)."""
-    r = run("dump", "commitlog", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
-            "--format", "jsonl", "--body", "base64")
+    r = run(
+        "dump",
+        "commitlog",
+        "--store",
+        fixture_dir(name) / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+        "--body",
+        "base64",
+    )
     assert r.exit_code == (2 if name == "d-crashed" else 0), r.stderr
     return jsonl(r.stdout)
 
@@ -77,8 +88,12 @@ def assert_sysflag_as_java_reads_it(rows: list[dict], name: str):
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
 def test_dataframe_rows_equal_dump(spark, name):
-    df = (spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).option("verifyCrc", "true")
-          .load(str(fixture_dir(name) / "store")))
+    df = (
+        spark.read.format("rocketmq")
+        .option("brokerConfig", str(broker_conf(name)))
+        .option("verifyCrc", "true")
+        .load(str(fixture_dir(name) / "store"))
+    )
     rows = sorted((r.asDict() for r in df.collect()), key=lambda r: r["commitLogOffset"])
     dumped = dump_rows(name)
     assert len(rows) == len(dumped) > 0
@@ -88,7 +103,9 @@ def test_dataframe_rows_equal_dump(spark, name):
     assert_sysflag_as_java_reads_it(rows, name)
     bad_crc = [r["commitLogOffset"] for r in rows if not r["crcOk"]]
     corruption = FIXTURES / name / "corruption.json"
-    flipped = [json.loads(corruption.read_text())["flippedBodyByte"]["messageCommitLogOffset"]] if corruption.exists() else []
+    flipped = (
+        [json.loads(corruption.read_text())["flippedBodyByte"]["messageCommitLogOffset"]] if corruption.exists() else []
+    )
     assert bad_crc == flipped
 
 
@@ -104,36 +121,69 @@ def test_commitlog_directory_and_pushdown(spark):
     rows = picked.collect()
     assert {r.store for r in rows} == {store_root(name)}
     got = sorted(r.commitLogOffset for r in rows)
-    want = [d["commitLogOffset"] for d in dump_rows(name) if d["topic"] == "OrderTopic" and lo <= d["commitLogOffset"] < hi]
+    want = [
+        d["commitLogOffset"] for d in dump_rows(name) if d["topic"] == "OrderTopic" and lo <= d["commitLogOffset"] < hi
+    ]
     assert got == want and got
 
 
 def test_consumequeue_and_index_sources(spark):
     name = "b-mixed"
-    cq = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(
-        str(fixture_dir(name) / "store"))
+    cq = (
+        spark.read.format("rocketmq-consumequeue")
+        .option("brokerConfig", str(broker_conf(name)))
+        .load(str(fixture_dir(name) / "store"))
+    )
     fields = ["topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode"]
     got = sorted(tuple(r[f] for f in fields) for r in cq.collect())
     assert got == sorted(tuple(t[f] for f in fields) for t in truth(name, "truth-consumequeue.jsonl"))
 
-    ix = spark.read.format("rocketmq-index").option("brokerConfig", str(broker_conf(name))).load(
-        str(fixture_dir(name) / "store"))
-    r = run("dump", "index", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
-            "--format", "jsonl")
+    ix = (
+        spark.read.format("rocketmq-index")
+        .option("brokerConfig", str(broker_conf(name)))
+        .load(str(fixture_dir(name) / "store"))
+    )
+    r = run(
+        "dump",
+        "index",
+        "--store",
+        fixture_dir(name) / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+    )
     entries = [{k: v for k, v in e.items() if k != "kind"} for e in jsonl(r.stdout) if e["kind"] == "entry"]
-    got = sorted(({k: v for k, v in row.asDict().items() if k != "store"} for row in ix.collect()),
-                 key=lambda e: (e["file"], e["index"]))
+    got = sorted(
+        ({k: v for k, v in row.asDict().items() if k != "store"} for row in ix.collect()),
+        key=lambda e: (e["file"], e["index"]),
+    )
     assert got == entries and got
 
 
 def test_consumequeue_source_of_a_rocksdb_store(spark):
     """storeType=defaultRocksDB: the units of the RocksDB consume queue, with the store time they carry."""
     name = "i-rocksdb-cq"
-    df = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
-    got = sorted((r.topic, r.queueId, r.queueOffset, r.commitLogOffset, r.size, r.tagsCode, r.storeTimestamp, r.file)
-                 for r in df.collect())
-    assert got == sorted((t["topic"], t["queueId"], t["queueOffset"], t["commitLogOffset"], t["size"], t["tagsCode"],
-                          t["storeTime"], None) for t in truth(name, "truth-consumequeue.jsonl"))
+    df = (
+        spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
+    )
+    got = sorted(
+        (r.topic, r.queueId, r.queueOffset, r.commitLogOffset, r.size, r.tagsCode, r.storeTimestamp, r.file)
+        for r in df.collect()
+    )
+    assert got == sorted(
+        (
+            t["topic"],
+            t["queueId"],
+            t["queueOffset"],
+            t["commitLogOffset"],
+            t["size"],
+            t["tagsCode"],
+            t["storeTime"],
+            None,
+        )
+        for t in truth(name, "truth-consumequeue.jsonl")
+    )
 
 
 def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
@@ -153,8 +203,10 @@ def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
     table = pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table()
     by_offset = {(row["store"], row["commitLogOffset"]): row for row in table.to_pylist()}
     assert len(by_offset) == table.num_rows
-    from_spark = {(r["store"], r["topic"]): r["count"]
-                  for r in spark.read.parquet(str(out)).groupBy("store", "topic").count().collect()}
+    from_spark = {
+        (r["store"], r["topic"]): r["count"]
+        for r in spark.read.parquet(str(out)).groupBy("store", "topic").count().collect()
+    }
     assert from_spark == {(s["store"], s["topic"]): s["messages"] for s in summary}
     for name in names:
         dumped = dump_rows(name)
@@ -167,13 +219,22 @@ def test_export_two_stores_parquet_equals_dump(spark, tmp_path):
             assert_same_message(row, d, store)
 
 
-
 def test_export_as_orc_holds_the_same_messages(spark, tmp_path):
     """--format orc: the same messages under the same topic directories, read back by Spark's ORC reader."""
     name = "b-mixed"
     out = tmp_path / "export"
-    r = run("spark", "export", "--out", out, "--format", "orc", "--store", fixture_dir(name) / "store",
-            "--broker-config", broker_conf(name))
+    r = run(
+        "spark",
+        "export",
+        "--out",
+        out,
+        "--format",
+        "orc",
+        "--store",
+        fixture_dir(name) / "store",
+        "--broker-config",
+        broker_conf(name),
+    )
     assert r.exit_code == 0, r.stderr
     files = sorted(p.name for p in out.rglob("part-*"))
     assert files and all(f.endswith(".snappy.orc") for f in files)
@@ -181,7 +242,9 @@ def test_export_as_orc_holds_the_same_messages(spark, tmp_path):
     got = sorted((row["topic"], row["commitLogOffset"]) for row in df.select("topic", "commitLogOffset").collect())
     assert got == sorted((d["topic"], d["commitLogOffset"]) for d in dump_rows(name))
     assert {s["topic"]: s["messages"] for s in jsonl(r.stdout)} == {
-        row["topic"]: row["count"] for row in df.groupBy("topic").count().collect()}
+        row["topic"]: row["count"] for row in df.groupBy("topic").count().collect()
+    }
+
 
 def test_stats_totals_equal_truth(spark):
     """One stats run over all four stores: per store, topic and queue, the counts, bytes, store times and
@@ -200,8 +263,12 @@ def test_stats_totals_equal_truth(spark):
             groups[(store_root(name), t["topic"], t["queueId"])].append(t)
         for key, ts in groups.items():
             want[key] = {
-                "store": key[0], "topic": key[1], "queueId": key[2], "messages": len(ts),
-                "bytes": sum(t["storeSize"] for t in ts), "bodyBytes": sum(t["bodyLength"] for t in ts),
+                "store": key[0],
+                "topic": key[1],
+                "queueId": key[2],
+                "messages": len(ts),
+                "bytes": sum(t["storeSize"] for t in ts),
+                "bodyBytes": sum(t["bodyLength"] for t in ts),
                 "firstStoreTimestamp": min(t["storeTimestamp"] for t in ts),
                 "lastStoreTimestamp": max(t["storeTimestamp"] for t in ts),
                 "distinctKeys": len({k for t in ts for k in (t.get("keys") or "").split(" ") if k}),
@@ -225,24 +292,59 @@ def test_stats_and_query_take_a_time_range(spark):
     stamps = sorted({t["storeTimestamp"] for t in msgs})
     lo, hi = stamps[len(stamps) // 3], stamps[2 * len(stamps) // 3]
     iso = dt.datetime.fromtimestamp(lo / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
-    r = run("spark", "stats", "--format", "jsonl", "--store", fixture_dir(name) / "store", "--since", iso, "--until", hi)
+    r = run(
+        "spark", "stats", "--format", "jsonl", "--store", fixture_dir(name) / "store", "--since", iso, "--until", hi
+    )
     assert r.exit_code == 0, r.stderr
     assert sum(s["messages"] for s in jsonl(r.stdout)) == sum(lo <= t["storeTimestamp"] <= hi for t in msgs)
     keyed = next(t for t in msgs if t["storeTimestamp"] == hi and t.get("keys"))
     key = keyed["keys"].split(" ")[0]
-    found = [m["commitLogOffset"] for m in jsonl(run("spark", "query", "--key", key, "--format", "jsonl", "--store",
-                                                     fixture_dir(name) / "store", "--until", hi).stdout)]
+    found = [
+        m["commitLogOffset"]
+        for m in jsonl(
+            run(
+                "spark",
+                "query",
+                "--key",
+                key,
+                "--format",
+                "jsonl",
+                "--store",
+                fixture_dir(name) / "store",
+                "--until",
+                hi,
+            ).stdout
+        )
+    ]
     assert keyed["commitLogOffset"] in found
-    later = [m["commitLogOffset"] for m in jsonl(run("spark", "query", "--key", key, "--format", "jsonl", "--store",
-                                                     fixture_dir(name) / "store", "--since", hi + 1).stdout)]
+    later = [
+        m["commitLogOffset"]
+        for m in jsonl(
+            run(
+                "spark",
+                "query",
+                "--key",
+                key,
+                "--format",
+                "jsonl",
+                "--store",
+                fixture_dir(name) / "store",
+                "--since",
+                hi + 1,
+            ).stdout
+        )
+    ]
     assert keyed["commitLogOffset"] not in later
 
 
 def test_query_key_equals_index_lookup(spark):
     """A key found by scanning every store gives the messages `query key` finds through the index files."""
     uniq = next(t for t in truth("c-v5-features", "truth-messages.jsonl") if t["uniqKey"])
-    cases = [(["a-basic", "b-mixed"], "TopicTest", "USER-09"), (["b-mixed"], "主题-トピック-🚀", "键一"),
-             (["c-v5-features"], uniq["topic"], uniq["uniqKey"])]
+    cases = [
+        (["a-basic", "b-mixed"], "TopicTest", "USER-09"),
+        (["b-mixed"], "主题-トピック-🚀", "键一"),
+        (["c-v5-features"], uniq["topic"], uniq["uniqKey"]),
+    ]
     for stores, topic, key in cases:
         args = ["spark", "query", "--key", key, "--topic", topic, "--body", "base64", "--format", "jsonl"]
         for name in stores:
@@ -252,8 +354,20 @@ def test_query_key_equals_index_lookup(spark):
         got = jsonl(r.stdout)
         want = []
         for name in stores:
-            q = run("query", "key", topic, key, "--store", fixture_dir(name) / "store", "--broker-config",
-                    broker_conf(name), "--body", "base64", "--format", "jsonl")
+            q = run(
+                "query",
+                "key",
+                topic,
+                key,
+                "--store",
+                fixture_dir(name) / "store",
+                "--broker-config",
+                broker_conf(name),
+                "--body",
+                "base64",
+                "--format",
+                "jsonl",
+            )
             want += [{"store": store_root(name), **m} for m in jsonl(q.stdout)]
         assert got == want and got, (topic, key)
 
@@ -271,8 +385,9 @@ def test_spark_verify_reports_what_verify_reports(spark):
     for f in jsonl(r.stdout):
         got[f.pop("store")].append(f)
     for name in ALL_FIXTURES:
-        v = run("verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
-                "--format", "jsonl")
+        v = run(
+            "verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name), "--format", "jsonl"
+        )
         assert v.exit_code == (1 if name == "d-crashed" else 0), v.stderr
         assert got[store_root(name)] == jsonl(v.stdout), name
     assert {f["kind"] for f in got[store_root("d-crashed")]} >= {"body-crc", "torn-tail"}
@@ -299,8 +414,12 @@ def test_spark_verify_of_rocksdb_queue_stores_reports_what_verify_reports(spark,
         db[key] = db[key][:20] + R.INT64.pack(5)
 
     stores = []
-    for name, change in (("i-rocksdb-cq", None), ("i-rocksdb-cq", damage), ("i-rocksdb-cq", behind),
-                         ("k-combine-cq", diverge)):
+    for name, change in (
+        ("i-rocksdb-cq", None),
+        ("i-rocksdb-cq", damage),
+        ("i-rocksdb-cq", behind),
+        ("k-combine-cq", diverge),
+    ):
         root = copy_store(name, tmp_path / str(len(stores)))
         if change is not None:
             rewrite(root, change)
@@ -308,11 +427,23 @@ def test_spark_verify_of_rocksdb_queue_stores_reports_what_verify_reports(spark,
     tiered = tmp_path / "tiered.conf"
     tiered.write_text("storeType=tieredRocksDB\n")
     unread = fixture_dir("a-basic") / "store"
-    r = run("spark", "verify", "--format", "jsonl", *(a for root, _ in stores for a in ("--store", root)),
-            "--store", unread, *(a for _, conf in stores for a in ("--broker-config", conf)), "--broker-config", tiered)
+    r = run(
+        "spark",
+        "verify",
+        "--format",
+        "jsonl",
+        *(a for root, _ in stores for a in ("--store", root)),
+        "--store",
+        unread,
+        *(a for _, conf in stores for a in ("--broker-config", conf)),
+        "--broker-config",
+        tiered,
+    )
     assert r.exit_code == 1, r.stderr
-    assert (f"spark verify: {unread}: 2000 records, 2.6 MB of commitlog in 40 task(s): sound as far as read; not "
-            f"read: {unread}/consumequeue (consume queues of storeType=tieredRocksDB)") in r.stderr.splitlines()
+    assert (
+        f"spark verify: {unread}: 2000 records, 2.6 MB of commitlog in 40 task(s): sound as far as read; not "
+        f"read: {unread}/consumequeue (consume queues of storeType=tieredRocksDB)"
+    ) in r.stderr.splitlines()
     got = defaultdict(list)
     for f in jsonl(r.stdout):
         got[f.pop("store")].append(f)
@@ -321,8 +452,12 @@ def test_spark_verify_of_rocksdb_queue_stores_reports_what_verify_reports(spark,
         v = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
         assert got[str(root)] == jsonl(v.stdout), root
         kinds.append(sorted({f["kind"] for f in got[str(root)]}))
-    assert kinds == [[], ["cq-entry-invalid", "cq-entry-mismatch", "cq-missing-entries", "rocksdb-cq-offset-table"],
-                     ["rocksdb-cq-behind"], ["rocksdb-cq-double-write"]]
+    assert kinds == [
+        [],
+        ["cq-entry-invalid", "cq-entry-mismatch", "cq-missing-entries", "rocksdb-cq-offset-table"],
+        ["rocksdb-cq-behind"],
+        ["rocksdb-cq-double-write"],
+    ]
 
 
 def test_spark_commands_take_the_contract_options():
@@ -341,9 +476,20 @@ def test_spark_commands_take_the_contract_options():
 def test_errors_are_one_line(spark):
     r = run("spark", "stats", "--store", "/nonexistent/store")
     assert r.exit_code == 2 and r.stderr.strip() == "rmqctl: /nonexistent/store: store directory does not exist"
-    r = run("spark", "stats", "--store", fixture_dir("a-basic") / "store", "--store", fixture_dir("b-mixed") / "store",
-            "--broker-config", broker_conf("a-basic"), "--broker-config", broker_conf("b-mixed"),
-            "--broker-config", broker_conf("c-v5-features"))
+    r = run(
+        "spark",
+        "stats",
+        "--store",
+        fixture_dir("a-basic") / "store",
+        "--store",
+        fixture_dir("b-mixed") / "store",
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--broker-config",
+        broker_conf("b-mixed"),
+        "--broker-config",
+        broker_conf("c-v5-features"),
+    )
     assert r.exit_code == 2 and "3 broker configs for 2 stores" in r.stderr
     # a failure inside an executor comes back as the one line the library raised there
     from rmqctl.errors import StoreError
@@ -353,7 +499,9 @@ def test_errors_are_one_line(spark):
     df = spark.read.format("rocketmq").option("failOnDamage", "true").load(store_root("d-crashed"))
     with pytest.raises(StoreError) as e, spark_errors():
         df.collect()
-    assert str(e.value).startswith(f"{store_root('d-crashed')}/{torn['file']} at commitlog offset {torn['messageCommitLogOffset']}: ")
+    assert str(e.value).startswith(
+        f"{store_root('d-crashed')}/{torn['file']} at commitlog offset {torn['messageCommitLogOffset']}: "
+    )
 
 
 def test_missing_pyspark_says_how_to_install(tmp_path):
@@ -362,16 +510,26 @@ def test_missing_pyspark_says_how_to_install(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    own = Path(subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
-                              capture_output=True, text=True).stdout.strip())
+    own = Path(
+        subprocess.run(
+            [python, "-c", "import site; print(site.getsitepackages()[0])"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    )
     for source in map(Path, site.getsitepackages()):
         for entry in source.iterdir():
-            if not entry.name.lower().startswith(("pyspark", "rmqctl", "__editable__")) and not (own / entry.name).exists():
+            if (
+                not entry.name.lower().startswith(("pyspark", "rmqctl", "__editable__"))
+                and not (own / entry.name).exists()
+            ):
                 (own / entry.name).symlink_to(entry)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     assert subprocess.run([python, "-c", "import pyspark"], env=env, capture_output=True).returncode == 1
-    r = subprocess.run([python, "-m", "rmqctl", "spark", "stats", "--store", fixture_dir("a-basic") / "store"], env=env,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [python, "-m", "rmqctl", "spark", "stats", "--store", fixture_dir("a-basic") / "store"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr == "rmqctl: this needs pyspark, which is not installed: pip install 'rmqctl[spark]'\n"
     assert r.stdout == ""
@@ -383,9 +541,25 @@ def test_spark_log_stays_out_of_a_redirected_stderr(tmp_path):
     config governs."""
     err = tmp_path / "stderr.txt"
     with open(err, "w") as f:
-        r = subprocess.run([sys.executable, "-m", "rmqctl", "spark", "stats", "--store", store_root("a-basic"),
-                            "--broker-config", broker_conf("a-basic"), "--master", "local[2]"],
-                           stdout=subprocess.PIPE, stderr=f, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rmqctl",
+                "spark",
+                "stats",
+                "--store",
+                store_root("a-basic"),
+                "--broker-config",
+                broker_conf("a-basic"),
+                "--master",
+                "local[2]",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=f,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
     assert r.returncode == 0 and jsonl(r.stdout)
     lines = [line for line in err.read_text().splitlines() if not line.startswith("WARNING: Using incubator modules")]
     assert lines == []
@@ -399,12 +573,16 @@ def test_timerlog_source_equals_timerlog_reading(spark):
     units = spark.read.format("rocketmq-timerlog").option("brokerConfig", conf).load(root)
     fields = ("pos", "prevPos", "magic", "currWriteTimeMs", "delayedTimeMs", "offsetPy", "sizePy", "realTopicHash")
     want = truth("f-timer5", "truth-timerlog.jsonl")
-    assert sorted(tuple(r[f] for f in fields) for r in units.collect()) == sorted(tuple(u[f] for f in fields) for u in want)
+    assert sorted(tuple(r[f] for f in fields) for r in units.collect()) == sorted(
+        tuple(u[f] for f in fields) for u in want
+    )
     messages = spark.read.format("rocketmq").option("brokerConfig", conf).load(root)
     joined = units.join(messages, units.offsetPy == messages.commitLogOffset).select(
-        "pos", "slotIndex", messages.properties["REAL_TOPIC"].alias("realTopic"))
+        "pos", "slotIndex", messages.properties["REAL_TOPIC"].alias("realTopic")
+    )
     assert sorted((r["pos"], r["realTopic"]) for r in joined.collect()) == sorted(
-        (u["pos"], u["message"]["realTopic"]) for u in want)
+        (u["pos"], u["message"]["realTopic"]) for u in want
+    )
     assert {r["slotIndex"] for r in joined.collect()} == {u["delayedTimeMs"] // 1000 % 1209600 for u in want}
 
 
@@ -426,15 +604,22 @@ def test_dledger_store(spark, tmp_path):
     for row, d, w in zip(rows, dumped, want):
         assert_same_message(row, d, root)
         assert row["dledger"] == d["dledger"] == w["dledger"]
-        assert (row["commitLogOffset"], row["position"], row["msgId"]) == (w["commitLogOffset"], w["filePosition"], w["msgId"])
+        assert (row["commitLogOffset"], row["position"], row["msgId"]) == (
+            w["commitLogOffset"],
+            w["filePosition"],
+            w["msgId"],
+        )
         assert base64.b64encode(bytes(row["body"])).decode() == w["body"]
     out = tmp_path / "export"
     r = run("spark", "export", "--out", out, "--store", root, "--broker-config", conf)
     assert r.exit_code == 0, r.stderr
-    exported = sorted(pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table().to_pylist(),
-                      key=lambda r: r["commitLogOffset"])
+    exported = sorted(
+        pa_dataset.dataset(out, format="parquet", partitioning="hive").to_table().to_pylist(),
+        key=lambda r: r["commitLogOffset"],
+    )
     assert [(e["commitLogOffset"], e["dledger"], e["body"]) for e in exported] == [
-        (r["commitLogOffset"], r["dledger"], bytes(r["body"])) for r in rows]
+        (r["commitLogOffset"], r["dledger"], bytes(r["body"])) for r in rows
+    ]
 
 
 def test_export_round_trips_topics_too_long_for_a_directory_name(spark, tmp_path):
@@ -485,6 +670,7 @@ def test_export_keeps_hostile_topics_inside_out(spark, tmp_path):
     topics = {row["topic"] for row in spark.read.parquet(str(out)).select("topic").distinct().collect()}
     assert {"../../evi", "../../../"} <= topics
 
+
 def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     """The `metaq` source over two data paths (the g-metaq fixture and a copy with a torn last segment): one
     task per segment, every record equal to `metaq dump`, the torn tail ending its segment as dump ends it."""
@@ -502,7 +688,10 @@ def test_metaq_source_rows_equal_metaq_dump(spark, tmp_path):
     rows = df.collect()
     for root in (fixture, copy):
         dumped = jsonl(run("metaq", "dump", "--store", root, "--body", "base64", "--format", "jsonl").stdout)
-        got = sorted((r.asDict() for r in rows if r.store == str(root.resolve())), key=lambda r: (r["topic"], r["partition"], r["offset"]))
+        got = sorted(
+            (r.asDict() for r in rows if r.store == str(root.resolve())),
+            key=lambda r: (r["topic"], r["partition"], r["offset"]),
+        )
         assert len(got) == len(dumped) == (1000 if root == fixture else 999)
         for row, d in zip(got, dumped):
             assert bytes(row.pop("payload")) == base64.b64decode(d["payload"])
@@ -567,8 +756,22 @@ def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
     name, topic, queue_id = "a-basic", "SCHEDULE_TOPIC_XXXX", 17
     root = copy_store(name, tmp_path)
     args = ["--store", root, "--broker-config", broker_conf(name), "--format", "jsonl"]
-    appended = run("append", *args, "--topic", topic, "--queue-id", str(queue_id), "--tags", "TagD",
-                   "--property", "DELAY=99", "--property", "REAL_TOPIC=TopicTest", "--property", "REAL_QID=0")
+    appended = run(
+        "append",
+        *args,
+        "--topic",
+        topic,
+        "--queue-id",
+        str(queue_id),
+        "--tags",
+        "TagD",
+        "--property",
+        "DELAY=99",
+        "--property",
+        "REAL_TOPIC=TopicTest",
+        "--property",
+        "REAL_QID=0",
+    )
     assert appended.exit_code == 0, appended.stderr
     offset = jsonl(appended.stdout)[0]["commitLogOffset"]
     stored = [m for m in jsonl(run("dump", "commitlog", *args, "--from", str(offset)).stdout)][0]
@@ -585,13 +788,15 @@ def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
     assert rebuilt.exit_code == 0, rebuilt.stderr
     assert [p.read_bytes() for p in sorted(queue_dir.iterdir())] == before
     rows = spark.read.format("rocketmq-consumequeue").option("brokerConfig", str(broker_conf(name))).load(str(root))
-    assert [(r["commitLogOffset"], r["tagsCode"]) for r in rows.where(f"topic = '{topic}'").collect()] == [(offset, want)]
+    assert [(r["commitLogOffset"], r["tagsCode"]) for r in rows.where(f"topic = '{topic}'").collect()] == [
+        (offset, want)
+    ]
 
 
 def documented_schema() -> list[tuple[str, str]]:
     """(column, Spark type) of docs/spark.md's table of the `rocketmq` source's columns."""
     text = (REPO / "docs" / "spark.md").read_text()
-    table = text[text.index("| column | type | holds |"):].split("\n\n")[0].splitlines()[2:]
+    table = text[text.index("| column | type | holds |") :].split("\n\n")[0].splitlines()[2:]
     return [tuple(cell.strip().strip("`") for cell in line.strip("|").split("|")[:2]) for line in table]
 
 
@@ -608,16 +813,32 @@ def test_one_schema_declaration_for_source_export_cli_and_docs(spark, tmp_path):
     assert [(c["column"], c["type"]) for c in shown] == documented and all(c["holds"] for c in shown)
     out = tmp_path / "export"
     assert run("spark", "export", "--store", store_root(name), "--out", out).exit_code == 0
-    assert [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(str(out)).schema] == \
-        documented + [("topicDir", "string")]
+    assert [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(str(out)).schema] == documented + [
+        ("topicDir", "string")
+    ]
     arrow = pq.read_schema(next(out.glob("topicDir=*/*.parquet")))
     assert [(f.name, str(f.type)) for f in arrow][:20] == [
-        ("store", "string"), ("file", "string"), ("position", "int32"), ("commitLogOffset", "int64"),
-        ("storeSize", "int32"), ("magicCode", "int32"), ("bodyCRC", "int32"), ("queueId", "int32"), ("flag", "int32"),
-        ("queueOffset", "int64"), ("physicalOffset", "int64"), ("sysFlag", "int32"),
-        ("bornTimestamp", "timestamp[us, tz=UTC]"), ("bornTimestampMs", "int64"), ("bornHost", "string"),
-        ("storeTimestamp", "timestamp[us, tz=UTC]"), ("storeTimestampMs", "int64"), ("storeHost", "string"),
-        ("reconsumeTimes", "int32"), ("preparedTransactionOffset", "int64")]
+        ("store", "string"),
+        ("file", "string"),
+        ("position", "int32"),
+        ("commitLogOffset", "int64"),
+        ("storeSize", "int32"),
+        ("magicCode", "int32"),
+        ("bodyCRC", "int32"),
+        ("queueId", "int32"),
+        ("flag", "int32"),
+        ("queueOffset", "int64"),
+        ("physicalOffset", "int64"),
+        ("sysFlag", "int32"),
+        ("bornTimestamp", "timestamp[us, tz=UTC]"),
+        ("bornTimestampMs", "int64"),
+        ("bornHost", "string"),
+        ("storeTimestamp", "timestamp[us, tz=UTC]"),
+        ("storeTimestampMs", "int64"),
+        ("storeHost", "string"),
+        ("reconsumeTimes", "int32"),
+        ("preparedTransactionOffset", "int64"),
+    ]
     assert str(arrow.field("properties").type) == "map<string, string ('properties')>"
 
 
@@ -639,8 +860,12 @@ def test_time_filters_are_pushed_and_prune_files(spark):
     df = spark.read.format("rocketmq").option("brokerConfig", str(broker_conf(name))).load(store_root(name))
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
-        picked = df.where(f"topic = 'TopicTest' and storeTimestamp between timestamp'{iso(lo)}' and timestamp'{iso(hi)}'")
-        plan = picked._jdf.queryExecution().explainString(spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted"))
+        picked = df.where(
+            f"topic = 'TopicTest' and storeTimestamp between timestamp'{iso(lo)}' and timestamp'{iso(hi)}'"
+        )
+        plan = picked._jdf.queryExecution().explainString(
+            spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted")
+        )
         rows = picked.select("commitLogOffset").collect()
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
@@ -657,8 +882,14 @@ def test_time_filters_are_pushed_and_prune_files(spark):
     assert by_ms.rdd.getNumPartitions() <= planned
     assert by_ms.count() == sum(lo < d["storeTimestamp"] < hi for d in dumped)
     assert df.where(f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 1  # only the last file can
-    assert spark.read.format("rocketmq").option("pruneByStoreTime", "false").load(store_root(name)).where(
-        f"storeTimestampMs > {stamps[-1]}").rdd.getNumPartitions() == 40
+    assert (
+        spark.read.format("rocketmq")
+        .option("pruneByStoreTime", "false")
+        .load(store_root(name))
+        .where(f"storeTimestampMs > {stamps[-1]}")
+        .rdd.getNumPartitions()
+        == 40
+    )
 
 
 def test_export_by_date_or_flat_within_a_time_range(spark, tmp_path):
@@ -672,20 +903,50 @@ def test_export_by_date_or_flat_within_a_time_range(spark, tmp_path):
     lo, hi = stamps[100], stamps[300]
     inside = [d for d in dumped if lo <= d["storeTimestamp"] <= hi]
     by_date = tmp_path / "by-date"
-    r = run("spark", "export", "--store", store_root(name), "--broker-config", broker_conf(name), "--out", by_date,
-            "--partition-by", "date", "--since", lo, "--until", hi)
+    r = run(
+        "spark",
+        "export",
+        "--store",
+        store_root(name),
+        "--broker-config",
+        broker_conf(name),
+        "--out",
+        by_date,
+        "--partition-by",
+        "date",
+        "--since",
+        lo,
+        "--until",
+        hi,
+    )
     assert r.exit_code == 0, r.stderr
     days = {dt.datetime.fromtimestamp(d["storeTimestamp"] / 1000, dt.timezone.utc).date().isoformat() for d in inside}
     assert sorted(p.name for p in by_date.iterdir()) == ["_SUCCESS", *sorted(f"date={day}" for day in days)]
     assert [(s["date"], s["messages"]) for s in jsonl(r.stdout)] == [(day, len(inside)) for day in sorted(days)]
     read = spark.read.parquet(str(by_date))
     assert dict(read.dtypes)["date"] == "date" and dict(read.dtypes)["topic"] == "string"
-    assert sorted(x.commitLogOffset for x in read.select("commitLogOffset").collect()) == [d["commitLogOffset"] for d in inside]
+    assert sorted(x.commitLogOffset for x in read.select("commitLogOffset").collect()) == [
+        d["commitLogOffset"] for d in inside
+    ]
     flat = tmp_path / "flat"
-    r = run("spark", "export", "--store", store_root(name), "--broker-config", broker_conf(name), "--out", flat,
-            "--partition-by", "none", "--format", "orc")
+    r = run(
+        "spark",
+        "export",
+        "--store",
+        store_root(name),
+        "--broker-config",
+        broker_conf(name),
+        "--out",
+        flat,
+        "--partition-by",
+        "none",
+        "--format",
+        "orc",
+    )
     assert r.exit_code == 0, r.stderr
-    assert jsonl(r.stdout) == [{"store": store_root(name), "messages": len(dumped), "files": len(list(flat.glob("part-*.orc")))}]
+    assert jsonl(r.stdout) == [
+        {"store": store_root(name), "messages": len(dumped), "files": len(list(flat.glob("part-*.orc")))}
+    ]
     assert all(p.is_file() for p in flat.iterdir())
     got = {(x.topic, x.commitLogOffset) for x in spark.read.orc(str(flat)).select("topic", "commitLogOffset").collect()}
     assert got == {(d["topic"], d["commitLogOffset"]) for d in dumped}
@@ -754,7 +1015,10 @@ def test_a_store_time_spark_cannot_hold_is_null_and_outside_every_timestamp_rang
     late = df.where(f"storeTimestampMs >= {far}").select("commitLogOffset", "storeTimestamp").collect()
     assert [(r.commitLogOffset, r.storeTimestamp) for r in late] == [(f.start + m.position, None)]
     assert df.where("storeTimestamp is null").count() == 1
-    assert df.where("storeTimestamp >= timestamp'2000-01-01 00:00:00'").count() == df.where(f"storeTimestampMs < {far}").count()
+    assert (
+        df.where("storeTimestamp >= timestamp'2000-01-01 00:00:00'").count()
+        == df.where(f"storeTimestampMs < {far}").count()
+    )
 
 
 def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
@@ -791,7 +1055,7 @@ def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(
     files = PartitionFiles(tmp_path, "part-00000", schema, partition_by="none")
     for batch in message_batches(store.scan(), 0, 1 << 62, schema, "s", False, None):
         files.add(batch)
-    (_, name, rows), = files.close()
+    ((_, name, rows),) = files.close()
     group = pq.ParquetFile(tmp_path / name).metadata.row_group(0)
     stats = {group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)}
     assert rows and any("." in path for path in stats)
@@ -806,8 +1070,18 @@ def test_export_sizes_files_and_round_trips_through_append(spark, tmp_path):
 
     name = "a-basic"
     out = tmp_path / "export"
-    r = run("spark", "export", "--out", out, "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name),
-            "--max-records-per-file", 300)
+    r = run(
+        "spark",
+        "export",
+        "--out",
+        out,
+        "--store",
+        fixture_dir(name) / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--max-records-per-file",
+        300,
+    )
     assert r.exit_code == 0, r.stderr
     summary = jsonl(r.stdout)
     files = sorted(out.rglob("*.parquet"))
@@ -815,11 +1089,23 @@ def test_export_sizes_files_and_round_trips_through_append(spark, tmp_path):
     assert max(rows) == 300 and sum(rows) == sum(s["messages"] for s in summary) == len(dump_rows(name))
     assert len(files) == sum(-(-s["messages"] // 300) for s in summary) == sum(s["files"] for s in summary)
     copy = tmp_path / "copy"
-    r = run("append", "--store", copy, "--create", "--broker-config", broker_conf(name), "--parquet", out, "--keep-timestamps")
+    r = run(
+        "append",
+        "--store",
+        copy,
+        "--create",
+        "--broker-config",
+        broker_conf(name),
+        "--parquet",
+        out,
+        "--keep-timestamps",
+    )
     assert r.exit_code == 0, r.stderr
     assert len(jsonl(r.stdout)) == len(dump_rows(name))
-    copied = Counter((m["topic"], m["queueId"]) for m in jsonl(run("dump", "commitlog", "--store", copy, "--format",
-                                                                     "jsonl", "--body", "none").stdout))
+    copied = Counter(
+        (m["topic"], m["queueId"])
+        for m in jsonl(run("dump", "commitlog", "--store", copy, "--format", "jsonl", "--body", "none").stdout)
+    )
     assert copied == Counter((m["topic"], m["queueId"]) for m in dump_rows(name))
     assert run("verify", "--store", copy, "--broker-config", broker_conf(name)).exit_code == 0
 
@@ -832,8 +1118,13 @@ def test_a_new_session_is_quiet(tmp_path):
     """rmqctl.spark.session() in a fresh process: no Spark banner, no WARN line on stderr, only the JVM's own
     start-up notice, which no log setting reaches."""
     code = "from rmqctl.spark import session\nprint(session().range(3).count())\n"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
+    )
     assert (p.returncode, p.stdout) == (0, "3\n"), p.stderr
     assert [line for line in p.stderr.splitlines() if line != JVM_NOTICE] == []
 
@@ -848,11 +1139,25 @@ def test_ctrl_c_on_export_is_one_line_exit_130_and_no_out(tmp_path):
 
     out = tmp_path / "new" / "out"
     master, slave = pty.openpty()
-    args = ["spark", "export", "--store", fixture_dir("a-basic") / "store", "--broker-config", broker_conf("a-basic"),
-            "--out", out]
-    proc = subprocess.Popen([sys.executable, "-m", "rmqctl", *map(str, args)], stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True, close_fds=True,
-                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    args = [
+        "spark",
+        "export",
+        "--store",
+        fixture_dir("a-basic") / "store",
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--out",
+        out,
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", *map(str, args)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
+    )
     os.close(slave)
     screen, sent = b"", False
     for data in terminal_output(master):
@@ -880,8 +1185,12 @@ def test_spark_verify_and_verify_give_one_verdict(spark):
     dumped = dump_rows(name)
     at = next(d["storeTimestamp"] for d in dumped if d["commitLogOffset"] == flipped)
     after = next(d["storeTimestamp"] for d in dumped if d["storeTimestamp"] > at)
-    cases = (("a-basic", [], 0), (name, ["--since", after], 0), (name, [], 1),
-             (name, ["--since", after, "--max-findings", 0], 1))
+    cases = (
+        ("a-basic", [], 0),
+        (name, ["--since", after], 0),
+        (name, [], 1),
+        (name, ["--since", after, "--max-findings", 0], 1),
+    )
     for store, extra, want in cases:
         args = ["--store", store_root(store), "--broker-config", broker_conf(store), "--format", "jsonl", *extra]
         v, s = run("verify", *args), run("spark", "verify", *args)

@@ -2,6 +2,7 @@
 `spark-class` from the pip-installed PySpark, then docs/spark.md's `spark-submit` recipe and the Python API against
 them. The workers run in their own mount namespace where one directory is an empty tmpfs, so a store the driver
 sees can be missing on every executor, as on a cluster without the shared filesystem."""
+
 from __future__ import annotations
 
 import json
@@ -48,28 +49,58 @@ class Cluster:
         self.url = f"spark://127.0.0.1:{self.port}"
         self.hidden = base / "hidden"  # an empty tmpfs inside the workers' mount namespace
         self.hidden.mkdir()
-        self.env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-                    "SPARK_NO_DAEMONIZE": "1"}
+        self.env = {
+            **os.environ,
+            "SPARK_HOME": str(SPARK_HOME),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_NO_DAEMONIZE": "1",
+        }
         self.procs: list[subprocess.Popen] = []
         self.work_dirs: list[Path] = []
 
     def start(self):
         cls = str(SPARK_HOME / "bin" / "spark-class")
         self.master_log = self.base / "master.log"
-        self.procs.append(subprocess.Popen(
-            [cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-             "--webui-port", str(free_port())], env=self.env, stdout=open(self.master_log, "w"), stderr=subprocess.STDOUT))
-        wait_for("the master", lambda: "Starting Spark master" in self.master_log.read_text()
-                 and "I have been elected leader" in self.master_log.read_text())
+        self.procs.append(
+            subprocess.Popen(
+                [
+                    cls,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+                env=self.env,
+                stdout=open(self.master_log, "w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        wait_for(
+            "the master",
+            lambda: (
+                "Starting Spark master" in self.master_log.read_text()
+                and "I have been elected leader" in self.master_log.read_text()
+            ),
+        )
         for n in range(2):
             work = self.base / f"worker{n}"
             work.mkdir()
             self.work_dirs.append(work)
-            worker = (f"mount -t tmpfs tmpfs {self.hidden} && exec {cls} org.apache.spark.deploy.worker.Worker "
-                      f"{self.url} --host 127.0.0.1 --cores 1 --memory 1g --webui-port {free_port()} --work-dir {work}")
-            self.procs.append(subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", worker],
-                                               env=self.env, stdout=open(self.base / f"worker{n}.log", "w"),
-                                               stderr=subprocess.STDOUT))
+            worker = (
+                f"mount -t tmpfs tmpfs {self.hidden} && exec {cls} org.apache.spark.deploy.worker.Worker "
+                f"{self.url} --host 127.0.0.1 --cores 1 --memory 1g --webui-port {free_port()} --work-dir {work}"
+            )
+            self.procs.append(
+                subprocess.Popen(
+                    ["unshare", "-m", "--propagation", "private", "sh", "-c", worker],
+                    env=self.env,
+                    stdout=open(self.base / f"worker{n}.log", "w"),
+                    stderr=subprocess.STDOUT,
+                )
+            )
         wait_for("two workers", lambda: self.master_log.read_text().count("Registering worker") >= 2)
 
     def executor_logs(self) -> list[str]:
@@ -108,11 +139,20 @@ def shipped(tmp_path_factory) -> Path:
 
 def submit(cluster: Cluster, shipped: Path, *args) -> subprocess.CompletedProcess:
     """docs/spark.md's recipe: spark-submit with the zip, the executors' interpreter, and submit.py."""
-    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url, "--py-files", str(shipped),
-           "--conf", f"spark.pyspark.python={sys.executable}", str(REPO / "rmqctl" / "spark" / "submit.py"),
-           *map(str, args)]
-    return subprocess.run(cmd, env={**cluster.env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                          timeout=300)
+    cmd = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master",
+        cluster.url,
+        "--py-files",
+        str(shipped),
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        str(REPO / "rmqctl" / "spark" / "submit.py"),
+        *map(str, args),
+    ]
+    return subprocess.run(
+        cmd, env={**cluster.env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_submit_export_runs_on_both_workers_and_equals_dump(cluster, shipped, tmp_path):
@@ -127,10 +167,25 @@ def test_submit_export_runs_on_both_workers_and_equals_dump(cluster, shipped, tm
     table = pq.read_table(out)
     rows = table.select(["store", "commitLogOffset", "msgId", "topic", "queueOffset"]).to_pylist()
     for name in STORES:
-        mine = {(r["commitLogOffset"], r["msgId"], r["topic"], r["queueOffset"]) for r in rows
-                if r["store"].endswith(f"{name}/store")}
-        dumped = jsonl(run("dump", "commitlog", "--store", FIXTURES / name / "store", "--broker-config",
-                           broker_conf(name), "--body", "none", "--format", "jsonl").stdout)
+        mine = {
+            (r["commitLogOffset"], r["msgId"], r["topic"], r["queueOffset"])
+            for r in rows
+            if r["store"].endswith(f"{name}/store")
+        }
+        dumped = jsonl(
+            run(
+                "dump",
+                "commitlog",
+                "--store",
+                FIXTURES / name / "store",
+                "--broker-config",
+                broker_conf(name),
+                "--body",
+                "none",
+                "--format",
+                "jsonl",
+            ).stdout
+        )
         assert mine == {(d["commitLogOffset"], d["msgId"], d["topic"], d["queueOffset"]) for d in dumped}
         assert len(mine) == len(truth(name, "truth-messages.jsonl"))
     logs = cluster.executor_logs()
@@ -153,9 +208,21 @@ spark.stop()
 def test_python_api_on_the_cluster(cluster, shipped):
     """`session("spark://...")` in a process of its own (in this one, the suite's local session would be the
     one getOrCreate returns): the rows of both stores, read on the cluster."""
-    p = subprocess.run([sys.executable, "-c", API_CLIENT, cluster.url, sys.executable, str(shipped),
-                        *(str(FIXTURES / n / "store") for n in STORES)],
-                       env={**cluster.env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            API_CLIENT,
+            cluster.url,
+            sys.executable,
+            str(shipped),
+            *(str(FIXTURES / n / "store") for n in STORES),
+        ],
+        env={**cluster.env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads(p.stdout.splitlines()[-1])
     want: dict = {}
@@ -172,8 +239,19 @@ def test_a_store_missing_on_the_executors_is_one_line_and_exit_2(cluster, shippe
     out.mkdir()
     (out / "_SUCCESS").touch()
     (out / "previous.parquet").write_bytes(b"PAR1")
-    p = submit(cluster, shipped, "spark", "export", "--store", hidden, "--broker-config", broker_conf("a-basic"),
-               "--out", out, "--overwrite")
+    p = submit(
+        cluster,
+        shipped,
+        "spark",
+        "export",
+        "--store",
+        hidden,
+        "--broker-config",
+        broker_conf("a-basic"),
+        "--out",
+        out,
+        "--overwrite",
+    )
     assert p.returncode == 2, p.stderr[-2000:]
     # spark-submit's PythonRunner merges the Python driver's stderr into its stdout
     said = p.stdout + p.stderr

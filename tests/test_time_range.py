@@ -1,6 +1,7 @@
 """`verify --since/--until` and the time range behind it (rmqctl.views.time_range), on real fixtures: the offset
 range equals what a scan of every record gives, pruned files hold no message of the range, and the CLI's
 exact output and exit codes."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -32,8 +33,14 @@ def test_offset_range_is_the_scan_of_every_record(name):
     store = store_of(name)
     recs = records(store)
     stamps = sorted({t for _, _, t in recs})
-    for lo, hi in [(stamps[len(stamps) // 4], stamps[len(stamps) // 2]), (None, stamps[0]), (stamps[-1], None),
-                   (stamps[-1] + 1, None), (None, stamps[0] - 1), (stamps[1], stamps[1])]:
+    for lo, hi in [
+        (stamps[len(stamps) // 4], stamps[len(stamps) // 2]),
+        (None, stamps[0]),
+        (stamps[-1], None),
+        (stamps[-1] + 1, None),
+        (None, stamps[0] - 1),
+        (stamps[1], stamps[1]),
+    ]:
         inside = [(o, e) for o, e, t in recs if (lo is None or t >= lo) and (hi is None or t <= hi)]
         assert offset_range(store, lo, hi) == ((inside[0][0], inside[-1][1]) if inside else None), (lo, hi)
 
@@ -80,25 +87,40 @@ def test_verify_since_until_on_the_cli():
     at = next(t for o, _, t in recs if o == flipped)
     r = run(*args, "--since", iso(at), "--until", at)
     assert r.exit_code == 1
-    assert [(f["kind"], f["commitLogOffset"]) for f in jsonl(r.stdout)] == [("body-crc", flipped), ("abnormal-recovery", 655360)]
+    assert [(f["kind"], f["commitLogOffset"]) for f in jsonl(r.stdout)] == [
+        ("body-crc", flipped),
+        ("abnormal-recovery", 655360),
+    ]
     same_ms = sum(t == at for _, _, t in recs)
     assert r.stderr.startswith(f"verify: {same_ms} records, ") and r.stderr.endswith(
-        "1 error(s), 1 info(s) — body-crc 1, abnormal-recovery 1\n")
+        "1 error(s), 1 info(s) — body-crc 1, abnormal-recovery 1\n"
+    )
     r = run(*args, "--since", at + 1)
     assert r.exit_code == 0 and [f["kind"] for f in jsonl(r.stdout)] == ["abnormal-recovery"]
     assert r.stderr.startswith(f"verify: {sum(t > at for _, _, t in recs)} records, ")
     r = run(*args, "--until", recs[0][2] - 1)
     assert r.exit_code == 0 and r.stderr.startswith("verify: 0 records, 0.0 MB of commitlog")
     one_line_error(run(*args, "--since", at, "--until", at - 1), "--until is before --since")
-    one_line_error(run(*args, "--since", "yesterday"), "--since 'yesterday' is neither epoch milliseconds nor an ISO date-time")
+    one_line_error(
+        run(*args, "--since", "yesterday"), "--since 'yesterday' is neither epoch milliseconds nor an ISO date-time"
+    )
 
 
 def test_verify_since_on_a_dledger_store():
     """e-dledger: the range is found by walking its entries; every record in it is checked, and sound."""
     name = "e-dledger"
     recs = records(store_of(name))
-    r = run("verify", "--store", fixture_dir(name) / "store", "--broker-config", broker_conf(name), "--since",
-            recs[100][2], "--until", recs[199][2])
+    r = run(
+        "verify",
+        "--store",
+        fixture_dir(name) / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--since",
+        recs[100][2],
+        "--until",
+        recs[199][2],
+    )
     assert (r.exit_code, r.stdout) == (0, "")  # sound: no finding, and only the one-line summary on stderr
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("verify: ") and r.stderr.endswith(": sound\n")
     from rmqctl.checks.verify import verify
@@ -106,4 +128,7 @@ def test_verify_since_on_a_dledger_store():
     store = store_of(name)
     start, end = narrow(store, recs[100][2], recs[199][2])
     result = verify(store, start=start, end=end)
-    assert (result.exit_code, result.stats["records"]) == (0, sum(recs[100][2] <= t <= recs[199][2] for _, _, t in recs))
+    assert (result.exit_code, result.stats["records"]) == (
+        0,
+        sum(recs[100][2] <= t <= recs[199][2] for _, _, t in recs),
+    )

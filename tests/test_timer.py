@@ -1,6 +1,7 @@
 """5.x timer files on copies of f-timer5 (written by RocketMQ 5.3.3's TimerMessageStore): the dumps against
 TimerLog/TimerWheel's own readings, verify silent on the sound store and exact on injected damage, info's
 pending summary, and what repair and clean say about units their commitlog change leaves dangling."""
+
 from __future__ import annotations
 
 import gzip
@@ -56,8 +57,10 @@ def damage_timer_record(root):
     starts from, and leave an abort file: the recovery cuts the commitlog at that record."""
     st = Store(root, load_config(CONF))
     start = st.commitlog.files[recovery_start(st)]
-    victim = min((u for u in units() if u["offsetPy"] >= start.start and u["delayedTimeMs"] >= READ_MS),
-                 key=lambda u: u["offsetPy"])
+    victim = min(
+        (u for u in units() if u["offsetPy"] >= start.start and u["delayedTimeMs"] >= READ_MS),
+        key=lambda u: u["offsetPy"],
+    )
     f = st.commitlog.find(victim["offsetPy"])
     record = next(m for m in truth(NAME, "truth-messages.jsonl") if m["commitLogOffset"] == victim["offsetPy"])
     body_at = victim["offsetPy"] - f.start + record["layout"]["body"]
@@ -80,8 +83,12 @@ def test_dump_timerwheel_equals_timerwheel_reading(timer_store):
     got, want = jsonl(r.stdout), truth(NAME, "truth-timerwheel.jsonl")
     assert r.exit_code == 0 and len(got) == len(want) == 256
     for g, w in zip(got, want):
-        assert (g["slotIndex"], g["fileOffset"], g["timeDivPrecision"], g["timeMs"]) == \
-               (w["slotIndex"], w["fileOffset"], w["timeField"], w["timeMs"])
+        assert (g["slotIndex"], g["fileOffset"], g["timeDivPrecision"], g["timeMs"]) == (
+            w["slotIndex"],
+            w["fileOffset"],
+            w["timeField"],
+            w["timeMs"],
+        )
         assert {k: g[k] for k in w["getSlot"]} == w["getSlot"]
         assert g["chain"] == w["chainFromLastPos"] and g["chainProblem"] is None
 
@@ -92,7 +99,10 @@ def test_dump_of_a_timer_file_that_is_not_there_says_so(tmp_path):
     root = copy_store(NAME, tmp_path)
     r = run("dump", "timerwheel", "--store", root, "--broker-config", CONF)
     assert (r.exit_code, r.stdout) == (2, "")
-    assert r.stderr == f"rmqctl: {root / 'timerwheel'}: no timerwheel file: no wheel slot to dump (dump timerlog shows the units)\n"
+    assert (
+        r.stderr
+        == f"rmqctl: {root / 'timerwheel'}: no timerwheel file: no wheel slot to dump (dump timerlog shows the units)\n"
+    )
     shutil.rmtree(root / "timerlog")
     r = run("dump", "timerlog", "--store", root, "--broker-config", CONF)
     assert (r.exit_code, r.stdout) == (2, "")
@@ -104,7 +114,9 @@ def test_dump_filters_by_slot_and_time(timer_store):
     slot = roll[0]["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS
     args = ("--store", timer_store, "--broker-config", CONF, "--format", "jsonl")
     by_slot = jsonl(run("dump", "timerlog", "--slot", slot, *args).stdout)
-    assert [u["pos"] for u in by_slot] == [u["pos"] for u in units() if u["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS == slot]
+    assert [u["pos"] for u in by_slot] == [
+        u["pos"] for u in units() if u["delayedTimeMs"] // 1000 % S.TIMER_WHEEL_SLOTS == slot
+    ]
     assert [s["slotIndex"] for s in jsonl(run("dump", "timerwheel", "--slot", slot, *args).stdout)] == [slot]
     t = units()[10]["delayedTimeMs"]
     window = jsonl(run("dump", "timerlog", "--begin", t, "--end", t + 60_000, "--no-resolve", *args).stdout)
@@ -118,7 +130,16 @@ def test_dump_without_timer_files_is_refused():
 
 
 def test_precision_rounds_as_the_setter():
-    assert [precision_ms(v) for v in (50, 100, 150, 499, 500, 999, 1000, 5000)] == [100, 100, 100, 200, 500, 500, 1000, 1000]
+    assert [precision_ms(v) for v in (50, 100, 150, 499, 500, 999, 1000, 5000)] == [
+        100,
+        100,
+        100,
+        200,
+        500,
+        500,
+        1000,
+        1000,
+    ]
 
 
 # ---- info -------------------------------------------------------------------------------------------------------
@@ -161,8 +182,9 @@ def test_unit_past_the_commitlog_end(timer_store):
     unit_field(timer_store, u["pos"], "offsetPy", 10**9)
     code, rows = verify_rows(timer_store)
     assert code == 1
-    assert [(f["kind"], f["severity"], f["file"], f["position"], f["commitLogOffset"]) for f in rows] == \
-           [("timer-reference", "warning", f"timerlog/{u['file']}", u["filePosition"], 10**9)]
+    assert [(f["kind"], f["severity"], f["file"], f["position"], f["commitLogOffset"]) for f in rows] == [
+        ("timer-reference", "warning", f"timerlog/{u['file']}", u["filePosition"], 10**9)
+    ]
     assert "past the end of the commitlog" in rows[0]["detail"]
 
 
@@ -175,9 +197,14 @@ def test_unit_whose_record_is_damaged(timer_store):
     code, rows = verify_rows(timer_store)
     assert code == 1
     [row] = [r for r in rows if r["kind"] == "timer-reference"]
-    assert (row["file"], row["position"], row["commitLogOffset"]) == (f"timerlog/{u['file']}", u["filePosition"],
-                                                                       u["offsetPy"])
-    assert f"is not the start of a record; a direct consequence of the illegal-magic at {u['offsetPy']}" in row["detail"]
+    assert (row["file"], row["position"], row["commitLogOffset"]) == (
+        f"timerlog/{u['file']}",
+        u["filePosition"],
+        u["offsetPy"],
+    )
+    assert (
+        f"is not the start of a record; a direct consequence of the illegal-magic at {u['offsetPy']}" in row["detail"]
+    )
 
 
 def test_unit_with_a_wrong_size_or_topic(timer_store):
@@ -201,8 +228,11 @@ def test_broken_chain(timer_store):
     code, rows = verify_rows(timer_store)
     chain = [f for f in rows if f["kind"] == "timer-chain"]
     assert code == 1 and len(chain) == 1
-    assert (chain[0]["severity"], chain[0]["file"], chain[0]["position"]) == \
-           ("error", f"timerlog/{middle - middle % 8192:020d}", middle % 8192)
+    assert (chain[0]["severity"], chain[0]["file"], chain[0]["position"]) == (
+        "error",
+        f"timerlog/{middle - middle % 8192:020d}",
+        middle % 8192,
+    )
     assert f"slot {slot['slotIndex']}" in chain[0]["detail"] and "not strictly backwards" in chain[0]["detail"]
 
 
@@ -211,17 +241,21 @@ def test_chain_into_nothing(timer_store):
     oldest = slot["chainFromLastPos"][-1]
     unit_field(timer_store, oldest, "prevPos", 5)  # backwards, but not on a unit
     _, rows = verify_rows(timer_store)
-    assert [(f["kind"], f["file"], f["position"]) for f in rows] == \
-           [("timer-chain", f"timerlog/{oldest - oldest % 8192:020d}", oldest % 8192)]
+    assert [(f["kind"], f["file"], f["position"]) for f in rows] == [
+        ("timer-chain", f"timerlog/{oldest - oldest % 8192:020d}", oldest % 8192)
+    ]
 
 
 def test_slot_count_disagreeing_with_its_chain(timer_store):
     slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] >= READ_MS)
-    patch(timer_store / "timerwheel", slot["fileOffset"] + field_offset(S.WheelSlot, "num"), S.INT32.pack(slot["num"] + 2))
+    patch(
+        timer_store / "timerwheel", slot["fileOffset"] + field_offset(S.WheelSlot, "num"), S.INT32.pack(slot["num"] + 2)
+    )
     code, rows = verify_rows(timer_store)
     assert code == 1
-    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == \
-           [("timer-slot-count", "warning", "timerwheel", slot["fileOffset"])]
+    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == [
+        ("timer-slot-count", "warning", "timerwheel", slot["fileOffset"])
+    ]
     assert f"num is {slot['num'] + 2} but its chain holds {slot['num']}" in rows[0]["detail"]
 
 
@@ -229,8 +263,9 @@ def test_done_slots_are_info_only(timer_store):
     slot = next(s for s in truth(NAME, "truth-timerwheel.jsonl") if s["timeMs"] < READ_MS)
     patch(timer_store / "timerwheel", slot["fileOffset"] + field_offset(S.WheelSlot, "lastPos"), S.INT64.pack(10**6))
     code, rows = verify_rows(timer_store)
-    assert code == 0 and [(f["kind"], f["severity"], f["position"]) for f in rows] == \
-           [("timer-chain", "info", slot["fileOffset"])]
+    assert code == 0 and [(f["kind"], f["severity"], f["position"]) for f in rows] == [
+        ("timer-chain", "info", slot["fileOffset"])
+    ]
 
 
 def test_timercheck_ahead_of_the_data(timer_store):
@@ -239,8 +274,10 @@ def test_timercheck_ahead_of_the_data(timer_store):
     patch(path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), S.INT64.pack(301))
     code, rows = verify_rows(timer_store)
     assert code == 1
-    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == \
-           [("timercheck-ahead", "error", "config/timercheck", 8), ("timercheck-ahead", "error", "config/timercheck", 16)]
+    assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == [
+        ("timercheck-ahead", "error", "config/timercheck", 8),
+        ("timercheck-ahead", "error", "config/timercheck", 16),
+    ]
     assert "15628" in rows[0]["detail"] and "rmq_sys_wheel_timer/0 at 300" in rows[1]["detail"]
 
 
@@ -287,7 +324,8 @@ def test_repair_reports_dangling_units_and_lowers_timercheck(timer_store):
     queue_end = victim["message"]["queueOffset"]
     assert {x["detail"] for x in rows if x["target"] == "config/timercheck"} == {
         f"lastTimerQueueOffset 300 -> {queue_end} (as TimerMessageStore.recover lowers it)",
-        f"masterTimerQueueOffset 300 -> {queue_end} (as TimerMessageStore.recover lowers it)"}
+        f"masterTimerQueueOffset 300 -> {queue_end} (as TimerMessageStore.recover lowers it)",
+    }
     check = S.TIMERCHECK_HEAD.unpack((timer_store / "config" / "timercheck").read_bytes()[:56])
     assert check[2:4] == (queue_end, queue_end)
     # the units themselves stay as the broker keeps them: verify names each one, as a warning
@@ -296,7 +334,9 @@ def test_repair_reports_dangling_units_and_lowers_timercheck(timer_store):
     warned = [f["commitLogOffset"] for f in findings if f["severity"] == "warning"]
     assert sorted(warned) == sorted(u["offsetPy"] for u in lost)
     done = [f["commitLogOffset"] for f in findings if f["severity"] == "info"]  # delivered already: harmless
-    assert sorted(done) == sorted(u["offsetPy"] for u in units() if u["offsetPy"] >= cut and u["delayedTimeMs"] < READ_MS)
+    assert sorted(done) == sorted(
+        u["offsetPy"] for u in units() if u["offsetPy"] >= cut and u["delayedTimeMs"] < READ_MS
+    )
 
 
 def test_clean_reports_pending_units_below_the_new_minimum(timer_store):

@@ -1,6 +1,7 @@
 """The torture suite's cases for issue 32's parts, run count-bound (no clocks): every damage benchmarks/torture.py
 does to a RocksDB config database, under every read command of its fuzz run, and SIGKILL at filesystem steps of
 the BatchCQ rebuild (the store afterwards is the old or the new, never a mix)."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,12 @@ def test_a_damaged_config_database_is_refused_or_reported_never_a_crash(damage, 
     results = {tuple(map(str, argv[:2])): run(*argv) for argv in profile.commands(root)}
     assert [argv for argv, res in results.items() if not settled(res)] == []
     verify = results[("verify", "--store")]
-    reported = verify.exit_code == 2 and str(db) in verify.stderr or verify.exit_code == 1 and any(
-        f["kind"] == "config-load-fails" for f in jsonl(verify.stdout))
+    reported = (
+        verify.exit_code == 2
+        and str(db) in verify.stderr
+        or verify.exit_code == 1
+        and any(f["kind"] == "config-load-fails" for f in jsonl(verify.stdout))
+    )
     assert reported, (verify.exit_code, verify.stdout[-500:], verify.stderr)
     consumers = results[("consumers", "--store")]
     assert consumers.exit_code == 2 and str(db) in consumers.stderr
@@ -60,5 +65,6 @@ def test_sigkill_at_filesystem_steps_of_the_batchcq_rebuild_leaves_old_or_new(cr
     steps = torture.writer_steps(name, crash_dir)
     plan = sorted({1, steps // 2, steps})  # the first step, one in the middle, the last
     row = torture.crash_trials(name, plan, random.Random(0), crash_dir)
-    assert (row["step kills"], row["mixed"], row["lost acked"], row["next write failed"]) == (len(plan), 0, 0, 0), \
+    assert (row["step kills"], row["mixed"], row["lost acked"], row["next write failed"]) == (len(plan), 0, 0, 0), (
         json.dumps(row)
+    )

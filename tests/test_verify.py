@@ -1,5 +1,6 @@
 """verify: clean fixtures are sound, d-crashed shows exactly its two corruptions (and their consequences),
 and every kind of damage injected into a copy of a fixture is found as the right finding."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import (CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, index_entry_at, jsonl, patch,
-                      run, truth)
+from conftest import (
+    CLEAN_FIXTURES,
+    FIXTURES,
+    broker_conf,
+    held_lock,
+    copy_store,
+    index_entry_at,
+    jsonl,
+    patch,
+    run,
+    truth,
+)
 from rmqctl import schema as S
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.dispatch import index_key_hash, index_keys, tags_code
@@ -59,7 +70,16 @@ def flip(path: Path, pos: int):
 @pytest.mark.parametrize("name", CLEAN_FIXTURES)
 @pytest.mark.parametrize("extra", [(), ("--deep",), ("--jobs", "2")])
 def test_clean_fixture_is_sound(name, extra):
-    r = run("verify", "--store", FIXTURES / name / "store", "--broker-config", broker_conf(name), "--format", "jsonl", *extra)
+    r = run(
+        "verify",
+        "--store",
+        FIXTURES / name / "store",
+        "--broker-config",
+        broker_conf(name),
+        "--format",
+        "jsonl",
+        *extra,
+    )
     assert r.exit_code == 0, r.stdout
     assert jsonl(r.stdout) == []
     assert re.fullmatch(r"verify: \d+ records, [\d.]+ MB of commitlog in [\d.]+ s \(\d job\(s\)\): sound\n", r.stderr)
@@ -77,8 +97,10 @@ def test_d_crashed_reports_both_corruptions_and_only_their_consequences():
     assert "does not re-check this file" in by_kind["body-crc"]["detail"]
     tail = by_kind["torn-tail"]
     assert tail["commitLogOffset"] == torn["messageCommitLogOffset"] and tail["file"] == torn["file"]
-    assert tail["detail"].startswith(f"{torn['zeroedFromCommitLogOffset'] - torn['messageCommitLogOffset']} invalid bytes "
-                                     f"at commitlog offset {torn['messageCommitLogOffset']}")
+    assert tail["detail"].startswith(
+        f"{torn['zeroedFromCommitLogOffset'] - torn['messageCommitLogOffset']} invalid bytes "
+        f"at commitlog offset {torn['messageCommitLogOffset']}"
+    )
     assert "truncates the commitlog at 782999" in tail["detail"]
     info = by_kind["abnormal-recovery"]
     assert info["severity"] == "info" and "00000000000000655360" in info["detail"]
@@ -110,8 +132,10 @@ def test_scanner_dispatch_data_equals_reference_rules(name):
     """topic, tagsCode and index key hashes of every record, vectorised, equal rmqctl.dispatch's answer."""
     store = open_store(name)
     cfg = store.config
-    want = {off: (m.topic, tags_code(m, cfg), sorted(index_key_hash(k) for k in index_keys(m)))
-            for f, m, off in messages(store)}
+    want = {
+        off: (m.topic, tags_code(m, cfg), sorted(index_key_hash(k) for k in index_keys(m)))
+        for f, m, off in messages(store)
+    }
     got = {}
     size = store.commitlog.file_size
     for f in store.commitlog.files:
@@ -193,7 +217,9 @@ def test_truncated_last_file(store_copy):
     assert code == 1
     assert kinds(found) == {"file-size", "torn-tail", "cq-entry-past-end", "index-entry-past-end"}
     tail = next(x for x in found if x["kind"] == "torn-tail")
-    assert tail["commitLogOffset"] == off and tail["detail"].startswith(f"{cut - m.position} invalid bytes at commitlog offset {off}")
+    assert tail["commitLogOffset"] == off and tail["detail"].startswith(
+        f"{cut - m.position} invalid bytes at commitlog offset {off}"
+    )
     for x in found:
         if x["kind"].endswith("past-end"):
             assert x["commitLogOffset"] == off and f"consequence of the torn-tail at {off}" in x["detail"]
@@ -331,9 +357,11 @@ def test_a_deleted_index_is_a_finding_without_deep(store_copy):
     shutil.rmtree(root / "index")
     res = run("verify", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
     assert res.exit_code == 1
-    assert res.stdout == ('{"kind":"index-missing","severity":"warning","file":"index","position":null,'
-                          '"commitLogOffset":0,"detail":"no index file, but the commitlog holds 5833 key(s) to index: '
-                          'the broker\'s lookups by key find none of them; rmqctl rebuild index makes the files"}\n')
+    assert res.stdout == (
+        '{"kind":"index-missing","severity":"warning","file":"index","position":null,'
+        '"commitLogOffset":0,"detail":"no index file, but the commitlog holds 5833 key(s) to index: '
+        "the broker's lookups by key find none of them; rmqctl rebuild index makes the files\"}\n"
+    )
     (root / "index").mkdir()
     code, found = findings("a-basic", root)
     assert code == 1 and kinds(found) == {"index-missing"}
@@ -374,7 +402,8 @@ def test_says_when_a_broker_holds_the_lock(store_copy):
         assert r.exit_code == 0
         assert r.stderr.splitlines()[0] == (
             f"rmqctl: live: a broker (pid {holder.pid}) holds the store lock: verify judges the store as it was when "
-            "it began; what the broker writes meanwhile is its work in flight, not damage")
+            "it began; what the broker writes meanwhile is its work in flight, not damage"
+        )
         live = [f for f in jsonl(r.stdout) if f["kind"] == "live"]
         assert len(live) == 1 and live[0]["severity"] == "info" and f"pid {holder.pid}" in live[0]["detail"]
 
@@ -391,9 +420,12 @@ def pristine(tmp_path_factory):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(FUZZ_FIXTURES), pick=st.integers(0, 10**6),
-       flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
-       truncate=st.one_of(st.none(), st.floats(0, 1)))
+@given(
+    name=st.sampled_from(FUZZ_FIXTURES),
+    pick=st.integers(0, 10**6),
+    flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), max_size=6),
+    truncate=st.one_of(st.none(), st.floats(0, 1)),
+)
 def test_fuzz_never_crashes(pristine, name, pick, flips, truncate):
     """Random byte flips and truncations of any file: verify reports, never raises, never exits 2."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -538,8 +570,10 @@ def test_a_sound_store_says_so_in_one_line_and_quiet_says_nothing():
     args = ("verify", "--store", FIXTURES / "b-mixed" / "store", "--broker-config", broker_conf("b-mixed"))
     res = run(*args, "--jobs", "1")
     assert res.exit_code == 0 and res.stdout == ""
-    assert re.sub(r"in [\d.]+ s", "in T s", res.stderr) == \
-        "verify: 421 records, 0.5 MB of commitlog in T s (1 job(s)): sound\n"
+    assert (
+        re.sub(r"in [\d.]+ s", "in T s", res.stderr)
+        == "verify: 421 records, 0.5 MB of commitlog in T s (1 job(s)): sound\n"
+    )
     res = run(*args, "--quiet")
     assert res.exit_code == 0 and res.stdout == "" and res.stderr == ""
 
@@ -547,9 +581,19 @@ def test_a_sound_store_says_so_in_one_line_and_quiet_says_nothing():
 # -- the commitlog kernel on crafted records ---------------------------------------------------------------------
 
 
-def _crafted_record(pos: int, topic: bytes, props: bytes, body: bytes = b"payload", *, sysflag: int = 0,
-                    magic: int = S.MAGIC_V1, physical: int | None = None, body_crc: int | None = None,
-                    property_crc: bool = False, queue: tuple[int, int] = (1, 7)) -> bytes:
+def _crafted_record(
+    pos: int,
+    topic: bytes,
+    props: bytes,
+    body: bytes = b"payload",
+    *,
+    sysflag: int = 0,
+    magic: int = S.MAGIC_V1,
+    physical: int | None = None,
+    body_crc: int | None = None,
+    property_crc: bool = False,
+    queue: tuple[int, int] = (1, 7),
+) -> bytes:
     """One record at `pos` in `queue` (queueId, queueOffset), its CRCs right unless given; `property_crc`
     appends a correct 5.x __CRC32#."""
     m = Message()
@@ -581,7 +625,11 @@ def assert_chunk_is_the_reference(r, buf: bytes, cfg: BrokerConfig):
     for i, pos in enumerate(r.pos.tolist()):
         m = read_record(buf, pos, len(buf))
         assert (r.topics[r.topic[i]], int(r.queue_id[i]), int(r.queue_offset[i]), int(r.store_ts[i])) == (
-            m.topic, m.queueId, m.queueOffset, m.storeTimestamp)
+            m.topic,
+            m.queueId,
+            m.queueOffset,
+            m.storeTimestamp,
+        )
         assert int(r.tags[i]) == tags_code(m, cfg), m.properties
         assert keys.get(i, []) == [index_key_hash(k) for k in index_keys(m)], m.properties
 
@@ -605,7 +653,10 @@ def test_kernel_against_the_reference_on_crafted_records(tmp_path):
         (("properties",), dict(topic=b"T", props=b"abc\x02\x01xy\x02" + _props((b"TAGS", b"t")))),
         (("properties",), dict(topic=b"T", props=b"\x00no-separator")),
         (("properties",), dict(topic=b"T", props=_props((b"TAGS", b"\xe2\x82")))),
-        ((), dict(topic=b"T6", props=_props((b"KEYS", b"v6")), sysflag=S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG)),
+        (
+            (),
+            dict(topic=b"T6", props=_props((b"KEYS", b"v6")), sysflag=S.BORNHOST_V6_FLAG | S.STOREHOSTADDRESS_V6_FLAG),
+        ),
         ((), dict(topic=b"T2", props=_props((b"KEYS", b"v2")), magic=S.MAGIC_V2)),
         ((), dict(topic=b"T", props=_props((b"KEYS", b"rolled back"), (b"UNIQ_KEY", b"U")), sysflag=rollback)),
         ((), dict(topic=b"T", props=_props((b"INNER_NUM", b"3")), sysflag=S.INNER_BATCH_FLAG)),
@@ -664,11 +715,19 @@ def test_queue_offsets_with_inner_batches_and_lmq_queues(tmp_path):
     cfg = BrokerConfig(mappedFileSizeCommitLog=file_size, enableMultiDispatch=True, enableLmq=True)
     found = [f for f in verify(Store(tmp_path, cfg), only="commitlog", jobs=1).findings if f.kind == "queue-offset"]
     assert [(f.commitLogOffset, f.detail.split(";")[0]) for f in found] == [
-        (starts[5], f"record at {starts[5]} in TA/0 has queue offset 9, but the records around it make it 7 (a jump "
-                    f"ahead)"),
-        (starts[6], f"queue %LMQ%x/0 jumps from offset 1 (record at {starts[2]}) to 5 (record at {starts[6]}): 3 missing"),
-        (starts[8], f"queue TB/1 goes back from offset 0 (record at {starts[7]}) to 0 (record at {starts[8]}): "
-                    f"duplicate queue offsets"),
+        (
+            starts[5],
+            f"record at {starts[5]} in TA/0 has queue offset 9, but the records around it make it 7 (a jump ahead)",
+        ),
+        (
+            starts[6],
+            f"queue %LMQ%x/0 jumps from offset 1 (record at {starts[2]}) to 5 (record at {starts[6]}): 3 missing",
+        ),
+        (
+            starts[8],
+            f"queue TB/1 goes back from offset 0 (record at {starts[7]}) to 0 (record at {starts[8]}): "
+            f"duplicate queue offsets",
+        ),
     ]
 
 

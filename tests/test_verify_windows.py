@@ -1,6 +1,7 @@
 """verify in windows of commitlog offsets finds exactly what the whole-store pass finds: every fixture and
 randomly damaged copies (benchmarks/torture.py's mutators), checked with windows of 1, 2, 3 and 7 records
 against one window holding every record (the differential proof of checks/windows.py)."""
+
 from __future__ import annotations
 
 import random
@@ -102,6 +103,7 @@ def test_damaged_copy_index_checked_a_block_at_a_time(seed, tmp_path, monkeypatc
     for window in (*WINDOWS, WHOLE):
         assert _findings(root, torture.conf_of(name), window, deep=True) == whole, f"window of {window} record(s)"
 
+
 def test_memory_sizes_the_window():
     from rmqctl.checks.windows import BYTES_PER_RECORD, FIXED_BYTES, window_records
 
@@ -114,10 +116,16 @@ def test_memory_option_on_the_command_line(tmp_path):
 
     root = torture.copy_store("a-basic", tmp_path / "store")
     conf = str(torture.conf_of("a-basic"))
-    small = subprocess.run(["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--memory", "1M",
-                            "--format", "jsonl"], capture_output=True, text=True)
-    default = subprocess.run(["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--format", "jsonl"],
-                             capture_output=True, text=True)
+    small = subprocess.run(
+        ["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--memory", "1M", "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+    )
+    default = subprocess.run(
+        ["rmqctl", "verify", "--store", str(root), "--broker-config", conf, "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+    )
     assert (small.returncode, small.stdout) == (default.returncode, default.stdout)
     bad = subprocess.run(["rmqctl", "verify", "--store", str(root), "--memory", "lots"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--memory" in bad.stderr
@@ -216,6 +224,7 @@ def test_a_window_is_freed_before_the_next_is_checked(monkeypatch):
         alive.append(sum(r() is not None for r in earlier))
         earlier.append(weakref.ref(w.rec))
         return check(self, w)  # (its findings)
+
     monkeypatch.setattr(ConsumeQueueCheck, "window", window)
     store = Store(torture.FIXTURES / "b-mixed" / "store", load_config(str(torture.conf_of("b-mixed"))))
     verify(store, window=50, jobs=2, deep=True)

@@ -1,5 +1,6 @@
 """What a person sees at a terminal: rmqctl run in a real pseudo-terminal of 80 and of 200 columns (the screen
 captured as it is written), on the fixture stores. Nothing is cut: ids, file names and numbers appear whole."""
+
 from __future__ import annotations
 
 import fcntl
@@ -25,7 +26,9 @@ def on_terminal(args, columns: int) -> str:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["TERM"] = "xterm-256color"
-    proc = subprocess.Popen([*RMQCTL, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    proc = subprocess.Popen(
+        [*RMQCTL, *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
+    )
     os.close(slave)
     chunks = list(terminal_output(master))
     proc.wait()
@@ -59,8 +62,18 @@ def test_info_on_a_terminal(columns):
 @pytest.mark.parametrize("columns", [80, 200])
 def test_one_message_is_a_block(columns):
     m = truth("c-v5-features", "truth-messages.jsonl")[0]
-    screen = on_terminal(["msgid", "lookup", m["msgId"], "--store", store("c-v5-features"), "--broker-config",
-                          broker_conf("c-v5-features")], columns)
+    screen = on_terminal(
+        [
+            "msgid",
+            "lookup",
+            m["msgId"],
+            "--store",
+            store("c-v5-features"),
+            "--broker-config",
+            broker_conf("c-v5-features"),
+        ],
+        columns,
+    )
     width_ok(screen, columns)
     lines = screen.splitlines()
     assert re.match(rf"msgId:\s+{m['msgId']}$", lines[0])
@@ -80,11 +93,14 @@ def test_dump_commitlog_is_one_line_per_message_and_long_shows_the_body():
         "           1506  2026-11-22T02:23:33.674+00:00  TopicTest        0            0       1724  TagD  ORDER-00001 "
         "USER-11      C0A8000A00002A9F00000000000005E2  C000020247C55FFD2B276CA8FB240001\n"
         "           3230  2026-11-22T02:23:33.676+00:00  TopicTest        0            1        469  TagD  ORDER-00002 "
-        "USER-09      C0A8000A00002A9F0000000000000C9E  C000020247C55FFD2B276CA8FB2B0002\n")
+        "USER-09      C0A8000A00002A9F0000000000000C9E  C000020247C55FFD2B276CA8FB2B0002\n"
+    )
     screen = on_terminal(["dump", "commitlog", "--limit", "3", "--long", "--store", store("a-basic")], 80)
     width_ok(screen, 80)
     ids = [m["msgId"] for m in sorted(truth("a-basic", "truth-messages.jsonl"), key=lambda m: m["commitLogOffset"])[:3]]
-    assert [re.match(r"msgId:\s+(\S+)", line).group(1) for line in screen.splitlines() if line.startswith("msgId:")] == ids
+    assert [
+        re.match(r"msgId:\s+(\S+)", line).group(1) for line in screen.splitlines() if line.startswith("msgId:")
+    ] == ids
     assert "bytes, not UTF-8; first 64 shown" in screen
     assert re.search(r"^magicCode:\s+0xdaa320a7 \(V1\)$", screen, re.M)
 
@@ -100,8 +116,17 @@ def test_checkpoint_and_locate_on_a_terminal(columns):
 
 def test_a_wide_listing_stays_one_line_per_record_on_a_narrow_terminal():
     """182 units with --resolve: 183 lines (a header and one per unit), however narrow the terminal."""
-    args = ["dump", "consumequeue", "TopicTest", "0", "--resolve", "--store", store("a-basic"), "--broker-config",
-            broker_conf("a-basic")]
+    args = [
+        "dump",
+        "consumequeue",
+        "TopicTest",
+        "0",
+        "--resolve",
+        "--store",
+        store("a-basic"),
+        "--broker-config",
+        broker_conf("a-basic"),
+    ]
     res = run(*args, "--format", "table")
     lines = res.stdout.splitlines()
     assert res.exit_code == 0 and len(lines) == 183
@@ -109,7 +134,8 @@ def test_a_wide_listing_stays_one_line_per_record_on_a_narrow_terminal():
         "queueOffset  file                  position  commitLogOffset  size  tagsCode  resolved                           "
         "                  ok   problem",
         "          0  00000000000000000000         0             1506  1724   2598922  "
-        '{"topic":"TopicTest","queueId":0,"queueOffset":0}    yes  -']
+        '{"topic":"TopicTest","queueId":0,"queueOffset":0}    yes  -',
+    ]
     screen = on_terminal(args, 80)
     assert screen.count("\n") == 183  # each line wider than 80: the terminal wraps it, nothing is cut or folded
     assert screen == res.stdout  # the same lines as at 200 columns or on a pipe
@@ -133,11 +159,14 @@ def test_info_says_a_checkpoint_time_that_is_not_set(store_copy):
     (root / "checkpoint").write_bytes(bytes(data))
     res = run("info", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "table")
     assert [line for line in res.stdout.splitlines() if line.startswith("checkpoint ")] == [
-        "checkpoint physic 2026-11-22T02:23:33.782+00:00  logics 2026-11-22T02:23:34.554+00:00  index not set (0)"]
+        "checkpoint physic 2026-11-22T02:23:33.782+00:00  logics 2026-11-22T02:23:34.554+00:00  index not set (0)"
+    ]
 
 
 def test_table_on_a_pipe_is_full_width_without_colour():
-    p = subprocess.run([*RMQCTL, "info", "--format", "table", "--store", store("b-mixed")], capture_output=True, text=True)
+    p = subprocess.run(
+        [*RMQCTL, "info", "--format", "table", "--store", store("b-mixed")], capture_output=True, text=True
+    )
     assert p.returncode == 0 and "\x1b[" not in p.stdout
     assert "RMQ_SYS_TRANS_OP_HALF_TOPIC" in p.stdout and "主题-トピック-🚀" in p.stdout
 
@@ -184,11 +213,18 @@ def test_hex_view_of_v1_v2_ipv6_property_crc_and_blank():
     assert bad.exit_code == 2 and "no record starts here" in bad.stderr
 
 
-
 def test_repair_shows_a_bar_only_on_a_terminal():
     """repair --scan-all checks every commitlog file: a tqdm bar on a terminal's stderr, nothing of it when
     stderr is a file (cron, logs)."""
-    args = ["repair", "--scan-all", "--dry-run", "--store", store("d-crashed"), "--broker-config", broker_conf("d-crashed")]
+    args = [
+        "repair",
+        "--scan-all",
+        "--dry-run",
+        "--store",
+        store("d-crashed"),
+        "--broker-config",
+        broker_conf("d-crashed"),
+    ]
     screen = on_terminal(args, 80)
     assert re.search(r"repair:\s+\d+%\|", screen), screen
     piped = subprocess.run([*RMQCTL, *map(str, args)], capture_output=True, text=True)

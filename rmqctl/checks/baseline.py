@@ -5,6 +5,7 @@ A finding is the same finding when its kind, file, position and commitlog offset
 worded differently from one run to the next (notes about recovery, consequences), its place may not. The
 baseline file holds one finding per line as a JSON object with those four fields and the detail (for people;
 it is not compared). `judge` is the policy every front end's exit code comes from."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ class Verdict(NamedTuple):
     exit_code: int
 
 
-def judge(findings: list, truncated: bool = False, baseline: set[tuple] | None = None,
-          accept_all: bool = False) -> Verdict:
+def judge(
+    findings: list, truncated: bool = False, baseline: set[tuple] | None = None, accept_all: bool = False
+) -> Verdict:
     """The baseline policy, for every front end: a run fails (exit 1) on an error or a warning that the
     `baseline` (read_baseline's keys) does not accept, or on a listing cut at --max-findings (`truncated`);
     info notes never fail it. `accept_all`: the run writes its findings as the baseline, so none fails."""
@@ -81,6 +83,8 @@ def read_baseline(path: str | os.PathLike) -> set[tuple]:
             if not isinstance(row, dict) or not isinstance(row.get("kind"), str):
                 raise ValueError("not a finding object")
         except ValueError as e:
-            raise UsageError(f"line {lineno} is not a finding ({e}); write the file with --write-baseline", path) from None
+            raise UsageError(
+                f"line {lineno} is not a finding ({e}); write the file with --write-baseline", path
+            ) from None
         keys.add(finding_key(row))
     return keys

@@ -3,6 +3,7 @@
 writes), the queue offsets the units cover (each msgBaseOffset where the previous unit's batch ends), and the
 records with no unit. Each queue's units are walked once, alongside the windows: memory stays one file of units
 per queue."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,8 +77,7 @@ class BatchConsumeQueueCheck:
         idx = idx[np.lexsort((rec.off[idx], rec.queue_id[idx], rec.topic[idx]))]
         t, q = rec.topic[idx], rec.queue_id[idx]
         cut = list(np.flatnonzero((t[1:] != t[:-1]) | (q[1:] != q[:-1])) + 1)
-        return {(rec.topics[t[a]], int(q[a])): rec.off[idx[a:b]] for a, b in zip([0] + cut, cut + [len(idx)])
-                if b > a}
+        return {(rec.topics[t[a]], int(q[a])): rec.off[idx[a:b]] for a, b in zip([0] + cut, cut + [len(idx)]) if b > a}
 
     def _queue(self, found: Findings, key, rec: Records, offsets: np.ndarray, end: int | None):
         """The queue's units up to `end` against the window's records (into `found`), and what they miss."""
@@ -115,32 +115,61 @@ class BatchConsumeQueueCheck:
             return ok
         names = np.array([name == key[0] for name in rec.topics] + [False])
         batch = np.array([rec.inner_num.get(int(i), 1) for i in r], np.int64)
-        return (ok & names[rec.topic[r]] & (rec.queue_id[r] == key[1]) & (units["size"] == rec.size[r])
-                & (units["tagsCode"] == rec.tags[r]) & (units["storeTime"] == rec.store_ts[r])
-                & (units["msgBaseOffset"] == rec.queue_offset[r]) & (units["batchSize"] == batch)
-                & (units["compactedOffset"] == S.BCQ_INVALID_POS) & (units["reserved"] == 0))
+        return (
+            ok
+            & names[rec.topic[r]]
+            & (rec.queue_id[r] == key[1])
+            & (units["size"] == rec.size[r])
+            & (units["tagsCode"] == rec.tags[r])
+            & (units["storeTime"] == rec.store_ts[r])
+            & (units["msgBaseOffset"] == rec.queue_offset[r])
+            & (units["batchSize"] == batch)
+            & (units["compactedOffset"] == S.BCQ_INVALID_POS)
+            & (units["reserved"] == 0)
+        )
 
     def _unit(self, found: Findings, cursor: QueueCursor, f, pos: int, u, off: int, at_record: bool, agrees: bool):
         q, run = cursor.q, self.run
         base, batch = int(u["msgBaseOffset"]), int(u["batchSize"])
         if cursor.next_base is not None and base != cursor.next_base:
-            found.add(CONSUMEQUEUE, "bcq-offset-gap", "error", f.path, pos, off,
-                      f"{q.topic}/{q.queue_id}: msgBaseOffset {base} where the previous unit's batch ends at "
-                      f"{cursor.next_base}: consumers cannot read the queue offsets between")
+            found.add(
+                CONSUMEQUEUE,
+                "bcq-offset-gap",
+                "error",
+                f.path,
+                pos,
+                off,
+                f"{q.topic}/{q.queue_id}: msgBaseOffset {base} where the previous unit's batch ends at "
+                f"{cursor.next_base}: consumers cannot read the queue offsets between",
+            )
         cursor.next_base = base + batch
         if agrees:
             return
         if not at_record:
-            found.add(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
-                      f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}")
+            found.add(
+                CONSUMEQUEUE,
+                "bcq-unit-bad-target",
+                "error",
+                f.path,
+                pos,
+                off,
+                f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}",
+            )
             return
         try:
             problems = B.unit_problems(u, run.store.read_message(off)[1], q.topic, q.queue_id, run.config)
         except StoreError as e:
             problems = [str(e)]
         if problems:
-            found.add(CONSUMEQUEUE, "bcq-unit-mismatch", "error", f.path, pos, off,
-                      f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: " + "; ".join(problems))
+            found.add(
+                CONSUMEQUEUE,
+                "bcq-unit-mismatch",
+                "error",
+                f.path,
+                pos,
+                off,
+                f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: " + "; ".join(problems),
+            )
 
     @property
     def needs_resolve(self) -> bool:
@@ -151,15 +180,30 @@ class BatchConsumeQueueCheck:
         for (topic, qid), cursor in self.cursors.items():
             for f, pos, u in cursor.upto(None):
                 off = int(u["commitLogOffset"])
-                found.add(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off,
-                          f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the "
-                          f"records checked")
+                found.add(
+                    CONSUMEQUEUE,
+                    "bcq-unit-bad-target",
+                    "error",
+                    f.path,
+                    pos,
+                    off,
+                    f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the records checked",
+                )
             for later, (count, first, last) in enumerate(cursor.missing):
                 if count:
-                    found.add(CONSUMEQUEUE, "bcq-missing-units", "warning" if later else "error",
-                              cursor.q.directory, None, first,
-                              f"{topic}/{qid}: {count} dispatched record(s) have no batchconsumequeue unit "
-                              f"(commitlog offsets {first}..{last}); " + (
-                                  "the broker dispatches them again at its next start" if later else
-                                  "the broker will not dispatch them again: consumers never see them"))
+                    found.add(
+                        CONSUMEQUEUE,
+                        "bcq-missing-units",
+                        "warning" if later else "error",
+                        cursor.q.directory,
+                        None,
+                        first,
+                        f"{topic}/{qid}: {count} dispatched record(s) have no batchconsumequeue unit "
+                        f"(commitlog offsets {first}..{last}); "
+                        + (
+                            "the broker dispatches them again at its next start"
+                            if later
+                            else "the broker will not dispatch them again: consumers never see them"
+                        ),
+                    )
         return found

@@ -3,6 +3,7 @@ pool (checks/scan.py's compiled walk, which releases the GIL), and the merge of 
 findings, damaged ranges and one table of every record (`Records`). Another engine (Spark) runs the same
 `plan`'s tasks itself and hands their results to `merge` through checks/verify.py's `complete`.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -33,15 +34,26 @@ def check_files(ctx: Context) -> Findings:
         if f.length != size:
             last = i == len(files) - 1
             if f.length == 0 and last:
-                note = ("the broker's load refuses it (4.9); 5.1.3+ deletes a zero-length last file" if not ctx.is5
-                        else "5.1.3+ brokers delete a zero-length last file at load; older ones refuse to start")
+                note = (
+                    "the broker's load refuses it (4.9); 5.1.3+ deletes a zero-length last file"
+                    if not ctx.is5
+                    else "5.1.3+ brokers delete a zero-length last file at load; older ones refuse to start"
+                )
             else:
                 note = "the broker's load refuses any file whose length is not mappedFileSizeCommitLog"
-            found.add(FILES, "file-size", "error", f.path, None, f.start,
-                      f"file is {f.length} bytes, not {size}: {note}")
+            found.add(
+                FILES, "file-size", "error", f.path, None, f.start, f"file is {f.length} bytes, not {size}: {note}"
+            )
         if f.start % size:
-            found.add(FILES, "file-misaligned", "error", f.path, None, f.start,
-                      f"starts at {f.start}, not a multiple of the file size {size}")
+            found.add(
+                FILES,
+                "file-misaligned",
+                "error",
+                f.path,
+                None,
+                f.start,
+                f"starts at {f.start}, not a multiple of the file size {size}",
+            )
     found += _gaps_and_overlaps(ctx)
     for f in files:
         if f.length < size:
@@ -54,16 +66,37 @@ def _strays(ctx: Context) -> Findings:
     found = Findings()
     q = ctx.store.commitlog
     for p in q.strays:
-        found.add(FILES, "stray-file", "error", p, None, None,
-                  "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)")
+        found.add(
+            FILES,
+            "stray-file",
+            "error",
+            p,
+            None,
+            None,
+            "not a 20-digit offset name: the broker's load fails on it (Long.parseLong of the name)",
+        )
     for d in q.dirs:
         for p in sorted(d.iterdir()) if d.is_dir() else []:
             if p.is_dir():
-                found.add(FILES, "stray-file", "warning", p, None, None, "a directory inside the commitlog "
-                          "directory: 4.9 brokers fail to load it (5.x skips it)")
+                found.add(
+                    FILES,
+                    "stray-file",
+                    "warning",
+                    p,
+                    None,
+                    None,
+                    "a directory inside the commitlog directory: 4.9 brokers fail to load it (5.x skips it)",
+                )
     for p, target in links_outside(ctx.store):
-        found.add(FILES, "symlink-outside", "warning", p, None, None,
-                  f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to")
+        found.add(
+            FILES,
+            "symlink-outside",
+            "warning",
+            p,
+            None,
+            None,
+            f"a symlink to {target}, outside the store: the broker follows it, rmqctl's writers refuse to",
+        )
     return found
 
 
@@ -74,12 +107,26 @@ def _gaps_and_overlaps(ctx: Context) -> Findings:
         if b.start > a.start + size:
             missing = (b.start - a.start - size) // size
             ctx.damage.add(a.start + size, b.start, "file-gap", a.start + size)
-            found.add(FILES, "file-gap", "error", b.path, None, a.start + size,
-                      f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
-                      f"bytes missing between {a.name} and {b.name}); every record there is lost")
+            found.add(
+                FILES,
+                "file-gap",
+                "error",
+                b.path,
+                None,
+                a.start + size,
+                f"commitlog offsets {a.start + size}..{b.start} have no file ({missing} file(s) of {size} "
+                f"bytes missing between {a.name} and {b.name}); every record there is lost",
+            )
         elif b.start < a.start + size:
-            found.add(FILES, "file-overlap", "error", b.path, None, b.start,
-                      f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})")
+            found.add(
+                FILES,
+                "file-overlap",
+                "error",
+                b.path,
+                None,
+                b.start,
+                f"{b.name} starts inside {a.name} (which covers {a.start}..{a.start + size})",
+            )
     return found
 
 
@@ -88,8 +135,9 @@ def plan(ctx: Context) -> list[list[Task]]:
     checked; files wholly outside [start, end) are skipped."""
     out = []
     size = ctx.file_size
-    want = dict(check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts,
-                want_keys="index" in ctx.parts)
+    want = dict(
+        check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts, want_keys="index" in ctx.parts
+    )
     end = ctx.scan_end
     for f in ctx.files:
         limit = min(f.length, size)
@@ -108,11 +156,25 @@ def plan(ctx: Context) -> list[list[Task]]:
         moving_from = None if ctx.live is None else ctx.live.commitlog_end - f.start
         chunks = []
         for k, (lo, hi) in enumerate(zip(cuts, bounds)):
-            chunks.append(Task(path=str(f.path), name=f.name, file_start=f.start, file_size=size, begin=lo,
-                               forced=k == 0 or ctx.store.dledger is not None, claim_from=max(lo, claim_from), stop=hi,
-                               config=ctx.config, moving_from=moving_from, allow_v2=allow_v2(ctx.store), **want))
+            chunks.append(
+                Task(
+                    path=str(f.path),
+                    name=f.name,
+                    file_start=f.start,
+                    file_size=size,
+                    begin=lo,
+                    forced=k == 0 or ctx.store.dledger is not None,
+                    claim_from=max(lo, claim_from),
+                    stop=hi,
+                    config=ctx.config,
+                    moving_from=moving_from,
+                    allow_v2=allow_v2(ctx.store),
+                    **want,
+                )
+            )
         out.append(chunks)
     return out
+
 
 def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:
     """Run the plan's tasks, `ctx.jobs` at a time; a chunk that started at another record than the walk
@@ -168,18 +230,32 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
             if expected < rs[k].task.stop:
                 rs[k] = scan_one(dataclasses.replace(rs[k].task, begin=expected, forced=True))
             else:
-                rs[k] = dataclasses.replace(without_records(rs[k]), handoff=expected, count=0, start=-1, end=0,
-                                            newest=0, record_bytes=0, queues=None)
+                rs[k] = dataclasses.replace(
+                    without_records(rs[k]),
+                    handoff=expected,
+                    count=0,
+                    start=-1,
+                    end=0,
+                    newest=0,
+                    record_bytes=0,
+                    queues=None,
+                )
         out.append(rs)
     return out, done, kept
+
 
 def merge(ctx: Context, results: list[list]) -> tuple[int, Findings]:
     """Record findings and damaged regions, the commitlog's logical end and its version; returns how many
     records were checked (their columns come per window: checks/windows.py) and the findings."""
     files = ctx.files
     found = Findings()
-    has_data = [any(r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None
-                                                for g in r.regions) for r in rs) for rs in results]
+    has_data = [
+        any(
+            r.count or r.blank or any(not g.zero_head or g.last_nonzero >= 0 or g.resync is not None for g in r.regions)
+            for r in rs
+        )
+        for rs in results
+    ]
     last_data = max((i for i, d in enumerate(has_data) if d), default=-1)
     records = 0
     for i, rs in enumerate(results):
@@ -218,18 +294,31 @@ def _region(ctx: Context, i: int, g: Region, last_data: int) -> Findings:
         n = g.resync - g.start
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
         ctx.damage.add(x, f.start + g.resync, kind, x)
-        found.add(RECORDS, kind, "error", f.path, g.start, x,
-                  f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at "
-                  f"{f.start + g.resync}")
+        found.add(
+            RECORDS,
+            kind,
+            "error",
+            f.path,
+            g.start,
+            x,
+            f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at {f.start + g.resync}",
+        )
         return found
     if i >= last_data:
         if g.last_nonzero < g.start:
             return found  # zeros after the last record: the logical end of the commitlog
         n = g.last_nonzero + 1 - g.start
         ctx.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
-        found.add(RECORDS, "torn-tail", "error", f.path, g.start, x,
-                  f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
-                  f"garbage tail after the last record")
+        found.add(
+            RECORDS,
+            "torn-tail",
+            "error",
+            f.path,
+            g.start,
+            x,
+            f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
+            f"garbage tail after the last record",
+        )
         return found
     n = limit - g.start
     if g.zero_head and g.last_nonzero < g.start:
@@ -244,6 +333,13 @@ def _region(ctx: Context, i: int, g: Region, last_data: int) -> Findings:
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
         what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
     ctx.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
-    found.add(RECORDS, kind, "error", f.path, g.start, x,
-              f"{what}; the broker's readers stop at this file and never reach the next one by walking")
+    found.add(
+        RECORDS,
+        kind,
+        "error",
+        f.path,
+        g.start,
+        x,
+        f"{what}; the broker's readers stop at this file and never reach the next one by walking",
+    )
     return found

@@ -3,6 +3,7 @@ load refuses a queue where they are not), every log record where its PHYSICALOFF
 CQ unit the one CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue
 offset, size, store time and tagsCode), the position checkpoint readable. One log file's records are held at a
 time: a CQ file's units name records of the log file of its name."""
+
 from __future__ import annotations
 
 from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
@@ -18,17 +19,31 @@ def check_compaction(store: Store) -> Findings:
         logs, cqs = q.unmatched_files()
         for name in logs + cqs:
             where = (q.log_dir if name in logs else q.cq.directory) / name
-            found.add(CONSUMEQUEUE, "compaction-file-mismatch", "error", where, None, None,
-                      f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
-                      f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue")
+            found.add(
+                CONSUMEQUEUE,
+                "compaction-file-mismatch",
+                "error",
+                where,
+                None,
+                None,
+                f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
+                f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue",
+            )
         for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
             _check_units(found, q, f.name, _check_log(found, q, f, store))
         for name in cqs:
             _check_units(found, q, name, {})
     _, problem = position_checkpoint(store)
     if problem is not None:
-        found.add(CONSUMEQUEUE, "compaction-checkpoint", "warning", store.root / "compaction" / "position-checkpoint",
-                  None, None, f"compaction position checkpoint: {problem}")
+        found.add(
+            CONSUMEQUEUE,
+            "compaction-checkpoint",
+            "warning",
+            store.root / "compaction" / "position-checkpoint",
+            None,
+            None,
+            f"compaction position checkpoint: {problem}",
+        )
     return found
 
 
@@ -40,18 +55,44 @@ def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int
         at = r.file.start + r.position
         if r.message is None:
             if r.end not in ("blank", "zeros"):
-                found.add(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
-                          f"{q.topic}/{q.queue_id} compaction log: {r.end}")
+                found.add(
+                    CONSUMEQUEUE,
+                    "compaction-record",
+                    "error",
+                    r.file.path,
+                    r.position,
+                    at,
+                    f"{q.topic}/{q.queue_id} compaction log: {r.end}",
+                )
             continue
         m = r.message
         if m.physicalOffset != at:
-            found.add(CONSUMEQUEUE, "compaction-physical-offset", "error", r.file.path, r.position, at,
-                      f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}")
+            found.add(
+                CONSUMEQUEUE,
+                "compaction-physical-offset",
+                "error",
+                r.file.path,
+                r.position,
+                at,
+                f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}",
+            )
         if (m.topic, m.queueId) != (q.topic, q.queue_id):
-            found.add(CONSUMEQUEUE, "compaction-record", "error", r.file.path, r.position, at,
-                      f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}")
-        records[at] = {"size": m.storeSize, "tagsCode": tags_code(m, store.config), "storeTime": m.storeTimestamp,
-                       "msgBaseOffset": m.queueOffset, "batchSize": 1}
+            found.add(
+                CONSUMEQUEUE,
+                "compaction-record",
+                "error",
+                r.file.path,
+                r.position,
+                at,
+                f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}",
+            )
+        records[at] = {
+            "size": m.storeSize,
+            "tagsCode": tags_code(m, store.config),
+            "storeTime": m.storeTimestamp,
+            "msgBaseOffset": m.queueOffset,
+            "batchSize": 1,
+        }
     return records
 
 
@@ -62,11 +103,25 @@ def _check_units(found: Findings, q: CompactionQueue, name: str, records: dict):
         off = u["commitLogOffset"]
         want = records.get(off)
         if want is None:
-            found.add(CONSUMEQUEUE, "compaction-cq-bad-target", "error", f.path, pos, off,
-                      f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of "
-                      f"compaction log file {name} starts at {off}")
+            found.add(
+                CONSUMEQUEUE,
+                "compaction-cq-bad-target",
+                "error",
+                f.path,
+                pos,
+                off,
+                f"{q.topic}/{q.queue_id} compaction CQ unit at queue offset {u['msgBaseOffset']}: no record of "
+                f"compaction log file {name} starts at {off}",
+            )
             continue
         wrong = [f"{k} {u[k]}, the record's {v}" for k, v in want.items() if u[k] != v]
         if wrong:
-            found.add(CONSUMEQUEUE, "compaction-cq-mismatch", "error", f.path, pos, off,
-                      f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong))
+            found.add(
+                CONSUMEQUEUE,
+                "compaction-cq-mismatch",
+                "error",
+                f.path,
+                pos,
+                off,
+                f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong),
+            )

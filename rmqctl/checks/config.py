@@ -5,6 +5,7 @@ file to `.bak`, deletes, renames, and never fsyncs). `ConfigManager.load` then t
 the previous persist: consumer offsets silently move back. When the `.bak` does not decode either, `load()`
 fails and the broker does not start.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,19 +36,43 @@ def config_problems(store: Store) -> list[ConfigProblem]:
         if kept_in_rocksdb(store, c.name):
             continue  # the broker's RocksDB manager reads it: checked with the database, below
         if c.load_fails:
-            out.append(ConfigProblem("config-load-fails", "error", c.main.path,
-                                     f"{described(c)}, and its .bak {c.bak.error}: ConfigManager.load returns false and "
-                                     "the broker does not start"))
+            out.append(
+                ConfigProblem(
+                    "config-load-fails",
+                    "error",
+                    c.main.path,
+                    f"{described(c)}, and its .bak {c.bak.error}: ConfigManager.load returns false and "
+                    "the broker does not start",
+                )
+            )
         elif c.main.exists and not c.main.sound and c.bak.sound:
-            out.append(ConfigProblem("config-damaged", "error", c.main.path,
-                                     f"{described(c)}: the broker loads {c.bak.path.name} instead, the previous persist "
-                                     f"(older values); `rmqctl config restore {c.name}` puts it back in place"))
+            out.append(
+                ConfigProblem(
+                    "config-damaged",
+                    "error",
+                    c.main.path,
+                    f"{described(c)}: the broker loads {c.bak.path.name} instead, the previous persist "
+                    f"(older values); `rmqctl config restore {c.name}` puts it back in place",
+                )
+            )
         elif c.main.exists and not c.main.sound and not c.bak.exists:
-            out.append(ConfigProblem("config-damaged", "error", c.main.path,
-                                     f"{described(c)} and no .bak: the broker starts with this table empty"))
+            out.append(
+                ConfigProblem(
+                    "config-damaged",
+                    "error",
+                    c.main.path,
+                    f"{described(c)} and no .bak: the broker starts with this table empty",
+                )
+            )
         elif c.main.sound and c.bak.exists and c.bak.size and not c.bak.sound:
-            out.append(ConfigProblem("config-bak-damaged", "warning", c.bak.path,
-                                     f"{c.bak.error}: harmless while {c.name} is sound, but nothing to fall back to"))
+            out.append(
+                ConfigProblem(
+                    "config-bak-damaged",
+                    "warning",
+                    c.bak.path,
+                    f"{c.bak.error}: harmless while {c.name} is sound, but nothing to fall back to",
+                )
+            )
         elif c.main.sound and c.bak.sound and c.main.document != c.bak.document:
             out.append(ConfigProblem("config-bak-differs", "info", c.bak.path, _difference(c)))
     loaded = {}
@@ -82,7 +107,13 @@ def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):
             groups = sorted({e.group for e in entries if e.topic == topic})
-            out.append(ConfigProblem("config-offset-unknown-topic", "warning", path,
-                                     f"offsets of {', '.join(groups)} for topic {topic!r}, which has no consumequeue"
-                                     + ("" if known is None else " and is not in topics.json")))
+            out.append(
+                ConfigProblem(
+                    "config-offset-unknown-topic",
+                    "warning",
+                    path,
+                    f"offsets of {', '.join(groups)} for topic {topic!r}, which has no consumequeue"
+                    + ("" if known is None else " and is not in topics.json"),
+                )
+            )
     return out

@@ -11,6 +11,7 @@ finds its units by binary search; a file that does not is masked whole, per wind
     for a sound queue). A mismatch that names a record outside its window is resolved by `resolve` over
     the windows again, which only a damaged store needs.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -82,8 +83,7 @@ class QueueSummary:
     def _columns(self, k: int, a: int = 0, b: int | None = None):
         fu = self.files[k]
         arr = np.frombuffer(self.cq.files.files[k].buf, dtype=S.CQ_DTYPE, count=fu.n)[a:b]
-        return (arr["commitLogOffset"].astype(np.int64), arr["size"].astype(np.int64),
-                arr["tagsCode"].astype(np.int64))
+        return (arr["commitLogOffset"].astype(np.int64), arr["size"].astype(np.int64), arr["tagsCode"].astype(np.int64))
 
     def real(self, fu: FileUnits, off, sz, tags, a: int = 0):
         """Units a..a+len of file `fu` that are entries: valid, not pre-blank, before the end of the written."""
@@ -127,14 +127,28 @@ class QueueSummary:
             cq.files.files[fu.k].release()
         if first_hole:
             fu, i, off, sz = first_hole
-            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", self.path(fu), self.pos(fu, i, size), None,
-                      f"{queue}: {holes} unit(s) among the written ones are not entries (first at queue offset "
-                      f"{self.index(fu, i)}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages")
+            found.add(
+                CONSUMEQUEUE,
+                "cq-entry-invalid",
+                "error",
+                self.path(fu),
+                self.pos(fu, i, size),
+                None,
+                f"{queue}: {holes} unit(s) among the written ones are not entries (first at queue offset "
+                f"{self.index(fu, i)}: offset {int(off[i])}, size {int(sz[i])}); consumers read them as messages",
+            )
         if first_stale:
             fu, i = first_stale
-            found.add(CONSUMEQUEUE, "cq-stale-units", "warning", self.path(fu), self.pos(fu, i, size), None,
-                      f"{queue}: {stale} unit(s) after the last entry hold data (first at queue offset "
-                      f"{self.index(fu, i)}); the broker's recovery would read them as entries if they looked valid")
+            found.add(
+                CONSUMEQUEUE,
+                "cq-stale-units",
+                "warning",
+                self.path(fu),
+                self.pos(fu, i, size),
+                None,
+                f"{queue}: {stale} unit(s) after the last entry hold data (first at queue offset "
+                f"{self.index(fu, i)}); the broker's recovery would read them as entries if they looked valid",
+            )
         return found
 
     def path(self, fu: FileUnits):
@@ -175,7 +189,9 @@ class QueueSummary:
             arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)[i]
             off, sz, tags = (arr[c].astype(np.int64) for c in ("commitLogOffset", "size", "tagsCode"))
             p = fu.first + i
-            have[a:b] |= cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
+            have[a:b] |= (
+                cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
+            )
         return have
 
     @property
@@ -231,14 +247,24 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             found += q.check(run, self.size)
         rocks = run.store.rocks_queues
-        run.cq_max_phy = (rocks.checkpoint or 0) if rocks is not None else max(
-            [q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
+        run.cq_max_phy = (
+            (rocks.checkpoint or 0)
+            if rocks is not None
+            else max([q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
+        )
         self.missing = _MissingEntries(run, redispatch_from(run))
         if rocks is not None and run.cq_max_phy < run.logical_end:
-            found.add(CONSUMEQUEUE, "rocksdb-cq-behind", "info", rocks.directory, None, run.cq_max_phy,
-                      f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
-                      f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
-                      "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)")
+            found.add(
+                CONSUMEQUEUE,
+                "rocksdb-cq-behind",
+                "info",
+                rocks.directory,
+                None,
+                run.cq_max_phy,
+                f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
+                f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
+                "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)",
+            )
         return found
 
     def window(self, w: Window) -> Findings:
@@ -265,8 +291,9 @@ class ConsumeQueueCheck:
                 f.release()
         return found
 
-    def _units(self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs,
-               recs) -> Findings:
+    def _units(
+        self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs, recs
+    ) -> Findings:
         """The entries past the commitlog's end or where no record starts; the rest wait for `finish`."""
         run = self.run
         found = Findings()
@@ -309,8 +336,9 @@ class ConsumeQueueCheck:
             expected = int(rec.off[e]) if e >= 0 and not before else None
             if expected is None:
                 self.pending[(key[0], key[1], u)] = -1
-            self.mismatches.append((key, queue, path, pos(k), u, int(off[k]), int(sz[k]), int(tags[k]),
-                                    _record_facts(rec, r), expected))
+            self.mismatches.append(
+                (key, queue, path, pos(k), u, int(off[k]), int(sz[k]), int(tags[k]), _record_facts(rec, r), expected)
+            )
         return found
 
     def _seen_before(self, key, idx: np.ndarray) -> np.ndarray:
@@ -358,8 +386,15 @@ class ConsumeQueueCheck:
                 earliest = self.pending[(key[0], key[1], u)]
                 expected = earliest if earliest >= 0 else None
             causes = [_field_cause(self.field_breaks, at) for at in (facts["off"], expected) if at is not None]
-            found.add(CONSUMEQUEUE, "cq-entry-mismatch", "error", path, pos, off,
-                      _mismatch(queue, u, off, size, tags, facts, expected, next(filter(None, causes), None)))
+            found.add(
+                CONSUMEQUEUE,
+                "cq-entry-mismatch",
+                "error",
+                path,
+                pos,
+                off,
+                _mismatch(queue, u, off, size, tags, facts, expected, next(filter(None, causes), None)),
+            )
         found += self.missing.finish(self.queues)
         return found
 
@@ -371,7 +406,9 @@ class _MissingEntries:
     def __init__(self, run: Context, redispatch: int):
         self.run = run
         self.redispatch = redispatch
-        self.tally: dict[tuple[tuple[str, int], bool], list] = {}  # (queue, later) -> count, qoffs, offsets, all past end
+        self.tally: dict[
+            tuple[tuple[str, int], bool], list
+        ] = {}  # (queue, later) -> count, qoffs, offsets, all past end
 
     def add(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
         live = self.run.live
@@ -402,24 +439,47 @@ class _MissingEntries:
             q = queues.get(key)
             queue = f"{key[0]}/{key[1]}"
             directory = q.cq.directory if q is not None else run.store.consumequeue_dir / key[0] / str(key[1])
-            where = ("no consumequeue directory" if q is None else
-                     f"the queue ends at {q.end}" if all_past else "the queue has no unit there")
-            detail = (f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
-                      f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})")
-            detail += ("; the broker dispatches them again at its next start (they are past where its reput resumes)"
-                       if later else "; the broker will not dispatch them again: consumers never see them")
+            where = (
+                "no consumequeue directory"
+                if q is None
+                else f"the queue ends at {q.end}"
+                if all_past
+                else "the queue has no unit there"
+            )
+            detail = (
+                f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
+                f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})"
+            )
+            detail += (
+                "; the broker dispatches them again at its next start (they are past where its reput resumes)"
+                if later
+                else "; the broker will not dispatch them again: consumers never see them"
+            )
             # a RocksDB queue behind its commitlog is its normal state after a crash, not damage
             later_severity = "info" if run.store.rocks_queues is not None else "warning"
-            found.add(CONSUMEQUEUE, "cq-missing-entries", later_severity if later else "error", directory, None,
-                      int(omin), detail)
+            found.add(
+                CONSUMEQUEUE,
+                "cq-missing-entries",
+                later_severity if later else "error",
+                directory,
+                None,
+                int(omin),
+                detail,
+            )
         return found
 
 
 def _record_facts(rec: Records, r: int) -> dict:
     dispatched = bool(rec.dispatched[r])
     tx = "PREPARED" if rec.sysflag[r] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
-    return dict(off=int(rec.off[r]), dispatched=dispatched, tx=tx, describe=rec.describe(r), size=int(rec.size[r]),
-                tags=int(rec.tags[r]))
+    return dict(
+        off=int(rec.off[r]),
+        dispatched=dispatched,
+        tx=tx,
+        describe=rec.describe(r),
+        size=int(rec.size[r]),
+        tags=int(rec.tags[r]),
+    )
 
 
 def _mismatch(queue, qoff, off, size, tags, r: dict, expected: int | None, cause: str | None) -> str:

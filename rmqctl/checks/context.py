@@ -5,6 +5,7 @@ structure, the BatchCQ topics, where the broker's recovery starts and its dispat
 (checks/commitlog.py, checks/links.py, checks/verify.py) take the context and the columns and return their
 findings; verify merges them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,8 +64,7 @@ class Records:
         return (t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)
 
     def describe(self, i: int) -> str:
-        return (f"{self.topics[self.topic[i]]}/{int(self.queue_id[i])}@{int(self.queue_offset[i])} at "
-                f"{int(self.off[i])}")
+        return f"{self.topics[self.topic[i]]}/{int(self.queue_id[i])}@{int(self.queue_offset[i])} at {int(self.off[i])}"
 
 
 class Targets(NamedTuple):
@@ -82,8 +82,9 @@ class Targets(NamedTuple):
 class Context:
     """One verify run: what is checked, and what its checks share."""
 
-    def __init__(self, store: Store, parts: set, start: int | None, end: int | None, deep: bool, jobs: int,
-                 geometry: dict):
+    def __init__(
+        self, store: Store, parts: set, start: int | None, end: int | None, deep: bool, jobs: int, geometry: dict
+    ):
         self.store = store
         self.config: BrokerConfig = store.config
         self.parts = parts
@@ -159,7 +160,7 @@ def dispatch_targets(rec: Records, in_range) -> Targets:
     names = list(rec.topics)
     ids = {t: i for i, t in enumerate(names)}
     main = np.flatnonzero(rec.dispatched & in_range(rec.off))
-    lmq = [(r, name, q, o) for r, name, q, o in rec.lmq if rec.dispatched[r] and in_range(rec.off[r:r + 1])[0]]
+    lmq = [(r, name, q, o) for r, name, q, o in rec.lmq if rec.dispatched[r] and in_range(rec.off[r : r + 1])[0]]
     for _, name, _, _ in lmq:
         if name not in ids:
             ids[name] = len(names)
@@ -179,7 +180,18 @@ class RecordsBuilder:
     whole arrays alive) and the columns are concatenated one at a time, each column's slices freed as soon as
     it is whole, so that the records are held about once while they are assembled, not two or three times."""
 
-    COLUMNS = ("off", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
+    COLUMNS = (
+        "off",
+        "size",
+        "queue_id",
+        "queue_offset",
+        "sysflag",
+        "store_ts",
+        "topic",
+        "tags",
+        "key_record",
+        "key_hash",
+    )
 
     def __init__(self):
         self._empty()
@@ -215,10 +227,21 @@ class RecordsBuilder:
         keys = cat["key_record"]
         # each chunk lists its keys by record, except the few of records decoded the slow way
         order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-        out = Records(off=cat["off"], size=cat["size"], queue_id=cat["queue_id"], queue_offset=cat["queue_offset"],
-                      sysflag=cat["sysflag"], store_ts=cat["store_ts"], topic=cat["topic"], tags=cat["tags"],
-                      topics=sorted(self.index_of, key=self.index_of.get), key_record=cat["key_record"][order],
-                      key_hash=cat["key_hash"][order], lmq=self.lmq, inner_num=self.inner)
+        out = Records(
+            off=cat["off"],
+            size=cat["size"],
+            queue_id=cat["queue_id"],
+            queue_offset=cat["queue_offset"],
+            sysflag=cat["sysflag"],
+            store_ts=cat["store_ts"],
+            topic=cat["topic"],
+            tags=cat["tags"],
+            topics=sorted(self.index_of, key=self.index_of.get),
+            key_record=cat["key_record"][order],
+            key_hash=cat["key_hash"][order],
+            lmq=self.lmq,
+            inner_num=self.inner,
+        )
         self._empty()
         return out
 

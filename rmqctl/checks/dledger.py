@@ -8,6 +8,7 @@ A data file's result is a ChunkResult like a plain commitlog chunk's, with posit
 checks/commitlog.py merges the records into the same table and checks/verify.py runs the consumequeue, index
 and checkpoint checks on them unchanged; verify calls `check_layer` after that merge.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,20 @@ class _EntryScanner(_Scanner):
         add = self.findings.append
         i = 0
         while i < len(starts):
-            status, i = K.walk_bodies(self.u8, starts, ends, i, 0, t.file_start, self.options, self.records,
-                                       self.keys, self.topics, self.table, self.state)
+            status, i = K.walk_bodies(
+                self.u8,
+                starts,
+                ends,
+                i,
+                0,
+                t.file_start,
+                self.options,
+                self.records,
+                self.keys,
+                self.topics,
+                self.table,
+                self.state,
+            )
             if status == K.FULL:
                 self.grow()
             elif status == K.BROKEN:
@@ -49,9 +62,15 @@ class _EntryScanner(_Scanner):
                 try:
                     read_record(self.buf, at, int(ends[i]), self.allow_v2)
                 except RecordError as e:
-                    add((RECORD_KINDS.get(e.kind, e.kind), "error", at,
-                         f"the body of the DLedger entry at {t.file_start + at - S.DLEDGER_BODY_OFFSET} is not a "
-                         f"record ({e.detail}); the broker's reput skips the entry"))
+                    add(
+                        (
+                            RECORD_KINDS.get(e.kind, e.kind),
+                            "error",
+                            at,
+                            f"the body of the DLedger entry at {t.file_start + at - S.DLEDGER_BODY_OFFSET} is not a "
+                            f"record ({e.detail}); the broker's reput skips the entry",
+                        )
+                    )
                 i += 1
         self.entry_findings(found, claimed)
         self.file_end(found)
@@ -74,20 +93,40 @@ class _EntryScanner(_Scanner):
             at, index = int(found.position[k]), int(found.index[k])
             size, body = int(found.size[k]), int(found.bodyLength[k])
             if bad_pos[k]:
-                add(("dledger-entry-pos", "error", at, f"DLedger entry {index} has pos {int(found.pos[k])} but lies at "
-                                                       f"{t.file_start + at}"))
+                add(
+                    (
+                        "dledger-entry-pos",
+                        "error",
+                        at,
+                        f"DLedger entry {index} has pos {int(found.pos[k])} but lies at {t.file_start + at}",
+                    )
+                )
             if bad_size[k]:
-                add(("dledger-entry-size", "error", at, f"DLedger entry {index} has size {size} but bodyLength {body} "
-                                                        f"(+ {S.DLEDGER_BODY_OFFSET})"))
+                add(
+                    (
+                        "dledger-entry-size",
+                        "error",
+                        at,
+                        f"DLedger entry {index} has size {size} but bodyLength {body} (+ {S.DLEDGER_BODY_OFFSET})",
+                    )
+                )
             if bad_body[k]:
-                add(("dledger-entry-body", "error", at,
-                     f"DLedger entry {index} holds {body} body bytes but its record's storeSize is "
-                     f"{int(record_size[k])}: the broker's reput steps by the record and loses its place"))
+                add(
+                    (
+                        "dledger-entry-body",
+                        "error",
+                        at,
+                        f"DLedger entry {index} holds {body} body bytes but its record's storeSize is "
+                        f"{int(record_size[k])}: the broker's reput steps by the record and loses its place",
+                    )
+                )
 
     def file_end(self, found: D.FileEntries):
         """How the file ends: the DLedger BLANK (claiming the rest of the file), zeros, or bytes the walk stops at."""
         t = self.t
-        if found.end < t.claim_from or (found.stop is None and found.blank is None and t.stop <= found.end < self.limit):
+        if found.end < t.claim_from or (
+            found.stop is None and found.blank is None and t.stop <= found.end < self.limit
+        ):
             return  # (the walk goes on in the next chunk)
         if found.stop is not None:
             s = found.stop
@@ -95,11 +134,25 @@ class _EntryScanner(_Scanner):
         elif found.blank is not None:
             at, size = found.blank
             if size != t.file_size - at:
-                self.findings.append(("dledger-blank-size", "error", at, f"the DLedger BLANK claims {size} bytes but "
-                                                                         f"{t.file_size - at} remain in the file"))
+                self.findings.append(
+                    (
+                        "dledger-blank-size",
+                        "error",
+                        at,
+                        f"the DLedger BLANK claims {size} bytes but {t.file_size - at} remain in the file",
+                    )
+                )
         elif found.end < self.limit:
-            self.regions.append(Region(found.end, "zeros", "zero bytes where the next entry or the DLedger BLANK "
-                                       "should be", None, self.last_nonzero(found.end), True))
+            self.regions.append(
+                Region(
+                    found.end,
+                    "zeros",
+                    "zero bytes where the next entry or the DLedger BLANK should be",
+                    None,
+                    self.last_nonzero(found.end),
+                    True,
+                )
+            )
         else:
             self.missing_blank(found.end)
 
@@ -169,13 +222,21 @@ def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term) ->
 
     for k in np.flatnonzero((index[1:] != index[:-1] + 1) & near).tolist():
         cause = run.damage.cause(int(pos[k]), int(pos[k + 1]))
-        add("dledger-entry-index", "warning" if cause else "error", k + 1,
+        add(
+            "dledger-entry-index",
+            "warning" if cause else "error",
+            k + 1,
             f"DLedger entry index {int(index[k + 1])} follows {int(index[k])}: indexes go up by one"
-            + (f"; a direct consequence of {cause}" if cause else ""))
+            + (f"; a direct consequence of {cause}" if cause else ""),
+        )
     for k in np.flatnonzero((term[1:] < term[:-1]) & near).tolist():
-        add("dledger-entry-term", "error", k + 1,
+        add(
+            "dledger-entry-term",
+            "error",
+            k + 1,
             f"DLedger entry {int(index[k + 1])} has term {int(term[k + 1])} after term {int(term[k])}: terms never "
-            f"go down")
+            f"go down",
+        )
     return found
 
 
@@ -185,12 +246,26 @@ def _index_files(run: Context, iq: MappedFileQueue) -> Findings:
         found.add(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
     for a, b in zip(iq.files, iq.files[1:]):
         if b.start != a.start + iq.file_size:
-            found.add(FILES, "file-gap", "error", b.path, None, None, f"DLedger index files {a.name} then {b.name}: "
-                      f"MmapFileList.checkSelf fails and DLedger does not start")
+            found.add(
+                FILES,
+                "file-gap",
+                "error",
+                b.path,
+                None,
+                None,
+                f"DLedger index files {a.name} then {b.name}: MmapFileList.checkSelf fails and DLedger does not start",
+            )
     for f in iq.files:
         if f.length != iq.file_size:
-            found.add(FILES, "file-size", "error", f.path, None, None, f"DLedger index file is {f.length} bytes, "
-                      f"not {iq.file_size}: MmapFileList.load refuses it")
+            found.add(
+                FILES,
+                "file-size",
+                "error",
+                f.path,
+                None,
+                None,
+                f"DLedger index file is {f.length} bytes, not {iq.file_size}: MmapFileList.load refuses it",
+            )
     return found
 
 
@@ -202,15 +277,17 @@ class _IndexUnits:
         self.run, self.iq = run, iq
         self.per_file = iq.file_size // S.DLEDGER_INDEX_UNIT_SIZE
         unit_size = S.DLEDGER_INDEX_UNIT_SIZE
-        self.units = {f.start // unit_size: D.index_units(f.buf, min(f.length, iq.file_size) // unit_size)
-                      for f in iq.files}
+        self.units = {
+            f.start // unit_size: D.index_units(f.buf, min(f.length, iq.file_size) // unit_size) for f in iq.files
+        }
 
     def add(self, found: Findings, idx: int, offset: int, detail: str):
         unit_at = idx * S.DLEDGER_INDEX_UNIT_SIZE
         f = self.iq.find(unit_at) if idx >= 0 else None
         path = f.path if f is not None else self.run.store.dledger.index_dir
-        found.add(RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None,
-                  offset, detail)
+        found.add(
+            RECORDS, "dledger-index-unit", "error", path, unit_at - f.start if f is not None else None, offset, detail
+        )
 
     def check(self, pos, cols) -> Findings:
         """The units of entries at `pos` (columns `cols`), compared a unit file at a time."""
@@ -233,12 +310,20 @@ class _IndexUnits:
         for k in np.flatnonzero(~found | differs).tolist():
             idx = int(index[k])
             if not found[k]:
-                self.add(out, idx, int(pos[k]), f"DLedger entry {idx} has no index unit (no index file holds byte "
-                                           f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})")
+                self.add(
+                    out,
+                    idx,
+                    int(pos[k]),
+                    f"DLedger entry {idx} has no index unit (no index file holds byte "
+                    f"{idx * S.DLEDGER_INDEX_UNIT_SIZE})",
+                )
                 continue
             unit = self.units[int(first[k])][idx - int(first[k])]
-            diff = ", ".join(f"{n} {int(unit[n])} (entry: {int(want[n][k])})" for n in D.INDEX_FIELDS
-                             if int(unit[n]) != int(want[n][k]))
+            diff = ", ".join(
+                f"{n} {int(unit[n])} (entry: {int(want[n][k])})"
+                for n in D.INDEX_FIELDS
+                if int(unit[n]) != int(want[n][k])
+            )
             self.add(out, idx, int(pos[k]), f"the index unit of DLedger entry {idx} disagrees with the entry: {diff}")
         return out
 
@@ -251,9 +336,16 @@ class _IndexUnits:
             if len(extra):
                 f = self.iq.find(start * S.DLEDGER_INDEX_UNIT_SIZE)
                 at = int(extra[0]) * S.DLEDGER_INDEX_UNIT_SIZE
-                found.add(FILES, "dledger-index-extra", "warning", f.path, at - f.start, None,
-                          f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
-                          f"(the last is {last}); DLedger's recovery truncates them")
+                found.add(
+                    FILES,
+                    "dledger-index-extra",
+                    "warning",
+                    f.path,
+                    at - f.start,
+                    None,
+                    f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
+                    f"(the last is {last}); DLedger's recovery truncates them",
+                )
         return found
 
 
@@ -264,24 +356,53 @@ def _checkpoint(run: Context, state, last: int | None) -> Findings:
     found = Findings()
     if state is None:
         if last is not None:
-            found.add(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no DLedger checkpoint: at start "
-                      "no entry counts as committed until the group commits again, and the broker serves none before")
+            found.add(
+                CHECKPOINT,
+                "dledger-checkpoint",
+                "warning",
+                path,
+                None,
+                None,
+                "no DLedger checkpoint: at start "
+                "no entry counts as committed until the group commits again, and the broker serves none before",
+            )
         return found
     last = -1 if last is None else last
     end, committed = D.state_long(state, "endIndex"), D.state_long(state, "committedIndex")
     if committed is None:
         found.add(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")
     elif committed > last:
-        found.add(CHECKPOINT, "dledger-checkpoint", "error", path, None, None,
-                  f"committedIndex {committed} is past the last entry {last}: entries the group committed are gone "
-                  f"from this replica (DLedger caps it at {last})")
+        found.add(
+            CHECKPOINT,
+            "dledger-checkpoint",
+            "error",
+            path,
+            None,
+            None,
+            f"committedIndex {committed} is past the last entry {last}: entries the group committed are gone "
+            f"from this replica (DLedger caps it at {last})",
+        )
     elif committed < last:
-        found.add(CHECKPOINT, "dledger-checkpoint", "info", path, None, None,
-                  f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
-                  f"{committed} until the group commits the rest (a new leader may truncate them)")
+        found.add(
+            CHECKPOINT,
+            "dledger-checkpoint",
+            "info",
+            path,
+            None,
+            None,
+            f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
+            f"{committed} until the group commits the rest (a new leader may truncate them)",
+        )
     if end is not None and end != last:
-        found.add(CHECKPOINT, "dledger-checkpoint", "warning" if end > last else "info", path, None, None,
-                  f"endIndex {end} but the last entry is {last}")
+        found.add(
+            CHECKPOINT,
+            "dledger-checkpoint",
+            "warning" if end > last else "info",
+            path,
+            None,
+            None,
+            f"endIndex {end} but the last entry is {last}",
+        )
     return found
 
 
@@ -292,11 +413,16 @@ def recovery_notes(run: Context, lost: int, r: D.Recovery, damage: list[Finding]
     found = Findings()
     begin = files[r.start_file].start if files else 0
     if r.stop is not None:
-        note = (f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
-                f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {lost} record(s) "
-                f"from there on")
-        at_cut = [f for f in damage if f.commitLogOffset is not None
-                  and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1]
+        note = (
+            f"DLedger's recovery at start walks the entries from {files[r.start_file].name} and stops at the entry "
+            f"at {r.cut} ({r.stop.detail}): it truncates the log there, dropping the {lost} record(s) "
+            f"from there on"
+        )
+        at_cut = [
+            f
+            for f in damage
+            if f.commitLogOffset is not None and r.cut <= f.commitLogOffset < r.cut + S.DLEDGER_BODY_OFFSET + 1
+        ]
         if at_cut:
             min(at_cut, key=lambda f: f.commitLogOffset).detail += f"; {note}"
         else:
@@ -306,14 +432,27 @@ def recovery_notes(run: Context, lost: int, r: D.Recovery, damage: list[Finding]
                 f.detail += f"; DLedger's recovery cuts it off with everything after {r.cut}"
     for f in damage:
         if f.commitLogOffset is not None and f.commitLogOffset < begin:
-            f.detail += (f"; DLedger's recovery starts at {files[r.start_file].name} and does not re-check this "
-                         f"entry")
+            f.detail += f"; DLedger's recovery starts at {files[r.start_file].name} and does not re-check this entry"
     if r.index_rewritten_from is not None:
-        found.add(CHECKPOINT, "dledger-recovery", "info", run.store.dledger.index_dir, None, None,
-                  f"DLedger's recovery finds the index unit of entry {r.index_rewritten_from} not equal to its entry "
-                  f"({r.index_mismatch}) and rewrites the index from the data from there on")
+        found.add(
+            CHECKPOINT,
+            "dledger-recovery",
+            "info",
+            run.store.dledger.index_dir,
+            None,
+            None,
+            f"DLedger's recovery finds the index unit of entry {r.index_rewritten_from} not equal to its entry "
+            f"({r.index_mismatch}) and rewrites the index from the data from there on",
+        )
     if r.exits:
-        found.add(CHECKPOINT, "dledger-recovery", "error", files[-1].path, None, r.cut,
-                  f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file: it refuses "
-                  f"to truncate that much and exits (\"processOffset is too small\"); the broker does not start")
+        found.add(
+            CHECKPOINT,
+            "dledger-recovery",
+            "error",
+            files[-1].path,
+            None,
+            r.cut,
+            f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file: it refuses "
+            f'to truncate that much and exits ("processOffset is too small"); the broker does not start',
+        )
     return found

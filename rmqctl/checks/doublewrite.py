@@ -5,6 +5,7 @@ RocksDB queue serves other data. An offline checkRocksdbCqWriteProgress (Combine
 included (the RocksDB unit stores it; the file unit's is its record's), and the max offsets that
 verifyAndInitOffsetForAllStore compares at start.
 """
+
 from __future__ import annotations
 
 from ..findings import CONSUMEQUEUE, Findings
@@ -26,9 +27,16 @@ def check_double_write(store: Store) -> Findings:
             found += _compare_queue(rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
         for (topic, qid), q in sorted(copies.items()):
             if q.max_offset:
-                found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
-                          f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
-                          "queues have no such queue")
+                found.add(
+                    CONSUMEQUEUE,
+                    KIND,
+                    "error",
+                    rocks.directory,
+                    None,
+                    None,
+                    f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
+                    "queues have no such queue",
+                )
     finally:
         rocks.close()
     return found
@@ -55,12 +63,26 @@ def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -
             break
     rocks_end = copy.max_offset if copy is not None else 0
     if rocks_end != end:
-        found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, None,
-                  f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
-                  "offsets CombineConsumeQueueStore compares at start)")
+        found.add(
+            CONSUMEQUEUE,
+            KIND,
+            "error",
+            rocks.directory,
+            None,
+            None,
+            f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
+            "offsets CombineConsumeQueueStore compares at start)",
+        )
     if differing:
         qoff, want, have = first
-        found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, want[0],
-                  f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
-                  f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})")
+        found.add(
+            CONSUMEQUEUE,
+            KIND,
+            "error",
+            rocks.directory,
+            None,
+            want[0],
+            f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
+            f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})",
+        )
     return found

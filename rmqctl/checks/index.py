@@ -8,6 +8,7 @@ slice of them). Findings limited per file (the first entries of a kind) keep the
 everything is filed by `finish` in the order of the whole-store check. With `deep`, a record's keys are
 counted against the entries pointing at it: both lie in the record's window.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,7 +56,9 @@ class _File:
         for i in wrong.tolist():
             k = int(ks[i])
             if len(self.wrong_key) < MAX_LISTED or k < self.wrong_key[-1][0]:
-                self.wrong_key = sorted(self.wrong_key + [(k, int(phy[i]), int(key_hash[i]), rec.describe(int(record[i])))])[:MAX_LISTED]
+                self.wrong_key = sorted(
+                    self.wrong_key + [(k, int(phy[i]), int(key_hash[i]), rec.describe(int(record[i])))]
+                )[:MAX_LISTED]
         for i in np.flatnonzero(outcome & E_TIME).tolist():
             k = int(ks[i])
             if len(self.times) < MAX_LISTED or k < self.times[-1][0]:
@@ -79,8 +82,11 @@ class _File:
             cause = run.damage.cause(o)
             inside = rec.containing(o)
             detail = f"entry {k + 1} points at {o}, where no record starts"
-            detail += f"; a direct consequence of {cause}" if cause else (
-                f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
+            detail += (
+                f"; a direct consequence of {cause}"
+                if cause
+                else (f" (inside the record at {int(rec.off[inside])})" if inside >= 0 else "")
+            )
             self.no_record = sorted(self.no_record + [(k, o, detail)])[:NO_RECORD_LISTED]
 
 
@@ -98,8 +104,15 @@ class IndexCheck:
         run, found = self.run, Findings()
         for p in run.store.index_paths():
             if not INDEX_FILE_NAME.match(p.name):
-                found.add(INDEX, "stray-file", "warning", p, None, None,
-                          "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway")
+                found.add(
+                    INDEX,
+                    "stray-file",
+                    "warning",
+                    p,
+                    None,
+                    None,
+                    "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway",
+                )
         prev = None
         files, unreadable = index_files(run)
         found += unreadable
@@ -150,8 +163,19 @@ class IndexCheck:
                 continue
             for ks, key_hash, phy, diff in self._blocks(f, w):  # (a block's columns at a time, not the window's)
                 first_base = f.first_base if ks[0] == 0 else h["beginTimestamp"]
-                outcome, record = index_targets(phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys,
-                                                rec.store_ts, h["beginTimestamp"], first_base)
+                outcome, record = index_targets(
+                    phy,
+                    key_hash,
+                    diff,
+                    lo,
+                    hi,
+                    run.logical_end,
+                    rec.off,
+                    rec_keys,
+                    rec.store_ts,
+                    h["beginTimestamp"],
+                    first_base,
+                )
                 if outcome.any():
                     f.note(run, rec, ks, outcome, record, phy, key_hash, diff)
                 if self.deep is not None:
@@ -174,9 +198,16 @@ class IndexCheck:
     def finish(self) -> Findings:
         run, found = self.run, Findings()
         if self.unindexed:
-            found.add(INDEX, "index-missing", "warning", run.store.index_dir, None, self.unindexed_lo,
-                      f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
-                      "lookups by key find none of them; rmqctl rebuild index makes the files")
+            found.add(
+                INDEX,
+                "index-missing",
+                "warning",
+                run.store.index_dir,
+                None,
+                self.unindexed_lo,
+                f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
+                "lookups by key find none of them; rmqctl rebuild index makes the files",
+            )
         for f in self.files:
             found += _file_findings(run, f, self.entry_pos)
         if self.deep is not None:
@@ -219,10 +250,17 @@ class _MissingKeys:
     def finish(self) -> Findings:
         found = Findings()
         if self.short:
-            found.add(INDEX, "index-missing-key", "warning", self.run.store.index_dir, None, self.short_lo,
-                      f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
-                      f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
-                      f"find them")
+            found.add(
+                INDEX,
+                "index-missing-key",
+                "warning",
+                self.run.store.index_dir,
+                None,
+                self.short_lo,
+                f"{self.short} key(s) of {self.messages} message(s) are not in the index (commitlog offsets "
+                f"{self.short_lo}..{self.short_hi}, e.g. {', '.join(self.examples)}): lookups by key do not "
+                f"find them",
+            )
         return found
 
 
@@ -235,18 +273,39 @@ def _structure_checks(run: Context, f: _File, slots: int, num: int, entry_pos) -
     found = _header_checks(ix, slots, num, count, entry_pos)
     slot_values = hash_slots(np.frombuffer(ix.mf.buf, np.uint8), S.INDEX_HEADER_SIZE, len(ix.slots()), slots)
     if int(np.count_nonzero(slot_values)) != ix.header["hashSlotCount"]:
-        found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["hashSlotCount"], None,
-                  f"hashSlotCount {ix.header['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use")
+        found.add(
+            INDEX,
+            "index-header",
+            "error",
+            ix.path,
+            S.INDEX_HEADER_AT["hashSlotCount"],
+            None,
+            f"hashSlotCount {ix.header['hashSlotCount']} but {int(np.count_nonzero(slot_values))} slots are in use",
+        )
     found += _check_slots_and_chains(run, ix, slots, count, slot_values, summary.sound)
     del slot_values
     for k, key_hash, phy in summary.negative:
-        found.add(INDEX, "index-entry-mismatch", "error", ix.path, entry_pos(k), phy,
-                  f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)")
+        found.add(
+            INDEX,
+            "index-entry-mismatch",
+            "error",
+            ix.path,
+            entry_pos(k),
+            phy,
+            f"entry {k} has a negative key hash {key_hash}; the broker stores abs(hashCode)",
+        )
     if summary.order is not None:
         k, phy, before, bad = summary.order
-        found.add(INDEX, "index-order", "warning", ix.path, entry_pos(k), phy,
-                  f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
-                  f"order ({bad} such entries)")
+        found.add(
+            INDEX,
+            "index-order",
+            "warning",
+            ix.path,
+            entry_pos(k),
+            phy,
+            f"entry {k} points at {phy}, before entry {k - 1} ({before}): the broker indexes in commitlog "
+            f"order ({bad} such entries)",
+        )
     f.lo, f.hi, f.forward = summary.lo, summary.hi, summary.order is None
     f.first_phy, f.last_phy = summary.first_phy, summary.last_phy
     ix.mf.release()
@@ -258,17 +317,40 @@ def _header_checks(ix, slots: int, num: int, count: int, entry_pos) -> Findings:
     found = Findings()
     h = ix.header
     if ix.length != ix.expected_length:
-        found.add(INDEX, "file-size", "error", ix.path, None, None,
-                  f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}")
+        found.add(
+            INDEX,
+            "file-size",
+            "error",
+            ix.path,
+            None,
+            None,
+            f"index file is {ix.length} bytes; maxHashSlotNum={slots} and maxIndexNum={num} make {ix.expected_length}",
+        )
     entries = ix.entries()
     if ix.index_count > num:
-        found.add(INDEX, "index-header", "error", ix.path, S.INDEX_HEADER_AT["indexCount"], None,
-                  f"indexCount {h['indexCount']} is more than maxIndexNum {num}")
+        found.add(
+            INDEX,
+            "index-header",
+            "error",
+            ix.path,
+            S.INDEX_HEADER_AT["indexCount"],
+            None,
+            f"indexCount {h['indexCount']} is more than maxIndexNum {num}",
+        )
     tail = entries[count : count + 4096]
-    used = np.flatnonzero((tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0))
+    used = np.flatnonzero(
+        (tail["keyHash"] != 0) | (tail["phyOffset"] != 0) | (tail["timeDiff"] != 0) | (tail["prevIndex"] != 0)
+    )
     if len(used):
-        found.add(INDEX, "index-header", "error", ix.path, entry_pos(count + used[0]), None,
-                  f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries")
+        found.add(
+            INDEX,
+            "index-header",
+            "error",
+            ix.path,
+            entry_pos(count + used[0]),
+            None,
+            f"{len(used)} entries past indexCount {h['indexCount']} hold data: the header lags the entries",
+        )
     return found
 
 
@@ -281,23 +363,51 @@ def _file_findings(run: Context, f: _File, pos) -> Findings:
     for k, o, detail in f.no_record:
         found.add(INDEX, "index-entry-bad-target", "error", ix.path, pos(k + 1), o, detail)
     for k, o, key_hash, what in f.wrong_key:
-        found.add(INDEX, "index-entry-mismatch", "error", ix.path, pos(k + 1), o,
-                  f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it")
+        found.add(
+            INDEX,
+            "index-entry-mismatch",
+            "error",
+            ix.path,
+            pos(k + 1),
+            o,
+            f"entry {k + 1} has key hash {key_hash}, but no key of the record it points at ({what}) hashes to it",
+        )
     if f.wrong_keys > MAX_LISTED:
-        found.add(INDEX, "index-entry-mismatch", "error", ix.path, None, None,
-                  f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record")
+        found.add(
+            INDEX,
+            "index-entry-mismatch",
+            "error",
+            ix.path,
+            None,
+            None,
+            f"{f.wrong_keys - MAX_LISTED} more entries in {ix.name} whose key hash matches no key of their record",
+        )
     for k, o, diff, want in f.times:
-        found.add(INDEX, "index-entry-mismatch", "warning", ix.path, pos(k + 1), o,
-                  f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
-                  f"lookups misjudge it")
+        found.add(
+            INDEX,
+            "index-entry-mismatch",
+            "warning",
+            ix.path,
+            pos(k + 1),
+            o,
+            f"entry {k + 1} has timeDiff {diff} s but the record's storeTimestamp gives {want}: time-bounded "
+            f"lookups misjudge it",
+        )
     if f.count > 1:
         h = ix.header
         checks = [("beginPhyOffset", f.first_phy), ("endPhyOffset", f.last_phy)]
         checks += [(field, f.header_ts[field]) for field in ("beginTimestamp", "endTimestamp") if field in f.header_ts]
         for field, value in checks:
             if h[field] != value:
-                found.add(INDEX, "index-header", "error", ix.path, None, None,
-                          f"{field} {h[field]} but the entries say {value}")
+                found.add(
+                    INDEX,
+                    "index-header",
+                    "error",
+                    ix.path,
+                    None,
+                    None,
+                    f"{field} {h[field]} but the entries say {value}",
+                )
     return found
 
 

@@ -10,6 +10,7 @@ agree with the entries, slots hold the newest entry of their hash, chains link e
 one of the same slot (so they are acyclic and strictly backwards), every entry points at a record one of
 whose keys hashes to it, and with `deep` every key of every record is there.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,11 +21,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
-from ..engine import (
-    hash_slots,
-    index_entries,
-    slot_chains,
-)
+from ..engine import hash_slots, index_entries, slot_chains
 from ..store import INDEX_FILE_NAME, IndexFile, MappedFileQueue
 from .context import Context, Records
 
@@ -105,20 +102,48 @@ def _data_end(path, buf, length: int) -> int:
 def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str) -> Findings:
     found = Findings()
     for p in q.strays:
-        found.add(CONSUMEQUEUE, "stray-file", "error", p, None, None,
-                  f"not a 20-digit offset name in a {what} directory: the broker's load fails on it")
+        found.add(
+            CONSUMEQUEUE,
+            "stray-file",
+            "error",
+            p,
+            None,
+            None,
+            f"not a 20-digit offset name in a {what} directory: the broker's load fails on it",
+        )
     for f in q.files:
         if f.length != size:
-            found.add(CONSUMEQUEUE, "file-size", "error", f.path, None, None,
-                      f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it")
+            found.add(
+                CONSUMEQUEUE,
+                "file-size",
+                "error",
+                f.path,
+                None,
+                None,
+                f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it",
+            )
         if f.start % size:
-            found.add(CONSUMEQUEUE, "file-misaligned", "error", f.path, None, None,
-                      f"starts at byte {f.start}, not a multiple of the file size {size}")
+            found.add(
+                CONSUMEQUEUE,
+                "file-misaligned",
+                "error",
+                f.path,
+                None,
+                None,
+                f"starts at byte {f.start}, not a multiple of the file size {size}",
+            )
     for a, b in zip(q.files, q.files[1:]):
         if b.start > a.start + size:
-            found.add(CONSUMEQUEUE, "file-gap", "error", b.path, None, None,
-                      f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
-                      f"between {a.name} and {b.name}")
+            found.add(
+                CONSUMEQUEUE,
+                "file-gap",
+                "error",
+                b.path,
+                None,
+                None,
+                f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
+                f"between {a.name} and {b.name}",
+            )
         elif b.start < a.start + size:
             found.add(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")
     return found
@@ -247,8 +272,15 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.nda
     found = Findings()
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
-        found.add(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                  f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
+        found.add(
+            INDEX,
+            "index-slot",
+            "error",
+            ix.path,
+            S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE,
+            None,
+            f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}",
+        )
     if sound:
         return found
     entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
@@ -256,18 +288,43 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.nda
     newest, links, _ = slot_chains(np.frombuffer(ix.mf.buf, np.uint8), entry_pos, count, slot_values, broken)
     wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < total))
     for s in wrong[:MAX_LISTED].tolist():
-        found.add(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None,
-                  f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
-                  f"keys in this slot miss entries")
+        found.add(
+            INDEX,
+            "index-slot",
+            "error",
+            ix.path,
+            S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE,
+            None,
+            f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
+            f"keys in this slot miss entries",
+        )
     for e, p, expected, slot in broken[: min(links, MAX_LISTED)].tolist():
-        what = ("a loop: it links to itself or to a later entry" if p >= e else
-                "out of range" if p < 0 else
-                f"it should link to entry {expected}, the previous one in slot {slot}")
-        found.add(INDEX, "index-chain", "error", ix.path, entry_pos + e * S.INDEX_ENTRY_SIZE, None,
-                  f"entry {e} has prevIndex {p}: {what}")
+        what = (
+            "a loop: it links to itself or to a later entry"
+            if p >= e
+            else "out of range"
+            if p < 0
+            else f"it should link to entry {expected}, the previous one in slot {slot}"
+        )
+        found.add(
+            INDEX,
+            "index-chain",
+            "error",
+            ix.path,
+            entry_pos + e * S.INDEX_ENTRY_SIZE,
+            None,
+            f"entry {e} has prevIndex {p}: {what}",
+        )
     if links > MAX_LISTED:
-        found.add(INDEX, "index-chain", "error", ix.path, None, None,
-                  f"{links - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}")
+        found.add(
+            INDEX,
+            "index-chain",
+            "error",
+            ix.path,
+            None,
+            None,
+            f"{links - MAX_LISTED} more entries with a wrong prevIndex in {ix.name}",
+        )
     return found
 
 
@@ -293,8 +350,15 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
                 lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))
                 hi = int(offs.max()) if hi is None else max(hi, int(offs.max()))
         if lost:
-            found.add(CHECKPOINT, "index-lost-on-recovery", "warning", ix.path, None, lo,
-                      f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
-                      f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
-                      f"{lost} key(s) of messages at {lo}..{hi} will not be found by key")
+            found.add(
+                CHECKPOINT,
+                "index-lost-on-recovery",
+                "warning",
+                ix.path,
+                None,
+                lo,
+                f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
+                f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
+                f"{lost} key(s) of messages at {lo}..{hi} will not be found by key",
+            )
     return found

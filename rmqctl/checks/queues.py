@@ -9,6 +9,7 @@ per queue, its last target and a break whose next target is not seen yet (one re
 told by the target after it). Findings are filed at `finish` in the order a single whole-store pass files
 them (by queue, then commitlog order).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -46,10 +47,24 @@ def summarize(ctx: Context, result) -> QueueSummary:
     if len(set(r.topics)) < len(r.topics):  # topics whose bytes differ but names agree: records_of merges them
         return summary(ctx, records_of([(r, r.task.file_start, 0, r.count)]))
     # else the chunk's own columns are its table (copies of them would cost more than the summary)
-    return summary(ctx, Records(off=r.pos + r.task.file_start, size=r.size, queue_id=r.queue_id,
-                                queue_offset=r.queue_offset, sysflag=r.sysflag, store_ts=r.store_ts, topic=r.topic,
-                                tags=r.tags, topics=r.topics, key_record=r.key_record, key_hash=r.key_hash, lmq=r.lmq,
-                                inner_num=r.inner_num))
+    return summary(
+        ctx,
+        Records(
+            off=r.pos + r.task.file_start,
+            size=r.size,
+            queue_id=r.queue_id,
+            queue_offset=r.queue_offset,
+            sysflag=r.sysflag,
+            store_ts=r.store_ts,
+            topic=r.topic,
+            tags=r.tags,
+            topics=r.topics,
+            key_record=r.key_record,
+            key_hash=r.key_hash,
+            lmq=r.lmq,
+            inner_num=r.inner_num,
+        ),
+    )
 
 
 def summary(ctx: Context, rec: Records) -> QueueSummary:
@@ -58,9 +73,14 @@ def summary(ctx: Context, rec: Records) -> QueueSummary:
     undispatched = []
     for i in np.flatnonzero(~dispatched & (rec.queue_offset != 0)).tolist():
         tx = "PREPARED" if rec.sysflag[i] & S.TRANSACTION_MASK == S.TRANSACTION_PREPARED_TYPE else "ROLLBACK"
-        undispatched.append((ctx.path_of(int(rec.off[i])), int(rec.off[i]),
-                             f"{tx} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
-                             f"writes 0 for records it never dispatches"))
+        undispatched.append(
+            (
+                ctx.path_of(int(rec.off[i])),
+                int(rec.off[i]),
+                f"{tx} record {rec.describe(i)} has queue offset {int(rec.queue_offset[i])}; the broker "
+                f"writes 0 for records it never dispatches",
+            )
+        )
     topic, qid, qoff, ri, names = dispatch_targets(rec, ctx.in_range)
     if not len(ri):
         return QueueSummary(list(rec.topics), [], undispatched, [])
@@ -74,8 +94,9 @@ def summary(ctx: Context, rec: Records) -> QueueSummary:
     else:
         queues, queue = len(ri), np.unique(topic * (1 << 32) + qid, return_inverse=True)[1].ravel()
     inner = np.array(sorted(rec.inner_num.items()), dtype=np.int64).reshape(-1, 2)
-    before, at, after, first, second, last = queue_breaks(queue, qoff, ri, order, queues, inner[:, 0].copy(),
-                                                          inner[:, 1].copy())
+    before, at, after, first, second, last = queue_breaks(
+        queue, qoff, ri, order, queues, inner[:, 0].copy(), inner[:, 1].copy()
+    )
 
     def target(j: int) -> tuple[int, int, int]:
         r = int(ri[j])
@@ -84,10 +105,19 @@ def summary(ctx: Context, rec: Records) -> QueueSummary:
     breaks: dict[int, list] = {int(q): [] for q in np.flatnonzero(first >= 0).tolist()}
     for b, a, c in sorted(zip(before.tolist(), at.tolist(), after.tolist()), key=lambda t: int(ri[t[1]])):
         breaks[int(queue[a])].append((target(b), a, target(a), c, int(qoff[c]) if c >= 0 else None))
-    out = [Queue((names[topic[f]], int(qid[f])), f, target(f), int(second[q]),
-                 int(qoff[second[q]]) if second[q] >= 0 else None, breaks[q], target(int(last[q])))
-           for q, f in ((q, int(first[q])) for q in breaks)]
-    return QueueSummary(list(rec.topics), names[len(rec.topics):], undispatched, out)
+    out = [
+        Queue(
+            (names[topic[f]], int(qid[f])),
+            f,
+            target(f),
+            int(second[q]),
+            int(qoff[second[q]]) if second[q] >= 0 else None,
+            breaks[q],
+            target(int(last[q])),
+        )
+        for q, f in ((q, int(first[q])) for q in breaks)
+    ]
+    return QueueSummary(list(rec.topics), names[len(rec.topics) :], undispatched, out)
 
 
 class QueueOffsets:
@@ -141,18 +171,24 @@ class QueueOffsets:
         queue_name = f"{k[0]}/{k[1]}"
         where = (ctx.path_of(b), b - ctx.file_start(b), b)
         if after_qoff is not None and after_qoff == want + step:
-            detail = (f"record at {b} in {queue_name} has queue offset {got}, but the records around it make it "
-                      f"{want} ({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header "
-                      f"field was changed after the broker wrote it")
+            detail = (
+                f"record at {b} in {queue_name} has queue offset {got}, but the records around it make it "
+                f"{want} ({'a duplicate of an earlier offset' if got < want else 'a jump ahead'}); the header "
+                f"field was changed after the broker wrote it"
+            )
             self.reports.append((k, b, len(self.reports), "error", where, detail))
             return True
         cause = ctx.damage.cause(a, b)
         if got > want:
-            detail = (f"queue {queue_name} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
-                      f"{got - want} missing")
+            detail = (
+                f"queue {queue_name} jumps from offset {want - 1} (record at {a}) to {got} (record at {b}): "
+                f"{got - want} missing"
+            )
         else:
-            detail = (f"queue {queue_name} goes back from offset {want - 1} (record at {a}) to {got} (record at "
-                      f"{b}): duplicate queue offsets")
+            detail = (
+                f"queue {queue_name} goes back from offset {want - 1} (record at {a}) to {got} (record at "
+                f"{b}): duplicate queue offsets"
+            )
         if cause:
             detail += f"; a direct consequence of {cause}"
         severity = "error" if not cause or got < want else "warning"
@@ -169,7 +205,8 @@ class QueueOffsets:
         for name in self.lmq_rank:
             rank.setdefault(name, len(rank))
         for k, b, _, severity, (path, pos, off), detail in sorted(
-                self.reports, key=lambda r: (rank[r[0][0]], r[0][1], r[1], r[2])):
+            self.reports, key=lambda r: (rank[r[0][0]], r[0][1], r[1], r[2])
+        ):
             found.add(QUEUES, "queue-offset", severity, path, pos, off, detail)
         self.reports.clear()
         return found

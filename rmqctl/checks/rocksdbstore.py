@@ -22,6 +22,7 @@ record from its timer message's UNIQ_KEY, size and TIMER_OUT_MS, which is its de
 (TimerMessageRocksDBStore.scanSysTimerTopic, getDelayTime); a transaction record from the half message's
 REAL_TOPIC, __transactionId__ and size (TransMessageRocksDBStore). Records naming offsets below the
 commitlog's first file are expired (the broker deletes them by the hour), not damage."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,8 +67,8 @@ class Records:
 
     def entry(self, i: int) -> Entry:
         kind = KINDS[self.kinds[i]]
-        key = self.keys[self.key_lo[i]:self.key_hi[i]].tobytes()
-        return entry(kind, key, self.values[i, :self.value_len[i]].tobytes())
+        key = self.keys[self.key_lo[i] : self.key_hi[i]].tobytes()
+        return entry(kind, key, self.values[i, : self.value_len[i]].tobytes())
 
 
 def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tuple[Records, np.ndarray]:
@@ -84,9 +85,16 @@ def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tup
     cols = cols[rows]
     cols[:, E.STORE_SPANS] += (new_ends - key_ends[rows])[:, None]  # where each key moved to, less where it was
     slots, _ = E.gather_store_bytes(value_bytes, value_ends, rows, VALUE_SLOT)
-    records = Records(cols[:, E.STORE_OFFSET].copy(), np.full(len(rows), KINDS.index(kind), np.int8), cols,
-                      new_ends - key_lengths[rows], new_ends, gathered, slots.reshape(-1, VALUE_SLOT),
-                      value_lengths[rows].astype(np.int8))
+    records = Records(
+        cols[:, E.STORE_OFFSET].copy(),
+        np.full(len(rows), KINDS.index(kind), np.int8),
+        cols,
+        new_ends - key_lengths[rows],
+        new_ends,
+        gathered,
+        slots.reshape(-1, VALUE_SLOT),
+        value_lengths[rows].astype(np.int8),
+    )
     return records, np.flatnonzero(~ok)
 
 
@@ -103,8 +111,7 @@ def concatenated(parts: list[Records]) -> Records:
     joined.key_lo, joined.key_hi = joined.key_lo + shift, joined.key_hi + shift
     joined.cols[:, E.STORE_SPANS] += shift[:, None]
     order = np.argsort(joined.offsets, kind="stable")
-    return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order]
-                     for name in RUN_ARRAYS))
+    return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order] for name in RUN_ARRAYS))
 
 
 class RecordRuns:
@@ -141,8 +148,15 @@ class RecordRuns:
         if e.record is not None:
             self.unparsed.append(e)
         elif e.problem is not None:
-            self.found.add(GROUPS[e.kind], "rocksdb-store-key", "error", self.db.where(e.kind), None, None,
-                           f"RocksDB message store {e.kind} key {e.key.hex()}: {e.problem}")
+            self.found.add(
+                GROUPS[e.kind],
+                "rocksdb-store-key",
+                "error",
+                self.db.where(e.kind),
+                None,
+                None,
+                f"RocksDB message store {e.kind} key {e.key.hex()}: {e.problem}",
+            )
 
     def _spill(self, records: Records):
         """The run's arrays as raw files, its offsets mapped to find windows by (a search reads a few pages)."""
@@ -168,16 +182,28 @@ class RecordRuns:
 
     def _read(self, number: int, a: int, b: int) -> Records:
         def rows(name, dtype, width=1, first=a, count=b - a):
-            out = np.fromfile(self.directory / f"{number}-{name}", dtype, count * width, offset=first * width * np.dtype(dtype).itemsize)
+            out = np.fromfile(
+                self.directory / f"{number}-{name}",
+                dtype,
+                count * width,
+                offset=first * width * np.dtype(dtype).itemsize,
+            )
             return out.reshape(-1, width) if width > 1 else out
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
         base = int(key_lo[0])
         cols = rows("cols", np.int64, E.STORE_NCOLUMNS)
         cols[:, E.STORE_SPANS] -= base
-        return Records(rows("offsets", np.int64), rows("kinds", np.int8), cols, key_lo - base, key_hi - base,
-                       rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base), rows("values", np.uint8, VALUE_SLOT),
-                       rows("value_len", np.int8))
+        return Records(
+            rows("offsets", np.int64),
+            rows("kinds", np.int8),
+            cols,
+            key_lo - base,
+            key_hi - base,
+            rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base),
+            rows("values", np.uint8, VALUE_SLOT),
+            rows("value_len", np.int8),
+        )
 
     def close(self):
         self.runs.clear()
@@ -281,8 +307,9 @@ def agreed(store: Store, records: Records, cuts: list[tuple[int, int, object]] |
             continue
         for code in np.unique(records.kinds[a:b]).tolist():
             rows = a + np.flatnonzero(records.kinds[a:b] == code)
-            ok[rows] = E.agree_store_records(KIND_CODES[KINDS[code]], u8, len(u8), records.offsets[rows] - lo,
-                                             records.keys, records.cols, rows)
+            ok[rows] = E.agree_store_records(
+                KIND_CODES[KINDS[code]], u8, len(u8), records.offsets[rows] - lo, records.keys, records.cols, rows
+            )
     return ok
 
 
@@ -302,22 +329,35 @@ def _check_records(found: Findings, store: Store, db, batch: list[Entry]):
         _check_record(found, store, db.where(e.kind), e, m, err, end)
 
 
-def _check_record(found: Findings, store: Store, where, e: Entry, m: Message | None, err: StoreError | None,
-                  end: int):
+def _check_record(found: Findings, store: Store, where, e: Entry, m: Message | None, err: StoreError | None, end: int):
     off = e.record["offsetPy"]
     name = f"RocksDB message store {e.kind} record {_label(e)}"
     if m is None and err is None:
         if not store.expired(off):
-            found.add(GROUPS[e.kind], "rocksdb-store-past-end", "error", where, None, None,
-                      f"{name} names commitlog offset {off}, past the end of the commitlog ({end})")
+            found.add(
+                GROUPS[e.kind],
+                "rocksdb-store-past-end",
+                "error",
+                where,
+                None,
+                None,
+                f"{name} names commitlog offset {off}, past the end of the commitlog ({end})",
+            )
         return
     if err is not None:
         found.add(GROUPS[e.kind], "rocksdb-store-bad-target", "error", where, None, off, f"{name}: {err}")
         return
     wrong = MISMATCHES[e.kind](e.record, m)
     if wrong:
-        found.add(GROUPS[e.kind], "rocksdb-store-mismatch", "error", where, None, off,
-                  f"{name} at commitlog offset {off}: " + "; ".join(wrong))
+        found.add(
+            GROUPS[e.kind],
+            "rocksdb-store-mismatch",
+            "error",
+            where,
+            None,
+            off,
+            f"{name} at commitlog offset {off}: " + "; ".join(wrong),
+        )
 
 
 def _log_end(store) -> int:
@@ -382,13 +422,27 @@ def _check_last_offset(store: Store, db, kind: str) -> Findings:
     if last is None or last <= 0 or store.expired(last):
         return found
     if last >= _log_end(store):
-        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.where(kind), None, None,
-                  f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
-                  f"({_log_end(store)}): dispatch to it would resume there")
+        found.add(
+            GROUPS[kind],
+            "rocksdb-store-bookkeeping",
+            "error",
+            db.where(kind),
+            None,
+            None,
+            f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
+            f"({_log_end(store)}): dispatch to it would resume there",
+        )
         return found
     try:
         store.read_message(last)
     except StoreError as err:
-        found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.where(kind), None, last,
-                  f"RocksDB message store {kind} lastOffsetPy {last}: {err}")
+        found.add(
+            GROUPS[kind],
+            "rocksdb-store-bookkeeping",
+            "error",
+            db.where(kind),
+            None,
+            last,
+            f"RocksDB message store {kind} lastOffsetPy {last}: {err}",
+        )
     return found

@@ -8,6 +8,7 @@ What only a RocksDB queue has is checked here: its `offset` column family's max 
 keys missing inside its range, and units below its min offset that the broker's compaction filter should have
 dropped (apache/rocketmq#10959).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -102,13 +103,27 @@ class RocksQueueSummary:
         where = self.cq.directory
         found = Findings()
         if self.invalid:
-            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
-                      f"{queue}: {self.invalid} unit(s) are not entries (first at queue offset {self.first_invalid}); "
-                      "consumers read them as messages")
+            found.add(
+                CONSUMEQUEUE,
+                "cq-entry-invalid",
+                "error",
+                where,
+                None,
+                None,
+                f"{queue}: {self.invalid} unit(s) are not entries (first at queue offset {self.first_invalid}); "
+                "consumers read them as messages",
+            )
         if self.first is not None and self.last - self.first + 1 != self.count:
-            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None,
-                      f"{queue}: {self.last - self.first + 1 - self.count} queue offset(s) between {self.first} and "
-                      f"{self.last} have no unit; consumers find nothing there")
+            found.add(
+                CONSUMEQUEUE,
+                "cq-entry-invalid",
+                "error",
+                where,
+                None,
+                None,
+                f"{queue}: {self.last - self.first + 1 - self.count} queue offset(s) between {self.first} and "
+                f"{self.last} have no unit; consumers find nothing there",
+            )
         found += self._offset_table(run, queue, where)
         return found
 
@@ -117,26 +132,48 @@ class RocksQueueSummary:
         found = Findings()
         if q.max_entry is None:
             if last is not None:
-                found.add(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, None,
-                          f"{queue}: units up to queue offset {last} but no max in the offset column family; "
-                          "the broker serves the queue as empty")
+                found.add(
+                    CONSUMEQUEUE,
+                    "rocksdb-cq-offset-table",
+                    "error",
+                    where,
+                    None,
+                    None,
+                    f"{queue}: units up to queue offset {last} but no max in the offset column family; "
+                    "the broker serves the queue as empty",
+                )
             return found
         unit = self.rocks.unit(q.topic, q.queue_id, q.max_entry[1])
         if last != q.max_entry[1] or unit is None or unit[0] != q.max_entry[0]:
-            found.add(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, q.max_entry[0],
-                      f"{queue}: the offset column family's max is queue offset {q.max_entry[1]} at commitlog offset "
-                      f"{q.max_entry[0]}, but the last unit is "
-                      + (f"at queue offset {last}" if last is not None else "none")
-                      + (f" and the unit there points at {unit[0]}" if unit is not None and unit[0] != q.max_entry[0]
-                      else ""))
+            found.add(
+                CONSUMEQUEUE,
+                "rocksdb-cq-offset-table",
+                "error",
+                where,
+                None,
+                q.max_entry[0],
+                f"{queue}: the offset column family's max is queue offset {q.max_entry[1]} at commitlog offset "
+                f"{q.max_entry[0]}, but the last unit is "
+                + (f"at queue offset {last}" if last is not None else "none")
+                + (
+                    f" and the unit there points at {unit[0]}" if unit is not None and unit[0] != q.max_entry[0] else ""
+                ),
+            )
         low = self.rocks.min_offset(q, run.min_offset)
         if self.first is not None and self.first < low:
             below = sum(len(qoffs) for qoffs, _ in self.rocks.units(q.topic, q.queue_id, self.first, low))
             # normal after commitlog files go, until RocksDB compacts them away; they stay if it never does
-            found.add(CONSUMEQUEUE, "rocksdb-cq-below-min", "info", where, None, None,
-                      f"{queue}: {below} unit(s) below the queue's min offset {low} (queue offsets {self.first}.."
-                      f"{low - 1}) are still in the database; the broker never serves them, its compaction filter "
-                      "drops them when RocksDB compacts them (they survive it in apache/rocketmq#10959)")
+            found.add(
+                CONSUMEQUEUE,
+                "rocksdb-cq-below-min",
+                "info",
+                where,
+                None,
+                None,
+                f"{queue}: {below} unit(s) below the queue's min offset {low} (queue offsets {self.first}.."
+                f"{low - 1}) are still in the database; the broker never serves them, its compaction filter "
+                "drops them when RocksDB compacts them (they survive it in apache/rocketmq#10959)",
+            )
         return found
 
     def in_window(self, run: Context, w: Window):

@@ -13,6 +13,7 @@ equal to the position, a length that adds up), and the caller checks that the pr
 exactly there. Damage ends the walk; the scan finds the next record start after it the same way, so one
 torn record costs one finding, not the rest of the file.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,8 +28,14 @@ from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..engine import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from .. import engine as K
-from ..record import (DECOMPRESSION_FACTOR, DecompressionLimitError, Message, RecordError, decompression_limit,
-                      read_record)
+from ..record import (
+    DECOMPRESSION_FACTOR,
+    DecompressionLimitError,
+    Message,
+    RecordError,
+    decompression_limit,
+    read_record,
+)
 from ..errors import FileGone
 from ..engine import data_extents, next_record_start
 from ..store import give_back_pages, valid_topic_dir_name
@@ -114,8 +121,9 @@ def open_map(path: str):
                 return b""
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
-        raise FileGone("deleted while verify read the store (a running broker removed this expired file)",
-                       path) from None
+        raise FileGone(
+            "deleted while verify read the store (a running broker removed this expired file)", path
+        ) from None
 
 
 def scan_chunk(task: Task) -> ChunkResult:
@@ -147,10 +155,13 @@ class _Scanner:
         self.allow_v2 = task.allow_v2
         cfg = task.config
         self.options = (
-            (K.CHECK_CRC if task.check_crc else 0) | (K.WANT_TAGS if task.want_tags else 0)
-            | (K.WANT_KEYS if task.want_keys else 0) | (K.LMQ if cfg.enableMultiDispatch else 0)
+            (K.CHECK_CRC if task.check_crc else 0)
+            | (K.WANT_TAGS if task.want_tags else 0)
+            | (K.WANT_KEYS if task.want_keys else 0)
+            | (K.LMQ if cfg.enableMultiDispatch else 0)
             | (K.FORCE_PROPERTY_CRC if cfg.forceVerifyPropCRC and self.allow_v2 else 0)
-            | (K.ALLOW_V2 if self.allow_v2 else 0))
+            | (K.ALLOW_V2 if self.allow_v2 else 0)
+        )
         guess = task.records + 1 if task.records else max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
         self.records = np.empty((K.RECORD_COLUMNS, guess), np.int64)
         self.keys = np.empty((2, max(3 * guess, 2 * K.MOST_KEYS) if task.want_keys else 0), np.int64)
@@ -181,8 +192,19 @@ class _Scanner:
         t, state = self.t, self.state
         state[K.S_POS] = pos
         while True:
-            status = K.check_walk(self.u8, self.limit, t.stop, t.claim_from, t.file_start, self.options, self.records,
-                            self.keys, self.topics, self.table, state)
+            status = K.check_walk(
+                self.u8,
+                self.limit,
+                t.stop,
+                t.claim_from,
+                t.file_start,
+                self.options,
+                self.records,
+                self.keys,
+                self.topics,
+                self.table,
+                state,
+            )
             if status != K.FULL:
                 return status, int(state[K.S_POS])
             self.grow()
@@ -209,13 +231,25 @@ class _Scanner:
                 if x >= t.claim_from:
                     self.blank = (x, size)
                     if size != t.file_size - x:
-                        self.findings.append(("blank-size", "error", x,
-                                              f"the BLANK record claims {size} bytes but {t.file_size - x} remain in the file"))
+                        self.findings.append(
+                            (
+                                "blank-size",
+                                "error",
+                                x,
+                                f"the BLANK record claims {size} bytes but {t.file_size - x} remain in the file",
+                            )
+                        )
                 nxt = self.resync(x + 8)
                 if nxt is not None and x >= t.claim_from:
-                    self.findings.append(("data-after-blank", "error", x,
-                                          f"a record starts at position {nxt} after the BLANK record at {x}: the broker "
-                                          f"skips everything after a BLANK, so it never reads it"))
+                    self.findings.append(
+                        (
+                            "data-after-blank",
+                            "error",
+                            x,
+                            f"a record starts at position {nxt} after the BLANK record at {x}: the broker "
+                            f"skips everything after a BLANK, so it never reads it",
+                        )
+                    )
                 return nxt
         try:
             rec = read_record(self.buf, x, self.limit, self.allow_v2)
@@ -224,8 +258,14 @@ class _Scanner:
         else:  # the bytes changed since the kernel read them: past a live snapshot's end, a record being written
             if t.moving_from is None or x < t.moving_from:  # whole records do not change: the kernel is wrong
                 raise AssertionError(f"the verify kernel refused the record at {x} that read_record accepts: {rec!r}")
-            self.findings.append(("moving-tail", "info", x, "a record was being written here while verify read it; "
-                                  "the check of this file ends before it"))
+            self.findings.append(
+                (
+                    "moving-tail",
+                    "info",
+                    x,
+                    "a record was being written here while verify read it; the check of this file ends before it",
+                )
+            )
             return None
         nxt = self.resync(x + 1)
         if x >= t.claim_from:
@@ -236,15 +276,24 @@ class _Scanner:
 
     def missing_blank(self, end: int):
         if end >= self.t.claim_from:
-            self.regions.append(Region(end, "truncated-record", "the last record ends at the end of the file, with no "
-                                       "room for the BLANK record", None, -1, True))
+            self.regions.append(
+                Region(
+                    end,
+                    "truncated-record",
+                    "the last record ends at the end of the file, with no room for the BLANK record",
+                    None,
+                    -1,
+                    True,
+                )
+            )
 
     def resync(self, pos: int) -> int | None:
         """The first position >= pos where a record starts (recovery.next_record_start), searched up to the
         file's data end."""
         t = self.t
-        return next_record_start(self.buf, pos, self.limit, min(self.limit, self.data_end), t.file_start, t.file_size,
-                                 self.allow_v2)
+        return next_record_start(
+            self.buf, pos, self.limit, min(self.limit, self.data_end), t.file_start, t.file_size, self.allow_v2
+        )
 
     def last_nonzero(self, pos: int) -> int:
         return _last_nonzero(self.u8, pos, min(self.limit, self.data_end))
@@ -256,20 +305,40 @@ class _Scanner:
         rec = self.records[:, :n]
         topics = self.topics[:, :n_topics]
         # the name of each topic (different bytes can decode to the same name: the caller merges by name)
-        names = [decode_utf8(bytes(self.buf[at : at + length]))
-                 for at, length in zip(topics[T_AT].tolist(), topics[T_LEN].tolist())]
+        names = [
+            decode_utf8(bytes(self.buf[at : at + length]))
+            for at, length in zip(topics[T_AT].tolist(), topics[T_LEN].tolist())
+        ]
         ref = _Reread(t, self.buf, self.limit, self.findings, self.keys[:, :n_keys])
         ref.flagged(rec)
         if not t.columns_only:
             topic_findings(self.findings.append, self.buf, topics, names)
         return ChunkResult(
-            task=t, first=first, handoff=handoff, pos=rec[K.POS], size=rec[K.SIZE], queue_id=rec[K.QUEUE_ID],
-            queue_offset=rec[K.QUEUE_OFFSET], sysflag=rec[K.SYSFLAG], store_ts=rec[K.STORE_TS], topic=rec[K.TOPIC],
-            tags=rec[K.TAGS_CODE], topics=names, key_record=np.concatenate(ref.key_record),
-            key_hash=np.concatenate(ref.key_hash), lmq=ref.lmq, inner_num=ref.inner, findings=self.findings,
-            regions=self.regions, blank=self.blank, bytes=max(0, min(t.stop, self.limit) - t.claim_from),
-            count=n, start=int(rec[K.POS, 0]) if n else -1, end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
-            newest=int(rec[K.STORE_TS].max()) if n else 0, record_bytes=int(rec[K.SIZE].sum()),
+            task=t,
+            first=first,
+            handoff=handoff,
+            pos=rec[K.POS],
+            size=rec[K.SIZE],
+            queue_id=rec[K.QUEUE_ID],
+            queue_offset=rec[K.QUEUE_OFFSET],
+            sysflag=rec[K.SYSFLAG],
+            store_ts=rec[K.STORE_TS],
+            topic=rec[K.TOPIC],
+            tags=rec[K.TAGS_CODE],
+            topics=names,
+            key_record=np.concatenate(ref.key_record),
+            key_hash=np.concatenate(ref.key_hash),
+            lmq=ref.lmq,
+            inner_num=ref.inner,
+            findings=self.findings,
+            regions=self.regions,
+            blank=self.blank,
+            bytes=max(0, min(t.stop, self.limit) - t.claim_from),
+            count=n,
+            start=int(rec[K.POS, 0]) if n else -1,
+            end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
+            newest=int(rec[K.STORE_TS].max()) if n else 0,
+            record_bytes=int(rec[K.SIZE].sum()),
         )
 
 
@@ -328,11 +397,21 @@ def record_findings(add, buf, file_start: int, head: Message, f: int):
     pos, size, sysflag = head.position, head.storeSize, head.sysFlag
     if f & K.F_PHYSICAL_OFFSET:
         start = file_start + pos
-        add(("physical-offset", "error", pos, f"PHYSICALOFFSET field is {head.physicalOffset} but the record starts "
-                                              f"at {start} (stale or misplaced data)"))
+        add(
+            (
+                "physical-offset",
+                "error",
+                pos,
+                f"PHYSICALOFFSET field is {head.physicalOffset} but the record starts "
+                f"at {start} (stale or misplaced data)",
+            )
+        )
     if f & K.F_SYSFLAG:
-        what = (f"unknown bits 0x{sysflag & ~S.KNOWN_SYSFLAG_BITS & 0xFFFFFFFF:x}" if sysflag & ~S.KNOWN_SYSFLAG_BITS
-                else f"compression type {(sysflag & S.COMPRESSION_TYPE_MASK) >> 8} (the decoder knows 0..3)")
+        what = (
+            f"unknown bits 0x{sysflag & ~S.KNOWN_SYSFLAG_BITS & 0xFFFFFFFF:x}"
+            if sysflag & ~S.KNOWN_SYSFLAG_BITS
+            else f"compression type {(sysflag & S.COMPRESSION_TYPE_MASK) >> 8} (the decoder knows 0..3)"
+        )
         add(("sysflag", "error", pos, f"sysFlag 0x{sysflag & 0xFFFFFFFF:x} has {what}"))
     if f & K.F_EMPTY_TOPIC:
         add(("topic-invalid", "error", pos, "empty topic"))
@@ -344,8 +423,15 @@ def record_findings(add, buf, file_start: int, head: Message, f: int):
         try:
             head.propertiesBytes.decode("utf-8")
         except UnicodeDecodeError as e:
-            add(("properties", "warning", pos, f"properties are not valid UTF-8 ({e.reason} at byte {e.start}): "
-                                               f"the broker reads replacement characters there"))
+            add(
+                (
+                    "properties",
+                    "warning",
+                    pos,
+                    f"properties are not valid UTF-8 ({e.reason} at byte {e.start}): "
+                    f"the broker reads replacement characters there",
+                )
+            )
     verified = False
     if f & (K.F_PROPERTY_CRC | K.F_PROPERTY_CRC_TEXT):
         stored = crc_from_digits(head.properties[CRC32_PROPERTY])
@@ -353,15 +439,36 @@ def record_findings(add, buf, file_start: int, head: Message, f: int):
             computed = zlib.crc32(mv[pos : pos + size - S.CRC32_RESERVED_LEN]) & CRC_MASK
         verified = stored == computed
         if not verified:
-            add(("property-crc", "error", pos, f"__CRC32# property says {stored}, the record's first "
-                                               f"{size - S.CRC32_RESERVED_LEN} bytes give {computed}"))
+            add(
+                (
+                    "property-crc",
+                    "error",
+                    pos,
+                    f"__CRC32# property says {stored}, the record's first "
+                    f"{size - S.CRC32_RESERVED_LEN} bytes give {computed}",
+                )
+            )
     if f & K.F_NO_PROPERTY_CRC:
-        add(("property-crc", "error", pos, "no __CRC32# property, which forceVerifyPropCRC requires: the broker's "
-                                           "recovery rejects this record"))
+        add(
+            (
+                "property-crc",
+                "error",
+                pos,
+                "no __CRC32# property, which forceVerifyPropCRC requires: the broker's recovery rejects this record",
+            )
+        )
     if f & K.F_BODY_CRC and not verified:
         got = zlib.crc32(head.body) & CRC_MASK
-        add(("body-crc", "error", pos, f"body CRC {head.bodyCRC} stored, {got} computed over the "
-                                       f"{head.bodyLength}-byte body: the body changed after it was written"))
+        add(
+            (
+                "body-crc",
+                "error",
+                pos,
+                f"body CRC {head.bodyCRC} stored, {got} computed over the "
+                f"{head.bodyLength}-byte body: the body changed after it was written",
+            )
+        )
+
 
 def compressed_findings(add, m: Message, config: BrokerConfig):
     """A compressed body a consumer cannot decompress, or that inflates past the decompression limit
@@ -370,9 +477,23 @@ def compressed_findings(add, m: Message, config: BrokerConfig):
     try:
         m.decompressed_body(limit)
     except DecompressionLimitError as e:
-        add(("decompressed-size", "warning", m.position, f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}"))
+        add(
+            (
+                "decompressed-size",
+                "warning",
+                m.position,
+                f"the compressed body {e}: maxMessageSize x {DECOMPRESSION_FACTOR}",
+            )
+        )
     except ValueError as e:  # the consumer's decode fails too
-        add(("compressed-body", "error", m.position, f"the {m.bodyLength}-byte compressed body does not decompress: {e}"))
+        add(
+            (
+                "compressed-body",
+                "error",
+                m.position,
+                f"the {m.bodyLength}-byte compressed body does not decompress: {e}",
+            )
+        )
 
 
 def topic_findings(add, buf, topics: np.ndarray, names: list[str]):
@@ -382,11 +503,18 @@ def topic_findings(add, buf, topics: np.ndarray, names: list[str]):
         if not topics[T_WELL_FORMED, k]:
             at = int(topics[T_AT, k])
             raw = bytes(buf[at : at + int(topics[T_LEN, k])])
-            add(("topic-invalid", "warning", pos,
-                 f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}"))
+            add(
+                ("topic-invalid", "warning", pos, f"topic bytes {raw!r} are not valid UTF-8: the broker reads {name!r}")
+            )
         if name and not valid_topic_dir_name(name):
-            add(("topic-invalid", "error", pos, f"topic {name!r} cannot be a consumequeue directory "
-                                                f"name ({int(topics[T_COUNT, k])} record(s))"))
+            add(
+                (
+                    "topic-invalid",
+                    "error",
+                    pos,
+                    f"topic {name!r} cannot be a consumequeue directory name ({int(topics[T_COUNT, k])} record(s))",
+                )
+            )
 
 
 def _int_or(text, default: int) -> int:

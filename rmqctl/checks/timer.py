@@ -1,5 +1,6 @@
 """verify's timer checks: the timerlog files, every pending unit against the commitlog record it names, the
 wheel's slot chains and timercheck, a window of records at a time (see views/timer.py for the layout)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,9 @@ class TimerCheck:
         if self.timer.present and len(self.offsets):
             mine = w.holds(self.offsets)
             if mine.any():
-                _check_units(found, self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine],
-                             self.read_ms)
+                _check_units(
+                    found, self.ctx, w.rec, self.timer, self.units.pos[mine], self.units.units[mine], self.read_ms
+                )
         return found
 
     def finish(self) -> Findings:
@@ -62,16 +64,37 @@ def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
 def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
     wheel = timer.wheel
     if wheel is None:
-        found.add(TIMER, "timer-file", "warning", timer.wheel_path, None, None,
-                  "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
-                  "messages are never delivered")
+        found.add(
+            TIMER,
+            "timer-file",
+            "warning",
+            timer.wheel_path,
+            None,
+            None,
+            "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
+            "messages are never delivered",
+        )
     elif wheel.length not in (0, S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE):
-        found.add(TIMER, "timer-file", "error", timer.wheel_path, None, None,
-                  f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
-                  f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)")
+        found.add(
+            TIMER,
+            "timer-file",
+            "error",
+            timer.wheel_path,
+            None,
+            None,
+            f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
+            f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)",
+        )
     if check is not None and check["fileSize"] != S.TIMERCHECK_FILE_SIZE:
-        found.add(TIMER, "timer-file", "warning", timer.timercheck_path, None, None,
-                  f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}")
+        found.add(
+            TIMER,
+            "timer-file",
+            "warning",
+            timer.timercheck_path,
+            None,
+            None,
+            f"timercheck is {check['fileSize']} bytes; the broker maps {S.TIMERCHECK_FILE_SIZE}",
+        )
     log = timer.timerlog
     if log is None:
         return
@@ -83,16 +106,37 @@ def _check_timerlog_files(found: Findings, log):
     """The timerlog's file names, sizes and contiguity (its MappedFileQueue's load)."""
     size = log.file_size
     for p in log.queue.strays:
-        found.add(TIMER, "timer-file", "error", p, None, None,
-                  "not a 20-digit offset name: the broker's timerlog load fails on it")
+        found.add(
+            TIMER,
+            "timer-file",
+            "error",
+            p,
+            None,
+            None,
+            "not a 20-digit offset name: the broker's timerlog load fails on it",
+        )
     for f in log.files:
         if f.length != size:
-            found.add(TIMER, "timer-file", "error", f.path, None, None,
-                      f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it")
+            found.add(
+                TIMER,
+                "timer-file",
+                "error",
+                f.path,
+                None,
+                None,
+                f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it",
+            )
     for a, b in zip(log.files, log.files[1:]):
         if b.start != a.start + size:
-            found.add(TIMER, "timer-file", "error", b.path, None, None,
-                      f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
+            found.add(
+                TIMER,
+                "timer-file",
+                "error",
+                b.path,
+                None,
+                None,
+                f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})",
+            )
 
 
 def _check_timerlog_units(found: Findings, log, check: dict | None):
@@ -105,16 +149,27 @@ def _check_timerlog_units(found: Findings, log, check: dict | None):
         checked = w.file.start + size > begin
         later = sum(len(x.units) for x in log.walk[log.walk.index(w) + 1 :])
         what = "zero bytes" if w.stop_zero else "bytes that are not a timerlog unit (size 52, magic 0..15)"
-        note = (f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {later} later "
-                f"unit(s) and their timer messages" if checked else
-                f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
-                f"{later} unit(s) after it are still read through their slots' chains")
-        found.add(TIMER, "timerlog-unit", "error", w.file.path, w.stop, None,
-                  f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}")
+        note = (
+            f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {later} later "
+            f"unit(s) and their timer messages"
+            if checked
+            else f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
+            f"{later} unit(s) after it are still read through their slots' chains"
+        )
+        found.add(
+            TIMER,
+            "timerlog-unit",
+            "error",
+            w.file.path,
+            w.stop,
+            None,
+            f"{what} at timerlog offset {at}, before the end of the data and with no BLANK; {note}",
+        )
 
 
-def _check_units(found: Findings, ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray,
-                 read_ms: int):
+def _check_units(
+    found: Findings, ctx: Context, rec: Records, timer: TimerFiles, pos: np.ndarray, units: np.ndarray, read_ms: int
+):
     """Each unit's commitlog reference against the record table: a record starts there, of sizePy bytes,
     in the timer topic; and whether the broker's recovery cut would take it."""
     if not len(pos):
@@ -126,15 +181,21 @@ def _check_units(found: Findings, ctx: Context, rec: Records, timer: TimerFiles,
     timer_topic = rec.topics.index(S.TIMER_TOPIC) if S.TIMER_TOPIC in rec.topics else -2
     hit = idx >= 0  # a record starts at the unit's offsetPy
     safe = np.where(hit, idx, 0)
-    wrong = ~hit | (rec.size[safe] != size if len(rec.off) else True) | (
-        rec.topic[safe] != timer_topic if len(rec.off) else True)
+    wrong = (
+        ~hit
+        | (rec.size[safe] != size if len(rec.off) else True)
+        | (rec.topic[safe] != timer_topic if len(rec.off) else True)
+    )
     cut = ctx.recovery_cut
     doomed = hit & (off >= cut) if cut is not None else np.zeros(len(off), bool)
     for i in np.flatnonzero((wrong | doomed) & ctx.in_range(off)).tolist():
         o, p, pending = int(off[i]), int(pos[i]), bool(due[i] >= read_ms)
         file, at = _rel(timer, p)
-        state = ("pending: the broker's dequeue reads it at " + _iso(int(due[i])) if pending else
-                 "its slot is done (before lastReadTimeMs): the broker never reads it again")
+        state = (
+            "pending: the broker's dequeue reads it at " + _iso(int(due[i]))
+            if pending
+            else "its slot is done (before lastReadTimeMs): the broker never reads it again"
+        )
         if not hit[i]:
             if o < ctx.min_offset:
                 if not pending:
@@ -145,14 +206,19 @@ def _check_units(found: Findings, ctx: Context, rec: Records, timer: TimerFiles,
             else:
                 cause = ctx.damage.cause(o)
                 j = rec.containing(o)
-                what = ("not the start of a record" + (f" (inside the record at {int(rec.off[j])})" if j >= 0 else "")
-                        + (f"; a direct consequence of {cause}" if cause else ""))
+                what = (
+                    "not the start of a record"
+                    + (f" (inside the record at {int(rec.off[j])})" if j >= 0 else "")
+                    + (f"; a direct consequence of {cause}" if cause else "")
+                )
             detail = f"unit's offsetPy {o} (sizePy {int(size[i])}) is {what}; {state}"
             if pending:
                 detail += ", finds no record and drops the timer message"
         elif doomed[i] and not wrong[i]:
-            detail = (f"unit points at the record at {o}, which the broker's recovery cuts off (it truncates the "
-                      f"commitlog at {cut}); then the unit points past the end; {state}")
+            detail = (
+                f"unit points at the record at {o}, which the broker's recovery cuts off (it truncates the "
+                f"commitlog at {cut}); then the unit points past the end; {state}"
+            )
         else:
             k = int(idx[i])
             problems = []
@@ -181,17 +247,32 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
         severity = "error" if pending else "info"
         when = f"slot {i} ({_iso(time_ms)})" + ("" if pending else ", already done")
         if int(slot_index(time_ms, precision)) != i:
-            found.add(TIMER, "timer-chain", severity, wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                      f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
-                      f"finds it")
+            found.add(
+                TIMER,
+                "timer-chain",
+                severity,
+                wheel_path,
+                i * S.WHEEL_SLOT_SIZE,
+                None,
+                f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
+                f"finds it",
+            )
             continue
         positions, problem = chain(timer, int(s["lastPos"]), units)
         if problem:
             # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
             file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
-            found.add(TIMER, "timer-chain", severity, file, at, None,
-                      f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
-                      if pending else f"{when}: {problem}")
+            found.add(
+                TIMER,
+                "timer-chain",
+                severity,
+                file,
+                at,
+                None,
+                f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
+                if pending
+                else f"{when}: {problem}",
+            )
             continue
         _check_chain(found, timer, units, i, positions, when, pending)
 
@@ -202,21 +283,45 @@ def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, posit
     precision, wheel_path, s = timer.precision, "timerwheel", timer.wheel.slots[i]
     severity = "error" if pending else "info"
     chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
-    foreign = [p for p, u in zip(positions, chain_units)
-               if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])]
+    foreign = [
+        p
+        for p, u in zip(positions, chain_units)
+        if (int(u["currWriteTimeMs"]) + int(u["delayedTimeOffsetMs"])) // precision != int(s["timeDivPrecision"])
+    ]
     if foreign:
         file, at = _rel(timer, foreign[0])
-        found.add(TIMER, "timer-chain", severity, file, at, None,
-                  f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
-                  + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""))
+        found.add(
+            TIMER,
+            "timer-chain",
+            severity,
+            file,
+            at,
+            None,
+            f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
+            + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""),
+        )
     if positions and positions[-1] != int(s["firstPos"]):
-        found.add(TIMER, "timer-chain", "warning" if pending else "info", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                  f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}")
+        found.add(
+            TIMER,
+            "timer-chain",
+            "warning" if pending else "info",
+            wheel_path,
+            i * S.WHEEL_SLOT_SIZE,
+            None,
+            f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}",
+        )
     count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
     if pending and count != int(s["num"]):
-        found.add(TIMER, "timer-slot-count", "warning", wheel_path, i * S.WHEEL_SLOT_SIZE, None,
-                  f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
-                  f"timer metrics and congestion counts are off by {int(s['num']) - count}")
+        found.add(
+            TIMER,
+            "timer-slot-count",
+            "warning",
+            wheel_path,
+            i * S.WHEEL_SLOT_SIZE,
+            None,
+            f"{when}: num is {int(s['num'])} but its chain holds {count} (DELETE units count -1): the broker's "
+            f"timer metrics and congestion counts are off by {int(s['num']) - count}",
+        )
 
 
 def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: dict):
@@ -225,17 +330,31 @@ def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: d
     end = timer.timerlog.data_end if timer.timerlog is not None else 0
     flushed = check["lastTimerLogFlushPos"]
     if flushed > end:
-        found.add(TIMER, "timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), None,
-                  f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
-                  f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
-                  f"enqueued)")
+        found.add(
+            TIMER,
+            "timercheck-ahead",
+            "error",
+            path,
+            field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"),
+            None,
+            f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
+            f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
+            f"enqueued)",
+        )
     queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]
     if queue_max is not None and enqueued > queue_max:
-        found.add(TIMER, "timercheck-ahead", "error", path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), None,
-                  f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
-                  f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
-                  f"{queue_max})")
+        found.add(
+            TIMER,
+            "timercheck-ahead",
+            "error",
+            path,
+            field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"),
+            None,
+            f"lastTimerQueueOffset {enqueued} is past the end of consumequeue {S.TIMER_TOPIC}/0 at {queue_max}: "
+            f"the checkpoint counts timer messages the store no longer holds (the broker's recovery lowers it to "
+            f"{queue_max})",
+        )
 
 
 # ---- after a commitlog cut or cleanup ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ loses or hides data; `info`: facts an operator needs, such as where a crashed br
 where it is, and a detail that says what follows from it. Findings that are consequences of another say so
 in their detail.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,10 +77,18 @@ class VerifyResult:
         return judge(self.findings, self.truncated).exit_code
 
 
-def verify(store: Store, only: str | None = None, start: int | None = None, end: int | None = None,
-           deep: bool = False, jobs: int | None = None, max_findings: int | None = None,
-           progress: Callable[[int, int], None] | None = None, memory: int = DEFAULT_MEMORY,
-           window: int | None = None) -> VerifyResult:
+def verify(
+    store: Store,
+    only: str | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    deep: bool = False,
+    jobs: int | None = None,
+    max_findings: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    memory: int = DEFAULT_MEMORY,
+    window: int | None = None,
+) -> VerifyResult:
     """Check `store`; `only` limits the findings to one part (the commitlog is read in any case, since
     the others are checked against it); `start`/`end` limit the commitlog range checked (half-open);
     `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
@@ -159,15 +168,18 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
             store.parts.require_queues()
         parts.discard("consumequeue")
     # geometry that cannot be settled means verify cannot run (exit 2), not that the store is damaged
-    geometry = {"mappedFileSizeCommitLog": store.commitlog.file_size,
-                "mappedFileSizeConsumeQueue": store.consumequeue_file_size}
+    geometry = {
+        "mappedFileSizeCommitLog": store.commitlog.file_size,
+        "mappedFileSizeConsumeQueue": store.consumequeue_file_size,
+    }
     if "index" in parts:
         geometry["maxHashSlotNum"], geometry["maxIndexNum"] = store.index_geometry
     return Context(store, parts, start, end, deep, jobs, geometry)
 
 
-def complete(ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None,
-             window: int | None = None) -> VerifyResult:
+def complete(
+    ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None, window: int | None = None
+) -> VerifyResult:
     """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results), the
     record columns taken `window` records at a time (None: the whole table at once; checks/windows.py). Each
     check returns its findings; the ones about the commitlog are what the recovery notes then annotate."""
@@ -240,21 +252,34 @@ def _store_wide_checks(ctx: Context) -> Findings:
     return found
 
 
-def _result(ctx: Context, findings: list[Finding], records: int, scanned: int, began: float,
-            max_findings: int | None) -> VerifyResult:
+def _result(
+    ctx: Context, findings: list[Finding], records: int, scanned: int, began: float, max_findings: int | None
+) -> VerifyResult:
     """The run's result: its findings (cut at `max_findings`), counted in full, and what it read."""
-    counts = {"total": len(findings), "bySeverity": dict(Counter(f.severity for f in findings)),
-              "byKind": dict(Counter(f.kind for f in findings).most_common())}  # all, also past --max-findings
+    # all, also past --max-findings
+    counts = {
+        "total": len(findings),
+        "bySeverity": dict(Counter(f.severity for f in findings)),
+        "byKind": dict(Counter(f.kind for f in findings).most_common()),
+    }
     truncated = max_findings is not None and len(findings) > max_findings
     if truncated:
         findings = findings[:max_findings]
-    stats = {"seconds": round(time.monotonic() - began, 3), "bytes": scanned, "records": records,
-             "files": len(ctx.store.commitlog.files), "jobs": ctx.jobs, "geometry": ctx.geometry, "findings": counts}
+    stats = {
+        "seconds": round(time.monotonic() - began, 3),
+        "bytes": scanned,
+        "records": records,
+        "files": len(ctx.store.commitlog.files),
+        "jobs": ctx.jobs,
+        "geometry": ctx.geometry,
+        "findings": counts,
+    }
     return VerifyResult(findings, truncated, stats, ctx.store.lock_holder())
 
 
-def _windowed_checks(ctx: Context, results: list[list], window: int | None, links: list,
-                     timer: TimerCheck | None) -> Findings:
+def _windowed_checks(
+    ctx: Context, results: list[list], window: int | None, links: list, timer: TimerCheck | None
+) -> Findings:
     """The checks that need the record columns, over the windows of them (checks/windows.py)."""
     found = Findings()
     if links or timer is not None:
@@ -295,11 +320,17 @@ def with_geometry(store: Store) -> Store:
         if len(lengths) > 1:
             gaps = {b - a for starts in starts_by_queue for a, b in zip(starts, starts[1:])}
             if len(gaps) != 1:
-                raise StoreError("consumequeue files have different sizes and their names do not tell the file "
-                                 "size; pass mappedFileSizeConsumeQueue with --broker-config", store.consumequeue_dir)
+                raise StoreError(
+                    "consumequeue files have different sizes and their names do not tell the file "
+                    "size; pass mappedFileSizeConsumeQueue with --broker-config",
+                    store.consumequeue_dir,
+                )
             changes["mappedFileSizeConsumeQueue"] = gaps.pop()
-    if cfg.source is None and not cfg.enableMultiDispatch and any(
-            d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir)):
+    if (
+        cfg.source is None
+        and not cfg.enableMultiDispatch
+        and any(d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir))
+    ):
         # no broker config given, but the broker that wrote this store dispatched to LMQ queues
         changes.update(enableMultiDispatch=True, enableLmq=True)
     if not changes:
@@ -311,8 +342,11 @@ def _spacing(starts: list[int], where: Path) -> int:
     gaps = {b - a for a, b in zip(starts, starts[1:])}
     if len(gaps) == 1 and gaps.pop() > 0:
         return starts[1] - starts[0]
-    raise StoreError("commitlog files have different sizes and their names do not tell the file size; pass "
-                     "mappedFileSizeCommitLog with --broker-config", where)
+    raise StoreError(
+        "commitlog files have different sizes and their names do not tell the file size; pass "
+        "mappedFileSizeCommitLog with --broker-config",
+        where,
+    )
 
 
 def live_note(ctx: Context) -> Findings:
@@ -320,10 +354,17 @@ def live_note(ctx: Context) -> Findings:
     live, found = ctx.live, Findings()
     moved = "".join(f"; {f.name} at {pos}: {what}" for f, pos, what in live.moved)
     marker = "" if live.by_rmqctl else " and has `abort` as its running marker"
-    found.add(CHECKPOINT, "live", "info", ctx.store.lock_path, None, live.commitlog_end,
-              f"live: {live.holder} holds the store{marker}; verify judged the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
-              f"checkpoint and index headers then); records, units and index entries written since are the "
-              f"broker's work in flight, not checked{moved}")
+    found.add(
+        CHECKPOINT,
+        "live",
+        "info",
+        ctx.store.lock_path,
+        None,
+        live.commitlog_end,
+        f"live: {live.holder} holds the store{marker}; verify judged the store as it was when the run began (the commitlog up to offset {live.commitlog_end}, the "
+        f"checkpoint and index headers then); records, units and index entries written since are the "
+        f"broker's work in flight, not checked{moved}",
+    )
     return found
 
 
@@ -333,11 +374,22 @@ def check_interrupted_write(store: Store) -> Findings:
     if left is None:
         return found
     committed = left["state"] == "committed"
-    what = (f"an interrupted `{left['command']}` ({left['steps']} step(s)) is committed but not finished"
-            if committed else f"staging left by an interrupted rmqctl run: {', '.join(left['paths'])}")
-    found.add(FILES, "interrupted-write", "error" if committed else "warning", store.root, None, None,
-              f"{what}; it {left['action']}. Do not start the broker before that."
-              if committed else f"{what}; it {left['action']}")
+    what = (
+        f"an interrupted `{left['command']}` ({left['steps']} step(s)) is committed but not finished"
+        if committed
+        else f"staging left by an interrupted rmqctl run: {', '.join(left['paths'])}"
+    )
+    found.add(
+        FILES,
+        "interrupted-write",
+        "error" if committed else "warning",
+        store.root,
+        None,
+        None,
+        f"{what}; it {left['action']}. Do not start the broker before that."
+        if committed
+        else f"{what}; it {left['action']}",
+    )
     return found
 
 
@@ -350,20 +402,38 @@ def check_checkpoint(ctx: Context, records: int, newest: int | None, plan, lost:
     has_data = bool(records)
     if cp is None:
         if has_data:
-            found.add(CHECKPOINT, "checkpoint-missing", "warning", store.checkpoint_path, None, None,
-                      "no checkpoint file: the broker starts with all its timestamps at 0")
+            found.add(
+                CHECKPOINT,
+                "checkpoint-missing",
+                "warning",
+                store.checkpoint_path,
+                None,
+                None,
+                "no checkpoint file: the broker starts with all its timestamps at 0",
+            )
         cp = {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0, "fileSize": 0}
     elif cp["fileSize"] != S.CHECKPOINT_FILE_SIZE:
-        found.add(CHECKPOINT, "checkpoint-size", "warning", store.checkpoint_path, None, None,
-                  f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}")
+        found.add(
+            CHECKPOINT,
+            "checkpoint-size",
+            "warning",
+            store.checkpoint_path,
+            None,
+            None,
+            f"checkpoint is {cp['fileSize']} bytes; the broker maps {S.CHECKPOINT_FILE_SIZE}",
+        )
     if has_data and ctx.full_range:
         tail = next((r for r in ctx.damage.ranges if r[2] == "torn-tail"), None)
-        for name, what in (("physicMsgTimestamp", "flushed"),
-                           ("logicsMsgTimestamp", "dispatched to a consumequeue"),
-                           ("indexMsgTimestamp", "indexed in a full index file")):
+        for name, what in (
+            ("physicMsgTimestamp", "flushed"),
+            ("logicsMsgTimestamp", "dispatched to a consumequeue"),
+            ("indexMsgTimestamp", "indexed in a full index file"),
+        ):
             if cp[name] > newest:
-                detail = (f"{name} {cp[name]} is later than the newest record's storeTimestamp {newest}: the "
-                          f"checkpoint says messages were {what} that the commitlog no longer holds")
+                detail = (
+                    f"{name} {cp[name]} is later than the newest record's storeTimestamp {newest}: the "
+                    f"checkpoint says messages were {what} that the commitlog no longer holds"
+                )
                 if tail:
                     detail += f"; a direct consequence of the torn-tail at {tail[3]}"
                 found.add(CHECKPOINT, "checkpoint-ahead", "error", store.checkpoint_path, None, None, detail)
@@ -392,8 +462,10 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
     if abort:
         first = ctx.abnormal_start
         safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
-        why = (f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
-               f"min(physic, logics) - 3s{safe}")
+        why = (
+            f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
+            f"min(physic, logics) - 3s{safe}"
+        )
         mode = "abnormal recovery"
     elif not ctx.store.parts.queues_read:
         first = 0
@@ -401,10 +473,14 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
         mode = "normal recovery"
     else:
         first = normal_recovery_start(ctx.store, lambda: verify_cq.consumequeue_max_phy(ctx))
-        why = ("the third file from the last (4.9 normal recovery)" if not ctx.is5 else
-               "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
-               if ctx.store.message_rocksdb is None else "the newest file starting at or before where dispatch "
-               "resumes, the least of the consumequeues' end and the RocksDB stores' lastOffsetPy (5.x normal recovery)")
+        why = (
+            "the third file from the last (4.9 normal recovery)"
+            if not ctx.is5
+            else "the newest file starting at or before the consumequeues' end (5.x normal recovery)"
+            if ctx.store.message_rocksdb is None
+            else "the newest file starting at or before where dispatch "
+            "resumes, the least of the consumequeues' end and the RocksDB stores' lastOffsetPy (5.x normal recovery)"
+        )
         mode = "normal recovery"
     begin = files[first].start
     seen = [f for f in damage if recovery_fails_on(f.kind, ctx.config, ctx.store.version, abort)]
@@ -421,26 +497,33 @@ def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_
     first, why, mode, abort, seen, cut = plan
     begin = files[first].start
     if cut is not None:
-        cut_note = (f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
-                    f"truncates the commitlog at {cut.commitLogOffset}, dropping {lost} later record(s) "
-                    f"({lost_bytes} bytes) and the consumequeue entries past it")
+        cut_note = (
+            f"the broker's {mode} re-checks records from {files[first].name} and stops at this one: it "
+            f"truncates the commitlog at {cut.commitLogOffset}, dropping {lost} later record(s) "
+            f"({lost_bytes} bytes) and the consumequeue entries past it"
+        )
         cut.detail += f"; {cut_note}"
     for f in seen:
         if f is cut:
             continue
         if f.commitLogOffset < begin:
-            f.detail += (f"; the broker's {mode} starts at {files[first].name} and does not re-check this file: it "
-                         f"keeps serving this record as it is")
+            f.detail += (
+                f"; the broker's {mode} starts at {files[first].name} and does not re-check this file: it "
+                f"keeps serving this record as it is"
+            )
         elif cut is not None and f.commitLogOffset > cut.commitLogOffset:
             f.detail += f"; the {mode} cuts it off with everything after {cut.commitLogOffset}"
     if abort:
-        outcome = (f"it stops at the {cut.kind} at {cut.commitLogOffset}" if cut is not None else
-                   "it finds nothing to cut")
+        outcome = (
+            f"it stops at the {cut.kind} at {cut.commitLogOffset}" if cut is not None else "it finds nothing to cut"
+        )
         before = sorted({f.commitLogOffset for f in seen if f.commitLogOffset < begin})
-        detail = (f"abort file present: the last exit was not clean. Abnormal recovery starts at "
-                  f"{files[first].name} ({why}), re-checks every record from {begin} on with "
-                  f"checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, and truncates at the first failure: "
-                  f"{outcome}.")
+        detail = (
+            f"abort file present: the last exit was not clean. Abnormal recovery starts at "
+            f"{files[first].name} ({why}), re-checks every record from {begin} on with "
+            f"checkCRCOnRecover={str(cfg.checkCRCOnRecover).lower()}, and truncates at the first failure: "
+            f"{outcome}."
+        )
         if before:
             detail += f" Damage before {begin} is not re-checked: {', '.join(map(str, before[:5]))}."
         found.add(CHECKPOINT, "abnormal-recovery", "info", ctx.store.abort_path, None, begin, detail)

@@ -9,6 +9,7 @@ the window lies inside it. So a consumequeue unit or an index entry pointing at 
 the one window whose range holds o, exactly as against the whole table; `window_records=None` is the whole
 table in one window. The checks keep only what crosses windows: per queue or per index file.
 """
+
 from __future__ import annotations
 
 import collections
@@ -69,8 +70,13 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
             a = b
             if window.count == size:
                 # the window ends where the next record starts
-                hi = (start + int(full.pos[b]) if b < full.count else
-                      chunks[c + 1][0] + chunks[c + 1][1].start if c + 1 < len(chunks) else HIGHEST)
+                hi = (
+                    start + int(full.pos[b])
+                    if b < full.count
+                    else chunks[c + 1][0] + chunks[c + 1][1].start
+                    if c + 1 < len(chunks)
+                    else HIGHEST
+                )
                 yield Window(window.build(), lo, hi)
                 lo = hi
         del full

@@ -4,6 +4,7 @@ Ctrl-C or a crash becomes one line on stderr and an exit code (cli-contract.md) 
 Command modules in this package import `cli` (or a subgroup) from here and decorate their commands; they
 only parse options (options.py), call the library, and render what it returns (render.py).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,11 @@ class RmqGroup(click.Group):
             ctx.meta[FAILED] = True
             if os.environ.get("RMQCTL_DEBUG"):
                 raise
-            click.echo(f"rmqctl: internal error ({type(e).__name__}: {e}): a bug in rmqctl, not a finding about the "
-                       "store; please report it with the command line (RMQCTL_DEBUG=1 shows where)", err=True)
+            click.echo(
+                f"rmqctl: internal error ({type(e).__name__}: {e}): a bug in rmqctl, not a finding about the "
+                "store; please report it with the command line (RMQCTL_DEBUG=1 shows where)",
+                err=True,
+            )
             ctx.exit(EXIT_REFUSED)
 
     def group(self, *args, **kwargs):

@@ -1,4 +1,5 @@
 """`append`: one message from options, or many as JSON Lines in the `dump commitlog` shape."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -27,40 +28,83 @@ if TYPE_CHECKING:
 BATCH_MESSAGES = 8192
 BATCH_BYTES = 8 << 20
 READ_CHUNK = BATCH_BYTES
-MESSAGE_OPTIONS = ("topic", "queue_id", "tags", "keys", "properties", "body", "body_file", "flag", "sys_flag", "born_host",
-                   "store_host", "born_timestamp", "store_timestamp", "reconsume_times", "prepared_transaction_offset",
-                   "delay_level")
+MESSAGE_OPTIONS = (
+    "topic",
+    "queue_id",
+    "tags",
+    "keys",
+    "properties",
+    "body",
+    "body_file",
+    "flag",
+    "sys_flag",
+    "born_host",
+    "store_host",
+    "born_timestamp",
+    "store_timestamp",
+    "reconsume_times",
+    "prepared_transaction_offset",
+    "delay_level",
+)
 
 
 @cli.command("append")
 @store_options(writes=True)
 @wait_option
-@click.option("--jsonl", "jsonl_path", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.")
-@click.option("--parquet", "parquet_path", type=click.Path(exists=True),
-              help="Append every row of this Parquet file (or directory of them, in name order): what `spark export` "
-                   "or Store.scan().table() wrote.")
-@click.option("--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append.")
+@click.option(
+    "--jsonl",
+    "jsonl_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.",
+)
+@click.option(
+    "--parquet",
+    "parquet_path",
+    type=click.Path(exists=True),
+    help="Append every row of this Parquet file (or directory of them, in name order): what `spark export` "
+    "or Store.scan().table() wrote.",
+)
+@click.option(
+    "--keep-timestamps", is_flag=True, help="Keep each line's storeTimestamp (copies) instead of the time of append."
+)
 @click.option("--topic", help="Topic of the one message to append.")
 @click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id.")
 @click.option("--tags", help="TAGS property.")
 @click.option("--keys", help="KEYS property (space-separated keys, each indexed).")
 @click.option("--property", "properties", multiple=True, metavar="NAME=VALUE", help="A property; repeatable.")
 @click.option("--body", help="Body text (stored as UTF-8).")
-@click.option("--body-file", type=click.Path(dir_okay=False, allow_dash=True), help="Body bytes from this file ('-' = stdin).")
+@click.option(
+    "--body-file", type=click.Path(dir_okay=False, allow_dash=True), help="Body bytes from this file ('-' = stdin)."
+)
 @click.option("--flag", type=int, default=0, show_default=True, help="The producer's FLAG field.")
-@click.option("--sys-flag", default="0", show_default=True, help="SYSFLAG (e.g. 0x4 PREPARED, 0x8 COMMIT, 0xC ROLLBACK).")
+@click.option(
+    "--sys-flag", default="0", show_default=True, help="SYSFLAG (e.g. 0x4 PREPARED, 0x8 COMMIT, 0xC ROLLBACK)."
+)
 @click.option("--born-host", help="Producer address ip:port ([v6]:port); default: the store host.")
-@click.option("--store-host", help="Broker address ip:port; default brokerIP1:listenPort, else the store's last record's.")
+@click.option(
+    "--store-host", help="Broker address ip:port; default brokerIP1:listenPort, else the store's last record's."
+)
 @click.option("--born-timestamp", type=int, help="Producer time (epoch ms); default now.")
 @click.option("--store-timestamp", type=int, help="Store time (epoch ms); default now, the time of append.")
 @click.option("--reconsume-times", type=int, default=0, show_default=True, help="RECONSUMETIMES field.")
-@click.option("--prepared-transaction-offset", type=int, default=0, show_default=True,
-              help="Commitlog offset of the half message a COMMIT/ROLLBACK record ends.")
-@click.option("--delay-level", type=int, help="Apply the store's delay rewrite: SCHEDULE_TOPIC_XXXX, queue level-1, REAL_TOPIC/REAL_QID.")
+@click.option(
+    "--prepared-transaction-offset",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Commitlog offset of the half message a COMMIT/ROLLBACK record ends.",
+)
+@click.option(
+    "--delay-level",
+    type=int,
+    help="Apply the store's delay rewrite: SCHEDULE_TOPIC_XXXX, queue level-1, REAL_TOPIC/REAL_QID.",
+)
 @click.option("--dry-run", is_flag=True, help="Print where each message would go; write nothing.")
-@click.option("--create", is_flag=True,
-              help="Make --store a new store if it is not one yet (needed unless it is an existing empty directory).")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Make --store a new store if it is not one yet (needed unless it is an existing empty directory).",
+)
 def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **opts):
     """Append messages exactly as the broker's CommitLog would, then dispatch them to the consumequeue and
     index and update the checkpoint. Takes the broker's lock; a line is printed per message
@@ -92,8 +136,7 @@ def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **op
     if not dry_run:
         prepare_kernels(*APPEND_KERNELS, what="encoder")
     # --rocketmq-version is the config's rocketmqVersion; without it, the store's records, else 4's style
-    appender = Appender(ctx.store_dir, ctx.config, dry_run=dry_run,
-                        keep_index_time=keep_timestamps, create=create)
+    appender = Appender(ctx.store_dir, ctx.config, dry_run=dry_run, keep_index_time=keep_timestamps, create=create)
     out = sys.stdout
     appender.open()
     try:
@@ -131,11 +174,21 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
         body = sys.stdin.buffer.read() if opts["body_file"] == "-" else Path(opts["body_file"]).read_bytes()
     else:
         body = (opts["body"] or "").encode("utf-8")
-    msg = NewMessage(topic=opts["topic"], body=body, queue_id=opts["queue_id"], flag=opts["flag"],
-                     sys_flag=parse_int(opts["sys_flag"], "--sys-flag"), born_timestamp=opts["born_timestamp"],
-                     born_host=opts["born_host"], store_host=opts["store_host"], store_timestamp=opts["store_timestamp"],
-                     reconsume_times=opts["reconsume_times"], prepared_transaction_offset=opts["prepared_transaction_offset"],
-                     properties=properties, broker_order=True)
+    msg = NewMessage(
+        topic=opts["topic"],
+        body=body,
+        queue_id=opts["queue_id"],
+        flag=opts["flag"],
+        sys_flag=parse_int(opts["sys_flag"], "--sys-flag"),
+        born_timestamp=opts["born_timestamp"],
+        born_host=opts["born_host"],
+        store_host=opts["store_host"],
+        store_timestamp=opts["store_timestamp"],
+        reconsume_times=opts["reconsume_times"],
+        prepared_transaction_offset=opts["prepared_transaction_offset"],
+        properties=properties,
+        broker_order=True,
+    )
     if opts["delay_level"] is not None:
         validate_producer_topic(msg.topic)  # the broker checks the topic the producer sent, before the rewrite
         msg = apply_delay_level(msg, opts["delay_level"], appender.config)
@@ -176,13 +229,19 @@ def message_from_json(obj, keep_timestamps: bool = False) -> NewMessage:
     if props is not None and not isinstance(props, dict):
         raise UsageError("properties must be a JSON object of strings")
     return NewMessage(
-        topic=topic, body=body, queue_id=_field(obj, "queueId", int, 0), flag=_field(obj, "flag", int, 0),
-        sys_flag=_field(obj, "sysFlag", int, 0), born_timestamp=_field(obj, "bornTimestamp", int),
-        born_host=_field(obj, "bornHost", str), store_host=_field(obj, "storeHost", str),
+        topic=topic,
+        body=body,
+        queue_id=_field(obj, "queueId", int, 0),
+        flag=_field(obj, "flag", int, 0),
+        sys_flag=_field(obj, "sysFlag", int, 0),
+        born_timestamp=_field(obj, "bornTimestamp", int),
+        born_host=_field(obj, "bornHost", str),
+        store_host=_field(obj, "storeHost", str),
         store_timestamp=_field(obj, "storeTimestamp", int) if keep_timestamps else None,
         reconsume_times=_field(obj, "reconsumeTimes", int, 0),
         prepared_transaction_offset=_field(obj, "preparedTransactionOffset", int, 0),
-        properties=list(props.items()) if props else [], properties_string=props_string,
+        properties=list(props.items()) if props else [],
+        properties_string=props_string,
     )
 
 
@@ -202,8 +261,10 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     try:
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-parse") as parser:
             for buf, lo, hi, paused in _blocks(stream):
-                parsed = buf, parser.submit(parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES,
-                                            keep_timestamps)
+                parsed = (
+                    buf,
+                    parser.submit(parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES, keep_timestamps),
+                )
                 if pending is not None:
                     lineno = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
                 pending = parsed
@@ -217,8 +278,7 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
             stream.close()
 
 
-def _append_parsed(appender: Appender, buf: bytes, parsed, lineno: int, keep_timestamps: bool, name: str,
-                   out) -> int:
+def _append_parsed(appender: Appender, buf: bytes, parsed, lineno: int, keep_timestamps: bool, name: str, out) -> int:
     """Append a block's parsed batches (append_batch.parsed_batches, a future), committing each; the number of
     the last line read."""
     from ..maintenance.append_batch import stage_columns  # kernels: only when appending
@@ -226,10 +286,10 @@ def _append_parsed(appender: Appender, buf: bytes, parsed, lineno: int, keep_tim
     for steps in parsed.result():
         for step in steps:
             if step.columns is not None and not stage_columns(appender, step.columns):
-                _append_one_by_one(appender, buf[step.lo:step.end], lineno, keep_timestamps, name, out)
+                _append_one_by_one(appender, buf[step.lo : step.end], lineno, keep_timestamps, name, out)
             lineno += step.lines
             if step.left > step.end:  # a line for the per-line path
-                _append_one_by_one(appender, buf[step.end:step.left], lineno, keep_timestamps, name, out)
+                _append_one_by_one(appender, buf[step.end : step.left], lineno, keep_timestamps, name, out)
                 lineno += 1
         _emit(out, appender)
     return lineno
@@ -258,8 +318,21 @@ def _json_object(line: bytes):
 
 
 # the columns a row is read from (a scan's or an export's)
-ROW_COLUMNS = ("topic", "queueId", "flag", "sysFlag", "bornTimestamp", "bornHost", "storeHost",
-               "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "body", "propertiesBytes", "properties")
+ROW_COLUMNS = (
+    "topic",
+    "queueId",
+    "flag",
+    "sysFlag",
+    "bornTimestamp",
+    "bornHost",
+    "storeHost",
+    "storeTimestamp",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "body",
+    "propertiesBytes",
+    "properties",
+)
 
 
 def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
@@ -348,10 +421,17 @@ def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:
         return default if value is None else value
 
     return NewMessage(
-        topic=topic, body=obj.get("body") or b"", queue_id=number("queueId", 0), flag=number("flag", 0),
-        sys_flag=number("sysFlag", 0), born_timestamp=obj.get("bornTimestamp"), born_host=obj.get("bornHost"),
-        store_host=obj.get("storeHost"), store_timestamp=obj.get("storeTimestamp") if keep_timestamps else None,
-        reconsume_times=number("reconsumeTimes", 0), prepared_transaction_offset=number("preparedTransactionOffset", 0),
+        topic=topic,
+        body=obj.get("body") or b"",
+        queue_id=number("queueId", 0),
+        flag=number("flag", 0),
+        sys_flag=number("sysFlag", 0),
+        born_timestamp=obj.get("bornTimestamp"),
+        born_host=obj.get("bornHost"),
+        store_host=obj.get("storeHost"),
+        store_timestamp=obj.get("storeTimestamp") if keep_timestamps else None,
+        reconsume_times=number("reconsumeTimes", 0),
+        prepared_transaction_offset=number("preparedTransactionOffset", 0),
         properties=list(props) if raw is None and props else [],
         properties_string=decode_utf8(raw) if raw is not None else None,
     )

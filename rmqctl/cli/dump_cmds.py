@@ -1,4 +1,5 @@
 """`dump commitlog|consumequeue|batchconsumequeue|compaction|index|rocksdbstore|checkpoint` and `locate`."""
+
 from __future__ import annotations
 
 import click
@@ -20,28 +21,73 @@ from .render import echo_err, prepare_kernels, render, write_blocks
 @click.option("--to", "end", type=OFFSET, help="Last physical offset (exclusive; decimal or 0x hex).")
 @click.option("--topic", help="Only messages of this topic.")
 @click.option("--queue-id", type=int, help="Only messages of this queue id.")
-@click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time without a "
-                                         "zone, or epoch ms); found by scanning, the commitlog is not in time order.")
+@click.option(
+    "--since",
+    type=TIME,
+    help="Only messages stored at or after TIME (ISO 8601, local time without a "
+    "zone, or epoch ms); found by scanning, the commitlog is not in time order.",
+)
 @click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")
 @click.option("--tag", help="Only messages whose TAGS property is this.")
 @click.option("--key", help="Only messages with this word among their KEYS.")
-@click.option("--property", "properties", multiple=True, metavar="NAME=VALUE",
-              help="Only messages whose property NAME is VALUE; repeatable (all must match).")
+@click.option(
+    "--property",
+    "properties",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only messages whose property NAME is VALUE; repeatable (all must match).",
+)
 @click.option("--msgid", "msg_id", help="Only the message with this offset msgId or UNIQ_KEY.")
-@click.option("--sys-flag", "sys_flags", multiple=True, metavar="transaction=STATE",
-              help="Only messages in this transaction state: transaction=not|prepared|commit|rollback.")
+@click.option(
+    "--sys-flag",
+    "sys_flags",
+    multiple=True,
+    metavar="transaction=STATE",
+    help="Only messages in this transaction state: transaction=not|prepared|commit|rollback.",
+)
 @click.option("--limit", type=int, help="Stop after N messages.")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
-              help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
+@click.option(
+    "--body",
+    type=click.Choice(["utf8", "base64", "hex", "none"]),
+    default="utf8",
+    show_default=True,
+    help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).",
+)
 @click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
-@click.option("--max-decompressed-size", type=click.IntRange(min=0), metavar="BYTES",
-              help=f"With --decompress: a body inflating past this is not decompressed (bodyDecompressedEncoding "
-                   f"over-limit). Default maxMessageSize x {DECOMPRESSION_FACTOR}.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1),
-              help="Threads writing lines while the walk decodes (default: all cores); the order is the same.")
-def dump_commitlog(ctx, start, end, topic, queue_id, since, until, tag, key, properties, msg_id, sys_flags, limit, body,
-                   raw_properties, decompress, max_decompressed_size, jobs):
+@click.option(
+    "--max-decompressed-size",
+    type=click.IntRange(min=0),
+    metavar="BYTES",
+    help=f"With --decompress: a body inflating past this is not decompressed (bodyDecompressedEncoding "
+    f"over-limit). Default maxMessageSize x {DECOMPRESSION_FACTOR}.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Threads writing lines while the walk decodes (default: all cores); the order is the same.",
+)
+def dump_commitlog(
+    ctx,
+    start,
+    end,
+    topic,
+    queue_id,
+    since,
+    until,
+    tag,
+    key,
+    properties,
+    msg_id,
+    sys_flags,
+    limit,
+    body,
+    raw_properties,
+    decompress,
+    max_decompressed_size,
+    jobs,
+):
     """Decode every message record of the commitlog, in offset order.
 
     \b
@@ -161,8 +207,13 @@ def dump_index(ctx, file, headers_only):
 
 @dump.command("rocksdbstore")
 @store_options
-@click.option("--kind", "kinds", type=click.Choice(KINDS), multiple=True,
-              help="Only these kinds (repeatable): index, timer, trans. Default: all three.")
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(KINDS),
+    multiple=True,
+    help="Only these kinds (repeatable): index, timer, trans. Default: all three.",
+)
 def dump_rocksdbstore(ctx, kinds):
     """The 5.4 RocksDB message store (rocksdbstore/, or the split layout's RocksDBIndexStore/ and
     RocksDBTransStore/: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable), one line per key: index records (hour, topic, type K/T/U, key, uniqKey, offsetPy, storeTime), timer records
@@ -183,8 +234,10 @@ def dump_rocksdbstore(ctx, kinds):
 
     render(rows(), ctx.format)
     if bad:
-        echo_err(f"rmqctl: {len(bad)} key(s) of the RocksDB message store are not of their kind's layout (first: "
-                 f"{bad[0]['kind']} key {bad[0]['keyHex']}: {bad[0]['problem']})")
+        echo_err(
+            f"rmqctl: {len(bad)} key(s) of the RocksDB message store are not of their kind's layout (first: "
+            f"{bad[0]['kind']} key {bad[0]['keyHex']}: {bad[0]['problem']})"
+        )
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
@@ -204,7 +257,9 @@ def dump_checkpoint(ctx):
 @click.argument("offset")
 @click.option("--topic", help="Locate a consumequeue offset of this topic instead of a commitlog offset.")
 @click.option("--queue-id", type=int, default=0, show_default=True, help="Queue id, with --topic.")
-@click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
+@click.option(
+    "--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name."
+)
 def locate(ctx, offset, topic, queue_id, hex_view):
     """Find the file and position of a commitlog OFFSET (decimal or 0x hex; or a queue offset with --topic: of a
     BatchCQ topic, the unit whose batch covers it). Exit 1 when the offset lies outside the data (before the

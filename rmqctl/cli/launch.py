@@ -7,6 +7,7 @@ collection, yet the collector walked them again at every threshold, at start-up 
 frozen (later collections skip them): the CLI's modules here, numba when the first kernel loads it
 (engine.when_loaded); the collector runs as usual for the command itself. A library user's process is
 left alone, its allocator too."""
+
 from __future__ import annotations
 
 import gc
@@ -25,6 +26,7 @@ def main():
     one_heap()
     gc.disable()
     from .main import main as run  # (start-up: loaded with the collector paused)
+
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     gc.freeze()
     gc.enable()

@@ -1,4 +1,5 @@
 """`msgid decode|lookup` and `query key`."""
+
 from __future__ import annotations
 
 import sys
@@ -18,8 +19,12 @@ from .render import echo_err, render
 @msgid.command("decode")
 @store_options
 @click.argument("ids", nargs=-1, required=True)
-@click.option("--reference-time", type=int, metavar="MS",
-              help="'Now' for the UNIQ_KEY time guess (epoch ms); RocketMQ uses the current month.")
+@click.option(
+    "--reference-time",
+    type=int,
+    metavar="MS",
+    help="'Now' for the UNIQ_KEY time guess (epoch ms); RocketMQ uses the current month.",
+)
 def msgid_decode(ctx, ids, reference_time):
     """Decode IDS (or - for stdin) both as an offset msgId and as a UNIQ_KEY.
 
@@ -46,9 +51,16 @@ def msgid_decode(ctx, ids, reference_time):
 @msgid.command("lookup")
 @store_options
 @click.argument("id")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
-              help="How to render bodies (as in dump commitlog).")
-@click.option("--hex", "hex_view", is_flag=True, help="Show each record as annotated hex: every field's bytes and name.")
+@click.option(
+    "--body",
+    type=click.Choice(["utf8", "base64", "hex", "none"]),
+    default="utf8",
+    show_default=True,
+    help="How to render bodies (as in dump commitlog).",
+)
+@click.option(
+    "--hex", "hex_view", is_flag=True, help="Show each record as annotated hex: every field's bytes and name."
+)
 def msgid_lookup(ctx, id, body, hex_view):
     """The message for an offset msgId, or every message carrying ID as its UNIQ_KEY.
 
@@ -59,9 +71,12 @@ def msgid_lookup(ctx, id, body, hex_view):
     hits = msgid_ops.lookup(ctx.store, id)
     if not hits:
         gone = msgid_ops.expired_offset(ctx.store, id)
-        why = (f": as an offset msgId it names commitlog offset {gone}, below the commitlog's first file (expired: "
-               "the broker deleted it)"
-               if gone is not None else "")
+        why = (
+            f": as an offset msgId it names commitlog offset {gone}, below the commitlog's first file (expired: "
+            "the broker deleted it)"
+            if gone is not None
+            else ""
+        )
         echo_err(f"rmqctl: no message with id {id} in {ctx.store.root}{why}")
         sys.exit(EXIT_FINDINGS)
     if hex_view:
@@ -74,16 +89,37 @@ def msgid_lookup(ctx, id, body, hex_view):
 @store_options
 @click.argument("topic")
 @click.argument("key")
-@click.option("--begin", "--since", "begin", type=TIME, default=0,
-              help="Earliest store time, inclusive (ISO 8601, local time without a zone, or epoch ms); the index "
-                   "files' own time ranges and entries find it, as the broker's queryMessage does.")
+@click.option(
+    "--begin",
+    "--since",
+    "begin",
+    type=TIME,
+    default=0,
+    help="Earliest store time, inclusive (ISO 8601, local time without a zone, or epoch ms); the index "
+    "files' own time ranges and entries find it, as the broker's queryMessage does.",
+)
 @click.option("--end", "--until", "end", type=TIME, default=LONG_MAX, help="Latest store time, inclusive (as --begin).")
-@click.option("--max", "max_num", type=int, default=MAX_MSGS_NUM_BATCH, show_default=True,
-              help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
-              help="How to render bodies (as in dump commitlog).")
-@click.option("--exit-status", "-e", is_flag=True,
-              help="Exit 1 when no message matches, as `msgid lookup` does (default: 0, with a line on stderr).")
+@click.option(
+    "--max",
+    "max_num",
+    type=int,
+    default=MAX_MSGS_NUM_BATCH,
+    show_default=True,
+    help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).",
+)
+@click.option(
+    "--body",
+    type=click.Choice(["utf8", "base64", "hex", "none"]),
+    default="utf8",
+    show_default=True,
+    help="How to render bodies (as in dump commitlog).",
+)
+@click.option(
+    "--exit-status",
+    "-e",
+    is_flag=True,
+    help="Exit 1 when no message matches, as `msgid lookup` does (default: 0, with a line on stderr).",
+)
 def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     """Messages of TOPIC with KEY (a KEYS word or UNIQ_KEY), found through the index files like the broker's
     queryMessage, with hash collisions dropped.

@@ -1,5 +1,6 @@
 """`rmqctl metaq info|dump|locate|verify|repair|clean|append`: the same verbs for a MetaQ (Metamorphosis)
 data path, with the RocketMQ commands' output formats and exit codes."""
+
 from __future__ import annotations
 
 import base64
@@ -59,12 +60,23 @@ class MetaqContext:
 def metaq_options(fn: Callable) -> Callable:
     """--store, --server-config and --format, after every metaq command's name."""
 
-    @click.option("--store", "data_path", type=click.Path(file_okay=False),
-                  help="The broker's dataPath (holds the {topic}-{partition}/ directories); default: dataPath in "
-                       "--server-config, else ~/meta as MetaConfig.")
-    @click.option("--server-config", "--broker-config", "server_config", type=click.Path(dir_okay=False),
-                  help="The broker's server.ini (maxSegmentSize, deletePolicy, deleteWhen, [topic=...] sections).")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Output format: table on a terminal, jsonl otherwise.")
+    @click.option(
+        "--store",
+        "data_path",
+        type=click.Path(file_okay=False),
+        help="The broker's dataPath (holds the {topic}-{partition}/ directories); default: dataPath in "
+        "--server-config, else ~/meta as MetaConfig.",
+    )
+    @click.option(
+        "--server-config",
+        "--broker-config",
+        "server_config",
+        type=click.Path(dir_okay=False),
+        help="The broker's server.ini (maxSegmentSize, deletePolicy, deleteWhen, [topic=...] sections).",
+    )
+    @click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), help="Output format: table on a terminal, jsonl otherwise."
+    )
     @functools.wraps(fn)
     def wrapper(data_path, server_config, fmt, **kwargs):
         return fn(MetaqContext(data_path, server_config, fmt), **kwargs)
@@ -89,10 +101,18 @@ def info_cmd(ctx, topic, partition):
 
     result = inspect.info(ctx.store, topic, partition)
     if ctx.format == "table":
-        render(result["partitions"], "table", ["topic", "partition", "segments", "minOffset", "maxOffset",
-                                                "messageCount", "sizeInBytes", "odd"], title="partitions")
-        render(result["segments"], "table", ["segment", "startOffset", "endOffset", "size", "messageCount", "last"],
-               title="segments")
+        render(
+            result["partitions"],
+            "table",
+            ["topic", "partition", "segments", "minOffset", "maxOffset", "messageCount", "sizeInBytes", "odd"],
+            title="partitions",
+        )
+        render(
+            result["segments"],
+            "table",
+            ["segment", "startOffset", "endOffset", "size", "messageCount", "last"],
+            title="segments",
+        )
         for line in result["odd"]:
             echo_err(f"odd: {line}")
     elif ctx.format == "csv":
@@ -109,8 +129,13 @@ def info_cmd(ctx, topic, partition):
 @click.option("--from", "start", type=OFFSET, help="First message offset (inclusive; decimal or 0x hex).")
 @click.option("--to", "end", type=OFFSET, help="Message offset to stop at (exclusive; decimal or 0x hex).")
 @click.option("--limit", type=int, help="Stop after N messages.")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
-              help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).")
+@click.option(
+    "--body",
+    type=click.Choice(["utf8", "base64", "hex", "none"]),
+    default="utf8",
+    show_default=True,
+    help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).",
+)
 def dump_cmd(ctx, topic, partition, start, end, limit, body):
     """Every record, in partition and offset order, under Metamorphosis's field names.
 
@@ -135,7 +160,9 @@ def dump_cmd(ctx, topic, partition, start, end, limit, body):
 @click.argument("offset")
 @click.option("--topic", required=True, help="The partition's topic.")
 @click.option("--partition", type=int, required=True, help="The partition number.")
-@click.option("--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name.")
+@click.option(
+    "--hex", "hex_view", is_flag=True, help="Show the record there as annotated hex: every field's bytes and name."
+)
 def locate_cmd(ctx, offset, topic, partition, hex_view):
     """Which segment holds message OFFSET (decimal or 0x hex), at which position, and whether a record starts
     there.
@@ -170,16 +197,20 @@ def verify_cmd(ctx, topic, partition, max_findings, quiet):
     result = verify(ctx.store, topic, partition, max_findings)
     if not quiet:
         if result.lock_holder:
-            echo_err(f"rmqctl: process {result.lock_holder} has segments open (a running broker?): the last segments "
-                     "may be growing while verify reads them")
+            echo_err(
+                f"rmqctl: process {result.lock_holder} has segments open (a running broker?): the last segments "
+                "may be growing while verify reads them"
+            )
         rows = [f.to_dict() for f in result.findings]
         if rows or ctx.format in ("json", "csv"):
             render(rows, ctx.format, FINDING_COLUMNS)
         s = result.stats
         kinds = Counter(f.kind for f in result.findings)
-        echo_err(f"metaq verify: {s['partitions']} partition(s), {s['records']} records, {s['bytes']} bytes: "
-                 + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) if kinds else "sound")
-                 + (" (listing stopped at --max-findings)" if result.truncated else ""))
+        echo_err(
+            f"metaq verify: {s['partitions']} partition(s), {s['records']} records, {s['bytes']} bytes: "
+            + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) if kinds else "sound")
+            + (" (listing stopped at --max-findings)" if result.truncated else "")
+        )
     raise click.exceptions.Exit(result.exit_code)
 
 
@@ -201,8 +232,9 @@ def repair_cmd(ctx, topic, partition, dry_run, no_backup):
     """
     from ..metaq.repair import repair  # start-up time: its kernels load only for the command that runs them
 
-    result = repair(ctx.store if dry_run else ctx.writable_store(), topic, partition, dry_run=dry_run,
-                    keep_backup=not no_backup)
+    result = repair(
+        ctx.store if dry_run else ctx.writable_store(), topic, partition, dry_run=dry_run, keep_backup=not no_backup
+    )
     render([r.to_dict() for r in result.rows], ctx.format, REPAIR_COLUMNS)
     for b in result.backups:
         echo_err(f"rmqctl: replaced segments kept in {b}")
@@ -218,9 +250,14 @@ CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy"
 @select_options
 @click.option("--apply", "do_apply", is_flag=True, help="Act on the plan (default: print it and change nothing).")
 @click.option("--check", is_flag=True, help="Exit 1 when the policy would remove or archive a segment.")
-@click.option("--delete-policy", help="Override deletePolicy (delete,<age> | archive,<age>[,true]; age in h, or m/s/h suffix).")
-@click.option("--at", "at", help="Evaluate the policy at this ISO time instead of now; 'next': at the next time "
-              "each topic's deleteWhen fires.")
+@click.option(
+    "--delete-policy", help="Override deletePolicy (delete,<age> | archive,<age>[,true]; age in h, or m/s/h suffix)."
+)
+@click.option(
+    "--at",
+    "at",
+    help="Evaluate the policy at this ISO time instead of now; 'next': at the next time each topic's deleteWhen fires.",
+)
 def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     """The broker's deletePolicy as its DeleteJob applies it: every segment but the last whose mtime is older
     than the reserved time is deleted, renamed to .arc, or zipped (archive,<age>,true). A plan unless --apply.
@@ -229,7 +266,6 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     rmqctl metaq clean --store /data/meta --server-config server.ini
     rmqctl metaq clean --check --store /data/meta --server-config server.ini || echo "exit $?"
     """
-
 
     if delete_policy:
         parse_delete_policy(delete_policy)
@@ -248,12 +284,16 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     rows = (clean.apply if do_apply else clean.plan)(store, now_ms, topic, partition, delete_policy, at_next_run)
     render([r.to_dict() for r in rows], ctx.format, CLEAN_COLUMNS)
     acting = [r for r in rows if r.action != "keep"]
-    echo_err(f"metaq clean: {len(acting)} of {len(rows)} segment(s) {'were' if do_apply else 'would be'} removed or "
-             f"archived at {rows[0].evaluatedAt if rows else 'now'}")
+    echo_err(
+        f"metaq clean: {len(acting)} of {len(rows)} segment(s) {'were' if do_apply else 'would be'} removed or "
+        f"archived at {rows[0].evaluatedAt if rows else 'now'}"
+    )
     for when in sorted({ctx.config.topic(t).deleteWhen for t in {r.topic for r in rows}}):
         fire = next_fire(when, dt.datetime.now())
-        echo_err(f"metaq clean: the broker runs its delete job at deleteWhen {when!r}; next: "
-                 + (fire.isoformat(sep=" ") + " local time" if fire else "not computed (L, W or #)"))
+        echo_err(
+            f"metaq clean: the broker runs its delete job at deleteWhen {when!r}; next: "
+            + (fire.isoformat(sep=" ") + " local time" if fire else "not computed (L, W or #)")
+        )
     if check and acting:
         raise click.exceptions.Exit(1)
 
@@ -266,9 +306,13 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
 @click.option("--payload-file", type=click.File("rb"), help="Payload bytes from a file.")
 @click.option("--attribute", help="Message attribute (flag bit 0 is set; '' is the empty attribute).")
 @click.option("--id", "msg_id", type=int, help="Message id (default: a new IdWorker id for brokerId).")
-@click.option("--jsonl", "jsonl_file", type=click.File("r"),
-              help="Messages as JSON Lines in the `metaq dump` shape ('-' = stdin); rows with the same `batch` "
-                   "value are one append call.")
+@click.option(
+    "--jsonl",
+    "jsonl_file",
+    type=click.File("r"),
+    help="Messages as JSON Lines in the `metaq dump` shape ('-' = stdin); rows with the same `batch` "
+    "value are one append call.",
+)
 def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, jsonl_file):
     """Append messages as the broker writes them (one record, or a batch in one write), rolling segments at
     maxSegmentSize. Each message is acknowledged with one JSON line once durable. `metaq dump --body base64 |
@@ -291,8 +335,13 @@ def append_cmd(ctx, topic, partition, payload, payload_file, attribute, msg_id, 
         if payload is not None and payload_file is not None:
             raise UsageError("give --payload or --payload-file, not both")
         data = payload_file.read() if payload_file else (payload or "").encode("utf-8")
-        rows = [(NewMessage(topic, partition, data, None if attribute is None else attribute.encode("utf-8"), msg_id),
-                 None, None)]
+        rows = [
+            (
+                NewMessage(topic, partition, data, None if attribute is None else attribute.encode("utf-8"), msg_id),
+                None,
+                None,
+            )
+        ]
     with Appender(ctx.data_path, ctx.config) as app:
         try:
             render((a.to_dict() for a in app.append_rows(rows)), "jsonl" if ctx.format == "table" else ctx.format)
@@ -305,7 +354,6 @@ def _jsonl_messages(fh, NewMessage):
     """`metaq dump` rows (topic, partition, payload + payloadEncoding, attribute / attributeBytes, id, flag,
     segment) and an optional `batch` key -> (message, batch, segment)."""
 
-
     for n, line in enumerate(fh, 1):
         if not line.strip():
             continue
@@ -316,9 +364,14 @@ def _jsonl_messages(fh, NewMessage):
                 attr_raw = base64.b64decode(row["attributeBytes"], validate=True)
             else:
                 attr_raw = None if attr is None else attr.encode("utf-8")
-            msg = NewMessage(row["topic"], int(row["partition"]),
-                             decode_body(row.get("payload"), row.get("payloadEncoding")), attr_raw,
-                             row.get("id"), row.get("flag"))
+            msg = NewMessage(
+                row["topic"],
+                int(row["partition"]),
+                decode_body(row.get("payload"), row.get("payloadEncoding")),
+                attr_raw,
+                row.get("id"),
+                row.get("flag"),
+            )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise UsageError(f"--jsonl line {n}: not a message row ({type(e).__name__}: {e})") from None
         yield msg, row.get("batch"), row.get("segment")

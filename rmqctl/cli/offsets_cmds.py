@@ -1,5 +1,6 @@
 """What the broker's admin tool answers only while a broker runs: consumer lag, offsets by time, scheduled
 messages, the config files a crash corrupts, and where two copies of a store diverge."""
+
 from __future__ import annotations
 
 import time
@@ -16,14 +17,19 @@ from .options import parse_time_ms, store_options, wait_option
 from .render import dumps, echo_err, render
 
 QUEUE_STORES = {"default": "file consume queues", "defaultRocksDB": "RocksDB consume queue"}  # by storeType
-BOUNDARY_HELP = "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."
+BOUNDARY_HELP = (
+    "5.x BoundaryType: lower (first message at or after TIME; the default, as the one-argument call) or upper."
+)
 
 
 @cli.command("consumers")
 @store_options
-@click.option("--per-group", is_flag=True,
-              help="One row per group: its topics and queues, total lag, oldest unconsumed message, and how many "
-                   "of its offsets are not ok.")
+@click.option(
+    "--per-group",
+    is_flag=True,
+    help="One row per group: its topics and queues, total lag, oldest unconsumed message, and how many "
+    "of its offsets are not ok.",
+)
 def consumers(ctx, per_group):
     """Consumer lag offline: every group, topic and queue of config/consumerOffset.json (and
     lmqConsumerOffset.json) with the committed offset, the queue's min and max, the lag, and the store time of
@@ -40,12 +46,19 @@ def consumers(ctx, per_group):
     for n in notes:
         echo_err(f"rmqctl: {n}")
     if per_group:
-        render(offsets.group_lag(rows), ctx.format,
-               ["group", "topics", "queues", "lag", "oldestUnconsumedText", "notOk"] if ctx.format == "table" else None)
+        render(
+            offsets.group_lag(rows),
+            ctx.format,
+            ["group", "topics", "queues", "lag", "oldestUnconsumedText", "notOk"] if ctx.format == "table" else None,
+        )
     else:
-        render((r.to_dict() for r in rows), ctx.format,
-               ["group", "topic", "queueId", "offset", "minOffset", "maxOffset", "lag", "oldestUnconsumedText",
-                "status"] if ctx.format == "table" else None)
+        render(
+            (r.to_dict() for r in rows),
+            ctx.format,
+            ["group", "topic", "queueId", "offset", "minOffset", "maxOffset", "lag", "oldestUnconsumedText", "status"]
+            if ctx.format == "table"
+            else None,
+        )
     if any(r.status not in offsets.NORMAL_STATUSES for r in rows):
         ctx_exit(EXIT_FINDINGS)
 
@@ -53,7 +66,9 @@ def consumers(ctx, per_group):
 @cli.command("offset-by-time")
 @store_options
 @click.argument("args", nargs=-1, required=True, metavar="TOPIC [QUEUE_ID] TIME")
-@click.option("--boundary", type=click.Choice(offsets.BOUNDARIES), default="lower", show_default=True, help=BOUNDARY_HELP)
+@click.option(
+    "--boundary", type=click.Choice(offsets.BOUNDARIES), default="lower", show_default=True, help=BOUNDARY_HELP
+)
 def offset_by_time(ctx, args, boundary):
     """The queue offset the broker's getOffsetInQueueByTime returns for TIME (ISO 8601, local time without a
     zone, or epoch milliseconds), for one queue or, without QUEUE_ID, every queue of TOPIC: where a consumer
@@ -76,9 +91,13 @@ def offset_by_time(ctx, args, boundary):
         raise UsageError("--boundary is a 5.x option; 4.9 has one rule")
     ms = parse_time_ms(time_text, "TIME")
     rows = offsets.offset_by_time(ctx.store, topic, queue_id, ms, major, boundary)
-    render((r.to_dict() for r in rows), ctx.format,
-           ["topic", "queueId", "queueOffset", "minOffset", "maxOffset", "storeTimestampText"]
-           if ctx.format == "table" else None)
+    render(
+        (r.to_dict() for r in rows),
+        ctx.format,
+        ["topic", "queueId", "queueOffset", "minOffset", "maxOffset", "storeTimestampText"]
+        if ctx.format == "table"
+        else None,
+    )
 
 
 @cli.command("delay-offsets")
@@ -95,9 +114,23 @@ def delay_offsets(ctx, at):
     rows, notes = offsets.delay_offsets(ctx.store, now)
     for n in notes:
         echo_err(f"rmqctl: {n}")
-    render((r.to_dict() for r in rows), ctx.format,
-           ["level", "delay", "queueId", "offset", "maxOffset", "pending", "due", "nextDeliveryText",
-            "oldestPendingStoreText"] if ctx.format == "table" else None)
+    render(
+        (r.to_dict() for r in rows),
+        ctx.format,
+        [
+            "level",
+            "delay",
+            "queueId",
+            "offset",
+            "maxOffset",
+            "pending",
+            "due",
+            "nextDeliveryText",
+            "oldestPendingStoreText",
+        ]
+        if ctx.format == "table"
+        else None,
+    )
 
 
 @cli.group("config")
@@ -157,18 +190,27 @@ def diff(ctx, stores):
     elif ctx.format != "table":
         click.echo(dumps(result.to_dict()))
     else:
-        click.echo(f"commitlog: {result.relation}; compared [{result.commonFrom}, {result.commonTo})"
-                   + (f"; first difference at commitlog offset {result.firstDifference}"
-                      if result.firstDifference is not None else ""))
+        click.echo(
+            f"commitlog: {result.relation}; compared [{result.commonFrom}, {result.commonTo})"
+            + (
+                f"; first difference at commitlog offset {result.firstDifference}"
+                if result.firstDifference is not None
+                else ""
+            )
+        )
         for side, msg in (("A", result.messageA), ("B", result.messageB)):
             if msg:
-                click.echo(f"  {side}: {msg.get('kind', 'no record')} at {msg['offset']} topic={msg.get('topic')} "
-                           f"queueId={msg.get('queueId')} queueOffset={msg.get('queueOffset')} msgId={msg.get('msgId')}")
+                click.echo(
+                    f"  {side}: {msg.get('kind', 'no record')} at {msg['offset']} topic={msg.get('topic')} "
+                    f"queueId={msg.get('queueId')} queueOffset={msg.get('queueOffset')} msgId={msg.get('msgId')}"
+                )
         for n in result.notes:
             click.echo(f"  {n}")
         changed = [q.to_dict() for q in result.queues if q.relation != "identical"]
-        click.echo(f"consumequeues: {len(result.queues)} queue(s) compared unit by unit, {len(changed)} differ "
-                   f"(A: {QUEUE_STORES[result.a['queueStore']]}, B: {QUEUE_STORES[result.b['queueStore']]})")
+        click.echo(
+            f"consumequeues: {len(result.queues)} queue(s) compared unit by unit, {len(changed)} differ "
+            f"(A: {QUEUE_STORES[result.a['queueStore']]}, B: {QUEUE_STORES[result.b['queueStore']]})"
+        )
         for c in result.configs:
             click.echo(_config_diff_line(c))
         if changed:
@@ -179,12 +221,19 @@ def diff(ctx, stores):
 
 def _config_diff_line(c) -> str:
     """One config table of both sides: entry counts, and the keys that differ (the first few of each kind)."""
+
     def some(keys: list[str]) -> str:
         return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-    parts = [f"{what}: {some(keys)}" for what, keys in (("only in A", c.onlyInA), ("only in B", c.onlyInB),
-                                                          ("differ", c.differ)) if keys]
-    return (f"{c.config}: {'identical' if c.same else 'different'}; A {c.entriesA} entries ({c.sourceA}), "
-            f"B {c.entriesB} ({c.sourceB})" + "".join(f"; {p}" for p in parts))
+
+    parts = [
+        f"{what}: {some(keys)}"
+        for what, keys in (("only in A", c.onlyInA), ("only in B", c.onlyInB), ("differ", c.differ))
+        if keys
+    ]
+    return (
+        f"{c.config}: {'identical' if c.same else 'different'}; A {c.entriesA} entries ({c.sourceA}), "
+        f"B {c.entriesB} ({c.sourceB})" + "".join(f"; {p}" for p in parts)
+    )
 
 
 def ctx_exit(code: int):

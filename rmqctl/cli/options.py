@@ -1,6 +1,7 @@
 """The options every command shares and the click types of their values: --store, --broker-config, --format,
 --long and --rocketmq-version resolved into a StoreContext; --memory, --wait; times and offsets as a user writes them.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -24,8 +25,16 @@ from .render import FORMATS, LONG, echo_err, echo_moved
 class StoreContext:
     """What the shared options resolve to: the store, its config, and the chosen output format."""
 
-    def __init__(self, store_dir: str | None, broker_config: str | None, fmt: str | None, explicit_store: bool,
-                 writes: bool = False, long: bool = False, rocketmq_version: str | None = None):
+    def __init__(
+        self,
+        store_dir: str | None,
+        broker_config: str | None,
+        fmt: str | None,
+        explicit_store: bool,
+        writes: bool = False,
+        long: bool = False,
+        rocketmq_version: str | None = None,
+    ):
         if long and fmt not in (None, "table"):
             raise UsageError(f"--long shows records as key: value blocks; it does not go with --format {fmt}")
         self.writes = writes
@@ -99,17 +108,37 @@ def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callab
     if fn is None:
         return functools.partial(store_options, writes=writes)
 
-    @click.option("--store", "store_dir", envvar="ROCKETMQ_STORE", type=click.Path(file_okay=False),
-                  help="Store root (storePathRootDir). Env ROCKETMQ_STORE; default ~/store.")
-    @click.option("--broker-config", type=click.Path(dir_okay=False),
-                  help="broker.conf to read geometry and settings from (key=value lines).")
-    @click.option("--format", "fmt", type=click.Choice(FORMATS),
-                  help="Output format: table (one line per record) on a terminal, jsonl otherwise.")
-    @click.option("--long", "-l", "long", is_flag=True,
-                  help="Each record as a block of key: value lines with every field, instead of one line.")
-    @click.option("--rocketmq-version", type=click.Choice(VERSION_CHOICES),
-                  help="The rules of the broker that owns the store, where they differ: 4 (4.9), 5 (5.x) or 5.5 "
-                       "(5.5.0's recovery). Default: what the store's files tell (see `info`).")
+    @click.option(
+        "--store",
+        "store_dir",
+        envvar="ROCKETMQ_STORE",
+        type=click.Path(file_okay=False),
+        help="Store root (storePathRootDir). Env ROCKETMQ_STORE; default ~/store.",
+    )
+    @click.option(
+        "--broker-config",
+        type=click.Path(dir_okay=False),
+        help="broker.conf to read geometry and settings from (key=value lines).",
+    )
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        help="Output format: table (one line per record) on a terminal, jsonl otherwise.",
+    )
+    @click.option(
+        "--long",
+        "-l",
+        "long",
+        is_flag=True,
+        help="Each record as a block of key: value lines with every field, instead of one line.",
+    )
+    @click.option(
+        "--rocketmq-version",
+        type=click.Choice(VERSION_CHOICES),
+        help="The rules of the broker that owns the store, where they differ: 4 (4.9), 5 (5.x) or 5.5 "
+        "(5.5.0's recovery). Default: what the store's files tell (see `info`).",
+    )
     @functools.wraps(fn)
     def wrapper(store_dir, broker_config, fmt, long, rocketmq_version, **kwargs):
         explicit = store_dir is not None
@@ -136,8 +165,9 @@ def parse_time_ms(text: str, what: str) -> int:
     try:
         when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
-        raise UsageError(f"{what} {text!r} is neither epoch milliseconds nor an ISO date-time "
-                         "(e.g. 2026-11-22T03:13:00+00:00)") from None
+        raise UsageError(
+            f"{what} {text!r} is neither epoch milliseconds nor an ISO date-time (e.g. 2026-11-22T03:13:00+00:00)"
+        ) from None
     if when.tzinfo is None:
         when = when.astimezone()
     return round(when.timestamp() * 1000)
@@ -192,17 +222,28 @@ MEMORY = ParsedType("SIZE", parse_memory)
 def memory_option(note: str) -> Callable:
     """--memory SIZE, the working-memory budget of the commands that walk the whole store (budget.py); `note`
     says what the budget does not change."""
-    return click.option("--memory", type=MEMORY, default=DEFAULT_MEMORY,
-                        help=f"Working memory, like sort -S (e.g. 512M, 2G; default {DEFAULT_MEMORY >> 20}M): the "
-                             f"store is taken in batches of records that fit it, so it does not grow with the store. {note}")
+    return click.option(
+        "--memory",
+        type=MEMORY,
+        default=DEFAULT_MEMORY,
+        help=f"Working memory, like sort -S (e.g. 512M, 2G; default {DEFAULT_MEMORY >> 20}M): the "
+        f"store is taken in batches of records that fit it, so it does not grow with the store. {note}",
+    )
 
 
 def wait_option(fn: Callable) -> Callable:
     """--wait SECONDS on the commands that write: wait that long for the broker's lock (as `flock -w`) instead of
     refusing a held lock at once, so a cron job can run after a broker's stop or another rmqctl's run."""
 
-    @click.option("--wait", "wait_seconds", type=click.FloatRange(min=0), default=0, show_default=True,
-                  metavar="SECONDS", help="Wait up to SECONDS for the store's lock (as flock -w) before refusing.")
+    @click.option(
+        "--wait",
+        "wait_seconds",
+        type=click.FloatRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Wait up to SECONDS for the store's lock (as flock -w) before refusing.",
+    )
     @functools.wraps(fn)
     def wrapper(ctx, wait_seconds, **kwargs):
         with waiting_for_lock(wait_seconds):

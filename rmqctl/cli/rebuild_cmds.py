@@ -1,5 +1,6 @@
 """`rebuild consumequeue`, `rebuild index` and `repair`: options in, library call, rows out (stdout) and a
 summary (stderr)."""
+
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,9 @@ from .options import memory_option, store_options, wait_option
 from .render import echo_err, note_live_dry_run, progress, render
 
 DRY_RUN_HELP = "Print what would change and write nothing."
-NO_BACKUP_HELP = "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."
+NO_BACKUP_HELP = (
+    "Delete the replaced files once the new ones are durable (default: keep them in {store}/.rmqctl-backup-<time>/)."
+)
 
 
 def _interrupted(info: dict | None):
@@ -21,9 +24,11 @@ def _interrupted(info: dict | None):
         return
     if "lockHeldBy" in info:  # a dry run beside the lock's holder: it may be writing right now
         pid = info["lockHeldBy"]
-        echo_err(f"rmqctl: note: another process holds the lock ({f'pid {pid}' if pid else 'pid not visible'}): "
-                 f"what it staged ({info['state']}) may be its run in progress; if that run was interrupted, "
-                 f"it {info['action']}")
+        echo_err(
+            f"rmqctl: note: another process holds the lock ({f'pid {pid}' if pid else 'pid not visible'}): "
+            f"what it staged ({info['state']}) may be its run in progress; if that run was interrupted, "
+            f"it {info['action']}"
+        )
     elif info.get("action") == "completed":
         echo_err(f"rmqctl: finished an interrupted `{info['command']}` run first ({info['steps']} steps)")
     elif info.get("action") == "rolled back":
@@ -47,8 +52,10 @@ def _finish(result, what: str):
         echo_err(f"rmqctl: {what} rebuilt from {result.records} records: identical to the store's, nothing to change")
         return
     where = f"; replaced files kept in {result.backup}" if result.backup else ""
-    echo_err(f"rmqctl: {what} rebuilt from {result.records} records ({result.entries} entries): {verb}"
-             f"{' (dry run: nothing written)' if result.dryRun else ''}{where}")
+    echo_err(
+        f"rmqctl: {what} rebuilt from {result.records} records ({result.entries} entries): {verb}"
+        f"{' (dry run: nothing written)' if result.dryRun else ''}{where}"
+    )
 
 
 @rebuild.command("consumequeue")
@@ -75,12 +82,26 @@ def rebuild_consumequeue_cmd(ctx, topic, queue_id, dry_run, no_backup, memory):
     with _commitlog_bar(ctx, "rebuild consumequeue") as bar:
         from ..maintenance.rocksqueue import rebuild_queues  # loads the compiled kernels: only for this command
 
-        result = rebuild_queues(store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup,
-                                progress=bar.update, memory=memory)
+        result = rebuild_queues(
+            store, topic, queue_id, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory
+        )
     _interrupted(result.interrupted)
-    render(({"topic": q.topic, "queueId": q.queueId, "unitsBefore": q.before, "unitsAfter": q.after,
-             "added": q.added, "removed": q.removed, "changed": q.changed} for q in result.queues), ctx.format,
-           columns=["topic", "queueId", "unitsBefore", "unitsAfter", "added", "removed", "changed"])
+    render(
+        (
+            {
+                "topic": q.topic,
+                "queueId": q.queueId,
+                "unitsBefore": q.before,
+                "unitsAfter": q.after,
+                "added": q.added,
+                "removed": q.removed,
+                "changed": q.changed,
+            }
+            for q in result.queues
+        ),
+        ctx.format,
+        columns=["topic", "queueId", "unitsBefore", "unitsAfter", "added", "removed", "changed"],
+    )
     _finish(result, f"{len(result.queues) + result.unchangedQueues} queue(s)")
 
 
@@ -91,8 +112,13 @@ def convert():
 
 @convert.command("consumequeue")
 @store_options(writes=True)
-@click.option("--to", "to", type=click.Choice(["rocksdb", "file"]), required=True,
-              help="rocksdb: the file queues into a RocksDB queue (storeType=defaultRocksDB); file: the way back.")
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(["rocksdb", "file"]),
+    required=True,
+    help="rocksdb: the file queues into a RocksDB queue (storeType=defaultRocksDB); file: the way back.",
+)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 @memory_option("The queues written are the same at any size.")
@@ -110,15 +136,21 @@ def convert_consumequeue_cmd(ctx, to, dry_run, no_backup, memory):
     with _commitlog_bar(ctx, f"convert consumequeue to {to}") as bar:
         from ..maintenance.rocksqueue import convert_queues  # loads the compiled kernels: only for this command
 
-        result = convert_queues(store, to, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update,
-                                memory=memory)
+        result = convert_queues(
+            store, to, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory
+        )
     _interrupted(result.interrupted)
-    render([{"to": result.to, "queues": result.queues, "units": result.units, "checkpoint": result.checkpoint}],
-           ctx.format, columns=["to", "queues", "units", "checkpoint"])
+    render(
+        [{"to": result.to, "queues": result.queues, "units": result.units, "checkpoint": result.checkpoint}],
+        ctx.format,
+        columns=["to", "queues", "units", "checkpoint"],
+    )
     where = f"; the old queues kept in {result.backup}" if result.backup else ""
-    echo_err(f"rmqctl: {result.queues} queue(s), {result.units} unit(s) converted to {result.to}"
-             f"{' (dry run: nothing written)' if result.dryRun else ''}{where}; set storeType="
-             f"{'defaultRocksDB' if result.to == 'rocksdb' else 'default'} in broker.conf before the broker starts")
+    echo_err(
+        f"rmqctl: {result.queues} queue(s), {result.units} unit(s) converted to {result.to}"
+        f"{' (dry run: nothing written)' if result.dryRun else ''}{where}; set storeType="
+        f"{'defaultRocksDB' if result.to == 'rocksdb' else 'default'} in broker.conf before the broker starts"
+    )
 
 
 @rebuild.command("index")
@@ -144,11 +176,34 @@ def rebuild_index_cmd(ctx, dry_run, no_backup, memory):
 
         result = rebuild_index(store, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory)
     _interrupted(result.interrupted)
-    render(({"position": d.position, "fileBefore": d.before, "fileAfter": d.after, "entriesBefore": d.entriesBefore,
-             "entriesAfter": d.entriesAfter, "added": d.added, "removed": d.removed, "changed": d.changed,
-             "headerChanged": ",".join(d.headerChanged)} for d in result.indexFiles), ctx.format,
-           columns=["position", "fileBefore", "fileAfter", "entriesBefore", "entriesAfter", "added", "removed",
-                    "changed", "headerChanged"])
+    render(
+        (
+            {
+                "position": d.position,
+                "fileBefore": d.before,
+                "fileAfter": d.after,
+                "entriesBefore": d.entriesBefore,
+                "entriesAfter": d.entriesAfter,
+                "added": d.added,
+                "removed": d.removed,
+                "changed": d.changed,
+                "headerChanged": ",".join(d.headerChanged),
+            }
+            for d in result.indexFiles
+        ),
+        ctx.format,
+        columns=[
+            "position",
+            "fileBefore",
+            "fileAfter",
+            "entriesBefore",
+            "entriesAfter",
+            "added",
+            "removed",
+            "changed",
+            "headerChanged",
+        ],
+    )
     _finish(result, f"{len(result.indexFiles)} index file(s)")
 
 
@@ -169,24 +224,30 @@ def _commitlog_rows(r) -> list[dict]:
         detail = f"{s.kind}: {s.detail}; {r.bytesCut} bytes and {r.recordsCut} record(s) past it"
         rows.append(_row("cut", f"commitlog/{s.file}", r.cutOffset, r.recordsCut, detail))
     for bad in r.notCut:
-        detail = (f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not re-check it; "
-                  "--scan-all would cut here)")
+        detail = (
+            f"{bad.kind}: {bad.detail} (before the broker's recovery start, which does not re-check it; "
+            "--scan-all would cut here)"
+        )
         rows.append(_row("not-cut", f"commitlog/{bad.file}", bad.commitLogOffset, 1, detail))
     for p in r.padded:
         if p["bytesAfter"] is None:
             detail = "a zero-length last file, which the broker's load refuses (4.9) or deletes (5.1.3+)"
             rows.append(_row("remove", p["target"], None, 1, detail))
         else:
-            detail = (f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, the length "
-                      "the broker's load requires")
+            detail = (
+                f"a short file ({p['bytesBefore']} bytes): made {p['bytesAfter']} bytes with zeros, the length "
+                "the broker's load requires"
+            )
             rows.append(_row("pad", p["target"], None, p["bytesAfter"] - p["bytesBefore"], detail))
     for f in r.keptFindings:
         if f["scanAllCutsIt"]:
             fate = f"--scan-all would cut it off with everything from commitlog offset {f['scanAllCut']}"
         else:
             fate = f"--scan-all keeps it too (its cut is at commitlog offset {f['scanAllCut']})"
-        detail = (f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery keeps "
-                  f"it; {fate})")
+        detail = (
+            f"{f['kind']}: {f['detail']} (the store has it before the repair and the broker's recovery keeps "
+            f"it; {fate})"
+        )
         rows.append(_row("not-cut", f["file"], f["commitLogOffset"], 1, detail))
     cl = r.commitlog
     if cl["fileZeroed"]:
@@ -213,8 +274,10 @@ def _queue_rows(r) -> list[dict]:
 
 def _state_rows(r) -> list[dict]:
     """The checkpoint, the timer's and DLedger's files, and the abort file."""
-    rows = [_row("set", "checkpoint", None, None, f"{field} {before} -> {after}")
-            for field, (before, after) in r.checkpoint.items()]
+    rows = [
+        _row("set", "checkpoint", None, None, f"{field} {before} -> {after}")
+        for field, (before, after) in r.checkpoint.items()
+    ]
     for u in r.timer.get("danglingUnits", []):
         rows.append(_row("timer-dangling", f"timerlog/{u['file']}", u["offsetPy"], 1, u["detail"]))
     for field, (before, after) in r.timer.get("timercheck", {}).items():
@@ -237,10 +300,12 @@ def _confirm_scan_all(plan, min_offset: int):
     if not (plan.bytesCut or plan.recordsCut) or alt["sameCut"]:
         return  # the broker's own recovery cuts the same: nothing more is lost
     data = plan.cutOffset - min_offset + plan.bytesCut
-    what = (f"--scan-all cuts the commitlog at commitlog offset {plan.cutOffset}: it drops {plan.recordsCut} record(s), "
-            f"{plan.bytesCut} bytes ({100 * plan.bytesCut / max(data, 1):.0f}% of the data), "
-            f"{alt['scanAllLosesMoreRecords']} record(s) more than the broker's own recovery (which cuts at "
-            f"{alt['cutOffset']})")
+    what = (
+        f"--scan-all cuts the commitlog at commitlog offset {plan.cutOffset}: it drops {plan.recordsCut} record(s), "
+        f"{plan.bytesCut} bytes ({100 * plan.bytesCut / max(data, 1):.0f}% of the data), "
+        f"{alt['scanAllLosesMoreRecords']} record(s) more than the broker's own recovery (which cuts at "
+        f"{alt['cutOffset']})"
+    )
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         raise UsageError(f"{what}; nothing changed: pass --yes to confirm")
     if not click.confirm(f"rmqctl: {what}. Cut?", err=True):
@@ -250,8 +315,11 @@ def _confirm_scan_all(plan, min_offset: int):
 @cli.command("repair")
 @store_options(writes=True)
 @wait_option
-@click.option("--scan-all", is_flag=True,
-              help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).")
+@click.option(
+    "--scan-all",
+    is_flag=True,
+    help="Scan from the first commitlog file and cut at the first bad record anywhere (loses more).",
+)
 @click.option("--dry-run", is_flag=True, help=DRY_RUN_HELP)
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 @click.option("--yes", "-y", is_flag=True, help="Confirm what --scan-all drops without being asked (scripts).")
@@ -275,30 +343,45 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     if scan_all and not dry_run and not yes:
         _confirm_scan_all(repair(store, scan_all=True, dry_run=True), store.commitlog.min_offset)
     with _commitlog_bar(ctx, "repair") as bar:
-        r = repair(store, scan_all=scan_all, dry_run=dry_run, keep_backup=not no_backup,
-                   progress=lambda done: bar.update(done - bar.n))
+        r = repair(
+            store,
+            scan_all=scan_all,
+            dry_run=dry_run,
+            keep_backup=not no_backup,
+            progress=lambda done: bar.update(done - bar.n),
+        )
     _interrupted(r.interrupted)
     render(repair_rows(r), ctx.format, columns=["action", "target", "commitLogOffset", "count", "detail"])
     alt = r.alternative
     if r.stoppedAt is None and not r.bytesCut:
-        echo_err(f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})"
-                 + (f"; {len(r.padded)} short file(s) to make loadable" if r.padded else ""))
+        echo_err(
+            f"rmqctl: the commitlog reads cleanly to its end at {r.cutOffset} (recovery starts at {r.startFile})"
+            + (f"; {len(r.padded)} short file(s) to make loadable" if r.padded else "")
+        )
     else:
         queues = ", ".join(f"{q} ({n})" for q, n in sorted(r.recordsCutByQueue.items())) or "none"
-        echo_err(f"rmqctl: cut at commitlog offset {r.cutOffset}: {r.bytesCut} bytes, {r.recordsCut} record(s); queues: {queues}")
+        echo_err(
+            f"rmqctl: cut at commitlog offset {r.cutOffset}: {r.bytesCut} bytes, {r.recordsCut} record(s); queues: {queues}"
+        )
     if not alt["sameCut"]:
         if scan_all:
-            echo_err(f"rmqctl: --scan-all cuts at {r.cutOffset}; the broker's own recovery would cut at {alt['cutOffset']}: "
-                     f"this loses {alt['scanAllLosesMoreRecords']} more record(s), {alt['scanAllLosesMoreBytes']} more bytes")
+            echo_err(
+                f"rmqctl: --scan-all cuts at {r.cutOffset}; the broker's own recovery would cut at {alt['cutOffset']}: "
+                f"this loses {alt['scanAllLosesMoreRecords']} more record(s), {alt['scanAllLosesMoreBytes']} more bytes"
+            )
         else:
-            echo_err(f"rmqctl: bad record(s) before the recovery start are reported, not cut; --scan-all would cut at "
-                     f"{alt['cutOffset']}, losing {alt['scanAllLosesMoreRecords']} more record(s), "
-                     f"{alt['scanAllLosesMoreBytes']} more bytes")
+            echo_err(
+                f"rmqctl: bad record(s) before the recovery start are reported, not cut; --scan-all would cut at "
+                f"{alt['cutOffset']}, losing {alt['scanAllLosesMoreRecords']} more record(s), "
+                f"{alt['scanAllLosesMoreBytes']} more bytes"
+            )
     kept = len(r.notCut) + len(r.keptFindings)
     if kept:
-        echo_err(f"rmqctl: {kept} damaged record(s) {'are' if dry_run else 'were'} kept, as the broker's recovery keeps "
-                 "them: verify still reports them; `rmqctl verify --write-baseline FILE` records them as accepted, "
-                 "then `verify --baseline FILE` exits 1 only for new damage")
+        echo_err(
+            f"rmqctl: {kept} damaged record(s) {'are' if dry_run else 'were'} kept, as the broker's recovery keeps "
+            "them: verify still reports them; `rmqctl verify --write-baseline FILE` records them as accepted, "
+            "then `verify --baseline FILE` exits 1 only for new damage"
+        )
     if dry_run:
         echo_err("rmqctl: dry run: nothing written")
     elif r.changed:

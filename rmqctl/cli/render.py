@@ -1,6 +1,7 @@
 """Rendering what a command returns: records as table, jsonl, json or csv (or key: value blocks), plain lines
 folded to the terminal, notes on stderr, progress bars, and the one-line notice of a first run's compilation.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,8 +38,14 @@ def dumps(obj) -> str:
     return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def render(rows: Iterable[dict], fmt: str, columns: list[str] | None = None, title: str | None = None,
-           out=None, blocks: bool = False) -> int:
+def render(
+    rows: Iterable[dict],
+    fmt: str,
+    columns: list[str] | None = None,
+    title: str | None = None,
+    out=None,
+    blocks: bool = False,
+) -> int:
     """Write records to stdout in the chosen format; returns how many. jsonl streams, so a pipe sees each
     record as soon as it is decoded; the others collect first. A table is one line per record (`columns`, or
     for messages the fields that identify one), values never cut; `blocks` (a command that answers with
@@ -82,8 +89,9 @@ def echo_lines(lines: list[str], indent: int = 0):
         return
     width = shutil.get_terminal_size().columns
     for line in lines:
-        click.echo(textwrap.fill(line, width, subsequent_indent=" " * indent, break_long_words=False,
-                                 break_on_hyphens=False))
+        click.echo(
+            textwrap.fill(line, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False)
+        )
 
 
 def _is_terminal(out) -> bool:
@@ -98,14 +106,20 @@ def _lines(rows: list[dict], cols: list[str], title: str | None, out):
     from rich.cells import cell_len
 
     cells = [[_line_cell(r.get(c)) for c in cols] for r in rows]
-    numeric = [any(r.get(c) is not None for r in rows) and all(
-        isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if r.get(c) is not None)
-        for c in cols]
+    numeric = [
+        any(r.get(c) is not None for r in rows)
+        and all(
+            isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if r.get(c) is not None
+        )
+        for c in cols
+    ]
     widths = [max([cell_len(c)] + [cell_len(row[i]) for row in cells]) for i, c in enumerate(cols)]
 
     def line(values):
-        padded = [" " * (w - cell_len(v)) + v if right else v + " " * (w - cell_len(v))
-                  for v, w, right in zip(values, widths, numeric)]
+        padded = [
+            " " * (w - cell_len(v)) + v if right else v + " " * (w - cell_len(v))
+            for v, w, right in zip(values, widths, numeric)
+        ]
         return "  ".join(padded).rstrip()
 
     if title:
@@ -130,10 +144,18 @@ def message_line(r: dict) -> dict:
     """A message's line: where it is, when it was stored, its queue, and what finds it (tags, keys, ids);
     the body and the other fields are in `--long`'s block."""
     props = r.get("properties") or {}
-    return {"commitLogOffset": r.get("commitLogOffset"), "storeTime": ms_text(r["storeTimestamp"])
-            if isinstance(r.get("storeTimestamp"), int) else None, "topic": r.get("topic"), "queueId": r.get("queueId"),
-            "queueOffset": r.get("queueOffset"), "storeSize": r.get("storeSize"), "tags": props.get("TAGS"),
-            "keys": props.get("KEYS"), "msgId": r.get("msgId"), "uniqKey": r.get("uniqKey")}
+    return {
+        "commitLogOffset": r.get("commitLogOffset"),
+        "storeTime": ms_text(r["storeTimestamp"]) if isinstance(r.get("storeTimestamp"), int) else None,
+        "topic": r.get("topic"),
+        "queueId": r.get("queueId"),
+        "queueOffset": r.get("queueOffset"),
+        "storeSize": r.get("storeSize"),
+        "tags": props.get("TAGS"),
+        "keys": props.get("KEYS"),
+        "msgId": r.get("msgId"),
+        "uniqKey": r.get("uniqKey"),
+    }
 
 
 def _blocks(rows: list[dict], out, columns: list[str] | None = None):
@@ -145,8 +167,11 @@ def _blocks(rows: list[dict], out, columns: list[str] | None = None):
         if n:
             out.write("\n")
         message = _is_message(r)
-        keys = [k for k in MESSAGE_FIRST if k in r] + [k for k in r if k not in MESSAGE_FIRST] if message \
+        keys = (
+            [k for k in MESSAGE_FIRST if k in r] + [k for k in r if k not in MESSAGE_FIRST]
+            if message
             else [k for k in (columns or r) if k in r]
+        )
         pad = max((len(k) for k in keys), default=0) + 2
 
         def line(text, indent):
@@ -176,11 +201,13 @@ def _fold(text: str, width: int, indent: int, hard: bool = False) -> str:
     """Fold at spaces to `width`, continuations indented. The label and the first word stay on one line, and a
     word is never split (`hard`: body text, which may be)."""
     if hard:
-            return textwrap.fill(text, width, subsequent_indent=" " * indent, drop_whitespace=False,
-                             replace_whitespace=False) or text
+        return (
+            textwrap.fill(text, width, subsequent_indent=" " * indent, drop_whitespace=False, replace_whitespace=False)
+            or text
+        )
     head = re.match(r"\s*\S+\s*\S*", text).group(0)
     lines, current = [], head
-    for word in text[len(head):].split():
+    for word in text[len(head) :].split():
         if len(current) + 1 + len(word) <= width:
             current += " " + word
         else:
@@ -196,10 +223,12 @@ def _body_block(r: dict) -> tuple[str, list[str]]:
         return "(not shown)", []
     if encoding == "utf8":
         return f"({len(body.encode())} bytes, UTF-8)", [f"  {line}" for line in body.splitlines() or [""]]
-    raw = base64.b64decode(body) if encoding == "base64" else bytes.fromhex(body) if encoding == "hex" else body.encode()
+    raw = (
+        base64.b64decode(body) if encoding == "base64" else bytes.fromhex(body) if encoding == "hex" else body.encode()
+    )
     lines = []
     for at in range(0, min(len(raw), PREVIEW), 16):
-        chunk = raw[at:at + 16]
+        chunk = raw[at : at + 16]
         text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
         lines.append(f"  {at:08x}  {chunk.hex(' '):<47}  {text}")
     return f"({len(raw)} bytes, not UTF-8; first {min(len(raw), PREVIEW)} shown)", lines
@@ -258,8 +287,9 @@ def progress(total: int, desc: str):
     """A tqdm bar on stderr only when stderr is a terminal."""
     from tqdm import tqdm  # start-up time: loaded only when a bar is drawn
 
-    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(),
-                leave=False)
+    return tqdm(
+        total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False
+    )
 
 
 def echo_moved(moved: list):
@@ -273,5 +303,7 @@ def note_live_dry_run(store: Store):
     """A dry run beside a running broker plans from the store's snapshot: say that the plan may change."""
     live = store.live
     if live is not None:
-        echo_err(f"rmqctl: live: {live.holder} is running: this dry run planned from the store as it "
-                 f"was when it began; the plan may change before the broker stops")
+        echo_err(
+            f"rmqctl: live: {live.holder} is running: this dry run planned from the store as it "
+            f"was when it began; the plan may change before the broker stops"
+        )

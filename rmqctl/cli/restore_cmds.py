@@ -1,4 +1,5 @@
 """`restore`: list the backups rebuild, repair and config restore kept, or put one back."""
+
 from __future__ import annotations
 
 import click
@@ -28,8 +29,14 @@ def restore_cmd(ctx, backup, dry_run, no_backup):
     from ..maintenance.restore import list_backups, restore
 
     if backup is None:
-        render(({"backup": b.name, "command": b.command, "created": b.created, "items": b.items}
-                for b in list_backups(ctx.store)), ctx.format, columns=["backup", "command", "created", "items"])
+        render(
+            (
+                {"backup": b.name, "command": b.command, "created": b.created, "items": b.items}
+                for b in list_backups(ctx.store)
+            ),
+            ctx.format,
+            columns=["backup", "command", "created", "items"],
+        )
         return
     store = ctx.store if dry_run else ctx.writable_store()
     if dry_run:
@@ -38,6 +45,8 @@ def restore_cmd(ctx, backup, dry_run, no_backup):
     _interrupted(r.interrupted)
     render(r.steps, ctx.format, columns=["action", "target", "from"])
     verb = "would put back" if dry_run else "put back"
-    echo_err(f"rmqctl: {verb} what `{r.command}` replaced ({len(r.steps)} item(s)) from {r.backup}"
-             + (f"; what it replaced is kept in {r.newBackup}" if r.newBackup else "")
-             + ("; dry run: nothing written" if dry_run else ""))
+    echo_err(
+        f"rmqctl: {verb} what `{r.command}` replaced ({len(r.steps)} item(s)) from {r.backup}"
+        + (f"; what it replaced is kept in {r.newBackup}" if r.newBackup else "")
+        + ("; dry run: nothing written" if dry_run else "")
+    )

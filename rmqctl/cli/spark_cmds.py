@@ -1,6 +1,7 @@
 """`rmqctl spark export|stats|query|verify`: the pipeline on Apache Spark over one store or a fleet of them
 (the optional extra rmqctl[spark]). Every command takes --store several times; --broker-config once for all
 stores or once per store, in the same order."""
+
 from __future__ import annotations
 
 import functools
@@ -34,19 +35,35 @@ def spark_group():
 def spark_options(fn: Callable) -> Callable:
     """--store (repeatable), --broker-config (once, or once per store), --master, --log-level."""
 
-    @click.option("--store", "stores", multiple=True, envvar="ROCKETMQ_STORE", type=click.Path(file_okay=False),
-                  help="Store root or commitlog directory; repeat for several stores. Env ROCKETMQ_STORE; "
-                       "default ~/store.")
-    @click.option("--broker-config", "broker_configs", multiple=True, type=click.Path(dir_okay=False),
-                  help="broker.conf: once for every store, or once per --store in the same order.")
+    @click.option(
+        "--store",
+        "stores",
+        multiple=True,
+        envvar="ROCKETMQ_STORE",
+        type=click.Path(file_okay=False),
+        help="Store root or commitlog directory; repeat for several stores. Env ROCKETMQ_STORE; default ~/store.",
+    )
+    @click.option(
+        "--broker-config",
+        "broker_configs",
+        multiple=True,
+        type=click.Path(dir_okay=False),
+        help="broker.conf: once for every store, or once per --store in the same order.",
+    )
     @click.option("--master", envvar=MASTER_ENV, help="Spark master URL (default local[*], or spark-submit's).")
-    @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="OFF",
-                  show_default=True, envvar="RMQCTL_SPARK_LOG_LEVEL",
-                  help="Spark's own log level on stderr (its task failure logs carry Python tracebacks).")
+    @click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default="OFF",
+        show_default=True,
+        envvar="RMQCTL_SPARK_LOG_LEVEL",
+        help="Spark's own log level on stderr (its task failure logs carry Python tracebacks).",
+    )
     @functools.wraps(fn)
     def wrapper(stores, broker_configs, master, log_level, **kwargs):
-        selection = StoreSelection([os.path.expanduser(p) for p in stores] or [os.path.expanduser("~/store")],
-                                   list(broker_configs))
+        selection = StoreSelection(
+            [os.path.expanduser(p) for p in stores] or [os.path.expanduser("~/store")], list(broker_configs)
+        )
         selection.resolve()  # bad paths and configs fail here, in one line, before a JVM starts
         require()  # before a command imports the modules that need pyspark
         return fn(selection, SparkOptions(master, log_level.upper()), **kwargs)
@@ -57,9 +74,13 @@ def spark_options(fn: Callable) -> Callable:
 def time_range(fn: Callable) -> Callable:
     """--since/--until on storeTimestamp, in the time forms of `dump commitlog --since`."""
     fn = click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")(fn)
-    return click.option("--since", type=TIME, help="Only messages stored at or after TIME (ISO 8601, local time "
-                        "without a zone, or epoch ms); commitlog files stored wholly outside the range are not "
-                        "read, every record of the others is checked.")(fn)
+    return click.option(
+        "--since",
+        type=TIME,
+        help="Only messages stored at or after TIME (ISO 8601, local time "
+        "without a zone, or epoch ms); commitlog files stored wholly outside the range are not "
+        "read, every record of the others is checked.",
+    )(fn)
 
 
 def checked_range(since: int | None, until: int | None):
@@ -68,8 +89,9 @@ def checked_range(since: int | None, until: int | None):
 
 
 def print_format(fn: Callable) -> Callable:
-    return click.option("--format", "fmt", type=click.Choice(FORMATS),
-                        help="Output format: table on a terminal, jsonl otherwise.")(fn)
+    return click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), help="Output format: table on a terminal, jsonl otherwise."
+    )(fn)
 
 
 def auto_format(fmt: str | None) -> str:
@@ -94,13 +116,28 @@ def run_job(options: SparkOptions, job: Callable):
 @spark_group.command("export")
 @spark_options
 @click.option("--out", required=True, help="Output directory, on a filesystem the driver and every executor share.")
-@click.option("--format", "file_format", type=click.Choice(["parquet", "orc"]), default="parquet", show_default=True,
-              help="File format of the export (both snappy-compressed).")
-@click.option("--partition-by", type=click.Choice(["topic", "date", "none"]), default="topic", show_default=True,
-              help="Directory layout: OUT/topicDir=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.")
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["parquet", "orc"]),
+    default="parquet",
+    show_default=True,
+    help="File format of the export (both snappy-compressed).",
+)
+@click.option(
+    "--partition-by",
+    type=click.Choice(["topic", "date", "none"]),
+    default="topic",
+    show_default=True,
+    help="Directory layout: OUT/topicDir=<topic>/, OUT/date=<UTC store date>/, or files straight in OUT.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing export (the previous one stays if the run fails).")
-@click.option("--max-records-per-file", "max_records", type=int,
-              help="Close a file at this many messages and go on in the next (default: no limit).")
+@click.option(
+    "--max-records-per-file",
+    "max_records",
+    type=int,
+    help="Close a file at this many messages and go on in the next (default: no limit).",
+)
 @time_range
 def spark_export(selection, spark_options, out, file_format, partition_by, overwrite, max_records, since, until):
     """Export every message to Parquet (or ORC), one directory per topic (or store date).
@@ -123,8 +160,10 @@ def spark_export(selection, spark_options, out, file_format, partition_by, overw
     from ..spark.export import export  # optional extra (pyspark)
 
     checked_range(since, until)
-    result = run_job(spark_options, lambda spark: export(spark, selection, out, overwrite, file_format, partition_by,
-                                                         since, until, max_records))
+    result = run_job(
+        spark_options,
+        lambda spark: export(spark, selection, out, overwrite, file_format, partition_by, since, until, max_records),
+    )
     render(result.rows, auto_format(None))
     for line in result.damage:
         echo_err(f"rmqctl: {line}")
@@ -134,8 +173,13 @@ def spark_export(selection, spark_options, out, file_format, partition_by, overw
 
 @spark_group.command("stats")
 @spark_options
-@click.option("--by", type=click.Choice(["queue", "hour"]), default="queue", show_default=True,
-              help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).")
+@click.option(
+    "--by",
+    type=click.Choice(["queue", "hour"]),
+    default="queue",
+    show_default=True,
+    help="Per store/topic/queue, or also per hour of storeTimestamp (UTC).",
+)
 @time_range
 @print_format
 def spark_stats(selection, spark_options, by, since, until, fmt):
@@ -151,7 +195,9 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
     from ..spark import jobs  # optional extra (pyspark)
 
     checked_range(since, until)
-    rows = run_job(spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until))
+    rows = run_job(
+        spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until)
+    )
     render(rows, auto_format(fmt))
 
 
@@ -159,8 +205,13 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
 @spark_options
 @click.option("--key", required=True, help="A KEYS word or a UNIQ_KEY.")
 @click.option("--topic", help="Only this topic (pushed down to the reader).")
-@click.option("--body", type=click.Choice(["utf8", "base64", "hex", "none"]), default="utf8", show_default=True,
-              help="How to render bodies (as in dump commitlog).")
+@click.option(
+    "--body",
+    type=click.Choice(["utf8", "base64", "hex", "none"]),
+    default="utf8",
+    show_default=True,
+    help="How to render bodies (as in dump commitlog).",
+)
 @time_range
 @print_format
 def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
@@ -177,7 +228,10 @@ def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
     if not key:
         raise UsageError("--key must not be empty")
     checked_range(since, until)
-    render(run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)), auto_format(fmt))
+    render(
+        run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)),
+        auto_format(fmt),
+    )
 
 
 @spark_group.command("schema")
@@ -196,8 +250,11 @@ def spark_schema(fmt):
     require()
     from ..spark.columns import MESSAGE_COLUMNS  # optional extra (pyspark)
 
-    render([{"column": name, "type": kind.simpleString(), "holds": about} for name, kind, about in MESSAGE_COLUMNS],
-           auto_format(fmt), ["column", "type", "holds"])
+    render(
+        [{"column": name, "type": kind.simpleString(), "holds": about} for name, kind, about in MESSAGE_COLUMNS],
+        auto_format(fmt),
+        ["column", "type", "holds"],
+    )
 
 
 VERIFY_COLUMNS = ["store", *FINDING_COLUMNS]
@@ -205,12 +262,19 @@ VERIFY_COLUMNS = ["store", *FINDING_COLUMNS]
 
 @spark_group.command("verify")
 @spark_options
-@click.option("--only", type=click.Choice(["commitlog", "consumequeue", "index"]),
-              help="Report only this part (the commitlog is read in any case).")
+@click.option(
+    "--only",
+    type=click.Choice(["commitlog", "consumequeue", "index"]),
+    help="Report only this part (the commitlog is read in any case).",
+)
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
-@click.option("--since", type=TIME, help="Check only the commitlog from the first record stored at or after TIME "
-              "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, as verify does.")
+@click.option(
+    "--since",
+    type=TIME,
+    help="Check only the commitlog from the first record stored at or after TIME "
+    "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, as verify does.",
+)
 @click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @print_format
 def spark_verify(selection, spark_options, only, deep, max_findings, since, until, fmt):
@@ -238,10 +302,16 @@ def spark_verify(selection, spark_options, only, deep, max_findings, since, unti
     for store, result in results:
         s = result.stats
         unread = store.parts.unread_named
-        state = (f"{len(result.problems)} problem(s), {len(result.findings)} finding(s){not_read_note(unread)}"
-                 if result.findings else soundness(unread))
-        echo_err(f"spark verify: {store.root}: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in "
-                 f"{s['jobs']} task(s): {state}")
+        state = (
+            f"{len(result.problems)} problem(s), {len(result.findings)} finding(s){not_read_note(unread)}"
+            if result.findings
+            else soundness(unread)
+        )
+        echo_err(
+            f"spark verify: {store.root}: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in "
+            f"{s['jobs']} task(s): {state}"
+        )
     # verify's own policy per store (checks/baseline.judge): the fleet fails when any store does
-    raise click.exceptions.Exit(max((judge(result.findings, result.truncated).exit_code for _, result in results),
-                                    default=0))
+    raise click.exceptions.Exit(
+        max((judge(result.findings, result.truncated).exit_code for _, result in results), default=0)
+    )

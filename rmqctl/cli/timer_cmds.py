@@ -1,4 +1,5 @@
 """`dump timerlog` and `dump timerwheel`: the 5.x timer files."""
+
 from __future__ import annotations
 
 import click
@@ -52,5 +53,6 @@ def dump_timerwheel(ctx, slot, begin, end):
     \b
     rmqctl dump timerwheel --store /data/store --broker-config broker.conf
     """
-    render(timer.dump_timerwheel(ctx.store, slot, begin, end), ctx.format,
-           SLOT_COLUMNS if ctx.format == "table" else None)
+    render(
+        timer.dump_timerwheel(ctx.store, slot, begin, end), ctx.format, SLOT_COLUMNS if ctx.format == "table" else None
+    )

@@ -1,4 +1,5 @@
 """`verify`: check a store; exit 0 when sound, 1 with findings, 2 when it cannot run."""
+
 from __future__ import annotations
 
 import sys
@@ -14,24 +15,39 @@ from .app import cli
 from .options import OFFSET, TIME, memory_option, store_options
 from .render import echo_err, echo_moved, prepare_kernels, progress, render
 
+
 @cli.command("verify")
 @store_options
-@click.option("--only", type=click.Choice(VERIFY_PARTS), help="Report only this part (the commitlog is read in any case).")
+@click.option(
+    "--only", type=click.Choice(VERIFY_PARTS), help="Report only this part (the commitlog is read in any case)."
+)
 @click.option("--from", "start", type=OFFSET, help="First commitlog offset to check (inclusive).")
 @click.option("--to", "end", type=OFFSET, help="Commitlog offset to stop at (exclusive).")
-@click.option("--since", type=TIME, help="Check only the commitlog from the first record stored at or after TIME "
-              "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, found by a "
-              "scan of the commitlog files whose store times can hold it.")
+@click.option(
+    "--since",
+    type=TIME,
+    help="Check only the commitlog from the first record stored at or after TIME "
+    "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, found by a "
+    "scan of the commitlog files whose store times can hold it.",
+)
 @click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
 @memory_option("Every check stays exact at any size.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing; the exit code is the answer.")
-@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
-              help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.")
-@click.option("--write-baseline", "write_path", type=click.Path(dir_okay=False),
-              help="Record every finding (errors and warnings) in this file as accepted, and exit 0.")
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(dir_okay=False),
+    help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.",
+)
+@click.option(
+    "--write-baseline",
+    "write_path",
+    type=click.Path(dir_okay=False),
+    help="Record every finding (errors and warnings) in this file as accepted, and exit 0.",
+)
 def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, memory, quiet, baseline_path, write_path):
     """Check every file of the store the way the broker reads it; exit 0 sound, 1 findings, 2 cannot run.
 
@@ -55,14 +71,19 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
     baseline, store = (read_baseline(baseline_path) if baseline_path else None), ctx.store
     ctx.version(quiet)  # the recovery prediction depends on it: one stderr line when assumed
     if store.live is not None and not quiet:
-        echo_err(f"rmqctl: live: {store.live.holder} holds the store lock: verify judges the store as it "
-                 f"was when it began; what the broker writes meanwhile is its work in flight, not damage")
+        echo_err(
+            f"rmqctl: live: {store.live.holder} holds the store lock: verify judges the store as it "
+            f"was when it began; what the broker writes meanwhile is its work in flight, not damage"
+        )
     whole = baseline is not None or write_path  # the listing is cut below, after the baseline is applied
-    result = _run_verify(store, only, (start, end, since, until), deep, jobs, memory, None if whole else max_findings,
-                         quiet)
+    result = _run_verify(
+        store, only, (start, end, since, until), deep, jobs, memory, None if whole else max_findings, quiet
+    )
     if write_path:
         written = write_baseline(write_path, result.findings)
-    findings, accepted, gone, exit_code = judge(result.findings, result.truncated, baseline, accept_all=bool(write_path))
+    findings, accepted, gone, exit_code = judge(
+        result.findings, result.truncated, baseline, accept_all=bool(write_path)
+    )
     counted = findings if whole else None  # verify counted (and cut) the listing itself otherwise
     if whole and max_findings is not None:
         findings = findings[:max_findings]
@@ -77,14 +98,20 @@ def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, me
         _say_restarts(result.restarted_after)
         echo_moved(result.moved)
         if accepted or gone:
-            echo_err(f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
-                     + (f"; {gone} of its finding(s) no longer found" if gone else ""))
+            echo_err(
+                f"rmqctl: {len(accepted)} finding(s) accepted by the baseline {baseline_path}"
+                + (f"; {gone} of its finding(s) no longer found" if gone else "")
+            )
         if write_path:
-            echo_err(f"rmqctl: wrote {written} finding(s) to {write_path}: `verify --baseline {write_path}` accepts "
-                     "them and exits 1 only for new ones")
+            echo_err(
+                f"rmqctl: wrote {written} finding(s) to {write_path}: `verify --baseline {write_path}` accepts "
+                "them and exits 1 only for new ones"
+            )
         if store.is_empty:  # said even in cron: an empty store is sound, but rarely what was meant
-            echo_err(f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
-                     "started here, no message was ever written)")
+            echo_err(
+                f"rmqctl: {store.root} is an empty store: the commitlog directory holds no file (a broker "
+                "started here, no message was ever written)"
+            )
     raise click.exceptions.Exit(exit_code)
 
 
@@ -107,8 +134,17 @@ def _run_verify(store, only, span: tuple, deep, jobs, memory, max_findings, quie
     start, end, since, until = span
     start, end = narrow(store, since, until, start, end)
     try:
-        return verify(store, only=only, start=start, end=end, deep=deep, jobs=jobs, memory=memory,
-                      max_findings=max_findings, progress=None if quiet or not sys.stderr.isatty() else advance)
+        return verify(
+            store,
+            only=only,
+            start=start,
+            end=end,
+            deep=deep,
+            jobs=jobs,
+            memory=memory,
+            max_findings=max_findings,
+            progress=None if quiet or not sys.stderr.isatty() else advance,
+        )
     finally:
         for bar in bars:
             bar.close()
@@ -116,8 +152,10 @@ def _run_verify(store, only, span: tuple, deep, jobs, memory, max_findings, quie
 
 def _say_restarts(deleted: list):
     for path in deleted:
-        echo_err(f"rmqctl: live: {path} was deleted by the broker (its expired head) while verify read it: verify "
-                 "started again on the store as it was then")
+        echo_err(
+            f"rmqctl: live: {path} was deleted by the broker (its expired head) while verify read it: verify "
+            "started again on the store as it was then"
+        )
 
 
 def _refuse_contradictions(start, end, since, until, jobs, max_findings, baseline_path, write_path):
@@ -168,8 +206,10 @@ def _summary(result, counted: list | None, shown: int, unread: list) -> str:
     else:
         counts, kinds = Counter(f.severity for f in counted), dict(Counter(f.kind for f in counted).most_common())
         total = len(counted)
-    head = (f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
-            f"({s['jobs']} job(s)): ")
+    head = (
+        f"verify: {s['records']} records, {s['bytes'] / 1e6:.1f} MB of commitlog in {s['seconds']:.2f} s "
+        f"({s['jobs']} job(s)): "
+    )
     if not total:
         return head + soundness(unread)
     parts = [f"{counts[k]} {k}(s)" for k in ("error", "warning", "info") if counts.get(k)]

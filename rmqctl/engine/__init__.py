@@ -6,6 +6,7 @@ Store.scan().chunks() / .batches() / .table().
 
 The names load on first use (PEP 562): importing rmqctl.engine loads neither numba nor a kernel module, so
 a command loads compiled code only when it reaches for it."""
+
 from __future__ import annotations
 
 from importlib import import_module
@@ -25,37 +26,54 @@ JOBS = (
     ("ordered", "ordered_map"),
     # verify's one pass over the records (its options, record columns, state slots and outcomes) and the checks
     # of the queues and the index against it
-    ("checks", "check_walk=walk CHECK_CRC WANT_TAGS WANT_KEYS LMQ FORCE_PROPERTY_CRC ALLOW_V2 "
-               "POS SIZE QUEUE_ID QUEUE_OFFSET SYSFLAG STORE_TS TOPIC TAGS_CODE FLAGS RECORD_COLUMNS MOST_KEYS "
-               "S_POS S_RECORDS S_KEYS S_TOPICS STATE_SLOTS ENDED BROKEN FULL "
-               "F_PHYSICAL_OFFSET F_SYSFLAG F_EMPTY_TOPIC F_DROPPED_SEGMENTS F_PROPERTIES_UTF8 F_PROPERTY_CRC "
-               "F_PROPERTY_CRC_TEXT F_NO_PROPERTY_CRC F_BODY_CRC F_REFERENCE F_INNER_BATCH "
-               "queue_breaks hash_slots index_entries slot_chains index_targets "
-               "E_NO_RECORD E_PAST_END E_TIME E_WRONG_KEY"),
+    (
+        "checks",
+        "check_walk=walk CHECK_CRC WANT_TAGS WANT_KEYS LMQ FORCE_PROPERTY_CRC ALLOW_V2 "
+        "POS SIZE QUEUE_ID QUEUE_OFFSET SYSFLAG STORE_TS TOPIC TAGS_CODE FLAGS RECORD_COLUMNS MOST_KEYS "
+        "S_POS S_RECORDS S_KEYS S_TOPICS STATE_SLOTS ENDED BROKEN FULL "
+        "F_PHYSICAL_OFFSET F_SYSFLAG F_EMPTY_TOPIC F_DROPPED_SEGMENTS F_PROPERTIES_UTF8 F_PROPERTY_CRC "
+        "F_PROPERTY_CRC_TEXT F_NO_PROPERTY_CRC F_BODY_CRC F_REFERENCE F_INNER_BATCH "
+        "queue_breaks hash_slots index_entries slot_chains index_targets "
+        "E_NO_RECORD E_PAST_END E_TIME E_WRONG_KEY",
+    ),
     # DLedger entries: their heads, the bodies they hold, and why a walk of them stopped
-    ("dledger", "entry_heads walk_bodies ENTRY_REACHED=REACHED ENTRY_FILE_END=FILE_END ENTRY_BLANK=BLANK "
-                "ENTRY_ZERO_SIZE=ZERO_SIZE ENTRY_SHORT_HEAD=SHORT_HEAD ENTRY_ILLEGAL_MAGIC=ILLEGAL_MAGIC "
-                "ENTRY_SMALL_SIZE=SMALL_SIZE"),
+    (
+        "dledger",
+        "entry_heads walk_bodies ENTRY_REACHED=REACHED ENTRY_FILE_END=FILE_END ENTRY_BLANK=BLANK "
+        "ENTRY_ZERO_SIZE=ZERO_SIZE ENTRY_SHORT_HEAD=SHORT_HEAD ENTRY_ILLEGAL_MAGIC=ILLEGAL_MAGIC "
+        "ENTRY_SMALL_SIZE=SMALL_SIZE",
+    ),
     # what the broker dispatches from records (rebuild, append), what append writes, and index slots
     ("dispatch", "dispatch_walk=walk dispatch_decode=decode put_units_in_order"),
     ("encode", "encode_batch encode_records encode_fields gather_parts queue_offsets ack_lines ACK_BOUND"),
     ("index", "put_index_keys=put_keys"),
     ("record", "index_slots"),
     # the 5.4 RocksDB message store's keys, parsed in batches and held against the records they name
-    ("rocksdbstore", "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
-                     "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
-                     "in_hour_bucket java_long gather_store_bytes=gather"),
+    (
+        "rocksdbstore",
+        "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
+        "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
+        "in_hour_bucket java_long gather_store_bytes=gather",
+    ),
     # append's compiled reading of dump-shaped JSON lines into columns
-    ("jsonl_parse", "parse_block interned_texts PARSED_NAMES=NAMES PARSE_MOST_DISTINCT=MOST_DISTINCT "
-                    "PARSED_QUEUE_ID=QUEUE_ID PARSED_FLAG=FLAG PARSED_SYSFLAG=SYSFLAG PARSED_BORN_TS=BORN_TS "
-                    "PARSED_STORE_TS=STORE_TS PARSED_RECONSUME=RECONSUME PARSED_PREPARED=PREPARED"),
+    (
+        "jsonl_parse",
+        "parse_block interned_texts PARSED_NAMES=NAMES PARSE_MOST_DISTINCT=MOST_DISTINCT "
+        "PARSED_QUEUE_ID=QUEUE_ID PARSED_FLAG=FLAG PARSED_SYSFLAG=SYSFLAG PARSED_BORN_TS=BORN_TS "
+        "PARSED_STORE_TS=STORE_TS PARSED_RECONSUME=RECONSUME PARSED_PREPARED=PREPARED",
+    ),
     # the kernels' machinery: threads, topic table, numba's loading and the ahead-of-time module
-    ("kernels", "available_cores when_loaded rehash property_names T_AT T_COUNT T_FIRST T_LEN T_WELL_FORMED "
-                "TOPIC_COLUMNS"),
+    (
+        "kernels",
+        "available_cores when_loaded rehash property_names T_AT T_COUNT T_FIRST T_LEN T_WELL_FORMED TOPIC_COLUMNS",
+    ),
     ("aot", "ready_kernels"),
 )
-FACE = {face: (module, own or face) for module, names in JOBS
-        for face, _, own in (name.partition("=") for name in names.split())}
+FACE = {
+    face: (module, own or face)
+    for module, names in JOBS
+    for face, _, own in (name.partition("=") for name in names.split())
+}
 __all__ = sorted(FACE)
 
 

@@ -28,6 +28,7 @@ compiler), or by numba's announced successor (PIXIE) once released. Rejected: re
 Cython (a second definition of every rule, which the house forbids) and shipping prebuilt binaries (they are
 specific to the CPU, Python and numpy the stamp names, and `stamp` would refuse most of them).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,42 +52,76 @@ MODULE = "_rmqctl_entries"
 # file's bytes (a read-only mapping), out: bytes written, i64x1/i64x2: int64 arrays (the decode's columns,
 # rows, positions).
 ENTRIES = {
-    "decode": ("rmqctl.engine.decode", "decode",
-               "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)"),
-    "decode_at": ("rmqctl.engine.decode", "decode_at",
-                  "UniTuple(int64, 3)(u8, i64x1, i64x1, int64, boolean, boolean, int64, i64x2)"),
-    "write_lines": ("rmqctl.engine.jsonl_kernels", "write_lines",
-                    "Tuple((int64, int64, boolean))(u8, i64x2, i64x2, i64x1, int64, u8, int64, int64, boolean, boolean,"
-                    " out, i64x2)"),
+    "decode": (
+        "rmqctl.engine.decode",
+        "decode",
+        "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)",
+    ),
+    "decode_at": (
+        "rmqctl.engine.decode",
+        "decode_at",
+        "UniTuple(int64, 3)(u8, i64x1, i64x1, int64, boolean, boolean, int64, i64x2)",
+    ),
+    "write_lines": (
+        "rmqctl.engine.jsonl_kernels",
+        "write_lines",
+        "Tuple((int64, int64, boolean))(u8, i64x2, i64x2, i64x1, int64, u8, int64, int64, boolean, boolean,"
+        " out, i64x2)",
+    ),
     "line_bound": ("rmqctl.engine.jsonl_kernels", "line_bound", "int64(i64x2, int64, int64)"),
     "entry_heads": ("rmqctl.engine.dledger", "entry_heads", "UniTuple(int64, 3)(u8, int64, int64, int64, i64x1)"),
-    "property_values": ("rmqctl.engine.arrow_kernels", "property_values",
-                        "none(u8, i64x1, i64x1, u8x2, i64x1, i64x2, i64x2)"),
+    "property_values": (
+        "rmqctl.engine.arrow_kernels",
+        "property_values",
+        "none(u8, i64x1, i64x1, u8x2, i64x1, i64x2, i64x2)",
+    ),
     "holds_word": ("rmqctl.engine.arrow_kernels", "holds_word", "none(u8, i64x1, i64x1, u8, b1x1)"),
     "msgid_texts": ("rmqctl.engine.arrow_kernels", "msgid_texts", "int64(u8, i64x1, i64x1, i64x1, out, i32x1)"),
     # append's: parse a block of JSON lines, encode its records, acknowledge them, dispatch them to consumequeue
     # and index (a start-up of ~0.6 s for numba is as long as appending 70 k messages)
-    "parse_block": ("rmqctl.engine.jsonl_parse", "parse_block",
-                    "Tuple((int64, int64, int64, boolean))(u8, int64, int64, int64, int64, boolean, i64x2, i64x1, i64x3,"
-                    " out, i64x1, out, i64x1, i64x2, i64x1, i64x2, i64x1, i64x2, i64x1)"),
-    "gather_parts": ("rmqctl.engine.encode", "gather_parts",
-                     "int64(i64x2, u8x2, i64x1, u8, i64x1, u8, i64x1, u8, i64x1, boolean, u8, out)"),
+    "parse_block": (
+        "rmqctl.engine.jsonl_parse",
+        "parse_block",
+        "Tuple((int64, int64, int64, boolean))(u8, int64, int64, int64, int64, boolean, i64x2, i64x1, i64x3,"
+        " out, i64x1, out, i64x1, i64x2, i64x1, i64x2, i64x1, i64x2, i64x1)",
+    ),
+    "gather_parts": (
+        "rmqctl.engine.encode",
+        "gather_parts",
+        "int64(i64x2, u8x2, i64x1, u8, i64x1, u8, i64x1, u8, i64x1, boolean, u8, out)",
+    ),
     "queue_offsets": ("rmqctl.engine.encode", "queue_offsets", "i64x1(i64x1, i64x1, b1x1)"),
     "encode_records": ("rmqctl.engine.encode", "encode_records", "int64(out, i64x2, u8, boolean)"),
     "ack_lines": ("rmqctl.engine.encode", "ack_lines", "int64(i64x1, i64x1, i64x1, i64x1, u8x2, i64x1, u8x2, out)"),
     "dispatch_walk": ("rmqctl.engine.dispatch", "walk", "Tuple((i64x1, int64))(u8, int64, boolean, int64, int64)"),
-    "dispatch_decode": ("rmqctl.engine.dispatch", "decode",
-                        "Tuple((i64x2, i64x1, i64x1, int64))(u8, i64x1, boolean, boolean, boolean, i64x1, i64x1, i64x1,"
-                        " i64x1, i64x1, i64x1, i64x1, i64x1, b1x1)"),
-    "put_units_in_order": ("rmqctl.engine.dispatch", "put_units_in_order",
-                           "int64(i64x1, i64x1, int64, i64x1, i64x1, i64x1, i64x1)"),
-    "put_index_keys": ("rmqctl.engine.index", "put_keys",
-                       "UniTuple(int64, 2)(out, int64, int64, int64, int64, i64x1, i64x1, i64x1)"),
+    "dispatch_decode": (
+        "rmqctl.engine.dispatch",
+        "decode",
+        "Tuple((i64x2, i64x1, i64x1, int64))(u8, i64x1, boolean, boolean, boolean, i64x1, i64x1, i64x1,"
+        " i64x1, i64x1, i64x1, i64x1, i64x1, b1x1)",
+    ),
+    "put_units_in_order": (
+        "rmqctl.engine.dispatch",
+        "put_units_in_order",
+        "int64(i64x1, i64x1, int64, i64x1, i64x1, i64x1, i64x1)",
+    ),
+    "put_index_keys": (
+        "rmqctl.engine.index",
+        "put_keys",
+        "UniTuple(int64, 2)(out, int64, int64, int64, int64, i64x1, i64x1, i64x1)",
+    ),
 }
 # the array types of the signatures: (dtype, dimensions, writable)
-ARRAYS = {"u8": (np.uint8, 1, False), "u8x2": (np.uint8, 2, False), "out": (np.uint8, 1, True),
-          "b1x1": (np.bool_, 1, True), "i32x1": (np.int32, 1, True), "i64x1": (np.int64, 1, True),
-          "i64x2": (np.int64, 2, True), "i64x3": (np.int64, 3, True)}
+ARRAYS = {
+    "u8": (np.uint8, 1, False),
+    "u8x2": (np.uint8, 2, False),
+    "out": (np.uint8, 1, True),
+    "b1x1": (np.bool_, 1, True),
+    "i32x1": (np.int32, 1, True),
+    "i64x1": (np.int64, 1, True),
+    "i64x2": (np.int64, 2, True),
+    "i64x3": (np.int64, 3, True),
+}
 SCALARS = {"int64": (int, np.integer), "boolean": (bool, np.bool_)}
 
 
@@ -105,8 +140,15 @@ def stamp() -> str | None:
     """The module's key; None when the package's sources are not files (a zip): no module then."""
     if SOURCES_STAMP is None:
         return None
-    parts = (SOURCES_STAMP, Path(__file__).read_text(), sys.version, np.__version__, CRC32_LIBRARY, CRC32_PATH,
-             os.uname().machine)
+    parts = (
+        SOURCES_STAMP,
+        Path(__file__).read_text(),
+        sys.version,
+        np.__version__,
+        CRC32_LIBRARY,
+        CRC32_PATH,
+        os.uname().machine,
+    )
     return hashlib.sha256("\0".join(parts).encode() + _cpu()).hexdigest()[:24]
 
 
@@ -121,7 +163,7 @@ class Entry:
 
     def __init__(self, compiled, signature: str, kernel: Lazy):
         self.compiled, self.kernel = compiled, kernel
-        params = signature[signature.rindex("(") + 1:-1]  # (the last group: parameter names hold no parentheses)
+        params = signature[signature.rindex("(") + 1 : -1]  # (the last group: parameter names hold no parentheses)
         self.checks = tuple(_check(p.strip()) for p in params.split(","))
 
     def __call__(self, *args):
@@ -136,8 +178,14 @@ def _check(param: str):
         return lambda a: isinstance(a, kinds)
     dtype, ndim, writable = ARRAYS[param]
     dtype = np.dtype(dtype)
-    return lambda a: (type(a) is np.ndarray and a.dtype == dtype and a.ndim == ndim and a.flags.c_contiguous
-                      and a.flags.aligned and (a.flags.writeable or not writable))
+    return lambda a: (
+        type(a) is np.ndarray
+        and a.dtype == dtype
+        and a.ndim == ndim
+        and a.flags.c_contiguous
+        and a.flags.aligned
+        and (a.flags.writeable or not writable)
+    )
 
 
 _module = None  # the loaded module, False when there is none for this stamp
@@ -160,7 +208,9 @@ def _load(key: str):
         try:
             ctypes.CDLL(CRC32_PATH, mode=ctypes.RTLD_GLOBAL)  # the CRC symbol the kernels call, by name
             loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
-            loaded = importlib.util.module_from_spec(importlib.util.spec_from_file_location(MODULE, path, loader=loader))
+            loaded = importlib.util.module_from_spec(
+                importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+            )
             loader.exec_module(loaded)
             return loaded
         except (ImportError, OSError):  # not a module this process can load: numba's kernels run instead
@@ -260,8 +310,10 @@ def _compile(out: Path):
             self.release_gil = True
             self.error_model = "numpy"
 
-    spelled = {name: types.Array(from_dtype(np.dtype(dtype)), ndim, "C", readonly=not writable)
-               for name, (dtype, ndim, writable) in ARRAYS.items()}
+    spelled = {
+        name: types.Array(from_dtype(np.dtype(dtype)), ndim, "C", readonly=not writable)
+        for name, (dtype, ndim, writable) in ARRAYS.items()
+    }
     cc = CC(MODULE)
     cc.output_dir = str(out)
     cc.target_cpu = llvm.get_host_cpu_name()

@@ -3,6 +3,7 @@ one buffer with Arrow's offsets, hosts and msgIds written as text, the propertie
 given twice keeps its first place and its last value, as the reference's dict does) and the KEYS words
 (rules.next_key_word); and what `dump commitlog`'s content filters ask of the spans (any property's value,
 a KEYS word)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,7 @@ def gather(u8, lo, hi, out, offsets):
 
 @kernel
 def host_texts(u8, ip_at, port, out, offsets):
-    """"a.b.c.d:port" of each IPv4 host (the caller writes IPv6 hosts itself)."""
+    """ "a.b.c.d:port" of each IPv4 host (the caller writes IPv6 hosts itself)."""
     o = 0
     offsets[0] = 0
     for i in range(len(ip_at)):

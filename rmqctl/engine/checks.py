@@ -22,6 +22,7 @@ INDEX_ENTRY_DTYPE, computed at import, constants for the compiler). The kernels 
 read is inside a record whose bounds were checked against `limit`; index reads stay within the entries
 and slots the file holds (the callers bound the counts).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,10 +43,26 @@ from .kernels import (
     topic_id,
     well_formed_utf8,
 )
-from ..schema import (BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT,
-                      SYSFLAG_AT)
-from .record import (decode_head, decode_tail, index_hash, index_slot, index_time_diff, prefetch_ahead, next_key_word,
-                     signed32, tags_code)
+from ..schema import (
+    BODY_CRC_AT,
+    HEAD_SIZE,
+    PHYSICAL_OFFSET_AT,
+    QUEUE_ID_AT,
+    QUEUE_OFFSET_AT,
+    STORE_TIMESTAMP_AT,
+    SYSFLAG_AT,
+)
+from .record import (
+    decode_head,
+    decode_tail,
+    index_hash,
+    index_slot,
+    index_time_diff,
+    prefetch_ahead,
+    next_key_word,
+    signed32,
+    tags_code,
+)
 
 UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
 COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
@@ -130,8 +147,11 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
             state[S_POS], state[S_RECORDS] = pos, n
             return BROKEN
         claimed = pos >= claim_from
-        if claimed and (n == records.shape[1] or state[S_TOPICS] * 2 >= len(table)
-                        or (want_keys and state[S_KEYS] + MOST_KEYS > keys.shape[1])):
+        if claimed and (
+            n == records.shape[1]
+            or state[S_TOPICS] * 2 >= len(table)
+            or (want_keys and state[S_KEYS] + MOST_KEYS > keys.shape[1])
+        ):
             state[S_POS], state[S_RECORDS] = pos, n
             return FULL
         # the body's CRC first: reading it streams the memory on to the topic, properties and next record
@@ -153,7 +173,9 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
         flags = 0
         if be64(u8, pos + PHYSICAL_OFFSET_AT) != file_start + pos:
             flags |= F_PHYSICAL_OFFSET
-        if (sysflag & UNKNOWN_SYSFLAG_BITS) != 0 or ((sysflag & COMPRESSED) != 0 and (sysflag & COMPRESSION_MASK) >> 8 > 3):
+        if (sysflag & UNKNOWN_SYSFLAG_BITS) != 0 or (
+            (sysflag & COMPRESSED) != 0 and (sysflag & COMPRESSION_MASK) >> 8 > 3
+        ):
             flags |= F_SYSFLAG
         if topic_len == 0:
             flags |= F_EMPTY_TOPIC
@@ -200,9 +222,11 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
                 else:
                     flags |= F_REFERENCE
         if want_keys and not flags & F_REFERENCE and (sysflag & TRANSACTION_MASK) != ROLLBACK:
-            if not topics[T_WELL_FORMED, t] or (
-                    value_lo[UNIQ_KEY] >= 0 and not well_formed_utf8(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY])) or (
-                    value_lo[KEYS] >= 0 and not well_formed_utf8(u8, value_lo[KEYS], value_hi[KEYS])):
+            if (
+                not topics[T_WELL_FORMED, t]
+                or (value_lo[UNIQ_KEY] >= 0 and not well_formed_utf8(u8, value_lo[UNIQ_KEY], value_hi[UNIQ_KEY]))
+                or (value_lo[KEYS] >= 0 and not well_formed_utf8(u8, value_lo[KEYS], value_hi[KEYS]))
+            ):
                 flags |= F_REFERENCE
             else:
                 k = state[S_KEYS]
@@ -273,7 +297,8 @@ def queue_breaks(queue, qoff, ri, order, queues, inner_records, inner_steps):
 # -- index files ------------------------------------------------------------------------------------------------
 ENTRY_SIZE = S.INDEX_ENTRY_DTYPE.itemsize
 KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (
-    S.INDEX_ENTRY_DTYPE.fields[name][1] for name in ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
+    S.INDEX_ENTRY_DTYPE.fields[name][1] for name in ("keyHash", "phyOffset", "timeDiff", "prevIndex")
+)
 assert S.INDEX_ENTRY_DTYPE.itemsize == S.INDEX_ENTRY_SIZE and S.HASH_SLOT_SIZE == 4
 
 

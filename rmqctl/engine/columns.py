@@ -8,6 +8,7 @@ map MessageDecoder parses), `tags`, `keys` (the KEYS words the index holds), `tr
 (TRAN_MSG, PGROUP), `multiDispatch` / `multiQueueOffset` (the LMQ properties, as stored) and `crcOk` (the
 stored CRCs hold; null unless the walk checked them); in a DLedger store, `dledger` (the record's entry).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,14 @@ RECORD_SCHEMA = pa.schema(SCALARS + [
 # A DLedger store's rows also carry their entry, as `dump commitlog` shows it (dledger.FileEntries.entry).
 DLEDGER_FIELD = pa.field("dledger", pa.struct([(name, pa.int64()) for name in S.DLEDGER_DUMP_FIELDS]))
 DLEDGER_RECORD_SCHEMA = RECORD_SCHEMA.append(DLEDGER_FIELD)
-PROPERTY_COLUMNS = {"uniqKey": "UNIQ_KEY", "tags": "TAGS", "tranMsg": "TRAN_MSG", "producerGroup": "PGROUP",
-                    "multiDispatch": "INNER_MULTI_DISPATCH", "multiQueueOffset": "INNER_MULTI_QUEUE_OFFSET"}
+PROPERTY_COLUMNS = {
+    "uniqKey": "UNIQ_KEY",
+    "tags": "TAGS",
+    "tranMsg": "TRAN_MSG",
+    "producerGroup": "PGROUP",
+    "multiDispatch": "INNER_MULTI_DISPATCH",
+    "multiQueueOffset": "INNER_MULTI_QUEUE_OFFSET",
+}
 
 
 def record_schema(dledger_entries: bool) -> pa.Schema:
@@ -72,16 +79,18 @@ def text_column(chunk: Chunk, lo, hi, bad: np.ndarray, present=None) -> pa.Array
     if not bad.any():
         return span_column(chunk.u8, lo, hi, pa.string(), present)
     present = np.ones(len(lo), bool) if present is None else present
-    return pa.array([decode_utf8(chunk.u8[a:b].tobytes()) if p else None for a, b, p in zip(lo, hi, present)],
-                    pa.string())
+    return pa.array(
+        [decode_utf8(chunk.u8[a:b].tobytes()) if p else None for a, b, p in zip(lo, hi, present)], pa.string()
+    )
 
 
 def host_column(chunk: Chunk, side: str, v6: np.ndarray) -> pa.Array:
     ip_at, port = chunk.column(f"{side}.ip"), chunk.column(f"{side}.port")
     if v6.any():
         width = np.where(v6, 16, 4)
-        return pa.array([format_host(chunk.u8[a:a + w].tobytes(), int(p)) for a, w, p in zip(ip_at, width, port)],
-                        pa.string())
+        return pa.array(
+            [format_host(chunk.u8[a : a + w].tobytes(), int(p)) for a, w, p in zip(ip_at, width, port)], pa.string()
+        )
     # "255.255.255.255:-2147483648" (27 bytes) each, and 8 for put_ipv4's last word store
     out = np.empty(len(ip_at) * 27 + 8, np.uint8)
     offsets = np.empty(len(ip_at) + 1, np.int32)
@@ -93,16 +102,24 @@ def msgid_column(chunk: Chunk, store_v6: np.ndarray) -> pa.Array:
     ip_len = np.where(store_v6, 16, 4).astype(np.int64)
     out = np.empty(int((ip_len + 12).sum()) * 2, np.uint8)
     offsets = np.empty(len(chunk) + 1, np.int32)
-    K.msgid_texts(chunk.u8, np.ascontiguousarray(chunk.column("position")),
-                  np.ascontiguousarray(chunk.column("storeHost.ip")), ip_len, out, offsets)
+    K.msgid_texts(
+        chunk.u8,
+        np.ascontiguousarray(chunk.column("position")),
+        np.ascontiguousarray(chunk.column("storeHost.ip")),
+        ip_len,
+        out,
+        offsets,
+    )
     return pa.Array.from_buffers(pa.string(), len(chunk), [None, pa.py_buffer(offsets), pa.py_buffer(out)])
 
 
 def properties_column(chunk: Chunk, props_lo, props_len, bad: np.ndarray) -> pa.Array:
     kind = RECORD_SCHEMA.field("properties").type
     if bad.any():
-        maps = [list(parse_properties(decode_utf8(chunk.u8[a:a + n].tobytes())).items()) if n > 0 else []
-                for a, n in zip(props_lo, props_len)]
+        maps = [
+            list(parse_properties(decode_utf8(chunk.u8[a : a + n].tobytes())).items()) if n > 0 else []
+            for a, n in zip(props_lo, props_len)
+        ]
         return pa.array(maps, kind)
     room = K.most_entries(props_len)
     name_lo, name_hi, value_lo, value_hi = (np.empty(room, np.int64) for _ in range(4))
@@ -116,8 +133,10 @@ def properties_column(chunk: Chunk, props_lo, props_len, bad: np.ndarray) -> pa.
 def keys_column(chunk: Chunk, lo, hi, bad: np.ndarray) -> pa.Array:
     kind = RECORD_SCHEMA.field("keys").type
     if bad.any():
-        return pa.array([None if a < 0 else [decode_utf8(w) for w in key_words(chunk.u8[a:b].tobytes())]
-                         for a, b in zip(lo, hi)], kind)
+        return pa.array(
+            [None if a < 0 else [decode_utf8(w) for w in key_words(chunk.u8[a:b].tobytes())] for a, b in zip(lo, hi)],
+            kind,
+        )
     room = int(np.maximum(hi - lo, 0).sum()) // 2 + 1
     word_lo, word_hi = np.empty(room, np.int64), np.empty(room, np.int64)
     offsets = np.empty(len(lo) + 1, np.int32)
@@ -153,17 +172,19 @@ def record_batch(chunk: Chunk) -> pa.RecordBatch:
     arrays["body"] = span_column(chunk.u8, body_lo, body_lo + np.maximum(col("bodyLength"), 0), pa.binary())
     arrays["propertiesBytes"] = span_column(chunk.u8, props_lo, props_lo + props_len, pa.binary())
     arrays["properties"] = properties_column(chunk, props_lo, props_len, bad_props)
-    arrays["keys"] = keys_column(chunk, np.ascontiguousarray(col("lo:KEYS")), np.ascontiguousarray(col("hi:KEYS")),
-                                 bad_props)
+    arrays["keys"] = keys_column(
+        chunk, np.ascontiguousarray(col("lo:KEYS")), np.ascontiguousarray(col("hi:KEYS")), bad_props
+    )
     crc = col("crcOk")
     ok = crc == 1
     for r in np.flatnonzero(crc == CRC_TEXT):  # a __CRC32# value that is not ASCII: read as the broker reads it
         lo, hi = col(f"lo:{CRC32_PROPERTY}")[r], col(f"hi:{CRC32_PROPERTY}")[r]
         stored = crc_from_digits(decode_utf8(chunk.u8[lo:hi].tobytes()))
-        ok[r] = stored == crc31(chunk.u8[position[r]:position[r] + col("storeSize")[r] - S.CRC32_RESERVED_LEN])
+        ok[r] = stored == crc31(chunk.u8[position[r] : position[r] + col("storeSize")[r] - S.CRC32_RESERVED_LEN])
     arrays["crcOk"] = pa.array(ok, mask=crc == CRC_UNCHECKED)
     schema = record_schema(chunk.entries is not None)
     if chunk.entries is not None:
-        arrays["dledger"] = pa.StructArray.from_arrays([pa.array(column) for column in chunk.entries.T],
-                                                       fields=list(DLEDGER_FIELD.type))
+        arrays["dledger"] = pa.StructArray.from_arrays(
+            [pa.array(column) for column in chunk.entries.T], fields=list(DLEDGER_FIELD.type)
+        )
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)

@@ -9,6 +9,7 @@ The walk follows TOTALSIZE as CommitLog.getData + checkMessageAndReturnSize do a
 position that is not a record, leaving that position's outcome (BLANK, or the kind of refusal, in
 read_record's order of checks, from engine/record.py) for the caller.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,20 +27,42 @@ from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 # The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
 HEAD_NAMES = S.RECORD_HEADS[(False, False)][1]
 HEAD_FIELD_AT = np.array([OFFSETS[name] for name in HEAD_NAMES], np.int64)
-HEAD_FIELD_WIDTH = np.array([S.struct.calcsize(">" + code) for code in
-                             re.findall(r"\d*[a-zA-Z]", S.RECORD_HEADS[(False, False)][0].format[1:])],
-                            np.int64)
+HEAD_FIELD_WIDTH = np.array(
+    [
+        S.struct.calcsize(">" + code)
+        for code in re.findall(r"\d*[a-zA-Z]", S.RECORD_HEADS[(False, False)][0].format[1:])
+    ],
+    np.int64,
+)
 HEAD_FIELD_IS_ADDRESS = np.array([name.endswith(".ip") for name in HEAD_NAMES])
 
 # The properties the engine looks up, by index; their value spans are columns.
-PROPERTY_NAMES = ("TAGS", "KEYS", "UNIQ_KEY", "TRAN_MSG", "PGROUP", "INNER_MULTI_DISPATCH",
-                  "INNER_MULTI_QUEUE_OFFSET", CRC32_PROPERTY)
+PROPERTY_NAMES = (
+    "TAGS",
+    "KEYS",
+    "UNIQ_KEY",
+    "TRAN_MSG",
+    "PGROUP",
+    "INNER_MULTI_DISPATCH",
+    "INNER_MULTI_QUEUE_OFFSET",
+    CRC32_PROPERTY,
+)
 NAME_BYTES, NAME_LENGTHS = property_names(*PROPERTY_NAMES)
 CRC_PROPERTY_INDEX = PROPERTY_NAMES.index(CRC32_PROPERTY)
 
 # the columns after the head fields
-EXTRA = ("position", "combo", "v2", "topicAt", "topicLength", "propertiesAt", "propertiesLength", "bodyAt",
-         "textFlags", "crcOk") + tuple(f"{side}:{name}" for name in PROPERTY_NAMES for side in ("lo", "hi"))
+EXTRA = (
+    "position",
+    "combo",
+    "v2",
+    "topicAt",
+    "topicLength",
+    "propertiesAt",
+    "propertiesLength",
+    "bodyAt",
+    "textFlags",
+    "crcOk",
+) + tuple(f"{side}:{name}" for name in PROPERTY_NAMES for side in ("lo", "hi"))
 COLUMN_NAMES = HEAD_NAMES + EXTRA
 COLUMN = {name: i for i, name in enumerate(COLUMN_NAMES)}
 NCOLUMNS = len(COLUMN_NAMES)
@@ -105,8 +128,9 @@ def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_
         cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
         cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
     if check_crc:
-        cols[n, CRC_OK] = record_crc_ok(u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX],
-                                        value_hi[CRC_PROPERTY_INDEX])
+        cols[n, CRC_OK] = record_crc_ok(
+            u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX], value_hi[CRC_PROPERTY_INDEX]
+        )
     else:
         cols[n, CRC_OK] = CRC_UNCHECKED
     return OK, size

@@ -7,6 +7,7 @@ DELAY property (the schedule topic's tagsCode), with INNER_MULTI_DISPATCH when m
 queues), or whose topic, TAGS, KEYS or UNIQ_KEY is not well-formed UTF-8 (Java replaces malformed bytes;
 well-formed text is hashed here over its UTF-16 code units exactly as String.hashCode does).
 """
+
 from __future__ import annotations
 
 
@@ -31,8 +32,16 @@ from .kernels import (
 )
 from ..rules import RECORD
 from ..schema import PHYSICAL_OFFSET_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, SMALLEST_HEAD, STORE_TIMESTAMP_AT, SYSFLAG_AT
-from .record import (decode_head, decode_tail, head_outcome, key_hash_of, next_key_word, prefetch_ahead, signed32,
-                     tags_code)
+from .record import (
+    decode_head,
+    decode_tail,
+    head_outcome,
+    key_hash_of,
+    next_key_word,
+    prefetch_ahead,
+    signed32,
+    tags_code,
+)
 
 
 PROPS_LEN = S.PROPS_LEN.size
@@ -72,8 +81,22 @@ def walk(u8, limit, allow_v2, start, stop_at):
 
 
 @kernel
-def decode(u8, starts, allow_v2, multi_dispatch, with_keys, size, phy, store_ts, queue_id, queue_offset, sysflag, topic, tags,
-           reference):
+def decode(
+    u8,
+    starts,
+    allow_v2,
+    multi_dispatch,
+    with_keys,
+    size,
+    phy,
+    store_ts,
+    queue_id,
+    queue_offset,
+    sysflag,
+    topic,
+    tags,
+    reference,
+):
     """Decode the records at `starts` (from walk) up to the first that read_record refuses (left to it:
     engine.record's checks), filling per record (arrays as long as `starts`): size, PHYSICALOFFSET, STORETIMESTAMP,
     queueId, queueOffset, sysFlag, topic id, tagsCode, reference flag. Returns the topics ((start, length)

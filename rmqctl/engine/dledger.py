@@ -3,6 +3,7 @@ walk (engine/checks.py), one record per entry, so every check and flag is the pl
 stepping differs: from entry body to entry body (positions from the entry walk of rmqctl.dledger), not by
 TOTALSIZE, since a 48-byte entry header sits before every record.
 """
+
 from __future__ import annotations
 
 from .. import schema as S
@@ -14,7 +15,7 @@ ENTRY_HEAD = S.DLEDGER_ENTRY_HEADER.size
 
 def _field_at(schema, name: str) -> int:
     fields = S.fixed_fields(schema)
-    return sum(S.struct.calcsize(">" + code[1:]) for _, code in fields[:[n for n, _ in fields].index(name)])
+    return sum(S.struct.calcsize(">" + code[1:]) for _, code in fields[: [n for n, _ in fields].index(name)])
 
 
 MAGIC_AT, SIZE_AT = (_field_at(S.DLedgerEntryHeader, name) for name in ("magic", "size"))

@@ -7,6 +7,7 @@ definition).
 A batch is a table of integer fields per record (the columns below) and one byte string holding, per record in
 order, the born host's address, the store host's address, the body, the topic and the properties.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,18 +19,86 @@ from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
 from ..schema import RECORD_AT as OFFSETS
 
 # the columns of a batch's field table
-COLUMNS = ("position", "storeSize", "magicCode", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
-           "bornTimestamp", "bornPort", "storeTimestamp", "storePort", "reconsumeTimes", "preparedTransactionOffset",
-           "bodyLength", "topicLength", "propertiesLength", "combo")
-(POSITION, SIZE, MAGIC, QUEUE_ID, FLAG, QUEUE_OFFSET, PHYSICAL_OFFSET, SYSFLAG, BORN_TS, BORN_PORT, STORE_TS,
- STORE_PORT, RECONSUME, PREPARED, BODY_LEN, TOPIC_LEN, PROPS_LEN, COMBO) = range(len(COLUMNS))
+COLUMNS = (
+    "position",
+    "storeSize",
+    "magicCode",
+    "queueId",
+    "flag",
+    "queueOffset",
+    "physicalOffset",
+    "sysFlag",
+    "bornTimestamp",
+    "bornPort",
+    "storeTimestamp",
+    "storePort",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "bodyLength",
+    "topicLength",
+    "propertiesLength",
+    "combo",
+)
+(
+    POSITION,
+    SIZE,
+    MAGIC,
+    QUEUE_ID,
+    FLAG,
+    QUEUE_OFFSET,
+    PHYSICAL_OFFSET,
+    SYSFLAG,
+    BORN_TS,
+    BORN_PORT,
+    STORE_TS,
+    STORE_PORT,
+    RECONSUME,
+    PREPARED,
+    BODY_LEN,
+    TOPIC_LEN,
+    PROPS_LEN,
+    COMBO,
+) = range(len(COLUMNS))
 
-(STORE_SIZE_AT, MAGIC_AT, BODY_CRC_AT, QUEUE_ID_AT, FLAG_AT, QUEUE_OFFSET_AT, PHYSICAL_OFFSET_AT, SYSFLAG_AT,
- BORN_TS_AT, BORN_IP_AT) = (OFFSETS[n][0] for n in ("storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset",
-                                                     "physicalOffset", "sysFlag", "bornTimestamp", "bornHost.ip"))
+(
+    STORE_SIZE_AT,
+    MAGIC_AT,
+    BODY_CRC_AT,
+    QUEUE_ID_AT,
+    FLAG_AT,
+    QUEUE_OFFSET_AT,
+    PHYSICAL_OFFSET_AT,
+    SYSFLAG_AT,
+    BORN_TS_AT,
+    BORN_IP_AT,
+) = (
+    OFFSETS[n][0]
+    for n in (
+        "storeSize",
+        "magicCode",
+        "bodyCRC",
+        "queueId",
+        "flag",
+        "queueOffset",
+        "physicalOffset",
+        "sysFlag",
+        "bornTimestamp",
+        "bornHost.ip",
+    )
+)
 BORN_PORT_AT, STORE_TS_AT, STORE_IP_AT, STORE_PORT_AT, RECONSUME_AT, PREPARED_AT, BODY_LEN_AT, HEAD_SIZE = (
-    OFFSETS[n] for n in ("bornHost.port", "storeTimestamp", "storeHost.ip", "storeHost.port", "reconsumeTimes",
-                         "preparedTransactionOffset", "bodyLength", "headSize"))
+    OFFSETS[n]
+    for n in (
+        "bornHost.port",
+        "storeTimestamp",
+        "storeHost.ip",
+        "storeHost.port",
+        "reconsumeTimes",
+        "preparedTransactionOffset",
+        "bodyLength",
+        "headSize",
+    )
+)
 MAGIC_V2 = S.MAGIC_V2
 CRC_RESERVED = S.CRC32_RESERVED_LEN
 put_crc_digits = compile_rule(_put_crc_digits)
@@ -87,8 +156,12 @@ def encode_records(u8, fields, blob, crc_trailer):
 
 def encode_batch(buf, rows: list[tuple], parts: list[bytes], crc_trailer: bool):
     """Encode the records `rows` (tuples in COLUMNS order) into `buf` (a writable map), their bytes `parts`."""
-    encode_fields(buf, np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)), np.frombuffer(b"".join(parts), np.uint8),
-                  crc_trailer)
+    encode_fields(
+        buf,
+        np.array(rows, dtype=np.int64).reshape(-1, len(COLUMNS)),
+        np.frombuffer(b"".join(parts), np.uint8),
+        crc_trailer,
+    )
 
 
 def encode_fields(buf, fields: np.ndarray, blob: np.ndarray, crc_trailer: bool):
@@ -98,8 +171,9 @@ def encode_fields(buf, fields: np.ndarray, blob: np.ndarray, crc_trailer: bool):
 
 
 @kernel
-def gather_parts(ids, host_ips, host_lens, topics, topic_off, body, body_off, props, props_off, crc_trailer,
-                 placeholder, blob):
+def gather_parts(
+    ids, host_ips, host_lens, topics, topic_off, body, body_off, props, props_off, crc_trailer, placeholder, blob
+):
     """encode_records' byte string for rows given as columns: per row (ids: topic, born host, store host) the two
     hosts' addresses, the body, the topic and the properties, these ending (with `crc_trailer`) in a separator
     and `placeholder`, the `__CRC32#` trailer still to be filled in, as append.stored_properties ends them.
@@ -136,9 +210,10 @@ def queue_offsets(groups, first, counted):
     return out
 
 
-_ACK_PIECES = ('{"commitLogOffset":', ',"queueOffset":', ',"msgId":"', '","file":"', '","position":', '}\n')
+_ACK_PIECES = ('{"commitLogOffset":', ',"queueOffset":', ',"msgId":"', '","file":"', '","position":', "}\n")
 ACK_TEXT = np.frombuffer("".join(_ACK_PIECES).encode(), np.uint8).copy()
-ACK_AT = tuple(int(n) for n in np.cumsum([0] + [len(p) for p in _ACK_PIECES]))  # piece k: ACK_TEXT[ACK_AT[k]:ACK_AT[k + 1]]
+# piece k: ACK_TEXT[ACK_AT[k]:ACK_AT[k + 1]]
+ACK_AT = tuple(int(n) for n in np.cumsum([0] + [len(p) for p in _ACK_PIECES]))
 UPPER_HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8).copy()
 ACK_BOUND = 200  # bytes of one acknowledgement at most: its fixed text, four int64s and a 40 + 16 digit msgId
 

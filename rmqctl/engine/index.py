@@ -1,5 +1,6 @@
 """The bulk IndexFile.putKey of a rebuild in one compiled loop, writing entries and slots into the mapped
 file (verify's index checks are in engine/checks.py)."""
+
 from __future__ import annotations
 
 
@@ -8,8 +9,9 @@ from .kernels import be32, kernel, put_be32, put_be64
 from .record import index_slot, index_time_diff
 
 INDEX_HEADER_SIZE, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE = S.INDEX_HEADER_SIZE, S.HASH_SLOT_SIZE, S.INDEX_ENTRY_SIZE
-KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (S.INDEX_ENTRY_DTYPE.fields[name][1] for name in
-                                                          ("keyHash", "phyOffset", "timeDiff", "prevIndex"))
+KEY_HASH_AT, PHY_OFFSET_AT, TIME_DIFF_AT, PREV_INDEX_AT = (
+    S.INDEX_ENTRY_DTYPE.fields[name][1] for name in ("keyHash", "phyOffset", "timeDiff", "prevIndex")
+)
 
 
 @kernel

@@ -1,5 +1,6 @@
 """`dump commitlog` lines from the engine's batches: the compiled writer (engine/jsonl_kernels.py) for nearly every
 record, record.message_dict + orjson (the reference, and the contract's definition) for the few it leaves."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -41,12 +42,21 @@ def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, deco
     m = read_record(f.buf, int(chunk.column("position")[row]), len(chunk.u8))
     if chunk.entries is not None:
         m.dledger = dict(zip(S.DLEDGER_DUMP_FIELDS, map(int, chunk.entries[row])))
-    return orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress),
-                        option=orjson.OPT_NON_STR_KEYS) + b"\n"
+    return (
+        orjson.dumps(message_dict(m, f.name, f.start, body, raw_properties, decompress), option=orjson.OPT_NON_STR_KEYS)
+        + b"\n"
+    )
 
 
-def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool, decompress: int | None,
-                block: int = BLOCK, out: np.ndarray | None = None) -> Iterator:
+def chunk_lines(
+    chunk: Chunk,
+    rows: np.ndarray,
+    body: str,
+    raw_properties: bool,
+    decompress: int | None,
+    block: int = BLOCK,
+    out: np.ndarray | None = None,
+) -> Iterator:
     """The lines of the records `rows` of `chunk`, in blocks: views of `out` (a buffer of `block` bytes when
     not given, which the caller may reuse once it is done with the blocks) one after another, so that every
     block of a call stays valid until `out` is written again; lines that do not fit what is left go to a
@@ -60,10 +70,22 @@ def chunk_lines(chunk: Chunk, rows: np.ndarray, body: str, raw_properties: bool,
     pairs = np.empty((3, MOST_PAIRS), np.int64)
     i = o = 0
     while i < len(rows):
-        done, used, needs_reference = write_lines(chunk.u8, chunk.cols, entries, rows, i, name, chunk.file.start, mode,
-                                                  raw_properties, decompress is not None, out[o:], pairs)
+        done, used, needs_reference = write_lines(
+            chunk.u8,
+            chunk.cols,
+            entries,
+            rows,
+            i,
+            name,
+            chunk.file.start,
+            mode,
+            raw_properties,
+            decompress is not None,
+            out[o:],
+            pairs,
+        )
         if used:
-            yield out[o:o + used]
+            yield out[o : o + used]
             o += used
         i += done
         if i == len(rows):

@@ -5,6 +5,7 @@ hosts, text that is not well-formed UTF-8 and that Java decodes with replacement
 twice, more than MOST_PAIRS pairs, a compressed body with --decompress) stop the kernel at that record; the
 caller writes its line with the reference (message_dict) and goes on.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,20 @@ from .kernels import (
     trailing_zeros,
     well_formed_utf8,
 )
-from .decode import (BODY_AT, COLUMN, COMBO, HEAD_NAMES, POSITION, PROPS_AT, PROPS_LEN, TEXT_FLAGS, TOPIC_AT,
-                     TOPIC_LEN, VALUE_SPANS, PROPERTY_NAMES)
+from .decode import (
+    BODY_AT,
+    COLUMN,
+    COMBO,
+    HEAD_NAMES,
+    POSITION,
+    PROPS_AT,
+    PROPS_LEN,
+    TEXT_FLAGS,
+    TOPIC_AT,
+    TOPIC_LEN,
+    VALUE_SPANS,
+    PROPERTY_NAMES,
+)
 from ..schema import PHYSICAL_OFFSET_AT
 
 BODY_NONE, BODY_UTF8, BODY_BASE64, BODY_HEX = range(4)
@@ -31,8 +44,17 @@ MOST_PAIRS = 64
 UNIQ_KEY_LO = VALUE_SPANS + 2 * PROPERTY_NAMES.index("UNIQ_KEY")
 
 # the numbers written as they are, in message_dict's order, around the hosts
-FIRST_NUMBERS = ("storeSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset", "sysFlag",
-                 "bornTimestamp")
+FIRST_NUMBERS = (
+    "storeSize",
+    "magicCode",
+    "bodyCRC",
+    "queueId",
+    "flag",
+    "queueOffset",
+    "physicalOffset",
+    "sysFlag",
+    "bornTimestamp",
+)
 LATER_NUMBERS = ("reconsumeTimes", "preparedTransactionOffset", "bodyLength")
 
 
@@ -42,11 +64,22 @@ def _literals():
     pieces += [f',"{name}":' for name in FIRST_NUMBERS]
     pieces += [',"bornHost":"', '","storeTimestamp":', ',"storeHost":"', '"']
     pieces += [f',"{name}":' for name in LATER_NUMBERS]
-    pieces += [',"body":', ',"bodyEncoding":"none"', ',"bodyEncoding":"utf8"', ',"bodyEncoding":"base64"',
-               ',"bodyEncoding":"hex"', ',"topic":"', '","properties":{', '},"msgId":"', '","uniqKey":', 'null',
-               ',"propertiesString":"', '}\n']
-    pieces += [(',"dledger":{' if k == 0 else ',') + f'"{name}":' for k, name in enumerate(S.DLEDGER_DUMP_FIELDS)]
-    pieces += ['}']
+    pieces += [
+        ',"body":',
+        ',"bodyEncoding":"none"',
+        ',"bodyEncoding":"utf8"',
+        ',"bodyEncoding":"base64"',
+        ',"bodyEncoding":"hex"',
+        ',"topic":"',
+        '","properties":{',
+        '},"msgId":"',
+        '","uniqKey":',
+        "null",
+        ',"propertiesString":"',
+        "}\n",
+    ]
+    pieces += [(',"dledger":{' if k == 0 else ",") + f'"{name}":' for k, name in enumerate(S.DLEDGER_DUMP_FIELDS)]
+    pieces += ["}"]
     data = np.frombuffer("".join(pieces).encode() + bytes(8), np.uint8).copy()  # + 8: put_literal reads words
     starts = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
     return pieces, data, starts
@@ -65,8 +98,9 @@ L_DLEDGER = L_END + 1  # the entry's fields (the first opens the object), then t
 ENTRY_FIELD_COUNT = len(S.DLEDGER_DUMP_FIELDS)
 FIRST_COLUMNS = np.array([COLUMN[n] for n in FIRST_NUMBERS], np.int64)
 LATER_COLUMNS = np.array([COLUMN[n] for n in LATER_NUMBERS], np.int64)
-STORE_TS, BORN_IP, BORN_PORT, STORE_IP, STORE_PORT = (HEAD_NAMES.index(n) for n in (
-    "storeTimestamp", "bornHost.ip", "bornHost.port", "storeHost.ip", "storeHost.port"))
+STORE_TS, BORN_IP, BORN_PORT, STORE_IP, STORE_PORT = (
+    HEAD_NAMES.index(n) for n in ("storeTimestamp", "bornHost.ip", "bornHost.port", "storeHost.ip", "storeHost.port")
+)
 BODY_LENGTH = HEAD_NAMES.index("bodyLength")
 SYSFLAG = HEAD_NAMES.index("sysFlag")
 COMPRESSED = S.COMPRESSED_FLAG
@@ -89,7 +123,7 @@ def put_literal(out, o, k):
 
 
 ZERO_DIGITS = np.uint64(0x3030303030303030)  # '0' in every byte
-HUNDRED_MILLION = np.uint64(10 ** 8)
+HUNDRED_MILLION = np.uint64(10**8)
 LANES_OF_100, LANES_OF_10 = np.uint64(0x0000007F0000007F), np.uint64(0x000F000F000F000F)
 
 
@@ -244,10 +278,22 @@ def put_base64(out, o, u8, lo, hi):
     i = lo
     while i + 6 <= hi and i + 8 <= len(u8):
         w = load8(u8, i)  # the bytes in memory order, the first lowest: read as a big-endian 48-bit number
-        v = (((w & BYTE) << s40) | (((w >> s8) & BYTE) << s32) | (((w >> s16) & BYTE) << s24)
-             | (((w >> s24) & BYTE) << s16) | (((w >> s32) & BYTE) << s8) | ((w >> s40) & BYTE))
-        store8(out, o, BASE64_PAIRS[(v >> s36) & TWELVE_BITS] | (BASE64_PAIRS[(v >> s24) & TWELVE_BITS] << s16)
-               | (BASE64_PAIRS[(v >> s12) & TWELVE_BITS] << s32) | (BASE64_PAIRS[v & TWELVE_BITS] << s48))
+        v = (
+            ((w & BYTE) << s40)
+            | (((w >> s8) & BYTE) << s32)
+            | (((w >> s16) & BYTE) << s24)
+            | (((w >> s24) & BYTE) << s16)
+            | (((w >> s32) & BYTE) << s8)
+            | ((w >> s40) & BYTE)
+        )
+        store8(
+            out,
+            o,
+            BASE64_PAIRS[(v >> s36) & TWELVE_BITS]
+            | (BASE64_PAIRS[(v >> s24) & TWELVE_BITS] << s16)
+            | (BASE64_PAIRS[(v >> s12) & TWELVE_BITS] << s32)
+            | (BASE64_PAIRS[v & TWELVE_BITS] << s48),
+        )
         o += 8
         i += 6
     while i + 3 <= hi:
@@ -278,7 +324,7 @@ OCTET_LENGTHS = np.array([len(f"{b}.") for b in range(256)], np.int64)
 
 @kernel(inlined=True)
 def put_ipv4(out, o, u8, at, port):
-    """"a.b.c.d:port", each address byte one word store (the host may write up to 7 bytes past its text)."""
+    """ "a.b.c.d:port", each address byte one word store (the host may write up to 7 bytes past its text)."""
     for k in range(4):
         b = u8[at + k]
         store8(out, o, OCTET_WORDS[b])
@@ -315,8 +361,9 @@ def line_bound(cols, r, name_len):
 
 
 @kernel(counted=False)
-def write_lines(u8, cols, entries, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out,
-                pairs):
+def write_lines(
+    u8, cols, entries, rows, first, file_name, file_start, body_mode, raw_properties, decompress, out, pairs
+):
     """Write the lines of cols[rows[first:]] into `out` until the next one may not fit or needs the
     reference; `entries` (DLedger: a row's entry fields, else no rows) adds a `dledger` object; `pairs` is
     room for a record's property pairs (3 x MOST_PAIRS: the kernel allocates nothing). Returns (rows

@@ -8,6 +8,7 @@ number, true, false or null. Any other line (escapes in a topic, nested values, 
 hex body, anything malformed) stops the kernel there: the caller sends that line through the per-line path,
 which reads it (or refuses it, naming the line) as before, and the kernel goes on after it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,11 +18,40 @@ from .jsonl_kernels import needs_escape
 from .kernels import HIGH_BITS, T_AT, T_LEN, kernel, load8, topic_id
 
 # the names the kernel reads; every other name's value is skipped (message_from_json ignores it)
-NAMES = ("topic", "queueId", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "reconsumeTimes",
-         "preparedTransactionOffset", "bodyLength", "bornHost", "storeHost", "body", "bodyEncoding",
-         "propertiesString", "properties")
-(TOPIC, QUEUE_ID, FLAG, SYSFLAG, BORN_TS, STORE_TS, RECONSUME, PREPARED, BODY_LENGTH, BORN_HOST, STORE_HOST, BODY,
- BODY_ENCODING, PROPERTIES_STRING, PROPERTIES) = range(len(NAMES))
+NAMES = (
+    "topic",
+    "queueId",
+    "flag",
+    "sysFlag",
+    "bornTimestamp",
+    "storeTimestamp",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "bodyLength",
+    "bornHost",
+    "storeHost",
+    "body",
+    "bodyEncoding",
+    "propertiesString",
+    "properties",
+)
+(
+    TOPIC,
+    QUEUE_ID,
+    FLAG,
+    SYSFLAG,
+    BORN_TS,
+    STORE_TS,
+    RECONSUME,
+    PREPARED,
+    BODY_LENGTH,
+    BORN_HOST,
+    STORE_HOST,
+    BODY,
+    BODY_ENCODING,
+    PROPERTIES_STRING,
+    PROPERTIES,
+) = range(len(NAMES))
 INTEGERS = (QUEUE_ID, FLAG, SYSFLAG, BORN_TS, STORE_TS, RECONSUME, PREPARED, BODY_LENGTH)  # ints[row, name]
 NAME_BYTES = np.frombuffer("".join(NAMES).encode(), np.uint8).copy()
 NAME_ENDS = np.cumsum([0] + [len(n) for n in NAMES]).astype(np.int64)
@@ -32,7 +62,9 @@ MOST_PAIRS = 64  # properties of a line read here; more go the per-line way
 MOST_DISTINCT = 1024  # distinct topics and hosts in a block; the interning tables are twice as long
 # what each base64 character stands for; 64: not base64
 BASE64_VALUE = np.full(256, 64, np.uint8)
-BASE64_VALUE[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)] = np.arange(64)
+BASE64_VALUE[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)] = np.arange(
+    64
+)
 SHORT_ESCAPES = np.zeros(256, np.uint8)  # \" \\ \/ \b \f \n \r \t: the byte they stand for
 for _c, _v in zip(b'"\\/bfnrt', b'"\\/\b\f\n\r\t'):
     SHORT_ESCAPES[_c] = _v
@@ -423,8 +455,27 @@ def all_equal(u8, at, word):
 
 
 @kernel
-def parse_block(u8, lo, hi, max_rows, max_bytes, trailing, ints, present, spans, body_out, body_off, props_out,
-                props_off, ids, topic_table, topics, host_table, hosts, counts):
+def parse_block(
+    u8,
+    lo,
+    hi,
+    max_rows,
+    max_bytes,
+    trailing,
+    ints,
+    present,
+    spans,
+    body_out,
+    body_off,
+    props_out,
+    props_off,
+    ids,
+    topic_table,
+    topics,
+    host_table,
+    hosts,
+    counts,
+):
     """Parse the lines of u8[lo:hi] (whole lines) into rows until max_rows rows or max_bytes bytes, or a line the
     kernel leaves. Returns (where it stopped, lines read, rows, whether it stopped at a line it leaves: that line
     starts where it stopped). Topics and hosts are interned: ids[row] = (topic, born host, store host), -1 for
@@ -444,8 +495,9 @@ def parse_block(u8, lo, hi, max_rows, max_bytes, trailing, ints, present, spans,
         start = skip_space(u8, i, end)
         if u8[start] != 123 or counts[0] >= MOST_DISTINCT or counts[1] >= MOST_DISTINCT - 1:
             return i, lines, r, True
-        if not parse_line(u8, start, end, r, trailing, ints, present, spans, body_out, body_off, props_out,
-                          props_off, pairs):
+        if not parse_line(
+            u8, start, end, r, trailing, ints, present, spans, body_out, body_off, props_out, props_off, pairs
+        ):
             return i, lines, r, True
         ids[r, 0], counts[0] = topic_id(u8, spans[r, TOPIC, 0], spans[r, TOPIC, 1], r, topic_table, topics, counts[0])
         for k, n in ((1, BORN_HOST), (2, STORE_HOST)):
@@ -458,5 +510,4 @@ def parse_block(u8, lo, hi, max_rows, max_bytes, trailing, ints, present, spans,
 
 def interned_texts(u8: np.ndarray, table: np.ndarray, count: int) -> list[str]:
     """The texts topic_id interned (ASCII: the kernel takes no other), by id."""
-    return [u8[table[T_AT, t]: table[T_AT, t] + table[T_LEN, t]].tobytes().decode("ascii") for t in range(count)]
-
+    return [u8[table[T_AT, t] : table[T_AT, t] + table[T_LEN, t]].tobytes().decode("ascii") for t in range(count)]

@@ -15,6 +15,7 @@ numba itself loads with the first kernel a process calls, not with the modules t
 importing numba and its compiler registries takes ~0.5 s, which a command that runs no kernel (`info`,
 `locate`, `--help`) would pay for nothing.
 """
+
 from __future__ import annotations
 
 import ctypes.util
@@ -164,8 +165,12 @@ def available_cores() -> int:
 def _jit(fn, counted: bool = True, inlined: bool = False):
     import numba  # (start-up: called from load_numba, or once it ran)
 
-    options = dict(nogil=True, error_model="numpy", **({} if counted else {"_nrt": False}),
-                   **({"inline": "always"} if inlined else {}))
+    options = dict(
+        nogil=True,
+        error_model="numpy",
+        **({} if counted else {"_nrt": False}),
+        **({"inline": "always"} if inlined else {}),
+    )
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
@@ -202,11 +207,13 @@ def compiled(*kernels) -> bool:
 def compile_rule(rule, **callees):
     """A broker rule of rmqctl.rules compiled from its one definition; the rules it calls are given as their
     compiled kernels (numba calls only compiled functions)."""
+
     def make():
         space = {**rule.__globals__, **{name: made(callee) for name, callee in callees.items()}}
         bound = pytypes.FunctionType(rule.__code__, space, rule.__name__, rule.__defaults__)
         bound.__qualname__, bound.__module__, bound.__doc__ = rule.__qualname__, rule.__module__, rule.__doc__
         return _jit(bound)
+
     return numba_object(make, rule.__name__)
 
 
@@ -215,9 +222,11 @@ def compile_rule(rule, **callees):
 # (libz.so.1, which CPython's zlib module uses), linked by symbol name (a ctypes
 # pointer would keep kernels out of the disk cache); the address goes in as an integer, which the ABI passes
 # like a pointer. All compute the same CRC (zlib.crc32's). Signatures are written with numba.types.
-CRC32_LIBRARIES = (("isal", "libisal.so.2", "crc32_gzip_refl", lambda t: t.uint32(t.uint32, t.uintp, t.uint64)),
-                   ("deflate", "libdeflate.so.0", "libdeflate_crc32", lambda t: t.uint32(t.uint32, t.uintp, t.uintp)),
-                   ("z", "libz.so.1", "crc32", lambda t: t.uint64(t.uint64, t.uintp, t.uint32)))
+CRC32_LIBRARIES = (
+    ("isal", "libisal.so.2", "crc32_gzip_refl", lambda t: t.uint32(t.uint32, t.uintp, t.uint64)),
+    ("deflate", "libdeflate.so.0", "libdeflate_crc32", lambda t: t.uint32(t.uint32, t.uintp, t.uintp)),
+    ("z", "libz.so.1", "crc32", lambda t: t.uint64(t.uint64, t.uintp, t.uint32)),
+)
 
 
 def _library_paths(name: str, soname: str):
@@ -241,8 +250,9 @@ def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
 
 CRC32_LIBRARY, CRC32_PATH, _crc32_symbol, _crc32_signature = _crc32_library()
 native_crc32 = numba_object(lambda: types.ExternalFunction(_crc32_symbol, _crc32_signature(types)), "native_crc32")
-trailing_zeros = numba_object(lambda: importlib.import_module("numba.cpython.unsafe.numbers").trailing_zeros,
-                              "trailing_zeros")
+trailing_zeros = numba_object(
+    lambda: importlib.import_module("numba.cpython.unsafe.numbers").trailing_zeros, "trailing_zeros"
+)
 SOURCES_STAMP = _drop_stale_caches(CRC32_LIBRARY)
 MASK32 = 0xFFFFFFFF
 
@@ -258,17 +268,21 @@ def _word_at(context, builder, sig, args, bits: int):
 def load8(typingctx, u8, at):
     """The 8 bytes at u8[at] as one machine word, in memory order (an unaligned load: the writers move text
     a word at a time instead of a byte at a time). The caller checks at + 8 <= len(u8)."""
+
     def codegen(context, builder, sig, args):
         return builder.load(_word_at(context, builder, sig, args, 64), align=1)
+
     return types.uint64(u8, at), codegen
 
 
 @intrinsic
 def store8(typingctx, u8, at, word):
     """load8's store: the word's 8 bytes at u8[at], unaligned. The caller checks at + 8 <= len(u8)."""
+
     def codegen(context, builder, sig, args):
         builder.store(args[2], _word_at(context, builder, sig, args, 64), align=1)
         return context.get_dummy_value()
+
     return types.none(u8, at, types.uint64), codegen
 
 
@@ -276,11 +290,13 @@ def store8(typingctx, u8, at, word):
 def store_byte_at(typingctx, address, byte):
     """One byte at a process address (of a mapping the caller holds open and has checked the bounds of): for a
     kernel that writes into several mapped files in one pass, which numba cannot take as one array."""
+
     def codegen(context, builder, sig, args):
         i8 = ir.IntType(8)
         pointer = builder.inttoptr(args[0], i8.as_pointer())
         builder.store(builder.trunc(args[1], i8), pointer)
         return context.get_dummy_value()
+
     return types.none(types.int64, types.int64), codegen
 
 
@@ -288,25 +304,31 @@ def store_byte_at(typingctx, address, byte):
 def prefetch(typingctx, u8, at):
     """Ask the CPU to bring the cache line of u8[at] in ahead of its use. A hint: it never faults, so `at`
     needs no bounds check."""
+
     def codegen(context, builder, sig, args):
         data = context.make_array(sig.args[0])(context, builder, args[0]).data
         i32 = ir.IntType(32)
-        fn = builder.module.declare_intrinsic("llvm.prefetch", [data.type],
-                                              ir.FunctionType(ir.VoidType(), [data.type, i32, i32, i32]))
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [data.type], ir.FunctionType(ir.VoidType(), [data.type, i32, i32, i32])
+        )
         builder.call(fn, [builder.gep(data, [args[1]]), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
+
     return types.none(u8, at), codegen
 
 
 def _big_endian(bits: int):
     """An intrinsic reading the big-endian (Java) signed integer of `bits` at u8[at] as an int64: one
     unaligned load and a byte swap. The caller checks at + bits / 8 <= len(u8)."""
+
     @intrinsic
     def load(typingctx, u8, at):
         def codegen(context, builder, sig, args):
             value = builder.bswap(builder.load(_word_at(context, builder, sig, args, bits), align=1))
             return value if bits == 64 else builder.sext(value, ir.IntType(64))
+
         return types.int64(u8, at), codegen
+
     return load
 
 
@@ -345,7 +367,8 @@ def crc32(u8, lo, hi):
     if hi <= lo:
         return 0
     # (the address: a slice of u8 would be a new, reference-counted array on every call)
-    return np.int64(native_crc32(0, u8.ctypes.data + lo, hi - lo))  # int64 on both paths (int64 | uint64 would type as float64)
+    # int64 on both paths (int64 | uint64 would type as float64)
+    return np.int64(native_crc32(0, u8.ctypes.data + lo, hi - lo))
 
 
 @kernel
@@ -409,7 +432,8 @@ def well_formed_utf8(u8, lo, hi):
 
 # Topics interned by their bytes: `table` (a power of two long, at most half full) holds topic number + 1
 # (0: free) by the topic's Java hash; column t of `topics` says where topic t was first seen and what it is.
-T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)  # first record, bytes at, length, hash, UTF-8 ok, records
+# first record, bytes at, length, hash, UTF-8 ok, records
+T_FIRST, T_AT, T_LEN, T_HASH, T_WELL_FORMED, T_COUNT = range(6)
 TOPIC_COLUMNS = 6
 
 

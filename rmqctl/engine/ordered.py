@@ -1,6 +1,7 @@
 """Work on threads, results in order. The compiled kernels release the GIL, so `jobs` threads run them side
 by side while the caller takes the results in the order of their inputs (a dump's lines stay in commitlog
 order). At most 2 * jobs results are pending at once, so memory stays a few batches whatever the store."""
+
 from __future__ import annotations
 
 import collections

@@ -4,6 +4,7 @@ rules.record_head / record_tail compiled from their one definition, and IndexSer
 
 A layout ("combo") is born v6 + 2 * store v6, the two sysFlag bits that widen the hosts.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,11 @@ def be8(u8, at):
 
 
 # record acceptance, compiled from its one definition (rules.record_head, rules.record_tail)
-head_outcome = compile_rule(rules.record_head, be32=be32, record_magic=compile_rule(
-    rules.record_magic, message_magic=compile_rule(rules.message_magic)))
+head_outcome = compile_rule(
+    rules.record_head,
+    be32=be32,
+    record_magic=compile_rule(rules.record_magic, message_magic=compile_rule(rules.message_magic)),
+)
 decode_tail = compile_rule(rules.record_tail, be8=be8, be16=be16)
 
 

@@ -7,6 +7,7 @@ record, `agree` a record it cannot show to agree (damage, text that is not well-
 and the caller hands exactly those rows to the reference (rocksdbstore.entry, store.read_message and the
 checks' own comparison), which names what is wrong. So findings and their wording come from one place.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,7 @@ INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders 
 AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
 INDEX_TYPES = np.array([ord("K"), ord("T"), ord("U")], np.uint8)
 KEY_SEPARATOR = ord(" ")  # MessageConst.KEY_SEPARATOR
-NAMES, NAME_LENGTHS = property_names("KEYS", "TAGS", "UNIQ_KEY", "REAL_TOPIC", "__transactionId__",
-                                     "TIMER_OUT_MS")
+NAMES, NAME_LENGTHS = property_names("KEYS", "TAGS", "UNIQ_KEY", "REAL_TOPIC", "__transactionId__", "TIMER_OUT_MS")
 P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID, P_TIMER_OUT = range(6)
 # the columns `parse` fills: offsetPy, storeTime (index) or sizePy, the index TYPE, spans into the keys, and
 # the key's int64 head (index: the hour bucket, timer: delayTime)
@@ -191,14 +191,19 @@ def _fields_agree(kind, u8, pos, size, combo, topic_at, topic_len, keys, cols, r
         parsed, delay = java_long(u8, lo[P_TIMER_OUT], hi[P_TIMER_OUT])
         return cols[r, NUMBER] == size and parsed and delay == cols[r, HEAD]
     if kind == TRANS:
-        return cols[r, NUMBER] == size and _same(u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, cols[r, TOPIC_LO],
-                                                 cols[r, TOPIC_HI])
+        return cols[r, NUMBER] == size and _same(
+            u8, lo[P_REAL_TOPIC], hi[P_REAL_TOPIC], keys, cols[r, TOPIC_LO], cols[r, TOPIC_HI]
+        )
     if be32(u8, pos + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE:
         return False
-    if cols[r, NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]) or not in_hour_bucket(cols[r, HEAD], cols[r, NUMBER]):
+    if cols[r, NUMBER] != be64(u8, pos + STORE_TIMESTAMP_AT[combo]) or not in_hour_bucket(
+        cols[r, HEAD], cols[r, NUMBER]
+    ):
         return False
-    if not (well_formed_utf8(u8, topic_at, topic_at + topic_len)
-            and _same(u8, topic_at, topic_at + topic_len, keys, cols[r, TOPIC_LO], cols[r, TOPIC_HI])):
+    if not (
+        well_formed_utf8(u8, topic_at, topic_at + topic_len)
+        and _same(u8, topic_at, topic_at + topic_len, keys, cols[r, TOPIC_LO], cols[r, TOPIC_HI])
+    ):
         return False
     if cols[r, TYPE] == INDEX_TYPES[0]:
         return _among_words(u8, lo[P_KEYS], hi[P_KEYS], keys, cols[r, KEY_LO], cols[r, KEY_HI])
@@ -244,6 +249,6 @@ def gather(data, ends, rows, width):
         lo = ends[i - 1] if i > 0 else 0
         length = min(ends[i] - lo, width) if width > 0 else ends[i] - lo
         base = at if width == 0 else j * width
-        out[base:base + length] = data[lo:lo + length]
+        out[base : base + length] = data[lo : lo + length]
         at += length
     return out, out_ends

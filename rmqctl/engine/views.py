@@ -1,5 +1,6 @@
 """The Arrow views every commitlog scan offers on top of its `chunks()` (the plain commitlog's and the DLedger
 data files'): RecordBatches and a Table. pyarrow and the compiled kernels load only when one is asked for."""
+
 from __future__ import annotations
 
 

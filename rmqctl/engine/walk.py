@@ -11,6 +11,7 @@ record end the file, and are damage unless they are the zeros after the last rec
 data file is walked entry by entry instead (walk_entry_files): each entry's body is one record, so its rows
 also carry the entry (S.DLEDGER_DUMP_FIELDS).
 """
+
 from __future__ import annotations
 
 import errno
@@ -84,10 +85,19 @@ def files_in(files: list, file_size: int, start: int | None, end: int | None) ->
             yield f
 
 
-def walk_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
-               refused: Callable[[object, int, int], None], check_crc: bool = False,
-               rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES, resident: int = 0,
-               gone: Callable[[object], None] | None = None) -> Iterator[Chunk]:
+def walk_files(
+    files: list,
+    file_size: int,
+    start: int | None,
+    end: int | None,
+    allow_v2: bool,
+    refused: Callable[[object, int, int], None],
+    check_crc: bool = False,
+    rows: int = BATCH_ROWS,
+    max_bytes: int = BATCH_BYTES,
+    resident: int = 0,
+    gone: Callable[[object], None] | None = None,
+) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
     A batch may decode past `end` (a record that starts before `end` is read whole, and a batch does not stop
@@ -118,7 +128,7 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
                         yield Chunk(f, u8, cols)
                     return
                 if start is not None and offsets[0] < start:
-                    cols = cols[np.searchsorted(offsets, start):]
+                    cols = cols[np.searchsorted(offsets, start) :]
                 if len(cols):
                     yield Chunk(f, u8, cols)
             kept = give_back(f, kept, pos - resident)
@@ -131,10 +141,20 @@ def walk_files(files: list, file_size: int, start: int | None, end: int | None, 
         f.release()  # walked: its pages go back (MADV_DONTNEED while a batch still views them)
 
 
-def walk_entry_files(files: list, file_size: int, start: int | None, end: int | None, allow_v2: bool,
-                     entries_of: Callable[[object, int], object], refused: Callable[[object, int, int], None],
-                     finished: Callable[[object, object], None], check_crc: bool = False, rows: int = BATCH_ROWS,
-                     max_bytes: int = BATCH_BYTES, resident: int = 0) -> Iterator[Chunk]:
+def walk_entry_files(
+    files: list,
+    file_size: int,
+    start: int | None,
+    end: int | None,
+    allow_v2: bool,
+    entries_of: Callable[[object, int], object],
+    refused: Callable[[object, int, int], None],
+    finished: Callable[[object, object], None],
+    check_crc: bool = False,
+    rows: int = BATCH_ROWS,
+    max_bytes: int = BATCH_BYTES,
+    resident: int = 0,
+) -> Iterator[Chunk]:
     """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
     the entries, a slice of the file at a time (dledger.entry_slices); the body of each is decoded as a
     record. An entry whose body is not a record (or is a BLANK) is passed to `refused(file, body position,
@@ -159,7 +179,7 @@ def walk_entry_files(files: list, file_size: int, start: int | None, end: int | 
                 cols = np.empty((rows, NCOLUMNS), np.int64)
                 n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
                 if n:
-                    yield Chunk(f, u8, cols[:n], entry_cols[i:i + n])
+                    yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
                 if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
                     kept = give_back(f, kept, int(ends[after - 1]) - resident)
                 i = after
@@ -183,8 +203,9 @@ assert all(m[:3] == SEARCH_PREFIX for m in _MAGICS)
 BLANK_BYTES = S.INT32.pack(MAGIC_BLANK)
 
 
-def next_record_start(buf, pos: int, limit: int, searched: int, file_start: int, file_size: int,
-                      allow_v2: bool) -> int | None:
+def next_record_start(
+    buf, pos: int, limit: int, searched: int, file_start: int, file_size: int, allow_v2: bool
+) -> int | None:
     """The first position >= pos of a commitlog file (at `file_start`, its bytes read to `limit`, searched up
     to `searched`) where a record starts: V1/V2 magic with PHYSICALOFFSET equal to the position and a length
     that adds up, or a BLANK whose size reaches the end of the file."""

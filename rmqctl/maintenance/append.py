@@ -17,6 +17,7 @@ Sources: CommitLog.asyncPutMessage/DefaultAppendMessageCallback (4.9.7, 5.3.3), 
 MultiDispatch / LmqDispatch, HookUtils.transformDelayLevelMessage, TopicValidator, MessageUtils.deleteProperty,
 StoreCheckpoint.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,11 +37,32 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..dispatch import SCHEDULE_TOPIC, cq_targets
 from ..errors import StoreError, UsageError
-from ..javacompat import (CRC32_PROPERTY, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, crc31, crc_digits,
-                          encode_properties, java_split, java_string_hash, parse_properties)
+from ..javacompat import (
+    CRC32_PROPERTY,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    crc31,
+    crc_digits,
+    encode_properties,
+    java_split,
+    java_string_hash,
+    parse_properties,
+)
 from ..record import Message, encode_record, message_id, parse_host, read_record
-from ..engine import (ACK_BOUND, ack_lines, dispatch_decode, dispatch_walk, encode_batch, encode_fields, encode_records,
-                      gather_parts, parse_block, put_index_keys, put_units_in_order, queue_offsets)
+from ..engine import (
+    ACK_BOUND,
+    ack_lines,
+    dispatch_decode,
+    dispatch_walk,
+    encode_batch,
+    encode_fields,
+    encode_records,
+    gather_parts,
+    parse_block,
+    put_index_keys,
+    put_units_in_order,
+    queue_offsets,
+)
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
@@ -50,8 +72,17 @@ from ..txn import fsync_dir, locked_for_writing
 
 # what an append runs compiled: the parser of JSON lines, the encoder and its acknowledgements, the dispatch of the
 # written records, the index's key writer; all of them in engine.aot's module, so a warm append loads no numba
-APPEND_KERNELS = (parse_block, gather_parts, queue_offsets, encode_records, ack_lines, dispatch_walk, dispatch_decode,
-                  put_units_in_order, put_index_keys)
+APPEND_KERNELS = (
+    parse_block,
+    gather_parts,
+    queue_offsets,
+    encode_records,
+    ack_lines,
+    dispatch_walk,
+    dispatch_decode,
+    put_units_in_order,
+    put_index_keys,
+)
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
 RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
@@ -69,7 +100,9 @@ PROPERTY_REAL_QID = "REAL_QID"
 PROPERTY_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 PROPERTY_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 CRC_DIGITS = 10
-CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * CRC_DIGITS + PROPERTY_SEPARATOR).encode("ascii")
+CRC_TRAILER_PLACEHOLDER = (CRC32_PROPERTY + NAME_VALUE_SEPARATOR + "0" * CRC_DIGITS + PROPERTY_SEPARATOR).encode(
+    "ascii"
+)
 
 
 @dataclasses.dataclass
@@ -123,19 +156,30 @@ class AckBlock:
         """The acknowledgements, each as cli.render.dumps writes Appended.as_dict() (a test holds them equal)."""
         prefixes = np.zeros((max(len(self.prefixes), 1), 40), np.uint8)
         for h, p in enumerate(self.prefixes):
-            prefixes[h, :len(p)] = np.frombuffer(p.encode(), np.uint8)
+            prefixes[h, : len(p)] = np.frombuffer(p.encode(), np.uint8)
         files, which = np.unique(self.starts, return_inverse=True)
         names = np.frombuffer("".join(offset_to_name(int(s)) for s in files).encode(), np.uint8).reshape(len(files), -1)
         file_names = np.ascontiguousarray(names[which.ravel()])
         out = np.empty(ACK_BOUND * len(self.starts) + 8, np.uint8)
-        end = ack_lines(self.starts, self.positions, self.queue_offsets, self.store_hosts, prefixes,
-                        np.array([len(p) for p in self.prefixes] or [0], np.int64), file_names, out)
+        end = ack_lines(
+            self.starts,
+            self.positions,
+            self.queue_offsets,
+            self.store_hosts,
+            prefixes,
+            np.array([len(p) for p in self.prefixes] or [0], np.int64),
+            file_names,
+            out,
+        )
         return out[:end].tobytes().decode("ascii")
 
     def appended(self) -> list[Appended]:
-        return [Appended(s + p, q, f"{self.prefixes[h]}{s + p:016X}", offset_to_name(s), p)
-                for s, p, q, h in zip(self.starts.tolist(), self.positions.tolist(), self.queue_offsets.tolist(),
-                                      self.store_hosts.tolist())]
+        return [
+            Appended(s + p, q, f"{self.prefixes[h]}{s + p:016X}", offset_to_name(s), p)
+            for s, p, q, h in zip(
+                self.starts.tolist(), self.positions.tolist(), self.queue_offsets.tolist(), self.store_hosts.tolist()
+            )
+        ]
 
 
 # -- Java behaviours the stored bytes depend on ---------------------------------------------------------
@@ -233,7 +277,9 @@ def validate_producer_topic(topic: str):
         raise UsageError("the topic is blank")
     if not TOPIC_NAME.fullmatch(topic):
         raise UsageError(f"topic {topic!r} contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
-    limit = RETRY_OR_DLQ_TOPIC_MAX_LENGTH if topic.startswith((RETRY_TOPIC_PREFIX, DLQ_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
+    limit = (
+        RETRY_OR_DLQ_TOPIC_MAX_LENGTH if topic.startswith((RETRY_TOPIC_PREFIX, DLQ_TOPIC_PREFIX)) else TOPIC_MAX_LENGTH
+    )
     if len(topic) > limit:
         raise UsageError(f"topic is {len(topic)} characters, longer than the {limit} allowed")
 
@@ -247,12 +293,16 @@ def record_version_for_topic(topic: str, version: int, config: BrokerConfig) -> 
         raise UsageError(f"topic {topic!r} cannot name a consumequeue directory")
     chars = java_length(topic)
     if version < 5 and chars > TOPIC_MAX_LENGTH:
-        raise UsageError(f"topic is {chars} characters: a RocketMQ 4.x store takes at most {TOPIC_MAX_LENGTH} "
-                         "(longer topics need the V2 record of RocketMQ 5.1+, which 4.x cannot read)")
+        raise UsageError(
+            f"topic is {chars} characters: a RocketMQ 4.x store takes at most {TOPIC_MAX_LENGTH} "
+            "(longer topics need the V2 record of RocketMQ 5.1+, which 4.x cannot read)"
+        )
     v2 = version >= 5 and config.autoMessageVersionOnTopicLen and chars > TOPIC_MAX_LENGTH
     if not v2 and len(java_utf8(topic)) > TOPIC_MAX_LENGTH:
-        raise UsageError(f"topic is {len(java_utf8(topic))} UTF-8 bytes: the 1-byte topic length of a V1 record "
-                         f"holds at most {TOPIC_MAX_LENGTH}")
+        raise UsageError(
+            f"topic is {len(java_utf8(topic))} UTF-8 bytes: the 1-byte topic length of a V1 record "
+            f"holds at most {TOPIC_MAX_LENGTH}"
+        )
     return v2
 
 
@@ -285,16 +335,20 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
         return msg
     level = min(level, max(config.delay_level_table()))
     # a DELAY already there keeps its place in the map and takes the new value
-    pairs = list(msg.properties) + [(PROPERTY_DELAY, str(level)), (PROPERTY_REAL_TOPIC, msg.topic),
-                                    (PROPERTY_REAL_QID, str(msg.queue_id))]
+    pairs = list(msg.properties) + [
+        (PROPERTY_DELAY, str(level)),
+        (PROPERTY_REAL_TOPIC, msg.topic),
+        (PROPERTY_REAL_QID, str(msg.queue_id)),
+    ]
     return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
 
 
 # -- the appender -----------------------------------------------------------------------------------------
 
 
-def properties_text(msg: NewMessage, version: int, crc_trailer: bool, config: BrokerConfig,
-                    next_queue_offset: Callable[[str, int], int]) -> str:
+def properties_text(
+    msg: NewMessage, version: int, crc_trailer: bool, config: BrokerConfig, next_queue_offset: Callable[[str, int], int]
+) -> str:
     """The properties string as the broker would store it (before the CRC trailer); `next_queue_offset`
     gives a queue's next offset for INNER_MULTI_QUEUE_OFFSET."""
     if msg.properties_string is not None:
@@ -317,8 +371,10 @@ def properties_text(msg: NewMessage, version: int, crc_trailer: bool, config: Br
             text = encode_properties(pairs, trailing_separator=version >= 5)
     return _with_multi_queue_offsets(msg, text, pairs, version, config, next_queue_offset)
 
-def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, config: BrokerConfig,
-                              next_queue_offset: Callable[[str, int], int]) -> str:
+
+def _with_multi_queue_offsets(
+    msg: NewMessage, text: str, pairs, version: int, config: BrokerConfig, next_queue_offset: Callable[[str, int], int]
+) -> str:
     """MultiDispatch.wrapMultiDispatch (4.x) / LmqDispatch.wrapLmqDispatch (5.x), when the message names
     INNER_MULTI_DISPATCH queues but carries no INNER_MULTI_QUEUE_OFFSET: put each queue's next offset,
     drop WAIT, and rebuild the string from the broker's map."""
@@ -332,10 +388,16 @@ def _with_multi_queue_offsets(msg: NewMessage, text: str, pairs, version: int, c
             return text
         keys = [(n, lmq_queue_id(n, msg.queue_id, config.enableLmq)) for n in names]
     else:
-        if not config.enableLmq or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or msg.topic == SCHEDULE_TOPIC:
+        if (
+            not config.enableLmq
+            or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX))
+            or msg.topic == SCHEDULE_TOPIC
+        ):
             return text
         if not all(n.startswith(LMQ_PREFIX) for n in names):
-            raise UsageError("RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself")
+            raise UsageError(
+                "RocketMQ 5.x multi-dispatches only to %LMQ% queues; give INNER_MULTI_QUEUE_OFFSET yourself"
+            )
         keys = [(n, 0) for n in names]
     offsets = MULTI_DISPATCH_SEPARATOR.join(str(next_queue_offset(t, q)) for t, q in keys)
     base = list(pairs) if pairs is not None else list(props.items())
@@ -361,8 +423,14 @@ def catch_up(store: Store, d: Dispatcher, point: AppendPoint):
     d.flush()
 
 
-def stored_properties(msg: NewMessage, body_len: int, version: int, crc_trailer: bool, config: BrokerConfig,
-                      next_queue_offset: Callable[[str, int], int]) -> bytes:
+def stored_properties(
+    msg: NewMessage,
+    body_len: int,
+    version: int,
+    crc_trailer: bool,
+    config: BrokerConfig,
+    next_queue_offset: Callable[[str, int], int],
+) -> bytes:
     """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits."""
     if body_len > config.maxMessageSize:
         raise UsageError(f"body is {body_len} bytes, over maxMessageSize={config.maxMessageSize}")
@@ -379,8 +447,23 @@ def stored_properties(msg: NewMessage, body_len: int, version: int, crc_trailer:
 def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:
     """One record encoded by the reference encoder (record.encode_record) from engine.encode's row and bytes."""
     m = Message()
-    (_, size, m.magicCode, m.queueId, m.flag, m.queueOffset, m.physicalOffset, m.sysFlag, m.bornTimestamp,
-     m.bornPort, m.storeTimestamp, m.storePort, m.reconsumeTimes, m.preparedTransactionOffset, *_) = row
+    (
+        _,
+        size,
+        m.magicCode,
+        m.queueId,
+        m.flag,
+        m.queueOffset,
+        m.physicalOffset,
+        m.sysFlag,
+        m.bornTimestamp,
+        m.bornPort,
+        m.storeTimestamp,
+        m.storePort,
+        m.reconsumeTimes,
+        m.preparedTransactionOffset,
+        *_,
+    ) = row
     m.bornIp, m.storeIp, m.body, m.topicBytes, m.propertiesBytes = parts
     m.bodyCRC = crc31(m.body)
     record = bytearray(encode_record(m))
@@ -392,8 +475,11 @@ def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:
 
 
 def refuse_queue_name(root: Path, topic: str, offset: int):
-    raise StoreError(f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to "
-                     "dispatch the record", root / "commitlog", offset=offset)
+    raise StoreError(
+        f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to dispatch the record",
+        root / "commitlog",
+        offset=offset,
+    )
 
 
 class CommitLogTail:
@@ -448,7 +534,7 @@ class CommitLogTail:
             ends = positions[i] + np.cumsum(sizes[i:])
             fit = i + int(np.searchsorted(ends + S.END_FILE_MIN_BLANK_LENGTH, self.file_size, side="right"))
             fit = max(fit, i + 1)
-            positions[i + 1:fit] = ends[:fit - i - 1]
+            positions[i + 1 : fit] = ends[: fit - i - 1]
             starts[i:fit] = start
             self.wrote = int(ends[fit - i - 1])
             if not self.dry_run:
@@ -479,8 +565,9 @@ class CommitLogTail:
         self.pending.clear()
         self.blocks.clear()
 
-    def dispatched(self, starts: np.ndarray, all_positions: np.ndarray, config: BrokerConfig, allow_v2: bool,
-                   with_keys: bool) -> list:
+    def dispatched(
+        self, starts: np.ndarray, all_positions: np.ndarray, config: BrokerConfig, allow_v2: bool, with_keys: bool
+    ) -> list:
         """(file start, file map, batchdispatch.FileDispatch) of the staged records (at these file starts and
         positions, in order), a commitlog file at a time: the broker's reput of them, read back from the bytes
         written."""
@@ -491,8 +578,11 @@ class CommitLogTail:
             f = self.files[start]
             b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys=with_keys, starts=positions)
             if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
-                raise StoreError("a record rmqctl wrote does not read back; nothing was acknowledged", f.path,
-                                 position=int(positions[len(b.position)]))
+                raise StoreError(
+                    "a record rmqctl wrote does not read back; nothing was acknowledged",
+                    f.path,
+                    position=int(positions[len(b.position)]),
+                )
             out.append((start, f.map, b))
         return out
 
@@ -515,8 +605,9 @@ class CommitLogTail:
         if not directory.is_dir():
             directory.mkdir(parents=True, exist_ok=True)
             self.new_dirs.add(directory.parent)
-        self.files[start] = WritableFile(directory / offset_to_name(start), self.file_size, create=True,
-                                         ahead=RESERVE_AHEAD)
+        self.files[start] = WritableFile(
+            directory / offset_to_name(start), self.file_size, create=True, ahead=RESERVE_AHEAD
+        )
         self.new_dirs.add(directory)
 
     def flush(self):
@@ -573,9 +664,16 @@ class Appender:
     names new index files by the store time of the message opening them (copies stay reproducible).
     `dry_run` computes everything and writes nothing."""
 
-    def __init__(self, store_root: str | os.PathLike, config: BrokerConfig | None = None, rocketmq_version: int | None = None,
-                 dry_run: bool = False, keep_index_time: bool = False, clock: Callable[[], int] | None = None,
-                 create: bool = False):
+    def __init__(
+        self,
+        store_root: str | os.PathLike,
+        config: BrokerConfig | None = None,
+        rocketmq_version: int | None = None,
+        dry_run: bool = False,
+        keep_index_time: bool = False,
+        clock: Callable[[], int] | None = None,
+        create: bool = False,
+    ):
         self.root = Path(store_root).expanduser()
         self.create, self._created, self._committed = create, [], False
         self.config = config or BrokerConfig()
@@ -683,8 +781,9 @@ class Appender:
             targets = [(msg.topic, msg.queue_id, queue_offset)] if dispatched else []
         for t, q, qoff in targets:
             self._next[(t, q)] = max(self._next.get((t, q), 0), qoff + 1)
-        result = Appended(start + pos, queue_offset, message_id(store_ip, store_port, start + pos),
-                          offset_to_name(start), pos)
+        result = Appended(
+            start + pos, queue_offset, message_id(store_ip, store_port, start + pos), offset_to_name(start), pos
+        )
         self._staged.append((start, pos, store_ts, result))
         return result
 
@@ -712,8 +811,9 @@ class Appender:
         if self.dry_run or not staged:
             return staged
         self._tail.encode(self.crc_trailer)
-        batches = self._tail.dispatched(*staged_places(staged), self.config, self.version >= 5,
-                                        self._dispatcher.index is not None)
+        batches = self._tail.dispatched(
+            *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None
+        )
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
         needed = self._writer.space_needed([b for *_, b in batches])
         reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE])
@@ -722,7 +822,9 @@ class Appender:
         self._tail.flush()  # one fsync for the batch: the broker's group commit
         d = self._dispatcher
         for start, buf, b in batches:
-            self._writer.write_in_order(buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position))
+            self._writer.write_in_order(
+                buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position)
+            )
         d.flush()
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
@@ -762,17 +864,28 @@ def dumps_appended(a: Appended) -> str:
 
 def appending_dispatcher(app: Appender, store: Store) -> Dispatcher:
     """The Dispatcher an Appender writes its consumequeue, BatchCQ and index entries with."""
-    return Dispatcher(app.root, app.config, app.cq_file_size, app.slot_num, app.index_num, index_clock=app.clock,
-                      index_by_store_time=app.keep_index_time, batch_topics=app._batch_topics,
-                      batch_file_size=queue_file_size(store))
+    return Dispatcher(
+        app.root,
+        app.config,
+        app.cq_file_size,
+        app.slot_num,
+        app.index_num,
+        index_clock=app.clock,
+        index_by_store_time=app.keep_index_time,
+        batch_topics=app._batch_topics,
+        batch_file_size=queue_file_size(store),
+    )
 
 
 def refuse_dledger_replica(root: Path, config: BrokerConfig):
     """A message appended offline to one replica of a DLedger group makes its log diverge from the others'."""
     if root.is_dir() and dledger.detect(root, config) is not None:
-        raise UsageError("this store is one replica of a DLedger (Raft) group: a message appended offline to one "
-                         "replica makes its log diverge from the others' (a new leader truncates or contradicts "
-                         "it); refusing. Send it through the group's leader instead", root)
+        raise UsageError(
+            "this store is one replica of a DLedger (Raft) group: a message appended offline to one "
+            "replica makes its log diverge from the others' (a new leader truncates or contradicts "
+            "it); refusing. Send it through the group's leader instead",
+            root,
+        )
 
 
 def record_hosts(msg: NewMessage, store_host: str) -> tuple[bytes, int, bytes, int, int, int]:
@@ -791,8 +904,9 @@ def check_record_size(size: int, max_message_size: int, file_size: int):
     if size > max_message_size + ENCODER_HEADROOM:
         raise UsageError(f"record is {size} bytes, over maxMessageSize + 64 KiB")
     if size + S.END_FILE_MIN_BLANK_LENGTH > file_size:
-        raise UsageError(f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a "
-                         f"{file_size}-byte commitlog file")
+        raise UsageError(
+            f"record is {size} bytes: with the 8-byte end-of-file blank it cannot fit a {file_size}-byte commitlog file"
+        )
 
 
 def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: int):
@@ -819,8 +933,11 @@ def write_checkpoint(root: Path, physic_ts: int, logics_ts: int, index_end_ts: i
 
 def dispatch_warnings(d: Dispatcher) -> list[str]:
     """What the dispatcher met (duplicates, out-of-order entries) as warnings, once."""
-    out = [f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}"
-           for status, queue, qoff, off in d.events if status != "already-built"]
+    out = [
+        f"consumequeue {queue}: entry {qoff} for commitlog offset {off} was {status}"
+        for status, queue, qoff, off in d.events
+        if status != "already-built"
+    ]
     d.events.clear()
     return out
 
@@ -837,17 +954,25 @@ def _check_fields(msg: NewMessage, batch_topics: frozenset):
     """Header fields within their Java types; no inner batch, and no message to a BatchCQ topic (the broker
     assigns their queue offsets from its batch offset table, which rmqctl does not)."""
     if msg.topic in batch_topics:
-        raise UsageError(f"topic {msg.topic!r} is a BatchCQ topic (queue.type=BatchCQ): its queue offsets are the "
-                         "broker's batch offsets, which rmqctl does not assign; nothing was appended")
-    for name, value, bounds in (("queueId", msg.queue_id, INT32_RANGE), ("flag", msg.flag, INT32_RANGE),
-                                ("sysFlag", msg.sys_flag, INT32_RANGE), ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
-                                ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE)):
+        raise UsageError(
+            f"topic {msg.topic!r} is a BatchCQ topic (queue.type=BatchCQ): its queue offsets are the "
+            "broker's batch offsets, which rmqctl does not assign; nothing was appended"
+        )
+    for name, value, bounds in (
+        ("queueId", msg.queue_id, INT32_RANGE),
+        ("flag", msg.flag, INT32_RANGE),
+        ("sysFlag", msg.sys_flag, INT32_RANGE),
+        ("reconsumeTimes", msg.reconsume_times, INT32_RANGE),
+        ("preparedTransactionOffset", msg.prepared_transaction_offset, INT64_RANGE),
+    ):
         _check_range(name, value, bounds)
     for name, value in (("bornTimestamp", msg.born_timestamp), ("storeTimestamp", msg.store_timestamp)):
         if value is not None:
             _check_range(name, value, INT64_RANGE)
     if msg.sys_flag & S.INNER_BATCH_FLAG:
-        raise UsageError("inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not append to")
+        raise UsageError(
+            "inner-batch records (sysFlag 0x80) belong to a BatchConsumeQueue, which rmqctl does not append to"
+        )
 
 
 def lock_new_or_existing(root: Path, config: BrokerConfig, create: bool):
@@ -862,8 +987,9 @@ def lock_new_or_existing(root: Path, config: BrokerConfig, create: bool):
             created = []
         except StoreError:
             if any(p.name != "lock" for p in root.iterdir()) and not create:
-                raise StoreError("not a RocketMQ store root, and not empty: pass --create to make a new store in it",
-                                 root) from None
+                raise StoreError(
+                    "not a RocketMQ store root, and not empty: pass --create to make a new store in it", root
+                ) from None
             created = make_store_root(root, config)
     elif not create:
         raise StoreError("store directory does not exist: pass --create to make a new store there", root)
@@ -912,4 +1038,3 @@ def _host(text: str, what: str) -> tuple[bytes, int]:
     if not 0 <= port <= 0xFFFF:
         raise UsageError(f"{what} {text!r}: port out of range")
     return ip, port
-

@@ -8,6 +8,7 @@ append.stored_properties would edit) and none of its refusals (each limit is che
 first). Otherwise stage_columns changes nothing and says so: the caller appends those messages one by one, which
 refuses the bad one with its line or row.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,11 +16,33 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..engine import (PARSE_MOST_DISTINCT, PARSED_BORN_TS, PARSED_FLAG, PARSED_NAMES, PARSED_PREPARED, PARSED_QUEUE_ID,
-                      PARSED_RECONSUME, PARSED_STORE_TS, PARSED_SYSFLAG, TOPIC_COLUMNS, gather_parts, interned_texts,
-                      parse_block, queue_offsets)
-from .append import (CRC_TRAILER_PLACEHOLDER, ENCODER_HEADROOM, INT32_RANGE, PROPERTY_MULTI_DISPATCH, SHORT_MAX,
-                     TRANSIENT_PREFIX, AckBlock, Appender, _host)
+from ..engine import (
+    PARSE_MOST_DISTINCT,
+    PARSED_BORN_TS,
+    PARSED_FLAG,
+    PARSED_NAMES,
+    PARSED_PREPARED,
+    PARSED_QUEUE_ID,
+    PARSED_RECONSUME,
+    PARSED_STORE_TS,
+    PARSED_SYSFLAG,
+    TOPIC_COLUMNS,
+    gather_parts,
+    interned_texts,
+    parse_block,
+    queue_offsets,
+)
+from .append import (
+    CRC_TRAILER_PLACEHOLDER,
+    ENCODER_HEADROOM,
+    INT32_RANGE,
+    PROPERTY_MULTI_DISPATCH,
+    SHORT_MAX,
+    TRANSIENT_PREFIX,
+    AckBlock,
+    Appender,
+    _host,
+)
 from ..errors import UsageError
 from ..javacompat import CRC32_PROPERTY
 
@@ -72,13 +95,33 @@ def stage_columns(app: Appender, c: MessageColumns) -> bool:
     born_ts = np.where(c.born_given, c.born_ts, now)
     store_ts = np.where(c.store_given, c.store_ts, now)
     ports = np.array([p for _, p in ips] or [0], np.int64)
-    fields = np.stack([positions, sizes, np.where(v2, S.MAGIC_V2, S.MAGIC_V1), c.queue_id, c.flag, qoff,
-                       starts + positions, sys_flag, born_ts, ports[ids[:, 1]], store_ts, ports[ids[:, 2]],
-                       c.reconsume, c.prepared, np.diff(c.body_off), topic_lens, props_lens, combo], axis=1)
+    fields = np.stack(
+        [
+            positions,
+            sizes,
+            np.where(v2, S.MAGIC_V2, S.MAGIC_V1),
+            c.queue_id,
+            c.flag,
+            qoff,
+            starts + positions,
+            sys_flag,
+            born_ts,
+            ports[ids[:, 1]],
+            store_ts,
+            ports[ids[:, 2]],
+            c.reconsume,
+            c.prepared,
+            np.diff(c.body_off),
+            topic_lens,
+            props_lens,
+            combo,
+        ],
+        axis=1,
+    )
     host_ips = np.zeros((max(len(ips), 1), IP_BYTES), np.uint8)
     host_lens = np.zeros(max(len(ips), 1), np.int64)
     for h, (ip, _) in enumerate(ips):
-        host_ips[h, :len(ip)] = np.frombuffer(ip, np.uint8)
+        host_ips[h, : len(ip)] = np.frombuffer(ip, np.uint8)
         host_lens[h] = len(ip)
     topic_bytes = [b for _, b in topics_checked]
     topics = np.frombuffer(b"".join(topic_bytes) or b"\0", np.uint8)
@@ -86,8 +129,20 @@ def stage_columns(app: Appender, c: MessageColumns) -> bool:
     cuts = np.flatnonzero(np.diff(starts)) + 1
     for lo, hi in zip([0, *cuts], [*cuts, len(c)]):  # a file's rows at a time (a block may roll to a new file)
         blob = np.empty(int(sizes[lo:hi].sum()), np.uint8)
-        used = gather_parts(ids[lo:hi], host_ips, host_lens, topics, topic_off, c.body, c.body_off[lo:hi + 1],
-                            c.props, c.props_off[lo:hi + 1], app.crc_trailer, PLACEHOLDER, blob)
+        used = gather_parts(
+            ids[lo:hi],
+            host_ips,
+            host_lens,
+            topics,
+            topic_off,
+            c.body,
+            c.body_off[lo : hi + 1],
+            c.props,
+            c.props_off[lo : hi + 1],
+            app.crc_trailer,
+            PLACEHOLDER,
+            blob,
+        )
         app._tail.stage_block(int(starts[lo]), fields[lo:hi], blob[:used])
     prefixes = [(ip + port.to_bytes(4, "big", signed=True)).hex().upper() for ip, port in ips]
     app._staged.append(AckBlock(starts, positions, store_ts, qoff, ids[:, 2], prefixes))
@@ -103,7 +158,8 @@ def _checked(app: Appender, c: MessageColumns):
     except UsageError:
         return None
     if any(t in app._batch_topics for t in c.topics) or any(
-            _region(c.props, c.props_off).find(word) >= 0 for word in REWRITTEN):
+        _region(c.props, c.props_off).find(word) >= 0 for word in REWRITTEN
+    ):
         return None
     ids = c.ids.copy()
     if (ids[:, 2] < 0).any():
@@ -132,18 +188,29 @@ def _checked(app: Appender, c: MessageColumns):
         ends_open = (props_lens > 0) & (c.props[np.maximum(c.props_off[1:] - 1, 0)] != ord("\x02"))
         props_lens = props_lens + ends_open + len(CRC_TRAILER_PLACEHOLDER)
     # MessageExtEncoder.calMsgLength from its one home, per kind of record (host families, topic length width)
-    fixed = np.array([[S.record_length(S.BORNHOST_V6_FLAG * (k & 1) + S.STOREHOSTADDRESS_V6_FLAG * (k >> 1), 0, 0, 0, w)
-                       for w in (False, True)] for k in range(4)], np.int64)
+    fixed = np.array(
+        [
+            [
+                S.record_length(S.BORNHOST_V6_FLAG * (k & 1) + S.STOREHOSTADDRESS_V6_FLAG * (k >> 1), 0, 0, 0, w)
+                for w in (False, True)
+            ]
+            for k in range(4)
+        ],
+        np.int64,
+    )
     sizes = fixed[combo, v2.astype(np.int64)] + body_lens + topic_lens + props_lens
-    if (body_lens.max() > app.config.maxMessageSize or props_lens.max() > SHORT_MAX
-            or sizes.max() > app.config.maxMessageSize + ENCODER_HEADROOM
-            or sizes.max() + S.END_FILE_MIN_BLANK_LENGTH > app.file_size):
+    if (
+        body_lens.max() > app.config.maxMessageSize
+        or props_lens.max() > SHORT_MAX
+        or sizes.max() > app.config.maxMessageSize + ENCODER_HEADROOM
+        or sizes.max() + S.END_FILE_MIN_BLANK_LENGTH > app.file_size
+    ):
         return None
     return ids, ips, sizes, sys_flag, combo, v2, topic_lens, props_lens, topics
 
 
 def _region(u8: np.ndarray, offsets: np.ndarray) -> bytes:
-    return u8[offsets[0]:offsets[-1]].tobytes()
+    return u8[offsets[0] : offsets[-1]].tobytes()
 
 
 def _queue_offsets(app: Appender, c: MessageColumns, dispatched: np.ndarray) -> np.ndarray:
@@ -160,8 +227,9 @@ def _queue_offsets(app: Appender, c: MessageColumns, dispatched: np.ndarray) -> 
     return out
 
 
-def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int, max_bytes: int,
-                 keep_timestamps: bool) -> tuple[int, int, MessageColumns | None, bool]:
+def parsed_lines(
+    app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int, max_bytes: int, keep_timestamps: bool
+) -> tuple[int, int, MessageColumns | None, bool]:
     """engine.jsonl_parse over the whole lines u8[lo:hi]: (where it stopped, lines read, their messages (None when
     none), whether it stopped at a line the per-line path reads)."""
     n_names = len(PARSED_NAMES)
@@ -174,21 +242,49 @@ def parsed_lines(app: Appender, u8: np.ndarray, lo: int, hi: int, max_rows: int,
     tables = [np.zeros(2 * PARSE_MOST_DISTINCT, np.int64) for _ in range(2)]
     interned = [np.zeros((TOPIC_COLUMNS, PARSE_MOST_DISTINCT), np.int64) for _ in range(2)]
     counts = np.zeros(2, np.int64)
-    end, lines, rows, stopped = parse_block(u8, lo, hi, max_rows, max_bytes, app.version >= 5, ints, present, spans,
-                                            body, body_off, props, props_off, ids, tables[0], interned[0],
-                                            tables[1], interned[1], counts)
+    end, lines, rows, stopped = parse_block(
+        u8,
+        lo,
+        hi,
+        max_rows,
+        max_bytes,
+        app.version >= 5,
+        ints,
+        present,
+        spans,
+        body,
+        body_off,
+        props,
+        props_off,
+        ids,
+        tables[0],
+        interned[0],
+        tables[1],
+        interned[1],
+        counts,
+    )
     if not rows:
         return end, lines, None, stopped
     ints, present = ints[:rows], present[:rows]
     store_given = (present & (1 << PARSED_STORE_TS)) != 0 if keep_timestamps else np.zeros(rows, bool)
     columns = MessageColumns(
-        ids=ids[:rows], topics=interned_texts(u8, interned[0], int(counts[0])),
-        hosts=interned_texts(u8, interned[1], int(counts[1])), queue_id=ints[:, PARSED_QUEUE_ID],
-        flag=ints[:, PARSED_FLAG], sys_flag=ints[:, PARSED_SYSFLAG], born_ts=ints[:, PARSED_BORN_TS],
+        ids=ids[:rows],
+        topics=interned_texts(u8, interned[0], int(counts[0])),
+        hosts=interned_texts(u8, interned[1], int(counts[1])),
+        queue_id=ints[:, PARSED_QUEUE_ID],
+        flag=ints[:, PARSED_FLAG],
+        sys_flag=ints[:, PARSED_SYSFLAG],
+        born_ts=ints[:, PARSED_BORN_TS],
         born_given=(present & (1 << PARSED_BORN_TS)) != 0,
-        store_ts=ints[:, PARSED_STORE_TS], store_given=store_given, reconsume=ints[:, PARSED_RECONSUME],
-        prepared=ints[:, PARSED_PREPARED], body=body, body_off=body_off[:rows + 1], props=props,
-        props_off=props_off[:rows + 1])
+        store_ts=ints[:, PARSED_STORE_TS],
+        store_given=store_given,
+        reconsume=ints[:, PARSED_RECONSUME],
+        prepared=ints[:, PARSED_PREPARED],
+        body=body,
+        body_off=body_off[: rows + 1],
+        props=props,
+        props_off=props_off[: rows + 1],
+    )
     return end, lines, columns, stopped
 
 
@@ -204,8 +300,9 @@ class ParsedLines:
     left: int
 
 
-def parsed_batches(app: Appender, buf: bytes, lo: int, hi: int, max_rows: int, max_bytes: int,
-                   keep_timestamps: bool) -> list[list[ParsedLines]]:
+def parsed_batches(
+    app: Appender, buf: bytes, lo: int, hi: int, max_rows: int, max_bytes: int, keep_timestamps: bool
+) -> list[list[ParsedLines]]:
     """The whole lines buf[lo:hi] parsed (parsed_lines) into batches of at most max_rows messages and about
     max_bytes, each batch a group commit's steps in order. It reads only the lines and the store's version, so
     a thread may parse the next block while the appender writes this one."""
@@ -214,8 +311,9 @@ def parsed_batches(app: Appender, buf: bytes, lo: int, hi: int, max_rows: int, m
     while lo < hi:
         rows, first, steps = 0, lo, []
         while lo < hi and rows < max_rows and lo - first < max_bytes:
-            end, lines, columns, stopped = parsed_lines(app, u8, lo, hi, max_rows - rows, max_bytes - (lo - first),
-                                                        keep_timestamps)
+            end, lines, columns, stopped = parsed_lines(
+                app, u8, lo, hi, max_rows - rows, max_bytes - (lo - first), keep_timestamps
+            )
             left = end
             if stopped:  # the line the kernel leaves: one message for the per-line path
                 nl = buf.find(b"\n", end, hi)
@@ -228,8 +326,13 @@ def parsed_batches(app: Appender, buf: bytes, lo: int, hi: int, max_rows: int, m
 
 
 # a scan's (or an export's) integer columns, by MessageColumns' names; an absent or null value is 0
-ROW_INTEGERS = {"queue_id": "queueId", "flag": "flag", "sys_flag": "sysFlag", "reconsume": "reconsumeTimes",
-                "prepared": "preparedTransactionOffset"}
+ROW_INTEGERS = {
+    "queue_id": "queueId",
+    "flag": "flag",
+    "sys_flag": "sysFlag",
+    "reconsume": "reconsumeTimes",
+    "prepared": "preparedTransactionOffset",
+}
 
 
 def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
@@ -240,15 +343,21 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
     import pyarrow.compute as pc  # (only for --parquet)
 
     names, n = batch.schema.names, batch.num_rows
-    if "topic" not in names or "propertiesBytes" not in names or batch.column("topic").null_count \
-            or batch.column("propertiesBytes").null_count or not _types_read(batch.schema) \
-            or ("body" in names and batch.column("body").null_count):
+    if (
+        "topic" not in names
+        or "propertiesBytes" not in names
+        or batch.column("topic").null_count
+        or batch.column("propertiesBytes").null_count
+        or not _types_read(batch.schema)
+        or ("body" in names and batch.column("body").null_count)
+    ):
         return None
     props, props_off = _binary(batch.column("propertiesBytes"))
-    if (props[props_off[0]:props_off[-1]] >= 0x80).any():
+    if (props[props_off[0] : props_off[-1]] >= 0x80).any():
         return None
-    body, body_off = _binary(batch.column("body")) if "body" in names else (np.zeros(1, np.uint8),
-                                                                          np.zeros(n + 1, np.int64))
+    body, body_off = (
+        _binary(batch.column("body")) if "body" in names else (np.zeros(1, np.uint8), np.zeros(n + 1, np.int64))
+    )
     topic = pc.dictionary_encode(batch.column("topic"))
     hosts: list[str] = []
     ids = np.empty((n, 3), np.int64)
@@ -266,10 +375,20 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
 
     born_ts, born_given = integers("bornTimestamp")
     store_ts, store_given = integers("storeTimestamp")
-    return MessageColumns(ids=ids, topics=topic.dictionary.to_pylist(), hosts=hosts, born_ts=born_ts,
-                          born_given=born_given, store_ts=store_ts, store_given=store_given & keep_timestamps,
-                          body=body, body_off=body_off, props=props, props_off=props_off,
-                          **{field: integers(name)[0] for field, name in ROW_INTEGERS.items()})
+    return MessageColumns(
+        ids=ids,
+        topics=topic.dictionary.to_pylist(),
+        hosts=hosts,
+        born_ts=born_ts,
+        born_given=born_given,
+        store_ts=store_ts,
+        store_given=store_given & keep_timestamps,
+        body=body,
+        body_off=body_off,
+        props=props,
+        props_off=props_off,
+        **{field: integers(name)[0] for field, name in ROW_INTEGERS.items()},
+    )
 
 
 def _int64s(column) -> tuple[np.ndarray, np.ndarray]:
@@ -281,10 +400,10 @@ def _int64s(column) -> tuple[np.ndarray, np.ndarray]:
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, bool)
     validity, data = array.buffers()[:2]
-    values = np.frombuffer(data, np.int64)[at:at + n]
+    values = np.frombuffer(data, np.int64)[at : at + n]
     if not array.null_count:
         return values.copy(), np.ones(n, bool)
-    given = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[at:at + n].astype(bool)
+    given = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[at : at + n].astype(bool)
     return np.where(given, values, 0), given
 
 
@@ -293,12 +412,19 @@ def _types_read(schema) -> bool:
     as they are."""
     import pyarrow as pa  # (only for --parquet)
 
-    kinds = {"topic": pa.types.is_string, "bornHost": pa.types.is_string, "storeHost": pa.types.is_string,
-             "body": pa.types.is_binary, "propertiesBytes": pa.types.is_binary}
+    kinds = {
+        "topic": pa.types.is_string,
+        "bornHost": pa.types.is_string,
+        "storeHost": pa.types.is_string,
+        "body": pa.types.is_binary,
+        "propertiesBytes": pa.types.is_binary,
+    }
     for field in schema:
         if field.name in kinds and not kinds[field.name](field.type):
             return False
-        if field.name in (*ROW_INTEGERS.values(), "bornTimestamp", "storeTimestamp") and not pa.types.is_integer(field.type):
+        if field.name in (*ROW_INTEGERS.values(), "bornTimestamp", "storeTimestamp") and not pa.types.is_integer(
+            field.type
+        ):
             return False
     return True
 
@@ -309,6 +435,6 @@ def _binary(column) -> tuple[np.ndarray, np.ndarray]:
 
     array = column.cast(pa.large_binary())
     _, offsets, data = array.buffers()
-    off = np.frombuffer(offsets, np.int64)[array.offset:array.offset + len(array) + 1].astype(np.int64)
+    off = np.frombuffer(offsets, np.int64)[array.offset : array.offset + len(array) + 1].astype(np.int64)
     u8 = np.frombuffer(data, np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
     return (u8 if len(u8) else np.zeros(1, np.uint8)), off

@@ -3,6 +3,7 @@ broker's normal recovery and reput at start (recoverNormally from the recovery s
 record as checkMessageAndReturnSize does, to the first failure; then the consumequeues' and index's ends):
 the append point, the records still to dispatch before it, and each queue's next offset.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,6 @@ from ..javacompat import PROPERTY_SEPARATOR
 from ..record import Blank
 from ..recovery import RecoveryChecker, normal_recovery_start, zero_from
 from ..store import Store
-
 
 
 @dataclasses.dataclass
@@ -43,8 +43,11 @@ def config_version(config: BrokerConfig, requested: int | None) -> tuple[int, st
     if config.rocketmqVersion is not None:
         return checked_version(config, config.rocketmqVersion, "rocketmqVersion"), "rocketmqVersion"
     keys = set(read_properties(Path(config.source))) if config.source else set()
-    named = [k for k in FIVE_ONLY_CONFIG_KEYS if k in keys or (k in ("enabledAppendPropCRC", "forceVerifyPropCRC")
-                                                               and getattr(config, k))]
+    named = [
+        k
+        for k in FIVE_ONLY_CONFIG_KEYS
+        if k in keys or (k in ("enabledAppendPropCRC", "forceVerifyPropCRC") and getattr(config, k))
+    ]
     if named:
         return 5, f"5.x-only config key {named[0]}"
     return 4, "default"
@@ -72,12 +75,15 @@ def _require_whole_files(files: list, size: int):
     """Every commitlog file of the configured size, each starting where the previous one ends, as load requires."""
     for f in files:
         if f.length != size:
-            raise StoreError(f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse "
-                             "to load it", f.path)
+            raise StoreError(
+                f"file is {f.length} bytes, not mappedFileSizeCommitLog={size}; the broker would refuse to load it",
+                f.path,
+            )
     for a, b in zip(files, files[1:]):
         if b.start != a.start + size:
-            raise StoreError(f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`",
-                             b.path)
+            raise StoreError(
+                f"gap in the commitlog before {b.name} (previous file {a.name}); run `rmqctl verify`", b.path
+            )
 
 
 def _dispatched_ends(store: Store, config: BrokerConfig) -> tuple[int, int]:
@@ -146,14 +152,29 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         if bad is not None:
             end = f.start + pos
             if not zero_from(store, i, pos):
-                raise StoreError(f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
-                                 "(a torn or garbage tail); run `rmqctl repair` before appending", f.path, end)
+                raise StoreError(
+                    f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
+                    "(a torn or garbage tail); run `rmqctl repair` before appending",
+                    f.path,
+                    end,
+                )
             break
     if cq_end > end:
-        raise StoreError(f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; "
-                         "run `rmqctl repair` first", store.consumequeue_dir)
+        raise StoreError(
+            f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; run `rmqctl repair` first",
+            store.consumequeue_dir,
+        )
     if index_end >= end:
-        raise StoreError(f"the index holds commitlog offset {index_end}, past the commitlog end {end}; "
-                         "run `rmqctl repair` first", store.index_dir)
-    return AppendPoint(end=end, reput_from=reput_from, catch_up=catch_up, next_offsets=next_offsets,
-                       last_store_host=last_host, style_votes=votes, index_end=index_end)
+        raise StoreError(
+            f"the index holds commitlog offset {index_end}, past the commitlog end {end}; run `rmqctl repair` first",
+            store.index_dir,
+        )
+    return AppendPoint(
+        end=end,
+        reput_from=reput_from,
+        catch_up=catch_up,
+        next_offsets=next_offsets,
+        last_store_host=last_host,
+        style_votes=votes,
+        index_end=index_end,
+    )

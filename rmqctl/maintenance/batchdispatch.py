@@ -9,6 +9,7 @@ read_record + cq_targets / tags_code / index_keys here and their entries and key
 order. A record whose lengths do not add up ends the batch, as read_record's refusal ends the reference
 scan of that file.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -70,8 +71,15 @@ def record_starts(buf, limit: int, allow_v2: bool, start: int, stop_at: int) -> 
     return dispatch_walk(np.frombuffer(buf, dtype=np.uint8, count=limit), limit, allow_v2, start, stop_at)
 
 
-def _decode_parallel(u8: np.ndarray, starts: np.ndarray, stop: int, allow_v2: bool, multi_dispatch: bool,
-                     with_keys: bool, jobs: int | None) -> tuple:
+def _decode_parallel(
+    u8: np.ndarray,
+    starts: np.ndarray,
+    stop: int,
+    allow_v2: bool,
+    multi_dispatch: bool,
+    with_keys: bool,
+    jobs: int | None,
+) -> tuple:
     """The records at `starts` decoded in `jobs` threads, up to the first one a kernel cannot decode: (their
     columns: position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference; topic name -> id; key
     records; key hashes; where dispatch stops; how many were decoded)."""
@@ -81,9 +89,22 @@ def _decode_parallel(u8: np.ndarray, starts: np.ndarray, stop: int, allow_v2: bo
     bounds = np.linspace(0, n, max(1, min(jobs or available_cores(), n // MIN_PART)) + 1).astype(np.int64)
 
     def decode(lo: int, hi: int):
-        return dispatch_decode(u8, starts[lo:hi], allow_v2, multi_dispatch, with_keys, size[lo:hi], phy[lo:hi],
-                              store_ts[lo:hi], qid[lo:hi], qoff[lo:hi], sysflag[lo:hi], topic[lo:hi], tags[lo:hi],
-                              reference[lo:hi])
+        return dispatch_decode(
+            u8,
+            starts[lo:hi],
+            allow_v2,
+            multi_dispatch,
+            with_keys,
+            size[lo:hi],
+            phy[lo:hi],
+            store_ts[lo:hi],
+            qid[lo:hi],
+            qoff[lo:hi],
+            sysflag[lo:hi],
+            topic[lo:hi],
+            tags[lo:hi],
+            reference[lo:hi],
+        )
 
     with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1) as pool:
         decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
@@ -92,8 +113,13 @@ def _decode_parallel(u8: np.ndarray, starts: np.ndarray, stop: int, allow_v2: bo
     done = 0
     for lo, hi, (reps, key_record, key_hash, decoded_here) in zip(bounds[:-1], bounds[1:], decoded):
         # topic ids are per part; byte strings that decode to one name (malformed UTF-8) become one id
-        renumber = np.array([topic_ids.setdefault(u8[a : a + k].tobytes().decode("utf-8", "replace"), len(topic_ids))
-                             for a, k in reps.tolist()], dtype=np.int64)
+        renumber = np.array(
+            [
+                topic_ids.setdefault(u8[a : a + k].tobytes().decode("utf-8", "replace"), len(topic_ids))
+                for a, k in reps.tolist()
+            ],
+            dtype=np.int64,
+        )
         if len(renumber) and np.any(renumber != np.arange(len(renumber))):
             topic[lo : lo + decoded_here] = renumber[topic[lo : lo + decoded_here]]
         keys_rec.append(key_record + lo if lo else key_record)
@@ -103,13 +129,21 @@ def _decode_parallel(u8: np.ndarray, starts: np.ndarray, stop: int, allow_v2: bo
             stop = int(starts[done])
             break
     columns = tuple(a[:done] for a in (starts, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference))
-    key_record, key_hash = (keys_rec[0], keys_hash[0]) if len(keys_rec) == 1 else (
-        np.concatenate(keys_rec), np.concatenate(keys_hash))
+    key_record, key_hash = (
+        (keys_rec[0], keys_hash[0]) if len(keys_rec) == 1 else (np.concatenate(keys_rec), np.concatenate(keys_hash))
+    )
     return columns, topic_ids, key_record, key_hash, stop, done
 
 
-def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True,
-                  jobs: int | None = None, starts: np.ndarray | None = None) -> FileDispatch:
+def dispatch_file(
+    buf,
+    limit: int,
+    config: BrokerConfig,
+    allow_v2: bool,
+    with_keys: bool = True,
+    jobs: int | None = None,
+    starts: np.ndarray | None = None,
+) -> FileDispatch:
     """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
     entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
     the GIL)."""
@@ -119,8 +153,9 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
     else:
         stop = limit
     multi = config.enableMultiDispatch
-    decoded, topic_ids, key_record, key_hash, stop, done = _decode_parallel(u8, starts, stop, allow_v2, multi,
-                                                                            with_keys, jobs)
+    decoded, topic_ids, key_record, key_hash, stop, done = _decode_parallel(
+        u8, starts, stop, allow_v2, multi, with_keys, jobs
+    )
     position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = decoded
     topics = list(topic_ids)
     t = sysflag & S.TRANSACTION_MASK
@@ -143,10 +178,28 @@ def dispatch_file(buf, limit: int, config: BrokerConfig, allow_v2: bool, with_ke
                 topics.append(name)
             cq.append((np.array([r]), np.array([t]), np.array([q]), np.array([o]), np.array([code])))
         hashes = [index_key_hash(k) for k in index_keys(m)] if with_keys else []
-        keys.append((np.full(len(hashes), r, np.int64), np.arange(len(hashes), dtype=np.int64),
-                     np.array(hashes, dtype=np.int64)))
-    columns = dict(position=position, size=size, phy=phy, store_ts=store_ts, queue_id=qid, queue_offset=qoff,
-                   sysflag=sysflag, topic=topic, tags=tags, reference=reference, lmq=lmq, topics=topics, stop=stop)
+        keys.append(
+            (
+                np.full(len(hashes), r, np.int64),
+                np.arange(len(hashes), dtype=np.int64),
+                np.array(hashes, dtype=np.int64),
+            )
+        )
+    columns = dict(
+        position=position,
+        size=size,
+        phy=phy,
+        store_ts=store_ts,
+        queue_id=qid,
+        queue_offset=qoff,
+        sysflag=sysflag,
+        topic=topic,
+        tags=tags,
+        reference=reference,
+        lmq=lmq,
+        topics=topics,
+        stop=stop,
+    )
     if not len(ref):
         return FileDispatch(**columns, **_entries(cq[0]), key_record=key_record, key_hash=key_hash)
     # merge the reference records' entries and keys in, in record order
@@ -174,8 +227,14 @@ class BatchWriter:
     BatchConsumeQueue and the keys; `refuse(topic, position)` raises for a topic that cannot be a directory
     name."""
 
-    def __init__(self, dispatcher: Dispatcher, allow_v2: bool, build_cq: bool, build_index: bool,
-                 selected: Callable[[str, int], bool] | None = None):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        allow_v2: bool,
+        build_cq: bool,
+        build_index: bool,
+        selected: Callable[[str, int], bool] | None = None,
+    ):
         self.dispatcher, self.allow_v2, self.selected = dispatcher, allow_v2, selected
         self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
         self.queued: Counter = Counter()  # (topic, queueId) -> entries dispatched to it
@@ -223,8 +282,13 @@ class BatchWriter:
         d = self.dispatcher
         names = b.topics
         done, last_written = self._plain_appends_in_order(b, groups)
-        for r, t, q, o, tags in zip(b.cq_record[done:].tolist(), b.cq_topic[done:].tolist(), b.cq_qid[done:].tolist(),
-                                    b.cq_qoff[done:].tolist(), b.cq_tags[done:].tolist()):
+        for r, t, q, o, tags in zip(
+            b.cq_record[done:].tolist(),
+            b.cq_topic[done:].tolist(),
+            b.cq_qid[done:].tolist(),
+            b.cq_qoff[done:].tolist(),
+            b.cq_tags[done:].tolist(),
+        ):
             name = names[t]
             if self.selected is not None and not self.selected(name, q):
                 continue
@@ -254,16 +318,29 @@ class BatchWriter:
         for n, g in enumerate(groups):
             w = d.queue(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))
             qoffs, ends = b.cq_qoff[g], b.phy[b.cq_record[g]] + b.size[b.cq_record[g]]
-            if (not w.files or w.wrote >= w.file_size or w.max_queue_offset != int(qoffs[0])
-                    or np.any(np.diff(qoffs) != 1) or np.any(ends[1:] <= ends[:-1]) or int(ends[0]) <= w.max_physic_offset):
+            if (
+                not w.files
+                or w.wrote >= w.file_size
+                or w.max_queue_offset != int(qoffs[0])
+                or np.any(np.diff(qoffs) != 1)
+                or np.any(ends[1:] <= ends[:-1])
+                or int(ends[0]) <= w.max_physic_offset
+            ):
                 return 0, -1
             writers.append(w)
             maps.append(np.frombuffer(w.files[-1][1].map, np.uint8))  # held for the kernel's writes through its address
             queue_of[g] = n
         wrote = np.array([w.wrote for w in writers], np.int64)
         rec = b.cq_record
-        done = put_units_in_order(np.array([m.ctypes.data for m in maps], np.int64), wrote, writers[0].file_size if writers else 0,
-                                  queue_of, b.phy[rec], b.size[rec], b.cq_tags)
+        done = put_units_in_order(
+            np.array([m.ctypes.data for m in maps], np.int64),
+            wrote,
+            writers[0].file_size if writers else 0,
+            queue_of,
+            b.phy[rec],
+            b.size[rec],
+            b.cq_tags,
+        )
         for n, w in enumerate(writers):
             mine = np.flatnonzero(queue_of[:done] == n)
             if len(mine):
@@ -304,8 +381,9 @@ class BatchWriter:
         fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
         if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
             self.keys += len(b.key_hash)
-            index.build_many(b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]),
-                             int(b.store_ts[-1]))
+            index.build_many(
+                b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]), int(b.store_ts[-1])
+            )
         else:
             for pos in b.position.tolist():
                 m = read_record(buf, pos, len(buf), self.allow_v2)

@@ -23,6 +23,7 @@ durable by an fsync of its directory before the next, so a run killed at any mom
 loads: at most consumequeue and index files that lie entirely below the new minimum offset, which the broker's
 correctMinOffset and index lookups step over.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,9 +40,24 @@ from ..errors import RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
 from ..rules import written_units
 from ..store import INDEX_FILE_NAME, IndexFile, Store
-from .clean_rules import (CleanFile, Cleaner, CleanSettings, Clock, DeleteWhenError, DiskUsage, FileDecision,
-                          PassResult, QueueSegment, QueueState, StoreState, Unconsumed, check_delete_when,
-                          correct_min_offset, java_disk_ratio, remaining)
+from .clean_rules import (
+    CleanFile,
+    Cleaner,
+    CleanSettings,
+    Clock,
+    DeleteWhenError,
+    DiskUsage,
+    FileDecision,
+    PassResult,
+    QueueSegment,
+    QueueState,
+    StoreState,
+    Unconsumed,
+    check_delete_when,
+    correct_min_offset,
+    java_disk_ratio,
+    remaining,
+)
 from ..views.timer import dangling_after, dangling_rows
 from ..txn import locked_for_writing
 
@@ -124,15 +140,24 @@ class CleanResult:
         return sum(d.blocks * 512 for d in self.deleted())
 
     def as_dict(self) -> dict:
-        return {"store": self.store, "settings": self.settings.as_dict(), "applied": self.applied,
-                "configError": self.configError, "passes": [p.as_dict() for p in self.passes],
-                "files": [d.row() for d in self.decisions],
-                "minPhyOffsetBefore": self.minPhyOffsetBefore, "minPhyOffsetAfter": self.minPhyOffsetAfter,
-                "cqMinOffsetsBefore": self.cqMinOffsetsBefore, "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
-                "indexFilesAfter": self.indexFilesAfter, "freedBytes": self.freed_bytes,
-                "unconsumed": [dataclasses.asdict(u) for u in self.unconsumed],
-                "remaining": self.remaining, "notes": self.notes + self.settings.notes,
-                "timerUnitsLost": self.timerUnitsLost}
+        return {
+            "store": self.store,
+            "settings": self.settings.as_dict(),
+            "applied": self.applied,
+            "configError": self.configError,
+            "passes": [p.as_dict() for p in self.passes],
+            "files": [d.row() for d in self.decisions],
+            "minPhyOffsetBefore": self.minPhyOffsetBefore,
+            "minPhyOffsetAfter": self.minPhyOffsetAfter,
+            "cqMinOffsetsBefore": self.cqMinOffsetsBefore,
+            "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
+            "indexFilesAfter": self.indexFilesAfter,
+            "freedBytes": self.freed_bytes,
+            "unconsumed": [dataclasses.asdict(u) for u in self.unconsumed],
+            "remaining": self.remaining,
+            "notes": self.notes + self.settings.notes,
+            "timerUnitsLost": self.timerUnitsLost,
+        }
 
 
 # -- the store as the cleaner sees it --------------------------------------------------------------------
@@ -150,14 +175,29 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     notes: list[str] = []
     unconsumed, offsets = _load_consumer_offsets(store, queues, min_phy, notes)
     if store.crashed():
-        notes.append("abort file present: the broker would run abnormal recovery (and may drop index files) before "
-                     "its cleaner runs")
-    index = [(_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])
-             for p in store.index_paths() if INDEX_FILE_NAME.match(p.name)]  # IndexService.load order
-    return StoreState(root=store.root, commitlog_dirs=list(store.commitlog_dirs),
-                      consumequeue_dir=store.consumequeue_dir, file_size=store.commitlog.file_size,
-                      cq_file_size=store.consumequeue_file_size, commitlog=commitlog, queues=queues, index=index,
-                      unconsumed=unconsumed, unconsumed_offsets=offsets, notes=notes)
+        notes.append(
+            "abort file present: the broker would run abnormal recovery (and may drop index files) before "
+            "its cleaner runs"
+        )
+    # IndexService.load order
+    index = [
+        (_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])
+        for p in store.index_paths()
+        if INDEX_FILE_NAME.match(p.name)
+    ]
+    return StoreState(
+        root=store.root,
+        commitlog_dirs=list(store.commitlog_dirs),
+        consumequeue_dir=store.consumequeue_dir,
+        file_size=store.commitlog.file_size,
+        cq_file_size=store.consumequeue_file_size,
+        commitlog=commitlog,
+        queues=queues,
+        index=index,
+        unconsumed=unconsumed,
+        unconsumed_offsets=offsets,
+        notes=notes,
+    )
 
 
 def _file(path: Path, start: int, roots: list[str]) -> CleanFile:
@@ -190,8 +230,9 @@ def _load_queues(store: Store, roots: list[str]) -> list[QueueState]:
     return queues
 
 
-def _load_consumer_offsets(store: Store, queues: list[QueueState], min_phy: int,
-                           notes: list[str]) -> tuple[list[Unconsumed], list[np.ndarray]]:
+def _load_consumer_offsets(
+    store: Store, queues: list[QueueState], min_phy: int, notes: list[str]
+) -> tuple[list[Unconsumed], list[np.ndarray]]:
     """config/consumerOffset.json (fastjson, unquoted int keys, .bak fallback): per group/topic/queue the
     commitlog offsets of the messages at or after the committed (next-to-consume) offset."""
     data = broker_config(store, "consumerOffset.json").document
@@ -210,8 +251,10 @@ def _load_consumer_offsets(store: Store, queues: list[QueueState], min_phy: int,
             try:
                 qid, next_offset = int(qid_text), int(next_offset)
             except (TypeError, ValueError):
-                notes.append(f"consumerOffset.json: {topic_at_group} {qid_text!r}: {next_offset!r} is not "
-                             "queueId: offset; skipped")
+                notes.append(
+                    f"consumerOffset.json: {topic_at_group} {qid_text!r}: {next_offset!r} is not "
+                    "queueId: offset; skipped"
+                )
                 continue
             q = by_key.get((topic, qid))
             if q is None:
@@ -250,10 +293,19 @@ def unlink_durably(path: Path):
         os.close(dir_fd)
 
 
-def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None, passes: int | None = None,
-              until_ok: bool = False, manual: bool = False, protect_unconsumed: bool = False, apply: bool = False,
-              on_delete: Callable[[FileDecision], None] | None = None, interval_ms: int = 0,
-              disk_usage: float | None = None) -> CleanResult:
+def run_clean(
+    store: Store,
+    settings: CleanSettings,
+    clock: Clock | None = None,
+    passes: int | None = None,
+    until_ok: bool = False,
+    manual: bool = False,
+    protect_unconsumed: bool = False,
+    apply: bool = False,
+    on_delete: Callable[[FileDecision], None] | None = None,
+    interval_ms: int = 0,
+    disk_usage: float | None = None,
+) -> CleanResult:
     """Plan (and with apply=True, carry out) `passes` cleaner passes, or with until_ok as many as it takes
     until one deletes nothing. Plan-only runs simulate the space each planned deletion frees; applied runs
     delete for real (under the broker's lock) and re-measure the disk before every pass. `interval_ms`
@@ -262,9 +314,12 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
     if disk_usage is not None and (apply or not 0 <= disk_usage <= 1):
         raise UsageError("--disk-usage is a what-if for a plan: a ratio from 0 to 1, without --apply")
     if store.dledger is not None:
-        raise UsageError("this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
-                         "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
-                         "RocketMQ's cleanup rules, which rmqctl clean applies; refusing", store.root)
+        raise UsageError(
+            "this store keeps its commitlog in DLedger: its files go by DLedger's own CleanSpaceService "
+            "(fileReservedTime + 1 hours, its own disk ratios, ledgerBeginIndex revised after), not by "
+            "RocketMQ's cleanup rules, which rmqctl clean applies; refusing",
+            store.root,
+        )
     # a RocksDB queue is not cleaned by hand: clean deletes commitlog and index files around it (as the broker)
     store.parts.refuse_writer("clean", frozenset({"consumequeue"}))
     if protect_unconsumed and store.rocks_queues is not None:
@@ -282,14 +337,50 @@ def run_clean(store: Store, settings: CleanSettings, clock: Clock | None = None,
         raise UsageError("--passes must be at least 1")
     if apply:
         with locked_for_writing(store.root):
-            return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, True, on_delete, None,
-                        interval_ms, DiskMeter(simulate=False))
-    return _run(store, settings, clock, limit, until_ok, manual, protect_unconsumed, False, on_delete, config_error, 0,
-                DiskMeter(simulate=True, what_if=disk_usage))
+            return _run(
+                store,
+                settings,
+                clock,
+                limit,
+                until_ok,
+                manual,
+                protect_unconsumed,
+                True,
+                on_delete,
+                None,
+                interval_ms,
+                DiskMeter(simulate=False),
+            )
+    return _run(
+        store,
+        settings,
+        clock,
+        limit,
+        until_ok,
+        manual,
+        protect_unconsumed,
+        False,
+        on_delete,
+        config_error,
+        0,
+        DiskMeter(simulate=True, what_if=disk_usage),
+    )
 
 
-def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_delete, config_error,
-         interval_ms, meter: DiskMeter) -> CleanResult:
+def _run(
+    store,
+    settings,
+    clock,
+    limit,
+    until_ok,
+    manual,
+    protect,
+    apply,
+    on_delete,
+    config_error,
+    interval_ms,
+    meter: DiskMeter,
+) -> CleanResult:
     cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect)
     notes = list(cleaner.notes)
     if meter.what_if is not None:
@@ -310,7 +401,9 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
                     try:
                         unlink_durably(d.path)
                     except OSError as e:
-                        raise RmqError(f"cannot delete: {e.strerror}; stopped (files before it are deleted)", d.path) from None
+                        raise RmqError(
+                            f"cannot delete: {e.strerror}; stopped (files before it are deleted)", d.path
+                        ) from None
                     if on_delete:
                         on_delete(d)
         if until_ok and not p.deleted():
@@ -319,24 +412,42 @@ def _run(store, settings, clock, limit, until_ok, manual, protect, apply, on_del
     cq_before, cq_after = cleaner.cq_min_before, cleaner.cq_min_offsets()
     if store.rocks_queues is not None:
         notes.append(rocks_queue_note(cleaner.min_phy_offset))
-        cq_before, cq_after = rocks_min_offsets(store, cleaner.min_before), rocks_min_offsets(store, cleaner.min_phy_offset)
+        cq_before, cq_after = (
+            rocks_min_offsets(store, cleaner.min_before),
+            rocks_min_offsets(store, cleaner.min_phy_offset),
+        )
     timer_lost = []
     if cleaner.min_phy_offset > cleaner.min_before:
-        timer_lost = dangling_rows(dangling_after(store, cleaner.min_phy_offset, None),
-                                   f"below the new minimum offset {cleaner.min_phy_offset}")
-    return CleanResult(store=str(store.root), settings=settings, passes=results, minPhyOffsetBefore=cleaner.min_before,
-                       minPhyOffsetAfter=cleaner.min_phy_offset, cqMinOffsetsBefore=cq_before,
-                       cqMinOffsetsAfter=cq_after, indexFilesAfter=[f.name for f, _ in cleaner.index],
-                       unconsumed=cleaner.unconsumed, remaining=remaining(cleaner, results[-1]), notes=notes,
-                       applied=apply, configError=config_error, timerUnitsLost=timer_lost)
+        timer_lost = dangling_rows(
+            dangling_after(store, cleaner.min_phy_offset, None),
+            f"below the new minimum offset {cleaner.min_phy_offset}",
+        )
+    return CleanResult(
+        store=str(store.root),
+        settings=settings,
+        passes=results,
+        minPhyOffsetBefore=cleaner.min_before,
+        minPhyOffsetAfter=cleaner.min_phy_offset,
+        cqMinOffsetsBefore=cq_before,
+        cqMinOffsetsAfter=cq_after,
+        indexFilesAfter=[f.name for f, _ in cleaner.index],
+        unconsumed=cleaner.unconsumed,
+        remaining=remaining(cleaner, results[-1]),
+        notes=notes,
+        applied=apply,
+        configError=config_error,
+        timerUnitsLost=timer_lost,
+    )
 
 
 def rocks_queue_note(min_phy: int) -> str:
     """What the broker does to its RocksDB consume queue when commitlog files go (5.3.3: no file of the queue
     is deleted; ConsumeQueueCompactionFilter and getMinCqOffset do it)."""
-    return (f"the RocksDB consume queue: nothing is deleted from it by hand; with the commitlog's min offset at "
-            f"{min_phy}, the broker's compaction filter drops units below it when RocksDB next compacts them, and "
-            "each queue's min offset moves to its first unit at or past it (getMinOffsetInQueue corrects it)")
+    return (
+        f"the RocksDB consume queue: nothing is deleted from it by hand; with the commitlog's min offset at "
+        f"{min_phy}, the broker's compaction filter drops units below it when RocksDB next compacts them, and "
+        "each queue's min offset moves to its first unit at or past it (getMinOffsetInQueue corrects it)"
+    )
 
 
 def rocks_min_offsets(store: Store, min_phy: int) -> dict[str, int]:

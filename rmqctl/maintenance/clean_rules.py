@@ -4,6 +4,7 @@ queue's minimum offset moves (correctMinOffset). Everything here works on what m
 store and on the disk figures its meter reads; maintenance/clean.py applies the decisions (see its docstring for the
 broker sources).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,8 +45,10 @@ def is_time_to_do(when: str, hour: int) -> bool:
         try:
             value = java_parse_int(token)
         except ValueError as e:
-            raise DeleteWhenError(f"deleteWhen={when!r}: Integer.parseInt fails ({e}); the broker's commitlog "
-                                  "cleaner throws NumberFormatException on every run and deletes nothing") from None
+            raise DeleteWhenError(
+                f"deleteWhen={when!r}: Integer.parseInt fails ({e}); the broker's commitlog "
+                "cleaner throws NumberFormatException on every run and deletes nothing"
+            ) from None
         if value == hour:
             return True
     return False
@@ -96,8 +99,15 @@ class CleanSettings:
         diskSpace*Ratio / deleteFileBatchMax settings: from broker.conf they are ignored (and said so); given
         as options, the thresholds stand for 4.9's -Drocketmq.broker.diskSpace*Ratio system properties."""
         s = cls(version=version)
-        for name in ("deleteWhen", "fileReservedTime", "diskMaxUsedSpaceRatio", "diskSpaceCleanForciblyRatio",
-                     "diskSpaceWarningLevelRatio", "cleanFileForciblyEnable", "deleteFileBatchMax"):
+        for name in (
+            "deleteWhen",
+            "fileReservedTime",
+            "diskMaxUsedSpaceRatio",
+            "diskSpaceCleanForciblyRatio",
+            "diskSpaceWarningLevelRatio",
+            "cleanFileForciblyEnable",
+            "deleteFileBatchMax",
+        ):
             setattr(s, name, getattr(cfg, name))
         if version == 4:
             for name in ("diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio", "deleteFileBatchMax"):
@@ -144,10 +154,16 @@ class CleanSettings:
         return self.fileReservedTime * 60 * 60 * 1000
 
     def as_dict(self) -> dict:
-        return {"rocketmqVersion": self.version, "deleteWhen": self.deleteWhen,
-                "fileReservedTime": self.fileReservedTime, "diskMaxUsedSpaceRatio": self.max_used_ratio,
-                "diskSpaceCleanForciblyRatio": self.forcibly_ratio, "diskSpaceWarningLevelRatio": self.warning_ratio,
-                "cleanFileForciblyEnable": self.cleanFileForciblyEnable, "deleteFileBatchMax": self.batch_max}
+        return {
+            "rocketmqVersion": self.version,
+            "deleteWhen": self.deleteWhen,
+            "fileReservedTime": self.fileReservedTime,
+            "diskMaxUsedSpaceRatio": self.max_used_ratio,
+            "diskSpaceCleanForciblyRatio": self.forcibly_ratio,
+            "diskSpaceWarningLevelRatio": self.warning_ratio,
+            "cleanFileForciblyEnable": self.cleanFileForciblyEnable,
+            "deleteFileBatchMax": self.batch_max,
+        }
 
 
 @dataclasses.dataclass
@@ -174,8 +190,11 @@ class Clock:
 
     def at(self, pass_no: int) -> tuple[int, int, str]:
         """(epoch ms, local hour, ISO text) of pass `pass_no` (1-based)."""
-        when = dt.datetime.now().astimezone() if self.live else \
-            self.start + dt.timedelta(milliseconds=(pass_no - 1) * CLEAN_RESOURCE_INTERVAL_MS)
+        when = (
+            dt.datetime.now().astimezone()
+            if self.live
+            else self.start + dt.timedelta(milliseconds=(pass_no - 1) * CLEAN_RESOURCE_INTERVAL_MS)
+        )
         epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
         ms = (when - epoch) // dt.timedelta(milliseconds=1)
         return ms, when.hour, when.isoformat(timespec="milliseconds")
@@ -203,8 +222,9 @@ class SpaceCheck:
     disks: list[DiskUsage]
 
 
-def space_check(settings: CleanSettings, commitlog_disks: list[DiskUsage], measure_logics: Callable[[], DiskUsage],
-                disk_full: bool) -> SpaceCheck:
+def space_check(
+    settings: CleanSettings, commitlog_disks: list[DiskUsage], measure_logics: Callable[[], DiskUsage], disk_full: bool
+) -> SpaceCheck:
     """CleanCommitLogService.isSpaceToDelete of 4.9.7 and of 5.x (replicasPerDiskPartition = 1)."""
     warning, forcibly, limit = settings.warning_ratio, settings.forcibly_ratio, settings.max_used_ratio
     reasons: list[str] = []
@@ -219,8 +239,10 @@ def space_check(settings: CleanSettings, commitlog_disks: list[DiskUsage], measu
         nonlocal clean_immediately, disk_full
         if ratio > warning:
             disk_full, clean_immediately = True, True
-            reasons.append(f"{name} disk {ratio:.2f} > {warning:.2f} (diskSpaceWarningLevelRatio): disk marked full, "
-                           "the broker rejects writes; clean immediately")
+            reasons.append(
+                f"{name} disk {ratio:.2f} > {warning:.2f} (diskSpaceWarningLevelRatio): disk marked full, "
+                "the broker rejects writes; clean immediately"
+            )
             return "warning"
         if ratio > forcibly:
             clean_immediately = True
@@ -231,8 +253,11 @@ def space_check(settings: CleanSettings, commitlog_disks: list[DiskUsage], measu
 
     def over_limit(name: str, ratio: float) -> bool:
         if ratio < 0 or ratio > limit:
-            reasons.append(f"{name} disk {ratio:.2f} > {limit:.2f} (diskMaxUsedSpaceRatio)" if ratio >= 0 else
-                           f"{name} disk cannot be measured (-1)")
+            reasons.append(
+                f"{name} disk {ratio:.2f} > {limit:.2f} (diskMaxUsedSpaceRatio)"
+                if ratio >= 0
+                else f"{name} disk cannot be measured (-1)"
+            )
             return True
         return False
 
@@ -274,8 +299,15 @@ class FileDecision:
     extra: dict = dataclasses.field(default_factory=dict)
 
     def row(self) -> dict:
-        return {"pass": self.passNo, "kind": self.kind, "file": self.file, "action": self.action, "why": self.why,
-                "detail": self.detail, **self.extra}
+        return {
+            "pass": self.passNo,
+            "kind": self.kind,
+            "file": self.file,
+            "action": self.action,
+            "why": self.why,
+            "detail": self.detail,
+            **self.extra,
+        }
 
 
 @dataclasses.dataclass
@@ -314,15 +346,26 @@ class PassResult:
 
     def as_dict(self) -> dict:
         sp = self.space
-        return {"pass": self.passNo, "at": self.at, "hour": self.hour, "timeUp": self.timeUp,
-                "spaceToDelete": sp.spaceToDelete if sp else None, "manual": self.manual,
-                "cleanImmediately": sp.cleanImmediately if sp else None, "cleanAtOnce": self.cleanAtOnce,
-                "diskFull": sp.diskFull if sp else None, "commitLogRatio": sp.commitLogRatio if sp else None,
-                "logicsRatio": sp.logicsRatio if sp else None, "reasons": sp.reasons if sp else [],
-                "disks": [dataclasses.asdict(d) for d in sp.disks] if sp else [],
-                "deleted": {k: [d.file for d in self.deleted(k)] for k in ("commitlog", "consumequeue", "index")},
-                "minPhyOffsetAfter": self.minPhyOffsetAfter, "consumeQueueRan": self.consumeQueueRan,
-                "cqMinOffsetsAfter": self.cqMinOffsetsAfter, "brokerException": self.brokerException}
+        return {
+            "pass": self.passNo,
+            "at": self.at,
+            "hour": self.hour,
+            "timeUp": self.timeUp,
+            "spaceToDelete": sp.spaceToDelete if sp else None,
+            "manual": self.manual,
+            "cleanImmediately": sp.cleanImmediately if sp else None,
+            "cleanAtOnce": self.cleanAtOnce,
+            "diskFull": sp.diskFull if sp else None,
+            "commitLogRatio": sp.commitLogRatio if sp else None,
+            "logicsRatio": sp.logicsRatio if sp else None,
+            "reasons": sp.reasons if sp else [],
+            "disks": [dataclasses.asdict(d) for d in sp.disks] if sp else [],
+            "deleted": {k: [d.file for d in self.deleted(k)] for k in ("commitlog", "consumequeue", "index")},
+            "minPhyOffsetAfter": self.minPhyOffsetAfter,
+            "consumeQueueRan": self.consumeQueueRan,
+            "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
+            "brokerException": self.brokerException,
+        }
 
 
 @dataclasses.dataclass
@@ -407,8 +450,15 @@ class Cleaner:
     lastPhysicalMinOffset = 0, every queue's minLogicOffset corrected against the commitlog minimum, the
     manual-delete counter armed by --now."""
 
-    def __init__(self, state: StoreState, settings: CleanSettings, clock: Clock, meter, manual: bool = False,
-                 protect_unconsumed: bool = False):
+    def __init__(
+        self,
+        state: StoreState,
+        settings: CleanSettings,
+        clock: Clock,
+        meter,
+        manual: bool = False,
+        protect_unconsumed: bool = False,
+    ):
         """`meter` measures a directory's disk (DiskUsage) and is told of each file a plan releases."""
         self.state = state
         self.settings = settings
@@ -454,8 +504,12 @@ class Cleaner:
         except DeleteWhenError:
             pass  # the broker's run() catches the exception: no space check, no deletion in this pass
         else:
-            space = space_check(self.settings, [self.meter.measure(d) for d in self.state.commitlog_dirs],
-                                lambda: self.meter.measure(self.state.consumequeue_dir), self.disk_full)
+            space = space_check(
+                self.settings,
+                [self.meter.measure(d) for d in self.state.commitlog_dirs],
+                lambda: self.meter.measure(self.state.consumequeue_dir),
+                self.disk_full,
+            )
             self.disk_full = space.diskFull
             manual = self.manual_left > 0
             if time_up or space.spaceToDelete or manual:
@@ -475,9 +529,20 @@ class Cleaner:
                 decisions += delete_index(self, pass_no, min_off)
             except _CorrectMinOffsetFailed as e:
                 exception = str(e)
-        return PassResult(passNo=pass_no, at=at, hour=hour, timeUp=time_up, space=space, manual=manual,
-                          cleanAtOnce=clean_at_once, decisions=decisions, minPhyOffsetAfter=self.min_phy_offset,
-                          consumeQueueRan=ran, cqMinOffsetsAfter=self.cq_min_offsets(), brokerException=exception)
+        return PassResult(
+            passNo=pass_no,
+            at=at,
+            hour=hour,
+            timeUp=time_up,
+            space=space,
+            manual=manual,
+            cleanAtOnce=clean_at_once,
+            decisions=decisions,
+            minPhyOffsetAfter=self.min_phy_offset,
+            consumeQueueRan=ran,
+            cqMinOffsetsAfter=self.cq_min_offsets(),
+            brokerException=exception,
+        )
 
     def remove(self, files: list, item, decision: FileDecision):
         files[:] = [x for x in files if x is not item]
@@ -488,7 +553,9 @@ class Cleaner:
         extra = {} if extra is None else extra
         return FileDecision(pass_no, kind, self.rel(f.path), f.path, action, why, detail, f.blocks, extra)
 
-    def _delete_commitlog(self, pass_no: int, now_ms: int, clean_at_once: bool, space: SpaceCheck) -> list[FileDecision]:
+    def _delete_commitlog(
+        self, pass_no: int, now_ms: int, clean_at_once: bool, space: SpaceCheck
+    ) -> list[FileDecision]:
         """MappedFileQueue.deleteExpiredFileByTime (+ --protect-unconsumed): oldest first, never the last,
         stop at the first kept file, at most batch_max deletions."""
         s = self.settings
@@ -496,8 +563,12 @@ class Cleaner:
         deleted = 0
         for f in self.commitlog[:-1]:
             age_h = (now_ms - f.mtime_ms) / 3_600_000
-            extra = {"fromOffset": f.start, "ageHours": round(age_h, 3), "mtime": f.mtime_ms,
-                     "unconsumed": self.protected.get(f.start, 0)}
+            extra = {
+                "fromOffset": f.start,
+                "ageHours": round(age_h, 3),
+                "mtime": f.mtime_ms,
+                "unconsumed": self.protected.get(f.start, 0),
+            }
             expired = now_ms >= f.mtime_ms + s.reserved_ms
             kept = self._commitlog_kept(expired or clean_at_once, f, age_h, extra["unconsumed"])
             if kept is not None:
@@ -506,8 +577,13 @@ class Cleaner:
             if expired:
                 why, detail = "age", f"age {age_h:.1f} h >= fileReservedTime {s.fileReservedTime} h"
             else:
-                why, detail = "forced", (f"age {age_h:.1f} h < {s.fileReservedTime} h but ratio "
-                                         f"{space.commitLogRatio:.2f} forces it (cleanFileForciblyEnable, clean immediately)")
+                why, detail = (
+                    "forced",
+                    (
+                        f"age {age_h:.1f} h < {s.fileReservedTime} h but ratio "
+                        f"{space.commitLogRatio:.2f} forces it (cleanFileForciblyEnable, clean immediately)"
+                    ),
+                )
             d = self.decision(pass_no, "commitlog", f, "delete", why, detail, extra)
             out.append(d)
             self.remove(self.commitlog, f, d)
@@ -516,8 +592,11 @@ class Cleaner:
                 nxt = self.commitlog[0] if len(self.commitlog) > 1 else None
                 if nxt is not None:
                     detail = f"{s.batch_max} files deleted this pass (deleteFileBatchMax); the next pass goes on"
-                    out.append(self.decision(pass_no, "commitlog", nxt, "keep", "batch-limit", detail,
-                                              {"fromOffset": nxt.start}))
+                    out.append(
+                        self.decision(
+                            pass_no, "commitlog", nxt, "keep", "batch-limit", detail, {"fromOffset": nxt.start}
+                        )
+                    )
                     return out
                 break
         if self.commitlog:
@@ -530,8 +609,10 @@ class Cleaner:
     def _commitlog_kept(self, due: bool, f, age_h: float, unconsumed: int) -> tuple[str, str] | None:
         """Why a commitlog file the scan reaches is kept, ending the scan (why, detail); None: it goes."""
         if not due:
-            return "not-expired", (f"age {age_h:.1f} h < fileReservedTime {self.settings.fileReservedTime} h and "
-                                   "nothing forces; the scan stops here (no holes)")
+            return "not-expired", (
+                f"age {age_h:.1f} h < fileReservedTime {self.settings.fileReservedTime} h and "
+                "nothing forces; the scan stops here (no holes)"
+            )
         if self.protect_unconsumed and unconsumed:
             return "protected", f"holds {unconsumed} unconsumed message(s) (--protect-unconsumed); the scan stops here"
         if f.unsafe:
@@ -569,7 +650,12 @@ def delete_consumequeue(cleaner: Cleaner, pass_no: int, q: QueueState, min_off: 
         out.append(d)
         cleaner.remove(q.segments, seg, d)
     last = q.segments[-1] if q.segments else None
-    if last is not None and len(q.segments) == 1 and last.read_pos and int(last.offsets[last.read_pos // S.CQ_UNIT_SIZE - 1]) < min_off:
+    if (
+        last is not None
+        and len(q.segments) == 1
+        and last.read_pos
+        and int(last.offsets[last.read_pos // S.CQ_UNIT_SIZE - 1]) < min_off
+    ):
         detail = f"every entry is below min offset {min_off}, but a queue's last file is never deleted"
         out.append(cleaner.decision(pass_no, "consumequeue", last.file, "keep", "last-file", detail, {"queue": q.key}))
     return out
@@ -613,14 +699,18 @@ def remaining(cleaner: Cleaner, last: PassResult) -> list[str]:
     out = []
     s = cleaner.settings
     if last.timeUp is None:
-        out.append(f"commitlog: deleteWhen={s.deleteWhen!r} does not parse, so the broker's cleaner throws before "
-                   "deciding anything")
+        out.append(
+            f"commitlog: deleteWhen={s.deleteWhen!r} does not parse, so the broker's cleaner throws before "
+            "deciding anything"
+        )
     elif not last.fired:
         sp = last.space
-        out.append(f"commitlog: no rule fires at {last.at}: hour {last.hour} is not in deleteWhen {s.deleteWhen!r}; "
-                   f"disk {sp.commitLogRatio:.2f}"
-                   + (f" / consumequeue {sp.logicsRatio:.2f}" if sp.logicsRatio is not None else "")
-                   + f" <= diskMaxUsedSpaceRatio {s.max_used_ratio:.2f}; no manual delete")
+        out.append(
+            f"commitlog: no rule fires at {last.at}: hour {last.hour} is not in deleteWhen {s.deleteWhen!r}; "
+            f"disk {sp.commitLogRatio:.2f}"
+            + (f" / consumequeue {sp.logicsRatio:.2f}" if sp.logicsRatio is not None else "")
+            + f" <= diskMaxUsedSpaceRatio {s.max_used_ratio:.2f}; no manual delete"
+        )
     else:
         stop = [d for d in last.decisions if d.kind == "commitlog" and d.action == "keep"]
         if stop:
@@ -629,21 +719,29 @@ def remaining(cleaner: Cleaner, last: PassResult) -> list[str]:
             out.append("commitlog: no files")
     kept_queues = [q.key for q in cleaner.queues if len(q.segments) > 1]
     only_last = len(cleaner.queues) - len(kept_queues)
-    out.append(f"consumequeue: {len(kept_queues)} queue(s) keep files whose last entry is at or above min offset "
-               f"{cleaner.min_phy_offset}; {only_last} queue(s) are down to their last file (never deleted)")
+    out.append(
+        f"consumequeue: {len(kept_queues)} queue(s) keep files whose last entry is at or above min offset "
+        f"{cleaner.min_phy_offset}; {only_last} queue(s) are down to their last file (never deleted)"
+    )
     if cleaner.index:
         first_end = cleaner.index[0][1]
         if len(cleaner.index) == 1:
             out.append("index: only the last index file is left (never deleted)")
         else:
-            out.append(f"index: the first file {cleaner.index[0][0].name} ends at {first_end} >= min offset "
-                       f"{cleaner.min_phy_offset}")
+            out.append(
+                f"index: the first file {cleaner.index[0][0].name} ends at {first_end} >= min offset "
+                f"{cleaner.min_phy_offset}"
+            )
     if last.space and last.space.diskFull:
-        out.append(f"WARNING: disk ratio {last.space.commitLogRatio:.2f} > {s.warning_ratio:.2f} "
-                   "(diskSpaceWarningLevelRatio): the broker marks the disk full and rejects writes")
+        out.append(
+            f"WARNING: disk ratio {last.space.commitLogRatio:.2f} > {s.warning_ratio:.2f} "
+            "(diskSpaceWarningLevelRatio): the broker marks the disk full and rejects writes"
+        )
     elif last.space and last.space.spaceToDelete and last.fired and not last.deleted("commitlog"):
-        out.append("the disk stays above diskMaxUsedSpaceRatio and nothing more is deletable by the broker's rules "
-                   "(the broker logs: disk space will be full soon, but delete file failed.)")
+        out.append(
+            "the disk stays above diskMaxUsedSpaceRatio and nothing more is deletable by the broker's rules "
+            "(the broker logs: disk space will be full soon, but delete file failed.)"
+        )
     return out
 
 
@@ -677,8 +775,10 @@ def _correct_min_offset_5(q: QueueState, min_phy: int):
     if q.min_logic >= last.file.start + last.read_pos:
         return
     if last.read_pos == 0:
-        raise _CorrectMinOffsetFailed(f"{q.key}: correctMinOffset reads position -20 of the empty last file "
-                                      f"{last.file.name} (IllegalArgumentException)")
+        raise _CorrectMinOffsetFailed(
+            f"{q.key}: correctMinOffset reads position -20 of the empty last file "
+            f"{last.file.name} (IllegalArgumentException)"
+        )
     if int(last.offsets[last.read_pos // unit - 1]) < min_phy:
         q.min_logic = last.file.start + last.read_pos
         return
@@ -688,7 +788,7 @@ def _correct_min_offset_5(q: QueueState, min_phy: int):
         start, intact = 0, False
     if start >= first.read_pos:
         return  # the broker logs an inconsistency (or selectMappedBuffer returns null) and leaves it
-    region = first.offsets[start // unit: first.read_pos // unit]
+    region = first.offsets[start // unit : first.read_pos // unit]
     if intact and int(region[0]) >= min_phy:
         return
     low, high = 0, (len(region) - 1) * unit

@@ -1,4 +1,5 @@
 """The restore of damaged config/*.json files from their `.bak` (`rmqctl config restore`), as one transaction."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,11 @@ def plan_restore(store: Store, names: list[str] | None = None) -> list[RestorePl
             raise UsageError(f"no such config file in {store.root / 'config'}: {', '.join(unknown)}")
     for name in names or sorted(configs):
         if kept_in_rocksdb(store, name) and not configs[name].main.sound:
-            raise StoreError(f"the broker keeps {name}'s table in RocksDB and merges this file only when its "
-                             "DataVersion is newer: config restore writes nothing", configs[name].main.path)
+            raise StoreError(
+                f"the broker keeps {name}'s table in RocksDB and merges this file only when its "
+                "DataVersion is newer: config restore writes nothing",
+                configs[name].main.path,
+            )
     store.parts.refuse_writer("config restore", CONFIG_DATABASES_UNTOUCHED)
     out = []
     for name in names or sorted(configs):
@@ -64,8 +68,10 @@ def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = T
     if not todo:
         return None
     store.parts.refuse_writer("config restore", CONFIG_DATABASES_UNTOUCHED)
-    with locked_for_writing(store.root), \
-            Transaction(store.root, "config", "config restore", keep_backup, beside=elsewhere(store)) as txn:
+    with (
+        locked_for_writing(store.root),
+        Transaction(store.root, "config", "config restore", keep_backup, beside=elsewhere(store)) as txn,
+    ):
         for p in todo:
             target = Path(p.path)
             staged = txn.area(target.parent) / target.name

@@ -12,6 +12,7 @@ names. The new files are compared with the live ones a pair of files at a time (
 reported), counted against what was dispatched, and when they change anything, `verify`'s checks
 (checks/verify.py) run on the store as the swap will leave it; on a failed check nothing changes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -108,8 +109,9 @@ class _Run:
     records within the memory budget through the compiled pass (batchdispatch), the records it leaves
     through the Dispatcher one by one. What it keeps across batches is a count per queue."""
 
-    def __init__(self, store: Store, dispatcher: Dispatcher, build_cq: bool, build_index: bool, queue_filter,
-                 memory: int):
+    def __init__(
+        self, store: Store, dispatcher: Dispatcher, build_cq: bool, build_index: bool, queue_filter, memory: int
+    ):
         self.store, self.dispatcher, self.queue_filter = store, dispatcher, queue_filter
         self.build_cq, self.build_index = build_cq, build_index and dispatcher.index is not None
         self.v2 = allow_v2(store)
@@ -125,8 +127,12 @@ class _Run:
 
     @staticmethod
     def _refuse(topic: str, f, position: int):
-        raise StoreError(f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
-                         "consumequeue files for it", f.path, position=position)
+        raise StoreError(
+            f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
+            "consumequeue files for it",
+            f.path,
+            position=position,
+        )
 
     def file(self, f):
         buf = f.buf
@@ -214,18 +220,38 @@ class _Run:
         self.writer.write(f.buf, b, lambda topic, position: self._refuse(topic, f, position))
 
 
-def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_index: bool, queue_filter=None,
-                     progress=None, index_clock=None, memory: int = DEFAULT_MEMORY, batch_root: Path | None = None) -> Build:
+def dispatch_records(
+    store: Store,
+    build_root: Path,
+    *,
+    build_cq: bool,
+    build_index: bool,
+    queue_filter=None,
+    progress=None,
+    index_clock=None,
+    memory: int = DEFAULT_MEMORY,
+    batch_root: Path | None = None,
+) -> Build:
     """Dispatch every commitlog record into `build_root` (laid out like a store; BatchCQ topics' queues into
     `batch_root`, default build_root/batchconsumequeue) as the broker's reput does, each commitlog file released
     once dispatched and each output file once full. Refuses (StoreError naming the record) a topic that cannot
     be a directory name."""
     slots, num = store.index_geometry if build_index else (1, 1)
     batch = frozenset(batchcq.batch_topics(store)) if build_cq else frozenset()
-    dispatcher = Dispatcher(build_root, store.config, store.consumequeue_file_size, slots, num, build_cq=build_cq,
-                            build_index=build_index, index_clock=index_clock, queue_filter=queue_filter,
-                            batch_topics=batch, batch_file_size=batchcq.queue_file_size(store) if batch else 0,
-                            batch_root=batch_root)
+    dispatcher = Dispatcher(
+        build_root,
+        store.config,
+        store.consumequeue_file_size,
+        slots,
+        num,
+        build_cq=build_cq,
+        build_index=build_index,
+        index_clock=index_clock,
+        queue_filter=queue_filter,
+        batch_topics=batch,
+        batch_file_size=batchcq.queue_file_size(store) if batch else 0,
+        batch_root=batch_root,
+    )
     run = _Run(store, dispatcher, build_cq, build_index, queue_filter, memory)
     try:
         for f in store.commitlog.files:
@@ -238,15 +264,28 @@ def dispatch_records(store: Store, build_root: Path, *, build_cq: bool, build_in
     finally:
         dispatcher.close()
     skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
-    warnings = [f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
-                "skips it): run `rmqctl repair` or `rmqctl verify`" for ef, pos, e in run.scan.errors]
+    warnings = [
+        f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
+        "skips it): run `rmqctl repair` or `rmqctl verify`"
+        for ef, pos, e in run.scan.errors
+    ]
     if run.mismatched:
-        warnings.append(f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
-                        "their entries carry the field, as the broker's would")
+        warnings.append(
+            f"{run.mismatched} record(s) whose PHYSICALOFFSET field differs from their position; "
+            "their entries carry the field, as the broker's would"
+        )
     for status, queue, qoff, off in dispatcher.events:
-        warnings.append(f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does")
-    return Build(dispatcher=dispatcher, records=run.records, queued=dict(run.queued), keys=run.writer.keys, warnings=warnings,
-                 queued_batch=dict(run.queued_batch))
+        warnings.append(
+            f"consumequeue {queue}: entry for queue offset {qoff} (commitlog {off}) {status}, as the broker does"
+        )
+    return Build(
+        dispatcher=dispatcher,
+        records=run.records,
+        queued=dict(run.queued),
+        keys=run.writer.keys,
+        warnings=warnings,
+        queued_batch=dict(run.queued_batch),
+    )
 
 
 # ---- diffs -------------------------------------------------------------------------------------------------
@@ -266,7 +305,9 @@ def _written(f, file_size: int) -> np.ndarray:
     return units[: written_units(units)]
 
 
-def diff_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int) -> tuple[QueueDiff, int]:
+def diff_queue(
+    topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int
+) -> tuple[QueueDiff, int]:
     """Compare the live queue's units with the new ones by queue offset, a pair of files at a time (files
     of both with one name hold the same queue offsets). Returns the diff and how many of the new queue's
     units are not pre-blank ones."""
@@ -284,8 +325,15 @@ def diff_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None,
         for f in (a, b):
             if f is not None:
                 f.release()
-    return QueueDiff(topic=topic, queueId=qid, before=before, after=after, added=after - common,
-                     removed=before - common, changed=changed), real
+    return QueueDiff(
+        topic=topic,
+        queueId=qid,
+        before=before,
+        after=after,
+        added=after - common,
+        removed=before - common,
+        changed=changed,
+    ), real
 
 
 INDEX_COMPARE_ITEMS = 1 << 20  # entries or slots compared at a time
@@ -293,8 +341,10 @@ INDEX_COMPARE_ITEMS = 1 << 20  # entries or slots compared at a time
 
 def _differing(a: np.ndarray, b: np.ndarray) -> int:
     """How many items differ between two equally long arrays, compared a slice at a time."""
-    return sum(int(np.count_nonzero(a[i : i + INDEX_COMPARE_ITEMS] != b[i : i + INDEX_COMPARE_ITEMS]))
-               for i in range(0, len(a), INDEX_COMPARE_ITEMS))
+    return sum(
+        int(np.count_nonzero(a[i : i + INDEX_COMPARE_ITEMS] != b[i : i + INDEX_COMPARE_ITEMS]))
+        for i in range(0, len(a), INDEX_COMPARE_ITEMS)
+    )
 
 
 def _batch_files(directory: Path | None, file_size: int) -> dict:
@@ -303,8 +353,9 @@ def _batch_files(directory: Path | None, file_size: int) -> dict:
     return {f.start: f for f in batchcq.BatchConsumeQueue("", 0, directory, file_size).files.files}
 
 
-def diff_batch_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path | None,
-                     file_size: int) -> tuple[QueueDiff, int]:
+def diff_batch_queue(
+    topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int
+) -> tuple[QueueDiff, int]:
     """diff_queue for a BatchConsumeQueue, unit by unit in file order; returns the diff and the new units."""
     old, new = _batch_files(old_dir, file_size), _batch_files(new_dir, file_size)
     before = after = common = changed = 0
@@ -316,8 +367,15 @@ def diff_batch_queue(topic: str, qid: int, old_dir: Path | None, new_dir: Path |
         for f in (old.get(start), new.get(start)):
             if f is not None:
                 f.release()
-    return QueueDiff(topic=topic, queueId=qid, before=before, after=after, added=after - common,
-                     removed=before - common, changed=changed), after
+    return QueueDiff(
+        topic=topic,
+        queueId=qid,
+        before=before,
+        after=after,
+        added=after - common,
+        removed=before - common,
+        changed=changed,
+    ), after
 
 
 def _batch_written(f, file_size: int) -> np.ndarray:
@@ -333,13 +391,17 @@ def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool,
     planned into the swap when they change anything. Returns the count problems."""
     root, file_size = build.dispatcher.batch_root, build.dispatcher.batch_file_size
     built = set(build.queued_batch)
-    live = {(q.topic, q.queue_id): q.directory for q in batchcq.batch_consume_queues(store) if selected(q.topic, q.queue_id)}
+    live = {
+        (q.topic, q.queue_id): q.directory for q in batchcq.batch_consume_queues(store) if selected(q.topic, q.queue_id)
+    }
     problems, changed = [], False
     for t, q in sorted(built | set(live)):
         d, written = diff_batch_queue(t, q, live.get((t, q)), root / t / str(q) if (t, q) in built else None, file_size)
         if written != build.queued_batch.get((t, q), 0):
-            problems.append(f"batchconsumequeue {t}/{q}: {written} units written for {build.queued_batch.get((t, q), 0)} "
-                            "dispatched records")
+            problems.append(
+                f"batchconsumequeue {t}/{q}: {written} units written for {build.queued_batch.get((t, q), 0)} "
+                "dispatched records"
+            )
         if d.added or d.removed or d.changed:
             result.queues.append(d)
             changed = True
@@ -349,7 +411,11 @@ def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool,
         target = store.root / batchcq.DIRECTORY
         if subset:
             for t, q in sorted(built | set(live)):
-                (txn.replace(target / t / str(q), root / t / str(q)) if (t, q) in built else txn.remove(target / t / str(q)))
+                (
+                    txn.replace(target / t / str(q), root / t / str(q))
+                    if (t, q) in built
+                    else txn.remove(target / t / str(q))
+                )
         else:
             root.mkdir(parents=True, exist_ok=True)
             txn.replace(target, root)
@@ -373,10 +439,19 @@ def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff
             if len(sa) != len(sb) or _differing(sa, sb):
                 header.append("hashSlots")
             del sa, sb
-        out.append(IndexFileDiff(position=i, before=a.name if a else None, after=b.name if b else None,
-                                 entriesBefore=len(ea), entriesAfter=len(eb), added=max(0, len(eb) - len(ea)),
-                                 removed=max(0, len(ea) - len(eb)), changed=_differing(ea[:n], eb[:n]),
-                                 headerChanged=header))
+        out.append(
+            IndexFileDiff(
+                position=i,
+                before=a.name if a else None,
+                after=b.name if b else None,
+                entriesBefore=len(ea),
+                entriesAfter=len(eb),
+                added=max(0, len(eb) - len(ea)),
+                removed=max(0, len(ea) - len(eb)),
+                changed=_differing(ea[:n], eb[:n]),
+                headerChanged=header,
+            )
+        )
         del ea, eb
         for ix in (a, b):
             if ix is not None:
@@ -402,13 +477,20 @@ def _build_area(store: Store, dry_run: bool, kind: str, keep_backup: bool):
 def _check_staged(store: Store, txn, kind: str, within: tuple[str, ...], where_: Path, memory: int) -> None:
     problems = verify_staged(store, txn, kind, within, memory=memory)
     if problems:
-        raise StoreError(f"verify finds the rebuilt {kind} wrong, nothing was changed: " + "; ".join(problems[:5]),
-                         where_)
+        raise StoreError(
+            f"verify finds the rebuilt {kind} wrong, nothing was changed: " + "; ".join(problems[:5]), where_
+        )
 
 
-def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int | None = None,
-                         dry_run: bool = False, keep_backup: bool = True, progress=None,
-                         memory: int = DEFAULT_MEMORY) -> RebuildResult:
+def rebuild_consumequeue(
+    store: Store,
+    topic: str | None = None,
+    queue_id: int | None = None,
+    dry_run: bool = False,
+    keep_backup: bool = True,
+    progress=None,
+    memory: int = DEFAULT_MEMORY,
+) -> RebuildResult:
     """Rebuild every consumequeue (or those of `topic` and/or `queue_id`) from the commitlog and swap
     them in; queues of the selection that no record feeds any more are removed. `memory` bounds a
     dispatch batch (budget.py)."""
@@ -420,34 +502,59 @@ def rebuild_consumequeue(store: Store, topic: str | None = None, queue_id: int |
     def selected(t: str, q: int) -> bool:
         return (topic is None or t == topic) and (queue_id is None or q == queue_id)
 
-    with writing(store, dry_run, "rebuild consumequeue", understood=DISPATCH_PARTS) as (interrupted, store), \
-            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+    with (
+        writing(store, dry_run, "rebuild consumequeue", understood=DISPATCH_PARTS) as (interrupted, store),
+        _build_area(store, dry_run, "consumequeue", keep_backup) as txn,
+    ):
         file_size = store.consumequeue_file_size
         root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
         # batchconsumequeue/ staged on its own filesystem: a top-level link may put it elsewhere than consumequeue/
         batch_root = txn.area(store.root / batchcq.DIRECTORY) / batchcq.DIRECTORY
-        build = dispatch_records(store, root, build_cq=True, build_index=False,
-                                 queue_filter=selected if subset else None, progress=progress, memory=memory,
-                                 batch_root=batch_root)
+        build = dispatch_records(
+            store,
+            root,
+            build_cq=True,
+            build_index=False,
+            queue_filter=selected if subset else None,
+            progress=progress,
+            memory=memory,
+            batch_root=batch_root,
+        )
         built = set(build.queued)
-        live = {(cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)}
-        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
-                               entries=sum(build.queued.values()) + sum(build.queued_batch.values()),
-                               warnings=build.warnings,
-                               interrupted=interrupted)
+        live = {
+            (cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)
+        }
+        result = RebuildResult(
+            kind="consumequeue",
+            store=str(store.root),
+            dryRun=dry_run,
+            records=build.records,
+            entries=sum(build.queued.values()) + sum(build.queued_batch.values()),
+            warnings=build.warnings,
+            interrupted=interrupted,
+        )
         problems = _compare_queues(build, live, root / "consumequeue", file_size, result)
         queues_changed = bool(result.queues)
         problems += _stage_batch_queues(store, txn, build, selected, subset, result)
         if problems:
-            raise StoreError("the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
-                             store.consumequeue_dir)
+            raise StoreError(
+                "the rebuilt consumequeue failed its check, nothing was changed: " + "; ".join(problems[:5]),
+                store.consumequeue_dir,
+            )
         if not subset and build.dispatcher.logics_ts:
             stage_checkpoint(store, txn, result.checkpoint, logicsMsgTimestamp=build.dispatcher.logics_ts)
         if queues_changed:
             _swap_queues(store, txn, root / "consumequeue", built, live, subset)
         if result.changed:
-            within = tuple(f"{d}/{t}/{q}/" for t, q in built | set(live) | set(build.queued_batch)
-                           for d in ("consumequeue", batchcq.DIRECTORY)) if subset else ()
+            within = (
+                tuple(
+                    f"{d}/{t}/{q}/"
+                    for t, q in built | set(live) | set(build.queued_batch)
+                    for d in ("consumequeue", batchcq.DIRECTORY)
+                )
+                if subset
+                else ()
+            )
             _check_staged(store, txn, "consumequeue", within, store.consumequeue_dir, memory)
             if not dry_run:
                 result.backup = txn.commit().get("backup")
@@ -473,8 +580,10 @@ def _compare_queues(build, live: dict, staged: Path, file_size: int, result: Reb
         else:
             result.unchangedQueues += 1
         if (t, q) in live and (t, q) not in built:
-            result.warnings.append(f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
-                                   "it is removed (its queue offsets restart when it is next written)")
+            result.warnings.append(
+                f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
+                "it is removed (its queue offsets restart when it is next written)"
+            )
     return problems
 
 
@@ -492,30 +601,46 @@ def _swap_queues(store: Store, txn, staged: Path, built: set, live: dict, subset
             txn.remove(target)
 
 
-def rebuild_index(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
-                  clock=None, memory: int = DEFAULT_MEMORY) -> RebuildResult:
+def rebuild_index(
+    store: Store,
+    dry_run: bool = False,
+    keep_backup: bool = True,
+    progress=None,
+    clock=None,
+    memory: int = DEFAULT_MEMORY,
+) -> RebuildResult:
     """Rebuild every index file from the commitlog (IndexService.buildIndex, file names from the creation
     time) and swap them in; the checkpoint's indexMsgTimestamp becomes the endTimestamp of the last full
     file, as the broker sets it when it flushes a full file. `memory` bounds a dispatch batch."""
     t0 = time.monotonic()
     if not store.config.messageIndexEnable:
         raise UsageError("messageIndexEnable=false: the broker keeps no index for this store")
-    with writing(store, dry_run, "rebuild index", understood=DISPATCH_PARTS) as (interrupted, store), \
-            _build_area(store, dry_run, "index", keep_backup) as txn:
+    with (
+        writing(store, dry_run, "rebuild index", understood=DISPATCH_PARTS) as (interrupted, store),
+        _build_area(store, dry_run, "index", keep_backup) as txn,
+    ):
         slots, num = store.index_geometry
         root = txn.area(store.index_dir)  # on its filesystem, which a top-level link may make another
-        build = dispatch_records(store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock,
-                                 memory=memory)
+        build = dispatch_records(
+            store, root, build_cq=False, build_index=True, progress=progress, index_clock=clock, memory=memory
+        )
         index_dir = root / "index"
         index_dir.mkdir(exist_ok=True)
         problems = index_count_check(build, index_dir, slots, num)
         if problems:
-            raise StoreError("the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]),
-                             store.index_dir)
+            raise StoreError(
+                "the rebuilt index failed its check, nothing was changed: " + "; ".join(problems[:5]), store.index_dir
+            )
         new_files = [IndexFile(p, slots, num) for p in sorted(index_dir.iterdir())]
-        result = RebuildResult(kind="index", store=str(store.root), dryRun=dry_run, records=build.records,
-                               entries=build.keys, warnings=build.warnings,
-                               interrupted=interrupted)
+        result = RebuildResult(
+            kind="index",
+            store=str(store.root),
+            dryRun=dry_run,
+            records=build.records,
+            entries=build.keys,
+            warnings=build.warnings,
+            interrupted=interrupted,
+        )
         result.indexFiles = diff_index(store.index_files(), new_files)
         stage_checkpoint(store, txn, result.checkpoint, indexMsgTimestamp=last_full_end(new_files))
         for ix in new_files:

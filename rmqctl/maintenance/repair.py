@@ -27,6 +27,7 @@ whose reput dispatches everything past the consumequeues' end. Before the swap t
 back, and `verify` checks the store as the swap will leave it (errors allowed only for the bad records kept
 before the recovery start, and their consequences).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,19 @@ from .. import schema as S
 from .. import dledger as D
 from ..errors import StoreError, UsageError
 from ..record import Blank, Message
-from ..recovery import (CHUNK, BadRecord, ProgressReporter, RecordTally, RecoveryChecker, Walk, check_earlier_files,
-                        last_nonzero, records_past, recovery_start, walk)
+from ..recovery import (
+    CHUNK,
+    BadRecord,
+    ProgressReporter,
+    RecordTally,
+    RecoveryChecker,
+    Walk,
+    check_earlier_files,
+    last_nonzero,
+    records_past,
+    recovery_start,
+    walk,
+)
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store, elsewhere
 from ..checks.verify import Preexisting
@@ -85,15 +97,22 @@ class RepairResult:
 
     @property
     def changed(self) -> bool:
-        return bool(self.commitlog["fileZeroed"] or self.commitlog["filesRemoved"] or self.consumequeue
-                    or self.index or self.checkpoint or self.abortRemoved or self.timer.get("timercheck") or self.padded
-                    or (self.dledger and (self.dledger["indexFiles"] or self.dledger["checkpoint"])))
+        return bool(
+            self.commitlog["fileZeroed"]
+            or self.commitlog["filesRemoved"]
+            or self.consumequeue
+            or self.index
+            or self.checkpoint
+            or self.abortRemoved
+            or self.timer.get("timercheck")
+            or self.padded
+            or (self.dledger and (self.dledger["indexFiles"] or self.dledger["checkpoint"]))
+        )
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["changed"] = self.changed
         return d
-
 
 
 # ---- the truncation, staged --------------------------------------------------------------------------------
@@ -131,7 +150,9 @@ def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of
         last = cq.files.files[-1] if cq.files.files else None
         if keep_to is None:
             if last is not None and last.length < size:  # a partial unit at its end is not kept
-                plan_short(last, f"{rel}/{last.name}", size, txn, padded, last.length // S.CQ_UNIT_SIZE * S.CQ_UNIT_SIZE)
+                plan_short(
+                    last, f"{rel}/{last.name}", size, txn, padded, last.length // S.CQ_UNIT_SIZE * S.CQ_UNIT_SIZE
+                )
             continue
         removed, zeroed = [], None
         if last is not None and last.length < size:  # removed or rewritten at full size below
@@ -148,9 +169,17 @@ def plan_consumequeue(store: Store, cut: int, txn: Transaction | None, queues_of
                     staged = txn.area(f.path.parent) / "consumequeue" / cq.topic / str(cq.queue_id) / f.name
                     sparse_copy(f.buf, staged, size, (keep_to - first) * S.CQ_UNIT_SIZE)
                     txn.replace(f.path, staged)
-        out.append({"topic": cq.topic, "queueId": cq.queue_id, "entriesDropped": dropped,
-                    "fromQueueOffset": keep_to, "toQueueOffset": end,
-                    "fileTruncated": zeroed, "filesRemoved": removed})
+        out.append(
+            {
+                "topic": cq.topic,
+                "queueId": cq.queue_id,
+                "entriesDropped": dropped,
+                "fromQueueOffset": keep_to,
+                "toQueueOffset": end,
+                "fileTruncated": zeroed,
+                "filesRemoved": removed,
+            }
+        )
     return out
 
 
@@ -186,8 +215,10 @@ def undo_entries(m, slots: int, header: list, keep: int):
         key_hash, _, _, prev = S.INDEX_ENTRY.unpack_from(m, pos)
         slot_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, slots) * S.HASH_SLOT_SIZE
         if S.INT32.unpack_from(m, slot_pos)[0] != n:
-            raise StoreError(f"index entry {n} is not the head of its hash slot's chain; the file is damaged "
-                             "beyond undoing: rebuild the index (`rmqctl rebuild index`) after the repair")
+            raise StoreError(
+                f"index entry {n} is not the head of its hash slot's chain; the file is damaged "
+                "beyond undoing: rebuild the index (`rmqctl rebuild index`) after the repair"
+            )
         S.INT32.pack_into(m, slot_pos, prev)
         if prev == 0:
             header[4] -= 1
@@ -226,8 +257,14 @@ def plan_index(store: Store, cut: int, last_kept: int, txn: Transaction | None, 
         if ix.length < ix.expected_length:
             padded.append({"target": f"index/{ix.name}", "bytesBefore": ix.length, "bytesAfter": ix.expected_length})
         keep = first_past + 1  # entry numbers start at 1
-        header = [h["beginTimestamp"], h["endTimestamp"], h["beginPhyOffset"], h["endPhyOffset"],
-                  h["hashSlotCount"], count]
+        header = [
+            h["beginTimestamp"],
+            h["endTimestamp"],
+            h["beginPhyOffset"],
+            h["endPhyOffset"],
+            h["hashSlotCount"],
+            count,
+        ]
         out.append({"file": ix.name, "entriesDropped": len(entries) - keep + 1, "removed": False})
         affected = True
         if txn is None:
@@ -351,15 +388,21 @@ def refuse_gaps(store: Store):
     for q, size, key in queues:
         for f in q.files[:-1]:
             if f.length != size:
-                raise StoreError(f"file is {f.length} bytes, not {key}={size}, and later files follow it: a gap in the "
-                                 "data, which repair does not pad; restore the file from a copy, or move it and every "
-                                 "later file out of the store", f.path)
+                raise StoreError(
+                    f"file is {f.length} bytes, not {key}={size}, and later files follow it: a gap in the "
+                    "data, which repair does not pad; restore the file from a copy, or move it and every "
+                    "later file out of the store",
+                    f.path,
+                )
     if not store.config.messageIndexEnable:
         return
     for ix in store.index_files():
         if ix.length < S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + ix.index_count * S.INDEX_ENTRY_SIZE:
-            raise StoreError(f"index file is {ix.length} bytes, too short for the {ix.entry_count} entries its header "
-                             "counts: they are lost; rebuild the index (`rmqctl rebuild index`)", ix.path)
+            raise StoreError(
+                f"index file is {ix.length} bytes, too short for the {ix.entry_count} entries its header "
+                "counts: they are lost; rebuild the index (`rmqctl rebuild index`)",
+                ix.path,
+            )
 
 
 def bytes_past(store: Store, cut: int) -> int:
@@ -388,7 +431,7 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
         if target.parent.parent.parent == store.consumequeue_dir.resolve():
             arr = np.fromfile(staged, dtype=S.CQ_DTYPE)
             written = arr[cq_unit_valid(arr["commitLogOffset"], arr["size"])]
-            if np.any(written["commitLogOffset"] >= cut) or np.any(arr["size"][len(written):] != 0):
+            if np.any(written["commitLogOffset"] >= cut) or np.any(arr["size"][len(written) :] != 0):
                 problems.append(f"{target}: units past the cut remain")
         elif target.parent == store.index_dir.resolve():
             ix = IndexFile(staged, slots, num)
@@ -415,21 +458,29 @@ def plan_timer(store: Store, cut: int, consumequeue: list, txn: Transaction | No
     """The pending timer units the cut leaves pointing at nothing (left as the broker leaves them), and
     timercheck's enqueued queue offsets lowered to the timer queue's new end, as TimerMessageStore.recover
     does; empty without timer files."""
-    queue_end = next((q["fromQueueOffset"] for q in consumequeue
-                      if (q["topic"], q["queueId"]) == (S.TIMER_TOPIC, 0)), None)
+    queue_end = next(
+        (q["fromQueueOffset"] for q in consumequeue if (q["topic"], q["queueId"]) == (S.TIMER_TOPIC, 0)), None
+    )
     dangling = dangling_after(store, None, cut, queue_end)
     if dangling is None:
         return {}
     stage_timercheck(store, txn, dangling.timercheck)
-    return {"danglingUnits": dangling_rows(dangling, f"past the cut at {cut}"),
-            "timercheck": {k: list(v) for k, v in dangling.timercheck.items()}}
+    return {
+        "danglingUnits": dangling_rows(dangling, f"past the cut at {cut}"),
+        "timercheck": {k: list(v) for k, v in dangling.timercheck.items()},
+    }
 
 
 # ---- the operation -----------------------------------------------------------------------------------------
 
 
-def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_backup: bool = True,
-           progress: Callable[[int], None] | None = None) -> RepairResult:
+def repair(
+    store: Store,
+    scan_all: bool = False,
+    dry_run: bool = False,
+    keep_backup: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> RepairResult:
     """Find the cut as the broker's abnormal recovery would (or at the first bad record anywhere with
     `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it. `progress`
     is told the commitlog bytes checked so far."""
@@ -464,20 +515,36 @@ def repair(store: Store, scan_all: bool = False, dry_run: bool = False, keep_bac
             queues_of: dict = {}
             consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
             by_queue = Counter(_queue_of(off, r, queues_of) for off, r in past)
-            index, index_ts = plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
+            index, index_ts = (
+                plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
+            )
             checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
             abort = store.abort_exists()
             if txn is not None and abort:
                 txn.remove(store.abort_path)
             result = RepairResult(
-                store=str(store.root), dryRun=dry_run, mode="scan-all" if scan_all else "checkpoint",
-                startFile=files[start].name if files else None, cutOffset=cut, stoppedAt=stop,
-                bytesCut=bytes_past(store, cut), recordsCut=len(past), recordsCutByQueue=dict(by_queue),
-                cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]], commitlog=commitlog,
-                consumequeue=consumequeue, index=index, checkpoint=checkpoint, abortRemoved=abort,
-                notCut=[] if scan_all else earlier, alternative=alternative, interrupted=interrupted, timer=timer,
-                padded=padded)
+                store=str(store.root),
+                dryRun=dry_run,
+                mode="scan-all" if scan_all else "checkpoint",
+                startFile=files[start].name if files else None,
+                cutOffset=cut,
+                stoppedAt=stop,
+                bytesCut=bytes_past(store, cut),
+                recordsCut=len(past),
+                recordsCutByQueue=dict(by_queue),
+                cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]],
+                commitlog=commitlog,
+                consumequeue=consumequeue,
+                index=index,
+                checkpoint=checkpoint,
+                abortRemoved=abort,
+                notCut=[] if scan_all else earlier,
+                alternative=alternative,
+                interrupted=interrupted,
+                timer=timer,
+                padded=padded,
+            )
             if txn is not None:
                 _check_and_swap_in(store, txn, result, zero_from)
         finally:
@@ -510,8 +577,9 @@ def _check_and_swap_in(store: Store, txn: Transaction, result: RepairResult, zer
     def accepted(f) -> bool:
         return any(lo <= (f.commitLogOffset or -1) < hi for lo, hi in kept_bad) or preexisting(f)
 
-    problems = _check_staged(store, txn, result.cutOffset, zero_from) or verify_staged(store, txn, None,
-                                                                                       accepted=accepted)
+    problems = _check_staged(store, txn, result.cutOffset, zero_from) or verify_staged(
+        store, txn, None, accepted=accepted
+    )
     result.keptFindings = [_kept(f, result) for f in preexisting.kept]
     swap_in(store, txn, result, problems)
 
@@ -519,8 +587,9 @@ def _check_and_swap_in(store: Store, txn: Transaction, result: RepairResult, zer
 def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list[str]):
     """Commit the staged repair, unless its read-back or verify found problems (then nothing changes)."""
     if problems:
-        raise StoreError("the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]),
-                         store.root)
+        raise StoreError(
+            "the repaired files failed their check, nothing was changed: " + "; ".join(problems[:5]), store.root
+        )
     if result.changed:
         result.backup = txn.commit().get("backup")
 
@@ -531,9 +600,13 @@ def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, seen
     if first_bad is None:
         return {"mode": "checkpoint" if scan_all else "scan-all", "cutOffset": broker.cut, "sameCut": True}
     lost = seen.count - seen.at_first_bad[0]
-    return {"mode": "checkpoint" if scan_all else "scan-all",
-            "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset, "sameCut": False,
-            "scanAllLosesMoreRecords": lost, "scanAllLosesMoreBytes": broker.cut - first_bad.commitLogOffset}
+    return {
+        "mode": "checkpoint" if scan_all else "scan-all",
+        "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset,
+        "sameCut": False,
+        "scanAllLosesMoreRecords": lost,
+        "scanAllLosesMoreBytes": broker.cut - first_bad.commitLogOffset,
+    }
 
 
 def _kept(f, result: RepairResult) -> dict:
@@ -548,11 +621,20 @@ def _kept(f, result: RepairResult) -> dict:
 def _describe(offset: int, r, queues_of: dict) -> dict:
     """A record past the cut, for the report; a torn record's queue comes from the unit that points at it."""
     if isinstance(r, Message):
-        return {"commitLogOffset": offset, "storeSize": r.storeSize, "queue": f"{r.topic}/{r.queueId}",
-                "queueOffset": r.queueOffset, "state": "parses" if r.body_crc_ok() else "body CRC mismatch"}
-    return {"commitLogOffset": offset, "storeSize": r.storeSize,
-            "queue": queues_of.get(offset) or (f"?/{r.queueId}" if r.queueId is not None else None),
-            "queueOffset": r.queueOffset, "state": f"{r.kind}: {r.detail}"}
+        return {
+            "commitLogOffset": offset,
+            "storeSize": r.storeSize,
+            "queue": f"{r.topic}/{r.queueId}",
+            "queueOffset": r.queueOffset,
+            "state": "parses" if r.body_crc_ok() else "body CRC mismatch",
+        }
+    return {
+        "commitLogOffset": offset,
+        "storeSize": r.storeSize,
+        "queue": queues_of.get(offset) or (f"?/{r.queueId}" if r.queueId is not None else None),
+        "queueOffset": r.queueOffset,
+        "state": f"{r.kind}: {r.detail}",
+    }
 
 
 # ---- DLedger mode ------------------------------------------------------------------------------------------
@@ -585,19 +667,42 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         queues_of: dict = {}
         consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
         by_queue = Counter(queues_of.get(off) or f"{m.topic}/{m.queueId}" for off, m in past)
-        index, index_ts = plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
+        index, index_ts = (
+            plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
+        )
         checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
-        dledger = {"startFile": files[r.start_file].name if files else None, "endIndex": r.end_index,
-                   "indexRewrittenFrom": r.index_rewritten_from, "indexFiles": _plan_dledger_index(store, iq, r, txn),
-                   "checkpoint": _plan_dledger_checkpoint(layout, state, r, txn)}
+        dledger = {
+            "startFile": files[r.start_file].name if files else None,
+            "endIndex": r.end_index,
+            "indexRewrittenFrom": r.index_rewritten_from,
+            "indexFiles": _plan_dledger_index(store, iq, r, txn),
+            "checkpoint": _plan_dledger_checkpoint(layout, state, r, txn),
+        }
         abort = store.abort_exists()
         if txn is not None and abort:
             txn.remove(store.abort_path)
         result = RepairResult(
-            str(store.root), dry_run, "dledger", dledger["startFile"], cut, stop, bytes_past(store, cut), len(past),
-            dict(by_queue), [_describe(off, m, queues_of) for off, m in past[:20]], commitlog, consumequeue, index,
-            checkpoint, abort, not_cut, {"mode": "dledger", "cutOffset": cut, "sameCut": True}, interrupted, dledger=dledger,
-            padded=padded)
+            str(store.root),
+            dry_run,
+            "dledger",
+            dledger["startFile"],
+            cut,
+            stop,
+            bytes_past(store, cut),
+            len(past),
+            dict(by_queue),
+            [_describe(off, m, queues_of) for off, m in past[:20]],
+            commitlog,
+            consumequeue,
+            index,
+            checkpoint,
+            abort,
+            not_cut,
+            {"mode": "dledger", "cutOffset": cut, "sameCut": True},
+            interrupted,
+            dledger=dledger,
+            padded=padded,
+        )
         if txn is not None:
             problems = _check_staged_dledger(store, txn, r) or verify_staged(store, txn, None, accepted=_before(cut))
             swap_in(store, txn, result, problems)
@@ -610,9 +715,12 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
 def _refuse_dledger_exit(r, files: list):
     """DLedger's recovery exits rather than truncate more than a file before the last data file: so does repair."""
     if r.exits:
-        raise StoreError(f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file, and "
-                         "refuses to truncate that much (it exits: \"processOffset is too small\"); nothing was changed. "
-                         "Check the data files by hand (`rmqctl verify`)", files[-1].path)
+        raise StoreError(
+            f"DLedger's recovery would stop at {r.cut}, more than a file before the last data file, and "
+            'refuses to truncate that much (it exits: "processOffset is too small"); nothing was changed. '
+            "Check the data files by hand (`rmqctl verify`)",
+            files[-1].path,
+        )
 
 
 def _before(cut: int) -> Callable:
@@ -678,15 +786,23 @@ def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None
         at = rewrite[:, 0] * S.DLEDGER_INDEX_UNIT_SIZE - f.start
         here = rewrite[(at >= 0) & (at < len(data))]
         for idx, pos, entry_size, term in here.tolist():
-            S.DLEDGER_INDEX_UNIT.pack_into(data, idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start, S.DLEDGER_MAGIC, pos,
-                                           entry_size, idx, term)
+            S.DLEDGER_INDEX_UNIT.pack_into(
+                data, idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start, S.DLEDGER_MAGIC, pos, entry_size, idx, term
+            )
         units = len(here)
         if bytes(data) == bytes(f.buf[: len(data)]):
             continue
         zeroed = last_nonzero(f.buf, zero_from) >= 0
-        out.append({"file": f.name, "action": "rewrite", "detail": ", ".join(
-            ([f"units from {f.start + zero_from} zeroed"] if zeroed else []) + ([f"{units} unit(s) rewritten from their "
-                                                                                 f"entries"] if units else []))})
+        out.append(
+            {
+                "file": f.name,
+                "action": "rewrite",
+                "detail": ", ".join(
+                    ([f"units from {f.start + zero_from} zeroed"] if zeroed else [])
+                    + ([f"{units} unit(s) rewritten from their entries"] if units else [])
+                ),
+            }
+        )
         if txn:
             staged = txn.area(f.path.parent) / "dledger-index" / f.name
             sparse_copy(bytes(data), staged, f.length)
@@ -745,8 +861,13 @@ def _first_wrong_unit(arr: np.ndarray, first: int, r: D.Recovery) -> int | None:
     wrong = (idx > r.end_index) & np.any([arr[n] != 0 for n in D.INDEX_FIELDS], axis=0)
     kept = r.kept[(r.kept[:, 0] >= first) & (r.kept[:, 0] < first + len(arr))]
     got = arr[kept[:, 0] - first]
-    want = {"magic": np.full(len(kept), S.DLEDGER_MAGIC), "pos": kept[:, 1], "size": kept[:, 2], "index": kept[:, 0],
-            "term": kept[:, 3]}
+    want = {
+        "magic": np.full(len(kept), S.DLEDGER_MAGIC),
+        "pos": kept[:, 1],
+        "size": kept[:, 2],
+        "index": kept[:, 0],
+        "term": kept[:, 3],
+    }
     differs = np.any([got[n].astype(np.int64) != want[n] for n in D.INDEX_FIELDS], axis=0)
     wrong[kept[:, 0][differs] - first] = True
     hit = np.flatnonzero(wrong)

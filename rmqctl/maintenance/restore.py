@@ -7,6 +7,7 @@ live item it replaced or removed and where the old one went. Restoring swaps eac
 the store as it was or as restored), takes away items the run added, and keeps what it replaces in a new
 backup directory: a restore can itself be restored. The emptied backup directory is then deleted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,7 +49,9 @@ def list_backups(store: Store) -> list[Backup]:
         if p.is_dir() and p.name.startswith(BACKUP_PREFIX):
             manifest = _manifest(p, store.root, required=False)
             items = sum(1 for s in (manifest or {}).get("steps", []) if os.path.lexists(s["backup"]))
-            out.append(Backup(p.name, str(p), manifest and manifest["command"], manifest and manifest["created"], items))
+            out.append(
+                Backup(p.name, str(p), manifest and manifest["command"], manifest and manifest["created"], items)
+            )
     return out
 
 
@@ -57,8 +60,11 @@ def _manifest(path: Path, root: Path, required: bool = True) -> dict | None:
         manifest = json.loads((path / BACKUP_MANIFEST).read_text())
     except FileNotFoundError:
         if required:
-            raise StoreError(f"no {BACKUP_MANIFEST}: not a backup this rmqctl can restore (an older one kept it without "
-                             "saying what each item replaced); move its items back by hand", path) from None
+            raise StoreError(
+                f"no {BACKUP_MANIFEST}: not a backup this rmqctl can restore (an older one kept it without "
+                "saying what each item replaced); move its items back by hand",
+                path,
+            ) from None
         return None
     except ValueError:
         raise StoreError(f"{BACKUP_MANIFEST} is not valid JSON", path) from None
@@ -82,7 +88,11 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
     # a RocksDB queue is put back whole (its directory), as rebuild replaced it
     with writing(store, dry_run, "restore", understood=frozenset({"consumequeue"})) as (interrupted, store):
         path = Path(backup) if os.sep in backup else store.root / backup
-        if not path.is_dir() or not path.name.startswith(BACKUP_PREFIX) or path.resolve().parent != store.root.resolve():
+        if (
+            not path.is_dir()
+            or not path.name.startswith(BACKUP_PREFIX)
+            or path.resolve().parent != store.root.resolve()
+        ):
             raise StoreError(f"not a backup directory of this store ({BACKUP_PREFIX}<time> in {store.root})", path)
         manifest = _manifest(path, store.root)
         inside = [*(Path(r) for r in store.allowed_roots()), *(d.resolve() for d in store.commitlog_dirs)]
@@ -90,8 +100,11 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
         for step in manifest["steps"]:
             target, old = Path(step["target"]), Path(step["backup"])
             if not any(target.is_relative_to(d) for d in inside):
-                raise StoreError(f"{BACKUP_MANIFEST} names {target}, outside the store, its commitlog directories and "
-                                 "its top-level links: refused", path)
+                raise StoreError(
+                    f"{BACKUP_MANIFEST} names {target}, outside the store, its commitlog directories and "
+                    "its top-level links: refused",
+                    path,
+                )
             if os.path.lexists(old):
                 steps.append({"action": "put-back", "target": str(target), "from": str(old)})
             elif step["op"] == "replace" and step.get("existed") is False and os.path.lexists(target):

@@ -8,6 +8,7 @@ queue offsets, LMQ queues and tagsCodes follow one set of rules), then each unit
 record (store.store_times) and its key; each queue's min and max and the dispatch checkpoint go to the
 `offset` column family as RocksDBConsumeQueueOffsetTable writes them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,12 @@ ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes w
 def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int) -> dict:
     """A new RocksDB consume queue in `directory` holding every entry of the file `queues` (pre-blank and
     invalid units are not entries), with the dispatch checkpoint; returns {(topic, queueId): units}."""
-    db = NewDB(directory, R.family_options(store.config.rocksdbCompressionType,
-                                           store.config.bottomMostCompressionTypeForConsumeQueueStore))
+    db = NewDB(
+        directory,
+        R.family_options(
+            store.config.rocksdbCompressionType, store.config.bottomMostCompressionTypeForConsumeQueueStore
+        ),
+    )
     written = {}
     end = checkpoint
     try:
@@ -49,19 +54,32 @@ def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path,
                 values["storeTimestamp"] = store_times(store.commitlog, units["commitLogOffset"], units["size"], end)
                 if (values["storeTimestamp"] < 0).any():
                     bad = int(qoffs[np.argmax(values["storeTimestamp"] < 0)])
-                    raise StoreError(f"{cq.topic}/{cq.queue_id} unit {bad} points outside the commitlog: its store "
-                                     "time cannot be read (run `rmqctl verify`, then rebuild the queue)", cq.directory)
+                    raise StoreError(
+                        f"{cq.topic}/{cq.queue_id} unit {bad} points outside the commitlog: its store "
+                        "time cannot be read (run `rmqctl verify`, then rebuild the queue)",
+                        cq.directory,
+                    )
                 prefix = R.queue_prefix(cq.topic, cq.queue_id)
                 keys = qoffs.astype(">i8").tobytes()
                 raw = values.tobytes()
-                db.put(R.UNIT_CF, ((prefix + keys[i * 8:i * 8 + 8], raw[i * R.UNIT_VALUE_SIZE:(i + 1) * R.UNIT_VALUE_SIZE])
-                                   for i in range(len(qoffs))))
+                db.put(
+                    R.UNIT_CF,
+                    (
+                        (prefix + keys[i * 8 : i * 8 + 8], raw[i * R.UNIT_VALUE_SIZE : (i + 1) * R.UNIT_VALUE_SIZE])
+                        for i in range(len(qoffs))
+                    ),
+                )
                 first = first or (int(units["commitLogOffset"][0]), int(qoffs[0]))
                 last = (int(units["commitLogOffset"][-1]), int(qoffs[-1]))
                 count += len(qoffs)
             if count:
-                db.put(R.OFFSET_CF, [(R.offset_key(cq.topic, R.MIN, cq.queue_id), R.OFFSET_VALUE.pack(*first)),
-                                     (R.offset_key(cq.topic, R.MAX, cq.queue_id), R.OFFSET_VALUE.pack(*last))])
+                db.put(
+                    R.OFFSET_CF,
+                    [
+                        (R.offset_key(cq.topic, R.MIN, cq.queue_id), R.OFFSET_VALUE.pack(*first)),
+                        (R.offset_key(cq.topic, R.MAX, cq.queue_id), R.OFFSET_VALUE.pack(*last)),
+                    ],
+                )
                 written[(cq.topic, cq.queue_id)] = count
         db.put(R.OFFSET_CF, [(R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(checkpoint))])
     finally:
@@ -91,23 +109,34 @@ def rebuild_queues(store: Store, topic: str | None = None, queue_id: int | None 
     return rebuild_rocks_queue(store, **options)
 
 
-def rebuild_rocks_queue(store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None,
-                        memory: int = DEFAULT_MEMORY) -> RebuildResult:
+def rebuild_rocks_queue(
+    store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None, memory: int = DEFAULT_MEMORY
+) -> RebuildResult:
     """Rebuild the whole RocksDB consume queue from the commitlog and swap it in."""
     t0 = time.monotonic()
-    with writing(store, dry_run, "rebuild consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
-            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+    with (
+        writing(store, dry_run, "rebuild consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store),
+        _build_area(store, dry_run, "consumequeue", keep_backup) as txn,
+    ):
         root = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
-        build = dispatch_records(store, root / "files", build_cq=True, build_index=False, progress=progress,
-                                 memory=memory)
+        build = dispatch_records(
+            store, root / "files", build_cq=True, build_index=False, progress=progress, memory=memory
+        )
         files = root / "files" / "consumequeue"
         size = store.consumequeue_file_size
         queues = [ConsumeQueue(t, q, files / t / str(q), size) for t, q in sorted(build.queued)]
         staged = root / "consumequeue"
         written = write_rocks_queue(store, queues, staged, _reput_end(queues))
         shutil.rmtree(root / "files")
-        result = RebuildResult(kind="consumequeue", store=str(store.root), dryRun=dry_run, records=build.records,
-                               entries=sum(written.values()), warnings=build.warnings, interrupted=interrupted)
+        result = RebuildResult(
+            kind="consumequeue",
+            store=str(store.root),
+            dryRun=dry_run,
+            records=build.records,
+            entries=sum(written.values()),
+            warnings=build.warnings,
+            interrupted=interrupted,
+        )
         _diff_databases(store, staged, result)
         if result.changed:
             txn.replace(store.consumequeue_dir, staged)
@@ -133,12 +162,15 @@ def _diff_databases(store: Store, staged: Path, result: RebuildResult):
         for cf in (R.UNIT_CF, R.OFFSET_CF):
             prefix, queue = None, None
             for key, before, after in _merged(old.items(cf) if old is not None else iter(()), new.items(cf)):
-                if cf == R.OFFSET_CF or not (prefix is not None and len(key) == len(prefix) + 8 and key.startswith(prefix)):
+                if cf == R.OFFSET_CF or not (
+                    prefix is not None and len(key) == len(prefix) + 8 and key.startswith(prefix)
+                ):
                     queue, prefix = _queue_of(cf, key), key[:-8]  # a unit key: its queue's prefix, then 8 bytes
                 if queue is None:  # the checkpoint
                     if before != after:
-                        result.checkpoint["rocksdbCheckpoint"] = [R.INT64.unpack_from(v)[0] if v else None
-                                                                  for v in (before, after)]
+                        result.checkpoint["rocksdbCheckpoint"] = [
+                            R.INT64.unpack_from(v)[0] if v else None for v in (before, after)
+                        ]
                     continue
                 d = diffs.setdefault(queue, QueueDiff(queue[0], queue[1], 0, 0, 0, 0, 0))
                 if cf == R.UNIT_CF:
@@ -198,8 +230,9 @@ class ConversionResult:
     seconds: float = 0.0
 
 
-def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bool = True, progress=None,
-                   memory: int = DEFAULT_MEMORY) -> ConversionResult:
+def convert_queues(
+    store: Store, to: str, dry_run: bool = False, keep_backup: bool = True, progress=None, memory: int = DEFAULT_MEMORY
+) -> ConversionResult:
     """Convert the consume queues offline: the file queues into a RocksDB queue (`to="rocksdb"`: an upgrade to
     storeType=defaultRocksDB) or the RocksDB queue into file queues (`to="file"`: the way back). The new queue is
     staged, checked unit for unit against the old one and with verify (as the broker of the new storeType
@@ -209,12 +242,15 @@ def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bo
         raise UsageError("--to must be rocksdb or file")
     source = FILE_STORE if to == "rocksdb" else ROCKSDB_STORE
     if store.parts.queue_store != source:
-        raise UsageError(f"the broker reads {store.parts.queue_store} consume queues here (storeType): nothing to "
-                         f"convert to {to}")
+        raise UsageError(
+            f"the broker reads {store.parts.queue_store} consume queues here (storeType): nothing to convert to {to}"
+        )
     t0 = time.monotonic()
     target = dataclasses.replace(store.config, storeType=ROCKSDB_STORE if to == "rocksdb" else FILE_STORE)
-    with writing(store, dry_run, "convert consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store), \
-            _build_area(store, dry_run, "consumequeue", keep_backup) as txn:
+    with (
+        writing(store, dry_run, "convert consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store),
+        _build_area(store, dry_run, "consumequeue", keep_backup) as txn,
+    ):
         area = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
         staged = area / "consumequeue"
         if to == "rocksdb":
@@ -223,8 +259,9 @@ def convert_queues(store: Store, to: str, dry_run: bool = False, keep_backup: bo
             written = write_rocks_queue(store, queues, staged, checkpoint)
         else:
             written, checkpoint = _files_from_rocks(store, area, progress, memory), store.rocks_queues.checkpoint
-        result = ConversionResult(to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint,
-                                  interrupted)
+        result = ConversionResult(
+            to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint, interrupted
+        )
         txn.replace(store.consumequeue_dir, staged)
         _check_staged(Store(store.root, target), txn, "consumequeue", (), store.consumequeue_dir, memory)
         if not dry_run:
@@ -257,14 +294,25 @@ def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dic
         got = np.concatenate([q for q, _ in files]) if files else np.empty(0, np.int64)
         want = [(q, u) for q, u in rocks.units(topic, qid)]
         want_q = np.concatenate([q for q, _ in want]) if want else np.empty(0, np.int64)
-        same = np.array_equal(got, want_q) and all(
-            np.array_equal(np.concatenate([u[c] for _, u in files]).astype(np.int64),
-                           np.concatenate([u[c] for _, u in want]).astype(np.int64))
-            for c in ("commitLogOffset", "size", "tagsCode")) if len(got) else not len(want_q)
+        same = (
+            np.array_equal(got, want_q)
+            and all(
+                np.array_equal(
+                    np.concatenate([u[c] for _, u in files]).astype(np.int64),
+                    np.concatenate([u[c] for _, u in want]).astype(np.int64),
+                )
+                for c in ("commitLogOffset", "size", "tagsCode")
+            )
+            if len(got)
+            else not len(want_q)
+        )
         if not same:
-            raise StoreError(f"{topic}/{qid}: the RocksDB queue's units are not those the commitlog's dispatch "
-                             "gives (run `rmqctl verify`, or `rmqctl rebuild consumequeue` first); nothing was "
-                             "changed", store.consumequeue_dir)
+            raise StoreError(
+                f"{topic}/{qid}: the RocksDB queue's units are not those the commitlog's dispatch "
+                "gives (run `rmqctl verify`, or `rmqctl rebuild consumequeue` first); nothing was "
+                "changed",
+                store.consumequeue_dir,
+            )
         if len(got):
             written[(topic, qid)] = len(got)
     return written

@@ -3,6 +3,7 @@ lock and finish an interrupted run first (`writing`), stage a changed checkpoint
 the store as the swap will leave it (`verify_staged`, through `post_commit_view`); a dry run plans the same
 swap without committing it (`DryRunPlan`), so it is checked the same way.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -123,7 +124,7 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
 
     (view / "commitlog").mkdir()
     for d in store.commitlog_dirs:
-        for f in (d.iterdir() if d.is_dir() else ()):
+        for f in d.iterdir() if d.is_dir() else ():
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
     names = ["consumequeue", "index", "checkpoint", "abort", "lock", "timerlog", "timerwheel", "config"]
@@ -143,8 +144,14 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
     return view
 
 
-def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | None, within: tuple[str, ...] = (),
-                  accepted=lambda finding: False, memory: int = DEFAULT_MEMORY) -> list[str]:
+def verify_staged(
+    store: Store,
+    txn: "Transaction | DryRunPlan",
+    only: str | None,
+    within: tuple[str, ...] = (),
+    accepted=lambda finding: False,
+    memory: int = DEFAULT_MEMORY,
+) -> list[str]:
     """verify (checks/verify.py, the checks of `only`) on the state the transaction will leave: its errors,
     except those verify calls consequences of commitlog damage (no rebuild or repair of these files can
     change them), those outside `within` (path prefixes relative to the store) when given, and those
@@ -152,18 +159,30 @@ def verify_staged(store: Store, txn: "Transaction | DryRunPlan", only: str | Non
     view = post_commit_view(store, txn)
     try:
         if store.dledger is not None:
-            config = dataclasses.replace(store.config, storePathCommitLog=None, storePathRootDir=None,
-                                         enableDLegerCommitLog=True, dLegerSelfId=store.dledger.home.name[len("dledger-"):],
-                                         storePathDLedgerCommitLog=str(view / "commitlog"))
+            config = dataclasses.replace(
+                store.config,
+                storePathCommitLog=None,
+                storePathRootDir=None,
+                enableDLegerCommitLog=True,
+                dLegerSelfId=store.dledger.home.name[len("dledger-") :],
+                storePathDLedgerCommitLog=str(view / "commitlog"),
+            )
         else:
-            config = dataclasses.replace(store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None)
+            config = dataclasses.replace(
+                store.config, storePathCommitLog=str(view / "commitlog"), storePathRootDir=None
+            )
         staged = Store(view, config)
         findings = verify(staged, only=only, memory=memory).findings
     finally:
         shutil.rmtree(view)
-    return [f"{f.file}: {f.kind}: {f.detail}" for f in findings
-            if f.severity == "error" and "a direct consequence of" not in f.detail and not accepted(f)
-            and (not within or (f.file or "").startswith(within))]
+    return [
+        f"{f.file}: {f.kind}: {f.detail}"
+        for f in findings
+        if f.severity == "error"
+        and "a direct consequence of" not in f.detail
+        and not accepted(f)
+        and (not within or (f.file or "").startswith(within))
+    ]
 
 
 def index_count_check(build: Build, index_dir: Path, slots: int, num: int) -> list[str]:

@@ -3,6 +3,7 @@
 broker writes them. They work on real files through writable mmaps in any directory, so `append` writes into
 the store and `rebuild` into a temporary directory that is swapped in afterwards. Nothing is durable until
 flush() (msync + fsync of files and directories)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -173,7 +174,11 @@ class ConsumeQueueWriter:
         self.directory = directory
         self.file_size = file_size
         self.files: list[tuple[int, WritableFile]] = []
-        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
+        names = (
+            sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None)
+            if directory.is_dir()
+            else []
+        )
         for name in names:
             self.files.append((int(name), WritableFile(directory / name, file_size, create=False)))
         self.wrote = 0  # write position in the last file
@@ -291,10 +296,16 @@ class BatchConsumeQueueWriter:
         if file_size % S.BCQ_UNIT_SIZE:
             # MappedFile.appendMessage refuses the unit that does not fit and the file is never full: the
             # broker's dispatch retries forever; rmqctl writes nothing
-            raise UsageError(f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {S.BCQ_UNIT_SIZE}: "
-                             "a broker with it cannot fill a batchconsumequeue file")
+            raise UsageError(
+                f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {S.BCQ_UNIT_SIZE}: "
+                "a broker with it cannot fill a batchconsumequeue file"
+            )
         self.directory, self.file_size = directory, file_size
-        names = sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None) if directory.is_dir() else []
+        names = (
+            sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None)
+            if directory.is_dir()
+            else []
+        )
         self.files = [(int(n), WritableFile(directory / n, file_size, create=False)) for n in names]
         self.wrote, self.max_phy = 0, -1  # write position in the last file; maxMsgPhyOffsetInCommitLog
         if self.files:  # BatchConsumeQueue.recover
@@ -314,7 +325,9 @@ class BatchConsumeQueueWriter:
             start = self.files[-1][0] + self.file_size if self.files else 0
             if self.files:
                 self.files[-1][1].close()
-            self.files.append((start, WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)))
+            self.files.append(
+                (start, WritableFile(self.directory / offset_to_name(start), self.file_size, create=True))
+            )
             self.wrote = 0
         f = self.files[-1][1]
         f.map[self.wrote : self.wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(*unit, S.BCQ_INVALID_POS, 0)
@@ -351,8 +364,16 @@ class IndexFileWriter:
             self._write_header(count=0)
 
     def _write_header(self, count: int | None = None):
-        S.INDEX_HEADER.pack_into(self.file.map, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
-                                 self.hash_slot_count, self.index_count if count is None else count)
+        S.INDEX_HEADER.pack_into(
+            self.file.map,
+            0,
+            self.begin_ts,
+            self.end_ts,
+            self.begin_phy,
+            self.end_phy,
+            self.hash_slot_count,
+            self.index_count if count is None else count,
+        )
         self.file.dirty = True
 
     @property
@@ -388,14 +409,21 @@ class IndexFileWriter:
         self._write_header()
         return True
 
-
     def put_keys(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray) -> int:
         """put_key for as many of the keys as fit, in one compiled loop (engine.index.put_keys);
         returns how many were put."""
         first = self.index_count
         self.reserve_entries(len(key_hashes))
-        k, used = put_index_keys(np.frombuffer(self.file.map, np.uint8), self.slot_num, self.index_num, first,
-                                 self.begin_ts, key_hashes, phys, timestamps)
+        k, used = put_index_keys(
+            np.frombuffer(self.file.map, np.uint8),
+            self.slot_num,
+            self.index_num,
+            first,
+            self.begin_ts,
+            key_hashes,
+            phys,
+            timestamps,
+        )
         if k <= 0:
             return 0
         if first <= 1:
@@ -424,7 +452,9 @@ class IndexWriter:
         self.index_num = index_num
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.by_store_time = by_store_time  # name a new file by its first message's store time (reproducible copies)
-        names = sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
+        names = (
+            sorted(p.name for p in directory.iterdir() if INDEX_FILE_NAME.match(p.name)) if directory.is_dir() else []
+        )
         self.files = [IndexFileWriter(directory / n, slot_num, index_num, create=False) for n in names]
         for f in self.files[:-1]:  # only the last file takes keys
             f.file.close()
@@ -439,11 +469,20 @@ class IndexWriter:
         name = index_file_name(store_ts if self.by_store_time else self.clock())
         if prev is not None and name <= prev.path.name:
             # two files in one millisecond: keep names unique and in creation order
-            name = index_file_name(int(dt.datetime.strptime(prev.path.name[:14], "%Y%m%d%H%M%S").timestamp() * 1000)
-                                   + int(prev.path.name[14:]) + 1)
+            name = index_file_name(
+                int(dt.datetime.strptime(prev.path.name[:14], "%Y%m%d%H%M%S").timestamp() * 1000)
+                + int(prev.path.name[14:])
+                + 1
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
-        f = IndexFileWriter(self.directory / name, self.slot_num, self.index_num, create=True,
-                            end_phy=prev.end_phy if prev else 0, end_ts=prev.end_ts if prev else 0)
+        f = IndexFileWriter(
+            self.directory / name,
+            self.slot_num,
+            self.index_num,
+            create=True,
+            end_phy=prev.end_phy if prev else 0,
+            end_ts=prev.end_ts if prev else 0,
+        )
         if prev is not None:
             self.completed_end_ts = prev.end_ts
             prev.file.close()  # full: synced and unmapped
@@ -460,8 +499,14 @@ class IndexWriter:
             while not f.put_key(h, phy_offset, m.storeTimestamp):
                 f = self._last(m.storeTimestamp)
 
-    def build_many(self, key_hashes: np.ndarray, phys: np.ndarray, timestamps: np.ndarray, last_message: int | None,
-                   last_ts: int = 0):
+    def build_many(
+        self,
+        key_hashes: np.ndarray,
+        phys: np.ndarray,
+        timestamps: np.ndarray,
+        last_message: int | None,
+        last_ts: int = 0,
+    ):
         """build() for many messages at once when none of them is already indexed (their commitlog offsets
         increase past the last file's endPhyOffset): their keys in order, rolling over as build() does, then
         the file the broker creates when a message (with keys or not; `last_message` is the newest one's
@@ -469,7 +514,9 @@ class IndexWriter:
         done = 0
         while done < len(key_hashes):
             done += self._last(int(timestamps[done])).put_keys(key_hashes[done:], phys[done:], timestamps[done:])
-        if last_message is not None and (not self.files or (self.files[-1].full and last_message > self.files[-1].end_phy)):
+        if last_message is not None and (
+            not self.files or (self.files[-1].full and last_message > self.files[-1].end_phy)
+        ):
             self._last(last_ts)
 
     def reserve_keys(self, keys: int):
@@ -479,8 +526,13 @@ class IndexWriter:
 
     def new_file_size(self, keys: int) -> int:
         """What a new file holding (up to) `keys` entries reserves."""
-        return min(self.file_size, S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
-                   + min(keys, self.index_num) * S.INDEX_ENTRY_SIZE + RESERVE_AHEAD)
+        return min(
+            self.file_size,
+            S.INDEX_HEADER_SIZE
+            + self.slot_num * S.HASH_SLOT_SIZE
+            + min(keys, self.index_num) * S.INDEX_ENTRY_SIZE
+            + RESERVE_AHEAD,
+        )
 
     def flush(self):
         for f in self.files:
@@ -495,10 +547,22 @@ class Dispatcher:
     """The broker's dispatch of one record into consumequeues and index, writing under `root` (the store,
     or a build directory laid out like one)."""
 
-    def __init__(self, root: Path, config: BrokerConfig, cq_file_size: int, slot_num: int, index_num: int,
-                 build_cq: bool = True, build_index: bool = True, index_clock=None, queue_filter=None,
-                 index_by_store_time: bool = False, batch_topics: frozenset = frozenset(), batch_file_size: int = 0,
-                 batch_root: Path | None = None):
+    def __init__(
+        self,
+        root: Path,
+        config: BrokerConfig,
+        cq_file_size: int,
+        slot_num: int,
+        index_num: int,
+        build_cq: bool = True,
+        build_index: bool = True,
+        index_clock=None,
+        queue_filter=None,
+        index_by_store_time: bool = False,
+        batch_topics: frozenset = frozenset(),
+        batch_file_size: int = 0,
+        batch_root: Path | None = None,
+    ):
         self.root = root
         self.config = config
         self.cq_file_size = cq_file_size
@@ -510,7 +574,11 @@ class Dispatcher:
         self.batch_queues: dict[tuple[str, int], BatchConsumeQueueWriter] = {}
         self.build_cq = build_cq
         self.queue_filter = queue_filter
-        self.index = IndexWriter(root / "index", slot_num, index_num, index_clock, index_by_store_time) if build_index and config.messageIndexEnable else None
+        self.index = (
+            IndexWriter(root / "index", slot_num, index_num, index_clock, index_by_store_time)
+            if build_index and config.messageIndexEnable
+            else None
+        )
         self.logics_ts = 0
         self.events: list[tuple[str, str, int, int]] = []  # (status, queue, cq offset, commitlog offset) oddities
 
@@ -534,8 +602,11 @@ class Dispatcher:
         if unit is None or (self.queue_filter and not self.queue_filter(m.topic, m.queueId)):
             return False
         if not valid_topic_dir_name(m.topic):
-            raise StoreError(f"topic {m.topic!r} of the record at commitlog offset {unit[0]} cannot be a "
-                             "batchconsumequeue directory name; refusing to dispatch it", self.batch_root)
+            raise StoreError(
+                f"topic {m.topic!r} of the record at commitlog offset {unit[0]} cannot be a "
+                "batchconsumequeue directory name; refusing to dispatch it",
+                self.batch_root,
+            )
         if self.batch_queue(m.topic, m.queueId).put(unit) == "written":
             self.logics_ts = m.storeTimestamp
         return True
@@ -550,8 +621,11 @@ class Dispatcher:
                 code = tags_code(m, self.config)
                 for topic, qid, qoff in targets:
                     if not valid_topic_dir_name(topic):  # a record's topic (or LMQ name) must not lead out of the store
-                        raise StoreError(f"topic {topic!r} of the record at commitlog offset {phy_offset} cannot be a "
-                                         "consumequeue directory name; refusing to dispatch it", self.root / "consumequeue")
+                        raise StoreError(
+                            f"topic {topic!r} of the record at commitlog offset {phy_offset} cannot be a "
+                            "consumequeue directory name; refusing to dispatch it",
+                            self.root / "consumequeue",
+                        )
                     if self.queue_filter and not self.queue_filter(topic, qid):
                         continue
                     status = self.queue(topic, qid).put(phy_offset, m.storeSize, code, qoff)

@@ -11,6 +11,7 @@ Before writing, the partition's last segment is checked with the broker's recove
 truncate is refused (`rmqctl metaq repair` cuts it), so no acknowledged message can be cut by the next load.
 A new partition starts with `00000000000000000000.meta` (MessageStore with offsetIfCreate 0).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,10 @@ class NewMessage:
         if self.flag is None:
             return M.ATTRIBUTE_FLAG if self.attribute is not None else 0
         if bool(self.flag & M.ATTRIBUTE_FLAG) != (self.attribute is not None):
-            raise UsageError(f"flag {self.flag} {'has' if self.flag & 1 else 'lacks'} the attribute bit but the "
-                             f"message {'lacks' if self.attribute is None else 'has'} an attribute")
+            raise UsageError(
+                f"flag {self.flag} {'has' if self.flag & 1 else 'lacks'} the attribute bit but the "
+                f"message {'lacks' if self.attribute is None else 'has'} an attribute"
+            )
         return self.flag
 
 
@@ -123,16 +126,21 @@ class _OpenPartition:
             raise StoreError(f"{bad[0].detail}; refusing to append", bad[0].path)
         if part.contiguity():
             a, b = part.contiguity()[0]
-            raise StoreError(f"starts at {b.start}, not at {a.end}: the broker does not load this partition; "
-                             "refusing to append", b.path)
+            raise StoreError(
+                f"starts at {b.start}, not at {a.end}: the broker does not load this partition; refusing to append",
+                b.path,
+            )
         if not part.segments:
             self._new_segment(0)
         else:
             last = part.segments[-1]
             scan = SegmentScan(last.read(), last.size).run()
             if scan.stop is not None:
-                raise StoreError(f"{scan.stop.problem} at offset {last.start + scan.stop.position}: the broker's "
-                                 "recovery would truncate this tail; run `rmqctl metaq repair` first", last.path)
+                raise StoreError(
+                    f"{scan.stop.problem} at offset {last.start + scan.stop.position}: the broker's "
+                    "recovery would truncate this tail; run `rmqctl metaq repair` first",
+                    last.path,
+                )
             self.start, self.path, self.size = last.start, last.path, last.size
         self.store = store
 
@@ -212,7 +220,7 @@ class Appender:
                 raise StoreError("the segment changed under rmqctl (is a broker running?)", p.path)
             view = memoryview(buf)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -14,6 +14,7 @@ alone, and the hole it leaves makes validateSegments refuse the partition at the
 plan says so). A plan by default; `apply` acts with the staging + intent machinery of `rmqctl.txn`, one
 transaction per partition, under `partition_lock`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +65,9 @@ def evaluation_time(store: MetaqStore, topic: str, now_ms: int, at_next_run: boo
     when = store.config.topic(topic).deleteWhen
     fire = next_fire(when, dt.datetime.fromtimestamp(now_ms / 1000))
     if fire is None:
-        raise UsageError(f"deleteWhen {when!r} of topic {topic}: its next run is not evaluated here (L, W or #); "
-                         "give --at TIME")
+        raise UsageError(
+            f"deleteWhen {when!r} of topic {topic}: its next run is not evaluated here (L, W or #); give --at TIME"
+        )
     return int(fire.timestamp() * 1000)
 
 
@@ -81,20 +83,41 @@ def plan_partition(store: MetaqStore, part: Partition, now_ms: int, policy: Dele
             action, reason = policy.action, f"older than {policy.max_reserved_ms / 3_600_000:g} h"
         else:
             action, reason = "keep", f"not older than {policy.max_reserved_ms / 3_600_000:g} h"
-        rows.append(CleanRow(part.topic, part.partition, store.relative(seg.path), seg.start, seg.size, _iso(mtime),
-                             round(age_h, 3), policy.text, action, reason, _iso(now_ms)))
+        rows.append(
+            CleanRow(
+                part.topic,
+                part.partition,
+                store.relative(seg.path),
+                seg.start,
+                seg.size,
+                _iso(mtime),
+                round(age_h, 3),
+                policy.text,
+                action,
+                reason,
+                _iso(now_ms),
+            )
+        )
     kept_before = False
     for r in rows:
         if r.action == "keep":
             kept_before = True
         elif kept_before:
-            r.reason += ("; an older segment before it is kept, so this leaves a hole: at its next start the broker "
-                         "refuses to load the partition (validateSegments)")
+            r.reason += (
+                "; an older segment before it is kept, so this leaves a hole: at its next start the broker "
+                "refuses to load the partition (validateSegments)"
+            )
     return rows
 
 
-def plan(store: MetaqStore, now_ms: int, topic: str | None = None, partition: int | None = None,
-         policy_text: str | None = None, at_next_run: bool = False) -> list[CleanRow]:
+def plan(
+    store: MetaqStore,
+    now_ms: int,
+    topic: str | None = None,
+    partition: int | None = None,
+    policy_text: str | None = None,
+    at_next_run: bool = False,
+) -> list[CleanRow]:
     """What the delete job would do at `now_ms` (or, with `at_next_run`, when each topic's deleteWhen next
     fires after it). Changes nothing."""
     rows = []
@@ -115,14 +138,23 @@ def _stage(txn: Transaction, seg: Segment, action: str):
         staged = area / (seg.path.name + ".zip")
         entry = zipfile.ZipInfo(seg.path.name, dt.datetime.now().timetuple()[:6])  # ZipEntry: the time of writing
         entry.compress_type = zipfile.ZIP_DEFLATED
-        with zipfile.ZipFile(staged, "w") as z, z.open(entry, "w", force_zip64=seg.size >= 1 << 31) as out, \
-                open(seg.path, "rb") as src:
+        with (
+            zipfile.ZipFile(staged, "w") as z,
+            z.open(entry, "w", force_zip64=seg.size >= 1 << 31) as out,
+            open(seg.path, "rb") as src,
+        ):
             shutil.copyfileobj(src, out, 1 << 20)
     txn.replace(seg.path.parent / staged.name, staged)
 
 
-def apply(store: MetaqStore, now_ms: int, topic: str | None = None, partition: int | None = None,
-          policy_text: str | None = None, at_next_run: bool = False) -> list[CleanRow]:
+def apply(
+    store: MetaqStore,
+    now_ms: int,
+    topic: str | None = None,
+    partition: int | None = None,
+    policy_text: str | None = None,
+    at_next_run: bool = False,
+) -> list[CleanRow]:
     """Act on the plan, partition by partition, each as one atomic change; returns what was done."""
     done = []
     for part in store.select(topic, partition):

@@ -3,6 +3,7 @@ populateTopicsConfig over ini4j), and its `deletePolicy` as DeletePolicyFactory 
 ArchiveDeletePolicy parse it. Only the settings the store needs: maxSegmentSize, deletePolicy, deleteWhen,
 brokerId, dataPath, and the per-topic overrides in `[topic=NAME]` sections.
 """
+
 from __future__ import annotations
 
 import ast
@@ -69,8 +70,13 @@ def parse_delete_policy(text: str) -> DeletePolicy:
     return DeletePolicy(name, ms, compress, text)
 
 
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-          ast.Mod: operator.mod}
+_ARITH = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
 
 
 def _aviator_int(text: str, what: str) -> int:
@@ -186,10 +192,13 @@ def load_server_config(path: str | os.PathLike | None) -> MetaqConfig:
     for name, section in sections.items():
         if name.startswith("topic="):
             n = section.get("numPartitions")
-            cfg.topics[name[len("topic="):]] = TopicSettings(
-                section.get("deletePolicy") or cfg.deletePolicy, section.get("deleteWhen") or cfg.deleteWhen,
-                _aviator_int(n, f"{p}: [{name}] numPartitions") if n else cfg.numPartitions)
-    for settings in [TopicSettings(cfg.deletePolicy, cfg.deleteWhen), *cfg.topics.values()]:  # the broker refuses a bad one at start
+            cfg.topics[name[len("topic=") :]] = TopicSettings(
+                section.get("deletePolicy") or cfg.deletePolicy,
+                section.get("deleteWhen") or cfg.deleteWhen,
+                _aviator_int(n, f"{p}: [{name}] numPartitions") if n else cfg.numPartitions,
+            )
+    # the broker refuses a bad one at start
+    for settings in [TopicSettings(cfg.deletePolicy, cfg.deleteWhen), *cfg.topics.values()]:
         parse_delete_policy(settings.deletePolicy)
         try:
             cron.parse(settings.deleteWhen)

@@ -4,6 +4,7 @@ in the JVM's local time zone. Fields: seconds, minutes, hours, day-of-month, mon
 and day-of-week is `?`, as Quartz requires. `L`, `W` and `#` are recognised but not evaluated: then the next
 fire time is unknown (None) rather than guessed.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -82,8 +83,12 @@ def next_fire(expr: str, after: dt.datetime) -> dt.datetime | None:
     day = after.date()
     for _ in range(366 * 5):
         quartz_dow = day.isoweekday() % 7 + 1
-        if (day.month in months and (years is None or day.year in years)
-                and (dom is None or day.day in dom) and (dow is None or quartz_dow in dow)):
+        if (
+            day.month in months
+            and (years is None or day.year in years)
+            and (dom is None or day.day in dom)
+            and (dow is None or quartz_dow in dow)
+        ):
             for h in hours:
                 for m in mins:
                     for s in secs:

@@ -1,5 +1,6 @@
 """Read-only MetaQ operations: `info` (partitions, segments, offsets, counts, oddities), `dump` (every record
 under Metamorphosis's field names, decoded as MessageUtils.decodeMessage decodes it) and `locate`."""
+
 from __future__ import annotations
 
 import base64
@@ -38,9 +39,16 @@ def record_dict(part: Partition, seg_start: int, seg_rel: str, rec: Record, body
     return d
 
 
-def dump(store: MetaqStore, topic: str | None = None, partition: int | None = None, start: int | None = None,
-         end: int | None = None, limit: int | None = None, body: str = "utf8",
-         warn: Callable[[str], None] = lambda m: None) -> Iterator[dict]:
+def dump(
+    store: MetaqStore,
+    topic: str | None = None,
+    partition: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    limit: int | None = None,
+    body: str = "utf8",
+    warn: Callable[[str], None] = lambda m: None,
+) -> Iterator[dict]:
     """Every valid record of the selected partitions, in partition then offset order. Damage (a record that
     fails the recovery check, data decodeMessage refuses) is passed to `warn` with file and offset; the rest
     of that segment is skipped (the broker cannot walk past a bad length either) and the next one is read."""
@@ -66,8 +74,10 @@ def dump(store: MetaqStore, topic: str | None = None, partition: int | None = No
                     continue
                 n += 1
             if scan.stop is not None:
-                warn(f"{seg.path} at offset {seg.start + scan.stop.position}: {scan.stop.problem}: {scan.stop.detail}; "
-                     f"{seg.size - scan.stop.position} bytes to the end of the segment not read")
+                warn(
+                    f"{seg.path} at offset {seg.start + scan.stop.position}: {scan.stop.problem}: {scan.stop.detail}; "
+                    f"{seg.size - scan.stop.position} bytes to the end of the segment not read"
+                )
 
 
 def partition_info(store: MetaqStore, part: Partition) -> tuple[dict, list[dict]]:
@@ -77,22 +87,41 @@ def partition_info(store: MetaqStore, part: Partition) -> tuple[dict, list[dict]
     for i, seg in enumerate(part.segments):
         scan = SegmentScan(seg.read(), seg.size).run()
         total += scan.count
-        row = {"topic": part.topic, "partition": part.partition, "segment": store.relative(seg.path),
-               "startOffset": seg.start, "endOffset": seg.end, "size": seg.size, "messageCount": scan.count,
-               "last": i == len(part.segments) - 1}
+        row = {
+            "topic": part.topic,
+            "partition": part.partition,
+            "segment": store.relative(seg.path),
+            "startOffset": seg.start,
+            "endOffset": seg.end,
+            "size": seg.size,
+            "messageCount": scan.count,
+            "last": i == len(part.segments) - 1,
+        }
         if scan.stop is not None:
             row["invalidFrom"] = seg.start + scan.stop.position
-            odd.append(f"{row['segment']}: {scan.stop.problem} at offset {row['invalidFrom']}"
-                       + (" (the broker's recovery truncates there)" if row["last"] else ""))
+            odd.append(
+                f"{row['segment']}: {scan.stop.problem} at offset {row['invalidFrom']}"
+                + (" (the broker's recovery truncates there)" if row["last"] else "")
+            )
         segs.append(row)
     for a, b in part.contiguity():
-        odd.append(f"{store.relative(b.path)} starts at {b.start}, not at {a.end} where "
-                   f"{store.relative(a.path)} ends: the broker refuses to load this partition")
+        odd.append(
+            f"{store.relative(b.path)} starts at {b.start}, not at {a.end} where "
+            f"{store.relative(a.path)} ends: the broker refuses to load this partition"
+        )
     if not part.segments:
         odd.append("no segments: the broker creates 00000000000000000000.meta at its first use")
-    summary = {"topic": part.topic, "partition": part.partition, "dir": part.name, "segments": len(part.segments),
-               "minOffset": part.min_offset, "maxOffset": part.max_offset, "messageCount": total,
-               "sizeInBytes": sum(s.size for s in part.segments), "odd": odd}
+    summary = {
+        "topic": part.topic,
+        "partition": part.partition,
+        "dir": part.name,
+        "segments": len(part.segments),
+        "minOffset": part.min_offset,
+        "maxOffset": part.max_offset,
+        "messageCount": total,
+        "sizeInBytes": sum(s.size for s in part.segments),
+        "odd": odd,
+    }
     return summary, segs
 
 
@@ -102,22 +131,36 @@ def info(store: MetaqStore, topic: str | None = None, partition: int | None = No
         p, s = partition_info(store, part)
         parts.append(p)
         segs += s
-    return {"dataPath": str(store.root), "maxSegmentSize": store.config.maxSegmentSize, "partitions": parts,
-            "segments": segs, "odd": [f"{store.relative(o.path)}: {o.detail}" for o in store.oddities]}
+    return {
+        "dataPath": str(store.root),
+        "maxSegmentSize": store.config.maxSegmentSize,
+        "partitions": parts,
+        "segments": segs,
+        "odd": [f"{store.relative(o.path)}: {o.detail}" for o in store.oddities],
+    }
 
 
 def locate(store: MetaqStore, offset: int, topic: str, partition: int) -> dict:
     """Which segment holds `offset` (MessageStore.findSegment), at which position, and whether a record starts
     there (else the record it falls inside, or that it is past the valid data)."""
     part = store.partition(topic, partition)
-    out = {"topic": topic, "partition": partition, "offset": offset, "segment": None, "segmentPosition": None,
-           "recordStart": False}
+    out = {
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "segment": None,
+        "segmentPosition": None,
+        "recordStart": False,
+    }
     if not part.segments or offset < part.min_offset:
         out["detail"] = f"before the partition's first offset {part.min_offset}"
         return out
     if offset >= part.max_offset:
-        out["detail"] = f"at or past the partition's end {part.max_offset}: the next append goes to {part.max_offset}" \
-            if offset == part.max_offset else f"past the partition's end {part.max_offset}"
+        out["detail"] = (
+            f"at or past the partition's end {part.max_offset}: the next append goes to {part.max_offset}"
+            if offset == part.max_offset
+            else f"past the partition's end {part.max_offset}"
+        )
         return out
     seg = part.find(offset)
     if seg is None:
@@ -136,8 +179,11 @@ def locate(store: MetaqStore, offset: int, topic: str, partition: int) -> dict:
             return out
     stop = scan.stop
     # every record valid and none reaches `pos`: the segment ends before it (an empty or cut segment)
-    out["detail"] = (f"past the segment's valid records: {stop.problem} at offset {seg.start + stop.position}" if stop
-                     else f"past the end of the segment's {scan.valid_up_to} bytes of records")
+    out["detail"] = (
+        f"past the segment's valid records: {stop.problem} at offset {seg.start + stop.position}"
+        if stop
+        else f"past the end of the segment's {scan.valid_up_to} bytes of records"
+    )
     return out
 
 
@@ -146,8 +192,10 @@ def record_hex(store: MetaqStore, offset: int, topic: str, partition: int) -> li
     record starts is refused in one line, with what `locate` says about it."""
     where = locate(store, offset, topic, partition)
     if not where["recordStart"]:
-        raise StoreError(f"no record starts at offset {offset}: {where['detail']}",
-                         store.root / (where["segment"] or f"{topic}-{partition}"))
+        raise StoreError(
+            f"no record starts at offset {offset}: {where['detail']}",
+            store.root / (where["segment"] or f"{topic}-{partition}"),
+        )
     seg = store.partition(topic, partition).find(offset)
     pos = where["segmentPosition"]
     buf = seg.read()

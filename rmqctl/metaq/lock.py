@@ -12,6 +12,7 @@ broker. What a running broker does hold is every segment of every partition it l
 `.meta`, so the broker never sees it (a directory beside the partitions would change how the broker's
 loadDataDir batches its partitions).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,7 @@ def segment_holders(partition_dir: Path) -> dict[int, str]:
                 target = os.readlink(pid_dir / "fd" / fd)
             except OSError:
                 continue
-            if target.startswith(base) and target.endswith(M.SEGMENT_SUFFIX) and os.sep not in target[len(base):]:
+            if target.startswith(base) and target.endswith(M.SEGMENT_SUFFIX) and os.sep not in target[len(base) :]:
                 holders[int(pid_dir.name)] = target
                 break
     return holders
@@ -51,8 +52,11 @@ def refuse_if_open(partition_dir: Path):
     holders = segment_holders(partition_dir)
     if holders:
         pid, path = next(iter(holders.items()))
-        raise LockHeldError(f"process {pid} has segment {Path(path).name} open: a MetaQ broker holds every segment "
-                            "open while it runs (it takes no lock file); stop it first", partition_dir)
+        raise LockHeldError(
+            f"process {pid} has segment {Path(path).name} open: a MetaQ broker holds every segment "
+            "open while it runs (it takes no lock file); stop it first",
+            partition_dir,
+        )
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ that cut, per partition, with the staging + intent + atomic swap of `rmqctl.txn`
 `{partition}/.rmqctl/.rmqctl-backup-<time>/` unless `keep_backup` is off). A partition the broker refuses to
 load (names, contiguity) is not touched: that needs a decision, not a recovery.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,26 +48,65 @@ def _plan(store: MetaqStore, part: Partition) -> list[RepairRow]:
     refuse = [o.detail for o in part.oddities if o.kind == "bad-segment-name"]
     refuse += [f"{store.relative(b.path)} starts at {b.start}, not at {a.end}" for a, b in part.contiguity()]
     if refuse:
-        return [RepairRow(part.topic, part.partition, None, "refused", None, None, 0,
-                          "the broker does not load this partition (" + "; ".join(refuse) + "): not a recovery case")]
+        return [
+            RepairRow(
+                part.topic,
+                part.partition,
+                None,
+                "refused",
+                None,
+                None,
+                0,
+                "the broker does not load this partition (" + "; ".join(refuse) + "): not a recovery case",
+            )
+        ]
     rows = []
     for i, seg in enumerate(part.segments):
         scan = SegmentScan(seg.read(), seg.size).run()
         rel = store.relative(seg.path)
         if i < len(part.segments) - 1:
             if scan.stop is not None:
-                rows.append(RepairRow(part.topic, part.partition, rel, "not-cut", seg.size, seg.size, 0,
-                                      f"{scan.stop.problem} at offset {seg.start + scan.stop.position}: the broker "
-                                      "never recovers a segment before the last, so it is kept as the broker keeps it"))
+                rows.append(
+                    RepairRow(
+                        part.topic,
+                        part.partition,
+                        rel,
+                        "not-cut",
+                        seg.size,
+                        seg.size,
+                        0,
+                        f"{scan.stop.problem} at offset {seg.start + scan.stop.position}: the broker "
+                        "never recovers a segment before the last, so it is kept as the broker keeps it",
+                    )
+                )
             continue
         if scan.stop is None:
-            rows.append(RepairRow(part.topic, part.partition, rel, "none", seg.size, seg.size, 0,
-                                  f"the last segment is valid to its end ({scan.count} records)"))
+            rows.append(
+                RepairRow(
+                    part.topic,
+                    part.partition,
+                    rel,
+                    "none",
+                    seg.size,
+                    seg.size,
+                    0,
+                    f"the last segment is valid to its end ({scan.count} records)",
+                )
+            )
         else:
-            rows.append(RepairRow(part.topic, part.partition, rel, "truncate", seg.size, scan.valid_up_to,
-                                  seg.size - scan.valid_up_to,
-                                  f"{scan.stop.problem} at offset {seg.start + scan.stop.position}: {scan.stop.detail}; "
-                                  f"recovery keeps {scan.count} records"))
+            rows.append(
+                RepairRow(
+                    part.topic,
+                    part.partition,
+                    rel,
+                    "truncate",
+                    seg.size,
+                    scan.valid_up_to,
+                    seg.size - scan.valid_up_to,
+                    f"{scan.stop.problem} at offset {seg.start + scan.stop.position}: {scan.stop.detail}; "
+                    f"recovery keeps {scan.count} records",
+                )
+            )
     return rows
 
 
@@ -86,8 +126,13 @@ def _stage_truncated(txn: Transaction, seg, size: int):
     txn.replace(seg.path, staged)
 
 
-def repair(store: MetaqStore, topic: str | None = None, partition: int | None = None, dry_run: bool = False,
-           keep_backup: bool = True) -> RepairResult:
+def repair(
+    store: MetaqStore,
+    topic: str | None = None,
+    partition: int | None = None,
+    dry_run: bool = False,
+    keep_backup: bool = True,
+) -> RepairResult:
     rows, backups = [], []
     for part in store.select(topic, partition):
         if dry_run:

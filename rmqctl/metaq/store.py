@@ -12,6 +12,7 @@ of contiguous segment files `{start offset}.meta`, read with the broker's own ru
 
 Offsets: a message's offset is the byte offset of its header in the partition (segment start + position).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,8 +41,6 @@ def crc31(data) -> int:
 def segment_name(start: int) -> str:
     """MessageStore.nameFromOffset: at least 20 digits, no grouping."""
     return f"{start:020d}{M.SEGMENT_SUFFIX}"
-
-
 
 
 @dataclasses.dataclass
@@ -85,14 +84,20 @@ def check_record(buf, position: int, length: int) -> RecordCheck:
     msg_len, checksum = header[0], header[1]
     end = position + M.HEADER_LEN + msg_len
     if end > length:
-        return RecordCheck(position, None, "torn-tail",
-                           f"msgLen {msg_len} runs {end - length} bytes past the end of the file", header)
+        return RecordCheck(
+            position, None, "torn-tail", f"msgLen {msg_len} runs {end - length} bytes past the end of the file", header
+        )
     if msg_len < 0:
         return RecordCheck(position, None, "negative-length", f"msgLen {msg_len} is negative", header)
     computed = crc31(memoryview(buf)[position + M.HEADER_LEN : end])
     if computed != checksum:
-        return RecordCheck(position, None, "checksum-mismatch",
-                           f"checksum {checksum} but CRC32(data) & 0x7FFFFFFF = {computed}", header)
+        return RecordCheck(
+            position,
+            None,
+            "checksum-mismatch",
+            f"checksum {checksum} but CRC32(data) & 0x7FFFFFFF = {computed}",
+            header,
+        )
     return RecordCheck(position, end, None, "", header)
 
 
@@ -156,8 +161,10 @@ def decode_data(msg_len: int, flag: int, data) -> tuple[bytes | None, bytes]:
     """MessageUtils.decodeMessage: (attribute bytes or None, payload). With flag & 1 the data starts with
     attrLen and the attribute; a msgLen above MAX_READ_BUFFER_SIZE is refused."""
     if msg_len > M.MAX_READ_BUFFER_SIZE:
-        raise DecodeError(f"msgLen {msg_len} is above MAX_READ_BUFFER_SIZE {M.MAX_READ_BUFFER_SIZE}: "
-                          "decodeMessage refuses it (InvalidMessageException)")
+        raise DecodeError(
+            f"msgLen {msg_len} is above MAX_READ_BUFFER_SIZE {M.MAX_READ_BUFFER_SIZE}: "
+            "decodeMessage refuses it (InvalidMessageException)"
+        )
     if not flag & M.ATTRIBUTE_FLAG:
         return None, bytes(data)
     if msg_len < 4:
@@ -223,10 +230,12 @@ def check_data_path(root: Path):
         raise StoreError(f"a RocketMQ store root, not a MetaQ data path: rmqctl info --store {root} reads it", root)
     for entry in root.iterdir():
         dash = entry.name.rfind("-")
-        if entry.is_dir() and dash > 0 and parse_int(entry.name[dash + 1:]) is not None:
+        if entry.is_dir() and dash > 0 and parse_int(entry.name[dash + 1 :]) is not None:
             return
-    raise StoreError("not a MetaQ data path: no {topic}-{partition}/ directory (the broker makes one for each "
-                     "partition it serves)", root)
+    raise StoreError(
+        "not a MetaQ data path: no {topic}-{partition}/ directory (the broker makes one for each partition it serves)",
+        root,
+    )
 
 
 class MetaqStore:
@@ -259,8 +268,14 @@ class MetaqStore:
                 continue  # loadDataDir: "Ignore invalid directory"
             number = parse_int(entry.name[dash + 1 :])
             if number is None:
-                self.oddities.append(Oddity("bad-partition-dir", entry, f"{entry.name[dash + 1:]!r} after the last '-' "
-                                            "is not an int: the broker fails to start (NumberFormatException)"))
+                self.oddities.append(
+                    Oddity(
+                        "bad-partition-dir",
+                        entry,
+                        f"{entry.name[dash + 1 :]!r} after the last '-' "
+                        "is not an int: the broker fails to start (NumberFormatException)",
+                    )
+                )
                 continue
             out.append(self._load_partition(entry.name[:dash], number, entry))
         out.sort(key=lambda p: (p.topic, p.partition))
@@ -273,12 +288,23 @@ class MetaqStore:
                 continue
             start = parse_long(f.name[: -len(M.SEGMENT_SUFFIX)])
             if start is None:
-                odd.append(Oddity("bad-segment-name", f, "the name is not a long offset: loadSegments fails "
-                                  "(NumberFormatException) and the broker does not start"))
+                odd.append(
+                    Oddity(
+                        "bad-segment-name",
+                        f,
+                        "the name is not a long offset: loadSegments fails "
+                        "(NumberFormatException) and the broker does not start",
+                    )
+                )
                 continue
             if f.name != segment_name(start):
-                odd.append(Oddity("segment-name", f, f"not the broker's 20-digit name {segment_name(start)} "
-                                  "(the loader still takes it)"))
+                odd.append(
+                    Oddity(
+                        "segment-name",
+                        f,
+                        f"not the broker's 20-digit name {segment_name(start)} (the loader still takes it)",
+                    )
+                )
             segments.append(Segment(f, start, f.stat().st_size))
         segments.sort(key=lambda s: s.start)
         return Partition(topic, number, path, segments, odd)
@@ -290,5 +316,8 @@ class MetaqStore:
             return str(path)
 
     def select(self, topic: str | None = None, partition: int | None = None) -> list[Partition]:
-        return [p for p in self.partitions()
-                if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)]
+        return [
+            p
+            for p in self.partitions()
+            if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
+        ]

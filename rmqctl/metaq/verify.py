@@ -2,6 +2,7 @@
 length and checksum, what its last-segment recovery will truncate, and the damage in earlier segments that
 it never checks. Findings have the RocketMQ verify shape; `commitLogOffset` carries the MetaQ message offset
 (the byte offset in the partition), `file` the segment relative to the data path."""
+
 from __future__ import annotations
 
 import time
@@ -41,17 +42,35 @@ def _partition_findings(store: MetaqStore, part: Partition, out: _Findings):
         out.add(o.kind, ODDITY_SEVERITY[o.kind], store.relative(o.path), None, None, o.detail)
     state = pending(part.path / RMQCTL_DIR) if (part.path / RMQCTL_DIR).is_dir() else None
     if state:
-        out.add("pending-intent", "warning", f"{part.name}/{RMQCTL_DIR}", None, None,
-                f"an interrupted rmqctl run ({state['state']}): {state['action']}; do not start the broker before")
+        out.add(
+            "pending-intent",
+            "warning",
+            f"{part.name}/{RMQCTL_DIR}",
+            None,
+            None,
+            f"an interrupted rmqctl run ({state['state']}): {state['action']}; do not start the broker before",
+        )
     if not part.segments:
-        out.add("empty-partition", "info", part.name, None, None,
-                "no segment files: the broker creates 00000000000000000000.meta when the partition is first used")
+        out.add(
+            "empty-partition",
+            "info",
+            part.name,
+            None,
+            None,
+            "no segment files: the broker creates 00000000000000000000.meta when the partition is first used",
+        )
     for a, b in part.contiguity():
         kind = "gap" if b.start > a.end else "overlap"
-        out.add(kind, "error", store.relative(b.path), 0, b.start,
-                f"starts at {b.start} but {store.relative(a.path)} ends at {a.end} ({abs(b.start - a.end)} bytes "
-                f"{'missing' if kind == 'gap' else 'claimed twice'}): validateSegments throws and the broker does "
-                f"not load {part.name}")
+        out.add(
+            kind,
+            "error",
+            store.relative(b.path),
+            0,
+            b.start,
+            f"starts at {b.start} but {store.relative(a.path)} ends at {a.end} ({abs(b.start - a.end)} bytes "
+            f"{'missing' if kind == 'gap' else 'claimed twice'}): validateSegments throws and the broker does "
+            f"not load {part.name}",
+        )
 
 
 def _check_segment(store: MetaqStore, seg, last: bool, out: _Findings, stats: dict):
@@ -82,15 +101,27 @@ def _check_segment(store: MetaqStore, seg, last: bool, out: _Findings, stats: di
         try:
             decode_data(msg_len, flag, memoryview(buf)[pos + M.HEADER_LEN : chk.next])
         except DecodeError as e:
-            out.add("undecodable", "error", rel, pos, seg.start + pos,
-                    f"{e}; the checksum is right, so the broker serves it and every consumer fails on it")
+            out.add(
+                "undecodable",
+                "error",
+                rel,
+                pos,
+                seg.start + pos,
+                f"{e}; the checksum is right, so the broker serves it and every consumer fails on it",
+            )
         pos = chk.next
     stats["bytes"] += seg.size
     if zeros:
-        out.add("zero-records", "warning", rel, zeros[0], seg.start + zeros[0],
-                f"{len(zeros)} all-zero 20-byte record(s) from offset {seg.start + zeros[0]}: msgLen 0 and checksum "
-                "0 pass the broker's check, so it keeps and serves them as empty messages with id 0 (a zero-filled "
-                "tail reads this way)")
+        out.add(
+            "zero-records",
+            "warning",
+            rel,
+            zeros[0],
+            seg.start + zeros[0],
+            f"{len(zeros)} all-zero 20-byte record(s) from offset {seg.start + zeros[0]}: msgLen 0 and checksum "
+            "0 pass the broker's check, so it keeps and serves them as empty messages with id 0 (a zero-filled "
+            "tail reads this way)",
+        )
     if cut is not None:
         _damage(out, seg, rel, cut, last, later=False, intact_after=intact_after)
     for chk in later:
@@ -100,23 +131,28 @@ def _check_segment(store: MetaqStore, seg, last: bool, out: _Findings, stats: di
 def _damage(out: _Findings, seg, rel: str, chk, last: bool, later: bool, intact_after: int = 0):
     offset = seg.start + chk.position
     if later:
-        what = (f"{chk.detail}; after the first bad record of this segment, "
-                + ("which the broker's recovery cuts at, so the broker never reads it" if last
-                   else "so no reader gets here"))
+        what = f"{chk.detail}; after the first bad record of this segment, " + (
+            "which the broker's recovery cuts at, so the broker never reads it" if last else "so no reader gets here"
+        )
     elif last:
-        what = (f"{chk.detail}. The broker's recovery of the last segment stops here and truncates {rel} to "
-                f"{chk.position} bytes, dropping {seg.size - chk.position} bytes")
+        what = (
+            f"{chk.detail}. The broker's recovery of the last segment stops here and truncates {rel} to "
+            f"{chk.position} bytes, dropping {seg.size - chk.position} bytes"
+        )
         what += f", {intact_after} intact record(s) after it among them" if intact_after else ""
         what += " (rmqctl metaq repair does the same cut now)"
     else:
-        what = (f"{chk.detail}. The broker recovers only the last segment, so it loads this one as is and serves "
-                f"it: consumers reading offset {offset} fail on it (decodeMessage checks the checksum) and cannot get "
-                f"past it; {seg.size - chk.position} bytes to the end of the segment are unreachable")
+        what = (
+            f"{chk.detail}. The broker recovers only the last segment, so it loads this one as is and serves "
+            f"it: consumers reading offset {offset} fail on it (decodeMessage checks the checksum) and cannot get "
+            f"past it; {seg.size - chk.position} bytes to the end of the segment are unreachable"
+        )
     out.add(chk.problem, "error", rel, chk.position, offset, what)
 
 
-def verify(store: MetaqStore, topic: str | None = None, partition: int | None = None,
-           max_findings: int | None = None) -> VerifyResult:
+def verify(
+    store: MetaqStore, topic: str | None = None, partition: int | None = None, max_findings: int | None = None
+) -> VerifyResult:
     t0 = time.monotonic()
     out = _Findings(max_findings)
     stats = {"partitions": 0, "records": 0, "bytes": 0}
@@ -124,9 +160,16 @@ def verify(store: MetaqStore, topic: str | None = None, partition: int | None = 
     for o in store.oddities:
         out.add(o.kind, ODDITY_SEVERITY[o.kind], store.relative(o.path), None, None, o.detail)
     if not parts:
-        out.add("no-partitions", "warning", None, None, None,
-                "no {topic}-{partition} directories" + (" match the selection" if topic or partition is not None else
-                "") + ": an empty data path, or not a MetaQ data path (a RocketMQ store root holds commitlog/)")
+        out.add(
+            "no-partitions",
+            "warning",
+            None,
+            None,
+            None,
+            "no {topic}-{partition} directories"
+            + (" match the selection" if topic or partition is not None else "")
+            + ": an empty data path, or not a MetaQ data path (a RocketMQ store root holds commitlog/)",
+        )
     holder = None
     for part in parts:
         stats["partitions"] += 1
@@ -135,4 +178,3 @@ def verify(store: MetaqStore, topic: str | None = None, partition: int | None = 
         holder = holder or next(iter(holders), None)
     stats["seconds"] = time.monotonic() - t0
     return VerifyResult(list(out), out.truncated, stats, holder)
-

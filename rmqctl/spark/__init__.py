@@ -7,6 +7,7 @@
 Importing this package does not import pyspark; `session()` and `register()` do, and say how to install it
 when it is missing.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,7 +18,9 @@ from ..errors import UsageError
 
 INSTALL_HINT = "pip install 'rmqctl[spark]'"
 MASTER_ENV = "RMQCTL_SPARK_MASTER"
-DAEMON_MODULE = "spark.python.daemon.module"  # a local master's: rmqctl.spark.daemon (a Ctrl-C reaches the driver alone)
+DAEMON_MODULE = (
+    "spark.python.daemon.module"  # a local master's: rmqctl.spark.daemon (a Ctrl-C reaches the driver alone)
+)
 LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
@@ -25,9 +28,11 @@ def console_conf(log_level: str) -> dict[str, str]:
     """Settings for a driver started from a command line: Spark's log at `log_level` from the first line on
     (this package's log4j2 config instead of Spark's default WARN profile and its start-up banner), and stage
     bars only when stderr is a terminal."""
-    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG} "
-                                             f"-Drmqctl.spark.logLevel={log_level.lower()}",
-            "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false"}
+    return {
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG} "
+        f"-Drmqctl.spark.logLevel={log_level.lower()}",
+        "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
+    }
 
 
 def require():
@@ -56,8 +61,13 @@ def register(spark):
     return spark
 
 
-def session(master: str | None = None, app_name: str = "rmqctl", conf: dict[str, str] | None = None,
-            remote: str | None = None, log_level: str = "error"):
+def session(
+    master: str | None = None,
+    app_name: str = "rmqctl",
+    conf: dict[str, str] | None = None,
+    remote: str | None = None,
+    log_level: str = "error",
+):
     """The active SparkSession (or a new one) with the data sources registered.
 
     Master: the one given, else $RMQCTL_SPARK_MASTER, else the one spark-submit configured, else local[*].

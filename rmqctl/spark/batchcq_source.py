@@ -5,6 +5,7 @@ msgBaseOffset + batchSize - 1; join on `commitLogOffset` with the `rocketmq` sou
 
 Options: `path` or several paths (store roots), `brokerConfig` (mapperFileSizeBatchConsumeQueue).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,9 +28,18 @@ BATCHCQ_COLUMNS = [
 
 def plan(reader: FileReader) -> list[FilePart]:
     """One partition per BatchCQ queue of every store."""
-    return [FilePart((inp.root, q.topic, q.queue_id), root=inp.root, topic=q.topic, queue_id=q.queue_id,
-                     directory=str(q.directory), file_size=q.files.file_size)
-            for inp in inputs_from_options(reader.options) for q in batch_consume_queues(inp.store())]
+    return [
+        FilePart(
+            (inp.root, q.topic, q.queue_id),
+            root=inp.root,
+            topic=q.topic,
+            queue_id=q.queue_id,
+            directory=str(q.directory),
+            file_size=q.files.file_size,
+        )
+        for inp in inputs_from_options(reader.options)
+        for q in batch_consume_queues(inp.store())
+    ]
 
 
 def read(reader: FileReader, part: FilePart):
@@ -54,6 +64,10 @@ def read(reader: FileReader, part: FilePart):
         f.release()
 
 
-BATCHCQ = FileSource("rocketmq-batchconsumequeue",
-                     'spark.read.format("rocketmq-batchconsumequeue").load(store_root): every BatchConsumeQueue unit.',
-                     BATCHCQ_COLUMNS, plan, read)
+BATCHCQ = FileSource(
+    "rocketmq-batchconsumequeue",
+    'spark.read.format("rocketmq-batchconsumequeue").load(store_root): every BatchConsumeQueue unit.',
+    BATCHCQ_COLUMNS,
+    plan,
+    read,
+)

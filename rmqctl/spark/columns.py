@@ -3,6 +3,7 @@ the `dump commitlog` fields), consumequeue units and index entries through the s
 names and Spark types are declared once here (the commitlog's from the engine's batch); the Arrow schema is
 derived from them by Spark's own conversion, so a batch always matches what the JVM expects.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,15 +50,26 @@ TRANSACTION_TYPES = {bits: name for name, bits in TRANSACTION_STATES.items()}
 COMPRESSION_TYPES = {0: "ZLIB", **COMPRESSION_NAMES}
 # What each dump field holds (the `rocketmq` source's columns keep the dump contract's names and order).
 ABOUT_DUMP = {
-    "file": "commitlog file name (its start offset, 20 digits)", "position": "record's position in its file",
-    "commitLogOffset": "record's offset in the commitlog", "storeSize": "record length in bytes",
-    "magicCode": "record magic (V1 or V2)", "bodyCRC": "stored CRC32 of the body", "queueId": "queue id",
-    "flag": "message flag", "queueOffset": "offset in its consumequeue", "physicalOffset": "stored physical offset",
-    "sysFlag": "raw sysFlag (decoded in the columns after keys)", "bornTimestamp": "producer's send time (UTC)",
-    "bornHost": "producer address, host:port (IPv4 or IPv6)", "storeTimestamp": "broker's store time (UTC)",
-    "storeHost": "broker address, host:port", "reconsumeTimes": "redelivery count",
-    "preparedTransactionOffset": "offset of the prepared half message", "bodyLength": "stored body length",
-    "topic": "topic", "msgId": "offset msgId (store host and commitLogOffset, hex)",
+    "file": "commitlog file name (its start offset, 20 digits)",
+    "position": "record's position in its file",
+    "commitLogOffset": "record's offset in the commitlog",
+    "storeSize": "record length in bytes",
+    "magicCode": "record magic (V1 or V2)",
+    "bodyCRC": "stored CRC32 of the body",
+    "queueId": "queue id",
+    "flag": "message flag",
+    "queueOffset": "offset in its consumequeue",
+    "physicalOffset": "stored physical offset",
+    "sysFlag": "raw sysFlag (decoded in the columns after keys)",
+    "bornTimestamp": "producer's send time (UTC)",
+    "bornHost": "producer address, host:port (IPv4 or IPv6)",
+    "storeTimestamp": "broker's store time (UTC)",
+    "storeHost": "broker address, host:port",
+    "reconsumeTimes": "redelivery count",
+    "preparedTransactionOffset": "offset of the prepared half message",
+    "bodyLength": "stored body length",
+    "topic": "topic",
+    "msgId": "offset msgId (store host and commitLogOffset, hex)",
     "uniqKey": "UNIQ_KEY property: the client's message id",
 }
 
@@ -81,8 +93,9 @@ def message_columns() -> list[tuple[str, DataType, str]]:
         ("transactionType", STRING, f"sysFlag's transaction bits: {', '.join(TRANSACTION_STATES)}"),
     ]
     out += [(name, BOOL, f"sysFlag 0x{bit:x}: {about}") for name, (bit, about) in SYSFLAG_COLUMNS.items()]
-    out.append(("compressionType", STRING, f"{'/'.join(sorted(set(COMPRESSION_TYPES.values())))} when "
-                "compressed, else null"))
+    out.append(
+        ("compressionType", STRING, f"{'/'.join(sorted(set(COMPRESSION_TYPES.values())))} when compressed, else null")
+    )
     return out
 
 
@@ -97,6 +110,7 @@ def commitlog_columns(stores) -> list[tuple[str, DataType]]:
     """The `rocketmq` source's columns for these stores: COMMITLOG_COLUMNS, and `dledger` when one is in
     DLedger mode."""
     return COMMITLOG_COLUMNS + ([DLEDGER_COLUMN] if any(s.dledger is not None for s in stores) else [])
+
 
 CONSUMEQUEUE_COLUMNS = [
     ("store", STRING), ("topic", STRING), ("queueId", INT), ("queueOffset", LONG), ("file", STRING),
@@ -155,10 +169,18 @@ def typed_columns(batch: pa.RecordBatch, names: list[str]) -> dict[str, pa.Array
     return out
 
 
-def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, schema: pa.Schema, store: str,
-                    verify_crc: bool, topics: frozenset[str] | None, since: int | None = None,
-                    until: int | None = None, group_by: Callable[[Chunk], np.ndarray] | None = None
-                    ) -> Iterator[pa.RecordBatch]:
+def message_batches(
+    scan: CommitLogScan | DLedgerScan,
+    start: int,
+    end: int,
+    schema: pa.Schema,
+    store: str,
+    verify_crc: bool,
+    topics: frozenset[str] | None,
+    since: int | None = None,
+    until: int | None = None,
+    group_by: Callable[[Chunk], np.ndarray] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column), with the typed columns of MESSAGE_COLUMNS; only
     `topics`, and only those stored in [since, until] (epoch ms, inclusive) when given. Damage ends the
@@ -180,17 +202,23 @@ def message_batches(scan: CommitLogScan | DLedgerScan, start: int, end: int, sch
         if keep:
             batch = batch.filter(functools.reduce(pc.and_, keep))
         typed = typed_columns(batch, schema.names)
-        columns = [pa.repeat(store, len(batch)) if field.name == "store"
-                   else typed[field.name] if field.name in typed else batch.column(field.name)
-                   if field.name in batch.schema.names
-                   else pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
-                   for field in schema]
+        columns = [
+            pa.repeat(store, len(batch))
+            if field.name == "store"
+            else typed[field.name]
+            if field.name in typed
+            else batch.column(field.name)
+            if field.name in batch.schema.names
+            else pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
+            for field in schema
+        ]
         columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, schema)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def rocks_consumequeue_batches(rocks: RocksConsumeQueues, topic: str, queue_id: int, schema: pa.Schema,
-                               store: str) -> Iterator[pa.RecordBatch]:
+def rocks_consumequeue_batches(
+    rocks: RocksConsumeQueues, topic: str, queue_id: int, schema: pa.Schema, store: str
+) -> Iterator[pa.RecordBatch]:
     """Every unit of one queue of a RocksDB consume queue, a bounded batch at a time (no file, no position)."""
     for qoffs, units in rocks.units(topic, queue_id):
         n = len(qoffs)

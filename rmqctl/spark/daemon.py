@@ -4,6 +4,7 @@ handler, and a local master's daemon is in the terminal's foreground process gro
 every worker, and each printed a KeyboardInterrupt traceback. Now only the driver sees it, cancels the job
 and says so in one line (the JVM ignores SIGINT already: PySpark starts it so).
 """
+
 import os
 import runpy
 

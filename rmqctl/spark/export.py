@@ -20,6 +20,7 @@ export's _SUCCESS, then the rest of it (--overwrite), moves every file into its 
 last: a directory without _SUCCESS is not a complete export, and a run that fails leaves the previous export
 as it was. A retried task rewrites the same names.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,19 @@ TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself
 TASK_BYTES = 1 << 30
 NAME_MAX = 255  # bytes in one directory name (Linux, and the usual cluster filesystems)
 # columns with few distinct values; dictionary-encoding the others (bodies, ids, offsets) only costs time
-DICTIONARY_COLUMNS = ["store", "file", "magicCode", "queueId", "flag", "sysFlag", "storeHost", "reconsumeTimes",
-                      "preparedTransactionOffset", "tags", "properties.key_value.key"]
+DICTIONARY_COLUMNS = [
+    "store",
+    "file",
+    "magicCode",
+    "queueId",
+    "flag",
+    "sysFlag",
+    "storeHost",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "tags",
+    "properties.key_value.key",
+]
 
 
 @dataclasses.dataclass
@@ -76,8 +88,13 @@ def statistics_columns(schema: pa.Schema) -> list[str]:
 
 
 def _parquet(path: Path, schema: pa.Schema):
-    writer = pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=DICTIONARY_COLUMNS,
-                              write_statistics=statistics_columns(schema))
+    writer = pq.ParquetWriter(
+        path,
+        schema,
+        compression="snappy",
+        use_dictionary=DICTIONARY_COLUMNS,
+        write_statistics=statistics_columns(schema),
+    )
     return writer.write_table, writer.close
 
 
@@ -137,8 +154,15 @@ class PartitionFiles:
     """One file per partition value (topic or date) for one task, written in row groups (stripes) of about
     ROW_GROUP_BYTES; with `max_records`, a value's file is closed at that many rows and the next one opened."""
 
-    def __init__(self, directory: Path, prefix: str, schema: pa.Schema, file_format: str = "parquet",
-                 partition_by: str = "topic", max_records: int | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        prefix: str,
+        schema: pa.Schema,
+        file_format: str = "parquet",
+        partition_by: str = "topic",
+        max_records: int | None = None,
+    ):
         self.suffix, self.open = FORMATS[file_format]
         self.directory = directory
         self.prefix = prefix
@@ -200,9 +224,15 @@ class PartitionFiles:
         return self.written
 
 
-def export_files(numbered: tuple[int, list[FilePart]], staging: str, file_format: str = "parquet",
-                 partition_by: str = "topic", since: int | None = None, until: int | None = None,
-                 max_records: int | None = None) -> dict:
+def export_files(
+    numbered: tuple[int, list[FilePart]],
+    staging: str,
+    file_format: str = "parquet",
+    partition_by: str = "topic",
+    since: int | None = None,
+    until: int | None = None,
+    max_records: int | None = None,
+) -> dict:
     """Executor side: the messages of a run of one store's commitlog files stored in [since, until] to
     per-partition files under `staging`."""
     index, parts = numbered
@@ -212,11 +242,11 @@ def export_files(numbered: tuple[int, list[FilePart]], staging: str, file_format
     scan = store.scan()
     files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by, max_records)
     for part in parts:
-        for batch in message_batches(scan, part.start, part.end, schema, source.root, False, None, since, until,
-                                     partition_key(partition_by)):
+        for batch in message_batches(
+            scan, part.start, part.end, schema, source.root, False, None, since, until, partition_key(partition_by)
+        ):
             files.add(batch)
-    damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported"
-              for f, pos, e in scan.errors]
+    damage = [f"{where(f.path, f.start + pos)}: {e.detail}; rest of the file not exported" for f, pos, e in scan.errors]
     return {"store": source.root, "files": files.close(), "damage": damage}
 
 
@@ -234,9 +264,17 @@ def task_runs(parts: list[FilePart], task_bytes: int = TASK_BYTES) -> list[list[
     return tasks
 
 
-def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, file_format: str = "parquet",
-           partition_by: str = "topic", since: int | None = None, until: int | None = None,
-           max_records: int | None = None) -> ExportResult:
+def export(
+    spark,
+    selection: StoreSelection,
+    out: str,
+    overwrite: bool = False,
+    file_format: str = "parquet",
+    partition_by: str = "topic",
+    since: int | None = None,
+    until: int | None = None,
+    max_records: int | None = None,
+) -> ExportResult:
     """Export the messages of the selected stores stored in [since, until] (epoch ms, inclusive; None: open)
     under `out` (a directory every executor can write to), as `file_format` (a key of FORMATS), laid out by
     `partition_by` (PARTITION_BY), at most `max_records` rows per file (None: no limit). The commitlog files
@@ -256,13 +294,21 @@ def export(spark, selection: StoreSelection, out: str, overwrite: bool = False, 
     staging = target / f"_temporary-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
     sc = spark.sparkContext
-    sc.setJobDescription(f"rmqctl spark export: {sum(map(len, parts))} commitlog file(s) in {len(parts)} task(s) "
-                         f"to {target}")
+    sc.setJobDescription(
+        f"rmqctl spark export: {sum(map(len, parts))} commitlog file(s) in {len(parts)} task(s) to {target}"
+    )
     results = []
     try:
         if parts:
-            task = functools.partial(export_files, staging=str(staging), file_format=file_format,
-                                     partition_by=partition_by, since=since, until=until, max_records=max_records)
+            task = functools.partial(
+                export_files,
+                staging=str(staging),
+                file_format=file_format,
+                partition_by=partition_by,
+                since=since,
+                until=until,
+                max_records=max_records,
+            )
             results = sc.parallelize(list(enumerate(parts)), len(parts)).map(task).collect()
         replace_previous(target, previous)
         rows = commit(spark, target, staging, results, partition_by)
@@ -324,5 +370,7 @@ def commit(spark, target: Path, staging: Path, results: list[dict], partition_by
     shutil.rmtree(staging)
     (target / "_SUCCESS").touch()
     named = (lambda value: {}) if partition_by == "none" else (lambda value: {partition_by: value})
-    return [{"store": store, **named(value), "messages": n, "files": files}
-            for (store, value), (n, files) in sorted(totals.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]
+    return [
+        {"store": store, **named(value), "messages": n, "files": files}
+        for (store, value), (n, files) in sorted(totals.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))
+    ]

@@ -2,6 +2,7 @@
 how the driver lists its partitions and how an executor reads one. `data_source` makes the DataSource class Spark
 registers; every source shares the reader, so planning, the empty plan and pushed filters work one way for all.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

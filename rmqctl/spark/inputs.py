@@ -2,6 +2,7 @@
 directory) becomes a root plus the BrokerConfig its executors use, with the geometry already settled so every
 executor reads the files the same way the CLI does. Needs neither pyspark nor pyarrow, so the CLI can
 check its input before it starts a JVM."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,8 +48,9 @@ class StoreSelection:
         return opts
 
 
-def resolve_inputs(paths: list[str], broker_configs: list[str] | None = None,
-                   overrides: dict[str, int | None] | None = None) -> list[StoreInput]:
+def resolve_inputs(
+    paths: list[str], broker_configs: list[str] | None = None, overrides: dict[str, int | None] | None = None
+) -> list[StoreInput]:
     """One StoreInput per path. `broker_configs` holds one file for every store, or one per path (paired in
     order). A commitlog directory is read as the commitlog of its parent (storePathCommitLog)."""
     if not paths:

@@ -1,6 +1,7 @@
 """The Spark jobs behind `rmqctl spark ...`, usable from a notebook: stats and key query over the `rocketmq`
 data source (export and verify have their own modules). Each takes a SparkSession with the data sources registered (rmqctl.spark.session()) and a
 StoreSelection, and returns plain dicts (the shapes the CLI prints)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -26,11 +27,22 @@ from .inputs import StoreSelection
 HOUR_MS = 3_600_000
 # the `dump commitlog` object, key for key, in its order (message_dict), with `store` first
 DUMP_ORDER = [name for name, _ in SCALARS if name not in ("topic", "msgId", "uniqKey")] + [
-    "body", "bodyEncoding", "topic", "properties", "msgId", "uniqKey"]
+    "body",
+    "bodyEncoding",
+    "topic",
+    "properties",
+    "msgId",
+    "uniqKey",
+]
 
 
-def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = False, since: int | None = None,
-             until: int | None = None) -> DataFrame:
+def messages(
+    spark: SparkSession,
+    selection: StoreSelection,
+    verify_crc: bool = False,
+    since: int | None = None,
+    until: int | None = None,
+) -> DataFrame:
     """The messages of every store; with `since`/`until` (epoch ms, inclusive) only those stored in that range,
     kept by a filter on storeTimestampMs that the `rocketmq` source takes: it skips the commitlog files stored
     wholly outside the range and checks every record of the others."""
@@ -45,8 +57,13 @@ def messages(spark: SparkSession, selection: StoreSelection, verify_crc: bool = 
     return df
 
 
-def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False, since: int | None = None,
-          until: int | None = None) -> list[dict]:
+def stats(
+    spark: SparkSession,
+    selection: StoreSelection,
+    by_hour: bool = False,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[dict]:
     """Per store, topic and queue (and hour of storeTimestamp, UTC, with by_hour): messages, bytes (storeSize),
     body bytes, first and last storeTimestamp, distinct KEYS words. One pass: keys are exploded and only the
     first row of each message counts towards messages and bytes."""
@@ -55,7 +72,9 @@ def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False,
     if by_hour:
         df = df.withColumn("hour", F.col("storeTimestampMs") - F.pmod("storeTimestampMs", F.lit(HOUR_MS)))
         group.append("hour")
-    rows = df.select(*group, "storeSize", "bodyLength", "storeTimestampMs", F.posexplode_outer("keys").alias("pos", "key"))
+    rows = df.select(
+        *group, "storeSize", "bodyLength", "storeTimestampMs", F.posexplode_outer("keys").alias("pos", "key")
+    )
     first = F.col("pos").isNull() | (F.col("pos") == 0)
     agg = rows.groupBy(*group).agg(
         F.count(F.when(first, 1)).alias("messages"),
@@ -72,8 +91,15 @@ def stats(spark: SparkSession, selection: StoreSelection, by_hour: bool = False,
     return out
 
 
-def query_key(spark: SparkSession, selection: StoreSelection, key: str, topic: str | None = None,
-              body: str = "utf8", since: int | None = None, until: int | None = None) -> list[dict]:
+def query_key(
+    spark: SparkSession,
+    selection: StoreSelection,
+    key: str,
+    topic: str | None = None,
+    body: str = "utf8",
+    since: int | None = None,
+    until: int | None = None,
+) -> list[dict]:
     """Messages carrying `key` as a KEYS word or as UNIQ_KEY, in every store, found by scanning the commitlog
     (no index files needed); the topic filter is pushed down to the reader. Rows in the `dump commitlog`
     shape with `store` first, ordered by store and offset."""
@@ -89,8 +115,13 @@ def dump_row(row: dict, body: str = "utf8") -> dict:
     """A DataFrame row as `dump commitlog` prints the message, with `store` first."""
     out = {"store": row["store"]}
     text, encoding = encode_body(bytes(row["body"]), body)
-    values = {**row, "body": text, "bodyEncoding": encoding, "properties": dict(row["properties"] or {}),
-              **{name: row[f"{name}Ms"] for name in TIME_COLUMNS}}
+    values = {
+        **row,
+        "body": text,
+        "bodyEncoding": encoding,
+        "properties": dict(row["properties"] or {}),
+        **{name: row[f"{name}Ms"] for name in TIME_COLUMNS},
+    }
     out.update((name, values[name]) for name in DUMP_ORDER)
     return out
 

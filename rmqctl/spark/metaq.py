@@ -8,6 +8,7 @@ MessageUtils.decodeMessage decodes it.
 Options: `path` or several paths (data paths), `failOnDamage` (a record the broker's check refuses, or data
 that does not decode, fails the task instead of ending that segment with a warning, as `metaq dump` does).
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,18 @@ def plan(reader: FileReader) -> list[FilePart]:
         store = MetaqStore(root)
         resolved = str(store.root.resolve())
         for p in store.partitions():
-            parts += [FilePart((resolved, str(s.path)), root=resolved, topic=p.topic, number=p.partition,
-                               path=str(s.path), start=s.start, size=s.size) for s in p.segments]
+            parts += [
+                FilePart(
+                    (resolved, str(s.path)),
+                    root=resolved,
+                    topic=p.topic,
+                    number=p.partition,
+                    path=str(s.path),
+                    start=s.start,
+                    size=s.size,
+                )
+                for s in p.segments
+            ]
     return parts
 
 
@@ -65,10 +76,20 @@ def read(reader: FileReader, part: FilePart):
         except DecodeError as e:
             damage(seg.start + rec.position, str(e))
             continue
-        for name, value in (("store", part.root), ("topic", part.topic), ("partition", part.number),
-                            ("offset", seg.start + rec.position), ("segment", rel), ("segmentPosition", rec.position),
-                            ("msgLen", rec.msgLen), ("checksum", rec.checksum), ("id", rec.id), ("flag", rec.flag),
-                            ("attribute", None if attr is None else attribute_text(attr)), ("payload", payload)):
+        for name, value in (
+            ("store", part.root),
+            ("topic", part.topic),
+            ("partition", part.number),
+            ("offset", seg.start + rec.position),
+            ("segment", rel),
+            ("segmentPosition", rec.position),
+            ("msgLen", rec.msgLen),
+            ("checksum", rec.checksum),
+            ("id", rec.id),
+            ("flag", rec.flag),
+            ("attribute", None if attr is None else attribute_text(attr)),
+            ("payload", payload),
+        ):
             columns[name].append(value)
         if len(columns["offset"]) >= BATCH_ROWS:
             yield _batch(columns, schema)
@@ -85,5 +106,10 @@ def _batch(columns: dict[str, list], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-METAQ = FileSource("metaq", 'spark.read.format("metaq").load(data_path | [data paths...]): every record of every segment.',
-                   METAQ_COLUMNS, plan, read)
+METAQ = FileSource(
+    "metaq",
+    'spark.read.format("metaq").load(data_path | [data paths...]): every record of every segment.',
+    METAQ_COLUMNS,
+    plan,
+    read,
+)

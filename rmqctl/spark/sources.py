@@ -14,6 +14,7 @@ whose store times lie wholly outside the range are not read at all, see rmqctl.v
 `pruneByStoreTime=false` reads them all, for a store whose broker clock stepped back).
 On a DLedger-mode store its partitions are the data files and its rows carry their entry (`dledger`).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -51,8 +52,13 @@ log = logging.getLogger("rmqctl.spark")
 CQ_PARTITION_BYTES = 64 << 20  # whole queues are grouped until their files reach this size
 
 
-def plan_commitlog(inputs: list[StoreInput], start: int | None = None, end: int | None = None,
-                   since: int | None = None, until: int | None = None) -> list[FilePart]:
+def plan_commitlog(
+    inputs: list[StoreInput],
+    start: int | None = None,
+    end: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[FilePart]:
     """One partition per commitlog file (of every store) that overlaps [start, end) and, with a store time
     range [since, until] (epoch ms), may hold messages stored in it: files whose span of store times
     (time_range.file_spans: one record read per file) lies outside are not planned. A part's `source` is its
@@ -81,8 +87,12 @@ def closed_range(f, value: int, scale: int = 1) -> tuple[int | None, int | None]
     floor, ceil = value // scale, -(-value // scale)
     if isinstance(f, EqualTo):
         return (value // scale, value // scale) if value % scale == 0 else (1, 0)
-    return {GreaterThan: (floor + 1, None), GreaterThanOrEqual: (ceil, None), LessThan: (None, ceil - 1),
-            LessThanOrEqual: (None, floor)}.get(type(f))
+    return {
+        GreaterThan: (floor + 1, None),
+        GreaterThanOrEqual: (ceil, None),
+        LessThan: (None, ceil - 1),
+        LessThanOrEqual: (None, floor),
+    }.get(type(f))
 
 
 def micros(value) -> int | None:
@@ -116,8 +126,10 @@ class PushedFilters:
             bounds = closed_range(f, micros(value), 1000)  # the column holds whole milliseconds
             if bounds is not None:  # and is null (never in range) for a time Spark cannot hold
                 lo, hi = bounds
-                bounds = (max(SPARK_TIME_MS[0], lo if lo is not None else SPARK_TIME_MS[0]),
-                          min(SPARK_TIME_MS[1], hi if hi is not None else SPARK_TIME_MS[1]))
+                bounds = (
+                    max(SPARK_TIME_MS[0], lo if lo is not None else SPARK_TIME_MS[0]),
+                    min(SPARK_TIME_MS[1], hi if hi is not None else SPARK_TIME_MS[1]),
+                )
         if bounds is None:
             return False
         narrowed = self.offsets if column == ("commitLogOffset",) else self.times
@@ -150,16 +162,30 @@ def read_messages(reader: FileReader, part: FilePart):
     warning, or with failOnDamage fails the task."""
     source, pushed = part.source, reader.pushed
     scan = source.store().scan()
-    yield from message_batches(scan, part.start, part.end, reader.schema, source.root,
-                               option_bool(reader.options, "verifyCrc"), pushed.topics, *pushed.times)
+    yield from message_batches(
+        scan,
+        part.start,
+        part.end,
+        reader.schema,
+        source.root,
+        option_bool(reader.options, "verifyCrc"),
+        pushed.topics,
+        *pushed.times,
+    )
     for f, pos, e in scan.errors:
         if option_bool(reader.options, "failOnDamage"):
             raise StoreError(e.detail, f.path, f.start + pos)
         log.warning("rmqctl: %s: %s; rest of the file skipped", where(f.path, f.start + pos), e.detail)
 
 
-MESSAGES = FileSource("rocketmq", 'spark.read.format("rocketmq").load(store_root_or_commitlog_dir | [paths...])',
-                      message_source_columns, plan_messages, read_messages, PushedFilters)
+MESSAGES = FileSource(
+    "rocketmq",
+    'spark.read.format("rocketmq").load(store_root_or_commitlog_dir | [paths...])',
+    message_source_columns,
+    plan_messages,
+    read_messages,
+    PushedFilters,
+)
 
 
 def plan_queues(reader: FileReader) -> list[FilePart]:
@@ -170,11 +196,15 @@ def plan_queues(reader: FileReader) -> list[FilePart]:
         store = inp.store()
         if store.rocks_queues is not None:
             directory = str(store.consumequeue_dir)
-            queues = ((q.topic, q.queue_id, directory, q.max_offset * UNIT_VALUE_SIZE) for q in store.rocks_queues.queues())
+            queues = (
+                (q.topic, q.queue_id, directory, q.max_offset * UNIT_VALUE_SIZE) for q in store.rocks_queues.queues()
+            )
             parts += queue_groups(queues, root=inp.root, file_size=0, rocksdb=directory)
         else:
-            queues = ((cq.topic, cq.queue_id, str(cq.directory), sum(f.length for f in cq.files.files))
-                      for cq in store.consume_queues())
+            queues = (
+                (cq.topic, cq.queue_id, str(cq.directory), sum(f.length for f in cq.files.files))
+                for cq in store.consume_queues()
+            )
             parts += queue_groups(queues, root=inp.root, file_size=store.consumequeue_file_size, rocksdb=None)
     return parts
 
@@ -208,9 +238,13 @@ def read_queues(reader: FileReader, part: FilePart):
         yield from consumequeue_batches(cq, reader.schema, part.root)
 
 
-CONSUMEQUEUES = FileSource("rocketmq-consumequeue",
-                           'spark.read.format("rocketmq-consumequeue").load(store_root): every written consumequeue unit.',
-                           CONSUMEQUEUE_COLUMNS, plan_queues, read_queues)
+CONSUMEQUEUES = FileSource(
+    "rocketmq-consumequeue",
+    'spark.read.format("rocketmq-consumequeue").load(store_root): every written consumequeue unit.',
+    CONSUMEQUEUE_COLUMNS,
+    plan_queues,
+    read_queues,
+)
 
 
 def plan_index(reader: FileReader) -> list[FilePart]:
@@ -219,8 +253,10 @@ def plan_index(reader: FileReader) -> list[FilePart]:
     for inp in inputs_from_options(reader.options):
         store = inp.store()
         slots, entries = store.index_geometry
-        parts += [FilePart((inp.root, ix.path.name), root=inp.root, path=str(ix.path), slots=slots, entries=entries)
-                  for ix in store.index_files()]
+        parts += [
+            FilePart((inp.root, ix.path.name), root=inp.root, path=str(ix.path), slots=slots, entries=entries)
+            for ix in store.index_files()
+        ]
     return parts
 
 
@@ -229,8 +265,13 @@ def read_index(reader: FileReader, part: FilePart):
     yield from index_batches(ix, reader.schema, part.root)
 
 
-INDEX = FileSource("rocketmq-index", 'spark.read.format("rocketmq-index").load(store_root): every used index entry.',
-                   INDEX_COLUMNS, plan_index, read_index)
+INDEX = FileSource(
+    "rocketmq-index",
+    'spark.read.format("rocketmq-index").load(store_root): every used index entry.',
+    INDEX_COLUMNS,
+    plan_index,
+    read_index,
+)
 
 SOURCES = tuple(data_source(s) for s in (MESSAGES, CONSUMEQUEUES, BATCHCQ, INDEX, TIMERLOG, METAQ))
 PUSHDOWN = EqualTo is not None

@@ -7,6 +7,7 @@
 A launcher, not a module of the spark package: it starts the package's entry point (`python -m rmqctl`) by
 name, so nothing in rmqctl.spark imports the CLI that sits above it.
 """
+
 import runpy
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ source for their records.
 
 Options: `path` or several paths (store roots), `brokerConfig` (mappedFileSizeTimerLog, timerPrecisionMs).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,9 +33,16 @@ def plan(reader: FileReader) -> list[FilePart]:
     for inp in inputs_from_options(reader.options):
         timer = TimerFiles(inp.store())
         if timer.timerlog is not None:
-            parts += [FilePart((inp.root, f.path.name), root=inp.root, path=str(f.path),
-                               file_size=timer.timerlog.file_size, precision=timer.precision)
-                      for f in timer.timerlog.files]
+            parts += [
+                FilePart(
+                    (inp.root, f.path.name),
+                    root=inp.root,
+                    path=str(f.path),
+                    file_size=timer.timerlog.file_size,
+                    precision=timer.precision,
+                )
+                for f in timer.timerlog.files
+            ]
     return parts
 
 
@@ -57,12 +65,23 @@ def read(reader: FileReader, part: FilePart):
         "delayedTimeMs": pa.array(due),
         "slotIndex": pa.array(slot_index(due, part.precision).astype(np.int32)),
     }
-    for name, kind in (("prevPos", np.int64), ("magic", np.int32), ("currWriteTimeMs", np.int64),
-                       ("delayedTimeOffsetMs", np.int32), ("offsetPy", np.int64), ("sizePy", np.int32),
-                       ("realTopicHash", np.int32)):
+    for name, kind in (
+        ("prevPos", np.int64),
+        ("magic", np.int32),
+        ("currWriteTimeMs", np.int64),
+        ("delayedTimeOffsetMs", np.int32),
+        ("offsetPy", np.int64),
+        ("sizePy", np.int32),
+        ("realTopicHash", np.int32),
+    ):
         columns[name] = pa.array(units[name].astype(kind))
     yield pa.RecordBatch.from_arrays([columns[c.name] for c in reader.schema], schema=reader.schema)
 
 
-TIMERLOG = FileSource("rocketmq-timerlog", 'spark.read.format("rocketmq-timerlog").load(store_root): every timerlog unit.',
-                      TIMERLOG_COLUMNS, plan, read)
+TIMERLOG = FileSource(
+    "rocketmq-timerlog",
+    'spark.read.format("rocketmq-timerlog").load(store_root): every timerlog unit.',
+    TIMERLOG_COLUMNS,
+    plan,
+    read,
+)

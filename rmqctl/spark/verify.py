@@ -7,6 +7,7 @@ objects.
 The run is verify's own (`start_run`, `verify_commitlog.plan`, `complete`), with the scan done by Spark tasks;
 tests hold the two to the same findings on every fixture.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,10 @@ from ..store import Store
 def file_tasks(ctx: Context) -> list[Task | None]:
     """verify's own plan, one task per file: the file's first chunk (a walk forced from the file's start)
     stretched to where its last chunk ends, so no hand-over between chunks is needed."""
-    return [dataclasses.replace(chunks[0], stop=chunks[-1].stop) if chunks else None
-            for chunks in verify_commitlog.plan(ctx)]
+    return [
+        dataclasses.replace(chunks[0], stop=chunks[-1].stop) if chunks else None
+        for chunks in verify_commitlog.plan(ctx)
+    ]
 
 
 def scan_task(item: tuple[int, int, Task, bool]):
@@ -33,16 +36,26 @@ def scan_task(item: tuple[int, int, Task, bool]):
     return run_index, file_index, (scan_file if dledger else scan_chunk)(task)
 
 
-def verify_stores(spark, stores: list[Store], only: str | None = None, deep: bool = False,
-                  max_findings: int | None = None, since: int | None = None,
-                  until: int | None = None) -> list[tuple[Store, V.VerifyResult]]:
+def verify_stores(
+    spark,
+    stores: list[Store],
+    only: str | None = None,
+    deep: bool = False,
+    max_findings: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> list[tuple[Store, V.VerifyResult]]:
     """Verify every store (only the part of its commitlog holding the messages stored in [since, until], epoch
     ms, when given: `verify --since/--until`'s range); all their commitlog files are scanned in one Spark job."""
     began = time.monotonic()
     runs = [V.start_run(store, only, *narrow(store, since, until), deep, 1) for store in stores]
     plans = [file_tasks(ctx) for ctx in runs]
-    items = [(r, f, task, runs[r].store.dledger is not None) for r, plan in enumerate(plans)
-             for f, task in enumerate(plan) if task is not None]
+    items = [
+        (r, f, task, runs[r].store.dledger is not None)
+        for r, plan in enumerate(plans)
+        for f, task in enumerate(plan)
+        if task is not None
+    ]
     sc = spark.sparkContext
     sc.setJobDescription(f"rmqctl spark verify: {len(items)} commitlog file(s) of {len(runs)} store(s)")
     scanned = sc.parallelize(items, len(items)).map(scan_task).collect() if items else []

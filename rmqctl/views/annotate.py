@@ -4,6 +4,7 @@ The offsets come from walking the construct declaration itself (the branch each 
 the length each Bytes field read), so an annotation cannot disagree with the schema. The formats/ pages
 print their hex samples with this; it is also the quickest way to look at a damaged record by eye.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,19 +18,48 @@ from .. import schema as S
 from ..errors import StoreError
 from ..rules import BAD_LENGTH, BLANK, RECORD, record_head
 
-SYSFLAG_BITS = [(S.COMPRESSED_FLAG, "COMPRESSED"), (S.MULTI_TAGS_FLAG, "MULTI_TAGS"),
-                (S.BORNHOST_V6_FLAG, "BORNHOST_V6"), (S.STOREHOSTADDRESS_V6_FLAG, "STOREHOSTADDRESS_V6"),
-                (S.NEED_UNWRAP_FLAG, "NEED_UNWRAP"), (S.INNER_BATCH_FLAG, "INNER_BATCH")]
-TRANSACTION_NAMES = {S.TRANSACTION_NOT_TYPE: None, S.TRANSACTION_PREPARED_TYPE: "PREPARED",
-                     S.TRANSACTION_COMMIT_TYPE: "COMMIT", S.TRANSACTION_ROLLBACK_TYPE: "ROLLBACK"}
+SYSFLAG_BITS = [
+    (S.COMPRESSED_FLAG, "COMPRESSED"),
+    (S.MULTI_TAGS_FLAG, "MULTI_TAGS"),
+    (S.BORNHOST_V6_FLAG, "BORNHOST_V6"),
+    (S.STOREHOSTADDRESS_V6_FLAG, "STOREHOSTADDRESS_V6"),
+    (S.NEED_UNWRAP_FLAG, "NEED_UNWRAP"),
+    (S.INNER_BATCH_FLAG, "INNER_BATCH"),
+]
+TRANSACTION_NAMES = {
+    S.TRANSACTION_NOT_TYPE: None,
+    S.TRANSACTION_PREPARED_TYPE: "PREPARED",
+    S.TRANSACTION_COMMIT_TYPE: "COMMIT",
+    S.TRANSACTION_ROLLBACK_TYPE: "ROLLBACK",
+}
 COMPRESSION_NAMES = {1: "LZ4", 2: "ZSTD", 3: "ZLIB"}
 # fields holding epoch milliseconds, shown as UTC time as well
-TIMESTAMP_FIELDS = {"bornTimestamp", "storeTimestamp", "beginTimestamp", "endTimestamp", "physicMsgTimestamp",
-                    "logicsMsgTimestamp", "indexMsgTimestamp", "currWriteTimeMs", "lastReadTimeMs", "dataVersionTimestamp"}
+TIMESTAMP_FIELDS = {
+    "bornTimestamp",
+    "storeTimestamp",
+    "beginTimestamp",
+    "endTimestamp",
+    "physicMsgTimestamp",
+    "logicsMsgTimestamp",
+    "indexMsgTimestamp",
+    "currWriteTimeMs",
+    "lastReadTimeMs",
+    "dataVersionTimestamp",
+}
 TIMER_MAGIC_BITS = [(S.TIMER_MAGIC_DEFAULT, "DEFAULT"), (S.TIMER_MAGIC_ROLL, "ROLL"), (S.TIMER_MAGIC_DELETE, "DELETE")]
 PADDING = "(padding)"
-FORMAT_TYPES = {"b": "int8", "h": "int16", "i": "int32", "l": "int32", "q": "int64",
-                "B": "uint8", "H": "uint16", "I": "uint32", "L": "uint32", "Q": "uint64"}
+FORMAT_TYPES = {
+    "b": "int8",
+    "h": "int16",
+    "i": "int32",
+    "l": "int32",
+    "q": "int64",
+    "B": "uint8",
+    "H": "uint16",
+    "I": "uint32",
+    "L": "uint32",
+    "Q": "uint64",
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +109,7 @@ def _walk(struct: Struct, parsed, ctx, pos: int, prefix: str, out: list[Span]) -
             pos = _walk(node, sub, sub_ctx, pos, f"{prefix}{sc.name}.", out)
             continue
         size = node._sizeof(ctx, "(annotate)")
-        out.append(Span(pos, size, prefix + (sc.name or PADDING), parsed[sc.name] if sc.name else None,
-                        _type(node)))
+        out.append(Span(pos, size, prefix + (sc.name or PADDING), parsed[sc.name] if sc.name else None, _type(node)))
         pos += size
     return pos
 
@@ -183,7 +212,7 @@ def record_hex(store, offset: int) -> list[str]:
     head = [f"commitlog offset {offset}: position {pos} in {f.name}"]
     verdict = record_head(buf, pos, limit, True)[0]
     if verdict == BLANK:
-        return head + annotate(S.BlankRecord, bytes(buf[pos: pos + S.BLANK.size]))
+        return head + annotate(S.BlankRecord, bytes(buf[pos : pos + S.BLANK.size]))
     if verdict not in (RECORD, BAD_LENGTH):  # a head that cannot be read; a record the broker refuses is shown
         raise StoreError(f"no record starts here (storeSize {size}, magic {magic:#010x})", f.path, pos)
-    return head + annotate(S.CommitLogRecord, bytes(buf[pos: pos + size]))
+    return head + annotate(S.CommitLogRecord, bytes(buf[pos : pos + size]))

@@ -7,6 +7,7 @@ unit by unit; topics, subscription groups and consumer offsets entry by entry, a
 loads them (the JSON files, or the RocksDB config databases of storeType=defaultRocksDB). 5.x controller mode's
 epochs say which epoch each side's tail belongs to. Read-only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -74,8 +75,11 @@ class DiffResult:
 
     @property
     def same(self) -> bool:
-        return (self.relation == "identical" and all(q.relation == "identical" for q in self.queues)
-                and all(c.same for c in self.configs))
+        return (
+            self.relation == "identical"
+            and all(q.relation == "identical" for q in self.queues)
+            and all(c.same for c in self.configs)
+        )
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -88,10 +92,15 @@ def _side(store: Store) -> dict:
     end, _ = commitlog_end(store)
     lo = files[0].start if files else 0
     epochs, source = read_epochs(store.root)
-    return {"store": str(store.root), "minOffset": lo, "maxOffset": end if end is not None else lo,
-            "queueStore": store.parts.queue_store,  # the consume queues its broker reads (storeType)
-            "epochs": [dataclasses.asdict(e) for e in epochs], "epochFile": source,
-            "identity": read_broker_identity(store.root)}
+    return {
+        "store": str(store.root),
+        "minOffset": lo,
+        "maxOffset": end if end is not None else lo,
+        "queueStore": store.parts.queue_store,  # the consume queues its broker reads (storeType)
+        "epochs": [dataclasses.asdict(e) for e in epochs],
+        "epochFile": source,
+        "identity": read_broker_identity(store.root),
+    }
 
 
 def first_difference(a: Store, b: Store, start: int, end: int) -> int | None:
@@ -104,8 +113,8 @@ def first_difference(a: Store, b: Store, start: int, end: int) -> int | None:
         stop = min(end, fa.start + len(fa.buf), fb.start + len(fb.buf), pos + BLOCK)
         if stop <= pos:
             return pos
-        ma = memoryview(fa.buf)[pos - fa.start: stop - fa.start]
-        mb = memoryview(fb.buf)[pos - fb.start: stop - fb.start]
+        ma = memoryview(fa.buf)[pos - fa.start : stop - fa.start]
+        mb = memoryview(fb.buf)[pos - fb.start : stop - fb.start]
         if ma != mb:
             diff = np.frombuffer(ma, np.uint8) != np.frombuffer(mb, np.uint8)
             return pos + int(np.argmax(diff))
@@ -134,12 +143,16 @@ def diff_stores(a: Store, b: Store) -> DiffResult:
     sa, sb = _side(a), _side(b)
     notes = []
     if a.commitlog.file_size != b.commitlog.file_size:
-        notes.append(f"commitlog file sizes differ ({a.commitlog.file_size} and {b.commitlog.file_size}): "
-                     "not copies of one broker")
+        notes.append(
+            f"commitlog file sizes differ ({a.commitlog.file_size} and {b.commitlog.file_size}): "
+            "not copies of one broker"
+        )
     lo, hi = max(sa["minOffset"], sb["minOffset"]), min(sa["maxOffset"], sb["maxOffset"])
     if sa["minOffset"] != sb["minOffset"]:
-        notes.append(f"the stores start at different offsets ({sa['minOffset']} and {sb['minOffset']}): "
-                     "cleanup removed different files; only the common range is compared")
+        notes.append(
+            f"the stores start at different offsets ({sa['minOffset']} and {sb['minOffset']}): "
+            "cleanup removed different files; only the common range is compared"
+        )
     first = first_difference(a, b, lo, hi) if lo < hi else None
     if lo >= hi and (sa["maxOffset"] > sa["minOffset"] and sb["maxOffset"] > sb["minOffset"]):
         relation = "disjoint"
@@ -158,8 +171,10 @@ def diff_stores(a: Store, b: Store) -> DiffResult:
             tail = epoch_of(side["epochs"], max(side["maxOffset"] - 1, 0))
             notes.append(f"{name}: tail at {side['maxOffset']} belongs to epoch {tail} ({side['epochFile']})")
     if first is not None and sa["epochs"] and sb["epochs"]:
-        notes.append(f"at the first difference {first}: epoch {epoch_of(sa['epochs'], first)} on A, "
-                     f"{epoch_of(sb['epochs'], first)} on B")
+        notes.append(
+            f"at the first difference {first}: epoch {epoch_of(sa['epochs'], first)} on A, "
+            f"{epoch_of(sb['epochs'], first)} on B"
+        )
     return DiffResult(sa, sb, lo, hi, first, relation, msg_a, msg_b, diff_queues(a, b), diff_configs(a, b), notes)
 
 
@@ -174,8 +189,11 @@ def _units(store: Store, topic: str, qid: int) -> tuple[int, np.ndarray]:
         offsets = np.concatenate([o for o, _ in batches])
         if len(offsets) and offsets[-1] - offsets[0] != len(offsets) - 1:
             gap = int(offsets[np.flatnonzero(np.diff(offsets) != 1)[0]]) + 1
-            raise StoreError(f"unit column family: {topic}/{qid} has no unit at queue offset {gap} between its first "
-                             "and last: diff compares contiguous queues only", rocks.directory)
+            raise StoreError(
+                f"unit column family: {topic}/{qid} has no unit at queue offset {gap} between its first "
+                "and last: diff compares contiguous queues only",
+                rocks.directory,
+            )
         return int(offsets[0]), np.concatenate([u for _, u in batches])
     cq = store.consume_queue(topic, qid)
     parts, first = [], None
@@ -213,7 +231,7 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
         lo, hi = max(fa, fb), min(fa + len(ua), fb + len(ub))
         first = None
         if lo < hi:
-            differs = differing(ua[lo - fa: hi - fa], ub[lo - fb: hi - fb])
+            differs = differing(ua[lo - fa : hi - fa], ub[lo - fb : hi - fb])
             first = lo + int(differs[0]) if len(differs) else None
         ea, eb = fa + len(ua), fb + len(ub)
         if first is not None:
@@ -248,6 +266,16 @@ def diff_configs(a: Store, b: Store) -> list[ConfigDiff]:
         if ta is None and tb is None:
             continue
         ta, tb = ta or {}, tb or {}
-        out.append(ConfigDiff(name, source_a, source_b, len(ta), len(tb), sorted(ta.keys() - tb.keys()),
-                              sorted(tb.keys() - ta.keys()), sorted(k for k in ta.keys() & tb.keys() if ta[k] != tb[k])))
+        out.append(
+            ConfigDiff(
+                name,
+                source_a,
+                source_b,
+                len(ta),
+                len(tb),
+                sorted(ta.keys() - tb.keys()),
+                sorted(tb.keys() - ta.keys()),
+                sorted(k for k in ta.keys() & tb.keys() if ta[k] != tb[k]),
+            )
+        )
     return out

@@ -6,6 +6,7 @@ scan by offset when the range is known.
 
 `matches` is the definition, on one decoded record (the reference); `select` gives the same answer for a
 whole batch of the engine's columns at once."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,12 @@ from ..rules import key_words
 from ..errors import UsageError
 from ..record import Message, read_record
 
-TRANSACTION_STATES = {"not": S.TRANSACTION_NOT_TYPE, "prepared": S.TRANSACTION_PREPARED_TYPE,
-                      "commit": S.TRANSACTION_COMMIT_TYPE, "rollback": S.TRANSACTION_ROLLBACK_TYPE}
+TRANSACTION_STATES = {
+    "not": S.TRANSACTION_NOT_TYPE,
+    "prepared": S.TRANSACTION_PREPARED_TYPE,
+    "commit": S.TRANSACTION_COMMIT_TYPE,
+    "rollback": S.TRANSACTION_ROLLBACK_TYPE,
+}
 
 
 @dataclasses.dataclass
@@ -90,8 +95,15 @@ class MessageFilter:
         names = sorted({name for name, value in terms if value is not None} | {"KEYS", "UNIQ_KEY"})
         table, lengths = property_names(*names)
         lo, hi = (np.empty((len(chunk), len(names)), np.int64) for _ in range(2))
-        property_values(chunk.u8, np.ascontiguousarray(col("propertiesAt")),
-                          np.ascontiguousarray(col("propertiesLength")), table, lengths, lo, hi)
+        property_values(
+            chunk.u8,
+            np.ascontiguousarray(col("propertiesAt")),
+            np.ascontiguousarray(col("propertiesLength")),
+            table,
+            lengths,
+            lo,
+            hi,
+        )
         span = {name: (lo[:, k], hi[:, k]) for k, name in enumerate(names)}
         for name, value in terms:
             keep &= value is not None and chunk.spans_equal(*span[name], value)  # None: no well-formed text has it
@@ -99,12 +111,18 @@ class MessageFilter:
             word = _utf8(self.key)
             found = np.zeros(len(chunk), bool)
             if word is not None:
-                holds_word(chunk.u8, np.ascontiguousarray(span["KEYS"][0]), np.ascontiguousarray(span["KEYS"][1]),
-                             np.frombuffer(word, np.uint8), found)
+                holds_word(
+                    chunk.u8,
+                    np.ascontiguousarray(span["KEYS"][0]),
+                    np.ascontiguousarray(span["KEYS"][1]),
+                    np.frombuffer(word, np.uint8),
+                    found,
+                )
             keep &= found
         if self.msg_id is not None:
-            by_offset = np.asarray(msgid_column(chunk, (col("combo") & 2) != 0).to_numpy(zero_copy_only=False)
-                                   == self.msg_id, bool)
+            by_offset = np.asarray(
+                msgid_column(chunk, (col("combo") & 2) != 0).to_numpy(zero_copy_only=False) == self.msg_id, bool
+            )
             unique = _utf8(self.msg_id)
             keep &= by_offset | (unique is not None and chunk.spans_equal(*span["UNIQ_KEY"], unique))
         for r in np.flatnonzero((col("textFlags") & PROPERTIES_NOT_UTF8) != 0):

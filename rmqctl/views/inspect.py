@@ -1,5 +1,6 @@
 """Read-only views of a store: dump (commitlog, consumequeue, index, checkpoint), locate, info.
 Each function returns plain dicts (the JSON shapes of the CLI contract) so notebooks and the CLI share them."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -21,25 +22,46 @@ from .filters import MessageFilter
 from .timer import pending_summary
 
 
-def dump_commitlog(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
-                   queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                   raw_properties: bool = False, decompress: int | None = None, warn=None,
-                   where: MessageFilter | None = None, jobs: int | None = None) -> Iterator[dict]:
+def dump_commitlog(
+    store: Store,
+    start: int | None = None,
+    end: int | None = None,
+    topic: str | None = None,
+    queue_id: int | None = None,
+    limit: int | None = None,
+    body: str = "utf8",
+    raw_properties: bool = False,
+    decompress: int | None = None,
+    warn=None,
+    where: MessageFilter | None = None,
+    jobs: int | None = None,
+) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
     dump_commitlog_lines (one writer of the contract), `where` (time, tags, keys, properties, ids) choosing
     among them. `decompress`: inflate compressed bodies up to that many bytes (None: not at all). Damage is
     passed to `warn` as there."""
-    for block in dump_commitlog_lines(store, start, end, topic, queue_id, limit, body, raw_properties, decompress,
-                                      warn, where, jobs):
+    for block in dump_commitlog_lines(
+        store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where, jobs
+    ):
         for line in block.splitlines():
             yield orjson.loads(line)
 
 
-def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None = None, topic: str | None = None,
-                         queue_id: int | None = None, limit: int | None = None, body: str = "utf8",
-                         raw_properties: bool = False, decompress: int | None = None, warn=None,
-                         where: MessageFilter | None = None, jobs: int | None = None,
-                         views: bool = False) -> Iterator[bytes]:
+def dump_commitlog_lines(
+    store: Store,
+    start: int | None = None,
+    end: int | None = None,
+    topic: str | None = None,
+    queue_id: int | None = None,
+    limit: int | None = None,
+    body: str = "utf8",
+    raw_properties: bool = False,
+    decompress: int | None = None,
+    warn=None,
+    where: MessageFilter | None = None,
+    jobs: int | None = None,
+    views: bool = False,
+) -> Iterator[bytes]:
     """`dump commitlog --format jsonl`: blocks of JSON lines, one per message record in commitlog order, from
     the engine's columns (a DLedger store's entry bodies too). Damage ends the walk of that file (as it ends
     the broker's) and is passed to `warn` as one line naming file and offset. The walk decodes batches on
@@ -63,7 +85,9 @@ def dump_commitlog_lines(store: Store, start: int | None = None, end: int | None
     def selected():
         left, reported = limit, 0
         # the batches pending on writer threads keep their pages
-        for chunk in scan.chunks(start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES, resident=(2 * jobs + 1) * DUMP_BYTES):
+        for chunk in scan.chunks(
+            start, end, rows=DUMP_ROWS, max_bytes=DUMP_BYTES, resident=(2 * jobs + 1) * DUMP_BYTES
+        ):
             if reported < len(scan.errors):
                 reported = _report_damage(scan.errors, reported, warn)
             rows = select_records(chunk, topic, queue_id, where)
@@ -116,7 +140,14 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
             return
         raise StoreError("no such consumequeue", cq.directory)
     for qoff, f, pos, off, size, tags in cq.entries():
-        row = {"queueOffset": qoff, "file": f.name, "position": pos, "commitLogOffset": off, "size": size, "tagsCode": tags}
+        row = {
+            "queueOffset": qoff,
+            "file": f.name,
+            "position": pos,
+            "commitLogOffset": off,
+            "size": size,
+            "tagsCode": tags,
+        }
         if size == S.PRE_BLANK_SIZE and off == 0:
             row["preBlank"] = True
         elif resolve:
@@ -129,17 +160,28 @@ def dump_rocks_queue(store: Store, topic: str, queue_id: int, resolve: bool = Fa
     found = rocks.queue(topic, queue_id) is not None
     for qoffs, units in rocks.units(topic, queue_id):
         found = True
-        for qoff, off, size, tags, stored in zip(qoffs.tolist(), units["commitLogOffset"].tolist(),
-                                                 units["size"].tolist(), units["tagsCode"].tolist(),
-                                                 units["storeTimestamp"].tolist()):
-            row = {"queueOffset": qoff, "commitLogOffset": off, "size": size, "tagsCode": tags,
-                   "storeTimestamp": stored, "storeTime": ms_text(stored)}
+        for qoff, off, size, tags, stored in zip(
+            qoffs.tolist(),
+            units["commitLogOffset"].tolist(),
+            units["size"].tolist(),
+            units["tagsCode"].tolist(),
+            units["storeTimestamp"].tolist(),
+        ):
+            row = {
+                "queueOffset": qoff,
+                "commitLogOffset": off,
+                "size": size,
+                "tagsCode": tags,
+                "storeTimestamp": stored,
+                "storeTime": ms_text(stored),
+            }
             if resolve:
                 row.update(resolve_entry(store, topic, queue_id, qoff, off, size))
             yield row
     if not found:
-        raise StoreError(f"no queue {topic}/{queue_id} in the RocksDB consume queue (no unit, no min/max)",
-                         store.consumequeue_dir)
+        raise StoreError(
+            f"no queue {topic}/{queue_id} in the RocksDB consume queue (no unit, no min/max)", store.consumequeue_dir
+        )
 
 
 def dump_batchconsumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
@@ -151,8 +193,9 @@ def dump_batchconsumequeue(store: Store, topic: str, queue_id: int, resolve: boo
             row = {"file": f.name, "position": i * S.BCQ_UNIT_SIZE, **{k: int(u[k]) for k in S.BCQ_DTYPE.names}}
             if resolve:
                 try:
-                    problems = batchcq.unit_problems(u, store.read_message(row["commitLogOffset"])[1], topic, queue_id,
-                                                     store.config)
+                    problems = batchcq.unit_problems(
+                        u, store.read_message(row["commitLogOffset"])[1], topic, queue_id, store.config
+                    )
                 except StoreError as e:
                     problems = [str(e)]
                 row.update(ok=not problems, problem="; ".join(problems) or None)
@@ -178,9 +221,18 @@ def dump_compaction(store: Store, topic: str, queue_id: int, cq: bool = False) -
                 yield {**row, "end": r.end}
             continue
         m = r.message
-        yield {**row, "storeSize": m.storeSize, "topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset,
-               "physicalOffset": m.physicalOffset, "inPlace": m.physicalOffset == at,
-               "storeTimestamp": m.storeTimestamp, "keys": m.keys, "msgId": m.msg_id}
+        yield {
+            **row,
+            "storeSize": m.storeSize,
+            "topic": m.topic,
+            "queueId": m.queueId,
+            "queueOffset": m.queueOffset,
+            "physicalOffset": m.physicalOffset,
+            "inPlace": m.physicalOffset == at,
+            "storeTimestamp": m.storeTimestamp,
+            "keys": m.keys,
+            "msgId": m.msg_id,
+        }
 
 
 def dump_rocksdbstore(store: Store, kinds: tuple[str, ...] = rocksdbstore.KINDS) -> Iterator[dict]:
@@ -188,8 +240,11 @@ def dump_rocksdbstore(store: Store, kinds: tuple[str, ...] = rocksdbstore.KINDS)
     neither (with their bytes and the problem)."""
     part = store.parts.find("rocksdb-message-store")
     if part is None:
-        raise StoreError("no RocksDB message store (rocksdbstore/): the broker writes one only with "
-                         "indexRocksDBEnable, timerRocksDBEnable or transRocksDBEnable", store.root)
+        raise StoreError(
+            "no RocksDB message store (rocksdbstore/): the broker writes one only with "
+            "indexRocksDBEnable, timerRocksDBEnable or transRocksDBEnable",
+            store.root,
+        )
     if not part.read:
         raise StoreError(f"{part.what}: not read ({part.why})", part.path)
     db = store.message_rocksdb
@@ -215,8 +270,11 @@ def resolve_entry(store: Store, topic: str, queue_id: int, qoff: int, off: int, 
         problems.append(f"record queueId {m.queueId}")
     if m.queueOffset != qoff and topic == m.topic:
         problems.append(f"record queueOffset {m.queueOffset}")
-    return {"resolved": {"topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset},
-            "ok": not problems, "problem": "; ".join(problems) or None}
+    return {
+        "resolved": {"topic": m.topic, "queueId": m.queueId, "queueOffset": m.queueOffset},
+        "ok": not problems,
+        "problem": "; ".join(problems) or None,
+    }
 
 
 def lmq_queues(m: Message) -> list[str]:
@@ -246,9 +304,16 @@ def dump_index(store: Store, name: str | None = None, entries: bool = True) -> I
         arr = ix.entries()
         for n in range(1, min(ix.index_count, len(arr))):
             e = arr[n]
-            yield {"kind": "entry", "file": ix.name, "index": n, "keyHash": int(e["keyHash"]),
-                   "slot": index_slot(int(e["keyHash"]), ix.slot_num), "phyOffset": int(e["phyOffset"]),
-                   "timeDiff": int(e["timeDiff"]), "prevIndex": int(e["prevIndex"])}
+            yield {
+                "kind": "entry",
+                "file": ix.name,
+                "index": n,
+                "keyHash": int(e["keyHash"]),
+                "slot": index_slot(int(e["keyHash"]), ix.slot_num),
+                "phyOffset": int(e["phyOffset"]),
+                "timeDiff": int(e["timeDiff"]),
+                "prevIndex": int(e["prevIndex"]),
+            }
 
 
 def dump_checkpoint(store: Store) -> dict:
@@ -277,8 +342,15 @@ def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
     if found is None:
         return {**out, "exists": False}
     f, pos, unit = found
-    return {**out, "file": f.name, "fileFromOffset": f.start, "position": pos, "exists": True, **unit,
-            "indexInBatch": queue_offset - unit["msgBaseOffset"]}
+    return {
+        **out,
+        "file": f.name,
+        "fileFromOffset": f.start,
+        "position": pos,
+        "exists": True,
+        **unit,
+        "indexInBatch": queue_offset - unit["msgBaseOffset"],
+    }
 
 
 def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
@@ -293,9 +365,15 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
         size = cq.files.file_size
         byte = offset * S.CQ_UNIT_SIZE
         f = cq.files.find(byte)
-        out = {"topic": topic, "queueId": queue_id or 0, "queueOffset": offset,
-               "file": f.name if f else offset_to_name(byte - byte % size), "fileFromOffset": byte - byte % size,
-               "position": byte % size, "exists": f is not None}
+        out = {
+            "topic": topic,
+            "queueId": queue_id or 0,
+            "queueOffset": offset,
+            "file": f.name if f else offset_to_name(byte - byte % size),
+            "fileFromOffset": byte - byte % size,
+            "position": byte % size,
+            "exists": f is not None,
+        }
         if f is not None:
             buf = f.buf
             if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
@@ -307,9 +385,14 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
     q = store.commitlog
     size = q.file_size
     f = q.find(offset)
-    out = {"offset": offset, "file": f.name if f else offset_to_name(offset - offset % size),
-           "fileFromOffset": f.start if f else offset - offset % size, "position": offset % size if not f else offset - f.start,
-           "exists": f is not None, "recordStart": False}
+    out = {
+        "offset": offset,
+        "file": f.name if f else offset_to_name(offset - offset % size),
+        "fileFromOffset": f.start if f else offset - offset % size,
+        "position": offset % size if not f else offset - f.start,
+        "exists": f is not None,
+        "recordStart": False,
+    }
     if f is not None:
         try:
             rec = read_record(f.buf, out["position"], min(len(f.buf), size))
@@ -319,9 +402,16 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
             if isinstance(rec, Blank):
                 out.update(recordStart=True, kind="BLANK", storeSize=rec.storeSize)
             else:
-                out.update(recordStart=True, kind=rec.version, storeSize=rec.storeSize, topic=rec.topic,
-                           queueId=rec.queueId, queueOffset=rec.queueOffset, msgId=rec.msg_id,
-                           physicalOffsetMatches=rec.physicalOffset == offset)
+                out.update(
+                    recordStart=True,
+                    kind=rec.version,
+                    storeSize=rec.storeSize,
+                    topic=rec.topic,
+                    queueId=rec.queueId,
+                    queueOffset=rec.queueOffset,
+                    msgId=rec.msg_id,
+                    physicalOffsetMatches=rec.physicalOffset == offset,
+                )
         if store.dledger is not None:
             out.update(_entry_at(store, f, out["position"]))
         elif not out["recordStart"]:
@@ -349,8 +439,14 @@ def _outside_commitlog(store: Store, offset: int) -> str | None:
 def locate_rocks_unit(store: Store, offset: int, topic: str, queue_id: int) -> dict:
     """Where a queue offset lives in the RocksDB consume queue: its key, and the unit when there is one."""
     key = rocksdbcq.unit_key(topic, queue_id, offset)
-    out = {"topic": topic, "queueId": queue_id, "queueOffset": offset, "database": str(store.consumequeue_dir),
-           "columnFamily": rocksdbcq.UNIT_CF, "key": key.hex()}
+    out = {
+        "topic": topic,
+        "queueId": queue_id,
+        "queueOffset": offset,
+        "database": str(store.consumequeue_dir),
+        "columnFamily": rocksdbcq.UNIT_CF,
+        "key": key.hex(),
+    }
     unit = store.rocks_queues.unit(topic, queue_id, offset)
     out["exists"] = unit is not None
     if unit is not None:
@@ -431,17 +527,30 @@ def info(store: Store) -> dict:
     data_files = files_with_data(store)
     files = [f for f in cl.files if f in data_files or f.path.exists()]
     odd += [f"stray file in commitlog: {p.name}" for p in cl.strays]
-    odd += [f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size]
-    odd += [f"commitlog gap or overlap: {a.name} then {b.name}" for a, b in zip(files, files[1:]) if b.start != a.start + cl.file_size]
+    odd += [
+        f"commitlog file {f.name} is {f.length} bytes, not {cl.file_size}" for f in files if f.length != cl.file_size
+    ]
+    odd += [
+        f"commitlog gap or overlap: {a.name} then {b.name}"
+        for a, b in zip(files, files[1:])
+        if b.start != a.start + cl.file_size
+    ]
     max_offset, errors = commitlog_end(store, data_files)
     odd += [f"{where(ef.name, ef.start + pos)}: {e.detail}" for ef, pos, e in errors]
     preallocated = len(files) - len(data_files)
     index = []
     for ix in store.index_files():
         h = ix.header
-        index.append({"file": ix.name, "entries": ix.entry_count, "beginTimestamp": h["beginTimestamp"],
-                      "endTimestamp": h["endTimestamp"], "beginPhyOffset": h["beginPhyOffset"],
-                      "endPhyOffset": h["endPhyOffset"]})
+        index.append(
+            {
+                "file": ix.name,
+                "entries": ix.entry_count,
+                "beginTimestamp": h["beginTimestamp"],
+                "endTimestamp": h["endTimestamp"],
+                "beginPhyOffset": h["beginPhyOffset"],
+                "endPhyOffset": h["endPhyOffset"],
+            }
+        )
         if ix.length != ix.expected_length:
             odd.append(f"index file {ix.name} is {ix.length} bytes, geometry says {ix.expected_length}")
     live = store.live
@@ -454,10 +563,16 @@ def info(store: Store) -> dict:
         "store": str(store.root),
         "brokerVersion": store.version.to_dict(),
         "empty": store.is_empty,
-        "commitlog": {"dirs": [str(d) for d in store.commitlog_dirs], "fileSize": cl.file_size, "files": len(files),
-                      "preallocatedEmptyFiles": preallocated,
-                      "minOffset": files[0].start if files else 0, "maxOffset": max_offset or (files[0].start if files else 0),
-                      "firstFile": files[0].name if files else None, "lastFile": files[-1].name if files else None},
+        "commitlog": {
+            "dirs": [str(d) for d in store.commitlog_dirs],
+            "fileSize": cl.file_size,
+            "files": len(files),
+            "preallocatedEmptyFiles": preallocated,
+            "minOffset": files[0].start if files else 0,
+            "maxOffset": max_offset or (files[0].start if files else 0),
+            "firstFile": files[0].name if files else None,
+            "lastFile": files[-1].name if files else None,
+        },
         "parts": store.parts.to_list(),
         **({"rocksdbConfigs": configs} if configs else {}),
         "consumequeue": _queues_info(store),
@@ -476,8 +591,11 @@ def info(store: Store) -> dict:
 def _rocksdb_store_info(store: Store) -> dict:
     """The 5.4 RocksDB message store: its records of each kind and where dispatch to it got."""
     db = store.message_rocksdb
-    return {"path": str(db.directory), "records": db.counts(),
-            "lastOffsetPy": {k: db.bookkeeping(k, rocksdbstore.LAST_OFFSET_PY) for k in ("index", "trans")}}
+    return {
+        "path": str(db.directory),
+        "records": db.counts(),
+        "lastOffsetPy": {k: db.bookkeeping(k, rocksdbstore.LAST_OFFSET_PY) for k in ("index", "trans")},
+    }
 
 
 def _queues_info(store: Store) -> dict:
@@ -494,23 +612,49 @@ def _queues_info(store: Store) -> dict:
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
         lo, hi = cq.offset_range()
         messages += hi - lo
-        queues.append({"topic": cq.topic, "queueId": cq.queue_id, "files": len(cq.files.files),
-                       "minOffset": lo, "maxOffset": hi, "kind": queue_kind(cq.topic, batch)})
+        queues.append(
+            {
+                "topic": cq.topic,
+                "queueId": cq.queue_id,
+                "files": len(cq.files.files),
+                "minOffset": lo,
+                "maxOffset": hi,
+                "kind": queue_kind(cq.topic, batch),
+            }
+        )
     queues.sort(key=lambda q: (q["topic"], q["queueId"]))
-    return {"read": True, "fileSize": store.consumequeue_file_size, "queues": queues,
-            "topics": len({q["topic"] for q in queues}), "entries": messages}
+    return {
+        "read": True,
+        "fileSize": store.consumequeue_file_size,
+        "queues": queues,
+        "topics": len({q["topic"] for q in queues}),
+        "entries": messages,
+    }
 
 
 def _rocks_queues_info(store: Store) -> dict:
     """The RocksDB queue: every queue's min/max as the broker computes them, and the dispatch checkpoint."""
     rocks = store.rocks_queues
     min_phy = store.commitlog.min_offset
-    queues = [{"topic": q.topic, "queueId": q.queue_id, "minOffset": rocks.min_offset(q, min_phy),
-               "maxOffset": q.max_offset, "maxPhysicOffset": q.max_entry[0] if q.max_entry else None}
-              for q in rocks.queues()]
-    return {"read": True, "kind": "rocksdb", "directory": str(store.consumequeue_dir), "queues": queues,
-            "topics": len({q["topic"] for q in queues}), "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
-            "dispatchCheckpoint": rocks.checkpoint}
+    queues = [
+        {
+            "topic": q.topic,
+            "queueId": q.queue_id,
+            "minOffset": rocks.min_offset(q, min_phy),
+            "maxOffset": q.max_offset,
+            "maxPhysicOffset": q.max_entry[0] if q.max_entry else None,
+        }
+        for q in rocks.queues()
+    ]
+    return {
+        "read": True,
+        "kind": "rocksdb",
+        "directory": str(store.consumequeue_dir),
+        "queues": queues,
+        "topics": len({q["topic"] for q in queues}),
+        "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
+        "dispatchCheckpoint": rocks.checkpoint,
+    }
 
 
 def _dledger_info(store: Store, odd: list[str]) -> dict:
@@ -524,9 +668,17 @@ def _dledger_info(store: Store, odd: list[str]) -> dict:
         odd.append(f"DLedger's recovery at start stops at {r.cut} ({r.stop.detail}) and truncates the log there")
     if r.exits:
         odd.append("DLedger's recovery would stop more than a file before the last data file: DLedger exits at start")
-    return {"home": str(layout.home), "indexFileSize": index.file_size, "indexFiles": len(index.files),
-            "beginIndex": r.begin_index, "endIndex": r.end_index, "endTerm": r.end_term,
-            "committedIndex": r.committed_index, "committedPos": r.committed_pos,
-            "checkpoint": {k: dledger.state_long(state, k) for k in ("endIndex", "committedIndex")} if state else None,
-            "currTerm": dledger.state_long(term, "currTerm"), "voteLeader": (term or {}).get("voteLeader"),
-            "recoveryCut": r.cut}
+    return {
+        "home": str(layout.home),
+        "indexFileSize": index.file_size,
+        "indexFiles": len(index.files),
+        "beginIndex": r.begin_index,
+        "endIndex": r.end_index,
+        "endTerm": r.end_term,
+        "committedIndex": r.committed_index,
+        "committedPos": r.committed_pos,
+        "checkpoint": {k: dledger.state_long(state, k) for k in ("endIndex", "committedIndex")} if state else None,
+        "currTerm": dledger.state_long(term, "currTerm"),
+        "voteLeader": (term or {}).get("voteLeader"),
+        "recoveryCut": r.cut,
+    }

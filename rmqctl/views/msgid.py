@@ -1,6 +1,7 @@
 """Message ids: the offset msgId (MessageDecoder.createMessageId / decodeMessageId) and the client's
 UNIQ_KEY (MessageClientIDSetter). Both are 32 hex chars (IPv4) or 56 (IPv6), so only the store can say
 which one an id is."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,8 +31,11 @@ def decode_offset_id(msg_id: str) -> dict | None:
     if raw is None:
         return None
     parsed = S.OffsetMsgId.parse(raw, ipLength=4 if len(raw) == 16 else 16)
-    return {"host": str(ipaddress.ip_address(parsed.storeHost.ip)), "port": parsed.storeHost.port,
-            "offset": parsed.physicalOffset}
+    return {
+        "host": str(ipaddress.ip_address(parsed.storeHost.ip)),
+        "port": parsed.storeHost.port,
+        "offset": parsed.physicalOffset,
+    }
 
 
 def month_start(ms: int) -> dt.datetime:
@@ -126,8 +130,12 @@ def decode_ids(ids: list[str], store: Store | None = None, now_ms: int | None = 
     out = []
     for raw_id in ids:
         msg_id = raw_id.strip()
-        row = {"id": msg_id, "offset": decode_offset_id(msg_id), "unique": decode_unique_id(msg_id, now_ms),
-               "confirmedAs": None}
+        row = {
+            "id": msg_id,
+            "offset": decode_offset_id(msg_id),
+            "unique": decode_unique_id(msg_id, now_ms),
+            "confirmedAs": None,
+        }
         if store is not None and (row["offset"] or row["unique"]):
             if find_by_offset_id(store, msg_id):
                 row["confirmedAs"] = "offset"

@@ -6,6 +6,7 @@ Sources: ConsumeQueue.getOffsetInQueueByTime / correctMinOffset (4.9.7), Consume
 and MappedFileQueue.getConsumeQueueMappedFileByTime (5.3.3), MappedFileQueue.getMappedFileByTime,
 CommitLog.pickupStoreTimestamp, ConsumerOffsetManager, ScheduleMessageService.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -291,8 +292,9 @@ class TimeOffset:
         return dataclasses.asdict(self)
 
 
-def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: int, version: int = 5,
-                   boundary: str = "lower") -> list[TimeOffset]:
+def offset_by_time(
+    store: Store, topic: str, queue_id: int | None, timestamp: int, version: int = 5, boundary: str = "lower"
+) -> list[TimeOffset]:
     """The queue offset getOffsetInQueueByTime returns for `timestamp` (ms), for one queue or every queue of
     the topic; what a consumer reset to that time would start from."""
     if boundary not in BOUNDARIES:
@@ -301,8 +303,11 @@ def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: in
     if batch:
         return [_batch_offset_by_time(q, timestamp, version, boundary) for q in batch]
     rocks = store.rocks_queues
-    queues = [q for q in (rocks.queues() if rocks is not None else store.consume_queues())
-              if q.topic == topic and queue_id in (None, q.queue_id)]
+    queues = [
+        q
+        for q in (rocks.queues() if rocks is not None else store.consume_queues())
+        if q.topic == topic and queue_id in (None, q.queue_id)
+    ]
     if not queues:
         where = store.consumequeue_dir / topic / ("" if queue_id is None else str(queue_id))
         raise StoreError("no such consumequeue", where if rocks is None else store.consumequeue_dir)
@@ -319,17 +324,38 @@ def offset_by_time(store: Store, topic: str, queue_id: int | None, timestamp: in
             qoff = offset_by_time_v5(view, times, timestamp, boundary)
             rule = f"5.x getOffsetInQueueByTime, BoundaryType.{boundary.upper()}"
         st = message_time(view, times, qoff)
-        out.append(TimeOffset(topic, cq.queue_id, timestamp, ms_text(timestamp), qoff, view.min_offset,
-                              view.max_offset, st, ms_text(st) if st is not None else None, rule))
+        out.append(
+            TimeOffset(
+                topic,
+                cq.queue_id,
+                timestamp,
+                ms_text(timestamp),
+                qoff,
+                view.min_offset,
+                view.max_offset,
+                st,
+                ms_text(st) if st is not None else None,
+                rule,
+            )
+        )
     return out
 
 
 def _rocks_offset_by_time(view: RocksQueueView, timestamp: int, boundary: str) -> TimeOffset:
     qoff = view.offset_by_time(timestamp, boundary)
     st = view.store_time(qoff)
-    return TimeOffset(view.q.topic, view.q.queue_id, timestamp, ms_text(timestamp), qoff, view.min_offset,
-                      view.max_offset, st, ms_text(st) if st is not None else None,
-                      f"5.x RocksDBConsumeQueueStore.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}")
+    return TimeOffset(
+        view.q.topic,
+        view.q.queue_id,
+        timestamp,
+        ms_text(timestamp),
+        qoff,
+        view.min_offset,
+        view.max_offset,
+        st,
+        ms_text(st) if st is not None else None,
+        f"5.x RocksDBConsumeQueueStore.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}",
+    )
 
 
 def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> TimeOffset:
@@ -339,9 +365,18 @@ def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> Tim
     qoff = batch_offset_by_time(q, timestamp, boundary)
     lo, hi = q.offset_range()
     st = q.store_time_at(qoff)
-    return TimeOffset(q.topic, q.queue_id, timestamp, ms_text(timestamp), qoff, lo, hi, st,
-                      ms_text(st) if st is not None else None,
-                      f"5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}")
+    return TimeOffset(
+        q.topic,
+        q.queue_id,
+        timestamp,
+        ms_text(timestamp),
+        qoff,
+        lo,
+        hi,
+        st,
+        ms_text(st) if st is not None else None,
+        f"5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}",
+    )
 
 
 def message_time(view: QueueView | RocksQueueView, times: CommitLogTimes, queue_offset: int) -> int | None:
@@ -407,20 +442,44 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
                 lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
             else:
                 key = (c.topic, c.queueId)
-                view = cache.get(key) or cache.setdefault(key, RocksQueueView(rocks, cq, times.min_offset)
-                                                          if rocks is not None else queue_view(store, cq, times.min_offset))
+                view = cache.get(key) or cache.setdefault(
+                    key,
+                    RocksQueueView(rocks, cq, times.min_offset)
+                    if rocks is not None
+                    else queue_view(store, cq, times.min_offset),
+                )
                 lo, hi = view.min_offset, view.max_offset
             status, note = _offset_status(c.offset, lo, hi)
             lag = max(hi - max(c.offset, lo), 0)
             if not lag:
                 oldest = None
             else:
-                oldest = bcq.store_time_at(max(c.offset, lo)) if bcq is not None else message_time(view, times, max(c.offset, lo))
-            rows.append(ConsumerQueue(c.group, c.topic, c.queueId, c.offset, lo, hi, lag, oldest,
-                                      ms_text(oldest) if oldest else None, status, note, source))
+                oldest = (
+                    bcq.store_time_at(max(c.offset, lo))
+                    if bcq is not None
+                    else message_time(view, times, max(c.offset, lo))
+                )
+            rows.append(
+                ConsumerQueue(
+                    c.group,
+                    c.topic,
+                    c.queueId,
+                    c.offset,
+                    lo,
+                    hi,
+                    lag,
+                    oldest,
+                    ms_text(oldest) if oldest else None,
+                    status,
+                    note,
+                    source,
+                )
+            )
     if not present:
-        notes.append(f"{config_dir(store.root) / OFFSET_FILES[0]}: no such file (nor its .bak): no consumer group has "
-                     "committed an offset in this store, so there is no lag to show")
+        notes.append(
+            f"{config_dir(store.root) / OFFSET_FILES[0]}: no such file (nor its .bak): no consumer group has "
+            "committed an offset in this store, so there is no lag to show"
+        )
     elif not rows:
         notes.append(f"{', '.join(present)}: no committed offset")
     return rows, notes
@@ -430,11 +489,15 @@ def _loaded_offsets(cfg, notes: list[str]) -> tuple[str | None, list]:
     """The file an offsets config loads from (main, else .bak, as ConfigManager.load) and its committed offsets;
     a note for a .bak loaded, for entries that do not read, and for a config the broker cannot load (no offsets)."""
     if cfg.load_fails:
-        notes.append(f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start")
+        notes.append(
+            f"{cfg.bak.path}: {cfg.bak.error}; {cfg.main.path} is not usable either: the broker does not start"
+        )
         return None, []
     if cfg.loaded_from == "bak":
-        notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path} "
-                     "(an older persist) instead, and these offsets come from it")
+        notes.append(
+            f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path} "
+            "(an older persist) instead, and these offsets come from it"
+        )
     source = str(cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path)
     entries, bad = committed_offsets(cfg.document)
     notes += [f"{source}: {b}" for b in bad]
@@ -455,15 +518,26 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
     and how many of its offsets the broker corrects or cannot place (a status not in NORMAL_STATUSES)."""
     groups: dict[str, dict] = {}
     for r in rows:
-        g = groups.setdefault(r.group, {"group": r.group, "topics": 0, "queues": 0, "lag": 0,
-                                        "oldestUnconsumed": None, "oldestUnconsumedText": None, "notOk": 0,
-                                        "_topics": set()})
+        g = groups.setdefault(
+            r.group,
+            {
+                "group": r.group,
+                "topics": 0,
+                "queues": 0,
+                "lag": 0,
+                "oldestUnconsumed": None,
+                "oldestUnconsumedText": None,
+                "notOk": 0,
+                "_topics": set(),
+            },
+        )
         g["_topics"].add(r.topic)
         g["queues"] += 1
         g["lag"] += r.lag or 0
         g["notOk"] += r.status not in NORMAL_STATUSES
-        if r.oldestUnconsumed is not None and (g["oldestUnconsumed"] is None
-                                               or r.oldestUnconsumed < g["oldestUnconsumed"]):
+        if r.oldestUnconsumed is not None and (
+            g["oldestUnconsumed"] is None or r.oldestUnconsumed < g["oldestUnconsumed"]
+        ):
             g["oldestUnconsumed"], g["oldestUnconsumedText"] = r.oldestUnconsumed, r.oldestUnconsumedText
     out = []
     for g in groups.values():
@@ -475,11 +549,34 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
 def _no_queue(c, source: str) -> "ConsumerQueue":
     """An offset whose queue has no files: a lite topic's that expired (normal), or one missing."""
     if lite_topic(c.topic) is not None:
-        return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None, "lite-expired",
-                             "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal",
-                             source)
-    return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None,
-                         "no-queue", "no consumequeue for this topic and queue", source)
+        return ConsumerQueue(
+            c.group,
+            c.topic,
+            c.queueId,
+            c.offset,
+            None,
+            None,
+            None,
+            None,
+            None,
+            "lite-expired",
+            "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal",
+            source,
+        )
+    return ConsumerQueue(
+        c.group,
+        c.topic,
+        c.queueId,
+        c.offset,
+        None,
+        None,
+        None,
+        None,
+        None,
+        "no-queue",
+        "no consumequeue for this topic and queue",
+        source,
+    )
 
 
 # -- scheduled messages ---------------------------------------------------------------------------------------
@@ -526,8 +623,22 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
         due = int((deliver <= now_ms).sum())
         oldest = message_time(view, times, start) if view and len(deliver) else None
         nxt = int(deliver.min()) if len(deliver) else None
-        rows.append(DelayLevel(level, names.get(level), level - 1, committed, lo, hi, len(deliver), due, nxt,
-                               ms_text(nxt) if nxt else None, oldest, ms_text(oldest) if oldest else None))
+        rows.append(
+            DelayLevel(
+                level,
+                names.get(level),
+                level - 1,
+                committed,
+                lo,
+                hi,
+                len(deliver),
+                due,
+                nxt,
+                ms_text(nxt) if nxt else None,
+                oldest,
+                ms_text(oldest) if oldest else None,
+            )
+        )
     return rows, notes
 
 

@@ -1,5 +1,6 @@
 """Key lookups through the index files (IndexService.queryOffset), resolved to messages with a key check
 that drops the hash collisions the broker leaves to its clients."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,9 @@ class KeyQueryResult:
     expired: list[int]  # offsets of messages the broker already deleted (Store.expired): not damage
 
 
-def query_offsets(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
-                  end: int = LONG_MAX) -> list[int]:
+def query_offsets(
+    store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0, end: int = LONG_MAX
+) -> list[int]:
     """IndexService.queryOffset: maxNum capped at maxMsgsNumBatch; files newest to oldest, each searched if
     its time range overlaps [begin, end]; stop at a file that begins before `begin` or when full."""
     max_num = min(max_num, store.config.maxMsgsNumBatch or MAX_MSGS_NUM_BATCH)
@@ -44,9 +46,7 @@ def query_offsets(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NU
 def is_time_matched(file_begin: int, file_end: int, begin: int, end: int) -> bool:
     """IndexFile.isTimeMatched."""
     return (
-        (begin < file_begin and end > file_end)
-        or (file_begin <= begin <= file_end)
-        or (file_begin <= end <= file_end)
+        (begin < file_begin and end > file_end) or (file_begin <= begin <= file_end) or (file_begin <= end <= file_end)
     )
 
 
@@ -57,8 +57,9 @@ def carries_key(m: Message, topic: str, key: str) -> bool:
     return key == m.uniq_key or (keys is not None and key.encode() in key_words(keys.encode()))
 
 
-def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
-              end: int = LONG_MAX) -> KeyQueryResult:
+def query_key(
+    store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0, end: int = LONG_MAX
+) -> KeyQueryResult:
     """The messages of `topic` carrying `key`. A store with no index file has nothing to look in: that is
     refused, not answered as "no such key"."""
     rocks = store.message_rocksdb if not store.index_files() else None
@@ -68,11 +69,14 @@ def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BA
         offsets = rocks.index_offsets(topic, key, max_num, begin, end)
     else:
         if not store.config.messageIndexEnable:
-            raise StoreError("messageIndexEnable=false: the broker keeps no index, so no key can be looked up",
-                             store.index_dir)
+            raise StoreError(
+                "messageIndexEnable=false: the broker keeps no index, so no key can be looked up", store.index_dir
+            )
         if not store.index_files():
-            raise StoreError("no index file: nothing to look a key up in (rmqctl rebuild index makes them from the "
-                             "commitlog)", store.index_dir)
+            raise StoreError(
+                "no index file: nothing to look a key up in (rmqctl rebuild index makes them from the commitlog)",
+                store.index_dir,
+            )
         offsets = query_offsets(store, topic, key, max_num, begin, end)
     found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
@@ -94,7 +98,14 @@ def query_key(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BA
     return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired)
 
 
-def query_key_rows(store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
-                   end: int = LONG_MAX, body: str = "utf8") -> tuple[list[dict], KeyQueryResult]:
+def query_key_rows(
+    store: Store,
+    topic: str,
+    key: str,
+    max_num: int = MAX_MSGS_NUM_BATCH,
+    begin: int = 0,
+    end: int = LONG_MAX,
+    body: str = "utf8",
+) -> tuple[list[dict], KeyQueryResult]:
     r = query_key(store, topic, key, max_num, begin, end)
     return [message_dict(m, name, start, body) for name, start, m in r.messages], r

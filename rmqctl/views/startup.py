@@ -7,6 +7,7 @@ estimate: those bytes at the speed of a CRC-checked read of a sample of this sto
 Sources: DefaultMessageStore.load/recover/recoverConsumeQueue/start, CommitLog.recoverNormally/
 recoverAbnormally, ConsumeQueue.recover.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,9 +45,11 @@ class StartupEstimate:
         if self.firstFile is None and self.estimatedSeconds is None:
             return f"{self.recovery} recovery: {self.note}"
         t = "unknown" if self.estimatedSeconds is None else f"~{self.estimatedSeconds:.1f} s"
-        return (f"{self.recovery} recovery from {self.firstFile}: {self.commitlogBytes / 1e6:.1f} MB in "
-                f"{self.commitlogFiles} commitlog file(s), {self.consumequeueFiles} consumequeue file(s), "
-                f"{self.dispatchBytes / 1e6:.1f} MB to dispatch; {t} (estimate)")
+        return (
+            f"{self.recovery} recovery from {self.firstFile}: {self.commitlogBytes / 1e6:.1f} MB in "
+            f"{self.commitlogFiles} commitlog file(s), {self.consumequeueFiles} consumequeue file(s), "
+            f"{self.dispatchBytes / 1e6:.1f} MB to dispatch; {t} (estimate)"
+        )
 
 
 def measure_speed(store: Store, first: int, end: int) -> tuple[int, float | None]:
@@ -99,11 +102,35 @@ def estimate_startup(store: Store) -> StartupEstimate:
     files = store.commitlog.files
     abnormal = store.crashed()  # (a running broker's abort is its running marker)
     if not files:
-        return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0,
-                               0, None, 0.0, "no commitlog file: nothing to recover")
+        return StartupEstimate(
+            "abnormal" if abnormal else "normal",
+            None,
+            0,
+            0,
+            0,
+            0,
+            len(store.index_paths()),
+            0,
+            0,
+            None,
+            0.0,
+            "no commitlog file: nothing to recover",
+        )
     if not store.parts.queues_read:
-        return StartupEstimate("abnormal" if abnormal else "normal", None, 0, 0, 0, 0, len(store.index_paths()), 0, 0,
-                               None, None, "not estimated: the consume queues, where dispatch resumes, are not read")
+        return StartupEstimate(
+            "abnormal" if abnormal else "normal",
+            None,
+            0,
+            0,
+            0,
+            0,
+            len(store.index_paths()),
+            0,
+            0,
+            None,
+            None,
+            "not estimated: the consume queues, where dispatch resumes, are not read",
+        )
     cq_files, cq_recover, newest_entry = queue_recovery(store)
     index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: newest_entry)
     end, _ = commitlog_end(store)
@@ -113,10 +140,19 @@ def estimate_startup(store: Store) -> StartupEstimate:
     dispatch = max(end - max(dispatch_start(store, newest_entry), files[0].start), 0)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None
-    return StartupEstimate("abnormal" if abnormal else "normal", files[index].name,
-                           sum(1 for f in files[index:] if f.start < max(end, first + 1)), scan, cq_files, cq_recover,
-                           len(store.index_paths()), dispatch, sample, round(speed, 1) if speed else None,
-                           round(seconds, 2) if seconds is not None else None,
-                           "estimate: the recovery scan and the dispatch after start at a CRC-checked read speed measured "
-                           "on a sample of this store now (a cold disk reads slower; consumequeue loading and the "
-                           "broker's own start-up are not counted)")
+    return StartupEstimate(
+        "abnormal" if abnormal else "normal",
+        files[index].name,
+        sum(1 for f in files[index:] if f.start < max(end, first + 1)),
+        scan,
+        cq_files,
+        cq_recover,
+        len(store.index_paths()),
+        dispatch,
+        sample,
+        round(speed, 1) if speed else None,
+        round(seconds, 2) if seconds is not None else None,
+        "estimate: the recovery scan and the dispatch after start at a CRC-checked read speed measured "
+        "on a sample of this store now (a cold disk reads slower; consumequeue loading and the "
+        "broker's own start-up are not counted)",
+    )

@@ -6,6 +6,7 @@ broker's clock stepped back. The messages of one file were then stored between i
 record of the next file: one record read per file says which files may hold a range (`file_spans`), and a
 walk of only those files finds the records inside it exactly (`offset_range`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,10 @@ def file_spans(store: Store) -> list[FileSpan]:
     files = store.commitlog.files
     size = store.commitlog.file_size
     firsts = [first_store_time(f, size) for f in files]
-    return [FileSpan(f, first, firsts[i + 1] if i + 1 < len(files) else None) for i, (f, first) in
-            enumerate(zip(files, firsts))]
+    return [
+        FileSpan(f, first, firsts[i + 1] if i + 1 < len(files) else None)
+        for i, (f, first) in enumerate(zip(files, firsts))
+    ]
 
 
 def offset_range(store: Store, since: int | None, until: int | None) -> tuple[int, int] | None:
@@ -56,8 +59,14 @@ def offset_range(store: Store, since: int | None, until: int | None) -> tuple[in
     scan = store.scan()
     found: list[tuple[int, int]] = []  # (offset, end) of the first and the last record inside
     if store.dledger is not None:  # whole entries: the range a DLedger walk checks is in entry positions
-        found = [(f.start + m.dledger["entryFilePosition"], f.start + m.dledger["entryFilePosition"]
-                  + m.dledger["entrySize"]) for f, m in scan.records() if inside(m.storeTimestamp)]
+        found = [
+            (
+                f.start + m.dledger["entryFilePosition"],
+                f.start + m.dledger["entryFilePosition"] + m.dledger["entrySize"],
+            )
+            for f, m in scan.records()
+            if inside(m.storeTimestamp)
+        ]
         return (found[0][0], found[-1][1]) if found else None
     size = store.commitlog.file_size
 
@@ -80,8 +89,9 @@ def offset_range(store: Store, since: int | None, until: int | None) -> tuple[in
     return first[0], last[1]
 
 
-def narrow(store: Store, since: int | None, until: int | None, start: int | None = None,
-           end: int | None = None) -> tuple[int | None, int | None]:
+def narrow(
+    store: Store, since: int | None, until: int | None, start: int | None = None, end: int | None = None
+) -> tuple[int | None, int | None]:
     """The commitlog range [start, end) narrowed to the records stored in [since, until] (offset_range); an
     empty range when no record is."""
     if since is None and until is None:

@@ -9,6 +9,7 @@ slot's chain from lastPos when the slot's time comes, reads each unit's record (
 re-puts it to REAL_TOPIC/REAL_QID; a unit whose record is gone is dropped (`dequeue_get_msg_miss`). Slots
 before timercheck's lastReadTimeMs are done: the broker never reads them again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,9 +43,16 @@ def record_of(store: Store, offset_py: int, size_py: int) -> tuple[dict | None, 
         return None, str(e)
     props = m.properties
     real_topic = props.get("REAL_TOPIC")
-    msg = {"topic": m.topic, "storeSize": m.storeSize, "queueOffset": m.queueOffset, "uniqKey": m.uniq_key,
-           "realTopic": real_topic, "realQueueId": props.get("REAL_QID"), "timerOutMs": props.get("TIMER_OUT_MS"),
-           "realTopicHashComputed": java_string_hash(real_topic) if real_topic is not None else None}
+    msg = {
+        "topic": m.topic,
+        "storeSize": m.storeSize,
+        "queueOffset": m.queueOffset,
+        "uniqKey": m.uniq_key,
+        "realTopic": real_topic,
+        "realQueueId": props.get("REAL_QID"),
+        "timerOutMs": props.get("TIMER_OUT_MS"),
+        "realTopicHashComputed": java_string_hash(real_topic) if real_topic is not None else None,
+    }
     problems = []
     if m.storeSize != size_py:
         problems.append(f"sizePy {size_py} but the record is {m.storeSize} bytes")
@@ -70,8 +78,14 @@ def _time_filter(times: np.ndarray, begin: int | None, end: int | None) -> np.nd
     return keep
 
 
-def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = None, end: int | None = None,
-                  resolve: bool = True, warn: Callable[[str], None] | None = None) -> Iterator[dict]:
+def dump_timerlog(
+    store: Store,
+    slot: int | None = None,
+    begin: int | None = None,
+    end: int | None = None,
+    resolve: bool = True,
+    warn: Callable[[str], None] | None = None,
+) -> Iterator[dict]:
     """Every timerlog unit in order (the recovery walk's units), each with the record it points at. `slot`
     keeps the units filed in that wheel slot; `begin`/`end` (epoch ms, inclusive) their delayed time.
     Bytes that end a file's units early (not the end of the data) go to `warn`."""
@@ -94,8 +108,10 @@ def dump_timerlog(store: Store, slot: int | None = None, begin: int | None = Non
                     row["problem"] = problem
             yield row
         if warn and w in damaged:
-            warn(f"{w.file.path} at offset {w.file.start + w.stop}: not a timerlog unit (size or magic); "
-                 f"rest of the file skipped")
+            warn(
+                f"{w.file.path} at offset {w.file.start + w.stop}: not a timerlog unit (size or magic); "
+                f"rest of the file skipped"
+            )
 
 
 class Units:
@@ -148,8 +164,9 @@ def slot_dict(index: int, slot, precision: int) -> dict:
     return row
 
 
-def dump_timerwheel(store: Store, slot: int | None = None, begin: int | None = None,
-                    end: int | None = None) -> Iterator[dict]:
+def dump_timerwheel(
+    store: Store, slot: int | None = None, begin: int | None = None, end: int | None = None
+) -> Iterator[dict]:
     """Every used wheel slot (or slot `slot`; `begin`/`end`: the slot's time, epoch ms inclusive) with the
     unit chain the dequeue would walk from its lastPos."""
     timer = timer_files(store)
@@ -195,12 +212,20 @@ def pending_summary(store: Store) -> dict | None:
         starts = times - times % HOUR_MS
         for h in np.unique(starts).tolist():
             sel = times[starts == h]
-            hours.append({"hour": _iso(h), "count": len(sel), "oldest": _iso(int(sel[0])), "newest": _iso(int(sel[-1]))})
+            hours.append(
+                {"hour": _iso(h), "count": len(sel), "oldest": _iso(int(sel[0])), "newest": _iso(int(sel[-1]))}
+            )
     queue_max = timer_queue_end(store) or 0
-    return {"timerlogFiles": len(timer.timerlog.files) if timer.timerlog else 0, "units": len(pos),
-            "lastReadTimeMs": read_ms, "pending": int(pending.sum()),
-            "oldest": _iso(int(times[0])) if len(times) else None, "newest": _iso(int(times[-1])) if len(times) else None,
-            "notYetInWheel": max(0, queue_max - check.get("lastTimerQueueOffset", 0)), "byHour": hours}
+    return {
+        "timerlogFiles": len(timer.timerlog.files) if timer.timerlog else 0,
+        "units": len(pos),
+        "lastReadTimeMs": read_ms,
+        "pending": int(pending.sum()),
+        "oldest": _iso(int(times[0])) if len(times) else None,
+        "newest": _iso(int(times[-1])) if len(times) else None,
+        "notYetInWheel": max(0, queue_max - check.get("lastTimerQueueOffset", 0)),
+        "byHour": hours,
+    }
 
 
 def timer_queue_end(store: Store) -> int | None:
@@ -243,9 +268,16 @@ def dangling_after(store: Store, lo: int | None, hi: int | None, queue_max: int 
         gone |= off >= hi
     lost = np.flatnonzero(gone & (due >= read_ms))
     size = timer.timerlog.file_size if timer.timerlog is not None else 1
-    rows = [{"pos": int(pos[i]), "file": f"{int(pos[i]) - int(pos[i]) % size:020d}", "offsetPy": int(off[i]),
-             "slotIndex": int(slot_index(int(due[i]), timer.precision)), "delayedTimeMs": int(due[i])}
-            for i in lost.tolist()]
+    rows = [
+        {
+            "pos": int(pos[i]),
+            "file": f"{int(pos[i]) - int(pos[i]) % size:020d}",
+            "offsetPy": int(off[i]),
+            "slotIndex": int(slot_index(int(due[i]), timer.precision)),
+            "delayedTimeMs": int(due[i]),
+        }
+        for i in lost.tolist()
+    ]
     changes = {}
     if check is not None and queue_max is not None:
         for name in ("lastTimerQueueOffset", "masterTimerQueueOffset"):
@@ -258,8 +290,16 @@ def dangling_rows(d: Dangling | None, why: str) -> list[dict]:
     """One report row per dangling unit, for repair's and clean's listings."""
     if d is None:
         return []
-    return [{"pos": u["pos"], "file": u["file"], "offsetPy": u["offsetPy"], "slotIndex": u["slotIndex"],
-             "due": _iso(u["delayedTimeMs"]),
-             "detail": f"pending timer unit at timerlog offset {u['pos']} (slot {u['slotIndex']}, due "
-                       f"{_iso(u['delayedTimeMs'])}) points at {u['offsetPy']}, {why}; left as the broker leaves "
-                       f"it: its dequeue drops the message"} for u in d.units]
+    return [
+        {
+            "pos": u["pos"],
+            "file": u["file"],
+            "offsetPy": u["offsetPy"],
+            "slotIndex": u["slotIndex"],
+            "due": _iso(u["delayedTimeMs"]),
+            "detail": f"pending timer unit at timerlog offset {u['pos']} (slot {u['slotIndex']}, due "
+            f"{_iso(u['delayedTimeMs'])}) points at {u['offsetPy']}, {why}; left as the broker leaves "
+            f"it: its dequeue drops the message",
+        }
+        for u in d.units
+    ]
