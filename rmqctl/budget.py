@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import signal
 
 DEFAULT_MEMORY = 256 << 20
 MIN_BATCH_RECORDS = 16  # below this a batch costs more in calls than it saves in memory
@@ -58,3 +59,11 @@ def release_freed():
     with the number of windows."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+def block_sigint_here():
+    """Block SIGINT in the calling thread: the first call of every thread a command starts (a pool's
+    initializer, a Thread's target). Ctrl-C must reach the main thread (rmqctl.cli.launch blocks it in the
+    threads the imports start); one handed to another thread only sets Python's flag, and a main thread
+    blocked in a read would never see it."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})

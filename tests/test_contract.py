@@ -23,6 +23,7 @@ import pytest
 from conftest import FIXTURES, SYSCALL_READ, SYSCALL_WRITE, blocked_in, run, truth
 from test_compaction import conf_with_compaction, write_compaction
 from test_rocksdbstore import index_entries, write_db
+from rmqctl.budget import block_sigint_here
 from rmqctl.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -324,6 +325,21 @@ def test_ctrl_c_exits_130_in_every_command(tmp_path):
         assert res.returncode == 130, (command, res.returncode, res.stderr[-2000:])
         assert "rmqctl: interrupted" in res.stderr and "Traceback" not in res.stderr, (command, res.stderr[-2000:])
     assert seen == every_command()
+
+
+def test_block_sigint_here_blocks_it_in_its_thread_only():
+    """The initializer every thread a command starts runs first: SIGINT blocked there, the caller's mask untouched."""
+    masks = []
+
+    def body():
+        block_sigint_here()
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert signal.SIGINT in masks[0]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 
 
 def test_only_the_main_thread_takes_ctrl_c(tmp_path):
