@@ -4,6 +4,7 @@ lock, and durability under SIGKILL."""
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import random
@@ -11,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -1134,3 +1136,68 @@ def test_a_disk_filling_up_mid_copy_is_one_line_and_keeps_what_was_acknowledged(
     stored = run("dump", "commitlog", "--store", store, "--format", "jsonl", "--body", "none")
     assert [m["commitLogOffset"] for m in jsonl(stored.stdout)] == [a["commitLogOffset"] for a in acked]
     assert run("verify", "--store", store).exit_code == 0
+
+
+# -- acknowledgements never wait on input that may never come --------------------------------------------------------
+
+
+# the console command with smaller blocks and reads, so that a pipe (at most 1 MiB without privileges) holds the
+# whole input before rmqctl reads it: where each block ends is then the input's doing, not the scheduler's
+SMALL_BLOCKS = (
+    "import sys; from rmqctl.cli.launch import main; from rmqctl.cli import append_cmds as a; "
+    "a.BATCH_BYTES, a.READ_CHUNK = int(sys.argv.pop(1)), int(sys.argv.pop(1)); main()"
+)
+BLOCK = 64 << 10
+
+
+@pytest.mark.parametrize(
+    "line_size, lines, tail, read_chunk",
+    [
+        (1024, BLOCK // 1024, 0, BLOCK),  # exactly BATCH_BYTES of lines, then silence
+        (1024, BLOCK // 1024, 500, BLOCK),  # exactly BATCH_BYTES of lines and half a line, then silence
+        (1000, BLOCK // 1000 + 1, 0, 10000),  # a read takes the lines across BATCH_BYTES to the end, then silence
+    ],
+)
+def test_a_producer_waiting_for_its_acknowledgements_gets_them_all(tmp_path, line_size, lines, tail, read_chunk):
+    """A producer sends its lines on a pipe (all in the pipe before rmqctl reads), keeps the pipe open and waits
+    for one acknowledgement per whole line: they all come while the input stays open; then it sends the rest
+    of its last line, closes, and the store holds exactly the messages sent, in order."""
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=1 << 20)
+    bodies = [f"{i:08d}".ljust(line_size - len('{"topic":"T","body":""}\n'), "x") for i in range(lines + 1)]
+    sent = b"".join(json.dumps({"topic": "T", "body": b}, separators=(",", ":")).encode() + b"\n" for b in bodies)
+    assert len(sent) == (lines + 1) * line_size
+    first, rest = sent[: lines * line_size + tail], sent[lines * line_size + tail :]
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)
+    os.write(write_end, first)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SMALL_BLOCKS, str(BLOCK), str(read_chunk), "append", "--store", str(tmp_path / "s")]
+        + ["--broker-config", str(conf), "--create", "--jsonl", "-"],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    os.close(read_end)
+    acks, all_acked = [], threading.Event()
+
+    def read_acks():
+        for line in proc.stdout:
+            acks.append(json.loads(line))
+            if len(acks) == lines:
+                all_acked.set()
+
+    reader = threading.Thread(target=read_acks, daemon=True)
+    reader.start()
+    try:
+        # a guard only: the work takes a second or two; without its acknowledgements the producer waits for ever
+        assert all_acked.wait(120), f"{len(acks)} of {lines} acknowledged while the input stayed open"
+    finally:
+        os.write(write_end, rest)
+        os.close(write_end)
+        proc.wait(120)
+        reader.join(120)
+    assert proc.returncode == 0, proc.stderr.read().decode()
+    assert [a["queueOffset"] for a in acks] == list(range(lines + 1))
+    stored = dump(tmp_path / "s", conf)
+    assert [base64.b64decode(m["body"]).decode() for m in stored] == bodies

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 BATCH_MESSAGES = 8192
 BATCH_BYTES = 8 << 20
 READ_CHUNK = BATCH_BYTES
+INPUT_STOPPED = None  # what _blocks yields before a read that may block: the caller commits what it holds
 MESSAGE_OPTIONS = (
     "topic",
     "queue_id",
@@ -260,7 +261,12 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     lineno, pending = 0, None
     try:
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-parse") as parser:
-            for buf, lo, hi, paused in _blocks(stream):
+            for block in _blocks(stream):
+                if block is INPUT_STOPPED:  # the next read may wait for ever: acknowledge what was read first
+                    if pending is not None:
+                        lineno, pending = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out), None
+                    continue
+                buf, lo, hi = block
                 parsed = (
                     buf,
                     parser.submit(parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES, keep_timestamps),
@@ -268,8 +274,6 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
                 if pending is not None:
                     lineno = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
                 pending = parsed
-                if paused:
-                    lineno, pending = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out), None
             if pending is not None:
                 _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
         _emit(out, appender)
@@ -447,8 +451,10 @@ def _emit(out, appender: Appender):
 
 
 def _blocks(stream):
-    """(buffer, lo, hi, paused) with whole lines in buffer[lo:hi] (the last one may lack its newline at the end of
-    input), as soon as input pauses (`paused`: so does the end of input) or about BATCH_BYTES of lines are at hand.
+    """(buffer, lo, hi) with whole lines in buffer[lo:hi] (the last one may lack its newline at the end of input),
+    as soon as input stops or about BATCH_BYTES of lines are at hand; INPUT_STOPPED before any read when no
+    input is ready, so that the caller commits and acknowledges what it holds before a read that may wait for
+    ever (a producer may wait for those acknowledgements before it sends more).
     Reading the descriptor directly lets a pipe's pause be seen (select)."""
     try:
         fd = stream.fileno()
@@ -457,17 +463,20 @@ def _blocks(stream):
     if fd is None:
         data = stream.read()
         if data:
-            yield data, 0, len(data), True
+            yield data, 0, len(data)
         return
     buf, eof = b"", False
     while not eof:
         hi = buf.rfind(b"\n") + 1
-        if hi == 0 or (len(buf) < BATCH_BYTES and select.select([fd], [], [], 0)[0]):
-            chunk = os.read(fd, READ_CHUNK)
-            eof = not chunk
-            buf = buf + chunk
+        ready = bool(select.select([fd], [], [], 0)[0])
+        if hi and (len(buf) >= BATCH_BYTES or not ready):
+            yield buf, 0, hi
+            buf = buf[hi:]
             continue
-        yield buf, 0, hi, len(buf) < BATCH_BYTES
-        buf = buf[hi:]
+        if not ready:
+            yield INPUT_STOPPED
+        chunk = os.read(fd, READ_CHUNK)
+        eof = not chunk
+        buf = buf + chunk
     if buf:
-        yield buf, 0, len(buf), True
+        yield buf, 0, len(buf)
