@@ -361,10 +361,7 @@ def test_only_the_main_thread_takes_ctrl_c(tmp_path):
         while writer is None and proc.poll() is None:
             with contextlib.suppress(OSError):  # ENXIO until the command opens its config for reading
                 writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        blocked = {}
-        for task in Path(f"/proc/{proc.pid}/task").iterdir():
-            status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
-            blocked[int(task.name)] = bool(int(status["SigBlk"], 16) & (1 << (signal.SIGINT - 1)))
+        blocked = sigint_blocked(proc.pid)
     finally:
         proc.kill()
         proc.wait()
@@ -373,3 +370,39 @@ def test_only_the_main_thread_takes_ctrl_c(tmp_path):
     assert len(blocked) > 1  # numpy's threads are there to be judged
     assert blocked.pop(proc.pid) is False
     assert all(blocked.values())
+
+
+def test_append_waiting_on_input_takes_ctrl_c_only_in_the_main_thread(tmp_path):
+    """The threads a command starts once running (append's parse pool) block SIGINT too: a running
+    `append --jsonl -` that has acknowledged a line and waits for the next."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerIP1=192.168.0.10\n")
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(
+        [str(CONSOLE_SCRIPT), "append", "--store", str(tmp_path / "store"), "--broker-config", str(conf)]
+        + ["--create", "--jsonl", "-"],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    os.close(read_end)
+    try:
+        os.write(write_end, b'{"topic":"T","body":"b"}\n')
+        assert proc.stdout.readline()  # acknowledged: the parse thread ran, and append waits for more
+        blocked = sigint_blocked(proc.pid)
+    finally:
+        os.close(write_end)
+        proc.wait(60)
+    assert proc.returncode == 0
+    assert blocked.pop(proc.pid) is False
+    assert all(blocked.values()), blocked
+
+
+def sigint_blocked(pid: int) -> dict[int, bool]:
+    """Whether each thread of process `pid` blocks SIGINT (its SigBlk in /proc)."""
+    blocked = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        blocked[int(task.name)] = bool(int(status["SigBlk"], 16) & (1 << (signal.SIGINT - 1)))
+    return blocked

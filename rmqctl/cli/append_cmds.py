@@ -14,6 +14,7 @@ import orjson
 
 from typing import TYPE_CHECKING
 
+from ..budget import block_sigint_here
 from ..errors import UsageError
 from ..javacompat import decode_utf8
 from ..record import decode_body
@@ -260,7 +261,9 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     stream = sys.stdin.buffer if from_stdin else open(path, "rb")
     lineno, pending = 0, None
     try:
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-parse") as parser:
+        with concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="rmqctl-parse", initializer=block_sigint_here
+        ) as parser:
             for block in _blocks(stream):
                 if block is INPUT_STOPPED:  # the next read may wait for ever: acknowledge what was read first
                     if pending is not None:
@@ -376,7 +379,9 @@ def _read_ahead(f, keep_timestamps: bool):
         batch = _epoch_millis(batch)
         return batch, arrow_columns(batch, keep_timestamps)
 
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rmqctl-read") as reader:
+    with concurrent.futures.ThreadPoolExecutor(
+        1, thread_name_prefix="rmqctl-read", initializer=block_sigint_here
+    ) as reader:
         ahead = reader.submit(read)
         while (ready := ahead.result()) is not None:
             ahead = reader.submit(read)
