@@ -25,6 +25,7 @@ from test_compaction import conf_with_compaction, write_compaction
 from test_rocksdbstore import index_entries, write_db
 from rmqctl.budget import block_sigint_here
 from rmqctl.cli.main import cli
+from rmqctl.engine import ordered_map
 
 REPO = Path(__file__).resolve().parents[1]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("rmqctl")
@@ -340,6 +341,12 @@ def test_block_sigint_here_blocks_it_in_its_thread_only():
     thread.join()
     assert signal.SIGINT in masks[0]
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+def test_the_threads_a_walk_runs_on_block_sigint():
+    """ordered_map's threads (dump's, inspect's, the walks') start with SIGINT blocked, whatever their caller's mask."""
+    masks = list(ordered_map(lambda _: signal.pthread_sigmask(signal.SIG_BLOCK, set()), range(8), jobs=2))
+    assert all(signal.SIGINT in mask for mask in masks)
 
 
 def test_only_the_main_thread_takes_ctrl_c(tmp_path):

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dledger as D
 from .. import schema as S
+from ..budget import block_sigint_here
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..store import links_outside
@@ -201,7 +202,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
     if progress:
         progress(0, total)
     if ctx.jobs > 1 and len(flat) > 1:  # threads: the kernel releases the GIL
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(ctx.jobs, len(flat))) as pool:
+        with concurrent.futures.ThreadPoolExecutor(min(ctx.jobs, len(flat)), initializer=block_sigint_here) as pool:
             if "index" in ctx.parts:  # index structure does not need the records: read it meanwhile
                 pool.submit(verify_links.index_structure, ctx)
             futures = {pool.submit(scan_one, t): (i, k) for i, k, t in flat}

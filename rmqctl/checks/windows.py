@@ -19,6 +19,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..budget import block_sigint_here
 from . import dledger as verify_dledger
 from .context import Context, Records, RecordsBuilder
 from .commitlog import without_records
@@ -116,7 +117,7 @@ def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult
     """Each result with its record columns (walked again when it lost them), the next `jobs` walked on threads
     meanwhile (the kernel releases the GIL) while the caller checks this one's windows."""
     results = list(results)
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    with concurrent.futures.ThreadPoolExecutor(jobs, initializer=block_sigint_here) as pool:
         ahead = collections.deque(pool.submit(with_columns, walk, r) for r in results[:jobs])
         for k in range(len(results)):
             current = ahead.popleft().result()

@@ -8,6 +8,8 @@ import collections
 import concurrent.futures
 from typing import Callable, Iterable, Iterator, TypeVar
 
+from ..budget import block_sigint_here
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -18,7 +20,7 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator
     if jobs <= 1:
         yield from map(fn, items)
         return
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    with concurrent.futures.ThreadPoolExecutor(jobs, initializer=block_sigint_here) as pool:
         pending: collections.deque = collections.deque()
         try:
             for item in items:

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .. import schema as S
+from ..budget import block_sigint_here
 from ..config import BrokerConfig
 from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
 from ..engine import available_cores, dispatch_decode, dispatch_walk, put_units_in_order
@@ -106,7 +107,7 @@ def _decode_parallel(
             reference[lo:hi],
         )
 
-    with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1) as pool:
+    with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1, initializer=block_sigint_here) as pool:
         decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
     topic_ids: dict[str, int] = {}
     keys_rec, keys_hash = [], []
