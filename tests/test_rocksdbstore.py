@@ -374,7 +374,8 @@ def test_a_last_offset_off_the_log_is_a_finding(built, tmp_path):
 
 def _changed(kind: str, key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
     """The record with its uniq key's last character changed, with its number (storeTime or sizePy) off by one,
-    and with the key's head (hour bucket, delayTime) off by a minute (the bucket: by an hour)."""
+    and with the key's head (hour bucket, delayTime) off by a minute (the bucket: by three hours, past what any
+    zone's clock change allows)."""
     at = len(key) - 10 if kind == "index" else len(key) - 1
     other = key[:at] + bytes([key[at] ^ 1]) + key[at + 1 :]
     number = {"index": (0, ">q"), "timer": (0, ">i"), "trans": (4, ">i")}[kind]
@@ -382,7 +383,7 @@ def _changed(kind: str, key: bytes, value: bytes) -> list[tuple[bytes, bytes]]:
     struct.pack_into(number[1], moved, number[0], struct.unpack_from(number[1], value, number[0])[0] + 1)
     out = [(other, value), (key, bytes(moved))]
     if kind != "trans":
-        step = HOUR if kind == "index" else 60_000
+        step = 3 * HOUR if kind == "index" else 60_000
         out.append((q(struct.unpack_from(">q", key)[0] + step) + key[8:], value))
     return out
 
@@ -532,27 +533,31 @@ def test_a_damaged_database_is_one_line_or_findings_never_a_crash(built, tmp_pat
 
 def test_the_hour_bucket_is_the_store_time_s_hour_in_any_zone(built, tmp_path):
     """IndexRocksDBRecord.getKeyBytes keys a record by MixAll.dealTimeToHourStamps(storeTime), whose body (and
-    so its zone) the source index does not hold: a bucket floored in a zone half an hour off UTC passes, one an
-    hour off the store time is a finding."""
+    so its zone) no stored apache/rocketmq revision holds: a bucket floored in a zone half an hour off UTC
+    passes, so does one floored on a fall-back night (the repeated hour resolved to its first occurrence, up to
+    2 h before the store time) and one floored into a shifted hour (up to an hour after); one 3 h off the store
+    time is a finding."""
     root = copy_of(built, tmp_path)
     index = built[1]["default"]
-    key = next(k for k in index if b"@TxBizTopic@U@" in k)
-    store_time = struct.unpack(">q", index[key])[0]
+    keys = [k for k in index if b"@U@" in k][:4]
+    store_times = [struct.unpack(">q", index[k])[0] for k in keys]
     half_hour = 30 * 60 * 1000
-    india = (store_time + 11 * half_hour) // HOUR * HOUR - 11 * half_hour  # UTC+05:30
-    late = store_time // HOUR * HOUR + HOUR
+    india = (store_times[0] + 11 * half_hour) // HOUR * HOUR - 11 * half_hour  # UTC+05:30
+    fall_back = store_times[1] // HOUR * HOUR - HOUR  # 01:xx standard time floored to 01:00 daylight time
+    shifted = store_times[2] // HOUR * HOUR + HOUR - 60_000
+    late = store_times[3] // HOUR * HOUR - 3 * HOUR
 
     def buckets(db):
-        del db[key]
-        db[q(india) + key[8:]] = index[key]
-        db[q(late) + key[8:-8] + key[-8:]] = index[key]
+        for key, bucket in zip(keys, (india, fall_back, shifted, late)):
+            del db[key]
+            db[q(bucket) + key[8:]] = index[key]
 
     rewrite(root, "default", buckets)
     got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
     assert got == [
-        f"RocksDB message store index record TxBizTopic@U@{key[8:-8].decode().split('@')[3]} at commitlog "
-        f"offset {struct.unpack('>q', key[-8:])[0]}: hour bucket {late} is not the hour its storeTime "
-        f"{store_time} falls in"
+        f"RocksDB message store index record {keys[3][9:-9].decode()} at commitlog "
+        f"offset {struct.unpack('>q', keys[3][-8:])[0]}: hour bucket {late} is not the hour its storeTime "
+        f"{store_times[3]} falls in"
     ]
 
 

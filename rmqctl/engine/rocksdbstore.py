@@ -35,11 +35,14 @@ LONG_MAX = (1 << 63) - 1
 
 @kernel(counted=False)
 def in_hour_bucket(hour, store_time):
-    """Whether `hour` is the hour the store time falls in, as IndexRocksDBRecord.getKeyBytes keys it
-    (MixAll.dealTimeToHourStamps, whose body the source index does not hold): floored to the hour in whatever
-    zone the broker's clock is in, the hour starts within the hour before the store time, and every zone's
-    offset from UTC is a whole number of minutes."""
-    return 0 <= store_time - hour < HOUR_MS and hour % 60000 == 0
+    """Whether `hour` can be the hour bucket IndexRocksDBRecord.getKeyBytes keys the store time by
+    (MixAll.dealTimeToHourStamps, whose body is in no stored apache/rocketmq revision, so its zone and way of
+    flooring are not known). Floored to the hour in any zone, the bucket is on a whole minute (every zone's
+    offset from UTC is) and starts within the hour before the store time, except across a zone's clock change:
+    the night clocks fall back, the repeated local hour can resolve to its first occurrence (an hour earlier,
+    so up to 2 h before), and a floor into a skipped or shifted hour can land after the store time (less than
+    an hour). Only a bucket outside all of those is not the store time's."""
+    return -HOUR_MS < store_time - hour < 2 * HOUR_MS and hour % 60000 == 0
 
 
 @kernel(counted=False)
