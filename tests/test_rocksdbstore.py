@@ -6,6 +6,7 @@ independent reader rmqctl's dump is compared with."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -21,7 +22,9 @@ import rocksdict
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
 from rmqctl.checks.rocksdbstore import RecordRuns, agreed, parsed
+from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
+from rmqctl.errors import StoreError
 from rmqctl.rocksdbstore import entry
 from rmqctl.store import Store
 
@@ -589,3 +592,31 @@ def test_the_runs_are_spilled_to_scratch_and_removed(built, tmp_path, monkeypatc
     assert not runs.directory.exists()
     assert [f for f in findings(built[0]) if f[0].startswith("rocksdb-store")] == []
     assert not [p for p in views.iterdir() if "-rocksdbstore-" in p.name]
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+@pytest.mark.parametrize("how", [None, ".sst changed"])
+def test_verify_leaves_the_collector_as_it_found_it(built, tmp_path, how, frozen):
+    """The reading pauses the collector only while it reads, and never freezes or unfreezes: whether the
+    launcher (or a library user) froze the objects it holds, and whether the collector runs, are the same after
+    verify, also when the reading raises (a damaged table). (Frozen objects that die leave the frozen
+    generation, so its count is compared with none, not with the count before.)"""
+    root = copy_of(built, tmp_path)
+    if how:
+        _damage(root / "rocksdbstore", how)
+    if frozen:
+        gc.freeze()
+    before = (gc.isenabled(), gc.get_freeze_count() > 0)
+    raised = None
+    try:
+        store = Store(root, load_config(broker_conf(BASE)))
+        try:
+            verify(store)
+        except StoreError as err:
+            raised = err
+        finally:
+            store.close()
+        assert (gc.isenabled(), gc.get_freeze_count() > 0) == before == (True, frozen)
+        assert (raised is not None) == bool(how)  # the damaged table is said (in one line by the CLI)
+    finally:
+        gc.unfreeze()

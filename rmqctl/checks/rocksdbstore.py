@@ -131,18 +131,29 @@ class RecordRuns:
         self.directory = scratch_directory("rocksdbstore")
 
     def read(self):
-        """Every kind's keys (a thread's body: what it raises is kept for `wait`)."""
+        """Every kind's keys (a thread's body: what it raises is kept for `wait`). Every batch makes 65,536
+        (key, value) tuples, which start the collector's passes over every object the process holds (numba's
+        alone are many); they hold no cycles, so the collector is paused while they are made, and left as it
+        was found (never frozen: a freeze or unfreeze here would undo the launcher's or a library user's)."""
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            for kind in self.db.kinds:
-                for keys, values in self.db.batches(kind, BATCH):
-                    if self.stopped:
-                        return
-                    records, rest = parsed(kind, keys, values)
-                    self._spill(records)
-                    for i in rest.tolist():
-                        self._unparsed(entry(kind, keys[i], values[i]))
+            self._read_kinds()
         except BaseException as e:  # (re-raised by wait, in verify's own thread)
             self.error = e
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _read_kinds(self):
+        for kind in self.db.kinds:
+            for keys, values in self.db.batches(kind, BATCH):
+                if self.stopped:
+                    return
+                records, rest = parsed(kind, keys, values)
+                self._spill(records)
+                for i in rest.tolist():
+                    self._unparsed(entry(kind, keys[i], values[i]))
 
     def _unparsed(self, e: Entry):
         if e.record is not None:
@@ -216,13 +227,13 @@ class Reading:
 
     def __init__(self, db):
         db.open()  # (in this thread: the walk's checks read its bookkeeping keys too)
-        # every batch makes 65,536 (key, value) tuples, and each of the collector's full passes would walk every
-        # object the process holds (numba's alone are many): they are set aside until the reading is closed
-        gc.freeze()
-        self._frozen = True
         self.runs = RecordRuns(db)
         self._thread = threading.Thread(target=self.runs.read, name="rmqctl-rocksdbstore", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:
+            self.runs.close()
+            raise
 
     def wait(self) -> RecordRuns:
         self._thread.join()
@@ -236,9 +247,6 @@ class Reading:
         self.runs.stopped = True
         self._thread.join()
         self.runs.close()
-        if self._frozen:
-            gc.unfreeze()
-            self._frozen = False
 
 
 def start_reading(store: Store) -> Reading | None:
