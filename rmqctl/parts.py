@@ -455,22 +455,27 @@ def rocksdb_message_store(layout: Layout) -> list[Part]:
 @finder(*SPLIT_DIRECTORIES)
 def rocksdb_message_store_split(layout: Layout) -> list[Part]:
     """The split layout of the RocksDB message store: a database per kind, each with only `default`
-    (IndexMessageRocksDBStorage / TransMessageRocksDBStorage), read where each is that layout."""
+    (IndexMessageRocksDBStorage / TransMessageRocksDBStorage), read where every one is that layout. It is read
+    whole or not at all: its databases together say where dispatch resumes (the least lastOffsetPy), so one
+    not read leaves the others' answers incomplete."""
+    bases = {name: layout.root / name for name in SPLIT_DIRECTORIES if (layout.root / name).exists()}
+    problems = {name: _both_layouts(layout) or rocksdb_layout_problem(base, split=True) for name, base in bases.items()}
+    unread = next(((name, why) for name, why in problems.items() if why is not None), None)
     out = []
-    for name, kind in SPLIT_DIRECTORIES.items():
-        base = layout.root / name
-        if base.exists():
-            problem = _both_layouts(layout) or rocksdb_layout_problem(base, split=True)
-            out.append(
-                Part(
-                    "rocksdb-message-store",
-                    base,
-                    f"RocksDB message store, split layout ({kind} database)",
-                    problem is None,
-                    problem or "",
-                    write=False,
-                )
+    for name, base in bases.items():
+        problem = problems[name]
+        if problem is None and unread is not None:
+            problem = f"{unread[0]}/ beside it is not read ({unread[1]}): the split layout is read whole or not at all"
+        out.append(
+            Part(
+                "rocksdb-message-store",
+                base,
+                f"RocksDB message store, split layout ({SPLIT_DIRECTORIES[name]} database)",
+                problem is None,
+                problem or "",
+                write=False,
             )
+        )
     return out
 
 

@@ -148,7 +148,7 @@ def entry(kind: str, key: bytes, value: bytes) -> Entry:
 
 def message_rocksdb(parts: list) -> MessageRocksDB | None:
     """The store's message store from its parts (parts.py): its one database, or the split layout's databases
-    when every one of them is read; None when there is none or a part of it is not read."""
+    (read whole or not at all: parts.py); None when there is none or a part of it is not read."""
     if not parts or not all(p.read for p in parts):
         return None
     if parts[0].path.name not in SPLIT_DIRECTORIES:

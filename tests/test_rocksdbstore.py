@@ -620,3 +620,40 @@ def test_verify_leaves_the_collector_as_it_found_it(built, tmp_path, how, frozen
         assert (raised is not None) == bool(how)  # the damaged table is said (in one line by the CLI)
     finally:
         gc.unfreeze()
+
+
+def test_a_split_layout_with_one_database_not_read_is_not_read_anywhere(built, tmp_path):
+    """The index database readable, the transaction one with an extra family: the split layout is read whole
+    or not at all, so info lists every split part as not read naming the other database, dump says so in one
+    line, verify checks none of it, and dispatch resumes as if it were absent (as for a one-database store
+    not read)."""
+    root = split_copy(built, tmp_path)
+    shutil.rmtree(root / "RocksDBTransStore")
+    write_db(root / "RocksDBTransStore", {"default": built[1]["trans"], "timer": {}})
+    conf = broker_conf(BASE)
+    info = json.loads(run("info", "--store", root, "--broker-config", conf, "--format", "json").stdout)
+    parts = {Path(p["path"]).name: (p["read"], p["why"]) for p in info["parts"] if p["kind"] == "rocksdb-message-store"}
+    problem = "column families default, timer: not the split layout's one family (default)"
+    assert (
+        parts
+        == {
+            "RocksDBIndexStore": (
+                False,
+                f"RocksDBTransStore/ beside it is not read ({problem}): the split layout is read whole or not at all",
+            ),
+            "RocksDBTransStore": (False, problem),
+        }
+        and "rocksdbStore" not in info
+    )
+    for kind in ("index", "trans"):
+        one_line_error(run("dump", "rocksdbstore", "--kind", kind, "--store", root), "not read")
+    assert not [f for f in findings(root) if f[0].startswith("rocksdb-store")]
+
+
+def test_dump_of_timer_records_on_the_split_layout_says_they_are_not_read(built, tmp_path):
+    """The split layout keeps no timer database here: TimerMessageRocksDBStore's records are in kvStore/,
+    another layout, not read; asked for them, dump says so rather than printing nothing."""
+    root = split_copy(built, tmp_path)
+    one_line_error(run("dump", "rocksdbstore", "--kind", "timer", "--store", root), "kvStore", "not read")
+    code, rows = dump(root)
+    assert code == 0 and rows and {r["kind"] for r in rows} == {"index", "trans"}

@@ -212,7 +212,7 @@ def dump_index(ctx, file, headers_only):
     "kinds",
     type=click.Choice(KINDS),
     multiple=True,
-    help="Only these kinds (repeatable): index, timer, trans. Default: all three.",
+    help="Only these kinds (repeatable): index, timer, trans. Default: every kind the layout keeps.",
 )
 def dump_rocksdbstore(ctx, kinds):
     """The 5.4 RocksDB message store (rocksdbstore/, or the split layout's RocksDBIndexStore/ and
@@ -227,7 +227,7 @@ def dump_rocksdbstore(ctx, kinds):
     bad = []
 
     def rows():
-        for row in inspect.dump_rocksdbstore(ctx.store, tuple(k for k in KINDS if k in kinds) or KINDS):
+        for row in inspect.dump_rocksdbstore(ctx.store, tuple(k for k in KINDS if k in kinds) or None):
             if "problem" in row:
                 bad.append(row)
             yield row

@@ -235,20 +235,31 @@ def dump_compaction(store: Store, topic: str, queue_id: int, cq: bool = False) -
         }
 
 
-def dump_rocksdbstore(store: Store, kinds: tuple[str, ...] = rocksdbstore.KINDS) -> Iterator[dict]:
-    """The 5.4 RocksDB message store's keys of each kind in key order: records, bookkeeping keys, and keys of
-    neither (with their bytes and the problem)."""
-    part = store.parts.find("rocksdb-message-store")
-    if part is None:
+def dump_rocksdbstore(store: Store, kinds: tuple[str, ...] | None = None) -> Iterator[dict]:
+    """The 5.4 RocksDB message store's keys of each kind (default: every kind its layout keeps) in key order:
+    records, bookkeeping keys, and keys of neither (with their bytes and the problem). A kind asked for that
+    is not read here is said before any key, never answered with nothing."""
+    parts = [p for p in store.parts.parts if p.kind == "rocksdb-message-store"]
+    if not parts:
         raise StoreError(
             "no RocksDB message store (rocksdbstore/): the broker writes one only with "
             "indexRocksDBEnable, timerRocksDBEnable or transRocksDBEnable",
             store.root,
         )
-    if not part.read:
-        raise StoreError(f"{part.what}: not read ({part.why})", part.path)
+    unread = next((p for p in parts if not p.read), None)
+    if unread is not None:
+        raise StoreError(f"{unread.what}: not read ({unread.why})", unread.path)
     db = store.message_rocksdb
-    for kind in (k for k in kinds if k in db.kinds):  # (the split layout keeps no timer database here)
+    absent = next((k for k in kinds or () if k not in db.kinds), None)
+    if absent == rocksdbstore.TIMER:
+        raise StoreError(
+            "timer records: not read (the split layout keeps none here; TimerMessageRocksDBStore keeps them in "
+            "kvStore/, another layout)",
+            store.root / "kvStore",
+        )
+    if absent is not None:
+        raise StoreError(f"{absent} records: not read (the split layout here has no {absent} database)", db.directory)
+    for kind in kinds or db.kinds:
         for e in db.entries(kind):
             yield e.row()
 
