@@ -30,6 +30,7 @@ from rmqctl.store import Store
 
 BASE = "b-mixed"
 HOUR = 3600 * 1000
+LONG_MAX = (1 << 63) - 1
 TX_ID = "7F00000100012A9F0000000000000TX1"
 TIMER_OUT_MS = 1795314232000  # the appended timer message's due time
 TIMER_UNIQ = "7F00000100012A9F000000000000TMR1"
@@ -657,3 +658,16 @@ def test_dump_of_timer_records_on_the_split_layout_says_they_are_not_read(built,
     one_line_error(run("dump", "rocksdbstore", "--kind", "timer", "--store", root), "kvStore", "not read")
     code, rows = dump(root)
     assert code == 0 and rows and {r["kind"] for r in rows} == {"index", "trans"}
+
+
+def test_a_record_naming_the_last_offset_a_long_holds_is_past_the_end(built, tmp_path):
+    """offsetPy Long.MAX_VALUE is past every file, in the last window like any other offset past the end."""
+    root = copy_of(built, tmp_path)
+    index = built[1]["default"]
+    key = next(k for k in index if b"@U@" in k)
+    rewrite(root, "default", lambda db: db.__setitem__(key[:-8] + q(LONG_MAX), index[key]))
+    got = [d for k, d in findings(root) if k.startswith("rocksdb-store")]
+    assert got == [
+        f"RocksDB message store index record {key[9:-9].decode()} names commitlog offset {LONG_MAX}, past the "
+        "end of the commitlog (524288)"
+    ]

@@ -179,13 +179,14 @@ class RecordRuns:
         self._cursors.append(0)
 
     def between(self, lo: int, hi: int) -> Records | None:
-        """Every run's records naming offsets in [lo, hi), in commitlog order, read from the runs' files; asked
+        """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read from the runs' files; asked
         for windows in ascending order, each run read on from where the last window ended."""
         parts = []
+        side = "right" if hi == NOWHERE.max else "left"  # the last window holds Long.MAX_VALUE too
         for number, offsets in enumerate(self.runs):
             a = self._cursors[number]
             a += int(np.searchsorted(offsets[a:], lo))
-            b = a + int(np.searchsorted(offsets[a:], hi))
+            b = a + int(np.searchsorted(offsets[a:], hi, side))
             self._cursors[number] = b
             if a < b:
                 parts.append(self._read(number, a, b))
@@ -274,7 +275,8 @@ def check_rocksdb_store(store: Store, reading: Reading | None = None) -> Finding
 
 def windows(store: Store) -> list[tuple[int, int, object]]:
     """The offsets' line cut at the commitlog's files and every WINDOW bytes within them: (lo, hi, the file
-    or None where no file is)."""
+    or None where no file is); each window holds [lo, hi), the last one [lo, hi] (an offsetPy of
+    Long.MAX_VALUE is in it)."""
     q, out, at = store.commitlog, [], int(NOWHERE.min)
     for f in q.files:
         lo, end = max(f.start, q.min_offset), f.start + q.file_size
