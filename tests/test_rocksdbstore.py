@@ -21,7 +21,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks.rocksdbstore import RecordRuns, agreed, parsed
+from rmqctl.checks.rocksdbstore import RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
@@ -671,3 +671,39 @@ def test_a_record_naming_the_last_offset_a_long_holds_is_past_the_end(built, tmp
         f"RocksDB message store index record {key[9:-9].decode()} names commitlog offset {LONG_MAX}, past the "
         "end of the commitlog (524288)"
     ]
+
+
+def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_path):
+    """The merge over hundreds of runs (a run a key here, as a database of tens of millions of keys makes
+    hundreds of 65,536-key runs) keeps no file open per run and finds exactly what one run per kind finds:
+    damage, records past the end and at Long.MAX_VALUE, and nothing for a record below the first offset."""
+    root = copy_of(built, tmp_path)
+    index = built[1]["default"]
+    keys = [k for k in index if b"@U@" in k]
+
+    def damage(db):
+        db[keys[0][:-8] + q(10**9)] = index[keys[0]]  # past the log
+        db[keys[1][:-8] + q(LONG_MAX)] = index[keys[1]]
+        db[keys[2][:-8] + q(-1)] = index[keys[2]]  # below the first offset: expired
+        db[keys[3][:-30] + b"0" * 21 + keys[3][-9:]] = index[keys[3]]  # another uniq key
+
+    rewrite(root, "default", damage)
+    store = Store(root, load_config(broker_conf(BASE)))
+
+    def merged(batch: int) -> tuple[int, int, list[str]]:
+        open_before = len(os.listdir("/proc/self/fd"))
+        runs = RecordRuns(store.message_rocksdb, batch)
+        runs.read()
+        opened = len(os.listdir("/proc/self/fd")) - open_before
+        try:
+            return len(runs.runs), opened, [f.detail for f in check_runs(store, runs)]
+        finally:
+            runs.close()
+
+    try:
+        store.message_rocksdb.open()
+        few, many = merged(1 << 16), merged(1)
+    finally:
+        store.close()
+    assert few[0] == 3 and many[0] > 300 and many[1] <= few[1] + 1, (few[:2], many[:2])
+    assert many[2] == few[2] and len(few[2]) == 3 and sum("past the end" in d for d in few[2]) == 2, few[2]

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import heapq
 import shutil
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -120,12 +122,17 @@ class RecordRuns:
     the keys the engine parses as no record are decoded by the reference as they come: `found` names those
     of neither layout, `unparsed` keeps the records among them for the check against the commitlog."""
 
-    def __init__(self, db):
+    def __init__(self, db, batch: int = BATCH):
         self.db = db
+        self.batch = batch
         self.found = Findings()
         self.unparsed: list[Entry] = []
-        self.runs: list[np.ndarray] = []  # each run's offsets, mapped
+        self.runs: list[int] = []  # each run's length
         self._cursors: list[int] = []  # where each run's next window starts
+        # (the offset at each run's cursor, its number) for the runs not yet read to their end: a window opens
+        # only the runs holding offsets in it, and a run is mapped only while it is searched (a map holds a file
+        # descriptor: one per run would run out of them on a large database)
+        self._next: list[tuple[int, int]] = []
         self.error: BaseException | None = None
         self.stopped = False
         self.directory = scratch_directory("rocksdbstore")
@@ -147,7 +154,7 @@ class RecordRuns:
 
     def _read_kinds(self):
         for kind in self.db.kinds:
-            for keys, values in self.db.batches(kind, BATCH):
+            for keys, values in self.db.batches(kind, self.batch):
                 if self.stopped:
                     return
                 records, rest = parsed(kind, keys, values)
@@ -170,27 +177,43 @@ class RecordRuns:
             )
 
     def _spill(self, records: Records):
-        """The run's arrays as raw files, its offsets mapped to find windows by (a search reads a few pages)."""
+        """The run's arrays as raw files, its first offset kept to find the windows it has records in."""
         if not len(records.offsets):
             return
         for name in RUN_ARRAYS:
             getattr(records, name).tofile(self.directory / f"{len(self.runs)}-{name}")
-        self.runs.append(np.memmap(self.directory / f"{len(self.runs)}-offsets", np.int64, "r"))
+        heapq.heappush(self._next, (int(records.offsets[0]), len(self.runs)))
+        self.runs.append(len(records.offsets))
         self._cursors.append(0)
 
     def between(self, lo: int, hi: int) -> Records | None:
-        """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read from the runs' files; asked
-        for windows in ascending order, each run read on from where the last window ended."""
-        parts = []
+        """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read
+        from the runs' files; asked for windows in ascending order, each run read on from where the last window
+        ended."""
+        parts = [self._read(number, a, b) for number, a, b in self._spans(lo, hi)]
+        return concatenated(parts) if parts else None
+
+    def skip(self, lo: int, hi: int):
+        """Pass the records naming offsets in [lo, hi) without reading them (expired: nothing to check)."""
+        for _ in self._spans(lo, hi):
+            pass
+
+    def _spans(self, lo: int, hi: int) -> Iterator[tuple[int, int, int]]:
+        """(run, first row, end row) of each run holding records in [lo, hi), each run's cursor moved past them."""
         side = "right" if hi == NOWHERE.max else "left"  # the last window holds Long.MAX_VALUE too
-        for number, offsets in enumerate(self.runs):
+        while self._next and (self._next[0][0] < hi or side == "right"):
+            _, number = heapq.heappop(self._next)
+            # mapped only for this search (see _next)
+            offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")
             a = self._cursors[number]
             a += int(np.searchsorted(offsets[a:], lo))
             b = a + int(np.searchsorted(offsets[a:], hi, side))
+            if b < len(offsets):
+                heapq.heappush(self._next, (int(offsets[b]), number))
+            del offsets
             self._cursors[number] = b
             if a < b:
-                parts.append(self._read(number, a, b))
-        return concatenated(parts) if parts else None
+                yield number, a, b
 
     def _read(self, number: int, a: int, b: int) -> Records:
         def rows(name, dtype, width=1, first=a, count=b - a):
@@ -219,6 +242,7 @@ class RecordRuns:
 
     def close(self):
         self.runs.clear()
+        self._next.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -290,12 +314,18 @@ def windows(store: Store) -> list[tuple[int, int, object]]:
 
 
 def check_runs(store: Store, runs: RecordRuns) -> Findings:
-    """Every spilled record against the commitlog record it names, a window of the commitlog at a time."""
-    found = Findings()
-    for window in windows(store):
-        records = runs.between(*window[:2])
+    """Every spilled record against the commitlog record it names, a window of the commitlog at a time. Records
+    below the commitlog's first offset are expired (Store.expired: the broker serves them so, not as damage),
+    so they are passed without being read: a store whose old files were cleaned while the database still
+    names them costs no memory for them."""
+    found, q = Findings(), store.commitlog
+    for lo, hi, f in windows(store):
+        if f is None and q.files and lo < q.min_offset:
+            runs.skip(lo, min(hi, q.min_offset))
+            lo = min(hi, q.min_offset)
+        records = runs.between(lo, hi) if lo < hi else None
         if records is not None:
-            ok = agreed(store, records, [window])
+            ok = agreed(store, records, [(lo, hi, f)])
             _check_records(found, store, runs.db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
     return found
 
