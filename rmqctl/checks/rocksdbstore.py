@@ -193,6 +193,27 @@ class RecordRuns:
         parts = [self._read(number, a, b) for number, a, b in self._spans(lo, hi)]
         return concatenated(parts) if parts else None
 
+    def slices(self, lo: int, hi: int) -> Iterator[Records]:
+        """between(lo, hi) cut into slices of about a batch of records each, in commitlog order (more only where
+        more keys name one offset): where no file is, every record is one the reference names, however many."""
+        while self._next and (self._next[0][0] < hi or hi == NOWHERE.max):
+            cut = self._cut(hi)
+            records = self.between(lo, cut)
+            if records is not None:
+                yield records
+            lo = cut
+
+    def _cut(self, hi: int) -> int:
+        """An offset at most `hi` below which each run holding records under it has its share of a batch at most
+        (and at least the next record's offset, so that every slice takes one)."""
+        share, cut = max(1, self.batch // len(self._next)), hi
+        for _, number in self._next:
+            offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")  # mapped only here (_next)
+            if self._cursors[number] + share < len(offsets):
+                cut = min(cut, int(offsets[self._cursors[number] + share]))
+            del offsets
+        return hi if self._next[0][0] >= hi else max(cut, self._next[0][0] + 1)
+
     def skip(self, lo: int, hi: int):
         """Pass the records naming offsets in [lo, hi) without reading them (expired: nothing to check)."""
         for _ in self._spans(lo, hi):
@@ -317,13 +338,17 @@ def check_runs(store: Store, runs: RecordRuns) -> Findings:
     """Every spilled record against the commitlog record it names, a window of the commitlog at a time. Records
     below the commitlog's first offset are expired (Store.expired: the broker serves them so, not as damage),
     so they are passed without being read: a store whose old files were cleaned while the database still
-    names them costs no memory for them."""
+    names them costs no memory for them; those between files or past the end are taken a slice at a time."""
     found, q = Findings(), store.commitlog
     for lo, hi, f in windows(store):
         if f is None and q.files and lo < q.min_offset:
             runs.skip(lo, min(hi, q.min_offset))
             lo = min(hi, q.min_offset)
-        records = runs.between(lo, hi) if lo < hi else None
+        if f is None:  # no record here is in a file: the reference names each
+            for records in runs.slices(lo, hi) if lo < hi else ():
+                _check_records(found, store, runs.db, [records.entry(i) for i in range(len(records.offsets))])
+            continue
+        records = runs.between(lo, hi)
         if records is not None:
             ok = agreed(store, records, [(lo, hi, f)])
             _check_records(found, store, runs.db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
