@@ -707,3 +707,22 @@ def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_
         store.close()
     assert few[0] == 3 and many[0] > 300 and many[1] <= few[1] + 1, (few[:2], many[:2])
     assert many[2] == few[2] and len(few[2]) == 3 and sum("past the end" in d for d in few[2]) == 2, few[2]
+
+
+def test_slices_are_bounded_and_together_every_record_in_order(built):
+    """Where no file is, the records are taken about a batch at a time (each run's share), in commitlog order,
+    every one once."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    line = (int(np.iinfo(np.int64).min), LONG_MAX)
+    try:
+        whole, sliced = RecordRuns(store.message_rocksdb, 64), RecordRuns(store.message_rocksdb, 64)
+        whole.read(), sliced.read()
+        every = whole.between(*line)
+        slices = list(sliced.slices(*line))
+        runs = len(sliced.runs)
+        whole.close(), sliced.close()
+    finally:
+        store.close()
+    assert runs > 10 and len(slices) > 10 and max(len(s.offsets) for s in slices) <= 2 * 64
+    joined = np.concatenate([s.offsets for s in slices])
+    assert np.array_equal(joined, every.offsets) and len(joined) > 1000
