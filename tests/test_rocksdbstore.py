@@ -10,6 +10,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -21,7 +22,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks.rocksdbstore import RecordRuns, agreed, check_runs, parsed
+from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
@@ -726,3 +727,24 @@ def test_slices_are_bounded_and_together_every_record_in_order(built):
     assert runs > 10 and len(slices) > 10 and max(len(s.offsets) for s in slices) <= 2 * 64
     joined = np.concatenate([s.offsets for s in slices])
     assert np.array_equal(joined, every.offsets) and len(joined) > 1000
+
+
+def test_the_reading_thread_blocks_sigint(built):
+    """verify's RocksDB reading runs in a thread of its own with SIGINT blocked, whatever its caller's mask:
+    Ctrl-C is the main thread's."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    db, masks = store.message_rocksdb, []
+    real_batches = db.batches
+
+    def batches(kind, size):
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+        return real_batches(kind, size)
+
+    db.batches = batches
+    try:
+        reading = Reading(db)
+        reading.wait()
+        reading.close()
+    finally:
+        store.close()
+    assert masks and all(signal.SIGINT in m for m in masks)

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .. import engine as E
+from ..budget import block_sigint_here
 from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
@@ -274,12 +275,16 @@ class Reading:
     def __init__(self, db):
         db.open()  # (in this thread: the walk's checks read its bookkeeping keys too)
         self.runs = RecordRuns(db)
-        self._thread = threading.Thread(target=self.runs.read, name="rmqctl-rocksdbstore", daemon=True)
+        self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
         try:
             self._thread.start()
         except BaseException:
             self.runs.close()
             raise
+
+    def _read(self):
+        block_sigint_here()  # Ctrl-C is the main thread's (rmqctl.budget)
+        self.runs.read()
 
     def wait(self) -> RecordRuns:
         self._thread.join()
