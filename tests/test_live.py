@@ -19,6 +19,7 @@ import pytest
 
 from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, truth
 from rmqctl import schema as S
+from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
 from rmqctl.schema import MAGIC_AT
 from rmqctl.store import Store
@@ -519,3 +520,28 @@ def test_an_index_file_deleted_under_a_live_read_is_noted(tmp_path):
         assert store.open_index_file(listed[0]) is None  # as index_files() opens what it listed
         assert [(getattr(f, "path", f), pos) for f, pos, _ in store.live.moved] == [(listed[0], 0)]
         store.close()
+
+
+def test_a_commitlog_file_deleted_between_its_mapping_and_its_extents_restarts_verify(tmp_path, monkeypatch):
+    """The broker's cleaner may delete the head file after verify mapped it and before verify asks the
+    filesystem where its data is (SEEK_DATA): a file gone like any other (verify starts again on a new
+    snapshot), not `No such file or directory` and exit 2. The deletion lands at that point every time."""
+    from rmqctl.checks import scan
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    head = sorted((root / "commitlog").iterdir())[0]
+    mapped = scan.open_map
+
+    def map_then_lose_the_head(path):
+        buf = mapped(path)
+        if str(path) == str(head) and head.exists():
+            head.unlink()  # as the cleaner does, between the map and data_extents
+        return buf
+
+    monkeypatch.setattr(scan, "open_map", map_then_lose_the_head)
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        result = verify(store, only="commitlog")
+        store.close()
+    assert [Path(p) for p in result.restarted_after] == [head]
+    assert not head.exists()

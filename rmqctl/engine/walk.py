@@ -243,8 +243,14 @@ def _message_start(buf, pos: int, limit: int, searched: int, file_start: int, al
 
 def data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
     """The ranges of [start, end) that may hold data (SEEK_DATA / SEEK_HOLE); all of it where the filesystem
-    cannot tell."""
-    fd = os.open(path, os.O_RDONLY)
+    cannot tell. FileGone when the file was deleted after its caller mapped it (a running broker's expired head):
+    the caller's reading of a vanished file, as when mapping it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise FileGone(
+            "deleted while rmqctl read the store (a running broker removed this expired file)", path
+        ) from None
     try:
         out = []
         pos = start
