@@ -15,8 +15,8 @@ put over them: the broker migrates it and leaves it in place).
 
 Sources (apache/rocketmq): broker/.../config/v1/RocksDB{ConsumerOffset,TopicConfig,SubscriptionGroup}Manager.java,
 RocksDBConfigManager.java, common/.../config/ConfigRocksDBStorage.java (5.3.3 and develop), BrokerController
-(isEnableRocksDBStore picks these managers). The single layout's topic column families are not in the sources
-read here: they follow the offset and group managers' names, and a database with any other family is not read.
+(isEnableRocksDBStore picks these managers); the single layout's topic families from RocksDBTopicConfigManager
+at 04ed937d. A database with any other family is not read.
 """
 
 from __future__ import annotations
