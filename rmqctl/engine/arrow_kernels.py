@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import copy_span, find_name, kernel, property_segment, read_properties
+from .decode import COLUMN, CRC_OK, CRC_TEXT, CRC_UNCHECKED, POSITION, PROPERTIES_NOT_UTF8, TEXT_FLAGS, TOPIC_NOT_UTF8
+from .kernels import copy_span, find_name, kernel, move_bytes, property_segment, read_properties
 from .jsonl_kernels import put_ipv4, put_msgid
 from .record import next_key_word
 
@@ -28,17 +29,6 @@ def gather(u8, lo, hi, out, offsets):
 
 
 @kernel
-def host_texts(u8, ip_at, port, out, offsets):
-    """ "a.b.c.d:port" of each IPv4 host (the caller writes IPv6 hosts itself)."""
-    o = 0
-    offsets[0] = 0
-    for i in range(len(ip_at)):
-        o = put_ipv4(out, o, u8, ip_at[i], port[i])
-        offsets[i + 1] = o
-    return o
-
-
-@kernel
 def msgid_texts(u8, position, store_ip_at, store_ip_len, out, offsets):
     """Each record's msgId (put_msgid)."""
     o = 0
@@ -49,50 +39,23 @@ def msgid_texts(u8, position, store_ip_at, store_ip_len, out, offsets):
     return o
 
 
-@kernel
-def property_entries(u8, props_at, props_len, name_lo, name_hi, value_lo, value_hi, offsets):
-    """The pairs of each record's property string as map entries (spans), in order, a repeated name keeping
-    its first place and taking the later value. Returns the entries written."""
+@kernel(counted=False)
+def record_entries(u8, lo, hi, name_lo, name_hi, value_lo, value_hi):
+    """The pairs of the property string u8[lo:hi] as map entries (spans), in order, a repeated name keeping
+    its first place and taking the later value (the reference's dict). Returns the entries written."""
     n = 0
-    offsets[0] = 0
-    for r in range(len(props_at)):
-        first = n
-        i = props_at[r]
-        hi = i + props_len[r]
-        while i < hi:
-            j, sep, _, _ = property_segment(u8, i, hi)
-            if sep >= 0:
-                seen = find_name(u8, name_lo, name_hi, first, n, i, sep)
-                if seen >= 0:
-                    value_lo[seen], value_hi[seen] = sep + 1, j
-                else:
-                    name_lo[n], name_hi[n], value_lo[n], value_hi[n] = i, sep, sep + 1, j
-                    n += 1
-            i = j + 1
-        offsets[r + 1] = n
-    return n
-
-
-@kernel
-def key_words(u8, lo, hi, word_lo, word_hi, offsets):
-    """The words the broker indexes (rules.next_key_word) of each KEYS value u8[lo[r]:hi[r]] (lo < 0: no
-    KEYS). Returns the words written."""
-    n = 0
-    offsets[0] = 0
-    for r in range(len(lo)):
-        if lo[r] >= 0:
-            a, b = next_key_word(u8, lo[r], hi[r])
-            while a < b:
-                word_lo[n], word_hi[n] = a, b
+    i = lo
+    while i < hi:
+        j, sep, _, _ = property_segment(u8, i, hi)
+        if sep >= 0:
+            seen = find_name(u8, name_lo, name_hi, 0, n, i, sep)
+            if seen >= 0:
+                value_lo[seen], value_hi[seen] = sep + 1, j
+            else:
+                name_lo[n], name_hi[n], value_lo[n], value_hi[n] = i, sep, sep + 1, j
                 n += 1
-                a, b = next_key_word(u8, b, hi[r])
-        offsets[r + 1] = n
+        i = j + 1
     return n
-
-
-def most_entries(props_len: np.ndarray) -> int:
-    """Room for every pair: a pair takes 3 bytes and a separator."""
-    return int(props_len.sum()) // 3 + len(props_len) + 1
 
 
 @kernel
@@ -124,3 +87,164 @@ def holds_word(u8, lo, hi, word, out):
                         out[r] = False
                         break
             a, b = next_key_word(u8, b, hi[r])
+
+
+# A record batch's Arrow buffers, written in one pass over a chunk's rows (engine/columns.py lays them out and
+# wraps them): the spans gathered as stored (`spans`: per column, the decode's column of its first byte, of its
+# end or length, and whether that is a length), then the hosts' and msgId's text, the properties' map entries
+# and the KEYS words. A span column's rows are null where its first byte is -1 (a property the record lacks).
+# Per-row offsets (and validity bits) come in this order, after the spans':
+BORN_HOST, STORE_HOST, MSG_ID, PROPERTY_MAP, KEY_LIST = range(5)  # (+ the number of span columns)
+# data sections, after the spans': the hosts' and msgId's text, the entries' names and values, the KEYS words
+ENTRY_NAMES, ENTRY_VALUES, KEY_WORDS = 3, 4, 5
+NDATA_AFTER_SPANS = 6
+NROWS_AFTER_SPANS = 5
+CRC_VALID, CRC_VALUE = 5, 6  # the crcOk column's validity and value bits, after the spans' bit rows
+NBITS_AFTER_SPANS = 7
+# what a batch holds that the kernel leaves to the reference's Python (flags: rare, and slow to do right here)
+BORN_V6, STORE_V6, TOPIC_TEXT, PROPERTIES_TEXT, CRC_AS_TEXT = 1, 2, 4, 8, 16
+HOST_ROOM = 27 + 8  # "255.255.255.255:-2147483648", and put_ipv4's word stores past it
+KEYS_LO, KEYS_HI = COLUMN["lo:KEYS"], COLUMN["hi:KEYS"]
+PROPS_AT, PROPS_LEN = COLUMN["propertiesAt"], COLUMN["propertiesLength"]
+COMBO, STORE_IP = COLUMN["combo"], COLUMN["storeHost.ip"]
+HOST_COLUMNS = ((COLUMN["bornHost.ip"], COLUMN["bornHost.port"]), (COLUMN["storeHost.ip"], COLUMN["storeHost.port"]))
+
+
+@kernel(inlined=True)
+def span_end(cols, r, spec):
+    """Where row r's span of a span column (spec: first byte's column, end or length column, is a length) ends."""
+    end = cols[r, spec[1]]
+    return cols[r, spec[0]] + max(end, 0) if spec[2] else end
+
+
+@kernel
+def batch_layout(cols, spans, at):
+    """The data sections of a batch (their starts, 64-byte aligned, in `at`; at[-1] the total) and the room
+    its map entries and KEYS words need: returns (entries, words, most entries of one record)."""
+    ns = len(spans)
+    size = np.zeros(len(at) - 1, np.int64)
+    entries = words = most = 0
+    for r in range(len(cols)):
+        for k in range(ns):
+            lo = cols[r, spans[k, 0]]
+            if lo >= 0:
+                size[k] += max(span_end(cols, r, spans[k]) - lo, 0)
+        size[ns + BORN_HOST] += HOST_ROOM
+        size[ns + STORE_HOST] += HOST_ROOM
+        size[ns + MSG_ID] += 2 * (16 if cols[r, COMBO] & 2 else 4) + 24
+        pairs = cols[r, PROPS_LEN] // 3 + 1
+        entries += pairs
+        most = max(most, pairs)
+        size[ns + ENTRY_NAMES] += cols[r, PROPS_LEN]
+        size[ns + ENTRY_VALUES] += cols[r, PROPS_LEN]
+        if cols[r, KEYS_LO] >= 0:
+            size[ns + KEY_WORDS] += cols[r, KEYS_HI] - cols[r, KEYS_LO]
+            words += (cols[r, KEYS_HI] - cols[r, KEYS_LO]) // 2 + 1
+    at[0] = 0
+    for k in range(len(size)):
+        at[k + 1] = at[k] + ((size[k] + 63) & ~63)
+    return entries, words, most
+
+
+@kernel(inlined=True)
+def set_bit(bits, row, r):
+    bits[row, r >> 3] |= np.uint8(1 << (r & 7))
+
+
+@kernel(inlined=True)
+def put_span(data, at, used, k, u8, lo, hi):
+    """u8[lo:hi] appended to data section k; returns its new length."""
+    if hi > lo:
+        move_bytes(data, at[k] + used[k], u8, lo, hi - lo)
+        used[k] += hi - lo
+    return used[k]
+
+
+@kernel(inlined=True)
+def put_entries(u8, lo, hi, scratch, data, at, used, ns, items, entries):
+    """A record's map entries (record_entries) appended to the names' and values' sections; returns the entries."""
+    n = record_entries(u8, lo, hi, scratch[0], scratch[1], scratch[2], scratch[3])
+    for e in range(n):
+        items[0, entries + 1] = put_span(data, at, used, ns + ENTRY_NAMES, u8, scratch[0, e], scratch[1, e])
+        items[1, entries + 1] = put_span(data, at, used, ns + ENTRY_VALUES, u8, scratch[2, e], scratch[3, e])
+        entries += 1
+    return entries
+
+
+@kernel(inlined=True)
+def put_words(u8, lo, hi, data, at, used, ns, items, words):
+    """The words the broker indexes (rules.next_key_word) of the KEYS value u8[lo:hi], appended; returns the words."""
+    a, b = next_key_word(u8, lo, hi)
+    while a < b:
+        items[2, words + 1] = put_span(data, at, used, ns + KEY_WORDS, u8, a, b)
+        words += 1
+        a, b = next_key_word(u8, b, hi)
+    return words
+
+
+@kernel(counted=False)
+def batch_columns(
+    u8, cols, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts
+):
+    """Every buffer of a batch in one pass over its rows: ints32[k] / ints64[k] the decode's columns from32[k] /
+    from64[k] (ints64's last row: commitLogOffset, the position plus `file_start`), `offsets` each text and
+    binary column's Arrow offsets (rows: the spans, then BORN_HOST ...), `bits` their validity (and crcOk's),
+    `items` the map entries' names' and values' and the KEYS words' offsets, `data` their bytes (section k
+    from at[k]); `scratch` (4, most entries of a record) holds a record's entries while its repeats are merged.
+    counts: the bytes of each data section, the set bits of each bit row, the entries, the words, the flags."""
+    ns = len(spans)
+    nd = len(at) - 1
+    used = counts[:nd]
+    present = counts[nd : nd + len(bits)]
+    counts[:] = 0
+    bits[:, :] = 0
+    offsets[:, 0] = 0
+    items[:, 0] = 0
+    entries = words = flags = 0
+    for r in range(len(cols)):
+        for k in range(len(from32)):
+            ints32[k, r] = cols[r, from32[k]]
+        for k in range(len(from64)):
+            ints64[k, r] = cols[r, from64[k]]
+        pos = cols[r, POSITION]
+        ints64[len(from64), r] = pos + file_start
+        for k in range(ns):
+            lo = cols[r, spans[k, 0]]
+            if lo >= 0:
+                set_bit(bits, k, r)
+                present[k] += 1
+                put_span(data, at, used, k, u8, lo, span_end(cols, r, spans[k]))
+            offsets[k, r + 1] = used[k]
+        combo = cols[r, COMBO]
+        flags |= combo & (BORN_V6 | STORE_V6)
+        for side in range(2):
+            k = ns + side
+            used[k] = (
+                put_ipv4(data, at[k] + used[k], u8, cols[r, HOST_COLUMNS[side][0]], cols[r, HOST_COLUMNS[side][1]])
+                - at[k]
+            )
+            offsets[k, r + 1] = used[k]
+        k = ns + MSG_ID
+        used[k] = put_msgid(data, at[k] + used[k], u8, pos, cols[r, STORE_IP], 16 if combo & 2 else 4) - at[k]
+        offsets[k, r + 1] = used[k]
+        entries = put_entries(
+            u8, cols[r, PROPS_AT], cols[r, PROPS_AT] + cols[r, PROPS_LEN], scratch, data, at, used, ns, items, entries
+        )
+        offsets[ns + PROPERTY_MAP, r + 1] = entries
+        if cols[r, KEYS_LO] >= 0:
+            set_bit(bits, ns + KEY_LIST, r)
+            present[ns + KEY_LIST] += 1
+            words = put_words(u8, cols[r, KEYS_LO], cols[r, KEYS_HI], data, at, used, ns, items, words)
+        offsets[ns + KEY_LIST, r + 1] = words
+        crc = cols[r, CRC_OK]
+        if crc != CRC_UNCHECKED:
+            set_bit(bits, ns + CRC_VALID, r)
+            present[ns + CRC_VALID] += 1
+        if crc == 1:
+            set_bit(bits, ns + CRC_VALUE, r)
+        text = cols[r, TEXT_FLAGS]
+        flags |= (TOPIC_TEXT if text & TOPIC_NOT_UTF8 else 0) | (PROPERTIES_TEXT if text & PROPERTIES_NOT_UTF8 else 0)
+        flags |= CRC_AS_TEXT if crc == CRC_TEXT else 0
+    counts[nd + len(bits)] = entries
+    counts[nd + len(bits) + 1] = words
+    counts[nd + len(bits) + 2] = flags

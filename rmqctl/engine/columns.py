@@ -17,7 +17,7 @@ import pyarrow as pa
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 from . import arrow_kernels as K
-from .decode import CRC_TEXT, CRC_UNCHECKED, PROPERTIES_NOT_UTF8, TOPIC_NOT_UTF8
+from .decode import COLUMN, CRC_TEXT, CRC_UNCHECKED
 from ..record import format_host
 from ..rules import key_words
 from .walk import Chunk
@@ -74,28 +74,19 @@ def arrow_bytes(size: int) -> pa.Buffer:
     return pa.allocate_buffer(max(size, 8))  # (numpy cannot view an empty buffer)
 
 
-def text_column(chunk: Chunk, lo, hi, bad: np.ndarray, present=None) -> pa.Array:
-    """A string column of spans; rows in `bad` (not well-formed UTF-8) decoded as Java decodes them."""
-    if not bad.any():
-        return span_column(chunk.u8, lo, hi, pa.string(), present)
-    present = np.ones(len(lo), bool) if present is None else present
+def text_column(chunk: Chunk, lo, hi) -> pa.Array:
+    """A string column of spans (null where lo < 0) decoded as Java decodes them, for batches with text that is
+    not well-formed UTF-8."""
+    return pa.array([decode_utf8(chunk.u8[a:b].tobytes()) if a >= 0 else None for a, b in zip(lo, hi)], pa.string())
+
+
+def host_column(chunk: Chunk, side: str) -> pa.Array:
+    """A host column as the reference writes it (format_host): for batches with an IPv6 host."""
+    ip_at, port, v6 = chunk.column(f"{side}.ip"), chunk.column(f"{side}.port"), chunk.column("combo") & V6_BIT[side]
+    width = np.where(v6 != 0, 16, 4)
     return pa.array(
-        [decode_utf8(chunk.u8[a:b].tobytes()) if p else None for a, b, p in zip(lo, hi, present)], pa.string()
+        [format_host(chunk.u8[a : a + w].tobytes(), int(p)) for a, w, p in zip(ip_at, width, port)], pa.string()
     )
-
-
-def host_column(chunk: Chunk, side: str, v6: np.ndarray) -> pa.Array:
-    ip_at, port = chunk.column(f"{side}.ip"), chunk.column(f"{side}.port")
-    if v6.any():
-        width = np.where(v6, 16, 4)
-        return pa.array(
-            [format_host(chunk.u8[a : a + w].tobytes(), int(p)) for a, w, p in zip(ip_at, width, port)], pa.string()
-        )
-    # "255.255.255.255:-2147483648" (27 bytes) each, and 8 for put_ipv4's last word store
-    out = np.empty(len(ip_at) * 27 + 8, np.uint8)
-    offsets = np.empty(len(ip_at) + 1, np.int32)
-    used = K.host_texts(chunk.u8, np.ascontiguousarray(ip_at), np.ascontiguousarray(port), out, offsets)
-    return pa.Array.from_buffers(pa.string(), len(ip_at), [None, pa.py_buffer(offsets), pa.py_buffer(out[:used])])
 
 
 def msgid_column(chunk: Chunk, store_v6: np.ndarray) -> pa.Array:
@@ -113,78 +104,167 @@ def msgid_column(chunk: Chunk, store_v6: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(chunk), [None, pa.py_buffer(offsets), pa.py_buffer(out)])
 
 
-def properties_column(chunk: Chunk, props_lo, props_len, bad: np.ndarray) -> pa.Array:
+def properties_column(chunk: Chunk) -> pa.Array:
+    """The properties as the reference parses them, for batches with a property string that is not UTF-8."""
     kind = RECORD_SCHEMA.field("properties").type
-    if bad.any():
-        maps = [
-            list(parse_properties(decode_utf8(chunk.u8[a : a + n].tobytes())).items()) if n > 0 else []
-            for a, n in zip(props_lo, props_len)
-        ]
-        return pa.array(maps, kind)
-    room = K.most_entries(props_len)
-    name_lo, name_hi, value_lo, value_hi = (np.empty(room, np.int64) for _ in range(4))
-    offsets = np.empty(len(props_lo) + 1, np.int32)
-    n = K.property_entries(chunk.u8, props_lo, props_len, name_lo, name_hi, value_lo, value_hi, offsets)
-    names = span_column(chunk.u8, name_lo[:n], name_hi[:n], pa.string())
-    values = span_column(chunk.u8, value_lo[:n], value_hi[:n], pa.string())
-    return pa.MapArray.from_arrays(pa.array(offsets), names, values, type=kind)
+    lo, n = chunk.column("propertiesAt"), chunk.column("propertiesLength")
+    maps = [
+        list(parse_properties(decode_utf8(chunk.u8[a : a + k].tobytes())).items()) if k > 0 else []
+        for a, k in zip(lo, n)
+    ]
+    return pa.array(maps, kind)
 
 
-def keys_column(chunk: Chunk, lo, hi, bad: np.ndarray) -> pa.Array:
+def keys_column(chunk: Chunk) -> pa.Array:
+    """The KEYS words as the reference splits and decodes them, for batches with a property string that is not UTF-8."""
     kind = RECORD_SCHEMA.field("keys").type
-    if bad.any():
-        return pa.array(
-            [None if a < 0 else [decode_utf8(w) for w in key_words(chunk.u8[a:b].tobytes())] for a, b in zip(lo, hi)],
-            kind,
-        )
-    room = int(np.maximum(hi - lo, 0).sum()) // 2 + 1
-    word_lo, word_hi = np.empty(room, np.int64), np.empty(room, np.int64)
-    offsets = np.empty(len(lo) + 1, np.int32)
-    n = K.key_words(chunk.u8, lo, hi, word_lo, word_hi, offsets)
-    words = span_column(chunk.u8, word_lo[:n], word_hi[:n], pa.string())
-    return pa.ListArray.from_arrays(pa.array(offsets), words, type=kind, mask=pa.array(lo < 0))
-
-
-def record_batch(chunk: Chunk) -> pa.RecordBatch:
-    """The records of one chunk as a RecordBatch of RECORD_SCHEMA."""
-    n = len(chunk)
-    col = chunk.column
-    flags = col("textFlags")
-    bad_topic = (flags & TOPIC_NOT_UTF8) != 0
-    bad_props = (flags & PROPERTIES_NOT_UTF8) != 0
-    combo = col("combo")
-    position = col("position")
-    props_lo = np.ascontiguousarray(col("propertiesAt"))
-    props_len = np.ascontiguousarray(col("propertiesLength"))
-    arrays = {"file": pa.repeat(chunk.file.name, n), "commitLogOffset": pa.array(position + chunk.file.start)}
-    for name, kind in SCALARS:
-        if name not in arrays and kind in (pa.int32(), pa.int64()):
-            arrays[name] = pa.array(col(name).astype(kind.to_pandas_dtype()))
-    arrays["bornHost"] = host_column(chunk, "bornHost", (combo & 1) != 0)
-    arrays["storeHost"] = host_column(chunk, "storeHost", (combo & 2) != 0)
-    topic_lo = col("topicAt")
-    arrays["topic"] = text_column(chunk, topic_lo, topic_lo + col("topicLength"), bad_topic)
-    arrays["msgId"] = msgid_column(chunk, (combo & 2) != 0)
-    for name, prop in PROPERTY_COLUMNS.items():
-        lo, hi = col(f"lo:{prop}"), col(f"hi:{prop}")
-        arrays[name] = text_column(chunk, lo, hi, bad_props, lo >= 0)
-    body_lo = col("bodyAt")
-    arrays["body"] = span_column(chunk.u8, body_lo, body_lo + np.maximum(col("bodyLength"), 0), pa.binary())
-    arrays["propertiesBytes"] = span_column(chunk.u8, props_lo, props_lo + props_len, pa.binary())
-    arrays["properties"] = properties_column(chunk, props_lo, props_len, bad_props)
-    arrays["keys"] = keys_column(
-        chunk, np.ascontiguousarray(col("lo:KEYS")), np.ascontiguousarray(col("hi:KEYS")), bad_props
+    lo, hi = chunk.column("lo:KEYS"), chunk.column("hi:KEYS")
+    return pa.array(
+        [None if a < 0 else [decode_utf8(w) for w in key_words(chunk.u8[a:b].tobytes())] for a, b in zip(lo, hi)], kind
     )
-    crc = col("crcOk")
+
+
+def crc_column(chunk: Chunk) -> pa.Array:
+    """crcOk, for batches where a __CRC32# value is not ASCII: read as the broker reads it."""
+    col = chunk.column
+    crc, position = col("crcOk"), col("position")
     ok = crc == 1
-    for r in np.flatnonzero(crc == CRC_TEXT):  # a __CRC32# value that is not ASCII: read as the broker reads it
+    for r in np.flatnonzero(crc == CRC_TEXT):
         lo, hi = col(f"lo:{CRC32_PROPERTY}")[r], col(f"hi:{CRC32_PROPERTY}")[r]
         stored = crc_from_digits(decode_utf8(chunk.u8[lo:hi].tobytes()))
         ok[r] = stored == crc31(chunk.u8[position[r] : position[r] + col("storeSize")[r] - S.CRC32_RESERVED_LEN])
-    arrays["crcOk"] = pa.array(ok, mask=crc == CRC_UNCHECKED)
+    return pa.array(ok, mask=crc == CRC_UNCHECKED)
+
+
+# The batch's columns batch_columns writes: int32 and int64 numbers from the decode's columns (then
+# commitLogOffset), and the spans gathered as stored: (column, its first byte's, its end's or length's column,
+# 1 for a length)
+INT32_NAMES = [name for name, kind in SCALARS if kind == pa.int32()]
+INT64_NAMES = [name for name, kind in SCALARS if kind == pa.int64() and name != "commitLogOffset"]
+FROM32 = np.array([COLUMN[name] for name in INT32_NAMES], np.int64)
+FROM64 = np.array([COLUMN[name] for name in INT64_NAMES], np.int64)
+SPAN_COLUMNS = [
+    ("topic", "topicAt", "topicLength", 1),
+    *((name, f"lo:{prop}", f"hi:{prop}", 0) for name, prop in PROPERTY_COLUMNS.items()),
+    ("body", "bodyAt", "bodyLength", 1),
+    ("propertiesBytes", "propertiesAt", "propertiesLength", 1),
+]
+SPANS = np.array([(COLUMN[lo], COLUMN[end], is_length) for _, lo, end, is_length in SPAN_COLUMNS], np.int64)
+NSPANS = len(SPAN_COLUMNS)
+NDATA = NSPANS + K.NDATA_AFTER_SPANS
+NROWS = NSPANS + K.NROWS_AFTER_SPANS
+NBITS = NSPANS + K.NBITS_AFTER_SPANS
+V6_BIT = {"bornHost": K.BORN_V6, "storeHost": K.STORE_V6}
+
+
+class BatchBuffers:
+    """A batch's Arrow buffers, allocated from Arrow's pool and filled by batch_columns in one pass."""
+
+    def __init__(self, chunk: Chunk):
+        n = self.n = len(chunk)
+        self.at = np.empty(NDATA + 1, np.int64)
+        entries, words, most = K.batch_layout(chunk.cols, SPANS, self.at)
+        self.bytes_per_bits = (n + 7) // 8
+        self.ints32, i32 = self.buffer(np.int32, (len(FROM32), n))
+        self.ints64, i64 = self.buffer(np.int64, (len(FROM64) + 1, n))
+        self.offsets, offsets = self.buffer(np.int32, (NROWS, n + 1))
+        self.bits, bits = self.buffer(np.uint8, (NBITS, self.bytes_per_bits))
+        self.item_row = max(entries, words) + 1
+        self.items, items = self.buffer(np.int32, (3, self.item_row))
+        self.data, data = self.buffer(np.uint8, (int(self.at[-1]),))
+        self.counts = np.empty(NDATA + NBITS + 3, np.int64)
+        scratch = np.empty((4, most), np.int64)
+        K.batch_columns(
+            chunk.u8, chunk.cols, chunk.file.start, FROM32, FROM64, SPANS, i32, i64, offsets, bits, items, data,
+            self.at, scratch, self.counts,
+        )  # fmt: skip
+        self.used = self.counts[:NDATA]
+        self.present = self.counts[NDATA : NDATA + NBITS]
+        self.entries, self.words, self.flags = (int(v) for v in self.counts[NDATA + NBITS :])
+
+    @staticmethod
+    def buffer(dtype, shape: tuple) -> tuple[pa.Buffer, np.ndarray]:
+        buf = arrow_bytes(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        return buf, np.frombuffer(buf, dtype, int(np.prod(shape))).reshape(shape)
+
+    def row(self, buf: pa.Buffer, k: int, width: int) -> pa.Buffer:
+        return buf.slice(k * width, width)
+
+    def number(self, kind: pa.DataType, k: int) -> pa.Array:
+        buf = self.ints32 if kind == pa.int32() else self.ints64
+        return pa.Array.from_buffers(kind, self.n, [None, self.row(buf, k, self.n * kind.byte_width)])
+
+    def validity(self, k: int) -> tuple[pa.Buffer | None, int]:
+        nulls = self.n - int(self.present[k])
+        return (self.row(self.bits, k, self.bytes_per_bits) if nulls else None), nulls
+
+    def texts(self, kind: pa.DataType, k: int, nullable: bool = False) -> pa.Array:
+        """Text or bytes column k (a span column, then the hosts' and msgId's)."""
+        mask, nulls = self.validity(k) if nullable else (None, 0)
+        offsets = self.row(self.offsets, k, 4 * (self.n + 1))
+        data = self.data.slice(int(self.at[k]), int(self.used[k]))
+        return pa.Array.from_buffers(kind, self.n, [mask, offsets, data], null_count=nulls)
+
+    def items_texts(self, row: int, count: int, section: int) -> pa.Array:
+        offsets = self.items.slice(row * 4 * self.item_row, 4 * (count + 1))
+        data = self.data.slice(int(self.at[section]), int(self.used[section]))
+        return pa.Array.from_buffers(pa.string(), count, [None, offsets, data])
+
+    def properties(self) -> pa.Array:
+        kind = RECORD_SCHEMA.field("properties").type
+        names = self.items_texts(0, self.entries, NSPANS + K.ENTRY_NAMES)
+        values = self.items_texts(1, self.entries, NSPANS + K.ENTRY_VALUES)
+        entries = pa.StructArray.from_arrays([names, values], fields=[kind.key_field, kind.item_field])
+        offsets = self.row(self.offsets, NSPANS + K.PROPERTY_MAP, 4 * (self.n + 1))
+        return pa.Array.from_buffers(kind, self.n, [None, offsets], children=[entries])
+
+    def keys(self) -> pa.Array:
+        kind = RECORD_SCHEMA.field("keys").type
+        words = self.items_texts(2, self.words, NSPANS + K.KEY_WORDS)
+        mask, nulls = self.validity(NSPANS + K.KEY_LIST)
+        offsets = self.row(self.offsets, NSPANS + K.KEY_LIST, 4 * (self.n + 1))
+        return pa.Array.from_buffers(kind, self.n, [mask, offsets], null_count=nulls, children=[words])
+
+    def crc_ok(self) -> pa.Array:
+        mask, nulls = self.validity(NSPANS + K.CRC_VALID)
+        values = self.row(self.bits, NSPANS + K.CRC_VALUE, self.bytes_per_bits)
+        return pa.Array.from_buffers(pa.bool_(), self.n, [mask, values], null_count=nulls)
+
+
+def record_batch(chunk: Chunk) -> pa.RecordBatch:
+    """The records of one chunk as a RecordBatch of RECORD_SCHEMA: every column from one compiled pass
+    (batch_columns); the reference's Python renders what that pass leaves to it (IPv6 hosts, text that is not
+    well-formed UTF-8, a __CRC32# value that is not ASCII) for the batches that have it."""
+    b = BatchBuffers(chunk)
+    arrays = {"file": pa.repeat(chunk.file.name, b.n), "commitLogOffset": b.number(pa.int64(), len(FROM64))}
+    arrays.update((name, b.number(pa.int32(), k)) for k, name in enumerate(INT32_NAMES))
+    arrays.update((name, b.number(pa.int64(), k)) for k, name in enumerate(INT64_NAMES))
+    for k, (name, *_) in enumerate(SPAN_COLUMNS):
+        arrays[name] = b.texts(RECORD_SCHEMA.field(name).type, k, nullable=name in PROPERTY_COLUMNS)
+    for k, name in enumerate(("bornHost", "storeHost", "msgId")):
+        arrays[name] = b.texts(pa.string(), NSPANS + k)
+    arrays["properties"], arrays["keys"], arrays["crcOk"] = b.properties(), b.keys(), b.crc_ok()
+    if b.flags:
+        render_the_rest(chunk, b.flags, arrays)
     schema = record_schema(chunk.entries is not None)
     if chunk.entries is not None:
         arrays["dledger"] = pa.StructArray.from_arrays(
             [pa.array(column) for column in chunk.entries.T], fields=list(DLEDGER_FIELD.type)
         )
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
+
+
+def render_the_rest(chunk: Chunk, flags: int, arrays: dict):
+    """The columns batch_columns leaves to the reference in this batch (its flags), rendered by it."""
+    for side in ("bornHost", "storeHost"):
+        if flags & V6_BIT[side]:
+            arrays[side] = host_column(chunk, side)
+    if flags & K.TOPIC_TEXT:
+        lo = chunk.column("topicAt")
+        arrays["topic"] = text_column(chunk, lo, lo + chunk.column("topicLength"))
+    if flags & K.PROPERTIES_TEXT:
+        for name, prop in PROPERTY_COLUMNS.items():
+            arrays[name] = text_column(chunk, chunk.column(f"lo:{prop}"), chunk.column(f"hi:{prop}"))
+        arrays["properties"], arrays["keys"] = properties_column(chunk), keys_column(chunk)
+    if flags & K.CRC_AS_TEXT:
+        arrays["crcOk"] = crc_column(chunk)

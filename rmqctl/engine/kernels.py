@@ -287,6 +287,21 @@ def store8(typingctx, u8, at, word):
 
 
 @intrinsic
+def move_bytes(typingctx, out, o, src, lo, n):
+    """src[lo:lo + n] to out[o:o + n] as LLVM's memcpy (the C library's, vector-wide: copy_span's word loop moves
+    a ~1 KiB body at a fifth of its speed). The caller checks both spans lie inside their arrays and n >= 0."""
+
+    def codegen(context, builder, sig, args):
+        cgutils = importlib.import_module("numba.core.cgutils")
+        to = builder.gep(context.make_array(sig.args[0])(context, builder, args[0]).data, [args[1]])
+        frm = builder.gep(context.make_array(sig.args[2])(context, builder, args[2]).data, [args[3]])
+        cgutils.raw_memcpy(builder, to, frm, args[4], 1)
+        return context.get_dummy_value()
+
+    return types.none(out, o, src, lo, n), codegen
+
+
+@intrinsic
 def store_byte_at(typingctx, address, byte):
     """One byte at a process address (of a mapping the caller holds open and has checked the bounds of): for a
     kernel that writes into several mapped files in one pass, which numba cannot take as one array."""
