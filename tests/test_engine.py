@@ -93,8 +93,8 @@ def reference_rows(store: Store) -> list[dict]:
     return rows
 
 
-def assert_batches_are_the_references(store: Store):
-    table = store.scan().table(check_crc=True)
+def assert_batches_are_the_references(store: Store, jobs: int = 1):
+    table = store.scan().table(check_crc=True, jobs=jobs)
     assert table.schema == record_schema(store.dledger is not None)
     assert table.to_pylist() == reference_rows(store)
     assert table.column("crcOk").null_count == 0
@@ -136,6 +136,17 @@ def test_threads_write_the_lines_in_commitlog_order(name, monkeypatch):
 @pytest.mark.parametrize("name", ENGINE_FIXTURES)
 def test_arrow_batches_are_the_references(name):
     assert_batches_are_the_references(fixture_store(name))
+
+
+@pytest.mark.parametrize("name", ["b-mixed", "e-dledger"])
+def test_batches_built_on_threads_come_in_commitlog_order(name, monkeypatch):
+    """Batches of three records, their columns built on three threads: the reference's rows in its order."""
+    store = fixture_store(name)
+    scan = type(store.scan())
+    chunks = scan.chunks
+    monkeypatch.setattr(scan, "chunks", lambda self, *args, **batch: chunks(self, *args, **batch, rows=3))
+    assert len(list(store.scan().batches(jobs=3))) > 6
+    assert_batches_are_the_references(store, jobs=3)
 
 
 def test_batches_are_bounded():

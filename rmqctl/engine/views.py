@@ -5,21 +5,28 @@ from __future__ import annotations
 
 
 class ColumnViews:
-    """Mixed into a scan with `chunks(start, end, check_crc)` (batches of engine.walk.Chunk)."""
+    """Mixed into a scan with `chunks(start, end, check_crc, resident=)` (batches of engine.walk.Chunk)."""
 
     dledger_entries = False  # the rows carry their DLedger entry (a `dledger` column)
 
-    def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
-        """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema)."""
-        from .columns import record_batch  # start-up time: pyarrow and the kernels load with the first batch
+    def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False, jobs: int = 1):
+        """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema), in
+        commitlog order. With jobs > 1, `jobs` threads build the batches' columns (the kernels let the GIL go)
+        while this one decodes the next records; at most 2 x jobs batches are pending, their pages kept mapped."""
+        # start-up time: pyarrow and the kernels load with the first batch
+        from .columns import record_batch
+        from .ordered import ordered_map
+        from .walk import BATCH_BYTES
 
-        for chunk in self.chunks(start, end, check_crc):
-            yield record_batch(chunk)
+        resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
+        yield from ordered_map(record_batch, self.chunks(start, end, check_crc, resident=resident), jobs)
 
-    def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False):
-        """The records of [start, end) as one pyarrow Table."""
+    def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False, jobs: int = 1):
+        """The records of [start, end) as one pyarrow Table (`jobs` as for batches)."""
         # start-up time: pyarrow and the kernels load with the first table
         import pyarrow as pa
         from .columns import record_schema
 
-        return pa.Table.from_batches(list(self.batches(start, end, check_crc)), record_schema(self.dledger_entries))
+        return pa.Table.from_batches(
+            list(self.batches(start, end, check_crc, jobs)), record_schema(self.dledger_entries)
+        )
