@@ -1,6 +1,6 @@
 """Throughput and peak memory of reading a commitlog: `rmqctl dump commitlog --format jsonl --body none` and
 `--body base64` (to /dev/null; with one writer thread, -j 1, and with one per core), the library's reference scan (Store.scan().records(): a Message per record),
-the engine's Arrow batches (Store.scan().batches()) and a header walk (TOTALSIZE and magic only), next to a
+the engine's Arrow batches (Store.scan().batches(), on one thread and with jobs=2) and a header walk (TOTALSIZE and magic only), next to a
 plain zlib.crc32 pass over the same file (the yardstick, "of crc32"), all in the same run.
 
 The commitlog is generated first (benchmarks/bench_rebuild.generate: records built with
@@ -61,10 +61,10 @@ def library_scan(root: Path, file_size: int) -> int:
     return n
 
 
-def engine_batches(root: Path, file_size: int) -> int:
-    """The library's Arrow path: every record as columns (Store.scan().batches())."""
+def engine_batches(root: Path, file_size: int, jobs: int = 1) -> int:
+    """The library's Arrow path: every record as columns (Store.scan().batches(jobs=jobs))."""
     store = Store(root, BrokerConfig(mappedFileSizeCommitLog=file_size))
-    n = sum(batch.num_rows for batch in store.scan().batches())
+    n = sum(batch.num_rows for batch in store.scan().batches(jobs=jobs))
     store.close()
     return n
 
@@ -81,8 +81,8 @@ def measure(mode: str, root: Path, file_size: int) -> dict:
         n = None
     elif mode == "walk":
         n = header_walk(path)
-    elif mode == "batches":
-        n = engine_batches(root, file_size)
+    elif mode.startswith("batches"):
+        n = engine_batches(root, file_size, int(mode.removeprefix("batches") or 1))
     else:
         n = library_scan(root, file_size)
     return {"seconds": time.perf_counter() - t, "messages": n}
@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--size", default="1G", help="commitlog size: 1G (default), 256M, ...")
     ap.add_argument("--runs", type=int, default=1, help="runs per mode; the median is printed")
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--only", help="the modes whose names hold this text (the crc32 pass is always run)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -143,6 +144,7 @@ def main():
             ("header walk", lambda: run_child(me + ["walk"])),
             ("library scan (Store.scan)", lambda: run_child(me + ["scan"])),
             ("engine batches (Arrow)", lambda: run_child(me + ["batches"])),
+            ("engine batches, jobs 2", lambda: run_child(me + ["batches2"])),
         ] + [
             (
                 f"rmqctl dump --body {body} -j {jobs}",
@@ -177,6 +179,7 @@ def main():
             f"{'CPU s':>7s} {'msgs/CPU s':>11s}"
         )
         crc_secs = None
+        modes = [mode for k, mode in enumerate(modes) if k == 0 or args.only is None or args.only in mode[0]]
         for name, fn in modes:
             runs = []
             for _ in range(args.runs):
