@@ -111,10 +111,11 @@ HOST_COLUMNS = ((COLUMN["bornHost.ip"], COLUMN["bornHost.port"]), (COLUMN["store
 
 
 @kernel(inlined=True)
-def span_end(cols, r, spec):
-    """Where row r's span of a span column (spec: first byte's column, end or length column, is a length) ends."""
-    end = cols[r, spec[1]]
-    return cols[r, spec[0]] + max(end, 0) if spec[2] else end
+def span_end(cols, r, spans, k):
+    """Where row r's span of span column k ends (spans[k]: its first byte's column, its end's or length's
+    column, 1 for a length)."""
+    end = cols[r, spans[k, 1]]
+    return cols[r, spans[k, 0]] + max(end, 0) if spans[k, 2] else end
 
 
 @kernel
@@ -128,7 +129,7 @@ def batch_layout(cols, spans, at):
         for k in range(ns):
             lo = cols[r, spans[k, 0]]
             if lo >= 0:
-                size[k] += max(span_end(cols, r, spans[k]) - lo, 0)
+                size[k] += max(span_end(cols, r, spans, k) - lo, 0)
         size[ns + BORN_HOST] += HOST_ROOM
         size[ns + STORE_HOST] += HOST_ROOM
         size[ns + MSG_ID] += 2 * (16 if cols[r, COMBO] & 2 else 4) + 24
@@ -213,7 +214,7 @@ def batch_columns(
             if lo >= 0:
                 set_bit(bits, k, r)
                 present[k] += 1
-                put_span(data, at, used, k, u8, lo, span_end(cols, r, spans[k]))
+                put_span(data, at, used, k, u8, lo, span_end(cols, r, spans, k))
             offsets[k, r + 1] = used[k]
         combo = cols[r, COMBO]
         flags |= combo & (BORN_V6 | STORE_V6)
