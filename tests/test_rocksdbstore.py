@@ -674,10 +674,30 @@ def test_a_record_naming_the_last_offset_a_long_holds_is_past_the_end(built, tmp
     ]
 
 
+def test_a_negative_offset_is_named_per_record(built, tmp_path):
+    """A negative offsetPy is no expired record (no cleanup makes one, and the store's first file starts at 0
+    here): verify names each such record."""
+    root = copy_of(built, tmp_path)
+    index = built[1]["default"]
+    keys = [k for k in index if b"@U@" in k]
+
+    def damage(db):
+        db[keys[0][:-8] + q(-1)] = index[keys[0]]
+        db[keys[1][:-8] + q(-(1 << 40))] = index[keys[1]]
+
+    rewrite(root, "default", damage)
+    got = sorted(d for k, d in findings(root) if k.startswith("rocksdb-store"))
+    assert got == sorted(
+        f"RocksDB message store index record {k[9:-9].decode()} names commitlog offset {off}, which is negative: "
+        "no record starts there"
+        for k, off in ((keys[0], -1), (keys[1], -(1 << 40)))
+    ), got
+
+
 def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_path):
     """The merge over hundreds of runs (a run a key here, as a database of tens of millions of keys makes
     hundreds of 65,536-key runs) keeps no file open per run and finds exactly what one run per kind finds:
-    damage, records past the end and at Long.MAX_VALUE, and nothing for a record below the first offset."""
+    damage, records past the end and at Long.MAX_VALUE, and a negative offset."""
     root = copy_of(built, tmp_path)
     index = built[1]["default"]
     keys = [k for k in index if b"@U@" in k]
@@ -685,7 +705,7 @@ def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_
     def damage(db):
         db[keys[0][:-8] + q(10**9)] = index[keys[0]]  # past the log
         db[keys[1][:-8] + q(LONG_MAX)] = index[keys[1]]
-        db[keys[2][:-8] + q(-1)] = index[keys[2]]  # below the first offset: expired
+        db[keys[2][:-8] + q(-1)] = index[keys[2]]  # negative: named, not expired
         db[keys[3][:-30] + b"0" * 21 + keys[3][-9:]] = index[keys[3]]  # another uniq key
 
     rewrite(root, "default", damage)
@@ -707,7 +727,8 @@ def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_
     finally:
         store.close()
     assert few[0] == 3 and many[0] > 300 and many[1] <= few[1] + 1, (few[:2], many[:2])
-    assert many[2] == few[2] and len(few[2]) == 3 and sum("past the end" in d for d in few[2]) == 2, few[2]
+    assert many[2] == few[2] and len(few[2]) == 4 and sum("past the end" in d for d in few[2]) == 2, few[2]
+    assert sum("which is negative" in d for d in few[2]) == 1, few[2]
 
 
 def test_slices_are_bounded_and_together_every_record_in_order(built):

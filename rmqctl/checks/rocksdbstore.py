@@ -21,7 +21,8 @@ record's topic, KEYS word, TAGS or UNIQ_KEY and store time, its hour bucket the 
 record from its timer message's UNIQ_KEY, size and TIMER_OUT_MS, which is its delayTime
 (TimerMessageRocksDBStore.scanSysTimerTopic, getDelayTime); a transaction record from the half message's
 REAL_TOPIC, __transactionId__ and size (TransMessageRocksDBStore). Records naming offsets below the
-commitlog's first file are expired (the broker deletes them by the hour), not damage."""
+commitlog's first file are expired (the broker deletes them by the hour), not damage; a negative offset is
+below every file, expired by no cleanup, and is named."""
 
 from __future__ import annotations
 
@@ -324,10 +325,10 @@ def check_rocksdb_store(store: Store, reading: Reading | None = None) -> Finding
 
 
 def windows(store: Store) -> list[tuple[int, int, object]]:
-    """The offsets' line cut at the commitlog's files and every WINDOW bytes within them: (lo, hi, the file
-    or None where no file is); each window holds [lo, hi), the last one [lo, hi] (an offsetPy of
-    Long.MAX_VALUE is in it)."""
-    q, out, at = store.commitlog, [], int(NOWHERE.min)
+    """The offsets' line cut at 0, at the commitlog's files and every WINDOW bytes within them: (lo, hi, the
+    file or None where no file is); each window holds [lo, hi), the last one [lo, hi] (an offsetPy of
+    Long.MAX_VALUE is in it). Negative offsets have a window of their own: they are no file's, not expired."""
+    q, out, at = store.commitlog, [(int(NOWHERE.min), 0, None)], 0
     for f in q.files:
         lo, end = max(f.start, q.min_offset), f.start + q.file_size
         if lo >= end:
@@ -346,7 +347,7 @@ def check_runs(store: Store, runs: RecordRuns) -> Findings:
     names them costs no memory for them; those between files or past the end are taken a slice at a time."""
     found, q = Findings(), store.commitlog
     for lo, hi, f in windows(store):
-        if f is None and q.files and lo < q.min_offset:
+        if f is None and q.files and 0 <= lo < q.min_offset:
             runs.skip(lo, min(hi, q.min_offset))
             lo = min(hi, q.min_offset)
         if f is None:  # no record here is in a file: the reference names each
@@ -402,6 +403,17 @@ def _check_records(found: Findings, store: Store, db, batch: list[Entry]):
 def _check_record(found: Findings, store: Store, where, e: Entry, m: Message | None, err: StoreError | None, end: int):
     off = e.record["offsetPy"]
     name = f"RocksDB message store {e.kind} record {_label(e)}"
+    if off < 0:  # in no file, ever: no record starts there (never expired: below every file's start)
+        found.add(
+            GROUPS[e.kind],
+            "rocksdb-store-bad-target",
+            "error",
+            where,
+            None,
+            None,
+            f"{name} names commitlog offset {off}, which is negative: no record starts there",
+        )
+        return
     if m is None and err is None:
         if not store.expired(off):
             found.add(
