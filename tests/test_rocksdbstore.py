@@ -22,6 +22,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
 from rmqctl import recovery
+from rmqctl.checks import rocksdbstore as rdbcheck
 from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
@@ -750,22 +751,56 @@ def test_slices_are_bounded_and_together_every_record_in_order(built):
     assert np.array_equal(joined, every.offsets) and len(joined) > 1000
 
 
-def test_the_reading_thread_blocks_sigint(built):
-    """verify's RocksDB reading runs in a thread of its own with SIGINT blocked, whatever its caller's mask:
-    Ctrl-C is the main thread's."""
-    store = Store(built[0], load_config(broker_conf(BASE)))
-    db, masks = store.message_rocksdb, []
-    real_batches = db.batches
+def test_the_reading_process_ignores_sigint_and_its_receiver_blocks_it(built, tmp_path, monkeypatch):
+    """verify's RocksDB reading runs in a process of its own that ignores SIGINT, and the thread receiving what it
+    says blocks it, whatever the caller's mask: Ctrl-C is the main thread's, which ends the process."""
+    real_spill, real_said = rdbcheck.spill, RecordRuns.said
+    seen = tmp_path / "reader-sigint"
+    masks = []
 
-    def batches(kind, size):
+    def spill(*args):  # (in the forked process: its module is this one, patched)
+        seen.write_text(str(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+        return real_spill(*args)
+
+    def said(self, message):
         masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
-        return real_batches(kind, size)
+        return real_said(self, message)
 
-    db.batches = batches
+    monkeypatch.setattr(rdbcheck, "spill", spill)
+    monkeypatch.setattr(RecordRuns, "said", said)
+    store = Store(built[0], load_config(broker_conf(BASE)))
     try:
-        reading = Reading(db)
-        reading.wait()
+        reading = Reading(store.message_rocksdb)
+        runs = reading.wait()
+        assert len(runs.runs) == 3 and runs.error is None
         reading.close()
     finally:
         store.close()
+    assert seen.read_text() == "True"
     assert masks and all(signal.SIGINT in m for m in masks)
+
+
+@pytest.mark.parametrize("how", ["killed", "raises"])
+def test_a_reading_process_ended_early_is_one_line_naming_the_database(built, tmp_path, monkeypatch, how):
+    """A reading process killed after its first run (as by the OOM killer), or meeting an error no StoreError
+    names, fails verify in one line naming the database (exit 2): a reading cut short never passes."""
+    real_spill = rdbcheck.spill
+
+    def spill(db, directory, batch, say):  # (in the forked process)
+        def first_run_then_end(message):
+            say(message)
+            if message[0] == "run":
+                if how == "killed":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise ValueError("no such thing")
+
+        return real_spill(db, directory, batch, first_run_then_end)
+
+    monkeypatch.setattr(rdbcheck, "spill", spill)
+    res = run("verify", "--store", built[0], "--broker-config", broker_conf(BASE))
+    line = one_line_error(res, str(built[0] / "rocksdbstore"))
+    assert line.endswith(
+        "RocksDB message store: the process reading it ended (exit code -9) before the database's last key"
+        if how == "killed"
+        else "RocksDB message store: reading it failed: ValueError: no such thing"
+    ), line

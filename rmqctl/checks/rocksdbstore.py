@@ -11,9 +11,10 @@ once. Memory is one batch while reading and one window's records while checking,
 size. What the engine cannot show to agree (keys of neither layout, records past the end, expired or
 differing) is checked again here by the reference, which names what is wrong.
 
-verify starts the reading in a thread of its own before it walks the commitlog (`start_reading`): the
-reading is RocksDB's iteration and the engine's parsing, which needs no record of the walk, and the walk's
-kernels run without the GIL, so the two overlap; the check against the commitlog runs after the walk.
+verify starts the reading in a process of its own before it walks the commitlog (`start_reading`): the
+reading is RocksDB's iteration and the engine's parsing, which needs no record of the walk; RocksDB's
+iteration through rocksdict holds the GIL for every key, so a thread would slow the walk, while a process
+runs on another core. The check against the commitlog runs after the walk.
 
 What each record must agree with is what the broker builds it from: an index record from the dispatched
 record's topic, KEYS word, TAGS or UNIQ_KEY and store time, its hour bucket the hour of that store time
@@ -29,9 +30,13 @@ from __future__ import annotations
 import dataclasses
 import gc
 import heapq
+import itertools
+import multiprocessing
 import shutil
+import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -41,7 +46,16 @@ from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
 from ..rocksdb import scratch_directory
-from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
+from ..rocksdbstore import (
+    INDEX as INDEX_KIND,
+    KINDS,
+    LAST_OFFSET_PY,
+    TIMER as TIMER_KIND,
+    TRANS,
+    Entry,
+    MessageRocksDB,
+    entry,
+)
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
@@ -50,7 +64,6 @@ GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
 BATCH = 1 << 16  # keys read, parsed and spilled as one run
 WINDOW = 64 << 20  # commitlog bytes whose records are checked at a time
-VALUE_SLOT = 12  # the longest value of a record (timer: int32 sizePy, int64 offsetPy)
 NOWHERE = np.iinfo(np.int64)  # the ends of the offsets' line: records outside every file
 RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", "value_len")
 
@@ -58,7 +71,7 @@ RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", 
 @dataclasses.dataclass
 class Records:
     """Records in commitlog order: each row's kind code, the engine's columns (spans into `keys`), where its
-    key is in `keys`, its value (zero-padded to VALUE_SLOT bytes) and the value's length."""
+    key is in `keys`, its value (zero-padded to E.STORE_VALUE_SLOT bytes) and the value's length."""
 
     offsets: np.ndarray
     kinds: np.ndarray
@@ -80,25 +93,10 @@ def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tup
     engine could not parse as records (bookkeeping keys, keys of neither layout: the reference's)."""
     key_bytes, key_lengths = _joined(keys)
     value_bytes, value_lengths = _joined(values)
-    key_ends, value_ends = np.cumsum(key_lengths), np.cumsum(value_lengths)
-    cols = np.zeros((len(keys), E.STORE_NCOLUMNS), np.int64)
-    ok = E.parse_store_keys(KIND_CODES[kind], key_bytes, key_ends, value_bytes, value_ends, cols)
-    rows = np.flatnonzero(ok)
-    rows = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]
-    gathered, new_ends = E.gather_store_bytes(key_bytes, key_ends, rows, 0)
-    cols = cols[rows]
-    cols[:, E.STORE_SPANS] += (new_ends - key_ends[rows])[:, None]  # where each key moved to, less where it was
-    slots, _ = E.gather_store_bytes(value_bytes, value_ends, rows, VALUE_SLOT)
-    records = Records(
-        cols[:, E.STORE_OFFSET].copy(),
-        np.full(len(rows), KINDS.index(kind), np.int8),
-        cols,
-        new_ends - key_lengths[rows],
-        new_ends,
-        gathered,
-        slots.reshape(-1, VALUE_SLOT),
-        value_lengths[rows].astype(np.int8),
+    ok, offsets, *arrays = E.sorted_store_run(
+        KIND_CODES[kind], key_bytes, np.cumsum(key_lengths), value_bytes, np.cumsum(value_lengths)
     )
+    records = Records(offsets, np.full(len(offsets), KINDS.index(kind), np.int8), *arrays)
     return records, np.flatnonzero(~ok)
 
 
@@ -116,6 +114,23 @@ def concatenated(parts: list[Records]) -> Records:
     joined.cols[:, E.STORE_SPANS] += shift[:, None]
     order = np.argsort(joined.offsets, kind="stable")
     return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order] for name in RUN_ARRAYS))
+
+
+def spill(db, directory: Path, batch: int, say: Callable[[tuple], None]):
+    """Every kind's keys read `batch` at a time and parsed; each batch's records, in commitlog order, written into
+    `directory` as run n (a raw file per array of RUN_ARRAYS, named n-array) and said as ("run", its first
+    offset, its records), each key the engine parses as no record said as ("key", kind, key, value)."""
+    runs = itertools.count()
+    for kind in db.kinds:
+        for keys, values in db.batches(kind, batch):
+            records, rest = parsed(kind, keys, values)
+            if len(records.offsets):
+                number = next(runs)
+                for name in RUN_ARRAYS:
+                    getattr(records, name).tofile(directory / f"{number}-{name}")
+                say(("run", int(records.offsets[0]), len(records.offsets)))
+            for i in rest.tolist():
+                say(("key", kind, keys[i], values[i]))
 
 
 class RecordRuns:
@@ -136,35 +151,31 @@ class RecordRuns:
         # descriptor: one per run would run out of them on a large database)
         self._next: list[tuple[int, int]] = []
         self.error: BaseException | None = None
-        self.stopped = False
         self.directory = scratch_directory("rocksdbstore")
 
     def read(self):
-        """Every kind's keys (a thread's body: what it raises is kept for `wait`). Every batch makes 65,536
-        (key, value) tuples, which start the collector's passes over every object the process holds (numba's
-        alone are many); they hold no cycles, so the collector is paused while they are made, and left as it
-        was found (never frozen: a freeze or unfreeze here would undo the launcher's or a library user's)."""
+        """Every kind's keys, in this process. Every batch makes 65,536 (key, value) tuples, which start the
+        collector's passes over every object the process holds (numba's alone are many); they hold no cycles,
+        so the collector is paused while they are made, and left as it was found (never frozen: a freeze or
+        unfreeze here would undo the launcher's or a library user's)."""
         collecting = gc.isenabled()
         gc.disable()
         try:
-            self._read_kinds()
-        except BaseException as e:  # (re-raised by wait, in verify's own thread)
-            self.error = e
+            spill(self.db, self.directory, self.batch, self.said)
         finally:
             if collecting:
                 gc.enable()
 
-    def _read_kinds(self):
-        for kind in self.db.kinds:
-            for keys, values in self.db.batches(kind, self.batch):
-                if self.stopped:
-                    return
-                records, rest = parsed(kind, keys, values)
-                self._spill(records)
-                for i in rest.tolist():
-                    self._unparsed(entry(kind, keys[i], values[i]))
-
-    def _unparsed(self, e: Entry):
+    def said(self, message: tuple):
+        """What `spill` says: a run written, or a key the engine parses as no record."""
+        if message[0] == "run":
+            _, first, length = message
+            heapq.heappush(self._next, (first, len(self.runs)))
+            self.runs.append(length)
+            self._cursors.append(0)
+            return
+        _, kind, key, value = message
+        e = entry(kind, key, value)
         if e.record is not None:
             self.unparsed.append(e)
         elif e.problem is not None:
@@ -177,16 +188,6 @@ class RecordRuns:
                 None,
                 f"RocksDB message store {e.kind} key {e.key.hex()}: {e.problem}",
             )
-
-    def _spill(self, records: Records):
-        """The run's arrays as raw files, its first offset kept to find the windows it has records in."""
-        if not len(records.offsets):
-            return
-        for name in RUN_ARRAYS:
-            getattr(records, name).tofile(self.directory / f"{len(self.runs)}-{name}")
-        heapq.heappush(self._next, (int(records.offsets[0]), len(self.runs)))
-        self.runs.append(len(records.offsets))
-        self._cursors.append(0)
 
     def between(self, lo: int, hi: int) -> Records | None:
         """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read
@@ -259,7 +260,7 @@ class RecordRuns:
             key_lo - base,
             key_hi - base,
             rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base),
-            rows("values", np.uint8, VALUE_SLOT),
+            rows("values", np.uint8, E.STORE_VALUE_SLOT),
             rows("value_len", np.int8),
         )
 
@@ -270,35 +271,87 @@ class RecordRuns:
 
 
 class Reading:
-    """RecordRuns.read in a thread of its own, started before verify's walk (the database opened first, here:
-    a database that cannot be opened is said before any walk)."""
+    """`spill` in a process of its own, started before verify's walk: RocksDB's iteration makes a Python object
+    per key and so holds the GIL, which a thread would take from the walk; a process has the other core. The
+    process is forked (the kernels already loaded) and opens the database anew (a RocksDB handle does not
+    survive a fork); what it says comes through a pipe to a thread here, which files it in `runs` as it comes
+    (the pipe never fills). The database is opened here first: one that cannot be opened is said before any
+    walk, and the walk's checks read its bookkeeping keys. Whatever ends the process early is an error naming
+    the database, never a reading cut short that passes."""
 
     def __init__(self, db):
-        db.open()  # (in this thread: the walk's checks read its bookkeeping keys too)
+        db.open()
         self.runs = RecordRuns(db)
-        self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
+        receiving, sending = multiprocessing.Pipe(duplex=False)
+        self._process = multiprocessing.get_context("fork").Process(
+            target=_read_in_process,
+            args=(db.directories, db.split, self.runs.directory, self.runs.batch, sending),
+            name="rmqctl-rocksdbstore",
+            daemon=True,
+        )
         try:
-            self._thread.start()
+            self._process.start()
         except BaseException:
             self.runs.close()
             raise
+        finally:
+            sending.close()
+        self._thread = threading.Thread(target=self._receive, args=(receiving,), name="rmqctl-rocksdbstore", daemon=True)
+        self._thread.start()
 
-    def _read(self):
+    def _receive(self, receiving):
         block_sigint_here()  # Ctrl-C is the main thread's (rmqctl.budget)
-        self.runs.read()
+        try:
+            while (message := receiving.recv())[0] not in ("done", "error"):
+                self.runs.said(message)
+            if message[0] == "error":
+                self.runs.error = StoreError(*message[1:])
+        except EOFError:  # the process ended without a word: killed, or RocksDB took it down
+            self._process.join()
+            self.runs.error = StoreError(
+                f"RocksDB message store: the process reading it ended (exit code {self._process.exitcode}) before "
+                "the database's last key",
+                self.runs.db.directory,
+            )
+        except BaseException as e:  # (re-raised by wait, in verify's own thread)
+            self.runs.error = e
+        finally:
+            receiving.close()
 
     def wait(self) -> RecordRuns:
         self._thread.join()
+        self._process.join()
         if self.runs.error is not None:
             self.close()
             raise self.runs.error
         return self.runs
 
     def close(self):
-        """Stop the reading (it ends at its next batch) and remove what it spilled."""
-        self.runs.stopped = True
+        """End the reading (the process is ended if it still runs) and remove what it spilled."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
         self._thread.join()
         self.runs.close()
+
+
+def _read_in_process(directories: dict, split: bool, directory: Path, batch: int, sending):
+    """The reading process's body: `spill`, each word sent; then ("done",) or ("error", the StoreError's
+    arguments). Its objects hold no cycles and it lives for one reading, so the collector stays off; Ctrl-C is
+    the parent's, which ends this process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()
+    db = MessageRocksDB(directories, split)
+    try:
+        spill(db, directory, batch, sending.send)
+        sending.send(("done",))
+    except StoreError as e:
+        sending.send(("error", e.detail, e.path, e.offset, e.position))
+    except Exception as e:  # one line naming the database: a process of its own has no traceback to show
+        sending.send(("error", f"RocksDB message store: reading it failed: {type(e).__name__}: {e}", db.directory))
+    finally:
+        db.close()
+        sending.close()
 
 
 def start_reading(store: Store) -> Reading | None:

@@ -53,7 +53,7 @@ JOBS = (
         "rocksdbstore",
         "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
         "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
-        "in_hour_bucket java_long gather_store_bytes=gather",
+        "in_hour_bucket java_long sorted_store_run=sorted_run STORE_VALUE_SLOT=VALUE_SLOT",
     ),
     # append's compiled reading of dump-shaped JSON lines into columns
     (

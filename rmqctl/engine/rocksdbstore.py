@@ -29,6 +29,7 @@ P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID, P_TIMER_OUT = range(6)
 OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI, HEAD = range(10)
 NCOLUMNS = 10
 SPANS = np.arange(TOPIC_LO, UNIQ_HI + 1)  # the columns holding positions in the keys
+VALUE_SLOT = 12  # the longest value of a record (timer: int32 sizePy, int64 offsetPy)
 HOUR_MS = 3600 * 1000
 LONG_MAX = (1 << 63) - 1
 
@@ -235,23 +236,37 @@ def agree(kind, u8, limit, positions, keys, cols, rows):
 
 
 @kernel
-def gather(data, ends, rows, width):
-    """The byte strings rows[j] of `data` (string i ends at ends[i]): end to end in the rows' order with where
-    each ends (width 0), or each in a zero-padded row of `width` bytes with its length (a value's slot)."""
-    n = len(rows)
-    out_ends = np.empty(n, np.int64)
+def sorted_run(kind, keys, key_ends, values, value_ends):
+    """A batch of keys parsed (`parse`) and its records put in commitlog order, in one pass: whether each key
+    is a record, then the records' offsetPy, their columns (spans moved to where each key now is), their keys
+    end to end in that order, where each starts and ends there, each value in a zero-padded VALUE_SLOT-byte
+    row and its length."""
+    n = len(key_ends)
+    cols = np.zeros((n, NCOLUMNS), np.int64)
+    ok = parse(kind, keys, key_ends, values, value_ends, cols)
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(cols[rows, OFFSET], kind="mergesort")]  # stable: equal offsets keep key order
+    m = len(order)
     total = 0
-    for j in range(n):
-        i = rows[j]
-        total += ends[i] - (ends[i - 1] if i > 0 else 0)
-        out_ends[j] = total
-    out = np.zeros(total if width == 0 else n * width, np.uint8)
+    for j in range(m):
+        i = order[j]
+        total += key_ends[i] - (key_ends[i - 1] if i > 0 else 0)
+    out_keys = np.empty(total, np.uint8)
+    out_cols = np.empty((m, NCOLUMNS), np.int64)
+    key_lo, key_hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    slots, value_len = np.zeros((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
     at = 0
-    for j in range(n):
-        i = rows[j]
-        lo = ends[i - 1] if i > 0 else 0
-        length = min(ends[i] - lo, width) if width > 0 else ends[i] - lo
-        base = at if width == 0 else j * width
-        out[base : base + length] = data[lo : lo + length]
-        at += length
-    return out, out_ends
+    for j in range(m):
+        i = order[j]
+        a, v = (key_ends[i - 1], value_ends[i - 1]) if i > 0 else (0, 0)
+        for k in range(key_ends[i] - a):
+            out_keys[at + k] = keys[a + k]
+        for c in range(NCOLUMNS):
+            out_cols[j, c] = cols[i, c] + (at - a if TOPIC_LO <= c <= UNIQ_HI else 0)
+        key_lo[j] = at
+        at += key_ends[i] - a
+        key_hi[j] = at
+        for k in range(min(value_ends[i] - v, VALUE_SLOT)):
+            slots[j, k] = values[v + k]
+        value_len[j] = value_ends[i] - v
+    return ok, out_cols[:, OFFSET].copy(), out_cols, key_lo, key_hi, out_keys, slots, value_len
