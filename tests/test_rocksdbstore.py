@@ -13,6 +13,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -778,6 +779,18 @@ def test_the_reading_process_ignores_sigint_and_its_receiver_blocks_it(built, tm
         store.close()
     assert seen.read_text() == "True"
     assert masks and all(signal.SIGINT in m for m in masks)
+
+
+def test_output_not_yet_written_is_written_once(built):
+    """The reading process is forked: what the caller's stdout holds unwritten when verify starts must not be
+    written again by the process as it ends (multiprocessing flushes the standard streams before it forks)."""
+    program = (
+        "import sys; from rmqctl.checks.verify import verify; from rmqctl.config import load_config; "
+        "from rmqctl.store import Store; sys.stdout.write('before|'); "
+        f"verify(Store({str(built[0])!r}, load_config({str(broker_conf(BASE))!r}))); sys.stdout.write('after')"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+    assert out == "before|after"
 
 
 @pytest.mark.parametrize("how", ["killed", "raises"])
