@@ -259,8 +259,7 @@ def sorted_run(kind, keys, key_ends, values, value_ends):
     for j in range(m):
         i = order[j]
         a, v = (key_ends[i - 1], value_ends[i - 1]) if i > 0 else (0, 0)
-        for k in range(key_ends[i] - a):
-            out_keys[at + k] = keys[a + k]
+        out_keys[at : at + key_ends[i] - a] = keys[a : key_ends[i]]  # (a slice copies faster than a byte loop)
         for c in range(NCOLUMNS):
             out_cols[j, c] = cols[i, c] + (at - a if TOPIC_LO <= c <= UNIQ_HI else 0)
         key_lo[j] = at
