@@ -590,12 +590,28 @@ def test_the_runs_are_spilled_to_scratch_and_removed(built, tmp_path, monkeypatc
     runs.read()
     views = tmp_path / f"rmqctl-rocksdb-{os.getuid()}"
     assert runs.error is None and runs.directory.parent == views and len(runs.runs) == 3  # a run per kind here
-    assert {p.name for p in runs.directory.iterdir()} >= {"0-offsets", "0-keys", "2-cols"}
+    assert {p.name for p in runs.directory.iterdir()} >= {"0-offsets", "0-keys", "2-values"}
     runs.close()
     store.close()
     assert not runs.directory.exists()
     assert [f for f in findings(built[0]) if f[0].startswith("rocksdb-store")] == []
     assert not [p for p in views.iterdir() if "-rocksdbstore-" in p.name]
+
+
+def test_a_run_changed_under_verify_is_an_error_not_a_pass(built):
+    """A run's columns are parsed again from its spilled keys: keys that no longer parse (the scratch files
+    changed while verify ran) are one error naming the scratch directory, never records passed or misread."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    runs = RecordRuns(store.message_rocksdb)
+    try:
+        runs.read()
+        keys = runs.directory / "0-keys"
+        keys.write_bytes(b"\xff" * keys.stat().st_size)  # no longer UTF-8 between the @s
+        with pytest.raises(StoreError, match="verify's spilled run 0 changed while it was read"):
+            check_runs(store, runs)
+    finally:
+        runs.close()
+        store.close()
 
 
 @pytest.mark.parametrize("frozen", [True, False])

@@ -66,6 +66,9 @@ BATCH = 1 << 16  # keys read, parsed and spilled as one run
 WINDOW = 64 << 20  # commitlog bytes whose records are checked at a time
 NOWHERE = np.iinfo(np.int64)  # the ends of the offsets' line: records outside every file
 RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", "value_len")
+# what a run's files hold: the columns are parsed again from its keys when read (80 bytes a record written and
+# read back cost more than parsing the key again)
+SPILLED = tuple(name for name in RUN_ARRAYS if name != "cols")
 
 
 @dataclasses.dataclass
@@ -118,7 +121,7 @@ def concatenated(parts: list[Records]) -> Records:
 
 def spill(db, directory: Path, batch: int, say: Callable[[tuple], None]):
     """Every kind's keys read `batch` at a time and parsed; each batch's records, in commitlog order, written into
-    `directory` as run n (a raw file per array of RUN_ARRAYS, named n-array) and said as ("run", its first
+    `directory` as run n (a raw file per array of SPILLED, named n-array) and said as ("run", its first
     offset, its records), each key the engine parses as no record said as ("key", kind, key, value)."""
     runs = itertools.count()
     for kind in db.kinds:
@@ -126,7 +129,7 @@ def spill(db, directory: Path, batch: int, say: Callable[[tuple], None]):
             records, rest = parsed(kind, keys, values)
             if len(records.offsets):
                 number = next(runs)
-                for name in RUN_ARRAYS:
+                for name in SPILLED:
                     getattr(records, name).tofile(directory / f"{number}-{name}")
                 say(("run", int(records.offsets[0]), len(records.offsets)))
             for i in rest.tolist():
@@ -251,18 +254,27 @@ class RecordRuns:
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
         base = int(key_lo[0])
-        cols = rows("cols", np.int64, E.STORE_NCOLUMNS)
-        cols[:, E.STORE_SPANS] -= base
-        return Records(
+        records = Records(
             rows("offsets", np.int64),
             rows("kinds", np.int8),
-            cols,
+            np.zeros((b - a, E.STORE_NCOLUMNS), np.int64),
             key_lo - base,
             key_hi - base,
             rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base),
             rows("values", np.uint8, E.STORE_VALUE_SLOT),
             rows("value_len", np.int8),
         )
+        self._parse_again(number, records)
+        return records
+
+    def _parse_again(self, number: int, records: Records):
+        """The run's rows' columns, parsed again from their keys (end to end in the run) and values (its kind's
+        parse, as when it was spilled); a row that no longer parses means the run's files changed under verify."""
+        values = records.values[np.arange(E.STORE_VALUE_SLOT) < records.value_len[:, None]]
+        kind = KIND_CODES[KINDS[records.kinds[0]]]  # (a run holds one kind's keys)
+        ends = np.cumsum(records.value_len, dtype=np.int64)
+        if not E.parse_store_keys(kind, records.keys, records.key_hi, values, ends, records.cols).all():
+            raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
 
     def close(self):
         self.runs.clear()
