@@ -32,6 +32,7 @@ import gc
 import heapq
 import itertools
 import multiprocessing
+import os
 import shutil
 import signal
 import threading
@@ -308,7 +309,9 @@ class Reading:
             raise
         finally:
             sending.close()
-        self._thread = threading.Thread(target=self._receive, args=(receiving,), name="rmqctl-rocksdbstore", daemon=True)
+        self._thread = threading.Thread(
+            target=self._receive, args=(receiving,), name="rmqctl-rocksdbstore", daemon=True
+        )
         self._thread.start()
 
     def _receive(self, receiving):
@@ -364,6 +367,9 @@ def _read_in_process(directories: dict, split: bool, directory: Path, batch: int
     finally:
         db.close()
         sending.close()
+        # no interpreter teardown: it would flush stdio buffers forked mid-write by another thread of the parent
+        # (output written twice, or a lock held at the fork that no thread here releases: a hang)
+        os._exit(0)
 
 
 def start_reading(store: Store) -> Reading | None:
