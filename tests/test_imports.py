@@ -8,6 +8,7 @@ Run as a script to print the layered import graph: `python tests/test_imports.py
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -310,6 +311,25 @@ def test_the_command_runs_with_the_collector_on_and_its_load_frozen():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.split()
     assert out[-2:] == ["True", "True"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux's /proc")
+def test_the_command_starts_no_openblas_pool_unless_asked():
+    """cli/launch.py keeps numpy's OpenBLAS from starting its pool of spinning threads (no command does linear
+    algebra): the command runs with one thread; a user's OPENBLAS_NUM_THREADS is kept."""
+    code = (
+        "import atexit, os, sys; sys.argv = ['rmqctl', '--version']; "
+        "atexit.register(lambda: print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])); "
+        "from rmqctl.cli.launch import main; main()"
+    )
+
+    def run(**env):
+        environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | env
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=environ)
+        return r.stdout.split()[-2:]
+
+    assert run() == ["1", "1"]
+    assert run(OPENBLAS_NUM_THREADS="2")[1] == "2"
 
 
 HEAPS_OF_THREADS = """

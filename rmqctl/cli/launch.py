@@ -1,5 +1,5 @@
-"""The `rmqctl` console command: its threads set to share one heap (budget.one_heap), rmqctl.cli.main loaded
-with the cyclic garbage collector paused, then run.
+"""The `rmqctl` console command: no OpenBLAS pool, its threads set to share one heap (budget.one_heap),
+rmqctl.cli.main loaded with the cyclic garbage collector paused, then run.
 
 Loading the CLI, numba and the compiled kernels makes some 10^5 long-lived objects and no garbage worth a
 collection, yet the collector walked them again at every threshold, at start-up and through the run
@@ -11,11 +11,17 @@ left alone, its allocator too."""
 from __future__ import annotations
 
 import gc
+import os
 import signal
 
-# Ctrl-C must reach the main thread: a SIGINT the kernel hands to another thread (OpenBLAS starts its pool when
-# numpy loads) only sets Python's flag, and a main thread blocked in a read (a FIFO or pipe as its config, a full
-# pipe) never sees it. The threads the imports start inherit this mask; main() unblocks it in the main thread.
+# numpy's OpenBLAS starts a pool of threads when it loads (one per core) that spin before they sleep: tens
+# of milliseconds of CPU at every start, on the cores the command's own threads need. No command does linear algebra;
+# a setting the user made is kept. Set before anything loads numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Ctrl-C must reach the main thread: a SIGINT the kernel hands to another thread (a pool a library starts, such
+# as OpenBLAS's where the user asks for one) only sets Python's flag, and a main thread blocked in a read (a
+# FIFO or pipe as its config, a full pipe) never sees it. The threads the imports start inherit this mask; main() unblocks it in the main thread.
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 from ..budget import one_heap  # noqa: E402 (after the mask: see above)
