@@ -619,6 +619,7 @@ class CommitLogTail:
         self.new_dirs.clear()
         if self.cur_start is not None:
             self.durable_end = self.cur_start + self.wrote  # a failure from here on leaves them for the reput
+            self.files[self.cur_start].release_below(self.wrote)
 
     def close_full(self):
         for start in [s for s in self.files if s != self.cur_start]:

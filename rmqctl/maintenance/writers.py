@@ -132,6 +132,7 @@ class WritableFile:
             os.close(self.fd)
             raise
         self.dirty = create
+        self.released = 0  # release_below's mark
 
     def reserve_to(self, upto: int):
         """Blocks reserved up to `upto` (and RESERVE_AHEAD beyond), before anything is written below it."""
@@ -146,6 +147,15 @@ class WritableFile:
             self.map.flush()
             os.fsync(self.fd)
             self.dirty = False
+
+    def release_below(self, upto: int):
+        """Drop this process's mapping of the whole pages below `upto`, durable and never to be written again
+        (the data stays in the file and the page cache; a read maps it back): the resident set of a long
+        append stays a block's, not the file's."""
+        end = upto - upto % mmap.PAGESIZE
+        if end > self.released and not self.dirty:
+            self.map.madvise(mmap.MADV_DONTNEED, self.released, end - self.released)
+            self.released = end
 
     @property
     def closed(self) -> bool:
