@@ -1201,3 +1201,24 @@ def test_a_producer_waiting_for_its_acknowledgements_gets_them_all(tmp_path, lin
     assert [a["queueOffset"] for a in acks] == list(range(lines + 1))
     stored = dump(tmp_path / "s", conf)
     assert [base64.b64decode(m["body"]).decode() for m in stored] == bodies
+
+
+@pytest.mark.parametrize("source", ["file", "pipe"])
+def test_lines_longer_than_a_read_are_read_whole(tmp_path, source):
+    """Reads go into the block's room in place; a line longer than the room doubles it (here lines of up to
+    five reads, beside short ones), from a file or from a pipe: every message is stored whole, in order."""
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=1 << 20)
+    bodies = [("%06d" % i).ljust((i % 7) * 3000 + 10, "y") for i in range(60)]
+    sent = b"".join(json.dumps({"topic": "T", "body": b}).encode() + b"\n" for b in bodies)
+    (tmp_path / "in.jsonl").write_bytes(sent)
+    cmd = [sys.executable, "-c", SMALL_BLOCKS, "8192", "4096", "append", "--store", str(tmp_path / "s")]
+    cmd += ["--broker-config", str(conf), "--create", "--jsonl", str(tmp_path / "in.jsonl") if source == "file" else "-"]
+    r = subprocess.run(
+        cmd,
+        input=sent if source == "pipe" else None,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    assert [json.loads(a)["queueOffset"] for a in r.stdout.splitlines()] == list(range(len(bodies)))
+    assert [base64.b64decode(m["body"]).decode() for m in dump(tmp_path / "s", conf)] == bodies
