@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import fcntl
 import io
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 BATCH_MESSAGES = 8192
 BATCH_BYTES = 8 << 20
 READ_CHUNK = BATCH_BYTES
+# threads parsing the blocks after the one being written, each its own block: they keep parsing while the writer
+# waits for a core (on a busy machine a single parser was the one the writer waited for), and the work is theirs
+PARSERS = 2
 PIPE_ROOM = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 INPUT_STOPPED = None  # what _blocks yields before a read that may block: the caller commits what it holds
 MESSAGE_OPTIONS = (
@@ -255,34 +259,37 @@ def _append_lines(appender: Appender, path: str, keep_timestamps: bool, out):
     """Every line, a block at a time: a block is the whole lines at hand (at most BATCH_MESSAGES, about
     BATCH_BYTES), read column-wise by the compiled parser where it can, each other line one by one; the block
     is acknowledged once durable, and a block ends early when the input pauses (a producer waiting for its
-    acknowledgements gets them at once). A thread parses the next block (the parser lets the GIL go) while this
-    one is written and committed, so both cores work; a block the input paused after is committed before
-    reading on."""
+    acknowledgements gets them at once). Threads parse the next PARSERS blocks (the parser lets the GIL go)
+    while this one is written and committed, so the cores work at once; every block read is committed before
+    a read the input may make wait."""
     from ..maintenance.append_batch import parsed_batches  # kernels: only when appending
 
     from_stdin = path == "-"
     name = "<stdin>" if from_stdin else path
     stream = sys.stdin.buffer if from_stdin else open(path, "rb")
-    lineno, pending = 0, None
+    lineno, pending = 0, collections.deque()  # (buffer, its parsed_batches future), oldest first
     try:
         with concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix="rmqctl-parse", initializer=block_sigint_here
+            PARSERS, thread_name_prefix="rmqctl-parse", initializer=block_sigint_here
         ) as parser:
             for block in _blocks(stream):
                 if block is INPUT_STOPPED:  # the next read may wait for ever: acknowledge what was read first
-                    if pending is not None:
-                        lineno, pending = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out), None
+                    while pending:
+                        lineno = _append_parsed(appender, *pending.popleft(), lineno, keep_timestamps, name, out)
                     continue
                 buf, lo, hi = block
-                parsed = (
-                    buf,
-                    parser.submit(parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES, keep_timestamps),
+                pending.append(
+                    (
+                        buf,
+                        parser.submit(
+                            parsed_batches, appender, buf, lo, hi, BATCH_MESSAGES, BATCH_BYTES, keep_timestamps
+                        ),
+                    )
                 )
-                if pending is not None:
-                    lineno = _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
-                pending = parsed
-            if pending is not None:
-                _append_parsed(appender, *pending, lineno, keep_timestamps, name, out)
+                if len(pending) > PARSERS:
+                    lineno = _append_parsed(appender, *pending.popleft(), lineno, keep_timestamps, name, out)
+            while pending:
+                lineno = _append_parsed(appender, *pending.popleft(), lineno, keep_timestamps, name, out)
         _emit(out, appender)
     finally:
         if not from_stdin:

@@ -107,8 +107,11 @@ def _decode_parallel(
             reference[lo:hi],
         )
 
-    with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1, initializer=block_sigint_here) as pool:
-        decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
+    if len(bounds) == 2:  # one part: decoded here; a thread made for it would only wait for a core to run on
+        decoded = [decode(0, n)]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(len(bounds) - 1, initializer=block_sigint_here) as pool:
+            decoded = list(pool.map(decode, bounds[:-1], bounds[1:]))
     topic_ids: dict[str, int] = {}
     keys_rec, keys_hash = [], []
     done = 0
