@@ -332,6 +332,40 @@ def test_the_command_starts_no_openblas_pool_unless_asked():
     assert run(OPENBLAS_NUM_THREADS="2")[1] == "2"
 
 
+def test_launch_names_the_modules_each_command_comes_from():
+    """cli/launch.py loads only the modules of the command named (COMMAND_MODULES): it names, for every top-level
+    command, each module its commands (and subcommands) come from, as main.py registers them."""
+    import click
+
+    from rmqctl.cli.launch import COMMAND_MODULES
+    from rmqctl.cli.main import cli
+
+    def modules(command) -> set[str]:
+        found = {command.callback.__module__} if command.callback else set()
+        for sub in command.commands.values() if isinstance(command, click.Group) else ():
+            found |= modules(sub)
+        return found - {"rmqctl.cli.app"}
+
+    registered = {name: sorted(m.rpartition(".")[2] for m in modules(c)) for name, c in cli.commands.items()}
+    assert {name: sorted(m) for name, m in COMMAND_MODULES.items()} == registered
+
+
+def test_a_command_loads_its_own_modules_only():
+    """`rmqctl append` runs with append_cmds loaded and no other command module; --help loads them all."""
+    code = (
+        "import atexit, sys; sys.argv = ['rmqctl'] + sys.argv[1:]; "
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.endswith('_cmds')))); "
+        "from rmqctl.cli.launch import main; main()"
+    )
+
+    def loaded(*args):
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
+        return r.stdout.splitlines()[-1]
+
+    assert loaded("append", "--help") == "['rmqctl.cli.append_cmds']"
+    assert loaded("--help").count("_cmds") == len(list((PACKAGE / "cli").glob("*_cmds.py")))
+
+
 HEAPS_OF_THREADS = """
 import atexit, ctypes, sys, threading
 def heaps():

@@ -11,8 +11,10 @@ left alone, its allocator too."""
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import signal
+import sys
 
 # numpy's OpenBLAS starts a pool of threads when it loads (one per core) that spin before they sleep: tens
 # of milliseconds of CPU at every start, on the cores the command's own threads need. No command does linear algebra;
@@ -28,13 +30,53 @@ from ..budget import one_heap  # noqa: E402 (after the mask: see above)
 from ..engine import when_loaded  # noqa: E402
 
 
+# the command modules (rmqctl.cli.main's) each top-level command's commands come from: `rmqctl append ...` loads
+# its own, not the eleven others, a part of the start-up every run pays. tests/test_imports.py holds this to
+# what main.py registers.
+COMMAND_MODULES = {
+    "append": ("append_cmds",),
+    "clean": ("clean_cmds",),
+    "config": ("offsets_cmds",),
+    "consumers": ("offsets_cmds",),
+    "convert": ("rebuild_cmds",),
+    "delay-offsets": ("offsets_cmds",),
+    "diff": ("offsets_cmds",),
+    "dump": ("dump_cmds", "timer_cmds"),
+    "info": ("info_cmds",),
+    "locate": ("dump_cmds",),
+    "metaq": ("metaq_cmds",),
+    "msgid": ("lookup_cmds",),
+    "offset-by-time": ("offsets_cmds",),
+    "query": ("lookup_cmds",),
+    "rebuild": ("rebuild_cmds",),
+    "repair": ("rebuild_cmds",),
+    "restore": ("restore_cmds",),
+    "spark": ("spark_cmds",),
+    "verify": ("verify_cmds",),
+}
+
+
 def main():
     one_heap()
     gc.disable()
-    from .main import main as run  # (start-up: loaded with the collector paused)
-
+    run = command(sys.argv[1:2])  # (start-up: loaded with the collector paused)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     gc.freeze()
     gc.enable()
     when_loaded(gc.freeze)
     run()
+
+
+def command(first: list[str]):
+    """The root group's run with the modules of the command named `first` loaded (COMMAND_MODULES), or with
+    every command module (rmqctl.cli.main) for anything else: --help, --version, a misspelt name."""
+    modules = COMMAND_MODULES.get(first[0]) if first else None
+    if modules is None:
+        from .main import main as run  # every command module
+
+        return run
+    for name in modules:
+        importlib.import_module(f".{name}", __package__)  # registers its commands on the groups of `app`
+    from .app import cli  # (after the modules: the root group with their commands)
+
+    return lambda: cli(prog_name="rmqctl")
