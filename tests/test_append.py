@@ -1102,6 +1102,56 @@ def test_a_new_store_of_one_message_reserves_tens_of_mib_not_the_whole_geometry(
     assert (store / "commitlog" / "00000000000000000000").stat().st_size == 1 << 30
 
 
+def test_new_consumequeue_files_take_the_blocks_their_check_reserved(tmp_path):
+    """The check before a commit (reserve_free_space) keeps the reservation of each consumequeue file planned as
+    an unnamed file; the file created next links one in (the same inode, its blocks already reserved) instead
+    of reserving them again. The rest of the check (an index file's, the checkpoint's) is given back at once,
+    files of another size take nothing, and free() gives back what was not taken."""
+    from rmqctl.maintenance.writers import Reserved, WritableFile, reserve_free_space
+
+    spare = Reserved(6_000_000)
+    spare.planned = 2
+    before = os.statvfs(tmp_path).f_bfree
+    reserve_free_space(tmp_path, [6_000_000, 6_000_000, 6_000_000, S.CHECKPOINT_FILE_SIZE], keep=spare)
+    held = {os.fstat(fd).st_ino for fd, _ in spare.files}
+    assert len(held) == 2
+    other = WritableFile(tmp_path / "ix" / "other", 12_000_000, create=True, spare=spare)
+    f = WritableFile(tmp_path / "cq" / "00000000000000000000", 6_000_000, create=True, spare=spare)
+    try:
+        assert other.path.stat().st_ino not in held and f.path.stat().st_ino in held and len(spare.files) == 1
+        assert f.path.stat().st_blocks * 512 >= 6_000_000
+        spare.free()
+        assert spare.files == []
+    finally:
+        f.close()
+        other.close()
+    assert before - os.statvfs(tmp_path).f_bfree < (18_000_000 + 4096) // os.statvfs(tmp_path).f_bsize + 16
+
+
+@pytest.mark.tmpfs
+def test_consumequeue_files_that_do_not_fit_stop_the_first_commit(small_tmpfs, tmp_path):
+    """Messages for 12 queues on a 56 MiB tmpfs: their consumequeue files (6 MB each) cannot all be reserved, so
+    the first commit stops before anything is durable: one line, exit 2, no acknowledgement, and the store it
+    was making is gone with every block it reserved."""
+    (tmp_path / "in.jsonl").write_text(
+        "".join(
+            json.dumps({"topic": f"T{i % 12}", "storeHost": "10.0.0.1:10911", "body": "x" * 100}) + "\n"
+            for i in range(120)
+        )
+    )
+    store = small_tmpfs / "store"
+    free = os.statvfs(small_tmpfs).f_bavail
+    res = subprocess.run(
+        [sys.executable, "-m", "rmqctl", "append", "--store", store, "--create", "--jsonl", tmp_path / "in.jsonl"],
+        capture_output=True,
+        text=True,
+    )
+    errors = res.stderr.splitlines()
+    assert res.returncode == 2 and len(errors) == 1 and "no space left" in errors[0], res.stderr
+    assert res.stdout == "" and not store.exists()
+    assert os.statvfs(small_tmpfs).f_bavail == free
+
+
 @pytest.mark.tmpfs
 def test_a_disk_filling_up_mid_copy_is_one_line_and_keeps_what_was_acknowledged(small_tmpfs, tmp_path):
     """Appending 100 KiB messages until the tmpfs is full: the step that finds no room is refused with one line
@@ -1212,12 +1262,15 @@ def test_lines_longer_than_a_read_are_read_whole(tmp_path, source):
     sent = b"".join(json.dumps({"topic": "T", "body": b}).encode() + b"\n" for b in bodies)
     (tmp_path / "in.jsonl").write_bytes(sent)
     cmd = [sys.executable, "-c", SMALL_BLOCKS, "8192", "4096", "append", "--store", str(tmp_path / "s")]
-    cmd += ["--broker-config", str(conf), "--create", "--jsonl", str(tmp_path / "in.jsonl") if source == "file" else "-"]
+    cmd += [
+        "--broker-config",
+        str(conf),
+        "--create",
+        "--jsonl",
+        str(tmp_path / "in.jsonl") if source == "file" else "-",
+    ]
     r = subprocess.run(
-        cmd,
-        input=sent if source == "pipe" else None,
-        capture_output=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cmd, input=sent if source == "pipe" else None, capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO))
     )
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(a)["queueOffset"] for a in r.stdout.splitlines()] == list(range(len(bodies)))

@@ -576,7 +576,8 @@ class CommitLogTail:
         for i, j in zip([0, *cuts.tolist()], [*cuts.tolist(), len(starts)]):
             start, positions = int(starts[i]), all_positions[i:j]
             f = self.files[start]
-            b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys=with_keys, starts=positions)
+            # decoded here, in one part: the parser threads have the other cores
+            b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys, jobs=1, starts=positions)
             if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
                 raise StoreError(
                     "a record rmqctl wrote does not read back; nothing was acknowledged",
@@ -817,7 +818,7 @@ class Appender:
         )
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
         needed = self._writer.space_needed([b for *_, b in batches])
-        reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE])
+        reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE], keep=self._dispatcher.spare)
         if self._dispatcher.index is not None:
             self._dispatcher.index.reserve_keys(sum(len(b.key_hash) for *_, b in batches))
         self._tail.flush()  # one fsync for the batch: the broker's group commit
@@ -827,6 +828,7 @@ class Appender:
                 buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position)
             )
         d.flush()
+        d.spare.free()  # what the dispatch did not take
         self.warnings += dispatch_warnings(self._dispatcher)
         index = d.index
         last = staged[-1]

@@ -46,36 +46,82 @@ def reserve(fd: int, size: int, path: Path, start: int = 0):
         raise
 
 
-def reserve_free_space(directory: Path, file_sizes: list[int]):
+def reserve_free_space(directory: Path, file_sizes: list[int], keep: Reserved | None = None):
     """Check that files of these sizes can still be allocated on `directory`'s filesystem by reserving their
-    blocks (each file rounded up to whole blocks) in an unnamed file, freed on close: a writer calls this
-    before a step it cannot undo."""
+    blocks (each file rounded up to whole blocks) in unnamed files, all at once: a writer calls this before a
+    step it cannot undo. Freed on return, except, with `keep`, one unnamed file for each of the first
+    keep.planned sizes (new_file_sizes' consumequeue files), held there for those files to take
+    (create_full_size) instead of reserving their blocks again."""
     block = os.statvfs(directory).f_bsize
-    size = sum(-(-n // block) * block for n in file_sizes)
-    if size <= 0:
-        return
+    kept = file_sizes[: keep.planned] if keep is not None else []
+    rest = sum(-(-n // block) * block for n in file_sizes[len(kept) :] if n > 0)
+    if keep is not None:
+        keep.free()  # a reservation left from before is given back first
+    held = Reserved(0)
     try:
-        fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
-    except OSError as e:
-        if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
-            raise
-        st = os.statvfs(directory)  # no unnamed files here: the free count is the best answer
-        if st.f_bavail * st.f_frsize < size:
-            raise DiskFullError(f"no space left on the device for {size} bytes", directory) from None
-        return
-    try:
-        reserve(fd, size, directory)
+        for size, into in [(n, keep) for n in kept] + [(rest, held)] * (rest > 0):
+            try:
+                fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o644)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                    raise
+                return _check_free_count(directory, file_sizes, block, keep)
+            into.files.append((fd, os.fstat(fd).st_dev))
+            reserve(fd, size, directory)
+    except BaseException:
+        if keep is not None:
+            keep.free()
+        raise
     finally:
-        os.close(fd)
+        held.free()
 
 
-def create_full_size(path: Path, size: int, reserved: int) -> int:
+def _check_free_count(directory: Path, file_sizes: list[int], block: int, keep: Reserved | None):
+    """reserve_free_space on a filesystem without unnamed files: the free count is the best answer."""
+    if keep is not None:
+        keep.free()
+    size = sum(-(-n // block) * block for n in file_sizes if n > 0)
+    st = os.statvfs(directory)
+    if st.f_bavail * st.f_frsize < size:
+        raise DiskFullError(f"no space left on the device for {size} bytes", directory) from None
+
+
+class Reserved:
+    """Unnamed files each holding the blocks of one file of `file_size` bytes (reserve_free_space's, kept):
+    create_full_size links one in as a new file of that size on its filesystem, so its blocks are reserved
+    once. free() closes the others, which gives their blocks back; nothing of them is ever seen in the store."""
+
+    def __init__(self, file_size: int):
+        self.file_size = file_size
+        self.planned = 0  # how many of them new_file_sizes' list begins with
+        self.files: list[tuple[int, int]] = []  # (fd, filesystem)
+
+    def take(self, directory: Path, size: int) -> int | None:
+        """An unnamed file holding the blocks of a file of `size` bytes on `directory`'s filesystem, or None."""
+        if size != self.file_size or not self.files:
+            return None
+        dev = os.stat(directory).st_dev
+        for k, (fd, on) in enumerate(self.files):
+            if on == dev:
+                del self.files[k]
+                return fd
+        return None
+
+    def free(self):
+        for fd, _ in self.files:
+            os.close(fd)
+        self.files.clear()
+
+
+def create_full_size(path: Path, size: int, reserved: int, spare: Reserved | None = None) -> int:
     """Create `path` sparse (all zero) at `size` bytes, its first `reserved` bytes' blocks reserved, so that it
-    appears whole or not at all: an unnamed O_TMPFILE in the directory is sized, then linked in under its
-    name. A kill in between leaves nothing; a short file would make the broker (and our own writers) refuse
-    the store. Returns an O_RDWR fd."""
+    appears whole or not at all: an unnamed O_TMPFILE in the directory (or one `spare` holds, its blocks
+    already reserved) is sized, then linked in under its name. A kill in between leaves nothing; a short file
+    would make the broker (and our own writers) refuse the store. Returns an O_RDWR fd."""
     try:
-        fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+        fd = spare.take(path.parent, size) if spare is not None and reserved == size else None
+        if fd is None:
+            fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
     except OSError as e:
         if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
             raise
@@ -109,14 +155,14 @@ class WritableFile:
     file's holes too) or, with `ahead`, the first `ahead` bytes and then by reserve_to as the writes move on
     (a file that fills over time takes its disk space as it goes, not all at once)."""
 
-    def __init__(self, path: Path, size: int, create: bool, ahead: int | None = None):
+    def __init__(self, path: Path, size: int, create: bool, ahead: int | None = None, spare: Reserved | None = None):
         self.path = path
         self.created = create
         self.size = size
         first = size if ahead is None else min(size, ahead)
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = create_full_size(path, size, first)
+            self.fd = create_full_size(path, size, first, spare)
         else:
             self.fd = os.open(path, os.O_RDWR)
         self.reserved = first if create else 0
@@ -180,9 +226,10 @@ class WritableFile:
 class ConsumeQueueWriter:
     """One consumequeue: consumequeue/{topic}/{queueId}/ of `file_size`-byte files of 20-byte units."""
 
-    def __init__(self, directory: Path, file_size: int):
+    def __init__(self, directory: Path, file_size: int, spare: Reserved | None = None):
         self.directory = directory
         self.file_size = file_size
+        self.spare = spare  # blocks reserved for its new files (Dispatcher.spare)
         self.files: list[tuple[int, WritableFile]] = []
         names = (
             sorted(p.name for p in directory.iterdir() if offset_of_name(p.name) is not None)
@@ -230,7 +277,7 @@ class ConsumeQueueWriter:
         start = expect - expect % self.file_size if first else self.files[-1][0] + self.file_size
         if self.files:  # the full file is synced and unmapped, as the broker's flush leaves it
             self.files[-1][1].close()
-        f = WritableFile(self.directory / offset_to_name(start), self.file_size, create=True)
+        f = WritableFile(self.directory / offset_to_name(start), self.file_size, create=True, spare=self.spare)
         self.files.append((start, f))
         self.wrote = 0
         return start, f, first
@@ -584,6 +631,7 @@ class Dispatcher:
         self.batch_queues: dict[tuple[str, int], BatchConsumeQueueWriter] = {}
         self.build_cq = build_cq
         self.queue_filter = queue_filter
+        self.spare = Reserved(cq_file_size)  # blocks a writer reserved for the consumequeue files it creates next
         self.index = (
             IndexWriter(root / "index", slot_num, index_num, index_clock, index_by_store_time)
             if build_index and config.messageIndexEnable
@@ -595,7 +643,7 @@ class Dispatcher:
     def queue(self, topic: str, qid: int) -> ConsumeQueueWriter:
         w = self.queues.get((topic, qid))
         if w is None:
-            w = ConsumeQueueWriter(self.root / "consumequeue" / topic / str(qid), self.cq_file_size)
+            w = ConsumeQueueWriter(self.root / "consumequeue" / topic / str(qid), self.cq_file_size, self.spare)
             self.queues[(topic, qid)] = w
         return w
 
@@ -662,6 +710,7 @@ class Dispatcher:
                 fsync_dir(d)
 
     def close(self):
+        self.spare.free()
         self.flush()
         for w in [*self.queues.values(), *self.batch_queues.values()]:
             w.close()
@@ -698,6 +747,7 @@ def new_file_sizes(d: "Dispatcher", units: dict[tuple[str, int], list[int]], key
         # a new queue's first file starts with pre-blank units up to its first offset
         room = (d.cq_file_size - w.wrote) // S.CQ_UNIT_SIZE if w.files else -(first % per_file)
         sizes += [d.cq_file_size] * -(-max(0, n - room) // per_file)
+    d.spare.planned = len(sizes)  # the consumequeue files, whose reservations they take (reserve_free_space)
     if d.index is not None:
         ix = d.index
         room = ix.files[-1].index_num - ix.files[-1].index_count if ix.files else 0
