@@ -138,14 +138,12 @@ class MappedFile:
 
     def release(self):
         """Give this file's pages back (they stay in the page cache) and unmap it; while a view of it is still
-        alive the mapping stays, its pages given back; the next use maps or faults them in again."""
+        alive (a batch a worker thread still reads) the mapping is left to that view, as close() leaves it, and
+        goes with the last view: kept here, the pages the view faults in again would stay until Store.close().
+        The next use maps the file again."""
         if isinstance(self._map, mmap.mmap):
             give_back_pages(self._map)
-            try:
-                self._map.close()
-            except BufferError:
-                return
-        self._map = None
+        self.close()
 
     def drop_pages(self, lo: int, hi: int):
         """Give back the pages of bytes [lo, hi) once read, so a walk through a large file keeps only its

@@ -355,3 +355,78 @@ def test_a_line_longer_than_a_block(tmp_path):
     chunk = next(store.scan().chunks())
     lines = b"".join(chunk_lines(chunk, np.arange(1), "utf8", False, None, block=1024))
     assert lines == reference_dump(store)[0]
+
+
+def kib_record(queue_offset: int, offset: int) -> bytes:
+    m = message(b"T", b"KEYS\x01a b", bytes(1000), 0, 1, queue_offset)
+    m.physicalOffset = offset
+    return encode_record(m)
+
+
+def generated_store(root, files: int, damaged_after: int | None = None) -> Store:
+    """`files` commitlog files of FILE_SIZE full of 1 KiB records; with `damaged_after`, the first file's records
+    end after that many at bytes that are not a record."""
+    (root / "commitlog").mkdir(parents=True)
+    for k in range(files):
+        data, n = bytearray(), 0
+        while damaged_after is None or n < damaged_after:
+            record = kib_record(n, k * FILE_SIZE + len(data))
+            if len(data) + len(record) + S.BLANK.size > FILE_SIZE:
+                break
+            data, n = data + record, n + 1
+        if damaged_after is None:
+            data += S.BLANK.pack(FILE_SIZE - len(data), S.MAGIC_BLANK)
+        else:
+            data += S.INT32.pack(80) + b"\x99" * 76
+        (root / "commitlog" / offset_to_name(k * FILE_SIZE)).write_bytes(bytes(data).ljust(FILE_SIZE, b"\0"))
+    return Store(root, BrokerConfig(mappedFileSizeCommitLog=FILE_SIZE))
+
+
+def mapped_files(store: Store) -> list[str]:
+    """The store's commitlog (or DLedger data) files this process maps, as the kernel lists them (a MappedFile may have let go of
+    a mapping a view still holds)."""
+    directory = str(store.scan().queue.files[0].path.parent)
+    with open("/proc/self/maps") as maps:
+        return sorted({line.split()[-1] for line in maps if directory in line})
+
+
+def small_batches(monkeypatch, store: Store, rows: int):
+    scan = type(store.scan())
+    chunks = scan.chunks
+    monkeypatch.setattr(scan, "chunks", lambda self, *args, **batch: chunks(self, *args, **batch, rows=rows))
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_walk_on_threads_leaves_no_file_mapped(tmp_path, monkeypatch, jobs):
+    """Batches still pending on worker threads view a file the walk has left: its mapping goes with the last of
+    them, not with Store.close() (every file of the store stayed mapped: memory grew with the store)."""
+    store = generated_store(tmp_path / "store", files=8)
+    small_batches(monkeypatch, store, rows=16)
+    scan = store.scan()
+    rows = sum(b.num_rows for b in scan.batches(jobs=jobs))
+    assert mapped_files(store) == []
+    assert [f for f in scan.queue.files if f._map is not None] == []
+    assert rows == sum(1 for _ in store.scan().records())
+    store.close()
+    end = 3 * FILE_SIZE + 5000  # a walk cut short by `end` lets its last file go too
+    assert sum(b.num_rows for b in scan.batches(end=end, jobs=jobs)) > 0
+    assert mapped_files(store) == []
+    stopped = scan.batches(jobs=jobs)  # a caller that stops early (--limit, a closed pipe)
+    first = next(stopped)
+    stopped.close()
+    del first
+    assert mapped_files(store) == []
+    store.close()
+
+
+def test_a_dledger_walk_on_threads_leaves_no_file_mapped(tmp_path, monkeypatch):
+    store = fixture_store("e-dledger", copy_store("e-dledger", tmp_path))  # a path no other test maps
+    small_batches(monkeypatch, store, rows=3)
+    scan = store.scan()
+    assert len(list(scan.batches(jobs=3))) > 6
+    stopped = scan.batches(jobs=3)
+    next(stopped)
+    stopped.close()
+    assert (mapped_files(store), [f for f in scan.queue.files if f._map is not None]) == ([], [])
+    store.close()
+

@@ -114,31 +114,33 @@ def walk_files(
                 raise
             gone(f)
             continue
-        limit = min(len(u8), file_size)
-        pos = kept = 0
-        while pos < limit:
-            cols = np.empty((rows, NCOLUMNS), np.int64)
-            n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
-            cols = cols[:n]
-            if n:
-                offsets = cols[:, COLUMN["position"]] + f.start
-                if end is not None and offsets[-1] >= end:
-                    cols = cols[: np.searchsorted(offsets, end)]
+        try:
+            limit = min(len(u8), file_size)
+            pos = kept = 0
+            while pos < limit:
+                cols = np.empty((rows, NCOLUMNS), np.int64)
+                n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
+                cols = cols[:n]
+                if n:
+                    offsets = cols[:, COLUMN["position"]] + f.start
+                    if end is not None and offsets[-1] >= end:
+                        cols = cols[: np.searchsorted(offsets, end)]
+                        if len(cols):
+                            yield Chunk(f, u8, cols)
+                        return
+                    if start is not None and offsets[0] < start:
+                        cols = cols[np.searchsorted(offsets, start) :]
                     if len(cols):
                         yield Chunk(f, u8, cols)
-                    return
-                if start is not None and offsets[0] < start:
-                    cols = cols[np.searchsorted(offsets, start) :]
-                if len(cols):
-                    yield Chunk(f, u8, cols)
-            kept = give_back(f, kept, pos - resident)
-            if outcome == OK:
-                continue
-            if outcome != BLANK and pos < limit and (end is None or f.start + pos < end):
-                refused(f, pos, limit)
-            break
-        del u8
-        f.release()  # walked: its pages go back (MADV_DONTNEED while a batch still views them)
+                kept = give_back(f, kept, pos - resident)
+                if outcome == OK:
+                    continue
+                if outcome != BLANK and pos < limit and (end is None or f.start + pos < end):
+                    refused(f, pos, limit)
+                break
+        finally:  # walked, cut short by `end` or stopped early: its pages go back, its mapping with the last view
+            del u8
+            f.release()
 
 
 def walk_entry_files(
@@ -163,33 +165,35 @@ def walk_entry_files(
     for f in files_in(files, file_size, start, end):
         u8 = file_bytes(f.buf)
         kept, cut = 0, False
-        for found in entries_of(f, min(len(u8), file_size)):
-            starts, ends = found.message_starts(), found.message_ends()
-            keep = np.ones(len(starts), bool)
-            if start is not None:
-                keep &= starts + f.start >= start
-            cut = end is not None and bool((starts + f.start >= end).any())
-            if cut:
-                keep &= starts + f.start < end
-            picked = np.flatnonzero(keep)
-            starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
-            entry_cols = found.entry_columns[picked]
-            i = 0
-            while i < len(starts):
-                cols = np.empty((rows, NCOLUMNS), np.int64)
-                n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
-                if n:
-                    yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
-                if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
-                    kept = give_back(f, kept, int(ends[after - 1]) - resident)
-                i = after
-                if outcome != OK:
-                    refused(f, int(starts[i]), int(ends[i]))
-                    i += 1
-            if cut:
-                break
-        del u8
-        f.release()  # walked: its pages go back (as walk_files gives them back)
+        try:
+            for found in entries_of(f, min(len(u8), file_size)):
+                starts, ends = found.message_starts(), found.message_ends()
+                keep = np.ones(len(starts), bool)
+                if start is not None:
+                    keep &= starts + f.start >= start
+                cut = end is not None and bool((starts + f.start >= end).any())
+                if cut:
+                    keep &= starts + f.start < end
+                picked = np.flatnonzero(keep)
+                starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
+                entry_cols = found.entry_columns[picked]
+                i = 0
+                while i < len(starts):
+                    cols = np.empty((rows, NCOLUMNS), np.int64)
+                    n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
+                    if n:
+                        yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
+                    if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
+                        kept = give_back(f, kept, int(ends[after - 1]) - resident)
+                    i = after
+                    if outcome != OK:
+                        refused(f, int(starts[i]), int(ends[i]))
+                        i += 1
+                if cut:
+                    break
+        finally:  # (as walk_files releases it)
+            del u8
+            f.release()
         if cut:
             return
         finished(f, found)
