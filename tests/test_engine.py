@@ -430,3 +430,17 @@ def test_a_dledger_walk_on_threads_leaves_no_file_mapped(tmp_path, monkeypatch):
     assert (mapped_files(store), [f for f in scan.queue.files if f._map is not None]) == ([], [])
     store.close()
 
+
+def test_damage_is_told_with_the_batches_before_it(tmp_path, monkeypatch):
+    """With the walk running batches ahead on threads, `errors` still fills as the batches reach the damage:
+    the same errors after each batch as with one thread."""
+    store = generated_store(tmp_path / "store", files=1, damaged_after=40)
+    damage = 40 * len(kib_record(0, 0))
+    small_batches(monkeypatch, store, rows=3)
+    seen = {}
+    for jobs in (1, 3):
+        scan = store.scan()
+        seen[jobs] = [(b.column("commitLogOffset")[-1].as_py(), len(scan.errors)) for b in scan.batches(jobs=jobs)]
+        assert [(f.name, pos) for f, pos, _ in scan.errors] == [(offset_to_name(0), damage)]
+    assert seen[3] == seen[1]
+    assert seen[1][-1][1] == 0  # the damage is told once the last batch before it is out

@@ -12,14 +12,34 @@ class ColumnViews:
     def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False, jobs: int = 1):
         """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema), in
         commitlog order. With jobs > 1, `jobs` threads build the batches' columns (the kernels let the GIL go)
-        while this one decodes the next records; at most 2 x jobs batches are pending, their pages kept mapped."""
+        while this one decodes the next records; at most 2 x jobs batches are pending, their pages kept mapped.
+        Damage the walk meets goes to `errors` when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
         from .columns import record_batch
         from .ordered import ordered_map
         from .walk import BATCH_BYTES
 
         resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
-        yield from ordered_map(record_batch, self.chunks(start, end, check_crc, resident=resident), jobs)
+        told = len(self.errors)
+
+        def met():  # the damage the walk told since the last chunk, held back while the walk runs ahead
+            found = self.errors[told:]
+            del self.errors[told:]
+            return found
+
+        def drawn():  # each chunk with the damage met before it; then the damage after the last one
+            for chunk in self.chunks(start, end, check_crc, resident=resident):
+                yield chunk, met()
+            yield None, met()
+
+        def built(item):
+            chunk, damage = item
+            return None if chunk is None else record_batch(chunk), damage
+
+        for batch, damage in ordered_map(built, drawn(), jobs):
+            self.errors.extend(damage)
+            if batch is not None:
+                yield batch
 
     def table(self, start: int | None = None, end: int | None = None, check_crc: bool = False, jobs: int = 1):
         """The records of [start, end) as one pyarrow Table (`jobs` as for batches)."""
