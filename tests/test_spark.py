@@ -1040,6 +1040,40 @@ def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
     assert read == {"b": [0, 1, 5], None: [2, 3, 6], "a": [4, 7]}
 
 
+def test_a_rare_topic_does_not_keep_every_batch_in_memory(tmp_path):
+    """A topic with one row in a hundred holds a slice of every batch, and a slice keeps its whole batch
+    alive: past the memory bound its rows are written (as more row groups), so the Arrow memory held stays
+    within the bound plus a batch, and every row still reaches its topic's file once, in order."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from rmqctl.spark.export import PartitionFiles
+
+    schema = pa.schema([("topic", pa.string()), ("n", pa.int64()), ("body", pa.binary())])
+    rows, body = 1000, b"x" * 1000
+    files = None
+    peak = 0
+    for b in range(64):  # 64 batches of about 1 MiB: 99 rows of the common topic to one of the rare one
+        topics = ["rare" if (b * rows + i) % 100 == 0 else "common" for i in range(rows)]
+        order = sorted(range(rows), key=lambda i: topics[i] != "common")  # grouped, as message_batches does
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([topics[i] for i in order]), pa.array([b * rows + i for i in order]), pa.array([body] * rows)],
+            schema=schema,
+        )
+        if files is None:
+            bound = pa.total_allocated_bytes() + (8 << 20)
+            files = PartitionFiles(tmp_path, "part-00000", schema, row_group_bytes=4 << 20, pending_bytes=bound)
+        files.add(batch)
+        del batch
+        peak = max(peak, pa.total_allocated_bytes())
+    written = {value: name for value, name, _ in files.close()}
+    assert peak <= bound + (2 << 20)
+    rare = pq.ParquetFile(tmp_path / written["rare"])
+    assert rare.metadata.num_row_groups > 1
+    for topic, name in written.items():
+        n = pq.read_table(tmp_path / name).column("n").to_pylist()
+        assert n == [k for k in range(64 * rows) if (k % 100 == 0) == (topic == "rare")]
+
+
 def test_exported_parquet_keeps_statistics_on_every_column_but_the_opaque_bytes(tmp_path):
     """Row-group statistics on every column, nested ones (the properties map, keys, the DLedger entry)
     included, but on body and propertiesBytes, which nobody prunes by."""

@@ -45,7 +45,10 @@ from .filesource import FilePart
 from .inputs import StoreSelection
 from .sources import plan_commitlog
 
-ROW_GROUP_BYTES = 64 << 20
+ROW_GROUP_BYTES = 64 << 20  # Arrow bytes of a partition's rows written as one row group (stripe)
+# Arrow memory a task holds at most before it writes what it holds: its rows of many topics, or of a rare topic
+# whose rows keep each whole batch they came from alive, never grow with the commitlog it reads
+PENDING_BYTES = 256 << 20
 TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself is the data column, whole
 # commitlog bytes one task exports: a store's small files go to one task (and so to one file per partition value)
 TASK_BYTES = 1 << 30
@@ -111,15 +114,6 @@ PARTITION_BY = ("topic", "date", "none")
 NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # Spark's directory for a null partition value (a time it cannot hold)
 
 
-def partition_values(batch: pa.RecordBatch, partition_by: str) -> pa.Array | None:
-    """Each row's partition value: its topic, or the UTC date it was stored; None for no partitioning."""
-    if partition_by == "topic":
-        return batch.column("topic")
-    if partition_by == "date":
-        return pc.strftime(batch.column("storeTimestamp"), "%Y-%m-%d")
-    return None
-
-
 MS_PER_DAY = 86_400_000
 
 
@@ -140,19 +134,30 @@ def topic_codes(chunk) -> np.ndarray:
 
 
 def runs(values: pa.Array) -> tuple[np.ndarray, list]:
-    """Where each run of equal values starts (and one past the end), and each run's value."""
-    if len(values) == 0:
-        return np.zeros(1, np.int64), []
-    differs = pc.fill_null(pc.not_equal(values[1:], values[:-1]), True)  # nulls: a run of their own, merged later
-    same_null = pc.and_(values[1:].is_null(), values[:-1].is_null())
-    breaks = np.flatnonzero(pc.and_not(differs, same_null).to_numpy(zero_copy_only=False)) + 1
-    starts = np.concatenate([[0], breaks, [len(values)]]).astype(np.int64)
-    return starts, values.take(pa.array(starts[:-1])).to_pylist()
+    """Where each run of equal values starts (and one past the end), and each run's value (consecutive nulls
+    are one run)."""
+    encoded = pc.run_end_encode(values)
+    return np.concatenate([[0], encoded.run_ends.to_numpy()]).astype(np.int64), encoded.values.to_pylist()
+
+
+def partition_runs(batch: pa.RecordBatch, partition_by: str) -> tuple[np.ndarray, list]:
+    """The runs (as `runs` gives them) of a batch's partition values: its topic, or the UTC date it was stored
+    (None for a time Spark cannot hold); one run of None for no partitioning. A date is formatted once per run,
+    not per row."""
+    if partition_by == "topic":
+        return runs(batch.column("topic"))
+    if partition_by == "date":
+        stored = batch.column("storeTimestamp")
+        starts, _ = runs(stored.cast(pa.date32()).cast(pa.int32()))  # days since the epoch
+        return starts, pc.strftime(stored.take(starts[:-1]), "%Y-%m-%d").to_pylist()
+    return np.array([0, batch.num_rows], np.int64), [None]
 
 
 class PartitionFiles:
     """One file per partition value (topic or date) for one task, written in row groups (stripes) of about
-    ROW_GROUP_BYTES; with `max_records`, a value's file is closed at that many rows and the next one opened."""
+    `row_group_bytes`; with `max_records`, a value's file is closed at that many rows and the next one opened.
+    Past `pending_bytes` of Arrow memory (the pool's: a run of a batch keeps the whole batch alive), the
+    partitions holding the oldest batches are written first."""
 
     def __init__(
         self,
@@ -162,8 +167,12 @@ class PartitionFiles:
         file_format: str = "parquet",
         partition_by: str = "topic",
         max_records: int | None = None,
+        row_group_bytes: int = ROW_GROUP_BYTES,
+        pending_bytes: int = PENDING_BYTES,
     ):
         self.suffix, self.open = FORMATS[file_format]
+        self.row_group_bytes = row_group_bytes
+        self.most_pending = pending_bytes
         self.directory = directory
         self.prefix = prefix
         self.partition_by = partition_by
@@ -171,6 +180,8 @@ class PartitionFiles:
         self.schema = schema
         self.pending: dict[str | None, list[pa.RecordBatch]] = {}
         self.pending_bytes: dict[str | None, int] = {}
+        self.pending_since: dict[str | None, int] = {}  # value -> the batch its first pending rows came from
+        self.batches = 0
         self.writers: dict[str | None, tuple[tuple, str]] = {}  # value -> ((write, close), file name) being written
         self.file_rows: dict[str | None, int] = {}  # value -> rows of its file being written
         self.written: list[tuple[str | None, str, int]] = []  # (value, file name, rows) of every file closed
@@ -179,26 +190,26 @@ class PartitionFiles:
     def add(self, batch: pa.RecordBatch):
         """A batch's rows to their partitions' files, a run of rows with the same value at a time (batches
         from message_batches grouped by partition_key hold one run per value)."""
-        values = partition_values(batch, self.partition_by)
+        starts, run_values = partition_runs(batch, self.partition_by)
         batch = batch.rename_columns(self.schema.names)
-        if values is None:
-            self._append(None, batch)
-            return
-        starts, run_values = runs(values)
+        self.batches += 1
         for k, value in enumerate(run_values):
             self._append(value, batch.slice(starts[k], starts[k + 1] - starts[k]))
+        while self.pending and pa.total_allocated_bytes() > self.most_pending:
+            self._flush(min(self.pending_since, key=self.pending_since.get))
 
     def _append(self, value: str | None, part: pa.RecordBatch):
         while part.num_rows:
             room = part.num_rows if self.max_records is None else self.max_records - self.file_rows.get(value, 0)
             piece, part = part.slice(0, room), part.slice(room)
             self.pending.setdefault(value, []).append(piece)
+            self.pending_since.setdefault(value, self.batches)
             self.pending_bytes[value] = self.pending_bytes.get(value, 0) + piece.nbytes
             self.file_rows[value] = self.file_rows.get(value, 0) + piece.num_rows
             if self.max_records is not None and self.file_rows[value] >= self.max_records:
                 self._flush(value)
                 self._finish(value)
-            elif self.pending_bytes[value] >= ROW_GROUP_BYTES:
+            elif self.pending_bytes[value] >= self.row_group_bytes:
                 self._flush(value)
 
     def _flush(self, value: str | None):
@@ -208,7 +219,7 @@ class PartitionFiles:
             self.writers[value] = (self.open(self.directory / name, self.schema), name)
         write, _ = self.writers[value][0]
         write(pa.Table.from_batches(self.pending.pop(value), self.schema))
-        self.pending_bytes[value] = 0
+        del self.pending_bytes[value], self.pending_since[value]
 
     def _finish(self, value: str | None):
         (_, close), name = self.writers.pop(value)
