@@ -1040,6 +1040,27 @@ def test_partition_runs_keep_every_row_once_whatever_the_grouping(tmp_path):
     assert read == {"b": [0, 1, 5], None: [2, 3, 6], "a": [4, 7]}
 
 
+def test_export_tasks_spread_a_store_over_the_cores_in_runs_of_whole_files():
+    """Tasks take consecutive files of one store: up to 1 GiB, split between the session's cores when that
+    leaves none idle, but never below 256 MiB (a store of small files stays one task, one file per topic)."""
+    from rmqctl.spark.export import task_runs
+    from rmqctl.spark.filesource import FilePart
+
+    def files(source, count, size):
+        return [FilePart((source, k), source=source, start=k * size, end=(k + 1) * size) for k in range(count)]
+
+    mib = 1 << 20
+    big, small = files("a", 8, 128 * mib), files("b", 40, 64 << 10)
+    assert [len(t) for t in task_runs(big, cores=1)] == [8]
+    assert [len(t) for t in task_runs(big, cores=2)] == [4, 4]
+    assert [len(t) for t in task_runs(big, cores=8)] == [2, 2, 2, 2]
+    assert [len(t) for t in task_runs(small, cores=2)] == [40]
+    assert [len(t) for t in task_runs(files("c", 20, 128 * mib), cores=1)] == [8, 8, 4]
+    mixed = task_runs(small + big, cores=2)
+    assert [{part.source for part in t} for t in mixed] == [{"b"}, {"a"}, {"a"}]
+    assert [part for t in mixed for part in t] == small + big
+
+
 def test_a_rare_topic_does_not_keep_every_batch_in_memory(tmp_path):
     """A topic with one row in a hundred holds a slice of every batch, and a slice keeps its whole batch
     alive: past the memory bound its rows are written (as more row groups), so the Arrow memory held stays

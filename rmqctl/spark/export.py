@@ -1,9 +1,10 @@
 """`spark export`: every message of one or many stores to Parquet (or ORC), one directory per topic (or per
 store date, or none).
 
-Each Spark task takes one commitlog file: it decodes it with the library (the same Arrow batches the
-`rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer straight from the executor,
-one file per topic. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
+Each Spark task takes a run of one store's commitlog files (task_runs): it decodes them with the library (the
+same Arrow batches the `rocketmq` data source yields) and writes them with Arrow's Parquet (or ORC) writer
+straight from the executor, one file per topic, in row groups of about ROW_GROUP_BYTES, holding at most
+PENDING_BYTES. Nothing goes through JVM rows: turning every message into a Spark row and back into Parquet
 costs the JVM as much CPU as decoding costs Python, for a copy that changes nothing. The result is laid out
 as Spark's own partitioned writer lays it out (topicDir=<Spark's escaping of the name>/part-*.parquet,
 _SUCCESS on commit), so spark.read.parquet(out) (or .orc) and pyarrow read it back. A 5.x topic can be 32767
@@ -52,6 +53,7 @@ PENDING_BYTES = 256 << 20
 TOPIC_DIRECTORY = "topicDir"  # the topic layout's partition key: `topic` itself is the data column, whole
 # commitlog bytes one task exports: a store's small files go to one task (and so to one file per partition value)
 TASK_BYTES = 1 << 30
+MIN_TASK_BYTES = 256 << 20  # a store is spread over the session's cores in tasks of no less than this
 NAME_MAX = 255  # bytes in one directory name (Linux, and the usual cluster filesystems)
 # columns with few distinct values; dictionary-encoding the others (bodies, ids, offsets) only costs time
 DICTIONARY_COLUMNS = [
@@ -261,8 +263,11 @@ def export_files(
     return {"store": source.root, "files": files.close(), "damage": damage}
 
 
-def task_runs(parts: list[FilePart], task_bytes: int = TASK_BYTES) -> list[list[FilePart]]:
-    """The planned files grouped into tasks: consecutive files of one store, up to `task_bytes` of commitlog."""
+def task_runs(parts: list[FilePart], cores: int = 1, task_bytes: int = TASK_BYTES) -> list[list[FilePart]]:
+    """The planned files grouped into tasks: consecutive files of one store, up to `task_bytes` of commitlog,
+    or less where that leaves some of `cores` without a task (never less than MIN_TASK_BYTES)."""
+    total = sum(part.end - part.start for part in parts)
+    task_bytes = max(MIN_TASK_BYTES, min(task_bytes, -(-total // cores)))
     tasks: list[list[FilePart]] = []
     size = 0
     for part in parts:
@@ -289,7 +294,8 @@ def export(
     """Export the messages of the selected stores stored in [since, until] (epoch ms, inclusive; None: open)
     under `out` (a directory every executor can write to), as `file_format` (a key of FORMATS), laid out by
     `partition_by` (PARTITION_BY), at most `max_records` rows per file (None: no limit). The commitlog files
-    whose store times lie outside the range are not read; one task takes up to TASK_BYTES of a store's files."""
+    whose store times lie outside the range are not read; one task takes up to TASK_BYTES of a store's files
+    (see task_runs)."""
     if max_records is not None and max_records < 1:
         raise UsageError("--max-records-per-file must be at least 1")
     if file_format not in FORMATS:
@@ -300,11 +306,11 @@ def export(
     previous = list(target.iterdir()) if target.is_dir() else []
     if previous and not overwrite:
         raise UsageError(f"{target} exists and is not empty; pass --overwrite to replace it")
-    parts = task_runs(plan_commitlog(selection.resolve(), since=since, until=until))
+    sc = spark.sparkContext
+    parts = task_runs(plan_commitlog(selection.resolve(), since=since, until=until), sc.defaultParallelism)
     made = [d for d in (target, *target.parents) if not d.exists()]  # deepest first
     staging = target / f"_temporary-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
-    sc = spark.sparkContext
     sc.setJobDescription(
         f"rmqctl spark export: {sum(map(len, parts))} commitlog file(s) in {len(parts)} task(s) to {target}"
     )
