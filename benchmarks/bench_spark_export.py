@@ -1,5 +1,7 @@
 """Export throughput of `rmqctl spark export` (Parquet, partitioned by topic) on local[1] and local[2], next to
-single-process `rmqctl dump commitlog --format jsonl` over the same files, measured in the same run.
+single-process `rmqctl dump commitlog --format jsonl` over the same files, measured in the same run: seconds,
+MB/s of commitlog records, the CPU seconds each run used (the JVM and every Python process of a Spark session,
+the dump's process) and peak RSS (the dump's; the largest Python worker's and the JVM's of a session).
 
 The store is generated first: several full commitlog files in the broker's layout (records built with
 rmqctl.record.encode_record, every file full size and ending in a BLANK record), on
@@ -10,7 +12,7 @@ of about 1.27 KiB on average (RocketMQ's own decode baseline in the fixtures REA
 
 Each Spark master runs in its own long-lived session (a child process, warmed up once); the contenders take
 turns in rounds and each figure is the fastest of its runs, since other load on the machine only ever makes a
-run slower.
+run slower. The CPU seconds are that run's; on a loaded machine they are the steadier comparison.
 """
 
 from __future__ import annotations
@@ -85,15 +87,76 @@ def generate_store(root: Path, files: int, file_size: int) -> tuple[int, int]:
     return count, total
 
 
-def run_dump(store: Path) -> float:
-    t = time.perf_counter()
-    with open(os.devnull, "wb") as sink:
-        subprocess.run(
-            [sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(store), "--format", "jsonl"],
-            stdout=sink,
-            check=True,
-        )
-    return time.perf_counter() - t
+class Dump:
+    """`rmqctl dump commitlog --format jsonl` of the store, one process a run."""
+
+    def __init__(self, store: Path):
+        self.store = store
+        self.peak = 0
+
+    def run(self) -> tuple[float, float]:
+        """(seconds, CPU seconds) of one dump."""
+        t = time.perf_counter()
+        with open(os.devnull, "wb") as sink:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rmqctl", "dump", "commitlog", "--store", str(self.store), "--format", "jsonl"],
+                stdout=sink,
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t
+        if os.waitstatus_to_exitcode(status):
+            raise SystemExit(f"dump exited {os.waitstatus_to_exitcode(status)}")
+        self.peak = max(self.peak, usage.ru_maxrss >> 10)
+        return seconds, usage.ru_utime + usage.ru_stime
+
+    def peaks(self) -> str:
+        return f"{self.peak}"
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and every process under it."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for thread in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{thread}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:  # gone meanwhile
+            pass
+    return out
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes used so far (those gone meanwhile count nothing)."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def peak_rss_mib(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) >> 10 for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+
+
+def is_java(pid: int) -> bool:
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("java")
+    except OSError:
+        return False
 
 
 def serve(master: str, store: str, out: str):
@@ -125,11 +188,25 @@ class SparkWorker:
         )
         if self.proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"the {master} session did not start")
+        self.worker_peak = self.jvm_peak = 0
 
-    def run(self) -> float:
+    def run(self) -> tuple[float, float]:
+        """(seconds, CPU seconds of the session's processes) of one export."""
+        before = cpu_seconds(process_tree(self.proc.pid))
         self.proc.stdin.write("run\n")
         self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
+        seconds = float(self.proc.stdout.readline())
+        tree = process_tree(self.proc.pid)
+        for p in tree[1:]:  # (the first is the driver's own Python process, which runs no task)
+            if is_java(p):
+                self.jvm_peak = max(self.jvm_peak, peak_rss_mib(p))
+            else:
+                self.worker_peak = max(self.worker_peak, peak_rss_mib(p))
+        return seconds, cpu_seconds(tree) - before
+
+    def peaks(self) -> str:
+        """Peak RSS in MiB of the session's largest Python worker and of its JVM, over its runs."""
+        return f"{self.worker_peak} / {self.jvm_peak}"
 
     def close(self):
         self.proc.stdin.close()
@@ -155,19 +232,27 @@ def main():
             f"store: {args.files} commitlog files x {args.file_mb} MiB, {count} messages, {total / 1e6:.1f} MB of "
             f"records, avg {total / count:.0f} B; generated in {time.perf_counter() - t:.1f} s ({base})"
         )
-        runs = {"dump --format jsonl (1 process)": lambda: run_dump(store)}
+        runs = {"dump --format jsonl (1 process)": Dump(store)}
         for master in ("local[1]", "local[2]"):
             workers.append(SparkWorker(master, store, base / f"out-{master[6]}"))
-            runs[f"spark export parquet {master}"] = workers[-1].run
+            runs[f"spark export parquet {master}"] = workers[-1]
+        print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before the runs")
         times = {name: [] for name in runs}
         for _ in range(args.repeat):  # rounds, so that load from elsewhere hits every contender alike
-            for name, run in runs.items():
-                times[name].append(run())
+            for name, contender in runs.items():
+                times[name].append(contender.run())
         best = {name: min(ts) for name, ts in times.items()}
-        print(f"{'run':36} {'seconds':>8} {'rows/s':>10} {'MB/s':>8}   (fastest of {args.repeat})")
-        for name, seconds in best.items():
-            print(f"{name:36} {seconds:8.2f} {count / seconds:10.0f} {total / 1e6 / seconds:8.1f}")
-        dump, one, two = best.values()
+        print(
+            f"{'run':36} {'seconds':>8} {'rows/s':>10} {'MB/s':>8} {'CPU s':>6} {'MB/CPU-s':>8}  peak RSS MiB "
+            f"(dump; a session's Python worker / JVM)   (fastest of {args.repeat})"
+        )
+        for name, (seconds, cpu) in best.items():
+            print(
+                f"{name:36} {seconds:8.2f} {count / seconds:10.0f} {total / 1e6 / seconds:8.1f} {cpu:6.2f} "
+                f"{total / 1e6 / cpu:8.1f}  {runs[name].peaks()}"
+            )
+        print(f"load average {os.getloadavg()[0]:.1f} after the runs")
+        dump, one, two = (seconds for seconds, _ in best.values())
         print(f"local[2] / local[1] speed-up: {one / two:.2f}x (target >= 1.6x)")
         print(
             f"per core: local[1] at {dump / one:.2f}x and local[2] at {dump / (2 * two):.2f}x the rows/s of the "
