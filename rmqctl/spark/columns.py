@@ -145,16 +145,24 @@ def timestamp_column(ms: pa.Array) -> pa.Array:
     return pa.array(micros, pa.timestamp("us", tz="UTC"), mask=outside if outside.any() else None)
 
 
+# each value of sysFlag's transaction bits and of its compression type bits (8..10), by name
+TRANSACTION_NAMES = pa.array([TRANSACTION_TYPES.get(bits) for bits in range(S.TRANSACTION_MASK + 1)], pa.string())
+COMPRESSION_KINDS = S.COMPRESSION_TYPE_MASK >> 8
+COMPRESSION_TYPE_NAMES = pa.array(
+    [COMPRESSION_TYPES.get(k, f"UNKNOWN({k})") for k in range(COMPRESSION_KINDS + 1)], pa.string()
+)
+
+
 def sysflag_columns(sys_flag: pa.Array) -> dict[str, pa.Array]:
     """sysFlag decoded into the named columns of MESSAGE_COLUMNS."""
     flags = sys_flag.to_numpy(zero_copy_only=False).astype(np.int64)
     out = {name: pa.array((flags & bit) != 0) for name, (bit, _) in SYSFLAG_COLUMNS.items()}
-    transaction = [TRANSACTION_TYPES.get(bits) for bits in range(S.TRANSACTION_MASK + 1)]
-    out["transactionType"] = pc.take(pa.array(transaction, pa.string()), pa.array(flags & S.TRANSACTION_MASK))
-    kinds = S.COMPRESSION_TYPE_MASK >> 8
-    compression = pa.array([COMPRESSION_TYPES.get(k, f"UNKNOWN({k})") for k in range(kinds + 1)], pa.string())
-    named = pc.take(compression, pa.array((flags >> 8) & kinds))
-    out["compressionType"] = pc.if_else(out["compressed"], named, pa.scalar(None, pa.string()))
+    out["transactionType"] = pc.take(TRANSACTION_NAMES, pa.array(flags & S.TRANSACTION_MASK))
+    if out["compressed"].true_count:
+        named = pc.take(COMPRESSION_TYPE_NAMES, pa.array((flags >> 8) & COMPRESSION_KINDS))
+        out["compressionType"] = pc.if_else(out["compressed"], named, pa.scalar(None, pa.string()))
+    else:
+        out["compressionType"] = pa.nulls(len(flags), pa.string())
     return out
 
 
@@ -188,6 +196,7 @@ def message_batches(
     per row of a batch) puts each batch's rows with equal keys together, in commitlog order among them,
     before its columns are gathered: a partitioned writer then takes runs, not a reordered copy."""
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
+    fields = list(schema)
     for chunk in scan.chunks(start, end, verify_crc):
         if group_by is not None:
             chunk = chunk.select(np.argsort(group_by(chunk), kind="stable"))
@@ -202,17 +211,18 @@ def message_batches(
         if keep:
             batch = batch.filter(functools.reduce(pc.and_, keep))
         typed = typed_columns(batch, schema.names)
+        present = set(batch.schema.names)
         columns = [
             pa.repeat(store, len(batch))
             if field.name == "store"
             else typed[field.name]
             if field.name in typed
             else batch.column(field.name)
-            if field.name in batch.schema.names
+            if field.name in present
             else pa.nulls(len(batch), field.type)  # `dledger` of a plain store's rows beside a DLedger store's
-            for field in schema
+            for field in fields
         ]
-        columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, schema)]
+        columns = [c if c.type == field.type else c.cast(field.type) for c, field in zip(columns, fields)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
