@@ -188,16 +188,18 @@ def message_batches(
     since: int | None = None,
     until: int | None = None,
     group_by: Callable[[Chunk], np.ndarray] | None = None,
+    batch: dict[str, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The messages of the commitlog range [start, end) (one file, for a partition), as the engine decodes
     them (its bounded batches, taken column by column), with the typed columns of MESSAGE_COLUMNS; only
     `topics`, and only those stored in [since, until] (epoch ms, inclusive) when given. Damage ends the
     file, as it does for `dump commitlog`; it is left in `scan.errors` for the caller. `group_by` (a key
     per row of a batch) puts each batch's rows with equal keys together, in commitlog order among them,
-    before its columns are gathered: a partitioned writer then takes runs, not a reordered copy."""
+    before its columns are gathered: a partitioned writer then takes runs, not a reordered copy. `batch`:
+    the engine's batch bounds (rows=, max_bytes=) when not its defaults."""
     wanted = None if topics is None else pa.array(sorted(topics), pa.string())
     fields = list(schema)
-    for chunk in scan.chunks(start, end, verify_crc):
+    for chunk in scan.chunks(start, end, verify_crc, **(batch or {})):
         if group_by is not None:
             chunk = chunk.select(np.argsort(group_by(chunk), kind="stable"))
         batch = record_batch(chunk)
