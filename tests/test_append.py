@@ -1129,6 +1129,57 @@ def test_new_consumequeue_files_take_the_blocks_their_check_reserved(tmp_path):
 
 
 @pytest.mark.tmpfs
+def test_a_consumequeue_directory_on_another_mount_still_takes_new_files(tmp_path):
+    """consumequeue/ bind-mounted from elsewhere on the same filesystem (one device, another mount): the check's
+    reservation, made in the store's root, cannot be linked there (EXDEV); the new queue's file is made in its
+    own directory instead, and the message is acknowledged once, as without the mount."""
+    store = tmp_path / "store"
+    first = run("append", "--store", store, "--create", "--topic", "T", "--body", "x", "--store-host", "10.0.0.1:10911")
+    assert first.exit_code == 0, first.stderr
+    shutil.copytree(store / "consumequeue", tmp_path / "cq")
+    subprocess.run(["mount", "--bind", str(tmp_path / "cq"), str(store / "consumequeue")], check=True)
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "rmqctl", "append", "--store", store, "--jsonl", "-"],
+            input=json.dumps({"topic": "NEW", "storeHost": "10.0.0.1:10911", "body": "eA=="}) + "\n",
+            capture_output=True,
+            text=True,
+        )
+        assert res.returncode == 0, res.stderr
+        assert [a["queueOffset"] for a in jsonl(res.stdout)] == [0]
+        assert (store / "consumequeue" / "NEW" / "0" / "00000000000000000000").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(store / "consumequeue")], check=True)
+    assert [m.topic for _, m in Store(store).scan().records()] == ["T", "NEW"]
+
+
+def test_a_non_blocking_input_is_waited_for(tmp_path):
+    """A pipe whose producer set O_NONBLOCK (the flag is shared with the reader): a read that finds it empty
+    waits for the next line, as on a blocking pipe, instead of failing."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    line = json.dumps({"topic": "T", "storeHost": "10.0.0.1:10911", "body": "eA=="}) + "\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", "append", "--store", tmp_path / "s", "--create", "--jsonl", "-"],
+        stdin=r,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(r)
+    try:
+        os.write(w, line.encode())
+        assert json.loads(proc.stdout.readline())["queueOffset"] == 0  # read, committed, then the pipe is empty
+        threading.Event().wait(0.5)  # (so that the next read finds it empty)
+        os.write(w, line.encode())
+    finally:
+        os.close(w)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert [a["queueOffset"] for a in jsonl(out)] == [1]
+
+
+@pytest.mark.tmpfs
 def test_consumequeue_files_that_do_not_fit_stop_the_first_commit(small_tmpfs, tmp_path):
     """Messages for 12 queues on a 56 MiB tmpfs: their consumequeue files (6 MB each) cannot all be reserved, so
     the first commit stops before anything is durable: one line, exit 2, no acknowledgement, and the store it

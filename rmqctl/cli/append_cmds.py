@@ -508,8 +508,8 @@ def _widen_pipe(fd: int):
     less often than this reader (`dump | append` on a busy machine) then writes more at a time, and fewer of
     its pauses end a block early (each one a commit of its own). Nothing changes for other inputs."""
     try:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_ROOM)
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < PIPE_ROOM:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_ROOM)  # (only grown: a producer's larger pipe is kept)
     except (OSError, AttributeError):  # a system that refuses the size (or has no F_SETPIPE_SZ) keeps its own
         pass
 
@@ -518,4 +518,6 @@ def _read_into(raw: io.FileIO, buf: bytearray, at: int) -> int:
     """Read what is at hand into buf[at:] in place, so that input is copied once (a pipe's many small reads
     appended as they come, never the lines read so far again): the bytes read, 0 at the end of input."""
     with memoryview(buf) as view, view[at:] as room:
-        return raw.readinto(room)
+        while (n := raw.readinto(room)) is None:  # a non-blocking input (its flag is the producer's too): wait
+            select.select([raw], [], [])
+        return n

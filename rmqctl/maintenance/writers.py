@@ -11,6 +11,7 @@ import errno
 import gc
 import mmap
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -53,7 +54,10 @@ def reserve_free_space(directory: Path, file_sizes: list[int], keep: Reserved | 
     keep.planned sizes (new_file_sizes' consumequeue files), held there for those files to take
     (create_full_size) instead of reserving their blocks again."""
     block = os.statvfs(directory).f_bsize
-    kept = file_sizes[: keep.planned] if keep is not None else []
+    # kept files hold a descriptor each, beside every queue's open file: at most a quarter of the process's limit
+    kept = (
+        file_sizes[: min(keep.planned, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)] if keep is not None else []
+    )
     rest = sum(-(-n // block) * block for n in file_sizes[len(kept) :] if n > 0)
     if keep is not None:
         keep.free()  # a reservation left from before is given back first
@@ -118,10 +122,17 @@ def create_full_size(path: Path, size: int, reserved: int, spare: Reserved | Non
     appears whole or not at all: an unnamed O_TMPFILE in the directory (or one `spare` holds, its blocks
     already reserved) is sized, then linked in under its name. A kill in between leaves nothing; a short file
     would make the broker (and our own writers) refuse the store. Returns an O_RDWR fd."""
+    fd = spare.take(path.parent, size) if spare is not None and reserved == size else None
+    if fd is not None:
+        try:
+            return _link_sized(fd, path, size, reserved)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+            # the reservation was made in the store's root, another mount than this directory's (a bind mount of
+            # one filesystem): its blocks only proved there was room, so a file of this directory's takes its place
     try:
-        fd = spare.take(path.parent, size) if spare is not None and reserved == size else None
-        if fd is None:
-            fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+        fd = os.open(path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
     except OSError as e:
         if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
             raise
@@ -134,6 +145,12 @@ def create_full_size(path: Path, size: int, reserved: int, spare: Reserved | Non
             os.unlink(path)
             raise
         return fd
+    return _link_sized(fd, path, size, reserved)
+
+
+def _link_sized(fd: int, path: Path, size: int, reserved: int) -> int:
+    """The unnamed file `fd` sized, its first `reserved` bytes' blocks reserved, then linked in as `path`
+    (closed if any step fails)."""
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.ftruncate(fd, size)
@@ -141,6 +158,9 @@ def create_full_size(path: Path, size: int, reserved: int, spare: Reserved | Non
         # a directory fd makes Python call linkat(..., AT_SYMLINK_FOLLOW), which links the file the /proc
         # entry names; EEXIST if the name is taken, like O_EXCL
         os.link(f"/proc/self/fd/{fd}", path.name, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except OSError as e:
+        os.close(fd)
+        raise OSError(e.errno, e.strerror, str(path)) from None  # named by the file made, not /proc/self/fd/N
     except BaseException:
         os.close(fd)
         raise
