@@ -23,7 +23,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Ctrl-C must reach the main thread: a SIGINT the kernel hands to another thread (a pool a library starts, such
 # as OpenBLAS's where the user asks for one) only sets Python's flag, and a main thread blocked in a read (a
-# FIFO or pipe as its config, a full pipe) never sees it. The threads the imports start inherit this mask; main() unblocks it in the main thread.
+# FIFO or pipe as its config, a full pipe) never sees it. The threads the imports start inherit this mask;
+# main() unblocks it in the main thread.
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 from ..budget import one_heap  # noqa: E402 (after the mask: see above)
