@@ -11,7 +11,7 @@ failure). Target (issue 32): verify with the database within 1.2x of verify with
 
 Each figure is the best of --repeat runs, each verify in a fresh interpreter, with --jobs 1 and with verify's
 default, the page cache warm for both; msgs/s is commitlog records per second of the whole verify. CPU is
-the process's and its children's (verify reads the database in a process of its own), the least of the runs:
+the process's and its children's (none today: verify reads the database in a thread), the least of the runs:
 on a shared machine it says what the work costs when the wall time says how busy the machine was.
 """
 
@@ -106,7 +106,7 @@ def with_database(plain: Path, conf: Path, dest: Path) -> tuple[Path, dict[str, 
 @dataclasses.dataclass(frozen=True)
 class Run:
     wall: float
-    cpu: float  # this process's and its children's (the RocksDB reading process) CPU seconds
+    cpu: float  # this process's and its children's CPU seconds
     records: int
     findings: int
     rss_kib: int

@@ -13,7 +13,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,9 +20,8 @@ import numpy as np
 import pytest
 import rocksdict
 
-from conftest import broker_conf, copy_store, one_line_error, run, truth, write_rocksdb
+from conftest import broker_conf, copy_store, one_line_error, run, tmpfs_at, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks import rocksdbstore as rdbcheck
 from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
@@ -768,68 +766,66 @@ def test_slices_are_bounded_and_together_every_record_in_order(built):
     assert np.array_equal(joined, every.offsets) and len(joined) > 1000
 
 
-def test_the_reading_process_ignores_sigint_and_its_receiver_blocks_it(built, tmp_path, monkeypatch):
-    """verify's RocksDB reading runs in a process of its own that ignores SIGINT, and the thread receiving what it
-    says blocks it, whatever the caller's mask: Ctrl-C is the main thread's, which ends the process."""
-    real_spill, real_said = rdbcheck.spill, RecordRuns.said
-    seen = tmp_path / "reader-sigint"
-    masks = []
-
-    def spill(*args):  # (in the forked process: its module is this one, patched)
-        seen.write_text(str(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
-        return real_spill(*args)
-
-    def said(self, message):
-        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
-        return real_said(self, message)
-
-    monkeypatch.setattr(rdbcheck, "spill", spill)
-    monkeypatch.setattr(RecordRuns, "said", said)
+def test_the_reading_thread_blocks_sigint(built):
+    """verify's RocksDB reading runs in a thread of its own with SIGINT blocked, whatever its caller's mask:
+    Ctrl-C is the main thread's."""
     store = Store(built[0], load_config(broker_conf(BASE)))
+    db, masks = store.message_rocksdb, []
+    real_batches = db.batches
+
+    def batches(kind, size):
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+        return real_batches(kind, size)
+
+    db.batches = batches
     try:
-        reading = Reading(store.message_rocksdb)
-        runs = reading.wait()
-        assert len(runs.runs) == 3 and runs.error is None
+        reading = Reading(db)
+        assert len(reading.wait().runs) == 3
         reading.close()
     finally:
         store.close()
-    assert seen.read_text() == "True"
     assert masks and all(signal.SIGINT in m for m in masks)
 
 
-def test_output_not_yet_written_is_written_once(built):
-    """The reading process is forked: what the caller's stdout holds unwritten when verify starts must not be
-    written again by the process as it ends (multiprocessing flushes the standard streams before it forks)."""
-    program = (
-        "import sys; from rmqctl.checks.verify import verify; from rmqctl.config import load_config; "
-        "from rmqctl.store import Store; sys.stdout.write('before|'); "
-        f"verify(Store({str(built[0])!r}, load_config({str(broker_conf(BASE))!r}))); sys.stdout.write('after')"
-    )
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
-    assert out == "before|after"
+@pytest.mark.parametrize("cut", ["offsets", "values"])
+def test_a_run_cut_short_is_an_error_not_a_pass(built, cut):
+    """A run's file shorter than what was written (its disk failed under it) is one error naming the scratch
+    directory: its records are never taken as fewer."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    runs = RecordRuns(store.message_rocksdb)
+    try:
+        runs.read()
+        spilled = runs.directory / f"0-{cut}"
+        os.truncate(spilled, 8)
+        with pytest.raises(StoreError, match="verify's spilled run 0 holds fewer (records|bytes) than were written"):
+            check_runs(store, runs)
+    finally:
+        runs.close()
+        store.close()
 
 
-@pytest.mark.parametrize("how", ["killed", "raises"])
-def test_a_reading_process_ended_early_is_one_line_naming_the_database(built, tmp_path, monkeypatch, how):
-    """A reading process killed after its first run (as by the OOM killer), or meeting an error no StoreError
-    names, fails verify in one line naming the database (exit 2): a reading cut short never passes."""
-    real_spill = rdbcheck.spill
+def test_a_run_whose_offsets_changed_is_an_error_not_a_pass(built):
+    """The offsets a run is windowed by are its keys' own, parsed again: offsets changed under verify (still in
+    order) are an error, never records checked against other records."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    runs = RecordRuns(store.message_rocksdb)
+    try:
+        runs.read()
+        spilled = runs.directory / "0-offsets"
+        (np.fromfile(spilled, np.int64) + 1).tofile(spilled)
+        with pytest.raises(StoreError, match="verify's spilled run 0 changed while it was read"):
+            check_runs(store, runs)
+    finally:
+        runs.close()
+        store.close()
 
-    def spill(db, directory, batch, say):  # (in the forked process)
-        def first_run_then_end(message):
-            say(message)
-            if message[0] == "run":
-                if how == "killed":
-                    os.kill(os.getpid(), signal.SIGKILL)
-                raise ValueError("no such thing")
 
-        return real_spill(db, directory, batch, first_run_then_end)
-
-    monkeypatch.setattr(rdbcheck, "spill", spill)
-    res = run("verify", "--store", built[0], "--broker-config", broker_conf(BASE))
-    line = one_line_error(res, str(built[0] / "rocksdbstore"))
-    assert line.endswith(
-        "RocksDB message store: the process reading it ended (exit code -9) before the database's last key"
-        if how == "killed"
-        else "RocksDB message store: reading it failed: ValueError: no such thing"
-    ), line
+@pytest.mark.tmpfs
+def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypatch):
+    """The runs are spilled through writes that raise when the scratch filesystem is full (a 16 KiB tmpfs
+    here): verify stops with one line and exit 2, never a run cut short and checked as if whole."""
+    with tmpfs_at(tmp_path / "scratch", "16k") as scratch:
+        monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+        res = run("verify", "--store", built[0], "--broker-config", broker_conf(BASE))
+        line = one_line_error(res, "No space left on device")
+    assert res.exit_code == 2, line

@@ -11,10 +11,9 @@ once. Memory is one batch while reading and one window's records while checking,
 size. What the engine cannot show to agree (keys of neither layout, records past the end, expired or
 differing) is checked again here by the reference, which names what is wrong.
 
-verify starts the reading in a process of its own before it walks the commitlog (`start_reading`): the
-reading is RocksDB's iteration and the engine's parsing, which needs no record of the walk; RocksDB's
-iteration through rocksdict holds the GIL for every key, so a thread would slow the walk, while a process
-runs on another core. The check against the commitlog runs after the walk.
+verify starts the reading in a thread of its own before it walks the commitlog (`start_reading`): the
+reading is RocksDB's iteration and the engine's parsing, which needs no record of the walk, and the walk's
+kernels run without the GIL, so the two overlap; the check against the commitlog runs after the walk.
 
 What each record must agree with is what the broker builds it from: an index record from the dispatched
 record's topic, KEYS word, TAGS or UNIQ_KEY and store time, its hour bucket the hour of that store time
@@ -31,10 +30,7 @@ import dataclasses
 import gc
 import heapq
 import itertools
-import multiprocessing
-import os
 import shutil
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,16 +43,7 @@ from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
 from ..rocksdb import scratch_directory
-from ..rocksdbstore import (
-    INDEX as INDEX_KIND,
-    KINDS,
-    LAST_OFFSET_PY,
-    TIMER as TIMER_KIND,
-    TRANS,
-    Entry,
-    MessageRocksDB,
-    entry,
-)
+from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
@@ -120,18 +107,24 @@ def concatenated(parts: list[Records]) -> Records:
     return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order] for name in RUN_ARRAYS))
 
 
-def spill(db, directory: Path, batch: int, say: Callable[[tuple], None]):
-    """Every kind's keys read `batch` at a time and parsed; each batch's records, in commitlog order, written into
-    `directory` as run n (a raw file per array of SPILLED, named n-array) and said as ("run", its first
-    offset, its records), each key the engine parses as no record said as ("key", kind, key, value)."""
+def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped: Callable[[], bool]):
+    """Every kind's keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
+    order, written into `directory` as run n (a raw file per array of SPILLED, named n-array) and said as
+    ("run", its first offset, its records), each key the engine parses as no record said as ("key", kind, key,
+    value)."""
     runs = itertools.count()
     for kind in db.kinds:
         for keys, values in db.batches(kind, batch):
+            if stopped():
+                return
             records, rest = parsed(kind, keys, values)
             if len(records.offsets):
                 number = next(runs)
                 for name in SPILLED:
-                    getattr(records, name).tofile(directory / f"{number}-{name}")
+                    # written through Python's file, whose write and close raise on a full disk (numpy's tofile
+                    # leaves a short file without a word when the last flush fails)
+                    with open(directory / f"{number}-{name}", "wb") as f:
+                        f.write(memoryview(np.ascontiguousarray(getattr(records, name))).cast("B"))
                 say(("run", int(records.offsets[0]), len(records.offsets)))
             for i in rest.tolist():
                 say(("key", kind, keys[i], values[i]))
@@ -155,17 +148,18 @@ class RecordRuns:
         # descriptor: one per run would run out of them on a large database)
         self._next: list[tuple[int, int]] = []
         self.error: BaseException | None = None
+        self.stopped = False
         self.directory = scratch_directory("rocksdbstore")
 
     def read(self):
-        """Every kind's keys, in this process. Every batch makes 65,536 (key, value) tuples, which start the
+        """Every kind's keys (a thread's body: Reading). Every batch makes 65,536 (key, value) tuples, which start the
         collector's passes over every object the process holds (numba's alone are many); they hold no cycles,
         so the collector is paused while they are made, and left as it was found (never frozen: a freeze or
         unfreeze here would undo the launcher's or a library user's)."""
         collecting = gc.isenabled()
         gc.disable()
         try:
-            spill(self.db, self.directory, self.batch, self.said)
+            spill(self.db, self.directory, self.batch, self.said, lambda: self.stopped)
         finally:
             if collecting:
                 gc.enable()
@@ -215,7 +209,7 @@ class RecordRuns:
         (and at least the next record's offset, so that every slice takes one)."""
         share, cut = max(1, self.batch // len(self._next)), hi
         for _, number in self._next:
-            offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")  # mapped only here (_next)
+            offsets = self._offsets(number)  # mapped only here (_next)
             if self._cursors[number] + share < len(offsets):
                 cut = min(cut, int(offsets[self._cursors[number] + share]))
             del offsets
@@ -232,7 +226,7 @@ class RecordRuns:
         while self._next and (self._next[0][0] < hi or side == "right"):
             _, number = heapq.heappop(self._next)
             # mapped only for this search (see _next)
-            offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")
+            offsets = self._offsets(number)
             a = self._cursors[number]
             a += int(np.searchsorted(offsets[a:], lo))
             b = a + int(np.searchsorted(offsets[a:], hi, side))
@@ -243,6 +237,13 @@ class RecordRuns:
             if a < b:
                 yield number, a, b
 
+    def _offsets(self, number: int) -> np.ndarray:
+        """Run `number`'s offsets, mapped; all of them, or an error (a run's file cut short by its disk)."""
+        offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")
+        if len(offsets) != self.runs[number]:
+            raise StoreError(f"verify's spilled run {number} holds fewer records than were written", self.directory)
+        return offsets
+
     def _read(self, number: int, a: int, b: int) -> Records:
         def rows(name, dtype, width=1, first=a, count=b - a):
             out = np.fromfile(
@@ -251,6 +252,8 @@ class RecordRuns:
                 count * width,
                 offset=first * width * np.dtype(dtype).itemsize,
             )
+            if len(out) != count * width:
+                raise StoreError(f"verify's spilled run {number} holds fewer bytes than were written", self.directory)
             return out.reshape(-1, width) if width > 1 else out
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
@@ -274,7 +277,8 @@ class RecordRuns:
         values = records.values[np.arange(E.STORE_VALUE_SLOT) < records.value_len[:, None]]
         kind = KIND_CODES[KINDS[records.kinds[0]]]  # (a run holds one kind's keys)
         ends = np.cumsum(records.value_len, dtype=np.int64)
-        if not E.parse_store_keys(kind, records.keys, records.key_hi, values, ends, records.cols).all():
+        ok = E.parse_store_keys(kind, records.keys, records.key_hi, values, ends, records.cols).all()
+        if not ok or not np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets):
             raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
 
     def close(self):
@@ -284,92 +288,41 @@ class RecordRuns:
 
 
 class Reading:
-    """`spill` in a process of its own, started before verify's walk: RocksDB's iteration makes a Python object
-    per key and so holds the GIL, which a thread would take from the walk; a process has the other core. The
-    process is forked (the kernels already loaded) and opens the database anew (a RocksDB handle does not
-    survive a fork); what it says comes through a pipe to a thread here, which files it in `runs` as it comes
-    (the pipe never fills). The database is opened here first: one that cannot be opened is said before any
-    walk, and the walk's checks read its bookkeeping keys. Whatever ends the process early is an error naming
-    the database, never a reading cut short that passes."""
+    """RecordRuns.read in a thread of its own, started before verify's walk (the database opened first, here:
+    one that cannot be opened is said before any walk, and the walk's checks read its bookkeeping keys).
+    rocksdict holds the GIL for each key, so the reading shares a core with the walk's Python; a forked
+    process measured no faster on 2 cores, and a fork beside the caller's threads is not safe (a lock held at
+    the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in this process."""
 
     def __init__(self, db):
         db.open()
         self.runs = RecordRuns(db)
-        receiving, sending = multiprocessing.Pipe(duplex=False)
-        self._process = multiprocessing.get_context("fork").Process(
-            target=_read_in_process,
-            args=(db.directories, db.split, self.runs.directory, self.runs.batch, sending),
-            name="rmqctl-rocksdbstore",
-            daemon=True,
-        )
+        self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
         try:
-            self._process.start()
+            self._thread.start()
         except BaseException:
             self.runs.close()
             raise
-        finally:
-            sending.close()
-        self._thread = threading.Thread(
-            target=self._receive, args=(receiving,), name="rmqctl-rocksdbstore", daemon=True
-        )
-        self._thread.start()
 
-    def _receive(self, receiving):
+    def _read(self):
         block_sigint_here()  # Ctrl-C is the main thread's (rmqctl.budget)
         try:
-            while (message := receiving.recv())[0] not in ("done", "error"):
-                self.runs.said(message)
-            if message[0] == "error":
-                self.runs.error = StoreError(*message[1:])
-        except EOFError:  # the process ended without a word: killed, or RocksDB took it down
-            self._process.join()
-            self.runs.error = StoreError(
-                f"RocksDB message store: the process reading it ended (exit code {self._process.exitcode}) before "
-                "the database's last key",
-                self.runs.db.directory,
-            )
+            self.runs.read()
         except BaseException as e:  # (re-raised by wait, in verify's own thread)
             self.runs.error = e
-        finally:
-            receiving.close()
 
     def wait(self) -> RecordRuns:
         self._thread.join()
-        self._process.join()
         if self.runs.error is not None:
             self.close()
             raise self.runs.error
         return self.runs
 
     def close(self):
-        """End the reading (the process is ended if it still runs) and remove what it spilled."""
-        if self._process.is_alive():
-            self._process.terminate()
-        self._process.join()
+        """End the reading (at its next batch) and remove what it spilled."""
+        self.runs.stopped = True
         self._thread.join()
         self.runs.close()
-
-
-def _read_in_process(directories: dict, split: bool, directory: Path, batch: int, sending):
-    """The reading process's body: `spill`, each word sent; then ("done",) or ("error", the StoreError's
-    arguments). Its objects hold no cycles and it lives for one reading, so the collector stays off; Ctrl-C is
-    the parent's, which ends this process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.disable()
-    db = MessageRocksDB(directories, split)
-    try:
-        spill(db, directory, batch, sending.send)
-        sending.send(("done",))
-    except StoreError as e:
-        sending.send(("error", e.detail, e.path, e.offset, e.position))
-    except Exception as e:  # one line naming the database: a process of its own has no traceback to show
-        sending.send(("error", f"RocksDB message store: reading it failed: {type(e).__name__}: {e}", db.directory))
-    finally:
-        db.close()
-        sending.close()
-        # no interpreter teardown: it would flush stdio buffers forked mid-write by another thread of the parent
-        # (output written twice, or a lock held at the fork that no thread here releases: a hang)
-        os._exit(0)
 
 
 def start_reading(store: Store) -> Reading | None:
