@@ -351,8 +351,8 @@ def test_the_threads_a_walk_runs_on_block_sigint():
 
 def test_only_the_main_thread_takes_ctrl_c(tmp_path):
     """A SIGINT handed to another thread would leave a main thread blocked in a read waiting for ever: the console
-    script blocks SIGINT in every thread but the main one (numpy's OpenBLAS pool included). Read from /proc while
-    the command waits on a FIFO config."""
+    script blocks SIGINT in every thread but the main one (numpy's OpenBLAS pool included, here started as a user
+    who sets OPENBLAS_NUM_THREADS would). Read from /proc while the command waits on a FIFO config."""
     fifo = tmp_path / "config-fifo"
     os.mkfifo(fifo)
     store = FIXTURES / "a-basic" / "store"
@@ -361,7 +361,7 @@ def test_only_the_main_thread_takes_ctrl_c(tmp_path):
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="4"),
     )
     try:
         writer = None

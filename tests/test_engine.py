@@ -6,6 +6,7 @@ that is not UTF-8, properties named twice); the Arrow batches field by field."""
 from __future__ import annotations
 
 import io
+import threading
 
 import numpy as np
 import orjson
@@ -444,3 +445,65 @@ def test_damage_is_told_with_the_batches_before_it(tmp_path, monkeypatch):
         assert [(f.name, pos) for f, pos, _ in scan.errors] == [(offset_to_name(0), damage)]
     assert seen[3] == seen[1]
     assert seen[1][-1][1] == 0  # the damage is told once the last batch before it is out
+
+
+@pytest.mark.parametrize("stop", [None, 16])
+def test_damage_in_every_file_is_told_in_order_also_when_stopped_early(tmp_path, monkeypatch, stop):
+    """Damage in each of three files, the walk running batches ahead on threads: after each batch `errors` holds
+    what it holds with one thread, in commitlog order, and a consumer that stops early keeps what it was told
+    (the damage handed out was taken back and told again with a later batch)."""
+    store = generated_store(tmp_path / "store", files=3, damaged_after=40)
+    small_batches(monkeypatch, store, rows=3)
+    seen, told = {}, {}
+    for jobs in (1, 2):
+        scan = store.scan()
+        batches = scan.batches(jobs=jobs)
+        seen[jobs] = []
+        for n, batch in enumerate(batches, 1):
+            seen[jobs].append((batch.column("commitLogOffset")[-1].as_py(), len(scan.errors)))
+            if n == stop:
+                batches.close()
+                break
+        told[jobs] = [(f.name, pos) for f, pos, _ in scan.errors]
+    assert seen[2] == seen[1] and told[2] == told[1]
+    assert told[1] == sorted(told[1]) and len(told[1]) == (3 if stop is None else 1)
+
+
+def test_a_dump_on_threads_reads_a_file_the_cleaner_deleted_through_its_batch(tmp_path, monkeypatch):
+    """A record left to the reference (a property that is not UTF-8) is rendered on a writer thread after the
+    walk let its file go, and the broker's cleaner deleted it: the batch's own view keeps the mapping, so the
+    dump neither maps the file again (FileGone, or a mapping kept until the store closes) nor stops."""
+    root, written = tmp_path / "store", 0
+    (root / "commitlog").mkdir(parents=True)
+    for k in range(2):
+        data, n = bytearray(), 0
+        while True:
+            m = message(b"T", b"KEYS\x01a\xffb" if k == 0 else b"KEYS\x01a b", bytes(1000), 0, 1, n)
+            m.physicalOffset = k * FILE_SIZE + len(data)
+            record = encode_record(m)
+            if len(data) + len(record) + S.BLANK.size > FILE_SIZE:
+                break
+            data, n = data + record, n + 1
+        data += S.BLANK.pack(FILE_SIZE - len(data), S.MAGIC_BLANK)
+        (root / "commitlog" / offset_to_name(k * FILE_SIZE)).write_bytes(bytes(data).ljust(FILE_SIZE, b"\0"))
+        written += n
+    store = Store(root, BrokerConfig(mappedFileSizeCommitLog=FILE_SIZE))
+    head = store.scan().queue.files[0]
+    released = threading.Event()
+    release, reference_line = type(head).release, jsonl.reference_line
+
+    def release_then_delete(self):
+        release(self)
+        if self.name == offset_to_name(0) and self.path.exists():
+            self.path.unlink()  # the cleaner, just after the walk left the head
+            released.set()
+
+    def after_the_release(*args, **kwargs):
+        released.wait(10)
+        return reference_line(*args, **kwargs)
+
+    monkeypatch.setattr(type(head), "release", release_then_delete)
+    monkeypatch.setattr(jsonl, "reference_line", after_the_release)
+    lines = sum(block.count(b"\n") for block in inspect.dump_commitlog_lines(store, jobs=2))
+    assert released.is_set() and lines == written
+    assert mapped_files(store) == []

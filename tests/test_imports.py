@@ -8,6 +8,7 @@ Run as a script to print the layered import graph: `python tests/test_imports.py
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -337,8 +338,13 @@ def test_launch_names_the_modules_each_command_comes_from():
     command, each module its commands (and subcommands) come from, as main.py registers them."""
     import click
 
-    from rmqctl.cli.launch import COMMAND_MODULES
     from rmqctl.cli.main import cli
+
+    # read in a process of its own: importing launch blocks SIGINT and sets OPENBLAS_NUM_THREADS, as the console
+    # command needs, which would reach every later test of this process (and what they start)
+    code = "import json; from rmqctl.cli.launch import COMMAND_MODULES; print(json.dumps(COMMAND_MODULES))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    COMMAND_MODULES = json.loads(out)
 
     def modules(command) -> set[str]:
         found = {command.callback.__module__} if command.callback else set()

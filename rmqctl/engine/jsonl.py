@@ -39,7 +39,7 @@ def dump_kernels(dledger: bool, where=None) -> tuple:
 
 def reference_line(chunk: Chunk, row: int, body: str, raw_properties: bool, decompress: int | None) -> bytes:
     f = chunk.file
-    m = read_record(f.buf, int(chunk.column("position")[row]), len(chunk.u8))
+    m = read_record(chunk.buf, int(chunk.column("position")[row]), len(chunk.u8))
     if chunk.entries is not None:
         m.dledger = dict(zip(S.DLEDGER_DUMP_FIELDS, map(int, chunk.entries[row])))
     return (

@@ -20,11 +20,11 @@ class ColumnViews:
         from .walk import BATCH_BYTES
 
         resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
-        told = len(self.errors)
+        told = [len(self.errors)]  # the damage handed out so far (the walk appends past it)
 
         def met():  # the damage the walk told since the last chunk, held back while the walk runs ahead
-            found = self.errors[told:]
-            del self.errors[told:]
+            found = self.errors[told[0] :]
+            del self.errors[told[0] :]
             return found
 
         def drawn():  # each chunk with the damage met before it; then the damage after the last one
@@ -38,6 +38,7 @@ class ColumnViews:
 
         for batch, damage in ordered_map(built, drawn(), jobs):
             self.errors.extend(damage)
+            told[0] = len(self.errors)
             if batch is not None:
                 yield batch
 

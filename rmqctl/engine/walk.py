@@ -47,6 +47,12 @@ class Chunk:
     def column(self, name: str) -> np.ndarray:
         return self.cols[:, COLUMN[name]]
 
+    @property
+    def buf(self):
+        """The file's mapping as the reference reads it, kept alive by this chunk's view (the file's own `buf`
+        maps the file again once the walk let it go: on another thread, after the broker deleted it, FileGone)."""
+        return self.u8.base if len(self.u8) else b""
+
     def select(self, rows) -> "Chunk":
         return Chunk(self.file, self.u8, self.cols[rows], None if self.entries is None else self.entries[rows])
 

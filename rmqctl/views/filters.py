@@ -126,7 +126,7 @@ class MessageFilter:
             unique = _utf8(self.msg_id)
             keep &= by_offset | (unique is not None and chunk.spans_equal(*span["UNIQ_KEY"], unique))
         for r in np.flatnonzero((col("textFlags") & PROPERTIES_NOT_UTF8) != 0):
-            keep[r] = self.matches(read_record(chunk.file.buf, int(col("position")[r]), len(chunk.u8)))
+            keep[r] = self.matches(read_record(chunk.buf, int(col("position")[r]), len(chunk.u8)))
         return keep
 
 

@@ -112,7 +112,7 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
     for chunk in store.scan().chunks():  # the engine finds the few records; the reference decodes them
         hits = chunk.spans_equal(chunk.column("lo:UNIQ_KEY"), chunk.column("hi:UNIQ_KEY"), key.encode())
         for pos in chunk.column("position")[hits]:
-            m = read_record(chunk.file.buf, int(pos), len(chunk.u8))
+            m = read_record(chunk.buf, int(pos), len(chunk.u8))
             if not topics or m.topic in topics:
                 found[chunk.file.start + m.position] = (chunk.file.name, chunk.file.start, m)
     return [found[o] for o in sorted(found)]
