@@ -14,6 +14,7 @@ import numpy as np
 from .. import dledger as D
 from .. import schema as S
 from ..budget import block_sigint_here
+from ..engine import available_cores
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..store import links_outside
@@ -140,6 +141,7 @@ def plan(ctx: Context) -> list[list[Task]]:
         check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts, want_keys="index" in ctx.parts
     )
     end = ctx.scan_end
+    paged = ctx.jobs < available_cores()
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start
@@ -170,6 +172,7 @@ def plan(ctx: Context) -> list[list[Task]]:
                     config=ctx.config,
                     moving_from=moving_from,
                     allow_v2=allow_v2(ctx.store),
+                    paged=paged,
                     **want,
                 )
             )

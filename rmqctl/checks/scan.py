@@ -38,7 +38,7 @@ from ..record import (
 )
 from ..errors import FileGone
 from ..engine import data_extents, next_record_start
-from ..store import give_back_pages, valid_topic_dir_name
+from ..store import PAGER, give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
 AVERAGE_RECORD = 512  # first guess of the bytes per record, for the kernel's output arrays (they grow)
@@ -67,6 +67,9 @@ class Task:
     records: int = 0  # how many records the walk finds, when known (a walk again): its arrays sized to fit
     # on a live store, where the snapshot's commitlog end falls in this file: bytes from there may be moving
     moving_from: int | None = None
+    # a core is left over from the walks: the pages come in ahead of the walk and go back after it on the
+    # pager's thread (store.PAGER), not on the walking thread (each costs it as much again as the walk)
+    paged: bool = False
 
 
 @dataclasses.dataclass
@@ -130,9 +133,17 @@ def scan_chunk(task: Task) -> ChunkResult:
     buf = open_map(task.path)
     limit = min(len(buf), task.file_size)
     extents = data_extents(task.path, 0, limit) if limit else []
-    result = _Scanner(task, buf, limit, extents[-1][1] if extents else 0).run()
-    if buf:  # the chunk's pages go back on this thread, the others running meanwhile (unmapping holds the GIL)
+    data_end = extents[-1][1] if extents else 0
+    if not task.paged:  # the chunk's pages go back on this thread, the others running meanwhile
+        result = _Scanner(task, buf, limit, data_end).run()
         give_back_pages(buf, task.begin, result.handoff)
+        return result
+    ahead = PAGER.ahead(buf, [(max(lo, task.begin), min(hi, task.stop)) for lo, hi in extents])
+    result = None
+    try:
+        result = _Scanner(task, buf, limit, data_end).run()
+    finally:
+        PAGER.behind(buf, task.begin, result.handoff if result else limit, ahead)
     return result
 
 
