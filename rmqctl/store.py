@@ -15,6 +15,7 @@ import mmap
 import os
 import queue
 import re
+import signal
 import threading
 from collections import Counter
 from functools import cached_property
@@ -81,14 +82,21 @@ class Pager:
     cache those cost half as much again as the walk itself. Both are hints: a failed madvise (a file cut short
     by a broker's cleanup fails the populate with EFAULT where a read would raise SIGBUS) changes nothing. A
     request holds a view of its mapping until done, so the mapping cannot be unmapped and its addresses reused
-    meanwhile (MADV_DONTNEED on memory mapped there since would zero it)."""
+    meanwhile (MADV_DONTNEED on memory mapped there since would zero it). At most MOST_PENDING requests wait:
+    past that a walk's pages are not mapped in ahead and are given back on the walking thread, so a pager that
+    falls behind never holds more than a few chunks' mappings."""
 
     STEP = 8 << 20  # a request is carried out in steps, so a cancelled one stops soon
+    MOST_PENDING = 4
 
     def __init__(self):
-        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._started()
+        os.register_at_fork(after_in_child=self._started)  # (the thread, and a lock held at the fork, stay behind)
+
+    def _started(self):
+        self._requests: queue.SimpleQueue | None = None
         self._lock = threading.Lock()
-        self._pid = None  # the process whose thread serves the queue (a forked child starts its own)
+        self._pending = 0
 
     def ahead(self, m, spans: list[tuple[int, int]]) -> _Request | None:
         """Map the byte spans [lo, hi) of read-only mapping m in, in the background. Spans hold file data only:
@@ -100,7 +108,10 @@ class Pager:
         mapped in yet is no longer mapped in."""
         if ahead is not None:
             ahead.cancelled = True
-        return self._put(m, [(lo, hi)], mmap.MADV_DONTNEED)
+        r = self._put(m, [(lo, hi)], mmap.MADV_DONTNEED)
+        if r is None and isinstance(m, mmap.mmap):  # the pager is behind: given back here, now
+            give_back_pages(m, lo, hi)
+        return r
 
     @staticmethod
     def done(r: _Request | None) -> bool:
@@ -109,28 +120,34 @@ class Pager:
     def _put(self, m, spans: list[tuple[int, int]], advice: int) -> _Request | None:
         if not isinstance(m, mmap.mmap):
             return None
-        r = _Request(m, spans, advice)
-        if not r.spans:
-            return None
         with self._lock:
-            if self._pid != os.getpid():
+            if self._pending >= self.MOST_PENDING:
+                return None
+            r = _Request(m, spans, advice)
+            if not r.spans:
+                return None
+            if self._requests is None:
                 self._requests = queue.SimpleQueue()
                 threading.Thread(target=self._serve, args=(self._requests,), name="rmqctl-pager", daemon=True).start()
-                self._pid = os.getpid()
+            self._pending += 1
             self._requests.put(r)
         return r
 
-    @staticmethod
-    def _serve(requests: queue.SimpleQueue):
+    def _serve(self, requests: queue.SimpleQueue):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # Ctrl-C is the main thread's
         while True:
             r = requests.get()
-            at = r.view.ctypes.data
-            for lo, hi in r.spans:
-                for step in range(lo, hi, Pager.STEP):
-                    if r.cancelled:
-                        break
-                    _madvise(at + step, min(hi, step + Pager.STEP) - step, r.advice)
-            r.view = None
+            try:
+                at = r.view.ctypes.data
+                for lo, hi in r.spans:
+                    for step in range(lo, hi, Pager.STEP):
+                        if r.cancelled:
+                            break
+                        _madvise(at + step, min(hi, step + Pager.STEP) - step, r.advice)
+            finally:
+                r.view = None
+                with self._lock:
+                    self._pending -= 1
 
 
 PAGER = Pager()

@@ -9,7 +9,9 @@ import mmap
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -38,7 +40,8 @@ from rmqctl.checks.verify import verify
 from rmqctl.javacompat import crc31, crc_digits
 from rmqctl.checks.scan import Task, scan_chunk
 from rmqctl.record import Message, encode_record, read_record
-from rmqctl.store import PAGER, Store
+from rmqctl import store as store_module
+from rmqctl.store import MADV_POPULATE_READ, PAGER, Store
 
 
 def open_store(name: str, root: Path | None = None) -> Store:
@@ -759,7 +762,7 @@ def mapped_kib(m: mmap.mmap) -> int:
     at = np.frombuffer(m, np.uint8).ctypes.data
     lines = Path("/proc/self/smaps").read_text().splitlines()
     for k, line in enumerate(lines):
-        if int(line.split("-", 1)[0], 16) == at if re.match(r"^[0-9a-f]+-", line) else False:
+        if re.match(r"^[0-9a-f]+-", line) and int(line.split("-", 1)[0], 16) == at:
             return next(int(v.split()[1]) for v in lines[k + 1 :] if v.startswith("Rss:"))
     raise AssertionError("mapping not found")
 
@@ -771,27 +774,83 @@ def served(r):
         time.sleep(0.01)
 
 
-def test_the_pager_maps_pages_in_ahead_and_gives_them_back(tmp_path):
+def mapping(path: Path, size: int) -> mmap.mmap:
+    path.write_bytes(os.urandom(size))
+    with open(path, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+FAULT_AROUND_KIB = 64  # a populate maps whole fault-around windows, aligned on the virtual address
+
+
+@pytest.fixture
+def populating():
+    probe = mmap.mmap(-1, mmap.PAGESIZE)
+    try:
+        probe.madvise(MADV_POPULATE_READ)
+    except OSError:
+        pytest.skip("the kernel has no MADV_POPULATE_READ (Linux 5.14)")
+    finally:
+        probe.close()
+
+
+def test_the_pager_maps_pages_in_ahead_and_gives_them_back(tmp_path, populating):
     """Pages come in for the spans asked, go back for the range given back, and a file cut short under the
     request (a broker's cleanup) only ends the mapping in early: no SIGBUS."""
-    path = tmp_path / "f"
-    path.write_bytes(os.urandom(16 << 20))
-    with open(path, "rb") as fh:
-        m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    m = mapping(tmp_path / "f", 16 << 20)
     assert mapped_kib(m) == 0
     served(PAGER.ahead(m, [(0, 4 << 20), (12 << 20, 16 << 20)]))
-    assert mapped_kib(m) == 8 << 10
+    assert 8 << 10 <= mapped_kib(m) <= (8 << 10) + 2 * FAULT_AROUND_KIB
     served(PAGER.behind(m, 0, len(m)))
     assert mapped_kib(m) == 0
-    os.truncate(path, 2 << 20)
+    os.truncate(tmp_path / "f", 2 << 20)
     served(PAGER.ahead(m, [(0, 16 << 20)]))
-    assert mapped_kib(m) == 2 << 10
+    assert 2 << 10 <= mapped_kib(m) <= (2 << 10) + FAULT_AROUND_KIB
     served(PAGER.behind(m, 0, len(m)))
     m.close()
 
 
+def test_a_pager_behind_holds_a_few_requests_and_their_maps_at_most(tmp_path, monkeypatch, populating):
+    """While the pager is stuck, its requests keep their maps (closing one raises); past MOST_PENDING, pages are
+    not mapped in ahead and are given back by the caller itself. Its thread does not take Ctrl-C."""
+    stuck, calls = threading.Event(), []
+    real = store_module._madvise
+
+    def slow(at, size, advice):
+        if threading.current_thread().name == "rmqctl-pager":
+            calls.append(advice)
+            assert stuck.wait(30)
+        return real(at, size, advice)
+
+    monkeypatch.setattr(store_module, "_madvise", slow)
+    pager = store_module.Pager()
+    maps = [mapping(tmp_path / f"f{k}", 1 << 20) for k in range(store_module.Pager.MOST_PENDING + 1)]
+    held = [pager.ahead(m, [(0, len(m))]) for m in maps[:-1]]
+    assert all(held) and pager.ahead(maps[-1], [(0, len(maps[-1]))]) is None
+    with pytest.raises(BufferError):
+        maps[0].close()
+    last = maps[-1]
+    bytes(last[: 1 << 20])  # read here: mapped by this thread
+    assert mapped_kib(last) > 0
+    assert pager.behind(last, 0, len(last)) is None and mapped_kib(last) == 0
+    while not calls:
+        time.sleep(0.01)
+    tid = next(t.native_id for t in threading.enumerate() if t.name == "rmqctl-pager" and t.is_alive())
+    status = Path(f"/proc/self/task/{tid}/status").read_text()
+    blocked = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    assert blocked & (1 << (signal.SIGINT - 1))
+    stuck.set()
+    for r in held:
+        deadline = time.monotonic() + 30
+        while not pager.done(r):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for m in maps:
+        m.close()
+
+
 @pytest.mark.parametrize("name", ["a-basic", "d-crashed"])
-def test_a_walk_paged_ahead_finds_what_one_faulting_its_pages_finds(name, monkeypatch):
+def test_a_walk_paged_ahead_finds_what_one_faulting_its_pages_finds(name):
     """The same chunks, pages mapped in on the pager's thread or by the walk itself: the same results."""
     store = open_store(name)
     size = store.commitlog.file_size
@@ -801,3 +860,12 @@ def test_a_walk_paged_ahead_finds_what_one_faulting_its_pages_finds(name, monkey
             paged = scan_chunk(dataclasses.replace(task, paged=True))
             own = scan_chunk(task)
             assert repr(dataclasses.replace(paged, task=task)) == repr(own)
+
+
+def test_only_a_single_walk_is_paged(monkeypatch):
+    """The pager takes a core of its own: a walk is paged only with one walking thread and a second core."""
+    for jobs, cores, paged in ((1, 2, True), (1, 1, False), (2, 4, False)):
+        monkeypatch.setattr(verify_commitlog, "available_cores", lambda: cores)
+        store = open_store("a-basic")
+        ctx = verify_commitlog.Context(store, {"commitlog"}, None, None, False, jobs, {})
+        assert {t.paged for chunks in verify_commitlog.plan(ctx) for t in chunks} == {paged}

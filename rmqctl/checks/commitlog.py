@@ -141,7 +141,7 @@ def plan(ctx: Context) -> list[list[Task]]:
         check_crc="commitlog" in ctx.parts, want_tags="consumequeue" in ctx.parts, want_keys="index" in ctx.parts
     )
     end = ctx.scan_end
-    paged = ctx.jobs < available_cores()
+    paged = ctx.jobs == 1 and available_cores() > 1  # one walking thread, and a core for the pager's
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start

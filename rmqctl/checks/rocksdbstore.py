@@ -79,7 +79,7 @@ class Records:
         return entry(kind, key, self.values[i, : self.value_len[i]].tobytes())
 
 
-def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tuple[Records, np.ndarray]:
+def parsed(kind: str, keys: list[bytes], values: list[bytes]) -> tuple[Records, np.ndarray]:
     """A batch of the kind's keys as Records in commitlog order, and the positions in the batch of the keys the
     engine could not parse as records (bookkeeping keys, keys of neither layout: the reference's)."""
     key_bytes, key_lengths = _joined(keys)
@@ -91,7 +91,7 @@ def parsed(kind: str, keys: tuple[bytes, ...], values: tuple[bytes, ...]) -> tup
     return records, np.flatnonzero(~ok)
 
 
-def _joined(parts: tuple[bytes, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _joined(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """The byte strings end to end, and the length of each."""
     return np.frombuffer(b"".join(parts), np.uint8), np.fromiter(map(len, parts), np.int64, len(parts))
 

@@ -110,7 +110,8 @@ def with_columns(walk, r: ChunkResult) -> ChunkResult:
     (a first walk sizes them for 512-byte records: a chunk walked ahead would hold twice its columns or more)."""
     if len(r.pos) == r.count:
         return r
-    return walk(dataclasses.replace(r.task, check_crc=False, columns_only=True, records=r.count))
+    # (not paged: the caller checks windows meanwhile on the core the pager would take)
+    return walk(dataclasses.replace(r.task, check_crc=False, columns_only=True, records=r.count, paged=False))
 
 
 def _walked(walk, results: list[ChunkResult], jobs: int) -> Iterator[ChunkResult]:

@@ -26,7 +26,8 @@ def file_tasks(ctx: Context) -> list[Task | None]:
     """verify's own plan, one task per file: the file's first chunk (a walk forced from the file's start)
     stretched to where its last chunk ends, so no hand-over between chunks is needed."""
     return [
-        dataclasses.replace(chunks[0], stop=chunks[-1].stop) if chunks else None
+        # (not paged: an executor runs a task on each of its cores, with none left for a pager)
+        dataclasses.replace(chunks[0], stop=chunks[-1].stop, paged=False) if chunks else None
         for chunks in verify_commitlog.plan(ctx)
     ]
 
