@@ -13,6 +13,7 @@ process was killed before it could remove it is removed by the next one opened.
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import shutil
 import stat
@@ -33,6 +34,8 @@ WRITE_BATCH = 1 << 16
 # and every table's index and filter blocks (RocksDB's default keeps those outside any cache, one set per open
 # table, so they grow with the data, and gives each database a 32 MiB cache that a scan fills)
 READ_CACHE_BYTES = 4 << 20
+BATCH_STEP = 8192  # pairs drained from RocksDB's iterator per call while a batch is gathered
+_KEY, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def rocksdict():
@@ -185,15 +188,26 @@ class ReadOnlyDB:
             self._call(_raise, e)
         self._check_ended(family, hi, lo if last is None else last[0] + b"\0")
 
-    def batches(self, cf: str, size: int) -> Iterator[tuple[tuple[bytes, ...], tuple[bytes, ...]]]:
-        """The keys and values of `cf` in key order, `size` pairs at a time (RocksDB's iterator drained a batch
-        per call, without a Python step per key): as `items`, its end checked."""
+    def batches(self, cf: str, size: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The keys and values of `cf` in key order, `size` pairs at a time (RocksDB's iterator drained a step
+        per call, without a Python step per key: a step's pairs still in the CPU's cache when they are split,
+        twice as fast as splitting the whole batch at once): as `items`, its end checked."""
         family, last = self._families[cf], None
         items = self._call(family.items, read_opt=self._bounded(None))
         try:
-            while batch := list(itertools.islice(items, size)):
-                last = batch[-1][0]
-                yield tuple(zip(*batch))
+            ended = False
+            while not ended:
+                keys, values = [], []
+                while len(keys) < size:
+                    step = list(itertools.islice(items, min(BATCH_STEP, size - len(keys))))
+                    if not step:
+                        ended = True
+                        break
+                    keys.extend(map(_KEY, step))
+                    values.extend(map(_VALUE, step))
+                if keys:
+                    last = keys[-1]
+                    yield keys, values
         except Exception as e:  # RocksDB's Status met mid-way, as the opening's errors
             self._call(_raise, e)
         self._check_ended(family, None, b"" if last is None else last + b"\0")

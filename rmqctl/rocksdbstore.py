@@ -211,7 +211,7 @@ class MessageRocksDB:
         db, family = self._handle(kind)
         return db.items(family)
 
-    def batches(self, kind: str, size: int) -> Iterator[tuple[tuple[bytes, ...], tuple[bytes, ...]]]:
+    def batches(self, kind: str, size: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """The kind's keys and values in key order, `size` at a time."""
         db, family = self._handle(kind)
         return db.batches(family, size)

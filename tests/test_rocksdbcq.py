@@ -884,3 +884,19 @@ def test_clean_deletes_commitlog_files_and_says_what_the_broker_does_to_the_rock
     assert code == 0 and {k for k, _, _ in found} == {"rocksdb-cq-below-min"}
     res = run("clean", "--protect-unconsumed", "--store", root, "--broker-config", broker_conf(ROCKS))
     one_line_error(res, "--protect-unconsumed reads file consume queues")
+
+
+def test_batches_hold_every_pair_in_key_order_whatever_the_step(tmp_path, monkeypatch):
+    """A family drained in steps smaller than a batch and not dividing it: every pair once, in key order, each
+    batch full but the last, and a batch smaller than a step too."""
+    from conftest import write_rocksdb
+    from rmqctl import rocksdb
+
+    pairs = {b"k%05d" % i: b"v" * (i % 7) for i in range(100)}
+    write_rocksdb(tmp_path / "db", {"default": {}, "cf": pairs}, "none")
+    for step, size in ((3, 7), (64, 10), (8192, 100), (5, 200)):
+        monkeypatch.setattr(rocksdb, "BATCH_STEP", step)
+        with rocksdb.ReadOnlyDB(tmp_path / "db", ("cf",)) as db:
+            got = list(db.batches("cf", size))
+        assert [len(k) for k, _ in got] == [size] * (100 // size) + [100 % size] * (100 % size > 0)
+        assert [kv for keys, values in got for kv in zip(keys, values)] == sorted(pairs.items())
