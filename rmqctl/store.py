@@ -67,13 +67,18 @@ MADV_POPULATE_READ = 22  # Linux 5.14: map the pages in as reads would (EINVAL o
 
 
 class _Request:
-    __slots__ = ("view", "spans", "advice", "cancelled")
+    __slots__ = ("view", "spans", "advice", "cancelled", "served")
 
     def __init__(self, m: mmap.mmap, spans: list[tuple[int, int]], advice: int):
         self.view = np.frombuffer(m, np.uint8)  # keeps m mapped (its close() raises) until the request is done
         self.spans = [(lo - lo % mmap.PAGESIZE, min(hi, len(m))) for lo, hi in spans if hi > lo]
         self.advice = advice
         self.cancelled = False
+        self.served = threading.Event()
+
+    def wait(self):
+        """Until the pager has served it (and let go of its mapping)."""
+        self.served.wait()
 
 
 class Pager:
@@ -148,6 +153,7 @@ class Pager:
                 r.view = None
                 with self._lock:
                     self._pending -= 1
+                r.served.set()
 
 
 PAGER = Pager()
@@ -229,20 +235,34 @@ class MappedFile:
                 pass
         self._map = None
 
-    def release(self):
-        """Give this file's pages back (they stay in the page cache) and unmap it; while a view of it is still
-        alive (a batch a worker thread still reads) the mapping is left to that view, as close() leaves it, and
-        goes with the last view: kept here, the pages the view faults in again would stay until Store.close().
-        The next use maps the file again."""
+    def release(self, paged: bool = False):
+        """Give this file's pages back (they stay in the page cache; on the pager's thread when `paged`: its
+        request is returned, to wait for) and
+        unmap it; while a view of it is still alive (a batch a worker thread still reads, the pager's request)
+        the mapping is left to that view, as close() leaves it, and goes with the last view: kept here, the
+        pages the view faults in again would stay until Store.close(). The next use maps the file again."""
+        released = None
         if isinstance(self._map, mmap.mmap):
-            give_back_pages(self._map)
+            if paged:
+                released = PAGER.behind(self._map, 0, len(self._map))
+            else:
+                give_back_pages(self._map)
         self.close()
+        return released
 
     def drop_pages(self, lo: int, hi: int):
         """Give back the pages of bytes [lo, hi) once read, so a walk through a large file keeps only its
         window resident."""
         if isinstance(self._map, mmap.mmap):
             give_back_pages(self._map, lo, hi)
+
+    def pages_ahead(self, spans: list[tuple[int, int]]):
+        """Map the byte spans in on the pager's thread (Pager.ahead); the request, or None."""
+        return PAGER.ahead(self._map, spans)
+
+    def pages_behind(self, lo: int, hi: int):
+        """drop_pages on the pager's thread (Pager.behind)."""
+        PAGER.behind(self._map, lo, hi)
 
     def __repr__(self):
         return f"MappedFile({self.path})"

@@ -150,6 +150,18 @@ def test_batches_built_on_threads_come_in_commitlog_order(name, monkeypatch):
     assert_batches_are_the_references(store, jobs=3)
 
 
+@pytest.mark.parametrize("name", ["b-mixed", "d-crashed", "e-dledger"])
+def test_batches_on_one_thread_paged_or_not_are_the_references(name, monkeypatch):
+    """One thread walking: with a second core the store's pager maps the pages in ahead (a step of 4 KiB here,
+    many per file) and gives them back, with one core the walk faults its own: the reference's rows either way."""
+    from rmqctl.engine import kernels, walk
+
+    monkeypatch.setattr(walk, "PAGE_AHEAD", 4096)
+    for cores in (1, 2):
+        monkeypatch.setattr(kernels, "available_cores", lambda: cores)
+        assert_batches_are_the_references(fixture_store(name))
+
+
 def test_batches_are_bounded():
     store = fixture_store("b-mixed")
     scan = store.scan()

@@ -16,10 +16,13 @@ class ColumnViews:
         Damage the walk meets goes to `errors` when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
         from .columns import record_batch
+        from .kernels import available_cores
         from .ordered import ordered_map
         from .walk import BATCH_BYTES
 
         resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
+        # one thread walks and builds: a second core maps the pages in ahead of it and gives them back
+        paging = dict(paged=True) if jobs == 1 and available_cores() > 1 else {}
         told = [len(self.errors)]  # the damage handed out so far (the walk appends past it)
 
         def met():  # the damage the walk told since the last chunk, held back while the walk runs ahead
@@ -28,7 +31,7 @@ class ColumnViews:
             return found
 
         def drawn():  # each chunk with the damage met before it; then the damage after the last one
-            for chunk in self.chunks(start, end, check_crc, resident=resident):
+            for chunk in self.chunks(start, end, check_crc, resident=resident, **paging):
                 yield chunk, met()
             yield None, met()
 

@@ -73,13 +73,40 @@ def file_bytes(buf) -> np.ndarray:
 GIVE_BACK_STEP = 4 << 20  # pages are given back a few MiB at a time: a madvise per small batch costs more
 
 
-def give_back(f, lo: int, hi: int) -> int:
+def give_back(f, lo: int, hi: int, paged: bool = False) -> int:
     """Give back the pages of f's bytes [lo, hi) (read, and no longer viewed by a pending batch) once they
-    make a step; returns where the next give-back starts. The file's release gives back the rest."""
+    make a step (on the pager's thread when `paged`); returns where the next give-back starts. The file's
+    release gives back the rest."""
     if hi - lo < GIVE_BACK_STEP:
         return lo
-    f.drop_pages(lo, hi)
+    if paged:
+        f.pages_behind(lo, hi)
+    else:
+        f.drop_pages(lo, hi)
     return hi
+
+
+PAGE_AHEAD = 16 << 20  # with a pager, the pages this far past the walk are asked for, this much at a time
+
+
+class _Ahead:
+    """A walk's pages asked for ahead of it, a step at a time (f.pages_ahead: the store's pager), within the
+    file's data: on tmpfs a read of a hole allocates it."""
+
+    def __init__(self, f, limit: int):
+        self.f, self.asked, self.requests = f, 0, []
+        self.extents = data_extents(f.path, 0, limit)
+
+    def reach(self, pos: int):
+        while self.asked < pos + PAGE_AHEAD and self.extents and self.asked < self.extents[-1][1]:
+            lo, hi = self.asked, self.asked + PAGE_AHEAD
+            self.requests.append(self.f.pages_ahead([(max(a, lo), min(b, hi)) for a, b in self.extents]))
+            self.asked = hi
+        self.requests = [r for r in self.requests if r is not None and r.view is not None]
+
+    def cancel(self):
+        for r in self.requests:
+            r.cancelled = True
 
 
 def files_in(files: list, file_size: int, start: int | None, end: int | None) -> Iterator:
@@ -103,6 +130,7 @@ def walk_files(
     max_bytes: int = BATCH_BYTES,
     resident: int = 0,
     gone: Callable[[object], None] | None = None,
+    paged: bool = False,
 ) -> Iterator[Chunk]:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
@@ -111,42 +139,56 @@ def walk_files(
     those bytes may be a record still being written. A file deleted since it was listed (errors.FileGone) is passed
     to `gone` and the walk goes on with the next one (without `gone`, FileGone is raised).
     Read pages go back GIVE_BACK_STEP at a time once the walk is `resident` bytes past them (batches other
-    threads still read: giving their pages back early would only fault them in again)."""
-    for f in files_in(files, file_size, start, end):
-        try:
-            u8 = file_bytes(f.buf)
-        except FileGone:
-            if gone is None:
-                raise
-            gone(f)
-            continue
-        try:
-            limit = min(len(u8), file_size)
-            pos = kept = 0
-            while pos < limit:
-                cols = np.empty((rows, NCOLUMNS), np.int64)
-                n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
-                cols = cols[:n]
-                if n:
-                    offsets = cols[:, COLUMN["position"]] + f.start
-                    if end is not None and offsets[-1] >= end:
-                        cols = cols[: np.searchsorted(offsets, end)]
+    threads still read: giving their pages back early would only fault them in again). `paged`: the files'
+    pager (f.pages_ahead / f.pages_behind, a thread of the store's) maps pages in ahead of the walk and gives
+    them back, for a walk on one thread with a core to spare; the walk ends once the last file's mapping is gone."""
+    released = None  # the last file's release on the pager's thread
+    try:
+        for f in files_in(files, file_size, start, end):
+            try:
+                u8 = file_bytes(f.buf)
+                limit = min(len(u8), file_size)
+                ahead = _Ahead(f, limit) if paged and limit else None
+            except FileGone:
+                if gone is None:
+                    raise
+                gone(f)
+                continue
+            try:
+                pos = kept = 0
+                while pos < limit:
+                    if ahead is not None:
+                        ahead.reach(pos)
+                    cols = np.empty((rows, NCOLUMNS), np.int64)
+                    n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
+                    cols = cols[:n]
+                    if n:
+                        offsets = cols[:, COLUMN["position"]] + f.start
+                        if end is not None and offsets[-1] >= end:
+                            cols = cols[: np.searchsorted(offsets, end)]
+                            if len(cols):
+                                yield Chunk(f, u8, cols)
+                            return
+                        if start is not None and offsets[0] < start:
+                            cols = cols[np.searchsorted(offsets, start) :]
                         if len(cols):
                             yield Chunk(f, u8, cols)
-                        return
-                    if start is not None and offsets[0] < start:
-                        cols = cols[np.searchsorted(offsets, start) :]
-                    if len(cols):
-                        yield Chunk(f, u8, cols)
-                kept = give_back(f, kept, pos - resident)
-                if outcome == OK:
-                    continue
-                if outcome != BLANK and pos < limit and (end is None or f.start + pos < end):
-                    refused(f, pos, limit)
-                break
-        finally:  # walked, cut short by `end` or stopped early: its pages go back, its mapping with the last view
-            del u8
-            f.release()
+                    kept = give_back(f, kept, pos - resident, paged)
+                    if outcome == OK:
+                        continue
+                    if outcome != BLANK and pos < limit and (end is None or f.start + pos < end):
+                        refused(f, pos, limit)
+                    break
+            finally:  # walked, cut short by `end` or stopped early: its pages go back, its mapping with the last view
+                del u8
+                if ahead is None:
+                    f.release()
+                else:
+                    ahead.cancel()
+                    released = f.release(paged=True) or released
+    finally:
+        if released is not None:
+            released.wait()
 
 
 def walk_entry_files(
@@ -162,47 +204,62 @@ def walk_entry_files(
     rows: int = BATCH_ROWS,
     max_bytes: int = BATCH_BYTES,
     resident: int = 0,
+    paged: bool = False,
 ) -> Iterator[Chunk]:
     """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
     the entries, a slice of the file at a time (dledger.entry_slices); the body of each is decoded as a
     record. An entry whose body is not a record (or is a BLANK) is passed to `refused(file, body position,
     entry end)` and skipped, as the broker's reput skips it by the entry's size; `finished(file, entries)` is
     told how a file's entries end (its last slice) unless `end` cut the file short (then the walk is over)."""
-    for f in files_in(files, file_size, start, end):
-        u8 = file_bytes(f.buf)
-        kept, cut = 0, False
-        try:
-            for found in entries_of(f, min(len(u8), file_size)):
-                starts, ends = found.message_starts(), found.message_ends()
-                keep = np.ones(len(starts), bool)
-                if start is not None:
-                    keep &= starts + f.start >= start
-                cut = end is not None and bool((starts + f.start >= end).any())
-                if cut:
-                    keep &= starts + f.start < end
-                picked = np.flatnonzero(keep)
-                starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
-                entry_cols = found.entry_columns[picked]
-                i = 0
-                while i < len(starts):
-                    cols = np.empty((rows, NCOLUMNS), np.int64)
-                    n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
-                    if n:
-                        yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
-                    if after > i:  # the next batch is asked for: this one's pages go back (as walk_files gives them)
-                        kept = give_back(f, kept, int(ends[after - 1]) - resident)
-                    i = after
-                    if outcome != OK:
-                        refused(f, int(starts[i]), int(ends[i]))
-                        i += 1
-                if cut:
-                    break
-        finally:  # (as walk_files releases it)
-            del u8
-            f.release()
-        if cut:
-            return
-        finished(f, found)
+    released = None  # (as walk_files waits for it)
+    try:
+        for f in files_in(files, file_size, start, end):
+            u8 = file_bytes(f.buf)
+            limit = min(len(u8), file_size)
+            ahead = _Ahead(f, limit) if paged and limit else None  # (as walk_files pages)
+            kept, cut = 0, False
+            try:
+                for found in entries_of(f, limit):
+                    starts, ends = found.message_starts(), found.message_ends()
+                    keep = np.ones(len(starts), bool)
+                    if start is not None:
+                        keep &= starts + f.start >= start
+                    cut = end is not None and bool((starts + f.start >= end).any())
+                    if cut:
+                        keep &= starts + f.start < end
+                    picked = np.flatnonzero(keep)
+                    starts, ends = np.ascontiguousarray(starts[picked]), np.ascontiguousarray(ends[picked])
+                    entry_cols = found.entry_columns[picked]
+                    i = 0
+                    while i < len(starts):
+                        if ahead is not None:
+                            ahead.reach(int(starts[i]))
+                        cols = np.empty((rows, NCOLUMNS), np.int64)
+                        n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
+                        if n:
+                            yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
+                        # the next batch is asked for: this one's pages go back (as walk_files gives them)
+                        if after > i:
+                            kept = give_back(f, kept, int(ends[after - 1]) - resident, paged)
+                        i = after
+                        if outcome != OK:
+                            refused(f, int(starts[i]), int(ends[i]))
+                            i += 1
+                    if cut:
+                        break
+            finally:  # (as walk_files releases it)
+                del u8
+                if ahead is None:
+                    f.release()
+                else:
+                    ahead.cancel()
+                    released = f.release(paged=True) or released
+            if cut:
+                return
+            finished(f, found)
+    finally:
+        if released is not None:
+            released.wait()
 
 
 # a record start is searched by its magic: a message's magics (V1 and V2) share their first three bytes
