@@ -118,6 +118,10 @@ def load_numba():
                         if isinstance(value, Lazy):
                             space[key] = value._value
             cpu_target.target_context.refresh()
+            # numba's typing of an array argument asks whether it is a masked array, which imports numpy.ma
+            # (lazily loaded by numpy 2): ~20 ms, paid here rather than in the first kernel call's time
+            import numpy.ma  # noqa: F401
+
             _loaded = True
         finally:
             if collecting:
