@@ -192,6 +192,8 @@ class ReadOnlyDB:
         """The keys and values of `cf` in key order, `size` pairs at a time (RocksDB's iterator drained a step
         per call, without a Python step per key: a step's pairs still in the CPU's cache when they are split,
         twice as fast as splitting the whole batch at once): as `items`, its end checked."""
+        if size <= 0:
+            raise ValueError(f"a batch of {size} pairs")
         family, last = self._families[cf], None
         items = self._call(family.items, read_opt=self._bounded(None))
         try:

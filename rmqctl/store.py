@@ -69,16 +69,13 @@ MADV_POPULATE_READ = 22  # Linux 5.14: map the pages in as reads would (EINVAL o
 class _Request:
     __slots__ = ("view", "spans", "advice", "cancelled", "served")
 
-    def __init__(self, m: mmap.mmap, spans: list[tuple[int, int]], advice: int):
-        self.view = np.frombuffer(m, np.uint8)  # keeps m mapped (its close() raises) until the request is done
-        self.spans = [(lo - lo % mmap.PAGESIZE, min(hi, len(m))) for lo, hi in spans if hi > lo]
+    def __init__(self, m: mmap.mmap | None, spans: list[tuple[int, int]], advice: int):
+        # the view keeps m mapped (its close() raises) until the request is done; no mapping: a marker (drain)
+        self.view = None if m is None else np.frombuffer(m, np.uint8)
+        self.spans = [(lo - lo % mmap.PAGESIZE, min(hi, len(m))) for lo, hi in spans if hi > lo] if m else []
         self.advice = advice
         self.cancelled = False
         self.served = threading.Event()
-
-    def wait(self):
-        """Until the pager has served it (and let go of its mapping)."""
-        self.served.wait()
 
 
 class Pager:
@@ -88,8 +85,10 @@ class Pager:
     by a broker's cleanup fails the populate with EFAULT where a read would raise SIGBUS) changes nothing. A
     request holds a view of its mapping until done, so the mapping cannot be unmapped and its addresses reused
     meanwhile (MADV_DONTNEED on memory mapped there since would zero it). At most MOST_PENDING requests wait:
-    past that a walk's pages are not mapped in ahead and are given back on the walking thread, so a pager that
-    falls behind never holds more than a few chunks' mappings."""
+    past that a walk's pages are not mapped in ahead and are given back on the caller's thread, as they are
+    where no pager thread can be started, so a pager that falls behind never holds more than a few chunks'
+    mappings. A request may be made from any thread, a finalizer's on the pager's own thread included (a
+    walk's generator closed by the garbage collector): nothing here waits there."""
 
     STEP = 8 << 20  # a request is carried out in steps, so a cancelled one stops soon
     MOST_PENDING = 4
@@ -100,8 +99,10 @@ class Pager:
 
     def _started(self):
         self._requests: queue.SimpleQueue | None = None
-        self._lock = threading.Lock()
-        self._pending = 0
+        self._thread: threading.Thread | None = None
+        self._starting = threading.RLock()  # (a finalizer run while the thread starts may make a request)
+        # a slot per waiting request: taken without waiting, given back by the pager thread, which takes no lock
+        self._slots = threading.BoundedSemaphore(self.MOST_PENDING)
 
     def ahead(self, m, spans: list[tuple[int, int]]) -> _Request | None:
         """Map the byte spans [lo, hi) of read-only mapping m in, in the background. Spans hold file data only:
@@ -114,45 +115,69 @@ class Pager:
         if ahead is not None:
             ahead.cancelled = True
         r = self._put(m, [(lo, hi)], mmap.MADV_DONTNEED)
-        if r is None and isinstance(m, mmap.mmap):  # the pager is behind: given back here, now
+        if r is None and isinstance(m, mmap.mmap):  # the pager is behind, or there is none: given back here, now
             give_back_pages(m, lo, hi)
         return r
 
+    def drain(self):
+        """Wait until every request made before is served, their mappings let go: a walk ends with no file of
+        it mapped. Not on the pager's own thread, and not for a pager thread that has died."""
+        requests, thread = self._requests, self._thread
+        if requests is None or threading.current_thread() is thread:
+            return
+        marker = _Request(None, [], 0)
+        requests.put(marker)  # (never refused: it holds no mapping)
+        while not marker.served.wait(0.1):
+            if not thread.is_alive():
+                return
+
     @staticmethod
     def done(r: _Request | None) -> bool:
-        return r is None or r.view is None
+        return r is None or r.served.is_set()
 
     def _put(self, m, spans: list[tuple[int, int]], advice: int) -> _Request | None:
         if not isinstance(m, mmap.mmap):
             return None
-        with self._lock:
-            if self._pending >= self.MOST_PENDING:
-                return None
-            r = _Request(m, spans, advice)
-            if not r.spans:
-                return None
-            if self._requests is None:
-                self._requests = queue.SimpleQueue()
-                threading.Thread(target=self._serve, args=(self._requests,), name="rmqctl-pager", daemon=True).start()
-            self._pending += 1
-            self._requests.put(r)
+        r = _Request(m, spans, advice)  # (made before the lock is taken: a collection may run while it is made)
+        if not r.spans:
+            return None
+        if not self._slots.acquire(blocking=False):
+            return None
+        if not self._serving():
+            self._slots.release()
+            return None
+        self._requests.put(r)
         return r
+
+    def _serving(self) -> bool:
+        """The pager thread, started on first use; False when none can be started (a process at its thread limit)."""
+        with self._starting:
+            if self._requests is None:
+                requests = queue.SimpleQueue()
+                thread = threading.Thread(target=self._serve, args=(requests,), name="rmqctl-pager", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:
+                    return False
+                self._requests, self._thread = requests, thread
+        return True
 
     def _serve(self, requests: queue.SimpleQueue):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # Ctrl-C is the main thread's
         while True:
             r = requests.get()
             try:
-                at = r.view.ctypes.data
-                for lo, hi in r.spans:
-                    for step in range(lo, hi, Pager.STEP):
-                        if r.cancelled:
-                            break
-                        _madvise(at + step, min(hi, step + Pager.STEP) - step, r.advice)
+                if r.view is not None:
+                    at = r.view.ctypes.data
+                    for lo, hi in r.spans:
+                        for step in range(lo, hi, Pager.STEP):
+                            if r.cancelled:
+                                break
+                            _madvise(at + step, min(hi, step + Pager.STEP) - step, r.advice)
             finally:
-                r.view = None
-                with self._lock:
-                    self._pending -= 1
+                if r.view is not None:
+                    r.view = None
+                    self._slots.release()
                 r.served.set()
 
 
@@ -236,19 +261,16 @@ class MappedFile:
         self._map = None
 
     def release(self, paged: bool = False):
-        """Give this file's pages back (they stay in the page cache; on the pager's thread when `paged`: its
-        request is returned, to wait for) and
+        """Give this file's pages back (they stay in the page cache; on the pager's thread when `paged`) and
         unmap it; while a view of it is still alive (a batch a worker thread still reads, the pager's request)
         the mapping is left to that view, as close() leaves it, and goes with the last view: kept here, the
         pages the view faults in again would stay until Store.close(). The next use maps the file again."""
-        released = None
         if isinstance(self._map, mmap.mmap):
             if paged:
-                released = PAGER.behind(self._map, 0, len(self._map))
+                PAGER.behind(self._map, 0, len(self._map))
             else:
                 give_back_pages(self._map)
         self.close()
-        return released
 
     def drop_pages(self, lo: int, hi: int):
         """Give back the pages of bytes [lo, hi) once read, so a walk through a large file keeps only its
@@ -263,6 +285,11 @@ class MappedFile:
     def pages_behind(self, lo: int, hi: int):
         """drop_pages on the pager's thread (Pager.behind)."""
         PAGER.behind(self._map, lo, hi)
+
+    @staticmethod
+    def pages_settled():
+        """Wait until the pager has served every request made so far (Pager.drain)."""
+        PAGER.drain()
 
     def __repr__(self):
         return f"MappedFile({self.path})"

@@ -5,6 +5,7 @@ that is not UTF-8, properties named twice); the Arrow batches field by field."""
 
 from __future__ import annotations
 
+import gc
 import io
 import threading
 
@@ -26,6 +27,7 @@ from rmqctl.views import inspect
 from rmqctl.views.filters import TRANSACTION_STATES, MessageFilter
 from rmqctl.engine.columns import SCALARS, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
+from rmqctl import store as store_module
 from rmqctl.store import Store, offset_to_name
 
 FILE_SIZE = 1 << 20
@@ -153,13 +155,88 @@ def test_batches_built_on_threads_come_in_commitlog_order(name, monkeypatch):
 @pytest.mark.parametrize("name", ["b-mixed", "d-crashed", "e-dledger"])
 def test_batches_on_one_thread_paged_or_not_are_the_references(name, monkeypatch):
     """One thread walking: with a second core the store's pager maps the pages in ahead (a step of 4 KiB here,
-    many per file) and gives them back, with one core the walk faults its own: the reference's rows either way."""
+    many per file) and gives them back, with one core the walk faults its own: the reference's rows either way,
+    and no file of the store mapped once the walk is over."""
     from rmqctl.engine import kernels, walk
 
     monkeypatch.setattr(walk, "PAGE_AHEAD", 4096)
+    asked = []
+    ahead = store_module.Pager.ahead
+    monkeypatch.setattr(store_module.Pager, "ahead", lambda *a: asked.append(a[2]) or ahead(*a))
     for cores in (1, 2):
         monkeypatch.setattr(kernels, "available_cores", lambda: cores)
-        assert_batches_are_the_references(fixture_store(name))
+        store = fixture_store(name)
+        assert_batches_are_the_references(store)
+        assert bool(asked) == (cores == 2)
+        store.close()  # (the reference's reading maps the files until then)
+        gc.collect()  # (and its damage's tracebacks hold views until collected)
+        assert sum(b.num_rows for b in store.scan().batches()) and mapped_files(store) == []
+
+
+def test_a_paged_walk_closed_on_the_pagers_own_thread_does_not_wait_for_it(tmp_path, monkeypatch):
+    """The garbage collector closes an abandoned walk on whichever thread allocates, the pager's own included:
+    the walk's end must not wait there for requests only that thread serves (it hung, and every paged walk after)."""
+    store = generated_store(tmp_path / "store", files=3)
+    abandoned = store.scan().chunks(paged=True)
+    next(abandoned)
+    real, closed = store_module._madvise, threading.Event()
+
+    def closing_here(*args):
+        if threading.current_thread().name == "rmqctl-pager" and not closed.is_set():
+            closed.set()
+            abandoned.close()
+        return real(*args)
+
+    monkeypatch.setattr(store_module, "_madvise", closing_here)
+    store_module.PAGER.behind(store.scan().queue.files[2].buf, 0, 4096)
+    assert closed.wait(30)
+    walked = []
+    walker = threading.Thread(target=lambda: walked.append(sum(len(c) for c in store.scan().chunks(paged=True))))
+    walker.start()
+    walker.join(60)
+    assert walked == [sum(1 for _ in store.scan().records())]
+
+
+def test_without_a_pager_thread_a_paged_walk_gives_its_pages_back_itself(tmp_path, monkeypatch):
+    """A process that cannot start another thread (its limit reached): the pages go back on the walking thread."""
+    store = generated_store(tmp_path / "store", files=2)
+    monkeypatch.setattr(store_module, "PAGER", store_module.Pager())
+    start = threading.Thread.start
+
+    def refused(thread):
+        if thread.name == "rmqctl-pager":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    records = sum(1 for _ in store.scan().records())
+    store.close()  # (the reference's reading maps the files until then)
+    assert sum(len(c) for c in store.scan().chunks(paged=True)) == records
+    assert mapped_files(store) == []
+
+
+def test_a_file_deleted_once_mapped_is_let_go(tmp_path, monkeypatch):
+    """The broker removes a file between its mapping and the paged walk's look at its data extents: the walk
+    passes it to `gone` and lets go of its mapping (it held the deleted file's space until the store closed)."""
+    from rmqctl.engine import walk
+
+    store = generated_store(tmp_path / "store", files=2)
+    second = store.scan().queue.files[1]
+    extents = walk.data_extents
+
+    def deleted_first(path, lo, hi):
+        if path == second.path:
+            path.unlink()
+        return extents(path, lo, hi)
+
+    monkeypatch.setattr(walk, "data_extents", deleted_first)
+    gone = []
+    scan = store.scan()
+    chunks = walk.walk_files(
+        scan.queue.files, FILE_SIZE, None, None, True, scan._refused_at, gone=gone.append, paged=True
+    )
+    assert sum(len(c) for c in chunks) > 0 and gone == [second]
+    assert mapped_files(store) == []
 
 
 def test_batches_are_bounded():

@@ -102,7 +102,7 @@ class _Ahead:
             lo, hi = self.asked, self.asked + PAGE_AHEAD
             self.requests.append(self.f.pages_ahead([(max(a, lo), min(b, hi)) for a, b in self.extents]))
             self.asked = hi
-        self.requests = [r for r in self.requests if r is not None and r.view is not None]
+        self.requests = [r for r in self.requests if r is not None and not r.served.is_set()]
 
     def cancel(self):
         for r in self.requests:
@@ -142,14 +142,15 @@ def walk_files(
     threads still read: giving their pages back early would only fault them in again). `paged`: the files'
     pager (f.pages_ahead / f.pages_behind, a thread of the store's) maps pages in ahead of the walk and gives
     them back, for a walk on one thread with a core to spare; the walk ends once the last file's mapping is gone."""
-    released = None  # the last file's release on the pager's thread
+    settle = None  # a file given back on the pager's thread: the walk ends once the pager has let go of it
     try:
         for f in files_in(files, file_size, start, end):
             try:
                 u8 = file_bytes(f.buf)
                 limit = min(len(u8), file_size)
                 ahead = _Ahead(f, limit) if paged and limit else None
-            except FileGone:
+            except FileGone:  # (deleted since it was listed, or since it was mapped: then it is let go)
+                f.release()
                 if gone is None:
                     raise
                 gone(f)
@@ -185,10 +186,11 @@ def walk_files(
                     f.release()
                 else:
                     ahead.cancel()
-                    released = f.release(paged=True) or released
+                    f.release(paged=True)
+                    settle = f
     finally:
-        if released is not None:
-            released.wait()
+        if settle is not None:
+            settle.pages_settled()
 
 
 def walk_entry_files(
@@ -211,14 +213,16 @@ def walk_entry_files(
     record. An entry whose body is not a record (or is a BLANK) is passed to `refused(file, body position,
     entry end)` and skipped, as the broker's reput skips it by the entry's size; `finished(file, entries)` is
     told how a file's entries end (its last slice) unless `end` cut the file short (then the walk is over)."""
-    released = None  # (as walk_files waits for it)
+    settle = None  # (as walk_files settles it)
     try:
         for f in files_in(files, file_size, start, end):
             u8 = file_bytes(f.buf)
             limit = min(len(u8), file_size)
-            ahead = _Ahead(f, limit) if paged and limit else None  # (as walk_files pages)
+            ahead = None
             kept, cut = 0, False
             try:
+                if paged and limit:  # (as walk_files pages)
+                    ahead = _Ahead(f, limit)
                 for found in entries_of(f, limit):
                     starts, ends = found.message_starts(), found.message_ends()
                     keep = np.ones(len(starts), bool)
@@ -253,13 +257,14 @@ def walk_entry_files(
                     f.release()
                 else:
                     ahead.cancel()
-                    released = f.release(paged=True) or released
+                    f.release(paged=True)
+                    settle = f
             if cut:
                 return
             finished(f, found)
     finally:
-        if released is not None:
-            released.wait()
+        if settle is not None:
+            settle.pages_settled()
 
 
 # a record start is searched by its magic: a message's magics (V1 and V2) share their first three bytes
