@@ -109,6 +109,17 @@ class _Ahead:
             r.cancelled = True
 
 
+def _let_go(f, ahead: _Ahead | None, settle):
+    """Release a walked file: without a pager at once, else its pending pages are called off and its mapping
+    goes on the pager's thread; returns the file whose pager the walk settles at its end (f.pages_settled)."""
+    if ahead is None:
+        f.release()
+        return settle
+    ahead.cancel()
+    f.release(paged=True)
+    return f
+
+
 def files_in(files: list, file_size: int, start: int | None, end: int | None) -> Iterator:
     """The files (in offset order) that hold offsets of [start, end)."""
     for f in files:
@@ -182,12 +193,7 @@ def walk_files(
                     break
             finally:  # walked, cut short by `end` or stopped early: its pages go back, its mapping with the last view
                 del u8
-                if ahead is None:
-                    f.release()
-                else:
-                    ahead.cancel()
-                    f.release(paged=True)
-                    settle = f
+                settle = _let_go(f, ahead, settle)
     finally:
         if settle is not None:
             settle.pages_settled()
@@ -253,12 +259,7 @@ def walk_entry_files(
                         break
             finally:  # (as walk_files releases it)
                 del u8
-                if ahead is None:
-                    f.release()
-                else:
-                    ahead.cancel()
-                    f.release(paged=True)
-                    settle = f
+                settle = _let_go(f, ahead, settle)
             if cut:
                 return
             finished(f, found)
