@@ -26,6 +26,7 @@ correctMinOffset and index lookups step over.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import stat
@@ -335,56 +336,21 @@ def run_clean(
     limit = passes or (UNTIL_OK_LIMIT if until_ok else 1)
     if limit < 1:
         raise UsageError("--passes must be at least 1")
-    if apply:
-        with locked_for_writing(store.root):
-            return _run(
-                store,
-                settings,
-                clock,
-                limit,
-                until_ok,
-                manual,
-                protect_unconsumed,
-                True,
-                on_delete,
-                None,
-                interval_ms,
-                DiskMeter(simulate=False),
-            )
-    return _run(
-        store,
-        settings,
-        clock,
-        limit,
-        until_ok,
-        manual,
-        protect_unconsumed,
-        False,
-        on_delete,
-        config_error,
-        0,
-        DiskMeter(simulate=True, what_if=disk_usage),
-    )
+    # a plan needs no lock and measures a simulated disk; config_error and disk_usage are None when applying
+    with locked_for_writing(store.root) if apply else contextlib.nullcontext():
+        meter = DiskMeter(simulate=not apply, what_if=disk_usage)
+        cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect_unconsumed)
+        return _run(
+            store, settings, cleaner, limit, until_ok, apply, on_delete, config_error, interval_ms if apply else 0
+        )
 
 
 def _run(
-    store,
-    settings,
-    clock,
-    limit,
-    until_ok,
-    manual,
-    protect,
-    apply,
-    on_delete,
-    config_error,
-    interval_ms,
-    meter: DiskMeter,
+    store, settings, cleaner: Cleaner, limit, until_ok, apply, on_delete, config_error, interval_ms
 ) -> CleanResult:
-    cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect)
     notes = list(cleaner.notes)
-    if meter.what_if is not None:
-        notes.append(f"what if: every disk taken as {meter.what_if:.2f} full (--disk-usage), not as measured")
+    if cleaner.meter.what_if is not None:
+        notes.append(f"what if: every disk taken as {cleaner.meter.what_if:.2f} full (--disk-usage), not as measured")
     holder = store.lock_holder() if not apply else None
     if holder is not None:  # pid 0: F_GETLK's answer for a holder in another pid namespace
         shown = f"pid {holder}" if holder else "a process (pid not visible)"
