@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -43,7 +44,6 @@ from ..txn import Transaction
 # working memory of one record in a dispatch batch: its decoded columns, consumequeue entries, index keys
 # (2-3 per message) and the sort of the entries by queue, with room to spare
 DISPATCH_BYTES_PER_RECORD = 320
-EMPTY_UNITS = np.empty(0, S.CQ_DTYPE)
 
 
 @dataclasses.dataclass
@@ -291,36 +291,35 @@ def dispatch_records(
 # ---- diffs -------------------------------------------------------------------------------------------------
 
 
-def _queue_files(directory: Path | None, file_size: int) -> dict:
-    """A queue's files by start offset, none mapped yet."""
+def _queue_files(directory: Path | None, file_size: int, queue_class=ConsumeQueue) -> dict:
+    """A queue's files (a ConsumeQueue's or a BatchConsumeQueue's) by start offset, none mapped yet."""
     if directory is None or not directory.is_dir():
         return {}
-    return {f.start: f for f in ConsumeQueue("", 0, directory, file_size).files.files}
+    return {f.start: f for f in queue_class("", 0, directory, file_size).files.files}
 
 
-def _written(f, file_size: int) -> np.ndarray:
-    """The units written in a consumequeue file (a view on its map)."""
-    n = min(f.length, file_size) // S.CQ_UNIT_SIZE
-    units = np.frombuffer(f.buf, S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
-    return units[: written_units(units)]
+def _written(f, file_size: int, dtype: np.dtype, count_written: Callable[[np.ndarray], int]) -> np.ndarray:
+    """The units written in a (batch) consumequeue file, a view on its map; none for a missing file."""
+    if f is None:
+        return np.empty(0, dtype)
+    n = min(f.length, file_size) // dtype.itemsize
+    units = np.frombuffer(f.buf, dtype, count=n) if n else np.empty(0, dtype)
+    return units[: count_written(units)]
 
 
-def diff_queue(
-    topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int
-) -> tuple[QueueDiff, int]:
-    """Compare the live queue's units with the new ones by queue offset, a pair of files at a time (files
-    of both with one name hold the same queue offsets). Returns the diff and how many of the new queue's
-    units are not pre-blank ones."""
-    old, new = _queue_files(old_dir, file_size), _queue_files(new_dir, file_size)
-    before = after = common = changed = real = 0
+def _diff_files(topic: str, qid: int, old: dict, new: dict, file_size: int, kind) -> tuple[QueueDiff, int]:
+    """Compare two queues' units by queue offset, a pair of files at a time (files of both with one name hold
+    the same queue offsets); `kind` = (unit dtype, count of written units, new units counted). Returns the
+    diff and the count."""
+    dtype, count_written, counted = kind
+    before = after = common = changed = total = 0
     for start in sorted(old.keys() | new.keys()):
         a, b = old.get(start), new.get(start)
-        ua = _written(a, file_size) if a else EMPTY_UNITS
-        ub = _written(b, file_size) if b else EMPTY_UNITS
+        ua, ub = _written(a, file_size, dtype, count_written), _written(b, file_size, dtype, count_written)
         n = min(len(ua), len(ub))
         before, after, common = before + len(ua), after + len(ub), common + n
         changed += int(np.count_nonzero(ua[:n] != ub[:n]))
-        real += int(np.count_nonzero(ub["size"] != S.PRE_BLANK_SIZE))
+        total += counted(ub)
         del ua, ub
         for f in (a, b):
             if f is not None:
@@ -333,7 +332,20 @@ def diff_queue(
         added=after - common,
         removed=before - common,
         changed=changed,
-    ), real
+    ), total
+
+
+def _not_pre_blank(units: np.ndarray) -> int:
+    return int(np.count_nonzero(units["size"] != S.PRE_BLANK_SIZE))
+
+
+def diff_queue(
+    topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int
+) -> tuple[QueueDiff, int]:
+    """Compare the live queue's units with the new ones by queue offset. Returns the diff and how many of the
+    new queue's units are not pre-blank ones."""
+    old, new = _queue_files(old_dir, file_size), _queue_files(new_dir, file_size)
+    return _diff_files(topic, qid, old, new, file_size, (S.CQ_DTYPE, written_units, _not_pre_blank))
 
 
 INDEX_COMPARE_ITEMS = 1 << 20  # entries or slots compared at a time
@@ -347,43 +359,12 @@ def _differing(a: np.ndarray, b: np.ndarray) -> int:
     )
 
 
-def _batch_files(directory: Path | None, file_size: int) -> dict:
-    if directory is None or not directory.is_dir():
-        return {}
-    return {f.start: f for f in batchcq.BatchConsumeQueue("", 0, directory, file_size).files.files}
-
-
 def diff_batch_queue(
     topic: str, qid: int, old_dir: Path | None, new_dir: Path | None, file_size: int
 ) -> tuple[QueueDiff, int]:
     """diff_queue for a BatchConsumeQueue, unit by unit in file order; returns the diff and the new units."""
-    old, new = _batch_files(old_dir, file_size), _batch_files(new_dir, file_size)
-    before = after = common = changed = 0
-    for start in sorted(old.keys() | new.keys()):
-        ua, ub = (_batch_written(f, file_size) for f in (old.get(start), new.get(start)))
-        n = min(len(ua), len(ub))
-        before, after, common = before + len(ua), after + len(ub), common + n
-        changed += int(np.count_nonzero(ua[:n] != ub[:n]))
-        for f in (old.get(start), new.get(start)):
-            if f is not None:
-                f.release()
-    return QueueDiff(
-        topic=topic,
-        queueId=qid,
-        before=before,
-        after=after,
-        added=after - common,
-        removed=before - common,
-        changed=changed,
-    ), after
-
-
-def _batch_written(f, file_size: int) -> np.ndarray:
-    if f is None:
-        return np.empty(0, S.BCQ_DTYPE)
-    n = min(f.length, file_size) // S.BCQ_UNIT_SIZE
-    units = np.frombuffer(f.buf, S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
-    return units[: batchcq.written_bcq_units(units)]
+    old, new = (_queue_files(d, file_size, batchcq.BatchConsumeQueue) for d in (old_dir, new_dir))
+    return _diff_files(topic, qid, old, new, file_size, (S.BCQ_DTYPE, batchcq.written_bcq_units, len))
 
 
 def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool, result: RebuildResult) -> list[str]:
