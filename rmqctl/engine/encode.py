@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import schema as S
 from ..javacompat import CRC_DIGITS, PROPERTY_SEPARATOR, put_crc_digits as _put_crc_digits
-from .jsonl_kernels import put_int
+from .jsonl_kernels import HEAD_FIELDS, put_int
 from .kernels import compile_rule, copy_span, crc32, kernel, put_be32, put_be64
 from ..schema import RECORD_AT as OFFSETS
 
@@ -60,6 +60,8 @@ COLUMNS = (
     COMBO,
 ) = range(len(COLUMNS))
 
+# the head's fields in record order, headSize last: the first ten stand at one offset in every host layout,
+# the rest at one per layout (combo)
 (
     STORE_SIZE_AT,
     MAGIC_AT,
@@ -71,33 +73,9 @@ COLUMNS = (
     SYSFLAG_AT,
     BORN_TS_AT,
     BORN_IP_AT,
-) = (
-    OFFSETS[n][0]
-    for n in (
-        "storeSize",
-        "magicCode",
-        "bodyCRC",
-        "queueId",
-        "flag",
-        "queueOffset",
-        "physicalOffset",
-        "sysFlag",
-        "bornTimestamp",
-        "bornHost.ip",
-    )
-)
+) = (OFFSETS[n][0] for n in HEAD_FIELDS[:10])
 BORN_PORT_AT, STORE_TS_AT, STORE_IP_AT, STORE_PORT_AT, RECONSUME_AT, PREPARED_AT, BODY_LEN_AT, HEAD_SIZE = (
-    OFFSETS[n]
-    for n in (
-        "bornHost.port",
-        "storeTimestamp",
-        "storeHost.ip",
-        "storeHost.port",
-        "reconsumeTimes",
-        "preparedTransactionOffset",
-        "bodyLength",
-        "headSize",
-    )
+    OFFSETS[n] for n in HEAD_FIELDS[10:]
 )
 MAGIC_V2 = S.MAGIC_V2
 CRC_RESERVED = S.CRC32_RESERVED_LEN

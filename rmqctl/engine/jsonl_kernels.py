@@ -43,19 +43,11 @@ BODY_MODES = {"none": BODY_NONE, "utf8": BODY_UTF8, "base64": BODY_BASE64, "hex"
 MOST_PAIRS = 64
 UNIQ_KEY_LO = VALUE_SPANS + 2 * PROPERTY_NAMES.index("UNIQ_KEY")
 
-# the numbers written as they are, in message_dict's order, around the hosts
-FIRST_NUMBERS = (
-    "storeSize",
-    "magicCode",
-    "bodyCRC",
-    "queueId",
-    "flag",
-    "queueOffset",
-    "physicalOffset",
-    "sysFlag",
-    "bornTimestamp",
-)
-LATER_NUMBERS = ("reconsumeTimes", "preparedTransactionOffset", "bodyLength")
+# the numbers written as they are, in message_dict's order (the record's) around the hosts: storeSize to
+# bornTimestamp, then reconsumeTimes, preparedTransactionOffset and bodyLength
+HEAD_FIELDS = tuple(S.RECORD_AT)
+FIRST_NUMBERS = HEAD_FIELDS[: HEAD_FIELDS.index("bornHost.ip")]
+LATER_NUMBERS = HEAD_FIELDS[HEAD_FIELDS.index("reconsumeTimes") : HEAD_FIELDS.index("headSize")]
 
 
 def _literals():
