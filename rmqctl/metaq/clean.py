@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import os
 import shutil
 import zipfile
@@ -110,21 +111,11 @@ def plan_partition(store: MetaqStore, part: Partition, now_ms: int, policy: Dele
     return rows
 
 
-def plan(
-    store: MetaqStore,
-    now_ms: int,
-    topic: str | None = None,
-    partition: int | None = None,
-    policy_text: str | None = None,
-    at_next_run: bool = False,
-) -> list[CleanRow]:
-    """What the delete job would do at `now_ms` (or, with `at_next_run`, when each topic's deleteWhen next
-    fires after it). Changes nothing."""
-    rows = []
-    for part in store.select(topic, partition):
-        policy = parse_delete_policy(policy_text) if policy_text else store.config.delete_policy(part.topic)
-        rows += plan_partition(store, part, evaluation_time(store, part.topic, now_ms, at_next_run), policy)
-    return rows
+def _partition_plan(store: MetaqStore, part: Partition, now_ms: int, policy_text: str | None, at_next_run: bool):
+    """What the delete job would do to one partition at `now_ms` (or, with `at_next_run`, when its topic's
+    deleteWhen next fires after it), by `policy_text` or else the topic's own deletePolicy."""
+    policy = parse_delete_policy(policy_text) if policy_text else store.config.delete_policy(part.topic)
+    return plan_partition(store, part, evaluation_time(store, part.topic, now_ms, at_next_run), policy)
 
 
 def _stage(txn: Transaction, seg: Segment, action: str):
@@ -147,21 +138,26 @@ def _stage(txn: Transaction, seg: Segment, action: str):
     txn.replace(seg.path.parent / staged.name, staged)
 
 
-def apply(
+def clean(
     store: MetaqStore,
     now_ms: int,
     topic: str | None = None,
     partition: int | None = None,
     policy_text: str | None = None,
     at_next_run: bool = False,
+    act: bool = False,
 ) -> list[CleanRow]:
-    """Act on the plan, partition by partition, each as one atomic change; returns what was done."""
+    """What the delete job would do at `now_ms` (or, with `at_next_run`, when each topic's deleteWhen next
+    fires after it), changing nothing; with `act`, the plan is carried out partition by partition, each as one
+    atomic change, and what was done is returned."""
     done = []
     for part in store.select(topic, partition):
+        if not act:
+            done += _partition_plan(store, part, now_ms, policy_text, at_next_run)
+            continue
         with partition_lock(part.path) as own:
             part = MetaqStore(store.root, store.config).partition(part.topic, part.partition)  # as of the lock
-            policy = parse_delete_policy(policy_text) if policy_text else store.config.delete_policy(part.topic)
-            rows = plan_partition(store, part, evaluation_time(store, part.topic, now_ms, at_next_run), policy)
+            rows = _partition_plan(store, part, now_ms, policy_text, at_next_run)
             go = [(seg, r) for seg, r in zip(part.segments, rows) if r.action != "keep"]
             if go:
                 with Transaction(own, "clean", "metaq clean", keep_backup=False, base=part.path) as txn:
@@ -172,3 +168,7 @@ def apply(
                     txn.commit()
             done += rows
     return done
+
+
+plan = functools.partial(clean, act=False)  # (metaq clean without --apply)
+apply = functools.partial(clean, act=True)  # (metaq clean --apply)
