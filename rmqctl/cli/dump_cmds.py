@@ -11,7 +11,7 @@ from ..views.filters import MessageFilter
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from ..rocksdbstore import KINDS
 from .app import cli, dump
-from .options import OFFSET, TIME, parse_int, store_options
+from .options import OFFSET, TIME, body_option, parse_int, store_options
 from .render import echo_err, prepare_kernels, render, write_blocks
 
 
@@ -46,13 +46,7 @@ from .render import echo_err, prepare_kernels, render, write_blocks
     help="Only messages in this transaction state: transaction=not|prepared|commit|rollback.",
 )
 @click.option("--limit", type=int, help="Stop after N messages.")
-@click.option(
-    "--body",
-    type=click.Choice(["utf8", "base64", "hex", "none"]),
-    default="utf8",
-    show_default=True,
-    help="How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).",
-)
+@body_option("How to render bodies; non-UTF-8 bodies fall back to base64 (see bodyEncoding).")
 @click.option("--raw-properties", is_flag=True, help="Add propertiesString, the exact stored property text.")
 @click.option("--decompress", is_flag=True, help="Add bodyDecompressed for compressed messages.")
 @click.option(

@@ -12,7 +12,7 @@ from ..views.annotate import record_hex
 from ..views.query import LONG_MAX, MAX_MSGS_NUM_BATCH, query_key_rows
 from ..record import message_dict
 from .app import msgid, query
-from .options import TIME, store_options
+from .options import TIME, body_option, store_options
 from .render import echo_err, render
 
 
@@ -51,13 +51,7 @@ def msgid_decode(ctx, ids, reference_time):
 @msgid.command("lookup")
 @store_options
 @click.argument("id")
-@click.option(
-    "--body",
-    type=click.Choice(["utf8", "base64", "hex", "none"]),
-    default="utf8",
-    show_default=True,
-    help="How to render bodies (as in dump commitlog).",
-)
+@body_option("How to render bodies (as in dump commitlog).")
 @click.option(
     "--hex", "hex_view", is_flag=True, help="Show each record as annotated hex: every field's bytes and name."
 )
@@ -107,13 +101,7 @@ def msgid_lookup(ctx, id, body, hex_view):
     show_default=True,
     help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).",
 )
-@click.option(
-    "--body",
-    type=click.Choice(["utf8", "base64", "hex", "none"]),
-    default="utf8",
-    show_default=True,
-    help="How to render bodies (as in dump commitlog).",
-)
+@body_option("How to render bodies (as in dump commitlog).")
 @click.option(
     "--exit-status",
     "-e",

@@ -23,7 +23,7 @@ from ..metaq.cron import next_fire
 from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
 from .app import cli
-from .options import OFFSET, parse_int
+from .options import OFFSET, body_option, parse_int
 from .render import FORMATS, echo_err, render
 
 
@@ -129,13 +129,7 @@ def info_cmd(ctx, topic, partition):
 @click.option("--from", "start", type=OFFSET, help="First message offset (inclusive; decimal or 0x hex).")
 @click.option("--to", "end", type=OFFSET, help="Message offset to stop at (exclusive; decimal or 0x hex).")
 @click.option("--limit", type=int, help="Stop after N messages.")
-@click.option(
-    "--body",
-    type=click.Choice(["utf8", "base64", "hex", "none"]),
-    default="utf8",
-    show_default=True,
-    help="How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).",
-)
+@body_option("How to render payloads; non-UTF-8 payloads fall back to base64 (see payloadEncoding).")
 def dump_cmd(ctx, topic, partition, start, end, limit, body):
     """Every record, in partition and offset order, under Metamorphosis's field names.
 

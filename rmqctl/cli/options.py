@@ -231,6 +231,18 @@ def memory_option(note: str) -> Callable:
     )
 
 
+def body_option(help_text: str) -> Callable:
+    """--body, how the commands that print messages render each body: utf8 (the default), base64, hex or
+    none; `help_text` says what it renders there."""
+    return click.option(
+        "--body",
+        type=click.Choice(["utf8", "base64", "hex", "none"]),
+        default="utf8",
+        show_default=True,
+        help=help_text,
+    )
+
+
 def wait_option(fn: Callable) -> Callable:
     """--wait SECONDS on the commands that write: wait that long for the broker's lock (as `flock -w`) instead of
     refusing a held lock at once, so a cron job can run after a broker's stop or another rmqctl's run."""

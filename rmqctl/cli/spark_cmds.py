@@ -17,7 +17,7 @@ from ..findings import FINDING_COLUMNS
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
 from .app import cli
-from .options import TIME
+from .options import TIME, body_option
 from .render import FORMATS, echo_err, render
 from .verify_cmds import not_read_note, soundness
 
@@ -205,13 +205,7 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
 @spark_options
 @click.option("--key", required=True, help="A KEYS word or a UNIQ_KEY.")
 @click.option("--topic", help="Only this topic (pushed down to the reader).")
-@click.option(
-    "--body",
-    type=click.Choice(["utf8", "base64", "hex", "none"]),
-    default="utf8",
-    show_default=True,
-    help="How to render bodies (as in dump commitlog).",
-)
+@body_option("How to render bodies (as in dump commitlog).")
 @time_range
 @print_format
 def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
