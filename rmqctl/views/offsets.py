@@ -288,6 +288,12 @@ class TimeOffset:
     storeTimestampText: str | None
     rule: str
 
+    @classmethod
+    def found(cls, topic: str, queue_id: int, timestamp: int, queue_offset: int, lo: int, hi: int, st, rule: str):
+        """The answer for `timestamp`: queue_offset in a queue holding lo..hi-1, st the store time there."""
+        st_text = ms_text(st) if st is not None else None
+        return cls(topic, queue_id, timestamp, ms_text(timestamp), queue_offset, lo, hi, st, st_text, rule)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -324,36 +330,21 @@ def offset_by_time(
             qoff = offset_by_time_v5(view, times, timestamp, boundary)
             rule = f"5.x getOffsetInQueueByTime, BoundaryType.{boundary.upper()}"
         st = message_time(view, times, qoff)
-        out.append(
-            TimeOffset(
-                topic,
-                cq.queue_id,
-                timestamp,
-                ms_text(timestamp),
-                qoff,
-                view.min_offset,
-                view.max_offset,
-                st,
-                ms_text(st) if st is not None else None,
-                rule,
-            )
-        )
+        out.append(TimeOffset.found(topic, cq.queue_id, timestamp, qoff, view.min_offset, view.max_offset, st, rule))
     return out
 
 
 def _rocks_offset_by_time(view: RocksQueueView, timestamp: int, boundary: str) -> TimeOffset:
     qoff = view.offset_by_time(timestamp, boundary)
     st = view.store_time(qoff)
-    return TimeOffset(
+    return TimeOffset.found(
         view.q.topic,
         view.q.queue_id,
         timestamp,
-        ms_text(timestamp),
         qoff,
         view.min_offset,
         view.max_offset,
         st,
-        ms_text(st) if st is not None else None,
         f"5.x RocksDBConsumeQueueStore.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}",
     )
 
@@ -365,16 +356,14 @@ def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> Tim
     qoff = batch_offset_by_time(q, timestamp, boundary)
     lo, hi = q.offset_range()
     st = q.store_time_at(qoff)
-    return TimeOffset(
+    return TimeOffset.found(
         q.topic,
         q.queue_id,
         timestamp,
-        ms_text(timestamp),
         qoff,
         lo,
         hi,
         st,
-        ms_text(st) if st is not None else None,
         f"5.x BatchConsumeQueue.getOffsetInQueueByTime, BoundaryType.{boundary.upper()}",
     )
 
@@ -549,34 +538,11 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
 def _no_queue(c, source: str) -> "ConsumerQueue":
     """An offset whose queue has no files: a lite topic's that expired (normal), or one missing."""
     if lite_topic(c.topic) is not None:
-        return ConsumerQueue(
-            c.group,
-            c.topic,
-            c.queueId,
-            c.offset,
-            None,
-            None,
-            None,
-            None,
-            None,
-            "lite-expired",
-            "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal",
-            source,
-        )
-    return ConsumerQueue(
-        c.group,
-        c.topic,
-        c.queueId,
-        c.offset,
-        None,
-        None,
-        None,
-        None,
-        None,
-        "no-queue",
-        "no consumequeue for this topic and queue",
-        source,
-    )
+        status = "lite-expired"
+        reason = "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal"
+    else:
+        status, reason = "no-queue", "no consumequeue for this topic and queue"
+    return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None, status, reason, source)
 
 
 # -- scheduled messages ---------------------------------------------------------------------------------------
