@@ -299,15 +299,8 @@ class FileDecision:
     extra: dict = dataclasses.field(default_factory=dict)
 
     def row(self) -> dict:
-        return {
-            "pass": self.passNo,
-            "kind": self.kind,
-            "file": self.file,
-            "action": self.action,
-            "why": self.why,
-            "detail": self.detail,
-            **self.extra,
-        }
+        named = {name: getattr(self, name) for name in ("kind", "file", "action", "why", "detail")}
+        return {"pass": self.passNo, **named, **self.extra}
 
 
 @dataclasses.dataclass
