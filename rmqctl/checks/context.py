@@ -227,23 +227,17 @@ class RecordsBuilder:
         keys = cat["key_record"]
         # each chunk lists its keys by record, except the few of records decoded the slow way
         order = np.argsort(keys, kind="stable") if len(keys) and (np.diff(keys) < 0).any() else slice(None)
-        out = Records(
-            off=cat["off"],
-            size=cat["size"],
-            queue_id=cat["queue_id"],
-            queue_offset=cat["queue_offset"],
-            sysflag=cat["sysflag"],
-            store_ts=cat["store_ts"],
-            topic=cat["topic"],
-            tags=cat["tags"],
-            topics=sorted(self.index_of, key=self.index_of.get),
-            key_record=cat["key_record"][order],
-            key_hash=cat["key_hash"][order],
-            lmq=self.lmq,
-            inner_num=self.inner,
-        )
+        cat["key_record"], cat["key_hash"] = cat["key_record"][order], cat["key_hash"][order]
+        out = Records(**cat, topics=sorted(self.index_of, key=self.index_of.get), lmq=self.lmq, inner_num=self.inner)
         self._empty()
         return out
+
+
+def chunk_records(result) -> Records:
+    """A chunk result's own columns as its Records (checks/scan.ChunkResult: the same names, offsets within
+    the file): views of its arrays, not copies."""
+    fields = (f.name for f in dataclasses.fields(Records) if f.name not in ("off", "targets"))
+    return Records(off=result.pos + result.task.file_start, **{name: getattr(result, name) for name in fields})
 
 
 def records_of(parts) -> Records:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import schema as S
 from ..findings import QUEUES, Findings
 from ..engine import queue_breaks
-from .context import Context, Records, dispatch_targets, records_of
+from .context import Context, Records, chunk_records, dispatch_targets, records_of
 
 
 class Queue(NamedTuple):
@@ -47,24 +47,7 @@ def summarize(ctx: Context, result) -> QueueSummary:
     if len(set(r.topics)) < len(r.topics):  # topics whose bytes differ but names agree: records_of merges them
         return summary(ctx, records_of([(r, r.task.file_start, 0, r.count)]))
     # else the chunk's own columns are its table (copies of them would cost more than the summary)
-    return summary(
-        ctx,
-        Records(
-            off=r.pos + r.task.file_start,
-            size=r.size,
-            queue_id=r.queue_id,
-            queue_offset=r.queue_offset,
-            sysflag=r.sysflag,
-            store_ts=r.store_ts,
-            topic=r.topic,
-            tags=r.tags,
-            topics=r.topics,
-            key_record=r.key_record,
-            key_hash=r.key_hash,
-            lmq=r.lmq,
-            inner_num=r.inner_num,
-        ),
-    )
+    return summary(ctx, chunk_records(r))
 
 
 def summary(ctx: Context, rec: Records) -> QueueSummary:
