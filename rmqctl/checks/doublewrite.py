@@ -27,12 +27,9 @@ def check_double_write(store: Store) -> Findings:
             found += _compare_queue(rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
         for (topic, qid), q in sorted(copies.items()):
             if q.max_offset:
-                found.add(
-                    CONSUMEQUEUE,
-                    KIND,
-                    "error",
-                    rocks.directory,
-                    None,
+                _differs(
+                    found,
+                    rocks,
                     None,
                     f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
                     "queues have no such queue",
@@ -63,26 +60,25 @@ def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -
             break
     rocks_end = copy.max_offset if copy is not None else 0
     if rocks_end != end:
-        found.add(
-            CONSUMEQUEUE,
-            KIND,
-            "error",
-            rocks.directory,
-            None,
+        _differs(
+            found,
+            rocks,
             None,
             f"{queue}: the file queue ends at queue offset {end}, the RocksDB copy at {rocks_end} (the max "
             "offsets CombineConsumeQueueStore compares at start)",
         )
     if differing:
         qoff, want, have = first
-        found.add(
-            CONSUMEQUEUE,
-            KIND,
-            "error",
-            rocks.directory,
-            None,
+        _differs(
+            found,
+            rocks,
             want[0],
             f"{queue}: {differing} unit(s) of the file queue differ in the RocksDB copy (first at queue offset "
             f"{qoff}: file (offset, size, tagsCode, store time) {want}, RocksDB {have or 'no unit'})",
         )
     return found
+
+
+def _differs(found: Findings, rocks: RocksConsumeQueues, offset: int | None, detail: str) -> None:
+    """A way the RocksDB copy differs from the file queues: an error at the copy's directory."""
+    found.add(CONSUMEQUEUE, KIND, "error", rocks.directory, None, offset, detail)
