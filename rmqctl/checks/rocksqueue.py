@@ -101,29 +101,20 @@ class RocksQueueSummary:
         """Invalid units, keys missing inside the queue, the offset table against the units, units below min."""
         queue = f"{self.q.topic}/{self.q.queue_id}"
         where = self.cq.directory
-        found = Findings()
+        invalid = []
         if self.invalid:
-            found.add(
-                CONSUMEQUEUE,
-                "cq-entry-invalid",
-                "error",
-                where,
-                None,
-                None,
+            invalid.append(
                 f"{queue}: {self.invalid} unit(s) are not entries (first at queue offset {self.first_invalid}); "
-                "consumers read them as messages",
+                "consumers read them as messages"
             )
         if self.first is not None and self.last - self.first + 1 != self.count:
-            found.add(
-                CONSUMEQUEUE,
-                "cq-entry-invalid",
-                "error",
-                where,
-                None,
-                None,
+            invalid.append(
                 f"{queue}: {self.last - self.first + 1 - self.count} queue offset(s) between {self.first} and "
-                f"{self.last} have no unit; consumers find nothing there",
+                f"{self.last} have no unit; consumers find nothing there"
             )
+        found = Findings()
+        for detail in invalid:
+            found.add(CONSUMEQUEUE, "cq-entry-invalid", "error", where, None, None, detail)
         found += self._offset_table(run, queue, where)
         return found
 
@@ -132,12 +123,9 @@ class RocksQueueSummary:
         found = Findings()
         if q.max_entry is None:
             if last is not None:
-                found.add(
-                    CONSUMEQUEUE,
-                    "rocksdb-cq-offset-table",
-                    "error",
+                _offset_table_error(
+                    found,
                     where,
-                    None,
                     None,
                     f"{queue}: units up to queue offset {last} but no max in the offset column family; "
                     "the broker serves the queue as empty",
@@ -145,12 +133,9 @@ class RocksQueueSummary:
             return found
         unit = self.rocks.unit(q.topic, q.queue_id, q.max_entry[1])
         if last != q.max_entry[1] or unit is None or unit[0] != q.max_entry[0]:
-            found.add(
-                CONSUMEQUEUE,
-                "rocksdb-cq-offset-table",
-                "error",
+            _offset_table_error(
+                found,
                 where,
-                None,
                 q.max_entry[0],
                 f"{queue}: the offset column family's max is queue offset {q.max_entry[1]} at commitlog offset "
                 f"{q.max_entry[0]}, but the last unit is "
@@ -217,3 +202,8 @@ class RocksQueueSummary:
             match = inside & (qoffs[np.minimum(at, len(qoffs) - 1)] == got)
             have[at[match]] |= ok[match]
         return have
+
+
+def _offset_table_error(found: Findings, where: Path, offset: int | None, detail: str) -> None:
+    """The offset column family's max for a queue does not match the queue's last unit."""
+    found.add(CONSUMEQUEUE, "rocksdb-cq-offset-table", "error", where, None, offset, detail)
