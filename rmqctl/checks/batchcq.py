@@ -146,14 +146,8 @@ class BatchConsumeQueueCheck:
         if agrees:
             return
         if not at_record:
-            found.add(
-                CONSUMEQUEUE,
-                "bcq-unit-bad-target",
-                "error",
-                f.path,
-                pos,
-                off,
-                f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}",
+            _bad_target(
+                found, f, pos, off, f"{q.topic}/{q.queue_id} unit at msgBaseOffset {base}: no record starts at {off}"
             )
             return
         try:
@@ -180,14 +174,9 @@ class BatchConsumeQueueCheck:
         for (topic, qid), cursor in self.cursors.items():
             for f, pos, u in cursor.upto(None):
                 off = int(u["commitLogOffset"])
-                found.add(
-                    CONSUMEQUEUE,
-                    "bcq-unit-bad-target",
-                    "error",
-                    f.path,
-                    pos,
-                    off,
-                    f"{topic}/{qid} unit at msgBaseOffset {int(u['msgBaseOffset'])}: {off} is past the records checked",
+                base = int(u["msgBaseOffset"])
+                _bad_target(
+                    found, f, pos, off, f"{topic}/{qid} unit at msgBaseOffset {base}: {off} is past the records checked"
                 )
             for later, (count, first, last) in enumerate(cursor.missing):
                 if count:
@@ -207,3 +196,8 @@ class BatchConsumeQueueCheck:
                         ),
                     )
         return found
+
+
+def _bad_target(found: Findings, f, pos: int, off: int, detail: str) -> None:
+    """A unit whose commitlog offset names no record the check can read, reported at the unit."""
+    found.add(CONSUMEQUEUE, "bcq-unit-bad-target", "error", f.path, pos, off, detail)
