@@ -47,6 +47,19 @@ def check_compaction(store: Store) -> Findings:
     return found
 
 
+def _log_record_error(found: Findings, q: CompactionQueue, r, kind: str, what: str) -> None:
+    """A record of the queue's compaction log that is not what the log must hold, reported at the record."""
+    found.add(
+        CONSUMEQUEUE,
+        kind,
+        "error",
+        r.file.path,
+        r.position,
+        r.file.start + r.position,
+        f"{q.topic}/{q.queue_id} compaction log: {what}",
+    )
+
+
 def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int, dict]:
     """What a CQ unit must hold for each record of one log file, by its position; the records out of place or
     of another queue and bytes that are not a record go to `found`."""
@@ -55,37 +68,14 @@ def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int
         at = r.file.start + r.position
         if r.message is None:
             if r.end not in ("blank", "zeros"):
-                found.add(
-                    CONSUMEQUEUE,
-                    "compaction-record",
-                    "error",
-                    r.file.path,
-                    r.position,
-                    at,
-                    f"{q.topic}/{q.queue_id} compaction log: {r.end}",
-                )
+                _log_record_error(found, q, r, "compaction-record", r.end)
             continue
         m = r.message
         if m.physicalOffset != at:
-            found.add(
-                CONSUMEQUEUE,
-                "compaction-physical-offset",
-                "error",
-                r.file.path,
-                r.position,
-                at,
-                f"{q.topic}/{q.queue_id} compaction log: PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}",
-            )
+            what = f"PHYSICALOFFSET {m.physicalOffset}, but the record is at {at}"
+            _log_record_error(found, q, r, "compaction-physical-offset", what)
         if (m.topic, m.queueId) != (q.topic, q.queue_id):
-            found.add(
-                CONSUMEQUEUE,
-                "compaction-record",
-                "error",
-                r.file.path,
-                r.position,
-                at,
-                f"{q.topic}/{q.queue_id} compaction log: a record of {m.topic}/{m.queueId}",
-            )
+            _log_record_error(found, q, r, "compaction-record", f"a record of {m.topic}/{m.queueId}")
         records[at] = {
             "size": m.storeSize,
             "tagsCode": tags_code(m, store.config),
