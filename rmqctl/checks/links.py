@@ -263,6 +263,11 @@ def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[first], np.diff(np.append(first, len(values)))
 
 
+def _slot_error(found: Findings, ix, s: int, detail: str) -> None:
+    """A hash slot of an index file that does not hold its hash's newest entry, reported at the slot."""
+    found.add(INDEX, "index-slot", "error", ix.path, S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE, None, detail)
+
+
 def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.ndarray, sound: bool) -> Findings:
     """Each slot holds the newest entry of its hash; each entry links to the previous entry of its slot (0
     at a chain's start), so chains are acyclic and strictly backwards. A file `sound` (IndexSummary) is
@@ -272,15 +277,7 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.nda
     found = Findings()
     out_of_range = np.flatnonzero((slot_values < 0) | (slot_values >= total))
     for s in out_of_range[:MAX_LISTED].tolist():
-        found.add(
-            INDEX,
-            "index-slot",
-            "error",
-            ix.path,
-            S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE,
-            None,
-            f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}",
-        )
+        _slot_error(found, ix, s, f"slot {s} holds {int(slot_values[s])}, outside the entries 1..{count - 1}")
     if sound:
         return found
     entry_pos = S.INDEX_HEADER_SIZE + slots * S.HASH_SLOT_SIZE
@@ -288,13 +285,10 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.nda
     newest, links, _ = slot_chains(np.frombuffer(ix.mf.buf, np.uint8), entry_pos, count, slot_values, broken)
     wrong = np.flatnonzero((newest != slot_values) & (slot_values >= 0) & (slot_values < total))
     for s in wrong[:MAX_LISTED].tolist():
-        found.add(
-            INDEX,
-            "index-slot",
-            "error",
-            ix.path,
-            S.INDEX_HEADER_SIZE + s * S.HASH_SLOT_SIZE,
-            None,
+        _slot_error(
+            found,
+            ix,
+            s,
             f"slot {s} holds entry {int(slot_values[s])} but its newest entry is {int(newest[s])}: lookups of "
             f"keys in this slot miss entries",
         )
