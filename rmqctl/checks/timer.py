@@ -105,38 +105,19 @@ def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
 def _check_timerlog_files(found: Findings, log):
     """The timerlog's file names, sizes and contiguity (its MappedFileQueue's load)."""
     size = log.file_size
-    for p in log.queue.strays:
-        found.add(
-            TIMER,
-            "timer-file",
-            "error",
-            p,
-            None,
-            None,
-            "not a 20-digit offset name: the broker's timerlog load fails on it",
-        )
-    for f in log.files:
-        if f.length != size:
-            found.add(
-                TIMER,
-                "timer-file",
-                "error",
-                f.path,
-                None,
-                None,
-                f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it",
-            )
-    for a, b in zip(log.files, log.files[1:]):
-        if b.start != a.start + size:
-            found.add(
-                TIMER,
-                "timer-file",
-                "error",
-                b.path,
-                None,
-                None,
-                f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})",
-            )
+    problems = [(p, "not a 20-digit offset name: the broker's timerlog load fails on it") for p in log.queue.strays]
+    problems += [
+        (f.path, f"file is {f.length} bytes, not mappedFileSizeTimerLog {size}: the broker's timerlog load refuses it")
+        for f in log.files
+        if f.length != size
+    ]
+    problems += [
+        (b.path, f"timerlog {b.name} does not follow {a.name} (which covers {a.start}..{a.start + size})")
+        for a, b in zip(log.files, log.files[1:])
+        if b.start != a.start + size
+    ]
+    for path, detail in problems:
+        found.add(TIMER, "timer-file", "error", path, None, None, detail)
 
 
 def _check_timerlog_units(found: Findings, log, check: dict | None):
@@ -247,13 +228,11 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
         severity = "error" if pending else "info"
         when = f"slot {i} ({_iso(time_ms)})" + ("" if pending else ", already done")
         if int(slot_index(time_ms, precision)) != i:
-            found.add(
-                TIMER,
-                "timer-chain",
+            _chain_finding(
+                found,
                 severity,
                 wheel_path,
                 i * S.WHEEL_SLOT_SIZE,
-                None,
                 f"{when} holds time {time_ms}, whose slot is {int(slot_index(time_ms, precision))}: the broker never "
                 f"finds it",
             )
@@ -262,19 +241,22 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
         if problem:
             # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
             file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
-            found.add(
-                TIMER,
-                "timer-chain",
+            _chain_finding(
+                found,
                 severity,
                 file,
                 at,
-                None,
                 f"{when}: {problem}; the dequeue stops there and the slot's older units are never delivered"
                 if pending
                 else f"{when}: {problem}",
             )
             continue
         _check_chain(found, timer, units, i, positions, when, pending)
+
+
+def _chain_finding(found: Findings, severity: str, file, at: int, detail: str) -> None:
+    """A slot whose chain of units the broker's dequeue does not walk as the slot says, at the slot or the unit."""
+    found.add(TIMER, "timer-chain", severity, file, at, None, detail)
 
 
 def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, positions: list, when: str, pending: bool):
@@ -290,24 +272,20 @@ def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, posit
     ]
     if foreign:
         file, at = _rel(timer, foreign[0])
-        found.add(
-            TIMER,
-            "timer-chain",
+        _chain_finding(
+            found,
             severity,
             file,
             at,
-            None,
             f"{when}: the unit at {foreign[0]} on its chain is filed for another time"
             + (f" ({len(foreign)} such units)" if len(foreign) > 1 else ""),
         )
     if positions and positions[-1] != int(s["firstPos"]):
-        found.add(
-            TIMER,
-            "timer-chain",
+        _chain_finding(
+            found,
             "warning" if pending else "info",
             wheel_path,
             i * S.WHEEL_SLOT_SIZE,
-            None,
             f"{when}: firstPos is {int(s['firstPos'])} but its chain ends at {positions[-1]}",
         )
     count = int(delta(chain_units["magic"]).sum()) if len(chain_units) else 0
