@@ -293,37 +293,35 @@ def _region(ctx: Context, i: int, g: Region, last_data: int) -> Findings:
     found = Findings()
     f = ctx.files[i]
     x = f.start + g.start
-    limit = min(f.length, ctx.file_size)
+    if g.resync is None and i >= last_data and g.last_nonzero < g.start:
+        return found  # zeros after the last record: the logical end of the commitlog
+    kind, end, detail = _region_damage(ctx, i, g, last_data)
+    ctx.damage.add(x, end, kind, x)
+    found.add(RECORDS, kind, "error", f.path, g.start, x, detail)
+    return found
+
+
+def _region_damage(ctx: Context, i: int, g: Region, last_data: int) -> tuple[str, int, str]:
+    """(kind, end of the damaged range, detail) of a region that is damage: bytes the next record resyncs after,
+    a torn tail after the last record, or a file with no BLANK record at its end."""
+    f = ctx.files[i]
+    x = f.start + g.start
     if g.resync is not None:
         n = g.resync - g.start
-        kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
-        ctx.damage.add(x, f.start + g.resync, kind, x)
-        found.add(
-            RECORDS,
-            kind,
-            "error",
-            f.path,
-            g.start,
-            x,
+        return (
+            RECORD_ERROR_KINDS.get(g.cause, g.cause),
+            f.start + g.resync,
             f"{n} invalid bytes at commitlog offset {x} ({g.detail}); the next record starts at {f.start + g.resync}",
         )
-        return found
     if i >= last_data:
-        if g.last_nonzero < g.start:
-            return found  # zeros after the last record: the logical end of the commitlog
         n = g.last_nonzero + 1 - g.start
-        ctx.damage.add(x, f.start + g.last_nonzero + 1, "torn-tail", x)
-        found.add(
-            RECORDS,
+        return (
             "torn-tail",
-            "error",
-            f.path,
-            g.start,
-            x,
+            f.start + g.last_nonzero + 1,
             f"{n} invalid bytes at commitlog offset {x} ({g.detail}) and nothing valid after them: a torn or "
             f"garbage tail after the last record",
         )
-        return found
+    limit = min(f.length, ctx.file_size)
     n = limit - g.start
     if g.zero_head and g.last_nonzero < g.start:
         kind = "zeroed-region" if g.start == 0 else "missing-blank"
@@ -336,14 +334,5 @@ def _region(ctx: Context, i: int, g: Region, last_data: int) -> Findings:
     else:
         kind = RECORD_ERROR_KINDS.get(g.cause, g.cause)
         what = f"{n} invalid bytes at commitlog offset {x} ({g.detail}) up to the end of the file, which has no BLANK record"
-    ctx.damage.add(x, f.start + max(limit, g.start + 1), kind, x)
-    found.add(
-        RECORDS,
-        kind,
-        "error",
-        f.path,
-        g.start,
-        x,
-        f"{what}; the broker's readers stop at this file and never reach the next one by walking",
-    )
-    return found
+    end = f.start + max(limit, g.start + 1)
+    return kind, end, f"{what}; the broker's readers stop at this file and never reach the next one by walking"
