@@ -528,12 +528,10 @@ def _check_last_offset(store: Store, db, kind: str) -> Findings:
     if last is None or last <= 0 or store.expired(last):
         return found
     if last >= _log_end(store):
-        found.add(
-            GROUPS[kind],
-            "rocksdb-store-bookkeeping",
-            "error",
-            db.where(kind),
-            None,
+        _bookkeeping_error(
+            found,
+            db,
+            kind,
             None,
             f"RocksDB message store {kind} lastOffsetPy {last} is past the end of the commitlog "
             f"({_log_end(store)}): dispatch to it would resume there",
@@ -542,13 +540,10 @@ def _check_last_offset(store: Store, db, kind: str) -> Findings:
     try:
         store.read_message(last)
     except StoreError as err:
-        found.add(
-            GROUPS[kind],
-            "rocksdb-store-bookkeeping",
-            "error",
-            db.where(kind),
-            None,
-            last,
-            f"RocksDB message store {kind} lastOffsetPy {last}: {err}",
-        )
+        _bookkeeping_error(found, db, kind, last, f"RocksDB message store {kind} lastOffsetPy {last}: {err}")
     return found
+
+
+def _bookkeeping_error(found: Findings, db, kind: str, offset: int | None, detail: str) -> None:
+    """A bookkeeping key of one kind's column family that dispatch would resume from wrongly."""
+    found.add(GROUPS[kind], "rocksdb-store-bookkeeping", "error", db.where(kind), None, offset, detail)
