@@ -41,20 +41,7 @@ class _EntryScanner(_Scanner):
         add = self.findings.append
         i = 0
         while i < len(starts):
-            status, i = K.walk_bodies(
-                self.u8,
-                starts,
-                ends,
-                i,
-                0,
-                t.file_start,
-                self.options,
-                self.records,
-                self.keys,
-                self.topics,
-                self.table,
-                self.state,
-            )
+            status, i = K.walk_bodies(self.u8, starts, ends, i, 0, *self.record_kernel_args())
             if status == K.FULL:
                 self.grow()
             elif status == K.BROKEN:

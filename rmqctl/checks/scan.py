@@ -203,22 +203,15 @@ class _Scanner:
         t, state = self.t, self.state
         state[K.S_POS] = pos
         while True:
-            status = K.check_walk(
-                self.u8,
-                self.limit,
-                t.stop,
-                t.claim_from,
-                t.file_start,
-                self.options,
-                self.records,
-                self.keys,
-                self.topics,
-                self.table,
-                state,
-            )
+            status = K.check_walk(self.u8, self.limit, t.stop, t.claim_from, *self.record_kernel_args())
             if status != K.FULL:
                 return status, int(state[K.S_POS])
             self.grow()
+
+    def record_kernel_args(self) -> tuple:
+        """What every record kernel takes after its walk's own arguments: the chunk's file start, the options,
+        and the outputs it fills (as they are now: `grow` replaces them)."""
+        return self.t.file_start, self.options, self.records, self.keys, self.topics, self.table, self.state
 
     def grow(self):
         """Room for the kernel's outputs when it returned FULL."""
