@@ -228,31 +228,25 @@ def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term) ->
 
 
 def _index_files(run: Context, iq: MappedFileQueue) -> Findings:
+    size = iq.file_size
+    problems = [("stray-file", p, "not a 20-digit offset name in the DLedger index") for p in iq.strays]
+    problems += [
+        (
+            "file-gap",
+            b.path,
+            f"DLedger index files {a.name} then {b.name}: MmapFileList.checkSelf fails and DLedger does not start",
+        )
+        for a, b in zip(iq.files, iq.files[1:])
+        if b.start != a.start + size
+    ]
+    problems += [
+        ("file-size", f.path, f"DLedger index file is {f.length} bytes, not {size}: MmapFileList.load refuses it")
+        for f in iq.files
+        if f.length != size
+    ]
     found = Findings()
-    for p in iq.strays:
-        found.add(FILES, "stray-file", "error", p, None, None, "not a 20-digit offset name in the DLedger index")
-    for a, b in zip(iq.files, iq.files[1:]):
-        if b.start != a.start + iq.file_size:
-            found.add(
-                FILES,
-                "file-gap",
-                "error",
-                b.path,
-                None,
-                None,
-                f"DLedger index files {a.name} then {b.name}: MmapFileList.checkSelf fails and DLedger does not start",
-            )
-    for f in iq.files:
-        if f.length != iq.file_size:
-            found.add(
-                FILES,
-                "file-size",
-                "error",
-                f.path,
-                None,
-                None,
-                f"DLedger index file is {f.length} bytes, not {iq.file_size}: MmapFileList.load refuses it",
-            )
+    for kind, path, detail in problems:
+        found.add(FILES, kind, "error", path, None, None, detail)
     return found
 
 
