@@ -275,7 +275,7 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     if do_apply and check:
         raise UsageError("--check only reports: drop --apply")
     store = ctx.writable_store() if do_apply else ctx.store
-    rows = (clean.apply if do_apply else clean.plan)(store, now_ms, topic, partition, delete_policy, at_next_run)
+    rows = clean.clean(store, now_ms, topic, partition, delete_policy, at_next_run, act=do_apply)
     render([r.to_dict() for r in rows], ctx.format, CLEAN_COLUMNS)
     acting = [r for r in rows if r.action != "keep"]
     echo_err(

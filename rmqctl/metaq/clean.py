@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import os
 import shutil
 import zipfile
@@ -168,7 +167,3 @@ def clean(
                     txn.commit()
             done += rows
     return done
-
-
-plan = functools.partial(clean, act=False)  # (metaq clean without --apply)
-apply = functools.partial(clean, act=True)  # (metaq clean --apply)
