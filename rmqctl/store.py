@@ -101,8 +101,12 @@ class Pager:
         self._requests: queue.SimpleQueue | None = None
         self._thread: threading.Thread | None = None
         self._starting = threading.RLock()  # (a finalizer run while the thread starts may make a request)
-        # a slot per waiting request: taken without waiting, given back by the pager thread, which takes no lock
-        self._slots = threading.BoundedSemaphore(self.MOST_PENDING)
+        # a token per waiting request, taken without waiting and given back by the pager thread: a SimpleQueue's
+        # get and put run no Python code, so no finalizer can run while they hold their lock (a semaphore's
+        # Python-level lock could be held by a thread whose collection closed a walk that then asked for one)
+        self._slots = queue.SimpleQueue()
+        for _ in range(self.MOST_PENDING):
+            self._slots.put(None)
 
     def ahead(self, m, spans: list[tuple[int, int]]) -> _Request | None:
         """Map the byte spans [lo, hi) of read-only mapping m in, in the background. Spans hold file data only:
@@ -141,10 +145,12 @@ class Pager:
         r = _Request(m, spans, advice)  # (made before the lock is taken: a collection may run while it is made)
         if not r.spans:
             return None
-        if not self._slots.acquire(blocking=False):
+        try:
+            self._slots.get_nowait()
+        except queue.Empty:
             return None
         if not self._serving():
-            self._slots.release()
+            self._slots.put(None)
             return None
         self._requests.put(r)
         return r
@@ -152,7 +158,7 @@ class Pager:
     def _serving(self) -> bool:
         """The pager thread, started on first use; False when none can be started (a process at its thread limit)."""
         with self._starting:
-            if self._requests is None:
+            if self._thread is None or not self._thread.is_alive():  # (first use, or a thread that died)
                 requests = queue.SimpleQueue()
                 thread = threading.Thread(target=self._serve, args=(requests,), name="rmqctl-pager", daemon=True)
                 try:
@@ -177,7 +183,7 @@ class Pager:
             finally:
                 if r.view is not None:
                     r.view = None
-                    self._slots.release()
+                    self._slots.put(None)
                 r.served.set()
 
 

@@ -161,6 +161,7 @@ def walk_files(
                 limit = min(len(u8), file_size)
                 ahead = _Ahead(f, limit) if paged and limit else None
             except FileGone:  # (deleted since it was listed, or since it was mapped: then it is let go)
+                u8 = None  # (a view left here would keep the mapping while the exception lives)
                 f.release()
                 if gone is None:
                     raise
