@@ -545,3 +545,18 @@ def test_a_commitlog_file_deleted_between_its_mapping_and_its_extents_restarts_v
         store.close()
     assert [Path(p) for p in result.restarted_after] == [head]
     assert not head.exists()
+
+
+def test_a_queue_file_the_broker_is_creating_is_no_finding(tmp_path):
+    """A running broker creates a queue's next file empty and then maps it at its full size: verify listing the
+    queue between the two is no false alarm; the same empty file in a stopped store is one."""
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    queue = next(q for q in sorted((root / "consumequeue").glob("*/*")) if any(q.iterdir()))
+    last = max(int(p.name) for p in queue.iterdir())
+    size = load_config(conf).mappedFileSizeConsumeQueue
+    (queue / f"{last + size:020d}").touch()
+    with held_lock(root):
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        assert res.exit_code == 0, res.stdout
+    res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 1 and "file-size" in {f["kind"] for f in jsonl(res.stdout)}
