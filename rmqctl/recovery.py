@@ -7,15 +7,15 @@ starts from it; none of them writes it again.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
-from .javacompat import crc31
-from .engine import data_extents
+from .javacompat import CRC32_PROPERTY, crc31
+from .engine import PROPERTIES_NOT_UTF8, Chunk, data_extents, walk_files
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .rules import message_magic
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
@@ -150,6 +150,68 @@ class RecoveryChecker:
         if message_magic(magic, True):
             bad.queueId = S.INT32.unpack_from(buf, pos + QUEUE_ID_AT)[0]
             bad.queueOffset = S.INT64.unpack_from(buf, pos + QUEUE_OFFSET_AT)[0]
+
+
+class AcceptedRecords:
+    """A checkMessageAndReturnSize walk on the compiled engine, from file `first` to the first record the
+    broker's check fails: the records accepted, a chunk at a time (`chunks()`: (file index, Chunk)), and then
+    `stop` (file index, position, BadRecord; None when the walk reached the last file's end or BLANK).
+    `checker_of(i)` is file i's check (a recovery checks CRCs only from its start file). The engine decodes
+    and checks the CRCs; what it cannot settle alone goes to the checker (the reference), which decides: a
+    record whose CRC it found failing or could not read, one without the property CRC forceVerifyPropCRC
+    asks for, a PHYSICALOFFSET off its position, and the bytes where the engine stopped."""
+
+    def __init__(self, store: Store, first: int, checker_of: Callable[[int], RecoveryChecker]):
+        self.store, self.first, self.checker_of = store, first, checker_of
+        self.stop: tuple[int, int, BadRecord] | None = None
+
+    def chunks(self) -> Iterator[tuple[int, Chunk]]:
+        files, size = self.store.commitlog.files, self.store.commitlog.file_size
+        for i in range(self.first, len(files)):
+            f, checker = files[i], self.checker_of(i)
+            refused = []  # where the engine stopped at bytes that are not a record
+
+            def stopped_at(_, pos: int, limit: int):
+                refused.append(pos)
+
+            for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc):
+                failed = _first_failure(f, chunk, checker)
+                if failed is None:
+                    yield i, chunk
+                    continue
+                row, pos, bad = failed
+                if row:
+                    yield i, chunk.select(slice(0, row))
+                self.stop = (i, pos, bad)
+                return
+            if refused:
+                pos = refused[0]
+                _, bad = checker.check(f, pos)
+                if bad is None:
+                    raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
+                self.stop = (i, pos, bad)
+                return
+
+
+def _first_failure(f: MappedFile, chunk: Chunk, checker: RecoveryChecker) -> tuple[int, int, BadRecord] | None:
+    """The first row of `chunk` the checker fails: (row, position, BadRecord); the rows the engine settled
+    are not read again."""
+    suspect = np.zeros(len(chunk), bool)
+    if checker.crc:
+        suspect |= chunk.column("crcOk") != 1
+        if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
+            suspect |= (chunk.column(f"lo:{CRC32_PROPERTY}") < 0) | (
+                chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0
+            )
+    if checker.position:
+        suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
+    positions = chunk.column("position")
+    for row in np.flatnonzero(suspect):
+        pos = int(positions[row])
+        _, bad = checker.check(f, pos)
+        if bad is not None:
+            return int(row), pos, bad
+    return None
 
 
 def position_checked(version: BrokerVersion) -> bool:

@@ -5,12 +5,14 @@ wrote (the fixtures' truth files)."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
-from conftest import FIXTURES, broker_conf
+from conftest import FIXTURES, broker_conf, patch
 
 from rmqctl.config import load_config
-from rmqctl.recovery import normal_recovery_start
+from rmqctl.record import Blank
+from rmqctl.recovery import AcceptedRecords, RecoveryChecker, normal_recovery_start
 from rmqctl.store import Store
 from rmqctl.views.startup import estimate_startup
 
@@ -70,3 +72,74 @@ def test_the_startup_estimate_scans_from_the_same_file(name):
     store = open_store(name)
     assert not store.crashed()
     assert estimate_startup(store).firstFile == expected_start(name)
+
+
+def record_by_record(store: Store, first: int, checker_of) -> tuple[list[int], tuple | None]:
+    """The reference's walk: checker.check at each record, as the broker's loop steps."""
+    files, size = store.commitlog.files, store.commitlog.file_size
+    accepted = []
+    for i in range(first, len(files)):
+        f, pos = files[i], 0
+        while pos < size:
+            rec, bad = checker_of(i).check(f, pos)
+            if bad is not None:
+                return accepted, (i, pos, bad.kind, bad.detail)
+            if isinstance(rec, Blank):
+                break
+            accepted.append(f.start + pos)
+            pos += rec.storeSize
+    return accepted, None
+
+
+def engine_walk(store: Store, first: int, checker_of) -> tuple[list[int], tuple | None]:
+    walk = AcceptedRecords(store, first, checker_of)
+    accepted = [int(p) + c.file.start for _, c in walk.chunks() for p in c.column("position")]
+    stop = None if walk.stop is None else (walk.stop[0], walk.stop[1], walk.stop[2].kind, walk.stop[2].detail)
+    return accepted, stop
+
+
+DAMAGE = [
+    b"\x00",  # a body or header byte changed: a CRC, a length, a magic
+    b"\xff\xff\xff\xff",
+    bytes(64),  # a zeroed region
+    b"\xda\xa3\x20\xa7",  # MESSAGE_MAGIC_CODE_V2 where a 4.x record's magic was
+]
+
+
+@pytest.mark.parametrize("name", ["a-basic", "b-mixed", "c-v5-features", "d-crashed"])
+def test_the_compiled_recovery_walk_stops_where_the_reference_stops(name, store_copy):
+    """AcceptedRecords (the engine decides, the reference settles what it cannot) against checkMessageAndReturnSize
+    record by record, on damaged copies, with and without CRC checks, the property CRC and 5.5.0's position rule."""
+    rng = random.Random(f"recovery-walk-{name}")
+    root = store_copy(name)
+    conf = load_config(broker_conf(name))
+    files = sorted((root / "commitlog").iterdir())
+    stops = []
+    for trial in range(12):
+        path = rng.choice(files)
+        data = path.read_bytes()
+        used = len(data.rstrip(b"\x00")) or 1
+        at = rng.randrange(used)
+        if trial % 4 == 3:  # at a record's magic: V2 for a 4.x reader, garbage for any
+            store = Store(root, conf)
+            heads = [c.file.start + int(p) for c in store.scan().chunks() for p in c.column("position")]
+            store.close()
+            f_start = int(path.name)
+            at = rng.choice([h - f_start + 4 for h in heads if f_start <= h < f_start + len(data)] or [at])
+        patch(path, at, rng.choice(DAMAGE))
+        for crc, prop_crc, position in [(True, False, False), (False, False, False), (True, True, True)]:
+            store = Store(root, conf)
+            checker = RecoveryChecker(store)
+            checker.crc, checker.prop_crc, checker.position = crc, prop_crc and checker.v2, position
+            lenient = RecoveryChecker(store)
+            lenient.crc = False
+            start = len(store.commitlog.files) // 2
+            checker_of = lambda i: checker if i >= start else lenient  # noqa: E731
+            want = record_by_record(store, 0, checker_of)
+            assert engine_walk(store, 0, checker_of) == want, (path.name, at, crc, prop_crc, position)
+            if want[1] is not None:
+                stops.append(want[1])
+            store.close()
+        path.write_bytes(data)  # the next trial damages the fixture afresh
+    # the damage made the walks stop, and at kinds the engine settles alone as well as at the reference's
+    assert {"body-crc", "illegal-magic"} <= {stop[2] for stop in stops} or name == "c-v5-features", stops

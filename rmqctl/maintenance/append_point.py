@@ -10,6 +10,8 @@ import dataclasses
 from array import array
 from pathlib import Path
 
+import numpy as np
+
 from .. import schema as S
 from ..batchcq import batch_max_phy
 from ..brokerversion import FIVE_ONLY_CONFIG_KEYS, parse_release, store_entries_version
@@ -17,8 +19,8 @@ from ..config import BrokerConfig, read_properties
 from ..dispatch import cq_targets
 from ..errors import StoreError, UsageError
 from ..javacompat import PROPERTY_SEPARATOR
-from ..record import Blank
-from ..recovery import RecoveryChecker, normal_recovery_start, zero_from
+from ..record import read_record
+from ..recovery import AcceptedRecords, RecoveryChecker, normal_recovery_start, zero_from
 from ..store import Store
 
 
@@ -102,6 +104,18 @@ def _dispatched_ends(store: Store, config: BrokerConfig) -> tuple[int, int]:
     return cq_end, index_end
 
 
+def _count_styles(chunk, votes: dict[int, int]):
+    """The record style each record shows: V2 magic is 5.x's; otherwise a property string ending in the
+    separator is 5.x's (MessageDecoder.messageProperties2String), one without is 4.x's."""
+    v2 = chunk.column("v2") == 1
+    length = chunk.column("propertiesLength")
+    with_properties = ~v2 & (length > 0)
+    last_bytes = chunk.u8[(chunk.column("propertiesAt") + length - 1)[with_properties]]
+    fives = int((last_bytes == ord(PROPERTY_SEPARATOR)).sum())
+    votes[5] += int(v2.sum()) + fives
+    votes[4] += len(last_bytes) - fives
+
+
 def append_point(store: Store, config: BrokerConfig, version: int, version_source: str) -> AppendPoint:
     """recoverNormally's walk, from its start file (recovery.normal_recovery_start) or the dispatch point, if
     earlier, to the first record that fails checkMessageAndReturnSize; then everything after it must be zeros."""
@@ -125,40 +139,35 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
     catch_up = array("q")
     next_offsets: dict[tuple[str, int], int] = {}
     votes = {4: 0, 5: 0}
-    last_host = None
+    last = None  # (file, position) of the last record in the recovery's files
+    accepted = AcceptedRecords(store, start_idx, lambda i: strict if i >= recover_idx else lenient)
+    for i, chunk in accepted.chunks():
+        positions = chunk.column("position")
+        to_dispatch = positions[positions + chunk.file.start >= reput_from]
+        catch_up.frombytes((to_dispatch + chunk.file.start).astype(np.int64).tobytes())
+        for pos in to_dispatch.tolist():  # (the records the queues lack: few but after a crash or a rebuild)
+            rec = read_record(chunk.buf, pos, min(len(chunk.buf), size), strict.v2)
+            for t, q, qoff in cq_targets(rec, config):
+                next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
+        if i >= recover_idx:
+            _count_styles(chunk, votes)
+            last = (chunk.file, int(positions[-1]))
     end = files[-1].start + size if files else 0
-    for i in range(start_idx, len(files)):
-        f = files[i]
-        checker = strict if i >= recover_idx else lenient
-        pos = 0
-        bad = None
-        while pos < size:
-            rec, bad = checker.check(f, pos)
-            if bad is not None or isinstance(rec, Blank):
-                break
-            off = f.start + pos
-            if off >= reput_from:
-                catch_up.append(off)
-                for t, q, qoff in cq_targets(rec, config):
-                    next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
-            if i >= recover_idx:
-                if rec.magicCode == S.MAGIC_V2:
-                    votes[5] += 1
-                elif rec.propertiesBytes:
-                    votes[5 if rec.propertiesBytes.endswith(PROPERTY_SEPARATOR.encode()) else 4] += 1
-                last_host = rec.store_host
-            pos += rec.storeSize
-        f.release()  # walked: its pages go back, as the next file's come in
-        if bad is not None:
-            end = f.start + pos
-            if not zero_from(store, i, pos):
-                raise StoreError(
-                    f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
-                    "(a torn or garbage tail); run `rmqctl repair` before appending",
-                    f.path,
-                    end,
-                )
-            break
+    if accepted.stop is not None:
+        i, pos, bad = accepted.stop
+        end = files[i].start + pos
+        if not zero_from(store, i, pos):
+            raise StoreError(
+                f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
+                "(a torn or garbage tail); run `rmqctl repair` before appending",
+                files[i].path,
+                end,
+            )
+    last_host = None
+    if last is not None:
+        f, pos = last
+        last_host = read_record(f.buf, pos, min(len(f.buf), size), strict.v2).store_host
+        f.release()
     if cq_end > end:
         raise StoreError(
             f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; run `rmqctl repair` first",
