@@ -65,9 +65,10 @@ class RecordTally:
         self.count, self.last = 0, -1
         self.at_first_bad: tuple[int, int] | None = None  # (count, last) when the first bad record was found
 
-    def add(self, offset: int, size: int):
-        self.count += 1
-        self.last = offset
+    def add(self, chunk: Chunk):
+        """The records of a chunk the walk passed."""
+        self.count += len(chunk)
+        self.last = chunk.file.start + int(chunk.column("position")[-1])
 
     def bad_found(self):
         if self.at_first_bad is None:
@@ -153,65 +154,80 @@ class RecoveryChecker:
 
 
 class AcceptedRecords:
-    """A checkMessageAndReturnSize walk on the compiled engine, from file `first` to the first record the
-    broker's check fails: the records accepted, a chunk at a time (`chunks()`: (file index, Chunk)), and then
-    `stop` (file index, position, BadRecord; None when the walk reached the last file's end or BLANK).
-    `checker_of(i)` is file i's check (a recovery checks CRCs only from its start file). The engine decodes
-    and checks the CRCs; what it cannot settle alone goes to the checker (the reference), which decides: a
-    record whose CRC it found failing or could not read, one without the property CRC forceVerifyPropCRC
-    asks for, a PHYSICALOFFSET off its position, and the bytes where the engine stopped."""
+    """checkMessageAndReturnSize's walk on the compiled engine, from file `first` up to file `upto`: what it
+    passes, a chunk at a time, each with the failure right after it. `walk()` yields (file index, the records
+    passed (a Chunk, or None), the BadRecord after them, or None). It ends at the first failure, or at the
+    BLANK of the last file (`blank_at`: its position there); with `past_crc` a CRC failure does not end it
+    (the record's structure is sound: it is the first record passed after it) and anything else ends only
+    its file. `checker_of(i)` is file i's check (a recovery checks CRCs only from its start file).
+    The engine decodes and checks the CRCs; what it cannot settle alone goes to the checker (the reference),
+    which decides: a record whose CRC it found failing or could not read, one without the property CRC
+    forceVerifyPropCRC asks for, a PHYSICALOFFSET off its position, and the bytes where the engine stopped
+    (or a file's end without a BLANK, where the broker's loop reads on and fails)."""
 
-    def __init__(self, store: Store, first: int, checker_of: Callable[[int], RecoveryChecker]):
+    def __init__(self, store: Store, first: int, checker_of: Callable[[int], RecoveryChecker], **options):
         self.store, self.first, self.checker_of = store, first, checker_of
-        self.stop: tuple[int, int, BadRecord] | None = None
+        self.upto = options.get("upto", len(store.commitlog.files))
+        self.past_crc = options.get("past_crc", False)
+        self.blank_at: int | None = None
 
-    def chunks(self) -> Iterator[tuple[int, Chunk]]:
-        files, size = self.store.commitlog.files, self.store.commitlog.file_size
-        for i in range(self.first, len(files)):
-            f, checker = files[i], self.checker_of(i)
-            refused = []  # where the engine stopped at bytes that are not a record
-
-            def stopped_at(_, pos: int, limit: int):
-                refused.append(pos)
-
-            for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc):
-                failed = _first_failure(f, chunk, checker)
-                if failed is None:
-                    yield i, chunk
-                    continue
-                row, pos, bad = failed
-                if row:
-                    yield i, chunk.select(slice(0, row))
-                self.stop = (i, pos, bad)
-                return
-            if refused:
-                pos = refused[0]
-                _, bad = checker.check(f, pos)
-                if bad is None:
-                    raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
-                self.stop = (i, pos, bad)
+    def walk(self) -> Iterator[tuple[int, Chunk | None, BadRecord | None]]:
+        for i in range(self.first, self.upto):
+            ended = None
+            for chunk, ended in self._file(i):
+                yield i, chunk, ended
+            if ended is not None and not self.past_crc:
                 return
 
+    def _goes_on(self, bad: BadRecord) -> bool:
+        return self.past_crc and bad.kind in CRC_KINDS
 
-def _first_failure(f: MappedFile, chunk: Chunk, checker: RecoveryChecker) -> tuple[int, int, BadRecord] | None:
-    """The first row of `chunk` the checker fails: (row, position, BadRecord); the rows the engine settled
-    are not read again."""
-    suspect = np.zeros(len(chunk), bool)
-    if checker.crc:
-        suspect |= chunk.column("crcOk") != 1
-        if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
-            suspect |= (chunk.column(f"lo:{CRC32_PROPERTY}") < 0) | (
-                chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0
-            )
-    if checker.position:
-        suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
-    positions = chunk.column("position")
-    for row in np.flatnonzero(suspect):
-        pos = int(positions[row])
+    def _file(self, i: int) -> Iterator[tuple[Chunk | None, BadRecord | None]]:
+        f, checker = self.store.commitlog.files[i], self.checker_of(i)
+        size = self.store.commitlog.file_size
+        refused = []  # where the engine stopped at bytes that are not a record
+        end = 0  # where the last record passed ends
+
+        def stopped_at(_, pos: int, limit: int):
+            refused.append(pos)
+
+        self.blank_at = None
+        for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc):
+            start = 0
+            for row, bad in self._failures(f, chunk, checker):
+                yield (chunk.select(slice(start, row)) if row > start else None), bad
+                if not self._goes_on(bad):
+                    return
+                start = row
+            yield chunk.select(slice(start, None)), None
+            end = int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+        if not refused and end < min(f.length, size):
+            self.blank_at = end
+            return
+        pos = refused[0] if refused else end
         _, bad = checker.check(f, pos)
-        if bad is not None:
-            return int(row), pos, bad
-    return None
+        if bad is None:
+            raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
+        yield None, bad
+
+    def _failures(self, f: MappedFile, chunk: Chunk, checker: RecoveryChecker) -> Iterator[tuple[int, BadRecord]]:
+        """The rows of `chunk` the checker fails, in order, up to one that ends the walk; the rows the engine
+        settled are not read again."""
+        suspect = np.zeros(len(chunk), bool)
+        if checker.crc:
+            suspect |= chunk.column("crcOk") != 1
+            if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
+                no_crc = chunk.column(f"lo:{CRC32_PROPERTY}") < 0
+                suspect |= no_crc | (chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0)
+        if checker.position:
+            suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
+        positions = chunk.column("position")
+        for row in np.flatnonzero(suspect).tolist():
+            _, bad = checker.check(f, int(positions[row]))
+            if bad is not None:
+                yield row, bad
+                if not self._goes_on(bad):
+                    return
 
 
 def position_checked(version: BrokerVersion) -> bool:
@@ -287,56 +303,39 @@ def recovery_start(store: Store) -> int:
     return 0
 
 
-REPORT_EVERY = 1 << 16  # records between progress reports: a report costs far more than a record check
-
-
 class ProgressReporter:
-    """Tells `progress` how many commitlog bytes are checked, counted from the first file's start: at each file
-    and every REPORT_EVERY records."""
+    """Tells `progress` how many commitlog bytes are checked, counted from the first file's start, as each
+    chunk of records is passed."""
 
     def __init__(self, progress: Callable[[int], None] | None, files):
-        self.progress, self.base, self.records = progress, files[0].start if files else 0, 0
+        self.progress, self.base = progress, files[0].start if files else 0
 
-    def at(self, f, pos: int):
-        if self.progress is None:
-            return
-        self.records += 1
-        if pos == 0 or self.records % REPORT_EVERY == 0:
-            self.progress(f.start + pos - self.base)
+    def passed(self, chunk: Chunk):
+        if self.progress is not None:
+            end = int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+            self.progress(chunk.file.start + end - self.base)
 
 
 def walk(
     store: Store, checker: RecoveryChecker, first: int, seen: RecordTally, reporter: ProgressReporter | None = None
 ) -> Walk:
-    """CommitLog.recoverAbnormally's loop from file `first`; each file's pages released once passed."""
+    """CommitLog.recoverAbnormally's loop from file `first` (on the compiled walk: AcceptedRecords)."""
     files = store.commitlog.files
     if not files:
         return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
-    i, pos, last_message, passed = first, 0, -1, 0
-    while True:
-        f = files[i]
-        if reporter is not None:
-            reporter.at(f, pos)
-        rec, bad = checker.check(f, pos)
+    accepted = AcceptedRecords(store, first, lambda _: checker)
+    last_message = -1
+    for i, chunk, bad in accepted.walk():
+        if chunk is not None:
+            _passed(chunk, seen, reporter)
+            last_message = seen.last
         if bad is not None:
-            if bad.kind == "zeroed-region" and zero_from(store, i, pos):
+            cut = files[i].start + bad.position
+            if bad.kind == "zeroed-region" and zero_from(store, i, bad.position):
                 bad = None  # the clean end of the data
-            return Walk(cut=f.start + pos, zero_from=f.start + pos, stop=bad, last_message=last_message)
-        if isinstance(rec, Blank):
-            if i + 1 < len(files):
-                f.release()
-                i, pos, passed = i + 1, 0, 0
-                continue
-            return Walk(
-                cut=f.start + pos,
-                zero_from=f.start + pos + S.END_FILE_MIN_BLANK_LENGTH,
-                stop=None,
-                last_message=last_message,
-            )
-        seen.add(f.start + pos, rec.storeSize)
-        last_message = f.start + pos
-        pos += rec.storeSize
-        passed = give_back(f, passed, pos)
+            return Walk(cut=cut, zero_from=cut, stop=bad, last_message=last_message)
+    cut = files[-1].start + accepted.blank_at
+    return Walk(cut=cut, zero_from=cut + S.END_FILE_MIN_BLANK_LENGTH, stop=None, last_message=last_message)
 
 
 def check_earlier_files(
@@ -345,24 +344,19 @@ def check_earlier_files(
     """Files the broker's recovery does not re-check: every bad record, going on after a CRC failure (the
     structure is sound) and at the next file after anything else."""
     found = []
-    for f in store.commitlog.files[:upto]:
-        pos = passed = 0
-        while True:
-            if reporter is not None:
-                reporter.at(f, pos)
-            rec, bad = checker.check(f, pos)
-            if bad is not None:
-                found.append(bad)
-                seen.bad_found()
-                if bad.kind not in CRC_KINDS:
-                    break
-            if isinstance(rec, Blank):
-                break
-            seen.add(f.start + pos, rec.storeSize)
-            pos += rec.storeSize
-            passed = give_back(f, passed, pos)
-        f.release()
+    for _, chunk, bad in AcceptedRecords(store, 0, lambda _: checker, upto=upto, past_crc=True).walk():
+        if chunk is not None:
+            _passed(chunk, seen, reporter)
+        if bad is not None:
+            found.append(bad)
+            seen.bad_found()
     return found
+
+
+def _passed(chunk: Chunk, seen: RecordTally, reporter: ProgressReporter | None):
+    seen.add(chunk)
+    if reporter is not None:
+        reporter.passed(chunk)
 
 
 def give_back(f: MappedFile, passed: int, pos: int) -> int:

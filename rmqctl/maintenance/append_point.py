@@ -141,7 +141,12 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
     votes = {4: 0, 5: 0}
     last = None  # (file, position) of the last record in the recovery's files
     accepted = AcceptedRecords(store, start_idx, lambda i: strict if i >= recover_idx else lenient)
-    for i, chunk in accepted.chunks():
+    stop = None  # (file index, the record the walk failed on)
+    for i, chunk, bad in accepted.walk():
+        if bad is not None:
+            stop = (i, bad)
+        if chunk is None:
+            continue
         positions = chunk.column("position")
         to_dispatch = positions[positions + chunk.file.start >= reput_from]
         catch_up.frombytes((to_dispatch + chunk.file.start).astype(np.int64).tobytes())
@@ -153,10 +158,10 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
             _count_styles(chunk, votes)
             last = (chunk.file, int(positions[-1]))
     end = files[-1].start + size if files else 0
-    if accepted.stop is not None:
-        i, pos, bad = accepted.stop
-        end = files[i].start + pos
-        if not zero_from(store, i, pos):
+    if stop is not None:
+        i, bad = stop
+        end = bad.commitLogOffset
+        if not zero_from(store, i, bad.position):
             raise StoreError(
                 f"the commitlog does not end cleanly: {bad.detail}, and non-zero bytes follow "
                 "(a torn or garbage tail); run `rmqctl repair` before appending",
