@@ -15,7 +15,7 @@ from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import CRC32_PROPERTY, crc31
-from .engine import PROPERTIES_NOT_UTF8, Chunk, data_extents, walk_files
+from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .rules import message_magic
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
@@ -192,7 +192,9 @@ class AcceptedRecords:
             refused.append(pos)
 
         self.blank_at = None
-        for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc):
+        # one thread walks: a second core maps the pages in ahead of it and gives them back (store.Pager)
+        paged = available_cores() > 1
+        for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc, paged=paged):
             start = 0
             for row, bad in self._failures(f, chunk, checker):
                 yield (chunk.select(slice(start, row)) if row > start else None), bad
