@@ -341,3 +341,28 @@ def test_an_interrupted_run_is_reported_and_finished_by_the_next_writing_command
     )
     assert res.exit_code == 0 and "removed what an interrupted run left" in res.stderr
     assert state(root) == old
+
+
+def test_a_staged_commitlog_file_is_read_back_up_to_the_cut(tmp_path):
+    """The staged check (repair's _records_end, on the compiled walk): a sound file's records read up to the
+    cut; damage before the cut stops them there; a cut past the file's BLANK is not reached."""
+    from rmqctl.config import load_config
+    from rmqctl.maintenance.repair import _records_end
+    from rmqctl.store import MappedFile, Store
+
+    root = copy_store("a-basic", tmp_path)
+    store = Store(root, load_config(broker_conf("a-basic")))
+    first = store.commitlog.files[0]
+    chunk = next(store.scan().chunks())
+    starts = (chunk.column("position") + first.start).tolist()
+    cut = starts[len(starts) // 2]
+    staged = MappedFile(first.path, first.start)
+    assert _records_end(store, staged, cut) >= cut
+    blank = int(chunk.column("position")[-1] + chunk.column("storeSize")[-1]) + first.start
+    assert _records_end(store, MappedFile(first.path, first.start), first.start + store.commitlog.file_size) == blank
+    damaged = starts[len(starts) // 4]
+    with open(first.path, "r+b") as fh:
+        fh.seek(damaged - first.start + 4)
+        fh.write(b"\0\0\0\0")  # the magic
+    assert _records_end(store, MappedFile(first.path, first.start), cut) == damaged
+    store.close()

@@ -43,7 +43,7 @@ import numpy as np
 from .. import schema as S
 from .. import dledger as D
 from ..errors import StoreError, UsageError
-from ..record import Blank, Message
+from ..record import Message
 from ..recovery import (
     CHUNK,
     BadRecord,
@@ -51,12 +51,14 @@ from ..recovery import (
     RecordTally,
     RecoveryChecker,
     Walk,
+    allow_v2,
     check_earlier_files,
     last_nonzero,
     records_past,
     recovery_start,
     walk,
 )
+from ..engine import walk_files
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store, elsewhere
 from ..checks.verify import Preexisting
@@ -422,7 +424,6 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
     """Read the staged files back before the swap: no consumequeue unit or index entry at or past the cut,
     index slots and header agreeing, and the zeroed commitlog file's records reading back up to the cut."""
     problems = []
-    checker = RecoveryChecker(store)
     slots, num = store.index_geometry
     for op in txn.ops:
         if op["op"] != "replace":
@@ -442,16 +443,26 @@ def _check_staged(store: Store, txn: Transaction, cut: int, zero_from: int) -> l
                 problems.append(f"{target}: hashSlotCount disagrees with the slots")
         elif target.parent in {d.resolve() for d in store.commitlog_dirs}:
             f = MappedFile(staged, int(staged.name))
-            pos = 0
-            while f.start + pos < cut:
-                rec, bad = checker.check(f, pos)
-                if rec is None or isinstance(rec, Blank):
-                    problems.append(f"{target}: the kept records do not read back at {f.start + pos}")
-                    break
-                pos += rec.storeSize
+            end = _records_end(store, f, cut)
+            if end < cut:
+                problems.append(f"{target}: the kept records do not read back at {end}")
             if last_nonzero(f.buf, zero_from - f.start) >= 0:
                 problems.append(f"{target}: data remains past {zero_from}")
     return problems
+
+
+def _records_end(store: Store, f: MappedFile, cut: int) -> int:
+    """Where the records of commitlog file `f`, read one after another from its start, stop before `cut`:
+    at the first bytes that are not a record, or a BLANK (`cut` or past it when they all read)."""
+    stopped = []
+
+    def refused(_, pos: int, limit: int):
+        stopped.append(f.start + pos)
+
+    end = f.start
+    for chunk in walk_files([f], store.commitlog.file_size, None, cut, allow_v2(store), refused):
+        end = f.start + int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+    return min(stopped + [end])
 
 
 def plan_timer(store: Store, cut: int, consumequeue: list, txn: Transaction | None) -> dict:
