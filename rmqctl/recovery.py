@@ -161,9 +161,8 @@ class AcceptedRecords:
     (the record's structure is sound: it is the first record passed after it) and anything else ends only
     its file. `checker_of(i)` is file i's check (a recovery checks CRCs only from its start file).
     The engine decodes and checks the CRCs; what it cannot settle alone goes to the checker (the reference),
-    which decides: a record whose CRC it found failing or could not read, one without the property CRC
-    forceVerifyPropCRC asks for, a PHYSICALOFFSET off its position, and the bytes where the engine stopped
-    (or a file's end without a BLANK, where the broker's loop reads on and fails)."""
+    which decides (record_failures), and at the bytes where the engine stopped (or a file's end without a
+    BLANK, where the broker's loop reads on and fails)."""
 
     def __init__(self, store: Store, first: int, checker_of: Callable[[int], RecoveryChecker], **options):
         self.store, self.first, self.checker_of = store, first, checker_of
@@ -196,7 +195,7 @@ class AcceptedRecords:
         paged = available_cores() > 1
         for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc, paged=paged):
             start = 0
-            for row, bad in self._failures(f, chunk, checker):
+            for row, bad in self._failures(chunk, checker):
                 yield (chunk.select(slice(start, row)) if row > start else None), bad
                 if not self._goes_on(bad):
                     return
@@ -212,24 +211,33 @@ class AcceptedRecords:
             raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
         yield None, bad
 
-    def _failures(self, f: MappedFile, chunk: Chunk, checker: RecoveryChecker) -> Iterator[tuple[int, BadRecord]]:
-        """The rows of `chunk` the checker fails, in order, up to one that ends the walk; the rows the engine
-        settled are not read again."""
-        suspect = np.zeros(len(chunk), bool)
-        if checker.crc:
-            suspect |= chunk.column("crcOk") != 1
-            if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
-                no_crc = chunk.column(f"lo:{CRC32_PROPERTY}") < 0
-                suspect |= no_crc | (chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0)
-        if checker.position:
-            suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
-        positions = chunk.column("position")
-        for row in np.flatnonzero(suspect).tolist():
-            _, bad = checker.check(f, int(positions[row]))
-            if bad is not None:
-                yield row, bad
-                if not self._goes_on(bad):
-                    return
+    def _failures(self, chunk: Chunk, checker: RecoveryChecker) -> Iterator[tuple[int, BadRecord]]:
+        return record_failures(chunk, checker, self._goes_on)
+
+
+def record_failures(
+    chunk: Chunk, checker: RecoveryChecker, goes_on: Callable[[BadRecord], bool]
+) -> Iterator[tuple[int, BadRecord]]:
+    """The rows of a chunk the engine decoded that `checker` fails, in order, up to the first that does not
+    `go on`: the engine settles every other row, and the checker (the reference) reads only the rows the engine
+    cannot settle alone (a CRC found failing or not read, a property CRC forceVerifyPropCRC asks for and the
+    record lacks, a PHYSICALOFFSET off its position)."""
+    f = chunk.file
+    suspect = np.zeros(len(chunk), bool)
+    if checker.crc:
+        suspect |= chunk.column("crcOk") != 1
+        if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
+            no_crc = chunk.column(f"lo:{CRC32_PROPERTY}") < 0
+            suspect |= no_crc | (chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0)
+    if checker.position:
+        suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
+    positions = chunk.column("position")
+    for row in np.flatnonzero(suspect).tolist():
+        _, bad = checker.check(f, int(positions[row]))
+        if bad is not None:
+            yield row, bad
+            if not goes_on(bad):
+                return
 
 
 def position_checked(version: BrokerVersion) -> bool:

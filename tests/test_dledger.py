@@ -389,3 +389,18 @@ def test_dump_walks_entries_a_slice_at_a_time(copy, monkeypatch):
     monkeypatch.setattr(D, "ENTRY_SLICE", 3000)
     assert "entry size 70000 runs past the end of the file" in whole[2]
     assert lines() == whole
+
+
+def test_repair_reports_the_damage_dledger_recovery_keeps(copy):
+    """A record whose body CRC fails inside a sound entry below the cut: DLedger's recovery never reads it, so
+    repair keeps it and reports it (notCut), found on the compiled walk with the reference deciding."""
+    from rmqctl.config import load_config
+    from rmqctl.maintenance.repair import repair
+    from rmqctl.store import Store
+
+    store = copy()
+    torn_last_entry(store)
+    e = ENTRIES[3]
+    patch(_data(store, e), e["filePosition"] + 48 + 120, b"\xee")  # inside its body
+    result = repair(Store(store, load_config(CONF)), dry_run=True)
+    assert [(b.kind, b.commitLogOffset) for b in result.notCut] == [("body-crc", e["messageOffset"])]

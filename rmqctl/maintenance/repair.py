@@ -53,6 +53,7 @@ from ..recovery import (
     Walk,
     allow_v2,
     check_earlier_files,
+    record_failures,
     last_nonzero,
     records_past,
     recovery_start,
@@ -750,8 +751,8 @@ def _dledger_last_kept(store: Store, r) -> int:
 
 def _last_message_below(store: Store, offset: int) -> int:
     last = -1
-    for f, m in store.scan().records(end=offset):
-        last = f.start + m.position
+    for chunk in store.scan().chunks(end=offset):
+        last = chunk.file.start + int(chunk.column("position")[-1])
     return last
 
 
@@ -761,10 +762,8 @@ def _damage_kept(store: Store, cut: int) -> list[BadRecord]:
     found = []
     scan = store.scan()
     checker = RecoveryChecker(store)
-    for f, m in scan.records(end=cut):
-        _, bad = checker.check(f, m.position)
-        if bad is not None:
-            found.append(bad)
+    for chunk in scan.chunks(end=cut, check_crc=checker.crc):
+        found += [bad for _, bad in record_failures(chunk, checker, lambda _: True)]
     for f, pos, e in scan.errors:
         if f.start + pos < cut:
             found.append(BadRecord(f.start + pos, f.name, pos, e.kind, e.detail))
