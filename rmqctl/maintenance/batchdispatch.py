@@ -322,6 +322,8 @@ class BatchWriter:
         for n, g in enumerate(groups):
             w = d.queue(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))
             qoffs, ends = b.cq_qoff[g], b.phy[b.cq_record[g]] + b.size[b.cq_record[g]]
+            if int(qoffs[0]) == 0:
+                w.open_first()
             if (
                 not w.files
                 or w.wrote >= w.file_size

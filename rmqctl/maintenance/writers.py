@@ -302,6 +302,12 @@ class ConsumeQueueWriter:
         self.wrote = 0
         return start, f, first
 
+    def open_first(self):
+        """The first file of a queue whose first unit has queue offset 0, as put() of that unit creates it: so a
+        batch can go to the queue's file in one compiled pass from its first unit on."""
+        if not self.files:
+            self._last_file(0)
+
     def put(self, offset: int, size: int, tags: int, cq_offset: int) -> str:
         """putMessagePositionInfo. Returns what happened: 'written', 'already-built' or 'duplicate'; a
         written entry may also be 'out-of-order' (the broker's "[BUG]logic queue order maybe wrong")."""
