@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, run, truth
+from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
 from rmqctl.config import load_config
 from rmqctl.views.msgid import decode_ids
 from rmqctl.views.query import query_key, query_offsets
@@ -202,3 +202,20 @@ def test_index_geometry_inferred_without_broker_config(name):
         query_offsets(store, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"])
         == q["indexServiceQueryOffset"]["phyOffsets"]
     )
+
+
+def test_locate_inside_a_blank_and_past_damage(tmp_path):
+    """An offset inside the BLANK that ends a file is inside it; one past bytes that are not a record is in
+    no record (the walk from the file's start stops there)."""
+    root = copy_store("a-basic", tmp_path)
+    store = ["--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl"]
+    messages = truth("a-basic", "truth-messages.jsonl")
+    file = messages[0]["file"]
+    last = [m for m in messages if m["file"] == file][-1]
+    blank = last["commitLogOffset"] + last["storeSize"]
+    (row,) = jsonl(run("locate", blank + 3, *store).stdout)
+    assert row["recordStart"] is False and row["insideRecordAt"] == blank
+    second = [m for m in messages if m["file"] == file][1]
+    patch(root / "commitlog" / file, second["filePosition"] + 4, b"\0\0\0\0")  # its magic
+    (row,) = jsonl(run("locate", last["commitLogOffset"] + 5, *store).stdout)
+    assert row["recordStart"] is False and "insideRecordAt" not in row

@@ -12,7 +12,7 @@ import orjson
 
 from .. import batchcq, compaction, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
-from ..engine import ordered_map
+from ..engine import ordered_map, walk_files
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, queue_kind
@@ -484,20 +484,28 @@ def _entry_at(store: Store, f, pos: int) -> dict:
 
 
 def _record_containing(store: Store, f, pos: int) -> int | None:
-    """Walk the file from its start to find the record that covers `pos`."""
-    p = 0
-    limit = min(len(f.buf), store.commitlog.file_size)
-    while p <= pos:
-        try:
-            rec = read_record(f.buf, p, limit)
-        except RecordError:
-            return None
-        if isinstance(rec, Blank):
-            return p if pos < p + rec.storeSize else None
-        if pos < p + rec.storeSize:
-            return p
-        p += rec.storeSize
-    return None
+    """The start of the record (or BLANK) that covers `pos`, walking the file from its start on the compiled
+    walk; None when its records stop at damage before reaching `pos`, or end before it."""
+    size = store.commitlog.file_size
+    stopped, end = [], 0  # where the engine stopped at bytes that are not a record; where the last record ends
+
+    def refused(_, at: int, limit: int):
+        stopped.append(at)
+
+    for chunk in walk_files([f], size, None, f.start + pos + 1, True, refused):
+        starts = chunk.column("position")
+        ends = starts + chunk.column("storeSize")
+        k = int(np.searchsorted(ends, pos, side="right"))  # the first record ending past pos
+        if k < len(starts) and starts[k] <= pos:
+            return int(starts[k])
+        end = int(ends[-1])
+    if stopped or end > pos:
+        return None
+    try:  # the walk ended at a BLANK, or at the file's end
+        blank = read_record(f.buf, end, min(len(f.buf), size))
+    except RecordError:
+        return None
+    return end if isinstance(blank, Blank) and pos < end + blank.storeSize else None
 
 
 def files_with_data(store: Store) -> list:
