@@ -7,6 +7,7 @@ starts from it; none of them writes it again.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Callable, Iterator
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
-from .javacompat import CRC32_PROPERTY, crc31
+from .javacompat import CRC32_PROPERTY, crc31, decode_utf8
 from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .rules import message_magic
@@ -405,21 +406,61 @@ def last_nonzero(buf, start: int, end: int | None = None) -> int:
     return -1
 
 
-def records_past(store: Store, checker: RecoveryChecker, cut: int) -> list[tuple[int, Message | BadRecord]]:
+DESCRIBED_PAST = 20  # the records past the cut a report shows one by one
+
+
+@dataclasses.dataclass
+class PastTheCut:
+    """What lies past a cut, in constant memory: how many records, by queue, and the first DESCRIBED_PAST."""
+
+    count: int = 0
+    by_queue: Counter = dataclasses.field(default_factory=Counter)
+    first: list = dataclasses.field(default_factory=list)  # (commitlog offset, Message | BadRecord)
+
+
+def records_past(
+    store: Store, checker: RecoveryChecker, cut: int, queue_of: Callable[[int, str | None], str]
+) -> PastTheCut:
     """What lies past the cut, leniently, file by file: records that still parse (whatever their CRC), and
-    the first that does not (a torn record) as far as its head reads."""
-    out = []
+    the first that does not (a torn record) as far as its head reads; each counted under `queue_of(offset,
+    its own "topic/queueId", None for a torn record)`. On the compiled walk, from the start of the cut's file
+    (the cut is where a walk from there stopped: the records before it read); only the records described
+    are read as objects."""
+    past = PastTheCut()
     size = store.commitlog.file_size
     for f in store.commitlog.files:
         if f.start + size <= cut:
             continue
-        pos = max(0, cut - f.start)
-        while pos < min(len(f.buf), size):
-            rec, bad = checker.check(f, pos)
-            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeroed-region"):
-                break
-            out.append((f.start + pos, rec if rec is not None else bad))
-            if rec is None:
-                break
-            pos += rec.storeSize
-    return out
+        stopped = []
+
+        def refused(_, pos: int, limit: int):
+            stopped.append(pos)
+
+        for chunk in walk_files([f], size, max(cut, f.start), None, checker.v2, refused):
+            _count_past(past, chunk, checker, queue_of)
+        if stopped:
+            _, bad = checker.check(f, stopped[0])
+            if bad.kind != "zeroed-region":
+                past.count += 1
+                past.by_queue[queue_of(bad.commitLogOffset, None)] += 1
+                if len(past.first) < DESCRIBED_PAST:
+                    past.first.append((bad.commitLogOffset, bad))
+    return past
+
+
+def _count_past(past: PastTheCut, chunk: Chunk, checker: RecoveryChecker, queue_of):
+    f, u8 = chunk.file, chunk.u8
+    names: dict[bytes, str] = {}  # (a topic's text, as the reference decodes it)
+    rows = zip(
+        chunk.column("position").tolist(),
+        chunk.column("topicAt").tolist(),
+        chunk.column("topicLength").tolist(),
+        chunk.column("queueId").tolist(),
+    )
+    for pos, topic_at, topic_len, queue_id in rows:
+        raw = u8[topic_at : topic_at + topic_len].tobytes()
+        topic = names.get(raw) or names.setdefault(raw, decode_utf8(raw))
+        past.by_queue[queue_of(f.start + pos, f"{topic}/{queue_id}")] += 1
+        if len(past.first) < DESCRIBED_PAST:
+            past.first.append((f.start + pos, read_record(chunk.buf, pos, len(u8), checker.v2)))
+    past.count += len(chunk)

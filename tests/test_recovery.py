@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 from conftest import FIXTURES, broker_conf, patch
 
 from rmqctl.config import load_config
-from rmqctl.record import Blank
-from rmqctl.recovery import CRC_KINDS, AcceptedRecords, RecoveryChecker, normal_recovery_start
+from rmqctl.record import Blank, Message
+from rmqctl.recovery import CRC_KINDS, AcceptedRecords, RecoveryChecker, normal_recovery_start, records_past
 from rmqctl.store import Store
 from rmqctl.views.startup import estimate_startup
 
@@ -151,3 +152,57 @@ def test_the_compiled_recovery_walk_stops_where_the_reference_stops(name, store_
         path.write_bytes(data)  # the next trial damages the fixture afresh
     # the damage made the walks stop, and at kinds the engine settles alone as well as at the reference's
     assert {"body-crc", "illegal-magic"} <= {stop[2] for stop in stops} or name == "c-v5-features", stops
+
+
+def past_record_by_record(store: Store, checker: RecoveryChecker, cut: int) -> list:
+    """The reference: every record past the cut as read_record reads it, each file up to its first torn one."""
+    out = []
+    size = store.commitlog.file_size
+    for f in store.commitlog.files:
+        if f.start + size <= cut:
+            continue
+        pos = max(0, cut - f.start)
+        while pos < min(len(f.buf), size):
+            rec, bad = checker.check(f, pos)
+            if isinstance(rec, Blank) or (rec is None and bad.kind == "zeroed-region"):
+                break
+            out.append((f.start + pos, rec if rec is not None else bad))
+            if rec is None:
+                break
+            pos += rec.storeSize
+    return out
+
+
+def _summary(r):
+    if isinstance(r, Message):
+        return ("message", r.topic, r.queueId, r.queueOffset, r.storeSize)
+    return ("torn", r.kind, r.detail, r.queueId)
+
+
+@pytest.mark.parametrize("name", ["a-basic", "b-mixed", "c-v5-features"])
+def test_what_lies_past_a_cut_is_counted_as_the_reference_reads_it(name, store_copy):
+    rng = random.Random(f"past-{name}")
+    root = store_copy(name)
+    conf = load_config(broker_conf(name))
+    store = Store(root, conf)
+    starts = [c.file.start + int(p) for c in store.scan().chunks() for p in c.column("position")]
+    store.close()
+    for trial in range(6):
+        cut = rng.choice(starts)
+        damaged = rng.choice([s for s in starts if s > cut] or [cut])
+        size = conf.mappedFileSizeCommitLog
+        path = root / "commitlog" / f"{damaged - damaged % size:020d}"
+        data = path.read_bytes()
+        if trial % 2:
+            patch(path, damaged % size + 4, b"\0\0\0\0")  # a torn record past the cut
+        store = Store(root, conf)
+        checker = RecoveryChecker(store, abnormal=True)
+        want = past_record_by_record(store, checker, cut)
+        got = records_past(store, checker, cut, lambda offset, own: own or "unknown")
+        assert got.count == len(want)
+        assert got.by_queue == Counter(
+            f"{r.topic}/{r.queueId}" if isinstance(r, Message) else "unknown" for _, r in want
+        )
+        assert [(o, _summary(r)) for o, r in got.first] == [(o, _summary(r)) for o, r in want[:20]]
+        store.close()
+        path.write_bytes(data)  # (the cut is where a walk from its file's start stops: no damage before it)

@@ -515,7 +515,6 @@ def repair(
         broker = walk(store, checker, start, seen, reporter)
         first_bad = earlier[0] if earlier else None
         cut, zero_from, stop, last_kept = _the_cut(scan_all, first_bad, broker, seen)
-        past = records_past(store, checker, cut)
         alternative = _alternative(scan_all, first_bad, broker, seen)
         txn = None
         if not dry_run:
@@ -526,7 +525,7 @@ def repair(
             commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
             queues_of: dict = {}
             consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
-            by_queue = Counter(_queue_of(off, r, queues_of) for off, r in past)
+            past = records_past(store, checker, cut, lambda offset, own: queues_of.get(offset) or own or "unknown")
             index, index_ts = (
                 plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
             )
@@ -543,9 +542,9 @@ def repair(
                 cutOffset=cut,
                 stoppedAt=stop,
                 bytesCut=bytes_past(store, cut),
-                recordsCut=len(past),
-                recordsCutByQueue=dict(by_queue),
-                cutRecords=[_describe(off, r, queues_of) for off, r in past[:20]],
+                recordsCut=past.count,
+                recordsCutByQueue=dict(past.by_queue),
+                cutRecords=[_describe(off, r, queues_of) for off, r in past.first],
                 commitlog=commitlog,
                 consumequeue=consumequeue,
                 index=index,
@@ -564,11 +563,6 @@ def repair(
                 txn.discard()
     result.seconds = time.monotonic() - t0
     return result
-
-
-def _queue_of(offset: int, record, queues_of: dict) -> str:
-    """The queue (topic/queueId) a record past the cut was dispatched to, or its own; `unknown` for no message."""
-    return queues_of.get(offset) or (f"{record.topic}/{record.queueId}" if isinstance(record, Message) else "unknown")
 
 
 def _the_cut(scan_all: bool, first_bad, broker, seen) -> tuple:
