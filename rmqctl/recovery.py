@@ -411,22 +411,46 @@ DESCRIBED_PAST = 20  # the records past the cut a report shows one by one
 
 @dataclasses.dataclass
 class PastTheCut:
-    """What lies past a cut, in constant memory: how many records, by queue, and the first DESCRIBED_PAST."""
+    """What lies past a cut, in constant memory: how many records, by queue, and the first DESCRIBED_PAST.
+    Each record is counted under `queue_of(offset, its own "topic/queueId", None for a torn record)`."""
 
+    queue_of: Callable[[int, str | None], str]
     count: int = 0
     by_queue: Counter = dataclasses.field(default_factory=Counter)
     first: list = dataclasses.field(default_factory=list)  # (commitlog offset, Message | BadRecord)
+
+    def add(self, chunk: Chunk, allow_v2: bool):
+        """The records of a chunk the engine decoded; only the ones described are read as objects."""
+        f, u8 = chunk.file, chunk.u8
+        names: dict[bytes, str] = {}  # (a topic's text, as the reference decodes it)
+        rows = zip(
+            chunk.column("position").tolist(),
+            chunk.column("topicAt").tolist(),
+            chunk.column("topicLength").tolist(),
+            chunk.column("queueId").tolist(),
+        )
+        for pos, topic_at, topic_len, queue_id in rows:
+            raw = u8[topic_at : topic_at + topic_len].tobytes()
+            topic = names.get(raw) or names.setdefault(raw, decode_utf8(raw))
+            self.by_queue[self.queue_of(f.start + pos, f"{topic}/{queue_id}")] += 1
+            if len(self.first) < DESCRIBED_PAST:
+                self.first.append((f.start + pos, read_record(chunk.buf, pos, len(u8), allow_v2)))
+        self.count += len(chunk)
+
+    def add_torn(self, bad: BadRecord):
+        self.count += 1
+        self.by_queue[self.queue_of(bad.commitLogOffset, None)] += 1
+        if len(self.first) < DESCRIBED_PAST:
+            self.first.append((bad.commitLogOffset, bad))
 
 
 def records_past(
     store: Store, checker: RecoveryChecker, cut: int, queue_of: Callable[[int, str | None], str]
 ) -> PastTheCut:
     """What lies past the cut, leniently, file by file: records that still parse (whatever their CRC), and
-    the first that does not (a torn record) as far as its head reads; each counted under `queue_of(offset,
-    its own "topic/queueId", None for a torn record)`. On the compiled walk, from the start of the cut's file
-    (the cut is where a walk from there stopped: the records before it read); only the records described
-    are read as objects."""
-    past = PastTheCut()
+    the first that does not (a torn record) as far as its head reads. On the compiled walk, from the start
+    of the cut's file (the cut is where a walk from there stopped: the records before it read)."""
+    past = PastTheCut(queue_of)
     size = store.commitlog.file_size
     for f in store.commitlog.files:
         if f.start + size <= cut:
@@ -437,30 +461,9 @@ def records_past(
             stopped.append(pos)
 
         for chunk in walk_files([f], size, max(cut, f.start), None, checker.v2, refused):
-            _count_past(past, chunk, checker, queue_of)
+            past.add(chunk, checker.v2)
         if stopped:
             _, bad = checker.check(f, stopped[0])
             if bad.kind != "zeroed-region":
-                past.count += 1
-                past.by_queue[queue_of(bad.commitLogOffset, None)] += 1
-                if len(past.first) < DESCRIBED_PAST:
-                    past.first.append((bad.commitLogOffset, bad))
+                past.add_torn(bad)
     return past
-
-
-def _count_past(past: PastTheCut, chunk: Chunk, checker: RecoveryChecker, queue_of):
-    f, u8 = chunk.file, chunk.u8
-    names: dict[bytes, str] = {}  # (a topic's text, as the reference decodes it)
-    rows = zip(
-        chunk.column("position").tolist(),
-        chunk.column("topicAt").tolist(),
-        chunk.column("topicLength").tolist(),
-        chunk.column("queueId").tolist(),
-    )
-    for pos, topic_at, topic_len, queue_id in rows:
-        raw = u8[topic_at : topic_at + topic_len].tobytes()
-        topic = names.get(raw) or names.setdefault(raw, decode_utf8(raw))
-        past.by_queue[queue_of(f.start + pos, f"{topic}/{queue_id}")] += 1
-        if len(past.first) < DESCRIBED_PAST:
-            past.first.append((f.start + pos, read_record(chunk.buf, pos, len(u8), checker.v2)))
-    past.count += len(chunk)

@@ -34,7 +34,6 @@ import dataclasses
 import mmap
 import os
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -48,6 +47,7 @@ from ..recovery import (
     CHUNK,
     BadRecord,
     ProgressReporter,
+    PastTheCut,
     RecordTally,
     RecoveryChecker,
     Walk,
@@ -657,8 +657,6 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
     _refuse_dledger_exit(r, files)
     cut = r.cut
     last_kept = _dledger_last_kept(store, r)
-    scan = store.scan()
-    past = [(f.start + m.position, m) for f, m in scan.records(start=cut)]
     not_cut = _damage_kept(store, cut)
     stop = None
     if r.stop is not None:
@@ -672,7 +670,10 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         commitlog = plan_commitlog(store, cut, cut, txn, padded)
         queues_of: dict = {}
         consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
-        by_queue = Counter(queues_of.get(off) or f"{m.topic}/{m.queueId}" for off, m in past)
+        scan = store.scan()
+        past = PastTheCut(lambda offset, own: queues_of.get(offset) or own)
+        for chunk in scan.chunks(start=cut):  # (the records inside sound entries: DLedger's reput skips the rest)
+            past.add(chunk, scan.allow_v2)
         index, index_ts = (
             plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
         )
@@ -695,9 +696,9 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
             cut,
             stop,
             bytes_past(store, cut),
-            len(past),
-            dict(by_queue),
-            [_describe(off, m, queues_of) for off, m in past[:20]],
+            past.count,
+            dict(past.by_queue),
+            [_describe(off, m, queues_of) for off, m in past.first],
             commitlog,
             consumequeue,
             index,
