@@ -11,7 +11,7 @@ from ..views.filters import MessageFilter
 from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from ..rocksdbstore import KINDS
 from .app import cli, dump
-from .options import OFFSET, TIME, body_option, parse_int, store_options
+from .options import OFFSET, body_option, parse_int, store_options, time_range_options
 from .render import echo_err, prepare_kernels, render, write_blocks
 
 
@@ -21,13 +21,11 @@ from .render import echo_err, prepare_kernels, render, write_blocks
 @click.option("--to", "end", type=OFFSET, help="Last physical offset (exclusive; decimal or 0x hex).")
 @click.option("--topic", help="Only messages of this topic.")
 @click.option("--queue-id", type=int, help="Only messages of this queue id.")
-@click.option(
-    "--since",
-    type=TIME,
-    help="Only messages stored at or after TIME (ISO 8601, local time without a "
-    "zone, or epoch ms); found by scanning, the commitlog is not in time order.",
+@time_range_options(
+    "Only messages stored at or after TIME (ISO 8601, local time without a zone, or epoch ms); found by "
+    "scanning, the commitlog is not in time order.",
+    "Only messages stored at or before TIME (as --since).",
 )
-@click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")
 @click.option("--tag", help="Only messages whose TAGS property is this.")
 @click.option("--key", help="Only messages with this word among their KEYS.")
 @click.option(

@@ -243,6 +243,17 @@ def body_option(help_text: str) -> Callable:
     )
 
 
+def time_range_options(since_help: str, until_help: str) -> Callable:
+    """--since and --until TIME: the store times (inclusive) of the messages a command takes; each command's
+    help says how it finds them."""
+
+    def add(fn: Callable) -> Callable:
+        fn = click.option("--until", type=TIME, help=until_help)(fn)
+        return click.option("--since", type=TIME, help=since_help)(fn)
+
+    return add
+
+
 def wait_option(fn: Callable) -> Callable:
     """--wait SECONDS on the commands that write: wait that long for the broker's lock (as `flock -w`) instead of
     refusing a held lock at once, so a cron job can run after a broker's stop or another rmqctl's run."""

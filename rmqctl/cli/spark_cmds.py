@@ -16,8 +16,9 @@ from ..errors import EXIT_REFUSED, UsageError
 from ..findings import FINDING_COLUMNS
 from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
+from ..views.time_range import check_time_range
 from .app import cli
-from .options import TIME, body_option
+from .options import body_option, time_range_options
 from .render import FORMATS, echo_err, render
 from .verify_cmds import not_read_note, soundness
 
@@ -71,21 +72,12 @@ def spark_options(fn: Callable) -> Callable:
     return wrapper
 
 
-def time_range(fn: Callable) -> Callable:
-    """--since/--until on storeTimestamp, in the time forms of `dump commitlog --since`."""
-    fn = click.option("--until", type=TIME, help="Only messages stored at or before TIME (as --since).")(fn)
-    return click.option(
-        "--since",
-        type=TIME,
-        help="Only messages stored at or after TIME (ISO 8601, local time "
-        "without a zone, or epoch ms); commitlog files stored wholly outside the range are not "
-        "read, every record of the others is checked.",
-    )(fn)
-
-
-def checked_range(since: int | None, until: int | None):
-    if since is not None and until is not None and until < since:
-        raise UsageError("--until is before --since")
+# --since/--until of the commands that read messages: the rocketmq source skips files outside the range
+time_range = time_range_options(
+    "Only messages stored at or after TIME (ISO 8601, local time without a zone, or epoch ms); commitlog files "
+    "stored wholly outside the range are not read, every record of the others is checked.",
+    "Only messages stored at or before TIME (as --since).",
+)
 
 
 def print_format(fn: Callable) -> Callable:
@@ -159,7 +151,7 @@ def spark_export(selection, spark_options, out, file_format, partition_by, overw
     """
     from ..spark.export import export  # optional extra (pyspark)
 
-    checked_range(since, until)
+    check_time_range(since, until)
     result = run_job(
         spark_options,
         lambda spark: export(spark, selection, out, overwrite, file_format, partition_by, since, until, max_records),
@@ -194,7 +186,7 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
     """
     from ..spark import jobs  # optional extra (pyspark)
 
-    checked_range(since, until)
+    check_time_range(since, until)
     rows = run_job(
         spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until)
     )
@@ -221,7 +213,7 @@ def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
 
     if not key:
         raise UsageError("--key must not be empty")
-    checked_range(since, until)
+    check_time_range(since, until)
     render(
         run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)),
         auto_format(fmt),
@@ -263,13 +255,11 @@ VERIFY_COLUMNS = ["store", *FINDING_COLUMNS]
 )
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--max-findings", type=int, help="Stop listing after N findings per store (the exit code still says 1).")
-@click.option(
-    "--since",
-    type=TIME,
-    help="Check only the commitlog from the first record stored at or after TIME "
-    "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, as verify does.",
+@time_range_options(
+    "Check only the commitlog from the first record stored at or after TIME (ISO 8601, local time without a "
+    "zone, or epoch ms) to the last one stored by --until, as verify does.",
+    "Check only up to the last record stored at or before TIME (as --since).",
 )
-@click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @print_format
 def spark_verify(selection, spark_options, only, deep, max_findings, since, until, fmt):
     """Verify every store, one Spark task per commitlog file.
@@ -288,7 +278,7 @@ def spark_verify(selection, spark_options, only, deep, max_findings, since, unti
     if max_findings is not None and max_findings < 0:
         raise UsageError("--max-findings must not be negative")
     stores = [inp.store() for inp in selection.resolve()]
-    checked_range(since, until)
+    check_time_range(since, until)
     results = run_job(spark_options, lambda spark: verify_stores(spark, stores, only, deep, max_findings, since, until))
     rows = [{"store": str(store.root), **f.to_dict()} for store, result in results for f in result.findings]
     if rows or fmt in ("json", "csv"):

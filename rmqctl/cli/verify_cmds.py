@@ -10,9 +10,9 @@ import click
 from ..errors import UsageError
 from ..checks import VERIFY_PARTS
 from ..findings import FINDING_COLUMNS
-from ..views.time_range import narrow
+from ..views.time_range import check_time_range, narrow
 from .app import cli
-from .options import OFFSET, TIME, memory_option, store_options
+from .options import OFFSET, memory_option, store_options, time_range_options
 from .render import echo_err, echo_moved, prepare_kernels, progress, render
 
 
@@ -23,14 +23,12 @@ from .render import echo_err, echo_moved, prepare_kernels, progress, render
 )
 @click.option("--from", "start", type=OFFSET, help="First commitlog offset to check (inclusive).")
 @click.option("--to", "end", type=OFFSET, help="Commitlog offset to stop at (exclusive).")
-@click.option(
-    "--since",
-    type=TIME,
-    help="Check only the commitlog from the first record stored at or after TIME "
-    "(ISO 8601, local time without a zone, or epoch ms) to the last one stored by --until, found by a "
-    "scan of the commitlog files whose store times can hold it.",
+@time_range_options(
+    "Check only the commitlog from the first record stored at or after TIME (ISO 8601, local time without a "
+    "zone, or epoch ms) to the last one stored by --until, found by a scan of the commitlog files whose store "
+    "times can hold it.",
+    "Check only up to the last record stored at or before TIME (as --since).",
 )
-@click.option("--until", type=TIME, help="Check only up to the last record stored at or before TIME (as --since).")
 @click.option("--deep", is_flag=True, help="Also check that every key of every message is in the index.")
 @click.option("--jobs", "-j", type=int, help="Threads checking commitlog chunks in parallel (default: all cores).")
 @click.option("--max-findings", type=int, help="Stop listing after N findings (the exit code still says 1).")
@@ -168,8 +166,7 @@ def _refuse_contradictions(start, end, since, until, jobs, max_findings, baselin
         raise UsageError("--to must be greater than --from")
     if baseline_path and write_path:
         raise UsageError("give --baseline or --write-baseline, not both")
-    if since is not None and until is not None and until < since:
-        raise UsageError("--until is before --since")
+    check_time_range(since, until)
 
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -17,6 +17,7 @@ from .. import schema as S
 from ..rules import key_words
 from ..errors import UsageError
 from ..record import Message, read_record
+from .time_range import check_time_range
 
 TRANSACTION_STATES = {
     "not": S.TRANSACTION_NOT_TYPE,
@@ -50,8 +51,7 @@ class MessageFilter:
             if name != "transaction" or value not in TRANSACTION_STATES:
                 raise UsageError(f"--sys-flag {item!r}: expected transaction={'|'.join(TRANSACTION_STATES)}")
             transaction = TRANSACTION_STATES[value]
-        if since is not None and until is not None and until < since:
-            raise UsageError("--until is before --since")
+        check_time_range(since, until)
         return cls(since, until, tag, key, props, msg_id.upper() if msg_id else None, transaction)
 
     def matches(self, m: Message) -> bool:

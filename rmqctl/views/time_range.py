@@ -13,8 +13,15 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import UsageError
 from ..record import Message, RecordError, read_record
 from ..store import MappedFile, Store
+
+
+def check_time_range(since: int | None, until: int | None):
+    """A range of store times (--since, --until) that holds nothing is a usage error, not an empty answer."""
+    if since is not None and until is not None and until < since:
+        raise UsageError("--until is before --since")
 
 
 @dataclasses.dataclass(frozen=True)
