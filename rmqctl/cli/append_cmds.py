@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..javacompat import decode_utf8
 from ..record import decode_body
 from .app import cli
-from .options import parse_int, store_options, wait_option
+from .options import FILE_OR_STDIN, parse_int, store_options, wait_option
 from .render import echo_err, note_live_dry_run, prepare_kernels
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ MESSAGE_OPTIONS = (
 @click.option(
     "--jsonl",
     "jsonl_path",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=FILE_OR_STDIN,
     help="Append every line of this file ('-' = stdin), objects in the `dump commitlog --format jsonl` shape.",
 )
 @click.option(
@@ -83,9 +83,7 @@ MESSAGE_OPTIONS = (
 @click.option("--keys", help="KEYS property (space-separated keys, each indexed).")
 @click.option("--property", "properties", multiple=True, metavar="NAME=VALUE", help="A property; repeatable.")
 @click.option("--body", help="Body text (stored as UTF-8).")
-@click.option(
-    "--body-file", type=click.Path(dir_okay=False, allow_dash=True), help="Body bytes from this file ('-' = stdin)."
-)
+@click.option("--body-file", type=FILE_OR_STDIN, help="Body bytes from this file ('-' = stdin).")
 @click.option("--flag", type=int, default=0, show_default=True, help="The producer's FLAG field.")
 @click.option(
     "--sys-flag", default="0", show_default=True, help="SYSFLAG (e.g. 0x4 PREPARED, 0x8 COMMIT, 0xC ROLLBACK)."

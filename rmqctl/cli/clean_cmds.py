@@ -11,7 +11,7 @@ from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..maintenance.clean import CleanResult, run_clean
 from ..maintenance.clean_rules import CleanSettings, Clock, FileDecision
 from .app import cli
-from .options import store_options, wait_option
+from .options import FILE, store_options, wait_option
 from .render import dumps, echo_err, render
 
 COLUMNS = ["pass", "kind", "file", "action", "why", "detail"]
@@ -93,7 +93,7 @@ def setting_options(fn):
 @click.option(
     "--log",
     "log_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Append one line per deleted file to this log, with the absolute store path (opened per line: "
     "logrotate-friendly).",
 )

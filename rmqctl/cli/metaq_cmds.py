@@ -23,7 +23,7 @@ from ..metaq.cron import next_fire
 from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
 from .app import cli
-from .options import OFFSET, body_option, parse_int
+from .options import DIRECTORY, FILE, OFFSET, body_option, parse_int
 from .render import FORMATS, echo_err, render
 
 
@@ -63,7 +63,7 @@ def metaq_options(fn: Callable) -> Callable:
     @click.option(
         "--store",
         "data_path",
-        type=click.Path(file_okay=False),
+        type=DIRECTORY,
         help="The broker's dataPath (holds the {topic}-{partition}/ directories); default: dataPath in "
         "--server-config, else ~/meta as MetaConfig.",
     )
@@ -71,7 +71,7 @@ def metaq_options(fn: Callable) -> Callable:
         "--server-config",
         "--broker-config",
         "server_config",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="The broker's server.ini (maxSegmentSize, deletePolicy, deleteWhen, [topic=...] sections).",
     )
     @click.option(

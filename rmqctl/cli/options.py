@@ -112,13 +112,11 @@ def store_options(fn: Callable | None = None, *, writes: bool = False) -> Callab
         "--store",
         "store_dir",
         envvar="ROCKETMQ_STORE",
-        type=click.Path(file_okay=False),
+        type=DIRECTORY,
         help="Store root (storePathRootDir). Env ROCKETMQ_STORE; default ~/store.",
     )
     @click.option(
-        "--broker-config",
-        type=click.Path(dir_okay=False),
-        help="broker.conf to read geometry and settings from (key=value lines).",
+        "--broker-config", type=FILE, help="broker.conf to read geometry and settings from (key=value lines)."
     )
     @click.option(
         "--format",
@@ -217,6 +215,10 @@ def parse_memory(text: str) -> int:
 TIME = TimeType()
 OFFSET = ParsedType("OFFSET", parse_offset)
 MEMORY = ParsedType("SIZE", parse_memory)
+# an option naming a file (a directory there is a usage error), one naming a directory, a file or '-' for stdin
+FILE = click.Path(dir_okay=False)
+DIRECTORY = click.Path(file_okay=False)
+FILE_OR_STDIN = click.Path(dir_okay=False, allow_dash=True)
 
 
 def memory_option(note: str) -> Callable:

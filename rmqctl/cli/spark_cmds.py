@@ -18,7 +18,7 @@ from ..spark import MASTER_ENV, require
 from ..spark.inputs import StoreSelection
 from ..views.time_range import check_time_range
 from .app import cli
-from .options import body_option, time_range_options
+from .options import DIRECTORY, FILE, body_option, time_range_options
 from .render import FORMATS, echo_err, render
 from .verify_cmds import not_read_note, soundness
 
@@ -41,14 +41,14 @@ def spark_options(fn: Callable) -> Callable:
         "stores",
         multiple=True,
         envvar="ROCKETMQ_STORE",
-        type=click.Path(file_okay=False),
+        type=DIRECTORY,
         help="Store root or commitlog directory; repeat for several stores. Env ROCKETMQ_STORE; default ~/store.",
     )
     @click.option(
         "--broker-config",
         "broker_configs",
         multiple=True,
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="broker.conf: once for every store, or once per --store in the same order.",
     )
     @click.option("--master", envvar=MASTER_ENV, help="Spark master URL (default local[*], or spark-submit's).")

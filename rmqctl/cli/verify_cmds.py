@@ -12,7 +12,7 @@ from ..checks import VERIFY_PARTS
 from ..findings import FINDING_COLUMNS
 from ..views.time_range import check_time_range, narrow
 from .app import cli
-from .options import OFFSET, memory_option, store_options, time_range_options
+from .options import FILE, OFFSET, memory_option, store_options, time_range_options
 from .render import echo_err, echo_moved, prepare_kernels, progress, render
 
 
@@ -37,13 +37,13 @@ from .render import echo_err, echo_moved, prepare_kernels, progress, render
 @click.option(
     "--baseline",
     "baseline_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Accept the findings recorded in this file (--write-baseline): exit 1 only for new ones.",
 )
 @click.option(
     "--write-baseline",
     "write_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Record every finding (errors and warnings) in this file as accepted, and exit 0.",
 )
 def verify_cmd(ctx, only, start, end, since, until, deep, jobs, max_findings, memory, quiet, baseline_path, write_path):
