@@ -22,27 +22,12 @@ from .filters import MessageFilter
 from .timer import pending_summary
 
 
-def dump_commitlog(
-    store: Store,
-    start: int | None = None,
-    end: int | None = None,
-    topic: str | None = None,
-    queue_id: int | None = None,
-    limit: int | None = None,
-    body: str = "utf8",
-    raw_properties: bool = False,
-    decompress: int | None = None,
-    warn=None,
-    where: MessageFilter | None = None,
-    jobs: int | None = None,
-) -> Iterator[dict]:
+def dump_commitlog(store: Store, *selection, **options) -> Iterator[dict]:
     """Every message record in commitlog order, as `dump commitlog` prints it: the objects of
-    dump_commitlog_lines (one writer of the contract), `where` (time, tags, keys, properties, ids) choosing
-    among them. `decompress`: inflate compressed bodies up to that many bytes (None: not at all). Damage is
-    passed to `warn` as there."""
-    for block in dump_commitlog_lines(
-        store, start, end, topic, queue_id, limit, body, raw_properties, decompress, warn, where, jobs
-    ):
+    dump_commitlog_lines, which takes the same arguments (one writer of the contract and one list of what
+    chooses the records: offsets, topic, queue, limit, `where` filters; `decompress`: inflate compressed
+    bodies up to that many bytes; damage is passed to `warn`)."""
+    for block in dump_commitlog_lines(store, *selection, **options):
         for line in block.splitlines():
             yield orjson.loads(line)
 
