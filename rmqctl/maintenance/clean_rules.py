@@ -338,21 +338,23 @@ class PassResult:
         return out
 
     def as_dict(self) -> dict:
-        sp = self.space
+        def space(name: str, none=None):  # what the space check found; `none` when the pass ended at deleteWhen
+            return none if self.space is None else getattr(self.space, name)
+
         return {
             "pass": self.passNo,
             "at": self.at,
             "hour": self.hour,
             "timeUp": self.timeUp,
-            "spaceToDelete": sp.spaceToDelete if sp else None,
+            "spaceToDelete": space("spaceToDelete"),
             "manual": self.manual,
-            "cleanImmediately": sp.cleanImmediately if sp else None,
+            "cleanImmediately": space("cleanImmediately"),
             "cleanAtOnce": self.cleanAtOnce,
-            "diskFull": sp.diskFull if sp else None,
-            "commitLogRatio": sp.commitLogRatio if sp else None,
-            "logicsRatio": sp.logicsRatio if sp else None,
-            "reasons": sp.reasons if sp else [],
-            "disks": [dataclasses.asdict(d) for d in sp.disks] if sp else [],
+            "diskFull": space("diskFull"),
+            "commitLogRatio": space("commitLogRatio"),
+            "logicsRatio": space("logicsRatio"),
+            "reasons": space("reasons", []),
+            "disks": [dataclasses.asdict(d) for d in space("disks", [])],
             "deleted": {k: [d.file for d in self.deleted(k)] for k in ("commitlog", "consumequeue", "index")},
             "minPhyOffsetAfter": self.minPhyOffsetAfter,
             "consumeQueueRan": self.consumeQueueRan,
