@@ -65,9 +65,5 @@ def read(reader: FileReader, part: FilePart):
 
 
 BATCHCQ = FileSource(
-    "rocketmq-batchconsumequeue",
-    'spark.read.format("rocketmq-batchconsumequeue").load(store_root): every BatchConsumeQueue unit.',
-    BATCHCQ_COLUMNS,
-    plan,
-    read,
+    "rocketmq-batchconsumequeue", "store_root", "every BatchConsumeQueue unit", BATCHCQ_COLUMNS, plan, read
 )

@@ -26,18 +26,24 @@ class FilePart(InputPartition):
 
 @dataclass(frozen=True)
 class FileSource:
-    """A data source's declaration. `columns`: its (name, Spark type) columns, or a function of the options that
-    gives them; `plan(reader)`: its
+    """A data source's declaration. `loads`: what its load() takes; `rows`: what a row is (said in its `about`);
+    `columns`: its (name, Spark type) columns, or a function of the options that gives them; `plan(reader)`: its
     partitions (on the driver); `read(reader, part)`: one partition's Arrow batches (on an executor). The reader
     holds `options`, the Arrow `schema` Spark asked for and, with `pushdown` (a class whose `take(filter)` keeps a
     filter it applies exactly), `pushed`."""
 
     name: str
-    about: str
+    loads: str
+    rows: str
     columns: list[tuple[str, DataType]] | Callable[[dict], list[tuple[str, DataType]]]
     plan: Callable[[FileReader], list[FilePart]]
     read: Callable[[FileReader, FilePart], Iterator[pa.RecordBatch]]
     pushdown: type | None = None
+
+    @property
+    def about(self) -> str:
+        """How the source is loaded, and what a row is (its DataSource's docstring)."""
+        return f'spark.read.format("{self.name}").load({self.loads})' + (f": {self.rows}." if self.rows else "")
 
 
 class FileReader(DataSourceReader):

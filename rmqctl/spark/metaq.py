@@ -106,10 +106,4 @@ def _batch(columns: dict[str, list], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-METAQ = FileSource(
-    "metaq",
-    'spark.read.format("metaq").load(data_path | [data paths...]): every record of every segment.',
-    METAQ_COLUMNS,
-    plan,
-    read,
-)
+METAQ = FileSource("metaq", "data_path | [data paths...]", "every record of every segment", METAQ_COLUMNS, plan, read)

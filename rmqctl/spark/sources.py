@@ -180,7 +180,8 @@ def read_messages(reader: FileReader, part: FilePart):
 
 MESSAGES = FileSource(
     "rocketmq",
-    'spark.read.format("rocketmq").load(store_root_or_commitlog_dir | [paths...])',
+    "store_root_or_commitlog_dir | [paths...]",
+    "",
     message_source_columns,
     plan_messages,
     read_messages,
@@ -240,7 +241,8 @@ def read_queues(reader: FileReader, part: FilePart):
 
 CONSUMEQUEUES = FileSource(
     "rocketmq-consumequeue",
-    'spark.read.format("rocketmq-consumequeue").load(store_root): every written consumequeue unit.',
+    "store_root",
+    "every written consumequeue unit",
     CONSUMEQUEUE_COLUMNS,
     plan_queues,
     read_queues,
@@ -265,13 +267,7 @@ def read_index(reader: FileReader, part: FilePart):
     yield from index_batches(ix, reader.schema, part.root)
 
 
-INDEX = FileSource(
-    "rocketmq-index",
-    'spark.read.format("rocketmq-index").load(store_root): every used index entry.',
-    INDEX_COLUMNS,
-    plan_index,
-    read_index,
-)
+INDEX = FileSource("rocketmq-index", "store_root", "every used index entry", INDEX_COLUMNS, plan_index, read_index)
 
 SOURCES = tuple(data_source(s) for s in (MESSAGES, CONSUMEQUEUES, BATCHCQ, INDEX, TIMERLOG, METAQ))
 PUSHDOWN = EqualTo is not None

@@ -78,10 +78,4 @@ def read(reader: FileReader, part: FilePart):
     yield pa.RecordBatch.from_arrays([columns[c.name] for c in reader.schema], schema=reader.schema)
 
 
-TIMERLOG = FileSource(
-    "rocketmq-timerlog",
-    'spark.read.format("rocketmq-timerlog").load(store_root): every timerlog unit.',
-    TIMERLOG_COLUMNS,
-    plan,
-    read,
-)
+TIMERLOG = FileSource("rocketmq-timerlog", "store_root", "every timerlog unit", TIMERLOG_COLUMNS, plan, read)
