@@ -240,23 +240,38 @@ class PartitionFiles:
         return self.written
 
 
-def export_files(
-    numbered: tuple[int, list[FilePart]],
-    staging: str,
-    file_format: str = "parquet",
-    partition_by: str = "topic",
-    since: int | None = None,
-    until: int | None = None,
-    max_records: int | None = None,
-) -> dict:
+@dataclasses.dataclass(frozen=True)
+class ExportLayout:
+    """What every task of one export writes: `file_format` (a key of FORMATS) files laid out by `partition_by`
+    (PARTITION_BY), of the messages stored in [since, until] (epoch ms, inclusive; None: open), at most
+    `max_records` rows per file (None: no limit). One that cannot be written is a usage error."""
+
+    file_format: str
+    partition_by: str
+    since: int | None
+    until: int | None
+    max_records: int | None
+
+    def __post_init__(self):
+        if self.max_records is not None and self.max_records < 1:
+            raise UsageError("--max-records-per-file must be at least 1")
+        if self.file_format not in FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+        if self.partition_by not in PARTITION_BY:
+            raise UsageError(f"--partition-by must be one of {', '.join(PARTITION_BY)}")
+
+
+def export_files(numbered: tuple[int, list[FilePart]], staging: str, layout: ExportLayout) -> dict:
     """Executor side: the messages of a run of one store's commitlog files stored in [since, until] to
-    per-partition files under `staging`."""
+    per-partition files under `staging`, as `layout` says."""
     index, parts = numbered
     source = parts[0].source
     store = source.store()
     schema = arrow_schema(struct(commitlog_columns([store])))
     scan = store.scan()
-    files = PartitionFiles(Path(staging), f"part-{index:05d}", schema, file_format, partition_by, max_records)
+    files = PartitionFiles(
+        Path(staging), f"part-{index:05d}", schema, layout.file_format, layout.partition_by, layout.max_records
+    )
     for part in parts:
         for batch in message_batches(
             scan,
@@ -266,9 +281,9 @@ def export_files(
             source.root,
             False,
             None,
-            since,
-            until,
-            partition_key(partition_by),
+            layout.since,
+            layout.until,
+            partition_key(layout.partition_by),
             EXPORT_BATCH,
         ):
             files.add(batch)
@@ -309,12 +324,7 @@ def export(
     `partition_by` (PARTITION_BY), at most `max_records` rows per file (None: no limit). The commitlog files
     whose store times lie outside the range are not read; one task takes up to TASK_BYTES of a store's files
     (see task_runs)."""
-    if max_records is not None and max_records < 1:
-        raise UsageError("--max-records-per-file must be at least 1")
-    if file_format not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
-    if partition_by not in PARTITION_BY:
-        raise UsageError(f"--partition-by must be one of {', '.join(PARTITION_BY)}")
+    layout = ExportLayout(file_format, partition_by, since, until, max_records)
     target = Path(out).expanduser().resolve()
     previous = list(target.iterdir()) if target.is_dir() else []
     if previous and not overwrite:
@@ -330,15 +340,7 @@ def export(
     results = []
     try:
         if parts:
-            task = functools.partial(
-                export_files,
-                staging=str(staging),
-                file_format=file_format,
-                partition_by=partition_by,
-                since=since,
-                until=until,
-                max_records=max_records,
-            )
+            task = functools.partial(export_files, staging=str(staging), layout=layout)
             results = sc.parallelize(list(enumerate(parts)), len(parts)).map(task).collect()
         replace_previous(target, previous)
         rows = commit(spark, target, staging, results, partition_by)
