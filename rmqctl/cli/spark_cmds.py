@@ -187,10 +187,8 @@ def spark_stats(selection, spark_options, by, since, until, fmt):
     from ..spark import jobs  # optional extra (pyspark)
 
     check_time_range(since, until)
-    rows = run_job(
-        spark_options, lambda spark: jobs.stats(spark, selection, by_hour=by == "hour", since=since, until=until)
-    )
-    render(rows, auto_format(fmt))
+    in_range = lambda spark: jobs.messages(spark, selection, since=since, until=until)
+    render(run_job(spark_options, lambda spark: jobs.stats(in_range(spark), by == "hour")), auto_format(fmt))
 
 
 @spark_group.command("query")
@@ -214,10 +212,8 @@ def spark_query(selection, spark_options, key, topic, body, since, until, fmt):
     if not key:
         raise UsageError("--key must not be empty")
     check_time_range(since, until)
-    render(
-        run_job(spark_options, lambda spark: jobs.query_key(spark, selection, key, topic, body, since, until)),
-        auto_format(fmt),
-    )
+    in_range = lambda spark: jobs.messages(spark, selection, since=since, until=until)
+    render(run_job(spark_options, lambda spark: jobs.query_key(in_range(spark), key, topic, body)), auto_format(fmt))
 
 
 @spark_group.command("schema")

@@ -1,6 +1,7 @@
 """The Spark jobs behind `rmqctl spark ...`, usable from a notebook: stats and key query over the `rocketmq`
-data source (export and verify have their own modules). Each takes a SparkSession with the data sources registered (rmqctl.spark.session()) and a
-StoreSelection, and returns plain dicts (the shapes the CLI prints)."""
+data source (export and verify have their own modules). `messages` takes a SparkSession with the data sources
+registered (rmqctl.spark.session()) and a StoreSelection, and gives their messages (within a time range) as a
+DataFrame; stats and query_key take that DataFrame and return plain dicts (the shapes the CLI prints)."""
 
 from __future__ import annotations
 
@@ -57,17 +58,10 @@ def messages(
     return df
 
 
-def stats(
-    spark: SparkSession,
-    selection: StoreSelection,
-    by_hour: bool = False,
-    since: int | None = None,
-    until: int | None = None,
-) -> list[dict]:
-    """Per store, topic and queue (and hour of storeTimestamp, UTC, with by_hour): messages, bytes (storeSize),
-    body bytes, first and last storeTimestamp, distinct KEYS words. One pass: keys are exploded and only the
-    first row of each message counts towards messages and bytes."""
-    df = messages(spark, selection, since=since, until=until)
+def stats(df: DataFrame, by_hour: bool = False) -> list[dict]:
+    """Of `df` (`messages`), per store, topic and queue (and hour of storeTimestamp, UTC, with by_hour):
+    messages, bytes (storeSize), body bytes, first and last storeTimestamp, distinct KEYS words. One pass: keys
+    are exploded and only the first row of each message counts towards messages and bytes."""
     group = ["store", "topic", "queueId"]
     if by_hour:
         df = df.withColumn("hour", F.col("storeTimestampMs") - F.pmod("storeTimestampMs", F.lit(HOUR_MS)))
@@ -91,19 +85,10 @@ def stats(
     return out
 
 
-def query_key(
-    spark: SparkSession,
-    selection: StoreSelection,
-    key: str,
-    topic: str | None = None,
-    body: str = "utf8",
-    since: int | None = None,
-    until: int | None = None,
-) -> list[dict]:
-    """Messages carrying `key` as a KEYS word or as UNIQ_KEY, in every store, found by scanning the commitlog
-    (no index files needed); the topic filter is pushed down to the reader. Rows in the `dump commitlog`
-    shape with `store` first, ordered by store and offset."""
-    df = messages(spark, selection, since=since, until=until)
+def query_key(df: DataFrame, key: str, topic: str | None = None, body: str = "utf8") -> list[dict]:
+    """The messages of `df` (`messages`) carrying `key` as a KEYS word or as UNIQ_KEY, found by scanning the
+    commitlog (no index files needed); the topic filter is pushed down to the reader. Rows in the `dump
+    commitlog` shape with `store` first, ordered by store and offset."""
     if topic is not None:
         df = df.filter(F.col("topic") == topic)
     hits = df.filter(F.array_contains("keys", key) | (F.col("uniqKey") == key))
