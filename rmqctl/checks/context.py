@@ -79,20 +79,22 @@ class Targets(NamedTuple):
     names: list[str]
 
 
+@dataclasses.dataclass(eq=False)
 class Context:
-    """One verify run: what is checked, and what its checks share."""
+    """One verify run: what is checked (the `parts`, the commitlog offsets [start, end), `deep`), on how many
+    threads, the queues' `geometry`, and what its checks share."""
 
-    def __init__(
-        self, store: Store, parts: set, start: int | None, end: int | None, deep: bool, jobs: int, geometry: dict
-    ):
-        self.store = store
+    store: Store
+    parts: set
+    start: int | None
+    end: int | None
+    deep: bool
+    jobs: int
+    geometry: dict
+
+    def __post_init__(self):
+        store = self.store
         self.config: BrokerConfig = store.config
-        self.parts = parts
-        self.start = start
-        self.end = end
-        self.deep = deep
-        self.jobs = jobs
-        self.geometry = geometry
         self.live = store.live  # a running broker's store: judged as it was when the run began
         self.damage = Damage()
         self.file_size = store.commitlog.file_size
