@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from ..errors import EXIT_REFUSED
@@ -15,16 +17,23 @@ SLOT_COLUMNS = ["slotIndex", "timeMs", "firstPos", "lastPos", "num", "chain", "c
 
 
 def filters(fn):
-    fn = click.option("--end", type=int, metavar="MS", help="Latest delivery (slot) time, epoch ms inclusive.")(fn)
-    fn = click.option("--begin", type=int, metavar="MS", help="Earliest delivery (slot) time, epoch ms inclusive.")(fn)
-    return click.option("--slot", type=int, help="Only wheel slot N ((timeMs / timerPrecisionMs) % 1209600).")(fn)
+    """--slot, --begin and --end, passed on as one timer.SlotFilter (`which`)."""
+
+    @click.option("--slot", type=int, help="Only wheel slot N ((timeMs / timerPrecisionMs) % 1209600).")
+    @click.option("--begin", type=int, metavar="MS", help="Earliest delivery (slot) time, epoch ms inclusive.")
+    @click.option("--end", type=int, metavar="MS", help="Latest delivery (slot) time, epoch ms inclusive.")
+    @functools.wraps(fn)
+    def wrapper(ctx, slot, begin, end, **kwargs):
+        return fn(ctx, timer.SlotFilter(slot, begin, end), **kwargs)
+
+    return wrapper
 
 
 @dump.command("timerlog")
 @store_options
 @filters
 @click.option("--no-resolve", is_flag=True, help="Do not read each unit's commitlog record.")
-def dump_timerlog(ctx, slot, begin, end, no_resolve):
+def dump_timerlog(ctx, which, no_resolve):
     """Decode the 52-byte units of timerlog/ (5.x timer messages), each with the record it points at.
 
     \b
@@ -36,7 +45,7 @@ def dump_timerlog(ctx, slot, begin, end, no_resolve):
         damage.append(msg)
         echo_err(f"rmqctl: {msg}")
 
-    rows = timer.dump_timerlog(ctx.store, slot, begin, end, resolve=not no_resolve, warn=warn)
+    rows = timer.dump_timerlog(ctx.store, which, resolve=not no_resolve, warn=warn)
     if ctx.format == "table":  # the record's real queue instead of the whole record
         rows = ({**r, **{k: (r.get("message") or {}).get(k) for k in ("realTopic", "realQueueId")}} for r in rows)
     render(rows, ctx.format, UNIT_COLUMNS if ctx.format == "table" else None)
@@ -47,12 +56,10 @@ def dump_timerlog(ctx, slot, begin, end, no_resolve):
 @dump.command("timerwheel")
 @store_options
 @filters
-def dump_timerwheel(ctx, slot, begin, end):
+def dump_timerwheel(ctx, which):
     """Decode the used slots of timerwheel, each with the unit chain followed from lastPos through prevPos.
 
     \b
     rmqctl dump timerwheel --store /data/store --broker-config broker.conf
     """
-    render(
-        timer.dump_timerwheel(ctx.store, slot, begin, end), ctx.format, SLOT_COLUMNS if ctx.format == "table" else None
-    )
+    render(timer.dump_timerwheel(ctx.store, which), ctx.format, SLOT_COLUMNS if ctx.format == "table" else None)

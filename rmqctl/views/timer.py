@@ -69,26 +69,33 @@ def unit_dict(pos: int, unit, file_size: int) -> dict:
     return row
 
 
-def _time_filter(times: np.ndarray, begin: int | None, end: int | None) -> np.ndarray:
-    keep = np.ones(len(times), dtype=bool)
-    if begin is not None:
-        keep &= times >= begin
-    if end is not None:
-        keep &= times <= end
-    return keep
+@dataclasses.dataclass(frozen=True)
+class SlotFilter:
+    """What the timer dumps keep: the units or slots of wheel slot `slot` whose delivery (slot) time is in
+    [begin, end] (epoch ms, inclusive); None: any."""
+
+    slot: int | None = None
+    begin: int | None = None
+    end: int | None = None
+
+    def keep(self, times: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Which of the units or slots at `times` in wheel slots `slots` are kept."""
+        keep = np.ones(len(times), dtype=bool)
+        if self.begin is not None:
+            keep &= times >= self.begin
+        if self.end is not None:
+            keep &= times <= self.end
+        if self.slot is not None:
+            keep &= slots == self.slot
+        return keep
 
 
 def dump_timerlog(
-    store: Store,
-    slot: int | None = None,
-    begin: int | None = None,
-    end: int | None = None,
-    resolve: bool = True,
-    warn: Callable[[str], None] | None = None,
+    store: Store, which: SlotFilter = SlotFilter(), resolve: bool = True, warn: Callable[[str], None] | None = None
 ) -> Iterator[dict]:
-    """Every timerlog unit in order (the recovery walk's units), each with the record it points at. `slot`
-    keeps the units filed in that wheel slot; `begin`/`end` (epoch ms, inclusive) their delayed time.
-    Bytes that end a file's units early (not the end of the data) go to `warn`."""
+    """Every timerlog unit in order (the recovery walk's units) that `which` keeps (by the wheel slot it is
+    filed in and its delayed time), each with the record it points at. Bytes that end a file's units early
+    (not the end of the data) go to `warn`."""
     timer = timer_files(store)
     log = timer.timerlog
     if log is None:
@@ -97,9 +104,7 @@ def dump_timerlog(
     for w in log.walk:
         units = w.units
         times = delayed_ms(units)
-        keep = _time_filter(times, begin, end)
-        if slot is not None:
-            keep &= slot_index(times, timer.precision) == slot
+        keep = which.keep(times, slot_index(times, timer.precision))
         for i in np.flatnonzero(keep).tolist():
             row = unit_dict(w.file.start + i * S.TIMERLOG_UNIT_SIZE, units[i], log.file_size)
             if resolve:
@@ -164,21 +169,17 @@ def slot_dict(index: int, slot, precision: int) -> dict:
     return row
 
 
-def dump_timerwheel(
-    store: Store, slot: int | None = None, begin: int | None = None, end: int | None = None
-) -> Iterator[dict]:
-    """Every used wheel slot (or slot `slot`; `begin`/`end`: the slot's time, epoch ms inclusive) with the
-    unit chain the dequeue would walk from its lastPos."""
+def dump_timerwheel(store: Store, which: SlotFilter = SlotFilter()) -> Iterator[dict]:
+    """Every used wheel slot that `which` keeps (by its index and time) with the unit chain the dequeue would
+    walk from its lastPos."""
     timer = timer_files(store)
     if timer.wheel is None:
         raise StoreError("no timerwheel file: no wheel slot to dump (dump timerlog shows the units)", timer.wheel_path)
-    if slot is not None and not 0 <= slot < S.TIMER_WHEEL_SLOTS:
-        raise StoreError(f"slot {slot} is outside the wheel (0..{S.TIMER_WHEEL_SLOTS - 1})", timer.wheel_path)
+    if which.slot is not None and not 0 <= which.slot < S.TIMER_WHEEL_SLOTS:
+        raise StoreError(f"slot {which.slot} is outside the wheel (0..{S.TIMER_WHEEL_SLOTS - 1})", timer.wheel_path)
     slots = timer.wheel.slots
     used = timer.wheel.used()
-    if slot is not None:
-        used = used[used == slot]
-    used = used[_time_filter(slots["timeDivPrecision"][used].astype(np.int64) * timer.precision, begin, end)]
+    used = used[which.keep(slots["timeDivPrecision"][used].astype(np.int64) * timer.precision, used)]
     units = Units(timer)
     for i in used.tolist():
         row = slot_dict(i, slots[i], timer.precision)
