@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
+from ..errors import EXIT_FINDINGS, UsageError
 from ..views import inspect
 from ..views.annotate import record_hex
 from ..views.filters import MessageFilter
@@ -12,7 +12,7 @@ from ..record import DECOMPRESSION_FACTOR, decompression_limit
 from ..rocksdbstore import KINDS
 from .app import cli, dump
 from .options import OFFSET, body_option, parse_int, store_options, time_range_options
-from .render import echo_err, prepare_kernels, render, write_blocks
+from .render import damage_exits, echo_err, prepare_kernels, render, write_blocks
 
 
 @dump.command("commitlog")
@@ -89,28 +89,20 @@ def dump_commitlog(
     """
     if limit is not None and limit < 0:
         raise UsageError("--limit must not be negative")
-    damage = []
-
-    def warn(msg):
-        damage.append(msg)
-        echo_err(f"rmqctl: {msg}")
-
     cap = None  # --decompress: inflate compressed bodies up to this many bytes
     if decompress:
         cap = decompression_limit(ctx.config.maxMessageSize) if max_decompressed_size is None else max_decompressed_size
     where = MessageFilter.parse(since, until, tag, key, properties, msg_id, sys_flags)
     where = None if where == MessageFilter() else where
-    args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where, jobs)
     from ..engine import dump_kernels  # the compiled kernels load only for this command
 
-    prepare_kernels(*dump_kernels(ctx.store.dledger is not None, where))
-    if ctx.format == "jsonl":
-        write_blocks(inspect.dump_commitlog_lines(*args, views=True))  # (written as they come)
-    else:
-        render(inspect.dump_commitlog(*args), ctx.format)
-    if damage:
-        # everything readable was printed; the exit code still tells scripts the store is damaged
-        raise click.exceptions.Exit(EXIT_REFUSED)
+    with damage_exits() as warn:
+        args = (ctx.store, start, end, topic, queue_id, limit, body, raw_properties, cap, warn, where, jobs)
+        prepare_kernels(*dump_kernels(ctx.store.dledger is not None, where))
+        if ctx.format == "jsonl":
+            write_blocks(inspect.dump_commitlog_lines(*args, views=True))  # (written as they come)
+        else:
+            render(inspect.dump_commitlog(*args), ctx.format)
 
 
 def queue_arguments(fn):

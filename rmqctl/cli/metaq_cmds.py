@@ -24,7 +24,7 @@ from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
 from .app import cli
 from .options import DIRECTORY, FILE, OFFSET, body_option, parse_int
-from .render import FORMATS, echo_err, render
+from .render import FORMATS, damage_exits, echo_err, render
 
 
 @cli.group()
@@ -136,17 +136,8 @@ def dump_cmd(ctx, topic, partition, start, end, limit, body):
     \b
     rmqctl metaq dump --store /data/meta --topic trade-events --partition 0 --limit 3
     """
-
-    damage = []
-
-    def warn(msg):
-        damage.append(msg)
-        echo_err(f"rmqctl: {msg}")
-
-    rows = inspect.dump(ctx.store, topic, partition, start, end, limit, body, warn)
-    render(rows, ctx.format, blocks=True)
-    if damage:
-        raise click.exceptions.Exit(EXIT_REFUSED)
+    with damage_exits() as warn:
+        render(inspect.dump(ctx.store, topic, partition, start, end, limit, body, warn), ctx.format, blocks=True)
 
 
 @metaq.command("locate")

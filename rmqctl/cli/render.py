@@ -5,6 +5,7 @@ folded to the terminal, notes on stderr, progress bars, and the one-line notice 
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import json
 import re
@@ -17,7 +18,7 @@ import click
 import orjson
 
 from .. import schema as S
-from ..errors import where
+from ..errors import EXIT_REFUSED, where
 from ..store import Store
 from ..views.inspect import ms_text
 
@@ -268,6 +269,22 @@ def _cell(v) -> str:
 
 def echo_err(msg: str):
     click.echo(msg, err=True)
+
+
+@contextlib.contextmanager
+def damage_exits():
+    """A `warn` for a read that goes on past damage: each line goes to stderr as it is found, and once the
+    read is done, any makes the exit code 2 (everything readable was printed; the exit code still tells
+    scripts the store is damaged). An error that ends the read is its own answer."""
+    damage: list[str] = []
+
+    def warn(msg: str):
+        damage.append(msg)
+        echo_err(f"rmqctl: {msg}")
+
+    yield warn
+    if damage:
+        raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 def prepare_kernels(*kernels, what: str = "decoder"):

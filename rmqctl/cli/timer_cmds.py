@@ -6,11 +6,10 @@ import functools
 
 import click
 
-from ..errors import EXIT_REFUSED
 from ..views import timer
 from .app import dump
 from .options import store_options
-from .render import echo_err, render
+from .render import damage_exits, render
 
 UNIT_COLUMNS = ["pos", "prevPos", "magic", "delayedTimeMs", "offsetPy", "sizePy", "realTopic", "realQueueId", "problem"]
 SLOT_COLUMNS = ["slotIndex", "timeMs", "firstPos", "lastPos", "num", "chain", "chainProblem"]
@@ -39,18 +38,11 @@ def dump_timerlog(ctx, which, no_resolve):
     \b
     rmqctl dump timerlog --store /data/store --broker-config broker.conf
     """
-    damage = []
-
-    def warn(msg):
-        damage.append(msg)
-        echo_err(f"rmqctl: {msg}")
-
-    rows = timer.dump_timerlog(ctx.store, which, resolve=not no_resolve, warn=warn)
-    if ctx.format == "table":  # the record's real queue instead of the whole record
-        rows = ({**r, **{k: (r.get("message") or {}).get(k) for k in ("realTopic", "realQueueId")}} for r in rows)
-    render(rows, ctx.format, UNIT_COLUMNS if ctx.format == "table" else None)
-    if damage:
-        raise click.exceptions.Exit(EXIT_REFUSED)
+    with damage_exits() as warn:
+        rows = timer.dump_timerlog(ctx.store, which, resolve=not no_resolve, warn=warn)
+        if ctx.format == "table":  # the record's real queue instead of the whole record
+            rows = ({**r, **{k: (r.get("message") or {}).get(k) for k in ("realTopic", "realQueueId")}} for r in rows)
+        render(rows, ctx.format, UNIT_COLUMNS if ctx.format == "table" else None)
 
 
 @dump.command("timerwheel")
