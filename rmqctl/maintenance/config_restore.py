@@ -11,9 +11,10 @@ from ..configfiles import present_configs
 from ..errors import StoreError, UsageError
 from ..parts import ROCKS_QUEUE_PARTS
 from ..rocksdbconfig import kept_in_rocksdb
-from ..store import Store, elsewhere
+from ..store import Store
 from ..checks.config import described
-from ..txn import Transaction, locked_for_writing
+from ..txn import locked_for_writing
+from .staging import store_transaction
 
 
 # config restore is the writer a config database keeps off (parts.CONFIG_WRITERS); it understands them: it writes
@@ -68,10 +69,7 @@ def restore_configs(store: Store, plan: list[RestorePlan], keep_backup: bool = T
     if not todo:
         return None
     store.parts.refuse_writer("config restore", CONFIG_DATABASES_UNTOUCHED)
-    with (
-        locked_for_writing(store.root),
-        Transaction(store.root, "config", "config restore", keep_backup, beside=elsewhere(store)) as txn,
-    ):
+    with locked_for_writing(store.root), store_transaction(store, "config", "config restore", keep_backup) as txn:
         for p in todo:
             target = Path(p.path)
             staged = txn.area(target.parent) / target.name

@@ -36,10 +36,18 @@ from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rules import written_units
-from ..store import ConsumeQueue, IndexFile, Store, elsewhere, valid_topic_dir_name
+from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
-from .staging import Build, DryRunPlan, index_count_check, last_full_end, stage_checkpoint, verify_staged, writing
-from ..txn import Transaction
+from .staging import (
+    Build,
+    DryRunPlan,
+    index_count_check,
+    last_full_end,
+    stage_checkpoint,
+    store_transaction,
+    verify_staged,
+    writing,
+)
 
 # working memory of one record in a dispatch batch: its decoded columns, consumequeue entries, index keys
 # (2-3 per message) and the sort of the entries by queue, with room to spare
@@ -451,7 +459,7 @@ def _build_area(store: Store, dry_run: bool, kind: str, keep_backup: bool):
         with tempfile.TemporaryDirectory(prefix=f"rmqctl-{kind}-dry-") as d:
             yield DryRunPlan(Path(d))
         return
-    with Transaction(store.root, "rebuild", f"rebuild {kind}", keep_backup, beside=elsewhere(store)) as txn:
+    with store_transaction(store, "rebuild", f"rebuild {kind}", keep_backup) as txn:
         yield txn
 
 

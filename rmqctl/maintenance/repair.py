@@ -61,9 +61,9 @@ from ..recovery import (
 )
 from ..engine import walk_files
 from ..rules import cq_unit_valid, index_slot
-from ..store import IndexFile, MappedFile, Store, elsewhere
+from ..store import IndexFile, MappedFile, Store
 from ..checks.verify import Preexisting
-from .staging import stage_checkpoint, stage_timercheck, verify_staged, writing
+from .staging import stage_checkpoint, stage_timercheck, store_transaction, verify_staged, writing
 from ..views.timer import dangling_after, dangling_rows
 from .writers import reserve
 from ..txn import Transaction
@@ -519,7 +519,7 @@ def repair(
         txn = None
         if not dry_run:
             command = "repair --scan-all" if scan_all else "repair"
-            txn = Transaction(store.root, "repair", command, keep_backup, beside=elsewhere(store))
+            txn = store_transaction(store, "repair", command, keep_backup)
         try:
             padded: list = []
             commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
@@ -664,7 +664,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         stop = BadRecord(r.stop.position, f.name, r.stop.position - f.start, r.stop.kind, r.stop.detail)
     txn = None
     if not dry_run:
-        txn = Transaction(store.root, "repair", "repair", keep_backup, beside=elsewhere(store))
+        txn = store_transaction(store, "repair", "repair", keep_backup)
     try:
         padded: list = []  # short last consumequeue or index files, made whole as for a plain store
         commitlog = plan_commitlog(store, cut, cut, txn, padded)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..store import Store, elsewhere
-from .staging import writing
-from ..txn import BACKUP_MANIFEST, BACKUP_PREFIX, Transaction, at_root, fsync_dir
+from .staging import store_transaction, writing
+from ..txn import BACKUP_MANIFEST, BACKUP_PREFIX, at_root, fsync_dir
 
 
 @dataclasses.dataclass
@@ -113,7 +113,7 @@ def restore(store: Store, backup: str, dry_run: bool = False, keep_backup: bool 
         if dry_run:
             return result
         if steps:
-            txn = Transaction(store.root, "restore", f"restore {path.name}", keep_backup, beside=elsewhere(store))
+            txn = store_transaction(store, "restore", f"restore {path.name}", keep_backup)
             try:
                 for s in steps:
                     if s["action"] == "put-back":

@@ -49,6 +49,12 @@ def writing(store: Store, dry_run: bool, writer: str, extra_dirs=(), understood:
         yield done, store
 
 
+def store_transaction(store: Store, kind: str, command: str, keep_backup: bool = True) -> Transaction:
+    """A transaction on `store` whose staging for a directory on another filesystem (store.elsewhere) goes
+    beside that directory, where `writing` looks for a killed run's staging."""
+    return Transaction(store.root, kind, command, keep_backup, beside=elsewhere(store))
+
+
 def stage_checkpoint(store: Store, txn: Transaction | None, result_fields: dict, **values) -> None:
     """Write a copy of the checkpoint with some fields changed into the staging area and plan its swap.
     Records [before, after] of every field that changes in `result_fields`. No checkpoint file: nothing
