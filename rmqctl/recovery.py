@@ -165,10 +165,17 @@ class AcceptedRecords:
     which decides (record_failures), and at the bytes where the engine stopped (or a file's end without a
     BLANK, where the broker's loop reads on and fails)."""
 
-    def __init__(self, store: Store, first: int, checker_of: Callable[[int], RecoveryChecker], **options):
-        self.store, self.first, self.checker_of = store, first, checker_of
-        self.upto = options.get("upto", len(store.commitlog.files))
-        self.past_crc = options.get("past_crc", False)
+    def __init__(
+        self,
+        store: Store,
+        first: int,
+        checker_of: Callable[[int], RecoveryChecker],
+        *,
+        upto: int | None = None,
+        past_crc: bool = False,
+    ):
+        self.store, self.first, self.checker_of, self.past_crc = store, first, checker_of, past_crc
+        self.upto = len(store.commitlog.files) if upto is None else upto
         self.blank_at: int | None = None
 
     def walk(self) -> Iterator[tuple[int, Chunk | None, BadRecord | None]]:
@@ -196,7 +203,7 @@ class AcceptedRecords:
         paged = available_cores() > 1
         for chunk in walk_files([f], size, None, None, checker.v2, stopped_at, checker.crc, paged=paged):
             start = 0
-            for row, bad in self._failures(chunk, checker):
+            for row, bad in record_failures(chunk, checker, self._goes_on):
                 yield (chunk.select(slice(start, row)) if row > start else None), bad
                 if not self._goes_on(bad):
                     return
@@ -211,9 +218,6 @@ class AcceptedRecords:
         if bad is None:
             raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
         yield None, bad
-
-    def _failures(self, chunk: Chunk, checker: RecoveryChecker) -> Iterator[tuple[int, BadRecord]]:
-        return record_failures(chunk, checker, self._goes_on)
 
 
 def record_failures(
