@@ -215,6 +215,7 @@ class AcceptedRecords:
             return
         pos = refused[0] if refused else end
         _, bad = checker.check(f, pos)
+        f.release()  # (the walk had let the file go; the reference's look mapped it again)
         if bad is None:
             raise AssertionError(f"{f.path} at {pos}: the engine refused a record the reference reads")
         yield None, bad
@@ -226,9 +227,11 @@ def record_failures(
     """The rows of a chunk the engine decoded that `checker` fails, in order, up to the first that does not
     `go on`: the engine settles every other row, and the checker (the reference) reads only the rows the engine
     cannot settle alone (a CRC found failing or not read, a property CRC forceVerifyPropCRC asks for and the
-    record lacks, a PHYSICALOFFSET off its position)."""
+    record lacks, a PHYSICALOFFSET off its position, V2 magic where the checker refuses it)."""
     f = chunk.file
     suspect = np.zeros(len(chunk), bool)
+    if not checker.v2:  # (a walk that reads V2 magic, for a checker that refuses it: a 4.x broker's)
+        suspect |= chunk.column("v2") == 1
     if checker.crc:
         suspect |= chunk.column("crcOk") != 1
         if checker.prop_crc:  # (a property string Java decodes with replacement is the reference's to read)
@@ -468,6 +471,7 @@ def records_past(
             past.add(chunk, checker.v2)
         if stopped:
             _, bad = checker.check(f, stopped[0])
+            f.release()  # (as AcceptedRecords lets it go)
             if bad.kind != "zeroed-region":
                 past.add_torn(bad)
     return past

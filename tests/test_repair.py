@@ -366,3 +366,24 @@ def test_a_staged_commitlog_file_is_read_back_up_to_the_cut(tmp_path):
         fh.write(b"\0\0\0\0")  # the magic
     assert _records_end(store, MappedFile(first.path, first.start), cut) == damaged
     store.close()
+
+
+def test_the_damage_kept_below_a_cut_includes_v2_records_a_4x_broker_refuses(tmp_path):
+    """_damage_kept decodes with the scan (which reads V2 magic); a 4.x broker's checker refuses V2 magic, so
+    every V2 record below the cut is damage kept, though its CRCs hold."""
+    from rmqctl.config import load_config
+    from rmqctl.maintenance.repair import _damage_kept
+    from rmqctl.store import Store
+
+    config = load_config(broker_conf("c-v5-features"))
+    config.rocketmqVersion = "4"
+    store = Store(copy_store("c-v5-features", tmp_path), config)
+    v2 = [
+        c.file.start + int(p)
+        for c in store.scan().chunks()
+        for p, magic_v2 in zip(c.column("position"), c.column("v2"))
+        if magic_v2
+    ]
+    end = store.commitlog.files[-1].start + store.commitlog.file_size
+    kept = _damage_kept(store, end)
+    assert v2 and [b.commitLogOffset for b in kept if b.kind == "illegal-magic"] == v2
