@@ -4,6 +4,7 @@ Each function returns plain dicts (the JSON shapes of the CLI contract) so noteb
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import queue
 from typing import Iterator
 
@@ -27,7 +28,7 @@ def dump_commitlog(store: Store, *selection, **options) -> Iterator[dict]:
     dump_commitlog_lines, which takes the same arguments (one writer of the contract and one list of what
     chooses the records: offsets, topic, queue, limit, `where` filters; `decompress`: inflate compressed
     bodies up to that many bytes; damage is passed to `warn`)."""
-    for block in dump_commitlog_lines(store, *selection, **options):
+    for block in dump_commitlog_lines(store, *selection, **options, views=False):
         for line in block.splitlines():
             yield orjson.loads(line)
 
@@ -91,6 +92,13 @@ def dump_commitlog_lines(
     for out, blocks in ordered_map(lines, selected(), jobs):
         yield from (blocks if views else [bytes(b) for b in blocks])
         buffers.put(out)
+
+
+# help() and the API docs show what dump_commitlog takes: dump_commitlog_lines' parameters but `views`
+_LINES = inspect.signature(dump_commitlog_lines)
+dump_commitlog.__signature__ = _LINES.replace(
+    parameters=[p for p in _LINES.parameters.values() if p.name != "views"], return_annotation="Iterator[dict]"
+)
 
 
 def select_records(chunk, topic: str | None, queue_id: int | None, where: MessageFilter | None = None) -> np.ndarray:
