@@ -218,6 +218,7 @@ def main():
     for only, label in (("commitlog", "verify --only commitlog"), (None, "verify (all checks)")):
         for jobs in (1, 2):
             rows.append((f"{label} --jobs {jobs}", best_run(jobs, only)))
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # (before the JVM's: it is a child too)
     java = javabench.rocketmq_check(store_dir / "commitlog", args.size_mib << 20, records)
     print(
         f"commitlog: {total / 2**20:.0f} MiB, {records} messages ({total / records:.0f} B each); best of {args.repeat}; "
@@ -234,7 +235,7 @@ def main():
         one = next(s for l, s in rows if l == f"{label} --jobs 1")
         two = next(s for l, s in rows if l == f"{label} --jobs 2")
         print(f"{label}: --jobs 2 is {one / two:.2f}x --jobs 1")
-    print(f"peak RSS of a verify process {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MiB")
+    print(f"peak RSS of a verify process {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
