@@ -11,14 +11,13 @@ Each figure is the best of --repeat runs, each verify in a fresh interpreter, th
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from bench_verify import TOPICS, build_store
+from bench_verify import TOPICS, build_store, store_arguments
 
 from rmqctl.cli.main import cli
 
@@ -67,11 +66,7 @@ def best(store: Path, conf: Path, repeat: int) -> tuple[float, int, int]:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mib", type=int, default=256)
-    ap.add_argument("--dir", default="/tmp/rmqctl-bench-parts")
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = store_arguments(__doc__, "/tmp/rmqctl-bench-parts", size_mib=256)
     root = Path(args.dir)
     conf = build_store(root / "plain", args.size_mib << 20)
     parts = with_batch_topic(root / "plain" / "store", conf, root / "parts" / "store")

@@ -18,7 +18,6 @@ RocketMQ's checker MB/s on the same file.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import shutil
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 
 import javabench
-from bench_verify import build_store
+from bench_verify import build_store, store_arguments
 
 from rmqctl.config import load_config
 from rmqctl.store import Store
@@ -69,11 +68,7 @@ def append_into_copy(store_dir: Path, conf: Path, scratch: Path) -> float:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mib", type=int, default=1024)
-    ap.add_argument("--dir", default="/tmp/rmqctl-bench-verify")
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = store_arguments(__doc__, "/tmp/rmqctl-bench-verify")
     root = Path(args.dir)
     conf = build_store(root, args.size_mib << 20)
     store_dir = root / "store"

@@ -17,7 +17,6 @@ on a shared machine it says what the work costs when the wall time says how busy
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shutil
@@ -27,7 +26,7 @@ import sys
 from pathlib import Path
 
 import rocksdict
-from bench_verify import build_store
+from bench_verify import build_store, store_arguments
 
 from rmqctl.config import load_config
 from rmqctl.rocksdb import NewDB, compression
@@ -129,11 +128,7 @@ def best(store: Path, conf: Path, repeat: int, jobs: int | None) -> tuple[Run, f
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mib", type=int, default=1024)
-    ap.add_argument("--dir", default="/tmp/rmqctl-bench-rocksdbstore")
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = store_arguments(__doc__, "/tmp/rmqctl-bench-rocksdbstore")
     root = Path(args.dir)
     conf = build_store(root / "plain", args.size_mib << 20)
     with_db, counts = with_database(root / "plain" / "store", conf, root / "with" / "store")

@@ -161,12 +161,17 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mib", type=int, default=1024)
-    ap.add_argument("--dir", default="/tmp/rmqctl-bench-verify")
+def store_arguments(doc: str, directory: str, size_mib: int = 1024) -> argparse.Namespace:
+    """The command line of a benchmark on a store build_store makes: --size-mib, --dir, --repeat."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--size-mib", type=int, default=size_mib)
+    ap.add_argument("--dir", default=directory)
     ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main():
+    args = store_arguments(__doc__, "/tmp/rmqctl-bench-verify")
     root = Path(args.dir)
     conf = build_store(root, args.size_mib << 20)
     store_dir = root / "store"
