@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import schema as S
 from ..errors import UsageError
 from ..record import Message, RecordError, read_record
 from ..store import MappedFile, Store
@@ -64,17 +65,16 @@ def offset_range(store: Store, since: int | None, until: int | None) -> tuple[in
     too."""
     inside = lambda t: (since is None or t >= since) & (until is None or t <= until)
     scan = store.scan()
-    found: list[tuple[int, int]] = []  # (offset, end) of the first and the last record inside
     if store.dledger is not None:  # whole entries: the range a DLedger walk checks is in entry positions
-        found = [
-            (
-                f.start + m.dledger["entryFilePosition"],
-                f.start + m.dledger["entryFilePosition"] + m.dledger["entrySize"],
-            )
-            for f, m in scan.records()
-            if inside(m.storeTimestamp)
-        ]
-        return (found[0][0], found[-1][1]) if found else None
+        at, length = S.DLEDGER_DUMP_FIELDS.index("entryFilePosition"), S.DLEDGER_DUMP_FIELDS.index("entrySize")
+        first = last = None  # the first and the last entry inside: (its offset, its end)
+        for chunk in scan.chunks():
+            hits = np.flatnonzero(inside(chunk.column("storeTimestamp")))
+            for entry in chunk.entries[hits[[0, -1]]] if len(hits) else ():
+                start = chunk.file.start + int(entry[at])
+                last = (start, start + int(entry[length]))
+                first = first or last
+        return (first[0], last[1]) if first else None
     size = store.commitlog.file_size
 
     def inside_file(span: FileSpan) -> tuple[int, int] | None:
