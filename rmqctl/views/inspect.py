@@ -526,8 +526,8 @@ def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | N
     last = data_files[-1]
     scan = store.scan()
     end = None
-    for chunk in scan.chunks(start=last.start):  # (the compiled walk: the last file may be a full GiB)
-        end = chunk.file.start + int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+    for _, m in scan.records(start=last.start):
+        end = last.start + m.position + m.storeSize
     return end, scan.errors
 
 
