@@ -213,6 +213,18 @@ def test_hex_view_of_v1_v2_ipv6_property_crc_and_blank():
     assert bad.exit_code == 2 and "no record starts here" in bad.stderr
 
 
+def test_off_a_terminal_no_bar_is_made():
+    """Off a terminal progress() makes no tqdm bar at all: tqdm takes a lock shared with forked processes even
+    for a disabled bar, and a forked writer killed while it held it hung every later one."""
+    code = (
+        "import sys; from rmqctl.cli.render import progress; "
+        "bar = progress(10, 'x'); bar.update(4); bar.n = 6; bar.refresh(); bar.close(); "
+        "print(type(bar).__name__, bar.n, 'tqdm' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.split() == ["NoBar", "6", "False"], r
+
+
 def test_repair_shows_a_bar_only_on_a_terminal():
     """repair --scan-all checks every commitlog file: a tqdm bar on a terminal's stderr, nothing of it when
     stderr is a file (cron, logs)."""

@@ -301,12 +301,35 @@ def prepare_kernels(*kernels, what: str = "decoder"):
 
 
 def progress(total: int, desc: str):
-    """A tqdm bar on stderr only when stderr is a terminal."""
+    """A tqdm bar on stderr when stderr is a terminal; else a NoBar."""
+    if not sys.stderr.isatty():
+        return NoBar()
     from tqdm import tqdm  # start-up time: loaded only when a bar is drawn
 
-    return tqdm(
-        total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False
-    )
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr, leave=False)
+
+
+class NoBar:
+    """A bar's interface that draws nothing and takes no lock. tqdm takes a lock shared with the processes a
+    process forks even for a disabled bar: one killed while it held it (the torture suite's SIGKILL of a writer
+    run in a forked child) hung every later one."""
+
+    n = 0
+
+    def update(self, n: int = 1):
+        self.n += n
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def echo_moved(moved: list):
