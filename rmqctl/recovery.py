@@ -209,7 +209,7 @@ class AcceptedRecords:
                     return
                 start = row
             yield chunk.select(slice(start, None)), None
-            end = int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+            end = chunk.end
         if not refused and end < min(f.length, size):
             self.blank_at = end
             return
@@ -330,8 +330,7 @@ class ProgressReporter:
 
     def passed(self, chunk: Chunk):
         if self.progress is not None:
-            end = int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
-            self.progress(chunk.file.start + end - self.base)
+            self.progress(chunk.file.start + chunk.end - self.base)
 
 
 def walk(

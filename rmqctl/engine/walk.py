@@ -48,6 +48,11 @@ class Chunk:
         return self.cols[:, COLUMN[name]]
 
     @property
+    def end(self) -> int:
+        """Where its last record ends (a position in its file)."""
+        return int(self.cols[-1, COLUMN["position"]] + self.cols[-1, COLUMN["storeSize"]])
+
+    @property
     def buf(self):
         """The file's mapping as the reference reads it, kept alive by this chunk's view (the file's own `buf`
         maps the file again once the walk let it go: on another thread, after the broker deleted it, FileGone)."""

@@ -462,7 +462,7 @@ def _records_end(store: Store, f: MappedFile, cut: int) -> int:
 
     end = f.start
     for chunk in walk_files([f], store.commitlog.file_size, None, cut, allow_v2(store), refused):
-        end = f.start + int(chunk.column("position")[-1] + chunk.column("storeSize")[-1])
+        end = f.start + chunk.end
     return min(stopped + [end])
 
 
