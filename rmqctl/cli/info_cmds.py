@@ -10,7 +10,7 @@ from ..views import inspect
 from ..views.startup import estimate_startup
 from .app import cli
 from .options import store_options
-from .render import dumps, echo_lines, render
+from .render import dumps, echo_lines, prepare_kernels, render
 
 
 @cli.command("info")
@@ -23,8 +23,11 @@ def info(ctx):
     rmqctl info --store /data/store --format table | less
     """
     ctx.version()  # one stderr line when nothing in the store tells it
-    data = inspect.info(ctx.store)
-    startup = estimate_startup(ctx.store)
+    data_files = inspect.files_with_data(ctx.store)
+    prepare_kernels(*inspect.end_kernels(ctx.store, data_files))
+    end = inspect.commitlog_end(ctx.store, data_files)
+    data = inspect.info(ctx.store, end)
+    startup = estimate_startup(ctx.store, end)
     data["startup"] = startup.to_dict()
     if ctx.format in ("json", "jsonl"):
         click.echo(dumps(data))

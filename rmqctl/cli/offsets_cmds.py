@@ -11,10 +11,11 @@ from ..errors import EXIT_FINDINGS, UsageError
 from ..views import offsets
 from ..maintenance.config_restore import plan_restore, restore_configs
 from ..views.diff import diff_stores
+from ..views.inspect import end_kernels
 from ..store import Store
 from .app import cli
 from .options import parse_time_ms, store_options, wait_option
-from .render import dumps, echo_err, render
+from .render import dumps, echo_err, prepare_kernels, render
 
 QUEUE_STORES = {"default": "file consume queues", "defaultRocksDB": "RocksDB consume queue"}  # by storeType
 BOUNDARY_HELP = (
@@ -42,6 +43,7 @@ def consumers(ctx, per_group):
     rmqctl consumers --per-group --store /data/store --broker-config broker.conf
     rmqctl consumers --store /data/store --format jsonl | jq 'select(.lag > 10000)'
     """
+    prepare_kernels(*end_kernels(ctx.store))
     rows, notes = offsets.consumers(ctx.store)
     for n in notes:
         echo_err(f"rmqctl: {n}")
@@ -90,6 +92,7 @@ def offset_by_time(ctx, args, boundary):
     if major == 4 and boundary != "lower":
         raise UsageError("--boundary is a 5.x option; 4.9 has one rule")
     ms = parse_time_ms(time_text, "TIME")
+    prepare_kernels(*end_kernels(ctx.store))
     rows = offsets.offset_by_time(ctx.store, topic, queue_id, ms, major, boundary)
     render(
         (r.to_dict() for r in rows),
@@ -111,6 +114,7 @@ def delay_offsets(ctx, at):
     rmqctl delay-offsets --store /data/store --broker-config broker.conf
     """
     now = parse_time_ms(at, "--at") if at else int(time.time() * 1000)
+    prepare_kernels(*end_kernels(ctx.store))
     rows, notes = offsets.delay_offsets(ctx.store, now)
     for n in notes:
         echo_err(f"rmqctl: {n}")
@@ -184,7 +188,9 @@ def diff(ctx, stores):
     if len(stores) > 2:
         raise UsageError("diff takes [STORE_A] STORE_B")
     a = stores[0] if len(stores) == 2 else ctx.store_dir
-    result = diff_stores(Store(a, ctx.config), Store(stores[-1], ctx.config))
+    sides = Store(a, ctx.config), Store(stores[-1], ctx.config)
+    prepare_kernels(*end_kernels(sides[0]), *end_kernels(sides[1]))
+    result = diff_stores(*sides)
     if ctx.format == "csv":  # the one table of the result: the consumequeues
         render((q.to_dict() for q in result.queues), "csv")
     elif ctx.format != "table":

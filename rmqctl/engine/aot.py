@@ -239,6 +239,8 @@ def ready_kernels(kernels, on_first_run) -> None:
     """Ready the compiled kernels a command calls: this module where it covers them, built on the first run
     that needs it; else numba's, whose first run compiles them. `on_first_run()` is called before a first
     run's compiling (seconds), so the caller can say why it pauses."""
+    if not kernels:
+        return
     ahead = covers(kernels)
     if ahead and install():
         return

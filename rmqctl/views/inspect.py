@@ -13,7 +13,7 @@ import orjson
 
 from .. import batchcq, compaction, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
-from ..engine import ordered_map, walk_files
+from ..engine import decode_records, ordered_map, walk_files
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, queue_kind
@@ -514,9 +514,30 @@ def files_with_data(store: Store) -> list:
     return out
 
 
+# Past this many bytes of records in the commitlog's last file its end is found on the compiled walk: the
+# reference reads a record in microseconds, and a full file holds a million; the kernels load in a
+# millisecond from the ahead-of-time module (numba's own load takes a fraction of a second).
+COMPILED_END_FROM = 16 << 20
+PAGE = 4096
+
+
+def end_kernels(store: Store, data_files: list | None = None) -> tuple:
+    """The compiled kernels commitlog_end runs on this store: none while the last file holding data has
+    less than COMPILED_END_FROM bytes of records (a small store's `info` starts without numba), and none on a
+    DLedger store (its entries are read by the reference)."""
+    if data_files is None:
+        data_files = files_with_data(store)
+    if not data_files or store.live is not None or store.dledger is not None:
+        return ()
+    buf = data_files[-1].buf
+    written = len(buf) > COMPILED_END_FROM + PAGE and buf[COMPILED_END_FROM : COMPILED_END_FROM + PAGE] != bytes(PAGE)
+    return (decode_records,) if written else ()
+
+
 def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | None, list]:
     """The commitlog's max offset as the broker computes it after loading (the end of the last record of the
-    last file holding data), or None when no file holds data; and the damage met on the way."""
+    last file holding data), or None when no file holds data; and the damage met on the way. The records are
+    read on the compiled walk where end_kernels asks for it, else by the reference: the same walk."""
     if data_files is None:
         data_files = files_with_data(store)
     if not data_files:
@@ -526,14 +547,20 @@ def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | N
     last = data_files[-1]
     scan = store.scan()
     end = None
-    for _, m in scan.records(start=last.start):
-        end = last.start + m.position + m.storeSize
+    if end_kernels(store, data_files):
+        for chunk in scan.chunks(start=last.start):
+            if len(chunk):
+                end = chunk.file.start + chunk.end
+    else:
+        for _, m in scan.records(start=last.start):
+            end = last.start + m.position + m.storeSize
     return end, scan.errors
 
 
-def info(store: Store) -> dict:
+def info(store: Store, end: tuple[int | None, list] | None = None) -> dict:
     """One screen about a store: files and offset ranges per component, queues with min/max offsets,
-    checkpoint, abort and lock state, index files, and anything odd."""
+    checkpoint, abort and lock state, index files, and anything odd. `end`: commitlog_end's answer, when the
+    caller has it already."""
     odd: list[str] = []
     cl = store.commitlog
     data_files = files_with_data(store)
@@ -547,7 +574,7 @@ def info(store: Store) -> dict:
         for a, b in zip(files, files[1:])
         if b.start != a.start + cl.file_size
     ]
-    max_offset, errors = commitlog_end(store, data_files)
+    max_offset, errors = end if end is not None else commitlog_end(store, data_files)
     odd += [f"{where(ef.name, ef.start + pos)}: {e.detail}" for ef, pos, e in errors]
     preallocated = len(files) - len(data_files)
     index = []

@@ -98,7 +98,8 @@ def queue_recovery(store: Store) -> tuple[int, int, int]:
     return cq_files, cq_recover, newest_entry
 
 
-def estimate_startup(store: Store) -> StartupEstimate:
+def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -> StartupEstimate:
+    """`end`: inspect.commitlog_end's answer, when the caller has it already."""
     files = store.commitlog.files
     abnormal = store.crashed()  # (a running broker's abort is its running marker)
     if not files:
@@ -133,7 +134,7 @@ def estimate_startup(store: Store) -> StartupEstimate:
         )
     cq_files, cq_recover, newest_entry = queue_recovery(store)
     index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: newest_entry)
-    end, _ = commitlog_end(store)
+    end, _ = end if end is not None else commitlog_end(store)
     end = end if end is not None else files[index].start
     first = files[index].start
     scan = max(end - first, 0)
