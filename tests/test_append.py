@@ -607,7 +607,7 @@ def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
     assert ack["queueOffset"] == last["queueOffset"] + 1
     units = cq(store, conf, last["topic"], last["queueId"])
     assert [u["commitLogOffset"] for u in units[-2:]] == [last["commitLogOffset"], ack["commitLogOffset"]]
-    assert nonzero_files(store, "index") != {}  # and the index was not given a second entry for old records
+    assert nonzero_files(store, "index") != {}
     hits = jsonl(
         run(
             "query",
@@ -623,6 +623,32 @@ def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
         ).stdout
     )
     assert [h["commitLogOffset"] for h in hits] == [last["commitLogOffset"]]
+
+
+def test_the_catch_up_writes_what_rocketmqs_reput_writes(tmp_path, java_oracle):
+    """The last record's unit was never written, and the index holds that record (its endPhyOffset): the
+    broker's reput dispatches the record again, and IndexService.buildIndex skips only records *below*
+    endPhyOffset, so the record's keys go in a second time. An append of nothing (the catch-up alone) leaves
+    consumequeue and index byte for byte as RocketMQ 4.9.7's own start (read4.sh --keep-copy) leaves them."""
+    conf = broker_conf("a-basic")
+    ours = copy_store("a-basic", tmp_path / "ours")
+    last = truth("a-basic", "truth-messages.jsonl")[-1]
+    newest = sorted((ours / "consumequeue" / last["topic"] / str(last["queueId"])).iterdir())[-1]
+    data = bytearray(newest.read_bytes())
+    pos = (last["queueOffset"] * 20) % len(data)
+    data[pos : pos + 20] = bytes(20)
+    newest.write_bytes(bytes(data))
+    theirs = tmp_path / "theirs"
+    shutil.copytree(ours, theirs)
+    res = run("append", "--store", ours, "--broker-config", conf, "--jsonl", "/dev/null")
+    assert res.exit_code == 0, res.stderr
+    out = tmp_path / "read4"
+    subprocess.run([java_oracle / "read4.sh", "--keep-copy", theirs, conf, out], check=True, capture_output=True)
+    broker = out / "store-copy"
+    assert json.loads((out / "recovered-summary.json").read_text())["dispatched"]
+    for part in ("consumequeue", "index"):
+        assert nonzero_files(ours, part) == nonzero_files(broker, part), part
+    assert nonzero_files(broker, "index") != nonzero_files(FIXTURES / "a-basic" / "store", "index")
 
 
 def test_a_lost_consumequeue_directory_is_rebuilt_as_the_broker_wrote_it(store_copy):

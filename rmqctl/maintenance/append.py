@@ -66,7 +66,7 @@ from ..engine import (
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
-from .batchdispatch import BatchWriter, dispatch_file
+from .batchdispatch import BatchWriter, dispatch_file, dispatch_range
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
 
@@ -405,22 +405,20 @@ def _with_multi_queue_offsets(
     return map_properties_string(base, version)
 
 
-def catch_up(store: Store, d: Dispatcher, point: AppendPoint):
-    """The broker's reput on start: dispatch records from the dispatch point to the append point. A record
-    the index already holds (offset <= its endPhyOffset) is not indexed again."""
-    index = d.index
-    for off in point.catch_up:
-        f = store.commitlog.find(off)
-        m = read_record(f.buf, off - f.start, store.commitlog.file_size)
-        if index is not None and off <= point.index_end:
-            d.index = None
-            try:
-                d.dispatch(m, off)
-            finally:
-                d.index = index
-        else:
-            d.dispatch(m, off)
+def catch_up(store: Store, writer: BatchWriter, point: AppendPoint, config: BrokerConfig):
+    """The broker's reput on start: dispatch the records of [catch_up_from, end), a commitlog file at a time,
+    as the reput does (IndexService.buildIndex skips a record below the index's endPhyOffset), each file's
+    new consumequeue and index files reserved before it is written."""
+    d = writer.dispatcher
+    for f, b in dispatch_range(store, point.catch_up_from, point.end, config, point.allow_v2):
+        reserve_free_space(store.root, writer.space_needed([b]), keep=d.spare)
+        if d.index is not None:
+            d.index.reserve_keys(len(b.key_hash))
+        writer.write_in_order(
+            f.buf, b, lambda topic, position: refuse_queue_name(store.root, topic, f.start + position)
+        )
     d.flush()
+    d.spare.free()
 
 
 def stored_properties(
@@ -734,8 +732,8 @@ class Appender:
             return
         self._dispatcher = appending_dispatcher(self, store)
         self._writer = BatchWriter(self._dispatcher, self.version >= 5, build_cq=True, build_index=True)
-        if rec.catch_up:
-            catch_up(store, self._dispatcher, rec)
+        if rec.catch_up_from is not None:
+            catch_up(store, self._writer, rec, self.config)
             self.warnings += dispatch_warnings(self._dispatcher)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:

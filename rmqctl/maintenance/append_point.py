@@ -7,21 +7,19 @@ the append point, the records still to dispatch before it, and each queue's next
 from __future__ import annotations
 
 import dataclasses
-from array import array
 from pathlib import Path
 
-import numpy as np
 
 from .. import schema as S
 from ..batchcq import batch_max_phy
 from ..brokerversion import FIVE_ONLY_CONFIG_KEYS, parse_release, store_entries_version
 from ..config import BrokerConfig, read_properties
-from ..dispatch import cq_targets
 from ..errors import StoreError, UsageError
 from ..javacompat import PROPERTY_SEPARATOR
 from ..record import read_record
 from ..recovery import AcceptedRecords, RecoveryChecker, normal_recovery_start, zero_from
 from ..store import Store
+from .batchdispatch import dispatch_range, queue_ends
 
 
 @dataclasses.dataclass
@@ -30,8 +28,9 @@ class AppendPoint:
 
     end: int  # the append point (commitlog offset)
     reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
-    catch_up: array  # offsets of the records in [reput_from, end), to dispatch before appending
-    next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from those records
+    catch_up_from: int | None  # the first record at or past reput_from: [catch_up_from, end) is dispatched first
+    allow_v2: bool  # whether the recovery walk read V2 magic (a 4.x broker's refuses it)
+    next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from the records to catch up
     last_store_host: str | None
     style_votes: dict[int, int]  # version -> records whose property style / magic says so
     index_end: int  # the index's endPhyOffset (-1: empty): records up to it are indexed already
@@ -136,8 +135,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
     lenient.crc = False
     strict.v2 = lenient.v2 = not (version_source != "default" and version < 5)
     strict.prop_crc = strict.prop_crc and strict.v2
-    catch_up = array("q")
-    next_offsets: dict[tuple[str, int], int] = {}
+    catch_up_from = None
     votes = {4: 0, 5: 0}
     last = None  # (file, position) of the last record in the recovery's files
     accepted = AcceptedRecords(store, start_idx, lambda i: strict if i >= recover_idx else lenient)
@@ -148,12 +146,8 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         if chunk is None:
             continue
         positions = chunk.column("position")
-        to_dispatch = positions[positions + chunk.file.start >= reput_from]
-        catch_up.frombytes((to_dispatch + chunk.file.start).astype(np.int64).tobytes())
-        for pos in to_dispatch.tolist():  # (the records the queues lack: few but after a crash or a rebuild)
-            rec = read_record(chunk.buf, pos, min(len(chunk.buf), size), strict.v2)
-            for t, q, qoff in cq_targets(rec, config):
-                next_offsets[(t, q)] = max(next_offsets.get((t, q), 0), qoff + 1)
+        if catch_up_from is None and positions[-1] + chunk.file.start >= reput_from:
+            catch_up_from = int(positions[positions + chunk.file.start >= reput_from][0]) + chunk.file.start
         if i >= recover_idx:
             _count_styles(chunk, votes)
             last = (chunk.file, int(positions[-1]))
@@ -183,10 +177,16 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
             f"the index holds commitlog offset {index_end}, past the commitlog end {end}; run `rmqctl repair` first",
             store.index_dir,
         )
+    next_offsets: dict[tuple[str, int], int] = {}
+    if catch_up_from is not None:  # the queues' next offsets past the records they lack
+        for _, b in dispatch_range(store, catch_up_from, end, config, strict.v2, with_keys=False):
+            for queue, after in queue_ends(b).items():
+                next_offsets[queue] = max(next_offsets.get(queue, 0), after)
     return AppendPoint(
         end=end,
         reput_from=reput_from,
-        catch_up=catch_up,
+        catch_up_from=catch_up_from,
+        allow_v2=strict.v2,
         next_offsets=next_offsets,
         last_store_host=last_host,
         style_votes=votes,

@@ -217,6 +217,32 @@ def dispatch_file(
     return FileDispatch(**columns, **_entries(cq_cols), key_record=k_rec, key_hash=k_hash)
 
 
+def dispatch_range(store, lo: int, hi: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True):
+    """dispatch_file over the records of [lo, hi) of the commitlog (`lo` a record's start, `hi` the end of one:
+    records the recovery walk accepted), a file at a time: (file, its FileDispatch), the file mapped until
+    the next one is asked for."""
+    size = store.commitlog.file_size
+    for f in store.commitlog.files:
+        if f.start + size <= lo or f.start >= hi:
+            continue
+        first, limit = max(lo - f.start, 0), min(hi - f.start, size)
+        try:
+            starts, _ = dispatch_walk(np.frombuffer(f.buf, np.uint8, count=limit), limit, allow_v2, first, limit)
+            yield f, dispatch_file(f.buf, limit, config, allow_v2, with_keys, starts=starts)
+        finally:
+            f.release()
+
+
+def queue_ends(b: FileDispatch) -> dict[tuple[str, int], int]:
+    """Each queue's next offset after the consumequeue entries of `b`: its highest queue offset + 1."""
+    if not len(b.cq_record):
+        return {}
+    keys, inverse = np.unique(np.stack([b.cq_topic, b.cq_qid], axis=1), axis=0, return_inverse=True)
+    top = np.full(len(keys), np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(top, inverse.ravel(), b.cq_qoff)
+    return {(b.topics[t], q): int(o) + 1 for (t, q), o in zip(keys.tolist(), top.tolist())}
+
+
 def _entries(cq: tuple | list) -> dict:
     """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
     return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))
