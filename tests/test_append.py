@@ -625,19 +625,24 @@ def test_records_past_the_consumequeue_are_dispatched_first(store_copy):
     assert [h["commitLogOffset"] for h in hits] == [last["commitLogOffset"]]
 
 
-def test_the_catch_up_writes_what_rocketmqs_reput_writes(tmp_path, java_oracle):
-    """The last record's unit was never written, and the index holds that record (its endPhyOffset): the
-    broker's reput dispatches the record again, and IndexService.buildIndex skips only records *below*
-    endPhyOffset, so the record's keys go in a second time. An append of nothing (the catch-up alone) leaves
-    consumequeue and index byte for byte as RocketMQ 4.9.7's own start (read4.sh --keep-copy) leaves them."""
+@pytest.mark.parametrize("lost", ["the last unit", "consumequeue/"])
+def test_the_catch_up_writes_what_rocketmqs_reput_writes(tmp_path, java_oracle, lost):
+    """The last record's unit was never written (or no consumequeue is left), and the index holds every record:
+    the broker's reput dispatches them again, and IndexService.buildIndex skips only records *below* the
+    index's endPhyOffset, so the last record's keys go in a second time. An append of nothing (the catch-up
+    alone) leaves consumequeue and index byte for byte as RocketMQ 4.9.7's own start (read4.sh --keep-copy)
+    leaves them."""
     conf = broker_conf("a-basic")
     ours = copy_store("a-basic", tmp_path / "ours")
-    last = truth("a-basic", "truth-messages.jsonl")[-1]
-    newest = sorted((ours / "consumequeue" / last["topic"] / str(last["queueId"])).iterdir())[-1]
-    data = bytearray(newest.read_bytes())
-    pos = (last["queueOffset"] * 20) % len(data)
-    data[pos : pos + 20] = bytes(20)
-    newest.write_bytes(bytes(data))
+    if lost == "consumequeue/":
+        shutil.rmtree(ours / "consumequeue")
+    else:
+        last = truth("a-basic", "truth-messages.jsonl")[-1]
+        newest = sorted((ours / "consumequeue" / last["topic"] / str(last["queueId"])).iterdir())[-1]
+        data = bytearray(newest.read_bytes())
+        pos = (last["queueOffset"] * 20) % len(data)
+        data[pos : pos + 20] = bytes(20)
+        newest.write_bytes(bytes(data))
     theirs = tmp_path / "theirs"
     shutil.copytree(ours, theirs)
     res = run("append", "--store", ours, "--broker-config", conf, "--jsonl", "/dev/null")

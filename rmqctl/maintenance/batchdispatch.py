@@ -409,13 +409,15 @@ class BatchWriter:
         return True
 
     def _index(self, buf, b: FileDispatch):
-        index = self.dispatcher.index
-        fresh = not index.files or b.phy[0] >= index.files[-1].end_phy
-        if fresh and np.all(np.diff(b.phy) > 0):  # no record is "already indexed": keys go in as they come
-            self.keys += len(b.key_hash)
-            index.build_many(
-                b.key_hash, b.phy[b.key_record], b.store_ts[b.key_record], int(b.phy[-1]), int(b.store_ts[-1])
-            )
+        """buildIndex skips records below endPhyOffset: in commitlog order a prefix; the rest go in at once
+        (record by record when a skipped one would meet a full file, which the broker rolls over first)."""
+        index, increasing = self.dispatcher.index, bool(np.all(np.diff(b.phy) > 0))
+        first = int(np.searchsorted(b.phy, index.files[-1].end_phy)) if index.files and increasing else 0
+        if increasing and (first == 0 or not index.files[-1].full):
+            keys = b.key_record >= first
+            self.keys += int(np.count_nonzero(keys))
+            at = b.key_record[keys]
+            index.build_many(b.key_hash[keys], b.phy[at], b.store_ts[at], int(b.phy[-1]), int(b.store_ts[-1]))
         else:
             for pos in b.position.tolist():
                 m = read_record(buf, pos, len(buf), self.allow_v2)
