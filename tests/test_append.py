@@ -17,7 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLEAN_FIXTURES, FIXTURES, broker_conf, held_lock, copy_store, jsonl, one_line_error, run, truth
+from conftest import (
+    CLEAN_FIXTURES,
+    FIXTURES,
+    broker_conf,
+    copy_store,
+    held_lock,
+    jsonl,
+    one_line_error,
+    patch,
+    run,
+    tmpfs_at,
+    truth,
+)
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
@@ -654,6 +666,56 @@ def test_the_catch_up_writes_what_rocketmqs_reput_writes(tmp_path, java_oracle, 
     for part in ("consumequeue", "index"):
         assert nonzero_files(ours, part) == nonzero_files(broker, part), part
     assert nonzero_files(broker, "index") != nonzero_files(FIXTURES / "a-basic" / "store", "index")
+    times = S.CHECKPOINT_HEAD.size
+    assert (ours / "checkpoint").read_bytes()[:times] == (broker / "checkpoint").read_bytes()[:times]
+
+
+def test_the_catch_up_reads_v2_records_as_the_recovery_walk_read_them(tmp_path):
+    """A 4.x-style store (no version configured) with records of topics over 127 bytes (V2 magic) the queues lack,
+    and a full last index file (the catch-up then indexes record by record): the catch-up reads those records
+    as the recovery walk accepted them, and leaves what an append under 5.x rules leaves."""
+    conf = broker_conf("a-basic")
+    base = copy_store("a-basic", tmp_path / "base")
+    long_topic = "L" * 130
+    lines = "".join(
+        json.dumps({"topic": long_topic, "queueId": 0, "body": f"x{i}", "properties": {"KEYS": f"K{i}"}}) + "\n"
+        for i in range(3)
+    )
+    append_ok(base, conf, "--rocketmq-version", "5", "--jsonl", "-", input=lines)
+    for p in (base / "consumequeue" / long_topic / "0").iterdir():
+        p.write_bytes(bytes(len(p.read_bytes())))
+    newest = sorted((base / "index").iterdir())[-1]
+    header = bytearray(newest.read_bytes()[: S.INDEX_HEADER_SIZE])
+    header[36:40] = (512).to_bytes(4, "big")  # indexCount = maxIndexNum: full
+    patch(newest, 0, bytes(header))
+    stores = {}
+    for name, version in (("default", ()), ("five", ("--rocketmq-version", "5"))):
+        stores[name] = tmp_path / name
+        shutil.copytree(base, stores[name])
+        res = run("append", "--store", stores[name], "--broker-config", conf, *version, "--jsonl", "/dev/null")
+        assert res.exit_code == 0, res.output
+    assert nonzero_files(stores["default"], "consumequeue") == nonzero_files(stores["five"], "consumequeue")
+    # (a new index file is named by the time it is made)
+    assert index_contents(stores["default"]) == index_contents(stores["five"])
+    assert len(cq(stores["default"], conf, long_topic, 0)) == 3
+
+
+def test_the_catch_up_into_an_intact_index_reserves_no_index_file(tmp_path):
+    """consumequeue/ lost, the index intact: buildIndex skips every record, so the catch-up needs room for the
+    consumequeue files alone; on a filesystem with little more than that it must not refuse for index files
+    it never creates."""
+    conf = broker_conf("b-mixed")
+    mnt = tmp_path / "mnt"
+    with tmpfs_at(mnt, "4m"):
+        store = copy_store("b-mixed", mnt)
+        shutil.rmtree(store / "consumequeue")
+        used = int(
+            subprocess.run(["df", "-k", "--output=used", mnt], capture_output=True, text=True).stdout.split()[-1]
+        )
+        subprocess.run(["mount", "-o", f"remount,size={used + 120}k", mnt], check=True)
+        res = run("append", "--store", store, "--broker-config", conf, "--jsonl", "/dev/null")
+        assert res.exit_code == 0, res.output
+        assert nonzero_files(store, "consumequeue") == nonzero_files(FIXTURES / "b-mixed" / "store", "consumequeue")
 
 
 def test_a_lost_consumequeue_directory_is_rebuilt_as_the_broker_wrote_it(store_copy):

@@ -66,7 +66,7 @@ from ..engine import (
 from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
-from .batchdispatch import BatchWriter, dispatch_file, dispatch_range
+from .batchdispatch import BatchWriter, dispatch_file, dispatch_range, new_keys
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
 
@@ -405,20 +405,23 @@ def _with_multi_queue_offsets(
     return map_properties_string(base, version)
 
 
-def catch_up(store: Store, writer: BatchWriter, point: AppendPoint, config: BrokerConfig):
+def catch_up(store: Store, d: Dispatcher, point: AppendPoint, config: BrokerConfig):
     """The broker's reput on start: dispatch the records of [catch_up_from, end), a commitlog file at a time,
     as the reput does (IndexService.buildIndex skips a record below the index's endPhyOffset), each file's
-    new consumequeue and index files reserved before it is written."""
-    d = writer.dispatcher
+    new consumequeue and index files reserved before it is written, the records read as the recovery walk
+    read them (V2 magic or not); then the checkpoint's consumequeue and index times (the commitlog's is left:
+    no record was written)."""
+    writer = BatchWriter(d, point.allow_v2, build_cq=True, build_index=True)
     for f, b in dispatch_range(store, point.catch_up_from, point.end, config, point.allow_v2):
         reserve_free_space(store.root, writer.space_needed([b]), keep=d.spare)
         if d.index is not None:
-            d.index.reserve_keys(len(b.key_hash))
+            d.index.reserve_keys(new_keys(d.index, b))
         writer.write_in_order(
             f.buf, b, lambda topic, position: refuse_queue_name(store.root, topic, f.start + position)
         )
     d.flush()
     d.spare.free()
+    write_checkpoint(store.root, 0, d.logics_ts, d.index.completed_end_ts if d.index is not None else 0)
 
 
 def stored_properties(
@@ -474,7 +477,7 @@ def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:
 
 def refuse_queue_name(root: Path, topic: str, offset: int):
     raise StoreError(
-        f"multi-dispatch queue {topic!r} cannot be a consumequeue directory name; refusing to dispatch the record",
+        f"queue {topic!r} of the record cannot be a consumequeue directory name; refusing to dispatch it",
         root / "commitlog",
         offset=offset,
     )
@@ -721,7 +724,6 @@ class Appender:
         self.version, self.version_source = config_version(self.config, self.requested_version)
         self._batch_topics = frozenset(batch_topics(store))  # dispatched to batchconsumequeue/, never appended to
         rec = append_point(store, self.config, self.version, self.version_source)
-        self._index_end = rec.index_end
         if self.version_source == "default":
             self.version, self.version_source = store_version(self.root, rec.style_votes) or (self.version, "default")
         self.crc_trailer = self.version >= 5 and self.config.enabledAppendPropCRC
@@ -733,7 +735,7 @@ class Appender:
         self._dispatcher = appending_dispatcher(self, store)
         self._writer = BatchWriter(self._dispatcher, self.version >= 5, build_cq=True, build_index=True)
         if rec.catch_up_from is not None:
-            catch_up(store, self._writer, rec, self.config)
+            catch_up(store, self._dispatcher, rec, self.config)
             self.warnings += dispatch_warnings(self._dispatcher)
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:

@@ -33,7 +33,6 @@ class AppendPoint:
     next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from the records to catch up
     last_store_host: str | None
     style_votes: dict[int, int]  # version -> records whose property style / magic says so
-    index_end: int  # the index's endPhyOffset (-1: empty): records up to it are indexed already
 
 
 def config_version(config: BrokerConfig, requested: int | None) -> tuple[int, str]:
@@ -190,5 +189,4 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         next_offsets=next_offsets,
         last_store_host=last_host,
         style_votes=votes,
-        index_end=index_end,
     )

@@ -243,6 +243,19 @@ def queue_ends(b: FileDispatch) -> dict[tuple[str, int], int]:
     return {(b.topics[t], q): int(o) + 1 for (t, q), o in zip(keys.tolist(), top.tolist())}
 
 
+def indexed_from(index, b: FileDispatch) -> int:
+    """The first record of `b` IndexService.buildIndex does not skip: those below the last index file's
+    endPhyOffset are indexed already (a prefix, in commitlog order); 0 for records out of order."""
+    if not index.files or not np.all(np.diff(b.phy) > 0):
+        return 0
+    return int(np.searchsorted(b.phy, index.files[-1].end_phy))
+
+
+def new_keys(index, b: FileDispatch) -> int:
+    """The index keys dispatching `b` adds (at most: a record out of order may be skipped)."""
+    return int(np.count_nonzero(b.key_record >= indexed_from(index, b)))
+
+
 def _entries(cq: tuple | list) -> dict:
     """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
     return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))
@@ -284,7 +297,7 @@ class BatchWriter:
                     if key[0] not in self.dispatcher.batch_topics:  # no consumequeue file: a BatchConsumeQueue
                         units.setdefault(key, [int(b.cq_qoff[i]), 0])[1] += n
             if self.build_index:
-                keys += len(b.key_hash)
+                keys += new_keys(self.dispatcher.index, b)
         return new_file_sizes(self.dispatcher, units, keys)
 
     def write(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
@@ -411,9 +424,8 @@ class BatchWriter:
     def _index(self, buf, b: FileDispatch):
         """buildIndex skips records below endPhyOffset: in commitlog order a prefix; the rest go in at once
         (record by record when a skipped one would meet a full file, which the broker rolls over first)."""
-        index, increasing = self.dispatcher.index, bool(np.all(np.diff(b.phy) > 0))
-        first = int(np.searchsorted(b.phy, index.files[-1].end_phy)) if index.files and increasing else 0
-        if increasing and (first == 0 or not index.files[-1].full):
+        index, first = self.dispatcher.index, indexed_from(self.dispatcher.index, b)
+        if np.all(np.diff(b.phy) > 0) and (first == 0 or not index.files[-1].full):
             keys = b.key_record >= first
             self.keys += int(np.count_nonzero(keys))
             at = b.key_record[keys]
