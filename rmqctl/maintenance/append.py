@@ -410,7 +410,10 @@ def catch_up(store: Store, d: Dispatcher, point: AppendPoint, config: BrokerConf
     as the reput does (IndexService.buildIndex skips a record below the index's endPhyOffset), each file's
     new consumequeue and index files reserved before it is written, the records read as the recovery walk
     read them (V2 magic or not); then the checkpoint's consumequeue and index times (the commitlog's is left:
-    no record was written)."""
+    no record was written). One deliberate difference from 5.x: its recoverNormally dispatches only records
+    past maxPhyOffsetOfConsumeQueue (`>`: the record that starts where the queues end is never dispatched, and
+    the reput then starts at the confirm offset); this dispatches it too, as 4.9.7's reput does, so no message
+    is left out of its queue."""
     writer = BatchWriter(d, point.allow_v2, build_cq=True, build_index=True)
     for f, b in dispatch_range(store, point.catch_up_from, point.end, config, point.allow_v2):
         reserve_free_space(store.root, writer.space_needed([b]), keep=d.spare)
