@@ -181,18 +181,6 @@ def binary_search_right(values: np.ndarray, left: int, right: int, target: int, 
     return -1
 
 
-def batch_max_phy(store: Store) -> int:
-    """The highest getMaxPhysicOffset over the queues (the last unit's commitLogOffset: BatchConsumeQueue keeps
-    no size there), which recoverConsumeQueue takes with the consumequeues'; 0 without units."""
-    out = 0
-    for q in batch_consume_queues(store):
-        for f, written, arr in q.units():
-            if written:
-                out = max(out, int(arr[written - 1]["commitLogOffset"]))
-            f.release()
-    return out
-
-
 def batch_topics(store: Store) -> set[str]:
     """The topics the broker keeps in a BatchConsumeQueue: queue.type=BatchCQ in topics.json (where dispatch
     looks), and every topic directory under batchconsumequeue/ (what ConsumeQueueStore.load loads as one)."""

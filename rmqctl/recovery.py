@@ -1,6 +1,7 @@
 """The broker's recovery model (CommitLog.recoverAbnormally, 4.9 and 5.x): which magic its readers accept
 (rules.message_magic, by version), where abnormal recovery starts (isMappedFileMatchedRecover), how checkMessageAndReturnSize checks each record,
-the walk to the first failure (the cut), and what lies past it. verify reports it, repair applies it, append
+the walk to the first failure (the cut), and what lies past it; and the consume queues' own recovery, where the
+broker's dispatch resumes (`recovered_queues_end`, `first_redispatched`). verify reports it, repair applies it, append
 starts from it; none of them writes it again.
 """
 
@@ -16,16 +17,27 @@ from . import schema as S
 from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import CRC32_PROPERTY, crc31, decode_utf8
+from .errors import FileGone
 from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
+from .batchcq import BatchConsumeQueue, batch_consume_queues, bcq_unit_valid
 from .record import Blank, Message, RecordError, property_crc_state, read_record
-from .rules import message_magic
+from .rules import cq_unit_valid, message_magic
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
-from .store import MappedFile, Store
+from .store import ConsumeQueue, MappedFile, Store
 
 CHUNK = 1 << 20
 RELEASE_BYTES = 64 << 20  # how much of a file a record-by-record walk keeps resident behind it
 CRC_KINDS = ("body-crc", "property-crc")
 NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
+RECOVERED_QUEUE_FILES = 3  # ConsumeQueue.recover and BatchConsumeQueue.recover start at a queue's third-last file
+UNIT_BLOCK = 1 << 16  # units a queue walk checks at a time: a 300,000-unit file is never held as arrays whole
+# a queue unit as recovery reads it (walk_queue): its size, its validity, the maxPhysicOffset it sets
+CQ_UNIT = (
+    S.CQ_UNIT_SIZE,
+    lambda a: cq_unit_valid(a["commitLogOffset"], a["size"]),
+    lambda u: int(u["commitLogOffset"]) + int(u["size"]),
+)
+BCQ_UNIT = (S.BCQ_UNIT_SIZE, bcq_unit_valid, lambda u: int(u["commitLogOffset"]))
 # what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
 RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
 
@@ -294,6 +306,163 @@ def dispatch_start(store: Store, queues_end: int) -> int:
     """Where dispatch resumes at start: the minimum over every dispatch store, the consume queues' end and the
     RocksDB stores' lastOffsetPy (5.4's CommitLogDispatchStore.getDispatchFromPhyOffset, the least wins)."""
     return min([queues_end, *rocksdb_dispatch_ends(store)])
+
+
+# ---- the consume queues' recovery: where dispatch resumes ----------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueRecovery:
+    """What ConsumeQueue.recover (BatchConsumeQueue.recover for a BatchCQ topic) makes of one queue."""
+
+    name: str  # topic/queueId
+    files: list[MappedFile]
+    file_size: int
+    max_phy: int  # getMaxPhysicOffset after recover: -1 when its walk passed no valid unit
+    last_unit: tuple[MappedFile, int] | None  # the unit that set it: file and position
+    stop: tuple[int, int] | None  # (file index, position) where the walk stopped: the queue's written end
+
+    def drops_units(self) -> bool:
+        """Whether bytes that are not zero follow the stop: units the broker's recovery truncates away
+        (truncateDirtyFiles deletes the later files, and the next unit written overwrites the rest)."""
+        if self.stop is None:
+            return False
+        k, pos = self.stop
+        return nonzero_data(self.files[k], pos) or any(nonzero_data(f, 0) for f in self.files[k + 1 :])
+
+    def walked_bytes(self) -> int:
+        """How many bytes of the queue's files its recovery reads: from its third-last file to the stop."""
+        if self.stop is None:
+            return 0
+        return (self.stop[0] - max(0, len(self.files) - RECOVERED_QUEUE_FILES)) * self.file_size + self.stop[1]
+
+    def truncated_max_phy(self, phy_offset: int) -> int:
+        """maxPhysicOffset after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7), which recoverNormally
+        runs on every queue when the queues' end reaches the commitlog's: from the last file recover kept, a file
+        whose first unit points at or past phyOffset goes and the previous one is looked at; the first unit of the
+        file that stays is kept unchecked (an all-zero file keeps a (0, 0) unit: maxPhysicOffset 0), then units
+        while valid and before phyOffset. phyOffset when every file goes."""
+        for k in range(self.stop[0] if self.stop else -1, -1, -1):
+            f = self.files[k]
+            try:
+                buf = f.buf
+            except FileGone:  # (a running broker's expired head, deleted since it was listed)
+                continue
+            arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=min(len(buf), self.file_size) // S.CQ_UNIT_SIZE)
+            if not len(arr) or int(arr[0]["commitLogOffset"]) >= phy_offset:
+                continue
+            rest = arr[1:]
+            n = _valid_prefix(
+                rest, lambda a: cq_unit_valid(a["commitLogOffset"], a["size"]) & (a["commitLogOffset"] < phy_offset)
+            )
+            u = rest[n - 1] if n else arr[0]
+            end = int(u["commitLogOffset"]) + int(u["size"])
+            f.release()
+            return end
+        return phy_offset
+
+
+@dataclasses.dataclass(frozen=True)
+class QueuesEnd:
+    """recoverConsumeQueue's result, ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue (5.x's dispatchFromPhyOffset
+    before the RocksDB message stores are asked): the greatest maxPhysicOffset over every queue (-1: none), which
+    queue holds it (None for the RocksDB consume queue's checkpoint, or no queue), and every file queue's recovery."""
+
+    max_phy: int
+    holder: QueueRecovery | None
+    queues: tuple[QueueRecovery, ...]
+
+
+def walk_queue(count: int, file_size: int, unit: tuple, units_of) -> tuple[int, tuple[int, int] | None, tuple | None]:
+    """ConsumeQueue.recover / BatchConsumeQueue.recover's walk (4.9.7, 5.3.3; develop's is 5.3.3's) over a queue of
+    `count` files: from its third-last file (or its first), units are read while they are valid, and only a file
+    valid to its end leads on to the next; the last valid unit sets maxPhysicOffset. `unit` (CQ_UNIT, BCQ_UNIT):
+    its size, its validity (offset >= 0 && size > 0 for a consumequeue, pre-blank units included; BatchCQ also wants
+    msgBaseOffset >= 0 && batchSize > 0; the tagsCode, an extension address or not, plays no part), what it sets
+    maxPhysicOffset to (offset + size; a BatchCQ unit its record's offset alone). `units_of(k)`: file k's unit
+    array (None: the file is gone), read UNIT_BLOCK units at a time. Returns (maxPhysicOffset, -1 without a valid
+    unit; (file index, position) of the unit that set it; (file index, position) where the walk stopped)."""
+    unit_size, valid, phy_of = unit
+    max_phy, last, stop = -1, None, None
+    for k in range(max(0, count - RECOVERED_QUEUE_FILES), count):
+        arr = units_of(k)
+        if arr is None:
+            continue
+        n = _valid_prefix(arr, valid)
+        if n:
+            max_phy, last = phy_of(arr[n - 1]), (k, (n - 1) * unit_size)
+        stop = (k, n * unit_size)
+        if n < file_size // unit_size:
+            break
+    return max_phy, last, stop
+
+
+def recover_queue(files: list[MappedFile], file_size: int, name: str, unit: tuple, units_of) -> QueueRecovery:
+    """walk_queue over a queue's mapped files, each let go once walked."""
+    max_phy, last, stop = walk_queue(len(files), file_size, unit, units_of)
+    for f in files[max(0, len(files) - RECOVERED_QUEUE_FILES) :]:
+        f.release()
+    return QueueRecovery(name, files, file_size, max_phy, (files[last[0]], last[1]) if last else None, stop)
+
+
+def _valid_prefix(arr: np.ndarray, valid) -> int:
+    """How many units from the first are valid, a block at a time."""
+    for a in range(0, len(arr), UNIT_BLOCK):
+        bad = np.flatnonzero(~valid(arr[a : a + UNIT_BLOCK]))
+        if len(bad):
+            return a + int(bad[0])
+    return len(arr)
+
+
+def recover_consume_queue(cq: ConsumeQueue) -> QueueRecovery:
+    """ConsumeQueue.recover of one consumequeue (on a live store, as of its snapshot: ConsumeQueue.unit_arrays)."""
+    first = max(0, len(cq.files.files) - RECOVERED_QUEUE_FILES)
+    arrays = {k: arr for k, _, arr in cq.indexed_unit_arrays(first)}  # views on the maps: nothing read yet
+    return recover_queue(cq.files.files, cq.files.file_size, f"{cq.topic}/{cq.queue_id}", CQ_UNIT, arrays.get)
+
+
+def recover_batch_queue(q: BatchConsumeQueue) -> QueueRecovery:
+    """BatchConsumeQueue.recover of one queue: its maxPhysicOffset is the last unit's record offset, no size."""
+    files, size = q.files.files, q.files.file_size
+
+    def units_of(k: int) -> np.ndarray:
+        n = min(len(files[k].buf), size) // S.BCQ_UNIT_SIZE
+        return np.frombuffer(files[k].buf, dtype=S.BCQ_DTYPE, count=n)
+
+    return recover_queue(files, size, f"{q.topic}/{q.queue_id}", BCQ_UNIT, units_of)
+
+
+def recovered_queues_end(store: Store) -> QueuesEnd:
+    """Where the broker's consume queues end at its next start (DefaultMessageStore.recover: recoverConsumeQueue
+    in 4.9.7, ConsumeQueueStore.recover + getMaxPhyOffsetInConsumeQueue in 5.3.3 and develop): every file queue
+    recovered (recover_consume_queue), BatchCQ queues too from 5.0 (4.9 loads no batchconsumequeue/), the greatest
+    maxPhysicOffset wins, -1 without any. A RocksDB consume queue (storeType=defaultRocksDB): its dispatch
+    checkpoint (RocksDBConsumeQueueOffsetTable.getMaxPhyOffset, 0 without one). One queue's files at a time."""
+    rocks = store.rocks_queues
+    if rocks is not None:
+        return QueuesEnd(rocks.checkpoint or 0, None, ())
+    queues = [recover_consume_queue(cq) for cq in store.consume_queues()]
+    if store.version.major >= 5:
+        queues += [recover_batch_queue(q) for q in batch_consume_queues(store)]
+    holder = max(queues, key=lambda q: q.max_phy, default=None)
+    return QueuesEnd(holder.max_phy if holder is not None else -1, holder, tuple(queues))
+
+
+def first_redispatched(store: Store, ends: QueuesEnd, process_offset: int) -> int:
+    """The first commitlog offset the broker's next normal start dispatches again (`ends`: recovered_queues_end;
+    `process_offset`: where its commitlog recovery ends). 4.9.7: DefaultMessageStore.start's reput from the
+    greatest maxPhysicOffset over the queues, after recoverNormally's truncateDirtyLogicFiles(processOffset) when
+    the queues reach processOffset, and at least the commitlog's min offset (and 0). 5.x: recoverNormally dispatches
+    the records whose offset is greater than dispatchFromPhyOffset (dispatch_start), not the one at it: a record
+    at exactly a consumequeue's end (offset + size) is not dispatched again."""
+    files = store.commitlog.files
+    min_offset = files[0].start if files else 0
+    if store.version.major >= 5:
+        return max(dispatch_start(store, ends.max_phy) + 1, min_offset)
+    top = ends.max_phy
+    if top >= process_offset:
+        top = max([q.truncated_max_phy(process_offset) for q in ends.queues] + [-1])
+    return max(top, min_offset, 0)
 
 
 def recovery_start(store: Store) -> int:

@@ -532,7 +532,12 @@ class ConsumeQueue:
         """(file, unit array) per file: a view on the map, nothing read until looked at. On a live store the
         file holding the snapshot's last unit is the last one, its array cut after that unit; a file the
         broker deleted while it was read (its expired head) is skipped and noted in the snapshot."""
-        for k, f in enumerate(self.files.files):
+        for _, f, arr in self.indexed_unit_arrays(0):
+            yield f, arr
+
+    def indexed_unit_arrays(self, first: int) -> Iterator[tuple[int, MappedFile, np.ndarray]]:
+        """unit_arrays from file index `first` on, each with its index."""
+        for k, f in enumerate(self.files.files[first:], first):
             try:
                 buf = f.buf
             except FileGone as e:
@@ -541,7 +546,7 @@ class ConsumeQueue:
             n = min(len(buf), self.files.file_size) // S.CQ_UNIT_SIZE
             arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=n) if n else np.empty(0, S.CQ_DTYPE)
             cut = self.snapshot_units(k, arr)
-            yield f, arr[:cut]
+            yield k, f, arr[:cut]
             if cut < len(arr):
                 return
 

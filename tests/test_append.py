@@ -744,7 +744,7 @@ def test_consumequeue_past_the_commitlog_end_is_refused(store_copy):
         f.write(bytes(last["storeSize"]))
     one_line_error(
         run("append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest"),
-        "past its end",
+        "past the commitlog's end",
         "rmqctl repair",
     )
 

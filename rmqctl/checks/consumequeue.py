@@ -2,7 +2,7 @@
 number of queues, not of records (the rules are checks/links.py's, which tells them).
 
 First each queue's files are read one at a time (`QueueSummary`): where its written units end, its holes and
-stale units, its reput end, and per file whether its units point forward in commitlog order (then a window
+stale units, and per file whether its units point forward in commitlog order (then a window
 finds its units by binary search; a file that does not is masked whole, per window). Then, per window:
   - each unit pointing into the window is checked against the record there (`Records.find`);
   - each record's own unit (queue offset x 20 in its queue's files) tells whether it is missing;
@@ -21,10 +21,9 @@ import numpy as np
 from .. import schema as S
 from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic
-from ..batchcq import batch_max_phy
 from ..store import ConsumeQueue
 from .context import Context, Records
-from ..recovery import dispatch_start
+from ..recovery import first_redispatched, recovered_queues_end
 from ..errors import StoreError
 from .links import EXT_ADDRESS_MAX, _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
@@ -52,8 +51,6 @@ class QueueSummary:
         self.cq = cq
         self.files: list[FileUnits] = []
         self.end_at = self.lead = 0  # one past the last valid unit; the first that is not a pre-blank unit
-        self.max_phy = 0  # reput end by the check's rule (the last real unit) and by consumequeue_max_phy's
-        self.reput_end = 0
         first, last_valid, lead = 0, -1, None
         ended = False  # a live store's queue ends at its last unit inside the snapshot (ConsumeQueue.snapshot_units)
         for k, f in enumerate(cq.files.files):
@@ -70,9 +67,6 @@ class QueueSummary:
                 pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
                 if lead is None and not pre.all():
                     lead = first + int(np.argmin(pre))
-                reput = np.flatnonzero(valid & (sz != S.PRE_BLANK_SIZE))
-                if len(reput):
-                    self.reput_end = int(off[reput[-1]] + sz[reput[-1]])
                 f.release()
             first += n
         self.total = first
@@ -114,9 +108,6 @@ class QueueSummary:
                 stale += int(old.sum())
                 first_stale = first_stale or (fu, int(np.argmax(old)))
             real = self.real(fu, off, sz, tags)
-            if real.any():
-                at = int(np.flatnonzero(real)[-1])
-                self.max_phy = int(off[at] + sz[at])
             sel = real & (off >= run.min_offset) & run.in_range(off)
             offs = off[sel]
             if len(offs):
@@ -247,22 +238,18 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             found += q.check(run, self.size)
         rocks = run.store.rocks_queues
-        run.cq_max_phy = (
-            (rocks.checkpoint or 0)
-            if rocks is not None
-            else max([q.max_phy for q in self.queues.values()] + [batch_max_phy(run.store)])
-        )
         self.missing = _MissingEntries(run, redispatch_from(run))
-        if rocks is not None and run.cq_max_phy < run.logical_end:
+        checkpoint = consumequeue_max_phy(run)
+        if rocks is not None and checkpoint < run.logical_end:
             found.add(
                 CONSUMEQUEUE,
                 "rocksdb-cq-behind",
                 "info",
                 rocks.directory,
                 None,
-                run.cq_max_phy,
-                f"the RocksDB consume queue's dispatch checkpoint is at {run.cq_max_phy}, the commitlog ends at "
-                f"{run.logical_end}: the broker dispatches those {run.logical_end - run.cq_max_phy} bytes again at "
+                checkpoint,
+                f"the RocksDB consume queue's dispatch checkpoint is at {checkpoint}, the commitlog ends at "
+                f"{run.logical_end}: the broker dispatches those {run.logical_end - checkpoint} bytes again at "
                 "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)",
             )
         return found
@@ -502,26 +489,24 @@ def _mismatch(queue, qoff, off, size, tags, r: dict, expected: int | None, cause
 
 
 def consumequeue_max_phy(run: Context) -> int:
-    """max(offset + size) over the last unit of every queue: where the broker's reput resumes (a RocksDB
-    queue's: its dispatch checkpoint)."""
-    if run.cq_max_phy is not None:
-        return run.cq_max_phy
-    rocks = run.store.rocks_queues
-    if rocks is not None:
-        run.cq_max_phy = rocks.checkpoint or 0
-        return run.cq_max_phy
-    try:
-        run.cq_max_phy = max([q.reput_end for q in summaries(run)] + [batch_max_phy(run.store)])
-    except StoreError:
-        return 0
-    return run.cq_max_phy
+    """Where the broker's consume queues end at its next start (recovery.recovered_queues_end), read once per run;
+    0 when its consume queues are not read."""
+    if run.queues_end is None:
+        try:
+            run.queues_end = recovered_queues_end(run.store)
+        except StoreError:
+            return 0
+    return run.queues_end.max_phy
 
 
 def redispatch_from(run: Context) -> int:
-    """Records at or after this offset are dispatched again by the broker at its next start (reput from
-    the consumequeues' end; after a crash, abnormal recovery re-dispatches from its start file)."""
+    """Records at or after this offset are dispatched again by the broker at its next start
+    (recovery.first_redispatched, the commitlog as far as it reads; after a crash, abnormal recovery re-dispatches
+    from its start file)."""
     if run.redispatch is None:
-        run.redispatch = dispatch_start(run.store, consumequeue_max_phy(run))
+        consumequeue_max_phy(run)
+        ends = run.queues_end
+        run.redispatch = first_redispatched(run.store, ends, run.logical_end) if ends is not None else 0
         if run.crashed and run.files:
             run.redispatch = min(run.redispatch, run.files[run.abnormal_start].start)
     return run.redispatch

@@ -20,7 +20,7 @@ from ..batchcq import batch_topics
 from ..config import BrokerConfig
 from ..findings import Damage
 from ..live import bounded_end
-from ..recovery import recovery_start
+from ..recovery import QueuesEnd, recovery_start
 from ..store import Store, offset_to_name
 
 
@@ -105,7 +105,7 @@ class Context:
         self.recovery_cut: int | None = None  # where the broker's next recovery truncates the commitlog
         # read once per run, by whichever check needs them first
         self.queue_units: list | None = None
-        self.cq_max_phy: int | None = None
+        self.queues_end: QueuesEnd | None = None  # where the consume queues end (recovery.recovered_queues_end)
         self.redispatch: int | None = None  # where the broker's next start dispatches again from
         self.index_structure: dict | None = None
         self.rocksdb_reading = None  # the RocksDB message store's reading, begun before the walk (verify)

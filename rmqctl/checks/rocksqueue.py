@@ -52,8 +52,9 @@ class RocksQueueRef:
 
 
 class RocksQueueSummary:
-    """One queue's units, read once a batch at a time: where they start and end, holes, invalid units, its
-    reput end; then its offset-table entries checked against them (`check`)."""
+    """One queue's units, read once a batch at a time: where they start and end, holes, invalid units; then its
+    offset-table entries checked against them (`check`). (Where dispatch resumes is the store's checkpoint:
+    recovery.recovered_queues_end.)"""
 
     def __init__(self, run: Context, rocks: RocksConsumeQueues, q: RocksQueue):
         self.rocks, self.q = rocks, q
@@ -62,7 +63,6 @@ class RocksQueueSummary:
         self.count = self.invalid = 0
         self.first_invalid = None
         self.end_at = 0  # one past the last valid unit's queue offset
-        self.max_phy = self.reput_end = 0
         lo, hi, self.forward, previous = None, 0, True, -1
         for qoffs, units in rocks.units(q.topic, q.queue_id):
             off, sz = units["commitLogOffset"].astype(np.int64), units["size"].astype(np.int64)
@@ -75,8 +75,7 @@ class RocksQueueSummary:
                 self.first_invalid = self.first_invalid if self.first_invalid is not None else int(qoffs[~valid][0])
             if valid.any():
                 at = np.flatnonzero(valid)[-1]
-                self.end_at, self.max_phy = int(qoffs[at]) + 1, int(off[at] + sz[at])
-                self.reput_end = self.max_phy
+                self.end_at = int(qoffs[at]) + 1
                 seen = off[valid]
                 lo, hi = min(int(seen.min()), lo if lo is not None else int(seen.min())), max(hi, int(seen.max()))
                 self.forward = self.forward and bool(np.all(seen[1:] >= seen[:-1])) and int(seen[0]) >= previous

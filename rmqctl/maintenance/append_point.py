@@ -1,7 +1,8 @@
 """Where `append` starts: the record style (RocketMQ 4 or 5) the config or the store asks for, and the
 broker's normal recovery and reput at start (recoverNormally from the recovery start file, checking each
-record as checkMessageAndReturnSize does, to the first failure; then the consumequeues' and index's ends):
-the append point, the records still to dispatch before it, and each queue's next offset.
+record as checkMessageAndReturnSize does, to the first failure; the consume queues' recovery,
+recovery.recovered_queues_end; the index's end): the append point, the records still to dispatch before it, and
+each queue's next offset.
 """
 
 from __future__ import annotations
@@ -10,14 +11,19 @@ import dataclasses
 from pathlib import Path
 
 
-from .. import schema as S
-from ..batchcq import batch_max_phy
 from ..brokerversion import FIVE_ONLY_CONFIG_KEYS, parse_release, store_entries_version
 from ..config import BrokerConfig, read_properties
 from ..errors import StoreError, UsageError
 from ..javacompat import PROPERTY_SEPARATOR
 from ..record import read_record
-from ..recovery import AcceptedRecords, RecoveryChecker, normal_recovery_start, zero_from
+from ..recovery import (
+    AcceptedRecords,
+    QueuesEnd,
+    RecoveryChecker,
+    normal_recovery_start,
+    recovered_queues_end,
+    zero_from,
+)
 from ..store import Store
 from .batchdispatch import dispatch_range, queue_ends
 
@@ -27,7 +33,7 @@ class AppendPoint:
     """Where appending starts, as the broker's normal recovery and reput find it."""
 
     end: int  # the append point (commitlog offset)
-    reput_from: int  # the broker's dispatch point: max physical end over every consumequeue
+    reput_from: int  # the dispatch point: where the consume queues end (recovered_queues_end), or the commitlog starts
     catch_up_from: int | None  # the first record at or past reput_from: [catch_up_from, end) is dispatched first
     allow_v2: bool  # whether the recovery walk read V2 magic (a 4.x broker's refuses it)
     next_offsets: dict[tuple[str, int], int]  # queue -> next offset, from the records to catch up
@@ -86,20 +92,44 @@ def _require_whole_files(files: list, size: int):
             )
 
 
-def _dispatched_ends(store: Store, config: BrokerConfig) -> tuple[int, int]:
-    """Where the consumequeues' last entries and the last index file end in the commitlog (-1: nothing)."""
-    cq_end = index_end = -1
-    for cq in store.consume_queues():
-        for _, f, written, arr in cq.units():
-            if written and arr[written - 1]["size"] != S.PRE_BLANK_SIZE:
-                u = arr[written - 1]
-                cq_end = max(cq_end, int(u["commitLogOffset"]) + int(u["size"]))
-            f.release()
+def _index_end(store: Store, config: BrokerConfig) -> int:
+    """The last index file's endPhyOffset (-1: no entry, or messageIndexEnable=false)."""
     if config.messageIndexEnable:
         ix = store.index_files()
         if ix and ix[-1].index_count > 1:
-            index_end = ix[-1].header["endPhyOffset"]
-    return cq_end, index_end
+            return ix[-1].header["endPhyOffset"]
+    return -1
+
+
+def _require_queues_kept(ends: QueuesEnd):
+    """No consume queue whose recovery drops units: the broker's would truncate them away (acknowledged messages
+    no consumer finds again), and the units appended would land on top of them."""
+    for q in ends.queues:
+        if q.drops_units():
+            k, pos = q.stop
+            raise StoreError(
+                f"consumequeue {q.name}: the broker's recovery stops here (a unit that is not valid) and drops the "
+                "units after it; run `rmqctl verify`, then `rmqctl rebuild consumequeue`, before appending",
+                q.files[k].path,
+                position=pos,
+            )
+
+
+def _require_dispatched_within(store: Store, ends: QueuesEnd, index_end: int, end: int):
+    """Neither the consume queues nor the index reach past the commitlog's end (the append point)."""
+    if ends.max_phy > end:
+        f, pos = ends.holder.last_unit if ends.holder is not None else (None, None)
+        raise StoreError(
+            f"{f'consumequeue {ends.holder.name}' if ends.holder else 'the RocksDB consume queue checkpoint'} reaches "
+            f"commitlog offset {ends.max_phy}, past the commitlog's end {end}; run `rmqctl repair` first",
+            f.path if f is not None else store.consumequeue_dir,
+            position=pos,
+        )
+    if index_end >= end:
+        raise StoreError(
+            f"the index holds commitlog offset {index_end}, past the commitlog end {end}; run `rmqctl repair` first",
+            store.index_dir,
+        )
 
 
 def _count_styles(chunk, votes: dict[int, int]):
@@ -120,10 +150,13 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
     files = store.commitlog.files
     size = store.commitlog.file_size
     _require_whole_files(files, size)
-    cq_end, index_end = _dispatched_ends(store, config)
+    ends, index_end = recovered_queues_end(store), _index_end(store, config)
+    _require_queues_kept(ends)
     min_offset = files[0].start if files else 0
-    reput_from = max(cq_end, batch_max_phy(store), min_offset)  # recoverConsumeQueue: every queue, BatchCQ too
-    recover_idx = normal_recovery_start(store, lambda: reput_from)
+    # from the queues' end itself, as 4.9's reput: 5.x's recovery dispatches only past it, which would leave a
+    # record at exactly a consumequeue's end without its unit and the queue offsets after it out of step
+    reput_from = max(ends.max_phy, min_offset)
+    recover_idx = normal_recovery_start(store, lambda: ends.max_phy)
     start_idx = recover_idx
     for i, f in enumerate(files):
         if f.start <= reput_from < f.start + size:
@@ -166,16 +199,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         f, pos = last
         last_host = read_record(f.buf, pos, min(len(f.buf), size), strict.v2).store_host
         f.release()
-    if cq_end > end:
-        raise StoreError(
-            f"consumequeue entries reach commitlog offset {cq_end}, past its end {end}; run `rmqctl repair` first",
-            store.consumequeue_dir,
-        )
-    if index_end >= end:
-        raise StoreError(
-            f"the index holds commitlog offset {index_end}, past the commitlog end {end}; run `rmqctl repair` first",
-            store.index_dir,
-        )
+    _require_dispatched_within(store, ends, index_end, end)
     next_offsets: dict[tuple[str, int], int] = {}
     if catch_up_from is not None:  # the queues' next offsets past the records they lack
         for _, b in dispatch_range(store, catch_up_from, end, config, strict.v2, with_keys=False):

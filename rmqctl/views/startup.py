@@ -1,7 +1,7 @@
 """How long will the broker take to start? What `DefaultMessageStore.load()` and `start()` will read: the
 commitlog recovery scan (from the file recovery.normal_recovery_start names, or, when `abort` exists, the
 file `recoverAbnormally` picks: recovery.recovery_start), each consumequeue's recovery (its last three files), the index files it maps, and the
-messages the reput service dispatches after start (past the newest consumequeue entry). The time is an
+messages dispatched again at start (recovery.first_redispatched). The time is an
 estimate: those bytes at the speed of a CRC-checked read of a sample of this store's own files, measured now.
 
 Sources: DefaultMessageStore.load/recover/recoverConsumeQueue/start, CommitLog.recoverNormally/
@@ -14,12 +14,10 @@ import dataclasses
 import time
 import zlib
 
-from .. import schema as S
-from ..recovery import dispatch_start, normal_recovery_start, recovery_start
+from ..recovery import QueuesEnd, first_redispatched, normal_recovery_start, recovered_queues_end, recovery_start
 from ..store import Store
 from .inspect import commitlog_end
 
-RECOVER_LAST_FILES = 3  # ConsumeQueue.recover begins at the third file from the end
 SAMPLE = 64 << 20
 
 
@@ -78,24 +76,14 @@ def measure_speed(store: Store, first: int, end: int) -> tuple[int, float | None
     return done, (done / 1e6 / spent if done and spent > 0 else None)
 
 
-def queue_recovery(store: Store) -> tuple[int, int, int]:
-    """(consumequeue files loaded, bytes their recovery reads, where dispatch resumes: -1 for the start). A
-    RocksDB queue loads no file and resumes at its dispatch checkpoint."""
+def queue_recovery(store: Store) -> tuple[int, int, QueuesEnd]:
+    """(consumequeue files loaded, bytes their recovery reads, where they end: recovery.recovered_queues_end). A
+    RocksDB queue loads no file."""
+    ends = recovered_queues_end(store)
     if store.rocks_queues is not None:
-        checkpoint = store.rocks_queues.checkpoint
-        return 0, 0, checkpoint if checkpoint is not None else -1
-    cq_files = cq_recover = 0
-    newest_entry = -1
-    for cq in store.consume_queues():
-        qfiles = cq.files.files
-        cq_files += len(qfiles)
-        for _, f, written, arr in cq.units():
-            if f in qfiles[-RECOVER_LAST_FILES:]:
-                cq_recover += written * S.CQ_UNIT_SIZE
-            if written:
-                last = arr[written - 1]
-                newest_entry = max(newest_entry, int(last["commitLogOffset"]) + int(last["size"]))
-    return cq_files, cq_recover, newest_entry
+        return 0, 0, ends
+    cq_files = sum(len(q.files) for q in ends.queues)
+    return cq_files, sum(q.walked_bytes() for q in ends.queues), ends
 
 
 def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -> StartupEstimate:
@@ -132,13 +120,13 @@ def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -
             None,
             "not estimated: the consume queues, where dispatch resumes, are not read",
         )
-    cq_files, cq_recover, newest_entry = queue_recovery(store)
-    index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: newest_entry)
+    cq_files, cq_recover, ends = queue_recovery(store)
+    index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: ends.max_phy)
     end, _ = end if end is not None else commitlog_end(store)
     end = end if end is not None else files[index].start
     first = files[index].start
     scan = max(end - first, 0)
-    dispatch = max(end - max(dispatch_start(store, newest_entry), files[0].start), 0)
+    dispatch = max(end - first_redispatched(store, ends, end), 0)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None
     return StartupEstimate(
