@@ -24,7 +24,8 @@ from ..errors import DiskFullError, StoreError, UsageError
 from ..dispatch import batch_unit, cq_targets, index_key_hash, index_keys, tags_code
 from ..engine import put_index_keys
 from ..record import Message
-from ..rules import cq_unit_valid, index_slot, index_time_diff, written_units
+from ..recovery import BCQ_UNIT, CQ_UNIT, walk_queue
+from ..rules import index_slot, index_time_diff, written_units
 from ..txn import fsync_dir
 from ..store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
@@ -265,20 +266,13 @@ class ConsumeQueueWriter:
             f.close()
 
     def _recover(self):
-        """ConsumeQueue.recover: units are valid while offset >= 0 and size > 0; the last one sets
-        maxPhysicOffset and the write position."""
+        """ConsumeQueue.recover: the write position after the last file's valid units, and maxPhysicOffset as the
+        broker's walk sets it (recovery.walk_queue)."""
         if not self.files:
             return
-        _, last = self.files[-1]
-        units = np.frombuffer(last.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
-        self.wrote = written_units(units) * S.CQ_UNIT_SIZE
-        for start, f in reversed(self.files):
-            arr = np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE)
-            valid = np.flatnonzero(cq_unit_valid(arr["commitLogOffset"], arr["size"]))
-            if len(valid):
-                u = arr[valid[-1]]
-                self.max_physic_offset = int(u["commitLogOffset"]) + int(u["size"])
-                break
+        units = [np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE) for _, f in self.files]
+        self.wrote = written_units(units[-1]) * S.CQ_UNIT_SIZE
+        self.max_physic_offset = walk_queue(len(units), self.file_size, CQ_UNIT, units.__getitem__)[0]
 
     @property
     def max_queue_offset(self) -> int:
@@ -391,13 +385,18 @@ class BatchConsumeQueueWriter:
         )
         self.files = [(int(n), WritableFile(directory / n, file_size, create=False)) for n in names]
         self.wrote, self.max_phy = 0, -1  # write position in the last file; maxMsgPhyOffsetInCommitLog
-        if self.files:  # BatchConsumeQueue.recover
-            units = np.frombuffer(self.files[-1][1].map, dtype=S.BCQ_DTYPE, count=file_size // S.BCQ_UNIT_SIZE)
-            written = written_bcq_units(units)
-            self.wrote = written * S.BCQ_UNIT_SIZE
-            self.max_phy = int(units[written - 1]["commitLogOffset"]) if written else -1
+        if self.files:
+            self.wrote, self.max_phy = self._recover()
         for _, f in self.files[:-1]:
             f.close()
+
+    def _recover(self) -> tuple[int, int]:
+        """BatchConsumeQueue.recover: the write position after the last file's valid units, and
+        maxMsgPhyOffsetInCommitLog as the broker's walk sets it (recovery.walk_queue)."""
+        count = self.file_size // S.BCQ_UNIT_SIZE
+        units = [np.frombuffer(f.map, dtype=S.BCQ_DTYPE, count=count) for _, f in self.files]
+        wrote = written_bcq_units(units[-1]) * S.BCQ_UNIT_SIZE
+        return wrote, walk_queue(len(units), self.file_size, BCQ_UNIT, units.__getitem__)[0]
 
     def put(self, unit: tuple[int, int, int, int, int, int]) -> str:
         """putBatchMessagePositionInfo of (commitLogOffset, size, tagsCode, storeTime, msgBaseOffset, batchSize):
