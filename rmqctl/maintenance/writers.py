@@ -19,13 +19,12 @@ import numpy as np
 
 from .. import schema as S
 from ..config import BrokerConfig
-from ..batchcq import written_bcq_units
 from ..errors import DiskFullError, StoreError, UsageError
 from ..dispatch import batch_unit, cq_targets, index_key_hash, index_keys, tags_code
 from ..engine import put_index_keys
 from ..record import Message
 from ..recovery import BCQ_UNIT, CQ_UNIT, walk_queue
-from ..rules import index_slot, index_time_diff, written_units
+from ..rules import index_slot, index_time_diff
 from ..txn import fsync_dir
 from ..store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
@@ -244,6 +243,28 @@ class WritableFile:
         self.map = None
 
 
+def truncate_dirty_files(files: list, stop: tuple[int, int], directory: Path) -> tuple[list, int]:
+    """MappedFileQueue.truncateDirtyFiles after a queue's recovery: writing resumes where the recovery's walk
+    stopped (file index, position), and the files past that one are deleted, as the broker's start deletes
+    them. They may hold nothing: units there are units the broker drops (append refuses such a queue first).
+    Returns the files kept and the write position in the last."""
+    k, pos = stop
+    past = files[k + 1 :]
+    for _, f in past:
+        if np.frombuffer(f.map, np.uint8).any():
+            raise StoreError(
+                "the broker's recovery of this consume queue stops in an earlier file and deletes this one, which "
+                "holds units; run `rmqctl verify`, then `rmqctl rebuild consumequeue`",
+                f.path,
+            )
+    for _, f in past:
+        f.close()
+        f.path.unlink()
+    if past:
+        fsync_dir(directory)
+    return files[: k + 1], pos
+
+
 class ConsumeQueueWriter:
     """One consumequeue: consumequeue/{topic}/{queueId}/ of `file_size`-byte files of 20-byte units."""
 
@@ -266,13 +287,14 @@ class ConsumeQueueWriter:
             f.close()
 
     def _recover(self):
-        """ConsumeQueue.recover: the write position after the last file's valid units, and maxPhysicOffset as the
-        broker's walk sets it (recovery.walk_queue)."""
+        """ConsumeQueue.recover: maxPhysicOffset as the broker's walk sets it (recovery.walk_queue), and the write
+        position where that walk stopped (truncate_dirty_files)."""
         if not self.files:
             return
         units = [np.frombuffer(f.map, dtype=S.CQ_DTYPE, count=self.file_size // S.CQ_UNIT_SIZE) for _, f in self.files]
-        self.wrote = written_units(units[-1]) * S.CQ_UNIT_SIZE
-        self.max_physic_offset = walk_queue(len(units), self.file_size, CQ_UNIT, units.__getitem__)[0]
+        self.max_physic_offset, _, stop = walk_queue(len(units), self.file_size, CQ_UNIT, units.__getitem__)
+        del units
+        self.files, self.wrote = truncate_dirty_files(self.files, stop, self.directory)
 
     @property
     def max_queue_offset(self) -> int:
@@ -391,12 +413,14 @@ class BatchConsumeQueueWriter:
             f.close()
 
     def _recover(self) -> tuple[int, int]:
-        """BatchConsumeQueue.recover: the write position after the last file's valid units, and
-        maxMsgPhyOffsetInCommitLog as the broker's walk sets it (recovery.walk_queue)."""
+        """BatchConsumeQueue.recover: maxMsgPhyOffsetInCommitLog as the broker's walk sets it
+        (recovery.walk_queue), and the write position where that walk stopped (truncate_dirty_files)."""
         count = self.file_size // S.BCQ_UNIT_SIZE
         units = [np.frombuffer(f.map, dtype=S.BCQ_DTYPE, count=count) for _, f in self.files]
-        wrote = written_bcq_units(units[-1]) * S.BCQ_UNIT_SIZE
-        return wrote, walk_queue(len(units), self.file_size, BCQ_UNIT, units.__getitem__)[0]
+        max_phy, _, stop = walk_queue(len(units), self.file_size, BCQ_UNIT, units.__getitem__)
+        del units
+        self.files, wrote = truncate_dirty_files(self.files, stop, self.directory)
+        return wrote, max_phy
 
     def put(self, unit: tuple[int, int, int, int, int, int]) -> str:
         """putBatchMessagePositionInfo of (commitLogOffset, size, tagsCode, storeTime, msgBaseOffset, batchSize):
