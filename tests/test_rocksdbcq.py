@@ -7,7 +7,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import marshal
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -20,7 +22,7 @@ import rocksdict
 from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
-from rmqctl.rocksdb import READ_CACHE_BYTES, NewDB
+from rmqctl.rocksdb import MARSHAL_VERSION, READ_CACHE_BYTES, NewDB, Pairs
 from rmqctl.store import Store
 
 ROCKS = "i-rocksdb-cq"
@@ -901,6 +903,41 @@ def test_clean_deletes_commitlog_files_and_says_what_the_broker_does_to_the_rock
     one_line_error(res, "--protect-unconsumed reads file consume queues")
 
 
+def test_pairs_are_found_in_marshal_s_bytes_exactly():
+    """A batch's pairs are marshalled a step at a time and found in those bytes by a kernel: every key and value
+    comes back as it went in (empty, NUL and 0x80+ bytes, a value longer than 64 KiB, no pairs at all), over
+    several steps end to end."""
+    rnd = random.Random(7)
+    pairs = [
+        (bytes(rnd.randrange(256) for _ in range(rnd.randrange(40))), b"\0\x80" * rnd.randrange(9)) for _ in range(500)
+    ]
+    pairs += [(b"", b""), (b"long", bytes(range(256)) * 300)]
+    assert list(Pairs.of(pairs).items()) == pairs and len(Pairs.of([])) == 0
+    steps = [marshal.dumps(pairs[i : i + 64], MARSHAL_VERSION) for i in range(0, len(pairs), 64)]
+    assert list(Pairs.unmarshalled(steps, len(pairs)).items()) == pairs
+
+
+@pytest.mark.parametrize(
+    "step,count",
+    [
+        ([(b"k", "text")], 1),  # not bytes
+        ([(b"k",)], 1),  # not a pair
+        ([(b"k", b"v", b"w")], 1),
+        ([b"k"], 1),
+        ([(b"k", b"v")], 2),  # fewer pairs than said
+        ([(b"k", b"v"), (b"l", b"w")], 1),  # more
+    ],
+)
+def test_bytes_not_of_marshalled_pairs_are_refused_whole(step, count):
+    """Anything but marshalled lists of (bytes, bytes) holding the pairs counted is refused, never read as pairs."""
+    with pytest.raises(TypeError, match="not \\(bytes, bytes\\)"):
+        Pairs.unmarshalled([marshal.dumps(step, MARSHAL_VERSION)], count)
+    whole = marshal.dumps([(b"key", b"value")], MARSHAL_VERSION)
+    for cut in range(1, len(whole)):  # cut short anywhere
+        with pytest.raises(TypeError):
+            Pairs.unmarshalled([whole[:cut]], 1)
+
+
 def test_batches_hold_every_pair_in_key_order_whatever_the_step(tmp_path, monkeypatch):
     """A family drained in steps smaller than a batch and not dividing it: every pair once, in key order, each
     batch full but the last, and a batch smaller than a step too."""
@@ -913,5 +950,5 @@ def test_batches_hold_every_pair_in_key_order_whatever_the_step(tmp_path, monkey
         monkeypatch.setattr(rocksdb, "BATCH_STEP", step)
         with rocksdb.ReadOnlyDB(tmp_path / "db", ("cf",)) as db:
             got = list(db.batches("cf", size))
-        assert [len(k) for k, _ in got] == [size] * (100 // size) + [100 % size] * (100 % size > 0)
-        assert [kv for keys, values in got for kv in zip(keys, values)] == sorted(pairs.items())
+        assert [len(p) for p in got] == [size] * (100 // size) + [100 % size] * (100 % size > 0)
+        assert [kv for p in got for kv in p.items()] == sorted(pairs.items())

@@ -26,6 +26,7 @@ from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, 
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
+from rmqctl.rocksdb import Pairs
 from rmqctl.rocksdbstore import entry
 from rmqctl.store import Store
 
@@ -407,7 +408,7 @@ def test_the_engine_agrees_with_every_sound_record_and_no_changed_one(built, kin
 
 
 def _agreed_keys(store: Store, kind: str, items: list[tuple[bytes, bytes]]) -> list[bytes]:
-    records, _ = parsed(kind, *zip(*items))
+    records, _ = parsed(kind, Pairs.of(items))
     return [records.entry(i).key for i in np.flatnonzero(agreed(store, records)).tolist()]
 
 

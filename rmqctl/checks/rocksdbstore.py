@@ -39,10 +39,10 @@ import numpy as np
 
 from .. import engine as E
 from ..budget import block_sigint_here
-from ..errors import StoreError
+from ..errors import FileGone, StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
-from ..rocksdb import scratch_directory
+from ..rocksdb import Pairs, scratch_directory
 from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
@@ -79,25 +79,22 @@ class Records:
         return entry(kind, key, self.values[i, : self.value_len[i]].tobytes())
 
 
-def parsed(kind: str, keys: list[bytes], values: list[bytes]) -> tuple[Records, np.ndarray]:
-    """A batch of the kind's keys as Records in commitlog order, and the positions in the batch of the keys the
+def parsed(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
+    """A batch of the kind's pairs as Records in commitlog order, and the positions in the batch of the keys the
     engine could not parse as records (bookkeeping keys, keys of neither layout: the reference's)."""
-    key_bytes, key_lengths = _joined(keys)
-    value_bytes, value_lengths = _joined(values)
-    ok, offsets, *arrays = E.sorted_store_run(
-        KIND_CODES[kind], key_bytes, np.cumsum(key_lengths), value_bytes, np.cumsum(value_lengths)
-    )
-    records = Records(offsets, np.full(len(offsets), KINDS.index(kind), np.int8), *arrays)
-    return records, np.flatnonzero(~ok)
-
-
-def _joined(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """The byte strings end to end, and the length of each."""
-    return np.frombuffer(b"".join(parts), np.uint8), np.fromiter(map(len, parts), np.int64, len(parts))
+    cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
+    spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
+    ok = E.parse_store_keys(KIND_CODES[kind], *spans, cols)
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]  # equal offsets keep key order
+    offsets, *arrays = E.gather_store_run(order, *spans, cols)
+    return Records(offsets, np.full(len(offsets), KINDS.index(kind), np.int8), *arrays), np.flatnonzero(~ok)
 
 
 def concatenated(parts: list[Records]) -> Records:
     """Records of several runs as one, their key positions moved to the joined keys, in commitlog order."""
+    if len(parts) == 1:
+        return parts[0]
     bases = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
     joined = Records(*(np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS))
     shift = np.repeat(bases, [len(p.offsets) for p in parts])
@@ -114,10 +111,10 @@ def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped
     value)."""
     runs = itertools.count()
     for kind in db.kinds:
-        for keys, values in db.batches(kind, batch):
+        for pairs in db.batches(kind, batch):
             if stopped():
                 return
-            records, rest = parsed(kind, keys, values)
+            records, rest = parsed(kind, pairs)
             if len(records.offsets):
                 number = next(runs)
                 for name in SPILLED:
@@ -127,7 +124,7 @@ def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped
                         f.write(memoryview(np.ascontiguousarray(getattr(records, name))).cast("B"))
                 say(("run", int(records.offsets[0]), len(records.offsets)))
             for i in rest.tolist():
-                say(("key", kind, keys[i], values[i]))
+                say(("key", kind, pairs.key(i), pairs.value(i)))
 
 
 class RecordRuns:
@@ -274,10 +271,13 @@ class RecordRuns:
     def _parse_again(self, number: int, records: Records):
         """The run's rows' columns, parsed again from their keys (end to end in the run) and values (its kind's
         parse, as when it was spilled); a row that no longer parses means the run's files changed under verify."""
-        values = records.values[np.arange(E.STORE_VALUE_SLOT) < records.value_len[:, None]]
         kind = KIND_CODES[KINDS[records.kinds[0]]]  # (a run holds one kind's keys)
-        ends = np.cumsum(records.value_len, dtype=np.int64)
-        ok = E.parse_store_keys(kind, records.keys, records.key_hi, values, ends, records.cols).all()
+        value_lo = np.arange(len(records.offsets), dtype=np.int64) * E.STORE_VALUE_SLOT
+        value_hi = value_lo + records.value_len
+        values = records.values.reshape(-1)
+        ok = E.parse_store_keys(
+            kind, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
+        ).all()
         if not ok or not np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets):
             raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
 
@@ -382,29 +382,37 @@ def check_runs(store: Store, runs: RecordRuns) -> Findings:
         if records is not None:
             ok = agreed(store, records, [(lo, hi, f)])
             _check_records(found, store, runs.db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
+            f.drop_pages(lo - f.start, hi - f.start + store.config.maxMessageSize)  # what the reference read
     return found
 
 
 def agreed(store: Store, records: Records, cuts: list[tuple[int, int, object]] | None = None) -> np.ndarray:
     """Which of the records (in commitlog order) the engine shows to agree with the live commitlog record they
-    name, taking the commitlog's files by `cuts` (default: windows(store)). Each cut's bytes are read, with
-    room for a record of the largest size the broker stores starting at its end, rather than the file mapped
-    (a mapping's pages would stay in the process's memory); a longer record is left to the reference."""
+    name, taking the commitlog's files by `cuts` (default: windows(store)). Each cut is read in the file's
+    mapping, with room for a record of the largest size the broker stores starting at its end, and its pages
+    are given back after (they stay in the page cache: the process keeps one window's); a longer record is
+    left to the reference."""
     ok = np.zeros(len(records.offsets), bool)
     for lo, hi, f in windows(store) if cuts is None else cuts:
         a, b = np.searchsorted(records.offsets, [lo, hi])
         if a == b or f is None or not f.path.exists():
             continue
-        end = min(hi + store.config.maxMessageSize, f.start + min(f.length, store.commitlog.file_size))
         try:
-            u8 = np.fromfile(f.path, np.uint8, max(end - lo, 0), offset=lo - f.start)
-        except FileNotFoundError:  # deleted since listed (a running broker's expired head): the reference says so
+            mapped = f.buf
+        except FileGone:  # deleted since listed (a running broker's expired head): the reference says so
             continue
+        start = lo - f.start
+        end = min(hi - f.start + store.config.maxMessageSize, f.length, len(mapped), store.commitlog.file_size)
+        if start >= end:  # the file ends before the window: no record is read there
+            continue
+        u8 = np.frombuffer(mapped, np.uint8, end - start, start)
         for code in np.unique(records.kinds[a:b]).tolist():
-            rows = a + np.flatnonzero(records.kinds[a:b] == code)
-            ok[rows] = E.agree_store_records(
-                KIND_CODES[KINDS[code]], u8, len(u8), records.offsets[rows] - lo, records.keys, records.cols, rows
+            mine = a + np.flatnonzero(records.kinds[a:b] == code)
+            ok[mine] = E.agree_store_records(
+                KIND_CODES[KINDS[code]], u8, len(u8), records.offsets[mine] - lo, records.keys, records.cols, mine
             )
+        del u8  # (a view of the mapping: without it the mapping could not be let go)
+        f.drop_pages(lo - f.start, end)
     return ok
 
 

@@ -48,12 +48,14 @@ JOBS = (
     ("encode", "encode_batch encode_records encode_fields gather_parts queue_offsets ack_lines ACK_BOUND"),
     ("index", "put_index_keys=put_keys"),
     ("record", "index_slots"),
+    # a batch of RocksDB pairs found in one buffer
+    ("pairs", "pair_spans PAIR_KEY_LO=KEY_LO PAIR_KEY_HI=KEY_HI PAIR_VALUE_LO=VALUE_LO PAIR_VALUE_HI=VALUE_HI"),
     # the 5.4 RocksDB message store's keys, parsed in batches and held against the records they name
     (
         "rocksdbstore",
         "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
         "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
-        "in_hour_bucket java_long sorted_store_run=sorted_run STORE_VALUE_SLOT=VALUE_SLOT",
+        "in_hour_bucket java_long gather_store_run=gathered STORE_VALUE_SLOT=VALUE_SLOT",
     ),
     # append's compiled reading of dump-shaped JSON lines into columns
     (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from .kernels import be32, be64, kernel, property_names, read_properties, well_formed_utf8
+from .kernels import be32, be64, kernel, move_bytes, property_names, read_properties, well_formed_utf8
 from ..rules import RECORD
 from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import decode_tail, head_outcome
@@ -116,15 +116,14 @@ def _parse_trans(keys, a, b, cols, n):
 
 
 @kernel
-def parse(kind, keys, key_ends, values, value_ends, cols):
-    """Row i of `cols` for key i (keys[key_ends[i-1]:key_ends[i]], its value likewise); returns whether each
-    row is a record of `kind` (False: a bookkeeping key, which no record's lengths match, or bytes of neither,
-    left to the reference)."""
-    n = len(key_ends)
+def parse(kind, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
+    """Row i of `cols` for key i (keys[key_lo[i]:key_hi[i]], its value likewise); returns whether each row is
+    a record of `kind` (False: a bookkeeping key, which no record's lengths match, or bytes of neither, left
+    to the reference)."""
+    n = len(key_lo)
     ok = np.zeros(n, np.bool_)
-    a = v = 0
     for i in range(n):
-        b, w = key_ends[i], value_ends[i]
+        a, b, v, w = key_lo[i], key_hi[i], value_lo[i], value_hi[i]
         if kind == INDEX:
             ok[i] = w - v == 8 and _parse_index(keys, a, b, cols, i)
             if ok[i]:
@@ -139,7 +138,6 @@ def parse(kind, keys, key_ends, values, value_ends, cols):
             ok[i] = w - v == 8 and _parse_trans(keys, a, b, cols, i)
             if ok[i]:
                 cols[i, NUMBER] = be32(values, v + 4)
-        a, v = b, w
     return ok
 
 
@@ -236,36 +234,29 @@ def agree(kind, u8, limit, positions, keys, cols, rows):
 
 
 @kernel
-def sorted_run(kind, keys, key_ends, values, value_ends):
-    """A batch of keys parsed (`parse`) and its records put in commitlog order, in one pass: whether each key
-    is a record, then the records' offsetPy, their columns (spans moved to where each key now is), their keys
-    end to end in that order, where each starts and ends there, each value in a zero-padded VALUE_SLOT-byte
-    row and its length."""
-    n = len(key_ends)
-    cols = np.zeros((n, NCOLUMNS), np.int64)
-    ok = parse(kind, keys, key_ends, values, value_ends, cols)
-    rows = np.flatnonzero(ok)
-    order = rows[np.argsort(cols[rows, OFFSET], kind="mergesort")]  # stable: equal offsets keep key order
+def gathered(order, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
+    """The parsed rows `order` (their records in commitlog order) taken out of a batch: their offsetPy, their
+    columns (spans moved to where each key now is), their keys end to end in that order, where each starts
+    and ends there, each value in a zero-padded VALUE_SLOT-byte row and its length."""
     m = len(order)
     total = 0
     for j in range(m):
-        i = order[j]
-        total += key_ends[i] - (key_ends[i - 1] if i > 0 else 0)
+        total += key_hi[order[j]] - key_lo[order[j]]
     out_keys = np.empty(total, np.uint8)
     out_cols = np.empty((m, NCOLUMNS), np.int64)
-    key_lo, key_hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    out_lo, out_hi = np.empty(m, np.int64), np.empty(m, np.int64)
     slots, value_len = np.zeros((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
     at = 0
     for j in range(m):
         i = order[j]
-        a, v = (key_ends[i - 1], value_ends[i - 1]) if i > 0 else (0, 0)
-        out_keys[at : at + key_ends[i] - a] = keys[a : key_ends[i]]  # (a slice copies faster than a byte loop)
+        a, b, v = key_lo[i], key_hi[i], value_lo[i]
+        move_bytes(out_keys, at, keys, a, b - a)  # (numba's slice copy and a byte loop move a byte a step)
         for c in range(NCOLUMNS):
             out_cols[j, c] = cols[i, c] + (at - a if TOPIC_LO <= c <= UNIQ_HI else 0)
-        key_lo[j] = at
-        at += key_ends[i] - a
-        key_hi[j] = at
-        for k in range(min(value_ends[i] - v, VALUE_SLOT)):
+        out_lo[j] = at
+        at += b - a
+        out_hi[j] = at
+        for k in range(min(value_hi[i] - v, VALUE_SLOT)):
             slots[j, k] = values[v + k]
-        value_len[j] = value_ends[i] - v
-    return ok, out_cols[:, OFFSET].copy(), out_cols, key_lo, key_hi, out_keys, slots, value_len
+        value_len[j] = value_hi[i] - v
+    return out_cols[:, OFFSET].copy(), out_cols, out_lo, out_hi, out_keys, slots, value_len
