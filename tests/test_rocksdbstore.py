@@ -22,6 +22,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, tmpfs_at, truth, write_rocksdb
 from rmqctl import recovery
+from rmqctl.checks import rocksdbstore as rocksdbstore_check
 from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
@@ -746,6 +747,42 @@ def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_
     assert few[0] == 3 and many[0] > 300 and many[1] <= few[1] + 1, (few[:2], many[:2])
     assert many[2] == few[2] and len(few[2]) == 4 and sum("past the end" in d for d in few[2]) == 2, few[2]
     assert sum("which is negative" in d for d in few[2]) == 1, few[2]
+
+
+def test_windows_checked_on_threads_find_what_one_thread_finds_in_its_order(built, tmp_path, monkeypatch):
+    """check_runs with jobs > 1 holds the next windows against the commitlog on threads: over many small windows
+    (a few records each) with changed records in every kind spread across them, it files exactly the findings
+    one thread files, in the same order."""
+    root = copy_of(built, tmp_path)
+    index, timer = built[1]["default"], built[1]["timer"]
+    keys = [k for k in index if b"@U@" in k or b"@K@" in k][::7]
+    timed = next(k for k in timer if k not in CHECKPOINTS)
+
+    def damage(db):
+        for key in keys:
+            db[key] = q(struct.unpack(">q", index[key])[0] + 1)  # storeTime off by one
+
+    rewrite(root, "default", damage)
+    rewrite(
+        root, "timer", lambda db: db.__setitem__(timed, struct.pack(">iq", 1, struct.unpack(">q", timer[timed][4:])[0]))
+    )
+    monkeypatch.setattr(rocksdbstore_check, "WINDOW", 4096)
+    store = Store(root, load_config(broker_conf(BASE)))
+
+    def details(jobs: int) -> list[str]:
+        runs = RecordRuns(store.message_rocksdb, 16)
+        runs.read()
+        try:
+            return [f.detail for f in check_runs(store, runs, jobs)]
+        finally:
+            runs.close()
+
+    try:
+        one, three = details(1), details(3)
+    finally:
+        store.close()
+    assert len(one) == len(keys) + 1 and len(keys) > 20 and three == one, (len(one), len(keys))
+    assert len(rocksdbstore_check.windows(store)) > 100
 
 
 def test_slices_are_bounded_and_together_every_record_in_order(built):

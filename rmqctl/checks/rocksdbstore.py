@@ -26,6 +26,9 @@ below every file, expired by no cleanup, and is named."""
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
+import contextlib
 import dataclasses
 import gc
 import heapq
@@ -331,15 +334,16 @@ def start_reading(store: Store) -> Reading | None:
     return Reading(db) if db is not None else None
 
 
-def check_rocksdb_store(store: Store, reading: Reading | None = None) -> Findings:
-    """The RocksDB message store's findings (none without the part, or where it is not read: info names it)."""
+def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:
+    """The RocksDB message store's findings (none without the part, or where it is not read: info names it),
+    checked against the commitlog on `jobs` threads."""
     reading = reading or start_reading(store)
     if reading is None:
         return Findings()
     try:
         runs = reading.wait()
         found = runs.found
-        found += check_runs(store, runs)
+        found += check_runs(store, runs, jobs)
         _check_records(found, store, runs.db, sorted(runs.unparsed, key=lambda e: e.record["offsetPy"]))
         for kind in (k for k in (INDEX_KIND, TRANS) if k in runs.db.kinds):
             found += _check_last_offset(store, runs.db, kind)
@@ -364,26 +368,48 @@ def windows(store: Store) -> list[tuple[int, int, object]]:
     return out + [(at, int(NOWHERE.max), None)]
 
 
-def check_runs(store: Store, runs: RecordRuns) -> Findings:
+def check_runs(store: Store, runs: RecordRuns, jobs: int = 1) -> Findings:
     """Every spilled record against the commitlog record it names, a window of the commitlog at a time. Records
     below the commitlog's first offset are expired (Store.expired: the broker serves them so, not as damage),
     so they are passed without being read: a store whose old files were cleaned while the database still
-    names them costs no memory for them; those between files or past the end are taken a slice at a time."""
+    names them costs no memory for them; those between files or past the end are taken a slice at a time.
+    With jobs > 1 the next jobs - 1 windows are held against the commitlog on threads (the engine's check
+    releases the GIL) while this thread reads the runs and files each window's findings, in window order."""
     found, q = Findings(), store.commitlog
-    for lo, hi, f in windows(store):
-        if f is None and q.files and 0 <= lo < q.min_offset:
-            runs.skip(lo, min(hi, q.min_offset))
-            lo = min(hi, q.min_offset)
-        if f is None:  # no record here is in a file: the reference names each
-            for records in runs.slices(lo, hi) if lo < hi else ():
-                _check_records(found, store, runs.db, [records.entry(i) for i in range(len(records.offsets))])
-            continue
-        records = runs.between(lo, hi)
-        if records is not None:
-            ok = agreed(store, records, [(lo, hi, f)])
-            _check_records(found, store, runs.db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
-            f.drop_pages(lo - f.start, hi - f.start + store.config.maxMessageSize)  # what the reference read
+    with concurrent.futures.ThreadPoolExecutor(max(jobs - 1, 1), initializer=block_sigint_here) as pool:
+        ahead: collections.deque = collections.deque()  # windows being checked, in order
+        for lo, hi, f in windows(store):
+            if f is None and q.files and 0 <= lo < q.min_offset:
+                runs.skip(lo, min(hi, q.min_offset))
+                lo = min(hi, q.min_offset)
+            if f is None:  # no record here is in a file: the reference names each
+                while ahead:
+                    _file_window(found, store, runs.db, *ahead.popleft())
+                for records in runs.slices(lo, hi) if lo < hi else ():
+                    _check_records(found, store, runs.db, [records.entry(i) for i in range(len(records.offsets))])
+                continue
+            records = runs.between(lo, hi)
+            if records is None:
+                continue
+            check = None
+            if jobs > 1:
+                with contextlib.suppress(FileGone):  # (agreed passes a file gone to the reference)
+                    _ = f.buf  # mapped here, once: the threads check in the one mapping
+                check = pool.submit(agreed, store, records, [(lo, hi, f)])
+            ahead.append((records, lo, hi, f, check))
+            while len(ahead) > jobs - 1:
+                _file_window(found, store, runs.db, *ahead.popleft())
+        while ahead:
+            _file_window(found, store, runs.db, *ahead.popleft())
     return found
+
+
+def _file_window(found: Findings, store: Store, db, records: Records, lo: int, hi: int, f, check):
+    """A window's records the engine did not show to agree (`check`: its future, None: checked here), checked
+    by the reference, and the window's pages given back (what the reference read)."""
+    ok = check.result() if check is not None else agreed(store, records, [(lo, hi, f)])
+    _check_records(found, store, db, [records.entry(i) for i in np.flatnonzero(~ok).tolist()])
+    f.drop_pages(lo - f.start, hi - f.start + store.config.maxMessageSize)
 
 
 def agreed(store: Store, records: Records, cuts: list[tuple[int, int, object]] | None = None) -> np.ndarray:

@@ -245,7 +245,7 @@ def _store_wide_checks(ctx: Context) -> Findings:
     if "consumequeue" in parts:
         found += check_compaction(store)
     if "index" in parts:
-        found += check_rocksdb_store(store, ctx.rocksdb_reading)
+        found += check_rocksdb_store(store, ctx.rocksdb_reading, ctx.jobs)
     if len(parts) == len(VERIFY_PARTS):
         for p in config_problems(store):
             found.add(CONFIG, p.kind, p.severity, p.path, None, None, p.detail)
