@@ -111,23 +111,40 @@ def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped
     """Every kind's keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
     order, written into `directory` as run n (a raw file per array of SPILLED, named n-array) and said as
     ("run", its first offset, its records), each key the engine parses as no record said as ("key", kind, key,
-    value)."""
-    runs = itertools.count()
-    for kind in db.kinds:
-        for pairs in db.batches(kind, batch):
+    value). A batch is parsed and written on a thread of its own while the next one is read (the engine's
+    parse and the writes release the GIL; RocksDB's iteration holds it), and said once written, in order."""
+    numbers = itertools.count()  # (taken on the one writing thread, a batch at a time in order)
+
+    def written(kind: str, pairs: Pairs) -> tuple[tuple | None, np.ndarray]:
+        records, rest = parsed(kind, pairs)
+        if not len(records.offsets):
+            return None, rest
+        number = next(numbers)
+        for name in SPILLED:
+            # written through Python's file, whose write and close raise on a full disk (numpy's tofile leaves
+            # a short file without a word when the last flush fails)
+            with open(directory / f"{number}-{name}", "wb") as f:
+                f.write(memoryview(np.ascontiguousarray(getattr(records, name))).cast("B"))
+        return ("run", int(records.offsets[0]), len(records.offsets)), rest
+
+    def said(kind: str, pairs: Pairs, job: concurrent.futures.Future):
+        run, rest = job.result()
+        if run is not None:
+            say(run)
+        for i in rest.tolist():
+            say(("key", kind, pairs.key(i), pairs.value(i)))
+
+    with concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here) as pool:
+        last = None
+        for kind, pairs in ((kind, pairs) for kind in db.kinds for pairs in db.batches(kind, batch)):
             if stopped():
                 return
-            records, rest = parsed(kind, pairs)
-            if len(records.offsets):
-                number = next(runs)
-                for name in SPILLED:
-                    # written through Python's file, whose write and close raise on a full disk (numpy's tofile
-                    # leaves a short file without a word when the last flush fails)
-                    with open(directory / f"{number}-{name}", "wb") as f:
-                        f.write(memoryview(np.ascontiguousarray(getattr(records, name))).cast("B"))
-                say(("run", int(records.offsets[0]), len(records.offsets)))
-            for i in rest.tolist():
-                say(("key", kind, pairs.key(i), pairs.value(i)))
+            job = pool.submit(written, kind, pairs)
+            if last is not None:
+                said(*last)
+            last = (kind, pairs, job)
+        if last is not None:
+            said(*last)
 
 
 class RecordRuns:
