@@ -99,12 +99,11 @@ def concatenated(parts: list[Records]) -> Records:
     if len(parts) == 1:
         return parts[0]
     bases = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
-    joined = Records(*(np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS))
+    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS}
     shift = np.repeat(bases, [len(p.offsets) for p in parts])
-    joined.key_lo, joined.key_hi = joined.key_lo + shift, joined.key_hi + shift
-    joined.cols[:, E.STORE_SPANS] += shift[:, None]
-    order = np.argsort(joined.offsets, kind="stable")
-    return Records(*(getattr(joined, name) if name == "keys" else getattr(joined, name)[order] for name in RUN_ARRAYS))
+    order = np.argsort(joined["offsets"], kind="stable")
+    rows = E.order_store_rows(order, shift, *(joined[name] for name in RUN_ARRAYS if name != "keys"))
+    return Records(*rows[:5], joined["keys"], *rows[5:])
 
 
 def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped: Callable[[], bool]):

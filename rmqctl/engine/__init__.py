@@ -54,8 +54,8 @@ JOBS = (
     (
         "rocksdbstore",
         "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
-        "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET STORE_SPANS=SPANS "
-        "in_hour_bucket java_long gather_store_run=gathered STORE_VALUE_SLOT=VALUE_SLOT",
+        "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET "
+        "in_hour_bucket java_long gather_store_run=gathered order_store_rows=ordered_rows STORE_VALUE_SLOT=VALUE_SLOT",
     ),
     # append's compiled reading of dump-shaped JSON lines into columns
     (

@@ -28,7 +28,6 @@ P_KEYS, P_TAGS, P_UNIQ, P_REAL_TOPIC, P_TXID, P_TIMER_OUT = range(6)
 # the key's int64 head (index: the hour bucket, timer: delayTime)
 OFFSET, NUMBER, TYPE, TOPIC_LO, TOPIC_HI, KEY_LO, KEY_HI, UNIQ_LO, UNIQ_HI, HEAD = range(10)
 NCOLUMNS = 10
-SPANS = np.arange(TOPIC_LO, UNIQ_HI + 1)  # the columns holding positions in the keys
 VALUE_SLOT = 12  # the longest value of a record (timer: int32 sizePy, int64 offsetPy)
 HOUR_MS = 3600 * 1000
 LONG_MAX = (1 << 63) - 1
@@ -260,3 +259,26 @@ def gathered(order, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
             slots[j, k] = values[v + k]
         value_len[j] = value_hi[i] - v
     return out_cols[:, OFFSET].copy(), out_cols, out_lo, out_hi, out_keys, slots, value_len
+
+
+@kernel
+def ordered_rows(order, shift, offsets, kinds, cols, key_lo, key_hi, values, value_len):
+    """The rows `order` of records joined from several runs, in that order, each row's key positions (its
+    columns' spans, key_lo, key_hi) moved by its shift (where its run's keys start among the joined keys):
+    offsets, kinds, cols, key_lo, key_hi, values, value_len, as `gathered` returns them."""
+    m = len(order)
+    out_offsets, out_kinds = np.empty(m, np.int64), np.empty(m, np.int8)
+    out_cols = np.empty((m, NCOLUMNS), np.int64)
+    out_lo, out_hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    out_values, out_len = np.empty((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
+    for j in range(m):
+        i = order[j]
+        d = shift[i]
+        out_offsets[j], out_kinds[j] = offsets[i], kinds[i]
+        for c in range(NCOLUMNS):
+            out_cols[j, c] = cols[i, c] + (d if TOPIC_LO <= c <= UNIQ_HI else 0)
+        out_lo[j], out_hi[j] = key_lo[i] + d, key_hi[i] + d
+        for k in range(VALUE_SLOT):
+            out_values[j, k] = values[i, k]
+        out_len[j] = value_len[i]
+    return out_offsets, out_kinds, out_cols, out_lo, out_hi, out_values, out_len
