@@ -282,6 +282,7 @@ class Pairs:
 
     @classmethod
     def of(cls, pairs: list[tuple[bytes, bytes]]) -> Pairs:
+        """The pairs of a list, as a batch of them is read."""
         return cls.unmarshalled([marshal.dumps(pairs, MARSHAL_VERSION)], len(pairs))
 
     def __len__(self) -> int:
