@@ -487,3 +487,31 @@ def test_parquet_nulls_are_read_as_the_per_row_path_reads_them(tmp_path):
     pq.write_table(table, tmp_path / "m.parquet", row_group_size=300)
     by_rows(tmp_path, conf, table, tmp_path / "m.parquet")
     assert store_files(tmp_path / "fast") == store_files(tmp_path / "slow")
+
+
+def test_parquet_properties_map_is_read_only_where_the_bytes_may_be_null(tmp_path):
+    """`append --parquet` reads the `properties` map column only when a row may lack propertiesBytes (the row
+    groups' statistics say none does, or there are none): rows without the bytes are appended from their map,
+    as message_from_row reads them, and files with and without statistics append alike."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rmqctl.cli.append_cmds import _needed
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerIP1=192.168.0.10\nrocketmqVersion=4\nmappedFileSizeCommitLog=1048576\n")
+    table = scanned_table(tmp_path, conf, 600)
+    pq.write_table(table, tmp_path / "whole.parquet", row_group_size=200)
+    pq.write_table(table, tmp_path / "bare.parquet", row_group_size=200, write_statistics=False)
+    assert not _needed(pq.read_metadata(tmp_path / "whole.parquet"), "properties")
+    assert _needed(pq.read_metadata(tmp_path / "bare.parquet"), "properties")
+    i = table.schema.get_field_index("propertiesBytes")
+    raw = table.column(i).to_pylist()
+    holed = table.set_column(i, "propertiesBytes", pa.array([None if r == 450 else v for r, v in enumerate(raw)]))
+    pq.write_table(holed, tmp_path / "holed.parquet", row_group_size=200)
+    assert _needed(pq.read_metadata(tmp_path / "holed.parquet"), "properties")
+    acks = {}
+    for name, t in (("whole", table), ("bare", table), ("holed", holed)):
+        acks[name] = by_rows(tmp_path / name, conf, t, tmp_path / f"{name}.parquet")
+        assert store_files(tmp_path / name / "fast") == store_files(tmp_path / name / "slow")
+    assert acks["whole"] == acks["bare"] == acks["holed"]

@@ -139,6 +139,18 @@ def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **op
     if opts["body"] is not None and opts["body_file"] is not None:
         raise UsageError("give --body or --body-file, not both")
     ctx.require_explicit_store()
+    # the first rows are read while the store opens and the kernels load (nothing is written before open())
+    rows = ReadAhead(_parquet_batches(parquet_files(Path(parquet_path)), keep_timestamps)) if parquet_path else None
+    try:
+        _append_many(ctx, jsonl_path, rows, keep_timestamps, dry_run, create, opts)
+    finally:
+        if rows is not None:
+            rows.close()
+
+
+def _append_many(ctx, jsonl_path, rows: ReadAhead | None, keep_timestamps, dry_run, create, opts):
+    """append's work once its options are checked: the messages of --jsonl, of `rows` (--parquet) or of the
+    options, appended and acknowledged."""
     from ..maintenance.append import APPEND_KERNELS, Appender  # loads the compiled kernels: only for this command
 
     if not dry_run:
@@ -150,8 +162,8 @@ def append(ctx, jsonl_path, parquet_path, keep_timestamps, dry_run, create, **op
     try:
         if jsonl_path is not None:
             _append_lines(appender, jsonl_path, keep_timestamps, out)
-        elif parquet_path is not None:
-            _append_rows(appender, Path(parquet_path), keep_timestamps, out)
+        elif rows is not None:
+            _append_rows(appender, rows, out)
         else:
             msg = message_from_options(opts, appender)
             appender.append(msg, producer_topic_rules=True)
@@ -351,50 +363,94 @@ ROW_COLUMNS = (
 )
 
 
-def _append_rows(appender: Appender, path: Path, keep_timestamps: bool, out):
-    """Every row of a Parquet file (or of the files under a directory, in name order), a batch of rows at a
-    time (column-wise where append_batch takes them, else row by row), each batch acknowledged once durable
-    (a group commit)."""
-    import pyarrow.parquet as pq  # only for --parquet
+class ParquetUnreadable(Exception):
+    """A Parquet file's read failed (pyarrow's OSError or ValueError): `error`, in `file`."""
 
+    def __init__(self, file: Path, error: Exception):
+        super().__init__(file, error)
+        self.file, self.error = file, error
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """The file, or the files under a directory in name order."""
+    return sorted(p for p in path.rglob("*.parquet") if p.is_file()) if path.is_dir() else [path]
+
+
+def _append_rows(appender: Appender, rows: ReadAhead, out):
+    """Every row `rows` reads (_parquet_batches, read ahead), a batch of rows at a time (column-wise where
+    append_batch takes them, else row by row), each batch acknowledged once durable (a group commit)."""
     from ..maintenance.append_batch import stage_columns  # kernels: only when appending
 
-    files = sorted(p for p in path.rglob("*.parquet") if p.is_file()) if path.is_dir() else [path]
     row = 0
+    try:
+        for file, batch, columns, keep_timestamps in rows:
+            if columns is None or not stage_columns(appender, columns):
+                _append_rows_one_by_one(appender, batch, row, keep_timestamps, file, out)
+            row += batch.num_rows
+            _emit(out, appender)
+    except ParquetUnreadable as e:
+        _emit(out, appender)
+        raise UsageError(f"cannot read it as Parquet: {e.error}", e.file) from None
+
+
+def _parquet_batches(files: list[Path], keep_timestamps: bool):
+    """(file, batch, its columns: append_batch.arrow_columns, keep_timestamps) for each batch of rows of the
+    files in order; a read that fails raises ParquetUnreadable naming its file. Arrow's own threads are not
+    used: the one thread this runs on (ReadAhead) overlaps the reading with the appending, and on two cores
+    Arrow's pool only takes the appender's core (and starts late: its first batch waits for the pool)."""
+    import pyarrow.parquet as pq  # only for --parquet
+
+    from ..maintenance.append_batch import PARQUET_DICTIONARIES, arrow_columns  # kernels: only when appending
+
     for file in files:
         try:
-            for batch, columns in _read_ahead(pq.ParquetFile(file), keep_timestamps):
-                if columns is None or not stage_columns(appender, columns):
-                    _append_rows_one_by_one(appender, batch, row, keep_timestamps, file, out)
-                row += batch.num_rows
-                _emit(out, appender)
+            meta = pq.read_metadata(file)
+            names = [c for c in ROW_COLUMNS if c in meta.schema.to_arrow_schema().names and _needed(meta, c)]
+            f = pq.ParquetFile(file, metadata=meta, read_dictionary=[c for c in PARQUET_DICTIONARIES if c in names])
+            for batch in f.iter_batches(batch_size=_rows_per_batch(f), columns=names, use_threads=False):
+                batch = _epoch_millis(batch)
+                yield file, batch, arrow_columns(batch, keep_timestamps), keep_timestamps
         except (OSError, ValueError) as e:  # pyarrow's errors for a file that is not Parquet
-            _emit(out, appender)
-            raise UsageError(f"cannot read it as Parquet: {e}", file) from None
+            raise ParquetUnreadable(file, e) from None
 
 
-def _read_ahead(f, keep_timestamps: bool):
-    """(batch, its columns: append_batch.arrow_columns) for each batch of rows of the Parquet file `f`; a thread
-    reads and converts the next batch (Arrow lets the GIL go) while the caller appends this one."""
-    from ..maintenance.append_batch import arrow_columns  # kernels: only when appending
+def _needed(meta, column: str) -> bool:
+    """Whether a row may be read from `column`: `properties` only where propertiesBytes may be null (the
+    statistics of every row group say it holds none: message_from_row then reads the bytes alone), which spares
+    reading a map column of every property of every row."""
+    if column != "properties":
+        return True
+    leaves = [j for j in range(meta.num_columns) if meta.schema.column(j).path == "propertiesBytes"]
+    if not leaves:
+        return True
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(leaves[0]).statistics
+        if stats is None or not stats.has_null_count or stats.null_count:
+            return True
+    return False
 
-    names = [c for c in ROW_COLUMNS if c in f.schema_arrow.names]
-    batches = f.iter_batches(batch_size=_rows_per_batch(f), columns=names)
 
-    def read():
-        batch = next(batches, None)
-        if batch is None:
-            return None
-        batch = _epoch_millis(batch)
-        return batch, arrow_columns(batch, keep_timestamps)
+class ReadAhead:
+    """The items of an iterator, each next one made on a thread from construction on while the caller works
+    on the one before (Arrow lets the GIL go): made before the store is opened and the kernels loaded, the first
+    batch is read meanwhile. An item's exception is raised where the caller takes it. close() waits for the
+    read under way, then closes the iterator."""
 
-    with concurrent.futures.ThreadPoolExecutor(
-        1, thread_name_prefix="rmqctl-read", initializer=block_sigint_here
-    ) as reader:
-        ahead = reader.submit(read)
-        while (ready := ahead.result()) is not None:
-            ahead = reader.submit(read)
+    def __init__(self, items):
+        self._items = items
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="rmqctl-read", initializer=block_sigint_here
+        )
+        self._ahead = self._pool.submit(next, items, None)
+
+    def __iter__(self):
+        while (ready := self._ahead.result()) is not None:
+            self._ahead = self._pool.submit(next, self._items, None)
             yield ready
+
+    def close(self):
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._items.close()
 
 
 def _rows_per_batch(f) -> int:

@@ -339,9 +339,8 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
     """A batch of a scan's or an export's rows (timestamps as epoch milliseconds) as message_from_row reads
     them, or None where a row needs that per-row reading: a null topic or body, properties not given as ASCII
     propertiesBytes (their pairs, or text that Java's UTF-8 decoding could change). Values are taken from the
-    Arrow buffers: pyarrow's scalars and to_numpy would load pandas, half a second of start-up."""
-    import pyarrow.compute as pc  # (only for --parquet)
-
+    Arrow buffers: pyarrow's scalars and to_numpy would load pandas, half a second of start-up. Topics and hosts
+    may come dictionary-encoded (as the Parquet reader can hand them over: PARQUET_DICTIONARIES)."""
     names, n = batch.schema.names, batch.num_rows
     if (
         "topic" not in names
@@ -358,14 +357,14 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
     body, body_off = (
         _binary(batch.column("body")) if "body" in names else (np.zeros(1, np.uint8), np.zeros(n + 1, np.int64))
     )
-    topic = pc.dictionary_encode(batch.column("topic"))
+    topic = _dictionary(batch.column("topic"))
     hosts: list[str] = []
     ids = np.empty((n, 3), np.int64)
     ids[:, 0] = _int64s(topic.indices)[0]
     for k, name in ((1, "bornHost"), (2, "storeHost")):
         ids[:, k] = -1
         if name in names:
-            encoded = pc.dictionary_encode(batch.column(name))
+            encoded = _dictionary(batch.column(name))
             indices, given = _int64s(encoded.indices)
             ids[:, k] = np.where(given, indices + len(hosts), -1)
             hosts += encoded.dictionary.to_pylist()
@@ -391,18 +390,40 @@ def arrow_columns(batch, keep_timestamps: bool) -> MessageColumns | None:
     )
 
 
+# the text columns a Parquet file's reader hands over dictionary-encoded (ParquetFile's read_dictionary): a few
+# distinct values in many rows, which arrow_columns takes as they are instead of encoding them again
+PARQUET_DICTIONARIES = ("topic", "bornHost", "storeHost")
+
+
+def _dictionary(column):
+    """A text column as a DictionaryArray (its indices and its values)."""
+    import pyarrow as pa  # (only for --parquet)
+
+    if pa.types.is_dictionary(column.type):
+        return column
+    import pyarrow.compute as pc  # (only for columns not read dictionary-encoded: ~30 ms of start-up)
+
+    return pc.dictionary_encode(column)
+
+
 def _int64s(column) -> tuple[np.ndarray, np.ndarray]:
     """An integer column's values as int64, 0 where null, and where they are not null."""
     import pyarrow as pa  # (only for --parquet)
 
-    array = column.cast(pa.int64())
-    n, at = len(array), array.offset
+    kind = column.type
+    if pa.types.is_signed_integer(kind) or (pa.types.is_unsigned_integer(kind) and kind.bit_width < 64):
+        values, at = column.buffers()[1], column.offset  # every such value fits an int64: numpy widens it
+        dtype = np.dtype(f"<{'i' if pa.types.is_signed_integer(kind) else 'u'}{kind.bit_width // 8}")
+    else:  # uint64: Arrow's checked cast refuses a value past int64
+        array = column.cast(pa.int64())
+        values, at, dtype = array.buffers()[1], array.offset, np.dtype("<i8")
+    n = len(column)
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, bool)
-    validity, data = array.buffers()[:2]
-    values = np.frombuffer(data, np.int64)[at : at + n]
-    if not array.null_count:
-        return values.copy(), np.ones(n, bool)
+    values = np.frombuffer(values, dtype)[at : at + n].astype(np.int64)
+    if not column.null_count:
+        return values, np.ones(n, bool)
+    validity = column.buffers()[0]
     given = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[at : at + n].astype(bool)
     return np.where(given, values, 0), given
 
@@ -412,10 +433,13 @@ def _types_read(schema) -> bool:
     as they are."""
     import pyarrow as pa  # (only for --parquet)
 
+    def text(kind) -> bool:  # a string, or one read dictionary-encoded (PARQUET_DICTIONARIES)
+        return pa.types.is_string(kind.value_type if pa.types.is_dictionary(kind) else kind)
+
     kinds = {
-        "topic": pa.types.is_string,
-        "bornHost": pa.types.is_string,
-        "storeHost": pa.types.is_string,
+        "topic": text,
+        "bornHost": text,
+        "storeHost": text,
         "body": pa.types.is_binary,
         "propertiesBytes": pa.types.is_binary,
     }
@@ -431,10 +455,7 @@ def _types_read(schema) -> bool:
 
 def _binary(column) -> tuple[np.ndarray, np.ndarray]:
     """The bytes and the n + 1 offsets of a binary column without nulls."""
-    import pyarrow as pa  # (only for --parquet)
-
-    array = column.cast(pa.large_binary())
-    _, offsets, data = array.buffers()
-    off = np.frombuffer(offsets, np.int64)[array.offset : array.offset + len(array) + 1].astype(np.int64)
+    _, offsets, data = column.buffers()  # (binary: int32 offsets, as _types_read holds them)
+    off = np.frombuffer(offsets, "<i4")[column.offset : column.offset + len(column) + 1].astype(np.int64)
     u8 = np.frombuffer(data, np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
     return (u8 if len(u8) else np.zeros(1, np.uint8)), off
