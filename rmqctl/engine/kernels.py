@@ -18,7 +18,7 @@ importing numba and its compiler registries takes ~0.5 s, which a command that r
 
 from __future__ import annotations
 
-import ctypes.util
+import ctypes
 import gc
 import hashlib
 import importlib
@@ -235,7 +235,11 @@ CRC32_LIBRARIES = (
 
 def _library_paths(name: str, soname: str):
     yield soname
-    found = ctypes.util.find_library(name)  # (it runs ldconfig: only where the usual soname does not load)
+    # (only where the usual soname does not load: ctypes.util loads subprocess and shutil, ~7 ms of every
+    # command's start-up, and find_library runs ldconfig)
+    import ctypes.util
+
+    found = ctypes.util.find_library(name)
     if found and found != soname:
         yield found
 

@@ -125,7 +125,7 @@ def create_full_size(path: Path, size: int, reserved: int, spare: Reserved | Non
     fd = spare.take(path.parent, size) if spare is not None and reserved == size else None
     if fd is not None:
         try:
-            return _link_sized(fd, path, size, reserved)
+            return _link_sized(fd, path, size, 0)  # its blocks are reserved already (walking them again is not free)
         except OSError as e:
             if e.errno != errno.EXDEV:
                 raise
