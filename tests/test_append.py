@@ -882,24 +882,28 @@ def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int,
     if pid == 0:
         sys.stdout = open(acks, "w")
         append_cmds.BATCH_MESSAGES = 4
-        real, calls = encode.encode_records, [0]
+        calls = [0]
 
-        def encode_records(u8, fields, blob, crc_trailer):  # every path of append encodes a file's records here
-            calls[0] += 1
-            if calls[0] == call and phase == "before":
-                os.kill(os.getpid(), signal.SIGKILL)
-            if calls[0] == call and phase == "inside":
-                scratch = u8.copy()
-                real(scratch, fields, blob, crc_trailer)
-                first, cut = fields[0, 0], fields[-1, 0] + fields[-1, 1] // 2
-                u8[first:cut] = scratch[first:cut]
-                os.kill(os.getpid(), signal.SIGKILL)
-            used = real(u8, fields, blob, crc_trailer)
-            if calls[0] == call:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return used
+        def killing(real):
+            def encode(u8, fields, *parts):  # every path of append encodes a file's records through one of these
+                calls[0] += 1
+                if calls[0] == call and phase == "before":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if calls[0] == call and phase == "inside":
+                    scratch = u8.copy()
+                    real(scratch, fields, *parts)
+                    first, cut = fields[0, 0], fields[-1, 0] + fields[-1, 1] // 2
+                    u8[first:cut] = scratch[first:cut]
+                    os.kill(os.getpid(), signal.SIGKILL)
+                used = real(u8, fields, *parts)
+                if calls[0] == call:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return used
 
-        encode.encode_records = encode_records
+            return encode
+
+        encode.encode_records = killing(encode.encode_records)  # one message at a time
+        encode.encode_columns = killing(encode.encode_columns)  # a block of lines parsed column-wise
         try:
             cli_main(
                 ["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)]

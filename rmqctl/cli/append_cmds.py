@@ -156,7 +156,14 @@ def _append_many(ctx, jsonl_path, rows: ReadAhead | None, keep_timestamps, dry_r
     if not dry_run:
         prepare_kernels(*APPEND_KERNELS, what="encoder")
     # --rocketmq-version is the config's rocketmqVersion; without it, the store's records, else 4's style
-    appender = Appender(ctx.store_dir, ctx.config, dry_run=dry_run, keep_index_time=keep_timestamps, create=create)
+    appender = Appender(
+        ctx.store_dir,
+        ctx.config,
+        dry_run=dry_run,
+        keep_index_time=keep_timestamps,
+        create=create,
+        jobs=1 if jsonl_path is not None else None,  # (--jsonl's parser threads have the other cores)
+    )
     out = sys.stdout
     appender.open()
     try:

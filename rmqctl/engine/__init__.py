@@ -45,7 +45,10 @@ JOBS = (
     ),
     # what the broker dispatches from records (rebuild, append), what append writes, and index slots
     ("dispatch", "dispatch_walk=walk dispatch_decode=decode put_units_in_order"),
-    ("encode", "encode_batch encode_records encode_fields gather_parts queue_offsets ack_lines ACK_BOUND"),
+    (
+        "encode",
+        "encode_batch encode_records encode_columns encode_column_block IP_BYTES queue_offsets ack_lines ACK_BOUND",
+    ),
     ("index", "put_index_keys=put_keys"),
     ("record", "index_slots"),
     # a batch of RocksDB pairs found in one buffer

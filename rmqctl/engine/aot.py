@@ -85,10 +85,10 @@ ENTRIES = {
         "Tuple((int64, int64, int64, boolean))(u8, int64, int64, int64, int64, boolean, i64x2, i64x1, i64x3,"
         " out, i64x1, out, i64x1, i64x2, i64x1, i64x2, i64x1, i64x2, i64x1)",
     ),
-    "gather_parts": (
+    "encode_columns": (
         "rmqctl.engine.encode",
-        "gather_parts",
-        "int64(i64x2, u8x2, i64x1, u8, i64x1, u8, i64x1, u8, i64x1, boolean, u8, out)",
+        "encode_columns",
+        "int64(out, i64x2, i64x2, u8, u8, i64x1, u8, i64x1, u8, i64x1, boolean, u8)",
     ),
     "queue_offsets": ("rmqctl.engine.encode", "queue_offsets", "i64x1(i64x1, i64x1, b1x1)"),
     "encode_records": ("rmqctl.engine.encode", "encode_records", "int64(out, i64x2, u8, boolean)"),

@@ -52,12 +52,13 @@ from ..record import Message, encode_record, message_id, parse_host, read_record
 from ..engine import (
     ACK_BOUND,
     ack_lines,
+    available_cores,
     dispatch_decode,
     dispatch_walk,
     encode_batch,
-    encode_fields,
+    encode_column_block,
+    encode_columns,
     encode_records,
-    gather_parts,
     parse_block,
     put_index_keys,
     put_units_in_order,
@@ -74,7 +75,7 @@ from ..txn import fsync_dir, locked_for_writing
 # written records, the index's key writer; all of them in engine.aot's module, so a warm append loads no numba
 APPEND_KERNELS = (
     parse_block,
-    gather_parts,
+    encode_columns,
     queue_offsets,
     encode_records,
     ack_lines,
@@ -496,7 +497,7 @@ class CommitLogTail:
         self.dry_run = dry_run
         self.files: dict[int, WritableFile] = {}
         self.pending: dict[int, tuple[list, list]] = {}  # file start -> staged records' rows and bytes
-        self.blocks: list[tuple[int, np.ndarray, np.ndarray]] = []  # (file start, rows, bytes) staged as columns
+        self.blocks: list[tuple[int, np.ndarray, tuple]] = []  # (file start, rows, columns) staged as columns
         self.new_dirs: set[Path] = set()
         self._existing = {f.start: f for f in store.commitlog.files}
         self._dirs = sorted(store.commitlog_dirs)
@@ -546,9 +547,10 @@ class CommitLogTail:
             i = fit
         return starts, positions
 
-    def stage_block(self, start: int, fields: np.ndarray, blob: np.ndarray):
-        """Records of the file at `start` to encode at encode(), as rows of engine.encode's COLUMNS and their bytes."""
-        self.blocks.append((start, fields, blob))
+    def stage_block(self, start: int, fields: np.ndarray, parts: tuple):
+        """Records of the file at `start` to encode at encode(), as rows of engine.encode's COLUMNS and the columns
+        their bytes are copied from (engine.encode_column_block's parts)."""
+        self.blocks.append((start, fields, parts))
 
     def stage(self, start: int, row: tuple, parts: tuple):
         """A record to encode at row[0] of the file at `start` (engine.encode's row and bytes), at encode()."""
@@ -558,30 +560,36 @@ class CommitLogTail:
             blobs.extend(parts)
         self.wrote = row[0] + row[1]
 
-    def encode(self, crc_trailer: bool):
-        """Write the staged records, a file's at a time in one compiled pass."""
+    def encode(self, crc_trailer: bool, jobs: int | None):
+        """Write the staged records, a file's at a time in one compiled pass (a block of them in `jobs` threads,
+        None: one per core)."""
         for start, (rows, parts) in self.pending.items():
             encode_batch(self.files[start].map, rows, parts, crc_trailer)
             self.files[start].dirty = True
-        for start, fields, blob in self.blocks:
-            encode_fields(self.files[start].map, fields, blob, crc_trailer)
+        for start, fields, parts in self.blocks:
+            encode_column_block(self.files[start].map, fields, parts, crc_trailer, jobs or available_cores())
             self.files[start].dirty = True
         self.pending.clear()
         self.blocks.clear()
 
     def dispatched(
-        self, starts: np.ndarray, all_positions: np.ndarray, config: BrokerConfig, allow_v2: bool, with_keys: bool
+        self,
+        starts: np.ndarray,
+        all_positions: np.ndarray,
+        config: BrokerConfig,
+        allow_v2: bool,
+        with_keys: bool,
+        jobs: int | None,
     ) -> list:
         """(file start, file map, batchdispatch.FileDispatch) of the staged records (at these file starts and
         positions, in order), a commitlog file at a time: the broker's reput of them, read back from the bytes
-        written."""
+        written, decoded in `jobs` threads (None: every core)."""
         out = []
         cuts = np.flatnonzero(np.diff(starts)) + 1
         for i, j in zip([0, *cuts.tolist()], [*cuts.tolist(), len(starts)]):
             start, positions = int(starts[i]), all_positions[i:j]
             f = self.files[start]
-            # decoded here, in one part: the parser threads have the other cores
-            b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys, jobs=1, starts=positions)
+            b = dispatch_file(f.map, self.file_size, config, allow_v2, with_keys, jobs=jobs, starts=positions)
             if len(b.position) < j - i:  # a record just encoded that the broker's reader would refuse
                 raise StoreError(
                     "a record rmqctl wrote does not read back; nothing was acknowledged",
@@ -668,7 +676,8 @@ class Appender:
     `rocketmq_version` (4 or 5) chooses the record style: from the config (rocketmqVersion, or a 5.x-only key
     such as enabledAppendPropCRC), else the store's records, else 4 (every broker reads it). `keep_index_time`
     names new index files by the store time of the message opening them (copies stay reproducible).
-    `dry_run` computes everything and writes nothing."""
+    `dry_run` computes everything and writes nothing. `jobs`: the threads that encode a commit's records and decode
+    them for their dispatch (None: one per core; 1 where the caller's own threads keep the other cores busy)."""
 
     def __init__(
         self,
@@ -679,8 +688,10 @@ class Appender:
         keep_index_time: bool = False,
         clock: Callable[[], int] | None = None,
         create: bool = False,
+        jobs: int | None = None,
     ):
         self.root = Path(store_root).expanduser()
+        self.jobs = jobs
         self.create, self._created, self._committed = create, [], False
         self.config = config or BrokerConfig()
         refuse_dledger_replica(self.root, self.config)
@@ -815,9 +826,9 @@ class Appender:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
             return staged
-        self._tail.encode(self.crc_trailer)
+        self._tail.encode(self.crc_trailer, self.jobs)
         batches = self._tail.dispatched(
-            *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None
+            *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None, self.jobs
         )
         # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
         needed = self._writer.space_needed([b for *_, b in batches])

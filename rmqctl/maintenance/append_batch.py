@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import schema as S
 from ..engine import (
+    IP_BYTES,
     PARSE_MOST_DISTINCT,
     PARSED_BORN_TS,
     PARSED_FLAG,
@@ -27,7 +28,6 @@ from ..engine import (
     PARSED_STORE_TS,
     PARSED_SYSFLAG,
     TOPIC_COLUMNS,
-    gather_parts,
     interned_texts,
     parse_block,
     queue_offsets,
@@ -49,7 +49,6 @@ from ..javacompat import CRC32_PROPERTY
 # text in the properties that stored_properties rewrites or drops: such blocks go message by message
 REWRITTEN = tuple(t.encode() for t in (PROPERTY_MULTI_DISPATCH, TRANSIENT_PREFIX, CRC32_PROPERTY))
 PLACEHOLDER = np.frombuffer(CRC_TRAILER_PLACEHOLDER, np.uint8).copy()
-IP_BYTES = 16  # an IPv6 address; an IPv4 one takes the first 4
 
 
 @dataclasses.dataclass
@@ -118,32 +117,17 @@ def stage_columns(app: Appender, c: MessageColumns) -> bool:
         ],
         axis=1,
     )
-    host_ips = np.zeros((max(len(ips), 1), IP_BYTES), np.uint8)
-    host_lens = np.zeros(max(len(ips), 1), np.int64)
+    hosts = np.zeros((max(len(ips), 1), IP_BYTES), np.uint8)  # (an IPv4 address takes the first 4 of a row)
     for h, (ip, _) in enumerate(ips):
-        host_ips[h, : len(ip)] = np.frombuffer(ip, np.uint8)
-        host_lens[h] = len(ip)
+        hosts[h, : len(ip)] = np.frombuffer(ip, np.uint8)
     topic_bytes = [b for _, b in topics_checked]
     topics = np.frombuffer(b"".join(topic_bytes) or b"\0", np.uint8)
     topic_off = np.cumsum([0] + [len(t) for t in topic_bytes]).astype(np.int64)
     cuts = np.flatnonzero(np.diff(starts)) + 1
     for lo, hi in zip([0, *cuts], [*cuts, len(c)]):  # a file's rows at a time (a block may roll to a new file)
-        blob = np.empty(int(sizes[lo:hi].sum()), np.uint8)
-        used = gather_parts(
-            ids[lo:hi],
-            host_ips,
-            host_lens,
-            topics,
-            topic_off,
-            c.body,
-            c.body_off[lo : hi + 1],
-            c.props,
-            c.props_off[lo : hi + 1],
-            app.crc_trailer,
-            PLACEHOLDER,
-            blob,
-        )
-        app._tail.stage_block(int(starts[lo]), fields[lo:hi], blob[:used])
+        # copied into the map from the columns themselves at commit (engine.encode_column_block)
+        parts = (ids[lo:hi], hosts.ravel(), topics, topic_off, c.body, c.body_off[lo : hi + 1], c.props)
+        app._tail.stage_block(int(starts[lo]), fields[lo:hi], (*parts, c.props_off[lo : hi + 1], PLACEHOLDER))
     prefixes = [(ip + port.to_bytes(4, "big", signed=True)).hex().upper() for ip, port in ips]
     app._staged.append(AckBlock(starts, positions, store_ts, qoff, ids[:, 2], prefixes))
     return True
