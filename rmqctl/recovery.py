@@ -321,6 +321,11 @@ class QueueRecovery:
     max_phy: int  # getMaxPhysicOffset after recover: -1 when its walk passed no valid unit
     last_unit: tuple[MappedFile, int] | None  # the unit that set it: file and position
     stop: tuple[int, int] | None  # (file index, position) where the walk stopped: the queue's written end
+    names_a_record: bool = False  # max_phy is a record's start (a BatchCQ unit's), not the end of one
+
+    def reaches_past(self, end: int) -> bool:
+        """Whether the queue holds a unit for bytes at or past the commitlog's `end`, where no record is."""
+        return self.max_phy >= end if self.names_a_record else self.max_phy > end
 
     def drops_units(self) -> bool:
         """Whether bytes that are not zero follow the stop: units the broker's recovery truncates away
@@ -328,7 +333,13 @@ class QueueRecovery:
         if self.stop is None:
             return False
         k, pos = self.stop
-        return nonzero_data(self.files[k], pos) or any(nonzero_data(f, 0) for f in self.files[k + 1 :])
+        for f, start in [(self.files[k], pos)] + [(f, 0) for f in self.files[k + 1 :]]:
+            try:  # (each file let go once looked at: a store's queues may be more than its open files)
+                if nonzero_data(f, start):
+                    return True
+            finally:
+                f.release()
+        return False
 
     def walked_bytes(self) -> int:
         """How many bytes of the queue's files its recovery reads: from its third-last file to the stop."""
@@ -350,6 +361,8 @@ class QueueRecovery:
                 continue
             arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=min(len(buf), self.file_size) // S.CQ_UNIT_SIZE)
             if not len(arr) or int(arr[0]["commitLogOffset"]) >= phy_offset:
+                del arr, buf
+                f.release()
                 continue
             rest = arr[1:]
             n = _valid_prefix(
@@ -402,7 +415,8 @@ def recover_queue(files: list[MappedFile], file_size: int, name: str, unit: tupl
     max_phy, last, stop = walk_queue(len(files), file_size, unit, units_of)
     for f in files[max(0, len(files) - RECOVERED_QUEUE_FILES) :]:
         f.release()
-    return QueueRecovery(name, files, file_size, max_phy, (files[last[0]], last[1]) if last else None, stop)
+    at = (files[last[0]], last[1]) if last else None
+    return QueueRecovery(name, files, file_size, max_phy, at, stop, names_a_record=unit is BCQ_UNIT)
 
 
 def _valid_prefix(arr: np.ndarray, valid) -> int:
@@ -425,9 +439,12 @@ def recover_batch_queue(q: BatchConsumeQueue) -> QueueRecovery:
     """BatchConsumeQueue.recover of one queue: its maxPhysicOffset is the last unit's record offset, no size."""
     files, size = q.files.files, q.files.file_size
 
-    def units_of(k: int) -> np.ndarray:
-        n = min(len(files[k].buf), size) // S.BCQ_UNIT_SIZE
-        return np.frombuffer(files[k].buf, dtype=S.BCQ_DTYPE, count=n)
+    def units_of(k: int) -> np.ndarray | None:
+        try:
+            buf = files[k].buf
+        except FileGone:  # (a running broker's expired head, deleted since it was listed)
+            return None
+        return np.frombuffer(buf, dtype=S.BCQ_DTYPE, count=min(len(buf), size) // S.BCQ_UNIT_SIZE)
 
     return recover_queue(files, size, f"{q.topic}/{q.queue_id}", BCQ_UNIT, units_of)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -268,3 +270,50 @@ def test_a_rocksdb_queue_behind_loses_the_record_at_its_checkpoint(checkpoint, l
         ]
     else:
         assert "error" not in result and result["messagesRead"]["lines"] == 653
+
+
+def test_append_refuses_a_batchcq_unit_at_the_commitlogs_end(store_copy):
+    """A BatchCQ unit names its record's start: one at the commitlog's end names no record (5.3.3's recovery
+    truncates it away); appending there would give BatchTopic's consumers the new record."""
+    store = store_copy("j-batchcq")
+    patch(store / "commitlog" / f"{393216:020d}", 482208 - 393216, bytes(484))  # the last record, lost
+    shutil.rmtree(store / "index")
+    conf = broker_conf("j-batchcq")
+    line = one_line_error(run("append", "--store", store, "--broker-config", conf, "--topic", "PlainTopic"))
+    assert "consumequeue BatchTopic/0 reaches commitlog offset 482208, at or past the commitlog's end 482208" in line
+
+
+def test_append_lets_each_queue_file_go(store_copy):
+    """append's check of every queue's recovery keeps no file mapped: a store of more queues than the process
+    may open files is appended to."""
+    store = store_copy("a-basic")
+    first = truth("a-basic", "truth-messages.jsonl")[0]
+    unit = S.CQ_UNIT.pack(first["commitLogOffset"], first["storeSize"], 0)
+    for q in range(300):
+        (store / "consumequeue" / "ManyQ" / str(q)).mkdir(parents=True)
+        (store / "consumequeue" / "ManyQ" / str(q) / f"{0:020d}").write_bytes(unit + bytes(1280 - len(unit)))
+    res = subprocess.run(
+        ["sh", "-c", 'ulimit -n 200 && exec "$0" -m rmqctl append "$@"', sys.executable, "--store", store,
+         "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest", "--body", "x", "--dry-run"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+
+
+def test_verify_after_a_5x_crash_counts_only_the_start_file_on(store_copy):
+    """5.3.3's recoverAbnormally dispatches every record from its start file and the reput then starts at the
+    commitlog's end: units lost before that file are never written again (read5.sh: the 121 units of
+    [262144, 391573] stay missing), those from it on are. 4.9 would also reput from the queues' end."""
+    store = store_copy("c-v5-features")
+    for u in truth("c-v5-features", "truth-consumequeue.jsonl"):
+        if u["commitLogOffset"] >= 262144:
+            name = f"{u['queueOffset'] // 32 * 640:020d}"
+            patch(store / "consumequeue" / u["topic"] / str(u["queueId"]) / name, u["queueOffset"] % 32 * 20, bytes(20))
+    checkpoint = bytearray((store / "checkpoint").read_bytes())
+    struct.pack_into(">qq", checkpoint, 0, 1795314260003, 1795314260003)  # recovery starts at file 393216
+    (store / "checkpoint").write_bytes(bytes(checkpoint))
+    (store / "abort").touch()
+    res = run("verify", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--format", "jsonl")
+    missing = [json.loads(l) for l in res.stdout.splitlines() if '"cq-missing-entries"' in l]
+    assert missing and {m["severity"] for m in missing} == {"error", "warning"}
+    assert all((m["severity"] == "error") == (m["commitLogOffset"] < 393216) for m in missing)

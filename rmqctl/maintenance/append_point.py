@@ -117,11 +117,14 @@ def _require_queues_kept(ends: QueuesEnd):
 
 def _require_dispatched_within(store: Store, ends: QueuesEnd, index_end: int, end: int):
     """Neither the consume queues nor the index reach past the commitlog's end (the append point)."""
-    if ends.max_phy > end:
-        f, pos = ends.holder.last_unit if ends.holder is not None else (None, None)
+    past = next((q for q in ends.queues if q.reaches_past(end)), None)
+    if past is not None or ends.max_phy > end:
+        f, pos = past.last_unit if past is not None else (None, None)
         raise StoreError(
-            f"{f'consumequeue {ends.holder.name}' if ends.holder else 'the RocksDB consume queue checkpoint'} reaches "
-            f"commitlog offset {ends.max_phy}, past the commitlog's end {end}; run `rmqctl repair` first",
+            f"{f'consumequeue {past.name}' if past else 'the RocksDB consume queue checkpoint'} reaches "
+            f"commitlog offset {past.max_phy if past else ends.max_phy}, "
+            f"{'at or past' if past and past.names_a_record else 'past'} the commitlog's end {end}; "
+            "run `rmqctl repair` first",
             f.path if f is not None else store.consumequeue_dir,
             position=pos,
         )
