@@ -28,7 +28,7 @@ from typing import Iterator
 
 from . import schema as S
 from .errors import StoreError
-from .rocksdb import ReadOnlyDB, column_families
+from .rocksdb import Pairs, ReadOnlyDB, column_families
 
 # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY; the spec's earlier name for the same store is read too
 DIRECTORIES = ("rocksdbstore", "RocksDBMessageStore")
@@ -211,8 +211,8 @@ class MessageRocksDB:
         db, family = self._handle(kind)
         return db.items(family)
 
-    def batches(self, kind: str, size: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
-        """The kind's keys and values in key order, `size` at a time."""
+    def batches(self, kind: str, size: int) -> Iterator[Pairs]:
+        """The kind's keys and values in key order, `size` at a time (rocksdb.Pairs)."""
         db, family = self._handle(kind)
         return db.batches(family, size)
 

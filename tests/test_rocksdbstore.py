@@ -259,6 +259,22 @@ def test_verify_damage(built, tmp_path):
     assert "topic 'OtherTopic', the record's 'TxBizTopic'" in details and "sizePy 7, the record's storeSize" in details
 
 
+def test_a_bookkeeping_key_of_a_records_length_is_a_key_finding(built, tmp_path):
+    """sys_topic_scan_offset_checkpoint is 32 bytes, a timer record key's length: with a value that is no int64
+    the engine takes it for a record and the reference reads it as the damaged checkpoint it is (a finding,
+    not a crash)."""
+    root = copy_of(built, tmp_path)
+    rewrite(root, "timer", lambda db: db.__setitem__(b"sys_topic_scan_offset_checkpoint", struct.pack(">iq", 100, 0)))
+    got = [(k, d) for k, d in findings(root) if k.startswith("rocksdb-store")]
+    assert got == [
+        (
+            "rocksdb-store-key",
+            "RocksDB message store timer key 7379735f746f7069635f7363616e5f6f66667365745f636865636b706f696e74: "
+            "sys_topic_scan_offset_checkpoint holds 12 bytes, not an int64",
+        )
+    ]
+
+
 def test_a_layout_not_read_is_named_and_nothing_is_guessed(tmp_path):
     root = copy_store(BASE, tmp_path)
     write_db(root / "rocksdbstore", {"default": {b"lastOffsetPy": q(1)}, "timer": {b"a" * 9: b"b" * 12}})
