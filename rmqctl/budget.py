@@ -4,9 +4,11 @@ store's size. The interpreter, the compiled kernels and the few files mapped at 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 import signal
+import threading
 
 DEFAULT_MEMORY = 256 << 20
 MIN_BATCH_RECORDS = 16  # below this a batch costs more in calls than it saves in memory
@@ -67,3 +69,23 @@ def block_sigint_here():
     threads the imports start); one handed to another thread only sets Python's flag, and a main thread
     blocked in a read would never see it."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def sigint_held():
+    """Ctrl-C held back while a step that must not stop half-way runs (a writer's commit: its records encoded
+    into the files, made durable, dispatched), and delivered when the step is over; an error of the step's own
+    ends the command instead. Stopped inside it, a kernel's view of a mapped file would outlive the step in the
+    traceback, and the take-back that leaves the store as it was could not unmap the file. (The handler, not
+    the signal mask: the signal may reach any thread, and Python runs its handler in the main one.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        signal.raise_signal(signal.SIGINT)

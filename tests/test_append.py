@@ -786,6 +786,41 @@ def test_delete_property_like_message_utils():
     assert delete_property("x__CRC32#\x01v\x02", "__CRC32#") == "x__CRC32#\x01v\x02"
 
 
+CTRL_C_IN_A_COMMIT = """
+import os, signal, sys
+from rmqctl.config import load_config
+from rmqctl.maintenance.append import Appender, NewMessage
+app = Appender(sys.argv[1], load_config(sys.argv[2]), create=True)
+app.open()
+fsync = app._tail.flush
+def flush_and_ctrl_c():  # Ctrl-C reaches the process as the commit makes its records durable
+    os.kill(os.getpid(), signal.SIGINT)
+    fsync()
+app._tail.flush = flush_and_ctrl_c
+for i in range(50):
+    app.append(NewMessage(topic="Interrupted", body=b"x" * i, properties=[("KEYS", f"k{i}")]))
+try:
+    app.commit()
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted after the commit")
+app.close()
+"""
+
+
+def test_ctrl_c_in_a_commit_lands_after_it(tmp_path):
+    """Ctrl-C while a commit encodes, syncs and dispatches is held until the commit is over: the store holds the
+    whole batch, dispatched (no half-dispatched block, no mapping a traceback kept open), and then the process
+    is interrupted."""
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=1 << 20, mappedFileSizeConsumeQueue=600)
+    store = tmp_path / "store"
+    res = subprocess.run([sys.executable, "-c", CTRL_C_IN_A_COMMIT, store, conf], capture_output=True, text=True)
+    assert res.stdout.split("\n")[0] == "interrupted after the commit", res.stderr
+    assert len(cq(store, conf, "Interrupted", 0)) == 50
+    verified = run("verify", "--store", store, "--broker-config", conf)
+    assert verified.exit_code == 0, verified.output
+
+
 def test_library_appender(tmp_path):
     conf = load_config(write_conf(tmp_path / "broker.conf", "c-v5-features"))
     with Appender(tmp_path / "s", conf, clock=lambda: 1700000000000, create=True) as app:

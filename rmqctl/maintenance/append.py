@@ -32,6 +32,7 @@ import orjson
 from typing import Callable, Iterable
 
 from .. import dledger
+from ..budget import sigint_held
 from ..batchcq import batch_topics, queue_file_size
 from .. import schema as S
 from ..config import BrokerConfig
@@ -826,31 +827,32 @@ class Appender:
         staged, self._staged = self._staged, []
         if self.dry_run or not staged:
             return staged
-        self._tail.encode(self.crc_trailer, self.jobs)
-        batches = self._tail.dispatched(
-            *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None, self.jobs
-        )
-        # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
-        needed = self._writer.space_needed([b for *_, b in batches])
-        reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE], keep=self._dispatcher.spare)
-        if self._dispatcher.index is not None:
-            self._dispatcher.index.reserve_keys(sum(len(b.key_hash) for *_, b in batches))
-        self._tail.flush()  # one fsync for the batch: the broker's group commit
-        d = self._dispatcher
-        for start, buf, b in batches:
-            self._writer.write_in_order(
-                buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position)
+        with sigint_held():  # (Ctrl-C lands between commits: see budget.sigint_held)
+            self._tail.encode(self.crc_trailer, self.jobs)
+            batches = self._tail.dispatched(
+                *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None, self.jobs
             )
-        d.flush()
-        d.spare.free()  # what the dispatch did not take
-        self.warnings += dispatch_warnings(self._dispatcher)
-        index = d.index
-        last = staged[-1]
-        physic_ts = int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2]
-        write_checkpoint(self.root, physic_ts, d.logics_ts, index.completed_end_ts if index is not None else 0)
-        self._committed = True
-        self._tail.close_full()  # full files: nothing more to write there
-        return staged
+            # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
+            needed = self._writer.space_needed([b for *_, b in batches])
+            reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE], keep=self._dispatcher.spare)
+            if self._dispatcher.index is not None:
+                self._dispatcher.index.reserve_keys(sum(len(b.key_hash) for *_, b in batches))
+            self._tail.flush()  # one fsync for the batch: the broker's group commit
+            d = self._dispatcher
+            for start, buf, b in batches:
+                self._writer.write_in_order(
+                    buf, b, lambda topic, position: refuse_queue_name(self.root, topic, start + position)
+                )
+            d.flush()
+            d.spare.free()  # what the dispatch did not take
+            self.warnings += dispatch_warnings(self._dispatcher)
+            index = d.index
+            last = staged[-1]
+            physic_ts = int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2]
+            write_checkpoint(self.root, physic_ts, d.logics_ts, index.completed_end_ts if index is not None else 0)
+            self._committed = True
+            self._tail.close_full()  # full files: nothing more to write there
+            return staged
 
     def close(self):
         if self._tail is not None:
