@@ -100,7 +100,7 @@ def test_an_internal_error_is_one_line_and_exit_2_not_a_finding(monkeypatch):
     findings, nor print a traceback; RMQCTL_DEBUG=1 lets it through for a bug report."""
     from rmqctl.views import inspect
 
-    def broken(store):
+    def broken(store, *_):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(inspect, "info", broken)
