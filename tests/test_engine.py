@@ -153,7 +153,7 @@ def test_batches_built_on_threads_come_in_commitlog_order(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["b-mixed", "d-crashed", "e-dledger"])
-def test_batches_on_one_thread_paged_or_not_are_the_references(name, monkeypatch):
+def test_batches_on_one_thread_paged_or_not_are_the_references(name, monkeypatch, tmp_path):
     """One thread walking: with a second core the store's pager maps the pages in ahead (a step of 4 KiB here,
     many per file) and gives them back, with one core the walk faults its own: the reference's rows either way,
     and no file of the store mapped once the walk is over."""
@@ -165,14 +165,14 @@ def test_batches_on_one_thread_paged_or_not_are_the_references(name, monkeypatch
     monkeypatch.setattr(store_module.Pager, "ahead", lambda *a: asked.append(a[2]) or ahead(*a))
     for cores in (1, 2):
         monkeypatch.setattr(kernels, "available_cores", lambda: cores)
-        store = fixture_store(name)
+        # (a copy: the process's maps are looked at, and other tests in this process may map the fixture's files)
+        store = fixture_store(name, copy_store(name, tmp_path / str(cores)))
         assert_batches_are_the_references(store)
         assert bool(asked) == (cores == 2)
         store.close()  # (the reference's reading maps the files until then)
         gc.collect()  # (and its damage's tracebacks hold views until collected)
         rows = sum(b.num_rows for b in store.scan().batches())
-        gc.collect()  # (the damage this walk met holds views in its tracebacks too: when a collection runs
-        # depends on what the process allocated before, so without this the check depends on the tests before)
+        gc.collect()  # (this walk's damage holds views in its tracebacks too, as above)
         assert rows and mapped_files(store) == []
 
 
