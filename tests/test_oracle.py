@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 import oracle
-from conftest import broker_conf, copy_store, fixture_dir, jsonl, patch, run
+from conftest import broker_conf, copy_store, fixture_dir, jsonl, patch, run, tmpfs_at
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.views.inspect import info
@@ -360,33 +360,35 @@ def test_repair_of_short_consumequeue_and_index_files(java_oracle, tmp_path, nam
 
 
 @BOTH
+@pytest.mark.tmpfs
 def test_clean_apply_of_expired_files(java_oracle, tmp_path, name):
-    """The first half of the commitlog files 100 hours old (fileReservedTime 72): cleaned with --now, the
+    """The first half of the commitlog files 100 hours old (fileReservedTime 72), the rest an hour old, on a
+    near-empty tmpfs (so age alone decides, not how full this machine's disk is): cleaned with --now, the
     consumequeue and index files below the new minimum go too; RocketMQ starts from the new minimum."""
-    store = copy_store(name, tmp_path)
-    files = sorted((store / "commitlog").iterdir())
-    old = (dt.datetime.now() - dt.timedelta(hours=100)).timestamp()
-    for f in files[: len(files) // 2]:
-        os.utime(f, (old, old))
-    ok(
-        "clean",
-        "--store",
-        store,
-        "--broker-config",
-        broker_conf(name),
-        "--rocketmq-version",
-        str(VERSIONS[name]),
-        "--now",
-        "--file-reserved-time",
-        "72",
-        "--disk-max-used-space-ratio",
-        "95",
-        "--until-ok",
-        "--apply",
-    )
-    assert sorted((store / "commitlog").iterdir()) == files[len(files) // 2 :]
-    reading = judge(java_oracle, tmp_path, name, store)
-    assert reading.summary["minPhyOffset"] == int(files[len(files) // 2].name)
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        store = copy_store(name, mnt)
+        files = sorted((store / "commitlog").iterdir())
+        now = dt.datetime.now()
+        for i, f in enumerate(files):  # the copy keeps the fixture's mtimes, which age with it: set them all
+            t = (now - dt.timedelta(hours=100 if i < len(files) // 2 else 1)).timestamp()
+            os.utime(f, (t, t))
+        ok(
+            "clean",
+            "--store",
+            store,
+            "--broker-config",
+            broker_conf(name),
+            "--rocketmq-version",
+            str(VERSIONS[name]),
+            "--now",
+            "--file-reserved-time",
+            "72",
+            "--until-ok",
+            "--apply",
+        )
+        assert sorted((store / "commitlog").iterdir()) == files[len(files) // 2 :]
+        reading = judge(java_oracle, tmp_path, name, store)
+        assert reading.summary["minPhyOffset"] == int(files[len(files) // 2].name)
 
 
 # -- restore ----------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import rocksdict
 
-from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, truth
+from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, tmpfs_at, truth
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
 from rmqctl.rocksdb import MARSHAL_VERSION, READ_CACHE_BYTES, NewDB, Pairs
@@ -799,6 +799,55 @@ def test_convert_to_rocksdb_and_back_gives_the_file_queues_byte_for_byte(tmp_pat
     res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 0, res.stderr
     assert files_of(root) == before
+
+
+def oracle_queues(java_oracle: Path, root: Path, conf: Path, out: Path) -> tuple[list, list]:
+    """What RocketMQ 5.3.3 loads from the store: each queue's (topic, queueId, minOffset, maxOffset), and the
+    (topic, queueId, queueOffset, commitLogOffset, size, tagsCode) of every message it reads."""
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(conf), str(out)], capture_output=True
+    )
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert summary["loadReturned"] is True
+    queues = sorted((q["topic"], q["queueId"], q["minOffset"], q["maxOffset"]) for q in summary["consumeQueues"])
+    fields = ("topic", "queueId", "queueOffset", "commitLogOffset", "size", "tagsCode")
+    lines = jsonl((out / "messages-read.jsonl").read_text())
+    assert all(line["ok"] for line in lines)
+    return queues, sorted(tuple(line[f] for f in fields) for line in lines)
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.tmpfs
+@pytest.mark.parametrize("name, expired", [(V5, 2), ("example", 1)])
+def test_convert_after_a_cleanup_leaves_out_the_dead_units_and_rocketmq_reads_the_same_queues(
+    tmp_path, java_oracle, name, expired
+):
+    """The broker's cleanup deleted the first commitlog files; the file queues still hold units pointing there
+    (a queue file goes only when all of it is dead; in the example store whole queues are dead). Converting
+    writes the live units, each queue's max where it was and its min at its first live unit (past the max
+    when none is left): RocketMQ reads the same min and max offsets and the same messages from the RocksDB
+    queue as from the file queues, and verify finds nothing."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:  # near-empty: age alone decides the cleanup
+        if name == "example":
+            root, conf = Path(shutil.copytree(EXAMPLE / "store", mnt / "store")), EXAMPLE / "broker.conf"
+        else:
+            root, conf = copy_store(name, mnt), broker_conf(name)
+        files = sorted((root / "commitlog").iterdir())
+        for i, f in enumerate(files):
+            t = time.time() - (100 if i < expired else 1) * 3600
+            os.utime(f, (t, t))
+        res = run("clean", "--store", root, "--broker-config", conf, "--now", "--until-ok", "--apply")
+        assert res.exit_code == 0 and sorted((root / "commitlog").iterdir()) == files[expired:], res.stderr
+        queues, messages = oracle_queues(java_oracle, root, conf, tmp_path / "files")
+        assert any(q[2] > 0 for q in queues)  # queues that start past units the cleanup left dead
+        res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", conf)
+        assert res.exit_code == 0, res.stderr
+        rocks = tmp_path / "rocks.conf"
+        rocks.write_text(conf.read_text() + "\nstoreType=defaultRocksDB\n")
+        assert run("verify", "--store", root, "--broker-config", rocks).exit_code == 0
+        assert oracle_queues(java_oracle, root, rocks, tmp_path / "rocks") == (queues, messages)
 
 
 def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):

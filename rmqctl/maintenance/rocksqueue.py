@@ -34,7 +34,13 @@ ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes w
 
 def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int) -> dict:
     """A new RocksDB consume queue in `directory` holding every entry of the file `queues` (pre-blank and
-    invalid units are not entries), with the dispatch checkpoint; returns {(topic, queueId): units}."""
+    invalid units are not entries), with the dispatch checkpoint; returns {(topic, queueId): units}.
+
+    Units whose record lies below the commitlog's min offset (the broker's cleanup deleted it; the file queue
+    keeps them until its whole file goes) are dead: the broker serves none of them and its compaction filter
+    drops them from the RocksDB queue, and their store time is gone. They are not written; the queue's max
+    entry still names its last unit (so queue offsets go on where they were), and its min entry is the first
+    live unit, or, when none is left, (commitlog min, max + 1) as correctMinCqOffset writes it."""
     db = NewDB(
         directory,
         R.family_options(
@@ -42,12 +48,17 @@ def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path,
         ),
     )
     written = {}
-    end = checkpoint
+    end, min_phy = checkpoint, store.commitlog.min_offset
     try:
         for cq in queues:
             first = last = None
             count = 0
             for qoffs, units in _entries(cq):
+                last = (int(units["commitLogOffset"][-1]), int(qoffs[-1]))
+                live = units["commitLogOffset"].astype(np.int64) >= min_phy
+                qoffs, units = qoffs[live], units[live]
+                if not len(qoffs):
+                    continue
                 values = np.zeros(len(units), R.UNIT_VALUE)
                 for name in ("commitLogOffset", "size", "tagsCode"):
                     values[name] = units[name]
@@ -70,9 +81,9 @@ def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path,
                     ),
                 )
                 first = first or (int(units["commitLogOffset"][0]), int(qoffs[0]))
-                last = (int(units["commitLogOffset"][-1]), int(qoffs[-1]))
                 count += len(qoffs)
-            if count:
+            if last is not None:
+                first = first or (min_phy, last[1] + 1)
                 db.put(
                     R.OFFSET_CF,
                     [
