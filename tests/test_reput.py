@@ -183,14 +183,30 @@ def first_record_from(name: str, offset: int) -> int | None:
     )
 
 
+def recheck_conf(name: str, tmp_path: Path) -> Path:
+    """The fixture's broker.conf with recheckReputOffsetFromCq=true (5.x: start() reputs again from the queues'
+    greatest maxPhysicOffset, which recoverNormally's dispatch has already moved to the commitlog's end)."""
+    conf = tmp_path / "recheck.conf"
+    conf.write_text(broker_conf(name).read_text() + "\nrecheckReputOffsetFromCq=true\n")
+    return conf
+
+
 CASES = {
-    # name: (fixture, RocketMQ version, change, the first record RocketMQ dispatches again)
+    # name: (fixture, RocketMQ version, change, the first record RocketMQ dispatches again[, broker.conf])
     "an older file's unit zeroed": ("a-basic", 4, older_unit_zeroed, 2578559),
     "units past a hole": ("a-basic", 4, hole_in_last_file, 2578559),
     "a pre-blank last unit": ("a-basic", 4, pre_blank_last, None),
     "an empty last file": ("a-basic", 4, empty_last_file, 2578559),
     "5.x: not the record at the end": ("c-v5-features", 5, two_queues_behind, 451496),
     "a BatchCQ file recovery never reads": ("j-batchcq", 5, batch_file_damaged, None),
+    # start()'s doRecheckReputOffsetFromCq reads the queues' max after recovery has dispatched to the end
+    "5.x recheckReputOffsetFromCq: still not the record at the end": (
+        "c-v5-features",
+        5,
+        two_queues_behind,
+        451496,
+        recheck_conf,
+    ),
 }
 
 
@@ -198,15 +214,16 @@ CASES = {
 def test_dispatch_resumes_where_rocketmq_resumes_it(case, tmp_path, java_oracle):
     """rmqctl's rule, RocketMQ's own load and reput, and the number each test case was built for agree, and the
     replaced formulation (each file's last unit, the record there included) does not."""
-    name, version, change, expected = CASES[case]
+    name, version, change, expected, *conf = CASES[case]
+    conf = conf[0](name, tmp_path) if conf else broker_conf(name)
     store = copy_store(name, tmp_path)
     change(store)
-    s = open_store(store, name)
+    s = Store(store, load_config(conf))
     ends = recovered_queues_end(s)
     end = summary(name)["maxPhyOffset"]
     predicted = first_record_from(name, first_redispatched(s, ends, end))
     s.close()
-    seen = first_dispatched_by_rocketmq(java_oracle, version, store, broker_conf(name), tmp_path / "read")
+    seen = first_dispatched_by_rocketmq(java_oracle, version, store, conf, tmp_path / "read")
     assert seen == predicted == expected
     assert {first_record_from(name, max(old, 0)) for old in replaced_formulations(store)} != {expected}
 
