@@ -49,7 +49,7 @@ KINDS: dict[str, str] = {
     "rocksdb-cq-offset-table": "a RocksDB queue's max (offset column family) that is not its last unit",
     "rocksdb-cq-below-min": "RocksDB queue units below the queue's min offset, never served (apache/rocketmq#10959)",
     "rocksdb-cq-double-write": "a double-write store whose RocksDB copy disagrees with its file queues",
-    "rocksdb-cq-behind": "a RocksDB queue's dispatch checkpoint behind the commitlog: re-dispatched at start",
+    "rocksdb-cq-behind": "a RocksDB queue's dispatch checkpoint behind the commitlog: the records after it re-dispatched at start",
     # batchconsumequeue units (5.x, topics with queue.type=BatchCQ)
     "bcq-unit-mismatch": "a BatchConsumeQueue unit other than the one the broker writes for its record",
     "bcq-unit-bad-target": "a BatchConsumeQueue unit pointing where no record of its queue starts",

@@ -382,8 +382,9 @@ def test_verify_a_queue_behind_after_a_crash_is_redispatch_not_damage(tmp_path):
         ("cq-missing-entries", "error"),
     }
     assert (
-        f"the RocksDB consume queue's dispatch checkpoint is at {CRASH_CUT}, the commitlog ends at 360649: the broker "
-        f"dispatches those {360649 - CRASH_CUT} bytes again at its next start"
+        f"the RocksDB consume queue's dispatch checkpoint is at {CRASH_CUT}, the commitlog ends at 360649 "
+        f"({360649 - CRASH_CUT} bytes on): at its next start the broker dispatches again the records that start "
+        "after the checkpoint, not one that starts at it"
     ) in found[0][2]
     assert [d for k, s, d in found if s == "error"] == [
         "Rocks-Bench-3/1: 1 dispatched message(s) have no consumequeue entry (queue offsets 38..38, commitlog "

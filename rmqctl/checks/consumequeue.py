@@ -249,8 +249,9 @@ class ConsumeQueueCheck:
                 None,
                 checkpoint,
                 f"the RocksDB consume queue's dispatch checkpoint is at {checkpoint}, the commitlog ends at "
-                f"{run.logical_end}: the broker dispatches those {run.logical_end - checkpoint} bytes again at "
-                "its next start (its queue writes skip the write-ahead log, so a crash leaves it behind)",
+                f"{run.logical_end} ({run.logical_end - checkpoint} bytes on): at its next start the broker "
+                "dispatches again the records that start after the checkpoint, not one that starts at it (its "
+                "queue writes skip the write-ahead log, so a crash leaves it behind)",
             )
         return found
 
