@@ -154,6 +154,39 @@ def test_a_file_that_is_not_parquet_is_one_line(tmp_path):
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.parametrize(
+    "column, values, says",
+    [
+        ("body", lambda t: [b.decode("latin-1") for b in t["body"].to_pylist()], "column body holds str '"),
+        (
+            "queueId",
+            lambda t: [str(q) for q in t["queueId"].to_pylist()],
+            "column queueId holds str '2', not an integer",
+        ),
+        ("storeHost", lambda t: [7] * t.num_rows, "column storeHost holds int '7', not text"),
+    ],
+)
+def test_a_parquet_column_of_another_type_is_one_line(tmp_path, column, values, says):
+    """A column written as another type than the scan's (a text body, a queueId as text): refused at its first
+    row in one line, never an internal error; the rows before it are appended and acknowledged."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = Store(FIXTURES / "a-basic" / "store", load_config(broker_conf("a-basic")))
+    try:
+        table = store.scan().table().slice(0, 3)
+    finally:
+        store.close()
+    good = pq.ParquetWriter(tmp_path / "a.parquet", table.schema)
+    good.write_table(table)
+    good.close()
+    bad = table.set_column(table.schema.get_field_index(column), column, pa.array(values(table)))
+    pq.write_table(bad, tmp_path / "b.parquet")
+    res = run("append", "--store", tmp_path / "store", "--create", "--parquet", tmp_path)
+    one_line_error(res, "b.parquet", f"row 1: {says}")
+    assert "nothing after it was appended" in res.stderr and len(jsonl(res.stdout)) == 3
+
+
 def test_round_trip_rebuilds_properties_in_store_style(tmp_path):
     """Without --raw-properties the stored bytes follow the `properties` order in the store's style: 4.x
     separators between pairs, reproducing a 4.9.7 store whose records hold no duplicate keys."""

@@ -388,9 +388,10 @@ def _append_rows(appender: Appender, rows: ReadAhead, out):
     append_batch takes them, else row by row), each batch acknowledged once durable (a group commit)."""
     from ..maintenance.append_batch import stage_columns  # kernels: only when appending
 
-    row = 0
+    row, current = 0, None
     try:
         for file, batch, columns, keep_timestamps in rows:
+            row, current = (row, current) if file == current else (0, file)  # rows count within their file
             if columns is None or not stage_columns(appender, columns):
                 _append_rows_one_by_one(appender, batch, row, keep_timestamps, file, out)
             row += batch.num_rows
@@ -494,28 +495,36 @@ def message_from_row(obj: dict, keep_timestamps: bool) -> NewMessage:
     topic = obj.get("topic")
     if not isinstance(topic, str):
         raise UsageError("no topic")
-    raw = obj.get("propertiesBytes")
+    raw = _typed(obj, "propertiesBytes", bytes, "bytes")
     props = obj.get("properties")
 
     def number(name: str, default):
-        value = obj.get(name)
+        value = _typed(obj, name, int, "an integer")
         return default if value is None else value
 
     return NewMessage(
         topic=topic,
-        body=obj.get("body") or b"",
+        body=_typed(obj, "body", bytes, "bytes (binary, as `spark export` writes it)") or b"",
         queue_id=number("queueId", 0),
         flag=number("flag", 0),
         sys_flag=number("sysFlag", 0),
-        born_timestamp=obj.get("bornTimestamp"),
-        born_host=obj.get("bornHost"),
-        store_host=obj.get("storeHost"),
-        store_timestamp=obj.get("storeTimestamp") if keep_timestamps else None,
+        born_timestamp=_typed(obj, "bornTimestamp", int, "an integer"),
+        born_host=_typed(obj, "bornHost", str, "text"),
+        store_host=_typed(obj, "storeHost", str, "text"),
+        store_timestamp=_typed(obj, "storeTimestamp", int, "an integer") if keep_timestamps else None,
         reconsume_times=number("reconsumeTimes", 0),
         prepared_transaction_offset=number("preparedTransactionOffset", 0),
         properties=list(props) if raw is None and props else [],
         properties_string=decode_utf8(raw) if raw is not None else None,
     )
+
+
+def _typed(obj: dict, name: str, kind: type, what: str):
+    """A row's value of `name` (None when absent), refused in one line when it is not `kind`."""
+    value = obj.get(name)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise UsageError(f"column {name} holds {type(value).__name__} {str(value)[:40]!r}, not {what}")
+    return value
 
 
 def _emit(out, appender: Appender):
