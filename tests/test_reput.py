@@ -22,6 +22,7 @@ from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.recovery import first_redispatched, recovered_queues_end
 from rmqctl.store import Store
+from rmqctl.views.startup import estimate_startup
 
 PRE_BLANK = S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0)
 # a record a queue already holds, as the broker logs it when dispatch reaches it again (ConsumeQueue and
@@ -263,6 +264,18 @@ def test_verify_tells_the_record_at_the_queues_end_apart_on_5x(store_copy):
     res = run("verify", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--format", "jsonl")
     missing = [json.loads(l) for l in res.stdout.splitlines() if '"cq-missing-entries"' in l]
     assert sorted((f["severity"], f["commitLogOffset"]) for f in missing) == [("error", 450382), ("warning", 451496)]
+
+
+def test_the_startup_estimate_counts_what_5x_dispatches_again(store_copy):
+    """info's estimate of the bytes dispatched again: from 451496, the first record RocketMQ dispatches again
+    (the case above), to the commitlog's end; not from the lost record at the queues' end."""
+    store = store_copy("c-v5-features")
+    two_queues_behind(store)
+    s = open_store(store, "c-v5-features")
+    try:
+        assert estimate_startup(s).dispatchBytes == summary("c-v5-features")["maxPhyOffset"] - 451496
+    finally:
+        s.close()
 
 
 @pytest.mark.parametrize("checkpoint, lost", [(CRASH_CUT, True), (CRASH_CUT - 1, False)])

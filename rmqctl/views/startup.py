@@ -15,6 +15,7 @@ import time
 import zlib
 
 from ..recovery import QueuesEnd, first_redispatched, normal_recovery_start, recovered_queues_end, recovery_start
+from ..errors import StoreError
 from ..store import Store
 from .inspect import commitlog_end
 
@@ -86,6 +87,18 @@ def queue_recovery(store: Store) -> tuple[int, int, QueuesEnd]:
     return cq_files, sum(q.walked_bytes() for q in ends.queues), ends
 
 
+def _dispatch_bytes(store: Store, ends: QueuesEnd, end: int) -> int:
+    """The bytes of the records the next start dispatches again. 5.x dispatches the records past
+    dispatchFromPhyOffset, one byte before first_redispatched: a record that starts there is not among them."""
+    first = first_redispatched(store, ends, end)
+    if store.version.major >= 5 and 0 < first < end:
+        try:
+            first = first - 1 + store.read_message(first - 1)[1].storeSize
+        except StoreError:
+            pass  # no record starts there: the dispatch begins at the next one
+    return max(end - first, 0)
+
+
 def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -> StartupEstimate:
     """`end`: inspect.commitlog_end's answer, when the caller has it already."""
     files = store.commitlog.files
@@ -126,7 +139,7 @@ def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -
     end = end if end is not None else files[index].start
     first = files[index].start
     scan = max(end - first, 0)
-    dispatch = max(end - first_redispatched(store, ends, end), 0)
+    dispatch = _dispatch_bytes(store, ends, end)
     sample, speed = measure_speed(store, first, end)
     seconds = (scan + dispatch) / 1e6 / speed if speed else None
     return StartupEstimate(
