@@ -420,6 +420,8 @@ class CommitLogScan(ColumnViews):
     flight. A file the broker deletes while it is read is skipped, and `moved` says so (the log's head moved);
     bytes that changed between the walk and the reference's second look (a moving tail) go there too."""
 
+    segmented = True
+
     def __init__(self, queue: MappedFileQueue, allow_v2: bool = True, live: Snapshot | None = None):
         self.queue = queue
         self.allow_v2 = allow_v2
@@ -468,10 +470,12 @@ class CommitLogScan(ColumnViews):
     def chunks(self, start: int | None = None, end: int | None = None, check_crc: bool = False, **batch):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
         (rmqctl.engine.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
-        `errors` as entries() reports it."""
-        from .engine import walk_files  # the compiled kernels load only for the commands that walk
+        `errors` as entries() reports it. With `built=` (a function of a chunk) and `jobs=`: built(chunk) of
+        each batch instead, walked and built on `jobs` threads (engine.walk_segments)."""
+        # the compiled kernels load only for the commands that walk
+        from .engine import walk_files, walk_segments
 
-        return walk_files(
+        return (walk_segments if "built" in batch else walk_files)(
             self.queue.files,
             self.queue.file_size,
             start,

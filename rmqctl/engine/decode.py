@@ -20,7 +20,7 @@ from .. import schema as S
 from ..javacompat import CRC32_PROPERTY
 from .kernels import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
 from ..rules import BAD_LENGTH, RECORD as OK
-from ..schema import BODY_CRC_AT, HEAD_SIZE, RECORD_AT as OFFSETS
+from ..schema import BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, RECORD_AT as OFFSETS
 from .record import decode_tail, head_outcome, prefetch_ahead
 from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
@@ -178,3 +178,15 @@ def decode_at(u8, starts, ends, first, allow_v2, check_crc, max_bytes, cols):
         taken += size
         i += 1
     return n, i, OK
+
+
+@kernel
+def likely_record_start(u8, lo, hi, limit, file_start, allow_v2):
+    """The first position in [lo, hi) where a record seems to start: a head the decoder accepts whose
+    PHYSICALOFFSET is that position's commitlog offset (`file_start` + position, as the broker writes it);
+    -1 when none. A guess, for walks that start a file's segments in parallel: a segment is kept only where
+    the walk before it ends exactly at its start."""
+    for p in range(lo, min(hi, limit - PHYSICAL_OFFSET_AT - 8 + 1)):
+        if be64(u8, p + PHYSICAL_OFFSET_AT) == file_start + p and head_outcome(u8, p, limit, allow_v2)[0] == OK:
+            return p
+    return -1

@@ -8,17 +8,23 @@ class ColumnViews:
     """Mixed into a scan with `chunks(start, end, check_crc, resident=)` (batches of engine.walk.Chunk)."""
 
     dledger_entries = False  # the rows carry their DLedger entry (a `dledger` column)
+    segmented = False  # chunks(built=, jobs=) walks and builds a file's cells on threads (engine.walk_segments)
 
     def batches(self, start: int | None = None, end: int | None = None, check_crc: bool = False, jobs: int = 1):
         """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema), in
-        commitlog order. With jobs > 1, `jobs` threads build the batches' columns (the kernels let the GIL go)
-        while this one decodes the next records; at most 2 x jobs batches are pending, their pages kept mapped.
-        Damage the walk meets goes to `errors` when the batches before it are handed out, whatever `jobs`."""
+        commitlog order. With jobs > 1, `jobs` threads decode and build the batches (the kernels let the GIL
+        go): each a cell of a file where the scan is segmented, else the next batches while this thread decodes;
+        at most 2 x jobs batches are pending, their pages kept mapped. Damage the walk meets goes to `errors`
+        when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
         from .columns import record_batch
         from .kernels import available_cores
         from .ordered import ordered_map
         from .walk import BATCH_BYTES
+
+        if jobs > 1 and self.segmented:
+            yield from self.chunks(start, end, check_crc, built=record_batch, jobs=jobs)
+            return
 
         resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
         # one thread walks and builds: a second core maps the pages in ahead of it and gives them back

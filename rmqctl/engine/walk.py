@@ -1,7 +1,8 @@
 """The one record walk over a commitlog, in bounded batches of columns.
 
-A batch (`Chunk`) holds at most BATCH_ROWS records or BATCH_BYTES of record bytes, whichever comes first
-(with ~1 KiB messages: ~3700 records, 4 MiB): its columns are int64 numbers and spans into the file's
+A batch (`Chunk`) holds at most BATCH_ROWS records or the records up to the first one at or past the next
+multiple of BATCH_BYTES of the file (cell_left), whichever comes first (with ~1 KiB messages: ~3700 records,
+4 MiB): its columns are int64 numbers and spans into the file's
 mapping (43 columns, 2.75 MiB for 8192 rows), so a walk's memory does not grow with the store beyond the
 mapped pages it touches. A batch stays in the CPU's caches while its Arrow columns are gathered from it, one
 column at a time, each touching every record again: with 32 MiB batches every record was a cache miss per
@@ -134,6 +135,24 @@ def files_in(files: list, file_size: int, start: int | None, end: int | None) ->
             yield f
 
 
+def cell_left(pos: int, max_bytes: int) -> int:
+    """The bytes from `pos` to the end of its cell: a batch ends at the first record at or past the next multiple
+    of max_bytes of its file (or at its rows), so where the batches of a cell begin depends only on where the
+    first record at or past the cell's start is (walk_segments walks a file's cells on several threads)."""
+    return (pos // max_bytes + 1) * max_bytes - pos
+
+
+def in_range(cols: np.ndarray, file_start: int, start: int | None, end: int | None) -> tuple[np.ndarray, bool]:
+    """The rows of a batch (of the file at `file_start`) whose records start in [start, end), and whether the
+    walk ends with them (a record at or past `end`)."""
+    if not len(cols):
+        return cols, False
+    offsets = cols[:, COLUMN["position"]] + file_start
+    cut = end is not None and offsets[-1] >= end
+    lo = 0 if start is None or offsets[0] >= start else np.searchsorted(offsets, start)
+    return cols[lo : np.searchsorted(offsets, end) if cut else len(cols)], cut
+
+
 def walk_files(
     files: list,
     file_size: int,
@@ -178,19 +197,12 @@ def walk_files(
                     if ahead is not None:
                         ahead.reach(pos)
                     cols = np.empty((rows, NCOLUMNS), np.int64)
-                    n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols)
-                    cols = cols[:n]
-                    if n:
-                        offsets = cols[:, COLUMN["position"]] + f.start
-                        if end is not None and offsets[-1] >= end:
-                            cols = cols[: np.searchsorted(offsets, end)]
-                            if len(cols):
-                                yield Chunk(f, u8, cols)
-                            return
-                        if start is not None and offsets[0] < start:
-                            cols = cols[np.searchsorted(offsets, start) :]
-                        if len(cols):
-                            yield Chunk(f, u8, cols)
+                    n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, cell_left(pos, max_bytes), cols)
+                    cols, cut = in_range(cols[:n], f.start, start, end)
+                    if len(cols):
+                        yield Chunk(f, u8, cols)
+                    if cut:
+                        return
                     kept = give_back(f, kept, pos - resident, paged)
                     if outcome == OK:
                         continue
