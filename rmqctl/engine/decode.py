@@ -21,7 +21,7 @@ from ..javacompat import CRC32_PROPERTY
 from .kernels import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
 from ..rules import BAD_LENGTH, RECORD as OK
 from ..schema import BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, RECORD_AT as OFFSETS
-from .record import decode_tail, head_outcome, prefetch_ahead
+from .record import decode_tail, head_outcome, prefetch_stream
 from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
 # The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
@@ -149,7 +149,7 @@ def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
     while True:
         if n == cap or pos - first >= max_bytes:
             return n, pos, OK
-        prefetch_ahead(u8, pos, limit)
+        prefetch_stream(u8, pos, limit)
         outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi)
         if outcome != OK:
             return n, pos, outcome
