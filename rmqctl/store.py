@@ -471,11 +471,10 @@ class CommitLogScan(ColumnViews):
         """The same walk on the compiled engine: the records of [start, end) in bounded batches of columns
         (rmqctl.engine.Chunk; `batch`: rows= and max_bytes= other than its defaults); damage goes to
         `errors` as entries() reports it. With `built=` (a function of a chunk) and `jobs=`: built(chunk) of
-        each batch instead, walked and built on `jobs` threads (engine.walk_segments)."""
-        # the compiled kernels load only for the commands that walk
-        from .engine import walk_files, walk_segments
+        each batch instead, walked and built on `jobs` threads (engine.walk_files)."""
+        from .engine import walk_files  # the compiled kernels load only for the commands that walk
 
-        return (walk_segments if "built" in batch else walk_files)(
+        return walk_files(
             self.queue.files,
             self.queue.file_size,
             start,

@@ -16,7 +16,6 @@ from importlib import import_module
 JOBS = (
     # the one record walk over files, in chunks, and how it finds its way past damage
     ("walk", "walk_files walk_entry_files data_extents next_record_start Chunk"),
-    ("segments", "walk_segments"),
     # a record's columns, decoded from its bytes
     ("decode", "decode_records=decode COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
     ("views", "ColumnViews"),

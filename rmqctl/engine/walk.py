@@ -15,15 +15,18 @@ also carry the entry (S.DLEDGER_DUMP_FIELDS).
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import errno
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
 
+from ..budget import block_sigint_here
 from ..errors import FileGone
-from .decode import COLUMN, NCOLUMNS, decode, decode_at
+from .decode import COLUMN, NCOLUMNS, decode, decode_at, likely_record_start
 from ..rules import BLANK, MAGIC_BLANK, MESSAGE_MAGICS, RECORD as OK
 from ..schema import MAGIC_AT, PHYSICAL_OFFSET_AT
 from .. import schema as S
@@ -135,6 +138,15 @@ def files_in(files: list, file_size: int, start: int | None, end: int | None) ->
             yield f
 
 
+def file_gone(f, gone: Callable[[object], None] | None):
+    """In the handling of a FileGone for file f (deleted since it was listed): let it go and pass it to `gone`,
+    or without `gone` raise the FileGone on."""
+    f.release()
+    if gone is None:
+        raise
+    gone(f)
+
+
 def cell_left(pos: int, max_bytes: int) -> int:
     """The bytes from `pos` to the end of its cell: a batch ends at the first record at or past the next multiple
     of max_bytes of its file (or at its rows), so where the batches of a cell begin depends only on where the
@@ -166,7 +178,9 @@ def walk_files(
     resident: int = 0,
     gone: Callable[[object], None] | None = None,
     paged: bool = False,
-) -> Iterator[Chunk]:
+    built: Callable[[Chunk], object] | None = None,
+    jobs: int = 1,
+) -> Iterator:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
     A batch may decode past `end` (a record that starts before `end` is read whole, and a batch does not stop
@@ -176,7 +190,19 @@ def walk_files(
     Read pages go back GIVE_BACK_STEP at a time once the walk is `resident` bytes past them (batches other
     threads still read: giving their pages back early would only fault them in again). `paged`: the files'
     pager (f.pages_ahead / f.pages_behind, a thread of the store's) maps pages in ahead of the walk and gives
-    them back, for a walk on one thread with a core to spare; the walk ends once the last file's mapping is gone."""
+    them back, for a walk on one thread with a core to spare; the walk ends once the last file's mapping is gone.
+    With `built` (a function of a Chunk): built(batch) of each batch instead, each file's cells walked and built
+    on `jobs` threads (walk_segments; `resident` and `paged` are not its business)."""
+    if built is not None:
+        cell = dict(start=start, end=end, allow_v2=allow_v2, check_crc=check_crc, rows=rows, cell_bytes=max_bytes)
+        return walk_segments(files, file_size, refused, gone, jobs, built=built, **cell)
+    return _walk_chunks(
+        files, file_size, start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged
+    )
+
+
+def _walk_chunks(files, file_size, start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged):
+    """walk_files' batches as Chunks, on this thread."""
     settle = None  # a file given back on the pager's thread: the walk ends once the pager has let go of it
     try:
         for f in files_in(files, file_size, start, end):
@@ -186,10 +212,7 @@ def walk_files(
                 ahead = _Ahead(f, limit) if paged and limit else None
             except FileGone:  # (deleted since it was listed, or since it was mapped: then it is let go)
                 u8 = None  # (a view left here would keep the mapping while the exception lives)
-                f.release()
-                if gone is None:
-                    raise
-                gone(f)
+                file_gone(f, gone)
                 continue
             try:
                 pos = kept = 0
@@ -284,6 +307,133 @@ def walk_entry_files(
     finally:
         if settle is not None:
             settle.pages_settled()
+
+
+# walk_files' walk on several threads at once, for a caller that makes something of each batch (`built`: its
+# Arrow columns): every core decodes and builds, instead of one thread decoding for the others.
+#
+# A file is cut into cells of max_bytes; a walk's batches already begin at the first record at or past each
+# cell's start (cell_left), so a cell's batches depend only on where that record is. A thread guesses it
+# (decode.likely_record_start), walks the cell's records from there and builds their batches; this thread takes
+# the cells in order and keeps a cell's batches only when the walk before it ended exactly where the guess
+# began. Otherwise (damage, a record whose PHYSICALOFFSET is not its offset, a guess inside a record) the cell is
+# walked again here from where the walk before it ended. So the batches, their order and the damage told
+# (`refused`, on this thread, when the batches before it are handed out) are walk_files' own.
+
+
+@dataclass
+class Cell:
+    """What a walk of one cell found: where it began (-1: no record seemed to start in it) and ended, the
+    outcome there (OK: at the next cell's first record, or the end of the file), the cell's batches as built,
+    and whether `end` stopped the walk in it."""
+
+    began: int
+    ended: int = -1
+    outcome: int = OK
+    built: list = field(default_factory=list)
+    cut: bool = False
+
+
+@dataclass
+class FileWalk:
+    """One file of a segmented walk and how its cells are walked."""
+
+    f: object  # the store's MappedFile
+    u8: np.ndarray
+    limit: int
+    start: int | None
+    end: int | None
+    allow_v2: bool
+    check_crc: bool
+    rows: int
+    cell_bytes: int
+    built: Callable[[Chunk], object]
+
+    def cell(self, lo: int, began: int | None = None, data_end: int = 0) -> Cell:
+        """Walk the cell holding `lo` from `began`, else from the first record that seems to start in [lo, data_end)."""
+        hi = (lo // self.cell_bytes + 1) * self.cell_bytes
+        if began is None:
+            began = likely_record_start(self.u8, lo, min(hi, data_end), self.limit, self.f.start, self.allow_v2)
+            if began < 0:
+                return Cell(-1)
+        out = Cell(began, began)
+        while out.ended < min(hi, self.limit):
+            cols = np.empty((self.rows, NCOLUMNS), np.int64)
+            n, out.ended, out.outcome = decode(
+                self.u8, out.ended, self.limit, self.allow_v2, self.check_crc, hi - out.ended, cols
+            )
+            cols, out.cut = in_range(cols[:n], self.f.start, self.start, self.end)
+            if len(cols):
+                out.built.append(self.built(Chunk(self.f, self.u8, cols)))
+            if out.cut or out.outcome != OK:
+                break
+        return out
+
+
+def walk_segments(files: list, file_size: int, refused, gone, jobs: int, **cell) -> Iterator:
+    """walk_files(built=) on `jobs` threads (`cell`: FileWalk's fields, walk_files' arguments of the same
+    names): built(chunk) for each of its batches, in commitlog order, with at most 2 x jobs cells pending, the
+    pages behind the cell handed out given back."""
+    with concurrent.futures.ThreadPoolExecutor(jobs, initializer=block_sigint_here) as pool:
+        for f in files_in(files, file_size, cell["start"], cell["end"]):
+            try:
+                u8 = file_bytes(f.buf)
+                limit = min(len(u8), file_size)
+                extents = data_extents(f.path, 0, limit) if limit else []
+            except FileGone:  # (as walk_files)
+                u8 = None
+                file_gone(f, gone)
+                continue
+            walk = FileWalk(f, u8, limit, **cell)
+            del u8
+            try:
+                if (yield from _walk_cells(pool, walk, extents, 2 * jobs, refused)):
+                    return
+            finally:
+                walk = None  # (its view of the mapping goes first: the release unmaps it)
+                f.release()
+
+
+def _walk_cells(pool, walk: FileWalk, extents: list, most: int, refused) -> Iterator:
+    """The batches of one file, its cells walked ahead on the pool (only where the file holds data: on tmpfs
+    a read of a hole allocates it); returns True when `end` ended the walk."""
+    f, size = walk.f, walk.cell_bytes
+    last = walk.limit if walk.end is None else min(walk.limit, walk.end - f.start)  # (no record at or past `end`)
+    guessed = [(k, hi) for lo, hi in extents for k in range(max(1, -(-lo // size)), -(-min(hi, last) // size))]
+    ahead: collections.OrderedDict = collections.OrderedDict()  # cell -> future, in order
+    ahead[0] = pool.submit(walk.cell, 0, 0)
+    passed: list = []  # the futures of cells the walk stepped over that were running when it did
+    planned = 0  # the guessed cells submitted so far
+    began, kept = 0, 0  # where the next cell's walk begins; pages below `kept` were given back
+    try:
+        while began < walk.limit:
+            k = began // size
+            passed = [future for future in passed if not future.done()]
+            while ahead and next(iter(ahead)) < k:  # no record starts in a cell the walk stepped over
+                future = ahead.popitem(last=False)[1]
+                if not future.cancel():
+                    passed.append(future)
+            while planned < len(guessed) and len(ahead) < most:
+                ahead_k, data_end = guessed[planned]
+                planned += 1
+                if ahead_k > k:
+                    ahead[ahead_k] = pool.submit(walk.cell, ahead_k * size, None, data_end)
+            guess = ahead.pop(k).result() if k in ahead else None
+            cell = guess if guess is not None and guess.began == began else walk.cell(began, began)
+            yield from cell.built
+            if cell.cut:
+                return True
+            kept = give_back(f, kept, k * size)
+            began = cell.ended
+            if cell.outcome != OK:
+                if cell.outcome != BLANK and began < walk.limit and (walk.end is None or f.start + began < walk.end):
+                    refused(f, began, walk.limit)
+                break
+        return False
+    finally:  # the cells still pending are not needed: none outlives the walk of its file
+        for future in ahead.values():
+            future.cancel()
+        concurrent.futures.wait(list(ahead.values()) + passed)
 
 
 # a record start is searched by its magic: a message's magics (V1 and V2) share their first three bytes
