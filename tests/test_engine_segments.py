@@ -8,6 +8,7 @@ import pytest
 
 from rmqctl import schema as S
 from rmqctl.config import BrokerConfig
+from rmqctl.engine.walk import walk_files
 from rmqctl.record import encode_record
 from rmqctl.store import Store, offset_to_name
 from test_engine import (
@@ -97,6 +98,31 @@ def test_a_record_inside_a_body_is_not_a_cell_start(tmp_path, monkeypatch):
     small_cells(monkeypatch, store, rows=4, cell=inner_at - 10)
     assert_the_walk_on_one_thread(store)
     assert_batches_are_the_references(store, jobs=2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_what_fails_in_a_dropped_guess_is_not_the_walks(tmp_path, jobs):
+    """`built` runs on the records of a guess the walk then drops (a record inside a body): a failure there is
+    not the walk's, which hands out its own rows and raises nothing."""
+    records = kib_records(30)
+    inner_at = sum(map(len, records[:12])) + S.HEAD_SIZE[0]
+    inner = message(b"PHANTOM", b"", bytes(300), 0, 1, 0)
+    inner.physicalOffset = inner_at
+    body = encode_record(inner)
+    outer = message(b"T", b"KEYS\x01a b", body + bytes(1000 - len(body)), 0, 1, 12)
+    outer.physicalOffset = inner_at - S.HEAD_SIZE[0]
+    records[12] = encode_record(outer)
+    store = store_of(tmp_path / "store", records)
+    files, cell = store.commitlog.files, inner_at - 10
+
+    def strict(chunk):
+        topics = {bytes(chunk.u8[a : a + n]) for a, n in zip(chunk.column("topicAt"), chunk.column("topicLength"))}
+        if b"PHANTOM" in topics:
+            raise ValueError("built on a record the walk does not hold")
+        return len(chunk)
+
+    walk = walk_files(files, FILE_SIZE, None, None, True, print, rows=4, max_bytes=cell, built=strict, jobs=jobs)
+    assert sum(walk) == 30
 
 
 def test_records_whose_physical_offset_is_not_theirs(tmp_path, monkeypatch):

@@ -46,7 +46,7 @@ def prefetch_ahead(u8, pos, limit):
 # several records before it is read. The chain above stalls on its own deepest load (prefetched only one
 # record earlier): three quarters of the decode's time were spent there.
 STREAM_AHEAD = 4096  # bytes
-STREAM_MOST = 1 << 20  # lines asked for at one record at most (a huge or damaged TOTALSIZE)
+STREAM_MOST = 1 << 20  # bytes asked for at one record at most (a huge or damaged TOTALSIZE)
 
 
 @kernel

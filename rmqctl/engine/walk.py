@@ -372,8 +372,10 @@ class FileWalk:
 
 def walk_segments(files: list, file_size: int, refused, gone, jobs: int, **cell) -> Iterator:
     """walk_files(built=) on `jobs` threads (`cell`: FileWalk's fields, walk_files' arguments of the same
-    names): built(chunk) for each of its batches, in commitlog order, with at most 2 x jobs cells pending, the
-    pages behind the cell handed out given back."""
+    names): built(chunk) for each of its batches, in commitlog order, with at most 2 x jobs cells (and their
+    batches) pending, the pages behind the cell handed out given back. `built` also runs on the records of a
+    guess the walk then drops (a record-like header inside a body): it must only build, with no effect beside
+    what it returns."""
     with concurrent.futures.ThreadPoolExecutor(jobs, initializer=block_sigint_here) as pool:
         for f in files_in(files, file_size, cell["start"], cell["end"]):
             try:
@@ -418,7 +420,10 @@ def _walk_cells(pool, walk: FileWalk, extents: list, most: int, refused) -> Iter
                 planned += 1
                 if ahead_k > k:
                     ahead[ahead_k] = pool.submit(walk.cell, ahead_k * size, None, data_end)
-            guess = ahead.pop(k).result() if k in ahead else None
+            try:
+                guess = ahead.pop(k).result() if k in ahead else None
+            except Exception:  # a guess may be no record at all: what failed there counts only if it was one,
+                guess = None  # and then the walk of the cell here meets it again
             cell = guess if guess is not None and guess.began == began else walk.cell(began, began)
             yield from cell.built
             if cell.cut:
