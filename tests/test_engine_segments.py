@@ -83,18 +83,24 @@ def kib_records(n: int, physical=lambda k, at: at) -> list[bytes]:
     return out
 
 
-def test_a_record_inside_a_body_is_not_a_cell_start(tmp_path, monkeypatch):
-    """A body holding what looks like a record starting where it lies (its PHYSICALOFFSET its own offset): the
-    guess for its cell begins there, and the cell is walked again from where the walk before it ended."""
+def a_record_inside_a_body(root, inner_topic: bytes) -> tuple[Store, int]:
+    """30 records, the 13th's body holding what looks like a record starting where it lies (its PHYSICALOFFSET
+    its own offset), of `inner_topic`; and that offset."""
     records = kib_records(30)
     inner_at = sum(map(len, records[:12])) + S.HEAD_SIZE[0]  # (the 13th record's body starts there)
-    inner = message(b"T", b"", bytes(300), 0, 1, 0)
+    inner = message(inner_topic, b"", bytes(300), 0, 1, 0)
     inner.physicalOffset = inner_at
     body = encode_record(inner)
     outer = message(b"T", b"KEYS\x01a b", body + bytes(1000 - len(body)), 0, 1, 12)
     outer.physicalOffset = inner_at - S.HEAD_SIZE[0]
     records[12] = encode_record(outer)
-    store = store_of(tmp_path / "store", records)
+    return store_of(root, records), inner_at
+
+
+def test_a_record_inside_a_body_is_not_a_cell_start(tmp_path, monkeypatch):
+    """The guess for the cell of a record-like header inside a body begins there, and the cell is walked again
+    from where the walk before it ended."""
+    store, inner_at = a_record_inside_a_body(tmp_path / "store", b"T")
     small_cells(monkeypatch, store, rows=4, cell=inner_at - 10)
     assert_the_walk_on_one_thread(store)
     assert_batches_are_the_references(store, jobs=2)
@@ -104,15 +110,7 @@ def test_a_record_inside_a_body_is_not_a_cell_start(tmp_path, monkeypatch):
 def test_what_fails_in_a_dropped_guess_is_not_the_walks(tmp_path, jobs):
     """`built` runs on the records of a guess the walk then drops (a record inside a body): a failure there is
     not the walk's, which hands out its own rows and raises nothing."""
-    records = kib_records(30)
-    inner_at = sum(map(len, records[:12])) + S.HEAD_SIZE[0]
-    inner = message(b"PHANTOM", b"", bytes(300), 0, 1, 0)
-    inner.physicalOffset = inner_at
-    body = encode_record(inner)
-    outer = message(b"T", b"KEYS\x01a b", body + bytes(1000 - len(body)), 0, 1, 12)
-    outer.physicalOffset = inner_at - S.HEAD_SIZE[0]
-    records[12] = encode_record(outer)
-    store = store_of(tmp_path / "store", records)
+    store, inner_at = a_record_inside_a_body(tmp_path / "store", b"PHANTOM")
     files, cell = store.commitlog.files, inner_at - 10
 
     def strict(chunk):

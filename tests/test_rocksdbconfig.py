@@ -339,47 +339,57 @@ def config_bytes(root: Path) -> dict[str, bytes]:
     return {str(f.relative_to(root)): f.read_bytes() for f in sorted((root / "config").rglob("*")) if f.is_file()}
 
 
-@pytest.mark.tmpfs
-def test_clean_reads_the_config_databases_and_writes_none_and_rocketmq_loads_the_result(root, tmp_path, java_oracle):
-    """The first two commitlog files ten days old, the rest an hour old, on a near-empty tmpfs (age alone
-    decides, not how full this machine's disk is): a manual clean deletes those two and no config database."""
+@pytest.fixture
+def root_on_tmpfs(tmp_path):
+    """`root` on a near-empty tmpfs: a cleanup there is decided by age alone, not by how full this machine's disk is."""
     with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
-        root = Path(shutil.copytree(root, mnt / "store"))
-        separate(root)
-        before = config_bytes(root)
-        files = sorted((root / "commitlog").iterdir())
-        old = files[:2]
-        for f in files:  # the first two ten days old, past fileReservedTime=72 h, go on a manual delete; the rest
-            t = time.time() - (10 * 86400 if f in old else 3600)  # an hour old (the fixture's own mtimes age)
-            os.utime(f, (t, t))
-        args = ("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--now", "--format", "jsonl")
-        planned = run(*args, "--dry-run")
-        assert planned.exit_code == 0, planned.stderr
-        deleted = [r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"]
-        assert deleted == [f"commitlog/{f.name}" for f in old]
-        applied = run(*args, "--apply")
-        assert applied.exit_code == 0, applied.stderr
-        assert [r["file"] for r in jsonl(applied.stdout) if r["action"] == "delete"] == [
-            r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete"
-        ]
-        assert not any(f.exists() for f in old) and config_bytes(root) == before
-        out = tmp_path / "read5"
-        proc = subprocess.run(
-            [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
-            capture_output=True,
-            text=True,
-        )
-        summary = json.loads((out / "recovered-summary.json").read_text())
-        # mappedFileSizeCommitLog=65536
-        kept = [
-            t
-            for t in jsonl((fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text())
-            if t["commitLogOffset"] >= 2 * 65536
-        ]
-        assert (summary["loadReturned"], summary["minPhyOffset"]) == (True, 2 * 65536), proc.stdout[-2000:]
-        read = jsonl((out / "messages-read.jsonl").read_text())
-        assert sorted(r["commitLogOffset"] for r in read) == sorted(t["commitLogOffset"] for t in kept)
-        assert all(r["ok"] for r in read)
+        r = copy_store(ROCKS, mnt)
+        (r / "config").mkdir()
+        yield r
+
+
+@pytest.mark.tmpfs
+def test_clean_reads_the_config_databases_and_writes_none_and_rocketmq_loads_the_result(
+    root_on_tmpfs, tmp_path, java_oracle
+):
+    """The first two commitlog files ten days old, the rest an hour old: a manual clean deletes those two and no
+    config database."""
+    root = root_on_tmpfs
+    separate(root)
+    before = config_bytes(root)
+    files = sorted((root / "commitlog").iterdir())
+    old = files[:2]
+    for f in files:  # the first two ten days old, past fileReservedTime=72 h, go on a manual delete; the rest
+        t = time.time() - (10 * 86400 if f in old else 3600)  # an hour old (the fixture's own mtimes age)
+        os.utime(f, (t, t))
+    args = ("clean", "--store", root, "--broker-config", broker_conf(ROCKS), "--now", "--format", "jsonl")
+    planned = run(*args, "--dry-run")
+    assert planned.exit_code == 0, planned.stderr
+    deleted = [r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete" and r["kind"] == "commitlog"]
+    assert deleted == [f"commitlog/{f.name}" for f in old]
+    applied = run(*args, "--apply")
+    assert applied.exit_code == 0, applied.stderr
+    assert [r["file"] for r in jsonl(applied.stdout) if r["action"] == "delete"] == [
+        r["file"] for r in jsonl(planned.stdout) if r["action"] == "delete"
+    ]
+    assert not any(f.exists() for f in old) and config_bytes(root) == before
+    out = tmp_path / "read5"
+    proc = subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(broker_conf(ROCKS)), str(out)],
+        capture_output=True,
+        text=True,
+    )
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    # mappedFileSizeCommitLog=65536
+    kept = [
+        t
+        for t in jsonl((fixture_dir(ROCKS) / "truth-consumequeue.jsonl").read_text())
+        if t["commitLogOffset"] >= 2 * 65536
+    ]
+    assert (summary["loadReturned"], summary["minPhyOffset"]) == (True, 2 * 65536), proc.stdout[-2000:]
+    read = jsonl((out / "messages-read.jsonl").read_text())
+    assert sorted(r["commitLogOffset"] for r in read) == sorted(t["commitLogOffset"] for t in kept)
+    assert all(r["ok"] for r in read)
 
 
 def test_rebuild_consumequeue_reads_beside_the_config_databases_and_writes_none(root):
