@@ -57,6 +57,54 @@ def written_units(units) -> int:
     return int(invalid[0]) if len(invalid) else len(units)
 
 
+class CorrectMinOffsetFailed(Exception):
+    """5.x correctMinOffset on an empty last file: ByteBuffer.position(-20) throws IllegalArgumentException."""
+
+
+def corrected_min_logic(
+    version: int, min_logic: int, first_start: int, first_offsets, last_end: int, last_offset, min_phy: int
+) -> int:
+    """ConsumeQueue.correctMinOffset(min_phy): the queue's new minLogicOffset (bytes) from its current one, the
+    first file's start and the commitLogOffset of each unit it reads, the end of its last file's readable units
+    and the commitLogOffset of the last of them (None: the last file reads nothing).
+    4.9.7: the first unit of the first file at or above min_phy; none: unchanged. 5.x: a queue already
+    deprecated stays; one whose last unit lies below min_phy gets min = its end (no live unit left); else a
+    binary search of the first file from the previous minimum (the broker's loop, quirks included)."""
+    unit = S.CQ_UNIT_SIZE
+    if version == 4:
+        hits = (first_offsets >= min_phy).nonzero()[0]  # a numpy array of the file's commitLogOffsets
+        return first_start + int(hits[0]) * unit if len(hits) else min_logic
+    if min_logic >= last_end:
+        return min_logic
+    if last_offset is None:
+        raise CorrectMinOffsetFailed("correctMinOffset reads position -20 of the empty last file")
+    if last_offset < min_phy:
+        return last_end
+    start, intact = min_logic - first_start, True
+    if start < 0:
+        start, intact = 0, False
+    if start >= len(first_offsets) * unit:
+        return min_logic  # the broker logs an inconsistency (or selectMappedBuffer returns null) and leaves it
+    region = first_offsets[start // unit :]
+    if intact and int(region[0]) >= min_phy:
+        return min_logic
+    low, high = 0, (len(region) - 1) * unit
+    while high - low > unit:
+        mid = (low + high) // 2 // unit * unit
+        value = int(region[mid // unit])
+        if value > min_phy:
+            high = mid
+        elif value == min_phy:
+            low = high = mid
+            break
+        else:
+            low = mid
+    for i in range(low, high + 1, unit):
+        if int(region[i // unit]) >= min_phy:
+            return first_start + start + i
+    return min_logic
+
+
 def next_key_word(data, start, end):
     """IndexService.buildIndex splits KEYS on KEY_SEPARATOR and indexes every non-empty word: the next word
     of data[start:end] as (first, end), (end, end) when there is none. The separator byte never occurs

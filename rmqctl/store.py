@@ -37,7 +37,7 @@ from .rocksdbcq import RocksConsumeQueues
 from .rocksdbstore import MessageRocksDB, message_rocksdb
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
-from .rules import index_slot, written_units
+from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, written_units
 
 DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
 DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
@@ -592,6 +592,26 @@ class ConsumeQueue:
                 yield first + i, f, i * S.CQ_UNIT_SIZE, int(u["commitLogOffset"]), int(u["size"]), int(u["tagsCode"])
             if written < len(arr):
                 return
+
+    def loaded_min_logic(self, min_phy: int, version: int) -> int:
+        """minLogicOffset (bytes) as the broker's load leaves it: recoverTopicQueueTable's correctMinOffset
+        against the commitlog minimum `min_phy`, from 0 (rules.corrected_min_logic). The cleanup keeps a file
+        until all of it is dead, so units below the minimum stay; the broker serves none of them. A 5.x queue
+        whose last file reads nothing keeps 0: the broker's call throws before it sets anything."""
+        files = []
+        for first, f, written, arr in self.units():
+            files.append((f.start, arr["commitLogOffset"][:written]))
+            if written < len(arr):
+                break
+        if not files:
+            return 0
+        (first_start, first_offsets), (last_start, last_offsets) = files[0], files[-1]
+        last_end = last_start + len(last_offsets) * S.CQ_UNIT_SIZE
+        last = int(last_offsets[-1]) if len(last_offsets) else None
+        try:
+            return corrected_min_logic(version, 0, first_start, first_offsets, last_end, last, min_phy)
+        except CorrectMinOffsetFailed:
+            return 0
 
     def offset_range(self) -> tuple[int, int]:
         """(min, max) queue offsets the broker would compute: min skips pre-blank units, max is one past

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,27 @@ def tmpfs_at(mnt: Path, size: str):
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples"
+
+
+def cleaned_copy(name: str, dest: Path, expired: int) -> tuple[Path, Path]:
+    """(store, broker.conf) of a copy of fixture `name` (or "example": examples/store) in `dest` (a near-empty
+    tmpfs, so age alone decides) whose first `expired` commitlog files are 100 hours old and the rest an hour,
+    after rmqctl's clean did the broker's cleanup on it (--now --until-ok --apply): the state most production
+    stores are in, consume queues still holding units below the commitlog's new minimum."""
+    if name == "example":
+        root, conf = Path(shutil.copytree(EXAMPLE / "store", dest / "store")), EXAMPLE / "broker.conf"
+    else:
+        root, conf = copy_store(name, dest), broker_conf(name)
+    files = sorted((root / "commitlog").iterdir())
+    for i, f in enumerate(files):
+        t = time.time() - (100 if i < expired else 1) * 3600
+        os.utime(f, (t, t))
+    res = run("clean", "--store", root, "--broker-config", conf, "--now", "--until-ok", "--apply")
+    assert res.exit_code == 0 and sorted((root / "commitlog").iterdir()) == files[expired:], res.stderr
+    return root, conf
 
 
 SYSCALL_READ = ("0", "63")  # read(2)'s number on x86-64 and arm64

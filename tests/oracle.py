@@ -85,6 +85,27 @@ def read(oracle: Path, version: int, store: Path, conf: Path, out: Path) -> Read
     return Reading(*results, (out / f"read{version}-0" / "store.log").read_text(errors="replace"))
 
 
+def served(oracle: Path, version: int, store: Path, conf: Path, out: Path) -> tuple[dict, list, dict]:
+    """What RocketMQ serves from a store after its load (read4.sh / read5.sh --no-dispatch): each queue's
+    (min, max) (5.3.3 says getMinOffsetInQueue and getMaxOffsetInQueue itself; 4.9.7's reader reads every unit
+    from getMinOffsetInQueue to the max, so its lines tell), every unit it reads as (topic, queueId,
+    queueOffset, commitLogOffset, size, ok), and the summary."""
+    cmd = [str(oracle / f"read{version}.sh"), "--no-dispatch", str(store), str(conf), str(out)]
+    subprocess.run(cmd, capture_output=True)
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert summary["loadReturned"], summary
+    lines = [json.loads(l) for l in (out / "messages-read.jsonl").read_text().splitlines()]
+    queues: dict = {}
+    for line in lines:
+        key = (line["topic"], line["queueId"])
+        lo, hi = queues.get(key, (line["queueOffset"], 0))
+        queues[key] = (min(lo, line["queueOffset"]), max(hi, line["queueOffset"] + 1))
+    if "consumeQueues" in summary:
+        queues = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in summary["consumeQueues"]}
+    fields = ("topic", "queueId", "queueOffset", "commitLogOffset", "size", "ok")
+    return queues, sorted(tuple(line[f] for f in fields) for line in lines), summary
+
+
 def rmqctl_view(store_dir: Path, conf: Path) -> dict:
     """The same store as rmqctl reads it: records, the commitlog's end, and every consumequeue unit the broker
     would serve (from the queue's min offset, at or above the commitlog's first offset) with the record it

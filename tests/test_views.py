@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import json
 import re
 import struct
 import subprocess
@@ -14,7 +15,8 @@ import termios
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, run, terminal_output, truth
+import oracle
+from conftest import FIXTURES, broker_conf, cleaned_copy, run, terminal_output, tmpfs_at, truth
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 RMQCTL = [sys.executable, "-m", "rmqctl"]
@@ -241,3 +243,21 @@ def test_repair_shows_a_bar_only_on_a_terminal():
     assert re.search(r"repair:\s+\d+%\|", screen), screen
     piped = subprocess.run([*RMQCTL, *map(str, args)], capture_output=True, text=True)
     assert piped.returncode == 0 and "dry run" in piped.stderr and "%|" not in piped.stderr
+
+
+@pytest.mark.tmpfs
+@pytest.mark.parametrize("name, version, expired", [("a-basic", 4, 20), ("c-v5-features", 5, 3)])
+def test_info_after_a_cleanup_gives_each_queue_the_offsets_rocketmq_serves(tmp_path, java_oracle, name, version, expired):
+    """The cleanup deleted the oldest commitlog files; a consumequeue file goes only when all of it is dead, so
+    the queues still start with units below the commitlog's minimum (in 5.x whole queues are dead). info gives
+    each queue the min and max offsets RocketMQ serves after its load (correctMinOffset), not the first unit."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy(name, mnt, expired)
+        served, _, summary = oracle.served(java_oracle, version, root, conf, tmp_path / "oracle")
+        assert not summary["messagesRead"]["linesWithProblems"], summary["messagesRead"]
+        res = run("info", "--store", root, "--broker-config", conf, "--format", "json")
+        assert res.exit_code == 0, res.stderr
+        queues = json.loads(res.stdout)["consumequeue"]["queues"]
+        shown = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues}
+        assert any(lo > 0 for lo, _ in served.values())  # queues that start past units the cleanup left dead
+        assert shown == served

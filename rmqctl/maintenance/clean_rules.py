@@ -18,6 +18,7 @@ from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import UsageError
 from ..javacompat import java_split, parse_int
+from ..rules import CorrectMinOffsetFailed, corrected_min_logic
 
 
 MAX_MANUAL_DELETE_FILE_TIMES = 20  # CleanCommitLogService: what executeDeleteFilesManually arms
@@ -744,60 +745,20 @@ def remaining(cleaner: Cleaner, last: PassResult) -> list[str]:
 
 
 def correct_min_offset(q: QueueState, min_phy: int, version: int):
-    """Move the queue's minimum offset to the first unit at or above commitlog offset `min_phy`."""
+    """Move the queue's minimum offset as the broker's correctMinOffset does (rules.corrected_min_logic)."""
     if not q.segments:
         return
-    if version == 4:
-        _correct_min_offset_49(q, min_phy)
-    else:
-        _correct_min_offset_5(q, min_phy)
-
-
-def _correct_min_offset_49(q: QueueState, min_phy: int):
-    """4.9.7: the first unit of the first file with commitLogOffset >= min; none: unchanged."""
-    first = q.segments[0]
-    offsets = first.offsets[: first.read_pos // S.CQ_UNIT_SIZE]
-    hits = np.flatnonzero(offsets >= min_phy)
-    if len(hits):
-        q.min_logic = first.file.start + int(hits[0]) * S.CQ_UNIT_SIZE
-
-
-def _correct_min_offset_5(q: QueueState, min_phy: int):
-    """5.x: deprecated-queue shortcut, last-record check (all below min: min = end of queue), then a
-    binary search of the first file from the previous minimum (the broker's loop, quirks included)."""
-    unit = S.CQ_UNIT_SIZE
-    last = q.segments[-1]
-    if q.min_logic >= last.file.start + last.read_pos:
-        return
-    if last.read_pos == 0:
-        raise _CorrectMinOffsetFailed(
-            f"{q.key}: correctMinOffset reads position -20 of the empty last file "
-            f"{last.file.name} (IllegalArgumentException)"
+    first, last = q.segments[0], q.segments[-1]
+    readable = last.read_pos // S.CQ_UNIT_SIZE
+    try:
+        q.min_logic = corrected_min_logic(
+            version,
+            q.min_logic,
+            first.file.start,
+            first.offsets[: first.read_pos // S.CQ_UNIT_SIZE],
+            last.file.start + last.read_pos,
+            int(last.offsets[readable - 1]) if readable else None,
+            min_phy,
         )
-    if int(last.offsets[last.read_pos // unit - 1]) < min_phy:
-        q.min_logic = last.file.start + last.read_pos
-        return
-    first = q.segments[0]
-    start, intact = q.min_logic - first.file.start, True
-    if start < 0:
-        start, intact = 0, False
-    if start >= first.read_pos:
-        return  # the broker logs an inconsistency (or selectMappedBuffer returns null) and leaves it
-    region = first.offsets[start // unit : first.read_pos // unit]
-    if intact and int(region[0]) >= min_phy:
-        return
-    low, high = 0, (len(region) - 1) * unit
-    while high - low > unit:
-        mid = (low + high) // 2 // unit * unit
-        value = int(region[mid // unit])
-        if value > min_phy:
-            high = mid
-        elif value == min_phy:
-            low = high = mid
-            break
-        else:
-            low = mid
-    for i in range(low, high + 1, unit):
-        if int(region[i // unit]) >= min_phy:
-            q.min_logic = first.file.start + start + i
-            return
+    except CorrectMinOffsetFailed as e:
+        raise _CorrectMinOffsetFailed(f"{q.key}: {e} {last.file.name} (IllegalArgumentException)") from e

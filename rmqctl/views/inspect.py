@@ -18,7 +18,7 @@ from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, queue_kind
 from ..live import head_moved
-from ..store import Store, offset_to_name
+from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
 
@@ -648,8 +648,11 @@ def _queues_info(store: Store) -> dict:
     queues = []
     messages = 0
     batch = batchcq.batch_topics(store)
+    min_phy, version = store.commitlog.min_offset, store.version.major
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
         lo, hi = cq.offset_range()
+        if isinstance(cq, ConsumeQueue):  # the broker's min, past the units its cleanup left dead
+            lo = cq.loaded_min_logic(min_phy, version) // S.CQ_UNIT_SIZE
         messages += hi - lo
         queues.append(
             {

@@ -64,20 +64,14 @@ class QueueView:
 
 def queue_view(store: Store, cq: ConsumeQueue, min_phy: int) -> QueueView:
     """Wrote positions as ConsumeQueue.recover leaves them (every file full up to the last, which ends at its
-    first unwritten unit), and minLogicOffset as correctMinOffset sets it: the first unit of the first file
-    whose commitlog offset is at or above the commitlog's minimum, else 0."""
+    first unwritten unit), and minLogicOffset as the load's correctMinOffset sets it (ConsumeQueue.loaded_min_logic,
+    by the store's broker version)."""
     files = []
     for first, f, written, arr in cq.units():
         files.append((f, written * S.CQ_UNIT_SIZE))
         if written < len(arr):
             break
-    min_logic = 0
-    if files:
-        f, readable = files[0]
-        offs = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=readable // S.CQ_UNIT_SIZE)["commitLogOffset"]
-        hit = np.flatnonzero(offs >= min_phy)
-        if len(hit):
-            min_logic = f.start + int(hit[0]) * S.CQ_UNIT_SIZE
+    min_logic = cq.loaded_min_logic(min_phy, store.version.major)
     max_offset = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
     return QueueView(cq, files, min_logic, max_offset)
 
