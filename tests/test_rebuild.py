@@ -17,16 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import oracle
 from conftest import (
     ALL_FIXTURES,
     CLEAN_FIXTURES,
     FIXTURES,
     append_like_last,
     broker_conf,
+    cleaned_copy,
     held_lock,
     copy_store,
     jsonl,
     run,
+    tmpfs_at,
     truth,
 )
 from rmqctl import schema as S
@@ -838,3 +841,21 @@ def test_the_working_set_is_one_batch_one_commitlog_file_and_one_file_per_queue(
     assert all(f._map is None for f in store.commitlog.files)
     monkeypatch.setattr(rebuild_module, "dispatch_file", real_dispatch_file)
     assert small == _built(store, tmp_path / "large", 1 << 30)
+
+
+@pytest.mark.tmpfs
+@pytest.mark.parametrize("name, version, expired", [("example", 4, 1), ("c-v5-features", 5, 3)])
+def test_rebuild_after_a_cleanup_keeps_the_queues_it_left_dead_and_rocketmq_serves_the_same(
+    tmp_path, java_oracle, name, version, expired
+):
+    """After the broker's cleanup a queue whose records are all gone keeps its last file, and with it its max
+    offset (the offset producers go on from, and consumers' committed offsets stay inside). No record feeds
+    it any more, yet a rebuild keeps it as the cleanup left it: RocketMQ serves the same queues, min and max
+    offsets and units from the rebuilt store as from the cleaned one."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy(name, mnt, expired)
+        before = oracle.served(java_oracle, version, root, conf, tmp_path / "before")[:2]
+        res = run("rebuild", "consumequeue", "--store", root, "--broker-config", conf, "--no-backup")
+        assert res.exit_code == 0 and "no record in the commitlog feeds it" not in res.stderr, res.stderr
+        assert run("verify", "--store", root, "--broker-config", conf).exit_code == 0
+        assert oracle.served(java_oracle, version, root, conf, tmp_path / "after")[:2] == before

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shutil
 import tempfile
 import time
 from collections import Counter
@@ -509,10 +510,11 @@ def rebuild_consumequeue(
             memory=memory,
             batch_root=batch_root,
         )
-        built = set(build.queued)
         live = {
             (cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)
         }
+        kept = _keep_queues_left_dead(store, set(build.queued), live, root / "consumequeue")
+        built = set(build.queued) | kept
         result = RebuildResult(
             kind="consumequeue",
             store=str(store.root),
@@ -522,7 +524,7 @@ def rebuild_consumequeue(
             warnings=build.warnings,
             interrupted=interrupted,
         )
-        problems = _compare_queues(build, live, root / "consumequeue", file_size, result)
+        problems = _compare_queues(build, kept, live, root / "consumequeue", file_size, result)
         queues_changed = bool(result.queues)
         problems += _stage_batch_queues(store, txn, build, selected, subset, result)
         if problems:
@@ -551,18 +553,49 @@ def rebuild_consumequeue(
     return result
 
 
-def _compare_queues(build, live: dict, staged: Path, file_size: int, result: RebuildResult) -> list[str]:
+def _keep_queues_left_dead(store: Store, fed: set, live: dict, staged: Path) -> set:
+    """The queues of `live` no record feeds (`fed`: those that are) whose every unit points below the
+    commitlog's first file, copied as they are into `staged`. The broker's cleanup left them so: a
+    consumequeue file goes only when all of it is dead and never as a queue's last file, which keeps the
+    queue's max offset, where producers go on and inside which consumers' committed offsets stay. Rebuilt
+    from the commitlog they would be gone, and their offsets would restart at 0."""
+    min_phy = store.commitlog.min_offset
+    kept = set()
+    for cq in store.consume_queues():
+        key = (cq.topic, cq.queue_id)
+        if key in fed or key not in live or not _all_units_below(cq, min_phy):
+            continue
+        target = staged / cq.topic / str(cq.queue_id)
+        target.mkdir(parents=True)
+        for f in cq.files.files:
+            shutil.copyfile(f.path, target / f.name)
+        kept.add(key)
+    return kept
+
+
+def _all_units_below(cq: ConsumeQueue, min_phy: int) -> bool:
+    """Whether the queue has units and its last one (so every one) points below commitlog offset `min_phy`."""
+    last = None
+    for _, _, written, arr in cq.units():
+        if written:
+            last = int(arr["commitLogOffset"][written - 1])
+        if written < len(arr):
+            break
+    return last is not None and last < min_phy
+
+
+def _compare_queues(build, kept: set, live: dict, staged: Path, file_size: int, result: RebuildResult) -> list[str]:
     """Each rebuilt queue (staged under `staged`) against the store's (`live`) into `result`: what changed, and a
-    warning for a queue no record feeds any more. Returns the problems: a queue whose units written are not the
-    messages dispatched to it."""
-    built = set(build.queued)
+    warning for a queue no record feeds any more (unless `kept`: left dead by the cleanup, copied as it was).
+    Returns the problems: a queue whose units written are not the messages dispatched to it."""
+    built = set(build.queued) | kept
     skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
     problems = []
     for t, q in sorted(built | set(live)):
         new_dir = staged / t / str(q) if (t, q) in built else None
         d, written = diff_queue(t, q, live.get((t, q)), new_dir, file_size)
         wanted = build.queued.get((t, q), 0) - skipped[f"{t}/{q}"]
-        if written != wanted:
+        if written != wanted and (t, q) not in kept:
             problems.append(f"{t}/{q}: {written} units written for {wanted} dispatched messages")
         if d.added or d.removed or d.changed:
             result.queues.append(d)
