@@ -10,11 +10,13 @@ import math
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, broker_conf, held_lock, jsonl, run, tmpfs_at, truth
+import oracle
+from conftest import FIXTURES, broker_conf, copy_store, held_lock, jsonl, run, tmpfs_at, truth
 from rmqctl.maintenance.clean_rules import (
     CleanSettings,
     DiskUsage,
@@ -812,3 +814,25 @@ def test_unconsumed_messages_reported_and_protected(tmpfs):
     assert listing(store)["commitlog"] == ORIGINAL["commitlog"][5:]
     assert all(u["deleted"] == 0 for u in got["unconsumed"])
     assert_loadable(store)
+
+
+@pytest.mark.tmpfs
+def test_clean_of_a_crashed_store_keeps_the_last_file_holding_data(tmp_path, java_oracle):
+    """d-crashed was copied while its broker ran: after the last file holding data lies the all-zero next file
+    the broker pre-allocated. The broker's load removes that file (truncateDirtyFiles) before its cleaner runs,
+    so the last file the cleaner never deletes is the one holding data. With every file but the pre-allocated
+    one expired, clean deletes all but that file, and RocketMQ recovers its messages."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root = copy_store("d-crashed", mnt)
+        files = sorted((root / "commitlog").iterdir())
+        for i, f in enumerate(files):
+            t = time.time() - (100 if i < len(files) - 1 else 1) * 3600
+            os.utime(f, (t, t))
+        res = run("clean", "--store", root, "--broker-config", broker_conf("d-crashed"), "--now", "--until-ok", "--apply")
+        assert res.exit_code == 0, res.stderr
+        assert sorted((root / "commitlog").iterdir()) == files[-2:]
+        _, units, summary = oracle.served(java_oracle, 4, root, broker_conf("d-crashed"), tmp_path / "oracle")
+        start = int(files[-2].name)
+        kept = [m for m in truth("d-crashed", "truth-recovered-messages.jsonl") if m["commitLogOffset"] >= start]
+        assert (summary["minPhyOffset"], summary["messageCount"]) == (start, len(kept))
+        assert sorted(u[3] for u in units if u[5]) == sorted(m["commitLogOffset"] for m in kept)

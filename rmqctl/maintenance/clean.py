@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import stat
 import time
@@ -59,6 +60,7 @@ from .clean_rules import (
     java_disk_ratio,
     remaining,
 )
+from ..views.inspect import commitlog_end
 from ..views.timer import dangling_after, dangling_rows
 from ..txn import locked_for_writing
 
@@ -164,11 +166,27 @@ class CleanResult:
 # -- the store as the cleaner sees it --------------------------------------------------------------------
 
 
+def loaded_commitlog_files(store: Store) -> list:
+    """The commitlog files the broker holds once loaded, when its cleaner starts: the recovery's
+    truncateDirtyFiles removes those starting past the commitlog's end (the all-zero next file a running or
+    crashed broker pre-allocated), so the last file its cleaner never deletes is the one holding the end."""
+    files = store.commitlog.files
+    try:
+        zero = len(list(itertools.takewhile(lambda f: f.is_all_zero(), reversed(files))))
+        if not zero or zero == len(files):
+            return files
+        end, _ = commitlog_end(store, files[:-zero])
+    finally:
+        for f in files:  # a deleted file's space stays in use while it is mapped: the meter must see it freed
+            f.close()
+    return [f for f in files if end is None or f.start <= end]
+
+
 def load_state(store: Store, settings: CleanSettings) -> StoreState:
     """The files, queues, index files and consumer offsets the cleaner decides on, as the broker holds them
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
     roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
-    commitlog = [_file(f.path, f.start, roots) for f in store.commitlog.files]
+    commitlog = [_file(f.path, f.start, roots) for f in loaded_commitlog_files(store)]
     queues = _load_queues(store, roots) if store.rocks_queues is None else []
     min_phy = commitlog[0].start if commitlog else -1  # MappedFileQueue.getMinOffset
     for q in queues:
