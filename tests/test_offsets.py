@@ -11,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALL_FIXTURES, CLEAN_FIXTURES, broker_conf, held_lock, jsonl, patch, run, truth
+import oracle
+from conftest import (
+    ALL_FIXTURES,
+    CLEAN_FIXTURES,
+    broker_conf,
+    cleaned_copy,
+    copy_store,
+    held_lock,
+    jsonl,
+    patch,
+    run,
+    tmpfs_at,
+    truth,
+)
 from test_recovery import expected_start
 from rmqctl import Store, load_config
 from rmqctl import schema as S
@@ -344,3 +357,19 @@ def test_info_estimates_the_startup(name):
     assert st["consumequeueFiles"] == sum(1 for p in (store / "consumequeue").rglob("*") if p.is_file())
     table = run("info", "--store", store, "--broker-config", broker_conf(name), "--format", "table")
     assert "(estimate)" in table.stdout and "recovery from" in table.stdout
+
+
+@pytest.mark.tmpfs
+def test_diff_against_a_cleaned_copy_gives_each_side_the_queue_offsets_rocketmq_serves(tmp_path, java_oracle):
+    """A copy whose oldest commitlog files the cleanup deleted against the copy it was taken from: the units
+    both hold are the same (identical queues), and each side's min and max are what RocketMQ serves there."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        before = copy_store("a-basic", tmp_path / "before")
+        root, conf = cleaned_copy("a-basic", mnt, 20)
+        served, _, _ = oracle.served(java_oracle, 4, root, conf, tmp_path / "oracle")
+        res = run("diff", before, root, "--broker-config", conf, "--format", "json")
+        assert res.exit_code == 0, res.stderr
+        queues = json.loads(res.stdout)["queues"]
+        assert {q["relation"] for q in queues} == {"identical"}
+        assert {(q["topic"], q["queueId"]): (q["minOffsetB"], q["maxOffsetB"]) for q in queues} == served
+        assert all(q["minOffsetA"] == 0 and q["maxOffsetA"] == q["maxOffsetB"] for q in queues)

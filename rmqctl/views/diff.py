@@ -220,11 +220,11 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
     for topic, qid in sorted(qa | qb):
         if (topic, qid) not in qb:
             fa, ua = _units(a, topic, qid)
-            out.append(QueueDiff(topic, qid, fa, fa + len(ua), None, None, None, "only-in-a"))
+            out.append(QueueDiff(topic, qid, served_min(a, topic, qid), fa + len(ua), None, None, None, "only-in-a"))
             continue
         if (topic, qid) not in qa:
             fb, ub = _units(b, topic, qid)
-            out.append(QueueDiff(topic, qid, None, None, fb, fb + len(ub), None, "only-in-b"))
+            out.append(QueueDiff(topic, qid, None, None, served_min(b, topic, qid), fb + len(ub), None, "only-in-b"))
             continue
         fa, ua = _units(a, topic, qid)
         fb, ub = _units(b, topic, qid)
@@ -240,8 +240,19 @@ def diff_queues(a: Store, b: Store) -> list[QueueDiff]:
             relation = "identical"
         else:
             relation = "a-prefix-of-b" if ea < eb else "b-prefix-of-a"
-        out.append(QueueDiff(topic, qid, fa, ea, fb, eb, first, relation))
+        min_a, min_b = served_min(a, topic, qid), served_min(b, topic, qid)
+        out.append(QueueDiff(topic, qid, min_a, ea, min_b, eb, first, relation))
     return out
+
+
+def served_min(store: Store, topic: str, qid: int) -> int:
+    """The queue's min offset as the loaded broker serves it: past the units its cleanup left below the
+    commitlog's min offset, which the units compared still include (both copies may hold them)."""
+    min_phy = store.commitlog.min_offset
+    rocks = store.rocks_queues
+    if rocks is not None:
+        return rocks.min_offset(rocks.queue(topic, qid), min_phy)
+    return store.consume_queue(topic, qid).loaded_min_logic(min_phy, store.version.major) // S.CQ_UNIT_SIZE
 
 
 def _entries(store: Store, name: str) -> tuple[str, dict | None]:
