@@ -261,3 +261,38 @@ def test_info_after_a_cleanup_gives_each_queue_the_offsets_rocketmq_serves(tmp_p
         shown = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues}
         assert any(lo > 0 for lo, _ in served.values())  # queues that start past units the cleanup left dead
         assert shown == served
+
+
+@pytest.mark.tmpfs
+def test_locate_a_queue_offset_whose_record_the_cleanup_deleted(tmp_path):
+    """The unit is still in its consumequeue file, but its record went with the cleanup: locate says so and
+    where the broker serves the queue from (87: RocketMQ 4.9.7's getMinOffsetInQueue), with exit 1 as for any
+    offset outside the data; the first live unit is found as before."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("a-basic", mnt, 20)
+        args = ("locate", "--store", root, "--broker-config", conf, "--topic", "BenchTopic-7", "--format", "jsonl")
+        dead = run(*args, "86")
+        assert dead.exit_code == 1
+        why = (
+            "its record (commitlog offset 1301850) went with the cleanup (the commitlog starts at 1310720); the "
+            "broker serves this queue from queue offset 87"
+        )
+        assert json.loads(dead.stdout) == {
+            "topic": "BenchTopic-7",
+            "queueId": 0,
+            "queueOffset": 86,
+            "file": "00000000000000001280",
+            "fileFromOffset": 1280,
+            "position": 440,
+            "exists": True,
+            "commitLogOffset": 1301850,
+            "size": 965,
+            "tagsCode": 2598922,
+            "written": True,
+            "expired": True,
+            "nothingThere": why,
+        }
+        assert dead.stderr == f"rmqctl: BenchTopic-7/0 queue offset 86: {why}\n"
+        live = run(*args, "87")
+        assert live.exit_code == 0 and live.stderr == ""
+        assert json.loads(live.stdout)["commitLogOffset"] == 1322011 and "expired" not in json.loads(live.stdout)

@@ -385,6 +385,13 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
                 out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
         if not out.get("written"):
             out["nothingThere"] = "outside the queue's written units"
+        elif store.expired(out["commitLogOffset"]):  # a unit the cleanup left: the broker serves past it
+            served = cq.loaded_min_logic(store.commitlog.min_offset, store.version.major) // S.CQ_UNIT_SIZE
+            out["expired"] = True
+            out["nothingThere"] = (
+                f"its record (commitlog offset {out['commitLogOffset']}) went with the cleanup (the commitlog "
+                f"starts at {store.commitlog.min_offset}); the broker serves this queue from queue offset {served}"
+            )
         return out
     q = store.commitlog
     size = q.file_size
