@@ -828,7 +828,9 @@ def test_clean_of_a_crashed_store_keeps_the_last_file_holding_data(tmp_path, jav
         for i, f in enumerate(files):
             t = time.time() - (100 if i < len(files) - 1 else 1) * 3600
             os.utime(f, (t, t))
-        res = run("clean", "--store", root, "--broker-config", broker_conf("d-crashed"), "--now", "--until-ok", "--apply")
+        res = run(
+            "clean", "--store", root, "--broker-config", broker_conf("d-crashed"), "--now", "--until-ok", "--apply"
+        )
         assert res.exit_code == 0, res.stderr
         assert sorted((root / "commitlog").iterdir()) == files[-2:]
         _, units, summary = oracle.served(java_oracle, 4, root, broker_conf("d-crashed"), tmp_path / "oracle")

@@ -247,7 +247,9 @@ def test_repair_shows_a_bar_only_on_a_terminal():
 
 @pytest.mark.tmpfs
 @pytest.mark.parametrize("name, version, expired", [("a-basic", 4, 20), ("c-v5-features", 5, 3)])
-def test_info_after_a_cleanup_gives_each_queue_the_offsets_rocketmq_serves(tmp_path, java_oracle, name, version, expired):
+def test_info_after_a_cleanup_gives_each_queue_the_offsets_rocketmq_serves(
+    tmp_path, java_oracle, name, version, expired
+):
     """The cleanup deleted the oldest commitlog files; a consumequeue file goes only when all of it is dead, so
     the queues still start with units below the commitlog's minimum (in 5.x whole queues are dead). info gives
     each queue the min and max offsets RocketMQ serves after its load (correctMinOffset), not the first unit."""
