@@ -373,3 +373,23 @@ def test_diff_against_a_cleaned_copy_gives_each_side_the_queue_offsets_rocketmq_
         assert {q["relation"] for q in queues} == {"identical"}
         assert {(q["topic"], q["queueId"]): (q["minOffsetB"], q["maxOffsetB"]) for q in queues} == served
         assert all(q["minOffsetA"] == 0 and q["maxOffsetA"] == q["maxOffsetB"] for q in queues)
+
+
+@pytest.mark.tmpfs
+def test_offset_by_time_after_a_cleanup_stays_inside_the_queue_5x(tmp_path, java_oracle):
+    """5.x's ConsumeQueueStore.getOffsetInQueueByTime clamps the queue's answer into [min, max]: after a cleanup
+    the search over the first file can land on a unit the cleanup left dead (the file's start, or 0), and a
+    consumer reset to the earliest time starts at the queue's min as RocketMQ 5.3.3 serves it."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("c-v5-features", mnt, 3)
+        served, _, _ = oracle.served(java_oracle, 5, root, conf, tmp_path / "oracle")
+        got = {}
+        args = ("offset-by-time", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        for topic in sorted({t for t, _ in served}):
+            for boundary in ("lower", "upper"):
+                res = run(*args, "--boundary", boundary, topic, "0")
+                assert res.exit_code == 0, res.stderr
+                for row in jsonl(res.stdout):
+                    got[(topic, row["queueId"], boundary)] = row["queueOffset"]
+        assert got == {(t, q, b): lo for (t, q), (lo, _) in served.items() for b in ("lower", "upper")}
+        assert any(lo > 0 for lo, _ in served.values())

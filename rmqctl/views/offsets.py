@@ -320,8 +320,8 @@ def offset_by_time(
         if version == 4:
             qoff = offset_by_time_v4(view, times, timestamp)
             rule = "4.9 getOffsetInQueueByTime (file by modification time, nearest neighbour)"
-        else:
-            qoff = offset_by_time_v5(view, times, timestamp, boundary)
+        else:  # ConsumeQueueStore.getOffsetInQueueByTime keeps the queue's answer inside [min, max]
+            qoff = min(max(offset_by_time_v5(view, times, timestamp, boundary), view.min_offset), view.max_offset)
             rule = f"5.x getOffsetInQueueByTime, BoundaryType.{boundary.upper()}"
         st = message_time(view, times, qoff)
         out.append(TimeOffset.found(topic, cq.queue_id, timestamp, qoff, view.min_offset, view.max_offset, st, rule))
@@ -347,8 +347,8 @@ def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> Tim
     """A BatchCQ topic's queue (5.x only): batchcq.offset_by_time, the store time from the unit covering it."""
     if version == 4:
         raise StoreError("a BatchConsumeQueue is 5.x's; 4.9 has no getOffsetInQueueByTime for it", q.directory)
-    qoff = batch_offset_by_time(q, timestamp, boundary)
     lo, hi = q.offset_range()
+    qoff = min(max(batch_offset_by_time(q, timestamp, boundary), lo), hi)  # as ConsumeQueueStore keeps it
     st = q.store_time_at(qoff)
     return TimeOffset.found(
         q.topic,
