@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import rocksdict
 
-from conftest import broker_conf, copy_store, fixture_dir, one_line_error, run, tmpfs_at, truth
+from conftest import broker_conf, cleaned_copy, copy_store, fixture_dir, one_line_error, run, tmpfs_at, truth
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
 from rmqctl.rocksdb import MARSHAL_VERSION, READ_CACHE_BYTES, NewDB, Pairs
@@ -849,6 +849,32 @@ def test_convert_after_a_cleanup_leaves_out_the_dead_units_and_rocketmq_reads_th
         rocks.write_text(conf.read_text() + "\nstoreType=defaultRocksDB\n")
         assert run("verify", "--store", root, "--broker-config", rocks).exit_code == 0
         assert oracle_queues(java_oracle, root, rocks, tmp_path / "rocks") == (queues, messages)
+
+
+@pytest.mark.tmpfs
+@pytest.mark.parametrize("name, expired", [(V5, 3), ("example", 1), (ROCKS, 3)])
+def test_convert_to_file_after_a_cleanup_keeps_every_queue_and_rocketmq_reads_the_same(
+    tmp_path, java_oracle, name, expired
+):
+    """The way back after a cleanup: a RocksDB queue (the broker's own, i-rocksdb-cq, whose dead units its
+    compaction has not dropped yet, or one converted from a cleaned store's file queues) into file queues.
+    Units below the commitlog's min are not served and not written; a queue with none left keeps its max
+    offset (its file filled with fillPreBlank's units up to it). RocketMQ 5.3.3 reads the same queues, min
+    and max offsets and messages from the file queues as from the RocksDB queue."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy(name, mnt, expired)
+        files, rocks = tmp_path / "file.conf", tmp_path / "rocks.conf"
+        lines = [l for l in conf.read_text().splitlines() if not l.startswith("storeType=")]
+        files.write_text("\n".join(lines + ["storeType=default"]) + "\n")
+        rocks.write_text("\n".join(lines + ["storeType=defaultRocksDB"]) + "\n")
+        if name != ROCKS:
+            res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", files)
+            assert res.exit_code == 0, res.stderr
+        before = oracle_queues(java_oracle, root, rocks, tmp_path / "rocks")
+        res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", rocks)
+        assert res.exit_code == 0, res.stderr
+        assert run("verify", "--store", root, "--broker-config", files).exit_code == 0
+        assert oracle_queues(java_oracle, root, files, tmp_path / "files") == before
 
 
 def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):

@@ -28,6 +28,7 @@ from .. import schema as S
 from ..parts import FILE_STORE, ROCKSDB_STORE
 from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
 from .staging import writing
+from .writers import ConsumeQueueWriter
 
 ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes when it is a RocksDB queue
 
@@ -293,17 +294,25 @@ def _reput_end(queues: list[ConsumeQueue]) -> int:
 
 def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dict:
     """File queues for the RocksDB queue's units: dispatched from the commitlog by the broker's rules (so the
-    files are the bytes the broker writes), then required to hold exactly the RocksDB queue's units."""
+    files are the bytes the broker writes), then required to hold exactly the RocksDB queue's live units.
+    Units below the commitlog's min offset (the cleanup deleted their records; the broker's compaction filter
+    drops them in its time) are not served and not written: the dispatch fills a queue's first file before its
+    first live unit with fillPreBlank's units, and a queue with no live unit left keeps its max offset in a
+    file of those units (ConsumeQueueWriter.fill_to)."""
     build = dispatch_records(store, staging, build_cq=True, build_index=False, progress=progress, memory=memory)
     size = store.consumequeue_file_size
-    rocks = store.rocks_queues
+    rocks, min_phy = store.rocks_queues, store.commitlog.min_offset
     queues = {(q.topic, q.queue_id) for q in rocks.queues()} | set(build.queued)
     written = {}
     for topic, qid in sorted(queues):
         cq = ConsumeQueue(topic, qid, staging / "consumequeue" / topic / str(qid), size)
         files = [(qoffs, units) for qoffs, units in _entries(cq)] if cq.directory.is_dir() else []
         got = np.concatenate([q for q, _ in files]) if files else np.empty(0, np.int64)
-        want = [(q, u) for q, u in rocks.units(topic, qid)]
+        want = []
+        for qoffs, units in rocks.units(topic, qid):
+            live = units["commitLogOffset"] >= min_phy
+            if live.any():
+                want.append((qoffs[live], units[live]))
         want_q = np.concatenate([q for q, _ in want]) if want else np.empty(0, np.int64)
         same = (
             np.array_equal(got, want_q)
@@ -326,4 +335,9 @@ def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dic
             )
         if len(got):
             written[(topic, qid)] = len(got)
+        elif (queue := rocks.queue(topic, qid)) is not None and queue.max_offset:
+            writer = ConsumeQueueWriter(cq.directory, size)
+            writer.fill_to(queue.max_offset)
+            writer.close()
+            written[(topic, qid)] = 0
     return written
