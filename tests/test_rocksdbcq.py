@@ -817,9 +817,6 @@ def oracle_queues(java_oracle: Path, root: Path, conf: Path, out: Path) -> tuple
     return queues, sorted(tuple(line[f] for f in fields) for line in lines)
 
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples"
-
-
 @pytest.mark.tmpfs
 @pytest.mark.parametrize("name, expired", [(V5, 2), ("example", 1)])
 def test_convert_after_a_cleanup_leaves_out_the_dead_units_and_rocketmq_reads_the_same_queues(
@@ -831,16 +828,7 @@ def test_convert_after_a_cleanup_leaves_out_the_dead_units_and_rocketmq_reads_th
     when none is left): RocketMQ reads the same min and max offsets and the same messages from the RocksDB
     queue as from the file queues, and verify finds nothing."""
     with tmpfs_at(tmp_path / "mnt", "64m") as mnt:  # near-empty: age alone decides the cleanup
-        if name == "example":
-            root, conf = Path(shutil.copytree(EXAMPLE / "store", mnt / "store")), EXAMPLE / "broker.conf"
-        else:
-            root, conf = copy_store(name, mnt), broker_conf(name)
-        files = sorted((root / "commitlog").iterdir())
-        for i, f in enumerate(files):
-            t = time.time() - (100 if i < expired else 1) * 3600
-            os.utime(f, (t, t))
-        res = run("clean", "--store", root, "--broker-config", conf, "--now", "--until-ok", "--apply")
-        assert res.exit_code == 0 and sorted((root / "commitlog").iterdir()) == files[expired:], res.stderr
+        root, conf = cleaned_copy(name, mnt, expired)
         queues, messages = oracle_queues(java_oracle, root, conf, tmp_path / "files")
         assert any(q[2] > 0 for q in queues)  # queues that start past units the cleanup left dead
         res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", conf)
