@@ -163,6 +163,22 @@ def test_sound_timer_store_verifies_clean(timer_store):
     assert verify_rows(timer_store, "--only", "timer") == (0, [])
 
 
+def test_a_timer_store_converted_to_the_rocksdb_queue_reads_and_verifies_as_before(timer_store, tmp_path):
+    """A 5.x broker with the timer wheel may keep its queues in RocksDB (storeType=defaultRocksDB), the
+    rmq_sys_wheel_timer queue with them: info and verify read the timer part against that queue as against its
+    file queue (convert wrote such a store, then neither would read it)."""
+    before = json.loads(run("info", "--store", timer_store, "--broker-config", CONF, "--format", "json").stdout)
+    res = run("convert", "consumequeue", "--to", "rocksdb", "--store", timer_store, "--broker-config", CONF)
+    assert res.exit_code == 0, res.stderr
+    rocks = tmp_path / "rocks.conf"
+    rocks.write_text(CONF.read_text() + "\nstoreType=defaultRocksDB\n")
+    res = run("info", "--store", timer_store, "--broker-config", rocks, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["timer"] == before["timer"]
+    res = run("verify", "--store", timer_store, "--broker-config", rocks, "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, ""), res.stderr
+
+
 def test_store_with_an_empty_wheel_verifies_clean(tmp_path):
     """What a 5.x broker never sent a timer message leaves: an all-zero wheel and a timercheck with only its
     read time and data version."""

@@ -231,7 +231,11 @@ def pending_summary(store: Store) -> dict | None:
 
 def timer_queue_end(store: Store) -> int | None:
     """One past the last queue offset of rmq_sys_wheel_timer/0, where timer messages wait to be filed; None
-    without that consumequeue (the broker's recovery then has nothing to hold timercheck against either)."""
+    without that consumequeue (the broker's recovery then has nothing to hold timercheck against either). With
+    storeType=defaultRocksDB the queue is the RocksDB queue's."""
+    if store.rocks_queues is not None:
+        q = store.rocks_queues.queue(S.TIMER_TOPIC, 0)
+        return q.max_offset if q is not None else None
     cq = store.consume_queue(S.TIMER_TOPIC, 0)
     return cq.offset_range()[1] if cq.directory.is_dir() else None
 
