@@ -393,3 +393,30 @@ def test_offset_by_time_after_a_cleanup_stays_inside_the_queue_5x(tmp_path, java
                     got[(topic, row["queueId"], boundary)] = row["queueOffset"]
         assert got == {(t, q, b): lo for (t, q), (lo, _) in served.items() for b in ("lower", "upper")}
         assert any(lo > 0 for lo, _ in served.values())
+
+
+@pytest.mark.tmpfs
+def test_delay_offsets_after_a_cleanup_count_no_message_it_deleted(tmp_path):
+    """b-mixed with its first commitlog file cleaned: the schedule queues of levels 3 and 18 hold only units
+    whose records went with it (4.9 keeps such a queue's min at 0). The schedule service finds no message
+    there (lookMessageByOffset returns null) and delivers nothing: none of them is pending."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("b-mixed", mnt, 1)
+        res = run("delay-offsets", "--store", root, "--broker-config", conf, "--at", "2099-01-01", "--format", "jsonl")
+        assert res.exit_code == 0, res.stderr
+        rows = {r["level"]: r for r in jsonl(res.stdout)}
+        for level, max_offset in ((3, 1), (18, 2)):
+            assert rows[level] == {
+                "level": level,
+                "delay": {3: "10s", 18: "2h"}[level],
+                "queueId": level - 1,
+                "offset": None,
+                "minOffset": 0,
+                "maxOffset": max_offset,
+                "pending": 0,
+                "due": 0,
+                "nextDelivery": None,
+                "nextDeliveryText": None,
+                "oldestPendingStore": None,
+                "oldestPendingStoreText": None,
+            }

@@ -579,7 +579,7 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
         lo, hi = (view.min_offset, view.max_offset) if view else (0, 0)
         committed = offsets.get(level)
         start = max(committed if committed is not None else lo, lo)
-        deliver = _delivery_times(view, start) if view else np.empty(0, np.int64)
+        deliver = _delivery_times(view, start, times.min_offset) if view else np.empty(0, np.int64)
         due = int((deliver <= now_ms).sum())
         oldest = message_time(view, times, start) if view and len(deliver) else None
         nxt = int(deliver.min()) if len(deliver) else None
@@ -602,14 +602,16 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
     return rows, notes
 
 
-def _delivery_times(view: QueueView, start: int) -> np.ndarray:
-    """tagsCode of the schedule queue's units from queue offset `start`: the delivery time in ms."""
+def _delivery_times(view: QueueView, start: int, min_phy: int) -> np.ndarray:
+    """tagsCode of the schedule queue's units from queue offset `start`: the delivery time in ms. Units whose
+    record lies below commitlog offset `min_phy` are left out: the cleanup deleted it, and the schedule
+    service, finding no message there, delivers nothing (a 4.9 queue with no live unit keeps its min at 0)."""
     out = [np.empty(0, np.int64)]
     for f, readable in view.files:
         first = f.start // S.CQ_UNIT_SIZE
         n = readable // S.CQ_UNIT_SIZE
         skip = min(max(start - first, 0), n)
         if skip < n:
-            arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)
-            out.append(arr["tagsCode"][skip:n].astype(np.int64))
+            arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)[skip:n]
+            out.append(arr["tagsCode"][arr["commitLogOffset"] >= min_phy].astype(np.int64))
     return np.concatenate(out)
