@@ -593,25 +593,17 @@ class ConsumeQueue:
             if written < len(arr):
                 return
 
-    def loaded_min_logic(self, min_phy: int, version: int) -> int:
-        """minLogicOffset (bytes) as the broker's load leaves it: recoverTopicQueueTable's correctMinOffset
-        against the commitlog minimum `min_phy`, from 0 (rules.corrected_min_logic). The cleanup keeps a file
-        until all of it is dead, so units below the minimum stay; the broker serves none of them. A 5.x queue
-        whose last file reads nothing keeps 0: the broker's call throws before it sets anything."""
+    def loaded_range(self, min_phy: int, version: int) -> tuple[int, int]:
+        """(min, max) queue offsets as the broker serves them after its load, in one pass over the files: the
+        max one past the last written unit, the min as recoverTopicQueueTable's correctMinOffset leaves it
+        against the commitlog minimum `min_phy` (loaded_min_logic)."""
         files = []
         for first, f, written, arr in self.units():
             files.append((f.start, arr["commitLogOffset"][:written]))
             if written < len(arr):
                 break
-        if not files:
-            return 0
-        (first_start, first_offsets), (last_start, last_offsets) = files[0], files[-1]
-        last_end = last_start + len(last_offsets) * S.CQ_UNIT_SIZE
-        last = int(last_offsets[-1]) if len(last_offsets) else None
-        try:
-            return corrected_min_logic(version, 0, first_start, first_offsets, last_end, last, min_phy)
-        except CorrectMinOffsetFailed:
-            return 0
+        end = files[-1][0] + len(files[-1][1]) * S.CQ_UNIT_SIZE if files else 0
+        return loaded_min_logic(files, min_phy, version) // S.CQ_UNIT_SIZE, end // S.CQ_UNIT_SIZE
 
     def offset_range(self) -> tuple[int, int]:
         """(min, max) queue offsets the broker would compute: min skips pre-blank units, max is one past
@@ -625,6 +617,23 @@ class ConsumeQueue:
             if written < len(arr):
                 break
         return (lo or 0, hi or 0)
+
+
+def loaded_min_logic(files: list[tuple[int, np.ndarray]], min_phy: int, version: int) -> int:
+    """A file queue's minLogicOffset (bytes) as the broker's load leaves it, from its files' (start, written
+    units' commitLogOffsets): recoverTopicQueueTable's correctMinOffset against the commitlog minimum `min_phy`,
+    from 0 (rules.corrected_min_logic). The cleanup keeps a file until all of it is dead, so units below the
+    minimum stay; the broker serves none of them. A 5.x queue whose last file reads nothing keeps 0: the
+    broker's call throws before it sets anything."""
+    if not files:
+        return 0
+    (first_start, first_offsets), (last_start, last_offsets) = files[0], files[-1]
+    last_end = last_start + len(last_offsets) * S.CQ_UNIT_SIZE
+    last = int(last_offsets[-1]) if len(last_offsets) else None
+    try:
+        return corrected_min_logic(version, 0, first_start, first_offsets, last_end, last, min_phy)
+    except CorrectMinOffsetFailed:
+        return 0
 
 
 class IndexFile:

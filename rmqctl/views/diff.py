@@ -252,7 +252,7 @@ def served_min(store: Store, topic: str, qid: int) -> int:
     rocks = store.rocks_queues
     if rocks is not None:
         return rocks.min_offset(rocks.queue(topic, qid), min_phy)
-    return store.consume_queue(topic, qid).loaded_min_logic(min_phy, store.version.major) // S.CQ_UNIT_SIZE
+    return store.consume_queue(topic, qid).loaded_range(min_phy, store.version.major)[0]
 
 
 def _entries(store: Store, name: str) -> tuple[str, dict | None]:

@@ -386,7 +386,7 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
         if not out.get("written"):
             out["nothingThere"] = "outside the queue's written units"
         elif store.expired(out["commitLogOffset"]):  # a unit the cleanup left: the broker serves past it
-            served = cq.loaded_min_logic(store.commitlog.min_offset, store.version.major) // S.CQ_UNIT_SIZE
+            served, _ = cq.loaded_range(store.commitlog.min_offset, store.version.major)
             out["expired"] = True
             out["nothingThere"] = (
                 f"its record (commitlog offset {out['commitLogOffset']}) went with the cleanup (the commitlog "
@@ -657,9 +657,8 @@ def _queues_info(store: Store) -> dict:
     batch = batchcq.batch_topics(store)
     min_phy, version = store.commitlog.min_offset, store.version.major
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
-        lo, hi = cq.offset_range()
-        if isinstance(cq, ConsumeQueue):  # the broker's min, past the units its cleanup left dead
-            lo = cq.loaded_min_logic(min_phy, version) // S.CQ_UNIT_SIZE
+        # a file queue's min is the broker's, past the units its cleanup left dead
+        lo, hi = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
         messages += hi - lo
         queues.append(
             {

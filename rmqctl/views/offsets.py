@@ -22,7 +22,7 @@ from ..javacompat import java_div
 from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import lite_topic
-from ..store import ConsumeQueue, MappedFile, Store, store_times
+from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -64,14 +64,15 @@ class QueueView:
 
 def queue_view(store: Store, cq: ConsumeQueue, min_phy: int) -> QueueView:
     """Wrote positions as ConsumeQueue.recover leaves them (every file full up to the last, which ends at its
-    first unwritten unit), and minLogicOffset as the load's correctMinOffset sets it (ConsumeQueue.loaded_min_logic,
-    by the store's broker version)."""
-    files = []
+    first unwritten unit), and minLogicOffset as the load's correctMinOffset sets it (store.loaded_min_logic, by
+    the store's broker version)."""
+    files, offsets = [], []
     for first, f, written, arr in cq.units():
         files.append((f, written * S.CQ_UNIT_SIZE))
+        offsets.append((f.start, arr["commitLogOffset"][:written]))
         if written < len(arr):
             break
-    min_logic = cq.loaded_min_logic(min_phy, store.version.major)
+    min_logic = loaded_min_logic(offsets, min_phy, store.version.major)
     max_offset = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
     return QueueView(cq, files, min_logic, max_offset)
 
