@@ -298,3 +298,22 @@ def test_locate_a_queue_offset_whose_record_the_cleanup_deleted(tmp_path):
         live = run(*args, "87")
         assert live.exit_code == 0 and live.stderr == ""
         assert json.loads(live.stdout)["commitLogOffset"] == 1322011 and "expired" not in json.loads(live.stdout)
+
+
+@pytest.mark.tmpfs
+def test_locate_a_rocksdb_queue_unit_whose_record_the_cleanup_deleted(tmp_path):
+    """The same in the broker's own RocksDB queue (i-rocksdb-cq, all but its last commitlog file cleaned): its
+    compaction filter has not dropped the unit yet; RocketMQ 5.3.3 serves RocksTopicA/0 from 52."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("i-rocksdb-cq", mnt, 5)
+        args = ("locate", "--store", root, "--broker-config", conf, "--topic", "RocksTopicA", "--format", "jsonl")
+        dead = run(*args, "3")
+        why = (
+            "its record (commitlog offset 8122) went with the cleanup (the commitlog starts at 327680); the "
+            "broker serves this queue from queue offset 52"
+        )
+        got = json.loads(dead.stdout)
+        assert (dead.exit_code, got["commitLogOffset"], got["expired"], got["nothingThere"]) == (1, 8122, True, why)
+        assert dead.stderr == f"rmqctl: RocksTopicA/0 queue offset 3: {why}\n"
+        live = run(*args, "52")
+        assert live.exit_code == 0 and live.stderr == "" and "expired" not in json.loads(live.stdout)

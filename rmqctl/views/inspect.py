@@ -385,13 +385,8 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
                 out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
         if not out.get("written"):
             out["nothingThere"] = "outside the queue's written units"
-        elif store.expired(out["commitLogOffset"]):  # a unit the cleanup left: the broker serves past it
-            served, _ = cq.loaded_range(store.commitlog.min_offset, store.version.major)
-            out["expired"] = True
-            out["nothingThere"] = (
-                f"its record (commitlog offset {out['commitLogOffset']}) went with the cleanup (the commitlog "
-                f"starts at {store.commitlog.min_offset}); the broker serves this queue from queue offset {served}"
-            )
+        elif store.expired(out["commitLogOffset"]):
+            _expired_unit(store, out, cq.loaded_range(store.commitlog.min_offset, store.version.major)[0])
         return out
     q = store.commitlog
     size = q.file_size
@@ -463,9 +458,22 @@ def locate_rocks_unit(store: Store, offset: int, topic: str, queue_id: int) -> d
     if unit is not None:
         off, size, tags, stored = unit
         out.update(commitLogOffset=off, size=size, tagsCode=tags, storeTimestamp=stored, storeTime=ms_text(stored))
+        if store.expired(off):  # the compaction filter drops such a unit in its time
+            rocks = store.rocks_queues
+            _expired_unit(store, out, rocks.min_offset(rocks.queue(topic, queue_id), store.commitlog.min_offset))
     else:
         out["nothingThere"] = "no unit at this queue offset"
     return out
+
+
+def _expired_unit(store: Store, out: dict, served: int):
+    """A queue's unit whose record went with the cleanup (a file queue keeps it until its whole file goes):
+    outside the data, as the broker serves the queue only from its min, `served`."""
+    out["expired"] = True
+    out["nothingThere"] = (
+        f"its record (commitlog offset {out['commitLogOffset']}) went with the cleanup (the commitlog starts at "
+        f"{store.commitlog.min_offset}); the broker serves this queue from queue offset {served}"
+    )
 
 
 def _entry_at(store: Store, f, pos: int) -> dict:
