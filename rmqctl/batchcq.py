@@ -43,11 +43,12 @@ def written_bcq_units(units: np.ndarray) -> int:
 class BatchConsumeQueue:
     """One queue's files (named by logical byte offset, like a consumequeue's)."""
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int):
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, min_phy: int = 0):
         self.topic = topic
         self.queue_id = queue_id
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
+        self.min_phy = min_phy  # the commitlog's min offset, which the broker's load corrects the min against
 
     @property
     def units_per_file(self) -> int:
@@ -80,17 +81,23 @@ class BatchConsumeQueue:
         return found[2]["storeTime"] if found is not None else None
 
     def offset_range(self) -> tuple[int, int]:
-        """(minOffsetInQueue, maxOffsetInQueue) as reviseMinOffsetInQueue / reviseMaxOffsetInQueue compute
-        them: the first unit's msgBaseOffset, and the last unit's msgBaseOffset + batchSize (0, 0: none)."""
-        first = last = None
+        """(minOffsetInQueue, maxOffsetInQueue) as the broker's load leaves them: reviseMinOffsetInQueue's
+        first unit's msgBaseOffset, moved by correctMinOffset past the first file's leading units below the
+        commitlog's min offset (each such unit's msgBaseOffset + batchSize; only the first file is looked at,
+        so a second dead file is still served), and the last unit's msgBaseOffset + batchSize (0, 0: none)."""
+        lo = last = None
         for f, written, arr in self.units():
             if written:
-                first = arr[0] if first is None else first
+                if lo is None:
+                    live = np.flatnonzero(arr["commitLogOffset"][:written] >= self.min_phy)
+                    dead = int(live[0]) if len(live) else written  # the leading units below the min
+                    lo = int(arr[dead - 1]["msgBaseOffset"]) + int(arr[dead - 1]["batchSize"]) if dead else None
+                    lo = int(arr[0]["msgBaseOffset"]) if lo is None else lo
                 last = arr[written - 1]
             f.release()
-        if first is None:
+        if last is None:
             return 0, 0
-        return int(first["msgBaseOffset"]), int(last["msgBaseOffset"]) + int(last["batchSize"])
+        return lo, int(last["msgBaseOffset"]) + int(last["batchSize"])
 
 
 UNIT_FIELDS = ("commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "batchSize")
@@ -224,4 +231,5 @@ def queue_file_size(store: Store) -> int:
 def batch_consume_queues(store: Store) -> list[BatchConsumeQueue]:
     """Every queue directory under batchconsumequeue/, topic and queue id in order."""
     size = queue_file_size(store)
-    return [BatchConsumeQueue(t.name, int(q.name), q, size) for t, q in _queue_dirs(store)]
+    min_phy = store.commitlog.min_offset
+    return [BatchConsumeQueue(t.name, int(q.name), q, size, min_phy) for t, q in _queue_dirs(store)]

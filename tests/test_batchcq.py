@@ -16,7 +16,8 @@ from rmqctl.batchcq import batch_consume_queues, batch_topics, binary_search_rig
 from rmqctl.config import load_config
 from rmqctl.store import Store
 
-from conftest import FIXTURES, broker_conf, jsonl, patch, run, truth
+import oracle
+from conftest import FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
 from oracle import problems
 
 NAME = "j-batchcq"
@@ -364,3 +365,25 @@ def test_dump_of_a_queue_names_its_units_that_do_not_resolve(store_copy):
         res = run("dump", command, "BatchTopic", 0, "--store", root, "--broker-config", CONF, "--resolve")
         assert res.exit_code == 1 and len(jsonl(res.stdout)) > 100
         assert res.stderr == "rmqctl: 2 unit(s) of BatchTopic/0 do not resolve (first at queue offset 3)\n"
+
+
+def test_after_the_broker_deleted_the_oldest_commitlog_files_info_and_verify_read_the_queues_as_it_does(
+    tmp_path, java_oracle
+):
+    """The broker's cleanup deleted j-batchcq's first two commitlog files (rmqctl clean does not write BatchCQ
+    stores; the batch queues' files are all kept, none lying wholly below the new min). Its load corrects each
+    batch queue's min past the first file's units below the commitlog (BatchConsumeQueue.correctMinOffset):
+    info gives RocketMQ 5.3.3's min and max, and verify reports no unit the cleanup left as damage."""
+    root = copy_store(NAME, tmp_path)
+    for name in ("00000000000000000000", "00000000000000131072"):
+        (root / "commitlog" / name).unlink()
+    served, _, _ = oracle.served(java_oracle, 5, root, CONF, tmp_path / "oracle")
+    res = run("info", "--store", root, "--broker-config", CONF, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    shown = {
+        (q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"])
+        for q in json.loads(res.stdout)["consumequeue"]["queues"]
+    }
+    assert shown == served and served[("BatchTopic", 0)][0] > 0
+    res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    assert (res.exit_code, res.stdout) == (0, ""), res.stdout[:2000]

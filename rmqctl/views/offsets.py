@@ -348,8 +348,8 @@ def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> Tim
     """A BatchCQ topic's queue (5.x only): batchcq.offset_by_time, the store time from the unit covering it."""
     if version == 4:
         raise StoreError("a BatchConsumeQueue is 5.x's; 4.9 has no getOffsetInQueueByTime for it", q.directory)
+    qoff = batch_offset_by_time(q, timestamp, boundary)  # clamped into [min, max] there, as ConsumeQueueStore does
     lo, hi = q.offset_range()
-    qoff = min(max(batch_offset_by_time(q, timestamp, boundary), lo), hi)  # as ConsumeQueueStore keeps it
     st = q.store_time_at(qoff)
     return TimeOffset.found(
         q.topic,
