@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import rocksdict
 
+import oracle
 from conftest import broker_conf, cleaned_copy, copy_store, fixture_dir, one_line_error, run, tmpfs_at, truth
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
@@ -464,6 +465,24 @@ def test_verify_a_double_write_copy_that_disagrees(tmp_path):
         "(26450, 871, 2598922, 5))"
     )
     assert found[2][2].endswith("RocksDB no unit)")
+
+
+def test_verify_a_double_write_store_after_the_broker_deleted_the_oldest_commitlog_files(tmp_path, java_oracle):
+    """k-combine-cq with its first three commitlog files deleted, as the broker's cleanup deletes them (rmqctl
+    clean does not write double-write stores): both copies keep units whose records are gone, the RocksDB one
+    with their store time, the file one with none to read. Neither store serves them; verify finds nothing
+    (it reported every queue's copy as differing), and info gives RocketMQ's min and max offsets."""
+    name = "k-combine-cq"
+    root = copy_store(name, tmp_path)
+    for start in (0, 65536, 131072):
+        (root / "commitlog" / f"{start:020d}").unlink()
+    code, found = findings(root, name)
+    assert (code, found) == (0, [])
+    served, _, _ = oracle.served(java_oracle, 5, root, broker_conf(name), tmp_path / "oracle")
+    res = run("info", "--store", root, "--broker-config", broker_conf(name), "--format", "json")
+    queues = json.loads(res.stdout)["consumequeue"]["queues"]
+    assert {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues} == served
+    assert any(lo > 0 for lo, _ in served.values())
 
 
 def views(tmp: Path) -> list[Path]:

@@ -51,6 +51,8 @@ def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -
             got.update(zip(qoffs.tolist(), values.tolist()))
         for i, u in enumerate(units.tolist()):
             off, size, tags = u
+            if off < times.min_offset:  # its record went with the cleanup: neither store serves the unit
+                continue
             have = got.get(start + i)
             if have is None or have[:3] != (off, size, tags) or have[3] != times.store_time(off, size):
                 differing += 1
