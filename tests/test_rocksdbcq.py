@@ -24,6 +24,7 @@ from conftest import broker_conf, cleaned_copy, copy_store, fixture_dir, one_lin
 from rmqctl import rocksdbcq
 from rmqctl.config import load_config
 from rmqctl.rocksdb import MARSHAL_VERSION, READ_CACHE_BYTES, NewDB, Pairs
+from rmqctl.recovery import recovered_queues_end
 from rmqctl.store import Store
 
 ROCKS = "i-rocksdb-cq"
@@ -866,8 +867,10 @@ def test_convert_to_file_after_a_cleanup_keeps_every_queue_and_rocketmq_reads_th
     """The way back after a cleanup: a RocksDB queue (the broker's own, i-rocksdb-cq, whose dead units its
     compaction has not dropped yet, or one converted from a cleaned store's file queues) into file queues.
     Units below the commitlog's min are not served and not written; a queue with none left keeps its max
-    offset (its file filled with fillPreBlank's units up to it). RocketMQ 5.3.3 reads the same queues, min
-    and max offsets and messages from the file queues as from the RocksDB queue."""
+    offset by its last unit (after fillPreBlank's units; of size 1 where the RocksDB queue no longer holds it,
+    said in a note), so no queue's maxPhysicOffset passes the commitlog's end (pre-blank units alone make it
+    Integer.MAX_VALUE). RocketMQ 5.3.3 reads the same queues, min and max offsets and messages from the file
+    queues as from the RocksDB queue."""
     with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
         root, conf = cleaned_copy(name, mnt, expired)
         files, rocks = tmp_path / "file.conf", tmp_path / "rocks.conf"
@@ -880,7 +883,15 @@ def test_convert_to_file_after_a_cleanup_keeps_every_queue_and_rocketmq_reads_th
         before = oracle_queues(java_oracle, root, rocks, tmp_path / "rocks")
         res = run("convert", "consumequeue", "--to", "file", "--store", root, "--broker-config", rocks)
         assert res.exit_code == 0, res.stderr
+        assert ("rmqctl: note: " in res.stderr) == (name != ROCKS)  # (the broker's own still holds the units)
         assert run("verify", "--store", root, "--broker-config", files).exit_code == 0
+        store = Store(root, load_config(files))
+        try:
+            assert (
+                0 <= recovered_queues_end(store).max_phy <= store.commitlog.files[-1].start + store.commitlog.file_size
+            )
+        finally:
+            store.close()
         assert oracle_queues(java_oracle, root, files, tmp_path / "files") == before
 
 

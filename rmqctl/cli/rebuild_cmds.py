@@ -140,6 +140,8 @@ def convert_consumequeue_cmd(ctx, to, dry_run, no_backup, memory):
             store, to, dry_run=dry_run, keep_backup=not no_backup, progress=bar.update, memory=memory
         )
     _interrupted(result.interrupted)
+    for note in result.notes:
+        echo_err(f"rmqctl: note: {note}")
     render(
         [{"to": result.to, "queues": result.queues, "units": result.units, "checkpoint": result.checkpoint}],
         ctx.format,

@@ -240,6 +240,7 @@ class ConversionResult:
     interrupted: dict | None = None
     backup: str | None = None
     seconds: float = 0.0
+    notes: list = dataclasses.field(default_factory=list)  # what the way back could not keep exactly
 
 
 def convert_queues(
@@ -264,15 +265,16 @@ def convert_queues(
         _build_area(store, dry_run, "consumequeue", keep_backup) as txn,
     ):
         area = txn.area(store.consumequeue_dir)  # on its filesystem, which a top-level link may make another
-        staged = area / "consumequeue"
+        staged, notes = area / "consumequeue", []
         if to == "rocksdb":
             queues = store.consume_queues()
             checkpoint = _reput_end(queues)
             written = write_rocks_queue(store, queues, staged, checkpoint)
         else:
-            written, checkpoint = _files_from_rocks(store, area, progress, memory), store.rocks_queues.checkpoint
+            written = _files_from_rocks(store, area, progress, memory, notes)
+            checkpoint = store.rocks_queues.checkpoint
         result = ConversionResult(
-            to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint, interrupted
+            to, str(store.root), dry_run, len(written), sum(written.values()), checkpoint, interrupted, notes=notes
         )
         txn.replace(store.consumequeue_dir, staged)
         _check_staged(Store(store.root, target), txn, "consumequeue", (), store.consumequeue_dir, memory)
@@ -292,13 +294,13 @@ def _reput_end(queues: list[ConsumeQueue]) -> int:
     return end
 
 
-def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dict:
+def _files_from_rocks(store: Store, staging: Path, progress, memory: int, notes: list) -> dict:
     """File queues for the RocksDB queue's units: dispatched from the commitlog by the broker's rules (so the
     files are the bytes the broker writes), then required to hold exactly the RocksDB queue's live units.
     Units below the commitlog's min offset (the cleanup deleted their records; the broker's compaction filter
     drops them in its time) are not served and not written: the dispatch fills a queue's first file before its
-    first live unit with fillPreBlank's units, and a queue with no live unit left keeps its max offset in a
-    file of those units (ConsumeQueueWriter.fill_to)."""
+    first live unit with fillPreBlank's units. A queue with no live unit left keeps its max offset by its last
+    unit (_dead_queue), as the broker's own cleanup leaves such a file queue."""
     build = dispatch_records(store, staging, build_cq=True, build_index=False, progress=progress, memory=memory)
     size = store.consumequeue_file_size
     rocks, min_phy = store.rocks_queues, store.commitlog.min_offset
@@ -336,8 +338,29 @@ def _files_from_rocks(store: Store, staging: Path, progress, memory: int) -> dic
         if len(got):
             written[(topic, qid)] = len(got)
         elif (queue := rocks.queue(topic, qid)) is not None and queue.max_offset:
-            writer = ConsumeQueueWriter(cq.directory, size)
-            writer.fill_to(queue.max_offset)
-            writer.close()
-            written[(topic, qid)] = 0
+            written[(topic, qid)] = _dead_queue(rocks, queue, cq.directory, size, notes)
     return written
+
+
+def _dead_queue(rocks, queue, directory: Path, size: int, notes: list) -> int:
+    """A file queue for a RocksDB queue whose every unit lies below the commitlog: its last unit alone, after
+    fillPreBlank's units (ConsumeQueueWriter.put), so the queue keeps its max offset and its maxPhysicOffset
+    stays below the commitlog, as the broker's own cleanup leaves such a file queue (pre-blank units alone would
+    make it Integer.MAX_VALUE: 4.9's reput would wait there, 5.x's recovery would dispatch nothing below it).
+    Once the broker's compaction has dropped that unit, only its commitlog offset is left (the offset column
+    family's max): the unit is written with size 1 and tagsCode 0, which the broker reads alike (never served,
+    below every live offset), and `notes` says so."""
+    phy, last = queue.max_entry
+    unit = rocks.unit(queue.topic, queue.queue_id, last)
+    if unit is None or unit[0] != phy:
+        unit = (phy, 1, 0)
+        notes.append(
+            f"{queue.topic}/{queue.queue_id}: every unit lies below the commitlog and the RocksDB queue no longer "
+            f"holds its last one: kept its max offset {last + 1} with a unit at commitlog offset {phy} of size 1"
+        )
+    writer = ConsumeQueueWriter(directory, size)
+    try:
+        writer.put(unit[0], unit[1], unit[2], last)
+    finally:
+        writer.close()
+    return 1

@@ -350,18 +350,6 @@ class ConsumeQueueWriter:
         self.wrote += S.CQ_UNIT_SIZE
         return status
 
-    def fill_to(self, max_offset: int):
-        """A queue with no file yet, written up to queue offset `max_offset` in fillPreBlank's units (0,
-        Integer.MAX_VALUE, 0) with no unit after them, in the file that holds its last slot (never a new empty
-        one, on which 5.x's correctMinOffset throws): a queue whose every unit the cleanup left dead keeps its
-        max offset so, and the loaded broker's min is what correctMinOffset makes of units below the commitlog
-        (4.9: 0, 5.x: the max), as with the dead units."""
-        start, f, _ = self._last_file((max_offset - 1) * S.CQ_UNIT_SIZE)
-        upto = max_offset * S.CQ_UNIT_SIZE - start
-        f.map[0:upto] = S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0) * (upto // S.CQ_UNIT_SIZE)
-        f.dirty = True
-        self.wrote = upto
-
     def put_run(self, offsets: np.ndarray, sizes: np.ndarray, tags: np.ndarray, first_cq_offset: int) -> bool:
         """put() for units at consecutive queue offsets from `first_cq_offset`, in bulk: only when put() would
         write every one of them as a plain append (the first may still create the queue's first file with
