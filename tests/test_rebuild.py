@@ -41,7 +41,7 @@ from rmqctl import txn
 from rmqctl.views.query import query_offsets
 from rmqctl.maintenance.rebuild import dispatch_records, rebuild_consumequeue, rebuild_index
 from rmqctl.record import Blank, Message, RecordError, encode_record, read_record
-from rmqctl.store import Store
+from rmqctl.store import Store, offset_to_name
 
 
 # -- helpers shared with test_repair ------------------------------------------------------------------------
@@ -859,3 +859,23 @@ def test_rebuild_after_a_cleanup_keeps_the_queues_it_left_dead_and_rocketmq_serv
         assert res.exit_code == 0 and "no record in the commitlog feeds it" not in res.stderr, res.stderr
         assert run("verify", "--store", root, "--broker-config", conf).exit_code == 0
         assert oracle.served(java_oracle, version, root, conf, tmp_path / "after")[:2] == before
+
+
+def test_rebuild_keeps_a_batch_queue_the_cleanup_left_dead(tmp_path, java_oracle):
+    """j-batchcq after the broker's cleanup (its first three commitlog files deleted by hand: rmqctl clean does
+    not write BatchCQ stores) with BatchTopic/7 holding only units whose records went: the rebuild keeps that
+    queue as it was, and RocketMQ 5.3.3 serves it the same min and max before and after."""
+    root = copy_store("j-batchcq", tmp_path)
+    for start in (0, 131072, 262144):
+        (root / "commitlog" / f"{start:020d}").unlink()
+    first = offset_to_name(0)
+    dead = root / "batchconsumequeue" / "BatchTopic" / "7"
+    dead.mkdir()
+    shutil.copyfile(root / "batchconsumequeue" / "BatchTopic" / "0" / first, dead / first)
+    units = (dead / first).read_bytes()
+    conf = broker_conf("j-batchcq")
+    before = oracle.served(java_oracle, 5, root, conf, tmp_path / "before")[0][("BatchTopic", 7)]
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", conf, "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert (dead / first).read_bytes() == units and before[1] > 0
+    assert oracle.served(java_oracle, 5, root, conf, tmp_path / "after")[0][("BatchTopic", 7)] == before

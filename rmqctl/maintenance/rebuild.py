@@ -380,14 +380,14 @@ def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool,
     """The rebuilt BatchConsumeQueues: compared with the live ones, counted against the units dispatched, and
     planned into the swap when they change anything. Returns the count problems."""
     root, file_size = build.dispatcher.batch_root, build.dispatcher.batch_file_size
-    built = set(build.queued_batch)
-    live = {
-        (q.topic, q.queue_id): q.directory for q in batchcq.batch_consume_queues(store) if selected(q.topic, q.queue_id)
-    }
+    queues = batchcq.batch_consume_queues(store)
+    live = {(q.topic, q.queue_id): q.directory for q in queues if selected(q.topic, q.queue_id)}
+    kept = _keep_queues_left_dead(store, queues, set(build.queued_batch), live, root)
+    built = set(build.queued_batch) | kept
     problems, changed = [], False
     for t, q in sorted(built | set(live)):
         d, written = diff_batch_queue(t, q, live.get((t, q)), root / t / str(q) if (t, q) in built else None, file_size)
-        if written != build.queued_batch.get((t, q), 0):
+        if written != build.queued_batch.get((t, q), 0) and (t, q) not in kept:
             problems.append(
                 f"batchconsumequeue {t}/{q}: {written} units written for {build.queued_batch.get((t, q), 0)} "
                 "dispatched records"
@@ -513,7 +513,7 @@ def rebuild_consumequeue(
         live = {
             (cq.topic, cq.queue_id): cq.directory for cq in store.consume_queues() if selected(cq.topic, cq.queue_id)
         }
-        kept = _keep_queues_left_dead(store, set(build.queued), live, root / "consumequeue")
+        kept = _keep_queues_left_dead(store, store.consume_queues(), set(build.queued), live, root / "consumequeue")
         built = set(build.queued) | kept
         result = RebuildResult(
             kind="consumequeue",
@@ -553,30 +553,30 @@ def rebuild_consumequeue(
     return result
 
 
-def _keep_queues_left_dead(store: Store, fed: set, live: dict, staged: Path) -> set:
-    """The queues of `live` no record feeds (`fed`: those that are) whose every unit points below the
-    commitlog's first file, copied as they are into `staged`. The broker's cleanup left them so: a
-    consumequeue file goes only when all of it is dead and never as a queue's last file, which keeps the
-    queue's max offset, where producers go on and inside which consumers' committed offsets stay. Rebuilt
-    from the commitlog they would be gone, and their offsets would restart at 0."""
+def _keep_queues_left_dead(store: Store, queues, fed: set, live: dict, staged: Path) -> set:
+    """The queues of `live` (ConsumeQueues or BatchConsumeQueues, `queues`) no record feeds (`fed`: those that
+    are) whose every unit points below the commitlog's first file, copied as they are into `staged`. The
+    broker's cleanup left them so: a queue file goes only when all of it is dead and never as a queue's last
+    file, which keeps the queue's max offset, where producers go on and inside which consumers' committed
+    offsets stay. Rebuilt from the commitlog they would be gone, and their offsets would restart at 0."""
     min_phy = store.commitlog.min_offset
     kept = set()
-    for cq in store.consume_queues():
-        key = (cq.topic, cq.queue_id)
-        if key in fed or key not in live or not _all_units_below(cq, min_phy):
+    for q in queues:
+        key = (q.topic, q.queue_id)
+        if key in fed or key not in live or not _all_units_below(q, min_phy):
             continue
-        target = staged / cq.topic / str(cq.queue_id)
+        target = staged / q.topic / str(q.queue_id)
         target.mkdir(parents=True)
-        for f in cq.files.files:
+        for f in q.files.files:
             shutil.copyfile(f.path, target / f.name)
         kept.add(key)
     return kept
 
 
-def _all_units_below(cq: ConsumeQueue, min_phy: int) -> bool:
+def _all_units_below(q, min_phy: int) -> bool:
     """Whether the queue has units and its last one (so every one) points below commitlog offset `min_phy`."""
     last = None
-    for _, _, written, arr in cq.units():
+    for *_, written, arr in q.units():  # (ConsumeQueue.units leads with the file's first offset, then the file)
         if written:
             last = int(arr["commitLogOffset"][written - 1])
         if written < len(arr):
