@@ -50,6 +50,12 @@ def cq_unit_valid(commit_log_offset, size):
     return (commit_log_offset >= 0) & (size > 0)
 
 
+def pre_blank(commit_log_offset, size, tags_code):
+    """ConsumeQueue.fillPreBlank's unit (0, Integer.MAX_VALUE, 0), written before a queue's first unit in its
+    first file: valid to recover, yet no entry (no record). Element by element on numpy arrays."""
+    return (commit_log_offset == 0) & (size == S.PRE_BLANK_SIZE) & (tags_code == 0)
+
+
 def written_units(units) -> int:
     """How many units of a consumequeue file (a numpy array of schema.CQ_DTYPE) ConsumeQueue.recover
     accepts: those before the first that is not valid."""

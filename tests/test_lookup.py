@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
+from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.views.msgid import decode_ids
 from rmqctl.views.query import query_key, query_offsets
@@ -171,6 +172,19 @@ def test_locate_outside_the_data_says_so_with_exit_1():
     assert res.exit_code == 1
     assert res.stderr == "rmqctl: TopicTest/0 queue offset 500: outside the queue's written units\n"
     assert run("locate", 2580535, *store).exit_code == 0  # the last record's last byte
+
+
+def test_locate_a_pre_blank_unit_names_it_with_exit_1(tmp_path):
+    """A queue whose first file holds fillPreBlank's units before its first unit (a queue rebuilt or converted
+    after a cleanup): such a unit is no record (neither a written message nor one the cleanup deleted)."""
+    root = copy_store("a-basic", tmp_path)
+    patch(root / "consumequeue" / "TopicTest" / "0" / f"{0:020d}", 0, S.CQ_UNIT.pack(0, S.PRE_BLANK_SIZE, 0))
+    res = run("locate", 0, "--topic", "TopicTest", "--store", root, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 1 and jsonl(res.stdout)[0]["preBlank"] is True
+    assert res.stderr == (
+        "rmqctl: TopicTest/0 queue offset 0: a pre-blank unit (fillPreBlank's, before the queue's first unit): "
+        "no record\n"
+    )
 
 
 def test_info_summarises_the_crashed_store():

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import CONSUMEQUEUE, Findings
-from ..rules import cq_unit_valid, lite_topic
+from ..rules import cq_unit_valid, lite_topic, pre_blank
 from ..store import ConsumeQueue
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
@@ -64,7 +64,7 @@ class QueueSummary:
                 valid = cq_unit_valid(off, sz)
                 if valid.any():
                     last_valid = first + int(np.flatnonzero(valid)[-1])
-                pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
+                pre = pre_blank(off, sz, tags)
                 if lead is None and not pre.all():
                     lead = first + int(np.argmin(pre))
                 f.release()
@@ -82,7 +82,7 @@ class QueueSummary:
     def real(self, fu: FileUnits, off, sz, tags, a: int = 0):
         """Units a..a+len of file `fu` that are entries: valid, not pre-blank, before the end of the written."""
         p = fu.first + a + np.arange(len(off))
-        return cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
+        return cq_unit_valid(off, sz) & ~(pre_blank(off, sz, tags)) & (p < self.end_at)
 
     def check(self, run: Context, size: int) -> Findings:
         """File findings, holes and stale units (in the order of the whole-store check), and per file what
@@ -98,7 +98,7 @@ class QueueSummary:
             off, sz, tags = self._columns(fu.k)
             p = fu.first + np.arange(fu.n)
             valid = cq_unit_valid(off, sz)
-            pre = (off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)
+            pre = pre_blank(off, sz, tags)
             hole = (p < self.end_at) & (~valid | (pre & (p >= self.lead)))
             if hole.any():
                 holes += int(hole.sum())
@@ -180,9 +180,7 @@ class QueueSummary:
             arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)[i]
             off, sz, tags = (arr[c].astype(np.int64) for c in ("commitLogOffset", "size", "tagsCode"))
             p = fu.first + i
-            have[a:b] |= (
-                cq_unit_valid(off, sz) & ~((off == 0) & (sz == S.PRE_BLANK_SIZE) & (tags == 0)) & (p < self.end_at)
-            )
+            have[a:b] |= cq_unit_valid(off, sz) & ~(pre_blank(off, sz, tags)) & (p < self.end_at)
         return have
 
     @property

@@ -22,9 +22,8 @@ from .. import rocksdbcq as R
 from ..budget import DEFAULT_MEMORY
 from ..errors import StoreError, UsageError
 from ..rocksdb import NewDB, ReadOnlyDB
-from ..rules import cq_unit_valid
+from ..rules import cq_unit_valid, pre_blank
 from ..store import ConsumeQueue, Store, store_times
-from .. import schema as S
 from ..parts import FILE_STORE, ROCKSDB_STORE
 from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
 from .staging import writing
@@ -104,7 +103,7 @@ def _entries(cq: ConsumeQueue):
     for first, f, written, arr in cq.units():
         units = arr[:written]
         off, size = units["commitLogOffset"].astype(np.int64), units["size"].astype(np.int64)
-        keep = cq_unit_valid(off, size) & ~((off == 0) & (size == S.PRE_BLANK_SIZE))
+        keep = cq_unit_valid(off, size) & ~pre_blank(off, size, units["tagsCode"])
         if keep.any():
             yield (first + np.flatnonzero(keep)).astype(np.int64), units[keep]
         f.release()

@@ -16,7 +16,7 @@ from .. import schema as S
 from ..engine import decode_records, ordered_map, walk_files
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
-from ..rules import index_slot, queue_kind
+from ..rules import index_slot, pre_blank, queue_kind
 from ..live import head_moved
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
@@ -141,7 +141,7 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
             "size": size,
             "tagsCode": tags,
         }
-        if size == S.PRE_BLANK_SIZE and off == 0:
+        if pre_blank(off, size, tags):
             row["preBlank"] = True
         elif resolve:
             row.update(resolve_entry(store, topic, queue_id, qoff, off, size))
@@ -383,8 +383,12 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
             if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
                 off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
                 out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
+                if pre_blank(off, sz, tags):
+                    out["preBlank"] = True
         if not out.get("written"):
             out["nothingThere"] = "outside the queue's written units"
+        elif out.get("preBlank"):
+            out["nothingThere"] = "a pre-blank unit (fillPreBlank's, before the queue's first unit): no record"
         elif store.expired(out["commitLogOffset"]):
             _expired_unit(store, out, cq.loaded_range(store.commitlog.min_offset, store.version.major)[0])
         return out
