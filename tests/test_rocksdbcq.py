@@ -895,6 +895,24 @@ def test_convert_to_file_after_a_cleanup_keeps_every_queue_and_rocketmq_reads_th
         assert oracle_queues(java_oracle, root, files, tmp_path / "files") == before
 
 
+@pytest.mark.tmpfs
+def test_rebuild_of_a_rocksdb_queue_after_a_cleanup_keeps_the_queues_it_left_dead(tmp_path, java_oracle):
+    """The example store after a cleanup that left OrderTopic/0 and TopicTest/0 without a live unit, its queues
+    in RocksDB: a rebuild from the commitlog keeps those two queues (no record feeds them), so RocketMQ 5.3.3
+    reads the same queues, min and max offsets and messages before and after."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("example", mnt, 1)
+        rocks = tmp_path / "rocks.conf"
+        rocks.write_text(conf.read_text() + "\nstoreType=defaultRocksDB\n")
+        res = run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", conf)
+        assert res.exit_code == 0, res.stderr
+        before = oracle_queues(java_oracle, root, rocks, tmp_path / "before")
+        assert {("OrderTopic", 0, 4, 4), ("TopicTest", 0, 6, 6)} <= set(before[0])
+        res = run("rebuild", "consumequeue", "--store", root, "--broker-config", rocks, "--no-backup")
+        assert res.exit_code == 0, res.stderr
+        assert oracle_queues(java_oracle, root, rocks, tmp_path / "after") == before
+
+
 def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):
     root = copy_store(V5, tmp_path)
     before = tree(root)

@@ -32,9 +32,12 @@ from .writers import ConsumeQueueWriter
 ROCKS_QUEUE_KINDS = frozenset({"consumequeue"})  # the part this writer writes when it is a RocksDB queue
 
 
-def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int) -> dict:
+def write_rocks_queue(
+    store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int, kept: list | None = None
+) -> dict:
     """A new RocksDB consume queue in `directory` holding every entry of the file `queues` (pre-blank and
-    invalid units are not entries), with the dispatch checkpoint; returns {(topic, queueId): units}.
+    invalid units are not entries), with the dispatch checkpoint, and the `kept` queues of the live RocksDB
+    queue (RocksQueues: _left_dead) copied as they are; returns {(topic, queueId): units}.
 
     Units whose record lies below the commitlog's min offset (the broker's cleanup deleted it; the file queue
     keeps them until its whole file goes) are dead: the broker serves none of them and its compaction filter
@@ -70,16 +73,7 @@ def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path,
                         "time cannot be read (run `rmqctl verify`, then rebuild the queue)",
                         cq.directory,
                     )
-                prefix = R.queue_prefix(cq.topic, cq.queue_id)
-                keys = qoffs.astype(">i8").tobytes()
-                raw = values.tobytes()
-                db.put(
-                    R.UNIT_CF,
-                    (
-                        (prefix + keys[i * 8 : i * 8 + 8], raw[i * R.UNIT_VALUE_SIZE : (i + 1) * R.UNIT_VALUE_SIZE])
-                        for i in range(len(qoffs))
-                    ),
-                )
+                _put_units(db, cq.topic, cq.queue_id, qoffs, values)
                 first = first or (int(units["commitLogOffset"][0]), int(qoffs[0]))
                 count += len(qoffs)
             if last is not None:
@@ -92,10 +86,46 @@ def write_rocks_queue(store: Store, queues: list[ConsumeQueue], directory: Path,
                     ],
                 )
                 written[(cq.topic, cq.queue_id)] = count
+        for q in kept or ():
+            written[(q.topic, q.queue_id)] = _copy_queue(store.rocks_queues, q, db)
         db.put(R.OFFSET_CF, [(R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(checkpoint))])
     finally:
         db.finish()
     return written
+
+
+def _put_units(db: NewDB, topic: str, queue_id: int, qoffs: np.ndarray, values: np.ndarray):
+    """The units (R.UNIT_VALUE) at queue offsets `qoffs` of one queue, into the unit column family."""
+    prefix = R.queue_prefix(topic, queue_id)
+    keys, raw, size = qoffs.astype(">i8").tobytes(), values.tobytes(), R.UNIT_VALUE_SIZE
+    db.put(R.UNIT_CF, ((prefix + keys[i * 8 : i * 8 + 8], raw[i * size : (i + 1) * size]) for i in range(len(qoffs))))
+
+
+def _left_dead(store: Store, fed: set) -> list:
+    """The live RocksDB queue's queues no record feeds (`fed`: those that are) whose max entry lies below the
+    commitlog: the broker's cleanup left them so (their units until its compaction drops them, their max for
+    good, where producers go on and inside which consumers' committed offsets stay). A rebuild from the
+    commitlog alone would lose them and their offsets would restart at 0. None when the live queue cannot be
+    read (it is replaced whole, and said so)."""
+    min_phy = store.commitlog.min_offset
+    try:
+        queues = store.rocks_queues.queues()
+    except StoreError:
+        return []
+    return [
+        q for q in queues if (q.topic, q.queue_id) not in fed and q.max_entry is not None and q.max_entry[0] < min_phy
+    ]
+
+
+def _copy_queue(rocks, q, db: NewDB) -> int:
+    """One queue of the live RocksDB queue `rocks`, its units and offset entries, into `db`; returns its units."""
+    count = 0
+    for qoffs, units in rocks.units(q.topic, q.queue_id):
+        _put_units(db, q.topic, q.queue_id, qoffs, units)
+        count += len(qoffs)
+    entries = [(R.MAX, q.max_entry)] + ([(R.MIN, q.min_entry)] if q.min_entry is not None else [])
+    db.put(R.OFFSET_CF, [(R.offset_key(q.topic, kind, q.queue_id), R.OFFSET_VALUE.pack(*e)) for kind, e in entries])
+    return count
 
 
 def _entries(cq: ConsumeQueue):
@@ -137,7 +167,7 @@ def rebuild_rocks_queue(
         size = store.consumequeue_file_size
         queues = [ConsumeQueue(t, q, files / t / str(q), size) for t, q in sorted(build.queued)]
         staged = root / "consumequeue"
-        written = write_rocks_queue(store, queues, staged, _reput_end(queues))
+        written = write_rocks_queue(store, queues, staged, _reput_end(queues), _left_dead(store, set(build.queued)))
         shutil.rmtree(root / "files")
         result = RebuildResult(
             kind="consumequeue",
