@@ -331,6 +331,24 @@ def test_consumequeue_missing_entries_the_broker_never_redoes(store_copy):
     assert "will not dispatch them again" in found[0]["detail"]
 
 
+@pytest.mark.parametrize("deleted", [True, False])
+def test_a_deleted_topics_records_are_not_lost_messages(store_copy, deleted):
+    """mqadmin deleteTopic takes the topic out of topics.json and removes its queues; its records stay in the
+    commitlog until the cleanup deletes their files. Their missing units are no loss (info), unless the broker
+    still has the topic (error), or its next start dispatches them again (4.9.7's reput from the queues' max:
+    the records past the other queues' end, a warning either way)."""
+    root = store_copy("a-basic")
+    shutil.rmtree(root / "consumequeue" / "OrderTopic")
+    kept = {"BenchTopic-7", "TopicTest", "SCHEDULE_TOPIC_XXXX"} | (set() if deleted else {"OrderTopic"})
+    table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in sorted(kept)}
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
+    code, found = findings("a-basic", root)
+    lost = "info" if deleted else "error"
+    assert code == 1 and sorted(x["severity"] for x in found) == sorted([lost] * 4 + ["warning"])
+    said = "OrderTopic is not among the broker's topics (topics.json): deleted, its queues removed"
+    assert all((said in x["detail"]) == (x["severity"] == "info") for x in found)
+
+
 def test_index_chain_turned_into_a_loop(store_copy):
     root = store_copy("a-basic")
     store = open_store("a-basic", root)

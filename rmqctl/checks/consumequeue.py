@@ -436,9 +436,13 @@ class _MissingEntries:
                 f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
                 f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})"
             )
+            deleted = not later and run.deleted_topic(key[0])
             detail += (
                 "; the broker dispatches them again at its next start (they are past where its reput resumes)"
                 if later
+                else f"; {key[0]} is not among the broker's topics (topics.json): deleted, its queues removed, "
+                "its records left in the commitlog until the cleanup deletes their files"
+                if deleted
                 else "; the broker will not dispatch them again: consumers never see them"
             )
             # a RocksDB queue behind its commitlog is its normal state after a crash, not damage
@@ -446,7 +450,7 @@ class _MissingEntries:
             found.add(
                 CONSUMEQUEUE,
                 "cq-missing-entries",
-                later_severity if later else "error",
+                later_severity if later else "info" if deleted else "error",
                 directory,
                 None,
                 int(omin),
