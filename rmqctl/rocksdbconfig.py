@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .configfiles import ConfigFile, ConfigText, config_dir, parse_fastjson, read_config
+from .configfiles import ConfigFile, ConfigText, config_dir, parse_fastjson, read_config, topic_names
 from .errors import StoreError
 from .parts import ROCKSDB_STORE
 from .rocksdb import ReadOnlyDB
@@ -226,6 +226,16 @@ def broker_config(store, name: str) -> ConfigFile:
     if kept_in_rocksdb(store, name):
         return load(store.root, store.config, KINDS[name]).config_file()
     return read_config(store.root, name)
+
+
+def configured_topics(store) -> frozenset[str] | None:
+    """The topics the broker has (topics.json's topicConfigTable, or its RocksDB table); None where the store
+    keeps none or it cannot be read: then no topic counts as deleted (rules.deleted_topic)."""
+    try:
+        names = topic_names(broker_config(store, "topics.json").document)
+    except StoreError:
+        return None
+    return frozenset(names) if names is not None else None
 
 
 def describe(store) -> list[dict]:

@@ -190,6 +190,13 @@ def queue_kind(topic: str, batch_topics=frozenset()) -> str:
     return "BatchCQ" if topic in batch_topics else "topic"
 
 
+def deleted_topic(topic: str, configured: frozenset | None) -> bool:
+    """Whether `topic` was deleted (mqadmin deleteTopic: out of the broker's topics, `configured`, its queues
+    removed, its records left in the commitlog until the cleanup deletes their files). Unknown (None) topics
+    delete nothing; LMQ queues are never among them."""
+    return configured is not None and topic not in configured and not topic.startswith(LMQ_PREFIX)
+
+
 def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:
     """The queueId of a multi-dispatch queue: 0 for a %LMQ% queue with LMQ on, else the record's."""
     return 0 if enable_lmq and name.startswith(LMQ_PREFIX) else queue_id

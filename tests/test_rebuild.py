@@ -4,6 +4,7 @@ moment (the old or the new state, never a mix)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -879,3 +880,16 @@ def test_rebuild_keeps_a_batch_queue_the_cleanup_left_dead(tmp_path, java_oracle
     assert res.exit_code == 0, res.stderr
     assert (dead / first).read_bytes() == units and before[1] > 0
     assert oracle.served(java_oracle, 5, root, conf, tmp_path / "after")[0][("BatchTopic", 7)] == before
+
+
+def test_rebuild_says_it_brings_back_a_deleted_topics_queues(tmp_path):
+    """A topic deleted (out of topics.json, its queues removed) whose records are still in the commitlog: the
+    rebuild dispatches them as the broker would and says, per queue, that it brings a deleted topic back."""
+    root = copy_store("a-basic", tmp_path)
+    shutil.rmtree(root / "consumequeue" / "OrderTopic")
+    table = {t: {"topicName": t} for t in ("BenchTopic-7", "TopicTest", "SCHEDULE_TOPIC_XXXX")}
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"), "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    said = [line for line in res.stderr.splitlines() if "is not among the broker's topics" in line]
+    assert [line.split(":")[2].strip() for line in said] == [f"consumequeue OrderTopic/{q}" for q in range(4)]

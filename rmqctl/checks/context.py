@@ -17,14 +17,12 @@ import numpy as np
 
 from .. import schema as S
 from ..batchcq import batch_topics
-from ..configfiles import topic_names
-from ..errors import StoreError
 from ..config import BrokerConfig
 from ..findings import Damage
 from ..live import bounded_end
 from ..recovery import QueuesEnd, recovery_start
-from ..rocksdbconfig import broker_config
-from ..rules import LMQ_PREFIX
+from ..rocksdbconfig import configured_topics
+from ..rules import deleted_topic
 from ..store import Store, offset_to_name
 
 
@@ -127,19 +125,10 @@ class Context:
 
     @cached_property
     def configured_topics(self) -> frozenset[str] | None:
-        """The topics the broker has (topics.json's topicConfigTable, or its RocksDB table); None where the store
-        keeps none or it cannot be read: then no topic counts as deleted."""
-        try:
-            names = topic_names(broker_config(self.store, "topics.json").document)
-        except StoreError:
-            return None
-        return frozenset(names) if names is not None else None
+        return configured_topics(self.store)
 
     def deleted_topic(self, topic: str) -> bool:
-        """Whether `topic` was deleted (mqadmin deleteTopic: out of the broker's topics, its queues removed, its
-        records left in the commitlog until the cleanup deletes their files). LMQ queues are never in topics.json."""
-        known = self.configured_topics
-        return known is not None and topic not in known and not topic.startswith(LMQ_PREFIX)
+        return deleted_topic(topic, self.configured_topics)
 
     @cached_property
     def batch_topics(self) -> frozenset[str]:

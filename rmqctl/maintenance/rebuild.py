@@ -36,7 +36,8 @@ from ..errors import StoreError, UsageError, where
 from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
-from ..rules import written_units
+from ..rocksdbconfig import configured_topics
+from ..rules import deleted_topic, written_units
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import (
@@ -524,7 +525,8 @@ def rebuild_consumequeue(
             warnings=build.warnings,
             interrupted=interrupted,
         )
-        problems = _compare_queues(build, kept, live, root / "consumequeue", file_size, result)
+        topics = configured_topics(store)
+        problems = _compare_queues(build, kept, live, root / "consumequeue", file_size, topics, result)
         queues_changed = bool(result.queues)
         problems += _stage_batch_queues(store, txn, build, selected, subset, result)
         if problems:
@@ -584,9 +586,12 @@ def _all_units_below(q, min_phy: int) -> bool:
     return last is not None and last < min_phy
 
 
-def _compare_queues(build, kept: set, live: dict, staged: Path, file_size: int, result: RebuildResult) -> list[str]:
+def _compare_queues(
+    build, kept: set, live: dict, staged: Path, file_size: int, topics, result: RebuildResult
+) -> list[str]:
     """Each rebuilt queue (staged under `staged`) against the store's (`live`) into `result`: what changed, and a
-    warning for a queue no record feeds any more (unless `kept`: left dead by the cleanup, copied as it was).
+    warning for a queue no record feeds any more (unless `kept`: left dead by the cleanup, copied as it was) and
+    for one of a deleted topic (not among the broker's `topics`) that the rebuild brings back.
     Returns the problems: a queue whose units written are not the messages dispatched to it."""
     built = set(build.queued) | kept
     skipped = Counter(q for status, q, _, _ in build.dispatcher.events if status in ("duplicate", "already-built"))
@@ -605,6 +610,11 @@ def _compare_queues(build, kept: set, live: dict, staged: Path, file_size: int, 
             result.warnings.append(
                 f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
                 "it is removed (its queue offsets restart when it is next written)"
+            )
+        elif (t, q) not in live and deleted_topic(t, topics):
+            result.warnings.append(
+                f"consumequeue {t}/{q}: {t} is not among the broker's topics (topics.json: deleted); its records "
+                "still in the commitlog bring its queue back, as the broker's own dispatch of them would"
             )
     return problems
 
