@@ -190,11 +190,37 @@ def queue_kind(topic: str, batch_topics=frozenset()) -> str:
     return "BatchCQ" if topic in batch_topics else "topic"
 
 
-def deleted_topic(topic: str, configured: frozenset | None) -> bool:
-    """Whether `topic` was deleted (mqadmin deleteTopic: out of the broker's topics, `configured`, its queues
-    removed, its records left in the commitlog until the cleanup deletes their files). Unknown (None) topics
-    delete nothing; LMQ queues are never among them."""
-    return configured is not None and topic not in configured and not topic.startswith(LMQ_PREFIX)
+# TopicValidator.SYSTEM_TOPIC_SET, and the prefixes of topics a broker may write with no topic config (or with one
+# made later: the transaction op topic never gets one in 4.9.7, the half topic only at the first check)
+SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+        "CHECKPOINT_TOPIC",
+    }
+)
+UNCONFIGURED_PREFIXES = ("rmq_sys_", "%RETRY%", "%DLQ%", LMQ_PREFIX)
+
+
+def deleted_topic(topic: str, configured: frozenset | None, present: set) -> bool:
+    """Whether `topic` was deleted (mqadmin deleteTopic: out of the broker's topics, `configured`, every queue of
+    it removed, its records left in the commitlog until the cleanup deletes their files): not when the topics
+    are unknown (None), when a queue of it is still there (`present`: the topics with a queue), nor for a system,
+    retry, DLQ or LMQ topic, which a broker writes without a topic config of its own."""
+    return (
+        configured is not None
+        and topic not in configured
+        and topic not in present
+        and topic not in SYSTEM_TOPICS
+        and not topic.startswith(UNCONFIGURED_PREFIXES)
+    )
 
 
 def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:

@@ -349,6 +349,28 @@ def test_a_deleted_topics_records_are_not_lost_messages(store_copy, deleted):
     assert all((said in x["detail"]) == (x["severity"] == "info") for x in found)
 
 
+@pytest.mark.parametrize(
+    "name, removed",
+    [
+        ("a-basic", "OrderTopic/1"),  # a queue of a topic whose other queues are there: not deleted
+        ("b-mixed", "RMQ_SYS_TRANS_OP_HALF_TOPIC"),  # 4.9.7 writes the op topic without ever configuring it
+    ],
+)
+def test_a_topic_missing_from_topics_json_is_not_deleted_while_the_broker_writes_it(store_copy, name, removed):
+    """Out of topics.json yet not deleted: a topic with a queue still on disk (deleteTopic removes them all), or
+    a system topic the broker writes with no topic config: its missing units stay errors."""
+    root = store_copy(name)
+    shutil.rmtree(root / "consumequeue" / removed)
+    topic = removed.split("/")[0]
+    kept = {p.name for p in (root / "consumequeue").iterdir()} - {topic}
+    table = {t: {"topicName": t} for t in sorted(kept)}
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
+    code, found = findings(name, root)
+    lost = [x for x in found if x["kind"] == "cq-missing-entries" and x["detail"].startswith(topic)]
+    assert code == 1 and lost and {x["severity"] for x in lost} <= {"error", "warning"}
+    assert "error" in {x["severity"] for x in lost}
+
+
 def test_index_chain_turned_into_a_loop(store_copy):
     root = store_copy("a-basic")
     store = open_store("a-basic", root)

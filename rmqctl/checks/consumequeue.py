@@ -421,6 +421,7 @@ class _MissingEntries:
 
     def finish(self, queues: dict) -> Findings:
         run, found = self.run, Findings()
+        present = {topic for topic, _ in queues}
         for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.tally.items():
             q = queues.get(key)
             queue = f"{key[0]}/{key[1]}"
@@ -436,7 +437,7 @@ class _MissingEntries:
                 f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
                 f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})"
             )
-            deleted = not later and run.deleted_topic(key[0])
+            deleted = not later and run.deleted_topic(key[0], present)
             detail += (
                 "; the broker dispatches them again at its next start (they are past where its reput resumes)"
                 if later

@@ -127,8 +127,8 @@ class Context:
     def configured_topics(self) -> frozenset[str] | None:
         return configured_topics(self.store)
 
-    def deleted_topic(self, topic: str) -> bool:
-        return deleted_topic(topic, self.configured_topics)
+    def deleted_topic(self, topic: str, present: set) -> bool:
+        return deleted_topic(topic, self.configured_topics, present)
 
     @cached_property
     def batch_topics(self) -> frozenset[str]:

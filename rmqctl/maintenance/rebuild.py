@@ -611,7 +611,7 @@ def _compare_queues(
                 f"consumequeue {t}/{q}: no record in the commitlog feeds it any more; "
                 "it is removed (its queue offsets restart when it is next written)"
             )
-        elif (t, q) not in live and deleted_topic(t, topics):
+        elif (t, q) not in live and deleted_topic(t, topics, {topic for topic, _ in live}):
             result.warnings.append(
                 f"consumequeue {t}/{q}: {t} is not among the broker's topics (topics.json: deleted); its records "
                 "still in the commitlog bring its queue back, as the broker's own dispatch of them would"
