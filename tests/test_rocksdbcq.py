@@ -913,6 +913,23 @@ def test_rebuild_of_a_rocksdb_queue_after_a_cleanup_keeps_the_queues_it_left_dea
         assert oracle_queues(java_oracle, root, rocks, tmp_path / "after") == before
 
 
+@pytest.mark.tmpfs
+def test_rebuild_of_an_unreadable_rocksdb_queue_says_the_dead_queues_restart(tmp_path):
+    """The same store with its RocksDB queue unreadable (CURRENT gone): the rebuild is the repair, and it says
+    that the queues the cleanup left without a record, known only to the old database, restart at 0."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("example", mnt, 1)
+        rocks = tmp_path / "rocks.conf"
+        rocks.write_text(conf.read_text() + "\nstoreType=defaultRocksDB\n")
+        assert (
+            run("convert", "consumequeue", "--to", "rocksdb", "--store", root, "--broker-config", conf).exit_code == 0
+        )
+        (root / "consumequeue" / "CURRENT").unlink()
+        res = run("rebuild", "consumequeue", "--store", root, "--broker-config", rocks, "--no-backup")
+        assert res.exit_code == 0, res.stderr
+        assert "cannot be kept, and restarts at queue offset 0" in res.stderr
+
+
 def test_convert_dry_run_writes_nothing_and_refuses_the_wrong_way(tmp_path):
     root = copy_store(V5, tmp_path)
     before = tree(root)

@@ -36,8 +36,8 @@ def write_rocks_queue(
     store: Store, queues: list[ConsumeQueue], directory: Path, checkpoint: int, kept: list | None = None
 ) -> dict:
     """A new RocksDB consume queue in `directory` holding every entry of the file `queues` (pre-blank and
-    invalid units are not entries), with the dispatch checkpoint, and the `kept` queues of the live RocksDB
-    queue (RocksQueues: _left_dead) copied as they are; returns {(topic, queueId): units}.
+    invalid units are not entries), with the dispatch checkpoint, and the offset entries of the `kept` queues of
+    the live RocksDB queue (RocksQueues: _left_dead); returns {(topic, queueId): units}.
 
     Units whose record lies below the commitlog's min offset (the broker's cleanup deleted it; the file queue
     keeps them until its whole file goes) are dead: the broker serves none of them and its compaction filter
@@ -87,7 +87,7 @@ def write_rocks_queue(
                 )
                 written[(cq.topic, cq.queue_id)] = count
         for q in kept or ():
-            written[(q.topic, q.queue_id)] = _copy_queue(store.rocks_queues, q, db)
+            written[(q.topic, q.queue_id)] = _copy_queue(q, db)
         db.put(R.OFFSET_CF, [(R.offset_key(R.CHECKPOINT_TOPIC, R.MAX, 0), R.INT64.pack(checkpoint))])
     finally:
         db.finish()
@@ -101,31 +101,31 @@ def _put_units(db: NewDB, topic: str, queue_id: int, qoffs: np.ndarray, values: 
     db.put(R.UNIT_CF, ((prefix + keys[i * 8 : i * 8 + 8], raw[i * size : (i + 1) * size]) for i in range(len(qoffs))))
 
 
-def _left_dead(store: Store, fed: set) -> list:
+def _left_dead(store: Store, fed: set, warnings: list) -> list:
     """The live RocksDB queue's queues no record feeds (`fed`: those that are) whose max entry lies below the
-    commitlog: the broker's cleanup left them so (their units until its compaction drops them, their max for
-    good, where producers go on and inside which consumers' committed offsets stay). A rebuild from the
-    commitlog alone would lose them and their offsets would restart at 0. None when the live queue cannot be
-    read (it is replaced whole, and said so)."""
+    commitlog: the broker's cleanup left them so (their max for good, where producers go on and inside which
+    consumers' committed offsets stay). A rebuild from the commitlog alone would lose them and their offsets
+    would restart at 0. When the live queue cannot be read, `warnings` says that this may happen."""
     min_phy = store.commitlog.min_offset
     try:
         queues = store.rocks_queues.queues()
-    except StoreError:
+    except StoreError as e:
+        warnings.append(
+            f"the live RocksDB consume queue cannot be read ({e}): a queue the cleanup left without a record "
+            "(its max offset in the old database alone) cannot be kept, and restarts at queue offset 0"
+        )
         return []
     return [
         q for q in queues if (q.topic, q.queue_id) not in fed and q.max_entry is not None and q.max_entry[0] < min_phy
     ]
 
 
-def _copy_queue(rocks, q, db: NewDB) -> int:
-    """One queue of the live RocksDB queue `rocks`, its units and offset entries, into `db`; returns its units."""
-    count = 0
-    for qoffs, units in rocks.units(q.topic, q.queue_id):
-        _put_units(db, q.topic, q.queue_id, qoffs, units)
-        count += len(qoffs)
+def _copy_queue(q, db: NewDB) -> int:
+    """A dead queue's offset entries into `db`, not its units: the broker serves none of them, its compaction
+    filter drops them, and a unit damaged there cannot stop the rebuild. Returns 0 (units written)."""
     entries = [(R.MAX, q.max_entry)] + ([(R.MIN, q.min_entry)] if q.min_entry is not None else [])
     db.put(R.OFFSET_CF, [(R.offset_key(q.topic, kind, q.queue_id), R.OFFSET_VALUE.pack(*e)) for kind, e in entries])
-    return count
+    return 0
 
 
 def _entries(cq: ConsumeQueue):
@@ -167,7 +167,8 @@ def rebuild_rocks_queue(
         size = store.consumequeue_file_size
         queues = [ConsumeQueue(t, q, files / t / str(q), size) for t, q in sorted(build.queued)]
         staged = root / "consumequeue"
-        written = write_rocks_queue(store, queues, staged, _reput_end(queues), _left_dead(store, set(build.queued)))
+        kept = _left_dead(store, set(build.queued), build.warnings)
+        written = write_rocks_queue(store, queues, staged, _reput_end(queues), kept)
         shutil.rmtree(root / "files")
         result = RebuildResult(
             kind="consumequeue",
