@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, truth
+from conftest import broker_conf, copy_store, held_lock, jsonl, patch, run, tmpfs_at, truth
 from rmqctl import schema as S
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
@@ -34,9 +34,15 @@ PROGRESS = re.compile(r"deletedCl=(\d+)")
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory, java_oracle):
-    """A running live-broker.sh, returned once it has deleted its first expired file (its progress lines
-    say so); stopped cleanly through DIR/STOP by the test that wants it stopped, killed at the end otherwise."""
-    home = tmp_path_factory.mktemp("live")
+    """A running live-broker.sh on a near-empty tmpfs (its cleaner goes by age, not by how full this machine's
+    disk is: above diskSpaceWarningLevelRatio it deletes files its flush has not reached and never reports),
+    returned once it has deleted its first expired file (its progress lines say so); stopped cleanly through
+    DIR/STOP by the test that wants it stopped, killed at the end otherwise."""
+    with tmpfs_at(tmp_path_factory.mktemp("live") / "mnt", "512m") as home:
+        yield from _running_broker(home, java_oracle)
+
+
+def _running_broker(home: Path, java_oracle: Path):
     proc = subprocess.Popen(
         [str(java_oracle / "live-broker.sh"), str(home), "600", str(RATE), str(RESERVED_MS), str(MANUAL_S)],
         stdout=subprocess.PIPE,
