@@ -19,6 +19,7 @@ from .configfiles import batch_cq_topics
 from .dispatch import batch_unit
 from .errors import StoreError
 from .record import Message
+from .rules import record_expired
 from .rocksdbconfig import broker_config
 from .store import MappedFile, MappedFileQueue, Store, settle_file_size
 
@@ -89,7 +90,7 @@ class BatchConsumeQueue:
         for f, written, arr in self.units():
             if written:
                 if lo is None:
-                    live = np.flatnonzero(arr["commitLogOffset"][:written] >= self.min_phy)
+                    live = np.flatnonzero(~record_expired(arr["commitLogOffset"][:written], self.min_phy))
                     dead = int(live[0]) if len(live) else written  # the leading units below the min
                     lo = int(arr[dead - 1]["msgBaseOffset"]) + int(arr[dead - 1]["batchSize"]) if dead else None
                     lo = int(arr[0]["msgBaseOffset"]) if lo is None else lo

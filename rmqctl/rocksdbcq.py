@@ -18,6 +18,7 @@ import numpy as np
 
 from .errors import StoreError
 from .rocksdb import ReadOnlyDB, compression, rocksdict
+from .rules import record_expired
 
 UNIT_CF, OFFSET_CF = "default", "offset"
 CTRL_0, CTRL_1, CTRL_2 = b"\x00", b"\x01", b"\x02"
@@ -140,15 +141,15 @@ class RocksConsumeQueues:
     def min_offset(self, q: RocksQueue, min_phy: int) -> int:
         """getMinCqOffset without its writes: the min entry while it points into the commitlog, else the first
         unit at or past the commitlog's min offset (correctMinCqOffset's search)."""
-        if q.min_entry is not None and q.min_entry[0] >= min_phy:
+        if q.min_entry is not None and not record_expired(q.min_entry[0], min_phy):
             return q.min_entry[1]
         if q.max_entry is None:
             return 0
-        if q.max_entry[0] < min_phy:
+        if record_expired(q.max_entry[0], min_phy):
             return q.max_entry[1] + 1
         start = q.min_entry[1] if q.min_entry is not None else 0
         for qoffs, units in self.units(q.topic, q.queue_id, start, q.max_entry[1] + 1):
-            at = np.flatnonzero(units["commitLogOffset"] >= min_phy)
+            at = np.flatnonzero(~record_expired(units["commitLogOffset"], min_phy))
             if len(at):
                 return int(qoffs[at[0]])
         return start

@@ -50,6 +50,15 @@ def cq_unit_valid(commit_log_offset, size):
     return (commit_log_offset >= 0) & (size > 0)
 
 
+def record_expired(commit_log_offset, min_phy):
+    """A unit or index entry whose commitLogOffset lies below the commitlog's min offset `min_phy` names a record
+    the cleanup deleted: ConsumeQueue.correctMinOffset moves a queue's min past it (it keeps the first unit with
+    offsetPy >= the min), DefaultMessageStore.getMessage finds no file for it (MESSAGE_WAS_REMOVING, then
+    rollNextFile), CommitLog.pickupStoreTimestamp answers -1 and the RocksDB queue's compaction filter drops it.
+    The broker serves such a unit as expired, not as damage. Element by element on numpy arrays (negate with ~)."""
+    return commit_log_offset < min_phy
+
+
 def pre_blank(commit_log_offset, size, tags_code):
     """ConsumeQueue.fillPreBlank's unit (0, Integer.MAX_VALUE, 0), written before a queue's first unit in its
     first file: valid to recover, yet no entry (no record). Element by element on numpy arrays."""
@@ -78,13 +87,13 @@ def corrected_min_logic(
     binary search of the first file from the previous minimum (the broker's loop, quirks included)."""
     unit = S.CQ_UNIT_SIZE
     if version == 4:
-        hits = (first_offsets >= min_phy).nonzero()[0]  # a numpy array of the file's commitLogOffsets
+        hits = (~record_expired(first_offsets, min_phy)).nonzero()[0]  # a numpy array of the file's commitLogOffsets
         return first_start + int(hits[0]) * unit if len(hits) else min_logic
     if min_logic >= last_end:
         return min_logic
     if last_offset is None:
         raise CorrectMinOffsetFailed("correctMinOffset reads position -20 of the empty last file")
-    if last_offset < min_phy:
+    if record_expired(last_offset, min_phy):
         return last_end
     start, intact = min_logic - first_start, True
     if start < 0:
@@ -92,7 +101,7 @@ def corrected_min_logic(
     if start >= len(first_offsets) * unit:
         return min_logic  # the broker logs an inconsistency (or selectMappedBuffer returns null) and leaves it
     region = first_offsets[start // unit :]
-    if intact and int(region[0]) >= min_phy:
+    if intact and not record_expired(int(region[0]), min_phy):
         return min_logic
     low, high = 0, (len(region) - 1) * unit
     while high - low > unit:
@@ -106,7 +115,7 @@ def corrected_min_logic(
         else:
             low = mid
     for i in range(low, high + 1, unit):
-        if int(region[i // unit]) >= min_phy:
+        if not record_expired(int(region[i // unit]), min_phy):
             return first_start + start + i
     return min_logic
 

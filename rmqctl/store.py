@@ -37,7 +37,7 @@ from .rocksdbcq import RocksConsumeQueues
 from .rocksdbstore import MessageRocksDB, message_rocksdb
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
-from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, written_units
+from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, record_expired, written_units
 
 DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
 DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
@@ -390,7 +390,7 @@ def store_times(queue: MappedFileQueue, offsets: np.ndarray, sizes: np.ndarray, 
     not inside [the commitlog's min, `end`)."""
     out = np.full(len(offsets), -1, np.int64)
     offsets = np.asarray(offsets, np.int64)
-    inside = (offsets >= queue.min_offset) & (offsets + np.asarray(sizes, np.int64) <= end)
+    inside = ~record_expired(offsets, queue.min_offset) & (offsets + np.asarray(sizes, np.int64) <= end)
     for f in queue.files:
         sel = np.flatnonzero(inside & (offsets >= f.start) & (offsets < f.start + queue.file_size))
         if not len(sel):
@@ -872,7 +872,7 @@ class Store:
         units and index entries pointing there as expired (getMinOffsetInQueue skips them), not as damage."""
         q = self.commitlog
         f = q.find(offset)
-        return bool(q.files) and (offset < q.min_offset or (f is not None and not f.path.exists()))
+        return bool(q.files) and (record_expired(offset, q.min_offset) or (f is not None and not f.path.exists()))
 
     def read_message(self, offset: int) -> tuple[MappedFile, Message]:
         """The record that starts at commitlog `offset`."""

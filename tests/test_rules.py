@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,3 +92,38 @@ def test_multi_dispatch_targets_split_as_java_does():
         rules.multi_dispatch_targets(" ", "1", 3, True) == [] and rules.multi_dispatch_targets(",", ",", 0, True) == []
     )
     assert rules.multi_dispatch_targets("a", "+\u0663", 1, True) == [("a", 1, 3)]  # Character.digit: any Nd digit
+
+
+def test_record_expired_is_a_record_below_the_commitlog_min():
+    offsets = np.array([0, 99, 100, 101], np.int64)
+    assert rules.record_expired(offsets, 100).tolist() == [True, True, False, False]
+    assert rules.record_expired(0, 0) is False  # a store never cleaned: offset 0 is its first record
+
+
+def _names_the_commitlog_min(node: ast.AST) -> bool:
+    """The spellings the tree gives the commitlog's min offset: min_phy, x.min_phy, and run/ctx/times/commitlog
+    .min_offset (Context, the timer check's context, CommitLogTimes, Store.commitlog)."""
+    if isinstance(node, ast.Name):
+        return node.id == "min_phy"
+    if not isinstance(node, ast.Attribute):
+        return False
+    if node.attr == "min_phy":
+        return True
+    owner = node.value
+    owner_name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+    return node.attr == "min_offset" and owner_name in {"run", "ctx", "times", "commitlog"}
+
+
+def test_a_record_below_the_commitlog_min_is_judged_in_rules_alone():
+    """rules.record_expired is the one home of "this unit's record was cleaned": no other module compares an
+    offset with the commitlog's min inline."""
+    inline = []
+    for path in sorted(Path(rules.__file__).parent.rglob("*.py")):
+        if path.name == "rules.py" and path.parent.name == "rmqctl":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                _names_the_commitlog_min(side) for side in [node.left, *node.comparators]
+            ):
+                inline.append(f"{path.name}:{node.lineno}")
+    assert inline == []

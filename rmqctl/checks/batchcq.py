@@ -12,6 +12,7 @@ from .. import batchcq as B
 from .. import schema as S
 from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, Findings
+from ..rules import record_expired
 from .consumequeue import redispatch_from
 from .context import Context, Records
 from .windows import Window
@@ -143,7 +144,8 @@ class BatchConsumeQueueCheck:
                 f"{cursor.next_base}: consumers cannot read the queue offsets between",
             )
         cursor.next_base = base + batch
-        if agrees or off < run.min_offset:  # below: its record went with the cleanup, as the broker reads it
+        # below the commitlog's min: its record went with the cleanup, as the broker reads it
+        if agrees or record_expired(off, run.min_offset):
             return
         if not at_record:
             _bad_target(

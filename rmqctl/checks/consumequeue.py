@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import CONSUMEQUEUE, Findings
-from ..rules import cq_unit_valid, lite_topic, pre_blank
+from ..rules import cq_unit_valid, lite_topic, pre_blank, record_expired
 from ..store import ConsumeQueue
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
@@ -108,7 +108,7 @@ class QueueSummary:
                 stale += int(old.sum())
                 first_stale = first_stale or (fu, int(np.argmax(old)))
             real = self.real(fu, off, sz, tags)
-            sel = real & (off >= run.min_offset) & run.in_range(off)
+            sel = real & ~record_expired(off, run.min_offset) & run.in_range(off)
             offs = off[sel]
             if len(offs):
                 fu.lo, fu.hi = int(offs.min()), int(offs.max())
@@ -164,7 +164,12 @@ class QueueSummary:
                 spans = [(a, min(fu.n, a + UNIT_BLOCK)) for a in range(0, fu.n, UNIT_BLOCK)]
             for a, b in spans:
                 off, sz, tags = self._columns(fu.k, a, b)
-                sel = self.real(fu, off, sz, tags, a) & (off >= run.min_offset) & run.in_range(off) & w.holds(off)
+                sel = (
+                    self.real(fu, off, sz, tags, a)
+                    & ~record_expired(off, run.min_offset)
+                    & run.in_range(off)
+                    & w.holds(off)
+                )
                 if sel.any():
                     yield fu, (a + np.arange(b - a))[sel], off[sel], sz[sel], tags[sel]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..findings import CONSUMEQUEUE, Findings
 from ..rocksdbcq import RocksConsumeQueues
+from ..rules import record_expired
 from ..store import Store
 from ..views.offsets import CommitLogTimes
 
@@ -51,7 +52,7 @@ def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -
             got.update(zip(qoffs.tolist(), values.tolist()))
         for i, u in enumerate(units.tolist()):
             off, size, tags = u
-            if off < times.min_offset:  # its record went with the cleanup: neither store serves the unit
+            if record_expired(off, times.min_offset):  # its record went with the cleanup: neither store serves it
                 continue
             have = got.get(start + i)
             if have is None or have[:3] != (off, size, tags) or have[3] != times.store_time(off, size):

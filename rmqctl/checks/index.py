@@ -16,7 +16,7 @@ import numpy as np
 from .. import schema as S
 from ..findings import INDEX, Findings
 from ..engine import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
-from ..rules import index_time_diff
+from ..rules import index_time_diff, record_expired
 from ..store import INDEX_FILE_NAME
 from .context import Context, Records
 from .links import (
@@ -190,7 +190,7 @@ class IndexCheck:
         """With no index file: the keys of the (non-rollback) records in range, which no lookup finds."""
         run = self.run
         offs = rec.off[rec.key_record]
-        offs = offs[(offs >= run.min_offset) & run.in_range(offs)]
+        offs = offs[~record_expired(offs, run.min_offset) & run.in_range(offs)]
         self.unindexed += len(offs)
         if len(offs) and self.unindexed_lo is None:
             self.unindexed_lo = int(offs.min())
@@ -228,7 +228,7 @@ class _MissingKeys:
         """The window's (record, hash) pairs counted on both sides, since a key given twice is indexed twice."""
         run = self.run
         rec_of = rec_keys >> 32
-        keep = (rec.off[rec_of] >= run.min_offset) & run.in_range(rec.off[rec_of])
+        keep = ~record_expired(rec.off[rec_of], run.min_offset) & run.in_range(rec.off[rec_of])
         if run.live is not None:  # records the index service had not reached at the snapshot: in flight
             # (IndexService.buildIndex moves endPhyOffset at each key it puts: that record may be partly indexed)
             keep &= rec.off[rec_of] < max([f.ix.header["endPhyOffset"] for f in files], default=-1)

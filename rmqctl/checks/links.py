@@ -22,6 +22,7 @@ from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
 from ..engine import hash_slots, index_entries, slot_chains
+from ..rules import record_expired
 from ..store import INDEX_FILE_NAME, IndexFile, MappedFileQueue
 from .context import Context, Records
 
@@ -341,7 +342,7 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
         lost, lo, hi = 0, None, None
         for a in range(0, len(phy), ENTRY_BLOCK):  # a block's mask at a time, not the file's
             offs = phy[a : a + ENTRY_BLOCK]
-            offs = offs[(offs < begin) & (offs >= run.min_offset)]  # (keys of expired messages are not lost)
+            offs = offs[(offs < begin) & ~record_expired(offs, run.min_offset)]  # (expired messages' keys are not lost)
             if len(offs):
                 lost += len(offs)
                 lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))

@@ -47,6 +47,7 @@ from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
 from ..rocksdb import Pairs, scratch_directory
 from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
+from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
@@ -387,7 +388,7 @@ def check_runs(store: Store, runs: RecordRuns, jobs: int = 1) -> Findings:
     with concurrent.futures.ThreadPoolExecutor(max(jobs - 1, 1), initializer=block_sigint_here) as pool:
         ahead: collections.deque = collections.deque()  # windows being checked, in order
         for lo, hi, f in windows(store):
-            if f is None and q.files and 0 <= lo < q.min_offset:
+            if f is None and q.files and lo >= 0 and record_expired(lo, q.min_offset):
                 runs.skip(lo, min(hi, q.min_offset))
                 lo = min(hi, q.min_offset)
             if f is None:  # no record here is in a file: the reference names each

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..findings import CONSUMEQUEUE, Findings
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..rules import cq_unit_valid
+from ..rules import cq_unit_valid, record_expired
 from .context import Context
 from .windows import Window
 
@@ -133,7 +133,7 @@ class RocksQueueSummary:
         unit = self.rocks.unit(q.topic, q.queue_id, q.max_entry[1])
         # a max whose record the cleanup deleted may have lost its units to the compaction filter (or to a
         # conversion, which does not copy dead units): only a unit past it or pointing elsewhere is wrong
-        dead = q.max_entry[0] < run.min_offset and (last is None or last < q.max_entry[1])
+        dead = record_expired(q.max_entry[0], run.min_offset) and (last is None or last < q.max_entry[1])
         if not dead and (last != q.max_entry[1] or unit is None or unit[0] != q.max_entry[0]):
             _offset_table_error(
                 found,
@@ -172,7 +172,7 @@ class RocksQueueSummary:
         lo = self._first_at(w.lo) if self.forward else self.first
         for qoffs, units in self.rocks.units(self.q.topic, self.q.queue_id, lo, self.end_at):
             off, sz, tags = (units[c].astype(np.int64) for c in ("commitLogOffset", "size", "tagsCode"))
-            sel = cq_unit_valid(off, sz) & (off >= run.min_offset) & run.in_range(off) & w.holds(off)
+            sel = cq_unit_valid(off, sz) & ~record_expired(off, run.min_offset) & run.in_range(off) & w.holds(off)
             if sel.any():
                 yield fu, qoffs[sel] - fu.first, off[sel], sz[sel], tags[sel]
             if self.forward and len(off) and off[-1] >= w.hi:

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import schema as S
 from ..findings import TIMER, Findings
+from ..rules import record_expired
 from ..store import Store
 from ..timerstore import TimerFiles, delayed_ms, delta, field_offset, slot_index
 from ..views.timer import Units, _iso, chain, timer_queue_end
@@ -178,7 +179,7 @@ def _check_units(
             else "its slot is done (before lastReadTimeMs): the broker never reads it again"
         )
         if not hit[i]:
-            if o < ctx.min_offset:
+            if record_expired(o, ctx.min_offset):
                 if not pending:
                     continue  # cleaned up after delivery: normal
                 what = f"below the commitlog's first offset {ctx.min_offset} (its file was cleaned up)"

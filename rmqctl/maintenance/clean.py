@@ -40,7 +40,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
-from ..rules import written_units
+from ..rules import record_expired, written_units
 from ..store import INDEX_FILE_NAME, IndexFile, Store
 from .clean_rules import (
     CleanFile,
@@ -279,7 +279,7 @@ def _load_consumer_offsets(
             if q is None:
                 continue
             qoffs, poffs = _queue_units(q, max(next_offset, q.min_offset))
-            alive = poffs >= min_phy
+            alive = ~record_expired(poffs, min_phy)
             out.append(Unconsumed(group, topic, qid, next_offset, q.max_offset, int(alive.sum())))
             offsets.append(np.stack([qoffs[alive], poffs[alive]]))
     return out, offsets

@@ -37,7 +37,7 @@ from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rocksdbconfig import configured_topics
-from ..rules import deleted_topic, written_units
+from ..rules import deleted_topic, record_expired, written_units
 from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import (
@@ -583,7 +583,7 @@ def _all_units_below(q, min_phy: int) -> bool:
             last = int(arr["commitLogOffset"][written - 1])
         if written < len(arr):
             break
-    return last is not None and last < min_phy
+    return last is not None and record_expired(last, min_phy)
 
 
 def _compare_queues(

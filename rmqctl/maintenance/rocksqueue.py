@@ -22,7 +22,7 @@ from .. import rocksdbcq as R
 from ..budget import DEFAULT_MEMORY
 from ..errors import StoreError, UsageError
 from ..rocksdb import NewDB, ReadOnlyDB
-from ..rules import cq_unit_valid, pre_blank
+from ..rules import cq_unit_valid, pre_blank, record_expired
 from ..store import ConsumeQueue, Store, store_times
 from ..parts import FILE_STORE, ROCKSDB_STORE
 from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
@@ -58,7 +58,7 @@ def write_rocks_queue(
             count = 0
             for qoffs, units in _entries(cq):
                 last = (int(units["commitLogOffset"][-1]), int(qoffs[-1]))
-                live = units["commitLogOffset"].astype(np.int64) >= min_phy
+                live = ~record_expired(units["commitLogOffset"].astype(np.int64), min_phy)
                 qoffs, units = qoffs[live], units[live]
                 if not len(qoffs):
                     continue
@@ -116,7 +116,9 @@ def _left_dead(store: Store, fed: set, warnings: list) -> list:
         )
         return []
     return [
-        q for q in queues if (q.topic, q.queue_id) not in fed and q.max_entry is not None and q.max_entry[0] < min_phy
+        q
+        for q in queues
+        if (q.topic, q.queue_id) not in fed and q.max_entry is not None and record_expired(q.max_entry[0], min_phy)
     ]
 
 
@@ -342,7 +344,7 @@ def _files_from_rocks(store: Store, staging: Path, progress, memory: int, notes:
         got = np.concatenate([q for q, _ in files]) if files else np.empty(0, np.int64)
         want = []
         for qoffs, units in rocks.units(topic, qid):
-            live = units["commitLogOffset"] >= min_phy
+            live = ~record_expired(units["commitLogOffset"], min_phy)
             if live.any():
                 want.append((qoffs[live], units[live]))
         want_q = np.concatenate([q for q, _ in want]) if want else np.empty(0, np.int64)

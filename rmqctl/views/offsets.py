@@ -21,7 +21,7 @@ from ..errors import StoreError, UsageError
 from ..javacompat import java_div
 from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..rules import lite_topic
+from ..rules import lite_topic, record_expired
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
@@ -117,7 +117,7 @@ def rocks_search_by_time(view: RocksQueueView, high: int, low: int, timestamp: i
         if unit is None:
             low = mid + 1
             continue
-        if unit[0] < view.min_phy:
+        if record_expired(unit[0], view.min_phy):
             low, left = mid + 1, mid
             continue
         if unit[3] < 0:
@@ -156,7 +156,7 @@ def _bisect(view: QueueView, f: MappedFile, times: CommitLogTimes, timestamp: in
     while high >= low:
         mid = java_div(low + high, 2 * unit) * unit
         phy, size, _ = view.unit(f, mid)
-        if phy < times.min_offset:
+        if record_expired(phy, times.min_offset):
             low, left = mid + unit, mid
             continue
         t = times.store_time(phy, size)
@@ -614,5 +614,5 @@ def _delivery_times(view: QueueView, start: int, min_phy: int) -> np.ndarray:
         skip = min(max(start - first, 0), n)
         if skip < n:
             arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)[skip:n]
-            out.append(arr["tagsCode"][arr["commitLogOffset"] >= min_phy].astype(np.int64))
+            out.append(arr["tagsCode"][~record_expired(arr["commitLogOffset"], min_phy)].astype(np.int64))
     return np.concatenate(out)
