@@ -348,11 +348,16 @@ class QueueRecovery:
         return (self.stop[0] - max(0, len(self.files) - RECOVERED_QUEUE_FILES)) * self.file_size + self.stop[1]
 
     def truncated_max_phy(self, phy_offset: int) -> int:
-        """maxPhysicOffset after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7), which recoverNormally
-        runs on every queue when the queues' end reaches the commitlog's: from the last file recover kept, a file
-        whose first unit points at or past phyOffset goes and the previous one is looked at; the first unit of the
-        file that stays is kept unchecked (an all-zero file keeps a (0, 0) unit: maxPhysicOffset 0), then units
-        while valid and before phyOffset. phyOffset when every file goes."""
+        """maxPhysicOffset after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (truncated)."""
+        return self.truncated(phy_offset)[0]
+
+    def truncated(self, phy_offset: int) -> tuple[int, int]:
+        """(maxPhysicOffset, the queue's end in bytes) after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7,
+        5.3.3), which recoverNormally and recoverAbnormally run on every queue when the queues' end reaches the
+        commitlog's: from the last file recover kept, a file whose first unit points at or past phyOffset goes and
+        the previous one is looked at; the first unit of the file that stays is kept unchecked (an all-zero file
+        keeps a (0, 0) unit: maxPhysicOffset 0), then units while valid and before phyOffset. (phyOffset, 0) when
+        every file goes."""
         for k in range(self.stop[0] if self.stop else -1, -1, -1):
             f = self.files[k]
             try:
@@ -371,8 +376,8 @@ class QueueRecovery:
             u = rest[n - 1] if n else arr[0]
             end = int(u["commitLogOffset"]) + int(u["size"])
             f.release()
-            return end
-        return phy_offset
+            return end, f.start + (n + 1) * S.CQ_UNIT_SIZE
+        return phy_offset, 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,6 +468,25 @@ def recovered_queues_end(store: Store) -> QueuesEnd:
         queues += [recover_batch_queue(q) for q in batch_consume_queues(store)]
     holder = max(queues, key=lambda q: q.max_phy, default=None)
     return QueuesEnd(holder.max_phy if holder is not None else -1, holder, tuple(queues))
+
+
+def recovered_queue_max(store: Store, process_offset: int) -> dict[str, int]:
+    """The file consume queues whose max offset the broker's next start moves, {topic/queueId: max offset in
+    units after it}: when the queues' greatest maxPhysicOffset (recovered_queues_end) reaches the commitlog's
+    recovered end `process_offset`, CommitLog.recoverNormally and recoverAbnormally (4.9.7, 5.3.3) call
+    truncateDirtyLogicFiles(processOffset) on every queue (QueueRecovery.truncated). Empty when they do not."""
+    ends = recovered_queues_end(store)
+    if ends.max_phy < process_offset:
+        return {}
+    out = {}
+    for q in ends.queues:
+        if q.names_a_record or q.stop is None:
+            continue  # (a BatchCQ queue's truncation is its own; a queue recover walked nothing of is left)
+        k, pos = q.stop
+        end = q.truncated(process_offset)[1]
+        if end != q.files[k].start + pos:
+            out[q.name] = end // S.CQ_UNIT_SIZE
+    return out
 
 
 def first_redispatched(store: Store, ends: QueuesEnd, process_offset: int) -> int:

@@ -16,7 +16,9 @@ import termios
 import pytest
 
 import oracle
-from conftest import FIXTURES, broker_conf, cleaned_copy, run, terminal_output, tmpfs_at, truth
+from conftest import FIXTURES, broker_conf, cleaned_copy, copy_store, patch, run, terminal_output, tmpfs_at, truth
+from rmqctl.config import load_config
+from rmqctl.store import Store
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 RMQCTL = [sys.executable, "-m", "rmqctl"]
@@ -263,6 +265,70 @@ def test_info_after_a_cleanup_gives_each_queue_the_offsets_rocketmq_serves(
         shown = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues}
         assert any(lo > 0 for lo, _ in served.values())  # queues that start past units the cleanup left dead
         assert shown == served
+
+
+def test_info_on_a_crashed_store_shows_each_queue_max_after_the_brokers_recovery():
+    """d-crashed's last record is torn: RocketMQ 4.9.7's abnormal recovery ends the commitlog before it and
+    truncateDirtyLogicFiles drops its unit (OrderTopic/2@39). info gives the max the broker serves after its
+    load, beside the max on disk, and the maxes agree with what RocketMQ itself recovered (truth-recovered-*)."""
+    store, conf = FIXTURES / "d-crashed" / "store", broker_conf("d-crashed")
+    res = run("info", "--store", store, "--broker-config", conf, "--format", "table")
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    at = lines.index(
+        "consumequeues (3 topics, 599 entries; maxOffset after the broker's recovery drops the units at or past "
+        "commitlog offset 782999)"
+    )
+    assert lines[at + 1 : at + 14] == [
+        "topic         queueId  files  minOffset  maxOffset  maxOffsetOnDisk",
+        "BenchTopic-7        0      1          0         50               50",
+        "BenchTopic-7        1      1          0         61               61",
+        "BenchTopic-7        2      1          0         47               47",
+        "BenchTopic-7        3      1          0         52               52",
+        "OrderTopic          0      1          0         51               51",
+        "OrderTopic          1      1          0         46               46",
+        "OrderTopic          2      1          0         39               40",
+        "OrderTopic          3      1          0         60               60",
+        "TopicTest           0      1          0         43               43",
+        "TopicTest           1      1          0         46               46",
+        "TopicTest           2      1          0         49               49",
+        "TopicTest           3      1          0         55               55",
+    ]
+    recovered: dict = {}
+    for u in truth("d-crashed", "truth-recovered-consumequeue.jsonl"):
+        key = (u["topic"], u["queueId"])
+        recovered[key] = max(recovered.get(key, 0), u["queueOffset"] + 1)
+    res = run("info", "--store", store, "--broker-config", conf, "--format", "json")
+    queues = json.loads(res.stdout)["consumequeue"]["queues"]
+    assert {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues} == recovered
+
+
+def test_info_on_a_healthy_store_has_no_max_on_disk_column():
+    res = run("info", "--store", FIXTURES / "a-basic" / "store", "--broker-config", broker_conf("a-basic"))
+    queues = json.loads(res.stdout)["consumequeue"]["queues"]
+    assert queues and all("maxOffsetOnDisk" not in q for q in queues)
+    table = run("info", "--store", FIXTURES / "a-basic" / "store", "--format", "table").stdout
+    assert "topic         queueId  files  minOffset  maxOffset\n" in table
+
+
+def test_info_on_a_torn_5x_store_gives_the_queue_maxes_rocketmq_5_recovers(tmp_path, java_oracle):
+    """A copy of c-v5-features (5.3.3) with abort and its last record's second half zeroed: read5.sh's
+    getMaxOffsetInQueue after load() is info's maxOffset for every queue (TopicV5/3 loses its last unit)."""
+    conf = broker_conf("c-v5-features")
+    root = copy_store("c-v5-features", tmp_path)
+    store = Store(root, load_config(conf))
+    *_, (f, last) = store.scan().records()
+    store.close()
+    half = last.storeSize // 2
+    patch(f.path, last.position + half, bytes(last.storeSize - half))
+    (root / "abort").write_bytes(b"")
+    served, _, summary = oracle.served(java_oracle, 5, root, conf, tmp_path / "oracle")
+    assert summary["abnormalRecovery"]
+    res = run("info", "--store", root, "--broker-config", conf, "--format", "json")
+    queues = json.loads(res.stdout)["consumequeue"]["queues"]
+    assert {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues} == served
+    torn = [q for q in queues if q["maxOffset"] != q["maxOffsetOnDisk"]]
+    assert [(q["topic"], q["queueId"], q["maxOffset"], q["maxOffsetOnDisk"]) for q in torn] == [("TopicV5", 3, 90, 91)]
 
 
 @pytest.mark.tmpfs

@@ -108,11 +108,18 @@ def _print_queue_tables(d: dict):
         kinds_text = "".join(f", {n} {kind}" for kind, n in sorted(kinds.items()))
         # a column only for what a queue's name does not show (an LMQ's starts with %LMQ%)
         marked = kinds.keys() & {"lite", "BatchCQ"}
+        # a store whose recovery truncates a queue: the max the broker serves after it, and the max on disk
+        truncated = bool(cq["queues"]) and "maxOffsetOnDisk" in cq["queues"][0]
+        recovery = f"; maxOffset after the broker's recovery drops the units at or past commitlog offset {d['commitlog']['maxOffset']}"
         render(
             cq["queues"],
             "table",
-            ["topic", "queueId", "files", "minOffset", "maxOffset"] + (["kind"] if marked else []),
-            title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text})",
+            ["topic", "queueId", "files", "minOffset", "maxOffset"]
+            + (["maxOffsetOnDisk"] if truncated else [])
+            + (["kind"] if marked else []),
+            title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text}"
+            + (recovery if truncated else "")
+            + ")",
         )
     geometry = d["index"]["geometry"]
     if not d["index"]["files"]:

@@ -18,6 +18,7 @@ from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, pre_blank, queue_kind
 from ..live import head_moved
+from ..recovery import recovered_queue_max
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -633,7 +634,7 @@ def info(store: Store, end: tuple[int | None, list] | None = None) -> dict:
         },
         "parts": store.parts.to_list(),
         **({"rocksdbConfigs": configs} if configs else {}),
-        "consumequeue": _queues_info(store),
+        "consumequeue": _queues_info(store, max_offset),
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         **({"dledger": dledger_part} if dledger_part is not None else {}),
@@ -656,9 +657,10 @@ def _rocksdb_store_info(store: Store) -> dict:
     }
 
 
-def _queues_info(store: Store) -> dict:
-    """The broker's consume queues with their min/max offsets, or, when this version does not read them,
-    what they are and why not (no queue is reported as absent)."""
+def _queues_info(store: Store, recovered_end: int | None) -> dict:
+    """The broker's consume queues with their min/max offsets after its load (`commitlog_end`: where its
+    commitlog recovery ends), or, when this version does not read them, what they are and why not (no queue is
+    reported as absent). Where the load's recovery truncates a queue, every queue also has its max on disk."""
     if not store.parts.queues_read:
         part = store.parts.find("consumequeue")
         return {"read": False, "what": part.what, "why": part.why, "queues": []}
@@ -668,9 +670,12 @@ def _queues_info(store: Store) -> dict:
     messages = 0
     batch = batchcq.batch_topics(store)
     min_phy, version = store.commitlog.min_offset, store.version.major
+    truncated = recovered_queue_max(store, recovered_end) if store.live is None and recovered_end is not None else {}
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
-        # a file queue's min is the broker's, past the units its cleanup left dead
-        lo, hi = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
+        # a file queue's min is the broker's, past the units its cleanup left dead; its max the broker's after
+        # its recovery truncated the units past the commitlog's end
+        lo, on_disk = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
+        hi = truncated.get(f"{cq.topic}/{cq.queue_id}", on_disk)
         messages += hi - lo
         queues.append(
             {
@@ -679,6 +684,7 @@ def _queues_info(store: Store) -> dict:
                 "files": len(cq.files.files),
                 "minOffset": lo,
                 "maxOffset": hi,
+                **({"maxOffsetOnDisk": on_disk} if truncated else {}),
                 "kind": queue_kind(cq.topic, batch),
             }
         )
