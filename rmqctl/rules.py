@@ -59,6 +59,15 @@ def record_expired(commit_log_offset, min_phy):
     return commit_log_offset < min_phy
 
 
+def read_at_commitlog_min(commit_log_offset, min_phy):
+    """CommitLog.getMessage(offset, size) (lookMessageByOffset: the schedule service's read, and a pull's) for a
+    unit whose record the cleanup deleted (record_expired): findMappedFileByOffset(offset, returnFirstOnNotFound =
+    offset == 0) answers no file, so nothing is read, except at offset 0, where it answers the first file, read
+    at position 0: the record at the commitlog's min instead. Whether that happens, element by element on numpy
+    arrays."""
+    return record_expired(commit_log_offset, min_phy) & (commit_log_offset == 0)
+
+
 def pre_blank(commit_log_offset, size, tags_code):
     """ConsumeQueue.fillPreBlank's unit (0, Integer.MAX_VALUE, 0), written before a queue's first unit in its
     first file: valid to recover, yet no entry (no record). Element by element on numpy arrays."""

@@ -228,3 +228,16 @@ def differences(got: dict, want: dict) -> dict:
         for k in sorted(got.keys() | want.keys())
         if got.get(k) != want.get(k)
     }
+
+
+def run_harness4(oracle: Path, harness: Path, args: list, log: Path) -> list[str]:
+    """A Java source file of tests/java run on RocketMQ 4.9.7's classes (read4.sh's class path and JVM flags, from
+    the oracle's own env.sh), the store's log to `log`; its stdout lines."""
+    script = f'. "{oracle}/lib/env.sh" && printf "%s\\n" "$(oracle_debian_cp)" "${{JVM_OPENS[@]}}"'
+    debian, *opens = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    jars = [f"{oracle}/lib/rocketmq-4.jar", f"{oracle}/lib/fastjson-1.2.83.jar", debian]
+    cmd = ["java", *opens, f"-Duser.home={log.parent}", f"-Dorg.slf4j.simpleLogger.logFile={log}"]
+    java = subprocess.run(
+        [*cmd, "-cp", ":".join(jars), str(harness), *map(str, args)], capture_output=True, text=True, check=True
+    )
+    return java.stdout.splitlines()

@@ -237,6 +237,52 @@ def test_delay_offsets_against_the_schedule_queues():
     assert all(r["due"] == r["pending"] for r in later)
 
 
+SCHEDULE_DELIVER4 = Path(__file__).parent / "java" / "ScheduleDeliver4.java"
+
+
+@pytest.mark.tmpfs
+@pytest.mark.parametrize("covers_the_head", [True, False])
+def test_delay_offsets_a_cleaned_unit_at_commitlog_offset_0_reads_the_record_at_the_min(
+    tmp_path, java_oracle, covers_the_head
+):
+    """b-mixed cleaned of its first commitlog file, level 3's one unit made to point at commitlog offset 0 (as the
+    store's first record, had it been scheduled). RocketMQ 4.9.7's lookMessageByOffset(0, size) reads `size`
+    bytes at the commitlog's min instead (returnFirstOnNotFound): when they hold that whole record, which is no
+    scheduled message, messageTimeup throws on its missing REAL_QID and the schedule service retries the unit
+    for good (the level is stuck; pending); when the record there is longer, nothing decodes and the service goes
+    on, as for every other cleaned offset (not pending). Run here: the 4.9.7 store's own schedule service."""
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        root, conf = cleaned_copy("b-mixed", mnt, 1)
+        store = Store(root, load_config(conf))
+        min_phy = store.commitlog.min_offset
+        head = store.read_message(min_phy)[1].storeSize
+        store.close()
+        unit = root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / "00000000000000000000"
+        tags = S.CQ_UNIT.unpack_from(unit.read_bytes(), 0)[2]
+        size = head if covers_the_head else head - 1
+        patch(unit, 0, S.CQ_UNIT.pack(0, size, tags))
+        res = run("delay-offsets", "--store", root, "--broker-config", conf, "--at", "2099-01-01", "--format", "jsonl")
+        assert res.exit_code == 0, res.stderr
+        level = {r["level"]: r for r in jsonl(res.stdout)}[3]
+        copy = Path(shutil.copytree(root, tmp_path / "broker"))
+        log = tmp_path / "store.log"
+        lines = oracle.run_harness4(java_oracle, SCHEDULE_DELIVER4, [copy, conf, 3, f"0:{size}"], log)
+    retries = log.read_text().count("messageTimeup execute error, offset = 0")
+    if covers_the_head:
+        assert lines[0] == "probe 0 MixedTopic null null" and retries >= 2
+        assert (level["pending"], level["due"], level["stuckAt"], level["nextDelivery"]) == (1, 1, 0, tags)
+        assert res.stderr == (
+            "rmqctl: level 3: the schedule service stops at queue offset 0 for good: the unit there points at "
+            f"commitlog offset 0, below the min {min_phy}, so CommitLog.getMessage reads the record at {min_phy} "
+            "instead, which is no scheduled message (no REAL_TOPIC and REAL_QID); RocketMQ 4.9 retries it every "
+            "100 ms\n"
+        )
+    else:
+        assert lines[0] == "probe 0 null" and retries == 0
+        assert (level["pending"], level["due"], level["stuckAt"]) == (0, 0, None) and res.stderr == ""
+    assert not [line for line in lines if line.startswith("delivered")]  # nothing of level 3 went out
+
+
 # -- config files in verify, and their restore -------------------------------------------------------------------
 def verify_findings(s, name="a-basic"):
     res = run("verify", "--store", s, "--broker-config", broker_conf(name), "--format", "jsonl")
@@ -415,6 +461,7 @@ def test_delay_offsets_after_a_cleanup_count_no_message_it_deleted(tmp_path):
                 "maxOffset": max_offset,
                 "pending": 0,
                 "due": 0,
+                "stuckAt": None,
                 "nextDelivery": None,
                 "nextDeliveryText": None,
                 "oldestPendingStore": None,

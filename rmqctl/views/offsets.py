@@ -18,14 +18,15 @@ from .. import schema as S
 from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_time
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
-from ..javacompat import java_div
+from ..javacompat import java_div, parse_int
 from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..rules import lite_topic, record_expired
+from ..rules import lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # messageTimeup's real topic that the service discards
 BOUNDARIES = ("lower", "upper")
 
 
@@ -551,6 +552,7 @@ class DelayLevel:
     maxOffset: int
     pending: int
     due: int  # pending units whose delivery time (tagsCode) is at or before `now`
+    stuckAt: int | None  # the queue offset the schedule service never gets past (_delivery_times), if any
     nextDelivery: int | None
     nextDeliveryText: str | None
     oldestPendingStore: int | None
@@ -580,7 +582,14 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
         lo, hi = (view.min_offset, view.max_offset) if view else (0, 0)
         committed = offsets.get(level)
         start = max(committed if committed is not None else lo, lo)
-        deliver = _delivery_times(view, start, times.min_offset) if view else np.empty(0, np.int64)
+        deliver, stuck = _delivery_times(store, view, start, times) if view else (np.empty(0, np.int64), None)
+        if stuck is not None:
+            notes.append(
+                f"level {level}: the schedule service stops at queue offset {stuck} for good: the unit there points "
+                f"at commitlog offset 0, below the min {times.min_offset}, so CommitLog.getMessage reads the "
+                f"record at {times.min_offset} instead, which is no scheduled message (no REAL_TOPIC and REAL_QID); "
+                "RocketMQ 4.9 retries it every 100 ms"
+            )
         due = int((deliver <= now_ms).sum())
         oldest = message_time(view, times, start) if view and len(deliver) else None
         nxt = int(deliver.min()) if len(deliver) else None
@@ -594,6 +603,7 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
                 hi,
                 len(deliver),
                 due,
+                stuck,
                 nxt,
                 ms_text(nxt) if nxt else None,
                 oldest,
@@ -603,16 +613,48 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
     return rows, notes
 
 
-def _delivery_times(view: QueueView, start: int, min_phy: int) -> np.ndarray:
-    """tagsCode of the schedule queue's units from queue offset `start`: the delivery time in ms. Units whose
-    record lies below commitlog offset `min_phy` are left out: the cleanup deleted it, and the schedule
-    service, finding no message there, delivers nothing (a 4.9 queue with no live unit keeps its min at 0)."""
-    out = [np.empty(0, np.int64)]
+def _delivery_times(store: Store, view: QueueView, start: int, times: CommitLogTimes) -> tuple[np.ndarray, int | None]:
+    """tagsCode (the delivery time in ms) of the schedule queue's units from queue offset `start` that the
+    schedule service still has to deliver, and the queue offset where it stops for good (None: nowhere). A unit
+    whose record the cleanup deleted delivers nothing (lookMessageByOffset returns null and the service goes on;
+    a 4.9 queue with no live unit keeps its min at 0), nor does a pre-blank unit (no file holds its size); one
+    at commitlog offset 0 reads the record at the commitlog's min instead (_head_delivery)."""
+    out, stuck = [np.empty(0, np.int64)], None
     for f, readable in view.files:
         first = f.start // S.CQ_UNIT_SIZE
         n = readable // S.CQ_UNIT_SIZE
         skip = min(max(start - first, 0), n)
-        if skip < n:
-            arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)[skip:n]
-            out.append(arr["tagsCode"][~record_expired(arr["commitLogOffset"], min_phy)].astype(np.int64))
-    return np.concatenate(out)
+        if skip >= n:
+            continue
+        arr = np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n)[skip:n]
+        off, size, tags = arr["commitLogOffset"], arr["size"], arr["tagsCode"]
+        read = ~record_expired(off, times.min_offset) & ~pre_blank(off, size, tags)
+        for i in np.flatnonzero(read_at_commitlog_min(off, times.min_offset)).tolist():
+            fate = _head_delivery(store, times, int(size[i]))
+            read[i] = fate != "skip"
+            if fate == "stuck" and stuck is None:
+                stuck = first + skip + i
+        out.append(tags[read].astype(np.int64))
+    return np.concatenate(out), stuck
+
+
+def _head_delivery(store: Store, times: CommitLogTimes, size: int) -> str:
+    """What the schedule service makes of a unit at commitlog offset 0 whose record the cleanup deleted: it reads
+    `size` bytes at the commitlog's min (rules.read_at_commitlog_min). "skip" where MessageDecoder finds no whole
+    message in them (the record there is longer, or they run past the file's data: lookMessageByOffset returns
+    null and the service goes on); "deliver" where that message has REAL_TOPIC and an int REAL_QID (messageTimeup
+    sends a copy of it there); else "stuck" on 4.9 (messageTimeup throws, and executeOnTimeup's catch reschedules
+    the same unit every 100 ms, for good) and "skip" on 5.x (its catch moves past the unit)."""
+    at, first = times.min_offset, store.commitlog.files[0]
+    if at + size > min(first.start + store.commitlog.file_size, times.max_offset):
+        return "skip"
+    try:
+        _, head = store.read_message(at)
+    except StoreError:
+        return "skip"
+    if head.storeSize > size:
+        return "skip"
+    topic, queue_id = head.properties.get("REAL_TOPIC"), parse_int(head.properties.get("REAL_QID", ""))
+    if topic is not None and queue_id is not None:
+        return "skip" if topic == TRANS_HALF_TOPIC else "deliver"
+    return "stuck" if store.version.major == 4 else "skip"
