@@ -29,6 +29,7 @@ from conftest import (
     held_lock,
     copy_store,
     jsonl,
+    patch,
     run,
     tmpfs_at,
     truth,
@@ -880,6 +881,19 @@ def test_rebuild_keeps_a_batch_queue_the_cleanup_left_dead(tmp_path, java_oracle
     assert res.exit_code == 0, res.stderr
     assert (dead / first).read_bytes() == units and before[1] > 0
     assert oracle.served(java_oracle, 5, root, conf, tmp_path / "after")[0][("BatchTopic", 7)] == before
+
+
+def test_rebuild_of_a_plain_queue_in_a_batchcq_store_checks_the_batch_queues_it_leaves(tmp_path):
+    """j-batchcq with a unit of a plain queue zeroed: the rebuild changes only that queue. The store the staged
+    check verifies holds the BatchCQ queues it leaves as they are (it held none, and the check found every
+    BatchCQ record's unit missing and refused the rebuild)."""
+    root = copy_store("j-batchcq", tmp_path)
+    plain = root / "consumequeue" / "PlainTopic" / "0" / offset_to_name(0)
+    unit = plain.read_bytes()[20:40]
+    patch(plain, 20, bytes(20))
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("j-batchcq"), "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert plain.read_bytes()[20:40] == unit
 
 
 def test_rebuild_says_it_brings_back_a_deleted_topics_queues(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 from .. import schema as S
+from ..batchcq import DIRECTORY as BATCH_DIRECTORY
 from ..budget import DEFAULT_MEMORY
 from ..timerstore import TimerFiles, field_offset
 from ..store import IndexFile, Store, elsewhere, in_store, refuse_links_outside
@@ -133,7 +134,17 @@ def post_commit_view(store: Store, txn: Transaction) -> Path:
         for f in d.iterdir() if d.is_dir() else ():
             if f.is_file():
                 link(f, view / "commitlog" / f.name)
-    names = ["consumequeue", "index", "checkpoint", "abort", "lock", "timerlog", "timerwheel", "config"]
+    names = [
+        "consumequeue",
+        BATCH_DIRECTORY,
+        "index",
+        "checkpoint",
+        "abort",
+        "lock",
+        "timerlog",
+        "timerwheel",
+        "config",
+    ]
     if store.dledger is not None:  # its index, checkpoint and currterm (the data files are in view/commitlog)
         names.append(store.dledger.home.name)
     for name in names:
