@@ -896,6 +896,31 @@ def test_rebuild_of_a_plain_queue_in_a_batchcq_store_checks_the_batch_queues_it_
     assert plain.read_bytes()[20:40] == unit
 
 
+def test_rebuild_keeps_the_dead_head_of_a_batch_queue_and_rocketmq_serves_the_same_min(tmp_path, java_oracle):
+    """j-batchcq without its first commitlog file (deleted by hand, as the broker's cleanup would): both BatchCQ
+    queues lead with units whose records went with it. RocketMQ 5.3.3 serves each from past its first file's dead
+    units only (BatchConsumeQueue.correctMinOffset: BatchTopic/0 from 56, though its units up to 84 are dead), so
+    consumers may sit at those offsets. A rebuild, here of a queue with a live unit zeroed, keeps that dead head
+    where it was and puts the rebuilt units after it: the queues come back byte for byte, and RocketMQ serves the
+    same min and max as before the damage (a rebuild from the records alone started BatchTopic/0 at 85)."""
+    root = copy_store("j-batchcq", tmp_path)
+    (root / "commitlog" / offset_to_name(0)).unlink()
+    conf = broker_conf("j-batchcq")
+    before = oracle.served(java_oracle, 5, root, conf, tmp_path / "before")[0]
+    assert (before[("BatchTopic", 0)], before[("BatchTopic", 1)]) == ((56, 436), (62, 322))
+    queue = root / "batchconsumequeue" / "BatchTopic" / "0"
+    patch(queue / offset_to_name(4 * 1472), 5 * S.BCQ_UNIT_SIZE, bytes(S.BCQ_UNIT_SIZE))
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", conf, "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    for q in (0, 1):
+        fixture = FIXTURES / "j-batchcq" / "store" / "batchconsumequeue" / "BatchTopic" / str(q)
+        rebuilt = root / "batchconsumequeue" / "BatchTopic" / str(q)
+        assert {f.name: f.read_bytes() for f in rebuilt.iterdir()} == {
+            f.name: f.read_bytes() for f in fixture.iterdir()
+        }
+    assert oracle.served(java_oracle, 5, root, conf, tmp_path / "after")[0] == before
+
+
 def test_rebuild_says_it_brings_back_a_deleted_topics_queues(tmp_path):
     """A topic deleted (out of topics.json, its queues removed) whose records are still in the commitlog: the
     rebuild dispatches them as the broker would and says, per queue, that it brings a deleted topic back."""

@@ -38,7 +38,7 @@ from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rocksdbconfig import configured_topics
 from ..rules import deleted_topic, record_expired, written_units
-from ..store import ConsumeQueue, IndexFile, Store, valid_topic_dir_name
+from ..store import ConsumeQueue, IndexFile, Store, offset_to_name, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import (
     Build,
@@ -384,11 +384,12 @@ def _stage_batch_queues(store: Store, txn, build: Build, selected, subset: bool,
     queues = batchcq.batch_consume_queues(store)
     live = {(q.topic, q.queue_id): q.directory for q in queues if selected(q.topic, q.queue_id)}
     kept = _keep_queues_left_dead(store, queues, set(build.queued_batch), live, root)
+    heads = _keep_dead_heads(store, queues, set(build.queued_batch), live, root, file_size)
     built = set(build.queued_batch) | kept
     problems, changed = [], False
     for t, q in sorted(built | set(live)):
         d, written = diff_batch_queue(t, q, live.get((t, q)), root / t / str(q) if (t, q) in built else None, file_size)
-        if written != build.queued_batch.get((t, q), 0) and (t, q) not in kept:
+        if written != build.queued_batch.get((t, q), 0) + heads[(t, q)] and (t, q) not in kept:
             problems.append(
                 f"batchconsumequeue {t}/{q}: {written} units written for {build.queued_batch.get((t, q), 0)} "
                 "dispatched records"
@@ -584,6 +585,54 @@ def _all_units_below(q, min_phy: int) -> bool:
         if written < len(arr):
             break
     return last is not None and record_expired(last, min_phy)
+
+
+def _keep_dead_heads(store: Store, queues, fed: set, live: dict, staged: Path, file_size: int) -> Counter:
+    """The BatchConsumeQueues of `live` that records feed (`fed`) and that lead with units whose records the
+    cleanup deleted: those units kept where they are, in their files, and the rebuilt units after them. The
+    broker serves such a queue from past its first file's dead units only (BatchConsumeQueue.correctMinOffset),
+    so a consumer may sit at an offset no record feeds any more; rebuilt from the commitlog alone the queue would
+    start at its first live record, and a higher min would lose those offsets. The units kept, per queue."""
+    min_phy, kept = store.commitlog.min_offset, Counter()
+    for q in queues:
+        key = (q.topic, q.queue_id)
+        head = _dead_head(q, min_phy) if key in fed and key in live else np.empty(0, S.BCQ_DTYPE)
+        if not len(head):
+            continue
+        target = staged / q.topic / str(q.queue_id)
+        rebuilt = _bcq_units(batchcq.BatchConsumeQueue(q.topic, q.queue_id, target, file_size))
+        units = np.concatenate([head, rebuilt]).astype(S.BCQ_DTYPE)  # (concatenate gives native byte order)
+        for f in list(target.iterdir()):
+            f.unlink()
+        per_file, start = file_size // S.BCQ_UNIT_SIZE, q.files.files[0].start
+        for i in range(0, len(units), per_file):
+            data = units[i : i + per_file].tobytes()
+            (target / offset_to_name(start + i * S.BCQ_UNIT_SIZE)).write_bytes(data + bytes(file_size - len(data)))
+        kept[key] = len(head)
+    return kept
+
+
+def _dead_head(q: batchcq.BatchConsumeQueue, min_phy: int) -> np.ndarray:
+    """A copy of the queue's leading units whose records lie below commitlog offset `min_phy`, in file order."""
+    head = [np.empty(0, S.BCQ_DTYPE)]
+    for f, written, arr in q.units():
+        live = np.flatnonzero(~record_expired(arr["commitLogOffset"][:written], min_phy))
+        head.append(arr[: int(live[0]) if len(live) else written].copy())
+        f.release()
+        if len(live) or written < len(arr):
+            break
+    return np.concatenate(head)
+
+
+def _bcq_units(q: batchcq.BatchConsumeQueue) -> np.ndarray:
+    """A copy of every unit a BatchConsumeQueue's recover reads, in file order."""
+    out = [np.empty(0, S.BCQ_DTYPE)]
+    for f, written, arr in q.units():
+        out.append(arr[:written].copy())
+        f.release()
+        if written < len(arr):
+            break
+    return np.concatenate(out)
 
 
 def _compare_queues(
