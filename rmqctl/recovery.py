@@ -21,7 +21,7 @@ from .errors import FileGone
 from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
 from .batchcq import BatchConsumeQueue, batch_consume_queues, bcq_unit_valid
 from .record import Blank, Message, RecordError, property_crc_state, read_record
-from .rules import cq_unit_valid, message_magic
+from .rules import cq_unit_valid, message_magic, record_expired
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .store import ConsumeQueue, MappedFile, Store
 
@@ -352,31 +352,36 @@ class QueueRecovery:
         return self.truncated(phy_offset)[0]
 
     def truncated(self, phy_offset: int) -> tuple[int, int]:
-        """(maxPhysicOffset, the queue's end in bytes) after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7,
-        5.3.3), which recoverNormally and recoverAbnormally run on every queue when the queues' end reaches the
-        commitlog's: from the last file recover kept, a file whose first unit points at or past phyOffset goes and
-        the previous one is looked at; the first unit of the file that stays is kept unchecked (an all-zero file
-        keeps a (0, 0) unit: maxPhysicOffset 0), then units while valid and before phyOffset. (phyOffset, 0) when
-        every file goes."""
+        """(maxPhysicOffset, the queue's max offset) after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7,
+        5.3.3; BatchConsumeQueue's for a BatchCQ queue), which recoverNormally and recoverAbnormally run on every
+        queue when the queues' end reaches the commitlog's: from the last file recover kept, a file whose first
+        unit points at or past phyOffset goes and the previous one is looked at; the first unit of the file that
+        stays is kept unchecked (an all-zero file keeps a (0, 0) unit: maxPhysicOffset 0), then units while valid
+        and before phyOffset. The max offset is one past the last unit kept (a BatchCQ unit's msgBaseOffset +
+        batchSize). (phyOffset, 0) when every file goes."""
+        batch = self.names_a_record
+        dtype = S.BCQ_DTYPE if batch else S.CQ_DTYPE
         for k in range(self.stop[0] if self.stop else -1, -1, -1):
             f = self.files[k]
             try:
                 buf = f.buf
             except FileGone:  # (a running broker's expired head, deleted since it was listed)
                 continue
-            arr = np.frombuffer(buf, dtype=S.CQ_DTYPE, count=min(len(buf), self.file_size) // S.CQ_UNIT_SIZE)
+            arr = np.frombuffer(buf, dtype=dtype, count=min(len(buf), self.file_size) // dtype.itemsize)
             if not len(arr) or int(arr[0]["commitLogOffset"]) >= phy_offset:
                 del arr, buf
                 f.release()
                 continue
             rest = arr[1:]
-            n = _valid_prefix(
-                rest, lambda a: cq_unit_valid(a["commitLogOffset"], a["size"]) & (a["commitLogOffset"] < phy_offset)
-            )
+            valid = bcq_unit_valid if batch else lambda a: cq_unit_valid(a["commitLogOffset"], a["size"])
+            n = _valid_prefix(rest, lambda a: valid(a) & (a["commitLogOffset"] < phy_offset))
             u = rest[n - 1] if n else arr[0]
-            end = int(u["commitLogOffset"]) + int(u["size"])
+            if batch:
+                out = int(u["commitLogOffset"]), int(u["msgBaseOffset"]) + int(u["batchSize"])
+            else:
+                out = int(u["commitLogOffset"]) + int(u["size"]), (f.start + (n + 1) * S.CQ_UNIT_SIZE) // S.CQ_UNIT_SIZE
             f.release()
-            return end, f.start + (n + 1) * S.CQ_UNIT_SIZE
+            return out
         return phy_offset, 0
 
 
@@ -471,21 +476,52 @@ def recovered_queues_end(store: Store) -> QueuesEnd:
 
 
 def recovered_queue_max(store: Store, process_offset: int) -> dict[str, int]:
-    """The file consume queues whose max offset the broker's next start moves, {topic/queueId: max offset in
-    units after it}: when the queues' greatest maxPhysicOffset (recovered_queues_end) reaches the commitlog's
-    recovered end `process_offset`, CommitLog.recoverNormally and recoverAbnormally (4.9.7, 5.3.3) call
-    truncateDirtyLogicFiles(processOffset) on every queue (QueueRecovery.truncated). Empty when they do not."""
+    """Each consume queue's max offset after the broker's next start, {topic/queueId: max}, when its recovery
+    truncates the queues (empty when it does not): when the queues' greatest maxPhysicOffset (recovered_queues_end)
+    reaches the commitlog's recovered end `process_offset`, CommitLog.recoverNormally and recoverAbnormally (4.9.7,
+    5.3.3) call truncateDirtyLogicFiles(processOffset) on every file queue (QueueRecovery.truncated), and on the
+    RocksDB consume queue (recovered_rocks_queue_max)."""
+    if store.rocks_queues is not None:
+        return recovered_rocks_queue_max(store, process_offset)
     ends = recovered_queues_end(store)
     if ends.max_phy < process_offset:
         return {}
-    out = {}
-    for q in ends.queues:
-        if q.names_a_record or q.stop is None:
-            continue  # (a BatchCQ queue's truncation is its own; a queue recover walked nothing of is left)
-        k, pos = q.stop
-        end = q.truncated(process_offset)[1]
-        if end != q.files[k].start + pos:
-            out[q.name] = end // S.CQ_UNIT_SIZE
+    return {q.name: q.truncated(process_offset)[1] for q in ends.queues if q.stop is not None}
+
+
+def recovered_rocks_queue_max(store: Store, process_offset: int) -> dict[str, int]:
+    """RocksDBConsumeQueueStore.truncateDirty(processOffset) (5.3.3), which runs when the dispatch checkpoint is
+    past the commitlog's recovered end: every queue whose max entry points at or past it gets the max
+    correctMaxCqOffset gives, {topic/queueId: max offset}. RocksDBConsumeQueueTable.binarySearchInCQ from the
+    max to the min (getMinCqOffset) for processOffset keeps the last unit it probed below it, which on an exact
+    hit need not be the one just before; none: the min. A queue whose min unit lies past processOffset is left
+    (the broker's check throws)."""
+    rocks, min_phy, out = store.rocks_queues, store.commitlog.min_offset, {}
+    if (rocks.checkpoint or 0) <= process_offset:
+        return out
+    for q in rocks.queues():
+        if q.max_entry is None or q.max_entry[0] < process_offset:
+            continue
+        low = least = rocks.min_offset(q, min_phy)
+        if q.min_entry is not None and not record_expired(q.min_entry[0], min_phy):
+            least_phy = q.min_entry[0]  # (the min entry the broker keeps in its heap)
+        else:
+            unit = rocks.unit(q.topic, q.queue_id, least)
+            least_phy = unit[0] if unit is not None else None
+        if least_phy is None or least_phy > process_offset:
+            continue
+        high, found = q.max_entry[1], None
+        while high >= low:
+            mid = low + ((high - low) >> 1)
+            unit = rocks.unit(q.topic, q.queue_id, mid)
+            if unit is None or unit[0] < process_offset:
+                found = found if unit is None else mid
+                low = mid + 1
+            elif unit[0] == process_offset:
+                break
+            else:
+                high = mid - 1
+        out[f"{q.topic}/{q.queue_id}"] = (found if found is not None else least) + 1
     return out
 
 

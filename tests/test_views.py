@@ -311,11 +311,19 @@ def test_info_on_a_healthy_store_has_no_max_on_disk_column():
     assert "topic         queueId  files  minOffset  maxOffset\n" in table
 
 
-def test_info_on_a_torn_5x_store_gives_the_queue_maxes_rocketmq_5_recovers(tmp_path, java_oracle):
-    """A copy of c-v5-features (5.3.3) with abort and its last record's second half zeroed: read5.sh's
-    getMaxOffsetInQueue after load() is info's maxOffset for every queue (TopicV5/3 loses its last unit)."""
-    conf = broker_conf("c-v5-features")
-    root = copy_store("c-v5-features", tmp_path)
+@pytest.mark.parametrize(
+    "name, torn",
+    [
+        ("c-v5-features", ("TopicV5", 3, 90, 91)),  # file consume queues
+        ("j-batchcq", ("BatchTopic", 0, 435, 436)),  # BatchConsumeQueue.truncateDirtyLogicFiles
+        ("i-rocksdb-cq", ("Rocks-Bench-3", 3, 39, 40)),  # RocksDBConsumeQueueStore.truncateDirty
+    ],
+)
+def test_info_on_a_torn_5x_store_gives_the_queue_maxes_rocketmq_5_recovers(tmp_path, java_oracle, name, torn):
+    """A copy of a 5.3.3 store with abort and its last record's second half zeroed: read5.sh's (min, max) after
+    load() is info's for every queue, and the queue of the torn record loses its last unit."""
+    conf = broker_conf(name)
+    root = copy_store(name, tmp_path)
     store = Store(root, load_config(conf))
     *_, (f, last) = store.scan().records()
     store.close()
@@ -327,8 +335,8 @@ def test_info_on_a_torn_5x_store_gives_the_queue_maxes_rocketmq_5_recovers(tmp_p
     res = run("info", "--store", root, "--broker-config", conf, "--format", "json")
     queues = json.loads(res.stdout)["consumequeue"]["queues"]
     assert {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues} == served
-    torn = [q for q in queues if q["maxOffset"] != q["maxOffsetOnDisk"]]
-    assert [(q["topic"], q["queueId"], q["maxOffset"], q["maxOffsetOnDisk"]) for q in torn] == [("TopicV5", 3, 90, 91)]
+    moved = [q for q in queues if q["maxOffset"] != q["maxOffsetOnDisk"]]
+    assert [(q["topic"], q["queueId"], q["maxOffset"], q["maxOffsetOnDisk"]) for q in moved] == [torn]
 
 
 @pytest.mark.tmpfs

@@ -95,28 +95,28 @@ def _summary_lines(d: dict, startup: str) -> list[str]:
 def _print_queue_tables(d: dict):
     """The consume queues', index files' and pending timer messages' tables, then what looked odd."""
     cq = d["consumequeue"]
+    # a store whose recovery truncates a queue: the max the broker serves after it, and the max on disk
+    truncated = bool(cq["queues"]) and "maxOffsetOnDisk" in cq["queues"][0]
+    end = d["commitlog"]["maxOffset"]
+    recovery = f"; maxOffset after the broker's recovery drops the units at or past commitlog offset {end}"
+    on_disk = ["maxOffsetOnDisk"] if truncated else []
     if cq.get("kind") == "rocksdb":
         render(
             cq["queues"],
             "table",
-            ["topic", "queueId", "minOffset", "maxOffset", "maxPhysicOffset"],
+            ["topic", "queueId", "minOffset", "maxOffset", *on_disk, "maxPhysicOffset"],
             title=f"RocksDB consume queue ({cq['topics']} topics, {cq['entries']} entries, dispatched to "
-            f"{cq['dispatchCheckpoint']})",
+            f"{cq['dispatchCheckpoint']}{recovery if truncated else ''})",
         )
     elif cq["read"]:
         kinds = Counter(q["kind"] for q in cq["queues"] if q["kind"] != "topic")
         kinds_text = "".join(f", {n} {kind}" for kind, n in sorted(kinds.items()))
         # a column only for what a queue's name does not show (an LMQ's starts with %LMQ%)
         marked = kinds.keys() & {"lite", "BatchCQ"}
-        # a store whose recovery truncates a queue: the max the broker serves after it, and the max on disk
-        truncated = bool(cq["queues"]) and "maxOffsetOnDisk" in cq["queues"][0]
-        recovery = f"; maxOffset after the broker's recovery drops the units at or past commitlog offset {d['commitlog']['maxOffset']}"
         render(
             cq["queues"],
             "table",
-            ["topic", "queueId", "files", "minOffset", "maxOffset"]
-            + (["maxOffsetOnDisk"] if truncated else [])
-            + (["kind"] if marked else []),
+            ["topic", "queueId", "files", "minOffset", "maxOffset", *on_disk] + (["kind"] if marked else []),
             title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text}"
             + (recovery if truncated else "")
             + ")",

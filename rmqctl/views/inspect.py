@@ -658,33 +658,30 @@ def _rocksdb_store_info(store: Store) -> dict:
 
 
 def _queues_info(store: Store, recovered_end: int | None) -> dict:
-    """The broker's consume queues with their min/max offsets after its load (`commitlog_end`: where its
+    """The broker's consume queues with their min/max offsets after its load (`recovered_end`: where its
     commitlog recovery ends), or, when this version does not read them, what they are and why not (no queue is
     reported as absent). Where the load's recovery truncates a queue, every queue also has its max on disk."""
     if not store.parts.queues_read:
         part = store.parts.find("consumequeue")
         return {"read": False, "what": part.what, "why": part.why, "queues": []}
+    truncated = recovered_queue_max(store, recovered_end) if store.live is None and recovered_end is not None else {}
     if store.rocks_queues is not None:
-        return _rocks_queues_info(store)
+        return _rocks_queues_info(store, truncated)
     queues = []
-    messages = 0
     batch = batchcq.batch_topics(store)
     min_phy, version = store.commitlog.min_offset, store.version.major
-    truncated = recovered_queue_max(store, recovered_end) if store.live is None and recovered_end is not None else {}
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
         # a file queue's min is the broker's, past the units its cleanup left dead; its max the broker's after
         # its recovery truncated the units past the commitlog's end
         lo, on_disk = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
-        hi = truncated.get(f"{cq.topic}/{cq.queue_id}", on_disk)
-        messages += hi - lo
         queues.append(
             {
                 "topic": cq.topic,
                 "queueId": cq.queue_id,
                 "files": len(cq.files.files),
                 "minOffset": lo,
-                "maxOffset": hi,
-                **({"maxOffsetOnDisk": on_disk} if truncated else {}),
+                "maxOffset": truncated.get(f"{cq.topic}/{cq.queue_id}", on_disk),
+                "maxOffsetOnDisk": on_disk,
                 "kind": queue_kind(cq.topic, batch),
             }
         )
@@ -692,14 +689,23 @@ def _queues_info(store: Store, recovered_end: int | None) -> dict:
     return {
         "read": True,
         "fileSize": store.consumequeue_file_size,
-        "queues": queues,
+        "queues": _on_disk_where_moved(queues),
         "topics": len({q["topic"] for q in queues}),
-        "entries": messages,
+        "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
     }
 
 
-def _rocks_queues_info(store: Store) -> dict:
-    """The RocksDB queue: every queue's min/max as the broker computes them, and the dispatch checkpoint."""
+def _on_disk_where_moved(queues: list[dict]) -> list[dict]:
+    """The queues, each with its max on disk beside the max after recovery only when the recovery moves one."""
+    if all(q["maxOffset"] == q["maxOffsetOnDisk"] for q in queues):
+        for q in queues:
+            del q["maxOffsetOnDisk"]
+    return queues
+
+
+def _rocks_queues_info(store: Store, truncated: dict[str, int]) -> dict:
+    """The RocksDB queue: every queue's min/max as the broker computes them (the max after its recovery's
+    truncation, `truncated`), and the dispatch checkpoint."""
     rocks = store.rocks_queues
     min_phy = store.commitlog.min_offset
     queues = [
@@ -707,7 +713,8 @@ def _rocks_queues_info(store: Store) -> dict:
             "topic": q.topic,
             "queueId": q.queue_id,
             "minOffset": rocks.min_offset(q, min_phy),
-            "maxOffset": q.max_offset,
+            "maxOffset": truncated.get(f"{q.topic}/{q.queue_id}", q.max_offset),
+            "maxOffsetOnDisk": q.max_offset,
             "maxPhysicOffset": q.max_entry[0] if q.max_entry else None,
         }
         for q in rocks.queues()
@@ -716,7 +723,7 @@ def _rocks_queues_info(store: Store) -> dict:
         "read": True,
         "kind": "rocksdb",
         "directory": str(store.consumequeue_dir),
-        "queues": queues,
+        "queues": _on_disk_where_moved(queues),
         "topics": len({q["topic"] for q in queues}),
         "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
         "dispatchCheckpoint": rocks.checkpoint,
