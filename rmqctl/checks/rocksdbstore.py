@@ -50,15 +50,16 @@ from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
+# the engine's code of each kind, its position in KINDS (Records.kinds holds them; Records.entry reads them back)
 KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
 BATCH = 1 << 16  # keys read, parsed and spilled as one run
 WINDOW = 64 << 20  # commitlog bytes whose records are checked at a time
 NOWHERE = np.iinfo(np.int64)  # the ends of the offsets' line: records outside every file
-RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", "value_len")
-# what a run holds, in memory or in its files: the columns are parsed again from its keys when read
-SPILLED = tuple(name for name in RUN_ARRAYS if name != "cols")
+# what a run holds, in memory or in its files: the columns are parsed from its keys when it is read
+SPILLED = ("offsets", "kinds", "key_lo", "key_hi", "keys", "values", "value_len")
+NO_COLUMNS = np.zeros((0, E.STORE_NCOLUMNS), np.int64)  # Records' columns before they are parsed
 
 
 @dataclasses.dataclass
@@ -90,42 +91,41 @@ def parsed(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
 
 
 def _sorted_run(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
-    """parsed's Records without their columns (zero: a run's are parsed again when it is read)."""
+    """parsed's Records without their columns (none: a run's are parsed again from its keys when it is read)."""
     cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
     spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
-    ok = E.parse_store_keys(KIND_CODES[kind], *spans, cols)
+    ok = E.parse_store_keys(np.full(len(pairs), KIND_CODES[kind], np.int8), *spans, cols)
     rows = np.flatnonzero(ok)
     order = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]  # equal offsets keep key order
     offsets, key_lo, key_hi, keys, values, value_len = E.gather_store_run(order, *spans, cols)
-    kinds = np.full(len(offsets), KINDS.index(kind), np.int8)
-    no_columns = np.zeros((0, E.STORE_NCOLUMNS), np.int64)
-    return Records(offsets, kinds, no_columns, key_lo, key_hi, keys, values, value_len), np.flatnonzero(~ok)
+    kinds = np.full(len(offsets), KIND_CODES[kind], np.int8)
+    return Records(offsets, kinds, NO_COLUMNS, key_lo, key_hi, keys, values, value_len), np.flatnonzero(~ok)
 
 
 def _parse_columns(records: Records) -> bool:
-    """The records' columns parsed from their keys (end to end) and values, all of one kind, as `parsed` parses
-    a batch; whether every row parses as a record naming the offset it is kept under."""
-    kind = KIND_CODES[KINDS[records.kinds[0]]] if len(records.kinds) else E.STORE_INDEX
+    """The records' columns parsed from their keys and values, each row as its kind's (as `parsed` parses a
+    batch); whether every row parses as a record naming the offset it is kept under."""
     records.cols = np.zeros((len(records.offsets), E.STORE_NCOLUMNS), np.int64)
     value_lo = np.arange(len(records.offsets), dtype=np.int64) * E.STORE_VALUE_SLOT
     value_hi = value_lo + records.value_len
     values = records.values.reshape(-1)
     ok = E.parse_store_keys(
-        kind, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
+        records.kinds, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
     ).all()
     return bool(ok) and np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets)
 
 
 def concatenated(parts: list[Records]) -> Records:
-    """Records of several runs as one, their key positions moved to the joined keys, in commitlog order."""
+    """Records of several runs, without their columns, as one, their key positions moved to the joined keys,
+    in commitlog order."""
     if len(parts) == 1:
         return parts[0]
     bases = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
-    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS}
+    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in SPILLED}
     shift = np.repeat(bases, [len(p.offsets) for p in parts])
     order = np.argsort(joined["offsets"], kind="stable")
-    rows = E.order_store_rows(order, shift, *(joined[name] for name in RUN_ARRAYS if name != "keys"))
-    return Records(*rows[:5], joined["keys"], *rows[5:])
+    offsets, kinds, *rows = E.order_store_rows(order, shift, *(joined[name] for name in SPILLED if name != "keys"))
+    return Records(offsets, kinds, NO_COLUMNS, *rows[:2], joined["keys"], *rows[2:])
 
 
 def spill(
@@ -237,9 +237,15 @@ class RecordRuns:
     def between(self, lo: int, hi: int) -> Records | None:
         """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read
         from the runs' files; asked for windows in ascending order, each run read on from where the last window
-        ended."""
-        parts = [self._read(number, a, b) for number, a, b in self._spans(lo, hi)]
-        return concatenated(parts) if parts else None
+        ended; their columns parsed once they are joined (a row that no longer parses: see _changed)."""
+        spans = list(self._spans(lo, hi))
+        parts = [self._read(number, a, b) for number, a, b in spans]
+        if not parts:
+            return None
+        records = concatenated(parts)
+        if not _parse_columns(records):
+            self._changed([number for number, _, _ in spans], parts)
+        return records
 
     def slices(self, lo: int, hi: int) -> Iterator[Records]:
         """between(lo, hi) cut into slices of about a batch of records each, in commitlog order (more only where
@@ -312,24 +318,22 @@ class RecordRuns:
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
         base = int(key_lo[0])
-        records = Records(
+        return Records(
             rows("offsets", np.int64),
             rows("kinds", np.int8),
-            np.zeros((0, E.STORE_NCOLUMNS), np.int64),  # (parsed again below)
+            NO_COLUMNS,  # (parsed once the window's runs are joined)
             key_lo - base,
             key_hi - base,
             rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base),
             rows("values", np.uint8, E.STORE_VALUE_SLOT),
             rows("value_len", np.int8),
         )
-        self._parse_again(number, records)
-        return records
 
-    def _parse_again(self, number: int, records: Records):
-        """The run's rows' columns, parsed again from their keys and values (its kind's parse, as when it was
-        read); a row that no longer parses means the run's files changed under verify."""
-        if not _parse_columns(records):
-            raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
+    def _changed(self, numbers: list[int], parts: list[Records]):
+        """Raise for the first of the runs whose rows no longer parse as they did when read (the runs' files
+        changed under verify)."""
+        number = next((n for n, part in zip(numbers, parts) if not _parse_columns(part)), numbers[0])
+        raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
 
     def close(self):
         self.runs.clear()

@@ -120,14 +120,14 @@ def _parse_trans(keys, a, b, cols, n):
 
 
 @kernel
-def parse(kind, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
+def parse(kinds, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
     """Row i of `cols` for key i (keys[key_lo[i]:key_hi[i]], its value likewise); returns whether each row is
-    a record of `kind` (False: a bookkeeping key, which no record's lengths match, or bytes of neither, left
-    to the reference)."""
+    a record of its kind, kinds[i] (False: a bookkeeping key, which no record's lengths match, or bytes of
+    neither, left to the reference)."""
     n = len(key_lo)
     ok = np.zeros(n, np.bool_)
     for i in range(n):
-        a, b, v, w = key_lo[i], key_hi[i], value_lo[i], value_hi[i]
+        a, b, v, w, kind = key_lo[i], key_hi[i], value_lo[i], value_hi[i], kinds[i]
         if kind == INDEX:
             ok[i] = w - v == 8 and _parse_index(keys, a, b, cols, i)
             if ok[i]:
@@ -288,23 +288,19 @@ def gathered(order, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
 
 
 @kernel
-def ordered_rows(order, shift, offsets, kinds, cols, key_lo, key_hi, values, value_len):
-    """The rows `order` of records joined from several runs, in that order, each row's key positions (its
-    columns' spans, key_lo, key_hi) moved by its shift (where its run's keys start among the joined keys):
-    offsets, kinds, cols, key_lo, key_hi, values, value_len, as `gathered` returns them."""
+def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len):
+    """The rows `order` of records joined from several runs, in that order, each row's key positions moved by
+    its shift (where its run's keys start among the joined keys): offsets, kinds, key_lo, key_hi, values,
+    value_len, as `gathered` returns them (the columns are parsed from the keys once they are joined)."""
     m = len(order)
     out_offsets, out_kinds = np.empty(m, np.int64), np.empty(m, np.int8)
-    out_cols = np.empty((m, NCOLUMNS), np.int64)
     out_lo, out_hi = np.empty(m, np.int64), np.empty(m, np.int64)
     out_values, out_len = np.empty((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
     for j in range(m):
         i = order[j]
         d = shift[i]
         out_offsets[j], out_kinds[j] = offsets[i], kinds[i]
-        for c in range(NCOLUMNS):
-            out_cols[j, c] = cols[i, c] + (d if TOPIC_LO <= c <= UNIQ_HI else 0)
         out_lo[j], out_hi[j] = key_lo[i] + d, key_hi[i] + d
-        for k in range(VALUE_SLOT):
-            out_values[j, k] = values[i, k]
+        move_bytes(out_values[j], 0, values[i], 0, VALUE_SLOT)
         out_len[j] = value_len[i]
-    return out_offsets, out_kinds, out_cols, out_lo, out_hi, out_values, out_len
+    return out_offsets, out_kinds, out_lo, out_hi, out_values, out_len
