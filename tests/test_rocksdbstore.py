@@ -22,7 +22,7 @@ import rocksdict
 
 from conftest import broker_conf, copy_store, one_line_error, run, tmpfs_at, truth, write_rocksdb
 from rmqctl import recovery
-from rmqctl.checks import rocksdbstore as rocksdbstore_check
+from rmqctl.checks import rocksdbstore as rocksdbstore_check, verify as verify_module
 from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
 from rmqctl.config import load_config
@@ -765,6 +765,46 @@ def test_runs_of_a_few_keys_each_hold_no_file_each_and_find_the_same(built, tmp_
     assert sum("which is negative" in d for d in few[2]) == 1, few[2]
 
 
+def test_runs_within_the_memory_stay_there_and_find_what_spilled_runs_find(built, tmp_path):
+    """Runs are kept in memory while they fit its budget and spilled past it: all kept (no file written), none
+    kept, or the first few kept and the rest spilled, the same findings in the same order (damage in every
+    kind, records past the end, a negative offset)."""
+    root = copy_of(built, tmp_path)
+    index, timer = built[1]["default"], built[1]["timer"]
+    keys = [k for k in index if b"@U@" in k or b"@K@" in k]
+    timed = next(k for k in timer if k not in CHECKPOINTS)
+
+    def damage(db):
+        for key in keys[::5]:
+            db[key] = q(struct.unpack(">q", index[key])[0] + 1)  # storeTime off by one
+        db[keys[0][:-8] + q(10**9)] = index[keys[0]]  # past the log
+        db[keys[2][:-8] + q(-1)] = index[keys[2]]  # negative
+
+    rewrite(root, "default", damage)
+    rewrite(
+        root, "timer", lambda db: db.__setitem__(timed, struct.pack(">iq", 1, struct.unpack(">q", timer[timed][4:])[0]))
+    )
+    store = Store(root, load_config(broker_conf(BASE)))
+
+    def checked(memory: int) -> tuple[int, int, list[str]]:
+        runs = RecordRuns(store.message_rocksdb, 64, memory)
+        runs.read()
+        try:
+            spilled = len({p.name.split("-")[0] for p in runs.directory.iterdir()})
+            return len(runs.runs), spilled, [f.detail for f in check_runs(store, runs)]
+        finally:
+            runs.close()
+
+    try:
+        store.message_rocksdb.open()
+        kept, spilled, some = checked(1 << 30), checked(0), checked(20_000)
+    finally:
+        store.close()
+    assert kept[0] == spilled[0] == some[0] > 10 and (kept[1], spilled[1]) == (0, spilled[0]), (kept[:2], spilled[:2])
+    assert 0 < some[1] < some[0], some[:2]
+    assert kept[2] == spilled[2] == some[2] and len(kept[2]) == len(keys[::5]) + 3, kept[2]
+
+
 def test_windows_checked_on_threads_find_what_one_thread_finds_in_its_order(built, tmp_path, monkeypatch):
     """check_runs with jobs > 1 holds the next windows against the commitlog on threads: over many small windows
     (a few records each) with changed records in every kind spread across them, it files exactly the findings
@@ -876,8 +916,12 @@ def test_a_run_whose_offsets_changed_is_an_error_not_a_pass(built):
 
 @pytest.mark.tmpfs
 def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypatch):
-    """The runs are spilled through writes that raise when the scratch filesystem is full (a 16 KiB tmpfs
-    here): verify stops with one line and exit 2, never a run cut short and checked as if whole."""
+    """The runs past verify's memory are spilled through writes that raise when the scratch filesystem is full
+    (a 16 KiB tmpfs here, every run past the memory): verify stops with one line and exit 2, never a run cut
+    short and checked as if whole."""
+    monkeypatch.setattr(
+        verify_module, "start_reading", lambda store, memory: rocksdbstore_check.start_reading(store, 0)
+    )
     with tmpfs_at(tmp_path / "scratch", "16k") as scratch:
         monkeypatch.setattr(tempfile, "tempdir", str(scratch))
         res = run("verify", "--store", built[0], "--broker-config", broker_conf(BASE))

@@ -4,11 +4,11 @@ record against the commitlog record it names, and the bookkeeping keys against t
 The database's keys sort by hour and topic (index), delay time (timer) or offset (transaction), not by the
 commitlog offset they name, so the check is a merge of two streams in commitlog order in bounded memory:
 `RecordRuns` reads the keys a batch at a time, the engine (engine/rocksdbstore.py) parses each batch into
-columns, and the batch, sorted by offsetPy, is spilled to a temporary directory as a run; `check_runs` then
-takes the commitlog a window at a time, gathers every run's records naming offsets in it, and compares each
-with the bytes of the record it names in the file's own mapping, in order, a record several keys name decoded
-once. Memory is one batch while reading and one window's records while checking, whatever the database's
-size. What the engine cannot show to agree (keys of neither layout, records past the end, expired or
+columns, and the batch, sorted by offsetPy, is kept as a run: in memory up to a budget (verify's --memory),
+past it spilled to a temporary directory; `check_runs` then takes the commitlog a window at a time, gathers
+every run's records naming offsets in it, and compares each with the bytes of the record it names in the
+file's own mapping, in order, a record several keys name decoded once. Memory is the budget, one batch while
+reading and one window's records while checking, whatever the database's size. What the engine cannot show to agree (keys of neither layout, records past the end, expired or
 differing) is checked again here by the reference, which names what is wrong.
 
 verify starts the reading in a thread of its own before it walks the commitlog (`start_reading`): the
@@ -36,12 +36,11 @@ import itertools
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 
 from .. import engine as E
-from ..budget import block_sigint_here
+from ..budget import DEFAULT_MEMORY, block_sigint_here
 from ..errors import FileGone, StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
@@ -51,16 +50,16 @@ from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 
+# the engine's code of each kind, its position in KINDS (Records.kinds holds them; Records.entry reads them back)
 KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: KEYS words
 BATCH = 1 << 16  # keys read, parsed and spilled as one run
 WINDOW = 64 << 20  # commitlog bytes whose records are checked at a time
 NOWHERE = np.iinfo(np.int64)  # the ends of the offsets' line: records outside every file
-RUN_ARRAYS = ("offsets", "kinds", "cols", "key_lo", "key_hi", "keys", "values", "value_len")
-# what a run's files hold: the columns are parsed again from its keys when read (80 bytes a record written and
-# read back cost more than parsing the key again)
-SPILLED = tuple(name for name in RUN_ARRAYS if name != "cols")
+# what a run holds, in memory or in its files: the columns are parsed from its keys when it is read
+SPILLED = ("offsets", "kinds", "key_lo", "key_hi", "keys", "values", "value_len")
+NO_COLUMNS = np.zeros((0, E.STORE_NCOLUMNS), np.int64)  # Records' columns before they are parsed
 
 
 @dataclasses.dataclass
@@ -86,45 +85,64 @@ class Records:
 def parsed(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
     """A batch of the kind's pairs as Records in commitlog order, and the positions in the batch of the keys the
     engine could not parse as records (bookkeeping keys, keys of neither layout: the reference's)."""
+    records, rest = _sorted_run(kind, pairs)
+    _parse_columns(records)
+    return records, rest
+
+
+def _sorted_run(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
+    """parsed's Records without their columns (none: a run's are parsed again from its keys when it is read)."""
     cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
     spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
-    ok = E.parse_store_keys(KIND_CODES[kind], *spans, cols)
+    ok = E.parse_store_keys(np.full(len(pairs), KIND_CODES[kind], np.int8), *spans, cols)
     rows = np.flatnonzero(ok)
     order = rows[np.argsort(cols[rows, E.STORE_OFFSET], kind="stable")]  # equal offsets keep key order
-    offsets, *arrays = E.gather_store_run(order, *spans, cols)
-    return Records(offsets, np.full(len(offsets), KINDS.index(kind), np.int8), *arrays), np.flatnonzero(~ok)
+    offsets, key_lo, key_hi, keys, values, value_len = E.gather_store_run(order, *spans, cols)
+    kinds = np.full(len(offsets), KIND_CODES[kind], np.int8)
+    return Records(offsets, kinds, NO_COLUMNS, key_lo, key_hi, keys, values, value_len), np.flatnonzero(~ok)
+
+
+def _parse_columns(records: Records) -> bool:
+    """The records' columns parsed from their keys and values, each row as its kind's (as `parsed` parses a
+    batch); whether every row parses as a record naming the offset it is kept under."""
+    records.cols = np.zeros((len(records.offsets), E.STORE_NCOLUMNS), np.int64)
+    value_lo = np.arange(len(records.offsets), dtype=np.int64) * E.STORE_VALUE_SLOT
+    value_hi = value_lo + records.value_len
+    values = records.values.reshape(-1)
+    ok = E.parse_store_keys(
+        records.kinds, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
+    ).all()
+    return bool(ok) and np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets)
 
 
 def concatenated(parts: list[Records]) -> Records:
-    """Records of several runs as one, their key positions moved to the joined keys, in commitlog order."""
+    """Records of several runs, without their columns, as one, their key positions moved to the joined keys,
+    in commitlog order."""
     if len(parts) == 1:
         return parts[0]
     bases = np.cumsum([0] + [len(p.keys) for p in parts[:-1]])
-    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in RUN_ARRAYS}
+    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in SPILLED}
     shift = np.repeat(bases, [len(p.offsets) for p in parts])
     order = np.argsort(joined["offsets"], kind="stable")
-    rows = E.order_store_rows(order, shift, *(joined[name] for name in RUN_ARRAYS if name != "keys"))
-    return Records(*rows[:5], joined["keys"], *rows[5:])
+    offsets, kinds, *rows = E.order_store_rows(order, shift, *(joined[name] for name in SPILLED if name != "keys"))
+    return Records(offsets, kinds, NO_COLUMNS, *rows[:2], joined["keys"], *rows[2:])
 
 
-def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped: Callable[[], bool]):
+def spill(
+    db, batch: int, store: Callable[[int, Records], None], say: Callable[[tuple], None], stopped: Callable[[], bool]
+):
     """Every kind's keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
-    order, written into `directory` as run n (a raw file per array of SPILLED, named n-array) and said as
-    ("run", its first offset, its records), each key the engine parses as no record said as ("key", kind, key,
-    value). A batch is parsed and written on a thread of its own while the next one is read (the engine's
-    parse and the writes release the GIL; RocksDB's iteration holds it), and said once written, in order."""
-    numbers = itertools.count()  # (taken on the one writing thread, a batch at a time in order)
+    order, stored as run n (`store(n, records)`) and said as ("run", its first offset, its records), each key
+    the engine parses as no record said as ("key", kind, key, value). A batch is parsed and stored on a thread
+    of its own while the next one is read (the engine's parse and the writes release the GIL; RocksDB's
+    iteration holds it), and said once stored, in order."""
+    numbers = itertools.count()  # (taken on the one storing thread, a batch at a time in order)
 
     def written(kind: str, pairs: Pairs) -> tuple[tuple | None, np.ndarray]:
-        records, rest = parsed(kind, pairs)
+        records, rest = _sorted_run(kind, pairs)
         if not len(records.offsets):
             return None, rest
-        number = next(numbers)
-        for name in SPILLED:
-            # written through Python's file, whose write and close raise on a full disk (numpy's tofile leaves
-            # a short file without a word when the last flush fails)
-            with open(directory / f"{number}-{name}", "wb") as f:
-                f.write(memoryview(np.ascontiguousarray(getattr(records, name))).cast("B"))
+        store(next(numbers), records)
         return ("run", int(records.offsets[0]), len(records.offsets)), rest
 
     def said(kind: str, pairs: Pairs, job: concurrent.futures.Future):
@@ -148,14 +166,18 @@ def spill(db, directory: Path, batch: int, say: Callable[[tuple], None], stopped
 
 
 class RecordRuns:
-    """The database's records read and parsed a batch at a time, each batch spilled in commitlog order as a run
-    into a scratch directory of its own (removed by `close`, or by the next run if this process is killed);
-    the keys the engine parses as no record are decoded by the reference as they come: `found` names those
-    of neither layout, `unparsed` keeps the records among them for the check against the commitlog."""
+    """The database's records read and parsed a batch at a time, each batch kept in commitlog order as a run:
+    in memory while the runs kept there take at most `memory` bytes, past that spilled into a scratch directory
+    of its own (removed by `close`, or by the next run if this process is killed); the keys the engine parses
+    as no record are decoded by the reference as they come: `found` names those of neither layout, `unparsed`
+    keeps the records among them for the check against the commitlog."""
 
-    def __init__(self, db, batch: int = BATCH):
+    def __init__(self, db, batch: int = BATCH, memory: int = 0):
         self.db = db
         self.batch = batch
+        self.memory = memory
+        self._kept: dict[int, dict[str, np.ndarray]] = {}  # the runs in memory: their SPILLED arrays by name
+        self._kept_bytes = 0
         self.found = Findings()
         self.unparsed: list[Entry] = []
         self.runs: list[int] = []  # each run's length
@@ -176,10 +198,26 @@ class RecordRuns:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            spill(self.db, self.directory, self.batch, self.said, lambda: self.stopped)
+            spill(self.db, self.batch, self._store, self.said, lambda: self.stopped)
         finally:
             if collecting:
                 gc.enable()
+
+    def _store(self, number: int, records: Records):
+        """Run `number`'s arrays (SPILLED) kept in memory if they fit what is left of `memory`, else spilled as
+        a raw file per array, named number-array (the columns are parsed again when the run is read: 80
+        bytes a record gathered, held or written cost more than parsing the key again)."""
+        arrays = {name: np.ascontiguousarray(getattr(records, name)) for name in SPILLED}
+        size = sum(a.nbytes for a in arrays.values())
+        if self._kept_bytes + size <= self.memory:
+            self._kept[number] = arrays
+            self._kept_bytes += size
+            return
+        for name, array in arrays.items():
+            # written through Python's file, whose write and close raise on a full disk (numpy's tofile leaves
+            # a short file without a word when the last flush fails)
+            with open(self.directory / f"{number}-{name}", "wb") as f:
+                f.write(memoryview(array).cast("B"))
 
     def said(self, message: tuple):
         """What `spill` says: a run written, or a key the engine parses as no record."""
@@ -199,9 +237,15 @@ class RecordRuns:
     def between(self, lo: int, hi: int) -> Records | None:
         """Every run's records naming offsets in [lo, hi) (the last window: [lo, hi]), in commitlog order, read
         from the runs' files; asked for windows in ascending order, each run read on from where the last window
-        ended."""
-        parts = [self._read(number, a, b) for number, a, b in self._spans(lo, hi)]
-        return concatenated(parts) if parts else None
+        ended; their columns parsed once they are joined (a row that no longer parses: see _changed)."""
+        spans = list(self._spans(lo, hi))
+        parts = [self._read(number, a, b) for number, a, b in spans]
+        if not parts:
+            return None
+        records = concatenated(parts)
+        if not _parse_columns(records):
+            self._changed([number for number, _, _ in spans], parts)
+        return records
 
     def slices(self, lo: int, hi: int) -> Iterator[Records]:
         """between(lo, hi) cut into slices of about a batch of records each, in commitlog order (more only where
@@ -247,55 +291,54 @@ class RecordRuns:
                 yield number, a, b
 
     def _offsets(self, number: int) -> np.ndarray:
-        """Run `number`'s offsets, mapped; all of them, or an error (a run's file cut short by its disk)."""
+        """Run `number`'s offsets, kept or mapped; all of them, or an error (a run's file cut short by its disk)."""
+        if number in self._kept:
+            return self._kept[number]["offsets"]
         offsets = np.memmap(self.directory / f"{number}-offsets", np.int64, "r")
         if len(offsets) != self.runs[number]:
             raise StoreError(f"verify's spilled run {number} holds fewer records than were written", self.directory)
         return offsets
 
     def _read(self, number: int, a: int, b: int) -> Records:
+        kept = self._kept.get(number)
+
         def rows(name, dtype, width=1, first=a, count=b - a):
-            out = np.fromfile(
-                self.directory / f"{number}-{name}",
-                dtype,
-                count * width,
-                offset=first * width * np.dtype(dtype).itemsize,
-            )
+            if kept is not None:
+                out = kept[name].reshape(-1)[first * width : (first + count) * width]
+            else:
+                out = np.fromfile(
+                    self.directory / f"{number}-{name}",
+                    dtype,
+                    count * width,
+                    offset=first * width * np.dtype(dtype).itemsize,
+                )
             if len(out) != count * width:
                 raise StoreError(f"verify's spilled run {number} holds fewer bytes than were written", self.directory)
             return out.reshape(-1, width) if width > 1 else out
 
         key_lo, key_hi = rows("key_lo", np.int64), rows("key_hi", np.int64)
         base = int(key_lo[0])
-        records = Records(
+        return Records(
             rows("offsets", np.int64),
             rows("kinds", np.int8),
-            np.zeros((b - a, E.STORE_NCOLUMNS), np.int64),
+            NO_COLUMNS,  # (parsed once the window's runs are joined)
             key_lo - base,
             key_hi - base,
             rows("keys", np.uint8, 1, base, int(key_hi[-1]) - base),
             rows("values", np.uint8, E.STORE_VALUE_SLOT),
             rows("value_len", np.int8),
         )
-        self._parse_again(number, records)
-        return records
 
-    def _parse_again(self, number: int, records: Records):
-        """The run's rows' columns, parsed again from their keys (end to end in the run) and values (its kind's
-        parse, as when it was spilled); a row that no longer parses means the run's files changed under verify."""
-        kind = KIND_CODES[KINDS[records.kinds[0]]]  # (a run holds one kind's keys)
-        value_lo = np.arange(len(records.offsets), dtype=np.int64) * E.STORE_VALUE_SLOT
-        value_hi = value_lo + records.value_len
-        values = records.values.reshape(-1)
-        ok = E.parse_store_keys(
-            kind, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
-        ).all()
-        if not ok or not np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets):
-            raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
+    def _changed(self, numbers: list[int], parts: list[Records]):
+        """Raise for the first of the runs whose rows no longer parse as they did when read (the runs' files
+        changed under verify)."""
+        number = next((n for n, part in zip(numbers, parts) if not _parse_columns(part)), numbers[0])
+        raise StoreError(f"verify's spilled run {number} changed while it was read", self.directory)
 
     def close(self):
         self.runs.clear()
         self._next.clear()
+        self._kept.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -306,9 +349,9 @@ class Reading:
     process measured no faster on 2 cores, and a fork beside the caller's threads is not safe (a lock held at
     the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in this process."""
 
-    def __init__(self, db):
+    def __init__(self, db, memory: int = 0):
         db.open()
-        self.runs = RecordRuns(db)
+        self.runs = RecordRuns(db, memory=memory)
         self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
         try:
             self._thread.start()
@@ -337,10 +380,11 @@ class Reading:
         self.runs.close()
 
 
-def start_reading(store: Store) -> Reading | None:
-    """The RocksDB message store's reading, begun (None: the store has none, or one not read: info names it)."""
+def start_reading(store: Store, memory: int = DEFAULT_MEMORY) -> Reading | None:
+    """The RocksDB message store's reading, begun, its runs kept in `memory` bytes and spilled past them (None:
+    the store has none, or one not read: info names it)."""
     db = store.message_rocksdb
-    return Reading(db) if db is not None else None
+    return Reading(db, memory) if db is not None else None
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from .kernels import be32, be64, kernel, move_bytes, property_names, read_properties, well_formed_utf8
+from .kernels import be32, be64, kernel, move_bytes, prefetch, property_names, read_properties, well_formed_utf8
 from ..rules import RECORD
 from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
-from .record import decode_tail, head_outcome
+from .record import LINE, decode_tail, head_outcome
 
 INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders them
 AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
@@ -31,6 +31,11 @@ NCOLUMNS = 10
 VALUE_SLOT = 12  # the longest value of a record (timer: int32 sizePy, int64 offsetPy)
 HOUR_MS = 3600 * 1000
 LONG_MAX = (1 << 63) - 1
+# Rows are in commitlog order but a record apart (~1 KiB and more): the hardware prefetcher does not foresee
+# them, so `agree` asks for the head of the record PREFETCH_ROWS rows on, and for every line of the one half
+# as far on (its head in by then, so its TOTALSIZE is read without a stall), as the walk does (record.py).
+PREFETCH_ROWS = 32
+PREFETCH_MOST = 1 << 16  # bytes asked for one record at most (a huge or damaged TOTALSIZE)
 
 
 @kernel(counted=False)
@@ -115,14 +120,14 @@ def _parse_trans(keys, a, b, cols, n):
 
 
 @kernel
-def parse(kind, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
+def parse(kinds, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
     """Row i of `cols` for key i (keys[key_lo[i]:key_hi[i]], its value likewise); returns whether each row is
-    a record of `kind` (False: a bookkeeping key, which no record's lengths match, or bytes of neither, left
-    to the reference)."""
+    a record of its kind, kinds[i] (False: a bookkeeping key, which no record's lengths match, or bytes of
+    neither, left to the reference)."""
     n = len(key_lo)
     ok = np.zeros(n, np.bool_)
     for i in range(n):
-        a, b, v, w = key_lo[i], key_hi[i], value_lo[i], value_hi[i]
+        a, b, v, w, kind = key_lo[i], key_hi[i], value_lo[i], value_hi[i], kinds[i]
         if kind == INDEX:
             ok[i] = w - v == 8 and _parse_index(keys, a, b, cols, i)
             if ok[i]:
@@ -213,6 +218,20 @@ def _fields_agree(kind, u8, pos, size, combo, topic_at, topic_len, keys, cols, r
     return True
 
 
+@kernel(counted=False)
+def _prefetch_record(u8, limit, positions, j):
+    """Ask for the head of the record PREFETCH_ROWS rows past row j and for every line of the record half as
+    far on (a hint: wrong or damaged sizes cost nothing but the hint)."""
+    n = len(positions)
+    prefetch(u8, positions[min(j + PREFETCH_ROWS, n - 1)])
+    at = positions[min(j + PREFETCH_ROWS // 2, n - 1)]
+    if at < 0 or at + 4 > limit:
+        return
+    end = min(at + min(max(be32(u8, at), 0), PREFETCH_MOST), limit)
+    for line in range(at - at % LINE, end, LINE):
+        prefetch(u8, line)
+
+
 @kernel
 def agree(kind, u8, limit, positions, keys, cols, rows):
     """Whether the record at each positions[j] of the commitlog file u8 (read no further than `limit`) certainly
@@ -227,58 +246,61 @@ def agree(kind, u8, limit, positions, keys, cols, rows):
     for j in range(len(rows)):
         if positions[j] != at:
             at = positions[j]
+            _prefetch_record(u8, limit, positions, j)
             sound, size, combo, topic_at, topic_len = _decode(u8, at, limit, lo, hi)
         out[j] = sound and _fields_agree(kind, u8, at, size, combo, topic_at, topic_len, keys, cols, rows[j], lo, hi)
     return out
 
 
+GATHER_AHEAD = 16  # rows: `gathered` asks for the lines of the row this far on in `order` (a random one)
+
+
 @kernel
 def gathered(order, keys, key_lo, key_hi, values, value_lo, value_hi, cols):
     """The parsed rows `order` (their records in commitlog order) taken out of a batch: their offsetPy, their
-    columns (spans moved to where each key now is), their keys end to end in that order, where each starts
-    and ends there, each value in a zero-padded VALUE_SLOT-byte row and its length."""
+    keys end to end in that order, where each starts and ends there, each value in a zero-padded
+    VALUE_SLOT-byte row and its length. The columns are not taken: a run's are parsed again from its keys
+    when it is read (copied row by row in this random order, they cost three times the rest)."""
     m = len(order)
     total = 0
     for j in range(m):
         total += key_hi[order[j]] - key_lo[order[j]]
-    out_keys = np.empty(total, np.uint8)
-    out_cols = np.empty((m, NCOLUMNS), np.int64)
+    out_keys, offsets = np.empty(total, np.uint8), np.empty(m, np.int64)
     out_lo, out_hi = np.empty(m, np.int64), np.empty(m, np.int64)
     slots, value_len = np.zeros((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
     at = 0
     for j in range(m):
+        if j + GATHER_AHEAD < m:  # (a hint: the rows are a batch's in random order, each a cache miss)
+            ahead = order[j + GATHER_AHEAD]
+            prefetch(keys, key_lo[ahead])
+            prefetch(values, value_lo[ahead])
+            prefetch(cols, ahead * NCOLUMNS + OFFSET)
         i = order[j]
         a, b, v = key_lo[i], key_hi[i], value_lo[i]
         move_bytes(out_keys, at, keys, a, b - a)  # (numba's slice copy and a byte loop move a byte a step)
-        for c in range(NCOLUMNS):
-            out_cols[j, c] = cols[i, c] + (at - a if TOPIC_LO <= c <= UNIQ_HI else 0)
+        offsets[j] = cols[i, OFFSET]
         out_lo[j] = at
         at += b - a
         out_hi[j] = at
-        for k in range(min(value_hi[i] - v, VALUE_SLOT)):
-            slots[j, k] = values[v + k]
+        move_bytes(slots[j], 0, values, v, min(value_hi[i] - v, VALUE_SLOT))
         value_len[j] = value_hi[i] - v
-    return out_cols[:, OFFSET].copy(), out_cols, out_lo, out_hi, out_keys, slots, value_len
+    return offsets, out_lo, out_hi, out_keys, slots, value_len
 
 
 @kernel
-def ordered_rows(order, shift, offsets, kinds, cols, key_lo, key_hi, values, value_len):
-    """The rows `order` of records joined from several runs, in that order, each row's key positions (its
-    columns' spans, key_lo, key_hi) moved by its shift (where its run's keys start among the joined keys):
-    offsets, kinds, cols, key_lo, key_hi, values, value_len, as `gathered` returns them."""
+def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len):
+    """The rows `order` of records joined from several runs, in that order, each row's key positions moved by
+    its shift (where its run's keys start among the joined keys): offsets, kinds, key_lo, key_hi, values,
+    value_len, as `gathered` returns them (the columns are parsed from the keys once they are joined)."""
     m = len(order)
     out_offsets, out_kinds = np.empty(m, np.int64), np.empty(m, np.int8)
-    out_cols = np.empty((m, NCOLUMNS), np.int64)
     out_lo, out_hi = np.empty(m, np.int64), np.empty(m, np.int64)
     out_values, out_len = np.empty((m, VALUE_SLOT), np.uint8), np.empty(m, np.int8)
     for j in range(m):
         i = order[j]
         d = shift[i]
         out_offsets[j], out_kinds[j] = offsets[i], kinds[i]
-        for c in range(NCOLUMNS):
-            out_cols[j, c] = cols[i, c] + (d if TOPIC_LO <= c <= UNIQ_HI else 0)
         out_lo[j], out_hi[j] = key_lo[i] + d, key_hi[i] + d
-        for k in range(VALUE_SLOT):
-            out_values[j, k] = values[i, k]
+        move_bytes(out_values[j], 0, values[i], 0, VALUE_SLOT)
         out_len[j] = value_len[i]
-    return out_offsets, out_kinds, out_cols, out_lo, out_hi, out_values, out_len
+    return out_offsets, out_kinds, out_lo, out_hi, out_values, out_len
