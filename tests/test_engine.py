@@ -22,7 +22,7 @@ from rmqctl.config import BrokerConfig, load_config
 from rmqctl.errors import where
 from rmqctl.engine import jsonl
 from rmqctl.engine.jsonl import chunk_lines
-from rmqctl.engine.walk import walk_files
+from rmqctl.engine.walk import ARROW_BATCH_BYTES, walk_files
 from rmqctl.views import inspect
 from rmqctl.views.filters import TRANSACTION_STATES, MessageFilter
 from rmqctl.engine.columns import SCALARS, record_schema
@@ -250,6 +250,24 @@ def test_batches_are_bounded():
     assert sum(len(c) for c in chunks) == sum(1 for _ in store.scan().records())
     small = list(walk_files(scan.queue.files, scan.queue.file_size, None, None, True, scan._refused_at, max_bytes=4096))
     assert all((c.column("position")[-1] - c.column("position")[0]) < 4096 for c in small)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_arrow_batches_end_at_each_arrow_batch_bytes_of_their_file(tmp_path, jobs):
+    """A scan's batch runs from the first record at or past a multiple of ARROW_BATCH_BYTES of its file to the
+    first at or past the next, on one thread and on several."""
+    size = 5 * ARROW_BATCH_BYTES // 2
+    data, starts = bytearray(), []
+    while len(data) + 2100 < size:
+        starts.append(len(data))
+        data += kib_record(len(starts) - 1, len(data))
+    data += S.BLANK.pack(size - len(data), S.MAGIC_BLANK)
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / offset_to_name(0)).write_bytes(bytes(data).ljust(size, b"\0"))
+    store = Store(tmp_path, BrokerConfig(mappedFileSizeCommitLog=size))
+    firsts = [b.column("position")[0].as_py() for b in store.scan().batches(jobs=jobs)]
+    assert firsts == [min(p for p in starts if p >= cell) for cell in range(0, size, ARROW_BATCH_BYTES)]
+    assert sum(b.num_rows for b in store.scan().batches(jobs=jobs)) == len(starts)
 
 
 @pytest.mark.parametrize("name", ["b-mixed", "e-dledger"])

@@ -28,7 +28,7 @@ def small_cells(monkeypatch, store: Store, rows: int, cell: int):
     scan = type(store.scan())
     chunks = scan.chunks
     monkeypatch.setattr(
-        scan, "chunks", lambda self, *args, **batch: chunks(self, *args, **batch, rows=rows, max_bytes=cell)
+        scan, "chunks", lambda self, *args, **batch: chunks(self, *args, **{**batch, "rows": rows, "max_bytes": cell})
     )
 
 

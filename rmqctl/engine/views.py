@@ -14,20 +14,20 @@ class ColumnViews:
         """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema), in
         commitlog order. With jobs > 1, `jobs` threads decode and build the batches (the kernels let the GIL
         go): each a cell of a file where the scan is segmented, else the next batches while this thread decodes;
-        at most 2 x jobs cells of a file (each up to 4 MiB of records, their batches built) or, unsegmented, 2 x
+        at most 2 x jobs cells of a file (each up to 2 MiB of records, their batches built) or, unsegmented, 2 x
         jobs batches are pending, their pages kept mapped. Damage the walk meets goes to `errors`
         when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
         from .columns import record_batch
         from .kernels import available_cores
         from .ordered import ordered_map
-        from .walk import BATCH_BYTES
+        from .walk import ARROW_BATCH_BYTES
 
         if jobs > 1 and self.segmented:
-            yield from self.chunks(start, end, check_crc, built=record_batch, jobs=jobs)
+            yield from self.chunks(start, end, check_crc, built=record_batch, jobs=jobs, max_bytes=ARROW_BATCH_BYTES)
             return
 
-        resident = (2 * jobs + 1) * BATCH_BYTES if jobs > 1 else 0
+        resident = (2 * jobs + 1) * ARROW_BATCH_BYTES if jobs > 1 else 0
         # one thread walks and builds: a second core maps the pages in ahead of it and gives them back
         paging = dict(paged=True) if jobs == 1 and available_cores() > 1 else {}
         told = [len(self.errors)]  # the damage handed out so far (the walk appends past it)
@@ -38,7 +38,7 @@ class ColumnViews:
             return found
 
         def drawn():  # each chunk with the damage met before it; then the damage after the last one
-            for chunk in self.chunks(start, end, check_crc, resident=resident, **paging):
+            for chunk in self.chunks(start, end, check_crc, resident=resident, max_bytes=ARROW_BATCH_BYTES, **paging):
                 yield chunk, met()
             yield None, met()
 
