@@ -44,9 +44,16 @@ def tags_code(m: Message, config: BrokerConfig) -> int:
     return code
 
 
+def dispatched_type(sys_flag: int) -> bool:
+    """Only NOT and COMMIT transaction types get consumequeue entries (CommitLogDispatcherBuildConsumeQueue).
+    Element by element on numpy arrays."""
+    kind = sys_flag & S.TRANSACTION_MASK
+    return (kind == S.TRANSACTION_NOT_TYPE) | (kind == S.TRANSACTION_COMMIT_TYPE)
+
+
 def is_dispatched(m: Message) -> bool:
-    """Only NOT and COMMIT transaction types get consumequeue entries."""
-    return m.sysFlag & S.TRANSACTION_MASK in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE)
+    """dispatched_type of a record."""
+    return dispatched_type(m.sysFlag)
 
 
 def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:

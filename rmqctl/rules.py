@@ -50,6 +50,29 @@ def cq_unit_valid(commit_log_offset, size):
     return (commit_log_offset >= 0) & (size > 0)
 
 
+def cq_already_built(offset, size, max_physic_offset):
+    """ConsumeQueue.putMessagePositionInfo (4.9.7, 5.3.3) writes nothing for a unit whose record ends at or below
+    the queue's maxPhysicOffset ("Maybe try to build consume queue repeatedly")."""
+    return offset + size <= max_physic_offset
+
+
+def bcq_already_built(offset, max_msg_phy_offset):
+    """BatchConsumeQueue.putBatchMessagePositionInfo (5.x) writes nothing for a record at or below the queue's
+    maxMsgPhyOffsetInCommitLog (the last unit's record offset)."""
+    return offset <= max_msg_phy_offset
+
+
+def cq_put_order(cq_offset, current):
+    """putMessagePositionInfo's check of a unit's queue offset against where its queue's last file ends
+    (`current`, a logical byte offset): 'duplicate' (nothing written: "Build consume queue repeatedly"), else
+    the unit goes at `current` whatever its queue offset says: 'written', or 'out-of-order' ("[BUG]logic queue
+    order maybe wrong"). A unit at queue offset 0 is not checked."""
+    expect = cq_offset * S.CQ_UNIT_SIZE
+    if cq_offset == 0 or expect == current:
+        return "written"
+    return "duplicate" if expect < current else "out-of-order"
+
+
 def record_expired(commit_log_offset, min_phy):
     """A unit or index entry whose commitLogOffset lies below the commitlog's min offset `min_phy` names a record
     the cleanup deleted: ConsumeQueue.correctMinOffset moves a queue's min past it (it keeps the first unit with

@@ -24,7 +24,7 @@ from ..dispatch import batch_unit, cq_targets, index_key_hash, index_keys, tags_
 from ..engine import put_index_keys
 from ..record import Message
 from ..recovery import BCQ_UNIT, CQ_UNIT, walk_queue
-from ..rules import index_slot, index_time_diff
+from ..rules import bcq_already_built, cq_already_built, cq_put_order, index_slot, index_time_diff
 from ..txn import fsync_dir
 from ..store import INDEX_FILE_NAME, offset_of_name, offset_to_name, valid_topic_dir_name
 
@@ -327,7 +327,7 @@ class ConsumeQueueWriter:
     def put(self, offset: int, size: int, tags: int, cq_offset: int) -> str:
         """putMessagePositionInfo. Returns what happened: 'written', 'already-built' or 'duplicate'; a
         written entry may also be 'out-of-order' (the broker's "[BUG]logic queue order maybe wrong")."""
-        if offset + size <= self.max_physic_offset:
+        if cq_already_built(offset, size, self.max_physic_offset):
             return "already-built"
         expect = cq_offset * S.CQ_UNIT_SIZE
         start, f, first_in_queue = self._last_file(expect)
@@ -337,13 +337,9 @@ class ConsumeQueueWriter:
             upto = expect % self.file_size
             f.map[0:upto] = blank * (upto // S.CQ_UNIT_SIZE)
             self.wrote = upto
-        status = "written"
-        if cq_offset != 0:
-            current = start + self.wrote
-            if expect < current:
-                return "duplicate"
-            if expect != current:
-                status = "out-of-order"
+        status = cq_put_order(cq_offset, start + self.wrote)
+        if status == "duplicate":
+            return status
         self.max_physic_offset = offset + size
         f.map[self.wrote : self.wrote + S.CQ_UNIT_SIZE] = S.CQ_UNIT.pack(offset, size, tags)
         f.dirty = True
@@ -425,7 +421,7 @@ class BatchConsumeQueueWriter:
     def put(self, unit: tuple[int, int, int, int, int, int]) -> str:
         """putBatchMessagePositionInfo of (commitLogOffset, size, tagsCode, storeTime, msgBaseOffset, batchSize):
         'written', or 'already-built' for a record at or below the last unit's."""
-        if unit[0] <= self.max_phy:
+        if bcq_already_built(unit[0], self.max_phy):
             return "already-built"
         if not self.files or self.wrote == self.file_size:
             start = self.files[-1][0] + self.file_size if self.files else 0
