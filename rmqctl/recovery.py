@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -351,26 +351,31 @@ class QueueRecovery:
         """maxPhysicOffset after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (truncated)."""
         return self.truncated(phy_offset)[0]
 
-    def truncated(self, phy_offset: int) -> tuple[int, int]:
+    def truncated(self, phy_offset: int, written=None) -> tuple[int, int]:
         """(maxPhysicOffset, the queue's max offset) after ConsumeQueue.truncateDirtyLogicFiles(phyOffset) (4.9.7,
         5.3.3; BatchConsumeQueue's for a BatchCQ queue), which recoverNormally and recoverAbnormally run on every
         queue when the queues' end reaches the commitlog's: from the last file recover kept, a file whose first
         unit points at or past phyOffset goes and the previous one is looked at; the first unit of the file that
         stays is kept unchecked (an all-zero file keeps a (0, 0) unit: maxPhysicOffset 0), then units while valid
         and before phyOffset. The max offset is one past the last unit kept (a BatchCQ unit's msgBaseOffset +
-        batchSize). (phyOffset, 0) when every file goes."""
+        batchSize). (phyOffset, 0) when every file goes. `written`: what the recovery's dispatch wrote into the
+        queue first (queueload.QueueWrites: its units over the files' bytes, and the files it created)."""
         batch = self.names_a_record
         dtype = S.BCQ_DTYPE if batch else S.CQ_DTYPE
-        for k in range(self.stop[0] if self.stop else -1, -1, -1):
-            f = self.files[k]
+        files = [(f.start, f) for f in self.files[: self.stop[0] + 1]] if self.stop else []
+        files += [(start, None) for start in (written.new_files if written is not None else ())]
+        for start, f in reversed(files):
             try:
-                buf = f.buf
+                buf = f.buf if f is not None else bytes(self.file_size)
             except FileGone:  # (a running broker's expired head, deleted since it was listed)
                 continue
             arr = np.frombuffer(buf, dtype=dtype, count=min(len(buf), self.file_size) // dtype.itemsize)
+            if written is not None:
+                arr = written.over(start, arr)
             if not len(arr) or int(arr[0]["commitLogOffset"]) >= phy_offset:
                 del arr, buf
-                f.release()
+                if f is not None:
+                    f.release()
                 continue
             rest = arr[1:]
             valid = bcq_unit_valid if batch else lambda a: cq_unit_valid(a["commitLogOffset"], a["size"])
@@ -379,8 +384,9 @@ class QueueRecovery:
             if batch:
                 out = int(u["commitLogOffset"]), int(u["msgBaseOffset"]) + int(u["batchSize"])
             else:
-                out = int(u["commitLogOffset"]) + int(u["size"]), (f.start + (n + 1) * S.CQ_UNIT_SIZE) // S.CQ_UNIT_SIZE
-            f.release()
+                out = int(u["commitLogOffset"]) + int(u["size"]), (start + (n + 1) * S.CQ_UNIT_SIZE) // S.CQ_UNIT_SIZE
+            if f is not None:
+                f.release()
             return out
         return phy_offset, 0
 
@@ -475,27 +481,13 @@ def recovered_queues_end(store: Store) -> QueuesEnd:
     return QueuesEnd(holder.max_phy if holder is not None else -1, holder, tuple(queues))
 
 
-def recovered_queue_max(store: Store, process_offset: int) -> dict[str, int]:
-    """Each consume queue's max offset after the broker's next start, {topic/queueId: max}, when its recovery
-    truncates the queues (empty when it does not): when the queues' greatest maxPhysicOffset (recovered_queues_end)
-    reaches the commitlog's recovered end `process_offset`, CommitLog.recoverNormally and recoverAbnormally (4.9.7,
-    5.3.3) call truncateDirtyLogicFiles(processOffset) on every file queue (QueueRecovery.truncated), and on the
-    RocksDB consume queue (recovered_rocks_queue_max)."""
-    if store.rocks_queues is not None:
-        return recovered_rocks_queue_max(store, process_offset)
-    ends = recovered_queues_end(store)
-    if ends.max_phy < process_offset:
-        return {}
-    return {q.name: q.truncated(process_offset)[1] for q in ends.queues if q.stop is not None}
-
-
-def recovered_rocks_queue_max(store: Store, process_offset: int) -> dict[str, int]:
-    """RocksDBConsumeQueueStore.truncateDirty(processOffset) (5.3.3), which runs when the dispatch checkpoint is
-    past the commitlog's recovered end: every queue whose max entry points at or past it gets the max
-    correctMaxCqOffset gives, {topic/queueId: max offset}. RocksDBConsumeQueueTable.binarySearchInCQ from the
-    max to the min (getMinCqOffset) for processOffset keeps the last unit it probed below it, which on an exact
-    hit need not be the one just before; none: the min. A queue whose min unit lies past processOffset is left
-    (the broker's check throws)."""
+def recovered_rocks_queue_max(store: Store, process_offset: int) -> dict[str, tuple[int, int | None]]:
+    """RocksDBConsumeQueueStore.truncateDirty(processOffset) (5.3.3, develop), which runs when the dispatch
+    checkpoint is past the commitlog's recovered end: every queue whose max entry points at or past it gets the
+    max correctMaxCqOffset gives, {topic/queueId: (max offset, the commitLogOffset of the unit before it)}.
+    RocksDBConsumeQueueTable.binarySearchInCQ from the max to the min (getMinCqOffset) for processOffset keeps the
+    last unit it probed below it, which on an exact hit need not be the one just before; none: the min. A queue
+    whose min unit lies past processOffset is left (the broker's check throws)."""
     rocks, min_phy, out = store.rocks_queues, store.commitlog.min_offset, {}
     if (rocks.checkpoint or 0) <= process_offset:
         return out
@@ -515,13 +507,13 @@ def recovered_rocks_queue_max(store: Store, process_offset: int) -> dict[str, in
             mid = low + ((high - low) >> 1)
             unit = rocks.unit(q.topic, q.queue_id, mid)
             if unit is None or unit[0] < process_offset:
-                found = found if unit is None else mid
+                found = found if unit is None else (mid, unit[0])
                 low = mid + 1
             elif unit[0] == process_offset:
                 break
             else:
                 high = mid - 1
-        out[f"{q.topic}/{q.queue_id}"] = (found if found is not None else least) + 1
+        out[f"{q.topic}/{q.queue_id}"] = (found[0] + 1, found[1]) if found is not None else (least + 1, least_phy)
     return out
 
 
@@ -579,10 +571,17 @@ class ProgressReporter:
             self.progress(chunk.file.start + chunk.end - self.base)
 
 
+class PassedRecords(Protocol):
+    """What a walk tells of the records it passes, a chunk at a time (ProgressReporter, queueload.Redispatch)."""
+
+    def passed(self, chunk: Chunk) -> None: ...
+
+
 def walk(
-    store: Store, checker: RecoveryChecker, first: int, seen: RecordTally, reporter: ProgressReporter | None = None
+    store: Store, checker: RecoveryChecker, first: int, seen: RecordTally, reporter: PassedRecords | None = None
 ) -> Walk:
-    """CommitLog.recoverAbnormally's loop from file `first` (on the compiled walk: AcceptedRecords)."""
+    """CommitLog.recoverAbnormally's loop from file `first` (on the compiled walk: AcceptedRecords); the
+    records it passes, in order, go to `reporter`."""
     files = store.commitlog.files
     if not files:
         return Walk(cut=0, zero_from=0, stop=None, last_message=-1)
@@ -616,7 +615,7 @@ def check_earlier_files(
     return found
 
 
-def _passed(chunk: Chunk, seen: RecordTally, reporter: ProgressReporter | None):
+def _passed(chunk: Chunk, seen: RecordTally, reporter: PassedRecords | None):
     seen.add(chunk)
     if reporter is not None:
         reporter.passed(chunk)

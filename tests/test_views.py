@@ -8,15 +8,18 @@ import os
 import pty
 import json
 import re
+import shutil
 import struct
 import subprocess
 import sys
 import termios
 
+import numpy as np
 import pytest
 
 import oracle
 from conftest import FIXTURES, broker_conf, cleaned_copy, copy_store, patch, run, terminal_output, tmpfs_at, truth
+from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.store import Store
 
@@ -276,8 +279,8 @@ def test_info_on_a_crashed_store_shows_each_queue_max_after_the_brokers_recovery
     assert res.exit_code == 0, res.stderr
     lines = res.stdout.splitlines()
     at = lines.index(
-        "consumequeues (3 topics, 599 entries; maxOffset after the broker's recovery drops the units at or past "
-        "commitlog offset 782999)"
+        "consumequeues (3 topics, 599 entries; maxOffset after the broker's recovery, which ends the commitlog at "
+        "782999)"
     )
     assert lines[at + 1 : at + 14] == [
         "topic         queueId  files  minOffset  maxOffset  maxOffsetOnDisk",
@@ -330,13 +333,153 @@ def test_info_on_a_torn_5x_store_gives_the_queue_maxes_rocketmq_5_recovers(tmp_p
     half = last.storeSize // 2
     patch(f.path, last.position + half, bytes(last.storeSize - half))
     (root / "abort").write_bytes(b"")
-    served, _, summary = oracle.served(java_oracle, 5, root, conf, tmp_path / "oracle")
+    served, units, summary = oracle.served(java_oracle, 5, root, conf, tmp_path / "oracle")
     assert summary["abnormalRecovery"]
     res = run("info", "--store", root, "--broker-config", conf, "--format", "json")
     queues = json.loads(res.stdout)["consumequeue"]["queues"]
     assert {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues} == served
     moved = [q for q in queues if q["maxOffset"] != q["maxOffsetOnDisk"]]
     assert [(q["topic"], q["queueId"], q["maxOffset"], q["maxOffsetOnDisk"]) for q in moved] == [torn]
+    if name == "i-rocksdb-cq":  # the RocksDB queue's maxPhysicOffset: its unit before the max after recovery
+        offsets = {(t, qid, o): phy for t, qid, o, phy, _, _ in units}
+        assert moved[0]["maxPhysicOffset"] == offsets[(torn[0], torn[1], torn[2] - 1)]
+
+
+def flip_body_byte(root, conf, at: int):
+    """Invert one byte in the middle of the record at commitlog offset `at` (its body): its CRC fails."""
+    store = Store(root, load_config(conf))
+    f = next(f for f in store.commitlog.files if f.start <= at < f.start + store.commitlog.file_size)
+    pos = at - f.start
+    size = struct.unpack_from(">i", f.buf, pos)[0]
+    byte = f.buf[pos + size // 2]
+    store.close()
+    patch(f.path, pos + size // 2, bytes([byte ^ 0xFF]))
+
+
+def queue_file(root, kind: str, topic: str, queue_id: int):
+    return sorted((root / kind / topic / str(queue_id)).iterdir())[-1]
+
+
+def zero_last_units(path, dtype, count: int):
+    """Zero the last `count` written units of a consume queue file."""
+    units = np.fromfile(path, dtype)
+    written = int(np.count_nonzero(units["size"]))
+    units[written - count : written] = np.zeros(count, dtype)
+    units.tofile(path)
+
+
+def served_and_shown(java_oracle, tmp_path, version: int, root, conf, *options) -> tuple[dict, dict, dict]:
+    """(RocketMQ's (min, max) per queue after load(), info's, info's consumequeue part)."""
+    served, _, _ = oracle.served(java_oracle, version, root, conf, tmp_path / "oracle")
+    res = run("info", "--store", root, "--broker-config", conf, *options, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    cq = json.loads(res.stdout)["consumequeue"]
+    return served, {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in cq["queues"]}, cq
+
+
+@pytest.mark.parametrize("name, version, at", [("j-batchcq", 5, 476172), ("d-crashed", 4, 768886)])
+def test_info_ends_the_queues_where_the_brokers_recovery_walk_stops(tmp_path, java_oracle, name, version, at):
+    """A record before the commitlog's last fails its body CRC: the broker's recovery walk (checkMessageAndReturnSize
+    with checkCRCOnRecover; j-batchcq: a clean shutdown's recoverNormally, d-crashed: recoverAbnormally from its
+    start file) ends the commitlog there, and truncateDirtyLogicFiles drops every unit from that record on, not
+    only the units past the last record on disk. info's maxes are RocketMQ's own."""
+    conf = broker_conf(name)
+    root = copy_store(name, tmp_path)
+    flip_body_byte(root, conf, at)
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, version, root, conf)
+    assert cq["recoveryEnd"] == at
+    assert shown == served
+
+
+def test_info_table_of_a_store_whose_recovery_stops_at_a_crc_failure(tmp_path):
+    conf = broker_conf("j-batchcq")
+    root = copy_store("j-batchcq", tmp_path)
+    flip_body_byte(root, conf, 476172)
+    res = run("info", "--store", root, "--broker-config", conf, "--format", "table")
+    lines = res.stdout.splitlines()
+    at = lines.index(
+        "consumequeues (3 topics, 947 entries, 2 BatchCQ; maxOffset after the broker's recovery, which ends the "
+        "commitlog at 476172)"
+    )
+    assert lines[at + 1 : at + 10] == [
+        "topic       queueId  files  minOffset  maxOffset  maxOffsetOnDisk  kind",
+        "BatchTopic        0      7          0        429              436  BatchCQ",
+        "BatchTopic        1      6          0        319              322  BatchCQ",
+        "Plain-Two         0      1          0         60               60  topic",
+        "Plain-Two         1      1          0         41               41  topic",
+        "PlainTopic        0      1          0         29               29  topic",
+        "PlainTopic        1      1          0         17               17  topic",
+        "PlainTopic        2      1          0         24               24  topic",
+        "PlainTopic        3      1          0         28               29  topic",
+    ]
+
+
+def test_info_counts_the_units_abnormal_recovery_dispatches_again(tmp_path, java_oracle):
+    """d-crashed (4.9.7, abort) with TopicTest/3's last unit zeroed: recoverAbnormally dispatches every record it
+    walks before it truncates, so the queue gets that unit back (55, not the 54 on disk), as RocketMQ's load does."""
+    conf = broker_conf("d-crashed")
+    root = copy_store("d-crashed", tmp_path)
+    zero_last_units(queue_file(root, "consumequeue", "TopicTest", 3), S.CQ_DTYPE, 1)
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, 4, root, conf)
+    assert shown == served
+    assert [q for q in cq["queues"] if (q["topic"], q["queueId"]) == ("TopicTest", 3)] == [
+        {"topic": "TopicTest", "queueId": 3, "files": 1, "minOffset": 0, "maxOffset": 55, "maxOffsetOnDisk": 54,
+         "kind": "topic"}
+    ]  # fmt: skip
+    table = run("info", "--store", root, "--broker-config", conf, "--format", "table").stdout.splitlines()
+    assert "TopicTest           3      1          0         55               54" in table
+
+
+def test_info_shows_a_queue_abnormal_recovery_makes(tmp_path, java_oracle):
+    """d-crashed without TopicTest/3's directory: the recovery's dispatch makes the queue (findOrCreateConsumeQueue)
+    with every unit of the records it walks; info lists it, with no file on disk."""
+    conf = broker_conf("d-crashed")
+    root = copy_store("d-crashed", tmp_path)
+    shutil.rmtree(root / "consumequeue" / "TopicTest" / "3")
+    served, shown, _ = served_and_shown(java_oracle, tmp_path, 4, root, conf)
+    assert shown == served
+    table = run("info", "--store", root, "--broker-config", conf, "--format", "table").stdout.splitlines()
+    assert "TopicTest           3      0          0         55                0" in table
+
+
+def test_info_counts_the_batchcq_units_abnormal_recovery_dispatches_again(tmp_path, java_oracle):
+    """j-batchcq (5.3.3) with abort and BatchTopic/0's last two units zeroed: putBatchMessagePositionInfo writes
+    them again during the recovery walk (436, not 434)."""
+    conf = broker_conf("j-batchcq")
+    root = copy_store("j-batchcq", tmp_path)
+    zero_last_units(queue_file(root, "batchconsumequeue", "BatchTopic", 0), S.BCQ_DTYPE, 2)
+    (root / "abort").write_bytes(b"")
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, 5, root, conf)
+    assert shown == served
+    assert [(q["maxOffset"], q["maxOffsetOnDisk"]) for q in cq["queues"] if q["topic"] == "BatchTopic"] == [
+        (436, 434),
+        (322, 322),
+    ]
+
+
+def test_info_truncates_from_5_4_on_when_the_recoverys_dispatch_reaches_its_end(tmp_path, java_oracle):
+    """c-v5-features with abort, the last record's unit (TopicV5/3@90) zeroed and a unit in the middle of another
+    queue pointing past the commitlog's end. Before the recovery's dispatch no queue reaches the end, so 5.3.3's
+    CommitLog does not truncate (read5.sh agrees: the other queue keeps its 31). From apache/rocketmq 9d9431dc1c
+    (5.4) ConsumeQueueStore.truncateDirty checks after the dispatch, which gave TopicV5/3 its unit back: the
+    truncation runs and the other queue ends before the unit that points past the end."""
+    conf = broker_conf("c-v5-features")
+    root = copy_store("c-v5-features", tmp_path)
+    zero_last_units(queue_file(root, "consumequeue", "TopicV5", 3), S.CQ_DTYPE, 1)
+    other = next(p for p in (root / "consumequeue").iterdir() if p.name.startswith("LongTopic200"))
+    units = np.fromfile(queue_file(root, "consumequeue", other.name, 0), S.CQ_DTYPE)
+    units[5]["commitLogOffset"] = 452578 + 4096
+    units.tofile(queue_file(root, "consumequeue", other.name, 0))
+    (root / "abort").write_bytes(b"")
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, 5, root, conf)
+    assert shown == served
+    assert shown[(other.name, 0)] == (0, 31) and shown[("TopicV5", 3)] == (0, 91)
+    res = run("info", "--store", root, "--broker-config", conf, "--rocketmq-version", "5.5", "--format", "json")
+    queues = json.loads(res.stdout)["consumequeue"]["queues"]
+    assert {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in queues} == {
+        **shown,
+        (other.name, 0): (0, 5),
+    }
 
 
 @pytest.mark.tmpfs

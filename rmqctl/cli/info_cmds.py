@@ -6,6 +6,7 @@ from collections import Counter
 
 import click
 
+from ..queueload import walk_kernels
 from ..views import inspect
 from ..views.startup import estimate_startup
 from .app import cli
@@ -24,7 +25,7 @@ def info(ctx):
     """
     ctx.version()  # one stderr line when nothing in the store tells it
     data_files = inspect.files_with_data(ctx.store)
-    prepare_kernels(*inspect.end_kernels(ctx.store, data_files))
+    prepare_kernels(*inspect.end_kernels(ctx.store, data_files), *walk_kernels(ctx.store))
     end = inspect.commitlog_end(ctx.store, data_files)
     data = inspect.info(ctx.store, end)
     startup = estimate_startup(ctx.store, end)
@@ -95,10 +96,13 @@ def _summary_lines(d: dict, startup: str) -> list[str]:
 def _print_queue_tables(d: dict):
     """The consume queues', index files' and pending timer messages' tables, then what looked odd."""
     cq = d["consumequeue"]
-    # a store whose recovery truncates a queue: the max the broker serves after it, and the max on disk
-    truncated = bool(cq["queues"]) and "maxOffsetOnDisk" in cq["queues"][0]
-    end = d["commitlog"]["maxOffset"]
-    recovery = f"; maxOffset after the broker's recovery drops the units at or past commitlog offset {end}"
+    # a store whose recovery moves a queue's max: the max the broker serves after it, and the max on disk
+    truncated = "recoveryEnd" in cq
+    recovery = (
+        f"; maxOffset after the broker's recovery, which ends the commitlog at {cq['recoveryEnd']}" if truncated else ""
+    )
+    if cq.get("redispatchCounted") is False:
+        recovery += "; the units its recovery dispatches again are not counted"
     on_disk = ["maxOffsetOnDisk"] if truncated else []
     if cq.get("kind") == "rocksdb":
         render(
@@ -106,7 +110,7 @@ def _print_queue_tables(d: dict):
             "table",
             ["topic", "queueId", "minOffset", "maxOffset", *on_disk, "maxPhysicOffset"],
             title=f"RocksDB consume queue ({cq['topics']} topics, {cq['entries']} entries, dispatched to "
-            f"{cq['dispatchCheckpoint']}{recovery if truncated else ''})",
+            f"{cq['dispatchCheckpoint']}{recovery})",
         )
     elif cq["read"]:
         kinds = Counter(q["kind"] for q in cq["queues"] if q["kind"] != "topic")
@@ -117,9 +121,7 @@ def _print_queue_tables(d: dict):
             cq["queues"],
             "table",
             ["topic", "queueId", "files", "minOffset", "maxOffset", *on_disk] + (["kind"] if marked else []),
-            title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text}"
-            + (recovery if truncated else "")
-            + ")",
+            title=f"consumequeues ({cq['topics']} topics, {cq['entries']} entries{kinds_text}{recovery})",
         )
     geometry = d["index"]["geometry"]
     if not d["index"]["files"]:

@@ -18,7 +18,7 @@ from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import index_slot, pre_blank, queue_kind
 from ..live import head_moved
-from ..recovery import recovered_queue_max
+from ..queueload import loaded_queues
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -634,7 +634,7 @@ def info(store: Store, end: tuple[int | None, list] | None = None) -> dict:
         },
         "parts": store.parts.to_list(),
         **({"rocksdbConfigs": configs} if configs else {}),
-        "consumequeue": _queues_info(store, max_offset),
+        "consumequeue": _queues_info(store),
         "index": {"files": index, "geometry": dict(zip(("maxHashSlotNum", "maxIndexNum"), store.index_geometry))},
         "checkpoint": dump_checkpoint(store) if store.checkpoint_path.exists() else None,
         **({"dledger": dledger_part} if dledger_part is not None else {}),
@@ -657,34 +657,29 @@ def _rocksdb_store_info(store: Store) -> dict:
     }
 
 
-def _queues_info(store: Store, recovered_end: int | None) -> dict:
-    """The broker's consume queues with their min/max offsets after its load (`recovered_end`: where its
-    commitlog recovery ends), or, when this version does not read them, what they are and why not (no queue is
-    reported as absent). Where the load's recovery truncates a queue, every queue also has its max on disk."""
+def _queues_info(store: Store) -> dict:
+    """The broker's consume queues with their min/max offsets after its load, or, when this version does not read
+    them, what they are and why not (no queue is reported as absent). Where the load's recovery moves a queue's
+    max (queueload.loaded_queues: its truncation, its dispatch), every queue also has its max on disk and
+    `recoveryEnd` says where the commitlog's recovery ends."""
     if not store.parts.queues_read:
         part = store.parts.find("consumequeue")
         return {"read": False, "what": part.what, "why": part.why, "queues": []}
-    truncated = recovered_queue_max(store, recovered_end) if store.live is None and recovered_end is not None else {}
+    loaded = loaded_queues(store) if store.live is None else None
     if store.rocks_queues is not None:
-        return _rocks_queues_info(store, truncated)
+        return _rocks_queues_info(store, loaded)
+    moved = loaded.max_offset if loaded is not None else {}
     queues = []
     batch = batchcq.batch_topics(store)
     min_phy, version = store.commitlog.min_offset, store.version.major
     for cq in [*store.consume_queues(), *batchcq.batch_consume_queues(store)]:
         # a file queue's min is the broker's, past the units its cleanup left dead; its max the broker's after
-        # its recovery truncated the units past the commitlog's end
+        # its recovery truncated the units past the commitlog's end and dispatched the ones it lacked
         lo, on_disk = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
-        queues.append(
-            {
-                "topic": cq.topic,
-                "queueId": cq.queue_id,
-                "files": len(cq.files.files),
-                "minOffset": lo,
-                "maxOffset": truncated.get(f"{cq.topic}/{cq.queue_id}", on_disk),
-                "maxOffsetOnDisk": on_disk,
-                "kind": queue_kind(cq.topic, batch),
-            }
-        )
+        queues.append(_queue_row(cq.topic, cq.queue_id, len(cq.files.files), lo, moved, on_disk, batch))
+    for name, lo in (loaded.made if loaded is not None else {}).items():
+        topic, queue_id = name.rsplit("/", 1)
+        queues.append(_queue_row(topic, int(queue_id), 0, lo, moved, 0, batch))
     queues.sort(key=lambda q: (q["topic"], q["queueId"]))
     return {
         "read": True,
@@ -692,7 +687,31 @@ def _queues_info(store: Store, recovered_end: int | None) -> dict:
         "queues": _on_disk_where_moved(queues),
         "topics": len({q["topic"] for q in queues}),
         "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
+        **_recovery_fields(queues, loaded),
     }
+
+
+def _queue_row(topic: str, queue_id: int, files: int, lo: int, moved: dict, on_disk: int, batch) -> dict:
+    return {
+        "topic": topic,
+        "queueId": queue_id,
+        "files": files,
+        "minOffset": lo,
+        "maxOffset": moved.get(f"{topic}/{queue_id}", on_disk),
+        "maxOffsetOnDisk": on_disk,
+        "kind": queue_kind(topic, batch),
+    }
+
+
+def _recovery_fields(queues: list[dict], loaded) -> dict:
+    """`recoveryEnd` where the load moves a queue's max; `redispatchCounted: false` where its recovery dispatches
+    records whose units the maxes leave out (the RocksDB queue's)."""
+    out = {}
+    if queues and "maxOffsetOnDisk" in queues[0]:
+        out["recoveryEnd"] = loaded.end
+    if loaded is not None and not loaded.redispatch_counted:
+        out["redispatchCounted"] = False
+    return out
 
 
 def _on_disk_where_moved(queues: list[dict]) -> list[dict]:
@@ -703,22 +722,25 @@ def _on_disk_where_moved(queues: list[dict]) -> list[dict]:
     return queues
 
 
-def _rocks_queues_info(store: Store, truncated: dict[str, int]) -> dict:
+def _rocks_queues_info(store: Store, loaded) -> dict:
     """The RocksDB queue: every queue's min/max as the broker computes them (the max after its recovery's
-    truncation, `truncated`), and the dispatch checkpoint."""
+    truncation, `loaded`), with the commitLogOffset of the unit before the max, and the dispatch checkpoint."""
     rocks = store.rocks_queues
     min_phy = store.commitlog.min_offset
-    queues = [
-        {
-            "topic": q.topic,
-            "queueId": q.queue_id,
-            "minOffset": rocks.min_offset(q, min_phy),
-            "maxOffset": truncated.get(f"{q.topic}/{q.queue_id}", q.max_offset),
-            "maxOffsetOnDisk": q.max_offset,
-            "maxPhysicOffset": q.max_entry[0] if q.max_entry else None,
-        }
-        for q in rocks.queues()
-    ]
+    moved, moved_phy = (loaded.max_offset, loaded.max_phy) if loaded is not None else ({}, {})
+    queues = []
+    for q in rocks.queues():
+        name = f"{q.topic}/{q.queue_id}"
+        queues.append(
+            {
+                "topic": q.topic,
+                "queueId": q.queue_id,
+                "minOffset": rocks.min_offset(q, min_phy),
+                "maxOffset": moved.get(name, q.max_offset),
+                "maxOffsetOnDisk": q.max_offset,
+                "maxPhysicOffset": moved_phy[name] if name in moved_phy else q.max_entry[0] if q.max_entry else None,
+            }
+        )
     return {
         "read": True,
         "kind": "rocksdb",
@@ -727,6 +749,7 @@ def _rocks_queues_info(store: Store, truncated: dict[str, int]) -> dict:
         "topics": len({q["topic"] for q in queues}),
         "entries": sum(q["maxOffset"] - q["minOffset"] for q in queues),
         "dispatchCheckpoint": rocks.checkpoint,
+        **_recovery_fields(queues, loaded),
     }
 
 
