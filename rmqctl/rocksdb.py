@@ -39,9 +39,6 @@ WRITE_BATCH = 1 << 16
 # table, so they grow with the data, and gives each database a 32 MiB cache that a scan fills)
 READ_CACHE_BYTES = 4 << 20
 BATCH_STEP = 2048  # pairs drained from RocksDB's iterator per call while a batch is gathered (its list in cache)
-# what a whole scan (batches) reads ahead of the iterator in each table file: fewer, larger reads than
-# RocksDB's own readahead, which starts at a block and grows; bounded, whatever the database's size
-SCAN_READAHEAD = 2 << 20
 MARSHAL_VERSION = 2  # the layout engine/pairs.py reads (no references: every object written where it stands)
 
 
@@ -202,9 +199,9 @@ class ReadOnlyDB:
         if size <= 0:
             raise ValueError(f"a batch of {size} pairs")
         family, last = self._families[cf], None
-        scan = self._bounded(None)
-        scan.set_readahead_size(SCAN_READAHEAD)
-        items = self._call(family.items, read_opt=scan)
+        # RocksDB's own readahead (it grows to 256 KiB a table file): a fixed larger one is a buffer per open
+        # table file, which a database with many level-0 files would multiply
+        items = self._call(family.items, read_opt=self._bounded(None))
         try:
             ended = False
             while not ended:

@@ -25,6 +25,7 @@ from rmqctl import recovery
 from rmqctl.checks import rocksdbstore as rocksdbstore_check, verify as verify_module
 from rmqctl.checks.rocksdbstore import Reading, RecordRuns, agreed, check_runs, parsed
 from rmqctl.checks.verify import verify
+from rmqctl.checks.windows import window_records
 from rmqctl.config import load_config
 from rmqctl.errors import StoreError
 from rmqctl.rocksdb import Pairs
@@ -791,7 +792,9 @@ def test_runs_within_the_memory_stay_there_and_find_what_spilled_runs_find(built
         runs.read()
         try:
             spilled = len({p.name.split("-")[0] for p in runs.directory.iterdir()})
-            return len(runs.runs), spilled, [f.detail for f in check_runs(store, runs)]
+            details = [f.detail for f in check_runs(store, runs)]
+            assert runs._kept_bytes == 0 and not runs._kept  # every kept run given back once read to its end
+            return len(runs.runs), spilled, details
         finally:
             runs.close()
 
@@ -927,3 +930,26 @@ def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypat
         res = run("verify", "--store", built[0], "--broker-config", broker_conf(BASE))
         line = one_line_error(res, "No space left on device")
     assert res.exit_code == 2, line
+
+
+def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch):
+    """verify's --memory bounds the record table and the RocksDB message store's runs kept in memory together
+    (both live until the checks after the walk): half each, never the whole budget twice."""
+    asked = {}
+
+    def reading(store, memory):
+        asked["runs"] = memory
+        return rocksdbstore_check.start_reading(store, memory)
+
+    def table(memory):
+        asked["table"] = memory
+        return window_records(memory)
+
+    monkeypatch.setattr(verify_module, "start_reading", reading)
+    monkeypatch.setattr(verify_module, "window_records", table)
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    try:
+        verify_module.verify(store, memory=64 << 20)
+    finally:
+        store.close()
+    assert asked == {"runs": 32 << 20, "table": 32 << 20}

@@ -240,6 +240,7 @@ class RecordRuns:
         ended; their columns parsed once they are joined (a row that no longer parses: see _changed)."""
         spans = list(self._spans(lo, hi))
         parts = [self._read(number, a, b) for number, a, b in spans]
+        self._let_go(number for number, _, _ in spans)
         if not parts:
             return None
         records = concatenated(parts)
@@ -270,8 +271,14 @@ class RecordRuns:
 
     def skip(self, lo: int, hi: int):
         """Pass the records naming offsets in [lo, hi) without reading them (expired: nothing to check)."""
-        for _ in self._spans(lo, hi):
-            pass
+        self._let_go(number for number, _, _ in self._spans(lo, hi))
+
+    def _let_go(self, numbers):
+        """The kept runs among `numbers` read to their end given back (what was read from them lives on only in
+        the records taken)."""
+        for number in numbers:
+            if self._cursors[number] == self.runs[number] and number in self._kept:
+                self._kept_bytes -= sum(a.nbytes for a in self._kept.pop(number).values())
 
     def _spans(self, lo: int, hi: int) -> Iterator[tuple[int, int, int]]:
         """(run, first row, end row) of each run holding records in [lo, hi), each run's cursor moved past them."""

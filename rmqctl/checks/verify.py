@@ -94,8 +94,8 @@ def verify(
     `deep` also checks that every key of every message is in the index; `jobs` threads (default: all
     cores); `progress(done, total)` is called with commitlog bytes. `memory` (bytes) bounds the record
     table: the cross-checks take it in windows of that many records' worth (`window` records, when given:
-    the differential tests force tiny windows), and as much again the RocksDB message store's records kept
-    in memory rather than spilled (checks/rocksdbstore.py); findings are the same for any window.
+    the differential tests force tiny windows); with a RocksDB message store the table has half of it and
+    that store's records kept in memory rather than spilled the other half (checks/rocksdbstore.py); findings are the same for any window.
     On a running broker's store a file the broker deletes while verify reads it (its expired head) starts the
     run again on a new snapshot (a few times at most), and the result says so."""
     deleted, given = [], store
@@ -142,11 +142,14 @@ LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, 
 def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progress, memory, window) -> VerifyResult:
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
-    size = window if window is not None else window_records(memory)
+    # the RocksDB message store is read while the commitlog is walked (checks/rocksdbstore.py); its runs and
+    # the record table share the budget, half each, since both live until the checks after the walk
+    reads_rocksdb = "index" in ctx.parts and ctx.store.message_rocksdb is not None
+    table_memory = memory // 2 if reads_rocksdb else memory
+    size = window if window is not None else window_records(table_memory)
     # without the checks that take windows no record columns outlive their chunk's scan
     keep = size if WINDOWED_PARTS & ctx.parts else 0
-    # the RocksDB message store read while the commitlog is walked (checks/rocksdbstore.py)
-    ctx.rocksdb_reading = start_reading(ctx.store, memory) if "index" in ctx.parts else None
+    ctx.rocksdb_reading = start_reading(ctx.store, memory - table_memory) if reads_rocksdb else None
     try:
         results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
         if kept:  # every record fit in one window
