@@ -1,118 +1,151 @@
-"""Compaction topics (rmqctl.compaction): dump and verify of compaction/compactionLog and compactionCq.
-
-No RocketMQ code here writes a compaction log (the broker's CompactionService needs a running broker and its
-scheduler), so `write_compaction` below lays one out from real j-batchcq records step by step as RocketMQ
-5.3.3's CompactionLog.CompactionAppendMessageCallback and SparseConsumeQueue.putEndPositionInfo do; what was
-checked against RocketMQ itself and what was not is said in formats/compaction.md."""
+"""Compaction topics (rmqctl.compaction): dump and verify of compaction/compactionLog and compactionCq, held against
+a store that RocketMQ 5.3.3's own code wrote and compacted (tests/java/CompactionWrite5.java: DefaultMessageStore
+with a cleanup.policy=COMPACTION topic, its CompactionService copying records while the reput dispatches, then
+CompactionLog.doCompaction twice) and against what that store serves through DefaultMessageStore.getMessage."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from rmqctl import schema as S
-from rmqctl.compaction import file_sizes
+from rmqctl.compaction import CompactionQueue, file_sizes, position_checkpoint
 from rmqctl.config import BrokerConfig, load_config
-from rmqctl.dispatch import tags_code
 from rmqctl.store import Store, offset_to_name
 
-from conftest import broker_conf, jsonl, patch, run
+from conftest import jsonl, patch, run
+from test_batchcq import oracle_classpath
 
-NAME = "j-batchcq"
-CQ_SIZE, LOG_CONFIG = 8 * S.BCQ_UNIT_SIZE, 8192  # the CQ file fills after 7 units; the log is 22 CQ sizes
-BLANK_MAGIC = -875286124  # MessageDecoder.BLANK_MAGIC_CODE
+HARNESS = Path(__file__).parent / "java" / "CompactionWrite5.java"
+TOPIC = "CompactTopic"
+CQ_SIZE, LOG_CONFIG = 8 * S.BCQ_UNIT_SIZE, 6000  # the harness's MessageStoreConfig: 7 units and an end unit per CQ file
 
 
-def conf_with_compaction(tmp_path):
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
-        broker_conf(NAME).read_text() + f"compactionCqMappedFileSize={CQ_SIZE}\ncompactionMappedFileSize={LOG_CONFIG}\n"
+def rocketmq_compaction(oracle: Path, root: Path, out: Path, *mode: str) -> dict:
+    """tests/java/CompactionWrite5.java on `root` (writes and compacts; `--read`: reopens and reads), with
+    read5.sh's class path and JVM options; its truth file."""
+    env_sh = f'. "{oracle}/lib/env.sh" && printf "%s\\n" "${{JVM_OPENS[@]}}"'
+    opens = subprocess.run(["bash", "-c", env_sh], capture_output=True, text=True, check=True).stdout.split()
+    classpath = f"{oracle_classpath(oracle)}:{oracle}/lib/rocksdbjni-classes-8.11.4.jar"  # MessageStoreConfig names RocksDB types
+    res = subprocess.run(
+        [
+            "java",
+            f"-Duser.home={out / 'java-home'}",
+            *opens,
+            "-cp",
+            classpath,
+            str(HARNESS),
+            str(root),
+            str(out / "truth.json"),
+            *mode,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=out,
     )
-    return conf
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads((out / "truth.json").read_text())
 
 
-def write_compaction(root, conf, topic: str, queue_id: int) -> list[tuple[int, int]]:
-    """The queue's records copied as CompactionAppendMessageCallback.doAppend does. Returns (log position,
-    commitlog offset) per record."""
-    config = load_config(conf)
-    log_size, cq_size = file_sizes(config)
-    store = Store(root, config)
-    records = [(f, m) for f, m in store.scan().records() if (m.topic, m.queueId) == (topic, queue_id)]
-    log_dir = root / "compaction" / "compactionLog" / topic / str(queue_id)
-    cq_dir = root / "compaction" / "compactionCq" / topic / str(queue_id)
-    log_dir.mkdir(parents=True)
-    cq_dir.mkdir(parents=True)
-    start, log, cq, placed = 0, bytearray(log_size), bytearray(cq_size), []
-    pos = wrote = 0
-
-    def flush():
-        (log_dir / offset_to_name(start)).write_bytes(log)
-        (cq_dir / offset_to_name(start)).write_bytes(cq)
-
-    for f, m in records:
-        data = bytearray(f.buf[m.position : m.position + m.storeSize])
-        if wrote + S.BCQ_UNIT_SIZE >= cq_size or len(data) + 8 > log_size - pos:  # the CQ or the log would fill
-            cq[wrote : wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(-1, 0, 0, 0, 0, 0, S.BCQ_INVALID_POS, 0)
-            log[pos : pos + 8] = S.INT32.pack(log_size - pos) + S.INT32.pack(BLANK_MAGIC)
-            flush()
-            start, log, cq, pos, wrote = start + log_size, bytearray(log_size), bytearray(cq_size), 0, 0
-        data[28:36] = S.INT64.pack(start + pos)  # PHYSICALOFFSET: the place in the compaction log
-        log[pos : pos + len(data)] = data
-        cq[wrote : wrote + S.BCQ_UNIT_SIZE] = S.BCQ_UNIT.pack(
-            start + pos, len(data), tags_code(m, config), m.storeTimestamp, m.queueOffset, 1, S.BCQ_INVALID_POS, 0
-        )
-        placed.append((start + pos, f.start + m.position))
-        pos, wrote = pos + len(data), wrote + S.BCQ_UNIT_SIZE
-    flush()
-    return placed
+@pytest.fixture(scope="module")
+def written(java_oracle, tmp_path_factory):
+    """(store root, broker.conf, truth) of the store RocketMQ wrote; tests change copies only."""
+    out = tmp_path_factory.mktemp("compaction")
+    root = out / "store"
+    root.mkdir()
+    truth = rocketmq_compaction(java_oracle, root, out)
+    conf = out / "broker.conf"
+    conf.write_text(f"compactionCqMappedFileSize={CQ_SIZE}\ncompactionMappedFileSize={LOG_CONFIG}\n")
+    return root, conf, truth
 
 
-def test_file_sizes_follow_compaction_logs_rule():
+def copy_of(written, tmp_path) -> Path:
+    root = tmp_path / "store"
+    shutil.copytree(written[0], root)
+    return root
+
+
+def test_file_sizes_follow_compaction_logs_rule(written):
     """getCompactionLogSize: at least 5 CQ sizes; the lower multiple when within half a CQ size above it."""
     sizes = lambda log, cq: file_sizes(BrokerConfig(compactionMappedFileSize=log, compactionCqMappedFileSize=cq))  # noqa: E731
     assert sizes(100 * 1024 * 1024, 10 * 1024 * 1024) == (104857460, 10485746)  # 227951 units; 10 x that + 140
-    assert sizes(LOG_CONFIG, CQ_SIZE) == (22 * CQ_SIZE, CQ_SIZE)  # 8192 = 22 x 368 + 96
+    assert sizes(8192, CQ_SIZE) == (22 * CQ_SIZE, CQ_SIZE)  # 8192 = 22 x 368 + 96
     assert sizes(1000, CQ_SIZE) == (5 * CQ_SIZE, CQ_SIZE)
     assert sizes(23 * CQ_SIZE - 10, CQ_SIZE) == (23 * CQ_SIZE, CQ_SIZE)
+    _, conf, truth = written
+    # 6000 = 16 x 368 + 112, 112 < 184: the lower multiple, as RocketMQ's CompactionLog computed it
+    assert (
+        file_sizes(load_config(conf))
+        == (truth["compactionLogFileSize"], truth["compactionCqFileSize"])
+        == (16 * CQ_SIZE, CQ_SIZE)
+    )
 
 
-def test_dump_shows_each_record_in_its_place_and_each_files_end(store_copy, tmp_path):
-    root, conf = store_copy(NAME), conf_with_compaction(tmp_path)
-    placed = write_compaction(root, conf, "PlainTopic", 0)
-    rows = jsonl(run("dump", "compaction", "PlainTopic", "0", "--store", root, "--broker-config", conf).stdout)
-    messages = [r for r in rows if "end" not in r]
-    assert [r["offset"] for r in messages] == [p for p, _ in placed] and all(r["inPlace"] for r in messages)
-    assert [r["queueOffset"] for r in messages] == list(range(29))  # the queue offsets stay the commitlog's
-    ends = [r for r in rows if "end" in r]
-    assert ends and all(r["end"] == "blank" for r in ends)
-    units = jsonl(run("dump", "compaction", "PlainTopic", "0", "--cq", "--store", root, "--broker-config", conf).stdout)
-    real = [u for u in units if "end" not in u]
-    assert [u["commitLogOffset"] for u in real] == [p for p, _ in placed]
-    assert {u["batchSize"] for u in real} == {1} and len(units) - len(real) == len(ends)
+def dump(root, conf, queue_id: int, *more) -> list[dict]:
+    return jsonl(
+        run("dump", "compaction", TOPIC, str(queue_id), *more, "--store", root, "--broker-config", conf).stdout
+    )
 
 
-def test_verify_takes_the_brokers_layout_as_sound(store_copy, tmp_path):
-    root, conf = store_copy(NAME), conf_with_compaction(tmp_path)
-    write_compaction(root, conf, "PlainTopic", 0)
+def test_dump_is_what_rocketmq_wrote_and_serves(written):
+    """Every record of the log, every unit of the CQ, the files and the position checkpoint as RocketMQ wrote
+    them, and the records in the order DefaultMessageStore.getMessage serves them (compaction dropped some
+    queue offsets: older values of a repeated key, keyless messages, tombstones)."""
+    root, conf, truth = written
+    store = Store(root, load_config(conf))
+    assert position_checkpoint(store) == (truth["positionCheckpoint"], None)
+    for q in truth["queues"]:
+        served = q["messages"]
+        assert q["loaded"] and served and [m["queueOffset"] for m in served] == [m["servedQueueOffset"] for m in served]
+        assert len(served) < q["maxOffset"] - q["minOffset"]  # compaction dropped some
+        queue = CompactionQueue(store, TOPIC, q["queueId"])
+        assert [f.name for f in queue.log.files] == q["logFiles"]
+        assert [f.name for f in queue.cq.files.files] == q["cqFiles"]
+        records = [r for r in dump(root, conf, q["queueId"]) if "end" not in r]
+        assert all(r["inPlace"] and (r["topic"], r["queueId"]) == (TOPIC, q["queueId"]) for r in records)
+        fields = ("queueOffset", "physicalOffset", "storeSize", "keys", "storeTimestamp", "msgId")
+        assert [{k: r[k] for k in fields} for r in records] == [{k: m[k] for k in fields} for m in served]
+        units = [u for u in dump(root, conf, q["queueId"], "--cq") if "end" not in u]
+        mine = [
+            {
+                "queueOffset": u["msgBaseOffset"],
+                "pos": u["commitLogOffset"],
+                "size": u["size"],
+                "tagsCode": u["tagsCode"],
+                "batchNum": u["batchSize"],
+                "compactedOffset": u["compactedOffset"],
+            }
+            for u in units
+        ]
+        assert mine == q["units"]
+        assert [u["storeTime"] for u in units] == [m["storeTimestamp"] for m in served]
+
+
+def test_verify_takes_rocketmqs_compaction_as_sound(written):
+    root, conf, _ = written
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert (res.exit_code, res.stdout) == (0, "")
 
 
-def test_verify_finds_what_the_broker_would_trip_on(store_copy, tmp_path):
-    root, conf = store_copy(NAME), conf_with_compaction(tmp_path)
-    placed = write_compaction(root, conf, "PlainTopic", 0)
-    sizes = {
-        r["offset"]: r["storeSize"]
-        for r in jsonl(run("dump", "compaction", "PlainTopic", "0", "--store", root, "--broker-config", conf).stdout)
-        if "end" not in r
-    }
-    log_size, _ = file_sizes(load_config(conf))
-    log = root / "compaction" / "compactionLog" / "PlainTopic" / "0"
-    cq = root / "compaction" / "compactionCq" / "PlainTopic" / "0"
-    patch(log / offset_to_name(0), placed[1][0] + 28, S.INT64.pack(5))  # the second record's PHYSICALOFFSET
+def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
+    root, conf, truth = copy_of(written, tmp_path), written[1], written[2]
+    served = truth["queues"][0]["messages"]
+    log = root / "compaction" / "compactionLog" / TOPIC / "0"
+    cq = root / "compaction" / "compactionCq" / TOPIC / "0"
+    last = truth["queues"][0]["cqFiles"][-1]
+    patch(
+        log / offset_to_name(0), served[1]["physicalOffset"] + 28, S.INT64.pack(5)
+    )  # the second record's PHYSICALOFFSET
     patch(cq / offset_to_name(0), 2 * S.BCQ_UNIT_SIZE + 8, S.INT32.pack(7))  # the third unit's size
-    (cq / offset_to_name(log_size)).unlink()
+    (cq / last).unlink()
     (root / "compaction" / "position-checkpoint").write_text("{")
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     found = [(f["kind"], f["file"], f["detail"]) for f in jsonl(res.stdout)]
-    second_log = f"compaction/compactionLog/PlainTopic/0/{offset_to_name(log_size)}"
+    third = served[2]
     assert res.exit_code == 1
     assert sorted(found) == sorted(
         [
@@ -123,19 +156,18 @@ def test_verify_finds_what_the_broker_would_trip_on(store_copy, tmp_path):
             ),
             (
                 "compaction-cq-mismatch",
-                f"compaction/compactionCq/PlainTopic/0/{offset_to_name(0)}",
-                f"PlainTopic/0 compaction CQ unit at {placed[2][0]}: size 7, the record's {sizes[placed[2][0]]}",
+                f"compaction/compactionCq/{TOPIC}/0/{offset_to_name(0)}",
+                f"{TOPIC}/0 compaction CQ unit at {third['physicalOffset']}: size 7, the record's {third['storeSize']}",
             ),
             (
                 "compaction-file-mismatch",
-                second_log,
-                f"PlainTopic/0: log file {offset_to_name(log_size)} has no CQ file of that name: the broker's load "
-                "refuses this queue",
+                f"compaction/compactionLog/{TOPIC}/0/{last}",
+                f"{TOPIC}/0: log file {last} has no CQ file of that name: the broker's load refuses this queue",
             ),
             (
                 "compaction-physical-offset",
-                f"compaction/compactionLog/PlainTopic/0/{offset_to_name(0)}",
-                f"PlainTopic/0 compaction log: PHYSICALOFFSET 5, but the record is at {placed[1][0]}",
+                f"compaction/compactionLog/{TOPIC}/0/{offset_to_name(0)}",
+                f"{TOPIC}/0 compaction log: PHYSICALOFFSET 5, but the record is at {served[1]['physicalOffset']}",
             ),
         ]
     )
