@@ -86,10 +86,35 @@ class CompactionQueue:
 
     def unmatched_files(self) -> tuple[list[str], list[str]]:
         """TopicPartitionLog.sanityCheck: log files without a CQ file of the same name, and CQ files without a
-        log file (either stops the broker's load)."""
+        log file (either fails the broker's load, unless recover deleted the log file first: log_end_at_load)."""
         logs = {f.name for f in self.log.files}
         cqs = {f.name for f in self.cq.files.files}
         return sorted(logs - cqs), sorted(cqs - logs)
+
+    def misfitting_files(self) -> list[MappedFile]:
+        """MappedFileQueue.doLoad over the log's and the CQ's directory: a file whose length is not the mapped
+        size fails it (a zero-length last file is deleted instead); TopicPartitionLog.init then throws an
+        IOException, which CompactionStore.loadAndGetClog catches by dropping the queue."""
+        out = []
+        for q in (self.log, self.cq.files):
+            last = q.files[-1] if q.files else None
+            out += [f for f in q.files if f.length != q.file_size and not (f.length == 0 and f is last)]
+        return out
+
+    def log_end_at_load(self) -> int:
+        """Where TopicPartitionLog.recover truncates the log (truncateDirtyFiles): SparseConsumeQueue's
+        getMaxPhyOffsetInLog, the end of the last CQ file's last written unit; -1 (no truncation) when it has
+        none. Log files starting past it are deleted."""
+        if not self.cq.files.files:
+            return -1
+        f = self.cq.files.files[-1]
+        n = min(len(f.buf), self.cq.files.file_size) // S.BCQ_UNIT_SIZE
+        arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
+        written = written_bcq_units(arr)
+        end = int(arr[written - 1]["commitLogOffset"]) + int(arr[written - 1]["size"]) if written else -1
+        del arr
+        f.release()
+        return end
 
 
 def compaction_queues(store: Store) -> list[CompactionQueue]:

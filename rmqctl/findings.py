@@ -57,6 +57,7 @@ KINDS: dict[str, str] = {
     "bcq-missing-units": "dispatched records of a BatchCQ topic with no unit in their queue",
     # compaction topics (5.x, cleanup.policy=COMPACTION): compaction/compactionLog and compactionCq
     "compaction-file-mismatch": "a compaction log file without its CQ file of the same name, or the reverse",
+    "compaction-file-size": "a compaction log or CQ file whose length is not its mapped file size",
     "compaction-physical-offset": "a compaction log record whose PHYSICALOFFSET is not its place in the log",
     "compaction-record": "bytes in a compaction log that are not a record of its queue",
     "compaction-cq-bad-target": "a compaction CQ unit pointing where no compaction log record starts",

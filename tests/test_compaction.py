@@ -6,6 +6,7 @@ CompactionLog.doCompaction twice) and against what that store serves through Def
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,27 +29,33 @@ CQ_SIZE, LOG_CONFIG = 8 * S.BCQ_UNIT_SIZE, 6000  # the harness's MessageStoreCon
 def rocketmq_compaction(oracle: Path, root: Path, out: Path, *mode: str) -> dict:
     """tests/java/CompactionWrite5.java on `root` (writes and compacts; `--read`: reopens and reads), with
     read5.sh's class path and JVM options; its truth file."""
+    return rocketmq_compactions(oracle, [(root, out)], *mode)[0]
+
+
+def rocketmq_compactions(oracle: Path, runs: list[tuple[Path, Path]], *mode: str) -> list[dict]:
+    """rocketmq_compaction on several (root, out) at once, one JVM each."""
     env_sh = f'. "{oracle}/lib/env.sh" && printf "%s\\n" "${{JVM_OPENS[@]}}"'
     opens = subprocess.run(["bash", "-c", env_sh], capture_output=True, text=True, check=True).stdout.split()
-    classpath = f"{oracle_classpath(oracle)}:{oracle}/lib/rocksdbjni-classes-8.11.4.jar"  # MessageStoreConfig names RocksDB types
-    res = subprocess.run(
-        [
-            "java",
-            f"-Duser.home={out / 'java-home'}",
-            *opens,
-            "-cp",
-            classpath,
-            str(HARNESS),
-            str(root),
-            str(out / "truth.json"),
-            *mode,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=out,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads((out / "truth.json").read_text())
+    # MessageStoreConfig's fields name RocksDB types: the classes read5.sh puts on the path for file stores
+    classpath = f"{oracle_classpath(oracle)}:{oracle}/lib/rocksdbjni-classes-8.11.4.jar"
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}  # short runs: C1 alone costs less CPU
+    jvms = []
+    for root, out in runs:
+        out.mkdir(parents=True, exist_ok=True)
+        command = ["java", f"-Duser.home={out / 'java-home'}", *opens, "-cp", classpath, str(HARNESS), str(root)]
+        log = open(out / "harness.log", "w")
+        jvms.append(
+            (
+                subprocess.Popen([*command, str(out / "truth.json"), *mode], stdout=log, stderr=log, cwd=out, env=env),
+                log,
+            )
+        )
+    for jvm, log in jvms:
+        jvm.wait(timeout=300)
+        log.close()
+    for (jvm, _), (_, out) in zip(jvms, runs):
+        assert jvm.returncode == 0, (out / "harness.log").read_text()[-3000:]
+    return [json.loads((out / "truth.json").read_text()) for _, out in runs]
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +153,7 @@ def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     found = [(f["kind"], f["file"], f["detail"]) for f in jsonl(res.stdout)]
     third = served[2]
+    cut = max(u["pos"] + u["size"] for u in truth["queues"][0]["units"] if u["pos"] < int(last))
     assert res.exit_code == 1
     assert sorted(found) == sorted(
         [
@@ -162,7 +170,8 @@ def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
             (
                 "compaction-file-mismatch",
                 f"compaction/compactionLog/{TOPIC}/0/{last}",
-                f"{TOPIC}/0: log file {last} has no CQ file of that name: the broker's load refuses this queue",
+                f"{TOPIC}/0: log file {last} has no CQ file of that name: the broker's load deletes it (the log is "
+                f"cut at {cut}, the end of the CQ's last record)",
             ),
             (
                 "compaction-physical-offset",
@@ -171,3 +180,44 @@ def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
             ),
         ]
     )
+
+
+def test_a_missing_or_cut_file_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
+    """Each copy reopened by RocketMQ (CompactionWrite5 --read): a log file past the CQ's last record without
+    its CQ file is deleted with its records (TopicPartitionLog.recover), another unpaired file fails the store's
+    load (sanityCheck), a CQ file of the wrong length drops its queue (MappedFileQueue.doLoad)."""
+    _, conf, truth = written
+    q0, q1 = truth["queues"]
+    cases = {
+        "last": (0, q0["cqFiles"][-1], None),
+        "first": (0, q0["cqFiles"][0], None),
+        "cut": (1, q1["cqFiles"][-1], 100),
+    }
+    found = {}
+    for case, (queue_id, name, keep) in cases.items():
+        root = tmp_path / case / "store"
+        shutil.copytree(written[0], root)
+        cq = root / "compaction" / "compactionCq" / TOPIC / str(queue_id) / name
+        if keep is None:
+            cq.unlink()
+        else:
+            cq.write_bytes(cq.read_bytes()[:keep])
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        found[case] = [f["detail"] for f in jsonl(res.stdout) if f["kind"].startswith("compaction-file")]
+    rereads = rocketmq_compactions(java_oracle, [(tmp_path / c / "store", tmp_path / c) for c in cases], "--read")
+    seen = {case: (found[case], reread) for case, reread in zip(cases, rereads)}
+    found, reread = seen["last"]
+    cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(q0["cqFiles"][-1]))
+    assert found[0].endswith(f"the broker's load deletes it (the log is cut at {cut}, the end of the CQ's last record)")
+    kept = [m for m in q0["messages"] if m["physicalOffset"] < int(q0["cqFiles"][-1])]
+    assert reread["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
+    found, reread = seen["first"]
+    assert found == [
+        f"{TOPIC}/0: log file {q0['logFiles'][0]} has no CQ file of that name: the broker's load fails on this queue and the store does not start"
+    ]
+    assert reread == {"loadReturned": False}
+    found, reread = seen["cut"]
+    assert found == [
+        f"{TOPIC}/1: file is 100 bytes, not {CQ_SIZE}: the broker's load drops this queue and serves none of it"
+    ]
+    assert reread["queues"][1] == {"queueId": 1, "loaded": False} and reread["queues"][0]["messages"] == q0["messages"]

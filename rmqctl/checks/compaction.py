@@ -9,26 +9,15 @@ from __future__ import annotations
 from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
 from ..dispatch import tags_code
 from ..findings import CONSUMEQUEUE, Findings
-from ..store import Store
+from ..store import Store, offset_of_name
 
 
 def check_compaction(store: Store) -> Findings:
     """The compaction topics' findings."""
     found = Findings()
     for q in compaction_queues(store):
-        logs, cqs = q.unmatched_files()
-        for name in logs + cqs:
-            where = (q.log_dir if name in logs else q.cq.directory) / name
-            found.add(
-                CONSUMEQUEUE,
-                "compaction-file-mismatch",
-                "error",
-                where,
-                None,
-                None,
-                f"{q.topic}/{q.queue_id}: {'log' if name in logs else 'CQ'} file {name} has no "
-                f"{'CQ' if name in logs else 'log'} file of that name: the broker's load refuses this queue",
-            )
+        _check_files(found, q)
+        _, cqs = q.unmatched_files()
         for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
             _check_units(found, q, f.name, _check_log(found, q, f, store))
         for name in cqs:
@@ -45,6 +34,41 @@ def check_compaction(store: Store) -> Findings:
             f"compaction position checkpoint: {problem}",
         )
     return found
+
+
+def _check_files(found: Findings, q: CompactionQueue) -> None:
+    """Files of a wrong length (the broker drops the queue) and log / CQ files without their pair (the broker
+    deletes a log file past the CQ's last record, and refuses to start on any other)."""
+    for f in q.misfitting_files():
+        size = q.log.file_size if f.path.parent == q.log_dir else q.cq.files.file_size
+        found.add(
+            CONSUMEQUEUE,
+            "compaction-file-size",
+            "error",
+            f.path,
+            None,
+            None,
+            f"{q.topic}/{q.queue_id}: file is {f.length} bytes, not {size}: the broker's load drops this queue "
+            "and serves none of it",
+        )
+    logs, cqs = q.unmatched_files()
+    end = q.log_end_at_load() if logs else -1
+    for name in logs + cqs:
+        is_log = name in logs
+        if is_log and end > 0 and offset_of_name(name) > end:
+            fate = f"the broker's load deletes it (the log is cut at {end}, the end of the CQ's last record)"
+        else:
+            fate = "the broker's load fails on this queue and the store does not start"
+        found.add(
+            CONSUMEQUEUE,
+            "compaction-file-mismatch",
+            "error",
+            (q.log_dir if is_log else q.cq.directory) / name,
+            None,
+            None,
+            f"{q.topic}/{q.queue_id}: {'log' if is_log else 'CQ'} file {name} has no "
+            f"{'CQ' if is_log else 'log'} file of that name: {fate}",
+        )
 
 
 def _log_record_error(found: Findings, q: CompactionQueue, r, kind: str, what: str) -> None:
