@@ -182,42 +182,65 @@ def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
     )
 
 
-def test_a_missing_or_cut_file_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
-    """Each copy reopened by RocketMQ (CompactionWrite5 --read): a log file past the CQ's last record without
-    its CQ file is deleted with its records (TopicPartitionLog.recover), another unpaired file fails the store's
-    load (sanityCheck), a CQ file of the wrong length drops its queue (MappedFileQueue.doLoad)."""
+def cut_to(path: Path, length: int):
+    path.write_bytes(path.read_bytes()[:length])
+
+
+def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
+    """Each changed copy reopened by RocketMQ (CompactionWrite5 --read): a log file past the CQ's last record
+    without its CQ file is deleted with its records (TopicPartitionLog.recover), another unpaired file fails the
+    store's load (sanityCheck), a CQ file of the wrong length drops its queue (MappedFileQueue.doLoad), and a
+    record whose body changed is served as it is (nothing checks the compaction log's CRCs)."""
     _, conf, truth = written
     q0, q1 = truth["queues"]
+    cq_dir = lambda root, queue_id: root / "compaction" / "compactionCq" / TOPIC / str(queue_id)  # noqa: E731
+    body_at = q1["messages"][1]["physicalOffset"] + q1["messages"][1]["storeSize"] // 2  # a byte of its body
     cases = {
-        "last": (0, q0["cqFiles"][-1], None),
-        "first": (0, q0["cqFiles"][0], None),
-        "cut": (1, q1["cqFiles"][-1], 100),
+        "last": lambda root: (cq_dir(root, 0) / q0["cqFiles"][-1]).unlink(),
+        "first": lambda root: (cq_dir(root, 0) / q0["cqFiles"][0]).unlink(),
+        "cut": lambda root: cut_to(cq_dir(root, 1) / q1["cqFiles"][-1], 100),
+        "flip": lambda root: patch(
+            root / "compaction" / "compactionLog" / TOPIC / "1" / offset_to_name(0), body_at, b"#"
+        ),
     }
     found = {}
-    for case, (queue_id, name, keep) in cases.items():
+    for case, change in cases.items():
         root = tmp_path / case / "store"
         shutil.copytree(written[0], root)
-        cq = root / "compaction" / "compactionCq" / TOPIC / str(queue_id) / name
-        if keep is None:
-            cq.unlink()
-        else:
-            cq.write_bytes(cq.read_bytes()[:keep])
+        change(root)
         res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
-        found[case] = [f["detail"] for f in jsonl(res.stdout) if f["kind"].startswith("compaction-file")]
+        found[case] = [f["detail"] for f in jsonl(res.stdout) if f["kind"].startswith("compaction")]
     rereads = rocketmq_compactions(java_oracle, [(tmp_path / c / "store", tmp_path / c) for c in cases], "--read")
-    seen = {case: (found[case], reread) for case, reread in zip(cases, rereads)}
-    found, reread = seen["last"]
+    seen = dict(zip(cases, rereads))
+
     cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(q0["cqFiles"][-1]))
-    assert found[0].endswith(f"the broker's load deletes it (the log is cut at {cut}, the end of the CQ's last record)")
-    kept = [m for m in q0["messages"] if m["physicalOffset"] < int(q0["cqFiles"][-1])]
-    assert reread["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
-    found, reread = seen["first"]
-    assert found == [
-        f"{TOPIC}/0: log file {q0['logFiles'][0]} has no CQ file of that name: the broker's load fails on this queue and the store does not start"
+    assert found["last"] == [
+        f"{TOPIC}/0: log file {q0['logFiles'][-1]} has no CQ file of that name: the broker's load deletes it (the "
+        f"log is cut at {cut}, the end of the CQ's last record)"
     ]
-    assert reread == {"loadReturned": False}
-    found, reread = seen["cut"]
-    assert found == [
+    kept = [m for m in q0["messages"] if m["physicalOffset"] < int(q0["cqFiles"][-1])]
+    assert seen["last"]["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
+    assert not (
+        tmp_path / "last" / "store" / "compaction" / "compactionLog" / TOPIC / "0" / q0["logFiles"][-1]
+    ).exists()
+
+    assert found["first"] == [
+        f"{TOPIC}/0: log file {q0['logFiles'][0]} has no CQ file of that name: the broker's load fails on this "
+        "queue and the store does not start"
+    ]
+    assert seen["first"] == {"loadReturned": False}
+
+    assert found["cut"] == [
         f"{TOPIC}/1: file is 100 bytes, not {CQ_SIZE}: the broker's load drops this queue and serves none of it"
     ]
-    assert reread["queues"][1] == {"queueId": 1, "loaded": False} and reread["queues"][0]["messages"] == q0["messages"]
+    assert seen["cut"]["queues"] == [{**q0, "loaded": True}, {"queueId": 1, "loaded": False}]
+
+    flipped = seen["flip"]["queues"][1]["messages"]
+    assert [m["bodyCrcOk"] for m in flipped] == [m != flipped[1] for m in flipped]
+    record = q1["messages"][1]
+    stored, computed = flipped[1]["bodyCRC"], flipped[1]["bodyCrcComputed"]
+    assert stored == record["bodyCRC"] and computed != stored
+    assert found["flip"] == [
+        f"{TOPIC}/1 compaction log: body CRC {stored} stored, {computed} computed over the {record['bodyLength']}-byte "
+        "body: the body changed after it was written; the broker serves it as it is"
+    ]

@@ -1,14 +1,17 @@
-"""verify's check of compaction topics' files (rmqctl.compaction): log and CQ files paired by name (the broker's
-load refuses a queue where they are not), every log record where its PHYSICALOFFSET says and of its queue, every
-CQ unit the one CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue
-offset, size, store time and tagsCode), the position checkpoint readable. One log file's records are held at a
-time: a CQ file's units name records of the log file of its name."""
+"""verify's check of compaction topics' files (rmqctl.compaction): files of the mapped length, log and CQ files
+paired by name (the broker deletes a log file past the CQ's last record and fails its load on any other unpaired
+file), every log record where its PHYSICALOFFSET says, of its queue and with the body its BODYCRC was computed
+over (nothing in the broker checks that on this log: it serves what is there), every CQ unit the one
+CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue offset, size, store
+time and tagsCode), the position checkpoint readable. One log file's records are held at a time: a CQ file's units
+name records of the log file of its name."""
 
 from __future__ import annotations
 
 from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
 from ..dispatch import tags_code
 from ..findings import CONSUMEQUEUE, Findings
+from ..javacompat import crc31
 from ..store import Store, offset_of_name
 
 
@@ -100,6 +103,12 @@ def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int
             _log_record_error(found, q, r, "compaction-physical-offset", what)
         if (m.topic, m.queueId) != (q.topic, q.queue_id):
             _log_record_error(found, q, r, "compaction-record", f"a record of {m.topic}/{m.queueId}")
+        if not m.body_crc_ok():
+            what = (
+                f"body CRC {m.bodyCRC} stored, {crc31(m.body)} computed over the {m.bodyLength}-byte body: the body "
+                "changed after it was written; the broker serves it as it is"
+            )
+            _log_record_error(found, q, r, "compaction-body-crc", what)
         records[at] = {
             "size": m.storeSize,
             "tagsCode": tags_code(m, store.config),

@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
@@ -52,6 +53,7 @@ import org.apache.rocketmq.store.queue.SparseConsumeQueue;
  * TRUTH_JSON: per queue what DefaultMessageStore.getMessage serves for CompactTopic (it routes a COMPACTION topic
  * to CompactionStore.getMessage over the compaction CQ), each message decoded by MessageDecoder; the units the
  * SparseConsumeQueue iterates (iterateFromOrNext, as getMessage walks it); its min/max offset; the log and CQ files;
+ * whether each served body still matches its BODYCRC (UtilAll.crc32, as CommitLog.checkMessageAndReturnSize);
  * CompactionPositionMgr's offsets; and the geometry (compactionLog / compactionCq file sizes) the store used.
  *
  * --read: no puts and no compaction; STORE_ROOT (one this harness wrote, then changed) is opened as a broker
@@ -262,6 +264,9 @@ public class CompactionWrite5 {
                     row.put("tags", m.getTags());
                     row.put("bodyLength", m.getBody() == null ? 0 : m.getBody().length);
                     row.put("bodyCRC", m.getBodyCRC());
+                    byte[] body = m.getBody() == null ? new byte[0] : m.getBody();
+                    row.put("bodyCrcComputed", UtilAll.crc32(body));
+                    row.put("bodyCrcOk", body.length == 0 || UtilAll.crc32(body) == m.getBodyCRC());
                     row.put("storeTimestamp", m.getStoreTimestamp());
                     row.put("msgId", m.getMsgId());
                     out.add(row);
