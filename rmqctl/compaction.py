@@ -3,7 +3,8 @@ holds the topic's records copied from the commitlog with PHYSICALOFFSET rewritte
 compaction log (QUEUEOFFSET kept), each file ending in an 8-byte `int32 remaining | BLANK_MAGIC_CODE` once full;
 `compaction/compactionCq/{topic}/{queueId}/` is its SparseConsumeQueue (46-byte BatchCQ units, batchSize 1, an
 end unit `-1, 0, ..., 0` when a file fills), one CQ file per log file with the same name;
-`compaction/position-checkpoint` is JSON `queueOffsetMap` (`topic_queueId` -> next queue offset).
+`compaction/position-checkpoint` is JSON `queueOffsetMap` (`topic_queueId` -> the highest queue offset the last
+compaction took into its key map, CompactionLog.compactAndReplace).
 
 Sources (5.3.3): store/.../kv/CompactionLog.java (getCompactionLogSize, CompactionAppendMessageCallback,
 CompactionAppendEndMsgCallback, TopicPartitionLog.recover / sanityCheck), kv/CompactionStore.java (paths),

@@ -143,7 +143,8 @@ public class CompactionWrite5 {
      *  an empty body; bodies 40 B .. 1.6 KB so both the log (6072 B) and the CQ (7 units) fill files first; every
      *  7th message goes to PlainTopic. */
     static void put(DefaultMessageStore store, int n0, int count) throws Exception {
-        InetSocketAddress born = new InetSocketAddress("127.0.0.1", 50000), host = new InetSocketAddress("127.0.0.1", 10911);
+        InetSocketAddress born = new InetSocketAddress("127.0.0.1", 50000);
+        InetSocketAddress host = new InetSocketAddress("127.0.0.1", 10911);
         for (int n = n0; n < n0 + count; n++) {
             MessageExtBrokerInner m = new MessageExtBrokerInner();
             m.setTopic(n % 7 == 6 ? PLAIN : TOPIC);
