@@ -112,11 +112,18 @@ def test_dump_is_what_rocketmq_wrote_and_serves(written):
         queue = CompactionQueue(store, TOPIC, q["queueId"])
         assert [f.name for f in queue.log.files] == q["logFiles"]
         assert [f.name for f in queue.cq.files.files] == q["cqFiles"]
-        records = [r for r in dump(root, conf, q["queueId"]) if "end" not in r]
+        rows = dump(root, conf, q["queueId"])
+        records = [r for r in rows if "end" not in r]
+        # a full file ends in a BLANK; the last file a compaction writes (the one before the file being
+        # appended to) in zeros, which dump leaves out: CompactionAppendEndMsgCallback writes nothing
+        ends = [(r["file"], r["end"]) for r in rows if "end" in r]
+        assert ends and all(end == "blank" for _, end in ends) and q["logFiles"][-2] not in dict(ends)
         assert all(r["inPlace"] and (r["topic"], r["queueId"]) == (TOPIC, q["queueId"]) for r in records)
         fields = ("queueOffset", "physicalOffset", "storeSize", "keys", "storeTimestamp", "msgId")
         assert [{k: r[k] for k in fields} for r in records] == [{k: m[k] for k in fields} for m in served]
-        units = [u for u in dump(root, conf, q["queueId"], "--cq") if "end" not in u]
+        cq_rows = dump(root, conf, q["queueId"], "--cq")
+        assert sorted(u["file"] for u in cq_rows if "end" in u) == sorted(f for f, _ in ends)
+        units = [u for u in cq_rows if "end" not in u]
         mine = [
             {
                 "queueOffset": u["msgBaseOffset"],
