@@ -61,6 +61,7 @@ KINDS: dict[str, str] = {
     "compaction-body-crc": "a compaction log record whose body is not the one its BODYCRC was computed over",
     "compaction-physical-offset": "a compaction log record whose PHYSICALOFFSET is not its place in the log",
     "compaction-record": "bytes in a compaction log that are not a record of its queue",
+    "compaction-record-unindexed": "a compaction log record no CQ unit names: never served, or cut at load",
     "compaction-cq-bad-target": "a compaction CQ unit pointing where no compaction log record starts",
     "compaction-cq-mismatch": "a compaction CQ unit other than the one the broker writes for its record",
     "compaction-checkpoint": "a compaction position-checkpoint that does not read",

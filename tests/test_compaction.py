@@ -196,8 +196,9 @@ def cut_to(path: Path, length: int):
 def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
     """Each changed copy reopened by RocketMQ (CompactionWrite5 --read): a log file past the CQ's last record
     without its CQ file is deleted with its records (TopicPartitionLog.recover), another unpaired file fails the
-    store's load (sanityCheck), a CQ file of the wrong length drops its queue (MappedFileQueue.doLoad), and a
-    record whose body changed is served as it is (nothing checks the compaction log's CRCs)."""
+    store's load (sanityCheck), a CQ file of the wrong length drops its queue (MappedFileQueue.doLoad), records
+    whose units were zeroed are cut from the log (SparseConsumeQueue.recover, then TopicPartitionLog.recover),
+    and a record whose body changed is served as it is (nothing checks the compaction log's CRCs)."""
     _, conf, truth = written
     q0, q1 = truth["queues"]
     cq_dir = lambda root, queue_id: root / "compaction" / "compactionCq" / TOPIC / str(queue_id)  # noqa: E731
@@ -206,6 +207,9 @@ def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
         "last": lambda root: (cq_dir(root, 0) / q0["cqFiles"][-1]).unlink(),
         "first": lambda root: (cq_dir(root, 0) / q0["cqFiles"][0]).unlink(),
         "cut": lambda root: cut_to(cq_dir(root, 1) / q1["cqFiles"][-1], 100),
+        "tail": lambda root: patch(
+            cq_dir(root, 0) / q0["cqFiles"][-1], 2 * S.BCQ_UNIT_SIZE, bytes(S.BCQ_UNIT_SIZE * 2)
+        ),
         "flip": lambda root: patch(
             root / "compaction" / "compactionLog" / TOPIC / "1" / offset_to_name(0), body_at, b"#"
         ),
@@ -241,6 +245,15 @@ def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
         f"{TOPIC}/1: file is 100 bytes, not {CQ_SIZE}: the broker's load drops this queue and serves none of it"
     ]
     assert seen["cut"]["queues"] == [{**q0, "loaded": True}, {"queueId": 1, "loaded": False}]
+
+    tail = [m for m in q0["messages"] if m["physicalOffset"] >= int(q0["cqFiles"][-1])][2:]  # its last file's 3rd, 4th
+    end = q0["units"][-3]["pos"] + q0["units"][-3]["size"]
+    assert len(tail) == 2 and found["tail"] == [
+        f"{TOPIC}/0 compaction log: no CQ unit names the record at {m['physicalOffset']} (queue offset "
+        f"{m['queueOffset']}): the broker's load cuts the log at {end}, the end of the CQ's last record, and loses it"
+        for m in tail
+    ]
+    assert seen["tail"]["queues"][0]["messages"] == [m for m in q0["messages"] if m not in tail]
 
     flipped = seen["flip"]["queues"][1]["messages"]
     assert [m["bodyCrcOk"] for m in flipped] == [m != flipped[1] for m in flipped]

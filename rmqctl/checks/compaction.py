@@ -20,9 +20,14 @@ def check_compaction(store: Store) -> Findings:
     found = Findings()
     for q in compaction_queues(store):
         _check_files(found, q)
-        _, cqs = q.unmatched_files()
+        logs, cqs = q.unmatched_files()
+        # a queue the broker drops, or a log file it deletes or fails on, says more than its unindexed records
+        end = -2 if q.misfitting_files() else q.log_end_at_load()
         for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
-            _check_units(found, q, f.name, _check_log(found, q, f, store))
+            records = _check_log(found, q, f, store)
+            named = _check_units(found, q, f.name, records)
+            if end != -2 and f.name not in logs:
+                _check_unindexed(found, q, f, {at: r for at, r in records.items() if at not in named}, end)
         for name in cqs:
             _check_units(found, q, name, {})
     _, problem = position_checkpoint(store)
@@ -119,11 +124,34 @@ def _check_log(found: Findings, q: CompactionQueue, f, store: Store) -> dict[int
     return records
 
 
-def _check_units(found: Findings, q: CompactionQueue, name: str, records: dict):
+def _check_unindexed(found: Findings, q: CompactionQueue, f, records: dict, end: int) -> None:
+    """Records of a log file no CQ unit names: getMessage reads only through units, and TopicPartitionLog.recover
+    cuts the log at `end` (log_end_at_load), so one at or past it is overwritten by the next append."""
+    for at, want in sorted(records.items()):
+        if end >= 0 and at >= end:
+            fate = f"the broker's load cuts the log at {end}, the end of the CQ's last record, and loses it"
+        else:
+            fate = "the broker never serves it"
+        found.add(
+            CONSUMEQUEUE,
+            "compaction-record-unindexed",
+            "error",
+            f.path,
+            at - f.start,
+            at,
+            f"{q.topic}/{q.queue_id} compaction log: no CQ unit names the record at {at} (queue offset "
+            f"{want['msgBaseOffset']}): {fate}",
+        )
+
+
+def _check_units(found: Findings, q: CompactionQueue, name: str, records: dict) -> set[int]:
+    """Each unit of the CQ file `name` against the record it names; returns the log offsets named."""
+    named = set()
     for f, pos, u in cq_units(q, name):
         if end_unit(u):
             continue
         off = u["commitLogOffset"]
+        named.add(off)
         want = records.get(off)
         if want is None:
             found.add(
@@ -148,3 +176,4 @@ def _check_units(found: Findings, q: CompactionQueue, name: str, records: dict):
                 off,
                 f"{q.topic}/{q.queue_id} compaction CQ unit at {off}: " + "; ".join(wrong),
             )
+    return named
