@@ -442,6 +442,23 @@ def test_info_shows_a_queue_abnormal_recovery_makes(tmp_path, java_oracle):
     assert "TopicTest           3      0          0         55                0" in table
 
 
+def test_info_lists_an_emptied_queue_the_recovery_fills_once(tmp_path, java_oracle):
+    """d-crashed with TopicTest/3's files removed but its directory kept: the queue is listed from the directory
+    and filled by the recovery's dispatch; one row, not a second one for the queue the dispatch makes."""
+    conf = broker_conf("d-crashed")
+    root = copy_store("d-crashed", tmp_path)
+    for f in (root / "consumequeue" / "TopicTest" / "3").iterdir():
+        f.unlink()
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, 4, root, conf)
+    assert shown == served
+    rows = [
+        (q["files"], q["minOffset"], q["maxOffset"])
+        for q in cq["queues"]
+        if (q["topic"], q["queueId"]) == ("TopicTest", 3)
+    ]
+    assert rows == [(0, 0, 55)] and cq["entries"] == 599
+
+
 def test_info_counts_the_batchcq_units_abnormal_recovery_dispatches_again(tmp_path, java_oracle):
     """j-batchcq (5.3.3) with abort and BatchTopic/0's last two units zeroed: putBatchMessagePositionInfo writes
     them again during the recovery walk (436, not 434)."""

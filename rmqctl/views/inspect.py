@@ -677,7 +677,12 @@ def _queues_info(store: Store) -> dict:
         # its recovery truncated the units past the commitlog's end and dispatched the ones it lacked
         lo, on_disk = cq.loaded_range(min_phy, version) if isinstance(cq, ConsumeQueue) else cq.offset_range()
         queues.append(_queue_row(cq.topic, cq.queue_id, len(cq.files.files), lo, moved, on_disk, batch))
-    for name, lo in (loaded.made if loaded is not None else {}).items():
+    # the queues the recovery's dispatch writes files for: an empty directory is listed already (its min is
+    # the dispatch's), a missing one is not
+    made = dict(loaded.made) if loaded is not None else {}
+    for q in queues:
+        q["minOffset"] = made.pop(f"{q['topic']}/{q['queueId']}", q["minOffset"])
+    for name, lo in made.items():
         topic, queue_id = name.rsplit("/", 1)
         queues.append(_queue_row(topic, int(queue_id), 0, lo, moved, 0, batch))
     queues.sort(key=lambda q: (q["topic"], q["queueId"]))
