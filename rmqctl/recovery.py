@@ -280,15 +280,43 @@ def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool)
 
 def normal_recovery_start(store: Store, queues_end: Callable[[], int]) -> int:
     """The index of the commitlog file the broker's normal recovery (no abort file) starts from. 4.9's
-    recoverNormally: the third from the last. 5.x: the newest file after the first that starts at or before
-    where dispatch resumes (isMappedFileMatchedRecover as 5.3.3 writes it: fileFromOffset <=
-    maxPhyOffsetOfConsumeQueue; dispatch_start with 5.4's RocksDB stores), else the first. `queues_end()` is
-    the consumequeues' end, asked for only in 5.x."""
+    recoverNormally: the third from the last. 5.x: the newest file after the first that matches, else the
+    first. 5.0-5.3.3's match: fileFromOffset <= maxPhyOffsetOfConsumeQueue. 5.4+ (apache/rocketmq 9d9431dc1c
+    and 86e8ed630b: CommitLog.isMappedFileMatchedRecover(mappedFile, true)): the file's first record passes
+    checkMessageAndReturnSize with a store time not 0, not after indexMsgTimestamp when the index is safe
+    (index_safe_limit), and its PHYSICALOFFSET is at or before where dispatch resumes (dispatch_start, with
+    5.4's RocksDB stores). `queues_end()` is the consumequeues' end, asked for only in 5.x."""
     files = store.commitlog.files
     if store.version.major != 5:
         return max(0, len(files) - NORMAL_RECOVERY_FILES)
     end = dispatch_start(store, queues_end())
-    return next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= end), 0)
+    if not store.version.at_least(5, 4):
+        return next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= end), 0)
+    checker, limit = RecoveryChecker(store), index_safe_limit(store)
+    for i in range(len(files) - 1, 0, -1):
+        head = recovery_head(checker, files[i])
+        if head is not None and (limit is None or head[1] <= limit) and head[0] <= end:
+            return i
+    return 0
+
+
+def recovery_head(checker: "RecoveryChecker", f: MappedFile) -> tuple[int, int] | None:
+    """(PHYSICALOFFSET, store time) of a file's first record when 5.4+'s isMappedFileMatchedRecover takes it
+    (86e8ed630b): checkMessageAndReturnSize accepts it and it is a message with a store time not 0 (a BLANK,
+    a torn or CRC-failing record, zeros: None)."""
+    record, bad = checker.check(f, 0)
+    if bad is not None or not isinstance(record, Message) or record.storeTimestamp == 0:
+        return None
+    return record.physicalOffset, record.storeTimestamp
+
+
+def index_safe_limit(store: Store) -> int | None:
+    """The checkpoint's indexMsgTimestamp when messageIndexEnable and messageIndexSafe (a start file's first
+    record must not be newer), else None."""
+    cfg = store.config
+    if not (cfg.messageIndexEnable and cfg.messageIndexSafe):
+        return None
+    return (store.checkpoint() or {"indexMsgTimestamp": 0})["indexMsgTimestamp"]
 
 
 def rocksdb_dispatch_ends(store: Store) -> list[int]:
@@ -536,27 +564,49 @@ def first_redispatched(store: Store, ends: QueuesEnd, process_offset: int) -> in
 
 def recovery_start(store: Store) -> int:
     """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
-    starts from (0 when none matches)."""
+    starts from (0 when none matches). The first record's store time must be at or before the checkpoint's
+    minimum (with indexMsgTimestamp when the index is safe), and every RocksDB dispatch store must match it."""
     cfg = store.config
     cp = store.checkpoint() or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
     minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
     if cfg.messageIndexEnable and cfg.messageIndexSafe:
         minimum = min(minimum, cp["indexMsgTimestamp"])
-    files, v2 = store.commitlog.files, allow_v2(store)
+    files = store.commitlog.files
     rocksdb_ends = rocksdb_dispatch_ends(store)
+    first_time = _checked_head_time(store) if store.version.at_least(5, 4) else _head_time(store)
     for i in range(len(files) - 1, -1, -1):
-        buf = files[i].buf
-        if len(buf) < SYSFLAG_AT + S.INT32.size or not message_magic(S.INT32.unpack_from(buf, MAGIC_AT)[0], v2):
-            continue
-        sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
-        ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
-        if ts_at + S.INT64.size > len(buf):
-            continue
-        ts = S.INT64.unpack_from(buf, ts_at)[0]
+        ts = first_time(files[i])
         # and every RocksDB dispatch store matches it (isMappedFileMatchedRecover: start <= its lastOffsetPy)
-        if ts != 0 and ts <= minimum and all(files[i].start <= last for last in rocksdb_ends):
+        if ts is not None and ts != 0 and ts <= minimum and all(files[i].start <= last for last in rocksdb_ends):
             return i
     return 0
+
+
+def _head_time(store: Store) -> Callable[[MappedFile], int | None]:
+    """The store time of a file's first record as 4.9.7-5.3.3's isMappedFileMatchedRecover reads it: only
+    its magic checked (None when it is not a message's)."""
+    v2 = allow_v2(store)
+
+    def first_time(f: MappedFile) -> int | None:
+        buf = f.buf
+        if len(buf) < SYSFLAG_AT + S.INT32.size or not message_magic(S.INT32.unpack_from(buf, MAGIC_AT)[0], v2):
+            return None
+        sysflag = S.INT32.unpack_from(buf, SYSFLAG_AT)[0]
+        ts_at = STORE_TIMESTAMP_AT[1 if sysflag & S.BORNHOST_V6_FLAG else 0]  # the store host comes after it
+        return S.INT64.unpack_from(buf, ts_at)[0] if ts_at + S.INT64.size <= len(buf) else None
+
+    return first_time
+
+
+def _checked_head_time(store: Store) -> Callable[[MappedFile], int | None]:
+    """5.4+ (86e8ed630b): the first record must pass checkMessageAndReturnSize (recovery_head)."""
+    checker = RecoveryChecker(store)
+
+    def first_time(f: MappedFile) -> int | None:
+        head = recovery_head(checker, f)
+        return None if head is None else head[1]
+
+    return first_time
 
 
 class ProgressReporter:

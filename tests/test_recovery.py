@@ -13,7 +13,14 @@ from conftest import FIXTURES, broker_conf, patch
 
 from rmqctl.config import load_config
 from rmqctl.record import Blank, Message
-from rmqctl.recovery import CRC_KINDS, AcceptedRecords, RecoveryChecker, normal_recovery_start, records_past
+from rmqctl.recovery import (
+    CRC_KINDS,
+    AcceptedRecords,
+    RecoveryChecker,
+    normal_recovery_start,
+    records_past,
+    recovery_start,
+)
 from rmqctl.store import Store
 from rmqctl.views.startup import estimate_startup
 
@@ -218,3 +225,43 @@ def test_what_lies_past_a_cut_is_counted_as_the_reference_reads_it(name, store_c
         assert [(o, _summary(r)) for o, r in got.first] == [(o, _summary(r)) for o, r in want[:20]]
         store.close()
         path.write_bytes(data)  # (the cut is where a walk from its file's start stops: no damage before it)
+
+
+def _with_bad_first_crc(store_copy, name: str, file_index: int):
+    """A copy of `name` whose commitlog file `file_index` starts with a record failing its body CRC (the
+    store's record is otherwise sound, its magic too), and its broker.conf."""
+    root = store_copy(name)
+    first = sorted((root / "commitlog").iterdir())[file_index]
+    crc = int.from_bytes(first.read_bytes()[8:12], "big")
+    patch(first, 8, ((crc + 1) & 0xFFFFFFFF).to_bytes(4, "big"))
+    return root, broker_conf(name)
+
+
+@pytest.mark.parametrize("version,start", [("5", 3), ("5.5", 2)])
+def test_5_4_normal_recovery_does_not_start_at_a_file_whose_first_record_fails(store_copy, version, start):
+    """5.4+'s isMappedFileMatchedRecover(mappedFile, true) runs checkMessageAndReturnSize on the file's first
+    record (apache/rocketmq 86e8ed630b); 5.3.3's compares only the file's start with the queues' end."""
+    root, conf = _with_bad_first_crc(store_copy, "c-v5-features", 3)
+    store = Store(root, load_config(conf, rocketmqVersion=version))
+    assert normal_recovery_start(store, lambda: queues_end("c-v5-features")) == start
+
+
+@pytest.mark.parametrize("version,start", [("5", 3), ("5.5", 2)])
+def test_5_4_abnormal_recovery_does_not_start_at_a_file_whose_first_record_fails(store_copy, version, start):
+    """The same first-record check in recoverAbnormally's choice; 5.3.3 reads only the magic and store time.
+    The checkpoint's times are moved past every record, so the newest sound file matches."""
+    root, conf = _with_bad_first_crc(store_copy, "c-v5-features", 3)
+    patch(root / "checkpoint", 0, (1 << 62).to_bytes(8, "big") * 2)
+    store = Store(root, load_config(conf, rocketmqVersion=version))
+    assert recovery_start(store) == start
+
+
+def test_5_4_normal_recovery_start_waits_for_a_safe_index(store_copy):
+    """With messageIndexSafe, 5.4+'s normal recovery also wants the first record not newer than the
+    checkpoint's indexMsgTimestamp; 5.3.3 ignores it there."""
+    root = store_copy("c-v5-features")
+    patch(root / "checkpoint", 16, (0).to_bytes(8, "big"))
+    conf = broker_conf("c-v5-features")
+    for version, start in (("5", 3), ("5.5", 0)):
+        store = Store(root, load_config(conf, rocketmqVersion=version, messageIndexSafe=True))
+        assert normal_recovery_start(store, lambda: queues_end("c-v5-features")) == start
