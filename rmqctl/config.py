@@ -42,6 +42,9 @@ class BrokerConfig:
     messageIndexEnable: bool = True
     messageIndexSafe: bool = False
     checkCRCOnRecover: bool = True
+    # 5.5.0+: abnormal recovery also stops at a record whose PHYSICALOFFSET is not its position, only when
+    # this is true (apache/rocketmq#10017, #10038; off unless broker.conf says so)
+    checkCommitLogOffsetOnRecover: bool = False
     maxMsgsNumBatch: int = 64
     mappedFileSizeTimerLog: int | None = None  # None: infer from the timerlog files, else 100 MiB
     timerPrecisionMs: int = 1000  # read through the setter's rounding (rmqctl.timerstore.precision_ms)

@@ -92,13 +92,13 @@ class RecordTally:
 
 
 class RecoveryChecker:
-    """checkMessageAndReturnSize(checkCRC) for one store's settings; for `abnormal` recovery on 5.5.0+, also
-    the record's PHYSICALOFFSET against its position (apache/rocketmq#10017)."""
+    """checkMessageAndReturnSize(checkCRC) for one store's settings; for `abnormal` recovery on 5.5.0+ with
+    checkCommitLogOffsetOnRecover, also the record's PHYSICALOFFSET against its position (position_checked)."""
 
     def __init__(self, store: Store, abnormal: bool = False):
         cfg = store.config
         self.v2 = allow_v2(store)
-        self.position = abnormal and position_checked(store.version)
+        self.position = abnormal and position_checked(store.version, cfg)
         self.crc = cfg.checkCRCOnRecover
         self.prop_crc = cfg.forceVerifyPropCRC and self.v2  # 5.2.0+ only
         self.size = store.commitlog.file_size
@@ -260,9 +260,11 @@ def record_failures(
                 return
 
 
-def position_checked(version: BrokerVersion) -> bool:
-    """5.5.0's abnormal recovery also stops at a record whose PHYSICALOFFSET is not its position."""
-    return version.at_least(5, 5)
+def position_checked(version: BrokerVersion, config) -> bool:
+    """5.5.0's abnormal recovery also stops at a record whose PHYSICALOFFSET is not its position, when
+    checkCommitLogOffsetOnRecover says so (apache/rocketmq#10017; #10038 names the switch the check runs under,
+    off by default)."""
+    return version.at_least(5, 5) and config.checkCommitLogOffsetOnRecover
 
 
 def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool) -> bool:
@@ -271,7 +273,7 @@ def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool)
     if kind in RECOVERY_SEES:
         return True
     if kind == "physical-offset":
-        return abnormal and position_checked(version)
+        return abnormal and position_checked(version, config)
     if not config.checkCRCOnRecover:
         return False
     prop = config.forceVerifyPropCRC and version.major == 5

@@ -142,15 +142,18 @@ def last_record(root) -> tuple:
     return f.path, m.position
 
 
-def test_55_abnormal_recovery_stops_at_a_record_out_of_place(store_copy):
+def test_55_abnormal_recovery_stops_at_a_record_out_of_place(store_copy, tmp_path):
     """5.5.0 (apache/rocketmq#10017): abnormal recovery also stops at a record whose PHYSICALOFFSET is not its
-    position. Before 5.5 the same record is only a finding."""
+    position, when checkCommitLogOffsetOnRecover is on (#10038 names the switch; off by default). Before 5.5,
+    or with the switch off, the same record is only a finding."""
     root = store_copy("c-v5-features")
     path, pos = last_record(root)
     patch(path, pos + PHYSICAL_OFFSET_AT, S.INT64.pack(7))
     (root / "abort").write_text("4242")
-    conf = broker_conf("c-v5-features")
-    for version, stops in (("5", False), ("5.5", True)):
+    plain = broker_conf("c-v5-features")
+    checked = tmp_path / "broker-checked.conf"
+    checked.write_text(plain.read_text() + "\ncheckCommitLogOffsetOnRecover=true\n")
+    for version, conf, stops in (("5", checked, False), ("5.5", plain, False), ("5.5", checked, True)):
         res = run(
             "verify", "--store", root, "--broker-config", conf, "--rocketmq-version", version, "--format", "jsonl"
         )
