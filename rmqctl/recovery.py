@@ -294,6 +294,14 @@ def normal_recovery_start(store: Store, queues_end: Callable[[], int]) -> int:
     end = dispatch_start(store, queues_end())
     if not store.version.at_least(5, 4):
         return next((i for i in range(len(files) - 1, 0, -1) if files[i].start <= end), 0)
+    return dispatched_file_start(store, end)
+
+
+def dispatched_file_start(store: Store, end: int) -> int:
+    """5.4+'s isMappedFileMatchedRecover by offset, newest file first (0 when none matches): the first record
+    passes (recovery_head), is not newer than indexMsgTimestamp when the index is safe (index_safe_limit), and
+    its PHYSICALOFFSET is at or before `end`, where dispatch resumes."""
+    files = store.commitlog.files
     checker, limit = RecoveryChecker(store), index_safe_limit(store)
     for i in range(len(files) - 1, 0, -1):
         head = recovery_head(checker, files[i])
@@ -567,8 +575,14 @@ def first_redispatched(store: Store, ends: QueuesEnd, process_offset: int) -> in
 def recovery_start(store: Store) -> int:
     """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
     starts from (0 when none matches). The first record's store time must be at or before the checkpoint's
-    minimum (with indexMsgTimestamp when the index is safe), and every RocksDB dispatch store must match it."""
+    minimum (with indexMsgTimestamp when the index is safe), and every RocksDB dispatch store must match it.
+    5.4+ on a RocksDB consume queue (not double-written): its offset, as normal recovery (dispatched_file_start).
+    5.3.3's RocksDB queue rule (offset only, no store time) is not modelled (formats/versions.md)."""
     cfg = store.config
+    if store.version.at_least(5, 4) and store.rocks_queues is not None and not cfg.rocksdbCQDoubleWriteEnable:
+        # RocksDBConsumeQueueStore.isMappedFileMatchedRecover (develop): the offset against its dispatch
+        # checkpoint, whatever the checkpoint file's times
+        return dispatched_file_start(store, dispatch_start(store, store.rocks_queues.checkpoint or 0))
     cp = store.checkpoint() or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
     minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
     if cfg.messageIndexEnable and cfg.messageIndexSafe:
