@@ -576,13 +576,18 @@ def recovery_start(store: Store) -> int:
     """isMappedFileMatchedRecover, newest file first: the index of the file the broker's abnormal recovery
     starts from (0 when none matches). The first record's store time must be at or before the checkpoint's
     minimum (with indexMsgTimestamp when the index is safe), and every RocksDB dispatch store must match it.
-    5.4+ on a RocksDB consume queue (not double-written): its offset, as normal recovery (dispatched_file_start).
-    5.3.3's RocksDB queue rule (offset only, no store time) is not modelled (formats/versions.md)."""
+    On a RocksDB consume queue (storeType=defaultRocksDB, not double-written) the times are not read: 5.0-5.3.3
+    takes the newest file whose first record's PHYSICALOFFSET is at or before the queue's max physical offset
+    (CommitLog.isMappedFileMatchedRecover with isEnableRocksDBStore; getMaxPhyOffset answers 0 without its
+    key), 5.4+ its offset as normal recovery does (dispatched_file_start)."""
     cfg = store.config
-    if store.version.at_least(5, 4) and store.rocks_queues is not None and not cfg.rocksdbCQDoubleWriteEnable:
+    if abnormal_start_by_offset(store):
         # RocksDBConsumeQueueStore.isMappedFileMatchedRecover (develop): the offset against its dispatch
         # checkpoint, whatever the checkpoint file's times
-        return dispatched_file_start(store, dispatch_start(store, store.rocks_queues.checkpoint or 0))
+        checkpoint = store.rocks_queues.checkpoint or 0
+        if store.version.at_least(5, 4):
+            return dispatched_file_start(store, dispatch_start(store, checkpoint))
+        return _first_offset_start(store, checkpoint)
     cp = store.checkpoint() or {"physicMsgTimestamp": 0, "logicsMsgTimestamp": 0, "indexMsgTimestamp": 0}
     minimum = max(0, min(cp["physicMsgTimestamp"], cp["logicsMsgTimestamp"]) - 3000)
     if cfg.messageIndexEnable and cfg.messageIndexSafe:
@@ -595,6 +600,26 @@ def recovery_start(store: Store) -> int:
         # and every RocksDB dispatch store matches it (isMappedFileMatchedRecover: start <= its lastOffsetPy)
         if ts is not None and ts != 0 and ts <= minimum and all(files[i].start <= last for last in rocksdb_ends):
             return i
+    return 0
+
+
+def abnormal_start_by_offset(store: Store) -> bool:
+    """Whether the abnormal recovery's start file is chosen by its first record's offset against the RocksDB
+    consume queue's (storeType=defaultRocksDB, not double-written), not by store times (recovery_start)."""
+    return store.rocks_queues is not None and not store.config.rocksdbCQDoubleWriteEnable
+
+
+def _first_offset_start(store: Store, max_phy: int) -> int:
+    """5.0-5.3.3's abnormal start on a RocksDB consume queue, newest file first (0 when none matches): a
+    message's magic at the file's start and its PHYSICALOFFSET at or before `max_phy`."""
+    files, v2 = store.commitlog.files, allow_v2(store)
+    for i in range(len(files) - 1, -1, -1):
+        buf = files[i].buf
+        if len(buf) < S.PHYSICAL_OFFSET_AT + S.INT64.size:
+            continue
+        if message_magic(S.INT32.unpack_from(buf, MAGIC_AT)[0], v2):
+            if S.INT64.unpack_from(buf, S.PHYSICAL_OFFSET_AT)[0] <= max_phy:
+                return i
     return 0
 
 

@@ -267,14 +267,16 @@ def test_5_4_normal_recovery_start_waits_for_a_safe_index(store_copy):
         assert normal_recovery_start(store, lambda: queues_end("c-v5-features")) == start
 
 
-def test_5_4_abnormal_recovery_on_a_rocksdb_queue_starts_by_its_dispatch_checkpoint(store_copy):
-    """5.4+'s RocksDBConsumeQueueStore.isMappedFileMatchedRecover compares the first record's offset with the
-    queue's dispatch checkpoint, not store times: on i-rocksdb-cq (logicsMsgTimestamp 0) the time rule
-    falls back to the first file, the offset rule takes the newest file starting at or before the checkpoint."""
+def test_abnormal_recovery_on_a_rocksdb_queue_starts_by_its_dispatch_checkpoint(store_copy):
+    """On a RocksDB consume queue isMappedFileMatchedRecover compares the first record's offset with the queue's
+    max physical offset (5.3.3: CommitLog's isEnableRocksDBStore branch; 5.4+: RocksDBConsumeQueueStore's), not
+    store times: on i-rocksdb-cq (logicsMsgTimestamp 0) the time rule would fall back to the first file, the
+    offset rule takes the newest file starting at or before the checkpoint (RocketMQ 5.3.3's log: "recover from
+    this mapped file .../00000000000000327680")."""
     root = store_copy("i-rocksdb-cq")
     (root / "abort").write_text("4242")
     conf = broker_conf("i-rocksdb-cq")
-    for version, start in (("5", 0), ("5.5", 5)):
+    for version, start in (("5", 5), ("5.5", 5)):
         store = Store(root, load_config(conf, rocketmqVersion=version))
         assert store.rocks_queues.checkpoint >= store.commitlog.files[5].start
         assert recovery_start(store) == start

@@ -391,6 +391,19 @@ def test_info_ends_the_queues_where_the_brokers_recovery_walk_stops(tmp_path, ja
     assert shown == served
 
 
+def test_info_after_a_crash_of_a_5_3_rocksdb_queue_store_walks_from_the_checkpoints_file(tmp_path, java_oracle):
+    """i-rocksdb-cq with abort and a body byte flipped in its second file: RocketMQ 5.3.3 starts the abnormal
+    recovery at the newest file whose first record's offset is within the RocksDB queue's max physical offset
+    (327680), past the damage, so nothing is cut; the store time rule would start at the first file and cut
+    every queue at the flipped record."""
+    conf = broker_conf("i-rocksdb-cq")
+    root = copy_store("i-rocksdb-cq", tmp_path)
+    flip_body_byte(root, conf, 67651)
+    (root / "abort").write_bytes(b"")
+    served, shown, cq = served_and_shown(java_oracle, tmp_path, 5, root, conf)
+    assert shown == served and cq["entries"] == 653
+
+
 def test_info_table_of_a_store_whose_recovery_stops_at_a_crc_failure(tmp_path):
     conf = broker_conf("j-batchcq")
     root = copy_store("j-batchcq", tmp_path)

@@ -30,7 +30,7 @@ from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
-from ..recovery import normal_recovery_start, recovery_fails_on
+from ..recovery import abnormal_start_by_offset, normal_recovery_start, recovery_fails_on
 from ..store import MappedFileQueue, Store
 from . import (
     VERIFY_PARTS,
@@ -467,7 +467,10 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
         first = ctx.abnormal_start
         safe = " (and indexMsgTimestamp)" if cfg.messageIndexEnable and cfg.messageIndexSafe else ""
         why = (
-            f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
+            "the newest file whose first record's commitlog offset is within the RocksDB consume queue's "
+            "dispatch checkpoint"
+            if abnormal_start_by_offset(ctx.store)
+            else f"the newest file whose first record's storeTimestamp is at most the checkpoint's "
             f"min(physic, logics) - 3s{safe}"
         )
         mode = "abnormal recovery"
