@@ -21,7 +21,7 @@ from .errors import FileGone
 from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
 from .batchcq import BatchConsumeQueue, batch_consume_queues, bcq_unit_valid
 from .record import Blank, Message, RecordError, property_crc_state, read_record
-from .rules import cq_unit_valid, message_magic, record_expired
+from .rules import cq_unit_valid, message_magic, record_expired, valid_prefix
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .store import ConsumeQueue, MappedFile, Store
 
@@ -30,7 +30,6 @@ RELEASE_BYTES = 64 << 20  # how much of a file a record-by-record walk keeps res
 CRC_KINDS = ("body-crc", "property-crc")
 NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
 RECOVERED_QUEUE_FILES = 3  # ConsumeQueue.recover and BatchConsumeQueue.recover start at a queue's third-last file
-UNIT_BLOCK = 1 << 16  # units a queue walk checks at a time: a 300,000-unit file is never held as arrays whole
 # a queue unit as recovery reads it (walk_queue): its size, its validity, the maxPhysicOffset it sets
 CQ_UNIT = (
     S.CQ_UNIT_SIZE,
@@ -417,7 +416,7 @@ class QueueRecovery:
                 continue
             rest = arr[1:]
             valid = bcq_unit_valid if batch else lambda a: cq_unit_valid(a["commitLogOffset"], a["size"])
-            n = _valid_prefix(rest, lambda a: valid(a) & (a["commitLogOffset"] < phy_offset))
+            n = valid_prefix(rest, lambda a: valid(a) & (a["commitLogOffset"] < phy_offset))
             u = rest[n - 1] if n else arr[0]
             if batch:
                 out = int(u["commitLogOffset"]), int(u["msgBaseOffset"]) + int(u["batchSize"])
@@ -455,7 +454,7 @@ def walk_queue(count: int, file_size: int, unit: tuple, units_of) -> tuple[int, 
         arr = units_of(k)
         if arr is None:
             continue
-        n = _valid_prefix(arr, valid)
+        n = valid_prefix(arr, valid)
         if n:
             max_phy, last = phy_of(arr[n - 1]), (k, (n - 1) * unit_size)
         stop = (k, n * unit_size)
@@ -471,15 +470,6 @@ def recover_queue(files: list[MappedFile], file_size: int, name: str, unit: tupl
         f.release()
     at = (files[last[0]], last[1]) if last else None
     return QueueRecovery(name, files, file_size, max_phy, at, stop, names_a_record=unit is BCQ_UNIT)
-
-
-def _valid_prefix(arr: np.ndarray, valid) -> int:
-    """How many units from the first are valid, a block at a time."""
-    for a in range(0, len(arr), UNIT_BLOCK):
-        bad = np.flatnonzero(~valid(arr[a : a + UNIT_BLOCK]))
-        if len(bad):
-            return a + int(bad[0])
-    return len(arr)
 
 
 def recover_consume_queue(cq: ConsumeQueue) -> QueueRecovery:

@@ -17,6 +17,7 @@ INTEGER_MIN_VALUE = -(1 << 31)
 INTEGER_MAX_VALUE = (1 << 31) - 1
 KEY_SEPARATOR = 0x20  # MessageConst.KEY_SEPARATOR, " ": between the words of the KEYS property
 MULTI_DISPATCH_SEPARATOR = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER: between INNER_MULTI_DISPATCH queues
+UNIT_BLOCK = 1 << 16  # queue units checked at a time (valid_prefix)
 LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
 LITE_PREFIX = LMQ_PREFIX + "$"  # RIP-83 lite topics (5.4+): the LMQ %LMQ%$parent$lite
 LITE_SEPARATOR = "$"
@@ -100,8 +101,17 @@ def pre_blank(commit_log_offset, size, tags_code):
 def written_units(units) -> int:
     """How many units of a consumequeue file (a numpy array of schema.CQ_DTYPE) ConsumeQueue.recover
     accepts: those before the first that is not valid."""
-    invalid = (~cq_unit_valid(units["commitLogOffset"], units["size"])).nonzero()[0]
-    return int(invalid[0]) if len(invalid) else len(units)
+    return valid_prefix(units, lambda a: cq_unit_valid(a["commitLogOffset"], a["size"]))
+
+
+def valid_prefix(units, valid) -> int:
+    """How many units from the first are `valid`, a block at a time: a mostly empty (sparse) queue file is read
+    only up to its end of data, and a 300,000-unit file is never held as arrays whole."""
+    for a in range(0, len(units), UNIT_BLOCK):
+        bad = (~valid(units[a : a + UNIT_BLOCK])).nonzero()[0]
+        if len(bad):
+            return a + int(bad[0])
+    return len(units)
 
 
 class CorrectMinOffsetFailed(Exception):

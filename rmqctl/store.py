@@ -596,24 +596,33 @@ class ConsumeQueue:
     def loaded_range(self, min_phy: int, version: int) -> tuple[int, int]:
         """(min, max) queue offsets as the broker serves them after its load, in one pass over the files: the
         max one past the last written unit, the min as recoverTopicQueueTable's correctMinOffset leaves it
-        against the commitlog minimum `min_phy` (loaded_min_logic)."""
-        files = []
-        for first, f, written, arr in self.units():
-            files.append((f.start, arr["commitLogOffset"][:written]))
-            if written < len(arr):
-                break
-        end = files[-1][0] + len(files[-1][1]) * S.CQ_UNIT_SIZE if files else 0
-        return loaded_min_logic(files, min_phy, version) // S.CQ_UNIT_SIZE, end // S.CQ_UNIT_SIZE
+        against the commitlog minimum `min_phy` (loaded_min_logic). Only the first file and the one read last
+        stay mapped, every file is let go by the end: a store's queues may be more than its memory holds."""
+        ends = []  # (file, its start, its written units' commitLogOffsets): the first file and the last read
+        try:
+            for _, f, written, arr in self.units():
+                if len(ends) == 2:
+                    ends.pop()[0].release()
+                ends.append((f, f.start, arr["commitLogOffset"][:written]))
+                if written < len(arr):
+                    break
+            files = [(start, offsets) for _, start, offsets in ends]
+            end = files[-1][0] + len(files[-1][1]) * S.CQ_UNIT_SIZE if files else 0
+            return loaded_min_logic(files, min_phy, version) // S.CQ_UNIT_SIZE, end // S.CQ_UNIT_SIZE
+        finally:
+            for f, _, _ in ends:
+                f.release()
 
     def offset_range(self) -> tuple[int, int]:
         """(min, max) queue offsets the broker would compute: min skips pre-blank units, max is one past
-        the last written unit."""
+        the last written unit. Each file is let go once read."""
         lo = hi = None
         for first, f, written, arr in self.units():
             if lo is None:
                 real = np.flatnonzero(arr["size"][:written] != S.PRE_BLANK_SIZE)
                 lo = first + int(real[0]) if len(real) else first + written
             hi = first + written
+            f.release()
             if written < len(arr):
                 break
         return (lo or 0, hi or 0)
