@@ -43,26 +43,65 @@ from .rules import bcq_already_built, cq_already_built, cq_put_order
 from .store import Store, loaded_min_logic
 
 FNV_PRIME = 1099511628211  # (any odd multiplier: a collision only costs the exact grouping)
+MULTI_DISPATCH_KEY = b"INNER_MULTI_DISPATCH\x01"  # the property's name and NAME_VALUE_SEPARATOR
 BLANK_UNIT = np.array([(0, S.PRE_BLANK_SIZE, 0)], S.CQ_DTYPE)  # fillPreBlank's unit
 
 
-@dataclasses.dataclass
-class QueueWrites:
-    """What the recovery's dispatch wrote into one queue: units by logical byte offset, over its files' bytes,
-    and the files it created (their logical starts)."""
+class FileWrites:
+    """The units the dispatch wrote into one file of a queue: a contiguous run from byte `at` of it (the queue's
+    writes go where it ends), held in an array that grows by doubling, at most the file's units."""
 
-    units: dict = dataclasses.field(default_factory=dict)  # logical byte offset -> unit (a 1-unit array)
-    new_files: list = dataclasses.field(default_factory=list)
+    def __init__(self, start: int, at: int, dtype: np.dtype):
+        self.start, self.at, self.n = start, at, 0
+        self.units = np.empty(16, dtype)
+
+    def append(self, units: np.ndarray):
+        if self.n + len(units) > len(self.units):
+            grown = np.empty(max(2 * len(self.units), self.n + len(units)), self.units.dtype)
+            grown[: self.n] = self.units[: self.n]
+            self.units = grown
+        self.units[self.n : self.n + len(units)] = units
+        self.n += len(units)
+
+    def over(self, arr: np.ndarray) -> np.ndarray:
+        """The file's units `arr` with these written into them (a copy)."""
+        arr = arr.copy()
+        first = self.at // arr.dtype.itemsize
+        arr[first : first + self.n] = self.units[: self.n]
+        return arr
+
+
+class QueueWrites:
+    """What the recovery's dispatch wrote into one queue: how many units, the files it created (their logical
+    starts), and the units themselves only in the first file and the last file it wrote into: the writes are one
+    contiguous run from where the queue ended, so truncated() reads written units only in the last file (a file
+    whose first unit the dispatch wrote points below processOffset and stops its walk back), and a queue the
+    dispatch made gets its min from its first file (made_min). Memory is bounded by two files' units, whatever
+    the number of units re-dispatched."""
+
+    def __init__(self, file_size: int, dtype: np.dtype):
+        self.file_size, self.dtype = file_size, dtype
+        self.count = 0
+        self.first: FileWrites | None = None
+        self.last: FileWrites | None = None
+        self.new_files: list[int] = []
+
+    def write(self, at: int, units: np.ndarray):
+        """`units` written from logical byte `at` on, all inside the file holding `at`."""
+        start = at - at % self.file_size
+        if self.last is None or self.last.start != start:
+            self.last = FileWrites(start, at - start, self.dtype)
+            self.first = self.first or self.last
+        self.last.append(units)
+        self.count += len(units)
 
     def over(self, start: int, arr: np.ndarray) -> np.ndarray:
         """File `start`'s units with the ones written into it (a copy when any is)."""
-        end = start + len(arr) * arr.dtype.itemsize
-        mine = [(at, u) for at, u in self.units.items() if start <= at < end]
-        if not mine:
-            return arr
-        arr = arr.copy()
-        for at, u in mine:
-            arr[(at - start) // arr.dtype.itemsize] = u[0]
+        for held in {id(w): w for w in (self.first, self.last) if w is not None}.values():
+            if held.start == start:
+                return held.over(arr)
+        if self.first is not None and self.first.start < start < self.last.start:
+            raise AssertionError(f"queue file {start}: the dispatch's units in it were not kept (an rmqctl bug)")
         return arr
 
 
@@ -71,7 +110,8 @@ class ReplayedQueue:
     recovery (ConsumeQueue.recover, BatchConsumeQueue.recover: `recovery`), then each unit put to it."""
 
     def __init__(self, recovery: QueueRecovery):
-        self.recovery, self.written = recovery, QueueWrites()
+        dtype = S.BCQ_DTYPE if recovery.names_a_record else S.CQ_DTYPE
+        self.recovery, self.written = recovery, QueueWrites(recovery.file_size, dtype)
         self.max_phy = recovery.max_phy
         stop = recovery.stop  # truncateDirtyFiles after recover: the files past the stop's go
         self.starts = [f.start for f in recovery.files[: stop[0] + 1]] if stop is not None else []
@@ -80,7 +120,7 @@ class ReplayedQueue:
 
     @property
     def changed(self) -> bool:
-        return bool(self.written.units)
+        return self.written.count > 0
 
     def _file_for(self, expect: int) -> bool:
         """MappedFileQueue.getLastMappedFile(expect): the last file unless full, else a new one after it; a queue
@@ -97,15 +137,15 @@ class ReplayedQueue:
     def made_min(self, store: Store) -> int:
         """The min offset of a queue the dispatch made: its units' (pre-blank ones included), as
         recoverTopicQueueTable's correctMinOffset leaves it (store.loaded_min_logic; a BatchCQ queue: its
-        first unit's msgBaseOffset)."""
-        units = sorted(self.written.units.items())
+        first unit's msgBaseOffset). Its writes start at its first file's start."""
+        first, last = self.written.first, self.written.last
         if self.recovery.names_a_record:
-            return int(units[0][1][0]["msgBaseOffset"])
-        size = self.recovery.file_size
+            return int(first.units[0]["msgBaseOffset"])
         files = [
-            (start, np.array([int(u[0]["commitLogOffset"]) for at, u in units if start <= at < start + size]))
-            for start in self.starts
+            (w.start, w.units["commitLogOffset"][: w.n]) for w in ((first, last) if first is not last else (first,))
         ]
+        if self.starts[-1] != last.start:  # (a file made for a unit found a duplicate: it stays empty)
+            files.append((self.starts[-1], np.empty(0, np.int64)))
         return loaded_min_logic(files, store.commitlog.min_offset, store.version.major) // S.CQ_UNIT_SIZE
 
     def put(self, offset: int, size: int, cq_offset: int):
@@ -113,15 +153,45 @@ class ReplayedQueue:
         if cq_already_built(offset, size, self.max_phy):
             return
         expect = cq_offset * S.CQ_UNIT_SIZE
-        if self._file_for(expect) and cq_offset != 0:
-            for at in range(self.end, expect, S.CQ_UNIT_SIZE):  # fillPreBlank up to the unit's slot
-                self.written.units[at] = BLANK_UNIT
+        if self._file_for(expect) and cq_offset != 0 and expect > self.end:
+            # fillPreBlank up to the unit's slot
+            self.written.write(self.end, np.repeat(BLANK_UNIT, (expect - self.end) // S.CQ_UNIT_SIZE))
             self.end = expect
         if cq_put_order(cq_offset, self.end) == "duplicate":
             return
-        self.written.units[self.end] = np.array([(offset, size, 0)], S.CQ_DTYPE)
-        self.end += S.CQ_UNIT_SIZE
-        self.max_phy, self.last_max = offset + size, self.end // S.CQ_UNIT_SIZE
+        self._append(np.array([(offset, size, 0)], S.CQ_DTYPE))
+
+    def put_run(self, offsets: np.ndarray, sizes: np.ndarray, cq_offsets: np.ndarray):
+        """put() of each unit in turn (commitlog order), a run at a time where they go where the queue ends: in
+        the queue's last file, in queue-offset order, each past the one before it (put's checks all pass)."""
+        i, ends = 0, offsets + sizes
+        while i < len(offsets):
+            run = self._run_at(ends[i:], cq_offsets[i:])
+            if not run:
+                self.put(int(offsets[i]), int(sizes[i]), int(cq_offsets[i]))
+                i += 1
+                continue
+            units = np.zeros(run, S.CQ_DTYPE)
+            units["commitLogOffset"], units["size"] = offsets[i : i + run], sizes[i : i + run]
+            self._append(units)
+            i += run
+
+    def _run_at(self, ends: np.ndarray, cq_offsets: np.ndarray) -> int:
+        """How many of the units from the first put() writes where the queue ends without a check tripping."""
+        if not self.starts or self.end >= self.starts[-1] + self.recovery.file_size:
+            return 0  # (a new file comes first)
+        room = min(len(ends), (self.starts[-1] + self.recovery.file_size - self.end) // S.CQ_UNIT_SIZE)
+        slot = self.end // S.CQ_UNIT_SIZE + np.arange(room)
+        before = np.concatenate(([self.max_phy], ends[: room - 1]))
+        fits = (cq_offsets[:room] == slot) & (slot != 0) & ~cq_already_built(ends[:room], 0, before)
+        return int(np.argmin(fits)) if not fits.all() else room
+
+    def _append(self, units: np.ndarray):
+        """Units written where the queue ends."""
+        self.written.write(self.end, units)
+        self.end += len(units) * S.CQ_UNIT_SIZE
+        last = units[-1]
+        self.max_phy, self.last_max = int(last["commitLogOffset"]) + int(last["size"]), self.end // S.CQ_UNIT_SIZE
 
     def put_batch(self, unit: tuple):
         """BatchConsumeQueue.putBatchMessagePositionInfo of (commitLogOffset, size, tagsCode, storeTime,
@@ -129,7 +199,7 @@ class ReplayedQueue:
         if bcq_already_built(unit[0], self.max_phy):
             return
         self._file_for(0)
-        self.written.units[self.end] = np.array([(*unit, S.BCQ_INVALID_POS, 0)], S.BCQ_DTYPE)
+        self.written.write(self.end, np.array([(*unit, S.BCQ_INVALID_POS, 0)], S.BCQ_DTYPE))
         self.end += S.BCQ_UNIT_SIZE
         self.max_phy, self.last_max = unit[0], unit[4] + unit[5]
 
@@ -156,29 +226,63 @@ class Redispatch:
 
     def passed(self, chunk):
         """A chunk's records, a queue at a time (queues are independent, each in commitlog order): only those
-        past what their queue holds go unit by unit."""
+        past what their queue holds are put, a run at a time. The reference reads a record only where a unit
+        comes from what the columns lack (a BatchCQ topic's INNER_BASE / INNER_NUM, INNER_MULTI_DISPATCH), and
+        not when its own queue already holds it (nor, under multi-dispatch, when it names no other queue)."""
         cols = {n: chunk.column(n) for n in ("position", "physicalOffset", "storeSize", "queueId", "queueOffset")}
         rows = np.flatnonzero((cols["physicalOffset"] > self.dispatch_from) & dispatched_type(chunk.column("sysFlag")))
         if not len(rows):
             return
         topics = self._topics(chunk, rows)
-        if self.store.config.enableMultiDispatch:  # (INNER_MULTI_DISPATCH: the reference reads every record)
-            for r, t in zip(rows.tolist(), topics.tolist()):
-                self._by_reference(chunk, int(cols["position"][r]), self.topic_names[t])
-            return
         keys = topics * (1 << 32) + (cols["queueId"][rows] & 0xFFFFFFFF)
         _, first, group = np.unique(keys, return_index=True, return_inverse=True)
+        group = group.ravel()
+        if self.store.config.enableMultiDispatch:
+            self._multi_dispatched(chunk, cols, rows, topics, self._built(cols, rows, topics, first, group))
+            return
         for g, at in enumerate(first.tolist()):
             topic, queue_id = self.topic_names[int(topics[at])], int(cols["queueId"][rows[at]])
-            mine = rows[group.ravel() == g]
-            if topic in self.batch:  # (INNER_BASE / INNER_NUM: the reference reads them)
-                for r in mine.tolist():
+            mine = rows[group == g]
+            if topic in self.batch:  # (its queue is made only for a record the reference finds a unit in)
+                q = self.queues.get(f"{topic}/{queue_id}")
+                past = np.flatnonzero(~bcq_already_built(cols["physicalOffset"][mine], q.max_phy if q else -1))
+                for r in mine[past[0] :].tolist() if len(past) else ():
                     self._by_reference(chunk, int(cols["position"][r]), topic)
                 continue
             q = self.queue(f"{topic}/{queue_id}", False)
             past = np.flatnonzero(~cq_already_built(cols["physicalOffset"][mine], cols["storeSize"][mine], q.max_phy))
-            for r in mine[past[0] :].tolist() if len(past) else ():
-                q.put(int(cols["physicalOffset"][r]), int(cols["storeSize"][r]), int(cols["queueOffset"][r]))
+            mine = mine[past[0] :] if len(past) else mine[:0]
+            q.put_run(cols["physicalOffset"][mine], cols["storeSize"][mine], cols["queueOffset"][mine])
+
+    def _built(self, cols: dict, rows: np.ndarray, topics: np.ndarray, first: np.ndarray, group: np.ndarray):
+        """Whether each row's own queue (topic/queueId) already holds its record, as the chunk starts."""
+        built = np.zeros(len(rows), bool)
+        for g, at in enumerate(first.tolist()):
+            topic, queue_id = self.topic_names[int(topics[at])], int(cols["queueId"][rows[at]])
+            q = self.queues.get(f"{topic}/{queue_id}")
+            if q is None:
+                continue
+            mine = group == g
+            offsets = cols["physicalOffset"][rows[mine]]
+            if topic in self.batch:
+                built[mine] = bcq_already_built(offsets, q.max_phy)
+            else:
+                built[mine] = cq_already_built(offsets, cols["storeSize"][rows[mine]], q.max_phy)
+        return built
+
+    def _multi_dispatched(self, chunk, cols: dict, rows: np.ndarray, topics: np.ndarray, built: np.ndarray):
+        """Multi-dispatch on: the records in commitlog order, each to its queues (INNER_MULTI_DISPATCH's too). A
+        record its own queue holds is passed over unread unless its properties name INNER_MULTI_DISPATCH (a
+        queue's max only grows, so it holds it at its turn too; a BatchCQ topic's record goes to its queue only)."""
+        props_at, props_len = chunk.column("propertiesAt"), chunk.column("propertiesLength")
+        for r, t, held in zip(rows.tolist(), topics.tolist(), built.tolist()):
+            topic = self.topic_names[t]
+            if held and (
+                topic in self.batch
+                or MULTI_DISPATCH_KEY not in chunk.u8[props_at[r] : props_at[r] + props_len[r]].tobytes()
+            ):
+                continue
+            self._by_reference(chunk, int(cols["position"][r]), topic)
 
     def _topics(self, chunk, rows: np.ndarray) -> np.ndarray:
         """Each row's topic as an index into topic_names (the topic's bytes decoded as Java decodes them)."""
