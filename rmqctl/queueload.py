@@ -55,13 +55,19 @@ class FileWrites:
         self.start, self.at, self.n = start, at, 0
         self.units = np.empty(16, dtype)
 
-    def append(self, units: np.ndarray):
-        if self.n + len(units) > len(self.units):
-            grown = np.empty(max(2 * len(self.units), self.n + len(units)), self.units.dtype)
+    def append(self, units: np.ndarray | tuple) -> int:
+        """Units (an array, or one unit as a tuple of its fields) after the ones held; how many."""
+        count = len(units) if isinstance(units, np.ndarray) else 1
+        if self.n + count > len(self.units):
+            grown = np.empty(max(2 * len(self.units), self.n + count), self.units.dtype)
             grown[: self.n] = self.units[: self.n]
             self.units = grown
-        self.units[self.n : self.n + len(units)] = units
-        self.n += len(units)
+        if count == 1:
+            self.units[self.n] = units[0] if isinstance(units, np.ndarray) else units
+        else:
+            self.units[self.n : self.n + count] = units
+        self.n += count
+        return count
 
     def over(self, arr: np.ndarray) -> np.ndarray:
         """The file's units `arr` with these written into them (a copy)."""
@@ -86,14 +92,13 @@ class QueueWrites:
         self.last: FileWrites | None = None
         self.new_files: list[int] = []
 
-    def write(self, at: int, units: np.ndarray):
-        """`units` written from logical byte `at` on, all inside the file holding `at`."""
+    def write(self, at: int, units: np.ndarray | tuple):
+        """`units` (FileWrites.append's) written from logical byte `at` on, all inside the file holding `at`."""
         start = at - at % self.file_size
         if self.last is None or self.last.start != start:
             self.last = FileWrites(start, at - start, self.dtype)
             self.first = self.first or self.last
-        self.last.append(units)
-        self.count += len(units)
+        self.count += self.last.append(units)
 
     def over(self, start: int, arr: np.ndarray) -> np.ndarray:
         """File `start`'s units with the ones written into it (a copy when any is)."""
@@ -159,7 +164,9 @@ class ReplayedQueue:
             self.end = expect
         if cq_put_order(cq_offset, self.end) == "duplicate":
             return
-        self._append(np.array([(offset, size, 0)], S.CQ_DTYPE))
+        self.written.write(self.end, (offset, size, 0))
+        self.end += S.CQ_UNIT_SIZE
+        self.max_phy, self.last_max = offset + size, self.end // S.CQ_UNIT_SIZE
 
     def put_run(self, offsets: np.ndarray, sizes: np.ndarray, cq_offsets: np.ndarray):
         """put() of each unit in turn (commitlog order), a run at a time where they go where the queue ends: in
@@ -199,7 +206,7 @@ class ReplayedQueue:
         if bcq_already_built(unit[0], self.max_phy):
             return
         self._file_for(0)
-        self.written.write(self.end, np.array([(*unit, S.BCQ_INVALID_POS, 0)], S.BCQ_DTYPE))
+        self.written.write(self.end, (*unit, S.BCQ_INVALID_POS, 0))
         self.end += S.BCQ_UNIT_SIZE
         self.max_phy, self.last_max = unit[0], unit[4] + unit[5]
 

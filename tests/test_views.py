@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import termios
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -21,6 +22,8 @@ import oracle
 from conftest import FIXTURES, broker_conf, cleaned_copy, copy_store, patch, run, terminal_output, tmpfs_at, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
+from rmqctl.queueload import ReplayedQueue
+from rmqctl.recovery import QueueRecovery
 from rmqctl.store import Store
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -485,6 +488,72 @@ def test_info_counts_the_batchcq_units_abnormal_recovery_dispatches_again(tmp_pa
         (436, 434),
         (322, 322),
     ]
+
+
+def test_redispatched_units_are_kept_for_two_files_whatever_their_number():
+    """The recovery's dispatch of 200,000 units into a queue of 1,000-unit files: what it keeps is bounded by two
+    files' units (the only ones info reads: made_min's first file, truncated's last), not one Python object per
+    unit; unit by unit (put) and a run at a time (put_run) write the same units."""
+    file_size, count = 1_000 * S.CQ_UNIT_SIZE, 200_000
+    offsets = np.arange(count, dtype=np.int64) * 100 + 1_000
+    sizes, cq_offsets = np.full(count, 100, np.int64), np.arange(count, dtype=np.int64) + 3
+
+    def queue():
+        return ReplayedQueue(QueueRecovery("T/0", [], file_size, -1, None, None))
+
+    tracemalloc.start()
+    one_by_one = queue()
+    for args in zip(offsets.tolist(), sizes.tolist(), cq_offsets.tolist()):
+        one_by_one.put(*args)
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held < 256 * 1024  # (a dict entry and a 1-unit array per unit held 200,000 Python objects)
+    in_runs = queue()
+    in_runs.put_run(offsets, sizes, cq_offsets)
+    for q in (one_by_one, in_runs):
+        assert (q.written.count, q.end, q.max_phy, q.last_max) == (
+            count + 3,
+            (count + 3) * 20,
+            offsets[-1] + 100,
+            count + 3,
+        )
+        first, last = q.written.first, q.written.last
+        assert (first.start, first.n, list(first.units["size"][:4])) == (0, 1_000, [S.PRE_BLANK_SIZE] * 3 + [100])
+        assert (last.start, last.n) == (200 * file_size, 3)
+    assert (in_runs.written.last.units[:3] == one_by_one.written.last.units[:3]).all()
+    assert (in_runs.written.first.units[:1000] == one_by_one.written.first.units[:1000]).all()
+
+
+def test_info_memory_does_not_grow_with_the_number_of_sparse_queue_files(tmp_path):
+    """200 queues, each one sparse 6,000,000-byte file holding 8 units (a-basic's commitlog): info lets each
+    queue's files go once read and reads them only up to their end of data. Keeping them mapped and read whole
+    held every file's pages (about 1.3 GB here)."""
+    root = copy_store("a-basic", tmp_path)
+    shutil.rmtree(root / "consumequeue")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        broker_conf("a-basic")
+        .read_text()
+        .replace("mappedFileSizeConsumeQueue=1280", "mappedFileSizeConsumeQueue=6000000")
+    )
+    units = [
+        u for u in truth("a-basic", "truth-consumequeue.jsonl") if (u["topic"], u["queueId"]) == ("BenchTopic-7", 0)
+    ]
+    body = np.array([(u["commitLogOffset"], u["size"], u["tagsCode"]) for u in units[:8]], S.CQ_DTYPE).tobytes()
+    for queue_id in range(200):
+        (root / "consumequeue" / "Many" / str(queue_id)).mkdir(parents=True)
+        with open(root / "consumequeue" / "Many" / str(queue_id) / ("0" * 20), "wb") as f:
+            f.write(body)
+            f.truncate(6_000_000)
+    measure = (
+        "import resource, sys; from rmqctl.config import load_config; from rmqctl.store import Store; "
+        "from rmqctl.views.inspect import info; "
+        "out = info(Store(sys.argv[1], load_config(sys.argv[2]))); "
+        "print(len(out['consumequeue']['queues']), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    res = subprocess.run([sys.executable, "-c", measure, root, conf], capture_output=True, text=True, check=True)
+    queues, peak_kib = map(int, res.stdout.split())
+    assert queues == 200 and peak_kib < 600 * 1024, peak_kib
 
 
 def test_info_truncates_from_5_4_on_when_the_recoverys_dispatch_reaches_its_end(tmp_path, java_oracle):
