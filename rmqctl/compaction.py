@@ -16,6 +16,7 @@ kv/CompactionService.java (only topics whose CleanupPolicyUtils policy is COMPAC
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -24,7 +25,7 @@ from . import schema as S
 from .batchcq import BatchConsumeQueue, written_bcq_units
 from .configfiles import read_text
 from .record import Blank, Message, RecordError, read_record
-from .store import MappedFile, MappedFileQueue, Store
+from .store import MappedFile, MappedFileQueue, Store, offset_of_name
 
 DIRECTORY = "compaction"
 LOG_DIR, CQ_DIR, CHECKPOINT = "compactionLog", "compactionCq", "position-checkpoint"
@@ -51,6 +52,37 @@ class LogRecord:
     end: str | None = None  # "blank", "zeros" or the RecordError detail
 
 
+@dataclasses.dataclass
+class FolderLoad:
+    """MappedFileQueue.doLoad over one folder: the zero-length last entry it deletes, and the file it stops at
+    (culprit) with what then happens to the queue."""
+
+    deleted: Path | None = None
+    culprit: Path | None = None
+    why: str = ""
+    store_fails: bool = False  # a NumberFormatException: CompactionStore.load rethrows it, the store does not start
+
+
+def folder_load(directory: Path, file_size: int) -> FolderLoad:
+    """doLoad sorts every entry by name, directories too (skipped), deletes a zero-length last entry, returns
+    false at a file of another length (TopicPartitionLog.init throws an IOException, loadAndGetClog drops the
+    queue) and parses each other file's name in DefaultMappedFile (a name that is not a number, such as the
+    NAME.delete CompactionLog.replaceFiles leaves when it crashes, throws NumberFormatException, which nothing
+    catches)."""
+    entries = sorted(directory.iterdir(), key=lambda p: p.name) if directory.is_dir() else []
+    for i, p in enumerate(entries):
+        if p.is_dir():
+            continue
+        length = p.stat().st_size
+        if length == 0 and i == len(entries) - 1:
+            return FolderLoad(deleted=p)
+        if length != file_size:
+            return FolderLoad(culprit=p, why=f"file is {length} bytes, not {file_size}")
+        if offset_of_name(p.name) is None:
+            return FolderLoad(culprit=p, why="file name is not a number", store_fails=True)
+    return FolderLoad()
+
+
 class CompactionQueue:
     """One topic-queue's compaction log and its SparseConsumeQueue."""
 
@@ -61,6 +93,10 @@ class CompactionQueue:
         self.log_dir = root / LOG_DIR / topic / str(queue_id)
         self.log = MappedFileQueue([self.log_dir], log_size)
         self.cq = BatchConsumeQueue(topic, queue_id, root / CQ_DIR / topic / str(queue_id), cq_size)
+        # doLoad deletes a zero-length last entry: it takes no part in pairing or in where the log ends
+        self.log_load, self.cq_load = folder_load(self.log_dir, log_size), folder_load(self.cq.directory, cq_size)
+        for files, load in ((self.log.files, self.log_load), (self.cq.files.files, self.cq_load)):
+            files[:] = [f for f in files if f.path != load.deleted]
 
     def records(self) -> Iterator[LogRecord]:
         """Every record of every log file (file_records of each)."""
@@ -92,15 +128,9 @@ class CompactionQueue:
         cqs = {f.name for f in self.cq.files.files}
         return sorted(logs - cqs), sorted(cqs - logs)
 
-    def misfitting_files(self) -> list[MappedFile]:
-        """MappedFileQueue.doLoad over the log's and the CQ's directory: a file whose length is not the mapped
-        size fails it (a zero-length last file is deleted instead); TopicPartitionLog.init then throws an
-        IOException, which CompactionStore.loadAndGetClog catches by dropping the queue."""
-        out = []
-        for q in (self.log, self.cq.files):
-            last = q.files[-1] if q.files else None
-            out += [f for f in q.files if f.length != q.file_size and not (f.length == 0 and f is last)]
-        return out
+    def load_failure(self) -> FolderLoad | None:
+        """The folder load that stops this queue's (TopicPartitionLog.init loads the log first), or None."""
+        return next((load for load in (self.log_load, self.cq_load) if load.culprit is not None), None)
 
     def log_end_at_load(self) -> int:
         """Where TopicPartitionLog.recover truncates the log (truncateDirtyFiles): SparseConsumeQueue's

@@ -193,6 +193,20 @@ def cut_to(path: Path, length: int):
     path.write_bytes(path.read_bytes()[:length])
 
 
+def verify_and_reopen(written, java_oracle, tmp_path, cases: dict) -> tuple[dict, dict]:
+    """Each case's change made to a copy of the store: verify's compaction findings' details, and what RocketMQ
+    makes of the copy (CompactionWrite5 --read, the JVMs at once), by case."""
+    found = {}
+    for case, change in cases.items():
+        root = tmp_path / case / "store"
+        shutil.copytree(written[0], root)
+        change(root)
+        res = run("verify", "--store", root, "--broker-config", written[1], "--format", "jsonl")
+        found[case] = [f["detail"] for f in jsonl(res.stdout) if f["kind"].startswith("compaction")]
+    rereads = rocketmq_compactions(java_oracle, [(tmp_path / c / "store", tmp_path / c) for c in cases], "--read")
+    return found, dict(zip(cases, rereads))
+
+
 def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
     """Each changed copy reopened by RocketMQ (CompactionWrite5 --read): a log file past the CQ's last record
     without its CQ file is deleted with its records (TopicPartitionLog.recover), another unpaired file fails the
@@ -214,15 +228,7 @@ def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
             root / "compaction" / "compactionLog" / TOPIC / "1" / offset_to_name(0), body_at, b"#"
         ),
     }
-    found = {}
-    for case, change in cases.items():
-        root = tmp_path / case / "store"
-        shutil.copytree(written[0], root)
-        change(root)
-        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
-        found[case] = [f["detail"] for f in jsonl(res.stdout) if f["kind"].startswith("compaction")]
-    rereads = rocketmq_compactions(java_oracle, [(tmp_path / c / "store", tmp_path / c) for c in cases], "--read")
-    seen = dict(zip(cases, rereads))
+    found, seen = verify_and_reopen(written, java_oracle, tmp_path, cases)
 
     cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(q0["cqFiles"][-1]))
     assert found["last"] == [
@@ -264,3 +270,53 @@ def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
         f"{TOPIC}/1 compaction log: body CRC {stored} stored, {computed} computed over the {record['bodyLength']}-byte "
         "body: the body changed after it was written; the broker serves it as it is"
     ]
+
+
+def queue_dirs(root: Path, queue_id: int) -> tuple[Path, Path]:
+    """A queue's compaction log folder and CQ folder."""
+    return tuple(root / "compaction" / sub / TOPIC / str(queue_id) for sub in ("compactionLog", "compactionCq"))
+
+
+def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
+    """Files a crash or a hand leaves, each copy reopened by RocketMQ: a NAME.delete (CompactionLog.replaceFiles)
+    fails the store's load (DefaultMappedFile parses its name) and one of another length drops its queue; a zero-length
+    last file is deleted by MappedFileQueue.doLoad before files pair (its log file then unpaired: deleted or a
+    failed load), but not when a folder such as compacting/ sorts after it (its length drops the queue); a
+    file of the wrong length drops the queue before files pair."""
+    q0, q1 = written[2]["queues"]
+    log0, cq0 = lambda r: queue_dirs(r, 0)[0], lambda r: queue_dirs(r, 0)[1]  # noqa: E731
+    last0, next0 = q0["logFiles"][-1], offset_to_name(int(q0["logFiles"][-1]) + written[2]["compactionLogFileSize"])
+    cases = {
+        "dotdelete": lambda r: shutil.copy(log0(r) / q0["logFiles"][0], log0(r) / f"{q0['logFiles'][0]}.delete"),
+        "shortdelete": lambda r: (log0(r) / f"{q0['logFiles'][0]}.delete").write_bytes(b"x" * 10),
+        "zcq": lambda r: cut_to(cq0(r) / last0, 0),
+        "zlog": lambda r: cut_to(log0(r) / last0, 0),
+        "compacting": lambda r: ((log0(r) / next0).touch(), (log0(r) / "compacting").mkdir()),
+    }
+    found, seen = verify_and_reopen(written, java_oracle, tmp_path, cases)
+    fails = f"{TOPIC}/0: file name is not a number: the store does not start"
+    assert (found["dotdelete"], seen["dotdelete"]) == ([fails], {"loadReturned": False})
+    assert found["shortdelete"] == [
+        f"{TOPIC}/0: file is 10 bytes, not {written[2]['compactionLogFileSize']}: the broker's load drops this queue "
+        "and serves none of it"
+    ]
+    assert seen["shortdelete"]["queues"] == [{"queueId": 0, "loaded": False}, {**q1, "loaded": True}]
+
+    cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(last0))
+    assert found["zcq"] == [
+        f"{TOPIC}/0: log file {last0} has no CQ file of that name: the broker's load deletes it (the "
+        f"log is cut at {cut}, the end of the CQ's last record)"
+    ]
+    kept = [m for m in q0["messages"] if m["physicalOffset"] < int(last0)]
+    assert seen["zcq"]["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
+    assert seen["zcq"]["queues"][1] == {**q1, "loaded": True}
+    assert found["zlog"][0] == (
+        f"{TOPIC}/0: CQ file {last0} has no log file of that name: the broker's load fails on this queue and the "
+        "store does not start"
+    )
+    assert seen["zlog"] == {"loadReturned": False}
+    assert found["compacting"] == [
+        f"{TOPIC}/0: file is 0 bytes, not {written[2]['compactionLogFileSize']}: the broker's load drops this queue "
+        "and serves none of it"
+    ]
+    assert seen["compacting"]["queues"] == [{"queueId": 0, "loaded": False}, {**q1, "loaded": True}]

@@ -1,10 +1,10 @@
-"""verify's check of compaction topics' files (rmqctl.compaction): files of the mapped length, log and CQ files
-paired by name (the broker deletes a log file past the CQ's last record and fails its load on any other unpaired
-file), every log record where its PHYSICALOFFSET says, of its queue and with the body its BODYCRC was computed
-over (nothing in the broker checks that on this log: it serves what is there), every CQ unit the one
-CompactionAppendMessageCallback writes for the record it names (batchSize 1, the record's queue offset, size, store
-time and tagsCode), the position checkpoint readable. One log file's records are held at a time: a CQ file's units
-name records of the log file of its name."""
+"""verify's check of compaction topics' files (rmqctl.compaction): files of the mapped
+length and with numbers for names, log and CQ files paired by name (the broker deletes a log file past the CQ's
+last record and fails its load on any other unpaired file), every log record where its PHYSICALOFFSET says, of its
+queue and with the body its BODYCRC was computed over (nothing in the broker checks that on this log: it serves
+what is there), every CQ unit the one CompactionAppendMessageCallback writes for the record it names (batchSize 1,
+the record's queue offset, size, store time and tagsCode), the position checkpoint readable. One log file's
+records are held at a time: a CQ file's units name records of the log file of its name."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ def check_compaction(store: Store) -> Findings:
     """The compaction topics' findings."""
     found = Findings()
     for q in compaction_queues(store):
-        _check_files(found, q)
+        loads = _check_files(found, q)
         logs, cqs = q.unmatched_files()
         # a queue the broker drops, or a log file it deletes or fails on, says more than its unindexed records
-        end = -2 if q.misfitting_files() else q.log_end_at_load()
+        end = q.log_end_at_load() if loads else -2
         for f in q.log.files:  # a CQ file's units name records of the log file of its name: one file at a time
             records = _check_log(found, q, f, store)
             named = _check_units(found, q, f.name, records)
@@ -44,21 +44,33 @@ def check_compaction(store: Store) -> Findings:
     return found
 
 
-def _check_files(found: Findings, q: CompactionQueue) -> None:
-    """Files of a wrong length (the broker drops the queue) and log / CQ files without their pair (the broker
-    deletes a log file past the CQ's last record, and refuses to start on any other)."""
-    for f in q.misfitting_files():
-        size = q.log.file_size if f.path.parent == q.log_dir else q.cq.files.file_size
+def _check_files(found: Findings, q: CompactionQueue) -> bool:
+    """The file a folder's load stops at (the queue dropped, or the store not started) and log / CQ files without
+    their pair; whether the queue loads."""
+    failure = q.load_failure()
+    if failure is not None:
+        fate = (
+            "the store does not start"
+            if failure.store_fails
+            else "the broker's load drops this queue and serves none of it"
+        )
         found.add(
             CONSUMEQUEUE,
-            "compaction-file-size",
+            "compaction-file-name" if failure.store_fails else "compaction-file-size",
             "error",
-            f.path,
+            failure.culprit,
             None,
             None,
-            f"{q.topic}/{q.queue_id}: file is {f.length} bytes, not {size}: the broker's load drops this queue "
-            "and serves none of it",
+            f"{q.topic}/{q.queue_id}: {failure.why}: {fate}",
         )
+        return False
+    _check_pairs(found, q)
+    return True
+
+
+def _check_pairs(found: Findings, q: CompactionQueue) -> None:
+    """Log and CQ files without their pair: TopicPartitionLog.recover deletes a log file past the CQ's last
+    record, and sanityCheck fails the load on any other."""
     logs, cqs = q.unmatched_files()
     end = q.log_end_at_load() if logs else -1
     for name in logs + cqs:
