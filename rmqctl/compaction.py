@@ -121,6 +121,10 @@ class CompactionQueue:
             pos += rec.storeSize
         f.release()
 
+    def holds_record(self, f: MappedFile) -> bool:
+        """Whether the log file holds a record (a file rolled but never written to is all zeros)."""
+        return any([r.message is not None for r in self.file_records(f)])
+
     def unmatched_files(self) -> tuple[list[str], list[str]]:
         """TopicPartitionLog.sanityCheck: log files without a CQ file of the same name, and CQ files without a
         log file (either fails the broker's load, unless recover deleted the log file first: log_end_at_load)."""

@@ -177,8 +177,8 @@ def test_verify_finds_what_the_broker_would_trip_on(written, tmp_path):
             (
                 "compaction-file-mismatch",
                 f"compaction/compactionLog/{TOPIC}/0/{last}",
-                f"{TOPIC}/0: log file {last} has no CQ file of that name: the broker's load deletes it (the log is "
-                f"cut at {cut}, the end of the CQ's last record)",
+                f"{TOPIC}/0: log file {last} has no CQ file of that name: the broker's load deletes it with its "
+                f"records (the log is cut at {cut}, the end of the CQ's last record)",
             ),
             (
                 "compaction-physical-offset",
@@ -232,8 +232,8 @@ def test_damage_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
 
     cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(q0["cqFiles"][-1]))
     assert found["last"] == [
-        f"{TOPIC}/0: log file {q0['logFiles'][-1]} has no CQ file of that name: the broker's load deletes it (the "
-        f"log is cut at {cut}, the end of the CQ's last record)"
+        f"{TOPIC}/0: log file {q0['logFiles'][-1]} has no CQ file of that name: the broker's load deletes it with "
+        f"its records (the log is cut at {cut}, the end of the CQ's last record)"
     ]
     kept = [m for m in q0["messages"] if m["physicalOffset"] < int(q0["cqFiles"][-1])]
     assert seen["last"]["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
@@ -279,21 +279,29 @@ def queue_dirs(root: Path, queue_id: int) -> tuple[Path, Path]:
 
 def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, tmp_path):
     """Files a crash or a hand leaves, each copy reopened by RocketMQ: a NAME.delete (CompactionLog.replaceFiles)
-    fails the store's load (DefaultMappedFile parses its name) and one of another length drops its queue; a zero-length
+    fails the store's load (DefaultMappedFile parses its name) and one of another length drops its queue; an
+    all-zero log file rolled without its CQ file (TopicPartitionLog.roll) is deleted, losing nothing; a zero-length
     last file is deleted by MappedFileQueue.doLoad before files pair (its log file then unpaired: deleted or a
     failed load), but not when a folder such as compacting/ sorts after it (its length drops the queue); a
     file of the wrong length drops the queue before files pair."""
     q0, q1 = written[2]["queues"]
     log0, cq0 = lambda r: queue_dirs(r, 0)[0], lambda r: queue_dirs(r, 0)[1]  # noqa: E731
+    cq1 = lambda r: queue_dirs(r, 1)[1]  # noqa: E731
     last0, next0 = q0["logFiles"][-1], offset_to_name(int(q0["logFiles"][-1]) + written[2]["compactionLogFileSize"])
     cases = {
         "dotdelete": lambda r: shutil.copy(log0(r) / q0["logFiles"][0], log0(r) / f"{q0['logFiles'][0]}.delete"),
         "shortdelete": lambda r: (log0(r) / f"{q0['logFiles'][0]}.delete").write_bytes(b"x" * 10),
+        "rollcrash": lambda r: (
+            (log0(r) / next0).write_bytes(bytes(written[2]["compactionLogFileSize"])),
+            cut_to(cq1(r) / q1["cqFiles"][-1], 100),
+            (cq1(r) / q1["cqFiles"][0]).unlink(),
+        ),
         "zcq": lambda r: cut_to(cq0(r) / last0, 0),
         "zlog": lambda r: cut_to(log0(r) / last0, 0),
         "compacting": lambda r: ((log0(r) / next0).touch(), (log0(r) / "compacting").mkdir()),
     }
     found, seen = verify_and_reopen(written, java_oracle, tmp_path, cases)
+    dropped = {"queueId": 1, "loaded": False}
     fails = f"{TOPIC}/0: file name is not a number: the store does not start"
     assert (found["dotdelete"], seen["dotdelete"]) == ([fails], {"loadReturned": False})
     assert found["shortdelete"] == [
@@ -301,10 +309,15 @@ def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, 
         "and serves none of it"
     ]
     assert seen["shortdelete"]["queues"] == [{"queueId": 0, "loaded": False}, {**q1, "loaded": True}]
+    assert found["rollcrash"] == [
+        f"{TOPIC}/1: file is 100 bytes, not {CQ_SIZE}: the broker's load drops this queue and serves none of it"
+    ]
+    assert seen["rollcrash"]["queues"] == [{**q0, "loaded": True}, dropped]
+    assert not (tmp_path / "rollcrash" / "store" / "compaction" / "compactionLog" / TOPIC / "0" / next0).exists()
 
     cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(last0))
     assert found["zcq"] == [
-        f"{TOPIC}/0: log file {last0} has no CQ file of that name: the broker's load deletes it (the "
+        f"{TOPIC}/0: log file {last0} has no CQ file of that name: the broker's load deletes it with its records (the "
         f"log is cut at {cut}, the end of the CQ's last record)"
     ]
     kept = [m for m in q0["messages"] if m["physicalOffset"] < int(last0)]

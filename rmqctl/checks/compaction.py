@@ -70,13 +70,19 @@ def _check_files(found: Findings, q: CompactionQueue) -> bool:
 
 def _check_pairs(found: Findings, q: CompactionQueue) -> None:
     """Log and CQ files without their pair: TopicPartitionLog.recover deletes a log file past the CQ's last
-    record, and sanityCheck fails the load on any other."""
+    record (an error only when it held a record: a roll that crashed before its CQ file leaves an empty one), and
+    sanityCheck fails the load on any other."""
     logs, cqs = q.unmatched_files()
     end = q.log_end_at_load() if logs else -1
     for name in logs + cqs:
         is_log = name in logs
         if is_log and end > 0 and offset_of_name(name) > end:
-            fate = f"the broker's load deletes it (the log is cut at {end}, the end of the CQ's last record)"
+            if not q.holds_record(next(f for f in q.log.files if f.name == name)):
+                continue
+            fate = (
+                f"the broker's load deletes it with its records (the log is cut at {end}, the end of the CQ's last "
+                "record)"
+            )
         else:
             fate = "the broker's load fails on this queue and the store does not start"
         found.add(
