@@ -59,6 +59,7 @@ KINDS: dict[str, str] = {
     "compaction-file-mismatch": "a compaction log file without its CQ file of the same name, or the reverse",
     "compaction-file-size": "a compaction log or CQ file whose length is not its mapped file size",
     "compaction-file-name": "a file in a compaction log or CQ folder whose name is not a number (NAME.delete)",
+    "compaction-folder-missing": "a compaction queue with a log folder and no CQ folder, or the reverse",
     "compaction-body-crc": "a compaction log record whose body is not the one its BODYCRC was computed over",
     "compaction-physical-offset": "a compaction log record whose PHYSICALOFFSET is not its place in the log",
     "compaction-record": "bytes in a compaction log that are not a record of its queue",

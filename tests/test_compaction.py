@@ -282,11 +282,11 @@ def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, 
     fails the store's load (DefaultMappedFile parses its name) and one of another length drops its queue; an
     all-zero log file rolled without its CQ file (TopicPartitionLog.roll) is deleted, losing nothing; a zero-length
     last file is deleted by MappedFileQueue.doLoad before files pair (its log file then unpaired: deleted or a
-    failed load), but not when a folder such as compacting/ sorts after it (its length drops the queue); a
-    file of the wrong length drops the queue before files pair."""
+    failed load), but not when a folder such as compacting/ sorts after it (its length drops the queue); a queue
+    without its CQ or log folder is skipped; a file of the wrong length drops the queue before files pair."""
     q0, q1 = written[2]["queues"]
     log0, cq0 = lambda r: queue_dirs(r, 0)[0], lambda r: queue_dirs(r, 0)[1]  # noqa: E731
-    cq1 = lambda r: queue_dirs(r, 1)[1]  # noqa: E731
+    log1, cq1 = lambda r: queue_dirs(r, 1)[0], lambda r: queue_dirs(r, 1)[1]  # noqa: E731
     last0, next0 = q0["logFiles"][-1], offset_to_name(int(q0["logFiles"][-1]) + written[2]["compactionLogFileSize"])
     cases = {
         "dotdelete": lambda r: shutil.copy(log0(r) / q0["logFiles"][0], log0(r) / f"{q0['logFiles'][0]}.delete"),
@@ -296,9 +296,9 @@ def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, 
             cut_to(cq1(r) / q1["cqFiles"][-1], 100),
             (cq1(r) / q1["cqFiles"][0]).unlink(),
         ),
-        "zcq": lambda r: cut_to(cq0(r) / last0, 0),
+        "zcq": lambda r: (cut_to(cq0(r) / last0, 0), shutil.rmtree(log1(r))),
         "zlog": lambda r: cut_to(log0(r) / last0, 0),
-        "compacting": lambda r: ((log0(r) / next0).touch(), (log0(r) / "compacting").mkdir()),
+        "compacting": lambda r: ((log0(r) / next0).touch(), (log0(r) / "compacting").mkdir(), shutil.rmtree(cq1(r))),
     }
     found, seen = verify_and_reopen(written, java_oracle, tmp_path, cases)
     dropped = {"queueId": 1, "loaded": False}
@@ -318,18 +318,20 @@ def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, 
     cut = max(u["pos"] + u["size"] for u in q0["units"] if u["pos"] < int(last0))
     assert found["zcq"] == [
         f"{TOPIC}/0: log file {last0} has no CQ file of that name: the broker's load deletes it with its records (the "
-        f"log is cut at {cut}, the end of the CQ's last record)"
+        f"log is cut at {cut}, the end of the CQ's last record)",
+        f"{TOPIC}/1: no compaction log folder: the broker's load skips this queue and never serves it",
     ]
     kept = [m for m in q0["messages"] if m["physicalOffset"] < int(last0)]
     assert seen["zcq"]["queues"][0]["messages"] == kept and len(kept) < len(q0["messages"])
-    assert seen["zcq"]["queues"][1] == {**q1, "loaded": True}
+    assert seen["zcq"]["queues"][1] == dropped
     assert found["zlog"][0] == (
         f"{TOPIC}/0: CQ file {last0} has no log file of that name: the broker's load fails on this queue and the "
         "store does not start"
     )
     assert seen["zlog"] == {"loadReturned": False}
-    assert found["compacting"] == [
+    assert found["compacting"] == [  # by file: compactionCq/ first
+        f"{TOPIC}/1: no compaction CQ folder: the broker's load skips this queue and never serves it",
         f"{TOPIC}/0: file is 0 bytes, not {written[2]['compactionLogFileSize']}: the broker's load drops this queue "
-        "and serves none of it"
+        "and serves none of it",
     ]
-    assert seen["compacting"]["queues"] == [{"queueId": 0, "loaded": False}, {**q1, "loaded": True}]
+    assert seen["compacting"]["queues"] == [{"queueId": 0, "loaded": False}, dropped]

@@ -1,4 +1,4 @@
-"""verify's check of compaction topics' files (rmqctl.compaction): files of the mapped
+"""verify's check of compaction topics' files (rmqctl.compaction): both folders of a queue, files of the mapped
 length and with numbers for names, log and CQ files paired by name (the broker deletes a log file past the CQ's
 last record and fails its load on any other unpaired file), every log record where its PHYSICALOFFSET says, of its
 queue and with the body its BODYCRC was computed over (nothing in the broker checks that on this log: it serves
@@ -20,6 +20,8 @@ def check_compaction(store: Store) -> Findings:
     found = Findings()
     for q in compaction_queues(store):
         loads = _check_files(found, q)
+        if not (q.log_dir.is_dir() and q.cq.directory.is_dir()):
+            continue  # the broker never loads the queue: its files' units and records are never read
         logs, cqs = q.unmatched_files()
         # a queue the broker drops, or a log file it deletes or fails on, says more than its unindexed records
         end = q.log_end_at_load() if loads else -2
@@ -45,8 +47,22 @@ def check_compaction(store: Store) -> Findings:
 
 
 def _check_files(found: Findings, q: CompactionQueue) -> bool:
-    """The file a folder's load stops at (the queue dropped, or the store not started) and log / CQ files without
-    their pair; whether the queue loads."""
+    """A missing log or CQ folder (the broker skips the queue), the file a folder's load stops at (the queue
+    dropped, or the store not started) and log / CQ files without their pair; whether the queue loads."""
+    for folder, files, what in ((q.log_dir, q.cq.files.files, "log"), (q.cq.directory, q.log.files, "CQ")):
+        if not folder.is_dir():
+            if files:
+                found.add(
+                    CONSUMEQUEUE,
+                    "compaction-folder-missing",
+                    "error",
+                    folder,
+                    None,
+                    None,
+                    f"{q.topic}/{q.queue_id}: no compaction {what} folder: the broker's load skips this queue and "
+                    "never serves it",
+                )
+            return False
     failure = q.load_failure()
     if failure is not None:
         fate = (
