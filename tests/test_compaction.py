@@ -18,7 +18,7 @@ from rmqctl.compaction import CompactionQueue, file_sizes, position_checkpoint
 from rmqctl.config import BrokerConfig, load_config
 from rmqctl.store import Store, offset_to_name
 
-from conftest import jsonl, patch, run
+from conftest import held_lock, jsonl, patch, run
 from test_batchcq import oracle_classpath
 
 HARNESS = Path(__file__).parent / "java" / "CompactionWrite5.java"
@@ -335,3 +335,25 @@ def test_what_a_crash_leaves_is_what_rocketmq_makes_of_it(written, java_oracle, 
         "and serves none of it",
     ]
     assert seen["compacting"]["queues"] == [{"queueId": 0, "loaded": False}, dropped]
+
+
+def test_a_running_brokers_newest_files_may_be_in_flight(written, tmp_path):
+    """On a store whose lock a broker holds, a newest log file without its CQ file and a NAME.delete may be a
+    roll or a compaction's swap under way: warnings saying so, not errors; the same files in a stopped store are
+    errors."""
+    root, conf = copy_of(written, tmp_path), written[1]
+    log0, cq0 = queue_dirs(root, 0)
+    last0 = written[2]["queues"][0]["cqFiles"][-1]
+    (cq0 / last0).unlink()
+    shutil.copy(queue_dirs(root, 1)[0] / offset_to_name(0), queue_dirs(root, 1)[0] / f"{offset_to_name(0)}.delete")
+
+    def compaction_findings():
+        res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
+        return [(f["severity"], f["file"].rsplit("/", 2)[-2:]) for f in jsonl(res.stdout) if "compaction" in f["kind"]]
+
+    stopped = compaction_findings()
+    with held_lock(root):
+        running = compaction_findings()
+    files = [["0", last0], ["1", f"{offset_to_name(0)}.delete"]]
+    assert stopped == [("error", f) for f in files]
+    assert running == [("warning", f) for f in files]

@@ -19,7 +19,7 @@ def check_compaction(store: Store) -> Findings:
     """The compaction topics' findings."""
     found = Findings()
     for q in compaction_queues(store):
-        loads = _check_files(found, q)
+        loads = _check_files(found, q, store.live is not None)
         if not (q.log_dir.is_dir() and q.cq.directory.is_dir()):
             continue  # the broker never loads the queue: its files' units and records are never read
         logs, cqs = q.unmatched_files()
@@ -46,7 +46,12 @@ def check_compaction(store: Store) -> Findings:
     return found
 
 
-def _check_files(found: Findings, q: CompactionQueue) -> bool:
+# a running broker rolls a new log file before its CQ file and leaves NAME.delete files while it swaps in a
+# compaction: on its store such a finding may be work in flight
+IN_FLIGHT = " (the broker is running: this may be a file it is writing)"
+
+
+def _check_files(found: Findings, q: CompactionQueue, live: bool) -> bool:
     """A missing log or CQ folder (the broker skips the queue), the file a folder's load stops at (the queue
     dropped, or the store not started) and log / CQ files without their pair; whether the queue loads."""
     for folder, files, what in ((q.log_dir, q.cq.files.files, "log"), (q.cq.directory, q.log.files, "CQ")):
@@ -65,6 +70,7 @@ def _check_files(found: Findings, q: CompactionQueue) -> bool:
             return False
     failure = q.load_failure()
     if failure is not None:
+        in_flight = live and failure.culprit.name.endswith(".delete")
         fate = (
             "the store does not start"
             if failure.store_fails
@@ -73,23 +79,24 @@ def _check_files(found: Findings, q: CompactionQueue) -> bool:
         found.add(
             CONSUMEQUEUE,
             "compaction-file-name" if failure.store_fails else "compaction-file-size",
-            "error",
+            "warning" if in_flight else "error",
             failure.culprit,
             None,
             None,
-            f"{q.topic}/{q.queue_id}: {failure.why}: {fate}",
+            f"{q.topic}/{q.queue_id}: {failure.why}: {fate}" + (IN_FLIGHT if in_flight else ""),
         )
         return False
-    _check_pairs(found, q)
+    _check_pairs(found, q, live)
     return True
 
 
-def _check_pairs(found: Findings, q: CompactionQueue) -> None:
+def _check_pairs(found: Findings, q: CompactionQueue, live: bool) -> None:
     """Log and CQ files without their pair: TopicPartitionLog.recover deletes a log file past the CQ's last
     record (an error only when it held a record: a roll that crashed before its CQ file leaves an empty one), and
     sanityCheck fails the load on any other."""
     logs, cqs = q.unmatched_files()
     end = q.log_end_at_load() if logs else -1
+    newest = {fs[-1].name for fs in (q.log.files, q.cq.files.files) if fs}
     for name in logs + cqs:
         is_log = name in logs
         if is_log and end > 0 and offset_of_name(name) > end:
@@ -101,15 +108,16 @@ def _check_pairs(found: Findings, q: CompactionQueue) -> None:
             )
         else:
             fate = "the broker's load fails on this queue and the store does not start"
+        in_flight = live and name in newest
         found.add(
             CONSUMEQUEUE,
             "compaction-file-mismatch",
-            "error",
+            "warning" if in_flight else "error",
             (q.log_dir if is_log else q.cq.directory) / name,
             None,
             None,
             f"{q.topic}/{q.queue_id}: {'log' if is_log else 'CQ'} file {name} has no "
-            f"{'CQ' if is_log else 'log'} file of that name: {fate}",
+            f"{'CQ' if is_log else 'log'} file of that name: {fate}" + (IN_FLIGHT if in_flight else ""),
         )
 
 
