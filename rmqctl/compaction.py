@@ -73,7 +73,10 @@ def folder_load(directory: Path, file_size: int) -> FolderLoad:
     for i, p in enumerate(entries):
         if p.is_dir():
             continue
-        length = p.stat().st_size
+        try:
+            length = p.stat().st_size
+        except FileNotFoundError:
+            continue  # deleted since the folder was listed: a running broker's compaction swapping files in
         if length == 0 and i == len(entries) - 1:
             return FolderLoad(deleted=p)
         if length != file_size:
