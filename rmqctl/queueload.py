@@ -70,11 +70,14 @@ class FileWrites:
         return count
 
     def over(self, arr: np.ndarray) -> np.ndarray:
-        """The file's units `arr` with these written into them (a copy)."""
-        arr = arr.copy()
+        """The file's units `arr` with these written into them (a copy). A file cut shorter than its size (the
+        broker's load refuses it: info shows it among the odd files) is zero-filled up to the written units, as
+        the broker's mapping of the whole size would read."""
         first = self.at // arr.dtype.itemsize
-        arr[first : first + self.n] = self.units[: self.n]
-        return arr
+        out = np.zeros(max(len(arr), first + self.n), arr.dtype)
+        out[: len(arr)] = arr
+        out[first : first + self.n] = self.units[: self.n]
+        return out
 
 
 class QueueWrites:

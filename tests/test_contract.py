@@ -20,8 +20,9 @@ from pathlib import Path
 import click
 import pytest
 
+import oracle
 from conftest import FIXTURES, SYSCALL_READ, SYSCALL_WRITE, blocked_in, run, truth
-from test_compaction import conf_with_compaction, write_compaction
+from test_compaction import CQ_SIZE, LOG_CONFIG, TOPIC, rocketmq_compaction
 from test_rocksdbstore import index_entries, write_db
 from rmqctl.budget import block_sigint_here
 from rmqctl.cli.main import cli
@@ -50,7 +51,7 @@ def every_command() -> set[str]:
 class Stores:
     """Writable copies of the fixtures the table runs on: a-basic (4.9.7), f-timer5 (its timer wheel unpacked),
     d-crashed (verify finds its damage), c-v5-features (5.3.3; four commitlog files: Spark's tasks), j-batchcq
-    (5.3.3's BatchCQ topic) with a compaction topic's queue written beside it, b-mixed with a RocksDB message
+    (5.3.3's BatchCQ topic), a compaction topic's store RocketMQ 5.3.3 wrote, b-mixed with a RocksDB message
     store (5.4) built from its records, g-metaq and a copy of it with one
     record's data changed (verify finds it)."""
 
@@ -64,7 +65,14 @@ class Stores:
         self.crashed = self.copy("d-crashed")
         self.v5 = self.copy("c-v5-features")
         self.batchcq = self.copy("j-batchcq")
-        write_compaction(self.batchcq, conf_with_compaction(base), "PlainTopic", 0)
+        # a compaction topic's store as RocketMQ 5.3.3's own CompactionLog writes it (tests/test_compaction.py)
+        self.compaction = base / "compaction" / "store"
+        self.compaction.mkdir(parents=True)
+        rocketmq_compaction(oracle.home(), self.compaction, base / "compaction")
+        self.compaction_conf = base / "compaction" / "broker.conf"
+        self.compaction_conf.write_text(
+            f"compactionCqMappedFileSize={CQ_SIZE}\ncompactionMappedFileSize={LOG_CONFIG}\n"
+        )
         self.rocksdbstore = self.copy("b-mixed")  # with the 5.4 RocksDB message store its records' index makes
         messages = truth("b-mixed", "truth-messages.jsonl")
         write_db(
@@ -120,7 +128,7 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
         ("dump consumequeue", "bad", [first["topic"], first["queueId"], *bad], 2),
         ("dump batchconsumequeue", "read", ["BatchTopic", 0, *j], 0),
         ("dump batchconsumequeue", "bad", ["NoSuchTopic", 0, *j], 2),
-        ("dump compaction", "read", ["PlainTopic", 0, *j], 0),
+        ("dump compaction", "read", [TOPIC, 0, "--store", s.compaction, "--broker-config", s.compaction_conf], 0),
         ("dump compaction", "bad", ["NoSuchTopic", 0, *j], 2),
         ("dump index", "read", [*a], 0),
         ("dump index", "bad", [*bad], 2),
