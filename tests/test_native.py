@@ -366,3 +366,22 @@ def test_given_back_pages_leave_the_mapping_and_read_again(tmp_path):
     assert _resident_kib(address) == 0
     assert bytes(m[:]) == data
     m.close()
+
+
+def test_numbas_registries_load_under_its_compiler_lock():
+    """Loading numba refreshes its typing and lowering registries; numba refreshes them again inside every
+    compile and cache load, holding its compiler lock. A scan thread calling a made kernel while another
+    thread loads numba must wait for that lock, not advance the same registry generators at once ("generator
+    already executing") nor wait on a second lock (a deadlock)."""
+    probe = (
+        "from numba.core.compiler_lock import global_compiler_lock\n"
+        "from numba.core.registry import cpu_target\n"
+        "from rmqctl.engine import kernels\n"
+        "context, held = cpu_target.target_context, []\n"
+        "refresh = context.refresh\n"
+        "context.refresh = lambda: (held.append(global_compiler_lock.is_locked()), refresh())\n"
+        "kernels.load_numba()\n"
+        "print(bool(held) and all(held))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert r.stdout == "True\n"

@@ -104,6 +104,7 @@ def load_numba():
             import llvmlite.binding as llvm
             import llvmlite.ir
             import numba
+            from numba.core.compiler_lock import global_compiler_lock
             from numba.core.registry import cpu_target
 
             types, ir = numba.types, llvmlite.ir
@@ -117,8 +118,11 @@ def load_numba():
                     for key, value in list(space.items()):
                         if isinstance(value, Lazy):
                             space[key] = value._value
-            _serialize_refresh(cpu_target.target_context)
-            cpu_target.target_context.refresh()
+            # under numba's own compiler lock, as numba refreshes inside every compile or cache load: a scan
+            # thread already calling a made kernel would otherwise advance the same registry generators at once
+            # ("generator already executing")
+            with global_compiler_lock:
+                cpu_target.target_context.refresh()
             # numba's typing of an array argument asks whether it is a masked array, which imports numpy.ma
             # (lazily loaded by numpy 2): ~20 ms, paid here rather than in the first kernel call's time
             import numpy.ma  # noqa: F401
@@ -129,22 +133,6 @@ def load_numba():
                 gc.enable()
         for callback in _after_load:
             callback()
-
-
-def _serialize_refresh(target_context):
-    """numba refreshes its typing registries on a kernel's first load from its cache, advancing one shared
-    generator per registry: two threads calling kernels for the first time at once (verify's scan pool) can
-    refresh together and fail with "generator already executing". One lock makes the refreshes take turns
-    (reentrant: the target context's refresh calls the typing context's)."""
-    lock = threading.RLock()
-    for context in (target_context, target_context.typing_context):
-        refresh = context.refresh
-
-        def refreshed(refresh=refresh):
-            with lock:
-                refresh()
-
-        context.refresh = refreshed
 
 
 def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
