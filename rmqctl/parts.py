@@ -418,6 +418,27 @@ def batch_consume_queue(layout: Layout, base: Path) -> list[Part]:
     ]
 
 
+# the writers that write consume queues, or delete or restore their files: ConsumeQueueExt keeps them off (a
+# broker with enableConsumeQueueExt writes, truncates and deletes its units with theirs); rebuild index and
+# config restore touch no queue and run beside it
+QUEUE_WRITERS = frozenset({"append", "rebuild consumequeue", "convert consumequeue", "repair", "clean", "restore"})
+
+
+@entry_finder("consumequeue_ext", has_content)
+def consume_queue_ext(layout: Layout, base: Path) -> list[Part]:
+    # read (rmqctl.cqext: verify resolves every consume queue unit's address); not written
+    return [
+        Part(
+            "consumequeue-ext",
+            base,
+            "consume queue extension units (ConsumeQueueExt, enableConsumeQueueExt=true)",
+            True,
+            write=False,
+            written_by=QUEUE_WRITERS,
+        )
+    ]
+
+
 @entry_finder("compaction")
 def compaction(layout: Layout, base: Path) -> list[Part]:
     """Every 5.x broker writes compaction/position-checkpoint; with an empty offset map and no compaction log

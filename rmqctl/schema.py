@@ -54,6 +54,9 @@ KNOWN_SYSFLAG_BITS = 0x7FF
 END_FILE_MIN_BLANK_LENGTH = 8
 CQ_UNIT_SIZE = 20
 BCQ_UNIT_SIZE = 46  # BatchConsumeQueue.CQ_STORE_UNIT_SIZE
+CQ_EXT_UNIT_MIN_SIZE = 20  # ConsumeQueueExt.CqExtUnit.MIN_EXT_UNIT_SIZE: the head without a bitmap
+CQ_EXT_END_BLANK = 4  # ConsumeQueueExt.END_BLANK_DATA_LENGTH: a file keeps this much after its last unit
+CQ_EXT_MAX_ADDRESS = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address
 BCQ_INVALID_POS = -1  # BatchConsumeQueue.INVALID_POS, the compactedOffset every unit is written with
 INDEX_HEADER_SIZE = 40
 HASH_SLOT_SIZE = 4
@@ -111,6 +114,16 @@ BlankRecord = Struct("storeSize" / Int32sb, "magicCode" / Const(MAGIC_BLANK, Int
 
 # ConsumeQueue unit (CQ_STORE_UNIT_SIZE = 20).
 ConsumeQueueUnit = Struct("commitLogOffset" / Int64sb, "size" / Int32sb, "tagsCode" / Int64sb)
+
+# ConsumeQueueExt (enableConsumeQueueExt): consumequeue_ext/{topic}/{queueId}/, one unit per consume queue unit,
+# whose tagsCode then holds the unit's address (its offset + Long.MIN_VALUE); the filter bitmap (bitMapSize
+# bytes) follows the head
+ConsumeQueueExtUnit = Struct(
+    "size" / Int16sb,  # the unit's bytes, bitmap included; <= 0 ends a file's units (-1: the file is full)
+    "tagsCode" / Int64sb,  # the TAGS hash code the consume queue unit would hold
+    "msgStoreTime" / Int64sb,  # the record's store timestamp
+    "bitMapSize" / Int16sb,  # the filter bitmap's bytes after this head (0: none)
+)
 
 # BatchConsumeQueue (5.0+, topics with queue.type=BatchCQ): one unit per record, covering batchSize queue offsets
 BatchConsumeQueueUnit = Struct(
@@ -249,6 +262,7 @@ SCHEMAS = {
     "blank-record": BlankRecord,
     "consumequeue-unit": ConsumeQueueUnit,
     "batchconsumequeue-unit": BatchConsumeQueueUnit,
+    "consumequeue-ext-unit": ConsumeQueueExtUnit,
     "index-header": IndexHeader,
     "hash-slot": HashSlot,
     "index-entry": IndexEntry,
@@ -358,6 +372,7 @@ def unit_layouts(schema: Struct) -> tuple[struct.Struct, np.dtype]:
 
 CQ_UNIT, CQ_DTYPE = unit_layouts(ConsumeQueueUnit)
 BCQ_UNIT, BCQ_DTYPE = unit_layouts(BatchConsumeQueueUnit)
+CQ_EXT_UNIT, CQ_EXT_DTYPE = unit_layouts(ConsumeQueueExtUnit)
 INDEX_ENTRY, INDEX_ENTRY_DTYPE = unit_layouts(IndexEntry)
 INDEX_HEADER = compile_struct(IndexHeader)
 HASH_SLOT = compile_struct(HashSlot)
@@ -392,6 +407,7 @@ INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
 assert BCQ_DTYPE.itemsize == BCQ_UNIT_SIZE
+assert CQ_EXT_UNIT.size == CQ_EXT_UNIT_MIN_SIZE
 assert CQ_UNIT.size == CQ_UNIT_SIZE and INDEX_HEADER.size == INDEX_HEADER_SIZE
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE and HASH_SLOT.size == HASH_SLOT_SIZE
 assert Checkpoint.sizeof() == CHECKPOINT_FILE_SIZE

@@ -157,6 +157,32 @@ def test_verify_finds_records_without_a_unit(store_copy):
     ]
 
 
+def test_verify_finds_a_file_of_another_size_that_rocketmq_does_not_load(store_copy, java_oracle, tmp_path):
+    """A BatchCQ file grown by 30 bytes (found by the torture suite's fuzzing): MappedFileQueue.load refuses it, so
+    RocketMQ 5.3.3's load returns false; verify says so (it took the configured size and said sound)."""
+    root = store_copy(NAME)
+    path = root / "batchconsumequeue" / "BatchTopic" / "1" / "00000000000000002944"
+    with open(path, "ab") as f:
+        f.write(bytes(30))
+    res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    found = [(f["kind"], f["severity"], f["file"], f["detail"]) for f in jsonl(res.stdout)]
+    assert found == [
+        (
+            "file-size",
+            "error",
+            "batchconsumequeue/BatchTopic/1/00000000000000002944",
+            "file is 1502 bytes, not 1472 (mapperFileSizeBatchConsumeQueue): the broker's load refuses it",
+        )
+    ]
+    out = tmp_path / "read5"
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False
+
+
 def rebuilt_copy(store_copy):
     """A copy whose consume queues are gone, rebuilt by rmqctl."""
     root = store_copy(NAME)

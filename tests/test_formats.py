@@ -30,6 +30,7 @@ FIXED_TABLES = {
     "blank-record": (S.BlankRecord, {}, None),
     "consumequeue-unit": (S.ConsumeQueueUnit, {}, None),
     "batchconsumequeue-unit": (S.BatchConsumeQueueUnit, {}, None),
+    "consumequeue-ext-unit": (S.ConsumeQueueExtUnit, {}, None),
     "index-header": (S.IndexHeader, {}, None),
     "hash-slot": (S.HashSlot, {}, None),
     "index-entry": (S.IndexEntry, {}, None),

@@ -49,6 +49,7 @@ LAYERS = [
             "rmqctl.live",
             "rmqctl.brokerversion",
             "rmqctl.batchcq",
+            "rmqctl.cqext",
             "rmqctl.compaction",
             "rmqctl.dledger",
             "rmqctl.timerstore",

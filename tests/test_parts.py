@@ -160,14 +160,14 @@ def test_batch_consume_queues_are_read_and_kept_by_the_dispatching_writers_only(
 
 def test_an_unknown_directory_is_named_and_keeps_writers_off(tmp_path):
     root = copy_store("a-basic", tmp_path)
-    (root / "consumequeue_ext").mkdir()
+    (root / "consumequeue.old").mkdir()
     res = run("info", "--store", root, "--format", "json")
     assert res.stderr == (
-        f"rmqctl: note: {root}/consumequeue_ext: a directory rmqctl does not know: not read (no "
+        f"rmqctl: note: {root}/consumequeue.old: a directory rmqctl does not know: not read (no "
         "RocketMQ version rmqctl knows keeps it in a store root)\n"
     )
     res = run("rebuild", "index", "--dry-run", "--store", root)
-    one_line_error(res, "consumequeue_ext: a directory rmqctl does not know: not read by this version", "rebuild index")
+    one_line_error(res, "consumequeue.old: a directory rmqctl does not know: not read by this version", "rebuild index")
 
 
 def test_an_unknown_file_is_listed_but_no_writer_is_kept_off(tmp_path):

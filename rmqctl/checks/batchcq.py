@@ -15,6 +15,7 @@ from ..findings import CONSUMEQUEUE, Findings
 from ..rules import record_expired
 from .consumequeue import redispatch_from
 from .context import Context, Records
+from .links import _queue_file_checks
 from .windows import Window
 
 
@@ -58,7 +59,18 @@ class BatchConsumeQueueCheck:
 
     def begin(self) -> Findings:
         self.redispatch = redispatch_from(self.run)  # (after the consumequeue check settled their end)
-        return Findings()
+        found = Findings()
+        for cursor in self.cursors.values():
+            files = cursor.q.files
+            found += _queue_file_checks(
+                self.run,
+                files,
+                files.file_size,
+                "batchconsumequeue",
+                "mapperFileSizeBatchConsumeQueue",
+                S.BCQ_UNIT_SIZE,
+            )
+        return found
 
     def window(self, w: Window) -> Findings:
         rec = w.rec

@@ -26,7 +26,6 @@ from ..rules import record_expired
 from ..store import INDEX_FILE_NAME, IndexFile, MappedFileQueue
 from .context import Context, Records
 
-EXT_ADDRESS_MAX = -2147483649  # ConsumeQueueExt.isExtAddr: tagsCode <= this is an address, not a hash
 MAX_LISTED = 5
 ENTRY_BLOCK = 1 << 18  # index entries decoded at a time (24 bytes each)
 NO_ROWS = np.zeros((0, 4), np.int64)  # slot_chains asked only whether any link is wrong
@@ -100,7 +99,17 @@ def _data_end(path, buf, length: int) -> int:
     return 0
 
 
-def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str) -> Findings:
+def _queue_file_checks(
+    run: Context,
+    q: MappedFileQueue,
+    size: int,
+    what: str,
+    setting: str = "mappedFileSizeConsumeQueue",
+    unit: int | None = S.CQ_UNIT_SIZE,
+) -> Findings:
+    """What MappedFileQueue.load refuses in a queue's directory (names that are no offset, files of another length
+    than `setting`), and files that do not follow each other; `unit`: the queue's unit size, to name a gap's queue
+    offsets (None: its bytes)."""
     found = Findings()
     for p in q.strays:
         found.add(
@@ -124,7 +133,7 @@ def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str) -
                 f.path,
                 None,
                 None,
-                f"file is {f.length} bytes, not {size} (mappedFileSizeConsumeQueue): the broker's load refuses it",
+                f"file is {f.length} bytes, not {size} ({setting}): the broker's load refuses it",
             )
         if f.start % size:
             found.add(
@@ -145,8 +154,12 @@ def _queue_file_checks(run: Context, q: MappedFileQueue, size: int, what: str) -
                 b.path,
                 None,
                 None,
-                f"queue offsets {(a.start + size) // S.CQ_UNIT_SIZE}..{b.start // S.CQ_UNIT_SIZE - 1} have no file "
-                f"between {a.name} and {b.name}",
+                (
+                    f"queue offsets {(a.start + size) // unit}..{b.start // unit - 1}"
+                    if unit
+                    else f"bytes {a.start + size}..{b.start - 1}"
+                )
+                + f" have no file between {a.name} and {b.name}",
             )
         elif b.start < a.start + size:
             found.add(CONSUMEQUEUE, "file-overlap", "error", b.path, None, None, f"{b.name} starts inside {a.name}")

@@ -33,7 +33,7 @@ JOBS = (
         "S_POS S_RECORDS S_KEYS S_TOPICS STATE_SLOTS ENDED BROKEN FULL "
         "F_PHYSICAL_OFFSET F_SYSFLAG F_EMPTY_TOPIC F_DROPPED_SEGMENTS F_PROPERTIES_UTF8 F_PROPERTY_CRC "
         "F_PROPERTY_CRC_TEXT F_NO_PROPERTY_CRC F_BODY_CRC F_REFERENCE F_INNER_BATCH "
-        "queue_breaks hash_slots index_entries slot_chains index_targets "
+        "queue_breaks hash_slots index_entries slot_chains index_targets ext_units_end "
         "E_NO_RECORD E_PAST_END E_TIME E_WRONG_KEY",
     ),
     # DLedger entries: their heads, the bodies they hold, and why a walk of them stopped

@@ -420,3 +420,23 @@ def index_targets(phy, key_hash, diff, lo, hi, logical_end, rec_off, rec_keys, s
             if diff[k] != want:
                 outcome[k] |= E_TIME
     return outcome, record
+
+
+@kernel
+def ext_units_end(u8, limit):
+    """ConsumeQueueExt.recover's walk of one file: from position 0, from unit to unit by each unit's int16
+    size while it is > 0 (CqExtUnit.readBySkip). Returns (where it stopped, whether RocketMQ's walk reads
+    there without an exception: a size it cannot read, 2 bytes past `limit`, or a unit stepping past
+    `limit` make ByteBuffer throw, and the broker's load with it)."""
+    pos = 0
+    while True:
+        if pos + 2 > limit:
+            return pos, False
+        size = (np.int64(u8[pos]) << 8) | np.int64(u8[pos + 1])
+        if size >= 32768:
+            size -= 65536
+        if size <= 0:
+            return pos, True
+        if pos + size > limit:
+            return pos, False
+        pos += size

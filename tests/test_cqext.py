@@ -1,0 +1,146 @@
+"""ConsumeQueueExt (rmqctl.cqext) on a store RocketMQ 4.9.7's own code wrote with enableConsumeQueueExt=true
+(tests/java/CqExtWrite4.java): verify reads it and finds it sound, each damage verify names is what RocketMQ
+reads back from a changed copy (its ConsumeQueue.getExt, or a load that fails), and the writers that write
+consume queues keep off the store while the others run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from rmqctl import schema as S
+
+import oracle
+from conftest import jsonl, one_line_error, patch, run
+
+HARNESS = Path(__file__).parent / "java" / "CqExtWrite4.java"
+MESSAGES = 120  # 40 per queue: 2 consume queue files of 30 units, 3 ext files of 19 units each
+CONF = (
+    "enableConsumeQueueExt=true\nmappedFileSizeCommitLog=1048576\nmappedFileSizeConsumeQueue=600\n"
+    "mappedFileSizeConsumeQueueExt=400\nbrokerIP1=127.0.0.1\n"
+)
+EXT = Path("consumequeue_ext") / "ExtTopicA" / "0"
+
+
+def rocketmq_units(oracle_home: Path, root: Path, conf: Path, log: Path, *mode) -> list[str]:
+    """CqExtWrite4's lines: one per consume queue unit (with what ConsumeQueue.getExt returns), then 'loaded ...'."""
+    return oracle.run_harness4(oracle_home, HARNESS, [root, conf, MESSAGES, *mode], log)
+
+
+@pytest.fixture(scope="module")
+def written(java_oracle, tmp_path_factory):
+    """(store root, broker.conf, RocketMQ's lines) of the store RocketMQ wrote; tests change copies only."""
+    out = tmp_path_factory.mktemp("cqext")
+    root = out / "store"
+    root.mkdir()
+    conf = out / "broker.conf"
+    conf.write_text(CONF)
+    lines = rocketmq_units(java_oracle, root, conf, out / "store.log")
+    assert lines[-1] == "loaded true" and len(lines) == MESSAGES + 1
+    return root, conf, lines
+
+
+def test_verify_reads_the_ext_units_rocketmq_wrote_and_finds_them_sound(written):
+    root, conf, lines = written
+    ext_units = [line for line in lines[:-1] if int(line.split()[6]) <= S.CQ_EXT_MAX_ADDRESS]
+    assert len(ext_units) == MESSAGES  # every unit's tags live in its ext unit
+    res = run("verify", "--store", root, "--broker-config", conf)
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr.startswith("verify: 120 records") and res.stderr.rstrip().endswith(": sound"), res.stderr
+    parts = json.loads(run("info", "--store", root, "--broker-config", conf, "--format", "json").stdout)["parts"]
+    assert {"kind": "consumequeue-ext", "read": True}.items() <= next(
+        p for p in parts if p["kind"] == "consumequeue-ext"
+    ).items()
+
+
+def changed_tags(root: Path):
+    patch(root / EXT / "00000000000000000000", 40 + 2, struct.pack(">q", 12345))
+
+
+def changed_time(root: Path):
+    patch(root / EXT / "00000000000000000000", 40 + 10, struct.pack(">q", 1))
+
+
+def zeroed_size(root: Path):
+    patch(root / EXT / "00000000000000000000", 40, struct.pack(">h", 0))
+
+
+def last_file_gone(root: Path):
+    os.unlink(root / EXT / "00000000000000000800")
+
+
+def file_cut_short(root: Path):
+    os.truncate(root / EXT / "00000000000000000400", 300)
+
+
+def walk_past_the_end(root: Path):
+    patch(root / EXT / "00000000000000000800", 0, struct.pack(">h", 32767))
+
+
+def queue_dir_gone(root: Path):
+    shutil.rmtree(root / "consumequeue_ext" / "ExtTopicB")
+
+
+# change -> (verify's first finding: kind, severity, entry), RocketMQ's reading: the changed units' lines or, for a
+# load that fails, "loaded false"
+CASES = {
+    "tags": (changed_tags, ("cq-ext-tags", "error", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", "12345:"]),
+    "store-time": (changed_time, ("cq-ext-store-time", "warning", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", ":1:0"]),
+    "zeroed-size": (zeroed_size, ("cq-ext-missing", "warning", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", "none"]),
+    "last-file-gone": (last_file_gone, ("cq-ext-missing", "warning", "ExtTopicA/0 entry 38:"), ["0 38 ", "none"]),
+    "file-cut-short": (file_cut_short, ("file-size", "error", "300 bytes, not 400 (mappedFileSizeConsumeQueueExt)"), None),
+    "walk-past-the-end": (walk_past_the_end, ("cq-ext-recovery", "error", "position 0"), None),
+    "queue-dir-gone": (queue_dir_gone, ("cq-ext-missing", "warning", "ExtTopicB/0 entry 0:"), ["ExtTopicB 0 0 ", "none"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_damage_is_what_rocketmq_reads(written, tmp_path, java_oracle, case):
+    """verify's finding on a changed copy, against RocketMQ 4.9.7 loading another copy of it (CqExtWrite4 --read):
+    the ext unit getExt returns for the changed entry, or a load that fails where verify says the broker does
+    not start; the units RocketMQ reads unchanged are every other one."""
+    root, conf, lines = written
+    change, (kind, severity, detail), changed = CASES[case]
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    change(copy)
+    res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 1, res.stderr
+    first = jsonl(res.stdout)[0]
+    assert (first["kind"], first["severity"]) == (kind, severity) and detail in first["detail"], first
+    read = rocketmq_units(java_oracle, Path(shutil.copytree(copy, tmp_path / "java")), conf, tmp_path / "log", "--read")
+    if changed is None:
+        assert read == ["loaded false"]
+        return
+    differ = [line for line in read[:-1] if line not in lines]
+    assert differ and all(all(part in line for part in changed) for line in differ[:1]), differ
+    assert read[-1] == "loaded true"
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        ("rebuild", "consumequeue", "--dry-run"),
+        ("repair", "--dry-run"),
+        ("clean", "--apply"),
+        ("append", "--topic", "ExtTopicA", "--body", "x"),
+    ],
+)
+def test_writers_of_consume_queues_keep_off_and_say_why(written, tmp_path, writer):
+    root, conf, _ = written
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    res = run(*writer, "--store", copy, "--broker-config", conf)
+    one_line_error(res, "consumequeue_ext", "ConsumeQueueExt", "read but not written by this version", "writes nothing")
+    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in root.iterdir())
+
+
+def test_rebuild_index_runs_beside_the_ext_units(written, tmp_path):
+    root, conf, _ = written
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    res = run("rebuild", "index", "--store", copy, "--broker-config", conf)
+    assert res.exit_code == 0, res.stderr
+    assert "identical to the store's" in res.stderr
