@@ -124,6 +124,14 @@ class QueueExt:
             store_time[got] = np.where(whole, heads["msgStoreTime"], 0)
         return ExtUnits(outcome, tags_code, store_time)
 
+    def fields(self, address: int) -> dict:
+        """What ConsumeQueueExt.get gives for one address, as a dump row's fields: the unit's tagsCode and store time,
+        or why there is none."""
+        got = self.units(np.array([address], np.int64))
+        if got.outcome[0] == FOUND:
+            return {"extTagsCode": int(got.tags_code[0]), "extMsgStoreTime": int(got.store_time[0])}
+        return {"extUnit": "not found" if got.outcome[0] == MISSING else "unreadable"}
+
     def _nowhere(self, real: np.ndarray) -> np.ndarray:
         """Offsets no file holds (findMappedFileByOffset finds no file)."""
         first, last = self.files[0].start, self.files[-1].start + self.file_size

@@ -58,6 +58,26 @@ def test_verify_reads_the_ext_units_rocketmq_wrote_and_finds_them_sound(written)
     ).items()
 
 
+def test_dump_shows_what_rocketmq_reads_from_each_ext_unit(written):
+    """dump consumequeue: each unit's ext address looked up, as ConsumeQueue.getExt returns it (bitmap sizes are 0)."""
+    root, conf, lines = written
+    want = [line.split()[1:] for line in lines[:-1]]
+    got = []
+    for topic, queue_id in (("ExtTopicA", 0), ("ExtTopicA", 1), ("ExtTopicB", 0)):
+        res = run("dump", "consumequeue", topic, queue_id, "--store", root, "--broker-config", conf)
+        for r in jsonl(res.stdout):
+            ext = f"{r['extTagsCode']}:{r['extMsgStoreTime']}:0"
+            got.append(
+                [
+                    topic,
+                    str(queue_id),
+                    *map(str, (r["queueOffset"], r["commitLogOffset"], r["size"], r["tagsCode"])),
+                    ext,
+                ]
+            )
+    assert got == want
+
+
 def changed_tags(root: Path):
     patch(root / EXT / "00000000000000000000", 40 + 2, struct.pack(">q", 12345))
 
@@ -119,6 +139,12 @@ def test_each_damage_is_what_rocketmq_reads(written, tmp_path, java_oracle, case
     differ = [line for line in read[:-1] if line not in lines]
     assert differ and all(all(part in line for part in changed) for line in differ[:1]), differ
     assert read[-1] == "loaded true"
+    for line in differ:  # dump consumequeue shows each changed entry's ext unit as RocketMQ read it
+        _, topic, queue_id, qoff, *_, ext = line.split()
+        rows = jsonl(run("dump", "consumequeue", topic, queue_id, "--store", copy, "--broker-config", conf).stdout)
+        row = next(r for r in rows if r["queueOffset"] == int(qoff))
+        shown = f"{row['extTagsCode']}:{row['extMsgStoreTime']}:0" if "extTagsCode" in row else "none"
+        assert shown == ext and row.get("extUnit", "not found") == "not found", row
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 import orjson
 
-from .. import batchcq, compaction, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
+from .. import batchcq, compaction, cqext, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
 from ..engine import decode_records, ordered_map, walk_files
 from ..errors import FileGone, StoreError, where
@@ -122,7 +122,8 @@ def _report_damage(errors, reported: int, warn) -> int:
 
 
 def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = False) -> Iterator[dict]:
-    """Every unit of one queue (file units with their file and position; RocksDB units with their store time)."""
+    """Every unit of one queue (file units with their file and position, and where a tagsCode is a ConsumeQueueExt
+    address the unit's tagsCode and store time; RocksDB units with their store time)."""
     if store.rocks_queues is not None:
         yield from dump_rocks_queue(store, topic, queue_id, resolve)
         return
@@ -133,6 +134,16 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
                 yield {"queueOffset": row["msgBaseOffset"], "batchNum": row["batchSize"], **row}
             return
         raise StoreError("no such consumequeue", cq.directory)
+    ext = cqext.queue_ext(store.root, topic, queue_id, store.config.mappedFileSizeConsumeQueueExt)
+    try:
+        yield from _file_units(store, cq, ext, resolve)
+    finally:
+        if ext is not None:
+            ext.close()
+
+
+def _file_units(store: Store, cq: ConsumeQueue, ext: cqext.QueueExt | None, resolve: bool) -> Iterator[dict]:
+    topic, queue_id = cq.topic, cq.queue_id
     for qoff, f, pos, off, size, tags in cq.entries():
         row = {
             "queueOffset": qoff,
@@ -142,6 +153,8 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
             "size": size,
             "tagsCode": tags,
         }
+        if tags <= S.CQ_EXT_MAX_ADDRESS:  # the tags live in a ConsumeQueueExt unit
+            row.update(ext.fields(tags) if ext is not None else {"extUnit": "not found"})
         if pre_blank(off, size, tags):
             row["preBlank"] = True
         elif resolve:
