@@ -24,12 +24,15 @@ import numpy as np
 
 from . import schema as S
 from .engine import ext_units_end
+from .errors import FileGone
 from .store import MappedFileQueue
 
 EXT_DIR = "consumequeue_ext"
 DEFAULT_FILE_SIZE = 48 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeConsumeQueueExt
-# what ConsumeQueueExt.get gives the broker for an address (DefaultMessageStore.getMessage)
-FOUND, MISSING, THROWS = 0, 1, 2  # a unit; none (delivered unfiltered); a ByteBuffer exception (the pull fails)
+# what ConsumeQueueExt.get gives the broker for an address (DefaultMessageStore.getMessage): a unit; none (delivered
+# unfiltered); a ByteBuffer exception (the pull fails); and GONE: in a file deleted since it was listed (a running
+# broker's expired head, which it deletes with the consume queue files whose units point there)
+FOUND, MISSING, THROWS, GONE = 0, 1, 2, 3
 
 
 def real_offsets(addresses: np.ndarray) -> np.ndarray:
@@ -59,7 +62,15 @@ class QueueExt:
             # the length most files have: the others are the ones MappedFileQueue.load refuses
             self.queue.file_size = lengths.most_common(1)[0][0]
         self.file_size = self.queue.file_size
-        self.ends = [self._walk(f) for f in self.files]
+        self.gone_below = 0  # the end of the files deleted since they were listed
+        walked = []
+        for f in list(self.files):
+            try:
+                walked.append(self._walk(f))
+            except FileGone:
+                self.files.remove(f)
+                self.gone_below = max(self.gone_below, f.start + self.file_size)
+        self.ends = walked
 
     def _walk(self, f) -> tuple[int, bool]:
         """(where ConsumeQueueExt.recover's walk of the file stops, whether it reads there without an exception)."""
@@ -101,9 +112,13 @@ class QueueExt:
             rows = np.flatnonzero(here)
             if not len(rows):
                 continue
+            try:
+                u8 = np.frombuffer(f.buf, np.uint8)
+            except FileGone:
+                outcome[rows] = GONE
+                continue
             pos = real[rows] % self.file_size
             limit = self.readable_end(k)
-            u8 = np.frombuffer(f.buf, np.uint8)
             # selectMappedBuffer(pos) gives nothing at or past the read position; read() wants 2 bytes of size >= 1
             sized = pos + 2 <= limit
             size = np.zeros(len(rows), np.int64)
@@ -122,6 +137,7 @@ class QueueExt:
             outcome[got] = np.where(whole, FOUND, THROWS)
             tags_code[got] = np.where(whole, heads["tagsCode"], 0)
             store_time[got] = np.where(whole, heads["msgStoreTime"], 0)
+        outcome[(outcome == MISSING) & (real < self.gone_below)] = GONE
         return ExtUnits(outcome, tags_code, store_time)
 
     def fields(self, address: int) -> dict:
@@ -130,7 +146,7 @@ class QueueExt:
         got = self.units(np.array([address], np.int64))
         if got.outcome[0] == FOUND:
             return {"extTagsCode": int(got.tags_code[0]), "extMsgStoreTime": int(got.store_time[0])}
-        return {"extUnit": "not found" if got.outcome[0] == MISSING else "unreadable"}
+        return {"extUnit": {MISSING: "not found", THROWS: "unreadable", GONE: "deleted since listed"}[got.outcome[0]]}
 
     def _nowhere(self, real: np.ndarray) -> np.ndarray:
         """Offsets no file holds (findMappedFileByOffset finds no file)."""

@@ -11,6 +11,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rmqctl import schema as S
@@ -170,3 +171,21 @@ def test_rebuild_index_runs_beside_the_ext_units(written, tmp_path):
     res = run("rebuild", "index", "--store", copy, "--broker-config", conf)
     assert res.exit_code == 0, res.stderr
     assert "identical to the store's" in res.stderr
+
+
+def test_an_ext_file_deleted_after_the_listing_is_no_finding_and_no_crash(written, tmp_path):
+    """A running broker deletes a queue's expired ext files with its consume queue files: a file gone between the
+    listing and the lookup gives GONE (never reported), not a FileGone traceback, nor a 'missing' warning."""
+    from rmqctl.cqext import FOUND, GONE, queue_ext
+
+    root, conf, lines = written
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    ext = queue_ext(copy, "ExtTopicA", 0, 400)
+    addresses = [int(line.split()[6]) for line in lines if line.startswith("unit ExtTopicA 0 ")]
+    for f in ext.files:
+        f.release()
+    os.unlink(ext.files[0].path)
+    got = ext.units(np.array(addresses, np.int64))
+    assert got.outcome.tolist() == [GONE] * 19 + [FOUND] * 21  # 19 units in the first file (400 - 4 bytes kept)
+    assert ext.fields(addresses[0]) == {"extUnit": "deleted since listed"}
+    ext.close()

@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..cqext import FOUND, MISSING, QueueExt, queue_ext, real_offsets
+from ..cqext import FOUND, MISSING, THROWS, QueueExt, queue_ext, real_offsets
 from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic, pre_blank, record_expired
 from ..store import ConsumeQueue
@@ -588,7 +588,7 @@ class ExtTally:
         self._count(queue, "cq-ext-missing", path, units, offsets, got.outcome == MISSING, lambda k: (
             f"{where(k)}, where ConsumeQueueExt.get finds no unit"
         ))  # fmt: skip
-        self._count(queue, "cq-ext-unreadable", path, units, offsets, got.outcome > MISSING, lambda k: (
+        self._count(queue, "cq-ext-unreadable", path, units, offsets, got.outcome == THROWS, lambda k: (
             f"{where(k)}, where the unit runs past what the file holds: ConsumeQueueExt.get throws reading it"
         ))  # fmt: skip
         found = got.outcome == FOUND
