@@ -18,7 +18,9 @@ class BrokerConfig:
     storePathCommitLog: str | None = None
     mappedFileSizeCommitLog: int | None = None  # None: infer from the files, else 1 GiB
     mappedFileSizeConsumeQueue: int | None = None  # None: infer, else 300000 * 20
-    # ConsumeQueueExt's files (consumequeue_ext/); None: infer from the files, else 48 MiB
+    # ConsumeQueueExt (consumequeue_ext/): whether the broker reads it (None: not said; the store's files decide) and
+    # its files' size (None: infer from the files, else 48 MiB)
+    enableConsumeQueueExt: bool | None = None
     mappedFileSizeConsumeQueueExt: int | None = None
     mapperFileSizeBatchConsumeQueue: int | None = None  # (the broker's spelling) None: infer, else 300000 * 46
     compactionMappedFileSize: int = 100 * 1024 * 1024  # compaction topics' log files (rmqctl.compaction.file_sizes)

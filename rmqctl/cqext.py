@@ -17,7 +17,6 @@ StorePathConfigHelper.getStorePathConsumeQueueExt; 5.3.3's are the same."""
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ import numpy as np
 from . import schema as S
 from .engine import ext_units_end
 from .errors import FileGone
-from .store import MappedFileQueue
+from .store import MappedFileQueue, settle_file_size
 
 EXT_DIR = "consumequeue_ext"
 DEFAULT_FILE_SIZE = 48 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeConsumeQueueExt
@@ -42,47 +41,51 @@ def real_offsets(addresses: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class ExtUnits:
-    """The lookups of some addresses: the outcome of each (FOUND, MISSING, THROWS) and, where FOUND, the unit's
-    fields (0 elsewhere)."""
+    """The lookups of some addresses: the outcome of each (FOUND, MISSING, THROWS, GONE) and, where FOUND, the
+    unit's fields (0 elsewhere)."""
 
     outcome: np.ndarray
     tags_code: np.ndarray
     store_time: np.ndarray
+    size: np.ndarray
 
 
 class QueueExt:
-    """One queue's ConsumeQueueExt files, loaded as ConsumeQueueExt.load and recover load them."""
+    """One queue's ConsumeQueueExt files (all `file_size` long, the store's mappedFileSizeConsumeQueueExt), as
+    ConsumeQueue's load and recover leave them: ConsumeQueueExt.recover's walk, then `truncate_after` the queue's
+    last unit's address. Each file is mapped while it is walked or looked into, and given back after."""
 
-    def __init__(self, directory: Path, configured_size: int | None):
+    def __init__(self, directory: Path, file_size: int):
         self.directory = directory
-        self.queue = MappedFileQueue([directory], configured_size or DEFAULT_FILE_SIZE)
+        self.queue = MappedFileQueue([directory], file_size)
         self.files = self.queue.files
-        lengths = Counter(f.length for f in self.files if f.length > 0)
-        if configured_size is None and lengths:
-            # the length most files have: the others are the ones MappedFileQueue.load refuses
-            self.queue.file_size = lengths.most_common(1)[0][0]
-        self.file_size = self.queue.file_size
+        self.file_size = file_size
         self.gone_below = 0  # the end of the files deleted since they were listed
-        walked = []
+        self.ends: list[tuple[int, bool]] = []  # per file: where recover's walk stops, whether it reads there
         for f in list(self.files):
             try:
-                walked.append(self._walk(f))
+                self.ends.append(self._walk(f))
             except FileGone:
                 self.files.remove(f)
                 self.gone_below = max(self.gone_below, f.start + self.file_size)
-        self.ends = walked
+        self.cut: int | None = None  # where truncate_after cut the files (None: not cut)
 
     def _walk(self, f) -> tuple[int, bool]:
         """(where ConsumeQueueExt.recover's walk of the file stops, whether it reads there without an exception)."""
         limit = min(f.length, self.file_size)
         if limit == 0:
             return 0, True
-        return tuple(int(v) for v in ext_units_end(np.frombuffer(f.buf, np.uint8), limit))
+        try:
+            return tuple(int(v) for v in ext_units_end(np.frombuffer(f.buf, np.uint8), limit))
+        finally:
+            f.release()
 
     @property
-    def wrong_sizes(self) -> list:
-        """Files MappedFileQueue.load refuses (a length other than mappedFileSizeConsumeQueueExt): the load fails."""
-        return [f for f in self.files if f.length != self.file_size]
+    def load_fails(self) -> bool:
+        """ConsumeQueue.load fails on these files: MappedFileQueue.load refuses one (another length, a name that is no
+        offset), or recover's walk throws."""
+        wrong = any(f.length != self.file_size for f in self.files)
+        return bool(self.queue.strays) or wrong or self.broken_walk is not None
 
     @property
     def broken_walk(self):
@@ -92,53 +95,83 @@ class QueueExt:
                 return f, end
         return None
 
+    def truncate_after(self, address: int) -> list:
+        """ConsumeQueueExt.truncateByMaxAddress, which ConsumeQueue.recover calls with the ext address of the queue's
+        last unit: MappedFileQueue.truncateDirtyFiles at the end of that address's unit, when there is one. Returns
+        the files the load deletes."""
+        got = self.units(np.array([address], np.int64))
+        if got.outcome[0] != FOUND:
+            return []  # (the broker logs "[BUG] address ... not found" and truncates nothing)
+        at = int(real_offsets(np.array([address]))[0]) + int(got.size[0])
+        deleted = [f for f in self.files if f.start + self.file_size > at and at < f.start]
+        kept = [k for k, f in enumerate(self.files) if f not in deleted]
+        self.files[:] = [self.files[k] for k in kept]
+        self.ends = [self.ends[k] for k in kept]
+        self.cut = at
+        return deleted
+
     def readable_end(self, k: int) -> int:
         """How far file k reads after the load: a whole file before the last; the last up to where recover's
-        walk stopped (truncateDirtyFiles sets its write position there)."""
+        walk stopped (truncateDirtyFiles sets its write position there), or where truncate_after cut it."""
         f = self.files[k]
-        return min(f.length, self.file_size) if k < len(self.files) - 1 else self.ends[k][0]
+        end = min(f.length, self.file_size) if k < len(self.files) - 1 else self.ends[k][0]
+        if self.cut is not None and f.start <= self.cut < f.start + self.file_size:
+            end = min(end, self.cut - f.start) if k < len(self.files) - 1 else self.cut - f.start
+        return end
 
     def units(self, addresses: np.ndarray) -> ExtUnits:
-        """ConsumeQueueExt.get of each address (every one an ext address)."""
+        """ConsumeQueueExt.get of each address (every one an ext address): the file findMappedFileByOffset finds
+        (the first when it finds none for offset 0), the position offset % file size, CqExtUnit.read there."""
         n = len(addresses)
         outcome = np.full(n, MISSING, np.int8)
-        tags_code = np.zeros(n, np.int64)
-        store_time = np.zeros(n, np.int64)
+        tags_code, store_time, size = (np.zeros(n, np.int64) for _ in range(3))
         real = real_offsets(addresses)
-        for k, f in enumerate(self.files):
-            here = (real >= f.start) & (real < f.start + self.file_size)
-            if k == 0:
-                here |= (real == 0) & self._nowhere(real)  # findMappedFileByOffset(0, returnFirstOnNotFound)
-            rows = np.flatnonzero(here)
-            if not len(rows):
+        held = {id(f): k for k, f in enumerate(self.files)}
+        blocks = real // self.file_size
+        found = {int(b): self.queue.find(int(b) * self.file_size) for b in np.unique(blocks)}
+        first = self.files and (real == 0).any() and found.get(0) is None  # no file holds offset 0:
+        for block, f in found.items():
+            if f is None and not (block == 0 and first):
                 continue
+            # findMappedFileByOffset(0, returnFirstOnNotFound) gives offset 0 the first file
+            rows = np.flatnonzero(real == 0 if f is None else blocks == block)
+            f = f or self.files[0]
+            k = held[id(f)]
             try:
                 u8 = np.frombuffer(f.buf, np.uint8)
             except FileGone:
                 outcome[rows] = GONE
                 continue
-            pos = real[rows] % self.file_size
-            limit = self.readable_end(k)
-            # selectMappedBuffer(pos) gives nothing at or past the read position; read() wants 2 bytes of size >= 1
-            sized = pos + 2 <= limit
-            size = np.zeros(len(rows), np.int64)
-            size[sized] = u8[pos[sized]].astype(np.int64) << 8 | u8[pos[sized] + 1]
-            size[size >= 32768] -= 65536
-            taken = sized & (size >= 1)
-            head = taken & (pos + S.CQ_EXT_UNIT_MIN_SIZE <= limit)
-            outcome[rows[taken & ~head]] = THROWS  # the getLong/getShort past the buffer's limit
-            if not head.any():
-                continue
-            at = pos[head]
-            heads = u8[at[:, None] + np.arange(S.CQ_EXT_UNIT_MIN_SIZE)].copy().view(S.CQ_EXT_DTYPE).reshape(-1)
-            bitmap = heads["bitMapSize"].astype(np.int64)
-            whole = (bitmap < 1) | (at + S.CQ_EXT_UNIT_MIN_SIZE + bitmap <= limit)
-            got = rows[head]
-            outcome[got] = np.where(whole, FOUND, THROWS)
-            tags_code[got] = np.where(whole, heads["tagsCode"], 0)
-            store_time[got] = np.where(whole, heads["msgStoreTime"], 0)
+            self._read(
+                u8, real[rows] % self.file_size, self.readable_end(k), rows, outcome, tags_code, store_time, size
+            )
+            del u8
+            f.release()
         outcome[(outcome == MISSING) & (real < self.gone_below)] = GONE
-        return ExtUnits(outcome, tags_code, store_time)
+        return ExtUnits(outcome, tags_code, store_time, size)
+
+    @staticmethod
+    def _read(u8, pos, limit, rows, outcome, tags_code, store_time, size):
+        """CqExtUnit.read at each position of one file, bounded by what the file reads (`limit`)."""
+        # selectMappedBuffer(pos) gives nothing at or past the read position; read() wants 2 bytes of size >= 1
+        sized = pos + 2 <= limit
+        unit = np.zeros(len(rows), np.int64)
+        unit[sized] = u8[pos[sized]].astype(np.int64) << 8 | u8[pos[sized] + 1]
+        unit[unit >= 32768] -= 65536
+        taken = sized & (unit >= 1)
+        head = taken & (pos + S.CQ_EXT_UNIT_MIN_SIZE <= limit)
+        outcome[rows[taken & ~head]] = THROWS  # the getLong/getShort past the buffer's limit
+        if not head.any():
+            return
+        at = pos[head]
+        heads = u8[at[:, None] + np.arange(S.CQ_EXT_UNIT_MIN_SIZE)].copy().view(S.CQ_EXT_DTYPE).reshape(-1)
+        bitmap = heads["bitMapSize"].astype(np.int64)
+        whole = (bitmap < 1) | (at + S.CQ_EXT_UNIT_MIN_SIZE + bitmap <= limit)
+        got = rows[head]
+        outcome[got] = np.where(whole, FOUND, THROWS)
+        tags_code[got] = np.where(whole, heads["tagsCode"], 0)
+        store_time[got] = np.where(whole, heads["msgStoreTime"], 0)
+        size[got] = np.where(whole, unit[head], 0)
 
     def fields(self, address: int) -> dict:
         """What ConsumeQueueExt.get gives for one address, as a dump row's fields: the unit's tagsCode and store time,
@@ -148,16 +181,32 @@ class QueueExt:
             return {"extTagsCode": int(got.tags_code[0]), "extMsgStoreTime": int(got.store_time[0])}
         return {"extUnit": {MISSING: "not found", THROWS: "unreadable", GONE: "deleted since listed"}[got.outcome[0]]}
 
-    def _nowhere(self, real: np.ndarray) -> np.ndarray:
-        """Offsets no file holds (findMappedFileByOffset finds no file)."""
-        first, last = self.files[0].start, self.files[-1].start + self.file_size
-        return (real < first) | (real >= last)
-
     def close(self):
         self.queue.close()
 
 
-def queue_ext(root: Path, topic: str, queue_id: int, configured_size: int | None) -> QueueExt | None:
-    """The queue's ConsumeQueueExt files (None: the queue has no directory of them)."""
+def file_size(root: Path, configured: int | None) -> int:
+    """mappedFileSizeConsumeQueueExt: configured (checked against the files), else the one length every queue's
+    files have, else the default; files that disagree raise (settle_file_size, as for every queue kind)."""
+    files = [f for t in _dirs(root / EXT_DIR) for q in _dirs(t) for f in MappedFileQueue([q], 0).files]
+    return settle_file_size(files, configured or 0, "mappedFileSizeConsumeQueueExt", EXT_DIR, DEFAULT_FILE_SIZE)
+
+
+def _dirs(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
+
+
+def queue_ext(root: Path, topic: str, queue_id: int, size: int) -> QueueExt | None:
+    """The queue's ConsumeQueueExt files, all `size` long (None: the queue has no directory of them)."""
     directory = root / EXT_DIR / topic / str(queue_id)
-    return QueueExt(directory, configured_size) if directory.is_dir() else None
+    return QueueExt(directory, size) if directory.is_dir() else None
+
+
+def loaded_queue_ext(root: Path, topic: str, queue_id: int, size: int, last_tags: int | None) -> tuple:
+    """(the queue's ConsumeQueueExt files as ConsumeQueue's load leaves them, the files that load deletes): recover's
+    walk, then truncateByMaxAddress at `last_tags`, the tagsCode of the queue's last unit, when it is an address and
+    the load succeeds. (None, []) for a queue without ext files."""
+    ext = queue_ext(root, topic, queue_id, size)
+    if ext is None or ext.load_fails or last_tags is None or last_tags > S.CQ_EXT_MAX_ADDRESS:
+        return ext, []
+    return ext, ext.truncate_after(last_tags)

@@ -50,6 +50,13 @@ KINDS: dict[str, str] = {
     "rocksdb-cq-below-min": "RocksDB queue units below the queue's min offset, never served (apache/rocketmq#10959)",
     "rocksdb-cq-double-write": "a double-write store whose RocksDB copy disagrees with its file queues",
     "rocksdb-cq-behind": "a RocksDB queue's dispatch checkpoint behind the commitlog: the records after it re-dispatched at start",
+    # ConsumeQueueExt units (enableConsumeQueueExt): where a unit's tagsCode is an extension address
+    "cq-ext-missing": "an entry whose extension address leads to no unit: delivered unfiltered by tag",
+    "cq-ext-unreadable": "an entry whose extension unit runs past what its file reads: the lookup throws",
+    "cq-ext-tags": "an extension unit whose tagsCode is not the dispatcher's for the entry's record",
+    "cq-ext-store-time": "an extension unit whose msgStoreTime is not the entry's record's store time",
+    "cq-ext-recovery": "extension files whose recovery walk runs past a file's end: the broker's load fails",
+    "cq-ext-truncated": "extension files the broker's load deletes after the unit of a queue's last entry",
     # batchconsumequeue units (5.x, topics with queue.type=BatchCQ)
     "bcq-unit-mismatch": "a BatchConsumeQueue unit other than the one the broker writes for its record",
     "bcq-unit-bad-target": "a BatchConsumeQueue unit pointing where no record of its queue starts",

@@ -55,7 +55,6 @@ END_FILE_MIN_BLANK_LENGTH = 8
 CQ_UNIT_SIZE = 20
 BCQ_UNIT_SIZE = 46  # BatchConsumeQueue.CQ_STORE_UNIT_SIZE
 CQ_EXT_UNIT_MIN_SIZE = 20  # ConsumeQueueExt.CqExtUnit.MIN_EXT_UNIT_SIZE: the head without a bitmap
-CQ_EXT_END_BLANK = 4  # ConsumeQueueExt.END_BLANK_DATA_LENGTH: a file keeps this much after its last unit
 CQ_EXT_MAX_ADDRESS = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address
 BCQ_INVALID_POS = -1  # BatchConsumeQueue.INVALID_POS, the compactedOffset every unit is written with
 INDEX_HEADER_SIZE = 40

@@ -183,6 +183,22 @@ def test_verify_finds_a_file_of_another_size_that_rocketmq_does_not_load(store_c
     assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False
 
 
+def test_an_empty_last_file_is_no_finding_where_rocketmq_5_deletes_it(store_copy, java_oracle, tmp_path):
+    """A 0-byte last BatchCQ file (a broker that died between creating the file and mapping it): RocketMQ 5's
+    MappedFileQueue.doLoad deletes it ("size is 0, auto delete") and loads the store, so verify stays sound."""
+    root = store_copy(NAME)
+    (root / "batchconsumequeue" / "BatchTopic" / "0" / "00000000000000010304").touch()
+    res = run("verify", "--store", root, "--broker-config", CONF)
+    assert (res.exit_code, res.stdout) == (0, ""), res.stdout
+    out = tmp_path / "read5"
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is True
+
+
 def rebuilt_copy(store_copy):
     """A copy whose consume queues are gone, rebuilt by rmqctl."""
     root = store_copy(NAME)

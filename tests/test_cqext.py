@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -107,45 +108,94 @@ def queue_dir_gone(root: Path):
     shutil.rmtree(root / "consumequeue_ext" / "ExtTopicB")
 
 
-# change -> (verify's first finding: kind, severity, entry), RocketMQ's reading: the changed units' lines or, for a
-# load that fails, "loaded false"
+def address(offset: int) -> bytes:
+    """ConsumeQueueExt.decorate: the tagsCode of the ext unit at `offset`."""
+    return struct.pack(">q", offset - (1 << 63))
+
+
+def last_entry_at_the_first_unit(root: Path):
+    """ExtTopicA/0's last entry (39: file ...600, position 180) names the first ext unit: the load's
+    truncateByMaxAddress cuts the ext files after it."""
+    patch(root / "consumequeue" / "ExtTopicA" / "0" / "00000000000000000600", 180 + 12, address(0))
+
+
+def unit_past_the_file(root: Path):
+    """Entry 2 names offset 390, where a unit of size 20 would run past the 400-byte file."""
+    patch(root / "consumequeue" / "ExtTopicA" / "0" / "00000000000000000000", 40 + 12, address(390))
+    patch(root / EXT / "00000000000000000000", 390, struct.pack(">h", 20))
+
+
+def not_enabled(root: Path):
+    """broker.conf without the extension (the ext files cut short, which such a broker never loads)."""
+    (root.parent / "off.conf").write_text(CONF.replace("enableConsumeQueueExt=true", "enableConsumeQueueExt=false"))
+    file_cut_short(root)
+
+
+# change -> (verify's first finding: kind, severity, text), the units RocketMQ reads differently from the written
+# store (each line's ext part as CqExtWrite4 prints it) or, for a load that fails, None
 CASES = {
-    "tags": (changed_tags, ("cq-ext-tags", "error", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", "12345:"]),
-    "store-time": (changed_time, ("cq-ext-store-time", "warning", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", ":1:0"]),
-    "zeroed-size": (zeroed_size, ("cq-ext-missing", "warning", "ExtTopicA/0 entry 2:"), ["ExtTopicA 0 2 ", "none"]),
-    "last-file-gone": (last_file_gone, ("cq-ext-missing", "warning", "ExtTopicA/0 entry 38:"), ["0 38 ", "none"]),
+    "tags": (changed_tags, ("cq-ext-tags", "error", "ExtTopicA/0 entry 2:"), {"A 0 2": "12345:"}),
+    "store-time": (changed_time, ("cq-ext-store-time", "warning", "ExtTopicA/0 entry 2:"), {"A 0 2": ":1:0"}),
+    "zeroed-size": (zeroed_size, ("cq-ext-missing", "warning", "ExtTopicA/0 entry 2:"), {"A 0 2": "none"}),
+    "last-file-gone": (last_file_gone, ("cq-ext-missing", "warning", "entry 38:"), {"A 0 38": "none", "A 0 39": "none"}),
     "file-cut-short": (file_cut_short, ("file-size", "error", "300 bytes, not 400 (mappedFileSizeConsumeQueueExt)"), None),
     "walk-past-the-end": (walk_past_the_end, ("cq-ext-recovery", "error", "position 0"), None),
-    "queue-dir-gone": (queue_dir_gone, ("cq-ext-missing", "warning", "ExtTopicB/0 entry 0:"), ["ExtTopicB 0 0 ", "none"]),
+    "queue-dir-gone": (queue_dir_gone, ("cq-ext-missing", "warning", "ExtTopicB/0 entry 0:"), {f"B 0 {i}": "none" for i in range(40)}),
+    "truncated-by-the-last-entry": (
+        last_entry_at_the_first_unit,
+        ("cq-ext-truncated", "warning", "deletes 2 extension file(s)"),
+        {**{f"A 0 {i}": "none" for i in range(1, 39)}, "A 0 39": "2598902:"},
+    ),
+    "unit-past-the-file": (unit_past_the_file, ("cq-ext-unreadable", "error", "ExtTopicA/0 entry 2:"), {"A 0 2": "throws"}),
+    "not-enabled": (
+        not_enabled,
+        ("cq-ext-missing", "warning", "enableConsumeQueueExt=false"),
+        {f"{t} {q} {i}": "none" for t, q in (("A", 0), ("A", 1), ("B", 0)) for i in range(40)},
+    ),
 }  # fmt: skip
+EXT_KINDS = ("cq-ext-missing", "cq-ext-unreadable", "cq-ext-tags", "cq-ext-store-time")
+
+
+def entries_counted(finding: dict) -> int:
+    more = re.search(r"\((\d+) more such entries in the queue\)$", finding["detail"])
+    return 1 + (int(more.group(1)) if more else 0)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_damage_is_what_rocketmq_reads(written, tmp_path, java_oracle, case):
-    """verify's finding on a changed copy, against RocketMQ 4.9.7 loading another copy of it (CqExtWrite4 --read):
-    the ext unit getExt returns for the changed entry, or a load that fails where verify says the broker does
-    not start; the units RocketMQ reads unchanged are every other one."""
-    root, conf, lines = written
+    """verify on a changed copy against RocketMQ 4.9.7 loading another copy of it (CqExtWrite4 --read): verify's
+    first finding, and as many entries in its ext findings as RocketMQ reads differently (the ext unit getExt
+    returns, none, or an exception), or a load that fails where verify says the broker does not load; dump
+    consumequeue shows each changed entry as RocketMQ read it."""
+    root, written_conf, lines = written
     change, (kind, severity, detail), changed = CASES[case]
     copy = Path(shutil.copytree(root, tmp_path / "store"))
     change(copy)
+    conf = tmp_path / "off.conf" if (tmp_path / "off.conf").exists() else written_conf
     res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 1, res.stderr
-    first = jsonl(res.stdout)[0]
-    assert (first["kind"], first["severity"]) == (kind, severity) and detail in first["detail"], first
+    found = jsonl(res.stdout)
+    assert (found[0]["kind"], found[0]["severity"]) == (kind, severity) and detail in found[0]["detail"], found[0]
     read = rocketmq_units(java_oracle, Path(shutil.copytree(copy, tmp_path / "java")), conf, tmp_path / "log", "--read")
     if changed is None:
         assert read == ["loaded false"]
         return
-    differ = [line for line in read[:-1] if line not in lines]
-    assert differ and all(all(part in line for part in changed) for line in differ[:1]), differ
     assert read[-1] == "loaded true"
-    for line in differ:  # dump consumequeue shows each changed entry's ext unit as RocketMQ read it
-        _, topic, queue_id, qoff, *_, ext = line.split()
-        rows = jsonl(run("dump", "consumequeue", topic, queue_id, "--store", copy, "--broker-config", conf).stdout)
-        row = next(r for r in rows if r["queueOffset"] == int(qoff))
-        shown = f"{row['extTagsCode']}:{row['extMsgStoreTime']}:0" if "extTagsCode" in row else "none"
-        assert shown == ext and row.get("extUnit", "not found") == "not found", row
+    differ = {}
+    for line in read[:-1]:
+        if line not in lines:
+            _, topic, queue_id, qoff, *_, ext = line.split()
+            differ[f"{topic[-1]} {queue_id} {qoff}"] = ext
+    assert differ.keys() == changed.keys() and all(want in differ[k] for k, want in changed.items()), differ
+    assert sum(entries_counted(f) for f in found if f["kind"] in EXT_KINDS) == len(differ)
+    for key, ext in differ.items():  # dump consumequeue shows each changed entry's ext unit as RocketMQ read it
+        topic, queue_id, qoff = key.split()
+        dumped = run("dump", "consumequeue", f"ExtTopic{topic}", queue_id, "--store", copy, "--broker-config", conf)
+        row = next(r for r in jsonl(dumped.stdout) if r["queueOffset"] == int(qoff))
+        if "extTagsCode" in row:
+            assert f"{row['extTagsCode']}:{row['extMsgStoreTime']}:0" == ext, row
+        else:
+            assert {"unreadable": "throws"}.get(row["extUnit"], "none") == ext, row
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ class BatchConsumeQueueCheck:
                 files.file_size,
                 "batchconsumequeue",
                 "mapperFileSizeBatchConsumeQueue",
-                S.BCQ_UNIT_SIZE,
+                (S.BCQ_UNIT_SIZE, "units"),
             )
         return found
 

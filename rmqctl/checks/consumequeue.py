@@ -19,13 +19,13 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..cqext import FOUND, MISSING, THROWS, QueueExt, queue_ext, real_offsets
 from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic, pre_blank, record_expired
 from ..store import ConsumeQueue
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
 from ..errors import StoreError
+from .queue_ext import QueueExts
 from .links import _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
 from .windows import Window
@@ -52,6 +52,7 @@ class QueueSummary:
         self.cq = cq
         self.files: list[FileUnits] = []
         self.end_at = self.lead = 0  # one past the last valid unit; the first that is not a pre-blank unit
+        self.last_tags: int | None = None  # the last valid unit's tagsCode (ConsumeQueue.recover's maxExtAddr)
         first, last_valid, lead = 0, -1, None
         ended = False  # a live store's queue ends at its last unit inside the snapshot (ConsumeQueue.snapshot_units)
         for k, f in enumerate(cq.files.files):
@@ -65,6 +66,7 @@ class QueueSummary:
                 valid = cq_unit_valid(off, sz)
                 if valid.any():
                     last_valid = first + int(np.flatnonzero(valid)[-1])
+                    self.last_tags = int(tags[np.flatnonzero(valid)[-1]])
                 pre = pre_blank(off, sz, tags)
                 if lead is None and not pre.all():
                     lead = first + int(np.argmin(pre))
@@ -235,17 +237,15 @@ class ConsumeQueueCheck:
         self.missing: _MissingEntries | None = None  # made at `begin`, once the consumequeues' end is known
         self.mismatches: list = []
         self.pending: dict[tuple[str, int, int], int] = {}  # (topic, queueId, queue offset) -> earliest record offset
-        self.exts: dict[tuple[str, int], QueueExt | None] = {}  # each queue's ConsumeQueueExt files, once asked for
-        self.ext_tally = ExtTally(self.size)
+        self.ext = QueueExts(run, self.size)  # the queues' ConsumeQueueExt units
 
     def begin(self) -> Findings:
         run = self.run
         found = Findings()
         for q in self.queues.values():
             found += q.check(run, self.size)
-            ext = self._ext((q.cq.topic, q.cq.queue_id)) if rocks_free(run) else None
-            if ext is not None:
-                found += ext_file_findings(run, ext)
+            if self.ext.read:  # (file consume queues only)
+                found += self.ext.load(q.cq, q.last_tags)
         rocks = run.store.rocks_queues
         self.missing = _MissingEntries(run, redispatch_from(run))
         checkpoint = consumequeue_max_phy(run)
@@ -286,16 +286,8 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             for f in q.cq.files.files:
                 f.release()
-        for ext in filter(None, self.exts.values()):
-            for f in ext.files:
-                f.release()
+        self.ext.release()
         return found
-
-    def _ext(self, key) -> QueueExt | None:
-        if key not in self.exts:
-            cfg = self.run.store.config
-            self.exts[key] = queue_ext(self.run.store.root, key[0], key[1], cfg.mappedFileSizeConsumeQueueExt)
-        return self.exts[key]
 
     def _units(
         self, q: QueueSummary, fu: FileUnits, queue: str, key, rec: Records, i, off, sz, tags, qoffs, recs
@@ -339,8 +331,8 @@ class ConsumeQueueCheck:
         bad = ~inner & (earlier | (here != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
         at_ext = ext & ~bad & ~inner
         if at_ext.any():
-            self.ext_tally.add(
-                self._ext(key), queue, path, idx[hit][at_ext], tags[hit][at_ext], rec.tags[jh][at_ext],
+            self.ext.add(
+                key, queue, path, idx[hit][at_ext], tags[hit][at_ext], rec.tags[jh][at_ext],
                 rec.store_ts[jh][at_ext], off[hit][at_ext],
             )  # fmt: skip
         for k, r, e, before in zip(hit[bad].tolist(), jh[bad].tolist(), here[bad].tolist(), earlier[bad].tolist()):
@@ -409,7 +401,7 @@ class ConsumeQueueCheck:
                 _mismatch(queue, u, off, size, tags, facts, expected, next(filter(None, causes), None)),
             )
         found += self.missing.finish(self.queues)
-        found += self.ext_tally.finish()
+        found += self.ext.finish()
         return found
 
 
@@ -544,94 +536,3 @@ def redispatch_from(run: Context) -> int:
             start = run.files[run.abnormal_start].start
             run.redispatch = start if run.store.version.major >= 5 else min(run.redispatch, start)
     return run.redispatch
-
-
-def rocks_free(run: Context) -> bool:
-    """The broker reads file consume queues (ConsumeQueueExt extends those only)."""
-    return run.store.rocks_queues is None
-
-
-def ext_file_findings(run: Context, ext: QueueExt) -> Findings:
-    """What keeps a broker with enableConsumeQueueExt=true from loading the queue's ext files: what
-    MappedFileQueue.load refuses, and an exception in ConsumeQueueExt.recover's walk (the load fails, the broker
-    does not start)."""
-    found = _queue_file_checks(run, ext.queue, ext.file_size, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", None)
-    broken = ext.broken_walk
-    if broken is not None and not ext.wrong_sizes:
-        f, at = broken
-        found.add(
-            CONSUMEQUEUE, "cq-ext-recovery", "error", f.path, at, None,
-            f"ConsumeQueueExt.recover's walk from unit to unit by their sizes reads past the file's end at "
-            f"position {at}: the load throws, so a broker with enableConsumeQueueExt=true does not start",
-        )  # fmt: skip
-    return found
-
-
-class ExtTally:
-    """The consume queue units whose tagsCode is a ConsumeQueueExt address, looked up as the broker looks them up
-    and held against the record: per queue and kind, how many disagree and the first of them."""
-
-    def __init__(self, file_size: int):
-        self.file_size = file_size  # the consume queue files' (a unit's position in its file)
-        self.tally: dict[tuple[str, str], list] = {}  # (queue, kind) -> [count, path, unit, offset, detail]
-
-    def add(self, ext: QueueExt | None, queue: str, path, units, addresses, want_tags, want_time, offsets):
-        if ext is None:
-            self._count(queue, "cq-ext-missing", path, units, offsets, np.ones(len(units), bool), lambda k: (
-                f"tagsCode {int(addresses[k])} is a ConsumeQueueExt address, and the queue has no consumequeue_ext "
-                "files"
-            ))  # fmt: skip
-            return
-        got = ext.units(addresses)
-        real = real_offsets(addresses)
-        where = lambda k: f"tagsCode {int(addresses[k])} is the ConsumeQueueExt address of offset {int(real[k])}"
-        self._count(queue, "cq-ext-missing", path, units, offsets, got.outcome == MISSING, lambda k: (
-            f"{where(k)}, where ConsumeQueueExt.get finds no unit"
-        ))  # fmt: skip
-        self._count(queue, "cq-ext-unreadable", path, units, offsets, got.outcome == THROWS, lambda k: (
-            f"{where(k)}, where the unit runs past what the file holds: ConsumeQueueExt.get throws reading it"
-        ))  # fmt: skip
-        found = got.outcome == FOUND
-        self._count(queue, "cq-ext-tags", path, units, offsets, found & (got.tags_code != want_tags), lambda k: (
-            f"{where(k)}, whose unit holds tagsCode {int(got.tags_code[k])} where the dispatcher computes "
-            f"{int(want_tags[k])}"
-        ))  # fmt: skip
-        self._count(queue, "cq-ext-store-time", path, units, offsets, found & (got.store_time != want_time), lambda k: (
-            f"{where(k)}, whose unit holds msgStoreTime {int(got.store_time[k])} where the record's storeTimestamp "
-            f"is {int(want_time[k])}"
-        ))  # fmt: skip
-
-    def _count(self, queue, kind, path, units, offsets, sel, detail):
-        if not sel.any():
-            return
-        k = int(np.flatnonzero(sel)[0])
-        t = self.tally.get((queue, kind))
-        if t is None:
-            self.tally[(queue, kind)] = [int(sel.sum()), path, int(units[k]), int(offsets[k]), detail(k)]
-        else:
-            t[0] += int(sel.sum())
-
-    def finish(self) -> Findings:
-        found = Findings()
-        for (queue, kind), (count, path, unit, offset, detail) in sorted(self.tally.items()):
-            severity, then = EXT_OUTCOMES[kind]
-            more = f" ({count - 1} more such entries in the queue)" if count > 1 else ""
-            found.add(CONSUMEQUEUE, kind, severity, path, unit * S.CQ_UNIT_SIZE % self.file_size, offset,
-                      f"{queue} entry {unit}: {detail}: {then}{more}")  # fmt: skip
-        return found
-
-
-# what each disagreement does to delivery (DefaultMessageStore.getMessage): (severity, what follows)
-EXT_OUTCOMES = {
-    "cq-ext-missing": (
-        "warning",
-        "the broker delivers the message without filtering it by tag (isTagsCodeLegal false; the consumer's "
-        "client filters it)",
-    ),
-    "cq-ext-unreadable": ("error", "a pull that reaches the entry fails, and the consumer stays at it"),
-    "cq-ext-tags": (
-        "error",
-        "the broker filters the message by the unit's tagsCode, so a consumer subscribed to its tag does not get it",
-    ),
-    "cq-ext-store-time": ("warning", "RocketMQ does not deliver by it; the unit was not written with this record"),
-}

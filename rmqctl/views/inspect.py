@@ -134,12 +134,29 @@ def dump_consumequeue(store: Store, topic: str, queue_id: int, resolve: bool = F
                 yield {"queueOffset": row["msgBaseOffset"], "batchNum": row["batchSize"], **row}
             return
         raise StoreError("no such consumequeue", cq.directory)
-    ext = cqext.queue_ext(store.root, topic, queue_id, store.config.mappedFileSizeConsumeQueueExt)
+    ext = _loaded_ext(store, cq)
     try:
         yield from _file_units(store, cq, ext, resolve)
     finally:
         if ext is not None:
             ext.close()
+
+
+def _loaded_ext(store: Store, cq: ConsumeQueue) -> cqext.QueueExt | None:
+    """The queue's ConsumeQueueExt files as the broker's load leaves them (None: it has none)."""
+    if store.config.enableConsumeQueueExt is False or not (store.root / cqext.EXT_DIR / cq.topic).is_dir():
+        return None
+    last = None
+    for *_, tags in cq.entries():
+        last = tags
+    size = cqext.file_size(store.root, store.config.mappedFileSizeConsumeQueueExt)
+    return cqext.loaded_queue_ext(store.root, cq.topic, cq.queue_id, size, last)[0]
+
+
+def _no_ext(store: Store) -> str:
+    """Why a tagsCode that is an address has no unit in a dump row."""
+    said = store.config.enableConsumeQueueExt is False
+    return "not read: enableConsumeQueueExt=false" if said else "not found"
 
 
 def _file_units(store: Store, cq: ConsumeQueue, ext: cqext.QueueExt | None, resolve: bool) -> Iterator[dict]:
@@ -154,7 +171,7 @@ def _file_units(store: Store, cq: ConsumeQueue, ext: cqext.QueueExt | None, reso
             "tagsCode": tags,
         }
         if tags <= S.CQ_EXT_MAX_ADDRESS:  # the tags live in a ConsumeQueueExt unit
-            row.update(ext.fields(tags) if ext is not None else {"extUnit": "not found"})
+            row.update(ext.fields(tags) if ext is not None else {"extUnit": _no_ext(store)})
         if pre_blank(off, size, tags):
             row["preBlank"] = True
         elif resolve:

@@ -30,7 +30,8 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  * clean shutdown. With --read nothing is put: STORE_ROOT (one this harness wrote, then changed) is only loaded.
  * Either way it prints, for every unit the store's consume queues hold after load (or after the puts), one line
  * "unit TOPIC QUEUEID QUEUEOFFSET PHYOFFSET SIZE TAGSCODE EXT" where EXT is what ConsumeQueue.getExt(TAGSCODE)
- * returns: "none" (null) or "TAGSCODE:MSGSTORETIME:BITMAPSIZE" of the ext unit, then "loaded true|false".
+ * returns: "none" (null), "TAGSCODE:MSGSTORETIME:BITMAPSIZE" of the ext unit or "throws" (a RuntimeException), then
+ * "loaded true|false".
  */
 public class CqExtWrite4 {
     public static void main(String[] args) throws Exception {
@@ -96,11 +97,16 @@ public class CqExtWrite4 {
                     int size = b.getInt();
                     long tagsCode = b.getLong();
                     r.release();
-                    ConsumeQueueExt.CqExtUnit ext = cq.getExt(tagsCode);
-                    System.out.println("unit " + topic + " " + q + " " + i + " " + phy + " " + size + " " + tagsCode + " "
-                        + (ext == null ? "none"
-                            : ext.getTagsCode() + ":" + ext.getMsgStoreTime() + ":"
-                                + (ext.getFilterBitMap() == null ? 0 : ext.getFilterBitMap().length)));
+                    String read;
+                    try {
+                        ConsumeQueueExt.CqExtUnit ext = cq.getExt(tagsCode);
+                        read = ext == null ? "none" : ext.getTagsCode() + ":" + ext.getMsgStoreTime() + ":"
+                            + (ext.getFilterBitMap() == null ? 0 : ext.getFilterBitMap().length);
+                    } catch (RuntimeException e) { // a unit running past the buffer: getMessage's pull fails so
+                        read = "throws";
+                    }
+                    System.out.println("unit " + topic + " " + q + " " + i + " " + phy + " " + size + " " + tagsCode
+                        + " " + read);
                 }
             }
         }
