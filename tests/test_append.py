@@ -1272,30 +1272,33 @@ def test_a_new_store_of_one_message_reserves_tens_of_mib_not_the_whole_geometry(
     assert (store / "commitlog" / "00000000000000000000").stat().st_size == 1 << 30
 
 
+@pytest.mark.tmpfs
 def test_new_consumequeue_files_take_the_blocks_their_check_reserved(tmp_path):
     """The check before a commit (reserve_free_space) keeps the reservation of each consumequeue file planned as
     an unnamed file; the file created next links one in (the same inode, its blocks already reserved) instead
     of reserving them again. The rest of the check (an index file's, the checkpoint's) is given back at once,
-    files of another size take nothing, and free() gives back what was not taken."""
+    files of another size take nothing, and free() gives back what was not taken. On a tmpfs of its own: the free
+    blocks counted are this test's alone (another test writing beside it on a shared disk moves them)."""
     from rmqctl.maintenance.writers import Reserved, WritableFile, reserve_free_space
 
-    spare = Reserved(6_000_000)
-    spare.planned = 2
-    before = os.statvfs(tmp_path).f_bfree
-    reserve_free_space(tmp_path, [6_000_000, 6_000_000, 6_000_000, S.CHECKPOINT_FILE_SIZE], keep=spare)
-    held = {os.fstat(fd).st_ino for fd, _ in spare.files}
-    assert len(held) == 2
-    other = WritableFile(tmp_path / "ix" / "other", 12_000_000, create=True, spare=spare)
-    f = WritableFile(tmp_path / "cq" / "00000000000000000000", 6_000_000, create=True, spare=spare)
-    try:
-        assert other.path.stat().st_ino not in held and f.path.stat().st_ino in held and len(spare.files) == 1
-        assert f.path.stat().st_blocks * 512 >= 6_000_000
-        spare.free()
-        assert spare.files == []
-    finally:
-        f.close()
-        other.close()
-    assert before - os.statvfs(tmp_path).f_bfree < (18_000_000 + 4096) // os.statvfs(tmp_path).f_bsize + 16
+    with tmpfs_at(tmp_path / "mnt", "64m") as mnt:
+        spare = Reserved(6_000_000)
+        spare.planned = 2
+        before = os.statvfs(mnt).f_bfree
+        reserve_free_space(mnt, [6_000_000, 6_000_000, 6_000_000, S.CHECKPOINT_FILE_SIZE], keep=spare)
+        held = {os.fstat(fd).st_ino for fd, _ in spare.files}
+        assert len(held) == 2
+        other = WritableFile(mnt / "ix" / "other", 12_000_000, create=True, spare=spare)
+        f = WritableFile(mnt / "cq" / "00000000000000000000", 6_000_000, create=True, spare=spare)
+        try:
+            assert other.path.stat().st_ino not in held and f.path.stat().st_ino in held and len(spare.files) == 1
+            assert f.path.stat().st_blocks * 512 >= 6_000_000
+            spare.free()
+            assert spare.files == []
+        finally:
+            f.close()
+            other.close()
+        assert before - os.statvfs(mnt).f_bfree < (18_000_000 + 4096) // os.statvfs(mnt).f_bsize + 16
 
 
 @pytest.mark.tmpfs
