@@ -24,7 +24,7 @@ import numpy as np
 from . import schema as S
 from .engine import ext_units_end
 from .errors import FileGone
-from .store import MappedFileQueue, settle_file_size
+from .store import MappedFileQueue, size_from_names
 
 EXT_DIR = "consumequeue_ext"
 DEFAULT_FILE_SIZE = 48 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeConsumeQueueExt
@@ -55,11 +55,13 @@ class QueueExt:
     ConsumeQueue's load and recover leave them: ConsumeQueueExt.recover's walk, then `truncate_after` the queue's
     last unit's address. Each file is mapped while it is walked or looked into, and given back after."""
 
-    def __init__(self, directory: Path, file_size: int):
+    def __init__(self, directory: Path, file_size: int, deletes_empty_last: bool = False):
         self.directory = directory
         self.queue = MappedFileQueue([directory], file_size)
         self.files = self.queue.files
         self.file_size = file_size
+        if deletes_empty_last and self.files and self.files[-1].length == 0:
+            self.files.pop()  # 5.x MappedFileQueue.doLoad deletes an empty last file ("size is 0, auto delete")
         self.gone_below = 0  # the end of the files deleted since they were listed
         self.ends: list[tuple[int, bool]] = []  # per file: where recover's walk stops, whether it reads there
         for f in list(self.files):
@@ -69,6 +71,7 @@ class QueueExt:
                 self.files.remove(f)
                 self.gone_below = max(self.gone_below, f.start + self.file_size)
         self.cut: int | None = None  # where truncate_after cut the files (None: not cut)
+        self.truncation_throws = False  # truncate_after's lookup threw: the load fails
 
     def _walk(self, f) -> tuple[int, bool]:
         """(where ConsumeQueueExt.recover's walk of the file stops, whether it reads there without an exception)."""
@@ -85,7 +88,7 @@ class QueueExt:
         """ConsumeQueue.load fails on these files: MappedFileQueue.load refuses one (another length, a name that is no
         offset), or recover's walk throws."""
         wrong = any(f.length != self.file_size for f in self.files)
-        return bool(self.queue.strays) or wrong or self.broken_walk is not None
+        return bool(self.queue.strays) or wrong or self.broken_walk is not None or self.truncation_throws
 
     @property
     def broken_walk(self):
@@ -100,10 +103,11 @@ class QueueExt:
         last unit: MappedFileQueue.truncateDirtyFiles at the end of that address's unit, when there is one. Returns
         the files the load deletes."""
         got = self.units(np.array([address], np.int64))
+        self.truncation_throws = bool(got.outcome[0] == THROWS)  # (get's read throws inside recover)
         if got.outcome[0] != FOUND:
             return []  # (the broker logs "[BUG] address ... not found" and truncates nothing)
         at = int(real_offsets(np.array([address]))[0]) + int(got.size[0])
-        deleted = [f for f in self.files if f.start + self.file_size > at and at < f.start]
+        deleted = [f for f in self.files if f.start > at]
         kept = [k for k, f in enumerate(self.files) if f not in deleted]
         self.files[:] = [self.files[k] for k in kept]
         self.ends = [self.ends[k] for k in kept]
@@ -114,10 +118,10 @@ class QueueExt:
         """How far file k reads after the load: a whole file before the last; the last up to where recover's
         walk stopped (truncateDirtyFiles sets its write position there), or where truncate_after cut it."""
         f = self.files[k]
-        end = min(f.length, self.file_size) if k < len(self.files) - 1 else self.ends[k][0]
-        if self.cut is not None and f.start <= self.cut < f.start + self.file_size:
-            end = min(end, self.cut - f.start) if k < len(self.files) - 1 else self.cut - f.start
-        return end
+        if k < len(self.files) - 1:
+            return min(f.length, self.file_size)
+        # (after a cut, the file holding it is the last: the files after it are deleted)
+        return self.ends[k][0] if self.cut is None else self.cut - f.start
 
     def units(self, addresses: np.ndarray) -> ExtUnits:
         """ConsumeQueueExt.get of each address (every one an ext address): the file findMappedFileByOffset finds
@@ -186,27 +190,54 @@ class QueueExt:
 
 
 def file_size(root: Path, configured: int | None) -> int:
-    """mappedFileSizeConsumeQueueExt: configured (checked against the files), else the one length every queue's
-    files have, else the default; files that disagree raise (settle_file_size, as for every queue kind)."""
-    files = [f for t in _dirs(root / EXT_DIR) for q in _dirs(t) for f in MappedFileQueue([q], 0).files]
-    return settle_file_size(files, configured or 0, "mappedFileSizeConsumeQueueExt", EXT_DIR, DEFAULT_FILE_SIZE)
+    """mappedFileSizeConsumeQueueExt: configured, else the one length every queue's non-empty files have, else the
+    spacing of their names (a short or grown file is what verify reports), else the default."""
+    if configured:
+        return configured
+    queues = [MappedFileQueue([q], 0).files for t in _dirs(root / EXT_DIR) for q in _dirs(t)]
+    return (
+        size_from_names(queues, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", root / EXT_DIR)
+        or DEFAULT_FILE_SIZE
+    )
 
 
 def _dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
 
 
-def queue_ext(root: Path, topic: str, queue_id: int, size: int) -> QueueExt | None:
+def queue_ext(root: Path, topic: str, queue_id: int, size: int, deletes_empty_last: bool = False) -> QueueExt | None:
     """The queue's ConsumeQueueExt files, all `size` long (None: the queue has no directory of them)."""
     directory = root / EXT_DIR / topic / str(queue_id)
-    return QueueExt(directory, size) if directory.is_dir() else None
+    return QueueExt(directory, size, deletes_empty_last) if directory.is_dir() else None
 
 
-def loaded_queue_ext(root: Path, topic: str, queue_id: int, size: int, last_tags: int | None) -> tuple:
-    """(the queue's ConsumeQueueExt files as ConsumeQueue's load leaves them, the files that load deletes): recover's
-    walk, then truncateByMaxAddress at `last_tags`, the tagsCode of the queue's last unit, when it is an address and
-    the load succeeds. (None, []) for a queue without ext files."""
-    ext = queue_ext(root, topic, queue_id, size)
-    if ext is None or ext.load_fails or last_tags is None or last_tags > S.CQ_EXT_MAX_ADDRESS:
+def recover_max_address(cq) -> int | None:
+    """The maxExtAddr of ConsumeQueue.recover: the last extension address among the units its walk passes (from
+    the third file from the end, unit by unit while offset >= 0 and size > 0, on to the next file only past a
+    whole one); None when it passes none."""
+    files, size = cq.files.files, cq.files.file_size
+    last = None
+    for f in files[max(len(files) - 3, 0) :]:
+        units = np.frombuffer(f.buf, S.CQ_DTYPE, count=min(f.length, size) // S.CQ_UNIT_SIZE)
+        bad = np.flatnonzero((units["commitLogOffset"] < 0) | (units["size"] <= 0))
+        walked = units["tagsCode"][: bad[0] if len(bad) else len(units)].astype(np.int64)
+        ext = np.flatnonzero(walked <= S.CQ_EXT_MAX_ADDRESS)
+        if len(ext):
+            last = int(walked[ext[-1]])
+        del units
+        f.release()
+        if len(bad) or len(walked) * S.CQ_UNIT_SIZE < size:
+            break
+    return last
+
+
+def loaded_queue_ext(root: Path, cq, size: int, major: int, live: bool = False) -> tuple:
+    """(the queue's ConsumeQueueExt files as ConsumeQueue's load leaves them, the files that load deletes): 5.x's
+    doLoad drops an empty last file, recover walks the units, then truncateByMaxAddress at recover's maxExtAddr
+    when the load succeeds (not on a running broker's store: its next start truncates, at its own last unit).
+    (None, []) for a queue without ext files."""
+    ext = queue_ext(root, cq.topic, cq.queue_id, size, deletes_empty_last=major >= 5)
+    if ext is None or ext.load_fails or live:
         return ext, []
-    return ext, ext.truncate_after(last_tags)
+    address = recover_max_address(cq)
+    return ext, [] if address is None else ext.truncate_after(address)

@@ -1025,6 +1025,23 @@ def settle_file_size(files: list[MappedFile], configured: int, setting: str, kin
     return next(iter(lengths)) if lengths else default
 
 
+def size_from_names(queues: list[list[MappedFile]], what: str, setting: str, where: Path) -> int | None:
+    """A queue kind's file size when not configured: the one length every non-empty file has, else (a short or
+    grown file is what verify reports) the one spacing of consecutive names in every queue; None without a
+    non-empty file; raise when neither tells."""
+    lengths = {f.length for files in queues for f in files if f.length}
+    if len(lengths) <= 1:
+        return lengths.pop() if lengths else None
+    gaps = {b.start - a.start for files in queues for a, b in zip(files, files[1:])}
+    if len(gaps) == 1 and min(gaps) > 0:
+        return gaps.pop()
+    raise StoreError(
+        f"{what} files have different sizes and their names do not tell the file size; pass {setting} with "
+        "--broker-config",
+        where,
+    )
+
+
 def newest_first_records(store: Store, n: int) -> Iterator[tuple]:
     """brokerversion.record_style of up to n records from the start of each of the newest commitlog files, newest
     first; each file released once read (a reading command maps one commitlog file at a time)."""

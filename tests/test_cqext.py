@@ -125,6 +125,24 @@ def unit_past_the_file(root: Path):
     patch(root / EXT / "00000000000000000000", 390, struct.pack(">h", 20))
 
 
+def last_entry_plain_before_it_an_address(root: Path):
+    """Entry 39 holds a plain tag, entry 38 the address of the second unit: recover's maxExtAddr is entry 38's."""
+    cq = root / "consumequeue" / "ExtTopicA" / "0" / "00000000000000000600"
+    patch(cq, 180 + 12, struct.pack(">q", 2598904))
+    patch(cq, 160 + 12, address(20))
+
+
+def last_entry_unit_throws(root: Path):
+    """The last entry names a unit running past its file: truncateByMaxAddress throws inside recover."""
+    patch(root / "consumequeue" / "ExtTopicA" / "0" / "00000000000000000600", 180 + 12, address(390))
+    patch(root / EXT / "00000000000000000000", 390, struct.pack(">h", 20))
+
+
+def gap_and_walk_past_the_end(root: Path):
+    os.unlink(root / EXT / "00000000000000000400")
+    walk_past_the_end(root)
+
+
 def not_enabled(root: Path):
     """broker.conf without the extension (the ext files cut short, which such a broker never loads)."""
     (root.parent / "off.conf").write_text(CONF.replace("enableConsumeQueueExt=true", "enableConsumeQueueExt=false"))
@@ -147,6 +165,13 @@ CASES = {
         {**{f"A 0 {i}": "none" for i in range(1, 39)}, "A 0 39": "2598902:"},
     ),
     "unit-past-the-file": (unit_past_the_file, ("cq-ext-unreadable", "error", "ExtTopicA/0 entry 2:"), {"A 0 2": "throws"}),
+    "last-entry-plain": (
+        last_entry_plain_before_it_an_address,
+        ("cq-ext-truncated", "warning", "deletes 2 extension file(s)"),
+        {**{f"A 0 {i}": "none" for i in range(2, 38)}, "A 0 38": "0:"},
+    ),
+    "last-entry-unit-throws": (last_entry_unit_throws, ("cq-ext-recovery", "error", "truncateByMaxAddress throws"), None),
+    "gap-and-walk-past-the-end": (gap_and_walk_past_the_end, ("cq-ext-recovery", "error", "position 0"), None),
     "not-enabled": (
         not_enabled,
         ("cq-ext-missing", "warning", "enableConsumeQueueExt=false"),
@@ -175,16 +200,16 @@ def test_each_damage_is_what_rocketmq_reads(written, tmp_path, java_oracle, case
     res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 1, res.stderr
     found = jsonl(res.stdout)
-    assert (found[0]["kind"], found[0]["severity"]) == (kind, severity) and detail in found[0]["detail"], found[0]
+    assert any((f["kind"], f["severity"]) == (kind, severity) and detail in f["detail"] for f in found), found
     read = rocketmq_units(java_oracle, Path(shutil.copytree(copy, tmp_path / "java")), conf, tmp_path / "log", "--read")
     if changed is None:
         assert read == ["loaded false"]
         return
     assert read[-1] == "loaded true"
-    differ = {}
+    differ = {}  # the entries holding an address that RocketMQ reads differently
     for line in read[:-1]:
-        if line not in lines:
-            _, topic, queue_id, qoff, *_, ext = line.split()
+        _, topic, queue_id, qoff, _, _, tags, ext = line.split()
+        if line not in lines and int(tags) <= S.CQ_EXT_MAX_ADDRESS:
             differ[f"{topic[-1]} {queue_id} {qoff}"] = ext
     assert differ.keys() == changed.keys() and all(want in differ[k] for k, want in changed.items()), differ
     assert sum(entries_counted(f) for f in found if f["kind"] in EXT_KINDS) == len(differ)
@@ -239,3 +264,24 @@ def test_an_ext_file_deleted_after_the_listing_is_no_finding_and_no_crash(writte
     assert got.outcome.tolist() == [GONE] * 19 + [FOUND] * 21  # 19 units in the first file (400 - 4 bytes kept)
     assert ext.fields(addresses[0]) == {"extUnit": "deleted since listed"}
     ext.close()
+
+
+@pytest.mark.parametrize("version", ["4", "5"])
+def test_without_the_size_setting_a_short_or_empty_file_is_a_finding_not_a_refusal(written, tmp_path, version):
+    """broker.conf without mappedFileSizeConsumeQueueExt: the files' names tell the size (as for consume queue
+    files), so a short file is a finding, not 'inconsistent sizes' exit 2, and dump of another queue runs; an
+    empty last file is what 4.x refuses and 5.x's load deletes; every file empty is the default size's findings."""
+    root, _, _ = written
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"{CONF.replace('mappedFileSizeConsumeQueueExt=400', '')}rocketmqVersion={version}\n")
+    copy = Path(shutil.copytree(root, tmp_path / "store"))
+    file_cut_short(copy)
+    (copy / EXT / "00000000000000001200").touch()
+    res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
+    sizes = sorted(f["file"].rsplit("/", 1)[1] for f in jsonl(res.stdout) if f["kind"] == "file-size")
+    assert res.exit_code == 1 and sizes == ["00000000000000000400"] + ["00000000000000001200"] * (version == "4")
+    assert run("dump", "consumequeue", "ExtTopicB", 0, "--store", copy, "--broker-config", conf).exit_code == 0
+    for f in (copy / "consumequeue_ext").glob("*/*/0*"):
+        os.truncate(f, 0)
+    res = run("verify", "--store", copy, "--broker-config", conf, "--format", "jsonl")
+    assert res.exit_code == 1 and "Traceback" not in res.stderr and "internal error" not in res.stderr

@@ -52,7 +52,6 @@ class QueueSummary:
         self.cq = cq
         self.files: list[FileUnits] = []
         self.end_at = self.lead = 0  # one past the last valid unit; the first that is not a pre-blank unit
-        self.last_tags: int | None = None  # the last valid unit's tagsCode (ConsumeQueue.recover's maxExtAddr)
         first, last_valid, lead = 0, -1, None
         ended = False  # a live store's queue ends at its last unit inside the snapshot (ConsumeQueue.snapshot_units)
         for k, f in enumerate(cq.files.files):
@@ -66,7 +65,6 @@ class QueueSummary:
                 valid = cq_unit_valid(off, sz)
                 if valid.any():
                     last_valid = first + int(np.flatnonzero(valid)[-1])
-                    self.last_tags = int(tags[np.flatnonzero(valid)[-1]])
                 pre = pre_blank(off, sz, tags)
                 if lead is None and not pre.all():
                     lead = first + int(np.argmin(pre))
@@ -245,7 +243,7 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             found += q.check(run, self.size)
             if self.ext.read:  # (file consume queues only)
-                found += self.ext.load(q.cq, q.last_tags)
+                found += self.ext.load(q.cq)
         rocks = run.store.rocks_queues
         self.missing = _MissingEntries(run, redispatch_from(run))
         checkpoint = consumequeue_max_phy(run)
@@ -286,7 +284,6 @@ class ConsumeQueueCheck:
         for q in self.queues.values():
             for f in q.cq.files.files:
                 f.release()
-        self.ext.release()
         return found
 
     def _units(

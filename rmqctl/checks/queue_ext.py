@@ -18,21 +18,21 @@ from .links import _queue_file_checks
 
 class QueueExts:
     """The queues' extension files for one verify: loaded at `begin` (`load`), looked into window by window
-    (`add`), released after each window, closed at `finish`."""
+    (`add`; each lookup maps a file only while it reads it), closed at `finish`."""
 
     def __init__(self, run: Context, cq_file_size: int):
         self.run = run
         self.exts: dict[tuple[str, int], QueueExt | None] = {}
         self.size: int | None = None  # mappedFileSizeConsumeQueueExt, settled at the first queue that has files
         self.tally = ExtTally(cq_file_size)
-        said = run.store.config.enableConsumeQueueExt
+        self.said = run.store.config.enableConsumeQueueExt
         # the broker reads them: enableConsumeQueueExt, or where broker.conf does not say, the store's
         # consumequeue_ext/ (a broker writes it only with the setting on); file consume queues only
-        self.read = (said if said is not None else run.store.parts.find("consumequeue-ext") is not None) and (
+        self.read = (self.said if self.said is not None else run.store.parts.find("consumequeue-ext") is not None) and (
             run.store.rocks_queues is None
         )
 
-    def load(self, cq: ConsumeQueue, last_tags: int | None) -> Findings:
+    def load(self, cq: ConsumeQueue) -> Findings:
         """The queue's extension files as the broker's load leaves them (kept for the lookups), and what keeps that
         load from succeeding or what it deletes (ConsumeQueue.recover returns before them for a queue of no file)."""
         if not self.read or not cq.files.files:
@@ -40,15 +40,23 @@ class QueueExts:
         store = self.run.store
         if self.size is None:
             self.size = cqext.file_size(store.root, store.config.mappedFileSizeConsumeQueueExt)
-        ext, deleted = cqext.loaded_queue_ext(store.root, cq.topic, cq.queue_id, self.size, last_tags)
+        live = self.run.live is not None
+        ext, deleted = cqext.loaded_queue_ext(store.root, cq, self.size, store.version.major, live)
         self.exts[(cq.topic, cq.queue_id)] = ext
         if ext is None:
             return Findings()
         found = ext_file_findings(self.run, ext)
+        if ext.truncation_throws:
+            found.add(
+                CONSUMEQUEUE, "cq-ext-recovery", "error", ext.directory, None, None,
+                f"{cq.topic}/{cq.queue_id}'s last extension address leads to a unit that runs past what its file reads: "
+                "ConsumeQueue.recover's truncateByMaxAddress throws reading it, so a broker with "
+                "enableConsumeQueueExt=true does not start",
+            )  # fmt: skip
         if deleted:
             found.add(
                 CONSUMEQUEUE, "cq-ext-truncated", "warning", deleted[0].path, None, None,
-                f"{cq.topic}/{cq.queue_id}'s last entry's ConsumeQueueExt unit ends at offset {ext.cut}: the "
+                f"{cq.topic}/{cq.queue_id}'s last extension unit its recovery passes ends at offset {ext.cut}: the "
                 f"broker's load (ConsumeQueue.recover, truncateByMaxAddress) deletes {len(deleted)} extension "
                 f"file(s) from here, and every entry whose unit is past it is delivered unfiltered by tag",
             )  # fmt: skip
@@ -56,12 +64,12 @@ class QueueExts:
 
     def add(self, key, queue: str, path, units, addresses, want_tags, want_time, offsets):
         """Entries of queue `key` whose tagsCode is an address, with what the dispatcher computes for their records."""
-        self.tally.add(self.exts.get(key), self.read, queue, path, units, addresses, want_tags, want_time, offsets)
-
-    def release(self):
-        for ext in filter(None, self.exts.values()):
-            for f in ext.files:
-                f.release()
+        why = (
+            None if self.read
+            else "broker.conf says enableConsumeQueueExt=false" if self.said is False
+            else "the store has no consumequeue_ext files"
+        )  # fmt: skip
+        self.tally.add(self.exts.get(key), why, queue, path, units, addresses, want_tags, want_time, offsets)
 
     def finish(self) -> Findings:
         for ext in filter(None, self.exts.values()):
@@ -75,7 +83,8 @@ def ext_file_findings(run: Context, ext: QueueExt) -> Findings:
     does not start)."""
     found = _queue_file_checks(run, ext.queue, ext.file_size, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", None)
     broken = ext.broken_walk
-    if broken is not None and not found:
+    refused = any(f.kind in ("file-size", "stray-file") for f in found)  # (the load fails before the walk)
+    if broken is not None and not refused:
         f, at = broken
         found.add(
             CONSUMEQUEUE, "cq-ext-recovery", "error", f.path, at, None,
@@ -93,14 +102,12 @@ class ExtTally:
         self.file_size = file_size  # the consume queue files' (a unit's position in its file)
         self.tally: dict[tuple[str, str], list] = {}  # (queue, kind) -> [count, path, unit, offset, detail]
 
-    def add(self, ext: QueueExt | None, read: bool, queue: str, path, units, addresses, want_tags, want_time, offsets):
-        """`ext`: the queue's files (None: it has none); `read`: the broker reads them (enableConsumeQueueExt)."""
-        if not read or ext is None:
-            why = (
-                "broker.conf says enableConsumeQueueExt=false"
-                if not read
-                else "the queue has no consumequeue_ext files"
-            )
+    def add(
+        self, ext: QueueExt | None, why: str | None, queue: str, path, units, addresses, want_tags, want_time, offsets
+    ):
+        """`ext`: the queue's files (None: it has none); `why`: why the broker reads none (None: it reads them)."""
+        if why is not None or ext is None:
+            why = why or "the queue has no consumequeue_ext files"
             every = np.ones(len(units), bool)
             self._count(queue, "cq-ext-missing", path, units, offsets, every, lambda k: (
                 f"tagsCode {int(addresses[k])} is a ConsumeQueueExt address, and {why}"
@@ -170,5 +177,9 @@ SCHEDULE_EXT_OUTCOMES = {
         "the schedule service computes the delivery time again from the record's store time (computeDeliverTimestamp)",
     ),
     "cq-ext-unreadable": ("error", "the schedule service's task fails at the entry, and the level retries it for good"),
-    "cq-ext-tags": ("error", "the schedule service delivers the message at the unit's tagsCode, not after its delay"),
+    "cq-ext-tags": (
+        "error",
+        "the schedule service delivers the message when the unit's tagsCode says (at once where that is further "
+        "off than the level's delay), not after its own delay",
+    ),
 }

@@ -31,7 +31,7 @@ from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
 from ..recovery import abnormal_start_by_offset, normal_recovery_start, recovery_fails_on
-from ..store import MappedFileQueue, Store
+from ..store import MappedFileQueue, Store, size_from_names
 from . import (
     VERIFY_PARTS,
     commitlog as verify_commitlog,
@@ -314,22 +314,15 @@ def with_geometry(store: Store) -> Store:
         if len({f.length for f in files}) > 1:
             changes["mappedFileSizeCommitLog"] = _spacing([f.start for f in files], store.commitlog_dirs[0])
     if not cfg.mappedFileSizeConsumeQueue:
-        starts_by_queue = []
-        lengths = set()
-        for topic_dir in Store._dirs(store.consumequeue_dir):
-            for qdir in Store._dirs(topic_dir):
-                files = MappedFileQueue([qdir], 0).files
-                lengths |= {f.length for f in files}
-                starts_by_queue.append([f.start for f in files])
-        if len(lengths) > 1:
-            gaps = {b - a for starts in starts_by_queue for a, b in zip(starts, starts[1:])}
-            if len(gaps) != 1:
-                raise StoreError(
-                    "consumequeue files have different sizes and their names do not tell the file "
-                    "size; pass mappedFileSizeConsumeQueue with --broker-config",
-                    store.consumequeue_dir,
-                )
-            changes["mappedFileSizeConsumeQueue"] = gaps.pop()
+        queues = [
+            MappedFileQueue([qdir], 0).files
+            for topic_dir in Store._dirs(store.consumequeue_dir)
+            for qdir in Store._dirs(topic_dir)
+        ]
+        if len({f.length for files in queues for f in files}) > 1:
+            changes["mappedFileSizeConsumeQueue"] = size_from_names(
+                queues, "consumequeue", "mappedFileSizeConsumeQueue", store.consumequeue_dir
+            )
     if (
         cfg.source is None
         and not cfg.enableMultiDispatch

@@ -146,11 +146,8 @@ def _loaded_ext(store: Store, cq: ConsumeQueue) -> cqext.QueueExt | None:
     """The queue's ConsumeQueueExt files as the broker's load leaves them (None: it has none)."""
     if store.config.enableConsumeQueueExt is False or not (store.root / cqext.EXT_DIR / cq.topic).is_dir():
         return None
-    last = None
-    for *_, tags in cq.entries():
-        last = tags
     size = cqext.file_size(store.root, store.config.mappedFileSizeConsumeQueueExt)
-    return cqext.loaded_queue_ext(store.root, cq.topic, cq.queue_id, size, last)[0]
+    return cqext.loaded_queue_ext(store.root, cq, size, store.version.major, store.live is not None)[0]
 
 
 def _no_ext(store: Store) -> str:
