@@ -157,6 +157,16 @@ def test_verify_finds_records_without_a_unit(store_copy):
     ]
 
 
+def rocketmq_533_loads(oracle: Path, root: Path, out: Path) -> bool:
+    """Whether RocketMQ 5.3.3's load() returns true on the store (read5.sh --no-dispatch, on its own copy)."""
+    subprocess.run(
+        [str(oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    return json.loads((out / "recovered-summary.json").read_text())["loadReturned"]
+
+
 def test_verify_finds_a_file_of_another_size_that_rocketmq_does_not_load(store_copy, java_oracle, tmp_path):
     """A BatchCQ file grown by 30 bytes (found by the torture suite's fuzzing): MappedFileQueue.load refuses it, so
     RocketMQ 5.3.3's load returns false; verify says so (it took the configured size and said sound)."""
@@ -174,13 +184,7 @@ def test_verify_finds_a_file_of_another_size_that_rocketmq_does_not_load(store_c
             "file is 1502 bytes, not 1472 (mapperFileSizeBatchConsumeQueue): the broker's load refuses it",
         )
     ]
-    out = tmp_path / "read5"
-    subprocess.run(
-        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
-        capture_output=True,
-        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
-    )
-    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False
+    assert rocketmq_533_loads(java_oracle, root, tmp_path / "read5") is False
 
 
 def test_an_empty_last_file_is_no_finding_where_rocketmq_5_deletes_it(store_copy, java_oracle, tmp_path):
@@ -190,13 +194,7 @@ def test_an_empty_last_file_is_no_finding_where_rocketmq_5_deletes_it(store_copy
     (root / "batchconsumequeue" / "BatchTopic" / "0" / "00000000000000010304").touch()
     res = run("verify", "--store", root, "--broker-config", CONF)
     assert (res.exit_code, res.stdout) == (0, ""), res.stdout
-    out = tmp_path / "read5"
-    subprocess.run(
-        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
-        capture_output=True,
-        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
-    )
-    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is True
+    assert rocketmq_533_loads(java_oracle, root, tmp_path / "read5") is True
 
 
 def rebuilt_copy(store_copy):
