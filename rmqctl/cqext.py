@@ -24,7 +24,7 @@ import numpy as np
 from . import schema as S
 from .engine import ext_units_end
 from .errors import FileGone
-from .store import MappedFileQueue, size_from_names
+from .store import MappedFileQueue, Store, size_from_names
 
 EXT_DIR = "consumequeue_ext"
 DEFAULT_FILE_SIZE = 48 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeConsumeQueueExt
@@ -52,8 +52,8 @@ class ExtUnits:
 
 class QueueExt:
     """One queue's ConsumeQueueExt files (all `file_size` long, the store's mappedFileSizeConsumeQueueExt), as
-    ConsumeQueue's load and recover leave them: ConsumeQueueExt.recover's walk, then `truncate_after` the queue's
-    last unit's address. Each file is mapped while it is walked or looked into, and given back after."""
+    ConsumeQueue's load and recover leave them: ConsumeQueueExt.recover's walk, then `truncate_after` recover's
+    maxExtAddr (loaded_queue_ext). Each file is mapped while it is walked or looked into, and given back after."""
 
     def __init__(self, directory: Path, file_size: int, deletes_empty_last: bool = False):
         self.directory = directory
@@ -99,9 +99,9 @@ class QueueExt:
         return None
 
     def truncate_after(self, address: int) -> list:
-        """ConsumeQueueExt.truncateByMaxAddress, which ConsumeQueue.recover calls with the ext address of the queue's
-        last unit: MappedFileQueue.truncateDirtyFiles at the end of that address's unit, when there is one. Returns
-        the files the load deletes."""
+        """ConsumeQueueExt.truncateByMaxAddress, which ConsumeQueue.recover calls with its maxExtAddr
+        (recover_max_address): MappedFileQueue.truncateDirtyFiles at the end of that address's unit, when there is
+        one. Returns the files the load deletes."""
         got = self.units(np.array([address], np.int64))
         self.truncation_throws = bool(got.outcome[0] == THROWS)  # (get's read throws inside recover)
         if got.outcome[0] != FOUND:
@@ -194,15 +194,11 @@ def file_size(root: Path, configured: int | None) -> int:
     spacing of their names (a short or grown file is what verify reports), else the default."""
     if configured:
         return configured
-    queues = [MappedFileQueue([q], 0).files for t in _dirs(root / EXT_DIR) for q in _dirs(t)]
+    queues = [MappedFileQueue([q], 0).files for t in Store._dirs(root / EXT_DIR) for q in Store._dirs(t)]
     return (
         size_from_names(queues, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", root / EXT_DIR)
         or DEFAULT_FILE_SIZE
     )
-
-
-def _dirs(path: Path) -> list[Path]:
-    return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
 
 
 def queue_ext(root: Path, topic: str, queue_id: int, size: int, deletes_empty_last: bool = False) -> QueueExt | None:
