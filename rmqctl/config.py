@@ -46,6 +46,8 @@ class BrokerConfig:
     messageIndexEnable: bool = True
     messageIndexSafe: bool = False
     checkCRCOnRecover: bool = True
+    # 5.x recovery also fails a record without a two-part DUP_INFO property (checkDupInfo)
+    duplicationEnable: bool = False
     # 5.5.0+: abnormal recovery also stops at a record whose PHYSICALOFFSET is not its position, only when
     # this is true (apache/rocketmq#10017, #10038; off unless broker.conf says so)
     checkCommitLogOffsetOnRecover: bool = False

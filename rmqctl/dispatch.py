@@ -13,9 +13,7 @@ from . import schema as S
 from .config import BrokerConfig
 from .javacompat import java_string_hash, parse_int, parse_long
 from .record import Message
-from .rules import LMQ_PREFIX  # noqa: F401 (its home is rules; checks.verify takes it from here)
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+from .rules import LMQ_PREFIX, SCHEDULE_TOPIC  # noqa: F401 (their home is rules; checks take them from here)
 
 
 @lru_cache(maxsize=16)
@@ -56,20 +54,21 @@ def is_dispatched(m: Message) -> bool:
     return dispatched_type(m.sysFlag)
 
 
-def cq_targets(m: Message, config: BrokerConfig) -> list[tuple[str, int, int]]:
-    """(topic, queueId, queueOffset) of every consumequeue entry the broker writes for this record: its own
-    queue, then (multi-dispatch on) rules.multi_dispatch_targets of its INNER_MULTI_DISPATCH queues. Empty
-    for PREPARED/ROLLBACK."""
+def cq_targets(m: Message, config: BrokerConfig, v5: bool) -> list[tuple[str, int, int]]:
+    """(topic, queueId, queueOffset) of every consumequeue entry the broker (5.x when `v5`) writes for this
+    record: its own queue, then (multi-dispatch on, rules.multi_dispatched_topic) rules.multi_dispatch_targets
+    of its INNER_MULTI_DISPATCH queues. Empty for PREPARED/ROLLBACK."""
     if not is_dispatched(m):
         return []
     out = [(m.topic, m.queueId, m.queueOffset)]
-    if config.enableMultiDispatch:
+    if config.enableMultiDispatch and rules.multi_dispatched_topic(m.topic, v5):
         props = m.properties
         out += rules.multi_dispatch_targets(
             props.get("INNER_MULTI_DISPATCH", ""),
             props.get("INNER_MULTI_QUEUE_OFFSET", ""),
             m.queueId,
             config.enableLmq,
+            v5,
         )
     return out
 

@@ -324,7 +324,7 @@ class Redispatch:
             if unit is not None:
                 self.queue(f"{topic}/{m.queueId}", True).put_batch(unit)
             return
-        for name, queue_id, queue_offset in cq_targets(m, self.store.config):
+        for name, queue_id, queue_offset in cq_targets(m, self.store.config, self.v2):
             self.queue(f"{name}/{queue_id}", False).put(m.physicalOffset, m.storeSize, queue_offset)
 
 

@@ -18,10 +18,26 @@ from .brokerversion import BrokerVersion
 from .findings import RECORD_ERROR_KINDS
 from .javacompat import CRC32_PROPERTY, crc31, decode_utf8
 from .errors import FileGone
-from .engine import PROPERTIES_NOT_UTF8, Chunk, available_cores, data_extents, walk_files
+from .engine import (
+    PROPERTIES_NOT_UTF8,
+    Chunk,
+    available_cores,
+    data_extents,
+    property_names,
+    property_values,
+    walk_files,
+)
 from .batchcq import BatchConsumeQueue, batch_consume_queues, bcq_unit_valid
 from .record import Blank, Message, RecordError, property_crc_state, read_record
-from .rules import cq_unit_valid, message_magic, record_expired, valid_prefix
+from .rules import (
+    batch_size_failure,
+    blank_fails,
+    checked_properties,
+    cq_unit_valid,
+    message_magic,
+    record_expired,
+    valid_prefix,
+)
 from .schema import MAGIC_AT, QUEUE_ID_AT, QUEUE_OFFSET_AT, STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .store import ConsumeQueue, MappedFile, Store
 
@@ -38,7 +54,27 @@ CQ_UNIT = (
 )
 BCQ_UNIT = (S.BCQ_UNIT_SIZE, bcq_unit_valid, lambda u: int(u["commitLogOffset"]))
 # what checkMessageAndReturnSize fails on whatever checkCRCOnRecover says
-RECOVERY_SEES = ("torn-tail", "zeroed-region", "illegal-magic", "bad-length", "truncated-record", "missing-blank")
+RECOVERY_SEES = (
+    "torn-tail",
+    "zeroed-region",
+    "illegal-magic",
+    "bad-length",
+    "truncated-record",
+    "missing-blank",
+    "blank-past-end",
+    "unparsable-property",
+    "dup-info",
+)
+# the properties whose values checkMessageAndReturnSize parses (checked_properties, batch_size_failure)
+PARSED_NAMES = property_names("DELAY", "INNER_BASE", "INNER_NUM")
+
+
+def blank_past_end(size: int, left: int) -> str:
+    """The detail of a BLANK that rules.blank_fails."""
+    return (
+        f"the BLANK record claims {size} bytes but {left} remain in the file: 5.3.2+'s recovery fails on it "
+        "(it reads remaining < totalSize - 4 as damage)"
+    )
 
 
 def allow_v2(store: Store) -> bool:
@@ -100,6 +136,7 @@ class RecoveryChecker:
         self.position = abnormal and position_checked(store.version, cfg)
         self.crc = cfg.checkCRCOnRecover
         self.prop_crc = cfg.forceVerifyPropCRC and self.v2  # 5.2.0+ only
+        self.dup_info = cfg.duplicationEnable and self.v2  # 5.x recovery's checkDupInfo
         self.size = store.commitlog.file_size
 
     def check(self, f: MappedFile, pos: int) -> tuple[Message | Blank | None, BadRecord | None]:
@@ -120,28 +157,15 @@ class RecoveryChecker:
             self._describe_torn(bad, buf, pos)
             return None, bad
         if isinstance(rec, Blank):
+            failure = self._blank(rec, pos)
+            if failure is None:
+                return rec, None
+            kind, detail = failure
+            return rec, BadRecord(f.start + pos, f.name, pos, kind, detail, storeSize=rec.storeSize)
+        failure = self._position(f, pos, rec) or self._checked(buf, pos, rec)
+        if failure is None:
             return rec, None
-        kind = detail = None
-        if self.position and rec.physicalOffset != f.start + pos:
-            kind, detail = (
-                "physical-offset",
-                (
-                    f"PHYSICALOFFSET field is {rec.physicalOffset} but the record starts at "
-                    f"{f.start + pos} (5.5.0's abnormal recovery stops here)"
-                ),
-            )
-        elif not self.crc:
-            return rec, None
-        elif self.prop_crc:
-            state = property_crc_state(buf, pos, rec)
-            if state is None:
-                kind, detail = "property-crc", "no __CRC32# property (forceVerifyPropCRC)"
-            elif state[0] != state[1]:
-                kind, detail = "property-crc", f"property CRC {state[0]} stored, {state[1]} computed"
-        elif not rec.body_crc_ok():
-            kind, detail = "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
-        if kind is None:
-            return rec, None
+        kind, detail = failure
         return rec, BadRecord(
             commitLogOffset=f.start + pos,
             file=f.name,
@@ -153,6 +177,40 @@ class RecoveryChecker:
             queueId=rec.queueId,
             queueOffset=rec.queueOffset,
         )
+
+    def _blank(self, rec: Blank, pos: int) -> tuple[str, str] | None:
+        """5.3.2+ (apache/rocketmq#9002): `remaining < totalSize - 4` fails before the magic is read, a BLANK too."""
+        left = self.size - pos
+        return (
+            ("blank-past-end", blank_past_end(rec.storeSize, left))
+            if blank_fails(rec.storeSize, left, self.v2)
+            else None
+        )
+
+    def _position(self, f: MappedFile, pos: int, rec: Message) -> tuple[str, str] | None:
+        if self.position and rec.physicalOffset != f.start + pos:
+            return "physical-offset", (
+                f"PHYSICALOFFSET field is {rec.physicalOffset} but the record starts at "
+                f"{f.start + pos} (5.5.0's abnormal recovery stops here)"
+            )
+        return None
+
+    def _checked(self, buf, pos: int, rec: Message) -> tuple[str, str] | None:
+        """checkMessageAndReturnSize's checks of a sound message, in its order: the body CRC, the properties
+        (rules.checked_properties), the property CRC, the batch size (rules.batch_size_failure)."""
+        if self.crc and not self.prop_crc and not rec.body_crc_ok():
+            return "body-crc", f"body CRC {rec.bodyCRC} stored, {crc31(rec.body)} computed"
+        props = rec.properties
+        failure = checked_properties(rec.topic, bool(rec.propertiesBytes), props, self.v2, self.dup_info)
+        if failure is not None:
+            return failure
+        if self.crc and self.prop_crc:
+            state = property_crc_state(buf, pos, rec)
+            if state is None:
+                return "property-crc", "no __CRC32# property (forceVerifyPropCRC)"
+            if state[0] != state[1]:
+                return "property-crc", f"property CRC {state[0]} stored, {state[1]} computed"
+        return batch_size_failure(props, self.v2)
 
     def _describe_torn(self, bad: BadRecord, buf, pos: int):
         """What a record that does not parse still tells: its queue from the fixed head, when the magic is
@@ -222,7 +280,12 @@ class AcceptedRecords:
             yield chunk.select(slice(start, None)), None
             end = chunk.end
         if not refused and end < min(f.length, size):
-            self.blank_at = end
+            _, bad = checker.check(f, end)  # the BLANK (5.3.2+ fails one claiming more than the file has left)
+            f.release()  # (as below)
+            if bad is None:
+                self.blank_at = end
+                return
+            yield None, bad
             return
         pos = refused[0] if refused else end
         _, bad = checker.check(f, pos)
@@ -250,6 +313,7 @@ def record_failures(
             suspect |= no_crc | (chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0)
     if checker.position:
         suspect |= chunk.column("physicalOffset") != chunk.column("position") + f.start
+    suspect |= parsed_properties(chunk, checker)
     positions = chunk.column("position")
     for row in np.flatnonzero(suspect).tolist():
         _, bad = checker.check(f, int(positions[row]))
@@ -257,6 +321,23 @@ def record_failures(
             yield row, bad
             if not goes_on(bad):
                 return
+
+
+def parsed_properties(chunk: Chunk, checker: RecoveryChecker) -> np.ndarray:
+    """The rows whose properties checkMessageAndReturnSize parses beyond the lookups (checked_properties,
+    batch_size_failure): a DELAY (the reference checks the topic), 5.x's INNER_BASE with INNER_NUM, any
+    property string with checkDupInfo, and property strings Java decodes with replacement."""
+    props_len = chunk.column("propertiesLength")
+    if checker.dup_info:
+        return props_len > 0
+    lo = np.empty((len(chunk), len(PARSED_NAMES[1])), np.int64)
+    hi = np.empty_like(lo)
+    at = np.ascontiguousarray(chunk.column("propertiesAt"))
+    property_values(chunk.u8, at, np.ascontiguousarray(props_len), *PARSED_NAMES, lo, hi)
+    rows = (lo[:, 0] >= 0) | (chunk.column("textFlags") & PROPERTIES_NOT_UTF8 != 0)
+    if checker.v2:
+        rows |= (lo[:, 1] >= 0) & (lo[:, 2] >= 0)
+    return rows
 
 
 def position_checked(version: BrokerVersion, config) -> bool:

@@ -19,6 +19,9 @@ KEY_SEPARATOR = 0x20  # MessageConst.KEY_SEPARATOR, " ": between the words of th
 MULTI_DISPATCH_SEPARATOR = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER: between INNER_MULTI_DISPATCH queues
 UNIT_BLOCK = 1 << 16  # queue units checked at a time (valid_prefix)
 LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
+RETRY_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"  # TopicValidator.SYSTEM_TOPIC_PREFIX
+PATH_SEPARATOR = "/"  # File.separator on the brokers' Linux
 LITE_PREFIX = LMQ_PREFIX + "$"  # RIP-83 lite topics (5.4+): the LMQ %LMQ%$parent$lite
 LITE_SEPARATOR = "$"
 DEFAULT_DELIVERY_DELAY = 1000  # computeDeliverTimestamp's delay for a level the table does not hold
@@ -203,12 +206,22 @@ def delivery_tags_code(code, level, delays, store_timestamp):
     return store_timestamp + (delay if delay >= 0 else DEFAULT_DELIVERY_DELAY)
 
 
-def multi_dispatch_targets(queues: str, offsets: str, queue_id: int, enable_lmq: bool) -> list[tuple[str, int, int]]:
+def multi_dispatched_topic(topic: str, v5: bool) -> bool:
+    """Whether a record of `topic` has its INNER_MULTI_DISPATCH queues dispatched (multi-dispatch on) and, for
+    append, wrapped: 4.9 any topic; 5.x not a retry topic, a system topic or the schedule topic
+    (MultiDispatchUtils.isNeedHandleMultiDispatch, MixAll.topicAllowsLMQ)."""
+    return not v5 or not (topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or topic == SCHEDULE_TOPIC)
+
+
+def multi_dispatch_targets(
+    queues: str, offsets: str, queue_id: int, enable_lmq: bool, v5: bool
+) -> list[tuple[str, int, int]]:
     """The extra consumequeue entries of a record with INNER_MULTI_DISPATCH `queues` and
     INNER_MULTI_QUEUE_OFFSET `offsets` (multi-dispatch on): both split on MULTI_DISPATCH_SEPARATOR as
     String.split does; none unless both are non-blank and have as many parts (else the broker logs "[bug]");
     each queue at its Long.parseLong offset, stopping at the first that does not parse (it throws); a
-    %LMQ% queue (with LMQ on) uses queueId 0, any other the record's."""
+    %LMQ% queue (with LMQ on) uses queueId 0, any other the record's. 5.x skips a queue whose name holds the
+    path separator before it reads its offset (ConsumeQueue.multiDispatchLmqQueue)."""
     if not queues.strip() or not offsets.strip():
         return []
     names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)
@@ -216,6 +229,8 @@ def multi_dispatch_targets(queues: str, offsets: str, queue_id: int, enable_lmq:
         return []
     out = []
     for name, part in zip(names, parts):
+        if v5 and PATH_SEPARATOR in name:
+            continue
         offset = parse_long(part)
         if offset is None:
             break
@@ -279,6 +294,45 @@ def lmq_queue_id(name: str, queue_id: int, enable_lmq: bool) -> int:
     return 0 if enable_lmq and name.startswith(LMQ_PREFIX) else queue_id
 
 
+# -- a sound record's properties, as checkMessageAndReturnSize reads them -------------------------------------------
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+
+
+def checked_properties(topic: str, has_properties: bool, props: dict, v5: bool, check_dup_info: bool):
+    """What fails checkMessageAndReturnSize inside a sound record's properties (read when propertiesLength > 0),
+    as (finding kind, detail), else None: 5.x's recovery with duplicationEnable (checkDupInfo) fails a record
+    whose DUP_INFO is missing or not two parts as String.split("_") cuts it; a SCHEDULE_TOPIC_XXXX record's
+    DELAY that Integer.parseInt refuses throws, and the check catches it as a failure."""
+    if not has_properties:
+        return None
+    if v5 and check_dup_info:
+        dup = props.get("DUP_INFO")
+        if dup is None or len(java_split(dup, "_")) != 2:
+            shown = "none" if dup is None else repr(dup)
+            return (
+                "dup-info",
+                f"DUP_INFO is {shown}, not two parts split on '_' (duplicationEnable: recovery's checkDupInfo)",
+            )
+    delay = props.get("DELAY")
+    if topic == SCHEDULE_TOPIC and delay is not None and parse_long(delay, 32) is None:
+        return "unparsable-property", f"DELAY {delay!r} of a {SCHEDULE_TOPIC} record, which Integer.parseInt refuses"
+    return None
+
+
+def batch_size_failure(props: dict, v5: bool):
+    """5.x's setBatchSizeIfNeeded, the last step of checkMessageAndReturnSize: a record with both INNER_BASE and
+    INNER_NUM has them read by Long.parseLong and Short.parseShort, which throw on anything else: (kind, detail)
+    of the failure, else None."""
+    if not v5 or "INNER_BASE" not in props or "INNER_NUM" not in props:
+        return None
+    base, num = props["INNER_BASE"], props["INNER_NUM"]
+    if parse_long(base) is None:
+        return "unparsable-property", f"INNER_BASE {base!r}, which Long.parseLong refuses"
+    if parse_long(num, 16) is None:
+        return "unparsable-property", f"INNER_NUM {num!r}, which Short.parseShort refuses"
+    return None
+
+
 # -- record acceptance --------------------------------------------------------------------------------------------
 # What checkMessageAndReturnSize makes of the bytes at a record's start, before any CRC: a message, the BLANK that
 # closes a file, or the kind of its refusal (the finding's name: VERDICT_KINDS). Every walk, Python or compiled,
@@ -321,6 +375,12 @@ def record_magic(size, magic, allow_v2):
     if message_magic(magic, allow_v2):
         return RECORD
     return ZEROS if size == 0 and magic == 0 else ILLEGAL_MAGIC
+
+
+def blank_fails(size, left, v5):
+    """5.3.2+'s checkMessageAndReturnSize (apache/rocketmq#9002) fails `remaining < totalSize - 4` before it
+    reads the magic: a BLANK claiming more than the `left` bytes of its file fails (4.x and 5.0-5.3.1 take it)."""
+    return v5 and size > left
 
 
 def record_head(data, pos, limit, allow_v2):

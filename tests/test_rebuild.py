@@ -326,7 +326,7 @@ def reference_dispatch(buf, limit: int, config: BrokerConfig):
         r = len(positions)
         positions.append(pos)
         code = tags_code(m, config)
-        cq += [(r, t, q, o, code) for t, q, o in cq_targets(m, config)]
+        cq += [(r, t, q, o, code) for t, q, o in cq_targets(m, config, True)]
         keys += [(r, index_key_hash(k)) for k in index_keys(m)]
         pos += m.storeSize
     return positions, cq, keys, pos

@@ -84,14 +84,25 @@ def test_tags_code_and_the_schedule_topics_delivery_time():
 def test_multi_dispatch_targets_split_as_java_does():
     """INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET: String.split(",") (trailing empty parts dropped),
     as many queues as offsets or none, Long.parseLong stopping at the first bad offset, %LMQ% queues at 0."""
-    assert rules.multi_dispatch_targets("%LMQ%a,b,", "4,5", 3, True) == [("%LMQ%a", 0, 4), ("b", 3, 5)]
-    assert rules.multi_dispatch_targets("%LMQ%a", "4", 3, False) == [("%LMQ%a", 3, 4)]
-    assert rules.multi_dispatch_targets("a,b", "4", 3, True) == []
-    assert rules.multi_dispatch_targets("a,b,c", "1, 2,3", 3, True) == [("a", 3, 1)]  # " 2": Java throws there
-    assert (
-        rules.multi_dispatch_targets(" ", "1", 3, True) == [] and rules.multi_dispatch_targets(",", ",", 0, True) == []
-    )
-    assert rules.multi_dispatch_targets("a", "+\u0663", 1, True) == [("a", 1, 3)]  # Character.digit: any Nd digit
+    for v5 in (False, True):
+        assert rules.multi_dispatch_targets("%LMQ%a,b,", "4,5", 3, True, v5) == [("%LMQ%a", 0, 4), ("b", 3, 5)]
+        assert rules.multi_dispatch_targets("%LMQ%a", "4", 3, False, v5) == [("%LMQ%a", 3, 4)]
+        assert rules.multi_dispatch_targets("a,b", "4", 3, True, v5) == []
+        assert rules.multi_dispatch_targets("a,b,c", "1, 2,3", 3, True, v5) == [("a", 3, 1)]  # " 2": Java throws
+        assert rules.multi_dispatch_targets(" ", "1", 3, True, v5) == []
+        assert rules.multi_dispatch_targets(",", ",", 0, True, v5) == []
+        assert rules.multi_dispatch_targets("a", "+\u0663", 1, True, v5) == [("a", 1, 3)]  # any Nd digit
+
+
+def test_multi_dispatch_in_5x_skips_a_path_and_the_system_topics():
+    """5.3.3's ConsumeQueue.multiDispatchLmqQueue skips a queue name holding File.separator before it parses
+    its offset; MultiDispatchUtils.isNeedHandleMultiDispatch dispatches no retry, rmq_sys_ or schedule topic.
+    4.9.7 does neither."""
+    assert rules.multi_dispatch_targets("%LMQ%a/b,%LMQ%c", "x,7", 3, True, True) == [("%LMQ%c", 0, 7)]
+    assert rules.multi_dispatch_targets("%LMQ%a/b,%LMQ%c", "x,7", 3, True, False) == []  # parseLong("x") throws
+    for topic in ("%RETRY%group", "rmq_sys_TRACE", "SCHEDULE_TOPIC_XXXX"):
+        assert not rules.multi_dispatched_topic(topic, True) and rules.multi_dispatched_topic(topic, False)
+    assert rules.multi_dispatched_topic("%DLQ%group", True) and rules.multi_dispatched_topic("Topic", True)
 
 
 def test_record_expired_is_a_record_below_the_commitlog_min():

@@ -28,6 +28,7 @@ from ..errors import StoreError
 from .queue_ext import QueueExts
 from .links import _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
+from .scan import UNKNOWN_TAGS
 from .windows import Window
 
 UNIT_BLOCK = 1 << 16  # units of a file that does not go forward masked to a window at a time (not its 300,000)
@@ -324,9 +325,10 @@ class ConsumeQueueCheck:
         earlier = self._seen_before(key, idx[hit])
         inner = _members(jh, rec.inner_num)
         ext = tags[hit] <= S.CQ_EXT_MAX_ADDRESS  # ConsumeQueueExt.isExtAddr: the tags live in the ext unit
-        tags_ok = (tags[hit] == rec.tags[jh]) | ext
+        known = rec.tags[jh] != UNKNOWN_TAGS  # (a record the broker's check fails: it computes no code)
+        tags_ok = (tags[hit] == rec.tags[jh]) | ext | ~known
         bad = ~inner & (earlier | (here != jh) | (sz[hit] != rec.size[jh]) | ~tags_ok)
-        at_ext = ext & ~bad & ~inner
+        at_ext = ext & ~bad & ~inner & known
         if at_ext.any():
             self.ext.add(
                 key, queue, path, idx[hit][at_ext], tags[hit][at_ext], rec.tags[jh][at_ext],
@@ -501,7 +503,7 @@ def _mismatch(queue, qoff, off, size, tags, r: dict, expected: int | None, cause
             problems.append(f"the record with that queue offset is at {expected}")
     if size != r["size"]:
         problems.append(f"size {size} but the record is {r['size']} bytes")
-    if tags != r["tags"] and tags > S.CQ_EXT_MAX_ADDRESS and expected == r["off"]:
+    if tags != r["tags"] and tags > S.CQ_EXT_MAX_ADDRESS and r["tags"] != UNKNOWN_TAGS and expected == r["off"]:
         problems.append(f"tagsCode {tags} but the dispatcher computes {r['tags']}")
     detail = f"{queue} entry {qoff} (commitlog offset {off}): " + "; ".join(problems)
     if cause:

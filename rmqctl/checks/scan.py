@@ -38,9 +38,19 @@ from ..record import (
 )
 from ..errors import FileGone
 from ..engine import data_extents, next_record_start
+from ..recovery import blank_past_end
+from ..rules import batch_size_failure, blank_fails, checked_properties
 from ..store import PAGER, give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
+# the tagsCode of a record whose properties fail the broker's check (it dispatches none): no unit is compared with it
+UNKNOWN_TAGS = np.iinfo(np.int64).min
+# what a record whose properties fail the check costs, by the finding's kind
+PROPERTY_FAILURE_COSTS = {
+    "unparsable-property": "the broker's record check throws on it: a recovery walking this record truncates "
+    "the commitlog here, and the broker's dispatch of it fails",
+    "dup-info": "a recovery walking this record truncates the commitlog here (dispatch does not check it)",
+}
 AVERAGE_RECORD = 512  # first guess of the bytes per record, for the kernel's output arrays (they grow)
 
 
@@ -172,6 +182,7 @@ class _Scanner:
             | (K.LMQ if cfg.enableMultiDispatch else 0)
             | (K.FORCE_PROPERTY_CRC if cfg.forceVerifyPropCRC and self.allow_v2 else 0)
             | (K.ALLOW_V2 if self.allow_v2 else 0)
+            | (K.DUP_INFO if cfg.duplicationEnable and self.allow_v2 else 0)
         )
         guess = task.records + 1 if task.records else max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
         self.records = np.empty((K.RECORD_COLUMNS, guess), np.int64)
@@ -234,13 +245,16 @@ class _Scanner:
             if magic == S.MAGIC_BLANK:
                 if x >= t.claim_from:
                     self.blank = (x, size)
-                    if size != t.file_size - x:
+                    left = t.file_size - x
+                    if blank_fails(size, left, self.allow_v2):
+                        self.findings.append(("blank-past-end", "error", x, blank_past_end(size, left)))
+                    elif size != left:
                         self.findings.append(
                             (
                                 "blank-size",
                                 "error",
                                 x,
-                                f"the BLANK record claims {size} bytes but {t.file_size - x} remain in the file",
+                                f"the BLANK record claims {size} bytes but {left} remain in the file",
                             )
                         )
                 nxt = self.resync(x + 8)
@@ -380,14 +394,14 @@ class _Reread:
                 continue
             m = self.read(rec[K.POS, i])
             if not t.columns_only:
-                record_findings(self.findings.append, self.buf, t.file_start, m, f)
+                record_findings(self.findings.append, self.buf, t.file_start, m, f, t)
             if f & K.F_REFERENCE:
-                tags[i] = _tags_code(m, t.config)
+                tags[i] = _tags_code(m, t.config, t.allow_v2)
                 if t.want_keys:
                     hashes = [index_key_hash(k) for k in index_keys(m)]
                     self.key_record.append(np.full(len(hashes), i, np.int64))
                     self.key_hash.append(np.array(hashes, dtype=np.int64))
-                self.lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config)]
+                self.lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config, t.allow_v2)]
             if f & K.F_INNER_BATCH:
                 self.inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
         if not t.columns_only:
@@ -396,7 +410,7 @@ class _Reread:
                 compressed_findings(self.findings.append, self.read(rec[K.POS, i]), t.config)
 
 
-def record_findings(add, buf, file_start: int, head: Message, f: int):
+def record_findings(add, buf, file_start: int, head: Message, f: int, t: Task):
     """The findings of a record the kernel flagged (`f`), in the order the checks run, to `add`."""
     pos, size, sysflag = head.position, head.storeSize, head.sysFlag
     if f & K.F_PHYSICAL_OFFSET:
@@ -461,6 +475,8 @@ def record_findings(add, buf, file_start: int, head: Message, f: int):
                 "no __CRC32# property, which forceVerifyPropCRC requires: the broker's recovery rejects this record",
             )
         )
+    if f & (K.F_PARSED_PROPERTIES | K.F_PROPERTIES_UTF8):
+        parse_findings(add, head, t)
     if f & K.F_BODY_CRC and not verified:
         got = zlib.crc32(head.body) & CRC_MASK
         add(
@@ -528,15 +544,31 @@ def _int_or(text, default: int) -> int:
         return default
 
 
-def _tags_code(m, config: BrokerConfig) -> int:
-    try:
-        return tags_code(m, config)
-    except Exception:  # a DELAY the broker cannot parse: its dispatch of the record fails; no code to compare
-        return 0
+def parse_findings(add, head: Message, t: Task):
+    """The finding of a record whose properties fail the broker's check (property_failure), to `add`."""
+    failure = property_failure(head, t.allow_v2, t.config.duplicationEnable)
+    if failure is not None:
+        kind, detail = failure
+        add((kind, "error", head.position, f"{detail}: {PROPERTY_FAILURE_COSTS[kind]}"))
 
 
-def _lmq_targets(m, config: BrokerConfig) -> list[tuple[str, int, int]]:
+def property_failure(m: Message, v5: bool, dup_info: bool) -> tuple[str, str] | None:
+    """What fails checkMessageAndReturnSize in a sound record's properties (rules.checked_properties and
+    batch_size_failure), as (kind, detail), else None."""
+    props = m.properties
+    return checked_properties(m.topic, bool(m.propertiesBytes), props, v5, dup_info) or batch_size_failure(props, v5)
+
+
+def _tags_code(m, config: BrokerConfig, v5: bool) -> int:
+    """The dispatcher's tagsCode of a record, UNKNOWN_TAGS where the broker's check of the record fails (it
+    computes none: its dispatch fails)."""
+    if property_failure(m, v5, False) is not None:
+        return UNKNOWN_TAGS
+    return tags_code(m, config)
+
+
+def _lmq_targets(m, config: BrokerConfig, v5: bool) -> list[tuple[str, int, int]]:
     try:
-        return cq_targets(m, config)[1:]
+        return cq_targets(m, config, v5)[1:]
     except ValueError:  # an INNER_MULTI_QUEUE_OFFSET that is not a number: the broker's dispatch throws too
         return []

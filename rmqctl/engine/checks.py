@@ -71,11 +71,13 @@ PROPERTY_CRC_COVERS = -S.CRC32_RESERVED_LEN  # the property CRC covers all but t
 CRC_MASK = 0x7FFFFFFF
 
 # the properties the kernel looks up, by index
-NAME_BYTES, NAME_LENGTHS = property_names("TAGS", "KEYS", "UNIQ_KEY", "DELAY", CRC32_PROPERTY, "INNER_MULTI_DISPATCH")
-TAGS, KEYS, UNIQ_KEY, DELAY, CRC32, MULTI_DISPATCH = range(6)
+NAME_BYTES, NAME_LENGTHS = property_names(
+    "TAGS", "KEYS", "UNIQ_KEY", "DELAY", CRC32_PROPERTY, "INNER_MULTI_DISPATCH", "INNER_BASE", "INNER_NUM"
+)
+TAGS, KEYS, UNIQ_KEY, DELAY, CRC32, MULTI_DISPATCH, INNER_BASE, INNER_NUM = range(8)
 
-# options
-CHECK_CRC, WANT_TAGS, WANT_KEYS, LMQ, FORCE_PROPERTY_CRC, ALLOW_V2 = (1 << k for k in range(6))
+# options (DUP_INFO: 5.x recovery's checkDupInfo, duplicationEnable)
+CHECK_CRC, WANT_TAGS, WANT_KEYS, LMQ, FORCE_PROPERTY_CRC, ALLOW_V2, DUP_INFO = (1 << k for k in range(7))
 
 # flags of a record
 F_PHYSICAL_OFFSET = 1  # PHYSICALOFFSET is not the record's offset
@@ -89,6 +91,7 @@ F_NO_PROPERTY_CRC = 128  # forceVerifyPropCRC and no __CRC32#
 F_BODY_CRC = 256  # the body CRC does not match (computed unless the property CRC verified the record)
 F_REFERENCE = 512  # tagsCode / index keys / LMQ targets come from the reference path
 F_INNER_BATCH = 1024  # an inner batch: its queue offset advances by INNER_NUM
+F_PARSED_PROPERTIES = 2048  # properties the broker's check parses (rules.checked_properties, batch_size_failure)
 
 MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and the words of a 32767-byte string
 
@@ -209,6 +212,12 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
                     body_crc_ok = crc32(u8, body_at, body_at + body_len) & CRC_MASK == be32(u8, pos + BODY_CRC_AT)
                 if not body_crc_ok:
                     flags |= F_BODY_CRC
+        if (
+            value_lo[DELAY] >= 0
+            or (allow_v2 and value_lo[INNER_BASE] >= 0 and value_lo[INNER_NUM] >= 0)
+            or ((options & DUP_INFO) != 0 and props_len > 0)
+        ):
+            flags |= F_PARSED_PROPERTIES
         if (options & LMQ) and value_lo[MULTI_DISPATCH] >= 0:
             flags |= F_REFERENCE
         tags = 0

@@ -65,10 +65,10 @@ from ..engine import (
     put_units_in_order,
     queue_offsets,
 )
-from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, lmq_queue_id
+from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, RETRY_TOPIC_PREFIX, lmq_queue_id, multi_dispatched_topic
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
-from .batchdispatch import BatchWriter, dispatch_file, dispatch_range, new_keys
+from .batchdispatch import BatchWriter, dispatch_file, dispatch_range, first_bad_queue, new_keys
 from .append_point import AppendPoint, append_point, config_version, store_version
 from ..txn import fsync_dir, locked_for_writing
 
@@ -86,11 +86,9 @@ APPEND_KERNELS = (
     put_index_keys,
 )
 TRANSIENT_PREFIX = "__RMQ.TRANSIENT."  # never stored
-RETRY_TOPIC_PREFIX = "%RETRY%"
 DLQ_TOPIC_PREFIX = "%DLQ%"
 TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH; also the V1 1-byte length
 RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"  # TopicValidator: no LMQ dispatch from system topics (MixAll.topicAllowsLMQ)
 SHORT_MAX = 32767  # propertiesLength is a signed int16
 ENCODER_HEADROOM = 64 * 1024  # MessageExtEncoder: whole record <= maxMessageSize (body) + 64 KiB
 INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
@@ -390,11 +388,7 @@ def _with_multi_queue_offsets(
             return text
         keys = [(n, lmq_queue_id(n, msg.queue_id, config.enableLmq)) for n in names]
     else:
-        if (
-            not config.enableLmq
-            or msg.topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX))
-            or msg.topic == SCHEDULE_TOPIC
-        ):
+        if not config.enableLmq or not multi_dispatched_topic(msg.topic, True):
             return text
         if not all(n.startswith(LMQ_PREFIX) for n in names):
             raise UsageError(
@@ -478,6 +472,14 @@ def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:
         crc = crc31(memoryview(record)[: size - S.CRC32_RESERVED_LEN])
         record[size - 1 - CRC_DIGITS : size - 1] = crc_digits(crc).encode("ascii")
     return record
+
+
+def refuse_bad_queues(root: Path, batches: list):
+    """What the dispatch of `batches` refuses (first_bad_queue), said before anything is durable, as a full disk is."""
+    for start, _, b in batches:
+        bad = first_bad_queue(b, np.arange(len(b.cq_record)))
+        if bad is not None:
+            refuse_queue_name(root, bad[0], start + bad[1])
 
 
 def refuse_queue_name(root: Path, topic: str, offset: int):
@@ -792,7 +794,7 @@ class Appender:
             # written at once by the reference encoder: its entries are read from the record itself
             record = reference_record(row, parts, self.crc_trailer)
             self._tail.write(start, pos, record)
-            targets = cq_targets(read_record(record, 0, size), self.config)
+            targets = cq_targets(read_record(record, 0, size), self.config, self.version >= 5)
         else:
             self._tail.stage(start, row, parts)
             targets = [(msg.topic, msg.queue_id, queue_offset)] if dispatched else []
@@ -832,6 +834,7 @@ class Appender:
             batches = self._tail.dispatched(
                 *staged_places(staged), self.config, self.version >= 5, self._dispatcher.index is not None, self.jobs
             )
+            refuse_bad_queues(self.root, batches)
             # the dispatch's new files and the checkpoint must fit before anything is durable (close() undoes it)
             needed = self._writer.space_needed([b for *_, b in batches])
             reserve_free_space(self.root, needed + [S.CHECKPOINT_FILE_SIZE], keep=self._dispatcher.spare)
@@ -846,8 +849,7 @@ class Appender:
             d.flush()
             d.spare.free()  # what the dispatch did not take
             self.warnings += dispatch_warnings(self._dispatcher)
-            index = d.index
-            last = staged[-1]
+            index, last = d.index, staged[-1]
             physic_ts = int(last.store_ts[-1]) if isinstance(last, AckBlock) else last[2]
             write_checkpoint(self.root, physic_ts, d.logics_ts, index.completed_end_ts if index is not None else 0)
             self._committed = True
@@ -889,6 +891,7 @@ def appending_dispatcher(app: Appender, store: Store) -> Dispatcher:
         app.cq_file_size,
         app.slot_num,
         app.index_num,
+        app.version >= 5,
         index_clock=app.clock,
         index_by_store_time=app.keep_index_time,
         batch_topics=app._batch_topics,

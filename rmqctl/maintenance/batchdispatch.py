@@ -174,7 +174,7 @@ def dispatch_file(
     for r in ref.tolist():
         m: Message = read_record(buf, int(position[r]), limit, allow_v2)
         code = tags[r] = tags_code(m, config)
-        targets = cq_targets(m, config)
+        targets = cq_targets(m, config, allow_v2)
         lmq += [(r, *t) for t in targets[1:]]
         for name, q, o in targets:
             t = topic_ids.setdefault(name, len(topics))
@@ -259,6 +259,17 @@ def new_keys(index, b: FileDispatch) -> int:
 def _entries(cq: tuple | list) -> dict:
     """FileDispatch's consumequeue entry columns from (record, topic, queueId, queueOffset, tagsCode)."""
     return dict(zip(("cq_record", "cq_topic", "cq_qid", "cq_qoff", "cq_tags"), cq))
+
+
+def first_bad_queue(b: FileDispatch, rows: np.ndarray) -> tuple[str, int] | None:
+    """(queue name, record position) of the first record, in commitlog order, among the entries `rows` of `b` whose
+    queue cannot be a directory name (write_in_order refuses it); None when every queue can be one."""
+    bad_topics = [k for k, name in enumerate(b.topics) if not valid_topic_dir_name(name)]
+    rows = rows[np.isin(b.cq_topic[rows], bad_topics)]
+    if not len(rows):
+        return None
+    first = rows[np.argmin(b.cq_record[rows])]
+    return b.topics[b.cq_topic[first]], int(b.position[b.cq_record[first]])
 
 
 class BatchWriter:
@@ -397,8 +408,8 @@ class BatchWriter:
 
     def _groups(self, b: FileDispatch, refuse: Callable[[str, int], None]) -> tuple[list, list]:
         """The entries of `b` by queue (queue_order), of selected queues: those of consumequeues, and those of
-        BatchCQ topics' own queues; `refuse` the first record (in commitlog order) whose consumequeue's name
-        cannot be a directory name (Dispatcher.dispatch_batch refuses a BatchConsumeQueue's)."""
+        BatchCQ topics' own queues; `refuse` the first record (in commitlog order) whose consumequeue's or
+        BatchConsumeQueue's name cannot be a directory name."""
         order = queue_order(b.cq_topic, b.cq_qid, b.cq_record)
         topic, qid = b.cq_topic[order], b.cq_qid[order]
         cuts = np.flatnonzero((topic[1:] != topic[:-1]) | (qid[1:] != qid[:-1])) + 1
@@ -407,10 +418,8 @@ class BatchWriter:
             groups = [g for g in groups if self.selected(b.topics[b.cq_topic[g[0]]], int(b.cq_qid[g[0]]))]
         batch = [g for g in groups if b.topics[b.cq_topic[g[0]]] in self.dispatcher.batch_topics]
         groups = [g for g in groups if b.topics[b.cq_topic[g[0]]] not in self.dispatcher.batch_topics]
-        bad = [g for g in groups if not valid_topic_dir_name(b.topics[b.cq_topic[g[0]]])]
-        if bad:
-            first = min(bad, key=lambda g: b.cq_record[g[0]])
-            refuse(b.topics[b.cq_topic[first[0]]], int(b.position[b.cq_record[first[0]]]))
+        if (bad := first_bad_queue(b, np.concatenate([np.zeros(0, np.int64), *groups, *batch]))) is not None:
+            refuse(*bad)
         return groups, batch
 
     def _batch_unit(self, buf, b: FileDispatch, r: int) -> bool:

@@ -208,7 +208,7 @@ class _Run:
         phy = m.physicalOffset
         self.mismatched += phy != f.start + m.position
         if self.build_cq:
-            targets = cq_targets(m, self.store.config)
+            targets = cq_targets(m, self.store.config, self.v2)
             if targets and m.topic in self.dispatcher.batch_topics:  # its own queue is a BatchConsumeQueue
                 if batch_unit(m, self.store.config) is not None and self._selected(m.topic, m.queueId):
                     self.queued_batch[(m.topic, m.queueId)] += 1
@@ -254,6 +254,7 @@ def dispatch_records(
         store.consumequeue_file_size,
         slots,
         num,
+        allow_v2(store),
         build_cq=build_cq,
         build_index=build_index,
         index_clock=index_clock,

@@ -656,6 +656,7 @@ class Dispatcher:
         cq_file_size: int,
         slot_num: int,
         index_num: int,
+        v5: bool,
         build_cq: bool = True,
         build_index: bool = True,
         index_clock=None,
@@ -667,6 +668,7 @@ class Dispatcher:
     ):
         self.root = root
         self.config = config
+        self.v5 = v5  # the broker's dispatch rules: 5.x's (rules.multi_dispatched_topic) or 4.9's
         self.cq_file_size = cq_file_size
         self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
         # topics whose own queue is a BatchConsumeQueue (batchcq.batch_topics), and those queues' writers
@@ -716,7 +718,7 @@ class Dispatcher:
 
     def dispatch(self, m: Message, phy_offset: int):
         if self.build_cq:
-            targets = cq_targets(m, self.config)
+            targets = cq_targets(m, self.config, self.v5)
             if targets and m.topic in self.batch_topics:
                 self.dispatch_batch(m)
                 targets = targets[1:]  # its LMQ copies (multi-dispatch) still go to consumequeue/
@@ -770,7 +772,7 @@ def space_needed(d: "Dispatcher", records: list[tuple[int, Message]]) -> list[in
     keys = 0
     for _, m in records:
         if d.build_cq:
-            for topic, qid, qoff in cq_targets(m, d.config):
+            for topic, qid, qoff in cq_targets(m, d.config, d.v5):
                 units.setdefault((topic, qid), [qoff, 0])[1] += 1
         if d.index is not None:
             keys += len(index_keys(m))

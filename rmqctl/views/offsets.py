@@ -21,11 +21,10 @@ from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
 from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..rules import lite_topic, pre_blank, read_at_commitlog_min, record_expired
+from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # messageTimeup's real topic that the service discards
 BOUNDARIES = ("lower", "upper")
 
