@@ -14,6 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .config import JAVA_DEFAULTS
 from . import schema as S
 from .configfiles import batch_cq_topics
 from .dispatch import batch_unit
@@ -24,7 +25,7 @@ from .rocksdbconfig import broker_config
 from .store import MappedFile, MappedFileQueue, Store, settle_file_size
 
 DIRECTORY = "batchconsumequeue"
-DEFAULT_FILE_SIZE = 300_000 * S.BCQ_UNIT_SIZE
+DEFAULT_FILE_SIZE = JAVA_DEFAULTS["mapperFileSizeBatchConsumeQueue"]
 
 
 def bcq_unit_valid(units: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 from . import schema as S
 from .batchcq import BatchConsumeQueue, written_bcq_units
 from .configfiles import read_text
+from .javacompat import parse_long
 from .record import Blank, Message, RecordError, read_record
 from .store import MappedFile, MappedFileQueue, Store, offset_of_name
 
@@ -155,15 +156,25 @@ class CompactionQueue:
         return end
 
 
+def queue_dirs(store: Store, sub: str) -> Iterator[tuple[Path, int | None]]:
+    """Each {topic}/{queue} directory under compaction/`sub`, with the queueId Integer.parseInt reads from its
+    name (None where it throws)."""
+    base = store.root / DIRECTORY / sub
+    for t in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else ():
+        for q in sorted(p for p in t.iterdir() if p.is_dir()):
+            yield q, parse_long(q.name, 32)
+
+
 def compaction_queues(store: Store) -> list[CompactionQueue]:
     """Every topic/queue directory under compaction/compactionLog (or compactionCq), in order."""
-    root = store.root / DIRECTORY
-    found = set()
-    for sub in (LOG_DIR, CQ_DIR):
-        base = root / sub
-        for t in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else ():
-            found |= {(t.name, int(q.name)) for q in t.iterdir() if q.is_dir() and q.name.isdigit()}
-    return [CompactionQueue(store, t, q) for t, q in sorted(found)]
+    found = {(q.parent.name, queue_id) for sub in (LOG_DIR, CQ_DIR) for q, queue_id in queue_dirs(store, sub)}
+    return [CompactionQueue(store, t, q) for t, q in sorted(found) if q is not None]
+
+
+def unloadable_dirs(store: Store) -> list[Path]:
+    """compactionLog/{topic}/ directories whose names Integer.parseInt refuses: CompactionStore.load throws on
+    one, and the broker's load fails."""
+    return [q for q, queue_id in queue_dirs(store, LOG_DIR) if queue_id is None]
 
 
 def position_checkpoint(store: Store) -> tuple[dict[str, int] | None, str | None]:

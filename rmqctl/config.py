@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from .errors import UsageError
+from .javacompat import java_properties, parse_long
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 TIME_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -77,6 +78,10 @@ class BrokerConfig:
     transRocksDBEnable: bool | None = None
     indexFileWriteEnable: bool = True
     source: str | None = None  # the broker.conf this came from
+    # what the broker reads differently from what broker.conf seems to say (a number it cannot parse, ...)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    # String values with blanks around them, as broker.conf has them: 4.9.7 reads them so (5.x trims them)
+    untrimmed: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def delay_level_table(self) -> dict[int, int]:
         """ScheduleMessageService.parseDelayLevel: level (1-based) -> delay in ms."""
@@ -94,19 +99,39 @@ class BrokerConfig:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+# MessageStoreConfig's defaults where rmqctl keeps None (not said: the files decide): what the broker takes
+# when broker.conf holds a value it cannot parse
+JAVA_DEFAULTS = {
+    "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
+    "mappedFileSizeConsumeQueue": 300_000 * 20,
+    "mappedFileSizeConsumeQueueExt": 48 * 1024 * 1024,
+    "mapperFileSizeBatchConsumeQueue": 300_000 * 46,
+    "maxHashSlotNum": 5_000_000,
+    "maxIndexNum": 20_000_000,
+    "mappedFileSizeTimerLog": 100 * 1024 * 1024,
+}
+LONG_FIELDS = frozenset({"timerPrecisionMs"})  # a long in MessageStoreConfig; every other number is an int
+RMQCTL_KEYS = frozenset({"rocketmqVersion"})  # rmqctl's own keys, not the broker's
 
 
-def _coerce(name: str, raw: str):
+def _coerce(name: str, raw: str, notes: list[str]):
+    """MixAll.properties2Object's reading of one broker.conf value: Boolean.parseBoolean, Integer.parseInt
+    (Long.parseLong for a long) on the value as it stands, a failure keeping the default without a word (said
+    here in `notes`); a String trimmed, as 5.x does (4.9.7 keeps its blanks: said in `notes`)."""
     kind = _FIELDS[name].type
-    raw = raw.strip()
     if "bool" in kind:
-        return raw.lower() == "true"  # Boolean.parseBoolean
+        if raw.lower() != "true" and raw.strip().lower() == "true":
+            notes.append(f"{name}={raw!r} is false to the broker (Boolean.parseBoolean: blanks included)")
+        return raw.lower() == "true"
     if "int" in kind:
-        try:
-            return int(raw)
-        except ValueError:
-            raise UsageError(f"broker config: {name}={raw!r} is not an integer") from None
-    return raw
+        value = parse_long(raw, 64 if name in LONG_FIELDS else 32)
+        if value is None:
+            value = JAVA_DEFAULTS.get(name, _FIELDS[name].default)
+            notes.append(f"{name}={raw!r} is not a number to the broker, which keeps its default {value}")
+        return value
+    if raw != raw.strip() and name not in RMQCTL_KEYS:
+        notes.append(f"{name}={raw!r}: 5.x trims the blanks around it, 4.9.7 keeps them")
+    return raw.strip()
 
 
 def split_paths(value: str) -> list[Path]:
@@ -115,23 +140,13 @@ def split_paths(value: str) -> list[Path]:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """java.util.Properties-style key=value lines with # and ! comments (no line continuations needed
-    for the keys rmqctl reads)."""
-    out = {}
+    """A properties file as the broker's Properties.load reads it (javacompat.java_properties)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return java_properties(path.read_bytes())
     except OSError as e:
         raise UsageError(f"{path}: cannot read broker config: {e.strerror}") from None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        for sep in ("=", ":"):
-            if sep in line:
-                k, v = line.split(sep, 1)
-                out[k.strip()] = v.strip()
-                break
-    return out
+    except ValueError as e:  # Properties.load throws: the broker does not start
+        raise UsageError(f"{path}: {e} (the broker's Properties.load throws on it)") from None
 
 
 def load_config(path: str | os.PathLike | None = None, **overrides) -> BrokerConfig:
@@ -139,8 +154,10 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> BrokerCon
     if path is not None:
         props = read_properties(Path(path))
         for k, v in props.items():
-            if k in _FIELDS and k != "source":
-                setattr(cfg, k, _coerce(k, v))
+            if k in _FIELDS and k not in ("source", "notes", "untrimmed"):
+                setattr(cfg, k, _coerce(k, v, cfg.notes))
+                if "str" in _FIELDS[k].type and v != v.strip() and k not in RMQCTL_KEYS:
+                    cfg.untrimmed[k] = v
         cfg.source = str(path)
     for k, v in overrides.items():
         if v is not None:

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import JAVA_DEFAULTS
 from . import schema as S
 from .engine import ext_units_end
 from .errors import FileGone
 from .store import MappedFileQueue, Store, size_from_names
 
 EXT_DIR = "consumequeue_ext"
-DEFAULT_FILE_SIZE = 48 * 1024 * 1024  # MessageStoreConfig.mappedFileSizeConsumeQueueExt
+DEFAULT_FILE_SIZE = JAVA_DEFAULTS["mappedFileSizeConsumeQueueExt"]
 # what ConsumeQueueExt.get gives the broker for an address (DefaultMessageStore.getMessage): a unit; none (delivered
 # unfiltered); a ByteBuffer exception (the pull fails); and GONE: in a file deleted since it was listed (a running
 # broker's expired head, which it deletes with the consume queue files whose units point there)

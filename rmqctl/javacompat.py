@@ -107,3 +107,75 @@ def parse_long(text: str, bits: int = 64) -> int | None:
 def parse_int(text: str) -> int | None:
     """Integer.parseInt; None where Java throws."""
     return parse_long(text, 32)
+
+
+PROPERTIES_WHITESPACE = " \t\f"
+PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def java_properties(data: bytes) -> dict[str, str]:
+    """java.util.Properties.load(InputStream), as the broker reads broker.conf: ISO-8859-1 bytes; a line whose
+    first non-blank character is # or ! is a comment; a line ending in an odd number of backslashes goes on in
+    the next (its leading blanks dropped); the key ends at the first unescaped '=', ':' or blank, then blanks,
+    one '=' or ':' and blanks are skipped; the value is the rest, trailing blanks kept; \\uXXXX, \\t, \\n, \\r,
+    \\f and \\x (for any other x: x) are unescaped; a later key wins."""
+    out: dict[str, str] = {}
+    lines = data.decode("latin-1").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(PROPERTIES_WHITESPACE)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while (len(line) - len(line.rstrip("\\"))) % 2 and i < len(lines):  # a continued line
+            line = line[:-1] + lines[i].lstrip(PROPERTIES_WHITESPACE)
+            i += 1
+        if (len(line) - len(line.rstrip("\\"))) % 2:  # (a backslash ending the file: dropped)
+            line = line[:-1]
+        key, value = _split_property(line)
+        out[_unescape(key)] = _unescape(value)
+    return out
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    """A logical line's key and its value, both still escaped (Properties.load's separator rules)."""
+    k = 0
+    while k < len(line):
+        c = line[k]
+        if c == "\\":
+            k += 2
+            continue
+        if c in "=:" or c in PROPERTIES_WHITESPACE:
+            break
+        k += 1
+    key, sep, rest = line[:k], line[k : k + 1], line[k:]
+    if sep and sep in PROPERTIES_WHITESPACE:
+        rest = rest.lstrip(PROPERTIES_WHITESPACE)
+        if rest[:1] in ("=", ":") and rest:
+            rest = rest[1:]
+    elif sep:  # '=' or ':'
+        rest = rest[1:]
+    return key, rest.lstrip(PROPERTIES_WHITESPACE)
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, k = [], 0
+    while k < len(text):
+        c = text[k]
+        if c != "\\" or k + 1 == len(text):
+            out.append(c)
+            k += 1
+            continue
+        nxt = text[k + 1]
+        if nxt == "u":
+            digits = text[k + 2 : k + 6]
+            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise ValueError(f"malformed \\uxxxx encoding: {text[k : k + 6]!r}")  # as Properties.load throws
+            out.append(chr(int(digits, 16)))
+            k += 6
+        else:
+            out.append(PROPERTIES_ESCAPES.get(nxt, nxt))
+            k += 2
+    return "".join(out)

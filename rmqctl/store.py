@@ -27,7 +27,8 @@ import numpy as np
 from . import schema as S
 from . import dledger as D
 from .brokerversion import SAMPLE_FILES, BrokerVersion, infer, record_style
-from .config import BrokerConfig, split_paths
+from .config import JAVA_DEFAULTS, BrokerConfig, split_paths
+from .javacompat import parse_long
 from .engine import ColumnViews
 from .errors import FileGone, StoreError
 from .live import Snapshot, bounded_end, head_moved, starts_with_data, take as take_snapshot
@@ -39,12 +40,20 @@ from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
 from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, record_expired, written_units
 
-DEFAULT_COMMITLOG_SIZE = 1024 * 1024 * 1024
-DEFAULT_CQ_SIZE = 300_000 * S.CQ_UNIT_SIZE
-DEFAULT_HASH_SLOTS = 5_000_000
-DEFAULT_INDEX_NUM = 20_000_000
+DEFAULT_COMMITLOG_SIZE = JAVA_DEFAULTS["mappedFileSizeCommitLog"]
+DEFAULT_CQ_SIZE = JAVA_DEFAULTS["mappedFileSizeConsumeQueue"]
+DEFAULT_HASH_SLOTS = JAVA_DEFAULTS["maxHashSlotNum"]
+DEFAULT_INDEX_NUM = JAVA_DEFAULTS["maxIndexNum"]
 FILE_NAME = S.OFFSET_FILE_NAME
-INDEX_FILE_NAME = re.compile(r"^\d{17}$")
+INDEX_FILE_NAME = re.compile(r"^\d{17}$")  # the names IndexService gives its files (yyyyMMddHHmmssSSS)
+
+
+def loaded_index_name(name: str) -> bool:
+    """IndexService.load loads a file of index/ as an index file when MappedFile's Long.parseLong reads its name
+    (its fileFromOffset), whatever the form; it skips any other (the NumberFormatException is caught)."""
+    return parse_long(name) is not None
+
+
 JAVA_LONG_MAX = (1 << 63) - 1
 
 
@@ -929,10 +938,10 @@ class Store:
         """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
         self.parts.require_file_queues()
         return [
-            ConsumeQueue(topic_dir.name, int(qdir.name), qdir, self.consumequeue_file_size, self.live)
+            ConsumeQueue(topic_dir.name, queue_id, qdir, self.consumequeue_file_size, self.live)
             for topic_dir in self._dirs(self.consumequeue_dir)
             for qdir in self._dirs(topic_dir)
-            if qdir.name.lstrip("-").isdigit()
+            if (queue_id := parse_long(qdir.name, 32)) is not None  # Integer.parseInt
         ]
 
     # -- index -------------------------------------------------------------------------------------------
@@ -950,7 +959,7 @@ class Store:
         """Index files in load order (lexicographic names = creation time). On a live store, the files of its
         snapshot, the one the broker was writing as it was then (rmqctl.live.freeze_index); a file deleted
         since is left out, one created since is not yet there."""
-        paths = [p for p in self.index_paths() if INDEX_FILE_NAME.match(p.name)]
+        paths = [p for p in self.index_paths() if loaded_index_name(p.name)]
         return [ix for ix in map(self.open_index_file, paths) if ix is not None]
 
     def open_index_file(self, path: Path) -> IndexFile | None:

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import JAVA_DEFAULTS
 from . import schema as S
 from .store import MappedFile, MappedFileQueue, Store, check_configured_size, infer_file_size
 
-DEFAULT_TIMERLOG_SIZE = 100 * 1024 * 1024
+DEFAULT_TIMERLOG_SIZE = JAVA_DEFAULTS["mappedFileSizeTimerLog"]
 WHEEL_FILE_SIZE = S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE
 PRECISION_CANDIDATES = (100, 200, 500, 1000)
 UNIT_FIELDS = tuple(n for n, _ in S.fixed_fields(S.TimerLogUnit))

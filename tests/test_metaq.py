@@ -746,6 +746,24 @@ def test_delete_when_is_quartz_cron():
             next_fire(bad, at)
 
 
+def test_delete_when_ranges_wrap_as_quartz_reads_them():
+    """CronExpression.addToSet: a range ending before it starts wraps past the field's end (22-2 in hours,
+    FRI-MON), stepped too; only a year range cannot wrap. rmqctl refused such a deleteWhen, and with it every
+    metaq command given the config."""
+    import datetime as dt
+
+    from rmqctl.metaq.cron import next_fire
+
+    at = dt.datetime(2026, 11, 24, 23, 30)  # a Tuesday
+    assert next_fire("0 0 22-2 * * ?", at) == dt.datetime(2026, 11, 25, 0, 0)
+    assert next_fire("0 0 12 ? * FRI-MON", at) == dt.datetime(2026, 11, 27, 12, 0)
+    assert next_fire("0 50-10/10 23 * * ?", at) == dt.datetime(2026, 11, 24, 23, 50)
+    assert next_fire("0 0 0 30-2 * ?", at) == dt.datetime(2026, 11, 30, 0, 0)
+    assert next_fire("0 0 0 1 NOV-JAN ?", at) == dt.datetime(2026, 12, 1, 0, 0)
+    with pytest.raises(UsageError):
+        next_fire("0 0 0 ? * * 2030-2020", at)
+
+
 def test_clean_at_the_next_delete_job(tmp_path, data_path):
     """`--at next` judges ages at the next 04:00, whatever the time of day: segments 2 h older than that moment
     go, segments half an hour older stay (deletePolicy 1 h), in every partition's older segments."""

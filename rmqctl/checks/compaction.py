@@ -8,7 +8,7 @@ records are held at a time: a CQ file's units name records of the log file of it
 
 from __future__ import annotations
 
-from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint
+from ..compaction import CompactionQueue, compaction_queues, cq_units, end_unit, position_checkpoint, unloadable_dirs
 from ..dispatch import tags_code
 from ..findings import CONSUMEQUEUE, Findings
 from ..javacompat import crc31
@@ -18,6 +18,9 @@ from ..store import Store, offset_of_name
 def check_compaction(store: Store) -> Findings:
     """The compaction topics' findings."""
     found = Findings()
+    for path in unloadable_dirs(store):
+        what = "a queue directory whose name Integer.parseInt refuses: CompactionStore.load throws, the broker's load fails"
+        found.add(CONSUMEQUEUE, "stray-file", "error", path, None, None, what)
     for q in compaction_queues(store):
         loads = _check_files(found, q, store.live is not None)
         if not (q.log_dir.is_dir() and q.cq.directory.is_dir()):

@@ -17,7 +17,7 @@ from .. import schema as S
 from ..findings import INDEX, Findings
 from ..engine import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
 from ..rules import index_time_diff, record_expired
-from ..store import INDEX_FILE_NAME
+from ..store import INDEX_FILE_NAME, loaded_index_name
 from .context import Context, Records
 from .links import (
     MAX_LISTED,
@@ -103,16 +103,21 @@ class IndexCheck:
     def begin(self) -> Findings:
         run, found = self.run, Findings()
         for p in run.store.index_paths():
-            if not INDEX_FILE_NAME.match(p.name):
-                found.add(
-                    INDEX,
-                    "stray-file",
-                    "warning",
-                    p,
-                    None,
-                    None,
-                    "not a yyyyMMddHHmmssSSS index file name: the broker loads it as an index file anyway",
+            if not loaded_index_name(p.name):
+                what = "a name Long.parseLong refuses: the broker's load skips it"
+                found.add(INDEX, "stray-file", "warning", p, None, None, what)
+            elif not INDEX_FILE_NAME.match(p.name):
+                what = "not a yyyyMMddHHmmssSSS name, but a number: the broker loads it as an index file"
+                found.add(INDEX, "stray-file", "warning", p, None, None, what)
+        index_dir = run.store.index_dir
+        for p in sorted(index_dir.iterdir()) if index_dir.is_dir() else ():
+            if p.is_dir() and loaded_index_name(p.name):  # (one whose name does not parse is skipped, not opened)
+                what = "a directory named as a number: IndexService.load fails opening it and stops, " + (
+                    "and 5.x's store load fails with it (the broker does not start)"
+                    if run.store.version.major == 5
+                    else "so the index files after it in name order are not loaded (their keys are not found)"
                 )
+                found.add(INDEX, "stray-file", "error", p, None, None, what)
         prev = None
         files, unreadable = index_files(run)
         found += unreadable

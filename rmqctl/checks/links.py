@@ -23,7 +23,7 @@ from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
 from ..engine import hash_slots, index_entries, slot_chains
 from ..rules import record_expired
-from ..store import INDEX_FILE_NAME, IndexFile, MappedFileQueue
+from ..store import IndexFile, MappedFileQueue, loaded_index_name
 from .context import Context, Records
 
 MAX_LISTED = 5
@@ -196,7 +196,7 @@ def index_files(run: Context) -> tuple[list[IndexFile], Findings]:
     """The index files in load order; one too short to hold its header is a finding, not a stop."""
     out, found = [], Findings()
     for p in run.store.index_paths():
-        if not INDEX_FILE_NAME.match(p.name):
+        if not loaded_index_name(p.name):
             continue
         try:
             ix = run.store.open_index_file(p)
@@ -343,11 +343,10 @@ def _check_slots_and_chains(run, ix, slots: int, count: int, slot_values: np.nda
 def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
     """With the abort file, the broker deletes index files whose endTimestamp is after the checkpoint's
     indexMsgTimestamp and re-indexes only from where its recovery starts: keys of records before that are
-    lost from the index (unless messageIndexSafe made the recovery start early enough)."""
-    cfg = run.config
+    lost from the index (unless messageIndexSafe made the recovery start early enough). The deletion does not
+    depend on messageIndexEnable; with it false nothing is re-indexed, so every key of such a file is lost."""
+    reindexed = run.config.messageIndexEnable
     found = Findings()
-    if not cfg.messageIndexEnable:
-        return found
     for ix in index_files(run)[0]:
         if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
             continue
@@ -356,7 +355,9 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
         lost, lo, hi = 0, None, None
         for a in range(0, len(phy), ENTRY_BLOCK):  # a block's mask at a time, not the file's
             offs = phy[a : a + ENTRY_BLOCK]
-            offs = offs[(offs < begin) & ~record_expired(offs, run.min_offset)]  # (expired messages' keys are not lost)
+            if reindexed:
+                offs = offs[offs < begin]
+            offs = offs[~record_expired(offs, run.min_offset)]  # (expired messages' keys are not lost)
             if len(offs):
                 lost += len(offs)
                 lo = int(offs.min()) if lo is None else min(lo, int(offs.min()))
@@ -370,7 +371,12 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
                 None,
                 lo,
                 f"the broker deletes this index file at load (endTimestamp {ix.header['endTimestamp']} > "
-                f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and its recovery re-indexes only from {begin}: "
-                f"{lost} key(s) of messages at {lo}..{hi} will not be found by key",
+                f"indexMsgTimestamp {cp['indexMsgTimestamp']}) and "
+                + (
+                    f"its recovery re-indexes only from {begin}"
+                    if reindexed
+                    else "re-indexes nothing (messageIndexEnable=false)"
+                )
+                + f": {lost} key(s) of messages at {lo}..{hi} will not be found by key",
             )
     return found

@@ -39,6 +39,8 @@ class StoreContext:
             raise UsageError(f"--long shows records as key: value blocks; it does not go with --format {fmt}")
         self.writes = writes
         self.config: BrokerConfig = load_config(broker_config, rocketmqVersion=rocketmq_version)
+        for note in self.config.notes:
+            echo_err(f"rmqctl: note: {broker_config}: {note}")
         root = os.path.expanduser(store_dir or self.config.storePathRootDir or "~/store")
         if os.path.islink(root.rstrip("/") or "/"):
             # resolved once: a link re-pointed mid-run cannot move a writer to another store

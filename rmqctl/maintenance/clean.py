@@ -41,7 +41,7 @@ from .. import schema as S
 from ..errors import RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
 from ..rules import record_expired, written_units
-from ..store import INDEX_FILE_NAME, IndexFile, Store
+from ..store import IndexFile, Store, loaded_index_name
 from .clean_rules import (
     CleanFile,
     Cleaner,
@@ -202,7 +202,7 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     index = [
         (_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])
         for p in store.index_paths()
-        if INDEX_FILE_NAME.match(p.name)
+        if loaded_index_name(p.name)
     ]
     return StoreState(
         root=store.root,

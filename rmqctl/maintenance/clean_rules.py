@@ -111,6 +111,7 @@ class CleanSettings:
         ):
             setattr(s, name, getattr(cfg, name))
         if version == 4:
+            s.deleteWhen = cfg.untrimmed.get("deleteWhen", s.deleteWhen)  # (4.9.7's properties2Object trims nothing)
             for name in ("diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio", "deleteFileBatchMax"):
                 if getattr(cfg, name) != getattr(_DEFAULTS, name):
                     s.notes.append(f"{name}={getattr(cfg, name)} in the broker config is not a 4.9 setting; ignored")

@@ -15,6 +15,7 @@ MONTHS = {m: i for i, m in enumerate("JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NO
 DAYS = {d: i for i, d in enumerate("SUN MON TUE WED THU FRI SAT".split(), 1)}
 BOUNDS = [(0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (1, 7), (1970, 2099)]
 NAMES = [{}, {}, {}, {}, MONTHS, DAYS, {}]
+WRAPS = [60, 60, 24, 31, 12, 7, None]  # where a range ending before it starts wraps to (a year's does not)
 
 
 class Unsupported(Exception):
@@ -52,10 +53,20 @@ def _field(text: str, field: int) -> set[int] | None:
             a = _value(base, field)
             b = hi if step else a
         n = int(step) if step else 1
-        if n <= 0 or a > b:
+        if n <= 0 or (a > b and WRAPS[field] is None):
             raise ValueError(part)
-        out.update(range(a, b + 1, n))
+        out.update(_in_range(a, b, n, field))
     return out
+
+
+def _in_range(a: int, b: int, step: int, field: int) -> list[int]:
+    """CronExpression.addToSet: a range ending before it starts wraps past the field's end (22-2 in hours: 22,
+    23, 0, 1, 2; FRI-MON), counted on and taken modulo the field's span, 0 read as the span in the 1-based
+    fields (day of month, month, day of week); a year range cannot wrap (Quartz throws)."""
+    if a <= b:
+        return list(range(a, b + 1, step))
+    span = WRAPS[field]
+    return [i % span or (span if BOUNDS[field][0] == 1 else 0) for i in range(a, b + span + 1, step)]
 
 
 def parse(expr: str) -> list[set[int] | None]:

@@ -68,15 +68,13 @@ def query_key(
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
         offsets = rocks.index_offsets(topic, key, max_num, begin, end)
     else:
-        if not store.config.messageIndexEnable:
-            raise StoreError(
-                "messageIndexEnable=false: the broker keeps no index, so no key can be looked up", store.index_dir
+        if not store.index_files():  # (messageIndexEnable only stops new entries: the broker searches what is there)
+            why = (
+                "rmqctl rebuild index makes them from the commitlog"
+                if store.config.messageIndexEnable
+                else "messageIndexEnable=false: the broker writes none"
             )
-        if not store.index_files():
-            raise StoreError(
-                "no index file: nothing to look a key up in (rmqctl rebuild index makes them from the commitlog)",
-                store.index_dir,
-            )
+            raise StoreError(f"no index file: nothing to look a key up in ({why})", store.index_dir)
         offsets = query_offsets(store, topic, key, max_num, begin, end)
     found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
