@@ -22,6 +22,7 @@ import numpy as np
 
 from . import schema as S
 from .config import BrokerConfig, read_properties, split_paths
+from .javacompat import parse_long
 from .engine import ColumnViews
 from .errors import RmqError
 from .record import Message, RecordError, read_record
@@ -107,13 +108,16 @@ def read_state(path: Path) -> dict[str, str] | None:
 
 def state_long(state: dict[str, str] | None, key: str) -> int | None:
     """A long of checkpoint/currterm as DLedger reads it (Long.valueOf of the trimmed text); None when absent
-    or not a number."""
+    or not a number (where it throws: state_unreadable)."""
     if not state or key not in state:
         return None
-    try:
-        return int(state[key].strip())
-    except ValueError:
-        return None
+    return parse_long(state[key].strip())
+
+
+def state_unreadable(state: dict[str, str] | None, key: str) -> bool:
+    """A value DLedger's recovery reads and throws on: not blank, and not a number to Long.valueOf (then the
+    broker's load fails)."""
+    return bool(state) and bool(state.get(key, "").strip()) and state_long(state, key) is None
 
 
 @dataclasses.dataclass

@@ -404,3 +404,16 @@ def test_repair_reports_the_damage_dledger_recovery_keeps(copy):
     patch(_data(store, e), e["filePosition"] + 48 + 120, b"\xee")  # inside its body
     result = repair(Store(store, load_config(CONF)), dry_run=True)
     assert [(b.kind, b.commitLogOffset) for b in result.notCut] == [("body-crc", e["messageOffset"])]
+
+
+@pytest.mark.parametrize("value, severity", [("499x", "error"), ("4_99", "error"), ("  ", "warning")])
+def test_a_committed_index_dledger_cannot_read(copy, value, severity):
+    """DLedgerMmapFileStore.recover reads committedIndex with Long.valueOf of the trimmed text: a blank one is
+    skipped (nothing counts as committed), anything else that is no number throws and the broker's load fails
+    (rmqctl warned, and Python's int() took '4_99')."""
+    store = copy()
+    (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={value}\nendIndex=499\n")
+    _, found = verify(store)
+    assert [(f["kind"], f["severity"]) for f in found if f["kind"] == "dledger-checkpoint"] == [
+        ("dledger-checkpoint", severity)
+    ]

@@ -350,7 +350,13 @@ def _checkpoint(run: Context, state, last: int | None) -> Findings:
         return found
     last = -1 if last is None else last
     end, committed = D.state_long(state, "endIndex"), D.state_long(state, "committedIndex")
-    if committed is None:
+    if D.state_unreadable(state, "committedIndex"):
+        what = (
+            f"committedIndex {state['committedIndex']!r} is no number to Long.valueOf: DLedger's recovery throws on "
+            "it and the broker's load fails"
+        )
+        found.add(CHECKPOINT, "dledger-checkpoint", "error", path, None, None, what)
+    elif committed is None:
         found.add(CHECKPOINT, "dledger-checkpoint", "warning", path, None, None, "no readable committedIndex")
     elif committed > last:
         found.add(
