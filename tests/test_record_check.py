@@ -149,3 +149,36 @@ def test_retry_topics_are_not_multi_dispatched_by_5x(store_copy, java_oracle, tm
     assert any(q["topic"] == "%RETRY%grp" for q in summary["consumeQueues"])
     assert not any(q["topic"] == "%LMQ%x" for q in summary["consumeQueues"])
     assert run("verify", "--store", root, "--broker-config", conf).exit_code == 0
+
+
+def test_append_refuses_what_the_check_fails_and_keeps_every_acknowledged_message(store_copy, java_oracle, tmp_path):
+    """append wrote and acknowledged a record with a DELAY the broker's check throws on; RocketMQ's recovery then
+    truncated there, losing it and every acknowledged message after it. Now the line is refused with its number,
+    the lines before it stay acknowledged, and RocketMQ reads all of them."""
+    root = store_copy("b-mixed")
+    lines = tmp_path / "three.jsonl"
+    lines.write_text(
+        '{"topic":"MixedTopic","queueId":0,"body":"first"}\n'
+        '{"topic":"SCHEDULE_TOPIC_XXXX","queueId":0,"body":"bad","properties":{"DELAY":"abc"}}\n'
+        '{"topic":"MixedTopic","queueId":0,"body":"third"}\n'
+    )
+    res = run("append", "--store", root, "--broker-config", broker_conf("b-mixed"), "--jsonl", lines)
+    assert res.exit_code == 2 and len(jsonl(res.stdout)) == 1
+    assert "line 2: DELAY 'abc' of a SCHEDULE_TOPIC_XXXX record, which Integer.parseInt refuses" in res.stderr
+    summary = rocketmq_recovers_to(java_oracle, 4, root, broker_conf("b-mixed"), tmp_path / "read4")
+    assert summary["messageCount"] == 421 + 1 and predicted_cut(root, broker_conf("b-mixed")) == ([], None)
+    five = copy_store("c-v5-features", tmp_path / "five")
+    props = ["--property", "INNER_BASE=notanumber", "--property", "INNER_NUM=1"]
+    res = run(
+        "append",
+        "--store",
+        five,
+        "--broker-config",
+        broker_conf("c-v5-features"),
+        "--topic",
+        "TopicV5",
+        "--body",
+        "x",
+        *props,
+    )
+    assert res.exit_code == 2 and "INNER_BASE 'notanumber', which Long.parseLong refuses" in res.stderr

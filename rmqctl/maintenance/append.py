@@ -46,6 +46,7 @@ from ..javacompat import (
     crc_digits,
     encode_properties,
     java_split,
+    decode_utf8,
     java_string_hash,
     parse_properties,
 )
@@ -65,7 +66,15 @@ from ..engine import (
     put_units_in_order,
     queue_offsets,
 )
-from ..rules import LMQ_PREFIX, MULTI_DISPATCH_SEPARATOR, RETRY_TOPIC_PREFIX, lmq_queue_id, multi_dispatched_topic
+from ..rules import (
+    LMQ_PREFIX,
+    MULTI_DISPATCH_SEPARATOR,
+    RETRY_TOPIC_PREFIX,
+    batch_size_failure,
+    checked_properties,
+    lmq_queue_id,
+    multi_dispatched_topic,
+)
 from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_links_outside, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
 from .batchdispatch import BatchWriter, dispatch_file, dispatch_range, first_bad_queue, new_keys
@@ -431,7 +440,8 @@ def stored_properties(
     config: BrokerConfig,
     next_queue_offset: Callable[[str, int], int],
 ) -> bytes:
-    """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits."""
+    """The stored properties bytes (with the CRC trailer's placeholder), checked against their limits and the
+    broker's record check."""
     if body_len > config.maxMessageSize:
         raise UsageError(f"body is {body_len} bytes, over maxMessageSize={config.maxMessageSize}")
     props = java_utf8(properties_text(msg, version, crc_trailer, config, next_queue_offset))
@@ -441,7 +451,19 @@ def stored_properties(
         props += CRC_TRAILER_PLACEHOLDER
     if len(props) > SHORT_MAX:
         raise UsageError(f"properties are {len(props)} bytes, over the {SHORT_MAX} a record holds")
+    refuse_unreadable(msg.topic, props, version >= 5, config.duplicationEnable)
     return props
+
+
+def refuse_unreadable(topic: str, props: bytes, v5: bool, dup_info: bool):
+    """A record the broker's check fails on (rules.checked_properties, batch_size_failure) is refused: its
+    recovery would truncate the commitlog there, every later message with it."""
+    pairs = parse_properties(decode_utf8(props)) if props else {}
+    failure = checked_properties(topic, bool(props), pairs, v5, dup_info) or batch_size_failure(pairs, v5)
+    if failure is not None:
+        raise UsageError(
+            f"{failure[1]}: the broker's record check fails on it, and its recovery would truncate the commitlog there"
+        )
 
 
 def reference_record(row: tuple, parts: tuple, crc_trailer: bool) -> bytearray:

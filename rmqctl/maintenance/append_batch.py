@@ -46,8 +46,11 @@ from .append import (
 from ..errors import UsageError
 from ..javacompat import CRC32_PROPERTY
 
-# text in the properties that stored_properties rewrites or drops: such blocks go message by message
-REWRITTEN = tuple(t.encode() for t in (PROPERTY_MULTI_DISPATCH, TRANSIENT_PREFIX, CRC32_PROPERTY))
+# text in the properties that stored_properties rewrites or drops, or that the broker's record check parses
+# (append.refuse_unreadable): such blocks go message by message
+REWRITTEN = tuple(
+    t.encode() for t in (PROPERTY_MULTI_DISPATCH, TRANSIENT_PREFIX, CRC32_PROPERTY, "DELAY", "INNER_BASE")
+)
 PLACEHOLDER = np.frombuffer(CRC_TRAILER_PLACEHOLDER, np.uint8).copy()
 
 
@@ -141,8 +144,10 @@ def _checked(app: Appender, c: MessageColumns):
         ips = [_host(h, "host") for h in c.hosts]
     except UsageError:
         return None
-    if any(t in app._batch_topics for t in c.topics) or any(
-        _region(c.props, c.props_off).find(word) >= 0 for word in REWRITTEN
+    if (
+        app.config.duplicationEnable
+        or any(t in app._batch_topics for t in c.topics)
+        or any(_region(c.props, c.props_off).find(word) >= 0 for word in REWRITTEN)
     ):
         return None
     ids = c.ids.copy()
