@@ -68,10 +68,11 @@ def read_text(path: Path) -> ConfigText:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         return ConfigText(path, True, len(data), error=f"not UTF-8 text (byte {e.start})")
-    if not text.strip():
-        return ConfigText(path, True, len(data), error="only whitespace")
+    if not text.strip():  # fastjson reads blank text as null, which the managers' decode keeps nothing of
+        return ConfigText(path, True, len(data), document={})
     try:
-        return ConfigText(path, True, len(data), document=parse_fastjson(text))
+        document = parse_fastjson(text)
+        return ConfigText(path, True, len(data), document={} if document is None else document)
     except json.JSONDecodeError as e:
         cut = e.pos >= len(text.rstrip())
         what = "ends in the middle of the document" if cut else f"does not parse at character {e.pos}: {e.msg}"
@@ -114,7 +115,28 @@ def config_dir(root: Path) -> Path:
 
 def read_config(root: Path, name: str) -> ConfigFile:
     d = config_dir(root)
-    return ConfigFile(name, read_text(d / name), read_text(d / (name + ".bak")))
+    main, bak = read_text(d / name), read_text(d / (name + ".bak"))
+    if name in OFFSET_TABLES:
+        main, bak = offset_table_decoded(main), offset_table_decoded(bak)
+    return ConfigFile(name, main, bak)
+
+
+OFFSET_TABLES = ("consumerOffset.json", "lmqConsumerOffset.json")
+
+
+def offset_table_decoded(text: ConfigText) -> ConfigText:
+    """ConsumerOffsetManager.decode puts the offsetTable into ConcurrentMap<String, ConcurrentMap<Integer, Long>>:
+    a queue id or offset fastjson cannot convert, a null one included (a ConcurrentHashMap holds none), makes
+    the decode throw, and ConfigManager.load takes the .bak instead."""
+    table = text.document.get("offsetTable") if isinstance(text.document, dict) else None
+    for key, per_queue in table.items() if isinstance(table, dict) else ():
+        for qid, offset in per_queue.items() if isinstance(per_queue, dict) else ():
+            try:
+                int(qid), int(offset)
+            except (TypeError, ValueError):
+                what = f"{key} queue {qid!r}: {offset!r} is not a queue offset, which the broker's decode throws on"
+                return dataclasses.replace(text, document=None, error=what)
+    return text
 
 
 def present_configs(root: Path) -> list[ConfigFile]:

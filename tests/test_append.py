@@ -461,9 +461,11 @@ def test_prepared_and_rollback_take_queue_offset_zero_and_no_consumequeue_entry(
     assert found("R1") == []  # ROLLBACK is not
 
 
-def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
+@pytest.mark.parametrize("as_property", [False, True])
+def test_delay_level_reproduces_the_49_store_rewrite(tmp_path, as_property):
     """b-mixed's delay-level messages were rewritten by RocketMQ 4.9.7 itself; the same producer message with
-    --delay-level gives the same record (topic, queue, properties) and the same delivery-time tagsCode."""
+    --delay-level, or with the DELAY property a producer's setDelayTimeLevel sets (stored as given before),
+    gives the same record (topic, queue, properties) and the same delivery-time tagsCode."""
     conf = broker_conf("b-mixed")
     msgs = [w for w in truth("b-mixed", "truth-messages.jsonl") if w.get("label", "").startswith("delay-level")]
     store = tmp_path / "store"
@@ -482,8 +484,6 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
             w["properties"]["REAL_TOPIC"],
             "--queue-id",
             w["properties"]["REAL_QID"],
-            "--delay-level",
-            level,
             "--born-host",
             w["bornHost"],
             "--born-timestamp",
@@ -493,6 +493,8 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path):
             "--body-file",
             "-",
             *props,
+            # (last, as setDelayTimeLevel puts it after the producer's other properties)
+            *(("--property", f"DELAY={level}") if as_property else ("--delay-level", level)),
             input=base64.b64decode(w["body"]),
         )
         [m] = [d for d in dump(store, conf) if d["commitLogOffset"] == ack["commitLogOffset"]]
@@ -1499,3 +1501,10 @@ def test_lines_longer_than_a_read_are_read_whole(tmp_path, source):
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(a)["queueOffset"] for a in r.stdout.splitlines()] == list(range(len(bodies)))
     assert [base64.b64decode(m["body"]).decode() for m in dump(tmp_path / "s", conf)] == bodies
+
+
+def test_a_delay_the_broker_cannot_parse_fails_the_send(tmp_path):
+    """getDelayTimeLevel's Integer.parseInt throws on the producer's DELAY: the broker stores nothing."""
+    store = tmp_path / "store"
+    res = run("append", "--store", store, "--create", "--topic", "T", "--body", "x", "--property", "DELAY=soon")
+    assert res.exit_code == 2 and "DELAY 'soon' is not a number" in res.stderr and not store.exists()

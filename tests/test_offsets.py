@@ -118,7 +118,16 @@ def test_consumers_without_an_offset_file_say_so(store_copy):
     assert res.stderr == f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no committed offset\n"
 
 
-@pytest.mark.parametrize("damage", ["", '{\n\t"offsetTable":{\n\t\t"TopicTest@groupA":{0:1', "not json at all"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "",
+        '{\n\t"offsetTable":{\n\t\t"TopicTest@groupA":{0:1',
+        "not json at all",
+        # ConsumerOffsetManager's decode (fastjson into a ConcurrentHashMap) throws on a null offset
+        '{"offsetTable":{"TopicTest@groupA":{0:50,1:null}}}',
+    ],
+)
 def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
     s = store_copy("a-basic")
     write_config(s, "consumerOffset.json", damage, bak=CONSUMER_OFFSETS)
@@ -126,6 +135,17 @@ def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
     rows = jsonl(res.stdout)
     assert {r["source"] for r in rows} == {str(s / "config" / "consumerOffset.json.bak")}
     assert len(rows) == 6 and "loads" in res.stderr and "older persist" in res.stderr
+
+
+@pytest.mark.parametrize("blank", ["  \n", "null"])
+def test_a_blank_offset_file_is_loaded_with_nothing_in_it(store_copy, blank):
+    """fastjson reads blank text (or null) as null: ConfigManager.load takes the file, its decode keeps no offset,
+    and the .bak is not read (rmqctl showed the .bak's offsets)."""
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", blank, bak=CONSUMER_OFFSETS)
+    res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"))
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert res.stderr == f"rmqctl: {s / 'config' / 'consumerOffset.json'}: no committed offset\n"
 
 
 # -- offset-by-time ---------------------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ def _append_many(ctx, jsonl_path, rows: ReadAhead | None, keep_timestamps, dry_r
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
     # kernels: only when appending
-    from ..maintenance.append import NewMessage, apply_delay_level, validate_producer_topic
+    from ..maintenance.append import NewMessage, apply_delay_level, delayed_as_sent, validate_producer_topic
 
     properties = []
     if opts["tags"]:
@@ -216,10 +216,10 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
         properties=properties,
         broker_order=True,
     )
+    validate_producer_topic(msg.topic)  # the broker checks the topic the producer sent, before a delay's rewrite
     if opts["delay_level"] is not None:
-        validate_producer_topic(msg.topic)  # the broker checks the topic the producer sent, before the rewrite
-        msg = apply_delay_level(msg, opts["delay_level"], appender.config)
-    return msg
+        return apply_delay_level(msg, opts["delay_level"], appender.config)
+    return delayed_as_sent(msg, appender.config)
 
 
 def _field(obj: dict, name: str, kind: type, default=None):

@@ -48,6 +48,7 @@ from ..javacompat import (
     java_split,
     decode_utf8,
     java_string_hash,
+    parse_long,
     parse_properties,
 )
 from ..record import Message, encode_record, message_id, parse_host, read_record
@@ -350,6 +351,19 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
         (PROPERTY_REAL_QID, str(msg.queue_id)),
     ]
     return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
+
+
+def delayed_as_sent(msg: NewMessage, config: BrokerConfig) -> NewMessage:
+    """A producer's message with a DELAY property as the broker stores it (4.9's CommitLog.asyncPutMessage, 5.x's
+    HookUtils.handleScheduleMessage, both through getDelayTimeLevel): a level above 0 is apply_delay_level's
+    rewrite; a DELAY that Integer.parseInt refuses fails the send."""
+    value = dict(msg.properties).get(PROPERTY_DELAY)
+    if value is None:
+        return msg
+    level = parse_long(value, 32)
+    if level is None:
+        raise UsageError(f"DELAY {value!r} is not a number: the broker's send fails on it (Integer.parseInt)")
+    return apply_delay_level(msg, level, config) if level > 0 else msg
 
 
 # -- the appender -----------------------------------------------------------------------------------------
