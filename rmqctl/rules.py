@@ -333,6 +333,12 @@ def batch_size_failure(props: dict, v5: bool):
     return None
 
 
+def property_failure(topic: str, has_properties: bool, props: dict, v5: bool, check_dup_info: bool):
+    """The first of checked_properties and batch_size_failure that fails (the property CRC, which the check
+    reads between them, is the caller's): (kind, detail), else None."""
+    return checked_properties(topic, has_properties, props, v5, check_dup_info) or batch_size_failure(props, v5)
+
+
 # -- record acceptance --------------------------------------------------------------------------------------------
 # What checkMessageAndReturnSize makes of the bytes at a record's start, before any CRC: a message, the BLANK that
 # closes a file, or the kind of its refusal (the finding's name: VERDICT_KINDS). Every walk, Python or compiled,

@@ -39,7 +39,7 @@ from ..record import (
 from ..errors import FileGone
 from ..engine import data_extents, next_record_start
 from ..recovery import blank_past_end
-from ..rules import batch_size_failure, blank_fails, checked_properties
+from ..rules import blank_fails, property_failure
 from ..store import PAGER, give_back_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
@@ -545,24 +545,23 @@ def _int_or(text, default: int) -> int:
 
 
 def parse_findings(add, head: Message, t: Task):
-    """The finding of a record whose properties fail the broker's check (property_failure), to `add`."""
-    failure = property_failure(head, t.allow_v2, t.config.duplicationEnable)
+    """The finding of a record whose properties fail the broker's check (failed_properties), to `add`."""
+    failure = failed_properties(head, t.allow_v2, t.config.duplicationEnable)
     if failure is not None:
         kind, detail = failure
         add((kind, "error", head.position, f"{detail}: {PROPERTY_FAILURE_COSTS[kind]}"))
 
 
-def property_failure(m: Message, v5: bool, dup_info: bool) -> tuple[str, str] | None:
-    """What fails checkMessageAndReturnSize in a sound record's properties (rules.checked_properties and
-    batch_size_failure), as (kind, detail), else None."""
-    props = m.properties
-    return checked_properties(m.topic, bool(m.propertiesBytes), props, v5, dup_info) or batch_size_failure(props, v5)
+def failed_properties(m: Message, v5: bool, dup_info: bool) -> tuple[str, str] | None:
+    """What fails checkMessageAndReturnSize in a sound record's properties (rules.property_failure), as (kind,
+    detail), else None."""
+    return property_failure(m.topic, bool(m.propertiesBytes), m.properties, v5, dup_info)
 
 
 def _tags_code(m, config: BrokerConfig, v5: bool) -> int:
     """The dispatcher's tagsCode of a record, UNKNOWN_TAGS where the broker's check of the record fails (it
     computes none: its dispatch fails)."""
-    if property_failure(m, v5, False) is not None:
+    if failed_properties(m, v5, False) is not None:
         return UNKNOWN_TAGS
     return tags_code(m, config)
 

@@ -71,8 +71,7 @@ from ..rules import (
     LMQ_PREFIX,
     MULTI_DISPATCH_SEPARATOR,
     RETRY_TOPIC_PREFIX,
-    batch_size_failure,
-    checked_properties,
+    property_failure,
     lmq_queue_id,
     multi_dispatched_topic,
 )
@@ -470,10 +469,10 @@ def stored_properties(
 
 
 def refuse_unreadable(topic: str, props: bytes, v5: bool, dup_info: bool):
-    """A record the broker's check fails on (rules.checked_properties, batch_size_failure) is refused: its
+    """A record the broker's check fails on (rules.property_failure) is refused: its
     recovery would truncate the commitlog there, every later message with it."""
     pairs = parse_properties(decode_utf8(props)) if props else {}
-    failure = checked_properties(topic, bool(props), pairs, v5, dup_info) or batch_size_failure(pairs, v5)
+    failure = property_failure(topic, bool(props), pairs, v5, dup_info)
     if failure is not None:
         raise UsageError(
             f"{failure[1]}: the broker's record check fails on it, and its recovery would truncate the commitlog there"
