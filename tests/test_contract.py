@@ -203,12 +203,23 @@ def rows(s: Stores, out: Path, conf=fixture_conf) -> list[tuple[str, str, list, 
     ]
 
 
+# sha256 of each file version already hashed, by everything the kernel changes when a file's bytes change (a
+# write or a store through a mapping sets mtime and ctime; ctime cannot be set back): the stores hold sparse
+# 1 GiB files, and hashing every one before and after each of the table's rows was most of this module's time
+DIGESTS: dict[tuple, str] = {}
+
+
 def snapshot(root: Path) -> dict[str, tuple]:
-    """sha256 and mtime of every file, and every directory, under root."""
+    """sha256, mtime and size of every file, and every directory, under root."""
     out = {}
     for p in sorted(root.rglob("*")):
         st = p.lstat()
-        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
+        digest = None
+        if p.is_file() and not p.is_symlink():
+            version = (str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if version not in DIGESTS:
+                DIGESTS[version] = hashlib.sha256(p.read_bytes()).hexdigest()
+            digest = DIGESTS[version]
         out[p.relative_to(root).as_posix()] = (digest, st.st_mtime_ns, st.st_size)
     return out
 
