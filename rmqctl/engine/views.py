@@ -14,7 +14,7 @@ class ColumnViews:
         """The records of [start, end) as pyarrow RecordBatches (rmqctl.engine.columns.record_schema), in
         commitlog order. With jobs > 1, `jobs` threads decode and build the batches (the kernels let the GIL
         go): each a cell of a file where the scan is segmented, else the next batches while this thread decodes;
-        at most 2 x jobs cells of a file (each up to 2 MiB of records, their batches built) or, unsegmented, 2 x
+        at most 2 x jobs cells of a file (each up to 4 MiB of records, their batches built) or, unsegmented, 2 x
         jobs batches are pending, their pages kept mapped. Damage the walk meets goes to `errors`
         when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
