@@ -464,6 +464,34 @@ def test_the_record_at_a_live_index_files_end_may_be_partly_indexed(tmp_path):
         assert res.exit_code == 0, res.stdout
 
 
+def test_clean_plans_without_a_file_the_broker_deleted_since_the_listing(tmp_path):
+    """The broker's own cleaner deletes the commitlog's head and an index file while `clean` reads the store to
+    plan: the plan leaves them out and the snapshot notes the deletions (it was an error line, exit 2). On a
+    stopped store a file that vanishes mid-read stays an error."""
+    from rmqctl.errors import FileGone
+    from rmqctl.maintenance.clean import load_state
+    from rmqctl.maintenance.clean_rules import CleanSettings
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    config = load_config(conf)
+    with held_lock(root):
+        store = Store(root, config)
+        head, index = store.commitlog.files[0], store.index_paths()[0]
+        assert store.live is not None and len(store.commitlog.files) > 1
+        head.path.unlink()
+        index.unlink()
+        state = load_state(store, CleanSettings.from_config(config, 4))
+        assert head.path not in [f.path for f in state.commitlog] and state.commitlog
+        assert index not in [f.path for f, _ in state.index]
+        assert [getattr(f, "path", f) for f, _, _ in store.live.moved] == [head.path]  # (the index listed anew)
+        store.close()
+    store = Store(root, config)
+    store.commitlog.files[0].path.unlink()
+    with pytest.raises(FileGone):
+        load_state(store, CleanSettings.from_config(config, 4))
+    store.close()
+
+
 def test_reporting_what_moved_takes_no_snapshot(tmp_path):
     """report_moved runs in a finally, after the command (or its error): it reports the snapshot the command
     took and never takes one itself, which could raise over the command's own error."""

@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from .. import schema as S
-from ..errors import RmqError, StoreError, UsageError
+from ..errors import FileGone, RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
 from ..rules import record_expired, written_units
 from ..store import IndexFile, Store, loaded_index_name
@@ -62,6 +62,7 @@ from .clean_rules import (
 )
 from ..views.inspect import commitlog_end
 from ..views.timer import dangling_after, dangling_rows
+from ..live import head_moved
 from ..txn import locked_for_writing
 
 UNTIL_OK_LIMIT = 100_000  # a guard, far beyond any real store (10 files per pass)
@@ -186,7 +187,7 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     """The files, queues, index files and consumer offsets the cleaner decides on, as the broker holds them
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
     roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
-    commitlog = [_file(f.path, f.start, roots) for f in loaded_commitlog_files(store)]
+    commitlog = _still_there([(f, f.path, f.start) for f in loaded_commitlog_files(store)], roots, store.live)
     queues = _load_queues(store, roots) if store.rocks_queues is None else []
     min_phy = commitlog[0].start if commitlog else -1  # MappedFileQueue.getMinOffset
     for q in queues:
@@ -199,11 +200,12 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
             "its cleaner runs"
         )
     # IndexService.load order
-    index = [
-        (_file(p, 0, roots), IndexFile(p, 0, 0).header["endPhyOffset"])
-        for p in store.index_paths()
-        if loaded_index_name(p.name)
-    ]
+    index = []
+    for f in _still_there([(p, p, 0) for p in store.index_paths() if loaded_index_name(p.name)], roots, store.live):
+        try:
+            index.append((f, IndexFile(f.path, 0, 0).header["endPhyOffset"]))
+        except FileGone as e:
+            head_moved(store.live, f.path, e)
     return StoreState(
         root=store.root,
         commitlog_dirs=list(store.commitlog_dirs),
@@ -217,6 +219,19 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
         unconsumed_offsets=offsets,
         notes=notes,
     )
+
+
+def _still_there(listed: list[tuple], roots: list[str], live) -> list[CleanFile]:
+    """CleanFiles of the listed (file, path, start): on a running broker's store a file its own cleaner deleted
+    since the listing is left out of the plan and noted in the snapshot (live.head_moved: the broker made that
+    deletion); on a stopped store a file that vanishes is an error."""
+    out = []
+    for f, path, start in listed:
+        try:
+            out.append(_file(path, start, roots))
+        except FileNotFoundError:
+            head_moved(live, f, FileGone("deleted while rmqctl read the store", path))
+    return out
 
 
 def _file(path: Path, start: int, roots: list[str]) -> CleanFile:
