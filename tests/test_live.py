@@ -492,6 +492,33 @@ def test_clean_plans_without_a_file_the_broker_deleted_since_the_listing(tmp_pat
     store.close()
 
 
+@pytest.mark.parametrize("when", ["__init__", "check"])
+def test_a_queue_file_the_broker_deletes_during_verify_is_its_expired_head(tmp_path, monkeypatch, when):
+    """The broker's CleanConsumeQueueService deletes a queue's head file while verify reads the queue (before
+    its units are read, or between their two reads): verify goes on without it, notes it with what moved and
+    finds nothing (it started the whole run again, at most three times, and then ended with exit 2)."""
+    from rmqctl.checks.consumequeue import QueueSummary
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    head = root / "consumequeue" / "OrderTopic" / "0" / "00000000000000000000"
+    original = getattr(QueueSummary, when)
+
+    def broker_deletes_first(self, *args):  # the deletion lands right before this step reads the queue
+        cq = self.cq if when == "check" else args[1]
+        if cq.files.files and cq.files.files[0].path == head and head.exists():
+            head.unlink()
+        return original(self, *args)
+
+    monkeypatch.setattr(QueueSummary, when, broker_deletes_first)
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        result = verify(store, jobs=1)
+        assert not head.exists() and result.restarted_after == []
+        assert [(f.kind, f.severity) for f in result.findings if f.severity != "info"] == []
+        assert head in [getattr(f, "path", f) for f, _, _ in store.live.moved]
+        store.close()
+
+
 def test_reporting_what_moved_takes_no_snapshot(tmp_path):
     """report_moved runs in a finally, after the command (or its error): it reports the snapshot the command
     took and never takes one itself, which could raise over the command's own error."""

@@ -24,7 +24,8 @@ from ..rules import cq_unit_valid, lite_topic, pre_blank, record_expired
 from ..store import ConsumeQueue
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
-from ..errors import StoreError
+from ..errors import FileGone, StoreError
+from ..live import head_moved
 from .queue_ext import QueueExts
 from .links import _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
 from .rocksqueue import RocksQueueSummary
@@ -44,21 +45,32 @@ class FileUnits:
     forward: bool  # its checked units are one run, in commitlog order: binary search finds a window's
     a: int = 0  # that run: units a..b-1
     b: int = 0
+    gone: bool = False  # a running broker deleted the file during the run (QueueSummary._gone)
 
 
 class QueueSummary:
     """One queue's units, read a file at a time: what does not depend on the records."""
 
     def __init__(self, run: Context, cq: ConsumeQueue, size: int):
-        self.cq = cq
+        self.cq, self.live = cq, run.live
         self.files: list[FileUnits] = []
         self.end_at = self.lead = 0  # one past the last valid unit; the first that is not a pre-blank unit
         first, last_valid, lead = 0, -1, None
         ended = False  # a live store's queue ends at its last unit inside the snapshot (ConsumeQueue.snapshot_units)
         for k, f in enumerate(cq.files.files):
-            n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
-            n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
-            inside = 0 if ended else cq.snapshot_units(k, np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n))
+            try:
+                n = -(-(_data_end(f.path, f.buf, min(f.length, size))) // S.CQ_UNIT_SIZE)
+                n = min(n, min(f.length, size) // S.CQ_UNIT_SIZE)
+                inside = 0 if ended else cq.snapshot_units(k, np.frombuffer(f.buf, dtype=S.CQ_DTYPE, count=n))
+            except FileGone as e:
+                head_moved(self.live, f, e)  # (a stopped store: the error)
+                # the broker deletes a queue's file only once its last unit is expired, never the last file: a
+                # full file of entries, left out of every check from here on
+                n = size // S.CQ_UNIT_SIZE
+                self.files.append(FileUnits(k, first, n, 1, 0, True, gone=True))
+                lead = first if lead is None else lead
+                last_valid, first = first + n - 1, first + n
+                continue
             ended, n = ended or inside < n, inside
             self.files.append(FileUnits(k, first, n, 1, 0, True))
             if n:
@@ -76,9 +88,30 @@ class QueueSummary:
             self.end_at = last_valid + 1
             self.lead = lead if lead is not None else first
 
-    def _columns(self, k: int, a: int = 0, b: int | None = None):
+    def _units(self, k: int) -> np.ndarray | None:
+        """File k's units (its first fu.n), mapped; None once a running broker deleted the file (_gone)."""
         fu = self.files[k]
-        arr = np.frombuffer(self.cq.files.files[k].buf, dtype=S.CQ_DTYPE, count=fu.n)[a:b]
+        if fu.gone:
+            return None
+        try:
+            return np.frombuffer(self.cq.files.files[k].buf, dtype=S.CQ_DTYPE, count=fu.n)
+        except FileGone as e:
+            self._gone(fu, e)
+            return None
+
+    def _gone(self, fu: FileUnits, error: FileGone):
+        """File fu was deleted since the run listed it: on a running broker's store by CleanConsumeQueueService,
+        once every unit of it pointed below the commitlog's first offset (noted with what moved, its units left
+        out and its records taken as expired); on a stopped store the error."""
+        head_moved(self.live, self.cq.files.files[fu.k], error)
+        fu.gone, fu.lo, fu.hi = True, 1, 0
+
+    def _columns(self, k: int, a: int = 0, b: int | None = None):
+        """(commitLogOffset, size, tagsCode) of units a..b-1 of file k; None once the file is gone (_units)."""
+        arr = self._units(k)
+        if arr is None:
+            return None
+        arr = arr[a:b]
         return (arr["commitLogOffset"].astype(np.int64), arr["size"].astype(np.int64), arr["tagsCode"].astype(np.int64))
 
     def real(self, fu: FileUnits, off, sz, tags, a: int = 0):
@@ -95,9 +128,10 @@ class QueueSummary:
         holes = stale = 0
         first_hole = first_stale = None
         for fu in self.files:
-            if not fu.n:
+            columns = self._columns(fu.k) if fu.n else None
+            if columns is None:
                 continue
-            off, sz, tags = self._columns(fu.k)
+            off, sz, tags = columns
             p = fu.first + np.arange(fu.n)
             valid = cq_unit_valid(off, sz)
             pre = pre_blank(off, sz, tags)
@@ -160,12 +194,18 @@ class QueueSummary:
             if fu.lo > fu.hi or fu.hi < w.lo or fu.lo >= w.hi:
                 continue
             if fu.forward:
-                arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)["commitLogOffset"]
+                units = self._units(fu.k)
+                if units is None:
+                    continue
+                arr = units["commitLogOffset"]
                 spans = [(_bound(arr, fu.a, fu.b, w.lo), _bound(arr, fu.a, fu.b, w.hi))]
             else:
                 spans = [(a, min(fu.n, a + UNIT_BLOCK)) for a in range(0, fu.n, UNIT_BLOCK)]
             for a, b in spans:
-                off, sz, tags = self._columns(fu.k, a, b)
+                columns = self._columns(fu.k, a, b)
+                if columns is None:
+                    break
+                off, sz, tags = columns
                 sel = (
                     self.real(fu, off, sz, tags, a)
                     & ~record_expired(off, run.min_offset)
@@ -184,7 +224,11 @@ class QueueSummary:
             if a == b:
                 continue
             i = qoffs[a:b] - base
-            arr = np.frombuffer(self.cq.files.files[fu.k].buf, dtype=S.CQ_DTYPE, count=fu.n)[i]
+            units = self._units(fu.k)
+            if units is None:  # deleted by the running broker: its records are expired, not missing from it
+                have[a:b] = True
+                continue
+            arr = units[i]
             off, sz, tags = (arr[c].astype(np.int64) for c in ("commitLogOffset", "size", "tagsCode"))
             p = fu.first + i
             have[a:b] |= cq_unit_valid(off, sz) & ~(pre_blank(off, sz, tags)) & (p < self.end_at)
