@@ -519,6 +519,41 @@ def test_a_queue_file_the_broker_deletes_during_verify_is_its_expired_head(tmp_p
         store.close()
 
 
+def test_an_offset_committed_after_the_snapshot_is_not_ahead_of_the_queue(tmp_path):
+    """`consumers` beside a running broker reads consumerOffset.json after the snapshot that bounds the queues:
+    a consumer that committed a message the broker wrote and dispatched since is within the queue as it is
+    now, not "ahead-of-max" (exit 1 on a healthy store). Played on a-basic: its last record (OrderTopic/1,
+    queue offset 159) and its unit are held back until the snapshot is taken, then written as the broker would."""
+    from rmqctl.views.offsets import consumers
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"OrderTopic@groupA":{1:160}}}')
+    record, at, size = root / "commitlog" / "00000000000002555904", 22655, 1977
+    unit_at = 159 * S.CQ_UNIT_SIZE  # in the queue's files of 1280 bytes (mappedFileSizeConsumeQueue)
+    queue, pos = root / "consumequeue" / "OrderTopic" / "1" / f"{unit_at // 1280 * 1280:020d}", unit_at % 1280
+    held = [(record, at, record.read_bytes()[at : at + size]), (queue, pos, queue.read_bytes()[pos : pos + 20])]
+    for path, pos, data in held:
+        patch(path, pos, bytes(len(data)))
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        assert store.live is not None  # (the snapshot, taken before the broker writes)
+        for path, pos, data in held:
+            patch(path, pos, data)
+        rows, _ = consumers(store)
+        assert [(r.topic, r.queueId, r.offset, r.maxOffset, r.status, r.lag, r.note) for r in rows] == [
+            (
+                "OrderTopic",
+                1,
+                160,
+                159,
+                "ok",
+                0,
+                "committed after the snapshot this read is judged on; the queue's max is 160 now",
+            )
+        ]
+        store.close()
+
+
 def test_reporting_what_moved_takes_no_snapshot(tmp_path):
     """report_moved runs in a finally, after the command (or its error): it reports the snapshot the command
     took and never takes one itself, which could raise over the command's own error."""
