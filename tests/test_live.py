@@ -541,15 +541,7 @@ def test_an_offset_committed_after_the_snapshot_is_not_ahead_of_the_queue(tmp_pa
             patch(path, pos, data)
         rows, _ = consumers(store)
         assert [(r.topic, r.queueId, r.offset, r.maxOffset, r.status, r.lag, r.note) for r in rows] == [
-            (
-                "OrderTopic",
-                1,
-                160,
-                159,
-                "ok",
-                0,
-                "committed after the snapshot this read is judged on; the queue's max is 160 now",
-            )
+            ("OrderTopic", 1, 160, 159, "ok", 0, "committed after this read's snapshot; the queue's max is 160 now")
         ]
         store.close()
 

@@ -411,7 +411,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     views = {(q.topic, q.queue_id): q for q in (rocks.queues() if rocks is not None else store.consume_queues())}
     batch = {(q.topic, q.queue_id): q for q in batch_consume_queues(store)}
     cache: dict = {}
-    now: list[Store] = []  # on a running broker's store, the store as it is now (_committed_since_snapshot)
+    now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
     for name in OFFSET_FILES:
         cfg = broker_config(store, name)
@@ -435,8 +435,10 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
                 )
                 lo, hi = view.min_offset, view.max_offset
             status, note = _offset_status(c.offset, lo, hi)
-            if status == "ahead-of-max" and rocks is None and bcq is None:
-                status, note = _committed_since_snapshot(store, now, c, status, note)
+            if status == "ahead-of-max" and store.live is not None and rocks is None and bcq is None:
+                max_now = _max_offset_now(store, now, c.topic, c.queueId)
+                if c.offset <= max_now:  # committed since the snapshot: within the queue as it is now
+                    status, note = "ok", f"committed after this read's snapshot; the queue's max is {max_now} now"
             lag = max(hi - max(c.offset, lo), 0)
             if not lag:
                 oldest = None
@@ -493,19 +495,13 @@ def _loaded_offsets(cfg, notes: list[str]) -> tuple[str | None, list]:
     return source, entries
 
 
-def _committed_since_snapshot(store: Store, now: list[Store], c, status: str, note: str | None):
-    """An offset above its queue's max on a running broker's store: the offsets file is read after the snapshot
-    that bounds the queues, so a consumer may have committed messages dispatched since. Judged against the
-    queue as it is now (a second snapshot, taken once, in `now`): within it, the offset is fine."""
-    if store.live is None:
-        return status, note
+def _max_offset_now(store: Store, now: list[Store], topic: str, queue_id: int) -> int:
+    """A queue's max offset on a running broker's store as it is now, not at the snapshot this read is judged
+    on: consumerOffset.json is read after that snapshot, and a consumer may have committed messages dispatched
+    since. The store is opened again once (a second snapshot), kept in `now`."""
     if not now:
         now.append(Store(store.root, store.config))
-    cq = now[0].consume_queue(c.topic, c.queueId)
-    max_now = queue_view(now[0], cq, now[0].commitlog.min_offset).max_offset
-    if c.offset <= max_now:
-        return "ok", f"committed after the snapshot this read is judged on; the queue's max is {max_now} now"
-    return status, note
+    return queue_view(now[0], now[0].consume_queue(topic, queue_id), now[0].commitlog.min_offset).max_offset
 
 
 def _offset_status(offset: int, lo: int, hi: int) -> tuple[str, str | None]:
