@@ -58,7 +58,9 @@ class Snapshot:
 
     def gone(self, f, what: str = "the read goes on from the next file"):
         """File `f` (a mapped file, or a path) was deleted by the broker (its expired head) while it was read:
-        noted in `moved`."""
+        noted in `moved` (once)."""
+        if any(g == f for g, _, _ in self.moved):
+            return
         self.moved.append(
             (f, 0, f"deleted by the running broker while rmqctl read the store (the log's head moved); {what}")
         )

@@ -642,10 +642,18 @@ def test_an_index_file_deleted_under_a_live_read_is_noted(tmp_path):
         store.close()
 
 
-def test_a_commitlog_file_deleted_between_its_mapping_and_its_extents_restarts_verify(tmp_path, monkeypatch):
+def _sound_and_noted(store, result, deleted):
+    """verify went on without restarting, found nothing, and what moved names each file deleted under it."""
+    assert result.restarted_after == []
+    assert [(f.kind, f.severity, f.detail) for f in result.findings if f.severity != "info"] == []
+    noted = {Path(getattr(f, "path", f)) for f, _, _ in store.live.moved}
+    assert set(deleted) <= noted and not any(p.exists() for p in deleted)
+
+
+def test_a_commitlog_file_deleted_between_its_mapping_and_its_extents_is_the_expired_head(tmp_path, monkeypatch):
     """The broker's cleaner may delete the head file after verify mapped it and before verify asks the
-    filesystem where its data is (SEEK_DATA): a file gone like any other (verify starts again on a new
-    snapshot), not `No such file or directory` and exit 2. The deletion lands at that point every time."""
+    filesystem where its data is (SEEK_DATA): its records are expired (the head moved), as the units and index
+    entries pointing there are; not `No such file or directory` and exit 2, and no run started again."""
     from rmqctl.checks import scan
 
     root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
@@ -661,10 +669,87 @@ def test_a_commitlog_file_deleted_between_its_mapping_and_its_extents_restarts_v
     monkeypatch.setattr(scan, "open_map", map_then_lose_the_head)
     with held_lock(root):
         store = Store(root, load_config(conf))
-        result = verify(store, only="commitlog")
+        result = verify(store)
+        _sound_and_noted(store, result, [head])
         store.close()
-    assert [Path(p) for p in result.restarted_after] == [head]
-    assert not head.exists()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("when", ["walk", "windows"])
+def test_commitlog_head_files_the_broker_deletes_during_verify_are_expired(tmp_path, monkeypatch, jobs, when):
+    """The broker's cleaner deletes the first three commitlog files while verify walks the commitlog (at the
+    walk of the third: the first two are walked already) or after the walk, before the windows walk them again
+    for their columns: their records are expired, with the units and index entries pointing into them; nothing
+    is found, nothing is started again (a verify longer than the cleaner's cycle ended with exit 2 after three
+    restarts). A file that is not at the head, or the last one, is not the cleaner's: verify starts again."""
+    from rmqctl.checks import commitlog
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    heads = sorted((root / "commitlog").iterdir())[:3]
+    walked = commitlog.scan_chunk
+
+    def cleaner_runs(task):
+        if when == "walk" and Path(task.path) == heads[2] or when == "windows" and task.columns_only:
+            for p in heads:
+                p.unlink(missing_ok=True)
+        return walked(task)
+
+    monkeypatch.setattr(commitlog, "scan_chunk", cleaner_runs)
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        result = verify(store, jobs=jobs, deep=True, window=100 if when == "windows" else None)
+        _sound_and_noted(store, result, heads)
+        assert (result.stats["records"] < 2000) == (when == "walk")  # (walked before they went: checked)
+        store.close()
+
+
+def test_a_commitlog_file_gone_past_the_head_restarts_verify(tmp_path, monkeypatch):
+    """A file deleted behind a head that is still there is not the broker's cleaning (it goes from the head):
+    verify starts again on a new snapshot, which sees the hole and names it."""
+    from rmqctl.checks import commitlog
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    middle = sorted((root / "commitlog").iterdir())[5]
+    walked = commitlog.scan_chunk
+
+    def someone_deletes(task):
+        if Path(task.path) == middle:
+            middle.unlink(missing_ok=True)
+        return walked(task)
+
+    monkeypatch.setattr(commitlog, "scan_chunk", someone_deletes)
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        result = verify(store, jobs=1)
+        store.close()
+    assert [Path(p) for p in result.restarted_after] == [middle]
+    assert "file-gap" in {f.kind for f in result.findings}
+
+
+def test_an_index_file_the_broker_deletes_during_verify_is_expired(tmp_path, monkeypatch):
+    """The broker's cleaner deletes head commitlog files, then the index file whose entries all point below the
+    new head (IndexService.deleteExpiredFile), while verify --deep checks the index: the file is left out with
+    its entries, the keys it held are of expired records; nothing is found, nothing started again."""
+    from rmqctl.checks.index import IndexCheck
+
+    root, conf = copy_store("a-basic", tmp_path), broker_conf("a-basic")
+    first_index = sorted((root / "index").iterdir())[0]
+    end = S.INT64.unpack_from(first_index.read_bytes(), 24)[0]  # IndexHeader.endPhyOffset
+    files = sorted((root / "commitlog").iterdir())
+    heads = [p for p in files if int(p.name) <= end]  # up to the one holding its last entry's record
+    original = IndexCheck.window
+
+    def cleaner_runs(self, w):
+        for p in heads + [first_index]:
+            p.unlink(missing_ok=True)
+        return original(self, w)
+
+    monkeypatch.setattr(IndexCheck, "window", cleaner_runs)
+    with held_lock(root):
+        store = Store(root, load_config(conf))
+        result = verify(store, deep=True)
+        _sound_and_noted(store, result, [first_index])
+        store.close()
 
 
 def test_a_queue_file_the_broker_is_creating_is_no_finding(tmp_path):

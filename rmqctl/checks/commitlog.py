@@ -15,13 +15,14 @@ from .. import dledger as D
 from .. import schema as S
 from ..budget import block_sigint_here
 from ..engine import available_cores
+from ..errors import FileGone
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..store import links_outside
 from . import dledger as verify_dledger, links as verify_links
 from .context import Context
 from .queues import summarize
-from .scan import Region, Task, scan_chunk
+from .scan import ChunkResult, Region, Task, scan_chunk
 
 CHUNK = 64 << 20  # commitlog bytes per task: files are split so that --jobs helps on one big file
 COLUMNS = ("pos", "size", "queue_id", "queue_offset", "sysflag", "store_ts", "topic", "tags", "key_record", "key_hash")
@@ -186,7 +187,7 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
     whether every result holds its record columns: the first `keep` records' results do (None: all), the
     later ones lose them (verify's windows walk those chunks again). Each result carries its queue-offset
     summary, taken while its columns are at hand."""
-    whole = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    whole = walker(ctx)
     flat = [(i, k, t) for i, chunks in enumerate(plan) for k, t in enumerate(chunks)]
     total = sum(max(0, t.stop - t.claim_from) for _, _, t in flat)
     results: dict[tuple[int, int], object] = {}
@@ -245,7 +246,39 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
                     queues=None,
                 )
         out.append(rs)
+    if ctx.live is not None and ctx.head_moved() > ctx.files[0].start:
+        # the broker's cleaner took head files during the walk: their records are expired, all of them (a file
+        # walked in part would leave a gap in its queues' offsets where its successor's records take over)
+        out = [[expired(r.task) for r in rs] if ctx.files[i].start < ctx.min_offset else rs for i, rs in enumerate(out)]
     return out, done, kept
+
+
+def walker(ctx: Context):
+    """How this run walks a chunk (DLedger's entries or plain records). Beside a running broker a file its
+    cleaner deleted at the head since the listing walks to no records: they are expired (noted in what moved);
+    any other file gone is FileGone (verify starts again on a new snapshot)."""
+    walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    if ctx.live is None:
+        return walk
+
+    def walk_live(task: Task):
+        try:
+            return walk(task)
+        except FileGone:
+            if task.file_start >= ctx.head_moved():
+                raise
+            return expired(task)
+
+    return walk_live
+
+
+def expired(task: Task) -> ChunkResult:
+    """The result of a chunk whose records the broker's cleaner deleted: none."""
+    empty = np.zeros(0, np.int64)
+    return ChunkResult(
+        task, None, task.stop, **{name: empty for name in COLUMNS}, topics=[], lmq=[], inner_num={}, findings=[],
+        regions=[], blank=None, bytes=0, count=0, start=-1, end=0, newest=0, record_bytes=0,
+    )  # fmt: skip
 
 
 def merge(ctx: Context, results: list[list]) -> tuple[int, Findings]:

@@ -135,6 +135,19 @@ class Context:
         """The topics the broker keeps in BatchConsumeQueues (topics.json, or its RocksDB table; batchconsumequeue/)."""
         return frozenset(batch_topics(self.store))
 
+    def head_moved(self) -> int:
+        """On a running broker's store, the commitlog's first offset as the broker's cleaner has left it by now:
+        the start of the first listed file still there (files go from the head, CommitLog.deleteExpiredFile).
+        `min_offset` follows it, so records below it are expired from here on, as a file cleaned before the run
+        is; each file gone is noted in what moved. Returns `min_offset`."""
+        if self.live is not None and self.files:  # (never the last file: MappedFileQueue.deleteExpiredFileByTime)
+            self.min_offset = next((f.start for f in self.files[:-1] if f.path.exists()), self.files[-1].start)
+            for f in self.files:
+                if f.start >= self.min_offset:
+                    break
+                self.live.gone(f.path, "its records are expired: the checks leave them out")
+        return self.min_offset
+
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)
         if self.start is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
+from ..errors import FileGone
 from ..findings import INDEX, Findings
 from ..engine import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
 from ..rules import index_time_diff, record_expired
@@ -123,8 +124,11 @@ class IndexCheck:
         found += unreadable
         for ix in files:
             f = _File(ix, prev)
-            found += _structure_checks(run, f, self.slots, self.num, self.entry_pos)
             self.files.append(f)
+            try:
+                found += _structure_checks(run, f, self.slots, self.num, self.entry_pos)
+            except FileGone as e:
+                self._lost(f, e)
             prev = ix
         if not self.files and run.config.messageIndexEnable and run.config.indexFileWriteEnable:
             self.unindexed = 0  # (indexFileWriteEnable=false, 5.4: an empty index/ by design, the RocksDB index used)
@@ -150,46 +154,56 @@ class IndexCheck:
                     yield k + mine, h[mine], p[mine], d[mine]
 
     def window(self, w: Window) -> Findings:  # (none: what is wrong is listed at `finish`)
-        run, rec = self.run, w.rec
+        rec = w.rec
         rec_keys = np.sort(rec.key_record * (1 << 32) + rec.key_hash)
         if self.unindexed is not None:
             self._count_unindexed(rec)
-        lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
-        hi = run.end if run.end is not None else np.iinfo(np.int64).max
         indexed = []  # --deep: (record, key hash) of the entries found, a block at a time
-        for f in self.files:
-            h = f.ix.header
-            for field, at in (("beginTimestamp", f.first_phy), ("endTimestamp", f.last_phy)):
-                if at is not None and w.lo <= at < w.hi:
-                    r = rec.find(np.array([at]))[0]
-                    if r >= 0:
-                        f.header_ts[field] = int(rec.store_ts[r])
-            if f.lo > f.hi or f.hi < w.lo or f.lo >= w.hi:
-                continue
-            for ks, key_hash, phy, diff in self._blocks(f, w):  # (a block's columns at a time, not the window's)
-                first_base = f.first_base if ks[0] == 0 else h["beginTimestamp"]
-                outcome, record = index_targets(
-                    phy,
-                    key_hash,
-                    diff,
-                    lo,
-                    hi,
-                    run.logical_end,
-                    rec.off,
-                    rec_keys,
-                    rec.store_ts,
-                    h["beginTimestamp"],
-                    first_base,
-                )
-                if outcome.any():
-                    f.note(run, rec, ks, outcome, record, phy, key_hash, diff)
-                if self.deep is not None:
-                    hit = np.flatnonzero(record >= 0)
-                    indexed.append(record[hit] * (1 << 32) + key_hash[hit])
-            f.ix.mf.release()
+        for f in list(self.files):
+            try:
+                indexed += self._file_window(f, w, rec_keys)
+            except FileGone as e:
+                self._lost(f, e)
         if self.deep is not None:
             self.deep.count(rec, rec_keys, np.concatenate(indexed) if indexed else np.zeros(0, np.int64), self.files)
         return Findings()
+
+    def _file_window(self, f: _File, w: Window, rec_keys: np.ndarray) -> list[np.ndarray]:
+        """One file's entries pointing into the window, judged; --deep: the (record, key hash) pairs found."""
+        run, rec, h, indexed = self.run, w.rec, f.ix.header, []
+        lo = max(run.min_offset, run.start if run.start is not None else run.min_offset)
+        hi = run.end if run.end is not None else np.iinfo(np.int64).max
+        for field, at in (("beginTimestamp", f.first_phy), ("endTimestamp", f.last_phy)):
+            if at is not None and w.lo <= at < w.hi:
+                r = rec.find(np.array([at]))[0]
+                if r >= 0:
+                    f.header_ts[field] = int(rec.store_ts[r])
+        if f.lo > f.hi or f.hi < w.lo or f.lo >= w.hi:
+            return indexed
+        for ks, key_hash, phy, diff in self._blocks(f, w):  # (a block's columns at a time, not the window's)
+            first_base = f.first_base if ks[0] == 0 else h["beginTimestamp"]
+            outcome, record = index_targets(
+                phy, key_hash, diff, lo, hi, run.logical_end, rec.off, rec_keys, rec.store_ts,
+                h["beginTimestamp"], first_base,
+            )  # fmt: skip
+            if outcome.any():
+                f.note(run, rec, ks, outcome, record, phy, key_hash, diff)
+            if self.deep is not None:
+                hit = np.flatnonzero(record >= 0)
+                indexed.append(record[hit] * (1 << 32) + key_hash[hit])
+        f.ix.mf.release()
+        return indexed
+
+    def _lost(self, f: _File, error: FileGone):
+        """Index file `f` went while it was read: beside a running broker its expired head (IndexService deletes
+        a file once the commitlog's head passed its last entry, after the commitlog's files), left out with its
+        entries, whose records are expired by now; on a stopped store the error."""
+        run = self.run
+        if run.live is None:
+            raise error
+        run.live.gone(f.ix.path, "its entries are expired: the checks leave them out")
+        self.files.remove(f)
+        run.head_moved()
 
     def _count_unindexed(self, rec: Records):
         """With no index file: the keys of the (non-rollback) records in range, which no lookup finds."""
@@ -213,8 +227,11 @@ class IndexCheck:
                 f"no index file, but the commitlog holds {self.unindexed} key(s) to index: the broker's "
                 "lookups by key find none of them; rmqctl rebuild index makes the files",
             )
-        for f in self.files:
-            found += _file_findings(run, f, self.entry_pos)
+        for f in list(self.files):
+            try:
+                found += _file_findings(run, f, self.entry_pos)
+            except FileGone as e:
+                self._lost(f, e)
         if self.deep is not None:
             found += self.deep.finish()
         return found

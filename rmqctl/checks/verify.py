@@ -96,8 +96,9 @@ def verify(
     table: the cross-checks take it in windows of that many records' worth (`window` records, when given:
     the differential tests force tiny windows); with a RocksDB message store the table has half of it and
     that store's records kept in memory rather than spilled the other half (checks/rocksdbstore.py); findings are the same for any window.
-    On a running broker's store a file the broker deletes while verify reads it (its expired head) starts the
-    run again on a new snapshot (a few times at most), and the result says so."""
+    On a running broker's store the head files its cleaner deletes while verify reads them are expired: left out
+    with the units and index entries naming their records (checks/context.head_moved); any other file gone starts
+    the run again on a new snapshot (a few times at most), and the result says so."""
     deleted, given = [], store
     while True:
         try:

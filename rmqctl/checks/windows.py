@@ -20,10 +20,9 @@ from typing import Iterator
 import numpy as np
 
 from ..budget import block_sigint_here
-from . import dledger as verify_dledger
 from .context import Context, Records, RecordsBuilder
-from .commitlog import without_records
-from .scan import ChunkResult, scan_chunk
+from .commitlog import walker, without_records
+from .scan import ChunkResult
 
 LOWEST = -(1 << 62)
 HIGHEST = 1 << 62
@@ -54,7 +53,7 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
     """The records of `results` (per file, its chunks), in windows of at most `size` records (None: one).
     A chunk whose result lost its columns is walked again; a window, the chunk being cut and the chunks
     walked ahead are held at a time (each slice of a chunk is copied into the window being assembled)."""
-    walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    walk = walker(ctx)
     chunks = [(ctx.files[i].start, r) for i, rs in enumerate(results) for r in rs if r.count]
     where = {id(r): (i, k) for i, rs in enumerate(results) for k, r in enumerate(rs)}
     window, lo = RecordsBuilder(), LOWEST
@@ -78,17 +77,19 @@ def windows(ctx: Context, results: list[list[ChunkResult]], size: int | None) ->
                     if c + 1 < len(chunks)
                     else HIGHEST
                 )
+                ctx.head_moved()  # (a running broker's cleaner may have taken head files since the last window)
                 yield Window(window.build(), lo, hi)
                 lo = hi
         del full
     if window.count or lo == LOWEST:
+        ctx.head_moved()
         yield Window(window.build(), lo, HIGHEST)
 
 
 def records_past(ctx: Context, results: list[list[ChunkResult]], offset: int) -> tuple[int, int]:
     """How many records of `results` start past commitlog offset `offset`, and their bytes: a chunk wholly past
     it counts whole, the one it falls in is walked again if it lost its columns."""
-    walk = verify_dledger.scan_file if ctx.store.dledger is not None else scan_chunk
+    walk = walker(ctx)
     records = size = 0
     for i, rs in enumerate(results):
         start = ctx.files[i].start
