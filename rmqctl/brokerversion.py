@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import schema as S
 from .config import BrokerConfig, read_properties
+from .configfiles import read_config
 from .errors import StoreError, UsageError
 from .javacompat import CRC32_PROPERTY, PROPERTY_SEPARATOR
 
@@ -106,6 +107,7 @@ def infer(root: Path, config: BrokerConfig, records) -> BrokerVersion:
             _from_checkpoint(root),
             _from_abort(root),
             _from_config(config),
+            _from_config_files(root),
             _from_records(records),
         )
         if e is not None
@@ -113,7 +115,8 @@ def infer(root: Path, config: BrokerConfig, records) -> BrokerVersion:
     if not found:
         return BrokerVersion(ASSUMED, "nothing in the store tells which RocketMQ wrote it", assumed=True)
     release, evidence = max(found, key=lambda e: e[0])
-    return BrokerVersion(release, evidence)
+    # (the first of equals: a config file's word on 4.x before the records', which 5.0-5.1 share)
+    return BrokerVersion(release, evidence, assumed=evidence == RECORDS_4X_STYLE)
 
 
 def store_entries_version(root: Path) -> tuple[tuple[int, int], str] | None:
@@ -152,9 +155,30 @@ def _from_config(config: BrokerConfig) -> tuple[tuple[int, int], str] | None:
     return ((5, 0), f"the 5.x-only key {named[0]} in {config.source}") if named else None
 
 
+def _from_config_files(root: Path) -> tuple[tuple[int, int], str] | None:
+    """The broker's own config files: 5.0 added TopicConfig.attributes (written for every topic, {} when none)
+    and DelayOffsetSerializeWrapper.dataVersion (ScheduleMessageService.encode sets it); 4.9.7 writes neither,
+    so a file without them is a 4.x broker's (the newest evidence still wins: a 5.x broker rewrites them)."""
+    said = None
+    for name, field in (("topics.json", "attributes"), ("delayOffset.json", "dataVersion")):
+        doc = read_config(root, name).document
+        if name == "topics.json":
+            table = doc.get("topicConfigTable") if isinstance(doc, dict) else None
+            doc = next(iter(table.values()), None) if isinstance(table, dict) and table else None
+        if not isinstance(doc, dict):
+            continue  # absent, undecodable, or no topic to tell
+        if field in doc:
+            return (5, 0), f"{field} in config/{name} (5.0+)"
+        said = said or ((4, 9), f"config/{name} without 5.0's {field}")
+    return said
+
+
+RECORDS_4X_STYLE = "the records' 4.x property style, which 5.0-5.1 also write"
+
+
 def _from_records(records) -> tuple[tuple[int, int], str] | None:
     """V2 magic (5.1+), a property CRC (5.2+), properties ending in the separator (5.x); properties without it
-    are 4.x's (then only if nothing newer shows)."""
+    are 4.x's or 5.0-5.1's (taken as 4.x, and said to be assumed, only if nothing else shows)."""
     newest = None
     try:
         sample = list(itertools.islice(records(SAMPLE_RECORDS), SAMPLE_RECORDS * SAMPLE_FILES))
@@ -166,11 +190,7 @@ def _from_records(records) -> tuple[tuple[int, int], str] | None:
         elif crc:
             found = (5, 2), "records with a property CRC"
         elif style:
-            found = (
-                ((5, 0), "the records' 5.x property style")
-                if style == 5
-                else ((4, 9), "the records' 4.x property style")
-            )
+            found = ((5, 0), "the records' 5.x property style") if style == 5 else ((4, 9), RECORDS_4X_STYLE)
         else:
             continue
         newest = found if newest is None or found[0] > newest[0] else newest

@@ -109,7 +109,46 @@ def test_an_assumed_version_is_said_once_on_stderr_and_shown_in_info(tmp_path):
 def test_info_names_the_version_and_why():
     res = run("info", "--store", FIXTURES / "a-basic" / "store", "--format", "table")
     assert res.stderr == ""
-    assert "version    RocketMQ 4.x rules (the records' 4.x property style)" in res.stdout.splitlines()
+    assert (
+        "version    RocketMQ 4.x rules (config/delayOffset.json without 5.0's dataVersion)" in res.stdout.splitlines()
+    )
+
+
+def test_records_of_the_4x_style_alone_are_an_assumption(store_copy):
+    """5.0.0-5.1.4 write a record's properties as 4.9 does (5.2.0 is the first to end them with the separator):
+    with nothing else telling, 4.x rules are assumed and said so on stderr; a config file 4.9.7 wrote (no
+    TopicConfig.attributes, no DelayOffsetSerializeWrapper.dataVersion) tells 4.x, one 5.0+ wrote tells 5.x."""
+    root = store_copy("a-basic")
+    (root / "config" / "delayOffset.json").unlink()
+    version = Store(root).version
+    assert (version.label, version.evidence, version.assumed) == (
+        "4.x",
+        "the records' 4.x property style, which 5.0-5.1 also write",
+        True,
+    )
+    res = run("info", "--store", root, "--format", "json")
+    assert res.stderr == (
+        "rmqctl: note: the records' 4.x property style, which 5.0-5.1 also write; assuming RocketMQ 4.x rules "
+        "(say --rocketmq-version 4, 5 or 5.5 if the store's broker is another)\n"
+    )
+    topics = root / "config" / "topics.json"
+    topics.write_text('{"dataVersion":{"counter":1,"timestamp":1},"topicConfigTable":{"TopicTest":{"order":false,'
+                      '"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest",'
+                      '"topicSysFlag":0,"writeQueueNums":4}}}')  # fmt: skip
+    assert (Store(root).version.evidence, Store(root).version.assumed) == (
+        "config/topics.json without 5.0's attributes",
+        False,
+    )
+    topics.write_text(topics.read_text().replace('{"order"', '{"attributes":{},"order"'))
+    assert (Store(root).version.label, Store(root).version.evidence) == (
+        "5.x",
+        "attributes in config/topics.json (5.0+)",
+    )
+    topics.unlink()
+    (root / "config" / "delayOffset.json").write_text(
+        '{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":1},"offsetTable":{}}'
+    )
+    assert (Store(root).version.label, Store(root).version.assumed) == ("5.x", False)
 
 
 def test_offset_by_time_on_a_49_store_applies_49s_rule_by_default(store_copy):
