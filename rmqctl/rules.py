@@ -272,6 +272,17 @@ SYSTEM_TOPICS = frozenset(
         "CHECKPOINT_TOPIC",
     }
 )
+# TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET (4.9.7 and 5.x): a producer's send to one is refused (NO_PERMISSION)
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
 UNCONFIGURED_PREFIXES = ("rmq_sys_", "%RETRY%", "%DLQ%", LMQ_PREFIX)
 
 

@@ -515,6 +515,8 @@ def test_delay_level_reproduces_the_49_store_rewrite(tmp_path, as_property):
         (["--topic", "bad topic"], ["illegal characters"]),
         (["--topic", "bad topic", "--delay-level", "1"], ["illegal characters"]),  # checked before the rewrite
         (["--topic", "T" * 128], ["longer than the 127"]),
+        (["--topic", "SCHEDULE_TOPIC_XXXX"], ["topic SCHEDULE_TOPIC_XXXX is forbidden"]),  # (isNotAllowedSendTopic)
+        (["--topic", "RMQ_SYS_TRANS_HALF_TOPIC", "--delay-level", "1"], ["RMQ_SYS_TRANS_HALF_TOPIC is forbidden"]),
         (["--topic", "%DLQ%" + "g" * 251], ["longer than the 255"]),
         (["--topic", "T", "--body", "x" * 2000], ["over maxMessageSize=1000"]),
         (["--topic", "T", "--property", "k=" + "v" * 33000], ["properties are", "32767"]),

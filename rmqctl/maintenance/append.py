@@ -69,6 +69,7 @@ from ..engine import (
 )
 from ..rules import (
     LMQ_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
     MULTI_DISPATCH_SEPARATOR,
     RETRY_TOPIC_PREFIX,
     property_failure,
@@ -281,7 +282,16 @@ def delete_property(text: str, name: str) -> str:
 
 
 def validate_producer_topic(topic: str):
-    """TopicValidator.validateTopic as a producer's send meets it (retry/DLQ topics may be 255 long)."""
+    """A producer's send to `topic`, as the client and the broker's SendMessageProcessor check it: the name
+    (validate_topic_name) and TopicValidator.isNotAllowedSendTopic (the broker's own topics: a delay or a
+    transaction reaches them through the broker's rewrite, never by a send)."""
+    validate_topic_name(topic)
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        raise UsageError(f"sending a message to topic {topic} is forbidden: the broker refuses it (NO_PERMISSION)")
+
+
+def validate_topic_name(topic: str):
+    """TopicValidator.validateTopic (retry/DLQ topics may be 255 long)."""
     if not topic or not topic.strip():
         raise UsageError("the topic is blank")
     if not TOPIC_NAME.fullmatch(topic):
@@ -846,8 +856,8 @@ class Appender:
         key = (topic, producer_topic_rules)
         got = self._topics.get(key)
         if got is None:
-            if producer_topic_rules:
-                validate_producer_topic(topic)
+            if producer_topic_rules:  # (the topic stored: a delayed send's is SCHEDULE_TOPIC_XXXX by now)
+                validate_topic_name(topic)
             got = self._topics[key] = (record_version_for_topic(topic, self.version, self.config), java_utf8(topic))
         return got
 
