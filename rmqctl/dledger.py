@@ -198,6 +198,25 @@ def walk_entries(buf, limit: int, start: int = 0, stop: int | None = None) -> Fi
     return FileEntries(position=position, **by_name, end=end, blank=blank, stop=stopped)
 
 
+def reput_reads_on(buf, limit: int, at: int, allow_v2: bool) -> int | None:
+    """Where RocketMQ's reput reads on past an entry whose header the entry walk stops at (`at`), or None where
+    it does not: DLedgerCommitLog.checkMessageAndReturnSize reads only the entry's first two ints (the BLANK's
+    magic ends the file; a commitlog magic in the size field sends it to CommitLog's own reading) and the
+    record in the body, and steps by the record's size + the header's 48 bytes. So the broker dispatched that
+    record and the entries after it, which DLedger's recovery will still truncate at its next start."""
+    if at + S.DLEDGER_MIN_BLANK > limit:
+        return None
+    magic, old = S.DLEDGER_BLANK.unpack_from(buf, at)
+    if magic == S.DLEDGER_BLANK_MAGIC or old in (S.MAGIC_BLANK, S.MAGIC_V1) or (allow_v2 and old == S.MAGIC_V2):
+        return None
+    body = at + S.DLEDGER_BODY_OFFSET
+    try:
+        record = read_record(buf, body, limit, allow_v2)
+    except RecordError:
+        return None
+    return body + record.storeSize if isinstance(record, Message) else None
+
+
 def slice_starts(buf, limit: int, size: int) -> list[int]:
     """Entry starts that cut a data file's entries into slices of about `size` bytes: 0, then each first
     entry at or past `size` bytes after the last cut, for as long as the entry walk goes on."""

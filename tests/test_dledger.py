@@ -222,6 +222,27 @@ def test_verify_predicts_dledger_recovery_cut(copy):
     assert "DLedger's recovery starts at 00000000000000262144 and does not re-check" in findings[0]["detail"]
 
 
+@pytest.mark.parametrize("field,value", [("magic", 7), ("size", 20)])
+def test_a_damaged_entry_header_is_one_finding_since_the_reput_read_on(copy, field, value):
+    """An entry header with a wrong magic or size in the last data file: RocketMQ's reput read only the record
+    in its body and stepped by the record's size + 48 (DLedgerCommitLog.checkMessageAndReturnSize), so it
+    dispatched that record and every one after it: their units and index entries are the reput's, not
+    damage. The header is (one finding at its place), and DLedger's recovery will truncate there at the next
+    start, dropping that record and every later one, all counted."""
+    store = copy()
+    e = ENTRIES[-10]
+    patch(_data(store, e), e["filePosition"] + (0 if field == "magic" else 4), S.INT32.pack(value))
+    code, findings = verify(store)
+    errors = [f for f in findings if f["severity"] == "error"]
+    assert code == 1 and [(f["kind"], f["commitLogOffset"]) for f in errors] == [
+        ("illegal-magic" if field == "magic" else "bad-length", e["pos"]),
+        ("dledger-checkpoint", None),  # committedIndex past the entries the recovery keeps: lost by this replica
+    ]
+    assert "the broker's reput reads the record in it and on" in errors[0]["detail"]
+    notes = " ".join(f["detail"] for f in findings)
+    assert f"stops at the entry at {e['pos']}" in notes and "dropping the 10 record(s) from" in notes
+
+
 def test_repair_torn_copy_keeps_what_dledger_recovery_keeps(copy):
     store = copy()
     torn_last_entry(store)

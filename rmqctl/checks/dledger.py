@@ -11,6 +11,8 @@ and checkpoint checks on them unchanged; verify calls `check_layer` after that m
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import dledger as D
@@ -35,9 +37,12 @@ class _EntryScanner(_Scanner):
 
     def run(self) -> ChunkResult:
         t = self.t
-        found = D.walk_entries(self.buf, self.limit, t.begin, t.stop)
-        claimed = found.position >= t.claim_from
-        starts, ends = found.message_starts()[claimed], found.message_ends()[claimed]
+        walks, bodies = self._walks()
+        claimed = [found.position >= t.claim_from for found in walks]
+        starts = np.concatenate([f.message_starts()[c] for f, c in zip(walks, claimed)] + [bodies[:, 0]])
+        ends = np.concatenate([f.message_ends()[c] for f, c in zip(walks, claimed)] + [bodies[:, 1]])
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
         add = self.findings.append
         i = 0
         while i < len(starts):
@@ -59,9 +64,30 @@ class _EntryScanner(_Scanner):
                         )
                     )
                 i += 1
-        self.entry_findings(found, claimed)
-        self.file_end(found)
-        return self.result(t.begin, found.end)
+        for found, c in zip(walks, claimed):
+            self.entry_findings(found, c)
+        self.file_end(walks[-1])
+        return self.result(t.begin, walks[-1].end)
+
+    def _walks(self) -> tuple[list[D.FileEntries], np.ndarray]:
+        """The entry walk from the task's start, and again past each entry whose header stops it where RocketMQ's
+        reput reads on (D.reput_reads_on: it dispatched the record in that entry and the entries after it, which
+        the consumequeues and index name); each such header is damage up to its record. Returns the walks and
+        the (start, end) of the records in those entries, (n, 2) int64."""
+        t = self.t
+        walks, bodies = [D.walk_entries(self.buf, self.limit, t.begin, t.stop)], []
+        while walks[-1].stop is not None and t.claim_from <= walks[-1].stop.position:
+            stop = walks[-1].stop
+            on = D.reput_reads_on(self.buf, self.limit, stop.position, self.allow_v2)
+            if on is None:
+                break
+            body = stop.position + S.DLEDGER_BODY_OFFSET
+            what = f"{stop.detail}; the broker's reput reads the record in it and on, DLedger's recovery stops here"
+            self.regions.append(Region(stop.position, stop.kind, what, body, -1, False))
+            bodies.append((body, on))
+            walks[-1] = dataclasses.replace(walks[-1], stop=None)
+            walks.append(D.walk_entries(self.buf, self.limit, on, t.stop))
+        return walks, np.array(bodies, np.int64).reshape(-1, 2)
 
     def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
         """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;
@@ -324,8 +350,8 @@ class _IndexUnits:
                     f.path,
                     at - f.start,
                     None,
-                    f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry in the data "
-                    f"(the last is {last}); DLedger's recovery truncates them",
+                    f"{len(extra)} index unit(s) from entry {int(extra[0])} on have no entry DLedger's walk of the data "
+                    f"reaches (the last is {last}); DLedger's recovery truncates them",
                 )
         return found
 
