@@ -34,9 +34,15 @@ BYTES_PER_RECORD = 400
 FIXED_BYTES = 96 << 20
 
 
+# the fewest records a window holds: each window costs a pass over every queue and index file, so a budget
+# below FIXED_BYTES + this many records' bytes (about 121M) is taken as that (windows of a record or a few
+# made a verify 150 times slower)
+MIN_WINDOW_RECORDS = 1 << 16
+
+
 def window_records(memory: int) -> int:
-    """Records per window within a budget of `memory` bytes."""
-    return max(1, (memory - FIXED_BYTES) // BYTES_PER_RECORD)
+    """Records per window within a budget of `memory` bytes (MIN_WINDOW_RECORDS at least)."""
+    return max(MIN_WINDOW_RECORDS, (memory - FIXED_BYTES) // BYTES_PER_RECORD)
 
 
 @dataclasses.dataclass
