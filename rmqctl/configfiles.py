@@ -19,10 +19,113 @@ _FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
 
 
 def parse_fastjson(text: str):
-    """fastjson writes integer map keys unquoted ({"offsetTable":{"t@g":{0:12}}}); quote them outside
-    strings, then parse as JSON."""
+    """A document as fastjson 1.2's JSON.parseObject reads it (ConfigManager's decode). What the broker writes
+    differs from JSON only in unquoted integer map keys ({"offsetTable":{"t@g":{0:12}}}): quoted outside
+    strings, then parsed as JSON. A file an operator edited may hold what fastjson's default features also
+    take (single quotes, unquoted names, comments, extra commas): read by `_Lenient` then, as the broker
+    would load it, not taken for undecodable. json.JSONDecodeError for what fastjson refuses too."""
     fixed = _FASTJSON_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}', text)
-    return json.loads(fixed)
+    try:
+        return json.loads(fixed)
+    except json.JSONDecodeError:
+        return _Lenient(text).document()
+
+
+class _Lenient:
+    """fastjson's lexer with its default parser features (AllowSingleQuotes, AllowUnQuotedFieldNames,
+    AllowArbitraryCommas; comments skipped as white space): names and integer keys become strings, as the
+    strict path gives them."""
+
+    TOKEN = re.compile(
+        r"""(?P<space>(?:[ \t\r\n\f\b]+|/\*.*?\*/|//[^\n]*)+)
+        |(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+        |(?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
+        |(?P<name>[A-Za-z_$][\w$]*)
+        |(?P<mark>[{}\[\]:,])""",
+        re.VERBOSE | re.DOTALL,
+    )
+    ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "/": "/", "\\": "\\", '"': '"', "'": "'"}
+    WORDS = {"true": True, "false": False, "null": None}
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = [(m.lastgroup, m.group(), m.start()) for m in self._scan(text) if m.lastgroup != "space"]
+        self.at = 0
+
+    def _scan(self, text: str):
+        pos = 0
+        while pos < len(text):
+            m = self.TOKEN.match(text, pos)
+            if m is None:
+                raise json.JSONDecodeError("not a token fastjson reads", text, pos)
+            yield m
+            pos = m.end()
+
+    def document(self):
+        value = self.value()
+        if self.at < len(self.tokens):
+            self.fail("text after the document")
+        return value
+
+    def fail(self, what: str):
+        pos = self.tokens[self.at][2] if self.at < len(self.tokens) else len(self.text)
+        raise json.JSONDecodeError(what, self.text, pos)
+
+    def next(self) -> tuple[str, str]:
+        if self.at >= len(self.tokens):
+            self.fail("the document ends here")
+        kind, token, _ = self.tokens[self.at]
+        self.at += 1
+        return kind, token
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at][1] if self.at < len(self.tokens) else None
+
+    def value(self):
+        kind, token = self.next()
+        if token == "{" or token == "[":
+            return self.container(token)
+        if kind == "string":
+            return self.string(token)
+        if kind == "number":
+            return json.loads(token)
+        if kind == "name" and token in self.WORDS:
+            return self.WORDS[token]
+        self.at -= 1
+        return self.fail("not a value")
+
+    def container(self, opening: str):
+        out, close = ({}, "}") if opening == "{" else ([], "]")
+        while True:
+            while self.peek() == ",":  # (AllowArbitraryCommas)
+                self.next()
+            if self.peek() == close:
+                self.next()
+                return out
+            if out and self.tokens[self.at - 1][1] != ",":
+                self.fail("a ',' or the end of the object or array")
+            if close == "]":
+                out.append(self.value())
+                continue
+            kind, key = self.next()
+            if kind not in ("string", "number", "name"):
+                self.at -= 1
+                self.fail("a field name")
+            if self.next()[1] != ":":
+                self.at -= 1
+                self.fail("a ':' after the field name")
+            out[self.string(key) if kind == "string" else key] = self.value()
+
+    def string(self, token: str) -> str:
+        return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", self._unescape, token[1:-1], flags=re.DOTALL)
+
+    def _unescape(self, m) -> str:
+        e = m.group(1)
+        if len(e) == 5:
+            return chr(int(e[1:], 16))
+        if e not in self.ESCAPES:
+            raise json.JSONDecodeError(f"the escape \\{e}", self.text, 0)
+        return self.ESCAPES[e]
 
 
 # the ConfigManager files under {storePathRootDir}/config (4.9.7 and 5.3.3); timercheck is binary, not one

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -135,6 +136,59 @@ def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
     rows = jsonl(res.stdout)
     assert {r["source"] for r in rows} == {str(s / "config" / "consumerOffset.json.bak")}
     assert len(rows) == 6 and "loads" in res.stderr and "older persist" in res.stderr
+
+
+# what an operator's hand may leave in a config file, beside what the broker writes: fastjson's default features
+# take single quotes, unquoted names, comments and extra commas; not hex numbers, nor text after the document
+HAND_EDITED = [
+    CONSUMER_OFFSETS,
+    "{'offsetTable':{'TopicTest@groupA':{0:12,1:13}}}",
+    '{offsetTable:{"TopicTest@groupA":{0:12,1:13,},},}',
+    '{"offsetTable":{,,"TopicTest@groupA":{0:12,,1:13}}}',
+    '{/* reset by hand */"offsetTable":{"TopicTest@groupA":{0:12 // was 10\n,1:13}}}',
+    '{"offsetTable":{"TopicTest@groupA":{"0":"12",1:13}}}',
+    "{'offsetTable':{'Topic\\'s@g\\u0041':{0:1}}}",
+    '{"offsetTable":{"TopicTest@groupA":{0:0x10}}}',
+    '{"offsetTable":{"TopicTest@groupA":{0:12}}} and more',
+    '{"offsetTable":{"TopicTest@groupA":{0:12 1:13}}}',
+]
+
+
+def test_config_files_parse_as_fastjson_parses_them(tmp_path, java_oracle):
+    """Each text as fastjson 1.2.83 (the broker's) parses it, run here: the same document, or refused by both
+    (then the broker loads the .bak: a hand-edited file rmqctl took for undecodable made it name the .bak's
+    older offsets as the ones the broker loads)."""
+    from rmqctl.configfiles import parse_fastjson
+    from test_batchcq import oracle_classpath
+
+    files = []
+    for i, text in enumerate(HAND_EDITED):
+        files.append(tmp_path / f"{i}.json")
+        files[-1].write_text(text)
+    harness = Path(__file__).parent / "java" / "FastjsonParse.java"
+    java = subprocess.run(
+        ["java", "-cp", oracle_classpath(java_oracle), str(harness), *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    want = [json.loads(line[3:]) if line.startswith("OK ") else None for line in java.stdout.splitlines()]
+    got = []
+    for text in HAND_EDITED:
+        try:
+            got.append(parse_fastjson(text))
+        except json.JSONDecodeError:
+            got.append(None)
+    assert got == want and want.count(None) == 3
+
+
+def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", HAND_EDITED[4], bak=CONSUMER_OFFSETS)
+    res = run("consumers", "--store", s, "--format", "jsonl")
+    rows = jsonl(res.stdout)
+    assert {r["source"] for r in rows} == {str(s / "config" / "consumerOffset.json")}
+    assert sorted((r["queueId"], r["offset"]) for r in rows) == [(0, 12), (1, 13)] and res.stderr == ""
 
 
 @pytest.mark.parametrize("blank", ["  \n", "null"])
