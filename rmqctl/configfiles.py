@@ -19,11 +19,13 @@ _FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
 
 
 def parse_fastjson(text: str):
-    """A document as fastjson 1.2's JSON.parseObject reads it (ConfigManager's decode). What the broker writes
-    differs from JSON only in unquoted integer map keys ({"offsetTable":{"t@g":{0:12}}}): quoted outside
-    strings, then parsed as JSON. A file an operator edited may hold what fastjson's default features also
-    take (single quotes, unquoted names, comments, extra commas): read by `_Lenient` then, as the broker
-    would load it, not taken for undecodable. json.JSONDecodeError for what fastjson refuses too."""
+    """A document as ConfigManager's decode reads it (fastjson 1.2: RemotingSerializable.fromJson, a typed
+    JSON.parseObject with the default features). What the broker writes differs from JSON only in unquoted
+    integer map keys ({"offsetTable":{"t@g":{0:12}}}): quoted outside strings, then parsed as JSON. A file an
+    operator edited may hold what fastjson also takes (a byte order mark, single quotes, unquoted names,
+    comments, extra commas, 01 or 12L): read by `_Lenient` then, as the broker loads it, not taken for
+    undecodable. json.JSONDecodeError for what the broker's decode refuses too."""
+    text = text.removeprefix("\ufeff")
     fixed = _FASTJSON_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}', text)
     try:
         return json.loads(fixed)
@@ -33,19 +35,21 @@ def parse_fastjson(text: str):
 
 class _Lenient:
     """fastjson's lexer with its default parser features (AllowSingleQuotes, AllowUnQuotedFieldNames,
-    AllowArbitraryCommas; comments skipped as white space): names and integer keys become strings, as the
-    strict path gives them."""
+    AllowArbitraryCommas; comments skipped as white space; numbers with a sign, leading zeros or a type suffix):
+    names and integer keys become strings, as the strict path gives them. Commas as the typed decode takes
+    them (`members`), which differs from a generic parse in maps of integer keys."""
 
     TOKEN = re.compile(
         r"""(?P<space>(?:[ \t\r\n\f\b]+|/\*.*?\*/|//[^\n]*)+)
         |(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-        |(?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]))
+        |(?P<number>[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[LSBFD]?(?![\w.]))
         |(?P<name>[A-Za-z_$][\w$]*)
         |(?P<mark>[{}\[\]:,])""",
         re.VERBOSE | re.DOTALL,
     )
-    ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "/": "/", "\\": "\\", '"': '"', "'": "'"}
-    WORDS = {"true": True, "false": False, "null": None}
+    ESCAPES = {"b": "\b", "f": "\f", "F": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "/": "/"}
+    WORDS = {"true": True, "false": False, "null": None, "undefined": None}
+    INTEGER_KEY = re.compile(r"[+-]?\d+")
 
     def __init__(self, text: str):
         self.text = text
@@ -67,8 +71,9 @@ class _Lenient:
             self.fail("text after the document")
         return value
 
-    def fail(self, what: str):
-        pos = self.tokens[self.at][2] if self.at < len(self.tokens) else len(self.text)
+    def fail(self, what: str, at: int | None = None):
+        at = self.at if at is None else at
+        pos = self.tokens[at][2] if at < len(self.tokens) else len(self.text)
         raise json.JSONDecodeError(what, self.text, pos)
 
     def next(self) -> tuple[str, str]:
@@ -83,49 +88,71 @@ class _Lenient:
 
     def value(self):
         kind, token = self.next()
-        if token == "{" or token == "[":
-            return self.container(token)
+        if token == "{":
+            return self.members()
+        if token == "[":
+            return self.elements()
         if kind == "string":
             return self.string(token)
         if kind == "number":
-            return json.loads(token)
+            digits = token.rstrip("LSBFD")
+            return float(digits) if any(c in digits for c in ".eE") else int(digits)
         if kind == "name" and token in self.WORDS:
             return self.WORDS[token]
         self.at -= 1
         return self.fail("not a value")
 
-    def container(self, opening: str):
-        out, close = ({}, "}") if opening == "{" else ([], "]")
+    def elements(self) -> list:
+        out = []
         while True:
-            while self.peek() == ",":  # (AllowArbitraryCommas)
+            while self.peek() == ",":  # (AllowArbitraryCommas; fastjson needs no comma between elements)
                 self.next()
-            if self.peek() == close:
+            if self.peek() == "]":
                 self.next()
                 return out
-            if out and self.tokens[self.at - 1][1] != ",":
-                self.fail("a ',' or the end of the object or array")
-            if close == "]":
-                out.append(self.value())
-                continue
+            out.append(self.value())
+
+    def members(self) -> dict:
+        """An object. Its commas as the decode into its type takes them: a map of integer keys (queue ids,
+        delay levels; fastjson's MapDeserializer reads them with parseInt) refuses a doubled or leading comma
+        and needs none between entries; any other object takes extra commas and needs one between fields."""
+        out, extra, missing = {}, None, None  # (the token at the first extra comma, the first missing one)
+        while True:
+            commas = self.at
+            while self.peek() == ",":
+                self.next()
+            if extra is None and self.at - commas > (1 if out else 0):
+                extra = commas
+            if missing is None and out and self.at == commas and self.peek() != "}":
+                missing = commas
+            if self.peek() == "}":
+                self.next()
+                integer_keys = any(self.INTEGER_KEY.fullmatch(k) for k in out)
+                if integer_keys and extra is not None:
+                    self.fail("an extra comma in a map of integer keys (the typed decode's parseInt)", extra)
+                if not integer_keys and missing is not None:
+                    self.fail("a ',' between the fields", missing)
+                return out
             kind, key = self.next()
             if kind not in ("string", "number", "name"):
-                self.at -= 1
-                self.fail("a field name")
+                self.fail("a field name", self.at - 1)
             if self.next()[1] != ":":
-                self.at -= 1
-                self.fail("a ':' after the field name")
+                self.fail("a ':' after the field name", self.at - 1)
             out[self.string(key) if kind == "string" else key] = self.value()
 
     def string(self, token: str) -> str:
-        return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", self._unescape, token[1:-1], flags=re.DOTALL)
+        return re.sub(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", self._unescape, token[1:-1], flags=re.DOTALL)
 
     def _unescape(self, m) -> str:
         e = m.group(1)
-        if len(e) == 5:
+        if len(e) > 1:  # \uXXXX, \xXX
             return chr(int(e[1:], 16))
-        if e not in self.ESCAPES:
-            raise json.JSONDecodeError(f"the escape \\{e}", self.text, 0)
-        return self.ESCAPES[e]
+        if e in "01234567":  # fastjson's scanString: \0 to \7 are those chars
+            return chr(int(e))
+        return self.ESCAPES.get(e, e if e in "\\\"'" else None) or self._bad_escape(e)
+
+    def _bad_escape(self, e: str) -> str:
+        raise json.JSONDecodeError(f"the escape \\{e}", self.text, 0)
 
 
 # the ConfigManager files under {storePathRootDir}/config (4.9.7 and 5.3.3); timercheck is binary, not one

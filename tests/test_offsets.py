@@ -138,27 +138,33 @@ def test_consumers_take_the_bak_when_the_file_is_damaged(store_copy, damage):
     assert len(rows) == 6 and "loads" in res.stderr and "older persist" in res.stderr
 
 
-# what an operator's hand may leave in a config file, beside what the broker writes: fastjson's default features
-# take single quotes, unquoted names, comments and extra commas; not hex numbers, nor text after the document
+# what an operator's hand may leave in consumerOffset.json, beside what the broker writes: fastjson's typed decode
+# takes single quotes, unquoted names, comments, extra commas between topics (not between queue ids, where it needs
+# none), a byte order mark, 01, +1 and 12L; not hex numbers, text after the document, or a missing comma between topics
 HAND_EDITED = [
     CONSUMER_OFFSETS,
     "{'offsetTable':{'TopicTest@groupA':{0:12,1:13}}}",
     '{offsetTable:{"TopicTest@groupA":{0:12,1:13,},},}',
-    '{"offsetTable":{,,"TopicTest@groupA":{0:12,,1:13}}}',
+    '{"offsetTable":{,,"TopicTest@groupA":{0:12,1:13},,"OrderTopic@groupB":{0:1}}}',
     '{/* reset by hand */"offsetTable":{"TopicTest@groupA":{0:12 // was 10\n,1:13}}}',
     '{"offsetTable":{"TopicTest@groupA":{"0":"12",1:13}}}',
-    "{'offsetTable':{'Topic\\'s@g\\u0041':{0:1}}}",
+    "{'offsetTable':{'Topic\\x41@g\\u0041':{0:1}}}",
+    '\ufeff{"offsetTable":{"TopicTest@groupA":{0:01,1:+1,2:12L}}}',
+    '{"offsetTable":{"TopicTest@groupA":{0:12,,1:13}}}',
+    '{"offsetTable":{"TopicTest@groupA":{,0:12}}}',
     '{"offsetTable":{"TopicTest@groupA":{0:0x10}}}',
     '{"offsetTable":{"TopicTest@groupA":{0:12}}} and more',
-    '{"offsetTable":{"TopicTest@groupA":{0:12 1:13}}}',
+    '{"offsetTable":{"TopicTest@groupA":{0:12 1:13}}}',  # (no comma needed between queue ids)
+    '{"offsetTable":{"TopicTest@groupA":{0:12} "OrderTopic@groupB":{0:1}}}',
+    '{"offsetTable":{"TopicTest@groupA":{0:12,1:13,,}}}',
 ]
 
 
-def test_config_files_parse_as_fastjson_parses_them(tmp_path, java_oracle):
-    """Each text as fastjson 1.2.83 (the broker's) parses it, run here: the same document, or refused by both
-    (then the broker loads the .bak: a hand-edited file rmqctl took for undecodable made it name the .bak's
-    older offsets as the ones the broker loads)."""
-    from rmqctl.configfiles import parse_fastjson
+def test_offset_files_decode_as_the_brokers_decode_does(tmp_path, java_oracle):
+    """Each text as ConsumerOffsetManager's decode reads it (fastjson 1.2.83's typed parse, run here): the same
+    offsets, or refused by both (then the broker loads the .bak: a hand-edited file rmqctl took for undecodable
+    made it name the .bak's older offsets as the ones the broker loads)."""
+    from rmqctl.configfiles import committed_offsets, parse_fastjson
     from test_batchcq import oracle_classpath
 
     files = []
@@ -172,14 +178,20 @@ def test_config_files_parse_as_fastjson_parses_them(tmp_path, java_oracle):
         text=True,
         check=True,
     )
-    want = [json.loads(line[3:]) if line.startswith("OK ") else None for line in java.stdout.splitlines()]
+    want = [
+        sorted((k, int(q), o) for k, queues in json.loads(line[3:]).items() for q, o in queues.items())
+        if line.startswith("OK ")
+        else None
+        for line in java.stdout.splitlines()
+    ]
     got = []
     for text in HAND_EDITED:
         try:
-            got.append(parse_fastjson(text))
+            offsets, notes = committed_offsets(parse_fastjson(text))
+            got.append(sorted((f"{c.topic}@{c.group}", c.queueId, c.offset) for c in offsets) if not notes else notes)
         except json.JSONDecodeError:
             got.append(None)
-    assert got == want and want.count(None) == 3
+    assert got == want and want.count(None) == 6
 
 
 def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):
