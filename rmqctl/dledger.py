@@ -394,6 +394,15 @@ def _unit(index_queue, entry_index: int):
     return S.DLEDGER_INDEX_UNIT.unpack_from(f.buf, off - f.start)
 
 
+def committed_end(state: dict[str, str] | None, index_queue) -> int | None:
+    """Where the checkpoint's committedIndex entry ends (its index unit's pos + size): RocketMQ's reput reads no
+    further than the committed position (DLedgerCommitLog.getMaxOffset), which the checkpoint trails; None when
+    they do not tell."""
+    wanted = state_long(state, "committedIndex")
+    unit = _unit(index_queue, wanted) if wanted is not None else None
+    return unit[1] + unit[2] if unit else None
+
+
 def _first_entry_matches(f, index_queue) -> bool:
     """recover()'s pre-check of a candidate start file: its first entry sound and equal to its index unit."""
     if len(f.buf) < S.DLEDGER_BODY_OFFSET:

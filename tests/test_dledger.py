@@ -243,6 +243,18 @@ def test_a_damaged_entry_header_is_one_finding_since_the_reput_read_on(copy, fie
     assert f"stops at the entry at {e['pos']}" in notes and "dropping the 10 record(s) from" in notes
 
 
+def test_a_damaged_entry_header_past_the_committed_entry_stops_the_walk(copy):
+    """The reput reads no further than the committed position (DLedgerCommitLog.getMaxOffset): an entry header
+    damaged past the checkpoint's committedIndex was never passed over, so verify does not read on there."""
+    store = copy()
+    e = ENTRIES[-3]
+    (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={ENTRIES[-5]['index']}\nendIndex=499\n")
+    patch(_data(store, e), e["filePosition"], S.INT32.pack(7))
+    _, findings = verify(store)
+    [header] = [f for f in findings if f["commitLogOffset"] == e["pos"]]  # (a torn tail: nothing readable after)
+    assert "entry magic 7" in header["detail"] and "reads the record in it and on" not in header["detail"]
+
+
 def test_repair_torn_copy_keeps_what_dledger_recovery_keeps(copy):
     store = copy()
     torn_last_entry(store)

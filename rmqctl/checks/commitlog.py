@@ -15,7 +15,7 @@ from .. import dledger as D
 from .. import schema as S
 from ..budget import block_sigint_here
 from ..engine import available_cores
-from ..errors import FileGone
+from ..errors import FileGone, StoreError
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..store import links_outside
@@ -143,6 +143,7 @@ def plan(ctx: Context) -> list[list[Task]]:
     )
     end = ctx.scan_end
     paged = ctx.jobs == 1 and available_cores() > 1  # one walking thread, and a core for the pager's
+    reput_end = _reput_end(ctx.store) if ctx.store.dledger is not None else None
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start
@@ -172,6 +173,7 @@ def plan(ctx: Context) -> list[list[Task]]:
                     stop=hi,
                     config=ctx.config,
                     moving_from=moving_from,
+                    reput_end=reput_end,
                     allow_v2=allow_v2(ctx.store),
                     paged=paged,
                     **want,
@@ -179,6 +181,14 @@ def plan(ctx: Context) -> list[list[Task]]:
             )
         out.append(chunks)
     return out
+
+
+def _reput_end(store) -> int | None:
+    """A DLedger store's committed position per its checkpoint and index (None where they do not tell)."""
+    try:
+        return D.committed_end(D.read_state(store.dledger.checkpoint_path), store.dledger_index)
+    except StoreError:  # (index files of different sizes: check_layer names them)
+        return None
 
 
 def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:

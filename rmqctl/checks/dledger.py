@@ -71,12 +71,12 @@ class _EntryScanner(_Scanner):
 
     def _walks(self) -> tuple[list[D.FileEntries], np.ndarray]:
         """The entry walk from the task's start, and again past each entry whose header stops it where RocketMQ's
-        reput reads on (D.reput_reads_on: it dispatched the record in that entry and the entries after it, which
-        the consumequeues and index name); each such header is damage up to its record. Returns the walks and
+        reput read on (D.reput_reads_on, before the committed position: it dispatched the record in that entry and
+        the entries after it, which the consumequeues and index name); each such header is damage up to its record. Returns the walks and
         the (start, end) of the records in those entries, (n, 2) int64."""
         t = self.t
         walks, bodies = [D.walk_entries(self.buf, self.limit, t.begin, t.stop)], []
-        while walks[-1].stop is not None and t.claim_from <= walks[-1].stop.position:
+        while walks[-1].stop is not None and t.claim_from <= walks[-1].stop.position < self._reput_passed():
             stop = walks[-1].stop
             on = D.reput_reads_on(self.buf, self.limit, stop.position, self.allow_v2)
             if on is None:
@@ -88,6 +88,10 @@ class _EntryScanner(_Scanner):
             walks[-1] = dataclasses.replace(walks[-1], stop=None)
             walks.append(D.walk_entries(self.buf, self.limit, on, t.stop))
         return walks, np.array(bodies, np.int64).reshape(-1, 2)
+
+    def _reput_passed(self) -> int:
+        """Up to where in this file RocketMQ's reput had read (the committed position; nothing when unknown)."""
+        return -1 if self.t.reput_end is None else self.t.reput_end - self.t.file_start
 
     def entry_findings(self, found: D.FileEntries, claimed: np.ndarray):
         """Each claimed entry's own fields, and its body against the record in it (flagged in numpy passes;

@@ -77,6 +77,9 @@ class Task:
     records: int = 0  # how many records the walk finds, when known (a walk again): its arrays sized to fit
     # on a live store, where the snapshot's commitlog end falls in this file: bytes from there may be moving
     moving_from: int | None = None
+    # DLedger: the committed position as the checkpoint tells it (commitlog offset), which RocketMQ's reput
+    # passed over (None: unknown)
+    reput_end: int | None = None
     # a core is left over from the walks: the pages come in ahead of the walk and go back after it on the
     # pager's thread (store.PAGER), not on the walking thread (each costs it as much again as the walk)
     paged: bool = False
