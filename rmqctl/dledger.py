@@ -26,6 +26,7 @@ from .javacompat import parse_long
 from .engine import ColumnViews
 from .errors import RmqError
 from .record import Message, RecordError, read_record
+from .rules import BLANK, RECORD, record_magic
 
 # DLedgerConfig.mappedFileSizeForEntryIndex: INDEX_UNIT_SIZE * 5 * 1024 * 1024 (no broker key sets it)
 DEFAULT_INDEX_FILE_SIZE = S.DLEDGER_INDEX_UNIT_SIZE * 5 * 1024 * 1024
@@ -207,7 +208,7 @@ def reput_reads_on(buf, limit: int, at: int, allow_v2: bool) -> int | None:
     if at + S.DLEDGER_MIN_BLANK > limit:
         return None
     magic, old = S.DLEDGER_BLANK.unpack_from(buf, at)
-    if magic == S.DLEDGER_BLANK_MAGIC or old in (S.MAGIC_BLANK, S.MAGIC_V1) or (allow_v2 and old == S.MAGIC_V2):
+    if magic == S.DLEDGER_BLANK_MAGIC or record_magic(old, old, allow_v2) in (RECORD, BLANK):
         return None
     body = at + S.DLEDGER_BODY_OFFSET
     try:

@@ -77,7 +77,7 @@ def test_info_reads_the_end_on_the_compiled_walk(big_store, tmp_path, monkeypatc
     conf.write_text(f"mappedFileSizeCommitLog={FILE_SIZE}\n")
     res = run("info", "--store", str(big_store), "--format", "json", "--broker-config", str(conf))
     assert res.exit_code == 0, res.output
-    info = json.loads(res.output)
+    info = json.loads(res.stdout)
     (end, _), _ = both_ends(big_store, monkeypatch)
     assert inspect.COMPILED_END_FROM < end < FILE_SIZE  # the BLANK closing the file is no record
     assert info["commitlog"]["maxOffset"] == end

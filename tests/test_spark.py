@@ -756,22 +756,13 @@ def test_the_schedule_tags_code_is_one_rule_everywhere(spark, tmp_path):
     name, topic, queue_id = "a-basic", "SCHEDULE_TOPIC_XXXX", 17
     root = copy_store(name, tmp_path)
     args = ["--store", root, "--broker-config", broker_conf(name), "--format", "jsonl"]
-    appended = run(
-        "append",
-        *args,
-        "--topic",
-        topic,
-        "--queue-id",
-        str(queue_id),
-        "--tags",
-        "TagD",
-        "--property",
-        "DELAY=99",
-        "--property",
-        "REAL_TOPIC=TopicTest",
-        "--property",
-        "REAL_QID=0",
-    )
+    # a copy of a stored delayed message (a producer's send to SCHEDULE_TOPIC_XXXX is refused, as the broker does)
+    line = {
+        "topic": topic,
+        "queueId": queue_id,
+        "properties": {"TAGS": "TagD", "DELAY": "99", "REAL_TOPIC": "TopicTest", "REAL_QID": "0"},
+    }
+    appended = run("append", *args, "--jsonl", "-", input=json.dumps(line) + "\n")
     assert appended.exit_code == 0, appended.stderr
     offset = jsonl(appended.stdout)[0]["commitLogOffset"]
     stored = [m for m in jsonl(run("dump", "commitlog", *args, "--from", str(offset)).stdout)][0]

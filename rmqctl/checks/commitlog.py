@@ -18,6 +18,7 @@ from ..engine import available_cores
 from ..errors import FileGone, StoreError
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
+from ..rules import record_expired
 from ..store import links_outside
 from . import dledger as verify_dledger, links as verify_links
 from .context import Context
@@ -259,7 +260,10 @@ def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None =
     if ctx.live is not None and ctx.head_moved() > ctx.files[0].start:
         # the broker's cleaner took head files during the walk: their records are expired, all of them (a file
         # walked in part would leave a gap in its queues' offsets where its successor's records take over)
-        out = [[expired(r.task) for r in rs] if ctx.files[i].start < ctx.min_offset else rs for i, rs in enumerate(out)]
+        out = [
+            [expired(r.task) for r in rs] if record_expired(ctx.files[i].start, ctx.min_offset) else rs
+            for i, rs in enumerate(out)
+        ]
     return out, done, kept
 
 
@@ -275,7 +279,7 @@ def walker(ctx: Context):
         try:
             return walk(task)
         except FileGone:
-            if task.file_start >= ctx.head_moved():
+            if not record_expired(task.file_start, ctx.head_moved()):
                 raise
             return expired(task)
 

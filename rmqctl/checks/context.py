@@ -22,7 +22,7 @@ from ..findings import Damage
 from ..live import bounded_end
 from ..recovery import QueuesEnd, recovery_start
 from ..rocksdbconfig import configured_topics
-from ..rules import deleted_topic
+from ..rules import deleted_topic, record_expired
 from ..store import Store, offset_to_name
 
 
@@ -143,7 +143,7 @@ class Context:
         if self.live is not None and self.files:  # (never the last file: MappedFileQueue.deleteExpiredFileByTime)
             self.min_offset = next((f.start for f in self.files[:-1] if f.path.exists()), self.files[-1].start)
             for f in self.files:
-                if f.start >= self.min_offset:
+                if not record_expired(f.start, self.min_offset):
                     break
                 self.live.gone(f.path, "its records are expired: the checks leave them out")
         return self.min_offset
