@@ -139,14 +139,23 @@ class Context:
         """On a running broker's store, the commitlog's first offset as the broker's cleaner has left it by now:
         the start of the first listed file still there (files go from the head, CommitLog.deleteExpiredFile).
         `min_offset` follows it, so records below it are expired from here on, as a file cleaned before the run
-        is; each file gone is noted in what moved. Returns `min_offset`."""
+        is (it never moves back: `expire_below` may have moved it further); each file gone is noted in what moved.
+        Returns `min_offset`."""
         if self.live is not None and self.files:  # (never the last file: MappedFileQueue.deleteExpiredFileByTime)
-            self.min_offset = next((f.start for f in self.files[:-1] if f.path.exists()), self.files[-1].start)
+            first = next((f.start for f in self.files[:-1] if f.path.exists()), self.files[-1].start)
+            self.min_offset = max(self.min_offset, first)
             for f in self.files:
                 if not record_expired(f.start, self.min_offset):
                     break
-                self.live.gone(f.path, "its records are expired: the checks leave them out")
+                if not f.path.exists():
+                    self.live.gone(f.path, "its records are expired: the checks leave them out")
         return self.min_offset
+
+    def expire_below(self, offset: int):
+        """A running broker's cleaner showed its min offset is past `offset` (it deleted a file by that min
+        before the commitlog file below it went: CommitLog.getMinOffset skips a head file shut down but still
+        referenced): records below it are expired from here on."""
+        self.min_offset = max(self.head_moved(), offset)
 
     def in_range(self, offsets: np.ndarray) -> np.ndarray:
         ok = np.ones(len(offsets), dtype=bool)

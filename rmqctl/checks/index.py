@@ -196,14 +196,14 @@ class IndexCheck:
 
     def _lost(self, f: _File, error: FileGone):
         """Index file `f` went while it was read: beside a running broker its expired head (IndexService deletes
-        a file once the commitlog's head passed its last entry, after the commitlog's files), left out with its
-        entries, whose records are expired by now; on a stopped store the error."""
+        a file once the commitlog's min offset passed its last entry), left out with its entries, whose records
+        are expired by now; on a stopped store the error."""
         run = self.run
         if run.live is None:
             raise error
         run.live.gone(f.ix.path, "its entries are expired: the checks leave them out")
         self.files.remove(f)
-        run.head_moved()
+        run.expire_below(f.ix.header["endPhyOffset"] + 1)  # (deleted once the min passed its last entry)
 
     def _count_unindexed(self, rec: Records):
         """With no index file: the keys of the (non-rollback) records in range, which no lookup finds."""
