@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import COLUMN, CRC_OK, CRC_TEXT, CRC_UNCHECKED, POSITION, PROPERTIES_NOT_UTF8, TEXT_FLAGS, TOPIC_NOT_UTF8
+from .decode import (
+    COLUMN, CRC_OK, CRC_TEXT, CRC_UNCHECKED, POSITION, PROPERTIES_NOT_UTF8, TEXT_FLAGS, TOPIC_NOT_UTF8, decode_record,
+)  # fmt: skip
+from ..rules import RECORD as OK
 from .kernels import copy_span, find_name, kernel, move_bytes, property_segment, read_properties
 from .jsonl_kernels import put_ipv4, put_msgid
-from .record import next_key_word
+from .record import next_key_word, prefetch_stream
 
 
 @kernel
@@ -183,69 +186,172 @@ def put_words(u8, lo, hi, data, at, used, ns, items, words):
     return words
 
 
-@kernel(counted=False)
-def batch_columns(
-    u8, cols, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts
-):
-    """Every buffer of a batch in one pass over its rows: ints32[k] / ints64[k] the decode's columns from32[k] /
-    from64[k] (ints64's last row: commitLogOffset, the position plus `file_start`), `offsets` each text and
-    binary column's Arrow offsets (rows: the spans, then BORN_HOST ...), `bits` their validity (and crcOk's),
-    `items` the map entries' names' and values' and the KEYS words' offsets, `data` their bytes (section k
-    from at[k]); `scratch` (4, most entries of a record) holds a record's entries while its repeats are merged.
-    counts: the bytes of each data section, the set bits of each bit row, the entries, the words, the flags."""
-    ns = len(spans)
-    nd = len(at) - 1
-    used = counts[:nd]
-    present = counts[nd : nd + len(bits)]
+@kernel(inlined=True)
+def start_columns(bits, offsets, items, counts):
+    """A batch's buffers before its first row: no bytes, no bits, each offsets row at 0."""
     counts[:] = 0
     bits[:, :] = 0
     offsets[:, 0] = 0
     items[:, 0] = 0
-    entries = words = flags = 0
-    for r in range(len(cols)):
-        for k in range(len(from32)):
-            ints32[k, r] = cols[r, from32[k]]
-        for k in range(len(from64)):
-            ints64[k, r] = cols[r, from64[k]]
-        pos = cols[r, POSITION]
-        ints64[len(from64), r] = pos + file_start
-        for k in range(ns):
-            lo = cols[r, spans[k, 0]]
-            if lo >= 0:
-                set_bit(bits, k, r)
-                present[k] += 1
-                put_span(data, at, used, k, u8, lo, span_end(cols, r, spans, k))
-            offsets[k, r + 1] = used[k]
-        combo = cols[r, COMBO]
-        flags |= combo & (BORN_V6 | STORE_V6)
-        for side in range(2):
-            k = ns + side
-            used[k] = (
-                put_ipv4(data, at[k] + used[k], u8, cols[r, HOST_COLUMNS[side][0]], cols[r, HOST_COLUMNS[side][1]])
-                - at[k]
-            )
-            offsets[k, r + 1] = used[k]
-        k = ns + MSG_ID
-        used[k] = put_msgid(data, at[k] + used[k], u8, pos, cols[r, STORE_IP], 16 if combo & 2 else 4) - at[k]
+
+
+@kernel(inlined=True)
+def put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts):
+    """Row r of every buffer of a batch, from the decode's row r of `cols`: ints32[k] / ints64[k] the decode's
+    columns from32[k] / from64[k] (ints64's last row: commitLogOffset, the position plus `file_start`), `offsets`
+    each text and binary column's Arrow offsets (rows: the spans, then BORN_HOST ...), `bits` their validity (and
+    crcOk's), `items` the map entries' names' and values' and the KEYS words' offsets, `data` their bytes (section
+    k from at[k]); `scratch` (4, most entries of a record) holds a record's entries while its repeats are merged.
+    counts: the bytes of each data section, the set bits of each bit row, the entries, the words, the flags."""
+    ns = len(spans)
+    nd = len(at) - 1
+    nb = len(bits)
+    used = counts[:nd]
+    present = counts[nd : nd + nb]
+    for k in range(len(from32)):
+        ints32[k, r] = cols[r, from32[k]]
+    for k in range(len(from64)):
+        ints64[k, r] = cols[r, from64[k]]
+    pos = cols[r, POSITION]
+    ints64[len(from64), r] = pos + file_start
+    for k in range(ns):
+        lo = cols[r, spans[k, 0]]
+        if lo >= 0:
+            set_bit(bits, k, r)
+            present[k] += 1
+            put_span(data, at, used, k, u8, lo, span_end(cols, r, spans, k))
         offsets[k, r + 1] = used[k]
-        entries = put_entries(
-            u8, cols[r, PROPS_AT], cols[r, PROPS_AT] + cols[r, PROPS_LEN], scratch, data, at, used, ns, items, entries
+    combo = cols[r, COMBO]
+    flags = counts[nd + nb + 2] | combo & (BORN_V6 | STORE_V6)
+    for side in range(2):
+        k = ns + side
+        used[k] = (
+            put_ipv4(data, at[k] + used[k], u8, cols[r, HOST_COLUMNS[side][0]], cols[r, HOST_COLUMNS[side][1]])
+            - at[k]
         )
-        offsets[ns + PROPERTY_MAP, r + 1] = entries
-        if cols[r, KEYS_LO] >= 0:
-            set_bit(bits, ns + KEY_LIST, r)
-            present[ns + KEY_LIST] += 1
-            words = put_words(u8, cols[r, KEYS_LO], cols[r, KEYS_HI], data, at, used, ns, items, words)
-        offsets[ns + KEY_LIST, r + 1] = words
-        crc = cols[r, CRC_OK]
-        if crc != CRC_UNCHECKED:
-            set_bit(bits, ns + CRC_VALID, r)
-            present[ns + CRC_VALID] += 1
-        if crc == 1:
-            set_bit(bits, ns + CRC_VALUE, r)
-        text = cols[r, TEXT_FLAGS]
-        flags |= (TOPIC_TEXT if text & TOPIC_NOT_UTF8 else 0) | (PROPERTIES_TEXT if text & PROPERTIES_NOT_UTF8 else 0)
-        flags |= CRC_AS_TEXT if crc == CRC_TEXT else 0
-    counts[nd + len(bits)] = entries
-    counts[nd + len(bits) + 1] = words
-    counts[nd + len(bits) + 2] = flags
+        offsets[k, r + 1] = used[k]
+    k = ns + MSG_ID
+    used[k] = put_msgid(data, at[k] + used[k], u8, pos, cols[r, STORE_IP], 16 if combo & 2 else 4) - at[k]
+    offsets[k, r + 1] = used[k]
+    entries = put_entries(
+        u8, cols[r, PROPS_AT], cols[r, PROPS_AT] + cols[r, PROPS_LEN], scratch, data, at, used, ns, items,
+        counts[nd + nb],
+    )  # fmt: skip
+    offsets[ns + PROPERTY_MAP, r + 1] = entries
+    counts[nd + nb] = entries
+    words = counts[nd + nb + 1]
+    if cols[r, KEYS_LO] >= 0:
+        set_bit(bits, ns + KEY_LIST, r)
+        present[ns + KEY_LIST] += 1
+        words = put_words(u8, cols[r, KEYS_LO], cols[r, KEYS_HI], data, at, used, ns, items, words)
+    offsets[ns + KEY_LIST, r + 1] = words
+    counts[nd + nb + 1] = words
+    crc = cols[r, CRC_OK]
+    if crc != CRC_UNCHECKED:
+        set_bit(bits, ns + CRC_VALID, r)
+        present[ns + CRC_VALID] += 1
+    if crc == 1:
+        set_bit(bits, ns + CRC_VALUE, r)
+    text = cols[r, TEXT_FLAGS]
+    flags |= (TOPIC_TEXT if text & TOPIC_NOT_UTF8 else 0) | (PROPERTIES_TEXT if text & PROPERTIES_NOT_UTF8 else 0)
+    counts[nd + nb + 2] = flags | (CRC_AS_TEXT if crc == CRC_TEXT else 0)
+
+
+@kernel(counted=False)
+def batch_columns(
+    u8, cols, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts
+):
+    """Every buffer of a batch (put_row) from the rows of `cols` a walk decoded, its buffers laid out by
+    batch_layout: for rows taken out of a walk's order (Chunk.select)."""
+    start_columns(bits, offsets, items, counts)
+    for r in range(len(cols)):
+        put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+
+
+# A walk that wants a batch's Arrow buffers fills them as it decodes (decode_columns, decode_columns_at): each record
+# is written out while its lines are in the caches, and no layout pass goes over the batch first. The buffers are
+# sized ahead by an estimate; a record that may not fit them (room_for_row: put_row's most) stops the batch with
+# ROOM, and the caller grows them and goes on from that record.
+ROOM = -1
+MSG_ID_ROOM = 2 * (16 + 4 + 8)  # an IPv6 store host, its port and PHYSICALOFFSET as hex
+
+
+@kernel(inlined=True)
+def room_for_row(cols, r, spans, at, used, items, scratch, entries, words):
+    """Whether what put_row writes of row r fits what is left of the buffers (`entries` and `words` so far)."""
+    ns = len(spans)
+    for k in range(ns):
+        lo = cols[r, spans[k, 0]]
+        if lo >= 0 and used[k] + max(span_end(cols, r, spans, k) - lo, 0) > at[k + 1] - at[k]:
+            return False
+    for k in range(ns + BORN_HOST, ns + MSG_ID + 1):
+        if used[k] + (MSG_ID_ROOM if k == ns + MSG_ID else HOST_ROOM) > at[k + 1] - at[k]:
+            return False
+    props = cols[r, PROPS_LEN]
+    for k in (ns + ENTRY_NAMES, ns + ENTRY_VALUES):
+        if used[k] + props > at[k + 1] - at[k]:
+            return False
+    pairs = props // 3 + 1
+    if pairs > scratch.shape[1] or entries + pairs >= items.shape[1]:
+        return False
+    if cols[r, KEYS_LO] >= 0:
+        keys = cols[r, KEYS_HI] - cols[r, KEYS_LO]
+        k = ns + KEY_WORDS
+        if used[k] + keys > at[k + 1] - at[k] or words + keys // 2 + 1 >= items.shape[1]:
+            return False
+    return True
+
+
+@kernel(counted=False)
+def decode_columns(
+    u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n,
+    file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, values, counts,
+):  # fmt: skip
+    """decode's walk of a batch (begun at `first`; `values`: (2, property names) for decode_record), from row n
+    at `pos`, each record's row of the Arrow buffers written as it is decoded (put_row; as batch_columns with
+    `counts` kept from call to call). Returns (records, next position, outcome there): ROOM when the record there
+    may not fit the buffers (grown, the batch goes on from there)."""
+    if n == 0:
+        start_columns(bits, offsets, items, counts)
+    nd = len(at) - 1
+    nb = len(bits)
+    used = counts[:nd]
+    while True:
+        if n == len(cols) or pos - first >= max_bytes:
+            return n, pos, OK
+        prefetch_stream(u8, pos, limit)
+        outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, values[0], values[1])
+        if outcome != OK:
+            return n, pos, outcome
+        if not room_for_row(cols, n, spans, at, used, items, scratch, counts[nd + nb], counts[nd + nb + 1]):
+            return n, pos, ROOM
+        put_row(u8, cols, n, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+        n += 1
+        pos += size
+
+
+@kernel(counted=False)
+def decode_columns_at(
+    u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n,
+    file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, values, counts,
+):  # fmt: skip
+    """decode_at's walk of DLedger entry bodies (`taken`: the bytes of records the batch holds), as
+    decode_columns fills a batch's Arrow buffers. Returns (records, next i, bytes taken, outcome there)."""
+    if n == 0:
+        start_columns(bits, offsets, items, counts)
+    nd = len(at) - 1
+    nb = len(bits)
+    used = counts[:nd]
+    while i < len(starts):
+        if n == len(cols) or taken >= max_bytes:
+            return n, i, taken, OK
+        outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, values[0], values[1])
+        if outcome != OK:
+            return n, i, taken, outcome
+        if not room_for_row(cols, n, spans, at, used, items, scratch, counts[nd + nb], counts[nd + nb + 1]):
+            return n, i, taken, ROOM
+        put_row(u8, cols, n, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+        n += 1
+        taken += size
+        i += 1
+    return n, i, taken, OK

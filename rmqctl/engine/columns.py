@@ -19,10 +19,10 @@ import pyarrow as pa
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 from . import arrow_kernels as K
-from .decode import COLUMN, CRC_TEXT, CRC_UNCHECKED
+from .decode import COLUMN, CRC_TEXT, CRC_UNCHECKED, PROPERTY_NAMES
 from ..record import format_host
 from ..rules import key_words
-from .walk import Chunk
+from .walk import Chunk, RowDecode
 
 SCALARS = [
     ("file", pa.string()), ("position", pa.int32()), ("commitLogOffset", pa.int64()), ("storeSize", pa.int32()),
@@ -166,29 +166,61 @@ MAP_TYPE, KEYS_TYPE = RECORD_SCHEMA.field("properties").type, RECORD_SCHEMA.fiel
 
 
 class BatchBuffers:
-    """A batch's Arrow buffers, allocated from Arrow's pool and filled by batch_columns in one pass."""
+    """A batch's Arrow buffers, allocated from Arrow's pool for up to `rows` rows, with `room` bytes for each data
+    section, room for `items` map entries and KEYS words, and a scratch for `most` entries of one record; filled
+    row by row by put_row (as the walk decodes, or from a chunk's decoded rows), then wrapped (`done`)."""
 
-    def __init__(self, chunk: Chunk):
-        n = self.n = len(chunk)
-        self.at = np.empty(NDATA + 1, np.int64)
-        entries, words, most = K.batch_layout(chunk.cols, SPANS, self.at)
-        self.bytes_per_bits = (n + 7) // 8
-        self.ints32, i32 = self.buffer(np.int32, (len(FROM32), n))
-        self.ints64, i64 = self.buffer(np.int64, (len(FROM64) + 1, n))
-        self.offsets, offsets = self.buffer(np.int32, (NROWS, n + 1))
-        self.bits, bits = self.buffer(np.uint8, (NBITS, self.bytes_per_bits))
-        self.item_row = max(entries, words) + 1
-        self.items, items = self.buffer(np.int32, (3, self.item_row))
-        self.data, data = self.buffer(np.uint8, (int(self.at[-1]),))
-        self.counts = np.empty(NDATA + NBITS + 3, np.int64)
-        scratch = np.empty((4, most), np.int64)
-        K.batch_columns(
-            chunk.u8, chunk.cols, chunk.file.start, FROM32, FROM64, SPANS, i32, i64, offsets, bits, items, data,
-            self.at, scratch, self.counts,
+    def __init__(self, rows: int, room: np.ndarray, items: int, most: int):
+        self.rows = rows
+        self.bytes_per_bits = (rows + 7) // 8
+        self.ints32, self.i32 = self.buffer(np.int32, (len(FROM32), rows))
+        self.ints64, self.i64 = self.buffer(np.int64, (len(FROM64) + 1, rows))
+        self.offsets, self.row_offsets = self.buffer(np.int32, (NROWS, rows + 1))
+        self.bits, self.row_bits = self.buffer(np.uint8, (NBITS, self.bytes_per_bits))
+        self.counts = np.zeros(NDATA + NBITS + 3, np.int64)
+        self.values = np.empty((2, len(PROPERTY_NAMES)), np.int64)
+        self.lay_out(room, items, most)
+
+    def lay_out(self, room: np.ndarray, items: int, most: int):
+        """Data sections of `room` bytes (64-byte aligned), `items` entries and words, a scratch for `most`."""
+        self.at = np.zeros(NDATA + 1, np.int64)
+        np.cumsum((np.asarray(room, np.int64) + 63) & ~63, out=self.at[1:])
+        self.item_row = items + 1
+        self.items, self.item_offsets = self.buffer(np.int32, (3, self.item_row))
+        self.data, self.bytes = self.buffer(np.uint8, (int(self.at[-1]),))
+        self.scratch = np.empty((4, most), np.int64)
+
+    def grow(self, room: np.ndarray, items: int, most: int):
+        """Lay the sections out anew (at least as large), what the rows so far wrote kept."""
+        at, data, item_offsets, used = self.at, self.bytes, self.item_offsets, self.counts[:NDATA]
+        self.lay_out(room, items, most)
+        for k in range(NDATA):
+            self.bytes[self.at[k] : self.at[k] + used[k]] = data[at[k] : at[k] + used[k]]
+        self.item_offsets[:, : item_offsets.shape[1]] = item_offsets
+
+    @classmethod
+    def gathered(cls, chunk: Chunk) -> "BatchBuffers":
+        """The buffers of a chunk's rows (taken out of a walk's order: Chunk.select), from its decoded columns."""
+        at = np.empty(NDATA + 1, np.int64)
+        entries, words, most = K.batch_layout(chunk.cols, SPANS, at)
+        b = cls(len(chunk), np.diff(at), max(entries, words), most)
+        K.batch_columns(chunk.u8, chunk.cols, chunk.file.start, *b.row_args(), b.counts)
+        return b.done(len(chunk))
+
+    def row_args(self) -> tuple:
+        """put_row's buffers, as batch_columns and the walk's decode_columns take them."""
+        return (
+            FROM32, FROM64, SPANS, self.i32, self.i64, self.row_offsets, self.row_bits, self.item_offsets,
+            self.bytes, self.at, self.scratch,
         )  # fmt: skip
+
+    def done(self, n: int) -> "BatchBuffers":
+        """Its first n rows, as filled."""
+        self.n = n
         self.used = self.counts[:NDATA]
         self.present = self.counts[NDATA : NDATA + NBITS]
         self.entries, self.words, self.flags = (int(v) for v in self.counts[NDATA + NBITS :])
+        return self
 
     @staticmethod
     def buffer(dtype, shape: tuple) -> tuple[pa.Buffer, np.ndarray]:
@@ -196,22 +228,25 @@ class BatchBuffers:
         buf = arrow_bytes(count * np.dtype(dtype).itemsize)
         return buf, np.frombuffer(buf, dtype, count).reshape(shape)
 
-    def row(self, buf: pa.Buffer, k: int, width: int) -> pa.Buffer:
-        return buf.slice(k * width, width)
-
     def number(self, kind: pa.DataType, k: int) -> pa.Array:
         """Number column k of kind INT32 or INT64."""
         buf, width = (self.ints32, 4) if kind is INT32 else (self.ints64, 8)
-        return pa.Array.from_buffers(kind, self.n, [None, self.row(buf, k, self.n * width)])
+        return pa.Array.from_buffers(kind, self.n, [None, buf.slice(k * self.rows * width, self.n * width)])
+
+    def offsets_of(self, k: int) -> pa.Buffer:
+        return self.offsets.slice(k * 4 * (self.rows + 1), 4 * (self.n + 1))
+
+    def bits_of(self, k: int) -> pa.Buffer:
+        return self.bits.slice(k * self.bytes_per_bits, (self.n + 7) // 8)
 
     def validity(self, k: int) -> tuple[pa.Buffer | None, int]:
         nulls = self.n - int(self.present[k])
-        return (self.row(self.bits, k, self.bytes_per_bits) if nulls else None), nulls
+        return (self.bits_of(k) if nulls else None), nulls
 
     def texts(self, kind: pa.DataType, k: int, nullable: bool = False) -> pa.Array:
         """Text or bytes column k (a span column, then the hosts' and msgId's)."""
         mask, nulls = self.validity(k) if nullable else (None, 0)
-        offsets = self.row(self.offsets, k, 4 * (self.n + 1))
+        offsets = self.offsets_of(k)
         data = self.data.slice(int(self.at[k]), int(self.used[k]))
         return pa.Array.from_buffers(kind, self.n, [mask, offsets, data], null_count=nulls)
 
@@ -225,19 +260,19 @@ class BatchBuffers:
         names = self.items_texts(0, self.entries, NSPANS + K.ENTRY_NAMES)
         values = self.items_texts(1, self.entries, NSPANS + K.ENTRY_VALUES)
         entries = pa.StructArray.from_arrays([names, values], fields=[kind.key_field, kind.item_field])
-        offsets = self.row(self.offsets, NSPANS + K.PROPERTY_MAP, 4 * (self.n + 1))
+        offsets = self.offsets_of(NSPANS + K.PROPERTY_MAP)
         return pa.Array.from_buffers(kind, self.n, [None, offsets], children=[entries])
 
     def keys(self) -> pa.Array:
         kind = KEYS_TYPE
         words = self.items_texts(2, self.words, NSPANS + K.KEY_WORDS)
         mask, nulls = self.validity(NSPANS + K.KEY_LIST)
-        offsets = self.row(self.offsets, NSPANS + K.KEY_LIST, 4 * (self.n + 1))
+        offsets = self.offsets_of(NSPANS + K.KEY_LIST)
         return pa.Array.from_buffers(kind, self.n, [mask, offsets], null_count=nulls, children=[words])
 
     def crc_ok(self) -> pa.Array:
         mask, nulls = self.validity(NSPANS + K.CRC_VALID)
-        values = self.row(self.bits, NSPANS + K.CRC_VALUE, self.bytes_per_bits)
+        values = self.bits_of(NSPANS + K.CRC_VALUE)
         return pa.Array.from_buffers(pa.bool_(), self.n, [mask, values], null_count=nulls)
 
 
@@ -249,11 +284,12 @@ def repeated_text(text: str, n: int) -> pa.Array:
 
 
 def record_batch(chunk: Chunk) -> pa.RecordBatch:
-    """The records of one chunk as a RecordBatch of RECORD_SCHEMA: every column from one compiled pass
-    (batch_columns); the reference's Python renders what that pass leaves to it (IPv6 hosts, text that is not
-    well-formed UTF-8, a __CRC32# value that is not ASCII) for the batches that have it."""
-    b = BatchBuffers(chunk)
-    arrays = {"file": repeated_text(chunk.file.name, b.n), "commitLogOffset": b.number(INT64, len(FROM64))}
+    """The records of one chunk as a RecordBatch of RECORD_SCHEMA: every column from the buffers the walk filled
+    as it decoded them (ArrowDecode), or from one compiled pass over its rows (BatchBuffers.gathered); the
+    reference's Python renders what that pass leaves to it (IPv6 hosts, text that is not well-formed UTF-8, a
+    __CRC32# value that is not ASCII) for the batches that have it."""
+    b = chunk.filled if chunk.filled is not None else BatchBuffers.gathered(chunk)
+    arrays = {"commitLogOffset": b.number(INT64, len(FROM64))}
     arrays.update((name, b.number(INT32, k)) for k, name in enumerate(INT32_NAMES))
     arrays.update((name, b.number(INT64, k)) for k, name in enumerate(INT64_NAMES))
     for k, (name, kind, nullable) in enumerate(SPAN_TYPES):
@@ -261,6 +297,9 @@ def record_batch(chunk: Chunk) -> pa.RecordBatch:
     for k, name in enumerate(("bornHost", "storeHost", "msgId")):
         arrays[name] = b.texts(pa.string(), NSPANS + k)
     arrays["properties"], arrays["keys"], arrays["crcOk"] = b.properties(), b.keys(), b.crc_ok()
+    if len(chunk) != b.n:  # the walk's `start` or `end` cut the batch it decoded
+        arrays = {name: column.slice(chunk.first, len(chunk)) for name, column in arrays.items()}
+    arrays["file"] = repeated_text(chunk.file.name, len(chunk))
     if b.flags:
         render_the_rest(chunk, b.flags, arrays)
     schema = record_schema(chunk.entries is not None)
@@ -270,6 +309,64 @@ def record_batch(chunk: Chunk) -> pa.RecordBatch:
         )
     names = RECORD_NAMES if chunk.entries is None else DLEDGER_RECORD_NAMES
     return pa.RecordBatch.from_arrays([arrays[name] for name in names], schema=schema)
+
+
+class ArrowDecode(RowDecode):
+    """The walk's decode that fills each batch's Arrow buffers as it decodes its records (decode_columns): the
+    Chunks it makes carry them (`filled`) for record_batch. The buffers are sized ahead from the bytes a batch may
+    take, at the most each section took per byte of records in the batches before (one scan's batches are alike);
+    a batch they turn out too small for is grown where it stopped (ROOM) and goes on."""
+
+    MARGIN = 1.125  # of the estimate: a batch's last record goes past its bytes
+    SLACK = 4096  # bytes of each section beyond the estimate
+
+    def __init__(self):
+        self.ratio = np.zeros(NDATA)  # the most bytes each data section took per byte of records
+        self.items_ratio = 0.0  # the most map entries or KEYS words per byte of records
+        self.most = 64  # the most map entries of one record seen
+
+    def decode(self, u8, pos, limit, allow_v2, check_crc, max_bytes, cols, file_start):
+        b, first, n = self.buffers(len(cols), min(max_bytes, limit - pos)), pos, 0
+        while True:
+            n, pos, outcome = K.decode_columns(
+                u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, *b.row_args(), b.values,
+                b.counts,
+            )  # fmt: skip
+            if outcome != K.ROOM:
+                return n, pos, outcome, self.learned(b.done(n), pos - first)
+            self.grow(b, pos - first, min(max_bytes, limit - first), int.from_bytes(u8[pos : pos + 4], "big"))
+
+    def decode_at(self, u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols, file_start):
+        budget = min(max_bytes, int(ends[-1] - starts[i])) if i < len(starts) else 0
+        b, n, taken = self.buffers(len(cols), budget), 0, 0
+        while True:
+            n, i, taken, outcome = K.decode_columns_at(
+                u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, *b.row_args(),
+                b.values, b.counts,
+            )  # fmt: skip
+            if outcome != K.ROOM:
+                return n, i, outcome, self.learned(b.done(n), taken)
+            self.grow(b, taken, budget, int(ends[i] - starts[i]))
+
+    def buffers(self, rows: int, budget: int) -> BatchBuffers:
+        room = (self.ratio * (budget * self.MARGIN)).astype(np.int64) + self.SLACK
+        return BatchBuffers(rows, room, int(self.items_ratio * budget * self.MARGIN) + 64, self.most)
+
+    def grow(self, b: BatchBuffers, taken: int, budget: int, size: int):
+        """Room for the record of `size` bytes the batch stopped at, and for the rest of its `budget` bytes at
+        the rate of the `taken` bytes so far."""
+        rate = budget * self.MARGIN / max(taken, 1)
+        used, entries, words = b.counts[:NDATA], *b.counts[NDATA + NBITS : NDATA + NBITS + 2]
+        room = np.maximum(2 * np.diff(b.at), (used * rate).astype(np.int64)) + size + self.SLACK
+        items = max(2 * b.item_row, int(max(entries, words) * rate)) + size
+        self.most = max(self.most, b.scratch.shape[1], size // 3 + 2)
+        b.grow(room, items, self.most)
+
+    def learned(self, b: BatchBuffers, taken: int) -> BatchBuffers:
+        if taken > 0:
+            np.maximum(self.ratio, b.used / taken, out=self.ratio)
+            self.items_ratio = max(self.items_ratio, max(b.entries, b.words) / taken)
+        return b
 
 
 def render_the_rest(chunk: Chunk, flags: int, arrays: dict):

@@ -88,7 +88,7 @@ def record_crc_ok(u8, pos, size, body_at, body_len, crc_lo, crc_hi):
     return 1 if crc_digits(u8, crc_lo, crc_hi) == crc32(u8, pos, pos + size + PROPERTY_CRC_COVERS) & CRC_MASK else 0
 
 
-@kernel
+@kernel(counted=False)
 def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi):
     """Decode the record at `pos` (ending by `limit`) into row n of `cols`, as read_record reads it.
     Returns (outcome, size): OK when the row holds the record, else BLANK or the refusal's kind."""

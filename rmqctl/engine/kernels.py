@@ -399,7 +399,7 @@ def crc32(u8, lo, hi):
     return np.int64(native_crc32(0, u8.ctypes.data + lo, hi - lo))
 
 
-@kernel
+@kernel(counted=False)
 def java_hash(u8, lo, hi, h):
     """Continue Java's String.hashCode `h` over the string that UTF-8 bytes u8[lo:hi] decode to, as UTF-16
     code units (a supplementary character is a surrogate pair). Returns (hash in [0, 2^32), well_formed): for
@@ -446,7 +446,7 @@ def java_hash(u8, lo, hi, h):
     return h, True
 
 
-@kernel
+@kernel(counted=False)
 def well_formed_utf8(u8, lo, hi):
     """Whether Java decodes u8[lo:hi] without replacement (java_hash's well_formed): ASCII passes 8 bytes a
     step, and java_hash checks from the first word with a byte >= 0x80 (a character starts there)."""
@@ -523,7 +523,7 @@ THREES = np.uint64(0x0303030303030303)
 THREE = np.uint64(3)
 
 
-@kernel
+@kernel(counted=False)
 def next_special(u8, j, hi):
     """The first position in [j, hi) of a byte below 3 or at least 0x80 (hi: none), 8 bytes a step: in a word,
     such a byte has the high bit of itself or of itself - 3 set; a borrow only runs on past the first of them."""
@@ -541,7 +541,7 @@ def next_special(u8, j, hi):
     return hi
 
 
-@kernel
+@kernel(counted=False)
 def property_segment(u8, i, hi):
     """MessageDecoder.string2messageProperties' view of the segment starting at u8[i] (segments end at 0x02):
     (its end, where its name/value separator is or -1 when it is no pair, its first 0x01 or -1, any byte
@@ -566,7 +566,7 @@ def property_segment(u8, i, hi):
     return j, pair, sep1, non_ascii
 
 
-@kernel
+@kernel(counted=False)
 def find_name(u8, name_lo, name_hi, first, count, lo, hi):
     """Which of the names u8[name_lo[e]:name_hi[e]], e in [first, count), is u8[lo:hi]; -1 when none."""
     for e in range(first, count):
@@ -581,7 +581,7 @@ def find_name(u8, name_lo, name_hi, first, count, lo, hi):
     return -1
 
 
-@kernel
+@kernel(counted=False)
 def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     """find_properties, and what a verifier reports about the string, in one pass over its bytes. Returns
     (number of pairs, any byte >= 0x80, a non-empty segment whose first 0x01 is missing or first: a segment

@@ -18,13 +18,15 @@ class ColumnViews:
         jobs batches are pending, their pages kept mapped. Damage the walk meets goes to `errors`
         when the batches before it are handed out, whatever `jobs`."""
         # start-up time: pyarrow and the kernels load with the first batch
-        from .columns import record_batch
+        from .columns import ArrowDecode, record_batch
         from .kernels import available_cores
         from .ordered import ordered_map
         from .walk import ARROW_BATCH_BYTES
 
+        # the walk fills each batch's Arrow buffers as it decodes the batch
+        arrow = dict(decoder=ArrowDecode(), max_bytes=ARROW_BATCH_BYTES)
         if jobs > 1 and self.segmented:
-            yield from self.chunks(start, end, check_crc, built=record_batch, jobs=jobs, max_bytes=ARROW_BATCH_BYTES)
+            yield from self.chunks(start, end, check_crc, built=record_batch, jobs=jobs, **arrow)
             return
 
         resident = (2 * jobs + 1) * ARROW_BATCH_BYTES if jobs > 1 else 0
@@ -38,7 +40,7 @@ class ColumnViews:
             return found
 
         def drawn():  # each chunk with the damage met before it; then the damage after the last one
-            for chunk in self.chunks(start, end, check_crc, resident=resident, max_bytes=ARROW_BATCH_BYTES, **paging):
+            for chunk in self.chunks(start, end, check_crc, resident=resident, **arrow, **paging):
                 yield chunk, met()
             yield None, met()
 

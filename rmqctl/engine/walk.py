@@ -48,6 +48,8 @@ class Chunk:
     u8: np.ndarray  # the file's mapping as bytes
     cols: np.ndarray  # (records, NCOLUMNS) int64: a record's fields side by side, as the kernels read them
     entries: np.ndarray | None = None  # DLedger: (records, len(S.DLEDGER_DUMP_FIELDS)) int64, each record's entry
+    filled: object = None  # the Arrow buffers the walk's decode filled with its rows (columns.ArrowDecode), or None
+    first: int = 0  # the row of `filled` this chunk's first row is (the walk's `start` and `end` cut batches)
 
     def __len__(self):
         return len(self.cols)
@@ -77,6 +79,22 @@ class Chunk:
         if len(target) and len(at):
             same[np.flatnonzero(same)] = (self.u8[at[:, None] + np.arange(len(target))] == target).all(axis=1)
         return same
+
+
+class RowDecode:
+    """The walk's decode of a batch: its records' fields into the rows of `cols`, and nothing beside them (Chunk's
+    `filled`: None). columns.ArrowDecode also fills the batch's Arrow buffers as it decodes."""
+
+    def decode(self, u8, pos, limit, allow_v2, check_crc, max_bytes, cols, file_start):
+        """decode.decode, and what the walk's Chunk carries beside the rows."""
+        return (*decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols), None)
+
+    def decode_at(self, u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols, file_start):
+        """decode.decode_at, and what the walk's Chunk carries beside the rows."""
+        return (*decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols), None)
+
+
+ROWS = RowDecode()
 
 
 def file_bytes(buf) -> np.ndarray:
@@ -158,15 +176,15 @@ def cell_left(pos: int, max_bytes: int) -> int:
     return (pos // max_bytes + 1) * max_bytes - pos
 
 
-def in_range(cols: np.ndarray, file_start: int, start: int | None, end: int | None) -> tuple[np.ndarray, bool]:
-    """The rows of a batch (of the file at `file_start`) whose records start in [start, end), and whether the
-    walk ends with them (a record at or past `end`)."""
+def in_range(f, u8, cols: np.ndarray, filled, start: int | None, end: int | None) -> tuple[Chunk, bool]:
+    """The batch of file f's records decoded into `cols` (and `filled`) whose records start in [start, end), and
+    whether the walk ends with them (a record at or past `end`)."""
     if not len(cols):
-        return cols, False
-    offsets = cols[:, COLUMN["position"]] + file_start
+        return Chunk(f, u8, cols), False
+    offsets = cols[:, COLUMN["position"]] + f.start
     cut = end is not None and offsets[-1] >= end
-    lo = 0 if start is None or offsets[0] >= start else np.searchsorted(offsets, start)
-    return cols[lo : np.searchsorted(offsets, end) if cut else len(cols)], cut
+    lo = 0 if start is None or offsets[0] >= start else int(np.searchsorted(offsets, start))
+    return Chunk(f, u8, cols[lo : np.searchsorted(offsets, end) if cut else len(cols)], filled=filled, first=lo), cut
 
 
 def walk_files(
@@ -184,6 +202,7 @@ def walk_files(
     paged: bool = False,
     built: Callable[[Chunk], object] | None = None,
     jobs: int = 1,
+    decoder: RowDecode = ROWS,
 ) -> Iterator:
     """The records of [start, end) in `files`, a batch at a time. Where a file's records end at bytes that
     are not a record, `refused(file, position, limit)` is told (it tells damage from the end of the data).
@@ -196,16 +215,18 @@ def walk_files(
     pager (f.pages_ahead / f.pages_behind, a thread of the store's) maps pages in ahead of the walk and gives
     them back, for a walk on one thread with a core to spare; the walk ends once the last file's mapping is gone.
     With `built` (a function of a Chunk): built(batch) of each batch instead, each file's cells walked and built
-    on `jobs` threads (walk_segments; `resident` and `paged` are not its business)."""
+    on `jobs` threads (walk_segments; `resident` and `paged` are not its business). `decoder`: what decodes a
+    batch (columns.ArrowDecode also fills its Arrow buffers)."""
     if built is not None:
         cell = dict(start=start, end=end, allow_v2=allow_v2, check_crc=check_crc, rows=rows, cell_bytes=max_bytes)
-        return walk_segments(files, file_size, refused, gone, jobs, built=built, **cell)
-    return _walk_chunks(
-        files, file_size, start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged
-    )
+        return walk_segments(files, file_size, refused, gone, jobs, built=built, decoder=decoder, **cell)
+    walk = (start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged, decoder)
+    return _walk_chunks(files, file_size, *walk)
 
 
-def _walk_chunks(files, file_size, start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged):
+def _walk_chunks(
+    files, file_size, start, end, allow_v2, refused, check_crc, rows, max_bytes, resident, gone, paged, decoder
+):
     """walk_files' batches as Chunks, on this thread."""
     settle = None  # a file given back on the pager's thread: the walk ends once the pager has let go of it
     try:
@@ -224,10 +245,11 @@ def _walk_chunks(files, file_size, start, end, allow_v2, refused, check_crc, row
                     if ahead is not None:
                         ahead.reach(pos)
                     cols = np.empty((rows, NCOLUMNS), np.int64)
-                    n, pos, outcome = decode(u8, pos, limit, allow_v2, check_crc, cell_left(pos, max_bytes), cols)
-                    cols, cut = in_range(cols[:n], f.start, start, end)
-                    if len(cols):
-                        yield Chunk(f, u8, cols)
+                    left = cell_left(pos, max_bytes)
+                    n, pos, outcome, filled = decoder.decode(u8, pos, limit, allow_v2, check_crc, left, cols, f.start)
+                    chunk, cut = in_range(f, u8, cols[:n], filled, start, end)
+                    if len(chunk):
+                        yield chunk
                     if cut:
                         return
                     kept = give_back(f, kept, pos - resident, paged)
@@ -258,6 +280,7 @@ def walk_entry_files(
     max_bytes: int = BATCH_BYTES,
     resident: int = 0,
     paged: bool = False,
+    decoder: RowDecode = ROWS,
 ) -> Iterator[Chunk]:
     """The records of [start, end) in DLedger data files, a batch at a time: `entries_of(file, limit)` locates
     the entries, a slice of the file at a time (dledger.entry_slices); the body of each is decoded as a
@@ -290,9 +313,11 @@ def walk_entry_files(
                         if ahead is not None:
                             ahead.reach(int(starts[i]))
                         cols = np.empty((rows, NCOLUMNS), np.int64)
-                        n, after, outcome = decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols)
+                        n, after, outcome, filled = decoder.decode_at(
+                            u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols, f.start
+                        )
                         if n:
-                            yield Chunk(f, u8, cols[:n], entry_cols[i : i + n])
+                            yield Chunk(f, u8, cols[:n], entry_cols[i : i + n], filled)
                         # the next batch is asked for: this one's pages go back (as walk_files gives them)
                         if after > i:
                             kept = give_back(f, kept, int(ends[after - 1]) - resident, paged)
@@ -352,6 +377,7 @@ class FileWalk:
     rows: int
     cell_bytes: int
     built: Callable[[Chunk], object]
+    decoder: RowDecode
 
     def cell(self, lo: int, began: int | None = None, data_end: int = 0) -> Cell:
         """Walk the cell holding `lo` from `began`, else from the first record that seems to start in [lo, data_end)."""
@@ -363,12 +389,12 @@ class FileWalk:
         out = Cell(began, began)
         while out.ended < min(hi, self.limit):
             cols = np.empty((self.rows, NCOLUMNS), np.int64)
-            n, out.ended, out.outcome = decode(
-                self.u8, out.ended, self.limit, self.allow_v2, self.check_crc, hi - out.ended, cols
+            n, out.ended, out.outcome, filled = self.decoder.decode(
+                self.u8, out.ended, self.limit, self.allow_v2, self.check_crc, hi - out.ended, cols, self.f.start
             )
-            cols, out.cut = in_range(cols[:n], self.f.start, self.start, self.end)
-            if len(cols):
-                out.built.append(self.built(Chunk(self.f, self.u8, cols)))
+            chunk, out.cut = in_range(self.f, self.u8, cols[:n], filled, self.start, self.end)
+            if len(chunk):
+                out.built.append(self.built(chunk))
             if out.cut or out.outcome != OK:
                 break
         return out
