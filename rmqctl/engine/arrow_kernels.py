@@ -155,6 +155,9 @@ def set_bit(bits, row, r):
     bits[row, r >> 3] |= np.uint8(1 << (r & 7))
 
 
+SHORT_SPAN = 64  # bytes: a shorter span is copied a word at a time here, a call of the C library's memcpy costs more
+
+
 @kernel(inlined=True)
 def put_span(data, at, used, k, u8, lo, hi):
     """u8[lo:hi] appended to data section k; returns its new length."""
@@ -187,22 +190,28 @@ def put_words(u8, lo, hi, data, at, used, ns, items, words):
 
 
 @kernel(inlined=True)
-def start_columns(bits, offsets, items, counts):
+def start_columns(buffers):
     """A batch's buffers before its first row: no bytes, no bits, each offsets row at 0."""
+    _, _, _, _, _, offsets, bits, items, _, _, _, _, counts = buffers
     counts[:] = 0
     bits[:, :] = 0
     offsets[:, 0] = 0
     items[:, 0] = 0
 
 
+# A batch's buffers go to the kernels that fill them as one tuple (columns.BatchBuffers.kernel_buffers): from32,
+# from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, values, counts.
+
+
 @kernel(inlined=True)
-def put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts):
+def put_row(u8, cols, r, file_start, buffers):
     """Row r of every buffer of a batch, from the decode's row r of `cols`: ints32[k] / ints64[k] the decode's
     columns from32[k] / from64[k] (ints64's last row: commitLogOffset, the position plus `file_start`), `offsets`
     each text and binary column's Arrow offsets (rows: the spans, then BORN_HOST ...), `bits` their validity (and
     crcOk's), `items` the map entries' names' and values' and the KEYS words' offsets, `data` their bytes (section
     k from at[k]); `scratch` (4, most entries of a record) holds a record's entries while its repeats are merged.
     counts: the bytes of each data section, the set bits of each bit row, the entries, the words, the flags."""
+    from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, _, counts = buffers
     ns = len(spans)
     nd = len(at) - 1
     nb = len(bits)
@@ -226,8 +235,7 @@ def put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offs
     for side in range(2):
         k = ns + side
         used[k] = (
-            put_ipv4(data, at[k] + used[k], u8, cols[r, HOST_COLUMNS[side][0]], cols[r, HOST_COLUMNS[side][1]])
-            - at[k]
+            put_ipv4(data, at[k] + used[k], u8, cols[r, HOST_COLUMNS[side][0]], cols[r, HOST_COLUMNS[side][1]]) - at[k]
         )
         offsets[k, r + 1] = used[k]
     k = ns + MSG_ID
@@ -258,14 +266,12 @@ def put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offs
 
 
 @kernel(counted=False)
-def batch_columns(
-    u8, cols, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts
-):
+def batch_columns(u8, cols, file_start, buffers):
     """Every buffer of a batch (put_row) from the rows of `cols` a walk decoded, its buffers laid out by
     batch_layout: for rows taken out of a walk's order (Chunk.select)."""
-    start_columns(bits, offsets, items, counts)
+    start_columns(buffers)
     for r in range(len(cols)):
-        put_row(u8, cols, r, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+        put_row(u8, cols, r, file_start, buffers)
 
 
 # A walk that wants a batch's Arrow buffers fills them as it decodes (decode_columns, decode_columns_at): each record
@@ -277,9 +283,12 @@ MSG_ID_ROOM = 2 * (16 + 4 + 8)  # an IPv6 store host, its port and PHYSICALOFFSE
 
 
 @kernel(inlined=True)
-def room_for_row(cols, r, spans, at, used, items, scratch, entries, words):
-    """Whether what put_row writes of row r fits what is left of the buffers (`entries` and `words` so far)."""
+def room_for_row(cols, r, buffers):
+    """Whether what put_row writes of row r fits what is left of the buffers."""
+    _, _, spans, _, _, _, bits, items, _, at, scratch, _, counts = buffers
     ns = len(spans)
+    used = counts[: len(at) - 1]
+    entries, words = counts[len(at) - 1 + len(bits)], counts[len(at) + len(bits)]
     for k in range(ns):
         lo = cols[r, spans[k, 0]]
         if lo >= 0 and used[k] + max(span_end(cols, r, spans, k) - lo, 0) > at[k + 1] - at[k]:
@@ -303,19 +312,14 @@ def room_for_row(cols, r, spans, at, used, items, scratch, entries, words):
 
 
 @kernel(counted=False)
-def decode_columns(
-    u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n,
-    file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, values, counts,
-):  # fmt: skip
-    """decode's walk of a batch (begun at `first`; `values`: (2, property names) for decode_record), from row n
-    at `pos`, each record's row of the Arrow buffers written as it is decoded (put_row; as batch_columns with
-    `counts` kept from call to call). Returns (records, next position, outcome there): ROOM when the record there
-    may not fit the buffers (grown, the batch goes on from there)."""
+def decode_columns(u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, buffers):
+    """decode's walk of a batch (begun at `first`), from row n at `pos`, each record's row of the Arrow buffers
+    written as it is decoded (put_row; `counts` kept from call to call, `values`: decode_record's). Returns
+    (records, next position, outcome there): ROOM when the record there may not fit the buffers (grown, the
+    batch goes on from there)."""
     if n == 0:
-        start_columns(bits, offsets, items, counts)
-    nd = len(at) - 1
-    nb = len(bits)
-    used = counts[:nd]
+        start_columns(buffers)
+    values = buffers[11]
     while True:
         if n == len(cols) or pos - first >= max_bytes:
             return n, pos, OK
@@ -323,34 +327,29 @@ def decode_columns(
         outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, values[0], values[1])
         if outcome != OK:
             return n, pos, outcome
-        if not room_for_row(cols, n, spans, at, used, items, scratch, counts[nd + nb], counts[nd + nb + 1]):
+        if not room_for_row(cols, n, buffers):
             return n, pos, ROOM
-        put_row(u8, cols, n, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+        put_row(u8, cols, n, file_start, buffers)
         n += 1
         pos += size
 
 
 @kernel(counted=False)
-def decode_columns_at(
-    u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n,
-    file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, values, counts,
-):  # fmt: skip
+def decode_columns_at(u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, buffers):
     """decode_at's walk of DLedger entry bodies (`taken`: the bytes of records the batch holds), as
     decode_columns fills a batch's Arrow buffers. Returns (records, next i, bytes taken, outcome there)."""
     if n == 0:
-        start_columns(bits, offsets, items, counts)
-    nd = len(at) - 1
-    nb = len(bits)
-    used = counts[:nd]
+        start_columns(buffers)
+    values = buffers[11]
     while i < len(starts):
         if n == len(cols) or taken >= max_bytes:
             return n, i, taken, OK
         outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, values[0], values[1])
         if outcome != OK:
             return n, i, taken, outcome
-        if not room_for_row(cols, n, spans, at, used, items, scratch, counts[nd + nb], counts[nd + nb + 1]):
+        if not room_for_row(cols, n, buffers):
             return n, i, taken, ROOM
-        put_row(u8, cols, n, file_start, from32, from64, spans, ints32, ints64, offsets, bits, items, data, at, scratch, counts)
+        put_row(u8, cols, n, file_start, buffers)
         n += 1
         taken += size
         i += 1

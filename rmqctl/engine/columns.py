@@ -204,14 +204,14 @@ class BatchBuffers:
         at = np.empty(NDATA + 1, np.int64)
         entries, words, most = K.batch_layout(chunk.cols, SPANS, at)
         b = cls(len(chunk), np.diff(at), max(entries, words), most)
-        K.batch_columns(chunk.u8, chunk.cols, chunk.file.start, *b.row_args(), b.counts)
+        K.batch_columns(chunk.u8, chunk.cols, chunk.file.start, b.kernel_buffers())
         return b.done(len(chunk))
 
-    def row_args(self) -> tuple:
-        """put_row's buffers, as batch_columns and the walk's decode_columns take them."""
+    def kernel_buffers(self) -> tuple:
+        """The buffers as the kernels that fill them take them (arrow_kernels.BUFFERS)."""
         return (
             FROM32, FROM64, SPANS, self.i32, self.i64, self.row_offsets, self.row_bits, self.item_offsets,
-            self.bytes, self.at, self.scratch,
+            self.bytes, self.at, self.scratch, self.values, self.counts,
         )  # fmt: skip
 
     def done(self, n: int) -> "BatchBuffers":
@@ -329,9 +329,8 @@ class ArrowDecode(RowDecode):
         b, first, n = self.buffers(len(cols), min(max_bytes, limit - pos)), pos, 0
         while True:
             n, pos, outcome = K.decode_columns(
-                u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, *b.row_args(), b.values,
-                b.counts,
-            )  # fmt: skip
+                u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, b.kernel_buffers()
+            )
             if outcome != K.ROOM:
                 return n, pos, outcome, self.learned(b.done(n), pos - first)
             self.grow(b, pos - first, min(max_bytes, limit - first), int.from_bytes(u8[pos : pos + 4], "big"))
@@ -341,9 +340,8 @@ class ArrowDecode(RowDecode):
         b, n, taken = self.buffers(len(cols), budget), 0, 0
         while True:
             n, i, taken, outcome = K.decode_columns_at(
-                u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, *b.row_args(),
-                b.values, b.counts,
-            )  # fmt: skip
+                u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, b.kernel_buffers()
+            )
             if outcome != K.ROOM:
                 return n, i, outcome, self.learned(b.done(n), taken)
             self.grow(b, taken, budget, int(ends[i] - starts[i]))
