@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import (
-    COLUMN, CRC_OK, CRC_TEXT, CRC_UNCHECKED, POSITION, PROPERTIES_NOT_UTF8, TEXT_FLAGS, TOPIC_NOT_UTF8, decode_record,
+    COLUMN, CRC_OK, CRC_TEXT, CRC_UNCHECKED, NAME_BYTES, NAME_LENGTHS, POSITION, PROPERTIES_NOT_UTF8, TEXT_FLAGS,
+    TOPIC_NOT_UTF8, decode_head_row, finish_row,
 )  # fmt: skip
 from ..rules import RECORD as OK
-from .kernels import copy_span, find_name, kernel, move_bytes, property_segment, read_properties
+from .kernels import copy_span, find_name, kernel, look_up, move_bytes, property_segment, read_properties
 from .jsonl_kernels import put_ipv4, put_msgid
 from .record import next_key_word, prefetch_stream
 
@@ -43,14 +44,21 @@ def msgid_texts(u8, position, store_ip_at, store_ip_len, out, offsets):
 
 
 @kernel(counted=False)
-def record_entries(u8, lo, hi, name_lo, name_hi, value_lo, value_hi):
-    """The pairs of the property string u8[lo:hi] as map entries (spans), in order, a repeated name keeping
-    its first place and taking the later value (the reference's dict). Returns the entries written."""
+def record_entries(u8, lo, hi, entries, values):
+    """The pairs of the property string u8[lo:hi] as map entries (spans: `entries` rows name start, name end,
+    value start, value end), in order, a repeated name keeping its first place and taking the later value (the
+    reference's dict); and, in the same pass, read_properties' lookup of PROPERTY_NAMES (`values`: rows
+    value_lo, value_hi). Returns (the entries written, any byte >= 0x80)."""
+    name_lo, name_hi, value_lo, value_hi = entries[0], entries[1], entries[2], entries[3]
+    values[:, :] = -1
     n = 0
+    non_ascii = False
     i = lo
     while i < hi:
-        j, sep, _, _ = property_segment(u8, i, hi)
+        j, sep, _, seg_non_ascii = property_segment(u8, i, hi)
+        non_ascii |= seg_non_ascii
         if sep >= 0:
+            look_up(u8, i, sep, j, NAME_BYTES, NAME_LENGTHS, values[0], values[1])
             seen = find_name(u8, name_lo, name_hi, 0, n, i, sep)
             if seen >= 0:
                 value_lo[seen], value_hi[seen] = sep + 1, j
@@ -58,7 +66,7 @@ def record_entries(u8, lo, hi, name_lo, name_hi, value_lo, value_hi):
                 name_lo[n], name_hi[n], value_lo[n], value_hi[n] = i, sep, sep + 1, j
                 n += 1
         i = j + 1
-    return n
+    return n, non_ascii
 
 
 @kernel
@@ -168,9 +176,9 @@ def put_span(data, at, used, k, u8, lo, hi):
 
 
 @kernel(inlined=True)
-def put_entries(u8, lo, hi, scratch, data, at, used, ns, items, entries):
-    """A record's map entries (record_entries) appended to the names' and values' sections; returns the entries."""
-    n = record_entries(u8, lo, hi, scratch[0], scratch[1], scratch[2], scratch[3])
+def put_entries(u8, n, scratch, data, at, used, ns, items, entries):
+    """A record's n map entries (record_entries, in `scratch`) appended to the names' and values' sections;
+    returns the entries."""
     for e in range(n):
         items[0, entries + 1] = put_span(data, at, used, ns + ENTRY_NAMES, u8, scratch[0, e], scratch[1, e])
         items[1, entries + 1] = put_span(data, at, used, ns + ENTRY_VALUES, u8, scratch[2, e], scratch[3, e])
@@ -204,8 +212,9 @@ def start_columns(buffers):
 
 
 @kernel(inlined=True)
-def put_row(u8, cols, r, file_start, buffers):
-    """Row r of every buffer of a batch, from the decode's row r of `cols`: ints32[k] / ints64[k] the decode's
+def put_row(u8, cols, r, file_start, buffers, row_entries):
+    """Row r of every buffer of a batch, from the decode's row r of `cols` and its `row_entries` map entries in
+    `scratch` (record_entries): ints32[k] / ints64[k] the decode's
     columns from32[k] / from64[k] (ints64's last row: commitLogOffset, the position plus `file_start`), `offsets`
     each text and binary column's Arrow offsets (rows: the spans, then BORN_HOST ...), `bits` their validity (and
     crcOk's), `items` the map entries' names' and values' and the KEYS words' offsets, `data` their bytes (section
@@ -241,10 +250,7 @@ def put_row(u8, cols, r, file_start, buffers):
     k = ns + MSG_ID
     used[k] = put_msgid(data, at[k] + used[k], u8, pos, cols[r, STORE_IP], 16 if combo & 2 else 4) - at[k]
     offsets[k, r + 1] = used[k]
-    entries = put_entries(
-        u8, cols[r, PROPS_AT], cols[r, PROPS_AT] + cols[r, PROPS_LEN], scratch, data, at, used, ns, items,
-        counts[nd + nb],
-    )  # fmt: skip
+    entries = put_entries(u8, row_entries, scratch, data, at, used, ns, items, counts[nd + nb])
     offsets[ns + PROPERTY_MAP, r + 1] = entries
     counts[nd + nb] = entries
     words = counts[nd + nb + 1]
@@ -270,8 +276,11 @@ def batch_columns(u8, cols, file_start, buffers):
     """Every buffer of a batch (put_row) from the rows of `cols` a walk decoded, its buffers laid out by
     batch_layout: for rows taken out of a walk's order (Chunk.select)."""
     start_columns(buffers)
+    scratch, values = buffers[10], buffers[11]
     for r in range(len(cols)):
-        put_row(u8, cols, r, file_start, buffers)
+        lo = cols[r, PROPS_AT]
+        n, _ = record_entries(u8, lo, lo + cols[r, PROPS_LEN], scratch, values)
+        put_row(u8, cols, r, file_start, buffers, n)
 
 
 # A walk that wants a batch's Arrow buffers fills them as it decodes (decode_columns, decode_columns_at): each record
@@ -285,7 +294,7 @@ MSG_ID_ROOM = 2 * (16 + 4 + 8)  # an IPv6 store host, its port and PHYSICALOFFSE
 @kernel(inlined=True)
 def room_for_row(cols, r, buffers):
     """Whether what put_row writes of row r fits what is left of the buffers."""
-    _, _, spans, _, _, _, bits, items, _, at, scratch, _, counts = buffers
+    _, _, spans, _, _, _, bits, items, _, at, _, _, counts = buffers
     ns = len(spans)
     used = counts[: len(at) - 1]
     entries, words = counts[len(at) - 1 + len(bits)], counts[len(at) + len(bits)]
@@ -300,8 +309,7 @@ def room_for_row(cols, r, buffers):
     for k in (ns + ENTRY_NAMES, ns + ENTRY_VALUES):
         if used[k] + props > at[k + 1] - at[k]:
             return False
-    pairs = props // 3 + 1
-    if pairs > scratch.shape[1] or entries + pairs >= items.shape[1]:
+    if entries + props // 3 + 1 >= items.shape[1]:
         return False
     if cols[r, KEYS_LO] >= 0:
         keys = cols[r, KEYS_HI] - cols[r, KEYS_LO]
@@ -309,6 +317,26 @@ def room_for_row(cols, r, buffers):
         if used[k] + keys > at[k + 1] - at[k] or words + keys // 2 + 1 >= items.shape[1]:
             return False
     return True
+
+
+@kernel(inlined=True)
+def decode_row(u8, pos, limit, allow_v2, check_crc, cols, n, file_start, buffers):
+    """decode_record's row n of the record at `pos` (ending by `limit`) and its row of the Arrow buffers
+    (put_row), its property string parsed once for both (record_entries). Returns (outcome, size): ROOM when
+    the row may not fit the buffers."""
+    scratch, values = buffers[10], buffers[11]
+    outcome, size = decode_head_row(u8, pos, limit, allow_v2, cols, n)
+    if outcome != OK:
+        return outcome, size
+    lo, props = cols[n, PROPS_AT], cols[n, PROPS_LEN]
+    if props // 3 + 1 > scratch.shape[1]:
+        return ROOM, size
+    entries, non_ascii = record_entries(u8, lo, lo + props, scratch, values)
+    finish_row(u8, check_crc, non_ascii, values[0], values[1], cols, n)
+    if not room_for_row(cols, n, buffers):
+        return ROOM, size
+    put_row(u8, cols, n, file_start, buffers, entries)
+    return OK, size
 
 
 @kernel(counted=False)
@@ -319,17 +347,13 @@ def decode_columns(u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, 
     batch goes on from there)."""
     if n == 0:
         start_columns(buffers)
-    values = buffers[11]
     while True:
         if n == len(cols) or pos - first >= max_bytes:
             return n, pos, OK
         prefetch_stream(u8, pos, limit)
-        outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, values[0], values[1])
+        outcome, size = decode_row(u8, pos, limit, allow_v2, check_crc, cols, n, file_start, buffers)
         if outcome != OK:
             return n, pos, outcome
-        if not room_for_row(cols, n, buffers):
-            return n, pos, ROOM
-        put_row(u8, cols, n, file_start, buffers)
         n += 1
         pos += size
 
@@ -340,16 +364,12 @@ def decode_columns_at(u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes
     decode_columns fills a batch's Arrow buffers. Returns (records, next i, bytes taken, outcome there)."""
     if n == 0:
         start_columns(buffers)
-    values = buffers[11]
     while i < len(starts):
         if n == len(cols) or taken >= max_bytes:
             return n, i, taken, OK
-        outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, values[0], values[1])
+        outcome, size = decode_row(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, file_start, buffers)
         if outcome != OK:
             return n, i, taken, outcome
-        if not room_for_row(cols, n, buffers):
-            return n, i, taken, ROOM
-        put_row(u8, cols, n, file_start, buffers)
         n += 1
         taken += size
         i += 1

@@ -69,6 +69,7 @@ NCOLUMNS = len(COLUMN_NAMES)
 NHEAD = len(HEAD_NAMES)
 POSITION, COMBO, V2, TOPIC_AT, TOPIC_LEN, PROPS_AT, PROPS_LEN, BODY_AT, TEXT_FLAGS, CRC_OK = range(NHEAD, NHEAD + 10)
 VALUE_SPANS = NHEAD + 10
+BODY_LEN = COLUMN["bodyLength"]
 # textFlags bits: the topic / the property string is not well-formed UTF-8 (Java decodes it with replacement)
 TOPIC_NOT_UTF8, PROPERTIES_NOT_UTF8 = 1, 2
 # crcOk: 1 both stored CRCs hold, 0 one does not, -1 not checked, -2 a __CRC32# text the kernel does not read
@@ -92,6 +93,18 @@ def record_crc_ok(u8, pos, size, body_at, body_len, crc_lo, crc_hi):
 def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi):
     """Decode the record at `pos` (ending by `limit`) into row n of `cols`, as read_record reads it.
     Returns (outcome, size): OK when the row holds the record, else BLANK or the refusal's kind."""
+    outcome, size = decode_head_row(u8, pos, limit, allow_v2, cols, n)
+    if outcome != OK:
+        return outcome, size
+    _, non_ascii, _ = read_properties(u8, cols[n, PROPS_AT], pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
+    finish_row(u8, check_crc, non_ascii, value_lo, value_hi, cols, n)
+    return OK, size
+
+
+@kernel(inlined=True)
+def decode_head_row(u8, pos, limit, allow_v2, cols, n):
+    """decode_record's row n but for what the properties say (finish_row): the head fields, where the variable
+    parts lie. Returns (outcome, size)."""
     outcome, size, combo, body_len, v2, _ = head_outcome(u8, pos, limit, allow_v2)
     if outcome != OK:
         return outcome, size
@@ -115,25 +128,30 @@ def decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_
     cols[n, TOPIC_LEN] = topic_len
     cols[n, PROPS_AT] = props_at
     cols[n, PROPS_LEN] = props_len
-    body_at = pos + HEAD_SIZE[combo]
-    cols[n, BODY_AT] = body_at
-    _, non_ascii, _ = read_properties(u8, props_at, pos + size, NAME_BYTES, NAME_LENGTHS, value_lo, value_hi)
+    cols[n, BODY_AT] = pos + HEAD_SIZE[combo]
+    return OK, size
+
+
+@kernel(inlined=True)
+def finish_row(u8, check_crc, non_ascii, value_lo, value_hi, cols, n):
+    """The rest of decode_record's row n (after decode_head_row), from its property lookup: value_lo / value_hi
+    the spans of PROPERTY_NAMES' values, `non_ascii` a byte >= 0x80 in the property string."""
+    pos, props_at, topic_at = cols[n, POSITION], cols[n, PROPS_AT], cols[n, TOPIC_AT]
+    end = props_at + cols[n, PROPS_LEN]
     text = 0
-    if non_ascii and not well_formed_utf8(u8, props_at, pos + size):
+    if non_ascii and not well_formed_utf8(u8, props_at, end):
         text |= PROPERTIES_NOT_UTF8
-    if not well_formed_utf8(u8, topic_at, topic_at + topic_len):
+    if not well_formed_utf8(u8, topic_at, topic_at + cols[n, TOPIC_LEN]):
         text |= TOPIC_NOT_UTF8
     cols[n, TEXT_FLAGS] = text
     for k in range(len(NAME_LENGTHS)):
         cols[n, VALUE_SPANS + 2 * k] = value_lo[k]
         cols[n, VALUE_SPANS + 2 * k + 1] = value_hi[k]
     if check_crc:
-        cols[n, CRC_OK] = record_crc_ok(
-            u8, pos, size, body_at, body_len, value_lo[CRC_PROPERTY_INDEX], value_hi[CRC_PROPERTY_INDEX]
-        )
+        crc_lo, crc_hi = value_lo[CRC_PROPERTY_INDEX], value_hi[CRC_PROPERTY_INDEX]
+        cols[n, CRC_OK] = record_crc_ok(u8, pos, end - pos, cols[n, BODY_AT], cols[n, BODY_LEN], crc_lo, crc_hi)
     else:
         cols[n, CRC_OK] = CRC_UNCHECKED
-    return OK, size
 
 
 @kernel

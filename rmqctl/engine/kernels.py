@@ -581,6 +581,23 @@ def find_name(u8, name_lo, name_hi, first, count, lo, hi):
     return -1
 
 
+@kernel(inlined=True)
+def look_up(u8, i, sep, j, names, name_lens, value_lo, value_hi):
+    """The pair u8[i:j] (its separator at `sep`) as the value of the name of `names` it has, if any: a later
+    pair takes the place of an earlier one (value_lo[k] / value_hi[k])."""
+    for k in range(len(name_lens)):
+        n = name_lens[k]
+        if sep - i == n:
+            same = True
+            for c in range(n):
+                if u8[i + c] != names[k, c]:
+                    same = False
+                    break
+            if same:
+                value_lo[k] = sep + 1
+                value_hi[k] = j
+
+
 @kernel(counted=False)
 def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
     """find_properties, and what a verifier reports about the string, in one pass over its bytes. Returns
@@ -600,17 +617,7 @@ def read_properties(u8, lo, hi, names, name_lens, value_lo, value_hi):
             dropped = True
         if sep >= 0:
             pairs += 1
-            for k in range(len(name_lens)):
-                n = name_lens[k]
-                if sep - i == n:
-                    same = True
-                    for c in range(n):
-                        if u8[i + c] != names[k, c]:
-                            same = False
-                            break
-                    if same:
-                        value_lo[k] = sep + 1
-                        value_hi[k] = j
+            look_up(u8, i, sep, j, names, name_lens, value_lo, value_hi)
         i = j + 1
     return pairs, non_ascii, dropped
 
