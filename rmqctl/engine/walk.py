@@ -34,9 +34,8 @@ from ..record import Blank, RecordError, read_record
 
 BATCH_ROWS = 8192
 BATCH_BYTES = 4 << 20
-# the Arrow scan's batches (ColumnViews.batches) end at the same 4 MiB: a batch's records and columns stay in the
-# caches between the decode and the build, and half as many batches as 2 MiB ones halve what each costs in Python
-# (on one thread 7% faster, with jobs=2 15%; 8 and 16 MiB were no faster: docs/performance.md)
+# the Arrow scan's batches (ColumnViews.batches) end at the same 4 MiB: half as many batches as 2 MiB ones halve what
+# each costs in Python, and a batch's rows and buffers still fit the caches (docs/performance.md)
 ARROW_BATCH_BYTES = BATCH_BYTES
 
 
