@@ -87,7 +87,7 @@ def build_store(root: Path, file_size: int) -> Path:
     rnd = random.Random(20240601)
     queue_offsets: dict[tuple[str, int], int] = {}
     dispatcher = Dispatcher(
-        store, config, 300_000 * S.CQ_UNIT_SIZE, 5_000_000, 20_000_000, index_clock=lambda: 1_700_000_000_000
+        store, config, 300_000 * S.CQ_UNIT_SIZE, 5_000_000, 20_000_000, False, index_clock=lambda: 1_700_000_000_000
     )
     pos = n = 0
     began = time.monotonic()

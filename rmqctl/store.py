@@ -75,6 +75,21 @@ def give_back_pages(m: mmap.mmap, lo: int = 0, hi: int | None = None):
 MADV_POPULATE_READ = 22  # Linux 5.14: map the pages in as reads would (EINVAL on older kernels: nothing done)
 
 
+def map_in_pages(m: mmap.mmap, spans: list[tuple[int, int]]):
+    """MADV_POPULATE_READ over the byte spans [lo, hi) of the read-only mapping m, on this thread: one call maps
+    in what the walk's reads would fault in a few pages at a time (a fault's trap costs more than the mapping it
+    does), for a walk with no pager thread beside it. Spans hold file data only: on tmpfs a read of a hole
+    allocates it. A hint: a failed madvise (a file cut short under the walk) changes nothing."""
+    if not isinstance(m, mmap.mmap):
+        return
+    at = np.frombuffer(m, np.uint8).ctypes.data
+    for lo, hi in spans:
+        lo -= lo % mmap.PAGESIZE
+        hi = min(hi, len(m))
+        if hi > lo:
+            _madvise(at + lo, hi - lo, MADV_POPULATE_READ)
+
+
 class _Request:
     __slots__ = ("view", "spans", "advice", "cancelled", "served")
 
@@ -292,6 +307,10 @@ class MappedFile:
         window resident."""
         if isinstance(self._map, mmap.mmap):
             give_back_pages(self._map, lo, hi)
+
+    def map_in(self, spans: list[tuple[int, int]]):
+        """map_in_pages on this thread."""
+        map_in_pages(self._map, spans)
 
     def pages_ahead(self, spans: list[tuple[int, int]]):
         """Map the byte spans in on the pager's thread (Pager.ahead); the request, or None."""

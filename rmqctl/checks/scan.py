@@ -40,7 +40,7 @@ from ..errors import FileGone
 from ..engine import data_extents, next_record_start
 from ..recovery import blank_past_end
 from ..rules import blank_fails, property_failure
-from ..store import PAGER, give_back_pages, valid_topic_dir_name
+from ..store import PAGER, give_back_pages, map_in_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
 # the tagsCode of a record whose properties fail the broker's check (it dispatches none): no unit is compared with it
@@ -147,11 +147,13 @@ def scan_chunk(task: Task) -> ChunkResult:
     limit = min(len(buf), task.file_size)
     extents = data_extents(task.path, 0, limit) if limit else []
     data_end = extents[-1][1] if extents else 0
-    if not task.paged:  # the chunk's pages go back on this thread, the others running meanwhile
+    spans = [(max(lo, task.begin), min(hi, task.stop)) for lo, hi in extents]
+    if not task.paged:  # the chunk's pages come in and go back on this thread, the others running meanwhile
+        map_in_pages(buf, spans)
         result = _Scanner(task, buf, limit, data_end).run()
         give_back_pages(buf, task.begin, result.handoff)
         return result
-    ahead = PAGER.ahead(buf, [(max(lo, task.begin), min(hi, task.stop)) for lo, hi in extents])
+    ahead = PAGER.ahead(buf, spans)
     result = None
     try:
         result = _Scanner(task, buf, limit, data_end).run()

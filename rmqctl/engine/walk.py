@@ -377,10 +377,13 @@ class FileWalk:
     cell_bytes: int
     built: Callable[[Chunk], object]
     decoder: RowDecode
+    extents: list[tuple[int, int]]  # the file's data (data_extents)
 
     def cell(self, lo: int, began: int | None = None, data_end: int = 0) -> Cell:
         """Walk the cell holding `lo` from `began`, else from the first record that seems to start in [lo, data_end)."""
         hi = (lo // self.cell_bytes + 1) * self.cell_bytes
+        # each walking thread maps its cell's pages in at once: with a walk per core there is none for a pager
+        self.f.map_in([(max(a, lo), min(b, hi, self.limit)) for a, b in self.extents if a < hi and b > lo])
         if began is None:
             began = likely_record_start(self.u8, lo, min(hi, data_end), self.limit, self.f.start, self.allow_v2)
             if began < 0:
@@ -415,7 +418,7 @@ def walk_segments(files: list, file_size: int, refused, gone, jobs: int, **cell)
                 u8 = None
                 file_gone(f, gone)
                 continue
-            walk = FileWalk(f, u8, limit, **cell)
+            walk = FileWalk(f, u8, limit, **cell, extents=extents)
             del u8
             try:
                 if (yield from _walk_cells(pool, walk, extents, 2 * jobs, refused)):
