@@ -214,6 +214,17 @@ class Pager:
 PAGER = Pager()
 
 
+def dledger_committed_end(store: "Store") -> int | None:
+    """A DLedger store's committed position per its checkpoint and index (dledger.committed_end): the reput
+    dispatches no record past it until the group commits it. None where they do not tell, or not DLedger."""
+    if store.dledger is None:
+        return None
+    try:
+        return D.committed_end(D.read_state(store.dledger.checkpoint_path), store.dledger_index)
+    except StoreError:  # (index files of different sizes: verify's layout check names them)
+        return None
+
+
 def offset_of_name(name: str) -> int | None:
     """The start offset a file's 20-digit name gives, as Long.parseLong reads it; None for any other name
     (the broker's load fails on it), 99999999999999999999 included."""

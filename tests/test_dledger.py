@@ -255,6 +255,37 @@ def test_a_damaged_entry_header_past_the_committed_entry_stops_the_walk(copy):
     assert "entry magic 7" in header["detail"] and "reads the record in it and on" not in header["detail"]
 
 
+def _drop_units(store, phy_offsets: set[int]):
+    """Zero the consumequeue units of the records at these commitlog offsets (never dispatched)."""
+    for f in (store / "consumequeue").glob("*/*/*"):
+        data = bytearray(f.read_bytes())
+        for at in range(0, len(data), S.CQ_UNIT_SIZE):
+            if S.CQ_UNIT.unpack_from(data, at)[0] in phy_offsets:
+                data[at : at + S.CQ_UNIT_SIZE] = bytes(S.CQ_UNIT_SIZE)
+        f.write_bytes(bytes(data))
+
+
+def test_records_the_group_has_not_committed_are_not_yet_dispatched(copy):
+    """The reput stops at the committed position (DLedgerCommitLog.getMaxOffset): the records past the
+    checkpoint's committedIndex that have no consumequeue unit were never dispatched, and are dispatched once
+    the group commits them: info, exit 0. A record before where the reput resumes that lacks its unit is lost."""
+    store = copy()
+    (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={ENTRIES[-11]['index']}\nendIndex=499\n")
+    last = [m["commitLogOffset"] for m in truth(NAME, "truth-messages.jsonl")[-10:]]
+    _drop_units(store, set(last))
+    code, findings = verify(store)
+    missing = [f for f in findings if f["kind"] == "cq-missing-entries"]
+    assert code == 0 and missing and {f["severity"] for f in missing} == {"info"}
+    assert sum(int(f["detail"].split(": ")[1].split()[0]) for f in missing) == 10
+    assert all("once the group commits them" in f["detail"] for f in missing)
+    store = copy()
+    (store / "dledger-n0" / "checkpoint").write_text(f"committedIndex={ENTRIES[-11]['index']}\nendIndex=499\n")
+    _drop_units(store, {last[0]})  # the queues go on past it: the reput has passed it for good
+    code, findings = verify(store)
+    [lost] = [f for f in findings if f["kind"] == "cq-missing-entries"]
+    assert code != 0 and lost["severity"] == "error" and lost["commitLogOffset"] == last[0]
+
+
 def test_repair_torn_copy_keeps_what_dledger_recovery_keeps(copy):
     store = copy()
     torn_last_entry(store)

@@ -15,11 +15,11 @@ from .. import dledger as D
 from .. import schema as S
 from ..budget import block_sigint_here
 from ..engine import available_cores
-from ..errors import FileGone, StoreError
+from ..errors import FileGone
 from ..findings import FILES, RECORD_ERROR_KINDS, RECORDS, Findings
 from ..recovery import allow_v2
 from ..rules import record_expired
-from ..store import links_outside
+from ..store import dledger_committed_end, links_outside
 from . import dledger as verify_dledger, links as verify_links
 from .context import Context
 from .queues import summarize
@@ -144,7 +144,7 @@ def plan(ctx: Context) -> list[list[Task]]:
     )
     end = ctx.scan_end
     paged = ctx.jobs == 1 and available_cores() > 1  # one walking thread, and a core for the pager's
-    reput_end = _reput_end(ctx.store) if ctx.store.dledger is not None else None
+    reput_end = dledger_committed_end(ctx.store)
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start
@@ -182,14 +182,6 @@ def plan(ctx: Context) -> list[list[Task]]:
             )
         out.append(chunks)
     return out
-
-
-def _reput_end(store) -> int | None:
-    """A DLedger store's committed position per its checkpoint and index (None where they do not tell)."""
-    try:
-        return D.committed_end(D.read_state(store.dledger.checkpoint_path), store.dledger_index)
-    except StoreError:  # (index files of different sizes: check_layer names them)
-        return None
 
 
 def scan(ctx: Context, plan: list[list[Task]], progress=None, keep: int | None = None) -> tuple[list[list], int, bool]:

@@ -21,7 +21,7 @@ import numpy as np
 from .. import schema as S
 from ..findings import CONSUMEQUEUE, Findings
 from ..rules import cq_unit_valid, lite_topic, pre_blank, record_expired
-from ..store import ConsumeQueue
+from ..store import ConsumeQueue, dledger_committed_end
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
 from ..errors import FileGone, StoreError
@@ -448,29 +448,40 @@ class ConsumeQueueCheck:
         return found
 
 
+LOST, AGAIN, UNCOMMITTED = range(3)  # what becomes of a record missing from its queue (_MissingEntries)
+
+
 class _MissingEntries:
-    """Dispatched records without their consumequeue unit, per queue and by whether the broker's next start
-    dispatches them again (at or past `redispatch`), tallied window by window."""
+    """Records without their consumequeue unit, per queue and by what the broker does with them: the reput has
+    passed them for good (LOST), its next start dispatches them again (AGAIN: at or past `redispatch`), or, in a
+    DLedger store, the reput has not reached them because the group has not committed them (UNCOMMITTED: also
+    past the committed position, where DLedgerCommitLog.getMaxOffset stops it); tallied window by window."""
 
     def __init__(self, run: Context, redispatch: int):
         self.run = run
         self.redispatch = redispatch
-        self.tally: dict[
-            tuple[tuple[str, int], bool], list
-        ] = {}  # (queue, later) -> count, qoffs, offsets, all past end
+        self.committed = dledger_committed_end(run.store)
+        self.tally: dict[tuple[tuple[str, int], int], list] = {}  # (queue, fate) -> count, qoffs, offsets, all past end
+
+    def _fates(self, offs: np.ndarray) -> np.ndarray:
+        fate = np.where(offs >= self.redispatch, AGAIN, LOST)
+        if self.committed is not None:
+            fate[(fate == AGAIN) & (offs >= self.committed)] = UNCOMMITTED
+        return fate
 
     def add(self, key, q: QueueSummary | None, qoffs: np.ndarray, offs: np.ndarray):
         live = self.run.live
         if live is not None:  # not yet dispatched at the snapshot, or expired (the queue's head cleaned) since
             keep = (offs < live.dispatched_end) & ~self._expired_now(offs)
             qoffs, offs = qoffs[keep], offs[keep]
-        for later in (False, True):
-            sel = (offs >= self.redispatch) if later else (offs < self.redispatch)
+        fates = self._fates(offs)
+        for fate in (LOST, AGAIN, UNCOMMITTED):
+            sel = fates == fate
             if not sel.any():
                 continue
             qs, os_ = qoffs[sel], offs[sel]
             end = q.end if q is not None else None
-            m = self.tally.setdefault((key, later), [0, qs.min(), qs.max(), os_.min(), os_.max(), True])
+            m = self.tally.setdefault((key, fate), [0, qs.min(), qs.max(), os_.min(), os_.max(), True])
             m[0] += int(sel.sum())
             m[1], m[2] = min(m[1], int(qs.min())), max(m[2], int(qs.max()))
             m[3], m[4] = min(m[3], int(os_.min())), max(m[4], int(os_.max()))
@@ -485,7 +496,7 @@ class _MissingEntries:
     def finish(self, queues: dict) -> Findings:
         run, found = self.run, Findings()
         present = {topic for topic, _ in queues}
-        for (key, later), (count, qmin, qmax, omin, omax, all_past) in self.tally.items():
+        for (key, fate), (count, qmin, qmax, omin, omax, all_past) in self.tally.items():
             q = queues.get(key)
             queue = f"{key[0]}/{key[1]}"
             directory = q.cq.directory if q is not None else run.store.consumequeue_dir / key[0] / str(key[1])
@@ -496,14 +507,26 @@ class _MissingEntries:
                 if all_past
                 else "the queue has no unit there"
             )
-            detail = (
-                f"{queue}: {count} dispatched message(s) have no consumequeue entry (queue offsets "
-                f"{int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where})"
-            )
-            deleted = not later and run.deleted_topic(key[0], present)
+            offsets = f"queue offsets {int(qmin)}..{int(qmax)}, commitlog offsets {int(omin)}..{int(omax)}; {where}"
+            if fate == UNCOMMITTED:
+                found.add(
+                    CONSUMEQUEUE,
+                    "cq-missing-entries",
+                    "info",
+                    directory,
+                    None,
+                    int(omin),
+                    f"{queue}: {count} message(s) past the DLedger group's committed position ({self.committed}, "
+                    "where the DLedger checkpoint's committedIndex ends) have no consumequeue entry "
+                    f"yet ({offsets}); the broker dispatches them once the group commits them (a new leader may "
+                    "truncate them instead)",
+                )
+                continue
+            detail = f"{queue}: {count} dispatched message(s) have no consumequeue entry ({offsets})"
+            deleted = fate == LOST and run.deleted_topic(key[0], present)
             detail += (
                 "; the broker dispatches them again at its next start (they are past where its reput resumes)"
-                if later
+                if fate == AGAIN
                 else f"; {key[0]} is not among the broker's topics (topics.json): deleted, its queues removed, "
                 "its records left in the commitlog until the cleanup deletes their files"
                 if deleted
@@ -514,7 +537,7 @@ class _MissingEntries:
             found.add(
                 CONSUMEQUEUE,
                 "cq-missing-entries",
-                later_severity if later else "info" if deleted else "error",
+                later_severity if fate == AGAIN else "info" if deleted else "error",
                 directory,
                 None,
                 int(omin),
