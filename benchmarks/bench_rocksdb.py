@@ -147,7 +147,8 @@ def measured(args: list[str], env=None) -> tuple[float, float, float, float]:
     the command's own memory: the heap, numpy's arrays, RocksDB's caches. On a shared machine the CPU seconds are
     the steadier figure."""
     t = time.perf_counter()
-    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = tempfile.TemporaryFile()  # (a pipe read only at the end would stall a command that says much)
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
     peak, anon, done = 0, 0, (0, 0, None)
     while not done[0]:
         hwm, now = resident(child.pid, args)
@@ -156,8 +157,11 @@ def measured(args: list[str], env=None) -> tuple[float, float, float, float]:
         done = os.wait4(child.pid, os.WNOHANG)  # its own CPU time
     wall = time.perf_counter() - t
     code, usage = os.waitstatus_to_exitcode(done[1]), done[2]
-    if code not in (0, 1):  # 1: verify's findings (the generated store has no checkpoint file)
-        raise RuntimeError(f"{args[3:5]} failed: {child.stderr.read()[-500:]}")
+    err.seek(0)
+    said = err.read()
+    # 1: verify's findings (the generated store has no checkpoint file), but a crash exits 1 too
+    if code not in (0, 1) or b"Traceback" in said:
+        raise RuntimeError(f"{args[3:5]} failed: {said[-500:].decode(errors='replace')}")
     return wall, usage.ru_utime + usage.ru_stime, peak / 1024, anon / 1024
 
 

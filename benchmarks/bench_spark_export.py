@@ -94,6 +94,10 @@ class Dump:
         self.store = store
         self.peak = 0
 
+    def failed(self, what: str):
+        self.log.seek(0)
+        raise SystemExit(f"{what}: {self.log.read()[-2000:].decode(errors='replace')}")
+
     def run(self) -> tuple[float, float]:
         """(seconds, CPU seconds) of one dump."""
         t = time.perf_counter()
@@ -179,15 +183,16 @@ def serve(master: str, store: str, out: str):
 
 class SparkWorker:
     def __init__(self, master: str, store: Path, out: Path):
+        self.log = tempfile.TemporaryFile()  # Spark's own logging, shown only if the session fails
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve", master, str(store), str(out)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
         )
         if self.proc.stdout.readline().strip() != "ready":
-            raise SystemExit(f"the {master} session did not start")
+            self.failed(f"the {master} session did not start")
         self.worker_peak = self.jvm_peak = 0
 
     def run(self) -> tuple[float, float]:
@@ -195,7 +200,10 @@ class SparkWorker:
         before = cpu_seconds(process_tree(self.proc.pid))
         self.proc.stdin.write("run\n")
         self.proc.stdin.flush()
-        seconds = float(self.proc.stdout.readline())
+        line = self.proc.stdout.readline()
+        if not line.strip():
+            self.failed("the export failed")
+        seconds = float(line)
         tree = process_tree(self.proc.pid)
         for p in tree[1:]:  # (the first is the driver's own Python process, which runs no task)
             if is_java(p):
