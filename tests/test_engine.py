@@ -25,7 +25,7 @@ from rmqctl.engine.jsonl import chunk_lines
 from rmqctl.engine.walk import ARROW_BATCH_BYTES, walk_files
 from rmqctl.views import inspect
 from rmqctl.views.filters import TRANSACTION_STATES, MessageFilter
-from rmqctl.engine.columns import SCALARS, record_schema
+from rmqctl.engine.columns import SCALARS, Arenas, record_schema
 from rmqctl.record import Message, decompression_limit, encode_record, message_dict, property_crc_state
 from rmqctl import store as store_module
 from rmqctl.store import Store, offset_to_name
@@ -505,6 +505,26 @@ def small_batches(monkeypatch, store: Store, rows: int):
     scan = type(store.scan())
     chunks = scan.chunks
     monkeypatch.setattr(scan, "chunks", lambda self, *args, **batch: chunks(self, *args, **batch, rows=rows))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_batch_held_is_never_written_over(monkeypatch, jobs):
+    """A scan's batches reuse blocks of memory (columns.Arenas): a batch still held, whole or as one of its
+    columns, keeps its block; the batches after it are written elsewhere."""
+    store = fixture_store("a-basic")
+    small_batches(monkeypatch, store, rows=7)
+    kept = [(b, b.column("msgId"), b.column("body").slice(1)) for b in store.scan().batches(jobs=jobs)]
+    assert len(kept) > 2 * Arenas.MOST
+    columns = [(body, msgid) for _, msgid, body in kept]
+    del kept  # the batches go, two of their columns stay
+    made = [(b.column("body").slice(1), b.column("msgId")) for b in store.scan().batches(jobs=jobs)]  # reusing
+    rows, at = reference_rows(store), 0
+    for (body, msgid), (again, _) in zip(columns, made):
+        n = len(msgid)
+        assert msgid.to_pylist() == [r["msgId"] for r in rows[at : at + n]]
+        assert body.to_pylist() == again.to_pylist() == [r["body"] for r in rows[at + 1 : at + n]]
+        at += n
+    assert at == len(rows)
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3])

@@ -11,7 +11,10 @@ stored CRCs hold; null unless the walk checked them); in a DLedger store, `dledg
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +25,7 @@ from . import arrow_kernels as K
 from .decode import COLUMN, CRC_TEXT, CRC_UNCHECKED, PROPERTY_NAMES
 from ..record import format_host
 from ..rules import key_words
-from .walk import Chunk, RowDecode
+from .walk import BATCH_ROWS, Chunk, RowDecode
 
 SCALARS = [
     ("file", pa.string()), ("position", pa.int32()), ("commitLogOffset", pa.int64()), ("storeSize", pa.int32()),
@@ -165,27 +168,88 @@ RECORD_NAMES, DLEDGER_RECORD_NAMES = RECORD_SCHEMA.names, DLEDGER_RECORD_SCHEMA.
 MAP_TYPE, KEYS_TYPE = RECORD_SCHEMA.field("properties").type, RECORD_SCHEMA.field("keys").type
 
 
+class Arenas:
+    """Memory one scan's batches reuse: each batch's buffers are carved out of one block, and a block is used
+    again once nothing holds the batch made of it (Arrow's buffers hold their block, through the buffer protocol,
+    while any array or view of them lives: its reference count is back to the pool's own). A block allocated anew
+    for each batch waited, on a machine where the pager thread maps pages in, for the address space's lock:
+    some 0.1-0.2 s a GiB on one thread."""
+
+    MOST = 16  # blocks kept (free or in use); past it, a new block is not kept
+
+    def __init__(self):
+        self._blocks: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> np.ndarray:
+        """`size` bytes, 64-byte aligned (a view of a block: the block is in use while it lives)."""
+        with self._lock:
+            for i in range(len(self._blocks)):
+                # 2: the list's reference and getrefcount's argument; none from a live batch
+                if sys.getrefcount(self._blocks[i]) == 2 and len(self._blocks[i]) >= size + 64:
+                    return self._aligned(self._blocks[i], size)
+            block = np.empty(size + size // 8 + 64, np.uint8)  # (room for the next batches' estimates to grow)
+            free = [i for i in range(len(self._blocks)) if sys.getrefcount(self._blocks[i]) == 2]
+            if free:
+                self._blocks[free[0]] = block  # a smaller free block makes way
+            elif len(self._blocks) < self.MOST:
+                self._blocks.append(block)
+            return self._aligned(block, size)
+
+    @staticmethod
+    def _aligned(block: np.ndarray, size: int) -> np.ndarray:
+        skip = -block.ctypes.data % 64
+        return block[skip : skip + size]
+
+
+def carve(arenas: Arenas, shapes: list[tuple]) -> list[tuple[pa.Buffer, np.ndarray]]:
+    """Buffers of these (dtype, shape)s, each 64-byte aligned, out of one block of `arenas`: each as Arrow's
+    buffer and as the kernels' array (both views of the block)."""
+    sizes = [math.prod(shape) * np.dtype(dtype).itemsize for dtype, shape in shapes]
+    room = [(size + 63) & ~63 for size in sizes]
+    memory = arenas.take(sum(room))
+    out, at = [], 0
+    for (dtype, shape), size, step in zip(shapes, sizes, room):
+        view = memory[at : at + size].view(dtype).reshape(shape)
+        out.append((pa.py_buffer(view), view))
+        at += step
+    return out
+
+
 class BatchBuffers:
     """A batch's Arrow buffers, allocated from Arrow's pool for up to `rows` rows, with `room` bytes for each data
     section, room for `items` map entries and KEYS words, and a scratch for `most` entries of one record; filled
     row by row by put_row (as the walk decodes, or from a chunk's decoded rows), then wrapped (`done`)."""
 
-    def __init__(self, rows: int, room: np.ndarray, items: int, most: int):
+    def __init__(self, rows: int, room: np.ndarray, items: int, most: int, arenas: Arenas | None = None):
         self.rows = rows
         self.bytes_per_bits = (rows + 7) // 8
-        self.ints32, self.i32 = self.buffer(np.int32, (len(FROM32), rows))
-        self.ints64, self.i64 = self.buffer(np.int64, (len(FROM64) + 1, rows))
-        self.offsets, self.row_offsets = self.buffer(np.int32, (NROWS, rows + 1))
-        self.bits, self.row_bits = self.buffer(np.uint8, (NBITS, self.bytes_per_bits))
         self.counts = np.zeros(NDATA + NBITS + 3, np.int64)
         self.values = np.empty((2, len(PROPERTY_NAMES)), np.int64)
-        self.lay_out(room, items, most)
+        self.at, self.item_row = self.sections(room), items + 1
+        shapes = [
+            (np.int32, (len(FROM32), rows)),
+            (np.int64, (len(FROM64) + 1, rows)),
+            (np.int32, (NROWS, rows + 1)),
+            (np.uint8, (NBITS, self.bytes_per_bits)),
+            (np.int32, (3, self.item_row)),
+            (np.uint8, (int(self.at[-1]),)),
+        ]
+        made = carve(arenas, shapes) if arenas is not None else [self.buffer(*shape) for shape in shapes]
+        (self.ints32, self.i32), (self.ints64, self.i64), (self.offsets, self.row_offsets) = made[:3]
+        (self.bits, self.row_bits), (self.items, self.item_offsets), (self.data, self.bytes) = made[3:]
+        self.scratch = np.empty((4, most), np.int64)
+
+    @staticmethod
+    def sections(room: np.ndarray) -> np.ndarray:
+        """Where each data section of `room` bytes starts (64-byte aligned), and their end."""
+        at = np.zeros(NDATA + 1, np.int64)
+        np.cumsum((np.asarray(room, np.int64) + 63) & ~63, out=at[1:])
+        return at
 
     def lay_out(self, room: np.ndarray, items: int, most: int):
-        """Data sections of `room` bytes (64-byte aligned), `items` entries and words, a scratch for `most`."""
-        self.at = np.zeros(NDATA + 1, np.int64)
-        np.cumsum((np.asarray(room, np.int64) + 63) & ~63, out=self.at[1:])
-        self.item_row = items + 1
+        """Data sections of `room` bytes, `items` entries and words, a scratch for `most`."""
+        self.at, self.item_row = self.sections(room), items + 1
         self.items, self.item_offsets = self.buffer(np.int32, (3, self.item_row))
         self.data, self.bytes = self.buffer(np.uint8, (int(self.at[-1]),))
         self.scratch = np.empty((4, most), np.int64)
@@ -276,11 +340,17 @@ class BatchBuffers:
         return pa.Array.from_buffers(pa.bool_(), self.n, [mask, values], null_count=nulls)
 
 
-def repeated_text(text: str, n: int) -> pa.Array:
-    """`text` n times as a string column (pa.repeat of a Python str imports pandas, ~0.5 s, to look at it)."""
+@functools.lru_cache(maxsize=4)
+def _repeated(text: str, n: int) -> pa.Array:
     word = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(word))
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(word * n)])
+
+
+def repeated_text(text: str, n: int) -> pa.Array:
+    """`text` n times as a string column (pa.repeat of a Python str imports pandas, ~0.5 s, to look at it): a
+    slice of one column per text made for a batch's most rows, so a file's batches share it."""
+    return _repeated(text, max(n, BATCH_ROWS)).slice(0, n)
 
 
 def record_batch(chunk: Chunk) -> pa.RecordBatch:
@@ -321,6 +391,7 @@ class ArrowDecode(RowDecode):
     SLACK = 4096  # bytes of each section beyond the estimate
 
     def __init__(self):
+        self.arenas = Arenas()
         self.ratio = np.zeros(NDATA)  # the most bytes each data section took per byte of records
         self.items_ratio = 0.0  # the most map entries or KEYS words per byte of records
         self.most = 64  # the most map entries of one record seen
@@ -348,7 +419,7 @@ class ArrowDecode(RowDecode):
 
     def buffers(self, rows: int, budget: int) -> BatchBuffers:
         room = (self.ratio * (budget * self.MARGIN)).astype(np.int64) + self.SLACK
-        return BatchBuffers(rows, room, int(self.items_ratio * budget * self.MARGIN) + 64, self.most)
+        return BatchBuffers(rows, room, int(self.items_ratio * budget * self.MARGIN) + 64, self.most, self.arenas)
 
     def grow(self, b: BatchBuffers, taken: int, budget: int, size: int):
         """Room for the record of `size` bytes the batch stopped at, and for the rest of its `budget` bytes at

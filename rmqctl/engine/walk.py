@@ -180,6 +180,8 @@ def in_range(f, u8, cols: np.ndarray, filled, start: int | None, end: int | None
     whether the walk ends with them (a record at or past `end`)."""
     if not len(cols):
         return Chunk(f, u8, cols), False
+    if start is None and end is None:
+        return Chunk(f, u8, cols, filled=filled), False
     offsets = cols[:, COLUMN["position"]] + f.start
     cut = end is not None and offsets[-1] >= end
     lo = 0 if start is None or offsets[0] >= start else int(np.searchsorted(offsets, start))
@@ -530,6 +532,10 @@ def data_extents(path, start: int, end: int) -> list[tuple[int, int]]:
             "deleted while rmqctl read the store (a running broker removed this expired file)", path
         ) from None
     try:
+        st = os.fstat(fd)
+        if st.st_blocks * 512 >= st.st_size:  # every page allocated: no hole (SEEK_DATA on tmpfs walks them all)
+            end = min(end, st.st_size)
+            return [(start, end)] if end > start else []
         out = []
         pos = start
         while pos < end:
