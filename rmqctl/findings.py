@@ -49,6 +49,7 @@ KINDS: dict[str, str] = {
     "cq-entry-bad-target": "an entry pointing where no record starts",
     "cq-entry-mismatch": "an entry whose size, queue or tagsCode disagrees with its record",
     "cq-missing-entries": "dispatched records with no entry in their queue",
+    "queue-dir-unread": "a queue directory named as no queue id is (03): the broker never reads or cleans it",
     "rocksdb-cq-offset-table": "a RocksDB queue's max (offset column family) that is not its last unit",
     "rocksdb-cq-below-min": "RocksDB queue units below the queue's min offset, never served (apache/rocketmq#10959)",
     "rocksdb-cq-double-write": "a double-write store whose RocksDB copy disagrees with its file queues",

@@ -117,6 +117,30 @@ def valid_prefix(units, valid) -> int:
     return len(units)
 
 
+EMPTY_LAST_FILE_DELETED = (5, 2)  # MappedFileQueue.doLoad deletes a zero-length last file from 5.1.3 on
+
+
+def queue_files_loaded(lengths: list[int], file_size: int, release: tuple[int, int], live: bool) -> tuple[int, str]:
+    """MappedFileQueue.load over a queue's files in name order (their `lengths`): how many the broker keeps,
+    and what its load makes of the rest. A file of another length than `file_size` fails the load ("length not
+    matched message store config value"; returned as the count before it and the reason), but a zero-length
+    last file: 5.1.3+ deletes it at load ("size is 0, auto delete"), 4.x and 5.0-5.1.2 refuse it, and beside a
+    running broker it is the queue's next file, created and not yet mapped."""
+    n, said = len(lengths), ""
+    if n and lengths[-1] == 0 and file_size:
+        n -= 1
+        if live or release >= EMPTY_LAST_FILE_DELETED:
+            said = "a zero-length last file, which the broker deletes at load"
+        elif release >= (5, 0):
+            said = "a zero-length last file: RocketMQ 5.1.3+ deletes it at load, 5.0-5.1.2 refuse to start"
+        else:
+            said = "fails: a zero-length last file, which RocketMQ 4.x refuses to load"
+    for i, length in enumerate(lengths[:n]):
+        if length != file_size:
+            return i, f"fails: {length} bytes, not {file_size} (length not matched message store config value)"
+    return n, said
+
+
 class CorrectMinOffsetFailed(Exception):
     """5.x correctMinOffset on an empty last file: ByteBuffer.position(-20) throws IllegalArgumentException."""
 

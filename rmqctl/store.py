@@ -965,13 +965,15 @@ class Store:
         return ConsumeQueue(topic, queue_id, directory, self.consumequeue_file_size, self.live)
 
     def consume_queues(self) -> list[ConsumeQueue]:
-        """Every topic/queueId directory; non-integer queue directories are skipped, as at load."""
+        """Every topic/queueId directory, as the broker's load reads them: a directory whose name
+        Integer.parseInt refuses is skipped, and one it reads into another name (03, +3) too, since the broker
+        opens its queue at topic/<queueId> (ConsumeQueue's path) and never reads or deletes that one's files."""
         self.parts.require_file_queues()
         return [
             ConsumeQueue(topic_dir.name, queue_id, qdir, self.consumequeue_file_size, self.live)
             for topic_dir in self._dirs(self.consumequeue_dir)
             for qdir in self._dirs(topic_dir)
-            if (queue_id := parse_long(qdir.name, 32)) is not None  # Integer.parseInt
+            if (queue_id := parse_long(qdir.name, 32)) is not None and qdir.name == str(queue_id)
         ]
 
     # -- index -------------------------------------------------------------------------------------------

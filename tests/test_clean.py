@@ -838,3 +838,66 @@ def test_clean_of_a_crashed_store_keeps_the_last_file_holding_data(tmp_path, jav
         kept = [m for m in truth("d-crashed", "truth-recovered-messages.jsonl") if m["commitLogOffset"] >= start]
         assert (summary["minPhyOffset"], summary["messageCount"]) == (start, len(kept))
         assert sorted(u[3] for u in units if u[5]) == sorted(m["commitLogOffset"] for m in kept)
+
+
+# -- what the broker's load makes of a queue's files (review) --------------------------------------------------
+
+
+def old_copy(tmp_path) -> Path:
+    """a-basic with every commitlog file 100 hours old."""
+    store = copy_store("a-basic", tmp_path / "s")
+    for f in (store / "commitlog").iterdir():
+        t = (REF - dt.timedelta(hours=100)).timestamp()
+        os.utime(f, (t, t))
+    return store
+
+
+def planned(store: Path, version: str) -> tuple[dict, list[str]]:
+    """The plan of clean --now --until-ok, and the files it deletes."""
+    d = clean_json(store, "--now", "--until-ok", version=version)
+    return d, [f["file"] for f in d["files"] if f["action"] == "delete"]
+
+
+def test_a_zero_length_last_queue_file_is_no_queues_last_file(tmp_path):
+    """A failed creation on a full disk leaves an empty next file: 5.1.3+ deletes it at load, so the file
+    before it stays the queue's last, which no cleaner deletes (its 54 entries name live records); 4.x does not
+    start on it, so clean plans nothing and says why."""
+    store = old_copy(tmp_path)
+    queue = store / "consumequeue" / "TopicTest" / "0"
+    (queue / "00000000000000003840").write_bytes(b"")
+    d, deleted = planned(store, "5.5")
+    assert "consumequeue/TopicTest/0/00000000000000001280" in deleted
+    assert "consumequeue/TopicTest/0/00000000000000002560" not in deleted
+    assert any("TopicTest/0: a zero-length last file, which the broker deletes at load" in n for n in d["notes"])
+    d, again = planned(store, "5")  # 5.0-5.1.2 refuse to start on it: said, and planned as 5.1.3+ loads it
+    assert again == deleted and any("5.0-5.1.2 refuse to start" in n for n in d["notes"])
+    res = clean(store, "--now", "--until-ok", version="4")
+    assert res.exit_code == 2 and "00000000000000003840" in res.stderr and "4.x refuses" in res.stderr
+    (queue / "00000000000000001280").write_bytes(bytes(100))  # a file of another length: no version loads it
+    res = clean(store, "--now", "--until-ok", version="5.5")
+    assert res.exit_code == 2 and "00000000000000001280: the broker's load of this queue fails: 100 bytes" in res.stderr
+
+
+def test_a_queue_directory_named_as_no_queue_id_is_never_cleaned(tmp_path):
+    """Integer.parseInt reads "03" as 3, but the broker opens queue 3 at TopicTest/3: it never reads or deletes
+    files under TopicTest/03, and neither does clean; verify says so."""
+    store = old_copy(tmp_path)
+    shutil.copytree(store / "consumequeue" / "TopicTest" / "0", store / "consumequeue" / "TopicTest" / "03")
+    _, deleted = planned(store, "5")
+    assert deleted and not [p for p in deleted if "/03/" in p]
+    res = run("verify", "--store", store, "--broker-config", CONF, "--format", "jsonl", "--only", "consumequeue")
+    [unread] = [f for f in jsonl(res.stdout) if f["kind"] == "queue-dir-unread"]
+    assert unread["file"] == "consumequeue/TopicTest/03" and "from TopicTest/3" in unread["detail"]
+
+
+def test_delete_when_with_a_bad_token_still_fires_at_the_hour_before_it(tmp_path):
+    """UtilAll.isItTimeToDo returns at the first token equal to the hour before parsing the next: "03; 04" fires
+    at hour 03 (and --apply deletes), and throws at every other hour."""
+    store = old_copy(tmp_path)
+    res = clean(store, "--delete-when", "03; 04", "--format", "json")  # (exit 2: a configuration error)
+    d = json.loads(res.stdout)
+    assert d["passes"][0]["timeUp"] is True and [f for f in d["files"] if f["action"] == "delete"]
+    assert "every hour but 03" in d["configError"]
+    assert clean(store, "--delete-when", "03; 04", "--apply").exit_code == 0
+    res = clean(store, "--delete-when", "03; 04", "--apply", at=REF + dt.timedelta(hours=1))
+    assert res.exit_code == 2 and "before any token names hour 4" in res.stderr

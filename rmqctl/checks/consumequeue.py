@@ -25,6 +25,7 @@ from ..store import ConsumeQueue, dledger_committed_end
 from .context import Context, Records
 from ..recovery import first_redispatched, recovered_queues_end
 from ..errors import FileGone, StoreError
+from ..javacompat import parse_long
 from ..live import head_moved
 from .queue_ext import QueueExts
 from .links import _cq_groups, _data_end, _field_cause, _members, _queue_file_checks, _tail_cause
@@ -290,6 +291,8 @@ class ConsumeQueueCheck:
             if self.ext.read:  # (file consume queues only)
                 found += self.ext.load(q.cq)
         rocks = run.store.rocks_queues
+        if rocks is None:
+            found += _unread_queue_dirs(run.store.consumequeue_dir)
         self.missing = _MissingEntries(run, redispatch_from(run))
         checkpoint = consumequeue_max_phy(run)
         if rocks is not None and checkpoint < run.logical_end:
@@ -446,6 +449,26 @@ class ConsumeQueueCheck:
         found += self.missing.finish(self.queues)
         found += self.ext.finish()
         return found
+
+
+def _unread_queue_dirs(root) -> Findings:
+    """Queue directories whose name Integer.parseInt reads as another (03, +3): the broker opens that queue at
+    topic/<queueId> and never reads, serves or deletes these files (Store.consume_queues leaves them out)."""
+    found = Findings()
+    for qdir in sorted(root.glob("*/*")):
+        queue_id = parse_long(qdir.name, 32) if qdir.is_dir() else None
+        if queue_id is not None and qdir.name != str(queue_id):
+            found.add(
+                CONSUMEQUEUE,
+                "queue-dir-unread",
+                "warning",
+                qdir,
+                None,
+                None,
+                f"the broker reads queue {queue_id} of {qdir.parent.name} from {qdir.parent.name}/{queue_id}, "
+                "never from this directory: its units are neither served nor cleaned",
+            )
+    return found
 
 
 LOST, AGAIN, UNCOMMITTED = range(3)  # what becomes of a record missing from its queue (_MissingEntries)

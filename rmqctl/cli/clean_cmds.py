@@ -160,9 +160,10 @@ def clean(
             )
         for line in summary(result):
             echo_err(line)
-    if result.configError:
+    if result.configError:  # (an --apply it let run went at an hour a token named: said, not refused)
         echo_err(f"rmqctl: broker config: {result.configError}")
-        raise click.exceptions.Exit(EXIT_REFUSED)
+        if not apply:
+            raise click.exceptions.Exit(EXIT_REFUSED)
     if check and result.deleted():
         raise click.exceptions.Exit(EXIT_FINDINGS)
 

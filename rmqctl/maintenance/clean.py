@@ -40,7 +40,7 @@ import numpy as np
 from .. import schema as S
 from ..errors import FileGone, RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
-from ..rules import record_expired, written_units
+from ..rules import queue_files_loaded, record_expired, written_units
 from ..store import IndexFile, Store, loaded_index_name
 from .clean_rules import (
     CleanFile,
@@ -52,11 +52,13 @@ from .clean_rules import (
     FileDecision,
     PassResult,
     QueueSegment,
+    QueueMinOffsetFailed,
     QueueState,
     StoreState,
     Unconsumed,
     check_delete_when,
     correct_min_offset,
+    is_time_to_do,
     java_disk_ratio,
     remaining,
 )
@@ -188,11 +190,18 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
     roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
     commitlog = _still_there([(f, f.path, f.start) for f in loaded_commitlog_files(store)], roots, store.live)
-    queues = _load_queues(store, roots) if store.rocks_queues is None else []
+    notes: list[str] = []
+    queues = _load_queues(store, roots, notes) if store.rocks_queues is None else []
     min_phy = commitlog[0].start if commitlog else -1  # MappedFileQueue.getMinOffset
     for q in queues:
-        correct_min_offset(q, min_phy, settings.version)
-    notes: list[str] = []
+        try:
+            correct_min_offset(q, min_phy, settings.version)
+        except QueueMinOffsetFailed as e:  # (recoverTopicQueueTable, before any cleaner runs)
+            raise StoreError(
+                f"{e}: the broker's correctMinOffset throws on this queue at load, and what its recovery makes of "
+                "an all-empty last file first is not modelled here, so nothing is planned",
+                q.segments[-1].file.path,
+            ) from None
     unconsumed, offsets = _load_consumer_offsets(store, queues, min_phy, notes)
     if store.crashed():
         notes.append(
@@ -248,13 +257,24 @@ def _file(path: Path, start: int, roots: list[str]) -> CleanFile:
     return CleanFile(path, path.name, start, st.st_blocks, st.st_mtime_ns // 1_000_000, unsafe)
 
 
-def _load_queues(store: Store, roots: list[str]) -> list[QueueState]:
+def _load_queues(store: Store, roots: list[str], notes: list[str]) -> list[QueueState]:
     """Every queue's files as views on their maps (the store's loader): the cleaner reads only the last slot
     of each file, the first file(s) for correctMinOffset and the tail a consumer has not read, never a whole
     big store; the units written are counted in the last file only."""
     queues = []
     for cq in store.consume_queues():
         arrays = list(cq.unit_arrays())
+        kept, load = queue_files_loaded(
+            [mf.length for mf, _ in arrays], store.consumequeue_file_size, store.version.release, store.live is not None
+        )
+        if load.startswith("fails"):  # the broker would not start: no cleaner of its runs
+            raise StoreError(
+                f"the broker's load of this queue {load}: it would not start, so it cleans nothing",
+                arrays[kept][0].path,
+            )
+        if load:
+            notes.append(f"{cq.topic}/{cq.queue_id}: {load}; its file before it is the queue's last")
+        arrays = arrays[:kept]
         segments = []
         for i, (mf, units) in enumerate(arrays):
             read_pos = (written_units(units) if i == len(arrays) - 1 else len(units)) * S.CQ_UNIT_SIZE
@@ -363,13 +383,13 @@ def run_clean(
     try:
         check_delete_when(settings.deleteWhen)
     except DeleteWhenError as e:
-        if apply:
-            raise
+        if apply:  # nothing to do at an hour where the broker's cleaner throws: say why (and where it would not)
+            is_time_to_do(settings.deleteWhen, clock.at(1)[1])
         config_error = str(e)
     limit = passes or (UNTIL_OK_LIMIT if until_ok else 1)
     if limit < 1:
         raise UsageError("--passes must be at least 1")
-    # a plan needs no lock and measures a simulated disk; config_error and disk_usage are None when applying
+    # a plan needs no lock and measures a simulated disk; disk_usage is None when applying
     with locked_for_writing(store.root) if apply else contextlib.nullcontext():
         meter = DiskMeter(simulate=not apply, what_if=disk_usage)
         cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect_unconsumed)

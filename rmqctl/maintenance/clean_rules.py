@@ -47,8 +47,8 @@ def is_time_to_do(when: str, hour: int) -> bool:
             value = java_parse_int(token)
         except ValueError as e:
             raise DeleteWhenError(
-                f"deleteWhen={when!r}: Integer.parseInt fails ({e}); the broker's commitlog "
-                "cleaner throws NumberFormatException on every run and deletes nothing"
+                f"deleteWhen={when!r}: Integer.parseInt fails ({e}) before any token names hour {hour}; the "
+                "broker's commitlog cleaner throws NumberFormatException in that hour's runs and deletes nothing"
             ) from None
         if value == hour:
             return True
@@ -56,13 +56,25 @@ def is_time_to_do(when: str, hour: int) -> bool:
 
 
 def check_delete_when(when: str):
-    """A deleteWhen is sound only if every token parses: otherwise every hour not matched by an earlier
-    token throws. Raises DeleteWhenError."""
-    for token in java_split(when, ";"):
+    """A deleteWhen is sound only if every token parses: otherwise every hour not matched by a token before
+    the bad one throws. Raises DeleteWhenError naming those hours."""
+    throws = []
+    for hour in range(24):
         try:
-            java_parse_int(token)
-        except ValueError:
-            is_time_to_do(when, -1)  # raises with the broker's wording
+            is_time_to_do(when, hour)
+        except DeleteWhenError as e:
+            throws.append(hour)
+            why = str(e).split(" before any token")[0]
+    if throws:
+        named = (
+            "every hour"
+            if len(throws) == 24
+            else "every hour but " + ", ".join(f"{h:02d}" for h in range(24) if h not in throws)
+        )
+        raise DeleteWhenError(
+            f"{why}: the broker's commitlog cleaner throws NumberFormatException at {named} and deletes "
+            "nothing then (disk full or not)"
+        )
 
 
 def java_disk_ratio(total: int, free: int, usable: int) -> float:
@@ -437,7 +449,7 @@ class StoreState:
     notes: list[str]
 
 
-class _CorrectMinOffsetFailed(Exception):
+class QueueMinOffsetFailed(Exception):
     """5.x correctMinOffset on an empty last file: ByteBuffer.position(-20) throws, the CQ task's run() catches
     it and that pass skips the remaining queues and the index files."""
 
@@ -524,7 +536,7 @@ class Cleaner:
                     decisions += delete_consumequeue(self, pass_no, q, min_off)
                     correct_min_offset(q, min_off, self.settings.version)
                 decisions += delete_index(self, pass_no, min_off)
-            except _CorrectMinOffsetFailed as e:
+            except QueueMinOffsetFailed as e:
                 exception = str(e)
         return PassResult(
             passNo=pass_no,
@@ -697,8 +709,8 @@ def remaining(cleaner: Cleaner, last: PassResult) -> list[str]:
     s = cleaner.settings
     if last.timeUp is None:
         out.append(
-            f"commitlog: deleteWhen={s.deleteWhen!r} does not parse, so the broker's cleaner throws before "
-            "deciding anything"
+            f"commitlog: deleteWhen={s.deleteWhen!r} does not parse before a token names hour {last.hour}, so "
+            "the broker's cleaner throws before deciding anything"
         )
     elif not last.fired:
         sp = last.space
@@ -762,4 +774,4 @@ def correct_min_offset(q: QueueState, min_phy: int, version: int):
             min_phy,
         )
     except CorrectMinOffsetFailed as e:
-        raise _CorrectMinOffsetFailed(f"{q.key}: {e} {last.file.name} (IllegalArgumentException)") from e
+        raise QueueMinOffsetFailed(f"{q.key}: {e} {last.file.name} (IllegalArgumentException)") from e
