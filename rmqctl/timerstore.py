@@ -92,6 +92,12 @@ class TimerLogFile:
         return len(self.units) * S.TIMERLOG_UNIT_SIZE
 
 
+def last_unit_at(file_size: int) -> int:
+    """TimerLog.getOffsetForLastUnit: where a file's last whole unit starts, room for the BLANK after it kept."""
+    unit, blank = S.TIMERLOG_UNIT_SIZE, S.TIMERLOG_MIN_BLANK
+    return file_size - (file_size - blank) % unit - blank - unit
+
+
 class TimerLog:
     """timerlog/: files named by their start offset, all mappedFileSizeTimerLog long."""
 
@@ -109,6 +115,17 @@ class TimerLog:
     @property
     def files(self) -> list[MappedFile]:
         return self.queue.files
+
+    def last_offset_py(self, f: MappedFile) -> int | None:
+        """The offsetPy of the unit in file f's last unit slot (last_unit_at), None where the slot holds none
+        (a size or magic the timer's cleaner takes for "error data")."""
+        at = last_unit_at(self.file_size)
+        if len(f.buf) < at + S.TIMERLOG_UNIT_SIZE:
+            return None
+        unit = np.frombuffer(f.buf, S.TIMERLOG_UNIT_DTYPE, count=1, offset=at)[0]
+        if unit["size"] != S.TIMERLOG_UNIT_SIZE or not magic_ok(unit["magic"]):
+            return None
+        return int(unit["offsetPy"])
 
     @cached_property
     def walk(self) -> list[TimerLogFile]:

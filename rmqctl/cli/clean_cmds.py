@@ -9,7 +9,7 @@ import click
 
 from ..errors import EXIT_FINDINGS, EXIT_REFUSED, UsageError
 from ..maintenance.clean import CleanResult, run_clean
-from ..maintenance.clean_rules import CleanSettings, Clock, FileDecision
+from ..maintenance.clean_rules import FILE_KINDS, CleanSettings, Clock, FileDecision
 from .app import cli
 from .options import FILE, store_options, wait_option
 from .render import dumps, echo_err, render
@@ -203,7 +203,7 @@ def summary(r: CleanResult) -> list[str]:
             else "disk not measured"
         )
         fired = ", ".join(p.triggers()) or "no rule fires"
-        counts = ", ".join(f"{len(p.deleted(k))} {k}" for k in ("commitlog", "consumequeue", "index"))
+        counts = ", ".join(f"{len(p.deleted(k))} {k}" for k in FILE_KINDS if k != "timerlog" or p.deleted(k))
         out.append(
             f"pass {p.passNo} at {p.at} (hour {p.hour}): {disk}; {fired}; deletes {counts}; "
             f"min offset {p.minPhyOffsetAfter}"

@@ -65,6 +65,7 @@ from .clean_rules import (
 from ..views.inspect import commitlog_end
 from ..views.timer import dangling_after, dangling_rows
 from ..live import head_moved
+from ..timerstore import TimerLog
 from ..txn import locked_for_writing
 
 UNTIL_OK_LIMIT = 100_000  # a guard, far beyond any real store (10 files per pass)
@@ -79,6 +80,7 @@ class DiskMeter:
         self.simulate = simulate
         self.what_if = what_if  # a plan's "what if the disk were this full": used / total on every filesystem
         self._account: dict[int, list[int]] = {}  # st_dev -> [total, free, usable]
+        self.past_reserve: set[str] = set()  # filesystems measured with free space but none usable
 
     def _statvfs(self, path: str) -> list[int]:
         st = os.statvfs(path)
@@ -86,6 +88,8 @@ class DiskMeter:
         if self.what_if is not None:  # the same disk, as full as asked (no root reserve: free is usable)
             free = total - int(total * self.what_if)  # down: the broker rounds the percent up
             return [total, free, free]
+        if st.f_bavail == 0 < st.f_bfree:
+            self.past_reserve.add(path)
         return [total, st.f_bfree * st.f_frsize, st.f_bavail * st.f_frsize]
 
     def _numbers(self, path: str) -> list[int]:
@@ -216,6 +220,7 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
         except FileGone as e:
             head_moved(store.live, f.path, e)
     return StoreState(
+        timerlog=_timerlog(store, roots),
         root=store.root,
         commitlog_dirs=list(store.commitlog_dirs),
         consumequeue_dir=store.consumequeue_dir,
@@ -228,6 +233,23 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
         unconsumed_offsets=offsets,
         notes=notes,
     )
+
+
+def _timerlog(store: Store, roots: list[str]) -> list[tuple[CleanFile, int | None]]:
+    """The timerlog files a 5.x broker's timer cleaner looks at (TimerMessageStore, with timerWheelEnable, the
+    default), each with its last unit's offsetPy (TimerLog.last_offset_py)."""
+    directory = store.root / "timerlog"
+    enabled = store.config.untrimmed.get("timerWheelEnable", "true").strip().lower() == "true"
+    if store.version.major < 5 or not enabled or not directory.is_dir():
+        return []
+    log = TimerLog(directory, store.config.mappedFileSizeTimerLog)
+    out = []
+    for f in log.files:
+        try:
+            out.append((_file(f.path, f.start, roots), log.last_offset_py(f)))
+        finally:
+            f.close()
+    return out
 
 
 def _still_there(listed: list[tuple], roots: list[str], live) -> list[CleanFile]:
@@ -254,7 +276,9 @@ def _file(path: Path, start: int, roots: list[str]) -> CleanFile:
         parent = os.path.realpath(path.parent)
         if not any(parent == r or parent.startswith(r + os.sep) for r in roots):
             unsafe = f"resolves outside the store ({parent})"
-    return CleanFile(path, path.name, start, st.st_blocks, st.st_mtime_ns // 1_000_000, unsafe)
+    # a file with another hard link (a backup's) frees no block when deleted (blocks a snapshot shares are not seen)
+    blocks = st.st_blocks if st.st_nlink == 1 else 0
+    return CleanFile(path, path.name, start, blocks, st.st_mtime_ns // 1_000_000, unsafe)
 
 
 def _load_queues(store: Store, roots: list[str], notes: list[str]) -> list[QueueState]:
@@ -404,6 +428,12 @@ def _run(
     notes = list(cleaner.notes)
     if cleaner.meter.what_if is not None:
         notes.append(f"what if: every disk taken as {cleaner.meter.what_if:.2f} full (--disk-usage), not as measured")
+    for path in sorted(cleaner.meter.past_reserve if not apply else ()):
+        notes.append(
+            f"{path}: the disk is full past its root reserve (no usable space): statvfs does not tell the reserve's "
+            "size, so how much of each deletion becomes usable is not known; the plan counts all of it, and the "
+            "broker (and --apply, which measures after each pass) may delete more"
+        )
     holder = store.lock_holder() if not apply else None
     if holder is not None:  # pid 0: F_GETLK's answer for a holder in another pid namespace
         shown = f"pid {holder}" if holder else "a process (pid not visible)"

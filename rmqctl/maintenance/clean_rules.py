@@ -27,6 +27,9 @@ CLEAN_RESOURCE_INTERVAL_MS = 10_000  # MessageStoreConfig.cleanResourceInterval:
 _DEFAULTS = BrokerConfig()
 
 
+FILE_KINDS = ("commitlog", "consumequeue", "index", "timerlog")  # what the cleaners delete, in a pass's order
+
+
 class DeleteWhenError(UsageError):
     """deleteWhen that Integer.parseInt rejects: the broker's commitlog cleaner throws on every run."""
 
@@ -369,7 +372,7 @@ class PassResult:
             "logicsRatio": space("logicsRatio"),
             "reasons": space("reasons", []),
             "disks": [dataclasses.asdict(d) for d in space("disks", [])],
-            "deleted": {k: [d.file for d in self.deleted(k)] for k in ("commitlog", "consumequeue", "index")},
+            "deleted": {k: [d.file for d in self.deleted(k)] for k in FILE_KINDS},
             "minPhyOffsetAfter": self.minPhyOffsetAfter,
             "consumeQueueRan": self.consumeQueueRan,
             "cqMinOffsetsAfter": self.cqMinOffsetsAfter,
@@ -447,6 +450,9 @@ class StoreState:
     unconsumed: list[Unconsumed]
     unconsumed_offsets: list[np.ndarray]  # per Unconsumed: (queue offsets, commitlog offsets) not yet consumed
     notes: list[str]
+    timerlog: list[tuple[CleanFile, int | None]] = dataclasses.field(
+        default_factory=list
+    )  # (file, last unit's offsetPy)
 
 
 class QueueMinOffsetFailed(Exception):
@@ -482,6 +488,7 @@ class Cleaner:
         self.commitlog = list(state.commitlog)
         self.queues = state.queues
         self.index = list(state.index)
+        self.timerlog = list(state.timerlog)
         self.min_before = self.min_phy_offset
         self.cq_min_before = self.cq_min_offsets()
         self.unconsumed, self._unconsumed_offsets = state.unconsumed, state.unconsumed_offsets
@@ -538,6 +545,7 @@ class Cleaner:
                 decisions += delete_index(self, pass_no, min_off)
             except QueueMinOffsetFailed as e:
                 exception = str(e)
+            decisions += delete_timerlog(self, pass_no, min_off)  # (the timer's own cleaner, every 30 s)
         return PassResult(
             passNo=pass_no,
             at=at,
@@ -690,6 +698,27 @@ def delete_index(cleaner: Cleaner, pass_no: int, min_off: int) -> list[FileDecis
     if end < min_off:
         detail = f"endPhyOffset {end} < min offset {min_off}, but the last index file is never deleted"
         out.append(cleaner.decision(pass_no, "index", f, "keep", "last-file", detail, {"endPhyOffset": end}))
+    return out
+
+
+def delete_timerlog(cleaner: Cleaner, pass_no: int, min_off: int) -> list[FileDecision]:
+    """MappedFileQueue.deleteExpiredFileByOffsetForTimerLog (TimerMessageStore's cleaner, 5.x): in order, every
+    file but the last whose last unit's offsetPy is below min; it stops at the first that is not, or whose last
+    slot holds no unit."""
+    out: list[FileDecision] = []
+    for item in list(cleaner.timerlog[:-1]):
+        f, offset_py = item
+        if offset_py is None or offset_py >= min_off:
+            return out
+        if f.unsafe:
+            out.append(
+                cleaner.decision(pass_no, "timerlog", f, "keep", "unsafe-path", f.unsafe, {"offsetPy": offset_py})
+            )
+            return out
+        detail = f"last unit's offsetPy {offset_py} < min offset {min_off}"
+        d = cleaner.decision(pass_no, "timerlog", f, "delete", "below-min-offset", detail, {"offsetPy": offset_py})
+        out.append(d)
+        cleaner.remove(cleaner.timerlog, item, d)
     return out
 
 
