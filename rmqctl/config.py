@@ -35,6 +35,7 @@ class BrokerConfig:
     diskSpaceWarningLevelRatio: int = 90
     cleanFileForciblyEnable: bool = True
     deleteFileBatchMax: int = 10
+    deleteCommitLogFilesInterval: int = 100  # ms the commitlog cleaner sleeps after each deletion
     enabledAppendPropCRC: bool = False
     forceVerifyPropCRC: bool = False
     autoMessageVersionOnTopicLen: bool = True

@@ -943,3 +943,14 @@ def test_the_timer_cleaner_deletes_timerlog_files_below_the_min_offset(tmp_path)
     assert res.exit_code == 0 and timer == [("timerlog/00000000000000000000", "delete")]
     assert sorted(p.name for p in (store / "timerlog").iterdir()) == ["00000000000000008192"]
     assert "offsetPy" in [f for f in d["files"] if f["kind"] == "timerlog"][0]
+
+
+def test_a_file_that_expires_while_the_pass_sleeps_between_deletions_goes_in_it(tmpfs):
+    """deleteExpiredFileByTime reads the clock at each file and sleeps deleteCommitLogFilesInterval (100 ms)
+    after each deletion: a file 250 ms short of fileReservedTime at the pass's start, after four deletions, is
+    old enough when its turn comes."""
+    short = 72 - 0.25 / 3600
+    store = make_store(tmpfs, [100.0] * 4 + [short] + [1.0] * 35)
+    _, deleted = planned(store, "5")
+    assert deleted[:5] == [f"commitlog/{k * CL_SIZE:020d}" for k in range(5)]
+    assert f"commitlog/{5 * CL_SIZE:020d}" not in deleted

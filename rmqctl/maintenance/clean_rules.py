@@ -106,6 +106,7 @@ class CleanSettings:
     diskSpaceWarningLevelRatio: int = _DEFAULTS.diskSpaceWarningLevelRatio
     cleanFileForciblyEnable: bool = _DEFAULTS.cleanFileForciblyEnable
     deleteFileBatchMax: int = _DEFAULTS.deleteFileBatchMax
+    deleteCommitLogFilesInterval: int = _DEFAULTS.deleteCommitLogFilesInterval
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
@@ -123,6 +124,7 @@ class CleanSettings:
             "diskSpaceWarningLevelRatio",
             "cleanFileForciblyEnable",
             "deleteFileBatchMax",
+            "deleteCommitLogFilesInterval",
         ):
             setattr(s, name, getattr(cfg, name))
         if version == 4:
@@ -579,14 +581,16 @@ class Cleaner:
         out: list[FileDecision] = []
         deleted = 0
         for f in self.commitlog[:-1]:
-            age_h = (now_ms - f.mtime_ms) / 3_600_000
+            # the broker reads the clock at each file, after sleeping deleteCommitLogFilesInterval per deletion
+            checked_ms = now_ms + deleted * max(s.deleteCommitLogFilesInterval, 0)
+            age_h = (checked_ms - f.mtime_ms) / 3_600_000
             extra = {
                 "fromOffset": f.start,
                 "ageHours": round(age_h, 3),
                 "mtime": f.mtime_ms,
                 "unconsumed": self.protected.get(f.start, 0),
             }
-            expired = now_ms >= f.mtime_ms + s.reserved_ms
+            expired = checked_ms >= f.mtime_ms + s.reserved_ms
             kept = self._commitlog_kept(expired or clean_at_once, f, age_h, extra["unconsumed"])
             if kept is not None:
                 out.append(self.decision(pass_no, "commitlog", f, "keep", *kept, extra))
