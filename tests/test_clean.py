@@ -954,3 +954,13 @@ def test_a_file_that_expires_while_the_pass_sleeps_between_deletions_goes_in_it(
     _, deleted = planned(store, "5")
     assert deleted[:5] == [f"commitlog/{k * CL_SIZE:020d}" for k in range(5)]
     assert f"commitlog/{5 * CL_SIZE:020d}" not in deleted
+
+
+def test_an_index_file_shorter_than_its_header_reads_as_zeros(tmp_path):
+    """The broker maps an index file READ_WRITE at its full size, which extends a short one with zeros: its
+    endPhyOffset is 0 (the newest file here, so never deleted) and the cleanup goes on around it."""
+    store = old_copy(tmp_path)
+    (store / "index" / "20991231235959999").write_bytes(b"")
+    d, deleted = planned(store, "5")
+    assert [p for p in deleted if p.startswith("index/")] and "index/20991231235959999" not in deleted
+    assert any("20991231235959999: shorter than an index header" in n for n in d["notes"])

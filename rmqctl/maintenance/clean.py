@@ -216,9 +216,16 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     index = []
     for f in _still_there([(p, p, 0) for p in store.index_paths() if loaded_index_name(p.name)], roots, store.live):
         try:
+            if os.stat(f.path).st_size < S.INDEX_HEADER_SIZE:
+                # the broker maps it READ_WRITE at its full size, which extends it with zeros: a zero header
+                notes.append(f"{f.name}: shorter than an index header; the broker's load reads it as zeros")
+                index.append((f, 0))
+                continue
             index.append((f, IndexFile(f.path, 0, 0).header["endPhyOffset"]))
         except FileGone as e:
             head_moved(store.live, f.path, e)
+        except FileNotFoundError:
+            head_moved(store.live, f.path, FileGone("deleted while rmqctl read the store", f.path))
     return StoreState(
         timerlog=_timerlog(store, roots),
         root=store.root,
