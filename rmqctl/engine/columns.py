@@ -168,6 +168,14 @@ RECORD_NAMES, DLEDGER_RECORD_NAMES = RECORD_SCHEMA.names, DLEDGER_RECORD_SCHEMA.
 MAP_TYPE, KEYS_TYPE = RECORD_SCHEMA.field("properties").type, RECORD_SCHEMA.field("keys").type
 
 
+def _list_only_count() -> int:
+    held = [np.empty(1, np.uint8)]
+    return sys.getrefcount(held[0])
+
+
+LIST_ONLY = _list_only_count()
+
+
 class Arenas:
     """Memory one scan's batches reuse: each batch's buffers are carved out of one block, and a block is used
     again once nothing holds the batch made of it (Arrow's buffers hold their block, through the buffer protocol,
@@ -185,16 +193,20 @@ class Arenas:
         """`size` bytes, 64-byte aligned (a view of a block: the block is in use while it lives)."""
         with self._lock:
             for i in range(len(self._blocks)):
-                # 2: the list's reference and getrefcount's argument; none from a live batch
-                if sys.getrefcount(self._blocks[i]) == 2 and len(self._blocks[i]) >= size + 64:
+                if self._free(i) and len(self._blocks[i]) >= size + 64:
                     return self._aligned(self._blocks[i], size)
             block = np.empty(size + size // 8 + 64, np.uint8)  # (room for the next batches' estimates to grow)
-            free = [i for i in range(len(self._blocks)) if sys.getrefcount(self._blocks[i]) == 2]
+            free = [i for i in range(len(self._blocks)) if self._free(i)]
             if free:
                 self._blocks[free[0]] = block  # a smaller free block makes way
             elif len(self._blocks) < self.MOST:
                 self._blocks.append(block)
             return self._aligned(block, size)
+
+    def _free(self, i: int) -> bool:
+        """Block i has no reference but the list's (the count is compared with that of a block only a list
+        holds, measured once: how getrefcount counts its own argument differs between Pythons)."""
+        return sys.getrefcount(self._blocks[i]) == LIST_ONLY
 
     @staticmethod
     def _aligned(block: np.ndarray, size: int) -> np.ndarray:
