@@ -553,3 +553,28 @@ def test_delay_offsets_after_a_cleanup_count_no_message_it_deleted(tmp_path):
                 "oldestPendingStore": None,
                 "oldestPendingStoreText": None,
             }
+
+
+def test_after_a_crash_the_queues_are_those_the_recovery_leaves(tmp_path):
+    """A torn last record and an abort file: the broker's recovery truncates the consume queue's unit that
+    points past the commitlog's new end (truncateDirtyLogicFiles), so offset-by-time and the consumers' max
+    answer from the 90 units left, not the 91 on disk. RocketMQ 5.3.3's own getOffsetInQueueByTime and
+    getMaxOffsetInQueue on this very store (the offsets review's harness, after load() and its reput): max 90,
+    LOWER 70, UPPER 71, and a committed offset 91 is OFFSET_OVERFLOW_BADLY, moved to 90."""
+    store = copy_store("c-v5-features", tmp_path / "c")
+    last = store / "commitlog" / "00000000000000393216"
+    with open(last, "r+b") as f:
+        f.seek(58280 + 541)
+        f.write(bytes(541))
+    (store / "abort").write_bytes(b"")
+    (store / "config").mkdir(exist_ok=True)
+    (store / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicV5@G1":{3:91},"TopicV5@G2":{3:45}}}')
+    conf = broker_conf("c-v5-features")
+    at = ["--store", store, "--broker-config", conf, "--format", "jsonl"]
+    answers = [
+        jsonl(run("offset-by-time", "TopicV5", "3", "1795314256955", "--boundary", b, *at).stdout)[0]
+        for b in ("lower", "upper")
+    ]
+    assert [(a["queueOffset"], a["maxOffset"]) for a in answers] == [(70, 90), (71, 90)]
+    rows = {r["group"]: r for r in jsonl(run("consumers", *at).stdout) if r["topic"] == "TopicV5"}
+    assert (rows["G1"]["maxOffset"], rows["G1"]["status"], rows["G2"]["lag"]) == (90, "ahead-of-max", 45)

@@ -22,6 +22,7 @@ from ..javacompat import java_div, parse_int
 from ..rocksdbconfig import broker_config
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
+from ..queueload import loaded_queues
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
@@ -53,6 +54,7 @@ class QueueView:
     files: list[tuple[MappedFile, int]]  # (file, bytes the broker reads: wrote position)
     min_logic: int  # minLogicOffset, in bytes (correctMinOffset)
     max_offset: int  # getMaxOffsetInQueue, in units
+    beyond_files: int = 0  # units the load's recovery dispatches into the queue that its files do not hold yet
 
     @property
     def min_offset(self) -> int:
@@ -62,19 +64,37 @@ class QueueView:
         return S.CQ_UNIT.unpack_from(f.buf, pos)
 
 
-def queue_view(store: Store, cq: ConsumeQueue, min_phy: int) -> QueueView:
+def queue_view(store: Store, cq: ConsumeQueue, min_phy: int, loaded_max: int | None = None) -> QueueView:
     """Wrote positions as ConsumeQueue.recover leaves them (every file full up to the last, which ends at its
-    first unwritten unit), and minLogicOffset as the load's correctMinOffset sets it (store.loaded_min_logic, by
-    the store's broker version)."""
+    first unwritten unit), cut where the load's recovery truncates the queue (`loaded_max`: loaded_maxes), and
+    minLogicOffset as the load's correctMinOffset sets it (store.loaded_min_logic, by the store's broker
+    version)."""
     files, offsets = [], []
+    end = None if loaded_max is None else loaded_max * S.CQ_UNIT_SIZE
     for first, f, written, arr in cq.units():
+        if end is not None:
+            if f.start >= end:
+                break
+            written = min(written, (end - f.start) // S.CQ_UNIT_SIZE)
         files.append((f, written * S.CQ_UNIT_SIZE))
         offsets.append((f.start, arr["commitLogOffset"][:written]))
         if written < len(arr):
             break
     min_logic = loaded_min_logic(offsets, min_phy, store.version.major)
-    max_offset = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
-    return QueueView(cq, files, min_logic, max_offset)
+    on_disk = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
+    max_offset = on_disk if loaded_max is None else loaded_max
+    return QueueView(cq, files, min_logic, max_offset, max(0, max_offset - on_disk))
+
+
+def loaded_maxes(store: Store) -> dict[str, int]:
+    """topic/queueId -> each file queue's max after the broker's load of a crashed store, where its recovery
+    moves it (queueload.loaded_queues: units past the commitlog's recovered end truncated, the units its
+    dispatch adds). After a clean stop the broker's reput had caught up and the commitlog ends whole: its
+    queues are their files (and nothing is walked, so a lag query starts fast); beside a running broker too."""
+    if store.live is not None or store.rocks_queues is not None or not store.crashed():
+        return {}
+    loaded = loaded_queues(store)
+    return dict(loaded.max_offset) if loaded is not None else {}
 
 
 class RocksQueueView:
@@ -315,9 +335,16 @@ def offset_by_time(
     times = CommitLogTimes(store)
     if rocks is not None:
         return [_rocks_offset_by_time(RocksQueueView(rocks, q, times.min_offset), timestamp, boundary) for q in queues]
-    out = []
+    out, maxes = [], loaded_maxes(store)
     for cq in queues:
-        view = queue_view(store, cq, times.min_offset)
+        view = queue_view(store, cq, times.min_offset, maxes.get(f"{cq.topic}/{cq.queue_id}"))
+        if view.beyond_files:
+            raise StoreError(
+                f"{cq.topic}/{cq.queue_id}: the broker's recovery dispatches {view.beyond_files} unit(s) into this "
+                f"queue that its files do not hold yet (its max after load is {view.max_offset}): their store times "
+                "are not on disk; let the broker recover the store first",
+                cq.directory,
+            )
         if version == 4:
             qoff = offset_by_time_v4(view, times, timestamp)
             rule = "4.9 getOffsetInQueueByTime (file by modification time, nearest neighbour)"
@@ -413,6 +440,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     cache: dict = {}
     now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
+    maxes = loaded_maxes(store) if rocks is None else {}
     for name in OFFSET_FILES:
         cfg = broker_config(store, name)
         if cfg.main.exists or cfg.bak.exists:
@@ -431,7 +459,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
                     key,
                     RocksQueueView(rocks, cq, times.min_offset)
                     if rocks is not None
-                    else queue_view(store, cq, times.min_offset),
+                    else queue_view(store, cq, times.min_offset, maxes.get(f"{c.topic}/{c.queueId}")),
                 )
                 lo, hi = view.min_offset, view.max_offset
             status, note = _offset_status(c.offset, lo, hi)
