@@ -289,25 +289,43 @@ class CommittedOffset:
     offset: int
 
 
-def committed_offsets(doc) -> tuple[list[CommittedOffset], list[str]]:
+LMQ_PREFIX = "%LMQ%"  # MixAll.isLmq: a group or topic of a light message queue
+
+
+def committed_offsets(doc, lmq: bool = False) -> tuple[list[CommittedOffset], list[str]]:
     """consumerOffset.json's offsetTable ({"topic@group": {queueId: offset}}), with a note for each entry the
-    broker's own decode would not turn into an offset."""
-    table = (doc or {}).get("offsetTable") if isinstance(doc, dict) else None
-    if table is None:
+    broker's own decode would not turn into an offset. `lmq`: lmqConsumerOffset.json as LmqConsumerOffsetManager
+    serves it: an LMQ group's offset from lmqOffsetTable ({"topic@group": offset}, its one queue 0), any other
+    group's from offsetTable; an entry in the other table is never read."""
+    if not isinstance(doc, dict):
         return [], []
-    if not isinstance(table, dict):
-        return [], ["offsetTable is not an object"]
     out, notes = [], []
-    for key, per_queue in table.items():
+    table = doc.get("offsetTable")
+    if table is not None and not isinstance(table, dict):
+        notes.append("offsetTable is not an object")
+    for key, per_queue in (table or {}).items() if isinstance(table, dict) else ():
         topic, sep, group = key.partition("@")
         if not sep or "@" in group or not isinstance(per_queue, dict):
             notes.append(f"entry {key!r} is not topic@group with a queue table")
+            continue
+        if lmq and group.startswith(LMQ_PREFIX):
+            notes.append(f"entry {key!r}: an LMQ group's offset is served from lmqOffsetTable, never from here")
             continue
         for qid, offset in per_queue.items():
             try:
                 out.append(CommittedOffset(group, topic, int(qid), int(offset)))
             except (TypeError, ValueError):
                 notes.append(f"{key} queue {qid!r}: {offset!r} is not a queue offset")
+    light = doc.get("lmqOffsetTable") if lmq else None
+    for key, offset in light.items() if isinstance(light, dict) else ():
+        topic, sep, group = key.partition("@")
+        if not sep or not group.startswith(LMQ_PREFIX):
+            notes.append(f"lmqOffsetTable entry {key!r}: only an LMQ group's topic@group is served from it")
+            continue
+        try:
+            out.append(CommittedOffset(group, topic, 0, int(offset)))
+        except (TypeError, ValueError):
+            notes.append(f"lmqOffsetTable {key}: {offset!r} is not a queue offset")
     out.sort(key=lambda c: (c.group, c.topic, c.queueId))
     return out, notes
 

@@ -578,3 +578,25 @@ def test_after_a_crash_the_queues_are_those_the_recovery_leaves(tmp_path):
     assert [(a["queueOffset"], a["maxOffset"]) for a in answers] == [(70, 90), (71, 90)]
     rows = {r["group"]: r for r in jsonl(run("consumers", *at).stdout) if r["topic"] == "TopicV5"}
     assert (rows["G1"]["maxOffset"], rows["G1"]["status"], rows["G2"]["lag"]) == (90, "ahead-of-max", 45)
+
+
+def test_with_enable_lmq_the_broker_reads_only_lmq_consumer_offsets(tmp_path):
+    """enableLmq: BrokerController makes an LmqConsumerOffsetManager, which loads lmqConsumerOffset.json alone
+    and serves an LMQ group's offset from its lmqOffsetTable (queue 0). The offsets review wrote these files with
+    RocketMQ 4.9.7's own managers and read them back: %LMQ%alpha 1, %LMQ%beta 5 (the pull moved to 2), GB 49;
+    consumerOffset.json, written with enableLmq=false, is never read (GSTALE does not exist for the broker)."""
+    store = copy_store("b-mixed", tmp_path / "b")
+    config = store / "config"
+    config.mkdir(exist_ok=True)
+    (config / "lmqConsumerOffset.json").write_text(
+        '{"lmqOffsetTable":{"%LMQ%beta@%LMQ%beta":5,"%LMQ%alpha@%LMQ%alpha":1},"offsetTable":{"MixedTopic@GB":{0:49}}}'
+    )
+    (config / "consumerOffset.json").write_text('{"offsetTable":{"MixedTopic@GB":{0:3},"MixedTopic@GSTALE":{0:10}}}')
+    r = run("consumers", "--store", store, "--broker-config", broker_conf("b-mixed"), "--format", "jsonl")
+    rows = {(c["group"], c["topic"], c["queueId"]): (c["offset"], c["status"]) for c in jsonl(r.stdout)}
+    assert rows == {
+        ("%LMQ%alpha", "%LMQ%alpha", 0): (1, "ok"),
+        ("%LMQ%beta", "%LMQ%beta", 0): (5, "ahead-of-max"),
+        ("GB", "MixedTopic", 0): (49, "ok"),
+    }
+    assert "consumerOffset.json: not loaded by this broker (enableLmq=true)" in r.stderr

@@ -97,7 +97,7 @@ def _difference(c: ConfigFile) -> str:
 def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[ConfigProblem]:
     if cfg.document is None:
         return []
-    entries, notes = committed_offsets(cfg.document)
+    entries, notes = committed_offsets(cfg.document, lmq=cfg.name == "lmqConsumerOffset.json")
     path = cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path
     out = [ConfigProblem("config-offset-entry", "warning", path, n + ": the broker's decode drops it") for n in notes]
     if not store.parts.queues_read:

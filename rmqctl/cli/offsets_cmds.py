@@ -32,9 +32,10 @@ BOUNDARY_HELP = (
     "of its offsets are not ok.",
 )
 def consumers(ctx, per_group):
-    """Consumer lag offline: every group, topic and queue of config/consumerOffset.json (and
-    lmqConsumerOffset.json) with the committed offset, the queue's min and max, the lag, and the store time of
-    the oldest unconsumed message. Offsets outside [min, max] are flagged: the broker corrects them on the next
+    """Consumer lag offline: every group, topic and queue of the consumer offsets the broker loads
+    (config/consumerOffset.json; with enableLmq, lmqConsumerOffset.json alone) with the committed offset, the
+    queue's min and max, the lag (max - max(offset, min), never below 0; mqadmin's Diff is max - offset), and the
+    store time of the oldest unconsumed message. Offsets outside [min, max] are flagged: the broker corrects them on the next
     pull. Exit 1 when an offset is outside its queue or names no queue (a lite topic's queue that expired is
     normal: lite-expired). BatchCQ queues count in queue offsets, as the broker's.
 

@@ -19,7 +19,7 @@ from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_ti
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
-from ..rocksdbconfig import broker_config
+from ..rocksdbconfig import broker_config, kept_in_rocksdb
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..queueload import loaded_queues
@@ -429,9 +429,21 @@ OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
 NORMAL_STATUSES = ("ok", "lite-expired")  # what makes `consumers` exit 0
 
 
+def offsets_config(store: Store, notes: list[str]) -> str:
+    """The one consumer-offset config the broker loads (BrokerController): its RocksDB table where the store keeps
+    it there (RocksDBConsumerOffsetManager), else lmqConsumerOffset.json with enableLmq (LmqConsumerOffsetManager),
+    else consumerOffset.json; a note for the other JSON file where it lies unread."""
+    lmq = store.config.enableLmq and not kept_in_rocksdb(store, OFFSET_FILES[0])
+    name, other = OFFSET_FILES[::-1] if lmq else OFFSET_FILES
+    unread = read_config(store.root, other)
+    if unread.main.exists or unread.bak.exists:
+        notes.append(f"{unread.main.path}: not loaded by this broker (enableLmq={str(lmq).lower()}): it reads {name}")
+    return name
+
+
 def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
-    """Every group, topic and queue of consumerOffset.json (and lmqConsumerOffset.json), read as
-    ConfigManager.load reads them, against the consumequeues: lag, the oldest unconsumed message, and offsets
+    """Every group, topic and queue of the consumer-offset config the broker loads (offsets_config), read as
+    ConfigManager.load reads it, against the consumequeues: lag, the oldest unconsumed message, and offsets
     the broker corrects on the next pull (below the queue's min: from the min; above its max: to the max)."""
     times = CommitLogTimes(store)
     rocks = store.rocks_queues
@@ -441,62 +453,62 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
     maxes = loaded_maxes(store) if rocks is None else {}
-    for name in OFFSET_FILES:
-        cfg = broker_config(store, name)
-        if cfg.main.exists or cfg.bak.exists:
-            present.append(str(cfg.main.path))
-        source, entries = _loaded_offsets(cfg, notes)
-        for c in entries:
-            cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
-            if cq is None and bcq is None:
-                rows.append(_no_queue(c, source))
-                continue
-            if bcq is not None:
-                lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
-            else:
-                key = (c.topic, c.queueId)
-                view = cache.get(key) or cache.setdefault(
-                    key,
-                    RocksQueueView(rocks, cq, times.min_offset)
-                    if rocks is not None
-                    else queue_view(store, cq, times.min_offset, maxes.get(f"{c.topic}/{c.queueId}")),
-                )
-                lo, hi = view.min_offset, view.max_offset
-            status, note = _offset_status(c.offset, lo, hi)
-            if status == "ahead-of-max" and store.live is not None and rocks is None and bcq is None:
-                max_now = _max_offset_now(store, now, c.topic, c.queueId)
-                if c.offset <= max_now:  # committed since the snapshot: within the queue as it is now
-                    status, note = "ok", f"committed after this read's snapshot; the queue's max is {max_now} now"
-            lag = max(hi - max(c.offset, lo), 0)
-            if not lag:
-                oldest = None
-            else:
-                oldest = (
-                    bcq.store_time_at(max(c.offset, lo))
-                    if bcq is not None
-                    else message_time(view, times, max(c.offset, lo))
-                )
-            rows.append(
-                ConsumerQueue(
-                    c.group,
-                    c.topic,
-                    c.queueId,
-                    c.offset,
-                    lo,
-                    hi,
-                    lag,
-                    oldest,
-                    ms_text(oldest) if oldest else None,
-                    status,
-                    note,
-                    source,
-                )
+    name = offsets_config(store, notes)
+    cfg = broker_config(store, name)
+    if cfg.main.exists or cfg.bak.exists:
+        present.append(str(cfg.main.path))
+    source, entries = _loaded_offsets(cfg, notes)
+    for c in entries:
+        cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
+        if cq is None and bcq is None:
+            rows.append(_no_queue(c, source))
+            continue
+        if bcq is not None:
+            lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
+        else:
+            key = (c.topic, c.queueId)
+            view = cache.get(key) or cache.setdefault(
+                key,
+                RocksQueueView(rocks, cq, times.min_offset)
+                if rocks is not None
+                else queue_view(store, cq, times.min_offset, maxes.get(f"{c.topic}/{c.queueId}")),
             )
+            lo, hi = view.min_offset, view.max_offset
+        status, note = _offset_status(c.offset, lo, hi)
+        if status == "ahead-of-max" and store.live is not None and rocks is None and bcq is None:
+            max_now = _max_offset_now(store, now, c.topic, c.queueId)
+            if c.offset <= max_now:  # committed since the snapshot: within the queue as it is now
+                status, note = "ok", f"committed after this read's snapshot; the queue's max is {max_now} now"
+        lag = max(hi - max(c.offset, lo), 0)
+        if not lag:
+            oldest = None
+        else:
+            oldest = (
+                bcq.store_time_at(max(c.offset, lo))
+                if bcq is not None
+                else message_time(view, times, max(c.offset, lo))
+            )
+        rows.append(
+            ConsumerQueue(
+                c.group,
+                c.topic,
+                c.queueId,
+                c.offset,
+                lo,
+                hi,
+                lag,
+                oldest,
+                ms_text(oldest) if oldest else None,
+                status,
+                note,
+                source,
+            )
+        )
     for later in now:
         later.close()
     if not present:
         notes.append(
-            f"{config_dir(store.root) / OFFSET_FILES[0]}: no such file (nor its .bak): no consumer group has "
+            f"{config_dir(store.root) / name}: no such file (nor its .bak): no consumer group has "
             "committed an offset in this store, so there is no lag to show"
         )
     elif not rows:
@@ -518,7 +530,7 @@ def _loaded_offsets(cfg, notes: list[str]) -> tuple[str | None, list]:
             "(an older persist) instead, and these offsets come from it"
         )
     source = str(cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path)
-    entries, bad = committed_offsets(cfg.document)
+    entries, bad = committed_offsets(cfg.document, lmq=cfg.name == OFFSET_FILES[1])
     notes += [f"{source}: {b}" for b in bad]
     return source, entries
 
