@@ -72,8 +72,76 @@ def encode_properties(props, trailing_separator: bool) -> str:
 
 
 def decode_utf8(data: bytes) -> str:
-    """Java's new String(bytes, UTF_8) replaces malformed input rather than failing."""
-    return data.decode("utf-8", "replace")
+    """Java's new String(bytes, UTF_8), which replaces malformed input rather than failing. Python's decoder
+    cuts malformed input as Java does except around 0xED: Java takes ED as any E1..EF lead, and a whole encoded
+    surrogate (ED A0..BF 80..BF) as one malformed sequence (one U+FFFD where Python gives three), so those take
+    the port of the JDK's loop."""
+    if b"\xed" not in data:
+        return data.decode("utf-8", "replace")
+    return "".join(_java_utf8_chars(data))
+
+
+def _continuation(b: int) -> bool:
+    return (b & 0xC0) == 0x80
+
+
+def _java_utf8_chars(data: bytes):
+    """JDK 17's String.decodeUTF8_UTF16, a character (or U+FFFD per malformed sequence) at a time."""
+    i, n = 0, len(data)
+    while i < n:
+        b1 = data[i]
+        if b1 < 0x80:
+            yield chr(b1)
+            i += 1
+        elif b1 >> 5 == 0b110 and b1 & 0x1E:
+            ok = i + 1 < n and _continuation(data[i + 1])
+            yield chr((b1 & 0x1F) << 6 | data[i + 1] & 0x3F) if ok else REPLACEMENT
+            i += 2 if ok else 1
+        elif b1 >> 4 == 0b1110:
+            step, char = _three(data, i, b1)
+            yield char
+            i += step
+        elif b1 >> 3 == 0b11110:
+            step, char = _four(data, i, b1)
+            yield char
+            i += step
+        else:
+            yield REPLACEMENT
+            i += 1
+
+
+REPLACEMENT = "\ufffd"
+
+
+def _three(data: bytes, i: int, b1: int) -> tuple[int, str]:
+    n = len(data)
+    bad_second = n - i > 1 and ((b1 == 0xE0 and data[i + 1] & 0xE0 == 0x80) or not _continuation(data[i + 1]))
+    if n - i < 3:  # at the end: a bad second byte alone, else the rest as one sequence
+        return (1 if bad_second else n - i), REPLACEMENT
+    if bad_second:
+        return 1, REPLACEMENT
+    if not _continuation(data[i + 2]):
+        return 2, REPLACEMENT
+    c = (b1 & 0x0F) << 12 | (data[i + 1] & 0x3F) << 6 | data[i + 2] & 0x3F
+    return 3, REPLACEMENT if 0xD800 <= c <= 0xDFFF else chr(c)
+
+
+def _four(data: bytes, i: int, b1: int) -> tuple[int, str]:
+    n = len(data)
+    b2 = data[i + 1] if i + 1 < n else None
+    bad_second = b1 > 0xF4 or (
+        b2 is not None
+        and ((b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and b2 & 0xF0 != 0x80) or not _continuation(b2))
+    )
+    if bad_second:
+        return 1, REPLACEMENT
+    if i + 2 < n and not _continuation(data[i + 2]):
+        return 2, REPLACEMENT
+    if n - i < 4:
+        return n - i, REPLACEMENT
+    if not _continuation(data[i + 3]):
+        return 3, REPLACEMENT
+    return 4, chr((b1 & 0x07) << 18 | (b2 & 0x3F) << 12 | (data[i + 2] & 0x3F) << 6 | data[i + 3] & 0x3F)
 
 
 def java_div(a: int, b: int) -> int:

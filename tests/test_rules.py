@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import random
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqctl import rules
+from rmqctl.javacompat import decode_utf8
 from rmqctl import schema as S
 from rmqctl.engine import record as compiled
 
@@ -138,3 +141,44 @@ def test_a_record_below_the_commitlog_min_is_judged_in_rules_alone():
             ):
                 inline.append(f"{path.name}:{node.lineno}")
     assert inline == []
+
+
+def test_malformed_utf8_is_replaced_as_java_replaces_it():
+    """Keys, topics and property values that are not well-formed UTF-8 are decoded as the broker decodes them
+    (new String(bytes, UTF_8): a key's index hash is its String's hashCode). Python's decoder cuts malformed
+    input otherwise around 0xED (an encoded surrogate is one U+FFFD for Java, three for Python): 4,000 byte
+    strings rich in lead, continuation and invalid bytes, against this JVM."""
+    rnd = random.Random(20261130)
+    pool = [
+        0x41,
+        0x80,
+        0x8F,
+        0x90,
+        0x9F,
+        0xA0,
+        0xBF,
+        0xC0,
+        0xC1,
+        0xC2,
+        0xDF,
+        0xE0,
+        0xE1,
+        0xED,
+        0xEF,
+        0xF0,
+        0xF4,
+        0xF5,
+        0xFF,
+    ]
+    inputs = [bytes(rnd.choice(pool) for _ in range(rnd.randint(1, 7))) for _ in range(4000)]
+    harness = Path(__file__).parent / "java" / "Utf8Decode.java"
+    java = subprocess.run(
+        ["java", str(harness)],
+        input="".join(b.hex() + "\n" for b in inputs),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    ours = [decode_utf8(b).encode("utf-16-be", "surrogatepass").hex() for b in inputs]
+    assert ours == java
+    assert sum(b.decode("utf-8", "replace") != decode_utf8(b) for b in inputs) > 20  # (where Python's own differs)
