@@ -6,6 +6,8 @@ independent reader rmqctl's dump is compared with."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import gc
 import json
 import os
@@ -349,6 +351,29 @@ def test_query_key_and_msgid_lookup_use_the_rocksdb_index(built, tmp_path):
     assert res.exit_code == 0 and [json.loads(l)["commitLogOffset"] for l in res.stdout.splitlines()] == [
         m["commitLogOffset"]
     ]
+
+
+def test_the_rocksdb_index_answers_at_most_max_msgs_num_batch_and_nothing_for_max_0(built, tmp_path):
+    """IndexRocksDBStore.queryOffset caps maxNum at maxMsgsNumBatch and answers nothing (null) for maxNum <= 0, as
+    the index files' IndexService.queryOffset caps it (found by the lookups review: 17 offsets with
+    maxMsgsNumBatch=5, and every match but the last for --max -1)."""
+    root, conf = without_index_files(built, tmp_path)
+    words = Counter(
+        w
+        for m in truth(BASE, "truth-messages.jsonl")
+        if m["topic"] == "MixedTopic"
+        for w in m["properties"].get("KEYS", "").split(" ")
+        if w
+    )
+    key = words.most_common(1)[0][0]  # (many messages: more than the cap)
+    two = tmp_path / "two.conf"
+    two.write_text(Path(conf).read_text() + "\nmaxMsgsNumBatch=2\n")
+    res = run("query", "key", "MixedTopic", key, "--store", root, "--broker-config", two, "--format", "jsonl")
+    assert words[key] > 2
+    assert res.exit_code == 0 and len(res.stdout.splitlines()) == 2
+    for max_num in ("0", "-1"):
+        res = run("query", "key", "MixedTopic", key, "--max", max_num, "--store", root, "--broker-config", conf)
+        assert res.stdout == ""
 
 
 def test_info_line_and_a_dump_meeting_a_garbage_key(built, tmp_path):

@@ -26,12 +26,17 @@ class KeyQueryResult:
     expired: list[int]  # offsets of messages the broker already deleted (Store.expired): not damage
 
 
+def capped(store: Store, max_num: int) -> int:
+    """maxNum as both index stores take it: at most maxMsgsNumBatch."""
+    return min(max_num, store.config.maxMsgsNumBatch or MAX_MSGS_NUM_BATCH)
+
+
 def query_offsets(
     store: Store, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0, end: int = LONG_MAX
 ) -> list[int]:
     """IndexService.queryOffset: maxNum capped at maxMsgsNumBatch; files newest to oldest, each searched if
     its time range overlaps [begin, end]; stop at a file that begins before `begin` or when full."""
-    max_num = min(max_num, store.config.maxMsgsNumBatch or MAX_MSGS_NUM_BATCH)
+    max_num = capped(store, max_num)
     key_hash = index_key_hash(f"{topic}#{key}")
     out: list[int] = []
     for ix in reversed(store.index_files()):
@@ -66,7 +71,8 @@ def query_key(
     if rocks is not None and "index" not in rocks.kinds:  # (a split layout without its index database)
         rocks = None
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
-        offsets = rocks.index_offsets(topic, key, max_num, begin, end)
+        # IndexRocksDBStore.queryOffset: no answer for maxNum <= 0, else at most maxMsgsNumBatch
+        offsets = rocks.index_offsets(topic, key, capped(store, max_num), begin, end) if max_num > 0 else []
     else:
         if not store.index_files():  # (messageIndexEnable only stops new entries: the broker searches what is there)
             why = (
