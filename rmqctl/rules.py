@@ -117,6 +117,12 @@ def valid_prefix(units, valid) -> int:
     return len(units)
 
 
+def index_dropped_after_crash(end_timestamp: int, index_msg_timestamp: int) -> bool:
+    """IndexService.load(lastExitOK=false): after a crash the broker deletes an index file whose endTimestamp is
+    after the checkpoint's indexMsgTimestamp (and re-indexes only from where its recovery starts)."""
+    return end_timestamp > index_msg_timestamp
+
+
 EMPTY_LAST_FILE_DELETED = (5, 2)  # MappedFileQueue.doLoad deletes a zero-length last file from 5.1.3 on
 
 

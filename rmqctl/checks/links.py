@@ -22,7 +22,7 @@ from .. import schema as S
 from ..errors import StoreError
 from ..findings import CHECKPOINT, CONSUMEQUEUE, INDEX, Findings
 from ..engine import hash_slots, index_entries, slot_chains
-from ..rules import queue_files_loaded, record_expired
+from ..rules import index_dropped_after_crash, queue_files_loaded, record_expired
 from ..store import IndexFile, MappedFileQueue, loaded_index_name
 from .context import Context, Records
 
@@ -348,7 +348,7 @@ def index_loss_on_recovery(run: Context, cp: dict, begin: int) -> Findings:
     reindexed = run.config.messageIndexEnable
     found = Findings()
     for ix in index_files(run)[0]:
-        if ix.header["endTimestamp"] <= cp["indexMsgTimestamp"]:
+        if not index_dropped_after_crash(ix.header["endTimestamp"], cp["indexMsgTimestamp"]):
             continue
         entries = ix.entries()
         phy = entries[1 : min(ix.index_count, len(entries))]["phyOffset"]

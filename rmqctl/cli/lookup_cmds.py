@@ -118,6 +118,12 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
     rows, result = query_key_rows(ctx.store, topic, key, max_num, begin, end, body)
     for off, why in result.unreadable:
         echo_err(f"rmqctl: warning: index entry points at commitlog offset {off}: {why}")
+    for name, count in result.dropped:
+        echo_err(
+            f"rmqctl: warning: {count} of these offset(s) come from index file {name}, which the broker deletes at its "
+            "next start (abort file: its endTimestamp is after the checkpoint's indexMsgTimestamp); it re-indexes only "
+            "from where its recovery starts, so it may not find them (verify: index-lost-on-recovery)"
+        )
     if not render(rows, ctx.format):
         echo_err(f"rmqctl: no message of {topic} with key {key} in {ctx.store.root}")
         if exit_status:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..dispatch import index_key_hash
-from ..rules import key_words
+from ..rules import index_dropped_after_crash, key_words
 from ..errors import StoreError
 from ..record import Message, message_dict
 from ..store import Store
@@ -24,6 +24,8 @@ class KeyQueryResult:
     collisions: list[int]  # offsets whose record does not carry the key
     unreadable: list[tuple[int, str]]  # offsets that do not lead to a record
     expired: list[int]  # offsets of messages the broker already deleted (Store.expired): not damage
+    # (index file, offsets from it) of the files the broker deletes at its next start after a crash
+    dropped: list[tuple[str, int]] = dataclasses.field(default_factory=list)
 
 
 def capped(store: Store, max_num: int) -> int:
@@ -36,16 +38,23 @@ def query_offsets(
 ) -> list[int]:
     """IndexService.queryOffset: maxNum capped at maxMsgsNumBatch; files newest to oldest, each searched if
     its time range overlaps [begin, end]; stop at a file that begins before `begin` or when full."""
+    return [off for off, _ in offsets_by_file(store, topic, key, max_num, begin, end)]
+
+
+def offsets_by_file(store: Store, topic: str, key: str, max_num: int, begin: int, end: int) -> list[tuple[int, str]]:
+    """query_offsets, each offset with the name of the index file it was found in."""
     max_num = capped(store, max_num)
     key_hash = index_key_hash(f"{topic}#{key}")
     out: list[int] = []
+    names: list[str] = []
     for ix in reversed(store.index_files()):
         h = ix.header
         if is_time_matched(h["beginTimestamp"], h["endTimestamp"], begin, end):
             ix.select_phy_offsets(key_hash, max_num, begin, end, out)
+            names += [ix.name] * (len(out) - len(names))
         if h["beginTimestamp"] < begin or len(out) >= max_num:
             break
-    return out
+    return list(zip(out, names))
 
 
 def is_time_matched(file_begin: int, file_end: int, begin: int, end: int) -> bool:
@@ -73,6 +82,7 @@ def query_key(
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
         # IndexRocksDBStore.queryOffset: no answer for maxNum <= 0, else at most maxMsgsNumBatch
         offsets = rocks.index_offsets(topic, key, capped(store, max_num), begin, end) if max_num > 0 else []
+        dropped = []
     else:
         if not store.index_files():  # (messageIndexEnable only stops new entries: the broker searches what is there)
             why = (
@@ -81,7 +91,8 @@ def query_key(
                 else "messageIndexEnable=false: the broker writes none"
             )
             raise StoreError(f"no index file: nothing to look a key up in ({why})", store.index_dir)
-        offsets = query_offsets(store, topic, key, max_num, begin, end)
+        by_file = offsets_by_file(store, topic, key, max_num, begin, end)
+        offsets, dropped = [off for off, _ in by_file], _dropped_after_crash(store, by_file)
     found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
         if off in found:
@@ -99,7 +110,19 @@ def query_key(
         else:
             collisions.append(off)
     messages = [found[o] for o in sorted(found)]
-    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired)
+    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired, dropped)
+
+
+def _dropped_after_crash(store: Store, by_file: list[tuple[int, str]]) -> list[tuple[str, int]]:
+    """The index files of these answers the broker deletes at its next start after a crash, with how many."""
+    cp = store.checkpoint() if store.crashed() else None
+    if cp is None:
+        return []
+    ends = {ix.name: ix.header["endTimestamp"] for ix in store.index_files()}
+    gone = {name for name in ends if index_dropped_after_crash(ends[name], cp["indexMsgTimestamp"])}
+    return [
+        (name, sum(1 for _, n in by_file if n == name)) for name in sorted(gone) if any(n == name for _, n in by_file)
+    ]
 
 
 def query_key_rows(
