@@ -244,36 +244,11 @@ def test_query_key_on_a_crashed_store_names_the_index_files_the_broker_deletes(t
     with open(store / "checkpoint", "r+b") as f:
         f.seek(16)
         f.write(S.INT64.pack(1795314228700))  # indexMsgTimestamp: the newest index files end after it
-    r = run(
-        "query",
-        "key",
-        "BenchTopic-7",
-        "HOT",
-        "--max",
-        "2",
-        "--store",
-        store,
-        "--broker-config",
-        broker_conf("d-crashed"),
-        "--format",
-        "jsonl",
-    )
+    query = ["query", "key", "BenchTopic-7", "HOT", "--max", "2", "--store", store, "--format", "jsonl"]
+    conf = ["--broker-config", broker_conf("d-crashed")]
+    r = run(*query, *conf)
     assert r.exit_code == 0 and len(jsonl(r.stdout)) == 2
     warned = [line for line in r.stderr.splitlines() if "which the broker deletes at its next start" in line]
     assert len(warned) == 2 and sum(int(line.split()[2]) for line in warned) == 2
     (store / "abort").unlink()  # a clean stop: the broker keeps them
-    r = run(
-        "query",
-        "key",
-        "BenchTopic-7",
-        "HOT",
-        "--max",
-        "2",
-        "--store",
-        store,
-        "--broker-config",
-        broker_conf("d-crashed"),
-        "--format",
-        "jsonl",
-    )
-    assert "deletes at its next start" not in r.stderr
+    assert "deletes at its next start" not in run(*query, *conf).stderr
