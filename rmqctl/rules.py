@@ -10,6 +10,8 @@ multiDispatchLmqQueue (4.9) and MultiDispatch (5.x) (store and common modules).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from . import schema as S
 from .javacompat import java_split, parse_long
 
@@ -126,13 +128,20 @@ def index_dropped_after_crash(end_timestamp: int, index_msg_timestamp: int) -> b
 EMPTY_LAST_FILE_DELETED = (5, 2)  # MappedFileQueue.doLoad deletes a zero-length last file from 5.1.3 on
 
 
-def queue_files_loaded(lengths: list[int], file_size: int, release: tuple[int, int], live: bool) -> tuple[int, str]:
-    """MappedFileQueue.load over a queue's files in name order (their `lengths`): how many the broker keeps,
-    and what its load makes of the rest. A file of another length than `file_size` fails the load ("length not
-    matched message store config value"; returned as the count before it and the reason), but a zero-length
-    last file: 5.1.3+ deletes it at load ("size is 0, auto delete"), 4.x and 5.0-5.1.2 refuse it, and beside a
-    running broker it is the queue's next file, created and not yet mapped."""
-    n, said = len(lengths), ""
+class QueueLoad(NamedTuple):
+    """What MappedFileQueue.load makes of a queue's files (queue_files_loaded)."""
+
+    kept: int  # the files (in name order) the broker keeps
+    fails: bool  # the load fails: the broker does not start
+    said: str  # why, or what it drops ("" when it loads every file as it is)
+
+
+def queue_files_loaded(lengths: list[int], file_size: int, release: tuple[int, int], live: bool) -> QueueLoad:
+    """MappedFileQueue.load over a queue's files in name order (their `lengths`). A file of another length than
+    `file_size` fails the load ("length not matched message store config value"; kept: the files before it),
+    but a zero-length last file: 5.1.3+ deletes it at load ("size is 0, auto delete"), 4.x and 5.0-5.1.2 refuse
+    it, and beside a running broker it is the queue's next file, created and not yet mapped."""
+    n, said, fails = len(lengths), "", False
     if n and lengths[-1] == 0 and file_size:
         n -= 1
         if live or release >= EMPTY_LAST_FILE_DELETED:
@@ -140,11 +149,13 @@ def queue_files_loaded(lengths: list[int], file_size: int, release: tuple[int, i
         elif release >= (5, 0):
             said = "a zero-length last file: RocketMQ 5.1.3+ deletes it at load, 5.0-5.1.2 refuse to start"
         else:
-            said = "fails: a zero-length last file, which RocketMQ 4.x refuses to load"
+            said, fails = "a zero-length last file, which RocketMQ 4.x refuses to load", True
     for i, length in enumerate(lengths[:n]):
         if length != file_size:
-            return i, f"fails: {length} bytes, not {file_size} (length not matched message store config value)"
-    return n, said
+            return QueueLoad(
+                i, True, f"{length} bytes, not {file_size} (length not matched message store config value)"
+            )
+    return QueueLoad(n, fails, said)
 
 
 class CorrectMinOffsetFailed(Exception):

@@ -295,17 +295,17 @@ def _load_queues(store: Store, roots: list[str], notes: list[str]) -> list[Queue
     queues = []
     for cq in store.consume_queues():
         arrays = list(cq.unit_arrays())
-        kept, load = queue_files_loaded(
+        load = queue_files_loaded(
             [mf.length for mf, _ in arrays], store.consumequeue_file_size, store.version.release, store.live is not None
         )
-        if load.startswith("fails"):  # the broker would not start: no cleaner of its runs
+        if load.fails:  # the broker would not start: no cleaner of its runs
             raise StoreError(
-                f"the broker's load of this queue {load}: it would not start, so it cleans nothing",
-                arrays[kept][0].path,
+                f"the broker's load of this queue fails: {load.said}: it would not start, so it cleans nothing",
+                arrays[min(load.kept, len(arrays) - 1)][0].path,
             )
-        if load:
-            notes.append(f"{cq.topic}/{cq.queue_id}: {load}; its file before it is the queue's last")
-        arrays = arrays[:kept]
+        if load.said:
+            notes.append(f"{cq.topic}/{cq.queue_id}: {load.said}; its file before it is the queue's last")
+        arrays = arrays[: load.kept]
         segments = []
         for i, (mf, units) in enumerate(arrays):
             read_pos = (written_units(units) if i == len(arrays) - 1 else len(units)) * S.CQ_UNIT_SIZE
