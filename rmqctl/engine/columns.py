@@ -180,8 +180,8 @@ class Arenas:
     """Memory one scan's batches reuse: each batch's buffers are carved out of one block, and a block is used
     again once nothing holds the batch made of it (Arrow's buffers hold their block, through the buffer protocol,
     while any array or view of them lives: its reference count is back to the pool's own). A block allocated anew
-    for each batch waited, on a machine where the pager thread maps pages in, for the address space's lock:
-    some 0.1-0.2 s a GiB on one thread."""
+    for each batch is a fresh mapping from the system, which waits for the address space's lock while the pager
+    thread maps pages in (docs/performance.md)."""
 
     MOST = 16  # blocks kept (free or in use); past it, a new block is not kept
 

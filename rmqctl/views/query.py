@@ -3,6 +3,7 @@ that drops the hash collisions the broker leaves to its clients."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from ..dispatch import index_key_hash
@@ -118,10 +119,11 @@ def _dropped_after_crash(store: Store, by_file: list[tuple[int, str]]) -> list[t
     cp = store.checkpoint() if store.crashed() else None
     if cp is None:
         return []
-    ends = {ix.name: ix.header["endTimestamp"] for ix in store.index_files()}
-    gone = {name for name in ends if index_dropped_after_crash(ends[name], cp["indexMsgTimestamp"])}
+    answered = collections.Counter(name for _, name in by_file)
     return [
-        (name, sum(1 for _, n in by_file if n == name)) for name in sorted(gone) if any(n == name for _, n in by_file)
+        (ix.name, answered[ix.name])
+        for ix in sorted(store.index_files(), key=lambda ix: ix.name)
+        if answered[ix.name] and index_dropped_after_crash(ix.header["endTimestamp"], cp["indexMsgTimestamp"])
     ]
 
 
