@@ -694,8 +694,6 @@ class IndexFile:
         self.index_num = index_num
         self.mf = MappedFile(path, 0)
         self.length = self.mf.length
-        if self.length < S.INDEX_HEADER_SIZE:
-            raise StoreError(f"index file is {self.length} bytes, shorter than its 40-byte header", path)
 
     @property
     def expected_length(self) -> int:
@@ -703,7 +701,10 @@ class IndexFile:
 
     @cached_property
     def header(self) -> dict:
-        vals = S.INDEX_HEADER.unpack_from(self.mf.buf, 0)
+        """A file shorter than its header reads as zeros past its end, as the broker's load reads it: it maps
+        the file READ_WRITE at its full size, which extends it with zeros."""
+        head = bytes(self.mf.buf[: S.INDEX_HEADER_SIZE]).ljust(S.INDEX_HEADER_SIZE, b"\0")
+        vals = S.INDEX_HEADER.unpack(head)
         return dict(zip((n for n, _ in S.fixed_fields(S.IndexHeader)), vals))
 
     @property
@@ -995,8 +996,8 @@ class Store:
         return [ix for ix in map(self.open_index_file, paths) if ix is not None]
 
     def open_index_file(self, path: Path) -> IndexFile | None:
-        """One index file (StoreError when too short for its header); on a live store as the snapshot saw it,
-        None for one deleted (expired) or created since."""
+        """One index file; on a live store as the snapshot saw it, None for one deleted (expired) or created
+        since."""
         slots, num = self.index_geometry
         live = self.live
         if live is not None and path.name > max(live.index_names, default=""):

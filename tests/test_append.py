@@ -597,6 +597,19 @@ def test_garbage_after_the_end_is_refused(store_copy):
     one_line_error(res, last.name, "at commitlog offset 452578", "torn or garbage tail")
 
 
+def test_an_index_file_cut_short_is_refused_not_written_into(store_copy):
+    """The last index file cut short (a full disk at its creation): one line naming it, exit 2, nothing written."""
+    store = store_copy("a-basic")
+    last = sorted((store / "index").iterdir())[-1]
+    last.write_bytes(last.read_bytes()[:1000])
+    before = {p: p.read_bytes() for d in ("commitlog", "index") for p in (store / d).iterdir()}
+    res = run(
+        "append", "--store", store, "--broker-config", broker_conf("a-basic"), "--topic", "TopicTest", "--body", "x"
+    )
+    one_line_error(res, str(last), "file is 1000 bytes, not", "rmqctl verify")
+    assert {p: p.read_bytes() for d in ("commitlog", "index") for p in (store / d).iterdir()} == before
+
+
 def test_lock_held_by_another_process(tmp_path):
     conf = write_conf(tmp_path / "broker.conf", "a-basic")
     store = tmp_path / "store"

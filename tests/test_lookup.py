@@ -12,7 +12,7 @@ from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_s
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.views.msgid import decode_ids
-from rmqctl.views.query import query_key, query_offsets
+from rmqctl.views.query import offsets_by_file, query_key, query_offsets
 from rmqctl.store import Store
 
 
@@ -92,6 +92,56 @@ def test_query_key_tells_no_such_key_from_no_index_to_look_in(tmp_path):
     assert res.stderr == (
         f"rmqctl: {store / 'index'}: no index file: nothing to look a key up in (rmqctl rebuild "
         "index makes them from the commitlog)\n"
+    )
+
+
+def test_a_zero_length_index_file_is_searched_as_zeros_as_the_broker_does(tmp_path):
+    """The broker maps an index file READ_WRITE at its full size, which fills a file cut short with zeros: its
+    header is all zero, so queryOffset finds nothing in it and, asked from a time after 0, stops there (its
+    beginTimestamp 0 is before the time asked). rmqctl answers the same and names the file on stderr."""
+    store = copy_store("a-basic", tmp_path)
+    files = sorted((store / "index").iterdir())
+    whole = open_store("a-basic")
+    queries = [
+        q
+        for q in truth("a-basic", "truth-index.jsonl")
+        if len(q["indexServiceQueryOffset"]["phyOffsets"]) < q["maxNum"]
+    ]
+    found = {id(q): offsets_by_file(whole, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"]) for q in queries}
+    files[-1].write_bytes(b"")
+    cut = Store(store, load_config(broker_conf("a-basic")))
+    lost = 0
+    for q in queries:
+        want = [] if q["begin"] > 0 else [o for o, name in found[id(q)] if name != files[-1].name]
+        assert query_offsets(cut, q["topic"], q["key"], q["maxNum"], q["begin"], q["end"]) == want, q
+        lost += len(found[id(q)]) - len(want)
+    assert lost  # the file held entries some query found
+    q = queries[0]
+    res = run("query", "key", q["topic"], q["key"], "--store", store, "--broker-config", broker_conf("a-basic"))
+    assert res.exit_code == 0
+    size = files[-2].stat().st_size
+    assert res.stderr.splitlines()[0] == (
+        f"rmqctl: warning: index file {files[-1].name} is 0 bytes, not {size}: the broker reads it as zeros past "
+        "its end, so keys indexed there are not found (rmqctl rebuild index writes it again)"
+    )
+
+
+def test_a_uniq_key_is_found_under_the_topic_its_copy_names_though_its_directory_is_gone(tmp_path):
+    """A scheduled message's copy in SCHEDULE_TOPIC_XXXX names its topic (REAL_TOPIC): the delivered message is
+    found under it, though the topic's consumequeue directory is gone (a deleted topic) and no config names it."""
+    store = copy_store("b-mixed", tmp_path)
+    uniq = "FD000000000000000000000000000002482F5FFD2B276CA91D4F005D"
+    want = sorted(
+        m["commitLogOffset"]
+        for m in truth("b-mixed", "truth-messages.jsonl")
+        if m["properties"].get("UNIQ_KEY") == uniq
+    )
+    shutil.rmtree(store / "consumequeue" / "DelayTopic")
+    assert not (store / "config" / "topics.json").exists()
+    res = run("msgid", "lookup", uniq, "--store", store, "--broker-config", broker_conf("b-mixed"), "--format", "jsonl")
+    assert res.exit_code == 0
+    assert [(r["commitLogOffset"], r["topic"]) for r in jsonl(res.stdout)] == list(
+        zip(want, ["SCHEDULE_TOPIC_XXXX", "DelayTopic"])
     )
 
 

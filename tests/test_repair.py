@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, broker_conf, held_lock, copy_store, jsonl, run, truth
+from conftest import FIXTURES, broker_conf, held_lock, copy_store, jsonl, one_line_error, run, truth
 from rmqctl import schema as S
 from rmqctl import txn
 from rmqctl.views.query import query_offsets
@@ -185,6 +185,20 @@ def test_repair_of_a_sound_store(tmp_path):
     assert res.exit_code == 0, res.stderr
     assert [(r["action"], r["target"]) for r in jsonl(res.stdout)] == [("remove", "abort")]
     assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
+
+
+def test_an_index_file_cut_short_is_left_to_rebuild_index(tmp_path):
+    """repair does not guess what a cut index file held: one line naming it and `rmqctl rebuild index`, exit 2,
+    nothing changed."""
+    root = copy_store("a-basic", tmp_path)
+    last = sorted((root / "index").iterdir())[-1]
+    whole = last.read_bytes()
+    for length, what in ((1000, "too short for the"), (0, "shorter than its header: what it indexed is lost")):
+        last.write_bytes(whole[:length])
+        before = tree(root)
+        res = run("repair", "--store", root, "--broker-config", broker_conf("a-basic"))
+        one_line_error(res, str(last), f"index file is {length} bytes, {what}", "rmqctl rebuild index")
+        assert tree(root) == before
 
 
 def test_a_torn_last_record_is_cut_from_the_checkpoint_start(tmp_path):

@@ -193,7 +193,7 @@ def _field_cause(queue_offset_findings: set[int], offset: int) -> str | None:
 
 
 def index_files(run: Context) -> tuple[list[IndexFile], Findings]:
-    """The index files in load order; one too short to hold its header is a finding, not a stop."""
+    """The index files in load order; one that cannot be read is a finding, not a stop."""
     out, found = [], Findings()
     for p in run.store.index_paths():
         if not loaded_index_name(p.name):

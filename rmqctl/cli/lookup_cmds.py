@@ -124,6 +124,11 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
             "next start (abort file: its endTimestamp is after the checkpoint's indexMsgTimestamp); it re-indexes only "
             "from where its recovery starts, so it may not find them (verify: index-lost-on-recovery)"
         )
+    for name, length, size in result.short:
+        echo_err(
+            f"rmqctl: warning: index file {name} is {length} bytes, not {size}: the broker reads it as zeros past its "
+            "end, so keys indexed there are not found (rmqctl rebuild index writes it again)"
+        )
     if not render(rows, ctx.format):
         echo_err(f"rmqctl: no message of {topic} with key {key} in {ctx.store.root}")
         if exit_status:

@@ -216,12 +216,10 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
     index = []
     for f in _still_there([(p, p, 0) for p in store.index_paths() if loaded_index_name(p.name)], roots, store.live):
         try:
-            if os.stat(f.path).st_size < S.INDEX_HEADER_SIZE:
-                # the broker maps it READ_WRITE at its full size, which extends it with zeros: a zero header
+            ix = IndexFile(f.path, 0, 0)
+            if ix.length < S.INDEX_HEADER_SIZE:
                 notes.append(f"{f.name}: shorter than an index header; the broker's load reads it as zeros")
-                index.append((f, 0))
-                continue
-            index.append((f, IndexFile(f.path, 0, 0).header["endPhyOffset"]))
+            index.append((f, ix.header["endPhyOffset"]))
         except FileGone as e:
             head_moved(store.live, f.path, e)
         except FileNotFoundError:

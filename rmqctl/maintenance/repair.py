@@ -401,10 +401,13 @@ def refuse_gaps(store: Store):
         return
     for ix in store.index_files():
         if ix.length < S.INDEX_HEADER_SIZE + ix.slot_num * S.HASH_SLOT_SIZE + ix.index_count * S.INDEX_ENTRY_SIZE:
+            what = (
+                "shorter than its header: what it indexed is lost"
+                if ix.length < S.INDEX_HEADER_SIZE
+                else f"too short for the {ix.entry_count} entries its header counts: they are lost"
+            )
             raise StoreError(
-                f"index file is {ix.length} bytes, too short for the {ix.entry_count} entries its header "
-                "counts: they are lost; rebuild the index (`rmqctl rebuild index`)",
-                ix.path,
+                f"index file is {ix.length} bytes, {what}; rebuild the index (`rmqctl rebuild index`)", ix.path
             )
 
 

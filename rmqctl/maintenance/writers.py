@@ -188,9 +188,15 @@ class WritableFile:
         self.reserved = first if create else 0
         try:
             st = os.fstat(self.fd)
-            if not create and ahead is None and st.st_blocks * 512 < min(size, st.st_size):
-                # holes (a copied or broker-made sparse file); a short file is not grown: mmap refuses it
-                reserve(self.fd, min(size, st.st_size), path)
+            if not create and st.st_size < size:
+                raise StoreError(
+                    f"file is {st.st_size} bytes, not {size}: rmqctl does not write into a file cut short "
+                    "(rmqctl verify names the damage)",
+                    path,
+                )
+            if not create and ahead is None and st.st_blocks * 512 < size:
+                # holes (a copied or broker-made sparse file)
+                reserve(self.fd, size, path)
             if not create and ahead is None:
                 self.reserved = size
             self.map = mmap.mmap(self.fd, size)

@@ -82,13 +82,20 @@ def find_by_offset_id(store: Store, msg_id: str) -> tuple[str, int, Message] | N
     return (f.name, f.start, m) if m.msg_id == msg_id.upper() else None
 
 
+ORIGIN_TOPICS = ("RETRY_TOPIC", "REAL_TOPIC")  # MessageConst: where a retry or scheduled copy came from
+
+
 def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None) -> list[tuple[str, int, Message]]:
     """Records whose UNIQ_KEY is this id: through the index under every known topic (index keys are
-    topic#key), else by walking the commitlog."""
+    topic#key) and every topic a copy found names as its origin (a retry or scheduled copy's RETRY_TOPIC or
+    REAL_TOPIC: its topic may be deleted, its directory gone), else by walking the commitlog."""
     key = msg_id.upper()
     found: dict[int, tuple[str, int, Message]] = {}
     if store.index_paths():
-        for topic in topics or known_topics(store):
+        to_search = list(topics or known_topics(store))
+        searched = set(to_search)
+        while to_search:
+            topic = to_search.pop()
             for off in query_offsets(store, topic, key):
                 try:
                     f, m = store.read_message(off)
@@ -96,6 +103,9 @@ def find_by_unique_id(store: Store, msg_id: str, topics: list[str] | None = None
                     continue
                 if carries_key(m, topic, key) and m.uniq_key == key:
                     found[off] = (f.name, f.start, m)
+                    origins = {m.properties.get(p) for p in ORIGIN_TOPICS} - searched - {None} if not topics else ()
+                    searched.update(origins)
+                    to_search += origins
         if found:
             return [found[o] for o in sorted(found)]
     elif store.message_rocksdb is not None and "index" in store.message_rocksdb.kinds:

@@ -27,6 +27,9 @@ class KeyQueryResult:
     expired: list[int]  # offsets of messages the broker already deleted (Store.expired): not damage
     # (index file, offsets from it) of the files the broker deletes at its next start after a crash
     dropped: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    # (index file, its length, the length its geometry makes) of the files searched that are cut short: the broker
+    # reads them as zeros past their end, so what was indexed there is not found
+    short: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
 
 
 def capped(store: Store, max_num: int) -> int:
@@ -83,7 +86,7 @@ def query_key(
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
         # IndexRocksDBStore.queryOffset: no answer for maxNum <= 0, else at most maxMsgsNumBatch
         offsets = rocks.index_offsets(topic, key, capped(store, max_num), begin, end) if max_num > 0 else []
-        dropped = []
+        dropped, short = [], []
     else:
         if not store.index_files():  # (messageIndexEnable only stops new entries: the broker searches what is there)
             why = (
@@ -94,6 +97,9 @@ def query_key(
             raise StoreError(f"no index file: nothing to look a key up in ({why})", store.index_dir)
         by_file = offsets_by_file(store, topic, key, max_num, begin, end)
         offsets, dropped = [off for off, _ in by_file], _dropped_after_crash(store, by_file)
+        short = [
+            (ix.name, ix.length, ix.expected_length) for ix in store.index_files() if ix.length < ix.expected_length
+        ]
     found, collisions, unreadable, expired = {}, [], [], []
     for off in offsets:
         if off in found:
@@ -111,7 +117,7 @@ def query_key(
         else:
             collisions.append(off)
     messages = [found[o] for o in sorted(found)]
-    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired, dropped)
+    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired, dropped, short)
 
 
 def _dropped_after_crash(store: Store, by_file: list[tuple[int, str]]) -> list[tuple[str, int]]:
