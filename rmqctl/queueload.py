@@ -33,10 +33,9 @@ from .recovery import (
     RecordTally,
     RecoveryChecker,
     dispatch_start,
-    normal_recovery_start,
     recovered_queues_end,
     recovered_rocks_queue_max,
-    recovery_start,
+    start_file,
     walk,
 )
 from .rules import bcq_already_built, cq_already_built, cq_put_order
@@ -369,7 +368,7 @@ def loaded_queues(store: Store) -> LoadedQueues | None:
     ends = recovered_queues_end(store)
     if store.dledger is not None:
         return dledger_loaded_queues(store, ends, abnormal)
-    start = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: ends.max_phy)
+    start = start_file(store, abnormal, lambda: ends.max_phy)
     checker = RecoveryChecker(store, abnormal=abnormal)
     if store.rocks_queues is not None:
         end = walk(store, checker, start, RecordTally()).cut

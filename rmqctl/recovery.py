@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
@@ -358,6 +358,13 @@ def recovery_fails_on(kind: str, config, version: BrokerVersion, abnormal: bool)
         return False
     prop = config.forceVerifyPropCRC and version.major == 5
     return kind == ("property-crc" if prop else "body-crc")
+
+
+def start_file(store: Store, abnormal: bool, queues_end: Callable[[], int]) -> int:
+    """The index of the commitlog file the broker's next recovery starts from: recoverAbnormally's
+    (recovery_start) when `abort` is there, else recoverNormally's (normal_recovery_start, `queues_end()` the
+    consumequeues' end)."""
+    return recovery_start(store) if abnormal else normal_recovery_start(store, queues_end)
 
 
 def normal_recovery_start(store: Store, queues_end: Callable[[], int]) -> int:
@@ -850,6 +857,11 @@ class PastTheCut:
                 self.first.append((f.start + pos, read_record(chunk.buf, pos, len(u8), allow_v2)))
         self.count += len(chunk)
 
+    def add_named(self, offset: int):
+        """A record a consumequeue unit points at where the walk could not read."""
+        self.count += 1
+        self.by_queue[self.queue_of(offset, None)] += 1
+
     def add_torn(self, bad: BadRecord):
         self.count += 1
         self.by_queue[self.queue_of(bad.commitLogOffset, None)] += 1
@@ -858,13 +870,20 @@ class PastTheCut:
 
 
 def records_past(
-    store: Store, checker: RecoveryChecker, cut: int, queue_of: Callable[[int, str | None], str]
+    store: Store,
+    checker: RecoveryChecker,
+    cut: int,
+    queue_of: Callable[[int, str | None], str],
+    named: Iterable[int] = (),
 ) -> PastTheCut:
     """What lies past the cut, leniently, file by file: records that still parse (whatever their CRC), and
-    the first that does not (a torn record) as far as its head reads. On the compiled walk, from the start
-    of the cut's file (the cut is where a walk from there stopped: the records before it read)."""
+    the first that does not (a torn record) as far as its head reads; then the records at `named` offsets
+    (those consumequeue units point at) past where a file's walk stopped: a file's records after a region that
+    does not parse are known only from their units. On the compiled walk, from the start of the cut's file
+    (the cut is where a walk from there stopped: the records before it read)."""
     past = PastTheCut(queue_of)
     size = store.commitlog.file_size
+    unread: dict[int, int] = {}  # file start -> the first offset of it not read
     for f in store.commitlog.files:
         if f.start + size <= cut:
             continue
@@ -878,6 +897,11 @@ def records_past(
         if stopped:
             _, bad = checker.check(f, stopped[0])
             f.release()  # (as AcceptedRecords lets it go)
-            if bad.kind != "zeroed-region":
+            torn = bad.kind != "zeroed-region"
+            if torn:
                 past.add_torn(bad)
+            unread[f.start] = f.start + stopped[0] + torn
+    for offset in named:
+        if offset >= unread.get(offset - offset % size, offset + 1):
+            past.add_named(offset)
     return past

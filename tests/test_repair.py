@@ -187,6 +187,91 @@ def test_repair_of_a_sound_store(tmp_path):
     assert tree(root) == before and not [p for p in root.iterdir() if p.name.startswith(".rmqctl")]
 
 
+def flip(root: Path, offset: int, file_size: int):
+    """One commitlog byte XORed, at a global offset."""
+    path = root / "commitlog" / f"{offset // file_size * file_size:020d}"
+    with open(path, "r+b") as f:
+        f.seek(offset % file_size)
+        b = f.read(1)[0]
+        f.seek(offset % file_size)
+        f.write(bytes([b ^ 0xFF]))
+
+
+def test_without_abort_repair_applies_the_normal_recovery_and_keeps_what_it_does_not_recheck(tmp_path):
+    """No `abort`: the broker runs recoverNormally, from the third file from the last (4.9), and serves a body
+    whose CRC fails in an earlier file as it is. repair cut there from the checkpoint's start instead: 1737
+    acknowledged records deleted. Now it keeps them and says what --scan-all would cut."""
+    root = copy_store("a-basic", tmp_path)
+    flip(root, 329837, 327680)  # a body byte of the record at 329744, in the second of 42 files
+    before = tree(root)
+    res = run("repair", "--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert [(r["action"], r["commitLogOffset"]) for r in jsonl(res.stdout)] == [("not-cut", 329744)]
+    assert "--scan-all would cut at 329744, losing 1737 more record(s)" in res.stderr
+    assert tree(root) == before
+    assert repair(open_store(root, "a-basic"), dry_run=True).mode == "normal"
+
+
+def test_without_abort_repair_cuts_where_the_normal_recovery_cuts(tmp_path, java_oracle):
+    """No `abort`, damage inside the normal recovery's files but before the abnormal start: the broker
+    truncates there (611026); repair kept it and said the broker would. Now the repaired store loads as
+    RocketMQ 4.9.7's own recovery of the damaged one leaves it."""
+    import oracle
+
+    root = copy_store(CRASHED, tmp_path / "store")
+    (root / "abort").unlink()
+    (root / "commitlog" / "00000000000000786432").unlink()  # the torn tail's file: no later damage
+    flip(root, 611119, CL_SIZE)
+    damaged = oracle.served(java_oracle, 4, root, broker_conf(CRASHED), tmp_path / "damaged")
+    res = run("repair", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl", "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert [r["commitLogOffset"] for r in jsonl(res.stdout) if r["action"] == "cut"] == [611026]
+    repaired = oracle.served(java_oracle, 4, root, broker_conf(CRASHED), tmp_path / "repaired")
+    assert repaired[2]["maxPhyOffset"] == damaged[2]["maxPhyOffset"] == 611026
+    assert repaired[:2] == damaged[:2]
+
+
+def test_abort_is_kept_while_its_abnormal_recovery_would_dispatch_missing_entries(tmp_path, java_oracle):
+    """After a crash, units lost from a consumequeue's tail (unflushed pages) are dispatched again by the
+    abnormal recovery that `abort` asks for; repair removed `abort`, and the broker's normal start reputs only
+    past the queues' end: queue offsets lost, the next record written into their slots. repair now keeps
+    `abort` and says why; the broker then loads the repaired store with the queues of its own recovery."""
+    import oracle
+
+    root = copy_store(CRASHED, tmp_path / "store")
+    cq = root / "consumequeue" / "TopicTest" / "1" / "00000000000000000000"
+    units = cq.read_bytes()
+    end = next(
+        i for i in range(0, len(units), S.CQ_UNIT_SIZE) if units[i : i + S.CQ_UNIT_SIZE] == bytes(S.CQ_UNIT_SIZE)
+    )
+    with open(cq, "r+b") as f:
+        f.seek(end - 3 * S.CQ_UNIT_SIZE)
+        f.write(bytes(3 * S.CQ_UNIT_SIZE))
+    damaged = oracle.served(java_oracle, 4, root, broker_conf(CRASHED), tmp_path / "damaged")
+    res = run("repair", "--store", root, "--broker-config", broker_conf(CRASHED), "--format", "jsonl", "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    kept = [r for r in jsonl(res.stdout) if r["target"] == "abort"]
+    assert [r["action"] for r in kept] == ["keep"] and "TopicTest/1: 3 dispatched message(s)" in kept[0]["detail"]
+    assert (root / "abort").exists()
+    repaired = oracle.served(java_oracle, 4, root, broker_conf(CRASHED), tmp_path / "repaired")
+    assert repaired[0][("TopicTest", 1)] == damaged[0][("TopicTest", 1)] == (0, end // S.CQ_UNIT_SIZE)
+    assert repaired[:2] == damaged[:2]
+
+
+def test_records_past_a_region_that_does_not_parse_are_counted_from_their_units(tmp_path):
+    """A zeroed page in a file's middle: the records after it do not parse, but their consumequeue units name
+    them. The report counted the one record at the cut where the cut drops 46."""
+    root = copy_store("c-v5-features", tmp_path)
+    (root / "abort").touch()
+    with open(root / "commitlog" / "00000000000000393216", "r+b") as f:
+        f.seek(20480)
+        f.write(bytes(4096))
+    r = repair(open_store(root, "c-v5-features"), dry_run=True)
+    dropped = [m for m in truth("c-v5-features", "truth-messages.jsonl") if m["commitLogOffset"] >= r.cutOffset]
+    assert r.recordsCut == len(dropped) == 46
+    assert sum(r.recordsCutByQueue.values()) == 46
+
+
 def test_an_index_file_cut_short_is_left_to_rebuild_index(tmp_path):
     """repair does not guess what a cut index file held: one line naming it and `rmqctl rebuild index`, exit 2,
     nothing changed."""

@@ -474,6 +474,11 @@ def _unread_queue_dirs(root) -> Findings:
 LOST, AGAIN, UNCOMMITTED = range(3)  # what becomes of a record missing from its queue (_MissingEntries)
 
 
+# what a cq-missing-entries finding says of the entries the broker's next start dispatches again (repair keeps
+# `abort` for them: a normal start would not)
+DISPATCHED_AGAIN = "the broker dispatches them again at its next start"
+
+
 class _MissingEntries:
     """Records without their consumequeue unit, per queue and by what the broker does with them: the reput has
     passed them for good (LOST), its next start dispatches them again (AGAIN: at or past `redispatch`), or, in a
@@ -548,7 +553,7 @@ class _MissingEntries:
             detail = f"{queue}: {count} dispatched message(s) have no consumequeue entry ({offsets})"
             deleted = fate == LOST and run.deleted_topic(key[0], present)
             detail += (
-                "; the broker dispatches them again at its next start (they are past where its reput resumes)"
+                f"; {DISPATCHED_AGAIN} (they are past where its reput resumes)"
                 if fate == AGAIN
                 else f"; {key[0]} is not among the broker's topics (topics.json): deleted, its queues removed, "
                 "its records left in the commitlog until the cleanup deletes their files"

@@ -292,6 +292,12 @@ def _state_rows(r) -> list[dict]:
         rows.append(_row("set", "dledger checkpoint", None, None, f"{field} {before} -> {after}"))
     if r.abortRemoved:
         rows.append(_row("remove", "abort", None, None, "the broker starts normally (no abnormal recovery)"))
+    for f in r.abortKeptFor:
+        detail = (
+            f"{f['detail']}: `abort` is kept, so that its abnormal recovery does (a normal start reputs only past "
+            "the queues' end, and consumers would never see them)"
+        )
+        rows.append(_row("keep", "abort", f["commitLogOffset"], None, detail))
     return rows
 
 
@@ -326,11 +332,12 @@ def _confirm_scan_all(plan, min_offset: int):
 @click.option("--no-backup", is_flag=True, help=NO_BACKUP_HELP)
 @click.option("--yes", "-y", is_flag=True, help="Confirm what --scan-all drops without being asked (scripts).")
 def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
-    """Do the broker's crash recovery as an explicit step: find the last valid record with its abnormal-recovery
-    checks (start file from the checkpoint, CRC on), report what will be cut (bytes, records, their queues),
-    then truncate the commitlog (zeroing past the last valid record, removing later files), the consumequeues
-    and index entries that point past it, set the checkpoint and remove `abort`, atomically. Prints one row
-    per action. Takes the broker's lock.
+    """Do the broker's next recovery as an explicit step: find the last valid record with its checks (with
+    `abort`, the abnormal recovery's, from the checkpoint's file; without, the normal recovery's, from its
+    later start; CRC on), report what will be cut (bytes, records, their queues), then truncate the commitlog
+    (zeroing past the last valid record, removing later files), the consumequeues and index entries that point
+    past it, set the checkpoint and remove `abort` (kept while its recovery would dispatch entries the queues
+    miss), atomically. Prints one row per action. Takes the broker's lock.
 
     \b
     rmqctl repair --store /data/store --broker-config broker.conf --dry-run

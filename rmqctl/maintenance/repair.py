@@ -1,10 +1,12 @@
-"""`repair`: the broker's abnormal recovery (CommitLog.recoverAbnormally, 4.9 and 5.x) as an explicit,
-reviewable step, then the truncation it implies, applied atomically (txn.py).
+"""`repair`: the broker's recovery at its next start (CommitLog.recoverAbnormally when `abort` is there,
+recoverNormally when not; 4.9 and 5.x) as an explicit, reviewable step, then the truncation it implies, applied
+atomically (txn.py).
 
-Where the scan starts: like `isMappedFileMatchedRecover`, the newest commitlog file whose first record is a
-message (V1; V1 or V2 for 5.x) with a non-zero storeTimestamp <= the checkpoint's minimum
-(min(physicMsgTimestamp, logicsMsgTimestamp) - 3 s, also <= indexMsgTimestamp with messageIndexEnable and
-messageIndexSafe), else the first file. From there records are checked as `checkMessageAndReturnSize(checkCRC
+Where the scan starts (recovery.start_file): after a crash, like `isMappedFileMatchedRecover`, the newest
+commitlog file whose first record is a message (V1; V1 or V2 for 5.x) with a non-zero storeTimestamp <= the
+checkpoint's minimum (min(physicMsgTimestamp, logicsMsgTimestamp) - 3 s, also <= indexMsgTimestamp with
+messageIndexEnable and messageIndexSafe), else the first file; without `abort`, where the normal recovery starts
+(4.9: the third file from the last; 5.x: the newest file at or before the consumequeues' end). From there records are checked as `checkMessageAndReturnSize(checkCRC
 = checkCRCOnRecover)` checks them (body CRC; with forceVerifyPropCRC the property CRC instead), a BLANK moves
 to the next file, and the first failure is the cut: the broker's processOffset. Damage in files before the
 start file is found and reported but, as by the broker, not cut; `scan_all` cuts at the first bad record
@@ -21,7 +23,9 @@ What the cut means on disk, all swapped in together:
   record would have made the broker create it;
 * the checkpoint: physicMsgTimestamp / logicsMsgTimestamp no later than the last kept (dispatched) record,
   indexMsgTimestamp = endTimestamp of the last full index file, a 5.x confirmPhyOffset no later than the
-  last valid message (as recoverAbnormally sets it); then `abort` is removed so the broker starts normally.
+  last valid message (as recoverAbnormally sets it); then `abort` is removed so the broker starts normally,
+  unless its abnormal recovery would dispatch consumequeue entries the queues miss below the cut (verify's
+  cq-missing-entries the broker dispatches again): a normal start reputs only past the queues' end.
 Records the broker had not dispatched yet (a consumequeue behind the commitlog) are left to its normal start,
 whose reput dispatches everything past the consumequeues' end. Before the swap the staged files are read
 back, and `verify` checks the store as the swap will leave it (errors allowed only for the bad records kept
@@ -56,13 +60,15 @@ from ..recovery import (
     record_failures,
     last_nonzero,
     records_past,
-    recovery_start,
+    recovered_queues_end,
+    start_file,
     walk,
 )
 from ..engine import walk_files
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store
-from ..checks.verify import Preexisting
+from ..checks.consumequeue import DISPATCHED_AGAIN
+from ..checks.verify import Preexisting, verify
 from .staging import stage_checkpoint, stage_timercheck, store_transaction, verify_staged, writing
 from ..views.timer import dangling_after, dangling_rows
 from .writers import reserve
@@ -75,7 +81,9 @@ SCAN_BLOCK = 1 << 20  # index entries compared with the cut at a time
 class RepairResult:
     store: str
     dryRun: bool
-    mode: str  # "checkpoint" (where the broker's abnormal recovery starts) or "scan-all"
+    # "checkpoint" (abort there: from where the broker's abnormal recovery starts), "normal" (no abort: from where
+    # its normal recovery starts) or "scan-all"
+    mode: str
     startFile: str | None
     cutOffset: int
     stoppedAt: BadRecord | None
@@ -88,6 +96,9 @@ class RepairResult:
     index: list  # per file: entries dropped, removed
     checkpoint: dict
     abortRemoved: bool
+    # the cq-missing-entries findings below the cut that the abnormal recovery `abort` asks for dispatches again
+    # (a normal start would not): `abort` is kept for them
+    abortKeptFor: list
     notCut: list  # bad records before the recovery start: reported, not cut
     alternative: dict  # what the other mode would cut
     interrupted: dict | None = None
@@ -496,7 +507,7 @@ def repair(
     keep_backup: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> RepairResult:
-    """Find the cut as the broker's abnormal recovery would (or at the first bad record anywhere with
+    """Find the cut as the broker's next recovery would (or at the first bad record anywhere with
     `scan_all`), report it, and truncate the commitlog, consumequeues, index and checkpoint to it. `progress`
     is told the commitlog bytes checked so far."""
     t0 = time.monotonic()
@@ -509,41 +520,36 @@ def repair(
             result.seconds = time.monotonic() - t0
             return result
         refuse_gaps(store)
-        checker = RecoveryChecker(store, abnormal=True)
-        files = store.commitlog.files
-        start = recovery_start(store)
-        seen = RecordTally()
-        reporter = ProgressReporter(progress, files)
-        earlier = check_earlier_files(store, checker, start, seen, reporter)
-        broker = walk(store, checker, start, seen, reporter)
-        first_bad = earlier[0] if earlier else None
-        cut, zero_from, stop, last_kept = _the_cut(scan_all, first_bad, broker, seen)
-        alternative = _alternative(scan_all, first_bad, broker, seen)
+        rec = _Recovery(store, scan_all, progress)
+        checker, abnormal, cut, last_kept = rec.checker, rec.abnormal, rec.cut, rec.last_kept
         txn = None
         if not dry_run:
             command = "repair --scan-all" if scan_all else "repair"
             txn = store_transaction(store, "repair", command, keep_backup)
         try:
             padded: list = []
-            commitlog = plan_commitlog(store, cut, zero_from, txn, padded)
+            commitlog = plan_commitlog(store, cut, rec.zero_from, txn, padded)
             queues_of: dict = {}
             consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
-            past = records_past(store, checker, cut, lambda offset, own: queues_of.get(offset) or own or "unknown")
+            past = records_past(
+                store, checker, cut, lambda offset, own: queues_of.get(offset) or own or "unknown", queues_of
+            )
             index, index_ts = (
                 plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
             )
             checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
-            abort = store.abort_exists()
-            if txn is not None and abort:
+            abort_kept = _abort_kept_for(store, cut) if abnormal else []
+            remove_abort = abnormal and not abort_kept
+            if txn is not None and remove_abort:
                 txn.remove(store.abort_path)
             result = RepairResult(
                 store=str(store.root),
                 dryRun=dry_run,
-                mode="scan-all" if scan_all else "checkpoint",
-                startFile=files[start].name if files else None,
+                mode="scan-all" if scan_all else rec.mode,
+                startFile=rec.start_file,
                 cutOffset=cut,
-                stoppedAt=stop,
+                stoppedAt=rec.stop,
                 bytesCut=bytes_past(store, cut),
                 recordsCut=past.count,
                 recordsCutByQueue=dict(past.by_queue),
@@ -552,20 +558,51 @@ def repair(
                 consumequeue=consumequeue,
                 index=index,
                 checkpoint=checkpoint,
-                abortRemoved=abort,
-                notCut=[] if scan_all else earlier,
-                alternative=alternative,
+                abortRemoved=remove_abort,
+                abortKeptFor=abort_kept,
+                notCut=[] if scan_all else rec.earlier,
+                alternative=rec.alternative,
                 interrupted=interrupted,
                 timer=timer,
                 padded=padded,
             )
             if txn is not None:
-                _check_and_swap_in(store, txn, result, zero_from)
+                _check_and_swap_in(store, txn, result, rec.zero_from)
         finally:
             if txn is not None:
                 txn.discard()
     result.seconds = time.monotonic() - t0
     return result
+
+
+class _Recovery:
+    """The broker's recovery at its next start, walked: abnormal with `abort`, else normal, which re-checks fewer
+    files (damage before its start is served as it is, never cut); the cut it makes, or --scan-all's."""
+
+    def __init__(self, store: Store, scan_all: bool, progress: Callable[[int], None] | None):
+        self.abnormal = store.abort_exists()
+        self.checker = RecoveryChecker(store, abnormal=self.abnormal)
+        files = store.commitlog.files
+        start = start_file(store, self.abnormal, lambda: recovered_queues_end(store).max_phy)
+        self.start_file = files[start].name if files else None
+        seen = RecordTally()
+        reporter = ProgressReporter(progress, files)
+        self.earlier = check_earlier_files(store, self.checker, start, seen, reporter)
+        broker = walk(store, self.checker, start, seen, reporter)
+        first_bad = self.earlier[0] if self.earlier else None
+        self.cut, self.zero_from, self.stop, self.last_kept = _the_cut(scan_all, first_bad, broker, seen)
+        self.mode = "checkpoint" if self.abnormal else "normal"
+        self.alternative = _alternative(scan_all, self.mode, first_bad, broker, seen)
+
+
+def _abort_kept_for(store: Store, cut: int) -> list[dict]:
+    """The consumequeue entries missing below the cut that the broker's abnormal recovery dispatches again: with
+    `abort` removed its normal start would reput only past the queues' end, and consumers would never see them."""
+    return [
+        f.to_dict()
+        for f in verify(store, only="consumequeue").findings
+        if f.kind == "cq-missing-entries" and DISPATCHED_AGAIN in f.detail and (f.commitLogOffset or 0) < cut
+    ]
 
 
 def _the_cut(scan_all: bool, first_bad, broker, seen) -> tuple:
@@ -603,14 +640,16 @@ def swap_in(store: Store, txn: Transaction, result: RepairResult, problems: list
         result.backup = txn.commit().get("backup")
 
 
-def _alternative(scan_all: bool, first_bad: BadRecord | None, broker: Walk, seen: RecordTally) -> dict:
+def _alternative(
+    scan_all: bool, broker_mode: str, first_bad: BadRecord | None, broker: Walk, seen: RecordTally
+) -> dict:
     """What the other mode would cut, and how many more known records that is (those passed after the first
     bad record: every record the walks pass lies below the broker's cut)."""
     if first_bad is None:
-        return {"mode": "checkpoint" if scan_all else "scan-all", "cutOffset": broker.cut, "sameCut": True}
+        return {"mode": broker_mode if scan_all else "scan-all", "cutOffset": broker.cut, "sameCut": True}
     lost = seen.count - seen.at_first_bad[0]
     return {
-        "mode": "checkpoint" if scan_all else "scan-all",
+        "mode": broker_mode if scan_all else "scan-all",
         "cutOffset": broker.cut if scan_all else first_bad.commitLogOffset,
         "sameCut": False,
         "scanAllLosesMoreRecords": lost,
@@ -707,6 +746,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
             index,
             checkpoint,
             abort,
+            [],
             not_cut,
             {"mode": "dledger", "cutOffset": cut, "sameCut": True},
             interrupted,

@@ -14,7 +14,7 @@ import dataclasses
 import time
 import zlib
 
-from ..recovery import QueuesEnd, first_redispatched, normal_recovery_start, recovered_queues_end, recovery_start
+from ..recovery import QueuesEnd, first_redispatched, recovered_queues_end, start_file
 from ..errors import StoreError
 from ..store import Store
 from .inspect import commitlog_end
@@ -134,7 +134,7 @@ def estimate_startup(store: Store, end: tuple[int | None, list] | None = None) -
             "not estimated: the consume queues, where dispatch resumes, are not read",
         )
     cq_files, cq_recover, ends = queue_recovery(store)
-    index = recovery_start(store) if abnormal else normal_recovery_start(store, lambda: ends.max_phy)
+    index = start_file(store, abnormal, lambda: ends.max_phy)
     end, _ = end if end is not None else commitlog_end(store)
     end = end if end is not None else files[index].start
     first = files[index].start
