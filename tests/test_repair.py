@@ -83,9 +83,9 @@ def test_repair_cuts_exactly_the_torn_record(tmp_path):
         "rmqctl: cut at commitlog offset 782999: 974 bytes, 1 record(s); queues: OrderTopic/2 (1)\n"
         "rmqctl: bad record(s) before the recovery start are reported, not cut; --scan-all would cut at 32655, losing "
         "574 more record(s), 750344 more bytes\n"
-        "rmqctl: 1 damaged record(s) were kept, as the broker's recovery keeps them: verify still reports them; "
-        "`rmqctl verify --write-baseline FILE` records them as accepted, then `verify --baseline FILE` exits 1 only "
-        "for new damage\n"
+        "rmqctl: 1 finding(s) were kept (damaged records and what follows from them), as the broker's recovery "
+        "keeps them: verify still reports them; `rmqctl verify --write-baseline FILE` records them as accepted, then "
+        "`verify --baseline FILE` exits 1 only for new damage\n"
         f"rmqctl: repaired; replaced files kept in {backup}\n"
     )
 

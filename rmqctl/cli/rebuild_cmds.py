@@ -387,8 +387,9 @@ def repair_cmd(ctx, scan_all, dry_run, no_backup, yes):
     kept = len(r.notCut) + len(r.keptFindings)
     if kept:
         echo_err(
-            f"rmqctl: {kept} damaged record(s) {'are' if dry_run else 'were'} kept, as the broker's recovery keeps "
-            "them: verify still reports them; `rmqctl verify --write-baseline FILE` records them as accepted, "
+            f"rmqctl: {kept} finding(s) {'are' if dry_run else 'were'} kept (damaged records and what follows from "
+            "them), as the broker's recovery keeps them: verify still reports them; `rmqctl verify --write-baseline "
+            "FILE` records them as accepted, "
             "then `verify --baseline FILE` exits 1 only for new damage"
         )
     if dry_run:
