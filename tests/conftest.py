@@ -52,6 +52,29 @@ def pytest_make_collect_report(collector):
     _skip_fails_under_ci(outcome.get_result(), collector.nodeid)
 
 
+# the test files that take longest (each minutes of one worker: a JVM, Spark, compiles, the torture run), started
+# first: two workers, a file at a time (pyproject.toml), then end together instead of one finishing a long file alone
+LONGEST_FIRST = (
+    "test_reliability.py",
+    "test_verify_windows.py",
+    "test_spark.py",
+    "test_spark_cluster.py",
+    "test_append.py",
+    "test_docs.py",
+    "test_native.py",
+    "test_contract.py",
+    "test_append_columns.py",
+    "test_aot.py",
+    "test_repair.py",
+    "test_spark_connect.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable: the rest keep their order)
+
+
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 CLEAN_FIXTURES = ["a-basic", "b-mixed", "c-v5-features"]
 ALL_FIXTURES = CLEAN_FIXTURES + ["d-crashed"]

@@ -1200,53 +1200,6 @@ def test_compiled_encoder_writes_what_the_reference_encoder_writes():
         assert out == expected
 
 
-def test_a_first_append_on_a_terminal_says_it_compiles(tmp_path):
-    """The first append of an installation compiles the encoder and the dispatch: one line on a terminal says
-    so; the next run finds the kernels cached and says nothing."""
-    shutil.copytree(REPO / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    env.pop("NUMBA_CACHE_DIR", None)
-
-    def append_on_a_terminal(n: int) -> str:
-        master, slave = os.openpty()
-        try:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "rmqctl",
-                    "append",
-                    "--store",
-                    tmp_path / "store",
-                    "--create",
-                    "--topic",
-                    "T",
-                    "--body",
-                    str(n),
-                    "--keys",
-                    "K",
-                    "--store-host",
-                    "10.0.0.1:10911",
-                ],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=slave,
-                check=True,
-                cwd=tmp_path,
-            )
-            os.set_blocking(master, False)
-            try:
-                return os.read(master, 4096).decode()
-            except BlockingIOError:
-                return ""
-        finally:
-            os.close(slave)
-            os.close(master)
-
-    assert append_on_a_terminal(1).splitlines() == ["rmqctl: compiling the encoder once (a few seconds)"]
-    assert append_on_a_terminal(2) == ""
-
-
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A fresh 56 MiB tmpfs, unmounted afterwards."""
