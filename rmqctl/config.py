@@ -56,6 +56,10 @@ class BrokerConfig:
     maxMsgsNumBatch: int = 64
     mappedFileSizeTimerLog: int | None = None  # None: infer from the timerlog files, else 100 MiB
     timerPrecisionMs: int = 1000  # read through the setter's rounding (rmqctl.timerstore.precision_ms)
+    # 5.x's send hook for a timer message (HookUtils.handleScheduleMessage): append's rewrite of TIMER_* properties
+    timerWheelEnable: bool = True
+    timerMaxDelaySec: int = 3600 * 24 * 3
+    timerCongestNumEachSlot: int = 2**31 - 1
     # DLedger mode: the commitlog is DLedger's entry store in {root}/dledger-{dLegerSelfId}/data
     enableDLegerCommitLog: bool = False
     dLegerSelfId: str | None = None

@@ -144,6 +144,11 @@ def _four(data: bytes, i: int, b1: int) -> tuple[int, str]:
     return 4, chr((b1 & 0x07) << 18 | (b2 & 0x3F) << 12 | (data[i + 2] & 0x3F) << 6 | data[i + 3] & 0x3F)
 
 
+def java_long(value: int) -> int:
+    """A Java long's wrap-around of an integer's value."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
 def java_div(a: int, b: int) -> int:
     """Java's integer division, which truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)

@@ -4,6 +4,7 @@ lock, and durability under SIGKILL."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import fcntl
 import json
 import os
@@ -33,7 +34,7 @@ from conftest import (
 from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.javacompat import crc31, crc_digits, java_string_hash, parse_properties
-from rmqctl.maintenance.append import Appender, NewMessage, delete_property, java_hashmap_order
+from rmqctl.maintenance.append import Appender, NewMessage, delete_property, java_hashmap_order, timer_as_sent
 from rmqctl.record import Blank, RecordError, property_crc_state, read_record
 from rmqctl.store import Store
 
@@ -595,6 +596,44 @@ def test_garbage_after_the_end_is_refused(store_copy):
         f.write(b"\x42" * 16)
     res = run("append", "--store", store, "--broker-config", broker_conf("c-v5-features"), "--topic", "TopicV5")
     one_line_error(res, last.name, "at commitlog offset 452578", "torn or garbage tail")
+
+
+def test_after_a_crash_units_the_recovery_would_dispatch_again_are_not_appended_over(store_copy, java_oracle, tmp_path):
+    """A crash lost a queue's last consumequeue file: the broker's abnormal recovery (`abort`) dispatches those
+    32 units again. append dispatched only past the queues' end and moved the checkpoint on: 31 acknowledged
+    messages no longer served, and the new one served at 129 where append said 160. It now refuses, naming the
+    queue and `rebuild consumequeue`; after that rebuild the append lands where it says, as RocketMQ serves it."""
+    import oracle
+
+    store, conf = store_copy("a-basic"), broker_conf("a-basic")
+    (store / "consumequeue" / "OrderTopic" / "1" / "00000000000000002560").unlink()
+    (store / "abort").touch()
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    append = (
+        "append",
+        "--store",
+        store,
+        "--broker-config",
+        conf,
+        "--topic",
+        "OrderTopic",
+        "--queue-id",
+        "1",
+        "--body",
+        "x",
+    )
+    one_line_error(
+        run(*append), "OrderTopic/1: 32 dispatched message(s)", "queue offsets 128..159", "rebuild consumequeue"
+    )
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    assert run("rebuild", "consumequeue", "--store", store, "--broker-config", conf, "--no-backup").exit_code == 0
+    res = run(*append, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    [acked] = jsonl(res.stdout)
+    assert acked["queueOffset"] == 160
+    queues, units, _ = oracle.served(java_oracle, 4, store, conf, tmp_path / "served")
+    assert queues[("OrderTopic", 1)] == (0, 161)
+    assert ("OrderTopic", 1, 160, acked["commitLogOffset"]) in {u[:4] for u in units}
 
 
 def test_an_index_file_cut_short_is_refused_not_written_into(store_copy):
@@ -1476,3 +1515,68 @@ def test_a_delay_the_broker_cannot_parse_fails_the_send(tmp_path):
     store = tmp_path / "store"
     res = run("append", "--store", store, "--create", "--topic", "T", "--body", "x", "--property", "DELAY=soon")
     assert res.exit_code == 2 and "DELAY 'soon' is not a number" in res.stderr and not store.exists()
+
+
+NOW = 1_796_011_080_320
+
+
+@pytest.mark.parametrize(
+    ("sent", "out_ms"),
+    [
+        (("TIMER_DELAY_SEC", "60"), NOW + 60_000 - 320),  # rounded down to timerPrecisionMs
+        (("TIMER_DELAY_MS", "2680"), NOW + 2680 - 1000),  # a multiple of it: one precision earlier
+        (("TIMER_DELIVER_MS", str(NOW + 5000)), NOW + 5000 - 320),
+    ],
+)
+def test_a_timer_message_waits_in_the_timer_wheel_as_the_5x_send_hook_puts_it(sent, out_ms):
+    """HookUtils.handleScheduleMessage (5.x): a TIMER_* property sends the message to rmq_sys_wheel_timer, queue
+    0, with TIMER_OUT_MS and REAL_TOPIC/REAL_QID; append stored it in its own topic, served at once."""
+    msg = NewMessage(topic="TopicX", body=b"t", queue_id=2, properties=[sent])
+    got = timer_as_sent(msg, load_config(None), 5, NOW, 0)
+    assert (got.topic, got.queue_id) == ("rmq_sys_wheel_timer", 0)
+    assert dict(got.properties) == {
+        sent[0]: sent[1],
+        "TIMER_OUT_MS": str(out_ms),
+        "REAL_TOPIC": "TopicX",
+        "REAL_QID": "2",
+    }
+    # what the hook leaves alone: 4.x, a time already passed, a rolled timer message, a PREPARED one
+    assert timer_as_sent(msg, load_config(None), 4, NOW, 0) == msg
+    assert (
+        timer_as_sent(
+            dataclasses.replace(msg, properties=[("TIMER_DELIVER_MS", str(NOW))]), load_config(None), 5, NOW, 0
+        ).topic
+        == "TopicX"
+    )
+    assert (
+        timer_as_sent(
+            dataclasses.replace(msg, properties=[sent, ("TIMER_OUT_MS", "1")]), load_config(None), 5, NOW, 0
+        ).topic
+        == "TopicX"
+    )
+    assert (
+        timer_as_sent(
+            dataclasses.replace(msg, sys_flag=S.TRANSACTION_PREPARED_TYPE), load_config(None), 5, NOW, 0
+        ).topic
+        == "TopicX"
+    )
+    # a delay level wins: the TIMER_* properties are dropped
+    assert timer_as_sent(msg, load_config(None), 5, NOW, 3).properties == []
+
+
+def test_a_timer_message_the_5x_broker_rejects_is_refused(tmp_path):
+    """Too far ahead (timerMaxDelaySec), the wheel disabled, a time that is no number: one line, nothing written."""
+    conf = write_conf(tmp_path / "broker.conf", "c-v5-features")
+    store = copy_store("c-v5-features", tmp_path / "s")
+    for prop, extra, words in (
+        ("TIMER_DELIVER_MS=1996010000000", {}, "more than timerMaxDelaySec=259200 s ahead"),
+        ("TIMER_DELAY_SEC=5", {"timerWheelEnable": "false"}, "timerWheelEnable=false"),
+        ("TIMER_DELAY_MS=soon", {}, "TIMER_DELAY_MS 'soon' is not a number"),
+    ):
+        c = write_conf(tmp_path / "b2.conf", "c-v5-features", **extra) if extra else conf
+        before = {p: p.read_bytes() for p in (store / "commitlog").iterdir()}
+        res = run(
+            "append", "--store", store, "--broker-config", c, "--topic", "TopicX", "--body", "x", "--property", prop
+        )
+        one_line_error(res, words)
+        assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before

@@ -47,7 +47,7 @@ from .timer import TimerCheck
 from ..txn import pending
 from .context import Context
 from .batchcq import BatchConsumeQueueCheck
-from .consumequeue import ConsumeQueueCheck
+from .consumequeue import DISPATCHED_AGAIN, ConsumeQueueCheck
 from .doublewrite import check_double_write
 from .index import IndexCheck
 from .queues import QueueOffsets, summarize
@@ -135,6 +135,17 @@ class Preexisting:
             self.kept.append(finding)
             return True
         return False
+
+
+def redispatched_missing(store: Store, below: int) -> list[Finding]:
+    """A crashed store's consumequeue units missing for records below `below` that the abnormal recovery `abort`
+    asks for dispatches again (cq-missing-entries the broker dispatches again): a writer that removes `abort`, or
+    dispatches only past the queues' end, would lose them."""
+    return [
+        f
+        for f in verify(store, only="consumequeue").findings
+        if f.kind == "cq-missing-entries" and DISPATCHED_AGAIN in f.detail and (f.commitLogOffset or 0) < below
+    ]
 
 
 LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, every 10 s by default

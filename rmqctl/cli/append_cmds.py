@@ -185,7 +185,14 @@ def _append_many(ctx, jsonl_path, rows: ReadAhead | None, keep_timestamps, dry_r
 
 def message_from_options(opts: dict, appender: Appender) -> NewMessage:
     # kernels: only when appending
-    from ..maintenance.append import NewMessage, apply_delay_level, delayed_as_sent, validate_producer_topic
+    from ..maintenance.append import (
+        NewMessage,
+        apply_delay_level,
+        delay_level_of,
+        delayed_as_sent,
+        timer_as_sent,
+        validate_producer_topic,
+    )
 
     properties = []
     if opts["tags"]:
@@ -217,6 +224,8 @@ def message_from_options(opts: dict, appender: Appender) -> NewMessage:
         broker_order=True,
     )
     validate_producer_topic(msg.topic)  # the broker checks the topic the producer sent, before a delay's rewrite
+    level = opts["delay_level"] if opts["delay_level"] is not None else delay_level_of(msg)
+    msg = timer_as_sent(msg, appender.config, appender.version, appender.clock(), level)
     if opts["delay_level"] is not None:
         return apply_delay_level(msg, opts["delay_level"], appender.config)
     return delayed_as_sent(msg, appender.config)

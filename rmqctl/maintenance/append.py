@@ -48,6 +48,7 @@ from ..javacompat import (
     java_split,
     decode_utf8,
     java_string_hash,
+    java_long,
     parse_long,
     parse_properties,
 )
@@ -80,6 +81,7 @@ from ..store import TOPIC_NAME, Store, commitlog_dirs, offset_to_name, refuse_li
 from .writers import DISPATCH_PARTS, RESERVE_AHEAD, Dispatcher, WritableFile, reserve_free_space
 from .batchdispatch import BatchWriter, dispatch_file, dispatch_range, first_bad_queue, new_keys
 from .append_point import AppendPoint, append_point, config_version, store_version
+from ..timerstore import precision_ms
 from ..txn import fsync_dir, locked_for_writing
 
 # what an append runs compiled: the parser of JSON lines, the encoder and its acknowledgements, the dispatch of the
@@ -362,16 +364,73 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
     return dataclasses.replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1, properties=pairs, broker_order=True)
 
 
-def delayed_as_sent(msg: NewMessage, config: BrokerConfig) -> NewMessage:
-    """A producer's message with a DELAY property as the broker stores it (4.9's CommitLog.asyncPutMessage, 5.x's
-    HookUtils.handleScheduleMessage, both through getDelayTimeLevel): a level above 0 is apply_delay_level's
-    rewrite; a DELAY that Integer.parseInt refuses fails the send."""
+TIMER_PROPERTIES = ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")  # MessageConst: a timer message's
+INT_MAX = 2**31 - 1
+
+
+def timer_as_sent(msg: NewMessage, config: BrokerConfig, version: int, now: int, delay_level: int) -> NewMessage:
+    """5.x's HookUtils.handleScheduleMessage ahead of the delay rewrite, for a NOT or COMMIT message not sent to
+    rmq_sys_wheel_timer: with a delay level its TIMER_* properties are dropped; else one of them (and no
+    TIMER_OUT_MS) makes it a timer message, which waits in the timer wheel (transformTimerMessage): topic
+    rmq_sys_wheel_timer, queue 0, TIMER_OUT_MS its deliver time less timerPrecisionMs (a multiple of it) or
+    rounded down to it, REAL_TOPIC/REAL_QID the original. A deliver time not after `now` is stored as sent. What
+    the broker's send refuses, rmqctl refuses."""
+    tran = msg.sys_flag & S.TRANSACTION_MASK
+    if version < 5 or msg.topic == S.TIMER_TOPIC or tran not in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE):
+        return msg
+    props = dict(msg.properties)
+    if delay_level > 0:
+        return dataclasses.replace(msg, properties=[(k, v) for k, v in msg.properties if k not in TIMER_PROPERTIES])
+    if "TIMER_OUT_MS" in props or not any(p in props for p in TIMER_PROPERTIES):
+        return msg
+    if not config.timerWheelEnable:
+        raise UsageError("a timer message (TIMER_*) with timerWheelEnable=false: the broker rejects it")
+    name = next(p for p in ("TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS") if p in props)
+    value = parse_long(props[name])
+    if value is None:
+        raise UsageError(f"{name} {props[name]!r} is not a number: the broker rejects the message (Long.parseLong)")
+    deliver = java_long(
+        now + value * 1000 if name == "TIMER_DELAY_SEC" else now + value if name == "TIMER_DELAY_MS" else value
+    )
+    if deliver <= now:
+        if "TIMER_DEL_UNIQKEY" in props:
+            raise UsageError("a timer delete (TIMER_DEL_UNIQKEY) whose time has passed: the broker rejects it")
+        return msg
+    if deliver - now > config.timerMaxDelaySec * 1000:
+        raise UsageError(
+            f"{name}: delivery more than timerMaxDelaySec={config.timerMaxDelaySec} s ahead, which the broker rejects"
+        )
+    if config.timerCongestNumEachSlot < INT_MAX:
+        raise UsageError(
+            "timerCongestNumEachSlot is set: the broker's timer flow control (random, per slot) is not modelled"
+        )
+    precision = precision_ms(config.timerPrecisionMs)
+    deliver = deliver - precision if deliver % precision == 0 else deliver // precision * precision
+    pairs = list(msg.properties) + [
+        ("TIMER_OUT_MS", str(deliver)),
+        (PROPERTY_REAL_TOPIC, msg.topic),
+        (PROPERTY_REAL_QID, str(msg.queue_id)),
+    ]
+    return dataclasses.replace(msg, topic=S.TIMER_TOPIC, queue_id=0, properties=pairs, broker_order=True)
+
+
+def delay_level_of(msg: NewMessage) -> int:
+    """Message.getDelayTimeLevel: its DELAY property, 0 without one; a DELAY that Integer.parseInt refuses fails
+    the send."""
     value = dict(msg.properties).get(PROPERTY_DELAY)
     if value is None:
-        return msg
+        return 0
     level = parse_long(value, 32)
     if level is None:
         raise UsageError(f"DELAY {value!r} is not a number: the broker's send fails on it (Integer.parseInt)")
+    return level
+
+
+def delayed_as_sent(msg: NewMessage, config: BrokerConfig) -> NewMessage:
+    """A producer's message with a DELAY property as the broker stores it (4.9's CommitLog.asyncPutMessage, 5.x's
+    HookUtils.handleScheduleMessage, both through getDelayTimeLevel): a level above 0 is apply_delay_level's
+    rewrite."""
+    level = delay_level_of(msg)
     return apply_delay_level(msg, level, config) if level > 0 else msg
 
 

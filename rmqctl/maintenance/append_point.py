@@ -24,6 +24,8 @@ from ..recovery import (
     recovered_queues_end,
     zero_from,
 )
+from ..checks.consumequeue import DISPATCHED_AGAIN
+from ..checks.verify import redispatched_missing
 from ..store import Store
 from .batchdispatch import dispatch_range, queue_ends
 
@@ -115,6 +117,23 @@ def _require_queues_kept(ends: QueuesEnd):
             )
 
 
+def _require_nothing_redispatched_below(store: Store, reput_from: int):
+    """After a crash the broker's abnormal recovery dispatches again the units its queues lack from its start
+    file on; append dispatches only past the queues' end (`reput_from`) and moves the checkpoint on, which
+    moves that start past them: units it would lose are refused."""
+    if not store.crashed():
+        return
+    missing = redispatched_missing(store, reput_from)
+    if missing:
+        first = missing[0]
+        raise StoreError(
+            f"abort: {first.detail.split('; ' + DISPATCHED_AGAIN)[0]}, which the broker's abnormal recovery dispatches again but "
+            f"append would not (it dispatches from {reput_from}, the queues' end); run `rmqctl rebuild "
+            "consumequeue` first",
+            store.root / first.file,
+        )
+
+
 def _require_dispatched_within(store: Store, ends: QueuesEnd, index_end: int, end: int):
     """Neither the consume queues nor the index reach past the commitlog's end (the append point)."""
     past = next((q for q in ends.queues if q.reaches_past(end)), None)
@@ -203,6 +222,7 @@ def append_point(store: Store, config: BrokerConfig, version: int, version_sourc
         last_host = read_record(f.buf, pos, min(len(f.buf), size), strict.v2).store_host
         f.release()
     _require_dispatched_within(store, ends, index_end, end)
+    _require_nothing_redispatched_below(store, reput_from)
     next_offsets: dict[tuple[str, int], int] = {}
     if catch_up_from is not None:  # the queues' next offsets past the records they lack
         for _, b in dispatch_range(store, catch_up_from, end, config, strict.v2, with_keys=False):

@@ -67,8 +67,7 @@ from ..recovery import (
 from ..engine import walk_files
 from ..rules import cq_unit_valid, index_slot
 from ..store import IndexFile, MappedFile, Store
-from ..checks.consumequeue import DISPATCHED_AGAIN
-from ..checks.verify import Preexisting, verify
+from ..checks.verify import Preexisting, redispatched_missing
 from .staging import stage_checkpoint, stage_timercheck, store_transaction, verify_staged, writing
 from ..views.timer import dangling_after, dangling_rows
 from .writers import reserve
@@ -539,7 +538,8 @@ def repair(
             )
             checkpoint = plan_checkpoint(store, txn, last_kept, index, index_ts)
             timer = plan_timer(store, cut, consumequeue, txn)
-            abort_kept = _abort_kept_for(store, cut) if abnormal else []
+            # with `abort` removed the normal start would reput only past the queues' end: consumers would never see them
+            abort_kept = [f.to_dict() for f in redispatched_missing(store, cut)] if abnormal else []
             remove_abort = abnormal and not abort_kept
             if txn is not None and remove_abort:
                 txn.remove(store.abort_path)
@@ -593,16 +593,6 @@ class _Recovery:
         self.cut, self.zero_from, self.stop, self.last_kept = _the_cut(scan_all, first_bad, broker, seen)
         self.mode = "checkpoint" if self.abnormal else "normal"
         self.alternative = _alternative(scan_all, self.mode, first_bad, broker, seen)
-
-
-def _abort_kept_for(store: Store, cut: int) -> list[dict]:
-    """The consumequeue entries missing below the cut that the broker's abnormal recovery dispatches again: with
-    `abort` removed its normal start would reput only past the queues' end, and consumers would never see them."""
-    return [
-        f.to_dict()
-        for f in verify(store, only="consumequeue").findings
-        if f.kind == "cq-missing-entries" and DISPATCHED_AGAIN in f.detail and (f.commitLogOffset or 0) < cut
-    ]
 
 
 def _the_cut(scan_all: bool, first_bad, broker, seen) -> tuple:
