@@ -1580,3 +1580,28 @@ def test_a_timer_message_the_5x_broker_rejects_is_refused(tmp_path):
         )
         one_line_error(res, words)
         assert {p: p.read_bytes() for p in (store / "commitlog").iterdir()} == before
+
+
+def test_a_prepared_message_keeps_the_delay_its_producer_set(tmp_path):
+    """The broker rewrites only NOT and COMMIT messages to SCHEDULE_TOPIC_XXXX; a PREPARED one keeps the DELAY
+    its producer's setDelayTimeLevel put (its COMMIT copy is delayed by it). --delay-level dropped it."""
+    conf = write_conf(tmp_path / "broker.conf", "a-basic")
+    append_ok(tmp_path / "s", conf, "--topic", "Tx", "--body", "p", "--sys-flag", "0x4", "--delay-level", "2")
+    [m] = dump(tmp_path / "s", conf)
+    assert (m["topic"], m["properties"]["DELAY"]) == ("Tx", "2")
+
+
+def test_rebuild_index_writes_a_file_cut_short_at_full_size_and_append_goes_on(store_copy):
+    """An index file cut short with its entries whole (the broker maps it at full size): rebuild index said
+    "identical" and left it short, so append refused it. The rebuilt file is full size, as RocketMQ writes it."""
+    store, conf = store_copy("a-basic"), broker_conf("a-basic")
+    last = sorted((store / "index").iterdir())[-1]
+    size = last.stat().st_size
+    os.truncate(last, 5000)
+    append = ("append", "--store", store, "--broker-config", conf, "--topic", "TopicTest", "--body", "x")
+    one_line_error(run(*append), "file is 5000 bytes", "rmqctl repair pads")
+    res = run("rebuild", "index", "--store", store, "--broker-config", conf, "--format", "jsonl", "--no-backup")
+    assert res.exit_code == 0, res.stderr
+    assert [d["headerChanged"] for d in jsonl(res.stdout)][-1] == "fileLength"
+    assert {p.stat().st_size for p in (store / "index").iterdir()} == {size}
+    assert run(*append).exit_code == 0

@@ -349,11 +349,13 @@ def apply_delay_level(msg: NewMessage, level: int, config: BrokerConfig) -> NewM
     """CommitLog.asyncPutMessage (4.9) / HookUtils.transformDelayLevelMessage (5.x) for a new message: the
     level (clamped to the table) goes into DELAY, the topic becomes SCHEDULE_TOPIC_XXXX with queueId =
     level-1, REAL_TOPIC/REAL_QID keep the original, and the properties are rebuilt from the broker's map.
-    Only NOT and COMMIT transaction types are delayed."""
+    Only NOT and COMMIT transaction types are delayed; any other keeps the DELAY its producer's setDelayTimeLevel
+    put, as does a level of 0 or less."""
     if msg.properties_string is not None:
         raise UsageError("--delay-level rewrites properties; it cannot be combined with a verbatim propertiesString")
     if msg.sys_flag & S.TRANSACTION_MASK not in (S.TRANSACTION_NOT_TYPE, S.TRANSACTION_COMMIT_TYPE) or level <= 0:
-        return msg
+        pairs = [(k, v) for k, v in msg.properties if k != PROPERTY_DELAY] + [(PROPERTY_DELAY, str(level))]
+        return dataclasses.replace(msg, properties=pairs)
     level = min(level, max(config.delay_level_table()))
     # a DELAY already there keeps its place in the map and takes the new value
     pairs = list(msg.properties) + [

@@ -432,6 +432,8 @@ def diff_index(old: list[IndexFile], new: list[IndexFile]) -> list[IndexFileDiff
             if len(sa) != len(sb) or _differing(sa, sb):
                 header.append("hashSlots")
             del sa, sb
+            if a.length != b.length:  # (a file cut short, its entries whole: the broker maps it at full size)
+                header.append("fileLength")
         out.append(
             IndexFileDiff(
                 position=i,

@@ -191,7 +191,7 @@ class WritableFile:
             if not create and st.st_size < size:
                 raise StoreError(
                     f"file is {st.st_size} bytes, not {size}: rmqctl does not write into a file cut short "
-                    "(rmqctl verify names the damage)",
+                    "(rmqctl verify names the damage; rmqctl repair pads a last file whose data is whole)",
                     path,
                 )
             if not create and ahead is None and st.st_blocks * 512 < size:
