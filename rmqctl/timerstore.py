@@ -264,3 +264,85 @@ class TimerFiles:
         if self.timerlog is None:
             return np.empty(0, np.int64), np.empty(0, S.TIMERLOG_UNIT_DTYPE)
         return self.timerlog.positions()
+
+
+@dataclasses.dataclass
+class TimerRecovery:
+    """TimerMessageStore.recover at the broker's next start, as far as the timer files tell it. The walk of
+    recoverAndRevise(checkTimerLog=true) from the start of the file holding lastTimerLogFlushPos - fileSize stops
+    at the first bytes that are not a unit and truncates the timerlog there (`process_offset`), revising the slot
+    of every unit it passes (TimerWheel.reviseSlot(time, IGNORE, pos, true): lastPos becomes the unit; a slot
+    holding another time is put anew, firstPos the unit too). Where a pending slot's lastPos is past that end
+    (checkPhyPos), the same revisions again from the file holding the least firstPos of those slots. `slots` is
+    the wheel as those revisions leave it, `revised` the indexes of the slots they change."""
+
+    process_offset: int
+    dropped: int  # units at or past process_offset, which the truncation drops
+    slots: np.ndarray
+    revised: np.ndarray
+
+
+def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | None:
+    """The recovery of `timer`'s files (None without a timerlog or a wheel); pending slots are those at or after
+    timercheck's lastReadTimeMs (the broker's currReadTimeMs is no earlier)."""
+    log, wheel = timer.timerlog, timer.wheel
+    if log is None or not log.files or wheel is None:
+        return None
+    walk = log.walk
+    begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - log.file_size)
+    first = max((i for i, w in enumerate(walk) if w.file.start <= begin), default=0)
+    process, dropped = walk[first].file.start, 0
+    for i, w in enumerate(walk[first:], first):
+        if w.stop is not None:
+            process = w.file.start + w.stop
+            # (a unit whose head was damaged counts: its message was filed)
+            dropped = _units_after(log, w) + (not w.stop_zero) + sum(len(x.units) for x in walk[i + 1 :])
+            break
+        process = w.file.start + (w.blank if w.blank is not None else w.end)
+    pos, units = log.positions()
+    slots = wheel.slots.copy()
+    walked = (pos >= walk[first].file.start) & (pos < process)
+    order = [np.flatnonzero(walked)]
+    read_ms = check["lastReadTimeMs"] if check else 0
+    pending = slots["timeDivPrecision"] * timer.precision >= read_ms
+    past = pending & (slots["lastPos"] > process) & (slots["timeDivPrecision"] != 0)
+    if past.any():
+        least = int(slots["firstPos"][past].min())
+        if least < process:
+            start = least - least % log.file_size
+            order.append(np.flatnonzero((pos >= start) & (pos < process)))
+    seq = np.concatenate(order)
+    before = slots.copy()
+    _revise(slots, pos[seq], delayed_ms(units[seq]), timer.precision)
+    changed = np.flatnonzero((slots["lastPos"] != before["lastPos"]) | (slots["firstPos"] != before["firstPos"]))
+    return TimerRecovery(process, dropped, slots, changed)
+
+
+def _units_after(log: TimerLog, w: TimerLogFile) -> int:
+    """The units in w's file past where its walk stopped (what reads as one: size 52 and a unit's magic)."""
+    n = min(len(w.file.buf), log.file_size) // S.TIMERLOG_UNIT_SIZE
+    arr = np.frombuffer(w.file.buf, dtype=S.TIMERLOG_UNIT_DTYPE, count=n)[w.stop // S.TIMERLOG_UNIT_SIZE + 1 :]
+    return int(((arr["size"] == S.TIMERLOG_UNIT_SIZE) & magic_ok(arr["magic"]) & (arr["magic"] != S.MAGIC_BLANK)).sum())
+
+
+def _revise(slots: np.ndarray, pos: np.ndarray, due: np.ndarray, precision: int):
+    """TimerWheel.reviseSlot(due, IGNORE, pos, true) for each unit in order, on `slots`: the last unit of a
+    slot's index sets its lastPos; its firstPos stays where the slot held that time throughout, else is the
+    first unit of the last run of units of that time."""
+    if not len(pos):
+        return
+    index, time = slot_index(due, precision), due // precision
+    order = np.lexsort((np.arange(len(pos)), index))
+    index, time, pos = index[order], time[order], pos[order]
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    ends = np.r_[starts[1:], len(index)] - 1
+    last_time = np.repeat(time[ends], ends - starts + 1)
+    other = np.where(time != last_time, np.arange(len(index)), -1)
+    last_other = np.maximum.reduceat(other, starts)
+    k = index[starts]
+    same = (last_other < 0) & (slots["timeDivPrecision"][k] == time[ends])
+    run = np.where(last_other >= 0, last_other + 1, starts)
+    slots["firstPos"][k] = np.where(same, slots["firstPos"][k], pos[run])
+    slots["num"][k] = np.where(same, slots["num"][k], 0)
+    slots["timeDivPrecision"][k] = time[ends]
+    slots["lastPos"][k] = pos[ends]

@@ -8,7 +8,10 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
@@ -16,7 +19,8 @@ from rmqctl import schema as S
 from rmqctl.config import load_config
 from rmqctl.recovery import recovery_start
 from rmqctl.store import Store
-from rmqctl.timerstore import field_offset, precision_ms
+from rmqctl.timerstore import TimerFiles, field_offset, precision_ms, slot_index, timer_recovery
+from rmqctl.views.timer import queue_resume
 
 NAME = "f-timer5"
 CONF = broker_conf(NAME)
@@ -285,16 +289,19 @@ def test_done_slots_are_info_only(timer_store):
 
 
 def test_timercheck_ahead_of_the_data(timer_store):
+    """A flushed position past the data: the broker's recovery resumes the timer queue from the last unit's
+    record (a warning: nothing is lost); an enqueued offset past the queue: an error."""
     path = timer_store / "config" / "timercheck"
     patch(path, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), S.INT64.pack(16384 + 52))
     patch(path, field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), S.INT64.pack(301))
     code, rows = verify_rows(timer_store)
     assert code == 1
     assert [(f["kind"], f["severity"], f["file"], f["position"]) for f in rows] == [
-        ("timercheck-ahead", "error", "config/timercheck", 8),
+        ("timercheck-ahead", "warning", "config/timercheck", 8),
         ("timercheck-ahead", "error", "config/timercheck", 16),
     ]
-    assert "15628" in rows[0]["detail"] and "rmq_sys_wheel_timer/0 at 300" in rows[1]["detail"]
+    assert "15628" in rows[0]["detail"] and "resumes the timer queue at 300" in rows[0]["detail"]
+    assert "rmq_sys_wheel_timer/0 at 300" in rows[1]["detail"]
 
 
 def test_garbage_inside_the_timerlog(timer_store):
@@ -372,3 +379,84 @@ def test_without_broker_config_the_files_give_the_geometry(timer_store):
     r = run("dump", "timerlog", "--store", timer_store, "--format", "jsonl")
     assert r.exit_code == 0 and jsonl(r.stdout) == units()
     assert run("verify", "--quiet", "--store", timer_store).exit_code == 0
+
+
+# ---- the timer's recovery against RocketMQ 5.3.3's own (tests/java/TimerRecover5.java) ------------------------
+
+
+def zero(path, start: int, end: int):
+    patch(path, start, bytes(end - start))
+
+
+def _torn_tail(root):  # the last 5 units of the data gone (a page the crash did not write)
+    zero(root / "timerlog" / f"{8192:020d}", 7436 - 5 * 52, 7436)
+
+
+def _last_pos_past_the_end(root):  # a slot's lastPos written, its unit not
+    patch(root / "timerwheel", 518306 * S.WHEEL_SLOT_SIZE + 16, S.INT64.pack(16004))
+
+
+def _garbage_unit(root):  # a unit's size field overwritten early in the timerlog
+    patch(root / "timerlog" / f"{0:020d}", 52 * 3, S.INT32.pack(7))
+
+
+def _crash(root):  # the last 20 units gone, timercheck flushed before them, the broker killed
+    zero(root / "timerlog" / f"{8192:020d}", 7436 - 20 * 52, 7436)
+    check = root / "config" / "timercheck"
+    patch(check, field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"), S.INT64.pack(15628 - 20 * 52))
+    for name in ("lastTimerQueueOffset", "masterTimerQueueOffset"):
+        patch(check, field_offset(S.TimerCheckpoint, name), S.INT64.pack(280))
+    (root / "abort").touch()
+
+
+def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
+    """(queue offset, process offset, {slot: (timeDivPrecision, firstPos, lastPos)}) as 5.3.3's recovery leaves
+    a copy of `root`."""
+    from test_batchcq import oracle_classpath
+
+    shutil.copytree(root, work / "copy")
+    env_sh = f'. "{oracle}/lib/env.sh" && printf "%s\\n" "${{JVM_OPENS[@]}}"'
+    opens = subprocess.run(["bash", "-c", env_sh], capture_output=True, text=True, check=True).stdout.split()
+    classpath = f"{oracle_classpath(oracle)}:{oracle}/lib/rocksdbjni-classes-8.11.4.jar"
+    harness = Path(__file__).parent / "java" / "TimerRecover5.java"
+    out = subprocess.run(
+        ["java", f"-Duser.home={work}", *opens, "-cp", classpath, str(harness), str(work / "copy"), str(CONF)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"},
+    ).stdout.splitlines()
+    fields = {line.split()[0]: int(line.split()[1]) for line in out if not line.startswith("slot ")}
+    slots = {
+        int(i): (int(t), int(f), int(l))
+        for _, i, t, f, l, _ in (line.split() for line in out if line.startswith("slot "))
+    }
+    return fields["queueOffset"], fields["processOffset"], slots
+
+
+@pytest.mark.parametrize(
+    "damage", [_torn_tail, _last_pos_past_the_end, _garbage_unit, _crash], ids=lambda d: d.__name__[1:]
+)
+def test_the_timer_recovery_is_rocketmqs_and_verify_says_what_it_does(timer_store, java_oracle, tmp_path, damage):
+    """TimerMessageStore.recover truncates the timerlog at its first bytes that are not a unit, revises the slots
+    of the units it walks, and resumes the timer queue one past the last unit's record, filing the messages of
+    the units it lost again. rmqctl's model (timer_recovery, queue_resume) gives 5.3.3's numbers and slots, and
+    verify no longer says those messages are never delivered (no timer error)."""
+    damage(timer_store)
+    queue_offset, process_offset, slots = rocketmq_timer_recovery(java_oracle, timer_store, tmp_path)
+    store = Store(timer_store, load_config(CONF))
+    timer = TimerFiles(store)
+    check = timer.timercheck()
+    recovery = timer_recovery(timer, check)
+    assert (queue_resume(store, timer, check, recovery.process_offset).offset, recovery.process_offset) == (
+        queue_offset,
+        process_offset,
+    )
+    ours = recovery.slots
+    held = np.flatnonzero(ours["timeDivPrecision"] > 0)
+    held = held[slot_index(ours["timeDivPrecision"][held] * timer.precision, timer.precision) == held]
+    assert {
+        int(i): (int(ours[i]["timeDivPrecision"]), int(ours[i]["firstPos"]), int(ours[i]["lastPos"])) for i in held
+    } == slots
+    _, rows = verify_rows(timer_store)
+    assert not [f for f in rows if f["kind"].startswith("timer") and f["severity"] == "error"]

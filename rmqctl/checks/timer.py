@@ -9,8 +9,8 @@ from .. import schema as S
 from ..findings import TIMER, Findings
 from ..rules import record_expired
 from ..store import Store
-from ..timerstore import TimerFiles, delayed_ms, delta, field_offset, slot_index
-from ..views.timer import Units, _iso, chain, timer_queue_end
+from ..timerstore import TimerFiles, TimerRecovery, delayed_ms, delta, field_offset, slot_index, timer_recovery
+from ..views.timer import QueueResume, Units, _iso, chain, queue_resume, timer_queue_end
 from .context import Context, Records
 
 
@@ -27,13 +27,24 @@ class TimerCheck:
             return
         self.check = self.timer.timercheck()
         self.read_ms = self.check["lastReadTimeMs"] if self.check else 0
+        # the broker's timer recovery at its next start: the timerlog past process_offset is truncated, the
+        # slots it walks revised, and the enqueue resumes where `resume` says
+        self.recovery = timer_recovery(self.timer, self.check)
+        self.resume = (
+            queue_resume(ctx.store, self.timer, self.check, self.recovery.process_offset)
+            if self.recovery is not None and self.check is not None
+            else None
+        )
         self.units = Units(self.timer)
+        if self.recovery is not None:  # the units the truncation leaves
+            kept = self.units.pos < self.recovery.process_offset
+            self.units.pos, self.units.units = self.units.pos[kept], self.units.units[kept]
         self.offsets = self.units.units["offsetPy"].astype(np.int64) if len(self.units.pos) else np.zeros(0, np.int64)
 
     def begin(self) -> Findings:
         found = Findings()
         if self.timer.present:
-            _check_files(found, self.timer, self.check)
+            _check_files(found, self.timer, self.check, self.recovery, self.resume)
         return found
 
     def window(self, w) -> Findings:
@@ -51,9 +62,9 @@ class TimerCheck:
         found = Findings()
         if not self.timer.present:
             return found
-        _check_slots(found, self.timer, self.units, self.read_ms)
+        _check_slots(found, self.timer, self.units, self.read_ms, self.recovery, self.resume)
         if self.check is not None:
-            _check_timercheck(found, self.ctx.store, self.timer, self.check)
+            _check_timercheck(found, self.ctx.store, self.timer, self.check, self.resume)
         return found
 
 
@@ -62,7 +73,19 @@ def _rel(timer: TimerFiles, pos: int) -> tuple[str, int]:
     return f"timerlog/{pos - pos % size:020d}", pos % size
 
 
-def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
+def _refiled(resume: QueueResume | None) -> str | None:
+    """What the broker's recovery does for timer messages whose units are gone, when it files them again."""
+    if resume is None or not resume.from_last_unit:
+        return None
+    return (
+        f"the broker's recovery resumes the timer queue at {resume.offset}, one past the record of the last "
+        "unit left, and files the messages from there again"
+    )
+
+
+def _check_files(
+    found: Findings, timer: TimerFiles, check: dict | None, recovery: TimerRecovery | None, resume: QueueResume | None
+):
     wheel = timer.wheel
     if wheel is None:
         found.add(
@@ -100,7 +123,7 @@ def _check_files(found: Findings, timer: TimerFiles, check: dict | None):
     if log is None:
         return
     _check_timerlog_files(found, log)
-    _check_timerlog_units(found, log, check)
+    _check_timerlog_units(found, log, check, recovery, resume)
 
 
 def _check_timerlog_files(found: Findings, log):
@@ -121,27 +144,31 @@ def _check_timerlog_files(found: Findings, log):
         found.add(TIMER, "timer-file", "error", path, None, None, detail)
 
 
-def _check_timerlog_units(found: Findings, log, check: dict | None):
-    """Where the timerlog's walk stops before the end of its data, and whether the broker's recovery sees it."""
-    size = log.file_size
-    # the broker's recovery re-checks units from the file holding lastTimerLogFlushPos - fileSize on
-    begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - size)
+def _check_timerlog_units(
+    found: Findings, log, check: dict | None, recovery: TimerRecovery | None, resume: QueueResume | None
+):
+    """Where the timerlog's walk stops before the end of its data, and whether the broker's recovery sees it
+    (timerstore.timer_recovery): it truncates there, and files again the messages of the units it drops when
+    it resumes the timer queue from the last unit left (views/timer.queue_resume)."""
     for w in log.damaged():
         at = w.file.start + w.stop
-        checked = w.file.start + size > begin
+        if recovery is not None and at > recovery.process_offset:
+            continue  # in what the truncation at the first stop drops
         later = sum(len(x.units) for x in log.walk[log.walk.index(w) + 1 :])
         what = "zero bytes" if w.stop_zero else "bytes that are not a timerlog unit (size 52, magic 0..15)"
-        note = (
-            f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {later} later "
-            f"unit(s) and their timer messages"
-            if checked
-            else f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
-            f"{later} unit(s) after it are still read through their slots' chains"
-        )
+        refiled = _refiled(resume)
+        if recovery is not None and recovery.process_offset == at:
+            note = f"the broker's recovery stops here and truncates the timerlog at {at}, dropping {recovery.dropped} unit(s)"
+            note += f"; {refiled}" if refiled else " and their timer messages"
+        else:
+            note = (
+                f"the broker's recovery starts after this file and does not see it; readers stop here, and the "
+                f"{later} unit(s) after it are still read through their slots' chains"
+            )
         found.add(
             TIMER,
             "timerlog-unit",
-            "error",
+            "warning" if refiled and recovery is not None and recovery.process_offset == at else "error",
             w.file.path,
             w.stop,
             None,
@@ -212,17 +239,37 @@ def _check_units(
         found.add(TIMER, "timer-reference", "warning" if pending else "info", file, at, o, detail)
 
 
-def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int):
-    """Each used slot: in its own place, its chain well formed (units of this slot, prevPos strictly
-    backwards to -1, within the timerlog), firstPos its oldest unit, num the chain's count. Slots whose
-    time has passed are never read again: their findings are info."""
+def _check_slots(
+    found: Findings,
+    timer: TimerFiles,
+    units: Units,
+    read_ms: int,
+    recovery: TimerRecovery | None,
+    resume: QueueResume | None,
+):
+    """Each used slot as the broker's recovery leaves it (its revisions: timerstore.timer_recovery): in its own
+    place, its chain well formed (units of this slot, prevPos strictly backwards to -1, within the timerlog
+    the recovery keeps), firstPos its oldest unit, num the chain's count. Slots whose time has passed are never
+    read again: their findings are info."""
     wheel = timer.wheel
     if wheel is None:
         return
-    slots = wheel.slots
+    slots = recovery.slots if recovery is not None else wheel.slots
     precision = timer.precision
     wheel_path = "timerwheel"
-    for i in wheel.used().tolist():
+    revised = set(recovery.revised.tolist()) if recovery is not None else set()
+    for i in revised:
+        before, after = int(wheel.slots[i]["lastPos"]), int(slots[i]["lastPos"])
+        _chain_finding(
+            found,
+            "info",
+            wheel_path,
+            i * S.WHEEL_SLOT_SIZE,
+            f"slot {i}: lastPos is {before}; the broker's recovery revises it to {after}, the slot's newest unit "
+            "its timerlog walk passes",
+        )
+    emptied: list[int] = []
+    for i in sorted(set(wheel.used().tolist()) | revised):
         s = slots[i]
         time_ms = int(s["timeDivPrecision"]) * precision
         pending = time_ms >= read_ms
@@ -239,6 +286,9 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
             )
             continue
         positions, problem = chain(timer, int(s["lastPos"]), units)
+        if problem and pending and not positions and recovery is not None and s["lastPos"] >= recovery.process_offset:
+            emptied.append(i)  # every unit of the slot is in what the truncation drops
+            continue
         if problem:
             # at the unit holding the bad prevPos, or at the slot when lastPos itself is bad
             file, at = _rel(timer, positions[-1]) if positions else (wheel_path, i * S.WHEEL_SLOT_SIZE)
@@ -253,6 +303,17 @@ def _check_slots(found: Findings, timer: TimerFiles, units: Units, read_ms: int)
             )
             continue
         _check_chain(found, timer, units, i, positions, when, pending)
+    if emptied:
+        refiled = _refiled(resume)
+        _chain_finding(
+            found,
+            "warning" if refiled else "error",
+            wheel_path,
+            emptied[0] * S.WHEEL_SLOT_SIZE,
+            f"{len(emptied)} pending slot(s) (slot {emptied[0]} first) have no unit left below where the broker's "
+            f"recovery truncates the timerlog ({recovery.process_offset}): the dequeue reads none of them; "
+            + (refiled if refiled else "their messages are never delivered"),
+        )
 
 
 def _chain_finding(found: Findings, severity: str, file, at: int, detail: str) -> None:
@@ -303,22 +364,28 @@ def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, posit
         )
 
 
-def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: dict):
+def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: dict, resume: QueueResume | None):
     """timercheck against the data: the flushed timerlog position and the enqueued queue offset."""
     path = timer.timercheck_path
     end = timer.timerlog.data_end if timer.timerlog is not None else 0
     flushed = check["lastTimerLogFlushPos"]
     if flushed > end:
+        refiled = _refiled(resume)
+        fate = (
+            refiled
+            if refiled
+            else "the messages they filed are never delivered (the broker's recovery resumes the timer queue at "
+            "timercheck's lastTimerQueueOffset, past them)"
+        )
         found.add(
             TIMER,
             "timercheck-ahead",
-            "error",
+            "warning" if refiled else "error",
             path,
             field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"),
             None,
             f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
-            f"flushed are gone, and the messages they filed are never delivered (their queue offsets count as "
-            f"enqueued)",
+            f"flushed are gone; {fate}",
         )
     queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]

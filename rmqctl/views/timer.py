@@ -22,7 +22,7 @@ from .. import schema as S
 from ..errors import StoreError
 from ..javacompat import java_string_hash
 from ..store import Store
-from ..timerstore import UNIT_FIELDS, TimerFiles, delayed_ms, slot_index
+from ..timerstore import UNIT_FIELDS, TimerFiles, delayed_ms, slot_index, timer_recovery
 
 MAGIC_NAMES = ((S.TIMER_MAGIC_DEFAULT, "default"), (S.TIMER_MAGIC_ROLL, "roll"), (S.TIMER_MAGIC_DELETE, "delete"))
 HOUR_MS = 3_600_000
@@ -193,13 +193,21 @@ def dump_timerwheel(store: Store, which: SlotFilter = SlotFilter()) -> Iterator[
 def pending_summary(store: Store) -> dict | None:
     """Timer messages still waiting, by delivery hour (UTC): units of slots at or after timercheck's
     lastReadTimeMs (DELETE markers aside; a ROLL unit counts at its record's TIMER_OUT_MS), and the messages
-    of the timer topic's queue not filed into the wheel yet. None without timer files."""
+    of the timer topic's queue not filed into the wheel yet, both as the broker's timer recovery leaves them
+    (units past where it truncates the timerlog are gone, their messages filed again from where it resumes the
+    queue). None without timer files."""
     timer = TimerFiles(store)
     if not timer.present:
         return None
-    check = timer.timercheck() or {}
+    check = timer.timercheck()
+    recovery = timer_recovery(timer, check) if check is not None else None
+    resume = queue_resume(store, timer, check, recovery.process_offset) if recovery is not None else None
+    check = check or {}
     read_ms = check.get("lastReadTimeMs", 0)
     pos, units = timer.positions()
+    if recovery is not None:
+        kept = pos < recovery.process_offset
+        pos, units = pos[kept], units[kept]
     due = delayed_ms(units)
     pending = (due >= read_ms) & ~(units["magic"] & S.TIMER_MAGIC_DELETE).astype(bool)
     due = due.copy()
@@ -224,9 +232,71 @@ def pending_summary(store: Store) -> dict | None:
         "pending": int(pending.sum()),
         "oldest": _iso(int(times[0])) if len(times) else None,
         "newest": _iso(int(times[-1])) if len(times) else None,
-        "notYetInWheel": max(0, queue_max - check.get("lastTimerQueueOffset", 0)),
+        "notYetInWheel": max(0, queue_max - (resume.offset if resume else check.get("lastTimerQueueOffset", 0))),
         "byHour": hours,
     }
+
+
+REVISE_TRIES = 20000  # reviseQueueOffset's maxCount
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueResume:
+    """Where the broker's timer enqueue resumes in rmq_sys_wheel_timer/0 after its recovery (currQueueOffset)."""
+
+    offset: int
+    from_last_unit: bool  # one past the queue offset of the last unit's record (else timercheck's lastTimerQueueOffset)
+
+
+def queue_resume(store: Store, timer: TimerFiles, check: dict, process_offset: int) -> QueueResume:
+    """TimerMessageStore.recover's currQueueOffset: reviseQueueOffset reads the record of the unit that ends at
+    the recovered timerlog end, takes its queue offset (searched down in its queue, at most 20000 steps, for the
+    unit naming that record), and resumes one past it; no such record: timercheck's lastTimerQueueOffset. At
+    most masterTimerQueueOffset, then within the queue's [min, max]."""
+    units = Units(timer)
+    unit = units.at(process_offset - S.TIMERLOG_UNIT_SIZE)
+    found = None
+    if unit is not None:
+        offset_py, size_py = int(unit["offsetPy"]), int(unit["sizePy"])
+        try:
+            _, m = store.read_message(offset_py)
+        except StoreError:
+            m = None
+        if m is not None and m.storeSize == size_py:
+            found = m.queueOffset
+            for q in range(m.queueOffset, max(-1, m.queueOffset - REVISE_TRIES), -1):
+                if _timer_queue_unit(store, m.queueId, q) == (offset_py, size_py):
+                    found = q
+                    break
+    offset = found + 1 if found is not None else check["lastTimerQueueOffset"]
+    offset = min(offset, check["masterTimerQueueOffset"])
+    lo_hi = _timer_queue_range(store)
+    if lo_hi is not None:
+        offset = min(max(offset, lo_hi[0]), lo_hi[1])
+    return QueueResume(offset, found is not None)
+
+
+def _timer_queue_unit(store: Store, queue_id: int, q: int) -> tuple[int, int] | None:
+    """(commitLogOffset, size) of a timer queue's unit at queue offset q, None where it has none."""
+    if store.rocks_queues is not None:
+        unit = store.rocks_queues.unit(S.TIMER_TOPIC, queue_id, q)
+        return (unit[0], unit[1]) if unit is not None else None
+    cq = store.consume_queue(S.TIMER_TOPIC, queue_id)
+    at = q * S.CQ_UNIT_SIZE
+    for f in cq.files.files if cq.directory.is_dir() else []:
+        if f.start <= at < f.start + len(f.buf) - S.CQ_UNIT_SIZE + 1:
+            off, size = S.CQ_UNIT.unpack_from(f.buf, at - f.start)[:2]
+            return (off, size) if off or size else None
+    return None
+
+
+def _timer_queue_range(store: Store) -> tuple[int, int] | None:
+    rocks = store.rocks_queues
+    if rocks is not None:
+        q = rocks.queue(S.TIMER_TOPIC, 0)
+        return (rocks.min_offset(q, store.commitlog.min_offset), q.max_offset) if q is not None else None
+    cq = store.consume_queue(S.TIMER_TOPIC, 0)
+    return cq.offset_range() if cq.directory.is_dir() else None
 
 
 def timer_queue_end(store: Store) -> int | None:
