@@ -186,7 +186,8 @@ def dump_index(ctx, file, headers_only):
     rmqctl dump index --store /data/store --broker-config broker.conf
     rmqctl dump index 20240601000000003 --store /data/store --format jsonl
     """
-    render(inspect.dump_index(ctx.store, file, entries=not headers_only), ctx.format)
+    with damage_exits() as warn:
+        render(inspect.dump_index(ctx.store, file, entries=not headers_only, warn=warn), ctx.format)
 
 
 @dump.command("rocksdbstore")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import inspect
 import queue
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import orjson
@@ -322,14 +322,22 @@ def index_header_dict(ix) -> dict:
     return h
 
 
-def dump_index(store: Store, name: str | None = None, entries: bool = True) -> Iterator[dict]:
-    """Index headers, then (with entries) every used entry with its slot and chain link."""
+def dump_index(
+    store: Store, name: str | None = None, entries: bool = True, warn: Callable[[str], None] | None = None
+) -> Iterator[dict]:
+    """Index headers, then (with entries) every used entry with its slot and chain link. A file shorter than its
+    geometry reads as zeros past its end, as the broker maps it; `warn` is told of each."""
     files = store.index_files()
     if name is not None:
         files = [ix for ix in files if ix.name == name or str(ix.path) == name]
         if not files:
             raise StoreError("no such index file", store.index_dir / name)
     for ix in files:
+        if ix.length < ix.expected_length and warn is not None:
+            warn(
+                f"{ix.path}: index file is {ix.length} bytes, not {ix.expected_length}: read as zeros past its end, "
+                "as the broker maps it (rmqctl rebuild index writes it again)"
+            )
         yield {"kind": "header", **index_header_dict(ix)}
         if not entries:
             continue
