@@ -481,3 +481,32 @@ def test_a_committed_index_dledger_cannot_read(copy, value, severity):
     assert [(f["kind"], f["severity"]) for f in found if f["kind"] == "dledger-checkpoint"] == [
         ("dledger-checkpoint", severity)
     ]
+
+
+def test_after_a_crash_the_index_keys_the_broker_loses_are_named(tmp_path, java_oracle):
+    """With `abort`, a DLedger broker deletes the index files newer than the checkpoint's indexMsgTimestamp, as any
+    broker does, but DLedgerCommitLog.recover dispatches nothing: keys are indexed again only from where the reput
+    resumes. verify said nothing; it now names each file 4.9.7 deletes, with the keys lost."""
+    import subprocess
+
+    root = copy_store(NAME, tmp_path / "e")
+    index_dir = root / "dledger-n0" / "index"
+    # a stock broker maps DLedger index files at DLedger's default size: the fixture's 8 KiB files as one such file
+    parts = sorted(index_dir.iterdir())
+    with open(index_dir / f"{0:020d}.merged", "wb") as merged:
+        merged.truncate(D.DEFAULT_INDEX_FILE_SIZE)
+        for p in parts:
+            merged.seek(int(p.name))
+            merged.write(p.read_bytes())
+    for p in parts:
+        p.unlink()
+    (index_dir / f"{0:020d}.merged").rename(index_dir / f"{0:020d}")
+    (root / "abort").touch()
+    res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    named = {f["file"].rsplit("/", 1)[1] for f in jsonl(res.stdout) if f["kind"] == "index-lost-on-recovery"}
+    out = tmp_path / "out"
+    subprocess.run([str(java_oracle / "read4.sh"), "--keep-copy", str(root), str(CONF), str(out)], capture_output=True)
+    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"]
+    kept = {p.name for p in (out / "store-copy" / "index").iterdir()}
+    deleted = {p.name for p in (root / "index").iterdir()} - kept
+    assert named == deleted and deleted

@@ -407,8 +407,9 @@ def _checkpoint(run: Context, state, last: int | None) -> Findings:
             path,
             None,
             None,
-            f"committedIndex {committed} < last entry {last}: the broker serves messages up to entry "
-            f"{committed} until the group commits the rest (a new leader may truncate them)",
+            f"committedIndex {committed} < last entry {last}: the broker's reput dispatches entries only up to "
+            f"{committed} until the group commits the rest, while the consumequeue units already written for later "
+            "entries are served (a new leader may truncate those entries)",
         )
     if end is not None and end != last:
         found.add(

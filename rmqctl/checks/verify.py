@@ -30,7 +30,7 @@ from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
-from ..recovery import abnormal_start_by_offset, normal_recovery_start, recovery_fails_on
+from ..recovery import abnormal_start_by_offset, first_redispatched, normal_recovery_start, recovery_fails_on
 from ..store import MappedFileQueue, Store, size_from_names
 from . import (
     VERIFY_PARTS,
@@ -231,6 +231,7 @@ def complete(
     out += _windowed_checks(ctx, results, window, links, timer)
     if dledger is not None and "commitlog" in parts:
         out += verify_dledger.recovery_notes(ctx, lost[2], dledger, out.about_commitlog())
+        out += _dledger_index_loss(ctx)
     if "commitlog" in parts:
         out += check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
     out += _store_wide_checks(ctx)
@@ -239,6 +240,19 @@ def complete(
     if ctx.live is not None:
         out += live_note(ctx)
     return _result(ctx, out.sorted(), records, scanned, began, max_findings)
+
+
+def _dledger_index_loss(ctx: Context) -> Findings:
+    """After a crash a DLedger broker deletes the index files newer than the checkpoint's indexMsgTimestamp as any
+    broker does (IndexService.load), but DLedgerCommitLog.recover dispatches nothing: keys are indexed again only
+    from where the reput resumes, the queues' end (recovery.first_redispatched)."""
+    cp = ctx.store.checkpoint() if ctx.crashed and "index" in ctx.parts else None
+    if cp is None:
+        return Findings()
+    verify_cq.consumequeue_max_phy(ctx)
+    if ctx.queues_end is None:
+        return Findings()
+    return verify_links.index_loss_on_recovery(ctx, cp, first_redispatched(ctx.store, ctx.queues_end, ctx.logical_end))
 
 
 def _queue_offsets(ctx: Context, results: list[list]) -> Findings:

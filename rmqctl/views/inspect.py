@@ -804,6 +804,11 @@ def _dledger_info(store: Store, odd: list[str]) -> dict:
         odd.append(f"DLedger's recovery at start stops at {r.cut} ({r.stop.detail}) and truncates the log there")
     if r.exits:
         odd.append("DLedger's recovery would stop more than a file before the last data file: DLedger exits at start")
+    if index.files and index.file_size != dledger.DEFAULT_INDEX_FILE_SIZE:
+        odd.append(
+            f"DLedger index files of {index.file_size} bytes: a stock broker (DLedgerCommitLog leaves "
+            f"mappedFileSizeForEntryIndex at DLedger's {dledger.DEFAULT_INDEX_FILE_SIZE}) refuses them at load and exits"
+        )
     return {
         "home": str(layout.home),
         "indexFileSize": index.file_size,
