@@ -425,7 +425,8 @@ def test_quiet_max_findings_only_and_range():
     code, found = findings("d-crashed", d, "--max-findings", "2")
     assert code == 1 and len(found) == 2
     code, found = findings("d-crashed", d, "--only", "index")
-    assert code == 1 and kinds(found) == {"index-entry-past-end"}
+    # (info: the index file holding them is newer than the checkpoint, and the broker deletes it after the crash)
+    assert code == 0 and kinds(found) == {"index-entry-past-end"} and {f["severity"] for f in found} == {"info"}
     code, found = findings("d-crashed", d, "--only", "consumequeue")
     assert kinds(found) == {"cq-entry-past-end"}
     code, found = findings("d-crashed", d, "--only", "commitlog", "--from", "65536", "--to", "700000")

@@ -17,7 +17,7 @@ from .. import schema as S
 from ..errors import FileGone
 from ..findings import INDEX, Findings
 from ..engine import E_NO_RECORD, E_PAST_END, E_TIME, E_WRONG_KEY, hash_slots, index_targets
-from ..rules import index_time_diff, record_expired
+from ..rules import index_dropped_after_crash, index_time_diff, record_expired
 from ..store import INDEX_FILE_NAME, loaded_index_name
 from .context import Context, Records
 from .links import (
@@ -430,6 +430,14 @@ def _file_findings(run: Context, f: _File, pos) -> Findings:
                     None,
                     f"{field} {h[field]} but the entries say {value}",
                 )
+    cp = run.store.checkpoint() if run.crashed and len(found) else None
+    if cp is not None and index_dropped_after_crash(ix.header["endTimestamp"], cp["indexMsgTimestamp"]):
+        for finding in found:  # moot: the file is gone at the broker's next start
+            finding.severity = "info"
+            finding.detail += (
+                "; after the crash the broker deletes this file at load (its endTimestamp is after the checkpoint's "
+                "indexMsgTimestamp) and indexes again from its recovery start"
+            )
     return found
 
 
