@@ -910,3 +910,25 @@ def test_only_a_single_walk_is_paged(monkeypatch):
         store = open_store("a-basic")
         ctx = verify_commitlog.Context(store, {"commitlog"}, None, None, False, jobs, {})
         assert {t.paged for chunks in verify_commitlog.plan(ctx) for t in chunks} == {paged}
+
+
+def test_a_cut_says_what_the_index_keeps_past_it(tmp_path, java_oracle):
+    """The broker's recovery truncates the commitlog and the consumequeues at a damaged record, never the index:
+    keys of the dropped records stay, and buildIndex skips what it then writes below the last index file's
+    endPhyOffset. The cut's finding says so, with the endPhyOffset of the last file RocketMQ 5.3.3 keeps."""
+    import subprocess
+
+    root = copy_store("c-v5-features", tmp_path / "c")
+    shutil.rmtree(root / "consumequeue")  # (its normal recovery then re-checks from the first file)
+    path = root / "commitlog" / f"{131072:020d}"
+    data = bytearray(path.read_bytes())
+    data[135665 - 131072 + 300] ^= 0xFF
+    path.write_bytes(bytes(data))
+    code, found = findings("c-v5-features", root)
+    [cut] = [f for f in found if f["commitLogOffset"] == 135665 and "truncates the commitlog at 135665" in f["detail"]]
+    out = tmp_path / "out"
+    conf = broker_conf("c-v5-features")
+    subprocess.run([str(java_oracle / "read5.sh"), "--keep-copy", str(root), str(conf), str(out)], capture_output=True)
+    last = sorted((out / "store-copy" / "index").iterdir())[-1].read_bytes()
+    end = S.INDEX_HEADER.unpack_from(last, 0)[3]  # endPhyOffset
+    assert end > 135665 and f"the index keeps its entries up to {end}" in cut["detail"]

@@ -31,6 +31,7 @@ from ..errors import FileGone, StoreError
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
 from ..recovery import abnormal_start_by_offset, first_redispatched, normal_recovery_start, recovery_fails_on
+from ..rules import index_dropped_after_crash
 from ..store import MappedFileQueue, Store, size_from_names
 from . import (
     VERIFY_PARTS,
@@ -515,6 +516,26 @@ def _recovery_plan(ctx: Context, damage: list[Finding]) -> RecoveryPlan | None:
     return RecoveryPlan(first, why, mode, abort, seen, cut)
 
 
+def _index_past_cut(ctx: Context, cp: dict, abort: bool, cut: int) -> str:
+    """What the index keeps past a recovery's cut: IndexService truncates nothing, and buildIndex skips a record
+    below the last index file's endPhyOffset (after a crash, of the last file its load keeps)."""
+    if "index" not in ctx.parts or not ctx.config.messageIndexEnable:
+        return ""
+    kept = [
+        ix
+        for ix in verify_links.index_files(ctx)[0]
+        if not (abort and index_dropped_after_crash(ix.header["endTimestamp"], cp["indexMsgTimestamp"]))
+    ]
+    end = kept[-1].header["endPhyOffset"] if kept else 0
+    if end < cut:
+        return ""
+    return (
+        f"; the index keeps its entries up to {end} (the broker never truncates it): keys of the dropped records "
+        f"stay, and the messages it then writes at {cut}..{end} get no index entry (buildIndex skips a record below "
+        "the last index file's endPhyOffset); `rmqctl repair` takes those entries out"
+    )
+
+
 def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_bytes: int) -> Findings:
     """Which damage the broker's next recovery will see (and cut the commitlog at, noted on its findings) and
     which it will not; with the abort file, where its abnormal recovery starts and the index keys it drops."""
@@ -528,7 +549,7 @@ def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_
             f"truncates the commitlog at {cut.commitLogOffset}, dropping {lost} later record(s) "
             f"({lost_bytes} bytes) and the consumequeue entries past it"
         )
-        cut.detail += f"; {cut_note}"
+        cut.detail += f"; {cut_note}" + _index_past_cut(ctx, cp, abort, cut.commitLogOffset)
     for f in seen:
         if f is cut:
             continue
