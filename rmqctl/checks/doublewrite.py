@@ -54,10 +54,11 @@ def _compare_queue(rocks: RocksConsumeQueues, times: CommitLogTimes, cq, copy) -
             off, size, tags = u
             if record_expired(off, times.min_offset):  # its record went with the cleanup: neither store serves it
                 continue
-            have = got.get(start + i)
-            if have is None or have[:3] != (off, size, tags) or have[3] != times.store_time(off, size):
+            have, stored = got.get(start + i), times.store_time(off, size)
+            # (-1: no record there to read a time from, a torn tail's: that unit's own findings say so)
+            if have is None or have[:3] != (off, size, tags) or (stored != -1 and have[3] != stored):
                 differing += 1
-                first = first or (start + i, (off, size, tags, times.store_time(off, size)), have)
+                first = first or (start + i, (off, size, tags, stored), have)
         f.release()
         if written < len(arr):
             break
