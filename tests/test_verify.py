@@ -932,3 +932,23 @@ def test_a_cut_says_what_the_index_keeps_past_it(tmp_path, java_oracle):
     last = sorted((out / "store-copy" / "index").iterdir())[-1].read_bytes()
     end = S.INDEX_HEADER.unpack_from(last, 0)[3]  # endPhyOffset
     assert end > 135665 and f"the index keeps its entries up to {end}" in cut["detail"]
+
+
+def test_a_unit_dispatched_again_past_a_lost_file_lands_at_the_queues_end(tmp_path, java_oracle):
+    """A queue's last consumequeue file lost (no crash): the reput at start dispatches the record past the queues'
+    end again, but ConsumeQueue.putMessagePositionInfo appends its unit at the queue's end (128), not at its own
+    queue offset (159). verify says where it lands, as RocketMQ 4.9.7 serves it."""
+    import subprocess
+
+    root = copy_store("a-basic", tmp_path / "a")
+    (root / "consumequeue" / "OrderTopic" / "1" / f"{2560:020d}").unlink()
+    code, found = findings("a-basic", root)
+    [again] = [f for f in found if f["severity"] == "warning" and f["kind"] == "cq-missing-entries"]
+    assert "their units written from queue offset 128, the queue's end, not at their own 159" in again["detail"]
+    out = tmp_path / "out"
+    subprocess.run(
+        [str(java_oracle / "read4.sh"), str(root), str(broker_conf("a-basic")), str(out)], capture_output=True
+    )
+    read = [json.loads(line) for line in (out / "messages-read.jsonl").read_text().splitlines()]
+    served = {(r["queueOffset"], r["commitLogOffset"]) for r in read if (r["topic"], r["queueId"]) == ("OrderTopic", 1)}
+    assert (128, again["commitLogOffset"]) in served

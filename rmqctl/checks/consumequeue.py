@@ -552,8 +552,16 @@ class _MissingEntries:
                 continue
             detail = f"{queue}: {count} dispatched message(s) have no consumequeue entry ({offsets})"
             deleted = fate == LOST and run.deleted_topic(key[0], present)
+            if fate == AGAIN and q is not None and all_past and qmin > q.end:
+                # ConsumeQueue.putMessagePositionInfo logs "[BUG]logic queue order maybe wrong" and appends anyway
+                offsets_note = (
+                    f", their units written from queue offset {q.end}, the queue's end, not at their own "
+                    f"{int(qmin)}.. (the broker logs [BUG]logic queue order maybe wrong)"
+                )
+            else:
+                offsets_note = ""
             detail += (
-                f"; {DISPATCHED_AGAIN} (they are past where its reput resumes)"
+                f"; {DISPATCHED_AGAIN} (they are past where its reput resumes){offsets_note}"
                 if fate == AGAIN
                 else f"; {key[0]} is not among the broker's topics (topics.json): deleted, its queues removed, "
                 "its records left in the commitlog until the cleanup deletes their files"
