@@ -312,8 +312,8 @@ def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | Non
             start = least - least % log.file_size
             order.append(np.flatnonzero((pos >= start) & (pos < process)))
     seq = np.concatenate(order)
-    before = slots.copy()
     _revise(slots, pos[seq], delayed_ms(units[seq]), timer.precision)
+    before = wheel.slots  # (the file's, read-only)
     changed = np.flatnonzero((slots["lastPos"] != before["lastPos"]) | (slots["firstPos"] != before["firstPos"]))
     return TimerRecovery(process, dropped, slots, changed)
 
