@@ -258,7 +258,7 @@ def _check_slots(
     precision = timer.precision
     wheel_path = "timerwheel"
     revised = set(recovery.revised.tolist()) if recovery is not None else set()
-    for i in revised:
+    for i in sorted(revised):
         before, after = int(wheel.slots[i]["lastPos"]), int(slots[i]["lastPos"])
         _chain_finding(
             found,
