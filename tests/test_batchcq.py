@@ -5,6 +5,7 @@ consumequeue` writing the broker's bytes, which RocketMQ 5.3.3 then loads."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -218,6 +219,32 @@ def test_rebuild_writes_the_brokers_bytes(store_copy):
     assert (root / "checkpoint").read_bytes() == (STORE / "checkpoint").read_bytes()
     again = run("rebuild", "consumequeue", "--store", root, "--broker-config", CONF)
     assert again.stderr.endswith("8 queue(s) rebuilt from 583 records: identical to the store's, nothing to change\n")
+
+
+def test_rebuild_refuses_inner_batches_whose_topic_lost_its_batchcq_config(store_copy):
+    """With BatchTopic gone from topics.json and batchconsumequeue/, its inner batches would go to consumequeues
+    whose units do not match their queue offsets: the rebuild names the first one and writes nothing; the other
+    topics still rebuild."""
+    root = store_copy(NAME)
+    topics = json.loads((root / "config" / "topics.json").read_text())
+    del topics["topicConfigTable"]["BatchTopic"]
+    (root / "config" / "topics.json").write_text(json.dumps(topics))
+    for leftover in (root / "config").glob("topics.json.bak"):
+        leftover.unlink()
+    shutil.rmtree(root / "batchconsumequeue")
+    before = files_of(root, ".")
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", CONF)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert res.stderr == (
+        f"rmqctl: position 518 in {root}/commitlog/00000000000000000000: BatchTopic's records are inner batches "
+        "(sysFlag INNER_BATCH), which only a BatchConsumeQueue serves, but neither topics.json "
+        "(queue.type=BatchCQ) nor batchconsumequeue/ makes BatchTopic a BatchCQ topic: a consumequeue of them "
+        "would not match their queue offsets; restore the topic's config (`rmqctl config restore`, or its "
+        "attributes in topics.json) and run the rebuild again\n"
+    )
+    assert files_of(root, ".") == before
+    plain = run("rebuild", "consumequeue", "--store", root, "--broker-config", CONF, "--topic", "PlainTopic")
+    assert plain.exit_code == 0, plain.stderr
 
 
 def test_rocketmq_533_loads_the_rebuilt_store(store_copy, java_oracle, tmp_path):

@@ -272,6 +272,18 @@ def first_bad_queue(b: FileDispatch, rows: np.ndarray) -> tuple[str, int] | None
     return b.topics[b.cq_topic[first]], int(b.position[b.cq_record[first]])
 
 
+def first_inner_batch(b: FileDispatch, rows: np.ndarray) -> tuple[str, int] | None:
+    """(topic, record position) of the first inner batch (sysFlag INNER_BATCH), in commitlog order, among the
+    entries `rows` of `b` that go to the record's own topic: only a BatchConsumeQueue serves one, whose units
+    cover its INNER_NUM queue offsets; None when there is none."""
+    records = b.cq_record[rows]
+    rows = rows[(b.sysflag[records] & S.INNER_BATCH_FLAG != 0) & (b.cq_topic[rows] == b.topic[records])]
+    if not len(rows):
+        return None
+    first = rows[np.argmin(b.cq_record[rows])]
+    return b.topics[b.cq_topic[first]], int(b.position[b.cq_record[first]])
+
+
 class BatchWriter:
     """What dispatch_file computed, written into a Dispatcher's consumequeues and index with the outcome of
     Dispatcher.dispatch record by record: a queue's run of entries in bulk (put_run), keys in bulk when no
@@ -279,7 +291,7 @@ class BatchWriter:
     own queue gets its BatchConsumeQueue unit instead (Dispatcher.dispatch_batch, from the record: its
     INNER_BASE / INNER_NUM are not in the columns). Counts the entries per selected queue, the units per
     BatchConsumeQueue and the keys; `refuse(topic, position)` raises for a topic that cannot be a directory
-    name."""
+    name; write() also `refuse(topic, position, inner_batch=True)` for an inner batch bound for a consumequeue."""
 
     def __init__(
         self,
@@ -311,7 +323,7 @@ class BatchWriter:
                 keys += new_keys(self.dispatcher.index, b)
         return new_file_sizes(self.dispatcher, units, keys)
 
-    def write(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
+    def write(self, buf, b: FileDispatch, refuse: Callable[..., None]):
         """Dispatch the records of `b` (read from `buf`, one commitlog file), a queue's entries at a time: for
         files no reader sees until they are complete (rebuild's staging)."""
         if not len(b.position):
@@ -445,9 +457,12 @@ class BatchWriter:
                 self.keys += len(index_keys(m))
                 index.build(m, m.physicalOffset)
 
-    def _queues(self, buf, b: FileDispatch, refuse: Callable[[str, int], None]):
+    def _queues(self, buf, b: FileDispatch, refuse: Callable[..., None]):
         d = self.dispatcher
         groups, batch = self._groups(b, refuse)
+        # (an inner batch bound for a consumequeue: its units would not match its queue offsets; not staged)
+        if (inner := first_inner_batch(b, np.concatenate([np.zeros(0, np.int64), *groups]))) is not None:
+            refuse(*inner, inner_batch=True)
         last_written = -1
         for g in batch:  # each BatchConsumeQueue's records in commitlog order
             for r in sorted(set(b.cq_record[g].tolist())):

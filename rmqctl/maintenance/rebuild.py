@@ -136,7 +136,16 @@ class _Run:
         return self.queue_filter is None or self.queue_filter(topic, qid)
 
     @staticmethod
-    def _refuse(topic: str, f, position: int):
+    def _refuse(topic: str, f, position: int, inner_batch: bool = False):
+        if inner_batch:  # (a BatchCQ topic whose config was lost: BatchWriter._groups)
+            raise StoreError(
+                f"{topic}'s records are inner batches (sysFlag INNER_BATCH), which only a BatchConsumeQueue serves, "
+                f"but neither topics.json (queue.type=BatchCQ) nor batchconsumequeue/ makes {topic} a BatchCQ "
+                "topic: a consumequeue of them would not match their queue offsets; restore the topic's config "
+                "(`rmqctl config restore`, or its attributes in topics.json) and run the rebuild again",
+                f.path,
+                position=position,
+            )
         raise StoreError(
             f"topic {topic!r} read from this record cannot be a directory name; refusing to write "
             "consumequeue files for it",
@@ -217,6 +226,8 @@ class _Run:
                 if self._selected(topic, qid):
                     if not valid_topic_dir_name(topic):
                         self._refuse(topic, f, m.position)
+                    if topic == m.topic and m.sysFlag & S.INNER_BATCH_FLAG:
+                        self._refuse(topic, f, m.position, inner_batch=True)
                     self.queued[(topic, qid)] += 1
         if self.build_index:
             self.writer.keys += len(index_keys(m))
@@ -227,7 +238,7 @@ class _Run:
         n = len(b.position)
         self.records += n
         self.mismatched += int(np.count_nonzero(b.phy != f.start + b.position))
-        self.writer.write(f.buf, b, lambda topic, position: self._refuse(topic, f, position))
+        self.writer.write(f.buf, b, lambda topic, position, **why: self._refuse(topic, f, position, **why))
 
 
 def dispatch_records(
