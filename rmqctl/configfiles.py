@@ -11,11 +11,47 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
-from .javacompat import crc31
+from .javacompat import crc31, decode_utf8, java_long, parse_int, parse_long
 
 _FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
+
+
+class Members(dict):
+    """An object as the decode meets it: its keys' last values, and `pairs`, every (key, value) in order (a typed
+    map's decode converts each as it reads it: a key given twice throws on its first value too)."""
+
+    pairs: list
+
+
+def _members(pairs: list) -> Members:
+    out = Members(pairs)
+    out.pairs = pairs
+    return out
+
+
+class DecimalText(float):
+    """A number with a fraction or an exponent, as fastjson reads it: a BigDecimal of its `text`."""
+
+    text: str
+
+    def __new__(cls, text: str):
+        out = super().__new__(cls, text)
+        out.text = text
+        return out
+
+
+class BareKey(str):
+    """A map key written without quotes (1.5, 1L, true): fastjson converts its token's `value`, not its text."""
+
+    value: object
+
+    def __new__(cls, text: str, value):
+        out = super().__new__(cls, text)
+        out.value = value
+        return out
 
 
 def parse_fastjson(text: str):
@@ -28,7 +64,7 @@ def parse_fastjson(text: str):
     text = text.removeprefix("\ufeff")
     fixed = _FASTJSON_KEY.sub(lambda m: m.group(1) or f'{m.group(2)}"{m.group(3)}"{m.group(4)}', text)
     try:
-        return json.loads(fixed)
+        return json.loads(fixed, parse_float=DecimalText, object_pairs_hook=_members)
     except json.JSONDecodeError:
         return _Lenient(text).document()
 
@@ -36,11 +72,14 @@ def parse_fastjson(text: str):
 class _Lenient:
     """fastjson's lexer with its default parser features (AllowSingleQuotes, AllowUnQuotedFieldNames,
     AllowArbitraryCommas; comments skipped as white space; numbers with a sign, leading zeros or a type suffix):
-    names and integer keys become strings, as the strict path gives them. Commas as the typed decode takes
-    them (`members`), which differs from a generic parse in maps of integer keys."""
+    names and integer keys become strings, as the strict path gives them, other bare keys BareKeys. Commas as
+    the typed decode takes them (`members`), which differs from a generic parse in maps of integer keys. Other
+    control characters (NUL, \\x0b, EOI \\x1a, ...) are skipped wherever its nextToken reads, but not where it
+    scans a field name or a String-keyed map's key (`members`)."""
 
     TOKEN = re.compile(
         r"""(?P<space>(?:[ \t\r\n\f\b]+|/\*.*?\*/|//[^\n]*)+)
+        |(?P<control>[\x00-\x07\x0b\x0e-\x1f\x7f]+)
         |(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
         |(?P<number>[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[LSBFD]?(?![\w.]))
         |(?P<name>[A-Za-z_$][\w$]*)
@@ -53,7 +92,14 @@ class _Lenient:
 
     def __init__(self, text: str):
         self.text = text
-        self.tokens = [(m.lastgroup, m.group(), m.start()) for m in self._scan(text) if m.lastgroup != "space"]
+        self.tokens, self.after_control, control = [], [], False
+        for m in self._scan(text):
+            if m.lastgroup in ("space", "control"):
+                control |= m.lastgroup == "control"
+                continue
+            self.tokens.append((m.lastgroup, m.group(), m.start()))
+            self.after_control.append(control)
+            control = False
         self.at = 0
 
     def _scan(self, text: str):
@@ -66,6 +112,8 @@ class _Lenient:
             pos = m.end()
 
     def document(self):
+        if not self.tokens:
+            raise json.JSONDecodeError("blank text, which the broker's decode throws on", self.text, 0)
         value = self.value()
         if self.at < len(self.tokens):
             self.fail("text after the document")
@@ -95,8 +143,7 @@ class _Lenient:
         if kind == "string":
             return self.string(token)
         if kind == "number":
-            digits = token.rstrip("LSBFD")
-            return float(digits) if any(c in digits for c in ".eE") else int(digits)
+            return self.number(token)
         if kind == "name" and token in self.WORDS:
             return self.WORDS[token]
         self.at -= 1
@@ -117,6 +164,7 @@ class _Lenient:
         delay levels; fastjson's MapDeserializer reads them with parseInt) refuses a doubled or leading comma
         and needs none between entries; any other object takes extra commas and needs one between fields."""
         out, extra, missing = {}, None, None  # (the token at the first extra comma, the first missing one)
+        pairs, control = [], None  # (every pair; a control character before a key or its ':')
         while True:
             commas = self.at
             while self.peek() == ",":
@@ -127,18 +175,40 @@ class _Lenient:
                 missing = commas
             if self.peek() == "}":
                 self.next()
-                integer_keys = any(self.INTEGER_KEY.fullmatch(k) for k in out)
+                integer_keys = any(isinstance(k, BareKey) or self.INTEGER_KEY.fullmatch(k) for k in out)
                 if integer_keys and extra is not None:
                     self.fail("an extra comma in a map of integer keys (the typed decode's parseInt)", extra)
                 if not integer_keys and missing is not None:
                     self.fail("a ',' between the fields", missing)
-                return out
+                if not integer_keys and control is not None:
+                    self.fail("a control character where the decode scans a field name", control)
+                return _members(pairs)
             kind, key = self.next()
             if kind not in ("string", "number", "name"):
                 self.fail("a field name", self.at - 1)
+            if control is None and self.after_control[self.at - 1]:
+                control = self.at - 1
             if self.next()[1] != ":":
                 self.fail("a ':' after the field name", self.at - 1)
-            out[self.string(key) if kind == "string" else key] = self.value()
+            if control is None and self.after_control[self.at - 1]:
+                control = self.at - 1
+            pairs.append((self.key(kind, key), self.value()))
+            out[pairs[-1][0]] = pairs[-1][1]
+
+    def key(self, kind: str, token: str) -> str:
+        """A member's key: a string's text; a bare integer as its text (as the strict path quotes it), another
+        bare number or true/false/null as a BareKey; a bare name as itself."""
+        if kind == "string":
+            return self.string(token)
+        if kind == "number":
+            value = self.number(token)
+            return token if isinstance(value, int) and self.INTEGER_KEY.fullmatch(token) else BareKey(token, value)
+        return BareKey(token, self.WORDS[token]) if token in self.WORDS else token
+
+    @staticmethod
+    def number(token: str):
+        digits = token.rstrip("LSBFD")
+        return DecimalText(digits) if any(c in digits for c in ".eE") else int(digits)
 
     def string(self, token: str) -> str:
         return re.sub(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)", self._unescape, token[1:-1], flags=re.DOTALL)
@@ -153,6 +223,54 @@ class _Lenient:
 
     def _bad_escape(self, e: str) -> str:
         raise json.JSONDecodeError(f"the escape \\{e}", self.text, 0)
+
+
+INT_BITS, LONG_BITS = 32, 64
+_TRAILING_ZEROS = re.compile(r"\.0*$")  # TypeUtils.NUMBER_WITH_TRAILING_ZEROS_PATTERN
+
+
+def _big_decimal_value(number: DecimalText, bits: int) -> int | None:
+    """TypeUtils.intValue / longValue of a BigDecimal: truncated and wrapped to the type where its scale is
+    within +-100, else exact (None where that throws)."""
+    d = Decimal(number.text)
+    whole = int(d)
+    if -100 <= -d.as_tuple().exponent <= 100:
+        return java_long(whole << (LONG_BITS - bits)) >> (LONG_BITS - bits)
+    exact = d == whole and -(1 << (bits - 1)) <= whole < (1 << (bits - 1))
+    return whole if exact else None
+
+
+def _token_value(value, bits: int) -> int | None:
+    """A JSON value's token as IntegerCodec / LongCodec read it (fastjson 1.2.83): true/false as 1/0, an integer
+    within the type (lexer.intValue / longValue throw past it), a decimal as _big_decimal_value; None where the
+    decode throws (null: a ConcurrentHashMap holds none; an array or object)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, DecimalText):
+        return _big_decimal_value(value, bits)
+    if isinstance(value, int):
+        return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
+    return None
+
+
+def queue_id_of(key: str) -> int | None:
+    """A Map<Integer, ...> key as the broker's typed decode reads it: a bare token by its value; text by
+    TypeUtils.castToInt (commas dropped, a trailing '.0...' dropped, then Integer.parseInt). None where the
+    decode throws."""
+    if isinstance(key, BareKey):
+        return _token_value(key.value, INT_BITS)
+    if key in ("", "null", "NULL"):
+        return None
+    return parse_int(_TRAILING_ZEROS.sub("", key.replace(",", ""), count=1))
+
+
+def offset_of(value) -> int | None:
+    """A Long value as the broker's typed decode reads it: a token by _token_value; text by TypeUtils.castToLong
+    (commas dropped, then Long.parseLong; an ISO-8601 date, which it would also take as its milliseconds, no
+    broker writes: refused here). None where the decode throws."""
+    if isinstance(value, str):
+        return None if value in ("", "null", "NULL") else parse_long(value.replace(",", ""))
+    return _token_value(value, LONG_BITS)
 
 
 # the ConfigManager files under {storePathRootDir}/config (4.9.7 and 5.3.3); timercheck is binary, not one
@@ -194,14 +312,14 @@ def read_text(path: Path) -> ConfigText:
         return ConfigText(path, False, 0)
     if not data:
         return ConfigText(path, True, 0)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return ConfigText(path, True, len(data), error=f"not UTF-8 text (byte {e.start})")
-    if not text.strip():  # fastjson reads blank text as null, which the managers' decode keeps nothing of
-        return ConfigText(path, True, len(data), document={})
+    text = decode_utf8(data)  # MixAll.file2String: new String(data), malformed bytes replaced
     try:
         document = parse_fastjson(text)
+        if document is not None and not isinstance(document, dict):  # (null: the decode keeps nothing)
+            shape = "an array" if isinstance(document, list) else "a value"
+            return ConfigText(
+                path, True, len(data), error=f"{shape}, not an object, which the broker's decode throws on"
+            )
         return ConfigText(path, True, len(data), document={} if document is None else document)
     except json.JSONDecodeError as e:
         cut = e.pos >= len(text.rstrip())
@@ -251,22 +369,45 @@ def read_config(root: Path, name: str) -> ConfigFile:
     return ConfigFile(name, main, bak)
 
 
-OFFSET_TABLES = ("consumerOffset.json", "lmqConsumerOffset.json")
+OFFSET_TABLES = ("consumerOffset.json", "lmqConsumerOffset.json", "delayOffset.json")
 
 
 def offset_table_decoded(text: ConfigText) -> ConfigText:
-    """ConsumerOffsetManager.decode puts the offsetTable into ConcurrentMap<String, ConcurrentMap<Integer, Long>>:
-    a queue id or offset fastjson cannot convert, a null one included (a ConcurrentHashMap holds none), makes
-    the decode throw, and ConfigManager.load takes the .bak instead."""
-    table = text.document.get("offsetTable") if isinstance(text.document, dict) else None
-    for key, per_queue in table.items() if isinstance(table, dict) else ():
-        for qid, offset in per_queue.items() if isinstance(per_queue, dict) else ():
-            try:
-                int(qid), int(offset)
-            except (TypeError, ValueError):
-                what = f"{key} queue {qid!r}: {offset!r} is not a queue offset, which the broker's decode throws on"
-                return dataclasses.replace(text, document=None, error=what)
-    return text
+    """ConsumerOffsetManager.decode puts the offsetTable into ConcurrentMap<String, ConcurrentMap<Integer, Long>>
+    (LmqConsumerOffsetManager's lmqOffsetTable: ConcurrentHashMap<String, Long>; DelayOffsetSerializeWrapper's
+    offsetTable: ConcurrentMap<Integer, Long>): a queue id or offset fastjson cannot convert (queue_id_of,
+    offset_of), a null one included (a ConcurrentHashMap holds none), makes the decode throw, and
+    ConfigManager.load takes the .bak instead."""
+    doc = text.document if isinstance(text.document, dict) else {}
+    table, light = doc.get("offsetTable"), doc.get("lmqOffsetTable")
+    if text.path.name.startswith("delayOffset.json"):
+        problem = _bad_map(table, "", True) if table is not None else None
+    elif table is not None and not isinstance(table, dict):
+        problem = f"offsetTable {table!r} is not a map"
+    else:
+        queues = _pairs(table) if table is not None else []
+        problem = next((_bad_map(q, f"{key} ", True) for key, q in queues if _bad_map(q, "", True)), None)
+    if light is not None and problem is None:
+        problem = _bad_map(light, "lmqOffsetTable ", False)
+    if problem is None:
+        return text
+    return dataclasses.replace(text, document=None, error=f"{problem}, which the broker's decode throws on")
+
+
+def _pairs(table: dict) -> list:
+    return table.pairs if isinstance(table, Members) else list(table.items())
+
+
+def _bad_map(table, where: str, integer_keys: bool) -> str | None:
+    """What in a typed map's pairs its decode throws on (None: nothing)."""
+    if not isinstance(table, dict):  # (null included: a ConcurrentHashMap holds none)
+        return f"{where}{table!r} is not a map"
+    for key, value in _pairs(table):
+        if integer_keys and queue_id_of(key) is None:
+            return f"{where}key {key!r} is not an int"
+        if offset_of(value) is None:
+            return f"{where}{key!r}: {value!r} is not a long"
+    return None
 
 
 def present_configs(root: Path) -> list[ConfigFile]:
@@ -312,20 +453,21 @@ def committed_offsets(doc, lmq: bool = False) -> tuple[list[CommittedOffset], li
             notes.append(f"entry {key!r}: an LMQ group's offset is served from lmqOffsetTable, never from here")
             continue
         for qid, offset in per_queue.items():
-            try:
-                out.append(CommittedOffset(group, topic, int(qid), int(offset)))
-            except (TypeError, ValueError):
+            queue_id, value = queue_id_of(qid), offset_of(offset)
+            if queue_id is None or value is None:
                 notes.append(f"{key} queue {qid!r}: {offset!r} is not a queue offset")
+            else:
+                out.append(CommittedOffset(group, topic, queue_id, value))
     light = doc.get("lmqOffsetTable") if lmq else None
     for key, offset in light.items() if isinstance(light, dict) else ():
         topic, sep, group = key.partition("@")
         if not sep or not group.startswith(LMQ_PREFIX):
             notes.append(f"lmqOffsetTable entry {key!r}: only an LMQ group's topic@group is served from it")
             continue
-        try:
-            out.append(CommittedOffset(group, topic, 0, int(offset)))
-        except (TypeError, ValueError):
+        if offset_of(offset) is None:
             notes.append(f"lmqOffsetTable {key}: {offset!r} is not a queue offset")
+        else:
+            out.append(CommittedOffset(group, topic, 0, offset_of(offset)))
     out.sort(key=lambda c: (c.group, c.topic, c.queueId))
     return out, notes
 
@@ -335,10 +477,8 @@ def delay_level_offsets(doc) -> dict[int, int]:
     table = (doc or {}).get("offsetTable") if isinstance(doc, dict) else None
     out = {}
     for level, offset in (table or {}).items() if isinstance(table, dict) else ():
-        try:
-            out[int(level)] = int(offset)
-        except (TypeError, ValueError):
-            continue
+        if queue_id_of(level) is not None and offset_of(offset) is not None:
+            out[queue_id_of(level)] = offset_of(offset)
     return dict(sorted(out.items()))
 
 

@@ -109,7 +109,7 @@ KINDS: dict[str, str] = {
     "config-damaged": "a config file that does not parse; the broker falls back to its .bak",
     "config-bak-damaged": "a .bak config file that does not parse",
     "config-bak-differs": "a .bak config file that differs from the file it backs (info)",
-    "config-offset-entry": "a consumer offset entry the broker's decode drops",
+    "config-offset-entry": "a consumer offset entry no consumer's offset is read from",
     "config-offset-unknown-topic": "a consumer offset for a topic the store does not hold",
     # the 5.x timer store (timerlog/, timerwheel, config/timercheck)
     "timer-file": "a timer file the broker refuses, maps at another size or is missing",

@@ -99,7 +99,15 @@ def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[
         return []
     entries, notes = committed_offsets(cfg.document, lmq=cfg.name == "lmqConsumerOffset.json")
     path = cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path
-    out = [ConfigProblem("config-offset-entry", "warning", path, n + ": the broker's decode drops it") for n in notes]
+    out = [
+        ConfigProblem(
+            "config-offset-entry",
+            "warning",
+            path,
+            n + ": the broker keeps it, but no consumer's offset is read from it",
+        )
+        for n in notes
+    ]
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
     known = topic_names(topics.document)
