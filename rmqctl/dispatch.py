@@ -42,6 +42,13 @@ def tags_code(m: Message, config: BrokerConfig) -> int:
     return code
 
 
+def dispatch_failure(m: Message, v5: bool) -> tuple[str, str] | None:
+    """What fails the reput's checkMessageAndReturnSize (no CRC, no DUP_INFO check) on a record that parses:
+    rules.property_failure, as (kind, detail); None when it dispatches. The reput then dispatches nothing more
+    of that file (DefaultMessageStore.doReput: doNext = false; DLedger's: nothing of that entry)."""
+    return rules.property_failure(m.topic, bool(m.propertiesBytes), m.properties, v5, False)
+
+
 def dispatched_type(sys_flag: int) -> bool:
     """Only NOT and COMMIT transaction types get consumequeue entries (CommitLogDispatcherBuildConsumeQueue).
     Element by element on numpy arrays."""

@@ -168,9 +168,10 @@ def java_split(text: str, separator: str) -> list[str]:
 
 def parse_long(text: str, bits: int = 64) -> int | None:
     """Long.parseLong (Integer.parseInt with bits=32): an optional sign and decimal digits (Character.digit
-    takes any Unicode decimal digit) within the type's range; None where Java throws."""
+    takes any Unicode decimal digit of one UTF-16 char: one outside the BMP is two surrogates, neither a digit)
+    within the type's range; None where Java throws."""
     digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not all(c.isdecimal() for c in digits):
+    if not digits or not all(c.isdecimal() and ord(c) < 0x10000 for c in digits):
         return None
     value = int(digits)  # int() reads any Unicode decimal digit, as Character.digit does
     value = -value if text[:1] == "-" else value

@@ -424,9 +424,14 @@ def batch_consume_queue(layout: Layout, base: Path) -> list[Part]:
 QUEUE_WRITERS = frozenset({"append", "rebuild consumequeue", "convert consumequeue", "repair", "clean", "restore"})
 
 
-@entry_finder("consumequeue_ext", has_content)
-def consume_queue_ext(layout: Layout, base: Path) -> list[Part]:
-    # read (rmqctl.cqext: verify resolves every consume queue unit's address); not written
+@finder("consumequeue_ext")
+def consume_queue_ext(layout: Layout) -> list[Part]:
+    """Read (rmqctl.cqext: verify resolves every consume queue unit's address), not written: found where it has
+    files, or where broker.conf turns it on before its first unit (the broker's dispatch would write units there
+    and put their addresses in the tagsCodes rmqctl writes plain)."""
+    base = layout.root / "consumequeue_ext"
+    if not has_content(base) and layout.config.enableConsumeQueueExt is not True:
+        return []
     return [
         Part(
             "consumequeue-ext",

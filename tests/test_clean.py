@@ -507,7 +507,7 @@ def test_java_parse_int_accepts(text, value):
     assert java_parse_int(text) == value
 
 
-@pytest.mark.parametrize("text", [" 05", "05 ", "", "+", "4_0", "0x4", "2147483648", "4.0"])
+@pytest.mark.parametrize("text", [" 05", "05 ", "", "+", "4_0", "0x4", "2147483648", "4.0", "\U0001d7d2"])
 def test_java_parse_int_rejects(text):
     with pytest.raises(ValueError, match="For input string"):
         java_parse_int(text)

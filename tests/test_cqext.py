@@ -18,7 +18,7 @@ import pytest
 from rmqctl import schema as S
 
 import oracle
-from conftest import jsonl, one_line_error, patch, run
+from conftest import broker_conf, jsonl, one_line_error, patch, run
 
 HARNESS = Path(__file__).parent / "java" / "CqExtWrite4.java"
 MESSAGES = 120  # 40 per queue: 2 consume queue files of 30 units, 3 ext files of 19 units each
@@ -241,6 +241,20 @@ def test_writers_of_consume_queues_keep_off_and_say_why(written, tmp_path, write
     res = run(*writer, "--store", copy, "--broker-config", conf)
     one_line_error(res, "consumequeue_ext", "ConsumeQueueExt", "read but not written by this version", "writes nothing")
     assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in root.iterdir())
+
+
+@pytest.mark.parametrize("writer", [("rebuild", "consumequeue"), ("append", "--topic", "TopicTest", "--body", "x")])
+def test_writers_of_consume_queues_keep_off_a_store_whose_broker_turns_the_ext_units_on(store_copy, tmp_path, writer):
+    """enableConsumeQueueExt=true before the first unit: the broker would write ext units and their addresses as
+    tagsCodes; rmqctl writes neither, so its queue writers refuse; rebuild index runs."""
+    root = store_copy("a-basic")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(broker_conf("a-basic").read_text() + "enableConsumeQueueExt=true\n")
+    before = sorted(p.name for p in root.iterdir())
+    res = run(*writer, "--store", root, "--broker-config", conf)
+    one_line_error(res, "consumequeue_ext", "ConsumeQueueExt", "read but not written by this version", "writes nothing")
+    assert sorted(p.name for p in root.iterdir()) == before
+    assert run("rebuild", "index", "--store", root, "--broker-config", conf).exit_code == 0
 
 
 def test_rebuild_index_runs_beside_the_ext_units(written, tmp_path):

@@ -37,7 +37,7 @@ from conftest import (
 from rmqctl import schema as S
 from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
-from rmqctl.dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from rmqctl.dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, tags_code
 from rmqctl.lock import store_lock
 from rmqctl import txn
 from rmqctl.views.query import query_offsets
@@ -321,7 +321,7 @@ def reference_dispatch(buf, limit: int, config: BrokerConfig):
             m = read_record(buf, pos, limit)
         except RecordError:
             break
-        if isinstance(m, Blank):
+        if isinstance(m, Blank) or dispatch_failure(m, True) is not None:  # (the reput's check fails it)
             break
         r = len(positions)
         positions.append(pos)
@@ -932,3 +932,45 @@ def test_rebuild_says_it_brings_back_a_deleted_topics_queues(tmp_path):
     assert res.exit_code == 0, res.stderr
     said = [line for line in res.stderr.splitlines() if "is not among the broker's topics" in line]
     assert [line.split(":")[2].strip() for line in said] == [f"consumequeue OrderTopic/{q}" for q in range(4)]
+
+
+def test_rebuild_stops_a_file_at_a_record_the_reputs_check_fails_as_rocketmq_does(tmp_path, java_oracle):
+    """A SCHEDULE_TOPIC_XXXX record whose DELAY Integer.parseInt refuses fails checkMessageAndReturnSize: RocketMQ
+    4.9.7's reput dispatches nothing more of that file (and its recovery cuts the log there). The rebuilt index and
+    consumequeues equal those RocketMQ dispatches itself; before, the record's keys and the next one's went in."""
+    root = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    common = ("--store", root, "--broker-config", conf, "--body", "x")
+    assert run("append", *common, "--topic", "TopicTest", "--keys", "LATE-1", "--delay-level", "3").exit_code == 0
+    assert run("append", *common, "--topic", "TopicTest", "--keys", "LATE-2").exit_code == 0
+    store = Store(root, load_config(conf))
+    last, m = next(
+        (f, r)
+        for f, r in store.scan().records()
+        if r.topic == "SCHEDULE_TOPIC_XXXX" and r.properties["KEYS"] == "LATE-1"
+    )
+    at = (root / "commitlog" / last.name).read_bytes().index(b"DELAY\x013\x02", m.position)
+    store.close()
+    with open(root / "commitlog" / last.name, "r+b") as f:
+        f.seek(at + len("DELAY\x01"))
+        f.write(b"x")
+    broker = tmp_path / "broker"
+    shutil.copytree(root, broker)
+    for part in ("consumequeue", "index"):
+        shutil.rmtree(root / part)
+        shutil.rmtree(broker / part)
+    out = tmp_path / "read4"
+    subprocess.run(
+        [str(java_oracle / "read4.sh"), "--keep-copy", str(broker), str(conf), str(out)], capture_output=True
+    )
+    assert json.loads((out / "recovered-summary.json").read_text())["maxPhyOffset"] == last.start + m.position
+
+    res = run("rebuild", "index", "--store", root, "--broker-config", conf)
+    assert res.exit_code == 0, res.stderr
+    assert (
+        f"{root / 'commitlog' / last.name} at commitlog offset {last.start + m.position}: DELAY 'x' of a "
+        "SCHEDULE_TOPIC_XXXX record, which Integer.parseInt refuses; the rest of that file is not dispatched"
+    ) in res.stderr
+    assert index_contents(root) == index_contents(out / "store-copy")
+    assert run("rebuild", "consumequeue", "--store", root, "--broker-config", conf).exit_code == 0
+    assert tree(root / "consumequeue") == tree(out / "store-copy" / "consumequeue")

@@ -22,7 +22,7 @@ import numpy as np
 from .. import schema as S
 from ..budget import block_sigint_here
 from ..config import BrokerConfig
-from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from ..dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, tags_code
 from ..engine import available_cores, dispatch_decode, dispatch_walk, put_units_in_order
 from ..record import Message, read_record
 from ..store import valid_topic_dir_name
@@ -160,7 +160,10 @@ def dispatch_file(
     decoded, topic_ids, key_record, key_hash, stop, done = _decode_parallel(
         u8, starts, stop, allow_v2, multi, with_keys, jobs
     )
+    decoded, stop = _cut_at_failure(buf, limit, allow_v2, decoded, stop)
     position, size, phy, store_ts, qid, qoff, sysflag, topic, tags, reference = decoded
+    done = len(position)
+    key_record, key_hash = key_record[key_record < done], key_hash[key_record < done]
     topics = list(topic_ids)
     t = sysflag & S.TRANSACTION_MASK
     vec = ((t == S.TRANSACTION_NOT_TYPE) | (t == S.TRANSACTION_COMMIT_TYPE)) & ~reference
@@ -215,6 +218,16 @@ def dispatch_file(
     k_order = np.lexsort((k_rank, k_rec))
     k_rec, k_hash = k_rec[k_order], k_hash[k_order]
     return FileDispatch(**columns, **_entries(cq_cols), key_record=k_rec, key_hash=k_hash)
+
+
+def _cut_at_failure(buf, limit: int, allow_v2: bool, decoded: tuple, stop: int) -> tuple[tuple, int]:
+    """The decoded columns up to the first record the reput's check fails (dispatch_failure: only records the
+    kernels leave to the reference can), and where dispatch then stops."""
+    position, reference = decoded[0], decoded[-1]
+    for r in np.flatnonzero(reference).tolist():
+        if dispatch_failure(read_record(buf, int(position[r]), limit, allow_v2), allow_v2) is not None:
+            return tuple(c[:r] for c in decoded), int(position[r])
+    return decoded, stop
 
 
 def dispatch_range(store, lo: int, hi: int, config: BrokerConfig, allow_v2: bool, with_keys: bool = True):

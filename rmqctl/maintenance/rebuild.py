@@ -30,7 +30,7 @@ from .. import batchcq
 from .. import schema as S
 from .batchdispatch import BatchWriter, dispatch_file, record_starts
 from ..budget import DEFAULT_MEMORY, batch_records
-from ..dispatch import batch_unit, cq_targets, index_keys
+from ..dispatch import batch_unit, cq_targets, dispatch_failure, index_keys
 from ..dledger import ENTRY_SLICE, entry_slices
 from ..errors import StoreError, UsageError, where
 from ..schema import SMALLEST_HEAD
@@ -177,7 +177,7 @@ class _Run:
                 if e.kind != "zeros" or self.scan._data_follows(f):
                     self.scan.errors.append((f, pos, e.with_traceback(None)))
                 return
-            if isinstance(rec, Blank):
+            if isinstance(rec, Blank) or self._failed(f, pos, rec):
                 return
             self.one(f, rec)
             pos += rec.storeSize
@@ -207,10 +207,17 @@ class _Run:
                 except RecordError as e:
                     self.scan.errors.append((f, at, e.with_traceback(None)))
                     continue
-                if isinstance(rec, Message):
+                if isinstance(rec, Message) and not self._failed(f, at, rec):
                     self.one(f, rec)
         if found.stop is not None:  # (the last slice says how the file ends)
             self.scan.errors.append((f, found.stop.position, RecordError(found.stop.kind, found.stop.detail)))
+
+    def _failed(self, f, pos: int, m: Message) -> bool:
+        """Whether the reput's check fails this record (dispatch_failure), which is then told as damage is."""
+        failure = dispatch_failure(m, self.v2)
+        if failure is not None:
+            self.scan.errors.append((f, pos, RecordError(*failure)))
+        return failure is not None
 
     def one(self, f, m):
         """The reference path for one record."""
