@@ -974,3 +974,18 @@ def test_rebuild_stops_a_file_at_a_record_the_reputs_check_fails_as_rocketmq_doe
     assert index_contents(root) == index_contents(out / "store-copy")
     assert run("rebuild", "consumequeue", "--store", root, "--broker-config", conf).exit_code == 0
     assert tree(root / "consumequeue") == tree(out / "store-copy" / "consumequeue")
+
+
+@pytest.mark.parametrize("name", ["b-mixed", "i-rocksdb-cq"])
+def test_rebuild_without_a_broker_conf_keeps_off_the_lmq_queues_it_would_remove(store_copy, name):
+    """Without broker.conf multi-dispatch is off, and the rebuild would remove the LMQ queues the broker's
+    enableMultiDispatch dispatched (file or RocksDB queues): it refuses and names one; with the conf it runs."""
+    root = store_copy(name)
+    before = tree(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--rocketmq-version", 5 if name != "b-mixed" else 4)
+    assert res.exit_code == 2 and res.stdout == ""
+    assert "LMQ queue(s) (%LMQ%" in res.stderr and "give the broker's broker.conf" in res.stderr
+    assert tree(root) == before
+    if (FIXTURES / name / "broker.conf").is_file():
+        ok = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(name), "--dry-run")
+        assert ok.exit_code == 0, ok.stderr

@@ -37,8 +37,8 @@ from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rocksdbconfig import configured_topics
-from ..rules import deleted_topic, record_expired, written_units
-from ..store import ConsumeQueue, IndexFile, Store, offset_to_name, valid_topic_dir_name
+from ..rules import LMQ_PREFIX, deleted_topic, record_expired, written_units
+from ..store import ConsumeQueue, IndexFile, Store, offset_to_name, queue_keys, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import (
     Build,
@@ -495,6 +495,25 @@ def _check_staged(store: Store, txn, kind: str, within: tuple[str, ...], where_:
         )
 
 
+def refuse_dropping_lmq_queues(store: Store, topic: str | None = None, queue_id: int | None = None):
+    """Without a broker.conf, multi-dispatch is off (the broker's default), and a rebuild would remove every LMQ
+    queue of the selection, which only a broker with enableMultiDispatch=true dispatched: refused rather than
+    guessed (UsageError naming one)."""
+    if store.config.source is not None or store.config.enableMultiDispatch:
+        return
+    lmq = sorted(
+        f"{t}/{q}"
+        for t, q in queue_keys(store)
+        if t.startswith(LMQ_PREFIX) and topic in (None, t) and queue_id in (None, q)
+    )
+    if lmq:
+        raise UsageError(
+            f"the store has {len(lmq)} LMQ queue(s) ({lmq[0]}, ...), which only a broker with enableMultiDispatch=true "
+            "dispatches; without --broker-config multi-dispatch is off and the rebuild would remove them: give the "
+            "broker's broker.conf"
+        )
+
+
 def rebuild_consumequeue(
     store: Store,
     topic: str | None = None,
@@ -511,6 +530,7 @@ def rebuild_consumequeue(
     subset = topic is not None or queue_id is not None
     if topic is not None and not valid_topic_dir_name(topic):
         raise UsageError(f"--topic {topic!r} cannot be a consumequeue directory name")
+    refuse_dropping_lmq_queues(store, topic, queue_id)
 
     def selected(t: str, q: int) -> bool:
         return (topic is None or t == topic) and (queue_id is None or q == queue_id)

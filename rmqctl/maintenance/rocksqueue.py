@@ -25,7 +25,15 @@ from ..rocksdb import NewDB, ReadOnlyDB
 from ..rules import cq_unit_valid, pre_blank, record_expired
 from ..store import ConsumeQueue, Store, store_times
 from ..parts import FILE_STORE, ROCKSDB_STORE
-from .rebuild import QueueDiff, RebuildResult, _build_area, _check_staged, dispatch_records, rebuild_consumequeue
+from .rebuild import (
+    QueueDiff,
+    RebuildResult,
+    _build_area,
+    _check_staged,
+    dispatch_records,
+    rebuild_consumequeue,
+    refuse_dropping_lmq_queues,
+)
 from .staging import writing
 from .writers import ConsumeQueueWriter
 
@@ -156,6 +164,7 @@ def rebuild_rocks_queue(
     store: Store, dry_run: bool = False, keep_backup: bool = True, progress=None, memory: int = DEFAULT_MEMORY
 ) -> RebuildResult:
     """Rebuild the whole RocksDB consume queue from the commitlog and swap it in."""
+    refuse_dropping_lmq_queues(store)
     t0 = time.monotonic()
     with (
         writing(store, dry_run, "rebuild consumequeue", understood=ROCKS_QUEUE_KINDS) as (interrupted, store),
