@@ -523,9 +523,8 @@ def rebuild_consumequeue(
     progress=None,
     memory: int = DEFAULT_MEMORY,
 ) -> RebuildResult:
-    """Rebuild every consumequeue (or those of `topic` and/or `queue_id`) from the commitlog and swap
-    them in; queues of the selection that no record feeds any more are removed. `memory` bounds a
-    dispatch batch (budget.py)."""
+    """Rebuild every consumequeue (or those of `topic` and/or `queue_id`) from the commitlog and swap them in;
+    queues of the selection that no record feeds any more are removed. `memory` bounds a dispatch batch."""
     t0 = time.monotonic()
     subset = topic is not None or queue_id is not None
     if topic is not None and not valid_topic_dir_name(topic):
