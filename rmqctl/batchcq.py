@@ -18,7 +18,7 @@ from .config import JAVA_DEFAULTS
 from . import schema as S
 from .configfiles import batch_cq_topics
 from .dispatch import batch_unit
-from .errors import StoreError
+from .errors import ConfigNotRead, StoreError
 from .record import Message
 from .rules import record_expired
 from .rocksdbconfig import broker_config
@@ -193,7 +193,10 @@ def binary_search_right(values: np.ndarray, left: int, right: int, target: int, 
 def batch_topics(store: Store) -> set[str]:
     """The topics the broker keeps in a BatchConsumeQueue: queue.type=BatchCQ in topics.json (where dispatch
     looks), and every topic directory under batchconsumequeue/ (what ConsumeQueueStore.load loads as one)."""
-    named = batch_cq_topics(broker_config(store, "topics.json").document)
+    try:
+        named = batch_cq_topics(broker_config(store, "topics.json").document)
+    except ConfigNotRead:  # (configManagerVersion=v2: the directories alone; rebuild refuses inner batches)
+        named = set()
     root = store.root / DIRECTORY
     present = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
     return named | present

@@ -73,6 +73,8 @@ class BrokerConfig:
     # storeType=defaultRocksDB keeps topics, subscription groups and consumer offsets in RocksDB (5.2+): one
     # database config/metadata when true, one per kind when false. None: not said; the store's files decide.
     useSingleRocksDBForAllConfigs: bool | None = None
+    # 5.3+ BrokerConfig: "v2" keeps topics, subscription groups and consumer offsets in config/rdb (ConfigStorage)
+    configManagerVersion: str = "v1"
     rocksdbCQDoubleWriteEnable: bool = False  # develop's CombineConsumeQueueStore: files and RocksDB both written
     rocksdbCompressionType: str = "lz4"  # the RocksDB queue's compression (RocksDB library names), ZSTD at the bottom
     bottomMostCompressionTypeForConsumeQueueStore: str = "zstd"

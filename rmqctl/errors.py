@@ -42,6 +42,11 @@ class StoreError(RmqError):
     """The store cannot be read the way asked (missing, inconsistent geometry, unreadable file)."""
 
 
+class ConfigNotRead(StoreError):
+    """A config table the broker keeps where this version does not read it: no answer from it, and no finding
+    about it."""
+
+
 class FileGone(StoreError):
     """A file listed a moment ago is gone: a running broker deleted it (the log's expired head) while rmqctl
     read the store."""

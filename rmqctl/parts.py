@@ -344,7 +344,9 @@ def config_dir(layout: Layout, base: Path) -> list[Part]:
                     base / name,
                     f"RocksDB config database {name}",
                     False,
-                    "not one of the RocksDB config managers' databases this version reads",
+                    "configManagerVersion=v2 keeps topics, subscription groups and consumer offsets here"
+                    if name == "rdb" and layout.config.configManagerVersion == "v2"
+                    else "not one of the RocksDB config managers' databases this version reads",
                 )
             )
     return out

@@ -25,7 +25,7 @@ import dataclasses
 from pathlib import Path
 
 from .configfiles import ConfigFile, ConfigText, config_dir, parse_fastjson, read_config, topic_names
-from .errors import StoreError
+from .errors import ConfigNotRead, StoreError
 from .parts import ROCKSDB_STORE
 from .rocksdb import ReadOnlyDB
 
@@ -221,8 +221,30 @@ def kept_in_rocksdb(store, name: str) -> bool:
     return name in KINDS and store.parts.queue_store == ROCKSDB_STORE
 
 
+OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
+
+
+def consumer_offsets_file(store) -> str:
+    """The consumer-offset config the broker loads (BrokerController): its RocksDB table where the store keeps it
+    there (RocksDBConsumerOffsetManager), else lmqConsumerOffset.json with enableLmq (LmqConsumerOffsetManager),
+    else consumerOffset.json."""
+    lmq = store.config.enableLmq and not kept_in_rocksdb(store, OFFSET_FILES[0])
+    return OFFSET_FILES[1] if lmq else OFFSET_FILES[0]
+
+
+CONFIG_STORAGE = "rdb"  # configManagerVersion=v2's database under config/ (5.3.3 broker/.../config/v2/ConfigStorage)
+
+
 def broker_config(store, name: str) -> ConfigFile:
-    """Config `name` as the store's broker loads it: from RocksDB where it keeps it there, else the JSON file."""
+    """Config `name` as the store's broker loads it: from RocksDB where it keeps it there, else the JSON file.
+    ConfigNotRead where configManagerVersion=v2 keeps it in config/rdb (BrokerController: the V2 managers read only
+    that), which this version does not read."""
+    if name in KINDS and store.config.configManagerVersion == "v2":
+        raise ConfigNotRead(
+            f"configManagerVersion=v2: the broker keeps {KINDS[name].table} here (ConfigStorage), not in "
+            f"{name}; this version does not read it",
+            config_dir(store.root) / CONFIG_STORAGE,
+        )
     if kept_in_rocksdb(store, name):
         return load(store.root, store.config, KINDS[name]).config_file()
     return read_config(store.root, name)

@@ -681,3 +681,43 @@ def test_with_enable_lmq_the_broker_reads_only_lmq_consumer_offsets(tmp_path):
         ("GB", "MixedTopic", 0): (49, "ok"),
     }
     assert "consumerOffset.json: not loaded by this broker (enableLmq=true)" in r.stderr
+
+
+def test_config_manager_v2_keeps_the_tables_where_rmqctl_does_not_read_them(store_copy, tmp_path):
+    """configManagerVersion=v2 (5.3+ BrokerController): topics, groups and offsets live in config/rdb only, and the
+    JSON files beside it are never loaded: consumers and diff say so and answer nothing (they showed the JSON's
+    offsets); verify checks the rest and names the database as not read."""
+    import rocksdict
+
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", CONSUMER_OFFSETS)
+    db = rocksdict.Rdict(str(s / "config" / "rdb"))
+    db[b"k"] = b"v"
+    db.close()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(broker_conf("a-basic").read_text() + "configManagerVersion=v2\n")
+    rdb = s / "config" / "rdb"
+    res = run("consumers", "--store", s, "--broker-config", conf)
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == (
+        f"rmqctl: {rdb}: configManagerVersion=v2: the broker keeps offsetTable here (ConfigStorage), not in "
+        "consumerOffset.json; this version does not read it\n"
+    )
+    assert run("diff", s, s, "--broker-config", conf).exit_code == 2
+    res = run("verify", "--store", s, "--broker-config", conf)
+    assert res.exit_code == 0 and f"sound as far as read; not read: {rdb}" in res.stderr
+    assert "configManagerVersion=v2 keeps topics, subscription groups and consumer offsets here" in res.stderr
+
+
+def test_diff_compares_the_offsets_an_lmq_broker_loads(store_copy, tmp_path):
+    """With enableLmq the broker loads lmqConsumerOffset.json (LmqConsumerOffsetManager): diff compares those
+    (it compared consumerOffset.json and called two stores whose loaded offsets differ identical)."""
+    a = store_copy("a-basic")
+    b = Path(shutil.copytree(a, tmp_path / "b"))
+    for root, offset in ((a, 5), (b, 150)):
+        write_config(root, "lmqConsumerOffset.json", '{"offsetTable":{"TopicTest@g1":{0:%d}}}' % offset)
+    conf = tmp_path / "broker.conf"
+    conf.write_text(broker_conf("a-basic").read_text() + "enableLmq=true\n")
+    res = run("diff", a, b, "--broker-config", conf, "--format", "table")
+    assert res.exit_code == 1
+    assert "lmqConsumerOffset.json); differ: TopicTest@g1 queue 0" in res.stdout

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from ..configfiles import ConfigFile, committed_offsets, present_configs, topic_names
-from ..errors import StoreError
+from ..errors import ConfigNotRead, StoreError
 from ..rocksdbconfig import KINDS, broker_config, kept_in_rocksdb
 from ..store import Store, queue_keys
 
@@ -79,6 +79,8 @@ def config_problems(store: Store) -> list[ConfigProblem]:
     for name in KINDS:
         try:
             loaded[name] = broker_config(store, name)
+        except ConfigNotRead:  # (named among the parts not read)
+            continue
         except StoreError as e:  # a database or file the broker's load() fails on
             out.append(ConfigProblem("config-load-fails", "error", Path(e.path), e.detail))
     if "consumerOffset.json" in loaded and "topics.json" in loaded:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import schema as S
 from ..configfiles import committed_offsets, read_broker_identity, read_epochs
-from ..rocksdbconfig import KINDS, broker_config
+from ..rocksdbconfig import KINDS, OFFSET_FILES, broker_config, consumer_offsets_file
 from ..errors import StoreError
 from ..rocksdbcq import UNIT_VALUE
 from ..store import Store, queue_keys
@@ -256,14 +256,17 @@ def served_min(store: Store, topic: str, qid: int) -> int:
 
 
 def _entries(store: Store, name: str) -> tuple[str, dict | None]:
-    """(where the broker loads it from, its entries), offsets keyed `topic@group queue N`; None: not loaded."""
+    """(where the broker loads it from, its entries), offsets keyed `topic@group queue N` (from the offset
+    config the broker loads: consumer_offsets_file); None: not loaded."""
+    if name == OFFSET_FILES[0]:
+        name = consumer_offsets_file(store)
     c = broker_config(store, name)
     source = str(c.main.path if c.loaded_from != "bak" else c.bak.path)
     doc = c.document
     if not isinstance(doc, dict):
         return source, None
-    if name == "consumerOffset.json":
-        entries, _ = committed_offsets(doc)
+    if name in OFFSET_FILES:
+        entries, _ = committed_offsets(doc, lmq=name == OFFSET_FILES[1])
         return source, {f"{e.topic}@{e.group} queue {e.queueId}": e.offset for e in entries}
     table = doc.get(KINDS[name].table)
     return source, table if isinstance(table, dict) else None

@@ -19,7 +19,7 @@ from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_ti
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
-from ..rocksdbconfig import broker_config, kept_in_rocksdb
+from ..rocksdbconfig import OFFSET_FILES, broker_config, consumer_offsets_file
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..queueload import loaded_queues
@@ -425,19 +425,18 @@ class ConsumerQueue:
         return dataclasses.asdict(self)
 
 
-OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
 NORMAL_STATUSES = ("ok", "lite-expired")  # what makes `consumers` exit 0
 
 
 def offsets_config(store: Store, notes: list[str]) -> str:
-    """The one consumer-offset config the broker loads (BrokerController): its RocksDB table where the store keeps
-    it there (RocksDBConsumerOffsetManager), else lmqConsumerOffset.json with enableLmq (LmqConsumerOffsetManager),
-    else consumerOffset.json; a note for the other JSON file where it lies unread."""
-    lmq = store.config.enableLmq and not kept_in_rocksdb(store, OFFSET_FILES[0])
-    name, other = OFFSET_FILES[::-1] if lmq else OFFSET_FILES
+    """The one consumer-offset config the broker loads (consumer_offsets_file); a note for the other JSON file
+    where it lies unread."""
+    name = consumer_offsets_file(store)
+    other = OFFSET_FILES[0] if name == OFFSET_FILES[1] else OFFSET_FILES[1]
     unread = read_config(store.root, other)
     if unread.main.exists or unread.bak.exists:
-        notes.append(f"{unread.main.path}: not loaded by this broker (enableLmq={str(lmq).lower()}): it reads {name}")
+        lmq = str(name == OFFSET_FILES[1]).lower()
+        notes.append(f"{unread.main.path}: not loaded by this broker (enableLmq={lmq}): it reads {name}")
     return name
 
 
