@@ -387,8 +387,9 @@ def test_delay_offsets_against_the_schedule_queues():
     store = Path(broker_conf("b-mixed")).parent / "store"
     units = [u for u in truth("b-mixed", "truth-consumequeue.jsonl") if u["topic"] == "SCHEDULE_TOPIC_XXXX"]
     committed = {1: 2}  # the fixture's delayOffset.json
+    at = min(u["tagsCode"] for u in units) - 1  # before the first delivery, after every store time
     res = run(
-        "delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "0", "--format", "jsonl"
+        "delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", at, "--format", "jsonl"
     )
     rows = {r["level"]: r for r in jsonl(res.stdout)}
     for level in {u["queueId"] + 1 for u in units}:
@@ -396,6 +397,9 @@ def test_delay_offsets_against_the_schedule_queues():
         pending = [t for q, t in mine if q >= committed.get(level, 0)]
         assert rows[level]["pending"] == len(pending) and rows[level]["due"] == 0
         assert rows[level]["nextDelivery"] == (min(pending) if pending else None)
+    # at epoch 0 every delivery time is later than now plus its level's delay: correctDeliverTimestamp makes each due
+    res = run("delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "0")
+    assert all(r["due"] == r["pending"] for r in jsonl(res.stdout))
     later = jsonl(
         run(
             "delay-offsets", "--store", store, "--broker-config", broker_conf("b-mixed"), "--at", "2099-01-01T00:00:00Z"
@@ -448,6 +452,26 @@ def test_delay_offsets_a_cleaned_unit_at_commitlog_offset_0_reads_the_record_at_
         assert lines[0] == "probe 0 null" and retries == 0
         assert (level["pending"], level["due"], level["stuckAt"]) == (0, 0, None) and res.stderr == ""
     assert not [line for line in lines if line.startswith("delivered")]  # nothing of level 3 went out
+
+
+def test_delay_offsets_a_delivery_time_past_now_plus_the_delay_is_due_now(tmp_path, java_oracle):
+    """b-mixed's level-3 unit (10 s) given a delivery time a day ahead (the clock stepped back since it was
+    written): correctDeliverTimestamp delivers it at once, which RocketMQ 4.9.7's own schedule service, run here,
+    does; rmqctl counts it due and says why (it said due tomorrow)."""
+    import time
+
+    root = copy_store("b-mixed", tmp_path)
+    conf = broker_conf("b-mixed")
+    unit = root / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2" / "00000000000000000000"
+    offset, size, _ = S.CQ_UNIT.unpack_from(unit.read_bytes(), 0)
+    now = int(time.time() * 1000)
+    patch(unit, 0, S.CQ_UNIT.pack(offset, size, now + 86_400_000))
+    res = run("delay-offsets", "--store", root, "--broker-config", conf, "--at", str(now), "--format", "jsonl")
+    level = {r["level"]: r for r in jsonl(res.stdout)}[3]
+    assert (level["pending"], level["due"], level["nextDelivery"]) == (1, 1, now)
+    assert "level 3: 1 message(s) due later than now plus the level's delay (10000 ms" in res.stderr
+    lines = oracle.run_harness4(java_oracle, SCHEDULE_DELIVER4, [root, conf, 3], tmp_path / "store.log")
+    assert '"offsetTable":{' in lines[-1] and "3:1" in lines[-1]  # level 3's one message went out
 
 
 # -- config files in verify, and their restore -------------------------------------------------------------------

@@ -627,6 +627,7 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
         notes.append(f"{cfg.main.path}: {cfg.main.error or 'empty or missing'}; the broker loads {cfg.bak.path}")
     offsets = delay_level_offsets(cfg.document)
     names = {i + 1: text for i, text in enumerate(store.config.messageDelayLevel.split())}
+    delays = store.config.delay_level_table()
     times = CommitLogTimes(store)
     queues = {q.queue_id: q for q in store.consume_queues() if q.topic == SCHEDULE_TOPIC}
     rows = []
@@ -644,6 +645,7 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
                 f"record at {times.min_offset} instead, which is no scheduled message (no REAL_TOPIC and REAL_QID); "
                 "RocketMQ 4.9 retries it every 100 ms"
             )
+        deliver = _corrected(deliver, now_ms, delays.get(level), level, notes)
         due = int((deliver <= now_ms).sum())
         oldest = message_time(view, times, start) if view and len(deliver) else None
         nxt = int(deliver.min()) if len(deliver) else None
@@ -665,6 +667,20 @@ def delay_offsets(store: Store, now_ms: int) -> tuple[list[DelayLevel], list[str
             )
         )
     return rows, notes
+
+
+def _corrected(deliver: np.ndarray, now_ms: int, delay: int | None, level: int, notes: list[str]) -> np.ndarray:
+    """ScheduleMessageService.correctDeliverTimestamp: a delivery time past now plus the level's delay (the clock
+    stepped back, or messageDelayLevel shortened the level) is delivered at once; said in a note."""
+    if delay is None:  # (no schedule task runs a level the table lacks)
+        return deliver
+    late = deliver > now_ms + delay
+    if late.any():
+        notes.append(
+            f"level {level}: {int(late.sum())} message(s) due later than now plus the level's delay ({delay} ms: "
+            "the clock stepped back, or messageDelayLevel changed): the schedule service delivers them at once"
+        )
+    return np.where(late, now_ms, deliver)
 
 
 def _delivery_times(store: Store, view: QueueView, start: int, times: CommitLogTimes) -> tuple[np.ndarray, int | None]:
