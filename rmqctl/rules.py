@@ -467,6 +467,33 @@ def record_head(data, pos, limit, allow_v2):
     return RECORD, size, combo, body_len, v2, 0
 
 
+def reput_fields_end(data, pos, limit, allow_v2):
+    """Where the reput's checkMessageAndReturnSize stops reading a message whose lengths disagree with its
+    TOTALSIZE (record_head / record_tail refuse it): it reads each field from the file's buffer (its data up to
+    `limit`), the hosts, topic and properties through an array of TOTALSIZE bytes, then returns (TOTALSIZE,
+    failed), and DefaultMessageStore.doReput goes on reading that buffer where the fields ended. None where the
+    check throws instead (a read past the buffer or the array; 5.3.2+: TOTALSIZE past the buffer) or fails at the
+    magic: the reput then skips the rest of the file."""
+    if limit - pos <= 8 or not message_magic(be32(data, pos + MAGIC_AT), allow_v2):
+        return None
+    size = be32(data, pos)
+    sysflag = be32(data, pos + SYSFLAG_AT) if pos + SYSFLAG_AT + 4 <= limit else 0
+    combo = (1 if sysflag & BORN_V6 else 0) | (2 if sysflag & STORE_V6 else 0)
+    if (allow_v2 and limit - pos < size) or size < (20 if combo else 8) or pos + HEAD_SIZE[combo] > limit:
+        return None
+    p = pos + HEAD_SIZE[combo] + max(be32(data, pos + BODY_LENGTH_AT[combo]), 0)
+    width = 2 if be32(data, pos + MAGIC_AT) == MAGIC_V2 else 1
+    if p + width > limit:
+        return None
+    topic_len = be16(data, p) if width == 2 else be8(data, p)
+    p += width + topic_len
+    if not 0 <= topic_len <= size or p + 2 > limit:
+        return None
+    props_len = be16(data, p)
+    p += 2 + max(props_len, 0)
+    return p if props_len <= size and p <= limit else None
+
+
 def record_tail(data, pos, size, combo, body_len, v2):
     """The rest of checkMessageAndReturnSize's parse, after record_head accepted the head: the topic and
     properties lengths and calMsgLength. Returns (topic start, topic length, properties length, why): topic

@@ -989,3 +989,35 @@ def test_rebuild_without_a_broker_conf_keeps_off_the_lmq_queues_it_would_remove(
     if (FIXTURES / name / "broker.conf").is_file():
         ok = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf(name), "--dry-run")
         assert ok.exit_code == 0, ok.stderr
+
+
+@pytest.mark.parametrize("by", [8, -8])
+def test_rebuild_reads_on_past_a_record_whose_totalsize_disagrees_as_rocketmqs_reput_does(tmp_path, java_oracle, by):
+    """A record in a-basic's first file (outside the 3 files the normal recovery checks) whose TOTALSIZE is `by`
+    bytes off: RocketMQ 4.9.7's reput skips it, reads on where its fields end, and its offset, moved by the
+    TOTALSIZE, rolls to the next file at the BLANK. The rebuilt index equals the one it dispatches itself (rmqctl
+    dropped the rest of that file's keys, and said the broker does too)."""
+    root = copy_store("a-basic", tmp_path)
+    conf = broker_conf("a-basic")
+    victim = sorted(
+        (m for m in truth("a-basic", "truth-messages.jsonl") if m["file"] == "00000000000000000000"),
+        key=lambda m: m["filePosition"],
+    )[10]
+    f = root / "commitlog" / victim["file"]
+    patch(f, victim["filePosition"], S.INT32.pack(victim["storeSize"] + by))
+    broker = tmp_path / "broker"
+    shutil.copytree(root, broker)
+    for part in ("consumequeue", "index"):
+        shutil.rmtree(root / part)
+        shutil.rmtree(broker / part)
+    out = tmp_path / "read4"
+    subprocess.run(
+        [str(java_oracle / "read4.sh"), "--keep-copy", str(broker), str(conf), str(out)], capture_output=True
+    )
+    read = json.loads((out / "recovered-summary.json").read_text())["messagesRead"]
+    assert read["problemExamples"] == ["BenchTopic-7/3@0: no commitlog data at 0"]  # its unit: the pre-blank
+    res = run("rebuild", "index", "--store", root, "--broker-config", conf)
+    assert res.exit_code == 0, res.stderr
+    assert f"{f} at commitlog offset {victim['commitLogOffset']}: " in res.stderr
+    assert "not dispatched, and the broker's reput reads on where its fields end" in res.stderr
+    assert index_contents(root) == index_contents(out / "store-copy")

@@ -37,7 +37,7 @@ from ..schema import SMALLEST_HEAD
 from ..record import Blank, Message, RecordError, read_record
 from ..recovery import allow_v2
 from ..rocksdbconfig import configured_topics
-from ..rules import LMQ_PREFIX, deleted_topic, record_expired, written_units
+from ..rules import LMQ_PREFIX, deleted_topic, record_expired, reput_fields_end, written_units
 from ..store import ConsumeQueue, IndexFile, Store, offset_to_name, queue_keys, valid_topic_dir_name
 from .writers import DISPATCH_PARTS, Dispatcher
 from .staging import (
@@ -114,6 +114,13 @@ class RebuildResult:
         return d
 
 
+def _next_file(offset: int, f, file_size: int) -> int | None:
+    """CommitLog.rollNextFile of the reput's offset, at a BLANK of file `f`: the start of the file after the one
+    holding it (None where that is the file after `f` anyway)."""
+    rolled = offset + file_size - offset % file_size
+    return rolled if rolled != f.start + file_size else None
+
+
 class _Run:
     """One dispatch of the commitlog, as the broker's reput does it: file by file, each in batches of
     records within the memory budget through the compiled pass (batchdispatch), the records it leaves
@@ -130,6 +137,7 @@ class _Run:
         self.queued = self.writer.queued  # (topic, queueId) -> entries dispatched to it
         self.queued_batch = self.writer.queued_batch  # the same for BatchConsumeQueue units
         self.records = self.mismatched = 0
+        self.moved_on: list = []  # (file, position, why, where the reput goes on) of records whose lengths disagree
         self.batch = batch_records(memory, DISPATCH_BYTES_PER_RECORD)
 
     def _selected(self, topic: str, qid: int) -> bool:
@@ -153,34 +161,51 @@ class _Run:
             position=position,
         )
 
-    def file(self, f):
+    def file(self, f, resume: int | None = None) -> int | None:
+        """Dispatch one commitlog file as the reput does, from `resume` (a commitlog offset in it; None: its
+        start). Returns where the reput goes on when a record whose lengths disagree with its TOTALSIZE moved
+        its offset off the records (rules.reput_fields_end: it reads on where the fields end, its offset
+        counting the TOTALSIZE); None: at the next file's start."""
         buf = f.buf
         limit = min(len(buf), self.store.commitlog.file_size)
         if self.store.dledger is not None:
-            return self.entries_file(f, buf, limit)
-        pos = 0
-        while True:  # a window of the file at a time: its records dispatched, then its pages given back
+            self.entries_file(f, buf, limit)
+            return None
+        pos = 0 if resume is None else resume - f.start
+        ahead = claimed = 0  # how far the reput's offset is ahead of the records; the TOTALSIZEs it skipped
+        while (pos := self._compiled(f, buf, limit, pos)) < limit:
+            try:
+                rec = read_record(buf, pos, limit, self.v2)
+            except RecordError as e:
+                end = reput_fields_end(buf, pos, limit, self.v2)
+                if end is None:
+                    if e.kind != "zeros" or self.scan._data_follows(f):
+                        self.scan.errors.append((f, pos, e.with_traceback(None)))
+                    break
+                self.moved_on.append((f, pos, e.detail, f.start + end))
+                ahead, claimed, pos = ahead + e.size - (end - pos), claimed + e.size, end
+                continue
+            if isinstance(rec, Blank):  # rollNextFile of the reput's offset
+                return _next_file(f.start + pos + ahead, f, self.store.commitlog.file_size) if ahead else None
+            if self._failed(f, pos, rec):
+                break
+            self.one(f, rec)
+            pos += rec.storeSize
+        return f.start + limit + claimed if claimed else None  # (doReput: += result.getSize() - readSize)
+
+    def _compiled(self, f, buf, limit: int, pos: int) -> int:
+        """The records from `pos` through the compiled walk, a window at a time (its pages given back after);
+        returns where it stopped: a BLANK, the end, damage, or a record it leaves to read_record."""
+        while True:
             window_end = pos + self.batch * SMALLEST_HEAD  # so it holds at most a batch of records
             starts, stop = record_starts(buf, limit, self.v2, pos, window_end)
             done = self._batches(f, buf, limit, starts)
             f.drop_pages(pos, stop)
             if done < len(starts):
-                pos = int(starts[done])
-                break
+                return int(starts[done])
             pos = stop
-            if stop < window_end:  # a BLANK, the end, or what the walk leaves to read_record
-                break
-        while pos < limit:  # what the compiled walk stopped at: a BLANK, the end, damage, or a record for read_record
-            try:
-                rec = read_record(buf, pos, limit, self.v2)
-            except RecordError as e:
-                if e.kind != "zeros" or self.scan._data_follows(f):
-                    self.scan.errors.append((f, pos, e.with_traceback(None)))
-                return
-            if isinstance(rec, Blank) or self._failed(f, pos, rec):
-                return
-            self.one(f, rec)
-            pos += rec.storeSize
+            if stop < window_end:
+                return pos
 
     def _batches(self, f, buf, limit: int, starts: np.ndarray) -> int:
         """Dispatch the records at `starts` a batch at a time; returns how many went through the compiled
@@ -282,10 +307,14 @@ def dispatch_records(
         batch_root=batch_root,
     )
     run = _Run(store, dispatcher, build_cq, build_index, queue_filter, memory)
+    resume, passed = None, []  # where the reput goes on (a commitlog offset; None: each file's start)
     try:
         for f in store.commitlog.files:
             try:
-                run.file(f)
+                if resume is not None and resume >= f.start + store.commitlog.file_size:
+                    passed.append(f)
+                else:
+                    resume = run.file(f, resume)
             finally:
                 f.release()
             if progress:
@@ -294,6 +323,12 @@ def dispatch_records(
         dispatcher.close()
     skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
     warnings = [
+        f"{where(ef.path, ef.start + pos)}: {why}; not dispatched, and the broker's reput reads on where its fields "
+        f"end, at commitlog offset {end}, its own offset moved by the TOTALSIZE: run `rmqctl verify`"
+        for ef, pos, why, end in run.moved_on
+    ]
+    warnings += [f"{f.path}: not dispatched: the broker's reput offset passes over the whole file" for f in passed]
+    warnings += [
         f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
         "skips it): run `rmqctl repair` or `rmqctl verify`"
         for ef, pos, e in run.scan.errors
