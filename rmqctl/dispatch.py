@@ -49,6 +49,23 @@ def dispatch_failure(m: Message, v5: bool) -> tuple[str, str] | None:
     return rules.property_failure(m.topic, bool(m.propertiesBytes), m.properties, v5, False)
 
 
+def reput_stuck_at(m: Message, config: BrokerConfig, v5: bool) -> str | None:
+    """Why the reput never gets past this record (rules.multi_dispatch_throws, with multi-dispatch on): its
+    dispatch throws on an INNER_MULTI_QUEUE_OFFSET part, and the reput retries it for good; None: it does not."""
+    if not is_dispatched(m) or not config.enableMultiDispatch or not rules.multi_dispatched_topic(m.topic, v5):
+        return None
+    props = m.properties
+    part = rules.multi_dispatch_throws(
+        props.get("INNER_MULTI_DISPATCH", ""), props.get("INNER_MULTI_QUEUE_OFFSET", ""), v5
+    )
+    if part is None:
+        return None
+    return (
+        f"INNER_MULTI_QUEUE_OFFSET part {part!r} is not a long: the broker's dispatch throws on this record and "
+        "its reput retries it for good, so nothing from here on reaches a consume queue or the index"
+    )
+
+
 def dispatched_type(sys_flag: int) -> bool:
     """Only NOT and COMMIT transaction types get consumequeue entries (CommitLogDispatcherBuildConsumeQueue).
     Element by element on numpy arrays."""

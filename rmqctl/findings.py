@@ -34,6 +34,7 @@ KINDS: dict[str, str] = {
     "body-crc": "a body whose CRC is not the one stored in the record",
     "property-crc": "a __CRC32# property missing or not matching the record (forceVerifyPropCRC)",
     "unparsable-property": "a DELAY, INNER_BASE or INNER_NUM the broker's record check parses and throws on",
+    "reput-stuck": "a record whose dispatch throws, which the broker's reput retries for good",
     "dup-info": "a record without the two-part DUP_INFO that 5.x's recovery asks for (duplicationEnable)",
     "physical-offset": "a PHYSICALOFFSET field that is not where the record starts",
     "sysflag": "a sysFlag with bits or combinations the broker never writes",

@@ -279,6 +279,21 @@ def multi_dispatch_targets(
     return out
 
 
+def multi_dispatch_throws(queues: str, offsets: str, v5: bool) -> str | None:
+    """The INNER_MULTI_QUEUE_OFFSET part ConsumeQueue.multiDispatchLmqQueue's Long.parseLong throws on (None:
+    none; the parts as multi_dispatch_targets reads them). The exception leaves the dispatch, and the reput
+    retries the record for good (4.9.7, 5.3.3): nothing after it reaches a consume queue or the index."""
+    if not queues.strip() or not offsets.strip():
+        return None
+    names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)
+    if len(names) != len(parts):
+        return None
+    return next(
+        (part for name, part in zip(names, parts) if not (v5 and PATH_SEPARATOR in name) and parse_long(part) is None),
+        None,
+    )
+
+
 def lite_topic(queue: str) -> tuple[str, str] | None:
     """(parent topic, lite topic) of a lite topic's LMQ queue `%LMQ%$parent$lite` (RIP-83, 5.4+), else None.
     Lite queues expire after an idle TTL, offsets and all: a vanished one is normal, never a loss."""

@@ -37,7 +37,8 @@ from conftest import (
 from rmqctl import schema as S
 from rmqctl.maintenance.batchdispatch import dispatch_file
 from rmqctl.config import BrokerConfig, load_config
-from rmqctl.dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, tags_code
+from rmqctl.dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, reput_stuck_at, tags_code
+from rmqctl.errors import StoreError
 from rmqctl.lock import store_lock
 from rmqctl import txn
 from rmqctl.views.query import query_offsets
@@ -314,7 +315,8 @@ def is_consistent(root: Path, name: str) -> bool:
 
 
 def reference_dispatch(buf, limit: int, config: BrokerConfig):
-    """What dispatch.py decides for every record of a file: (positions, cq entries, index key hashes, stop)."""
+    """What dispatch.py decides for every record of a file: (positions, cq entries, index key hashes, stop);
+    None where a record stops the reput for good (reput_stuck_at)."""
     pos, positions, cq, keys = 0, [], [], []
     while pos < limit:
         try:
@@ -323,6 +325,8 @@ def reference_dispatch(buf, limit: int, config: BrokerConfig):
             break
         if isinstance(m, Blank) or dispatch_failure(m, True) is not None:  # (the reput's check fails it)
             break
+        if reput_stuck_at(m, config, True) is not None:
+            return None
         r = len(positions)
         positions.append(pos)
         code = tags_code(m, config)
@@ -333,8 +337,13 @@ def reference_dispatch(buf, limit: int, config: BrokerConfig):
 
 
 def assert_same_dispatch(buf, limit: int, config: BrokerConfig) -> int:
+    want = reference_dispatch(buf, limit, config)
+    if want is None:
+        with pytest.raises(StoreError, match="INNER_MULTI_QUEUE_OFFSET part"):
+            dispatch_file(buf, limit, config, allow_v2=True)
+        return 0
     got = dispatch_file(buf, limit, config, allow_v2=True)
-    positions, cq, keys, stop = reference_dispatch(buf, limit, config)
+    positions, cq, keys, stop = want
     assert got.position.tolist() == positions and got.stop == stop
     assert [
         (int(r), got.topics[int(t)], int(q), int(o), int(c))
@@ -821,13 +830,15 @@ def test_the_working_set_is_one_batch_one_commitlog_file_and_one_file_per_queue(
     real_dispatch_file = rebuild_module.dispatch_file
     open_writers = []
 
-    def observed(buf, limit, config, allow_v2, with_keys=True, jobs=None, starts=None):
+    def observed(buf, limit, config, allow_v2, with_keys=True, jobs=None, starts=None, file=None):
         seen.append((len(starts), sum(f._map is not None for f in store.commitlog.files)))
         for w in list(open_writers[0].queues.values()):
             assert sum(not f.closed for _, f in w.files) <= 1
         if open_writers[0].index is not None:
             assert sum(not f.file.closed for f in open_writers[0].index.files) <= 1
-        return real_dispatch_file(buf, limit, config, allow_v2, with_keys=with_keys, jobs=jobs, starts=starts)
+        return real_dispatch_file(
+            buf, limit, config, allow_v2, with_keys=with_keys, jobs=jobs, starts=starts, file=file
+        )
 
     real_dispatcher = rebuild_module.Dispatcher
 
@@ -1021,3 +1032,27 @@ def test_rebuild_reads_on_past_a_record_whose_totalsize_disagrees_as_rocketmqs_r
     assert f"{f} at commitlog offset {victim['commitLogOffset']}: " in res.stderr
     assert "not dispatched, and the broker's reput reads on where its fields end" in res.stderr
     assert index_contents(root) == index_contents(out / "store-copy")
+
+
+def test_a_record_the_reput_never_gets_past_is_an_error_and_no_writer_dispatches_it(tmp_path):
+    """An INNER_MULTI_QUEUE_OFFSET part Long.parseLong refuses: ConsumeQueue.multiDispatchLmqQueue throws, and
+    RocketMQ's reput (4.9.7, 5.3.3) retries that record for good, dispatching nothing after it. verify says so
+    (it predicted the broker dispatches the rest again), and rebuild refuses, naming the record."""
+    root = copy_store("b-mixed", tmp_path)
+    conf = broker_conf("b-mixed")
+    store = Store(root, load_config(conf))
+    f, m = next((f, r) for f, r in store.scan().records() if "INNER_MULTI_QUEUE_OFFSET" in r.properties)
+    at = (root / "commitlog" / f.name).read_bytes().index(b"INNER_MULTI_QUEUE_OFFSET\x01", m.position)
+    store.close()
+    patch(root / "commitlog" / f.name, at + len("INNER_MULTI_QUEUE_OFFSET\x01"), b"x")
+    found = jsonl(run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl").stdout)
+    stuck = [x for x in found if x["kind"] == "reput-stuck"]
+    assert [(x["severity"], x["commitLogOffset"]) for x in stuck] == [("error", f.start + m.position)]
+    before = tree(root)
+    for part in ("consumequeue", "index"):
+        res = run("rebuild", part, "--store", root, "--broker-config", conf)
+        assert res.exit_code == 2 and res.stderr.startswith(
+            f"rmqctl: {root / 'commitlog' / f.name} at commitlog offset {f.start + m.position}: "
+            "INNER_MULTI_QUEUE_OFFSET part 'x"
+        )
+    assert tree(root) == before

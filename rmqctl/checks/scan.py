@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import schema as S
 from ..config import BrokerConfig
-from ..dispatch import cq_targets, index_key_hash, index_keys, tags_code
+from ..dispatch import cq_targets, index_key_hash, index_keys, reput_stuck_at, tags_code
 from ..javacompat import CRC32_PROPERTY, crc_from_digits, decode_utf8
 from ..engine import T_AT, T_COUNT, T_FIRST, T_LEN, T_WELL_FORMED, TOPIC_COLUMNS, rehash
 from .. import engine as K
@@ -407,6 +407,8 @@ class _Reread:
                     self.key_record.append(np.full(len(hashes), i, np.int64))
                     self.key_hash.append(np.array(hashes, dtype=np.int64))
                 self.lmq += [(i, name, qid, qoff) for name, qid, qoff in _lmq_targets(m, t.config, t.allow_v2)]
+                if not t.columns_only and (stuck := reput_stuck_at(m, t.config, t.allow_v2)) is not None:
+                    self.findings.append(("reput-stuck", "error", m.position, stuck))
             if f & K.F_INNER_BATCH:
                 self.inner[i] = _int_or(m.properties.get("INNER_NUM"), 1)
         if not t.columns_only:

@@ -22,7 +22,8 @@ import numpy as np
 from .. import schema as S
 from ..budget import block_sigint_here
 from ..config import BrokerConfig
-from ..dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, tags_code
+from ..dispatch import cq_targets, dispatch_failure, index_key_hash, index_keys, reput_stuck_at, tags_code
+from ..errors import StoreError
 from ..engine import available_cores, dispatch_decode, dispatch_walk, put_units_in_order
 from ..record import Message, read_record
 from ..store import valid_topic_dir_name
@@ -147,15 +148,14 @@ def dispatch_file(
     with_keys: bool = True,
     jobs: int | None = None,
     starts: np.ndarray | None = None,
+    file=None,
 ) -> FileDispatch:
     """Dispatch the records of one file: the header walk (or the record `starts` given: a DLedger data file's
     entry bodies), then the records decoded in `jobs` threads (default: all cores; the kernels run without
-    the GIL)."""
+    the GIL). StoreError (naming the record in `file`) at a record the broker's reput never gets past
+    (dispatch.reput_stuck_at): what it dispatches there is no store's, so no writer writes it."""
     u8 = np.frombuffer(buf, dtype=np.uint8, count=limit)
-    if starts is None:
-        starts, stop = dispatch_walk(u8, limit, allow_v2, 0, limit)
-    else:
-        stop = limit
+    starts, stop = dispatch_walk(u8, limit, allow_v2, 0, limit) if starts is None else (starts, limit)
     multi = config.enableMultiDispatch
     decoded, topic_ids, key_record, key_hash, stop, done = _decode_parallel(
         u8, starts, stop, allow_v2, multi, with_keys, jobs
@@ -175,7 +175,7 @@ def dispatch_file(
     ref = np.flatnonzero(reference)
     lmq = []
     for r in ref.tolist():
-        m: Message = read_record(buf, int(position[r]), limit, allow_v2)
+        m: Message = _past_the_reput(read_record(buf, int(position[r]), limit, allow_v2), config, allow_v2, file)
         code = tags[r] = tags_code(m, config)
         targets = cq_targets(m, config, allow_v2)
         lmq += [(r, *t) for t in targets[1:]]
@@ -220,6 +220,13 @@ def dispatch_file(
     return FileDispatch(**columns, **_entries(cq_cols), key_record=k_rec, key_hash=k_hash)
 
 
+def _past_the_reput(m: Message, config: BrokerConfig, allow_v2: bool, file) -> Message:
+    """The record, unless the broker's reput never gets past it (StoreError naming it in `file`)."""
+    if (stuck := reput_stuck_at(m, config, allow_v2)) is not None:
+        raise StoreError(stuck, *((file.path, file.start + m.position) if file is not None else ()))
+    return m
+
+
 def _cut_at_failure(buf, limit: int, allow_v2: bool, decoded: tuple, stop: int) -> tuple[tuple, int]:
     """The decoded columns up to the first record the reput's check fails (dispatch_failure: only records the
     kernels leave to the reference can), and where dispatch then stops."""
@@ -241,7 +248,7 @@ def dispatch_range(store, lo: int, hi: int, config: BrokerConfig, allow_v2: bool
         first, limit = max(lo - f.start, 0), min(hi - f.start, size)
         try:
             starts, _ = dispatch_walk(np.frombuffer(f.buf, np.uint8, count=limit), limit, allow_v2, first, limit)
-            yield f, dispatch_file(f.buf, limit, config, allow_v2, with_keys, starts=starts)
+            yield f, dispatch_file(f.buf, limit, config, allow_v2, with_keys, starts=starts, file=f)
         finally:
             f.release()
 

@@ -30,7 +30,7 @@ from .. import batchcq
 from .. import schema as S
 from .batchdispatch import BatchWriter, dispatch_file, record_starts
 from ..budget import DEFAULT_MEMORY, batch_records
-from ..dispatch import batch_unit, cq_targets, dispatch_failure, index_keys
+from ..dispatch import batch_unit, cq_targets, dispatch_failure, index_keys, reput_stuck_at
 from ..dledger import ENTRY_SLICE, entry_slices
 from ..errors import StoreError, UsageError, where
 from ..schema import SMALLEST_HEAD
@@ -212,7 +212,7 @@ class _Run:
         pass (it stops at the first record it leaves to read_record)."""
         for lo in range(0, len(starts), self.batch):
             window = starts[lo : lo + self.batch]
-            b = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index, starts=window)
+            b = dispatch_file(buf, limit, self.store.config, self.v2, with_keys=self.build_index, starts=window, file=f)
             self._batch(f, b)
             if len(b.position) < len(window):
                 return lo + len(b.position)
@@ -245,7 +245,9 @@ class _Run:
         return failure is not None
 
     def one(self, f, m):
-        """The reference path for one record."""
+        """The reference path for one record (StoreError where the broker's reput never gets past it)."""
+        if (stuck := reput_stuck_at(m, self.store.config, self.v2)) is not None:
+            raise StoreError(stuck, f.path, f.start + m.position)
         phy = m.physicalOffset
         self.mismatched += phy != f.start + m.position
         if self.build_cq:
