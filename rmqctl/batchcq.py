@@ -19,6 +19,7 @@ from . import schema as S
 from .configfiles import batch_cq_topics
 from .dispatch import batch_unit
 from .errors import ConfigNotRead, StoreError
+from .parts import FILE_STORE
 from .record import Message
 from .rules import record_expired
 from .rocksdbconfig import broker_config
@@ -200,6 +201,26 @@ def batch_topics(store: Store) -> set[str]:
     root = store.root / DIRECTORY
     present = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
     return named | present
+
+
+def queue_type_conflicts(store: Store) -> list[tuple[Path, str, str]]:
+    """(directory, topic, the type its config gives) of each topic whose queues lie where ConsumeQueueStore.load
+    does not take them (queueTypeShouldBe throws, and the 5.x broker does not start): a batchconsumequeue/ topic
+    whose config is not BatchCQ (no topic config, or no queue.type=BatchCQ), a consumequeue/ topic whose config
+    is. Empty for a 4.x broker or a RocksDB queue store (neither checks), or where the topic configs cannot be read
+    (configManagerVersion=v2)."""
+    if store.version.major < 5 or store.parts.queue_store != FILE_STORE:
+        return []
+    try:
+        named = batch_cq_topics(broker_config(store, "topics.json").document)
+    except ConfigNotRead:
+        return []
+    out = []
+    for root, batch in ((store.root / DIRECTORY, True), (store.consumequeue_dir, False)):
+        for topic in sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else ():
+            if (topic in named) != batch:
+                out.append((root / topic, topic, "BatchCQ" if topic in named else "SimpleCQ"))
+    return out
 
 
 def file_size(store: Store, queue_files: list[MappedFile]) -> int:

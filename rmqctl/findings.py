@@ -67,6 +67,7 @@ KINDS: dict[str, str] = {
     "bcq-unit-bad-target": "a BatchConsumeQueue unit pointing where no record of its queue starts",
     "bcq-offset-gap": "a BatchConsumeQueue unit whose msgBaseOffset is not where the previous unit's batch ends",
     "bcq-missing-units": "dispatched records of a BatchCQ topic with no unit in their queue",
+    "bcq-queue-type": "a topic's queues where its queue.type does not put them: the 5.x broker does not start",
     # compaction topics (5.x, cleanup.policy=COMPACTION): compaction/compactionLog and compactionCq
     "compaction-file-mismatch": "a compaction log file without its CQ file of the same name, or the reverse",
     "compaction-file-size": "a compaction log or CQ file whose length is not its mapped file size",

@@ -454,3 +454,30 @@ def test_after_the_broker_deleted_the_oldest_commitlog_files_info_and_verify_rea
     assert shown == served and served[("BatchTopic", 0)][0] > 0
     res = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
     assert (res.exit_code, res.stdout) == (0, ""), res.stdout[:2000]
+
+
+@pytest.mark.parametrize("topic,batch", [("BatchTopic", False), ("PlainTopic", True)])
+def test_a_topic_whose_queue_type_disagrees_with_its_queues_is_a_broker_that_does_not_start(
+    store_copy, java_oracle, tmp_path, topic, batch
+):
+    """BatchTopic's queue.type=BatchCQ taken away, or PlainTopic given it: ConsumeQueueStore.load's
+    queueTypeShouldBe throws and RocketMQ 5.3.3's load() fails (run here); verify said sound."""
+    root = store_copy(NAME)
+    topics = json.loads((root / "config" / "topics.json").read_text())
+    attributes = topics["topicConfigTable"][topic]["attributes"]
+    if batch:
+        attributes["queue.type"] = "BatchCQ"
+    else:
+        attributes.pop("queue.type")
+    (root / "config" / "topics.json").write_text(json.dumps(topics))
+    found = jsonl(run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl").stdout)
+    typed = [f for f in found if f["kind"] == "bcq-queue-type"]
+    where = "batchconsumequeue" if not batch else "consumequeue"
+    assert [(f["severity"], f["file"]) for f in typed] == [("error", f"{where}/{topic}")]
+    out = tmp_path / "read5"
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False

@@ -60,6 +60,17 @@ class BatchConsumeQueueCheck:
     def begin(self) -> Findings:
         self.redispatch = redispatch_from(self.run)  # (after the consumequeue check settled their end)
         found = Findings()
+        for path, topic, kind in B.queue_type_conflicts(self.run.store):
+            found.add(
+                CONSUMEQUEUE,
+                "bcq-queue-type",
+                "error",
+                path,
+                None,
+                None,
+                f"topic {topic}'s queues are here, but its topic config makes it {kind} (queue.type in topics.json): "
+                "ConsumeQueueStore.load throws (queueTypeShouldBe), and the broker does not start",
+            )
         for cursor in self.cursors.values():
             files = cursor.q.files
             found += _queue_file_checks(
