@@ -402,7 +402,16 @@ def test_locate_a_queue_offset_inside_an_inner_batch():
         }
     ]
     past = run("locate", "436", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
-    assert jsonl(past.stdout) == [{"topic": "BatchTopic", "queueId": 0, "queueOffset": 436, "exists": False}]
+    assert past.exit_code == 1  # (the documented exit code where nothing is there, as for a plain queue)
+    assert jsonl(past.stdout) == [
+        {
+            "topic": "BatchTopic",
+            "queueId": 0,
+            "queueOffset": 436,
+            "exists": False,
+            "nothingThere": "no unit's batch covers this queue offset",
+        }
+    ]
 
 
 def test_the_spark_source_reads_every_unit():
@@ -481,3 +490,17 @@ def test_a_topic_whose_queue_type_disagrees_with_its_queues_is_a_broker_that_doe
         env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
     )
     assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False
+
+
+def test_dump_resolve_calls_units_whose_records_were_cleaned_expired(store_copy):
+    """j-batchcq with its first commitlog file deleted, as the broker's cleanup does (its batch queues are not
+    cleaned: ConsumeQueueStore corrects their min): the units pointing there are expired, not damage, as a plain
+    queue's are, and the dump exits 0 (it exited 1, naming 44)."""
+    root = store_copy(NAME)
+    first = sorted((root / "commitlog").iterdir())[0]
+    first.unlink()
+    res = run("dump", "batchconsumequeue", "BatchTopic", 0, "--resolve", "--store", root, "--broker-config", CONF)
+    rows = jsonl(res.stdout)
+    assert res.exit_code == 0 and res.stderr == ""
+    assert sum(r.get("expired", False) for r in rows) > 0
+    assert all(r["ok"] or r.get("expired") for r in rows)

@@ -213,15 +213,23 @@ def dump_batchconsumequeue(store: Store, topic: str, queue_id: int, resolve: boo
             u = arr[i]
             row = {"file": f.name, "position": i * S.BCQ_UNIT_SIZE, **{k: int(u[k]) for k in S.BCQ_DTYPE.names}}
             if resolve:
-                try:
-                    problems = batchcq.unit_problems(
-                        u, store.read_message(row["commitLogOffset"])[1], topic, queue_id, store.config
-                    )
-                except StoreError as e:
-                    problems = [str(e)]
-                row.update(ok=not problems, problem="; ".join(problems) or None)
+                row.update(_resolve_batch_unit(store, u, topic, queue_id))
             yield row
         f.release()
+
+
+def _resolve_batch_unit(store: Store, u, topic: str, queue_id: int) -> dict:
+    """A BatchCQ unit against the unit its record makes (ok, problem); a unit whose record the cleanup deleted
+    is `expired`, as resolve_entry says of a consumequeue's (the broker's min moves past it)."""
+    try:
+        problems = batchcq.unit_problems(
+            u, store.read_message(int(u["commitLogOffset"]))[1], topic, queue_id, store.config
+        )
+    except StoreError as e:
+        if store.expired(int(u["commitLogOffset"])):
+            return {"ok": None, "expired": True, "problem": None}
+        problems = [str(e)]
+    return {"ok": not problems, "problem": "; ".join(problems) or None}
 
 
 def dump_compaction(store: Store, topic: str, queue_id: int, cq: bool = False) -> Iterator[dict]:
@@ -380,7 +388,7 @@ def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
     out = {"topic": q.topic, "queueId": q.queue_id, "queueOffset": queue_offset}
     found = q.unit_covering(queue_offset)
     if found is None:
-        return {**out, "exists": False}
+        return {**out, "exists": False, "nothingThere": "no unit's batch covers this queue offset"}
     f, pos, unit = found
     return {
         **out,
