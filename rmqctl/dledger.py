@@ -59,7 +59,8 @@ class Layout:
 
 def detect(root: Path, config: BrokerConfig) -> Layout | None:
     """DLedger mode from broker.conf (enableDLegerCommitLog, dLegerSelfId, storePathDLedgerCommitLog), or,
-    without it, from the layout: no commitlog directory and exactly one dledger-*/data directory."""
+    without it, from the layout: no file in commitlog/ (DLedgerCommitLog's deleteExpiredFile leaves the directory
+    empty) and exactly one dledger-*/data directory."""
     if config.enableDLegerCommitLog:
         self_id = config.dLegerSelfId
         if not self_id:
@@ -72,7 +73,7 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
                 )
             self_id = found[0].name.removeprefix("dledger-")
         home = root / f"dledger-{self_id}"
-    elif config.storePathCommitLog or (root / "commitlog").exists():
+    elif config.storePathCommitLog or _holds_files(root / "commitlog"):
         return None
     else:
         found = _dledger_homes(root)
@@ -84,7 +85,7 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
     else:
         data = (home / "data",)
     old = root / "commitlog"
-    if old not in data and old.is_dir() and any(p.is_file() for p in old.iterdir()):
+    if old not in data and _holds_files(old):
         raise RmqError(
             "the store holds an old commitlog before its DLedger log (a broker switched to "
             "enableDLegerCommitLog=true: DLedgerCommitLog's dividedCommitlogOffset); rmqctl reads one or "
@@ -92,6 +93,10 @@ def detect(root: Path, config: BrokerConfig) -> Layout | None:
             old,
         )
     return Layout(home, data)
+
+
+def _holds_files(directory: Path) -> bool:
+    return directory.is_dir() and any(p.is_file() for p in directory.iterdir())
 
 
 def _dledger_homes(root: Path) -> list[Path]:

@@ -510,3 +510,18 @@ def test_after_a_crash_the_index_keys_the_broker_loses_are_named(tmp_path, java_
     kept = {p.name for p in (out / "store-copy" / "index").iterdir()}
     deleted = {p.name for p in (root / "index").iterdir()} - kept
     assert named == deleted and deleted
+
+
+def test_an_empty_commitlog_directory_beside_the_dledger_log_is_still_a_dledger_store(store_copy):
+    """DLedgerCommitLog's cleanup deletes old commitlog files but leaves commitlog/; without a broker.conf rmqctl
+    took that for an empty plain store: verify reported every unit, repair would delete them all, and append
+    wrote a plain commitlog the broker then refuses, the acknowledged message lost."""
+    root = store_copy("e-dledger")
+    (root / "commitlog").mkdir()
+    info = json.loads(run("info", "--store", root, "--format", "json").stdout)
+    assert info["empty"] is False and info["commitlog"]["dirs"] == [str(root / "dledger-n0" / "data")]
+    assert run("verify", "--store", root).exit_code == 0
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    res = run("append", "--store", root, "--topic", "TopicTest", "--body", "x", "--store-host", "10.0.0.1:10911")
+    assert res.exit_code == 2 and "DLedger" in res.stderr
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before
