@@ -629,12 +629,13 @@ def redispatch_from(run: Context) -> int:
     """Records at or after this offset are dispatched again by the broker at its next start
     (recovery.first_redispatched, the commitlog as far as it reads; after a crash, abnormal recovery re-dispatches
     from its start file: 4.9 then reputs from the queues' end as well, 5.x (recoverAbnormally's doDispatch = true,
-    then the reput from the confirm offset) from that file alone)."""
+    then the reput from the confirm offset) from that file alone; DLedgerCommitLog's recoverAbnormally is its
+    recover, which dispatches nothing)."""
     if run.redispatch is None:
         consumequeue_max_phy(run)
         ends = run.queues_end
         run.redispatch = first_redispatched(run.store, ends, run.logical_end) if ends is not None else 0
-        if run.crashed and run.files:
+        if run.crashed and run.files and run.store.dledger is None:
             start = run.files[run.abnormal_start].start
             run.redispatch = start if run.store.version.major >= 5 else min(run.redispatch, start)
     return run.redispatch
