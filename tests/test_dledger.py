@@ -539,3 +539,18 @@ def test_after_a_crash_units_a_dledger_store_lost_are_lost(store_copy):
     missing = [f for f in found if f["kind"] == "cq-missing-entries"]
     assert [f["severity"] for f in missing] == ["error"]
     assert "queue offsets 39..43" in missing[0]["detail"] and "consumers never see them" in missing[0]["detail"]
+
+
+def test_repair_keeps_a_torn_last_entry_as_dledger_does(store_copy):
+    """The last entry's body torn (its header sound, 520 bytes zeroed), with `abort`: DLedger's recovery never
+    reads bodies and keeps the entry, the broker's reput skips its record. repair stopped with "no record
+    starts at ..." (its checkpoint step read the torn body); it now keeps it, as the broker does."""
+    root = store_copy(NAME)
+    store = Store(root, load_config(CONF))
+    f, m = list(store.scan().records())[-1]
+    store.close()
+    patch(f.path, m.position + 520, bytes(520))
+    (root / "abort").touch()
+    res = run("repair", "--store", root, "--broker-config", CONF, "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    assert "finding(s) are kept" in res.stderr and "dry run: nothing written" in res.stderr

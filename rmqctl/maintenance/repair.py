@@ -769,12 +769,16 @@ def _before(cut: int) -> Callable:
 
 
 def _dledger_last_kept(store: Store, r) -> int:
-    """The last message DLedger's recovery keeps: its last kept entry's body, else (nothing kept from the start
-    file on) the last entry before that file; -1 for none."""
-    last_kept = int(r.kept[-1, 1]) + S.DLEDGER_BODY_OFFSET if len(r.kept) else -1
-    if last_kept < 0 and r.start_file > 0:
-        last_kept = _last_message_below(store, store.commitlog.files[r.start_file].start)
-    return last_kept
+    """The last message DLedger's recovery keeps: the body of its last kept entry that holds one (DLedger never
+    reads the bodies: a torn one stays, and the broker's reput skips it), else (none from the start file on) the
+    last entry before that file; -1 for none."""
+    for body in (int(b) + S.DLEDGER_BODY_OFFSET for b in r.kept[::-1, 1]):
+        try:
+            store.read_message(body)
+            return body
+        except StoreError:
+            continue
+    return _last_message_below(store, store.commitlog.files[r.start_file].start) if r.start_file > 0 else -1
 
 
 def _last_message_below(store: Store, offset: int) -> int:
