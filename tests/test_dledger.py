@@ -554,3 +554,19 @@ def test_repair_keeps_a_torn_last_entry_as_dledger_does(store_copy):
     res = run("repair", "--store", root, "--broker-config", CONF, "--dry-run")
     assert res.exit_code == 0, res.stderr
     assert "finding(s) are kept" in res.stderr and "dry run: nothing written" in res.stderr
+
+
+def test_an_entry_torn_past_its_magic_and_size_is_not_taken_for_the_last(store_copy):
+    """The last entry's header keeps its magic and size, the rest zeros: DLedger's recovery ends the log at entry
+    498. verify took the torn entry's index field (0) for the last entry: "committedIndex 499 is past the last
+    entry 0" and 499 extra index units."""
+    root = store_copy(NAME)
+    store = Store(root, load_config(CONF))
+    f, m = list(store.scan().records())[-1]
+    store.close()
+    entry = m.position - S.DLEDGER_BODY_OFFSET
+    patch(f.path, entry + 8, bytes(S.DLEDGER_BODY_OFFSET - 8 + m.storeSize))
+    found = jsonl(run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl").stdout)
+    details = [x["detail"] for x in found if x["kind"] == "dledger-checkpoint"]
+    assert any("past the last entry 498" in d for d in details), details
+    assert sum(x["kind"] == "dledger-index-extra" for x in found) <= 1

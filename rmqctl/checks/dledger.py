@@ -214,13 +214,16 @@ def check_layer(run: Context, results: list[list[ChunkResult]], report: bool) ->
                 found += units.check(pos, cols)
             before = (i, int(pos[-1]), int(cols["index"][-1]), int(cols["term"][-1]))
         f.release()
-    last = before[2] if before is not None else None
+    state = D.read_state(layout.checkpoint_path)
+    recovery = D.recover(store.commitlog, iq, state) if iq is not None and report else None
+    # the last entry: where DLedger's recovery ends the log (an entry torn past its header walks on, its index
+    # field zeros), else the last one walked
+    last = recovery.end_index if recovery is not None else before[2] if before is not None else None
     if units is not None and run.full_range:
         found += units.extra(-1 if last is None else last)
-    state = D.read_state(layout.checkpoint_path)
     if report and run.full_range:
         found += _checkpoint(run, state, last)
-    return (D.recover(store.commitlog, iq, state) if iq is not None and report else None), found
+    return recovery, found
 
 
 def _neighbours(run: Context, i: int, before: tuple | None, pos, index, term) -> Findings:
