@@ -21,7 +21,7 @@ from .dispatch import batch_unit
 from .errors import ConfigNotRead, StoreError
 from .parts import FILE_STORE
 from .record import Message
-from .rules import record_expired
+from .rules import record_expired, served_units
 from .rocksdbconfig import broker_config
 from .store import MappedFile, MappedFileQueue, Store, settle_file_size
 
@@ -58,11 +58,12 @@ class BatchConsumeQueue:
         return self.files.file_size // S.BCQ_UNIT_SIZE
 
     def units(self) -> Iterator[tuple[MappedFile, int, np.ndarray]]:
-        """(file, units written, unit array) per file, up to the file where recover stops."""
-        for f in self.files.files:
+        """(file, units the broker keeps (rules.served_units), unit array) per file, up to the file where recover
+        stops."""
+        for k, f in enumerate(self.files.files):
             n = min(len(f.buf), self.files.file_size) // S.BCQ_UNIT_SIZE
             arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
-            written = written_bcq_units(arr)
+            written = served_units(k, len(self.files.files), arr, written_bcq_units)
             yield f, written, arr
             if written < self.units_per_file:
                 return

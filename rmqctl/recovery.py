@@ -30,6 +30,7 @@ from .engine import (
 from .batchcq import BatchConsumeQueue, batch_consume_queues, bcq_unit_valid
 from .record import Blank, Message, RecordError, property_crc_state, read_record
 from .rules import (
+    RECOVERED_QUEUE_FILES,
     batch_size_failure,
     blank_fails,
     checked_properties,
@@ -45,7 +46,6 @@ CHUNK = 1 << 20
 RELEASE_BYTES = 64 << 20  # how much of a file a record-by-record walk keeps resident behind it
 CRC_KINDS = ("body-crc", "property-crc")
 NORMAL_RECOVERY_FILES = 3  # 4.9 recoverNormally starts at the third-last commitlog file
-RECOVERED_QUEUE_FILES = 3  # ConsumeQueue.recover and BatchConsumeQueue.recover start at a queue's third-last file
 # a queue unit as recovery reads it (walk_queue): its size, its validity, the maxPhysicOffset it sets
 CQ_UNIT = (
     S.CQ_UNIT_SIZE,

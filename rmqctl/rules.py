@@ -103,6 +103,17 @@ def pre_blank(commit_log_offset, size, tags_code):
     return (commit_log_offset == 0) & (size == S.PRE_BLANK_SIZE) & (tags_code == 0)
 
 
+RECOVERED_QUEUE_FILES = 3  # ConsumeQueue.recover and BatchConsumeQueue.recover start at a queue's third-last file
+
+
+def served_units(k: int, count: int, units, written) -> int:
+    """How many units of file k of a queue's `count` files the broker keeps after its load: a file before the
+    third-last is never walked by recover (MappedFileQueue.load takes it whole, a unit there that is not valid
+    included: its read fails, the units after it are served); from there on, `written(units)`, the units its walk
+    accepts (the walk's stop then ends the queue)."""
+    return len(units) if k < count - RECOVERED_QUEUE_FILES else written(units)
+
+
 def written_units(units) -> int:
     """How many units of a consumequeue file (a numpy array of schema.CQ_DTYPE) ConsumeQueue.recover
     accepts: those before the first that is not valid."""

@@ -38,7 +38,7 @@ from .rocksdbcq import RocksConsumeQueues
 from .rocksdbstore import MessageRocksDB, message_rocksdb
 from .schema_metaq import SEGMENT_SUFFIX
 from .record import Blank, Message, RecordError, read_record
-from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, record_expired, written_units
+from .rules import CorrectMinOffsetFailed, corrected_min_logic, index_slot, record_expired, served_units, written_units
 
 DEFAULT_COMMITLOG_SIZE = JAVA_DEFAULTS["mappedFileSizeCommitLog"]
 DEFAULT_CQ_SIZE = JAVA_DEFAULTS["mappedFileSizeConsumeQueue"]
@@ -619,9 +619,10 @@ class ConsumeQueue:
         return (off != 0 or size != 0) and off < end
 
     def units(self) -> Iterator[tuple[int, MappedFile, int, np.ndarray]]:
-        """(first queue offset, file, units written, unit array) per file (`written_units` of each)."""
-        for f, arr in self.unit_arrays():
-            yield f.start // S.CQ_UNIT_SIZE, f, written_units(arr), arr
+        """(first queue offset, file, units the broker keeps (served_units), unit array) per file."""
+        count = len(self.files.files)
+        for k, f, arr in self.indexed_unit_arrays(0):
+            yield f.start // S.CQ_UNIT_SIZE, f, served_units(k, count, arr, written_units), arr
 
     def entries(self) -> Iterator[tuple[int, MappedFile, int, int, int, int]]:
         """(queueOffset, file, position, commitLogOffset, size, tagsCode) for every written unit."""

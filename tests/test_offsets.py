@@ -745,3 +745,25 @@ def test_diff_compares_the_offsets_an_lmq_broker_loads(store_copy, tmp_path):
     res = run("diff", a, b, "--broker-config", conf, "--format", "table")
     assert res.exit_code == 1
     assert "lmqConsumerOffset.json); differ: TopicTest@g1 queue 0" in res.stdout
+
+
+def test_a_bad_unit_in_a_file_the_queue_recovery_never_walks_ends_nothing(store_copy, tmp_path, java_oracle):
+    """ConsumeQueue.recover walks a queue from its third-last file: a zeroed unit in an older file stays, and the
+    units after it are served. a-basic's queues rebuilt in 20-unit files (TopicTest/0: 10 files), unit 10 of the
+    first zeroed: RocketMQ 4.9.7 serves up to 182 (run here); rmqctl ended the queue at the bad unit (max 10),
+    so offset-by-time and consumers answered from a queue of 10."""
+    root = store_copy("a-basic")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        broker_conf("a-basic").read_text().replace("mappedFileSizeConsumeQueue=1280", "mappedFileSizeConsumeQueue=400")
+    )
+    shutil.rmtree(root / "consumequeue")
+    assert run("rebuild", "consumequeue", "--store", root, "--broker-config", conf).exit_code == 0
+    patch(root / "consumequeue" / "TopicTest" / "0" / "00000000000000000000", 10 * S.CQ_UNIT_SIZE, bytes(20))
+    queues, _, _ = oracle.served(java_oracle, 4, root, conf, tmp_path / "read4")
+    assert queues[("TopicTest", 0)] == (0, 182)
+    res = run("offset-by-time", "TopicTest", "0", "2099-01-01", "--store", root, "--broker-config", conf)
+    assert (json.loads(res.stdout)["minOffset"], json.loads(res.stdout)["maxOffset"]) == (0, 182)
+    info = json.loads(run("info", "--store", root, "--broker-config", conf, "--format", "json").stdout)
+    row = next(q for q in info["consumequeue"]["queues"] if (q["topic"], q["queueId"]) == ("TopicTest", 0))
+    assert (row["minOffset"], row["maxOffset"]) == (0, 182) and "maxOffsetOnDisk" not in row
