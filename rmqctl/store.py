@@ -423,10 +423,13 @@ for _v6, _at in STORE_TIME_AT.items():
     assert _fields[_names.index("storeTimestamp")] == 0x0102030405060708 and _fields[_names.index("sysFlag")] == 0x7F
 
 
-def store_times(queue: MappedFileQueue, offsets: np.ndarray, sizes: np.ndarray, end: int) -> np.ndarray:
+def store_times(
+    queue: MappedFileQueue, offsets: np.ndarray, sizes: np.ndarray, end: int, live: Snapshot | None = None
+) -> np.ndarray:
     """pickupStoreTimestamp for many records at once: the storeTimestamp of the record at each offset (read where
     its sysFlag's born-host width puts it, nothing else checked, as the broker does), -1 where offset + size is
-    not inside [the commitlog's min, `end`)."""
+    not inside [the commitlog's min, `end`), or its file was deleted while read (on a `live` store the broker's
+    expired head, head_moved)."""
     out = np.full(len(offsets), -1, np.int64)
     offsets = np.asarray(offsets, np.int64)
     inside = ~record_expired(offsets, queue.min_offset) & (offsets + np.asarray(sizes, np.int64) <= end)
@@ -434,7 +437,11 @@ def store_times(queue: MappedFileQueue, offsets: np.ndarray, sizes: np.ndarray, 
         sel = np.flatnonzero(inside & (offsets >= f.start) & (offsets < f.start + queue.file_size))
         if not len(sel):
             continue
-        data = np.frombuffer(f.buf, np.uint8)
+        try:
+            data = np.frombuffer(f.buf, np.uint8)
+        except FileGone as e:
+            head_moved(live, f, e)
+            continue
         pos = offsets[sel] - f.start
         fits = pos + SYSFLAG_AT + 4 <= len(data)
         sel, pos = sel[fits], pos[fits]

@@ -769,3 +769,33 @@ def test_a_queue_file_the_broker_is_creating_is_no_finding(tmp_path):
         assert res.exit_code == 0, res.stdout
     res = run("verify", "--store", root, "--broker-config", conf, "--format", "jsonl")
     assert res.exit_code == 1 and "file-size" in {f["kind"] for f in jsonl(res.stdout)}
+
+
+def test_reads_that_open_a_file_again_take_a_head_the_broker_deleted_for_expired(tmp_path):
+    """The broker's cleaner deletes the commitlog's head after rmqctl listed it: the store times consumers and
+    offset-by-time read, verify --since's file spans, locate and diff's comparison met the deleted file as an
+    error (exit 2, "deleted while rmqctl read the store"); on a live store it is the expired head, noted, and
+    the read goes on. On a stopped store it stays an error."""
+    from rmqctl.errors import FileGone
+    from rmqctl.views.diff import first_difference
+    from rmqctl.views.inspect import locate
+    from rmqctl.views.offsets import CommitLogTimes
+    from rmqctl.views.time_range import file_spans
+
+    root, config = copy_store("a-basic", tmp_path), load_config(broker_conf("a-basic"))
+    other = Store(Path(__import__("shutil").copytree(root, tmp_path / "copy")), config)
+    with held_lock(root):
+        store = Store(root, config)
+        head = store.commitlog.files[0]
+        head.path.unlink()
+        assert CommitLogTimes(store).store_time(head.start, 100) == -1
+        assert file_spans(store)[0].first is None
+        assert locate(store, head.start)["exists"] is False
+        assert first_difference(store, other, head.start, head.start + 2 * store.commitlog.file_size) is None
+        assert {getattr(f, "path", f) for f, *_ in store.live.moved} == {head.path}
+        store.close()
+    stopped = Store(other.root, config)
+    stopped.commitlog.files[0].path.unlink()
+    with pytest.raises(FileGone):
+        CommitLogTimes(stopped).store_time(stopped.commitlog.files[0].start, 100)
+    stopped.close()

@@ -17,7 +17,8 @@ import numpy as np
 from .. import schema as S
 from ..configfiles import committed_offsets, read_broker_identity, read_epochs
 from ..rocksdbconfig import KINDS, OFFSET_FILES, broker_config, consumer_offsets_file
-from ..errors import StoreError
+from ..errors import FileGone, StoreError
+from ..live import head_moved
 from ..rocksdbcq import UNIT_VALUE
 from ..store import Store, queue_keys
 from .inspect import commitlog_end, locate
@@ -110,7 +111,13 @@ def first_difference(a: Store, b: Store, start: int, end: int) -> int | None:
         fa, fb = a.commitlog.find(pos), b.commitlog.find(pos)
         if fa is None or fb is None:
             return pos
-        stop = min(end, fa.start + len(fa.buf), fb.start + len(fb.buf), pos + BLOCK)
+        try:
+            stop = min(end, fa.start + len(fa.buf), fb.start + len(fb.buf), pos + BLOCK)
+        except FileGone as e:  # a live side's broker deleted its expired head since it was listed: compared past it
+            gone, side = (fa, a) if e.path == fa.path else (fb, b)
+            head_moved(side.live, gone, e)
+            pos = gone.start + side.commitlog.file_size
+            continue
         if stop <= pos:
             return pos
         ma = memoryview(fa.buf)[pos - fa.start : stop - fa.start]

@@ -449,7 +449,12 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
     }
     if f is not None:
         try:
-            rec = read_record(f.buf, out["position"], min(len(f.buf), size))
+            buf = f.buf
+        except FileGone as e:  # (on a live store: the broker's expired head, deleted since it was listed)
+            head_moved(store.live, f, e)
+            return {**out, "exists": False, "nothingThere": "its file was deleted by the running broker: expired"}
+        try:
+            rec = read_record(buf, out["position"], min(len(buf), size))
         except RecordError as e:
             out["detail"] = e.detail
         else:

@@ -42,7 +42,9 @@ class CommitLogTimes:
 
     def store_time(self, offset: int, size: int) -> int:
         """The storeTimestamp of the record at `offset` (rmqctl.store.store_times), or -1 outside the commitlog."""
-        return int(store_times(self.store.commitlog, np.array([offset]), np.array([size]), self.max_offset)[0])
+        return int(
+            store_times(self.store.commitlog, np.array([offset]), np.array([size]), self.max_offset, self.store.live)[0]
+        )
 
 
 @dataclasses.dataclass

@@ -14,7 +14,8 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..errors import UsageError
+from ..errors import FileGone, UsageError
+from ..live import head_moved
 from ..record import Message, RecordError, read_record
 from ..store import MappedFile, Store
 
@@ -38,11 +39,15 @@ class FileSpan:
         return not (until is not None and self.first is not None and self.first > until)
 
 
-def first_store_time(f: MappedFile, file_size: int, allow_v2: bool = True) -> int | None:
-    """The storeTimestamp of the record a commitlog file starts with, None when it starts with none."""
+def first_store_time(f: MappedFile, file_size: int, allow_v2: bool = True, live=None) -> int | None:
+    """The storeTimestamp of the record a commitlog file starts with, None when it starts with none (or, on a
+    `live` store, the broker deleted the file, its expired head, while it was read: head_moved)."""
     try:
         rec = read_record(f.buf, 0, min(len(f.buf), file_size), allow_v2)
     except RecordError:
+        return None
+    except FileGone as e:
+        head_moved(live, f, e)
         return None
     return rec.storeTimestamp if isinstance(rec, Message) else None
 
@@ -51,7 +56,7 @@ def file_spans(store: Store) -> list[FileSpan]:
     """Every commitlog file of a plain store with the store times its messages lie between."""
     files = store.commitlog.files
     size = store.commitlog.file_size
-    firsts = [first_store_time(f, size) for f in files]
+    firsts = [first_store_time(f, size, live=store.live) for f in files]
     return [
         FileSpan(f, first, firsts[i + 1] if i + 1 < len(files) else None)
         for i, (f, first) in enumerate(zip(files, firsts))
