@@ -945,6 +945,21 @@ def test_rebuild_says_it_brings_back_a_deleted_topics_queues(tmp_path):
     assert [line.split(":")[2].strip() for line in said] == [f"consumequeue OrderTopic/{q}" for q in range(4)]
 
 
+def redispatched_by_rocketmq(root: Path, conf: Path, tmp_path: Path, java_oracle: Path) -> Path:
+    """consumequeue/ and index/ taken out of `root` and of a copy of it, which RocketMQ 4.9.7 then loads and
+    dispatches from scratch (read4.sh --keep-copy): its output directory (store-copy/: what it wrote)."""
+    broker = tmp_path / "broker"
+    shutil.copytree(root, broker)
+    for part in ("consumequeue", "index"):
+        shutil.rmtree(root / part)
+        shutil.rmtree(broker / part)
+    out = tmp_path / "read4"
+    subprocess.run(
+        [str(java_oracle / "read4.sh"), "--keep-copy", str(broker), str(conf), str(out)], capture_output=True
+    )
+    return out
+
+
 def test_rebuild_stops_a_file_at_a_record_the_reputs_check_fails_as_rocketmq_does(tmp_path, java_oracle):
     """A SCHEDULE_TOPIC_XXXX record whose DELAY Integer.parseInt refuses fails checkMessageAndReturnSize: RocketMQ
     4.9.7's reput dispatches nothing more of that file (and its recovery cuts the log there). The rebuilt index and
@@ -965,15 +980,7 @@ def test_rebuild_stops_a_file_at_a_record_the_reputs_check_fails_as_rocketmq_doe
     with open(root / "commitlog" / last.name, "r+b") as f:
         f.seek(at + len("DELAY\x01"))
         f.write(b"x")
-    broker = tmp_path / "broker"
-    shutil.copytree(root, broker)
-    for part in ("consumequeue", "index"):
-        shutil.rmtree(root / part)
-        shutil.rmtree(broker / part)
-    out = tmp_path / "read4"
-    subprocess.run(
-        [str(java_oracle / "read4.sh"), "--keep-copy", str(broker), str(conf), str(out)], capture_output=True
-    )
+    out = redispatched_by_rocketmq(root, conf, tmp_path, java_oracle)
     assert json.loads((out / "recovered-summary.json").read_text())["maxPhyOffset"] == last.start + m.position
 
     res = run("rebuild", "index", "--store", root, "--broker-config", conf)
@@ -1016,15 +1023,7 @@ def test_rebuild_reads_on_past_a_record_whose_totalsize_disagrees_as_rocketmqs_r
     )[10]
     f = root / "commitlog" / victim["file"]
     patch(f, victim["filePosition"], S.INT32.pack(victim["storeSize"] + by))
-    broker = tmp_path / "broker"
-    shutil.copytree(root, broker)
-    for part in ("consumequeue", "index"):
-        shutil.rmtree(root / part)
-        shutil.rmtree(broker / part)
-    out = tmp_path / "read4"
-    subprocess.run(
-        [str(java_oracle / "read4.sh"), "--keep-copy", str(broker), str(conf), str(out)], capture_output=True
-    )
+    out = redispatched_by_rocketmq(root, conf, tmp_path, java_oracle)
     read = json.loads((out / "recovered-summary.json").read_text())["messagesRead"]
     assert read["problemExamples"] == ["BenchTopic-7/3@0: no commitlog data at 0"]  # its unit: the pre-blank
     res = run("rebuild", "index", "--store", root, "--broker-config", conf)
