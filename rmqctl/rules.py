@@ -265,25 +265,28 @@ def multi_dispatched_topic(topic: str, v5: bool) -> bool:
     return not v5 or not (topic.startswith((RETRY_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or topic == SCHEDULE_TOPIC)
 
 
-def multi_dispatch_targets(
-    queues: str, offsets: str, queue_id: int, enable_lmq: bool, v5: bool
-) -> list[tuple[str, int, int]]:
-    """The extra consumequeue entries of a record with INNER_MULTI_DISPATCH `queues` and
-    INNER_MULTI_QUEUE_OFFSET `offsets` (multi-dispatch on): both split on MULTI_DISPATCH_SEPARATOR as
-    String.split does; none unless both are non-blank and have as many parts (else the broker logs "[bug]");
-    each queue at its Long.parseLong offset, stopping at the first that does not parse (it throws); a
-    %LMQ% queue (with LMQ on) uses queueId 0, any other the record's. 5.x skips a queue whose name holds the
-    path separator before it reads its offset (ConsumeQueue.multiDispatchLmqQueue)."""
+def multi_dispatch_parts(queues: str, offsets: str, v5: bool) -> list[tuple[str, str, int | None]]:
+    """(queue, its offset part, that part's Long.parseLong or None where it throws) in the order
+    ConsumeQueue.multiDispatchLmqQueue reads a record's INNER_MULTI_DISPATCH `queues` and INNER_MULTI_QUEUE_OFFSET
+    `offsets`: both split on MULTI_DISPATCH_SEPARATOR as String.split does; none unless both are non-blank and
+    have as many parts (else the broker logs "[bug]"); 5.x skips a queue whose name holds the path separator
+    before it reads its offset."""
     if not queues.strip() or not offsets.strip():
         return []
     names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)
     if len(names) != len(parts):
         return []
+    return [(name, part, parse_long(part)) for name, part in zip(names, parts) if not (v5 and PATH_SEPARATOR in name)]
+
+
+def multi_dispatch_targets(
+    queues: str, offsets: str, queue_id: int, enable_lmq: bool, v5: bool
+) -> list[tuple[str, int, int]]:
+    """The extra consumequeue entries of a record (multi-dispatch on): each queue of multi_dispatch_parts at its
+    offset, stopping at the first that does not parse (it throws: multi_dispatch_throws); a %LMQ% queue (with LMQ
+    on) uses queueId 0, any other the record's."""
     out = []
-    for name, part in zip(names, parts):
-        if v5 and PATH_SEPARATOR in name:
-            continue
-        offset = parse_long(part)
+    for name, _, offset in multi_dispatch_parts(queues, offsets, v5):
         if offset is None:
             break
         out.append((name, lmq_queue_id(name, queue_id, enable_lmq), offset))
@@ -291,18 +294,10 @@ def multi_dispatch_targets(
 
 
 def multi_dispatch_throws(queues: str, offsets: str, v5: bool) -> str | None:
-    """The INNER_MULTI_QUEUE_OFFSET part ConsumeQueue.multiDispatchLmqQueue's Long.parseLong throws on (None:
-    none; the parts as multi_dispatch_targets reads them). The exception leaves the dispatch, and the reput
-    retries the record for good (4.9.7, 5.3.3): nothing after it reaches a consume queue or the index."""
-    if not queues.strip() or not offsets.strip():
-        return None
-    names, parts = java_split(queues, MULTI_DISPATCH_SEPARATOR), java_split(offsets, MULTI_DISPATCH_SEPARATOR)
-    if len(names) != len(parts):
-        return None
-    return next(
-        (part for name, part in zip(names, parts) if not (v5 and PATH_SEPARATOR in name) and parse_long(part) is None),
-        None,
-    )
+    """The offset part of multi_dispatch_parts that Long.parseLong throws on (None: none). The exception leaves
+    the dispatch, and the reput retries the record for good (4.9.7, 5.3.3): nothing after it reaches a consume
+    queue or the index."""
+    return next((part for _, part, offset in multi_dispatch_parts(queues, offsets, v5) if offset is None), None)
 
 
 def lite_topic(queue: str) -> tuple[str, str] | None:
