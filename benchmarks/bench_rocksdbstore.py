@@ -86,9 +86,12 @@ def write_db(path: Path, families: dict[str, dict[bytes, bytes]]):
 
 
 def with_database(plain: Path, conf: Path, dest: Path) -> tuple[Path, dict[str, int]]:
-    """A hard-linked copy of `plain` (verify writes nothing) with the RocksDB message store of its records."""
+    """A hard-linked copy of `plain` (verify writes nothing) with the RocksDB message store of its records, made
+    again whenever `plain` was (its marker names the size it was built for)."""
     db = dest / "rocksdbstore"
-    if not db.is_dir():
+    built_for = (plain.parent / "complete").read_text()
+    marker = dest.parent / "complete"
+    if not db.is_dir() or not marker.exists() or marker.read_text() != built_for:
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["cp", "-al", str(plain), str(dest)], check=True)
@@ -96,6 +99,7 @@ def with_database(plain: Path, conf: Path, dest: Path) -> tuple[Path, dict[str, 
         families = records_of(store)
         store.close()
         write_db(db, families)
+        marker.write_text(built_for)
     store = Store(dest, load_config(conf))
     counts = store.message_rocksdb.counts()
     store.close()
