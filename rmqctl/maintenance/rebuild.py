@@ -324,15 +324,17 @@ def dispatch_records(
     finally:
         dispatcher.close()
     skipped = "that DLedger entry is" if store.dledger is not None else "the rest of that file is"
+    # (a record torn at the tail by a crash reads as one whose lengths disagree too: repair is the way on)
+    next_step = "run `rmqctl repair` or `rmqctl verify`"
     warnings = [
         f"{where(ef.path, ef.start + pos)}: {why}; not dispatched, and the broker's reput reads on where its fields "
-        f"end, at commitlog offset {end}, its own offset moved by the TOTALSIZE: run `rmqctl verify`"
+        f"end, at commitlog offset {end}, its own offset moved by the TOTALSIZE: {next_step}"
         for ef, pos, why, end in run.moved_on
     ]
     warnings += [f"{f.path}: not dispatched: the broker's reput offset passes over the whole file" for f in passed]
     warnings += [
         f"{where(ef.path, ef.start + pos)}: {e.detail}; {skipped} not dispatched (as the broker's reput "
-        "skips it): run `rmqctl repair` or `rmqctl verify`"
+        f"skips it): {next_step}"
         for ef, pos, e in run.scan.errors
     ]
     if run.mismatched:
