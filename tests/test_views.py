@@ -221,6 +221,10 @@ def test_hex_view_of_v1_v2_ipv6_property_crc_and_blank():
     assert last["file"] != "00000000000000000000"
     bad = run("locate", end + 3, "--hex", "--store", store("a-basic"))
     assert bad.exit_code == 2 and "no record starts here" in bad.stderr
+    for outside in (10**15, hex(10**15)):  # past the data: as `locate` without --hex, where it would be, exit 1
+        plain = run("locate", outside, "--store", store("a-basic"))
+        hexed = run("locate", outside, "--hex", "--store", store("a-basic"))
+        assert (hexed.exit_code, hexed.stdout, hexed.stderr) == (1, plain.stdout, plain.stderr), hexed
 
 
 def test_off_a_terminal_no_bar_is_made():

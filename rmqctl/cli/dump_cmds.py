@@ -255,10 +255,10 @@ def locate(ctx, offset, topic, queue_id, hex_view):
     rmqctl locate 4 --topic TopicTest --queue-id 1 --store /data/store
     """
     offset = parse_int(offset, "OFFSET")
-    if hex_view and topic is None:
+    where = inspect.locate(ctx.store, offset, topic, queue_id)
+    if hex_view and topic is None and not where.get("nothingThere"):
         click.echo("\n".join(record_hex(ctx.store, offset)))
         return
-    where = inspect.locate(ctx.store, offset, topic, queue_id)
     render([where], ctx.format, blocks=True)
     if where.get("nothingThere"):  # said where it would be; the exit code says nothing is there
         at = f"commitlog offset {offset}" if topic is None else f"{topic}/{queue_id} queue offset {offset}"
