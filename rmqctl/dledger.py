@@ -391,6 +391,26 @@ class Recovery:
         return (self.end_index + 1) * S.DLEDGER_INDEX_UNIT_SIZE
 
 
+def index_files_rewritten(r: Recovery, index_queue) -> tuple[set[int], list[int]]:
+    """Which index files DLedger's recovery leaves when it rewrites the units from `r.index_rewritten_from` on
+    (recover's catch: indexFileList.truncateOffset(unit) removes the files starting past it, rebuildWithPos(unit)
+    all of them when those left do not end at the unit, then one append per entry, a new file whenever the last
+    is full): the start offsets of the files it removes and does not make again, and of the files it makes that
+    are not there. A file it removes and makes again holds what a rewrite in place gives."""
+    if r.index_rewritten_from is None:
+        return set(), []
+    size = index_queue.file_size
+    unit = r.index_rewritten_from * S.DLEDGER_INDEX_UNIT_SIZE
+    starts = [f.start for f in index_queue.files]
+    left = [s for s in starts if s <= unit]
+    wrote = left[-1] + min(unit - left[-1], size) if left else 0  # (a loaded file is full: its wrote position)
+    rebuilt = wrote != unit
+    first_new = unit - unit % size if rebuilt else wrote + (size - wrote % size) % size
+    appended = set(range(first_new, r.end_index * S.DLEDGER_INDEX_UNIT_SIZE + 1, size))
+    kept = appended | (set() if rebuilt else set(left))
+    return {s for s in starts if s not in kept}, sorted(appended - set(starts))
+
+
 def _unit(index_queue, entry_index: int):
     """The index unit of an entry (magic, pos, size, index, term), None where indexFileList.getData finds no file."""
     off = entry_index * S.DLEDGER_INDEX_UNIT_SIZE

@@ -570,3 +570,30 @@ def test_an_entry_torn_past_its_magic_and_size_is_not_taken_for_the_last(store_c
     details = [x["detail"] for x in found if x["kind"] == "dledger-checkpoint"]
     assert any("past the last entry 498" in d for d in details), details
     assert sum(x["kind"] == "dledger-index-extra" for x in found) <= 1
+
+
+def test_repair_makes_the_index_files_dledgers_recovery_makes(copy):
+    """A lost DLedger index file: DLedger's recovery appends the units it no longer finds, in a new file past the
+    last (the last file lost), or, where the files left end before the first unit it rewrites, in place of all of
+    them (rebuildWithPos: the data's head cleaned, the file holding its first unit lost). repair said "nothing to
+    repair"; it now makes the files DLedger makes (the same as a 4.9.7 DLedgerCommitLog harness made them)."""
+    index = "dledger-n0/index"
+    store = copy()
+    (store / index / f"{8192:020d}").unlink()
+    assert run("repair", "--store", store, "--broker-config", CONF).exit_code == 0
+    assert (store / index / f"{8192:020d}").read_bytes() == (STORE / index / f"{8192:020d}").read_bytes()
+    assert verify(store) == (0, [])
+
+    store = copy()
+    head = [e for e in ENTRIES if int(e["file"]) >= 262144][0]  # the first entry once the first 4 files are gone
+    for name in sorted({e["file"] for e in ENTRIES if int(e["file"]) < 262144}):
+        (store / "dledger-n0" / "data" / name).unlink()
+    (store / index / f"{8192:020d}").unlink()
+    res = run("repair", "--store", store, "--broker-config", CONF, "--format", "jsonl")
+    assert res.exit_code == 0, res.stderr
+    assert sorted(p.name for p in (store / index).iterdir()) == [f"{8192:020d}"]
+    made, written = (store / index / f"{8192:020d}").read_bytes(), (STORE / index / f"{8192:020d}").read_bytes()
+    at = head["indexUnit"]["filePosition"]
+    assert head["indexUnit"]["file"] == f"{8192:020d}" and at > 0
+    assert made[at:] == written[at:] and not any(made[:at])
+    assert verify(store) == (0, [])

@@ -804,34 +804,33 @@ def _damage_kept(store: Store, cut: int) -> list[BadRecord]:
 
 def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None) -> list[dict]:
     """The index as recovery leaves it: units past (last entry + 1) * 32 gone (later files removed), units
-    from the first one that disagreed rewritten from their entries, files wholly before the first entry's
-    unit removed (resetOffset)."""
+    from the first one that disagreed rewritten from their entries (in new files past the last one, or in place
+    of all of them: D.index_files_rewritten), files wholly before the first entry's unit removed (resetOffset)."""
     out = []
     size = iq.file_size
     end = r.index_end
     begin = r.begin_index * S.DLEDGER_INDEX_UNIT_SIZE if r.end_index != -1 else None
     rewrite = r.kept[r.kept[:, 0] >= r.index_rewritten_from] if r.index_rewritten_from is not None else r.kept[:0]
+    removed, created = D.index_files_rewritten(r, iq)
     for f in iq.files:
-        if begin is not None and f.start + size <= begin:
-            out.append({"file": f.name, "action": "remove", "detail": "wholly before the first entry's unit"})
-            if txn:
-                txn.remove(f.path)
-            continue
-        if f.start > end:
-            out.append({"file": f.name, "action": "remove", "detail": f"starts past the last entry's unit ({end})"})
+        why = (
+            f"DLedger's recovery rebuilds the index from entry {r.index_rewritten_from}'s unit on (rebuildWithPos)"
+            if f.start in removed
+            else "wholly before the first entry's unit"
+            if begin is not None and f.start + size <= begin
+            else f"starts past the last entry's unit ({end})"
+            if f.start > end
+            else None
+        )
+        if why is not None:
+            out.append({"file": f.name, "action": "remove", "detail": why})
             if txn:
                 txn.remove(f.path)
             continue
         data = bytearray(f.buf[: min(f.length, size)])
         zero_from = min(max(0, end - f.start), len(data))
         data[zero_from:] = bytes(len(data) - zero_from)
-        at = rewrite[:, 0] * S.DLEDGER_INDEX_UNIT_SIZE - f.start
-        here = rewrite[(at >= 0) & (at < len(data))]
-        for idx, pos, entry_size, term in here.tolist():
-            S.DLEDGER_INDEX_UNIT.pack_into(
-                data, idx * S.DLEDGER_INDEX_UNIT_SIZE - f.start, S.DLEDGER_MAGIC, pos, entry_size, idx, term
-            )
-        units = len(here)
+        units = _write_units(data, f.start, rewrite)
         if bytes(data) == bytes(f.buf[: len(data)]):
             continue
         zeroed = last_nonzero(f.buf, zero_from) >= 0
@@ -849,7 +848,28 @@ def _plan_dledger_index(store: Store, iq, r: D.Recovery, txn: Transaction | None
             staged = txn.area(f.path.parent) / "dledger-index" / f.name
             sparse_copy(bytes(data), staged, f.length)
             txn.replace(f.path, staged)
+    for start in created:  # (DLedger's recovery appends them where no file holds them)
+        data = bytearray(size)
+        units = _write_units(data, start, rewrite)
+        name = f"{start:020d}"
+        out.append({"file": name, "action": "create", "detail": f"{units} unit(s) written from their entries"})
+        if txn:
+            staged = txn.area(iq.dirs[0]) / "dledger-index" / name
+            sparse_copy(bytes(data), staged, size)
+            txn.replace(iq.dirs[0] / name, staged)
     return out
+
+
+def _write_units(data: bytearray, start: int, rewrite) -> int:
+    """The index units of the entries in `rewrite` (index, pos, size, term rows) that fall in the file starting
+    at `start`, packed into its bytes `data`; returns how many."""
+    at = rewrite[:, 0] * S.DLEDGER_INDEX_UNIT_SIZE - start
+    here = rewrite[(at >= 0) & (at < len(data))]
+    for idx, pos, entry_size, term in here.tolist():
+        S.DLEDGER_INDEX_UNIT.pack_into(
+            data, idx * S.DLEDGER_INDEX_UNIT_SIZE - start, S.DLEDGER_MAGIC, pos, entry_size, idx, term
+        )
+    return len(here)
 
 
 def _plan_dledger_checkpoint(layout: D.Layout, state, r: D.Recovery, txn: Transaction | None) -> dict:
