@@ -1,6 +1,7 @@
 """verify in windows of commitlog offsets finds exactly what the whole-store pass finds: every fixture and
-randomly damaged copies (benchmarks/torture.py's mutators), checked with windows of 1, 2, 3 and 7 records
-against one window holding every record (the differential proof of checks/windows.py)."""
+randomly damaged copies (benchmarks/torture.py's mutators), checked with windows of 1, 3 and 7 records (a
+boundary after every record, and at spacings prime to each other) against one window holding every record (the
+differential proof of checks/windows.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import torture  # noqa: E402
 
 ROCKETMQ = [name for name in torture.fixtures() if name != "g-metaq"]
-WINDOWS = (1, 2, 3, 7)
+WINDOWS = (1, 3, 7)
 WHOLE = 1 << 40
 
 
