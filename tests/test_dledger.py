@@ -597,3 +597,19 @@ def test_repair_makes_the_index_files_dledgers_recovery_makes(copy):
     assert head["indexUnit"]["file"] == f"{8192:020d}" and at > 0
     assert made[at:] == written[at:] and not any(made[:at])
     assert verify(store) == (0, [])
+
+
+def test_repair_counts_every_message_past_the_cut(copy):
+    """The cut at an entry whose magic is bad, the next entry's size bad too: the walk past the cut reads
+    nothing more of that file. repair said "0 record(s)" past the cut; the records its consumequeue units name
+    count too (as for a plain commitlog), so the report says every message that goes."""
+    from rmqctl.maintenance.repair import repair
+
+    store = copy()
+    last = [e for e in ENTRIES if e["file"] == ENTRIES[-1]["file"]]
+    cut, after = last[10], last[11]
+    patch(_data(store, cut), cut["filePosition"], S.INT32.pack(7))
+    patch(_data(store, after), after["filePosition"] + 4, S.INT32.pack(3))
+    r = repair(Store(store, load_config(CONF)), dry_run=True)
+    assert r.cutOffset == cut["pos"] and r.recordsCut == len(last) - 10
+    assert sum(r.recordsCutByQueue.values()) == len(last) - 10 and "unknown" not in r.recordsCutByQueue

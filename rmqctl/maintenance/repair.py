@@ -702,10 +702,7 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         commitlog = plan_commitlog(store, cut, cut, txn, padded)
         queues_of: dict = {}
         consumequeue = plan_consumequeue(store, cut, txn, queues_of, padded)
-        scan = store.scan()
-        past = PastTheCut(lambda offset, own: queues_of.get(offset) or own)
-        for chunk in scan.chunks(start=cut):  # (the records inside sound entries: DLedger's reput skips the rest)
-            past.add(chunk, scan.allow_v2)
+        past = _dledger_records_past(store, cut, queues_of)
         index, index_ts = (
             plan_index(store, cut, last_kept, txn, padded) if store.config.messageIndexEnable else ([], None)
         )
@@ -750,6 +747,22 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
         if txn is not None:
             txn.discard()
     return result
+
+
+def _dledger_records_past(store: Store, cut: int, queues_of: dict) -> PastTheCut:
+    """The records past the cut: those inside the entries the walk reads from it, then those consumequeue units
+    point at that it did not reach (past an entry it cannot read, the rest of that file's entries are known only
+    from their units). The walk holds at most the files from the cut on (DLedger exits rather than cut more)."""
+    scan = store.scan()
+    past = PastTheCut(lambda offset, own: queues_of.get(offset) or own or "unknown")
+    read = [np.zeros(0, np.int64)]
+    for chunk in scan.chunks(start=cut):  # (the records inside sound entries: DLedger's reput skips the rest)
+        past.add(chunk, scan.allow_v2)
+        read.append(chunk.file.start + chunk.column("position").astype(np.int64))
+    named = np.fromiter((o for o in queues_of if o >= cut), np.int64)
+    for offset in named[~np.isin(named, np.concatenate(read))].tolist():
+        past.add_named(offset)
+    return past
 
 
 def _refuse_dledger_exit(r, files: list):
