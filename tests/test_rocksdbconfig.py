@@ -207,6 +207,10 @@ def test_consumers_read_offsets_from_rocksdb_as_from_the_json_file(root, tmp_pat
     rows = {(r["topic"], r["queueId"]): r for r in from_db}
     assert (rows[("RocksTopicA", 1)]["offset"], rows[("RocksTopicA", 1)]["status"]) == (70, "ahead-of-max")
     assert rows[("Gone", 0)]["status"] == "no-queue"
+    # an lmqConsumerOffset.json beside is unread for RocksDB's sake, not for enableLmq's (the note said enableLmq)
+    (root / "config" / "lmqConsumerOffset.json").write_text('{"offsetTable":{}}')
+    res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")
+    assert "lmqConsumerOffset.json: not loaded by this broker (it keeps consumer offsets in RocksDB" in res.stderr
 
 
 def test_config_verify_knows_topics_from_rocksdb(root):

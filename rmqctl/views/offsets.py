@@ -19,7 +19,7 @@ from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_ti
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
-from ..rocksdbconfig import OFFSET_FILES, broker_config, consumer_offsets_file
+from ..rocksdbconfig import OFFSET_FILES, broker_config, consumer_offsets_file, kept_in_rocksdb
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..queueload import loaded_queues
@@ -437,8 +437,12 @@ def offsets_config(store: Store, notes: list[str]) -> str:
     other = OFFSET_FILES[0] if name == OFFSET_FILES[1] else OFFSET_FILES[1]
     unread = read_config(store.root, other)
     if unread.main.exists or unread.bak.exists:
-        lmq = str(name == OFFSET_FILES[1]).lower()
-        notes.append(f"{unread.main.path}: not loaded by this broker (enableLmq={lmq}): it reads {name}")
+        why = (
+            f"(it keeps consumer offsets in RocksDB, with {name} merged in when newer)"
+            if kept_in_rocksdb(store, name)
+            else f"(enableLmq={str(name == OFFSET_FILES[1]).lower()}): it reads {name}"
+        )
+        notes.append(f"{unread.main.path}: not loaded by this broker {why}")
     return name
 
 
