@@ -685,6 +685,27 @@ def test_after_a_crash_the_queues_are_those_the_recovery_leaves(tmp_path):
     assert (rows["G1"]["maxOffset"], rows["G1"]["status"], rows["G2"]["lag"]) == (90, "ahead-of-max", 45)
 
 
+@pytest.mark.parametrize("version", [4, 5])
+def test_after_a_clean_stop_a_lost_commitlog_tail_moves_the_queues_max_too(tmp_path, java_oracle, version):
+    """The same torn last record without `abort`: the normal recovery cuts the commitlog there too and
+    truncates the units past it. consumers and offset-by-time answered from the 91 units on disk (only a crashed
+    store's load was modelled); now from the max RocketMQ's own load serves (4.9.7 and 5.3.3 on this store)."""
+    store = copy_store("c-v5-features", tmp_path / "c")
+    with open(store / "commitlog" / "00000000000000393216", "r+b") as f:
+        f.seek(58280 + 541)
+        f.write(bytes(541))
+    (store / "config").mkdir(exist_ok=True)
+    (store / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicV5@G1":{3:91}}}')
+    conf = broker_conf("c-v5-features")
+    queues, _, _ = oracle.served(java_oracle, version, store, conf, tmp_path / "out")
+    at = ["--store", store, "--broker-config", conf, "--format", "jsonl", "--rocketmq-version", str(version)]
+    answer = jsonl(run("offset-by-time", "TopicV5", "3", "1795314256955", *at).stdout)[0]
+    row = next(r for r in jsonl(run("consumers", *at).stdout) if r["topic"] == "TopicV5")
+    # (4.9.7 cuts this 5.x store earlier still: at its first record 4.9 cannot read)
+    assert answer["maxOffset"] == row["maxOffset"] == queues[("TopicV5", 3)][1] == {4: 75, 5: 90}[version]
+    assert row["status"] == "ahead-of-max"
+
+
 def test_with_enable_lmq_the_broker_reads_only_lmq_consumer_offsets(tmp_path):
     """enableLmq: BrokerController makes an LmqConsumerOffsetManager, which loads lmqConsumerOffset.json alone
     and serves an LMQ group's offset from its lmqOffsetTable (queue 0). The offsets review wrote these files with

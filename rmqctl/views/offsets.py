@@ -89,11 +89,11 @@ def queue_view(store: Store, cq: ConsumeQueue, min_phy: int, loaded_max: int | N
 
 
 def loaded_maxes(store: Store) -> dict[str, int]:
-    """topic/queueId -> each file queue's max after the broker's load of a crashed store, where its recovery
-    moves it (queueload.loaded_queues: units past the commitlog's recovered end truncated, the units its
-    dispatch adds). After a clean stop the broker's reput had caught up and the commitlog ends whole: its
-    queues are their files (and nothing is walked, so a lag query starts fast); beside a running broker too."""
-    if store.live is not None or store.rocks_queues is not None or not store.crashed():
+    """topic/queueId -> each queue's max after the broker's load, where its recovery moves it
+    (queueload.loaded_queues: units past the commitlog's recovered end truncated, the units its dispatch adds),
+    after a crash or a clean stop alike (a clean stop's commitlog may still have lost its tail). Beside a
+    running broker the queues are their files: it loaded them already."""
+    if store.live is not None:
         return {}
     loaded = loaded_queues(store)
     return dict(loaded.max_offset) if loaded is not None else {}
@@ -103,10 +103,12 @@ class RocksQueueView:
     """One queue of the RocksDB consume queue as the loaded broker sees it (RocksDBConsumeQueueStore): min by
     getMinCqOffset, max by getMaxOffsetInQueue; its units carry their store time."""
 
-    def __init__(self, rocks: RocksConsumeQueues, q: RocksQueue, min_phy: int):
+    def __init__(self, rocks: RocksConsumeQueues, q: RocksQueue, min_phy: int, loaded_max: int | None = None):
         self.rocks, self.q, self.min_phy = rocks, q, min_phy
         self.min_offset = rocks.min_offset(q, min_phy)
-        self.max_offset = q.max_offset
+        self.max_offset = q.max_offset if loaded_max is None else loaded_max  # (loaded_maxes: truncateDirty's)
+        # getMaxCqOffset: the max entry's offset, or the one truncateDirty corrected it to
+        self.high = (q.max_entry[1] if q.max_entry is not None else None) if loaded_max is None else loaded_max - 1
 
     def unit(self, queue_offset: int) -> tuple[int, int, int, int] | None:
         return self.rocks.unit(self.q.topic, self.q.queue_id, queue_offset)
@@ -117,9 +119,9 @@ class RocksQueueView:
 
     def offset_by_time(self, timestamp: int, boundary: str) -> int:
         """RocksDBConsumeQueueStore.getOffsetInQueueByTime: binarySearchInCQByTime from the min to the last unit."""
-        if self.q.max_entry is None:
+        if self.high is None or self.high == -1:
             return 0
-        return rocks_search_by_time(self, self.q.max_entry[1], self.min_offset, timestamp, boundary)
+        return rocks_search_by_time(self, self.high, self.min_offset, timestamp, boundary)
 
 
 def rocks_search_by_time(view: RocksQueueView, high: int, low: int, timestamp: int, boundary: str) -> int:
@@ -335,9 +337,10 @@ def offset_by_time(
         where = store.consumequeue_dir / topic / ("" if queue_id is None else str(queue_id))
         raise StoreError("no such consumequeue", where if rocks is None else store.consumequeue_dir)
     times = CommitLogTimes(store)
-    if rocks is not None:
-        return [_rocks_offset_by_time(RocksQueueView(rocks, q, times.min_offset), timestamp, boundary) for q in queues]
     out, maxes = [], loaded_maxes(store)
+    if rocks is not None:
+        views = [RocksQueueView(rocks, q, times.min_offset, maxes.get(f"{q.topic}/{q.queue_id}")) for q in queues]
+        return [_rocks_offset_by_time(view, timestamp, boundary) for view in views]
     for cq in queues:
         view = queue_view(store, cq, times.min_offset, maxes.get(f"{cq.topic}/{cq.queue_id}"))
         if view.beyond_files:
@@ -457,7 +460,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     cache: dict = {}
     now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
-    maxes = loaded_maxes(store) if rocks is None else {}
+    maxes = loaded_maxes(store)
     name = offsets_config(store, notes)
     cfg = broker_config(store, name)
     if cfg.main.exists or cfg.bak.exists:
@@ -474,7 +477,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
             key = (c.topic, c.queueId)
             view = cache.get(key) or cache.setdefault(
                 key,
-                RocksQueueView(rocks, cq, times.min_offset)
+                RocksQueueView(rocks, cq, times.min_offset, maxes.get(f"{c.topic}/{c.queueId}"))
                 if rocks is not None
                 else queue_view(store, cq, times.min_offset, maxes.get(f"{c.topic}/{c.queueId}")),
             )
