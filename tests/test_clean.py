@@ -964,3 +964,34 @@ def test_an_index_file_shorter_than_its_header_reads_as_zeros(tmp_path):
     d, deleted = planned(store, "5")
     assert [p for p in deleted if p.startswith("index/")] and "index/20991231235959999" not in deleted
     assert any("20991231235959999: shorter than an index header" in n for n in d["notes"])
+
+
+@pytest.mark.parametrize("version, topic_test_0", [("4", 141), ("5", 180)])
+def test_a_zero_file_after_one_ending_in_a_blank_is_the_last_file(tmp_path, java_oracle, version, topic_test_0):
+    """The last file holding data ends in its BLANK and the next, all zero, is there (a crash right after the
+    roll): the recovery's walk moves on into that file and stops at its start, so truncateDirtyFiles keeps it and
+    it is the last file the cleaner never deletes. rmqctl took the BLANK-ended file for the last and kept it, with
+    other minimum offsets (the clean review's harness ran RocketMQ's own clean services on this store: every
+    older file goes; TopicTest/0's min 141 by 4.9.7's rule, 180 by 5.3.3's). RocketMQ 4.9.7's load says where
+    the commitlog ends: the zero file's start, which `info` now says too."""
+    store = copy_store("a-basic", tmp_path / "a")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    with open(last, "r+b") as f:
+        f.write(bytes(CL_SIZE))
+    for unit_file in (p for p in (store / "consumequeue").rglob("*") if p.is_file()):
+        data = bytearray(unit_file.read_bytes())
+        for at in range(0, len(data), 20):
+            if int.from_bytes(data[at : at + 8], "big") >= int(last.name):
+                data[at : at + 20] = bytes(20)  # the units of the messages that file held: never written
+        unit_file.write_bytes(bytes(data))
+    for f in (store / "commitlog").iterdir():
+        t = (REF - dt.timedelta(hours=100)).timestamp()
+        os.utime(f, (t, t))
+    read = oracle.served(java_oracle, 4, store, CONF, tmp_path / "out")[2]
+    res = run("info", "--store", store, "--broker-config", CONF, "--format", "json")
+    assert res.exit_code == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["commitlog"]["maxOffset"] == read["maxPhyOffset"] == int(last.name)
+    got = clean_json(store, "--now", "--until-ok", "--apply", version=version)
+    assert sorted(p.name for p in (store / "commitlog").iterdir()) == [last.name]
+    assert got["minPhyOffsetAfter"] == int(last.name) and got["cqMinOffsetsAfter"]["TopicTest/0"] == topic_test_0

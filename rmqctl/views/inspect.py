@@ -16,7 +16,7 @@ from .. import schema as S
 from ..engine import decode_records, ordered_map, walk_files
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
-from ..rules import index_slot, pre_blank, queue_kind
+from ..rules import BLANK, index_slot, pre_blank, queue_kind, record_head
 from ..live import head_moved
 from ..queueload import loaded_queues
 from ..store import ConsumeQueue, Store, offset_to_name
@@ -622,7 +622,20 @@ def commitlog_end(store: Store, data_files: list | None = None) -> tuple[int | N
     else:
         for _, m in scan.records(start=last.start):
             end = last.start + m.position + m.storeSize
-    return end, scan.errors
+    return _rolled_over(store, last, end), scan.errors
+
+
+def _rolled_over(store: Store, last, end: int | None) -> int | None:
+    """Where the recovery's walk ends when the last file holding data ends in a BLANK and the next file (the
+    all-zero one the broker pre-allocated) is there: the BLANK moves it to that file, whose first bytes stop it at
+    its start (CommitLog.recoverNormally / recoverAbnormally). That start is processOffset, truncateDirtyFiles
+    keeps the file, and getMaxOffset is its start; without a next file the walk stops at the BLANK."""
+    cl = store.commitlog
+    nxt = next((f for f in cl.files if f.start == last.start + cl.file_size), None)
+    if end is None or nxt is None or store.dledger is not None:
+        return end
+    buf = last.buf
+    return nxt.start if record_head(buf, end - last.start, min(len(buf), cl.file_size), True)[0] == BLANK else end
 
 
 def info(store: Store, end: tuple[int | None, list] | None = None) -> dict:
