@@ -416,13 +416,13 @@ def test_the_command_makes_its_threads_share_one_heap():
 
 def test_numba_loads_with_the_first_kernel_a_process_calls():
     """numba and its registries (~0.5 s) load with the first kernel call, not with the modules that declare
-    kernels: a command that runs none (`consumers`; `info` runs the broker's CRC-checking recovery walk) starts
-    without it; the first call loads it and every loaded module then holds the compiled kernel in place of its
+    kernels: a command that runs none (`dump checkpoint`; `info` and `consumers` run the broker's CRC-checking
+    recovery walk) starts without it; the first call loads it and every loaded module then holds the compiled kernel in place of its
     declaration."""
     code = (
         "import atexit, sys; from rmqctl.engine import decode as D; "
         "atexit.register(lambda: print('numba' in sys.modules, type(D.decode).__name__)); "
-        "sys.argv = ['rmqctl', 'consumers', '--store', 'examples/store', '--broker-config', 'examples/broker.conf']; "
+        "sys.argv = ['rmqctl', 'dump', 'checkpoint', '--store', 'examples/store']; "
         "from rmqctl.cli.launch import main; main()"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
