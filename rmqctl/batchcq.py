@@ -9,6 +9,7 @@ queue/ConsumeQueueStore.java (findOrCreateConsumeQueue by QueueTypeUtils.getCQTy
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +44,25 @@ def written_bcq_units(units: np.ndarray) -> int:
     return int(invalid[0]) if len(invalid) else len(units)
 
 
+def bcq_binary_search(bases: np.ndarray, right: int, target: int) -> int:
+    """BatchConsumeQueue.binarySearch on msgBaseOffset over unit indexes 0..right (the broker's byte positions /
+    46: the same steps): the unit whose base equals the target, else the one its halving converges to from the
+    left (or the next when that one's base is not above the target); -1 for none."""
+    left, max_right = 0, right
+    while left <= right:
+        mid = (left + right) // 2
+        value = int(bases[mid])
+        if value == target:
+            return mid
+        if value > target:
+            right = mid - 1
+        elif mid == left:
+            return mid + 1 if mid + 1 <= max_right and int(bases[mid + 1]) <= target else mid
+        else:
+            left = mid
+    return -1
+
+
 class BatchConsumeQueue:
     """One queue's files (named by logical byte offset, like a consumequeue's)."""
 
@@ -69,15 +89,34 @@ class BatchConsumeQueue:
                 return
 
     def unit_covering(self, queue_offset: int) -> tuple[MappedFile, int, dict] | None:
-        """(file, position, unit fields) of the unit covering a queue offset (a binary search on msgBaseOffset, as
-        getBatchMsgIndexBuffer finds it), None when no unit does."""
-        for f, written, arr in self.units():
-            bases = arr["msgBaseOffset"][:written]
-            if written and bases[0] <= queue_offset < int(bases[-1]) + int(arr[written - 1]["batchSize"]):
-                i = int(np.searchsorted(bases, queue_offset, side="right")) - 1
-                return f, i * S.BCQ_UNIT_SIZE, {k: int(arr[i][k]) for k in S.BCQ_DTYPE.names}
+        """(file, position, unit fields) of the unit getBatchMsgIndexBuffer (5.3.3) finds for a queue offset, None
+        where it finds none: nothing at or past maxOffsetInQueue; the last file when its first unit's
+        msgBaseOffset is at most the offset, else the file of the offset cache's floor entry (each file keyed by
+        its first unit's msgBaseOffset, a later file replacing an earlier one under the same key); then
+        binarySearch on msgBaseOffset over that file's units. On sound units that is the unit whose batch
+        covers the offset; on damaged ones, the unit the broker serves all the same."""
+        if queue_offset >= self.offset_range()[1]:
+            return None
+        firsts: dict[int, int] = {}  # first unit's msgBaseOffset -> file index (the cache)
+        last = None
+        for k, (f, written, arr) in enumerate(self.units()):
+            if written:
+                firsts[int(arr[0]["msgBaseOffset"])] = k
+                last = (k, int(arr[0]["msgBaseOffset"]))
             f.release()
-        return None
+        if last is not None and last[1] <= queue_offset:
+            target = last[0]
+        else:
+            floor = [base for base in firsts if base <= queue_offset]
+            if not floor:
+                return None
+            target = firsts[max(floor)]
+        f, written, arr = next(itertools.islice(self.units(), target, None))
+        i = bcq_binary_search(arr["msgBaseOffset"], written - 1, queue_offset)
+        if i < 0:
+            f.release()
+            return None
+        return f, i * S.BCQ_UNIT_SIZE, {k: int(arr[i][k]) for k in S.BCQ_DTYPE.names}
 
     def store_time_at(self, queue_offset: int) -> int | None:
         """The storeTime of the unit covering a queue offset, None when no unit does."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rmqctl import schema as S
-from rmqctl.batchcq import batch_consume_queues, batch_topics, binary_search_right
+from rmqctl.batchcq import batch_consume_queues, batch_topics, bcq_binary_search, binary_search_right
 from rmqctl.config import load_config
 from rmqctl.store import Store
 
@@ -365,6 +365,46 @@ def test_binary_search_right_is_rocketmqs(java_oracle):
     want = [tuple(int(x) for x in line.split()) for line in java.stdout.splitlines()]
     assert len(got) > 300 and got == want
     assert any(upper == -1 for _, upper in got)  # the broker's UPPER between two units' times
+
+
+def test_the_unit_search_by_queue_offset_is_rocketmqs_on_damaged_units_too(java_oracle, tmp_path):
+    """getBatchMsgIndexBuffer's binarySearch on msgBaseOffset (5.3.3, run here), on a queue file as written and on
+    copies whose bases were damaged (one set off, two swapped, a run set equal): for every queue offset around
+    them, the unit it returns is bcq_binary_search's (locate and the lag views name that unit: on damaged units
+    the one the broker serves, not the one whose batch covers the offset)."""
+    import random
+
+    store = Store(STORE, load_config(CONF))
+    q = batch_consume_queues(store)[0]
+    f, written, arr = next(q.units())
+    rng, asked, got, sorted_answers = random.Random(7), [], [], []
+    for variant in range(8):
+        units = arr[:written].copy()
+        bases = units["msgBaseOffset"]
+        if variant % 4 == 1:
+            bases[rng.randrange(written)] = rng.randrange(int(bases[-1]) + 5)
+        elif variant % 4 == 2:
+            i, j = rng.sample(range(written), 2)
+            bases[i], bases[j] = bases[j], bases[i]
+        elif variant % 4 == 3:
+            i = rng.randrange(written - 5)
+            bases[i : i + 5] = bases[i]
+        path = tmp_path / f"units-{variant}"
+        path.write_bytes(units.tobytes())
+        for target in range(-1, int(bases.max()) + 3):
+            asked.append(f"base {path} {written} {target}")
+            got.append(bcq_binary_search(bases, written - 1, target))
+            sorted_answers.append(int(np.searchsorted(bases, target, side="right")) - 1)
+    harness = Path(__file__).parent / "java" / "BcqSearch.java"
+    java = subprocess.run(
+        ["java", "-cp", oracle_classpath(java_oracle), str(harness)],
+        input="\n".join(asked) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert len(got) > 400 and got == [int(line) for line in java.stdout.splitlines()]
+    assert got != sorted_answers  # (the search a sorted array takes would answer otherwise on damaged units)
 
 
 def test_offset_by_time_on_a_batchcq_queue():

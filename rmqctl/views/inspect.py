@@ -384,12 +384,15 @@ def ms_text(ms: int) -> str | None:
 
 
 def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
-    """A queue offset of a BatchCQ topic: the unit covering it (its batch may start earlier)."""
+    """A queue offset of a BatchCQ topic: the unit the broker finds for it, whose batch covers it (and may start
+    earlier) unless the units' msgBaseOffsets are damaged, which a note then says."""
     out = {"topic": q.topic, "queueId": q.queue_id, "queueOffset": queue_offset}
     found = q.unit_covering(queue_offset)
     if found is None:
         return {**out, "exists": False, "nothingThere": "no unit's batch covers this queue offset"}
     f, pos, unit = found
+    index = queue_offset - unit["msgBaseOffset"]
+    covers = 0 <= index < unit["batchSize"]
     return {
         **out,
         "file": f.name,
@@ -397,7 +400,15 @@ def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
         "position": pos,
         "exists": True,
         **unit,
-        "indexInBatch": queue_offset - unit["msgBaseOffset"],
+        "indexInBatch": index,
+        **(
+            {}
+            if covers
+            else {
+                "note": "its batch does not cover this queue offset (damaged msgBaseOffsets: run "
+                "`rmqctl verify`); the broker's search finds this unit all the same"
+            }
+        ),
     }
 
 
