@@ -737,8 +737,10 @@ class IndexFile:
             return np.empty(0, S.INDEX_ENTRY_DTYPE)
         return np.frombuffer(self.mf.buf, dtype=S.INDEX_ENTRY_DTYPE, count=n, offset=base)
 
-    def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]):
-        """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match."""
+    def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> bool:
+        """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match. True where the
+        chain loops (a damaged prev leads back into it) with no stop of the broker's on the way: the broker's
+        query spins there for good, this one stops after `count` entries."""
         slot_value_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         buf = self.mf.buf
         if slot_value_pos + 4 > len(buf):
@@ -746,7 +748,7 @@ class IndexFile:
         slot_value = S.INT32.unpack_from(buf, slot_value_pos)[0]
         count = self.index_count
         if slot_value <= 0 or slot_value > count or count <= 1:
-            return
+            return False
         begin_ts = self.header["beginTimestamp"]
         base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
         next_index = slot_value
@@ -754,19 +756,20 @@ class IndexFile:
         # there; a chain visits each of the `count` entries at most once
         for _ in range(count):
             if len(out) >= max_num:
-                return
+                return False
             pos = base + next_index * S.INDEX_ENTRY_SIZE
             if pos + S.INDEX_ENTRY_SIZE > len(buf):
-                return
+                return False
             h, phy, diff, prev = S.INDEX_ENTRY.unpack_from(buf, pos)
             if diff < 0:
-                return
+                return False
             time_read = begin_ts + diff * 1000
             if h == key_hash and begin <= time_read <= end:
                 out.append(phy)
             if prev <= 0 or prev > count or prev == next_index or time_read < begin:
-                return
+                return False
             next_index = prev
+        return True
 
 
 def queue_keys(store: "Store") -> list[tuple[str, int]]:

@@ -11,6 +11,7 @@ import pytest
 from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
+from rmqctl.dispatch import index_key_hash
 from rmqctl.views.msgid import decode_ids
 from rmqctl.views.query import offsets_by_file, query_key, query_offsets
 from rmqctl.store import Store
@@ -302,3 +303,23 @@ def test_query_key_on_a_crashed_store_names_the_index_files_the_broker_deletes(t
     assert len(warned) == 2 and sum(int(line.split()[2]) for line in warned) == 2
     (store / "abort").unlink()  # a clean stop: the broker keeps them
     assert "deletes at its next start" not in run(*query, *conf).stderr
+
+
+def test_a_looping_index_chain_is_said_and_a_negative_max_refused(tmp_path):
+    """The newest index file's chain for TopicTest#USER-11 made to loop (its 2nd entry's prev back to the 1st):
+    RocketMQ 4.9.7's selectPhyOffset spins there for good (the query review's harness: 20 queries never
+    returned); rmqctl stops after the file's entries and now says so. --max -1, where the broker throws
+    (Illegal Capacity), is a usage error."""
+    root = copy_store("a-basic", tmp_path / "a")
+    index = sorted((root / "index").iterdir())[-1]
+    data = index.read_bytes()
+    slots, base = 100, S.INDEX_HEADER_SIZE + 100 * S.HASH_SLOT_SIZE
+    first = S.INT32.unpack_from(data, S.INDEX_HEADER_SIZE + index_key_hash("TopicTest#USER-11") % slots * 4)[0]
+    second = S.INDEX_ENTRY.unpack_from(data, base + first * S.INDEX_ENTRY_SIZE)[3]
+    patch(index, base + second * S.INDEX_ENTRY_SIZE + 16, S.INT32.pack(first))
+    at = ["--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl"]
+    res = run("query", "key", "TopicTest", "USER-11", *at)
+    assert res.exit_code == 0 and f"index file {index.name}: the chain of entries for this key loops" in res.stderr
+    assert jsonl(res.stdout)  # the entries before the loop
+    res = run("query", "key", "TopicTest", "USER-11", "--max", "-1", *at)
+    assert res.exit_code == 2 and "Traceback" not in res.stderr

@@ -96,7 +96,7 @@ def msgid_lookup(ctx, id, body, hex_view):
 @click.option(
     "--max",
     "max_num",
-    type=int,
+    type=click.IntRange(min=0),
     default=MAX_MSGS_NUM_BATCH,
     show_default=True,
     help="At most N messages (the broker caps this at maxMsgsNumBatch, 64).",
@@ -123,6 +123,12 @@ def query_key(ctx, topic, key, begin, end, max_num, body, exit_status):
             f"rmqctl: warning: {count} of these offset(s) come from index file {name}, which the broker deletes at its "
             "next start (abort file: its endTimestamp is after the checkpoint's indexMsgTimestamp); it re-indexes only "
             "from where its recovery starts, so it may not find them (verify: index-lost-on-recovery)"
+        )
+    for name in result.looped:
+        echo_err(
+            f"rmqctl: warning: index file {name}: the chain of entries for this key loops (a damaged prev leads back "
+            "into it): the broker's query never returns there; these are the entries before the loop (rmqctl "
+            "verify names the entry, rmqctl rebuild index writes the file again)"
         )
     for name, length, size in result.short:
         echo_err(

@@ -30,6 +30,8 @@ class KeyQueryResult:
     # (index file, its length, the length its geometry makes) of the files searched that are cut short: the broker
     # reads them as zeros past their end, so what was indexed there is not found
     short: list[tuple[str, int, int]] = dataclasses.field(default_factory=list)
+    # index files whose chain for the key loops (a damaged prev): the broker's query spins there for good
+    looped: list[str] = dataclasses.field(default_factory=list)
 
 
 def capped(store: Store, max_num: int) -> int:
@@ -45,8 +47,11 @@ def query_offsets(
     return [off for off, _ in offsets_by_file(store, topic, key, max_num, begin, end)]
 
 
-def offsets_by_file(store: Store, topic: str, key: str, max_num: int, begin: int, end: int) -> list[tuple[int, str]]:
-    """query_offsets, each offset with the name of the index file it was found in."""
+def offsets_by_file(
+    store: Store, topic: str, key: str, max_num: int, begin: int, end: int, looped: list[str] | None = None
+) -> list[tuple[int, str]]:
+    """query_offsets, each offset with the name of the index file it was found in; the files whose chain for
+    the key loops are added to `looped` (the broker's query never returns there)."""
     max_num = capped(store, max_num)
     key_hash = index_key_hash(f"{topic}#{key}")
     out: list[int] = []
@@ -54,7 +59,8 @@ def offsets_by_file(store: Store, topic: str, key: str, max_num: int, begin: int
     for ix in reversed(store.index_files()):
         h = ix.header
         if is_time_matched(h["beginTimestamp"], h["endTimestamp"], begin, end):
-            ix.select_phy_offsets(key_hash, max_num, begin, end, out)
+            if ix.select_phy_offsets(key_hash, max_num, begin, end, out) and looped is not None:
+                looped.append(ix.name)
             names += [ix.name] * (len(out) - len(names))
         if h["beginTimestamp"] < begin or len(out) >= max_num:
             break
@@ -86,7 +92,7 @@ def query_key(
     if rocks is not None:  # 5.4, indexFileWriteEnable=false: the RocksDB index is the one the broker reads
         # IndexRocksDBStore.queryOffset: no answer for maxNum <= 0, else at most maxMsgsNumBatch
         offsets = rocks.index_offsets(topic, key, capped(store, max_num), begin, end) if max_num > 0 else []
-        dropped, short = [], []
+        dropped, short, looped = [], [], []
     else:
         if not store.index_files():  # (messageIndexEnable only stops new entries: the broker searches what is there)
             why = (
@@ -95,7 +101,8 @@ def query_key(
                 else "messageIndexEnable=false: the broker writes none"
             )
             raise StoreError(f"no index file: nothing to look a key up in ({why})", store.index_dir)
-        by_file = offsets_by_file(store, topic, key, max_num, begin, end)
+        looped = []
+        by_file = offsets_by_file(store, topic, key, max_num, begin, end, looped)
         offsets, dropped = [off for off, _ in by_file], _dropped_after_crash(store, by_file)
         short = [
             (ix.name, ix.length, ix.expected_length) for ix in store.index_files() if ix.length < ix.expected_length
@@ -117,7 +124,7 @@ def query_key(
         else:
             collisions.append(off)
     messages = [found[o] for o in sorted(found)]
-    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired, dropped, short)
+    return KeyQueryResult(topic, key, offsets, messages, collisions, unreadable, expired, dropped, short, looped)
 
 
 def _dropped_after_crash(store: Store, by_file: list[tuple[int, str]]) -> list[tuple[str, int]]:
