@@ -406,3 +406,14 @@ def dledger_loaded_queues(store: Store, ends, abnormal: bool) -> LoadedQueues:
     if ends.max_phy >= end:
         moved = {q.name: q.truncated(end)[1] for q in ends.queues if q.stop is not None}
     return LoadedQueues(end, abnormal, moved, {}, {}, True)
+
+
+def loaded_maxes(store: Store) -> dict[str, int]:
+    """topic/queueId -> each queue's max after the broker's load, where its recovery moves it
+    (loaded_queues: units past the commitlog's recovered end truncated, the units its dispatch adds),
+    after a crash or a clean stop alike (a clean stop's commitlog may still have lost its tail). Beside a
+    running broker the queues are their files: it loaded them already."""
+    if store.live is not None:
+        return {}
+    loaded = loaded_queues(store)
+    return dict(loaded.max_offset) if loaded is not None else {}

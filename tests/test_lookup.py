@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+import oracle
 from conftest import ALL_FIXTURES, CLEAN_FIXTURES, FIXTURES, broker_conf, copy_store, jsonl, patch, run, truth
 from rmqctl import schema as S
 from rmqctl.config import load_config
@@ -323,3 +324,26 @@ def test_a_looping_index_chain_is_said_and_a_negative_max_refused(tmp_path):
     assert jsonl(res.stdout)  # the entries before the loop
     res = run("query", "key", "TopicTest", "USER-11", "--max", "-1", *at)
     assert res.exit_code == 2 and "Traceback" not in res.stderr
+
+
+def test_locate_a_queue_offset_as_the_broker_leaves_the_queue_after_its_load(tmp_path, java_oracle):
+    """d-crashed: OrderTopic/2's unit 39 points at the torn record, which the recovery cuts: RocketMQ 4.9.7's
+    load truncates the queue at 39 (its max), and locate said the unit is there (exit 0). a-basic with `abort`
+    and TopicTest/0's last 4 units zeroed: the recovery's dispatch writes them again, and locate said "outside
+    the queue's written units"; it now names the record the broker writes unit 178 for, as the unit on disk
+    was before (the query review's harness: getCommitLogOffsetInQueue gives the same)."""
+    crashed = copy_store("d-crashed", tmp_path / "d")
+    queues = oracle.served(java_oracle, 4, crashed, broker_conf("d-crashed"), tmp_path / "out")[0]
+    assert queues[("OrderTopic", 2)][1] == 39
+    at = ["--store", crashed, "--broker-config", broker_conf("d-crashed"), "--format", "jsonl"]
+    res = run("locate", "39", "--topic", "OrderTopic", "--queue-id", "2", *at)
+    assert res.exit_code == 1 and "the broker's recovery truncates this unit" in jsonl(res.stdout)[0]["nothingThere"]
+    root = copy_store("a-basic", tmp_path / "a")
+    (root / "abort").touch()
+    unit_file = root / "consumequeue" / "TopicTest" / "0" / "00000000000000002560"
+    before = S.CQ_UNIT.unpack_from(unit_file.read_bytes(), 1000)
+    patch(unit_file, 1000, bytes(4 * S.CQ_UNIT_SIZE))
+    res = run("locate", "178", "--topic", "TopicTest", "--queue-id", "0", "--store", root, "--format", "jsonl")
+    row = jsonl(res.stdout)[0]
+    assert res.exit_code == 0 and row["dispatchedAtLoad"]
+    assert (row["commitLogOffset"], row["size"], row["tagsCode"]) == before

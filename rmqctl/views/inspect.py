@@ -14,11 +14,12 @@ import orjson
 from .. import batchcq, compaction, cqext, dledger, rocksdbconfig, rocksdbcq, rocksdbstore
 from .. import schema as S
 from ..engine import decode_records, ordered_map, walk_files
+from ..dispatch import tags_code
 from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import BLANK, index_slot, pre_blank, queue_kind, record_head
 from ..live import head_moved
-from ..queueload import loaded_queues
+from ..queueload import loaded_maxes, loaded_queues
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -412,6 +413,61 @@ def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
     }
 
 
+def _locate_unit(store: Store, cq: ConsumeQueue, offset: int) -> dict:
+    """A consumequeue offset: its unit on disk, and where the broker's load moves the queue's max
+    (loaded_maxes), the unit its recovery truncates or the one its dispatch writes (the record it writes it
+    for: the queue's record whose QUEUEOFFSET is this offset, past the queue's last unit on disk)."""
+    size = cq.files.file_size
+    byte = offset * S.CQ_UNIT_SIZE
+    f = cq.files.find(byte)
+    out = {
+        "topic": cq.topic,
+        "queueId": cq.queue_id,
+        "queueOffset": offset,
+        "file": f.name if f else offset_to_name(byte - byte % size),
+        "fileFromOffset": byte - byte % size,
+        "position": byte % size,
+        "exists": f is not None,
+    }
+    if f is not None:
+        buf = f.buf
+        if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
+            off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
+            out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
+            if pre_blank(off, sz, tags):
+                out["preBlank"] = True
+    loaded_max = loaded_maxes(store).get(f"{cq.topic}/{cq.queue_id}")
+    if loaded_max is not None and offset >= loaded_max and out.get("written"):
+        out["nothingThere"] = (
+            f"the broker's recovery truncates this unit (it points past where the commitlog's recovery ends; "
+            f"the queue's max after its load is {loaded_max})"
+        )
+    elif loaded_max is not None and offset < loaded_max and not out.get("written"):
+        _dispatched_at_load(store, cq, out)
+    elif not out.get("written"):
+        out["nothingThere"] = "outside the queue's written units"
+    elif out.get("preBlank"):
+        out["nothingThere"] = "a pre-blank unit (fillPreBlank's, before the queue's first unit): no record"
+    elif store.expired(out["commitLogOffset"]):
+        _expired_unit(store, out, cq.loaded_range(store.commitlog.min_offset, store.version.major)[0])
+    return out
+
+
+def _dispatched_at_load(store: Store, cq: ConsumeQueue, out: dict):
+    """A unit not on disk that the broker's recovery dispatches into the queue: the record it is for."""
+    units = [arr["commitLogOffset"][:written] for _, _, written, arr in cq.units() if written]
+    after = int(units[-1][-1]) if units else store.commitlog.min_offset  # (the queue's last unit on disk)
+    qoff = out["queueOffset"]
+    for _, m in store.scan().records(start=after):
+        if m.topic == cq.topic and m.queueId == cq.queue_id and m.queueOffset == qoff:
+            code = tags_code(m, store.config)
+            out.update(commitLogOffset=m.physicalOffset, size=m.storeSize, tagsCode=code, written=False)
+            out["dispatchedAtLoad"] = True
+            out["note"] = "not on disk yet: the broker's recovery dispatches this unit at its next start"
+            return
+    out["nothingThere"] = "outside the queue's written units (and no record the broker's recovery dispatches)"
+
+
 def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | None = None) -> dict:
     """Where a commitlog offset (or, with topic/queueId, a consumequeue offset) lives, and whether a record
     starts there."""
@@ -420,33 +476,7 @@ def locate(store: Store, offset: int, topic: str | None = None, queue_id: int | 
     if topic is not None and topic in batchcq.batch_topics(store):
         return _locate_batch(batchcq.queue(store, topic, queue_id or 0), offset)
     if topic is not None:
-        cq = store.consume_queue(topic, queue_id or 0)
-        size = cq.files.file_size
-        byte = offset * S.CQ_UNIT_SIZE
-        f = cq.files.find(byte)
-        out = {
-            "topic": topic,
-            "queueId": queue_id or 0,
-            "queueOffset": offset,
-            "file": f.name if f else offset_to_name(byte - byte % size),
-            "fileFromOffset": byte - byte % size,
-            "position": byte % size,
-            "exists": f is not None,
-        }
-        if f is not None:
-            buf = f.buf
-            if byte - f.start + S.CQ_UNIT_SIZE <= len(buf):
-                off, sz, tags = S.CQ_UNIT.unpack_from(buf, byte - f.start)
-                out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
-                if pre_blank(off, sz, tags):
-                    out["preBlank"] = True
-        if not out.get("written"):
-            out["nothingThere"] = "outside the queue's written units"
-        elif out.get("preBlank"):
-            out["nothingThere"] = "a pre-blank unit (fillPreBlank's, before the queue's first unit): no record"
-        elif store.expired(out["commitLogOffset"]):
-            _expired_unit(store, out, cq.loaded_range(store.commitlog.min_offset, store.version.major)[0])
-        return out
+        return _locate_unit(store, store.consume_queue(topic, queue_id or 0), offset)
     q = store.commitlog
     size = q.file_size
     f = q.find(offset)

@@ -22,7 +22,7 @@ from ..javacompat import java_div, parse_int
 from ..rocksdbconfig import OFFSET_FILES, broker_config, consumer_offsets_file, kept_in_rocksdb
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
-from ..queueload import loaded_queues
+from ..queueload import loaded_maxes
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
 
@@ -86,17 +86,6 @@ def queue_view(store: Store, cq: ConsumeQueue, min_phy: int, loaded_max: int | N
     on_disk = (files[-1][0].start + files[-1][1]) // S.CQ_UNIT_SIZE if files else 0
     max_offset = on_disk if loaded_max is None else loaded_max
     return QueueView(cq, files, min_logic, max_offset, max(0, max_offset - on_disk))
-
-
-def loaded_maxes(store: Store) -> dict[str, int]:
-    """topic/queueId -> each queue's max after the broker's load, where its recovery moves it
-    (queueload.loaded_queues: units past the commitlog's recovered end truncated, the units its dispatch adds),
-    after a crash or a clean stop alike (a clean stop's commitlog may still have lost its tail). Beside a
-    running broker the queues are their files: it loaded them already."""
-    if store.live is not None:
-        return {}
-    loaded = loaded_queues(store)
-    return dict(loaded.max_offset) if loaded is not None else {}
 
 
 class RocksQueueView:
@@ -346,8 +335,9 @@ def offset_by_time(
         if view.beyond_files:
             raise StoreError(
                 f"{cq.topic}/{cq.queue_id}: the broker's recovery dispatches {view.beyond_files} unit(s) into this "
-                f"queue that its files do not hold yet (its max after load is {view.max_offset}): their store times "
-                "are not on disk; let the broker recover the store first",
+                f"queue that its files do not hold yet (its max after load is {view.max_offset}): this search runs "
+                "over the queue's files only; let the broker recover the store first (`rmqctl locate --topic` "
+                "names the record of each such unit)",
                 cq.directory,
             )
         if version == 4:
