@@ -5,6 +5,7 @@ consumequeue` writing the broker's bytes, which RocketMQ 5.3.3 then loads."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -342,6 +343,19 @@ def oracle_classpath(oracle) -> str:
     return ":".join([f"{oracle}/lib/{j}" for j in jars] + [debian])
 
 
+def bcq_search(java_oracle, asked: list[str]) -> list[str]:
+    """tests/java/BcqSearch.java's answer to each line asked (RocketMQ 5.3.3's own searches)."""
+    harness = Path(__file__).parent / "java" / "BcqSearch.java"
+    java = subprocess.run(
+        ["java", "-cp", oracle_classpath(java_oracle), str(harness)],
+        input="\n".join(asked) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return java.stdout.splitlines()
+
+
 def test_binary_search_right_is_rocketmqs(java_oracle):
     """Every file of both queues, each unit's storeTime and its neighbours as targets: the unit
     BatchConsumeQueue.binarySearchRight (5.3.3, run here) stops at for LOWER and UPPER."""
@@ -354,15 +368,7 @@ def test_binary_search_right_is_rocketmqs(java_oracle):
                 got.append(
                     tuple(binary_search_right(arr["storeTime"], 0, written - 1, t, b) for b in ("lower", "upper"))
                 )
-    harness = Path(__file__).parent / "java" / "BcqSearch.java"
-    java = subprocess.run(
-        ["java", "-cp", oracle_classpath(java_oracle), str(harness)],
-        input="\n".join(asked) + "\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    want = [tuple(int(x) for x in line.split()) for line in java.stdout.splitlines()]
+    want = [tuple(int(x) for x in line.split()) for line in bcq_search(java_oracle, asked)]
     assert len(got) > 300 and got == want
     assert any(upper == -1 for _, upper in got)  # the broker's UPPER between two units' times
 
@@ -372,8 +378,6 @@ def test_the_unit_search_by_queue_offset_is_rocketmqs_on_damaged_units_too(java_
     copies whose bases were damaged (one set off, two swapped, a run set equal): for every queue offset around
     them, the unit it returns is bcq_binary_search's (locate and the lag views name that unit: on damaged units
     the one the broker serves, not the one whose batch covers the offset)."""
-    import random
-
     store = Store(STORE, load_config(CONF))
     q = batch_consume_queues(store)[0]
     f, written, arr = next(q.units())
@@ -395,15 +399,7 @@ def test_the_unit_search_by_queue_offset_is_rocketmqs_on_damaged_units_too(java_
             asked.append(f"base {path} {written} {target}")
             got.append(bcq_binary_search(bases, written - 1, target))
             sorted_answers.append(int(np.searchsorted(bases, target, side="right")) - 1)
-    harness = Path(__file__).parent / "java" / "BcqSearch.java"
-    java = subprocess.run(
-        ["java", "-cp", oracle_classpath(java_oracle), str(harness)],
-        input="\n".join(asked) + "\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert len(got) > 400 and got == [int(line) for line in java.stdout.splitlines()]
+    assert len(got) > 400 and got == [int(line) for line in bcq_search(java_oracle, asked)]
     assert got != sorted_answers  # (the search a sorted array takes would answer otherwise on damaged units)
 
 
