@@ -9,7 +9,6 @@ queue/ConsumeQueueStore.java (findOrCreateConsumeQueue by QueueTypeUtils.getCQTy
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Iterator
 
@@ -111,7 +110,10 @@ class BatchConsumeQueue:
             if not floor:
                 return None
             target = firsts[max(floor)]
-        f, written, arr = next(itertools.islice(self.units(), target, None))
+        for k, (f, written, arr) in enumerate(self.units()):
+            if k == target:
+                break
+            f.release()
         i = bcq_binary_search(arr["msgBaseOffset"], written - 1, queue_offset)
         if i < 0:
             f.release()

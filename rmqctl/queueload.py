@@ -337,6 +337,7 @@ class LoadedQueues:
     made: dict[str, int]  # topic/queueId -> min offset of each file queue the recovery's dispatch makes
     max_phy: dict[str, int | None]  # RocksDB queue: the commitLogOffset of the unit its new max points past
     redispatch_counted: bool  # False: the recovery dispatches records whose units max_offset leaves out
+    walk_start: int = 0  # the commitlog offset the recovery's walk (and any dispatch it does) starts from
 
 
 def truncation_runs(store: Store, before: int, after: int, process_offset: int) -> bool:
@@ -394,7 +395,7 @@ def loaded_queues(store: Store) -> LoadedQueues | None:
         elif q.changed:
             max_offset[name] = q.last_max
     made = {name: q.made_min(store) for name, q in queues.items() if not q.recovery.files and q.changed}
-    return LoadedQueues(end, abnormal, max_offset, made, {}, True)
+    return LoadedQueues(end, abnormal, max_offset, made, {}, True, store.commitlog.files[start].start)
 
 
 def dledger_loaded_queues(store: Store, ends, abnormal: bool) -> LoadedQueues:
@@ -408,12 +409,14 @@ def dledger_loaded_queues(store: Store, ends, abnormal: bool) -> LoadedQueues:
     return LoadedQueues(end, abnormal, moved, {}, {}, True)
 
 
+def loaded_state(store: Store) -> LoadedQueues | None:
+    """loaded_queues after a crash or a clean stop alike (a clean stop's commitlog may still have lost its
+    tail); None beside a running broker, whose queues are their files (it loaded them already)."""
+    return loaded_queues(store) if store.live is None else None
+
+
 def loaded_maxes(store: Store) -> dict[str, int]:
-    """topic/queueId -> each queue's max after the broker's load, where its recovery moves it
-    (loaded_queues: units past the commitlog's recovered end truncated, the units its dispatch adds),
-    after a crash or a clean stop alike (a clean stop's commitlog may still have lost its tail). Beside a
-    running broker the queues are their files: it loaded them already."""
-    if store.live is not None:
-        return {}
-    loaded = loaded_queues(store)
+    """topic/queueId -> each queue's max after the broker's load, where its recovery moves it (loaded_state:
+    units past the commitlog's recovered end truncated, the units its dispatch adds)."""
+    loaded = loaded_state(store)
     return dict(loaded.max_offset) if loaded is not None else {}

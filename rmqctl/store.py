@@ -738,9 +738,10 @@ class IndexFile:
         return np.frombuffer(self.mf.buf, dtype=S.INDEX_ENTRY_DTYPE, count=n, offset=base)
 
     def select_phy_offsets(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> bool:
-        """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match. True where the
-        chain loops (a damaged prev leads back into it) with no stop of the broker's on the way: the broker's
-        query spins there for good, this one stops after `count` entries."""
+        """IndexFile.selectPhyOffset: follow the slot's chain newest first; hash-only match. A damaged prev that
+        leads back into the chain makes a loop: one holding a match fills `out` to max_num (with repeats) as
+        the broker's does; one holding none spins there for good in the broker, and this returns True once it
+        has gone more steps than there are entries without a match."""
         slot_value_pos = S.INDEX_HEADER_SIZE + index_slot(key_hash, self.slot_num) * S.HASH_SLOT_SIZE
         buf = self.mf.buf
         if slot_value_pos + 4 > len(buf):
@@ -752,9 +753,8 @@ class IndexFile:
         begin_ts = self.header["beginTimestamp"]
         base = S.INDEX_HEADER_SIZE + self.slot_num * S.HASH_SLOT_SIZE
         next_index = slot_value
-        # the broker's loop has no bound but maxNum: a damaged chain with a longer cycle would spin forever
-        # there; a chain visits each of the `count` entries at most once
-        for _ in range(count):
+        missed = 0  # steps since the last match: past `count`, the chain is a loop without one
+        while missed <= count:
             if len(out) >= max_num:
                 return False
             pos = base + next_index * S.INDEX_ENTRY_SIZE
@@ -766,6 +766,9 @@ class IndexFile:
             time_read = begin_ts + diff * 1000
             if h == key_hash and begin <= time_read <= end:
                 out.append(phy)
+                missed = 0
+            else:
+                missed += 1
             if prev <= 0 or prev > count or prev == next_index or time_read < begin:
                 return False
             next_index = prev

@@ -307,23 +307,45 @@ def test_query_key_on_a_crashed_store_names_the_index_files_the_broker_deletes(t
 
 
 def test_a_looping_index_chain_is_said_and_a_negative_max_refused(tmp_path):
-    """The newest index file's chain for TopicTest#USER-11 made to loop (its 2nd entry's prev back to the 1st):
-    RocketMQ 4.9.7's selectPhyOffset spins there for good (the query review's harness: 20 queries never
-    returned); rmqctl stops after the file's entries and now says so. --max -1, where the broker throws
-    (Illegal Capacity), is a usage error."""
-    root = copy_store("a-basic", tmp_path / "a")
-    index = sorted((root / "index").iterdir())[-1]
-    data = index.read_bytes()
+    """The newest index file's chain for TopicTest#USER-11 (its first entries are other keys', then one of its
+    own) given a loop. Between the first two: RocketMQ 4.9.7's selectPhyOffset spins there for good (the query
+    review's harness never returned; it stops only at maxNum); rmqctl stopped after the file's entries without a
+    word, and now says so and searches no older file. Between its own entry and the one before: the loop holds
+    a match, and the broker fills maxNum with it from this file alone, as rmqctl now does. --max -1, where the
+    broker throws (Illegal Capacity), is a usage error."""
+    at = lambda root: ["--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl"]  # noqa: E731
     slots, base = 100, S.INDEX_HEADER_SIZE + 100 * S.HASH_SLOT_SIZE
-    first = S.INT32.unpack_from(data, S.INDEX_HEADER_SIZE + index_key_hash("TopicTest#USER-11") % slots * 4)[0]
-    second = S.INDEX_ENTRY.unpack_from(data, base + first * S.INDEX_ENTRY_SIZE)[3]
-    patch(index, base + second * S.INDEX_ENTRY_SIZE + 16, S.INT32.pack(first))
-    at = ["--store", root, "--broker-config", broker_conf("a-basic"), "--format", "jsonl"]
-    res = run("query", "key", "TopicTest", "USER-11", *at)
+    key_hash = index_key_hash("TopicTest#USER-11")
+
+    def chain_of(root):
+        index = sorted((root / "index").iterdir())[-1]
+        data = index.read_bytes()
+        chain = [S.INT32.unpack_from(data, S.INDEX_HEADER_SIZE + key_hash % slots * S.HASH_SLOT_SIZE)[0]]
+        while len(chain) < 8:
+            chain.append(S.INDEX_ENTRY.unpack_from(data, base + chain[-1] * S.INDEX_ENTRY_SIZE)[3])
+        own = [S.INDEX_ENTRY.unpack_from(data, base + i * S.INDEX_ENTRY_SIZE)[0] == key_hash for i in chain]
+        return index, chain, own.index(True)
+
+    loop = lambda index, a, b: patch(index, base + a * S.INDEX_ENTRY_SIZE + 16, S.INT32.pack(b))  # noqa: E731
+    spinning = copy_store("a-basic", tmp_path / "spins")
+    index, chain, mine = chain_of(spinning)
+    assert mine >= 2
+    loop(index, chain[1], chain[0])
+    res = run("query", "key", "TopicTest", "USER-11", *at(spinning))
     assert res.exit_code == 0 and f"index file {index.name}: the chain of entries for this key loops" in res.stderr
-    assert jsonl(res.stdout)  # the entries before the loop
-    res = run("query", "key", "TopicTest", "USER-11", "--max", "-1", *at)
+    assert jsonl(res.stdout) == []  # (nothing before the loop, and no older file searched)
+    res = run("query", "key", "TopicTest", "USER-11", "--max", "-1", *at(spinning))
     assert res.exit_code == 2 and "Traceback" not in res.stderr
+
+    filling = copy_store("a-basic", tmp_path / "fills")
+    index, chain, mine = chain_of(filling)
+    loop(index, chain[mine], chain[mine - 1])
+    by_file = offsets_by_file(
+        Store(filling, load_config(broker_conf("a-basic"))), "TopicTest", "USER-11", 64, 0, 1 << 62
+    )
+    assert len(by_file) == 64 and {name for _, name in by_file} == {index.name}
+    res = run("query", "key", "TopicTest", "USER-11", *at(filling))
+    assert res.exit_code == 0 and "loops" not in res.stderr and len(jsonl(res.stdout)) == 1
 
 
 def test_locate_a_queue_offset_as_the_broker_leaves_the_queue_after_its_load(tmp_path, java_oracle):

@@ -750,18 +750,25 @@ def _repair_dledger(store: Store, dry_run: bool, keep_backup: bool, interrupted)
 
 
 def _dledger_records_past(store: Store, cut: int, queues_of: dict) -> PastTheCut:
-    """The records past the cut: those inside the entries the walk reads from it, then those consumequeue units
-    point at that it did not reach (past an entry it cannot read, the rest of that file's entries are known only
-    from their units). The walk holds at most the files from the cut on (DLedger exits rather than cut more)."""
+    """The records past the cut: those inside the entries the walk reads from it, then, as recovery.records_past
+    counts them, those consumequeue units point at past where the walk met damage in their file (past an entry
+    it cannot read, the rest of that file's entries are known only from their units). The walk holds at most the
+    files from the cut on (DLedger exits rather than cut more)."""
     scan = store.scan()
     past = PastTheCut(lambda offset, own: queues_of.get(offset) or own or "unknown")
     read = [np.zeros(0, np.int64)]
     for chunk in scan.chunks(start=cut):  # (the records inside sound entries: DLedger's reput skips the rest)
         past.add(chunk, scan.allow_v2)
         read.append(chunk.file.start + chunk.column("position").astype(np.int64))
+    damaged: dict[int, int] = {}  # file start -> the first offset of it where the walk met damage
+    for f, pos, _ in scan.errors:
+        damaged[f.start] = min(damaged.get(f.start, f.start + pos), f.start + pos)
+    size = store.commitlog.file_size
     named = np.fromiter((o for o in queues_of if o >= cut), np.int64)
-    for offset in named[~np.isin(named, np.concatenate(read))].tolist():
-        past.add_named(offset)
+    named = named[~np.isin(named, np.concatenate(read))]
+    for offset in named.tolist():
+        if offset >= damaged.get(offset - offset % size, offset + 1):
+            past.add_named(offset)
     return past
 
 

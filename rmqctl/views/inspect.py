@@ -19,7 +19,7 @@ from ..errors import FileGone, StoreError, where
 from ..record import Blank, Message, RecordError, read_record
 from ..rules import BLANK, index_slot, pre_blank, queue_kind, record_head
 from ..live import head_moved
-from ..queueload import loaded_maxes, loaded_queues
+from ..queueload import loaded_queues, loaded_state
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -415,8 +415,7 @@ def _locate_batch(q: batchcq.BatchConsumeQueue, queue_offset: int) -> dict:
 
 def _locate_unit(store: Store, cq: ConsumeQueue, offset: int) -> dict:
     """A consumequeue offset: its unit on disk, and where the broker's load moves the queue's max
-    (loaded_maxes), the unit its recovery truncates or the one its dispatch writes (the record it writes it
-    for: the queue's record whose QUEUEOFFSET is this offset, past the queue's last unit on disk)."""
+    (loaded_state), the unit its recovery truncates or the one its dispatch writes (_dispatched_at_load)."""
     size = cq.files.file_size
     byte = offset * S.CQ_UNIT_SIZE
     f = cq.files.find(byte)
@@ -436,14 +435,16 @@ def _locate_unit(store: Store, cq: ConsumeQueue, offset: int) -> dict:
             out.update(commitLogOffset=off, size=sz, tagsCode=tags, written=sz > 0 and off >= 0)
             if pre_blank(off, sz, tags):
                 out["preBlank"] = True
-    loaded_max = loaded_maxes(store).get(f"{cq.topic}/{cq.queue_id}")
+    end, last_phy = _queue_end(cq)
+    loaded = loaded_state(store) if _load_may_move(store, out, end) else None
+    loaded_max = loaded.max_offset.get(f"{cq.topic}/{cq.queue_id}") if loaded is not None else None
     if loaded_max is not None and offset >= loaded_max and out.get("written"):
         out["nothingThere"] = (
             f"the broker's recovery truncates this unit (it points past where the commitlog's recovery ends; "
             f"the queue's max after its load is {loaded_max})"
         )
-    elif loaded_max is not None and offset < loaded_max and not out.get("written"):
-        _dispatched_at_load(store, cq, out)
+    elif loaded_max is not None and end <= offset < loaded_max:
+        _dispatched_at_load(store, cq, out, max(last_phy, loaded.walk_start), loaded.end)
     elif not out.get("written"):
         out["nothingThere"] = "outside the queue's written units"
     elif out.get("preBlank"):
@@ -453,18 +454,41 @@ def _locate_unit(store: Store, cq: ConsumeQueue, offset: int) -> dict:
     return out
 
 
-def _dispatched_at_load(store: Store, cq: ConsumeQueue, out: dict):
-    """A unit not on disk that the broker's recovery dispatches into the queue: the record it is for."""
-    units = [arr["commitLogOffset"][:written] for _, _, written, arr in cq.units() if written]
-    after = int(units[-1][-1]) if units else store.commitlog.min_offset  # (the queue's last unit on disk)
+def _load_may_move(store: Store, unit: dict, end: int) -> bool:
+    """Whether the broker's load may move this unit (so its recovery is worth walking): one past the queue's end
+    on disk (its dispatch may write it), or one on disk pointing where the recovery's walk goes (the last three
+    commitlog files, any after a crash: it may truncate it)."""
+    files = store.commitlog.files
+    if unit["queueOffset"] >= end:
+        return True
+    if not unit.get("written") or not files:
+        return False
+    return store.crashed() or unit["commitLogOffset"] >= files[max(0, len(files) - 3)].start
+
+
+def _queue_end(cq: ConsumeQueue) -> tuple[int, int]:
+    """(the queue offset past its last written unit on disk, that unit's commitLogOffset; 0, -1: none)."""
+    end, phy = 0, -1
+    for first, f, written, arr in cq.units():
+        if written:
+            end, phy = first + written, int(arr["commitLogOffset"][written - 1])
+        f.release()
+    return end, phy
+
+
+def _dispatched_at_load(store: Store, cq: ConsumeQueue, out: dict, start: int, stop: int):
+    """A unit past the queue's end on disk that the broker's recovery dispatches into it: the record it writes
+    it for, the queue's record whose QUEUEOFFSET is the offset, among those its walk passes in [start, stop)."""
     qoff = out["queueOffset"]
-    for _, m in store.scan().records(start=after):
-        if m.topic == cq.topic and m.queueId == cq.queue_id and m.queueOffset == qoff:
-            code = tags_code(m, store.config)
-            out.update(commitLogOffset=m.physicalOffset, size=m.storeSize, tagsCode=code, written=False)
-            out["dispatchedAtLoad"] = True
-            out["note"] = "not on disk yet: the broker's recovery dispatches this unit at its next start"
-            return
+    for chunk in store.scan().chunks(start=start, end=stop):
+        hits = np.flatnonzero((chunk.column("queueId") == cq.queue_id) & (chunk.column("queueOffset") == qoff))
+        for pos in chunk.column("position")[hits].tolist():
+            m = read_record(chunk.buf, pos, len(chunk.u8))
+            if m.topic == cq.topic:
+                out.update(commitLogOffset=m.physicalOffset, size=m.storeSize, tagsCode=tags_code(m, store.config))
+                out.update(written=False, dispatchedAtLoad=True)
+                out["note"] = "not on disk yet: the broker's recovery dispatches this unit at its next start"
+                return
     out["nothingThere"] = "outside the queue's written units (and no record the broker's recovery dispatches)"
 
 

@@ -88,6 +88,18 @@ def queue_view(store: Store, cq: ConsumeQueue, min_phy: int, loaded_max: int | N
     return QueueView(cq, files, min_logic, max_offset, max(0, max_offset - on_disk))
 
 
+class LoadedMaxes:
+    """loaded_maxes, walked on the first question (a store without committed offsets is not walked)."""
+
+    def __init__(self, store: Store):
+        self.store, self._maxes = store, None
+
+    def get(self, name: str) -> int | None:
+        if self._maxes is None:
+            self._maxes = loaded_maxes(self.store)
+        return self._maxes.get(name)
+
+
 class RocksQueueView:
     """One queue of the RocksDB consume queue as the loaded broker sees it (RocksDBConsumeQueueStore): min by
     getMinCqOffset, max by getMaxOffsetInQueue; its units carry their store time."""
@@ -450,7 +462,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     cache: dict = {}
     now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
-    maxes = loaded_maxes(store)
+    maxes = LoadedMaxes(store)
     name = offsets_config(store, notes)
     cfg = broker_config(store, name)
     if cfg.main.exists or cfg.bak.exists:

@@ -59,9 +59,12 @@ def offsets_by_file(
     for ix in reversed(store.index_files()):
         h = ix.header
         if is_time_matched(h["beginTimestamp"], h["endTimestamp"], begin, end):
-            if ix.select_phy_offsets(key_hash, max_num, begin, end, out) and looped is not None:
-                looped.append(ix.name)
+            spins = ix.select_phy_offsets(key_hash, max_num, begin, end, out)
             names += [ix.name] * (len(out) - len(names))
+            if spins:  # (the broker's query never gets past this file)
+                if looped is not None:
+                    looped.append(ix.name)
+                break
         if h["beginTimestamp"] < begin or len(out) >= max_num:
             break
     return list(zip(out, names))
