@@ -109,6 +109,8 @@ class TimerLog:
             file_size = infer_file_size(probe.files, "timerlog", DEFAULT_TIMERLOG_SIZE)
         probe.file_size = file_size
         self.directory = directory
+        # MappedFileQueue.doLoad (5.x) deletes a zero-length last file and loads the rest
+        self.deleted_at_load = probe.files.pop() if probe.files and probe.files[-1].length == 0 else None
         self.queue = probe
         self.file_size = file_size
 
@@ -196,18 +198,36 @@ class TimerWheel:
         self._map = None
 
     @property
+    def loadable(self) -> bool:
+        """The TimerWheel constructor takes the file: its full size, or empty (it sizes it, all zeros); another
+        length throws ("Timer wheel length ... != expected") and the broker does not start."""
+        return self.length in (0, WHEEL_FILE_SIZE)
+
+    @property
     def slots(self) -> np.ndarray:
-        """Every slot that fits in the file (a short file yields fewer)."""
+        """Every slot that fits in the file (a short file yields fewer); an empty file's, as the broker sizes
+        it: every slot zero."""
+        if not self.length:
+            return np.zeros(S.TIMER_WHEEL_SLOTS, S.WHEEL_SLOT_DTYPE)
         if self._map is None:
             with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.length else b""
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         n = min(self.length, WHEEL_FILE_SIZE) // S.WHEEL_SLOT_SIZE
         return np.frombuffer(self._map, dtype=S.WHEEL_SLOT_DTYPE, count=n) if n else np.empty(0, S.WHEEL_SLOT_DTYPE)
 
     def used(self) -> np.ndarray:
-        """Indexes of the slots ever written (a slot keeps its values after its time has passed)."""
-        s = self.slots
-        return np.flatnonzero((s["timeDivPrecision"] != 0) | (s["lastPos"] != 0) | (s["num"] != 0))
+        return used_slots(self.slots)
+
+
+def used_slots(s: np.ndarray) -> np.ndarray:
+    """Indexes of the slots ever written (a slot keeps its values after its time has passed)."""
+    return np.flatnonzero((s["timeDivPrecision"] != 0) | (s["lastPos"] != 0) | (s["num"] != 0))
+
+
+def loaded_slots(wheel: TimerWheel | None) -> np.ndarray:
+    """The wheel's slots as the broker's TimerWheel opens them: a missing file is made, and an empty one sized,
+    every slot zero."""
+    return wheel.slots if wheel is not None else np.zeros(S.TIMER_WHEEL_SLOTS, S.WHEEL_SLOT_DTYPE)
 
 
 class TimerFiles:
@@ -283,10 +303,11 @@ class TimerRecovery:
 
 
 def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | None:
-    """The recovery of `timer`'s files (None without a timerlog or a wheel); pending slots are those at or after
-    timercheck's lastReadTimeMs (the broker's currReadTimeMs is no earlier)."""
+    """The recovery of `timer`'s files (None without a timerlog, or with a wheel the broker refuses; a missing
+    wheel is made empty, as the broker makes it); pending slots are those at or after timercheck's
+    lastReadTimeMs (the broker's currReadTimeMs is no earlier)."""
     log, wheel = timer.timerlog, timer.wheel
-    if log is None or not log.files or wheel is None:
+    if log is None or not log.files or (wheel is not None and not wheel.loadable):
         return None
     walk = log.walk
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - log.file_size)
@@ -300,7 +321,8 @@ def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | Non
             break
         process = w.file.start + (w.blank if w.blank is not None else w.end)
     pos, units = log.positions()
-    slots = wheel.slots.copy()
+    before = loaded_slots(wheel)  # (the file's, read-only)
+    slots = before.copy()
     walked = (pos >= walk[first].file.start) & (pos < process)
     order = [np.flatnonzero(walked)]
     read_ms = check["lastReadTimeMs"] if check else 0
@@ -313,7 +335,6 @@ def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | Non
             order.append(np.flatnonzero((pos >= start) & (pos < process)))
     seq = np.concatenate(order)
     _revise(slots, pos[seq], delayed_ms(units[seq]), timer.precision)
-    before = wheel.slots  # (the file's, read-only)
     changed = np.flatnonzero((slots["lastPos"] != before["lastPos"]) | (slots["firstPos"] != before["firstPos"]))
     return TimerRecovery(process, dropped, slots, changed)
 
@@ -342,7 +363,7 @@ def _revise(slots: np.ndarray, pos: np.ndarray, due: np.ndarray, precision: int)
     k = index[starts]
     same = (last_other < 0) & (slots["timeDivPrecision"][k] == time[ends])
     run = np.where(last_other >= 0, last_other + 1, starts)
+    # (a slot put anew keeps its num and magic: the three-argument putSlot writes time, firstPos, lastPos only)
     slots["firstPos"][k] = np.where(same, slots["firstPos"][k], pos[run])
-    slots["num"][k] = np.where(same, slots["num"][k], 0)
     slots["timeDivPrecision"][k] = time[ends]
     slots["lastPos"][k] = pos[ends]

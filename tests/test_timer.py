@@ -315,11 +315,17 @@ def test_garbage_inside_the_timerlog(timer_store):
     assert [u["pos"] for u in jsonl(dumped.stdout)] == [0, 52, 104] + [u["pos"] for u in units() if u["pos"] >= 8192]
 
 
-def test_wheel_of_the_wrong_length(timer_store):
+@pytest.mark.parametrize("length", [S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE // 2, 32000])
+def test_wheel_of_the_wrong_length(timer_store, length):
+    """The broker's TimerWheel refuses it and the broker does not start: one error, no recovery modelled (a wheel
+    shorter than the slots its recovery revises crashed verify and info)."""
     with open(timer_store / "timerwheel", "r+b") as f:
-        f.truncate(S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE // 2)
+        f.truncate(length)
     _, rows = verify_rows(timer_store)
-    assert ("timer-file", "error", "timerwheel") in {(f["kind"], f["severity"], f["file"]) for f in rows}
+    assert [(f["kind"], f["severity"], f["file"]) for f in rows if f["kind"].startswith("timer")] == [
+        ("timer-file", "error", "timerwheel")
+    ]
+    assert run("info", "--store", timer_store, "--broker-config", CONF).exit_code == 0
 
 
 def test_recovery_cut_would_leave_units_dangling(timer_store):
@@ -409,6 +415,23 @@ def _crash(root):  # the last 20 units gone, timercheck flushed before them, the
     (root / "abort").touch()
 
 
+def _no_wheel(root):  # the broker makes an empty wheel, and its recovery files the units it walks again
+    (root / "timerwheel").unlink()
+
+
+def _empty_wheel(root):  # sized by the broker, all zero (rmqctl crashed on it)
+    os.truncate(root / "timerwheel", 0)
+
+
+def _empty_last_timerlog(root):  # the load deletes a zero-length last file
+    os.truncate(root / "timerlog" / f"{8192:020d}", 0)
+
+
+def _slot_time_off(root):  # put anew by the recovery, its num kept (the three-argument putSlot)
+    at = 432039 * S.WHEEL_SLOT_SIZE
+    patch(root / "timerwheel", at, S.INT64.pack(S.INT64.unpack_from((root / "timerwheel").read_bytes(), at)[0] + 1))
+
+
 def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
     """(queue offset, process offset, {slot: (timeDivPrecision, firstPos, lastPos)}) as 5.3.3's recovery leaves
     a copy of `root`."""
@@ -435,7 +458,18 @@ def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
 
 
 @pytest.mark.parametrize(
-    "damage", [_torn_tail, _last_pos_past_the_end, _garbage_unit, _crash], ids=lambda d: d.__name__[1:]
+    "damage",
+    [
+        _torn_tail,
+        _last_pos_past_the_end,
+        _garbage_unit,
+        _crash,
+        _no_wheel,
+        _empty_wheel,
+        _empty_last_timerlog,
+        _slot_time_off,
+    ],
+    ids=lambda d: d.__name__[1:],
 )
 def test_the_timer_recovery_is_rocketmqs_and_verify_says_what_it_does(timer_store, java_oracle, tmp_path, damage):
     """TimerMessageStore.recover truncates the timerlog at its first bytes that are not a unit, revises the slots

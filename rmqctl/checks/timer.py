@@ -9,7 +9,17 @@ from .. import schema as S
 from ..findings import TIMER, Findings
 from ..rules import record_expired
 from ..store import Store
-from ..timerstore import TimerFiles, TimerRecovery, delayed_ms, delta, field_offset, slot_index, timer_recovery
+from ..timerstore import (
+    TimerFiles,
+    TimerRecovery,
+    delayed_ms,
+    delta,
+    field_offset,
+    loaded_slots,
+    slot_index,
+    timer_recovery,
+    used_slots,
+)
 from ..views.timer import QueueResume, Units, _iso, chain, queue_resume, timer_queue_end
 from .context import Context, Records
 
@@ -95,10 +105,11 @@ def _check_files(
             timer.wheel_path,
             None,
             None,
-            "no timerwheel: the broker creates an empty one, so every slot chain is forgotten and pending timer "
-            "messages are never delivered",
+            "no timerwheel: the broker makes an empty one, and its recovery files again only the units its "
+            "timerlog walk passes (from the file before the one holding lastTimerLogFlushPos): a pending message "
+            "filed earlier is never delivered (the slots after recovery follow)",
         )
-    elif wheel.length not in (0, S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE):
+    elif not wheel.loadable:
         found.add(
             TIMER,
             "timer-file",
@@ -142,6 +153,16 @@ def _check_timerlog_files(found: Findings, log):
     ]
     for path, detail in problems:
         found.add(TIMER, "timer-file", "error", path, None, None, detail)
+    if log.deleted_at_load is not None:
+        found.add(
+            TIMER,
+            "timer-file",
+            "info",
+            log.deleted_at_load.path,
+            None,
+            None,
+            "0 bytes, the last file: the broker's load deletes it (MappedFileQueue.doLoad) and reads the files before",
+        )
 
 
 def _check_timerlog_units(
@@ -252,24 +273,25 @@ def _check_slots(
     the recovery keeps), firstPos its oldest unit, num the chain's count. Slots whose time has passed are never
     read again: their findings are info."""
     wheel = timer.wheel
-    if wheel is None:
+    if wheel is None and recovery is None:
         return
-    slots = recovery.slots if recovery is not None else wheel.slots
+    before = loaded_slots(wheel)
+    slots = recovery.slots if recovery is not None else before
     precision = timer.precision
     wheel_path = "timerwheel"
     revised = set(recovery.revised.tolist()) if recovery is not None else set()
     for i in sorted(revised):
-        before, after = int(wheel.slots[i]["lastPos"]), int(slots[i]["lastPos"])
+        was, after = int(before[i]["lastPos"]), int(slots[i]["lastPos"])
         _chain_finding(
             found,
             "info",
             wheel_path,
             i * S.WHEEL_SLOT_SIZE,
-            f"slot {i}: lastPos is {before}; the broker's recovery revises it to {after}, the slot's newest unit "
+            f"slot {i}: lastPos is {was}; the broker's recovery revises it to {after}, the slot's newest unit "
             "its timerlog walk passes",
         )
     emptied: list[int] = []
-    for i in sorted(set(wheel.used().tolist()) | revised):
+    for i in sorted(set(used_slots(before).tolist()) | revised):
         s = slots[i]
         time_ms = int(s["timeDivPrecision"]) * precision
         pending = time_ms >= read_ms
@@ -302,7 +324,7 @@ def _check_slots(
                 else f"{when}: {problem}",
             )
             continue
-        _check_chain(found, timer, units, i, positions, when, pending)
+        _check_chain(found, timer, units, (i, s), positions, when, pending)
     if emptied:
         refiled = _refiled(resume)
         _chain_finding(
@@ -321,10 +343,10 @@ def _chain_finding(found: Findings, severity: str, file, at: int, detail: str) -
     found.add(TIMER, "timer-chain", severity, file, at, None, detail)
 
 
-def _check_chain(found: Findings, timer: TimerFiles, units: Units, i: int, positions: list, when: str, pending: bool):
-    """The well-formed chain of slot `i` (at `positions`) against the slot: each unit filed for the slot's time,
-    firstPos its oldest unit, num its count."""
-    precision, wheel_path, s = timer.precision, "timerwheel", timer.wheel.slots[i]
+def _check_chain(found: Findings, timer: TimerFiles, units: Units, slot, positions: list, when: str, pending: bool):
+    """The well-formed chain of a slot (its index and itself, as the broker's recovery leaves it; its units at
+    `positions`) against the slot: each unit filed for the slot's time, firstPos its oldest unit, num its count."""
+    precision, wheel_path, (i, s) = timer.precision, "timerwheel", slot
     severity = "error" if pending else "info"
     chain_units = np.array([units.at(p) for p in positions], dtype=S.TIMERLOG_UNIT_DTYPE)
     foreign = [
