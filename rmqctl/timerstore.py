@@ -303,12 +303,14 @@ class TimerRecovery:
 
 
 def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | None:
-    """The recovery of `timer`'s files (None without a timerlog, or with a wheel the broker refuses; a missing
-    wheel is made empty, as the broker makes it); pending slots are those at or after timercheck's
-    lastReadTimeMs (the broker's currReadTimeMs is no earlier)."""
+    """The recovery of `timer`'s files (None without a timerlog, or with a wheel or a timerlog file the broker
+    refuses; a missing wheel is made empty, as the broker makes it); pending slots are those at or after
+    timercheck's lastReadTimeMs (the broker's currReadTimeMs is no earlier)."""
     log, wheel = timer.timerlog, timer.wheel
     if log is None or not log.files or (wheel is not None and not wheel.loadable):
         return None
+    if any(f.length != log.file_size for f in log.files):
+        return None  # MappedFileQueue.doLoad refuses the timerlog: the broker does not start, nor recover it
     walk = log.walk
     begin = max(0, (check["lastTimerLogFlushPos"] if check else 0) - log.file_size)
     first = max((i for i, w in enumerate(walk) if w.file.start <= begin), default=0)

@@ -432,6 +432,13 @@ def _slot_time_off(root):  # put anew by the recovery, its num kept (the three-a
     patch(root / "timerwheel", at, S.INT64.pack(S.INT64.unpack_from((root / "timerwheel").read_bytes(), at)[0] + 1))
 
 
+def _last_unit_sizepy_long(root):  # reviseQueueOffset's read of sizePy bytes decodes the record all the same
+    last = root / "timerlog" / f"{8192:020d}"
+    at = 7436 - 52 + field_offset(S.TimerLogUnit, "sizePy")
+    patch(last, at, S.INT32.pack(S.INT32.unpack_from(last.read_bytes(), at)[0] + 8))
+    patch(root / "config" / "timercheck", field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), S.INT64.pack(100))
+
+
 def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
     """(queue offset, process offset, {slot: (timeDivPrecision, firstPos, lastPos)}) as 5.3.3's recovery leaves
     a copy of `root`."""
@@ -468,6 +475,7 @@ def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
         _empty_wheel,
         _empty_last_timerlog,
         _slot_time_off,
+        _last_unit_sizepy_long,
     ],
     ids=lambda d: d.__name__[1:],
 )

@@ -250,9 +250,11 @@ class QueueResume:
 
 def queue_resume(store: Store, timer: TimerFiles, check: dict, process_offset: int) -> QueueResume:
     """TimerMessageStore.recover's currQueueOffset: reviseQueueOffset reads the record of the unit that ends at
-    the recovered timerlog end, takes its queue offset (searched down in its queue, at most 20000 steps, for the
-    unit naming that record), and resumes one past it; no such record: timercheck's lastTimerQueueOffset. At
-    most masterTimerQueueOffset, then within the queue's [min, max]."""
+    the recovered timerlog end (getMessageByCommitOffset: sizePy bytes at offsetPy, inside their file, decoded:
+    a sizePy short of the record fails, a longer one reads it all the same), takes its queue offset (searched
+    down in its queue, at most 20000 steps, for the unit naming that record), and resumes one past it; no such
+    record: timercheck's lastTimerQueueOffset. At most masterTimerQueueOffset, then within the queue's
+    [min, max]."""
     units = Units(timer)
     unit = units.at(process_offset - S.TIMERLOG_UNIT_SIZE)
     found = None
@@ -262,7 +264,9 @@ def queue_resume(store: Store, timer: TimerFiles, check: dict, process_offset: i
             _, m = store.read_message(offset_py)
         except StoreError:
             m = None
-        if m is not None and m.storeSize == size_py:
+        f = store.commitlog.find(offset_py) if m is not None else None
+        inside = f is not None and offset_py - f.start + size_py <= min(len(f.buf), store.commitlog.file_size)
+        if inside and m.storeSize <= size_py:
             found = m.queueOffset
             for q in range(m.queueOffset, max(-1, m.queueOffset - REVISE_TRIES), -1):
                 if _timer_queue_unit(store, m.queueId, q) == (offset_py, size_py):
