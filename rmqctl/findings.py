@@ -120,6 +120,7 @@ KINDS: dict[str, str] = {
     "timer-chain": "a wheel slot whose unit chain is broken, misplaced or holds units of another time",
     "timer-slot-count": "a pending wheel slot whose num disagrees with its chain",
     "timercheck-ahead": "a timercheck position past the timerlog data or the timer queue's end",
+    "timercheck-behind": "a timercheck (or none) that makes the broker file timer messages again: delivered twice",
     # DLedger-mode stores (rmqctl/dledger.py): the entries around the records, DLedger's index and checkpoint
     "truncated-entry": "a DLedger entry header that runs past the end of its data file",
     "dledger-entry-pos": "a DLedger entry whose pos field is not where it lies",

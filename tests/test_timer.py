@@ -439,6 +439,10 @@ def _last_unit_sizepy_long(root):  # reviseQueueOffset's read of sizePy bytes de
     patch(root / "config" / "timercheck", field_offset(S.TimerCheckpoint, "lastTimerQueueOffset"), S.INT64.pack(100))
 
 
+def _master_behind(root):  # the enqueue resumes at 100: the messages of 100..299 are filed again
+    patch(root / "config" / "timercheck", field_offset(S.TimerCheckpoint, "masterTimerQueueOffset"), S.INT64.pack(100))
+
+
 def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
     """(queue offset, process offset, {slot: (timeDivPrecision, firstPos, lastPos)}) as 5.3.3's recovery leaves
     a copy of `root`."""
@@ -476,6 +480,7 @@ def rocketmq_timer_recovery(oracle, root, work) -> tuple[int, int, dict]:
         _empty_last_timerlog,
         _slot_time_off,
         _last_unit_sizepy_long,
+        _master_behind,
     ],
     ids=lambda d: d.__name__[1:],
 )
@@ -502,3 +507,16 @@ def test_the_timer_recovery_is_rocketmqs_and_verify_says_what_it_does(timer_stor
     } == slots
     _, rows = verify_rows(timer_store)
     assert not [f for f in rows if f["kind"].startswith("timer") and f["severity"] == "error"]
+
+
+def test_a_timercheck_that_makes_the_broker_file_messages_again_is_said(timer_store):
+    """masterTimerQueueOffset below the last unit's record (5.3.3 resumes the timer queue at 100, tested above)
+    or no timercheck at all (it resumes at the queue's first offset, the review's harness): the broker enqueues
+    those timer messages again and delivers them twice; verify said sound."""
+    _master_behind(timer_store)
+    _, rows = verify_rows(timer_store)
+    behind = [f for f in rows if f["kind"] == "timercheck-behind"]
+    assert [f["severity"] for f in behind] == ["warning"] and "queue offsets 100..299" in behind[0]["detail"]
+    (timer_store / "config" / "timercheck").unlink()
+    _, rows = verify_rows(timer_store)
+    assert any(f["kind"] == "timercheck-behind" and "no timercheck" in f["detail"] for f in rows)

@@ -120,6 +120,17 @@ def _check_files(
             f"timerwheel is {wheel.length} bytes, not {S.TIMER_WHEEL_SLOTS * S.WHEEL_SLOT_SIZE} (1209600 slots of "
             f"32): a 5.3.3 broker refuses to start (Timer wheel length != expected)",
         )
+    if check is None and timer.timerlog is not None and timer.timerlog.data_end > 0:
+        found.add(
+            TIMER,
+            "timercheck-behind",
+            "warning",
+            timer.timercheck_path,
+            None,
+            None,
+            "no timercheck: the broker's checkpoint starts at zeros, so its recovery resumes the timer queue at its "
+            "first offset and files again every timer message the timerlog holds already: delivered twice",
+        )
     if check is not None and check["fileSize"] != S.TIMERCHECK_FILE_SIZE:
         found.add(
             TIMER,
@@ -408,6 +419,19 @@ def _check_timercheck(found: Findings, store: Store, timer: TimerFiles, check: d
             None,
             f"lastTimerLogFlushPos {flushed} is past the end of the timerlog data at {end}: units the broker "
             f"flushed are gone; {fate}",
+        )
+    if resume is not None and resume.filed_to is not None and resume.offset < resume.filed_to:
+        found.add(
+            TIMER,
+            "timercheck-behind",
+            "warning",
+            path,
+            field_offset(S.TimerCheckpoint, "masterTimerQueueOffset"),
+            None,
+            f"the broker's recovery resumes the timer queue at {resume.offset} (masterTimerQueueOffset "
+            f"{check['masterTimerQueueOffset']} caps it), below {resume.filed_to}, one past the record of the last "
+            f"timerlog unit: the timer messages of queue offsets {resume.offset}..{resume.filed_to - 1} are filed "
+            "again, and delivered twice",
         )
     queue_max = timer_queue_end(store)
     enqueued = check["lastTimerQueueOffset"]

@@ -246,6 +246,7 @@ class QueueResume:
 
     offset: int
     from_last_unit: bool  # one past the queue offset of the last unit's record (else timercheck's lastTimerQueueOffset)
+    filed_to: int | None = None  # one past the queue offset of the last unit's record, where reviseQueueOffset finds it
 
 
 def queue_resume(store: Store, timer: TimerFiles, check: dict, process_offset: int) -> QueueResume:
@@ -277,7 +278,7 @@ def queue_resume(store: Store, timer: TimerFiles, check: dict, process_offset: i
     lo_hi = _timer_queue_range(store)
     if lo_hi is not None:
         offset = min(max(offset, lo_hi[0]), lo_hi[1])
-    return QueueResume(offset, found is not None)
+    return QueueResume(offset, found is not None, found + 1 if found is not None else None)
 
 
 def _timer_queue_unit(store: Store, queue_id: int, q: int) -> tuple[int, int] | None:
