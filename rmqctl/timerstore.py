@@ -118,6 +118,16 @@ class TimerLog:
     def files(self) -> list[MappedFile]:
         return self.queue.files
 
+    def unit_at(self, pos: int) -> np.void | None:
+        """The 52 bytes at timerlog offset `pos` when they read as a unit (size 52, a unit's magic, not a BLANK),
+        wherever they lie: the dequeue follows prevPos to any position, whether a walk reached it or not."""
+        f = self.queue.find(pos) if pos >= 0 else None
+        if f is None or pos - f.start + S.TIMERLOG_UNIT_SIZE > min(len(f.buf), self.file_size):
+            return None
+        unit = np.frombuffer(f.buf, S.TIMERLOG_UNIT_DTYPE, count=1, offset=pos - f.start)[0]
+        reads = unit["size"] == S.TIMERLOG_UNIT_SIZE and magic_ok(unit["magic"]) and unit["magic"] != S.MAGIC_BLANK
+        return unit if reads else None
+
     def last_offset_py(self, f: MappedFile) -> int | None:
         """The offsetPy of the unit in file f's last unit slot (last_unit_at), None where the slot holds none
         (a size or magic the timer's cleaner takes for "error data")."""

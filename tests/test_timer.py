@@ -520,3 +520,19 @@ def test_a_timercheck_that_makes_the_broker_file_messages_again_is_said(timer_st
     (timer_store / "config" / "timercheck").unlink()
     _, rows = verify_rows(timer_store)
     assert any(f["kind"] == "timercheck-behind" and "no timercheck" in f["detail"] for f in rows)
+
+
+def test_a_chain_through_units_past_damage_in_their_file_is_followed(timer_store):
+    """Units 10..12 of the first timerlog file zeroed, the checkpoint's flush position past the data: the walk
+    of that file stops at the zeros, but the broker's dequeue follows prevPos to any position and reads the
+    units after them (5.3.3's TimerLog.getTimerMessage, the timer review's harness). verify said 122 chains
+    point where no unit is; only those into the zeroed units do."""
+    zero(timer_store / "timerlog" / f"{0:020d}", 10 * 52, 13 * 52)
+    patch(
+        timer_store / "config" / "timercheck",
+        field_offset(S.TimerCheckpoint, "lastTimerLogFlushPos"),
+        S.INT64.pack(30000),
+    )
+    _, rows = verify_rows(timer_store)
+    nowhere = [f["detail"] for f in rows if f["kind"] == "timer-chain" and "where no timerlog unit is" in f["detail"]]
+    assert nowhere and all(any(f" is {p}, " in d for p in (520, 572, 624)) for d in nowhere), nowhere

@@ -49,6 +49,7 @@ class TimerCheck:
         if self.recovery is not None:  # the units the truncation leaves
             kept = self.units.pos < self.recovery.process_offset
             self.units.pos, self.units.units = self.units.pos[kept], self.units.units[kept]
+            self.units.limit = self.recovery.process_offset
         self.offsets = self.units.units["offsetPy"].astype(np.int64) if len(self.units.pos) else np.zeros(0, np.int64)
 
     def begin(self) -> Findings:

@@ -120,14 +120,22 @@ def dump_timerlog(
 
 
 class Units:
-    """Every unit of the timerlog by position (positions ascend: the recovery walk's order)."""
+    """Every unit of the timerlog by position (positions ascend: the recovery walk's order); `at` reads one the
+    walk did not reach (past damage in its file) too, below `limit` (where the broker's recovery truncates the
+    timerlog: nothing past it is read)."""
 
     def __init__(self, timer: TimerFiles):
         self.pos, self.units = timer.positions()
+        self.log = timer.timerlog
+        self.limit: int | None = None
 
     def at(self, pos: int) -> np.void | None:
         i = int(np.searchsorted(self.pos, pos))
-        return self.units[i] if i < len(self.pos) and self.pos[i] == pos else None
+        if i < len(self.pos) and self.pos[i] == pos:
+            return self.units[i]
+        if self.log is None or (self.limit is not None and pos >= self.limit):
+            return None
+        return self.log.unit_at(pos)
 
 
 def chain(timer: TimerFiles, last_pos: int, units: Units) -> tuple[list[int], str | None]:
