@@ -536,3 +536,17 @@ def test_a_chain_through_units_past_damage_in_their_file_is_followed(timer_store
     _, rows = verify_rows(timer_store)
     nowhere = [f["detail"] for f in rows if f["kind"] == "timer-chain" and "where no timerlog unit is" in f["detail"]]
     assert nowhere and all(any(f" is {p}, " in d for p in (520, 572, 624)) for d in nowhere), nowhere
+
+
+def test_units_a_revised_slot_drops_from_its_chain_are_said_lost(timer_store, java_oracle, tmp_path):
+    """A BLANK magic over unit 50 of the first timerlog file: the recovery's walk of that file ends there, and a
+    slot whose newest unit lies past it is revised back to its newest unit before it (5.3.3's slots, tested
+    here): the units after drop out of the chain the dequeue reads. verify said the revision was info."""
+    patch(timer_store / "timerlog" / f"{0:020d}", 50 * 52 + 12, S.INT32.pack(S.MAGIC_BLANK))
+    _, _, slots = rocketmq_timer_recovery(java_oracle, timer_store, tmp_path)
+    store = Store(timer_store, load_config(CONF))
+    recovery = timer_recovery(TimerFiles(store), TimerFiles(store).timercheck())
+    assert {i: int(recovery.slots[i]["lastPos"]) for i in slots} == {i: last for i, (_, _, last) in slots.items()}
+    _, rows = verify_rows(timer_store)
+    lost = [f for f in rows if f["kind"] == "timer-chain" and "drop out of the chain" in f["detail"]]
+    assert lost and all(f["severity"] == "error" for f in lost)

@@ -293,15 +293,7 @@ def _check_slots(
     wheel_path = "timerwheel"
     revised = set(recovery.revised.tolist()) if recovery is not None else set()
     for i in sorted(revised):
-        was, after = int(before[i]["lastPos"]), int(slots[i]["lastPos"])
-        _chain_finding(
-            found,
-            "info",
-            wheel_path,
-            i * S.WHEEL_SLOT_SIZE,
-            f"slot {i}: lastPos is {was}; the broker's recovery revises it to {after}, the slot's newest unit "
-            "its timerlog walk passes",
-        )
+        _revised_slot(found, timer, units, i, before[i], slots[i], read_ms)
     emptied: list[int] = []
     for i in sorted(set(used_slots(before).tolist()) | revised):
         s = slots[i]
@@ -348,6 +340,25 @@ def _check_slots(
             f"recovery truncates the timerlog ({recovery.process_offset}): the dequeue reads none of them; "
             + (refiled if refiled else "their messages are never delivered"),
         )
+
+
+def _revised_slot(found: Findings, timer: TimerFiles, units: Units, i: int, was, after, read_ms: int):
+    """A slot the recovery revises: its lastPos moves to the newest unit of its time the walk passes. Where it
+    moves back past units of the slot that the walk did not reach (after damage in their file), those drop out
+    of the chain the dequeue reads: their messages are lost, if the slot is still to be read."""
+    old, new = int(was["lastPos"]), int(after["lastPos"])
+    detail = f"slot {i}: lastPos is {old}; the broker's recovery revises it to {new}, the slot's newest unit its timerlog walk passes"
+    positions, _ = (
+        chain(timer, old, units) if old > new and was["timeDivPrecision"] == after["timeDivPrecision"] else ([], None)
+    )
+    dropped = [p for p in positions if p > new]
+    pending = int(after["timeDivPrecision"]) * timer.precision >= read_ms
+    if dropped and pending:
+        detail += (
+            f": the {len(dropped)} unit(s) of the slot after it (the newest at {dropped[0]}) drop out of the chain "
+            "the dequeue reads, and their messages are never delivered"
+        )
+    _chain_finding(found, "error" if dropped and pending else "info", "timerwheel", i * S.WHEEL_SLOT_SIZE, detail)
 
 
 def _chain_finding(found: Findings, severity: str, file, at: int, detail: str) -> None:
