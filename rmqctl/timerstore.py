@@ -352,10 +352,21 @@ def timer_recovery(timer: TimerFiles, check: dict | None) -> TimerRecovery | Non
 
 
 def _units_after(log: TimerLog, w: TimerLogFile) -> int:
-    """The units in w's file past where its walk stopped (what reads as one: size 52 and a unit's magic)."""
-    n = min(len(w.file.buf), log.file_size) // S.TIMERLOG_UNIT_SIZE
-    arr = np.frombuffer(w.file.buf, dtype=S.TIMERLOG_UNIT_DTYPE, count=n)[w.stop // S.TIMERLOG_UNIT_SIZE + 1 :]
+    """The units in w's file past where its walk stopped."""
+    return units_after(log, w.file, w.stop)
+
+
+def units_after(log: TimerLog, f: MappedFile, at: int) -> int:
+    """The units in file f after the bytes at `at` (what reads as one: size 52 and a unit's magic)."""
+    n = min(len(f.buf), log.file_size) // S.TIMERLOG_UNIT_SIZE
+    arr = np.frombuffer(f.buf, dtype=S.TIMERLOG_UNIT_DTYPE, count=n)[at // S.TIMERLOG_UNIT_SIZE + 1 :]
     return int(((arr["size"] == S.TIMERLOG_UNIT_SIZE) & magic_ok(arr["magic"]) & (arr["magic"] != S.MAGIC_BLANK)).sum())
+
+
+def blank_too_early(log: TimerLog, w: TimerLogFile) -> bool:
+    """TimerLog.append writes its BLANK only where a unit and the BLANK no longer fit: one with room for another
+    unit after it is damage (a unit's magic overwritten), and the walk skips the rest of its file."""
+    return w.blank is not None and w.blank + S.TIMERLOG_UNIT_SIZE + S.TIMERLOG_MIN_BLANK <= log.file_size
 
 
 def _revise(slots: np.ndarray, pos: np.ndarray, due: np.ndarray, precision: int):

@@ -550,3 +550,12 @@ def test_units_a_revised_slot_drops_from_its_chain_are_said_lost(timer_store, ja
     _, rows = verify_rows(timer_store)
     lost = [f for f in rows if f["kind"] == "timer-chain" and "drop out of the chain" in f["detail"]]
     assert lost and all(f["severity"] == "error" for f in lost)
+
+
+def test_a_blank_with_room_for_another_unit_is_named(timer_store):
+    """TimerLog.append writes its BLANK only where a unit no longer fits: one over unit 50 of the first file is
+    damage, and the walk skips the 106 units after it. verify named its consequences, not the BLANK."""
+    patch(timer_store / "timerlog" / f"{0:020d}", 50 * 52 + 12, S.INT32.pack(S.MAGIC_BLANK))
+    _, rows = verify_rows(timer_store)
+    blank = [f for f in rows if f["kind"] == "timerlog-unit" and "a BLANK at timerlog offset 2600" in f["detail"]]
+    assert [f["severity"] for f in blank] == ["error"] and "106 unit(s)" in blank[0]["detail"]

@@ -12,12 +12,14 @@ from ..store import Store
 from ..timerstore import (
     TimerFiles,
     TimerRecovery,
+    blank_too_early,
     delayed_ms,
     delta,
     field_offset,
     loaded_slots,
     slot_index,
     timer_recovery,
+    units_after,
     used_slots,
 )
 from ..views.timer import QueueResume, Units, _iso, chain, queue_resume, timer_queue_end
@@ -183,6 +185,21 @@ def _check_timerlog_units(
     """Where the timerlog's walk stops before the end of its data, and whether the broker's recovery sees it
     (timerstore.timer_recovery): it truncates there, and files again the messages of the units it drops when
     it resumes the timer queue from the last unit left (views/timer.queue_resume)."""
+    for w in log.walk:
+        if blank_too_early(log, w):
+            at = w.file.start + w.blank
+            skipped = units_after(log, w.file, w.blank)
+            found.add(
+                TIMER,
+                "timerlog-unit",
+                "error" if skipped else "warning",
+                w.file.path,
+                w.blank,
+                None,
+                f"a BLANK at timerlog offset {at} with room for another unit after it: the broker writes one only "
+                f"where a unit no longer fits (a unit's magic overwritten?); the recovery's walk skips the rest of "
+                f"the file, {skipped} unit(s)",
+            )
     for w in log.damaged():
         at = w.file.start + w.stop
         if recovery is not None and at > recovery.process_offset:
