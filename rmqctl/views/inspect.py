@@ -20,6 +20,7 @@ from ..record import Blank, Message, RecordError, read_record
 from ..rules import BLANK, index_slot, pre_blank, queue_kind, record_head
 from ..live import head_moved
 from ..queueload import loaded_queues, loaded_state
+from ..recovery import recovered_queues_end, start_file
 from ..store import ConsumeQueue, Store, offset_to_name
 from .filters import MessageFilter
 from .timer import pending_summary
@@ -456,14 +457,15 @@ def _locate_unit(store: Store, cq: ConsumeQueue, offset: int) -> dict:
 
 def _load_may_move(store: Store, unit: dict, end: int) -> bool:
     """Whether the broker's load may move this unit (so its recovery is worth walking): one past the queue's end
-    on disk (its dispatch may write it), or one on disk pointing where the recovery's walk goes (the last three
-    commitlog files, any after a crash: it may truncate it)."""
+    on disk (its dispatch may write it), or one on disk pointing where the recovery's walk goes (from
+    recovery.start_file on: it may truncate it)."""
     files = store.commitlog.files
     if unit["queueOffset"] >= end:
         return True
     if not unit.get("written") or not files:
         return False
-    return store.crashed() or unit["commitLogOffset"] >= files[max(0, len(files) - 3)].start
+    start = start_file(store, store.crashed(), lambda: recovered_queues_end(store).max_phy)
+    return unit["commitLogOffset"] >= files[start].start
 
 
 def _queue_end(cq: ConsumeQueue) -> tuple[int, int]:
