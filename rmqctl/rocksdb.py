@@ -25,7 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
-from . import engine as E
+from . import engine as E, sstable
 from .errors import StoreError
 
 # the database's own files (RocksDB filename.cc); LOCK and the info LOGs are left out of the view
@@ -39,6 +39,8 @@ WRITE_BATCH = 1 << 16
 # table, so they grow with the data, and gives each database a 32 MiB cache that a scan fills)
 READ_CACHE_BYTES = 4 << 20
 BATCH_STEP = 2048  # pairs drained from RocksDB's iterator per call while a batch is gathered (its list in cache)
+# what the memtables hold: the table files are all the data only when both are 0
+MEMTABLE_ENTRIES = ("rocksdb.num-entries-active-mem-table", "rocksdb.num-entries-imm-mem-tables")
 MARSHAL_VERSION = 2  # the layout engine/pairs.py reads (no references: every object written where it stands)
 
 
@@ -220,6 +222,21 @@ class ReadOnlyDB:
         except Exception as e:  # RocksDB's Status met mid-way, as the opening's errors
             self._call(_raise, e)
         self._check_ended(family, None, b"" if last is None else last + b"\0")
+
+    def table_values(self, cf: str) -> Iterator[Pairs] | None:
+        """Every value `cf`'s live table files hold, read by rmqctl.sstable (any older version of a key they keep
+        too: not what the database answers), or None where those are not all its data or a table is not one
+        sstable reads: entries in the memtables (a WAL replayed at the opening: the writer did not flush)."""
+        family = self._families[cf]
+        if any(self._call(family.property_int_value, name) for name in MEMTABLE_ENTRIES):
+            return None
+        try:
+            tables = [
+                sstable.read_table(self.directory / f["name"].lstrip("/")) for f in self._call(self._db.live_files)
+            ]
+        except sstable.Unreadable:
+            return None
+        return (Pairs(data, *spans.T.copy()) for data, spans in sstable.values([t for t in tables if t.family == cf]))
 
     def _check_ended(self, family, hi: bytes | None, after: bytes):
         """rocksdict's items() ends silently where RocksDB's iterator meets an error (a block whose checksum

@@ -216,6 +216,11 @@ class MessageRocksDB:
         db, family = self._handle(kind)
         return db.batches(family, size)
 
+    def table_values(self, kind: str) -> Iterator[Pairs] | None:
+        """Every value the kind's table files hold, older versions too (rocksdb.ReadOnlyDB.table_values), or None."""
+        db, family = self._handle(kind)
+        return db.table_values(family)
+
     def entries(self, kind: str) -> Iterator[Entry]:
         """Every key of the kind in key order, decoded one at a time (memory flat in its size)."""
         for key, value in self.items(kind):

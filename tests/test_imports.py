@@ -45,6 +45,7 @@ LAYERS = [
             "rmqctl.rocksdbcq",
             "rmqctl.rocksdbconfig",
             "rmqctl.rocksdbstore",
+            "rmqctl.sstable",
             "rmqctl.store",
             "rmqctl.live",
             "rmqctl.brokerversion",

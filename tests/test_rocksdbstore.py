@@ -15,6 +15,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -947,8 +948,8 @@ def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypat
     """The runs past verify's memory are spilled through writes that raise when the scratch filesystem is full
     (a 16 KiB tmpfs here, every run past the memory): verify stops with one line and exit 2, never a run cut
     short and checked as if whole."""
-    monkeypatch.setattr(
-        verify_module, "start_reading", lambda store, memory: rocksdbstore_check.start_reading(store, 0)
+    monkeypatch.setattr(  # every run past no memory, the index records' too (no digest)
+        verify_module, "start_reading", lambda store, memory, digest: rocksdbstore_check.start_reading(store, 0)
     )
     with tmpfs_at(tmp_path / "scratch", "16k") as scratch:
         monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -957,14 +958,16 @@ def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypat
     assert res.exit_code == 2, line
 
 
-def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch):
+@pytest.mark.parametrize("whole", [True, False])
+def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch, whole):
     """verify's --memory bounds the record table and the RocksDB message store's runs kept in memory together
-    (both live until the checks after the walk): half each, never the whole budget twice."""
+    (both live until the checks after the walk), never the whole budget twice: half each, or an eighth for the
+    runs where the index records are summed instead (a whole walk: IndexDigest)."""
     asked = {}
 
-    def reading(store, memory):
+    def reading(store, memory, digest):
         asked["runs"] = memory
-        return rocksdbstore_check.start_reading(store, memory)
+        return rocksdbstore_check.start_reading(store, memory, digest)
 
     def table(memory):
         asked["table"] = memory
@@ -974,7 +977,108 @@ def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch)
     monkeypatch.setattr(verify_module, "window_records", table)
     store = Store(built[0], load_config(broker_conf(BASE)))
     try:
-        verify_module.verify(store, memory=64 << 20)
+        verify_module.verify(store, memory=64 << 20, **({} if whole else {"start": 0}))
     finally:
         store.close()
-    assert asked == {"runs": 32 << 20, "table": 32 << 20}
+    assert asked == ({"runs": 8 << 20, "table": 56 << 20} if whole else {"runs": 32 << 20, "table": 32 << 20})
+
+
+def _table_db(path: Path, version: int, compression: str, flushes: int, tail: int = 0):
+    """A database of index-like keys in `version` and `compression`, written in `flushes` table files, then
+    `tail` keys overwritten or deleted left in its WAL (a writer that did not flush)."""
+    o = rocksdict.Options(raw_mode=True)
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(version)
+    o.set_block_based_table_factory(table)
+    o.set_compression_type(getattr(rocksdict.DBCompressionType, compression)())
+    o.create_if_missing(True)
+    db = rocksdict.Rdict(str(path), options=o)
+    for f in range(flushes):
+        for i in range(3000):
+            db[q(3600000 * (i % 7)) + b"@T@K@key-%d@u@" % i + q(i * 100)] = q(f)  # a rewrite in each file
+        del db[q(0) + b"@T@K@key-0@u@" + q(0)]
+        db.flush()
+    db.close()
+    (path / "rocksdict-config.json").unlink()
+    if tail:  # written by a process killed before it closed the database: the values are only in its WAL
+        code = (
+            "import os, sys, rocksdict; db = rocksdict.Rdict(sys.argv[1], options=rocksdict.Options(raw_mode=True)); "
+            f"[db.put(b'tail%d' % i, b'v') for i in range({tail})]; os._exit(0)"
+        )
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+        (path / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("compression", ["none", "lz4", "lz4hc"])
+def test_the_table_files_read_directly_hold_every_value_rocksdb_reads(tmp_path, version, compression):
+    """sstable's direct reading of a column family's table files gives every pair RocksDB's iteration gives,
+    and the older versions the files still keep (a rewritten key once per file, a deleted one's value): what a
+    digest may take, never what the database answers (checks/rocksdbstore.IndexDigest)."""
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    _table_db(tmp_path / "db", version, compression, flushes=3)
+    with ReadOnlyDB(tmp_path / "db", ()) as db:
+        direct = Counter(p for pairs in db.table_values("default") for p in pairs.items())
+        live = Counter(db.items("default"))
+    # each file: 2999 values and the deletion of the key whose value its memtable dropped
+    assert not live - direct and sum(direct.values()) == 3 * 2999 and len(live) == 2999
+
+
+@pytest.mark.parametrize("how", ["zstd", "wal"])
+def test_tables_not_read_directly_leave_the_reading_to_rocksdb(tmp_path, how):
+    """A table compressed another way, or values still in the memtables (a WAL replayed at the opening): no
+    direct reading at all (None), so the digest takes RocksDB's own iteration."""
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    _table_db(tmp_path / "db", 5, "zstd" if how == "zstd" else "lz4", flushes=1, tail=5 if how == "wal" else 0)
+    with ReadOnlyDB(tmp_path / "db", ()) as db:
+        assert db.table_values("default") is None
+
+
+def _digest_outcome(root: Path, monkeypatch, digest: bool = True) -> tuple[bool | None, list]:
+    """verify's findings of the store, and whether the index records' digest proved them (None: not taken)."""
+    seen = {}
+    real = rocksdbstore_check.check_rocksdb_store
+
+    def check(store, reading, jobs):
+        out = real(store, reading, jobs)
+        seen["proved"] = reading.digest.proves() if reading.digest is not None else None
+        return out
+
+    monkeypatch.setattr(verify_module, "check_rocksdb_store", check)
+    reading = rocksdbstore_check.start_reading
+    monkeypatch.setattr(verify_module, "start_reading", lambda s, m, d: reading(s, m, d and digest))
+    store = Store(root, load_config(broker_conf(BASE)))
+    try:
+        found = sorted((f.kind, f.detail) for f in verify(store).findings if f.kind.startswith("rocksdb-store"))
+    finally:
+        store.close()
+    return seen["proved"], found
+
+
+@pytest.mark.parametrize("change", ["none", "topic", "store time", "extra", "missing", "garbage", "hour"])
+def test_the_digest_proves_a_sound_index_and_nothing_else(built, tmp_path, monkeypatch, change):
+    """The index records' digest proves them where the database holds exactly the records buildIndex makes
+    (read directly from its table files), and proves nothing after any change, where verify's findings are
+    those of the records held one by one against the commitlog (the digest not taken)."""
+    root = copy_of(built, tmp_path)
+    index = built[1]["default"]
+    key = next(k for k in index if b"@TxBizTopic@U@" in k)
+    changes = {
+        "none": lambda db: None,
+        "topic": lambda db: (db.delete(key), db.__setitem__(key.replace(b"@TxBizTopic@", b"@Other@"), index[key])),
+        "store time": lambda db: db.__setitem__(key, q(struct.unpack(">q", index[key])[0] + 1)),
+        "extra": lambda db: db.__setitem__(key[:-8] + q(10**9), index[key]),
+        "missing": lambda db: db.delete(key),
+        "garbage": lambda db: db.__setitem__(b"\x00garbage", b"x"),
+        "hour": lambda db: (
+            db.delete(key),
+            db.__setitem__(q(struct.unpack(">q", key[:8])[0] - 7200000) + key[8:], index[key]),
+        ),
+    }
+    rewrite(root, "default", changes[change])
+    proved, found = _digest_outcome(root, monkeypatch)
+    assert proved == (change == "none"), found  # (a missing record: not what buildIndex makes either)
+    assert found == _digest_outcome(root, monkeypatch, digest=False)[1]
+    assert bool(found) == (change not in ("none", "missing")), found

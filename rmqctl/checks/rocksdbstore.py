@@ -45,7 +45,17 @@ from ..errors import FileGone, StoreError
 from ..findings import CONSUMEQUEUE, INDEX, TIMER, Findings
 from ..record import Message
 from ..rocksdb import Pairs, scratch_directory
-from ..rocksdbstore import INDEX as INDEX_KIND, KINDS, LAST_OFFSET_PY, TIMER as TIMER_KIND, TRANS, Entry, entry
+from ..rocksdbstore import (
+    BOOKKEEPING,
+    INDEX as INDEX_KIND,
+    KINDS,
+    LAST_OFFSET_PY,
+    TIMER as TIMER_KIND,
+    TRANS,
+    Entry,
+    entry,
+)
+from ..sstable import Unreadable
 from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
@@ -129,16 +139,26 @@ def concatenated(parts: list[Records]) -> Records:
 
 
 def spill(
-    db, batch: int, store: Callable[[int, Records], None], say: Callable[[tuple], None], stopped: Callable[[], bool]
+    db,
+    batch: int,
+    store: Callable[[int, Records], None],
+    say: Callable[[tuple], None],
+    stopped: Callable[[], bool],
+    kinds: tuple[str, ...],
+    digest: IndexDigest | None = None,
+    keys: bool = True,
 ):
-    """Every kind's keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
-    order, stored as run n (`store(n, records)`) and said as ("run", its first offset, its records), each key
-    the engine parses as no record said as ("key", kind, key, value). A batch is parsed and stored on a thread
-    of its own while the next one is read (the engine's parse and the writes release the GIL; RocksDB's
-    iteration holds it), and said once stored, in order."""
+    """The `kinds`' keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
+    order, stored as run n (`store(n, records)`) and said as ("run", its first offset, its records), or, for the
+    index records `digest` takes, summed there instead; each key the engine parses as no record said as ("key",
+    kind, key, value) unless not `keys`. A batch is parsed and stored on a thread of its own while the next one
+    is read (the engine's parse and the writes release the GIL; RocksDB's iteration holds it), and said once
+    stored, in order."""
     numbers = itertools.count()  # (taken on the one storing thread, a batch at a time in order)
 
     def written(kind: str, pairs: Pairs) -> tuple[tuple | None, np.ndarray]:
+        if digest is not None and kind == INDEX_KIND:
+            return None, digest.add_pairs(pairs)
         records, rest = _sorted_run(kind, pairs)
         if not len(records.offsets):
             return None, rest
@@ -149,20 +169,35 @@ def spill(
         run, rest = job.result()
         if run is not None:
             say(run)
-        for i in rest.tolist():
+        for i in rest.tolist() if keys else ():
             say(("key", kind, pairs.key(i), pairs.value(i)))
 
     with concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here) as pool:
         last = None
-        for kind, pairs in ((kind, pairs) for kind in db.kinds for pairs in db.batches(kind, batch)):
-            if stopped():
-                return
-            job = pool.submit(written, kind, pairs)
-            if last is not None:
-                said(*last)
-            last = (kind, pairs, job)
+        for kind in kinds:
+            try:
+                for pairs in _source(db, kind, batch, digest):
+                    if stopped():
+                        return
+                    job = pool.submit(written, kind, pairs)
+                    if last is not None:
+                        said(*last)
+                    last = (kind, pairs, job)
+            except Unreadable:  # (the table files read directly, mid-way: the digest then proves nothing)
+                digest.found.doubtful += 1
         if last is not None:
             said(*last)
+
+
+def _source(db, kind: str, batch: int, digest: IndexDigest | None) -> Iterator[Pairs]:
+    """The kind's pairs: for the digest, the values of its table files read directly where they are all its
+    data (sstable: older versions too, which a digest allows), else RocksDB's iteration."""
+    if digest is not None and kind == INDEX_KIND:
+        values = db.table_values(kind)
+        if values is not None:
+            digest.direct = True
+            return values
+    return db.batches(kind, batch)
 
 
 class RecordRuns:
@@ -172,10 +207,21 @@ class RecordRuns:
     as no record are decoded by the reference as they come: `found` names those of neither layout, `unparsed`
     keeps the records among them for the check against the commitlog."""
 
-    def __init__(self, db, batch: int = BATCH, memory: int = 0):
+    def __init__(
+        self,
+        db,
+        batch: int = BATCH,
+        memory: int = 0,
+        kinds: tuple[str, ...] | None = None,
+        digest: IndexDigest | None = None,
+        keys: bool = True,
+    ):
         self.db = db
         self.batch = batch
         self.memory = memory
+        self.kinds = db.kinds if kinds is None else kinds
+        self.digest = digest  # takes the index records instead of runs (IndexDigest)
+        self.keys = keys  # whether the keys the engine parses as no record go to the reference
         self._kept: dict[int, dict[str, np.ndarray]] = {}  # the runs in memory: their SPILLED arrays by name
         self._kept_bytes = 0
         self.found = Findings()
@@ -198,7 +244,7 @@ class RecordRuns:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            spill(self.db, self.batch, self._store, self.said, lambda: self.stopped)
+            spill(self.db, self.batch, self._store, self.said, lambda: self.stopped, self.kinds, self.digest, self.keys)
         finally:
             if collecting:
                 gc.enable()
@@ -349,6 +395,118 @@ class RecordRuns:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+MASK64 = (1 << 64) - 1
+
+
+@dataclasses.dataclass
+class Digest:
+    """Index records counted and the sum of their hashes (mod 2^64); `doubtful`: records that make it prove
+    nothing (engine.index_digest, engine.expected_digest)."""
+
+    count: int = 0
+    total: int = 0
+    doubtful: int = 0
+
+    def add(self, count: int, total, doubtful: int):
+        self.count += int(count)
+        self.total = (self.total + int(total)) & MASK64
+        self.doubtful += int(doubtful)
+
+
+class IndexDigest:
+    """The index records' shorter way (engine/rocksdbstore.py): the database's records summed as they are read
+    (`add_pairs`, on the reading's thread, in place of runs), and the records IndexRocksDBStore.buildIndex
+    makes of the walk's records summed a window at a time after the walk (`window`: one of verify's windowed
+    checks, which files nothing). `proves`: the database holds exactly those records, so each agrees with the
+    record it names; if not, they are held against the commitlog one by one (check_rocksdb_store). Records
+    below the commitlog's min offset are expired on both sides; lastOffsetPy (> 0) bounds what was indexed."""
+
+    def __init__(self, store: Store, last_offset: int | None):
+        q = store.commitlog
+        self.store = store
+        self.min_offset = q.min_offset if q.files else 0
+        self.last_offset = last_offset if last_offset is not None and last_offset > 0 else int(NOWHERE.max)
+        self.found, self.expected = Digest(), Digest()
+        self.direct = False  # the pairs are the table files' own (sstable), older versions of a key too
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._summing: list[concurrent.futures.Future] = []
+        self._starts = np.array([f.start for f in q.files], np.int64)
+
+    def add_pairs(self, pairs: Pairs) -> np.ndarray:
+        """A batch of index pairs summed; the positions of the keys the engine parses as no record, for the
+        reference. Read from the table files, a key may be an older version, never to be named: there a key
+        other than a bookkeeping one with its int64 makes the digest prove nothing (RocksDB's reading follows)."""
+        cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
+        spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
+        ok = E.parse_store_keys(np.full(len(pairs), E.STORE_INDEX, np.int8), *spans, cols)
+        self.found.add(*E.index_digest(pairs.data, cols, ok, self.min_offset, self.last_offset))
+        rest = np.flatnonzero(~ok)
+        if not self.direct:
+            return rest
+        for i in rest.tolist():
+            if pairs.key(i) not in BOOKKEEPING[INDEX_KIND] or len(pairs.value(i)) != 8:
+                self.found.doubtful += 1
+        return rest[:0]
+
+    def begin(self) -> Findings:
+        return Findings()
+
+    def window(self, w) -> Findings:
+        """The window's records summed: with jobs > 1 (`start_summing`) on a thread of their own while the other
+        checks take the window (the engine releases the GIL), else here."""
+        if self._pool is None:
+            self._sum(w.rec.off)
+        else:
+            self._summing.append(self._pool.submit(self._sum, w.rec.off))
+        return Findings()
+
+    def start_summing(self, jobs: int):
+        if jobs > 1:
+            self._pool = concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here)
+
+    def _sum(self, off: np.ndarray):
+        """Records at offsets `off` summed, each file's share read in its mapping (its pages given back after)."""
+        q = self.store.commitlog
+        which = np.searchsorted(self._starts, off, "right") - 1
+        for i in np.unique(which).tolist():
+            a, b = np.searchsorted(which, [i, i + 1])
+            f = q.files[i]
+            try:
+                mapped = f.buf
+            except FileGone:  # (a live store's: no digest is taken of one)
+                self.expected.doubtful += int(b - a)
+                continue
+            limit = min(f.length, len(mapped), q.file_size)
+            u8 = np.frombuffer(mapped, np.uint8, limit)
+            self.expected.add(
+                *E.expected_digest(u8, limit, off[a:b] - f.start, off[a:b], self.min_offset, self.last_offset)
+            )
+            del u8  # (a view of the mapping: without it the mapping could not be let go)
+            f.drop_pages(int(off[a]) - f.start, limit)
+        return Findings()
+
+    def finish(self) -> Findings:
+        """Once every window is summed (their sums taken in order: a thread's error is raised here)."""
+        try:
+            for job in self._summing:
+                job.result()
+        finally:
+            self.close()
+        return Findings()
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def proves(self) -> bool:
+        found, expected = self.found, self.expected
+        return found.doubtful == expected.doubtful == 0 and (found.count, found.total) == (
+            expected.count,
+            expected.total,
+        )
+
+
 class Reading:
     """RecordRuns.read in a thread of its own, started before verify's walk (the database opened first, here:
     one that cannot be opened is said before any walk, and the walk's checks read its bookkeeping keys).
@@ -356,9 +514,10 @@ class Reading:
     process measured no faster on 2 cores, and a fork beside the caller's threads is not safe (a lock held at
     the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in this process."""
 
-    def __init__(self, db, memory: int = 0):
+    def __init__(self, db, memory: int = 0, digest: Callable[[], IndexDigest] | None = None):
         db.open()
-        self.runs = RecordRuns(db, memory=memory)
+        self.digest = digest() if digest is not None and INDEX_KIND in db.kinds else None
+        self.runs = RecordRuns(db, memory=memory, digest=self.digest)
         self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
         try:
             self._thread.start()
@@ -385,13 +544,20 @@ class Reading:
         self.runs.stopped = True
         self._thread.join()
         self.runs.close()
+        if self.digest is not None:
+            self.digest.close()
 
 
-def start_reading(store: Store, memory: int = DEFAULT_MEMORY) -> Reading | None:
+def start_reading(store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False) -> Reading | None:
     """The RocksDB message store's reading, begun, its runs kept in `memory` bytes and spilled past them (None:
-    the store has none, or one not read: info names it)."""
+    the store has none, or one not read: info names it). With `digest`, the index records are summed instead
+    (IndexDigest: the caller then sums the walk's records with the reading's `digest`)."""
     db = store.message_rocksdb
-    return Reading(db, memory) if db is not None else None
+    if db is None:
+        return None
+    return Reading(
+        db, memory, (lambda: IndexDigest(store, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))) if digest else None
+    )
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:
@@ -404,12 +570,29 @@ def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int 
         runs = reading.wait()
         found = runs.found
         found += check_runs(store, runs, jobs)
+        if runs.digest is not None and not runs.digest.proves():
+            found += _index_one_by_one(store, runs, jobs)
         _check_records(found, store, runs.db, sorted(runs.unparsed, key=lambda e: e.record["offsetPy"]))
         for kind in (k for k in (INDEX_KIND, TRANS) if k in runs.db.kinds):
             found += _check_last_offset(store, runs.db, kind)
         return found
     finally:
         reading.close()
+
+
+def _index_one_by_one(store: Store, first: RecordRuns, jobs: int) -> Findings:
+    """The index records read again, as runs, and held against the commitlog one by one: the digest proved
+    nothing (the keys the engine parses as no record went to the reference in the first reading, unless that
+    read the table files directly)."""
+    runs = RecordRuns(first.db, first.batch, first.memory, kinds=(INDEX_KIND,), keys=first.digest.direct)
+    try:
+        runs.read()
+        found = runs.found
+        found += check_runs(store, runs, jobs)
+        first.unparsed += runs.unparsed
+        return found
+    finally:
+        runs.close()
 
 
 def windows(store: Store) -> list[tuple[int, int, object]]:

@@ -156,13 +156,17 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
     # the RocksDB message store is read while the commitlog is walked (checks/rocksdbstore.py); its runs and
-    # the record table share the budget, half each, since both live until the checks after the walk
+    # the record table share the budget, since both live until the checks after the walk: half each, or an
+    # eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
+    # the timer and transaction records', and the index records' only if the digest proves nothing). The
+    # digest proves them only against a whole walk of a stopped store.
     reads_rocksdb = "index" in ctx.parts and ctx.store.message_rocksdb is not None
-    table_memory = memory // 2 if reads_rocksdb else memory
+    digest = ctx.full_range and ctx.live is None
+    table_memory = memory - ((memory // 8 if digest else memory // 2) if reads_rocksdb else 0)
     size = window if window is not None else window_records(table_memory)
     # without the checks that take windows no record columns outlive their chunk's scan
     keep = size if WINDOWED_PARTS & ctx.parts else 0
-    ctx.rocksdb_reading = start_reading(ctx.store, memory - table_memory) if reads_rocksdb else None
+    ctx.rocksdb_reading = start_reading(ctx.store, memory - table_memory, digest) if reads_rocksdb else None
     try:
         results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
         if kept:  # every record fit in one window
@@ -218,6 +222,9 @@ def complete(
     links = [ConsumeQueueCheck(ctx, breaks), BatchConsumeQueueCheck(ctx)] if "consumequeue" in parts else []
     if "index" in parts:
         links.append(IndexCheck(ctx))
+    if ctx.rocksdb_reading is not None and ctx.rocksdb_reading.digest is not None:
+        ctx.rocksdb_reading.digest.start_summing(ctx.jobs)
+        links.append(ctx.rocksdb_reading.digest)
     for check in links:
         out += check.begin()  # (before the recovery plan: it settles where the consumequeues end)
     plan = _recovery_plan(ctx, out.about_commitlog()) if "commitlog" in parts else None

@@ -2,6 +2,12 @@
 and values parsed into columns (`parse`), then each record compared with the commitlog record it names, byte
 for byte, in the commitlog file's own buffer (`agree`).
 
+The index records also have a shorter way, in no order: `index_digest` sums a hash of each parsed record, and
+`expected_digest` the same hash of each record IndexRocksDBStore.buildIndex makes of the commitlog's records.
+Equal sums and counts say that the database holds exactly the records the broker builds (but for a 2^-64
+chance), so that every one of them agrees; any other outcome says nothing, and the records are then held
+against the commitlog one by one as above.
+
 Both kernels only ever say "certainly as the reference says": `parse` marks a row it cannot parse as its kind's
 record, `agree` a record it cannot show to agree (damage, text that is not well-formed UTF-8, any difference),
 and the caller hands exactly those rows to the reference (rocksdbstore.entry, store.read_message and the
@@ -13,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from .kernels import be32, be64, kernel, move_bytes, prefetch, property_names, read_properties, well_formed_utf8
+from .kernels import be32, be64, kernel, load8, move_bytes, prefetch, property_names, read_properties, well_formed_utf8
 from ..rules import RECORD
 from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import LINE, decode_tail, head_outcome
@@ -304,3 +310,132 @@ def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len
         move_bytes(out_values[j], 0, values[i], 0, VALUE_SLOT)
         out_len[j] = value_len[i]
     return out_offsets, out_kinds, out_lo, out_hi, out_values, out_len
+
+
+# the digest's hash: xxHash64's round and avalanche over the record's fields, each text field 8 bytes a step
+# (little-endian words, the tail zero-padded) and followed by its length, so that no two records' fields make
+# the same words
+PRIME1, PRIME2, PRIME3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
+SEED = np.uint64(0x27D4EB2F165667C5)
+
+
+@kernel(counted=False)
+def _round(h, word):
+    h = h + word * PRIME2
+    h = (h << np.uint64(31)) | (h >> np.uint64(33))
+    return h * PRIME1
+
+
+@kernel(counted=False)
+def _text(h, u8, lo, hi):
+    """h mixed with the bytes u8[lo:hi] and their count."""
+    i = lo
+    while i + 8 <= hi:
+        h = _round(h, load8(u8, i))
+        i += 8
+    tail, shift = np.uint64(0), np.uint64(0)
+    while i < hi:
+        tail |= np.uint64(u8[i]) << shift
+        shift += np.uint64(8)
+        i += 1
+    return _round(_round(h, tail), np.uint64(hi - lo))
+
+
+@kernel(counted=False)
+def _index_hash(u8, topic_lo, topic_hi, kind, key_lo, key_hi, uniq_lo, uniq_hi, offset, store_time):
+    """The hash of the index record "@topic@TYPE@key@uniqKey@" (no key for U) naming `offset` with `store_time`
+    (the hour bucket left out: its zone is not known, see in_hour_bucket), its texts in u8."""
+    h = _round(_text(SEED, u8, topic_lo, topic_hi), np.uint64(kind))
+    if kind != INDEX_TYPES[2]:
+        h = _text(h, u8, key_lo, key_hi)
+    h = _round(_round(_text(h, u8, uniq_lo, uniq_hi), np.uint64(offset)), np.uint64(store_time))
+    h ^= h >> np.uint64(33)
+    h *= PRIME2
+    h ^= h >> np.uint64(29)
+    h *= PRIME3
+    return h ^ (h >> np.uint64(32))
+
+
+@kernel
+def index_digest(keys, cols, ok, min_offset, last_offset):
+    """(records, the sum of their hashes, doubtful) of the parsed index rows `ok` of a batch: a record naming an
+    offset below the commitlog's `min_offset` is expired and left out; one naming a negative offset or one past
+    `last_offset` (lastOffsetPy: the broker indexes in order and writes it with each batch), or whose hour bucket
+    is not its store time's, is doubtful (the digest then proves nothing)."""
+    count, total, doubtful = 0, np.uint64(0), 0
+    for i in range(len(ok)):
+        if not ok[i]:
+            continue
+        offset, store_time = cols[i, OFFSET], cols[i, NUMBER]
+        if 0 <= offset < min_offset:
+            continue
+        if offset < 0 or offset > last_offset or not in_hour_bucket(cols[i, HEAD], store_time):
+            doubtful += 1
+            continue
+        count += 1
+        total += _index_hash(
+            keys,
+            cols[i, TOPIC_LO],
+            cols[i, TOPIC_HI],
+            cols[i, TYPE],
+            cols[i, KEY_LO],
+            cols[i, KEY_HI],
+            cols[i, UNIQ_LO],
+            cols[i, UNIQ_HI],
+            offset,
+            store_time,
+        )
+    return count, total, doubtful
+
+
+@kernel(counted=False)
+def _seen_word(u8, first, lo, hi):
+    """Whether the KEYS word u8[lo:hi] was already among the words from `first` up to lo (buildIndex keeps a set)."""
+    start = first
+    for i in range(first, lo):
+        if u8[i] == KEY_SEPARATOR:
+            if i - start == hi - lo and _same(u8, start, i, u8, lo, hi):
+                return True
+            start = i + 1
+    return False
+
+
+@kernel
+def expected_digest(u8, limit, positions, offsets, min_offset, last_offset):
+    """(records, the sum of their hashes, doubtful) of the index records IndexRocksDBStore.buildIndex makes of
+    the commitlog records at positions[j] of the file u8 (read no further than `limit`), naming offsets[j]:
+    none for a rollback, an empty topic or UNIQ_KEY, a store time <= 0, an offset past `last_offset` (not yet
+    indexed) or below `min_offset`; else one K record per distinct non-empty KEYS word (split at each space),
+    one T record of a non-empty TAGS, one U record. A record whose texts Java would not decode as they are
+    (not well-formed UTF-8) is doubtful: its keys are not known."""
+    lo = np.empty(len(NAME_LENGTHS), np.int64)
+    hi = np.empty(len(NAME_LENGTHS), np.int64)
+    count, total, doubtful = 0, np.uint64(0), 0
+    for j in range(len(positions)):
+        offset, at = offsets[j], positions[j]
+        if offset > last_offset or offset < min_offset:
+            continue
+        _prefetch_record(u8, limit, positions, j)
+        sound, _, combo, topic_at, topic_len = _decode(u8, at, limit, lo, hi)
+        if not sound or not well_formed_utf8(u8, topic_at, topic_at + topic_len):
+            doubtful += 1
+            continue
+        store_time = be64(u8, at + STORE_TIMESTAMP_AT[combo])
+        rollback = be32(u8, at + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE
+        if rollback or topic_len == 0 or lo[P_UNIQ] < 0 or hi[P_UNIQ] == lo[P_UNIQ] or store_time <= 0:
+            continue
+        t_lo, t_hi, u_lo, u_hi = topic_at, topic_at + topic_len, lo[P_UNIQ], hi[P_UNIQ]
+        if lo[P_KEYS] >= 0:
+            start = lo[P_KEYS]
+            for i in range(lo[P_KEYS], hi[P_KEYS] + 1):
+                if i == hi[P_KEYS] or u8[i] == KEY_SEPARATOR:
+                    if i > start and not _seen_word(u8, lo[P_KEYS], start, i):
+                        count += 1
+                        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[0], start, i, u_lo, u_hi, offset, store_time)
+                    start = i + 1
+        if lo[P_TAGS] >= 0 and hi[P_TAGS] > lo[P_TAGS]:
+            count += 1
+            total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[1], lo[P_TAGS], hi[P_TAGS], u_lo, u_hi, offset, store_time)
+        count += 1
+        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[2], 0, 0, u_lo, u_hi, offset, store_time)
+    return count, total, doubtful

@@ -1,0 +1,245 @@
+"""RocksDB's block-based table files (.sst) read in compiled code: a block's contents (stored, or LZ4), its
+prefix-compressed entries, and an index block's data block handles (RocksDB table/format.cc,
+table/block_based/block_builder.cc, data_block_footer.cc, util/compression.cc).
+
+What a file holds, in file order, every version of a key it keeps: never what the database answers for a key
+(that is RocksDB's merge of its files and memtables). rmqctl.sstable says where this is enough. Every kernel
+checks every length against its buffer and answers "cannot read" (a negative code) for anything else: a
+block compressed another way, a data block footer with features this reader does not know, a short varint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import kernel, move_bytes
+
+NO_COMPRESSION, LZ4, LZ4HC = 0, 4, 5  # CompressionType values in a block's trailer
+TRAILER = 5  # BlockBasedTable::kBlockTrailerSize: compression type, then a 4-byte checksum
+HASH_INDEX_BIT, UNIFORM_BIT, SEPARATED_KV_BIT = 1 << 31, 1 << 29, 1 << 28  # DataBlockFooter's packed bits
+MAX_RESTARTS = (1 << 28) - 1
+INTERNAL_BYTES = 8  # an internal key's trailer: (sequence << 8 | type), little-endian
+# ValueType (db/dbformat.h): what a data entry is
+TYPE_DELETION, TYPE_VALUE, TYPE_SINGLE_DELETION = 0x0, 0x1, 0x7
+# the codes a kernel answers besides its result
+READ, UNREADABLE, UNKNOWN_TYPE = 0, -1, -2
+
+
+@kernel(counted=False)
+def varint(u8, at, end):
+    """(the varint64 at u8[at], where the next field starts), or (0, -1) when it does not end by `end`."""
+    value, shift = 0, 0
+    while at < end and shift <= 63:
+        b = u8[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, at
+        shift += 7
+    return 0, -1
+
+
+@kernel(counted=False)
+def le32(u8, at):
+    return u8[at] | (u8[at + 1] << 8) | (u8[at + 2] << 16) | (np.int64(u8[at + 3]) << 24)
+
+
+@kernel(counted=False)
+def _lz4(src, lo, hi, dst, want):
+    """LZ4's block format decoded from src[lo:hi] into dst[:want]; whether it makes exactly `want` bytes."""
+    ip, op = lo, 0
+    while ip < hi:
+        token = src[ip]
+        ip += 1
+        literals = token >> 4
+        if literals == 15:
+            while True:
+                if ip >= hi:
+                    return False
+                b = src[ip]
+                ip += 1
+                literals += b
+                if b != 255:
+                    break
+        if ip + literals > hi or op + literals > want:
+            return False
+        move_bytes(dst, op, src, ip, literals)
+        ip += literals
+        op += literals
+        if ip == hi:  # the last sequence holds only literals
+            break
+        if ip + 2 > hi:
+            return False
+        back = src[ip] | (np.int64(src[ip + 1]) << 8)
+        ip += 2
+        if back == 0 or back > op:
+            return False
+        length = token & 15
+        if length == 15:
+            while True:
+                if ip >= hi:
+                    return False
+                b = src[ip]
+                ip += 1
+                length += b
+                if b != 255:
+                    break
+        length += 4
+        if op + length > want:
+            return False
+        for k in range(length):  # (overlapping: a byte at a time)
+            dst[op + k] = dst[op + k - back]
+        op += length
+    return op == want
+
+
+@kernel
+def block_contents(u8, offset, size):
+    """The contents of the block at u8[offset:offset + size] (its trailer after it): (code, contents)."""
+    empty = np.empty(0, np.uint8)
+    if offset < 0 or size < 0 or offset + size + TRAILER > len(u8):
+        return UNREADABLE, empty
+    kind = u8[offset + size]
+    if kind == NO_COMPRESSION:
+        out = np.empty(size, np.uint8)
+        move_bytes(out, 0, u8, offset, size)
+        return READ, out
+    if kind != LZ4 and kind != LZ4HC:
+        return UNREADABLE, empty
+    want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
+    if at < 0 or want > 1 << 31:
+        return UNREADABLE, empty
+    out = np.empty(want, np.uint8)
+    if not _lz4(u8, at, offset + size, out, want):
+        return UNREADABLE, empty
+    return READ, out
+
+
+@kernel(counted=False)
+def entries_end(block):
+    """Where a block's entries end (its restart array begins), -1 for a footer with a feature not read here."""
+    n = len(block)
+    if n < 4:
+        return -1
+    packed = le32(block, n - 4)
+    if packed & (HASH_INDEX_BIT | SEPARATED_KV_BIT):
+        return -1
+    restarts = packed & ~UNIFORM_BIT
+    end = n - 4 - 4 * restarts
+    return end if 0 < restarts <= MAX_RESTARTS and end >= 0 else -1
+
+
+@kernel
+def block_items(block):
+    """Every (key, value) of a block with value lengths (a metaindex or properties block, or a data block):
+    (code, keys end to end, key_lo, key_hi, value_lo, value_hi), values as spans of the block."""
+    end = entries_end(block)
+    cap = max(16, len(block) // 3)
+    keys = np.empty(max(len(block), 64), np.uint8)
+    key_lo, key_hi = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    value_lo, value_hi = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    if end < 0:
+        return UNREADABLE, keys, key_lo[:0], key_hi[:0], value_lo[:0], value_hi[:0]
+    at, n, used, prev_lo, prev_len = 0, 0, 0, 0, 0
+    while at < end:
+        shared, at = varint(block, at, end)
+        non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
+        length, at = varint(block, at, end) if at >= 0 else (0, -1)
+        if at < 0 or shared > prev_len or at + non_shared + length > end or n == cap:
+            return UNREADABLE, keys, key_lo[:0], key_hi[:0], value_lo[:0], value_hi[:0]
+        if used + shared + non_shared > len(keys):
+            grown = np.empty(2 * (used + shared + non_shared), np.uint8)
+            move_bytes(grown, 0, keys, 0, used)
+            keys = grown
+        move_bytes(keys, used, keys, prev_lo, shared)
+        move_bytes(keys, used + shared, block, at, non_shared)
+        key_lo[n], key_hi[n] = used, used + shared + non_shared
+        prev_lo, prev_len = used, shared + non_shared
+        used += prev_len
+        value_lo[n], value_hi[n] = at + non_shared, at + non_shared + length
+        at += non_shared + length
+        n += 1
+    return READ, keys, key_lo[:n], key_hi[:n], value_lo[:n], value_hi[:n]
+
+
+@kernel
+def index_handles(block, delta_encoded):
+    """The data block handles (offset, size) of an index block (format_version >= 4: values delta-encoded
+    without their lengths when the index's property says so): (code, offsets, sizes)."""
+    end = entries_end(block)
+    cap = max(16, len(block) // 2)
+    offsets, sizes = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    if end < 0:
+        return UNREADABLE, offsets[:0], sizes[:0]
+    at, n = 0, 0
+    while at < end:
+        shared, at = varint(block, at, end)
+        non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
+        value_end = end
+        if not delta_encoded and at >= 0:
+            length, at = varint(block, at, end)
+            value_end = at + non_shared + length
+        if at < 0 or at + non_shared > end or value_end > end or n == cap:
+            return UNREADABLE, offsets[:0], sizes[:0]
+        at += non_shared
+        if delta_encoded and shared > 0 and n > 0:  # IndexValue: the size's change, the offset follows on
+            change, at = varint(block, at, value_end)
+            offsets[n] = offsets[n - 1] + sizes[n - 1] + TRAILER
+            sizes[n] = sizes[n - 1] + ((change >> 1) ^ -(change & 1))
+        else:
+            offsets[n], at = varint(block, at, value_end)
+            sizes[n], at = varint(block, at, value_end) if at >= 0 else (0, -1)
+        if at < 0:
+            return UNREADABLE, offsets[:0], sizes[:0]
+        if not delta_encoded:
+            at = value_end
+        n += 1
+    return READ, offsets[:n], sizes[:n]
+
+
+@kernel
+def data_pairs(u8, offsets, sizes):
+    """Every entry of the data blocks at (offsets, sizes) of a table file u8: the values (ValueType 1) as one
+    buffer of user keys and values end to end (rocksdb.Pairs' layout: data, key_lo, key_hi, value_lo,
+    value_hi), and (code, values, deletions): a deletion or single deletion is counted and left out, any other
+    type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is not in the entry)."""
+    cap, size = 1024, 1 << 16
+    data = np.empty(size, np.uint8)
+    spans = np.empty((cap, 4), np.int64)
+    n, used, deletions = 0, 0, 0
+    for b in range(len(offsets)):
+        code, block = block_contents(u8, offsets[b], sizes[b])
+        if code != READ:
+            return code, n, deletions, data, spans
+        code, keys, key_lo, key_hi, value_lo, value_hi = block_items(block)
+        if code != READ:
+            return code, n, deletions, data, spans
+        for i in range(len(key_lo)):
+            a, z = key_lo[i], key_hi[i] - INTERNAL_BYTES
+            if z < a:
+                return UNREADABLE, n, deletions, data, spans
+            kind = keys[z]
+            if kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
+                deletions += 1
+                continue
+            if kind != TYPE_VALUE:
+                return UNKNOWN_TYPE, n, deletions, data, spans
+            need = used + (z - a) + (value_hi[i] - value_lo[i])
+            if need > size:
+                size = max(2 * size, need)
+                grown = np.empty(size, np.uint8)
+                move_bytes(grown, 0, data, 0, used)
+                data = grown
+            if n == cap:
+                cap *= 2
+                more = np.empty((cap, 4), np.int64)
+                more[:n] = spans[:n]
+                spans = more
+            move_bytes(data, used, keys, a, z - a)
+            spans[n, 0], spans[n, 1] = used, used + z - a
+            used += z - a
+            move_bytes(data, used, block, value_lo[i], value_hi[i] - value_lo[i])
+            spans[n, 2], spans[n, 3] = used, used + value_hi[i] - value_lo[i]
+            used += value_hi[i] - value_lo[i]
+            n += 1
+    return READ, n, deletions, data[:used], spans[:n]

@@ -1,0 +1,161 @@
+"""A RocksDB database's table files (.sst) read directly, in compiled code (engine/sstable.py), for one use:
+verify's digest of the 5.4 message store's index records (checks/rocksdbstore.py). It takes every value a
+column family's table files hold, in file order and with any older version of a key they still keep; that is
+what a digest needs (it proves that the database's records are the ones the broker builds, or proves
+nothing, and then RocksDB's own reading follows), never what the database answers for a key.
+
+It reads the block-based table of RocksDB's format versions 2 to 6 (table/format.cc): the footer, the
+metaindex, the properties, a binary-search index and the data blocks, stored or LZ4-compressed. Anything else
+(another magic number or format version, a partitioned or hashed index, another compression, a compression
+dictionary, merge operands, separated values, a block that does not decode, entries that do not add up to the
+table's own count) is Unreadable: the caller uses RocksDB. Checksums are not verified: a damaged block that
+still decodes gives values that make the digest prove nothing, and RocksDB's reading then names the damage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import struct
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from . import engine as E
+
+MAGIC = 0x88E241B785F4CFF7  # kBlockBasedTableMagicNumber
+FORMAT_VERSIONS = range(2, 7)  # 2: LZ4 blocks carry their size; 6: the footer's metaindex size, no index handle
+FOOTER = 53  # checksum type, 40 bytes of part 2, format_version, magic
+EXTENDED_MAGIC = b"\x3e\x00\x7a\x00"
+BINARY_SEARCH_INDEX = 0  # BlockBasedTableOptions::kBinarySearch
+BLOCKS_PER_CALL = 256  # data blocks decoded per call of the kernel (a batch of pairs is a few such calls)
+
+
+class Unreadable(Exception):
+    """A table file this reader does not read (the caller reads the database through RocksDB instead)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """One table file: its column family, its entry count (rocksdb.num.entries) and its data blocks."""
+
+    path: Path
+    family: str
+    entries: int
+    offsets: np.ndarray
+    sizes: np.ndarray
+
+
+def _mapped(path: Path) -> np.ndarray:
+    try:
+        with open(path, "rb") as f:
+            return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+    except (OSError, ValueError) as e:  # (ValueError: an empty file cannot be mapped)
+        raise Unreadable(f"{path}: {e}") from None
+
+
+def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
+    """The (key, value) pairs of a metaindex or properties block."""
+    code, block = E.sst_block_contents(u8, offset, size)
+    if code != E.SST_READ:
+        raise Unreadable(f"block at {offset} does not decode")
+    code, keys, key_lo, key_hi, value_lo, value_hi = E.sst_block_items(block)
+    if code != E.SST_READ:
+        raise Unreadable(f"block at {offset} does not decode")
+    return {
+        keys[a:b].tobytes(): block[c:d].tobytes()
+        for a, b, c, d in zip(key_lo.tolist(), key_hi.tolist(), value_lo.tolist(), value_hi.tolist())
+    }
+
+
+def _handle(raw: bytes) -> tuple[int, int]:
+    u8 = np.frombuffer(raw, np.uint8)
+    offset, at = E.sst_varint(u8, 0, len(u8))
+    size, at = E.sst_varint(u8, at, len(u8)) if at >= 0 else (0, -1)
+    if at < 0:
+        raise Unreadable("a block handle does not decode")
+    return offset, size
+
+
+def _number(props: dict[bytes, bytes], name: bytes) -> int:
+    """A property written as a varint64 (0 when the table has none)."""
+    raw = np.frombuffer(props.get(name, b"\0"), np.uint8)
+    value, at = E.sst_varint(raw, 0, len(raw))
+    if at < 0:
+        raise Unreadable(f"property {name.decode()} does not decode")
+    return value
+
+
+def read_table(path: Path) -> Table:
+    """The table file's column family, entry count and data block handles (Unreadable: not one read here)."""
+    u8 = _mapped(path)
+    n = len(u8)
+    if n < FOOTER or struct.unpack_from("<Q", u8, n - 8)[0] != MAGIC:
+        raise Unreadable(f"{path}: not a block-based table")
+    version = struct.unpack_from("<I", u8, n - 12)[0]
+    if version not in FORMAT_VERSIONS:
+        raise Unreadable(f"{path}: format_version {version}")
+    part2 = n - FOOTER + 1
+    index = None
+    if version >= 6:
+        if bytes(u8[part2 : part2 + 4]) != EXTENDED_MAGIC:
+            raise Unreadable(f"{path}: footer without its extended magic")
+        meta_size = struct.unpack_from("<I", u8, part2 + 12)[0]
+        meta = (n - FOOTER - E.SST_TRAILER - meta_size, meta_size)
+    else:
+        meta = _handle(bytes(u8[part2 : part2 + 20]))
+        index = _handle(bytes(u8[part2 + len(_encoded(meta)) : part2 + 40]))
+    blocks = _items(u8, *meta)
+    if b"rocksdb.compression_dict" in blocks or b"rocksdb.properties" not in blocks:
+        raise Unreadable(f"{path}: a compression dictionary, or no properties")
+    if index is None:
+        if b"rocksdb.index" not in blocks:
+            raise Unreadable(f"{path}: no index block")
+        index = _handle(blocks[b"rocksdb.index"])
+    props = _items(u8, *_handle(blocks[b"rocksdb.properties"]))
+    index_type = props.get(b"rocksdb.block.based.table.index.type", b"\0\0\0\0")
+    if (
+        len(index_type) != 4
+        or struct.unpack("<I", index_type)[0] != BINARY_SEARCH_INDEX
+        or _number(props, b"rocksdb.merge.operands")
+        or _number(props, b"rocksdb.separate.key.value.in.data.block")
+        or b"rocksdb.column.family.name" not in props
+    ):
+        raise Unreadable(f"{path}: an index, merge operands or values not read here")
+    code, block = E.sst_block_contents(u8, *index)
+    if code == E.SST_READ:
+        code, offsets, sizes = E.sst_index_handles(block, bool(_number(props, b"rocksdb.index.value.is.delta.encoded")))
+    if code != E.SST_READ:
+        raise Unreadable(f"{path}: the index block does not decode")
+    family = props[b"rocksdb.column.family.name"].decode("utf-8", "replace")
+    return Table(path, family, _number(props, b"rocksdb.num.entries"), offsets, sizes)
+
+
+def _encoded(handle: tuple[int, int]) -> bytes:
+    """A block handle as its two varint64s (where the footer's index handle starts after the metaindex's)."""
+    out = bytearray()
+    for v in handle:
+        while True:
+            out.append((v & 0x7F) | (0x80 if v >= 0x80 else 0))
+            v >>= 7
+            if not v:
+                break
+    return bytes(out)
+
+
+def values(tables: list[Table]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every value the tables hold (user keys; deletions counted, not given), BLOCKS_PER_CALL blocks at a time,
+    as (data, spans): pair i's key is data[spans[i, 0]:spans[i, 1]], its value data[spans[i, 2]:spans[i, 3]];
+    Unreadable as soon as a block does not decode or a table's entries do not add up to its count."""
+    for t in tables:
+        u8, counted = _mapped(t.path), 0
+        for lo in range(0, len(t.offsets), step := BLOCKS_PER_CALL):
+            code, n, deletions, data, spans = E.sst_data_pairs(u8, t.offsets[lo : lo + step], t.sizes[lo : lo + step])
+            if code != E.SST_READ:
+                raise Unreadable(f"{t.path}: a data block does not decode")
+            counted += n + deletions
+            if n:
+                yield data, spans
+        if counted != t.entries:
+            raise Unreadable(f"{t.path}: {counted} entries where its properties count {t.entries}")
