@@ -145,6 +145,8 @@ def plan(ctx: Context) -> list[list[Task]]:
     end = ctx.scan_end
     paged = ctx.jobs == 1 and available_cores() > 1  # one walking thread, and a core for the pager's
     reput_end = dledger_committed_end(ctx.store)
+    reading = ctx.rocksdb_reading
+    digest = reading.digest.bounds if reading is not None and reading.digest is not None else None
     for f in ctx.files:
         limit = min(f.length, size)
         before = ctx.start is not None and f.start + size <= ctx.start
@@ -177,6 +179,7 @@ def plan(ctx: Context) -> list[list[Task]]:
                     reput_end=reput_end,
                     allow_v2=allow_v2(ctx.store),
                     paged=paged,
+                    index_digest=digest,
                     **want,
                 )
             )

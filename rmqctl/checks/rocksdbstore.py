@@ -59,6 +59,7 @@ from ..sstable import Unreadable
 from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
+from .scan import MASK64
 
 # the engine's code of each kind, its position in KINDS (Records.kinds holds them; Records.entry reads them back)
 KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
@@ -395,9 +396,6 @@ class RecordRuns:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-MASK64 = (1 << 64) - 1
-
-
 @dataclasses.dataclass
 class Digest:
     """Index records counted and the sum of their hashes (mod 2^64); `doubtful`: records that make it prove
@@ -416,21 +414,17 @@ class Digest:
 class IndexDigest:
     """The index records' shorter way (engine/rocksdbstore.py): the database's records summed as they are read
     (`add_pairs`, on the reading's thread, in place of runs), and the records IndexRocksDBStore.buildIndex
-    makes of the walk's records summed a window at a time after the walk (`window`: one of verify's windowed
-    checks, which files nothing). `proves`: the database holds exactly those records, so each agrees with the
-    record it names; if not, they are held against the commitlog one by one (check_rocksdb_store). Records
-    below the commitlog's min offset are expired on both sides; lastOffsetPy (> 0) bounds what was indexed."""
+    makes of each record verify's walk checks summed by the walk (`bounds`, `add_walked`). `proves`: the
+    database holds exactly those records, so each agrees with the record it names; if not, they are held
+    against the commitlog one by one (check_rocksdb_store). Records below the commitlog's min offset are
+    expired on both sides; lastOffsetPy (> 0) bounds what was indexed."""
 
     def __init__(self, store: Store, last_offset: int | None):
         q = store.commitlog
-        self.store = store
         self.min_offset = q.min_offset if q.files else 0
         self.last_offset = last_offset if last_offset is not None and last_offset > 0 else int(NOWHERE.max)
         self.found, self.expected = Digest(), Digest()
         self.direct = False  # the pairs are the table files' own (sstable), older versions of a key too
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._summing: list[concurrent.futures.Future] = []
-        self._starts = np.array([f.start for f in q.files], np.int64)
 
     def add_pairs(self, pairs: Pairs) -> np.ndarray:
         """A batch of index pairs summed; the positions of the keys the engine parses as no record, for the
@@ -448,56 +442,15 @@ class IndexDigest:
                 self.found.doubtful += 1
         return rest[:0]
 
-    def begin(self) -> Findings:
-        return Findings()
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The commitlog offsets whose records the walk sums (engine.record_digest), both ends included."""
+        return self.min_offset, self.last_offset
 
-    def window(self, w) -> Findings:
-        """The window's records summed: with jobs > 1 (`start_summing`) on a thread of their own while the other
-        checks take the window (the engine releases the GIL), else here."""
-        if self._pool is None:
-            self._sum(w.rec.off)
-        else:
-            self._summing.append(self._pool.submit(self._sum, w.rec.off))
-        return Findings()
-
-    def start_summing(self, jobs: int):
-        if jobs > 1:
-            self._pool = concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here)
-
-    def _sum(self, off: np.ndarray):
-        """Records at offsets `off` summed, each file's share read in its mapping (its pages given back after)."""
-        q = self.store.commitlog
-        which = np.searchsorted(self._starts, off, "right") - 1
-        for i in np.unique(which).tolist():
-            a, b = np.searchsorted(which, [i, i + 1])
-            f = q.files[i]
-            try:
-                mapped = f.buf
-            except FileGone:  # (a live store's: no digest is taken of one)
-                self.expected.doubtful += int(b - a)
-                continue
-            limit = min(f.length, len(mapped), q.file_size)
-            u8 = np.frombuffer(mapped, np.uint8, limit)
-            self.expected.add(
-                *E.expected_digest(u8, limit, off[a:b] - f.start, off[a:b], self.min_offset, self.last_offset)
-            )
-            del u8  # (a view of the mapping: without it the mapping could not be let go)
-            f.drop_pages(int(off[a]) - f.start, limit)
-        return Findings()
-
-    def finish(self) -> Findings:
-        """Once every window is summed (their sums taken in order: a thread's error is raised here)."""
-        try:
-            for job in self._summing:
-                job.result()
-        finally:
-            self.close()
-        return Findings()
-
-    def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def add_walked(self, results: list[list]):
+        """The walk's sums of its checked records (scan.ChunkResult.digest), each chunk's once."""
+        for r in (r for rs in results for r in rs):
+            self.expected.add(*r.digest)
 
     def proves(self) -> bool:
         found, expected = self.found, self.expected
@@ -544,8 +497,6 @@ class Reading:
         self.runs.stopped = True
         self._thread.join()
         self.runs.close()
-        if self.digest is not None:
-            self.digest.close()
 
 
 def start_reading(store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False) -> Reading | None:

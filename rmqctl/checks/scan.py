@@ -43,6 +43,7 @@ from ..rules import blank_fails, property_failure
 from ..store import PAGER, give_back_pages, map_in_pages, valid_topic_dir_name
 
 CRC_MASK = 0x7FFFFFFF
+MASK64 = (1 << 64) - 1
 # the tagsCode of a record whose properties fail the broker's check (it dispatches none): no unit is compared with it
 UNKNOWN_TAGS = np.iinfo(np.int64).min
 # what a record whose properties fail the check costs, by the finding's kind
@@ -83,6 +84,8 @@ class Task:
     # a core is left over from the walks: the pages come in ahead of the walk and go back after it on the
     # pager's thread (store.PAGER), not on the walking thread (each costs it as much again as the walk)
     paged: bool = False
+    # the RocksDB index records' digest of the records (rocksdb.IndexDigest): the offsets it takes, [lo, hi]
+    index_digest: tuple[int, int] | None = None
 
 
 @dataclasses.dataclass
@@ -127,6 +130,8 @@ class ChunkResult:
     newest: int  # the largest storeTimestamp of the checked records (0: none)
     record_bytes: int  # the checked records' bytes
     queues: object = None  # what the queue-offset check needs of the records (checks/queues.summarize)
+    # the checked records' RocksDB index records digest (Task.index_digest): records, sum (mod 2^64), doubtful
+    digest: tuple[int, int, int] = (0, 0, 0)
 
 
 def open_map(path: str):
@@ -188,6 +193,7 @@ class _Scanner:
             | (K.FORCE_PROPERTY_CRC if cfg.forceVerifyPropCRC and self.allow_v2 else 0)
             | (K.ALLOW_V2 if self.allow_v2 else 0)
             | (K.DUP_INFO if cfg.duplicationEnable and self.allow_v2 else 0)
+            | (K.INDEX_DIGEST if task.index_digest is not None and not task.columns_only else 0)
         )
         guess = task.records + 1 if task.records else max(64, (task.stop - task.claim_from) // AVERAGE_RECORD)
         self.records = np.empty((K.RECORD_COLUMNS, guess), np.int64)
@@ -195,6 +201,8 @@ class _Scanner:
         self.topics = np.empty((TOPIC_COLUMNS, 64), np.int64)
         self.table = np.zeros(128, np.int64)
         self.state = np.zeros(K.STATE_SLOTS, np.int64)
+        if task.index_digest is not None:
+            self.state[K.S_DIGEST_FROM], self.state[K.S_DIGEST_TO] = task.index_digest
         self.findings: list[tuple[str, str, int, str]] = []
         self.regions: list[Region] = []
         self.blank = None
@@ -362,6 +370,7 @@ class _Scanner:
             end=int((rec[K.POS] + rec[K.SIZE]).max()) if n else 0,
             newest=int(rec[K.STORE_TS].max()) if n else 0,
             record_bytes=int(rec[K.SIZE].sum()),
+            digest=(int(state[K.S_DIGESTED]), int(state[K.S_DIGEST_SUM]) & MASK64, int(state[K.S_DIGEST_DOUBTFUL])),
         )
 
 

@@ -159,9 +159,9 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     # the record table share the budget, since both live until the checks after the walk: half each, or an
     # eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
     # the timer and transaction records', and the index records' only if the digest proves nothing). The
-    # digest proves them only against a whole walk of a stopped store.
+    # digest proves them only against a whole walk of a stopped store's commitlog (DLedger's walk sums none).
     reads_rocksdb = "index" in ctx.parts and ctx.store.message_rocksdb is not None
-    digest = ctx.full_range and ctx.live is None
+    digest = ctx.full_range and ctx.live is None and ctx.store.dledger is None
     table_memory = memory - ((memory // 8 if digest else memory // 2) if reads_rocksdb else 0)
     size = window if window is not None else window_records(table_memory)
     # without the checks that take windows no record columns outlive their chunk's scan
@@ -209,6 +209,8 @@ def complete(
     if "commitlog" in parts:
         out += verify_commitlog.check_files(ctx)
     records, found = verify_commitlog.merge(ctx, results)
+    if ctx.rocksdb_reading is not None and ctx.rocksdb_reading.digest is not None:
+        ctx.rocksdb_reading.digest.add_walked(results)
     if "commitlog" in parts:
         out += found
     dledger = None
@@ -222,9 +224,6 @@ def complete(
     links = [ConsumeQueueCheck(ctx, breaks), BatchConsumeQueueCheck(ctx)] if "consumequeue" in parts else []
     if "index" in parts:
         links.append(IndexCheck(ctx))
-    if ctx.rocksdb_reading is not None and ctx.rocksdb_reading.digest is not None:
-        ctx.rocksdb_reading.digest.start_summing(ctx.jobs)
-        links.append(ctx.rocksdb_reading.digest)
     for check in links:
         out += check.begin()  # (before the recovery plan: it settles where the consumequeues end)
     plan = _recovery_plan(ctx, out.about_commitlog()) if "commitlog" in parts else None

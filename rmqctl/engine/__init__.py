@@ -30,7 +30,8 @@ JOBS = (
         "checks",
         "check_walk=walk CHECK_CRC WANT_TAGS WANT_KEYS LMQ FORCE_PROPERTY_CRC ALLOW_V2 DUP_INFO "
         "POS SIZE QUEUE_ID QUEUE_OFFSET SYSFLAG STORE_TS TOPIC TAGS_CODE FLAGS RECORD_COLUMNS MOST_KEYS "
-        "S_POS S_RECORDS S_KEYS S_TOPICS STATE_SLOTS ENDED BROKEN FULL "
+        "S_POS S_RECORDS S_KEYS S_TOPICS S_DIGEST_FROM S_DIGEST_TO S_DIGESTED S_DIGEST_SUM S_DIGEST_DOUBTFUL "
+        "STATE_SLOTS ENDED BROKEN FULL INDEX_DIGEST "
         "F_PHYSICAL_OFFSET F_SYSFLAG F_EMPTY_TOPIC F_DROPPED_SEGMENTS F_PROPERTIES_UTF8 F_PROPERTY_CRC "
         "F_PROPERTY_CRC_TEXT F_NO_PROPERTY_CRC F_BODY_CRC F_REFERENCE F_INNER_BATCH F_PARSED_PROPERTIES "
         "queue_breaks hash_slots index_entries slot_chains index_targets ext_units_end "
@@ -59,7 +60,7 @@ JOBS = (
         "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
         "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET "
         "in_hour_bucket java_long gather_store_run=gathered order_store_rows=ordered_rows STORE_VALUE_SLOT=VALUE_SLOT "
-        "index_digest expected_digest",
+        "index_digest",
     ),
     # RocksDB's table files: blocks, their entries, an index's data block handles
     (

@@ -63,6 +63,7 @@ from .record import (
     signed32,
     tags_code,
 )
+from .rocksdbstore import record_digest
 
 UNKNOWN_SYSFLAG_BITS = ~S.KNOWN_SYSFLAG_BITS
 COMPRESSED, COMPRESSION_MASK = S.COMPRESSED_FLAG, S.COMPRESSION_TYPE_MASK
@@ -77,7 +78,7 @@ NAME_BYTES, NAME_LENGTHS = property_names(
 TAGS, KEYS, UNIQ_KEY, DELAY, CRC32, MULTI_DISPATCH, INNER_BASE, INNER_NUM = range(8)
 
 # options (DUP_INFO: 5.x recovery's checkDupInfo, duplicationEnable)
-CHECK_CRC, WANT_TAGS, WANT_KEYS, LMQ, FORCE_PROPERTY_CRC, ALLOW_V2, DUP_INFO = (1 << k for k in range(7))
+CHECK_CRC, WANT_TAGS, WANT_KEYS, LMQ, FORCE_PROPERTY_CRC, ALLOW_V2, DUP_INFO, INDEX_DIGEST = (1 << k for k in range(8))
 
 # flags of a record
 F_PHYSICAL_OFFSET = 1  # PHYSICALOFFSET is not the record's offset
@@ -98,9 +99,12 @@ MOST_KEYS = (1 << 15) // 2 + 2  # index keys one record can have: UNIQ_KEY and t
 # record columns (rows of `records`)
 POS, SIZE, QUEUE_ID, QUEUE_OFFSET, SYSFLAG, STORE_TS, TOPIC, TAGS_CODE, FLAGS = range(9)
 RECORD_COLUMNS = 9
-# state slots: walk position, records, keys, topics, properties ending in 0x02, then the walk's scratch (the
-# value spans of the properties looked up: it allocates nothing)
-S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_VALUES = range(5)
+# state slots: walk position, records, keys, topics, the RocksDB index records' digest of the records
+# (INDEX_DIGEST: the offsets it takes, then its records, the sum of their hashes as an int64's bits, and the
+# doubtful ones; rocksdbstore.record_digest), then the walk's scratch (the value spans of the properties looked
+# up: it allocates nothing)
+S_POS, S_RECORDS, S_KEYS, S_TOPICS, S_DIGEST_FROM, S_DIGEST_TO, S_DIGESTED, S_DIGEST_SUM, S_DIGEST_DOUBTFUL = range(9)
+S_VALUES = 9
 STATE_SLOTS = S_VALUES + 2 * len(NAME_LENGTHS)
 # walk outcome
 ENDED, BROKEN, FULL = range(3)
@@ -252,6 +256,16 @@ def walk(u8, limit, stop, claim_from, file_start, options, records, keys, topics
                         k += 1
                         a, e = next_key_word(u8, e, b)
                 state[S_KEYS] = k
+        if options & INDEX_DIGEST:
+            count, total, doubtful = record_digest(
+                u8, topic_at, topic_len, topics[T_WELL_FORMED, t] and not flags & F_PROPERTIES_UTF8,
+                value_lo[KEYS], value_hi[KEYS], value_lo[TAGS], value_hi[TAGS], value_lo[UNIQ_KEY], value_hi[UNIQ_KEY],
+                file_start + pos, be64(u8, pos + STORE_TIMESTAMP_AT[combo]), sysflag,
+                state[S_DIGEST_FROM], state[S_DIGEST_TO],
+            )  # fmt: skip
+            state[S_DIGESTED] += count
+            state[S_DIGEST_SUM] = np.int64(np.uint64(state[S_DIGEST_SUM]) + total)
+            state[S_DIGEST_DOUBTFUL] += doubtful
         records[POS, n], records[SIZE, n] = pos, size
         records[QUEUE_ID, n], records[QUEUE_OFFSET, n] = be32(u8, pos + QUEUE_ID_AT), be64(u8, pos + QUEUE_OFFSET_AT)
         records[SYSFLAG, n], records[STORE_TS, n] = sysflag, be64(u8, pos + STORE_TIMESTAMP_AT[combo])

@@ -3,7 +3,8 @@ and values parsed into columns (`parse`), then each record compared with the com
 for byte, in the commitlog file's own buffer (`agree`).
 
 The index records also have a shorter way, in no order: `index_digest` sums a hash of each parsed record, and
-`expected_digest` the same hash of each record IndexRocksDBStore.buildIndex makes of the commitlog's records.
+`record_digest` the same hash of each record IndexRocksDBStore.buildIndex makes of a commitlog record (summed
+by verify's walk).
 Equal sums and counts say that the database holds exactly the records the broker builds (but for a 2^-64
 chance), so that every one of them agrees; any other outcome says nothing, and the records are then held
 against the commitlog one by one as above.
@@ -400,42 +401,50 @@ def _seen_word(u8, first, lo, hi):
     return False
 
 
-@kernel
-def expected_digest(u8, limit, positions, offsets, min_offset, last_offset):
+@kernel(counted=False)
+def record_digest(
+    u8,
+    topic_at,
+    topic_len,
+    readable,
+    keys_lo,
+    keys_hi,
+    tags_lo,
+    tags_hi,
+    uniq_lo,
+    uniq_hi,
+    offset,
+    store_time,
+    sysflag,
+    lowest,
+    highest,
+):
     """(records, the sum of their hashes, doubtful) of the index records IndexRocksDBStore.buildIndex makes of
-    the commitlog records at positions[j] of the file u8 (read no further than `limit`), naming offsets[j]:
-    none for a rollback, an empty topic or UNIQ_KEY, a store time <= 0, an offset past `last_offset` (not yet
-    indexed) or below `min_offset`; else one K record per distinct non-empty KEYS word (split at each space),
-    one T record of a non-empty TAGS, one U record. A record whose texts Java would not decode as they are
-    (not well-formed UTF-8) is doubtful: its keys are not known."""
-    lo = np.empty(len(NAME_LENGTHS), np.int64)
-    hi = np.empty(len(NAME_LENGTHS), np.int64)
-    count, total, doubtful = 0, np.uint64(0), 0
-    for j in range(len(positions)):
-        offset, at = offsets[j], positions[j]
-        if offset > last_offset or offset < min_offset:
-            continue
-        _prefetch_record(u8, limit, positions, j)
-        sound, _, combo, topic_at, topic_len = _decode(u8, at, limit, lo, hi)
-        if not sound or not well_formed_utf8(u8, topic_at, topic_at + topic_len):
-            doubtful += 1
-            continue
-        store_time = be64(u8, at + STORE_TIMESTAMP_AT[combo])
-        rollback = be32(u8, at + SYSFLAG_AT) & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE
-        if rollback or topic_len == 0 or lo[P_UNIQ] < 0 or hi[P_UNIQ] == lo[P_UNIQ] or store_time <= 0:
-            continue
-        t_lo, t_hi, u_lo, u_hi = topic_at, topic_at + topic_len, lo[P_UNIQ], hi[P_UNIQ]
-        if lo[P_KEYS] >= 0:
-            start = lo[P_KEYS]
-            for i in range(lo[P_KEYS], hi[P_KEYS] + 1):
-                if i == hi[P_KEYS] or u8[i] == KEY_SEPARATOR:
-                    if i > start and not _seen_word(u8, lo[P_KEYS], start, i):
-                        count += 1
-                        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[0], start, i, u_lo, u_hi, offset, store_time)
-                    start = i + 1
-        if lo[P_TAGS] >= 0 and hi[P_TAGS] > lo[P_TAGS]:
-            count += 1
-            total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[1], lo[P_TAGS], hi[P_TAGS], u_lo, u_hi, offset, store_time)
+    one commitlog record naming `offset` (its texts in u8; value spans -1 where a property is not there): none
+    for an offset outside [lowest, highest] (expired, or past lastOffsetPy: not yet indexed), a rollback, an
+    empty topic or UNIQ_KEY, a store time <= 0; else one K record per distinct non-empty KEYS word (split at
+    each space), one T record of a non-empty TAGS, one U record. A record whose texts Java would not decode as
+    they are (not `readable`: not well-formed UTF-8) is doubtful: its keys are not known. verify's walk sums
+    this for every record it checks (engine/checks.walk)."""
+    total = np.uint64(0)
+    if offset < lowest or offset > highest:
+        return 0, total, 0
+    if not readable:
+        return 0, total, 1
+    rollback = sysflag & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE
+    if rollback or topic_len == 0 or uniq_lo < 0 or uniq_hi == uniq_lo or store_time <= 0:
+        return 0, total, 0
+    t_lo, t_hi, count = topic_at, topic_at + topic_len, 1
+    if keys_lo >= 0:
+        start = keys_lo
+        for i in range(keys_lo, keys_hi + 1):
+            if i == keys_hi or u8[i] == KEY_SEPARATOR:
+                if i > start and not _seen_word(u8, keys_lo, start, i):
+                    count += 1
+                    total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[0], start, i, uniq_lo, uniq_hi, offset, store_time)
+                start = i + 1
+    if tags_lo >= 0 and tags_hi > tags_lo:
         count += 1
-        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[2], 0, 0, u_lo, u_hi, offset, store_time)
-    return count, total, doubtful
+        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[1], tags_lo, tags_hi, uniq_lo, uniq_hi, offset, store_time)
+    total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[2], 0, 0, uniq_lo, uniq_hi, offset, store_time)
+    return count, total, 0

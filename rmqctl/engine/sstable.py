@@ -87,32 +87,43 @@ def _lz4(src, lo, hi, dst, want):
         length += 4
         if op + length > want:
             return False
-        for k in range(length):  # (overlapping: a byte at a time)
-            dst[op + k] = dst[op + k - back]
+        if back >= length:
+            move_bytes(dst, op, dst, op - back, length)
+        else:
+            for k in range(length):  # (overlapping: a byte at a time)
+                dst[op + k] = dst[op + k - back]
         op += length
     return op == want
 
 
 @kernel
+def _decoded(u8, offset, size, scratch):
+    """The contents of the block at u8[offset:offset + size], decoded or copied into `scratch` (grown when
+    short): (code, contents, scratch)."""
+    if offset < 0 or size < 0 or offset + size + TRAILER > len(u8):
+        return UNREADABLE, scratch[:0], scratch
+    kind = u8[offset + size]
+    want, at = size, offset
+    if kind == LZ4 or kind == LZ4HC:
+        want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
+    elif kind != NO_COMPRESSION:
+        return UNREADABLE, scratch[:0], scratch
+    if at < 0 or want > 1 << 31:
+        return UNREADABLE, scratch[:0], scratch
+    if want > len(scratch):
+        scratch = np.empty(2 * want, np.uint8)
+    if kind == NO_COMPRESSION:
+        move_bytes(scratch, 0, u8, offset, size)
+    elif not _lz4(u8, at, offset + size, scratch, want):
+        return UNREADABLE, scratch[:0], scratch
+    return READ, scratch[:want], scratch
+
+
+@kernel
 def block_contents(u8, offset, size):
     """The contents of the block at u8[offset:offset + size] (its trailer after it): (code, contents)."""
-    empty = np.empty(0, np.uint8)
-    if offset < 0 or size < 0 or offset + size + TRAILER > len(u8):
-        return UNREADABLE, empty
-    kind = u8[offset + size]
-    if kind == NO_COMPRESSION:
-        out = np.empty(size, np.uint8)
-        move_bytes(out, 0, u8, offset, size)
-        return READ, out
-    if kind != LZ4 and kind != LZ4HC:
-        return UNREADABLE, empty
-    want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
-    if at < 0 or want > 1 << 31:
-        return UNREADABLE, empty
-    out = np.empty(want, np.uint8)
-    if not _lz4(u8, at, offset + size, out, want):
-        return UNREADABLE, empty
-    return READ, out
+    code, block, _ = _decoded(u8, offset, size, np.empty(0, np.uint8))
+    return code, block
 
 
 @kernel(counted=False)
@@ -200,46 +211,57 @@ def index_handles(block, delta_encoded):
 @kernel
 def data_pairs(u8, offsets, sizes):
     """Every entry of the data blocks at (offsets, sizes) of a table file u8: the values (ValueType 1) as one
-    buffer of user keys and values end to end (rocksdb.Pairs' layout: data, key_lo, key_hi, value_lo,
-    value_hi), and (code, values, deletions): a deletion or single deletion is counted and left out, any other
-    type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is not in the entry)."""
+    buffer of user keys and values end to end (rocksdb.Pairs' layout: data, then spans: key_lo, key_hi,
+    value_lo, value_hi), and (code, values, deletions): a deletion or single deletion is counted and left out,
+    any other type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is not in the entry)."""
     cap, size = 1024, 1 << 16
-    data = np.empty(size, np.uint8)
-    spans = np.empty((cap, 4), np.int64)
+    data, spans = np.empty(size, np.uint8), np.empty((cap, 4), np.int64)
+    scratch, key = np.empty(1 << 16, np.uint8), np.empty(1 << 10, np.uint8)
     n, used, deletions = 0, 0, 0
     for b in range(len(offsets)):
-        code, block = block_contents(u8, offsets[b], sizes[b])
-        if code != READ:
-            return code, n, deletions, data, spans
-        code, keys, key_lo, key_hi, value_lo, value_hi = block_items(block)
-        if code != READ:
-            return code, n, deletions, data, spans
-        for i in range(len(key_lo)):
-            a, z = key_lo[i], key_hi[i] - INTERNAL_BYTES
-            if z < a:
+        code, block, scratch = _decoded(u8, offsets[b], sizes[b], scratch)
+        end = entries_end(block) if code == READ else -1
+        if end < 0:
+            return UNREADABLE, n, deletions, data, spans
+        at, key_len = 0, 0
+        while at < end:
+            shared, at = varint(block, at, end)
+            non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
+            length, at = varint(block, at, end) if at >= 0 else (0, -1)
+            if at < 0 or shared > key_len or at + non_shared + length > end or shared + non_shared < INTERNAL_BYTES:
                 return UNREADABLE, n, deletions, data, spans
-            kind = keys[z]
+            if shared + non_shared > len(key):
+                grown = np.empty(2 * (shared + non_shared), np.uint8)
+                move_bytes(grown, 0, key, 0, shared)
+                key = grown
+            move_bytes(key, shared, block, at, non_shared)
+            key_len = shared + non_shared
+            at += non_shared
+            user, kind = key_len - INTERNAL_BYTES, key[key_len - INTERNAL_BYTES]
             if kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
                 deletions += 1
-                continue
-            if kind != TYPE_VALUE:
+            elif kind != TYPE_VALUE:
                 return UNKNOWN_TYPE, n, deletions, data, spans
-            need = used + (z - a) + (value_hi[i] - value_lo[i])
-            if need > size:
-                size = max(2 * size, need)
-                grown = np.empty(size, np.uint8)
-                move_bytes(grown, 0, data, 0, used)
-                data = grown
-            if n == cap:
-                cap *= 2
-                more = np.empty((cap, 4), np.int64)
-                more[:n] = spans[:n]
-                spans = more
-            move_bytes(data, used, keys, a, z - a)
-            spans[n, 0], spans[n, 1] = used, used + z - a
-            used += z - a
-            move_bytes(data, used, block, value_lo[i], value_hi[i] - value_lo[i])
-            spans[n, 2], spans[n, 3] = used, used + value_hi[i] - value_lo[i]
-            used += value_hi[i] - value_lo[i]
-            n += 1
+            else:
+                if used + user + length > size:
+                    size = max(2 * size, used + user + length)
+                    grown = np.empty(size, np.uint8)
+                    move_bytes(grown, 0, data, 0, used)
+                    data = grown
+                if n == cap:
+                    cap *= 2
+                    more = np.empty((cap, 4), np.int64)
+                    more[:n] = spans[:n]
+                    spans = more
+                move_bytes(data, used, key, 0, user)
+                move_bytes(data, used + user, block, at, length)
+                spans[n, 0], spans[n, 1], spans[n, 2], spans[n, 3] = (
+                    used,
+                    used + user,
+                    used + user,
+                    used + user + length,
+                )
+                used += user + length
+                n += 1
+            at += length
     return READ, n, deletions, data[:used], spans[:n]
