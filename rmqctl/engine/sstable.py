@@ -128,15 +128,23 @@ def block_contents(u8, offset, size):
 
 @kernel(counted=False)
 def entries_end(block):
-    """Where a block's entries end (its restart array begins), -1 for a footer with a feature not read here."""
+    """Where a block's entries end (its restart array begins), -1 for a footer with a feature not read here. A
+    data block of kDataBlockBinaryAndHash (RocketMQ's option factories set it) keeps its hash map between the
+    restart array and the footer: its buckets, then their count as a uint16."""
     n = len(block)
     if n < 4:
         return -1
     packed = le32(block, n - 4)
-    if packed & (HASH_INDEX_BIT | SEPARATED_KV_BIT):
+    if packed & SEPARATED_KV_BIT:
         return -1
-    restarts = packed & ~UNIFORM_BIT
-    end = n - 4 - 4 * restarts
+    tail = n - 4
+    if packed & HASH_INDEX_BIT:
+        buckets = block[tail - 2] | (np.int64(block[tail - 1]) << 8) if tail >= 2 else 0
+        if buckets == 0 or buckets + 2 > tail:
+            return -1
+        tail -= 2 + buckets
+    restarts = packed & ~(HASH_INDEX_BIT | UNIFORM_BIT)
+    end = tail - 4 * restarts
     return end if 0 < restarts <= MAX_RESTARTS and end >= 0 else -1
 
 
