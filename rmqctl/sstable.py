@@ -5,7 +5,8 @@ what a digest needs (it proves that the database's records are the ones the brok
 nothing, and then RocksDB's own reading follows), never what the database answers for a key.
 
 It reads the block-based table of RocksDB's format versions 2 to 6 (table/format.cc): the footer, the
-metaindex, the properties, a binary-search index and the data blocks, stored or LZ4-compressed. Anything else
+metaindex, the properties, a binary-search index and the data blocks, stored or compressed with LZ4 or ZSTD
+(what RocketMQ's option factories set: LZ4, and ZSTD at the bottommost level). Anything else
 (another magic number or format version, a partitioned or hashed index, another compression, a compression
 dictionary, merge operands, separated values, a block that does not decode, entries that do not add up to the
 table's own count) is Unreadable: the caller uses RocksDB. Checksums are not verified: a damaged block that
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+import zstandard
 
 from . import engine as E
 
@@ -57,9 +59,7 @@ def _mapped(path: Path) -> np.ndarray:
 
 def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
     """The (key, value) pairs of a metaindex or properties block."""
-    code, block = E.sst_block_contents(u8, offset, size)
-    if code != E.SST_READ:
-        raise Unreadable(f"block at {offset} does not decode")
+    block = _contents(u8, offset, size)
     code, keys, key_lo, key_hi, value_lo, value_hi = E.sst_block_items(block)
     if code != E.SST_READ:
         raise Unreadable(f"block at {offset} does not decode")
@@ -123,13 +123,47 @@ def read_table(path: Path) -> Table:
         or b"rocksdb.column.family.name" not in props
     ):
         raise Unreadable(f"{path}: an index, merge operands or values not read here")
-    code, block = E.sst_block_contents(u8, *index)
-    if code == E.SST_READ:
-        code, offsets, sizes = E.sst_index_handles(block, bool(_number(props, b"rocksdb.index.value.is.delta.encoded")))
+    delta_encoded = bool(_number(props, b"rocksdb.index.value.is.delta.encoded"))
+    code, offsets, sizes = E.sst_index_handles(_contents(u8, *index), delta_encoded)
     if code != E.SST_READ:
         raise Unreadable(f"{path}: the index block does not decode")
     family = props[b"rocksdb.column.family.name"].decode("utf-8", "replace")
     return Table(path, family, _number(props, b"rocksdb.num.entries"), offsets, sizes)
+
+
+def _zstd_blocks(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ZSTD blocks among these decoded here (the kernel decodes the others): their contents end to end,
+    and where each block's are (-1: a block the kernel decodes)."""
+    lo, hi = np.full(len(offsets), -1, np.int64), np.full(len(offsets), -1, np.int64)
+    parts, at = [], 0
+    for b in np.flatnonzero(E.sst_block_kinds(u8, offsets, sizes) == E.SST_ZSTD).tolist():
+        parts.append(_zstd(u8, int(offsets[b]), int(sizes[b])))
+        lo[b], hi[b] = at, at + len(parts[-1])
+        at = hi[b]
+    return np.frombuffer(b"".join(parts), np.uint8), lo, hi
+
+
+def _zstd(u8: np.ndarray, offset: int, size: int) -> bytes:
+    """A ZSTD block's contents (zstandard): format_version >= 2 puts the size before the ZSTD frame."""
+    block = u8[offset : offset + size]
+    want, start = E.sst_varint(block, 0, len(block))
+    try:
+        contents = zstandard.ZstdDecompressor().decompress(block[max(start, 0) :].tobytes(), max_output_size=want)
+    except zstandard.ZstdError:
+        contents = None
+    if start < 0 or contents is None or len(contents) != want:
+        raise Unreadable(f"the ZSTD block at {offset} does not decode")
+    return contents
+
+
+def _contents(u8: np.ndarray, offset: int, size: int) -> np.ndarray:
+    """A metaindex, properties or index block's contents (an index block is compressed as the data is)."""
+    if E.sst_block_kinds(u8, np.array([offset]), np.array([size]))[0] == E.SST_ZSTD:
+        return np.frombuffer(_zstd(u8, offset, size), np.uint8)
+    code, block = E.sst_block_contents(u8, offset, size)
+    if code != E.SST_READ:
+        raise Unreadable(f"the block at {offset} does not decode")
+    return block
 
 
 def _encoded(handle: tuple[int, int]) -> bytes:
@@ -151,7 +185,8 @@ def values(tables: list[Table]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     for t in tables:
         u8, counted = _mapped(t.path), 0
         for lo in range(0, len(t.offsets), step := BLOCKS_PER_CALL):
-            code, n, deletions, data, spans = E.sst_data_pairs(u8, t.offsets[lo : lo + step], t.sizes[lo : lo + step])
+            offsets, sizes = t.offsets[lo : lo + step], t.sizes[lo : lo + step]
+            code, n, deletions, data, spans = E.sst_data_pairs(u8, offsets, sizes, *_zstd_blocks(u8, offsets, sizes))
             if code != E.SST_READ:
                 raise Unreadable(f"{t.path}: a data block does not decode")
             counted += n + deletions

@@ -1014,9 +1014,12 @@ def _table_db(path: Path, version: int, compression: str, flushes: int, tail: in
         (path / "rocksdict-config.json").unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("version", [2, 4, 5, 6])
-@pytest.mark.parametrize("compression", ["none", "lz4", "lz4hc"])
-@pytest.mark.parametrize("layout", ["plain", "hash", "index-restarts"])
+@pytest.mark.parametrize(
+    "version, compression, layout",
+    [(6, c, layout) for c in ("none", "lz4", "lz4hc", "zstd") for layout in ("plain", "hash", "index-restarts")]
+    + [(v, "lz4", "plain") for v in (2, 4, 5)]
+    + [(5, "zstd", "hash")],
+)
 def test_the_table_files_read_directly_hold_every_value_rocksdb_reads(tmp_path, version, compression, layout):
     """sstable's direct reading of a column family's table files gives every pair RocksDB's iteration gives,
     and the older versions the files still keep (a rewritten key once per file, a deleted one's value): what a
@@ -1031,13 +1034,13 @@ def test_the_table_files_read_directly_hold_every_value_rocksdb_reads(tmp_path, 
     assert not live - direct and sum(direct.values()) == 3 * 2999 and len(live) == 2999
 
 
-@pytest.mark.parametrize("how", ["zstd", "wal"])
+@pytest.mark.parametrize("how", ["snappy", "wal"])
 def test_tables_not_read_directly_leave_the_reading_to_rocksdb(tmp_path, how):
     """A table compressed another way, or values still in the memtables (a WAL replayed at the opening): no
     direct reading at all (None), so the digest takes RocksDB's own iteration."""
     from rmqctl.rocksdb import ReadOnlyDB
 
-    _table_db(tmp_path / "db", 5, "zstd" if how == "zstd" else "lz4", flushes=1, tail=5 if how == "wal" else 0)
+    _table_db(tmp_path / "db", 5, "snappy" if how == "snappy" else "lz4", flushes=1, tail=5 if how == "wal" else 0)
     with ReadOnlyDB(tmp_path / "db", ()) as db:
         assert db.table_values("default") is None
 

@@ -66,7 +66,8 @@ JOBS = (
     (
         "sstable",
         "sst_varint=varint sst_block_contents=block_contents sst_block_items=block_items "
-        "sst_index_handles=index_handles sst_data_pairs=data_pairs SST_READ=READ SST_TRAILER=TRAILER",
+        "sst_index_handles=index_handles sst_data_pairs=data_pairs sst_block_kinds=block_kinds SST_READ=READ "
+        "SST_TRAILER=TRAILER SST_ZSTD=ZSTD",
     ),
     # append's compiled reading of dump-shaped JSON lines into columns
     (

@@ -1,4 +1,5 @@
-"""RocksDB's block-based table files (.sst) read in compiled code: a block's contents (stored, or LZ4), its
+"""RocksDB's block-based table files (.sst) read in compiled code: a block's contents (stored, or LZ4; a
+ZSTD block is decoded by the caller, rmqctl.sstable), its
 prefix-compressed entries, and an index block's data block handles (RocksDB table/format.cc,
 table/block_based/block_builder.cc, data_block_footer.cc, util/compression.cc).
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from .kernels import kernel, move_bytes
 
-NO_COMPRESSION, LZ4, LZ4HC = 0, 4, 5  # CompressionType values in a block's trailer
+NO_COMPRESSION, LZ4, LZ4HC, ZSTD = 0, 4, 5, 7  # CompressionType values in a block's trailer
 TRAILER = 5  # BlockBasedTable::kBlockTrailerSize: compression type, then a 4-byte checksum
 HASH_INDEX_BIT, UNIFORM_BIT, SEPARATED_KV_BIT = 1 << 31, 1 << 29, 1 << 28  # DataBlockFooter's packed bits
 MAX_RESTARTS = (1 << 28) - 1
@@ -217,59 +218,78 @@ def index_handles(block, delta_encoded):
 
 
 @kernel
-def data_pairs(u8, offsets, sizes):
-    """Every entry of the data blocks at (offsets, sizes) of a table file u8: the values (ValueType 1) as one
-    buffer of user keys and values end to end (rocksdb.Pairs' layout: data, then spans: key_lo, key_hi,
-    value_lo, value_hi), and (code, values, deletions): a deletion or single deletion is counted and left out,
-    any other type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is not in the entry)."""
-    cap, size = 1024, 1 << 16
-    data, spans = np.empty(size, np.uint8), np.empty((cap, 4), np.int64)
+def _block_into(block, key, data, spans, n, used, deletions):
+    """The entries of one decoded data block appended to (data, spans) as data_pairs gives them: (code, key,
+    data, spans, n, used, deletions), each buffer grown when short (`key`: the current key's bytes)."""
+    end = entries_end(block)
+    if end < 0:
+        return UNREADABLE, key, data, spans, n, used, deletions
+    at, key_len = 0, 0
+    while at < end:
+        shared, at = varint(block, at, end)
+        non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
+        length, at = varint(block, at, end) if at >= 0 else (0, -1)
+        if at < 0 or shared > key_len or at + non_shared + length > end or shared + non_shared < INTERNAL_BYTES:
+            return UNREADABLE, key, data, spans, n, used, deletions
+        if shared + non_shared > len(key):
+            grown = np.empty(2 * (shared + non_shared), np.uint8)
+            move_bytes(grown, 0, key, 0, shared)
+            key = grown
+        move_bytes(key, shared, block, at, non_shared)
+        key_len = shared + non_shared
+        at += non_shared
+        user, kind = key_len - INTERNAL_BYTES, key[key_len - INTERNAL_BYTES]
+        if kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
+            deletions += 1
+        elif kind != TYPE_VALUE:
+            return UNKNOWN_TYPE, key, data, spans, n, used, deletions
+        else:
+            if used + user + length > len(data):
+                grown = np.empty(max(2 * len(data), used + user + length), np.uint8)
+                move_bytes(grown, 0, data, 0, used)
+                data = grown
+            if n == len(spans):
+                more = np.empty((2 * n, 4), np.int64)
+                more[:n] = spans[:n]
+                spans = more
+            move_bytes(data, used, key, 0, user)
+            move_bytes(data, used + user, block, at, length)
+            spans[n, 0], spans[n, 1], spans[n, 2], spans[n, 3] = used, used + user, used + user, used + user + length
+            used += user + length
+            n += 1
+        at += length
+    return READ, key, data, spans, n, used, deletions
+
+
+@kernel
+def data_pairs(u8, offsets, sizes, decoded, decoded_lo, decoded_hi):
+    """Every entry of the data blocks at (offsets, sizes) of a table file u8 (those of decoded_lo[b] >= 0
+    decoded by the caller: decoded[decoded_lo[b]:decoded_hi[b]], a compression not decoded here): the values
+    (ValueType 1) as one buffer of user keys and values end to end (rocksdb.Pairs' layout: data, then spans:
+    key_lo, key_hi, value_lo, value_hi), and (code, values, deletions): a deletion or single deletion is
+    counted and left out, any other type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is
+    not in the entry)."""
+    data, spans = np.empty(1 << 16, np.uint8), np.empty((1024, 4), np.int64)
     scratch, key = np.empty(1 << 16, np.uint8), np.empty(1 << 10, np.uint8)
     n, used, deletions = 0, 0, 0
     for b in range(len(offsets)):
-        code, block, scratch = _decoded(u8, offsets[b], sizes[b], scratch)
-        end = entries_end(block) if code == READ else -1
-        if end < 0:
-            return UNREADABLE, n, deletions, data, spans
-        at, key_len = 0, 0
-        while at < end:
-            shared, at = varint(block, at, end)
-            non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
-            length, at = varint(block, at, end) if at >= 0 else (0, -1)
-            if at < 0 or shared > key_len or at + non_shared + length > end or shared + non_shared < INTERNAL_BYTES:
-                return UNREADABLE, n, deletions, data, spans
-            if shared + non_shared > len(key):
-                grown = np.empty(2 * (shared + non_shared), np.uint8)
-                move_bytes(grown, 0, key, 0, shared)
-                key = grown
-            move_bytes(key, shared, block, at, non_shared)
-            key_len = shared + non_shared
-            at += non_shared
-            user, kind = key_len - INTERNAL_BYTES, key[key_len - INTERNAL_BYTES]
-            if kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
-                deletions += 1
-            elif kind != TYPE_VALUE:
-                return UNKNOWN_TYPE, n, deletions, data, spans
-            else:
-                if used + user + length > size:
-                    size = max(2 * size, used + user + length)
-                    grown = np.empty(size, np.uint8)
-                    move_bytes(grown, 0, data, 0, used)
-                    data = grown
-                if n == cap:
-                    cap *= 2
-                    more = np.empty((cap, 4), np.int64)
-                    more[:n] = spans[:n]
-                    spans = more
-                move_bytes(data, used, key, 0, user)
-                move_bytes(data, used + user, block, at, length)
-                spans[n, 0], spans[n, 1], spans[n, 2], spans[n, 3] = (
-                    used,
-                    used + user,
-                    used + user,
-                    used + user + length,
-                )
-                used += user + length
-                n += 1
-            at += length
+        if decoded_lo[b] >= 0:
+            code, block = READ, decoded[decoded_lo[b] : decoded_hi[b]]
+        else:
+            code, block, scratch = _decoded(u8, offsets[b], sizes[b], scratch)
+        if code != READ:
+            return code, n, deletions, data, spans
+        code, key, data, spans, n, used, deletions = _block_into(block, key, data, spans, n, used, deletions)
+        if code != READ:
+            return code, n, deletions, data, spans
     return READ, n, deletions, data[:used], spans[:n]
+
+
+@kernel
+def block_kinds(u8, offsets, sizes):
+    """Each block's compression type (its trailer's first byte; -1 for a block past the file's end)."""
+    out = np.empty(len(offsets), np.int64)
+    for b in range(len(offsets)):
+        end = offsets[b] + sizes[b]
+        out[b] = u8[end] if 0 <= offsets[b] and 0 <= sizes[b] and end + TRAILER <= len(u8) else -1
+    return out
