@@ -223,9 +223,9 @@ class ReadOnlyDB:
             self._call(_raise, e)
         self._check_ended(family, None, b"" if last is None else last + b"\0")
 
-    def table_values(self, cf: str) -> Iterator[Pairs] | None:
-        """Every value `cf`'s live table files hold, read by rmqctl.sstable (any older version of a key they keep
-        too: not what the database answers), or None where those are not all its data or a table is not one
+    def tables(self, cf: str) -> list[sstable.Table] | None:
+        """`cf`'s live table files, as rmqctl.sstable reads them directly (any older version of a key they keep
+        too: never what the database answers), or None where those are not all its data or a table is not one
         sstable reads: entries in the memtables (a WAL replayed at the opening: the writer did not flush)."""
         family = self._families[cf]
         if any(self._call(family.property_int_value, name) for name in MEMTABLE_ENTRIES):
@@ -236,7 +236,7 @@ class ReadOnlyDB:
             ]
         except sstable.Unreadable:
             return None
-        return (Pairs(data, *spans.T.copy()) for data, spans in sstable.values([t for t in tables if t.family == cf]))
+        return [t for t in tables if t.family == cf]
 
     def _check_ended(self, family, hi: bytes | None, after: bytes):
         """rocksdict's items() ends silently where RocksDB's iterator meets an error (a block whose checksum

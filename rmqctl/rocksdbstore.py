@@ -216,10 +216,10 @@ class MessageRocksDB:
         db, family = self._handle(kind)
         return db.batches(family, size)
 
-    def table_values(self, kind: str) -> Iterator[Pairs] | None:
-        """Every value the kind's table files hold, older versions too (rocksdb.ReadOnlyDB.table_values), or None."""
+    def tables(self, kind: str):
+        """The kind's live table files as rmqctl.sstable reads them (rocksdb.ReadOnlyDB.tables), or None."""
         db, family = self._handle(kind)
-        return db.table_values(family)
+        return db.tables(family)
 
     def entries(self, kind: str) -> Iterator[Entry]:
         """Every key of the kind in key order, decoded one at a time (memory flat in its size)."""

@@ -1,7 +1,7 @@
 """A RocksDB database's table files (.sst) read directly, in compiled code (engine/sstable.py), for one use:
-verify's digest of the 5.4 message store's index records (checks/rocksdbstore.py). It takes every value a
-column family's table files hold, in file order and with any older version of a key they still keep; that is
-what a digest needs (it proves that the database's records are the ones the broker builds, or proves
+verify's digest of the 5.4 message store's index records (checks/rocksdbstore.py, engine.table_index_digest).
+That takes every value a column family's table files hold, in file order and with any older version of a key
+they still keep; that is what a digest needs (it proves that the database's records are the ones the broker builds, or proves
 nothing, and then RocksDB's own reading follows), never what the database answers for a key.
 
 It reads the block-based table of RocksDB's format versions 2 to 6 (table/format.cc): the footer, the
@@ -178,19 +178,16 @@ def _encoded(handle: tuple[int, int]) -> bytes:
     return bytes(out)
 
 
-def values(tables: list[Table]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every value the tables hold (user keys; deletions counted, not given), BLOCKS_PER_CALL blocks at a time,
-    as (data, spans): pair i's key is data[spans[i, 0]:spans[i, 1]], its value data[spans[i, 2]:spans[i, 3]];
-    Unreadable as soon as a block does not decode or a table's entries do not add up to its count."""
-    for t in tables:
-        u8, counted = _mapped(t.path), 0
-        for lo in range(0, len(t.offsets), step := BLOCKS_PER_CALL):
-            offsets, sizes = t.offsets[lo : lo + step], t.sizes[lo : lo + step]
-            code, n, deletions, data, spans = E.sst_data_pairs(u8, offsets, sizes, *_zstd_blocks(u8, offsets, sizes))
-            if code != E.SST_READ:
-                raise Unreadable(f"{t.path}: a data block does not decode")
-            counted += n + deletions
-            if n:
-                yield data, spans
-        if counted != t.entries:
-            raise Unreadable(f"{t.path}: {counted} entries where its properties count {t.entries}")
+def groups(table: Table) -> Iterator[tuple]:
+    """The table's data blocks, BLOCKS_PER_CALL at a time, as a compiled reader of them takes them (the file's
+    bytes, the blocks' offsets and sizes, and the ZSTD ones among them decoded: _zstd_blocks)."""
+    u8 = _mapped(table.path)
+    for lo in range(0, len(table.offsets), step := BLOCKS_PER_CALL):
+        offsets, sizes = table.offsets[lo : lo + step], table.sizes[lo : lo + step]
+        yield (u8, offsets, sizes, *_zstd_blocks(u8, offsets, sizes))
+
+
+def check_count(table: Table, counted: int):
+    """Unreadable unless a reading of the table's blocks met as many entries as its properties count."""
+    if counted != table.entries:
+        raise Unreadable(f"{table.path}: {counted} entries where its properties count {table.entries}")

@@ -55,12 +55,18 @@ from ..rocksdbstore import (
     Entry,
     entry,
 )
-from ..sstable import Unreadable
+from ..sstable import Unreadable, check_count, groups
 from ..rules import record_expired
 from ..schema import TRANSACTION_ROLLBACK_TYPE
 from ..store import Store
 from .scan import MASK64
 
+# the index's bookkeeping keys, end to end, and where each is (what engine.table_index_digest passes)
+BOOKKEEPING_NAMES = (
+    np.frombuffer(b"".join(BOOKKEEPING[INDEX_KIND]), np.uint8),
+    np.cumsum([0] + [len(k) for k in BOOKKEEPING[INDEX_KIND][:-1]]).astype(np.int64),
+    np.cumsum([len(k) for k in BOOKKEEPING[INDEX_KIND]]).astype(np.int64),
+)
 # the engine's code of each kind, its position in KINDS (Records.kinds holds them; Records.entry reads them back)
 KIND_CODES = {INDEX_KIND: E.STORE_INDEX, TIMER_KIND: E.STORE_TIMER, TRANS: E.STORE_TRANS}
 GROUPS = {INDEX_KIND: INDEX, TIMER_KIND: TIMER, TRANS: CONSUMEQUEUE}
@@ -176,29 +182,17 @@ def spill(
     with concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here) as pool:
         last = None
         for kind in kinds:
-            try:
-                for pairs in _source(db, kind, batch, digest):
-                    if stopped():
-                        return
-                    job = pool.submit(written, kind, pairs)
-                    if last is not None:
-                        said(*last)
-                    last = (kind, pairs, job)
-            except Unreadable:  # (the table files read directly, mid-way: the digest then proves nothing)
-                digest.found.doubtful += 1
+            if digest is not None and kind == INDEX_KIND and digest.read_tables(db.tables(kind)):
+                continue
+            for pairs in db.batches(kind, batch):
+                if stopped():
+                    return
+                job = pool.submit(written, kind, pairs)
+                if last is not None:
+                    said(*last)
+                last = (kind, pairs, job)
         if last is not None:
             said(*last)
-
-
-def _source(db, kind: str, batch: int, digest: IndexDigest | None) -> Iterator[Pairs]:
-    """The kind's pairs: for the digest, the values of its table files read directly where they are all its
-    data (sstable: older versions too, which a digest allows), else RocksDB's iteration."""
-    if digest is not None and kind == INDEX_KIND:
-        values = db.table_values(kind)
-        if values is not None:
-            digest.direct = True
-            return values
-    return db.batches(kind, batch)
 
 
 class RecordRuns:
@@ -419,28 +413,45 @@ class IndexDigest:
     against the commitlog one by one (check_rocksdb_store). Records below the commitlog's min offset are
     expired on both sides; lastOffsetPy (> 0) bounds what was indexed."""
 
-    def __init__(self, store: Store, last_offset: int | None):
-        q = store.commitlog
-        self.min_offset = q.min_offset if q.files else 0
+    def __init__(self, min_offset: int, last_offset: int | None):
+        self.min_offset = min_offset
         self.last_offset = last_offset if last_offset is not None and last_offset > 0 else int(NOWHERE.max)
         self.found, self.expected = Digest(), Digest()
-        self.direct = False  # the pairs are the table files' own (sstable), older versions of a key too
+        self.direct = False  # its values were the table files' own (sstable), older versions of a key too
 
     def add_pairs(self, pairs: Pairs) -> np.ndarray:
         """A batch of index pairs summed; the positions of the keys the engine parses as no record, for the
-        reference. Read from the table files, a key may be an older version, never to be named: there a key
-        other than a bookkeeping one with its int64 makes the digest prove nothing (RocksDB's reading follows)."""
+        reference."""
         cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
         spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
         ok = E.parse_store_keys(np.full(len(pairs), E.STORE_INDEX, np.int8), *spans, cols)
         self.found.add(*E.index_digest(pairs.data, cols, ok, self.min_offset, self.last_offset))
-        rest = np.flatnonzero(~ok)
-        if not self.direct:
-            return rest
-        for i in rest.tolist():
-            if pairs.key(i) not in BOOKKEEPING[INDEX_KIND] or len(pairs.value(i)) != 8:
-                self.found.doubtful += 1
-        return rest[:0]
+        return np.flatnonzero(~ok)
+
+    def read_tables(self, tables: list | None) -> bool:
+        """The index records summed from their table files read directly (sstable, in one pass in the engine),
+        where those are all the data (None: they are not; False: RocksDB's iteration is the caller's). Every value
+        counts, older versions too, which a digest may take; a key of no record other than a bookkeeping one
+        holding an int64 is doubtful (an older version is never to be named), and so is a table that turns
+        out unreadable mid-way: the digest then proves nothing and RocksDB's reading follows."""
+        if tables is None:
+            return False
+        self.direct = True
+        try:
+            for t in tables:
+                counted = 0
+                for group in groups(t):
+                    code, values, deletions, *digest = E.table_index_digest(
+                        *group, self.min_offset, self.last_offset, *BOOKKEEPING_NAMES
+                    )
+                    if code != E.SST_READ:
+                        raise Unreadable(f"{t.path}: a data block does not decode")
+                    counted += values + deletions
+                    self.found.add(*digest)
+                check_count(t, counted)
+        except Unreadable:
+            self.found.doubtful += 1
+        return True
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -506,9 +517,12 @@ def start_reading(store: Store, memory: int = DEFAULT_MEMORY, digest: bool = Fal
     db = store.message_rocksdb
     if db is None:
         return None
-    return Reading(
-        db, memory, (lambda: IndexDigest(store, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))) if digest else None
-    )
+    q = store.commitlog
+
+    def index_digest() -> IndexDigest:  # (once the database is open: its lastOffsetPy bounds the digest)
+        return IndexDigest(q.min_offset if q.files else 0, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))
+
+    return Reading(db, memory, index_digest if digest else None)
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:

@@ -60,13 +60,13 @@ JOBS = (
         "parse_store_keys=parse agree_store_records=agree STORE_INDEX=INDEX STORE_TIMER=TIMER "
         "STORE_TRANS=TRANS STORE_NCOLUMNS=NCOLUMNS STORE_OFFSET=OFFSET "
         "in_hour_bucket java_long gather_store_run=gathered order_store_rows=ordered_rows STORE_VALUE_SLOT=VALUE_SLOT "
-        "index_digest",
+        "index_digest table_index_digest=table_digest",
     ),
     # RocksDB's table files: blocks, their entries, an index's data block handles
     (
         "sstable",
         "sst_varint=varint sst_block_contents=block_contents sst_block_items=block_items "
-        "sst_index_handles=index_handles sst_data_pairs=data_pairs sst_block_kinds=block_kinds SST_READ=READ "
+        "sst_index_handles=index_handles sst_block_kinds=block_kinds SST_READ=READ "
         "SST_TRAILER=TRAILER SST_ZSTD=ZSTD",
     ),
     # append's compiled reading of dump-shaped JSON lines into columns

@@ -24,6 +24,18 @@ from .kernels import be32, be64, kernel, load8, move_bytes, prefetch, property_n
 from ..rules import RECORD
 from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import LINE, decode_tail, head_outcome
+from .sstable import (
+    BLOCK_SCRATCH,
+    INTERNAL_BYTES,
+    READ,
+    TYPE_DELETION,
+    TYPE_SINGLE_DELETION,
+    TYPE_VALUE,
+    UNKNOWN_TYPE,
+    UNREADABLE,
+    block_at,
+    next_entry,
+)
 
 INDEX, TIMER, TRANS = 0, 1, 2  # the kinds, as rmqctl.rocksdbstore.KINDS orders them
 AT = ord("@")  # IndexRocksDBRecord.KEY_SPLIT
@@ -87,7 +99,7 @@ def _find(u8, lo, hi, byte):
     return -1
 
 
-@kernel
+@kernel(counted=False)
 def _parse_index(keys, a, b, cols, n):
     """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for U) | int64 offsetPy, as rocksdbstore.decode_index."""
     if b - a < 18 or keys[a + 8] != AT or keys[b - 9] != AT or not well_formed_utf8(keys, a + 8, b - 8):
@@ -112,7 +124,7 @@ def _parse_index(keys, a, b, cols, n):
     return True
 
 
-@kernel
+@kernel(counted=False)
 def _parse_trans(keys, a, b, cols, n):
     """int64 offsetPy | "@topic@uniqKey" (both not empty), as rocksdbstore.decode_trans."""
     if b - a <= 8 or keys[a + 8] != AT or not well_formed_utf8(keys, a + 8, b):
@@ -313,24 +325,25 @@ def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len
     return out_offsets, out_kinds, out_lo, out_hi, out_values, out_len
 
 
-# the digest's hash: xxHash64's round and avalanche over the record's fields, each text field 8 bytes a step
-# (little-endian words, the tail zero-padded) and followed by its length, so that no two records' fields make
-# the same words
+# the digest's hash: xxHash64's round and avalanche over the record's fields, each text field hashed alone
+# (8 bytes a step: little-endian words, the tail zero-padded, then its length), so that a record's topic and
+# uniq key are hashed once for all the records made of it
 PRIME1, PRIME2, PRIME3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
 SEED = np.uint64(0x27D4EB2F165667C5)
+NO_TEXT = np.uint64(0)  # the key field of a U record, which has none
 
 
-@kernel(counted=False)
+@kernel(counted=False, inlined=True)
 def _round(h, word):
     h = h + word * PRIME2
     h = (h << np.uint64(31)) | (h >> np.uint64(33))
     return h * PRIME1
 
 
-@kernel(counted=False)
-def _text(h, u8, lo, hi):
-    """h mixed with the bytes u8[lo:hi] and their count."""
-    i = lo
+@kernel(counted=False, inlined=True)
+def _text(u8, lo, hi):
+    """The hash of the bytes u8[lo:hi] and their count."""
+    h, i = SEED, lo
     while i + 8 <= hi:
         h = _round(h, load8(u8, i))
         i += 8
@@ -342,14 +355,12 @@ def _text(h, u8, lo, hi):
     return _round(_round(h, tail), np.uint64(hi - lo))
 
 
-@kernel(counted=False)
-def _index_hash(u8, topic_lo, topic_hi, kind, key_lo, key_hi, uniq_lo, uniq_hi, offset, store_time):
-    """The hash of the index record "@topic@TYPE@key@uniqKey@" (no key for U) naming `offset` with `store_time`
-    (the hour bucket left out: its zone is not known, see in_hour_bucket), its texts in u8."""
-    h = _round(_text(SEED, u8, topic_lo, topic_hi), np.uint64(kind))
-    if kind != INDEX_TYPES[2]:
-        h = _text(h, u8, key_lo, key_hi)
-    h = _round(_round(_text(h, u8, uniq_lo, uniq_hi), np.uint64(offset)), np.uint64(store_time))
+@kernel(counted=False, inlined=True)
+def _index_hash(topic, kind, key, uniq, offset, store_time):
+    """The hash of the index record "@topic@TYPE@key@uniqKey@" (no key for U: NO_TEXT) naming `offset` with
+    `store_time` (the hour bucket left out: its zone is not known, see in_hour_bucket), its texts' hashes given."""
+    h = _round(_round(_round(_round(SEED, topic), np.uint64(kind)), key), uniq)
+    h = _round(_round(h, np.uint64(offset)), np.uint64(store_time))
     h ^= h >> np.uint64(33)
     h *= PRIME2
     h ^= h >> np.uint64(29)
@@ -357,36 +368,77 @@ def _index_hash(u8, topic_lo, topic_hi, kind, key_lo, key_hi, uniq_lo, uniq_hi, 
     return h ^ (h >> np.uint64(32))
 
 
+@kernel(counted=False)
+def _row_digest(keys, cols, i, min_offset, last_offset):
+    """(records, hash, doubtful) of the parsed index row i: a record naming an offset below the commitlog's
+    `min_offset` is expired and left out; one naming a negative offset or one past `last_offset` (lastOffsetPy:
+    the broker indexes in order and writes it with each batch), or whose hour bucket is not its store time's,
+    is doubtful (the digest then proves nothing)."""
+    offset, store_time = cols[i, OFFSET], cols[i, NUMBER]
+    if 0 <= offset < min_offset:
+        return 0, np.uint64(0), 0
+    if offset < 0 or offset > last_offset or not in_hour_bucket(cols[i, HEAD], store_time):
+        return 0, np.uint64(0), 1
+    key = _text(keys, cols[i, KEY_LO], cols[i, KEY_HI]) if cols[i, TYPE] != INDEX_TYPES[2] else NO_TEXT
+    topic, uniq = _text(keys, cols[i, TOPIC_LO], cols[i, TOPIC_HI]), _text(keys, cols[i, UNIQ_LO], cols[i, UNIQ_HI])
+    return 1, _index_hash(topic, cols[i, TYPE], key, uniq, offset, store_time), 0
+
+
 @kernel
 def index_digest(keys, cols, ok, min_offset, last_offset):
-    """(records, the sum of their hashes, doubtful) of the parsed index rows `ok` of a batch: a record naming an
-    offset below the commitlog's `min_offset` is expired and left out; one naming a negative offset or one past
-    `last_offset` (lastOffsetPy: the broker indexes in order and writes it with each batch), or whose hour bucket
-    is not its store time's, is doubtful (the digest then proves nothing)."""
+    """(records, the sum of their hashes, doubtful) of the parsed index rows `ok` of a batch (_row_digest)."""
     count, total, doubtful = 0, np.uint64(0), 0
     for i in range(len(ok)):
-        if not ok[i]:
-            continue
-        offset, store_time = cols[i, OFFSET], cols[i, NUMBER]
-        if 0 <= offset < min_offset:
-            continue
-        if offset < 0 or offset > last_offset or not in_hour_bucket(cols[i, HEAD], store_time):
-            doubtful += 1
-            continue
-        count += 1
-        total += _index_hash(
-            keys,
-            cols[i, TOPIC_LO],
-            cols[i, TOPIC_HI],
-            cols[i, TYPE],
-            cols[i, KEY_LO],
-            cols[i, KEY_HI],
-            cols[i, UNIQ_LO],
-            cols[i, UNIQ_HI],
-            offset,
-            store_time,
-        )
+        if ok[i]:
+            c, h, d = _row_digest(keys, cols, i, min_offset, last_offset)
+            count, total, doubtful = count + c, total + h, doubtful + d
     return count, total, doubtful
+
+
+@kernel(counted=False)
+def _named(key, n, names, name_lo, name_hi):
+    """Whether key[:n] is one of the names (names[name_lo[k]:name_hi[k]])."""
+    for k in range(len(name_lo)):
+        if _same(key, 0, n, names, name_lo[k], name_hi[k]):
+            return True
+    return False
+
+
+@kernel
+def table_digest(u8, offsets, sizes, decoded, decoded_lo, decoded_hi, min_offset, last_offset, names, name_lo, name_hi):
+    """index_digest of every value in these data blocks of a table file (engine/sstable.py decodes them), in one
+    pass, nothing gathered; a key that parses as no record is doubtful unless it is one of the bookkeeping
+    `names` holding an int64 (a value of a table file may be an older version: never one to name). Returns
+    (code, values, deletions, records, sum, doubtful): a deletion is counted and left out (a digest may take
+    older values), any other type is UNKNOWN_TYPE."""
+    scratch, key = np.empty(BLOCK_SCRATCH, np.uint8), np.empty(BLOCK_SCRATCH, np.uint8)
+    cols = np.zeros((1, NCOLUMNS), np.int64)
+    values, deletions, count, total, doubtful = 0, 0, 0, np.uint64(0), 0
+    for b in range(len(offsets)):
+        code, block, end, scratch = block_at(u8, b, offsets, sizes, decoded, decoded_lo, decoded_hi, scratch)
+        if len(key) < len(block):  # (next_entry makes a key in it: as long as the block at least)
+            key = np.empty(len(block), np.uint8)
+        at, key_len = 0, 0
+        while code == READ and at < end:
+            at, key_len, value_at, length = next_entry(block, at, end, key, key_len, INTERNAL_BYTES)
+            user, kind = key_len - INTERNAL_BYTES, key[max(key_len - INTERNAL_BYTES, 0)]
+            if at < 0:
+                code = UNREADABLE
+            elif kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
+                deletions += 1
+            elif kind != TYPE_VALUE:
+                code = UNKNOWN_TYPE
+            elif length == 8 and _parse_index(key, 0, user, cols, 0):
+                values += 1
+                cols[0, NUMBER] = be64(block, value_at)
+                c, h, d = _row_digest(key, cols, 0, min_offset, last_offset)
+                count, total, doubtful = count + c, total + h, doubtful + d
+            else:
+                values += 1
+                doubtful += 0 if length == 8 and _named(key, user, names, name_lo, name_hi) else 1
+        if code != READ:
+            return code, values, deletions, count, total, doubtful
+    return READ, values, deletions, count, total, doubtful
 
 
 @kernel(counted=False)
@@ -434,17 +486,17 @@ def record_digest(
     rollback = sysflag & S.TRANSACTION_MASK == S.TRANSACTION_ROLLBACK_TYPE
     if rollback or topic_len == 0 or uniq_lo < 0 or uniq_hi == uniq_lo or store_time <= 0:
         return 0, total, 0
-    t_lo, t_hi, count = topic_at, topic_at + topic_len, 1
+    topic, uniq, count = _text(u8, topic_at, topic_at + topic_len), _text(u8, uniq_lo, uniq_hi), 1
     if keys_lo >= 0:
         start = keys_lo
         for i in range(keys_lo, keys_hi + 1):
             if i == keys_hi or u8[i] == KEY_SEPARATOR:
                 if i > start and not _seen_word(u8, keys_lo, start, i):
                     count += 1
-                    total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[0], start, i, uniq_lo, uniq_hi, offset, store_time)
+                    total += _index_hash(topic, INDEX_TYPES[0], _text(u8, start, i), uniq, offset, store_time)
                 start = i + 1
     if tags_lo >= 0 and tags_hi > tags_lo:
         count += 1
-        total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[1], tags_lo, tags_hi, uniq_lo, uniq_hi, offset, store_time)
-    total += _index_hash(u8, t_lo, t_hi, INDEX_TYPES[2], 0, 0, uniq_lo, uniq_hi, offset, store_time)
+        total += _index_hash(topic, INDEX_TYPES[1], _text(u8, tags_lo, tags_hi), uniq, offset, store_time)
+    total += _index_hash(topic, INDEX_TYPES[2], NO_TEXT, uniq, offset, store_time)
     return count, total, 0

@@ -16,6 +16,7 @@ import numpy as np
 from .kernels import kernel, move_bytes
 
 NO_COMPRESSION, LZ4, LZ4HC, ZSTD = 0, 4, 5, 7  # CompressionType values in a block's trailer
+BLOCK_SCRATCH = 1 << 16  # the first size of what a block is decoded into
 TRAILER = 5  # BlockBasedTable::kBlockTrailerSize: compression type, then a 4-byte checksum
 HASH_INDEX_BIT, UNIFORM_BIT, SEPARATED_KV_BIT = 1 << 31, 1 << 29, 1 << 28  # DataBlockFooter's packed bits
 MAX_RESTARTS = (1 << 28) - 1
@@ -151,35 +152,27 @@ def entries_end(block):
 
 @kernel
 def block_items(block):
-    """Every (key, value) of a block with value lengths (a metaindex or properties block, or a data block):
-    (code, keys end to end, key_lo, key_hi, value_lo, value_hi), values as spans of the block."""
+    """Every (key, value) of a metaindex or properties block: (code, keys end to end, key_lo, key_hi, value_lo,
+    value_hi), values as spans of the block."""
     end = entries_end(block)
-    cap = max(16, len(block) // 3)
-    keys = np.empty(max(len(block), 64), np.uint8)
-    key_lo, key_hi = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    value_lo, value_hi = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    if end < 0:
-        return UNREADABLE, keys, key_lo[:0], key_hi[:0], value_lo[:0], value_hi[:0]
-    at, n, used, prev_lo, prev_len = 0, 0, 0, 0, 0
-    while at < end:
-        shared, at = varint(block, at, end)
-        non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
-        length, at = varint(block, at, end) if at >= 0 else (0, -1)
-        if at < 0 or shared > prev_len or at + non_shared + length > end or n == cap:
-            return UNREADABLE, keys, key_lo[:0], key_hi[:0], value_lo[:0], value_hi[:0]
-        if used + shared + non_shared > len(keys):
-            grown = np.empty(2 * (used + shared + non_shared), np.uint8)
+    cap = max(16, len(block) // 3)  # (an entry takes 3 bytes at least)
+    keys, key = np.empty(max(len(block), 64), np.uint8), np.empty(len(block), np.uint8)
+    spans = np.empty((cap, 4), np.int64)
+    at, n, used, key_len = 0, 0, 0, 0
+    while 0 <= at < end and n < cap:
+        at, key_len, value_at, length = next_entry(block, at, end, key, key_len, 0)
+        if at < 0:
+            break
+        if used + key_len > len(keys):
+            grown = np.empty(2 * (used + key_len), np.uint8)
             move_bytes(grown, 0, keys, 0, used)
             keys = grown
-        move_bytes(keys, used, keys, prev_lo, shared)
-        move_bytes(keys, used + shared, block, at, non_shared)
-        key_lo[n], key_hi[n] = used, used + shared + non_shared
-        prev_lo, prev_len = used, shared + non_shared
-        used += prev_len
-        value_lo[n], value_hi[n] = at + non_shared, at + non_shared + length
-        at += non_shared + length
+        move_bytes(keys, used, key, 0, key_len)
+        spans[n, 0], spans[n, 1], spans[n, 2], spans[n, 3] = used, used + key_len, value_at, value_at + length
+        used += key_len
         n += 1
-    return READ, keys, key_lo[:n], key_hi[:n], value_lo[:n], value_hi[:n]
+    code = READ if at == end else UNREADABLE
+    return code, keys, spans[:n, 0], spans[:n, 1], spans[:n, 2], spans[:n, 3]
 
 
 @kernel
@@ -218,71 +211,39 @@ def index_handles(block, delta_encoded):
 
 
 @kernel
-def _block_into(block, key, data, spans, n, used, deletions):
-    """The entries of one decoded data block appended to (data, spans) as data_pairs gives them: (code, key,
-    data, spans, n, used, deletions), each buffer grown when short (`key`: the current key's bytes)."""
-    end = entries_end(block)
-    if end < 0:
-        return UNREADABLE, key, data, spans, n, used, deletions
-    at, key_len = 0, 0
-    while at < end:
-        shared, at = varint(block, at, end)
-        non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
-        length, at = varint(block, at, end) if at >= 0 else (0, -1)
-        if at < 0 or shared > key_len or at + non_shared + length > end or shared + non_shared < INTERNAL_BYTES:
-            return UNREADABLE, key, data, spans, n, used, deletions
-        if shared + non_shared > len(key):
-            grown = np.empty(2 * (shared + non_shared), np.uint8)
-            move_bytes(grown, 0, key, 0, shared)
-            key = grown
-        move_bytes(key, shared, block, at, non_shared)
-        key_len = shared + non_shared
-        at += non_shared
-        user, kind = key_len - INTERNAL_BYTES, key[key_len - INTERNAL_BYTES]
-        if kind == TYPE_DELETION or kind == TYPE_SINGLE_DELETION:
-            deletions += 1
-        elif kind != TYPE_VALUE:
-            return UNKNOWN_TYPE, key, data, spans, n, used, deletions
-        else:
-            if used + user + length > len(data):
-                grown = np.empty(max(2 * len(data), used + user + length), np.uint8)
-                move_bytes(grown, 0, data, 0, used)
-                data = grown
-            if n == len(spans):
-                more = np.empty((2 * n, 4), np.int64)
-                more[:n] = spans[:n]
-                spans = more
-            move_bytes(data, used, key, 0, user)
-            move_bytes(data, used + user, block, at, length)
-            spans[n, 0], spans[n, 1], spans[n, 2], spans[n, 3] = used, used + user, used + user, used + user + length
-            used += user + length
-            n += 1
-        at += length
-    return READ, key, data, spans, n, used, deletions
+def block_at(u8, b, offsets, sizes, decoded, decoded_lo, decoded_hi, scratch):
+    """Data block b of a table file u8 (at offsets[b], sizes[b]; those of decoded_lo[b] >= 0 decoded by the caller:
+    decoded[decoded_lo[b]:decoded_hi[b]], a compression not decoded here): (code, its contents, where its
+    entries end, scratch: what it is decoded into, grown when short)."""
+    if decoded_lo[b] >= 0:
+        code, block = READ, decoded[decoded_lo[b] : decoded_hi[b]]
+    else:
+        code, block, scratch = _decoded(u8, offsets[b], sizes[b], scratch)
+    end = entries_end(block) if code == READ else -1
+    return (code if end >= 0 else UNREADABLE), block, end, scratch
 
 
-@kernel
-def data_pairs(u8, offsets, sizes, decoded, decoded_lo, decoded_hi):
-    """Every entry of the data blocks at (offsets, sizes) of a table file u8 (those of decoded_lo[b] >= 0
-    decoded by the caller: decoded[decoded_lo[b]:decoded_hi[b]], a compression not decoded here): the values
-    (ValueType 1) as one buffer of user keys and values end to end (rocksdb.Pairs' layout: data, then spans:
-    key_lo, key_hi, value_lo, value_hi), and (code, values, deletions): a deletion or single deletion is
-    counted and left out, any other type is UNKNOWN_TYPE (a merge operand, a blob index: what the key holds is
-    not in the entry)."""
-    data, spans = np.empty(1 << 16, np.uint8), np.empty((1024, 4), np.int64)
-    scratch, key = np.empty(1 << 16, np.uint8), np.empty(1 << 10, np.uint8)
-    n, used, deletions = 0, 0, 0
-    for b in range(len(offsets)):
-        if decoded_lo[b] >= 0:
-            code, block = READ, decoded[decoded_lo[b] : decoded_hi[b]]
-        else:
-            code, block, scratch = _decoded(u8, offsets[b], sizes[b], scratch)
-        if code != READ:
-            return code, n, deletions, data, spans
-        code, key, data, spans, n, used, deletions = _block_into(block, key, data, spans, n, used, deletions)
-        if code != READ:
-            return code, n, deletions, data, spans
-    return READ, n, deletions, data[:used], spans[:n]
+@kernel(counted=False, inlined=True)
+def next_entry(block, at, end, key, key_len, least):
+    """The entry at block[at] of a block whose entries end at `end` and whose keys are `least` bytes at least,
+    its key made in `key` from the one before it (key[:key_len]; `key` as long as the block at least: a key
+    since the last restart point is made of that many of its bytes at most): (where the next entry starts, -1
+    when this one does not decode; the key's length; where its value starts; the value's length). A data
+    block's key is an internal key: the user key, then 8 bytes whose first is its ValueType."""
+    shared, at = varint(block, at, end)
+    non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
+    length, at = varint(block, at, end) if at >= 0 else (0, -1)
+    if (
+        at < 0
+        or shared > key_len
+        or at + non_shared + length > end
+        or shared + non_shared < least
+        or shared + non_shared > len(key)
+    ):
+        return -1, 0, 0, 0
+    move_bytes(key, shared, block, at, non_shared)
+    at += non_shared
+    return at + length, shared + non_shared, at, length
 
 
 @kernel
