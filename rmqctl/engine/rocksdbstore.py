@@ -90,10 +90,35 @@ def java_long(u8, lo, hi):
     return True, -value if negative else value
 
 
+ONES, HIGHS = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+
+
+@kernel(counted=False, inlined=True)
+def _holds(word, byte):
+    """Whether one of the word's 8 bytes is `byte` (a zero byte of word ^ byte in every lane)."""
+    x = word ^ (ONES * np.uint64(byte))
+    return ((x - ONES) & ~x & HIGHS) != 0
+
+
 @kernel(counted=False)
 def _find(u8, lo, hi, byte):
-    """The first position of `byte` in u8[lo:hi], -1 if none."""
-    for i in range(lo, hi):
+    """The first position of `byte` in u8[lo:hi], -1 if none (8 bytes a step where none is among them)."""
+    i = lo
+    while i + 8 <= hi and not _holds(load8(u8, i), byte):
+        i += 8
+    for i in range(i, hi):
+        if u8[i] == byte:
+            return i
+    return -1
+
+
+@kernel(counted=False)
+def _find_last(u8, lo, hi, byte):
+    """The last position of `byte` in u8[lo:hi], -1 if none (8 bytes a step where none is among them)."""
+    i = hi
+    while i - 8 >= lo and not _holds(load8(u8, i - 8), byte):
+        i -= 8
+    for i in range(i - 1, lo - 1, -1):
         if u8[i] == byte:
             return i
     return -1
@@ -110,9 +135,7 @@ def _parse_index(keys, a, b, cols, n):
     kind = keys[first + 1] if first >= 0 else 0
     if second != first + 2 or not (kind == INDEX_TYPES[0] or kind == INDEX_TYPES[1] or kind == INDEX_TYPES[2]):
         return False
-    last = hi - 1
-    while last > second and keys[last] != AT:
-        last -= 1
+    last = max(_find_last(keys, second + 1, hi, AT), second)
     if (kind == INDEX_TYPES[2]) != (last == second):
         return False
     cols[n, TYPE] = kind
@@ -348,6 +371,9 @@ def _text(u8, lo, hi):
         h = _round(h, load8(u8, i))
         i += 8
     tail, shift = np.uint64(0), np.uint64(0)
+    if i < hi and hi >= 8:  # the last hi - i bytes of the word ending at hi, as the loop below takes them
+        tail = load8(u8, hi - 8) >> np.uint64(8 * (8 - (hi - i)))
+        i = hi
     while i < hi:
         tail |= np.uint64(u8[i]) << shift
         shift += np.uint64(8)
