@@ -47,23 +47,29 @@ def le32(u8, at):
 
 
 @kernel(counted=False)
+def _lz4_length(src, ip, hi, n):
+    """A token's 4-bit length `n`, and when it is 15 the bytes after it added while they are 255: (the length,
+    where the sequence goes on; -1 when it runs past hi)."""
+    if n < 15:
+        return n, ip
+    while ip < hi:
+        b = src[ip]
+        ip += 1
+        n += b
+        if b != 255:
+            return n, ip
+    return n, -1
+
+
+@kernel(counted=False)
 def _lz4(src, lo, hi, dst, want):
     """LZ4's block format decoded from src[lo:hi] into dst[:want]; whether it makes exactly `want` bytes."""
     ip, op = lo, 0
     while ip < hi:
         token = src[ip]
         ip += 1
-        literals = token >> 4
-        if literals == 15:
-            while True:
-                if ip >= hi:
-                    return False
-                b = src[ip]
-                ip += 1
-                literals += b
-                if b != 255:
-                    break
-        if ip + literals > hi or op + literals > want:
+        literals, ip = _lz4_length(src, ip, hi, token >> 4)
+        if ip < 0 or ip + literals > hi or op + literals > want:
             return False
         move_bytes(dst, op, src, ip, literals)
         ip += literals
@@ -76,18 +82,9 @@ def _lz4(src, lo, hi, dst, want):
         ip += 2
         if back == 0 or back > op:
             return False
-        length = token & 15
-        if length == 15:
-            while True:
-                if ip >= hi:
-                    return False
-                b = src[ip]
-                ip += 1
-                length += b
-                if b != 255:
-                    break
+        length, ip = _lz4_length(src, ip, hi, token & 15)
         length += 4
-        if op + length > want:
+        if ip < 0 or op + length > want:
             return False
         if back >= length:
             move_bytes(dst, op, dst, op - back, length)
