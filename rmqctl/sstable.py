@@ -9,8 +9,9 @@ metaindex, the properties, a binary-search index and the data blocks, stored or 
 (what RocketMQ's option factories set: LZ4, and ZSTD at the bottommost level). Anything else
 (another magic number or format version, a partitioned or hashed index, another compression, a compression
 dictionary, merge operands, separated values, a block that does not decode, entries that do not add up to the
-table's own count) is Unreadable: the caller uses RocksDB. Checksums are not verified: a damaged block that
-still decodes gives values that make the digest prove nothing, and RocksDB's reading then names the damage.
+table's own count, a block whose checksum RocksDB's reader would refuse) is Unreadable: the caller uses RocksDB,
+which names the damage. Every block read is verified as RocksDB verifies it (CRC32c, xxHash, xxHash64 or XXH3,
+format 6's context modifier and footer checksum).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import struct
 from pathlib import Path
 from typing import Iterator
 
+import crc32c
 import numpy as np
+import xxhash
 import zstandard
 
 from . import engine as E
@@ -32,6 +35,25 @@ FOOTER = 53  # checksum type, 40 bytes of part 2, format_version, magic
 EXTENDED_MAGIC = b"\x3e\x00\x7a\x00"
 BINARY_SEARCH_INDEX = 0  # BlockBasedTableOptions::kBinarySearch
 BLOCKS_PER_CALL = 256  # data blocks decoded per call of the kernel (a batch of pairs is a few such calls)
+
+
+MASK32 = (1 << 32) - 1
+CRC32C_MASK_DELTA = 0xA282EAD8  # crc32c::Mask: rotated right 15 bits, plus this
+LAST_BYTE_PRIME = 0x6B9083D9  # format.cc ModifyChecksumForLastByte (XXH3: the last byte outside the hash)
+
+
+def _xxh3(data) -> int:
+    return (xxhash.xxh3_64_intdigest(data[:-1]) & MASK32) ^ ((int(data[-1]) * LAST_BYTE_PRIME) & MASK32)
+
+
+def _crc32c(data) -> int:
+    c = crc32c.crc32c(data)
+    return (((c >> 15) | (c << 17)) + CRC32C_MASK_DELTA) & MASK32
+
+
+# ChecksumType (a table's footer) -> format.cc ComputeBuiltinChecksum of a block and the byte after it (its
+# compression type); kNoChecksum (0): none to verify, as RocksDB verifies none
+CHECKSUMS = {1: _crc32c, 2: xxhash.xxh32_intdigest, 3: lambda data: xxhash.xxh64_intdigest(data) & MASK32, 4: _xxh3}
 
 
 class Unreadable(Exception):
@@ -47,6 +69,8 @@ class Table:
     entries: int
     offsets: np.ndarray
     sizes: np.ndarray
+    checksum: int  # its ChecksumType
+    context: int  # format_version 6's base_context_checksum (0: none)
 
 
 def _mapped(path: Path) -> np.ndarray:
@@ -57,8 +81,22 @@ def _mapped(path: Path) -> np.ndarray:
         raise Unreadable(f"{path}: {e}") from None
 
 
+def _verified(u8: np.ndarray, offset: int, size: int, checksum: int, context: int):
+    """Unreadable unless the block at u8[offset:offset + size] has the checksum RocksDB's reader verifies
+    (reader_common.cc VerifyBlockChecksum: of the block and its compression type, less format 6's modifier
+    for its place in the file, ChecksumModifierForContext)."""
+    if checksum == 0:
+        return
+    if offset < 0 or size < 0 or offset + size + E.SST_TRAILER > len(u8):
+        raise Unreadable(f"the block at {offset} runs past the file")
+    stored = struct.unpack_from("<I", u8, offset + size + 1)[0]
+    modifier = (context ^ (((offset & MASK32) + (offset >> 32)) & MASK32)) if context else 0
+    if (stored - modifier) & MASK32 != CHECKSUMS[checksum](u8[offset : offset + size + 1]):
+        raise Unreadable(f"the block at {offset} fails its checksum")
+
+
 def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
-    """The (key, value) pairs of a metaindex or properties block."""
+    """The (key, value) pairs of a metaindex or properties block (its checksum verified by the caller)."""
     block = _contents(u8, offset, size)
     code, keys, key_lo, key_hi, value_lo, value_hi = E.sst_block_items(block)
     if code != E.SST_READ:
@@ -96,16 +134,19 @@ def read_table(path: Path) -> Table:
     version = struct.unpack_from("<I", u8, n - 12)[0]
     if version not in FORMAT_VERSIONS:
         raise Unreadable(f"{path}: format_version {version}")
-    part2 = n - FOOTER + 1
-    index = None
+    checksum, part2, index, context = int(u8[n - FOOTER]), n - FOOTER + 1, None, 0
+    if checksum != 0 and checksum not in CHECKSUMS:
+        raise Unreadable(f"{path}: checksum type {checksum}")
     if version >= 6:
         if bytes(u8[part2 : part2 + 4]) != EXTENDED_MAGIC:
             raise Unreadable(f"{path}: footer without its extended magic")
-        meta_size = struct.unpack_from("<I", u8, part2 + 12)[0]
+        stored, context, meta_size = struct.unpack_from("<III", u8, part2 + 4)
+        _footer_verified(u8, checksum, stored, context, path)
         meta = (n - FOOTER - E.SST_TRAILER - meta_size, meta_size)
     else:
         meta = _handle(bytes(u8[part2 : part2 + 20]))
         index = _handle(bytes(u8[part2 + len(_encoded(meta)) : part2 + 40]))
+    _verified(u8, *meta, checksum, context)
     blocks = _items(u8, *meta)
     if b"rocksdb.compression_dict" in blocks or b"rocksdb.properties" not in blocks:
         raise Unreadable(f"{path}: a compression dictionary, or no properties")
@@ -113,7 +154,10 @@ def read_table(path: Path) -> Table:
         if b"rocksdb.index" not in blocks:
             raise Unreadable(f"{path}: no index block")
         index = _handle(blocks[b"rocksdb.index"])
-    props = _items(u8, *_handle(blocks[b"rocksdb.properties"]))
+    _verified(u8, *index, checksum, context)
+    properties = _handle(blocks[b"rocksdb.properties"])
+    _verified(u8, *properties, checksum, context)
+    props = _items(u8, *properties)
     index_type = props.get(b"rocksdb.block.based.table.index.type", b"\0\0\0\0")
     if (
         len(index_type) != 4
@@ -128,7 +172,23 @@ def read_table(path: Path) -> Table:
     if code != E.SST_READ:
         raise Unreadable(f"{path}: the index block does not decode")
     family = props[b"rocksdb.column.family.name"].decode("utf-8", "replace")
-    return Table(path, family, _number(props, b"rocksdb.num.entries"), offsets, sizes)
+    # a range deletion is counted among the entries, and kept in a block of its own (never read: a digest
+    # may take the values it deletes)
+    entries = _number(props, b"rocksdb.num.entries") - _number(props, b"rocksdb.num.range-deletions")
+    return Table(path, family, entries, offsets, sizes, checksum, context)
+
+
+def _footer_verified(u8: np.ndarray, checksum: int, stored: int, context: int, path: Path):
+    """format_version 6's footer checksum (format.cc Footer::DecodeFrom): of the footer with the field zeroed,
+    plus the context modifier for the footer's offset; its base context checksum never makes the modifier 0."""
+    if checksum == 0:
+        return
+    at = len(u8) - FOOTER
+    footer = bytearray(u8[at:])
+    footer[5:9] = bytes(4)
+    modifier = (context ^ (((at & MASK32) + (at >> 32)) & MASK32)) if context else 0
+    if context == 0 or (CHECKSUMS[checksum](bytes(footer)) + modifier) & MASK32 != stored:
+        raise Unreadable(f"{path}: the footer fails its checksum")
 
 
 def _zstd_blocks(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -147,9 +207,13 @@ def _zstd(u8: np.ndarray, offset: int, size: int) -> bytes:
     """A ZSTD block's contents (zstandard): format_version >= 2 puts the size before the ZSTD frame."""
     block = u8[offset : offset + size]
     want, start = E.sst_varint(block, 0, len(block))
-    try:
-        contents = zstandard.ZstdDecompressor().decompress(block[max(start, 0) :].tobytes(), max_output_size=want)
-    except zstandard.ZstdError:
+    frame = block[max(start, 0) :].tobytes()
+    try:  # (a frame that says its size is decoded to that size whatever the cap: it must say `want`)
+        declared = zstandard.frame_content_size(frame)
+        contents = None
+        if declared in (want, -1):
+            contents = zstandard.ZstdDecompressor().decompress(frame, max_output_size=want)
+    except (zstandard.ZstdError, MemoryError):
         contents = None
     if start < 0 or contents is None or len(contents) != want:
         raise Unreadable(f"the ZSTD block at {offset} does not decode")
@@ -184,6 +248,8 @@ def groups(table: Table) -> Iterator[tuple]:
     u8 = _mapped(table.path)
     for lo in range(0, len(table.offsets), step := BLOCKS_PER_CALL):
         offsets, sizes = table.offsets[lo : lo + step], table.sizes[lo : lo + step]
+        for offset, size in zip(offsets.tolist(), sizes.tolist()):
+            _verified(u8, offset, size, table.checksum, table.context)
         yield (u8, offsets, sizes, *_zstd_blocks(u8, offsets, sizes))
 
 

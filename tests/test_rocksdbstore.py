@@ -986,7 +986,9 @@ def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch,
     assert asked == ({"runs": 8 << 20, "table": 56 << 20} if whole else {"runs": 32 << 20, "table": 32 << 20})
 
 
-def _table_db(path: Path, version: int, compression: str, flushes: int, tail: int = 0, layout: str = "plain"):
+def _table_db(
+    path: Path, version: int, compression: str, flushes: int, tail: int = 0, layout: str = "plain", checksum="xxh3"
+):
     """A database of index records in `version` and `compression`, written in `flushes` table files, each
     rewriting every record with another store time and deleting one (its value in that file dropped), then
     `tail` records left only in its WAL (a writer that did not flush). `layout`: plain, "hash" (data blocks with
@@ -995,6 +997,7 @@ def _table_db(path: Path, version: int, compression: str, flushes: int, tail: in
     o = rocksdict.Options(raw_mode=True)
     table = rocksdict.BlockBasedOptions()
     table.set_format_version(version)
+    table.set_checksum_type(getattr(rocksdict.ChecksumType, checksum)())
     if layout == "hash":
         table.set_data_block_index_type(rocksdict.DataBlockIndexType.binary_and_hash())
     elif layout == "index-restarts":
@@ -1032,21 +1035,22 @@ LONG_MAX = (1 << 63) - 1
 
 
 @pytest.mark.parametrize(
-    "version, compression, layout",
-    [(6, c, layout) for c in ("none", "lz4", "lz4hc", "zstd") for layout in ("plain", "hash", "index-restarts")]
-    + [(v, "lz4", "plain") for v in (2, 4, 5)]
-    + [(5, "zstd", "hash")],
+    "version, compression, layout, checksum",
+    [(6, c, layout, "xxh3") for c in ("none", "lz4", "lz4hc", "zstd") for layout in ("plain", "hash", "index-restarts")]
+    + [(v, "lz4", "plain", "xxh3") for v in (2, 4, 5)]
+    + [(5, "zstd", "hash", "xxh3")]
+    + [(v, "lz4", "plain", c) for v in (2, 6) for c in ("crc32c", "xxhash", "xxhash64", "no_checksum")],
 )
 @pytest.mark.parametrize("flushes", [1, 3])
 def test_the_table_files_read_directly_give_the_digest_of_every_value_they_hold(
-    tmp_path, version, compression, layout, flushes
+    tmp_path, version, compression, layout, flushes, checksum
 ):
     """The digest of the table files read directly (sstable, engine.table_index_digest) is the digest of
     every pair they hold, older versions of a rewritten key too (what a digest may take: each live record is
     among them), and in a database written once, that of RocksDB's own iteration."""
     from rmqctl.rocksdb import ReadOnlyDB
 
-    held = _table_db(tmp_path / "db", version, compression, flushes=flushes, layout=layout)
+    held = _table_db(tmp_path / "db", version, compression, flushes=flushes, layout=layout, checksum=checksum)
     direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
     with ReadOnlyDB(tmp_path / "db", ()) as db:
         assert direct.read_tables(db.tables("default"))
@@ -1122,3 +1126,68 @@ def test_the_digest_proves_a_sound_index_and_nothing_else(built, tmp_path, monke
     assert direct or compression == "snappy"
     assert found == _digest_outcome(root, monkeypatch, digest=False)[1]
     assert bool(found) == (change not in ("none", "missing")), found
+
+
+@pytest.mark.parametrize("block", [0, -1])
+def test_a_table_block_failing_its_checksum_is_rocksdb_s_error_not_a_digest(built, tmp_path, monkeypatch, block):
+    """A data block whose checksum RocksDB's reader refuses (one byte of its stored checksum changed: its
+    values still decode) is never read directly into a digest that proves: verify says RocksDB's corruption
+    in one line, as without the digest."""
+    from rmqctl import sstable
+
+    root = copy_of(built, tmp_path)
+    path = next(p for p in (root / "rocksdbstore").glob("*.sst") if sstable.read_table(p).family == "default")
+    t = sstable.read_table(path)
+    data = bytearray(path.read_bytes())
+    data[int(t.offsets[block] + t.sizes[block]) + 1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    for digest in (True, False):
+        with pytest.raises(StoreError, match="checksum mismatch"):
+            _digest_outcome(root, monkeypatch, digest)
+
+
+def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path):
+    """A ZSTD block (in a table without checksums) whose frame header claims a content size other than the
+    block's is not decoded (zstandard would allocate whatever it claims): the digest proves nothing and RocksDB
+    reads the database."""
+    from rmqctl import sstable
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    _table_db(tmp_path / "db", 5, "zstd", flushes=1, checksum="no_checksum")
+    path = next((tmp_path / "db").glob("*.sst"))
+    t = sstable.read_table(path)
+    raw = bytearray(path.read_bytes())
+    at = int(t.offsets[0])
+    while raw[at] & 0x80:  # the block's size, a varint, before the frame
+        at += 1
+    at += 1
+    assert raw[at : at + 4] == b"\x28\xb5\x2f\xfd"  # ZSTD's frame magic
+    raw[at + 4] = 0xE0  # frame header: single segment, an 8-byte content size
+    raw[at + 5 : at + 13] = struct.pack("<Q", 1 << 40)
+    path.write_bytes(bytes(raw))
+    digest = rocksdbstore_check.IndexDigest(0, LONG_MAX)
+    with ReadOnlyDB(tmp_path / "db", ()) as db:
+        assert digest.read_tables(db.tables("default"))
+    assert digest.found.doubtful and not digest.proves()
+
+
+def test_a_range_deletion_leaves_the_values_it_deletes_to_the_digest(tmp_path):
+    """IndexRocksDBStore deletes expired hours with a range deletion, which RocksDB counts among a table's
+    entries and keeps in a block of its own: the direct reading still adds up, and takes the values it deletes
+    (still sound for a digest: every live record is among them)."""
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    held = _table_db(tmp_path / "db", 6, "lz4", flushes=1)
+    o = rocksdict.Options(raw_mode=True)
+    db = rocksdict.Rdict(str(tmp_path / "db"), options=o)
+    db.delete_range(q(0), q(3600000 * 2))  # the first two hours
+    db.flush()
+    db.close()
+    (tmp_path / "db" / "rocksdict-config.json").unlink()
+    direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
+    with ReadOnlyDB(tmp_path / "db", ()) as rdb:
+        assert direct.read_tables(rdb.tables("default"))
+        for pairs in rdb.batches("default", 4096):
+            live.add_pairs(pairs)
+    every.add_pairs(Pairs.of(held))
+    assert direct.found == every.found and live.found.count < every.found.count
