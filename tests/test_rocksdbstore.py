@@ -1191,3 +1191,17 @@ def test_a_range_deletion_leaves_the_values_it_deletes_to_the_digest(tmp_path):
             live.add_pairs(pairs)
     every.add_pairs(Pairs.of(held))
     assert direct.found == every.found and live.found.count < every.found.count
+
+
+def test_the_compiled_xxh3_is_xxhash_s_for_every_length_class():
+    """engine.xxh3_64 (RocksDB's default block checksum, computed per block in compiled code) against the
+    xxhash package's XXH3_64bits, for every length from 0 to 600 (each of its paths: 0, 1-3, 4-8, 9-16,
+    17-128, 129-240, longer) and lengths across its 1024-byte blocks, at an aligned and an unaligned start."""
+    import xxhash
+
+    from rmqctl import engine as E
+
+    data = np.random.default_rng(7).integers(0, 256, 12000, dtype=np.uint8)
+    lengths = [*range(601), 1023, 1024, 1025, 2047, 2048, 2049, 4096, 4097, 11000]
+    got = [int(E.xxh3_64(data, lo, n)) for n in lengths for lo in (0, 3)]
+    assert got == [xxhash.xxh3_64_intdigest(data[lo : lo + n].tobytes()) for n in lengths for lo in (0, 3)]

@@ -69,6 +69,8 @@ JOBS = (
         "sst_index_handles=index_handles sst_block_kinds=block_kinds SST_READ=READ "
         "SST_TRAILER=TRAILER SST_ZSTD=ZSTD",
     ),
+    # XXH3, RocksDB's default block checksum
+    ("xxh3", "xxh3_64=xxh3 xxh3_block_checksums=block_checksums"),
     # append's compiled reading of dump-shaped JSON lines into columns
     (
         "jsonl_parse",
