@@ -38,6 +38,22 @@ from rmqctl.store import Store
 BASE = "b-mixed"
 HOUR = 3600 * 1000
 LONG_MAX = (1 << 63) - 1
+
+
+def _three_digests(db: Path, held: list) -> tuple:
+    """The digests of the database's table files read directly, of every pair `held` (what its files hold, older
+    versions too) and of RocksDB's own iteration."""
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
+    with ReadOnlyDB(db, ()) as rdb:
+        assert direct.read_tables(rdb.tables("default"))
+        for pairs in rdb.batches("default", 4096):
+            live.add_pairs(pairs)
+    every.add_pairs(Pairs.of(held))
+    return direct, every, live
+
+
 TX_ID = "7F00000100012A9F0000000000000TX1"
 TIMER_OUT_MS = 1795314232000  # the appended timer message's due time
 TIMER_UNIQ = "7F00000100012A9F000000000000TMR1"
@@ -1048,15 +1064,9 @@ def test_the_table_files_read_directly_give_the_digest_of_every_value_they_hold(
     """The digest of the table files read directly (sstable, engine.table_index_digest) is the digest of
     every pair they hold, older versions of a rewritten key too (what a digest may take: each live record is
     among them), and in a database written once, that of RocksDB's own iteration."""
-    from rmqctl.rocksdb import ReadOnlyDB
 
     held = _table_db(tmp_path / "db", version, compression, flushes=flushes, layout=layout, checksum=checksum)
-    direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
-    with ReadOnlyDB(tmp_path / "db", ()) as db:
-        assert direct.read_tables(db.tables("default"))
-        for pairs in db.batches("default", 4096):
-            live.add_pairs(pairs)
-    every.add_pairs(Pairs.of(held))
+    direct, every, live = _three_digests(tmp_path / "db", held)
     assert direct.found == every.found and direct.found.count == flushes * 2999 and not direct.found.doubtful
     assert (direct.found == live.found) == (flushes == 1)
 
@@ -1175,7 +1185,6 @@ def test_a_range_deletion_leaves_the_values_it_deletes_to_the_digest(tmp_path):
     """IndexRocksDBStore deletes expired hours with a range deletion, which RocksDB counts among a table's
     entries and keeps in a block of its own: the direct reading still adds up, and takes the values it deletes
     (still sound for a digest: every live record is among them)."""
-    from rmqctl.rocksdb import ReadOnlyDB
 
     held = _table_db(tmp_path / "db", 6, "lz4", flushes=1)
     o = rocksdict.Options(raw_mode=True)
@@ -1184,12 +1193,7 @@ def test_a_range_deletion_leaves_the_values_it_deletes_to_the_digest(tmp_path):
     db.flush()
     db.close()
     (tmp_path / "db" / "rocksdict-config.json").unlink()
-    direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
-    with ReadOnlyDB(tmp_path / "db", ()) as rdb:
-        assert direct.read_tables(rdb.tables("default"))
-        for pairs in rdb.batches("default", 4096):
-            live.add_pairs(pairs)
-    every.add_pairs(Pairs.of(held))
+    direct, every, live = _three_digests(tmp_path / "db", held)
     assert direct.found == every.found and live.found.count < every.found.count
 
 
