@@ -393,7 +393,7 @@ class RecordRuns:
 @dataclasses.dataclass
 class Digest:
     """Index records counted and the sum of their hashes (mod 2^64); `doubtful`: records that make it prove
-    nothing (engine.index_digest, engine.expected_digest)."""
+    nothing (engine.index_digest and table_index_digest for the database's, record_digest for the walk's)."""
 
     count: int = 0
     total: int = 0
