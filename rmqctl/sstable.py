@@ -82,6 +82,12 @@ def _mapped(path: Path) -> np.ndarray:
         raise Unreadable(f"{path}: {e}") from None
 
 
+def _context_modifier(context: int, offsets):
+    """format_version 6's ChecksumModifierForContext for blocks at `offsets` (an int or an array; 0 without a
+    base context checksum): what the stored checksum has added to the computed one."""
+    return (context ^ (((offsets & MASK32) + (offsets >> 32)) & MASK32)) if context else offsets * 0
+
+
 def _verified(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, checksum: int, context: int):
     """Unreadable unless each block at u8[offset:offset + size] has the checksum RocksDB's reader verifies
     (reader_common.cc VerifyBlockChecksum: of the block and its compression type, less format 6's modifier
@@ -89,7 +95,7 @@ def _verified(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, checksum: 
     other types a call of their C code per block."""
     if checksum == 0:
         return
-    modifier = (context ^ (((offsets & MASK32) + (offsets >> 32)) & MASK32)) if context else np.zeros_like(offsets)
+    modifier = _context_modifier(context, offsets)
     if checksum == XXH3:
         computed, stored = E.xxh3_block_checksums(u8, offsets, sizes)
     else:
@@ -116,13 +122,14 @@ def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
     }
 
 
-def _handle(raw: bytes) -> tuple[int, int]:
+def _handle(raw: bytes, at: int = 0) -> tuple[int, int, int]:
+    """The block handle (two varint64s) at raw[at:]: (offset, size, where the bytes after it start)."""
     u8 = np.frombuffer(raw, np.uint8)
-    offset, at = E.sst_varint(u8, 0, len(u8))
+    offset, at = E.sst_varint(u8, at, len(u8))
     size, at = E.sst_varint(u8, at, len(u8)) if at >= 0 else (0, -1)
     if at < 0:
         raise Unreadable("a block handle does not decode")
-    return offset, size
+    return offset, size, at
 
 
 def _number(props: dict[bytes, bytes], name: bytes) -> int:
@@ -153,8 +160,9 @@ def read_table(path: Path) -> Table:
         _footer_verified(u8, checksum, stored, context, path)
         meta = (n - FOOTER - E.SST_TRAILER - meta_size, meta_size)
     else:
-        meta = _handle(bytes(u8[part2 : part2 + 20]))
-        index = _handle(bytes(u8[part2 + len(_encoded(meta)) : part2 + 40]))
+        handles = bytes(u8[part2 : part2 + 40])  # the metaindex's handle, then the index's
+        *meta, after = _handle(handles)
+        index = _handle(handles, after)[:2]
     _verified(u8, np.array([meta[0]]), np.array([meta[1]]), checksum, context)
     blocks = _items(u8, *meta)
     if b"rocksdb.compression_dict" in blocks or b"rocksdb.properties" not in blocks:
@@ -162,9 +170,9 @@ def read_table(path: Path) -> Table:
     if index is None:
         if b"rocksdb.index" not in blocks:
             raise Unreadable(f"{path}: no index block")
-        index = _handle(blocks[b"rocksdb.index"])
+        index = _handle(blocks[b"rocksdb.index"])[:2]
     _verified(u8, np.array([index[0]]), np.array([index[1]]), checksum, context)
-    properties = _handle(blocks[b"rocksdb.properties"])
+    properties = _handle(blocks[b"rocksdb.properties"])[:2]
     _verified(u8, np.array([properties[0]]), np.array([properties[1]]), checksum, context)
     props = _items(u8, *properties)
     index_type = props.get(b"rocksdb.block.based.table.index.type", b"\0\0\0\0")
@@ -195,8 +203,7 @@ def _footer_verified(u8: np.ndarray, checksum: int, stored: int, context: int, p
     at = len(u8) - FOOTER
     footer = bytearray(u8[at:])
     footer[5:9] = bytes(4)
-    modifier = (context ^ (((at & MASK32) + (at >> 32)) & MASK32)) if context else 0
-    if context == 0 or (CHECKSUMS[checksum](bytes(footer)) + modifier) & MASK32 != stored:
+    if context == 0 or (CHECKSUMS[checksum](bytes(footer)) + _context_modifier(context, at)) & MASK32 != stored:
         raise Unreadable(f"{path}: the footer fails its checksum")
 
 
@@ -237,18 +244,6 @@ def _contents(u8: np.ndarray, offset: int, size: int) -> np.ndarray:
     if code != E.SST_READ:
         raise Unreadable(f"the block at {offset} does not decode")
     return block
-
-
-def _encoded(handle: tuple[int, int]) -> bytes:
-    """A block handle as its two varint64s (where the footer's index handle starts after the metaindex's)."""
-    out = bytearray()
-    for v in handle:
-        while True:
-            out.append((v & 0x7F) | (0x80 if v >= 0x80 else 0))
-            v >>= 7
-            if not v:
-                break
-    return bytes(out)
 
 
 def groups(table: Table) -> Iterator[tuple]:
