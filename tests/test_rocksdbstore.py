@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -968,7 +969,9 @@ def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypat
     (a 16 KiB tmpfs here, every run past the memory): verify stops with one line and exit 2, never a run cut
     short and checked as if whole."""
     monkeypatch.setattr(  # every run past no memory, the index records' too (no digest)
-        verify_module, "start_reading", lambda store, memory, digest: rocksdbstore_check.start_reading(store, 0)
+        verify_module,
+        "start_reading",
+        lambda store, memory, digest, at_once: rocksdbstore_check.start_reading(store, 0, False, at_once),
     )
     with tmpfs_at(tmp_path / "scratch", "16k") as scratch:
         monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -984,9 +987,9 @@ def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch,
     runs where the index records are summed instead (a whole walk: IndexDigest)."""
     asked = {}
 
-    def reading(store, memory, digest):
+    def reading(store, memory, digest, at_once):
         asked["runs"] = memory
-        return rocksdbstore_check.start_reading(store, memory, digest)
+        return rocksdbstore_check.start_reading(store, memory, digest, at_once)
 
     def table(memory):
         asked["table"] = memory
@@ -1096,7 +1099,7 @@ def _digest_outcome(root: Path, monkeypatch, digest: bool = True) -> tuple[bool 
 
     monkeypatch.setattr(verify_module, "check_rocksdb_store", check)
     reading = rocksdbstore_check.start_reading
-    monkeypatch.setattr(verify_module, "start_reading", lambda s, m, d: reading(s, m, d and digest))
+    monkeypatch.setattr(verify_module, "start_reading", lambda s, m, d, at_once: reading(s, m, d and digest, at_once))
     store = Store(root, load_config(broker_conf(BASE)))
     try:
         found = sorted((f.kind, f.detail) for f in verify(store).findings if f.kind.startswith("rocksdb-store"))
@@ -1209,3 +1212,54 @@ def test_the_compiled_xxh3_is_xxhash_s_for_every_length_class():
     lengths = [*range(601), 1023, 1024, 1025, 2047, 2048, 2049, 4096, 4097, 11000]
     got = [int(E.xxh3_64(data, lo, n)) for n in lengths for lo in (0, 3)]
     assert got == [xxhash.xxh3_64_intdigest(data[lo : lo + n].tobytes()) for n in lengths for lo in (0, 3)]
+
+
+def test_the_walk_s_digest_of_a_record_is_the_digest_of_the_index_keys_build_index_makes_of_it():
+    """engine record_digest (the walk: the hash of the fields a record's index records share taken once) sums
+    what the database's reading sums of the keys IndexRocksDBStore.buildIndex makes of the record: one K key
+    per distinct non-empty KEYS word, a T key, a U key; for every length of each text field (each place a
+    field may end in an 8-byte word)."""
+    from rmqctl.engine import rocksdbstore as R
+
+    rng, offset, store_time = np.random.default_rng(11), 4096, 1_700_000_123_456
+    hour = struct.pack(">q", store_time - store_time % 3_600_000)
+    cols = np.zeros((1, R.NCOLUMNS), np.int64)
+    for topic_len, word_len, uniq_len in [(t, w, u) for t in range(1, 18) for w in range(1, 18) for u in (1, 8, 9, 32)]:
+        topic, word, other, tags, uniq = (
+            bytes(rng.integers(0x21, 0x3F, n, dtype=np.uint8)) for n in (topic_len, word_len, 3, 5, uniq_len)
+        )
+        keys = b" ".join((word, other, b"", word))  # a repeated word and an empty one make no keys
+        fields = topic + keys + tags + uniq
+        at = np.cumsum([0, len(topic), len(keys), len(tags), len(uniq)])
+        walked = R.record_digest(
+            np.frombuffer(fields, np.uint8), 0, len(topic), True, at[1], at[2], at[2], at[3], at[3], at[4],
+            offset, store_time, 0, 0, 1 << 62,
+        )  # fmt: skip
+        count, total = 0, 0
+        for middle in (b"K@" + word, b"K@" + other, b"T@" + tags, b"U"):
+            key = np.frombuffer(
+                hour + b"@" + topic + b"@" + middle + b"@" + uniq + b"@" + struct.pack(">q", offset), np.uint8
+            )
+            c, h, doubtful, split = R._key_digest(key, 0, len(key), store_time, 0, 1 << 62, cols)
+            assert split and not doubtful
+            count, total = count + c, (total + int(h)) % (1 << 64)
+        assert (walked[0], int(walked[1]), walked[2]) == (count, total, 0), (topic_len, word_len, uniq_len)
+
+
+def test_a_reading_begun_later_reads_its_tables_metadata_at_once_and_nothing_else_before_it_is_begun(built):
+    """verify begins the reading once its walk is done where the walk takes every core: until then the reading
+    has listed the table files (their metadata read) and summed nothing; begun, it sums the index; closed
+    unbegun, it ends without reading."""
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    try:
+        later = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
+        time.sleep(0.5)  # (time to misbehave)
+        assert later.digest._listed and later.digest.found.count == 0 and not later.runs.runs
+        later.begin()
+        assert later.wait().digest.found.count > 0 and later.runs.runs
+        later.close()
+        closed = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
+        closed.close()
+        assert closed.digest.found.count == 0 and not closed.runs.runs
+    finally:
+        store.close()

@@ -182,7 +182,7 @@ def spill(
     with concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here) as pool:
         last = None
         for kind in kinds:
-            if digest is not None and kind == INDEX_KIND and digest.read_tables(db.tables(kind)):
+            if digest is not None and kind == INDEX_KIND and digest.read_tables(digest.tables_of(db)):
                 continue
             for pairs in db.batches(kind, batch):
                 if stopped():
@@ -418,6 +418,14 @@ class IndexDigest:
         self.last_offset = last_offset if last_offset is not None and last_offset > 0 else int(NOWHERE.max)
         self.found, self.expected = Digest(), Digest()
         self.direct = False  # its values were the table files' own (sstable), older versions of a key too
+        self._tables: list | None = None
+        self._listed = False
+
+    def tables_of(self, db) -> list | None:
+        """The index's table files as ReadOnlyDB.tables lists them (their metadata read), listed once."""
+        if not self._listed:
+            self._tables, self._listed = db.tables(INDEX_KIND), True
+        return self._tables
 
     def add_pairs(self, pairs: Pairs) -> np.ndarray:
         """A batch of index pairs summed; the positions of the keys the engine parses as no record, for the
@@ -425,7 +433,7 @@ class IndexDigest:
         cols = np.zeros((len(pairs), E.STORE_NCOLUMNS), np.int64)
         spans = (pairs.data, pairs.key_lo, pairs.key_hi, pairs.data, pairs.value_lo, pairs.value_hi)
         ok = E.parse_store_keys(np.full(len(pairs), E.STORE_INDEX, np.int8), *spans, cols)
-        self.found.add(*E.index_digest(pairs.data, cols, ok, self.min_offset, self.last_offset))
+        self.found.add(*E.index_digest(*spans, ok, self.min_offset, self.last_offset))
         return np.flatnonzero(~ok)
 
     def read_tables(self, tables: list | None) -> bool:
@@ -472,16 +480,22 @@ class IndexDigest:
 
 
 class Reading:
-    """RecordRuns.read in a thread of its own, started before verify's walk (the database opened first, here:
-    one that cannot be opened is said before any walk, and the walk's checks read its bookkeeping keys).
-    rocksdict holds the GIL for each key, so the reading shares a core with the walk's Python; a forked
-    process measured no faster on 2 cores, and a fork beside the caller's threads is not safe (a lock held at
-    the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in this process."""
+    """RecordRuns.read in a thread of its own (the database opened first, here: one that cannot be opened is
+    said before any walk, and the walk's checks read its bookkeeping keys), begun `at_once` or when the caller
+    says (`begin`): verify begins it before its walk where the walk leaves a core free, else once the walk is
+    done, beside the checks after it, which leave one (on a busy core the reading costs the walk what it
+    takes, and runs slower itself). rocksdict holds the GIL for each key, so its iteration shares a core with
+    Python; a forked process measured no faster on 2 cores, and a fork beside the caller's threads is not safe
+    (a lock held at the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in
+    this process."""
 
-    def __init__(self, db, memory: int = 0, digest: Callable[[], IndexDigest] | None = None):
+    def __init__(self, db, memory: int = 0, digest: Callable[[], IndexDigest] | None = None, at_once: bool = True):
         db.open()
         self.digest = digest() if digest is not None and INDEX_KIND in db.kinds else None
         self.runs = RecordRuns(db, memory=memory, digest=self.digest)
+        self._begun = threading.Event()
+        if at_once:
+            self._begun.set()
         self._thread = threading.Thread(target=self._read, name="rmqctl-rocksdbstore", daemon=True)
         try:
             self._thread.start()
@@ -492,11 +506,19 @@ class Reading:
     def _read(self):
         block_sigint_here()  # Ctrl-C is the main thread's (rmqctl.budget)
         try:
-            self.runs.read()
+            if self.digest is not None:  # the table files' metadata read at once (the kernels it loads too)
+                self.digest.tables_of(self.runs.db)
+            self._begun.wait()
+            if not self.runs.stopped:
+                self.runs.read()
         except BaseException as e:  # (re-raised by wait, in verify's own thread)
             self.runs.error = e
 
+    def begin(self):
+        self._begun.set()
+
     def wait(self) -> RecordRuns:
+        self.begin()
         self._thread.join()
         if self.runs.error is not None:
             self.close()
@@ -506,14 +528,18 @@ class Reading:
     def close(self):
         """End the reading (at its next batch) and remove what it spilled."""
         self.runs.stopped = True
+        self.begin()
         self._thread.join()
         self.runs.close()
 
 
-def start_reading(store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False) -> Reading | None:
-    """The RocksDB message store's reading, begun, its runs kept in `memory` bytes and spilled past them (None:
-    the store has none, or one not read: info names it). With `digest`, the index records are summed instead
-    (IndexDigest: the caller then sums the walk's records with the reading's `digest`)."""
+def start_reading(
+    store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False, at_once: bool = True
+) -> Reading | None:
+    """The RocksDB message store's reading, begun `at_once` or by Reading.begin, its runs kept in `memory`
+    bytes and spilled past them (None: the store has none, or one not read: info names it). With `digest`, the
+    index records are summed instead (IndexDigest: the caller then sums the walk's records with the reading's
+    `digest`)."""
     db = store.message_rocksdb
     if db is None:
         return None
@@ -522,7 +548,7 @@ def start_reading(store: Store, memory: int = DEFAULT_MEMORY, digest: bool = Fal
     def index_digest() -> IndexDigest:  # (once the database is open: its lastOffsetPy bounds the digest)
         return IndexDigest(q.min_offset if q.files else 0, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))
 
-    return Reading(db, memory, index_digest if digest else None)
+    return Reading(db, memory, index_digest if digest else None, at_once)
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:

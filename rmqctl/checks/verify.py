@@ -155,7 +155,7 @@ LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, 
 def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progress, memory, window) -> VerifyResult:
     began = time.monotonic()
     ctx = start_run(store, only, start, end, deep, jobs or available_cores())
-    # the RocksDB message store is read while the commitlog is walked (checks/rocksdbstore.py); its runs and
+    # the RocksDB message store is read on a thread of its own (checks/rocksdbstore.py); its runs and
     # the record table share the budget, since both live until the checks after the walk: half each, or an
     # eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
     # the timer and transaction records', and the index records' only if the digest proves nothing). The
@@ -166,9 +166,15 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     size = window if window is not None else window_records(table_memory)
     # without the checks that take windows no record columns outlive their chunk's scan
     keep = size if WINDOWED_PARTS & ctx.parts else 0
-    ctx.rocksdb_reading = start_reading(ctx.store, memory - table_memory, digest) if reads_rocksdb else None
+    # read beside the walk where the walk's threads leave a core free, else beside the checks after it
+    beside_walk = ctx.jobs < available_cores()
+    ctx.rocksdb_reading = (
+        start_reading(ctx.store, memory - table_memory, digest, beside_walk) if reads_rocksdb else None
+    )
     try:
         results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
+        if ctx.rocksdb_reading is not None:
+            ctx.rocksdb_reading.begin()
         if kept:  # every record fit in one window
             size = None
         return complete(ctx, results, scanned, began, max_findings, size)

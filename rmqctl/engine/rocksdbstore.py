@@ -125,9 +125,10 @@ def _find_last(u8, lo, hi, byte):
 
 
 @kernel(counted=False)
-def _parse_index(keys, a, b, cols, n):
-    """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for U) | int64 offsetPy, as rocksdbstore.decode_index."""
-    if b - a < 18 or keys[a + 8] != AT or keys[b - 9] != AT or not well_formed_utf8(keys, a + 8, b - 8):
+def _index_spans(keys, a, b, cols, n):
+    """int64 hour | "@topic@TYPE@key@uniqKey@" (no key for U) | int64 offsetPy, as rocksdbstore.decode_index
+    splits it, its texts as they are (_parse_index: well-formed too)."""
+    if b - a < 18 or keys[a + 8] != AT or keys[b - 9] != AT:
         return False
     lo, hi = a + 9, b - 9  # the middle's words, between its first and last @
     first = _find(keys, lo, hi, AT)
@@ -145,6 +146,12 @@ def _parse_index(keys, a, b, cols, n):
     cols[n, OFFSET] = be64(keys, b - 8)
     cols[n, HEAD] = be64(keys, a)
     return True
+
+
+@kernel(counted=False)
+def _parse_index(keys, a, b, cols, n):
+    """An index key parsed (_index_spans) whose texts Java decodes as they are."""
+    return _index_spans(keys, a, b, cols, n) and well_formed_utf8(keys, a + 8, b - 8)
 
 
 @kernel(counted=False)
@@ -348,9 +355,10 @@ def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len
     return out_offsets, out_kinds, out_lo, out_hi, out_values, out_len
 
 
-# the digest's hash: xxHash64's round and avalanche over the record's fields, each text field hashed alone
-# (8 bytes a step: little-endian words, the tail zero-padded, then its length), so that a record's topic and
-# uniq key are hashed once for all the records made of it
+# the digest's hash: xxHash64's round and avalanche over an index record's fields, each text field hashed alone
+# (8 bytes a step: little-endian words, the tail zero-padded, then its length). The fields a commitlog record's
+# index records share (topic, uniq key, offset, store time) come first: the walk hashes them once for all the
+# records it makes of one (_record_base), and each record's own (TYPE, key) after them.
 PRIME1, PRIME2, PRIME3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
 SEED = np.uint64(0x27D4EB2F165667C5)
 NO_TEXT = np.uint64(0)  # the key field of a U record, which has none
@@ -382,11 +390,16 @@ def _text(u8, lo, hi):
 
 
 @kernel(counted=False, inlined=True)
-def _index_hash(topic, kind, key, uniq, offset, store_time):
-    """The hash of the index record "@topic@TYPE@key@uniqKey@" (no key for U: NO_TEXT) naming `offset` with
-    `store_time` (the hour bucket left out: its zone is not known, see in_hour_bucket), its texts' hashes given."""
-    h = _round(_round(_round(_round(SEED, topic), np.uint64(kind)), key), uniq)
-    h = _round(_round(h, np.uint64(offset)), np.uint64(store_time))
+def _record_base(topic, uniq, offset, store_time):
+    """The hash state of the fields all index records made of one commitlog record share (the hour bucket left
+    out: its zone is not known, see in_hour_bucket), its texts' hashes given."""
+    return _round(_round(_round(_round(SEED, topic), uniq), np.uint64(offset)), np.uint64(store_time))
+
+
+@kernel(counted=False, inlined=True)
+def _index_hash(base, kind, key):
+    """The hash of the index record of TYPE `kind` and key text hash `key` (NO_TEXT for U) after `base`."""
+    h = _round(_round(base, np.uint64(kind)), key)
     h ^= h >> np.uint64(33)
     h *= PRIME2
     h ^= h >> np.uint64(29)
@@ -395,28 +408,35 @@ def _index_hash(topic, kind, key, uniq, offset, store_time):
 
 
 @kernel(counted=False)
-def _row_digest(keys, cols, i, min_offset, last_offset):
-    """(records, hash, doubtful) of the parsed index row i: a record naming an offset below the commitlog's
-    `min_offset` is expired and left out; one naming a negative offset or one past `last_offset` (lastOffsetPy:
-    the broker indexes in order and writes it with each batch), or whose hour bucket is not its store time's,
-    is doubtful (the digest then proves nothing)."""
-    offset, store_time = cols[i, OFFSET], cols[i, NUMBER]
+def _key_digest(key, a, b, store_time, min_offset, last_offset, cols):
+    """(records, hash, doubtful, whether it splits as an index record) of the index key key[a:b] holding
+    `store_time` (_index_spans, into row 0 of `cols`): a record naming an offset below the commitlog's
+    `min_offset` is expired and left out (if it parses as one: _parse_index); one naming a negative offset or
+    one past `last_offset` (lastOffsetPy: the broker indexes in order and writes it with each batch), or whose
+    hour bucket is not its store time's, is doubtful (the digest then proves nothing). Its texts are hashed as
+    they are: text Java would not decode sums to what no walk makes (record_digest takes only well-formed
+    texts), and the digest proves nothing."""
+    if not _index_spans(key, a, b, cols, 0):
+        return 0, np.uint64(0), 0, False
+    offset, kind = cols[0, OFFSET], cols[0, TYPE]
     if 0 <= offset < min_offset:
-        return 0, np.uint64(0), 0
-    if offset < 0 or offset > last_offset or not in_hour_bucket(cols[i, HEAD], store_time):
-        return 0, np.uint64(0), 1
-    key = _text(keys, cols[i, KEY_LO], cols[i, KEY_HI]) if cols[i, TYPE] != INDEX_TYPES[2] else NO_TEXT
-    topic, uniq = _text(keys, cols[i, TOPIC_LO], cols[i, TOPIC_HI]), _text(keys, cols[i, UNIQ_LO], cols[i, UNIQ_HI])
-    return 1, _index_hash(topic, cols[i, TYPE], key, uniq, offset, store_time), 0
+        return 0, np.uint64(0), 0, well_formed_utf8(key, a + 8, b - 8)
+    if offset < 0 or offset > last_offset or not in_hour_bucket(cols[0, HEAD], store_time):
+        return 0, np.uint64(0), 1, True
+    topic, uniq = _text(key, cols[0, TOPIC_LO], cols[0, TOPIC_HI]), _text(key, cols[0, UNIQ_LO], cols[0, UNIQ_HI])
+    text = _text(key, cols[0, KEY_LO], cols[0, KEY_HI]) if kind != INDEX_TYPES[2] else NO_TEXT
+    return 1, _index_hash(_record_base(topic, uniq, offset, store_time), kind, text), 0, True
 
 
 @kernel
-def index_digest(keys, cols, ok, min_offset, last_offset):
-    """(records, the sum of their hashes, doubtful) of the parsed index rows `ok` of a batch (_row_digest)."""
-    count, total, doubtful = 0, np.uint64(0), 0
+def index_digest(keys, key_lo, key_hi, values, value_lo, value_hi, ok, min_offset, last_offset):
+    """(records, the sum of their hashes, doubtful) of the index keys `ok` of a batch (those `parse` parsed;
+    _key_digest)."""
+    count, total, doubtful, cols = 0, np.uint64(0), 0, np.zeros((1, NCOLUMNS), np.int64)
     for i in range(len(ok)):
         if ok[i]:
-            c, h, d = _row_digest(keys, cols, i, min_offset, last_offset)
+            store_time = be64(values, value_lo[i])
+            c, h, d, _ = _key_digest(keys, key_lo[i], key_hi[i], store_time, min_offset, last_offset, cols)
             count, total, doubtful = count + c, total + h, doubtful + d
     return count, total, doubtful
 
@@ -454,14 +474,14 @@ def table_digest(u8, offsets, sizes, decoded, decoded_lo, decoded_hi, min_offset
                 deletions += 1
             elif kind != TYPE_VALUE:
                 code = UNKNOWN_TYPE
-            elif length == 8 and _parse_index(key, 0, user, cols, 0):
-                values += 1
-                cols[0, NUMBER] = be64(block, value_at)
-                c, h, d = _row_digest(key, cols, 0, min_offset, last_offset)
-                count, total, doubtful = count + c, total + h, doubtful + d
             else:
                 values += 1
-                doubtful += 0 if length == 8 and _named(key, user, names, name_lo, name_hi) else 1
+                store_time = be64(block, value_at) if length == 8 else 0
+                c, h, d, framed = _key_digest(key, 0, user, store_time, min_offset, last_offset, cols)
+                if length == 8 and framed:
+                    count, total, doubtful = count + c, total + h, doubtful + d
+                else:
+                    doubtful += 0 if length == 8 and _named(key, user, names, name_lo, name_hi) else 1
         if code != READ:
             return code, values, deletions, count, total, doubtful
     return READ, values, deletions, count, total, doubtful
@@ -513,16 +533,17 @@ def record_digest(
     if rollback or topic_len == 0 or uniq_lo < 0 or uniq_hi == uniq_lo or store_time <= 0:
         return 0, total, 0
     topic, uniq, count = _text(u8, topic_at, topic_at + topic_len), _text(u8, uniq_lo, uniq_hi), 1
+    base = _record_base(topic, uniq, offset, store_time)
     if keys_lo >= 0:
         start = keys_lo
         for i in range(keys_lo, keys_hi + 1):
             if i == keys_hi or u8[i] == KEY_SEPARATOR:
                 if i > start and not _seen_word(u8, keys_lo, start, i):
                     count += 1
-                    total += _index_hash(topic, INDEX_TYPES[0], _text(u8, start, i), uniq, offset, store_time)
+                    total += _index_hash(base, INDEX_TYPES[0], _text(u8, start, i))
                 start = i + 1
     if tags_lo >= 0 and tags_hi > tags_lo:
         count += 1
-        total += _index_hash(topic, INDEX_TYPES[1], _text(u8, tags_lo, tags_hi), uniq, offset, store_time)
-    total += _index_hash(topic, INDEX_TYPES[2], NO_TEXT, uniq, offset, store_time)
+        total += _index_hash(base, INDEX_TYPES[1], _text(u8, tags_lo, tags_hi))
+    total += _index_hash(base, INDEX_TYPES[2], NO_TEXT)
     return count, total, 0
