@@ -9,7 +9,7 @@ failure). Target (issue 32): verify with the database within 1.2x of verify with
 
     python benchmarks/bench_rocksdbstore.py [--size-mib 1024] [--dir /tmp/rmqctl-bench-rocksdbstore] [--repeat 3]
 
-Each figure is the best of --repeat runs, each verify in a fresh interpreter, with --jobs 1 and with verify's
+Each figure is the best of --repeat runs (the two stores' runs in turn), each verify in a fresh interpreter, with --jobs 1 and with verify's
 default, the page cache warm for both; msgs/s is commitlog records per second of the whole verify. CPU is
 the process's and its children's (none today: verify reads the database in a thread), the least of the runs:
 on a shared machine it says what the work costs when the wall time says how busy the machine was.
@@ -116,19 +116,21 @@ class Run:
     child_rss_kib: int
 
 
-def best(store: Path, conf: Path, repeat: int, jobs: int | None) -> tuple[Run, float]:
-    """The fastest of `repeat` runs (its CPU time the least of theirs), and the load average after them."""
-    runs = []
-    for _ in range(repeat):
-        out = subprocess.run(
-            [sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf), jobs=jobs)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        runs.append(Run(float(out[0]), float(out[1]), *map(int, out[2:])))
-    fastest = min(runs, key=lambda r: r.wall)
-    return dataclasses.replace(fastest, cpu=min(r.cpu for r in runs)), os.getloadavg()[0]
+def _run(store: Path, conf: Path, jobs: int | None) -> Run:
+    out = subprocess.run(
+        [sys.executable, "-c", VERIFY.format(store=str(store), conf=str(conf), jobs=jobs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return Run(float(out[0]), float(out[1]), *map(int, out[2:]))
+
+
+def best(stores: list[Path], conf: Path, repeat: int, jobs: int | None) -> list[Run]:
+    """Each store's fastest of `repeat` runs (its CPU time the least of its runs), the stores' runs taken in
+    turn, so that a machine whose speed drifts weighs on each alike."""
+    runs = [[_run(store, conf, jobs) for store in stores] for _ in range(repeat)]
+    return [dataclasses.replace(min(own, key=lambda r: r.wall), cpu=min(r.cpu for r in own)) for own in zip(*runs)]
 
 
 def main():
@@ -142,15 +144,14 @@ def main():
         f"timer, {counts['trans']} trans records) and without, best of {args.repeat}, {os.cpu_count()} cores:"
     )
     for jobs in (1, None):  # None: verify's default, a thread per core
-        plain, load_plain = best(root / "plain" / "store", conf, args.repeat, jobs)
-        db, load_db = best(with_db, conf, args.repeat, jobs)
-        print(f"  --jobs {jobs or 'default'}, {plain.records} records:")
-        for name, r, load in (("without", plain, load_plain), ("with", db, load_db)):
+        plain, db = best([root / "plain" / "store", with_db], conf, args.repeat, jobs)
+        load = os.getloadavg()[0]
+        print(f"  --jobs {jobs or 'default'}, {plain.records} records, load average {load:.1f} after them:")
+        for name, r in (("without", plain), ("with", db)):
             print(
                 f"    {name}: {r.wall:.2f} s ({r.records / r.wall:,.0f} msgs/s), CPU {r.cpu:.2f} s, peak RSS "
                 f"{r.rss_kib // 1024} MiB{f' (reading process {r.child_rss_kib // 1024} MiB)' * bool(r.child_rss_kib)}, "
-                f"{r.findings} findings, "
-                f"load average {load:.1f}"
+                f"{r.findings} findings"
             )
         print(
             f"    ratio {db.wall / plain.wall:.2f}x (target <= 1.2x), CPU {db.cpu / plain.cpu:.2f}x; "

@@ -283,6 +283,26 @@ def test_verify_damage(built, tmp_path):
     assert "topic 'OtherTopic', the record's 'TxBizTopic'" in details and "sizePy 7, the record's storeSize" in details
 
 
+def test_records_checked_beside_on_the_reading_s_thread_find_what_the_caller_s_thread_finds(built, tmp_path):
+    """A stopped store's records are held against the commitlog on the reading's own thread, through a Store of
+    its own, while verify's other checks run: the same findings, in the same order, as checked by the caller
+    (a live store's way)."""
+    root = copy_of(built, tmp_path)
+    timer_key = next(k for k in built[1]["timer"] if k not in CHECKPOINTS)
+    rewrite(root, "timer", lambda db: db.__setitem__(timer_key, struct.pack(">iq", 7, 44538)))
+    got = []
+    for beside in (True, False):
+        store = Store(root, load_config(broker_conf(BASE)))
+        try:
+            reading = rocksdbstore_check.start_reading(store, 1 << 20, beside=beside)
+            found = rocksdbstore_check.check_rocksdb_store(store, reading)
+            assert (reading.checked is not None) == beside
+            got.append([(f.kind, f.commitLogOffset, f.detail) for f in found])
+        finally:
+            store.close()
+    assert got[0] == got[1] and any(kind == "rocksdb-store-mismatch" for kind, *_ in got[0])
+
+
 def test_a_bookkeeping_key_of_a_records_length_is_a_key_finding(built, tmp_path):
     """sys_topic_scan_offset_checkpoint is 32 bytes, a timer record key's length: with a value that is no int64
     the engine takes it for a record and the reference reads it as the damaged checkpoint it is (a finding,
@@ -971,7 +991,7 @@ def test_scratch_that_fills_up_is_one_line_not_a_pass(built, tmp_path, monkeypat
     monkeypatch.setattr(  # every run past no memory, the index records' too (no digest)
         verify_module,
         "start_reading",
-        lambda store, memory, digest, at_once: rocksdbstore_check.start_reading(store, 0, False, at_once),
+        lambda store, memory, digest, *when: rocksdbstore_check.start_reading(store, 0, False, *when),
     )
     with tmpfs_at(tmp_path / "scratch", "16k") as scratch:
         monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -987,9 +1007,9 @@ def test_the_runs_and_the_record_table_share_verify_s_memory(built, monkeypatch,
     runs where the index records are summed instead (a whole walk: IndexDigest)."""
     asked = {}
 
-    def reading(store, memory, digest, at_once):
+    def reading(store, memory, digest, *when):
         asked["runs"] = memory
-        return rocksdbstore_check.start_reading(store, memory, digest, at_once)
+        return rocksdbstore_check.start_reading(store, memory, digest, *when)
 
     def table(memory):
         asked["table"] = memory
@@ -1099,7 +1119,7 @@ def _digest_outcome(root: Path, monkeypatch, digest: bool = True) -> tuple[bool 
 
     monkeypatch.setattr(verify_module, "check_rocksdb_store", check)
     reading = rocksdbstore_check.start_reading
-    monkeypatch.setattr(verify_module, "start_reading", lambda s, m, d, at_once: reading(s, m, d and digest, at_once))
+    monkeypatch.setattr(verify_module, "start_reading", lambda s, m, d, *when: reading(s, m, d and digest, *when))
     store = Store(root, load_config(broker_conf(BASE)))
     try:
         found = sorted((f.kind, f.detail) for f in verify(store).findings if f.kind.startswith("rocksdb-store"))

@@ -484,15 +484,26 @@ class Reading:
     said before any walk, and the walk's checks read its bookkeeping keys), begun `at_once` or when the caller
     says (`begin`): verify begins it before its walk where the walk leaves a core free, else once the walk is
     done, beside the checks after it, which leave one (on a busy core the reading costs the walk what it
-    takes, and runs slower itself). rocksdict holds the GIL for each key, so its iteration shares a core with
+    takes, and runs slower itself). With a store to check `beside` (a stopped one), the runs read are held
+    against its commitlog there too (check_runs), through a Store of its own: the caller's checks map and
+    unmap the same files meanwhile. rocksdict holds the GIL for each key, so its iteration shares a core with
     Python; a forked process measured no faster on 2 cores, and a fork beside the caller's threads is not safe
     (a lock held at the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in
     this process."""
 
-    def __init__(self, db, memory: int = 0, digest: Callable[[], IndexDigest] | None = None, at_once: bool = True):
+    def __init__(
+        self,
+        db,
+        memory: int = 0,
+        digest: Callable[[], IndexDigest] | None = None,
+        at_once: bool = True,
+        beside: Store | None = None,
+    ):
         db.open()
         self.digest = digest() if digest is not None and INDEX_KIND in db.kinds else None
         self.runs = RecordRuns(db, memory=memory, digest=self.digest)
+        self.checked: Findings | None = None  # check_runs' findings, where they were taken beside
+        self._beside = beside
         self._begun = threading.Event()
         if at_once:
             self._begun.set()
@@ -511,6 +522,12 @@ class Reading:
             self._begun.wait()
             if not self.runs.stopped:
                 self.runs.read()
+            if self._beside is not None and not self.runs.stopped:
+                own = Store(self._beside.root, self._beside.config)
+                try:
+                    self.checked = check_runs(own, self.runs)
+                finally:
+                    own.close()
         except BaseException as e:  # (re-raised by wait, in verify's own thread)
             self.runs.error = e
 
@@ -534,12 +551,12 @@ class Reading:
 
 
 def start_reading(
-    store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False, at_once: bool = True
+    store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False, at_once: bool = True, beside: bool = False
 ) -> Reading | None:
     """The RocksDB message store's reading, begun `at_once` or by Reading.begin, its runs kept in `memory`
     bytes and spilled past them (None: the store has none, or one not read: info names it). With `digest`, the
     index records are summed instead (IndexDigest: the caller then sums the walk's records with the reading's
-    `digest`)."""
+    `digest`); with `beside` (a stopped store), the runs are checked on the reading's thread too."""
     db = store.message_rocksdb
     if db is None:
         return None
@@ -548,7 +565,7 @@ def start_reading(
     def index_digest() -> IndexDigest:  # (once the database is open: its lastOffsetPy bounds the digest)
         return IndexDigest(q.min_offset if q.files else 0, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))
 
-    return Reading(db, memory, index_digest if digest else None, at_once)
+    return Reading(db, memory, index_digest if digest else None, at_once, store if beside else None)
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:
@@ -560,7 +577,7 @@ def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int 
     try:
         runs = reading.wait()
         found = runs.found
-        found += check_runs(store, runs, jobs)
+        found += reading.checked if reading.checked is not None else check_runs(store, runs, jobs)
         if runs.digest is not None and not runs.digest.proves():
             found += _index_one_by_one(store, runs, jobs)
         _check_records(found, store, runs.db, sorted(runs.unparsed, key=lambda e: e.record["offsetPy"]))

@@ -166,10 +166,13 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     size = window if window is not None else window_records(table_memory)
     # without the checks that take windows no record columns outlive their chunk's scan
     keep = size if WINDOWED_PARTS & ctx.parts else 0
-    # read beside the walk where the walk's threads leave a core free, else beside the checks after it
+    # read beside the walk where the walk's threads leave a core free, else beside the checks after it; the
+    # records read are checked on the reading's thread too, but in a live store (its files may go mid-run)
     beside_walk = ctx.jobs < available_cores()
     ctx.rocksdb_reading = (
-        start_reading(ctx.store, memory - table_memory, digest, beside_walk) if reads_rocksdb else None
+        start_reading(ctx.store, memory - table_memory, digest, beside_walk, ctx.live is None)
+        if reads_rocksdb
+        else None
     )
     try:
         results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)

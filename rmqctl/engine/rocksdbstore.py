@@ -356,9 +356,10 @@ def ordered_rows(order, shift, offsets, kinds, key_lo, key_hi, values, value_len
 
 
 # the digest's hash: xxHash64's round and avalanche over an index record's fields, each text field hashed alone
-# (8 bytes a step: little-endian words, the tail zero-padded, then its length). The fields a commitlog record's
-# index records share (topic, uniq key, offset, store time) come first: the walk hashes them once for all the
-# records it makes of one (_record_base), and each record's own (TYPE, key) after them.
+# (8 bytes a step: little-endian words, the tail zero-padded; its length in the seed). The fields a commitlog
+# record's index records share (topic, uniq key, offset, store time) are mixed first, each by a multiplication
+# of its own, side by side: the walk mixes them once for all the records it makes of one (_record_base), and
+# each record's own (TYPE, key) after them; the processor runs the independent multiplications together.
 PRIME1, PRIME2, PRIME3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
 SEED = np.uint64(0x27D4EB2F165667C5)
 NO_TEXT = np.uint64(0)  # the key field of a U record, which has none
@@ -372,9 +373,14 @@ def _round(h, word):
 
 
 @kernel(counted=False, inlined=True)
+def _half_turn(word):
+    return (word << np.uint64(32)) | (word >> np.uint64(32))
+
+
+@kernel(counted=False, inlined=True)
 def _text(u8, lo, hi):
     """The hash of the bytes u8[lo:hi] and their count."""
-    h, i = SEED, lo
+    h, i = SEED + np.uint64(hi - lo) * PRIME3, lo
     while i + 8 <= hi:
         h = _round(h, load8(u8, i))
         i += 8
@@ -386,20 +392,21 @@ def _text(u8, lo, hi):
         tail |= np.uint64(u8[i]) << shift
         shift += np.uint64(8)
         i += 1
-    return _round(_round(h, tail), np.uint64(hi - lo))
+    return _round(h, tail)
 
 
 @kernel(counted=False, inlined=True)
 def _record_base(topic, uniq, offset, store_time):
     """The hash state of the fields all index records made of one commitlog record share (the hour bucket left
     out: its zone is not known, see in_hour_bucket), its texts' hashes given."""
-    return _round(_round(_round(_round(SEED, topic), uniq), np.uint64(offset)), np.uint64(store_time))
+    texts = (topic * PRIME1) ^ _half_turn(uniq * PRIME2)
+    return _round(texts, (np.uint64(offset) * PRIME3) ^ _half_turn(np.uint64(store_time) * PRIME2))
 
 
 @kernel(counted=False, inlined=True)
 def _index_hash(base, kind, key):
     """The hash of the index record of TYPE `kind` and key text hash `key` (NO_TEXT for U) after `base`."""
-    h = _round(_round(base, np.uint64(kind)), key)
+    h = _round(base ^ np.uint64(kind), key)
     h ^= h >> np.uint64(33)
     h *= PRIME2
     h ^= h >> np.uint64(29)
@@ -491,11 +498,11 @@ def table_digest(u8, offsets, sizes, decoded, decoded_lo, decoded_hi, min_offset
 def _seen_word(u8, first, lo, hi):
     """Whether the KEYS word u8[lo:hi] was already among the words from `first` up to lo (buildIndex keeps a set)."""
     start = first
-    for i in range(first, lo):
-        if u8[i] == KEY_SEPARATOR:
-            if i - start == hi - lo and _same(u8, start, i, u8, lo, hi):
-                return True
-            start = i + 1
+    while start < lo:
+        end = _find(u8, start, lo, KEY_SEPARATOR)  # (found at lo - 1 at the latest)
+        if end - start == hi - lo and _same(u8, start, end, u8, lo, hi):
+            return True
+        start = end + 1
     return False
 
 
@@ -534,14 +541,14 @@ def record_digest(
         return 0, total, 0
     topic, uniq, count = _text(u8, topic_at, topic_at + topic_len), _text(u8, uniq_lo, uniq_hi), 1
     base = _record_base(topic, uniq, offset, store_time)
-    if keys_lo >= 0:
-        start = keys_lo
-        for i in range(keys_lo, keys_hi + 1):
-            if i == keys_hi or u8[i] == KEY_SEPARATOR:
-                if i > start and not _seen_word(u8, keys_lo, start, i):
-                    count += 1
-                    total += _index_hash(base, INDEX_TYPES[0], _text(u8, start, i))
-                start = i + 1
+    start = keys_lo
+    while 0 <= start <= keys_hi:  # each word up to a space or the end
+        end = _find(u8, start, keys_hi, KEY_SEPARATOR)
+        end = keys_hi if end < 0 else end
+        if end > start and not _seen_word(u8, keys_lo, start, end):
+            count += 1
+            total += _index_hash(base, INDEX_TYPES[0], _text(u8, start, end))
+        start = end + 1
     if tags_lo >= 0 and tags_hi > tags_lo:
         count += 1
         total += _index_hash(base, INDEX_TYPES[1], _text(u8, tags_lo, tags_hi))
