@@ -382,6 +382,27 @@ def test_offset_by_time_cli_every_queue_and_errors():
     assert none.exit_code == 2 and "no such consumequeue" in none.stderr
 
 
+def test_a_queue_of_a_known_topic_with_no_files_answers_0_as_the_broker_s_empty_queue(tmp_path):
+    """getOffsetInQueueByTime of a queue with nothing on disk: findConsumeQueue makes it, empty, and the search
+    answers 0, for a topic with other queues or one only topics.json names; a topic the store knows nowhere is
+    refused (a mistyped name is no empty queue)."""
+    root = copy_store("a-basic", tmp_path)
+
+    def asked(topic: str) -> tuple[int, list[dict]]:
+        res = run("offset-by-time", topic, "7", "1795314214328", "--store", root, "--format", "jsonl")
+        return res.exit_code, jsonl(res.stdout) if res.exit_code == 0 else res.stderr
+
+    code, rows = asked("TopicTest")
+    assert code == 0 and [(r["queueId"], r["queueOffset"], r["minOffset"], r["maxOffset"]) for r in rows] == [
+        (7, 0, 0, 0)
+    ]
+    assert "answers 0" in rows[0]["rule"]
+    assert asked("ConfiguredTopic")[0] == 2
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": {"ConfiguredTopic": {}}}))
+    code, rows = asked("ConfiguredTopic")
+    assert code == 0 and rows[0]["queueOffset"] == 0
+
+
 # -- delay-offsets ----------------------------------------------------------------------------------------------
 def test_delay_offsets_against_the_schedule_queues():
     store = Path(broker_conf("b-mixed")).parent / "store"

@@ -19,7 +19,7 @@ from ..batchcq import batch_consume_queues, offset_by_time as batch_offset_by_ti
 from ..configfiles import committed_offsets, config_dir, delay_level_offsets, read_config
 from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
-from ..rocksdbconfig import OFFSET_FILES, broker_config, consumer_offsets_file, kept_in_rocksdb
+from ..rocksdbconfig import OFFSET_FILES, broker_config, configured_topics, consumer_offsets_file, kept_in_rocksdb
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
 from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..queueload import loaded_maxes
@@ -329,11 +329,13 @@ def offset_by_time(
     if batch:
         return [_batch_offset_by_time(q, timestamp, version, boundary) for q in batch]
     rocks = store.rocks_queues
-    queues = [
-        q
-        for q in (rocks.queues() if rocks is not None else store.consume_queues())
-        if q.topic == topic and queue_id in (None, q.queue_id)
-    ]
+    of_topic = [q for q in (rocks.queues() if rocks is not None else store.consume_queues()) if q.topic == topic]
+    queues = [q for q in of_topic if queue_id in (None, q.queue_id)]
+    if not queues and queue_id is not None and (of_topic or topic in (configured_topics(store) or ())):
+        # a queue of a known topic that holds nothing yet: findConsumeQueue makes it, empty, and the search
+        # answers 0 (every version and queue store)
+        rule = "no such queue: the broker's findConsumeQueue makes it empty, getOffsetInQueueByTime answers 0"
+        return [TimeOffset.found(topic, queue_id, timestamp, 0, 0, 0, None, rule)]
     if not queues:
         where = store.consumequeue_dir / topic / ("" if queue_id is None else str(queue_id))
         raise StoreError("no such consumequeue", where if rocks is None else store.consumequeue_dir)
