@@ -11,6 +11,7 @@ import marshal
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -466,6 +467,29 @@ def test_verify_a_double_write_copy_that_disagrees(tmp_path):
         "(26450, 871, 2598922, 5))"
     )
     assert found[2][2].endswith("RocksDB no unit)")
+
+
+@pytest.mark.parametrize("damage", ["manifest", "table"])
+def test_a_double_write_copy_rocksdb_cannot_read_is_one_finding_and_verify_goes_on(tmp_path, damage):
+    """The broker reads the file queues (5.3.3 never opens the copy): a copy RocksDB refuses (its MANIFEST's
+    checksum, a table file gone) is one double-write finding naming RocksDB's error, and every other check
+    still runs (a file queue's damage is found beside it)."""
+    name = "k-combine-cq"
+    root = copy_store(name, tmp_path)
+    if damage == "manifest":
+        with open(next((root / "consumequeue").glob("MANIFEST-*")), "r+b") as f:
+            f.seek(20)
+            f.write(b"garbage!")
+    else:
+        next((root / "consumequeue").glob("*.sst")).unlink()
+    unit = root / "consumequeue" / "CombTopicA" / "1" / f"{0:020d}"
+    with open(unit, "r+b") as f:  # the first unit's size, in a file queue
+        f.seek(8)
+        f.write(struct.pack(">i", 7))
+    code, found = findings(root, name)
+    copy = [d for k, _, d in found if k == "rocksdb-cq-double-write"]
+    assert code == 1 and len(copy) == 1 and copy[0].startswith("the RocksDB copy cannot be read (RocksDB cannot")
+    assert any(k != "rocksdb-cq-double-write" for k, _, _ in found), found
 
 
 def test_verify_a_double_write_store_after_the_broker_deleted_the_oldest_commitlog_files(tmp_path, java_oracle):

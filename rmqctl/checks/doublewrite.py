@@ -8,6 +8,9 @@ verifyAndInitOffsetForAllStore compares at start.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..errors import StoreError
 from ..findings import CONSUMEQUEUE, Findings
 from ..rocksdbcq import RocksConsumeQueues
 from ..rules import record_expired
@@ -18,25 +21,44 @@ KIND = "rocksdb-cq-double-write"
 
 
 def check_double_write(store: Store) -> Findings:
-    """Every file queue against the RocksDB copy's queue of the same name, and the copy's other queues."""
+    """Every file queue against the RocksDB copy's queue of the same name, and the copy's other queues. A copy
+    RocksDB cannot read is one finding, not the end of verify: the broker reads the file queues (5.3.3 never
+    opens the copy), and only a broker switched to the copy would fail on it."""
     found = Findings()
     rocks = RocksConsumeQueues(store.consumequeue_dir)
     try:
-        times = CommitLogTimes(store)
-        copies = {(q.topic, q.queue_id): q for q in rocks.queues()}
-        for cq in store.consume_queues():
-            found += _compare_queue(rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
-        for (topic, qid), q in sorted(copies.items()):
-            if q.max_offset:
-                _differs(
-                    found,
-                    rocks,
-                    None,
-                    f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
-                    "queues have no such queue",
-                )
+        found += _compare(store, rocks)
+    except StoreError as e:
+        if e.path is None or Path(e.path) != rocks.directory:  # (a commitlog file gone under a live store, say)
+            raise
+        _differs(
+            found,
+            rocks,
+            None,
+            f"the RocksDB copy cannot be read ({e.detail}): a broker switched to it (the double write's "
+            "purpose) could not serve from it; the file queues, which the broker reads, are checked as usual",
+        )
     finally:
         rocks.close()
+    return found
+
+
+def _compare(store: Store, rocks: RocksConsumeQueues) -> Findings:
+    """Each file queue against the copy's queue of its name, then the copy's queues the files lack."""
+    found = Findings()
+    times = CommitLogTimes(store)
+    copies = {(q.topic, q.queue_id): q for q in rocks.queues()}
+    for cq in store.consume_queues():
+        found += _compare_queue(rocks, times, cq, copies.pop((cq.topic, cq.queue_id), None))
+    for (topic, qid), q in sorted(copies.items()):
+        if q.max_offset:
+            _differs(
+                found,
+                rocks,
+                None,
+                f"{topic}/{qid}: the RocksDB copy holds queue offsets up to {q.max_offset - 1}, the file "
+                "queues have no such queue",
+            )
     return found
 
 
