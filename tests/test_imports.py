@@ -177,6 +177,32 @@ def test_the_import_graph_has_no_cycle():
     assert cycles(edges) == []
 
 
+# packages a base dependency brings in itself, imported by their own name
+BROUGHT_IN = {"llvmlite": "numba"}
+
+
+def test_every_package_a_command_imports_is_a_base_dependency():
+    """A plain `pip install` (no extra) has every third-party package the commands import, at the top of a
+    module or inside a function (a filtered dump's Arrow columns failed with ModuleNotFoundError once: pyarrow
+    was only in the extras). Only the Spark front end may need its extra."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = {dep.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip() for dep in project["dependencies"]}
+    missing = set()
+    for module, path in MODULES.items():
+        if module.startswith("rmqctl.spark"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for top in {n.split(".")[0] for n in names}:
+                if top not in sys.stdlib_module_names and top != "rmqctl" and BROUGHT_IN.get(top, top) not in base:
+                    missing.add((module, top))
+    assert not missing, sorted(missing)
+
+
 def test_no_import_points_up_a_layer():
     upward = [
         f"{a} ({LAYERS[layer(a)][0]}) line {line} imports {b} ({LAYERS[layer(b)][0]})"
