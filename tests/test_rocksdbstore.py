@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -291,16 +292,40 @@ def test_records_checked_beside_on_the_reading_s_thread_find_what_the_caller_s_t
     timer_key = next(k for k in built[1]["timer"] if k not in CHECKPOINTS)
     rewrite(root, "timer", lambda db: db.__setitem__(timer_key, struct.pack(">iq", 7, 44538)))
     got = []
-    for beside in (True, False):
+    for beside in (2, 0):
         store = Store(root, load_config(broker_conf(BASE)))
         try:
             reading = rocksdbstore_check.start_reading(store, 1 << 20, beside=beside)
             found = rocksdbstore_check.check_rocksdb_store(store, reading)
-            assert (reading.checked is not None) == beside
+            assert (reading.checked is not None) == bool(beside)
             got.append([(f.kind, f.commitLogOffset, f.detail) for f in found])
         finally:
             store.close()
     assert got[0] == got[1] and any(kind == "rocksdb-store-mismatch" for kind, *_ in got[0])
+
+
+def test_closing_a_reading_ends_its_check_beside_at_the_next_window(built, monkeypatch):
+    """verify closes the reading when a check after the walk fails or Ctrl-C comes: a check on the reading's
+    thread then begins no further window (it waited through every window of the commitlog)."""
+    began, held = threading.Event(), []
+    agreed = rocksdbstore_check.agreed
+
+    def slow(*args):
+        held.append(args)
+        began.set()
+        time.sleep(0.5)
+        return agreed(*args)
+
+    monkeypatch.setattr(rocksdbstore_check, "agreed", slow)
+    store = Store(built[0], load_config(broker_conf(BASE)))
+    try:
+        reading = rocksdbstore_check.start_reading(store, 1 << 20, beside=1)
+        assert began.wait(30)
+        reading.close()
+        windows = [w for w in rocksdbstore_check.windows(store) if w[2] is not None]
+        assert len(held) == 1 and len(windows) > 1 and reading.checked is not None
+    finally:
+        store.close()
 
 
 def test_a_bookkeeping_key_of_a_records_length_is_a_key_finding(built, tmp_path):

@@ -485,8 +485,8 @@ class Reading:
     says (`begin`): verify begins it before its walk where the walk leaves a core free, else once the walk is
     done, beside the checks after it, which leave one (on a busy core the reading costs the walk what it
     takes, and runs slower itself). With a store to check `beside` (a stopped one), the runs read are held
-    against its commitlog there too (check_runs), through a Store of its own: the caller's checks map and
-    unmap the same files meanwhile. rocksdict holds the GIL for each key, so its iteration shares a core with
+    against its commitlog there too (check_runs on `jobs` threads), through a Store of its own: the caller's
+    checks map and unmap the same files meanwhile. rocksdict holds the GIL for each key, so its iteration shares a core with
     Python; a forked process measured no faster on 2 cores, and a fork beside the caller's threads is not safe
     (a lock held at the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in
     this process."""
@@ -498,12 +498,13 @@ class Reading:
         digest: Callable[[], IndexDigest] | None = None,
         at_once: bool = True,
         beside: Store | None = None,
+        jobs: int = 1,
     ):
         db.open()
         self.digest = digest() if digest is not None and INDEX_KIND in db.kinds else None
         self.runs = RecordRuns(db, memory=memory, digest=self.digest)
         self.checked: Findings | None = None  # check_runs' findings, where they were taken beside
-        self._beside = beside
+        self._beside, self._jobs = beside, jobs
         self._begun = threading.Event()
         if at_once:
             self._begun.set()
@@ -525,7 +526,7 @@ class Reading:
             if self._beside is not None and not self.runs.stopped:
                 own = Store(self._beside.root, self._beside.config)
                 try:
-                    self.checked = check_runs(own, self.runs)
+                    self.checked = check_runs(own, self.runs, self._jobs, lambda: self.runs.stopped)
                 finally:
                     own.close()
         except BaseException as e:  # (re-raised by wait, in verify's own thread)
@@ -543,7 +544,7 @@ class Reading:
         return self.runs
 
     def close(self):
-        """End the reading (at its next batch) and remove what it spilled."""
+        """End the reading (at its next batch, or its check at its next window) and remove what it spilled."""
         self.runs.stopped = True
         self.begin()
         self._thread.join()
@@ -551,12 +552,13 @@ class Reading:
 
 
 def start_reading(
-    store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False, at_once: bool = True, beside: bool = False
+    store: Store, memory: int = DEFAULT_MEMORY, digest: bool = False, at_once: bool = True, beside: int = 0
 ) -> Reading | None:
     """The RocksDB message store's reading, begun `at_once` or by Reading.begin, its runs kept in `memory`
     bytes and spilled past them (None: the store has none, or one not read: info names it). With `digest`, the
     index records are summed instead (IndexDigest: the caller then sums the walk's records with the reading's
-    `digest`); with `beside` (a stopped store), the runs are checked on the reading's thread too."""
+    `digest`); with `beside` > 0 (a stopped store), the runs are checked on the reading's thread too, on that
+    many threads."""
     db = store.message_rocksdb
     if db is None:
         return None
@@ -565,7 +567,7 @@ def start_reading(
     def index_digest() -> IndexDigest:  # (once the database is open: its lastOffsetPy bounds the digest)
         return IndexDigest(q.min_offset if q.files else 0, db.bookkeeping(INDEX_KIND, LAST_OFFSET_PY))
 
-    return Reading(db, memory, index_digest if digest else None, at_once, store if beside else None)
+    return Reading(db, memory, index_digest if digest else None, at_once, store if beside else None, beside)
 
 
 def check_rocksdb_store(store: Store, reading: Reading | None = None, jobs: int = 1) -> Findings:
@@ -619,17 +621,20 @@ def windows(store: Store) -> list[tuple[int, int, object]]:
     return out + [(at, int(NOWHERE.max), None)]
 
 
-def check_runs(store: Store, runs: RecordRuns, jobs: int = 1) -> Findings:
+def check_runs(store: Store, runs: RecordRuns, jobs: int = 1, stopped: Callable[[], bool] = lambda: False) -> Findings:
     """Every spilled record against the commitlog record it names, a window of the commitlog at a time. Records
     below the commitlog's first offset are expired (Store.expired: the broker serves them so, not as damage),
     so they are passed without being read: a store whose old files were cleaned while the database still
     names them costs no memory for them; those between files or past the end are taken a slice at a time.
     With jobs > 1 the next jobs - 1 windows are held against the commitlog on threads (the engine's check
-    releases the GIL) while this thread reads the runs and files each window's findings, in window order."""
+    releases the GIL) while this thread reads the runs and files each window's findings, in window order. Once
+    `stopped`, no further window is begun (what the caller then gets is cut short: for a caller that ends)."""
     found, q = Findings(), store.commitlog
     with concurrent.futures.ThreadPoolExecutor(max(jobs - 1, 1), initializer=block_sigint_here) as pool:
         ahead: collections.deque = collections.deque()  # windows being checked, in order
         for lo, hi, f in windows(store):
+            if stopped():
+                break
             if f is None and q.files and lo >= 0 and record_expired(lo, q.min_offset):
                 runs.skip(lo, min(hi, q.min_offset))
                 lo = min(hi, q.min_offset)

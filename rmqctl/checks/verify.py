@@ -170,7 +170,7 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     # records read are checked on the reading's thread too, but in a live store (its files may go mid-run)
     beside_walk = ctx.jobs < available_cores()
     ctx.rocksdb_reading = (
-        start_reading(ctx.store, memory - table_memory, digest, beside_walk, ctx.live is None)
+        start_reading(ctx.store, memory - table_memory, digest, beside_walk, ctx.jobs if ctx.live is None else 0)
         if reads_rocksdb
         else None
     )
