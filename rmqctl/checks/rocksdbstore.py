@@ -486,10 +486,10 @@ class Reading:
     done, beside the checks after it, which leave one (on a busy core the reading costs the walk what it
     takes, and runs slower itself). With a store to check `beside` (a stopped one), the runs read are held
     against its commitlog there too (check_runs on `jobs` threads), through a Store of its own: the caller's
-    checks map and unmap the same files meanwhile. rocksdict holds the GIL for each key, so its iteration shares a core with
-    Python; a forked process measured no faster on 2 cores, and a fork beside the caller's threads is not safe
-    (a lock held at the fork hangs the child, an inherited pipe end keeps it writing), so the reading stays in
-    this process."""
+    checks map and unmap the same files meanwhile. rocksdict holds the GIL for each key, so its iteration
+    shares a core with Python; a forked process measured no faster on 2 cores, and a fork beside the caller's
+    threads is not safe (a lock held at the fork hangs the child, an inherited pipe end keeps it writing), so
+    the reading stays in this process."""
 
     def __init__(
         self,

@@ -169,10 +169,10 @@ def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progr
     # read beside the walk where the walk's threads leave a core free, else beside the checks after it; the
     # records read are checked on the reading's thread too (and a core less than the jobs: the checks after
     # the walk run meanwhile), but in a live store (its files may go mid-run)
-    beside_walk = ctx.jobs < available_cores()
-    beside = max(ctx.jobs - 1, 1) if ctx.live is None else 0
+    at_once = ctx.jobs < available_cores()
+    check_threads = max(ctx.jobs - 1, 1) if ctx.live is None else 0
     ctx.rocksdb_reading = (
-        start_reading(ctx.store, memory - table_memory, digest, beside_walk, beside) if reads_rocksdb else None
+        start_reading(ctx.store, memory - table_memory, digest, at_once, check_threads) if reads_rocksdb else None
     )
     try:
         results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)

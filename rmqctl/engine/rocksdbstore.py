@@ -483,11 +483,11 @@ def table_digest(u8, offsets, sizes, decoded, decoded_lo, decoded_hi, min_offset
                 code = UNKNOWN_TYPE
             else:
                 values += 1
-                store_time = be64(block, value_at) if length == 8 else 0
-                c, h, d, framed = _key_digest(key, 0, user, store_time, min_offset, last_offset, cols)
-                if length == 8 and framed:
+                framed = False
+                if length == 8:  # (a key that splits as no record adds nothing here)
+                    c, h, d, framed = _key_digest(key, 0, user, be64(block, value_at), min_offset, last_offset, cols)
                     count, total, doubtful = count + c, total + h, doubtful + d
-                else:
+                if not framed:
                     doubtful += 0 if length == 8 and _named(key, user, names, name_lo, name_hi) else 1
         if code != READ:
             return code, values, deletions, count, total, doubtful
