@@ -41,27 +41,39 @@ from rmqctl.store import Store
 from rmqctl.maintenance.writers import Dispatcher
 
 TOPICS = ["TopicTest", "OrderTopic", "BenchTopic-7"]
+TIMER_DELAY_MS = 10_000
+STORE_GENERATION = "2"  # a change of bench_message makes the stores again (their marker names it)
 
 
 def bench_message(rnd: random.Random, n: int, pos: int, queue_offsets: dict) -> tuple[Message, bytes]:
     """The n-th message of the bench stores (at commitlog offset `pos`) and its record bytes: 3 topics x 4
-    queues, TAGS, 2 KEYS and a UNIQ_KEY, a body of 900..1100 random bytes. `queue_offsets` is not advanced."""
+    queues, TAGS, 2 KEYS and a UNIQ_KEY, a body of 900..1100 random bytes; every 1000th a timer message
+    (TIMER_OUT_MS, its store time + TIMER_DELAY_MS), and 500 after each of those one with a transaction's
+    properties (REAL_TOPIC, __transactionId__: its UNIQ_KEY), as a 5.4 broker's RocksDB timer and transaction
+    records name them (bench_rocksdbstore.py). `queue_offsets` is not advanced."""
     topic, qid = TOPICS[n % 3], n % 4
     body = rnd.randbytes(rnd.randint(900, 1100))
+    uniq = "%032X" % rnd.getrandbits(128)
+    store_time = 1_700_000_000_000 + n
+    extra = {
+        0: [("TIMER_OUT_MS", str(store_time + TIMER_DELAY_MS))],
+        500: [("REAL_TOPIC", topic), ("__transactionId__", uniq)],
+    }
     props = encode_properties(
         [
             ("KEYS", f"ORDER-{n:07d} USER-{n % 97:02d}"),
             ("TAGS", "Tag" + "ABCDE"[n % 5]),
-            ("UNIQ_KEY", "%032X" % rnd.getrandbits(128)),
+            ("UNIQ_KEY", uniq),
             ("WAIT", "true"),
             ("CLUSTER", "DefaultCluster"),
+            *extra.get(n % 1000, []),
         ],
         trailing_separator=False,
     )
     m = Message()
     m.magicCode, m.bodyCRC, m.queueId, m.flag = S.MAGIC_V1, crc31(body), qid, 0
     m.queueOffset, m.physicalOffset, m.sysFlag = queue_offsets.get((topic, qid), 0), pos, 0
-    m.bornTimestamp = m.storeTimestamp = 1_700_000_000_000 + n
+    m.bornTimestamp = m.storeTimestamp = store_time
     m.bornIp, m.bornPort, m.storeIp, m.storePort = bytes([10, 0, 0, 1]), 40000, bytes([192, 168, 0, 10]), 10911
     m.reconsumeTimes = m.preparedTransactionOffset = 0
     m.body, m.topicBytes, m.propertiesBytes = body, topic.encode(), props.encode()
@@ -74,7 +86,7 @@ def build_store(root: Path, file_size: int) -> Path:
     """One full commitlog file (ending in its BLANK), dispatched into consumequeues and an index."""
     conf = root / "broker.conf"
     marker = root / "complete"
-    if marker.exists() and marker.read_text() == str(file_size):
+    if marker.exists() and marker.read_text() == f"{file_size} {STORE_GENERATION}":
         return conf
     store = root / "store"
     if root.exists():
@@ -110,7 +122,7 @@ def build_store(root: Path, file_size: int) -> Path:
     (store / "checkpoint").write_bytes(
         S.CHECKPOINT_HEAD.pack(last_ts, last_ts, 0, 0, 0).ljust(S.CHECKPOINT_FILE_SIZE, b"\0")
     )
-    marker.write_text(str(file_size))
+    marker.write_text(f"{file_size} {STORE_GENERATION}")
     print(f"generated {n} messages in {time.monotonic() - began:.0f} s under {root}")
     return conf
 

@@ -87,6 +87,27 @@ def test_next_special_is_a_byte_loop(data, start):
     assert next_special(as_u8(data + b"\x00" * 8), start, len(data)) == want  # (bytes past hi must not count)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"@", b" ", b"abcdefgh", b"x", b"\x00", b"\x3f", b"\x40\x40", b"\xc0", b"\xff"]), max_size=16
+    ).map(b"".join),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.sampled_from([ord("@"), ord(" ")]),
+)
+def test_the_word_searches_for_a_byte_are_byte_loops(data, lo, hi, byte):
+    """The 8-bytes-a-step searches that split a RocksDB index key and a KEYS property find the first and the
+    last `byte` a byte loop finds in data[lo:hi] (bytes on either side must not count)."""
+    from rmqctl.engine.rocksdbstore import _find, _find_last
+
+    lo, hi = min(lo, len(data)), min(max(lo, hi), len(data))
+    target, inside = bytes([byte]), data[lo:hi]
+    u8 = as_u8(target * 9 + data + target * 9)
+    want = (9 + lo + inside.find(target), 9 + lo + inside.rfind(target)) if target in inside else (-1, -1)
+    assert (_find(u8, 9 + lo, 9 + hi, byte), _find_last(u8, 9 + lo, 9 + hi, byte)) == want
+
+
 def test_the_crc32_library_falls_back_to_zlib():
     """ISA-L where the machine has it, else libdeflate; a machine without either links zlib's crc32, which
     computes the same."""

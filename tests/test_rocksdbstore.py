@@ -1204,6 +1204,38 @@ def test_a_table_block_failing_its_checksum_is_rocksdb_s_error_not_a_digest(buil
             _digest_outcome(root, monkeypatch, digest)
 
 
+@pytest.mark.parametrize("compression", ["lz4", "lz4hc"])
+def test_liblz4_and_the_compiled_decoder_make_the_same_blocks(tmp_path, compression):
+    """Where the machine has liblz4 (RocksDB's own LZ4 decoder) the table blocks are decoded by it; the compiled
+    decoder, which reads them where it is missing, makes the same bytes of every block, and both refuse a block
+    cut short. Which one reads is the machine's: liblz4 wherever it can be loaded."""
+    import ctypes.util
+
+    from rmqctl import sstable
+    from rmqctl.engine import kernels, sstable as engine_sstable
+
+    assert kernels.LZ4_LIBRARY == ("lz4" if ctypes.util.find_library("lz4") else None)
+    missing = (("no-such-lz4", "libno-such-lz4.so.1", "LZ4_decompress_safe", kernels.LZ4_LIBRARIES[0][3]),)
+    assert kernels.first_library(missing) is None
+    if kernels.LZ4_LIBRARY is None:
+        pytest.skip("liblz4 is not installed (.ci/run installs it with rocksdb-tools)")
+    _table_db(tmp_path / "db", 6, compression, flushes=2)
+    blocks = 0
+    for path in (tmp_path / "db").glob("*.sst"):
+        t, u8 = sstable.read_table(path), np.fromfile(path, np.uint8)
+        for offset, size in zip(t.offsets.tolist(), t.sizes.tolist()):
+            want, at = engine_sstable.varint(u8, offset, offset + size)
+            compiled, linked = np.zeros(want, np.uint8), np.ones(want, np.uint8)
+            assert engine_sstable._lz4(u8, at, offset + size, compiled, want)
+            assert engine_sstable._lz4_linked(u8, at, offset + size, linked, want)
+            assert np.array_equal(compiled, linked)
+            for cut in (1, 5, (offset + size - at) // 2):
+                assert not engine_sstable._lz4(u8, at, offset + size - cut, compiled, want)
+                assert not engine_sstable._lz4_linked(u8, at, offset + size - cut, linked, want)
+            blocks += 1
+    assert blocks > 10
+
+
 def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path):
     """A ZSTD block (in a table without checksums) whose frame header claims a content size other than the
     block's is not decoded (zstandard would allocate whatever it claims): the digest proves nothing and RocksDB

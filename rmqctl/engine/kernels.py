@@ -108,7 +108,8 @@ def load_numba():
             from numba.core.registry import cpu_target
 
             types, ir = numba.types, llvmlite.ir
-            llvm.load_library_permanently(CRC32_PATH)
+            for path in filter(None, (CRC32_PATH, LZ4_PATH)):
+                llvm.load_library_permanently(path)
             for lazy in _declared:
                 if lazy._value is None:
                     lazy._value = lazy._make()
@@ -139,7 +140,8 @@ def _drop_stale_caches(linked: str, here: Path = Path(__file__).parent):
     """numba keys a cached kernel on its own module's file, but compiles into it the kernels it calls from
     other modules and the schema constants it reads: after a change to those it would go on running the
     old code. One stamp over this package's sources and the schema empties the cache when any changes, and
-    so does a change of the CRC library `linked` into them (a machine that gains or loses ISA-L or libdeflate).
+    so does a change of the libraries `linked` into them (a machine that gains or loses ISA-L, libdeflate or
+    liblz4).
     Returns the stamp (None when the sources are not files), which engine.aot's module is keyed on too."""
     sources = sorted(here.glob("*.py")) + [here.parent / name for name in ("schema.py", "rules.py", "javacompat.py")]
     try:
@@ -249,8 +251,8 @@ def _library_paths(name: str, soname: str):
         yield found
 
 
-def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
-    """(name, path, symbol, signature) of the first CRC-32 library this machine can load."""
+def first_library(libraries) -> tuple | None:
+    """(name, path, symbol, signature) of the first of the `libraries` this machine can load, None if none."""
     for name, soname, symbol, signature in libraries:
         for path in _library_paths(name, soname):
             try:
@@ -258,15 +260,32 @@ def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
             except OSError:  # not installed
                 continue
             return name, path, symbol, signature
-    raise ImportError("neither libdeflate nor zlib (libz.so.1) can be loaded")
+    return None
+
+
+def _crc32_library(libraries=CRC32_LIBRARIES) -> tuple:
+    """(name, path, symbol, signature) of the first CRC-32 library this machine can load."""
+    found = first_library(libraries)
+    if found is None:
+        raise ImportError("neither libdeflate nor zlib (libz.so.1) can be loaded")
+    return found
 
 
 CRC32_LIBRARY, CRC32_PATH, _crc32_symbol, _crc32_signature = _crc32_library()
 native_crc32 = numba_object(lambda: types.ExternalFunction(_crc32_symbol, _crc32_signature(types)), "native_crc32")
+# LZ4's block decoder, where the machine has liblz4 (RocksDB's own LZ4 decodes with it; twice as fast as
+# engine/sstable's compiled one, which decodes where it is missing): LZ4_decompress_safe(src, dst,
+# compressedSize, dstCapacity), which reads and writes within those bounds and answers the bytes it made
+LZ4_LIBRARIES = (("lz4", "liblz4.so.1", "LZ4_decompress_safe", lambda t: t.int32(t.uintp, t.uintp, t.int32, t.int32)),)
+LZ4_LIBRARY, LZ4_PATH, *_ = first_library(LZ4_LIBRARIES) or (None, None)
+native_lz4 = numba_object(lambda: types.ExternalFunction(LZ4_LIBRARIES[0][2], LZ4_LIBRARIES[0][3](types)), "native_lz4")
 trailing_zeros = numba_object(
     lambda: importlib.import_module("numba.cpython.unsafe.numbers").trailing_zeros, "trailing_zeros"
 )
-SOURCES_STAMP = _drop_stale_caches(CRC32_LIBRARY)
+leading_zeros = numba_object(
+    lambda: importlib.import_module("numba.cpython.unsafe.numbers").leading_zeros, "leading_zeros"
+)
+SOURCES_STAMP = _drop_stale_caches(f"{CRC32_LIBRARY}+{LZ4_LIBRARY}")
 MASK32 = 0xFFFFFFFF
 
 

@@ -20,7 +20,19 @@ from __future__ import annotations
 import numpy as np
 
 from .. import schema as S
-from .kernels import be32, be64, kernel, load8, move_bytes, prefetch, property_names, read_properties, well_formed_utf8
+from .kernels import (
+    be32,
+    be64,
+    kernel,
+    leading_zeros,
+    load8,
+    move_bytes,
+    prefetch,
+    property_names,
+    read_properties,
+    trailing_zeros,
+    well_formed_utf8,
+)
 from ..rules import RECORD
 from ..schema import STORE_TIMESTAMP_AT, SYSFLAG_AT
 from .record import LINE, decode_tail, head_outcome
@@ -90,21 +102,27 @@ def java_long(u8, lo, hi):
     return True, -value if negative else value
 
 
-ONES, HIGHS = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+ONES, LOWS = np.uint64(0x0101010101010101), np.uint64(0x7F7F7F7F7F7F7F7F)
+THREE = np.uint64(3)
 
 
 @kernel(counted=False, inlined=True)
-def _holds(word, byte):
-    """Whether one of the word's 8 bytes is `byte` (a zero byte of word ^ byte in every lane)."""
+def _bytes_equal(word, byte):
+    """The high bit of each of the word's 8 bytes that is `byte`, and no other bit (no borrow runs between
+    lanes: each lane's low 7 bits are added apart from its high bit)."""
     x = word ^ (ONES * np.uint64(byte))
-    return ((x - ONES) & ~x & HIGHS) != 0
+    return ~(((x & LOWS) + LOWS) | x | LOWS)
 
 
 @kernel(counted=False)
 def _find(u8, lo, hi, byte):
-    """The first position of `byte` in u8[lo:hi], -1 if none (8 bytes a step where none is among them)."""
+    """The first position of `byte` in u8[lo:hi], -1 if none (8 bytes a step; words load in memory order,
+    little-endian, so the lowest lane found is the first)."""
     i = lo
-    while i + 8 <= hi and not _holds(load8(u8, i), byte):
+    while i + 8 <= hi:
+        found = _bytes_equal(load8(u8, i), byte)
+        if found != 0:
+            return i + np.int64(trailing_zeros(found) >> THREE)
         i += 8
     for i in range(i, hi):
         if u8[i] == byte:
@@ -114,9 +132,12 @@ def _find(u8, lo, hi, byte):
 
 @kernel(counted=False)
 def _find_last(u8, lo, hi, byte):
-    """The last position of `byte` in u8[lo:hi], -1 if none (8 bytes a step where none is among them)."""
+    """The last position of `byte` in u8[lo:hi], -1 if none (8 bytes a step, the highest lane found last)."""
     i = hi
-    while i - 8 >= lo and not _holds(load8(u8, i - 8), byte):
+    while i - 8 >= lo:
+        found = _bytes_equal(load8(u8, i - 8), byte)
+        if found != 0:
+            return i - 1 - np.int64(leading_zeros(found) >> THREE)
         i -= 8
     for i in range(i - 1, lo - 1, -1):
         if u8[i] == byte:
@@ -132,9 +153,10 @@ def _index_spans(keys, a, b, cols, n):
         return False
     lo, hi = a + 9, b - 9  # the middle's words, between its first and last @
     first = _find(keys, lo, hi, AT)
-    second = _find(keys, first + 1, hi, AT) if first >= 0 else -1
-    kind = keys[first + 1] if first >= 0 else 0
-    if second != first + 2 or not (kind == INDEX_TYPES[0] or kind == INDEX_TYPES[1] or kind == INDEX_TYPES[2]):
+    if first < 0 or first + 2 >= hi or keys[first + 2] != AT:  # (the TYPE, one byte between two @)
+        return False
+    kind, second = keys[first + 1], first + 2
+    if not (kind == INDEX_TYPES[0] or kind == INDEX_TYPES[1] or kind == INDEX_TYPES[2]):
         return False
     last = max(_find_last(keys, second + 1, hi, AT), second)
     if (kind == INDEX_TYPES[2]) != (last == second):

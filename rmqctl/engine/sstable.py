@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import kernel, move_bytes
+from .kernels import LZ4_LIBRARY, kernel, move_bytes, native_lz4
 
 NO_COMPRESSION, LZ4, LZ4HC, ZSTD = 0, 4, 5, 7  # CompressionType values in a block's trailer
 BLOCK_SCRATCH = 1 << 16  # the first size of what a block is decoded into
@@ -95,6 +95,15 @@ def _lz4(src, lo, hi, dst, want):
     return op == want
 
 
+@kernel(counted=False)
+def _lz4_linked(src, lo, hi, dst, want):
+    """_lz4 by liblz4 (kernels.native_lz4): whether it makes exactly `want` bytes of src[lo:hi] in dst[:want]."""
+    return hi - lo < 1 << 31 and native_lz4(src.ctypes.data + lo, dst.ctypes.data, hi - lo, want) == want
+
+
+lz4_block = _lz4_linked if LZ4_LIBRARY else _lz4  # the decoder blocks are read with
+
+
 @kernel
 def _decoded(u8, offset, size, scratch):
     """The contents of the block at u8[offset:offset + size], decoded or copied into `scratch` (grown when
@@ -107,13 +116,13 @@ def _decoded(u8, offset, size, scratch):
         want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
     elif kind != NO_COMPRESSION:
         return UNREADABLE, scratch[:0], scratch
-    if at < 0 or want > 1 << 31:
+    if at < 0 or want >= 1 << 31:
         return UNREADABLE, scratch[:0], scratch
     if want > len(scratch):
         scratch = np.empty(2 * want, np.uint8)
     if kind == NO_COMPRESSION:
         move_bytes(scratch, 0, u8, offset, size)
-    elif not _lz4(u8, at, offset + size, scratch, want):
+    elif not lz4_block(u8, at, offset + size, scratch, want):
         return UNREADABLE, scratch[:0], scratch
     return READ, scratch[:want], scratch
 
