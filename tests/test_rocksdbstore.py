@@ -1207,8 +1207,10 @@ def test_a_table_block_failing_its_checksum_is_rocksdb_s_error_not_a_digest(buil
 @pytest.mark.parametrize("compression", ["lz4", "lz4hc"])
 def test_liblz4_and_the_compiled_decoder_make_the_same_blocks(tmp_path, compression):
     """Where the machine has liblz4 (RocksDB's own LZ4 decoder) the table blocks are decoded by it; the compiled
-    decoder, which reads them where it is missing, makes the same bytes of every block, and both refuse a block
-    cut short. Which one reads is the machine's: liblz4 wherever it can be loaded."""
+    decoder, which reads them where it is missing, makes the same bytes of every block RocksDB writes, and both
+    refuse a block cut short (crafted streams can part them: liblz4 keeps LZ4's end-of-block rules, which the
+    compiled one does not check, and takes a match at distance 0). Which one reads is the machine's: liblz4
+    wherever it can be loaded."""
     import ctypes.util
 
     from rmqctl import sstable
@@ -1234,6 +1236,41 @@ def test_liblz4_and_the_compiled_decoder_make_the_same_blocks(tmp_path, compress
                 assert not engine_sstable._lz4_linked(u8, at, offset + size - cut, linked, want)
             blocks += 1
     assert blocks > 10
+
+
+def _varint64(value: int) -> bytes:
+    """`value` as RocksDB's varint64 (its 64 bits unsigned, 7 a byte, low first)."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def test_an_lz4_block_claiming_a_size_no_block_has_is_refused_before_it_is_decoded():
+    """A block's size varint may hold 64 bits: one with bit 63 set (negative) reached liblz4 as a small int32
+    capacity, which then wrote past the scratch it was given (a review found it), and one claiming more than LZ4
+    makes of the block's bytes asked for gigabytes. Both are refused before a byte is decoded or allocated, and
+    the linked decoder refuses bounds its arrays do not hold."""
+    from rmqctl.engine import kernels, sstable as engine_sstable
+
+    stream = bytes([0xF0, 48 - 15]) + b"x" * 48  # one LZ4 sequence: 48 literals
+    for claimed in (-(1 << 63) + 48, 256 * len(stream) + 1):
+        block = _varint64(claimed) + stream
+        u8 = np.frombuffer(block + bytes([engine_sstable.LZ4]) + bytes(4), np.uint8)  # then the trailer
+        assert engine_sstable.block_contents(u8, 0, len(block))[0] == engine_sstable.UNREADABLE
+    u8 = np.frombuffer(_varint64(48) + stream + bytes([engine_sstable.LZ4]) + bytes(4), np.uint8)
+    code, contents = engine_sstable.block_contents(u8, 0, len(u8) - engine_sstable.TRAILER)
+    assert code == engine_sstable.READ and contents.tobytes() == b"x" * 48
+    if kernels.LZ4_LIBRARY is None:
+        pytest.skip("liblz4 is not installed (.ci/run installs it with rocksdb-tools)")
+    src, room = np.frombuffer(stream, np.uint8), np.zeros(64, np.uint8)
+    for want in (-(1 << 63) + 48, 48):  # (48 is more than the 8 bytes given)
+        assert not engine_sstable._lz4_linked(src, 0, len(stream), room[:8], want)
+    assert not engine_sstable._lz4_linked(src, 0, len(stream) + 1, room, 48)  # past the source
+    assert not room.any()
+    assert engine_sstable._lz4_linked(src, 0, len(stream), room, 48) and room[:48].tobytes() == b"x" * 48
 
 
 def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path):

@@ -17,6 +17,9 @@ from .kernels import LZ4_LIBRARY, kernel, move_bytes, native_lz4
 
 NO_COMPRESSION, LZ4, LZ4HC, ZSTD = 0, 4, 5, 7  # CompressionType values in a block's trailer
 BLOCK_SCRATCH = 1 << 16  # the first size of what a block is decoded into
+# LZ4 makes at most ~255 bytes of each byte it reads (a match length's extra bytes add 255 each): a block
+# claiming more is refused before anything is allocated for it
+LZ4_MOST_RATIO = 256
 TRAILER = 5  # BlockBasedTable::kBlockTrailerSize: compression type, then a 4-byte checksum
 HASH_INDEX_BIT, UNIFORM_BIT, SEPARATED_KV_BIT = 1 << 31, 1 << 29, 1 << 28  # DataBlockFooter's packed bits
 MAX_RESTARTS = (1 << 28) - 1
@@ -97,8 +100,12 @@ def _lz4(src, lo, hi, dst, want):
 
 @kernel(counted=False)
 def _lz4_linked(src, lo, hi, dst, want):
-    """_lz4 by liblz4 (kernels.native_lz4): whether it makes exactly `want` bytes of src[lo:hi] in dst[:want]."""
-    return hi - lo < 1 << 31 and native_lz4(src.ctypes.data + lo, dst.ctypes.data, hi - lo, want) == want
+    """_lz4 by liblz4 (kernels.native_lz4): whether it makes exactly `want` bytes of src[lo:hi] in dst[:want].
+    liblz4 reads and writes only within the bounds it is given, so they are checked here first (its sizes are
+    int32s: a larger one would wrap)."""
+    if not (0 <= lo <= hi <= len(src) and hi - lo < 1 << 31 and 0 <= want <= len(dst) and want < 1 << 31):
+        return False
+    return native_lz4(src.ctypes.data + lo, dst.ctypes.data, hi - lo, want) == want
 
 
 lz4_block = _lz4_linked if LZ4_LIBRARY else _lz4  # the decoder blocks are read with
@@ -116,7 +123,8 @@ def _decoded(u8, offset, size, scratch):
         want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
     elif kind != NO_COMPRESSION:
         return UNREADABLE, scratch[:0], scratch
-    if at < 0 or want >= 1 << 31:
+    # (a varint may hold 64 bits: a negative size, or one LZ4 cannot make of this many bytes, is no block's)
+    if at < 0 or not 0 <= want < 1 << 31 or (kind != NO_COMPRESSION and want > LZ4_MOST_RATIO * (offset + size - at)):
         return UNREADABLE, scratch[:0], scratch
     if want > len(scratch):
         scratch = np.empty(2 * want, np.uint8)
