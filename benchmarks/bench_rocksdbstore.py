@@ -130,8 +130,14 @@ def _run(store: Path, conf: Path, jobs: int | None) -> Run:
 def best(stores: list[Path], conf: Path, repeat: int, jobs: int | None) -> tuple[list[Run], float]:
     """Each store's fastest of `repeat` runs (its CPU time the least of its runs), the stores' runs taken in
     turn, so that a machine whose speed drifts weighs on each alike; and the median of the turns' own ratios
-    (the second store's wall time over the first's, taken a second apart: what a drift moves least)."""
-    runs = [[_run(store, conf, jobs) for store in stores] for _ in range(repeat)]
+    (the second store's wall time over the first's, taken a second apart: what a drift moves least). Every
+    other turn runs the stores the other way round, so that what the first run leaves the second (a warmer
+    cache, a busier core) weighs on each alike too."""
+    runs = []
+    for turn in range(repeat):
+        order = stores if turn % 2 == 0 else stores[::-1]
+        ran = {store: _run(store, conf, jobs) for store in order}
+        runs.append([ran[store] for store in stores])
     fastest = [dataclasses.replace(min(own, key=lambda r: r.wall), cpu=min(r.cpu for r in own)) for own in zip(*runs)]
     return fastest, statistics.median(turn[1].wall / turn[0].wall for turn in runs)
 
