@@ -30,6 +30,7 @@ from .kernels import (
     prefetch,
     property_names,
     read_properties,
+    THREE,
     trailing_zeros,
     well_formed_utf8,
 )
@@ -103,7 +104,6 @@ def java_long(u8, lo, hi):
 
 
 ONES, LOWS = np.uint64(0x0101010101010101), np.uint64(0x7F7F7F7F7F7F7F7F)
-THREE = np.uint64(3)
 
 
 @kernel(counted=False, inlined=True)
