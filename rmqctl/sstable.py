@@ -91,12 +91,13 @@ def _context_modifier(context: int, offsets):
 def _verified(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, checksum: int, context: int):
     """Unreadable unless each block at u8[offset:offset + size] has the checksum RocksDB's reader verifies
     (reader_common.cc VerifyBlockChecksum: of the block and its compression type, less format 6's modifier
-    for its place in the file, ChecksumModifierForContext). XXH3, RocksDB's default, in compiled code; the
-    other types a call of their C code per block."""
+    for its place in the file, ChecksumModifierForContext). XXH3, RocksDB's default, in compiled code for a
+    batch of data blocks; one block (a table's metadata: no kernel loaded for it) and the other types a call of
+    their C code per block."""
     if checksum == 0:
         return
     modifier = _context_modifier(context, offsets)
-    if checksum == XXH3:
+    if checksum == XXH3 and len(offsets) > 1:
         computed, stored = E.xxh3_block_checksums(u8, offsets, sizes)
     else:
         computed, stored, mv = np.zeros_like(offsets), np.full_like(offsets, -1), memoryview(u8)
@@ -110,16 +111,23 @@ def _verified(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, checksum: 
         raise Unreadable(f"the block at {offsets[bad[0]]} fails its checksum, or runs past the file")
 
 
-def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
-    """The (key, value) pairs of a metaindex or properties block (its checksum verified by the caller)."""
-    block = _contents(u8, offset, size)
-    code, keys, key_lo, key_hi, value_lo, value_hi = E.sst_block_items(block)
+def _meta_block(u8: np.ndarray, offset: int, size: int, index: bool = False, delta_encoded: bool = False):
+    """A metaindex, properties or index block read (engine.sst_meta_block; its checksum verified by the caller):
+    (its contents, keys, rows). A ZSTD one (an index block is compressed as the data is) is decoded here and
+    read as a stored block."""
+    code, contents, keys, rows = E.sst_meta_block(u8, offset, size, index, delta_encoded)
+    if code == E.SST_DECODED_BY_CALLER:
+        stored = np.frombuffer(_zstd(u8, offset, size) + bytes(E.SST_TRAILER), np.uint8)  # (its type byte: 0)
+        code, contents, keys, rows = E.sst_meta_block(stored, 0, len(stored) - E.SST_TRAILER, index, delta_encoded)
     if code != E.SST_READ:
-        raise Unreadable(f"block at {offset} does not decode")
-    return {
-        keys[a:b].tobytes(): block[c:d].tobytes()
-        for a, b, c, d in zip(key_lo.tolist(), key_hi.tolist(), value_lo.tolist(), value_hi.tolist())
-    }
+        raise Unreadable(f"the block at {offset} does not decode")
+    return contents, keys, rows
+
+
+def _items(u8: np.ndarray, offset: int, size: int) -> dict[bytes, bytes]:
+    """The (key, value) pairs of a metaindex or properties block."""
+    block, keys, rows = _meta_block(u8, offset, size)
+    return {keys[a:b].tobytes(): block[c:d].tobytes() for a, b, c, d in rows.tolist()}
 
 
 def _handle(raw: bytes, at: int = 0) -> tuple[int, int, int]:
@@ -185,9 +193,8 @@ def read_table(path: Path) -> Table:
     ):
         raise Unreadable(f"{path}: an index, merge operands or values not read here")
     delta_encoded = bool(_number(props, b"rocksdb.index.value.is.delta.encoded"))
-    code, offsets, sizes = E.sst_index_handles(_contents(u8, *index), delta_encoded)
-    if code != E.SST_READ:
-        raise Unreadable(f"{path}: the index block does not decode")
+    handles = _meta_block(u8, *index, index=True, delta_encoded=delta_encoded)[2]
+    offsets, sizes = np.ascontiguousarray(handles[:, 0]), np.ascontiguousarray(handles[:, 1])
     family = props[b"rocksdb.column.family.name"].decode("utf-8", "replace")
     # a range deletion is counted among the entries, and kept in a block of its own (never read: a digest
     # may take the values it deletes)
@@ -212,7 +219,10 @@ def _zstd_blocks(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> tupl
     and where each block's are (-1: a block the kernel decodes)."""
     lo, hi = np.full(len(offsets), -1, np.int64), np.full(len(offsets), -1, np.int64)
     parts, at = [], 0
-    for b in np.flatnonzero(E.sst_block_kinds(u8, offsets, sizes) == E.SST_ZSTD).tolist():
+    ends = offsets + sizes
+    inside = (offsets >= 0) & (sizes >= 0) & (ends + E.SST_TRAILER <= len(u8))  # (else the kernel refuses it)
+    kinds = u8[np.where(inside, ends, 0)]  # each block's compression type: its trailer's first byte
+    for b in np.flatnonzero(inside & (kinds == E.SST_ZSTD)).tolist():
         parts.append(_zstd(u8, int(offsets[b]), int(sizes[b])))
         lo[b], hi[b] = at, at + len(parts[-1])
         at = hi[b]
@@ -234,16 +244,6 @@ def _zstd(u8: np.ndarray, offset: int, size: int) -> bytes:
     if start < 0 or contents is None or len(contents) != want:
         raise Unreadable(f"the ZSTD block at {offset} does not decode")
     return contents
-
-
-def _contents(u8: np.ndarray, offset: int, size: int) -> np.ndarray:
-    """A metaindex, properties or index block's contents (an index block is compressed as the data is)."""
-    if E.sst_block_kinds(u8, np.array([offset]), np.array([size]))[0] == E.SST_ZSTD:
-        return np.frombuffer(_zstd(u8, offset, size), np.uint8)
-    code, block = E.sst_block_contents(u8, offset, size)
-    if code != E.SST_READ:
-        raise Unreadable(f"the block at {offset} does not decode")
-    return block
 
 
 def groups(table: Table) -> Iterator[tuple]:

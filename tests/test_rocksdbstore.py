@@ -1259,9 +1259,9 @@ def test_an_lz4_block_claiming_a_size_no_block_has_is_refused_before_it_is_decod
     for claimed in (-(1 << 63) + 48, 256 * len(stream) + 1):
         block = _varint64(claimed) + stream
         u8 = np.frombuffer(block + bytes([engine_sstable.LZ4]) + bytes(4), np.uint8)  # then the trailer
-        assert engine_sstable.block_contents(u8, 0, len(block))[0] == engine_sstable.UNREADABLE
+        assert engine_sstable._decoded(u8, 0, len(block), np.empty(0, np.uint8))[0] == engine_sstable.UNREADABLE
     u8 = np.frombuffer(_varint64(48) + stream + bytes([engine_sstable.LZ4]) + bytes(4), np.uint8)
-    code, contents = engine_sstable.block_contents(u8, 0, len(u8) - engine_sstable.TRAILER)
+    code, contents, _ = engine_sstable._decoded(u8, 0, len(u8) - engine_sstable.TRAILER, np.empty(0, np.uint8))
     assert code == engine_sstable.READ and contents.tobytes() == b"x" * 48
     if kernels.LZ4_LIBRARY is None:
         pytest.skip("liblz4 is not installed (.ci/run installs it with rocksdb-tools)")

@@ -65,9 +65,8 @@ JOBS = (
     # RocksDB's table files: blocks, their entries, an index's data block handles
     (
         "sstable",
-        "sst_varint=varint sst_block_contents=block_contents sst_block_items=block_items "
-        "sst_index_handles=index_handles sst_block_kinds=block_kinds SST_READ=READ "
-        "SST_TRAILER=TRAILER SST_ZSTD=ZSTD",
+        "sst_varint=varint sst_meta_block=meta_block SST_READ=READ "
+        "SST_DECODED_BY_CALLER=DECODED_BY_CALLER SST_TRAILER=TRAILER SST_ZSTD=ZSTD",
     ),
     # XXH3, RocksDB's default block checksum
     ("xxh3", "xxh3_64=xxh3 xxh3_block_checksums=block_checksums"),

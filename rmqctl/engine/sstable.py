@@ -26,8 +26,8 @@ MAX_RESTARTS = (1 << 28) - 1
 INTERNAL_BYTES = 8  # an internal key's trailer: (sequence << 8 | type), little-endian
 # ValueType (db/dbformat.h): what a data entry is
 TYPE_DELETION, TYPE_VALUE, TYPE_SINGLE_DELETION = 0x0, 0x1, 0x7
-# the codes a kernel answers besides its result
-READ, UNREADABLE, UNKNOWN_TYPE = 0, -1, -2
+# the codes a kernel answers besides its result (DECODED_BY_CALLER: a ZSTD block, rmqctl.sstable's to decode)
+READ, UNREADABLE, UNKNOWN_TYPE, DECODED_BY_CALLER = 0, -1, -2, -3
 
 
 @kernel(counted=False)
@@ -122,7 +122,7 @@ def _decoded(u8, offset, size, scratch):
     if kind == LZ4 or kind == LZ4HC:
         want, at = varint(u8, offset, offset + size)  # format_version >= 2: the size before the LZ4 block
     elif kind != NO_COMPRESSION:
-        return UNREADABLE, scratch[:0], scratch
+        return DECODED_BY_CALLER if kind == ZSTD else UNREADABLE, scratch[:0], scratch
     # (a varint may hold 64 bits: a negative size, or one LZ4 cannot make of this many bytes, is no block's)
     if at < 0 or not 0 <= want < 1 << 31 or (kind != NO_COMPRESSION and want > LZ4_MOST_RATIO * (offset + size - at)):
         return UNREADABLE, scratch[:0], scratch
@@ -133,13 +133,6 @@ def _decoded(u8, offset, size, scratch):
     elif not lz4_block(u8, at, offset + size, scratch, want):
         return UNREADABLE, scratch[:0], scratch
     return READ, scratch[:want], scratch
-
-
-@kernel
-def block_contents(u8, offset, size):
-    """The contents of the block at u8[offset:offset + size] (its trailer after it): (code, contents)."""
-    code, block, _ = _decoded(u8, offset, size, np.empty(0, np.uint8))
-    return code, block
 
 
 @kernel(counted=False)
@@ -165,9 +158,9 @@ def entries_end(block):
 
 
 @kernel
-def block_items(block):
-    """Every (key, value) of a metaindex or properties block: (code, keys end to end, key_lo, key_hi, value_lo,
-    value_hi), values as spans of the block."""
+def _block_items(block):
+    """Every (key, value) of a metaindex or properties block: (code, keys end to end, rows (key_lo, key_hi,
+    value_lo, value_hi)), values as spans of the block."""
     end = entries_end(block)
     cap = max(16, len(block) // 3)  # (an entry takes 3 bytes at least)
     keys, key = np.empty(max(len(block), 64), np.uint8), np.empty(len(block), np.uint8)
@@ -186,18 +179,19 @@ def block_items(block):
         used += key_len
         n += 1
     code = READ if at == end else UNREADABLE
-    return code, keys, spans[:n, 0], spans[:n, 1], spans[:n, 2], spans[:n, 3]
+    return code, keys, spans[:n]
 
 
 @kernel
-def index_handles(block, delta_encoded):
-    """The data block handles (offset, size) of an index block (format_version >= 4: values delta-encoded
-    without their lengths when the index's property says so): (code, offsets, sizes)."""
+def _index_handles(block, delta_encoded):
+    """The data block handles of an index block (format_version >= 4: values delta-encoded without their
+    lengths when the index's property says so): (code, rows (offset, size))."""
     end = entries_end(block)
     cap = max(16, len(block) // 2)
-    offsets, sizes = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    handles = np.empty((cap, 2), np.int64)
+    offsets, sizes = handles[:, 0], handles[:, 1]
     if end < 0:
-        return UNREADABLE, offsets[:0], sizes[:0]
+        return UNREADABLE, handles[:0]
     at, n = 0, 0
     while at < end:
         shared, at = varint(block, at, end)
@@ -207,7 +201,7 @@ def index_handles(block, delta_encoded):
             length, at = varint(block, at, end)
             value_end = at + non_shared + length
         if at < 0 or at + non_shared > end or value_end > end or n == cap:
-            return UNREADABLE, offsets[:0], sizes[:0]
+            return UNREADABLE, handles[:0]
         at += non_shared
         if delta_encoded and shared > 0 and n > 0:  # IndexValue: the size's change, the offset follows on
             change, at = varint(block, at, value_end)
@@ -217,11 +211,27 @@ def index_handles(block, delta_encoded):
             offsets[n], at = varint(block, at, value_end)
             sizes[n], at = varint(block, at, value_end) if at >= 0 else (0, -1)
         if at < 0:
-            return UNREADABLE, offsets[:0], sizes[:0]
+            return UNREADABLE, handles[:0]
         if not delta_encoded:
             at = value_end
         n += 1
-    return READ, offsets[:n], sizes[:n]
+    return READ, handles[:n]
+
+
+@kernel
+def meta_block(u8, offset, size, index, delta_encoded):
+    """A metaindex, properties or index block at u8[offset:offset + size] (stored or LZ4, its trailer after it)
+    read in one call, so that a table's metadata costs one kernel: (code, its contents, keys end to end, rows).
+    A metaindex or properties block's rows are its pairs (_block_items: spans of the keys and the contents);
+    an index block's (`index`) its data block handles (_index_handles)."""
+    code, block, _ = _decoded(u8, offset, size, np.empty(0, np.uint8))
+    if code == READ and index:
+        code, rows = _index_handles(block, delta_encoded)
+        return code, block, block[:0], rows
+    if code == READ:
+        code, keys, rows = _block_items(block)
+        return code, block, keys, rows
+    return code, block, block[:0], np.empty((0, 4), np.int64)
 
 
 @kernel
@@ -258,13 +268,3 @@ def next_entry(block, at, end, key, key_len, least):
     move_bytes(key, shared, block, at, non_shared)
     at += non_shared
     return at + length, shared + non_shared, at, length
-
-
-@kernel
-def block_kinds(u8, offsets, sizes):
-    """Each block's compression type (its trailer's first byte; -1 for a block past the file's end)."""
-    out = np.empty(len(offsets), np.int64)
-    for b in range(len(offsets)):
-        end = offsets[b] + sizes[b]
-        out[b] = u8[end] if 0 <= offsets[b] and 0 <= sizes[b] and end + TRAILER <= len(u8) else -1
-    return out
