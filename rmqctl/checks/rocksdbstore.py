@@ -119,15 +119,23 @@ def _sorted_run(kind: str, pairs: Pairs) -> tuple[Records, np.ndarray]:
     return Records(offsets, kinds, NO_COLUMNS, key_lo, key_hi, keys, values, value_len), np.flatnonzero(~ok)
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of `a`: the engine's parse then takes the types a batch's pairs have (numba compiles and
+    loads a kernel per signature, and a read-only array is a type of its own)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def _parse_columns(records: Records) -> bool:
     """The records' columns parsed from their keys and values, each row as its kind's (as `parsed` parses a
     batch); whether every row parses as a record naming the offset it is kept under."""
     records.cols = np.zeros((len(records.offsets), E.STORE_NCOLUMNS), np.int64)
     value_lo = np.arange(len(records.offsets), dtype=np.int64) * E.STORE_VALUE_SLOT
     value_hi = value_lo + records.value_len
-    values = records.values.reshape(-1)
+    keys, values = _read_only(records.keys), _read_only(records.values.reshape(-1))
     ok = E.parse_store_keys(
-        records.kinds, records.keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
+        records.kinds, keys, records.key_lo, records.key_hi, values, value_lo, value_hi, records.cols
     ).all()
     return bool(ok) and np.array_equal(records.cols[:, E.STORE_OFFSET], records.offsets)
 
