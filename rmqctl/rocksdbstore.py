@@ -193,10 +193,7 @@ class MessageRocksDB:
 
     def _handle(self, kind: str) -> tuple[ReadOnlyDB, str]:
         directory = self.directories[kind]
-        if directory not in self._dbs:
-            problem = (split_layout_problem if self.split else layout_problem)(directory)
-            if problem is not None:
-                raise StoreError(f"RocksDB message store: {problem}", directory)
+        if directory not in self._dbs:  # (ReadOnlyDB refuses any other column families: a layout changed since)
             families = () if self.split else (FAMILIES[TIMER], FAMILIES[TRANS])
             self._dbs[directory] = ReadOnlyDB(directory, families)
         return self._dbs[directory], SPLIT_FAMILY if self.split else FAMILIES[kind]
