@@ -111,10 +111,18 @@ def _verified(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray, checksum: 
         raise Unreadable(f"the block at {offsets[bad[0]]} fails its checksum, or runs past the file")
 
 
+def _inside(n: int, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Whether each block (and its trailer) lies inside a file of n bytes, worked out so that a crafted handle
+    (a varint holds 64 bits) cannot wrap the sum and pass."""
+    return (offsets >= 0) & (sizes >= 0) & (offsets <= n - E.SST_TRAILER) & (sizes <= n - E.SST_TRAILER - offsets)
+
+
 def _meta_block(u8: np.ndarray, offset: int, size: int, index: bool = False, delta_encoded: bool = False):
     """A metaindex, properties or index block read (engine.sst_meta_block; its checksum verified by the caller):
     (its contents, keys, rows). A ZSTD one (an index block is compressed as the data is) is decoded here and
     read as a stored block."""
+    if not _inside(len(u8), np.array([offset]), np.array([size]))[0]:
+        raise Unreadable(f"the block at {offset} runs past the file")
     code, contents, keys, rows = E.sst_meta_block(u8, offset, size, index, delta_encoded)
     if code == E.SST_DECODED_BY_CALLER:
         stored = np.frombuffer(_zstd(u8, offset, size) + bytes(E.SST_TRAILER), np.uint8)  # (its type byte: 0)
@@ -195,6 +203,8 @@ def read_table(path: Path) -> Table:
     delta_encoded = bool(_number(props, b"rocksdb.index.value.is.delta.encoded"))
     handles = _meta_block(u8, *index, index=True, delta_encoded=delta_encoded)[2]
     offsets, sizes = np.ascontiguousarray(handles[:, 0]), np.ascontiguousarray(handles[:, 1])
+    if not _inside(n, offsets, sizes).all():
+        raise Unreadable(f"{path}: the index names a data block past the file's end")
     family = props[b"rocksdb.column.family.name"].decode("utf-8", "replace")
     # a range deletion is counted among the entries, and kept in a block of its own (never read: a digest
     # may take the values it deletes)
@@ -219,9 +229,8 @@ def _zstd_blocks(u8: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> tupl
     and where each block's are (-1: a block the kernel decodes)."""
     lo, hi = np.full(len(offsets), -1, np.int64), np.full(len(offsets), -1, np.int64)
     parts, at = [], 0
-    ends = offsets + sizes
-    inside = (offsets >= 0) & (sizes >= 0) & (ends + E.SST_TRAILER <= len(u8))  # (else the kernel refuses it)
-    kinds = u8[np.where(inside, ends, 0)]  # each block's compression type: its trailer's first byte
+    inside = _inside(len(u8), offsets, sizes)  # (read_table refused the others)
+    kinds = u8[np.where(inside, offsets + sizes, 0)]  # each block's compression type: its trailer's first byte
     for b in np.flatnonzero(inside & (kinds == E.SST_ZSTD)).tolist():
         parts.append(_zstd(u8, int(offsets[b]), int(sizes[b])))
         lo[b], hi[b] = at, at + len(parts[-1])
@@ -237,7 +246,8 @@ def _zstd(u8: np.ndarray, offset: int, size: int) -> bytes:
     try:  # (a frame that says its size is decoded to that size whatever the cap: it must say `want`)
         declared = zstandard.frame_content_size(frame)
         contents = None
-        if declared in (want, -1):
+        # (a varint64 may be negative, or claim more than any block: RocksDB reads a varint32)
+        if 0 <= want < 1 << 31 and declared in (want, -1):
             contents = zstandard.ZstdDecompressor().decompress(frame, max_output_size=want)
     except (zstandard.ZstdError, MemoryError):
         contents = None

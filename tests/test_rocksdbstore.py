@@ -1273,6 +1273,92 @@ def test_an_lz4_block_claiming_a_size_no_block_has_is_refused_before_it_is_decod
     assert engine_sstable._lz4_linked(src, 0, len(stream), room, 48) and room[:48].tobytes() == b"x" * 48
 
 
+def _stored_block(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    """A block of these (key, value) pairs, keys whole (one restart point), as BlockBuilder lays it out."""
+    body = b"".join(_varint64(0) + _varint64(len(k)) + _varint64(len(v)) + k + v for k, v in pairs)
+    return body + struct.pack("<II", 0, 1)
+
+
+def _crafted_table(path: Path, checksum: int, metaindex=None, data=None, data_block=None, index_block=None):
+    """A block-based table (format_version 5) written by hand: one data block (or `data_block`'s bytes), the
+    index naming it (or the `data` handle in its place, or `index_block`'s bytes), the properties and the
+    metaindex, all stored, with XXH3 checksums (checksum 4) or none (0); the footer names the `metaindex`
+    handle where one is given."""
+    from rmqctl import sstable
+
+    out = bytearray()
+
+    def add(contents: bytes) -> tuple[int, int]:
+        at = len(out)
+        out.extend(contents + b"\0")
+        out.extend(struct.pack("<I", sstable.CHECKSUMS[checksum](out[at:]) if checksum else 0))
+        return at, len(contents)
+
+    internal = struct.pack("<Q", 1 << 8 | 1)  # (sequence 1, a value)
+    block = add(data_block or _stored_block([(b"k" + internal, b"v")]))
+    index = add(index_block or _stored_block([(b"k" + internal, b"".join(map(_varint64, data or block)))]))
+    properties = {
+        b"rocksdb.block.based.table.index.type": bytes(4),
+        b"rocksdb.column.family.name": b"default",
+        b"rocksdb.num.entries": _varint64(1),
+    }
+    props = add(_stored_block(sorted(properties.items())))
+    meta = add(_stored_block([(b"rocksdb.properties", b"".join(map(_varint64, props)))]))
+    handles = b"".join(map(_varint64, (*(metaindex or meta), *index))).ljust(40, b"\0")
+    path.write_bytes(bytes(out) + bytes([checksum]) + handles + struct.pack("<IQ", 5, sstable.MAGIC))
+
+
+@pytest.mark.parametrize("checksum", [0, 4])
+@pytest.mark.parametrize("handle", [((1 << 63) - 8, 4), (1 << 62, 1 << 62), (-8, 4)])
+@pytest.mark.parametrize("where", ["metaindex", "data"])
+def test_a_block_named_past_the_file_is_unreadable_whatever_its_handle_sums_to(tmp_path, checksum, handle, where):
+    """A block handle is two varint64s, so a crafted one's offset + size can wrap int64 and pass a bound
+    written as a sum: a review read past the file that way (segfaults, where no checksum stood in the way). A
+    metadata or data block named past the file is Unreadable, and the kernels refuse such a handle themselves."""
+    from rmqctl import sstable
+    from rmqctl.engine import sstable as engine_sstable, xxh3
+
+    path = tmp_path / "t.sst"
+    _crafted_table(path, checksum)
+    assert sstable.read_table(path).entries == 1  # (the table as written reads)
+    _crafted_table(path, checksum, **{where: handle})
+    with pytest.raises(sstable.Unreadable):
+        sstable.read_table(path)
+    u8 = np.frombuffer(path.read_bytes(), np.uint8)
+    offsets, sizes = np.full(2, handle[0], np.int64), np.full(2, handle[1], np.int64)
+    assert engine_sstable._decoded(u8, *handle, np.empty(0, np.uint8))[0] == engine_sstable.UNREADABLE
+    assert xxh3.block_checksums(u8, offsets, sizes)[1].tolist() == [-1, -1]
+    assert sstable._zstd_blocks(u8, offsets, sizes)[1].tolist() == [-1, -1]
+
+
+@pytest.mark.parametrize(
+    "shared, non_shared, length", [(0, 1 << 62, 1 << 62), (0, 9, (1 << 63) - 4), (-8, 9, 8), (0, -8, 8), (0, 9, -8)]
+)
+@pytest.mark.parametrize("block", ["data", "index"])
+def test_an_entry_whose_lengths_wrap_or_are_negative_is_unreadable(tmp_path, shared, non_shared, length, block):
+    """An entry's three lengths are varint64s: one whose key and value lengths wrap int64 when summed, or any
+    negative one, passed a bound written as a sum (a negative shared length made the key be written before its
+    array). Such an entry in a data block leaves the digest doubtful (RocksDB's reading follows); in the index,
+    the table is Unreadable."""
+    from rmqctl import sstable
+    from rmqctl.engine import sstable as engine_sstable
+
+    entry = b"".join(map(_varint64, (shared, non_shared, length))) + b"k" * 9 + struct.pack("<Q", 1 << 63)
+    raw = entry + struct.pack("<II", 0, 1)
+    key = np.zeros(64, np.uint8)  # (a metaindex's keys may be empty: no least length stands in the way)
+    assert engine_sstable.next_entry(np.frombuffer(raw, np.uint8), 0, len(entry), key[8:], 0, 0)[0] == -1
+    assert not key.any()
+    path = tmp_path / "t.sst"
+    if block == "index":
+        _crafted_table(path, 4, index_block=raw)
+        with pytest.raises(sstable.Unreadable):
+            sstable.read_table(path)
+        return
+    _crafted_table(path, 4, data_block=raw)
+    digest = rocksdbstore_check.IndexDigest(0, None)
+    assert digest.read_tables([sstable.read_table(path)]) and digest.found.doubtful == 1
+
+
 def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path):
     """A ZSTD block (in a table without checksums) whose frame header claims a content size other than the
     block's is not decoded (zstandard would allocate whatever it claims): the digest proves nothing and RocksDB
@@ -1296,6 +1382,21 @@ def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path
     with ReadOnlyDB(tmp_path / "db", ()) as db:
         assert digest.read_tables(db.tables("default"))
     assert digest.found.doubtful and not digest.proves()
+
+
+@pytest.mark.parametrize("claimed", [-1, -(1 << 40), 1 << 40])
+def test_a_zstd_block_claiming_a_size_no_block_has_is_unreadable(claimed):
+    """A ZSTD block's size varint, before a frame that does not say its own size: a negative one reached
+    zstandard as its output cap (a SystemError, a traceback out of verify), a huge one an allocation of that
+    size. Both are Unreadable before anything is decoded."""
+    import zstandard
+
+    from rmqctl import sstable
+
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(b"x" * 100)
+    block = _varint64(claimed) + frame
+    with pytest.raises(sstable.Unreadable):
+        sstable._zstd(np.frombuffer(block + bytes(5), np.uint8), 0, len(block))
 
 
 def test_a_range_deletion_leaves_the_values_it_deletes_to_the_digest(tmp_path):

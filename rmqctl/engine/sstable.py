@@ -115,7 +115,9 @@ lz4_block = _lz4_linked if LZ4_LIBRARY else _lz4  # the decoder blocks are read 
 def _decoded(u8, offset, size, scratch):
     """The contents of the block at u8[offset:offset + size], decoded or copied into `scratch` (grown when
     short): (code, contents, scratch)."""
-    if offset < 0 or size < 0 or offset + size + TRAILER > len(u8):
+    if (
+        offset < 0 or size < 0 or offset > len(u8) - TRAILER or size > len(u8) - TRAILER - offset
+    ):  # (no sum: it may wrap)
         return UNREADABLE, scratch[:0], scratch
     kind = u8[offset + size]
     want, at = size, offset
@@ -182,6 +184,13 @@ def _block_items(block):
     return code, keys, spans[:n]
 
 
+@kernel(counted=False, inlined=True)
+def _spans(at, key_len, value_len, end):
+    """Whether an entry's key of key_len bytes, then its value of value_len, lie in [at, end) (0 <= at <= end):
+    lengths compared, never summed, since a crafted varint64 may wrap a sum past the check, or be negative."""
+    return 0 <= key_len <= end - at and 0 <= value_len <= end - at - key_len
+
+
 @kernel
 def _index_handles(block, delta_encoded):
     """The data block handles of an index block (format_version >= 4: values delta-encoded without their
@@ -196,12 +205,12 @@ def _index_handles(block, delta_encoded):
     while at < end:
         shared, at = varint(block, at, end)
         non_shared, at = varint(block, at, end) if at >= 0 else (0, -1)
-        value_end = end
+        length = 0
         if not delta_encoded and at >= 0:
             length, at = varint(block, at, end)
-            value_end = at + non_shared + length
-        if at < 0 or at + non_shared > end or value_end > end or n == cap:
+        if at < 0 or shared < 0 or not _spans(at, non_shared, length, end) or n == cap:
             return UNREADABLE, handles[:0]
+        value_end = end if delta_encoded else at + non_shared + length
         at += non_shared
         if delta_encoded and shared > 0 and n > 0:  # IndexValue: the size's change, the offset follows on
             change, at = varint(block, at, value_end)
@@ -259,8 +268,8 @@ def next_entry(block, at, end, key, key_len, least):
     length, at = varint(block, at, end) if at >= 0 else (0, -1)
     if (
         at < 0
-        or shared > key_len
-        or at + non_shared + length > end
+        or not 0 <= shared <= key_len
+        or not _spans(at, non_shared, length, end)
         or shared + non_shared < least
         or shared + non_shared > len(key)
     ):
