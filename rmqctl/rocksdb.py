@@ -154,7 +154,7 @@ class ReadOnlyDB:
         if unknown:  # a layout this version does not know: read none of it rather than part of it
             raise StoreError(
                 f"RocksDB database has column family {unknown[0]!r}, which this part does not have (it has "
-                f"{', '.join(known)}): a layout this version does not read",
+                f"{', '.join(known) or 'only default'}): a layout this version does not read",
                 self.directory,
             )
         cache = rd.Cache(READ_CACHE_BYTES)

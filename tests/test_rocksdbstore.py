@@ -1130,6 +1130,20 @@ def test_tables_not_read_directly_leave_the_reading_to_rocksdb(tmp_path, how):
         assert db.tables("default") is None
 
 
+def test_a_database_opened_for_default_alone_names_the_family_it_does_not_have(tmp_path):
+    """The split layout's databases hold only `default`: one that has gained a family since it was found (a
+    layout changed under rmqctl) is refused in one line that says so."""
+    from rmqctl.rocksdb import ReadOnlyDB
+
+    db = rocksdict.Rdict(str(tmp_path / "db"), options=rocksdict.Options(raw_mode=True))
+    db.create_column_family("timer", rocksdict.Options(raw_mode=True))
+    db.close()
+    with pytest.raises(
+        StoreError, match=r"column family 'timer', which this part does not have \(it has only default\)"
+    ):
+        ReadOnlyDB(tmp_path / "db", ())
+
+
 def _digest_outcome(root: Path, monkeypatch, digest: bool = True) -> tuple[bool | None, list, bool]:
     """Whether the index records' digest proved them (None: not taken), verify's findings of the store, and
     whether the digest read the table files directly."""
