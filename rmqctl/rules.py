@@ -466,7 +466,7 @@ def record_head(data, pos, limit, allow_v2):
     """checkMessageAndReturnSize up to the body, on the record at data[pos] (its bytes end at `limit`).
     Returns (verdict, size, combo, body length, V2, why): RECORD when the head is sound (then record_tail
     judges the rest), BLANK (`size`: the bytes it claims), or the refusal, `why` saying which check."""
-    if limit - pos < 8:
+    if pos < 0 or limit - pos < 8:  # (a position before the bytes is none: a caller's offset gone wrong)
         return TRUNCATED, 0, 0, 0, False, FEW_BYTES
     size = be32(data, pos)
     magic = be32(data, pos + MAGIC_AT)

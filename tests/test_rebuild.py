@@ -29,6 +29,7 @@ from conftest import (
     held_lock,
     copy_store,
     jsonl,
+    one_line_error,
     patch,
     run,
     tmpfs_at,
@@ -1032,6 +1033,27 @@ def test_rebuild_reads_on_past_a_record_whose_totalsize_disagrees_as_rocketmqs_r
     said = next(line for line in res.stderr.splitlines() if "reads on where its fields end" in line)
     assert said.endswith("run `rmqctl repair` or `rmqctl verify`")
     assert index_contents(root) == index_contents(out / "store-copy")
+
+
+def test_a_reput_offset_left_in_a_gap_reads_the_file_after_it_from_its_start(tmp_path):
+    """A record whose TOTALSIZE is 8 bytes long moves the reput's offset (it reads on where the fields end), and
+    a first file ending in zeros where its BLANK was carries it past that file's end; with the second file gone,
+    the offset lies before the third, whose walk began at a negative position and read before its mapping (a
+    review: a segfault). The third file is dispatched from its start, as any file after a gap is, and with the
+    second file's records gone the queue offsets do not follow on: rebuild says so in one line and changes
+    nothing."""
+    root = copy_store("a-basic", tmp_path)
+    messages = sorted(truth("a-basic", "truth-messages.jsonl"), key=lambda m: m["commitLogOffset"])
+    first = [m for m in messages if m["file"] == "00000000000000000000"]
+    patch(root / "commitlog" / first[0]["file"], first[10]["filePosition"], S.INT32.pack(first[10]["storeSize"] + 8))
+    last = first[-1]
+    patch(root / "commitlog" / last["file"], last["filePosition"] + last["storeSize"], bytes(8))  # (its BLANK)
+    (root / "commitlog" / offset_to_name(65536)).unlink()
+    before = tree(root)
+    res = run("rebuild", "consumequeue", "--store", root, "--broker-config", broker_conf("a-basic"))
+    third = min(m["commitLogOffset"] for m in messages if m["file"] == offset_to_name(131072))
+    one_line_error(res, "verify finds the rebuilt consumequeue wrong, nothing was changed", f"at {third};")
+    assert tree(root) == before
 
 
 def test_a_record_the_reput_never_gets_past_is_an_error_and_no_writer_dispatches_it(tmp_path):

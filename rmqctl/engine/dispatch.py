@@ -67,6 +67,8 @@ def walk(u8, limit, allow_v2, start, stop_at):
     """The header walk over u8[:limit] from `start` (each TOTALSIZE says where the next record starts) up
     to a BLANK, the end, a head rules.record_head refuses, or the first record starting at or past `stop_at`
     (a window: the next walk goes on from there). Returns (record starts, where it stopped)."""
+    if not 0 <= start <= limit:  # (no record starts outside the bytes)
+        return np.empty(0, np.int64), start
     starts = np.empty((min(limit, stop_at) - start) // SMALLEST_HEAD + 1, np.int64)  # untouched pages cost nothing
     n, pos = 0, start
     while pos + 8 <= limit and pos < stop_at:

@@ -171,7 +171,9 @@ class _Run:
         if self.store.dledger is not None:
             self.entries_file(f, buf, limit)
             return None
-        pos = 0 if resume is None else resume - f.start
+        # (an offset before this file, a gap or a short file behind it, reads it from its start, as any file after
+        # a gap is; one past a short file's bytes reads none of them)
+        pos = 0 if resume is None else min(max(resume - f.start, 0), limit)
         ahead = claimed = 0  # how far the reput's offset is ahead of the records; the TOTALSIZEs it skipped
         while (pos := self._compiled(f, buf, limit, pos)) < limit:
             try:
