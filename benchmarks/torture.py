@@ -1568,9 +1568,18 @@ class Append(WriterTrial):
                 ok = False
             lost += not ok
         new = [m for f, m in store.scan().records() if f.start + m.position >= self.old_end]
-        seqs = [int(m.properties.get("KEYS", "x-0").split("-")[1]) if m.topic.startswith("Crash") else -1 for m in new]
+        seqs = [_sequence(m) if m.topic.startswith("Crash") else -1 for m in new]
         store.close()
         return seqs != list(range(len(seqs))), lost
+
+
+def _sequence(m) -> int:
+    """The input line a Crash message was made of (its KEYS `seq-<i>`), -2 for KEYS the input never held (a
+    record torn after a sound head once read back with `seq-17\\x00`): mixed."""
+    try:
+        return int(m.properties.get("KEYS", "x-0").split("-")[1])
+    except (ValueError, IndexError):
+        return -2
 
 
 def warm_up(work: Path):

@@ -994,12 +994,14 @@ def test_sigkill_keeps_every_acknowledged_message(tmp_path):
 
 def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int, phase: str, acks: Path) -> bool:
     """`rmqctl append --jsonl` (acknowledging every 4 messages) in a forked child that SIGKILLs itself at its
-    `call`-th encode of staged records into the commitlog's map: before it writes ("before"), after the whole
-    batch is in the page cache and before the fsync that would acknowledge it ("after"), or with the batch's
-    bytes written only up to the middle of its last record ("inside": the state a kill in the middle of the
-    copy leaves, the kernel keeping every byte written before it). True if it was killed, False if it finished."""
+    `call`-th copy of a file's encoded records into the commitlog's map: before it writes ("before"), after the
+    whole batch is in the page cache and before the fsync that would acknowledge it ("after"), or with every
+    byte of the batch but its last in the file and its first TOTALSIZE not yet ("inside": the state a kill in
+    the middle of the copy leaves, the kernel keeping every byte written before it; the last byte alone missing
+    once left a record whose properties ended in a zero, which read as a message; the TOTALSIZE that goes last
+    now keeps it out). True if it was killed, False if it finished."""
     from rmqctl.cli import append_cmds
-    from rmqctl.engine import encode
+    from rmqctl.maintenance import append
     from test_rebuild import cli_main
 
     pid = os.fork()
@@ -1007,27 +1009,23 @@ def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int,
         sys.stdout = open(acks, "w")
         append_cmds.BATCH_MESSAGES = 4
         calls = [0]
+        real = append.into_file
 
-        def killing(real):
-            def encode(u8, fields, *parts):  # every path of append encodes a file's records through one of these
-                calls[0] += 1
-                if calls[0] == call and phase == "before":
-                    os.kill(os.getpid(), signal.SIGKILL)
-                if calls[0] == call and phase == "inside":
-                    scratch = u8.copy()
-                    real(scratch, fields, *parts)
-                    first, cut = fields[0, 0], fields[-1, 0] + fields[-1, 1] // 2
-                    u8[first:cut] = scratch[first:cut]
-                    os.kill(os.getpid(), signal.SIGKILL)
-                used = real(u8, fields, *parts)
-                if calls[0] == call:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return used
+        def into_file(m, lo, staged):  # every path of append puts a file's records into its map through this
+            calls[0] += 1
+            if calls[0] == call and phase == "before":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if calls[0] == call and phase == "inside":  # every write into_file makes but its last, the TOTALSIZE
+                writes = _writes_of(real, lo, staged)
+                assert writes[-1] == (lo, lo + 4) and sorted(writes)[0][0] == lo, writes
+                for a, b in writes[:-1]:
+                    m[a:b] = staged[a - lo : b - lo]
+                os.kill(os.getpid(), signal.SIGKILL)
+            real(m, lo, staged)
+            if calls[0] == call:
+                os.kill(os.getpid(), signal.SIGKILL)
 
-            return encode
-
-        encode.encode_records = killing(encode.encode_records)  # one message at a time
-        encode.encode_columns = killing(encode.encode_columns)  # a block of lines parsed column-wise
+        append.into_file = into_file
         try:
             cli_main(
                 ["append", "--store", str(store), "--broker-config", str(conf), "--create", "--jsonl", str(messages)]
@@ -1039,6 +1037,21 @@ def _append_killed_in_encode(store: Path, conf: Path, messages: Path, call: int,
     if os.WIFEXITED(status):
         assert os.WEXITSTATUS(status) == 0, "append failed in the child"
     return os.WIFSIGNALED(status)
+
+
+def _writes_of(into_file, lo: int, staged) -> list[tuple[int, int]]:
+    """The spans into_file writes, in its order."""
+
+    class Spans:
+        def __init__(self):
+            self.log = []
+
+        def __setitem__(self, key, value):
+            self.log.append((key.start, key.stop))
+
+    spans = Spans()
+    into_file(spans, lo, staged)
+    return spans.log
 
 
 def _past_the_acknowledged(store: Path, acked: list[dict], file_size: int) -> str:
