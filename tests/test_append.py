@@ -936,12 +936,57 @@ def test_version_is_detected_from_the_records(tmp_path):
 # -- durability: SIGKILL at random moments --------------------------------------------------------------------------
 
 
+def test_records_taken_back_after_an_error_lose_their_first_totalsize_first(tmp_path, monkeypatch):
+    """A commit that fails after its records are in the map (here its dispatch) takes them back to zeros, none
+    acknowledged; the zeroing begins with the first record's TOTALSIZE, so a kill in the middle of it leaves the
+    data ending there, never a first record whose later fields are zero and whose head still reads."""
+    from rmqctl.errors import StoreError
+    from rmqctl.maintenance import append
+
+    conf = write_conf(tmp_path / "broker.conf", mappedFileSizeCommitLog=1 << 20)
+    store = tmp_path / "store"
+    append_ok(store, conf, "--topic", "T", "--body", "old")
+    writes = []
+
+    class Logged:  # a file's map whose writes are logged
+        def __init__(self, real):
+            self.real = real
+
+        def __setitem__(self, key, value):
+            writes.append((key.start, key.stop, bytes(value).strip(b"\0") == b""))
+            self.real[key] = value
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    real_take_back = append.CommitLogTail.take_back
+
+    def take_back(self):
+        for f in self.files.values():
+            f.map = Logged(f.map)
+        real_take_back(self)
+
+    def dispatch_fails(*args, **kwargs):
+        raise StoreError("the dispatch failed", store)
+
+    monkeypatch.setattr(append.CommitLogTail, "take_back", take_back)
+    monkeypatch.setattr(append.CommitLogTail, "dispatched", dispatch_fails)
+    with pytest.raises(StoreError, match="the dispatch failed"):
+        with Appender(store, load_config(conf)) as app:
+            for i in range(3):
+                app.append(NewMessage(topic="T", body=b"new %d" % i))
+            app.commit()
+    begun = min(a for a, _, _ in writes)
+    assert writes[0][:2] == (begun, begun + 4) and all(zeros for _, _, zeros in writes), writes
+    assert [base64.b64decode(m["body"]) for m in dump(store, conf)] == [b"old"], "the store is as it was"
+
+
 def test_sigkill_keeps_every_acknowledged_message(tmp_path):
-    """Kill `append --jsonl` (files of 16 KiB: a roll every few batches) at its k-th encode into the commitlog, k
-    drawn with a printed seed (a count of work done, not a clock), before, inside and after the write of each
-    of two batches: every message it acknowledged is in the store afterwards, whole and with its CRC; what
-    follows is the old tail, a torn record or whole unacknowledged records, each seen; the store goes on
-    (after `repair` where the tail is torn)."""
+    """Kill `append --jsonl` (files of 16 KiB: a roll every few batches) at its k-th copy of encoded records into
+    the commitlog, k drawn with a printed seed (a count of work done, not a clock), before, inside and after the
+    write of each of two batches: every message it acknowledged is in the store afterwards, whole and with its
+    CRC; what follows is the old tail, a garbage tail (the batch without its first TOTALSIZE) or whole
+    unacknowledged records, each seen; the store goes on (after `repair` where the tail is garbage)."""
     seed = 20240601
     rng = random.Random(seed)
     conf = write_conf(

@@ -212,8 +212,7 @@ def encode_fields(buf, fields: np.ndarray, blob: np.ndarray, crc_trailer: bool):
 def encode_column_block(buf, fields: np.ndarray, parts: tuple, crc_trailer: bool, jobs: int = 1):
     """encode_columns' records (`parts`: ids, hosts, topics, topic_off, body, body_off, props, props_off,
     placeholder) written into `buf`; with `jobs` > 1 and records enough, in parts of the rows on as many threads
-    at once (the kernel lets the GIL go, each record goes to its own bytes, and most of the time is the first
-    write to each page of the map)."""
+    at once (the kernel lets the GIL go, and each record goes to its own bytes)."""
     u8, fields = np.frombuffer(buf, np.uint8), np.ascontiguousarray(fields, np.int64)
     ids, hosts, topics, topic_off, body, body_off, props, props_off, placeholder = parts
 

@@ -684,7 +684,13 @@ class CommitLogTail:
             spans = [(r[0], r[0] + r[1]) for r in rows] + [(pos, pos + len(rec)) for pos, rec in written]
             spans += [(int(f[:, 0].min()), int((f[:, 0] + f[:, 1]).max())) for f, _ in blocks]
             lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
-            assert sum(b - a for a, b in spans) == hi - lo, "a file's staged records lie end to end"
+            sizes = (
+                sum(r[1] for r in rows)
+                + sum(len(rec) for _, rec in written)
+                + sum(int(f[:, 1].sum()) for f, _ in blocks)
+            )
+            if sizes != hi - lo:  # (every byte of the buffer is a record's: a gap would copy stale bytes)
+                raise AssertionError(f"a file's staged records do not lie end to end ({sizes} bytes in {hi - lo})")
             staged = self._staging(hi - lo)
             if rows:
                 encode_batch(staged, [(r[0] - lo, *r[1:]) for r in rows], parts, crc_trailer)
@@ -789,7 +795,8 @@ class CommitLogTail:
                 del self.files[start]
                 continue
             lo, hi = max(self.durable_end, start) - start, min(end, start + self.file_size) - start
-            if lo < hi:
+            if lo < hi:  # (the first TOTALSIZE first: a kill mid-way then leaves the data ending there)
+                f.map[lo : min(lo + S.INT32.size, hi)] = bytes(min(S.INT32.size, hi - lo))
                 f.map[lo:hi] = bytes(hi - lo)
                 f.dirty = True
 
