@@ -813,7 +813,7 @@ class CommitLogTail:
 
 def into_file(m, lo: int, staged: np.ndarray):
     """A file's encoded records (`staged`, from position `lo` of its map) into the file, the first record's
-    TOTALSIZE last: until it lands, the data ends where they begin (_Files.encode)."""
+    TOTALSIZE last: until it lands, the data ends where they begin (CommitLogTail.encode)."""
     m[lo + S.INT32.size : lo + len(staged)] = staged[S.INT32.size :]
     m[lo : lo + S.INT32.size] = staged[: S.INT32.size]
 
