@@ -607,7 +607,7 @@ class CommitLogTail:
         self.files: dict[int, WritableFile] = {}
         self.pending: dict[int, tuple[list, list]] = {}  # file start -> staged records' rows and bytes
         self.blocks: list[tuple[int, np.ndarray, tuple]] = []  # (file start, rows, columns) staged as columns
-        self._buffer = np.empty(0, np.uint8)  # what encode() encodes records into before the file (_staging)
+        self._buffer = np.empty(0, np.uint8)  # what encode() encodes records into before the file
         self.encoded: dict[int, list[tuple[int, bytes]]] = {}  # file start -> records staged as bytes (write)
         self.new_dirs: set[Path] = set()
         self._existing = {f.start: f for f in store.commitlog.files}
@@ -681,17 +681,10 @@ class CommitLogTail:
             rows, parts = self.pending.get(start, ([], []))
             blocks = [(fields, p) for s, fields, p in self.blocks if s == start]
             written = self.encoded.get(start, [])
-            spans = [(r[0], r[0] + r[1]) for r in rows] + [(pos, pos + len(rec)) for pos, rec in written]
-            spans += [(int(f[:, 0].min()), int((f[:, 0] + f[:, 1]).max())) for f, _ in blocks]
-            lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
-            sizes = (
-                sum(r[1] for r in rows)
-                + sum(len(rec) for _, rec in written)
-                + sum(int(f[:, 1].sum()) for f, _ in blocks)
-            )
-            if sizes != hi - lo:  # (every byte of the buffer is a record's: a gap would copy stale bytes)
-                raise AssertionError(f"a file's staged records do not lie end to end ({sizes} bytes in {hi - lo})")
-            staged = self._staging(hi - lo)
+            lo, hi = _extent(rows, written, blocks)
+            if len(self._buffer) < hi - lo:  # (kept from commit to commit: its pages are faulted in once)
+                self._buffer = np.empty(hi - lo, np.uint8)
+            staged = self._buffer[: hi - lo]
             if rows:
                 encode_batch(staged, [(r[0] - lo, *r[1:]) for r in rows], parts, crc_trailer)
             for fields, p in blocks:
@@ -706,13 +699,6 @@ class CommitLogTail:
         self.pending.clear()
         self.blocks.clear()
         self.encoded.clear()
-
-    def _staging(self, n: int) -> np.ndarray:
-        """A buffer of n bytes the records are encoded into before they go into the file (kept from commit to
-        commit, so its pages are faulted in once; every byte of it is written: records lie end to end)."""
-        if len(self._buffer) < n:
-            self._buffer = np.empty(n, np.uint8)
-        return self._buffer[:n]
 
     def dispatched(
         self,
@@ -809,6 +795,18 @@ class CommitLogTail:
         for f in self.files.values():
             f.close()
         self.files.clear()
+
+
+def _extent(rows: list, written: list, blocks: list) -> tuple[int, int]:
+    """Where a file's staged records (rows, records as bytes, column blocks) begin and end. They must lie end to
+    end: every byte of the buffer they are encoded into is a record's, and a gap would copy stale bytes."""
+    spans = [(r[0], r[0] + r[1]) for r in rows] + [(pos, pos + len(rec)) for pos, rec in written]
+    spans += [(int(f[:, 0].min()), int((f[:, 0] + f[:, 1]).max())) for f, _ in blocks]
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    sizes = sum(r[1] for r in rows) + sum(len(rec) for _, rec in written) + sum(int(f[:, 1].sum()) for f, _ in blocks)
+    if sizes != hi - lo:
+        raise AssertionError(f"a file's staged records do not lie end to end ({sizes} bytes in {hi - lo})")
+    return lo, hi
 
 
 def into_file(m, lo: int, staged: np.ndarray):
