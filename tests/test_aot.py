@@ -203,7 +203,7 @@ def test_the_entries_release_the_gil(built):
     code = """
 import sys, threading, time, numpy as np
 from pathlib import Path
-from rmqctl.engine import aot, decode as D
+from rmqctl.engine import aot, batch as B, decode as D
 aot.install()
 head = np.fromfile(next(Path('examples/store/commitlog').iterdir()), np.uint8)
 size = int.from_bytes(head[:4].tobytes(), 'big')
@@ -214,7 +214,7 @@ stamps, calls = [], []
 def work():
     while len(calls) < CALLS:
         t = time.perf_counter()
-        n, _, _ = D.decode(u8, 0, len(u8), False, True, 1 << 40, cols)
+        n, _, _ = B.decode(u8, 0, len(u8), False, True, 1 << 40, cols)
         t1 = time.perf_counter()
         calls.append(n)
         if any(t < s < t1 for s in stamps[-1000:]):

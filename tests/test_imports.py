@@ -447,17 +447,17 @@ def test_numba_loads_with_the_first_kernel_a_process_calls():
     recovery walk) starts without it; the first call loads it and every loaded module then holds the compiled kernel in place of its
     declaration."""
     code = (
-        "import atexit, sys; from rmqctl.engine import decode as D; "
-        "atexit.register(lambda: print('numba' in sys.modules, type(D.decode).__name__)); "
+        "import atexit, sys; from rmqctl.engine import batch as B; "
+        "atexit.register(lambda: print('numba' in sys.modules, type(B.decode).__name__)); "
         "sys.argv = ['rmqctl', 'dump', 'checkpoint', '--store', 'examples/store']; "
         "from rmqctl.cli.launch import main; main()"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.split()[-2:] == ["False", "Lazy"]
     code = (
-        "import sys, zlib, numpy as np; from rmqctl.engine.kernels import crc32; from rmqctl.engine import decode as D; "
+        "import sys, zlib, numpy as np; from rmqctl.engine.kernels import crc32; from rmqctl.engine import batch as B, decode as D; "
         "print(crc32(np.frombuffer(b'abc', np.uint8), 0, 3) == zlib.crc32(b'abc'), 'numba' in sys.modules, "
-        "type(D.decode).__name__, type(D.decode_record).__name__)"
+        "type(B.decode).__name__, type(D.decode_record).__name__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.split() == ["True", "True", "CPUDispatcher", "CPUDispatcher"]

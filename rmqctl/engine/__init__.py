@@ -17,7 +17,8 @@ JOBS = (
     # the one record walk over files, in chunks, and how it finds its way past damage
     ("walk", "walk_files walk_entry_files data_extents next_record_start Chunk"),
     # a record's columns, decoded from its bytes
-    ("decode", "decode_records=decode COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
+    ("batch", "decode_records=decode"),
+    ("decode", "COLUMN NCOLUMNS CRC_OK PROPERTIES_NOT_UTF8"),
     ("views", "ColumnViews"),
     ("columns", "DLEDGER_FIELD SCALARS record_batch span_column msgid_column"),
     ("arrow_kernels", "property_values holds_word"),

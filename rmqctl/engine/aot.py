@@ -52,13 +52,9 @@ MODULE = "_rmqctl_entries"
 # file's bytes (a read-only mapping), out: bytes written, i64x1/i64x2: int64 arrays (the decode's columns,
 # rows, positions).
 ENTRIES = {
-    "decode": (
-        "rmqctl.engine.decode",
-        "decode",
-        "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)",
-    ),
+    "decode": ("rmqctl.engine.batch", "decode", "UniTuple(int64, 3)(u8, int64, int64, boolean, boolean, int64, i64x2)"),
     "decode_at": (
-        "rmqctl.engine.decode",
+        "rmqctl.engine.batch",
         "decode_at",
         "UniTuple(int64, 3)(u8, i64x1, i64x1, int64, boolean, boolean, int64, i64x2)",
     ),

@@ -15,7 +15,7 @@ from .decode import (
 from ..rules import RECORD as OK
 from .kernels import copy_span, find_name, kernel, look_up, move_bytes, property_segment, read_properties
 from .jsonl_kernels import put_ipv4, put_msgid
-from .record import next_key_word, prefetch_stream
+from .record import next_key_word
 
 
 @kernel
@@ -337,40 +337,3 @@ def decode_row(u8, pos, limit, allow_v2, check_crc, cols, n, file_start, buffers
         return ROOM, size
     put_row(u8, cols, n, file_start, buffers, entries)
     return OK, size
-
-
-@kernel(counted=False)
-def decode_columns(u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, buffers):
-    """decode's walk of a batch (begun at `first`), from row n at `pos`, each record's row of the Arrow buffers
-    written as it is decoded (put_row; `counts` kept from call to call, `values`: decode_record's). Returns
-    (records, next position, outcome there): ROOM when the record there may not fit the buffers (grown, the
-    batch goes on from there)."""
-    if n == 0:
-        start_columns(buffers)
-    while True:
-        if n == len(cols) or pos - first >= max_bytes:
-            return n, pos, OK
-        prefetch_stream(u8, pos, limit)
-        outcome, size = decode_row(u8, pos, limit, allow_v2, check_crc, cols, n, file_start, buffers)
-        if outcome != OK:
-            return n, pos, outcome
-        n += 1
-        pos += size
-
-
-@kernel(counted=False)
-def decode_columns_at(u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, buffers):
-    """decode_at's walk of DLedger entry bodies (`taken`: the bytes of records the batch holds), as
-    decode_columns fills a batch's Arrow buffers. Returns (records, next i, bytes taken, outcome there)."""
-    if n == 0:
-        start_columns(buffers)
-    while i < len(starts):
-        if n == len(cols) or taken >= max_bytes:
-            return n, i, taken, OK
-        outcome, size = decode_row(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, file_start, buffers)
-        if outcome != OK:
-            return n, i, taken, outcome
-        n += 1
-        taken += size
-        i += 1
-    return n, i, taken, OK

@@ -22,6 +22,7 @@ import pyarrow as pa
 from .. import schema as S
 from ..javacompat import CRC32_PROPERTY, crc31, crc_from_digits, decode_utf8, parse_properties
 from . import arrow_kernels as K
+from .batch import decode_columns, decode_columns_at
 from .decode import COLUMN, CRC_TEXT, CRC_UNCHECKED, PROPERTY_NAMES
 from ..record import format_host
 from ..rules import key_words
@@ -411,7 +412,7 @@ class ArrowDecode(RowDecode):
     def decode(self, u8, pos, limit, allow_v2, check_crc, max_bytes, cols, file_start):
         b, first, n = self.buffers(len(cols), min(max_bytes, limit - pos)), pos, 0
         while True:
-            n, pos, outcome = K.decode_columns(
+            n, pos, outcome = decode_columns(
                 u8, pos, first, limit, allow_v2, check_crc, max_bytes, cols, n, file_start, b.kernel_buffers()
             )
             if outcome != K.ROOM:
@@ -422,7 +423,7 @@ class ArrowDecode(RowDecode):
         budget = min(max_bytes, int(ends[-1] - starts[i])) if i < len(starts) else 0
         b, n, taken = self.buffers(len(cols), budget), 0, 0
         while True:
-            n, i, taken, outcome = K.decode_columns_at(
+            n, i, taken, outcome = decode_columns_at(
                 u8, starts, ends, i, taken, allow_v2, check_crc, max_bytes, cols, n, file_start, b.kernel_buffers()
             )
             if outcome != K.ROOM:

@@ -1,13 +1,12 @@
-"""The engine's decode: one pass over a chunk of a commitlog file, record by record, into columns. Every
-record read_record accepts becomes a row of `cols` (one column per field below, a record's fields side by
-side): the head fields as
-numbers, where the variable parts lie (topic, properties, body and both host addresses, as offsets into the
-file's buffer) and the spans of the property values the broker reads (MessageDecoder's parsing, later
-pairs winning). Bytes are not copied here: readers take what they need from the buffer with these spans.
+"""The engine's decode of one record, as read_record reads it, into a row of `cols` (one column per field
+below, a record's fields side by side): the head fields as numbers, where the variable parts lie (topic,
+properties, body and both host addresses, as offsets into the file's buffer) and the spans of the property
+values the broker reads (MessageDecoder's parsing, later pairs winning). Bytes are not copied here: readers
+take what they need from the buffer with these spans.
 
-The walk follows TOTALSIZE as CommitLog.getData + checkMessageAndReturnSize do and stops at the first
-position that is not a record, leaving that position's outcome (BLANK, or the kind of refusal, in
-read_record's order of checks, from engine/record.py) for the caller.
+A record's outcome is read_record's (engine/record.py): OK, BLANK, or the kind of refusal, in its order of
+checks. The walk along a file (following TOTALSIZE as CommitLog.getData + checkMessageAndReturnSize do) and
+along DLedger entries, a batch at a time, is engine/batch.py.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from ..javacompat import CRC32_PROPERTY
 from .kernels import be32, be64, crc32, kernel, property_names, read_properties, well_formed_utf8
 from ..rules import BAD_LENGTH, RECORD as OK
 from ..schema import BODY_CRC_AT, HEAD_SIZE, PHYSICAL_OFFSET_AT, RECORD_AT as OFFSETS
-from .record import decode_tail, head_outcome, prefetch_stream
+from .record import decode_tail, head_outcome
 from .checks import CRC_MASK, PROPERTY_CRC_COVERS, crc_digits, is_ascii
 
 # The head fields, in the declaration's order; an address field holds where its bytes are in the buffer.
@@ -152,50 +151,6 @@ def finish_row(u8, check_crc, non_ascii, value_lo, value_hi, cols, n):
         cols[n, CRC_OK] = record_crc_ok(u8, pos, end - pos, cols[n, BODY_AT], cols[n, BODY_LEN], crc_lo, crc_hi)
     else:
         cols[n, CRC_OK] = CRC_UNCHECKED
-
-
-@kernel
-def decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols):
-    """Decode records from `pos`, stepping by TOTALSIZE, into the rows of `cols` until it is full,
-    `max_bytes` of records are taken, or a position holds no record. Returns (records, next position,
-    outcome there: OK when the batch was full, else BLANK or the refusal's kind)."""
-    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
-    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
-    n = 0
-    first = pos
-    cap = len(cols)
-    while True:
-        if n == cap or pos - first >= max_bytes:
-            return n, pos, OK
-        prefetch_stream(u8, pos, limit)
-        outcome, size = decode_record(u8, pos, limit, allow_v2, check_crc, cols, n, value_lo, value_hi)
-        if outcome != OK:
-            return n, pos, outcome
-        n += 1
-        pos += size
-
-
-@kernel
-def decode_at(u8, starts, ends, first, allow_v2, check_crc, max_bytes, cols):
-    """Decode the record at starts[i] (bounded by ends[i]: a DLedger entry's body) for i = first, first + 1,
-    ... into the rows of `cols` until it is full, `max_bytes` of records are taken, or one is not a record.
-    Returns (records, next i, outcome there: OK when the batch was full or the starts ran out)."""
-    value_lo = np.empty(len(NAME_LENGTHS), np.int64)
-    value_hi = np.empty(len(NAME_LENGTHS), np.int64)
-    n = 0
-    taken = 0
-    cap = len(cols)
-    i = first
-    while i < len(starts):
-        if n == cap or taken >= max_bytes:
-            return n, i, OK
-        outcome, size = decode_record(u8, starts[i], ends[i], allow_v2, check_crc, cols, n, value_lo, value_hi)
-        if outcome != OK:
-            return n, i, outcome
-        n += 1
-        taken += size
-        i += 1
-    return n, i, OK
 
 
 @kernel

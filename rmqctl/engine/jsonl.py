@@ -10,7 +10,7 @@ import orjson
 
 from .. import schema as S
 from . import arrow_kernels as K
-from .decode import decode, decode_at
+from .batch import decode, decode_at
 from .dledger import entry_heads
 from .jsonl_kernels import BODY_MODES, MOST_PAIRS, line_bound, write_lines
 from ..record import message_dict, read_record

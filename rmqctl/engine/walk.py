@@ -26,7 +26,8 @@ import numpy as np
 
 from ..budget import block_sigint_here
 from ..errors import FileGone
-from .decode import COLUMN, NCOLUMNS, decode, decode_at, likely_record_start
+from .batch import decode, decode_at
+from .decode import COLUMN, NCOLUMNS, likely_record_start
 from ..rules import BLANK, MAGIC_BLANK, MESSAGE_MAGICS, RECORD as OK
 from ..schema import MAGIC_AT, PHYSICAL_OFFSET_AT
 from .. import schema as S
@@ -85,11 +86,11 @@ class RowDecode:
     `filled`: None). columns.ArrowDecode also fills the batch's Arrow buffers as it decodes."""
 
     def decode(self, u8, pos, limit, allow_v2, check_crc, max_bytes, cols, file_start):
-        """decode.decode, and what the walk's Chunk carries beside the rows."""
+        """batch.decode, and what the walk's Chunk carries beside the rows."""
         return (*decode(u8, pos, limit, allow_v2, check_crc, max_bytes, cols), None)
 
     def decode_at(self, u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols, file_start):
-        """decode.decode_at, and what the walk's Chunk carries beside the rows."""
+        """batch.decode_at, and what the walk's Chunk carries beside the rows."""
         return (*decode_at(u8, starts, ends, i, allow_v2, check_crc, max_bytes, cols), None)
 
 
