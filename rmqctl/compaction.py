@@ -23,7 +23,7 @@ import numpy as np
 
 from . import schema as S
 from .batchcq import BatchConsumeQueue, written_bcq_units
-from .configfiles import read_text
+from .configfiles import bean_field, read_text
 from .javacompat import parse_long
 from .record import Blank, Message, RecordError, read_record
 from .store import MappedFile, MappedFileQueue, Store, offset_of_name
@@ -184,7 +184,7 @@ def position_checkpoint(store: Store) -> tuple[dict[str, int] | None, str | None
     if not text.exists:
         return None, None
     doc = text.document if text.sound else None
-    table = doc.get("queueOffsetMap") if isinstance(doc, dict) else None
+    table = bean_field(doc, "queueOffsetMap")
     if not isinstance(table, dict):
         return None, text.error or "no queueOffsetMap"
     try:

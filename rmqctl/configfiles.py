@@ -14,6 +14,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+from .errors import StoreError
 from .javacompat import crc31, decode_utf8, java_long, parse_int, parse_long
 
 _FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
@@ -21,15 +22,44 @@ _FASTJSON_KEY = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
 
 class Members(dict):
     """An object as the decode meets it: its keys' last values, and `pairs`, every (key, value) in order (a typed
-    map's decode converts each as it reads it: a key given twice throws on its first value too)."""
+    map's decode converts each as it reads it: a key given twice throws on its first value too); a file's
+    document knows its `source`."""
 
     pairs: list
+    source: Path | None = None
 
 
 def _members(pairs: list) -> Members:
     out = Members(pairs)
     out.pairs = pairs
     return out
+
+
+def _smart_name(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def bean_field(doc, name: str, default=None):
+    """The value a config bean's property `name` gets from a decoded document (`default`: not there), as fastjson
+    sets it. A member may name it in another case or with '_' or '-' (JavaBeanDeserializer.smartMatch:
+    `offset_table`, `OffsetTable`), and the broker loads such a file; where it is named more than once, all
+    spelt exactly, the last value wins. Where spellings differ, which one wins depends on the class decoded into
+    (fastjson 1.2.83 measured: a class on the class path, decoded by ASM-made code, keeps the first; one decoded
+    by reflection lets a later smart match overwrite an exact one): rmqctl does not guess (StoreError)."""
+    if not isinstance(doc, dict):
+        return default
+    pairs = doc.pairs if isinstance(doc, Members) else list(doc.items())
+    found = [(key, value) for key, value in pairs if _smart_name(key) == _smart_name(name)]
+    if not found:
+        return default
+    spellings = sorted({key for key, _ in found})
+    if len(found) > 1 and spellings != [name]:
+        raise StoreError(
+            f"the property {name} is named {len(found)} times, as {', '.join(map(repr, spellings))}: which one the "
+            "broker's fastjson takes depends on the class it decodes into, so rmqctl does not guess; keep one",
+            getattr(doc, "source", None),
+        )
+    return found[-1][1]
 
 
 class DecimalText(float):
@@ -320,6 +350,8 @@ def read_text(path: Path) -> ConfigText:
             return ConfigText(
                 path, True, len(data), error=f"{shape}, not an object, which the broker's decode throws on"
             )
+        if isinstance(document, Members):
+            document.source = path
         return ConfigText(path, True, len(data), document={} if document is None else document)
     except json.JSONDecodeError as e:
         cut = e.pos >= len(text.rstrip())
@@ -379,7 +411,7 @@ def offset_table_decoded(text: ConfigText) -> ConfigText:
     offset_of), a null one included (a ConcurrentHashMap holds none), makes the decode throw, and
     ConfigManager.load takes the .bak instead."""
     doc = text.document if isinstance(text.document, dict) else {}
-    table, light = doc.get("offsetTable"), doc.get("lmqOffsetTable")
+    table, light = bean_field(doc, "offsetTable"), bean_field(doc, "lmqOffsetTable")
     if text.path.name.startswith("delayOffset.json"):
         problem = _bad_map(table, "", True) if table is not None else None
     elif table is not None and not isinstance(table, dict):
@@ -441,7 +473,7 @@ def committed_offsets(doc, lmq: bool = False) -> tuple[list[CommittedOffset], li
     if not isinstance(doc, dict):
         return [], []
     out, notes = [], []
-    table = doc.get("offsetTable")
+    table = bean_field(doc, "offsetTable")
     if table is not None and not isinstance(table, dict):
         notes.append("offsetTable is not an object")
     for key, per_queue in (table or {}).items() if isinstance(table, dict) else ():
@@ -458,7 +490,7 @@ def committed_offsets(doc, lmq: bool = False) -> tuple[list[CommittedOffset], li
                 notes.append(f"{key} queue {qid!r}: {offset!r} is not a queue offset")
             else:
                 out.append(CommittedOffset(group, topic, queue_id, value))
-    light = doc.get("lmqOffsetTable") if lmq else None
+    light = bean_field(doc, "lmqOffsetTable") if lmq else None
     for key, offset in light.items() if isinstance(light, dict) else ():
         topic, sep, group = key.partition("@")
         if not sep or not group.startswith(LMQ_PREFIX):
@@ -474,7 +506,7 @@ def committed_offsets(doc, lmq: bool = False) -> tuple[list[CommittedOffset], li
 
 def delay_level_offsets(doc) -> dict[int, int]:
     """delayOffset.json's offsetTable: delay level -> next queue offset of SCHEDULE_TOPIC_XXXX queue level-1."""
-    table = (doc or {}).get("offsetTable") if isinstance(doc, dict) else None
+    table = bean_field(doc, "offsetTable")
     out = {}
     for level, offset in (table or {}).items() if isinstance(table, dict) else ():
         if queue_id_of(level) is not None and offset_of(offset) is not None:
@@ -484,19 +516,17 @@ def delay_level_offsets(doc) -> dict[int, int]:
 
 def topic_names(doc) -> set[str] | None:
     """topics.json's topicConfigTable keys, or None when the document has none."""
-    table = (doc or {}).get("topicConfigTable") if isinstance(doc, dict) else None
+    table = bean_field(doc, "topicConfigTable")
     return set(table) if isinstance(table, dict) else None
 
 
 def batch_cq_topics(doc) -> set[str]:
     """topics.json's topics whose attribute queue.type is BatchCQ (QueueTypeUtils.getCQType)."""
-    table = (doc or {}).get("topicConfigTable") if isinstance(doc, dict) else None
+    table = bean_field(doc, "topicConfigTable")
     return {
         name
         for name, conf in (table.items() if isinstance(table, dict) else ())
-        if isinstance(conf, dict)
-        and isinstance(conf.get("attributes"), dict)
-        and conf["attributes"].get("queue.type") == "BatchCQ"
+        if isinstance(attributes := bean_field(conf, "attributes"), dict) and attributes.get("queue.type") == "BatchCQ"
     }
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
 import os
 from pathlib import Path
 from typing import Callable
 
 from .config import BrokerConfig
+from .configfiles import bean_field, read_text
 from .errors import StoreError
 from .rocksdbstore import DIRECTORIES as ONE_DATABASE_DIRECTORIES, SPLIT_DIRECTORIES
 
@@ -459,10 +459,8 @@ def compaction(layout: Layout, base: Path) -> list[Part]:
 
 
 def empty_offset_map(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("queueOffsetMap") == {}
-    except (OSError, ValueError, AttributeError):
-        return False
+    text = read_text(path)
+    return text.sound and bean_field(text.document, "queueOffsetMap") == {}
 
 
 @finder(*ONE_DATABASE_DIRECTORIES)

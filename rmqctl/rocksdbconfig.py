@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .configfiles import ConfigFile, ConfigText, config_dir, parse_fastjson, read_config, topic_names
+from .configfiles import ConfigFile, ConfigText, bean_field, config_dir, parse_fastjson, read_config, topic_names
 from .errors import ConfigNotRead, StoreError
 from .parts import ROCKSDB_STORE
 from .rocksdb import ReadOnlyDB
@@ -98,7 +98,7 @@ def counter_of(version, where: str, path: Path) -> int:
 
 def _offsets_of(wrapper, where: str, path: Path) -> dict:
     """RocksDBOffsetSerializeWrapper's queue table (an empty one where the value names none)."""
-    table = wrapper.get("offsetTable", {}) if isinstance(wrapper, dict) else None
+    table = bean_field(wrapper, "offsetTable", {}) if isinstance(wrapper, dict) else None
     if not isinstance(table, dict):
         raise StoreError(
             f"{where} is not an offset table ({wrapper!r}): the broker's load of this database fails", path

@@ -528,6 +528,30 @@ def test_a_topic_whose_queue_type_disagrees_with_its_queues_is_a_broker_that_doe
     assert json.loads((out / "recovered-summary.json").read_text())["loadReturned"] is False
 
 
+def test_topic_config_names_in_another_spelling_are_read_as_the_brokers_fastjson_reads_them(
+    store_copy, java_oracle, tmp_path
+):
+    """topics.json's topicConfigTable and a topic's attributes spelt as fastjson's smartMatch also takes them
+    (topic_config_table, Attributes): RocketMQ 5.3.3 loads the store (run here) with BatchTopic a BatchCQ topic,
+    and verify finds its queues sound (it said the broker does not start: bcq-queue-type)."""
+    root = store_copy(NAME)
+    topics = json.loads((root / "config" / "topics.json").read_text())
+    table = topics.pop("topicConfigTable")
+    for conf in table.values():
+        conf["Attributes"] = conf.pop("attributes")
+    (root / "config" / "topics.json").write_text(json.dumps({"topic_config_table": table, **topics}))
+    found = jsonl(run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl").stdout)
+    assert [f for f in found if f["kind"] == "bcq-queue-type"] == []
+    out = tmp_path / "read5"
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert summary["loadReturned"] is True and summary["topicConfigs"]["batchCqTopics"] == ["BatchTopic"]
+
+
 def test_dump_resolve_calls_units_whose_records_were_cleaned_expired(store_copy):
     """j-batchcq with its first commitlog file deleted, as the broker's cleanup does (its batch queues are not
     cleaned: ConsumeQueueStore corrects their min): the units pointing there are expired, not damage, as a plain

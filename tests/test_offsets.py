@@ -21,6 +21,7 @@ from conftest import (
     copy_store,
     held_lock,
     jsonl,
+    one_line_error,
     patch,
     run,
     tmpfs_at,
@@ -157,6 +158,10 @@ HAND_EDITED = [
     '{"offsetTable":{"TopicTest@groupA":{0:12 1:13}}}',  # (no comma needed between queue ids)
     '{"offsetTable":{"TopicTest@groupA":{0:12} "OrderTopic@groupB":{0:1}}}',
     '{"offsetTable":{"TopicTest@groupA":{0:12,1:13,,}}}',
+    # a bean property named in another case or with _ or - (fastjson's smartMatch), or exactly twice (the last wins)
+    '{"offset_table":{"TopicTest@groupA":{0:12,1:13}}}',
+    '{"OFFSET-TABLE":{"TopicTest@groupA":{0:12}}}',
+    '{"offsetTable":{"TopicTest@groupA":{0:5}},"offsetTable":{"TopicTest@groupA":{0:9}}}',
 ]
 
 
@@ -273,6 +278,24 @@ def test_offset_files_load_as_the_brokers_config_manager_loads_them(tmp_path, ja
         got[name] = (c.loaded_from, sorted((f"{e.topic}@{e.group}", e.queueId, e.offset) for e in entries))
     assert got == want
     assert sum(source == "main" for source, _ in want.values()) == 20
+
+
+# one property spelt two ways: fastjson's choice depends on the class it decodes into (ASM-made code for a class on
+# the class path keeps the first, reflection lets a later smart match win), so rmqctl refuses to pick
+MIXED_SPELLINGS = [
+    '{"offsetTable":{"TopicTest@groupA":{0:5}},"offset_table":{"TopicTest@groupA":{0:9}}}',
+    '{"Offset_Table":{"TopicTest@groupA":{0:7}},"offsetTable":{"TopicTest@groupA":{0:5}}}',
+    '{"OFFSET-TABLE":{"TopicTest@groupA":{0:12}},"OffsetTable":{"TopicTest@groupA":{0:9}}}',
+]
+
+
+@pytest.mark.parametrize("text", MIXED_SPELLINGS)
+def test_an_offset_table_spelt_two_ways_is_refused_in_one_line_naming_the_file(store_copy, text):
+    s = store_copy("a-basic")
+    write_config(s, "consumerOffset.json", text, bak=CONSUMER_OFFSETS)
+    res = run("consumers", "--store", s, "--format", "jsonl")
+    line = one_line_error(res, str(s / "config" / "consumerOffset.json"), "the property offsetTable is named 2 times")
+    assert "does not guess" in line and res.stdout == ""
 
 
 def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):

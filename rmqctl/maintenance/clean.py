@@ -38,6 +38,7 @@ from typing import Callable
 import numpy as np
 
 from .. import schema as S
+from ..configfiles import bean_field
 from ..errors import FileGone, RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
 from ..rules import queue_files_loaded, record_expired, written_units
@@ -319,7 +320,7 @@ def _load_consumer_offsets(
     """config/consumerOffset.json (fastjson, unquoted int keys, .bak fallback): per group/topic/queue the
     commitlog offsets of the messages at or after the committed (next-to-consume) offset."""
     data = broker_config(store, "consumerOffset.json").document
-    table = (data or {}).get("offsetTable") or {}
+    table = bean_field(data, "offsetTable") or {}
     if not isinstance(table, dict):
         raise StoreError("offsetTable is not an object", store.root / "config" / "consumerOffset.json")
     by_key = {(q.topic, q.queue_id): q for q in queues}

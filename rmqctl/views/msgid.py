@@ -9,6 +9,7 @@ import ipaddress
 import time
 
 from .. import schema as S
+from ..configfiles import bean_field
 from ..errors import StoreError
 from ..record import Message, read_record
 from ..rocksdbconfig import broker_config
@@ -132,7 +133,7 @@ def known_topics(store: Store) -> list[str]:
     """Topics named by consumequeue directories and config/topics.json (system topics included)."""
     topics = {topic for topic, _ in queue_keys(store)}
     cfg = broker_config(store, "topics.json").document or {}
-    topics.update((cfg.get("topicConfigTable") or {}).keys())
+    topics.update((bean_field(cfg, "topicConfigTable") or {}).keys())
     return sorted(topics)
 
 
