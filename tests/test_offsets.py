@@ -83,7 +83,9 @@ def test_consumers_lag_and_out_of_range_offsets(store_copy):
     done = rows[("groupA", "TopicTest", 1)]
     assert (done["status"], done["lag"], done["oldestUnconsumed"]) == ("ok", 0, None)
     assert rows[("groupA", "TopicTest", 2)]["status"] == "ahead-of-max"
-    assert rows[("groupA", "GoneTopic", 0)]["status"] == "no-queue"
+    gone = rows[("groupA", "GoneTopic", 0)]  # (no topics.json here to say it was deleted)
+    assert (gone["status"], gone["minOffset"], gone["maxOffset"], gone["lag"]) == ("ahead-of-max", 0, 0, 0)
+    assert gone["note"].startswith("no consumequeue files: a queue never written to (min = max = 0); above")
     order = rows[("groupB", "OrderTopic", 0)]
     assert (
         order["lag"] == order["maxOffset"]
@@ -296,6 +298,28 @@ def test_an_offset_table_spelt_two_ways_is_refused_in_one_line_naming_the_file(s
     res = run("consumers", "--store", s, "--format", "jsonl")
     line = one_line_error(res, str(s / "config" / "consumerOffset.json"), "the property offsetTable is named 2 times")
     assert "does not guess" in line and res.stdout == ""
+
+
+def test_an_offset_of_0_on_a_queue_never_written_is_ok_as_the_broker_answers_it(store_copy):
+    """A push consumer commits 0 on its group's %RETRY% queue and on an empty queue of its topic, which have no
+    consumequeue files: the broker answers min = max = 0 there (getMaxOffsetInQueue; consumerProgress shows a
+    Diff of 0). `consumers` said no-queue and exited 1, so a cron check alarmed on every push consumer group."""
+    s = store_copy("a-basic")
+    offsets = '{"offsetTable":{"%RETRY%groupA@groupA":{0:0},"TopicTest@groupA":{7:0},"TopicTest@groupB":{7:4}}}'
+    write_config(s, "consumerOffset.json", offsets)
+    topics = {"topicConfigTable": {"TopicTest": {"topicName": "TopicTest", "readQueueNums": 8, "writeQueueNums": 8}}}
+    write_config(s, "topics.json", json.dumps(topics))
+    res = run("consumers", "--store", s, "--broker-config", broker_conf("a-basic"), "--format", "jsonl")
+    rows = {(r["group"], r["topic"], r["queueId"]): r for r in jsonl(res.stdout)}
+    fields = ("status", "minOffset", "maxOffset", "lag")
+    assert [tuple(rows[k][f] for f in fields) for k in sorted(rows)] == [
+        ("ok", 0, 0, 0),
+        ("ok", 0, 0, 0),
+        ("ahead-of-max", 0, 0, 0),
+    ]
+    assert res.exit_code == 1  # (groupB's 4 is above the max: the broker resets its pull to 0)
+    write_config(s, "consumerOffset.json", offsets.replace("{7:4}", "{7:0}"))
+    assert run("consumers", "--store", s, "--broker-config", broker_conf("a-basic")).exit_code == 0
 
 
 def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):

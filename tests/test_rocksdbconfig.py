@@ -206,7 +206,7 @@ def test_consumers_read_offsets_from_rocksdb_as_from_the_json_file(root, tmp_pat
     assert strip == [{k: v for k, v in r.items() if k != "source"} for r in from_json]
     rows = {(r["topic"], r["queueId"]): r for r in from_db}
     assert (rows[("RocksTopicA", 1)]["offset"], rows[("RocksTopicA", 1)]["status"]) == (70, "ahead-of-max")
-    assert rows[("Gone", 0)]["status"] == "no-queue"
+    assert rows[("Gone", 0)]["status"] == "deleted-topic"  # in no queue and not among the broker's topics
     # an lmqConsumerOffset.json beside is unread for RocksDB's sake, not for enableLmq's (the note said enableLmq)
     (root / "config" / "lmqConsumerOffset.json").write_text('{"offsetTable":{}}')
     res = run("consumers", "--store", root, "--broker-config", broker_conf(ROCKS), "--format", "jsonl")

@@ -36,8 +36,11 @@ def consumers(ctx, per_group):
     (config/consumerOffset.json; with enableLmq, lmqConsumerOffset.json alone) with the committed offset, the
     queue's min and max, the lag (max - max(offset, min), never below 0; mqadmin's Diff is max - offset), and the
     store time of the oldest unconsumed message. Offsets outside [min, max] are flagged: the broker corrects them on the next
-    pull. Exit 1 when an offset is outside its queue or names no queue (a lite topic's queue that expired is
-    normal: lite-expired). BatchCQ queues count in queue offsets, as the broker's.
+    pull. A queue with no files was never written to: the broker answers min = max = 0 there, so an offset of 0
+    (a push consumer's on its %RETRY% queue) is ok. Exit 1 when an offset is outside its queue, or names a queue
+    the broker's recovery has still to dispatch into (no-queue); a lite topic's queue that expired
+    (lite-expired) and a deleted topic's left-behind offset (deleted-topic) are normal. BatchCQ queues count in
+    queue offsets, as the broker's.
 
     \b
     rmqctl consumers --store /data/store --broker-config broker.conf

@@ -21,7 +21,7 @@ from ..errors import StoreError, UsageError
 from ..javacompat import java_div, parse_int
 from ..rocksdbconfig import OFFSET_FILES, broker_config, configured_topics, consumer_offsets_file, kept_in_rocksdb
 from ..rocksdbcq import RocksConsumeQueues, RocksQueue
-from ..rules import SCHEDULE_TOPIC, lite_topic, pre_blank, read_at_commitlog_min, record_expired
+from ..rules import SCHEDULE_TOPIC, deleted_topic, lite_topic, pre_blank, read_at_commitlog_min, record_expired
 from ..queueload import loaded_maxes
 from ..store import ConsumeQueue, MappedFile, Store, loaded_min_logic, store_times
 from .inspect import commitlog_end, ms_text
@@ -426,7 +426,7 @@ class ConsumerQueue:
     lag: int | None  # messages not yet consumed
     oldestUnconsumed: int | None  # store time of the message at the committed offset
     oldestUnconsumedText: str | None
-    status: str  # ok | behind-min | ahead-of-max | no-queue | lite-expired (normal)
+    status: str  # ok | behind-min | ahead-of-max | no-queue | lite-expired, deleted-topic (normal)
     note: str | None
     source: str  # the file the offset was read from
 
@@ -434,7 +434,7 @@ class ConsumerQueue:
         return dataclasses.asdict(self)
 
 
-NORMAL_STATUSES = ("ok", "lite-expired")  # what makes `consumers` exit 0
+NORMAL_STATUSES = ("ok", "lite-expired", "deleted-topic")  # what makes `consumers` exit 0
 
 
 def offsets_config(store: Store, notes: list[str]) -> str:
@@ -465,6 +465,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     now: list[Store] = []  # on a running broker's store, the store as it is now (_max_offset_now)
     rows, notes, present = [], [], []
     maxes = LoadedMaxes(store)
+    topics = configured_topics(store)
     name = offsets_config(store, notes)
     cfg = broker_config(store, name)
     if cfg.main.exists or cfg.bak.exists:
@@ -473,7 +474,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     for c in entries:
         cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
         if cq is None and bcq is None:
-            rows.append(_no_queue(c, source))
+            rows.append(_no_queue(c, source, topics, maxes.get(f"{c.topic}/{c.queueId}")))
             continue
         if bcq is not None:
             lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
@@ -598,14 +599,28 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
     return out
 
 
-def _no_queue(c, source: str) -> "ConsumerQueue":
-    """An offset whose queue has no files: a lite topic's that expired (normal), or one missing."""
+def _no_queue(c, source: str, topics: frozenset | None, dispatched: int | None) -> "ConsumerQueue":
+    """An offset whose queue has no files. A queue never written to, which the broker answers as min = max = 0
+    (getMaxOffsetInQueue of a queue with no files: a push consumer commits 0 there, on every %RETRY% queue of
+    its group), judged as any other (_offset_status); a lite topic's that expired (normal); a deleted topic's
+    (rules.deleted_topic: its queues gone, the offset left behind, which the broker's consumerProgress does not
+    list: normal too); or one the broker's recovery dispatches units into (loaded_maxes), whose offsets are
+    not known until it has (no-queue)."""
+    lo = hi = lag = None
     if lite_topic(c.topic) is not None:
         status = "lite-expired"
-        reason = "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal"
+        note = "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal"
+    elif deleted_topic(c.topic, topics, set()):
+        status = "deleted-topic"
+        note = "the topic is in no queue and not in the broker's topics: deleted, its consumer offset left behind"
+    elif dispatched:
+        status = "no-queue"
+        note = f"no consumequeue files yet: the broker's recovery dispatches {dispatched} unit(s) into this queue"
     else:
-        status, reason = "no-queue", "no consumequeue for this topic and queue"
-    return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, None, None, None, None, None, status, reason, source)
+        lo = hi = lag = 0
+        status, correction = _offset_status(c.offset, 0, 0)
+        note = "; ".join(filter(None, ["no consumequeue files: a queue never written to (min = max = 0)", correction]))
+    return ConsumerQueue(c.group, c.topic, c.queueId, c.offset, lo, hi, lag, None, None, status, note, source)
 
 
 # -- scheduled messages ---------------------------------------------------------------------------------------
