@@ -71,6 +71,8 @@ class BatchConsumeQueue:
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
         self.min_phy = min_phy  # the commitlog's min offset, which the broker's load corrects the min against
+        self.loaded_max: int | None = None  # the max the broker's load leaves, where it moves it (as_loaded)
+        self.beyond_files = 0  # queue offsets the load's dispatch adds past the files (as_loaded)
 
     @property
     def units_per_file(self) -> int:
@@ -78,14 +80,30 @@ class BatchConsumeQueue:
 
     def units(self) -> Iterator[tuple[MappedFile, int, np.ndarray]]:
         """(file, units the broker keeps (rules.served_units), unit array) per file, up to the file where recover
-        stops."""
+        stops; where the load truncates the queue (loaded_max), the units from it on are gone, and so is a file
+        left without one (truncateDirtyLogicFiles deletes it), but the first."""
         for k, f in enumerate(self.files.files):
             n = min(len(f.buf), self.files.file_size) // S.BCQ_UNIT_SIZE
             arr = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=n) if n else np.empty(0, S.BCQ_DTYPE)
             written = served_units(k, len(self.files.files), arr, written_bcq_units)
+            if self.loaded_max is not None:
+                written = int(np.searchsorted(arr["msgBaseOffset"][:written], self.loaded_max))
+                if not written and k:
+                    f.release()
+                    return
             yield f, written, arr
             if written < self.units_per_file:
                 return
+
+    def as_loaded(self, loaded_max: int | None) -> "BatchConsumeQueue":
+        """The queue as the broker's load leaves it, `loaded_max` its max after the load (queueload.loaded_maxes;
+        None: the files as they are). Where the recovery truncates it (truncateDirtyLogicFiles keeps the units
+        before the commitlog's recovered end, their msgBaseOffsets below the new max), the units past it are gone;
+        where its dispatch adds units the files do not hold yet, `beyond_files` counts their queue offsets."""
+        if loaded_max is not None and self.loaded_max is None:
+            self.beyond_files = max(0, loaded_max - self.offset_range()[1])
+            self.loaded_max = loaded_max
+        return self
 
     def unit_covering(self, queue_offset: int) -> tuple[MappedFile, int, dict] | None:
         """(file, position, unit fields) of the unit getBatchMsgIndexBuffer (5.3.3) finds for a queue offset, None
@@ -129,7 +147,8 @@ class BatchConsumeQueue:
         """(minOffsetInQueue, maxOffsetInQueue) as the broker's load leaves them: reviseMinOffsetInQueue's
         first unit's msgBaseOffset, moved by correctMinOffset past the first file's leading units below the
         commitlog's min offset (each such unit's msgBaseOffset + batchSize; only the first file is looked at,
-        so a second dead file is still served), and the last unit's msgBaseOffset + batchSize (0, 0: none)."""
+        so a second dead file is still served), and the last unit's msgBaseOffset + batchSize, or the max the
+        load leaves (as_loaded) (0, 0: no unit)."""
         lo = last = None
         for f, written, arr in self.units():
             if written:
@@ -142,7 +161,9 @@ class BatchConsumeQueue:
             f.release()
         if last is None:
             return 0, 0
-        return lo, int(last["msgBaseOffset"]) + int(last["batchSize"])
+        return lo, self.loaded_max if self.loaded_max is not None else int(last["msgBaseOffset"]) + int(
+            last["batchSize"]
+        )
 
 
 UNIT_FIELDS = ("commitLogOffset", "size", "tagsCode", "storeTime", "msgBaseOffset", "batchSize")

@@ -415,6 +415,57 @@ def test_offset_by_time_on_a_batchcq_queue():
     assert four.exit_code == 2 and "a BatchConsumeQueue is 5.x's" in four.stderr
 
 
+def crashed_with_a_lost_tail(store_copy, cut: int = 335306) -> Path:
+    """A copy of the fixture after a crash (`abort`) whose commitlog lost everything from `cut` on (zeros): the
+    broker's recovery ends there, and truncateDirtyLogicFiles cuts BatchTopic's queues back to it (5.3.3
+    deletes queue 0's last three files)."""
+    root = store_copy(NAME)
+    (root / "abort").touch()
+    for f in sorted((root / "commitlog").iterdir()):
+        start = int(f.name)
+        with open(f, "r+b") as out:
+            size = out.seek(0, 2)
+            if start + size > cut:
+                out.seek(max(cut - start, 0))
+                out.write(bytes(size - max(cut - start, 0)))
+    return root
+
+
+def test_offset_by_time_and_consumers_read_a_batchcq_queue_as_the_brokers_recovery_leaves_it(
+    store_copy, java_oracle, tmp_path
+):
+    """After the crash, RocketMQ 5.3.3's load (run here) keeps BatchTopic/0's units before the commitlog's new
+    end: its max is 294. rmqctl read the files as they were (max 436) and answered offsets of messages the
+    broker no longer has, for offset-by-time and consumers alike."""
+    root = crashed_with_a_lost_tail(store_copy)
+    out = tmp_path / "read5"
+    subprocess.run(
+        [str(java_oracle / "read5.sh"), str(root), str(CONF), str(out)],
+        capture_output=True,
+        env={"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1", "PATH": "/usr/bin:/bin"},
+    )
+    summary = json.loads((out / "recovered-summary.json").read_text())
+    assert summary["abnormalRecovery"] is True
+    java = {(q["topic"], q["queueId"]): q for q in summary["consumeQueues"] if q["cqType"] == "BatchCQ"}
+    units = [
+        json.loads(line)
+        for line in (out / "messages-read.jsonl").read_text().splitlines()
+        if '"cqType": "BatchCQ"' in line or '"cqType":"BatchCQ"' in line
+    ]
+    for queue_id in (0, 1):
+        q = java[("BatchTopic", queue_id)]
+        kept = [u for u in units if u["queueId"] == queue_id and u["topic"] == "BatchTopic"]
+        last = max(kept, key=lambda u: u["msgBaseOffset"])
+        rows = jsonl(run("offset-by-time", "BatchTopic", str(queue_id), "1" + "0" * 13, "--store", root).stdout)
+        assert [(r["minOffset"], r["maxOffset"], r["queueOffset"]) for r in rows] == [
+            (q["minOffset"], q["maxOffset"], last["msgBaseOffset"])  # past every unit: the last one's batch
+        ]
+    assert java[("BatchTopic", 0)]["maxOffset"] == 294
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"BatchTopic@g":{0:100}}}')
+    rows = jsonl(run("consumers", "--store", root, "--format", "jsonl").stdout)
+    assert [(r["maxOffset"], r["lag"]) for r in rows] == [(294, 194)]
+
+
 def test_locate_a_queue_offset_inside_an_inner_batch():
     res = run("locate", "2", "--topic", "BatchTopic", "--store", STORE, "--format", "jsonl")
     assert jsonl(res.stdout) == [

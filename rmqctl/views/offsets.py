@@ -327,7 +327,11 @@ def offset_by_time(
         raise UsageError(f"boundary must be one of {BOUNDARIES}")
     batch = [q for q in batch_consume_queues(store) if q.topic == topic and queue_id in (None, q.queue_id)]
     if batch:
-        return [_batch_offset_by_time(q, timestamp, version, boundary) for q in batch]
+        maxes = loaded_maxes(store)
+        return [
+            _batch_offset_by_time(q.as_loaded(maxes.get(f"{q.topic}/{q.queue_id}")), timestamp, version, boundary)
+            for q in batch
+        ]
     rocks = store.rocks_queues
     of_topic = [q for q in (rocks.queues() if rocks is not None else store.consume_queues()) if q.topic == topic]
     queues = [q for q in of_topic if queue_id in (None, q.queue_id)]
@@ -384,6 +388,13 @@ def _batch_offset_by_time(q, timestamp: int, version: int, boundary: str) -> Tim
     """A BatchCQ topic's queue (5.x only): batchcq.offset_by_time, the store time from the unit covering it."""
     if version == 4:
         raise StoreError("a BatchConsumeQueue is 5.x's; 4.9 has no getOffsetInQueueByTime for it", q.directory)
+    if q.beyond_files:
+        raise StoreError(
+            f"{q.topic}/{q.queue_id}: the broker's recovery dispatches {q.beyond_files} queue offset(s) into this "
+            f"queue that its files do not hold yet (its max after load is {q.loaded_max}): this search runs over "
+            "the queue's files only; let the broker recover the store first",
+            q.directory,
+        )
     qoff = batch_offset_by_time(q, timestamp, boundary)  # clamped into [min, max] there, as ConsumeQueueStore does
     lo, hi = q.offset_range()
     st = q.store_time_at(qoff)
@@ -477,6 +488,7 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
             rows.append(_no_queue(c, source, topics, maxes.get(f"{c.topic}/{c.queueId}")))
             continue
         if bcq is not None:
+            bcq.as_loaded(maxes.get(f"{c.topic}/{c.queueId}"))
             lo, hi = cache.get(bcq.directory) or cache.setdefault(bcq.directory, bcq.offset_range())
         else:
             key = (c.topic, c.queueId)
