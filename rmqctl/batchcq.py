@@ -65,12 +65,15 @@ def bcq_binary_search(bases: np.ndarray, right: int, target: int) -> int:
 class BatchConsumeQueue:
     """One queue's files (named by logical byte offset, like a consumequeue's)."""
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, min_phy: int = 0):
+    def __init__(
+        self, topic: str, queue_id: int, directory: Path, file_size: int, min_phy: int = 0, by_cache: bool = True
+    ):
         self.topic = topic
         self.queue_id = queue_id
         self.directory = directory
         self.files = MappedFileQueue([directory], file_size)
         self.min_phy = min_phy  # the commitlog's min offset, which the broker's load corrects the min against
+        self.by_cache = by_cache  # searchBcqByCacheEnable: a file found through the caches, else file by file
         self.loaded_max: int | None = None  # the max the broker's load leaves, where it moves it (as_loaded)
         self.beyond_files = 0  # queue offsets the load's dispatch adds past the files (as_loaded)
 
@@ -115,14 +118,20 @@ class BatchConsumeQueue:
         if queue_offset >= self.offset_range()[1]:
             return None
         firsts: dict[int, int] = {}  # first unit's msgBaseOffset -> file index (the cache)
+        bases: list[tuple[int, int]] = []  # (first unit's msgBaseOffset, file index) of each file with a unit
         last = None
         for k, (f, written, arr) in enumerate(self.units()):
             if written:
                 firsts[int(arr[0]["msgBaseOffset"])] = k
+                bases.append((int(arr[0]["msgBaseOffset"]), k))
                 last = (k, int(arr[0]["msgBaseOffset"]))
             f.release()
         if last is not None and last[1] <= queue_offset:
             target = last[0]
+        elif not self.by_cache:  # searchOffsetFromFiles: the last file whose first unit is at or before it
+            target = max((k for base, k in bases if base <= queue_offset), default=None)
+            if target is None:
+                return None
         else:
             floor = [base for base in firsts if base <= queue_offset]
             if not floor:
@@ -199,29 +208,52 @@ def queue(store: Store, topic: str, queue_id: int) -> BatchConsumeQueue:
 
 
 def offset_by_time(q: BatchConsumeQueue, timestamp: int, boundary: str) -> int:
-    """BatchConsumeQueue.getOffsetInQueueByTime (5.3.3, searchBcqByCacheEnable's default true), clamped to
-    [min, max] as ConsumeQueueStore does: the last file when its first unit is at or before the time, else the
-    file whose first unit's storeTime is the greatest at or before it (the time cache; none: the first file);
-    then the unit binarySearchRight finds by storeTime, its msgBaseOffset."""
-    firsts = []  # (file index, its first unit's storeTime, units written): one file mapped at a time
+    """BatchConsumeQueue.getOffsetInQueueByTime (5.3.3), clamped to [min, max] as ConsumeQueueStore does: the
+    last file when its first unit is at or before the time, else the file `_time_file` picks; then the unit
+    binarySearchRight finds by storeTime, its msgBaseOffset."""
+    spans = []  # (file index, its first and last units' storeTime, units written): one file mapped at a time
     for i, (f, written, arr) in enumerate(q.units()):
-        firsts.append((i, int(arr[0]["storeTime"]) if written else None, written))
+        spans.append(
+            (i, *((int(arr[0]["storeTime"]), int(arr[written - 1]["storeTime"])) if written else (None,) * 2), written)
+        )
         f.release()
     lo, hi = q.offset_range()
-    if not firsts:
+    if not spans:
         return min(max(-1, lo), hi)
-    target = len(firsts) - 1
-    if firsts[-1][1] is None or firsts[-1][1] > timestamp:
-        cache = {t: i for i, t, _ in firsts if t is not None}  # a later file wins a tie, as the map's put
-        earlier = [t for t in cache if t <= timestamp]
-        target = cache[max(earlier)] if earlier else 0
-    written = firsts[target][2]
+    target = len(spans) - 1
+    if spans[-1][1] is None or spans[-1][1] > timestamp:
+        target = _time_file(spans, timestamp, q.by_cache)
+    if target is None:
+        return min(max(-1, lo), hi)
+    written = spans[target][3]
     f = q.files.files[target]
     units = np.frombuffer(f.buf, dtype=S.BCQ_DTYPE, count=written) if written else None
     found = _search_file(units, timestamp, boundary) if written else -1
     del units
     f.release()
     return min(max(found, lo), hi)
+
+
+def _time_file(spans: list[tuple], timestamp: int, by_cache: bool) -> int | None:
+    """The file getOffsetInQueueByTime searches when the last one starts after the time (None: none, the answer
+    -1). searchBcqByCacheEnable (the default): the file whose first unit's storeTime is the greatest at or before
+    it (the time cache, a later file winning a tie as the map's put; none: the first file). Else
+    searchTimeFromFiles, from the last file back: a file without a unit is passed; the first whose last unit is
+    at or after the time is it if its first unit is at or before it, or if it is the first file; one whose last
+    unit is before the time gives the file after it (none after it: None)."""
+    if by_cache:
+        cache = {first: i for i, first, _, _ in spans if first is not None}
+        earlier = [t for t in cache if t <= timestamp]
+        return cache[max(earlier)] if earlier else 0
+    for i, first, last, _ in reversed(spans):
+        if first is None:
+            continue
+        if last >= timestamp:
+            if first <= timestamp or i == 0:
+                return i
+            continue
+        return i + 1 if i + 1 < len(spans) else None
+    return None
 
 
 def _search_file(units: np.ndarray, timestamp: int, boundary: str) -> int:
@@ -321,4 +353,5 @@ def batch_consume_queues(store: Store) -> list[BatchConsumeQueue]:
     """Every queue directory under batchconsumequeue/, topic and queue id in order."""
     size = queue_file_size(store)
     min_phy = store.commitlog.min_offset
-    return [BatchConsumeQueue(t.name, int(q.name), q, size, min_phy) for t, q in _queue_dirs(store)]
+    by_cache = store.config.searchBcqByCacheEnable
+    return [BatchConsumeQueue(t.name, int(q.name), q, size, min_phy, by_cache) for t, q in _queue_dirs(store)]

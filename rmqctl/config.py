@@ -84,6 +84,8 @@ class BrokerConfig:
     timerRocksDBEnable: bool | None = None
     transRocksDBEnable: bool | None = None
     indexFileWriteEnable: bool = True
+    # 5.x BatchConsumeQueue: find a queue offset's or a time's file through its caches (true), else file by file
+    searchBcqByCacheEnable: bool = True
     source: str | None = None  # the broker.conf this came from
     # what the broker reads differently from what broker.conf seems to say (a number it cannot parse, ...)
     notes: list[str] = dataclasses.field(default_factory=list)

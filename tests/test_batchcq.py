@@ -5,6 +5,7 @@ consumequeue` writing the broker's bytes, which RocketMQ 5.3.3 then loads."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -401,6 +402,46 @@ def test_the_unit_search_by_queue_offset_is_rocketmqs_on_damaged_units_too(java_
             sorted_answers.append(int(np.searchsorted(bases, target, side="right")) - 1)
     assert len(got) > 400 and got == [int(line) for line in bcq_search(java_oracle, asked)]
     assert got != sorted_answers  # (the search a sorted array takes would answer otherwise on damaged units)
+
+
+@pytest.mark.parametrize("by_cache", [True, False])
+def test_offset_by_time_is_rocketmqs_with_and_without_the_time_cache(store_copy, java_oracle, tmp_path, by_cache):
+    """Every unit's storeTime and its neighbours, LOWER and UPPER, both queues: RocketMQ 5.3.3's loaded store's
+    getOffsetInQueueByTime (tests/java/BcqByTime.java) against rmqctl's, with searchBcqByCacheEnable as the
+    broker.conf says. Without the cache the broker picks the file searchTimeFromFiles finds, and a time between
+    two files' units answered the earlier file's last batch (136 where the broker answers 137)."""
+    from rmqctl.views.offsets import offset_by_time
+
+    root = store_copy(NAME)
+    conf = tmp_path / "broker.conf"
+    conf.write_text(CONF.read_text() + f"\nsearchBcqByCacheEnable={str(by_cache).lower()}\n")
+    script = f'. "{java_oracle}/lib/env.sh" && printf "%s\\n" "${{JVM_OPENS[@]}}"'
+    opens = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    jars = [f"{java_oracle}/lib/{j}" for j in ("oracle-tools-5.jar", "rocksdbjni-classes-8.11.4.jar")]
+    store = Store(root, load_config(conf))
+    for queue_id in (0, 1):
+        times = sorted(
+            {t + d for u in truth_units("BatchTopic", queue_id) for t in [u["storeTime"]] for d in (-1, 0, 1)}
+        )
+        java = subprocess.run(
+            ["java", *opens, f"-Duser.home={tmp_path}", f"-Dorg.slf4j.simpleLogger.logFile={tmp_path / 'java.log'}"]
+            + [
+                "-cp",
+                ":".join([oracle_classpath(java_oracle), *jars]),
+                str(Path(__file__).parent / "java" / "BcqByTime.java"),
+            ]
+            + [str(root), str(conf), "BatchTopic", str(queue_id), *map(str, times)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"},
+        )
+        want = [tuple(map(int, line.split())) for line in java.stdout.splitlines()]
+        got = [
+            (t, *(offset_by_time(store, "BatchTopic", queue_id, t, 5, b)[0].queueOffset for b in ("lower", "upper")))
+            for t in times
+        ]
+        assert got == want and len(want) == len(times)
 
 
 def test_offset_by_time_on_a_batchcq_queue():
