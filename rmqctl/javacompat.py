@@ -4,6 +4,8 @@ broker applies them to property and configuration text."""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import zlib
 
 CRC_DIGITS = 10  # MessageDecoder.createCrc32 writes ten
@@ -253,3 +255,41 @@ def _unescape(text: str) -> str:
             out.append(PROPERTIES_ESCAPES.get(nxt, nxt))
             k += 2
     return "".join(out)
+
+
+TIME_FORMS = (
+    "epoch milliseconds, an ISO date-time (2026-11-22T03:13:00+00:00; the local zone without one) or mqadmin's "
+    "2026-11-22#03:13:00:000"
+)
+MQADMIN_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})")  # yyyy-MM-dd#HH:mm:ss:SSS
+
+
+def parse_time(text: str) -> dt.datetime | None:
+    """A time as an operator gives it, timezone-aware (None: text of no such form): epoch milliseconds (as
+    mqadmin tries Long.parseLong first); an ISO 8601 date-time (`Z` for UTC); or mqadmin's
+    `yyyy-MM-dd#HH:mm:ss:SSS` (resetOffsetByTime's UtilAll.parseDate). Without a zone it is the local zone's wall
+    time, as SimpleDateFormat reads it in the JVM's default zone: where that zone repeats the hour (clocks
+    falling back) Java's lenient calendar takes the later instant, standard time, and where it skips it (clocks
+    springing forward) the time moved forward over the gap: the later of the two readings both times."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        ms = int(text)
+        return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)).astimezone()
+    mqadmin = MQADMIN_TIME.fullmatch(text)
+    try:
+        if mqadmin:
+            *fields, millis = map(int, mqadmin.groups())
+            when = dt.datetime(*fields, millis * 1000)
+        else:
+            when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        return when
+    readings = [when.replace(fold=fold).astimezone() for fold in (0, 1)]
+    return max(readings, key=lambda w: w.timestamp())
+
+
+def epoch_ms(when: dt.datetime) -> int:
+    """An aware datetime's epoch milliseconds, exactly (no float)."""
+    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)

@@ -312,7 +312,7 @@ def test_dump_filters_match_the_truth_file():
     assert len(offsets("--sys-flag", "transaction=prepared")) == 2
     assert offsets("--from", hex(one["commitLogOffset"]), "--limit", "1") == [one["commitLogOffset"]]
     bad = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--since", "yesterday")
-    assert bad.exit_code == 2 and "neither epoch milliseconds nor an ISO date-time" in bad.stderr
+    assert bad.exit_code == 2 and "is not a time: epoch milliseconds, an ISO date-time" in bad.stderr
     bad = run("dump", "commitlog", "--store", FIXTURES / name / "store", "--sys-flag", "transaction=maybe")
     assert bad.exit_code == 2 and "transaction=not|prepared|commit|rollback" in bad.stderr
 

@@ -817,7 +817,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, data_path):
             ("append", "--store", data_path, "--topic", "../x", "--partition", "0", "--payload", "p"),
             "cannot be a partition",
         ),
-        (("clean", "--store", data_path, "--at", "yesterday"), "not an ISO time"),
+        (("clean", "--store", data_path, "--at", "yesterday"), "--at 'yesterday' is not a time"),
         (("clean", "--store", data_path, "--delete-policy", "delete,1x"), "not an int"),
         (("locate", "5", "--topic", "nope", "--partition", "0", "--store", data_path), "no partition directory nope-0"),
     ]

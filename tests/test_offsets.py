@@ -424,7 +424,7 @@ def test_offset_by_time_cli_every_queue_and_errors():
     assert res.exit_code == 0 and [r["queueId"] for r in rows] == [0, 1, 2, 3]
     assert all(r["storeTimestamp"] >= 1795314214328 for r in rows)
     bad = run("offset-by-time", "TopicTest", "0", "yesterday", "--store", Path(broker_conf("a-basic")).parent / "store")
-    assert bad.exit_code == 2 and "neither epoch milliseconds nor an ISO date-time" in bad.stderr
+    assert bad.exit_code == 2 and "is not a time: epoch milliseconds, an ISO date-time" in bad.stderr
     none = run("offset-by-time", "NoSuchTopic", "0", "0", "--store", Path(broker_conf("a-basic")).parent / "store")
     assert none.exit_code == 2 and "no such consumequeue" in none.stderr
 

@@ -102,7 +102,7 @@ def test_verify_since_until_on_the_cli():
     assert r.exit_code == 0 and r.stderr.startswith("verify: 0 records, 0.0 MB of commitlog")
     one_line_error(run(*args, "--since", at, "--until", at - 1), "--until is before --since")
     one_line_error(
-        run(*args, "--since", "yesterday"), "--since 'yesterday' is neither epoch milliseconds nor an ISO date-time"
+        run(*args, "--since", "yesterday"), "--since 'yesterday' is not a time: epoch milliseconds, an ISO date-time"
     )
 
 
@@ -132,3 +132,75 @@ def test_verify_since_on_a_dledger_store():
         0,
         sum(recs[100][2] <= t <= recs[199][2] for _, _, t in recs),
     )
+
+
+ZONES = ["UTC", "Asia/Shanghai", "America/New_York", "Australia/Lord_Howe"]
+# mqadmin's form: a plain day, the hour New York's clocks repeat (2024-11-03 01:xx) and skip (2024-03-10 02:xx),
+# Lord Howe's half-hour shifts, a leap day
+MQADMIN_TIMES = [
+    "2024-06-01#00:00:30:000",
+    "2024-11-03#01:30:00:250",
+    "2024-11-03#00:59:59:999",
+    "2024-11-03#02:00:00:000",
+    "2024-03-10#02:30:00:000",
+    "2024-03-10#03:00:00:000",
+    "2024-04-07#01:45:00:000",
+    "2024-10-06#02:15:00:000",
+    "2024-02-29#23:59:59:999",
+    "1717200030000",
+]
+
+
+@pytest.fixture
+def zone(request):
+    """The process's local zone set to request.param for the test (TZ, time.tzset), and set back after it."""
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = request.param
+    time.tzset()
+    yield request.param
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+@pytest.mark.parametrize("zone", ZONES, indirect=True)
+def test_a_time_without_a_zone_reads_as_mqadmin_reads_it(zone, java_oracle, tmp_path):
+    """mqadmin's own parse (tests/java/ParseDate.java: Long.parseLong, else UtilAll.parseDate in the JVM's
+    default zone), run in each zone, against rmqctl's: the same instant, the repeated and the skipped hour too
+    (rmqctl took the earlier reading of a repeated hour, an hour before mqadmin's), and the ISO form of the same
+    wall time alike."""
+    import subprocess
+    from pathlib import Path
+
+    from rmqctl.javacompat import epoch_ms, parse_time
+    from test_batchcq import oracle_classpath
+
+    java = subprocess.run(
+        ["java", f"-Duser.timezone={zone}", "-cp", oracle_classpath(java_oracle)]
+        + [str(Path(__file__).parent / "java" / "ParseDate.java"), *MQADMIN_TIMES],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    want = [int(line) for line in java.stdout.splitlines()]
+    assert [epoch_ms(parse_time(t)) for t in MQADMIN_TIMES] == want
+    iso = [t.replace("#", "T").rsplit(":", 1)[0] + "." + t.rsplit(":", 1)[1] for t in MQADMIN_TIMES if "#" in t]
+    assert [epoch_ms(parse_time(t)) for t in iso] == want[: len(iso)]
+
+
+def test_every_time_option_takes_the_same_forms(store_copy):
+    """clean --at took ISO alone (epoch milliseconds were a usage error) where every other time option takes
+    both: one parser (javacompat.parse_time) now serves them all, mqadmin's form too."""
+    root = store_copy("a-basic")
+    conf = broker_conf("a-basic")
+    for at in ("1717200030000", "2024-06-01T00:00:30+00:00", "2024-06-01#00:00:30:000"):
+        res = run("clean", "--store", root, "--broker-config", conf, "--at", at, "--format", "jsonl")
+        assert res.exit_code in (0, 1), res.stderr
+    one_line_error(run("clean", "--store", root, "--at", "yesterday"), "--at 'yesterday' is not a time: epoch")
+    rows = jsonl(run("offset-by-time", "TopicTest", "0", "2024-06-01#00:00:30:000", "--store", root).stdout)
+    assert rows[0]["timestamp"] == int(dt.datetime(2024, 6, 1, 0, 0, 30).astimezone().timestamp() * 1000)

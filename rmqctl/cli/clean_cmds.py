@@ -75,7 +75,11 @@ def setting_options(fn):
     help="Keep commitlog files holding messages a consumer group (consumerOffset.json) has not consumed.",
 )
 @setting_options
-@click.option("--at", "at", help="Evaluate at this ISO time instead of now (its offset is the local zone of the hour).")
+@click.option(
+    "--at",
+    "at",
+    help="Evaluate at this time instead of now (epoch ms, ISO 8601 or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS; its zone is the zone of the hour).",
+)
 @click.option(
     "--disk-usage",
     type=float,

@@ -23,7 +23,7 @@ from ..metaq.cron import next_fire
 from ..metaq.store import MetaqStore, check_data_path
 from ..record import decode_body
 from .app import cli
-from .options import DIRECTORY, FILE, OFFSET, body_option, parse_int
+from .options import DIRECTORY, FILE, OFFSET, body_option, parse_int, parse_time_ms
 from .render import FORMATS, damage_exits, echo_err, render
 
 
@@ -241,7 +241,7 @@ CLEAN_COLUMNS = ["segment", "startOffset", "size", "mtime", "ageHours", "policy"
 @click.option(
     "--at",
     "at",
-    help="Evaluate the policy at this ISO time instead of now; 'next': at the next time each topic's deleteWhen fires.",
+    help="Evaluate the policy at this time (epoch ms, ISO 8601 or mqadmin's form) instead of now; 'next': at the next time each topic's deleteWhen fires.",
 )
 def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
     """The broker's deletePolicy as its DeleteJob applies it: every segment but the last whose mtime is older
@@ -256,11 +256,7 @@ def clean_cmd(ctx, topic, partition, do_apply, check, delete_policy, at):
         parse_delete_policy(delete_policy)
     at_next_run = at == "next"
     if at and not at_next_run:
-        try:
-            when = dt.datetime.fromisoformat(at)
-        except ValueError:
-            raise UsageError(f"--at {at!r} is not an ISO time") from None
-        now_ms = int((when if when.tzinfo else when.astimezone()).timestamp() * 1000)
+        now_ms = parse_time_ms(at, "--at")
     else:
         now_ms = int(dt.datetime.now().timestamp() * 1000)
     if do_apply and check:

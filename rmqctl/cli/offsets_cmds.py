@@ -76,9 +76,9 @@ def consumers(ctx, per_group):
     "--boundary", type=click.Choice(offsets.BOUNDARIES), default="lower", show_default=True, help=BOUNDARY_HELP
 )
 def offset_by_time(ctx, args, boundary):
-    """The queue offset the broker's getOffsetInQueueByTime returns for TIME (ISO 8601, local time without a
-    zone, or epoch milliseconds), for one queue or, without QUEUE_ID, every queue of TOPIC: where a consumer
-    reset to that time starts.
+    """The queue offset the broker's getOffsetInQueueByTime returns for TIME (epoch milliseconds, ISO 8601 with
+    local time without a zone, or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS, read as mqadmin reads it), for one queue
+    or, without QUEUE_ID, every queue of TOPIC: where a consumer reset to that time starts.
 
     \b
     rmqctl offset-by-time TopicTest 2024-06-01T00:00:30 --store /data/store --broker-config broker.conf

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import os
 import sys
@@ -16,6 +15,7 @@ from ..brokerversion import CHOICES as VERSION_CHOICES, BrokerVersion
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import UsageError
+from ..javacompat import TIME_FORMS, epoch_ms, parse_time
 from ..lock import waiting_for_lock
 from ..store import Store
 from .app import FAILED
@@ -159,22 +159,16 @@ def parse_int(value: str, what: str) -> int:
 
 
 def parse_time_ms(text: str, what: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 date-time (local time without a zone)."""
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
-        raise UsageError(
-            f"{what} {text!r} is neither epoch milliseconds nor an ISO date-time (e.g. 2026-11-22T03:13:00+00:00)"
-        ) from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return round(when.timestamp() * 1000)
+    """Epoch milliseconds from a time option (javacompat.parse_time: ms, ISO 8601, or mqadmin's form)."""
+    when = parse_time(text)
+    if when is None:
+        raise UsageError(f"{what} {text!r} is not a time: {TIME_FORMS}")
+    return epoch_ms(when)
 
 
 class TimeType(click.ParamType):
-    """A time option: ISO 8601 with or without a zone (local time without), or epoch milliseconds."""
+    """A time option: epoch milliseconds, ISO 8601 with or without a zone (local time without), or mqadmin's
+    yyyy-MM-dd#HH:mm:ss:SSS (javacompat.parse_time)."""
 
     name = "TIME"
 

@@ -17,7 +17,7 @@ import numpy as np
 from .. import schema as S
 from ..config import BrokerConfig
 from ..errors import UsageError
-from ..javacompat import java_split, parse_int
+from ..javacompat import TIME_FORMS, epoch_ms, java_split, parse_int, parse_time
 from ..rules import CorrectMinOffsetFailed, corrected_min_logic
 
 
@@ -197,15 +197,14 @@ class Clock:
 
     @classmethod
     def parse(cls, text: str | None, live: bool = False) -> "Clock":
-        """ISO time (`2026-11-22T03:13:00+00:00`, `...Z`); without an offset it is local time. None: now, and
-        with `live` the time each pass runs."""
+        """A time as every time option takes it (javacompat.parse_time; its offset is the zone of the hour).
+        None: now, and with `live` the time each pass runs."""
         if text is None:
             return cls(dt.datetime.now().astimezone(), live)
-        try:
-            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-        except ValueError:
-            raise UsageError(f"--at {text!r} is not an ISO date-time (e.g. 2026-11-22T03:13:00+00:00)") from None
-        return cls(when if when.tzinfo else when.astimezone())
+        when = parse_time(text)
+        if when is None:
+            raise UsageError(f"--at {text!r} is not a time: {TIME_FORMS}")
+        return cls(when)
 
     def at(self, pass_no: int) -> tuple[int, int, str]:
         """(epoch ms, local hour, ISO text) of pass `pass_no` (1-based)."""
@@ -214,9 +213,7 @@ class Clock:
             if self.live
             else self.start + dt.timedelta(milliseconds=(pass_no - 1) * CLEAN_RESOURCE_INTERVAL_MS)
         )
-        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-        ms = (when - epoch) // dt.timedelta(milliseconds=1)
-        return ms, when.hour, when.isoformat(timespec="milliseconds")
+        return epoch_ms(when), when.hour, when.isoformat(timespec="milliseconds")
 
 
 @dataclasses.dataclass
