@@ -619,9 +619,15 @@ def test_never_follows_a_symlink_out_of_the_store(tmpfs):
     third = store / "commitlog" / f"{2 * CL_SIZE:020d}"
     shutil.move(third, outside / third.name)
     third.symlink_to(outside / third.name)
-    got = clean_json(store, "--delete-when", "03", "--until-ok", "--apply")
+    applied = clean(store, "--delete-when", "03", "--until-ok", "--apply", "--format", "json")
+    got = json.loads(applied.stdout)
     assert [r["why"] for r in got["files"] if r["kind"] == "commitlog"] == ["age", "age", "unsafe-path", "unsafe-path"]
     assert (outside / third.name).exists() and third.is_symlink()
+    # the broker would unlink the link and go on: a cron --apply or --check that freed nothing exited 0 in silence
+    said = f"rmqctl: clean stops at 1 file(s) it does not delete, commitlog/{third.name} first: a symlink"
+    assert applied.exit_code == 2 and said in applied.stderr
+    check = clean(store, "--delete-when", "03", "--check", "--quiet")
+    assert check.exit_code == 2 and check.stderr.startswith(said) and check.stdout == ""
 
 
 def test_never_deletes_through_a_symlinked_directory(tmpfs):
@@ -631,7 +637,9 @@ def test_never_deletes_through_a_symlinked_directory(tmpfs):
     qdir = store / "consumequeue" / "TopicTest" / "0"
     shutil.move(qdir, tmpfs / "q0")
     qdir.symlink_to(tmpfs / "q0")
-    got = clean_json(store, "--delete-when", "03", "--until-ok", "--apply")
+    applied = clean(store, "--delete-when", "03", "--until-ok", "--apply", "--format", "json")
+    got = json.loads(applied.stdout)
+    assert applied.exit_code == 2 and "consumequeue/TopicTest/0/00000000000000000000 first" in applied.stderr
     assert sorted(p.name for p in (tmpfs / "q0").iterdir()) == [f"{i * 1280:020d}" for i in range(3)]
     unsafe = {r["file"] for r in got["files"] if r["why"] == "unsafe-path"}
     assert unsafe == {"consumequeue/TopicTest/0/00000000000000000000"}

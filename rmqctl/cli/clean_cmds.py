@@ -67,7 +67,8 @@ def setting_options(fn):
 @click.option(
     "--check",
     is_flag=True,
-    help="Exit 1 only if a pass would delete a file now (for monitoring; 2 is an error); deletes nothing.",
+    help="Exit 1 only if a pass would delete a file now (for monitoring; 2 is an error, or a file the scan "
+    "stops at that rmqctl does not delete: a link, one outside the store); deletes nothing.",
 )
 @click.option(
     "--protect-unconsumed",
@@ -167,6 +168,16 @@ def clean(
     if result.configError:  # (an --apply it let run went at an hour a token named: said, not refused)
         echo_err(f"rmqctl: broker config: {result.configError}")
         if not apply:
+            raise click.exceptions.Exit(EXIT_REFUSED)
+    blocked = {d.file: d for d in result.decisions if d.why == "unsafe-path"}
+    if blocked:  # (said even with --quiet: the broker's cleanup would have gone on past them)
+        first = next(iter(blocked.values()))
+        echo_err(
+            f"rmqctl: clean stops at {len(blocked)} file(s) it does not delete, {first.file} first: "
+            f"{first.detail.split(';')[0]}; the broker's cleanup deletes such a file (a link: unlinks it) and goes "
+            "on, so resolve it by hand and run clean again"
+        )
+        if apply or check:
             raise click.exceptions.Exit(EXIT_REFUSED)
     if check and result.deleted():
         raise click.exceptions.Exit(EXIT_FINDINGS)
