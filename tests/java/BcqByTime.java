@@ -1,5 +1,3 @@
-import java.io.FileInputStream;
-import java.io.InputStream;
 import java.lang.reflect.Method;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -19,10 +17,7 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
 public class BcqByTime {
     public static void main(String[] args) throws Exception {
         Path root = Paths.get(args[0]).toAbsolutePath();
-        Properties props = new Properties();
-        try (InputStream in = new FileInputStream(args[1])) {
-            props.load(in);
-        }
+        Properties props = MixAll.string2Properties(MixAll.file2String(args[1]));
         BrokerConfig broker = new BrokerConfig();
         MessageStoreConfig config = new MessageStoreConfig();
         MixAll.properties2Object(props, broker);
