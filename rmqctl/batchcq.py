@@ -148,9 +148,15 @@ class BatchConsumeQueue:
         return f, i * S.BCQ_UNIT_SIZE, {k: int(arr[i][k]) for k in S.BCQ_DTYPE.names}
 
     def store_time_at(self, queue_offset: int) -> int | None:
-        """The storeTime of the unit covering a queue offset, None when no unit does."""
+        """The storeTime of the unit covering a queue offset, None when no unit does (an offset the load's dispatch
+        adds past the files is in none, though the broker's search lands on the last)."""
         found = self.unit_covering(queue_offset)
-        return found[2]["storeTime"] if found is not None else None
+        if (
+            found is None
+            or not found[2]["msgBaseOffset"] <= queue_offset < found[2]["msgBaseOffset"] + found[2]["batchSize"]
+        ):
+            return None
+        return found[2]["storeTime"]
 
     def offset_range(self) -> tuple[int, int]:
         """(minOffsetInQueue, maxOffsetInQueue) as the broker's load leaves them: reviseMinOffsetInQueue's

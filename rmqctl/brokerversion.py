@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import schema as S
 from .config import BrokerConfig, read_properties
-from .configfiles import bean_field, read_config
+from .configfiles import AmbiguousProperty, bean_field, read_config
 from .errors import StoreError, UsageError
 from .javacompat import CRC32_PROPERTY, PROPERTY_SEPARATOR
 
@@ -163,7 +163,10 @@ def _from_config_files(root: Path) -> tuple[tuple[int, int], str] | None:
     for name, field in (("topics.json", "attributes"), ("delayOffset.json", "dataVersion")):
         doc = read_config(root, name).document
         if name == "topics.json":
-            table = bean_field(doc, "topicConfigTable")
+            try:
+                table = bean_field(doc, "topicConfigTable")
+            except AmbiguousProperty:  # (which table the broker takes is not known: no evidence from it)
+                continue
             doc = next(iter(table.values()), None) if isinstance(table, dict) and table else None
         if not isinstance(doc, dict):
             continue  # absent, undecodable, or no topic to tell

@@ -39,13 +39,36 @@ def _smart_name(name: str) -> str:
     return name.lower().replace("_", "").replace("-", "")
 
 
+class AmbiguousProperty(StoreError):
+    """A config object names one bean property in two spellings (bean_field): which value the broker's fastjson
+    takes depends on the class it decodes into, so no answer is given from it."""
+
+
+# the config beans' top-level properties rmqctl reads (bean_field)
+READ_PROPERTIES = (
+    "offsetTable", "lmqOffsetTable", "topicConfigTable", "subscriptionGroupTable", "forbiddenTable", "dataVersion",
+    "queueOffsetMap",
+)  # fmt: skip
+
+
+def spelt_twice(doc) -> AmbiguousProperty | None:
+    """The first property of READ_PROPERTIES a config document names ambiguously (bean_field), None if none."""
+    for name in READ_PROPERTIES:
+        try:
+            bean_field(doc, name)
+        except AmbiguousProperty as e:
+            return e
+    return None
+
+
 def bean_field(doc, name: str, default=None):
     """The value a config bean's property `name` gets from a decoded document (`default`: not there), as fastjson
     sets it. A member may name it in another case or with '_' or '-' (JavaBeanDeserializer.smartMatch:
-    `offset_table`, `OffsetTable`), and the broker loads such a file; where it is named more than once, all
-    spelt exactly, the last value wins. Where spellings differ, which one wins depends on the class decoded into
-    (fastjson 1.2.83 measured: a class on the class path, decoded by ASM-made code, keeps the first; one decoded
-    by reflection lets a later smart match overwrite an exact one): rmqctl does not guess (StoreError)."""
+    `offset_table`, `OffsetTable`), and the broker loads such a file. Where it is named more than once: all
+    spelt exactly, the last value wins; none spelt exactly, the first. Where exact and other spellings mix,
+    which one wins depends on the class decoded into (fastjson 1.2.83, measured on RocketMQ 5.3.3's own
+    TopicConfigSerializeWrapper and TopicConfig and on classes of the tests: one keeps the first, another lets
+    a later smart match overwrite an exact one): rmqctl does not guess (AmbiguousProperty)."""
     if not isinstance(doc, dict):
         return default
     pairs = doc.pairs if isinstance(doc, Members) else list(doc.items())
@@ -53,13 +76,14 @@ def bean_field(doc, name: str, default=None):
     if not found:
         return default
     spellings = sorted({key for key, _ in found})
-    if len(found) > 1 and spellings != [name]:
-        raise StoreError(
+    exact = [key == name for key, _ in found]
+    if any(exact) and not all(exact):
+        raise AmbiguousProperty(
             f"the property {name} is named {len(found)} times, as {', '.join(map(repr, spellings))}: which one the "
             "broker's fastjson takes depends on the class it decodes into, so rmqctl does not guess; keep one",
             getattr(doc, "source", None),
         )
-    return found[-1][1]
+    return found[-1][1] if all(exact) else found[0][1]
 
 
 class DecimalText(float):
@@ -411,7 +435,10 @@ def offset_table_decoded(text: ConfigText) -> ConfigText:
     offset_of), a null one included (a ConcurrentHashMap holds none), makes the decode throw, and
     ConfigManager.load takes the .bak instead."""
     doc = text.document if isinstance(text.document, dict) else {}
-    table, light = bean_field(doc, "offsetTable"), bean_field(doc, "lmqOffsetTable")
+    try:
+        table, light = bean_field(doc, "offsetTable"), bean_field(doc, "lmqOffsetTable")
+    except AmbiguousProperty:  # (the broker loads it; which table it takes is not known: readers of it refuse)
+        return text
     if text.path.name.startswith("delayOffset.json"):
         problem = _bad_map(table, "", True) if table is not None else None
     elif table is not None and not isinstance(table, dict):

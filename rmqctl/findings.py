@@ -112,6 +112,7 @@ KINDS: dict[str, str] = {
     "config-bak-damaged": "a .bak config file that does not parse",
     "config-bak-differs": "a .bak config file that differs from the file it backs (info)",
     "config-offset-entry": "a consumer offset entry no consumer's offset is read from",
+    "config-ambiguous-name": "a config property named in two spellings, of which the broker's pick is not known",
     "config-offset-unknown-topic": "a consumer offset for a topic the store does not hold",
     # the 5.x timer store (timerlog/, timerwheel, config/timercheck)
     "timer-file": "a timer file the broker refuses, maps at another size or is missing",

@@ -261,6 +261,7 @@ TIME_FORMS = (
     "epoch milliseconds, an ISO date-time (2026-11-22T03:13:00+00:00; the local zone without one) or mqadmin's "
     "2026-11-22#03:13:00:000"
 )
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 MQADMIN_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})")  # yyyy-MM-dd#HH:mm:ss:SSS
 
 
@@ -272,9 +273,12 @@ def parse_time(text: str) -> dt.datetime | None:
     falling back) Java's lenient calendar takes the later instant, standard time, and where it skips it (clocks
     springing forward) the time moved forward over the gap: the later of the two readings both times."""
     text = text.strip()
-    if text.lstrip("-").isdigit():
-        ms = int(text)
-        return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)).astimezone()
+    ms = parse_long(text)
+    if ms is not None:
+        try:
+            return (EPOCH + dt.timedelta(milliseconds=ms)).astimezone()
+        except OverflowError:  # (a long past the years datetime holds: parse_time_ms takes it)
+            return None
     mqadmin = MQADMIN_TIME.fullmatch(text)
     try:
         if mqadmin:
@@ -290,6 +294,16 @@ def parse_time(text: str) -> dt.datetime | None:
     return max(readings, key=lambda w: w.timestamp())
 
 
+def parse_time_ms(text: str) -> int | None:
+    """parse_time's epoch milliseconds; a long as Long.parseLong reads it over its whole range (mqadmin and the
+    broker take any: Long.MAX_VALUE for "the end")."""
+    ms = parse_long(text.strip())
+    if ms is not None:
+        return ms
+    when = parse_time(text)
+    return epoch_ms(when) if when is not None else None
+
+
 def epoch_ms(when: dt.datetime) -> int:
     """An aware datetime's epoch milliseconds, exactly (no float)."""
-    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
+    return (when - EPOCH) // dt.timedelta(milliseconds=1)

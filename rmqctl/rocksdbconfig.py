@@ -89,7 +89,7 @@ def _decoded(raw: bytes, where: str, path: Path):
 
 def counter_of(version, where: str, path: Path) -> int:
     """DataVersion.counter (an AtomicLong: a number, or a string where fastjson wrote it as one)."""
-    value = version.get("counter", 0) if isinstance(version, dict) else None
+    value = bean_field(version, "counter", 0) if isinstance(version, dict) else None
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -201,16 +201,16 @@ def _merge_json(root: Path, out: Loaded):
             c.main.path,
         )
     doc = c.main.document if isinstance(c.main.document, dict) else {}
-    counter = counter_of(doc.get("dataVersion") or {}, f"{out.kind.file}'s dataVersion", c.main.path)
+    counter = counter_of(bean_field(doc, "dataVersion") or {}, f"{out.kind.file}'s dataVersion", c.main.path)
     if counter <= out.counter:
         out.sources.append(f"{c.main.path} (DataVersion {counter}, not newer: not merged)")
         return
-    table = doc.get(out.kind.table) or {}
+    table = bean_field(doc, out.kind.table) or {}
     if not isinstance(table, dict):
         raise StoreError(f"{out.kind.table} is not an object", c.main.path)
     out.table = dict(table) if out.kind.replaces else {**out.table, **table}
-    if out.kind.keeps_forbidden and isinstance(doc.get("forbiddenTable"), dict):
-        out.forbidden.update(doc["forbiddenTable"])
+    if out.kind.keeps_forbidden and isinstance(forbidden := bean_field(doc, "forbiddenTable"), dict):
+        out.forbidden.update(forbidden)
     out.counter = counter + 1
     out.sources.append(f"{c.main.path} (DataVersion {counter}, newer: merged over it)")
 

@@ -632,8 +632,8 @@ def test_topic_config_names_in_another_spelling_are_read_as_the_brokers_fastjson
     for conf in table.values():
         conf["Attributes"] = conf.pop("attributes")
     (root / "config" / "topics.json").write_text(json.dumps({"topic_config_table": table, **topics}))
-    found = jsonl(run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl").stdout)
-    assert [f for f in found if f["kind"] == "bcq-queue-type"] == []
+    verified = run("verify", "--store", root, "--broker-config", CONF, "--format", "jsonl")
+    assert verified.exit_code in (0, 1) and [f for f in jsonl(verified.stdout) if f["kind"] == "bcq-queue-type"] == []
     out = tmp_path / "read5"
     subprocess.run(
         [str(java_oracle / "read5.sh"), "--no-dispatch", str(root), str(CONF), str(out)],

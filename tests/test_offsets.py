@@ -164,6 +164,7 @@ HAND_EDITED = [
     '{"offset_table":{"TopicTest@groupA":{0:12,1:13}}}',
     '{"OFFSET-TABLE":{"TopicTest@groupA":{0:12}}}',
     '{"offsetTable":{"TopicTest@groupA":{0:5}},"offsetTable":{"TopicTest@groupA":{0:9}}}',
+    '{"OFFSET-TABLE":{"TopicTest@groupA":{0:12}},"OffsetTable":{"TopicTest@groupA":{0:9}}}',  # (none exact: the first)
 ]
 
 
@@ -287,7 +288,6 @@ def test_offset_files_load_as_the_brokers_config_manager_loads_them(tmp_path, ja
 MIXED_SPELLINGS = [
     '{"offsetTable":{"TopicTest@groupA":{0:5}},"offset_table":{"TopicTest@groupA":{0:9}}}',
     '{"Offset_Table":{"TopicTest@groupA":{0:7}},"offsetTable":{"TopicTest@groupA":{0:5}}}',
-    '{"OFFSET-TABLE":{"TopicTest@groupA":{0:12}},"OffsetTable":{"TopicTest@groupA":{0:9}}}',
 ]
 
 
@@ -320,6 +320,22 @@ def test_an_offset_of_0_on_a_queue_never_written_is_ok_as_the_broker_answers_it(
     assert res.exit_code == 1  # (groupB's 4 is above the max: the broker resets its pull to 0)
     write_config(s, "consumerOffset.json", offsets.replace("{7:4}", "{7:0}"))
     assert run("consumers", "--store", s, "--broker-config", broker_conf("a-basic")).exit_code == 0
+
+
+def test_a_property_spelt_two_ways_is_one_finding_and_stops_only_what_needs_it(store_copy):
+    """verify names it and goes on; a .bak the broker does not read while its file is sound is no obstacle to
+    consumers or config restore; clean plans without the offsets unless --protect-unconsumed needs them."""
+    s = store_copy("a-basic")
+    conf = broker_conf("a-basic")
+    write_config(s, "consumerOffset.json", MIXED_SPELLINGS[0], bak=CONSUMER_OFFSETS)
+    verified = run("verify", "--store", s, "--broker-config", conf, "--format", "jsonl")
+    kinds = [f["kind"] for f in jsonl(verified.stdout)]
+    assert verified.exit_code == 1 and kinds == ["config-ambiguous-name", "config-bak-differs"], verified.stderr
+    planned = run("clean", "--store", s, "--broker-config", conf, "--format", "jsonl")
+    assert planned.exit_code == 0 and "the unconsumed messages a deletion takes are not counted" in planned.stderr
+    one_line_error(run("clean", "--store", s, "--broker-config", conf, "--protect-unconsumed"), "named 2 times")
+    write_config(s, "consumerOffset.json", CONSUMER_OFFSETS, bak=MIXED_SPELLINGS[0])
+    assert run("consumers", "--store", s, "--broker-config", conf).exit_code in (0, 1)
 
 
 def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):

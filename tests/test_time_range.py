@@ -202,5 +202,9 @@ def test_every_time_option_takes_the_same_forms(store_copy):
         res = run("clean", "--store", root, "--broker-config", conf, "--at", at, "--format", "jsonl")
         assert res.exit_code in (0, 1), res.stderr
     one_line_error(run("clean", "--store", root, "--at", "yesterday"), "--at 'yesterday' is not a time: epoch")
+    # a long over its whole range, as mqadmin's Long.parseLong (Long.MAX_VALUE overflowed datetime), decimal digits only
+    latest = run("offset-by-time", "TopicTest", "0", str(2**63 - 1), "--store", root, "--format", "jsonl")
+    assert latest.exit_code == 0 and jsonl(latest.stdout)[0]["timestamp"] == 2**63 - 1
+    one_line_error(run("offset-by-time", "TopicTest", "0", "\u00b2", "--store", root), "is not a time")
     rows = jsonl(run("offset-by-time", "TopicTest", "0", "2024-06-01#00:00:30:000", "--store", root).stdout)
     assert rows[0]["timestamp"] == int(dt.datetime(2024, 6, 1, 0, 0, 30).astimezone().timestamp() * 1000)

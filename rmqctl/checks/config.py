@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..configfiles import ConfigFile, committed_offsets, present_configs, topic_names
+from ..configfiles import AmbiguousProperty, ConfigFile, committed_offsets, present_configs, spelt_twice, topic_names
 from ..errors import ConfigNotRead, StoreError
 from ..rocksdbconfig import KINDS, broker_config, kept_in_rocksdb
 from ..store import Store, queue_keys
@@ -75,6 +75,9 @@ def config_problems(store: Store) -> list[ConfigProblem]:
             )
         elif c.main.sound and c.bak.sound and c.main.document != c.bak.document:
             out.append(ConfigProblem("config-bak-differs", "info", c.bak.path, _difference(c)))
+        if (mixed := spelt_twice(c.document)) is not None:
+            where = c.main.path if c.loaded_from == "main" else c.bak.path
+            out.append(ConfigProblem("config-ambiguous-name", "error", where, mixed.detail))
     loaded = {}
     for name in KINDS:
         try:
@@ -99,7 +102,10 @@ def _difference(c: ConfigFile) -> str:
 def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[ConfigProblem]:
     if cfg.document is None:
         return []
-    entries, notes = committed_offsets(cfg.document, lmq=cfg.name == "lmqConsumerOffset.json")
+    try:
+        entries, notes = committed_offsets(cfg.document, lmq=cfg.name == "lmqConsumerOffset.json")
+    except AmbiguousProperty:  # (config_problems named it)
+        return []
     path = cfg.main.path if cfg.loaded_from == "main" else cfg.bak.path
     out = [
         ConfigProblem(
@@ -112,7 +118,10 @@ def _offset_problems(store: Store, cfg: ConfigFile, topics: ConfigFile) -> list[
     ]
     if not store.parts.queues_read:
         return out  # which topics have queues is not known: no topic is reported as having none
-    known = topic_names(topics.document)
+    try:
+        known = topic_names(topics.document)
+    except AmbiguousProperty:  # (named by config_problems: which topics the broker has is not known)
+        known = None
     queues = {topic for topic, _ in queue_keys(store)}
     for topic in sorted({e.topic for e in entries}):
         if topic not in queues and (known is None or topic not in known):

@@ -15,7 +15,7 @@ from ..brokerversion import CHOICES as VERSION_CHOICES, BrokerVersion
 from ..budget import DEFAULT_MEMORY, MIN_CLI_MEMORY, parse_size
 from ..config import BrokerConfig, load_config
 from ..errors import UsageError
-from ..javacompat import TIME_FORMS, epoch_ms, parse_time
+from ..javacompat import TIME_FORMS, parse_time_ms as java_time_ms
 from ..lock import waiting_for_lock
 from ..store import Store
 from .app import FAILED
@@ -159,11 +159,11 @@ def parse_int(value: str, what: str) -> int:
 
 
 def parse_time_ms(text: str, what: str) -> int:
-    """Epoch milliseconds from a time option (javacompat.parse_time: ms, ISO 8601, or mqadmin's form)."""
-    when = parse_time(text)
-    if when is None:
+    """Epoch milliseconds from a time option (javacompat.parse_time_ms: ms, ISO 8601, or mqadmin's form)."""
+    ms = java_time_ms(text)
+    if ms is None:
         raise UsageError(f"{what} {text!r} is not a time: {TIME_FORMS}")
-    return epoch_ms(when)
+    return ms
 
 
 class TimeType(click.ParamType):

@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from .. import schema as S
-from ..configfiles import bean_field
+from ..configfiles import AmbiguousProperty, bean_field
 from ..errors import FileGone, RmqError, StoreError, UsageError
 from ..rocksdbconfig import broker_config
 from ..rules import queue_files_loaded, record_expired, written_units
@@ -190,7 +190,7 @@ def loaded_commitlog_files(store: Store) -> list:
     return [f for f in files if end is None or f.start <= end]
 
 
-def load_state(store: Store, settings: CleanSettings) -> StoreState:
+def load_state(store: Store, settings: CleanSettings, protect_unconsumed: bool = False) -> StoreState:
     """The files, queues, index files and consumer offsets the cleaner decides on, as the broker holds them
     after its load (recoverTopicQueueTable corrects every queue's minimum offset)."""
     roots = store.allowed_roots()  # deletion never leaves them, nor follows a symlink
@@ -207,7 +207,13 @@ def load_state(store: Store, settings: CleanSettings) -> StoreState:
                 "an all-empty last file first is not modelled here, so nothing is planned",
                 q.segments[-1].file.path,
             ) from None
-    unconsumed, offsets = _load_consumer_offsets(store, queues, min_phy, notes)
+    try:
+        unconsumed, offsets = _load_consumer_offsets(store, queues, min_phy, notes)
+    except AmbiguousProperty as e:  # the broker's cleanup reads no offsets: only --protect-unconsumed needs them
+        if protect_unconsumed:
+            raise
+        notes.append(f"{e}: the unconsumed messages a deletion takes are not counted")
+        unconsumed, offsets = [], []
     if store.crashed():
         notes.append(
             "abort file present: the broker would run abnormal recovery (and may drop index files) before "
@@ -422,7 +428,8 @@ def run_clean(
     # a plan needs no lock and measures a simulated disk; disk_usage is None when applying
     with locked_for_writing(store.root) if apply else contextlib.nullcontext():
         meter = DiskMeter(simulate=not apply, what_if=disk_usage)
-        cleaner = Cleaner(load_state(store, settings), settings, clock, meter, manual, protect_unconsumed)
+        state = load_state(store, settings, protect_unconsumed)
+        cleaner = Cleaner(state, settings, clock, meter, manual, protect_unconsumed)
         return _run(
             store, settings, cleaner, limit, until_ok, apply, on_delete, config_error, interval_ms if apply else 0
         )

@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from .. import schema as S
-from ..configfiles import committed_offsets, read_broker_identity, read_epochs
+from ..configfiles import bean_field, committed_offsets, read_broker_identity, read_epochs
 from ..rocksdbconfig import KINDS, OFFSET_FILES, broker_config, consumer_offsets_file
 from ..errors import FileGone, StoreError
 from ..live import head_moved
@@ -275,7 +275,7 @@ def _entries(store: Store, name: str) -> tuple[str, dict | None]:
     if name in OFFSET_FILES:
         entries, _ = committed_offsets(doc, lmq=name == OFFSET_FILES[1])
         return source, {f"{e.topic}@{e.group} queue {e.queueId}": e.offset for e in entries}
-    table = doc.get(KINDS[name].table)
+    table = bean_field(doc, KINDS[name].table)
     return source, table if isinstance(table, dict) else None
 
 

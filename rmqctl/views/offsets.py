@@ -485,7 +485,8 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     for c in entries:
         cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
         if cq is None and bcq is None:
-            rows.append(_no_queue(c, source, topics, maxes.get(f"{c.topic}/{c.queueId}")))
+            present = {topic for topic, _ in views} | {topic for topic, _ in batch}
+            rows.append(_no_queue(c, source, topics, present, maxes.get(f"{c.topic}/{c.queueId}")))
             continue
         if bcq is not None:
             bcq.as_loaded(maxes.get(f"{c.topic}/{c.queueId}"))
@@ -611,7 +612,7 @@ def group_lag(rows: list[ConsumerQueue]) -> list[dict]:
     return out
 
 
-def _no_queue(c, source: str, topics: frozenset | None, dispatched: int | None) -> "ConsumerQueue":
+def _no_queue(c, source: str, topics: frozenset | None, present: set, dispatched: int | None) -> "ConsumerQueue":
     """An offset whose queue has no files. A queue never written to, which the broker answers as min = max = 0
     (getMaxOffsetInQueue of a queue with no files: a push consumer commits 0 there, on every %RETRY% queue of
     its group), judged as any other (_offset_status); a lite topic's that expired (normal); a deleted topic's
@@ -622,7 +623,7 @@ def _no_queue(c, source: str, topics: frozenset | None, dispatched: int | None) 
     if lite_topic(c.topic) is not None:
         status = "lite-expired"
         note = "a lite topic's queue (RIP-83): it expires after an idle TTL, so a vanished one is normal"
-    elif deleted_topic(c.topic, topics, set()):
+    elif deleted_topic(c.topic, topics, present):
         status = "deleted-topic"
         note = "the topic is in no queue and not in the broker's topics: deleted, its consumer offset left behind"
     elif dispatched:
