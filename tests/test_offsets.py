@@ -338,6 +338,17 @@ def test_a_property_spelt_two_ways_is_one_finding_and_stops_only_what_needs_it(s
     assert run("consumers", "--store", s, "--broker-config", conf).exit_code in (0, 1)
 
 
+def test_offsets_on_a_store_without_queues_are_not_taken_for_a_missing_offset_file(store_copy):
+    """Every queue gone (a store before any dispatch): each committed offset is a row at min = max = 0, and the
+    offset file is read, not reported missing (the no-queue rows' topics once took the place of the files read)."""
+    s = store_copy("a-basic")
+    shutil.rmtree(s / "consumequeue")
+    write_config(s, "consumerOffset.json", '{"offsetTable":{"TopicTest@groupA":{0:0}}}')
+    res = run("consumers", "--store", s, "--format", "jsonl")
+    assert [(r["status"], r["maxOffset"]) for r in jsonl(res.stdout)] == [("ok", 0)]
+    assert "no such file" not in res.stderr and res.exit_code == 0, res.stderr
+
+
 def test_consumers_read_a_hand_edited_offset_file_as_the_broker_loads_it(store_copy):
     s = store_copy("a-basic")
     write_config(s, "consumerOffset.json", HAND_EDITED[4], bak=CONSUMER_OFFSETS)

@@ -482,11 +482,11 @@ def consumers(store: Store) -> tuple[list[ConsumerQueue], list[str]]:
     if cfg.main.exists or cfg.bak.exists:
         present.append(str(cfg.main.path))
     source, entries = _loaded_offsets(cfg, notes)
+    queued = {topic for topic, _ in views} | {topic for topic, _ in batch}  # the topics with a queue
     for c in entries:
         cq, bcq = views.get((c.topic, c.queueId)), batch.get((c.topic, c.queueId))
         if cq is None and bcq is None:
-            present = {topic for topic, _ in views} | {topic for topic, _ in batch}
-            rows.append(_no_queue(c, source, topics, present, maxes.get(f"{c.topic}/{c.queueId}")))
+            rows.append(_no_queue(c, source, topics, queued, maxes.get(f"{c.topic}/{c.queueId}")))
             continue
         if bcq is not None:
             bcq.as_loaded(maxes.get(f"{c.topic}/{c.queueId}"))
