@@ -459,10 +459,10 @@ def compaction(layout: Layout, base: Path) -> list[Part]:
 
 
 def empty_offset_map(path: Path) -> bool:
-    text = read_text(path)
     try:
+        text = read_text(path)
         return text.sound and bean_field(text.document, "queueOffsetMap") == {}
-    except AmbiguousProperty:  # (not known to be empty: read as a compaction store, which says what it finds)
+    except (OSError, AmbiguousProperty):  # (not known to be empty: read as a compaction store, which says so)
         return False
 
 

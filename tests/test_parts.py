@@ -209,3 +209,13 @@ def test_an_unknown_store_type_is_not_read(tmp_path):
         f"{fixture_dir('a-basic')}/store/consumequeue: consume queues of storeType=tieredRocksDB: not read (a storeType "
         "this version does not know)"
     )
+
+
+def test_a_compaction_checkpoint_that_cannot_be_read_is_not_taken_for_an_empty_one(tmp_path):
+    """Layout detection reads position-checkpoint to tell an idle compaction part; a path it cannot read (here a
+    directory) is not known to be empty, and raised IsADirectoryError out of the layout instead."""
+    from rmqctl.parts import empty_offset_map
+
+    (tmp_path / "position-checkpoint").mkdir()
+    (tmp_path / "empty").write_text('{"queueOffsetMap":{}}')
+    assert (empty_offset_map(tmp_path / "position-checkpoint"), empty_offset_map(tmp_path / "empty")) == (False, True)
