@@ -34,7 +34,9 @@ FORMAT_VERSIONS = range(2, 7)  # 2: LZ4 blocks carry their size; 6: the footer's
 FOOTER = 53  # checksum type, 40 bytes of part 2, format_version, magic
 EXTENDED_MAGIC = b"\x3e\x00\x7a\x00"
 BINARY_SEARCH_INDEX = 0  # BlockBasedTableOptions::kBinarySearch
-BLOCKS_PER_CALL = 256  # data blocks decoded per call of the kernel (a batch of pairs is a few such calls)
+# data blocks decoded per call of the kernel: up to this many stored bytes of them (each call hands the GIL back
+# and forth with verify's other threads, and its ZSTD blocks are decoded into memory first)
+GROUP_BYTES = 4 << 20
 
 
 MASK32 = (1 << 32) - 1
@@ -257,11 +259,15 @@ def _zstd(u8: np.ndarray, offset: int, size: int) -> bytes:
 
 
 def groups(table: Table) -> Iterator[tuple]:
-    """The table's data blocks, BLOCKS_PER_CALL at a time, as a compiled reader of them takes them (the file's
-    bytes, the blocks' offsets and sizes, and the ZSTD ones among them decoded: _zstd_blocks)."""
+    """The table's data blocks, GROUP_BYTES of them at a time (one block at least), as a compiled reader of them
+    takes them (the file's bytes, the blocks' offsets and sizes, and the ZSTD ones among them decoded:
+    _zstd_blocks)."""
     u8 = _mapped(table.path)
-    for lo in range(0, len(table.offsets), step := BLOCKS_PER_CALL):
-        offsets, sizes = table.offsets[lo : lo + step], table.sizes[lo : lo + step]
+    ends = np.cumsum(table.sizes)
+    lo = 0
+    while lo < len(table.offsets):
+        hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - table.sizes[lo] + GROUP_BYTES, "right")))
+        offsets, sizes, lo = table.offsets[lo:hi], table.sizes[lo:hi], hi
         _verified(u8, offsets, sizes, table.checksum, table.context)
         yield (u8, offsets, sizes, *_zstd_blocks(u8, offsets, sizes))
 

@@ -49,7 +49,7 @@ def _three_digests(db: Path, held: list) -> tuple:
 
     direct, every, live = (rocksdbstore_check.IndexDigest(0, LONG_MAX) for _ in range(3))
     with ReadOnlyDB(db, ()) as rdb:
-        assert direct.read_tables(rdb.tables("default"))
+        list(direct.table_groups(rdb.tables("default")))
         for pairs in rdb.batches("default", 4096):
             live.add_pairs(pairs)
     every.add_pairs(Pairs.of(held))
@@ -1119,6 +1119,32 @@ def test_the_table_files_read_directly_give_the_digest_of_every_value_they_hold(
     assert (direct.found == live.found) == (flushes == 1)
 
 
+@pytest.mark.parametrize("group_bytes", [1, 5000, 1 << 30])
+def test_a_table_is_read_directly_in_groups_of_its_blocks(tmp_path, monkeypatch, group_bytes):
+    """sstable.groups hands the kernel every data block once, in order, as many at a time as fit GROUP_BYTES
+    (one at least); the digest is the same however they are grouped, and a block failing its checksum in a
+    later group is refused."""
+    from rmqctl import sstable
+
+    monkeypatch.setattr(sstable, "GROUP_BYTES", group_bytes)
+    held = _table_db(tmp_path / "db", 6, "lz4", flushes=1)
+    direct, every, _ = _three_digests(tmp_path / "db", held)
+    assert direct.found == every.found and not direct.found.doubtful
+    (path,) = (tmp_path / "db").glob("*.sst")
+    t = sstable.read_table(path)
+    parts = [(offsets, sizes) for _, offsets, sizes, *_ in sstable.groups(t)]
+    assert np.array_equal(np.concatenate([o for o, _ in parts]), t.offsets) and len(t.offsets) > 2
+    assert all(len(o) == 1 or sizes.sum() <= group_bytes for o, sizes in parts)
+    expected = {1: len(t.offsets), 1 << 30: 1}.get(group_bytes)
+    assert len(parts) == expected if expected else 1 < len(parts) < len(t.offsets)
+    data = bytearray(path.read_bytes())
+    data[int(t.offsets[-2] + t.sizes[-2]) + 1] ^= 0xFF  # the stored checksum of the last but one block
+    path.write_bytes(bytes(data))
+    with pytest.raises(sstable.Unreadable, match="fails its checksum"):
+        for _ in sstable.groups(sstable.read_table(path)):
+            pass
+
+
 @pytest.mark.parametrize("how", ["snappy", "wal"])
 def test_tables_not_read_directly_leave_the_reading_to_rocksdb(tmp_path, how):
     """A table compressed another way, or values still in the memtables (a WAL replayed at the opening): no
@@ -1370,7 +1396,8 @@ def test_an_entry_whose_lengths_wrap_or_are_negative_is_unreadable(tmp_path, sha
         return
     _crafted_table(path, 4, data_block=raw)
     digest = rocksdbstore_check.IndexDigest(0, None)
-    assert digest.read_tables([sstable.read_table(path)]) and digest.found.doubtful == 1
+    list(digest.table_groups([sstable.read_table(path)]))
+    assert digest.direct and digest.found.doubtful == 1
 
 
 def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path):
@@ -1394,7 +1421,7 @@ def test_a_zstd_frame_claiming_another_size_is_unreadable_not_allocated(tmp_path
     path.write_bytes(bytes(raw))
     digest = rocksdbstore_check.IndexDigest(0, LONG_MAX)
     with ReadOnlyDB(tmp_path / "db", ()) as db:
-        assert digest.read_tables(db.tables("default"))
+        list(digest.table_groups(db.tables("default")))
     assert digest.found.doubtful and not digest.proves()
 
 
@@ -1475,20 +1502,35 @@ def test_the_walk_s_digest_of_a_record_is_the_digest_of_the_index_keys_build_ind
         assert (walked[0], int(walked[1]), walked[2]) == (count, total, 0), (topic_len, word_len, uniq_len)
 
 
-def test_a_reading_begun_later_reads_its_tables_metadata_at_once_and_nothing_else_before_it_is_begun(built):
+def _until(done, seconds: float = 60):
+    """Wait for `done()` (a thread's progress) up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "the reading made no progress"
+        time.sleep(0.01)
+
+
+def test_a_reading_begun_later_takes_one_step_of_each_kind_at_once_and_the_rest_once_begun(built, monkeypatch):
     """verify begins the reading once its walk is done where the walk takes every core: until then the reading
-    has listed the table files (their metadata read) and summed nothing; begun, it sums the index; closed
-    unbegun, it ends without reading."""
+    has taken the first step of each kind (a group of the index's table blocks, a batch of each other kind's
+    keys: the kernels they need load while the walk runs); begun, it reads the rest; closed unbegun, it ends
+    without reading further."""
+    from rmqctl import sstable
+
+    monkeypatch.setattr(sstable, "GROUP_BYTES", 1)  # a table block a step
     store = Store(built[0], load_config(broker_conf(BASE)))
     try:
         later = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
+        _until(lambda: len(later.runs.runs) == 2)  # a run of timer, and one of trans: their first steps
         time.sleep(0.5)  # (time to misbehave)
-        assert later.digest._listed and later.digest.found.count == 0 and not later.runs.runs
+        first = later.digest.found.count
+        assert later.runs.error is None and later.digest._listed and first > 0 and len(later.runs.runs) == 2
         later.begin()
-        assert later.wait().digest.found.count > 0 and later.runs.runs
+        assert later.wait().digest.found.count > first and len(later.runs.runs) == 2
         later.close()
         closed = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
+        _until(lambda: len(closed.runs.runs) == 2)
         closed.close()
-        assert closed.digest.found.count == 0 and not closed.runs.runs
+        assert closed.digest.found.count == first
     finally:
         store.close()

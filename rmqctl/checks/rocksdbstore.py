@@ -162,13 +162,16 @@ def spill(
     kinds: tuple[str, ...],
     digest: IndexDigest | None = None,
     keys: bool = True,
+    begun: Callable[[], object] = lambda: None,
 ):
     """The `kinds`' keys read `batch` at a time and parsed (until `stopped`); each batch's records, in commitlog
     order, stored as run n (`store(n, records)`) and said as ("run", its first offset, its records), or, for the
-    index records `digest` takes, summed there instead; each key the engine parses as no record said as ("key",
-    kind, key, value) unless not `keys`. A batch is parsed and stored on a thread of its own while the next one
-    is read (the engine's parse and the writes release the GIL; RocksDB's iteration holds it), and said once
-    stored, in order."""
+    index records `digest` takes, summed there instead (from the table files directly where it can: a group of
+    blocks a step); each key the engine parses as no record said as ("key", kind, key, value) unless not
+    `keys`. A batch is parsed and stored on a thread of its own while the next one is read (the engine's parse
+    and the writes release the GIL; RocksDB's iteration holds it), and said once stored, in order. The first
+    step of each kind is taken at once and the rest once `begun()` returns: the kernels each kind needs load
+    then, while the caller's walk still runs, not beside its checks, whose Python they would hold up."""
     numbers = itertools.count()  # (taken on the one storing thread, a batch at a time in order)
 
     def written(kind: str, pairs: Pairs) -> tuple[tuple | None, np.ndarray]:
@@ -187,19 +190,38 @@ def spill(
         for i in rest.tolist() if keys else ():
             say(("key", kind, pairs.key(i), pairs.value(i)))
 
+    def steps(kind: str) -> Iterator[Pairs | None]:
+        tables = digest.tables_of(db) if digest is not None and kind == INDEX_KIND else None
+        return digest.table_groups(tables) if tables is not None else db.batches(kind, batch)
+
     with concurrent.futures.ThreadPoolExecutor(1, initializer=block_sigint_here) as pool:
         last = None
-        for kind in kinds:
-            if digest is not None and kind == INDEX_KIND and digest.read_tables(digest.tables_of(db)):
-                continue
-            for pairs in db.batches(kind, batch):
-                if stopped():
-                    return
-                job = pool.submit(written, kind, pairs)
-                if last is not None:
-                    said(*last)
-                last = (kind, pairs, job)
-        if last is not None:
+
+        def take(kind: str, pairs: Pairs | None):
+            nonlocal last
+            if pairs is None:  # (a group of table blocks, summed as it was read)
+                return
+            job = pool.submit(written, kind, pairs)
+            if last is not None:
+                said(*last)
+            last = (kind, pairs, job)
+
+        streams = [(kind, steps(kind)) for kind in kinds]
+        for kind, stream in streams:
+            if stopped():
+                return
+            take(kind, next(stream, None))
+        if last is not None:  # (said before the wait: the first steps are whole while the walk runs)
+            said(*last)
+            last = None
+        begun()
+        for kind, stream in streams:
+            while not stopped():  # (asked before each step: a step reads, even one of a digest)
+                pairs = next(stream, stream)
+                if pairs is stream:
+                    break
+                take(kind, pairs)
+        if last is not None and not stopped():
             said(*last)
 
 
@@ -239,15 +261,16 @@ class RecordRuns:
         self.stopped = False
         self.directory = scratch_directory("rocksdbstore")
 
-    def read(self):
-        """Every kind's keys (a thread's body: Reading). Every batch makes 65,536 (key, value) tuples, which start the
-        collector's passes over every object the process holds (numba's alone are many); they hold no cycles,
-        so the collector is paused while they are made, and left as it was found (never frozen: a freeze or
-        unfreeze here would undo the launcher's or a library user's)."""
+    def read(self, begun: Callable[[], object] = lambda: None):
+        """Every kind's keys (a thread's body: Reading; the rest after its first steps once `begun()` returns).
+        Every batch makes 65,536 (key, value) tuples, which start the collector's passes over every object the
+        process holds (numba's alone are many); they hold no cycles, so the collector is paused while they are
+        made, and left as it was found (never frozen: it would undo the launcher's or a library user's)."""
         collecting = gc.isenabled()
         gc.disable()
         try:
-            spill(self.db, self.batch, self._store, self.said, lambda: self.stopped, self.kinds, self.digest, self.keys)
+            args = (self._store, self.said, lambda: self.stopped, self.kinds, self.digest, self.keys, begun)
+            spill(self.db, self.batch, *args)
         finally:
             if collecting:
                 gc.enable()
@@ -444,14 +467,12 @@ class IndexDigest:
         self.found.add(*E.index_digest(*spans, ok, self.min_offset, self.last_offset))
         return np.flatnonzero(~ok)
 
-    def read_tables(self, tables: list | None) -> bool:
+    def table_groups(self, tables: list) -> Iterator[None]:
         """The index records summed from their table files read directly (sstable, in one pass in the engine),
-        where those are all the data (None: they are not; False: RocksDB's iteration is the caller's). Every value
-        counts, older versions too, which a digest may take; a key of no record other than a bookkeeping one
-        holding an int64 is doubtful (an older version is never to be named), and so is a table that turns
-        out unreadable mid-way: the digest then proves nothing and RocksDB's reading follows."""
-        if tables is None:
-            return False
+        which are all the data, a group of blocks a step (the caller paces the reading). Every value counts,
+        older versions too, which a digest may take; a key of no record other than a bookkeeping one holding an
+        int64 is doubtful (an older version is never to be named), and so is a table that turns out unreadable
+        mid-way: the digest then proves nothing and RocksDB's reading follows."""
         self.direct = True
         try:
             for t in tables:
@@ -464,10 +485,10 @@ class IndexDigest:
                         raise Unreadable(f"{t.path}: a data block does not decode")
                     counted += values + deletions
                     self.found.add(*digest)
+                    yield
                 check_count(t, counted)
         except Unreadable:
             self.found.doubtful += 1
-        return True
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -526,11 +547,7 @@ class Reading:
     def _read(self):
         block_sigint_here()  # Ctrl-C is the main thread's (rmqctl.budget)
         try:
-            if self.digest is not None:  # the table files' metadata read at once (the kernels it loads too)
-                self.digest.tables_of(self.runs.db)
-            self._begun.wait()
-            if not self.runs.stopped:
-                self.runs.read()
+            self.runs.read(self._begun.wait)  # (its first steps at once: the kernels they load too)
             if self._beside is not None and not self.runs.stopped:
                 own = Store(self._beside.root, self._beside.config)
                 try:
