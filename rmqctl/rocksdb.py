@@ -218,6 +218,7 @@ class ReadOnlyDB:
                 if count:
                     pairs = Pairs.unmarshalled(steps, count)
                     last = pairs.key(count - 1)
+                    del steps, step  # (not held twice while the caller waits)
                     yield pairs
         except Exception as e:  # RocksDB's Status met mid-way, as the opening's errors
             self._call(_raise, e)

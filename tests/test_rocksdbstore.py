@@ -1519,18 +1519,22 @@ def test_a_reading_begun_later_takes_one_step_of_each_kind_at_once_and_the_rest_
 
     monkeypatch.setattr(sstable, "GROUP_BYTES", 1)  # a table block a step
     store = Store(built[0], load_config(broker_conf(BASE)))
+    later = closed = None
     try:
         later = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
         _until(lambda: len(later.runs.runs) == 2)  # a run of timer, and one of trans: their first steps
-        time.sleep(0.5)  # (time to misbehave)
         first = later.digest.found.count
+        time.sleep(0.5)  # (time to misbehave)
+        assert later.digest.found.count == first and gc.isenabled()  # the caller's walk collects as usual
         assert later.runs.error is None and later.digest._listed and first > 0 and len(later.runs.runs) == 2
         later.begin()
         assert later.wait().digest.found.count > first and len(later.runs.runs) == 2
-        later.close()
         closed = rocksdbstore_check.start_reading(store, 1 << 20, digest=True, at_once=False)
         _until(lambda: len(closed.runs.runs) == 2)
         closed.close()
-        assert closed.digest.found.count == first
+        assert closed.digest.found.count == first and not closed.runs.runs
     finally:
+        for reading in (later, closed):
+            if reading is not None:
+                reading.close()
         store.close()

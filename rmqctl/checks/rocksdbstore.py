@@ -207,22 +207,40 @@ def spill(
             last = (kind, pairs, job)
 
         streams = [(kind, steps(kind)) for kind in kinds]
-        for kind, stream in streams:
-            if stopped():
-                return
-            take(kind, next(stream, None))
-        if last is not None:  # (said before the wait: the first steps are whole while the walk runs)
-            said(*last)
-            last = None
-        begun()
-        for kind, stream in streams:
-            while not stopped():  # (asked before each step: a step reads, even one of a digest)
-                pairs = next(stream, stream)
-                if pairs is stream:
-                    break
-                take(kind, pairs)
-        if last is not None and not stopped():
-            said(*last)
+        try:
+            for kind, stream in streams:
+                if stopped():
+                    return
+                take(kind, next(stream, None))
+            if last is not None:  # (said before the wait: the first steps are whole while the walk runs)
+                said(*last)
+                last = None
+            begun()
+            for kind, stream in streams:
+                while not stopped():  # (asked before each step: a step reads, even one of a digest)
+                    pairs = next(stream, stream)
+                    if pairs is stream:
+                        break
+                    take(kind, pairs)
+            if last is not None and not stopped():
+                said(*last)
+        finally:  # (a stream left mid-way holds an iterator of the database, or a table file's mapping)
+            for _, stream in streams:
+                stream.close()
+
+
+def _collecting_while(wait: Callable[[], object]) -> Callable[[], None]:
+    """`wait` with the collector running meanwhile and paused again after: RecordRuns.read pauses it for its
+    batches, and the caller's walk, which goes on while the reading waits, runs as usual (cli/launch.py)."""
+
+    def waiting():
+        gc.enable()
+        try:
+            wait()
+        finally:
+            gc.disable()
+
+    return waiting
 
 
 class RecordRuns:
@@ -269,7 +287,8 @@ class RecordRuns:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            args = (self._store, self.said, lambda: self.stopped, self.kinds, self.digest, self.keys, begun)
+            waiting = _collecting_while(begun) if collecting else begun
+            args = (self._store, self.said, lambda: self.stopped, self.kinds, self.digest, self.keys, waiting)
             spill(self.db, self.batch, *args)
         finally:
             if collecting:
@@ -485,6 +504,7 @@ class IndexDigest:
                         raise Unreadable(f"{t.path}: a data block does not decode")
                     counted += values + deletions
                     self.found.add(*digest)
+                    del group  # (not held while the caller waits: its ZSTD blocks decoded)
                     yield
                 check_count(t, counted)
         except Unreadable:
