@@ -228,8 +228,9 @@ def test_a_read_only_installation_without_a_cache_directory_still_runs(tmp_path)
 
 def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
     """The first dump of an installation compiles the kernels: one line on a terminal says so, instead of a
-    silent pause; the next run finds them cached and says nothing, and so does the first append (the one
-    build serves every command: `append` names the encoder in the same line when it is the first)."""
+    silent pause; two first dumps started at once both say so, but only one compiles (the other waits for its
+    build and loads it); the next run finds them cached and says nothing, and so does the first append (the
+    one build serves every command: `append` names the encoder in the same line when it is the first)."""
     repo = Path(__file__).resolve().parents[1]
     shutil.copytree(repo / "rmqctl", tmp_path / "rmqctl", ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
@@ -237,30 +238,40 @@ def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
     example = ["--store", repo / "examples" / "store", "--broker-config", repo / "examples" / "broker.conf"]
     append = ["--store", tmp_path / "store", "--create", "--topic", "T", "--body", "1", "--store-host", "1.2.3.4:5"]
 
-    def on_a_terminal(*args) -> str:
-        master, slave = os.openpty()
-        try:
-            subprocess.run(
-                [sys.executable, "-m", "rmqctl", *args],
+    def on_terminals(*commands) -> list[tuple[str, float]]:
+        """Each command run at once on a terminal of its own: what each said there and the CPU seconds it took."""
+        started = []
+        for args in commands:
+            master, slave = os.openpty()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rmqctl", *map(str, args)],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=slave,
-                check=True,
                 cwd=tmp_path,
             )
+            started.append((proc, master, slave))
+        said = []
+        for proc, master, slave in started:
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            assert proc.returncode == 0
             os.set_blocking(master, False)
             try:
-                return os.read(master, 4096).decode()
+                text = os.read(master, 4096).decode()
             except BlockingIOError:
-                return ""
-        finally:
+                text = ""
             os.close(slave)
             os.close(master)
+            said.append((text, usage.ru_utime + usage.ru_stime))
+        return said
 
     dump = ["dump", "commitlog", *example, "--body", "none"]
-    assert on_a_terminal(*dump).splitlines() == ["rmqctl: compiling the decoder once (a few seconds)"]
-    assert on_a_terminal(*dump) == ""
-    assert on_a_terminal("append", *append) == ""
+    (first, cpu_first), (second, cpu_second) = on_terminals(dump, dump)
+    assert first.splitlines() == second.splitlines() == ["rmqctl: compiling the decoder once (a few seconds)"]
+    assert min(cpu_first, cpu_second) < max(cpu_first, cpu_second) / 4, (cpu_first, cpu_second)
+    assert on_terminals(dump)[0][0] == ""
+    assert on_terminals(["append", *append])[0][0] == ""
 
 
 @settings(max_examples=400, deadline=None)

@@ -32,6 +32,7 @@ specific to the CPU, Python and numpy the stamp names, and `stamp` would refuse 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -259,35 +260,58 @@ def build() -> Path | None:
     """Build the module for this stamp (numba compiles the kernels first, tens of seconds without its cache),
     check that it loads, and put it in the first writable directory, atomically; None, remembered, when it
     cannot be built or loaded. Older modules of this installation (next to the package) are removed; a
-    shared user cache keeps other installations' modules."""
-    global _module
+    shared user cache keeps other installations' modules. Processes that start the same build at once (cron
+    jobs after an upgrade, a test run's workers) take turns on a lock: the first builds, the others wait for
+    it and load what it built, instead of each compiling for a minute."""
     key = stamp()
     if key is None:
         return None
     for rank, directory in enumerate(directories()):
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            work = Path(tempfile.mkdtemp(prefix=f".{MODULE}-", dir=directory))
+            lock = os.open(directory / f".{MODULE}-{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError:
             continue
-        target = directory / f"{MODULE}-{key}.so"
         try:
-            _compile(work)
-            os.replace(next(work.glob(f"{MODULE}*")), target)
-            _module = None
-            if module() is None:
-                raise ImportError(f"{target} was built but does not load here")
-            for old in directory.glob(f"{MODULE}-*") if rank == 0 else ():
-                if old.name != target.name:
-                    old.unlink(missing_ok=True)
-            return target
-        except Exception as e:  # noqa: BLE001 (any failure of an optional build: numba's own, the compiler's)
-            target.unlink(missing_ok=True)
-            (directory / f"{MODULE}-{key}.failed").write_text(f"{type(e).__name__}: {e}\n")
-            return None
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            target = directory / f"{MODULE}-{key}.so"
+            if target.exists() or (directory / f"{MODULE}-{key}.failed").exists():
+                return _loaded(target)  # built (or found unbuildable) by the process that held the lock before
+            try:
+                work = Path(tempfile.mkdtemp(prefix=f".{MODULE}-", dir=directory))
+            except OSError:
+                continue
+            return _build_in(work, directory, key, rank)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            os.close(lock)  # (and with it the lock)
     return None
+
+
+def _loaded(target: Path) -> Path | None:
+    """`target`, loaded as this process's module; None when it does not load here."""
+    global _module
+    _module = None
+    return target if target.exists() and module() is not None else None
+
+
+def _build_in(work: Path, directory: Path, key: str, rank: int) -> Path | None:
+    """build's work in `work`, for `directory` (under its lock)."""
+    target = directory / f"{MODULE}-{key}.so"
+    try:
+        _compile(work)
+        os.replace(next(work.glob(f"{MODULE}*")), target)
+        if _loaded(target) is None:
+            raise ImportError(f"{target} was built but does not load here")
+        for old in directory.glob(f"{MODULE}-*") if rank == 0 else ():
+            if old.name != target.name:
+                old.unlink(missing_ok=True)
+        return target
+    except Exception as e:  # noqa: BLE001 (any failure of an optional build: numba's own, the compiler's)
+        target.unlink(missing_ok=True)
+        (directory / f"{MODULE}-{key}.failed").write_text(f"{type(e).__name__}: {e}\n")
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _compile(out: Path):
