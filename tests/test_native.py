@@ -241,30 +241,37 @@ def test_a_first_run_on_a_terminal_says_it_compiles(tmp_path):
     def on_terminals(*commands) -> list[tuple[str, float]]:
         """Each command run at once on a terminal of its own: what each said there and the CPU seconds it took."""
         started = []
-        for args in commands:
-            master, slave = os.openpty()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "rmqctl", *map(str, args)],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=slave,
-                cwd=tmp_path,
-            )
-            started.append((proc, master, slave))
-        said = []
-        for proc, master, slave in started:
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            assert proc.returncode == 0
-            os.set_blocking(master, False)
-            try:
-                text = os.read(master, 4096).decode()
-            except BlockingIOError:
-                text = ""
-            os.close(slave)
-            os.close(master)
-            said.append((text, usage.ru_utime + usage.ru_stime))
-        return said
+        try:
+            for args in commands:
+                master, slave = os.openpty()
+                started.append((master, slave))
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "rmqctl", *map(str, args)],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=slave,
+                    cwd=tmp_path,
+                )
+                started[-1] += (proc,)
+            said = []
+            for master, _, proc in started:
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                assert proc.returncode == 0
+                os.set_blocking(master, False)
+                try:
+                    text = os.read(master, 4096).decode()
+                except BlockingIOError:
+                    text = ""
+                said.append((text, usage.ru_utime + usage.ru_stime))
+            return said
+        finally:
+            for master, slave, *proc in started:
+                if proc and proc[0].returncode is None:
+                    proc[0].kill()
+                    proc[0].wait()
+                os.close(slave)
+                os.close(master)
 
     dump = ["dump", "commitlog", *example, "--body", "none"]
     (first, cpu_first), (second, cpu_second) = on_terminals(dump, dump)

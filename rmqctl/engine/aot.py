@@ -262,7 +262,7 @@ def build() -> Path | None:
     cannot be built or loaded. Older modules of this installation (next to the package) are removed; a
     shared user cache keeps other installations' modules. Processes that start the same build at once (cron
     jobs after an upgrade, a test run's workers) take turns on a lock: the first builds, the others wait for
-    it and load what it built, instead of each compiling for a minute."""
+    it and load what it built (or run on numba's kernels if it failed), instead of each compiling."""
     key = stamp()
     if key is None:
         return None
@@ -273,10 +273,15 @@ def build() -> Path | None:
         except OSError:
             continue
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            except OSError:  # a filesystem without locks (NFS without its lock service): build alone, as before
+                pass
             target = directory / f"{MODULE}-{key}.so"
-            if target.exists() or (directory / f"{MODULE}-{key}.failed").exists():
-                return _loaded(target)  # built (or found unbuildable) by the process that held the lock before
+            if _loaded(target):
+                return target  # built by the process that held the lock before
+            if (directory / f"{MODULE}-{key}.failed").exists():
+                return None  # or found unbuildable by it
             try:
                 work = Path(tempfile.mkdtemp(prefix=f".{MODULE}-", dir=directory))
             except OSError:
@@ -302,8 +307,8 @@ def _build_in(work: Path, directory: Path, key: str, rank: int) -> Path | None:
         os.replace(next(work.glob(f"{MODULE}*")), target)
         if _loaded(target) is None:
             raise ImportError(f"{target} was built but does not load here")
-        for old in directory.glob(f"{MODULE}-*") if rank == 0 else ():
-            if old.name != target.name:
+        for old in [*directory.glob(f"{MODULE}-*"), *directory.glob(f".{MODULE}-*.lock")] if rank == 0 else ():
+            if old.stem not in (target.stem, f".{target.stem}"):
                 old.unlink(missing_ok=True)
         return target
     except Exception as e:  # noqa: BLE001 (any failure of an optional build: numba's own, the compiler's)
