@@ -324,10 +324,10 @@ def queue_type_conflicts(store: Store) -> list[tuple[Path, str, str]]:
     return out
 
 
-def file_size(store: Store, queue_files: list[MappedFile]) -> int:
+def file_size(store: Store, queues: list[list[MappedFile]]) -> int:
     """mapperFileSizeBatchConsumeQueue: configured (checked against the files), else what the files show."""
     return settle_file_size(
-        queue_files,
+        queues,
         store.config.mapperFileSizeBatchConsumeQueue or 0,
         "mapperFileSizeBatchConsumeQueue",
         DIRECTORY,
@@ -352,7 +352,7 @@ def _queue_dirs(store: Store) -> list[tuple[Path, Path]]:
 
 def queue_file_size(store: Store) -> int:
     """The store's mapperFileSizeBatchConsumeQueue (file_size over every queue's files)."""
-    return file_size(store, [f for _, q in _queue_dirs(store) for f in MappedFileQueue([q], 0).files])
+    return file_size(store, [MappedFileQueue([q], 0).files for _, q in _queue_dirs(store)])
 
 
 def batch_consume_queues(store: Store) -> list[BatchConsumeQueue]:

@@ -25,7 +25,7 @@ from .config import JAVA_DEFAULTS
 from . import schema as S
 from .engine import ext_units_end
 from .errors import FileGone
-from .store import MappedFileQueue, Store, size_from_names
+from .store import MappedFileQueue, Store, infer_file_size
 
 EXT_DIR = "consumequeue_ext"
 DEFAULT_FILE_SIZE = JAVA_DEFAULTS["mappedFileSizeConsumeQueueExt"]
@@ -196,10 +196,7 @@ def file_size(root: Path, configured: int | None) -> int:
     if configured:
         return configured
     queues = [MappedFileQueue([q], 0).files for t in Store._dirs(root / EXT_DIR) for q in Store._dirs(t)]
-    return (
-        size_from_names(queues, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", root / EXT_DIR)
-        or DEFAULT_FILE_SIZE
-    )
+    return infer_file_size(queues, "consumequeue_ext", "mappedFileSizeConsumeQueueExt", DEFAULT_FILE_SIZE)
 
 
 def queue_ext(root: Path, topic: str, queue_id: int, size: int, deletes_empty_last: bool = False) -> QueueExt | None:

@@ -389,17 +389,22 @@ class MappedFileQueue:
             f.close()
 
 
-def infer_file_size(files: list[MappedFile], what: str, default: int) -> int:
-    """The geometry when not configured: unambiguous only when every file has the same length (files are
-    preallocated at full size). Files of different sizes are reported, never guessed around."""
-    counts = Counter(f.length for f in files)
-    if not counts:
-        return default
-    if len(counts) == 1 and files[0].length > 0:
-        return files[0].length
-    sizes = ", ".join(f"{n} file(s) of {size} bytes" for size, n in sorted(counts.items()))
+def infer_file_size(queues: list[list[MappedFile]], what: str, setting: str, default: int) -> int:
+    """A kind's file size when not configured (`queues`: each queue's files in order). Files are preallocated at
+    full size, so: the one length every non-empty file has; else (a short or grown file is damage to report, not
+    the geometry) the one spacing of consecutive names in every queue; else, without a non-empty file, the
+    default. Files whose lengths and names disagree are refused, never guessed around."""
+    lengths = Counter(f.length for files in queues for f in files if f.length)
+    if len(lengths) <= 1:
+        return next(iter(lengths)) if lengths else default
+    gaps = {b.start - a.start for files in queues for a, b in zip(files, files[1:])}
+    if len(gaps) == 1 and min(gaps) > 0:
+        return gaps.pop()
+    sizes = ", ".join(f"{n} file(s) of {size} bytes" for size, n in sorted(lengths.items()))
     raise StoreError(
-        f"inconsistent {what} file sizes ({sizes}); pass the size with --broker-config", files[0].path.parent
+        f"inconsistent {what} file sizes ({sizes}) and their names do not tell the file size; pass {setting} with "
+        "--broker-config",
+        next(files[0].path.parent for files in queues if files),
     )
 
 
@@ -793,7 +798,7 @@ def commitlog_queue(dirs: list[Path], config: BrokerConfig) -> MappedFileQueue:
     if size:
         check_configured_size(probe.files, size, "mappedFileSizeCommitLog")
     else:
-        size = infer_file_size(probe.files, "commitlog", DEFAULT_COMMITLOG_SIZE)
+        size = infer_file_size([probe.files], "commitlog", "mappedFileSizeCommitLog", DEFAULT_COMMITLOG_SIZE)
     probe.file_size = size
     return probe
 
@@ -927,7 +932,7 @@ class Store:
     def dledger_index(self) -> MappedFileQueue:
         """DLedger's entry index files (32-byte units), sized from the files, else DLedger's default."""
         q = MappedFileQueue([self.dledger.index_dir], 0)
-        q.file_size = infer_file_size(q.files, "DLedger index", D.DEFAULT_INDEX_FILE_SIZE)
+        q.file_size = infer_file_size([q.files], "DLedger index", "indexFileSize", D.DEFAULT_INDEX_FILE_SIZE)
         return q
 
     def expired(self, offset: int) -> bool:
@@ -1058,44 +1063,20 @@ class Store:
 
 
 def settle_cq_file_size(config: BrokerConfig, consumequeue_dir: Path) -> int:
-    """mappedFileSizeConsumeQueue: configured (rounded up to whole units, as the getter does), else the one
-    length every consumequeue file has, else the default."""
-    files = []
-    for topic_dir in Store._dirs(consumequeue_dir):
-        for qdir in Store._dirs(topic_dir):
-            files.extend(MappedFileQueue([qdir], 0).files)
-    files.sort(key=lambda f: (f.path.parent, f.name))
+    """mappedFileSizeConsumeQueue: configured (rounded up to whole units, as the getter does), else what the files
+    show (infer_file_size), else the default."""
+    queues = [MappedFileQueue([q], 0).files for t in Store._dirs(consumequeue_dir) for q in Store._dirs(t)]
     configured = -(-(config.mappedFileSizeConsumeQueue or 0) // S.CQ_UNIT_SIZE) * S.CQ_UNIT_SIZE
-    return settle_file_size(files, configured, "mappedFileSizeConsumeQueue", "consumequeue", DEFAULT_CQ_SIZE)
+    return settle_file_size(queues, configured, "mappedFileSizeConsumeQueue", "consumequeue", DEFAULT_CQ_SIZE)
 
 
-def settle_file_size(files: list[MappedFile], configured: int, setting: str, kind: str, default: int) -> int:
-    """A queue's file size: the configured one (checked against the files), else the one length every file has,
-    else the default; files that disagree raise with the detail (infer_file_size)."""
+def settle_file_size(queues: list[list[MappedFile]], configured: int, setting: str, kind: str, default: int) -> int:
+    """A queue kind's file size (`queues`: each queue's files): the configured one, checked against the files, else
+    infer_file_size's."""
     if configured:
-        check_configured_size(files, configured, setting)
+        check_configured_size([f for files in queues for f in files], configured, setting)
         return configured
-    lengths = Counter(f.length for f in files)
-    if len(lengths) > 1:
-        infer_file_size(files, kind, default)
-    return next(iter(lengths)) if lengths else default
-
-
-def size_from_names(queues: list[list[MappedFile]], what: str, setting: str, where: Path) -> int | None:
-    """A queue kind's file size when not configured: the one length every non-empty file has, else (a short or
-    grown file is what verify reports) the one spacing of consecutive names in every queue; None without a
-    non-empty file; raise when neither tells."""
-    lengths = {f.length for files in queues for f in files if f.length}
-    if len(lengths) <= 1:
-        return lengths.pop() if lengths else None
-    gaps = {b.start - a.start for files in queues for a, b in zip(files, files[1:])}
-    if len(gaps) == 1 and min(gaps) > 0:
-        return gaps.pop()
-    raise StoreError(
-        f"{what} files have different sizes and their names do not tell the file size; pass {setting} with "
-        "--broker-config",
-        where,
-    )
+    return infer_file_size(queues, kind, setting, default)
 
 
 def newest_first_records(store: Store, n: int) -> Iterator[tuple]:

@@ -106,7 +106,7 @@ class TimerLog:
         if file_size:
             check_configured_size(probe.files, file_size, "mappedFileSizeTimerLog")
         else:
-            file_size = infer_file_size(probe.files, "timerlog", DEFAULT_TIMERLOG_SIZE)
+            file_size = infer_file_size([probe.files], "timerlog", "mappedFileSizeTimerLog", DEFAULT_TIMERLOG_SIZE)
         probe.file_size = file_size
         self.directory = directory
         # MappedFileQueue.doLoad (5.x) deletes a zero-length last file and loads the rest

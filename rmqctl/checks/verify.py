@@ -4,11 +4,12 @@ named precisely, and silence on a sound store.
     result = verify(Store("/data/store", load_config("broker.conf")))
     result.exit_code, [f.to_dict() for f in result.findings]
 
-A run is a context (checks/context.py) and checks that take it and the record columns: the commitlog's
-files and its scan in chunks on a thread pool (checks/commitlog.py, over checks/scan.py's compiled
-walk, which releases the GIL), then the queue offsets, the consumequeues and index files against the records
-(checks/links.py), the checkpoint, the abort file and what the broker's recovery will do (here). Spark
-runs the same plan's chunks as its tasks and hands their results to `complete`. Everything is read-only.
+A run (`Run`) is a context (checks/context.py) and a table of steps, each a function of the run that returns its
+findings: the commitlog's walk in chunks on a thread pool (checks/commitlog.py, over checks/scan.py's compiled
+walk, which releases the GIL), then the CHECKS: the commitlog's files, the queue offsets, the consumequeues and
+index files against the records (checks/links.py), the checkpoint, the abort file and what the broker's
+recovery will do (here). Spark runs the same plan's chunks as its tasks and hands their results to `complete`,
+which runs the CHECKS. Everything is read-only.
 Each finding has a kind (rmqctl/findings.py), a severity (`error`: damage or an inconsistency the broker
 trips on or serves wrong data from; `warning`: something the broker tolerates or repairs itself but that
 loses or hides data; `info`: facts an operator needs, such as where a crashed broker's recovery will start),
@@ -21,18 +22,17 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 from .. import schema as S
 from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
-from ..errors import FileGone, StoreError
+from ..errors import FileGone
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
 from ..recovery import abnormal_start_by_offset, first_redispatched, normal_recovery_start, recovery_fails_on
 from ..rules import index_dropped_after_crash
-from ..store import MappedFileQueue, Store, size_from_names
+from ..store import Store
 from . import (
     VERIFY_PARTS,
     commitlog as verify_commitlog,
@@ -154,43 +154,19 @@ LIVE_RESTARTS = 3  # the broker deletes its expired head files a few at a time, 
 
 def _verify_once(store: Store, only, start, end, deep, jobs, max_findings, progress, memory, window) -> VerifyResult:
     began = time.monotonic()
-    ctx = start_run(store, only, start, end, deep, jobs or available_cores())
-    # the RocksDB message store is read on a thread of its own (checks/rocksdbstore.py); its runs and
-    # the record table share the budget, since both live until the checks after the walk: half each, or an
-    # eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
-    # the timer and transaction records', and the index records' only if the digest proves nothing). The
-    # digest proves them only against a whole walk of a stopped store's commitlog (DLedger's walk sums none).
-    reads_rocksdb = "index" in ctx.parts and ctx.store.message_rocksdb is not None
-    digest = ctx.full_range and ctx.live is None and ctx.store.dledger is None
-    table_memory = memory - ((memory // 8 if digest else memory // 2) if reads_rocksdb else 0)
-    size = window if window is not None else window_records(table_memory)
-    # without the checks that take windows no record columns outlive their chunk's scan
-    keep = size if WINDOWED_PARTS & ctx.parts else 0
-    # read beside the walk where the walk's threads leave a core free, else beside the checks after it; the
-    # records read are checked on the reading's thread too (and a core less than the jobs: the checks after
-    # the walk run meanwhile), but in a live store (its files may go mid-run)
-    at_once = ctx.jobs < available_cores()
-    check_threads = max(ctx.jobs - 1, 1) if ctx.live is None else 0
-    ctx.rocksdb_reading = (
-        start_reading(ctx.store, memory - table_memory, digest, at_once, check_threads) if reads_rocksdb else None
-    )
+    run = Run(start_run(store, only, start, end, deep, jobs or available_cores()), began, window, memory, progress)
     try:
-        results, scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), progress, keep=keep)
-        if ctx.rocksdb_reading is not None:
-            ctx.rocksdb_reading.begin()
-        if kept:  # every record fit in one window
-            size = None
-        return complete(ctx, results, scanned, began, max_findings, size)
+        return run.through(WALK + CHECKS, max_findings)
     finally:
-        if ctx.rocksdb_reading is not None:
-            ctx.rocksdb_reading.close()
+        if run.ctx.rocksdb_reading is not None:
+            run.ctx.rocksdb_reading.close()
 
 
 def start_run(store: Store, only: str | None, start: int | None, end: int | None, deep: bool, jobs: int) -> Context:
     """A run's context with its geometry settled, before any scanning."""
     if only not in (None, *VERIFY_PARTS):
         raise ValueError(f"only must be one of {VERIFY_PARTS}")
-    store = with_geometry(store)
+    store = with_lmq_dispatch(store)
     parts = {p for p in VERIFY_PARTS if only in (None, p)}
     if not store.parts.queues_read:
         # a queue store this version does not read is named (cli), never checked as if it were absent
@@ -210,52 +186,188 @@ def start_run(store: Store, only: str | None, start: int | None, end: int | None
 def complete(
     ctx: Context, results: list[list], scanned: int, began: float, max_findings: int | None, window: int | None = None
 ) -> VerifyResult:
-    """The checks, in their order, over the commitlog scan's `results` (per file, its chunks' results), the
-    record columns taken `window` records at a time (None: the whole table at once; checks/windows.py). Each
-    check returns its findings; the ones about the commitlog are what the recovery notes then annotate."""
-    store, parts = ctx.store, ctx.parts
-    out = Findings(store.root, check_interrupted_write(store))
-    if "commitlog" in parts:
-        out += verify_commitlog.check_files(ctx)
-    records, found = verify_commitlog.merge(ctx, results)
+    """The checks (CHECKS) over a commitlog walk's `results` (per file, its chunks' results) done elsewhere (Spark's
+    tasks), the record columns taken `window` records at a time (None: the whole table at once)."""
+    return Run(ctx, began, window, results=results, scanned=scanned).through(CHECKS, max_findings)
+
+
+@dataclasses.dataclass
+class Run:
+    """One verify run as its steps see it: the context, what the commitlog walk found and what each step leaves
+    for the later ones. Every step is a function of the run that returns its findings; the run keeps them in the
+    order found, and later steps read them (the recovery plan annotates the commitlog's)."""
+
+    ctx: Context
+    began: float
+    window: int | None  # records a window of the record columns holds (None: the whole table at once)
+    memory: int = DEFAULT_MEMORY
+    progress: Callable[[int, int], None] | None = None
+    results: list[list] = dataclasses.field(default_factory=list)  # per commitlog file, its chunks' scan results
+    scanned: int = 0  # commitlog bytes walked
+    records: int = 0
+    newest: int | None = None  # the newest record's storeTimestamp
+    dledger: object = None  # checks/dledger.check_layer's view of the DLedger layer
+    links: list = dataclasses.field(default_factory=list)  # the consumequeue and index checks, in windows
+    timer: TimerCheck | None = None
+    plan: RecoveryPlan | None = None
+    lost: tuple[int, int, int] = (0, 0, 0)  # records and bytes past the recovery's cut, records past DLedger's
+    findings: Findings = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        self.findings = Findings(self.ctx.store.root)
+
+    def through(self, steps: tuple, max_findings: int | None) -> VerifyResult:
+        for step in steps:
+            self.findings += step(self)
+        return _result(self.ctx, self.findings.sorted(), self.records, self.scanned, self.began, max_findings)
+
+
+def _read_rocksdb_beside(run: Run) -> Findings:
+    """Starts reading the RocksDB message store on a thread of its own (checks/rocksdbstore.py). Its runs and
+    the record table share the budget, since both live until the checks after the walk: half each, or an
+    eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
+    the timer and transaction records', and the index records' only if the digest proves nothing). The
+    digest proves them only against a whole walk of a stopped store's commitlog (DLedger's walk sums none).
+    It reads beside the walk where the walk's threads leave a core free, else beside the checks after it; the
+    records read are checked on the reading's thread too (and a core less than the jobs: the checks after
+    the walk run meanwhile), but in a live store (its files may go mid-run)."""
+    ctx = run.ctx
+    reads_rocksdb = "index" in ctx.parts and ctx.store.message_rocksdb is not None
+    digest = ctx.full_range and ctx.live is None and ctx.store.dledger is None
+    table_memory = run.memory - ((run.memory // 8 if digest else run.memory // 2) if reads_rocksdb else 0)
+    if run.window is None:
+        run.window = window_records(table_memory)
+    if reads_rocksdb:
+        at_once = ctx.jobs < available_cores()
+        check_threads = max(ctx.jobs - 1, 1) if ctx.live is None else 0
+        ctx.rocksdb_reading = start_reading(ctx.store, run.memory - table_memory, digest, at_once, check_threads)
+    return Findings()
+
+
+def _walk_commitlog(run: Run) -> Findings:
+    """The commitlog's walk in chunks on a thread pool (checks/commitlog.py): without the checks that take
+    windows no record columns outlive their chunk's scan, and when every record fits in one window the
+    checks take the whole table at once."""
+    ctx = run.ctx
+    keep = run.window if WINDOWED_PARTS & ctx.parts else 0
+    run.results, run.scanned, kept = verify_commitlog.scan(ctx, verify_commitlog.plan(ctx), run.progress, keep=keep)
+    if ctx.rocksdb_reading is not None:
+        ctx.rocksdb_reading.begin()
+    if kept:
+        run.window = None
+    return Findings()
+
+
+def _interrupted_write(run: Run) -> Findings:
+    return check_interrupted_write(run.ctx.store)
+
+
+def _commitlog_files(run: Run) -> Findings:
+    return verify_commitlog.check_files(run.ctx) if "commitlog" in run.ctx.parts else Findings()
+
+
+def _records(run: Run) -> Findings:
+    """The walk's chunks merged: the record damage they found, the records counted."""
+    ctx, results = run.ctx, run.results
+    run.records, found = verify_commitlog.merge(ctx, results)
     if ctx.rocksdb_reading is not None and ctx.rocksdb_reading.digest is not None:
         ctx.rocksdb_reading.digest.add_walked(results)
-    if "commitlog" in parts:
-        out += found
-    dledger = None
-    if store.dledger is not None:
-        dledger, found = verify_dledger.check_layer(ctx, results, "commitlog" in parts)
-        out += found
-    if "commitlog" in parts:
-        out += _queue_offsets(ctx, results)
-    newest = max([0] + [r.newest for rs in results for r in rs if r.count]) if records else None
-    breaks = {f.commitLogOffset for f in out if f.kind == "queue-offset"}  # what explains a unit's mismatch
-    links = [ConsumeQueueCheck(ctx, breaks), BatchConsumeQueueCheck(ctx)] if "consumequeue" in parts else []
-    if "index" in parts:
-        links.append(IndexCheck(ctx))
+    if run.records:
+        run.newest = max([0] + [r.newest for rs in results for r in rs if r.count])
+    return found if "commitlog" in ctx.parts else Findings()
+
+
+def _dledger_layer(run: Run) -> Findings:
+    if run.ctx.store.dledger is None:
+        return Findings()
+    run.dledger, found = verify_dledger.check_layer(run.ctx, run.results, "commitlog" in run.ctx.parts)
+    return found
+
+
+def _queue_offsets(run: Run) -> Findings:
+    """The queue-offset check over the scan's runs of records, in commitlog order (checks/queues.py)."""
+    ctx, found = run.ctx, Findings()
+    if "commitlog" not in ctx.parts:
+        return found
+    queues = QueueOffsets(ctx)
+    for r in (r for rs in run.results for r in rs if r.count):
+        found += queues.add(r.queues if r.queues is not None else summarize(ctx, r))
+    found += queues.finish()
+    return found
+
+
+def _begin_links(run: Run) -> Findings:
+    """The consumequeue and index checks begin before the recovery plan: it settles where the consumequeues
+    end. A unit's mismatch with its record is explained by a queue-offset finding there."""
+    ctx, found = run.ctx, Findings()
+    breaks = {f.commitLogOffset for f in run.findings if f.kind == "queue-offset"}
+    if "consumequeue" in ctx.parts:
+        run.links += [ConsumeQueueCheck(ctx, breaks), BatchConsumeQueueCheck(ctx)]
+    if "index" in ctx.parts:
+        run.links.append(IndexCheck(ctx))
+    for check in run.links:
+        found += check.begin()
+    return found
+
+
+def _plan_recovery(run: Run) -> Findings:
+    """Where the broker's next recovery starts and cuts, and what it drops: noted on the findings later."""
+    ctx, cut_at, dledger_cut = run.ctx, (0, 0), 0
+    run.plan = _recovery_plan(ctx, run.findings.about_commitlog()) if "commitlog" in ctx.parts else None
+    if run.plan is not None and run.plan.cut is not None:
+        cut_at = records_past(ctx, run.results, run.plan.cut.commitLogOffset)
+    if run.dledger is not None and run.dledger.stop is not None:
+        dledger_cut = records_past(ctx, run.results, run.dledger.cut - 1)[0]
+    run.lost = (*cut_at, dledger_cut)
+    return Findings()
+
+
+def _begin_timer(run: Run) -> Findings:
+    if "timer" not in run.ctx.parts:
+        return Findings()
+    run.timer = TimerCheck(run.ctx)
+    return run.timer.begin()
+
+
+def _windowed_checks(run: Run) -> Findings:
+    """The checks that need the record columns, over the windows of them (checks/windows.py)."""
+    ctx, links, timer, found = run.ctx, run.links, run.timer, Findings()
+    if links or timer is not None:
+        for w in windows(ctx, run.results, run.window):
+            for check in links:
+                found += check.window(w)
+            if timer is not None:
+                found += timer.window(w)
+            del w
+            release_freed()
     for check in links:
-        out += check.begin()  # (before the recovery plan: it settles where the consumequeues end)
-    plan = _recovery_plan(ctx, out.about_commitlog()) if "commitlog" in parts else None
-    lost = [0, 0, 0]  # records and bytes past the cut, records past DLedger's
-    if plan is not None and plan.cut is not None:
-        lost[:2] = records_past(ctx, results, plan.cut.commitLogOffset)
-    if dledger is not None and dledger.stop is not None:
-        lost[2] = records_past(ctx, results, dledger.cut - 1)[0]
-    timer = TimerCheck(ctx) if "timer" in parts else None
-    if timer is not None:
-        out += timer.begin()
-    out += _windowed_checks(ctx, results, window, links, timer)
-    if dledger is not None and "commitlog" in parts:
-        out += verify_dledger.recovery_notes(ctx, lost[2], dledger, out.about_commitlog())
-        out += _dledger_index_loss(ctx)
-    if "commitlog" in parts:
-        out += check_checkpoint(ctx, records, newest, plan, lost[0], lost[1])
-    out += _store_wide_checks(ctx)
-    if timer is not None:
-        out += timer.finish()
-    if ctx.live is not None:
-        out += live_note(ctx)
-    return _result(ctx, out.sorted(), records, scanned, began, max_findings)
+        if getattr(check, "needs_resolve", False):
+            for w in windows(ctx, run.results, run.window):
+                check.resolve(w)
+        found += check.finish()
+    return found
+
+
+def _dledger_recovery(run: Run) -> Findings:
+    if run.dledger is None or "commitlog" not in run.ctx.parts:
+        return Findings()
+    found = verify_dledger.recovery_notes(run.ctx, run.lost[2], run.dledger, run.findings.about_commitlog())
+    found += _dledger_index_loss(run.ctx)
+    return found
+
+
+def _checkpoint(run: Run) -> Findings:
+    if "commitlog" not in run.ctx.parts:
+        return Findings()
+    return check_checkpoint(run.ctx, run.records, run.newest, run.plan, run.lost[0], run.lost[1])
+
+
+def _finish_timer(run: Run) -> Findings:
+    return run.timer.finish() if run.timer is not None else Findings()
+
+
+def _live(run: Run) -> Findings:
+    return live_note(run.ctx) if run.ctx.live is not None else Findings()
 
 
 def _dledger_index_loss(ctx: Context) -> Findings:
@@ -271,18 +383,10 @@ def _dledger_index_loss(ctx: Context) -> Findings:
     return verify_links.index_loss_on_recovery(ctx, cp, first_redispatched(ctx.store, ctx.queues_end, ctx.logical_end))
 
 
-def _queue_offsets(ctx: Context, results: list[list]) -> Findings:
-    """The queue-offset check over the scan's runs of records, in commitlog order (checks/queues.py)."""
-    queues, found = QueueOffsets(ctx), Findings()
-    for r in (r for rs in results for r in rs if r.count):
-        found += queues.add(r.queues if r.queues is not None else summarize(ctx, r))
-    found += queues.finish()
-    return found
-
-
-def _store_wide_checks(ctx: Context) -> Findings:
+def _store_wide_checks(run: Run) -> Findings:
     """The checks that do not read the records: the double-write copy, compaction topics, the RocksDB message
     store (its records read one by one), config files."""
+    ctx = run.ctx
     store, parts = ctx.store, ctx.parts
     found = Findings()
     copy = store.parts.find("rocksdb-consumequeue")
@@ -323,69 +427,17 @@ def _result(
     return VerifyResult(findings, truncated, stats, ctx.store.lock_holder())
 
 
-def _windowed_checks(
-    ctx: Context, results: list[list], window: int | None, links: list, timer: TimerCheck | None
-) -> Findings:
-    """The checks that need the record columns, over the windows of them (checks/windows.py)."""
-    found = Findings()
-    if links or timer is not None:
-        for w in windows(ctx, results, window):
-            for check in links:
-                found += check.window(w)
-            if timer is not None:
-                found += timer.window(w)
-            del w
-            release_freed()
-    for check in links:
-        if getattr(check, "needs_resolve", False):
-            for w in windows(ctx, results, window):
-                check.resolve(w)
-        found += check.finish()
-    return found
-
-
-def with_geometry(store: Store) -> Store:
-    """The store with its commitlog and consumequeue file sizes settled. When not configured and the files
-    disagree (a short file is exactly what verify must report), the spacing of the file names decides,
-    if all names agree on it. Without a broker config, LMQ queue directories show that the broker
+def with_lmq_dispatch(store: Store) -> Store:
+    """The store as the broker that wrote it dispatched: without a broker config, LMQ queue directories show that it
     dispatched to LMQ queues (enableMultiDispatch)."""
     cfg = store.config
-    changes = {}
-    if not cfg.mappedFileSizeCommitLog:
-        files = MappedFileQueue(store.commitlog_dirs, 0).files
-        if len({f.length for f in files}) > 1:
-            changes["mappedFileSizeCommitLog"] = _spacing([f.start for f in files], store.commitlog_dirs[0])
-    if not cfg.mappedFileSizeConsumeQueue:
-        queues = [
-            MappedFileQueue([qdir], 0).files
-            for topic_dir in Store._dirs(store.consumequeue_dir)
-            for qdir in Store._dirs(topic_dir)
-        ]
-        if len({f.length for files in queues for f in files}) > 1:
-            changes["mappedFileSizeConsumeQueue"] = size_from_names(
-                queues, "consumequeue", "mappedFileSizeConsumeQueue", store.consumequeue_dir
-            )
     if (
-        cfg.source is None
-        and not cfg.enableMultiDispatch
-        and any(d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir))
+        cfg.source is not None
+        or cfg.enableMultiDispatch
+        or not any(d.name.startswith(LMQ_PREFIX) for d in Store._dirs(store.consumequeue_dir))
     ):
-        # no broker config given, but the broker that wrote this store dispatched to LMQ queues
-        changes.update(enableMultiDispatch=True, enableLmq=True)
-    if not changes:
         return store
-    return Store(store.root, dataclasses.replace(cfg, **changes))
-
-
-def _spacing(starts: list[int], where: Path) -> int:
-    gaps = {b - a for a, b in zip(starts, starts[1:])}
-    if len(gaps) == 1 and gaps.pop() > 0:
-        return starts[1] - starts[0]
-    raise StoreError(
-        "commitlog files have different sizes and their names do not tell the file size; pass "
-        "mappedFileSizeCommitLog with --broker-config",
-        where,
-    )
+    return Store(store.root, dataclasses.replace(cfg, enableMultiDispatch=True, enableLmq=True))
 
 
 def live_note(ctx: Context) -> Findings:
@@ -591,3 +643,23 @@ def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_
         found.add(CHECKPOINT, "abnormal-recovery", "info", ctx.store.abort_path, None, begin, detail)
         found += verify_links.index_loss_on_recovery(ctx, cp, begin)
     return found
+
+
+# A run's steps, in order (Run.through). Spark walks the commitlog in its own tasks and runs the CHECKS.
+WALK = (_read_rocksdb_beside, _walk_commitlog)
+CHECKS = (
+    _interrupted_write,
+    _commitlog_files,
+    _records,
+    _dledger_layer,
+    _queue_offsets,
+    _begin_links,
+    _plan_recovery,
+    _begin_timer,
+    _windowed_checks,
+    _dledger_recovery,
+    _checkpoint,
+    _store_wide_checks,
+    _finish_timer,
+    _live,
+)
