@@ -13,7 +13,7 @@ from . import schema as S
 from .config import BrokerConfig
 from .javacompat import java_string_hash, parse_int, parse_long
 from .record import Message
-from .rules import LMQ_PREFIX, SCHEDULE_TOPIC  # noqa: F401 (their home is rules; checks take them from here)
+from .rules import SCHEDULE_TOPIC
 
 
 @lru_cache(maxsize=16)

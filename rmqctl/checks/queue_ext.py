@@ -9,7 +9,7 @@ import numpy as np
 from .. import cqext
 from .. import schema as S
 from ..cqext import FOUND, MISSING, THROWS, QueueExt, real_offsets
-from ..dispatch import SCHEDULE_TOPIC
+from ..rules import SCHEDULE_TOPIC
 from ..findings import CONSUMEQUEUE, Findings
 from ..store import ConsumeQueue
 from .context import Context

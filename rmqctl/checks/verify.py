@@ -25,13 +25,12 @@ from collections import Counter
 from typing import Callable, NamedTuple
 
 from .. import schema as S
-from ..dispatch import LMQ_PREFIX
 from ..budget import DEFAULT_MEMORY, release_freed
 from ..errors import FileGone
 from ..findings import CHECKPOINT, CONFIG, FILES, Finding, Findings
 from ..engine import available_cores
 from ..recovery import abnormal_start_by_offset, first_redispatched, normal_recovery_start, recovery_fails_on
-from ..rules import index_dropped_after_crash
+from ..rules import LMQ_PREFIX, index_dropped_after_crash
 from ..store import Store
 from . import (
     VERIFY_PARTS,

@@ -36,7 +36,7 @@ from ..budget import sigint_held
 from ..batchcq import batch_topics, queue_file_size
 from .. import schema as S
 from ..config import BrokerConfig
-from ..dispatch import SCHEDULE_TOPIC, cq_targets
+from ..dispatch import cq_targets
 from ..errors import StoreError, UsageError
 from ..javacompat import (
     CRC32_PROPERTY,
@@ -70,6 +70,7 @@ from ..engine import (
 )
 from ..rules import (
     LMQ_PREFIX,
+    SCHEDULE_TOPIC,
     NOT_ALLOWED_SEND_TOPICS,
     MULTI_DISPATCH_SEPARATOR,
     RETRY_TOPIC_PREFIX,
