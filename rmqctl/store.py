@@ -389,21 +389,29 @@ class MappedFileQueue:
             f.close()
 
 
-def infer_file_size(queues: list[list[MappedFile]], what: str, setting: str, default: int) -> int:
+def infer_file_size(queues: list[list[MappedFile]], what: str, setting: str | None, default: int) -> int:
     """A kind's file size when not configured (`queues`: each queue's files in order). Files are preallocated at
-    full size, so: the one length every non-empty file has; else (a short or grown file is damage to report, not
-    the geometry) the one spacing of consecutive names in every queue; else, without a non-empty file, the
-    default. Files whose lengths and names disagree are refused, never guessed around."""
+    full size, so: the one length of the files with data, unless empty files are there too and the names'
+    spacing says otherwise; else (a short or grown file is damage to report, not the geometry) the one spacing of
+    consecutive names, when a file has that length; else, with no data at all, that spacing or the default.
+    Files whose lengths and names disagree are refused, never guessed around (`setting`: the broker key that
+    settles it, None when none does)."""
     lengths = Counter(f.length for files in queues for f in files if f.length)
-    if len(lengths) <= 1:
-        return next(iter(lengths)) if lengths else default
     gaps = {b.start - a.start for files in queues for a, b in zip(files, files[1:])}
-    if len(gaps) == 1 and min(gaps) > 0:
+    empty = any(f.length == 0 for files in queues for f in files)
+    if len(lengths) == 1 and (not empty or not gaps or next(iter(lengths)) in gaps):
+        return next(iter(lengths))
+    if len(gaps) == 1 and next(iter(gaps)) in lengths:
         return gaps.pop()
-    sizes = ", ".join(f"{n} file(s) of {size} bytes" for size, n in sorted(lengths.items()))
+    if not lengths and len(gaps) <= 1:  # no data: the names' one spacing, else the default
+        return gaps.pop() if gaps and min(gaps) > 0 else default
+    sizes = ", ".join(
+        f"{n} file(s) of {size} bytes" for size, n in sorted(Counter(f.length for q in queues for f in q).items())
+    )
+    spacing = ", ".join(map(str, sorted(gaps))) or "none"
+    hint = f"; pass {setting} with --broker-config" if setting else ""
     raise StoreError(
-        f"inconsistent {what} file sizes ({sizes}) and their names do not tell the file size; pass {setting} with "
-        "--broker-config",
+        f"inconsistent {what} file sizes ({sizes}; names spaced {spacing}): neither tells the file size{hint}",
         next(files[0].path.parent for files in queues if files),
     )
 
@@ -932,7 +940,7 @@ class Store:
     def dledger_index(self) -> MappedFileQueue:
         """DLedger's entry index files (32-byte units), sized from the files, else DLedger's default."""
         q = MappedFileQueue([self.dledger.index_dir], 0)
-        q.file_size = infer_file_size([q.files], "DLedger index", "indexFileSize", D.DEFAULT_INDEX_FILE_SIZE)
+        q.file_size = infer_file_size([q.files], "DLedger index", None, D.DEFAULT_INDEX_FILE_SIZE)
         return q
 
     def expired(self, offset: int) -> bool:

@@ -41,13 +41,41 @@ def test_short_file_without_config_is_read_with_the_geometry_its_names_give(stor
     assert res.stdout.count("\n") > 1900
 
 
-def test_inconsistent_file_sizes_without_config(store_copy):
-    store = store_copy("a-basic")
+def _commitlog_of(store, keep: dict[int, int | None]) -> None:
+    """Keep only the commitlog files numbered in `keep` (by their order), each cut to its length (None: as is)."""
     files = sorted((store / "commitlog").iterdir())
-    os.truncate(files[-1], 1000)
-    files[2].unlink()  # the names' spacing no longer tells the size either
-    res = run("dump", "commitlog", "--store", store)
-    assert_one_line_error(res, "inconsistent commitlog file sizes", "--broker-config")
+    for k, f in enumerate(files):
+        if k not in keep:
+            f.unlink()
+        elif keep[k] is not None:
+            os.truncate(f, keep[k])
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        {0: None, 1: None, 3: 1000},  # a short last file, and a file gone before it
+        {0: None, 2: 5000},  # the names spaced 2 files apart, no file of that length: file 1 is missing
+        {0: 5000, 1: 0},  # the one length with data is the short one; the names say 65536
+    ],
+)
+def test_inconsistent_file_sizes_without_config(store_copy, keep):
+    """Lengths and names that do not agree on one size are refused in every command, verify included: never a size
+    that neither a file's length nor the names back (a false file-size finding on a sound file, a repair that
+    leaves files the broker's load refuses)."""
+    store = store_copy("a-basic")
+    _commitlog_of(store, keep)
+    for command in (["dump", "commitlog"], ["verify"], ["info"]):
+        res = run(*command, "--store", store)
+        assert_one_line_error(res, "inconsistent commitlog file sizes", "--broker-config")
+
+
+def test_a_missing_file_between_full_ones_is_a_gap_not_a_refusal(store_copy):
+    store = store_copy("a-basic")
+    _commitlog_of(store, {k: None for k in range(40) if k != 2})
+    res = run("verify", "--store", store, "--only", "commitlog")
+    assert res.exit_code == 1, res.stderr
+    assert '"kind":"file-gap"' in res.stdout
 
 
 def test_truncated_last_file_names_file_and_offset(store_copy):
