@@ -221,9 +221,10 @@ class Run:
         return _result(self.ctx, self.findings.sorted(), self.records, self.scanned, self.began, max_findings)
 
 
-def _read_rocksdb_beside(run: Run) -> Findings:
-    """Starts reading the RocksDB message store on a thread of its own (checks/rocksdbstore.py). Its runs and
-    the record table share the budget, since both live until the checks after the walk: half each, or an
+def _split_memory(run: Run) -> Findings:
+    """The memory budget split between the record table (the window's records, unless the caller gave them) and,
+    where verify reads the RocksDB message store, that reading, started here on a thread of its own
+    (checks/rocksdbstore.py). Its runs and the record table share the budget, since both live until the checks after the walk: half each, or an
     eighth for the runs when the index records are summed instead of kept (IndexDigest: the runs are then
     the timer and transaction records', and the index records' only if the digest proves nothing). The
     digest proves them only against a whole walk of a stopped store's commitlog (DLedger's walk sums none).
@@ -645,7 +646,7 @@ def _recovery_notes(ctx: Context, plan: RecoveryPlan, cp: dict, lost: int, lost_
 
 
 # A run's steps, in order (Run.through). Spark walks the commitlog in its own tasks and runs the CHECKS.
-WALK = (_read_rocksdb_beside, _walk_commitlog)
+WALK = (_split_memory, _walk_commitlog)
 CHECKS = (
     _interrupted_write,
     _commitlog_files,
